@@ -1,0 +1,83 @@
+//! Generator of onnx_light's schema-derived code. It reads the one schema table
+//! (`src/proto/schema.rs`, included here by path) and writes:
+//! - `src/proto/generated.rs`: the message structs, their decode/size/encode code and accessors.
+//!
+//! The output is deterministic; a test in onnx_light compares it with the checked-in files.
+
+#[path = "../../src/proto/schema.rs"]
+#[allow(dead_code)]
+pub mod schema;
+
+mod rust_messages;
+
+/// Every generated file: (path relative to the repository root, contents).
+pub fn generate_all() -> Vec<(&'static str, String)> {
+    vec![("src/proto/generated.rs", rust_messages::generate())]
+}
+
+/// `TensorProto.Segment` -> `TensorProtoSegment`.
+pub fn rust_type_name(full: &str) -> String {
+    full.replace('.', "")
+}
+
+/// `tensor_type` -> `TensorType`.
+pub fn camel(s: &str) -> String {
+    s.split('_')
+        .map(|w| {
+            let mut c = w.chars();
+            match c.next() {
+                Some(f) => f.to_ascii_uppercase().to_string() + c.as_str(),
+                None => String::new(),
+            }
+        })
+        .collect()
+}
+
+/// `TensorProto.Segment` -> `tensor_proto_segment` (C function prefix part).
+pub fn snake(full: &str) -> String {
+    let mut out = String::new();
+    for part in full.split('.') {
+        if !out.is_empty() {
+            out.push('_');
+        }
+        let mut prev_lower = false;
+        for ch in part.chars() {
+            if ch.is_ascii_uppercase() {
+                if prev_lower {
+                    out.push('_');
+                }
+                out.push(ch.to_ascii_lowercase());
+                prev_lower = false;
+            } else {
+                out.push(ch);
+                prev_lower = ch.is_ascii_lowercase() || ch.is_ascii_digit();
+            }
+        }
+    }
+    out
+}
+
+/// Varint bytes of `v`.
+pub fn varint_bytes(mut v: u64) -> Vec<u8> {
+    let mut out = Vec::new();
+    while v >= 0x80 {
+        out.push((v as u8) | 0x80);
+        v >>= 7;
+    }
+    out.push(v as u8);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names() {
+        assert_eq!(snake("TensorProto.Segment"), "tensor_proto_segment");
+        assert_eq!(snake("TypeProto.SparseTensor"), "type_proto_sparse_tensor");
+        assert_eq!(snake("IntIntListEntryProto"), "int_int_list_entry_proto");
+        assert_eq!(camel("sparse_tensor_type"), "SparseTensorType");
+        assert_eq!(rust_type_name("TypeProto.Map"), "TypeProtoMap");
+    }
+}

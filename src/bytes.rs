@@ -1,0 +1,373 @@
+//! Byte containers of the message types: [`ByteSpan`] for tensor payloads (owned or borrowed,
+//! with an optional [`Owner`] token), [`ProtoString`] for proto2 `string`/`bytes` fields, and
+//! [`UnknownFields`] for fields this schema does not know.
+
+use std::fmt;
+use std::ops::Deref;
+use std::sync::Arc;
+
+/// Anything that can keep bytes alive: a memory map, a `Vec<u8>`, a caller's buffer.
+pub trait KeepAlive: Send + Sync + 'static {}
+impl<T: Send + Sync + 'static + ?Sized> KeepAlive for T {}
+
+/// A shared owner token: while one clone of it lives, the bytes it guards stay valid.
+pub type Owner = Arc<dyn KeepAlive>;
+
+/// Storage of a [`ByteSpan`].
+enum Repr {
+    /// A private buffer.
+    Owned(Vec<u8>),
+    /// A range of a shared allocation that no other span aliases (used by fast copy-mode loads):
+    /// behaves as owned, the allocation is freed when its last range is dropped.
+    OwnedRange { ptr: *mut u8, len: usize, arena: Owner },
+    /// Bytes that belong to someone else; `owner`, when present, keeps them alive.
+    Borrowed { ptr: *const u8, len: usize, owner: Option<Owner> },
+}
+
+/// Tensor payload bytes (`TensorProto.raw_data`): owned, or borrowed pointer + length with an
+/// optional shared [`Owner`] token.
+///
+/// Ownership rules (seed 000):
+/// - owned bytes are freed with the span; cloning an owned span copies the bytes;
+/// - borrowed bytes with an owner stay valid while any clone of the owner lives (cloning the
+///   span clones the token);
+/// - borrowed bytes without an owner (only from the `unsafe` constructor) are valid only while
+///   the caller keeps them alive.
+pub struct ByteSpan {
+    repr: Repr,
+}
+
+// SAFETY: every variant either owns its bytes (Vec, or an exclusive range of an arena kept alive
+// by a `Send + Sync` owner) or points at immutable bytes kept alive by a `Send + Sync` owner (or,
+// for the unowned variant, by the caller, who promised so in `from_raw_parts`). Shared access
+// only reads; mutation needs `&mut self`.
+unsafe impl Send for ByteSpan {}
+// SAFETY: see `Send`: `&ByteSpan` gives read-only access to bytes nobody mutates concurrently.
+unsafe impl Sync for ByteSpan {}
+
+impl Default for ByteSpan {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl ByteSpan {
+    /// An empty owned span.
+    pub const fn new() -> Self {
+        Self { repr: Repr::Owned(Vec::new()) }
+    }
+
+    /// Takes ownership of `bytes`.
+    pub fn from_vec(bytes: Vec<u8>) -> Self {
+        Self { repr: Repr::Owned(bytes) }
+    }
+
+    /// Borrows `range` of `data`, keeping `data` alive through the span's owner token.
+    ///
+    /// Panics if `range` is outside `data`.
+    pub fn from_shared<T>(data: Arc<T>, range: std::ops::Range<usize>) -> Self
+    where
+        T: AsRef<[u8]> + Send + Sync + 'static,
+    {
+        let slice = &(*data).as_ref()[range];
+        let (ptr, len) = (slice.as_ptr(), slice.len());
+        Self { repr: Repr::Borrowed { ptr, len, owner: Some(data as Owner) } }
+    }
+
+    /// Borrows `len` bytes at `ptr`, with an owner token that keeps them alive.
+    ///
+    /// # Safety
+    /// The bytes must stay valid and unmodified while any clone of `owner` lives.
+    pub unsafe fn from_owner_raw(ptr: *const u8, len: usize, owner: Owner) -> Self {
+        Self { repr: Repr::Borrowed { ptr, len, owner: Some(owner) } }
+    }
+
+    /// Borrows `len` bytes at `ptr` with no owner: the caller keeps them alive.
+    ///
+    /// # Safety
+    /// The bytes must stay valid and unmodified for as long as this span (or a clone) is used.
+    pub unsafe fn from_raw_parts(ptr: *const u8, len: usize) -> Self {
+        Self { repr: Repr::Borrowed { ptr, len, owner: None } }
+    }
+
+    /// An exclusive range of an arena, treated as owned.
+    ///
+    /// # Safety
+    /// `ptr..ptr+len` must lie in memory kept alive by `arena`, writable, and not be reachable
+    /// through any other span or reference.
+    pub(crate) unsafe fn from_arena_range(ptr: *mut u8, len: usize, arena: Owner) -> Self {
+        Self { repr: Repr::OwnedRange { ptr, len, arena } }
+    }
+
+    /// The bytes.
+    #[inline]
+    pub fn as_slice(&self) -> &[u8] {
+        match &self.repr {
+            Repr::Owned(v) => v,
+            // SAFETY: the range is kept alive by `arena` and not aliased mutably (constructor
+            // contract); a zero-length range may have a dangling but non-null pointer.
+            Repr::OwnedRange { ptr, len, .. } => unsafe { slice_or_empty(*ptr, *len) },
+            // SAFETY: kept alive by `owner`, or by the caller for unowned spans (constructor
+            // contract).
+            Repr::Borrowed { ptr, len, .. } => unsafe { slice_or_empty(*ptr, *len) },
+        }
+    }
+
+    /// Mutable access; borrowed bytes are first copied into an owned buffer.
+    pub fn as_mut_slice(&mut self) -> &mut [u8] {
+        if let Repr::Borrowed { .. } = self.repr {
+            *self = Self::from_vec(self.as_slice().to_vec());
+        }
+        match &mut self.repr {
+            Repr::Owned(v) => v,
+            // SAFETY: the range is exclusive to this span and writable (constructor contract).
+            Repr::OwnedRange { ptr, len, .. } => unsafe {
+                if *len == 0 { &mut [] } else { std::slice::from_raw_parts_mut(*ptr, *len) }
+            },
+            Repr::Borrowed { .. } => unreachable!("converted to owned above"),
+        }
+    }
+
+    /// Number of bytes.
+    #[inline]
+    pub fn len(&self) -> usize {
+        match &self.repr {
+            Repr::Owned(v) => v.len(),
+            Repr::OwnedRange { len, .. } | Repr::Borrowed { len, .. } => *len,
+        }
+    }
+
+    /// True when there are no bytes.
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// True when the bytes are not owned by this span (pointer mode, with or without owner).
+    pub fn is_borrowed(&self) -> bool {
+        matches!(self.repr, Repr::Borrowed { .. })
+    }
+
+    /// The token that keeps the bytes alive: the owner of borrowed bytes, or the arena of a
+    /// range; `None` for a private buffer and for unowned borrowed bytes.
+    pub fn owner(&self) -> Option<Owner> {
+        match &self.repr {
+            Repr::Owned(_) => None,
+            Repr::OwnedRange { arena, .. } => Some(arena.clone()),
+            Repr::Borrowed { owner, .. } => owner.clone(),
+        }
+    }
+
+    /// True for borrowed bytes without an owner token (the caller keeps them alive).
+    pub fn is_unowned_borrow(&self) -> bool {
+        matches!(self.repr, Repr::Borrowed { owner: None, .. })
+    }
+
+    /// Converts into an owned `Vec`, copying if needed.
+    pub fn into_vec(self) -> Vec<u8> {
+        match self.repr {
+            Repr::Owned(v) => v,
+            _ => self.as_slice().to_vec(),
+        }
+    }
+}
+
+/// A slice from raw parts, or an empty slice for length 0.
+///
+/// # Safety
+/// For `len > 0`, `ptr..ptr+len` must be valid for reads for the returned lifetime.
+#[inline]
+unsafe fn slice_or_empty<'a>(ptr: *const u8, len: usize) -> &'a [u8] {
+    if len == 0 {
+        &[]
+    } else {
+        // SAFETY: guaranteed by the caller.
+        unsafe { std::slice::from_raw_parts(ptr, len) }
+    }
+}
+
+impl Clone for ByteSpan {
+    /// Owned bytes are copied; borrowed bytes stay borrowed and share the owner token.
+    fn clone(&self) -> Self {
+        match &self.repr {
+            Repr::Owned(v) => Self::from_vec(v.clone()),
+            Repr::OwnedRange { .. } => Self::from_vec(self.as_slice().to_vec()),
+            Repr::Borrowed { ptr, len, owner } => {
+                Self { repr: Repr::Borrowed { ptr: *ptr, len: *len, owner: owner.clone() } }
+            }
+        }
+    }
+}
+
+impl Deref for ByteSpan {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        self.as_slice()
+    }
+}
+
+impl AsRef<[u8]> for ByteSpan {
+    fn as_ref(&self) -> &[u8] {
+        self.as_slice()
+    }
+}
+
+impl PartialEq for ByteSpan {
+    fn eq(&self, other: &Self) -> bool {
+        self.as_slice() == other.as_slice()
+    }
+}
+
+impl From<Vec<u8>> for ByteSpan {
+    fn from(v: Vec<u8>) -> Self {
+        Self::from_vec(v)
+    }
+}
+
+impl From<&[u8]> for ByteSpan {
+    fn from(v: &[u8]) -> Self {
+        Self::from_vec(v.to_vec())
+    }
+}
+
+impl fmt::Debug for ByteSpan {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mode = match &self.repr {
+            Repr::Owned(_) | Repr::OwnedRange { .. } => "owned",
+            Repr::Borrowed { owner: Some(_), .. } => "borrowed+owner",
+            Repr::Borrowed { owner: None, .. } => "borrowed",
+        };
+        write!(f, "ByteSpan({} bytes, {mode})", self.len())
+    }
+}
+
+/// A proto2 `string` or `bytes` value. proto2 does not require UTF-8, so the bytes are kept as
+/// they are; [`ProtoString::as_str`] checks.
+#[derive(Clone, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ProtoString(Vec<u8>);
+
+impl ProtoString {
+    /// An empty string.
+    pub const fn new() -> Self {
+        Self(Vec::new())
+    }
+
+    /// The raw bytes.
+    #[inline]
+    pub fn as_bytes(&self) -> &[u8] {
+        &self.0
+    }
+
+    /// The text, when it is valid UTF-8.
+    pub fn as_str(&self) -> Option<&str> {
+        std::str::from_utf8(&self.0).ok()
+    }
+
+    /// The text, with invalid UTF-8 replaced by U+FFFD.
+    pub fn to_string_lossy(&self) -> std::borrow::Cow<'_, str> {
+        String::from_utf8_lossy(&self.0)
+    }
+
+    /// Mutable access to the bytes.
+    pub fn as_mut_vec(&mut self) -> &mut Vec<u8> {
+        &mut self.0
+    }
+
+    /// The bytes, by value.
+    pub fn into_bytes(self) -> Vec<u8> {
+        self.0
+    }
+}
+
+impl Deref for ProtoString {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        &self.0
+    }
+}
+
+impl fmt::Debug for ProtoString {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(&self.to_string_lossy(), f)
+    }
+}
+
+impl fmt::Display for ProtoString {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.to_string_lossy())
+    }
+}
+
+impl From<&str> for ProtoString {
+    fn from(s: &str) -> Self {
+        Self(s.as_bytes().to_vec())
+    }
+}
+impl From<String> for ProtoString {
+    fn from(s: String) -> Self {
+        Self(s.into_bytes())
+    }
+}
+impl From<&String> for ProtoString {
+    fn from(s: &String) -> Self {
+        Self(s.as_bytes().to_vec())
+    }
+}
+impl From<Vec<u8>> for ProtoString {
+    fn from(s: Vec<u8>) -> Self {
+        Self(s)
+    }
+}
+impl From<&[u8]> for ProtoString {
+    fn from(s: &[u8]) -> Self {
+        Self(s.to_vec())
+    }
+}
+impl PartialEq<str> for ProtoString {
+    fn eq(&self, other: &str) -> bool {
+        self.0 == other.as_bytes()
+    }
+}
+impl PartialEq<&str> for ProtoString {
+    fn eq(&self, other: &&str) -> bool {
+        self.0 == other.as_bytes()
+    }
+}
+
+/// Fields of a message that the schema does not know, kept as their exact wire bytes in the
+/// order they were read, and written back after the known fields.
+#[derive(Clone, Default, PartialEq, Eq)]
+pub struct UnknownFields(Vec<u8>);
+
+impl UnknownFields {
+    /// No unknown fields.
+    pub const fn new() -> Self {
+        Self(Vec::new())
+    }
+    /// The raw wire bytes (tags included).
+    pub fn as_bytes(&self) -> &[u8] {
+        &self.0
+    }
+    /// True when there are none.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+    /// Number of raw bytes.
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+    /// Appends raw wire bytes (one or more complete fields).
+    pub fn push_raw(&mut self, bytes: &[u8]) {
+        self.0.extend_from_slice(bytes);
+    }
+    /// Removes all unknown fields.
+    pub fn clear(&mut self) {
+        self.0.clear();
+    }
+}
+
+impl fmt::Debug for UnknownFields {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "UnknownFields({} bytes)", self.0.len())
+    }
+}

@@ -1,0 +1,118 @@
+//! `onnx-light info`: a summary of a model.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use onnx_light::proto::{GraphProto, ModelProto, ValueInfoProto};
+use onnx_light::{ParseOptions, Result};
+
+/// The sample model bundled in the binary (`samples/mlp.onnx`).
+const SAMPLE_MODEL: &[u8] = include_bytes!("../../samples/mlp.onnx");
+
+fn value_line(v: &ValueInfoProto) -> String {
+    format!("  {}: {}", v.name(), v.r#type())
+}
+
+/// External files referenced by tensors of the main graph's initializers.
+fn external_files(g: &GraphProto) -> BTreeMap<String, u64> {
+    let mut files = BTreeMap::new();
+    for t in &g.initializer {
+        if t.data_location() == 1 {
+            let mut loc = None;
+            let mut len = 0u64;
+            for e in &t.external_data {
+                match e.key().as_bytes() {
+                    b"location" => loc = Some(e.value().to_string()),
+                    b"length" => len = e.value().to_string().parse().unwrap_or(0),
+                    _ => {}
+                }
+            }
+            *files.entry(loc.unwrap_or_else(|| "?".into())).or_insert(0) += len;
+        }
+    }
+    files
+}
+
+/// Renders the summary of `m`.
+pub fn summary(m: &ModelProto, source: &str, file_size: u64) -> String {
+    let mut out = String::new();
+    let g = m.graph();
+    let line = |out: &mut String, s: String| {
+        out.push_str(&s);
+        out.push('\n');
+    };
+    line(&mut out, format!("model: {source} ({file_size} bytes)"));
+    line(&mut out, format!("ir_version: {}", m.ir_version()));
+    let opsets: Vec<String> = m
+        .opset_import
+        .iter()
+        .map(|o| {
+            let d = o.domain().to_string();
+            format!("{}:{}", if d.is_empty() { "ai.onnx" } else { &d }, o.version())
+        })
+        .collect();
+    line(&mut out, format!("opsets: {}", opsets.join(", ")));
+    line(&mut out, format!("producer: {} {}", m.producer_name(), m.producer_version()));
+    line(&mut out, format!("graph: {}", g.name()));
+    line(&mut out, format!("inputs ({}):", g.input.len()));
+    for v in &g.input {
+        line(&mut out, value_line(v));
+    }
+    line(&mut out, format!("outputs ({}):", g.output.len()));
+    for v in &g.output {
+        line(&mut out, value_line(v));
+    }
+    let mut ops: BTreeMap<String, usize> = BTreeMap::new();
+    for n in &g.node {
+        let d = n.domain().to_string();
+        let key = if d.is_empty() { n.op_type().to_string() } else { format!("{d}::{}", n.op_type()) };
+        *ops.entry(key).or_default() += 1;
+    }
+    let mut hist: Vec<(String, usize)> = ops.into_iter().collect();
+    hist.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+    let hist: Vec<String> = hist.iter().map(|(k, v)| format!("{k} x{v}")).collect();
+    line(&mut out, format!("nodes: {} ({})", g.node.len(), hist.join(", ")));
+    let inline_bytes: u64 = g.initializer.iter().map(|t| t.raw_data().len() as u64).sum();
+    line(
+        &mut out,
+        format!(
+            "initializers: {} ({} bytes inline), sparse initializers: {}",
+            g.initializer.len(),
+            inline_bytes,
+            g.sparse_initializer.len()
+        ),
+    );
+    let ext = external_files(g);
+    if ext.is_empty() {
+        line(&mut out, "external files: none".to_string());
+    } else {
+        for (f, len) in ext {
+            line(&mut out, format!("external file: {f} ({len} bytes referenced)"));
+        }
+    }
+    if !m.functions.is_empty() {
+        line(&mut out, format!("functions: {}", m.functions.len()));
+    }
+    for p in &m.metadata_props {
+        line(&mut out, format!("metadata: {} = {}", p.key(), p.value()));
+    }
+    out
+}
+
+/// Runs the subcommand.
+pub fn run(path: Option<&Path>, threads: i32) -> Result<()> {
+    let opts = ParseOptions { num_threads: threads, ..Default::default() };
+    let (model, source, size) = match path {
+        Some(p) => {
+            let m: ModelProto = onnx_light::load_model(p, &opts)?;
+            let size = std::fs::metadata(p).map(|m| m.len()).unwrap_or(0);
+            (m, p.display().to_string(), size)
+        }
+        None => {
+            let m = onnx_light::load_model_from_bytes(SAMPLE_MODEL, &opts)?;
+            (m, "<bundled sample mlp.onnx>".to_string(), SAMPLE_MODEL.len() as u64)
+        }
+    };
+    print!("{}", summary(&model, &source, size));
+    Ok(())
+}

@@ -1,0 +1,194 @@
+//! The crate's one error type.
+//!
+//! Every failure is an [`Error`] value; decoding errors carry the absolute byte offset and the
+//! field path (e.g. `graph.initializer[12].dims`) where they happened.
+
+use std::fmt;
+use std::path::PathBuf;
+
+/// What went wrong while decoding the protobuf wire format.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DecodeErrorKind {
+    /// The input ends in the middle of a field.
+    Truncated,
+    /// A varint longer than 10 bytes, or a 10th byte above 1.
+    VarintOverflow,
+    /// A tag with field number 0, or a field number above 2^29-1.
+    InvalidFieldNumber(u64),
+    /// Wire type 6 or 7.
+    InvalidWireType(u8),
+    /// A length prefix that runs past the end of its enclosing message.
+    LengthPastEnd {
+        /// The declared length.
+        length: u64,
+        /// Bytes left in the enclosing message.
+        available: u64,
+    },
+    /// Messages (or groups) nested deeper than `max_recursion_depth`.
+    RecursionLimit(u32),
+    /// An end-group tag without a matching start group, or a group left open.
+    UnmatchedGroup(u32),
+    /// A packed field whose length is not a multiple of its element size, or whose last varint
+    /// crosses its end.
+    BadPackedLength,
+    /// A tensor payload larger than `max_tensor_size_bytes`.
+    TensorTooLarge {
+        /// The payload size.
+        size: u64,
+        /// The configured limit.
+        limit: u64,
+    },
+}
+
+impl fmt::Display for DecodeErrorKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Truncated => f.write_str("input truncated"),
+            Self::VarintOverflow => f.write_str("malformed varint (more than 64 bits)"),
+            Self::InvalidFieldNumber(n) => write!(f, "invalid field number {n}"),
+            Self::InvalidWireType(w) => write!(f, "invalid wire type {w}"),
+            Self::LengthPastEnd { length, available } => {
+                write!(f, "length {length} runs past the end ({available} bytes left)")
+            }
+            Self::RecursionLimit(d) => write!(f, "nesting deeper than the recursion limit {d}"),
+            Self::UnmatchedGroup(n) => write!(f, "unmatched group for field {n}"),
+            Self::BadPackedLength => f.write_str("packed field length does not match its elements"),
+            Self::TensorTooLarge { size, limit } => {
+                write!(f, "tensor payload of {size} bytes exceeds max_tensor_size_bytes {limit}")
+            }
+        }
+    }
+}
+
+/// One step of a field path: a field name and, for repeated fields, the element index.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PathSegment {
+    /// Field name as in onnx.proto.
+    pub field: &'static str,
+    /// Index in a repeated field.
+    pub index: Option<usize>,
+}
+
+/// A decoding error: what, at which absolute byte offset, under which field path.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DecodeError {
+    /// What went wrong.
+    pub kind: DecodeErrorKind,
+    /// Absolute byte offset in the input where the faulty item starts (or where input ran out).
+    pub offset: u64,
+    /// Segments from the innermost outwards (reversed when displayed).
+    segments_inner_first: Vec<PathSegment>,
+    /// The top-level message type being decoded.
+    pub message: &'static str,
+}
+
+impl DecodeError {
+    /// A new error at `offset`, with an empty path.
+    pub fn new(kind: DecodeErrorKind, offset: u64) -> Box<Self> {
+        Box::new(Self { kind, offset, segments_inner_first: Vec::new(), message: "" })
+    }
+
+    /// Adds an enclosing field to the path (called while unwinding out of nested messages).
+    #[cold]
+    pub fn at(mut self: Box<Self>, field: &'static str, index: Option<usize>) -> Box<Self> {
+        self.segments_inner_first.push(PathSegment { field, index });
+        self
+    }
+
+    /// The field path, outermost first, e.g. `graph.initializer[12].dims`.
+    pub fn path(&self) -> String {
+        let mut out = String::new();
+        for seg in self.segments_inner_first.iter().rev() {
+            if !out.is_empty() {
+                out.push('.');
+            }
+            out.push_str(seg.field);
+            if let Some(i) = seg.index {
+                out.push_str(&format!("[{i}]"));
+            }
+        }
+        out
+    }
+
+    /// Path segments, outermost first.
+    pub fn segments(&self) -> impl Iterator<Item = &PathSegment> {
+        self.segments_inner_first.iter().rev()
+    }
+
+    pub(crate) fn set_message(&mut self, message: &'static str) {
+        self.message = message;
+    }
+}
+
+impl fmt::Display for DecodeError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let path = self.path();
+        let msg = if self.message.is_empty() { "message" } else { self.message };
+        if path.is_empty() {
+            write!(f, "{msg}: {} at byte {}", self.kind, self.offset)
+        } else {
+            write!(f, "{msg}.{path}: {} at byte {}", self.kind, self.offset)
+        }
+    }
+}
+
+impl std::error::Error for DecodeError {}
+
+/// Every failure of the library.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// The bytes are not a valid protobuf encoding of the message.
+    #[error("parse error: {0}")]
+    Decode(Box<DecodeError>),
+    /// An I/O operation failed.
+    #[error("I/O error on {path}: {source}")]
+    Io {
+        /// The file involved (empty for streams).
+        path: PathBuf,
+        /// The underlying error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// An option has an invalid value.
+    #[error("invalid option {name}: {reason}")]
+    InvalidOption {
+        /// Option name.
+        name: &'static str,
+        /// Why it is invalid.
+        reason: String,
+    },
+    /// An argument is invalid (not an option).
+    #[error("invalid argument: {0}")]
+    InvalidArgument(String),
+    /// A configured limit was exceeded.
+    #[error("limit exceeded: {0}")]
+    LimitExceeded(String),
+    /// The operation is not supported.
+    #[error("unsupported: {0}")]
+    Unsupported(String),
+}
+
+impl From<Box<DecodeError>> for Error {
+    fn from(e: Box<DecodeError>) -> Self {
+        Error::Decode(e)
+    }
+}
+
+impl Error {
+    /// An I/O error on `path`.
+    pub fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
+        Error::Io { path: path.into(), source }
+    }
+
+    /// The decoding error, when this is one.
+    pub fn as_decode(&self) -> Option<&DecodeError> {
+        match self {
+            Error::Decode(d) => Some(d),
+            _ => None,
+        }
+    }
+}
+
+/// `Result` with the crate's [`Error`].
+pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -1,0 +1,25 @@
+//! onnx_light: load and save ONNX models without libprotobuf.
+//!
+//! Layers (each uses only the ones above it): [`wire`] (protobuf wire format), [`proto`] (the
+//! ONNX messages, generated from one schema table), [`io`] (where bytes come from and go to),
+//! [`model`] (load / save with options).
+
+pub mod bytes;
+pub mod error;
+pub mod proto;
+pub mod wire;
+
+pub use bytes::{ByteSpan, Owner, ProtoString, UnknownFields};
+pub use error::{DecodeError, DecodeErrorKind, Error, Result};
+pub use proto::Message;
+pub mod io;
+pub mod model;
+pub mod options;
+
+pub use model::{
+    load_model, load_model_from_bytes, parse_from_bytes, parse_from_bytes_unowned, parse_from_file,
+    parse_from_reader, parse_from_shared, save_model, save_to_file, serialize_to_vec,
+    serialize_to_writer,
+};
+pub use options::{FileLoadMode, ParseOptions, SerializeOptions, TensorBufferOptions};
+pub use proto::{GraphProto, ModelProto, NodeProto, TensorProto};

@@ -1,0 +1,175 @@
+//! Model operations: parse and serialize any message (and models in particular) from and to
+//! bytes, files and streams, with [`ParseOptions`] / [`SerializeOptions`].
+
+mod parallel;
+
+use std::any::TypeId;
+use std::io::{Read, Write};
+use std::path::Path;
+use std::sync::Arc;
+
+use crate::error::{Error, Result};
+use crate::io::{AUTO_MMAP_MIN_BYTES, AtomicFile, MappedFile, WriteSink, read_file};
+use crate::options::{FileLoadMode, ParseOptions, SerializeOptions};
+use crate::proto::{Message, ModelProto, decode_top};
+use crate::wire::{DecodeConfig, PayloadMode, Reader, SizeCursor, Sink};
+
+fn decode_config(opts: &ParseOptions, payload: PayloadMode) -> Result<DecodeConfig> {
+    opts.validate()?;
+    Ok(DecodeConfig {
+        max_depth: opts.max_recursion_depth,
+        payload,
+        raw_data_threshold: usize::try_from(opts.raw_data_threshold).unwrap_or(usize::MAX),
+        skip_raw_data: opts.skip_raw_data,
+        max_tensor_size_bytes: opts.max_tensor_size_bytes,
+    })
+}
+
+/// Decodes `M` from a reader, parsing a model's initializers in parallel when asked to.
+fn decode<M: Message>(mut r: Reader<'_>, opts: &ParseOptions) -> Result<M> {
+    let mut m = M::default();
+    if TypeId::of::<M>() == TypeId::of::<ModelProto>() && opts.threads() > 1 {
+        if let Some(pre) = parallel::preparse_initializers(&r, opts) {
+            r.set_preparsed(pre);
+        }
+    }
+    decode_top(&mut m, &mut r)?;
+    Ok(m)
+}
+
+/// Parses `bytes`, copying tensor payloads (the safe form for bytes without an owner; see
+/// [`parse_from_shared`] for no-copy parsing).
+pub fn parse_from_bytes<M: Message>(bytes: &[u8], opts: &ParseOptions) -> Result<M> {
+    let cfg = decode_config(opts, PayloadMode::Copy)?;
+    decode(Reader::new(bytes, &cfg), opts)
+}
+
+/// Parses bytes held by `data`. With `no_copy`, tensor payloads borrow from `data` and keep it
+/// alive through their owner tokens; otherwise they are copied.
+pub fn parse_from_shared<M, T>(data: Arc<T>, opts: &ParseOptions) -> Result<M>
+where
+    M: Message,
+    T: AsRef<[u8]> + Send + Sync + 'static,
+{
+    let payload = if opts.no_copy {
+        PayloadMode::Borrow { owner: Some(data.clone()) }
+    } else {
+        PayloadMode::Copy
+    };
+    let cfg = decode_config(opts, payload)?;
+    decode(Reader::new((*data).as_ref(), &cfg), opts)
+}
+
+/// Parses `bytes`; with `no_copy`, tensor payloads borrow from `bytes` WITHOUT an owner token
+/// (the caller keeps the bytes alive), exactly like the C++ library's no-copy `StringStream`.
+///
+/// # Safety
+/// With `opts.no_copy`, `bytes` must stay valid and unmodified while the returned message, or
+/// any tensor payload taken from it, is in use.
+pub unsafe fn parse_from_bytes_unowned<M: Message>(bytes: &[u8], opts: &ParseOptions) -> Result<M> {
+    let payload = if opts.no_copy { PayloadMode::Borrow { owner: None } } else { PayloadMode::Copy };
+    let cfg = decode_config(opts, payload)?;
+    // SAFETY: the caller guarantees that `bytes` outlives the payloads borrowed from it.
+    let r = unsafe { Reader::new_unowned(bytes, &cfg) };
+    decode(r, opts)
+}
+
+/// Parses a file: memory-mapped or read per `opts.file_load_mode`. With `no_copy`, tensor
+/// payloads borrow from the file's bytes (the mapping, or the read buffer) under a shared owner
+/// token, so they stay valid after the file handle and the loader are gone.
+pub fn parse_from_file<M: Message>(path: impl AsRef<Path>, opts: &ParseOptions) -> Result<M> {
+    let path = path.as_ref();
+    opts.validate()?;
+    let use_mmap = match opts.file_load_mode {
+        FileLoadMode::Mmap => true,
+        FileLoadMode::Buffered => false,
+        FileLoadMode::Auto => {
+            let len = std::fs::metadata(path).map_err(|e| Error::io(path, e))?.len();
+            len >= AUTO_MMAP_MIN_BYTES
+        }
+    };
+    if use_mmap {
+        parse_from_shared(MappedFile::open(path)?, opts)
+    } else if opts.no_copy {
+        parse_from_shared(Arc::new(read_file(path)?), opts)
+    } else {
+        parse_from_bytes(&read_file(path)?, opts)
+    }
+}
+
+/// Parses everything `reader` yields. With `no_copy`, payloads borrow from the buffer the
+/// stream was read into (kept alive by their owner tokens).
+pub fn parse_from_reader<M: Message>(mut reader: impl Read, opts: &ParseOptions) -> Result<M> {
+    let mut buf = Vec::new();
+    reader.read_to_end(&mut buf).map_err(|e| Error::io("<stream>", e))?;
+    if opts.no_copy {
+        parse_from_shared(Arc::new(buf), opts)
+    } else {
+        parse_from_bytes(&buf, opts)
+    }
+}
+
+/// Computes the sizes of `m`, checking `max_serialized_size_bytes`.
+fn plan<M: Message>(m: &M, opts: &SerializeOptions) -> Result<(u64, Vec<u64>)> {
+    opts.validate()?;
+    let mut sizes = Vec::new();
+    let len = m.compute_size(&mut sizes);
+    if opts.max_serialized_size_bytes > 0 && len > opts.max_serialized_size_bytes {
+        return Err(Error::LimitExceeded(format!(
+            "serialized size {len} exceeds max_serialized_size_bytes {}",
+            opts.max_serialized_size_bytes
+        )));
+    }
+    Ok((len, sizes))
+}
+
+/// Serializes `m` into a new buffer (byte-identical to protobuf's `SerializeToString`).
+pub fn serialize_to_vec<M: Message>(m: &M, opts: &SerializeOptions) -> Result<Vec<u8>> {
+    let (len, sizes) = plan(m, opts)?;
+    let cap = usize::try_from(len)
+        .map_err(|_| Error::LimitExceeded(format!("{len} bytes do not fit in memory")))?;
+    let mut out = Vec::new();
+    out.try_reserve_exact(cap)
+        .map_err(|_| Error::LimitExceeded(format!("cannot allocate {len} bytes")))?;
+    m.encode_to(&mut out, &mut SizeCursor::new(&sizes));
+    Ok(out)
+}
+
+/// Serializes `m` into `writer`; returns the number of bytes written.
+pub fn serialize_to_writer<M: Message>(m: &M, writer: impl Write, opts: &SerializeOptions) -> Result<u64> {
+    let (len, sizes) = plan(m, opts)?;
+    let mut sink = WriteSink::new(std::io::BufWriter::with_capacity(1 << 20, writer));
+    m.encode_to(&mut sink, &mut SizeCursor::new(&sizes));
+    sink.finish().map_err(|e| Error::io("<stream>", e))?;
+    Ok(len)
+}
+
+/// Serializes `m` to `path` atomically: a temporary file in the same directory is written,
+/// synced and renamed over `path`; on any failure `path` is left as it was.
+pub fn save_to_file<M: Message>(m: &M, path: impl AsRef<Path>, opts: &SerializeOptions) -> Result<()> {
+    let path = path.as_ref();
+    let (_, sizes) = plan(m, opts)?;
+    let mut out = AtomicFile::create(path)?;
+    {
+        let mut sink = WriteSink::new(std::io::BufWriter::with_capacity(1 << 20, out.file()));
+        m.encode_to(&mut sink, &mut SizeCursor::new(&sizes));
+        sink.put(&[]);
+        sink.finish().map_err(|e| Error::io(path, e))?;
+    }
+    out.commit()
+}
+
+/// Loads a model file (see [`parse_from_file`]).
+pub fn load_model(path: impl AsRef<Path>, opts: &ParseOptions) -> Result<ModelProto> {
+    parse_from_file(path, opts)
+}
+
+/// Loads a model from bytes, copying payloads (see [`parse_from_shared`] for no-copy).
+pub fn load_model_from_bytes(bytes: &[u8], opts: &ParseOptions) -> Result<ModelProto> {
+    parse_from_bytes(bytes, opts)
+}
+
+/// Saves a model atomically (see [`save_to_file`]).
+pub fn save_model(model: &ModelProto, path: impl AsRef<Path>, opts: &SerializeOptions) -> Result<()> {
+    save_to_file(model, path, opts)
+}

@@ -1,0 +1,91 @@
+//! Parallel parsing of a model's graph initializers: a quick scan finds every
+//! `graph.initializer` element, rayon parses them, and the sequential decode picks the results
+//! up in place, so the model is the same as a sequential parse (errors included).
+
+use std::any::Any;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, OnceLock};
+
+use rayon::prelude::*;
+
+use crate::error::DecodeError;
+use crate::options::ParseOptions;
+use crate::proto::{Message, TensorProto};
+use crate::wire::{LEN, Reader, tag};
+
+const MODEL_GRAPH: u32 = tag(7, LEN);
+const GRAPH_INITIALIZER: u32 = tag(5, LEN);
+
+/// One initializer found by the scan.
+struct Part {
+    /// Position of the length prefix (just after the tag).
+    len_at: usize,
+    start: usize,
+    end: usize,
+}
+
+/// Scans the top level of a model for graph fields and their initializers. Returns `None` when
+/// the bytes do not scan cleanly (the sequential decode then reports the error).
+fn scan(r: &Reader<'_>) -> Option<Vec<Part>> {
+    let input = r.input();
+    let mut top = r.sub_reader(r.position(), input.len(), 0);
+    let mut parts = Vec::new();
+    while let Some(t) = top.read_tag().ok()? {
+        if t == MODEL_GRAPH {
+            let body = top.read_bytes().ok()?;
+            let start = body.as_ptr() as usize - input.as_ptr() as usize;
+            let mut g = top.sub_reader(start, start + body.len(), 1);
+            while let Some(gt) = g.read_tag().ok()? {
+                if gt == GRAPH_INITIALIZER {
+                    let len_at = g.position();
+                    let t_body = g.read_bytes().ok()?;
+                    let s = t_body.as_ptr() as usize - input.as_ptr() as usize;
+                    parts.push(Part { len_at, start: s, end: s + t_body.len() });
+                } else {
+                    g.skip_value(gt).ok()?;
+                }
+            }
+        } else {
+            top.skip_value(t).ok()?;
+        }
+    }
+    Some(parts)
+}
+
+/// A pool of exactly `n` threads, built once per size.
+fn pool(n: usize) -> Option<Arc<rayon::ThreadPool>> {
+    static POOLS: OnceLock<Mutex<HashMap<usize, Arc<rayon::ThreadPool>>>> = OnceLock::new();
+    let mut pools = POOLS.get_or_init(Default::default).lock().ok()?;
+    if let Some(p) = pools.get(&n) {
+        return Some(p.clone());
+    }
+    let p = Arc::new(rayon::ThreadPoolBuilder::new().num_threads(n).build().ok()?);
+    pools.insert(n, p.clone());
+    Some(p)
+}
+
+/// Parses every initializer of the model in `r` in parallel; the map is keyed by the position
+/// of each element's length prefix, as [`Reader::take_preparsed`] expects.
+pub(super) fn preparse_initializers(
+    r: &Reader<'_>,
+    opts: &ParseOptions,
+) -> Option<HashMap<usize, Box<dyn Any + Send>>> {
+    if opts.max_recursion_depth < 2 {
+        return None;
+    }
+    let parts = scan(r)?;
+    let total: u64 = parts.iter().map(|p| (p.end - p.start) as u64).sum();
+    if parts.len() < 2 || total < opts.min_parallel_block_size {
+        return None;
+    }
+    let readers: Vec<(usize, Reader<'_>)> =
+        parts.iter().map(|p| (p.len_at, r.sub_reader(p.start, p.end, 2))).collect();
+    let parse = |(len_at, mut sub): (usize, Reader<'_>)| -> (usize, Box<dyn Any + Send>) {
+        let mut t = TensorProto::new();
+        let res: Result<TensorProto, Box<DecodeError>> = t.merge_from(&mut sub).map(|()| t);
+        (len_at, Box::new(res))
+    };
+    let pool = pool(opts.threads())?;
+    let results: Vec<_> = pool.install(|| readers.into_par_iter().map(parse).collect());
+    Some(results.into_iter().collect())
+}

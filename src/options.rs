@@ -1,0 +1,186 @@
+//! Options of parsing and serializing, mirroring the C++ library's `TensorBufferOptions`,
+//! `ParseOptions` and `SerializeOptions` (same names, same defaults).
+
+use crate::error::{Error, Result};
+
+/// Deepest nesting `max_recursion_depth` may allow: deeper would risk the native stack.
+pub const MAX_RECURSION_DEPTH_LIMIT: u32 = 1000;
+
+/// Options shared by operations that place tensor bytes in buffers.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TensorBufferOptions {
+    /// Tensors with fewer payload bytes than this are left alone (default 0).
+    pub raw_data_threshold: u64,
+    /// Alignment of each tensor in the buffer: 0 or 1 = none, otherwise a power of two.
+    pub alignment: u64,
+}
+
+impl Default for TensorBufferOptions {
+    fn default() -> Self {
+        Self { raw_data_threshold: 0, alignment: 0 }
+    }
+}
+
+impl TensorBufferOptions {
+    /// Checks the values (alignment must be 0, 1 or a power of two).
+    pub fn validate(&self) -> Result<()> {
+        validate_alignment(self.alignment)
+    }
+}
+
+pub(crate) fn validate_alignment(alignment: u64) -> Result<()> {
+    if alignment > 1 && !alignment.is_power_of_two() {
+        return Err(Error::InvalidOption {
+            name: "alignment",
+            reason: format!("{alignment} is not 0, 1 or a power of two"),
+        });
+    }
+    Ok(())
+}
+
+/// How a model file is read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum FileLoadMode {
+    /// Memory-map files of at least 64 KiB, read smaller ones.
+    #[default]
+    Auto,
+    /// Always memory-map.
+    Mmap,
+    /// Always read into memory.
+    Buffered,
+}
+
+/// Options of parsing.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ParseOptions {
+    /// Payloads of at least this many bytes are borrowed (with `no_copy`) or dropped (with
+    /// `skip_raw_data`); smaller ones are always copied (default 1024).
+    pub raw_data_threshold: u64,
+    /// Alignment of tensor buffers allocated while parsing (0/1 = none, else a power of two).
+    pub alignment: u64,
+    /// Borrow tensor payloads from the input instead of copying them.
+    pub no_copy: bool,
+    /// 1 = sequential, n > 1 = exactly n threads, negative = all cores; 0 is invalid.
+    pub num_threads: i32,
+    /// Parse initializers in parallel only when the graph holds at least this many bytes of
+    /// them (0 = whenever there are two or more).
+    pub min_parallel_block_size: u64,
+    /// Keep the structure, drop payloads of at least `raw_data_threshold` bytes.
+    pub skip_raw_data: bool,
+    /// Deepest nesting of messages accepted (default 100, as protobuf; at most 1000).
+    pub max_recursion_depth: u32,
+    /// Largest tensor payload accepted, checked before allocating (0 = no limit).
+    pub max_tensor_size_bytes: u64,
+    /// How files are read.
+    pub file_load_mode: FileLoadMode,
+}
+
+impl Default for ParseOptions {
+    fn default() -> Self {
+        Self {
+            raw_data_threshold: 1024,
+            alignment: 0,
+            no_copy: false,
+            num_threads: 1,
+            min_parallel_block_size: 0,
+            skip_raw_data: false,
+            max_recursion_depth: 100,
+            max_tensor_size_bytes: 0,
+            file_load_mode: FileLoadMode::Auto,
+        }
+    }
+}
+
+impl ParseOptions {
+    /// Checks every value.
+    pub fn validate(&self) -> Result<()> {
+        validate_alignment(self.alignment)?;
+        validate_threads(self.num_threads)?;
+        if self.max_recursion_depth > MAX_RECURSION_DEPTH_LIMIT {
+            return Err(Error::InvalidOption {
+                name: "max_recursion_depth",
+                reason: format!(
+                    "{} is above the supported maximum {MAX_RECURSION_DEPTH_LIMIT}",
+                    self.max_recursion_depth
+                ),
+            });
+        }
+        Ok(())
+    }
+
+    /// The number of threads to use (resolving negative values to all cores).
+    pub fn threads(&self) -> usize {
+        resolve_threads(self.num_threads)
+    }
+}
+
+/// Options of serializing.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SerializeOptions {
+    /// Tensors with at least this many payload bytes count as large (external data; default
+    /// 64, `kSmallTensorDataThresholdBytes`).
+    pub raw_data_threshold: u64,
+    /// Alignment of large tensors in external files (0/1 = none, else a power of two).
+    pub alignment: u64,
+    /// 1 = sequential, n > 1 = n threads, negative = all cores; 0 is invalid.
+    pub num_threads: i32,
+    /// Refuse to write more than this many bytes (0 = no limit).
+    pub max_serialized_size_bytes: u64,
+}
+
+impl Default for SerializeOptions {
+    fn default() -> Self {
+        Self { raw_data_threshold: 64, alignment: 0, num_threads: 1, max_serialized_size_bytes: 0 }
+    }
+}
+
+impl SerializeOptions {
+    /// Checks every value.
+    pub fn validate(&self) -> Result<()> {
+        validate_alignment(self.alignment)?;
+        validate_threads(self.num_threads)
+    }
+}
+
+fn validate_threads(n: i32) -> Result<()> {
+    if n == 0 {
+        return Err(Error::InvalidOption {
+            name: "num_threads",
+            reason: "0 is not a thread count (1 = sequential, n > 1 = n threads, negative = all cores)"
+                .into(),
+        });
+    }
+    Ok(())
+}
+
+fn resolve_threads(n: i32) -> usize {
+    if n < 0 {
+        std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1)
+    } else {
+        n.max(1) as usize
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_match_the_cpp_library() {
+        let p = ParseOptions::default();
+        assert_eq!((p.raw_data_threshold, p.num_threads, p.max_recursion_depth), (1024, 1, 100));
+        assert_eq!(SerializeOptions::default().raw_data_threshold, 64);
+        assert_eq!(TensorBufferOptions::default(), TensorBufferOptions { raw_data_threshold: 0, alignment: 0 });
+    }
+
+    #[test]
+    fn invalid_values_are_errors() {
+        let bad_align = ParseOptions { alignment: 48, ..Default::default() };
+        assert!(matches!(bad_align.validate(), Err(Error::InvalidOption { name: "alignment", .. })));
+        let zero_threads = SerializeOptions { num_threads: 0, ..Default::default() };
+        assert!(matches!(zero_threads.validate(), Err(Error::InvalidOption { name: "num_threads", .. })));
+        let deep = ParseOptions { max_recursion_depth: 5000, ..Default::default() };
+        assert!(deep.validate().is_err());
+        assert!(ParseOptions { alignment: 64, num_threads: -1, ..Default::default() }.validate().is_ok());
+    }
+}

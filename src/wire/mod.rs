@@ -1,0 +1,57 @@
+//! The protobuf wire format, nothing ONNX-specific: varints, tags, length-delimited fields, a
+//! bounded [`Reader`] over a byte slice and the [`Sink`] trait the encoder writes to.
+
+mod reader;
+mod writer;
+
+pub use reader::{DecodeConfig, PayloadMode, Reader};
+pub use writer::{SizeCursor, Sink, put_tag, put_varint};
+
+/// Wire type 0: varint.
+pub const VARINT: u32 = 0;
+/// Wire type 1: 8 little-endian bytes.
+pub const FIXED64: u32 = 1;
+/// Wire type 2: length-delimited.
+pub const LEN: u32 = 2;
+/// Wire type 3: start of a group (deprecated, kept as unknown).
+pub const START_GROUP: u32 = 3;
+/// Wire type 4: end of a group.
+pub const END_GROUP: u32 = 4;
+/// Wire type 5: 4 little-endian bytes.
+pub const FIXED32: u32 = 5;
+
+/// Largest field number protobuf allows.
+pub const MAX_FIELD_NUMBER: u32 = (1 << 29) - 1;
+
+/// The tag value for `field` with `wire_type`.
+pub const fn tag(field: u32, wire_type: u32) -> u32 {
+    (field << 3) | wire_type
+}
+
+/// Number of bytes of `v` as a varint (1..=10).
+#[inline]
+pub const fn varint_len(v: u64) -> u64 {
+    // 1 + floor(bits/7), computed without a loop.
+    let bits = 64 - (v | 1).leading_zeros() as u64;
+    (bits * 9 + 64) / 64
+}
+
+/// Size of a length-delimited field body of `len` bytes with its length prefix.
+#[inline]
+pub const fn len_delimited_size(len: u64) -> u64 {
+    varint_len(len) + len
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn varint_len_matches_encoding() {
+        for v in [0u64, 1, 127, 128, 16383, 16384, u32::MAX as u64, u64::MAX, 1 << 63] {
+            let mut buf = Vec::new();
+            put_varint(&mut buf, v);
+            assert_eq!(buf.len() as u64, varint_len(v), "value {v}");
+        }
+    }
+}

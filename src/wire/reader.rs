@@ -1,0 +1,434 @@
+//! Decoding side of the wire format: a bounded reader over one byte slice.
+
+use std::any::Any;
+use std::collections::HashMap;
+
+use super::{END_GROUP, FIXED32, FIXED64, LEN, MAX_FIELD_NUMBER, START_GROUP, VARINT};
+use crate::bytes::{ByteSpan, Owner, ProtoString, UnknownFields};
+use crate::error::{DecodeError, DecodeErrorKind};
+
+type DResult<T> = Result<T, Box<DecodeError>>;
+
+/// How tensor payloads (`raw_data`) are taken from the input.
+#[derive(Clone)]
+pub enum PayloadMode {
+    /// Copied into owned buffers.
+    Copy,
+    /// Borrowed from the input; `owner` (if any) keeps the input alive. Without an owner the
+    /// caller keeps the input alive (only reachable through `unsafe` constructors).
+    Borrow {
+        /// Token that keeps the input bytes alive.
+        owner: Option<Owner>,
+    },
+}
+
+/// Settings of one decode.
+#[derive(Clone)]
+pub struct DecodeConfig {
+    /// Maximum nesting of messages and groups below the top-level message.
+    pub max_depth: u32,
+    /// How payloads are taken.
+    pub payload: PayloadMode,
+    /// Payloads shorter than this are always copied (borrowing tiny ones costs more than it
+    /// saves); also the size from which `skip_raw_data` drops payloads.
+    pub raw_data_threshold: usize,
+    /// Drop payloads of at least `raw_data_threshold` bytes (keep the structure only).
+    pub skip_raw_data: bool,
+    /// Largest accepted payload (0 = no limit).
+    pub max_tensor_size_bytes: u64,
+}
+
+impl Default for DecodeConfig {
+    fn default() -> Self {
+        Self {
+            max_depth: 100,
+            payload: PayloadMode::Copy,
+            raw_data_threshold: 0,
+            skip_raw_data: false,
+            max_tensor_size_bytes: 0,
+        }
+    }
+}
+
+/// A bounded reader over one input slice. All reads are checked against the end of the current
+/// message; offsets in errors are absolute (`base` + position).
+pub struct Reader<'a> {
+    buf: &'a [u8],
+    pos: usize,
+    limit: usize,
+    base: u64,
+    depth_left: u32,
+    tag_start: usize,
+    config: &'a DecodeConfig,
+    /// Messages parsed ahead of time (in parallel), keyed by the position of their length
+    /// prefix; each value is a `Result<M, Box<DecodeError>>`.
+    preparsed: Option<HashMap<usize, Box<dyn Any + Send>>>,
+}
+
+impl<'a> Reader<'a> {
+    /// A reader over all of `buf` (payloads are copied unless `config` borrows with an owner).
+    ///
+    /// A `PayloadMode::Borrow` without owner is refused here (use [`Reader::new_unowned`]).
+    pub fn new(buf: &'a [u8], config: &'a DecodeConfig) -> Self {
+        assert!(
+            !matches!(config.payload, PayloadMode::Borrow { owner: None }),
+            "borrowing without an owner needs Reader::new_unowned"
+        );
+        Self::make(buf, config)
+    }
+
+    /// A reader whose payloads may borrow from `buf` without an owner token.
+    ///
+    /// # Safety
+    /// `buf` must outlive every `ByteSpan` produced from it (and their clones).
+    pub unsafe fn new_unowned(buf: &'a [u8], config: &'a DecodeConfig) -> Self {
+        Self::make(buf, config)
+    }
+
+    fn make(buf: &'a [u8], config: &'a DecodeConfig) -> Self {
+        Self {
+            buf,
+            pos: 0,
+            limit: buf.len(),
+            base: 0,
+            depth_left: config.max_depth,
+            tag_start: 0,
+            config,
+            preparsed: None,
+        }
+    }
+
+    /// A reader over `buf[start..end]` at nesting `depth` (used to parse parts in parallel).
+    pub(crate) fn sub_reader(&self, start: usize, end: usize, depth: u32) -> Reader<'a> {
+        Reader {
+            buf: self.buf,
+            pos: start,
+            limit: end,
+            base: self.base,
+            depth_left: self.config.max_depth.saturating_sub(depth),
+            tag_start: start,
+            config: self.config,
+            preparsed: None,
+        }
+    }
+
+    /// Sets the absolute offset of `buf[0]` in the whole input (for error messages).
+    pub fn set_base_offset(&mut self, base: u64) {
+        self.base = base;
+    }
+
+    /// Installs messages parsed ahead of time, keyed by the position of their length prefix.
+    pub(crate) fn set_preparsed(&mut self, map: HashMap<usize, Box<dyn Any + Send>>) {
+        self.preparsed = Some(map);
+    }
+
+    /// The whole input slice.
+    pub(crate) fn input(&self) -> &'a [u8] {
+        self.buf
+    }
+
+    /// Current position in the input slice.
+    #[inline]
+    pub fn position(&self) -> usize {
+        self.pos
+    }
+
+    /// The decode settings.
+    pub fn config(&self) -> &DecodeConfig {
+        self.config
+    }
+
+    #[cold]
+    fn err(&self, kind: DecodeErrorKind, at: usize) -> Box<DecodeError> {
+        DecodeError::new(kind, self.base + at as u64)
+    }
+
+    /// True when the current message has no more bytes.
+    #[inline]
+    pub fn at_end(&self) -> bool {
+        self.pos >= self.limit
+    }
+
+    /// Reads the next tag, or `None` at the end of the current message. Refuses field number 0,
+    /// field numbers above 2^29-1, wire types 6 and 7, and an end-group tag (which is only valid
+    /// inside a group).
+    #[inline]
+    pub fn read_tag(&mut self) -> DResult<Option<u32>> {
+        if self.pos >= self.limit {
+            return Ok(None);
+        }
+        self.tag_start = self.pos;
+        let tag = self.read_tag_value()?;
+        if tag & 7 == END_GROUP {
+            return Err(self.err(DecodeErrorKind::UnmatchedGroup(tag >> 3), self.tag_start));
+        }
+        Ok(Some(tag))
+    }
+
+    /// Reads and validates a tag value (any wire type 0..=5).
+    #[inline]
+    fn read_tag_value(&mut self) -> DResult<u32> {
+        let start = self.pos;
+        let b = self.buf[self.pos];
+        let v = if b < 0x80 {
+            self.pos += 1;
+            b as u64
+        } else {
+            self.read_varint()?
+        };
+        if self.pos - start > 5 || v > u32::MAX as u64 {
+            // protobuf reads tags as 32-bit varints of at most 5 bytes.
+            return Err(self.err(DecodeErrorKind::InvalidFieldNumber(v >> 3), start));
+        }
+        let tag = v as u32;
+        let field = tag >> 3;
+        if field == 0 || field > MAX_FIELD_NUMBER {
+            return Err(self.err(DecodeErrorKind::InvalidFieldNumber(field as u64), start));
+        }
+        let wt = tag & 7;
+        if wt > 5 {
+            return Err(self.err(DecodeErrorKind::InvalidWireType(wt as u8), start));
+        }
+        Ok(tag)
+    }
+
+    /// Reads a varint (up to 10 bytes; bits past 64 are dropped, as protobuf does).
+    #[inline]
+    pub fn read_varint(&mut self) -> DResult<u64> {
+        let start = self.pos;
+        let avail = &self.buf[start..self.limit];
+        if let Some(&b) = avail.first()
+            && b < 0x80
+        {
+            self.pos += 1;
+            return Ok(b as u64);
+        }
+        let mut v: u64 = 0;
+        for (i, &b) in avail.iter().take(10).enumerate() {
+            v |= ((b & 0x7f) as u64).wrapping_shl(7 * i as u32);
+            if b < 0x80 {
+                self.pos = start + i + 1;
+                return Ok(v);
+            }
+        }
+        if avail.len() >= 10 {
+            Err(self.err(DecodeErrorKind::VarintOverflow, start))
+        } else {
+            Err(self.err(DecodeErrorKind::Truncated, start))
+        }
+    }
+
+    /// Reads 4 little-endian bytes.
+    #[inline]
+    pub fn read_fixed32(&mut self) -> DResult<u32> {
+        let b = self.take(4)?;
+        Ok(u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+    }
+
+    /// Reads 8 little-endian bytes.
+    #[inline]
+    pub fn read_fixed64(&mut self) -> DResult<u64> {
+        let b = self.take(8)?;
+        let mut a = [0u8; 8];
+        a.copy_from_slice(b);
+        Ok(u64::from_le_bytes(a))
+    }
+
+    #[inline]
+    fn take(&mut self, n: usize) -> DResult<&'a [u8]> {
+        if self.limit - self.pos < n {
+            return Err(self.err(DecodeErrorKind::Truncated, self.pos));
+        }
+        let s = &self.buf[self.pos..self.pos + n];
+        self.pos += n;
+        Ok(s)
+    }
+
+    /// Reads a length prefix and checks it against the bytes left in the current message.
+    #[inline]
+    pub fn read_len(&mut self) -> DResult<usize> {
+        let start = self.pos;
+        let len = self.read_varint()?;
+        let available = (self.limit - self.pos) as u64;
+        if len > available {
+            return Err(self.err(DecodeErrorKind::LengthPastEnd { length: len, available }, start));
+        }
+        Ok(len as usize)
+    }
+
+    /// Reads a length-delimited field body.
+    #[inline]
+    pub fn read_bytes(&mut self) -> DResult<&'a [u8]> {
+        let len = self.read_len()?;
+        let s = &self.buf[self.pos..self.pos + len];
+        self.pos += len;
+        Ok(s)
+    }
+
+    /// Reads a `string` / `bytes` field.
+    #[inline]
+    pub fn read_string(&mut self) -> DResult<ProtoString> {
+        Ok(ProtoString::from(self.read_bytes()?))
+    }
+
+    /// Reads a tensor payload, copied or borrowed per the decode settings. Returns `None` when
+    /// `skip_raw_data` drops it.
+    pub fn read_payload(&mut self) -> DResult<Option<ByteSpan>> {
+        let start = self.pos;
+        let bytes = self.read_bytes()?;
+        let cfg = self.config;
+        let len = bytes.len();
+        if cfg.max_tensor_size_bytes > 0 && len as u64 > cfg.max_tensor_size_bytes {
+            return Err(self.err(
+                DecodeErrorKind::TensorTooLarge { size: len as u64, limit: cfg.max_tensor_size_bytes },
+                start,
+            ));
+        }
+        if len < cfg.raw_data_threshold || len == 0 {
+            return Ok(Some(ByteSpan::from_vec(bytes.to_vec())));
+        }
+        if cfg.skip_raw_data {
+            return Ok(None);
+        }
+        Ok(Some(match &cfg.payload {
+            PayloadMode::Copy => ByteSpan::from_vec(bytes.to_vec()),
+            // SAFETY: the owner keeps the input (and so `bytes`) alive and unmodified.
+            PayloadMode::Borrow { owner: Some(o) } => unsafe {
+                ByteSpan::from_owner_raw(bytes.as_ptr(), len, o.clone())
+            },
+            // SAFETY: this mode is only reachable through `new_unowned`, whose caller promised
+            // that the input outlives every span made from it.
+            PayloadMode::Borrow { owner: None } => unsafe {
+                ByteSpan::from_raw_parts(bytes.as_ptr(), len)
+            },
+        }))
+    }
+
+    /// Reads an embedded message (length-delimited) and merges it into `m`.
+    #[inline]
+    pub fn read_message<M: crate::proto::Message>(&mut self, m: &mut M) -> DResult<()> {
+        let len_at = self.pos;
+        let len = self.read_len()?;
+        if self.depth_left == 0 {
+            return Err(self.err(DecodeErrorKind::RecursionLimit(self.config.max_depth), len_at));
+        }
+        let saved_limit = self.limit;
+        self.limit = self.pos + len;
+        self.depth_left -= 1;
+        let r = m.merge_from(self);
+        self.depth_left += 1;
+        self.limit = saved_limit;
+        r
+    }
+
+    /// Takes a message parsed ahead of time for the field at the current position (just after
+    /// its tag), skipping its bytes; `None` when there is none.
+    #[inline]
+    pub fn take_preparsed<M: 'static>(&mut self) -> Option<DResult<M>> {
+        let map = self.preparsed.as_mut()?;
+        let boxed = map.remove(&self.pos)?;
+        let result = *boxed.downcast::<DResult<M>>().ok()?;
+        // The length was validated when the part was scheduled; re-read to advance.
+        if let Err(e) = self.read_bytes() {
+            return Some(Err(e));
+        }
+        Some(result)
+    }
+
+    /// Reads a packed run of varints, calling `f` for each.
+    #[inline]
+    pub fn read_packed_varints(&mut self, mut f: impl FnMut(u64)) -> DResult<()> {
+        let len = self.read_len()?;
+        let end = self.pos + len;
+        let saved_limit = self.limit;
+        self.limit = end;
+        while self.pos < end {
+            let at = self.pos;
+            match self.read_varint() {
+                Ok(v) => f(v),
+                Err(e) => {
+                    self.limit = saved_limit;
+                    return Err(if e.kind == DecodeErrorKind::Truncated {
+                        self.err(DecodeErrorKind::BadPackedLength, at)
+                    } else {
+                        e
+                    });
+                }
+            }
+        }
+        self.limit = saved_limit;
+        Ok(())
+    }
+
+    /// Reads a packed run of fixed-size elements of `n` bytes; returns its bytes after checking
+    /// that the length is a multiple of `n`.
+    #[inline]
+    pub fn read_packed_fixed(&mut self, n: usize) -> DResult<&'a [u8]> {
+        let at = self.pos;
+        let bytes = self.read_bytes()?;
+        if bytes.len() % n != 0 {
+            return Err(self.err(DecodeErrorKind::BadPackedLength, at));
+        }
+        Ok(bytes)
+    }
+
+    /// Skips the field whose tag was just read, appending its exact bytes (tag included) to
+    /// `unknown`.
+    pub fn skip_unknown(&mut self, tag: u32, unknown: &mut UnknownFields) -> DResult<()> {
+        let start = self.tag_start;
+        self.skip_value(tag)?;
+        unknown.push_raw(&self.buf[start..self.pos]);
+        Ok(())
+    }
+
+    /// Skips the value of a field whose tag was just read (groups recursively).
+    pub fn skip_value(&mut self, tag: u32) -> DResult<()> {
+        match tag & 7 {
+            VARINT => {
+                self.read_varint()?;
+            }
+            FIXED64 => {
+                self.take(8)?;
+            }
+            LEN => {
+                self.read_bytes()?;
+            }
+            FIXED32 => {
+                self.take(4)?;
+            }
+            START_GROUP => self.skip_group(tag >> 3)?,
+            _ => return Err(self.err(DecodeErrorKind::UnmatchedGroup(tag >> 3), self.tag_start)),
+        }
+        Ok(())
+    }
+
+    fn skip_group(&mut self, field: u32) -> DResult<()> {
+        let group_start = self.tag_start;
+        if self.depth_left == 0 {
+            return Err(self.err(DecodeErrorKind::RecursionLimit(self.config.max_depth), group_start));
+        }
+        self.depth_left -= 1;
+        let result = loop {
+            if self.pos >= self.limit {
+                break Err(self.err(DecodeErrorKind::UnmatchedGroup(field), group_start));
+            }
+            let at = self.pos;
+            let tag = match self.read_tag_value() {
+                Ok(t) => t,
+                Err(e) => break Err(e),
+            };
+            if tag & 7 == END_GROUP {
+                if tag >> 3 == field {
+                    break Ok(());
+                }
+                break Err(self.err(DecodeErrorKind::UnmatchedGroup(tag >> 3), at));
+            }
+            self.tag_start = at;
+            if let Err(e) = self.skip_value(tag) {
+                break Err(e);
+            }
+        };
+        self.depth_left += 1;
+        result
+    }
+}
