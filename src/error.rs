@@ -24,6 +24,8 @@ pub enum DecodeErrorKind {
         /// Bytes left in the enclosing message.
         available: u64,
     },
+    /// A length prefix encoded in more than 5 bytes without need (protobuf refuses these).
+    OverlongLength,
     /// Messages (or groups) nested deeper than `max_recursion_depth`.
     RecursionLimit(u32),
     /// An end-group tag without a matching start group, or a group left open.
@@ -50,6 +52,7 @@ impl fmt::Display for DecodeErrorKind {
             Self::LengthPastEnd { length, available } => {
                 write!(f, "length {length} runs past the end ({available} bytes left)")
             }
+            Self::OverlongLength => f.write_str("length prefix encoded in more than 5 bytes"),
             Self::RecursionLimit(d) => write!(f, "nesting deeper than the recursion limit {d}"),
             Self::UnmatchedGroup(n) => write!(f, "unmatched group for field {n}"),
             Self::BadPackedLength => f.write_str("packed field length does not match its elements"),

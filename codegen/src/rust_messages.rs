@@ -137,7 +137,29 @@ pub fn generate() -> String {
         gen_codec(&mut o, m);
         gen_accessors(&mut o, m);
     }
+    gen_dispatch(&mut o);
     o
+}
+
+/// `visit_message_type(name, visitor)`: calls the visitor with the message type named `name`.
+fn gen_dispatch(o: &mut String) {
+    writeln!(o, "/// Calls `v.visit::<M>()` with the message type named `name` (schema name such as").unwrap();
+    writeln!(o, "/// `TensorProto.Segment`, or the Rust name `TensorProtoSegment`); `None` for unknown names.").unwrap();
+    writeln!(
+        o,
+        "pub fn visit_message_type<V: crate::proto::MessageVisitor>(name: &str, v: V) -> Option<V::Output> {{"
+    )
+    .unwrap();
+    writeln!(o, "    Some(match name {{").unwrap();
+    for m in MESSAGES {
+        let rn = rust_type_name(m.name);
+        if rn == m.name {
+            writeln!(o, "        \"{}\" => v.visit::<{rn}>(),", m.name).unwrap();
+        } else {
+            writeln!(o, "        \"{}\" | \"{rn}\" => v.visit::<{rn}>(),", m.name).unwrap();
+        }
+    }
+    writeln!(o, "        _ => return None,\n    }})\n}}").unwrap();
 }
 
 fn gen_struct(o: &mut String, m: &MessageDef) {
@@ -298,9 +320,9 @@ fn gen_decode_arms(o: &mut String, m: &MessageDef, f: &FieldDef) {
         (Label::Optional, Kind::Enum(e)) => {
             let valid: Vec<String> = e.values.iter().map(|(_, v)| v.to_string()).collect();
             writeln!(o, "                {} => {{", t(0)).unwrap();
-            writeln!(o, "                    let v = r.read_varint(){path}? as i32;").unwrap();
-            writeln!(o, "                    if matches!(v, {}) {{", valid.join(" | ")).unwrap();
-            writeln!(o, "                        self.{name} = Some(v);").unwrap();
+            writeln!(o, "                    let v = r.read_varint(){path}?;").unwrap();
+            writeln!(o, "                    if matches!(v as i32, {}) {{", valid.join(" | ")).unwrap();
+            writeln!(o, "                        self.{name} = Some(v as i32);").unwrap();
             writeln!(o, "                    }} else {{").unwrap();
             writeln!(o, "                        crate::proto::push_unknown_enum(&mut self.unknown_fields, {}, v);", f.number)
                 .unwrap();

@@ -2,10 +2,7 @@
 
 use std::path::PathBuf;
 
-use onnx_light::proto::{
-    GraphProto, MapProto, Message, ModelProto, NodeProto, OptionalProto, SequenceProto,
-    SparseTensorProto, TensorProto, TypeProto,
-};
+use onnx_light::proto::{Message, MessageVisitor, visit_message_type};
 use onnx_light::{Error, FileLoadMode, ParseOptions, Result, SerializeOptions};
 
 /// Arguments of `roundtrip`.
@@ -26,6 +23,9 @@ pub struct Args {
     /// Directory for the outputs, named 0.pb, 1.pb, … in input order.
     #[arg(long)]
     out_dir: PathBuf,
+    /// Record a failure as `N.err` (the error message) and go on with the next input.
+    #[arg(long)]
+    keep_going: bool,
     /// Input files.
     inputs: Vec<PathBuf>,
 }
@@ -33,8 +33,16 @@ pub struct Args {
 fn one<M: Message>(args: &Args, opts: &ParseOptions) -> Result<()> {
     for (i, input) in args.inputs.iter().enumerate() {
         let out = args.out_dir.join(format!("{i}.pb"));
-        let m: M = onnx_light::parse_from_file(input, opts)?;
-        onnx_light::save_to_file(&m, &out, &SerializeOptions::default())?;
+        let result = onnx_light::parse_from_file::<M>(input, opts)
+            .and_then(|m| onnx_light::save_to_file(&m, &out, &SerializeOptions::default()));
+        match result {
+            Ok(()) => {}
+            Err(e) if args.keep_going => {
+                let err = args.out_dir.join(format!("{i}.err"));
+                std::fs::write(&err, e.to_string()).map_err(|e| Error::io(&err, e))?;
+            }
+            Err(e) => return Err(e),
+        }
     }
     Ok(())
 }
@@ -55,16 +63,14 @@ pub fn run(args: &Args) -> Result<()> {
         raw_data_threshold: if args.no_copy { 1 } else { 1024 },
         ..Default::default()
     };
-    match args.message.as_str() {
-        "ModelProto" => one::<ModelProto>(args, &opts),
-        "TensorProto" => one::<TensorProto>(args, &opts),
-        "SequenceProto" => one::<SequenceProto>(args, &opts),
-        "MapProto" => one::<MapProto>(args, &opts),
-        "OptionalProto" => one::<OptionalProto>(args, &opts),
-        "SparseTensorProto" => one::<SparseTensorProto>(args, &opts),
-        "GraphProto" => one::<GraphProto>(args, &opts),
-        "NodeProto" => one::<NodeProto>(args, &opts),
-        "TypeProto" => one::<TypeProto>(args, &opts),
-        other => Err(Error::InvalidArgument(format!("unsupported message type {other:?}"))),
+    struct Visit<'a>(&'a Args, &'a ParseOptions);
+    impl MessageVisitor for Visit<'_> {
+        type Output = Result<()>;
+        fn visit<M: Message>(self) -> Result<()> {
+            one::<M>(self.0, self.1)
+        }
     }
+    visit_message_type(&args.message, Visit(args, &opts)).unwrap_or_else(|| {
+        Err(Error::InvalidArgument(format!("unknown message type {:?}", args.message)))
+    })
 }

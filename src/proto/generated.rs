@@ -86,9 +86,9 @@ impl Message for AttributeProto {
                 170 => self.ref_attr_name = Some(r.read_string().map_err(|e| e.at("ref_attr_name", None))?),
                 106 => self.doc_string = Some(r.read_string().map_err(|e| e.at("doc_string", None))?),
                 160 => {
-                    let v = r.read_varint().map_err(|e| e.at("type", None))? as i32;
-                    if matches!(v, 0 | 1 | 2 | 3 | 4 | 5 | 11 | 13 | 6 | 7 | 8 | 9 | 10 | 12 | 14) {
-                        self.r#type = Some(v);
+                    let v = r.read_varint().map_err(|e| e.at("type", None))?;
+                    if matches!(v as i32, 0 | 1 | 2 | 3 | 4 | 5 | 11 | 13 | 6 | 7 | 8 | 9 | 10 | 12 | 14) {
+                        self.r#type = Some(v as i32);
                     } else {
                         crate::proto::push_unknown_enum(&mut self.unknown_fields, 20, v);
                     }
@@ -3204,9 +3204,9 @@ impl Message for TensorProto {
                     self.external_data.push(v);
                 }
                 112 => {
-                    let v = r.read_varint().map_err(|e| e.at("data_location", None))? as i32;
-                    if matches!(v, 0 | 1) {
-                        self.data_location = Some(v);
+                    let v = r.read_varint().map_err(|e| e.at("data_location", None))?;
+                    if matches!(v as i32, 0 | 1) {
+                        self.data_location = Some(v as i32);
                     } else {
                         crate::proto::push_unknown_enum(&mut self.unknown_fields, 14, v);
                     }
@@ -6334,3 +6334,41 @@ impl OptionalProto {
     }
 }
 
+/// Calls `v.visit::<M>()` with the message type named `name` (schema name such as
+/// `TensorProto.Segment`, or the Rust name `TensorProtoSegment`); `None` for unknown names.
+pub fn visit_message_type<V: crate::proto::MessageVisitor>(name: &str, v: V) -> Option<V::Output> {
+    Some(match name {
+        "AttributeProto" => v.visit::<AttributeProto>(),
+        "ValueInfoProto" => v.visit::<ValueInfoProto>(),
+        "NodeProto" => v.visit::<NodeProto>(),
+        "IntIntListEntryProto" => v.visit::<IntIntListEntryProto>(),
+        "NodeDeviceConfigurationProto" => v.visit::<NodeDeviceConfigurationProto>(),
+        "ShardingSpecProto" => v.visit::<ShardingSpecProto>(),
+        "ShardedDimProto" => v.visit::<ShardedDimProto>(),
+        "SimpleShardedDimProto" => v.visit::<SimpleShardedDimProto>(),
+        "TrainingInfoProto" => v.visit::<TrainingInfoProto>(),
+        "ModelProto" => v.visit::<ModelProto>(),
+        "DeviceConfigurationProto" => v.visit::<DeviceConfigurationProto>(),
+        "StringStringEntryProto" => v.visit::<StringStringEntryProto>(),
+        "TensorAnnotation" => v.visit::<TensorAnnotation>(),
+        "GraphProto" => v.visit::<GraphProto>(),
+        "TensorProto" => v.visit::<TensorProto>(),
+        "TensorProto.Segment" | "TensorProtoSegment" => v.visit::<TensorProtoSegment>(),
+        "SparseTensorProto" => v.visit::<SparseTensorProto>(),
+        "TensorShapeProto" => v.visit::<TensorShapeProto>(),
+        "TensorShapeProto.Dimension" | "TensorShapeProtoDimension" => v.visit::<TensorShapeProtoDimension>(),
+        "TypeProto" => v.visit::<TypeProto>(),
+        "TypeProto.Tensor" | "TypeProtoTensor" => v.visit::<TypeProtoTensor>(),
+        "TypeProto.Sequence" | "TypeProtoSequence" => v.visit::<TypeProtoSequence>(),
+        "TypeProto.Map" | "TypeProtoMap" => v.visit::<TypeProtoMap>(),
+        "TypeProto.Optional" | "TypeProtoOptional" => v.visit::<TypeProtoOptional>(),
+        "TypeProto.SparseTensor" | "TypeProtoSparseTensor" => v.visit::<TypeProtoSparseTensor>(),
+        "TypeProto.Opaque" | "TypeProtoOpaque" => v.visit::<TypeProtoOpaque>(),
+        "OperatorSetIdProto" => v.visit::<OperatorSetIdProto>(),
+        "FunctionProto" => v.visit::<FunctionProto>(),
+        "SequenceProto" => v.visit::<SequenceProto>(),
+        "MapProto" => v.visit::<MapProto>(),
+        "OptionalProto" => v.visit::<OptionalProto>(),
+        _ => return None,
+    })
+}

@@ -76,6 +76,14 @@ pub trait Message: Default + Clone + Send + Sync + 'static {
     }
 }
 
+/// A generic operation over a message type chosen at run time (see [`visit_message_type`]).
+pub trait MessageVisitor {
+    /// What the operation returns.
+    type Output;
+    /// Runs the operation for message type `M`.
+    fn visit<M: Message>(self) -> Self::Output;
+}
+
 /// Decodes a top-level message from `r`, naming the message in errors.
 pub(crate) fn decode_top<M: Message>(m: &mut M, r: &mut Reader<'_>) -> Result<()> {
     m.merge_from(r).map_err(|mut e| {
@@ -85,11 +93,12 @@ pub(crate) fn decode_top<M: Message>(m: &mut M, r: &mut Reader<'_>) -> Result<()
 }
 
 /// Records a closed-enum value the schema does not know as an unknown varint field, the way
-/// protobuf (upb) does: the tag and the value re-encoded as 32-bit varints.
-pub(crate) fn push_unknown_enum(unknown: &mut UnknownFields, field: u32, value: i32) {
-    let mut buf = Vec::with_capacity(10);
+/// protobuf (upb) does: validity is judged on the low 32 bits, and the field is re-encoded
+/// canonically with the full 64-bit value that was read.
+pub(crate) fn push_unknown_enum(unknown: &mut UnknownFields, field: u32, value: u64) {
+    let mut buf = Vec::with_capacity(15);
     wire::put_varint(&mut buf, wire::tag(field, wire::VARINT) as u64);
-    wire::put_varint(&mut buf, value as u32 as u64);
+    wire::put_varint(&mut buf, value);
     unknown.push_raw(&buf);
 }
 

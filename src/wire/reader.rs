@@ -158,16 +158,17 @@ impl<'a> Reader<'a> {
             return Ok(None);
         }
         self.tag_start = self.pos;
-        let tag = self.read_tag_value()?;
+        let tag = self.read_tag_value(false)?;
         if tag & 7 == END_GROUP {
             return Err(self.err(DecodeErrorKind::UnmatchedGroup(tag >> 3), self.tag_start));
         }
         Ok(Some(tag))
     }
 
-    /// Reads and validates a tag value (any wire type 0..=5).
+    /// Reads and validates a tag value (any wire type 0..=5). Field number 0 is refused except
+    /// inside unknown groups, where protobuf (upb) skips it like any other field.
     #[inline]
-    fn read_tag_value(&mut self) -> DResult<u32> {
+    fn read_tag_value(&mut self, in_group: bool) -> DResult<u32> {
         let start = self.pos;
         let b = self.buf[self.pos];
         let v = if b < 0x80 {
@@ -182,7 +183,7 @@ impl<'a> Reader<'a> {
         }
         let tag = v as u32;
         let field = tag >> 3;
-        if field == 0 || field > MAX_FIELD_NUMBER {
+        if (field == 0 && !in_group) || field > MAX_FIELD_NUMBER {
             return Err(self.err(DecodeErrorKind::InvalidFieldNumber(field as u64), start));
         }
         let wt = tag & 7;
@@ -249,6 +250,12 @@ impl<'a> Reader<'a> {
     pub fn read_len(&mut self) -> DResult<usize> {
         let start = self.pos;
         let len = self.read_varint()?;
+        // protobuf reads lengths as varints of at most 5 bytes; longer encodings are accepted
+        // only when needed (lengths of 2^35 and more, beyond protobuf's own 2 GB limit).
+        let used = (self.pos - start) as u64;
+        if used > 5 && used > super::varint_len(len) {
+            return Err(self.err(DecodeErrorKind::OverlongLength, start));
+        }
         let available = (self.limit - self.pos) as u64;
         if len > available {
             return Err(self.err(DecodeErrorKind::LengthPastEnd { length: len, available }, start));
@@ -413,7 +420,7 @@ impl<'a> Reader<'a> {
                 break Err(self.err(DecodeErrorKind::UnmatchedGroup(field), group_start));
             }
             let at = self.pos;
-            let tag = match self.read_tag_value() {
+            let tag = match self.read_tag_value(true) {
                 Ok(t) => t,
                 Err(e) => break Err(e),
             };

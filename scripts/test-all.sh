@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# Runs EVERY test of onnx_light: formatting and lints, Rust unit/integration tests, generated
+# files up to date, compatibility with the official onnx package (pytest), the C ABI through
+# CMake/CTest, and the installed-package consumer. Installs what it needs itself: a project-local
+# Python venv (.venv) with pinned packages from PyPI.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+
+step() { printf '\n=== %s ===\n' "$*"; }
+
+# ---- Python venv with pinned tools (cmake, onnx, onnxruntime, numpy, pytest)
+step "python venv"
+PY=${PYTHON:-python3}
+if [ ! -x .venv/bin/python ]; then
+  "$PY" -m venv .venv
+fi
+.venv/bin/python -m pip install --quiet --disable-pip-version-check -r scripts/requirements-test.txt
+export PATH="$ROOT/.venv/bin:$PATH"
+
+step "cargo fmt --check"
+cargo fmt --all -- --check
+
+step "cargo clippy -D warnings"
+cargo clippy --workspace --all-targets --release -- -D warnings
+
+step "generated files are up to date"
+cargo run --release -q -p codegen -- --check
+
+step "cargo test"
+cargo test --workspace --release
+
+step "release binary"
+cargo build --release
+export ONNX_LIGHT_BIN="$ROOT/target/release/onnx-light"
+
+step "compatibility with the onnx package (pytest)"
+.venv/bin/python -m pytest -q tests/compat
+
+for extra in scripts/test.d/*.sh; do
+  [ -e "$extra" ] || continue
+  step "$extra"
+  bash "$extra"
+done
+
+step "all tests passed"
