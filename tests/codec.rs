@@ -1,0 +1,339 @@
+//! Codec behaviour that the protobuf comparison in tests/compat cannot show: error values with
+//! offsets and field paths, ownership of tensor bytes (seed 000's table), parallel == sequential,
+//! option validation and atomic saves.
+
+use std::sync::Arc;
+
+use onnx_light::proto::{
+    AttributeProto, GraphProto, Message, ModelProto, NodeProto, TensorProto, TypeProto,
+    TypeProtoSequence, TypeProtoValue,
+};
+use onnx_light::{
+    DecodeErrorKind, Error, FileLoadMode, ParseOptions, SerializeOptions, parse_from_bytes,
+    parse_from_shared,
+};
+
+const SAMPLE: &[u8] = include_bytes!("../samples/mlp.onnx");
+
+fn tensor(name: &str, bytes: usize, seed: u8) -> TensorProto {
+    let mut t = TensorProto::new();
+    t.set_name(name);
+    t.set_data_type(2);
+    t.add_dims(bytes as i64);
+    t.set_raw_data((0..bytes).map(|i| (i as u8).wrapping_mul(seed)).collect::<Vec<u8>>());
+    t
+}
+
+/// A model with `n` initializers of `size` bytes each and a few nodes.
+fn model(n: usize, size: usize) -> ModelProto {
+    let mut m = ModelProto::new();
+    m.set_ir_version(10);
+    m.add_opset_import().set_version(21);
+    let g = m.mutable_graph();
+    g.set_name("g");
+    for i in 0..n {
+        g.initializer.push(tensor(&format!("w{i}"), size, i as u8 + 1));
+        let node = g.add_node();
+        node.set_op_type("Relu");
+        node.add_input(format!("w{i}"));
+        node.add_output(format!("y{i}"));
+    }
+    m
+}
+
+fn decode_err(e: Error) -> onnx_light::DecodeError {
+    match e {
+        Error::Decode(d) => *d,
+        other => panic!("expected a decode error, got {other:?}"),
+    }
+}
+
+#[test]
+fn sample_model_parses_and_reserializes_identically() {
+    let m: ModelProto = parse_from_bytes(SAMPLE, &ParseOptions::default()).unwrap();
+    assert_eq!(m.graph().node.len(), 6);
+    assert_eq!(m.graph().initializer.len(), 4);
+    assert_eq!(m.serialize_to_vec(), SAMPLE);
+}
+
+#[test]
+fn errors_name_offset_and_field_path() {
+    let mut m = model(14, 8);
+    m.mutable_graph().initializer[12].float_data = vec![1.0, 2.0];
+    let mut bytes = m.serialize_to_vec();
+    // float_data of initializer 12 is packed: tag 0x22, length 8, then 1.0f32. Make the length
+    // 7, which is not a multiple of 4.
+    let at = bytes.windows(6).position(|w| w == [0x22, 0x08, 0x00, 0x00, 0x80, 0x3f]).unwrap();
+    bytes[at + 1] = 7;
+    let e = decode_err(parse_from_bytes::<ModelProto>(&bytes, &ParseOptions::default()).unwrap_err());
+    assert_eq!(e.path(), "graph.initializer[12].float_data");
+    assert_eq!(e.kind, DecodeErrorKind::BadPackedLength);
+    assert_eq!(e.offset as usize, at + 1, "offset of the length prefix");
+    assert!(e.offset > 0 && (e.offset as usize) < bytes.len());
+    let text = e.to_string();
+    assert!(text.contains("ModelProto.graph.initializer[12]") && text.contains("at byte"), "{text}");
+
+    // Parallel parsing reports the same error.
+    let opts = ParseOptions { num_threads: 4, ..Default::default() };
+    let e4 = decode_err(parse_from_bytes::<ModelProto>(&bytes, &opts).unwrap_err());
+    assert_eq!(e4, e);
+}
+
+#[test]
+fn wire_format_violations_are_errors() {
+    let cases: &[(&[u8], fn(&DecodeErrorKind) -> bool)] = &[
+        (&[0x00, 0x01], |k| matches!(k, DecodeErrorKind::InvalidFieldNumber(0))),
+        (&[0x0e], |k| matches!(k, DecodeErrorKind::InvalidWireType(6))),
+        (&[0x0f], |k| matches!(k, DecodeErrorKind::InvalidWireType(7))),
+        (&[0x08], |k| matches!(k, DecodeErrorKind::Truncated)),
+        (&[0x08, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01], |k| {
+            matches!(k, DecodeErrorKind::VarintOverflow)
+        }),
+        (&[0x3a, 0x05, 0x01], |k| matches!(k, DecodeErrorKind::LengthPastEnd { length: 5, available: 1 })),
+        (&[0x3a, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x7f], |k| {
+            matches!(k, DecodeErrorKind::LengthPastEnd { .. })
+        }),
+        (&[0x0c], |k| matches!(k, DecodeErrorKind::UnmatchedGroup(1))),
+        (&[0x0b, 0x08, 0x01], |k| matches!(k, DecodeErrorKind::UnmatchedGroup(1))),
+        (&[0x0b, 0x14], |k| matches!(k, DecodeErrorKind::UnmatchedGroup(2))),
+        (&[0x22, 0x03, 0, 0, 0], |k| matches!(k, DecodeErrorKind::BadPackedLength)),
+        (&[0x3a, 0x01, 0x80], |k| matches!(k, DecodeErrorKind::BadPackedLength)),
+        (&[0xf8, 0xff, 0xff, 0xff, 0xff, 0x01, 0x00], |k| matches!(k, DecodeErrorKind::InvalidFieldNumber(_))),
+    ];
+    for (bytes, expect) in cases {
+        let e = decode_err(TensorProto::parse_from_bytes(bytes).unwrap_err());
+        assert!(expect(&e.kind), "{bytes:02x?}: got {:?}", e.kind);
+    }
+}
+
+#[test]
+fn recursion_limit_is_enforced_and_configurable() {
+    // TypeProto nested through sequence_type.elem_type: two levels per step.
+    let mut t = TypeProto::new();
+    t.mutable_tensor_type().set_elem_type(1);
+    for _ in 0..60 {
+        let mut outer = TypeProto::new();
+        let mut seq = TypeProtoSequence::new();
+        seq.set_elem_type(t);
+        outer.value = Some(TypeProtoValue::SequenceType(Box::new(seq)));
+        t = outer;
+    }
+    let bytes = t.serialize_to_vec();
+    let e = decode_err(TypeProto::parse_from_bytes(&bytes).unwrap_err());
+    assert_eq!(e.kind, DecodeErrorKind::RecursionLimit(100));
+    let opts = ParseOptions { max_recursion_depth: 200, ..Default::default() };
+    let back: TypeProto = parse_from_bytes(&bytes, &opts).unwrap();
+    assert_eq!(back, t);
+    let too_deep = ParseOptions { max_recursion_depth: 100_000, ..Default::default() };
+    assert!(matches!(parse_from_bytes::<TypeProto>(&bytes, &too_deep), Err(Error::InvalidOption { .. })));
+}
+
+#[test]
+fn max_tensor_size_is_checked_before_allocating() {
+    let m = model(2, 4096);
+    let bytes = m.serialize_to_vec();
+    let opts = ParseOptions { max_tensor_size_bytes: 4095, ..Default::default() };
+    let e = decode_err(parse_from_bytes::<ModelProto>(&bytes, &opts).unwrap_err());
+    assert_eq!(e.kind, DecodeErrorKind::TensorTooLarge { size: 4096, limit: 4095 });
+    assert_eq!(e.path(), "graph.initializer[0].raw_data");
+    let ok = ParseOptions { max_tensor_size_bytes: 4096, ..Default::default() };
+    assert!(parse_from_bytes::<ModelProto>(&bytes, &ok).is_ok());
+}
+
+#[test]
+fn parallel_parse_equals_sequential() {
+    let m = model(64, 3000);
+    let bytes = m.serialize_to_vec();
+    let seq: ModelProto = parse_from_bytes(&bytes, &ParseOptions::default()).unwrap();
+    for threads in [2, 4, -1] {
+        let opts = ParseOptions { num_threads: threads, ..Default::default() };
+        let par: ModelProto = parse_from_bytes(&bytes, &opts).unwrap();
+        assert_eq!(par, seq);
+        assert_eq!(par.serialize_to_vec(), bytes);
+    }
+    // A model whose graph field appears twice (protobuf merges them) in parallel mode.
+    let mut twice = bytes.clone();
+    twice.extend_from_slice(&bytes);
+    let seq2: ModelProto = parse_from_bytes(&twice, &ParseOptions::default()).unwrap();
+    let par2: ModelProto = parse_from_bytes(&twice, &ParseOptions { num_threads: 3, ..Default::default() }).unwrap();
+    assert_eq!(seq2.graph().initializer.len(), 128);
+    assert_eq!(par2, seq2);
+}
+
+/// Seed 000's loading-scenarios table, row by row.
+#[test]
+fn ownership_table_of_seed_000() {
+    let m = model(3, 4096);
+    let bytes = m.serialize_to_vec();
+    let dir = tempdir();
+    let path = dir.join("m.onnx");
+    std::fs::write(&path, &bytes).unwrap();
+
+    // load(bytes, no_copy=False): owned copy.
+    let owned: ModelProto = parse_from_bytes(&bytes, &ParseOptions::default()).unwrap();
+    let t = &owned.graph().initializer[0];
+    assert!(!t.raw_data.as_ref().unwrap().is_borrowed());
+
+    // load(bytes, no_copy=True): borrowed pointer into the caller's bytes.
+    let shared = Arc::new(bytes.clone());
+    let opts = ParseOptions { no_copy: true, ..Default::default() };
+    let borrowed: ModelProto = parse_from_shared(shared.clone(), &opts).unwrap();
+    let span = borrowed.graph().initializer[0].raw_data.as_ref().unwrap();
+    assert!(span.is_borrowed());
+    let range = shared.as_ptr_range();
+    assert!(range.contains(&span.as_ptr()), "payload must point into the input bytes");
+    // The owner token keeps the bytes alive after the model and the caller's handle are gone.
+    let owner = span.owner().unwrap();
+    let (ptr, len) = (span.as_ptr(), span.len());
+    let expected = owned.graph().initializer[0].raw_data().to_vec();
+    drop(borrowed);
+    drop(shared);
+    // SAFETY (test): `owner` keeps the input buffer alive.
+    let still = unsafe { std::slice::from_raw_parts(ptr, len) };
+    assert_eq!(still, &expected[..]);
+    drop(owner);
+
+    // load(file, no_copy=False): owned copy, for both read modes.
+    for mode in [FileLoadMode::Mmap, FileLoadMode::Buffered] {
+        let opts = ParseOptions { file_load_mode: mode, ..Default::default() };
+        let f: ModelProto = onnx_light::load_model(&path, &opts).unwrap();
+        assert!(!f.graph().initializer[0].raw_data.as_ref().unwrap().is_borrowed());
+        assert_eq!(f, owned);
+    }
+    // load(file, no_copy=True): borrowed with a shared owner (better than the C++ library,
+    // which copies here); valid after the model is dropped while the token is held.
+    for mode in [FileLoadMode::Mmap, FileLoadMode::Buffered] {
+        let opts = ParseOptions { file_load_mode: mode, no_copy: true, ..Default::default() };
+        let f: ModelProto = onnx_light::load_model(&path, &opts).unwrap();
+        let span = f.graph().initializer[2].raw_data.as_ref().unwrap();
+        assert!(span.is_borrowed() && !span.is_unowned_borrow());
+        let owner = span.owner().unwrap();
+        let (ptr, len) = (span.as_ptr(), span.len());
+        let clone = f.clone();
+        assert!(clone.graph().initializer[2].raw_data.as_ref().unwrap().is_borrowed(), "clone keeps borrows");
+        drop(f);
+        drop(clone);
+        // SAFETY (test): the owner token keeps the mapping / buffer alive.
+        let still = unsafe { std::slice::from_raw_parts(ptr, len) };
+        assert_eq!(still, owned.graph().initializer[2].raw_data());
+        drop(owner);
+    }
+    // Small payloads (below raw_data_threshold) are copied even with no_copy.
+    let small = model(1, 16).serialize_to_vec();
+    let f: ModelProto = parse_from_shared(Arc::new(small), &ParseOptions { no_copy: true, ..Default::default() }).unwrap();
+    assert!(!f.graph().initializer[0].raw_data.as_ref().unwrap().is_borrowed());
+}
+
+#[test]
+fn unowned_no_copy_borrows_caller_bytes() {
+    let bytes = model(2, 2048).serialize_to_vec();
+    let opts = ParseOptions { no_copy: true, ..Default::default() };
+    // SAFETY (test): `bytes` outlives `m`.
+    let m: ModelProto = unsafe { onnx_light::parse_from_bytes_unowned(&bytes, &opts) }.unwrap();
+    let span = m.graph().initializer[1].raw_data.as_ref().unwrap();
+    assert!(span.is_unowned_borrow());
+    assert!(bytes.as_ptr_range().contains(&span.as_ptr()));
+    assert_eq!(m.serialize_to_vec(), bytes);
+}
+
+#[test]
+fn skip_raw_data_keeps_structure() {
+    let bytes = model(3, 5000).serialize_to_vec();
+    let opts = ParseOptions { skip_raw_data: true, ..Default::default() };
+    let m: ModelProto = parse_from_bytes(&bytes, &opts).unwrap();
+    assert_eq!(m.graph().initializer.len(), 3);
+    assert!(m.graph().initializer.iter().all(|t| !t.has_raw_data() && t.dims == vec![5000]));
+    assert_eq!(m.graph().node.len(), 3);
+}
+
+#[test]
+fn unknown_fields_survive_edits_and_messages_merge() {
+    let mut node = NodeProto::new();
+    node.set_op_type("Add");
+    let mut bytes = node.serialize_to_vec();
+    bytes.extend_from_slice(&[0xa0, 0x1f, 0x05]); // field 500, varint 5
+    let mut back = NodeProto::parse_from_bytes(&bytes).unwrap();
+    assert_eq!(back.unknown_fields.as_bytes(), &[0xa0, 0x1f, 0x05]);
+    back.set_name("n");
+    let out = back.serialize_to_vec();
+    assert!(out.ends_with(&[0xa0, 0x1f, 0x05]), "unknown fields are written last");
+
+    // Merging: repeated appends, scalars overwrite, messages merge.
+    let mut a = AttributeProto::new();
+    a.set_name("x");
+    a.add_ints(1);
+    let mut merged = a.clone();
+    let mut b = AttributeProto::new();
+    b.set_name("y");
+    b.add_ints(2);
+    merged
+        .merge_from_bytes(&b.serialize_to_vec(), &onnx_light::wire::DecodeConfig::default())
+        .unwrap();
+    assert_eq!(merged.name(), "y");
+    assert_eq!(merged.ints, vec![1, 2]);
+}
+
+#[test]
+fn presence_is_kept_for_defaults() {
+    let mut g = GraphProto::new();
+    g.set_name("");
+    let mut m = ModelProto::new();
+    m.set_ir_version(0);
+    m.set_graph(g);
+    let bytes = m.serialize_to_vec();
+    assert_eq!(bytes, vec![0x08, 0x00, 0x3a, 0x02, 0x12, 0x00]);
+    let back = ModelProto::parse_from_bytes(&bytes).unwrap();
+    assert!(back.has_ir_version() && back.graph().has_name());
+}
+
+#[test]
+fn options_are_validated() {
+    let bytes = model(1, 8).serialize_to_vec();
+    for bad in [
+        ParseOptions { num_threads: 0, ..Default::default() },
+        ParseOptions { alignment: 3, ..Default::default() },
+    ] {
+        assert!(matches!(parse_from_bytes::<ModelProto>(&bytes, &bad), Err(Error::InvalidOption { .. })));
+    }
+    let m = model(1, 8);
+    let limit = SerializeOptions { max_serialized_size_bytes: 10, ..Default::default() };
+    assert!(matches!(onnx_light::serialize_to_vec(&m, &limit), Err(Error::LimitExceeded(_))));
+}
+
+#[test]
+fn save_is_atomic_and_reports_io_errors() {
+    let dir = tempdir();
+    let path = dir.join("model.onnx");
+    let first = model(2, 100);
+    onnx_light::save_model(&first, &path, &SerializeOptions::default()).unwrap();
+    let before = std::fs::read(&path).unwrap();
+    // A failing save (size limit) leaves the previous file intact and no temporary files.
+    let limit = SerializeOptions { max_serialized_size_bytes: 10, ..Default::default() };
+    assert!(onnx_light::save_model(&model(3, 100), &path, &limit).is_err());
+    assert_eq!(std::fs::read(&path).unwrap(), before);
+    let entries: Vec<_> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().file_name()).collect();
+    assert_eq!(entries.len(), 1, "{entries:?}");
+    // Saving into a missing directory is an I/O error naming the path.
+    let missing = dir.join("no/such/dir/m.onnx");
+    match onnx_light::save_model(&first, &missing, &SerializeOptions::default()) {
+        Err(Error::Io { path, .. }) => assert!(path.starts_with(dir.join("no"))),
+        other => panic!("expected an I/O error, got {other:?}"),
+    }
+    // Loading a missing file is an I/O error too.
+    assert!(matches!(onnx_light::load_model(dir.join("nope.onnx"), &ParseOptions::default()), Err(Error::Io { .. })));
+    // Round trip through a writer and a reader.
+    let mut buf = Vec::new();
+    let n = onnx_light::serialize_to_writer(&first, &mut buf, &SerializeOptions::default()).unwrap();
+    assert_eq!(n as usize, buf.len());
+    let back: ModelProto = onnx_light::parse_from_reader(&buf[..], &ParseOptions::default()).unwrap();
+    assert_eq!(back, first);
+}
+
+fn tempdir() -> std::path::PathBuf {
+    static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let n = N.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    let d = std::env::temp_dir().join(format!("onnxl-codec-{}-{n}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
