@@ -158,6 +158,37 @@ impl ByteSpan {
         }
     }
 
+    /// Makes the bytes shareable and returns the token that keeps them alive, for callers that
+    /// must hold the bytes beyond the span's life (the C ABI's
+    /// `onnxl_tensor_proto_raw_data_owner`).
+    ///
+    /// - owned bytes are moved, not copied, into a shared allocation that the span then borrows:
+    ///   the data pointer and the bytes do not change;
+    /// - an arena range becomes a borrow of its arena;
+    /// - borrowed bytes with an owner return a clone of that owner.
+    ///
+    /// Afterwards the span is borrowed, so the bytes behind the token are never modified through
+    /// it ([`ByteSpan::as_mut_slice`] copies first). Returns `None`, and leaves the span as it is,
+    /// for borrowed bytes without an owner: their lifetime is the caller's (see
+    /// [`ByteSpan::from_raw_parts`]) and no token can extend it.
+    pub fn share(&mut self) -> Option<Owner> {
+        match &mut self.repr {
+            Repr::Owned(v) => {
+                let shared = Arc::new(std::mem::take(v));
+                let (ptr, len) = (shared.as_ptr(), shared.len());
+                let owner: Owner = shared;
+                self.repr = Repr::Borrowed { ptr, len, owner: Some(owner.clone()) };
+                Some(owner)
+            }
+            Repr::OwnedRange { ptr, len, arena } => {
+                let owner = arena.clone();
+                self.repr = Repr::Borrowed { ptr: *ptr, len: *len, owner: Some(owner.clone()) };
+                Some(owner)
+            }
+            Repr::Borrowed { owner, .. } => owner.clone(),
+        }
+    }
+
     /// True for borrowed bytes without an owner token (the caller keeps them alive).
     pub fn is_unowned_borrow(&self) -> bool {
         matches!(self.repr, Repr::Borrowed { owner: None, .. })
@@ -369,5 +400,38 @@ impl UnknownFields {
 impl fmt::Debug for UnknownFields {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "UnknownFields({} bytes)", self.0.len())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn share_moves_owned_bytes_without_copying() {
+        let mut span = ByteSpan::from_vec(vec![1, 2, 3]);
+        let before = span.as_ptr();
+        let owner = span.share().expect("owned bytes can be shared");
+        assert!(span.is_borrowed());
+        assert_eq!(span.as_ptr(), before, "the bytes did not move");
+        assert_eq!(span.as_slice(), &[1, 2, 3]);
+        // Mutation copies: the shared bytes stay as they were.
+        span.as_mut_slice()[0] = 9;
+        assert_ne!(span.as_ptr(), before);
+        // SAFETY: `owner` keeps the original allocation alive.
+        assert_eq!(unsafe { std::slice::from_raw_parts(before, 3) }, &[1, 2, 3]);
+        drop(owner);
+    }
+
+    #[test]
+    fn share_of_unowned_borrow_is_none() {
+        let data = [5u8; 4];
+        // SAFETY: `data` outlives the span.
+        let mut span = unsafe { ByteSpan::from_raw_parts(data.as_ptr(), data.len()) };
+        assert!(span.share().is_none());
+        assert!(span.is_unowned_borrow());
+        let mut shared = ByteSpan::from_shared(Arc::new(vec![7u8; 8]), 2..6);
+        let owner = shared.share().unwrap();
+        assert!(Arc::ptr_eq(&owner, &shared.owner().unwrap()));
     }
 }

@@ -45,6 +45,17 @@ impl MappedFile {
     pub fn bytes(&self) -> &[u8] {
         self.as_ref()
     }
+
+    /// Drops this process's page mappings of `offset..offset+len` (page-aligned start) so they no
+    /// longer count in its resident memory; the bytes stay readable (they are faulted in again
+    /// from the page cache on the next access).
+    pub fn release_range(&self, offset: usize, len: usize) {
+        if let Some(map) = &self.map {
+            // SAFETY: the mapping is a private, read-only file mapping that this process never
+            // writes, so MADV_DONTNEED discards nothing: later reads see the file's bytes again.
+            let _ = unsafe { map.unchecked_advise_range(memmap2::UncheckedAdvice::DontNeed, offset, len) };
+        }
+    }
 }
 
 /// Reads a whole file into memory.
@@ -159,5 +170,117 @@ impl Drop for AtomicFile {
             self.file.take();
             let _ = fs::remove_file(&self.temp);
         }
+    }
+}
+
+/// Files and buffers below this size are read/copied without the arena's huge pages and threads.
+const ARENA_PARALLEL_MIN_BYTES: usize = 8 << 20;
+/// Piece size of parallel reads and copies.
+const ARENA_CHUNK_BYTES: usize = 8 << 20;
+
+/// One anonymous memory region holding a whole input (file or caller bytes), backed by
+/// transparent huge pages where the kernel allows. A copy-mode load reads the input into it once
+/// (in parallel) and every tensor payload becomes an exclusive range of it, so loading costs one
+/// bulk copy into fresh memory and no per-tensor allocation. Freed when the last range is gone.
+pub struct Arena {
+    map: Option<memmap2::MmapMut>,
+    base: *mut u8,
+    len: usize,
+}
+
+// SAFETY: the arena owns its mapping; `base` points into it. Shared access through `&Arena`
+// only reads (via `AsRef<[u8]>`); writes happen either before the arena is shared (`fill`) or
+// through exclusive payload ranges handed out by the parser (see `ByteSpan::from_arena_range`).
+unsafe impl Send for Arena {}
+// SAFETY: see `Send`.
+unsafe impl Sync for Arena {}
+
+impl Arena {
+    /// A zeroed region of `len` bytes.
+    fn new(len: usize) -> io::Result<Self> {
+        if len == 0 {
+            return Ok(Self { map: None, base: std::ptr::NonNull::dangling().as_ptr(), len: 0 });
+        }
+        let mut map = memmap2::MmapMut::map_anon(len)?;
+        if len >= ARENA_PARALLEL_MIN_BYTES {
+            // Fewer, larger page faults; refused silently where THP is off.
+            let _ = map.advise(memmap2::Advice::HugePage);
+        }
+        let base = map.as_mut_ptr();
+        Ok(Self { map: Some(map), base, len })
+    }
+
+    /// Fills the region with `fill(offset, piece)` over pieces of at most `ARENA_CHUNK_BYTES`,
+    /// on `threads` threads.
+    fn fill<F>(&mut self, threads: usize, fill: F) -> io::Result<()>
+    where
+        F: Fn(u64, &mut [u8]) -> io::Result<()> + Sync,
+    {
+        let Some(map) = self.map.as_mut() else { return Ok(()) };
+        let bytes: &mut [u8] = map;
+        if threads <= 1 || bytes.len() < ARENA_PARALLEL_MIN_BYTES {
+            return bytes
+                .chunks_mut(ARENA_CHUNK_BYTES)
+                .enumerate()
+                .try_for_each(|(i, piece)| fill((i * ARENA_CHUNK_BYTES) as u64, piece));
+        }
+        use rayon::prelude::*;
+        let pool = crate::model::thread_pool(threads)
+            .ok_or_else(|| io::Error::other("cannot start worker threads"))?;
+        pool.install(|| {
+            bytes.par_chunks_mut(ARENA_CHUNK_BYTES).enumerate().try_for_each(|(i, piece)| {
+                fill((i * ARENA_CHUNK_BYTES) as u64, piece)
+            })
+        })
+    }
+
+    /// Reads the whole file at `path` into a new arena, with `threads` parallel copies.
+    ///
+    /// The file is memory-mapped and copied piece by piece; each piece of the mapping is
+    /// released right after its copy, so the file's pages never add up in the process's resident
+    /// memory (peak RSS stays about one file size, not two).
+    pub fn read_file(path: &Path, threads: usize) -> Result<Arc<Self>> {
+        let source = MappedFile::open(path)?;
+        let src = source.bytes();
+        let mut arena =
+            Self::new(src.len()).map_err(|e| Error::LimitExceeded(format!("cannot allocate: {e}")))?;
+        arena
+            .fill(threads, |offset, piece| {
+                let start = offset as usize;
+                piece.copy_from_slice(&src[start..start + piece.len()]);
+                source.release_range(start, piece.len());
+                Ok(())
+            })
+            .map_err(|e| Error::io(path, e))?;
+        Ok(Arc::new(arena))
+    }
+
+    /// Copies `bytes` into a new arena, with `threads` parallel copies.
+    pub fn copy_of(bytes: &[u8], threads: usize) -> Result<Arc<Self>> {
+        let mut arena =
+            Self::new(bytes.len()).map_err(|e| Error::LimitExceeded(format!("cannot allocate: {e}")))?;
+        arena
+            .fill(threads, |offset, piece| {
+                piece.copy_from_slice(&bytes[offset as usize..offset as usize + piece.len()]);
+                Ok(())
+            })
+            .map_err(|e| Error::io("<memory>", e))?;
+        Ok(Arc::new(arena))
+    }
+
+    /// Start of the region, for handing out payload ranges.
+    pub(crate) fn base(&self) -> *mut u8 {
+        self.base
+    }
+}
+
+impl AsRef<[u8]> for Arena {
+    fn as_ref(&self) -> &[u8] {
+        if self.len == 0 {
+            return &[];
+        }
+        // SAFETY: `base..base+len` is the live mapping owned by `self`; see the `Send`/`Sync`
+        // comment for why no write overlaps a read through this slice.
+        unsafe { std::slice::from_raw_parts(self.base, self.len) }
     }
 }

@@ -137,8 +137,77 @@ pub fn generate() -> String {
         gen_codec(&mut o, m);
         gen_accessors(&mut o, m);
     }
+    gen_tensor_visitors(&mut o);
     gen_dispatch(&mut o);
     o
+}
+
+/// Names of the messages from which a `TensorProto` can be reached (TensorProto included).
+fn reaches_tensor() -> Vec<&'static str> {
+    let mut set = vec!["TensorProto"];
+    loop {
+        let before = set.len();
+        for m in MESSAGES {
+            if set.contains(&m.name) {
+                continue;
+            }
+            if m.fields.iter().any(|f| matches!(f.kind, Kind::Message(t) if set.contains(&t))) {
+                set.push(m.name);
+            }
+        }
+        if set.len() == before {
+            return set;
+        }
+    }
+}
+
+/// `visit_tensors` / `visit_tensors_mut`: every TensorProto reachable from a message, in field
+/// declaration order, depth-first (initializers, sparse tensors, attributes, subgraphs, function
+/// bodies, training graphs, sequence/map/optional values).
+fn gen_tensor_visitors(o: &mut String) {
+    let set = reaches_tensor();
+    for m in MESSAGES.iter().filter(|m| set.contains(&m.name)) {
+        let rn = rust_type_name(m.name);
+        writeln!(o, "impl {rn} {{").unwrap();
+        for (suffix, refm, deref) in [("", "&", "&"), ("_mut", "&mut ", "&mut ")] {
+            let _ = deref;
+            writeln!(o, "    /// Calls `f` on every `TensorProto` reachable from this message, depth-first in").unwrap();
+            writeln!(o, "    /// schema order (the message itself, for a `TensorProto`).").unwrap();
+            writeln!(
+                o,
+                "    pub fn visit_tensors{suffix}(self: {refm}Self, f: &mut dyn FnMut({refm}TensorProto)) {{"
+            )
+            .unwrap();
+            if m.name == "TensorProto" {
+                writeln!(o, "        f(self);").unwrap();
+            }
+            for fd in m.fields {
+                let Kind::Message(t) = fd.kind else { continue };
+                if !set.contains(&t) {
+                    continue;
+                }
+                let name = rust_field_name(fd);
+                if let Some(oneof) = fd.oneof {
+                    let en = oneof_enum_name(m, oneof);
+                    writeln!(o, "        if let Some({en}::{}(v)) = {refm}self.{oneof} {{", camel(fd.name)).unwrap();
+                    writeln!(o, "            v.visit_tensors{suffix}(f);\n        }}").unwrap();
+                    continue;
+                }
+                match fd.label {
+                    Label::Optional => {
+                        writeln!(o, "        if let Some(v) = {refm}self.{name} {{").unwrap();
+                        writeln!(o, "            v.visit_tensors{suffix}(f);\n        }}").unwrap();
+                    }
+                    Label::Repeated => {
+                        writeln!(o, "        for v in {refm}self.{name} {{").unwrap();
+                        writeln!(o, "            v.visit_tensors{suffix}(f);\n        }}").unwrap();
+                    }
+                }
+            }
+            writeln!(o, "    }}").unwrap();
+        }
+        writeln!(o, "}}\n").unwrap();
+    }
 }
 
 /// `visit_message_type(name, visitor)`: calls the visitor with the message type named `name`.

@@ -3,16 +3,18 @@
 
 mod parallel;
 
+pub(crate) use parallel::thread_pool;
+
 use std::any::TypeId;
 use std::io::{Read, Write};
 use std::path::Path;
 use std::sync::Arc;
 
 use crate::error::{Error, Result};
-use crate::io::{AUTO_MMAP_MIN_BYTES, AtomicFile, MappedFile, WriteSink, read_file};
+use crate::io::{AUTO_MMAP_MIN_BYTES, Arena, AtomicFile, MappedFile, WriteSink};
 use crate::options::{FileLoadMode, ParseOptions, SerializeOptions};
 use crate::proto::{Message, ModelProto, decode_top};
-use crate::wire::{DecodeConfig, PayloadMode, Reader, SizeCursor, Sink};
+use crate::wire::{ArenaBase, DecodeConfig, PayloadMode, Reader, SizeCursor, Sink};
 
 fn decode_config(opts: &ParseOptions, payload: PayloadMode) -> Result<DecodeConfig> {
     opts.validate()?;
@@ -37,11 +39,32 @@ fn decode<M: Message>(mut r: Reader<'_>, opts: &ParseOptions) -> Result<M> {
     Ok(m)
 }
 
+/// Inputs at least this large are copied whole into an [`Arena`] in copy mode (one bulk,
+/// parallel copy into huge pages) instead of one allocation per tensor.
+const ARENA_MIN_BYTES: usize = 1 << 20;
+
 /// Parses `bytes`, copying tensor payloads (the safe form for bytes without an owner; see
-/// [`parse_from_shared`] for no-copy parsing).
+/// [`parse_from_shared`] for no-copy parsing). Large inputs are copied once, in bulk, into an
+/// arena whose ranges the payloads own.
 pub fn parse_from_bytes<M: Message>(bytes: &[u8], opts: &ParseOptions) -> Result<M> {
+    if bytes.len() >= ARENA_MIN_BYTES && !opts.skip_raw_data {
+        opts.validate()?;
+        return parse_arena(Arena::copy_of(bytes, opts.threads())?, opts);
+    }
     let cfg = decode_config(opts, PayloadMode::Copy)?;
     decode(Reader::new(bytes, &cfg), opts)
+}
+
+/// Parses a private copy of the input; every payload becomes an owned range of it.
+fn parse_arena<M: Message>(arena: Arc<Arena>, opts: &ParseOptions) -> Result<M> {
+    let payload = PayloadMode::Arena { base: ArenaBase(arena.base()), owner: arena.clone() };
+    let cfg = decode_config(opts, payload)?;
+    let bytes: &[u8] = (*arena).as_ref();
+    // SAFETY: `base` is the writable start of `bytes`, kept alive by the owner in `cfg`; the
+    // arena is private to this call (nobody else reads or writes it) and after the parse it is
+    // reachable only through the payload ranges, each handed out once.
+    let r = unsafe { Reader::new_arena(bytes, &cfg) };
+    decode(r, opts)
 }
 
 /// Parses bytes held by `data`. With `no_copy`, tensor payloads borrow from `data` and keep it
@@ -74,12 +97,22 @@ pub unsafe fn parse_from_bytes_unowned<M: Message>(bytes: &[u8], opts: &ParseOpt
     decode(r, opts)
 }
 
-/// Parses a file: memory-mapped or read per `opts.file_load_mode`. With `no_copy`, tensor
-/// payloads borrow from the file's bytes (the mapping, or the read buffer) under a shared owner
-/// token, so they stay valid after the file handle and the loader are gone.
+/// Parses a file.
+///
+/// - copy mode (default): the file is read once, with `num_threads` parallel readers, into one
+///   huge-page arena, and each tensor payload owns its range of it (no per-tensor allocation,
+///   no second copy; peak memory about the file size);
+/// - `no_copy`: payloads borrow from the file's bytes under a shared owner token (the memory
+///   map, or the read buffer in `Buffered` mode), so they stay valid after the loader is gone.
 pub fn parse_from_file<M: Message>(path: impl AsRef<Path>, opts: &ParseOptions) -> Result<M> {
     let path = path.as_ref();
     opts.validate()?;
+    if !opts.no_copy {
+        if opts.skip_raw_data {
+            return parse_from_shared(MappedFile::open(path)?, opts);
+        }
+        return parse_arena(Arena::read_file(path, opts.threads())?, opts);
+    }
     let use_mmap = match opts.file_load_mode {
         FileLoadMode::Mmap => true,
         FileLoadMode::Buffered => false,
@@ -90,10 +123,8 @@ pub fn parse_from_file<M: Message>(path: impl AsRef<Path>, opts: &ParseOptions) 
     };
     if use_mmap {
         parse_from_shared(MappedFile::open(path)?, opts)
-    } else if opts.no_copy {
-        parse_from_shared(Arc::new(read_file(path)?), opts)
     } else {
-        parse_from_bytes(&read_file(path)?, opts)
+        parse_from_shared(Arena::read_file(path, opts.threads())?, opts)
     }
 }
 

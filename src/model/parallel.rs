@@ -52,8 +52,8 @@ fn scan(r: &Reader<'_>) -> Option<Vec<Part>> {
     Some(parts)
 }
 
-/// A pool of exactly `n` threads, built once per size.
-fn pool(n: usize) -> Option<Arc<rayon::ThreadPool>> {
+/// A pool of exactly `n` threads, built once per size and kept for the process.
+pub(crate) fn thread_pool(n: usize) -> Option<Arc<rayon::ThreadPool>> {
     static POOLS: OnceLock<Mutex<HashMap<usize, Arc<rayon::ThreadPool>>>> = OnceLock::new();
     let mut pools = POOLS.get_or_init(Default::default).lock().ok()?;
     if let Some(p) = pools.get(&n) {
@@ -85,7 +85,7 @@ pub(super) fn preparse_initializers(
         let res: Result<TensorProto, Box<DecodeError>> = t.merge_from(&mut sub).map(|()| t);
         (len_at, Box::new(res))
     };
-    let pool = pool(opts.threads())?;
+    let pool = thread_pool(opts.threads())?;
     let results: Vec<_> = pool.install(|| readers.into_par_iter().map(parse).collect());
     Some(results.into_iter().collect())
 }

@@ -6334,6 +6334,309 @@ impl OptionalProto {
     }
 }
 
+impl AttributeProto {
+    /// Calls `f` on every `TensorProto` reachable from this message, depth-first in
+    /// schema order (the message itself, for a `TensorProto`).
+    pub fn visit_tensors(self: &Self, f: &mut dyn FnMut(&TensorProto)) {
+        if let Some(v) = &self.t {
+            v.visit_tensors(f);
+        }
+        if let Some(v) = &self.g {
+            v.visit_tensors(f);
+        }
+        if let Some(v) = &self.sparse_tensor {
+            v.visit_tensors(f);
+        }
+        for v in &self.tensors {
+            v.visit_tensors(f);
+        }
+        for v in &self.graphs {
+            v.visit_tensors(f);
+        }
+        for v in &self.sparse_tensors {
+            v.visit_tensors(f);
+        }
+    }
+    /// Calls `f` on every `TensorProto` reachable from this message, depth-first in
+    /// schema order (the message itself, for a `TensorProto`).
+    pub fn visit_tensors_mut(self: &mut Self, f: &mut dyn FnMut(&mut TensorProto)) {
+        if let Some(v) = &mut self.t {
+            v.visit_tensors_mut(f);
+        }
+        if let Some(v) = &mut self.g {
+            v.visit_tensors_mut(f);
+        }
+        if let Some(v) = &mut self.sparse_tensor {
+            v.visit_tensors_mut(f);
+        }
+        for v in &mut self.tensors {
+            v.visit_tensors_mut(f);
+        }
+        for v in &mut self.graphs {
+            v.visit_tensors_mut(f);
+        }
+        for v in &mut self.sparse_tensors {
+            v.visit_tensors_mut(f);
+        }
+    }
+}
+
+impl NodeProto {
+    /// Calls `f` on every `TensorProto` reachable from this message, depth-first in
+    /// schema order (the message itself, for a `TensorProto`).
+    pub fn visit_tensors(self: &Self, f: &mut dyn FnMut(&TensorProto)) {
+        for v in &self.attribute {
+            v.visit_tensors(f);
+        }
+    }
+    /// Calls `f` on every `TensorProto` reachable from this message, depth-first in
+    /// schema order (the message itself, for a `TensorProto`).
+    pub fn visit_tensors_mut(self: &mut Self, f: &mut dyn FnMut(&mut TensorProto)) {
+        for v in &mut self.attribute {
+            v.visit_tensors_mut(f);
+        }
+    }
+}
+
+impl TrainingInfoProto {
+    /// Calls `f` on every `TensorProto` reachable from this message, depth-first in
+    /// schema order (the message itself, for a `TensorProto`).
+    pub fn visit_tensors(self: &Self, f: &mut dyn FnMut(&TensorProto)) {
+        if let Some(v) = &self.initialization {
+            v.visit_tensors(f);
+        }
+        if let Some(v) = &self.algorithm {
+            v.visit_tensors(f);
+        }
+    }
+    /// Calls `f` on every `TensorProto` reachable from this message, depth-first in
+    /// schema order (the message itself, for a `TensorProto`).
+    pub fn visit_tensors_mut(self: &mut Self, f: &mut dyn FnMut(&mut TensorProto)) {
+        if let Some(v) = &mut self.initialization {
+            v.visit_tensors_mut(f);
+        }
+        if let Some(v) = &mut self.algorithm {
+            v.visit_tensors_mut(f);
+        }
+    }
+}
+
+impl ModelProto {
+    /// Calls `f` on every `TensorProto` reachable from this message, depth-first in
+    /// schema order (the message itself, for a `TensorProto`).
+    pub fn visit_tensors(self: &Self, f: &mut dyn FnMut(&TensorProto)) {
+        if let Some(v) = &self.graph {
+            v.visit_tensors(f);
+        }
+        for v in &self.training_info {
+            v.visit_tensors(f);
+        }
+        for v in &self.functions {
+            v.visit_tensors(f);
+        }
+    }
+    /// Calls `f` on every `TensorProto` reachable from this message, depth-first in
+    /// schema order (the message itself, for a `TensorProto`).
+    pub fn visit_tensors_mut(self: &mut Self, f: &mut dyn FnMut(&mut TensorProto)) {
+        if let Some(v) = &mut self.graph {
+            v.visit_tensors_mut(f);
+        }
+        for v in &mut self.training_info {
+            v.visit_tensors_mut(f);
+        }
+        for v in &mut self.functions {
+            v.visit_tensors_mut(f);
+        }
+    }
+}
+
+impl GraphProto {
+    /// Calls `f` on every `TensorProto` reachable from this message, depth-first in
+    /// schema order (the message itself, for a `TensorProto`).
+    pub fn visit_tensors(self: &Self, f: &mut dyn FnMut(&TensorProto)) {
+        for v in &self.node {
+            v.visit_tensors(f);
+        }
+        for v in &self.initializer {
+            v.visit_tensors(f);
+        }
+        for v in &self.sparse_initializer {
+            v.visit_tensors(f);
+        }
+    }
+    /// Calls `f` on every `TensorProto` reachable from this message, depth-first in
+    /// schema order (the message itself, for a `TensorProto`).
+    pub fn visit_tensors_mut(self: &mut Self, f: &mut dyn FnMut(&mut TensorProto)) {
+        for v in &mut self.node {
+            v.visit_tensors_mut(f);
+        }
+        for v in &mut self.initializer {
+            v.visit_tensors_mut(f);
+        }
+        for v in &mut self.sparse_initializer {
+            v.visit_tensors_mut(f);
+        }
+    }
+}
+
+impl TensorProto {
+    /// Calls `f` on every `TensorProto` reachable from this message, depth-first in
+    /// schema order (the message itself, for a `TensorProto`).
+    pub fn visit_tensors(self: &Self, f: &mut dyn FnMut(&TensorProto)) {
+        f(self);
+    }
+    /// Calls `f` on every `TensorProto` reachable from this message, depth-first in
+    /// schema order (the message itself, for a `TensorProto`).
+    pub fn visit_tensors_mut(self: &mut Self, f: &mut dyn FnMut(&mut TensorProto)) {
+        f(self);
+    }
+}
+
+impl SparseTensorProto {
+    /// Calls `f` on every `TensorProto` reachable from this message, depth-first in
+    /// schema order (the message itself, for a `TensorProto`).
+    pub fn visit_tensors(self: &Self, f: &mut dyn FnMut(&TensorProto)) {
+        if let Some(v) = &self.values {
+            v.visit_tensors(f);
+        }
+        if let Some(v) = &self.indices {
+            v.visit_tensors(f);
+        }
+    }
+    /// Calls `f` on every `TensorProto` reachable from this message, depth-first in
+    /// schema order (the message itself, for a `TensorProto`).
+    pub fn visit_tensors_mut(self: &mut Self, f: &mut dyn FnMut(&mut TensorProto)) {
+        if let Some(v) = &mut self.values {
+            v.visit_tensors_mut(f);
+        }
+        if let Some(v) = &mut self.indices {
+            v.visit_tensors_mut(f);
+        }
+    }
+}
+
+impl FunctionProto {
+    /// Calls `f` on every `TensorProto` reachable from this message, depth-first in
+    /// schema order (the message itself, for a `TensorProto`).
+    pub fn visit_tensors(self: &Self, f: &mut dyn FnMut(&TensorProto)) {
+        for v in &self.attribute_proto {
+            v.visit_tensors(f);
+        }
+        for v in &self.node {
+            v.visit_tensors(f);
+        }
+    }
+    /// Calls `f` on every `TensorProto` reachable from this message, depth-first in
+    /// schema order (the message itself, for a `TensorProto`).
+    pub fn visit_tensors_mut(self: &mut Self, f: &mut dyn FnMut(&mut TensorProto)) {
+        for v in &mut self.attribute_proto {
+            v.visit_tensors_mut(f);
+        }
+        for v in &mut self.node {
+            v.visit_tensors_mut(f);
+        }
+    }
+}
+
+impl SequenceProto {
+    /// Calls `f` on every `TensorProto` reachable from this message, depth-first in
+    /// schema order (the message itself, for a `TensorProto`).
+    pub fn visit_tensors(self: &Self, f: &mut dyn FnMut(&TensorProto)) {
+        for v in &self.tensor_values {
+            v.visit_tensors(f);
+        }
+        for v in &self.sparse_tensor_values {
+            v.visit_tensors(f);
+        }
+        for v in &self.sequence_values {
+            v.visit_tensors(f);
+        }
+        for v in &self.map_values {
+            v.visit_tensors(f);
+        }
+        for v in &self.optional_values {
+            v.visit_tensors(f);
+        }
+    }
+    /// Calls `f` on every `TensorProto` reachable from this message, depth-first in
+    /// schema order (the message itself, for a `TensorProto`).
+    pub fn visit_tensors_mut(self: &mut Self, f: &mut dyn FnMut(&mut TensorProto)) {
+        for v in &mut self.tensor_values {
+            v.visit_tensors_mut(f);
+        }
+        for v in &mut self.sparse_tensor_values {
+            v.visit_tensors_mut(f);
+        }
+        for v in &mut self.sequence_values {
+            v.visit_tensors_mut(f);
+        }
+        for v in &mut self.map_values {
+            v.visit_tensors_mut(f);
+        }
+        for v in &mut self.optional_values {
+            v.visit_tensors_mut(f);
+        }
+    }
+}
+
+impl MapProto {
+    /// Calls `f` on every `TensorProto` reachable from this message, depth-first in
+    /// schema order (the message itself, for a `TensorProto`).
+    pub fn visit_tensors(self: &Self, f: &mut dyn FnMut(&TensorProto)) {
+        if let Some(v) = &self.values {
+            v.visit_tensors(f);
+        }
+    }
+    /// Calls `f` on every `TensorProto` reachable from this message, depth-first in
+    /// schema order (the message itself, for a `TensorProto`).
+    pub fn visit_tensors_mut(self: &mut Self, f: &mut dyn FnMut(&mut TensorProto)) {
+        if let Some(v) = &mut self.values {
+            v.visit_tensors_mut(f);
+        }
+    }
+}
+
+impl OptionalProto {
+    /// Calls `f` on every `TensorProto` reachable from this message, depth-first in
+    /// schema order (the message itself, for a `TensorProto`).
+    pub fn visit_tensors(self: &Self, f: &mut dyn FnMut(&TensorProto)) {
+        if let Some(v) = &self.tensor_value {
+            v.visit_tensors(f);
+        }
+        if let Some(v) = &self.sparse_tensor_value {
+            v.visit_tensors(f);
+        }
+        if let Some(v) = &self.sequence_value {
+            v.visit_tensors(f);
+        }
+        if let Some(v) = &self.map_value {
+            v.visit_tensors(f);
+        }
+        if let Some(v) = &self.optional_value {
+            v.visit_tensors(f);
+        }
+    }
+    /// Calls `f` on every `TensorProto` reachable from this message, depth-first in
+    /// schema order (the message itself, for a `TensorProto`).
+    pub fn visit_tensors_mut(self: &mut Self, f: &mut dyn FnMut(&mut TensorProto)) {
+        if let Some(v) = &mut self.tensor_value {
+            v.visit_tensors_mut(f);
+        }
+        if let Some(v) = &mut self.sparse_tensor_value {
+            v.visit_tensors_mut(f);
+        }
+        if let Some(v) = &mut self.sequence_value {
+            v.visit_tensors_mut(f);
+        }
+        if let Some(v) = &mut self.map_value {
+            v.visit_tensors_mut(f);
+        }
+        if let Some(v) = &mut self.optional_value {
+            v.visit_tensors_mut(f);
+        }
+    }
+}
+
 /// Calls `v.visit::<M>()` with the message type named `name` (schema name such as
 /// `TensorProto.Segment`, or the Rust name `TensorProtoSegment`); `None` for unknown names.
 pub fn visit_message_type<V: crate::proto::MessageVisitor>(name: &str, v: V) -> Option<V::Output> {

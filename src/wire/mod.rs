@@ -4,7 +4,7 @@
 mod reader;
 mod writer;
 
-pub use reader::{DecodeConfig, PayloadMode, Reader};
+pub use reader::{ArenaBase, DecodeConfig, PayloadMode, Reader};
 pub use writer::{SizeCursor, Sink, put_tag, put_varint};
 
 /// Wire type 0: varint.

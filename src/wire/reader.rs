@@ -20,7 +20,24 @@ pub enum PayloadMode {
         /// Token that keeps the input bytes alive.
         owner: Option<Owner>,
     },
+    /// The input is a private copy (an arena) that the payloads take over: each payload becomes
+    /// an owned, exclusive range of it (see [`Reader::new_arena`]).
+    Arena {
+        /// Writable start of the arena (the input slice's first byte).
+        base: ArenaBase,
+        /// Keeps the arena alive.
+        owner: Owner,
+    },
 }
+
+/// Writable start of an arena (a raw pointer that may cross threads with the reader).
+#[derive(Clone, Copy)]
+pub struct ArenaBase(pub(crate) *mut u8);
+// SAFETY: the pointer is only dereferenced through exclusive payload ranges (see
+// `Reader::new_arena`), which never overlap.
+unsafe impl Send for ArenaBase {}
+// SAFETY: see `Send`.
+unsafe impl Sync for ArenaBase {}
 
 /// Settings of one decode.
 #[derive(Clone)]
@@ -82,6 +99,17 @@ impl<'a> Reader<'a> {
     /// # Safety
     /// `buf` must outlive every `ByteSpan` produced from it (and their clones).
     pub unsafe fn new_unowned(buf: &'a [u8], config: &'a DecodeConfig) -> Self {
+        Self::make(buf, config)
+    }
+
+    /// A reader over an arena that its payloads take over as owned ranges.
+    ///
+    /// # Safety
+    /// `config.payload` must be `PayloadMode::Arena` whose `base` is the writable start of `buf`
+    /// and whose `owner` keeps it alive; `buf` must not be read or written by anyone else once
+    /// the reader is done, except through the produced spans (each payload range is handed out
+    /// at most once, so the ranges never overlap).
+    pub(crate) unsafe fn new_arena(buf: &'a [u8], config: &'a DecodeConfig) -> Self {
         Self::make(buf, config)
     }
 
@@ -291,11 +319,17 @@ impl<'a> Reader<'a> {
                 start,
             ));
         }
+        if cfg.skip_raw_data && len >= cfg.raw_data_threshold && len > 0 {
+            return Ok(None);
+        }
+        if let PayloadMode::Arena { base, owner } = &cfg.payload {
+            let offset = bytes.as_ptr() as usize - self.buf.as_ptr() as usize;
+            // SAFETY: `new_arena`'s contract: `base` is the writable start of the input, kept
+            // alive by `owner`; this range of the input is handed out once.
+            return Ok(Some(unsafe { ByteSpan::from_arena_range(base.0.add(offset), len, owner.clone()) }));
+        }
         if len < cfg.raw_data_threshold || len == 0 {
             return Ok(Some(ByteSpan::from_vec(bytes.to_vec())));
-        }
-        if cfg.skip_raw_data {
-            return Ok(None);
         }
         Ok(Some(match &cfg.payload {
             PayloadMode::Copy => ByteSpan::from_vec(bytes.to_vec()),
@@ -308,6 +342,7 @@ impl<'a> Reader<'a> {
             PayloadMode::Borrow { owner: None } => unsafe {
                 ByteSpan::from_raw_parts(bytes.as_ptr(), len)
             },
+            PayloadMode::Arena { .. } => unreachable!("handled above"),
         }))
     }
 
