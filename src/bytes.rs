@@ -232,6 +232,7 @@ impl Clone for ByteSpan {
 
 impl Deref for ByteSpan {
     type Target = [u8];
+    #[inline]
     fn deref(&self) -> &[u8] {
         self.as_slice()
     }
@@ -272,48 +273,112 @@ impl fmt::Debug for ByteSpan {
     }
 }
 
+/// Bytes stored inline in a [`ProtoString`] (no allocation): most ONNX names fit.
+const INLINE_CAPACITY: usize = 30;
+
+#[derive(Clone)]
+enum StrRepr {
+    Inline { len: u8, buf: [u8; INLINE_CAPACITY] },
+    Heap(Box<[u8]>),
+}
+
 /// A proto2 `string` or `bytes` value. proto2 does not require UTF-8, so the bytes are kept as
-/// they are; [`ProtoString::as_str`] checks.
-#[derive(Clone, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct ProtoString(Vec<u8>);
+/// they are; [`ProtoString::as_str`] checks. Values up to 30 bytes are stored inline, without an
+/// allocation (models hold millions of short names).
+#[derive(Clone)]
+pub struct ProtoString(StrRepr);
 
 impl ProtoString {
     /// An empty string.
     pub const fn new() -> Self {
-        Self(Vec::new())
+        Self(StrRepr::Inline { len: 0, buf: [0; INLINE_CAPACITY] })
+    }
+
+    /// A string holding a copy of `bytes`.
+    #[inline]
+    pub fn from_bytes(bytes: &[u8]) -> Self {
+        if bytes.len() <= INLINE_CAPACITY {
+            let mut buf = [0u8; INLINE_CAPACITY];
+            buf[..bytes.len()].copy_from_slice(bytes);
+            Self(StrRepr::Inline { len: bytes.len() as u8, buf })
+        } else {
+            Self(StrRepr::Heap(bytes.into()))
+        }
     }
 
     /// The raw bytes.
     #[inline]
     pub fn as_bytes(&self) -> &[u8] {
-        &self.0
+        match &self.0 {
+            StrRepr::Inline { len, buf } => &buf[..*len as usize],
+            StrRepr::Heap(b) => b,
+        }
     }
 
     /// The text, when it is valid UTF-8.
     pub fn as_str(&self) -> Option<&str> {
-        std::str::from_utf8(&self.0).ok()
+        std::str::from_utf8(self.as_bytes()).ok()
     }
 
     /// The text, with invalid UTF-8 replaced by U+FFFD.
     pub fn to_string_lossy(&self) -> std::borrow::Cow<'_, str> {
-        String::from_utf8_lossy(&self.0)
+        String::from_utf8_lossy(self.as_bytes())
     }
 
-    /// Mutable access to the bytes.
-    pub fn as_mut_vec(&mut self) -> &mut Vec<u8> {
-        &mut self.0
+    /// Replaces the value with a copy of `bytes`.
+    pub fn set_bytes(&mut self, bytes: &[u8]) {
+        *self = Self::from_bytes(bytes);
+    }
+
+    /// Appends `bytes`.
+    pub fn push_bytes(&mut self, bytes: &[u8]) {
+        let mut v = self.as_bytes().to_vec();
+        v.extend_from_slice(bytes);
+        *self = Self::from(v);
     }
 
     /// The bytes, by value.
     pub fn into_bytes(self) -> Vec<u8> {
-        self.0
+        match self.0 {
+            StrRepr::Heap(b) => b.into_vec(),
+            StrRepr::Inline { .. } => self.as_bytes().to_vec(),
+        }
+    }
+}
+
+impl Default for ProtoString {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl PartialEq for ProtoString {
+    fn eq(&self, other: &Self) -> bool {
+        self.as_bytes() == other.as_bytes()
+    }
+}
+impl Eq for ProtoString {}
+impl std::hash::Hash for ProtoString {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.as_bytes().hash(state);
+    }
+}
+impl PartialOrd for ProtoString {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl Ord for ProtoString {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.as_bytes().cmp(other.as_bytes())
     }
 }
 
 impl Deref for ProtoString {
     type Target = [u8];
+    #[inline]
     fn deref(&self) -> &[u8] {
-        &self.0
+        self.as_bytes()
     }
 }
 
@@ -331,75 +396,79 @@ impl fmt::Display for ProtoString {
 
 impl From<&str> for ProtoString {
     fn from(s: &str) -> Self {
-        Self(s.as_bytes().to_vec())
+        Self::from_bytes(s.as_bytes())
     }
 }
 impl From<String> for ProtoString {
     fn from(s: String) -> Self {
-        Self(s.into_bytes())
+        Self::from(s.into_bytes())
     }
 }
 impl From<&String> for ProtoString {
     fn from(s: &String) -> Self {
-        Self(s.as_bytes().to_vec())
+        Self::from_bytes(s.as_bytes())
     }
 }
 impl From<Vec<u8>> for ProtoString {
-    fn from(s: Vec<u8>) -> Self {
-        Self(s)
+    fn from(v: Vec<u8>) -> Self {
+        if v.len() <= INLINE_CAPACITY { Self::from_bytes(&v) } else { Self(StrRepr::Heap(v.into_boxed_slice())) }
     }
 }
 impl From<&[u8]> for ProtoString {
     fn from(s: &[u8]) -> Self {
-        Self(s.to_vec())
+        Self::from_bytes(s)
     }
 }
 impl PartialEq<str> for ProtoString {
     fn eq(&self, other: &str) -> bool {
-        self.0 == other.as_bytes()
+        self.as_bytes() == other.as_bytes()
     }
 }
 impl PartialEq<&str> for ProtoString {
     fn eq(&self, other: &&str) -> bool {
-        self.0 == other.as_bytes()
+        self.as_bytes() == other.as_bytes()
     }
 }
 
 /// Fields of a message that the schema does not know, kept as their exact wire bytes in the
-/// order they were read, and written back after the known fields.
+/// order they were read, and written back after the known ones. One pointer wide when empty (the
+/// usual case), so it costs every message almost nothing.
 #[derive(Clone, Default, PartialEq, Eq)]
-pub struct UnknownFields(Vec<u8>);
+pub struct UnknownFields(Option<Box<Vec<u8>>>);
 
 impl UnknownFields {
     /// No unknown fields.
     pub const fn new() -> Self {
-        Self(Vec::new())
+        Self(None)
     }
     /// The raw wire bytes (tags included).
+    #[inline]
     pub fn as_bytes(&self) -> &[u8] {
-        &self.0
+        self.0.as_deref().map(|v| v.as_slice()).unwrap_or(&[])
     }
     /// True when there are none.
+    #[inline]
     pub fn is_empty(&self) -> bool {
-        self.0.is_empty()
+        self.as_bytes().is_empty()
     }
     /// Number of raw bytes.
+    #[inline]
     pub fn len(&self) -> usize {
-        self.0.len()
+        self.as_bytes().len()
     }
     /// Appends raw wire bytes (one or more complete fields).
     pub fn push_raw(&mut self, bytes: &[u8]) {
-        self.0.extend_from_slice(bytes);
+        self.0.get_or_insert_with(Default::default).extend_from_slice(bytes);
     }
     /// Removes all unknown fields.
     pub fn clear(&mut self) {
-        self.0.clear();
+        self.0 = None;
     }
 }
 
 impl fmt::Debug for UnknownFields {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "UnknownFields({} bytes)", self.0.len())
+        write!(f, "UnknownFields({} bytes)", self.len())
     }
 }
 

@@ -464,9 +464,15 @@ fn gen_decode_arms(o: &mut String, m: &MessageDef, f: &FieldDef) {
                 writeln!(o, "                        continue;").unwrap();
                 writeln!(o, "                    }}").unwrap();
             }
-            writeln!(o, "                    let mut v = {mt}::new();").unwrap();
-            writeln!(o, "                    r.read_message(&mut v){idx_path}?;").unwrap();
-            writeln!(o, "                    self.{name}.push(v);").unwrap();
+            // decode in place: no move of the (large) element after decoding
+            writeln!(o, "                    let i = self.{name}.len();").unwrap();
+            writeln!(o, "                    self.{name}.push({mt}::new());").unwrap();
+            writeln!(
+                o,
+                "                    r.read_message(&mut self.{name}[i]).map_err(|e| e.at(\"{}\", Some(i)))?;",
+                plain_name(f)
+            )
+            .unwrap();
             writeln!(o, "                }}").unwrap();
         }
         _ => unreachable!("unsupported field kind {:?}", f.kind),

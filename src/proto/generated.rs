@@ -110,24 +110,24 @@ impl Message for AttributeProto {
                 66 => r.read_packed_varints(|v| self.ints.push(v as i64)).map_err(|e| e.at("ints", None))?,
                 74 => self.strings.push(r.read_string().map_err(|e| e.at("strings", None))?),
                 82 => {
-                    let mut v = TensorProto::new();
-                    r.read_message(&mut v).map_err(|e| e.at("tensors", Some(self.tensors.len())))?;
-                    self.tensors.push(v);
+                    let i = self.tensors.len();
+                    self.tensors.push(TensorProto::new());
+                    r.read_message(&mut self.tensors[i]).map_err(|e| e.at("tensors", Some(i)))?;
                 }
                 90 => {
-                    let mut v = GraphProto::new();
-                    r.read_message(&mut v).map_err(|e| e.at("graphs", Some(self.graphs.len())))?;
-                    self.graphs.push(v);
+                    let i = self.graphs.len();
+                    self.graphs.push(GraphProto::new());
+                    r.read_message(&mut self.graphs[i]).map_err(|e| e.at("graphs", Some(i)))?;
                 }
                 186 => {
-                    let mut v = SparseTensorProto::new();
-                    r.read_message(&mut v).map_err(|e| e.at("sparse_tensors", Some(self.sparse_tensors.len())))?;
-                    self.sparse_tensors.push(v);
+                    let i = self.sparse_tensors.len();
+                    self.sparse_tensors.push(SparseTensorProto::new());
+                    r.read_message(&mut self.sparse_tensors[i]).map_err(|e| e.at("sparse_tensors", Some(i)))?;
                 }
                 122 => {
-                    let mut v = TypeProto::new();
-                    r.read_message(&mut v).map_err(|e| e.at("type_protos", Some(self.type_protos.len())))?;
-                    self.type_protos.push(v);
+                    let i = self.type_protos.len();
+                    self.type_protos.push(TypeProto::new());
+                    r.read_message(&mut self.type_protos[i]).map_err(|e| e.at("type_protos", Some(i)))?;
                 }
                 _ => r.skip_unknown(tag, &mut self.unknown_fields)?,
             }
@@ -647,9 +647,9 @@ impl Message for ValueInfoProto {
                 18 => r.read_message(self.r#type.get_or_insert_with(|| Box::new(TypeProto::new())).as_mut()).map_err(|e| e.at("type", None))?,
                 26 => self.doc_string = Some(r.read_string().map_err(|e| e.at("doc_string", None))?),
                 34 => {
-                    let mut v = StringStringEntryProto::new();
-                    r.read_message(&mut v).map_err(|e| e.at("metadata_props", Some(self.metadata_props.len())))?;
-                    self.metadata_props.push(v);
+                    let i = self.metadata_props.len();
+                    self.metadata_props.push(StringStringEntryProto::new());
+                    r.read_message(&mut self.metadata_props[i]).map_err(|e| e.at("metadata_props", Some(i)))?;
                 }
                 _ => r.skip_unknown(tag, &mut self.unknown_fields)?,
             }
@@ -845,20 +845,20 @@ impl Message for NodeProto {
                 58 => self.domain = Some(r.read_string().map_err(|e| e.at("domain", None))?),
                 66 => self.overload = Some(r.read_string().map_err(|e| e.at("overload", None))?),
                 42 => {
-                    let mut v = AttributeProto::new();
-                    r.read_message(&mut v).map_err(|e| e.at("attribute", Some(self.attribute.len())))?;
-                    self.attribute.push(v);
+                    let i = self.attribute.len();
+                    self.attribute.push(AttributeProto::new());
+                    r.read_message(&mut self.attribute[i]).map_err(|e| e.at("attribute", Some(i)))?;
                 }
                 50 => self.doc_string = Some(r.read_string().map_err(|e| e.at("doc_string", None))?),
                 74 => {
-                    let mut v = StringStringEntryProto::new();
-                    r.read_message(&mut v).map_err(|e| e.at("metadata_props", Some(self.metadata_props.len())))?;
-                    self.metadata_props.push(v);
+                    let i = self.metadata_props.len();
+                    self.metadata_props.push(StringStringEntryProto::new());
+                    r.read_message(&mut self.metadata_props[i]).map_err(|e| e.at("metadata_props", Some(i)))?;
                 }
                 82 => {
-                    let mut v = NodeDeviceConfigurationProto::new();
-                    r.read_message(&mut v).map_err(|e| e.at("device_configurations", Some(self.device_configurations.len())))?;
-                    self.device_configurations.push(v);
+                    let i = self.device_configurations.len();
+                    self.device_configurations.push(NodeDeviceConfigurationProto::new());
+                    r.read_message(&mut self.device_configurations[i]).map_err(|e| e.at("device_configurations", Some(i)))?;
                 }
                 _ => r.skip_unknown(tag, &mut self.unknown_fields)?,
             }
@@ -1254,9 +1254,9 @@ impl Message for NodeDeviceConfigurationProto {
             match tag {
                 10 => self.configuration_id = Some(r.read_string().map_err(|e| e.at("configuration_id", None))?),
                 18 => {
-                    let mut v = ShardingSpecProto::new();
-                    r.read_message(&mut v).map_err(|e| e.at("sharding_spec", Some(self.sharding_spec.len())))?;
-                    self.sharding_spec.push(v);
+                    let i = self.sharding_spec.len();
+                    self.sharding_spec.push(ShardingSpecProto::new());
+                    r.read_message(&mut self.sharding_spec[i]).map_err(|e| e.at("sharding_spec", Some(i)))?;
                 }
                 24 => self.pipeline_stage = Some(r.read_varint().map_err(|e| e.at("pipeline_stage", None))? as i32),
                 _ => r.skip_unknown(tag, &mut self.unknown_fields)?,
@@ -1397,14 +1397,14 @@ impl Message for ShardingSpecProto {
                 16 => self.device.push(r.read_varint().map_err(|e| e.at("device", None))? as i64),
                 18 => r.read_packed_varints(|v| self.device.push(v as i64)).map_err(|e| e.at("device", None))?,
                 26 => {
-                    let mut v = IntIntListEntryProto::new();
-                    r.read_message(&mut v).map_err(|e| e.at("index_to_device_group_map", Some(self.index_to_device_group_map.len())))?;
-                    self.index_to_device_group_map.push(v);
+                    let i = self.index_to_device_group_map.len();
+                    self.index_to_device_group_map.push(IntIntListEntryProto::new());
+                    r.read_message(&mut self.index_to_device_group_map[i]).map_err(|e| e.at("index_to_device_group_map", Some(i)))?;
                 }
                 34 => {
-                    let mut v = ShardedDimProto::new();
-                    r.read_message(&mut v).map_err(|e| e.at("sharded_dim", Some(self.sharded_dim.len())))?;
-                    self.sharded_dim.push(v);
+                    let i = self.sharded_dim.len();
+                    self.sharded_dim.push(ShardedDimProto::new());
+                    r.read_message(&mut self.sharded_dim[i]).map_err(|e| e.at("sharded_dim", Some(i)))?;
                 }
                 _ => r.skip_unknown(tag, &mut self.unknown_fields)?,
             }
@@ -1555,9 +1555,9 @@ impl Message for ShardedDimProto {
             match tag {
                 8 => self.axis = Some(r.read_varint().map_err(|e| e.at("axis", None))? as i64),
                 18 => {
-                    let mut v = SimpleShardedDimProto::new();
-                    r.read_message(&mut v).map_err(|e| e.at("simple_sharding", Some(self.simple_sharding.len())))?;
-                    self.simple_sharding.push(v);
+                    let i = self.simple_sharding.len();
+                    self.simple_sharding.push(SimpleShardedDimProto::new());
+                    r.read_message(&mut self.simple_sharding[i]).map_err(|e| e.at("simple_sharding", Some(i)))?;
                 }
                 _ => r.skip_unknown(tag, &mut self.unknown_fields)?,
             }
@@ -1819,14 +1819,14 @@ impl Message for TrainingInfoProto {
                 10 => r.read_message(self.initialization.get_or_insert_with(|| Box::new(GraphProto::new())).as_mut()).map_err(|e| e.at("initialization", None))?,
                 18 => r.read_message(self.algorithm.get_or_insert_with(|| Box::new(GraphProto::new())).as_mut()).map_err(|e| e.at("algorithm", None))?,
                 26 => {
-                    let mut v = StringStringEntryProto::new();
-                    r.read_message(&mut v).map_err(|e| e.at("initialization_binding", Some(self.initialization_binding.len())))?;
-                    self.initialization_binding.push(v);
+                    let i = self.initialization_binding.len();
+                    self.initialization_binding.push(StringStringEntryProto::new());
+                    r.read_message(&mut self.initialization_binding[i]).map_err(|e| e.at("initialization_binding", Some(i)))?;
                 }
                 34 => {
-                    let mut v = StringStringEntryProto::new();
-                    r.read_message(&mut v).map_err(|e| e.at("update_binding", Some(self.update_binding.len())))?;
-                    self.update_binding.push(v);
+                    let i = self.update_binding.len();
+                    self.update_binding.push(StringStringEntryProto::new());
+                    r.read_message(&mut self.update_binding[i]).map_err(|e| e.at("update_binding", Some(i)))?;
                 }
                 _ => r.skip_unknown(tag, &mut self.unknown_fields)?,
             }
@@ -2031,9 +2031,9 @@ impl Message for ModelProto {
             match tag {
                 8 => self.ir_version = Some(r.read_varint().map_err(|e| e.at("ir_version", None))? as i64),
                 66 => {
-                    let mut v = OperatorSetIdProto::new();
-                    r.read_message(&mut v).map_err(|e| e.at("opset_import", Some(self.opset_import.len())))?;
-                    self.opset_import.push(v);
+                    let i = self.opset_import.len();
+                    self.opset_import.push(OperatorSetIdProto::new());
+                    r.read_message(&mut self.opset_import[i]).map_err(|e| e.at("opset_import", Some(i)))?;
                 }
                 18 => self.producer_name = Some(r.read_string().map_err(|e| e.at("producer_name", None))?),
                 26 => self.producer_version = Some(r.read_string().map_err(|e| e.at("producer_version", None))?),
@@ -2042,24 +2042,24 @@ impl Message for ModelProto {
                 50 => self.doc_string = Some(r.read_string().map_err(|e| e.at("doc_string", None))?),
                 58 => r.read_message(self.graph.get_or_insert_with(|| Box::new(GraphProto::new())).as_mut()).map_err(|e| e.at("graph", None))?,
                 114 => {
-                    let mut v = StringStringEntryProto::new();
-                    r.read_message(&mut v).map_err(|e| e.at("metadata_props", Some(self.metadata_props.len())))?;
-                    self.metadata_props.push(v);
+                    let i = self.metadata_props.len();
+                    self.metadata_props.push(StringStringEntryProto::new());
+                    r.read_message(&mut self.metadata_props[i]).map_err(|e| e.at("metadata_props", Some(i)))?;
                 }
                 162 => {
-                    let mut v = TrainingInfoProto::new();
-                    r.read_message(&mut v).map_err(|e| e.at("training_info", Some(self.training_info.len())))?;
-                    self.training_info.push(v);
+                    let i = self.training_info.len();
+                    self.training_info.push(TrainingInfoProto::new());
+                    r.read_message(&mut self.training_info[i]).map_err(|e| e.at("training_info", Some(i)))?;
                 }
                 202 => {
-                    let mut v = FunctionProto::new();
-                    r.read_message(&mut v).map_err(|e| e.at("functions", Some(self.functions.len())))?;
-                    self.functions.push(v);
+                    let i = self.functions.len();
+                    self.functions.push(FunctionProto::new());
+                    r.read_message(&mut self.functions[i]).map_err(|e| e.at("functions", Some(i)))?;
                 }
                 210 => {
-                    let mut v = DeviceConfigurationProto::new();
-                    r.read_message(&mut v).map_err(|e| e.at("configuration", Some(self.configuration.len())))?;
-                    self.configuration.push(v);
+                    let i = self.configuration.len();
+                    self.configuration.push(DeviceConfigurationProto::new());
+                    r.read_message(&mut self.configuration[i]).map_err(|e| e.at("configuration", Some(i)))?;
                 }
                 _ => r.skip_unknown(tag, &mut self.unknown_fields)?,
             }
@@ -2656,9 +2656,9 @@ impl Message for TensorAnnotation {
             match tag {
                 10 => self.tensor_name = Some(r.read_string().map_err(|e| e.at("tensor_name", None))?),
                 18 => {
-                    let mut v = StringStringEntryProto::new();
-                    r.read_message(&mut v).map_err(|e| e.at("quant_parameter_tensor_names", Some(self.quant_parameter_tensor_names.len())))?;
-                    self.quant_parameter_tensor_names.push(v);
+                    let i = self.quant_parameter_tensor_names.len();
+                    self.quant_parameter_tensor_names.push(StringStringEntryProto::new());
+                    r.read_message(&mut self.quant_parameter_tensor_names[i]).map_err(|e| e.at("quant_parameter_tensor_names", Some(i)))?;
                 }
                 _ => r.skip_unknown(tag, &mut self.unknown_fields)?,
             }
@@ -2790,9 +2790,9 @@ impl Message for GraphProto {
         while let Some(tag) = r.read_tag()? {
             match tag {
                 10 => {
-                    let mut v = NodeProto::new();
-                    r.read_message(&mut v).map_err(|e| e.at("node", Some(self.node.len())))?;
-                    self.node.push(v);
+                    let i = self.node.len();
+                    self.node.push(NodeProto::new());
+                    r.read_message(&mut self.node[i]).map_err(|e| e.at("node", Some(i)))?;
                 }
                 18 => self.name = Some(r.read_string().map_err(|e| e.at("name", None))?),
                 42 => {
@@ -2801,40 +2801,40 @@ impl Message for GraphProto {
                         self.initializer.push(v);
                         continue;
                     }
-                    let mut v = TensorProto::new();
-                    r.read_message(&mut v).map_err(|e| e.at("initializer", Some(self.initializer.len())))?;
-                    self.initializer.push(v);
+                    let i = self.initializer.len();
+                    self.initializer.push(TensorProto::new());
+                    r.read_message(&mut self.initializer[i]).map_err(|e| e.at("initializer", Some(i)))?;
                 }
                 122 => {
-                    let mut v = SparseTensorProto::new();
-                    r.read_message(&mut v).map_err(|e| e.at("sparse_initializer", Some(self.sparse_initializer.len())))?;
-                    self.sparse_initializer.push(v);
+                    let i = self.sparse_initializer.len();
+                    self.sparse_initializer.push(SparseTensorProto::new());
+                    r.read_message(&mut self.sparse_initializer[i]).map_err(|e| e.at("sparse_initializer", Some(i)))?;
                 }
                 82 => self.doc_string = Some(r.read_string().map_err(|e| e.at("doc_string", None))?),
                 90 => {
-                    let mut v = ValueInfoProto::new();
-                    r.read_message(&mut v).map_err(|e| e.at("input", Some(self.input.len())))?;
-                    self.input.push(v);
+                    let i = self.input.len();
+                    self.input.push(ValueInfoProto::new());
+                    r.read_message(&mut self.input[i]).map_err(|e| e.at("input", Some(i)))?;
                 }
                 98 => {
-                    let mut v = ValueInfoProto::new();
-                    r.read_message(&mut v).map_err(|e| e.at("output", Some(self.output.len())))?;
-                    self.output.push(v);
+                    let i = self.output.len();
+                    self.output.push(ValueInfoProto::new());
+                    r.read_message(&mut self.output[i]).map_err(|e| e.at("output", Some(i)))?;
                 }
                 106 => {
-                    let mut v = ValueInfoProto::new();
-                    r.read_message(&mut v).map_err(|e| e.at("value_info", Some(self.value_info.len())))?;
-                    self.value_info.push(v);
+                    let i = self.value_info.len();
+                    self.value_info.push(ValueInfoProto::new());
+                    r.read_message(&mut self.value_info[i]).map_err(|e| e.at("value_info", Some(i)))?;
                 }
                 114 => {
-                    let mut v = TensorAnnotation::new();
-                    r.read_message(&mut v).map_err(|e| e.at("quantization_annotation", Some(self.quantization_annotation.len())))?;
-                    self.quantization_annotation.push(v);
+                    let i = self.quantization_annotation.len();
+                    self.quantization_annotation.push(TensorAnnotation::new());
+                    r.read_message(&mut self.quantization_annotation[i]).map_err(|e| e.at("quantization_annotation", Some(i)))?;
                 }
                 130 => {
-                    let mut v = StringStringEntryProto::new();
-                    r.read_message(&mut v).map_err(|e| e.at("metadata_props", Some(self.metadata_props.len())))?;
-                    self.metadata_props.push(v);
+                    let i = self.metadata_props.len();
+                    self.metadata_props.push(StringStringEntryProto::new());
+                    r.read_message(&mut self.metadata_props[i]).map_err(|e| e.at("metadata_props", Some(i)))?;
                 }
                 _ => r.skip_unknown(tag, &mut self.unknown_fields)?,
             }
@@ -3199,9 +3199,9 @@ impl Message for TensorProto {
                 98 => self.doc_string = Some(r.read_string().map_err(|e| e.at("doc_string", None))?),
                 74 => self.raw_data = r.read_payload().map_err(|e| e.at("raw_data", None))?,
                 106 => {
-                    let mut v = StringStringEntryProto::new();
-                    r.read_message(&mut v).map_err(|e| e.at("external_data", Some(self.external_data.len())))?;
-                    self.external_data.push(v);
+                    let i = self.external_data.len();
+                    self.external_data.push(StringStringEntryProto::new());
+                    r.read_message(&mut self.external_data[i]).map_err(|e| e.at("external_data", Some(i)))?;
                 }
                 112 => {
                     let v = r.read_varint().map_err(|e| e.at("data_location", None))?;
@@ -3220,9 +3220,9 @@ impl Message for TensorProto {
                 88 => self.uint64_data.push(r.read_varint().map_err(|e| e.at("uint64_data", None))?),
                 90 => r.read_packed_varints(|v| self.uint64_data.push(v)).map_err(|e| e.at("uint64_data", None))?,
                 130 => {
-                    let mut v = StringStringEntryProto::new();
-                    r.read_message(&mut v).map_err(|e| e.at("metadata_props", Some(self.metadata_props.len())))?;
-                    self.metadata_props.push(v);
+                    let i = self.metadata_props.len();
+                    self.metadata_props.push(StringStringEntryProto::new());
+                    r.read_message(&mut self.metadata_props[i]).map_err(|e| e.at("metadata_props", Some(i)))?;
                 }
                 _ => r.skip_unknown(tag, &mut self.unknown_fields)?,
             }
@@ -3877,9 +3877,9 @@ impl Message for TensorShapeProto {
         while let Some(tag) = r.read_tag()? {
             match tag {
                 10 => {
-                    let mut v = TensorShapeProtoDimension::new();
-                    r.read_message(&mut v).map_err(|e| e.at("dim", Some(self.dim.len())))?;
-                    self.dim.push(v);
+                    let i = self.dim.len();
+                    self.dim.push(TensorShapeProtoDimension::new());
+                    r.read_message(&mut self.dim[i]).map_err(|e| e.at("dim", Some(i)))?;
                 }
                 _ => r.skip_unknown(tag, &mut self.unknown_fields)?,
             }
@@ -5255,32 +5255,32 @@ impl Message for FunctionProto {
                 42 => self.output.push(r.read_string().map_err(|e| e.at("output", None))?),
                 50 => self.attribute.push(r.read_string().map_err(|e| e.at("attribute", None))?),
                 90 => {
-                    let mut v = AttributeProto::new();
-                    r.read_message(&mut v).map_err(|e| e.at("attribute_proto", Some(self.attribute_proto.len())))?;
-                    self.attribute_proto.push(v);
+                    let i = self.attribute_proto.len();
+                    self.attribute_proto.push(AttributeProto::new());
+                    r.read_message(&mut self.attribute_proto[i]).map_err(|e| e.at("attribute_proto", Some(i)))?;
                 }
                 58 => {
-                    let mut v = NodeProto::new();
-                    r.read_message(&mut v).map_err(|e| e.at("node", Some(self.node.len())))?;
-                    self.node.push(v);
+                    let i = self.node.len();
+                    self.node.push(NodeProto::new());
+                    r.read_message(&mut self.node[i]).map_err(|e| e.at("node", Some(i)))?;
                 }
                 66 => self.doc_string = Some(r.read_string().map_err(|e| e.at("doc_string", None))?),
                 74 => {
-                    let mut v = OperatorSetIdProto::new();
-                    r.read_message(&mut v).map_err(|e| e.at("opset_import", Some(self.opset_import.len())))?;
-                    self.opset_import.push(v);
+                    let i = self.opset_import.len();
+                    self.opset_import.push(OperatorSetIdProto::new());
+                    r.read_message(&mut self.opset_import[i]).map_err(|e| e.at("opset_import", Some(i)))?;
                 }
                 82 => self.domain = Some(r.read_string().map_err(|e| e.at("domain", None))?),
                 106 => self.overload = Some(r.read_string().map_err(|e| e.at("overload", None))?),
                 98 => {
-                    let mut v = ValueInfoProto::new();
-                    r.read_message(&mut v).map_err(|e| e.at("value_info", Some(self.value_info.len())))?;
-                    self.value_info.push(v);
+                    let i = self.value_info.len();
+                    self.value_info.push(ValueInfoProto::new());
+                    r.read_message(&mut self.value_info[i]).map_err(|e| e.at("value_info", Some(i)))?;
                 }
                 114 => {
-                    let mut v = StringStringEntryProto::new();
-                    r.read_message(&mut v).map_err(|e| e.at("metadata_props", Some(self.metadata_props.len())))?;
-                    self.metadata_props.push(v);
+                    let i = self.metadata_props.len();
+                    self.metadata_props.push(StringStringEntryProto::new());
+                    r.read_message(&mut self.metadata_props[i]).map_err(|e| e.at("metadata_props", Some(i)))?;
                 }
                 _ => r.skip_unknown(tag, &mut self.unknown_fields)?,
             }
@@ -5634,29 +5634,29 @@ impl Message for SequenceProto {
                 10 => self.name = Some(r.read_string().map_err(|e| e.at("name", None))?),
                 16 => self.elem_type = Some(r.read_varint().map_err(|e| e.at("elem_type", None))? as i32),
                 26 => {
-                    let mut v = TensorProto::new();
-                    r.read_message(&mut v).map_err(|e| e.at("tensor_values", Some(self.tensor_values.len())))?;
-                    self.tensor_values.push(v);
+                    let i = self.tensor_values.len();
+                    self.tensor_values.push(TensorProto::new());
+                    r.read_message(&mut self.tensor_values[i]).map_err(|e| e.at("tensor_values", Some(i)))?;
                 }
                 34 => {
-                    let mut v = SparseTensorProto::new();
-                    r.read_message(&mut v).map_err(|e| e.at("sparse_tensor_values", Some(self.sparse_tensor_values.len())))?;
-                    self.sparse_tensor_values.push(v);
+                    let i = self.sparse_tensor_values.len();
+                    self.sparse_tensor_values.push(SparseTensorProto::new());
+                    r.read_message(&mut self.sparse_tensor_values[i]).map_err(|e| e.at("sparse_tensor_values", Some(i)))?;
                 }
                 42 => {
-                    let mut v = SequenceProto::new();
-                    r.read_message(&mut v).map_err(|e| e.at("sequence_values", Some(self.sequence_values.len())))?;
-                    self.sequence_values.push(v);
+                    let i = self.sequence_values.len();
+                    self.sequence_values.push(SequenceProto::new());
+                    r.read_message(&mut self.sequence_values[i]).map_err(|e| e.at("sequence_values", Some(i)))?;
                 }
                 50 => {
-                    let mut v = MapProto::new();
-                    r.read_message(&mut v).map_err(|e| e.at("map_values", Some(self.map_values.len())))?;
-                    self.map_values.push(v);
+                    let i = self.map_values.len();
+                    self.map_values.push(MapProto::new());
+                    r.read_message(&mut self.map_values[i]).map_err(|e| e.at("map_values", Some(i)))?;
                 }
                 58 => {
-                    let mut v = OptionalProto::new();
-                    r.read_message(&mut v).map_err(|e| e.at("optional_values", Some(self.optional_values.len())))?;
-                    self.optional_values.push(v);
+                    let i = self.optional_values.len();
+                    self.optional_values.push(OptionalProto::new());
+                    r.read_message(&mut self.optional_values[i]).map_err(|e| e.at("optional_values", Some(i)))?;
                 }
                 _ => r.skip_unknown(tag, &mut self.unknown_fields)?,
             }
