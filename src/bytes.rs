@@ -19,9 +19,17 @@ enum Repr {
     Owned(Vec<u8>),
     /// A range of a shared allocation that no other span aliases (used by fast copy-mode loads):
     /// behaves as owned, the allocation is freed when its last range is dropped.
-    OwnedRange { ptr: *mut u8, len: usize, arena: Owner },
+    OwnedRange {
+        ptr: *mut u8,
+        len: usize,
+        arena: Owner,
+    },
     /// Bytes that belong to someone else; `owner`, when present, keeps them alive.
-    Borrowed { ptr: *const u8, len: usize, owner: Option<Owner> },
+    Borrowed {
+        ptr: *const u8,
+        len: usize,
+        owner: Option<Owner>,
+    },
 }
 
 /// Tensor payload bytes (`TensorProto.raw_data`): owned, or borrowed pointer + length with an
@@ -54,12 +62,16 @@ impl Default for ByteSpan {
 impl ByteSpan {
     /// An empty owned span.
     pub const fn new() -> Self {
-        Self { repr: Repr::Owned(Vec::new()) }
+        Self {
+            repr: Repr::Owned(Vec::new()),
+        }
     }
 
     /// Takes ownership of `bytes`.
     pub fn from_vec(bytes: Vec<u8>) -> Self {
-        Self { repr: Repr::Owned(bytes) }
+        Self {
+            repr: Repr::Owned(bytes),
+        }
     }
 
     /// Borrows `range` of `data`, keeping `data` alive through the span's owner token.
@@ -71,7 +83,13 @@ impl ByteSpan {
     {
         let slice = &(*data).as_ref()[range];
         let (ptr, len) = (slice.as_ptr(), slice.len());
-        Self { repr: Repr::Borrowed { ptr, len, owner: Some(data as Owner) } }
+        Self {
+            repr: Repr::Borrowed {
+                ptr,
+                len,
+                owner: Some(data as Owner),
+            },
+        }
     }
 
     /// Borrows `len` bytes at `ptr`, with an owner token that keeps them alive.
@@ -79,7 +97,13 @@ impl ByteSpan {
     /// # Safety
     /// The bytes must stay valid and unmodified while any clone of `owner` lives.
     pub unsafe fn from_owner_raw(ptr: *const u8, len: usize, owner: Owner) -> Self {
-        Self { repr: Repr::Borrowed { ptr, len, owner: Some(owner) } }
+        Self {
+            repr: Repr::Borrowed {
+                ptr,
+                len,
+                owner: Some(owner),
+            },
+        }
     }
 
     /// Borrows `len` bytes at `ptr` with no owner: the caller keeps them alive.
@@ -87,7 +111,13 @@ impl ByteSpan {
     /// # Safety
     /// The bytes must stay valid and unmodified for as long as this span (or a clone) is used.
     pub unsafe fn from_raw_parts(ptr: *const u8, len: usize) -> Self {
-        Self { repr: Repr::Borrowed { ptr, len, owner: None } }
+        Self {
+            repr: Repr::Borrowed {
+                ptr,
+                len,
+                owner: None,
+            },
+        }
     }
 
     /// An exclusive range of an arena, treated as owned.
@@ -96,7 +126,9 @@ impl ByteSpan {
     /// `ptr..ptr+len` must lie in memory kept alive by `arena`, writable, and not be reachable
     /// through any other span or reference.
     pub(crate) unsafe fn from_arena_range(ptr: *mut u8, len: usize, arena: Owner) -> Self {
-        Self { repr: Repr::OwnedRange { ptr, len, arena } }
+        Self {
+            repr: Repr::OwnedRange { ptr, len, arena },
+        }
     }
 
     /// The bytes.
@@ -122,7 +154,11 @@ impl ByteSpan {
             Repr::Owned(v) => v,
             // SAFETY: the range is exclusive to this span and writable (constructor contract).
             Repr::OwnedRange { ptr, len, .. } => unsafe {
-                if *len == 0 { &mut [] } else { std::slice::from_raw_parts_mut(*ptr, *len) }
+                if *len == 0 {
+                    &mut []
+                } else {
+                    std::slice::from_raw_parts_mut(*ptr, *len)
+                }
             },
             Repr::Borrowed { .. } => unreachable!("converted to owned above"),
         }
@@ -177,12 +213,20 @@ impl ByteSpan {
                 let shared = Arc::new(std::mem::take(v));
                 let (ptr, len) = (shared.as_ptr(), shared.len());
                 let owner: Owner = shared;
-                self.repr = Repr::Borrowed { ptr, len, owner: Some(owner.clone()) };
+                self.repr = Repr::Borrowed {
+                    ptr,
+                    len,
+                    owner: Some(owner.clone()),
+                };
                 Some(owner)
             }
             Repr::OwnedRange { ptr, len, arena } => {
                 let owner = arena.clone();
-                self.repr = Repr::Borrowed { ptr: *ptr, len: *len, owner: Some(owner.clone()) };
+                self.repr = Repr::Borrowed {
+                    ptr: *ptr,
+                    len: *len,
+                    owner: Some(owner.clone()),
+                };
                 Some(owner)
             }
             Repr::Borrowed { owner, .. } => owner.clone(),
@@ -223,9 +267,13 @@ impl Clone for ByteSpan {
         match &self.repr {
             Repr::Owned(v) => Self::from_vec(v.clone()),
             Repr::OwnedRange { .. } => Self::from_vec(self.as_slice().to_vec()),
-            Repr::Borrowed { ptr, len, owner } => {
-                Self { repr: Repr::Borrowed { ptr: *ptr, len: *len, owner: owner.clone() } }
-            }
+            Repr::Borrowed { ptr, len, owner } => Self {
+                repr: Repr::Borrowed {
+                    ptr: *ptr,
+                    len: *len,
+                    owner: owner.clone(),
+                },
+            },
         }
     }
 }
@@ -291,7 +339,10 @@ pub struct ProtoString(StrRepr);
 impl ProtoString {
     /// An empty string.
     pub const fn new() -> Self {
-        Self(StrRepr::Inline { len: 0, buf: [0; INLINE_CAPACITY] })
+        Self(StrRepr::Inline {
+            len: 0,
+            buf: [0; INLINE_CAPACITY],
+        })
     }
 
     /// A string holding a copy of `bytes`.
@@ -300,7 +351,10 @@ impl ProtoString {
         if bytes.len() <= INLINE_CAPACITY {
             let mut buf = [0u8; INLINE_CAPACITY];
             buf[..bytes.len()].copy_from_slice(bytes);
-            Self(StrRepr::Inline { len: bytes.len() as u8, buf })
+            Self(StrRepr::Inline {
+                len: bytes.len() as u8,
+                buf,
+            })
         } else {
             Self(StrRepr::Heap(bytes.into()))
         }
@@ -411,7 +465,11 @@ impl From<&String> for ProtoString {
 }
 impl From<Vec<u8>> for ProtoString {
     fn from(v: Vec<u8>) -> Self {
-        if v.len() <= INLINE_CAPACITY { Self::from_bytes(&v) } else { Self(StrRepr::Heap(v.into_boxed_slice())) }
+        if v.len() <= INLINE_CAPACITY {
+            Self::from_bytes(&v)
+        } else {
+            Self(StrRepr::Heap(v.into_boxed_slice()))
+        }
     }
 }
 impl From<&[u8]> for ProtoString {
@@ -434,6 +492,7 @@ impl PartialEq<&str> for ProtoString {
 /// order they were read, and written back after the known ones. One pointer wide when empty (the
 /// usual case), so it costs every message almost nothing.
 #[derive(Clone, Default, PartialEq, Eq)]
+#[allow(clippy::box_collection)] // boxed on purpose: 8 bytes per message instead of 24
 pub struct UnknownFields(Option<Box<Vec<u8>>>);
 
 impl UnknownFields {
@@ -458,7 +517,9 @@ impl UnknownFields {
     }
     /// Appends raw wire bytes (one or more complete fields).
     pub fn push_raw(&mut self, bytes: &[u8]) {
-        self.0.get_or_insert_with(Default::default).extend_from_slice(bytes);
+        self.0
+            .get_or_insert_with(Default::default)
+            .extend_from_slice(bytes);
     }
     /// Removes all unknown fields.
     pub fn clear(&mut self) {

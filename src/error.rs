@@ -50,14 +50,20 @@ impl fmt::Display for DecodeErrorKind {
             Self::InvalidFieldNumber(n) => write!(f, "invalid field number {n}"),
             Self::InvalidWireType(w) => write!(f, "invalid wire type {w}"),
             Self::LengthPastEnd { length, available } => {
-                write!(f, "length {length} runs past the end ({available} bytes left)")
+                write!(
+                    f,
+                    "length {length} runs past the end ({available} bytes left)"
+                )
             }
             Self::OverlongLength => f.write_str("length prefix encoded in more than 5 bytes"),
             Self::RecursionLimit(d) => write!(f, "nesting deeper than the recursion limit {d}"),
             Self::UnmatchedGroup(n) => write!(f, "unmatched group for field {n}"),
             Self::BadPackedLength => f.write_str("packed field length does not match its elements"),
             Self::TensorTooLarge { size, limit } => {
-                write!(f, "tensor payload of {size} bytes exceeds max_tensor_size_bytes {limit}")
+                write!(
+                    f,
+                    "tensor payload of {size} bytes exceeds max_tensor_size_bytes {limit}"
+                )
             }
         }
     }
@@ -88,7 +94,12 @@ pub struct DecodeError {
 impl DecodeError {
     /// A new error at `offset`, with an empty path.
     pub fn new(kind: DecodeErrorKind, offset: u64) -> Box<Self> {
-        Box::new(Self { kind, offset, segments_inner_first: Vec::new(), message: "" })
+        Box::new(Self {
+            kind,
+            offset,
+            segments_inner_first: Vec::new(),
+            message: "",
+        })
     }
 
     /// Adds an enclosing field to the path (called while unwinding out of nested messages).
@@ -126,7 +137,11 @@ impl DecodeError {
 impl fmt::Display for DecodeError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let path = self.path();
-        let msg = if self.message.is_empty() { "message" } else { self.message };
+        let msg = if self.message.is_empty() {
+            "message"
+        } else {
+            self.message
+        };
         if path.is_empty() {
             write!(f, "{msg}: {} at byte {}", self.kind, self.offset)
         } else {
@@ -181,7 +196,10 @@ impl From<Box<DecodeError>> for Error {
 impl Error {
     /// An I/O error on `path`.
     pub fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
-        Error::Io { path: path.into(), source }
+        Error::Io {
+            path: path.into(),
+            source,
+        }
     }
 
     /// The decoding error, when this is one.

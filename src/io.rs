@@ -53,7 +53,9 @@ impl MappedFile {
         if let Some(map) = &self.map {
             // SAFETY: the mapping is a private, read-only file mapping that this process never
             // writes, so MADV_DONTNEED discards nothing: later reads see the file's bytes again.
-            let _ = unsafe { map.unchecked_advise_range(memmap2::UncheckedAdvice::DontNeed, offset, len) };
+            let _ = unsafe {
+                map.unchecked_advise_range(memmap2::UncheckedAdvice::DontNeed, offset, len)
+            };
         }
     }
 }
@@ -73,7 +75,11 @@ pub struct WriteSink<W: Write> {
 impl<W: Write> WriteSink<W> {
     /// Wraps `inner`.
     pub fn new(inner: W) -> Self {
-        Self { inner, written: 0, error: None }
+        Self {
+            inner,
+            written: 0,
+            error: None,
+        }
     }
 
     /// Bytes accepted so far.
@@ -119,9 +125,9 @@ impl AtomicFile {
             Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
             _ => PathBuf::from("."),
         };
-        let name = dest
-            .file_name()
-            .ok_or_else(|| Error::InvalidArgument(format!("{} is not a file path", dest.display())))?;
+        let name = dest.file_name().ok_or_else(|| {
+            Error::InvalidArgument(format!("{} is not a file path", dest.display()))
+        })?;
         let mut attempt = 0u32;
         loop {
             let temp = dir.join(format!(
@@ -129,9 +135,21 @@ impl AtomicFile {
                 name.to_string_lossy(),
                 std::process::id()
             ));
-            match fs::OpenOptions::new().write(true).create_new(true).open(&temp) {
-                Ok(file) => return Ok(Self { file: Some(file), temp, dest: dest.to_path_buf() }),
-                Err(e) if e.kind() == io::ErrorKind::AlreadyExists && attempt < 1000 => attempt += 1,
+            match fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .open(&temp)
+            {
+                Ok(file) => {
+                    return Ok(Self {
+                        file: Some(file),
+                        temp,
+                        dest: dest.to_path_buf(),
+                    });
+                }
+                Err(e) if e.kind() == io::ErrorKind::AlreadyExists && attempt < 1000 => {
+                    attempt += 1
+                }
                 Err(e) => return Err(Error::io(&temp, e)),
             }
         }
@@ -199,7 +217,11 @@ impl Arena {
     /// A zeroed region of `len` bytes.
     fn new(len: usize) -> io::Result<Self> {
         if len == 0 {
-            return Ok(Self { map: None, base: std::ptr::NonNull::dangling().as_ptr(), len: 0 });
+            return Ok(Self {
+                map: None,
+                base: std::ptr::NonNull::dangling().as_ptr(),
+                len: 0,
+            });
         }
         let mut map = memmap2::MmapMut::map_anon(len)?;
         if len >= ARENA_PARALLEL_MIN_BYTES {
@@ -207,7 +229,11 @@ impl Arena {
             let _ = map.advise(memmap2::Advice::HugePage);
         }
         let base = map.as_mut_ptr();
-        Ok(Self { map: Some(map), base, len })
+        Ok(Self {
+            map: Some(map),
+            base,
+            len,
+        })
     }
 
     /// Fills the region with `fill(offset, piece)` over pieces of at most `ARENA_CHUNK_BYTES`,
@@ -216,7 +242,9 @@ impl Arena {
     where
         F: Fn(u64, &mut [u8]) -> io::Result<()> + Sync,
     {
-        let Some(map) = self.map.as_mut() else { return Ok(()) };
+        let Some(map) = self.map.as_mut() else {
+            return Ok(());
+        };
         let bytes: &mut [u8] = map;
         if threads <= 1 || bytes.len() < ARENA_PARALLEL_MIN_BYTES {
             return bytes
@@ -228,9 +256,10 @@ impl Arena {
         let pool = crate::model::thread_pool(threads)
             .ok_or_else(|| io::Error::other("cannot start worker threads"))?;
         pool.install(|| {
-            bytes.par_chunks_mut(ARENA_CHUNK_BYTES).enumerate().try_for_each(|(i, piece)| {
-                fill((i * ARENA_CHUNK_BYTES) as u64, piece)
-            })
+            bytes
+                .par_chunks_mut(ARENA_CHUNK_BYTES)
+                .enumerate()
+                .try_for_each(|(i, piece)| fill((i * ARENA_CHUNK_BYTES) as u64, piece))
         })
     }
 
@@ -242,8 +271,8 @@ impl Arena {
     pub fn read_file(path: &Path, threads: usize) -> Result<Arc<Self>> {
         let source = MappedFile::open(path)?;
         let src = source.bytes();
-        let mut arena =
-            Self::new(src.len()).map_err(|e| Error::LimitExceeded(format!("cannot allocate: {e}")))?;
+        let mut arena = Self::new(src.len())
+            .map_err(|e| Error::LimitExceeded(format!("cannot allocate: {e}")))?;
         arena
             .fill(threads, |offset, piece| {
                 let start = offset as usize;
@@ -257,8 +286,8 @@ impl Arena {
 
     /// Copies `bytes` into a new arena, with `threads` parallel copies.
     pub fn copy_of(bytes: &[u8], threads: usize) -> Result<Arc<Self>> {
-        let mut arena =
-            Self::new(bytes.len()).map_err(|e| Error::LimitExceeded(format!("cannot allocate: {e}")))?;
+        let mut arena = Self::new(bytes.len())
+            .map_err(|e| Error::LimitExceeded(format!("cannot allocate: {e}")))?;
         arena
             .fill(threads, |offset, piece| {
                 piece.copy_from_slice(&bytes[offset as usize..offset as usize + piece.len()]);

@@ -6,6 +6,7 @@
 
 pub mod bytes;
 pub mod error;
+pub mod ffi;
 pub mod proto;
 pub mod wire;
 

@@ -7,18 +7,12 @@ use crate::error::{Error, Result};
 pub const MAX_RECURSION_DEPTH_LIMIT: u32 = 1000;
 
 /// Options shared by operations that place tensor bytes in buffers.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct TensorBufferOptions {
     /// Tensors with fewer payload bytes than this are left alone (default 0).
     pub raw_data_threshold: u64,
     /// Alignment of each tensor in the buffer: 0 or 1 = none, otherwise a power of two.
     pub alignment: u64,
-}
-
-impl Default for TensorBufferOptions {
-    fn default() -> Self {
-        Self { raw_data_threshold: 0, alignment: 0 }
-    }
 }
 
 impl TensorBufferOptions {
@@ -130,7 +124,12 @@ pub struct SerializeOptions {
 
 impl Default for SerializeOptions {
     fn default() -> Self {
-        Self { raw_data_threshold: 64, alignment: 0, num_threads: 1, max_serialized_size_bytes: 0 }
+        Self {
+            raw_data_threshold: 64,
+            alignment: 0,
+            num_threads: 1,
+            max_serialized_size_bytes: 0,
+        }
     }
 }
 
@@ -146,8 +145,9 @@ fn validate_threads(n: i32) -> Result<()> {
     if n == 0 {
         return Err(Error::InvalidOption {
             name: "num_threads",
-            reason: "0 is not a thread count (1 = sequential, n > 1 = n threads, negative = all cores)"
-                .into(),
+            reason:
+                "0 is not a thread count (1 = sequential, n > 1 = n threads, negative = all cores)"
+                    .into(),
         });
     }
     Ok(())
@@ -155,7 +155,9 @@ fn validate_threads(n: i32) -> Result<()> {
 
 fn resolve_threads(n: i32) -> usize {
     if n < 0 {
-        std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1)
+        std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(1)
     } else {
         n.max(1) as usize
     }
@@ -168,19 +170,57 @@ mod tests {
     #[test]
     fn defaults_match_the_cpp_library() {
         let p = ParseOptions::default();
-        assert_eq!((p.raw_data_threshold, p.num_threads, p.max_recursion_depth), (1024, 1, 100));
+        assert_eq!(
+            (p.raw_data_threshold, p.num_threads, p.max_recursion_depth),
+            (1024, 1, 100)
+        );
         assert_eq!(SerializeOptions::default().raw_data_threshold, 64);
-        assert_eq!(TensorBufferOptions::default(), TensorBufferOptions { raw_data_threshold: 0, alignment: 0 });
+        assert_eq!(
+            TensorBufferOptions::default(),
+            TensorBufferOptions {
+                raw_data_threshold: 0,
+                alignment: 0
+            }
+        );
     }
 
     #[test]
     fn invalid_values_are_errors() {
-        let bad_align = ParseOptions { alignment: 48, ..Default::default() };
-        assert!(matches!(bad_align.validate(), Err(Error::InvalidOption { name: "alignment", .. })));
-        let zero_threads = SerializeOptions { num_threads: 0, ..Default::default() };
-        assert!(matches!(zero_threads.validate(), Err(Error::InvalidOption { name: "num_threads", .. })));
-        let deep = ParseOptions { max_recursion_depth: 5000, ..Default::default() };
+        let bad_align = ParseOptions {
+            alignment: 48,
+            ..Default::default()
+        };
+        assert!(matches!(
+            bad_align.validate(),
+            Err(Error::InvalidOption {
+                name: "alignment",
+                ..
+            })
+        ));
+        let zero_threads = SerializeOptions {
+            num_threads: 0,
+            ..Default::default()
+        };
+        assert!(matches!(
+            zero_threads.validate(),
+            Err(Error::InvalidOption {
+                name: "num_threads",
+                ..
+            })
+        ));
+        let deep = ParseOptions {
+            max_recursion_depth: 5000,
+            ..Default::default()
+        };
         assert!(deep.validate().is_err());
-        assert!(ParseOptions { alignment: 64, num_threads: -1, ..Default::default() }.validate().is_ok());
+        assert!(
+            ParseOptions {
+                alignment: 64,
+                num_threads: -1,
+                ..Default::default()
+            }
+            .validate()
+            .is_ok()
+        );
     }
 }

@@ -20,7 +20,11 @@ fn tensor(name: &str, bytes: usize, seed: u8) -> TensorProto {
     t.set_name(name);
     t.set_data_type(2);
     t.add_dims(bytes as i64);
-    t.set_raw_data((0..bytes).map(|i| (i as u8).wrapping_mul(seed)).collect::<Vec<u8>>());
+    t.set_raw_data(
+        (0..bytes)
+            .map(|i| (i as u8).wrapping_mul(seed))
+            .collect::<Vec<u8>>(),
+    );
     t
 }
 
@@ -32,7 +36,8 @@ fn model(n: usize, size: usize) -> ModelProto {
     let g = m.mutable_graph();
     g.set_name("g");
     for i in 0..n {
-        g.initializer.push(tensor(&format!("w{i}"), size, i as u8 + 1));
+        g.initializer
+            .push(tensor(&format!("w{i}"), size, i as u8 + 1));
         let node = g.add_node();
         node.set_op_type("Relu");
         node.add_input(format!("w{i}"));
@@ -63,42 +68,81 @@ fn errors_name_offset_and_field_path() {
     let mut bytes = m.serialize_to_vec();
     // float_data of initializer 12 is packed: tag 0x22, length 8, then 1.0f32. Make the length
     // 7, which is not a multiple of 4.
-    let at = bytes.windows(6).position(|w| w == [0x22, 0x08, 0x00, 0x00, 0x80, 0x3f]).unwrap();
+    let at = bytes
+        .windows(6)
+        .position(|w| w == [0x22, 0x08, 0x00, 0x00, 0x80, 0x3f])
+        .unwrap();
     bytes[at + 1] = 7;
-    let e = decode_err(parse_from_bytes::<ModelProto>(&bytes, &ParseOptions::default()).unwrap_err());
+    let e =
+        decode_err(parse_from_bytes::<ModelProto>(&bytes, &ParseOptions::default()).unwrap_err());
     assert_eq!(e.path(), "graph.initializer[12].float_data");
     assert_eq!(e.kind, DecodeErrorKind::BadPackedLength);
     assert_eq!(e.offset as usize, at + 1, "offset of the length prefix");
     assert!(e.offset > 0 && (e.offset as usize) < bytes.len());
     let text = e.to_string();
-    assert!(text.contains("ModelProto.graph.initializer[12]") && text.contains("at byte"), "{text}");
+    assert!(
+        text.contains("ModelProto.graph.initializer[12]") && text.contains("at byte"),
+        "{text}"
+    );
 
     // Parallel parsing reports the same error.
-    let opts = ParseOptions { num_threads: 4, ..Default::default() };
+    let opts = ParseOptions {
+        num_threads: 4,
+        ..Default::default()
+    };
     let e4 = decode_err(parse_from_bytes::<ModelProto>(&bytes, &opts).unwrap_err());
     assert_eq!(e4, e);
 }
 
 #[test]
 fn wire_format_violations_are_errors() {
-    let cases: &[(&[u8], fn(&DecodeErrorKind) -> bool)] = &[
-        (&[0x00, 0x01], |k| matches!(k, DecodeErrorKind::InvalidFieldNumber(0))),
-        (&[0x0e], |k| matches!(k, DecodeErrorKind::InvalidWireType(6))),
-        (&[0x0f], |k| matches!(k, DecodeErrorKind::InvalidWireType(7))),
+    type Expect = fn(&DecodeErrorKind) -> bool;
+    let cases: &[(&[u8], Expect)] = &[
+        (&[0x00, 0x01], |k| {
+            matches!(k, DecodeErrorKind::InvalidFieldNumber(0))
+        }),
+        (&[0x0e], |k| {
+            matches!(k, DecodeErrorKind::InvalidWireType(6))
+        }),
+        (&[0x0f], |k| {
+            matches!(k, DecodeErrorKind::InvalidWireType(7))
+        }),
         (&[0x08], |k| matches!(k, DecodeErrorKind::Truncated)),
-        (&[0x08, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01], |k| {
-            matches!(k, DecodeErrorKind::VarintOverflow)
+        (
+            &[
+                0x08, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01,
+            ],
+            |k| matches!(k, DecodeErrorKind::VarintOverflow),
+        ),
+        (&[0x3a, 0x05, 0x01], |k| {
+            matches!(
+                k,
+                DecodeErrorKind::LengthPastEnd {
+                    length: 5,
+                    available: 1
+                }
+            )
         }),
-        (&[0x3a, 0x05, 0x01], |k| matches!(k, DecodeErrorKind::LengthPastEnd { length: 5, available: 1 })),
-        (&[0x3a, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x7f], |k| {
-            matches!(k, DecodeErrorKind::LengthPastEnd { .. })
-        }),
+        (
+            &[0x3a, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x7f],
+            |k| matches!(k, DecodeErrorKind::LengthPastEnd { .. }),
+        ),
         (&[0x0c], |k| matches!(k, DecodeErrorKind::UnmatchedGroup(1))),
-        (&[0x0b, 0x08, 0x01], |k| matches!(k, DecodeErrorKind::UnmatchedGroup(1))),
-        (&[0x0b, 0x14], |k| matches!(k, DecodeErrorKind::UnmatchedGroup(2))),
-        (&[0x22, 0x03, 0, 0, 0], |k| matches!(k, DecodeErrorKind::BadPackedLength)),
-        (&[0x3a, 0x01, 0x80], |k| matches!(k, DecodeErrorKind::BadPackedLength)),
-        (&[0xf8, 0xff, 0xff, 0xff, 0xff, 0x01, 0x00], |k| matches!(k, DecodeErrorKind::InvalidFieldNumber(_))),
+        (&[0x0b, 0x08, 0x01], |k| {
+            matches!(k, DecodeErrorKind::UnmatchedGroup(1))
+        }),
+        (&[0x0b, 0x14], |k| {
+            matches!(k, DecodeErrorKind::UnmatchedGroup(2))
+        }),
+        (&[0x22, 0x03, 0, 0, 0], |k| {
+            matches!(k, DecodeErrorKind::BadPackedLength)
+        }),
+        (&[0x3a, 0x01, 0x80], |k| {
+            matches!(k, DecodeErrorKind::BadPackedLength)
+        }),
+        (&[0xf8, 0xff, 0xff, 0xff, 0xff, 0x01, 0x00], |k| {
+            matches!(k, DecodeErrorKind::InvalidFieldNumber(_))
+        }),
     ];
     for (bytes, expect) in cases {
         let e = decode_err(TensorProto::parse_from_bytes(bytes).unwrap_err());
@@ -121,22 +165,43 @@ fn recursion_limit_is_enforced_and_configurable() {
     let bytes = t.serialize_to_vec();
     let e = decode_err(TypeProto::parse_from_bytes(&bytes).unwrap_err());
     assert_eq!(e.kind, DecodeErrorKind::RecursionLimit(100));
-    let opts = ParseOptions { max_recursion_depth: 200, ..Default::default() };
+    let opts = ParseOptions {
+        max_recursion_depth: 200,
+        ..Default::default()
+    };
     let back: TypeProto = parse_from_bytes(&bytes, &opts).unwrap();
     assert_eq!(back, t);
-    let too_deep = ParseOptions { max_recursion_depth: 100_000, ..Default::default() };
-    assert!(matches!(parse_from_bytes::<TypeProto>(&bytes, &too_deep), Err(Error::InvalidOption { .. })));
+    let too_deep = ParseOptions {
+        max_recursion_depth: 100_000,
+        ..Default::default()
+    };
+    assert!(matches!(
+        parse_from_bytes::<TypeProto>(&bytes, &too_deep),
+        Err(Error::InvalidOption { .. })
+    ));
 }
 
 #[test]
 fn max_tensor_size_is_checked_before_allocating() {
     let m = model(2, 4096);
     let bytes = m.serialize_to_vec();
-    let opts = ParseOptions { max_tensor_size_bytes: 4095, ..Default::default() };
+    let opts = ParseOptions {
+        max_tensor_size_bytes: 4095,
+        ..Default::default()
+    };
     let e = decode_err(parse_from_bytes::<ModelProto>(&bytes, &opts).unwrap_err());
-    assert_eq!(e.kind, DecodeErrorKind::TensorTooLarge { size: 4096, limit: 4095 });
+    assert_eq!(
+        e.kind,
+        DecodeErrorKind::TensorTooLarge {
+            size: 4096,
+            limit: 4095
+        }
+    );
     assert_eq!(e.path(), "graph.initializer[0].raw_data");
-    let ok = ParseOptions { max_tensor_size_bytes: 4096, ..Default::default() };
+    let ok = ParseOptions {
+        max_tensor_size_bytes: 4096,
+        ..Default::default()
+    };
     assert!(parse_from_bytes::<ModelProto>(&bytes, &ok).is_ok());
 }
 
@@ -146,7 +211,10 @@ fn parallel_parse_equals_sequential() {
     let bytes = m.serialize_to_vec();
     let seq: ModelProto = parse_from_bytes(&bytes, &ParseOptions::default()).unwrap();
     for threads in [2, 4, -1] {
-        let opts = ParseOptions { num_threads: threads, ..Default::default() };
+        let opts = ParseOptions {
+            num_threads: threads,
+            ..Default::default()
+        };
         let par: ModelProto = parse_from_bytes(&bytes, &opts).unwrap();
         assert_eq!(par, seq);
         assert_eq!(par.serialize_to_vec(), bytes);
@@ -155,7 +223,14 @@ fn parallel_parse_equals_sequential() {
     let mut twice = bytes.clone();
     twice.extend_from_slice(&bytes);
     let seq2: ModelProto = parse_from_bytes(&twice, &ParseOptions::default()).unwrap();
-    let par2: ModelProto = parse_from_bytes(&twice, &ParseOptions { num_threads: 3, ..Default::default() }).unwrap();
+    let par2: ModelProto = parse_from_bytes(
+        &twice,
+        &ParseOptions {
+            num_threads: 3,
+            ..Default::default()
+        },
+    )
+    .unwrap();
     assert_eq!(seq2.graph().initializer.len(), 128);
     assert_eq!(par2, seq2);
 }
@@ -176,12 +251,18 @@ fn ownership_table_of_seed_000() {
 
     // load(bytes, no_copy=True): borrowed pointer into the caller's bytes.
     let shared = Arc::new(bytes.clone());
-    let opts = ParseOptions { no_copy: true, ..Default::default() };
+    let opts = ParseOptions {
+        no_copy: true,
+        ..Default::default()
+    };
     let borrowed: ModelProto = parse_from_shared(shared.clone(), &opts).unwrap();
     let span = borrowed.graph().initializer[0].raw_data.as_ref().unwrap();
     assert!(span.is_borrowed());
     let range = shared.as_ptr_range();
-    assert!(range.contains(&span.as_ptr()), "payload must point into the input bytes");
+    assert!(
+        range.contains(&span.as_ptr()),
+        "payload must point into the input bytes"
+    );
     // The owner token keeps the bytes alive after the model and the caller's handle are gone.
     let owner = span.owner().unwrap();
     let (ptr, len) = (span.as_ptr(), span.len());
@@ -195,22 +276,42 @@ fn ownership_table_of_seed_000() {
 
     // load(file, no_copy=False): owned copy, for both read modes.
     for mode in [FileLoadMode::Mmap, FileLoadMode::Buffered] {
-        let opts = ParseOptions { file_load_mode: mode, ..Default::default() };
+        let opts = ParseOptions {
+            file_load_mode: mode,
+            ..Default::default()
+        };
         let f: ModelProto = onnx_light::load_model(&path, &opts).unwrap();
-        assert!(!f.graph().initializer[0].raw_data.as_ref().unwrap().is_borrowed());
+        assert!(
+            !f.graph().initializer[0]
+                .raw_data
+                .as_ref()
+                .unwrap()
+                .is_borrowed()
+        );
         assert_eq!(f, owned);
     }
     // load(file, no_copy=True): borrowed with a shared owner (better than the C++ library,
     // which copies here); valid after the model is dropped while the token is held.
     for mode in [FileLoadMode::Mmap, FileLoadMode::Buffered] {
-        let opts = ParseOptions { file_load_mode: mode, no_copy: true, ..Default::default() };
+        let opts = ParseOptions {
+            file_load_mode: mode,
+            no_copy: true,
+            ..Default::default()
+        };
         let f: ModelProto = onnx_light::load_model(&path, &opts).unwrap();
         let span = f.graph().initializer[2].raw_data.as_ref().unwrap();
         assert!(span.is_borrowed() && !span.is_unowned_borrow());
         let owner = span.owner().unwrap();
         let (ptr, len) = (span.as_ptr(), span.len());
         let clone = f.clone();
-        assert!(clone.graph().initializer[2].raw_data.as_ref().unwrap().is_borrowed(), "clone keeps borrows");
+        assert!(
+            clone.graph().initializer[2]
+                .raw_data
+                .as_ref()
+                .unwrap()
+                .is_borrowed(),
+            "clone keeps borrows"
+        );
         drop(f);
         drop(clone);
         // SAFETY (test): the owner token keeps the mapping / buffer alive.
@@ -220,14 +321,30 @@ fn ownership_table_of_seed_000() {
     }
     // Small payloads (below raw_data_threshold) are copied even with no_copy.
     let small = model(1, 16).serialize_to_vec();
-    let f: ModelProto = parse_from_shared(Arc::new(small), &ParseOptions { no_copy: true, ..Default::default() }).unwrap();
-    assert!(!f.graph().initializer[0].raw_data.as_ref().unwrap().is_borrowed());
+    let f: ModelProto = parse_from_shared(
+        Arc::new(small),
+        &ParseOptions {
+            no_copy: true,
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    assert!(
+        !f.graph().initializer[0]
+            .raw_data
+            .as_ref()
+            .unwrap()
+            .is_borrowed()
+    );
 }
 
 #[test]
 fn unowned_no_copy_borrows_caller_bytes() {
     let bytes = model(2, 2048).serialize_to_vec();
-    let opts = ParseOptions { no_copy: true, ..Default::default() };
+    let opts = ParseOptions {
+        no_copy: true,
+        ..Default::default()
+    };
     // SAFETY (test): `bytes` outlives `m`.
     let m: ModelProto = unsafe { onnx_light::parse_from_bytes_unowned(&bytes, &opts) }.unwrap();
     let span = m.graph().initializer[1].raw_data.as_ref().unwrap();
@@ -239,10 +356,18 @@ fn unowned_no_copy_borrows_caller_bytes() {
 #[test]
 fn skip_raw_data_keeps_structure() {
     let bytes = model(3, 5000).serialize_to_vec();
-    let opts = ParseOptions { skip_raw_data: true, ..Default::default() };
+    let opts = ParseOptions {
+        skip_raw_data: true,
+        ..Default::default()
+    };
     let m: ModelProto = parse_from_bytes(&bytes, &opts).unwrap();
     assert_eq!(m.graph().initializer.len(), 3);
-    assert!(m.graph().initializer.iter().all(|t| !t.has_raw_data() && t.dims == vec![5000]));
+    assert!(
+        m.graph()
+            .initializer
+            .iter()
+            .all(|t| !t.has_raw_data() && t.dims == vec![5000])
+    );
     assert_eq!(m.graph().node.len(), 3);
 }
 
@@ -256,7 +381,10 @@ fn unknown_fields_survive_edits_and_messages_merge() {
     assert_eq!(back.unknown_fields.as_bytes(), &[0xa0, 0x1f, 0x05]);
     back.set_name("n");
     let out = back.serialize_to_vec();
-    assert!(out.ends_with(&[0xa0, 0x1f, 0x05]), "unknown fields are written last");
+    assert!(
+        out.ends_with(&[0xa0, 0x1f, 0x05]),
+        "unknown fields are written last"
+    );
 
     // Merging: repeated appends, scalars overwrite, messages merge.
     let mut a = AttributeProto::new();
@@ -267,7 +395,10 @@ fn unknown_fields_survive_edits_and_messages_merge() {
     b.set_name("y");
     b.add_ints(2);
     merged
-        .merge_from_bytes(&b.serialize_to_vec(), &onnx_light::wire::DecodeConfig::default())
+        .merge_from_bytes(
+            &b.serialize_to_vec(),
+            &onnx_light::wire::DecodeConfig::default(),
+        )
         .unwrap();
     assert_eq!(merged.name(), "y");
     assert_eq!(merged.ints, vec![1, 2]);
@@ -290,14 +421,29 @@ fn presence_is_kept_for_defaults() {
 fn options_are_validated() {
     let bytes = model(1, 8).serialize_to_vec();
     for bad in [
-        ParseOptions { num_threads: 0, ..Default::default() },
-        ParseOptions { alignment: 3, ..Default::default() },
+        ParseOptions {
+            num_threads: 0,
+            ..Default::default()
+        },
+        ParseOptions {
+            alignment: 3,
+            ..Default::default()
+        },
     ] {
-        assert!(matches!(parse_from_bytes::<ModelProto>(&bytes, &bad), Err(Error::InvalidOption { .. })));
+        assert!(matches!(
+            parse_from_bytes::<ModelProto>(&bytes, &bad),
+            Err(Error::InvalidOption { .. })
+        ));
     }
     let m = model(1, 8);
-    let limit = SerializeOptions { max_serialized_size_bytes: 10, ..Default::default() };
-    assert!(matches!(onnx_light::serialize_to_vec(&m, &limit), Err(Error::LimitExceeded(_))));
+    let limit = SerializeOptions {
+        max_serialized_size_bytes: 10,
+        ..Default::default()
+    };
+    assert!(matches!(
+        onnx_light::serialize_to_vec(&m, &limit),
+        Err(Error::LimitExceeded(_))
+    ));
 }
 
 #[test]
@@ -308,10 +454,16 @@ fn save_is_atomic_and_reports_io_errors() {
     onnx_light::save_model(&first, &path, &SerializeOptions::default()).unwrap();
     let before = std::fs::read(&path).unwrap();
     // A failing save (size limit) leaves the previous file intact and no temporary files.
-    let limit = SerializeOptions { max_serialized_size_bytes: 10, ..Default::default() };
+    let limit = SerializeOptions {
+        max_serialized_size_bytes: 10,
+        ..Default::default()
+    };
     assert!(onnx_light::save_model(&model(3, 100), &path, &limit).is_err());
     assert_eq!(std::fs::read(&path).unwrap(), before);
-    let entries: Vec<_> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().file_name()).collect();
+    let entries: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
     assert_eq!(entries.len(), 1, "{entries:?}");
     // Saving into a missing directory is an I/O error naming the path.
     let missing = dir.join("no/such/dir/m.onnx");
@@ -320,12 +472,17 @@ fn save_is_atomic_and_reports_io_errors() {
         other => panic!("expected an I/O error, got {other:?}"),
     }
     // Loading a missing file is an I/O error too.
-    assert!(matches!(onnx_light::load_model(dir.join("nope.onnx"), &ParseOptions::default()), Err(Error::Io { .. })));
+    assert!(matches!(
+        onnx_light::load_model(dir.join("nope.onnx"), &ParseOptions::default()),
+        Err(Error::Io { .. })
+    ));
     // Round trip through a writer and a reader.
     let mut buf = Vec::new();
-    let n = onnx_light::serialize_to_writer(&first, &mut buf, &SerializeOptions::default()).unwrap();
+    let n =
+        onnx_light::serialize_to_writer(&first, &mut buf, &SerializeOptions::default()).unwrap();
     assert_eq!(n as usize, buf.len());
-    let back: ModelProto = onnx_light::parse_from_reader(&buf[..], &ParseOptions::default()).unwrap();
+    let back: ModelProto =
+        onnx_light::parse_from_reader(&buf[..], &ParseOptions::default()).unwrap();
     assert_eq!(back, first);
 }
 

@@ -14,7 +14,11 @@ fn pattern(i: usize) -> u8 {
 fn check(data: &[u8]) {
     assert_eq!(data.len(), BIG);
     // Every 4 KiB page, plus the bytes around the 2^31 boundary and the end.
-    for i in (0..BIG).step_by(4093).chain((1 << 31) - 4..(1 << 31) + 4).chain(BIG - 4..BIG) {
+    for i in (0..BIG)
+        .step_by(4093)
+        .chain((1 << 31) - 4..(1 << 31) + 4)
+        .chain(BIG - 4..BIG)
+    {
         assert_eq!(data[i], pattern(i), "byte {i}");
     }
 }
@@ -53,10 +57,17 @@ fn model_over_2gb_saves_and_loads() {
     let size = std::fs::metadata(&path).unwrap().len();
     assert!(size > (1 << 31) + 12_345, "file is {size} bytes");
 
-    for (mode, no_copy, threads) in
-        [(FileLoadMode::Mmap, false, 1), (FileLoadMode::Mmap, true, 1), (FileLoadMode::Mmap, false, 2)]
-    {
-        let opts = ParseOptions { file_load_mode: mode, no_copy, num_threads: threads, ..Default::default() };
+    for (mode, no_copy, threads) in [
+        (FileLoadMode::Mmap, false, 1),
+        (FileLoadMode::Mmap, true, 1),
+        (FileLoadMode::Mmap, false, 2),
+    ] {
+        let opts = ParseOptions {
+            file_load_mode: mode,
+            no_copy,
+            num_threads: threads,
+            ..Default::default()
+        };
         let m = onnx_light::load_model(&path, &opts).unwrap();
         let g = m.graph();
         assert_eq!(g.initializer.len(), 2);

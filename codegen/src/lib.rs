@@ -1,6 +1,9 @@
 //! Generator of onnx_light's schema-derived code. It reads the one schema table
 //! (`src/proto/schema.rs`, included here by path) and writes:
-//! - `src/proto/generated.rs`: the message structs, their decode/size/encode code and accessors.
+//! - `src/proto/generated.rs`: the message structs, their decode/size/encode code and accessors;
+//! - `src/ffi/accessors.rs`: the C handles and per-field `extern "C"` accessors (read by cbindgen
+//!   to write `include/onnx_light.h`);
+//! - `include/onnx_light.hpp`: the header-only C++ wrapper over the C ABI.
 //!
 //! The output is deterministic; a test in onnx_light compares it with the checked-in files.
 
@@ -8,11 +11,17 @@
 #[allow(dead_code)]
 pub mod schema;
 
+mod c_accessors;
+mod cpp_wrapper;
 mod rust_messages;
 
 /// Every generated file: (path relative to the repository root, contents).
 pub fn generate_all() -> Vec<(&'static str, String)> {
-    vec![("src/proto/generated.rs", rust_messages::generate())]
+    vec![
+        ("src/proto/generated.rs", rust_messages::generate()),
+        ("src/ffi/accessors.rs", c_accessors::generate()),
+        ("include/onnx_light.hpp", cpp_wrapper::generate()),
+    ]
 }
 
 /// `TensorProto.Segment` -> `TensorProtoSegment`.

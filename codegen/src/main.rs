@@ -16,7 +16,8 @@ fn main() {
         if check {
             stale.push(rel);
         } else {
-            std::fs::write(&path, text).unwrap_or_else(|e| panic!("writing {}: {e}", path.display()));
+            std::fs::write(&path, text)
+                .unwrap_or_else(|e| panic!("writing {}: {e}", path.display()));
             println!("wrote {rel}");
         }
     }

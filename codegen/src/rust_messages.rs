@@ -34,7 +34,10 @@ fn value_type(k: Kind) -> String {
 }
 
 fn is_scalar(k: Kind) -> bool {
-    matches!(k, Kind::Int64 | Kind::Int32 | Kind::UInt64 | Kind::Float | Kind::Double | Kind::Enum(_))
+    matches!(
+        k,
+        Kind::Int64 | Kind::Int32 | Kind::UInt64 | Kind::Float | Kind::Double | Kind::Enum(_)
+    )
 }
 
 fn wire_type(k: Kind) -> u32 {
@@ -151,7 +154,10 @@ fn reaches_tensor() -> Vec<&'static str> {
             if set.contains(&m.name) {
                 continue;
             }
-            if m.fields.iter().any(|f| matches!(f.kind, Kind::Message(t) if set.contains(&t))) {
+            if m.fields
+                .iter()
+                .any(|f| matches!(f.kind, Kind::Message(t) if set.contains(&t)))
+            {
                 set.push(m.name);
             }
         }
@@ -172,7 +178,11 @@ fn gen_tensor_visitors(o: &mut String) {
         for (suffix, refm, deref) in [("", "&", "&"), ("_mut", "&mut ", "&mut ")] {
             let _ = deref;
             writeln!(o, "    /// Calls `f` on every `TensorProto` reachable from this message, depth-first in").unwrap();
-            writeln!(o, "    /// schema order (the message itself, for a `TensorProto`).").unwrap();
+            writeln!(
+                o,
+                "    /// schema order (the message itself, for a `TensorProto`)."
+            )
+            .unwrap();
             writeln!(
                 o,
                 "    pub fn visit_tensors{suffix}(self: {refm}Self, f: &mut dyn FnMut({refm}TensorProto)) {{"
@@ -189,7 +199,12 @@ fn gen_tensor_visitors(o: &mut String) {
                 let name = rust_field_name(fd);
                 if let Some(oneof) = fd.oneof {
                     let en = oneof_enum_name(m, oneof);
-                    writeln!(o, "        if let Some({en}::{}(v)) = {refm}self.{oneof} {{", camel(fd.name)).unwrap();
+                    writeln!(
+                        o,
+                        "        if let Some({en}::{}(v)) = {refm}self.{oneof} {{",
+                        camel(fd.name)
+                    )
+                    .unwrap();
                     writeln!(o, "            v.visit_tensors{suffix}(f);\n        }}").unwrap();
                     continue;
                 }
@@ -212,7 +227,11 @@ fn gen_tensor_visitors(o: &mut String) {
 
 /// `visit_message_type(name, visitor)`: calls the visitor with the message type named `name`.
 fn gen_dispatch(o: &mut String) {
-    writeln!(o, "/// Calls `v.visit::<M>()` with the message type named `name` (schema name such as").unwrap();
+    writeln!(
+        o,
+        "/// Calls `v.visit::<M>()` with the message type named `name` (schema name such as"
+    )
+    .unwrap();
     writeln!(o, "/// `TensorProto.Segment`, or the Rust name `TensorProtoSegment`); `None` for unknown names.").unwrap();
     writeln!(
         o,
@@ -256,7 +275,11 @@ fn gen_struct(o: &mut String, m: &MessageDef) {
         writeln!(o, "    /// `{}`", proto_decl(f)).unwrap();
         writeln!(o, "    pub {}: {ty},", rust_field_name(f)).unwrap();
     }
-    writeln!(o, "    /// Fields not in the schema, as read (written back after the known ones).").unwrap();
+    writeln!(
+        o,
+        "    /// Fields not in the schema, as read (written back after the known ones)."
+    )
+    .unwrap();
     writeln!(o, "    pub unknown_fields: UnknownFields,").unwrap();
     writeln!(o, "}}\n").unwrap();
 
@@ -292,7 +315,11 @@ fn gen_oneof_enums(o: &mut String, m: &MessageDef) {
         writeln!(o, "pub enum {en} {{").unwrap();
         for f in m.fields.iter().filter(|f| f.oneof == Some(oneof)) {
             let vt = value_type(f.kind);
-            let ty = if matches!(f.kind, Kind::Message(_)) { format!("Box<{vt}>") } else { vt };
+            let ty = if matches!(f.kind, Kind::Message(_)) {
+                format!("Box<{vt}>")
+            } else {
+                vt
+            };
             writeln!(o, "    /// `{}`", proto_decl(f)).unwrap();
             writeln!(o, "    {}({ty}),", camel(f.name)).unwrap();
         }
@@ -312,32 +339,56 @@ fn gen_codec(o: &mut String, m: &MessageDef) {
     writeln!(o, "    const NAME: &'static str = \"{}\";\n", m.name).unwrap();
 
     // ---- decode
-    writeln!(o, "    fn merge_from(&mut self, r: &mut Reader<'_>) -> Result<(), Box<DecodeError>> {{").unwrap();
+    writeln!(
+        o,
+        "    fn merge_from(&mut self, r: &mut Reader<'_>) -> Result<(), Box<DecodeError>> {{"
+    )
+    .unwrap();
     writeln!(o, "        while let Some(tag) = r.read_tag()? {{").unwrap();
     writeln!(o, "            match tag {{").unwrap();
     for f in m.fields {
         gen_decode_arms(o, m, f);
     }
-    writeln!(o, "                _ => r.skip_unknown(tag, &mut self.unknown_fields)?,").unwrap();
+    writeln!(
+        o,
+        "                _ => r.skip_unknown(tag, &mut self.unknown_fields)?,"
+    )
+    .unwrap();
     writeln!(o, "            }}\n        }}\n        Ok(())\n    }}\n").unwrap();
 
     // ---- size
-    writeln!(o, "    fn compute_size(&self, sizes: &mut Vec<u64>) -> u64 {{").unwrap();
-    writeln!(o, "        let mut n: u64 = self.unknown_fields.len() as u64;").unwrap();
+    writeln!(
+        o,
+        "    fn compute_size(&self, sizes: &mut Vec<u64>) -> u64 {{"
+    )
+    .unwrap();
+    writeln!(
+        o,
+        "        let mut n: u64 = self.unknown_fields.len() as u64;"
+    )
+    .unwrap();
     for f in sorted_fields(m) {
         gen_size(o, m, f);
     }
     writeln!(o, "        n\n    }}\n").unwrap();
 
     // ---- encode
-    writeln!(o, "    fn encode_to<S: Sink + ?Sized>(&self, s: &mut S, c: &mut SizeCursor<'_>) {{").unwrap();
+    writeln!(
+        o,
+        "    fn encode_to<S: Sink + ?Sized>(&self, s: &mut S, c: &mut SizeCursor<'_>) {{"
+    )
+    .unwrap();
     for f in sorted_fields(m) {
         gen_encode(o, m, f);
     }
     writeln!(o, "        s.put(self.unknown_fields.as_bytes());").unwrap();
     writeln!(o, "    }}\n").unwrap();
 
-    writeln!(o, "    fn unknown_fields(&self) -> &UnknownFields {{\n        &self.unknown_fields\n    }}\n").unwrap();
+    writeln!(
+        o,
+        "    fn unknown_fields(&self) -> &UnknownFields {{\n        &self.unknown_fields\n    }}\n"
+    )
+    .unwrap();
     writeln!(
         o,
         "    fn unknown_fields_mut(&mut self) -> &mut UnknownFields {{\n        &mut self.unknown_fields\n    }}"
@@ -365,11 +416,23 @@ fn gen_decode_arms(o: &mut String, m: &MessageDef, f: &FieldDef) {
             Kind::Message(mt) => {
                 let mt = rust_type_name(mt);
                 writeln!(o, "                {} => {{", t(2)).unwrap();
-                writeln!(o, "                    if !matches!(self.{oneof}, Some({en}::{var}(_))) {{").unwrap();
+                writeln!(
+                    o,
+                    "                    if !matches!(self.{oneof}, Some({en}::{var}(_))) {{"
+                )
+                .unwrap();
                 writeln!(o, "                        self.{oneof} = Some({en}::{var}(Box::new({mt}::new())));").unwrap();
                 writeln!(o, "                    }}").unwrap();
-                writeln!(o, "                    if let Some({en}::{var}(m)) = &mut self.{oneof} {{").unwrap();
-                writeln!(o, "                        r.read_message(m.as_mut()){path}?;").unwrap();
+                writeln!(
+                    o,
+                    "                    if let Some({en}::{var}(m)) = &mut self.{oneof} {{"
+                )
+                .unwrap();
+                writeln!(
+                    o,
+                    "                        r.read_message(m.as_mut()){path}?;"
+                )
+                .unwrap();
                 writeln!(o, "                    }}").unwrap();
                 writeln!(o, "                }}").unwrap();
             }
@@ -379,7 +442,12 @@ fn gen_decode_arms(o: &mut String, m: &MessageDef, f: &FieldDef) {
             }
             k if is_scalar(k) => {
                 let read = read_scalar(k).replace("()?", &format!("(){path}?"));
-                writeln!(o, "                {} => self.{oneof} = Some({en}::{var}({read})),", t(wire_type(k))).unwrap();
+                writeln!(
+                    o,
+                    "                {} => self.{oneof} = Some({en}::{var}({read})),",
+                    t(wire_type(k))
+                )
+                .unwrap();
             }
             _ => unreachable!("unsupported oneof member kind"),
         }
@@ -390,7 +458,12 @@ fn gen_decode_arms(o: &mut String, m: &MessageDef, f: &FieldDef) {
             let valid: Vec<String> = e.values.iter().map(|(_, v)| v.to_string()).collect();
             writeln!(o, "                {} => {{", t(0)).unwrap();
             writeln!(o, "                    let v = r.read_varint(){path}?;").unwrap();
-            writeln!(o, "                    if matches!(v as i32, {}) {{", valid.join(" | ")).unwrap();
+            writeln!(
+                o,
+                "                    if matches!(v as i32, {}) {{",
+                valid.join(" | ")
+            )
+            .unwrap();
             writeln!(o, "                        self.{name} = Some(v as i32);").unwrap();
             writeln!(o, "                    }} else {{").unwrap();
             writeln!(o, "                        crate::proto::push_unknown_enum(&mut self.unknown_fields, {}, v);", f.number)
@@ -400,13 +473,28 @@ fn gen_decode_arms(o: &mut String, m: &MessageDef, f: &FieldDef) {
         (Label::Optional, k) if is_scalar(k) => {
             let wt = wire_type(k);
             let read = read_scalar(k).replace("()?", &format!("(){path}?"));
-            writeln!(o, "                {} => self.{name} = Some({read}),", t(wt)).unwrap();
+            writeln!(
+                o,
+                "                {} => self.{name} = Some({read}),",
+                t(wt)
+            )
+            .unwrap();
         }
         (Label::Optional, Kind::String | Kind::Bytes) => {
-            writeln!(o, "                {} => self.{name} = Some(r.read_string(){path}?),", t(2)).unwrap();
+            writeln!(
+                o,
+                "                {} => self.{name} = Some(r.read_string(){path}?),",
+                t(2)
+            )
+            .unwrap();
         }
         (Label::Optional, Kind::Payload) => {
-            writeln!(o, "                {} => self.{name} = r.read_payload(){path}?,", t(2)).unwrap();
+            writeln!(
+                o,
+                "                {} => self.{name} = r.read_payload(){path}?,",
+                t(2)
+            )
+            .unwrap();
         }
         (Label::Optional, Kind::Message(mt)) => {
             let mt = rust_type_name(mt);
@@ -424,9 +512,17 @@ fn gen_decode_arms(o: &mut String, m: &MessageDef, f: &FieldDef) {
             // packed encoding, accepted for every repeated scalar
             match k {
                 Kind::Float | Kind::Double => {
-                    let (n, ty, bits) = if k == Kind::Float { (4, "f32", "u32") } else { (8, "f64", "u64") };
+                    let (n, ty, bits) = if k == Kind::Float {
+                        (4, "f32", "u32")
+                    } else {
+                        (8, "f64", "u64")
+                    };
                     writeln!(o, "                {} => {{", t(2)).unwrap();
-                    writeln!(o, "                    let b = r.read_packed_fixed({n}){path}?;").unwrap();
+                    writeln!(
+                        o,
+                        "                    let b = r.read_packed_fixed({n}){path}?;"
+                    )
+                    .unwrap();
                     writeln!(o, "                    self.{name}.reserve(b.len() / {n});").unwrap();
                     writeln!(
                         o,
@@ -451,14 +547,23 @@ fn gen_decode_arms(o: &mut String, m: &MessageDef, f: &FieldDef) {
             }
         }
         (Label::Repeated, Kind::String | Kind::Bytes) => {
-            writeln!(o, "                {} => self.{name}.push(r.read_string(){path}?),", t(2)).unwrap();
+            writeln!(
+                o,
+                "                {} => self.{name}.push(r.read_string(){path}?),",
+                t(2)
+            )
+            .unwrap();
         }
         (Label::Repeated, Kind::Message(mt)) => {
             let mt = rust_type_name(mt);
             let idx_path = at(f, Some(&format!("self.{name}.len()")));
             writeln!(o, "                {} => {{", t(2)).unwrap();
             if PARALLEL_FIELDS.contains(&(m.name, f.name)) {
-                writeln!(o, "                    if let Some(res) = r.take_preparsed::<{mt}>() {{").unwrap();
+                writeln!(
+                    o,
+                    "                    if let Some(res) = r.take_preparsed::<{mt}>() {{"
+                )
+                .unwrap();
                 writeln!(o, "                        let v = res{idx_path}?;").unwrap();
                 writeln!(o, "                        self.{name}.push(v);").unwrap();
                 writeln!(o, "                        continue;").unwrap();
@@ -496,17 +601,38 @@ fn gen_size(o: &mut String, m: &MessageDef, f: &FieldDef) {
         match f.kind {
             Kind::Message(_) => {
                 writeln!(o, "        if let Some({en}::{var}(m)) = &self.{oneof} {{").unwrap();
-                writeln!(o, "            let i = sizes.len();\n            sizes.push(0);").unwrap();
-                writeln!(o, "            let s = m.compute_size(sizes);\n            sizes[i] = s;").unwrap();
-                writeln!(o, "            n += {tl} + len_delimited_size(s);\n        }}").unwrap();
+                writeln!(
+                    o,
+                    "            let i = sizes.len();\n            sizes.push(0);"
+                )
+                .unwrap();
+                writeln!(
+                    o,
+                    "            let s = m.compute_size(sizes);\n            sizes[i] = s;"
+                )
+                .unwrap();
+                writeln!(
+                    o,
+                    "            n += {tl} + len_delimited_size(s);\n        }}"
+                )
+                .unwrap();
             }
             Kind::String | Kind::Bytes => {
                 writeln!(o, "        if let Some({en}::{var}(v)) = &self.{oneof} {{").unwrap();
-                writeln!(o, "            n += {tl} + len_delimited_size(v.len() as u64);\n        }}").unwrap();
+                writeln!(
+                    o,
+                    "            n += {tl} + len_delimited_size(v.len() as u64);\n        }}"
+                )
+                .unwrap();
             }
             k => {
                 writeln!(o, "        if let Some({en}::{var}(v)) = &self.{oneof} {{").unwrap();
-                writeln!(o, "            n += {tl} + {};\n        }}", scalar_size(k, "*v")).unwrap();
+                writeln!(
+                    o,
+                    "            n += {tl} + {};\n        }}",
+                    scalar_size(k, "*v")
+                )
+                .unwrap();
             }
         }
         return;
@@ -515,26 +641,51 @@ fn gen_size(o: &mut String, m: &MessageDef, f: &FieldDef) {
         (Label::Optional, k) if is_scalar(k) => {
             let tl = tag_len(f, wire_type(k));
             writeln!(o, "        if let Some(v) = self.{name} {{").unwrap();
-            writeln!(o, "            n += {tl} + {};\n        }}", scalar_size(k, "v")).unwrap();
+            writeln!(
+                o,
+                "            n += {tl} + {};\n        }}",
+                scalar_size(k, "v")
+            )
+            .unwrap();
         }
         (Label::Optional, Kind::String | Kind::Bytes | Kind::Payload) => {
             let tl = tag_len(f, 2);
             writeln!(o, "        if let Some(v) = &self.{name} {{").unwrap();
-            writeln!(o, "            n += {tl} + len_delimited_size(v.len() as u64);\n        }}").unwrap();
+            writeln!(
+                o,
+                "            n += {tl} + len_delimited_size(v.len() as u64);\n        }}"
+            )
+            .unwrap();
         }
         (Label::Optional, Kind::Message(_)) => {
             let tl = tag_len(f, 2);
             writeln!(o, "        if let Some(m) = &self.{name} {{").unwrap();
-            writeln!(o, "            let i = sizes.len();\n            sizes.push(0);").unwrap();
-            writeln!(o, "            let s = m.compute_size(sizes);\n            sizes[i] = s;").unwrap();
-            writeln!(o, "            n += {tl} + len_delimited_size(s);\n        }}").unwrap();
+            writeln!(
+                o,
+                "            let i = sizes.len();\n            sizes.push(0);"
+            )
+            .unwrap();
+            writeln!(
+                o,
+                "            let s = m.compute_size(sizes);\n            sizes[i] = s;"
+            )
+            .unwrap();
+            writeln!(
+                o,
+                "            n += {tl} + len_delimited_size(s);\n        }}"
+            )
+            .unwrap();
         }
         (Label::Repeated, k) if is_scalar(k) && f.packed => {
             let tl = tag_len(f, 2);
             writeln!(o, "        if !self.{name}.is_empty() {{").unwrap();
             match k {
-                Kind::Float => writeln!(o, "            let s = self.{name}.len() as u64 * 4;").unwrap(),
-                Kind::Double => writeln!(o, "            let s = self.{name}.len() as u64 * 8;").unwrap(),
+                Kind::Float => {
+                    writeln!(o, "            let s = self.{name}.len() as u64 * 4;").unwrap()
+                }
+                Kind::Double => {
+                    writeln!(o, "            let s = self.{name}.len() as u64 * 8;").unwrap()
+                }
                 _ => {
                     writeln!(
                         o,
@@ -545,14 +696,21 @@ fn gen_size(o: &mut String, m: &MessageDef, f: &FieldDef) {
                     writeln!(o, "            sizes.push(s);").unwrap();
                 }
             }
-            writeln!(o, "            n += {tl} + len_delimited_size(s);\n        }}").unwrap();
+            writeln!(
+                o,
+                "            n += {tl} + len_delimited_size(s);\n        }}"
+            )
+            .unwrap();
         }
         (Label::Repeated, k) if is_scalar(k) => {
             let tl = tag_len(f, wire_type(k));
             match k {
-                Kind::Float | Kind::Double => {
-                    writeln!(o, "        n += self.{name}.len() as u64 * ({tl} + {});", scalar_size(k, "")).unwrap()
-                }
+                Kind::Float | Kind::Double => writeln!(
+                    o,
+                    "        n += self.{name}.len() as u64 * ({tl} + {});",
+                    scalar_size(k, "")
+                )
+                .unwrap(),
                 _ => writeln!(
                     o,
                     "        n += self.{name}.iter().map(|&v| {tl} + {}).sum::<u64>();",
@@ -569,9 +727,21 @@ fn gen_size(o: &mut String, m: &MessageDef, f: &FieldDef) {
         (Label::Repeated, Kind::Message(_)) => {
             let tl = tag_len(f, 2);
             writeln!(o, "        for m in &self.{name} {{").unwrap();
-            writeln!(o, "            let i = sizes.len();\n            sizes.push(0);").unwrap();
-            writeln!(o, "            let s = m.compute_size(sizes);\n            sizes[i] = s;").unwrap();
-            writeln!(o, "            n += {tl} + len_delimited_size(s);\n        }}").unwrap();
+            writeln!(
+                o,
+                "            let i = sizes.len();\n            sizes.push(0);"
+            )
+            .unwrap();
+            writeln!(
+                o,
+                "            let s = m.compute_size(sizes);\n            sizes[i] = s;"
+            )
+            .unwrap();
+            writeln!(
+                o,
+                "            n += {tl} + len_delimited_size(s);\n        }}"
+            )
+            .unwrap();
         }
         _ => unreachable!(),
     }
@@ -593,12 +763,16 @@ fn gen_encode(o: &mut String, m: &MessageDef, f: &FieldDef) {
         writeln!(o, "        if let Some({en}::{var}(v)) = &self.{oneof} {{").unwrap();
         writeln!(o, "            s.put({tl});").unwrap();
         match f.kind {
-            Kind::Message(_) => {
-                writeln!(o, "            put_varint(s, c.next_size());\n            v.encode_to(s, c);").unwrap()
-            }
-            Kind::String | Kind::Bytes => {
-                writeln!(o, "            put_varint(s, v.len() as u64);\n            s.put(v);").unwrap()
-            }
+            Kind::Message(_) => writeln!(
+                o,
+                "            put_varint(s, c.next_size());\n            v.encode_to(s, c);"
+            )
+            .unwrap(),
+            Kind::String | Kind::Bytes => writeln!(
+                o,
+                "            put_varint(s, v.len() as u64);\n            s.put(v);"
+            )
+            .unwrap(),
             k => writeln!(o, "            {};", put_scalar(k, "*v")).unwrap(),
         }
         writeln!(o, "        }}").unwrap();
@@ -608,7 +782,12 @@ fn gen_encode(o: &mut String, m: &MessageDef, f: &FieldDef) {
         (Label::Optional, k) if is_scalar(k) => {
             let tl = tag_lit(f, wire_type(k));
             writeln!(o, "        if let Some(v) = self.{name} {{").unwrap();
-            writeln!(o, "            s.put({tl});\n            {};\n        }}", put_scalar(k, "v")).unwrap();
+            writeln!(
+                o,
+                "            s.put({tl});\n            {};\n        }}",
+                put_scalar(k, "v")
+            )
+            .unwrap();
         }
         (Label::Optional, Kind::String | Kind::Bytes) => {
             let tl = tag_lit(f, 2);
@@ -638,8 +817,16 @@ fn gen_encode(o: &mut String, m: &MessageDef, f: &FieldDef) {
             match k {
                 Kind::Float | Kind::Double => {
                     let n = if k == Kind::Float { 4 } else { 8 };
-                    writeln!(o, "            put_varint(s, self.{name}.len() as u64 * {n});").unwrap();
-                    writeln!(o, "            crate::proto::put_packed_fixed(s, &self.{name});").unwrap();
+                    writeln!(
+                        o,
+                        "            put_varint(s, self.{name}.len() as u64 * {n});"
+                    )
+                    .unwrap();
+                    writeln!(
+                        o,
+                        "            crate::proto::put_packed_fixed(s, &self.{name});"
+                    )
+                    .unwrap();
                 }
                 _ => {
                     writeln!(o, "            put_varint(s, c.next_size());").unwrap();
@@ -652,7 +839,12 @@ fn gen_encode(o: &mut String, m: &MessageDef, f: &FieldDef) {
         (Label::Repeated, k) if is_scalar(k) => {
             let tl = tag_lit(f, wire_type(k));
             writeln!(o, "        for &v in &self.{name} {{").unwrap();
-            writeln!(o, "            s.put({tl});\n            {};\n        }}", put_scalar(k, "v")).unwrap();
+            writeln!(
+                o,
+                "            s.put({tl});\n            {};\n        }}",
+                put_scalar(k, "v")
+            )
+            .unwrap();
         }
         (Label::Repeated, Kind::String | Kind::Bytes) => {
             let tl = tag_lit(f, 2);
@@ -687,7 +879,11 @@ fn gen_accessors(o: &mut String, m: &MessageDef) {
                 .unwrap();
             match f.kind {
                 Kind::Message(_) => {
-                    writeln!(o, "    /// `{base}`, or the empty message when another case (or none) is set.").unwrap();
+                    writeln!(
+                        o,
+                        "    /// `{base}`, or the empty message when another case (or none) is set."
+                    )
+                    .unwrap();
                     writeln!(o, "    pub fn {base}(&self) -> &{vt} {{").unwrap();
                     writeln!(o, "        static DEFAULT: {vt} = {vt}::new();").unwrap();
                     writeln!(o, "        match &self.{oneof} {{\n            Some({en}::{var}(v)) => v,\n            _ => &DEFAULT,\n        }}\n    }}")
@@ -700,9 +896,17 @@ fn gen_accessors(o: &mut String, m: &MessageDef) {
                         .unwrap();
                 }
                 Kind::String | Kind::Bytes => {
-                    writeln!(o, "    /// `{base}`, or empty when another case (or none) is set.").unwrap();
+                    writeln!(
+                        o,
+                        "    /// `{base}`, or empty when another case (or none) is set."
+                    )
+                    .unwrap();
                     writeln!(o, "    pub fn {base}(&self) -> &ProtoString {{").unwrap();
-                    writeln!(o, "        static DEFAULT: ProtoString = ProtoString::new();").unwrap();
+                    writeln!(
+                        o,
+                        "        static DEFAULT: ProtoString = ProtoString::new();"
+                    )
+                    .unwrap();
                     writeln!(o, "        match &self.{oneof} {{\n            Some({en}::{var}(v)) => v,\n            _ => &DEFAULT,\n        }}\n    }}")
                         .unwrap();
                     writeln!(o, "    /// Sets `{base}` (switches the oneof).").unwrap();
@@ -710,7 +914,11 @@ fn gen_accessors(o: &mut String, m: &MessageDef) {
                         .unwrap();
                 }
                 _ => {
-                    writeln!(o, "    /// `{base}`, or 0 when another case (or none) is set.").unwrap();
+                    writeln!(
+                        o,
+                        "    /// `{base}`, or 0 when another case (or none) is set."
+                    )
+                    .unwrap();
                     writeln!(o, "    pub fn {base}(&self) -> {vt} {{").unwrap();
                     writeln!(o, "        match &self.{oneof} {{\n            Some({en}::{var}(v)) => *v,\n            _ => Default::default(),\n        }}\n    }}")
                         .unwrap();
@@ -727,17 +935,34 @@ fn gen_accessors(o: &mut String, m: &MessageDef) {
         match f.label {
             Label::Optional => {
                 writeln!(o, "    /// True when `{base}` is set.").unwrap();
-                writeln!(o, "    pub fn has_{base}(&self) -> bool {{\n        self.{name}.is_some()\n    }}").unwrap();
+                writeln!(
+                    o,
+                    "    pub fn has_{base}(&self) -> bool {{\n        self.{name}.is_some()\n    }}"
+                )
+                .unwrap();
                 writeln!(o, "    /// Unsets `{base}`.").unwrap();
-                writeln!(o, "    pub fn clear_{base}(&mut self) {{\n        self.{name} = None;\n    }}").unwrap();
+                writeln!(
+                    o,
+                    "    pub fn clear_{base}(&mut self) {{\n        self.{name} = None;\n    }}"
+                )
+                .unwrap();
                 match f.kind {
                     Kind::Message(_) => {
                         writeln!(o, "    /// `{base}`, or the empty message when unset.").unwrap();
                         writeln!(o, "    pub fn {name}(&self) -> &{vt} {{").unwrap();
                         writeln!(o, "        static DEFAULT: {vt} = {vt}::new();").unwrap();
-                        writeln!(o, "        self.{name}.as_deref().unwrap_or(&DEFAULT)\n    }}").unwrap();
-                        writeln!(o, "    /// `{base}` for writing (set to an empty message first if unset).").unwrap();
-                        writeln!(o, "    pub fn mutable_{base}(&mut self) -> &mut {vt} {{").unwrap();
+                        writeln!(
+                            o,
+                            "        self.{name}.as_deref().unwrap_or(&DEFAULT)\n    }}"
+                        )
+                        .unwrap();
+                        writeln!(
+                            o,
+                            "    /// `{base}` for writing (set to an empty message first if unset)."
+                        )
+                        .unwrap();
+                        writeln!(o, "    pub fn mutable_{base}(&mut self) -> &mut {vt} {{")
+                            .unwrap();
                         writeln!(o, "        self.{name}.get_or_insert_with(|| Box::new({vt}::new()))\n    }}").unwrap();
                         writeln!(o, "    /// Sets `{base}`.").unwrap();
                         writeln!(o, "    pub fn set_{base}(&mut self, v: {vt}) {{\n        self.{name} = Some(Box::new(v));\n    }}")
@@ -746,8 +971,16 @@ fn gen_accessors(o: &mut String, m: &MessageDef) {
                     Kind::String | Kind::Bytes => {
                         writeln!(o, "    /// `{base}`, or empty when unset.").unwrap();
                         writeln!(o, "    pub fn {base}(&self) -> &ProtoString {{").unwrap();
-                        writeln!(o, "        static DEFAULT: ProtoString = ProtoString::new();").unwrap();
-                        writeln!(o, "        self.{name}.as_ref().unwrap_or(&DEFAULT)\n    }}").unwrap();
+                        writeln!(
+                            o,
+                            "        static DEFAULT: ProtoString = ProtoString::new();"
+                        )
+                        .unwrap();
+                        writeln!(
+                            o,
+                            "        self.{name}.as_ref().unwrap_or(&DEFAULT)\n    }}"
+                        )
+                        .unwrap();
                         writeln!(o, "    /// Sets `{base}`.").unwrap();
                         writeln!(o, "    pub fn set_{base}(&mut self, v: impl Into<ProtoString>) {{\n        self.{name} = Some(v.into());\n    }}")
                             .unwrap();
@@ -770,12 +1003,24 @@ fn gen_accessors(o: &mut String, m: &MessageDef) {
             }
             Label::Repeated => {
                 writeln!(o, "    /// Number of `{base}` elements.").unwrap();
-                writeln!(o, "    pub fn {base}_size(&self) -> usize {{\n        self.{name}.len()\n    }}").unwrap();
+                writeln!(
+                    o,
+                    "    pub fn {base}_size(&self) -> usize {{\n        self.{name}.len()\n    }}"
+                )
+                .unwrap();
                 writeln!(o, "    /// Removes every `{base}` element.").unwrap();
-                writeln!(o, "    pub fn clear_{base}(&mut self) {{\n        self.{name}.clear();\n    }}").unwrap();
+                writeln!(
+                    o,
+                    "    pub fn clear_{base}(&mut self) {{\n        self.{name}.clear();\n    }}"
+                )
+                .unwrap();
                 match f.kind {
                     Kind::Message(_) => {
-                        writeln!(o, "    /// Appends an empty `{base}` element and returns it.").unwrap();
+                        writeln!(
+                            o,
+                            "    /// Appends an empty `{base}` element and returns it."
+                        )
+                        .unwrap();
                         writeln!(o, "    pub fn add_{base}(&mut self) -> &mut {vt} {{").unwrap();
                         writeln!(o, "        self.{name}.push({vt}::new());\n        self.{name}.last_mut().unwrap()\n    }}").unwrap();
                     }

@@ -48,11 +48,18 @@ pub fn summary(m: &ModelProto, source: &str, file_size: u64) -> String {
         .iter()
         .map(|o| {
             let d = o.domain().to_string();
-            format!("{}:{}", if d.is_empty() { "ai.onnx" } else { &d }, o.version())
+            format!(
+                "{}:{}",
+                if d.is_empty() { "ai.onnx" } else { &d },
+                o.version()
+            )
         })
         .collect();
     line(&mut out, format!("opsets: {}", opsets.join(", ")));
-    line(&mut out, format!("producer: {} {}", m.producer_name(), m.producer_version()));
+    line(
+        &mut out,
+        format!("producer: {} {}", m.producer_name(), m.producer_version()),
+    );
     line(&mut out, format!("graph: {}", g.name()));
     line(&mut out, format!("inputs ({}):", g.input.len()));
     for v in &g.input {
@@ -65,14 +72,25 @@ pub fn summary(m: &ModelProto, source: &str, file_size: u64) -> String {
     let mut ops: BTreeMap<String, usize> = BTreeMap::new();
     for n in &g.node {
         let d = n.domain().to_string();
-        let key = if d.is_empty() { n.op_type().to_string() } else { format!("{d}::{}", n.op_type()) };
+        let key = if d.is_empty() {
+            n.op_type().to_string()
+        } else {
+            format!("{d}::{}", n.op_type())
+        };
         *ops.entry(key).or_default() += 1;
     }
     let mut hist: Vec<(String, usize)> = ops.into_iter().collect();
     hist.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
     let hist: Vec<String> = hist.iter().map(|(k, v)| format!("{k} x{v}")).collect();
-    line(&mut out, format!("nodes: {} ({})", g.node.len(), hist.join(", ")));
-    let inline_bytes: u64 = g.initializer.iter().map(|t| t.raw_data().len() as u64).sum();
+    line(
+        &mut out,
+        format!("nodes: {} ({})", g.node.len(), hist.join(", ")),
+    );
+    let inline_bytes: u64 = g
+        .initializer
+        .iter()
+        .map(|t| t.raw_data().len() as u64)
+        .sum();
     line(
         &mut out,
         format!(
@@ -87,7 +105,10 @@ pub fn summary(m: &ModelProto, source: &str, file_size: u64) -> String {
         line(&mut out, "external files: none".to_string());
     } else {
         for (f, len) in ext {
-            line(&mut out, format!("external file: {f} ({len} bytes referenced)"));
+            line(
+                &mut out,
+                format!("external file: {f} ({len} bytes referenced)"),
+            );
         }
     }
     if !m.functions.is_empty() {
@@ -101,7 +122,10 @@ pub fn summary(m: &ModelProto, source: &str, file_size: u64) -> String {
 
 /// Runs the subcommand.
 pub fn run(path: Option<&Path>, threads: i32) -> Result<()> {
-    let opts = ParseOptions { num_threads: threads, ..Default::default() };
+    let opts = ParseOptions {
+        num_threads: threads,
+        ..Default::default()
+    };
     let (model, source, size) = match path {
         Some(p) => {
             let m: ModelProto = onnx_light::load_model(p, &opts)?;
@@ -110,7 +134,11 @@ pub fn run(path: Option<&Path>, threads: i32) -> Result<()> {
         }
         None => {
             let m = onnx_light::load_model_from_bytes(SAMPLE_MODEL, &opts)?;
-            (m, "<bundled sample mlp.onnx>".to_string(), SAMPLE_MODEL.len() as u64)
+            (
+                m,
+                "<bundled sample mlp.onnx>".to_string(),
+                SAMPLE_MODEL.len() as u64,
+            )
         }
     };
     print!("{}", summary(&model, &source, size));

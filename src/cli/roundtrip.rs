@@ -53,7 +53,11 @@ pub fn run(args: &Args) -> Result<()> {
         "auto" => FileLoadMode::Auto,
         "mmap" => FileLoadMode::Mmap,
         "buffered" => FileLoadMode::Buffered,
-        other => return Err(Error::InvalidArgument(format!("unknown load mode {other:?}"))),
+        other => {
+            return Err(Error::InvalidArgument(format!(
+                "unknown load mode {other:?}"
+            )));
+        }
     };
     let opts = ParseOptions {
         num_threads: args.threads,
@@ -71,6 +75,9 @@ pub fn run(args: &Args) -> Result<()> {
         }
     }
     visit_message_type(&args.message, Visit(args, &opts)).unwrap_or_else(|| {
-        Err(Error::InvalidArgument(format!("unknown message type {:?}", args.message)))
+        Err(Error::InvalidArgument(format!(
+            "unknown message type {:?}",
+            args.message
+        )))
     })
 }

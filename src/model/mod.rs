@@ -14,7 +14,7 @@ use crate::error::{Error, Result};
 use crate::io::{AUTO_MMAP_MIN_BYTES, Arena, AtomicFile, MappedFile, WriteSink};
 use crate::options::{FileLoadMode, ParseOptions, SerializeOptions};
 use crate::proto::{Message, ModelProto, decode_top};
-use crate::wire::{ArenaBase, DecodeConfig, PayloadMode, Reader, SizeCursor, Sink};
+use crate::wire::{ArenaBase, DecodeConfig, PayloadMode, Reader, Sink, SizeCursor};
 
 fn decode_config(opts: &ParseOptions, payload: PayloadMode) -> Result<DecodeConfig> {
     opts.validate()?;
@@ -57,7 +57,10 @@ pub fn parse_from_bytes<M: Message>(bytes: &[u8], opts: &ParseOptions) -> Result
 
 /// Parses a private copy of the input; every payload becomes an owned range of it.
 fn parse_arena<M: Message>(arena: Arc<Arena>, opts: &ParseOptions) -> Result<M> {
-    let payload = PayloadMode::Arena { base: ArenaBase(arena.base()), owner: arena.clone() };
+    let payload = PayloadMode::Arena {
+        base: ArenaBase(arena.base()),
+        owner: arena.clone(),
+    };
     let cfg = decode_config(opts, payload)?;
     let bytes: &[u8] = (*arena).as_ref();
     // SAFETY: `base` is the writable start of `bytes`, kept alive by the owner in `cfg`; the
@@ -75,7 +78,9 @@ where
     T: AsRef<[u8]> + Send + Sync + 'static,
 {
     let payload = if opts.no_copy {
-        PayloadMode::Borrow { owner: Some(data.clone()) }
+        PayloadMode::Borrow {
+            owner: Some(data.clone()),
+        }
     } else {
         PayloadMode::Copy
     };
@@ -90,7 +95,11 @@ where
 /// With `opts.no_copy`, `bytes` must stay valid and unmodified while the returned message, or
 /// any tensor payload taken from it, is in use.
 pub unsafe fn parse_from_bytes_unowned<M: Message>(bytes: &[u8], opts: &ParseOptions) -> Result<M> {
-    let payload = if opts.no_copy { PayloadMode::Borrow { owner: None } } else { PayloadMode::Copy };
+    let payload = if opts.no_copy {
+        PayloadMode::Borrow { owner: None }
+    } else {
+        PayloadMode::Copy
+    };
     let cfg = decode_config(opts, payload)?;
     // SAFETY: the caller guarantees that `bytes` outlives the payloads borrowed from it.
     let r = unsafe { Reader::new_unowned(bytes, &cfg) };
@@ -117,7 +126,9 @@ pub fn parse_from_file<M: Message>(path: impl AsRef<Path>, opts: &ParseOptions) 
         FileLoadMode::Mmap => true,
         FileLoadMode::Buffered => false,
         FileLoadMode::Auto => {
-            let len = std::fs::metadata(path).map_err(|e| Error::io(path, e))?.len();
+            let len = std::fs::metadata(path)
+                .map_err(|e| Error::io(path, e))?
+                .len();
             len >= AUTO_MMAP_MIN_BYTES
         }
     };
@@ -132,7 +143,9 @@ pub fn parse_from_file<M: Message>(path: impl AsRef<Path>, opts: &ParseOptions) 
 /// stream was read into (kept alive by their owner tokens).
 pub fn parse_from_reader<M: Message>(mut reader: impl Read, opts: &ParseOptions) -> Result<M> {
     let mut buf = Vec::new();
-    reader.read_to_end(&mut buf).map_err(|e| Error::io("<stream>", e))?;
+    reader
+        .read_to_end(&mut buf)
+        .map_err(|e| Error::io("<stream>", e))?;
     if opts.no_copy {
         parse_from_shared(Arc::new(buf), opts)
     } else {
@@ -167,7 +180,11 @@ pub fn serialize_to_vec<M: Message>(m: &M, opts: &SerializeOptions) -> Result<Ve
 }
 
 /// Serializes `m` into `writer`; returns the number of bytes written.
-pub fn serialize_to_writer<M: Message>(m: &M, writer: impl Write, opts: &SerializeOptions) -> Result<u64> {
+pub fn serialize_to_writer<M: Message>(
+    m: &M,
+    writer: impl Write,
+    opts: &SerializeOptions,
+) -> Result<u64> {
     let (len, sizes) = plan(m, opts)?;
     let mut sink = WriteSink::new(std::io::BufWriter::with_capacity(1 << 20, writer));
     m.encode_to(&mut sink, &mut SizeCursor::new(&sizes));
@@ -177,7 +194,11 @@ pub fn serialize_to_writer<M: Message>(m: &M, writer: impl Write, opts: &Seriali
 
 /// Serializes `m` to `path` atomically: a temporary file in the same directory is written,
 /// synced and renamed over `path`; on any failure `path` is left as it was.
-pub fn save_to_file<M: Message>(m: &M, path: impl AsRef<Path>, opts: &SerializeOptions) -> Result<()> {
+pub fn save_to_file<M: Message>(
+    m: &M,
+    path: impl AsRef<Path>,
+    opts: &SerializeOptions,
+) -> Result<()> {
     let path = path.as_ref();
     let (_, sizes) = plan(m, opts)?;
     let mut out = AtomicFile::create(path)?;
@@ -201,6 +222,10 @@ pub fn load_model_from_bytes(bytes: &[u8], opts: &ParseOptions) -> Result<ModelP
 }
 
 /// Saves a model atomically (see [`save_to_file`]).
-pub fn save_model(model: &ModelProto, path: impl AsRef<Path>, opts: &SerializeOptions) -> Result<()> {
+pub fn save_model(
+    model: &ModelProto,
+    path: impl AsRef<Path>,
+    opts: &SerializeOptions,
+) -> Result<()> {
     save_to_file(model, path, opts)
 }

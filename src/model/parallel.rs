@@ -40,7 +40,11 @@ fn scan(r: &Reader<'_>) -> Option<Vec<Part>> {
                     let len_at = g.position();
                     let t_body = g.read_bytes().ok()?;
                     let s = t_body.as_ptr() as usize - input.as_ptr() as usize;
-                    parts.push(Part { len_at, start: s, end: s + t_body.len() });
+                    parts.push(Part {
+                        len_at,
+                        start: s,
+                        end: s + t_body.len(),
+                    });
                 } else {
                     g.skip_value(gt).ok()?;
                 }
@@ -59,7 +63,12 @@ pub(crate) fn thread_pool(n: usize) -> Option<Arc<rayon::ThreadPool>> {
     if let Some(p) = pools.get(&n) {
         return Some(p.clone());
     }
-    let p = Arc::new(rayon::ThreadPoolBuilder::new().num_threads(n).build().ok()?);
+    let p = Arc::new(
+        rayon::ThreadPoolBuilder::new()
+            .num_threads(n)
+            .build()
+            .ok()?,
+    );
     pools.insert(n, p.clone());
     Some(p)
 }
@@ -78,8 +87,10 @@ pub(super) fn preparse_initializers(
     if parts.len() < 2 || total < opts.min_parallel_block_size {
         return None;
     }
-    let readers: Vec<(usize, Reader<'_>)> =
-        parts.iter().map(|p| (p.len_at, r.sub_reader(p.start, p.end, 2))).collect();
+    let readers: Vec<(usize, Reader<'_>)> = parts
+        .iter()
+        .map(|p| (p.len_at, r.sub_reader(p.start, p.end, 2)))
+        .collect();
     let parse = |(len_at, mut sub): (usize, Reader<'_>)| -> (usize, Box<dyn Any + Send>) {
         let mut t = TensorProto::new();
         let res: Result<TensorProto, Box<DecodeError>> = t.merge_from(&mut sub).map(|()| t);

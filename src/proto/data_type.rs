@@ -39,9 +39,35 @@ pub enum DataType {
 const ALL: [DataType; 29] = {
     use DataType::*;
     [
-        Undefined, Float, Uint8, Int8, Uint16, Int16, Int32, Int64, String, Bool, Float16, Double,
-        Uint32, Uint64, Complex64, Complex128, Bfloat16, Float8e4m3fn, Float8e4m3fnuz, Float8e5m2,
-        Float8e5m2fnuz, Uint4, Int4, Float4e2m1, Float8e8m0, Uint2, Int2, Float6e2m3, Float6e3m2,
+        Undefined,
+        Float,
+        Uint8,
+        Int8,
+        Uint16,
+        Int16,
+        Int32,
+        Int64,
+        String,
+        Bool,
+        Float16,
+        Double,
+        Uint32,
+        Uint64,
+        Complex64,
+        Complex128,
+        Bfloat16,
+        Float8e4m3fn,
+        Float8e4m3fnuz,
+        Float8e5m2,
+        Float8e5m2fnuz,
+        Uint4,
+        Int4,
+        Float4e2m1,
+        Float8e8m0,
+        Uint2,
+        Int2,
+        Float6e2m3,
+        Float6e3m2,
     ]
 };
 

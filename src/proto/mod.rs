@@ -13,7 +13,7 @@ pub use generated::*;
 
 use crate::bytes::UnknownFields;
 use crate::error::{DecodeError, Result};
-use crate::wire::{self, DecodeConfig, Reader, SizeCursor, Sink};
+use crate::wire::{self, DecodeConfig, Reader, Sink, SizeCursor};
 
 /// What every ONNX message can do: merge from wire bytes, compute its size, encode.
 pub trait Message: Default + Clone + Send + Sync + 'static {

@@ -91,16 +91,44 @@ pub fn message(name: &str) -> Option<&'static MessageDef> {
 }
 
 const fn opt(name: &'static str, number: u32, kind: Kind) -> FieldDef {
-    FieldDef { name, number, kind, label: Label::Optional, packed: false, oneof: None }
+    FieldDef {
+        name,
+        number,
+        kind,
+        label: Label::Optional,
+        packed: false,
+        oneof: None,
+    }
 }
 const fn rep(name: &'static str, number: u32, kind: Kind) -> FieldDef {
-    FieldDef { name, number, kind, label: Label::Repeated, packed: false, oneof: None }
+    FieldDef {
+        name,
+        number,
+        kind,
+        label: Label::Repeated,
+        packed: false,
+        oneof: None,
+    }
 }
 const fn packed(name: &'static str, number: u32, kind: Kind) -> FieldDef {
-    FieldDef { name, number, kind, label: Label::Repeated, packed: true, oneof: None }
+    FieldDef {
+        name,
+        number,
+        kind,
+        label: Label::Repeated,
+        packed: true,
+        oneof: None,
+    }
 }
 const fn one(oneof: &'static str, name: &'static str, number: u32, kind: Kind) -> FieldDef {
-    FieldDef { name, number, kind, label: Label::Optional, packed: false, oneof: Some(oneof) }
+    FieldDef {
+        name,
+        number,
+        kind,
+        label: Label::Optional,
+        packed: false,
+        oneof: Some(oneof),
+    }
 }
 
 use Kind::*;
@@ -128,8 +156,10 @@ pub static ATTRIBUTE_TYPE: EnumDef = EnumDef {
 };
 
 /// `TensorProto.DataLocation` (closed).
-pub static DATA_LOCATION: EnumDef =
-    EnumDef { name: "TensorProto.DataLocation", values: &[("DEFAULT", 0), ("EXTERNAL", 1)] };
+pub static DATA_LOCATION: EnumDef = EnumDef {
+    name: "TensorProto.DataLocation",
+    values: &[("DEFAULT", 0), ("EXTERNAL", 1)],
+};
 
 /// Every message, in `onnx.proto` order, then `onnx-data.proto`.
 pub static MESSAGES: &[MessageDef] = &[
@@ -177,7 +207,11 @@ pub static MESSAGES: &[MessageDef] = &[
             rep("attribute", 5, Message("AttributeProto")),
             opt("doc_string", 6, String),
             rep("metadata_props", 9, Message("StringStringEntryProto")),
-            rep("device_configurations", 10, Message("NodeDeviceConfigurationProto")),
+            rep(
+                "device_configurations",
+                10,
+                Message("NodeDeviceConfigurationProto"),
+            ),
         ],
     },
     MessageDef {
@@ -197,13 +231,20 @@ pub static MESSAGES: &[MessageDef] = &[
         fields: &[
             opt("tensor_name", 1, String),
             rep("device", 2, Int64),
-            rep("index_to_device_group_map", 3, Message("IntIntListEntryProto")),
+            rep(
+                "index_to_device_group_map",
+                3,
+                Message("IntIntListEntryProto"),
+            ),
             rep("sharded_dim", 4, Message("ShardedDimProto")),
         ],
     },
     MessageDef {
         name: "ShardedDimProto",
-        fields: &[opt("axis", 1, Int64), rep("simple_sharding", 2, Message("SimpleShardedDimProto"))],
+        fields: &[
+            opt("axis", 1, Int64),
+            rep("simple_sharding", 2, Message("SimpleShardedDimProto")),
+        ],
     },
     MessageDef {
         name: "SimpleShardedDimProto",
@@ -218,7 +259,11 @@ pub static MESSAGES: &[MessageDef] = &[
         fields: &[
             opt("initialization", 1, Message("GraphProto")),
             opt("algorithm", 2, Message("GraphProto")),
-            rep("initialization_binding", 3, Message("StringStringEntryProto")),
+            rep(
+                "initialization_binding",
+                3,
+                Message("StringStringEntryProto"),
+            ),
             rep("update_binding", 4, Message("StringStringEntryProto")),
         ],
     },
@@ -241,7 +286,11 @@ pub static MESSAGES: &[MessageDef] = &[
     },
     MessageDef {
         name: "DeviceConfigurationProto",
-        fields: &[opt("name", 1, String), opt("num_devices", 2, Int32), rep("device", 3, String)],
+        fields: &[
+            opt("name", 1, String),
+            opt("num_devices", 2, Int32),
+            rep("device", 3, String),
+        ],
     },
     MessageDef {
         name: "StringStringEntryProto",
@@ -251,7 +300,11 @@ pub static MESSAGES: &[MessageDef] = &[
         name: "TensorAnnotation",
         fields: &[
             opt("tensor_name", 1, String),
-            rep("quant_parameter_tensor_names", 2, Message("StringStringEntryProto")),
+            rep(
+                "quant_parameter_tensor_names",
+                2,
+                Message("StringStringEntryProto"),
+            ),
         ],
     },
     MessageDef {
@@ -289,7 +342,10 @@ pub static MESSAGES: &[MessageDef] = &[
             rep("metadata_props", 16, Message("StringStringEntryProto")),
         ],
     },
-    MessageDef { name: "TensorProto.Segment", fields: &[opt("begin", 1, Int64), opt("end", 2, Int64)] },
+    MessageDef {
+        name: "TensorProto.Segment",
+        fields: &[opt("begin", 1, Int64), opt("end", 2, Int64)],
+    },
     MessageDef {
         name: "SparseTensorProto",
         fields: &[
@@ -317,24 +373,44 @@ pub static MESSAGES: &[MessageDef] = &[
             one("value", "sequence_type", 4, Message("TypeProto.Sequence")),
             one("value", "map_type", 5, Message("TypeProto.Map")),
             one("value", "optional_type", 9, Message("TypeProto.Optional")),
-            one("value", "sparse_tensor_type", 8, Message("TypeProto.SparseTensor")),
+            one(
+                "value",
+                "sparse_tensor_type",
+                8,
+                Message("TypeProto.SparseTensor"),
+            ),
             one("value", "opaque_type", 7, Message("TypeProto.Opaque")),
             opt("denotation", 6, String),
         ],
     },
     MessageDef {
         name: "TypeProto.Tensor",
-        fields: &[opt("elem_type", 1, Int32), opt("shape", 2, Message("TensorShapeProto"))],
+        fields: &[
+            opt("elem_type", 1, Int32),
+            opt("shape", 2, Message("TensorShapeProto")),
+        ],
     },
-    MessageDef { name: "TypeProto.Sequence", fields: &[opt("elem_type", 1, Message("TypeProto"))] },
+    MessageDef {
+        name: "TypeProto.Sequence",
+        fields: &[opt("elem_type", 1, Message("TypeProto"))],
+    },
     MessageDef {
         name: "TypeProto.Map",
-        fields: &[opt("key_type", 1, Int32), opt("value_type", 2, Message("TypeProto"))],
+        fields: &[
+            opt("key_type", 1, Int32),
+            opt("value_type", 2, Message("TypeProto")),
+        ],
     },
-    MessageDef { name: "TypeProto.Optional", fields: &[opt("elem_type", 1, Message("TypeProto"))] },
+    MessageDef {
+        name: "TypeProto.Optional",
+        fields: &[opt("elem_type", 1, Message("TypeProto"))],
+    },
     MessageDef {
         name: "TypeProto.SparseTensor",
-        fields: &[opt("elem_type", 1, Int32), opt("shape", 2, Message("TensorShapeProto"))],
+        fields: &[
+            opt("elem_type", 1, Int32),
+            opt("shape", 2, Message("TensorShapeProto")),
+        ],
     },
     MessageDef {
         name: "TypeProto.Opaque",

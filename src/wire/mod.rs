@@ -5,7 +5,7 @@ mod reader;
 mod writer;
 
 pub use reader::{ArenaBase, DecodeConfig, PayloadMode, Reader};
-pub use writer::{SizeCursor, Sink, put_tag, put_varint};
+pub use writer::{Sink, SizeCursor, put_tag, put_varint};
 
 /// Wire type 0: varint.
 pub const VARINT: u32 = 0;
@@ -48,7 +48,17 @@ mod tests {
 
     #[test]
     fn varint_len_matches_encoding() {
-        for v in [0u64, 1, 127, 128, 16383, 16384, u32::MAX as u64, u64::MAX, 1 << 63] {
+        for v in [
+            0u64,
+            1,
+            127,
+            128,
+            16383,
+            16384,
+            u32::MAX as u64,
+            u64::MAX,
+            1 << 63,
+        ] {
             let mut buf = Vec::new();
             put_varint(&mut buf, v);
             assert_eq!(buf.len() as u64, varint_len(v), "value {v}");

@@ -286,7 +286,13 @@ impl<'a> Reader<'a> {
         }
         let available = (self.limit - self.pos) as u64;
         if len > available {
-            return Err(self.err(DecodeErrorKind::LengthPastEnd { length: len, available }, start));
+            return Err(self.err(
+                DecodeErrorKind::LengthPastEnd {
+                    length: len,
+                    available,
+                },
+                start,
+            ));
         }
         Ok(len as usize)
     }
@@ -315,7 +321,10 @@ impl<'a> Reader<'a> {
         let len = bytes.len();
         if cfg.max_tensor_size_bytes > 0 && len as u64 > cfg.max_tensor_size_bytes {
             return Err(self.err(
-                DecodeErrorKind::TensorTooLarge { size: len as u64, limit: cfg.max_tensor_size_bytes },
+                DecodeErrorKind::TensorTooLarge {
+                    size: len as u64,
+                    limit: cfg.max_tensor_size_bytes,
+                },
                 start,
             ));
         }
@@ -326,7 +335,9 @@ impl<'a> Reader<'a> {
             let offset = bytes.as_ptr() as usize - self.buf.as_ptr() as usize;
             // SAFETY: `new_arena`'s contract: `base` is the writable start of the input, kept
             // alive by `owner`; this range of the input is handed out once.
-            return Ok(Some(unsafe { ByteSpan::from_arena_range(base.0.add(offset), len, owner.clone()) }));
+            return Ok(Some(unsafe {
+                ByteSpan::from_arena_range(base.0.add(offset), len, owner.clone())
+            }));
         }
         if len < cfg.raw_data_threshold || len == 0 {
             return Ok(Some(ByteSpan::from_vec(bytes.to_vec())));
@@ -352,7 +363,10 @@ impl<'a> Reader<'a> {
         let len_at = self.pos;
         let len = self.read_len()?;
         if self.depth_left == 0 {
-            return Err(self.err(DecodeErrorKind::RecursionLimit(self.config.max_depth), len_at));
+            return Err(self.err(
+                DecodeErrorKind::RecursionLimit(self.config.max_depth),
+                len_at,
+            ));
         }
         let saved_limit = self.limit;
         self.limit = self.pos + len;
@@ -447,7 +461,10 @@ impl<'a> Reader<'a> {
     fn skip_group(&mut self, field: u32) -> DResult<()> {
         let group_start = self.tag_start;
         if self.depth_left == 0 {
-            return Err(self.err(DecodeErrorKind::RecursionLimit(self.config.max_depth), group_start));
+            return Err(self.err(
+                DecodeErrorKind::RecursionLimit(self.config.max_depth),
+                group_start,
+            ));
         }
         self.depth_left -= 1;
         let result = loop {

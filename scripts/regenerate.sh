@@ -1,0 +1,10 @@
+#!/usr/bin/env bash
+# Rewrites every generated file: the codegen outputs (src/proto/generated.rs,
+# src/ffi/accessors.rs, include/onnx_light.hpp), then include/onnx_light.h with the pinned
+# cbindgen (which reads src/ffi/, so it runs second). tests/generated_files.rs fails when any of
+# them is stale.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+cargo run --release -q -p codegen
+ONNXL_REGENERATE=1 cargo test --release -q --test generated_files c_header_is_up_to_date
+cargo test --release -q --test generated_files

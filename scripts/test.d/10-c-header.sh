@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# C ABI checks (run by scripts/test-all.sh):
+# - include/onnx_light.h compiles standalone as C99, C11 and C++17, include/onnx_light.hpp as
+#   C++17 and C++20, all with -Wall -Wextra -Wpedantic -Werror;
+# - the C++ wrapper test (c_tests/cpp_wrapper_roundtrip.cpp) builds against
+#   target/release/libonnx_light.so and round-trips samples/mlp.onnx (under Valgrind when it is
+#   installed; ONNXL_NO_VALGRIND=1 skips it);
+# - the shared library exports only onnxl_* symbols.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+ROOT=$PWD
+CC=${CC:-gcc}
+CXX=${CXX:-g++}
+WARN=(-Wall -Wextra -Wpedantic -Werror)
+
+cargo build --release --lib
+LIB="$ROOT/target/release/libonnx_light.so"
+[ -f "$LIB" ] || { echo "missing $LIB" >&2; exit 1; }
+
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+
+# A translation unit that includes the header alone and touches a few of its declarations.
+cat > "$work/header.c" <<'C'
+#include "onnx_light.h"
+int header_check(void);
+int header_check(void) {
+  OnnxlParseOptions p = onnxl_parse_options_default();
+  OnnxlSerializeOptions s = onnxl_serialize_options_default();
+  OnnxlModelProto *m = NULL;
+  OnnxlStatus st = onnxl_load_model("x.onnx", &p, &m);
+  OnnxlStr name = onnxl_model_proto_producer_name(m);
+  (void)s;
+  return (int)st + (int)name.len + ONNXL_TENSOR_PROTO_DATA_TYPE_FLOAT + (int)ONNXL_TYPE_PROTO_VALUE_CASE_NOT_SET;
+}
+C
+for std in c99 c11; do
+  echo "onnx_light.h as $std"
+  "$CC" -std="$std" "${WARN[@]}" -Iinclude -c "$work/header.c" -o "$work/header_$std.o"
+done
+cp "$work/header.c" "$work/header_c.cpp"
+echo "onnx_light.h as c++17"
+"$CXX" -std=c++17 "${WARN[@]}" -Iinclude -c "$work/header_c.cpp" -o "$work/header_cpp.o"
+
+printf '#include "onnx_light.hpp"\n' > "$work/wrapper.cpp"
+for std in c++17 c++20; do
+  echo "onnx_light.hpp as $std"
+  "$CXX" -std="$std" "${WARN[@]}" -Iinclude -c "$work/wrapper.cpp" -o "$work/wrapper_$std.o"
+done
+
+echo "C++ wrapper round trip"
+"$CXX" -std=c++17 "${WARN[@]}" -Iinclude c_tests/cpp_wrapper_roundtrip.cpp \
+  -L"$ROOT/target/release" -lonnx_light -Wl,-rpath,"$ROOT/target/release" -o "$work/cpp_wrapper_roundtrip"
+if command -v valgrind >/dev/null 2>&1 && [ "${ONNXL_NO_VALGRIND:-0}" != 1 ]; then
+  valgrind -q --error-exitcode=1 --leak-check=full --errors-for-leak-kinds=definite,indirect \
+    --show-leak-kinds=definite,indirect "$work/cpp_wrapper_roundtrip" samples/mlp.onnx "$work"
+else
+  "$work/cpp_wrapper_roundtrip" samples/mlp.onnx "$work"
+fi
+
+echo "exported symbols"
+symbols=$(nm -D --defined-only "$LIB" | awk 'NF >= 3 {print $NF}')
+foreign=$(grep -v '^onnxl_' <<<"$symbols" || true)
+if [ -n "$foreign" ]; then
+  echo "libonnx_light.so exports symbols other than onnxl_*:" >&2
+  echo "$foreign" | head -20 >&2
+  exit 1
+fi
+count=$(grep -c '^onnxl_' <<<"$symbols" || true)
+if [ "$count" -lt 1000 ]; then
+  echo "libonnx_light.so exports only $count onnxl_* symbols" >&2
+  exit 1
+fi
+echo "ok: $count onnxl_* symbols, nothing else"

@@ -1,0 +1,45 @@
+//! The C ABI: a thin layer over the model operations, exported as `onnxl_*` functions and
+//! declared in the cbindgen-generated `include/onnx_light.h`.
+//!
+//! Conventions (modelled on rustls-ffi):
+//! - functions are `onnxl_*`, types `Onnxl*`, constants and enumerators `ONNXL_*`;
+//! - fallible functions return [`OnnxlStatus`] and write their outputs through out-pointers only
+//!   on success; functions returning a pointer return NULL on failure, getters their zero value;
+//!   in every case `onnxl_last_error_message()` (thread-local) says what went wrong;
+//! - no panic crosses the boundary (every body runs under `catch_unwind`: a panic becomes
+//!   `ONNXL_STATUS_PANIC`); every pointer argument is checked for NULL; options pointers may be
+//!   NULL, meaning defaults;
+//! - messages are opaque handles (`OnnxlModelProto`, `OnnxlTensorProto`, ...): the caller owns
+//!   handles from `_new`, load and parse functions and frees them with `_free`; child handles are
+//!   borrowed from their parent (see `accessors` for their lifetimes);
+//! - tensor bytes come back as (pointer, length) without copying, with an optional retained
+//!   [`owner::OnnxlOwner`] token that keeps them alive after the model is freed.
+//!
+//! Modules: [`status`] (status codes, error mapping, last error), [`panic`] (the panic boundary),
+//! [`handle`] (pointer plumbing, views), [`owner`] (owner tokens), [`buffer`] (library-made
+//! bytes), [`options`] (options structs), [`model`] (load / save / serialize), [`stream`]
+//! (streams), [`accessors`] (generated: handles and per-field accessors of every message).
+//!
+//! `unsafe` in this crate lives only here: every block carries a `// SAFETY:` comment, and every
+//! exported function documents its pointer contract under `# Safety`.
+
+#[rustfmt::skip]
+pub mod accessors;
+pub mod buffer;
+pub mod handle;
+pub mod model;
+pub mod options;
+pub mod owner;
+pub(crate) mod panic;
+pub mod status;
+pub mod stream;
+
+pub use buffer::OnnxlBuffer;
+pub use handle::{OnnxlBytes, OnnxlStr};
+pub use options::{OnnxlFileLoadMode, OnnxlParseOptions, OnnxlSerializeOptions};
+pub use owner::{OnnxlOwner, OnnxlReleaseCallback};
+pub use status::OnnxlStatus;
+pub use stream::OnnxlStream;
+
+#[cfg(test)]
+mod tests;

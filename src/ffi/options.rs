@@ -1,0 +1,279 @@
+//! Options structs of the C ABI, mirroring [`crate::ParseOptions`] and
+//! [`crate::SerializeOptions`].
+//!
+//! ABI growth rule: every struct starts with `size_t struct_size`, which the caller sets to
+//! `sizeof` the struct it was compiled with (the `*_default()` functions do). New fields are only
+//! ever appended (in place of `reserved` bytes, or after them), and the library accepts every
+//! size it has ever published, taking defaults for the fields an older caller does not have. The
+//! structs have no implicit tail padding (explicit `reserved` bytes, which must be zero), so an
+//! older size always ends exactly at a field boundary. A size the library does not know (e.g.
+//! from a newer header) is `ONNXL_STATUS_INVALID_ARGUMENT`.
+
+use super::handle::check_enum;
+use super::status::FfiError;
+use crate::options::{FileLoadMode, ParseOptions, SerializeOptions};
+
+/// How `onnxl_load_model` reads a file (the `file_load_mode` field of `OnnxlParseOptions`).
+#[repr(u32)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OnnxlFileLoadMode {
+    /// Memory-map files of at least 64 KiB, read smaller ones.
+    Auto = 0,
+    /// Always memory-map.
+    Mmap = 1,
+    /// Always read into memory.
+    Buffered = 2,
+}
+
+/// Options of parsing (C++ `ParseOptions`). Get the defaults with
+/// `onnxl_parse_options_default()`, then change fields. A NULL options pointer means defaults.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct OnnxlParseOptions {
+    /// `sizeof(OnnxlParseOptions)` as compiled by the caller (set by the default function).
+    pub struct_size: usize,
+    /// Payloads of at least this many bytes are borrowed (with `no_copy`) or dropped (with
+    /// `skip_raw_data`); smaller ones are always copied. Default 1024.
+    pub raw_data_threshold: u64,
+    /// Alignment of tensor buffers allocated while parsing: 0/1 = none, else a power of two.
+    pub alignment: u64,
+    /// Parse initializers in parallel only when the graph holds at least this many bytes of
+    /// them (0 = whenever there are two or more). Default 0.
+    pub min_parallel_block_size: u64,
+    /// Largest tensor payload accepted, checked before allocating (0 = no limit).
+    pub max_tensor_size_bytes: u64,
+    /// 1 = sequential (default), n > 1 = exactly n threads, negative = all cores; 0 is invalid.
+    pub num_threads: i32,
+    /// Deepest nesting of messages accepted (default 100, at most 1000).
+    pub max_recursion_depth: u32,
+    /// One of `OnnxlFileLoadMode` (default `ONNXL_FILE_LOAD_MODE_AUTO`); other values are
+    /// `ONNXL_STATUS_INVALID_ARGUMENT`.
+    pub file_load_mode: u32,
+    /// Borrow tensor payloads from the input instead of copying them (default false). From a
+    /// file or mapped stream the payloads keep the input alive through owner tokens; from caller
+    /// bytes they borrow WITHOUT an owner: the caller keeps the bytes alive while the message is
+    /// used.
+    pub no_copy: bool,
+    /// Keep the structure, drop payloads of at least `raw_data_threshold` bytes (default false).
+    pub skip_raw_data: bool,
+    /// Must be zero (room for later options).
+    pub reserved: [u8; 2],
+}
+
+/// Options of serializing (C++ `SerializeOptions`). Get the defaults with
+/// `onnxl_serialize_options_default()`, then change fields. A NULL options pointer means
+/// defaults.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct OnnxlSerializeOptions {
+    /// `sizeof(OnnxlSerializeOptions)` as compiled by the caller (set by the default function).
+    pub struct_size: usize,
+    /// Tensors with at least this many payload bytes count as large (external data). Default 64.
+    pub raw_data_threshold: u64,
+    /// Alignment of large tensors in external files: 0/1 = none, else a power of two.
+    pub alignment: u64,
+    /// Refuse to write more than this many bytes (0 = no limit).
+    pub max_serialized_size_bytes: u64,
+    /// 1 = sequential (default), n > 1 = n threads, negative = all cores; 0 is invalid.
+    pub num_threads: i32,
+    /// Must be zero (room for later options).
+    pub reserved: u32,
+}
+
+/// Every `struct_size` of `OnnxlParseOptions` ever published (oldest first).
+const PARSE_OPTIONS_SIZES: &[usize] = &[size_of::<OnnxlParseOptions>()];
+/// Every `struct_size` of `OnnxlSerializeOptions` ever published (oldest first).
+const SERIALIZE_OPTIONS_SIZES: &[usize] = &[size_of::<OnnxlSerializeOptions>()];
+
+/// The default parse options (same values as the C++ library), with `struct_size` set.
+#[unsafe(no_mangle)]
+pub extern "C" fn onnxl_parse_options_default() -> OnnxlParseOptions {
+    let d = ParseOptions::default();
+    OnnxlParseOptions {
+        struct_size: size_of::<OnnxlParseOptions>(),
+        raw_data_threshold: d.raw_data_threshold,
+        alignment: d.alignment,
+        min_parallel_block_size: d.min_parallel_block_size,
+        max_tensor_size_bytes: d.max_tensor_size_bytes,
+        num_threads: d.num_threads,
+        max_recursion_depth: d.max_recursion_depth,
+        file_load_mode: OnnxlFileLoadMode::Auto as u32,
+        no_copy: d.no_copy,
+        skip_raw_data: d.skip_raw_data,
+        reserved: [0; 2],
+    }
+}
+
+/// The default serialize options (same values as the C++ library), with `struct_size` set.
+#[unsafe(no_mangle)]
+pub extern "C" fn onnxl_serialize_options_default() -> OnnxlSerializeOptions {
+    let d = SerializeOptions::default();
+    OnnxlSerializeOptions {
+        struct_size: size_of::<OnnxlSerializeOptions>(),
+        raw_data_threshold: d.raw_data_threshold,
+        alignment: d.alignment,
+        max_serialized_size_bytes: d.max_serialized_size_bytes,
+        num_threads: d.num_threads,
+        reserved: 0,
+    }
+}
+
+/// Reads the leading `struct_size` of an options struct and checks it is a published size.
+///
+/// # Safety
+/// `p` is non-NULL and readable for at least a `usize`.
+unsafe fn checked_size<T>(p: *const T, known: &[usize], what: &str) -> Result<usize, FfiError> {
+    // SAFETY: every options struct starts with `size_t struct_size` (contract).
+    let size = unsafe { p.cast::<usize>().read() };
+    if known.contains(&size) {
+        Ok(size)
+    } else {
+        Err(FfiError::invalid(format!(
+            "{what}.struct_size is {size}, this library knows {known:?} (initialize the struct with \
+             its _default() function; a larger size means a header newer than the library)"
+        )))
+    }
+}
+
+/// The parse options behind a C pointer (NULL = defaults), validated.
+///
+/// # Safety
+/// `p` is NULL or points at options whose `struct_size` bytes are readable.
+pub(crate) unsafe fn parse_options(p: *const OnnxlParseOptions) -> Result<ParseOptions, FfiError> {
+    if p.is_null() {
+        return Ok(ParseOptions::default());
+    }
+    // SAFETY: non-NULL options (contract).
+    unsafe { checked_size(p, PARSE_OPTIONS_SIZES, "OnnxlParseOptions") }?;
+    // SAFETY: the size is the full current struct (the only published one), so all of it is
+    // readable.
+    let o = unsafe { &*p };
+    if o.reserved != [0; 2] {
+        return Err(FfiError::invalid("OnnxlParseOptions.reserved must be zero"));
+    }
+    let mode = check_enum(
+        o.file_load_mode as i32,
+        &[0, 1, 2],
+        "OnnxlParseOptions.file_load_mode",
+    )
+    .map_err(|_| {
+        FfiError::invalid(format!(
+            "OnnxlParseOptions.file_load_mode {} is not an OnnxlFileLoadMode",
+            o.file_load_mode
+        ))
+    })?;
+    let opts = ParseOptions {
+        raw_data_threshold: o.raw_data_threshold,
+        alignment: o.alignment,
+        no_copy: o.no_copy,
+        num_threads: o.num_threads,
+        min_parallel_block_size: o.min_parallel_block_size,
+        skip_raw_data: o.skip_raw_data,
+        max_recursion_depth: o.max_recursion_depth,
+        max_tensor_size_bytes: o.max_tensor_size_bytes,
+        file_load_mode: match mode {
+            0 => FileLoadMode::Auto,
+            1 => FileLoadMode::Mmap,
+            _ => FileLoadMode::Buffered,
+        },
+    };
+    opts.validate()?;
+    Ok(opts)
+}
+
+/// The serialize options behind a C pointer (NULL = defaults), validated.
+///
+/// # Safety
+/// `p` is NULL or points at options whose `struct_size` bytes are readable.
+pub(crate) unsafe fn serialize_options(
+    p: *const OnnxlSerializeOptions,
+) -> Result<SerializeOptions, FfiError> {
+    if p.is_null() {
+        return Ok(SerializeOptions::default());
+    }
+    // SAFETY: non-NULL options (contract).
+    unsafe { checked_size(p, SERIALIZE_OPTIONS_SIZES, "OnnxlSerializeOptions") }?;
+    // SAFETY: the size is the full current struct, so all of it is readable.
+    let o = unsafe { &*p };
+    if o.reserved != 0 {
+        return Err(FfiError::invalid(
+            "OnnxlSerializeOptions.reserved must be zero",
+        ));
+    }
+    let opts = SerializeOptions {
+        raw_data_threshold: o.raw_data_threshold,
+        alignment: o.alignment,
+        num_threads: o.num_threads,
+        max_serialized_size_bytes: o.max_serialized_size_bytes,
+    };
+    opts.validate()?;
+    Ok(opts)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ffi::status::OnnxlStatus;
+
+    #[test]
+    fn layout_has_no_tail_padding() {
+        assert_eq!(size_of::<OnnxlParseOptions>(), 56);
+        assert_eq!(size_of::<OnnxlSerializeOptions>(), 40);
+    }
+
+    #[test]
+    fn defaults_round_trip() {
+        let p = onnxl_parse_options_default();
+        // SAFETY: a valid struct on the stack; NULL allowed.
+        unsafe {
+            assert_eq!(parse_options(&p).unwrap(), ParseOptions::default());
+            assert_eq!(
+                parse_options(std::ptr::null()).unwrap(),
+                ParseOptions::default()
+            );
+            let s = onnxl_serialize_options_default();
+            assert_eq!(serialize_options(&s).unwrap(), SerializeOptions::default());
+        }
+    }
+
+    #[test]
+    fn bad_values_are_invalid_argument() {
+        let mut p = onnxl_parse_options_default();
+        p.file_load_mode = 7;
+        // SAFETY: valid structs on the stack.
+        unsafe {
+            let e = parse_options(&p).unwrap_err();
+            assert_eq!(e.status, OnnxlStatus::InvalidArgument);
+            assert!(e.message.contains("file_load_mode 7"), "{}", e.message);
+            p = onnxl_parse_options_default();
+            p.struct_size = 48;
+            assert_eq!(
+                parse_options(&p).unwrap_err().status,
+                OnnxlStatus::InvalidArgument
+            );
+            p = onnxl_parse_options_default();
+            p.num_threads = 0;
+            assert_eq!(
+                parse_options(&p).unwrap_err().status,
+                OnnxlStatus::InvalidArgument
+            );
+            p = onnxl_parse_options_default();
+            p.reserved[1] = 1;
+            assert_eq!(
+                parse_options(&p).unwrap_err().status,
+                OnnxlStatus::InvalidArgument
+            );
+            let mut s = onnxl_serialize_options_default();
+            s.alignment = 3;
+            assert_eq!(
+                serialize_options(&s).unwrap_err().status,
+                OnnxlStatus::InvalidArgument
+            );
+            p = onnxl_parse_options_default();
+            p.file_load_mode = OnnxlFileLoadMode::Mmap as u32;
+            p.no_copy = true;
+            let o = parse_options(&p).unwrap();
+            assert_eq!((o.file_load_mode, o.no_copy), (FileLoadMode::Mmap, true));
+        }
+    }
+}

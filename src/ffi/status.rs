@@ -1,0 +1,321 @@
+//! Status codes, the mapping of [`crate::Error`] to them (in ONE place: [`status_of`]), and the
+//! thread-local message of the last failure.
+
+use std::cell::RefCell;
+use std::ffi::{CString, c_char};
+
+use crate::error::{DecodeErrorKind, Error};
+
+/// Result of every fallible `onnxl_*` function.
+///
+/// The values are stable: they never change and new ones are only appended (later issues add
+/// codes after the last one). `onnxl_last_error_message()` gives the text of the last failure
+/// on the calling thread.
+#[repr(u32)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OnnxlStatus {
+    /// Success.
+    Ok = 0,
+    /// An argument or option has an invalid value (bad enum value in an options struct,
+    /// unknown `struct_size`, non-UTF-8 path on a platform that needs UTF-8, ...).
+    InvalidArgument = 1,
+    /// A required pointer argument is NULL.
+    NullPointer = 2,
+    /// Reading or writing a file or stream failed.
+    Io = 3,
+    /// The bytes are not a valid protobuf encoding of the message.
+    Parse = 4,
+    /// External tensor data could not be resolved, read or written.
+    ExternalData = 5,
+    /// A path was refused (outside the model directory, symlink, ...).
+    PathRefused = 6,
+    /// A cryptographic operation failed.
+    Crypto = 7,
+    /// Decryption failed authentication: wrong key, or the data was tampered with.
+    Authentication = 8,
+    /// The operation is not supported (e.g. writing to a read-only stream).
+    Unsupported = 9,
+    /// A configured limit was exceeded (recursion depth, tensor size, serialized size).
+    LimitExceeded = 10,
+    /// Memory could not be allocated.
+    OutOfMemory = 11,
+    /// The library panicked (a bug); the objects involved are still valid to free.
+    Panic = 12,
+    /// An index is outside its repeated field.
+    OutOfRange = 13,
+    /// An error the C ABI does not classify yet.
+    Internal = 14,
+}
+
+impl OnnxlStatus {
+    /// Every status, in value order (used by `onnxl_status_name` and the tests).
+    pub(crate) const ALL: [OnnxlStatus; 15] = [
+        Self::Ok,
+        Self::InvalidArgument,
+        Self::NullPointer,
+        Self::Io,
+        Self::Parse,
+        Self::ExternalData,
+        Self::PathRefused,
+        Self::Crypto,
+        Self::Authentication,
+        Self::Unsupported,
+        Self::LimitExceeded,
+        Self::OutOfMemory,
+        Self::Panic,
+        Self::OutOfRange,
+        Self::Internal,
+    ];
+
+    /// The C enumerator name, NUL-terminated.
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Self::Ok => "ONNXL_STATUS_OK\0",
+            Self::InvalidArgument => "ONNXL_STATUS_INVALID_ARGUMENT\0",
+            Self::NullPointer => "ONNXL_STATUS_NULL_POINTER\0",
+            Self::Io => "ONNXL_STATUS_IO\0",
+            Self::Parse => "ONNXL_STATUS_PARSE\0",
+            Self::ExternalData => "ONNXL_STATUS_EXTERNAL_DATA\0",
+            Self::PathRefused => "ONNXL_STATUS_PATH_REFUSED\0",
+            Self::Crypto => "ONNXL_STATUS_CRYPTO\0",
+            Self::Authentication => "ONNXL_STATUS_AUTHENTICATION\0",
+            Self::Unsupported => "ONNXL_STATUS_UNSUPPORTED\0",
+            Self::LimitExceeded => "ONNXL_STATUS_LIMIT_EXCEEDED\0",
+            Self::OutOfMemory => "ONNXL_STATUS_OUT_OF_MEMORY\0",
+            Self::Panic => "ONNXL_STATUS_PANIC\0",
+            Self::OutOfRange => "ONNXL_STATUS_OUT_OF_RANGE\0",
+            Self::Internal => "ONNXL_STATUS_INTERNAL\0",
+        }
+    }
+}
+
+/// A failure inside the C ABI: a status and its message.
+#[derive(Debug)]
+pub(crate) struct FfiError {
+    pub(crate) status: OnnxlStatus,
+    pub(crate) message: String,
+}
+
+impl FfiError {
+    pub(crate) fn new(status: OnnxlStatus, message: impl Into<String>) -> Self {
+        Self {
+            status,
+            message: message.into(),
+        }
+    }
+    pub(crate) fn null(what: &str) -> Self {
+        Self::new(OnnxlStatus::NullPointer, format!("{what} is NULL"))
+    }
+    pub(crate) fn invalid(message: impl Into<String>) -> Self {
+        Self::new(OnnxlStatus::InvalidArgument, message)
+    }
+    pub(crate) fn out_of_range(field: &str, index: usize, len: usize) -> Self {
+        Self::new(
+            OnnxlStatus::OutOfRange,
+            format!("index {index} out of range for {field} (size {len})"),
+        )
+    }
+}
+
+/// The status of a library error: the ONE place where [`Error`] variants map to [`OnnxlStatus`].
+pub(crate) fn status_of(e: &Error) -> OnnxlStatus {
+    match e {
+        Error::Decode(d) => match d.kind {
+            DecodeErrorKind::RecursionLimit(_) | DecodeErrorKind::TensorTooLarge { .. } => {
+                OnnxlStatus::LimitExceeded
+            }
+            _ => OnnxlStatus::Parse,
+        },
+        Error::Io { source, .. } if source.kind() == std::io::ErrorKind::OutOfMemory => {
+            OnnxlStatus::OutOfMemory
+        }
+        Error::Io { .. } => OnnxlStatus::Io,
+        Error::InvalidOption { .. } | Error::InvalidArgument(_) => OnnxlStatus::InvalidArgument,
+        Error::LimitExceeded(_) => OnnxlStatus::LimitExceeded,
+        Error::Unsupported(_) => OnnxlStatus::Unsupported,
+        // Variants added to `Error` by later issues (external data, paths, crypto, ...) must get
+        // their own arm above; until then they are reported as INTERNAL, never as success.
+        #[allow(unreachable_patterns)]
+        _ => OnnxlStatus::Internal,
+    }
+}
+
+impl From<Error> for FfiError {
+    fn from(e: Error) -> Self {
+        Self {
+            status: status_of(&e),
+            message: e.to_string(),
+        }
+    }
+}
+
+thread_local! {
+    /// Message of the last failure on this thread (NUL-terminated).
+    static LAST_ERROR: RefCell<Option<CString>> = const { RefCell::new(None) };
+    /// Status of the last failure on this thread.
+    static LAST_STATUS: std::cell::Cell<OnnxlStatus> = const { std::cell::Cell::new(OnnxlStatus::Ok) };
+}
+
+/// Records `e` as the last failure of this thread and returns its status.
+pub(crate) fn set_last_error(e: FfiError) -> OnnxlStatus {
+    let text = CString::new(e.message.replace('\0', "\\0")).unwrap_or_default();
+    // `try_with`: during thread teardown the slot may be gone; the status is still returned.
+    let _ = LAST_ERROR.try_with(|slot| *slot.borrow_mut() = Some(text));
+    let _ = LAST_STATUS.try_with(|slot| slot.set(e.status));
+    e.status
+}
+
+/// Status of the last failed `onnxl_*` call on the calling thread (`ONNXL_STATUS_OK` when none
+/// has failed): the status behind a NULL or zero result of a function that returns a pointer or a
+/// value (e.g. `ONNXL_STATUS_OUT_OF_RANGE` for an index past the end). Like
+/// `onnxl_last_error_message`, successful calls do not reset it.
+#[unsafe(no_mangle)]
+pub extern "C" fn onnxl_last_error_status() -> OnnxlStatus {
+    LAST_STATUS
+        .try_with(|slot| slot.get())
+        .unwrap_or(OnnxlStatus::Ok)
+}
+
+/// Message of the last failed `onnxl_*` call on the calling thread, NUL-terminated UTF-8 (empty
+/// when no call has failed on this thread).
+///
+/// Lifetime: the string is owned by the library (thread-local storage) and stays valid until the
+/// next `onnxl_*` call on the same thread (other than `onnxl_last_error_message`,
+/// `onnxl_last_error_message_length`, `onnxl_last_error_status` and `onnxl_status_name`); copy it
+/// to keep it. Never NULL,
+/// never to be freed. Successful calls do not clear it, so read it only after a failure.
+#[unsafe(no_mangle)]
+pub extern "C" fn onnxl_last_error_message() -> *const c_char {
+    static EMPTY: &[u8] = b"\0";
+    let p = std::panic::catch_unwind(|| {
+        LAST_ERROR
+            .try_with(|slot| slot.borrow().as_ref().map(|s| s.as_ptr()))
+            .ok()
+            .flatten()
+    });
+    match p {
+        Ok(Some(p)) => p,
+        _ => EMPTY.as_ptr().cast(),
+    }
+}
+
+/// Length in bytes (without the terminating NUL) of `onnxl_last_error_message()`.
+#[unsafe(no_mangle)]
+pub extern "C" fn onnxl_last_error_message_length() -> usize {
+    std::panic::catch_unwind(|| {
+        LAST_ERROR
+            .try_with(|slot| slot.borrow().as_ref().map_or(0, |s| s.as_bytes().len()))
+            .unwrap_or(0)
+    })
+    .unwrap_or(0)
+}
+
+/// The enumerator name of a status value (e.g. `"ONNXL_STATUS_PARSE"`), or
+/// `"ONNXL_STATUS_UNKNOWN"` for a value this library does not define.
+///
+/// Lifetime: a static string; never NULL, never to be freed.
+#[unsafe(no_mangle)]
+pub extern "C" fn onnxl_status_name(status: u32) -> *const c_char {
+    let name = OnnxlStatus::ALL
+        .iter()
+        .find(|s| **s as u32 == status)
+        .map(|s| s.name())
+        .unwrap_or("ONNXL_STATUS_UNKNOWN\0");
+    name.as_ptr().cast()
+}
+
+/// The library version as `"MAJOR.MINOR.PATCH"`.
+///
+/// Lifetime: a static string; never NULL, never to be freed.
+#[unsafe(no_mangle)]
+pub extern "C" fn onnxl_version() -> *const c_char {
+    concat!(env!("CARGO_PKG_VERSION"), "\0").as_ptr().cast()
+}
+
+#[cfg(test)]
+pub(crate) fn last_error() -> String {
+    // SAFETY: the pointer is a NUL-terminated thread-local string, valid until the next call.
+    unsafe { std::ffi::CStr::from_ptr(onnxl_last_error_message()) }
+        .to_string_lossy()
+        .into_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::error::DecodeError;
+
+    #[test]
+    fn values_are_stable() {
+        for (i, s) in OnnxlStatus::ALL.iter().enumerate() {
+            assert_eq!(*s as u32, i as u32, "{s:?}");
+        }
+        assert_eq!(OnnxlStatus::Ok as u32, 0);
+        assert_eq!(OnnxlStatus::Panic as u32, 12);
+    }
+
+    #[test]
+    fn names() {
+        // SAFETY: static NUL-terminated strings.
+        let name = |v| {
+            unsafe { std::ffi::CStr::from_ptr(onnxl_status_name(v)) }
+                .to_str()
+                .unwrap()
+                .to_owned()
+        };
+        assert_eq!(name(0), "ONNXL_STATUS_OK");
+        assert_eq!(name(4), "ONNXL_STATUS_PARSE");
+        assert_eq!(name(14), "ONNXL_STATUS_INTERNAL");
+        assert_eq!(name(999), "ONNXL_STATUS_UNKNOWN");
+    }
+
+    #[test]
+    fn errors_map_to_statuses() {
+        let dec = |k| Error::Decode(DecodeError::new(k, 3));
+        assert_eq!(
+            status_of(&dec(DecodeErrorKind::Truncated)),
+            OnnxlStatus::Parse
+        );
+        assert_eq!(
+            status_of(&dec(DecodeErrorKind::RecursionLimit(100))),
+            OnnxlStatus::LimitExceeded
+        );
+        let io = Error::io("x", std::io::Error::from(std::io::ErrorKind::NotFound));
+        assert_eq!(status_of(&io), OnnxlStatus::Io);
+        let opt = Error::InvalidOption {
+            name: "alignment",
+            reason: "3".into(),
+        };
+        assert_eq!(status_of(&opt), OnnxlStatus::InvalidArgument);
+        assert_eq!(
+            status_of(&Error::LimitExceeded("x".into())),
+            OnnxlStatus::LimitExceeded
+        );
+        assert_eq!(
+            status_of(&Error::Unsupported("x".into())),
+            OnnxlStatus::Unsupported
+        );
+    }
+
+    #[test]
+    fn last_error_is_thread_local_and_kept_until_replaced() {
+        assert_eq!(
+            set_last_error(FfiError::invalid("first")),
+            OnnxlStatus::InvalidArgument
+        );
+        assert_eq!(last_error(), "first");
+        assert_eq!(onnxl_last_error_message_length(), 5);
+        assert_eq!(onnxl_last_error_status(), OnnxlStatus::InvalidArgument);
+        std::thread::spawn(|| {
+            assert_eq!(last_error(), "");
+            set_last_error(FfiError::null("x"));
+            assert_eq!(last_error(), "x is NULL");
+        })
+        .join()
+        .unwrap();
+        assert_eq!(last_error(), "first");
+        set_last_error(FfiError::new(OnnxlStatus::Io, "a\0b"));
+        assert_eq!(last_error(), "a\\0b");
+        assert_eq!(onnxl_last_error_status(), OnnxlStatus::Io);
+    }
+}
