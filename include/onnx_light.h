@@ -1728,7 +1728,7 @@ OnnxlStatus onnxl_attribute_proto_remove_tensors(struct OnnxlAttributeProto *m,
 /**
  * `tensors` element `i` (read-only); NULL when `i` >= size or `m` is NULL.
  *
- * `repeated TensorProto tensors = 10;` of `AttributeProto`. Lifetime: owned by `m` (never free it); valid until `tensors` is resized (add, remove, clear) or `m` is freed.
+ * `repeated TensorProto tensors = 10;` of `AttributeProto`. Lifetime: owned by `m` (never free it); valid until this element is removed, `tensors` is cleared, or `m` is freed (adding elements does not move it).
  *
  * # Safety
  * `m` is NULL or a live handle of this type that no other thread modifies during the call.
@@ -1750,7 +1750,7 @@ struct OnnxlTensorProto *onnxl_attribute_proto_mutable_tensors(struct OnnxlAttri
 /**
  * Appends an empty `TensorProto` to `tensors` and returns it for writing; NULL only when `m` is NULL.
  *
- * `repeated TensorProto tensors = 10;` of `AttributeProto`. Lifetime: as `onnxl_attribute_proto_tensors`. Adding may move the other elements: pointers to them taken before become invalid (fill one element before adding the next).
+ * `repeated TensorProto tensors = 10;` of `AttributeProto`. Lifetime: as `onnxl_attribute_proto_tensors`: adding elements never moves the existing ones.
  *
  * # Safety
  * `m` is NULL or a live handle of this type that no other thread uses during the call.
@@ -1791,7 +1791,7 @@ OnnxlStatus onnxl_attribute_proto_remove_graphs(struct OnnxlAttributeProto *m,
 /**
  * `graphs` element `i` (read-only); NULL when `i` >= size or `m` is NULL.
  *
- * `repeated GraphProto graphs = 11;` of `AttributeProto`. Lifetime: owned by `m` (never free it); valid until `graphs` is resized (add, remove, clear) or `m` is freed.
+ * `repeated GraphProto graphs = 11;` of `AttributeProto`. Lifetime: owned by `m` (never free it); valid until this element is removed, `graphs` is cleared, or `m` is freed (adding elements does not move it).
  *
  * # Safety
  * `m` is NULL or a live handle of this type that no other thread modifies during the call.
@@ -1813,7 +1813,7 @@ struct OnnxlGraphProto *onnxl_attribute_proto_mutable_graphs(struct OnnxlAttribu
 /**
  * Appends an empty `GraphProto` to `graphs` and returns it for writing; NULL only when `m` is NULL.
  *
- * `repeated GraphProto graphs = 11;` of `AttributeProto`. Lifetime: as `onnxl_attribute_proto_graphs`. Adding may move the other elements: pointers to them taken before become invalid (fill one element before adding the next).
+ * `repeated GraphProto graphs = 11;` of `AttributeProto`. Lifetime: as `onnxl_attribute_proto_graphs`: adding elements never moves the existing ones.
  *
  * # Safety
  * `m` is NULL or a live handle of this type that no other thread uses during the call.
@@ -1854,7 +1854,7 @@ OnnxlStatus onnxl_attribute_proto_remove_sparse_tensors(struct OnnxlAttributePro
 /**
  * `sparse_tensors` element `i` (read-only); NULL when `i` >= size or `m` is NULL.
  *
- * `repeated SparseTensorProto sparse_tensors = 23;` of `AttributeProto`. Lifetime: owned by `m` (never free it); valid until `sparse_tensors` is resized (add, remove, clear) or `m` is freed.
+ * `repeated SparseTensorProto sparse_tensors = 23;` of `AttributeProto`. Lifetime: owned by `m` (never free it); valid until this element is removed, `sparse_tensors` is cleared, or `m` is freed (adding elements does not move it).
  *
  * # Safety
  * `m` is NULL or a live handle of this type that no other thread modifies during the call.
@@ -1876,7 +1876,7 @@ struct OnnxlSparseTensorProto *onnxl_attribute_proto_mutable_sparse_tensors(stru
 /**
  * Appends an empty `SparseTensorProto` to `sparse_tensors` and returns it for writing; NULL only when `m` is NULL.
  *
- * `repeated SparseTensorProto sparse_tensors = 23;` of `AttributeProto`. Lifetime: as `onnxl_attribute_proto_sparse_tensors`. Adding may move the other elements: pointers to them taken before become invalid (fill one element before adding the next).
+ * `repeated SparseTensorProto sparse_tensors = 23;` of `AttributeProto`. Lifetime: as `onnxl_attribute_proto_sparse_tensors`: adding elements never moves the existing ones.
  *
  * # Safety
  * `m` is NULL or a live handle of this type that no other thread uses during the call.
@@ -1917,7 +1917,7 @@ OnnxlStatus onnxl_attribute_proto_remove_type_protos(struct OnnxlAttributeProto 
 /**
  * `type_protos` element `i` (read-only); NULL when `i` >= size or `m` is NULL.
  *
- * `repeated TypeProto type_protos = 15;` of `AttributeProto`. Lifetime: owned by `m` (never free it); valid until `type_protos` is resized (add, remove, clear) or `m` is freed.
+ * `repeated TypeProto type_protos = 15;` of `AttributeProto`. Lifetime: owned by `m` (never free it); valid until this element is removed, `type_protos` is cleared, or `m` is freed (adding elements does not move it).
  *
  * # Safety
  * `m` is NULL or a live handle of this type that no other thread modifies during the call.
@@ -1939,7 +1939,7 @@ struct OnnxlTypeProto *onnxl_attribute_proto_mutable_type_protos(struct OnnxlAtt
 /**
  * Appends an empty `TypeProto` to `type_protos` and returns it for writing; NULL only when `m` is NULL.
  *
- * `repeated TypeProto type_protos = 15;` of `AttributeProto`. Lifetime: as `onnxl_attribute_proto_type_protos`. Adding may move the other elements: pointers to them taken before become invalid (fill one element before adding the next).
+ * `repeated TypeProto type_protos = 15;` of `AttributeProto`. Lifetime: as `onnxl_attribute_proto_type_protos`: adding elements never moves the existing ones.
  *
  * # Safety
  * `m` is NULL or a live handle of this type that no other thread uses during the call.
@@ -2213,7 +2213,7 @@ OnnxlStatus onnxl_value_info_proto_remove_metadata_props(struct OnnxlValueInfoPr
 /**
  * `metadata_props` element `i` (read-only); NULL when `i` >= size or `m` is NULL.
  *
- * `repeated StringStringEntryProto metadata_props = 4;` of `ValueInfoProto`. Lifetime: owned by `m` (never free it); valid until `metadata_props` is resized (add, remove, clear) or `m` is freed.
+ * `repeated StringStringEntryProto metadata_props = 4;` of `ValueInfoProto`. Lifetime: owned by `m` (never free it); valid until this element is removed, `metadata_props` is cleared, or `m` is freed (adding elements does not move it).
  *
  * # Safety
  * `m` is NULL or a live handle of this type that no other thread modifies during the call.
@@ -2235,7 +2235,7 @@ struct OnnxlStringStringEntryProto *onnxl_value_info_proto_mutable_metadata_prop
 /**
  * Appends an empty `StringStringEntryProto` to `metadata_props` and returns it for writing; NULL only when `m` is NULL.
  *
- * `repeated StringStringEntryProto metadata_props = 4;` of `ValueInfoProto`. Lifetime: as `onnxl_value_info_proto_metadata_props`. Adding may move the other elements: pointers to them taken before become invalid (fill one element before adding the next).
+ * `repeated StringStringEntryProto metadata_props = 4;` of `ValueInfoProto`. Lifetime: as `onnxl_value_info_proto_metadata_props`: adding elements never moves the existing ones.
  *
  * # Safety
  * `m` is NULL or a live handle of this type that no other thread uses during the call.
@@ -2687,7 +2687,7 @@ OnnxlStatus onnxl_node_proto_remove_attribute(struct OnnxlNodeProto *m,
 /**
  * `attribute` element `i` (read-only); NULL when `i` >= size or `m` is NULL.
  *
- * `repeated AttributeProto attribute = 5;` of `NodeProto`. Lifetime: owned by `m` (never free it); valid until `attribute` is resized (add, remove, clear) or `m` is freed.
+ * `repeated AttributeProto attribute = 5;` of `NodeProto`. Lifetime: owned by `m` (never free it); valid until this element is removed, `attribute` is cleared, or `m` is freed (adding elements does not move it).
  *
  * # Safety
  * `m` is NULL or a live handle of this type that no other thread modifies during the call.
@@ -2709,7 +2709,7 @@ struct OnnxlAttributeProto *onnxl_node_proto_mutable_attribute(struct OnnxlNodeP
 /**
  * Appends an empty `AttributeProto` to `attribute` and returns it for writing; NULL only when `m` is NULL.
  *
- * `repeated AttributeProto attribute = 5;` of `NodeProto`. Lifetime: as `onnxl_node_proto_attribute`. Adding may move the other elements: pointers to them taken before become invalid (fill one element before adding the next).
+ * `repeated AttributeProto attribute = 5;` of `NodeProto`. Lifetime: as `onnxl_node_proto_attribute`: adding elements never moves the existing ones.
  *
  * # Safety
  * `m` is NULL or a live handle of this type that no other thread uses during the call.
@@ -2792,7 +2792,7 @@ OnnxlStatus onnxl_node_proto_remove_metadata_props(struct OnnxlNodeProto *m,
 /**
  * `metadata_props` element `i` (read-only); NULL when `i` >= size or `m` is NULL.
  *
- * `repeated StringStringEntryProto metadata_props = 9;` of `NodeProto`. Lifetime: owned by `m` (never free it); valid until `metadata_props` is resized (add, remove, clear) or `m` is freed.
+ * `repeated StringStringEntryProto metadata_props = 9;` of `NodeProto`. Lifetime: owned by `m` (never free it); valid until this element is removed, `metadata_props` is cleared, or `m` is freed (adding elements does not move it).
  *
  * # Safety
  * `m` is NULL or a live handle of this type that no other thread modifies during the call.
@@ -2814,7 +2814,7 @@ struct OnnxlStringStringEntryProto *onnxl_node_proto_mutable_metadata_props(stru
 /**
  * Appends an empty `StringStringEntryProto` to `metadata_props` and returns it for writing; NULL only when `m` is NULL.
  *
- * `repeated StringStringEntryProto metadata_props = 9;` of `NodeProto`. Lifetime: as `onnxl_node_proto_metadata_props`. Adding may move the other elements: pointers to them taken before become invalid (fill one element before adding the next).
+ * `repeated StringStringEntryProto metadata_props = 9;` of `NodeProto`. Lifetime: as `onnxl_node_proto_metadata_props`: adding elements never moves the existing ones.
  *
  * # Safety
  * `m` is NULL or a live handle of this type that no other thread uses during the call.
@@ -2855,7 +2855,7 @@ OnnxlStatus onnxl_node_proto_remove_device_configurations(struct OnnxlNodeProto 
 /**
  * `device_configurations` element `i` (read-only); NULL when `i` >= size or `m` is NULL.
  *
- * `repeated NodeDeviceConfigurationProto device_configurations = 10;` of `NodeProto`. Lifetime: owned by `m` (never free it); valid until `device_configurations` is resized (add, remove, clear) or `m` is freed.
+ * `repeated NodeDeviceConfigurationProto device_configurations = 10;` of `NodeProto`. Lifetime: owned by `m` (never free it); valid until this element is removed, `device_configurations` is cleared, or `m` is freed (adding elements does not move it).
  *
  * # Safety
  * `m` is NULL or a live handle of this type that no other thread modifies during the call.
@@ -2877,7 +2877,7 @@ struct OnnxlNodeDeviceConfigurationProto *onnxl_node_proto_mutable_device_config
 /**
  * Appends an empty `NodeDeviceConfigurationProto` to `device_configurations` and returns it for writing; NULL only when `m` is NULL.
  *
- * `repeated NodeDeviceConfigurationProto device_configurations = 10;` of `NodeProto`. Lifetime: as `onnxl_node_proto_device_configurations`. Adding may move the other elements: pointers to them taken before become invalid (fill one element before adding the next).
+ * `repeated NodeDeviceConfigurationProto device_configurations = 10;` of `NodeProto`. Lifetime: as `onnxl_node_proto_device_configurations`: adding elements never moves the existing ones.
  *
  * # Safety
  * `m` is NULL or a live handle of this type that no other thread uses during the call.
@@ -3315,7 +3315,7 @@ OnnxlStatus onnxl_node_device_configuration_proto_remove_sharding_spec(struct On
 /**
  * `sharding_spec` element `i` (read-only); NULL when `i` >= size or `m` is NULL.
  *
- * `repeated ShardingSpecProto sharding_spec = 2;` of `NodeDeviceConfigurationProto`. Lifetime: owned by `m` (never free it); valid until `sharding_spec` is resized (add, remove, clear) or `m` is freed.
+ * `repeated ShardingSpecProto sharding_spec = 2;` of `NodeDeviceConfigurationProto`. Lifetime: owned by `m` (never free it); valid until this element is removed, `sharding_spec` is cleared, or `m` is freed (adding elements does not move it).
  *
  * # Safety
  * `m` is NULL or a live handle of this type that no other thread modifies during the call.
@@ -3337,7 +3337,7 @@ struct OnnxlShardingSpecProto *onnxl_node_device_configuration_proto_mutable_sha
 /**
  * Appends an empty `ShardingSpecProto` to `sharding_spec` and returns it for writing; NULL only when `m` is NULL.
  *
- * `repeated ShardingSpecProto sharding_spec = 2;` of `NodeDeviceConfigurationProto`. Lifetime: as `onnxl_node_device_configuration_proto_sharding_spec`. Adding may move the other elements: pointers to them taken before become invalid (fill one element before adding the next).
+ * `repeated ShardingSpecProto sharding_spec = 2;` of `NodeDeviceConfigurationProto`. Lifetime: as `onnxl_node_device_configuration_proto_sharding_spec`: adding elements never moves the existing ones.
  *
  * # Safety
  * `m` is NULL or a live handle of this type that no other thread uses during the call.
@@ -3667,7 +3667,7 @@ OnnxlStatus onnxl_sharding_spec_proto_remove_index_to_device_group_map(struct On
 /**
  * `index_to_device_group_map` element `i` (read-only); NULL when `i` >= size or `m` is NULL.
  *
- * `repeated IntIntListEntryProto index_to_device_group_map = 3;` of `ShardingSpecProto`. Lifetime: owned by `m` (never free it); valid until `index_to_device_group_map` is resized (add, remove, clear) or `m` is freed.
+ * `repeated IntIntListEntryProto index_to_device_group_map = 3;` of `ShardingSpecProto`. Lifetime: owned by `m` (never free it); valid until this element is removed, `index_to_device_group_map` is cleared, or `m` is freed (adding elements does not move it).
  *
  * # Safety
  * `m` is NULL or a live handle of this type that no other thread modifies during the call.
@@ -3689,7 +3689,7 @@ struct OnnxlIntIntListEntryProto *onnxl_sharding_spec_proto_mutable_index_to_dev
 /**
  * Appends an empty `IntIntListEntryProto` to `index_to_device_group_map` and returns it for writing; NULL only when `m` is NULL.
  *
- * `repeated IntIntListEntryProto index_to_device_group_map = 3;` of `ShardingSpecProto`. Lifetime: as `onnxl_sharding_spec_proto_index_to_device_group_map`. Adding may move the other elements: pointers to them taken before become invalid (fill one element before adding the next).
+ * `repeated IntIntListEntryProto index_to_device_group_map = 3;` of `ShardingSpecProto`. Lifetime: as `onnxl_sharding_spec_proto_index_to_device_group_map`: adding elements never moves the existing ones.
  *
  * # Safety
  * `m` is NULL or a live handle of this type that no other thread uses during the call.
@@ -3730,7 +3730,7 @@ OnnxlStatus onnxl_sharding_spec_proto_remove_sharded_dim(struct OnnxlShardingSpe
 /**
  * `sharded_dim` element `i` (read-only); NULL when `i` >= size or `m` is NULL.
  *
- * `repeated ShardedDimProto sharded_dim = 4;` of `ShardingSpecProto`. Lifetime: owned by `m` (never free it); valid until `sharded_dim` is resized (add, remove, clear) or `m` is freed.
+ * `repeated ShardedDimProto sharded_dim = 4;` of `ShardingSpecProto`. Lifetime: owned by `m` (never free it); valid until this element is removed, `sharded_dim` is cleared, or `m` is freed (adding elements does not move it).
  *
  * # Safety
  * `m` is NULL or a live handle of this type that no other thread modifies during the call.
@@ -3752,7 +3752,7 @@ struct OnnxlShardedDimProto *onnxl_sharding_spec_proto_mutable_sharded_dim(struc
 /**
  * Appends an empty `ShardedDimProto` to `sharded_dim` and returns it for writing; NULL only when `m` is NULL.
  *
- * `repeated ShardedDimProto sharded_dim = 4;` of `ShardingSpecProto`. Lifetime: as `onnxl_sharding_spec_proto_sharded_dim`. Adding may move the other elements: pointers to them taken before become invalid (fill one element before adding the next).
+ * `repeated ShardedDimProto sharded_dim = 4;` of `ShardingSpecProto`. Lifetime: as `onnxl_sharding_spec_proto_sharded_dim`: adding elements never moves the existing ones.
  *
  * # Safety
  * `m` is NULL or a live handle of this type that no other thread uses during the call.
@@ -3942,7 +3942,7 @@ OnnxlStatus onnxl_sharded_dim_proto_remove_simple_sharding(struct OnnxlShardedDi
 /**
  * `simple_sharding` element `i` (read-only); NULL when `i` >= size or `m` is NULL.
  *
- * `repeated SimpleShardedDimProto simple_sharding = 2;` of `ShardedDimProto`. Lifetime: owned by `m` (never free it); valid until `simple_sharding` is resized (add, remove, clear) or `m` is freed.
+ * `repeated SimpleShardedDimProto simple_sharding = 2;` of `ShardedDimProto`. Lifetime: owned by `m` (never free it); valid until this element is removed, `simple_sharding` is cleared, or `m` is freed (adding elements does not move it).
  *
  * # Safety
  * `m` is NULL or a live handle of this type that no other thread modifies during the call.
@@ -3964,7 +3964,7 @@ struct OnnxlSimpleShardedDimProto *onnxl_sharded_dim_proto_mutable_simple_shardi
 /**
  * Appends an empty `SimpleShardedDimProto` to `simple_sharding` and returns it for writing; NULL only when `m` is NULL.
  *
- * `repeated SimpleShardedDimProto simple_sharding = 2;` of `ShardedDimProto`. Lifetime: as `onnxl_sharded_dim_proto_simple_sharding`. Adding may move the other elements: pointers to them taken before become invalid (fill one element before adding the next).
+ * `repeated SimpleShardedDimProto simple_sharding = 2;` of `ShardedDimProto`. Lifetime: as `onnxl_sharded_dim_proto_simple_sharding`: adding elements never moves the existing ones.
  *
  * # Safety
  * `m` is NULL or a live handle of this type that no other thread uses during the call.
@@ -4435,7 +4435,7 @@ OnnxlStatus onnxl_training_info_proto_remove_initialization_binding(struct Onnxl
 /**
  * `initialization_binding` element `i` (read-only); NULL when `i` >= size or `m` is NULL.
  *
- * `repeated StringStringEntryProto initialization_binding = 3;` of `TrainingInfoProto`. Lifetime: owned by `m` (never free it); valid until `initialization_binding` is resized (add, remove, clear) or `m` is freed.
+ * `repeated StringStringEntryProto initialization_binding = 3;` of `TrainingInfoProto`. Lifetime: owned by `m` (never free it); valid until this element is removed, `initialization_binding` is cleared, or `m` is freed (adding elements does not move it).
  *
  * # Safety
  * `m` is NULL or a live handle of this type that no other thread modifies during the call.
@@ -4457,7 +4457,7 @@ struct OnnxlStringStringEntryProto *onnxl_training_info_proto_mutable_initializa
 /**
  * Appends an empty `StringStringEntryProto` to `initialization_binding` and returns it for writing; NULL only when `m` is NULL.
  *
- * `repeated StringStringEntryProto initialization_binding = 3;` of `TrainingInfoProto`. Lifetime: as `onnxl_training_info_proto_initialization_binding`. Adding may move the other elements: pointers to them taken before become invalid (fill one element before adding the next).
+ * `repeated StringStringEntryProto initialization_binding = 3;` of `TrainingInfoProto`. Lifetime: as `onnxl_training_info_proto_initialization_binding`: adding elements never moves the existing ones.
  *
  * # Safety
  * `m` is NULL or a live handle of this type that no other thread uses during the call.
@@ -4498,7 +4498,7 @@ OnnxlStatus onnxl_training_info_proto_remove_update_binding(struct OnnxlTraining
 /**
  * `update_binding` element `i` (read-only); NULL when `i` >= size or `m` is NULL.
  *
- * `repeated StringStringEntryProto update_binding = 4;` of `TrainingInfoProto`. Lifetime: owned by `m` (never free it); valid until `update_binding` is resized (add, remove, clear) or `m` is freed.
+ * `repeated StringStringEntryProto update_binding = 4;` of `TrainingInfoProto`. Lifetime: owned by `m` (never free it); valid until this element is removed, `update_binding` is cleared, or `m` is freed (adding elements does not move it).
  *
  * # Safety
  * `m` is NULL or a live handle of this type that no other thread modifies during the call.
@@ -4520,7 +4520,7 @@ struct OnnxlStringStringEntryProto *onnxl_training_info_proto_mutable_update_bin
 /**
  * Appends an empty `StringStringEntryProto` to `update_binding` and returns it for writing; NULL only when `m` is NULL.
  *
- * `repeated StringStringEntryProto update_binding = 4;` of `TrainingInfoProto`. Lifetime: as `onnxl_training_info_proto_update_binding`. Adding may move the other elements: pointers to them taken before become invalid (fill one element before adding the next).
+ * `repeated StringStringEntryProto update_binding = 4;` of `TrainingInfoProto`. Lifetime: as `onnxl_training_info_proto_update_binding`: adding elements never moves the existing ones.
  *
  * # Safety
  * `m` is NULL or a live handle of this type that no other thread uses during the call.
@@ -4710,7 +4710,7 @@ OnnxlStatus onnxl_model_proto_remove_opset_import(struct OnnxlModelProto *m,
 /**
  * `opset_import` element `i` (read-only); NULL when `i` >= size or `m` is NULL.
  *
- * `repeated OperatorSetIdProto opset_import = 8;` of `ModelProto`. Lifetime: owned by `m` (never free it); valid until `opset_import` is resized (add, remove, clear) or `m` is freed.
+ * `repeated OperatorSetIdProto opset_import = 8;` of `ModelProto`. Lifetime: owned by `m` (never free it); valid until this element is removed, `opset_import` is cleared, or `m` is freed (adding elements does not move it).
  *
  * # Safety
  * `m` is NULL or a live handle of this type that no other thread modifies during the call.
@@ -4732,7 +4732,7 @@ struct OnnxlOperatorSetIdProto *onnxl_model_proto_mutable_opset_import(struct On
 /**
  * Appends an empty `OperatorSetIdProto` to `opset_import` and returns it for writing; NULL only when `m` is NULL.
  *
- * `repeated OperatorSetIdProto opset_import = 8;` of `ModelProto`. Lifetime: as `onnxl_model_proto_opset_import`. Adding may move the other elements: pointers to them taken before become invalid (fill one element before adding the next).
+ * `repeated OperatorSetIdProto opset_import = 8;` of `ModelProto`. Lifetime: as `onnxl_model_proto_opset_import`: adding elements never moves the existing ones.
  *
  * # Safety
  * `m` is NULL or a live handle of this type that no other thread uses during the call.
@@ -5021,7 +5021,7 @@ OnnxlStatus onnxl_model_proto_remove_metadata_props(struct OnnxlModelProto *m,
 /**
  * `metadata_props` element `i` (read-only); NULL when `i` >= size or `m` is NULL.
  *
- * `repeated StringStringEntryProto metadata_props = 14;` of `ModelProto`. Lifetime: owned by `m` (never free it); valid until `metadata_props` is resized (add, remove, clear) or `m` is freed.
+ * `repeated StringStringEntryProto metadata_props = 14;` of `ModelProto`. Lifetime: owned by `m` (never free it); valid until this element is removed, `metadata_props` is cleared, or `m` is freed (adding elements does not move it).
  *
  * # Safety
  * `m` is NULL or a live handle of this type that no other thread modifies during the call.
@@ -5043,7 +5043,7 @@ struct OnnxlStringStringEntryProto *onnxl_model_proto_mutable_metadata_props(str
 /**
  * Appends an empty `StringStringEntryProto` to `metadata_props` and returns it for writing; NULL only when `m` is NULL.
  *
- * `repeated StringStringEntryProto metadata_props = 14;` of `ModelProto`. Lifetime: as `onnxl_model_proto_metadata_props`. Adding may move the other elements: pointers to them taken before become invalid (fill one element before adding the next).
+ * `repeated StringStringEntryProto metadata_props = 14;` of `ModelProto`. Lifetime: as `onnxl_model_proto_metadata_props`: adding elements never moves the existing ones.
  *
  * # Safety
  * `m` is NULL or a live handle of this type that no other thread uses during the call.
@@ -5084,7 +5084,7 @@ OnnxlStatus onnxl_model_proto_remove_training_info(struct OnnxlModelProto *m,
 /**
  * `training_info` element `i` (read-only); NULL when `i` >= size or `m` is NULL.
  *
- * `repeated TrainingInfoProto training_info = 20;` of `ModelProto`. Lifetime: owned by `m` (never free it); valid until `training_info` is resized (add, remove, clear) or `m` is freed.
+ * `repeated TrainingInfoProto training_info = 20;` of `ModelProto`. Lifetime: owned by `m` (never free it); valid until this element is removed, `training_info` is cleared, or `m` is freed (adding elements does not move it).
  *
  * # Safety
  * `m` is NULL or a live handle of this type that no other thread modifies during the call.
@@ -5106,7 +5106,7 @@ struct OnnxlTrainingInfoProto *onnxl_model_proto_mutable_training_info(struct On
 /**
  * Appends an empty `TrainingInfoProto` to `training_info` and returns it for writing; NULL only when `m` is NULL.
  *
- * `repeated TrainingInfoProto training_info = 20;` of `ModelProto`. Lifetime: as `onnxl_model_proto_training_info`. Adding may move the other elements: pointers to them taken before become invalid (fill one element before adding the next).
+ * `repeated TrainingInfoProto training_info = 20;` of `ModelProto`. Lifetime: as `onnxl_model_proto_training_info`: adding elements never moves the existing ones.
  *
  * # Safety
  * `m` is NULL or a live handle of this type that no other thread uses during the call.
@@ -5147,7 +5147,7 @@ OnnxlStatus onnxl_model_proto_remove_functions(struct OnnxlModelProto *m,
 /**
  * `functions` element `i` (read-only); NULL when `i` >= size or `m` is NULL.
  *
- * `repeated FunctionProto functions = 25;` of `ModelProto`. Lifetime: owned by `m` (never free it); valid until `functions` is resized (add, remove, clear) or `m` is freed.
+ * `repeated FunctionProto functions = 25;` of `ModelProto`. Lifetime: owned by `m` (never free it); valid until this element is removed, `functions` is cleared, or `m` is freed (adding elements does not move it).
  *
  * # Safety
  * `m` is NULL or a live handle of this type that no other thread modifies during the call.
@@ -5169,7 +5169,7 @@ struct OnnxlFunctionProto *onnxl_model_proto_mutable_functions(struct OnnxlModel
 /**
  * Appends an empty `FunctionProto` to `functions` and returns it for writing; NULL only when `m` is NULL.
  *
- * `repeated FunctionProto functions = 25;` of `ModelProto`. Lifetime: as `onnxl_model_proto_functions`. Adding may move the other elements: pointers to them taken before become invalid (fill one element before adding the next).
+ * `repeated FunctionProto functions = 25;` of `ModelProto`. Lifetime: as `onnxl_model_proto_functions`: adding elements never moves the existing ones.
  *
  * # Safety
  * `m` is NULL or a live handle of this type that no other thread uses during the call.
@@ -5210,7 +5210,7 @@ OnnxlStatus onnxl_model_proto_remove_configuration(struct OnnxlModelProto *m,
 /**
  * `configuration` element `i` (read-only); NULL when `i` >= size or `m` is NULL.
  *
- * `repeated DeviceConfigurationProto configuration = 26;` of `ModelProto`. Lifetime: owned by `m` (never free it); valid until `configuration` is resized (add, remove, clear) or `m` is freed.
+ * `repeated DeviceConfigurationProto configuration = 26;` of `ModelProto`. Lifetime: owned by `m` (never free it); valid until this element is removed, `configuration` is cleared, or `m` is freed (adding elements does not move it).
  *
  * # Safety
  * `m` is NULL or a live handle of this type that no other thread modifies during the call.
@@ -5232,7 +5232,7 @@ struct OnnxlDeviceConfigurationProto *onnxl_model_proto_mutable_configuration(st
 /**
  * Appends an empty `DeviceConfigurationProto` to `configuration` and returns it for writing; NULL only when `m` is NULL.
  *
- * `repeated DeviceConfigurationProto configuration = 26;` of `ModelProto`. Lifetime: as `onnxl_model_proto_configuration`. Adding may move the other elements: pointers to them taken before become invalid (fill one element before adding the next).
+ * `repeated DeviceConfigurationProto configuration = 26;` of `ModelProto`. Lifetime: as `onnxl_model_proto_configuration`: adding elements never moves the existing ones.
  *
  * # Safety
  * `m` is NULL or a live handle of this type that no other thread uses during the call.
@@ -5876,7 +5876,7 @@ OnnxlStatus onnxl_tensor_annotation_remove_quant_parameter_tensor_names(struct O
 /**
  * `quant_parameter_tensor_names` element `i` (read-only); NULL when `i` >= size or `m` is NULL.
  *
- * `repeated StringStringEntryProto quant_parameter_tensor_names = 2;` of `TensorAnnotation`. Lifetime: owned by `m` (never free it); valid until `quant_parameter_tensor_names` is resized (add, remove, clear) or `m` is freed.
+ * `repeated StringStringEntryProto quant_parameter_tensor_names = 2;` of `TensorAnnotation`. Lifetime: owned by `m` (never free it); valid until this element is removed, `quant_parameter_tensor_names` is cleared, or `m` is freed (adding elements does not move it).
  *
  * # Safety
  * `m` is NULL or a live handle of this type that no other thread modifies during the call.
@@ -5898,7 +5898,7 @@ struct OnnxlStringStringEntryProto *onnxl_tensor_annotation_mutable_quant_parame
 /**
  * Appends an empty `StringStringEntryProto` to `quant_parameter_tensor_names` and returns it for writing; NULL only when `m` is NULL.
  *
- * `repeated StringStringEntryProto quant_parameter_tensor_names = 2;` of `TensorAnnotation`. Lifetime: as `onnxl_tensor_annotation_quant_parameter_tensor_names`. Adding may move the other elements: pointers to them taken before become invalid (fill one element before adding the next).
+ * `repeated StringStringEntryProto quant_parameter_tensor_names = 2;` of `TensorAnnotation`. Lifetime: as `onnxl_tensor_annotation_quant_parameter_tensor_names`: adding elements never moves the existing ones.
  *
  * # Safety
  * `m` is NULL or a live handle of this type that no other thread uses during the call.
@@ -6048,7 +6048,7 @@ OnnxlStatus onnxl_graph_proto_remove_node(struct OnnxlGraphProto *m,
 /**
  * `node` element `i` (read-only); NULL when `i` >= size or `m` is NULL.
  *
- * `repeated NodeProto node = 1;` of `GraphProto`. Lifetime: owned by `m` (never free it); valid until `node` is resized (add, remove, clear) or `m` is freed.
+ * `repeated NodeProto node = 1;` of `GraphProto`. Lifetime: owned by `m` (never free it); valid until this element is removed, `node` is cleared, or `m` is freed (adding elements does not move it).
  *
  * # Safety
  * `m` is NULL or a live handle of this type that no other thread modifies during the call.
@@ -6069,7 +6069,7 @@ struct OnnxlNodeProto *onnxl_graph_proto_mutable_node(struct OnnxlGraphProto *m,
 /**
  * Appends an empty `NodeProto` to `node` and returns it for writing; NULL only when `m` is NULL.
  *
- * `repeated NodeProto node = 1;` of `GraphProto`. Lifetime: as `onnxl_graph_proto_node`. Adding may move the other elements: pointers to them taken before become invalid (fill one element before adding the next).
+ * `repeated NodeProto node = 1;` of `GraphProto`. Lifetime: as `onnxl_graph_proto_node`: adding elements never moves the existing ones.
  *
  * # Safety
  * `m` is NULL or a live handle of this type that no other thread uses during the call.
@@ -6152,7 +6152,7 @@ OnnxlStatus onnxl_graph_proto_remove_initializer(struct OnnxlGraphProto *m,
 /**
  * `initializer` element `i` (read-only); NULL when `i` >= size or `m` is NULL.
  *
- * `repeated TensorProto initializer = 5;` of `GraphProto`. Lifetime: owned by `m` (never free it); valid until `initializer` is resized (add, remove, clear) or `m` is freed.
+ * `repeated TensorProto initializer = 5;` of `GraphProto`. Lifetime: owned by `m` (never free it); valid until this element is removed, `initializer` is cleared, or `m` is freed (adding elements does not move it).
  *
  * # Safety
  * `m` is NULL or a live handle of this type that no other thread modifies during the call.
@@ -6174,7 +6174,7 @@ struct OnnxlTensorProto *onnxl_graph_proto_mutable_initializer(struct OnnxlGraph
 /**
  * Appends an empty `TensorProto` to `initializer` and returns it for writing; NULL only when `m` is NULL.
  *
- * `repeated TensorProto initializer = 5;` of `GraphProto`. Lifetime: as `onnxl_graph_proto_initializer`. Adding may move the other elements: pointers to them taken before become invalid (fill one element before adding the next).
+ * `repeated TensorProto initializer = 5;` of `GraphProto`. Lifetime: as `onnxl_graph_proto_initializer`: adding elements never moves the existing ones.
  *
  * # Safety
  * `m` is NULL or a live handle of this type that no other thread uses during the call.
@@ -6215,7 +6215,7 @@ OnnxlStatus onnxl_graph_proto_remove_sparse_initializer(struct OnnxlGraphProto *
 /**
  * `sparse_initializer` element `i` (read-only); NULL when `i` >= size or `m` is NULL.
  *
- * `repeated SparseTensorProto sparse_initializer = 15;` of `GraphProto`. Lifetime: owned by `m` (never free it); valid until `sparse_initializer` is resized (add, remove, clear) or `m` is freed.
+ * `repeated SparseTensorProto sparse_initializer = 15;` of `GraphProto`. Lifetime: owned by `m` (never free it); valid until this element is removed, `sparse_initializer` is cleared, or `m` is freed (adding elements does not move it).
  *
  * # Safety
  * `m` is NULL or a live handle of this type that no other thread modifies during the call.
@@ -6237,7 +6237,7 @@ struct OnnxlSparseTensorProto *onnxl_graph_proto_mutable_sparse_initializer(stru
 /**
  * Appends an empty `SparseTensorProto` to `sparse_initializer` and returns it for writing; NULL only when `m` is NULL.
  *
- * `repeated SparseTensorProto sparse_initializer = 15;` of `GraphProto`. Lifetime: as `onnxl_graph_proto_sparse_initializer`. Adding may move the other elements: pointers to them taken before become invalid (fill one element before adding the next).
+ * `repeated SparseTensorProto sparse_initializer = 15;` of `GraphProto`. Lifetime: as `onnxl_graph_proto_sparse_initializer`: adding elements never moves the existing ones.
  *
  * # Safety
  * `m` is NULL or a live handle of this type that no other thread uses during the call.
@@ -6320,7 +6320,7 @@ OnnxlStatus onnxl_graph_proto_remove_input(struct OnnxlGraphProto *m,
 /**
  * `input` element `i` (read-only); NULL when `i` >= size or `m` is NULL.
  *
- * `repeated ValueInfoProto input = 11;` of `GraphProto`. Lifetime: owned by `m` (never free it); valid until `input` is resized (add, remove, clear) or `m` is freed.
+ * `repeated ValueInfoProto input = 11;` of `GraphProto`. Lifetime: owned by `m` (never free it); valid until this element is removed, `input` is cleared, or `m` is freed (adding elements does not move it).
  *
  * # Safety
  * `m` is NULL or a live handle of this type that no other thread modifies during the call.
@@ -6341,7 +6341,7 @@ struct OnnxlValueInfoProto *onnxl_graph_proto_mutable_input(struct OnnxlGraphPro
 /**
  * Appends an empty `ValueInfoProto` to `input` and returns it for writing; NULL only when `m` is NULL.
  *
- * `repeated ValueInfoProto input = 11;` of `GraphProto`. Lifetime: as `onnxl_graph_proto_input`. Adding may move the other elements: pointers to them taken before become invalid (fill one element before adding the next).
+ * `repeated ValueInfoProto input = 11;` of `GraphProto`. Lifetime: as `onnxl_graph_proto_input`: adding elements never moves the existing ones.
  *
  * # Safety
  * `m` is NULL or a live handle of this type that no other thread uses during the call.
@@ -6382,7 +6382,7 @@ OnnxlStatus onnxl_graph_proto_remove_output(struct OnnxlGraphProto *m,
 /**
  * `output` element `i` (read-only); NULL when `i` >= size or `m` is NULL.
  *
- * `repeated ValueInfoProto output = 12;` of `GraphProto`. Lifetime: owned by `m` (never free it); valid until `output` is resized (add, remove, clear) or `m` is freed.
+ * `repeated ValueInfoProto output = 12;` of `GraphProto`. Lifetime: owned by `m` (never free it); valid until this element is removed, `output` is cleared, or `m` is freed (adding elements does not move it).
  *
  * # Safety
  * `m` is NULL or a live handle of this type that no other thread modifies during the call.
@@ -6403,7 +6403,7 @@ struct OnnxlValueInfoProto *onnxl_graph_proto_mutable_output(struct OnnxlGraphPr
 /**
  * Appends an empty `ValueInfoProto` to `output` and returns it for writing; NULL only when `m` is NULL.
  *
- * `repeated ValueInfoProto output = 12;` of `GraphProto`. Lifetime: as `onnxl_graph_proto_output`. Adding may move the other elements: pointers to them taken before become invalid (fill one element before adding the next).
+ * `repeated ValueInfoProto output = 12;` of `GraphProto`. Lifetime: as `onnxl_graph_proto_output`: adding elements never moves the existing ones.
  *
  * # Safety
  * `m` is NULL or a live handle of this type that no other thread uses during the call.
@@ -6444,7 +6444,7 @@ OnnxlStatus onnxl_graph_proto_remove_value_info(struct OnnxlGraphProto *m,
 /**
  * `value_info` element `i` (read-only); NULL when `i` >= size or `m` is NULL.
  *
- * `repeated ValueInfoProto value_info = 13;` of `GraphProto`. Lifetime: owned by `m` (never free it); valid until `value_info` is resized (add, remove, clear) or `m` is freed.
+ * `repeated ValueInfoProto value_info = 13;` of `GraphProto`. Lifetime: owned by `m` (never free it); valid until this element is removed, `value_info` is cleared, or `m` is freed (adding elements does not move it).
  *
  * # Safety
  * `m` is NULL or a live handle of this type that no other thread modifies during the call.
@@ -6466,7 +6466,7 @@ struct OnnxlValueInfoProto *onnxl_graph_proto_mutable_value_info(struct OnnxlGra
 /**
  * Appends an empty `ValueInfoProto` to `value_info` and returns it for writing; NULL only when `m` is NULL.
  *
- * `repeated ValueInfoProto value_info = 13;` of `GraphProto`. Lifetime: as `onnxl_graph_proto_value_info`. Adding may move the other elements: pointers to them taken before become invalid (fill one element before adding the next).
+ * `repeated ValueInfoProto value_info = 13;` of `GraphProto`. Lifetime: as `onnxl_graph_proto_value_info`: adding elements never moves the existing ones.
  *
  * # Safety
  * `m` is NULL or a live handle of this type that no other thread uses during the call.
@@ -6507,7 +6507,7 @@ OnnxlStatus onnxl_graph_proto_remove_quantization_annotation(struct OnnxlGraphPr
 /**
  * `quantization_annotation` element `i` (read-only); NULL when `i` >= size or `m` is NULL.
  *
- * `repeated TensorAnnotation quantization_annotation = 14;` of `GraphProto`. Lifetime: owned by `m` (never free it); valid until `quantization_annotation` is resized (add, remove, clear) or `m` is freed.
+ * `repeated TensorAnnotation quantization_annotation = 14;` of `GraphProto`. Lifetime: owned by `m` (never free it); valid until this element is removed, `quantization_annotation` is cleared, or `m` is freed (adding elements does not move it).
  *
  * # Safety
  * `m` is NULL or a live handle of this type that no other thread modifies during the call.
@@ -6529,7 +6529,7 @@ struct OnnxlTensorAnnotation *onnxl_graph_proto_mutable_quantization_annotation(
 /**
  * Appends an empty `TensorAnnotation` to `quantization_annotation` and returns it for writing; NULL only when `m` is NULL.
  *
- * `repeated TensorAnnotation quantization_annotation = 14;` of `GraphProto`. Lifetime: as `onnxl_graph_proto_quantization_annotation`. Adding may move the other elements: pointers to them taken before become invalid (fill one element before adding the next).
+ * `repeated TensorAnnotation quantization_annotation = 14;` of `GraphProto`. Lifetime: as `onnxl_graph_proto_quantization_annotation`: adding elements never moves the existing ones.
  *
  * # Safety
  * `m` is NULL or a live handle of this type that no other thread uses during the call.
@@ -6570,7 +6570,7 @@ OnnxlStatus onnxl_graph_proto_remove_metadata_props(struct OnnxlGraphProto *m,
 /**
  * `metadata_props` element `i` (read-only); NULL when `i` >= size or `m` is NULL.
  *
- * `repeated StringStringEntryProto metadata_props = 16;` of `GraphProto`. Lifetime: owned by `m` (never free it); valid until `metadata_props` is resized (add, remove, clear) or `m` is freed.
+ * `repeated StringStringEntryProto metadata_props = 16;` of `GraphProto`. Lifetime: owned by `m` (never free it); valid until this element is removed, `metadata_props` is cleared, or `m` is freed (adding elements does not move it).
  *
  * # Safety
  * `m` is NULL or a live handle of this type that no other thread modifies during the call.
@@ -6592,7 +6592,7 @@ struct OnnxlStringStringEntryProto *onnxl_graph_proto_mutable_metadata_props(str
 /**
  * Appends an empty `StringStringEntryProto` to `metadata_props` and returns it for writing; NULL only when `m` is NULL.
  *
- * `repeated StringStringEntryProto metadata_props = 16;` of `GraphProto`. Lifetime: as `onnxl_graph_proto_metadata_props`. Adding may move the other elements: pointers to them taken before become invalid (fill one element before adding the next).
+ * `repeated StringStringEntryProto metadata_props = 16;` of `GraphProto`. Lifetime: as `onnxl_graph_proto_metadata_props`: adding elements never moves the existing ones.
  *
  * # Safety
  * `m` is NULL or a live handle of this type that no other thread uses during the call.
@@ -7431,7 +7431,7 @@ OnnxlStatus onnxl_tensor_proto_remove_external_data(struct OnnxlTensorProto *m,
 /**
  * `external_data` element `i` (read-only); NULL when `i` >= size or `m` is NULL.
  *
- * `repeated StringStringEntryProto external_data = 13;` of `TensorProto`. Lifetime: owned by `m` (never free it); valid until `external_data` is resized (add, remove, clear) or `m` is freed.
+ * `repeated StringStringEntryProto external_data = 13;` of `TensorProto`. Lifetime: owned by `m` (never free it); valid until this element is removed, `external_data` is cleared, or `m` is freed (adding elements does not move it).
  *
  * # Safety
  * `m` is NULL or a live handle of this type that no other thread modifies during the call.
@@ -7453,7 +7453,7 @@ struct OnnxlStringStringEntryProto *onnxl_tensor_proto_mutable_external_data(str
 /**
  * Appends an empty `StringStringEntryProto` to `external_data` and returns it for writing; NULL only when `m` is NULL.
  *
- * `repeated StringStringEntryProto external_data = 13;` of `TensorProto`. Lifetime: as `onnxl_tensor_proto_external_data`. Adding may move the other elements: pointers to them taken before become invalid (fill one element before adding the next).
+ * `repeated StringStringEntryProto external_data = 13;` of `TensorProto`. Lifetime: as `onnxl_tensor_proto_external_data`: adding elements never moves the existing ones.
  *
  * # Safety
  * `m` is NULL or a live handle of this type that no other thread uses during the call.
@@ -7725,7 +7725,7 @@ OnnxlStatus onnxl_tensor_proto_remove_metadata_props(struct OnnxlTensorProto *m,
 /**
  * `metadata_props` element `i` (read-only); NULL when `i` >= size or `m` is NULL.
  *
- * `repeated StringStringEntryProto metadata_props = 16;` of `TensorProto`. Lifetime: owned by `m` (never free it); valid until `metadata_props` is resized (add, remove, clear) or `m` is freed.
+ * `repeated StringStringEntryProto metadata_props = 16;` of `TensorProto`. Lifetime: owned by `m` (never free it); valid until this element is removed, `metadata_props` is cleared, or `m` is freed (adding elements does not move it).
  *
  * # Safety
  * `m` is NULL or a live handle of this type that no other thread modifies during the call.
@@ -7747,7 +7747,7 @@ struct OnnxlStringStringEntryProto *onnxl_tensor_proto_mutable_metadata_props(st
 /**
  * Appends an empty `StringStringEntryProto` to `metadata_props` and returns it for writing; NULL only when `m` is NULL.
  *
- * `repeated StringStringEntryProto metadata_props = 16;` of `TensorProto`. Lifetime: as `onnxl_tensor_proto_metadata_props`. Adding may move the other elements: pointers to them taken before become invalid (fill one element before adding the next).
+ * `repeated StringStringEntryProto metadata_props = 16;` of `TensorProto`. Lifetime: as `onnxl_tensor_proto_metadata_props`: adding elements never moves the existing ones.
  *
  * # Safety
  * `m` is NULL or a live handle of this type that no other thread uses during the call.
@@ -8372,7 +8372,7 @@ OnnxlStatus onnxl_tensor_shape_proto_remove_dim(struct OnnxlTensorShapeProto *m,
 /**
  * `dim` element `i` (read-only); NULL when `i` >= size or `m` is NULL.
  *
- * `repeated TensorShapeProto.Dimension dim = 1;` of `TensorShapeProto`. Lifetime: owned by `m` (never free it); valid until `dim` is resized (add, remove, clear) or `m` is freed.
+ * `repeated TensorShapeProto.Dimension dim = 1;` of `TensorShapeProto`. Lifetime: owned by `m` (never free it); valid until this element is removed, `dim` is cleared, or `m` is freed (adding elements does not move it).
  *
  * # Safety
  * `m` is NULL or a live handle of this type that no other thread modifies during the call.
@@ -8394,7 +8394,7 @@ struct OnnxlTensorShapeProtoDimension *onnxl_tensor_shape_proto_mutable_dim(stru
 /**
  * Appends an empty `TensorShapeProto.Dimension` to `dim` and returns it for writing; NULL only when `m` is NULL.
  *
- * `repeated TensorShapeProto.Dimension dim = 1;` of `TensorShapeProto`. Lifetime: as `onnxl_tensor_shape_proto_dim`. Adding may move the other elements: pointers to them taken before become invalid (fill one element before adding the next).
+ * `repeated TensorShapeProto.Dimension dim = 1;` of `TensorShapeProto`. Lifetime: as `onnxl_tensor_shape_proto_dim`: adding elements never moves the existing ones.
  *
  * # Safety
  * `m` is NULL or a live handle of this type that no other thread uses during the call.
@@ -10678,7 +10678,7 @@ OnnxlStatus onnxl_function_proto_remove_attribute_proto(struct OnnxlFunctionProt
 /**
  * `attribute_proto` element `i` (read-only); NULL when `i` >= size or `m` is NULL.
  *
- * `repeated AttributeProto attribute_proto = 11;` of `FunctionProto`. Lifetime: owned by `m` (never free it); valid until `attribute_proto` is resized (add, remove, clear) or `m` is freed.
+ * `repeated AttributeProto attribute_proto = 11;` of `FunctionProto`. Lifetime: owned by `m` (never free it); valid until this element is removed, `attribute_proto` is cleared, or `m` is freed (adding elements does not move it).
  *
  * # Safety
  * `m` is NULL or a live handle of this type that no other thread modifies during the call.
@@ -10700,7 +10700,7 @@ struct OnnxlAttributeProto *onnxl_function_proto_mutable_attribute_proto(struct 
 /**
  * Appends an empty `AttributeProto` to `attribute_proto` and returns it for writing; NULL only when `m` is NULL.
  *
- * `repeated AttributeProto attribute_proto = 11;` of `FunctionProto`. Lifetime: as `onnxl_function_proto_attribute_proto`. Adding may move the other elements: pointers to them taken before become invalid (fill one element before adding the next).
+ * `repeated AttributeProto attribute_proto = 11;` of `FunctionProto`. Lifetime: as `onnxl_function_proto_attribute_proto`: adding elements never moves the existing ones.
  *
  * # Safety
  * `m` is NULL or a live handle of this type that no other thread uses during the call.
@@ -10741,7 +10741,7 @@ OnnxlStatus onnxl_function_proto_remove_node(struct OnnxlFunctionProto *m,
 /**
  * `node` element `i` (read-only); NULL when `i` >= size or `m` is NULL.
  *
- * `repeated NodeProto node = 7;` of `FunctionProto`. Lifetime: owned by `m` (never free it); valid until `node` is resized (add, remove, clear) or `m` is freed.
+ * `repeated NodeProto node = 7;` of `FunctionProto`. Lifetime: owned by `m` (never free it); valid until this element is removed, `node` is cleared, or `m` is freed (adding elements does not move it).
  *
  * # Safety
  * `m` is NULL or a live handle of this type that no other thread modifies during the call.
@@ -10762,7 +10762,7 @@ struct OnnxlNodeProto *onnxl_function_proto_mutable_node(struct OnnxlFunctionPro
 /**
  * Appends an empty `NodeProto` to `node` and returns it for writing; NULL only when `m` is NULL.
  *
- * `repeated NodeProto node = 7;` of `FunctionProto`. Lifetime: as `onnxl_function_proto_node`. Adding may move the other elements: pointers to them taken before become invalid (fill one element before adding the next).
+ * `repeated NodeProto node = 7;` of `FunctionProto`. Lifetime: as `onnxl_function_proto_node`: adding elements never moves the existing ones.
  *
  * # Safety
  * `m` is NULL or a live handle of this type that no other thread uses during the call.
@@ -10845,7 +10845,7 @@ OnnxlStatus onnxl_function_proto_remove_opset_import(struct OnnxlFunctionProto *
 /**
  * `opset_import` element `i` (read-only); NULL when `i` >= size or `m` is NULL.
  *
- * `repeated OperatorSetIdProto opset_import = 9;` of `FunctionProto`. Lifetime: owned by `m` (never free it); valid until `opset_import` is resized (add, remove, clear) or `m` is freed.
+ * `repeated OperatorSetIdProto opset_import = 9;` of `FunctionProto`. Lifetime: owned by `m` (never free it); valid until this element is removed, `opset_import` is cleared, or `m` is freed (adding elements does not move it).
  *
  * # Safety
  * `m` is NULL or a live handle of this type that no other thread modifies during the call.
@@ -10867,7 +10867,7 @@ struct OnnxlOperatorSetIdProto *onnxl_function_proto_mutable_opset_import(struct
 /**
  * Appends an empty `OperatorSetIdProto` to `opset_import` and returns it for writing; NULL only when `m` is NULL.
  *
- * `repeated OperatorSetIdProto opset_import = 9;` of `FunctionProto`. Lifetime: as `onnxl_function_proto_opset_import`. Adding may move the other elements: pointers to them taken before become invalid (fill one element before adding the next).
+ * `repeated OperatorSetIdProto opset_import = 9;` of `FunctionProto`. Lifetime: as `onnxl_function_proto_opset_import`: adding elements never moves the existing ones.
  *
  * # Safety
  * `m` is NULL or a live handle of this type that no other thread uses during the call.
@@ -10992,7 +10992,7 @@ OnnxlStatus onnxl_function_proto_remove_value_info(struct OnnxlFunctionProto *m,
 /**
  * `value_info` element `i` (read-only); NULL when `i` >= size or `m` is NULL.
  *
- * `repeated ValueInfoProto value_info = 12;` of `FunctionProto`. Lifetime: owned by `m` (never free it); valid until `value_info` is resized (add, remove, clear) or `m` is freed.
+ * `repeated ValueInfoProto value_info = 12;` of `FunctionProto`. Lifetime: owned by `m` (never free it); valid until this element is removed, `value_info` is cleared, or `m` is freed (adding elements does not move it).
  *
  * # Safety
  * `m` is NULL or a live handle of this type that no other thread modifies during the call.
@@ -11014,7 +11014,7 @@ struct OnnxlValueInfoProto *onnxl_function_proto_mutable_value_info(struct Onnxl
 /**
  * Appends an empty `ValueInfoProto` to `value_info` and returns it for writing; NULL only when `m` is NULL.
  *
- * `repeated ValueInfoProto value_info = 12;` of `FunctionProto`. Lifetime: as `onnxl_function_proto_value_info`. Adding may move the other elements: pointers to them taken before become invalid (fill one element before adding the next).
+ * `repeated ValueInfoProto value_info = 12;` of `FunctionProto`. Lifetime: as `onnxl_function_proto_value_info`: adding elements never moves the existing ones.
  *
  * # Safety
  * `m` is NULL or a live handle of this type that no other thread uses during the call.
@@ -11055,7 +11055,7 @@ OnnxlStatus onnxl_function_proto_remove_metadata_props(struct OnnxlFunctionProto
 /**
  * `metadata_props` element `i` (read-only); NULL when `i` >= size or `m` is NULL.
  *
- * `repeated StringStringEntryProto metadata_props = 14;` of `FunctionProto`. Lifetime: owned by `m` (never free it); valid until `metadata_props` is resized (add, remove, clear) or `m` is freed.
+ * `repeated StringStringEntryProto metadata_props = 14;` of `FunctionProto`. Lifetime: owned by `m` (never free it); valid until this element is removed, `metadata_props` is cleared, or `m` is freed (adding elements does not move it).
  *
  * # Safety
  * `m` is NULL or a live handle of this type that no other thread modifies during the call.
@@ -11077,7 +11077,7 @@ struct OnnxlStringStringEntryProto *onnxl_function_proto_mutable_metadata_props(
 /**
  * Appends an empty `StringStringEntryProto` to `metadata_props` and returns it for writing; NULL only when `m` is NULL.
  *
- * `repeated StringStringEntryProto metadata_props = 14;` of `FunctionProto`. Lifetime: as `onnxl_function_proto_metadata_props`. Adding may move the other elements: pointers to them taken before become invalid (fill one element before adding the next).
+ * `repeated StringStringEntryProto metadata_props = 14;` of `FunctionProto`. Lifetime: as `onnxl_function_proto_metadata_props`: adding elements never moves the existing ones.
  *
  * # Safety
  * `m` is NULL or a live handle of this type that no other thread uses during the call.
@@ -11309,7 +11309,7 @@ OnnxlStatus onnxl_sequence_proto_remove_tensor_values(struct OnnxlSequenceProto 
 /**
  * `tensor_values` element `i` (read-only); NULL when `i` >= size or `m` is NULL.
  *
- * `repeated TensorProto tensor_values = 3;` of `SequenceProto`. Lifetime: owned by `m` (never free it); valid until `tensor_values` is resized (add, remove, clear) or `m` is freed.
+ * `repeated TensorProto tensor_values = 3;` of `SequenceProto`. Lifetime: owned by `m` (never free it); valid until this element is removed, `tensor_values` is cleared, or `m` is freed (adding elements does not move it).
  *
  * # Safety
  * `m` is NULL or a live handle of this type that no other thread modifies during the call.
@@ -11331,7 +11331,7 @@ struct OnnxlTensorProto *onnxl_sequence_proto_mutable_tensor_values(struct Onnxl
 /**
  * Appends an empty `TensorProto` to `tensor_values` and returns it for writing; NULL only when `m` is NULL.
  *
- * `repeated TensorProto tensor_values = 3;` of `SequenceProto`. Lifetime: as `onnxl_sequence_proto_tensor_values`. Adding may move the other elements: pointers to them taken before become invalid (fill one element before adding the next).
+ * `repeated TensorProto tensor_values = 3;` of `SequenceProto`. Lifetime: as `onnxl_sequence_proto_tensor_values`: adding elements never moves the existing ones.
  *
  * # Safety
  * `m` is NULL or a live handle of this type that no other thread uses during the call.
@@ -11372,7 +11372,7 @@ OnnxlStatus onnxl_sequence_proto_remove_sparse_tensor_values(struct OnnxlSequenc
 /**
  * `sparse_tensor_values` element `i` (read-only); NULL when `i` >= size or `m` is NULL.
  *
- * `repeated SparseTensorProto sparse_tensor_values = 4;` of `SequenceProto`. Lifetime: owned by `m` (never free it); valid until `sparse_tensor_values` is resized (add, remove, clear) or `m` is freed.
+ * `repeated SparseTensorProto sparse_tensor_values = 4;` of `SequenceProto`. Lifetime: owned by `m` (never free it); valid until this element is removed, `sparse_tensor_values` is cleared, or `m` is freed (adding elements does not move it).
  *
  * # Safety
  * `m` is NULL or a live handle of this type that no other thread modifies during the call.
@@ -11394,7 +11394,7 @@ struct OnnxlSparseTensorProto *onnxl_sequence_proto_mutable_sparse_tensor_values
 /**
  * Appends an empty `SparseTensorProto` to `sparse_tensor_values` and returns it for writing; NULL only when `m` is NULL.
  *
- * `repeated SparseTensorProto sparse_tensor_values = 4;` of `SequenceProto`. Lifetime: as `onnxl_sequence_proto_sparse_tensor_values`. Adding may move the other elements: pointers to them taken before become invalid (fill one element before adding the next).
+ * `repeated SparseTensorProto sparse_tensor_values = 4;` of `SequenceProto`. Lifetime: as `onnxl_sequence_proto_sparse_tensor_values`: adding elements never moves the existing ones.
  *
  * # Safety
  * `m` is NULL or a live handle of this type that no other thread uses during the call.
@@ -11435,7 +11435,7 @@ OnnxlStatus onnxl_sequence_proto_remove_sequence_values(struct OnnxlSequenceProt
 /**
  * `sequence_values` element `i` (read-only); NULL when `i` >= size or `m` is NULL.
  *
- * `repeated SequenceProto sequence_values = 5;` of `SequenceProto`. Lifetime: owned by `m` (never free it); valid until `sequence_values` is resized (add, remove, clear) or `m` is freed.
+ * `repeated SequenceProto sequence_values = 5;` of `SequenceProto`. Lifetime: owned by `m` (never free it); valid until this element is removed, `sequence_values` is cleared, or `m` is freed (adding elements does not move it).
  *
  * # Safety
  * `m` is NULL or a live handle of this type that no other thread modifies during the call.
@@ -11457,7 +11457,7 @@ struct OnnxlSequenceProto *onnxl_sequence_proto_mutable_sequence_values(struct O
 /**
  * Appends an empty `SequenceProto` to `sequence_values` and returns it for writing; NULL only when `m` is NULL.
  *
- * `repeated SequenceProto sequence_values = 5;` of `SequenceProto`. Lifetime: as `onnxl_sequence_proto_sequence_values`. Adding may move the other elements: pointers to them taken before become invalid (fill one element before adding the next).
+ * `repeated SequenceProto sequence_values = 5;` of `SequenceProto`. Lifetime: as `onnxl_sequence_proto_sequence_values`: adding elements never moves the existing ones.
  *
  * # Safety
  * `m` is NULL or a live handle of this type that no other thread uses during the call.
@@ -11498,7 +11498,7 @@ OnnxlStatus onnxl_sequence_proto_remove_map_values(struct OnnxlSequenceProto *m,
 /**
  * `map_values` element `i` (read-only); NULL when `i` >= size or `m` is NULL.
  *
- * `repeated MapProto map_values = 6;` of `SequenceProto`. Lifetime: owned by `m` (never free it); valid until `map_values` is resized (add, remove, clear) or `m` is freed.
+ * `repeated MapProto map_values = 6;` of `SequenceProto`. Lifetime: owned by `m` (never free it); valid until this element is removed, `map_values` is cleared, or `m` is freed (adding elements does not move it).
  *
  * # Safety
  * `m` is NULL or a live handle of this type that no other thread modifies during the call.
@@ -11520,7 +11520,7 @@ struct OnnxlMapProto *onnxl_sequence_proto_mutable_map_values(struct OnnxlSequen
 /**
  * Appends an empty `MapProto` to `map_values` and returns it for writing; NULL only when `m` is NULL.
  *
- * `repeated MapProto map_values = 6;` of `SequenceProto`. Lifetime: as `onnxl_sequence_proto_map_values`. Adding may move the other elements: pointers to them taken before become invalid (fill one element before adding the next).
+ * `repeated MapProto map_values = 6;` of `SequenceProto`. Lifetime: as `onnxl_sequence_proto_map_values`: adding elements never moves the existing ones.
  *
  * # Safety
  * `m` is NULL or a live handle of this type that no other thread uses during the call.
@@ -11561,7 +11561,7 @@ OnnxlStatus onnxl_sequence_proto_remove_optional_values(struct OnnxlSequenceProt
 /**
  * `optional_values` element `i` (read-only); NULL when `i` >= size or `m` is NULL.
  *
- * `repeated OptionalProto optional_values = 7;` of `SequenceProto`. Lifetime: owned by `m` (never free it); valid until `optional_values` is resized (add, remove, clear) or `m` is freed.
+ * `repeated OptionalProto optional_values = 7;` of `SequenceProto`. Lifetime: owned by `m` (never free it); valid until this element is removed, `optional_values` is cleared, or `m` is freed (adding elements does not move it).
  *
  * # Safety
  * `m` is NULL or a live handle of this type that no other thread modifies during the call.
@@ -11583,7 +11583,7 @@ struct OnnxlOptionalProto *onnxl_sequence_proto_mutable_optional_values(struct O
 /**
  * Appends an empty `OptionalProto` to `optional_values` and returns it for writing; NULL only when `m` is NULL.
  *
- * `repeated OptionalProto optional_values = 7;` of `SequenceProto`. Lifetime: as `onnxl_sequence_proto_optional_values`. Adding may move the other elements: pointers to them taken before become invalid (fill one element before adding the next).
+ * `repeated OptionalProto optional_values = 7;` of `SequenceProto`. Lifetime: as `onnxl_sequence_proto_optional_values`: adding elements never moves the existing ones.
  *
  * # Safety
  * `m` is NULL or a live handle of this type that no other thread uses during the call.

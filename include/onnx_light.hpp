@@ -11,9 +11,9 @@
 // - Getters of message fields return a `const X` view (bind it to `const X&` or `const auto&`);
 //   copying a view into a plain `X` makes an owned deep copy, like protobuf.
 // - mutable_x() / add_x() return onnx_light::Ptr<X>, used like a pointer (`->`, `*`).
-// - A pointer or view to an element of a repeated field is invalidated when that field is
-//   modified (add, remove, clear; for strings also set): fill one element before adding the
-//   next.
+// - A pointer to an element of a repeated message field stays valid while elements are added
+//   (protobuf's rule) until it is removed or the field cleared; a view of a repeated string is
+//   invalidated when that field is modified (add, remove, clear, set).
 // - Errors throw onnx_light::Error (status() + what()); ParseFromString returns true or throws.
 //
 // Thread safety: as the C handles: concurrent const calls on one message are fine, a modifying

@@ -256,8 +256,10 @@ const HEADER: &str = "\
 //! - a NULL handle is reported as `ONNXL_STATUS_NULL_POINTER` (getters return their zero value,
 //!   NULL or an empty view; the last error says why);
 //! - child pointers and views are owned by the handle they came from: never free them;
-//! - a pointer to an element of a repeated field, or a view of a repeated string, is valid until
-//!   that field is modified (add, remove, clear; for strings also set) or the parent is freed;
+//! - a pointer to an element of a repeated MESSAGE field stays valid while other elements are
+//!   added (protobuf's rule): until that element is removed, the field cleared, or the parent
+//!   freed; a view of a repeated string or scalar array is valid until that field is modified
+//!   (add, remove, clear, set) or the parent is freed;
 //!   other child pointers and views are valid until the field is cleared or set again, or the
 //!   parent is freed (and, like everything under it, while the parent itself stays valid);
 //! - setters copy their input (except `_set_raw_data_borrowed`).
@@ -952,7 +954,7 @@ fn gen_field(out: &mut Out, m: &MessageDef, f: &FieldDef) {
                 doc: vec![
                     format!("`{n}` element `i` (read-only); NULL when `i` >= size or `m` is NULL."),
                     String::new(),
-                    format!("{decl}. Lifetime: owned by `m` (never free it); valid until `{n}` is resized (add, remove, clear) or `m` is freed."),
+                    format!("{decl}. Lifetime: owned by `m` (never free it); valid until this element is removed, `{n}` is cleared, or `m` is freed (adding elements does not move it)."),
                 ],
                 safety_doc: S_READ.into(),
                 params: format!("m: *const {ct}, i: usize"),
@@ -981,8 +983,7 @@ fn gen_field(out: &mut Out, m: &MessageDef, f: &FieldDef) {
                     format!("Appends an empty `{sub}` to `{n}` and returns it for writing; NULL only when `m` is NULL."),
                     String::new(),
                     format!(
-                        "{decl}. Lifetime: as `{p}_{n}`. Adding may move the other elements: pointers to them taken \
-                         before become invalid (fill one element before adding the next)."
+                        "{decl}. Lifetime: as `{p}_{n}`: adding elements never moves the existing ones."
                     ),
                 ],
                 safety_doc: S_WRITE.into(),

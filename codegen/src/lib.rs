@@ -12,6 +12,7 @@
 pub mod schema;
 
 mod c_accessors;
+mod c_walker;
 mod cpp_wrapper;
 mod rust_messages;
 
@@ -21,6 +22,7 @@ pub fn generate_all() -> Vec<(&'static str, String)> {
         ("src/proto/generated.rs", rust_messages::generate()),
         ("src/ffi/accessors.rs", c_accessors::generate()),
         ("include/onnx_light.hpp", cpp_wrapper::generate()),
+        ("c_tests/generated/walk_copy.c", c_walker::generate()),
     ]
 }
 

@@ -131,7 +131,7 @@ pub fn generate() -> String {
          //! Message structs, codec and accessors generated from the schema table.\n\n\
          use crate::bytes::{ByteSpan, ProtoString, UnknownFields};\n\
          use crate::error::DecodeError;\n\
-         use crate::proto::Message;\n\
+         use crate::proto::{Message, RepeatedField};\n\
          use crate::wire::{Reader, SizeCursor, Sink, len_delimited_size, put_varint, varint_len};\n\n",
     );
     for m in MESSAGES {
@@ -268,6 +268,7 @@ fn gen_struct(o: &mut String, m: &MessageDef) {
         }
         let vt = value_type(f.kind);
         let ty = match (f.label, f.kind) {
+            (Label::Repeated, Kind::Message(_)) => format!("RepeatedField<{vt}>"),
             (Label::Repeated, _) => format!("Vec<{vt}>"),
             (Label::Optional, Kind::Message(_)) => format!("Option<Box<{vt}>>"),
             (Label::Optional, _) => format!("Option<{vt}>"),
@@ -298,6 +299,7 @@ fn gen_struct(o: &mut String, m: &MessageDef) {
             continue;
         }
         let init = match f.label {
+            Label::Repeated if matches!(f.kind, Kind::Message(_)) => "RepeatedField::new()",
             Label::Repeated => "Vec::new()",
             Label::Optional => "None",
         };
@@ -571,7 +573,7 @@ fn gen_decode_arms(o: &mut String, m: &MessageDef, f: &FieldDef) {
             }
             // decode in place: no move of the (large) element after decoding
             writeln!(o, "                    let i = self.{name}.len();").unwrap();
-            writeln!(o, "                    self.{name}.push({mt}::new());").unwrap();
+            writeln!(o, "                    self.{name}.push_default();").unwrap();
             writeln!(
                 o,
                 "                    r.read_message(&mut self.{name}[i]).map_err(|e| e.at(\"{}\", Some(i)))?;",
@@ -1022,7 +1024,7 @@ fn gen_accessors(o: &mut String, m: &MessageDef) {
                         )
                         .unwrap();
                         writeln!(o, "    pub fn add_{base}(&mut self) -> &mut {vt} {{").unwrap();
-                        writeln!(o, "        self.{name}.push({vt}::new());\n        self.{name}.last_mut().unwrap()\n    }}").unwrap();
+                        writeln!(o, "        self.{name}.push_default()\n    }}").unwrap();
                     }
                     Kind::String | Kind::Bytes => {
                         writeln!(o, "    /// Appends a `{base}` element.").unwrap();

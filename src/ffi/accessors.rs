@@ -5,8 +5,10 @@
 //! - a NULL handle is reported as `ONNXL_STATUS_NULL_POINTER` (getters return their zero value,
 //!   NULL or an empty view; the last error says why);
 //! - child pointers and views are owned by the handle they came from: never free them;
-//! - a pointer to an element of a repeated field, or a view of a repeated string, is valid until
-//!   that field is modified (add, remove, clear; for strings also set) or the parent is freed;
+//! - a pointer to an element of a repeated MESSAGE field stays valid while other elements are
+//!   added (protobuf's rule): until that element is removed, the field cleared, or the parent
+//!   freed; a view of a repeated string or scalar array is valid until that field is modified
+//!   (add, remove, clear, set) or the parent is freed;
 //!   other child pointers and views are valid until the field is cleared or set again, or the
 //!   parent is freed (and, like everything under it, while the parent itself stays valid);
 //! - setters copy their input (except `_set_raw_data_borrowed`).
@@ -1140,7 +1142,7 @@ pub unsafe extern "C" fn onnxl_attribute_proto_remove_tensors(m: *mut OnnxlAttri
 
 /// `tensors` element `i` (read-only); NULL when `i` >= size or `m` is NULL.
 ///
-/// `repeated TensorProto tensors = 10;` of `AttributeProto`. Lifetime: owned by `m` (never free it); valid until `tensors` is resized (add, remove, clear) or `m` is freed.
+/// `repeated TensorProto tensors = 10;` of `AttributeProto`. Lifetime: owned by `m` (never free it); valid until this element is removed, `tensors` is cleared, or `m` is freed (adding elements does not move it).
 ///
 /// # Safety
 /// `m` is NULL or a live handle of this type that no other thread modifies during the call.
@@ -1164,7 +1166,7 @@ pub unsafe extern "C" fn onnxl_attribute_proto_mutable_tensors(m: *mut OnnxlAttr
 
 /// Appends an empty `TensorProto` to `tensors` and returns it for writing; NULL only when `m` is NULL.
 ///
-/// `repeated TensorProto tensors = 10;` of `AttributeProto`. Lifetime: as `onnxl_attribute_proto_tensors`. Adding may move the other elements: pointers to them taken before become invalid (fill one element before adding the next).
+/// `repeated TensorProto tensors = 10;` of `AttributeProto`. Lifetime: as `onnxl_attribute_proto_tensors`: adding elements never moves the existing ones.
 ///
 /// # Safety
 /// `m` is NULL or a live handle of this type that no other thread uses during the call.
@@ -1212,7 +1214,7 @@ pub unsafe extern "C" fn onnxl_attribute_proto_remove_graphs(m: *mut OnnxlAttrib
 
 /// `graphs` element `i` (read-only); NULL when `i` >= size or `m` is NULL.
 ///
-/// `repeated GraphProto graphs = 11;` of `AttributeProto`. Lifetime: owned by `m` (never free it); valid until `graphs` is resized (add, remove, clear) or `m` is freed.
+/// `repeated GraphProto graphs = 11;` of `AttributeProto`. Lifetime: owned by `m` (never free it); valid until this element is removed, `graphs` is cleared, or `m` is freed (adding elements does not move it).
 ///
 /// # Safety
 /// `m` is NULL or a live handle of this type that no other thread modifies during the call.
@@ -1236,7 +1238,7 @@ pub unsafe extern "C" fn onnxl_attribute_proto_mutable_graphs(m: *mut OnnxlAttri
 
 /// Appends an empty `GraphProto` to `graphs` and returns it for writing; NULL only when `m` is NULL.
 ///
-/// `repeated GraphProto graphs = 11;` of `AttributeProto`. Lifetime: as `onnxl_attribute_proto_graphs`. Adding may move the other elements: pointers to them taken before become invalid (fill one element before adding the next).
+/// `repeated GraphProto graphs = 11;` of `AttributeProto`. Lifetime: as `onnxl_attribute_proto_graphs`: adding elements never moves the existing ones.
 ///
 /// # Safety
 /// `m` is NULL or a live handle of this type that no other thread uses during the call.
@@ -1284,7 +1286,7 @@ pub unsafe extern "C" fn onnxl_attribute_proto_remove_sparse_tensors(m: *mut Onn
 
 /// `sparse_tensors` element `i` (read-only); NULL when `i` >= size or `m` is NULL.
 ///
-/// `repeated SparseTensorProto sparse_tensors = 23;` of `AttributeProto`. Lifetime: owned by `m` (never free it); valid until `sparse_tensors` is resized (add, remove, clear) or `m` is freed.
+/// `repeated SparseTensorProto sparse_tensors = 23;` of `AttributeProto`. Lifetime: owned by `m` (never free it); valid until this element is removed, `sparse_tensors` is cleared, or `m` is freed (adding elements does not move it).
 ///
 /// # Safety
 /// `m` is NULL or a live handle of this type that no other thread modifies during the call.
@@ -1308,7 +1310,7 @@ pub unsafe extern "C" fn onnxl_attribute_proto_mutable_sparse_tensors(m: *mut On
 
 /// Appends an empty `SparseTensorProto` to `sparse_tensors` and returns it for writing; NULL only when `m` is NULL.
 ///
-/// `repeated SparseTensorProto sparse_tensors = 23;` of `AttributeProto`. Lifetime: as `onnxl_attribute_proto_sparse_tensors`. Adding may move the other elements: pointers to them taken before become invalid (fill one element before adding the next).
+/// `repeated SparseTensorProto sparse_tensors = 23;` of `AttributeProto`. Lifetime: as `onnxl_attribute_proto_sparse_tensors`: adding elements never moves the existing ones.
 ///
 /// # Safety
 /// `m` is NULL or a live handle of this type that no other thread uses during the call.
@@ -1356,7 +1358,7 @@ pub unsafe extern "C" fn onnxl_attribute_proto_remove_type_protos(m: *mut OnnxlA
 
 /// `type_protos` element `i` (read-only); NULL when `i` >= size or `m` is NULL.
 ///
-/// `repeated TypeProto type_protos = 15;` of `AttributeProto`. Lifetime: owned by `m` (never free it); valid until `type_protos` is resized (add, remove, clear) or `m` is freed.
+/// `repeated TypeProto type_protos = 15;` of `AttributeProto`. Lifetime: owned by `m` (never free it); valid until this element is removed, `type_protos` is cleared, or `m` is freed (adding elements does not move it).
 ///
 /// # Safety
 /// `m` is NULL or a live handle of this type that no other thread modifies during the call.
@@ -1380,7 +1382,7 @@ pub unsafe extern "C" fn onnxl_attribute_proto_mutable_type_protos(m: *mut Onnxl
 
 /// Appends an empty `TypeProto` to `type_protos` and returns it for writing; NULL only when `m` is NULL.
 ///
-/// `repeated TypeProto type_protos = 15;` of `AttributeProto`. Lifetime: as `onnxl_attribute_proto_type_protos`. Adding may move the other elements: pointers to them taken before become invalid (fill one element before adding the next).
+/// `repeated TypeProto type_protos = 15;` of `AttributeProto`. Lifetime: as `onnxl_attribute_proto_type_protos`: adding elements never moves the existing ones.
 ///
 /// # Safety
 /// `m` is NULL or a live handle of this type that no other thread uses during the call.
@@ -1706,7 +1708,7 @@ pub unsafe extern "C" fn onnxl_value_info_proto_remove_metadata_props(m: *mut On
 
 /// `metadata_props` element `i` (read-only); NULL when `i` >= size or `m` is NULL.
 ///
-/// `repeated StringStringEntryProto metadata_props = 4;` of `ValueInfoProto`. Lifetime: owned by `m` (never free it); valid until `metadata_props` is resized (add, remove, clear) or `m` is freed.
+/// `repeated StringStringEntryProto metadata_props = 4;` of `ValueInfoProto`. Lifetime: owned by `m` (never free it); valid until this element is removed, `metadata_props` is cleared, or `m` is freed (adding elements does not move it).
 ///
 /// # Safety
 /// `m` is NULL or a live handle of this type that no other thread modifies during the call.
@@ -1730,7 +1732,7 @@ pub unsafe extern "C" fn onnxl_value_info_proto_mutable_metadata_props(m: *mut O
 
 /// Appends an empty `StringStringEntryProto` to `metadata_props` and returns it for writing; NULL only when `m` is NULL.
 ///
-/// `repeated StringStringEntryProto metadata_props = 4;` of `ValueInfoProto`. Lifetime: as `onnxl_value_info_proto_metadata_props`. Adding may move the other elements: pointers to them taken before become invalid (fill one element before adding the next).
+/// `repeated StringStringEntryProto metadata_props = 4;` of `ValueInfoProto`. Lifetime: as `onnxl_value_info_proto_metadata_props`: adding elements never moves the existing ones.
 ///
 /// # Safety
 /// `m` is NULL or a live handle of this type that no other thread uses during the call.
@@ -2248,7 +2250,7 @@ pub unsafe extern "C" fn onnxl_node_proto_remove_attribute(m: *mut OnnxlNodeProt
 
 /// `attribute` element `i` (read-only); NULL when `i` >= size or `m` is NULL.
 ///
-/// `repeated AttributeProto attribute = 5;` of `NodeProto`. Lifetime: owned by `m` (never free it); valid until `attribute` is resized (add, remove, clear) or `m` is freed.
+/// `repeated AttributeProto attribute = 5;` of `NodeProto`. Lifetime: owned by `m` (never free it); valid until this element is removed, `attribute` is cleared, or `m` is freed (adding elements does not move it).
 ///
 /// # Safety
 /// `m` is NULL or a live handle of this type that no other thread modifies during the call.
@@ -2272,7 +2274,7 @@ pub unsafe extern "C" fn onnxl_node_proto_mutable_attribute(m: *mut OnnxlNodePro
 
 /// Appends an empty `AttributeProto` to `attribute` and returns it for writing; NULL only when `m` is NULL.
 ///
-/// `repeated AttributeProto attribute = 5;` of `NodeProto`. Lifetime: as `onnxl_node_proto_attribute`. Adding may move the other elements: pointers to them taken before become invalid (fill one element before adding the next).
+/// `repeated AttributeProto attribute = 5;` of `NodeProto`. Lifetime: as `onnxl_node_proto_attribute`: adding elements never moves the existing ones.
 ///
 /// # Safety
 /// `m` is NULL or a live handle of this type that no other thread uses during the call.
@@ -2368,7 +2370,7 @@ pub unsafe extern "C" fn onnxl_node_proto_remove_metadata_props(m: *mut OnnxlNod
 
 /// `metadata_props` element `i` (read-only); NULL when `i` >= size or `m` is NULL.
 ///
-/// `repeated StringStringEntryProto metadata_props = 9;` of `NodeProto`. Lifetime: owned by `m` (never free it); valid until `metadata_props` is resized (add, remove, clear) or `m` is freed.
+/// `repeated StringStringEntryProto metadata_props = 9;` of `NodeProto`. Lifetime: owned by `m` (never free it); valid until this element is removed, `metadata_props` is cleared, or `m` is freed (adding elements does not move it).
 ///
 /// # Safety
 /// `m` is NULL or a live handle of this type that no other thread modifies during the call.
@@ -2392,7 +2394,7 @@ pub unsafe extern "C" fn onnxl_node_proto_mutable_metadata_props(m: *mut OnnxlNo
 
 /// Appends an empty `StringStringEntryProto` to `metadata_props` and returns it for writing; NULL only when `m` is NULL.
 ///
-/// `repeated StringStringEntryProto metadata_props = 9;` of `NodeProto`. Lifetime: as `onnxl_node_proto_metadata_props`. Adding may move the other elements: pointers to them taken before become invalid (fill one element before adding the next).
+/// `repeated StringStringEntryProto metadata_props = 9;` of `NodeProto`. Lifetime: as `onnxl_node_proto_metadata_props`: adding elements never moves the existing ones.
 ///
 /// # Safety
 /// `m` is NULL or a live handle of this type that no other thread uses during the call.
@@ -2440,7 +2442,7 @@ pub unsafe extern "C" fn onnxl_node_proto_remove_device_configurations(m: *mut O
 
 /// `device_configurations` element `i` (read-only); NULL when `i` >= size or `m` is NULL.
 ///
-/// `repeated NodeDeviceConfigurationProto device_configurations = 10;` of `NodeProto`. Lifetime: owned by `m` (never free it); valid until `device_configurations` is resized (add, remove, clear) or `m` is freed.
+/// `repeated NodeDeviceConfigurationProto device_configurations = 10;` of `NodeProto`. Lifetime: owned by `m` (never free it); valid until this element is removed, `device_configurations` is cleared, or `m` is freed (adding elements does not move it).
 ///
 /// # Safety
 /// `m` is NULL or a live handle of this type that no other thread modifies during the call.
@@ -2464,7 +2466,7 @@ pub unsafe extern "C" fn onnxl_node_proto_mutable_device_configurations(m: *mut 
 
 /// Appends an empty `NodeDeviceConfigurationProto` to `device_configurations` and returns it for writing; NULL only when `m` is NULL.
 ///
-/// `repeated NodeDeviceConfigurationProto device_configurations = 10;` of `NodeProto`. Lifetime: as `onnxl_node_proto_device_configurations`. Adding may move the other elements: pointers to them taken before become invalid (fill one element before adding the next).
+/// `repeated NodeDeviceConfigurationProto device_configurations = 10;` of `NodeProto`. Lifetime: as `onnxl_node_proto_device_configurations`: adding elements never moves the existing ones.
 ///
 /// # Safety
 /// `m` is NULL or a live handle of this type that no other thread uses during the call.
@@ -2984,7 +2986,7 @@ pub unsafe extern "C" fn onnxl_node_device_configuration_proto_remove_sharding_s
 
 /// `sharding_spec` element `i` (read-only); NULL when `i` >= size or `m` is NULL.
 ///
-/// `repeated ShardingSpecProto sharding_spec = 2;` of `NodeDeviceConfigurationProto`. Lifetime: owned by `m` (never free it); valid until `sharding_spec` is resized (add, remove, clear) or `m` is freed.
+/// `repeated ShardingSpecProto sharding_spec = 2;` of `NodeDeviceConfigurationProto`. Lifetime: owned by `m` (never free it); valid until this element is removed, `sharding_spec` is cleared, or `m` is freed (adding elements does not move it).
 ///
 /// # Safety
 /// `m` is NULL or a live handle of this type that no other thread modifies during the call.
@@ -3008,7 +3010,7 @@ pub unsafe extern "C" fn onnxl_node_device_configuration_proto_mutable_sharding_
 
 /// Appends an empty `ShardingSpecProto` to `sharding_spec` and returns it for writing; NULL only when `m` is NULL.
 ///
-/// `repeated ShardingSpecProto sharding_spec = 2;` of `NodeDeviceConfigurationProto`. Lifetime: as `onnxl_node_device_configuration_proto_sharding_spec`. Adding may move the other elements: pointers to them taken before become invalid (fill one element before adding the next).
+/// `repeated ShardingSpecProto sharding_spec = 2;` of `NodeDeviceConfigurationProto`. Lifetime: as `onnxl_node_device_configuration_proto_sharding_spec`: adding elements never moves the existing ones.
 ///
 /// # Safety
 /// `m` is NULL or a live handle of this type that no other thread uses during the call.
@@ -3394,7 +3396,7 @@ pub unsafe extern "C" fn onnxl_sharding_spec_proto_remove_index_to_device_group_
 
 /// `index_to_device_group_map` element `i` (read-only); NULL when `i` >= size or `m` is NULL.
 ///
-/// `repeated IntIntListEntryProto index_to_device_group_map = 3;` of `ShardingSpecProto`. Lifetime: owned by `m` (never free it); valid until `index_to_device_group_map` is resized (add, remove, clear) or `m` is freed.
+/// `repeated IntIntListEntryProto index_to_device_group_map = 3;` of `ShardingSpecProto`. Lifetime: owned by `m` (never free it); valid until this element is removed, `index_to_device_group_map` is cleared, or `m` is freed (adding elements does not move it).
 ///
 /// # Safety
 /// `m` is NULL or a live handle of this type that no other thread modifies during the call.
@@ -3418,7 +3420,7 @@ pub unsafe extern "C" fn onnxl_sharding_spec_proto_mutable_index_to_device_group
 
 /// Appends an empty `IntIntListEntryProto` to `index_to_device_group_map` and returns it for writing; NULL only when `m` is NULL.
 ///
-/// `repeated IntIntListEntryProto index_to_device_group_map = 3;` of `ShardingSpecProto`. Lifetime: as `onnxl_sharding_spec_proto_index_to_device_group_map`. Adding may move the other elements: pointers to them taken before become invalid (fill one element before adding the next).
+/// `repeated IntIntListEntryProto index_to_device_group_map = 3;` of `ShardingSpecProto`. Lifetime: as `onnxl_sharding_spec_proto_index_to_device_group_map`: adding elements never moves the existing ones.
 ///
 /// # Safety
 /// `m` is NULL or a live handle of this type that no other thread uses during the call.
@@ -3466,7 +3468,7 @@ pub unsafe extern "C" fn onnxl_sharding_spec_proto_remove_sharded_dim(m: *mut On
 
 /// `sharded_dim` element `i` (read-only); NULL when `i` >= size or `m` is NULL.
 ///
-/// `repeated ShardedDimProto sharded_dim = 4;` of `ShardingSpecProto`. Lifetime: owned by `m` (never free it); valid until `sharded_dim` is resized (add, remove, clear) or `m` is freed.
+/// `repeated ShardedDimProto sharded_dim = 4;` of `ShardingSpecProto`. Lifetime: owned by `m` (never free it); valid until this element is removed, `sharded_dim` is cleared, or `m` is freed (adding elements does not move it).
 ///
 /// # Safety
 /// `m` is NULL or a live handle of this type that no other thread modifies during the call.
@@ -3490,7 +3492,7 @@ pub unsafe extern "C" fn onnxl_sharding_spec_proto_mutable_sharded_dim(m: *mut O
 
 /// Appends an empty `ShardedDimProto` to `sharded_dim` and returns it for writing; NULL only when `m` is NULL.
 ///
-/// `repeated ShardedDimProto sharded_dim = 4;` of `ShardingSpecProto`. Lifetime: as `onnxl_sharding_spec_proto_sharded_dim`. Adding may move the other elements: pointers to them taken before become invalid (fill one element before adding the next).
+/// `repeated ShardedDimProto sharded_dim = 4;` of `ShardingSpecProto`. Lifetime: as `onnxl_sharding_spec_proto_sharded_dim`: adding elements never moves the existing ones.
 ///
 /// # Safety
 /// `m` is NULL or a live handle of this type that no other thread uses during the call.
@@ -3720,7 +3722,7 @@ pub unsafe extern "C" fn onnxl_sharded_dim_proto_remove_simple_sharding(m: *mut 
 
 /// `simple_sharding` element `i` (read-only); NULL when `i` >= size or `m` is NULL.
 ///
-/// `repeated SimpleShardedDimProto simple_sharding = 2;` of `ShardedDimProto`. Lifetime: owned by `m` (never free it); valid until `simple_sharding` is resized (add, remove, clear) or `m` is freed.
+/// `repeated SimpleShardedDimProto simple_sharding = 2;` of `ShardedDimProto`. Lifetime: owned by `m` (never free it); valid until this element is removed, `simple_sharding` is cleared, or `m` is freed (adding elements does not move it).
 ///
 /// # Safety
 /// `m` is NULL or a live handle of this type that no other thread modifies during the call.
@@ -3744,7 +3746,7 @@ pub unsafe extern "C" fn onnxl_sharded_dim_proto_mutable_simple_sharding(m: *mut
 
 /// Appends an empty `SimpleShardedDimProto` to `simple_sharding` and returns it for writing; NULL only when `m` is NULL.
 ///
-/// `repeated SimpleShardedDimProto simple_sharding = 2;` of `ShardedDimProto`. Lifetime: as `onnxl_sharded_dim_proto_simple_sharding`. Adding may move the other elements: pointers to them taken before become invalid (fill one element before adding the next).
+/// `repeated SimpleShardedDimProto simple_sharding = 2;` of `ShardedDimProto`. Lifetime: as `onnxl_sharded_dim_proto_simple_sharding`: adding elements never moves the existing ones.
 ///
 /// # Safety
 /// `m` is NULL or a live handle of this type that no other thread uses during the call.
@@ -4310,7 +4312,7 @@ pub unsafe extern "C" fn onnxl_training_info_proto_remove_initialization_binding
 
 /// `initialization_binding` element `i` (read-only); NULL when `i` >= size or `m` is NULL.
 ///
-/// `repeated StringStringEntryProto initialization_binding = 3;` of `TrainingInfoProto`. Lifetime: owned by `m` (never free it); valid until `initialization_binding` is resized (add, remove, clear) or `m` is freed.
+/// `repeated StringStringEntryProto initialization_binding = 3;` of `TrainingInfoProto`. Lifetime: owned by `m` (never free it); valid until this element is removed, `initialization_binding` is cleared, or `m` is freed (adding elements does not move it).
 ///
 /// # Safety
 /// `m` is NULL or a live handle of this type that no other thread modifies during the call.
@@ -4334,7 +4336,7 @@ pub unsafe extern "C" fn onnxl_training_info_proto_mutable_initialization_bindin
 
 /// Appends an empty `StringStringEntryProto` to `initialization_binding` and returns it for writing; NULL only when `m` is NULL.
 ///
-/// `repeated StringStringEntryProto initialization_binding = 3;` of `TrainingInfoProto`. Lifetime: as `onnxl_training_info_proto_initialization_binding`. Adding may move the other elements: pointers to them taken before become invalid (fill one element before adding the next).
+/// `repeated StringStringEntryProto initialization_binding = 3;` of `TrainingInfoProto`. Lifetime: as `onnxl_training_info_proto_initialization_binding`: adding elements never moves the existing ones.
 ///
 /// # Safety
 /// `m` is NULL or a live handle of this type that no other thread uses during the call.
@@ -4382,7 +4384,7 @@ pub unsafe extern "C" fn onnxl_training_info_proto_remove_update_binding(m: *mut
 
 /// `update_binding` element `i` (read-only); NULL when `i` >= size or `m` is NULL.
 ///
-/// `repeated StringStringEntryProto update_binding = 4;` of `TrainingInfoProto`. Lifetime: owned by `m` (never free it); valid until `update_binding` is resized (add, remove, clear) or `m` is freed.
+/// `repeated StringStringEntryProto update_binding = 4;` of `TrainingInfoProto`. Lifetime: owned by `m` (never free it); valid until this element is removed, `update_binding` is cleared, or `m` is freed (adding elements does not move it).
 ///
 /// # Safety
 /// `m` is NULL or a live handle of this type that no other thread modifies during the call.
@@ -4406,7 +4408,7 @@ pub unsafe extern "C" fn onnxl_training_info_proto_mutable_update_binding(m: *mu
 
 /// Appends an empty `StringStringEntryProto` to `update_binding` and returns it for writing; NULL only when `m` is NULL.
 ///
-/// `repeated StringStringEntryProto update_binding = 4;` of `TrainingInfoProto`. Lifetime: as `onnxl_training_info_proto_update_binding`. Adding may move the other elements: pointers to them taken before become invalid (fill one element before adding the next).
+/// `repeated StringStringEntryProto update_binding = 4;` of `TrainingInfoProto`. Lifetime: as `onnxl_training_info_proto_update_binding`: adding elements never moves the existing ones.
 ///
 /// # Safety
 /// `m` is NULL or a live handle of this type that no other thread uses during the call.
@@ -4636,7 +4638,7 @@ pub unsafe extern "C" fn onnxl_model_proto_remove_opset_import(m: *mut OnnxlMode
 
 /// `opset_import` element `i` (read-only); NULL when `i` >= size or `m` is NULL.
 ///
-/// `repeated OperatorSetIdProto opset_import = 8;` of `ModelProto`. Lifetime: owned by `m` (never free it); valid until `opset_import` is resized (add, remove, clear) or `m` is freed.
+/// `repeated OperatorSetIdProto opset_import = 8;` of `ModelProto`. Lifetime: owned by `m` (never free it); valid until this element is removed, `opset_import` is cleared, or `m` is freed (adding elements does not move it).
 ///
 /// # Safety
 /// `m` is NULL or a live handle of this type that no other thread modifies during the call.
@@ -4660,7 +4662,7 @@ pub unsafe extern "C" fn onnxl_model_proto_mutable_opset_import(m: *mut OnnxlMod
 
 /// Appends an empty `OperatorSetIdProto` to `opset_import` and returns it for writing; NULL only when `m` is NULL.
 ///
-/// `repeated OperatorSetIdProto opset_import = 8;` of `ModelProto`. Lifetime: as `onnxl_model_proto_opset_import`. Adding may move the other elements: pointers to them taken before become invalid (fill one element before adding the next).
+/// `repeated OperatorSetIdProto opset_import = 8;` of `ModelProto`. Lifetime: as `onnxl_model_proto_opset_import`: adding elements never moves the existing ones.
 ///
 /// # Safety
 /// `m` is NULL or a live handle of this type that no other thread uses during the call.
@@ -4996,7 +4998,7 @@ pub unsafe extern "C" fn onnxl_model_proto_remove_metadata_props(m: *mut OnnxlMo
 
 /// `metadata_props` element `i` (read-only); NULL when `i` >= size or `m` is NULL.
 ///
-/// `repeated StringStringEntryProto metadata_props = 14;` of `ModelProto`. Lifetime: owned by `m` (never free it); valid until `metadata_props` is resized (add, remove, clear) or `m` is freed.
+/// `repeated StringStringEntryProto metadata_props = 14;` of `ModelProto`. Lifetime: owned by `m` (never free it); valid until this element is removed, `metadata_props` is cleared, or `m` is freed (adding elements does not move it).
 ///
 /// # Safety
 /// `m` is NULL or a live handle of this type that no other thread modifies during the call.
@@ -5020,7 +5022,7 @@ pub unsafe extern "C" fn onnxl_model_proto_mutable_metadata_props(m: *mut OnnxlM
 
 /// Appends an empty `StringStringEntryProto` to `metadata_props` and returns it for writing; NULL only when `m` is NULL.
 ///
-/// `repeated StringStringEntryProto metadata_props = 14;` of `ModelProto`. Lifetime: as `onnxl_model_proto_metadata_props`. Adding may move the other elements: pointers to them taken before become invalid (fill one element before adding the next).
+/// `repeated StringStringEntryProto metadata_props = 14;` of `ModelProto`. Lifetime: as `onnxl_model_proto_metadata_props`: adding elements never moves the existing ones.
 ///
 /// # Safety
 /// `m` is NULL or a live handle of this type that no other thread uses during the call.
@@ -5068,7 +5070,7 @@ pub unsafe extern "C" fn onnxl_model_proto_remove_training_info(m: *mut OnnxlMod
 
 /// `training_info` element `i` (read-only); NULL when `i` >= size or `m` is NULL.
 ///
-/// `repeated TrainingInfoProto training_info = 20;` of `ModelProto`. Lifetime: owned by `m` (never free it); valid until `training_info` is resized (add, remove, clear) or `m` is freed.
+/// `repeated TrainingInfoProto training_info = 20;` of `ModelProto`. Lifetime: owned by `m` (never free it); valid until this element is removed, `training_info` is cleared, or `m` is freed (adding elements does not move it).
 ///
 /// # Safety
 /// `m` is NULL or a live handle of this type that no other thread modifies during the call.
@@ -5092,7 +5094,7 @@ pub unsafe extern "C" fn onnxl_model_proto_mutable_training_info(m: *mut OnnxlMo
 
 /// Appends an empty `TrainingInfoProto` to `training_info` and returns it for writing; NULL only when `m` is NULL.
 ///
-/// `repeated TrainingInfoProto training_info = 20;` of `ModelProto`. Lifetime: as `onnxl_model_proto_training_info`. Adding may move the other elements: pointers to them taken before become invalid (fill one element before adding the next).
+/// `repeated TrainingInfoProto training_info = 20;` of `ModelProto`. Lifetime: as `onnxl_model_proto_training_info`: adding elements never moves the existing ones.
 ///
 /// # Safety
 /// `m` is NULL or a live handle of this type that no other thread uses during the call.
@@ -5140,7 +5142,7 @@ pub unsafe extern "C" fn onnxl_model_proto_remove_functions(m: *mut OnnxlModelPr
 
 /// `functions` element `i` (read-only); NULL when `i` >= size or `m` is NULL.
 ///
-/// `repeated FunctionProto functions = 25;` of `ModelProto`. Lifetime: owned by `m` (never free it); valid until `functions` is resized (add, remove, clear) or `m` is freed.
+/// `repeated FunctionProto functions = 25;` of `ModelProto`. Lifetime: owned by `m` (never free it); valid until this element is removed, `functions` is cleared, or `m` is freed (adding elements does not move it).
 ///
 /// # Safety
 /// `m` is NULL or a live handle of this type that no other thread modifies during the call.
@@ -5164,7 +5166,7 @@ pub unsafe extern "C" fn onnxl_model_proto_mutable_functions(m: *mut OnnxlModelP
 
 /// Appends an empty `FunctionProto` to `functions` and returns it for writing; NULL only when `m` is NULL.
 ///
-/// `repeated FunctionProto functions = 25;` of `ModelProto`. Lifetime: as `onnxl_model_proto_functions`. Adding may move the other elements: pointers to them taken before become invalid (fill one element before adding the next).
+/// `repeated FunctionProto functions = 25;` of `ModelProto`. Lifetime: as `onnxl_model_proto_functions`: adding elements never moves the existing ones.
 ///
 /// # Safety
 /// `m` is NULL or a live handle of this type that no other thread uses during the call.
@@ -5212,7 +5214,7 @@ pub unsafe extern "C" fn onnxl_model_proto_remove_configuration(m: *mut OnnxlMod
 
 /// `configuration` element `i` (read-only); NULL when `i` >= size or `m` is NULL.
 ///
-/// `repeated DeviceConfigurationProto configuration = 26;` of `ModelProto`. Lifetime: owned by `m` (never free it); valid until `configuration` is resized (add, remove, clear) or `m` is freed.
+/// `repeated DeviceConfigurationProto configuration = 26;` of `ModelProto`. Lifetime: owned by `m` (never free it); valid until this element is removed, `configuration` is cleared, or `m` is freed (adding elements does not move it).
 ///
 /// # Safety
 /// `m` is NULL or a live handle of this type that no other thread modifies during the call.
@@ -5236,7 +5238,7 @@ pub unsafe extern "C" fn onnxl_model_proto_mutable_configuration(m: *mut OnnxlMo
 
 /// Appends an empty `DeviceConfigurationProto` to `configuration` and returns it for writing; NULL only when `m` is NULL.
 ///
-/// `repeated DeviceConfigurationProto configuration = 26;` of `ModelProto`. Lifetime: as `onnxl_model_proto_configuration`. Adding may move the other elements: pointers to them taken before become invalid (fill one element before adding the next).
+/// `repeated DeviceConfigurationProto configuration = 26;` of `ModelProto`. Lifetime: as `onnxl_model_proto_configuration`: adding elements never moves the existing ones.
 ///
 /// # Safety
 /// `m` is NULL or a live handle of this type that no other thread uses during the call.
@@ -5998,7 +6000,7 @@ pub unsafe extern "C" fn onnxl_tensor_annotation_remove_quant_parameter_tensor_n
 
 /// `quant_parameter_tensor_names` element `i` (read-only); NULL when `i` >= size or `m` is NULL.
 ///
-/// `repeated StringStringEntryProto quant_parameter_tensor_names = 2;` of `TensorAnnotation`. Lifetime: owned by `m` (never free it); valid until `quant_parameter_tensor_names` is resized (add, remove, clear) or `m` is freed.
+/// `repeated StringStringEntryProto quant_parameter_tensor_names = 2;` of `TensorAnnotation`. Lifetime: owned by `m` (never free it); valid until this element is removed, `quant_parameter_tensor_names` is cleared, or `m` is freed (adding elements does not move it).
 ///
 /// # Safety
 /// `m` is NULL or a live handle of this type that no other thread modifies during the call.
@@ -6022,7 +6024,7 @@ pub unsafe extern "C" fn onnxl_tensor_annotation_mutable_quant_parameter_tensor_
 
 /// Appends an empty `StringStringEntryProto` to `quant_parameter_tensor_names` and returns it for writing; NULL only when `m` is NULL.
 ///
-/// `repeated StringStringEntryProto quant_parameter_tensor_names = 2;` of `TensorAnnotation`. Lifetime: as `onnxl_tensor_annotation_quant_parameter_tensor_names`. Adding may move the other elements: pointers to them taken before become invalid (fill one element before adding the next).
+/// `repeated StringStringEntryProto quant_parameter_tensor_names = 2;` of `TensorAnnotation`. Lifetime: as `onnxl_tensor_annotation_quant_parameter_tensor_names`: adding elements never moves the existing ones.
 ///
 /// # Safety
 /// `m` is NULL or a live handle of this type that no other thread uses during the call.
@@ -6204,7 +6206,7 @@ pub unsafe extern "C" fn onnxl_graph_proto_remove_node(m: *mut OnnxlGraphProto, 
 
 /// `node` element `i` (read-only); NULL when `i` >= size or `m` is NULL.
 ///
-/// `repeated NodeProto node = 1;` of `GraphProto`. Lifetime: owned by `m` (never free it); valid until `node` is resized (add, remove, clear) or `m` is freed.
+/// `repeated NodeProto node = 1;` of `GraphProto`. Lifetime: owned by `m` (never free it); valid until this element is removed, `node` is cleared, or `m` is freed (adding elements does not move it).
 ///
 /// # Safety
 /// `m` is NULL or a live handle of this type that no other thread modifies during the call.
@@ -6228,7 +6230,7 @@ pub unsafe extern "C" fn onnxl_graph_proto_mutable_node(m: *mut OnnxlGraphProto,
 
 /// Appends an empty `NodeProto` to `node` and returns it for writing; NULL only when `m` is NULL.
 ///
-/// `repeated NodeProto node = 1;` of `GraphProto`. Lifetime: as `onnxl_graph_proto_node`. Adding may move the other elements: pointers to them taken before become invalid (fill one element before adding the next).
+/// `repeated NodeProto node = 1;` of `GraphProto`. Lifetime: as `onnxl_graph_proto_node`: adding elements never moves the existing ones.
 ///
 /// # Safety
 /// `m` is NULL or a live handle of this type that no other thread uses during the call.
@@ -6324,7 +6326,7 @@ pub unsafe extern "C" fn onnxl_graph_proto_remove_initializer(m: *mut OnnxlGraph
 
 /// `initializer` element `i` (read-only); NULL when `i` >= size or `m` is NULL.
 ///
-/// `repeated TensorProto initializer = 5;` of `GraphProto`. Lifetime: owned by `m` (never free it); valid until `initializer` is resized (add, remove, clear) or `m` is freed.
+/// `repeated TensorProto initializer = 5;` of `GraphProto`. Lifetime: owned by `m` (never free it); valid until this element is removed, `initializer` is cleared, or `m` is freed (adding elements does not move it).
 ///
 /// # Safety
 /// `m` is NULL or a live handle of this type that no other thread modifies during the call.
@@ -6348,7 +6350,7 @@ pub unsafe extern "C" fn onnxl_graph_proto_mutable_initializer(m: *mut OnnxlGrap
 
 /// Appends an empty `TensorProto` to `initializer` and returns it for writing; NULL only when `m` is NULL.
 ///
-/// `repeated TensorProto initializer = 5;` of `GraphProto`. Lifetime: as `onnxl_graph_proto_initializer`. Adding may move the other elements: pointers to them taken before become invalid (fill one element before adding the next).
+/// `repeated TensorProto initializer = 5;` of `GraphProto`. Lifetime: as `onnxl_graph_proto_initializer`: adding elements never moves the existing ones.
 ///
 /// # Safety
 /// `m` is NULL or a live handle of this type that no other thread uses during the call.
@@ -6396,7 +6398,7 @@ pub unsafe extern "C" fn onnxl_graph_proto_remove_sparse_initializer(m: *mut Onn
 
 /// `sparse_initializer` element `i` (read-only); NULL when `i` >= size or `m` is NULL.
 ///
-/// `repeated SparseTensorProto sparse_initializer = 15;` of `GraphProto`. Lifetime: owned by `m` (never free it); valid until `sparse_initializer` is resized (add, remove, clear) or `m` is freed.
+/// `repeated SparseTensorProto sparse_initializer = 15;` of `GraphProto`. Lifetime: owned by `m` (never free it); valid until this element is removed, `sparse_initializer` is cleared, or `m` is freed (adding elements does not move it).
 ///
 /// # Safety
 /// `m` is NULL or a live handle of this type that no other thread modifies during the call.
@@ -6420,7 +6422,7 @@ pub unsafe extern "C" fn onnxl_graph_proto_mutable_sparse_initializer(m: *mut On
 
 /// Appends an empty `SparseTensorProto` to `sparse_initializer` and returns it for writing; NULL only when `m` is NULL.
 ///
-/// `repeated SparseTensorProto sparse_initializer = 15;` of `GraphProto`. Lifetime: as `onnxl_graph_proto_sparse_initializer`. Adding may move the other elements: pointers to them taken before become invalid (fill one element before adding the next).
+/// `repeated SparseTensorProto sparse_initializer = 15;` of `GraphProto`. Lifetime: as `onnxl_graph_proto_sparse_initializer`: adding elements never moves the existing ones.
 ///
 /// # Safety
 /// `m` is NULL or a live handle of this type that no other thread uses during the call.
@@ -6516,7 +6518,7 @@ pub unsafe extern "C" fn onnxl_graph_proto_remove_input(m: *mut OnnxlGraphProto,
 
 /// `input` element `i` (read-only); NULL when `i` >= size or `m` is NULL.
 ///
-/// `repeated ValueInfoProto input = 11;` of `GraphProto`. Lifetime: owned by `m` (never free it); valid until `input` is resized (add, remove, clear) or `m` is freed.
+/// `repeated ValueInfoProto input = 11;` of `GraphProto`. Lifetime: owned by `m` (never free it); valid until this element is removed, `input` is cleared, or `m` is freed (adding elements does not move it).
 ///
 /// # Safety
 /// `m` is NULL or a live handle of this type that no other thread modifies during the call.
@@ -6540,7 +6542,7 @@ pub unsafe extern "C" fn onnxl_graph_proto_mutable_input(m: *mut OnnxlGraphProto
 
 /// Appends an empty `ValueInfoProto` to `input` and returns it for writing; NULL only when `m` is NULL.
 ///
-/// `repeated ValueInfoProto input = 11;` of `GraphProto`. Lifetime: as `onnxl_graph_proto_input`. Adding may move the other elements: pointers to them taken before become invalid (fill one element before adding the next).
+/// `repeated ValueInfoProto input = 11;` of `GraphProto`. Lifetime: as `onnxl_graph_proto_input`: adding elements never moves the existing ones.
 ///
 /// # Safety
 /// `m` is NULL or a live handle of this type that no other thread uses during the call.
@@ -6588,7 +6590,7 @@ pub unsafe extern "C" fn onnxl_graph_proto_remove_output(m: *mut OnnxlGraphProto
 
 /// `output` element `i` (read-only); NULL when `i` >= size or `m` is NULL.
 ///
-/// `repeated ValueInfoProto output = 12;` of `GraphProto`. Lifetime: owned by `m` (never free it); valid until `output` is resized (add, remove, clear) or `m` is freed.
+/// `repeated ValueInfoProto output = 12;` of `GraphProto`. Lifetime: owned by `m` (never free it); valid until this element is removed, `output` is cleared, or `m` is freed (adding elements does not move it).
 ///
 /// # Safety
 /// `m` is NULL or a live handle of this type that no other thread modifies during the call.
@@ -6612,7 +6614,7 @@ pub unsafe extern "C" fn onnxl_graph_proto_mutable_output(m: *mut OnnxlGraphProt
 
 /// Appends an empty `ValueInfoProto` to `output` and returns it for writing; NULL only when `m` is NULL.
 ///
-/// `repeated ValueInfoProto output = 12;` of `GraphProto`. Lifetime: as `onnxl_graph_proto_output`. Adding may move the other elements: pointers to them taken before become invalid (fill one element before adding the next).
+/// `repeated ValueInfoProto output = 12;` of `GraphProto`. Lifetime: as `onnxl_graph_proto_output`: adding elements never moves the existing ones.
 ///
 /// # Safety
 /// `m` is NULL or a live handle of this type that no other thread uses during the call.
@@ -6660,7 +6662,7 @@ pub unsafe extern "C" fn onnxl_graph_proto_remove_value_info(m: *mut OnnxlGraphP
 
 /// `value_info` element `i` (read-only); NULL when `i` >= size or `m` is NULL.
 ///
-/// `repeated ValueInfoProto value_info = 13;` of `GraphProto`. Lifetime: owned by `m` (never free it); valid until `value_info` is resized (add, remove, clear) or `m` is freed.
+/// `repeated ValueInfoProto value_info = 13;` of `GraphProto`. Lifetime: owned by `m` (never free it); valid until this element is removed, `value_info` is cleared, or `m` is freed (adding elements does not move it).
 ///
 /// # Safety
 /// `m` is NULL or a live handle of this type that no other thread modifies during the call.
@@ -6684,7 +6686,7 @@ pub unsafe extern "C" fn onnxl_graph_proto_mutable_value_info(m: *mut OnnxlGraph
 
 /// Appends an empty `ValueInfoProto` to `value_info` and returns it for writing; NULL only when `m` is NULL.
 ///
-/// `repeated ValueInfoProto value_info = 13;` of `GraphProto`. Lifetime: as `onnxl_graph_proto_value_info`. Adding may move the other elements: pointers to them taken before become invalid (fill one element before adding the next).
+/// `repeated ValueInfoProto value_info = 13;` of `GraphProto`. Lifetime: as `onnxl_graph_proto_value_info`: adding elements never moves the existing ones.
 ///
 /// # Safety
 /// `m` is NULL or a live handle of this type that no other thread uses during the call.
@@ -6732,7 +6734,7 @@ pub unsafe extern "C" fn onnxl_graph_proto_remove_quantization_annotation(m: *mu
 
 /// `quantization_annotation` element `i` (read-only); NULL when `i` >= size or `m` is NULL.
 ///
-/// `repeated TensorAnnotation quantization_annotation = 14;` of `GraphProto`. Lifetime: owned by `m` (never free it); valid until `quantization_annotation` is resized (add, remove, clear) or `m` is freed.
+/// `repeated TensorAnnotation quantization_annotation = 14;` of `GraphProto`. Lifetime: owned by `m` (never free it); valid until this element is removed, `quantization_annotation` is cleared, or `m` is freed (adding elements does not move it).
 ///
 /// # Safety
 /// `m` is NULL or a live handle of this type that no other thread modifies during the call.
@@ -6756,7 +6758,7 @@ pub unsafe extern "C" fn onnxl_graph_proto_mutable_quantization_annotation(m: *m
 
 /// Appends an empty `TensorAnnotation` to `quantization_annotation` and returns it for writing; NULL only when `m` is NULL.
 ///
-/// `repeated TensorAnnotation quantization_annotation = 14;` of `GraphProto`. Lifetime: as `onnxl_graph_proto_quantization_annotation`. Adding may move the other elements: pointers to them taken before become invalid (fill one element before adding the next).
+/// `repeated TensorAnnotation quantization_annotation = 14;` of `GraphProto`. Lifetime: as `onnxl_graph_proto_quantization_annotation`: adding elements never moves the existing ones.
 ///
 /// # Safety
 /// `m` is NULL or a live handle of this type that no other thread uses during the call.
@@ -6804,7 +6806,7 @@ pub unsafe extern "C" fn onnxl_graph_proto_remove_metadata_props(m: *mut OnnxlGr
 
 /// `metadata_props` element `i` (read-only); NULL when `i` >= size or `m` is NULL.
 ///
-/// `repeated StringStringEntryProto metadata_props = 16;` of `GraphProto`. Lifetime: owned by `m` (never free it); valid until `metadata_props` is resized (add, remove, clear) or `m` is freed.
+/// `repeated StringStringEntryProto metadata_props = 16;` of `GraphProto`. Lifetime: owned by `m` (never free it); valid until this element is removed, `metadata_props` is cleared, or `m` is freed (adding elements does not move it).
 ///
 /// # Safety
 /// `m` is NULL or a live handle of this type that no other thread modifies during the call.
@@ -6828,7 +6830,7 @@ pub unsafe extern "C" fn onnxl_graph_proto_mutable_metadata_props(m: *mut OnnxlG
 
 /// Appends an empty `StringStringEntryProto` to `metadata_props` and returns it for writing; NULL only when `m` is NULL.
 ///
-/// `repeated StringStringEntryProto metadata_props = 16;` of `GraphProto`. Lifetime: as `onnxl_graph_proto_metadata_props`. Adding may move the other elements: pointers to them taken before become invalid (fill one element before adding the next).
+/// `repeated StringStringEntryProto metadata_props = 16;` of `GraphProto`. Lifetime: as `onnxl_graph_proto_metadata_props`: adding elements never moves the existing ones.
 ///
 /// # Safety
 /// `m` is NULL or a live handle of this type that no other thread uses during the call.
@@ -7790,7 +7792,7 @@ pub unsafe extern "C" fn onnxl_tensor_proto_remove_external_data(m: *mut OnnxlTe
 
 /// `external_data` element `i` (read-only); NULL when `i` >= size or `m` is NULL.
 ///
-/// `repeated StringStringEntryProto external_data = 13;` of `TensorProto`. Lifetime: owned by `m` (never free it); valid until `external_data` is resized (add, remove, clear) or `m` is freed.
+/// `repeated StringStringEntryProto external_data = 13;` of `TensorProto`. Lifetime: owned by `m` (never free it); valid until this element is removed, `external_data` is cleared, or `m` is freed (adding elements does not move it).
 ///
 /// # Safety
 /// `m` is NULL or a live handle of this type that no other thread modifies during the call.
@@ -7814,7 +7816,7 @@ pub unsafe extern "C" fn onnxl_tensor_proto_mutable_external_data(m: *mut OnnxlT
 
 /// Appends an empty `StringStringEntryProto` to `external_data` and returns it for writing; NULL only when `m` is NULL.
 ///
-/// `repeated StringStringEntryProto external_data = 13;` of `TensorProto`. Lifetime: as `onnxl_tensor_proto_external_data`. Adding may move the other elements: pointers to them taken before become invalid (fill one element before adding the next).
+/// `repeated StringStringEntryProto external_data = 13;` of `TensorProto`. Lifetime: as `onnxl_tensor_proto_external_data`: adding elements never moves the existing ones.
 ///
 /// # Safety
 /// `m` is NULL or a live handle of this type that no other thread uses during the call.
@@ -8126,7 +8128,7 @@ pub unsafe extern "C" fn onnxl_tensor_proto_remove_metadata_props(m: *mut OnnxlT
 
 /// `metadata_props` element `i` (read-only); NULL when `i` >= size or `m` is NULL.
 ///
-/// `repeated StringStringEntryProto metadata_props = 16;` of `TensorProto`. Lifetime: owned by `m` (never free it); valid until `metadata_props` is resized (add, remove, clear) or `m` is freed.
+/// `repeated StringStringEntryProto metadata_props = 16;` of `TensorProto`. Lifetime: owned by `m` (never free it); valid until this element is removed, `metadata_props` is cleared, or `m` is freed (adding elements does not move it).
 ///
 /// # Safety
 /// `m` is NULL or a live handle of this type that no other thread modifies during the call.
@@ -8150,7 +8152,7 @@ pub unsafe extern "C" fn onnxl_tensor_proto_mutable_metadata_props(m: *mut Onnxl
 
 /// Appends an empty `StringStringEntryProto` to `metadata_props` and returns it for writing; NULL only when `m` is NULL.
 ///
-/// `repeated StringStringEntryProto metadata_props = 16;` of `TensorProto`. Lifetime: as `onnxl_tensor_proto_metadata_props`. Adding may move the other elements: pointers to them taken before become invalid (fill one element before adding the next).
+/// `repeated StringStringEntryProto metadata_props = 16;` of `TensorProto`. Lifetime: as `onnxl_tensor_proto_metadata_props`: adding elements never moves the existing ones.
 ///
 /// # Safety
 /// `m` is NULL or a live handle of this type that no other thread uses during the call.
@@ -8900,7 +8902,7 @@ pub unsafe extern "C" fn onnxl_tensor_shape_proto_remove_dim(m: *mut OnnxlTensor
 
 /// `dim` element `i` (read-only); NULL when `i` >= size or `m` is NULL.
 ///
-/// `repeated TensorShapeProto.Dimension dim = 1;` of `TensorShapeProto`. Lifetime: owned by `m` (never free it); valid until `dim` is resized (add, remove, clear) or `m` is freed.
+/// `repeated TensorShapeProto.Dimension dim = 1;` of `TensorShapeProto`. Lifetime: owned by `m` (never free it); valid until this element is removed, `dim` is cleared, or `m` is freed (adding elements does not move it).
 ///
 /// # Safety
 /// `m` is NULL or a live handle of this type that no other thread modifies during the call.
@@ -8924,7 +8926,7 @@ pub unsafe extern "C" fn onnxl_tensor_shape_proto_mutable_dim(m: *mut OnnxlTenso
 
 /// Appends an empty `TensorShapeProto.Dimension` to `dim` and returns it for writing; NULL only when `m` is NULL.
 ///
-/// `repeated TensorShapeProto.Dimension dim = 1;` of `TensorShapeProto`. Lifetime: as `onnxl_tensor_shape_proto_dim`. Adding may move the other elements: pointers to them taken before become invalid (fill one element before adding the next).
+/// `repeated TensorShapeProto.Dimension dim = 1;` of `TensorShapeProto`. Lifetime: as `onnxl_tensor_shape_proto_dim`: adding elements never moves the existing ones.
 ///
 /// # Safety
 /// `m` is NULL or a live handle of this type that no other thread uses during the call.
@@ -11652,7 +11654,7 @@ pub unsafe extern "C" fn onnxl_function_proto_remove_attribute_proto(m: *mut Onn
 
 /// `attribute_proto` element `i` (read-only); NULL when `i` >= size or `m` is NULL.
 ///
-/// `repeated AttributeProto attribute_proto = 11;` of `FunctionProto`. Lifetime: owned by `m` (never free it); valid until `attribute_proto` is resized (add, remove, clear) or `m` is freed.
+/// `repeated AttributeProto attribute_proto = 11;` of `FunctionProto`. Lifetime: owned by `m` (never free it); valid until this element is removed, `attribute_proto` is cleared, or `m` is freed (adding elements does not move it).
 ///
 /// # Safety
 /// `m` is NULL or a live handle of this type that no other thread modifies during the call.
@@ -11676,7 +11678,7 @@ pub unsafe extern "C" fn onnxl_function_proto_mutable_attribute_proto(m: *mut On
 
 /// Appends an empty `AttributeProto` to `attribute_proto` and returns it for writing; NULL only when `m` is NULL.
 ///
-/// `repeated AttributeProto attribute_proto = 11;` of `FunctionProto`. Lifetime: as `onnxl_function_proto_attribute_proto`. Adding may move the other elements: pointers to them taken before become invalid (fill one element before adding the next).
+/// `repeated AttributeProto attribute_proto = 11;` of `FunctionProto`. Lifetime: as `onnxl_function_proto_attribute_proto`: adding elements never moves the existing ones.
 ///
 /// # Safety
 /// `m` is NULL or a live handle of this type that no other thread uses during the call.
@@ -11724,7 +11726,7 @@ pub unsafe extern "C" fn onnxl_function_proto_remove_node(m: *mut OnnxlFunctionP
 
 /// `node` element `i` (read-only); NULL when `i` >= size or `m` is NULL.
 ///
-/// `repeated NodeProto node = 7;` of `FunctionProto`. Lifetime: owned by `m` (never free it); valid until `node` is resized (add, remove, clear) or `m` is freed.
+/// `repeated NodeProto node = 7;` of `FunctionProto`. Lifetime: owned by `m` (never free it); valid until this element is removed, `node` is cleared, or `m` is freed (adding elements does not move it).
 ///
 /// # Safety
 /// `m` is NULL or a live handle of this type that no other thread modifies during the call.
@@ -11748,7 +11750,7 @@ pub unsafe extern "C" fn onnxl_function_proto_mutable_node(m: *mut OnnxlFunction
 
 /// Appends an empty `NodeProto` to `node` and returns it for writing; NULL only when `m` is NULL.
 ///
-/// `repeated NodeProto node = 7;` of `FunctionProto`. Lifetime: as `onnxl_function_proto_node`. Adding may move the other elements: pointers to them taken before become invalid (fill one element before adding the next).
+/// `repeated NodeProto node = 7;` of `FunctionProto`. Lifetime: as `onnxl_function_proto_node`: adding elements never moves the existing ones.
 ///
 /// # Safety
 /// `m` is NULL or a live handle of this type that no other thread uses during the call.
@@ -11844,7 +11846,7 @@ pub unsafe extern "C" fn onnxl_function_proto_remove_opset_import(m: *mut OnnxlF
 
 /// `opset_import` element `i` (read-only); NULL when `i` >= size or `m` is NULL.
 ///
-/// `repeated OperatorSetIdProto opset_import = 9;` of `FunctionProto`. Lifetime: owned by `m` (never free it); valid until `opset_import` is resized (add, remove, clear) or `m` is freed.
+/// `repeated OperatorSetIdProto opset_import = 9;` of `FunctionProto`. Lifetime: owned by `m` (never free it); valid until this element is removed, `opset_import` is cleared, or `m` is freed (adding elements does not move it).
 ///
 /// # Safety
 /// `m` is NULL or a live handle of this type that no other thread modifies during the call.
@@ -11868,7 +11870,7 @@ pub unsafe extern "C" fn onnxl_function_proto_mutable_opset_import(m: *mut Onnxl
 
 /// Appends an empty `OperatorSetIdProto` to `opset_import` and returns it for writing; NULL only when `m` is NULL.
 ///
-/// `repeated OperatorSetIdProto opset_import = 9;` of `FunctionProto`. Lifetime: as `onnxl_function_proto_opset_import`. Adding may move the other elements: pointers to them taken before become invalid (fill one element before adding the next).
+/// `repeated OperatorSetIdProto opset_import = 9;` of `FunctionProto`. Lifetime: as `onnxl_function_proto_opset_import`: adding elements never moves the existing ones.
 ///
 /// # Safety
 /// `m` is NULL or a live handle of this type that no other thread uses during the call.
@@ -12012,7 +12014,7 @@ pub unsafe extern "C" fn onnxl_function_proto_remove_value_info(m: *mut OnnxlFun
 
 /// `value_info` element `i` (read-only); NULL when `i` >= size or `m` is NULL.
 ///
-/// `repeated ValueInfoProto value_info = 12;` of `FunctionProto`. Lifetime: owned by `m` (never free it); valid until `value_info` is resized (add, remove, clear) or `m` is freed.
+/// `repeated ValueInfoProto value_info = 12;` of `FunctionProto`. Lifetime: owned by `m` (never free it); valid until this element is removed, `value_info` is cleared, or `m` is freed (adding elements does not move it).
 ///
 /// # Safety
 /// `m` is NULL or a live handle of this type that no other thread modifies during the call.
@@ -12036,7 +12038,7 @@ pub unsafe extern "C" fn onnxl_function_proto_mutable_value_info(m: *mut OnnxlFu
 
 /// Appends an empty `ValueInfoProto` to `value_info` and returns it for writing; NULL only when `m` is NULL.
 ///
-/// `repeated ValueInfoProto value_info = 12;` of `FunctionProto`. Lifetime: as `onnxl_function_proto_value_info`. Adding may move the other elements: pointers to them taken before become invalid (fill one element before adding the next).
+/// `repeated ValueInfoProto value_info = 12;` of `FunctionProto`. Lifetime: as `onnxl_function_proto_value_info`: adding elements never moves the existing ones.
 ///
 /// # Safety
 /// `m` is NULL or a live handle of this type that no other thread uses during the call.
@@ -12084,7 +12086,7 @@ pub unsafe extern "C" fn onnxl_function_proto_remove_metadata_props(m: *mut Onnx
 
 /// `metadata_props` element `i` (read-only); NULL when `i` >= size or `m` is NULL.
 ///
-/// `repeated StringStringEntryProto metadata_props = 14;` of `FunctionProto`. Lifetime: owned by `m` (never free it); valid until `metadata_props` is resized (add, remove, clear) or `m` is freed.
+/// `repeated StringStringEntryProto metadata_props = 14;` of `FunctionProto`. Lifetime: owned by `m` (never free it); valid until this element is removed, `metadata_props` is cleared, or `m` is freed (adding elements does not move it).
 ///
 /// # Safety
 /// `m` is NULL or a live handle of this type that no other thread modifies during the call.
@@ -12108,7 +12110,7 @@ pub unsafe extern "C" fn onnxl_function_proto_mutable_metadata_props(m: *mut Onn
 
 /// Appends an empty `StringStringEntryProto` to `metadata_props` and returns it for writing; NULL only when `m` is NULL.
 ///
-/// `repeated StringStringEntryProto metadata_props = 14;` of `FunctionProto`. Lifetime: as `onnxl_function_proto_metadata_props`. Adding may move the other elements: pointers to them taken before become invalid (fill one element before adding the next).
+/// `repeated StringStringEntryProto metadata_props = 14;` of `FunctionProto`. Lifetime: as `onnxl_function_proto_metadata_props`: adding elements never moves the existing ones.
 ///
 /// # Safety
 /// `m` is NULL or a live handle of this type that no other thread uses during the call.
@@ -12386,7 +12388,7 @@ pub unsafe extern "C" fn onnxl_sequence_proto_remove_tensor_values(m: *mut Onnxl
 
 /// `tensor_values` element `i` (read-only); NULL when `i` >= size or `m` is NULL.
 ///
-/// `repeated TensorProto tensor_values = 3;` of `SequenceProto`. Lifetime: owned by `m` (never free it); valid until `tensor_values` is resized (add, remove, clear) or `m` is freed.
+/// `repeated TensorProto tensor_values = 3;` of `SequenceProto`. Lifetime: owned by `m` (never free it); valid until this element is removed, `tensor_values` is cleared, or `m` is freed (adding elements does not move it).
 ///
 /// # Safety
 /// `m` is NULL or a live handle of this type that no other thread modifies during the call.
@@ -12410,7 +12412,7 @@ pub unsafe extern "C" fn onnxl_sequence_proto_mutable_tensor_values(m: *mut Onnx
 
 /// Appends an empty `TensorProto` to `tensor_values` and returns it for writing; NULL only when `m` is NULL.
 ///
-/// `repeated TensorProto tensor_values = 3;` of `SequenceProto`. Lifetime: as `onnxl_sequence_proto_tensor_values`. Adding may move the other elements: pointers to them taken before become invalid (fill one element before adding the next).
+/// `repeated TensorProto tensor_values = 3;` of `SequenceProto`. Lifetime: as `onnxl_sequence_proto_tensor_values`: adding elements never moves the existing ones.
 ///
 /// # Safety
 /// `m` is NULL or a live handle of this type that no other thread uses during the call.
@@ -12458,7 +12460,7 @@ pub unsafe extern "C" fn onnxl_sequence_proto_remove_sparse_tensor_values(m: *mu
 
 /// `sparse_tensor_values` element `i` (read-only); NULL when `i` >= size or `m` is NULL.
 ///
-/// `repeated SparseTensorProto sparse_tensor_values = 4;` of `SequenceProto`. Lifetime: owned by `m` (never free it); valid until `sparse_tensor_values` is resized (add, remove, clear) or `m` is freed.
+/// `repeated SparseTensorProto sparse_tensor_values = 4;` of `SequenceProto`. Lifetime: owned by `m` (never free it); valid until this element is removed, `sparse_tensor_values` is cleared, or `m` is freed (adding elements does not move it).
 ///
 /// # Safety
 /// `m` is NULL or a live handle of this type that no other thread modifies during the call.
@@ -12482,7 +12484,7 @@ pub unsafe extern "C" fn onnxl_sequence_proto_mutable_sparse_tensor_values(m: *m
 
 /// Appends an empty `SparseTensorProto` to `sparse_tensor_values` and returns it for writing; NULL only when `m` is NULL.
 ///
-/// `repeated SparseTensorProto sparse_tensor_values = 4;` of `SequenceProto`. Lifetime: as `onnxl_sequence_proto_sparse_tensor_values`. Adding may move the other elements: pointers to them taken before become invalid (fill one element before adding the next).
+/// `repeated SparseTensorProto sparse_tensor_values = 4;` of `SequenceProto`. Lifetime: as `onnxl_sequence_proto_sparse_tensor_values`: adding elements never moves the existing ones.
 ///
 /// # Safety
 /// `m` is NULL or a live handle of this type that no other thread uses during the call.
@@ -12530,7 +12532,7 @@ pub unsafe extern "C" fn onnxl_sequence_proto_remove_sequence_values(m: *mut Onn
 
 /// `sequence_values` element `i` (read-only); NULL when `i` >= size or `m` is NULL.
 ///
-/// `repeated SequenceProto sequence_values = 5;` of `SequenceProto`. Lifetime: owned by `m` (never free it); valid until `sequence_values` is resized (add, remove, clear) or `m` is freed.
+/// `repeated SequenceProto sequence_values = 5;` of `SequenceProto`. Lifetime: owned by `m` (never free it); valid until this element is removed, `sequence_values` is cleared, or `m` is freed (adding elements does not move it).
 ///
 /// # Safety
 /// `m` is NULL or a live handle of this type that no other thread modifies during the call.
@@ -12554,7 +12556,7 @@ pub unsafe extern "C" fn onnxl_sequence_proto_mutable_sequence_values(m: *mut On
 
 /// Appends an empty `SequenceProto` to `sequence_values` and returns it for writing; NULL only when `m` is NULL.
 ///
-/// `repeated SequenceProto sequence_values = 5;` of `SequenceProto`. Lifetime: as `onnxl_sequence_proto_sequence_values`. Adding may move the other elements: pointers to them taken before become invalid (fill one element before adding the next).
+/// `repeated SequenceProto sequence_values = 5;` of `SequenceProto`. Lifetime: as `onnxl_sequence_proto_sequence_values`: adding elements never moves the existing ones.
 ///
 /// # Safety
 /// `m` is NULL or a live handle of this type that no other thread uses during the call.
@@ -12602,7 +12604,7 @@ pub unsafe extern "C" fn onnxl_sequence_proto_remove_map_values(m: *mut OnnxlSeq
 
 /// `map_values` element `i` (read-only); NULL when `i` >= size or `m` is NULL.
 ///
-/// `repeated MapProto map_values = 6;` of `SequenceProto`. Lifetime: owned by `m` (never free it); valid until `map_values` is resized (add, remove, clear) or `m` is freed.
+/// `repeated MapProto map_values = 6;` of `SequenceProto`. Lifetime: owned by `m` (never free it); valid until this element is removed, `map_values` is cleared, or `m` is freed (adding elements does not move it).
 ///
 /// # Safety
 /// `m` is NULL or a live handle of this type that no other thread modifies during the call.
@@ -12626,7 +12628,7 @@ pub unsafe extern "C" fn onnxl_sequence_proto_mutable_map_values(m: *mut OnnxlSe
 
 /// Appends an empty `MapProto` to `map_values` and returns it for writing; NULL only when `m` is NULL.
 ///
-/// `repeated MapProto map_values = 6;` of `SequenceProto`. Lifetime: as `onnxl_sequence_proto_map_values`. Adding may move the other elements: pointers to them taken before become invalid (fill one element before adding the next).
+/// `repeated MapProto map_values = 6;` of `SequenceProto`. Lifetime: as `onnxl_sequence_proto_map_values`: adding elements never moves the existing ones.
 ///
 /// # Safety
 /// `m` is NULL or a live handle of this type that no other thread uses during the call.
@@ -12674,7 +12676,7 @@ pub unsafe extern "C" fn onnxl_sequence_proto_remove_optional_values(m: *mut Onn
 
 /// `optional_values` element `i` (read-only); NULL when `i` >= size or `m` is NULL.
 ///
-/// `repeated OptionalProto optional_values = 7;` of `SequenceProto`. Lifetime: owned by `m` (never free it); valid until `optional_values` is resized (add, remove, clear) or `m` is freed.
+/// `repeated OptionalProto optional_values = 7;` of `SequenceProto`. Lifetime: owned by `m` (never free it); valid until this element is removed, `optional_values` is cleared, or `m` is freed (adding elements does not move it).
 ///
 /// # Safety
 /// `m` is NULL or a live handle of this type that no other thread modifies during the call.
@@ -12698,7 +12700,7 @@ pub unsafe extern "C" fn onnxl_sequence_proto_mutable_optional_values(m: *mut On
 
 /// Appends an empty `OptionalProto` to `optional_values` and returns it for writing; NULL only when `m` is NULL.
 ///
-/// `repeated OptionalProto optional_values = 7;` of `SequenceProto`. Lifetime: as `onnxl_sequence_proto_optional_values`. Adding may move the other elements: pointers to them taken before become invalid (fill one element before adding the next).
+/// `repeated OptionalProto optional_values = 7;` of `SequenceProto`. Lifetime: as `onnxl_sequence_proto_optional_values`: adding elements never moves the existing ones.
 ///
 /// # Safety
 /// `m` is NULL or a live handle of this type that no other thread uses during the call.

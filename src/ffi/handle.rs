@@ -7,6 +7,7 @@
 //! mutates the object during the call. NULL is always detected and reported as
 //! `ONNXL_STATUS_NULL_POINTER`.
 
+use crate::proto::RepeatedField;
 use std::ffi::{CStr, c_char};
 use std::path::PathBuf;
 
@@ -210,30 +211,69 @@ pub(crate) unsafe fn c_path(p: *const c_char, what: &str) -> Result<PathBuf, Ffi
     }
 }
 
+/// The operations accessors need from a repeated field (`Vec` for scalars and strings,
+/// [`RepeatedField`] for messages).
+pub(crate) trait Seq<T> {
+    fn seq_len(&self) -> usize;
+    fn seq_get(&self, i: usize) -> Option<&T>;
+    fn seq_get_mut(&mut self, i: usize) -> Option<&mut T>;
+    fn seq_remove(&mut self, i: usize);
+}
+
+impl<T> Seq<T> for Vec<T> {
+    fn seq_len(&self) -> usize {
+        self.len()
+    }
+    fn seq_get(&self, i: usize) -> Option<&T> {
+        self.get(i)
+    }
+    fn seq_get_mut(&mut self, i: usize) -> Option<&mut T> {
+        self.get_mut(i)
+    }
+    fn seq_remove(&mut self, i: usize) {
+        self.remove(i);
+    }
+}
+
+impl<T> Seq<T> for RepeatedField<T> {
+    fn seq_len(&self) -> usize {
+        self.len()
+    }
+    fn seq_get(&self, i: usize) -> Option<&T> {
+        self.get(i)
+    }
+    fn seq_get_mut(&mut self, i: usize) -> Option<&mut T> {
+        self.get_mut(i)
+    }
+    fn seq_remove(&mut self, i: usize) {
+        self.remove(i);
+    }
+}
+
 /// Element `i` of a repeated field.
-pub(crate) fn elem<'a, T>(v: &'a [T], i: usize, field: &str) -> Result<&'a T, FfiError> {
-    let len = v.len();
-    v.get(i)
+pub(crate) fn elem<'a, T>(v: &'a impl Seq<T>, i: usize, field: &str) -> Result<&'a T, FfiError> {
+    let len = v.seq_len();
+    v.seq_get(i)
         .ok_or_else(|| FfiError::out_of_range(field, i, len))
 }
 
 /// Element `i` of a repeated field, for writing.
 pub(crate) fn elem_mut<'a, T>(
-    v: &'a mut [T],
+    v: &'a mut impl Seq<T>,
     i: usize,
     field: &str,
 ) -> Result<&'a mut T, FfiError> {
-    let len = v.len();
-    v.get_mut(i)
+    let len = v.seq_len();
+    v.seq_get_mut(i)
         .ok_or_else(|| FfiError::out_of_range(field, i, len))
 }
 
 /// Removes element `i` of a repeated field (later elements move down by one).
-pub(crate) fn remove_at<T>(v: &mut Vec<T>, i: usize, field: &str) -> Result<(), FfiError> {
-    if i >= v.len() {
-        return Err(FfiError::out_of_range(field, i, v.len()));
+pub(crate) fn remove_at<T>(v: &mut impl Seq<T>, i: usize, field: &str) -> Result<(), FfiError> {
+    if i >= v.seq_len() {
+        return Err(FfiError::out_of_range(field, i, v.seq_len()));
     }
-    v.remove(i);
+    v.seq_remove(i);
     Ok(())
 }
 

@@ -531,3 +531,33 @@ fn version_and_messages_are_c_strings() {
     let v = unsafe { CStr::from_ptr(super::status::onnxl_version()) };
     assert_eq!(v.to_str().unwrap(), env!("CARGO_PKG_VERSION"));
 }
+
+#[test]
+fn element_pointers_survive_adding_more_elements() {
+    // SAFETY (test): handles are created and freed here; pointers are used while valid.
+    unsafe {
+        let m = onnxl_model_proto_new();
+        let g = onnxl_model_proto_mutable_graph(m);
+        let first = onnxl_graph_proto_add_node(g);
+        let mut later = Vec::new();
+        for _ in 0..1000 {
+            later.push(onnxl_graph_proto_add_node(g));
+        }
+        // Protobuf's rule: `first` is still the first element, and writing through it works.
+        let name = b"first";
+        assert_eq!(
+            onnxl_node_proto_set_name(first, name.as_ptr().cast(), name.len()),
+            OnnxlStatus::Ok
+        );
+        assert_eq!(onnxl_graph_proto_node(g, 0), first as *const _);
+        assert_eq!(
+            str_of(onnxl_node_proto_name(onnxl_graph_proto_node(g, 0))),
+            "first"
+        );
+        assert_eq!(onnxl_graph_proto_node(g, 1000), later[999] as *const _);
+        // Removing element 0 keeps the others where they are.
+        assert_eq!(onnxl_graph_proto_remove_node(g, 0), OnnxlStatus::Ok);
+        assert_eq!(onnxl_graph_proto_node(g, 0), later[0] as *const _);
+        onnxl_model_proto_free(m);
+    }
+}

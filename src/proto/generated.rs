@@ -3,7 +3,7 @@
 
 use crate::bytes::{ByteSpan, ProtoString, UnknownFields};
 use crate::error::DecodeError;
-use crate::proto::Message;
+use crate::proto::{Message, RepeatedField};
 use crate::wire::{Reader, SizeCursor, Sink, len_delimited_size, put_varint, varint_len};
 
 /// `onnx.AttributeProto`.
@@ -38,13 +38,13 @@ pub struct AttributeProto {
     /// `repeated bytes strings = 9;`
     pub strings: Vec<ProtoString>,
     /// `repeated TensorProto tensors = 10;`
-    pub tensors: Vec<TensorProto>,
+    pub tensors: RepeatedField<TensorProto>,
     /// `repeated GraphProto graphs = 11;`
-    pub graphs: Vec<GraphProto>,
+    pub graphs: RepeatedField<GraphProto>,
     /// `repeated SparseTensorProto sparse_tensors = 23;`
-    pub sparse_tensors: Vec<SparseTensorProto>,
+    pub sparse_tensors: RepeatedField<SparseTensorProto>,
     /// `repeated TypeProto type_protos = 15;`
-    pub type_protos: Vec<TypeProto>,
+    pub type_protos: RepeatedField<TypeProto>,
     /// Fields not in the schema, as read (written back after the known ones).
     pub unknown_fields: UnknownFields,
 }
@@ -67,10 +67,10 @@ impl AttributeProto {
             floats: Vec::new(),
             ints: Vec::new(),
             strings: Vec::new(),
-            tensors: Vec::new(),
-            graphs: Vec::new(),
-            sparse_tensors: Vec::new(),
-            type_protos: Vec::new(),
+            tensors: RepeatedField::new(),
+            graphs: RepeatedField::new(),
+            sparse_tensors: RepeatedField::new(),
+            type_protos: RepeatedField::new(),
             unknown_fields: UnknownFields::new(),
         }
     }
@@ -111,22 +111,22 @@ impl Message for AttributeProto {
                 74 => self.strings.push(r.read_string().map_err(|e| e.at("strings", None))?),
                 82 => {
                     let i = self.tensors.len();
-                    self.tensors.push(TensorProto::new());
+                    self.tensors.push_default();
                     r.read_message(&mut self.tensors[i]).map_err(|e| e.at("tensors", Some(i)))?;
                 }
                 90 => {
                     let i = self.graphs.len();
-                    self.graphs.push(GraphProto::new());
+                    self.graphs.push_default();
                     r.read_message(&mut self.graphs[i]).map_err(|e| e.at("graphs", Some(i)))?;
                 }
                 186 => {
                     let i = self.sparse_tensors.len();
-                    self.sparse_tensors.push(SparseTensorProto::new());
+                    self.sparse_tensors.push_default();
                     r.read_message(&mut self.sparse_tensors[i]).map_err(|e| e.at("sparse_tensors", Some(i)))?;
                 }
                 122 => {
                     let i = self.type_protos.len();
-                    self.type_protos.push(TypeProto::new());
+                    self.type_protos.push_default();
                     r.read_message(&mut self.type_protos[i]).map_err(|e| e.at("type_protos", Some(i)))?;
                 }
                 _ => r.skip_unknown(tag, &mut self.unknown_fields)?,
@@ -565,8 +565,7 @@ impl AttributeProto {
     }
     /// Appends an empty `tensors` element and returns it.
     pub fn add_tensors(&mut self) -> &mut TensorProto {
-        self.tensors.push(TensorProto::new());
-        self.tensors.last_mut().unwrap()
+        self.tensors.push_default()
     }
     /// Number of `graphs` elements.
     pub fn graphs_size(&self) -> usize {
@@ -578,8 +577,7 @@ impl AttributeProto {
     }
     /// Appends an empty `graphs` element and returns it.
     pub fn add_graphs(&mut self) -> &mut GraphProto {
-        self.graphs.push(GraphProto::new());
-        self.graphs.last_mut().unwrap()
+        self.graphs.push_default()
     }
     /// Number of `sparse_tensors` elements.
     pub fn sparse_tensors_size(&self) -> usize {
@@ -591,8 +589,7 @@ impl AttributeProto {
     }
     /// Appends an empty `sparse_tensors` element and returns it.
     pub fn add_sparse_tensors(&mut self) -> &mut SparseTensorProto {
-        self.sparse_tensors.push(SparseTensorProto::new());
-        self.sparse_tensors.last_mut().unwrap()
+        self.sparse_tensors.push_default()
     }
     /// Number of `type_protos` elements.
     pub fn type_protos_size(&self) -> usize {
@@ -604,8 +601,7 @@ impl AttributeProto {
     }
     /// Appends an empty `type_protos` element and returns it.
     pub fn add_type_protos(&mut self) -> &mut TypeProto {
-        self.type_protos.push(TypeProto::new());
-        self.type_protos.last_mut().unwrap()
+        self.type_protos.push_default()
     }
 }
 
@@ -619,7 +615,7 @@ pub struct ValueInfoProto {
     /// `optional string doc_string = 3;`
     pub doc_string: Option<ProtoString>,
     /// `repeated StringStringEntryProto metadata_props = 4;`
-    pub metadata_props: Vec<StringStringEntryProto>,
+    pub metadata_props: RepeatedField<StringStringEntryProto>,
     /// Fields not in the schema, as read (written back after the known ones).
     pub unknown_fields: UnknownFields,
 }
@@ -631,7 +627,7 @@ impl ValueInfoProto {
             name: None,
             r#type: None,
             doc_string: None,
-            metadata_props: Vec::new(),
+            metadata_props: RepeatedField::new(),
             unknown_fields: UnknownFields::new(),
         }
     }
@@ -648,7 +644,7 @@ impl Message for ValueInfoProto {
                 26 => self.doc_string = Some(r.read_string().map_err(|e| e.at("doc_string", None))?),
                 34 => {
                     let i = self.metadata_props.len();
-                    self.metadata_props.push(StringStringEntryProto::new());
+                    self.metadata_props.push_default();
                     r.read_message(&mut self.metadata_props[i]).map_err(|e| e.at("metadata_props", Some(i)))?;
                 }
                 _ => r.skip_unknown(tag, &mut self.unknown_fields)?,
@@ -781,8 +777,7 @@ impl ValueInfoProto {
     }
     /// Appends an empty `metadata_props` element and returns it.
     pub fn add_metadata_props(&mut self) -> &mut StringStringEntryProto {
-        self.metadata_props.push(StringStringEntryProto::new());
-        self.metadata_props.last_mut().unwrap()
+        self.metadata_props.push_default()
     }
 }
 
@@ -802,13 +797,13 @@ pub struct NodeProto {
     /// `optional string overload = 8;`
     pub overload: Option<ProtoString>,
     /// `repeated AttributeProto attribute = 5;`
-    pub attribute: Vec<AttributeProto>,
+    pub attribute: RepeatedField<AttributeProto>,
     /// `optional string doc_string = 6;`
     pub doc_string: Option<ProtoString>,
     /// `repeated StringStringEntryProto metadata_props = 9;`
-    pub metadata_props: Vec<StringStringEntryProto>,
+    pub metadata_props: RepeatedField<StringStringEntryProto>,
     /// `repeated NodeDeviceConfigurationProto device_configurations = 10;`
-    pub device_configurations: Vec<NodeDeviceConfigurationProto>,
+    pub device_configurations: RepeatedField<NodeDeviceConfigurationProto>,
     /// Fields not in the schema, as read (written back after the known ones).
     pub unknown_fields: UnknownFields,
 }
@@ -823,10 +818,10 @@ impl NodeProto {
             op_type: None,
             domain: None,
             overload: None,
-            attribute: Vec::new(),
+            attribute: RepeatedField::new(),
             doc_string: None,
-            metadata_props: Vec::new(),
-            device_configurations: Vec::new(),
+            metadata_props: RepeatedField::new(),
+            device_configurations: RepeatedField::new(),
             unknown_fields: UnknownFields::new(),
         }
     }
@@ -846,18 +841,18 @@ impl Message for NodeProto {
                 66 => self.overload = Some(r.read_string().map_err(|e| e.at("overload", None))?),
                 42 => {
                     let i = self.attribute.len();
-                    self.attribute.push(AttributeProto::new());
+                    self.attribute.push_default();
                     r.read_message(&mut self.attribute[i]).map_err(|e| e.at("attribute", Some(i)))?;
                 }
                 50 => self.doc_string = Some(r.read_string().map_err(|e| e.at("doc_string", None))?),
                 74 => {
                     let i = self.metadata_props.len();
-                    self.metadata_props.push(StringStringEntryProto::new());
+                    self.metadata_props.push_default();
                     r.read_message(&mut self.metadata_props[i]).map_err(|e| e.at("metadata_props", Some(i)))?;
                 }
                 82 => {
                     let i = self.device_configurations.len();
-                    self.device_configurations.push(NodeDeviceConfigurationProto::new());
+                    self.device_configurations.push_default();
                     r.read_message(&mut self.device_configurations[i]).map_err(|e| e.at("device_configurations", Some(i)))?;
                 }
                 _ => r.skip_unknown(tag, &mut self.unknown_fields)?,
@@ -1075,8 +1070,7 @@ impl NodeProto {
     }
     /// Appends an empty `attribute` element and returns it.
     pub fn add_attribute(&mut self) -> &mut AttributeProto {
-        self.attribute.push(AttributeProto::new());
-        self.attribute.last_mut().unwrap()
+        self.attribute.push_default()
     }
     /// True when `doc_string` is set.
     pub fn has_doc_string(&self) -> bool {
@@ -1105,8 +1099,7 @@ impl NodeProto {
     }
     /// Appends an empty `metadata_props` element and returns it.
     pub fn add_metadata_props(&mut self) -> &mut StringStringEntryProto {
-        self.metadata_props.push(StringStringEntryProto::new());
-        self.metadata_props.last_mut().unwrap()
+        self.metadata_props.push_default()
     }
     /// Number of `device_configurations` elements.
     pub fn device_configurations_size(&self) -> usize {
@@ -1118,8 +1111,7 @@ impl NodeProto {
     }
     /// Appends an empty `device_configurations` element and returns it.
     pub fn add_device_configurations(&mut self) -> &mut NodeDeviceConfigurationProto {
-        self.device_configurations.push(NodeDeviceConfigurationProto::new());
-        self.device_configurations.last_mut().unwrap()
+        self.device_configurations.push_default()
     }
 }
 
@@ -1227,7 +1219,7 @@ pub struct NodeDeviceConfigurationProto {
     /// `optional string configuration_id = 1;`
     pub configuration_id: Option<ProtoString>,
     /// `repeated ShardingSpecProto sharding_spec = 2;`
-    pub sharding_spec: Vec<ShardingSpecProto>,
+    pub sharding_spec: RepeatedField<ShardingSpecProto>,
     /// `optional int32 pipeline_stage = 3;`
     pub pipeline_stage: Option<i32>,
     /// Fields not in the schema, as read (written back after the known ones).
@@ -1239,7 +1231,7 @@ impl NodeDeviceConfigurationProto {
     pub const fn new() -> Self {
         Self {
             configuration_id: None,
-            sharding_spec: Vec::new(),
+            sharding_spec: RepeatedField::new(),
             pipeline_stage: None,
             unknown_fields: UnknownFields::new(),
         }
@@ -1255,7 +1247,7 @@ impl Message for NodeDeviceConfigurationProto {
                 10 => self.configuration_id = Some(r.read_string().map_err(|e| e.at("configuration_id", None))?),
                 18 => {
                     let i = self.sharding_spec.len();
-                    self.sharding_spec.push(ShardingSpecProto::new());
+                    self.sharding_spec.push_default();
                     r.read_message(&mut self.sharding_spec[i]).map_err(|e| e.at("sharding_spec", Some(i)))?;
                 }
                 24 => self.pipeline_stage = Some(r.read_varint().map_err(|e| e.at("pipeline_stage", None))? as i32),
@@ -1338,8 +1330,7 @@ impl NodeDeviceConfigurationProto {
     }
     /// Appends an empty `sharding_spec` element and returns it.
     pub fn add_sharding_spec(&mut self) -> &mut ShardingSpecProto {
-        self.sharding_spec.push(ShardingSpecProto::new());
-        self.sharding_spec.last_mut().unwrap()
+        self.sharding_spec.push_default()
     }
     /// True when `pipeline_stage` is set.
     pub fn has_pipeline_stage(&self) -> bool {
@@ -1367,9 +1358,9 @@ pub struct ShardingSpecProto {
     /// `repeated int64 device = 2;`
     pub device: Vec<i64>,
     /// `repeated IntIntListEntryProto index_to_device_group_map = 3;`
-    pub index_to_device_group_map: Vec<IntIntListEntryProto>,
+    pub index_to_device_group_map: RepeatedField<IntIntListEntryProto>,
     /// `repeated ShardedDimProto sharded_dim = 4;`
-    pub sharded_dim: Vec<ShardedDimProto>,
+    pub sharded_dim: RepeatedField<ShardedDimProto>,
     /// Fields not in the schema, as read (written back after the known ones).
     pub unknown_fields: UnknownFields,
 }
@@ -1380,8 +1371,8 @@ impl ShardingSpecProto {
         Self {
             tensor_name: None,
             device: Vec::new(),
-            index_to_device_group_map: Vec::new(),
-            sharded_dim: Vec::new(),
+            index_to_device_group_map: RepeatedField::new(),
+            sharded_dim: RepeatedField::new(),
             unknown_fields: UnknownFields::new(),
         }
     }
@@ -1398,12 +1389,12 @@ impl Message for ShardingSpecProto {
                 18 => r.read_packed_varints(|v| self.device.push(v as i64)).map_err(|e| e.at("device", None))?,
                 26 => {
                     let i = self.index_to_device_group_map.len();
-                    self.index_to_device_group_map.push(IntIntListEntryProto::new());
+                    self.index_to_device_group_map.push_default();
                     r.read_message(&mut self.index_to_device_group_map[i]).map_err(|e| e.at("index_to_device_group_map", Some(i)))?;
                 }
                 34 => {
                     let i = self.sharded_dim.len();
-                    self.sharded_dim.push(ShardedDimProto::new());
+                    self.sharded_dim.push_default();
                     r.read_message(&mut self.sharded_dim[i]).map_err(|e| e.at("sharded_dim", Some(i)))?;
                 }
                 _ => r.skip_unknown(tag, &mut self.unknown_fields)?,
@@ -1507,8 +1498,7 @@ impl ShardingSpecProto {
     }
     /// Appends an empty `index_to_device_group_map` element and returns it.
     pub fn add_index_to_device_group_map(&mut self) -> &mut IntIntListEntryProto {
-        self.index_to_device_group_map.push(IntIntListEntryProto::new());
-        self.index_to_device_group_map.last_mut().unwrap()
+        self.index_to_device_group_map.push_default()
     }
     /// Number of `sharded_dim` elements.
     pub fn sharded_dim_size(&self) -> usize {
@@ -1520,8 +1510,7 @@ impl ShardingSpecProto {
     }
     /// Appends an empty `sharded_dim` element and returns it.
     pub fn add_sharded_dim(&mut self) -> &mut ShardedDimProto {
-        self.sharded_dim.push(ShardedDimProto::new());
-        self.sharded_dim.last_mut().unwrap()
+        self.sharded_dim.push_default()
     }
 }
 
@@ -1531,7 +1520,7 @@ pub struct ShardedDimProto {
     /// `optional int64 axis = 1;`
     pub axis: Option<i64>,
     /// `repeated SimpleShardedDimProto simple_sharding = 2;`
-    pub simple_sharding: Vec<SimpleShardedDimProto>,
+    pub simple_sharding: RepeatedField<SimpleShardedDimProto>,
     /// Fields not in the schema, as read (written back after the known ones).
     pub unknown_fields: UnknownFields,
 }
@@ -1541,7 +1530,7 @@ impl ShardedDimProto {
     pub const fn new() -> Self {
         Self {
             axis: None,
-            simple_sharding: Vec::new(),
+            simple_sharding: RepeatedField::new(),
             unknown_fields: UnknownFields::new(),
         }
     }
@@ -1556,7 +1545,7 @@ impl Message for ShardedDimProto {
                 8 => self.axis = Some(r.read_varint().map_err(|e| e.at("axis", None))? as i64),
                 18 => {
                     let i = self.simple_sharding.len();
-                    self.simple_sharding.push(SimpleShardedDimProto::new());
+                    self.simple_sharding.push_default();
                     r.read_message(&mut self.simple_sharding[i]).map_err(|e| e.at("simple_sharding", Some(i)))?;
                 }
                 _ => r.skip_unknown(tag, &mut self.unknown_fields)?,
@@ -1629,8 +1618,7 @@ impl ShardedDimProto {
     }
     /// Appends an empty `simple_sharding` element and returns it.
     pub fn add_simple_sharding(&mut self) -> &mut SimpleShardedDimProto {
-        self.simple_sharding.push(SimpleShardedDimProto::new());
-        self.simple_sharding.last_mut().unwrap()
+        self.simple_sharding.push_default()
     }
 }
 
@@ -1790,9 +1778,9 @@ pub struct TrainingInfoProto {
     /// `optional GraphProto algorithm = 2;`
     pub algorithm: Option<Box<GraphProto>>,
     /// `repeated StringStringEntryProto initialization_binding = 3;`
-    pub initialization_binding: Vec<StringStringEntryProto>,
+    pub initialization_binding: RepeatedField<StringStringEntryProto>,
     /// `repeated StringStringEntryProto update_binding = 4;`
-    pub update_binding: Vec<StringStringEntryProto>,
+    pub update_binding: RepeatedField<StringStringEntryProto>,
     /// Fields not in the schema, as read (written back after the known ones).
     pub unknown_fields: UnknownFields,
 }
@@ -1803,8 +1791,8 @@ impl TrainingInfoProto {
         Self {
             initialization: None,
             algorithm: None,
-            initialization_binding: Vec::new(),
-            update_binding: Vec::new(),
+            initialization_binding: RepeatedField::new(),
+            update_binding: RepeatedField::new(),
             unknown_fields: UnknownFields::new(),
         }
     }
@@ -1820,12 +1808,12 @@ impl Message for TrainingInfoProto {
                 18 => r.read_message(self.algorithm.get_or_insert_with(|| Box::new(GraphProto::new())).as_mut()).map_err(|e| e.at("algorithm", None))?,
                 26 => {
                     let i = self.initialization_binding.len();
-                    self.initialization_binding.push(StringStringEntryProto::new());
+                    self.initialization_binding.push_default();
                     r.read_message(&mut self.initialization_binding[i]).map_err(|e| e.at("initialization_binding", Some(i)))?;
                 }
                 34 => {
                     let i = self.update_binding.len();
-                    self.update_binding.push(StringStringEntryProto::new());
+                    self.update_binding.push_default();
                     r.read_message(&mut self.update_binding[i]).map_err(|e| e.at("update_binding", Some(i)))?;
                 }
                 _ => r.skip_unknown(tag, &mut self.unknown_fields)?,
@@ -1953,8 +1941,7 @@ impl TrainingInfoProto {
     }
     /// Appends an empty `initialization_binding` element and returns it.
     pub fn add_initialization_binding(&mut self) -> &mut StringStringEntryProto {
-        self.initialization_binding.push(StringStringEntryProto::new());
-        self.initialization_binding.last_mut().unwrap()
+        self.initialization_binding.push_default()
     }
     /// Number of `update_binding` elements.
     pub fn update_binding_size(&self) -> usize {
@@ -1966,8 +1953,7 @@ impl TrainingInfoProto {
     }
     /// Appends an empty `update_binding` element and returns it.
     pub fn add_update_binding(&mut self) -> &mut StringStringEntryProto {
-        self.update_binding.push(StringStringEntryProto::new());
-        self.update_binding.last_mut().unwrap()
+        self.update_binding.push_default()
     }
 }
 
@@ -1977,7 +1963,7 @@ pub struct ModelProto {
     /// `optional int64 ir_version = 1;`
     pub ir_version: Option<i64>,
     /// `repeated OperatorSetIdProto opset_import = 8;`
-    pub opset_import: Vec<OperatorSetIdProto>,
+    pub opset_import: RepeatedField<OperatorSetIdProto>,
     /// `optional string producer_name = 2;`
     pub producer_name: Option<ProtoString>,
     /// `optional string producer_version = 3;`
@@ -1991,13 +1977,13 @@ pub struct ModelProto {
     /// `optional GraphProto graph = 7;`
     pub graph: Option<Box<GraphProto>>,
     /// `repeated StringStringEntryProto metadata_props = 14;`
-    pub metadata_props: Vec<StringStringEntryProto>,
+    pub metadata_props: RepeatedField<StringStringEntryProto>,
     /// `repeated TrainingInfoProto training_info = 20;`
-    pub training_info: Vec<TrainingInfoProto>,
+    pub training_info: RepeatedField<TrainingInfoProto>,
     /// `repeated FunctionProto functions = 25;`
-    pub functions: Vec<FunctionProto>,
+    pub functions: RepeatedField<FunctionProto>,
     /// `repeated DeviceConfigurationProto configuration = 26;`
-    pub configuration: Vec<DeviceConfigurationProto>,
+    pub configuration: RepeatedField<DeviceConfigurationProto>,
     /// Fields not in the schema, as read (written back after the known ones).
     pub unknown_fields: UnknownFields,
 }
@@ -2007,17 +1993,17 @@ impl ModelProto {
     pub const fn new() -> Self {
         Self {
             ir_version: None,
-            opset_import: Vec::new(),
+            opset_import: RepeatedField::new(),
             producer_name: None,
             producer_version: None,
             domain: None,
             model_version: None,
             doc_string: None,
             graph: None,
-            metadata_props: Vec::new(),
-            training_info: Vec::new(),
-            functions: Vec::new(),
-            configuration: Vec::new(),
+            metadata_props: RepeatedField::new(),
+            training_info: RepeatedField::new(),
+            functions: RepeatedField::new(),
+            configuration: RepeatedField::new(),
             unknown_fields: UnknownFields::new(),
         }
     }
@@ -2032,7 +2018,7 @@ impl Message for ModelProto {
                 8 => self.ir_version = Some(r.read_varint().map_err(|e| e.at("ir_version", None))? as i64),
                 66 => {
                     let i = self.opset_import.len();
-                    self.opset_import.push(OperatorSetIdProto::new());
+                    self.opset_import.push_default();
                     r.read_message(&mut self.opset_import[i]).map_err(|e| e.at("opset_import", Some(i)))?;
                 }
                 18 => self.producer_name = Some(r.read_string().map_err(|e| e.at("producer_name", None))?),
@@ -2043,22 +2029,22 @@ impl Message for ModelProto {
                 58 => r.read_message(self.graph.get_or_insert_with(|| Box::new(GraphProto::new())).as_mut()).map_err(|e| e.at("graph", None))?,
                 114 => {
                     let i = self.metadata_props.len();
-                    self.metadata_props.push(StringStringEntryProto::new());
+                    self.metadata_props.push_default();
                     r.read_message(&mut self.metadata_props[i]).map_err(|e| e.at("metadata_props", Some(i)))?;
                 }
                 162 => {
                     let i = self.training_info.len();
-                    self.training_info.push(TrainingInfoProto::new());
+                    self.training_info.push_default();
                     r.read_message(&mut self.training_info[i]).map_err(|e| e.at("training_info", Some(i)))?;
                 }
                 202 => {
                     let i = self.functions.len();
-                    self.functions.push(FunctionProto::new());
+                    self.functions.push_default();
                     r.read_message(&mut self.functions[i]).map_err(|e| e.at("functions", Some(i)))?;
                 }
                 210 => {
                     let i = self.configuration.len();
-                    self.configuration.push(DeviceConfigurationProto::new());
+                    self.configuration.push_default();
                     r.read_message(&mut self.configuration[i]).map_err(|e| e.at("configuration", Some(i)))?;
                 }
                 _ => r.skip_unknown(tag, &mut self.unknown_fields)?,
@@ -2230,8 +2216,7 @@ impl ModelProto {
     }
     /// Appends an empty `opset_import` element and returns it.
     pub fn add_opset_import(&mut self) -> &mut OperatorSetIdProto {
-        self.opset_import.push(OperatorSetIdProto::new());
-        self.opset_import.last_mut().unwrap()
+        self.opset_import.push_default()
     }
     /// True when `producer_name` is set.
     pub fn has_producer_name(&self) -> bool {
@@ -2348,8 +2333,7 @@ impl ModelProto {
     }
     /// Appends an empty `metadata_props` element and returns it.
     pub fn add_metadata_props(&mut self) -> &mut StringStringEntryProto {
-        self.metadata_props.push(StringStringEntryProto::new());
-        self.metadata_props.last_mut().unwrap()
+        self.metadata_props.push_default()
     }
     /// Number of `training_info` elements.
     pub fn training_info_size(&self) -> usize {
@@ -2361,8 +2345,7 @@ impl ModelProto {
     }
     /// Appends an empty `training_info` element and returns it.
     pub fn add_training_info(&mut self) -> &mut TrainingInfoProto {
-        self.training_info.push(TrainingInfoProto::new());
-        self.training_info.last_mut().unwrap()
+        self.training_info.push_default()
     }
     /// Number of `functions` elements.
     pub fn functions_size(&self) -> usize {
@@ -2374,8 +2357,7 @@ impl ModelProto {
     }
     /// Appends an empty `functions` element and returns it.
     pub fn add_functions(&mut self) -> &mut FunctionProto {
-        self.functions.push(FunctionProto::new());
-        self.functions.last_mut().unwrap()
+        self.functions.push_default()
     }
     /// Number of `configuration` elements.
     pub fn configuration_size(&self) -> usize {
@@ -2387,8 +2369,7 @@ impl ModelProto {
     }
     /// Appends an empty `configuration` element and returns it.
     pub fn add_configuration(&mut self) -> &mut DeviceConfigurationProto {
-        self.configuration.push(DeviceConfigurationProto::new());
-        self.configuration.last_mut().unwrap()
+        self.configuration.push_default()
     }
 }
 
@@ -2632,7 +2613,7 @@ pub struct TensorAnnotation {
     /// `optional string tensor_name = 1;`
     pub tensor_name: Option<ProtoString>,
     /// `repeated StringStringEntryProto quant_parameter_tensor_names = 2;`
-    pub quant_parameter_tensor_names: Vec<StringStringEntryProto>,
+    pub quant_parameter_tensor_names: RepeatedField<StringStringEntryProto>,
     /// Fields not in the schema, as read (written back after the known ones).
     pub unknown_fields: UnknownFields,
 }
@@ -2642,7 +2623,7 @@ impl TensorAnnotation {
     pub const fn new() -> Self {
         Self {
             tensor_name: None,
-            quant_parameter_tensor_names: Vec::new(),
+            quant_parameter_tensor_names: RepeatedField::new(),
             unknown_fields: UnknownFields::new(),
         }
     }
@@ -2657,7 +2638,7 @@ impl Message for TensorAnnotation {
                 10 => self.tensor_name = Some(r.read_string().map_err(|e| e.at("tensor_name", None))?),
                 18 => {
                     let i = self.quant_parameter_tensor_names.len();
-                    self.quant_parameter_tensor_names.push(StringStringEntryProto::new());
+                    self.quant_parameter_tensor_names.push_default();
                     r.read_message(&mut self.quant_parameter_tensor_names[i]).map_err(|e| e.at("quant_parameter_tensor_names", Some(i)))?;
                 }
                 _ => r.skip_unknown(tag, &mut self.unknown_fields)?,
@@ -2732,8 +2713,7 @@ impl TensorAnnotation {
     }
     /// Appends an empty `quant_parameter_tensor_names` element and returns it.
     pub fn add_quant_parameter_tensor_names(&mut self) -> &mut StringStringEntryProto {
-        self.quant_parameter_tensor_names.push(StringStringEntryProto::new());
-        self.quant_parameter_tensor_names.last_mut().unwrap()
+        self.quant_parameter_tensor_names.push_default()
     }
 }
 
@@ -2741,25 +2721,25 @@ impl TensorAnnotation {
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct GraphProto {
     /// `repeated NodeProto node = 1;`
-    pub node: Vec<NodeProto>,
+    pub node: RepeatedField<NodeProto>,
     /// `optional string name = 2;`
     pub name: Option<ProtoString>,
     /// `repeated TensorProto initializer = 5;`
-    pub initializer: Vec<TensorProto>,
+    pub initializer: RepeatedField<TensorProto>,
     /// `repeated SparseTensorProto sparse_initializer = 15;`
-    pub sparse_initializer: Vec<SparseTensorProto>,
+    pub sparse_initializer: RepeatedField<SparseTensorProto>,
     /// `optional string doc_string = 10;`
     pub doc_string: Option<ProtoString>,
     /// `repeated ValueInfoProto input = 11;`
-    pub input: Vec<ValueInfoProto>,
+    pub input: RepeatedField<ValueInfoProto>,
     /// `repeated ValueInfoProto output = 12;`
-    pub output: Vec<ValueInfoProto>,
+    pub output: RepeatedField<ValueInfoProto>,
     /// `repeated ValueInfoProto value_info = 13;`
-    pub value_info: Vec<ValueInfoProto>,
+    pub value_info: RepeatedField<ValueInfoProto>,
     /// `repeated TensorAnnotation quantization_annotation = 14;`
-    pub quantization_annotation: Vec<TensorAnnotation>,
+    pub quantization_annotation: RepeatedField<TensorAnnotation>,
     /// `repeated StringStringEntryProto metadata_props = 16;`
-    pub metadata_props: Vec<StringStringEntryProto>,
+    pub metadata_props: RepeatedField<StringStringEntryProto>,
     /// Fields not in the schema, as read (written back after the known ones).
     pub unknown_fields: UnknownFields,
 }
@@ -2768,16 +2748,16 @@ impl GraphProto {
     /// An empty message (every field unset).
     pub const fn new() -> Self {
         Self {
-            node: Vec::new(),
+            node: RepeatedField::new(),
             name: None,
-            initializer: Vec::new(),
-            sparse_initializer: Vec::new(),
+            initializer: RepeatedField::new(),
+            sparse_initializer: RepeatedField::new(),
             doc_string: None,
-            input: Vec::new(),
-            output: Vec::new(),
-            value_info: Vec::new(),
-            quantization_annotation: Vec::new(),
-            metadata_props: Vec::new(),
+            input: RepeatedField::new(),
+            output: RepeatedField::new(),
+            value_info: RepeatedField::new(),
+            quantization_annotation: RepeatedField::new(),
+            metadata_props: RepeatedField::new(),
             unknown_fields: UnknownFields::new(),
         }
     }
@@ -2791,7 +2771,7 @@ impl Message for GraphProto {
             match tag {
                 10 => {
                     let i = self.node.len();
-                    self.node.push(NodeProto::new());
+                    self.node.push_default();
                     r.read_message(&mut self.node[i]).map_err(|e| e.at("node", Some(i)))?;
                 }
                 18 => self.name = Some(r.read_string().map_err(|e| e.at("name", None))?),
@@ -2802,38 +2782,38 @@ impl Message for GraphProto {
                         continue;
                     }
                     let i = self.initializer.len();
-                    self.initializer.push(TensorProto::new());
+                    self.initializer.push_default();
                     r.read_message(&mut self.initializer[i]).map_err(|e| e.at("initializer", Some(i)))?;
                 }
                 122 => {
                     let i = self.sparse_initializer.len();
-                    self.sparse_initializer.push(SparseTensorProto::new());
+                    self.sparse_initializer.push_default();
                     r.read_message(&mut self.sparse_initializer[i]).map_err(|e| e.at("sparse_initializer", Some(i)))?;
                 }
                 82 => self.doc_string = Some(r.read_string().map_err(|e| e.at("doc_string", None))?),
                 90 => {
                     let i = self.input.len();
-                    self.input.push(ValueInfoProto::new());
+                    self.input.push_default();
                     r.read_message(&mut self.input[i]).map_err(|e| e.at("input", Some(i)))?;
                 }
                 98 => {
                     let i = self.output.len();
-                    self.output.push(ValueInfoProto::new());
+                    self.output.push_default();
                     r.read_message(&mut self.output[i]).map_err(|e| e.at("output", Some(i)))?;
                 }
                 106 => {
                     let i = self.value_info.len();
-                    self.value_info.push(ValueInfoProto::new());
+                    self.value_info.push_default();
                     r.read_message(&mut self.value_info[i]).map_err(|e| e.at("value_info", Some(i)))?;
                 }
                 114 => {
                     let i = self.quantization_annotation.len();
-                    self.quantization_annotation.push(TensorAnnotation::new());
+                    self.quantization_annotation.push_default();
                     r.read_message(&mut self.quantization_annotation[i]).map_err(|e| e.at("quantization_annotation", Some(i)))?;
                 }
                 130 => {
                     let i = self.metadata_props.len();
-                    self.metadata_props.push(StringStringEntryProto::new());
+                    self.metadata_props.push_default();
                     r.read_message(&mut self.metadata_props[i]).map_err(|e| e.at("metadata_props", Some(i)))?;
                 }
                 _ => r.skip_unknown(tag, &mut self.unknown_fields)?,
@@ -2983,8 +2963,7 @@ impl GraphProto {
     }
     /// Appends an empty `node` element and returns it.
     pub fn add_node(&mut self) -> &mut NodeProto {
-        self.node.push(NodeProto::new());
-        self.node.last_mut().unwrap()
+        self.node.push_default()
     }
     /// True when `name` is set.
     pub fn has_name(&self) -> bool {
@@ -3013,8 +2992,7 @@ impl GraphProto {
     }
     /// Appends an empty `initializer` element and returns it.
     pub fn add_initializer(&mut self) -> &mut TensorProto {
-        self.initializer.push(TensorProto::new());
-        self.initializer.last_mut().unwrap()
+        self.initializer.push_default()
     }
     /// Number of `sparse_initializer` elements.
     pub fn sparse_initializer_size(&self) -> usize {
@@ -3026,8 +3004,7 @@ impl GraphProto {
     }
     /// Appends an empty `sparse_initializer` element and returns it.
     pub fn add_sparse_initializer(&mut self) -> &mut SparseTensorProto {
-        self.sparse_initializer.push(SparseTensorProto::new());
-        self.sparse_initializer.last_mut().unwrap()
+        self.sparse_initializer.push_default()
     }
     /// True when `doc_string` is set.
     pub fn has_doc_string(&self) -> bool {
@@ -3056,8 +3033,7 @@ impl GraphProto {
     }
     /// Appends an empty `input` element and returns it.
     pub fn add_input(&mut self) -> &mut ValueInfoProto {
-        self.input.push(ValueInfoProto::new());
-        self.input.last_mut().unwrap()
+        self.input.push_default()
     }
     /// Number of `output` elements.
     pub fn output_size(&self) -> usize {
@@ -3069,8 +3045,7 @@ impl GraphProto {
     }
     /// Appends an empty `output` element and returns it.
     pub fn add_output(&mut self) -> &mut ValueInfoProto {
-        self.output.push(ValueInfoProto::new());
-        self.output.last_mut().unwrap()
+        self.output.push_default()
     }
     /// Number of `value_info` elements.
     pub fn value_info_size(&self) -> usize {
@@ -3082,8 +3057,7 @@ impl GraphProto {
     }
     /// Appends an empty `value_info` element and returns it.
     pub fn add_value_info(&mut self) -> &mut ValueInfoProto {
-        self.value_info.push(ValueInfoProto::new());
-        self.value_info.last_mut().unwrap()
+        self.value_info.push_default()
     }
     /// Number of `quantization_annotation` elements.
     pub fn quantization_annotation_size(&self) -> usize {
@@ -3095,8 +3069,7 @@ impl GraphProto {
     }
     /// Appends an empty `quantization_annotation` element and returns it.
     pub fn add_quantization_annotation(&mut self) -> &mut TensorAnnotation {
-        self.quantization_annotation.push(TensorAnnotation::new());
-        self.quantization_annotation.last_mut().unwrap()
+        self.quantization_annotation.push_default()
     }
     /// Number of `metadata_props` elements.
     pub fn metadata_props_size(&self) -> usize {
@@ -3108,8 +3081,7 @@ impl GraphProto {
     }
     /// Appends an empty `metadata_props` element and returns it.
     pub fn add_metadata_props(&mut self) -> &mut StringStringEntryProto {
-        self.metadata_props.push(StringStringEntryProto::new());
-        self.metadata_props.last_mut().unwrap()
+        self.metadata_props.push_default()
     }
 }
 
@@ -3137,7 +3109,7 @@ pub struct TensorProto {
     /// `optional bytes raw_data = 9;`
     pub raw_data: Option<ByteSpan>,
     /// `repeated StringStringEntryProto external_data = 13;`
-    pub external_data: Vec<StringStringEntryProto>,
+    pub external_data: RepeatedField<StringStringEntryProto>,
     /// `optional TensorProto.DataLocation data_location = 14;`
     pub data_location: Option<i32>,
     /// `repeated double double_data = 10 [packed = true];`
@@ -3145,7 +3117,7 @@ pub struct TensorProto {
     /// `repeated uint64 uint64_data = 11 [packed = true];`
     pub uint64_data: Vec<u64>,
     /// `repeated StringStringEntryProto metadata_props = 16;`
-    pub metadata_props: Vec<StringStringEntryProto>,
+    pub metadata_props: RepeatedField<StringStringEntryProto>,
     /// Fields not in the schema, as read (written back after the known ones).
     pub unknown_fields: UnknownFields,
 }
@@ -3164,11 +3136,11 @@ impl TensorProto {
             name: None,
             doc_string: None,
             raw_data: None,
-            external_data: Vec::new(),
+            external_data: RepeatedField::new(),
             data_location: None,
             double_data: Vec::new(),
             uint64_data: Vec::new(),
-            metadata_props: Vec::new(),
+            metadata_props: RepeatedField::new(),
             unknown_fields: UnknownFields::new(),
         }
     }
@@ -3200,7 +3172,7 @@ impl Message for TensorProto {
                 74 => self.raw_data = r.read_payload().map_err(|e| e.at("raw_data", None))?,
                 106 => {
                     let i = self.external_data.len();
-                    self.external_data.push(StringStringEntryProto::new());
+                    self.external_data.push_default();
                     r.read_message(&mut self.external_data[i]).map_err(|e| e.at("external_data", Some(i)))?;
                 }
                 112 => {
@@ -3221,7 +3193,7 @@ impl Message for TensorProto {
                 90 => r.read_packed_varints(|v| self.uint64_data.push(v)).map_err(|e| e.at("uint64_data", None))?,
                 130 => {
                     let i = self.metadata_props.len();
-                    self.metadata_props.push(StringStringEntryProto::new());
+                    self.metadata_props.push_default();
                     r.read_message(&mut self.metadata_props[i]).map_err(|e| e.at("metadata_props", Some(i)))?;
                 }
                 _ => r.skip_unknown(tag, &mut self.unknown_fields)?,
@@ -3545,8 +3517,7 @@ impl TensorProto {
     }
     /// Appends an empty `external_data` element and returns it.
     pub fn add_external_data(&mut self) -> &mut StringStringEntryProto {
-        self.external_data.push(StringStringEntryProto::new());
-        self.external_data.last_mut().unwrap()
+        self.external_data.push_default()
     }
     /// True when `data_location` is set.
     pub fn has_data_location(&self) -> bool {
@@ -3598,8 +3569,7 @@ impl TensorProto {
     }
     /// Appends an empty `metadata_props` element and returns it.
     pub fn add_metadata_props(&mut self) -> &mut StringStringEntryProto {
-        self.metadata_props.push(StringStringEntryProto::new());
-        self.metadata_props.last_mut().unwrap()
+        self.metadata_props.push_default()
     }
 }
 
@@ -3855,7 +3825,7 @@ impl SparseTensorProto {
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct TensorShapeProto {
     /// `repeated TensorShapeProto.Dimension dim = 1;`
-    pub dim: Vec<TensorShapeProtoDimension>,
+    pub dim: RepeatedField<TensorShapeProtoDimension>,
     /// Fields not in the schema, as read (written back after the known ones).
     pub unknown_fields: UnknownFields,
 }
@@ -3864,7 +3834,7 @@ impl TensorShapeProto {
     /// An empty message (every field unset).
     pub const fn new() -> Self {
         Self {
-            dim: Vec::new(),
+            dim: RepeatedField::new(),
             unknown_fields: UnknownFields::new(),
         }
     }
@@ -3878,7 +3848,7 @@ impl Message for TensorShapeProto {
             match tag {
                 10 => {
                     let i = self.dim.len();
-                    self.dim.push(TensorShapeProtoDimension::new());
+                    self.dim.push_default();
                     r.read_message(&mut self.dim[i]).map_err(|e| e.at("dim", Some(i)))?;
                 }
                 _ => r.skip_unknown(tag, &mut self.unknown_fields)?,
@@ -3928,8 +3898,7 @@ impl TensorShapeProto {
     }
     /// Appends an empty `dim` element and returns it.
     pub fn add_dim(&mut self) -> &mut TensorShapeProtoDimension {
-        self.dim.push(TensorShapeProtoDimension::new());
-        self.dim.last_mut().unwrap()
+        self.dim.push_default()
     }
 }
 
@@ -5204,21 +5173,21 @@ pub struct FunctionProto {
     /// `repeated string attribute = 6;`
     pub attribute: Vec<ProtoString>,
     /// `repeated AttributeProto attribute_proto = 11;`
-    pub attribute_proto: Vec<AttributeProto>,
+    pub attribute_proto: RepeatedField<AttributeProto>,
     /// `repeated NodeProto node = 7;`
-    pub node: Vec<NodeProto>,
+    pub node: RepeatedField<NodeProto>,
     /// `optional string doc_string = 8;`
     pub doc_string: Option<ProtoString>,
     /// `repeated OperatorSetIdProto opset_import = 9;`
-    pub opset_import: Vec<OperatorSetIdProto>,
+    pub opset_import: RepeatedField<OperatorSetIdProto>,
     /// `optional string domain = 10;`
     pub domain: Option<ProtoString>,
     /// `optional string overload = 13;`
     pub overload: Option<ProtoString>,
     /// `repeated ValueInfoProto value_info = 12;`
-    pub value_info: Vec<ValueInfoProto>,
+    pub value_info: RepeatedField<ValueInfoProto>,
     /// `repeated StringStringEntryProto metadata_props = 14;`
-    pub metadata_props: Vec<StringStringEntryProto>,
+    pub metadata_props: RepeatedField<StringStringEntryProto>,
     /// Fields not in the schema, as read (written back after the known ones).
     pub unknown_fields: UnknownFields,
 }
@@ -5231,14 +5200,14 @@ impl FunctionProto {
             input: Vec::new(),
             output: Vec::new(),
             attribute: Vec::new(),
-            attribute_proto: Vec::new(),
-            node: Vec::new(),
+            attribute_proto: RepeatedField::new(),
+            node: RepeatedField::new(),
             doc_string: None,
-            opset_import: Vec::new(),
+            opset_import: RepeatedField::new(),
             domain: None,
             overload: None,
-            value_info: Vec::new(),
-            metadata_props: Vec::new(),
+            value_info: RepeatedField::new(),
+            metadata_props: RepeatedField::new(),
             unknown_fields: UnknownFields::new(),
         }
     }
@@ -5256,30 +5225,30 @@ impl Message for FunctionProto {
                 50 => self.attribute.push(r.read_string().map_err(|e| e.at("attribute", None))?),
                 90 => {
                     let i = self.attribute_proto.len();
-                    self.attribute_proto.push(AttributeProto::new());
+                    self.attribute_proto.push_default();
                     r.read_message(&mut self.attribute_proto[i]).map_err(|e| e.at("attribute_proto", Some(i)))?;
                 }
                 58 => {
                     let i = self.node.len();
-                    self.node.push(NodeProto::new());
+                    self.node.push_default();
                     r.read_message(&mut self.node[i]).map_err(|e| e.at("node", Some(i)))?;
                 }
                 66 => self.doc_string = Some(r.read_string().map_err(|e| e.at("doc_string", None))?),
                 74 => {
                     let i = self.opset_import.len();
-                    self.opset_import.push(OperatorSetIdProto::new());
+                    self.opset_import.push_default();
                     r.read_message(&mut self.opset_import[i]).map_err(|e| e.at("opset_import", Some(i)))?;
                 }
                 82 => self.domain = Some(r.read_string().map_err(|e| e.at("domain", None))?),
                 106 => self.overload = Some(r.read_string().map_err(|e| e.at("overload", None))?),
                 98 => {
                     let i = self.value_info.len();
-                    self.value_info.push(ValueInfoProto::new());
+                    self.value_info.push_default();
                     r.read_message(&mut self.value_info[i]).map_err(|e| e.at("value_info", Some(i)))?;
                 }
                 114 => {
                     let i = self.metadata_props.len();
-                    self.metadata_props.push(StringStringEntryProto::new());
+                    self.metadata_props.push_default();
                     r.read_message(&mut self.metadata_props[i]).map_err(|e| e.at("metadata_props", Some(i)))?;
                 }
                 _ => r.skip_unknown(tag, &mut self.unknown_fields)?,
@@ -5480,8 +5449,7 @@ impl FunctionProto {
     }
     /// Appends an empty `attribute_proto` element and returns it.
     pub fn add_attribute_proto(&mut self) -> &mut AttributeProto {
-        self.attribute_proto.push(AttributeProto::new());
-        self.attribute_proto.last_mut().unwrap()
+        self.attribute_proto.push_default()
     }
     /// Number of `node` elements.
     pub fn node_size(&self) -> usize {
@@ -5493,8 +5461,7 @@ impl FunctionProto {
     }
     /// Appends an empty `node` element and returns it.
     pub fn add_node(&mut self) -> &mut NodeProto {
-        self.node.push(NodeProto::new());
-        self.node.last_mut().unwrap()
+        self.node.push_default()
     }
     /// True when `doc_string` is set.
     pub fn has_doc_string(&self) -> bool {
@@ -5523,8 +5490,7 @@ impl FunctionProto {
     }
     /// Appends an empty `opset_import` element and returns it.
     pub fn add_opset_import(&mut self) -> &mut OperatorSetIdProto {
-        self.opset_import.push(OperatorSetIdProto::new());
-        self.opset_import.last_mut().unwrap()
+        self.opset_import.push_default()
     }
     /// True when `domain` is set.
     pub fn has_domain(&self) -> bool {
@@ -5570,8 +5536,7 @@ impl FunctionProto {
     }
     /// Appends an empty `value_info` element and returns it.
     pub fn add_value_info(&mut self) -> &mut ValueInfoProto {
-        self.value_info.push(ValueInfoProto::new());
-        self.value_info.last_mut().unwrap()
+        self.value_info.push_default()
     }
     /// Number of `metadata_props` elements.
     pub fn metadata_props_size(&self) -> usize {
@@ -5583,8 +5548,7 @@ impl FunctionProto {
     }
     /// Appends an empty `metadata_props` element and returns it.
     pub fn add_metadata_props(&mut self) -> &mut StringStringEntryProto {
-        self.metadata_props.push(StringStringEntryProto::new());
-        self.metadata_props.last_mut().unwrap()
+        self.metadata_props.push_default()
     }
 }
 
@@ -5596,15 +5560,15 @@ pub struct SequenceProto {
     /// `optional int32 elem_type = 2;`
     pub elem_type: Option<i32>,
     /// `repeated TensorProto tensor_values = 3;`
-    pub tensor_values: Vec<TensorProto>,
+    pub tensor_values: RepeatedField<TensorProto>,
     /// `repeated SparseTensorProto sparse_tensor_values = 4;`
-    pub sparse_tensor_values: Vec<SparseTensorProto>,
+    pub sparse_tensor_values: RepeatedField<SparseTensorProto>,
     /// `repeated SequenceProto sequence_values = 5;`
-    pub sequence_values: Vec<SequenceProto>,
+    pub sequence_values: RepeatedField<SequenceProto>,
     /// `repeated MapProto map_values = 6;`
-    pub map_values: Vec<MapProto>,
+    pub map_values: RepeatedField<MapProto>,
     /// `repeated OptionalProto optional_values = 7;`
-    pub optional_values: Vec<OptionalProto>,
+    pub optional_values: RepeatedField<OptionalProto>,
     /// Fields not in the schema, as read (written back after the known ones).
     pub unknown_fields: UnknownFields,
 }
@@ -5615,11 +5579,11 @@ impl SequenceProto {
         Self {
             name: None,
             elem_type: None,
-            tensor_values: Vec::new(),
-            sparse_tensor_values: Vec::new(),
-            sequence_values: Vec::new(),
-            map_values: Vec::new(),
-            optional_values: Vec::new(),
+            tensor_values: RepeatedField::new(),
+            sparse_tensor_values: RepeatedField::new(),
+            sequence_values: RepeatedField::new(),
+            map_values: RepeatedField::new(),
+            optional_values: RepeatedField::new(),
             unknown_fields: UnknownFields::new(),
         }
     }
@@ -5635,27 +5599,27 @@ impl Message for SequenceProto {
                 16 => self.elem_type = Some(r.read_varint().map_err(|e| e.at("elem_type", None))? as i32),
                 26 => {
                     let i = self.tensor_values.len();
-                    self.tensor_values.push(TensorProto::new());
+                    self.tensor_values.push_default();
                     r.read_message(&mut self.tensor_values[i]).map_err(|e| e.at("tensor_values", Some(i)))?;
                 }
                 34 => {
                     let i = self.sparse_tensor_values.len();
-                    self.sparse_tensor_values.push(SparseTensorProto::new());
+                    self.sparse_tensor_values.push_default();
                     r.read_message(&mut self.sparse_tensor_values[i]).map_err(|e| e.at("sparse_tensor_values", Some(i)))?;
                 }
                 42 => {
                     let i = self.sequence_values.len();
-                    self.sequence_values.push(SequenceProto::new());
+                    self.sequence_values.push_default();
                     r.read_message(&mut self.sequence_values[i]).map_err(|e| e.at("sequence_values", Some(i)))?;
                 }
                 50 => {
                     let i = self.map_values.len();
-                    self.map_values.push(MapProto::new());
+                    self.map_values.push_default();
                     r.read_message(&mut self.map_values[i]).map_err(|e| e.at("map_values", Some(i)))?;
                 }
                 58 => {
                     let i = self.optional_values.len();
-                    self.optional_values.push(OptionalProto::new());
+                    self.optional_values.push_default();
                     r.read_message(&mut self.optional_values[i]).map_err(|e| e.at("optional_values", Some(i)))?;
                 }
                 _ => r.skip_unknown(tag, &mut self.unknown_fields)?,
@@ -5801,8 +5765,7 @@ impl SequenceProto {
     }
     /// Appends an empty `tensor_values` element and returns it.
     pub fn add_tensor_values(&mut self) -> &mut TensorProto {
-        self.tensor_values.push(TensorProto::new());
-        self.tensor_values.last_mut().unwrap()
+        self.tensor_values.push_default()
     }
     /// Number of `sparse_tensor_values` elements.
     pub fn sparse_tensor_values_size(&self) -> usize {
@@ -5814,8 +5777,7 @@ impl SequenceProto {
     }
     /// Appends an empty `sparse_tensor_values` element and returns it.
     pub fn add_sparse_tensor_values(&mut self) -> &mut SparseTensorProto {
-        self.sparse_tensor_values.push(SparseTensorProto::new());
-        self.sparse_tensor_values.last_mut().unwrap()
+        self.sparse_tensor_values.push_default()
     }
     /// Number of `sequence_values` elements.
     pub fn sequence_values_size(&self) -> usize {
@@ -5827,8 +5789,7 @@ impl SequenceProto {
     }
     /// Appends an empty `sequence_values` element and returns it.
     pub fn add_sequence_values(&mut self) -> &mut SequenceProto {
-        self.sequence_values.push(SequenceProto::new());
-        self.sequence_values.last_mut().unwrap()
+        self.sequence_values.push_default()
     }
     /// Number of `map_values` elements.
     pub fn map_values_size(&self) -> usize {
@@ -5840,8 +5801,7 @@ impl SequenceProto {
     }
     /// Appends an empty `map_values` element and returns it.
     pub fn add_map_values(&mut self) -> &mut MapProto {
-        self.map_values.push(MapProto::new());
-        self.map_values.last_mut().unwrap()
+        self.map_values.push_default()
     }
     /// Number of `optional_values` elements.
     pub fn optional_values_size(&self) -> usize {
@@ -5853,8 +5813,7 @@ impl SequenceProto {
     }
     /// Appends an empty `optional_values` element and returns it.
     pub fn add_optional_values(&mut self) -> &mut OptionalProto {
-        self.optional_values.push(OptionalProto::new());
-        self.optional_values.last_mut().unwrap()
+        self.optional_values.push_default()
     }
 }
 

@@ -3,6 +3,7 @@
 
 mod data_type;
 mod display;
+mod repeated;
 #[rustfmt::skip]
 #[allow(clippy::all, unused_variables)]
 mod generated;
@@ -10,6 +11,7 @@ pub mod schema;
 
 pub use data_type::DataType;
 pub use generated::*;
+pub use repeated::RepeatedField;
 
 use crate::bytes::UnknownFields;
 use crate::error::{DecodeError, Result};
