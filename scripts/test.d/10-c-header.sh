@@ -3,8 +3,8 @@
 # - include/onnx_light.h compiles standalone as C99, C11 and C++17, include/onnx_light.hpp as
 #   C++17 and C++20, all with -Wall -Wextra -Wpedantic -Werror;
 # - the C++ wrapper test (c_tests/cpp_wrapper_roundtrip.cpp) builds against
-#   target/release/libonnx_light.so and round-trips samples/mlp.onnx (under Valgrind when it is
-#   installed; ONNXL_NO_VALGRIND=1 skips it);
+#   target/release/libonnx_light.so and round-trips samples/mlp.onnx under Valgrind (required:
+#   a missing valgrind is a failure);
 # - the shared library exports only onnxl_* symbols.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -51,12 +51,9 @@ done
 echo "C++ wrapper round trip"
 "$CXX" -std=c++17 "${WARN[@]}" -Iinclude c_tests/cpp_wrapper_roundtrip.cpp \
   -L"$ROOT/target/release" -lonnx_light -Wl,-rpath,"$ROOT/target/release" -o "$work/cpp_wrapper_roundtrip"
-if command -v valgrind >/dev/null 2>&1 && [ "${ONNXL_NO_VALGRIND:-0}" != 1 ]; then
-  valgrind -q --error-exitcode=1 --leak-check=full --errors-for-leak-kinds=definite,indirect \
-    --show-leak-kinds=definite,indirect "$work/cpp_wrapper_roundtrip" samples/mlp.onnx "$work"
-else
-  "$work/cpp_wrapper_roundtrip" samples/mlp.onnx "$work"
-fi
+command -v valgrind >/dev/null 2>&1 || { echo "valgrind is required (apt-get install valgrind)" >&2; exit 1; }
+valgrind -q --error-exitcode=1 --leak-check=full --errors-for-leak-kinds=definite,indirect \
+  --show-leak-kinds=definite,indirect "$work/cpp_wrapper_roundtrip" samples/mlp.onnx "$work"
 
 echo "exported symbols"
 symbols=$(nm -D --defined-only "$LIB" | awk 'NF >= 3 {print $NF}')
