@@ -4,6 +4,10 @@
 //! ONNX messages, generated from one schema table), [`io`] (where bytes come from and go to),
 //! [`model`] (load / save with options).
 
+#[cfg(feature = "global-mimalloc")]
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 pub mod bytes;
 pub mod error;
 pub mod ffi;
