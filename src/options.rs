@@ -139,6 +139,12 @@ impl SerializeOptions {
         validate_alignment(self.alignment)?;
         validate_threads(self.num_threads)
     }
+
+    /// The number of threads to use (resolving negative values to all cores): with more than
+    /// one, large tensor payloads are copied / written in parallel.
+    pub fn threads(&self) -> usize {
+        resolve_threads(self.num_threads)
+    }
 }
 
 fn validate_threads(n: i32) -> Result<()> {

@@ -494,3 +494,27 @@ fn tempdir() -> std::path::PathBuf {
     std::fs::create_dir_all(&d).unwrap();
     d
 }
+
+#[test]
+fn parallel_serialize_equals_sequential() {
+    // Payloads below and above the deferral size (1 MiB) and above the piece size (8 MiB).
+    let mut m = model(3, 100);
+    for (i, size) in [(3usize, 1 << 20), (4, 3 << 20), (5, (17 << 20) + 3)] {
+        m.mutable_graph()
+            .initializer
+            .push(tensor(&format!("big{i}"), size, i as u8));
+    }
+    m.mutable_graph().initializer.push(tensor("tail", 10, 9));
+    let sequential = m.serialize_to_vec();
+    let dir = tempdir();
+    for threads in [2, -1] {
+        let opts = SerializeOptions {
+            num_threads: threads,
+            ..Default::default()
+        };
+        assert_eq!(onnx_light::serialize_to_vec(&m, &opts).unwrap(), sequential);
+        let path = dir.join(format!("p{threads}.onnx"));
+        onnx_light::save_model(&m, &path, &opts).unwrap();
+        assert_eq!(std::fs::read(&path).unwrap(), sequential);
+    }
+}

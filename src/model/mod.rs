@@ -2,6 +2,7 @@
 //! bytes, files and streams, with [`ParseOptions`] / [`SerializeOptions`].
 
 mod parallel;
+mod parallel_write;
 
 pub(crate) use parallel::thread_pool;
 
@@ -14,7 +15,7 @@ use crate::error::{Error, Result};
 use crate::io::{AUTO_MMAP_MIN_BYTES, Arena, AtomicFile, MappedFile, WriteSink};
 use crate::options::{FileLoadMode, ParseOptions, SerializeOptions};
 use crate::proto::{Message, ModelProto, decode_top};
-use crate::wire::{ArenaBase, DecodeConfig, PayloadMode, Reader, Sink, SizeCursor};
+use crate::wire::{ArenaBase, DecodeConfig, PayloadMode, Reader, SizeCursor};
 
 fn decode_config(opts: &ParseOptions, payload: PayloadMode) -> Result<DecodeConfig> {
     opts.validate()?;
@@ -172,6 +173,13 @@ pub fn serialize_to_vec<M: Message>(m: &M, opts: &SerializeOptions) -> Result<Ve
     let (len, sizes) = plan(m, opts)?;
     let cap = usize::try_from(len)
         .map_err(|_| Error::LimitExceeded(format!("{len} bytes do not fit in memory")))?;
+    if opts.threads() > 1
+        && let Some(pool) = thread_pool(opts.threads())
+    {
+        return Ok(parallel_write::serialize_to_vec_parallel(
+            m, cap, &sizes, &pool,
+        ));
+    }
     let mut out = Vec::new();
     out.try_reserve_exact(cap)
         .map_err(|_| Error::LimitExceeded(format!("cannot allocate {len} bytes")))?;
@@ -200,12 +208,17 @@ pub fn save_to_file<M: Message>(
     opts: &SerializeOptions,
 ) -> Result<()> {
     let path = path.as_ref();
-    let (_, sizes) = plan(m, opts)?;
+    let (len, sizes) = plan(m, opts)?;
     let mut out = AtomicFile::create(path)?;
+    if opts.threads() > 1
+        && let Some(pool) = thread_pool(opts.threads())
+    {
+        parallel_write::write_file_parallel(m, len, &sizes, out.file(), path, &pool)?;
+        return out.commit();
+    }
     {
         let mut sink = WriteSink::new(std::io::BufWriter::with_capacity(1 << 20, out.file()));
         m.encode_to(&mut sink, &mut SizeCursor::new(&sizes));
-        sink.put(&[]);
         sink.finish().map_err(|e| Error::io(path, e))?;
     }
     out.commit()

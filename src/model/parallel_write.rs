@@ -1,0 +1,234 @@
+//! Parallel serialization: the metadata is encoded sequentially (sizes are known beforehand, so
+//! every byte has a fixed position), large tensor payloads are only given their place, and then
+//! copied (into memory) or written (into a file, with `pwrite`) by several threads at once.
+
+use std::fs::File;
+use std::io::{self, Seek, SeekFrom, Write};
+
+use rayon::prelude::*;
+
+use crate::error::{Error, Result};
+use crate::proto::Message;
+use crate::wire::{Sink, SizeCursor};
+
+/// Payloads at least this large are deferred to the parallel phase.
+const DEFERRED_MIN_BYTES: usize = 1 << 20;
+/// Piece size of the parallel phase (large tensors are split so threads share the work).
+const PIECE_BYTES: usize = 8 << 20;
+
+/// A payload to place at `offset` of the output.
+struct Job {
+    offset: u64,
+    src: *const u8,
+    len: usize,
+}
+
+// SAFETY: `src` points into a tensor of the message being serialized, which the caller borrows
+// immutably for the whole serialization (jobs never outlive `serialize_*_parallel`); the bytes are
+// only read.
+unsafe impl Send for Job {}
+// SAFETY: see `Send`.
+unsafe impl Sync for Job {}
+
+impl Job {
+    fn bytes(&self) -> &[u8] {
+        // SAFETY: see the `Send` impl: the borrowed message keeps `src..src+len` alive and
+        // unmodified while jobs exist.
+        unsafe { std::slice::from_raw_parts(self.src, self.len) }
+    }
+
+    /// Splits into pieces of at most `PIECE_BYTES`.
+    fn pieces(&self) -> impl Iterator<Item = Job> + '_ {
+        (0..self.len).step_by(PIECE_BYTES).map(|start| Job {
+            offset: self.offset + start as u64,
+            // SAFETY: `start < len`, so the pointer stays inside the payload.
+            src: unsafe { self.src.add(start) },
+            len: PIECE_BYTES.min(self.len - start),
+        })
+    }
+}
+
+/// Where the sequential phase writes, with the ability to leave a gap for a payload.
+trait Positioned {
+    fn write(&mut self, bytes: &[u8]);
+    fn skip(&mut self, n: usize);
+    fn position(&self) -> u64;
+}
+
+/// A sink that writes metadata through `out` and defers large payloads.
+struct DeferringSink<O: Positioned> {
+    out: O,
+    jobs: Vec<Job>,
+}
+
+impl<O: Positioned> Sink for DeferringSink<O> {
+    #[inline]
+    fn put(&mut self, bytes: &[u8]) {
+        self.out.write(bytes);
+    }
+
+    fn put_payload(&mut self, bytes: &[u8]) {
+        if bytes.len() < DEFERRED_MIN_BYTES {
+            self.out.write(bytes);
+            return;
+        }
+        self.jobs.push(Job {
+            offset: self.out.position(),
+            src: bytes.as_ptr(),
+            len: bytes.len(),
+        });
+        self.out.skip(bytes.len());
+    }
+}
+
+/// Sequential writes into a pre-sized buffer.
+struct SliceOut<'a> {
+    buf: &'a mut [u8],
+    pos: usize,
+}
+
+impl Positioned for SliceOut<'_> {
+    #[inline]
+    fn write(&mut self, bytes: &[u8]) {
+        self.buf[self.pos..self.pos + bytes.len()].copy_from_slice(bytes);
+        self.pos += bytes.len();
+    }
+    fn skip(&mut self, n: usize) {
+        self.pos += n;
+    }
+    fn position(&self) -> u64 {
+        self.pos as u64
+    }
+}
+
+/// Asks for transparent huge pages on the page-aligned part of `buf` (fewer page faults when a
+/// large fresh buffer is filled). Advisory only.
+fn advise_huge_pages(buf: &mut [u8]) {
+    const PAGE: usize = 4096;
+    let start = buf.as_mut_ptr() as usize;
+    let aligned = start.next_multiple_of(PAGE);
+    let end = start + buf.len();
+    if end > aligned + (2 << 20) {
+        let len = (end - aligned) / PAGE * PAGE;
+        // SAFETY: `aligned..aligned+len` lies inside `buf`, which we borrow mutably; MADV_HUGEPAGE
+        // changes no contents, only how the kernel backs the pages.
+        unsafe {
+            libc::madvise(aligned as *mut libc::c_void, len, libc::MADV_HUGEPAGE);
+        }
+    }
+}
+
+/// Serializes `m` (whose sizes are `sizes`, total `len`) into a new buffer; payloads are copied
+/// by `pool`'s threads.
+pub(super) fn serialize_to_vec_parallel<M: Message>(
+    m: &M,
+    len: usize,
+    sizes: &[u64],
+    pool: &rayon::ThreadPool,
+) -> Vec<u8> {
+    // Zeroed allocation: large ones come straight from the kernel, untouched until written, so
+    // the page faults happen in the parallel phase.
+    let mut out = vec![0u8; len];
+    advise_huge_pages(&mut out);
+    let jobs = {
+        let mut sink = DeferringSink {
+            out: SliceOut {
+                buf: &mut out,
+                pos: 0,
+            },
+            jobs: Vec::new(),
+        };
+        m.encode_to(&mut sink, &mut SizeCursor::new(sizes));
+        assert_eq!(
+            sink.out.pos, len,
+            "encoded size differs from the computed size"
+        );
+        sink.jobs
+    };
+    // Carve the output into disjoint destination slices, one per piece, in offset order.
+    let pieces: Vec<Job> = jobs.iter().flat_map(Job::pieces).collect();
+    let mut targets: Vec<(&mut [u8], &Job)> = Vec::with_capacity(pieces.len());
+    let mut rest: &mut [u8] = &mut out;
+    let mut consumed = 0usize;
+    for p in &pieces {
+        let (_, tail) = rest.split_at_mut(p.offset as usize - consumed);
+        let (dst, tail) = tail.split_at_mut(p.len);
+        targets.push((dst, p));
+        rest = tail;
+        consumed = p.offset as usize + p.len;
+    }
+    pool.install(|| {
+        targets
+            .into_par_iter()
+            .for_each(|(dst, p)| dst.copy_from_slice(p.bytes()))
+    });
+    out
+}
+
+/// Sequential writes into a file through a buffer; a gap is a forward seek.
+struct FileOut<'a> {
+    file: io::BufWriter<&'a File>,
+    pos: u64,
+    error: Option<io::Error>,
+}
+
+impl Positioned for FileOut<'_> {
+    fn write(&mut self, bytes: &[u8]) {
+        if self.error.is_none()
+            && let Err(e) = self.file.write_all(bytes)
+        {
+            self.error = Some(e);
+        }
+        self.pos += bytes.len() as u64;
+    }
+    fn skip(&mut self, n: usize) {
+        if self.error.is_none()
+            && let Err(e) = self.file.seek(SeekFrom::Current(n as i64))
+        {
+            self.error = Some(e);
+        }
+        self.pos += n as u64;
+    }
+    fn position(&self) -> u64 {
+        self.pos
+    }
+}
+
+/// Serializes `m` into `file` (positioned at 0, empty): metadata sequentially, payloads with
+/// parallel `pwrite`s into the pre-sized file.
+pub(super) fn write_file_parallel<M: Message>(
+    m: &M,
+    len: u64,
+    sizes: &[u64],
+    file: &File,
+    path: &std::path::Path,
+    pool: &rayon::ThreadPool,
+) -> Result<()> {
+    use std::os::unix::fs::FileExt;
+    let io_err = |e| Error::io(path, e);
+    file.set_len(len).map_err(io_err)?;
+    let jobs = {
+        let out = FileOut {
+            file: io::BufWriter::with_capacity(1 << 20, file),
+            pos: 0,
+            error: None,
+        };
+        let mut sink = DeferringSink {
+            out,
+            jobs: Vec::new(),
+        };
+        m.encode_to(&mut sink, &mut SizeCursor::new(sizes));
+        if let Some(e) = sink.out.error.take() {
+            return Err(io_err(e));
+        }
+        sink.out.file.flush().map_err(io_err)?;
+        sink.jobs
+    };
+    let pieces: Vec<Job> = jobs.iter().flat_map(Job::pieces).collect();
+    pool.install(|| {
+        pieces
+            .par_iter()
+            .try_for_each(|p| file.write_all_at(p.bytes(), p.offset))
+    })
+    .map_err(io_err)
+}
