@@ -1,0 +1,1039 @@
+//! onnx-bench: the side-by-side benchmark of issue 2, item 8.
+//!
+//! `onnx-bench run --work DIR --python PY [--testdata DIR] [--runs N] [--scale S] [--only a,b,c,d]
+//!                 [--out FILE]`
+//!   generates the synthetic models into DIR (deleting each when its cases are done), runs every
+//!   case `--runs` times, each in a fresh child process, and prints one markdown table plus the
+//!   ratios of the issue's performance targets.
+//! `onnx-bench case LIB OP MODEL [--data FILE] --out FILE --threads T --iters K`
+//!   one measured case (used by `run`; see cases.rs).
+//! `onnx-bench gen KIND PATH [--scale S]`
+//!   writes one synthetic model (transformer | external | metadata), for a look at it.
+
+mod cases;
+mod synth;
+
+use std::collections::HashMap;
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Instant;
+
+fn usage() -> ! {
+    eprintln!(
+        "usage: onnx-bench run --work DIR --python PY [--pyscript FILE] [--testdata DIR] [--runs N] \
+         [--scale S] [--only a,b,c,d] [--out FILE]\n       onnx-bench case LIB OP MODEL [--data FILE] \
+         --out FILE --threads T --iters K\n       onnx-bench gen transformer|external|metadata PATH [--scale S]"
+    );
+    std::process::exit(2)
+}
+
+/// `--name value` options after the positional arguments.
+fn options(args: &[String]) -> (Vec<String>, HashMap<String, String>) {
+    let mut pos = Vec::new();
+    let mut opts = HashMap::new();
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        if let Some(name) = a.strip_prefix("--") {
+            let v = it.next().cloned().unwrap_or_else(|| usage());
+            opts.insert(name.to_string(), v);
+        } else {
+            pos.push(a.clone());
+        }
+    }
+    (pos, opts)
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let Some(cmd) = args.first() else { usage() };
+    let (pos, opts) = options(&args[1..]);
+    match cmd.as_str() {
+        "case" => {
+            if pos.len() != 3 {
+                usage()
+            }
+            let a = cases::CaseArgs {
+                lib: pos[0].clone(),
+                op: pos[1].clone(),
+                model: PathBuf::from(&pos[2]),
+                data: opts.get("data").map(PathBuf::from),
+                out: PathBuf::from(opts.get("out").unwrap_or_else(|| usage())),
+                threads: opts
+                    .get("threads")
+                    .map_or(1, |t| t.parse().expect("--threads")),
+                iters: opts.get("iters").map_or(1, |t| t.parse().expect("--iters")),
+            };
+            assert!(cases::OPS.contains(&a.op.as_str()), "unknown op {}", a.op);
+            cases::run(&a)
+        }
+        "gen" => {
+            if pos.len() != 2 {
+                usage()
+            }
+            let scale: f64 = opts
+                .get("scale")
+                .map_or(1.0, |s| s.parse().expect("--scale"));
+            let path = Path::new(&pos[1]);
+            let t = Instant::now();
+            match pos[0].as_str() {
+                "transformer" => {
+                    let n = synth::write_transformer_inline(
+                        path,
+                        &synth::TransformerShape::half_gb().scaled(scale),
+                    )
+                    .unwrap();
+                    eprintln!("{} bytes", n);
+                }
+                "external" => {
+                    let data = path.with_extension("onnx.data");
+                    let (n, d) = synth::write_transformer_external(
+                        path,
+                        &data,
+                        &synth::TransformerShape::three_gb().scaled(scale),
+                    )
+                    .unwrap();
+                    eprintln!("{} + {} bytes", n, d);
+                }
+                "metadata" => {
+                    let n =
+                        synth::write_metadata_heavy(path, (200_000.0 * scale) as usize).unwrap();
+                    eprintln!("{} bytes", n);
+                }
+                _ => usage(),
+            }
+            eprintln!("written in {:.2?}", t.elapsed());
+        }
+        "run" => run(&opts),
+        _ => usage(),
+    }
+}
+
+// ------------------------------------------------------------------------------------ run
+
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+enum Row {
+    Read,
+    Memcpy,
+    Light1,
+    LightN,
+    Onnx,
+    Prost,
+    OnnxRs,
+}
+
+const ROWS: [Row; 7] = [
+    Row::Read,
+    Row::Memcpy,
+    Row::Light1,
+    Row::LightN,
+    Row::Onnx,
+    Row::Prost,
+    Row::OnnxRs,
+];
+
+impl Row {
+    fn short(self) -> &'static str {
+        match self {
+            Row::Read => "read/write baseline",
+            Row::Memcpy => "memcpy baseline",
+            Row::Light1 => "onnx_light 1T",
+            Row::LightN => "onnx_light NT",
+            Row::Onnx => "onnx (upb)",
+            Row::Prost => "prost",
+            Row::OnnxRs => "onnx-rs",
+        }
+    }
+
+    fn label(self, n: usize) -> String {
+        match self {
+            Row::Read => "baseline: `fs::read` / mmap only / one `write_all` + fsync".into(),
+            Row::Memcpy => "baseline: memcpy into a fresh buffer (bytes already in memory)".into(),
+            Row::Light1 => "onnx_light, 1 thread".into(),
+            Row::LightN => format!("onnx_light, {n} threads (all cores)"),
+            Row::Onnx => "onnx (Python, protobuf upb)".into(),
+            Row::Prost => "prost 0.14 (Rust)".into(),
+            Row::OnnxRs => "onnx-rs 0.1.3 (Rust, borrowed parse)".into(),
+        }
+    }
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+enum Op {
+    LoadCopy,
+    LoadNoCopy,
+    LoadMeta,
+    Save,
+    SaveNoSync,
+    ParseMem,
+    SerializeMem,
+}
+
+impl Op {
+    fn arg(self) -> &'static str {
+        match self {
+            Op::LoadCopy => "load_copy",
+            Op::LoadNoCopy => "load_nocopy",
+            Op::LoadMeta => "load_meta",
+            Op::Save => "save",
+            Op::SaveNoSync => "save_nosync",
+            Op::ParseMem => "parse_mem",
+            Op::SerializeMem => "serialize_mem",
+        }
+    }
+    fn header(self) -> &'static str {
+        match self {
+            Op::LoadCopy => "load copy",
+            Op::LoadNoCopy => "load no-copy",
+            Op::LoadMeta => ".onnx only",
+            Op::Save => "save",
+            Op::SaveNoSync => "save, no fsync",
+            Op::ParseMem => "parse in memory",
+            Op::SerializeMem => "serialize in memory",
+        }
+    }
+}
+
+/// One model of the benchmark.
+struct Model {
+    key: String,
+    label: String,
+    path: PathBuf,
+    data: Option<PathBuf>,
+    /// Bytes of the model file (+ external data).
+    size: u64,
+    /// Bytes of the external data file (0 if none).
+    data_size: u64,
+    /// Timed repetitions inside one child process.
+    iters: usize,
+    /// Child processes per case (the best time is kept).
+    runs: usize,
+    /// Operations shown in the main table.
+    main_ops: Vec<Op>,
+    /// Operations only used by the ratios.
+    extra_ops: Vec<Op>,
+    /// Files to delete when the model's cases are done.
+    generated: Vec<PathBuf>,
+}
+
+#[derive(Clone, Debug)]
+enum Cell {
+    Ok {
+        ns: u64,
+        first_ns: u64,
+        cpu_ns: u64,
+        hwm_kb: u64,
+        base_kb: u64,
+    },
+    Na(String),
+    Err(String),
+}
+
+struct Runner {
+    exe: PathBuf,
+    python: PathBuf,
+    pyscript: PathBuf,
+    work: PathBuf,
+    runs: usize,
+    threads: usize,
+    results: HashMap<(Row, String, Op), Cell>,
+}
+
+/// Why a row cannot do an operation on a model (None = it can).
+fn not_available(row: Row, m: &Model, op: Op) -> Option<&'static str> {
+    let ext = m.data.is_some();
+    match row {
+        Row::Read => match op {
+            Op::LoadCopy | Op::LoadNoCopy | Op::LoadMeta | Op::Save | Op::SaveNoSync => None,
+            _ => Some("—"),
+        },
+        Row::Memcpy => match op {
+            Op::LoadCopy if !ext => None,
+            Op::ParseMem => None,
+            _ => Some("—"),
+        },
+        Row::Light1 | Row::LightN => match op {
+            Op::LoadCopy | Op::LoadNoCopy | Op::Save | Op::SaveNoSync if ext => {
+                Some("n/a (issue 4)")
+            }
+            _ => None,
+        },
+        Row::Onnx => match op {
+            Op::LoadNoCopy => Some("n/a (no zero-copy load)"),
+            Op::SaveNoSync => Some("—"),
+            _ => None,
+        },
+        Row::Prost | Row::OnnxRs => match op {
+            Op::LoadCopy | Op::LoadNoCopy | Op::Save if ext => Some("n/a (no external data)"),
+            Op::SaveNoSync => Some("—"),
+            _ => None,
+        },
+    }
+}
+
+impl Runner {
+    fn case(&mut self, row: Row, m: &Model, op: Op) {
+        let key = (row, m.key.clone(), op);
+        if let Some(why) = not_available(row, m, op) {
+            self.results.insert(key, Cell::Na(why.into()));
+            return;
+        }
+        let out = self.work.join(format!("out-{}-{:?}.onnx", m.key, row));
+        // Cheap operations on the big models are repeated in-process too, so that both the first
+        // (cold) and a warm time are seen.
+        let iters = match op {
+            Op::LoadNoCopy | Op::LoadMeta if m.iters == 1 => 5,
+            _ => m.iters,
+        };
+        let mut best: Option<(u64, u64, u64, u64, u64)> = None;
+        for _ in 0..m.runs {
+            let mut cmd = if row == Row::Onnx {
+                let mut c = Command::new(&self.python);
+                c.arg(&self.pyscript)
+                    .arg(op.arg())
+                    .arg(&m.path)
+                    .arg(&out)
+                    .arg(iters.to_string());
+                c
+            } else {
+                let lib = match row {
+                    Row::Read => "read",
+                    Row::Memcpy => "memcpy",
+                    Row::Light1 | Row::LightN => "onnx_light",
+                    Row::Prost => "prost",
+                    _ => "onnx_rs",
+                };
+                let threads = if row == Row::LightN { -1 } else { 1 };
+                let mut c = Command::new(&self.exe);
+                c.args(["case", lib, op.arg()])
+                    .arg(&m.path)
+                    .arg("--out")
+                    .arg(&out);
+                c.args([
+                    "--threads",
+                    &threads.to_string(),
+                    "--iters",
+                    &iters.to_string(),
+                ]);
+                if let Some(d) = &m.data {
+                    c.arg("--data").arg(d);
+                }
+                c
+            };
+            let res = cmd.output();
+            let parsed = res.as_ref().ok().and_then(|o| {
+                let s = String::from_utf8_lossy(&o.stdout);
+                let line = s.lines().find(|l| l.starts_with("RESULT "))?;
+                let field = |n: &str| -> Option<u64> {
+                    line.split_whitespace()
+                        .find_map(|kv| kv.strip_prefix(n)?.strip_prefix('=')?.parse().ok())
+                };
+                Some((
+                    field("time_ns")?,
+                    field("first_ns")?,
+                    field("cpu_ns")?,
+                    field("hwm_kb")?,
+                    field("base_kb")?,
+                ))
+            });
+            match parsed {
+                Some((ns, first, cpu, hwm, base)) => {
+                    best = Some(match best {
+                        // Best times; the largest peak RSS seen (a conservative figure).
+                        Some((bns, bfirst, bcpu, bhwm, bbase)) => (
+                            bns.min(ns),
+                            bfirst.min(first),
+                            bcpu.min(cpu),
+                            bhwm.max(hwm),
+                            bbase.max(base),
+                        ),
+                        None => (ns, first, cpu, hwm, base),
+                    });
+                }
+                None => {
+                    let msg = match &res {
+                        Ok(o) => {
+                            let e = String::from_utf8_lossy(&o.stderr);
+                            let last = e
+                                .lines()
+                                .rfind(|l| !l.trim().is_empty())
+                                .unwrap_or("")
+                                .to_string();
+                            format!("{} {}", o.status, last)
+                        }
+                        Err(e) => e.to_string(),
+                    };
+                    eprintln!("  FAILED {:?} {} {}: {msg}", row, m.key, op.arg());
+                    if let Ok(o) = &res {
+                        eprintln!("{}", String::from_utf8_lossy(&o.stderr));
+                    }
+                    self.results.insert(key, Cell::Err("error".into()));
+                    let _ = std::fs::remove_file(&out);
+                    return;
+                }
+            }
+        }
+        let (ns, first_ns, cpu_ns, hwm_kb, base_kb) = best.unwrap();
+        eprintln!(
+            "  [{}] {:<20} {:<14} {:>10}  peak RSS {}",
+            m.key,
+            row.short(),
+            op.arg(),
+            fmt_time(ns),
+            fmt_mib(hwm_kb * 1024)
+        );
+        self.results.insert(
+            key,
+            Cell::Ok {
+                ns,
+                first_ns,
+                cpu_ns,
+                hwm_kb,
+                base_kb,
+            },
+        );
+    }
+
+    fn model(&mut self, m: &Model) {
+        eprintln!("model ({}) {}: {}", m.key, m.label, fmt_mib(m.size));
+        for &op in m.main_ops.iter().chain(&m.extra_ops) {
+            for row in ROWS {
+                self.case(row, m, op);
+            }
+        }
+        for f in &m.generated {
+            let _ = std::fs::remove_file(f);
+        }
+    }
+
+    fn get(&self, row: Row, model: &str, op: Op) -> Option<(u64, u64, u64)> {
+        match self.results.get(&(row, model.to_string(), op))? {
+            Cell::Ok {
+                ns,
+                hwm_kb,
+                base_kb,
+                ..
+            } => Some((*ns, *hwm_kb * 1024, *base_kb * 1024)),
+            _ => None,
+        }
+    }
+
+    /// Best CPU time of a repetition.
+    fn cpu(&self, row: Row, model: &str, op: Op) -> Option<u64> {
+        match self.results.get(&(row, model.to_string(), op))? {
+            Cell::Ok { cpu_ns, .. } => Some(*cpu_ns),
+            _ => None,
+        }
+    }
+
+    /// Best time of the first repetition in a process.
+    fn first(&self, row: Row, model: &str, op: Op) -> Option<u64> {
+        match self.results.get(&(row, model.to_string(), op))? {
+            Cell::Ok { first_ns, .. } => Some(*first_ns),
+            _ => None,
+        }
+    }
+}
+
+fn fmt_time(ns: u64) -> String {
+    let s = ns as f64 / 1e9;
+    if s >= 1.0 {
+        format!("{s:.2} s")
+    } else if s >= 0.1 {
+        format!("{:.0} ms", s * 1e3)
+    } else if s >= 0.001 {
+        format!("{:.1} ms", s * 1e3)
+    } else {
+        format!("{:.0} µs", s * 1e6)
+    }
+}
+
+fn fmt_mib(bytes: u64) -> String {
+    let m = bytes as f64 / (1u64 << 20) as f64;
+    if m >= 10.0 {
+        format!("{m:.0} MiB")
+    } else {
+        format!("{m:.1} MiB")
+    }
+}
+
+fn file_len(p: &Path) -> u64 {
+    std::fs::metadata(p).map(|m| m.len()).unwrap_or(0)
+}
+
+/// The largest `n` .onnx files under `dir`.
+fn largest_onnx(dir: &Path, n: usize) -> Vec<PathBuf> {
+    fn walk(d: &Path, out: &mut Vec<(u64, PathBuf)>) {
+        let Ok(rd) = std::fs::read_dir(d) else { return };
+        for e in rd.flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                walk(&p, out);
+            } else if p.extension().is_some_and(|x| x == "onnx") {
+                out.push((file_len(&p), p));
+            }
+        }
+    }
+    let mut all = Vec::new();
+    walk(dir, &mut all);
+    all.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
+    all.into_iter().take(n).map(|(_, p)| p).collect()
+}
+
+fn cmd_output(prog: &str, args: &[&str]) -> String {
+    Command::new(prog)
+        .args(args)
+        .output()
+        .ok()
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+        .unwrap_or_default()
+}
+
+fn machine(python: &Path) -> String {
+    let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+    let cpu = cpuinfo
+        .lines()
+        .find_map(|l| {
+            l.strip_prefix("model name")?
+                .split(':')
+                .nth(1)
+                .map(|s| s.trim().to_string())
+        })
+        .unwrap_or_default();
+    let meminfo = std::fs::read_to_string("/proc/meminfo").unwrap_or_default();
+    let mem_kb: u64 = meminfo
+        .lines()
+        .find_map(|l| {
+            l.strip_prefix("MemTotal:")?
+                .trim()
+                .trim_end_matches("kB")
+                .trim()
+                .parse()
+                .ok()
+        })
+        .unwrap_or(0);
+    let kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
+    let thp =
+        std::fs::read_to_string("/sys/kernel/mm/transparent_hugepage/enabled").unwrap_or_default();
+    let py = cmd_output(
+        python.to_str().unwrap(),
+        &[
+            "-c",
+            "import sys, onnx, google.protobuf as p; from google.protobuf.internal import api_implementation as a; \
+             print(f'Python {sys.version.split()[0]}, onnx {onnx.__version__}, protobuf {p.__version__} ({a.Type()})')",
+        ],
+    );
+    let rustc = cmd_output("rustc", &["--version"]);
+    let repo = concat!(env!("CARGO_MANIFEST_DIR"), "/..");
+    let commit = cmd_output("git", &["-C", repo, "rev-parse", "--short", "HEAD"]);
+    let dirty = !cmd_output(
+        "git",
+        &[
+            "-C",
+            repo,
+            "status",
+            "--porcelain",
+            "--",
+            "src",
+            "Cargo.toml",
+        ],
+    )
+    .is_empty();
+    let commit = format!(
+        "onnx_light at commit {}{}",
+        if commit.is_empty() { "?" } else { &commit },
+        if dirty {
+            " + uncommitted changes in src/"
+        } else {
+            ""
+        }
+    );
+    format!(
+        "- machine: {} cores (`nproc`), {cpu}, {:.1} GiB RAM, Linux {}, transparent huge pages: {}\n- {commit}; {rustc}; {py}\n- date: {}\n",
+        std::thread::available_parallelism().map_or(1, |n| n.get()),
+        mem_kb as f64 / (1u64 << 20) as f64,
+        kernel.trim(),
+        thp.trim(),
+        cmd_output("date", &["-u", "+%Y-%m-%d %H:%M UTC"]),
+    )
+}
+
+fn run(opts: &HashMap<String, String>) {
+    let started = Instant::now();
+    let load_start = loadavg();
+    let work = PathBuf::from(opts.get("work").unwrap_or_else(|| usage()));
+    std::fs::create_dir_all(&work).expect("create work dir");
+    let python = PathBuf::from(opts.get("python").unwrap_or_else(|| usage()));
+    let exe = std::env::current_exe().expect("current exe");
+    let pyscript = opts
+        .get("pyscript")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("py/onnx_case.py"));
+    let runs: usize = opts.get("runs").map_or(3, |s| s.parse().expect("--runs"));
+    let scale: f64 = opts
+        .get("scale")
+        .map_or(1.0, |s| s.parse().expect("--scale"));
+    let only: Vec<String> = opts
+        .get("only")
+        .map_or(vec!["a".into(), "b".into(), "c".into(), "d".into()], |s| {
+            s.split(',').map(|x| x.trim().to_string()).collect()
+        });
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let mut r = Runner {
+        exe,
+        python: python.clone(),
+        pyscript,
+        work: work.clone(),
+        runs,
+        threads,
+        results: HashMap::new(),
+    };
+    let mut models: Vec<Model> = Vec::new();
+    let main_ops = vec![Op::LoadCopy, Op::LoadNoCopy, Op::Save];
+
+    // (c) metadata-heavy, (d) real models, (a) 0.5 GB inline, (b) 3 GB external: small first,
+    // each model's files deleted before the next is generated (disk use stays ~2× the largest).
+    if only.iter().any(|o| o == "c") {
+        let path = work.join("metadata_heavy.onnx");
+        let nodes = (200_000.0 * scale) as usize;
+        let t = Instant::now();
+        let size = synth::write_metadata_heavy(&path, nodes).expect("generate (c)");
+        eprintln!("generated (c) in {:.1?}", t.elapsed());
+        let m = Model {
+            key: "c".into(),
+            label: format!("metadata-heavy, {}k nodes", nodes / 1000),
+            path: path.clone(),
+            data: None,
+            size,
+            data_size: 0,
+            iters: 3,
+            runs: runs + 2,
+            main_ops: main_ops.clone(),
+            extra_ops: vec![Op::ParseMem, Op::SerializeMem, Op::SaveNoSync],
+            generated: vec![path],
+        };
+        r.model(&m);
+        models.push(m);
+    }
+    if only.iter().any(|o| o == "d") {
+        if let Some(dir) = opts.get("testdata") {
+            for (i, p) in largest_onnx(Path::new(dir), 3).into_iter().enumerate() {
+                let name = p.file_stem().unwrap().to_string_lossy().to_string();
+                let m = Model {
+                    key: if i == 0 {
+                        "d".into()
+                    } else {
+                        format!("d{}", i + 1)
+                    },
+                    label: format!("real: {name}"),
+                    size: file_len(&p),
+                    data_size: 0,
+                    path: p,
+                    data: None,
+                    iters: 20,
+                    runs: runs + 2,
+                    main_ops: if i == 0 { main_ops.clone() } else { vec![] },
+                    extra_ops: vec![Op::ParseMem, Op::SerializeMem],
+                    generated: vec![],
+                };
+                r.model(&m);
+                models.push(m);
+            }
+        } else {
+            eprintln!("no --testdata: real models skipped");
+        }
+    }
+    if only.iter().any(|o| o == "a") {
+        let path = work.join("transformer_0.5gb.onnx");
+        let shape = synth::TransformerShape::half_gb().scaled(scale);
+        let t = Instant::now();
+        let size = synth::write_transformer_inline(&path, &shape).expect("generate (a)");
+        eprintln!("generated (a) in {:.1?}", t.elapsed());
+        let m = Model {
+            key: "a".into(),
+            label: format!(
+                "transformer, {} layers, d={}, inline",
+                shape.layers, shape.hidden
+            ),
+            path: path.clone(),
+            data: None,
+            size,
+            data_size: 0,
+            iters: 1,
+            runs,
+            main_ops: main_ops.clone(),
+            extra_ops: vec![Op::SaveNoSync],
+            generated: vec![path],
+        };
+        r.model(&m);
+        models.push(m);
+    }
+    if only.iter().any(|o| o == "b") {
+        let path = work.join("transformer_3gb.onnx");
+        let data = work.join("transformer_3gb.onnx.data");
+        let shape = synth::TransformerShape::three_gb().scaled(scale);
+        let t = Instant::now();
+        let (n, d) = synth::write_transformer_external(&path, &data, &shape).expect("generate (b)");
+        eprintln!("generated (b) in {:.1?}", t.elapsed());
+        let m = Model {
+            key: "b".into(),
+            label: format!(
+                "transformer, {} layers, d={}, external data",
+                shape.layers, shape.hidden
+            ),
+            path: path.clone(),
+            data: Some(data.clone()),
+            size: n + d,
+            data_size: d,
+            iters: 1,
+            runs,
+            main_ops: vec![Op::LoadMeta, Op::LoadCopy, Op::LoadNoCopy, Op::Save],
+            extra_ops: vec![],
+            generated: vec![path, data],
+        };
+        r.model(&m);
+        models.push(m);
+    }
+
+    // Run small models first; show them in the order (a), (b), (c), (d), (d2), …
+    models.sort_by(|x, y| x.key.cmp(&y.key));
+    let report = report(
+        &r,
+        &models,
+        &machine(&python),
+        started.elapsed().as_secs_f64(),
+        &load_start,
+    );
+    println!("{report}");
+    if let Some(out) = opts.get("out") {
+        std::fs::write(out, &report).expect("write --out");
+    }
+}
+
+// ------------------------------------------------------------------------------------ report
+
+fn cell_text(r: &Runner, row: Row, m: &Model, op: Op) -> String {
+    match r.results.get(&(row, m.key.clone(), op)) {
+        Some(Cell::Ok { ns, hwm_kb, .. }) => {
+            format!("{} · {}", fmt_time(*ns), fmt_mib(hwm_kb * 1024))
+        }
+        Some(Cell::Na(s)) | Some(Cell::Err(s)) => s.clone(),
+        None => "—".into(),
+    }
+}
+
+fn ratio(a: Option<u64>, b: Option<u64>) -> Option<f64> {
+    Some(a? as f64 / b? as f64)
+}
+
+fn fmt_ratio(x: Option<f64>) -> String {
+    match x {
+        Some(x) if x >= 100.0 => format!("{x:.0}×"),
+        Some(x) if x >= 10.0 => format!("{x:.1}×"),
+        Some(x) => format!("{x:.2}×"),
+        None => "n/a".into(),
+    }
+}
+
+fn verdict(ok: Option<bool>) -> &'static str {
+    match ok {
+        Some(true) => "**met**",
+        Some(false) => "**not met**",
+        None => "not measured",
+    }
+}
+
+fn loadavg() -> String {
+    let l = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
+    l.split_whitespace().take(3).collect::<Vec<_>>().join(" ")
+}
+
+fn report(r: &Runner, models: &[Model], machine: &str, secs: f64, load_start: &str) -> String {
+    let mut s = String::new();
+    let n = r.threads;
+    writeln!(
+        s,
+        "{machine}- each case: best time of {} runs for (a) and (b), {} for (c) and (d), every run a \
+         fresh process; full run took {:.0} s; load average (1/5/15 min) at start {load_start}, at end {}\n",
+        r.runs,
+        r.runs + 2,
+        secs,
+        loadavg()
+    )
+    .unwrap();
+    writeln!(s, "Models:\n").unwrap();
+    for m in models {
+        let ext = if m.data.is_some() {
+            format!(
+                " (`.onnx` {} bytes + external data {} bytes)",
+                m.size - m.data_size,
+                m.data_size
+            )
+        } else {
+            String::new()
+        };
+        writeln!(
+            s,
+            "- ({}) {}: {} bytes = {}{}; {} timed repetitions per run",
+            m.key,
+            m.label,
+            m.size,
+            fmt_mib(m.size),
+            ext,
+            m.iters
+        )
+        .unwrap();
+    }
+    writeln!(s).unwrap();
+
+    // The main table.
+    let shown: Vec<(&Model, Op)> = models
+        .iter()
+        .flat_map(|m| m.main_ops.iter().map(move |&op| (m, op)))
+        .collect();
+    write!(s, "| library / case |").unwrap();
+    for (m, op) in &shown {
+        write!(s, " ({}) {} |", m.key, op.header()).unwrap();
+    }
+    writeln!(s).unwrap();
+    write!(s, "|---|").unwrap();
+    for _ in &shown {
+        write!(s, "---|").unwrap();
+    }
+    writeln!(s).unwrap();
+    for row in ROWS {
+        write!(s, "| {} |", row.label(n)).unwrap();
+        for (m, op) in &shown {
+            write!(s, " {} |", cell_text(r, row, m, *op)).unwrap();
+        }
+        writeln!(s).unwrap();
+    }
+    writeln!(
+        s,
+        "\nEach cell: best wall time · peak RSS of the process (VmHWM, largest over the runs).\n"
+    )
+    .unwrap();
+
+    // Ratios.
+    writeln!(s, "### Targets (issue 2) and ratios\n").unwrap();
+    let t = |row: Row, key: &str, op: Op| r.get(row, key, op).map(|x| x.0);
+    let hwm = |row: Row, key: &str, op: Op| r.get(row, key, op).map(|x| x.1);
+    let grow = |row: Row, key: &str, op: Op| r.get(row, key, op).map(|x| x.1.saturating_sub(x.2));
+    if let Some(a) = models.iter().find(|m| m.key == "a") {
+        let size = a.size;
+        writeln!(s, "Model (a), {} ({}):\n", a.label, fmt_mib(size)).unwrap();
+        writeln!(
+            s,
+            "| target | onnx_light 1 thread | onnx_light {n} threads | verdict |\n|---|---|---|---|"
+        )
+        .unwrap();
+        let both = |f: &dyn Fn(Row) -> Option<f64>,
+                    fmt: &dyn Fn(Option<f64>) -> String,
+                    ok: &dyn Fn(f64) -> bool| {
+            let (x1, xn) = (f(Row::Light1), f(Row::LightN));
+            let v = match (x1.map(ok), xn.map(ok)) {
+                (Some(true), Some(true)) => "**met**".to_string(),
+                (Some(true), _) => "**met** with 1 thread".to_string(),
+                (_, Some(true)) => format!("**met** with {n} threads"),
+                (None, None) => "not measured".to_string(),
+                _ => "**not met**".to_string(),
+            };
+            (fmt(x1), fmt(xn), v)
+        };
+        let rows: Vec<(&str, (String, String, String))> = vec![
+            (
+                "copy load ≤ 0.25× `fs::read` of the file",
+                both(
+                    &|row| ratio(t(row, "a", Op::LoadCopy), t(Row::Read, "a", Op::LoadCopy)),
+                    &fmt_ratio,
+                    &|x| x <= 0.25,
+                ),
+            ),
+            (
+                "copy load ≥ 10× faster than `onnx.load`",
+                both(
+                    &|row| ratio(t(Row::Onnx, "a", Op::LoadCopy), t(row, "a", Op::LoadCopy)),
+                    &fmt_ratio,
+                    &|x| x >= 10.0,
+                ),
+            ),
+            (
+                "copy load peak RSS ≤ 1.05× file size",
+                both(
+                    &|row| hwm(row, "a", Op::LoadCopy).map(|h| h as f64 / size as f64),
+                    &fmt_ratio,
+                    &|x| x <= 1.05,
+                ),
+            ),
+            (
+                "no-copy load < 1 ms (best of 5 in a process)",
+                both(
+                    &|row| t(row, "a", Op::LoadNoCopy).map(|x| x as f64),
+                    &|x| x.map_or("n/a".into(), |v| fmt_time(v as u64)),
+                    &|x| x < 1e6,
+                ),
+            ),
+            (
+                "no-copy load < 1 ms (first load in a fresh process)",
+                both(
+                    &|row| r.first(row, "a", Op::LoadNoCopy).map(|x| x as f64),
+                    &|x| x.map_or("n/a".into(), |v| fmt_time(v as u64)),
+                    &|x| x < 1e6,
+                ),
+            ),
+            (
+                "save ≤ 1.1× one buffered write of the same bytes (both + fsync)",
+                both(
+                    &|row| ratio(t(row, "a", Op::Save), t(Row::Read, "a", Op::Save)),
+                    &fmt_ratio,
+                    &|x| x <= 1.1,
+                ),
+            ),
+        ];
+        for (name, (x1, xn, v)) in rows {
+            writeln!(s, "| {name} | {x1} | {xn} | {v} |").unwrap();
+        }
+        writeln!(s).unwrap();
+        writeln!(
+            s,
+            "- copy load, peak RSS above the process's RSS before loading: onnx_light 1 thread {} , {n} threads {}; \
+             `onnx.load` {} ({} of the file; the issue quotes ~2×), prost {}, onnx-rs {} (these two keep the read buffer).",
+            fmt_ratio(grow(Row::Light1, "a", Op::LoadCopy).map(|g| g as f64 / size as f64)),
+            fmt_ratio(grow(Row::LightN, "a", Op::LoadCopy).map(|g| g as f64 / size as f64)),
+            fmt_ratio(grow(Row::Onnx, "a", Op::LoadCopy).map(|g| g as f64 / size as f64)),
+            fmt_ratio(hwm(Row::Onnx, "a", Op::LoadCopy).map(|g| g as f64 / size as f64)),
+            fmt_ratio(grow(Row::Prost, "a", Op::LoadCopy).map(|g| g as f64 / size as f64)),
+            fmt_ratio(grow(Row::OnnxRs, "a", Op::LoadCopy).map(|g| g as f64 / size as f64)),
+        )
+        .unwrap();
+        writeln!(
+            s,
+            "- copy load vs memcpy of the bytes into a fresh buffer: onnx_light 1 thread {}, {n} threads {}.",
+            fmt_ratio(ratio(t(Row::Light1, "a", Op::LoadCopy), t(Row::Memcpy, "a", Op::LoadCopy))),
+            fmt_ratio(ratio(t(Row::LightN, "a", Op::LoadCopy), t(Row::Memcpy, "a", Op::LoadCopy))),
+        )
+        .unwrap();
+        if models.iter().any(|m| m.key == "b") {
+            writeln!(
+                s,
+                "- no-copy load is independent of tensor bytes if it costs about what parsing metadata alone costs: \
+                 (a) no-copy {} (1 thread; first in a process {}) vs (b)'s `.onnx` (metadata of a larger \
+                 transformer, no payload bytes) {} (first {}). Peers' no-copy load of (a): prost {}, onnx-rs {}.",
+                t(Row::Light1, "a", Op::LoadNoCopy).map_or("n/a".into(), fmt_time),
+                r.first(Row::Light1, "a", Op::LoadNoCopy).map_or("n/a".into(), fmt_time),
+                t(Row::Light1, "b", Op::LoadMeta).map_or("n/a".into(), fmt_time),
+                r.first(Row::Light1, "b", Op::LoadMeta).map_or("n/a".into(), fmt_time),
+                t(Row::Prost, "a", Op::LoadNoCopy).map_or("n/a".into(), fmt_time),
+                t(Row::OnnxRs, "a", Op::LoadNoCopy).map_or("n/a".into(), fmt_time),
+            )
+            .unwrap();
+        }
+        writeln!(
+            s,
+            "- save without fsync (`serialize_to_writer` into a `File` vs one `write_all`): 1 thread {}, {n} threads {}.\n",
+            fmt_ratio(ratio(t(Row::Light1, "a", Op::SaveNoSync), t(Row::Read, "a", Op::SaveNoSync))),
+            fmt_ratio(ratio(t(Row::LightN, "a", Op::SaveNoSync), t(Row::Read, "a", Op::SaveNoSync))),
+        )
+        .unwrap();
+    }
+
+    let meta: Vec<&Model> = models
+        .iter()
+        .filter(|m| m.extra_ops.contains(&Op::ParseMem))
+        .collect();
+    if !meta.is_empty() {
+        for by_cpu in [false, true] {
+            let t = |row: Row, key: &str, op: Op| {
+                if by_cpu {
+                    r.cpu(row, key, op)
+                } else {
+                    t(row, key, op)
+                }
+            };
+            if by_cpu {
+                writeln!(
+                    s,
+                    "\nThe same by CPU time of the process (user + system), which other load on the machine \
+                     disturbs less than wall time:\n"
+                )
+                .unwrap();
+            } else {
+                writeln!(
+                    s,
+                    "Metadata-heavy and real models, bytes already in memory (parse = bytes → model, serialize = \
+                     model → new buffer; onnx_light 1 thread; a peer's time ÷ onnx_light's, > 1 means onnx_light \
+                     is faster), by wall time:\n"
+                )
+                .unwrap();
+            }
+            writeln!(
+                s,
+                "| model | onnx_light parse | vs onnx-rs | vs upb | vs prost | onnx_light serialize | vs upb | vs onnx-rs | vs prost | verdict (parse < onnx-rs and upb, serialize < upb) |\n|---|---|---|---|---|---|---|---|---|---|"
+            )
+            .unwrap();
+            for m in &meta {
+                let (p, sz) = (Op::ParseMem, Op::SerializeMem);
+                let lp = t(Row::Light1, &m.key, p);
+                let ls = t(Row::Light1, &m.key, sz);
+                let vs = |row: Row, op: Op, own: Option<u64>| ratio(t(row, &m.key, op), own);
+                let ok = match (
+                    vs(Row::OnnxRs, p, lp),
+                    vs(Row::Onnx, p, lp),
+                    vs(Row::Onnx, sz, ls),
+                ) {
+                    (Some(a), Some(b), Some(c)) => Some(a > 1.0 && b > 1.0 && c > 1.0),
+                    _ => None,
+                };
+                writeln!(
+                    s,
+                    "| ({}) {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+                    m.key,
+                    m.label,
+                    lp.map_or("n/a".into(), fmt_time),
+                    fmt_ratio(vs(Row::OnnxRs, p, lp)),
+                    fmt_ratio(vs(Row::Onnx, p, lp)),
+                    fmt_ratio(vs(Row::Prost, p, lp)),
+                    ls.map_or("n/a".into(), fmt_time),
+                    fmt_ratio(vs(Row::Onnx, sz, ls)),
+                    fmt_ratio(vs(Row::OnnxRs, sz, ls)),
+                    fmt_ratio(vs(Row::Prost, sz, ls)),
+                    verdict(ok),
+                )
+                .unwrap();
+            }
+        }
+        if let Some(c) = models.iter().find(|m| m.key == "c") {
+            let f = |row: Row, op: Op| t(row, &c.key, op).map_or("n/a".into(), fmt_time);
+            writeln!(
+                s,
+                "\nModel (c) absolute: parse — onnx_light {} (1 thread) / {} ({n} threads), onnx-rs {}, upb {}, prost {}; \
+                 serialize — onnx_light {}, upb {}, onnx-rs {}, prost {}; memcpy of its bytes {}.",
+                f(Row::Light1, Op::ParseMem),
+                f(Row::LightN, Op::ParseMem),
+                f(Row::OnnxRs, Op::ParseMem),
+                f(Row::Onnx, Op::ParseMem),
+                f(Row::Prost, Op::ParseMem),
+                f(Row::Light1, Op::SerializeMem),
+                f(Row::Onnx, Op::SerializeMem),
+                f(Row::OnnxRs, Op::SerializeMem),
+                f(Row::Prost, Op::SerializeMem),
+                f(Row::Memcpy, Op::ParseMem),
+            )
+            .unwrap();
+            writeln!(
+                s,
+                "Model (c) save vs one buffered write: with fsync {} (1 thread), without fsync {}.",
+                fmt_ratio(ratio(
+                    t(Row::Light1, "c", Op::Save),
+                    t(Row::Read, "c", Op::Save)
+                )),
+                fmt_ratio(ratio(
+                    t(Row::Light1, "c", Op::SaveNoSync),
+                    t(Row::Read, "c", Op::SaveNoSync)
+                )),
+            )
+            .unwrap();
+        }
+    }
+    s
+}

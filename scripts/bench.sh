@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# The benchmark of issue 2, item 8 (not a test): onnx_light (1 and all threads) against the onnx
+# Python package (protobuf upb), prost, onnx-rs and the plain read/write baselines, on synthetic
+# models it generates ((a) ~0.5 GB transformer inline, (b) ~3 GB transformer with external data,
+# (c) 200k-node metadata-heavy model) and the largest real models of the onnx wheel's test data
+# ((d)). Prints one markdown table plus the ratios of the issue's performance targets; see
+# docs/benchmarks.md for what each column measures.
+#
+# usage: scripts/bench.sh [extra onnx-bench run options, e.g. --only a,c]
+# environment:
+#   BENCH_RUNS=3       runs per case (best time kept; each run is a fresh process)
+#   BENCH_SCALE=1      < 1 shrinks the synthetic models (quick check of the script)
+#   BENCH_WORK_DIR     where the models are generated (default: $TMPDIR or /tmp); needs ~7 GB
+#   BENCH_OUT          where the report is also written (default: bench/target/bench-results.md)
+#
+# bench/ is a cargo project of its own (own workspace, target dir and lock file): building it
+# never touches the main crate's target dir. A full run takes ~10 minutes on 2 cores.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+
+# ---- Python venv of the project (the onnx package is a peer of the benchmark)
+if [ ! -x .venv/bin/python ]; then
+  "${PYTHON:-python3}" -m venv .venv
+  .venv/bin/python -m pip install --quiet --disable-pip-version-check -r scripts/requirements-test.txt
+fi
+PY="$ROOT/.venv/bin/python"
+TESTDATA=$("$PY" -c 'import onnx, os; print(os.path.join(os.path.dirname(onnx.__file__), "backend", "test", "data"))')
+
+# ---- build (release) in bench/target
+cargo build --release --quiet --manifest-path bench/Cargo.toml
+BIN="$ROOT/bench/target/release/onnx-bench"
+
+# ---- work dir, removed on exit whatever happens
+BASE=${BENCH_WORK_DIR:-${TMPDIR:-/tmp}}
+mkdir -p "$BASE"
+avail_kb=$(df -Pk "$BASE" | awk 'NR == 2 { print $4 }')
+need_kb=$((7 * 1024 * 1024))
+if [ "${BENCH_SCALE:-1}" = "1" ] && [ "$avail_kb" -lt "$need_kb" ]; then
+  echo "bench.sh: $BASE has $((avail_kb / 1024)) MiB free; the full run needs ~7 GiB (set BENCH_WORK_DIR)" >&2
+  exit 1
+fi
+WORK=$(mktemp -d "$BASE/onnx-bench.XXXXXX")
+trap 'rm -rf "$WORK"' EXIT
+
+OUT=${BENCH_OUT:-$ROOT/bench/target/bench-results.md}
+"$BIN" run --work "$WORK" --python "$PY" --pyscript "$ROOT/bench/py/onnx_case.py" \
+  --testdata "$TESTDATA" --runs "${BENCH_RUNS:-3}" --scale "${BENCH_SCALE:-1}" --out "$OUT" "$@"
+echo "report also written to $OUT" >&2
