@@ -88,6 +88,7 @@ fn errors_name_offset_and_field_path() {
     // Parallel parsing reports the same error.
     let opts = ParseOptions {
         num_threads: 4,
+        min_parallel_block_size: 0,
         ..Default::default()
     };
     let e4 = decode_err(parse_from_bytes::<ModelProto>(&bytes, &opts).unwrap_err());
@@ -213,9 +214,15 @@ fn parallel_parse_equals_sequential() {
     for threads in [2, 4, -1] {
         let opts = ParseOptions {
             num_threads: threads,
+            min_parallel_block_size: 0,
             ..Default::default()
         };
+        let before = onnx_light::model::parallel_parse_count();
         let par: ModelProto = parse_from_bytes(&bytes, &opts).unwrap();
+        assert!(
+            onnx_light::model::parallel_parse_count() > before,
+            "parallel path not taken"
+        );
         assert_eq!(par, seq);
         assert_eq!(par.serialize_to_vec(), bytes);
     }
@@ -227,6 +234,7 @@ fn parallel_parse_equals_sequential() {
         &twice,
         &ParseOptions {
             num_threads: 3,
+            min_parallel_block_size: 0,
             ..Default::default()
         },
     )

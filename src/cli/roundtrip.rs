@@ -61,6 +61,8 @@ pub fn run(args: &Args) -> Result<()> {
     };
     let opts = ParseOptions {
         num_threads: args.threads,
+        // exercise the parallel path whenever threads are asked for
+        min_parallel_block_size: 0,
         no_copy: args.no_copy,
         file_load_mode,
         // borrow every payload, however small, so no_copy is exercised fully

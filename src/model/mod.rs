@@ -6,6 +6,12 @@ mod parallel_write;
 
 pub(crate) use parallel::thread_pool;
 
+/// How many parses so far parsed initializers in parallel (diagnostics; used by tests to check
+/// that the parallel path is exercised).
+pub fn parallel_parse_count() -> usize {
+    parallel::PARALLEL_PARSES.load(std::sync::atomic::Ordering::Relaxed)
+}
+
 use std::any::TypeId;
 use std::io::{Read, Write};
 use std::path::Path;

@@ -16,6 +16,10 @@ use crate::wire::{LEN, Reader, tag};
 const MODEL_GRAPH: u32 = tag(7, LEN);
 const GRAPH_INITIALIZER: u32 = tag(5, LEN);
 
+/// Number of parses that took the parallel path (for tests and diagnostics).
+pub(crate) static PARALLEL_PARSES: std::sync::atomic::AtomicUsize =
+    std::sync::atomic::AtomicUsize::new(0);
+
 /// One initializer found by the scan.
 struct Part {
     /// Position of the length prefix (just after the tag).
@@ -97,6 +101,7 @@ pub(super) fn preparse_initializers(
         (len_at, Box::new(res))
     };
     let pool = thread_pool(opts.threads())?;
+    PARALLEL_PARSES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let results: Vec<_> = pool.install(|| readers.into_par_iter().map(parse).collect());
     Some(results.into_iter().collect())
 }
