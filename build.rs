@@ -29,5 +29,15 @@ fn main() {
             "cargo:rustc-cdylib-link-arg=-Wl,--version-script={}",
             script.display()
         );
+        // SONAME as cargo-c sets it: lib<name>.so.<major>, or .so.0.<minor> before 1.0 (the CMake
+        // package installs libonnx_light.so.0.1.0 with the .so.0.1 and .so links).
+        let major = std::env::var("CARGO_PKG_VERSION_MAJOR").expect("cargo sets the version");
+        let minor = std::env::var("CARGO_PKG_VERSION_MINOR").expect("cargo sets the version");
+        let soversion = if major == "0" {
+            format!("0.{minor}")
+        } else {
+            major
+        };
+        println!("cargo:rustc-cdylib-link-arg=-Wl,-soname,libonnx_light.so.{soversion}");
     }
 }
