@@ -106,3 +106,28 @@ def test_recursion_limit_matches_protobuf(roundtrip):
         else:
             assert got == expected, f"depth {depth}: protobuf accepts, we gave {got}"
     assert any(isinstance(g, Exception) for g in outputs) and not all(isinstance(g, Exception) for g in outputs)
+
+
+def test_every_truncation_matches_protobuf(roundtrip):
+    """Every prefix of real models (and of the every-field model) is refused or accepted exactly
+    as protobuf does, with identical bytes when accepted."""
+    seeds = [("ModelProto", af.build_model().SerializeToString())]
+    small = sorted(bd.models(), key=lambda p: p.stat().st_size)[:24]
+    seeds += [("ModelProto", p.read_bytes()) for p in small]
+    total = 0
+    failures = []
+    for message, blob in seeds:
+        cls = bd.message_class(message)
+        prefixes = [blob[:n] for n in range(len(blob))]
+        outputs = roundtrip.blobs(prefixes, message, keep_going=True)
+        for prefix, got in zip(prefixes, outputs):
+            total += 1
+            try:
+                expected = cls.FromString(prefix).SerializeToString()
+            except Exception:
+                expected = None
+            if (expected is None) != isinstance(got, Exception) or (expected is not None and got != expected):
+                failures.append(f"{message} prefix of {len(prefix)} bytes")
+    print(f"\n{total} truncated inputs, {len(failures)} disagreements with protobuf")
+    assert total > 5000
+    assert not failures, failures[:5]
