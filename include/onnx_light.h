@@ -14,17 +14,19 @@
  * - Handles returned by _new, load and parse functions are owned by the caller (free them with
  *   the matching _free). Pointers returned by accessors are borrowed from their parent: never
  *   free them; they stay valid while the parent lives and the field is not cleared or replaced;
- *   pointers to elements of a repeated field, and views of repeated strings, are valid until
- *   that field is modified (add, remove, clear; for strings also set).
+ *   pointers to elements of a repeated message field stay valid while elements are added
+ *   (protobuf's rule) until removed or the field is cleared; views of repeated strings and
+ *   scalar arrays are valid until that field is modified (add, remove, clear, set).
  * - Strings and bytes are returned as (pointer, length) views into the message, not
  *   NUL-terminated; setters copy their input.
  * - Thread safety: stated on each handle type. Message handles follow protobuf's rule (concurrent
  *   reads are fine, writes need exclusive access); OnnxlOwner is fully thread-safe; OnnxlStream
  *   is used from one thread at a time; the last error is thread-local.
  *
- * TODO(external data issue): the model + weights stream pair (C++ TwoFilesStream) and the
- * external-data, consolidation, encryption and DLPack entry points are added by later issues,
- * following the same conventions.
+ * External data, consolidation, encryption, DLPack and parameter dictionaries follow the same
+ * conventions (docs/external-data.md, docs/encryption.md, docs/dlpack-params.md). Not yet
+ * exposed: the C++ TwoFilesStream-style model + weights stream pair (loads of a model file
+ * resolve its external data through onnxl_load_model instead).
  */
 
 #ifndef ONNX_LIGHT_H
@@ -33,6 +35,139 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+
+/*
+ * DLPack v1.1 (https://github.com/dmlc/dlpack, include/dlpack/dlpack.h), the declarations used by
+ * the onnxl_*dlpack* functions, under their standard names. They are skipped when dlpack.h was
+ * included before this header (its include guard DLPACK_DLPACK_H_), and they define that guard,
+ * so a dlpack.h included after this header adds nothing: include dlpack.h first to use its own
+ * declarations (e.g. a newer minor version). The layout is checked by the library's tests
+ * (DLTensor is 48 bytes on 64-bit targets).
+ */
+#ifndef DLPACK_DLPACK_H_
+#define DLPACK_DLPACK_H_
+
+#ifdef __cplusplus
+#define DLPACK_EXTERN_C extern "C"
+#else
+#define DLPACK_EXTERN_C
+#endif
+
+/** The major version of DLPack declared here. */
+#define DLPACK_MAJOR_VERSION 1
+/** The minor version of DLPack declared here. */
+#define DLPACK_MINOR_VERSION 1
+
+#define DLPACK_DLL
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** DLPack version: a different major version means a different layout of DLManagedTensorVersioned. */
+typedef struct {
+  uint32_t major;
+  uint32_t minor;
+} DLPackVersion;
+
+/** The device type in DLDevice. */
+#ifdef __cplusplus
+typedef enum : int32_t {
+#else
+typedef enum {
+#endif
+  kDLCPU = 1,
+  kDLCUDA = 2,
+  kDLCUDAHost = 3,
+  kDLOpenCL = 4,
+  kDLVulkan = 7,
+  kDLMetal = 8,
+  kDLVPI = 9,
+  kDLROCM = 10,
+  kDLROCMHost = 11,
+  kDLExtDev = 12,
+  kDLCUDAManaged = 13,
+  kDLOneAPI = 14,
+  kDLWebGPU = 15,
+  kDLHexagon = 16,
+  kDLMAIA = 17
+} DLDeviceType;
+
+/** A device: type and index (0 for host memory). */
+typedef struct {
+  DLDeviceType device_type;
+  int32_t device_id;
+} DLDevice;
+
+/** The type codes of DLDataType. */
+typedef enum {
+  kDLInt = 0U,
+  kDLUInt = 1U,
+  kDLFloat = 2U,
+  kDLOpaqueHandle = 3U,
+  kDLBfloat = 4U,
+  kDLComplex = 5U,
+  kDLBool = 6U,
+  kDLFloat8_e3m4 = 7U,
+  kDLFloat8_e4m3 = 8U,
+  kDLFloat8_e4m3b11fnuz = 9U,
+  kDLFloat8_e4m3fn = 10U,
+  kDLFloat8_e4m3fnuz = 11U,
+  kDLFloat8_e5m2 = 12U,
+  kDLFloat8_e5m2fnuz = 13U,
+  kDLFloat8_e8m0fnu = 14U,
+  kDLFloat6_e2m3fn = 15U,
+  kDLFloat6_e3m2fn = 16U,
+  kDLFloat4_e2m1fn = 17U
+} DLDataTypeCode;
+
+/** Element type: code (DLDataTypeCode), bits per element, vector lanes. Packed sub-byte types store
+ *  element i at bits i*bits.. of the data (little bit-endian). */
+typedef struct {
+  uint8_t code;
+  uint8_t bits;
+  uint16_t lanes;
+} DLDataType;
+
+/** A plain view of tensor memory (does not manage it). strides NULL: compact row-major. */
+typedef struct {
+  void *data;
+  DLDevice device;
+  int32_t ndim;
+  DLDataType dtype;
+  int64_t *shape;
+  int64_t *strides;
+  uint64_t byte_offset;
+} DLTensor;
+
+/** Legacy managed tensor (DLPack < 0.8): the consumer calls deleter(self) exactly once. */
+typedef struct DLManagedTensor {
+  DLTensor dl_tensor;
+  void *manager_ctx;
+  void (*deleter)(struct DLManagedTensor *self);
+} DLManagedTensor;
+
+/** The tensor is read only. */
+#define DLPACK_FLAG_BITMASK_READ_ONLY (1UL << 0UL)
+/** The tensor is a copy made by the producer, owned by the consumer alone. */
+#define DLPACK_FLAG_BITMASK_IS_COPIED (1UL << 1UL)
+/** Sub-byte elements are padded to one byte each (default: packed). */
+#define DLPACK_FLAG_BITMASK_IS_SUBBYTE_TYPE_PADDED (1UL << 2UL)
+
+/** Versioned managed tensor (DLPack >= 1.0): the consumer calls deleter(self) exactly once. */
+typedef struct DLManagedTensorVersioned {
+  DLPackVersion version;
+  void *manager_ctx;
+  void (*deleter)(struct DLManagedTensorVersioned *self);
+  uint64_t flags;
+  DLTensor dl_tensor;
+} DLManagedTensorVersioned;
+
+#ifdef __cplusplus
+}  /* extern "C" */
+#endif
+
+#endif /* DLPACK_DLPACK_H_ */
 
 /**
  * `AttributeProto.AttributeType.UNDEFINED`.
@@ -330,6 +465,54 @@
 #define ONNXL_TYPE_PROTO_VALUE_CASE_OPAQUE_TYPE 7
 
 /**
+ * `OnnxlEncryptionOptions.format`: ONNXCRY1, AES-256-CBC + PKCS#7 with NO authentication (a
+ * modified file is not detected; a wrong key is caught by the padding and model-parse checks).
+ * For compatibility with files of the C++ library only.
+ */
+#define ONNXL_ENCRYPTION_FORMAT_ONNXCRY1 1
+
+/**
+ * `OnnxlEncryptionOptions.format`: ONNXCRY2, ChaCha20-Poly1305 (authenticated).
+ */
+#define ONNXL_ENCRYPTION_FORMAT_ONNXCRY2 2
+
+/**
+ * `OnnxlEncryptionOptions.format`: ONNXCRY3, AES-256-GCM with the header as AAD
+ * (authenticated). The default.
+ */
+#define ONNXL_ENCRYPTION_FORMAT_ONNXCRY3 3
+
+/**
+ * `OnnxlEncryptionOptions.format`: ONNXCRYS, this library's chunked streaming format
+ * (authenticated, any size, memory bounded by one chunk; docs/encryption.md). Not readable by
+ * the C++ library.
+ */
+#define ONNXL_ENCRYPTION_FORMAT_CHUNKED 4
+
+/**
+ * `OnnxlEncryptionOptions.chunk_cipher`: ChaCha20-Poly1305.
+ */
+#define ONNXL_CHUNK_CIPHER_CHACHA20_POLY1305 2
+
+/**
+ * `OnnxlEncryptionOptions.chunk_cipher`: AES-256-GCM (the default).
+ */
+#define ONNXL_CHUNK_CIPHER_AES_256_GCM 3
+
+/**
+ * Export flag: copy the bytes when a zero-copy export is impossible (data in typed fields such
+ * as `float_data`, or `raw_data` borrowed from caller memory without an owner token). The copy
+ * is flagged `DLPACK_FLAG_BITMASK_IS_COPIED` and writable.
+ */
+#define ONNXL_DLPACK_COPY_IF_NEEDED 1
+
+/**
+ * Export flag: always copy (a private, writable copy flagged `DLPACK_FLAG_BITMASK_IS_COPIED`),
+ * even when the bytes could be shared.
+ */
+#define ONNXL_DLPACK_COPY_ALWAYS 2
+
+/**
  * Result of every fallible `onnxl_*` function.
  *
  * The values are stable: they never change and new ones are only appended (later issues add
@@ -359,7 +542,8 @@ enum OnnxlStatus
    */
   ONNXL_STATUS_IO = 3,
   /**
-   * The bytes are not a valid protobuf encoding of the message.
+   * The bytes are not a valid protobuf encoding of the message (or not a valid file of the
+   * format read, e.g. a malformed parameter dictionary).
    */
   ONNXL_STATUS_PARSE = 4,
   /**
@@ -857,6 +1041,132 @@ typedef struct OnnxlStr {
  * into the object that held the memory.
  */
 typedef void (*OnnxlReleaseCallback)(void *user_data);
+
+/**
+ * Options of encrypting. Get the defaults with `onnxl_encryption_options_default()`, then change
+ * fields. A NULL options pointer means defaults.
+ */
+typedef struct OnnxlEncryptionOptions {
+  /**
+   * `sizeof(OnnxlEncryptionOptions)` as compiled by the caller (set by the default function).
+   */
+  size_t struct_size;
+  /**
+   * How the model is serialized before encryption; NULL = defaults. Borrowed for the call.
+   */
+  const struct OnnxlSerializeOptions *serialize_options;
+  /**
+   * One of `ONNXL_ENCRYPTION_FORMAT_*` (default `ONNXL_ENCRYPTION_FORMAT_ONNXCRY3`); other
+   * values are `ONNXL_STATUS_INVALID_ARGUMENT`.
+   */
+  uint32_t format;
+  /**
+   * Cipher of the chunked format: one of `ONNXL_CHUNK_CIPHER_*` (default AES-256-GCM).
+   */
+  uint32_t chunk_cipher;
+  /**
+   * Plaintext bytes per chunk of the chunked format (default 1 MiB; 64 ..= 64 MiB).
+   */
+  uint32_t chunk_size;
+  /**
+   * Must be zero (room for later options).
+   */
+  uint32_t reserved;
+} OnnxlEncryptionOptions;
+
+/**
+ * Options of saving with external data (`SaveExternalOptions`; the onnx package's
+ * `save_model(..., save_as_external_data=True, ...)`). Get the defaults with
+ * `onnxl_external_data_options_default()`, then change fields. A NULL options pointer means
+ * defaults. The string fields are borrowed for the call only.
+ */
+typedef struct OnnxlExternalDataOptions {
+  /**
+   * `sizeof(OnnxlExternalDataOptions)` as compiled by the caller (set by the default function).
+   */
+  size_t struct_size;
+  /**
+   * Weight file name relative to the model's directory (NUL-terminated); NULL = the model file
+   * name plus `.data`. Split parts are `LOCATION.1`, `LOCATION.2`, ...
+   */
+  const char *location;
+  /**
+   * Directory to read tensors that are still external in memory (not loaded) from; NULL = none
+   * (such tensors are then an error).
+   */
+  const char *source_dir;
+  /**
+   * Tensors with at least this many `raw_data` bytes go to external files. Default 1024.
+   */
+  uint64_t size_threshold;
+  /**
+   * Offset alignment of tensors of at least `align_threshold` bytes (power of two; 0/1 =
+   * packed). Default 4096; 65536 suits Windows mappings.
+   */
+  uint64_t alignment;
+  /**
+   * Tensors of at least this many bytes are aligned to `alignment` (smaller ones to at most
+   * 16 bytes). Default 1 MiB.
+   */
+  uint64_t align_threshold;
+  /**
+   * Start a new file when the next tensor would pass this size (0 = no limit). Default 0.
+   */
+  uint64_t max_external_file_size;
+  /**
+   * 1 = sequential (default), n > 1 = n threads, negative = all cores; 0 is invalid.
+   */
+  int32_t num_threads;
+  /**
+   * One weight file (true, default) or one file per tensor, named after the tensor.
+   */
+  bool all_tensors_to_one_file;
+  /**
+   * Also move node-attribute tensors (default false).
+   */
+  bool convert_attribute;
+  /**
+   * Write the SHA-1 of each weight file as the `checksum` entry (default false).
+   */
+  bool checksum;
+  /**
+   * fsync every file before it replaces the old one (default true).
+   */
+  bool sync;
+} OnnxlExternalDataOptions;
+
+/**
+ * Options of loading external data. Get the defaults with
+ * `onnxl_external_load_options_default()`. A NULL pointer means defaults. The string fields are
+ * borrowed for the call only.
+ */
+typedef struct OnnxlExternalLoadOptions {
+  /**
+   * `sizeof(OnnxlExternalLoadOptions)` as compiled by the caller (set by the default function).
+   */
+  size_t struct_size;
+  /**
+   * Base directory of the weight files (NUL-terminated); NULL = the model file's directory.
+   */
+  const char *base_dir;
+  /**
+   * A trusted path that replaces the model's primary weight file (and `THIS.1`, ... its split
+   * parts); NULL = the locations recorded in the model.
+   */
+  const char *location;
+  /**
+   * Read the external data (default true); false keeps the references as they are.
+   */
+  bool load_external_data;
+  /**
+   * Verify the `checksum` entries (SHA-1 of each file; reads every byte). Default false.
+   */
+  bool verify_checksums;
+  /**
+   * Must be zero (room for later options).
+   */
+  uint8_t reserved[6];
+} OnnxlExternalLoadOptions;
 
 /**
  * Reads up to `capacity` bytes into `buffer`; returns the number read, 0 at the end of the
@@ -12402,6 +12712,295 @@ size_t onnxl_buffer_size(const struct OnnxlBuffer *buffer);
 void onnxl_buffer_free(struct OnnxlBuffer *buffer);
 
 /**
+ * The default encryption options (ONNXCRY3), with `struct_size` set.
+ */
+struct OnnxlEncryptionOptions onnxl_encryption_options_default(void);
+
+/**
+ * Serializes `model`, encrypts it with the passphrase `key[0..key_len]` and writes it to `path`
+ * atomically (C++ `SaveEncryptedModel`): a temporary file beside `path` is written, synced and
+ * renamed over it; on failure `path` is left as it was. With the chunked format the model is
+ * serialized straight into the encryptor (memory: one chunk), at any size.
+ *
+ * Ownership: borrows `model`, `key` and `opts` for the call only. `opts` may be NULL (ONNXCRY3,
+ * default serialize options).
+ *
+ * # Safety
+ * `model` NULL or live; `path` NULL or NUL-terminated; `key..key+key_len` readable (NULL only
+ * with `key_len` 0); `opts` NULL or valid.
+ */
+OnnxlStatus onnxl_save_encrypted_model(const struct OnnxlModelProto *model,
+                                       const char *path,
+                                       const uint8_t *key,
+                                       size_t key_len,
+                                       const struct OnnxlEncryptionOptions *opts);
+
+/**
+ * Decrypts and parses the encrypted model file at `path` (C++ `LoadEncryptedModel`), in any
+ * format (ONNXCRY1/2/3 or the chunked format, by its magic). On success writes a new model to
+ * `*out` (untouched on failure).
+ *
+ * Ownership: the caller owns `*out` (free with `onnxl_model_proto_free`). With
+ * `opts->no_copy`, tensor bytes borrow from the library's decrypted buffer (kept alive by owner
+ * tokens and zeroed when the last one is released), never from the file. `opts` may be NULL.
+ *
+ * # Safety
+ * `path` NULL or NUL-terminated; `key..key+key_len` readable (NULL only with `key_len` 0);
+ * `opts` NULL or valid; `out` NULL or writable.
+ */
+OnnxlStatus onnxl_load_encrypted_model(const char *path,
+                                       const uint8_t *key,
+                                       size_t key_len,
+                                       const struct OnnxlParseOptions *opts,
+                                       struct OnnxlModelProto **out);
+
+/**
+ * Serializes and encrypts `model` into a new buffer (C++ `SaveEncryptedModelToString`). On
+ * success writes the buffer to `*out` (untouched on failure).
+ *
+ * Ownership: the caller owns `*out` and frees it with `onnxl_buffer_free`. `opts` may be NULL.
+ *
+ * # Safety
+ * `model` NULL or live; `key..key+key_len` readable (NULL only with `key_len` 0); `opts` NULL
+ * or valid; `out` NULL or writable.
+ */
+OnnxlStatus onnxl_save_encrypted_model_to_string(const struct OnnxlModelProto *model,
+                                                 const uint8_t *key,
+                                                 size_t key_len,
+                                                 const struct OnnxlEncryptionOptions *opts,
+                                                 struct OnnxlBuffer **out);
+
+/**
+ * Decrypts and parses an encrypted model from `len` bytes at `data` (C++
+ * `LoadEncryptedModelFromString`), in any format by its magic. On success writes a new model to
+ * `*out` (untouched on failure).
+ *
+ * Ownership: the caller owns `*out` (free with `onnxl_model_proto_free`). `data` is only read
+ * during the call (never borrowed by the model, even with `no_copy`: payloads then borrow from
+ * the library's own decrypted buffer). `opts` may be NULL.
+ *
+ * # Safety
+ * `data..data+len` readable (NULL only with `len` 0); `key..key+key_len` readable (NULL only
+ * with `key_len` 0); `opts` NULL or valid; `out` NULL or writable.
+ */
+OnnxlStatus onnxl_load_encrypted_model_from_string(const uint8_t *data,
+                                                   size_t len,
+                                                   const uint8_t *key,
+                                                   size_t key_len,
+                                                   const struct OnnxlParseOptions *opts,
+                                                   struct OnnxlModelProto **out);
+
+/**
+ * Encrypts the file `input` (any bytes, e.g. an external-data file) into `output` atomically,
+ * in `opts->format` (use `ONNXL_ENCRYPTION_FORMAT_CHUNKED` for files of any size with memory
+ * bounded by one chunk; the one-shot formats read the file whole, and ONNXCRY1 accepts models
+ * only). `opts` may be NULL (ONNXCRY3).
+ *
+ * # Safety
+ * `input`, `output` NULL or NUL-terminated; `key..key+key_len` readable (NULL only with
+ * `key_len` 0); `opts` NULL or valid.
+ */
+OnnxlStatus onnxl_encrypt_file(const char *input,
+                               const char *output,
+                               const uint8_t *key,
+                               size_t key_len,
+                               const struct OnnxlEncryptionOptions *opts);
+
+/**
+ * Decrypts the file `input` (any format, by its magic) into `output` atomically: `output` is
+ * replaced only when every byte authenticated (ONNXCRY1: when the plaintext is a model). The
+ * chunked format streams with memory bounded by one chunk.
+ *
+ * # Safety
+ * `input`, `output` NULL or NUL-terminated; `key..key+key_len` readable (NULL only with
+ * `key_len` 0).
+ */
+OnnxlStatus onnxl_decrypt_file(const char *input,
+                               const char *output,
+                               const uint8_t *key,
+                               size_t key_len);
+
+/**
+ * Exports `t` as a DLPack 1.1 `DLManagedTensorVersioned` on the CPU; writes it to `*out` on
+ * success (untouched on failure).
+ *
+ * Zero-copy for tensors with `raw_data`: `dl_tensor.data` is the pointer
+ * `onnxl_tensor_proto_raw_data` returns (owned bytes are moved, not copied, into shared storage,
+ * which is why `t` is not const), and the managed tensor holds a reference to the bytes' owner
+ * (the model's buffer, the memory map of a no_copy load, memory lent with a release callback),
+ * so the data stays valid after `t` and its model are freed, until the deleter runs. Zero-copy
+ * exports are flagged `DLPACK_FLAG_BITMASK_READ_ONLY`: the bytes are shared with the model and
+ * never modified. `strides` is NULL (compact row-major), `byte_offset` 0; sub-byte types
+ * (INT4, UINT4, FLOAT4E2M1, INT2, UINT2) are packed, low bits first, as in ONNX.
+ *
+ * `flags`: 0 (never copy), `ONNXL_DLPACK_COPY_IF_NEEDED` or `ONNXL_DLPACK_COPY_ALWAYS`. Without
+ * a copy flag, tensors whose data is in typed fields (`float_data`, ...) and bytes borrowed from
+ * caller memory without an owner (`no_copy` parse of caller bytes, or lent without a release
+ * callback) fail with `ONNXL_STATUS_UNSUPPORTED`.
+ *
+ * Errors: `ONNXL_STATUS_UNSUPPORTED` for UNDEFINED, STRING, FLOAT6E2M3, FLOAT6E3M2 and unknown
+ * types, segments, and external data that is not loaded; `ONNXL_STATUS_INVALID_ARGUMENT` for
+ * negative dims, `raw_data` whose length does not match dims and type, unknown flags.
+ *
+ * Ownership: the caller owns `*out` and must call `(*out)->deleter(*out)` exactly once (any
+ * thread); this frees the struct and releases the bytes' owner.
+ *
+ * # Safety
+ * `t` is NULL or a live tensor used by no one else during the call; `out` NULL or writable.
+ */
+OnnxlStatus onnxl_tensor_proto_to_dlpack_versioned(struct OnnxlTensorProto *t,
+                                                   uint32_t flags,
+                                                   DLManagedTensorVersioned **out);
+
+/**
+ * Exports `t` as a legacy `DLManagedTensor`: as `onnxl_tensor_proto_to_dlpack_versioned`, but
+ * the legacy struct carries no flags, so the consumer cannot see that a zero-copy export is
+ * read-only: it must not write the data (ask for `ONNXL_DLPACK_COPY_ALWAYS` to get a writable
+ * copy).
+ *
+ * Ownership: the caller owns `*out` and must call `(*out)->deleter(*out)` exactly once.
+ *
+ * # Safety
+ * `t` is NULL or a live tensor used by no one else during the call; `out` NULL or writable.
+ */
+OnnxlStatus onnxl_tensor_proto_to_dlpack(struct OnnxlTensorProto *t,
+                                         uint32_t flags,
+                                         DLManagedTensor **out);
+
+/**
+ * Builds a new tensor (dims, data_type, raw_data; no name) from a DLPack 1.x
+ * `DLManagedTensorVersioned`; writes it to `*out` on success (untouched on failure).
+ *
+ * Accepted: DLPack major version 1, CPU memory (`kDLCPU`), a type of the ONNX map with
+ * `lanes` 1, packed sub-byte elements (not `DLPACK_FLAG_BITMASK_IS_SUBBYTE_TYPE_PADDED`), compact
+ * row-major layout (NULL strides, or strides equal to the row-major ones). Otherwise
+ * `ONNXL_STATUS_UNSUPPORTED` (or `ONNXL_STATUS_INVALID_ARGUMENT` for a malformed tensor).
+ *
+ * Ownership: on success the library owns `managed`. With `borrow` false the bytes are copied
+ * and the deleter runs before this function returns; with `borrow` true, `raw_data` points at
+ * the producer's memory and the deleter runs exactly once when the last user of the bytes (the
+ * tensor, its copies, retained `OnnxlOwner` tokens) is gone, on that user's thread (immediately
+ * for an empty tensor). On failure the caller still owns `managed` (the deleter was not called).
+ * The caller owns `*out` (free with `onnxl_tensor_proto_free`).
+ *
+ * # Safety
+ * `managed` NULL or a valid managed tensor owned by the caller, whose data stays valid and
+ * unchanged until its deleter runs, and whose deleter may be called from any thread; `out`
+ * NULL or writable.
+ */
+OnnxlStatus onnxl_tensor_proto_from_dlpack_versioned(DLManagedTensorVersioned *managed,
+                                                     bool borrow,
+                                                     struct OnnxlTensorProto **out);
+
+/**
+ * Builds a new tensor from a legacy `DLManagedTensor`: as
+ * `onnxl_tensor_proto_from_dlpack_versioned` (the legacy struct has no version and no flags).
+ *
+ * Ownership: as `onnxl_tensor_proto_from_dlpack_versioned`.
+ *
+ * # Safety
+ * As `onnxl_tensor_proto_from_dlpack_versioned`.
+ */
+OnnxlStatus onnxl_tensor_proto_from_dlpack(DLManagedTensor *managed,
+                                           bool borrow,
+                                           struct OnnxlTensorProto **out);
+
+/**
+ * The default options of `onnxl_save_model_with_external_data`, with `struct_size` set.
+ */
+struct OnnxlExternalDataOptions onnxl_external_data_options_default(void);
+
+/**
+ * The default external-data load options, with `struct_size` set.
+ */
+struct OnnxlExternalLoadOptions onnxl_external_load_options_default(void);
+
+/**
+ * Loads a model file and its external data with explicit external-data options (see
+ * `OnnxlExternalLoadOptions`; `onnxl_load_model` is this with default ones). On success writes
+ * a new model to `*out` (untouched on failure).
+ *
+ * Ownership: as `onnxl_load_model`: the caller owns `*out` (free with `onnxl_model_proto_free`);
+ * with `popts->no_copy` the tensors of each weight file borrow from ONE memory map of it and
+ * hold its owner token, so the bytes stay valid after the model is freed while a retained
+ * `OnnxlOwner` lives. Either options pointer may be NULL (defaults).
+ *
+ * # Safety
+ * `path` NULL or NUL-terminated; options NULL or valid; `out` NULL or writable.
+ */
+OnnxlStatus onnxl_load_model_with_external_data(const char *path,
+                                                const struct OnnxlParseOptions *popts,
+                                                const struct OnnxlExternalLoadOptions *eopts,
+                                                struct OnnxlModelProto **out);
+
+/**
+ * Loads the external data of every tensor of `model` (initializers, sparse initializers,
+ * attributes, subgraphs, functions) from files relative to `dir` (C++
+ * `LoadExternalDataForModel`; e.g. after a load with `load_external_data` false, or from
+ * bytes). `popts` gives `no_copy`, `num_threads`, `raw_data_threshold` and
+ * `max_tensor_size_bytes`; `eopts` may override the primary weight file and verify checksums
+ * (its `base_dir` and `load_external_data` are ignored here). Either may be NULL. On failure
+ * the model is unchanged.
+ *
+ * # Safety
+ * `model` NULL or a live handle used by no one else; `dir` NULL or NUL-terminated; options NULL
+ * or valid.
+ */
+OnnxlStatus onnxl_load_external_data_for_model(struct OnnxlModelProto *model,
+                                               const char *dir,
+                                               const struct OnnxlParseOptions *popts,
+                                               const struct OnnxlExternalLoadOptions *eopts);
+
+/**
+ * Saves `model` to `path` with its large tensors in external files beside it (C++ `SaveModel`
+ * with a location; the onnx package's `save_as_external_data=True`): one file (split at
+ * `max_external_file_size`) or one file per tensor, offsets aligned, optional SHA-1 checksums.
+ * Every file is written to a temporary file and renamed over the old one, so re-saving a model
+ * over the weight files it borrows from (no-copy load) is safe. The model is NOT changed.
+ * Locations obey the path rules: nothing is written outside the model's directory
+ * (`ONNXL_STATUS_PATH_REFUSED`). `opts` may be NULL (defaults).
+ *
+ * # Safety
+ * `model` NULL or live; `path` NULL or NUL-terminated; `opts` NULL or valid.
+ */
+OnnxlStatus onnxl_save_model_with_external_data(const struct OnnxlModelProto *model,
+                                                const char *path,
+                                                const struct OnnxlExternalDataOptions *opts);
+
+/**
+ * Checks every external reference of `model` relative to `dir` without loading anything:
+ * locations obey the path rules and open, ranges lie inside their files, lengths match
+ * dims × element type, and (with `verify_checksums`) checksums match. Returns OK, or the status
+ * of the first problem with a message listing every problem.
+ *
+ * # Safety
+ * `model` NULL or live; `dir` NULL or NUL-terminated.
+ */
+OnnxlStatus onnxl_check_external_data(const struct OnnxlModelProto *model,
+                                      const char *dir,
+                                      bool verify_checksums);
+
+/**
+ * Moves every tensor payload of at least `threshold` bytes into ONE new buffer whose start and
+ * every tensor offset are multiples of `alignment` (0/1 = packed; otherwise a power of two), and
+ * makes those tensors borrow from it (C++ `ConsolidateTensorsToBuffer`, seed 000). Reaches every
+ * tensor of the model.
+ *
+ * Ownership: each consolidated tensor holds the buffer's owner token, so the buffer lives as
+ * long as any of them. When `owner_out` is not NULL, a retained `OnnxlOwner` for the whole
+ * buffer is written there (NULL when no tensor qualified); the caller may release it at once
+ * (`onnxl_owner_release`) or keep it to use the bytes after the model is freed. `owner_out` may
+ * be NULL.
+ *
+ * # Safety
+ * `model` NULL or a live handle used by no one else; `owner_out` NULL or writable.
+ */
+OnnxlStatus onnxl_consolidate_tensors_to_buffer(struct OnnxlModelProto *model,
+                                                uint64_t threshold,
+                                                uint64_t alignment,
+                                                const struct OnnxlOwner **owner_out);
+
+/**
  * Loads a model file (C++ `LoadModel`): memory-mapped or read per `opts->file_load_mode`. On
  * success writes a new model to `*out` (untouched on failure).
  *
@@ -12533,6 +13132,69 @@ void onnxl_owner_release(const struct OnnxlOwner *owner);
  * `owner` is NULL or a live token; `data` and `len` are NULL or writable.
  */
 OnnxlStatus onnxl_owner_data(const struct OnnxlOwner *owner, const uint8_t **data, size_t *len);
+
+/**
+ * Saves initializers of `model` as a parameter dictionary (TVM/CVM params format: names, then
+ * DLPack-typed arrays; see docs/dlpack-params.md) into a new buffer written to `*out`.
+ *
+ * `names`: `n_names` NUL-terminated UTF-8 names chosen in that order, or NULL with `n_names` 0
+ * for every initializer in model order. Each tensor needs a numeric type of the DLPack map and
+ * its data in `raw_data` or typed fields (external data loaded); names must be UTF-8, non-empty
+ * and unique. Errors: `ONNXL_STATUS_INVALID_ARGUMENT` (unknown name, bad tensor),
+ * `ONNXL_STATUS_UNSUPPORTED` (type without a DLPack code, external data not loaded).
+ *
+ * Ownership: the caller owns `*out` (free with `onnxl_buffer_free`).
+ *
+ * # Safety
+ * `model` NULL or live; `names` NULL or `n_names` NUL-terminated strings; `out` NULL or
+ * writable.
+ */
+OnnxlStatus onnxl_save_params(const struct OnnxlModelProto *model,
+                              const char *const *names,
+                              size_t n_names,
+                              struct OnnxlBuffer **out);
+
+/**
+ * As `onnxl_save_params`, into the file `path`, atomically (a temporary file beside `path`,
+ * synced and renamed over it; on failure `path` is left as it was).
+ *
+ * # Safety
+ * `model` NULL or live; `path` NULL or NUL-terminated; `names` as for `onnxl_save_params`.
+ */
+OnnxlStatus onnxl_save_params_file(const struct OnnxlModelProto *model,
+                                   const char *path,
+                                   const char *const *names,
+                                   size_t n_names);
+
+/**
+ * Loads a parameter dictionary (`len` bytes at `data`, copied) into `model`'s initializers: an
+ * initializer with the same name gets the array's dims, type and bytes (its typed fields and
+ * external data references are cleared); arrays with new names are appended as initializers.
+ * Load into a fresh `onnxl_model_proto_new()` to get the arrays as standalone tensors.
+ *
+ * Every check of the format runs before `model` is changed: a malformed dictionary (bad magic,
+ * non-zero reserved word, name and array counts differ, non-CPU device, bad ndim or type, byte
+ * size that does not match the shape, truncated or trailing bytes, bad or duplicate names)
+ * fails with `ONNXL_STATUS_PARSE` and a message naming the byte offset, leaving `model` as it
+ * was.
+ *
+ * # Safety
+ * `model` NULL or a live model used by no one else during the call; `data..data+len` readable
+ * (NULL only with `len` 0).
+ */
+OnnxlStatus onnxl_load_params_into_model(struct OnnxlModelProto *model,
+                                         const uint8_t *data,
+                                         size_t len);
+
+/**
+ * As `onnxl_load_params_into_model`, from the file `path` (read through a memory map; the
+ * bytes are copied into the model, so the file may change or go away afterwards).
+ *
+ * # Safety
+ * `model` NULL or a live model used by no one else during the call; `path` NULL or
+ * NUL-terminated.
+ */
+OnnxlStatus onnxl_load_params_file_into_model(struct OnnxlModelProto *model, const char *path);
 
 /**
  * Status of the last failed `onnxl_*` call on the calling thread (`ONNXL_STATUS_OK` when none

@@ -185,6 +185,44 @@ pub enum Error {
     /// The operation is not supported.
     #[error("unsupported: {0}")]
     Unsupported(String),
+    /// External tensor data could not be resolved, read, verified or written.
+    #[error("external data of tensor '{tensor}' in {}: {reason}", path.display())]
+    ExternalData {
+        /// Name of the tensor (empty when the failure concerns a whole file).
+        tensor: String,
+        /// The external data file involved.
+        path: PathBuf,
+        /// What went wrong.
+        reason: String,
+    },
+    /// A path was refused by the path-safety rules (absolute, `..`, symbolic link, hard link,
+    /// not a regular file, outside the model directory, ...).
+    #[error("path refused: {}: {reason}", path.display())]
+    PathRefused {
+        /// The path as given (e.g. an external data `location`).
+        path: PathBuf,
+        /// Which rule refused it (and for which tensor).
+        reason: String,
+    },
+    /// Encrypted data is malformed: empty input, bad magic, unsupported version, truncated
+    /// header or ciphertext, invalid parameters. The message never contains key material.
+    #[error("encryption: {0}")]
+    Crypto(String),
+    /// Decryption failed authentication: wrong key, or the encrypted data was modified (for
+    /// ONNXCRY1, which has no MAC: bad padding or a plaintext that is not a model). The message
+    /// says which format and never contains key material.
+    #[error("authentication failed (wrong key, or the data was modified or truncated): {0}")]
+    Authentication(String),
+    /// A parameter dictionary (TVM/CVM params file, `crate::params`) is malformed: bad magic,
+    /// non-zero reserved word, unequal counts, non-CPU device, bad ndim or type, byte size that
+    /// does not match the shape, truncated or trailing bytes, ...
+    #[error("params: {reason} (at byte {offset})")]
+    Params {
+        /// Byte offset in the params data where the faulty item starts.
+        offset: u64,
+        /// What is wrong.
+        reason: String,
+    },
 }
 
 impl From<Box<DecodeError>> for Error {

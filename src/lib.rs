@@ -2,15 +2,21 @@
 //!
 //! Layers (each uses only the ones above it): [`wire`] (protobuf wire format), [`proto`] (the
 //! ONNX messages, generated from one schema table), [`io`] (where bytes come from and go to),
-//! [`model`] (load / save with options).
+//! [`model`] (load / save with options), [`external`] (external data: load, save, split, align,
+//! map, verify, consolidate), [`crypto`] (encrypted models and files), [`dlpack`] (DLPack export
+//! and import), [`params`] (TVM/CVM parameter dictionaries).
 
 #[cfg(feature = "global-mimalloc")]
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 pub mod bytes;
+pub mod crypto;
+pub mod dlpack;
 pub mod error;
+pub mod external;
 pub mod ffi;
+pub mod params;
 pub mod proto;
 pub mod wire;
 
@@ -21,10 +27,20 @@ pub mod io;
 pub mod model;
 pub mod options;
 
+pub use crypto::{
+    EncryptionFormat, EncryptionOptions, load_encrypted_model, load_encrypted_model_from_bytes,
+    save_encrypted_model, save_encrypted_model_to_bytes,
+};
+pub use external::{
+    check_external_data, consolidate_tensors_to_buffer, load_external_data_for_model,
+    save_model_with_external_data,
+};
 pub use model::{
     load_model, load_model_from_bytes, parse_from_bytes, parse_from_bytes_unowned, parse_from_file,
     parse_from_reader, parse_from_shared, save_model, save_to_file, serialize_to_vec,
     serialize_to_writer,
 };
-pub use options::{FileLoadMode, ParseOptions, SerializeOptions, TensorBufferOptions};
+pub use options::{
+    FileLoadMode, ParseOptions, SaveExternalOptions, SerializeOptions, TensorBufferOptions,
+};
 pub use proto::{GraphProto, ModelProto, NodeProto, TensorProto};

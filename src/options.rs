@@ -68,6 +68,19 @@ pub struct ParseOptions {
     pub max_tensor_size_bytes: u64,
     /// How files are read.
     pub file_load_mode: FileLoadMode,
+    /// Read the external data of `ModelProto` loads (default true, like `onnx.load`): the
+    /// tensors become inline (`raw_data`, `data_location` DEFAULT). Files resolve relative to
+    /// `external_data_dir`, else to the model file's directory; loads from bytes read external
+    /// data only when `external_data_dir` is set. See `docs/external-data.md`.
+    pub load_external_data: bool,
+    /// Base directory of external data (default: the model file's directory).
+    pub external_data_dir: Option<std::path::PathBuf>,
+    /// Read the model's primary weight file from this path instead (a trusted, caller-given
+    /// path; split parts `NAME.1`, `NAME.2`, ... become `THIS.1`, `THIS.2`, ...).
+    pub external_data_location: Option<std::path::PathBuf>,
+    /// Verify the SHA-1 `checksum` entries of external data files (default false: it reads
+    /// every byte, which a no-copy load otherwise never does).
+    pub verify_external_checksums: bool,
 }
 
 impl Default for ParseOptions {
@@ -77,11 +90,15 @@ impl Default for ParseOptions {
             alignment: 0,
             no_copy: false,
             num_threads: 1,
-            min_parallel_block_size: 0,
+            min_parallel_block_size: 4 << 20,
             skip_raw_data: false,
             max_recursion_depth: 100,
             max_tensor_size_bytes: 0,
             file_load_mode: FileLoadMode::Auto,
+            load_external_data: true,
+            external_data_dir: None,
+            external_data_location: None,
+            verify_external_checksums: false,
         }
     }
 }
@@ -143,6 +160,72 @@ impl SerializeOptions {
 
     /// The number of threads to use (resolving negative values to all cores): with more than
     /// one, large tensor payloads are copied / written in parallel.
+    pub fn threads(&self) -> usize {
+        resolve_threads(self.num_threads)
+    }
+}
+
+/// Options of saving a model with external data (`save_model_with_external_data`), after the
+/// onnx package's `save_model(..., save_as_external_data=True, ...)` with this project's
+/// additions (alignment, split files, checksums). See `docs/external-data.md`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SaveExternalOptions {
+    /// Weight file name, relative to the model's directory (default: the model file name plus
+    /// `.data`). Split parts are `LOCATION.1`, `LOCATION.2`, ...
+    pub location: Option<String>,
+    /// Tensors with at least this many `raw_data` bytes go to external files (default 1024).
+    pub size_threshold: u64,
+    /// One weight file (true, default) or one file per tensor, named after the tensor.
+    pub all_tensors_to_one_file: bool,
+    /// Offset alignment of tensors of at least `align_threshold` bytes (default 4096; 65536
+    /// suits Windows mappings; 0 or 1 = packed, no alignment at all). Smaller tensors are
+    /// aligned to `min(alignment, 16)` so every element is naturally aligned.
+    pub alignment: u64,
+    /// Tensors of at least this many bytes are aligned to `alignment` (default 1 MiB, ONNX
+    /// Runtime's value).
+    pub align_threshold: u64,
+    /// Start a new weight file (`LOCATION.1`, ...) when the next tensor would take the current
+    /// one past this size (0 = no limit). A tensor larger than the limit gets a file of its own.
+    pub max_external_file_size: u64,
+    /// Also move tensors of node attributes (default false, like onnx).
+    pub convert_attribute: bool,
+    /// Write the SHA-1 of each weight file as the `checksum` entry (default false).
+    pub checksum: bool,
+    /// Write threads: 1 = sequential, n > 1 = n threads, negative = all cores; 0 is invalid.
+    pub num_threads: i32,
+    /// Directory to read tensors that are still external in memory (not loaded) from; without
+    /// it such tensors are an error.
+    pub source_dir: Option<std::path::PathBuf>,
+    /// fsync every file before it replaces the old one (default true).
+    pub sync: bool,
+}
+
+impl Default for SaveExternalOptions {
+    fn default() -> Self {
+        Self {
+            location: None,
+            size_threshold: 1024,
+            all_tensors_to_one_file: true,
+            alignment: 4096,
+            align_threshold: 1 << 20,
+            max_external_file_size: 0,
+            convert_attribute: false,
+            checksum: false,
+            num_threads: 1,
+            source_dir: None,
+            sync: true,
+        }
+    }
+}
+
+impl SaveExternalOptions {
+    /// Checks every value.
+    pub fn validate(&self) -> Result<()> {
+        validate_alignment(self.alignment)?;
+        validate_threads(self.num_threads)
+    }
+
+    /// The number of threads to use (resolving negative values to all cores).
     pub fn threads(&self) -> usize {
         resolve_threads(self.num_threads)
     }

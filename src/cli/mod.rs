@@ -1,6 +1,10 @@
 //! Command-line interface: argument parsing and dispatch to the subcommands.
 
+mod check;
+mod convert;
+mod crypt;
 mod info;
+mod params;
 mod roundtrip;
 
 use std::path::PathBuf;
@@ -27,6 +31,19 @@ enum Command {
     },
     /// Parse files as a message type and write them back (compatibility testing).
     Roundtrip(roundtrip::Args),
+    /// Re-save a model with its weights in external files (aligned, split, checksummed) or
+    /// inline.
+    Convert(convert::Args),
+    /// Check a model: it parses, and every external reference resolves safely, lies in its
+    /// file and matches its checksum.
+    Check(check::Args),
+    /// Encrypt a model (or any file) with a passphrase from --key-file or --key-env.
+    Encrypt(crypt::EncryptArgs),
+    /// Decrypt an encrypted model or file (ONNXCRY1/2/3 or the chunked format).
+    Decrypt(crypt::DecryptArgs),
+    /// Parameter dictionaries (TVM/CVM params files): export a model's initializers, import a
+    /// params file into a model, list a params file.
+    Params(params::Args),
 }
 
 /// Runs the tool; returns the process exit code.
@@ -35,6 +52,11 @@ pub fn run() -> i32 {
     let result = match cli.command {
         Command::Info { model, threads } => info::run(model.as_deref(), threads),
         Command::Roundtrip(args) => roundtrip::run(&args),
+        Command::Convert(args) => convert::run(&args),
+        Command::Check(args) => check::run(&args),
+        Command::Encrypt(args) => crypt::encrypt(&args),
+        Command::Decrypt(args) => crypt::decrypt(&args),
+        Command::Params(args) => params::run(&args),
     };
     match result {
         Ok(()) => 0,

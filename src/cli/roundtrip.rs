@@ -67,6 +67,8 @@ pub fn run(args: &Args) -> Result<()> {
         file_load_mode,
         // borrow every payload, however small, so no_copy is exercised fully
         raw_data_threshold: if args.no_copy { 1 } else { 1024 },
+        // byte-exact round trips: external references stay as they are
+        load_external_data: false,
         ..Default::default()
     };
     struct Visit<'a>(&'a Args, &'a ParseOptions);

@@ -26,11 +26,15 @@
 #[rustfmt::skip]
 pub mod accessors;
 pub mod buffer;
+pub mod crypto;
+pub mod dlpack;
+pub mod external;
 pub mod handle;
 pub mod model;
 pub mod options;
 pub mod owner;
 pub(crate) mod panic;
+pub mod params;
 pub mod status;
 pub mod stream;
 

@@ -176,6 +176,8 @@ pub(crate) unsafe fn parse_options(p: *const OnnxlParseOptions) -> Result<ParseO
             1 => FileLoadMode::Mmap,
             _ => FileLoadMode::Buffered,
         },
+        // External data: defaults (loaded for file loads); see `ffi::external` for control.
+        ..ParseOptions::default()
     };
     opts.validate()?;
     Ok(opts)

@@ -23,7 +23,8 @@ pub enum OnnxlStatus {
     NullPointer = 2,
     /// Reading or writing a file or stream failed.
     Io = 3,
-    /// The bytes are not a valid protobuf encoding of the message.
+    /// The bytes are not a valid protobuf encoding of the message (or not a valid file of the
+    /// format read, e.g. a malformed parameter dictionary).
     Parse = 4,
     /// External tensor data could not be resolved, read or written.
     ExternalData = 5,
@@ -133,6 +134,11 @@ pub(crate) fn status_of(e: &Error) -> OnnxlStatus {
         Error::InvalidOption { .. } | Error::InvalidArgument(_) => OnnxlStatus::InvalidArgument,
         Error::LimitExceeded(_) => OnnxlStatus::LimitExceeded,
         Error::Unsupported(_) => OnnxlStatus::Unsupported,
+        Error::ExternalData { .. } => OnnxlStatus::ExternalData,
+        Error::PathRefused { .. } => OnnxlStatus::PathRefused,
+        Error::Crypto(_) => OnnxlStatus::Crypto,
+        Error::Authentication(_) => OnnxlStatus::Authentication,
+        Error::Params { .. } => OnnxlStatus::Parse,
         // Variants added to `Error` by later issues (external data, paths, crypto, ...) must get
         // their own arm above; until then they are reported as INTERNAL, never as success.
         #[allow(unreachable_patterns)]
@@ -294,6 +300,22 @@ mod tests {
         assert_eq!(
             status_of(&Error::Unsupported("x".into())),
             OnnxlStatus::Unsupported
+        );
+        let ext = Error::ExternalData {
+            tensor: "w".into(),
+            path: "w.bin".into(),
+            reason: "x".into(),
+        };
+        assert_eq!(status_of(&ext), OnnxlStatus::ExternalData);
+        let refused = Error::PathRefused {
+            path: "../w.bin".into(),
+            reason: "x".into(),
+        };
+        assert_eq!(status_of(&refused), OnnxlStatus::PathRefused);
+        assert_eq!(status_of(&Error::Crypto("x".into())), OnnxlStatus::Crypto);
+        assert_eq!(
+            status_of(&Error::Authentication("x".into())),
+            OnnxlStatus::Authentication
         );
     }
 

@@ -120,8 +120,29 @@ pub unsafe fn parse_from_bytes_unowned<M: Message>(bytes: &[u8], opts: &ParseOpt
 ///   no second copy; peak memory about the file size);
 /// - `no_copy`: payloads borrow from the file's bytes under a shared owner token (the memory
 ///   map, or the read buffer in `Buffered` mode), so they stay valid after the loader is gone.
+///
+/// A `ModelProto`'s external data is then loaded (`ParseOptions::load_external_data`, see
+/// [`crate::external`]).
 pub fn parse_from_file<M: Message>(path: impl AsRef<Path>, opts: &ParseOptions) -> Result<M> {
     let path = path.as_ref();
+    with_external_data(parse_file(path, opts)?, Some(path), opts)
+}
+
+/// External data of a parsed `ModelProto` (the only hook of [`crate::external`] here): loaded
+/// when `opts.load_external_data` and a base directory is known (`opts.external_data_dir`, else
+/// the model file's directory). Other messages pass through.
+fn with_external_data<M: Message>(
+    mut m: M,
+    model_path: Option<&Path>,
+    opts: &ParseOptions,
+) -> Result<M> {
+    if let Some(model) = (&mut m as &mut dyn std::any::Any).downcast_mut::<ModelProto>() {
+        crate::external::load_after_parse(model, model_path, opts)?;
+    }
+    Ok(m)
+}
+
+fn parse_file<M: Message>(path: &Path, opts: &ParseOptions) -> Result<M> {
     opts.validate()?;
     if !opts.no_copy {
         if opts.skip_raw_data {
@@ -235,9 +256,10 @@ pub fn load_model(path: impl AsRef<Path>, opts: &ParseOptions) -> Result<ModelPr
     parse_from_file(path, opts)
 }
 
-/// Loads a model from bytes, copying payloads (see [`parse_from_shared`] for no-copy).
+/// Loads a model from bytes, copying payloads (see [`parse_from_shared`] for no-copy); external
+/// data is loaded only when `opts.external_data_dir` (or `external_data_location`) is set.
 pub fn load_model_from_bytes(bytes: &[u8], opts: &ParseOptions) -> Result<ModelProto> {
-    parse_from_bytes(bytes, opts)
+    with_external_data(parse_from_bytes(bytes, opts)?, None, opts)
 }
 
 /// Saves a model atomically (see [`save_to_file`]).

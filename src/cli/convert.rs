@@ -1,0 +1,125 @@
+//! `onnx-light convert IN OUT`: re-save a model with its weights in external files (one file,
+//! split files, one per tensor; aligned; checksummed) or all inline (`--inline`). The input's own
+//! external data is read with no copy (each weight file mapped once).
+
+use std::io::IsTerminal;
+use std::path::PathBuf;
+
+use indicatif::{ProgressBar, ProgressStyle};
+use onnx_light::{ParseOptions, Result, SaveExternalOptions, SerializeOptions};
+
+/// Arguments of `convert`.
+#[derive(clap::Args)]
+pub struct Args {
+    /// Input model (.onnx; its external data is read relative to its directory).
+    input: PathBuf,
+    /// Output model.
+    output: PathBuf,
+    /// Weight file name, relative to OUT's directory (default: OUT's file name + ".data").
+    #[arg(long, value_name = "LOC")]
+    external_data: Option<String>,
+    /// Tensors with at least this many bytes go to the weight file.
+    #[arg(long, default_value_t = 1024, value_name = "N")]
+    size_threshold: u64,
+    /// Offset alignment of large tensors (power of two; 0 = packed; 65536 for Windows mapping).
+    #[arg(long = "align", default_value_t = 4096, value_name = "N")]
+    alignment: u64,
+    /// Tensors of at least this many bytes are aligned to --align (smaller: up to 16 bytes).
+    #[arg(long, default_value_t = 1 << 20, value_name = "N")]
+    align_threshold: u64,
+    /// Split the weights into files of at most N bytes: LOC, LOC.1, LOC.2, ...
+    #[arg(long = "max-file-size", default_value_t = 0, value_name = "N")]
+    max_file_size: u64,
+    /// One weight file per tensor, named after the tensor.
+    #[arg(long, conflicts_with_all = ["external_data", "max_file_size"])]
+    per_tensor_files: bool,
+    /// Also move tensors of node attributes.
+    #[arg(long)]
+    convert_attribute: bool,
+    /// Write the SHA-1 of each weight file into the model (`checksum` entries).
+    #[arg(long)]
+    checksum: bool,
+    /// Write every tensor inline (a single .onnx, no weight files).
+    #[arg(long, conflicts_with_all = ["external_data", "max_file_size", "per_tensor_files", "checksum"])]
+    inline: bool,
+    /// Verify the input's checksums while loading it.
+    #[arg(long)]
+    verify: bool,
+    /// Threads for loading and writing (negative: all cores).
+    #[arg(long, default_value_t = -1, allow_negative_numbers = true)]
+    threads: i32,
+}
+
+/// A progress bar on stderr, drawn only when stderr is a terminal and the job is large.
+pub(crate) fn progress_bar(total: u64, what: &str) -> Option<ProgressBar> {
+    if total < (64 << 20) || !std::io::stderr().is_terminal() {
+        return None;
+    }
+    let bar = ProgressBar::new(total);
+    bar.set_style(
+        ProgressStyle::with_template(
+            "{msg} [{bar:40}] {bytes}/{total_bytes} ({bytes_per_sec}, {eta})",
+        )
+        .unwrap_or_else(|_| ProgressStyle::default_bar())
+        .progress_chars("=> "),
+    );
+    bar.set_message(what.to_string());
+    Some(bar)
+}
+
+/// Runs the subcommand.
+pub fn run(args: &Args) -> Result<()> {
+    let popts = ParseOptions {
+        no_copy: true,
+        num_threads: args.threads,
+        verify_external_checksums: args.verify,
+        ..Default::default()
+    };
+    let model = onnx_light::load_model(&args.input, &popts)?;
+    if args.inline {
+        let sopts = SerializeOptions {
+            num_threads: args.threads,
+            ..Default::default()
+        };
+        onnx_light::save_model(&model, &args.output, &sopts)?;
+        eprintln!("wrote {} (all tensors inline)", args.output.display());
+        return Ok(());
+    }
+    let opts = SaveExternalOptions {
+        location: args.external_data.clone(),
+        size_threshold: args.size_threshold,
+        all_tensors_to_one_file: !args.per_tensor_files,
+        alignment: args.alignment,
+        align_threshold: args.align_threshold,
+        max_external_file_size: args.max_file_size,
+        convert_attribute: args.convert_attribute,
+        checksum: args.checksum,
+        num_threads: args.threads,
+        ..Default::default()
+    };
+    let mut total = 0u64;
+    model.visit_tensors(&mut |t| total += t.raw_data.as_ref().map_or(0, |r| r.len() as u64));
+    let bar = progress_bar(total, "writing");
+    let tick = |done: u64, _total: u64| {
+        if let Some(b) = &bar {
+            b.set_position(done);
+        }
+    };
+    let report = onnx_light::external::save_model_with_external_data_progress(
+        &model,
+        &args.output,
+        &opts,
+        Some(&tick),
+    )?;
+    if let Some(b) = bar {
+        b.finish_and_clear();
+    }
+    eprintln!(
+        "wrote {}: {} tensors ({} bytes) in {} weight file(s)",
+        args.output.display(),
+        report.external_tensors,
+        report.external_bytes,
+        report.files.len()
+    );
+    Ok(())
+}

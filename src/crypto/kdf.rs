@@ -1,0 +1,77 @@
+//! Key derivation (PBKDF2-HMAC-SHA256, 100 000 iterations, 16-byte salt, 32-byte key) and random
+//! bytes from the operating system, as the C++ library does for every format.
+
+use std::num::NonZeroU32;
+
+use ring::rand::{SecureRandom, SystemRandom};
+use zeroize::Zeroizing;
+
+use crate::error::{Error, Result};
+
+/// Length of the PBKDF2 salt stored in every header.
+pub const SALT_LEN: usize = 16;
+/// Length of the derived key (AES-256 / ChaCha20).
+pub const KEY_LEN: usize = 32;
+/// PBKDF2-HMAC-SHA256 iterations (fixed by the ONNXCRY formats; not stored in the files).
+pub const PBKDF2_ITERATIONS: u32 = 100_000;
+
+/// A key derived from a passphrase; zeroed when dropped. Never printed (no `Debug`).
+pub(crate) struct DerivedKey(Zeroizing<[u8; KEY_LEN]>);
+
+impl DerivedKey {
+    /// The key bytes (to hand to a cipher, which copies them into its own key schedule).
+    pub(crate) fn bytes(&self) -> &[u8; KEY_LEN] {
+        &self.0
+    }
+}
+
+/// Derives the 32-byte key of `passphrase` (any bytes, empty included) and `salt`.
+pub(crate) fn derive_key(passphrase: &[u8], salt: &[u8; SALT_LEN]) -> DerivedKey {
+    let mut key = Zeroizing::new([0u8; KEY_LEN]);
+    let iterations = NonZeroU32::new(PBKDF2_ITERATIONS).unwrap_or(NonZeroU32::MIN);
+    ring::pbkdf2::derive(
+        ring::pbkdf2::PBKDF2_HMAC_SHA256,
+        iterations,
+        salt,
+        passphrase,
+        &mut key[..],
+    );
+    DerivedKey(key)
+}
+
+/// `N` bytes from the operating system's random number generator.
+pub(crate) fn random<const N: usize>() -> Result<[u8; N]> {
+    let mut out = [0u8; N];
+    SystemRandom::new()
+        .fill(&mut out)
+        .map_err(|_| Error::Crypto("the system random number generator failed".into()))?;
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pbkdf2_matches_python_hashlib() {
+        // Computed independently with Python:
+        // hashlib.pbkdf2_hmac("sha256", b"password", b"0123456789abcdef", 100000, 32).hex()
+        let salt: [u8; SALT_LEN] = *b"0123456789abcdef";
+        let key = derive_key(b"password", &salt);
+        assert_eq!(
+            hex(key.bytes()),
+            "a75190a792cd59d6d9c8c3a63b11c276ad449972b7886e1c2d819c286053366f",
+        );
+    }
+
+    fn hex(b: &[u8]) -> String {
+        b.iter().map(|x| format!("{x:02x}")).collect()
+    }
+
+    #[test]
+    fn random_is_random() {
+        let a: [u8; 16] = random().unwrap();
+        let b: [u8; 16] = random().unwrap();
+        assert_ne!(a, b);
+    }
+}

@@ -1,0 +1,176 @@
+//! Model entry points, mirroring the C++ library: `SaveEncryptedModel`,
+//! `SaveEncryptedModelToString`, `LoadEncryptedModel`, `LoadEncryptedModelFromString`.
+
+use std::io::Write;
+use std::path::Path;
+use std::sync::Arc;
+
+use super::format::EncryptionFormat;
+use super::secret::SecretBytes;
+use super::stream::{EncryptedFile, StreamEncryptor};
+use super::{
+    EncryptionOptions, Params, cbc, decrypt_any, detect_file_format, encrypt_to_vec,
+    onnxcry1_plausible, onnxcry1_refused, read_oneshot,
+};
+use crate::error::{Error, Result};
+use crate::io::AtomicFile;
+use crate::model::{parse_from_bytes, parse_from_shared};
+use crate::options::{ParseOptions, SerializeOptions};
+use crate::proto::{Message, ModelProto};
+use crate::wire::SizeCursor;
+
+/// Sizes of `model`, checking `max_serialized_size_bytes`.
+fn plan(model: &ModelProto, opts: &SerializeOptions) -> Result<(u64, Vec<u64>)> {
+    opts.validate()?;
+    let mut sizes = Vec::new();
+    let len = model.compute_size(&mut sizes);
+    if opts.max_serialized_size_bytes > 0 && len > opts.max_serialized_size_bytes {
+        return Err(Error::LimitExceeded(format!(
+            "serialized size {len} exceeds max_serialized_size_bytes {}",
+            opts.max_serialized_size_bytes
+        )));
+    }
+    Ok((len, sizes))
+}
+
+/// Serializes and encrypts `model` into a new buffer (C++ `SaveEncryptedModelToString`), in
+/// `opts.format` (default ONNXCRY3) with a random salt and IV / nonce. The plaintext exists only
+/// inside the output buffer, where it is encrypted in place (or one chunk at a time).
+pub fn save_encrypted_model_to_bytes(
+    model: &ModelProto,
+    key: &[u8],
+    opts: &EncryptionOptions,
+) -> Result<Vec<u8>> {
+    save_to_bytes_with(model, key, opts, &Params::random()?)
+}
+
+pub(crate) fn save_to_bytes_with(
+    model: &ModelProto,
+    key: &[u8],
+    opts: &EncryptionOptions,
+    params: &Params,
+) -> Result<Vec<u8>> {
+    opts.validate()?;
+    if opts.format == EncryptionFormat::AesCbc && !onnxcry1_plausible(model) {
+        return Err(onnxcry1_refused("this model has unknown fields"));
+    }
+    let (len, sizes) = plan(model, &opts.serialize)?;
+    encrypt_to_vec(
+        len,
+        |s| model.encode_to(s, &mut SizeCursor::new(&sizes)),
+        key,
+        opts,
+        params,
+    )
+}
+
+/// Serializes and encrypts `model` to `path` atomically (C++ `SaveEncryptedModel`): a temporary
+/// file beside `path` is written, synced and renamed over it. With the chunked format the model
+/// is serialized straight into the encryptor, one chunk of memory at a time, at any size.
+pub fn save_encrypted_model(
+    model: &ModelProto,
+    path: impl AsRef<Path>,
+    key: &[u8],
+    opts: &EncryptionOptions,
+) -> Result<()> {
+    let path = path.as_ref();
+    opts.validate()?;
+    let params = Params::random()?;
+    if opts.format != EncryptionFormat::Chunked {
+        let bytes = save_to_bytes_with(model, key, opts, &params)?;
+        let mut out = AtomicFile::create(path)?;
+        out.file()
+            .write_all(&bytes)
+            .map_err(|e| Error::io(path, e))?;
+        return out.commit();
+    }
+    let (len, sizes) = plan(model, &opts.serialize)?;
+    let mut out = AtomicFile::create(path)?;
+    {
+        let mut enc = StreamEncryptor::with_params(
+            std::io::BufWriter::with_capacity(1 << 16, &mut *out.file()),
+            key,
+            opts.chunk_cipher,
+            opts.chunk_size,
+            &params,
+        )?;
+        enc.set_label(path);
+        model.encode_to(&mut enc, &mut SizeCursor::new(&sizes));
+        if enc.plaintext_len() != len {
+            return Err(Error::Crypto(
+                "serialized size differs from the planned size".into(),
+            ));
+        }
+        enc.finish()?
+            .into_inner()
+            .map_err(|e| Error::io(path, e.into_error()))?;
+    }
+    out.commit()
+}
+
+/// Parses decrypted bytes, then loads the model's external data as [`crate::load_model`] and
+/// [`crate::load_model_from_bytes`] do (relative to `opts.external_data_dir`, else to the
+/// directory of `model_path`; from bytes only when a directory is given).
+///
+/// With `no_copy`, tensor payloads borrow from the decrypted buffer (no second copy; the buffer
+/// is zeroed when the last of them is dropped); otherwise they are copied and the buffer is
+/// zeroed at once. For ONNXCRY1 a parse failure, or a model that ONNXCRY1 cannot hold, is an
+/// authentication failure (wrong key or modified data), never a model.
+fn parse_plaintext(
+    plain: SecretBytes,
+    format: EncryptionFormat,
+    model_path: Option<&Path>,
+    opts: &ParseOptions,
+) -> Result<ModelProto> {
+    let parsed = if opts.no_copy && !opts.skip_raw_data {
+        parse_from_shared::<ModelProto, _>(Arc::new(plain), opts)
+    } else {
+        parse_from_bytes::<ModelProto>(&plain, opts)
+    };
+    let mut model = match parsed {
+        Err(Error::Decode(_)) if format == EncryptionFormat::AesCbc => {
+            return Err(cbc::auth_error());
+        }
+        Ok(m) if format == EncryptionFormat::AesCbc && !onnxcry1_plausible(&m) => {
+            return Err(cbc::auth_error());
+        }
+        other => other?,
+    };
+    crate::external::load_after_parse(&mut model, model_path, opts)?;
+    Ok(model)
+}
+
+/// Decrypts and parses an encrypted model held in memory (C++ `LoadEncryptedModelFromString`),
+/// in any format (by its magic). `data` is not borrowed by the model. External data, if the
+/// model refers to any, is loaded only when `opts.external_data_dir` is set (as for
+/// [`crate::load_model_from_bytes`]).
+pub fn load_encrypted_model_from_bytes(
+    data: &[u8],
+    key: &[u8],
+    opts: &ParseOptions,
+) -> Result<ModelProto> {
+    opts.validate()?;
+    let (plain, format) = decrypt_any(data, key)?;
+    parse_plaintext(plain, format, None, opts)
+}
+
+/// Decrypts and parses an encrypted model file (C++ `LoadEncryptedModel`), in any format (by
+/// its magic). ONNXCRYS files are decrypted chunk by chunk straight into one buffer of the
+/// plaintext's size (the ciphertext is never held whole). External data, if the model refers to
+/// any, resolves as for [`crate::load_model`]: relative to `opts.external_data_dir`, else to the
+/// encrypted file's directory.
+pub fn load_encrypted_model(
+    path: impl AsRef<Path>,
+    key: &[u8],
+    opts: &ParseOptions,
+) -> Result<ModelProto> {
+    let path = path.as_ref();
+    opts.validate()?;
+    let format = detect_file_format(path)?;
+    let plain = if format == EncryptionFormat::Chunked {
+        EncryptedFile::open(path, key)?.read_all()?
+    } else {
+        read_oneshot(path, key, format)?
+    };
+    parse_plaintext(plain, format, Some(path), opts)
+}

@@ -1,0 +1,81 @@
+//! [`SecretBytes`]: a plaintext buffer that is zeroed (its whole allocation) when dropped.
+
+use std::ops::{Deref, Range};
+
+use zeroize::Zeroize;
+
+/// Decrypted bytes, zeroed when dropped.
+///
+/// The buffer is allocated once at its final size and never grows, so no copy of the plaintext
+/// is left behind in freed memory by a reallocation. It can be shared as the owner of a model's
+/// borrowed tensor bytes (`parse_from_shared` with `no_copy`): it is then zeroed when the last
+/// tensor that borrows from it is gone.
+pub struct SecretBytes {
+    buf: Vec<u8>,
+    range: Range<usize>,
+}
+
+impl SecretBytes {
+    /// Takes ownership of `buf`; only `range` is the secret's content (the rest, e.g. a header
+    /// that was decrypted in place after, is zeroed on drop too).
+    pub(crate) fn new(buf: Vec<u8>, range: Range<usize>) -> Self {
+        debug_assert!(range.start <= range.end && range.end <= buf.len());
+        let range = range.start.min(buf.len())..range.end.min(buf.len());
+        Self { buf, range }
+    }
+
+    /// A zeroed buffer of `len` bytes, allocated exactly once (`None` when memory is short).
+    pub(crate) fn zeroed(len: usize) -> Option<Self> {
+        let mut buf = Vec::new();
+        buf.try_reserve_exact(len).ok()?;
+        buf.resize(len, 0);
+        Some(Self { buf, range: 0..len })
+    }
+
+    /// The whole underlying buffer, for decrypting in place.
+    pub(crate) fn buffer_mut(&mut self) -> &mut [u8] {
+        &mut self.buf
+    }
+
+    /// The content, writable.
+    pub(crate) fn content_mut(&mut self) -> &mut [u8] {
+        &mut self.buf[self.range.clone()]
+    }
+
+    /// Narrows the content to `range` (relative to the whole buffer).
+    pub(crate) fn set_range(&mut self, range: Range<usize>) {
+        debug_assert!(range.start <= range.end && range.end <= self.buf.len());
+        self.range = range;
+    }
+
+    /// The content.
+    pub fn as_slice(&self) -> &[u8] {
+        &self.buf[self.range.clone()]
+    }
+}
+
+impl Deref for SecretBytes {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        self.as_slice()
+    }
+}
+
+impl AsRef<[u8]> for SecretBytes {
+    fn as_ref(&self) -> &[u8] {
+        self.as_slice()
+    }
+}
+
+impl Drop for SecretBytes {
+    fn drop(&mut self) {
+        // `Vec::zeroize` clears every initialized byte and the spare capacity.
+        self.buf.zeroize();
+    }
+}
+
+impl std::fmt::Debug for SecretBytes {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "SecretBytes({} bytes, redacted)", self.range.len())
+    }
+}

@@ -1,0 +1,836 @@
+//! Loading external data: resolve every external tensor's file under the path rules, check its
+//! range against the file size before anything is allocated, verify checksums when asked, then
+//! either copy (one arena for the whole model, filled by parallel positional reads) or, with
+//! `no_copy`, map each file once and lend ranges of it under one shared owner per file.
+
+use std::collections::HashMap;
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use memmap2::{Mmap, MmapMut};
+
+use super::checksum::{matches, sha1_of_file};
+use super::info::{DATA_LOCATION_DEFAULT, ExternalDataInfo, split_part_of, uses_external_data};
+use super::paths::{OpenError, SafeFile, model_dir, normalize_location, open_beneath};
+use super::read_exact_at;
+use crate::bytes::{ByteSpan, Owner};
+use crate::error::{Error, Result};
+use crate::options::ParseOptions;
+use crate::proto::{DataType, ModelProto, TensorProto};
+
+/// One external data file that a load or check opened.
+#[derive(Clone)]
+pub struct ExternalFileInfo {
+    /// The location as normalised (or the override path).
+    pub location: String,
+    /// The file's path (base directory joined with the location).
+    pub path: PathBuf,
+    /// Size in bytes when it was opened.
+    pub size: u64,
+    /// SHA-1 (hex) when it was computed (checksum verification).
+    pub sha1: Option<String>,
+    /// The owner token of the file's memory map (no-copy loads only): every tensor borrowing
+    /// from this file holds a clone of it.
+    pub owner: Option<Owner>,
+}
+
+impl std::fmt::Debug for ExternalFileInfo {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ExternalFileInfo")
+            .field("location", &self.location)
+            .field("path", &self.path)
+            .field("size", &self.size)
+            .field("sha1", &self.sha1)
+            .field("mapped", &self.owner.is_some())
+            .finish()
+    }
+}
+
+/// The `prepacked*` entries of one tensor (ONNX Runtime pre-packed blobs), kept for callers that
+/// use them: the offsets are absolute in `files[file]`.
+#[derive(Debug, Clone)]
+pub struct PrepackedEntries {
+    /// The tensor's name.
+    pub tensor: String,
+    /// Index in [`ExternalLoadReport::files`].
+    pub file: usize,
+    /// The entries as recorded (`key`, `value`), validated.
+    pub entries: Vec<(String, String)>,
+}
+
+/// What [`load_external_data_for_model`] did.
+#[derive(Debug, Clone, Default)]
+pub struct ExternalLoadReport {
+    /// Every file opened, once each.
+    pub files: Vec<ExternalFileInfo>,
+    /// Number of tensors loaded.
+    pub tensors: usize,
+    /// Total bytes of those tensors.
+    pub bytes: u64,
+    /// Tensors that were lent from a memory map (no-copy loads).
+    pub borrowed: usize,
+    /// `prepacked*` entries found (dropped from the tensors, which become inline).
+    pub prepacked: Vec<PrepackedEntries>,
+}
+
+/// What [`check_external_data`] found.
+#[derive(Debug, Default)]
+pub struct ExternalCheckReport {
+    /// Every file opened, once each (with its SHA-1 when checksums were verified).
+    pub files: Vec<ExternalFileInfo>,
+    /// External tensors seen.
+    pub tensors: usize,
+    /// Total bytes they reference.
+    pub bytes: u64,
+    /// `checksum` entries verified.
+    pub checksums_verified: usize,
+    /// Every problem found (empty: all references resolvable, in bounds, sized right, and
+    /// matching their checksums).
+    pub problems: Vec<Error>,
+}
+
+/// One external tensor, resolved.
+struct Ref {
+    /// Position among all tensors, in visitor order.
+    index: usize,
+    tensor: String,
+    file: usize,
+    offset: u64,
+    len: u64,
+    /// Natural alignment of the element type (bytes).
+    elem_align: u64,
+    checksum: Option<String>,
+    prepacked: Vec<(String, String)>,
+}
+
+struct OpenedFile {
+    info: ExternalFileInfo,
+    /// Kept open for the first [`KEEP_OPEN`] files; later ones (models with one file per tensor
+    /// can have thousands) are closed after their checks and opened again, under the same rules,
+    /// when their bytes are needed, so a load never holds more than a bounded number of
+    /// descriptors.
+    file: Option<File>,
+    reopen: Reopen,
+}
+
+/// A file kept open by the plan, or opened again for a while.
+enum Handle<'a> {
+    Kept(&'a File),
+    Reopened(File),
+}
+
+impl std::ops::Deref for Handle<'_> {
+    type Target = File;
+    fn deref(&self) -> &File {
+        match self {
+            Handle::Kept(f) => f,
+            Handle::Reopened(f) => f,
+        }
+    }
+}
+
+/// Files kept open between planning and reading.
+const KEEP_OPEN: usize = 64;
+
+/// How to open a file again.
+enum Reopen {
+    Beneath { dir: PathBuf, rel: PathBuf },
+    Trusted(PathBuf),
+}
+
+impl OpenedFile {
+    /// The open file, or the file opened again under the same rules.
+    fn handle(&self) -> Result<Handle<'_>> {
+        if let Some(f) = &self.file {
+            return Ok(Handle::Kept(f));
+        }
+        let opened = match &self.reopen {
+            Reopen::Beneath { dir, rel } => open_beneath(dir, rel),
+            Reopen::Trusted(p) => open_trusted(p),
+        };
+        match opened {
+            Ok(f) => Ok(Handle::Reopened(f.file)),
+            Err(OpenError::Refused(reason)) => Err(Error::PathRefused {
+                path: self.info.path.clone(),
+                reason: format!("opened again: {reason}"),
+            }),
+            Err(OpenError::Io(e)) => Err(ext_err("", &self.info.path, format!("cannot open: {e}"))),
+        }
+    }
+}
+
+#[derive(Default)]
+struct Plan {
+    files: Vec<OpenedFile>,
+    refs: Vec<Ref>,
+}
+
+/// An external tensor seen by the visitor: (index, name, parsed entries, data type).
+type Pending = (
+    usize,
+    String,
+    std::result::Result<ExternalDataInfo, String>,
+    Option<i32>,
+);
+
+/// Where problems go: `load` stops at the first, `check` collects them all.
+type Sink<'a> = &'a mut dyn FnMut(Error) -> Result<()>;
+
+fn ext_err(tensor: &str, path: &Path, reason: impl Into<String>) -> Error {
+    Error::ExternalData {
+        tensor: tensor.to_string(),
+        path: path.to_path_buf(),
+        reason: reason.into(),
+    }
+}
+
+/// Natural alignment of one element in `raw_data` (1 for sub-byte and unknown types).
+fn elem_align(data_type: Option<i32>) -> u64 {
+    match data_type.and_then(DataType::from_i32) {
+        Some(DataType::Complex64) => 4,
+        Some(DataType::Complex128) => 8,
+        Some(t) => u64::from((t.bits() / 8).clamp(1, 8)),
+        None => 1,
+    }
+}
+
+/// Bytes that `dims` × `data_type` need in `raw_data`, when both are known.
+pub(crate) fn expected_bytes(t: &TensorProto) -> Option<u64> {
+    let dt = DataType::from_i32(t.data_type?)?;
+    let bits = u64::from(dt.bits());
+    if bits == 0 {
+        return None;
+    }
+    let mut n: u64 = 1;
+    for &d in &t.dims {
+        n = n.checked_mul(u64::try_from(d).ok()?)?;
+    }
+    n.checked_mul(bits).map(|b| b.div_ceil(8))
+}
+
+/// How locations map to files: relative to `dir`, or the caller's override for the primary
+/// location and its split parts.
+struct Resolver<'a> {
+    dir: &'a Path,
+    override_path: Option<&'a Path>,
+    primary: Option<PathBuf>,
+    /// (override path?, path) → file index (`None`: failed, already reported).
+    by_key: HashMap<(bool, PathBuf), Option<usize>>,
+}
+
+impl Resolver<'_> {
+    /// The file index of `location` (opening it the first time), `None` after a reported
+    /// failure.
+    fn file_of(
+        &mut self,
+        plan: &mut Plan,
+        tensor: &str,
+        location: &str,
+        sink: Sink<'_>,
+    ) -> Result<Option<usize>> {
+        let rel = match normalize_location(location) {
+            Ok(r) => r,
+            Err(reason) => {
+                sink(Error::PathRefused {
+                    path: location.into(),
+                    reason: format!("location of tensor '{tensor}': {reason}"),
+                })?;
+                return Ok(None);
+            }
+        };
+        // The caller's override replaces the primary location (the first one seen) and its
+        // split parts `PRIMARY.N`.
+        let mut target: Option<PathBuf> = None;
+        if let Some(o) = self.override_path {
+            let primary = self.primary.get_or_insert_with(|| rel.clone()).clone();
+            if rel == primary {
+                target = Some(o.to_path_buf());
+            } else if let Some((base, n)) = split_part_of(&rel.to_string_lossy())
+                && Path::new(base) == primary
+            {
+                let mut p = o.as_os_str().to_os_string();
+                p.push(format!(".{n}"));
+                target = Some(PathBuf::from(p));
+            }
+        }
+        let key = (
+            target.is_some(),
+            target.clone().unwrap_or_else(|| rel.clone()),
+        );
+        if let Some(idx) = self.by_key.get(&key) {
+            return Ok(*idx);
+        }
+        let (opened, path) = match &target {
+            Some(p) => (open_trusted(p), p.clone()),
+            None => (open_beneath(self.dir, &rel), self.dir.join(&rel)),
+        };
+        let idx = match opened {
+            Ok(SafeFile { file, len }) => {
+                let reopen = match &target {
+                    Some(p) => Reopen::Trusted(p.clone()),
+                    None => Reopen::Beneath {
+                        dir: self.dir.to_path_buf(),
+                        rel: rel.clone(),
+                    },
+                };
+                plan.files.push(OpenedFile {
+                    info: ExternalFileInfo {
+                        location: key.1.to_string_lossy().into_owned(),
+                        path,
+                        size: len,
+                        sha1: None,
+                        owner: None,
+                    },
+                    file: (plan.files.len() < KEEP_OPEN).then_some(file),
+                    reopen,
+                });
+                Some(plan.files.len() - 1)
+            }
+            Err(OpenError::Refused(reason)) => {
+                sink(Error::PathRefused {
+                    path: location.into(),
+                    reason: format!("location of tensor '{tensor}': {reason}"),
+                })?;
+                None
+            }
+            Err(OpenError::Io(e)) => {
+                sink(ext_err(tensor, &path, format!("cannot open: {e}")))?;
+                None
+            }
+        };
+        self.by_key.insert(key, idx);
+        Ok(idx)
+    }
+}
+
+/// Opens a caller-given path (trusted: links are followed), still requiring a regular file.
+fn open_trusted(path: &Path) -> Result<SafeFile, OpenError> {
+    let mut o = std::fs::OpenOptions::new();
+    o.read(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        o.custom_flags(libc::O_NONBLOCK | libc::O_CLOEXEC);
+    }
+    let file = o.open(path)?;
+    let meta = file.metadata()?;
+    if !meta.is_file() {
+        return Err(OpenError::Refused("not a regular file".into()));
+    }
+    Ok(SafeFile {
+        len: meta.len(),
+        file,
+    })
+}
+
+/// Resolves every external tensor of `model`: file (path rules), range (bounds, before any
+/// allocation), limits; problems go to `sink`.
+fn plan(
+    model: &ModelProto,
+    dir: &Path,
+    opts: &ParseOptions,
+    only_unloaded: bool,
+    sink: Sink<'_>,
+) -> Result<Plan> {
+    // (index, name, entries, data type) of every external tensor, in visitor order.
+    let mut externals: Vec<Pending> = Vec::new();
+    let mut index = 0usize;
+    model.visit_tensors(&mut |t| {
+        if uses_external_data(t) && !(only_unloaded && t.raw_data.is_some()) {
+            let name = t.name().to_string_lossy().into_owned();
+            externals.push((index, name, ExternalDataInfo::parse(t), t.data_type));
+        }
+        index += 1;
+    });
+    let mut plan = Plan::default();
+    let mut resolver = Resolver {
+        dir,
+        override_path: opts.external_data_location.as_deref(),
+        primary: None,
+        by_key: HashMap::new(),
+    };
+    for (index, name, info, data_type) in externals {
+        let name = name.as_str();
+        let info = match info {
+            Ok(i) => i,
+            Err(reason) => {
+                sink(ext_err(name, dir, reason))?;
+                continue;
+            }
+        };
+        let Some(file) = resolver.file_of(&mut plan, name, &info.location, sink)? else {
+            continue;
+        };
+        let f = &plan.files[file].info;
+        let size = f.size;
+        if info.offset > size {
+            sink(ext_err(
+                name,
+                &f.path,
+                format!(
+                    "offset {} is past the end of the file ({size} bytes)",
+                    info.offset
+                ),
+            ))?;
+            continue;
+        }
+        let len = info.length.unwrap_or(size - info.offset);
+        if info.offset.checked_add(len).is_none_or(|end| end > size) {
+            sink(ext_err(
+                name,
+                &f.path,
+                format!(
+                    "offset {} + length {len} runs past the end of the file ({size} bytes)",
+                    info.offset
+                ),
+            ))?;
+            continue;
+        }
+        if usize::try_from(len).is_err() {
+            sink(ext_err(
+                name,
+                &f.path,
+                format!("{len} bytes do not fit in memory"),
+            ))?;
+            continue;
+        }
+        if opts.max_tensor_size_bytes > 0 && len > opts.max_tensor_size_bytes {
+            sink(Error::LimitExceeded(format!(
+                "external data of tensor '{name}' ({len} bytes in {}) exceeds \
+                 max_tensor_size_bytes {}",
+                f.path.display(),
+                opts.max_tensor_size_bytes
+            )))?;
+            continue;
+        }
+        plan.refs.push(Ref {
+            index,
+            tensor: name.to_string(),
+            file,
+            offset: info.offset,
+            len,
+            elem_align: elem_align(data_type),
+            checksum: info.checksum,
+            prepacked: info.prepacked,
+        });
+    }
+    Ok(plan)
+}
+
+/// Verifies the `checksum` entries (SHA-1 of the whole file), each file hashed once; returns the
+/// number of entries verified.
+fn verify_checksums(
+    plan: &mut Plan,
+    sink: Sink<'_>,
+    progress: Option<&(dyn Fn(u64) + Sync)>,
+) -> Result<usize> {
+    let mut verified = 0;
+    let mut digests: HashMap<usize, Option<String>> = HashMap::new();
+    for r in &plan.refs {
+        let Some(recorded) = &r.checksum else {
+            continue;
+        };
+        let f = &mut plan.files[r.file];
+        let digest = match digests.get(&r.file) {
+            Some(d) => d.clone(),
+            None => {
+                let hashed = f.handle().and_then(|h| {
+                    sha1_of_file(&h, f.info.size, progress)
+                        .map_err(|e| ext_err(&r.tensor, &f.info.path, format!("cannot read: {e}")))
+                });
+                let d = match hashed {
+                    Ok(d) => Some(d),
+                    Err(e) => {
+                        sink(e)?;
+                        None
+                    }
+                };
+                f.info.sha1 = d.clone();
+                digests.insert(r.file, d.clone());
+                d
+            }
+        };
+        let Some(digest) = digest else { continue };
+        if matches(recorded, &digest) {
+            verified += 1;
+        } else {
+            sink(ext_err(
+                &r.tensor,
+                &f.info.path,
+                format!("checksum mismatch: recorded SHA-1 {recorded}, the file has {digest}"),
+            ))?;
+        }
+    }
+    Ok(verified)
+}
+
+/// The copy-mode destination of every tensor: one anonymous region (huge pages where the kernel
+/// allows) freed when the last tensor range is dropped.
+struct LoadArena {
+    _map: MmapMut,
+}
+
+/// A read-only map of one weight file: the owner token of every tensor borrowing from it.
+struct WeightMap {
+    map: Option<Mmap>,
+}
+
+impl AsRef<[u8]> for WeightMap {
+    fn as_ref(&self) -> &[u8] {
+        self.map.as_deref().unwrap_or(&[])
+    }
+}
+
+const PIECE: usize = 8 << 20;
+
+/// One read of a copy-mode load: (index in `Plan::refs`, file offset, destination).
+type Task<'a> = (usize, u64, &'a mut [u8]);
+
+fn align_up(v: u64, a: u64) -> Option<u64> {
+    if a <= 1 {
+        return Some(v);
+    }
+    v.checked_add(a - 1).map(|x| x & !(a - 1))
+}
+
+/// Copy mode: every tensor gets an exclusive range of one arena, filled by positional reads
+/// (in parallel on `threads` threads).
+fn fill_copy(plan: &Plan, threads: usize, align: u64) -> Result<Vec<ByteSpan>> {
+    let mut starts = Vec::with_capacity(plan.refs.len());
+    let mut total = 0u64;
+    for r in &plan.refs {
+        let start = align_up(total, align).ok_or_else(too_big)?;
+        starts.push(start);
+        total = start.checked_add(r.len).ok_or_else(too_big)?;
+    }
+    let total = usize::try_from(total).map_err(|_| too_big())?;
+    if total == 0 {
+        return Ok(plan.refs.iter().map(|_| ByteSpan::new()).collect());
+    }
+    let mut map = MmapMut::map_anon(total)
+        .map_err(|e| Error::LimitExceeded(format!("cannot allocate {total} bytes: {e}")))?;
+    if total >= PIECE {
+        let _ = map.advise(memmap2::Advice::HugePage);
+    }
+    {
+        // Split the arena into (ref, file offset, destination piece) tasks.
+        let mut tasks: Vec<Task<'_>> = Vec::new();
+        let mut rest: &mut [u8] = &mut map;
+        let mut consumed = 0usize;
+        for (i, r) in plan.refs.iter().enumerate() {
+            let start = starts[i] as usize;
+            let (_, tail) = std::mem::take(&mut rest).split_at_mut(start - consumed);
+            let (mut dst, tail) = tail.split_at_mut(r.len as usize);
+            rest = tail;
+            consumed = start + r.len as usize;
+            let mut off = r.offset;
+            while !dst.is_empty() {
+                let n = dst.len().min(PIECE);
+                let (piece, more) = std::mem::take(&mut dst).split_at_mut(n);
+                tasks.push((i, off, piece));
+                off += n as u64;
+                dst = more;
+            }
+        }
+        // Pieces of files kept open are read in any order; the others are grouped per file
+        // (each opened again once, at most one per thread at a time).
+        let (mut open, closed): (Vec<_>, Vec<_>) = tasks
+            .into_iter()
+            .partition(|(i, _, _)| plan.files[plan.refs[*i].file].file.is_some());
+        let mut groups: HashMap<usize, Vec<Task<'_>>> = HashMap::new();
+        for t in closed {
+            groups.entry(plan.refs[t.0].file).or_default().push(t);
+        }
+        let mut groups: Vec<_> = groups.into_iter().collect();
+        let read = |file: &File, (i, off, piece): &mut Task<'_>| -> Result<()> {
+            let r = &plan.refs[*i];
+            read_exact_at(file, piece, *off).map_err(|e| {
+                ext_err(
+                    &r.tensor,
+                    &plan.files[r.file].info.path,
+                    format!("read failed: {e}"),
+                )
+            })
+        };
+        let read_open = |t: &mut Task<'_>| -> Result<()> {
+            let f = plan.files[plan.refs[t.0].file]
+                .file
+                .as_ref()
+                .expect("kept open");
+            read(f, t)
+        };
+        let read_group = |(file, tasks): &mut (usize, Vec<Task<'_>>)| -> Result<()> {
+            let f = plan.files[*file].handle()?;
+            tasks.iter_mut().try_for_each(|t| read(&f, t))
+        };
+        let pool = if threads > 1 && open.len() + groups.len() > 1 {
+            crate::model::thread_pool(threads)
+        } else {
+            None
+        };
+        match pool {
+            Some(pool) => {
+                use rayon::prelude::*;
+                pool.install(|| {
+                    open.par_iter_mut().try_for_each(read_open)?;
+                    groups.par_iter_mut().try_for_each(read_group)
+                })?
+            }
+            None => {
+                open.iter_mut().try_for_each(read_open)?;
+                groups.iter_mut().try_for_each(read_group)?
+            }
+        }
+    }
+    let base = map.as_mut_ptr();
+    let owner: Owner = Arc::new(LoadArena { _map: map });
+    Ok(plan
+        .refs
+        .iter()
+        .zip(&starts)
+        .map(|(r, &start)| {
+            // SAFETY: `start..start+len` lies inside the arena (sizes computed above), the
+            // ranges are pairwise disjoint, the arena is writable and kept alive by `owner`, and
+            // no other reference to it remains (the task slices are gone).
+            unsafe {
+                ByteSpan::from_arena_range(base.add(start as usize), r.len as usize, owner.clone())
+            }
+        })
+        .collect())
+}
+
+fn too_big() -> Error {
+    Error::LimitExceeded("external data does not fit in memory".into())
+}
+
+/// No-copy mode: each file is mapped once; tensors of at least `threshold` bytes whose offset
+/// suits their element type borrow from the map (holding its owner), others are copied.
+fn fill_no_copy(plan: &mut Plan, threshold: u64) -> Result<(Vec<ByteSpan>, usize)> {
+    let mut maps: Vec<Option<Arc<WeightMap>>> = vec![None; plan.files.len()];
+    let mut out = Vec::with_capacity(plan.refs.len());
+    let mut borrowed = 0;
+    for r in &plan.refs {
+        let f = &mut plan.files[r.file];
+        let map = match &maps[r.file] {
+            Some(m) => m.clone(),
+            None => {
+                let m = if f.info.size == 0 {
+                    WeightMap { map: None }
+                } else {
+                    // SAFETY: a read-only, private mapping of a file this library never writes
+                    // in place (saves write a temporary file and rename it). Another process
+                    // truncating the file while it is mapped is outside the contract (SIGBUS),
+                    // as for every mmap-based loader; documented in docs/external-data.md.
+                    let handle = f.handle()?;
+                    let map = unsafe { Mmap::map(&*handle) }.map_err(|e| {
+                        ext_err(&r.tensor, &f.info.path, format!("cannot map: {e}"))
+                    })?;
+                    WeightMap { map: Some(map) }
+                };
+                let m = Arc::new(m);
+                f.info.owner = Some(m.clone() as Owner);
+                maps[r.file] = Some(m.clone());
+                m
+            }
+        };
+        let (start, end) = (r.offset as usize, (r.offset + r.len) as usize);
+        let bytes = (*map).as_ref();
+        if end > bytes.len() {
+            return Err(ext_err(
+                &r.tensor,
+                &f.info.path,
+                format!("the file shrank to {} bytes while loading", bytes.len()),
+            ));
+        }
+        if r.len >= threshold && r.offset % r.elem_align == 0 {
+            out.push(ByteSpan::from_shared(map.clone(), start..end));
+            borrowed += 1;
+        } else {
+            out.push(ByteSpan::from_vec(bytes[start..end].to_vec()));
+        }
+    }
+    Ok((out, borrowed))
+}
+
+/// Loads the external data of every tensor of `model` (initializers, sparse initializers,
+/// attribute tensors, subgraphs, functions, training graphs) from files relative to `base_dir`
+/// (or `opts.external_data_location` for the primary file), like onnx's
+/// `load_external_data_for_model`: each loaded tensor gets its bytes in `raw_data`, its
+/// `external_data` entries are removed and `data_location` becomes DEFAULT.
+///
+/// - copy mode: one arena for all tensors, filled by positional reads on `opts.num_threads`
+///   threads; each tensor owns its range;
+/// - `opts.no_copy`: each file is mapped ONCE and tensors of at least `raw_data_threshold` bytes
+///   borrow from the map under one shared owner token per file (the data stays valid after the
+///   model is dropped while a token is held). A tensor whose offset is not a multiple of its
+///   element size is copied instead (a borrowed pointer would be misaligned for its type).
+///
+/// Every location obeys the path rules (see `paths`); every range is checked against the file
+/// size before anything is allocated; `opts.verify_external_checksums` verifies `checksum`
+/// entries. On error the model is unchanged.
+pub fn load_external_data_for_model(
+    model: &mut ModelProto,
+    base_dir: impl AsRef<Path>,
+    opts: &ParseOptions,
+) -> Result<ExternalLoadReport> {
+    opts.validate()?;
+    let dir = base_dir.as_ref();
+    let mut stop = |e: Error| Err(e);
+    let mut plan = plan(model, dir, opts, false, &mut stop)?;
+    if plan.refs.is_empty() {
+        return Ok(ExternalLoadReport::default());
+    }
+    if opts.verify_external_checksums {
+        verify_checksums(&mut plan, &mut stop, None)?;
+    }
+    let (spans, borrowed) = if opts.no_copy {
+        fill_no_copy(&mut plan, opts.raw_data_threshold)?
+    } else {
+        let align = opts.alignment.max(64);
+        (fill_copy(&plan, opts.threads(), align)?, 0)
+    };
+    let mut report = ExternalLoadReport {
+        tensors: plan.refs.len(),
+        bytes: plan.refs.iter().map(|r| r.len).sum(),
+        borrowed,
+        ..Default::default()
+    };
+    // Apply, in visitor order.
+    let mut slots: Vec<Option<ByteSpan>> = Vec::new();
+    for (r, span) in plan.refs.iter_mut().zip(spans) {
+        if slots.len() <= r.index {
+            slots.resize_with(r.index + 1, || None);
+        }
+        slots[r.index] = Some(span);
+        if !r.prepacked.is_empty() {
+            report.prepacked.push(PrepackedEntries {
+                tensor: r.tensor.clone(),
+                file: r.file,
+                entries: std::mem::take(&mut r.prepacked),
+            });
+        }
+    }
+    let mut index = 0usize;
+    model.visit_tensors_mut(&mut |t| {
+        if let Some(span) = slots.get_mut(index).and_then(Option::take) {
+            t.raw_data = Some(span);
+            t.external_data.clear();
+            t.data_location = Some(DATA_LOCATION_DEFAULT);
+        }
+        index += 1;
+    });
+    report.files = plan.files.into_iter().map(|f| f.info).collect();
+    Ok(report)
+}
+
+/// Checks every external reference of `model` without loading anything: each location obeys the
+/// path rules and opens, each range lies inside its file, each `length` matches the tensor's
+/// dims × element type, and (with `verify`) each `checksum` matches its file. All
+/// problems are collected in the report. `progress` gets the bytes hashed.
+pub fn check_external_data(
+    model: &ModelProto,
+    base_dir: impl AsRef<Path>,
+    opts: &ParseOptions,
+    verify: bool,
+    progress: Option<&(dyn Fn(u64) + Sync)>,
+) -> ExternalCheckReport {
+    let mut report = ExternalCheckReport::default();
+    let mut problems = Vec::new();
+    let mut collect = |e: Error| {
+        problems.push(e);
+        Ok(())
+    };
+    let Ok(mut plan) = plan(model, base_dir.as_ref(), opts, false, &mut collect) else {
+        unreachable!("the collecting sink never fails");
+    };
+    // dims × type against the referenced length.
+    let mut index = 0usize;
+    let mut by_index: HashMap<usize, &Ref> = plan.refs.iter().map(|r| (r.index, r)).collect();
+    model.visit_tensors(&mut |t| {
+        if let Some(r) = by_index.remove(&index)
+            && let Some(want) = expected_bytes(t)
+            && want != r.len
+        {
+            collect(ext_err(
+                &r.tensor,
+                &plan.files[r.file].info.path,
+                format!(
+                    "length {} does not match dims {:?} of its element type ({want} bytes)",
+                    r.len, t.dims
+                ),
+            ))
+            .ok();
+        }
+        index += 1;
+    });
+    drop(by_index);
+    report.tensors = plan.refs.len();
+    report.bytes = plan.refs.iter().map(|r| r.len).sum();
+    if verify {
+        report.checksums_verified =
+            verify_checksums(&mut plan, &mut collect, progress).unwrap_or(0);
+    }
+    report.files = plan.files.into_iter().map(|f| f.info).collect();
+    report.problems = problems;
+    report
+}
+
+/// Maps the external data of every still-external tensor of `model` (relative to `dir`, under
+/// the same rules as a load) without changing the model: the spans are keyed by the tensor's
+/// address and borrow from one map per file (misaligned ranges are copied). Used by saves of
+/// models whose external data was not loaded.
+pub(crate) fn map_external_tensors(
+    model: &ModelProto,
+    dir: &Path,
+) -> Result<HashMap<*const TensorProto, ByteSpan>> {
+    let opts = ParseOptions {
+        no_copy: true,
+        raw_data_threshold: 0,
+        ..ParseOptions::default()
+    };
+    let mut stop = |e: Error| Err(e);
+    let mut plan = plan(model, dir, &opts, true, &mut stop)?;
+    let (spans, _) = fill_no_copy(&mut plan, 0)?;
+    let mut by_index: HashMap<usize, ByteSpan> =
+        plan.refs.iter().map(|r| r.index).zip(spans).collect();
+    let mut out = HashMap::new();
+    let mut index = 0usize;
+    model.visit_tensors(&mut |t| {
+        if let Some(span) = by_index.remove(&index) {
+            out.insert(t as *const TensorProto, span);
+        }
+        index += 1;
+    });
+    Ok(out)
+}
+
+/// Whether any tensor of `model` uses external data.
+pub fn has_external_data(model: &ModelProto) -> bool {
+    let mut any = false;
+    model.visit_tensors(&mut |t| any |= uses_external_data(t));
+    any
+}
+
+/// The hook of file (and bytes) loads: loads external data when `opts.load_external_data` and a
+/// base directory is known (`external_data_dir`, else the model file's directory).
+pub(crate) fn load_after_parse(
+    model: &mut ModelProto,
+    model_path: Option<&Path>,
+    opts: &ParseOptions,
+) -> Result<()> {
+    if !opts.load_external_data || opts.skip_raw_data || !has_external_data(model) {
+        return Ok(());
+    }
+    let dir = match (
+        &opts.external_data_dir,
+        model_path,
+        &opts.external_data_location,
+    ) {
+        (Some(d), _, _) => d.clone(),
+        (None, Some(p), _) => model_dir(p),
+        (None, None, Some(o)) => model_dir(o),
+        (None, None, None) => return Ok(()),
+    };
+    load_external_data_for_model(model, dir, opts).map(|_| ())
+}

@@ -1,0 +1,90 @@
+//! External data (`../shared/reference/formats.md` §1, seeds 000–002): tensors whose bytes live
+//! in files beside the `.onnx`.
+//!
+//! - [`load_external_data_for_model`]: read them (copy, or no-copy: one map per file, one shared
+//!   owner token per file); file loads call it automatically (`ParseOptions::load_external_data`);
+//! - [`save_model_with_external_data`]: write a model with its large tensors in one file, split
+//!   files or one file per tensor, aligned, with checksums, without changing the model;
+//! - [`consolidate_tensors_to_buffer`]: seed 000's `ConsolidateTensorsToBuffer`;
+//! - [`check_external_data`]: resolve and verify every reference without loading;
+//! - the path rules ([`normalize_location`] and the safe opens of `paths`), on load and on save;
+//! - [`ExternalDataInfo`]: the `external_data` entries.
+//!
+//! Every operation reaches every tensor of a model through the generated tensor visitor
+//! (`visit_tensors` / `visit_tensors_mut`): initializers, sparse initializers (values and
+//! indices), node attributes `t`, `tensors`, `sparse_tensor(s)`, subgraphs `g` / `graphs`
+//! recursively, function bodies and training graphs. See `docs/external-data.md`.
+
+mod checksum;
+mod consolidate;
+mod info;
+mod load;
+mod paths;
+mod save;
+
+pub use checksum::{Sha1Hasher, sha1_hex};
+pub use consolidate::{TensorBuffer, consolidate_tensors_to_buffer};
+pub use info::{
+    DATA_LOCATION_DEFAULT, DATA_LOCATION_EXTERNAL, ExternalDataInfo, PrepackedBuffer, parse_number,
+    parse_prepacked, split_file_name, split_part_of, uses_external_data,
+};
+pub use load::{
+    ExternalCheckReport, ExternalFileInfo, ExternalLoadReport, PrepackedEntries,
+    check_external_data, has_external_data, load_external_data_for_model,
+};
+pub use paths::{ORT_MEM_ADDR_TAG, model_dir, normalize_location};
+pub use save::{
+    SaveReport, SavedFile, save_model_with_external_data, save_model_with_external_data_progress,
+};
+
+pub(crate) use load::load_after_parse;
+
+use std::fs::File;
+use std::io;
+
+/// Reads exactly `buf.len()` bytes at `offset` (positional: the file cursor is not used, so any
+/// number of threads may read one file at once).
+pub(crate) fn read_exact_at(file: &File, buf: &mut [u8], offset: u64) -> io::Result<()> {
+    #[cfg(unix)]
+    {
+        std::os::unix::fs::FileExt::read_exact_at(file, buf, offset)
+    }
+    #[cfg(windows)]
+    {
+        use std::os::windows::fs::FileExt;
+        let (mut buf, mut offset) = (buf, offset);
+        while !buf.is_empty() {
+            match file.seek_read(buf, offset)? {
+                0 => return Err(io::ErrorKind::UnexpectedEof.into()),
+                n => {
+                    buf = &mut buf[n..];
+                    offset += n as u64;
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Writes all of `buf` at `offset` (positional, like [`read_exact_at`]).
+pub(crate) fn write_all_at(file: &File, buf: &[u8], offset: u64) -> io::Result<()> {
+    #[cfg(unix)]
+    {
+        std::os::unix::fs::FileExt::write_all_at(file, buf, offset)
+    }
+    #[cfg(windows)]
+    {
+        use std::os::windows::fs::FileExt;
+        let (mut buf, mut offset) = (buf, offset);
+        while !buf.is_empty() {
+            match file.seek_write(buf, offset)? {
+                0 => return Err(io::ErrorKind::WriteZero.into()),
+                n => {
+                    buf = &buf[n..];
+                    offset += n as u64;
+                }
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,711 @@
+//! Path safety of external data (`../shared/reference/formats.md` §1), on load AND on save.
+//!
+//! | rule | advisory |
+//! |---|---|
+//! | empty or absolute location (leading `/` or `\`, drive letter, `:`) refused | CVE-2022-25882 |
+//! | `..` left after lexical normalisation refused | CVE-2022-25882, CVE-2024-27318 |
+//! | symbolic links (final component AND every parent) and non-regular files refused | CVE-2026-34447 |
+//! | canonical containment: the opened file must lie inside the model directory | CVE-2026-27489 |
+//! | files with more than one hard link refused | CVE-2026-34446 |
+//! | the same rules on save: nothing is written outside the target directory | CVE-2025-51480 |
+//! | the ONNX Runtime tag `*/_ORT_MEM_ADDR_/*` is never honoured from a file | — |
+//!
+//! Opening is race-free on Linux: `openat2(RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS |
+//! RESOLVE_NO_MAGICLINKS)` relative to the directory's descriptor, falling back (old kernels,
+//! seccomp) to a component-by-component walk with `O_NOFOLLOW`; both with `O_CLOEXEC`, and
+//! `O_NONBLOCK` so that a FIFO cannot block the open. The type, link count and canonical location
+//! are then checked on the opened descriptor itself. Saving walks the same way, creates the
+//! temporary file with `O_EXCL | O_NOFOLLOW` in the checked directory and renames it there.
+
+use std::ffi::OsString;
+use std::fs::File;
+use std::io;
+use std::path::{Component, Path, PathBuf};
+
+/// Why a file could not be opened: a refusal by a rule, or an ordinary I/O failure.
+#[derive(Debug)]
+pub(crate) enum OpenError {
+    /// A path-safety rule refused the path.
+    Refused(String),
+    /// The file system said no (not found, permission, ...).
+    Io(io::Error),
+}
+
+impl From<io::Error> for OpenError {
+    fn from(e: io::Error) -> Self {
+        OpenError::Io(e)
+    }
+}
+
+/// The ONNX Runtime tag for "the bytes are at a raw memory address" (never honoured from a file).
+pub const ORT_MEM_ADDR_TAG: &str = "_ORT_MEM_ADDR_";
+
+/// Checks an external-data `location` lexically and returns its normalised relative form
+/// (`a/./b` → `a/b`, `a/../b` → `b`). `/` and `\` both separate components, on every platform.
+///
+/// Refused: empty; NUL bytes; absolute paths (leading `/` or `\`), drive letters and any `:`
+/// (drive or NTFS stream separator); a `..` that remains after normalisation (it would leave the
+/// directory); a location naming the directory itself; the `_ORT_MEM_ADDR_` tag.
+pub fn normalize_location(location: &str) -> Result<PathBuf, String> {
+    if location.is_empty() {
+        return Err("empty location".into());
+    }
+    if location.contains('\0') {
+        return Err("location contains a NUL byte".into());
+    }
+    if location.contains(ORT_MEM_ADDR_TAG) {
+        return Err(format!(
+            "the ONNX Runtime in-memory address tag */{ORT_MEM_ADDR_TAG}/* is never honoured \
+             from a file"
+        ));
+    }
+    if location.starts_with('/') || location.starts_with('\\') {
+        return Err(
+            "absolute path (only paths relative to the model directory are allowed)".into(),
+        );
+    }
+    let b = location.as_bytes();
+    if b.len() >= 2 && b[0].is_ascii_alphabetic() && b[1] == b':' {
+        return Err(
+            "drive-letter path (only paths relative to the model directory are allowed)".into(),
+        );
+    }
+    if location.contains(':') {
+        return Err("':' (drive or stream separator) is not allowed in a location".into());
+    }
+    let mut parts: Vec<&str> = Vec::new();
+    for comp in location.split(['/', '\\']) {
+        match comp {
+            "" | "." => {}
+            ".." => {
+                if parts.pop().is_none() {
+                    return Err("'..' leaves the model directory".into());
+                }
+            }
+            c => parts.push(c),
+        }
+    }
+    if parts.is_empty() {
+        return Err("location names the model directory itself, not a file".into());
+    }
+    Ok(parts.iter().collect())
+}
+
+/// The directory of a model file (`.` for a bare file name).
+pub fn model_dir(model_path: &Path) -> PathBuf {
+    match model_path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => PathBuf::from("."),
+    }
+}
+
+/// An external data file opened for reading under every rule, with its size.
+pub(crate) struct SafeFile {
+    pub(crate) file: File,
+    pub(crate) len: u64,
+}
+
+/// Opens `rel` (a normalised location) for reading beneath `dir`, under every rule.
+pub(crate) fn open_beneath(dir: &Path, rel: &Path) -> Result<SafeFile, OpenError> {
+    debug_assert!(rel.components().all(|c| matches!(c, Component::Normal(_))));
+    let file = imp::open_beneath(dir, rel)?;
+    let meta = file.metadata()?;
+    check_opened(&meta)?;
+    check_containment(dir, &file, rel)?;
+    Ok(SafeFile {
+        len: meta.len(),
+        file,
+    })
+}
+
+/// Type and link-count rules on an opened file.
+fn check_opened(meta: &std::fs::Metadata) -> Result<(), OpenError> {
+    if !meta.file_type().is_file() {
+        return Err(OpenError::Refused(
+            "not a regular file (directory, FIFO, socket or device)".into(),
+        ));
+    }
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        if meta.nlink() > 1 {
+            return Err(OpenError::Refused(format!(
+                "the file has {} hard links (a hard link can point outside the model directory)",
+                meta.nlink()
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Canonical containment: the file actually opened lies inside `dir`.
+fn check_containment(dir: &Path, file: &File, rel: &Path) -> Result<(), OpenError> {
+    let canon_dir = dir.canonicalize()?;
+    let actual = imp::fd_path(file).or_else(|_| dir.join(rel).canonicalize())?;
+    if actual.starts_with(&canon_dir) && actual != canon_dir {
+        Ok(())
+    } else {
+        Err(OpenError::Refused(format!(
+            "resolves to {}, outside the model directory {}",
+            actual.display(),
+            canon_dir.display()
+        )))
+    }
+}
+
+/// A weight file being written under a temporary name in its checked directory; `commit`
+/// syncs it (when asked) and renames it over the destination. Dropped without commit, the
+/// temporary file is removed and the destination is untouched.
+pub(crate) struct AtomicOut {
+    inner: imp::AtomicOut,
+}
+
+impl AtomicOut {
+    /// Checks `rel` (a normalised location) beneath `dir` for writing and creates the temporary
+    /// file. Missing parent directories inside `dir` are created. Refused: a symbolic link on
+    /// the way or at the destination, a destination that is not a regular file or has more
+    /// than one hard link, a directory outside `dir`.
+    pub(crate) fn create(dir: &Path, rel: &Path) -> Result<Self, OpenError> {
+        debug_assert!(rel.components().all(|c| matches!(c, Component::Normal(_))));
+        Ok(Self {
+            inner: imp::AtomicOut::create(dir, rel)?,
+        })
+    }
+
+    /// Checks (and creates the parent directories of) a destination like [`AtomicOut::create`]
+    /// without creating anything else or keeping a descriptor open.
+    pub(crate) fn check(dir: &Path, rel: &Path) -> Result<(), OpenError> {
+        imp::AtomicOut::prepare(dir, rel).map(drop)
+    }
+
+    /// The temporary file.
+    pub(crate) fn file(&self) -> &File {
+        self.inner.file()
+    }
+
+    /// Syncs (when `sync`) and renames the temporary file over the destination.
+    pub(crate) fn commit(self, sync: bool) -> io::Result<()> {
+        self.inner.commit(sync)
+    }
+}
+
+fn file_name_of(rel: &Path) -> io::Result<OsString> {
+    rel.file_name()
+        .map(|n| n.to_os_string())
+        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "no file name"))
+}
+
+fn temp_name(name: &std::ffi::OsStr, attempt: u32) -> OsString {
+    let mut t = OsString::from(".");
+    t.push(name);
+    t.push(format!(".tmp-{}-{attempt}", std::process::id()));
+    t
+}
+
+#[cfg(unix)]
+mod imp {
+    use super::{OpenError, file_name_of, temp_name};
+    use std::ffi::{CString, OsStr};
+    use std::fs::{File, OpenOptions};
+    use std::io;
+    use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+    use std::os::unix::ffi::OsStrExt;
+    use std::os::unix::fs::OpenOptionsExt;
+    use std::path::{Component, Path, PathBuf};
+
+    fn cstr(s: &OsStr) -> io::Result<CString> {
+        CString::new(s.as_bytes())
+            .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "path contains a NUL byte"))
+    }
+
+    /// The trusted base directory, opened as a directory.
+    fn open_dir(dir: &Path) -> io::Result<File> {
+        OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_DIRECTORY | libc::O_CLOEXEC)
+            .open(dir)
+    }
+
+    /// `openat(dirfd, name, flags)` into an owned descriptor.
+    fn openat(dirfd: &impl AsRawFd, name: &OsStr, flags: i32, mode: u32) -> io::Result<File> {
+        let c = cstr(name)?;
+        // SAFETY: `c` is a NUL-terminated string alive for the call; `dirfd` is an open
+        // descriptor; the result is checked before it is wrapped.
+        let fd = unsafe { libc::openat(dirfd.as_raw_fd(), c.as_ptr(), flags, mode) };
+        if fd < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: `fd` is a fresh descriptor that nothing else owns.
+        Ok(File::from(unsafe { OwnedFd::from_raw_fd(fd) }))
+    }
+
+    /// Maps the errors of a no-follow open to refusals where a rule was hit.
+    fn classify(e: io::Error, what: &str) -> OpenError {
+        match e.raw_os_error() {
+            Some(libc::ELOOP) => OpenError::Refused(format!(
+                "{what} is or passes through a symbolic link (links are never followed)"
+            )),
+            Some(libc::EXDEV) => {
+                OpenError::Refused(format!("{what} resolves outside the model directory"))
+            }
+            // open(2) of a UNIX socket.
+            Some(libc::ENXIO) => {
+                OpenError::Refused(format!("{what} is not a regular file (socket or device)"))
+            }
+            _ => OpenError::Io(e),
+        }
+    }
+
+    const READ_FLAGS: i32 = libc::O_RDONLY | libc::O_CLOEXEC | libc::O_NOFOLLOW | libc::O_NONBLOCK;
+
+    #[cfg(target_os = "linux")]
+    fn openat2_beneath(dir: &File, rel: &Path) -> Option<io::Result<File>> {
+        let c = match cstr(rel.as_os_str()) {
+            Ok(c) => c,
+            Err(e) => return Some(Err(e)),
+        };
+        // SAFETY: `open_how` is plain integers; all-zero is a valid value.
+        let mut how: libc::open_how = unsafe { std::mem::zeroed() };
+        how.flags = READ_FLAGS as u64;
+        how.resolve =
+            libc::RESOLVE_BENEATH | libc::RESOLVE_NO_SYMLINKS | libc::RESOLVE_NO_MAGICLINKS;
+        // SAFETY: openat2(2) with a live directory descriptor, a NUL-terminated path and a
+        // properly sized `open_how` that outlives the call.
+        let fd = unsafe {
+            libc::syscall(
+                libc::SYS_openat2,
+                dir.as_raw_fd(),
+                c.as_ptr(),
+                &how as *const libc::open_how,
+                size_of::<libc::open_how>(),
+            )
+        };
+        if fd < 0 {
+            let e = io::Error::last_os_error();
+            return match e.raw_os_error() {
+                // Not available (old kernel, seccomp filter): use the portable walk.
+                Some(libc::ENOSYS) | Some(libc::EPERM) | Some(libc::EINVAL) => None,
+                _ => Some(Err(e)),
+            };
+        }
+        // SAFETY: `fd` is a fresh descriptor that nothing else owns.
+        Some(Ok(File::from(unsafe { OwnedFd::from_raw_fd(fd as i32) })))
+    }
+
+    /// Walks the parent components of `rel` from `dir` without following links; `create`
+    /// makes missing directories.
+    fn walk_parents(dir: &Path, rel: &Path, create: bool) -> Result<File, OpenError> {
+        let mut cur = open_dir(dir)?;
+        let comps: Vec<_> = rel.components().collect();
+        for comp in &comps[..comps.len().saturating_sub(1)] {
+            let Component::Normal(name) = comp else {
+                return Err(OpenError::Refused("not a normalised relative path".into()));
+            };
+            let flags = libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC;
+            cur = match openat(&cur, name, flags, 0) {
+                Ok(f) => f,
+                Err(e) if create && e.raw_os_error() == Some(libc::ENOENT) => {
+                    let c = cstr(name)?;
+                    // SAFETY: live directory descriptor and NUL-terminated name.
+                    if unsafe { libc::mkdirat(cur.as_raw_fd(), c.as_ptr(), 0o777) } != 0 {
+                        let e = io::Error::last_os_error();
+                        if e.raw_os_error() != Some(libc::EEXIST) {
+                            return Err(OpenError::Io(e));
+                        }
+                    }
+                    openat(&cur, name, flags, 0).map_err(|e| classify_dir(e, name))?
+                }
+                Err(e) => return Err(classify_dir(e, name)),
+            };
+        }
+        Ok(cur)
+    }
+
+    fn classify_dir(e: io::Error, name: &OsStr) -> OpenError {
+        let what = format!("directory '{}'", name.to_string_lossy());
+        if e.raw_os_error() == Some(libc::ENOTDIR) {
+            // O_DIRECTORY | O_NOFOLLOW on a symbolic link reports ENOTDIR on some systems.
+            return OpenError::Refused(format!(
+                "{what} is not a directory (or is a symbolic link, which is never followed)"
+            ));
+        }
+        classify(e, &what)
+    }
+
+    pub(super) fn open_beneath(dir: &Path, rel: &Path) -> Result<File, OpenError> {
+        #[cfg(target_os = "linux")]
+        {
+            let d = open_dir(dir)?;
+            if let Some(r) = openat2_beneath(&d, rel) {
+                return r.map_err(|e| classify(e, "the location"));
+            }
+        }
+        open_beneath_walk(dir, rel)
+    }
+
+    /// The portable way (and the fallback where openat2 is missing): walk the parents with
+    /// `O_NOFOLLOW | O_DIRECTORY`, then open the file with `O_NOFOLLOW`.
+    pub(super) fn open_beneath_walk(dir: &Path, rel: &Path) -> Result<File, OpenError> {
+        let parent = walk_parents(dir, rel, false)?;
+        let name = rel.file_name().unwrap_or_default();
+        openat(&parent, name, READ_FLAGS, 0).map_err(|e| classify(e, "the location"))
+    }
+
+    /// The path the kernel has for an open descriptor.
+    pub(super) fn fd_path(file: &File) -> io::Result<PathBuf> {
+        #[cfg(target_os = "linux")]
+        {
+            std::fs::read_link(format!("/proc/self/fd/{}", file.as_raw_fd()))
+        }
+        #[cfg(not(target_os = "linux"))]
+        {
+            let _ = file;
+            Err(io::Error::from(io::ErrorKind::Unsupported))
+        }
+    }
+
+    pub(super) struct AtomicOut {
+        file: Option<File>,
+        parent: File,
+        temp: CString,
+        name: CString,
+    }
+
+    impl AtomicOut {
+        pub(super) fn create(dir: &Path, rel: &Path) -> Result<Self, OpenError> {
+            let (parent, name_os, name) = Self::prepare(dir, rel)?;
+            let mut attempt = 0u32;
+            loop {
+                let temp_os = temp_name(&name_os, attempt);
+                let flags = libc::O_WRONLY
+                    | libc::O_CREAT
+                    | libc::O_EXCL
+                    | libc::O_NOFOLLOW
+                    | libc::O_CLOEXEC;
+                match openat(&parent, &temp_os, flags, 0o666) {
+                    Ok(file) => {
+                        return Ok(Self {
+                            file: Some(file),
+                            temp: cstr(&temp_os)?,
+                            parent,
+                            name,
+                        });
+                    }
+                    Err(e) if e.kind() == io::ErrorKind::AlreadyExists && attempt < 1000 => {
+                        attempt += 1
+                    }
+                    Err(e) => return Err(OpenError::Io(e)),
+                }
+            }
+        }
+
+        /// Walks to (creating) the parent directory and checks the destination; returns the
+        /// directory and the destination's name.
+        pub(super) fn prepare(
+            dir: &Path,
+            rel: &Path,
+        ) -> Result<(File, std::ffi::OsString, CString), OpenError> {
+            let parent = walk_parents(dir, rel, true)?;
+            // The parent directory must lie inside `dir` (defence in depth: the walk followed
+            // no link).
+            if let Ok(actual) = fd_path(&parent) {
+                let canon = dir.canonicalize()?;
+                if !actual.starts_with(&canon) {
+                    return Err(OpenError::Refused(format!(
+                        "directory {} is outside {}",
+                        actual.display(),
+                        canon.display()
+                    )));
+                }
+            }
+            let name_os = file_name_of(rel)?;
+            let name = cstr(&name_os)?;
+            // The existing destination, if any, must be a plain file with one link.
+            // SAFETY: `st` is plain data fully written by fstatat on success.
+            let mut st: libc::stat = unsafe { std::mem::zeroed() };
+            // SAFETY: live directory descriptor, NUL-terminated name, valid `stat` buffer.
+            let r = unsafe {
+                libc::fstatat(
+                    parent.as_raw_fd(),
+                    name.as_ptr(),
+                    &mut st,
+                    libc::AT_SYMLINK_NOFOLLOW,
+                )
+            };
+            if r == 0 {
+                let kind = st.st_mode & libc::S_IFMT;
+                if kind == libc::S_IFLNK {
+                    return Err(OpenError::Refused(
+                        "the destination is a symbolic link (never written through)".into(),
+                    ));
+                }
+                if kind != libc::S_IFREG {
+                    return Err(OpenError::Refused(
+                        "the destination exists and is not a regular file".into(),
+                    ));
+                }
+                if st.st_nlink > 1 {
+                    return Err(OpenError::Refused(format!(
+                        "the destination has {} hard links",
+                        st.st_nlink
+                    )));
+                }
+            } else {
+                let e = io::Error::last_os_error();
+                if e.raw_os_error() != Some(libc::ENOENT) {
+                    return Err(OpenError::Io(e));
+                }
+            }
+            Ok((parent, name_os, name))
+        }
+
+        pub(super) fn file(&self) -> &File {
+            self.file.as_ref().expect("open until commit")
+        }
+
+        pub(super) fn commit(mut self, sync: bool) -> io::Result<()> {
+            let file = self.file.take().expect("open until commit");
+            if sync {
+                file.sync_all()?;
+            }
+            drop(file);
+            let fd = self.parent.as_raw_fd();
+            // SAFETY: live directory descriptor and NUL-terminated names.
+            if unsafe { libc::renameat(fd, self.temp.as_ptr(), fd, self.name.as_ptr()) } != 0 {
+                return Err(io::Error::last_os_error());
+            }
+            self.temp = CString::default();
+            if sync {
+                let _ = self.parent.sync_all();
+            }
+            Ok(())
+        }
+    }
+
+    impl Drop for AtomicOut {
+        fn drop(&mut self) {
+            if !self.temp.as_bytes().is_empty() {
+                self.file.take();
+                // SAFETY: live directory descriptor and NUL-terminated name.
+                unsafe { libc::unlinkat(self.parent.as_raw_fd(), self.temp.as_ptr(), 0) };
+            }
+        }
+    }
+}
+
+#[cfg(not(unix))]
+mod imp {
+    //! Portable fallback: checks every component with `symlink_metadata` before opening (not
+    //! race-free against a concurrent attacker in the directory; the canonical containment check
+    //! on the result still applies). Hard links are not counted here.
+    use super::{OpenError, file_name_of};
+    use std::fs::File;
+    use std::io;
+    use std::path::{Path, PathBuf};
+
+    fn check_components(dir: &Path, rel: &Path, create: bool) -> Result<PathBuf, OpenError> {
+        let mut cur = dir.to_path_buf();
+        let comps: Vec<_> = rel.components().collect();
+        for (i, c) in comps.iter().enumerate() {
+            cur.push(c.as_os_str());
+            match std::fs::symlink_metadata(&cur) {
+                Ok(m) if m.file_type().is_symlink() => {
+                    return Err(OpenError::Refused(format!(
+                        "'{}' is a symbolic link (never followed)",
+                        cur.display()
+                    )));
+                }
+                Ok(m) if i + 1 < comps.len() && !m.is_dir() => {
+                    return Err(OpenError::Refused(format!(
+                        "'{}' is not a directory",
+                        cur.display()
+                    )));
+                }
+                Ok(_) => {}
+                Err(e) if create && e.kind() == io::ErrorKind::NotFound => {
+                    if i + 1 < comps.len() {
+                        std::fs::create_dir(&cur)?;
+                    }
+                }
+                Err(e) => return Err(OpenError::Io(e)),
+            }
+        }
+        Ok(cur)
+    }
+
+    pub(super) fn open_beneath(dir: &Path, rel: &Path) -> Result<File, OpenError> {
+        let p = check_components(dir, rel, false)?;
+        Ok(File::open(p)?)
+    }
+
+    pub(super) fn fd_path(_file: &File) -> io::Result<PathBuf> {
+        Err(io::Error::from(io::ErrorKind::Unsupported))
+    }
+
+    pub(super) struct AtomicOut {
+        file: Option<File>,
+        temp: PathBuf,
+        dest: PathBuf,
+    }
+
+    impl AtomicOut {
+        pub(super) fn prepare(
+            dir: &Path,
+            rel: &Path,
+        ) -> Result<(PathBuf, std::ffi::OsString), OpenError> {
+            let dest = check_components(dir, rel, true)?;
+            let name = file_name_of(rel)?;
+            if let Ok(m) = std::fs::symlink_metadata(&dest) {
+                if !m.is_file() {
+                    return Err(OpenError::Refused(
+                        "the destination exists and is not a regular file".into(),
+                    ));
+                }
+            }
+            let parent = dest.parent().unwrap_or(dir).to_path_buf();
+            if !parent.canonicalize()?.starts_with(dir.canonicalize()?) {
+                return Err(OpenError::Refused("outside the model directory".into()));
+            }
+            Ok((dest, name))
+        }
+
+        pub(super) fn create(dir: &Path, rel: &Path) -> Result<Self, OpenError> {
+            let (dest, name) = Self::prepare(dir, rel)?;
+            let parent = dest.parent().unwrap_or(dir).to_path_buf();
+            let mut attempt = 0u32;
+            loop {
+                let temp = parent.join(super::temp_name(&name, attempt));
+                match std::fs::OpenOptions::new()
+                    .write(true)
+                    .create_new(true)
+                    .open(&temp)
+                {
+                    Ok(file) => {
+                        return Ok(Self {
+                            file: Some(file),
+                            temp,
+                            dest,
+                        });
+                    }
+                    Err(e) if e.kind() == io::ErrorKind::AlreadyExists && attempt < 1000 => {
+                        attempt += 1
+                    }
+                    Err(e) => return Err(OpenError::Io(e)),
+                }
+            }
+        }
+
+        pub(super) fn file(&self) -> &File {
+            self.file.as_ref().expect("open until commit")
+        }
+
+        pub(super) fn commit(mut self, sync: bool) -> io::Result<()> {
+            let file = self.file.take().expect("open until commit");
+            if sync {
+                file.sync_all()?;
+            }
+            drop(file);
+            std::fs::rename(&self.temp, &self.dest)?;
+            self.temp = PathBuf::new();
+            Ok(())
+        }
+    }
+
+    impl Drop for AtomicOut {
+        fn drop(&mut self) {
+            if !self.temp.as_os_str().is_empty() {
+                self.file.take();
+                let _ = std::fs::remove_file(&self.temp);
+            }
+        }
+    }
+}
+
+#[cfg(all(test, unix))]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::symlink;
+
+    /// Both ways of opening (openat2 and the O_NOFOLLOW walk) refuse the same attacks.
+    #[test]
+    fn openat2_and_walk_refuse_the_same_paths() {
+        let root = std::env::temp_dir().join(format!("onnxl-paths-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&root);
+        let (dir, out) = (root.join("d"), root.join("out"));
+        std::fs::create_dir_all(dir.join("real")).unwrap();
+        std::fs::create_dir_all(&out).unwrap();
+        std::fs::write(out.join("s.bin"), b"secret").unwrap();
+        std::fs::write(dir.join("ok.bin"), b"fine").unwrap();
+        std::fs::write(dir.join("real/in.bin"), b"inner").unwrap();
+        symlink(out.join("s.bin"), dir.join("link.bin")).unwrap();
+        symlink(&out, dir.join("outdir")).unwrap();
+        symlink(dir.join("real"), dir.join("alias")).unwrap();
+        std::fs::hard_link(out.join("s.bin"), dir.join("hard.bin")).unwrap();
+        let fifo = std::ffi::CString::new(dir.join("fifo").to_str().unwrap()).unwrap();
+        // SAFETY: a valid NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o600) }, 0);
+        let _socket = std::os::unix::net::UnixListener::bind(dir.join("sock")).unwrap();
+        type Open = fn(&Path, &Path) -> Result<File, OpenError>;
+        let ways: [(&str, Open); 2] = [
+            ("default", imp::open_beneath),
+            ("walk", imp::open_beneath_walk),
+        ];
+        for (way, open) in ways {
+            let full = |rel: &str| -> Result<SafeFile, OpenError> {
+                let rel = normalize_location(rel).map_err(OpenError::Refused)?;
+                let file = open(&dir, &rel)?;
+                let meta = file.metadata()?;
+                check_opened(&meta)?;
+                check_containment(&dir, &file, &rel)?;
+                Ok(SafeFile {
+                    len: meta.len(),
+                    file,
+                })
+            };
+            assert_eq!(full("ok.bin").map(|f| f.len).ok(), Some(4), "{way}");
+            assert_eq!(full("real/in.bin").map(|f| f.len).ok(), Some(5), "{way}");
+            for bad in [
+                "link.bin",
+                "outdir/s.bin",
+                "alias/in.bin",
+                "hard.bin",
+                "fifo",
+                "real",
+            ] {
+                match full(bad) {
+                    Err(OpenError::Refused(_)) => {}
+                    Err(OpenError::Io(e)) => panic!("{way} {bad}: I/O error {e}, not a refusal"),
+                    Ok(_) => panic!("{way} {bad}: opened"),
+                }
+            }
+            assert!(matches!(full("nope.bin"), Err(OpenError::Io(_))), "{way}");
+        }
+        let _ = std::fs::remove_dir_all(&root);
+    }
+
+    #[test]
+    fn lexical_rules() {
+        for bad in [
+            "",
+            "/a",
+            "\\a",
+            "C:\\a",
+            "c:a",
+            "..",
+            "../a",
+            "a/../../b",
+            "a\\..\\..\\b",
+            ".",
+            "a/..",
+            "x:y",
+            "*/_ORT_MEM_ADDR_/*",
+            "a\0b",
+        ] {
+            assert!(normalize_location(bad).is_err(), "{bad:?}");
+        }
+        assert_eq!(normalize_location("a/./b").unwrap(), Path::new("a/b"));
+        assert_eq!(normalize_location("a/../b").unwrap(), Path::new("b"));
+        assert_eq!(normalize_location("a\\b").unwrap(), Path::new("a/b"));
+        assert_eq!(normalize_location("w.bin").unwrap(), Path::new("w.bin"));
+    }
+}

@@ -1,0 +1,873 @@
+//! Saving with external data: plan where each large tensor goes (one file, split files, or one
+//! file per tensor; aligned offsets), write the weight files (pre-sized, positional writes in
+//! parallel, temporary file + rename, checksums computed from the bytes written), then write the
+//! `.onnx` from a rewritten copy of the METADATA only. The in-memory model is never changed, and
+//! no tensor payload is copied.
+
+use std::collections::{HashMap, HashSet};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use super::checksum::Sha1Hasher;
+use super::info::{DATA_LOCATION_DEFAULT, ExternalDataInfo, uses_external_data};
+use super::load::{has_external_data, map_external_tensors};
+use super::paths::{AtomicOut, OpenError, model_dir, normalize_location};
+use super::write_all_at;
+use crate::bytes::ByteSpan;
+use crate::error::{Error, Result};
+use crate::options::{SaveExternalOptions, SerializeOptions};
+use crate::proto::{
+    AttributeProto, FunctionProto, GraphProto, ModelProto, NodeProto, SparseTensorProto,
+    TensorProto, TrainingInfoProto,
+};
+
+/// One weight file written by a save.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SavedFile {
+    /// Its location as recorded in the tensors (relative to the model's directory).
+    pub location: String,
+    /// Size in bytes.
+    pub size: u64,
+    /// SHA-1 (hex) when `checksum` was asked for.
+    pub sha1: Option<String>,
+    /// Number of tensors in it.
+    pub tensors: usize,
+}
+
+/// What a save with external data wrote.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SaveReport {
+    /// The weight files, in the order they were planned.
+    pub files: Vec<SavedFile>,
+    /// Tensors written to weight files.
+    pub external_tensors: usize,
+    /// Their payload bytes.
+    pub external_bytes: u64,
+}
+
+/// Where a tensor sits in the model: graph/function data, or a node attribute.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Kind {
+    Initializer,
+    Attribute,
+}
+
+// ---------------------------------------------------------------------------------------------
+// Traversals. Both follow the generated visitor's order (`visit_tensors`), and reach the same
+// places: graph initializers and sparse initializers (values, indices), node attributes `t`,
+// `tensors`, `sparse_tensor(s)`, subgraphs `g` / `graphs` recursively, function bodies (default
+// attributes and nodes), and training graphs. The tests compare them with `visit_tensors`.
+
+/// Calls `f` on every tensor of `m` with its kind.
+pub(crate) fn walk_model<'a>(m: &'a ModelProto, f: &mut dyn FnMut(&'a TensorProto, Kind)) {
+    if let Some(g) = &m.graph {
+        walk_graph(g, f);
+    }
+    for t in &m.training_info {
+        if let Some(g) = &t.initialization {
+            walk_graph(g, f);
+        }
+        if let Some(g) = &t.algorithm {
+            walk_graph(g, f);
+        }
+    }
+    for func in &m.functions {
+        for a in &func.attribute_proto {
+            walk_attr(a, f);
+        }
+        for n in &func.node {
+            walk_node(n, f);
+        }
+    }
+}
+
+fn walk_sparse<'a>(s: &'a SparseTensorProto, kind: Kind, f: &mut dyn FnMut(&'a TensorProto, Kind)) {
+    if let Some(v) = &s.values {
+        f(v, kind);
+    }
+    if let Some(i) = &s.indices {
+        f(i, kind);
+    }
+}
+
+fn walk_graph<'a>(g: &'a GraphProto, f: &mut dyn FnMut(&'a TensorProto, Kind)) {
+    for n in &g.node {
+        walk_node(n, f);
+    }
+    for t in &g.initializer {
+        f(t, Kind::Initializer);
+    }
+    for s in &g.sparse_initializer {
+        walk_sparse(s, Kind::Initializer, f);
+    }
+}
+
+fn walk_node<'a>(n: &'a NodeProto, f: &mut dyn FnMut(&'a TensorProto, Kind)) {
+    for a in &n.attribute {
+        walk_attr(a, f);
+    }
+}
+
+fn walk_attr<'a>(a: &'a AttributeProto, f: &mut dyn FnMut(&'a TensorProto, Kind)) {
+    if let Some(t) = &a.t {
+        f(t, Kind::Attribute);
+    }
+    if let Some(g) = &a.g {
+        walk_graph(g, f);
+    }
+    if let Some(s) = &a.sparse_tensor {
+        walk_sparse(s, Kind::Attribute, f);
+    }
+    for t in &a.tensors {
+        f(t, Kind::Attribute);
+    }
+    for g in &a.graphs {
+        walk_graph(g, f);
+    }
+    for s in &a.sparse_tensors {
+        walk_sparse(s, Kind::Attribute, f);
+    }
+}
+
+/// A tensor-by-tensor rewriter used by [`clone_model`].
+type TensorFn<'f> = dyn FnMut(&TensorProto) -> TensorProto + 'f;
+
+/// A copy of `m` in which every tensor is `f(original)`; every other field is cloned. The
+/// structs are destructured exhaustively, so a field added to the schema fails to compile here
+/// instead of being silently deep-copied.
+pub(crate) fn clone_model(m: &ModelProto, f: &mut TensorFn<'_>) -> ModelProto {
+    let ModelProto {
+        ir_version,
+        opset_import,
+        producer_name,
+        producer_version,
+        domain,
+        model_version,
+        doc_string,
+        graph,
+        metadata_props,
+        training_info,
+        functions,
+        configuration,
+        unknown_fields,
+    } = m;
+    ModelProto {
+        ir_version: *ir_version,
+        opset_import: opset_import.clone(),
+        producer_name: producer_name.clone(),
+        producer_version: producer_version.clone(),
+        domain: domain.clone(),
+        model_version: *model_version,
+        doc_string: doc_string.clone(),
+        graph: graph.as_ref().map(|g| Box::new(clone_graph(g, f))),
+        metadata_props: metadata_props.clone(),
+        training_info: training_info.iter().map(|t| clone_training(t, f)).collect(),
+        functions: functions.iter().map(|x| clone_function(x, f)).collect(),
+        configuration: configuration.clone(),
+        unknown_fields: unknown_fields.clone(),
+    }
+}
+
+fn clone_training(t: &TrainingInfoProto, f: &mut TensorFn<'_>) -> TrainingInfoProto {
+    let TrainingInfoProto {
+        initialization,
+        algorithm,
+        initialization_binding,
+        update_binding,
+        unknown_fields,
+    } = t;
+    TrainingInfoProto {
+        initialization: initialization.as_ref().map(|g| Box::new(clone_graph(g, f))),
+        algorithm: algorithm.as_ref().map(|g| Box::new(clone_graph(g, f))),
+        initialization_binding: initialization_binding.clone(),
+        update_binding: update_binding.clone(),
+        unknown_fields: unknown_fields.clone(),
+    }
+}
+
+fn clone_function(x: &FunctionProto, f: &mut TensorFn<'_>) -> FunctionProto {
+    let FunctionProto {
+        name,
+        input,
+        output,
+        attribute,
+        attribute_proto,
+        node,
+        doc_string,
+        opset_import,
+        domain,
+        overload,
+        value_info,
+        metadata_props,
+        unknown_fields,
+    } = x;
+    FunctionProto {
+        name: name.clone(),
+        input: input.clone(),
+        output: output.clone(),
+        attribute: attribute.clone(),
+        attribute_proto: attribute_proto.iter().map(|a| clone_attr(a, f)).collect(),
+        node: node.iter().map(|n| clone_node(n, f)).collect(),
+        doc_string: doc_string.clone(),
+        opset_import: opset_import.clone(),
+        domain: domain.clone(),
+        overload: overload.clone(),
+        value_info: value_info.clone(),
+        metadata_props: metadata_props.clone(),
+        unknown_fields: unknown_fields.clone(),
+    }
+}
+
+fn clone_graph(g: &GraphProto, f: &mut TensorFn<'_>) -> GraphProto {
+    let GraphProto {
+        node,
+        name,
+        initializer,
+        sparse_initializer,
+        doc_string,
+        input,
+        output,
+        value_info,
+        quantization_annotation,
+        metadata_props,
+        unknown_fields,
+    } = g;
+    // Field order of the visitor: nodes, then initializers, then sparse initializers.
+    let node = node.iter().map(|n| clone_node(n, f)).collect();
+    let initializer = initializer.iter().map(&mut *f).collect();
+    let sparse_initializer = sparse_initializer
+        .iter()
+        .map(|s| clone_sparse(s, f))
+        .collect();
+    GraphProto {
+        node,
+        name: name.clone(),
+        initializer,
+        sparse_initializer,
+        doc_string: doc_string.clone(),
+        input: input.clone(),
+        output: output.clone(),
+        value_info: value_info.clone(),
+        quantization_annotation: quantization_annotation.clone(),
+        metadata_props: metadata_props.clone(),
+        unknown_fields: unknown_fields.clone(),
+    }
+}
+
+fn clone_sparse(s: &SparseTensorProto, f: &mut TensorFn<'_>) -> SparseTensorProto {
+    let SparseTensorProto {
+        values,
+        indices,
+        dims,
+        unknown_fields,
+    } = s;
+    SparseTensorProto {
+        values: values.as_ref().map(|t| Box::new(f(t))),
+        indices: indices.as_ref().map(|t| Box::new(f(t))),
+        dims: dims.clone(),
+        unknown_fields: unknown_fields.clone(),
+    }
+}
+
+fn clone_node(n: &NodeProto, f: &mut TensorFn<'_>) -> NodeProto {
+    let NodeProto {
+        input,
+        output,
+        name,
+        op_type,
+        domain,
+        overload,
+        attribute,
+        doc_string,
+        metadata_props,
+        device_configurations,
+        unknown_fields,
+    } = n;
+    NodeProto {
+        input: input.clone(),
+        output: output.clone(),
+        name: name.clone(),
+        op_type: op_type.clone(),
+        domain: domain.clone(),
+        overload: overload.clone(),
+        attribute: attribute.iter().map(|a| clone_attr(a, f)).collect(),
+        doc_string: doc_string.clone(),
+        metadata_props: metadata_props.clone(),
+        device_configurations: device_configurations.clone(),
+        unknown_fields: unknown_fields.clone(),
+    }
+}
+
+fn clone_attr(a: &AttributeProto, f: &mut TensorFn<'_>) -> AttributeProto {
+    let AttributeProto {
+        name,
+        ref_attr_name,
+        doc_string,
+        r#type,
+        f: float,
+        i,
+        s,
+        t,
+        g,
+        sparse_tensor,
+        tp,
+        floats,
+        ints,
+        strings,
+        tensors,
+        graphs,
+        sparse_tensors,
+        type_protos,
+        unknown_fields,
+    } = a;
+    // Visitor order: t, g, sparse_tensor, tensors, graphs, sparse_tensors.
+    let t = t.as_ref().map(|t| Box::new(f(t)));
+    let g = g.as_ref().map(|g| Box::new(clone_graph(g, f)));
+    let sparse_tensor = sparse_tensor.as_ref().map(|s| Box::new(clone_sparse(s, f)));
+    let tensors = tensors.iter().map(&mut *f).collect();
+    let graphs = graphs.iter().map(|g| clone_graph(g, f)).collect();
+    let sparse_tensors = sparse_tensors.iter().map(|s| clone_sparse(s, f)).collect();
+    AttributeProto {
+        name: name.clone(),
+        ref_attr_name: ref_attr_name.clone(),
+        doc_string: doc_string.clone(),
+        r#type: *r#type,
+        f: *float,
+        i: *i,
+        s: s.clone(),
+        t,
+        g,
+        sparse_tensor,
+        tp: tp.clone(),
+        floats: floats.clone(),
+        ints: ints.clone(),
+        strings: strings.clone(),
+        tensors,
+        graphs,
+        sparse_tensors,
+        type_protos: type_protos.clone(),
+        unknown_fields: unknown_fields.clone(),
+    }
+}
+
+/// `t` without its payload: every field cloned except `raw_data`.
+fn clone_without_payload(t: &TensorProto) -> TensorProto {
+    let TensorProto {
+        dims,
+        data_type,
+        segment,
+        float_data,
+        int32_data,
+        string_data,
+        int64_data,
+        name,
+        doc_string,
+        raw_data: _,
+        external_data,
+        data_location,
+        double_data,
+        uint64_data,
+        metadata_props,
+        unknown_fields,
+    } = t;
+    TensorProto {
+        dims: dims.clone(),
+        data_type: *data_type,
+        segment: segment.clone(),
+        float_data: float_data.clone(),
+        int32_data: int32_data.clone(),
+        string_data: string_data.clone(),
+        int64_data: int64_data.clone(),
+        name: name.clone(),
+        doc_string: doc_string.clone(),
+        raw_data: None,
+        external_data: external_data.clone(),
+        data_location: *data_location,
+        double_data: double_data.clone(),
+        uint64_data: uint64_data.clone(),
+        metadata_props: metadata_props.clone(),
+        unknown_fields: unknown_fields.clone(),
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Planning.
+
+/// Where an externalized tensor goes.
+#[derive(Clone, Copy)]
+struct Placement {
+    file: usize,
+    offset: u64,
+    len: u64,
+}
+
+/// A weight file being planned.
+struct OutFile<'a> {
+    rel: PathBuf,
+    location: String,
+    size: u64,
+    items: Vec<(&'a [u8], u64)>,
+}
+
+impl<'a> OutFile<'a> {
+    fn new(rel: PathBuf) -> Self {
+        let location = location_string(&rel);
+        Self {
+            rel,
+            location,
+            size: 0,
+            items: Vec::new(),
+        }
+    }
+
+    fn place(&mut self, bytes: &'a [u8], offset: u64) {
+        self.items.push((bytes, offset));
+        self.size = self.size.max(offset + bytes.len() as u64);
+    }
+}
+
+/// A normalised location as recorded in a model: components joined by `/`.
+fn location_string(rel: &Path) -> String {
+    rel.components()
+        .map(|c| c.as_os_str().to_string_lossy().into_owned())
+        .collect::<Vec<_>>()
+        .join("/")
+}
+
+fn align_up(v: u64, a: u64) -> u64 {
+    if a <= 1 { v } else { v.div_ceil(a) * a }
+}
+
+/// Alignment of a tensor of `len` bytes: `alignment` for large ones, up to 16 bytes (natural
+/// alignment of every element type) for the others, none when alignment is off.
+fn alignment_for(len: u64, opts: &SaveExternalOptions) -> u64 {
+    if opts.alignment <= 1 {
+        1
+    } else if len >= opts.align_threshold {
+        opts.alignment
+    } else {
+        opts.alignment.min(16)
+    }
+}
+
+/// A file name made from a tensor name: `[A-Za-z0-9._-]` kept, everything else `_`, no leading
+/// dot, at most 120 bytes, never a Windows device name, never empty.
+pub(crate) fn safe_file_name(tensor: &str) -> String {
+    let mut s: String = tensor
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-') {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    if s.starts_with('.') {
+        s.replace_range(0..1, "_");
+    }
+    s.truncate(120);
+    if s.is_empty() {
+        s = "tensor".into();
+    }
+    let stem = s.split('.').next().unwrap_or_default().to_ascii_uppercase();
+    let reserved = matches!(stem.as_str(), "CON" | "PRN" | "AUX" | "NUL")
+        || ((stem.starts_with("COM") || stem.starts_with("LPT"))
+            && stem.len() == 4
+            && stem.as_bytes()[3].is_ascii_digit());
+    if reserved {
+        s.insert(0, '_');
+    }
+    s
+}
+
+/// Makes `name` unique (case-insensitively, for case-insensitive file systems) in `taken`.
+fn unique_name(name: String, taken: &mut HashSet<String>) -> String {
+    let mut candidate = name.clone();
+    let mut n = 1;
+    while !taken.insert(candidate.to_ascii_lowercase()) {
+        candidate = format!("{name}_{n}");
+        n += 1;
+    }
+    candidate
+}
+
+/// The bytes of `t`: its `raw_data`, else (still external in memory) its mapped file range.
+fn bytes_of<'b>(
+    t: &'b TensorProto,
+    unloaded: &'b HashMap<*const TensorProto, ByteSpan>,
+) -> Option<&'b [u8]> {
+    match &t.raw_data {
+        Some(r) => Some(r.as_slice()),
+        None => unloaded
+            .get(&(t as *const TensorProto))
+            .map(|s| s.as_slice()),
+    }
+}
+
+fn refused(location: &str, reason: String) -> Error {
+    Error::PathRefused {
+        path: location.into(),
+        reason,
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+
+/// Saves `model` to `path` with its large tensors in external files (see
+/// [`save_model_with_external_data_progress`]).
+pub fn save_model_with_external_data(
+    model: &ModelProto,
+    path: impl AsRef<Path>,
+    opts: &SaveExternalOptions,
+) -> Result<SaveReport> {
+    save_model_with_external_data_progress(model, path, opts, None)
+}
+
+/// Saves `model` to `path` with every tensor of at least `size_threshold` raw bytes (attribute
+/// tensors only with `convert_attribute`) in external files beside it:
+///
+/// - one file `location` (default `<model file name>.data`), split into `location.1`, ... at
+///   `max_external_file_size`; or, without `all_tensors_to_one_file`, one file per tensor named
+///   after the tensor (made safe and unique);
+/// - offsets of tensors of at least `align_threshold` bytes are multiples of `alignment`
+///   (zero padding);
+/// - entries `location`, `offset`, `length` (and `checksum`, the SHA-1 of the whole file, with
+///   `checksum`); never `basepath`;
+/// - each file is written to a temporary file in its directory (pre-sized, positional writes,
+///   in parallel with `num_threads`), synced and renamed over the old one, so re-saving a model
+///   over the very files it borrows from (no-copy load) is safe: the old files stay mapped;
+/// - the model itself is NOT changed: the `.onnx` is written from a copy of the metadata.
+///
+/// Tensors that are still external in memory (not loaded) are read from `opts.source_dir`.
+/// Locations obey the path rules; nothing is written outside the model's directory.
+/// `progress(done, total)` is called with the weight bytes written.
+pub fn save_model_with_external_data_progress(
+    model: &ModelProto,
+    path: impl AsRef<Path>,
+    opts: &SaveExternalOptions,
+    progress: Option<&(dyn Fn(u64, u64) + Sync)>,
+) -> Result<SaveReport> {
+    opts.validate()?;
+    let path = path.as_ref();
+    let dir = model_dir(path);
+    let model_name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .ok_or_else(|| Error::InvalidArgument(format!("{} is not a file path", path.display())))?;
+
+    // Bytes of tensors that are still external in memory.
+    let unloaded: HashMap<*const TensorProto, ByteSpan> = if has_external_data(model) {
+        let mut any_unloaded = false;
+        model.visit_tensors(&mut |t| any_unloaded |= uses_external_data(t) && t.raw_data.is_none());
+        match (&opts.source_dir, any_unloaded) {
+            (_, false) => HashMap::new(),
+            (Some(src), true) => map_external_tensors(model, src)?,
+            (None, true) => {
+                let mut name = String::new();
+                model.visit_tensors(&mut |t| {
+                    if name.is_empty() && uses_external_data(t) && t.raw_data.is_none() {
+                        name = t.name().to_string_lossy().into_owned();
+                    }
+                });
+                return Err(Error::ExternalData {
+                    tensor: name,
+                    path: dir.clone(),
+                    reason: "the tensor's external data is not loaded; load it \
+                             (load_external_data_for_model) or set source_dir"
+                        .into(),
+                });
+            }
+        }
+    } else {
+        HashMap::new()
+    };
+    // Plan.
+    let mut files: Vec<OutFile<'_>> = Vec::new();
+    let mut placements: HashMap<*const TensorProto, Placement> = HashMap::new();
+    let mut taken: HashSet<String> = HashSet::new();
+    taken.insert(model_name.to_ascii_lowercase());
+    let primary = if opts.all_tensors_to_one_file {
+        let location = opts
+            .location
+            .clone()
+            .unwrap_or_else(|| format!("{model_name}.data"));
+        let rel = normalize_location(&location)
+            .map_err(|r| refused(&location, format!("save location: {r}")))?;
+        if rel == Path::new(&model_name) {
+            return Err(refused(
+                &location,
+                "save location: names the model file itself".into(),
+            ));
+        }
+        Some(rel)
+    } else {
+        None
+    };
+    let mut current: Option<usize> = None;
+    let mut split_index = 0usize;
+    let mut externals = 0usize;
+    let mut external_bytes = 0u64;
+    let mut plan_error: Option<Error> = None;
+    walk_model(model, &mut |t, kind| {
+        if plan_error.is_some() {
+            return;
+        }
+        let Some(bytes) = bytes_of(t, &unloaded) else {
+            return;
+        };
+        let len = bytes.len() as u64;
+        if len < opts.size_threshold || (kind == Kind::Attribute && !opts.convert_attribute) {
+            return;
+        }
+        let (file, offset) = match &primary {
+            Some(rel) => {
+                let a = alignment_for(len, opts);
+                let mut idx = match current {
+                    Some(i) => i,
+                    None => {
+                        files.push(OutFile::new(rel.clone()));
+                        files.len() - 1
+                    }
+                };
+                let mut start = align_up(files[idx].size, a);
+                if opts.max_external_file_size > 0
+                    && files[idx].size > 0
+                    && start + len > opts.max_external_file_size
+                {
+                    split_index += 1;
+                    let mut name = rel.as_os_str().to_os_string();
+                    name.push(format!(".{split_index}"));
+                    files.push(OutFile::new(PathBuf::from(name)));
+                    idx = files.len() - 1;
+                    start = 0;
+                }
+                current = Some(idx);
+                (idx, start)
+            }
+            None => {
+                let name = unique_name(safe_file_name(&t.name().to_string_lossy()), &mut taken);
+                match normalize_location(&name) {
+                    Ok(rel) => files.push(OutFile::new(rel)),
+                    Err(r) => {
+                        plan_error = Some(refused(&name, format!("tensor file name: {r}")));
+                        return;
+                    }
+                }
+                (files.len() - 1, 0)
+            }
+        };
+        files[file].place(bytes, offset);
+        placements.insert(t as *const _, Placement { file, offset, len });
+        externals += 1;
+        external_bytes += len;
+    });
+    if let Some(e) = plan_error {
+        return Err(e);
+    }
+
+    // Write the weight files. Every destination is checked (and its directories created)
+    // before anything is written; then the files are written and committed in batches, so a
+    // model with thousands of per-tensor files never holds more than a few descriptors.
+    let err = |f: &OutFile<'_>, e: OpenError| match e {
+        OpenError::Refused(r) => refused(&f.location, format!("save: {r}")),
+        OpenError::Io(e) => Error::io(dir.join(&f.rel), e),
+    };
+    for f in &files {
+        AtomicOut::check(&dir, &f.rel).map_err(|e| err(f, e))?;
+    }
+    let progress = Progress {
+        done: AtomicU64::new(0),
+        total: files
+            .iter()
+            .flat_map(|f| &f.items)
+            .map(|(b, _)| b.len() as u64)
+            .sum(),
+        report: progress,
+    };
+    let mut digests = Vec::with_capacity(files.len());
+    for batch in files.chunks(OPEN_FILES) {
+        let outs = batch
+            .iter()
+            .map(|f| AtomicOut::create(&dir, &f.rel).map_err(|e| err(f, e)))
+            .collect::<Result<Vec<_>>>()?;
+        digests.extend(write_files(batch, &outs, opts, &progress, &dir)?);
+        for (out, f) in outs.into_iter().zip(batch) {
+            out.commit(opts.sync)
+                .map_err(|e| Error::io(dir.join(&f.rel), e))?;
+        }
+    }
+
+    // The `.onnx`: a copy of the metadata with the new external references.
+    let copy = clone_model(model, &mut |t| {
+        let mut c = clone_without_payload(t);
+        let key = t as *const TensorProto;
+        if let Some(p) = placements.get(&key) {
+            let f = &files[p.file];
+            ExternalDataInfo {
+                location: f.location.clone(),
+                offset: p.offset,
+                length: Some(p.len),
+                checksum: digests[p.file].clone(),
+                ..Default::default()
+            }
+            .apply_to(&mut c);
+        } else if let Some(span) = unloaded.get(&key) {
+            // Still external in memory, small enough to go inline now.
+            c.raw_data = Some(ByteSpan::from_vec(span.to_vec()));
+            c.external_data.clear();
+            c.data_location = Some(DATA_LOCATION_DEFAULT);
+        } else if let Some(r) = &t.raw_data {
+            // SAFETY: the copy lives only inside this function, while `model` (which keeps these
+            // bytes alive and unchanged) is borrowed; the span is dropped with the copy.
+            c.raw_data = Some(unsafe { ByteSpan::from_raw_parts(r.as_ptr(), r.len()) });
+            if uses_external_data(t) {
+                // Bytes in memory win over stale external metadata.
+                c.external_data.clear();
+                c.data_location = Some(DATA_LOCATION_DEFAULT);
+            }
+        }
+        c
+    });
+    let sopts = SerializeOptions {
+        num_threads: opts.num_threads,
+        ..SerializeOptions::default()
+    };
+    crate::model::save_to_file(&copy, path, &sopts)?;
+    drop(copy);
+
+    Ok(SaveReport {
+        files: files
+            .iter()
+            .zip(digests)
+            .map(|(f, sha1)| SavedFile {
+                location: f.location.clone(),
+                size: f.size,
+                sha1,
+                tensors: f.items.len(),
+            })
+            .collect(),
+        external_tensors: externals,
+        external_bytes,
+    })
+}
+
+const PIECE: usize = 8 << 20;
+
+/// Weight files open at once while saving (each holds two descriptors).
+const OPEN_FILES: usize = 32;
+
+/// Progress of the weight writes.
+struct Progress<'a> {
+    done: AtomicU64,
+    total: u64,
+    report: Option<&'a (dyn Fn(u64, u64) + Sync)>,
+}
+
+/// Writes every planned file into its temporary file (pre-sized; pieces of at most 8 MiB written
+/// at their offsets, in parallel with `num_threads`), and computes each file's SHA-1 from the
+/// same bytes (padding included) when `checksum` is set.
+fn write_files(
+    files: &[OutFile<'_>],
+    outs: &[AtomicOut],
+    opts: &SaveExternalOptions,
+    progress: &Progress<'_>,
+    dir: &Path,
+) -> Result<Vec<Option<String>>> {
+    let mut tasks: Vec<(usize, u64, &[u8])> = Vec::new();
+    for (i, (f, out)) in files.iter().zip(outs).enumerate() {
+        out.file()
+            .set_len(f.size)
+            .map_err(|e| Error::io(dir.join(&f.rel), e))?;
+        for &(bytes, offset) in &f.items {
+            for (k, piece) in bytes.chunks(PIECE).enumerate() {
+                tasks.push((i, offset + (k * PIECE) as u64, piece));
+            }
+        }
+    }
+    let write = |&(i, offset, piece): &(usize, u64, &[u8])| -> Result<()> {
+        write_all_at(outs[i].file(), piece, offset)
+            .map_err(|e| Error::io(dir.join(&files[i].rel), e))?;
+        if let Some(p) = progress.report {
+            let n = piece.len() as u64;
+            p(
+                progress.done.fetch_add(n, Ordering::Relaxed) + n,
+                progress.total,
+            );
+        }
+        Ok(())
+    };
+    let hash = || -> Vec<Option<String>> {
+        files
+            .iter()
+            .map(|f| {
+                opts.checksum.then(|| {
+                    let mut items = f.items.clone();
+                    items.sort_by_key(|&(_, off)| off);
+                    let mut h = Sha1Hasher::new();
+                    let mut pos = 0u64;
+                    for (bytes, off) in items {
+                        h.update_zeros(off.saturating_sub(pos));
+                        h.update(bytes);
+                        pos = pos.max(off + bytes.len() as u64);
+                    }
+                    h.update_zeros(f.size - pos);
+                    h.finish_hex()
+                })
+            })
+            .collect()
+    };
+    let threads = opts.threads();
+    let pool = if threads > 1 {
+        crate::model::thread_pool(threads)
+    } else {
+        None
+    };
+    match pool {
+        Some(pool) => {
+            use rayon::prelude::*;
+            let (written, digests) =
+                pool.install(|| rayon::join(|| tasks.par_iter().try_for_each(write), hash));
+            written?;
+            Ok(digests)
+        }
+        None => {
+            tasks.iter().try_for_each(write)?;
+            Ok(hash())
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn safe_names() {
+        assert_eq!(safe_file_name("conv1.weight"), "conv1.weight");
+        assert_eq!(safe_file_name("../../etc/passwd"), "_._.._etc_passwd");
+        assert_eq!(safe_file_name("a/b\\c:d"), "a_b_c_d");
+        assert_eq!(safe_file_name(""), "tensor");
+        assert_eq!(safe_file_name("con.x"), "_con.x");
+        assert_eq!(safe_file_name("COM1"), "_COM1");
+        assert_eq!(safe_file_name(".hidden"), "_hidden");
+        let mut taken = HashSet::new();
+        assert_eq!(unique_name("w".into(), &mut taken), "w");
+        assert_eq!(unique_name("W".into(), &mut taken), "W_1");
+        assert_eq!(unique_name("w".into(), &mut taken), "w_2");
+    }
+
+    #[test]
+    fn alignment_rules() {
+        let o = SaveExternalOptions::default();
+        assert_eq!(alignment_for(1 << 20, &o), 4096);
+        assert_eq!(alignment_for(100, &o), 16);
+        let packed = SaveExternalOptions {
+            alignment: 0,
+            ..Default::default()
+        };
+        assert_eq!(alignment_for(1 << 30, &packed), 1);
+        assert_eq!(align_up(4097, 4096), 8192);
+        assert_eq!(align_up(5, 1), 5);
+    }
+}
