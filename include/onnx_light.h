@@ -778,7 +778,8 @@ typedef struct OnnxlSparseTensorProto OnnxlSparseTensorProto;
  * Kinds: a file (`onnxl_stream_open_file`: read whole, written atomically), a memory-mapped
  * file (`onnxl_stream_open_mmap`: read-only), caller bytes (`onnxl_stream_from_bytes`:
  * read-only, borrowed), a library-owned memory buffer (`onnxl_stream_new_memory`: written,
- * then read back or inspected), and caller callbacks (`onnxl_stream_from_callbacks`).
+ * then read back or inspected), caller callbacks (`onnxl_stream_from_callbacks`), and a model
+ * file with its weights file (`onnxl_stream_open_model_with_weights`).
  *
  * Ownership: the caller owns it and frees it with `onnxl_stream_free`. Tensor bytes parsed
  * with `no_copy` from a mapped file or a memory stream keep that memory alive through owner
@@ -13258,6 +13259,25 @@ OnnxlStatus onnxl_stream_open_file(const char *path, struct OnnxlStream **out);
  * `path` NULL or NUL-terminated; `out` NULL or writable.
  */
 OnnxlStatus onnxl_stream_open_mmap(const char *path, struct OnnxlStream **out);
+
+/**
+ * A stream over a model file and its weights file (C++ `TwoFilesStream`). Parsing reads the
+ * model at `model_path` and its external data from `weights_path` (which replaces the primary
+ * `location` of the model's tensors; split parts `NAME.1`, … follow it); with `no_copy` the
+ * weights file is mapped once and every tensor borrows from it under a shared owner token.
+ * Serializing a `ModelProto` writes the model with every tensor of at least the serialize
+ * options' `raw_data_threshold` bytes in `weights_path`, which must then be in the model's
+ * directory (each file replaced atomically). Other messages: `ONNXL_STATUS_UNSUPPORTED` on write.
+ *
+ * Ownership: the caller owns `*out` (free with `onnxl_stream_free`); the paths are copied. The
+ * files are opened when used, not here.
+ *
+ * # Safety
+ * `model_path` and `weights_path` NULL or NUL-terminated; `out` NULL or writable.
+ */
+OnnxlStatus onnxl_stream_open_model_with_weights(const char *model_path,
+                                                 const char *weights_path,
+                                                 struct OnnxlStream **out);
 
 /**
  * A read-only stream over `len` caller bytes at `data` (C++ `StringStream`), NOT copied.

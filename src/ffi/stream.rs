@@ -1,9 +1,6 @@
 //! Streams (`OnnxlStream`): where `onnxl_parse_proto_from_stream` reads from and
 //! `onnxl_serialize_proto_to_stream` writes to (C++ `FileStream`, `MmapFileStream`,
-//! `StringStream`, and caller callbacks).
-//!
-//! TODO(external data issue): the model + weights pair (C++ `TwoFilesStream`) is added with
-//! external-data support, following the same rules (a constructor returning an `OnnxlStream*`).
+//! `StringStream`, `TwoFilesStream` (a model file + its weights file), and caller callbacks).
 
 use std::ffi::{c_char, c_void};
 use std::io::{Read, Write};
@@ -19,15 +16,16 @@ use super::panic::ffi_status;
 use super::status::{FfiError, OnnxlStatus};
 use crate::io::MappedFile;
 use crate::model;
-use crate::options::{FileLoadMode, ParseOptions, SerializeOptions};
-use crate::proto::Message;
+use crate::options::{FileLoadMode, ParseOptions, SaveExternalOptions, SerializeOptions};
+use crate::proto::{Message, ModelProto};
 
 /// A source or destination of serialized messages.
 ///
 /// Kinds: a file (`onnxl_stream_open_file`: read whole, written atomically), a memory-mapped
 /// file (`onnxl_stream_open_mmap`: read-only), caller bytes (`onnxl_stream_from_bytes`:
 /// read-only, borrowed), a library-owned memory buffer (`onnxl_stream_new_memory`: written,
-/// then read back or inspected), and caller callbacks (`onnxl_stream_from_callbacks`).
+/// then read back or inspected), caller callbacks (`onnxl_stream_from_callbacks`), and a model
+/// file with its weights file (`onnxl_stream_open_model_with_weights`).
 ///
 /// Ownership: the caller owns it and frees it with `onnxl_stream_free`. Tensor bytes parsed
 /// with `no_copy` from a mapped file or a memory stream keep that memory alive through owner
@@ -126,6 +124,36 @@ pub(crate) enum Stream {
     },
     Memory(Arc<Vec<u8>>),
     Callbacks(Callbacks),
+    /// A model file and the one weights file that holds its external data.
+    ModelWithWeights {
+        model: PathBuf,
+        weights: PathBuf,
+    },
+}
+
+/// The `ModelProto` behind a generic message, if it is one.
+fn as_model<M: Message>(m: &M) -> Option<&ModelProto> {
+    (m as &dyn std::any::Any).downcast_ref::<ModelProto>()
+}
+
+/// The weights file's name relative to the model's directory (it must lie in that directory,
+/// as an external-data `location` does).
+fn weights_location(
+    model: &std::path::Path,
+    weights: &std::path::Path,
+) -> Result<String, FfiError> {
+    let dir = |p: &std::path::Path| p.parent().map(|d| d.to_path_buf()).unwrap_or_default();
+    let name = weights
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned());
+    match name {
+        Some(name) if dir(model) == dir(weights) => Ok(name),
+        _ => Err(FfiError::invalid(format!(
+            "the weights file {} must be in the directory of the model {}",
+            weights.display(),
+            model.display()
+        ))),
+    }
 }
 
 impl Castable for OnnxlStream {
@@ -160,6 +188,17 @@ impl Stream {
             Stream::Memory(buf) if opts.no_copy => model::parse_from_shared(buf.clone(), opts)?,
             Stream::Memory(buf) => model::parse_from_bytes(buf, opts)?,
             Stream::Callbacks(cb) => model::parse_from_reader(cb, opts)?,
+            Stream::ModelWithWeights {
+                model: path,
+                weights,
+            } => {
+                let opts = ParseOptions {
+                    load_external_data: true,
+                    external_data_location: Some(weights.clone()),
+                    ..opts.clone()
+                };
+                model::parse_from_file(path, &opts)?
+            }
         })
     }
 
@@ -171,6 +210,24 @@ impl Stream {
             Stream::Memory(buf) => *buf = Arc::new(model::serialize_to_vec(m, opts)?),
             Stream::Callbacks(cb) => {
                 model::serialize_to_writer(m, cb, opts)?;
+            }
+            Stream::ModelWithWeights {
+                model: path,
+                weights,
+            } => {
+                let m = as_model(m).ok_or_else(|| {
+                    FfiError::new(
+                        OnnxlStatus::Unsupported,
+                        "a model + weights stream holds a ModelProto only".to_string(),
+                    )
+                })?;
+                let save = SaveExternalOptions {
+                    location: Some(weights_location(path, weights)?),
+                    size_threshold: opts.raw_data_threshold,
+                    num_threads: opts.num_threads,
+                    ..Default::default()
+                };
+                crate::external::save_model_with_external_data(m, path.as_path(), &save)?;
             }
         }
         Ok(())
@@ -225,6 +282,36 @@ pub unsafe extern "C" fn onnxl_stream_open_mmap(
     unsafe {
         new_stream(out, || {
             Ok(Stream::Mapped(MappedFile::open(&c_path(path, "path")?)?))
+        })
+    }
+}
+
+/// A stream over a model file and its weights file (C++ `TwoFilesStream`). Parsing reads the
+/// model at `model_path` and its external data from `weights_path` (which replaces the primary
+/// `location` of the model's tensors; split parts `NAME.1`, … follow it); with `no_copy` the
+/// weights file is mapped once and every tensor borrows from it under a shared owner token.
+/// Serializing a `ModelProto` writes the model with every tensor of at least the serialize
+/// options' `raw_data_threshold` bytes in `weights_path`, which must then be in the model's
+/// directory (each file replaced atomically). Other messages: `ONNXL_STATUS_UNSUPPORTED` on write.
+///
+/// Ownership: the caller owns `*out` (free with `onnxl_stream_free`); the paths are copied. The
+/// files are opened when used, not here.
+///
+/// # Safety
+/// `model_path` and `weights_path` NULL or NUL-terminated; `out` NULL or writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn onnxl_stream_open_model_with_weights(
+    model_path: *const c_char,
+    weights_path: *const c_char,
+    out: *mut *mut OnnxlStream,
+) -> OnnxlStatus {
+    // SAFETY: forwarded contract.
+    unsafe {
+        new_stream(out, || {
+            Ok(Stream::ModelWithWeights {
+                model: c_path(model_path, "model_path")?,
+                weights: c_path(weights_path, "weights_path")?,
+            })
         })
     }
 }
@@ -323,10 +410,10 @@ pub unsafe extern "C" fn onnxl_stream_bytes(
             Stream::Bytes { data, len } => (*data, *len),
             Stream::Memory(buf) => (buf.as_ptr(), buf.len()),
             Stream::Mapped(map) => (map.bytes().as_ptr(), map.bytes().len()),
-            Stream::File(_) | Stream::Callbacks(_) => {
+            Stream::File(_) | Stream::Callbacks(_) | Stream::ModelWithWeights { .. } => {
                 return Err(FfiError::new(
                     OnnxlStatus::Unsupported,
-                    "file and callback streams have no bytes to show",
+                    "file, model + weights and callback streams have no bytes to show",
                 ));
             }
         };

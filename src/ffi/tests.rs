@@ -561,3 +561,79 @@ fn element_pointers_survive_adding_more_elements() {
         onnxl_model_proto_free(m);
     }
 }
+
+#[test]
+fn model_with_weights_stream_writes_and_reads_the_pair() {
+    use super::stream::*;
+    let dir = std::env::temp_dir().join(format!("onnxl-ffi-pair-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let model_path = CString::new(dir.join("m.onnx").to_str().unwrap()).unwrap();
+    let weights_path = CString::new(dir.join("m.weights").to_str().unwrap()).unwrap();
+    let m = load(None);
+    // SAFETY: valid arguments; handles freed at the end.
+    unsafe {
+        let mut s = null_mut();
+        assert_eq!(
+            onnxl_stream_open_model_with_weights(
+                model_path.as_ptr(),
+                weights_path.as_ptr(),
+                &mut s
+            ),
+            OnnxlStatus::Ok
+        );
+        assert_eq!(
+            onnxl_serialize_proto_to_stream(m, s, null()),
+            OnnxlStatus::Ok
+        );
+        // The weights (the 128-byte w1 and 96-byte w2, >= 64 bytes) went to the weights file.
+        let weights_len = std::fs::metadata(dir.join("m.weights")).unwrap().len();
+        assert!(
+            weights_len >= 128 + 96,
+            "weights file has {weights_len} bytes"
+        );
+        let written =
+            ModelProto::parse_from_bytes(&std::fs::read(dir.join("m.onnx")).unwrap()).unwrap();
+        assert_eq!(written.graph().initializer[0].data_location(), 1);
+
+        // Reading the pair back (no_copy: tensors borrow the mapped weights file).
+        let mut opts = onnxl_parse_options_default();
+        opts.no_copy = true;
+        let back = onnxl_model_proto_new();
+        assert_eq!(
+            onnxl_parse_proto_from_stream(back, s, &opts),
+            OnnxlStatus::Ok
+        );
+        let g = onnxl_model_proto_graph(m);
+        let g2 = onnxl_model_proto_graph(back);
+        for i in 0..onnxl_graph_proto_initializer_size(g) {
+            assert_eq!(
+                raw_data(onnxl_graph_proto_initializer(g2, i)),
+                raw_data(onnxl_graph_proto_initializer(g, i))
+            );
+        }
+        onnxl_model_proto_free(back);
+        onnxl_stream_free(s);
+
+        // A weights file outside the model's directory is refused on write.
+        let elsewhere = CString::new(
+            std::env::temp_dir()
+                .join("elsewhere.weights")
+                .to_str()
+                .unwrap(),
+        )
+        .unwrap();
+        let inner = CString::new(dir.join("sub").join("m.onnx").to_str().unwrap()).unwrap();
+        let mut s2 = null_mut();
+        assert_eq!(
+            onnxl_stream_open_model_with_weights(inner.as_ptr(), elsewhere.as_ptr(), &mut s2),
+            OnnxlStatus::Ok
+        );
+        assert_eq!(
+            onnxl_serialize_proto_to_stream(m, s2, null()),
+            OnnxlStatus::InvalidArgument
+        );
+        onnxl_stream_free(s2);
+        onnxl_model_proto_free(m);
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
