@@ -10,7 +10,7 @@ use std::collections::BTreeSet;
 use std::fmt::Write;
 
 use crate::schema::{EnumDef, FieldDef, Kind, Label, MESSAGES, MessageDef};
-use crate::{camel, rust_type_name, snake};
+use crate::{camel, proto_decl, rust_type_name, snake};
 
 #[path = "../../src/proto/data_type.rs"]
 #[allow(dead_code)]
@@ -136,28 +136,6 @@ pub(crate) fn scalar_c(k: Kind) -> &'static str {
         Kind::Double => "double",
         _ => unreachable!("not a scalar: {k:?}"),
     }
-}
-
-/// The protobuf declaration of a field, for doc comments.
-pub(crate) fn proto_decl(f: &FieldDef) -> String {
-    let label = match f.label {
-        Label::Optional if f.oneof.is_some() => "",
-        Label::Optional => "optional ",
-        Label::Repeated => "repeated ",
-    };
-    let ty = match f.kind {
-        Kind::Int64 => "int64".to_string(),
-        Kind::Int32 => "int32".to_string(),
-        Kind::UInt64 => "uint64".to_string(),
-        Kind::Float => "float".to_string(),
-        Kind::Double => "double".to_string(),
-        Kind::String => "string".to_string(),
-        Kind::Bytes | Kind::Payload => "bytes".to_string(),
-        Kind::Enum(e) => e.name.to_string(),
-        Kind::Message(m) => m.to_string(),
-    };
-    let packed = if f.packed { " [packed = true]" } else { "" };
-    format!("{label}{ty} {} = {}{packed};", f.name, f.number)
 }
 
 /// The Rust struct field of `f` (`r#type` for `type`).

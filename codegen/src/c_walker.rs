@@ -13,9 +13,8 @@
 
 use std::fmt::Write;
 
-use crate::c_accessors::{
-    Shape, c_prefix, c_type, oneof_const_prefix, oneofs, proto_decl, scalar_c, shape,
-};
+use crate::c_accessors::{Shape, c_prefix, c_type, oneof_const_prefix, oneofs, scalar_c, shape};
+use crate::proto_decl;
 use crate::schema::{FieldDef, Kind, Label, MESSAGES, MessageDef};
 use crate::snake;
 

@@ -7,10 +7,11 @@
 use std::fmt::Write;
 
 use crate::c_accessors::{
-    Shape, c_prefix, c_type, data_types, enum_const_prefix, oneof_const_prefix, oneofs, proto_decl,
-    scalar_c, schema_enums, shape,
+    Shape, c_prefix, c_type, data_types, enum_const_prefix, oneof_const_prefix, oneofs, scalar_c,
+    schema_enums, shape,
 };
 use crate::camel;
+use crate::proto_decl;
 use crate::schema::{FieldDef, Kind, MESSAGES, MessageDef};
 
 /// `TensorProto.Segment` -> `TensorProto_Segment` (protobuf's C++ class name).

@@ -68,6 +68,28 @@ pub fn snake(full: &str) -> String {
     out
 }
 
+/// The protobuf declaration of a field, for doc comments.
+pub fn proto_decl(f: &schema::FieldDef) -> String {
+    let label = match f.label {
+        schema::Label::Optional if f.oneof.is_some() => "",
+        schema::Label::Optional => "optional ",
+        schema::Label::Repeated => "repeated ",
+    };
+    let ty = match f.kind {
+        schema::Kind::Int64 => "int64".to_string(),
+        schema::Kind::Int32 => "int32".to_string(),
+        schema::Kind::UInt64 => "uint64".to_string(),
+        schema::Kind::Float => "float".to_string(),
+        schema::Kind::Double => "double".to_string(),
+        schema::Kind::String => "string".to_string(),
+        schema::Kind::Bytes | schema::Kind::Payload => "bytes".to_string(),
+        schema::Kind::Enum(e) => e.name.to_string(),
+        schema::Kind::Message(m) => m.to_string(),
+    };
+    let packed = if f.packed { " [packed = true]" } else { "" };
+    format!("{label}{ty} {} = {}{packed};", f.name, f.number)
+}
+
 /// Varint bytes of `v`.
 pub fn varint_bytes(mut v: u64) -> Vec<u8> {
     let mut out = Vec::new();

@@ -3,7 +3,7 @@
 use std::fmt::Write;
 
 use crate::schema::{FieldDef, Kind, Label, MESSAGES, MessageDef};
-use crate::{camel, rust_type_name, varint_bytes};
+use crate::{camel, proto_decl, rust_type_name, varint_bytes};
 
 /// Repeated message fields whose elements may be parsed ahead of time, in parallel.
 const PARALLEL_FIELDS: &[(&str, &str)] = &[("GraphProto", "initializer")];
@@ -100,27 +100,6 @@ fn oneofs(m: &MessageDef) -> Vec<&'static str> {
         }
     }
     out
-}
-
-fn proto_decl(f: &FieldDef) -> String {
-    let label = match f.label {
-        Label::Optional if f.oneof.is_some() => "",
-        Label::Optional => "optional ",
-        Label::Repeated => "repeated ",
-    };
-    let ty = match f.kind {
-        Kind::Int64 => "int64".to_string(),
-        Kind::Int32 => "int32".to_string(),
-        Kind::UInt64 => "uint64".to_string(),
-        Kind::Float => "float".to_string(),
-        Kind::Double => "double".to_string(),
-        Kind::String => "string".to_string(),
-        Kind::Bytes | Kind::Payload => "bytes".to_string(),
-        Kind::Enum(e) => e.name.to_string(),
-        Kind::Message(m) => m.to_string(),
-    };
-    let packed = if f.packed { " [packed = true]" } else { "" };
-    format!("{label}{ty} {} = {}{packed};", f.name, f.number)
 }
 
 /// Generates the whole file.
@@ -594,6 +573,27 @@ fn scalar_size(k: Kind, v: &str) -> String {
     }
 }
 
+/// Size code of one embedded message bound to `m` by `head` (an `if let` or `for` line): records
+/// its size in `sizes` (pre-order) and adds tag + length prefix + body to `n`.
+fn message_size(o: &mut String, head: &str, tl: usize) {
+    writeln!(o, "{head}").unwrap();
+    writeln!(
+        o,
+        "            let i = sizes.len();\n            sizes.push(0);"
+    )
+    .unwrap();
+    writeln!(
+        o,
+        "            let s = m.compute_size(sizes);\n            sizes[i] = s;"
+    )
+    .unwrap();
+    writeln!(
+        o,
+        "            n += {tl} + len_delimited_size(s);\n        }}"
+    )
+    .unwrap();
+}
+
 fn gen_size(o: &mut String, m: &MessageDef, f: &FieldDef) {
     let name = rust_field_name(f);
     if let Some(oneof) = f.oneof {
@@ -602,22 +602,11 @@ fn gen_size(o: &mut String, m: &MessageDef, f: &FieldDef) {
         let tl = tag_len(f, wire_type(f.kind));
         match f.kind {
             Kind::Message(_) => {
-                writeln!(o, "        if let Some({en}::{var}(m)) = &self.{oneof} {{").unwrap();
-                writeln!(
+                message_size(
                     o,
-                    "            let i = sizes.len();\n            sizes.push(0);"
-                )
-                .unwrap();
-                writeln!(
-                    o,
-                    "            let s = m.compute_size(sizes);\n            sizes[i] = s;"
-                )
-                .unwrap();
-                writeln!(
-                    o,
-                    "            n += {tl} + len_delimited_size(s);\n        }}"
-                )
-                .unwrap();
+                    &format!("        if let Some({en}::{var}(m)) = &self.{oneof} {{"),
+                    tl,
+                );
             }
             Kind::String | Kind::Bytes => {
                 writeln!(o, "        if let Some({en}::{var}(v)) = &self.{oneof} {{").unwrap();
@@ -661,22 +650,7 @@ fn gen_size(o: &mut String, m: &MessageDef, f: &FieldDef) {
         }
         (Label::Optional, Kind::Message(_)) => {
             let tl = tag_len(f, 2);
-            writeln!(o, "        if let Some(m) = &self.{name} {{").unwrap();
-            writeln!(
-                o,
-                "            let i = sizes.len();\n            sizes.push(0);"
-            )
-            .unwrap();
-            writeln!(
-                o,
-                "            let s = m.compute_size(sizes);\n            sizes[i] = s;"
-            )
-            .unwrap();
-            writeln!(
-                o,
-                "            n += {tl} + len_delimited_size(s);\n        }}"
-            )
-            .unwrap();
+            message_size(o, &format!("        if let Some(m) = &self.{name} {{"), tl);
         }
         (Label::Repeated, k) if is_scalar(k) && f.packed => {
             let tl = tag_len(f, 2);
@@ -728,22 +702,7 @@ fn gen_size(o: &mut String, m: &MessageDef, f: &FieldDef) {
         }
         (Label::Repeated, Kind::Message(_)) => {
             let tl = tag_len(f, 2);
-            writeln!(o, "        for m in &self.{name} {{").unwrap();
-            writeln!(
-                o,
-                "            let i = sizes.len();\n            sizes.push(0);"
-            )
-            .unwrap();
-            writeln!(
-                o,
-                "            let s = m.compute_size(sizes);\n            sizes[i] = s;"
-            )
-            .unwrap();
-            writeln!(
-                o,
-                "            n += {tl} + len_delimited_size(s);\n        }}"
-            )
-            .unwrap();
+            message_size(o, &format!("        for m in &self.{name} {{"), tl);
         }
         _ => unreachable!(),
     }
