@@ -25,6 +25,11 @@ if [ ! -x .venv/bin/python ]; then
   .venv/bin/python -m pip install --quiet --disable-pip-version-check -r scripts/requirements-test.txt
 fi
 PY="$ROOT/.venv/bin/python"
+# onnx-ir (the lazy loader row of model (b)) is installed for the bench only, not a test requirement.
+if ! "$PY" -c 'import onnx_ir' 2>/dev/null; then
+  "$PY" -m pip install --quiet --disable-pip-version-check onnx-ir==1.1.0 ||
+    echo "bench.sh: onnx-ir could not be installed: its row is skipped" >&2
+fi
 TESTDATA=$("$PY" -c 'import onnx, os; print(os.path.join(os.path.dirname(onnx.__file__), "backend", "test", "data"))')
 
 # ---- build (release) in bench/target
