@@ -201,9 +201,16 @@ const ARENA_CHUNK_BYTES: usize = 8 << 20;
 /// (in parallel) and every tensor payload becomes an exclusive range of it, so loading costs one
 /// bulk copy into fresh memory and no per-tensor allocation. Freed when the last range is gone.
 pub struct Arena {
-    map: Option<memmap2::MmapMut>,
+    storage: ArenaStorage,
     base: *mut u8,
     len: usize,
+}
+
+/// Where an arena's bytes live: small ones on the heap, large ones in their own mapping.
+enum ArenaStorage {
+    Empty,
+    Heap(Box<[u8]>),
+    Map(memmap2::MmapMut),
 }
 
 // SAFETY: the arena owns its mapping; `base` points into it. Shared access through `&Arena`
@@ -218,9 +225,18 @@ impl Arena {
     fn new(len: usize) -> io::Result<Self> {
         if len == 0 {
             return Ok(Self {
-                map: None,
+                storage: ArenaStorage::Empty,
                 base: std::ptr::NonNull::dangling().as_ptr(),
                 len: 0,
+            });
+        }
+        if len < ARENA_PARALLEL_MIN_BYTES {
+            let mut heap = vec![0u8; len].into_boxed_slice();
+            let base = heap.as_mut_ptr();
+            return Ok(Self {
+                storage: ArenaStorage::Heap(heap),
+                base,
+                len,
             });
         }
         let mut map = memmap2::MmapMut::map_anon(len)?;
@@ -230,7 +246,7 @@ impl Arena {
         }
         let base = map.as_mut_ptr();
         Ok(Self {
-            map: Some(map),
+            storage: ArenaStorage::Map(map),
             base,
             len,
         })
@@ -242,10 +258,11 @@ impl Arena {
     where
         F: Fn(u64, &mut [u8]) -> io::Result<()> + Sync,
     {
-        let Some(map) = self.map.as_mut() else {
-            return Ok(());
+        let bytes: &mut [u8] = match &mut self.storage {
+            ArenaStorage::Empty => return Ok(()),
+            ArenaStorage::Heap(heap) => heap,
+            ArenaStorage::Map(map) => map,
         };
-        let bytes: &mut [u8] = map;
         if threads <= 1 || bytes.len() < ARENA_PARALLEL_MIN_BYTES {
             return bytes
                 .chunks_mut(ARENA_CHUNK_BYTES)

@@ -46,15 +46,12 @@ fn decode<M: Message>(mut r: Reader<'_>, opts: &ParseOptions) -> Result<M> {
     Ok(m)
 }
 
-/// Inputs at least this large are copied whole into an [`Arena`] in copy mode (one bulk,
-/// parallel copy into huge pages) instead of one allocation per tensor.
-const ARENA_MIN_BYTES: usize = 1 << 20;
-
 /// Parses `bytes`, copying tensor payloads (the safe form for bytes without an owner; see
-/// [`parse_from_shared`] for no-copy parsing). Large inputs are copied once, in bulk, into an
-/// arena whose ranges the payloads own.
+/// [`parse_from_shared`] for no-copy parsing). The input is copied once, in bulk (in parallel
+/// for large inputs), into an arena whose ranges the payloads own: no allocation per tensor.
+/// The arena is freed with the last tensor that uses it.
 pub fn parse_from_bytes<M: Message>(bytes: &[u8], opts: &ParseOptions) -> Result<M> {
-    if bytes.len() >= ARENA_MIN_BYTES && !opts.skip_raw_data {
+    if !opts.skip_raw_data {
         opts.validate()?;
         return parse_arena(Arena::copy_of(bytes, opts.threads())?, opts);
     }
