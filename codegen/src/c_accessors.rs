@@ -9,6 +9,7 @@
 use std::collections::BTreeSet;
 use std::fmt::Write;
 
+pub(crate) use crate::oneofs;
 use crate::schema::{EnumDef, FieldDef, Kind, Label, MESSAGES, MessageDef};
 use crate::{camel, proto_decl, rust_type_name, snake};
 
@@ -60,19 +61,6 @@ pub(crate) fn data_types() -> Vec<(&'static str, i32)> {
     (0..)
         .map_while(|v| data_type::DataType::from_i32(v).map(|t| (t.name(), v)))
         .collect()
-}
-
-/// The oneofs of a message, in declaration order.
-pub(crate) fn oneofs(m: &MessageDef) -> Vec<&'static str> {
-    let mut out: Vec<&'static str> = Vec::new();
-    for f in m.fields {
-        if let Some(o) = f.oneof
-            && !out.contains(&o)
-        {
-            out.push(o);
-        }
-    }
-    out
 }
 
 /// What a field looks like through the C ABI.

@@ -90,6 +90,19 @@ pub fn proto_decl(f: &schema::FieldDef) -> String {
     format!("{label}{ty} {} = {}{packed};", f.name, f.number)
 }
 
+/// The oneofs of a message, in declaration order.
+pub fn oneofs(m: &schema::MessageDef) -> Vec<&'static str> {
+    let mut out: Vec<&'static str> = Vec::new();
+    for f in m.fields {
+        if let Some(o) = f.oneof
+            && !out.contains(&o)
+        {
+            out.push(o);
+        }
+    }
+    out
+}
+
 /// Varint bytes of `v`.
 pub fn varint_bytes(mut v: u64) -> Vec<u8> {
     let mut out = Vec::new();

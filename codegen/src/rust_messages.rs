@@ -3,7 +3,7 @@
 use std::fmt::Write;
 
 use crate::schema::{FieldDef, Kind, Label, MESSAGES, MessageDef};
-use crate::{camel, proto_decl, rust_type_name, varint_bytes};
+use crate::{camel, oneofs, proto_decl, rust_type_name, varint_bytes};
 
 /// Repeated message fields whose elements may be parsed ahead of time, in parallel.
 const PARALLEL_FIELDS: &[(&str, &str)] = &[("GraphProto", "initializer")];
@@ -88,18 +88,6 @@ fn read_scalar(k: Kind) -> String {
 
 fn oneof_enum_name(m: &MessageDef, oneof: &str) -> String {
     format!("{}{}", rust_type_name(m.name), camel(oneof))
-}
-
-fn oneofs(m: &MessageDef) -> Vec<&'static str> {
-    let mut out: Vec<&'static str> = Vec::new();
-    for f in m.fields {
-        if let Some(o) = f.oneof
-            && !out.contains(&o)
-        {
-            out.push(o);
-        }
-    }
-    out
 }
 
 /// Generates the whole file.
