@@ -326,8 +326,31 @@ const INLINE_CAPACITY: usize = 30;
 
 #[derive(Clone)]
 enum StrRepr {
-    Inline { len: u8, buf: [u8; INLINE_CAPACITY] },
+    Inline {
+        len: u8,
+        buf: [u8; INLINE_CAPACITY],
+    },
     Heap(Box<[u8]>),
+    /// Immutable bytes of a parse input, kept alive by `owner` (longer strings of a model
+    /// parsed in copy mode point into its private input copy instead of allocating each).
+    Shared {
+        ptr: *const u8,
+        len: usize,
+        /// Held only to keep the bytes alive.
+        _owner: ThinOwner,
+    },
+}
+
+/// A one-word handle on an [`Owner`] (an `Arc` of the token), so a [`ProtoString`] that borrows
+/// stays 32 bytes. One is made per parse and cloned into every borrowing string.
+#[derive(Clone)]
+pub struct ThinOwner(#[allow(dead_code)] Arc<Owner>);
+
+impl ThinOwner {
+    /// Wraps `owner`.
+    pub fn new(owner: Owner) -> Self {
+        Self(Arc::new(owner))
+    }
 }
 
 /// A proto2 `string` or `bytes` value. proto2 does not require UTF-8, so the bytes are kept as
@@ -335,6 +358,12 @@ enum StrRepr {
 /// allocation (models hold millions of short names).
 #[derive(Clone)]
 pub struct ProtoString(StrRepr);
+
+// SAFETY: the `Shared` variant points at immutable bytes kept alive by a `Send + Sync` owner;
+// the other variants own their bytes. Shared access only reads; mutation replaces the value.
+unsafe impl Send for ProtoString {}
+// SAFETY: see `Send`.
+unsafe impl Sync for ProtoString {}
 
 impl ProtoString {
     /// An empty string.
@@ -360,12 +389,33 @@ impl ProtoString {
         }
     }
 
+    /// A string over `len` bytes at `ptr` that `owner` keeps alive (short values are copied
+    /// inline instead).
+    ///
+    /// # Safety
+    /// The bytes must stay valid and unmodified while any clone of `owner` lives.
+    #[inline]
+    pub(crate) unsafe fn from_owned_by(ptr: *const u8, len: usize, owner: &ThinOwner) -> Self {
+        if len <= INLINE_CAPACITY {
+            // SAFETY: the caller guarantees `len` readable bytes at `ptr`.
+            return Self::from_bytes(unsafe { std::slice::from_raw_parts(ptr, len) });
+        }
+        Self(StrRepr::Shared {
+            ptr,
+            len,
+            _owner: owner.clone(),
+        })
+    }
+
     /// The raw bytes.
     #[inline]
     pub fn as_bytes(&self) -> &[u8] {
         match &self.0 {
             StrRepr::Inline { len, buf } => &buf[..*len as usize],
             StrRepr::Heap(b) => b,
+            // SAFETY: `from_owned_by`'s contract: the owner held here keeps the bytes alive and
+            // unmodified.
+            StrRepr::Shared { ptr, len, .. } => unsafe { std::slice::from_raw_parts(*ptr, *len) },
         }
     }
 
@@ -395,7 +445,7 @@ impl ProtoString {
     pub fn into_bytes(self) -> Vec<u8> {
         match self.0 {
             StrRepr::Heap(b) => b.into_vec(),
-            StrRepr::Inline { .. } => self.as_bytes().to_vec(),
+            StrRepr::Inline { .. } | StrRepr::Shared { .. } => self.as_bytes().to_vec(),
         }
     }
 }

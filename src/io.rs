@@ -303,6 +303,16 @@ impl Arena {
 
     /// Copies `bytes` into a new arena, with `threads` parallel copies.
     pub fn copy_of(bytes: &[u8], threads: usize) -> Result<Arc<Self>> {
+        if !bytes.is_empty() && bytes.len() < ARENA_PARALLEL_MIN_BYTES {
+            // Small inputs: one heap copy, without zeroing the region first.
+            let mut heap: Box<[u8]> = bytes.into();
+            let base = heap.as_mut_ptr();
+            return Ok(Arc::new(Self {
+                storage: ArenaStorage::Heap(heap),
+                base,
+                len: bytes.len(),
+            }));
+        }
         let mut arena = Self::new(bytes.len())
             .map_err(|e| Error::LimitExceeded(format!("cannot allocate: {e}")))?;
         arena

@@ -31,6 +31,7 @@ fn decode_config(opts: &ParseOptions, payload: PayloadMode) -> Result<DecodeConf
         raw_data_threshold: usize::try_from(opts.raw_data_threshold).unwrap_or(usize::MAX),
         skip_raw_data: opts.skip_raw_data,
         max_tensor_size_bytes: opts.max_tensor_size_bytes,
+        ..DecodeConfig::default()
     })
 }
 
@@ -65,7 +66,10 @@ fn parse_arena<M: Message>(arena: Arc<Arena>, opts: &ParseOptions) -> Result<M> 
         base: ArenaBase(arena.base()),
         owner: arena.clone(),
     };
-    let cfg = decode_config(opts, payload)?;
+    let mut cfg = decode_config(opts, payload)?;
+    // SAFETY: the arena is kept alive by the token; string bytes are never written (payload
+    // ranges, the only writable parts, are disjoint from them).
+    unsafe { cfg.share_strings(arena.clone()) };
     let bytes: &[u8] = (*arena).as_ref();
     // SAFETY: `base` is the writable start of `bytes`, kept alive by the owner in `cfg`; the
     // arena is private to this call (nobody else reads or writes it) and after the parse it is
@@ -88,7 +92,11 @@ where
     } else {
         PayloadMode::Copy
     };
-    let cfg = decode_config(opts, payload)?;
+    let mut cfg = decode_config(opts, payload)?;
+    if opts.no_copy {
+        // SAFETY: `data` is shared immutably and kept alive by the token.
+        unsafe { cfg.share_strings(data.clone()) };
+    }
     decode(Reader::new((*data).as_ref(), &cfg), opts)
 }
 

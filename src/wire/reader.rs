@@ -4,7 +4,7 @@ use std::any::Any;
 use std::collections::HashMap;
 
 use super::{END_GROUP, FIXED32, FIXED64, LEN, MAX_FIELD_NUMBER, START_GROUP, VARINT};
-use crate::bytes::{ByteSpan, Owner, ProtoString, UnknownFields};
+use crate::bytes::{ByteSpan, Owner, ProtoString, ThinOwner, UnknownFields};
 use crate::error::{DecodeError, DecodeErrorKind};
 
 type DResult<T> = Result<T, Box<DecodeError>>;
@@ -53,6 +53,20 @@ pub struct DecodeConfig {
     pub skip_raw_data: bool,
     /// Largest accepted payload (0 = no limit).
     pub max_tensor_size_bytes: u64,
+    /// When set, strings longer than the inline capacity point into the input instead of being
+    /// copied; the token must keep the input alive and unmodified (see [`DecodeConfig::share_strings`]).
+    pub(crate) string_owner: Option<ThinOwner>,
+}
+
+impl DecodeConfig {
+    /// Lets long strings borrow from the input, kept alive by `owner`.
+    ///
+    /// # Safety
+    /// `owner` must keep every input this config is used with alive, and those bytes must not be
+    /// modified while it lives (payload ranges of an arena are disjoint from string bytes).
+    pub(crate) unsafe fn share_strings(&mut self, owner: Owner) {
+        self.string_owner = Some(ThinOwner::new(owner));
+    }
 }
 
 impl Default for DecodeConfig {
@@ -63,6 +77,7 @@ impl Default for DecodeConfig {
             raw_data_threshold: 0,
             skip_raw_data: false,
             max_tensor_size_bytes: 0,
+            string_owner: None,
         }
     }
 }
@@ -180,12 +195,25 @@ impl<'a> Reader<'a> {
     /// Reads the next tag, or `None` at the end of the current message. Refuses field number 0,
     /// field numbers above 2^29-1, wire types 6 and 7, and an end-group tag (which is only valid
     /// inside a group).
-    #[inline]
+    #[inline(always)]
     pub fn read_tag(&mut self) -> DResult<Option<u32>> {
         if self.pos >= self.limit {
             return Ok(None);
         }
         self.tag_start = self.pos;
+        let b = self.buf[self.pos];
+        // The common case: a one-byte tag (fields 1..=15) of wire type 0, 1, 2, 3 or 5.
+        const ONE_BYTE_OK: u8 = 0b10_1111;
+        if (8..0x80).contains(&b) && (ONE_BYTE_OK >> (b & 7)) & 1 != 0 {
+            self.pos += 1;
+            return Ok(Some(b as u32));
+        }
+        self.read_tag_slow()
+    }
+
+    /// [`Reader::read_tag`] for multi-byte and invalid tags.
+    #[inline(never)]
+    fn read_tag_slow(&mut self) -> DResult<Option<u32>> {
         let tag = self.read_tag_value(false)?;
         if tag & 7 == END_GROUP {
             return Err(self.err(DecodeErrorKind::UnmatchedGroup(tag >> 3), self.tag_start));
@@ -274,8 +302,22 @@ impl<'a> Reader<'a> {
     }
 
     /// Reads a length prefix and checks it against the bytes left in the current message.
-    #[inline]
+    #[inline(always)]
     pub fn read_len(&mut self) -> DResult<usize> {
+        // The common case: a one-byte length that fits in the current message.
+        if self.pos < self.limit {
+            let b = self.buf[self.pos];
+            if b < 0x80 && (b as usize) < self.limit - self.pos {
+                self.pos += 1;
+                return Ok(b as usize);
+            }
+        }
+        self.read_len_slow()
+    }
+
+    /// [`Reader::read_len`] for multi-byte and invalid lengths.
+    #[inline(never)]
+    fn read_len_slow(&mut self) -> DResult<usize> {
         let start = self.pos;
         let len = self.read_varint()?;
         // protobuf reads lengths as varints of at most 5 bytes; longer encodings are accepted
@@ -309,7 +351,13 @@ impl<'a> Reader<'a> {
     /// Reads a `string` / `bytes` field.
     #[inline]
     pub fn read_string(&mut self) -> DResult<ProtoString> {
-        Ok(ProtoString::from(self.read_bytes()?))
+        let bytes = self.read_bytes()?;
+        Ok(match &self.config.string_owner {
+            // SAFETY: `share_strings`' contract: the owner keeps the input alive and these bytes
+            // unmodified.
+            Some(owner) => unsafe { ProtoString::from_owned_by(bytes.as_ptr(), bytes.len(), owner) },
+            None => ProtoString::from(bytes),
+        })
     }
 
     /// Reads a tensor payload, copied or borrowed per the decode settings. Returns `None` when
