@@ -1,10 +1,11 @@
 //! [`RepeatedField`]: the container of repeated message fields.
 //!
-//! Elements live in slots of a few large chunks (sizes doubling, up to [`MAX_CHUNK_BYTES`]), and
-//! an ordered list of pointers gives their order. An element therefore never moves while it is
-//! in the field — as with protobuf C++'s `RepeatedPtrField`, a reference or a C pointer to it
-//! stays valid when other elements are added, removed or reordered — yet a field of `n`
-//! elements costs about `log n` allocations instead of one per element.
+//! Elements live in slots of a few chunks (sizes doubling, up to [`MAX_CHUNK_BYTES`] of slots),
+//! and an ordered array of pointers — kept in the newest chunk, so a chunk is one allocation —
+//! gives their order. An element therefore never moves while it is in the field — as with
+//! protobuf C++'s `RepeatedPtrField`, a reference or a C pointer to it stays valid when other
+//! elements are added, removed or reordered — yet a field of `n` elements costs about `log n`
+//! allocations instead of one per element (one for a field of one element).
 
 use std::alloc::{self, Layout};
 use std::fmt;
@@ -15,7 +16,9 @@ use std::ptr::{self, NonNull};
 /// Largest chunk, in bytes of element slots (a chunk holds at least one element).
 const MAX_CHUNK_BYTES: usize = 64 * 1024;
 
-/// Header at the start of every chunk; the chunks of a field form a list, newest first.
+/// Header at the start of every chunk; the chunks of a field form a list, newest first. A chunk
+/// is the header, then an order array of `order_cap` pointers (only the newest chunk's is in
+/// use), then `cap` element slots.
 struct ChunkHeader {
     /// The previous (older, full) chunk.
     next: Option<NonNull<ChunkHeader>>,
@@ -23,6 +26,9 @@ struct ChunkHeader {
     cap: usize,
     /// Slots handed out so far (the rest are unused).
     used: usize,
+    /// Pointers the order array holds: the slots of this chunk and all older ones, so any
+    /// number of elements the field can hold fits.
+    order_cap: usize,
     /// Head of the list of freed slots (kept in the newest chunk's header only); each free slot
     /// holds the address of the next one in its first bytes.
     free: *mut u8,
@@ -34,8 +40,10 @@ struct ChunkHeader {
 /// child lives until it is removed, its field cleared or its parent freed), which the C ABI
 /// relies on. Freed slots are reused by later additions.
 pub struct RepeatedField<T> {
-    /// The elements in order; each points at a slot of a chunk.
-    ptrs: Vec<NonNull<T>>,
+    /// `len` pointers to the elements, in order (the newest chunk's order array; dangling
+    /// while there is no chunk).
+    order: NonNull<NonNull<T>>,
+    len: usize,
     /// The newest chunk, if any.
     chunks: Option<NonNull<ChunkHeader>>,
     _owns: PhantomData<T>,
@@ -47,24 +55,15 @@ unsafe impl<T: Send> Send for RepeatedField<T> {}
 // SAFETY: `&RepeatedField<T>` only gives out `&T`.
 unsafe impl<T: Sync> Sync for RepeatedField<T> {}
 
-/// Layout of a chunk of `cap` slots, and the offset of its first slot.
-fn chunk_layout<T>(cap: usize) -> (Layout, usize) {
-    let slots = Layout::array::<T>(cap).expect("repeated field chunk size overflows");
-    Layout::new::<ChunkHeader>()
-        .extend(slots)
-        .expect("repeated field chunk size overflows")
-}
-
-/// Slot `i` of chunk `h`.
-///
-/// # Safety
-/// `h` must be a live chunk of `T` slots with `i < cap`.
-unsafe fn slot<T>(h: NonNull<ChunkHeader>, i: usize) -> NonNull<T> {
-    // SAFETY: `h` is live, so reading its `cap` is fine.
-    let cap = unsafe { (*h.as_ptr()).cap };
-    let (_, offset) = chunk_layout::<T>(cap);
-    // SAFETY: the chunk is `chunk_layout(cap)` bytes long and `i < cap`.
-    unsafe { h.cast::<u8>().add(offset).cast::<T>().add(i) }
+/// Layout of a chunk with an order array of `order_cap` pointers and `cap` slots, and the
+/// offsets of the order array and of the first slot.
+fn chunk_layout<T>(order_cap: usize, cap: usize) -> (Layout, usize, usize) {
+    let overflow = "repeated field chunk size overflows";
+    let order = Layout::array::<NonNull<T>>(order_cap).expect(overflow);
+    let slots = Layout::array::<T>(cap).expect(overflow);
+    let (with_order, order_at) = Layout::new::<ChunkHeader>().extend(order).expect(overflow);
+    let (layout, slots_at) = with_order.extend(slots).expect(overflow);
+    (layout, order_at, slots_at)
 }
 
 /// Puts a slot whose element was moved out or dropped on the free list of `chunks`.
@@ -86,7 +85,8 @@ impl<T> RepeatedField<T> {
     /// An empty field.
     pub const fn new() -> Self {
         Self {
-            ptrs: Vec::new(),
+            order: NonNull::dangling(),
+            len: 0,
             chunks: None,
             _owns: PhantomData,
         }
@@ -94,16 +94,29 @@ impl<T> RepeatedField<T> {
     /// Number of elements.
     #[inline]
     pub fn len(&self) -> usize {
-        self.ptrs.len()
+        self.len
     }
     /// True when there are no elements.
     #[inline]
     pub fn is_empty(&self) -> bool {
-        self.ptrs.is_empty()
+        self.len == 0
+    }
+
+    /// The element pointers, in order.
+    #[inline]
+    fn order(&self) -> &[NonNull<T>] {
+        // SAFETY: `order` holds `len` initialized pointers (or is dangling with `len == 0`).
+        unsafe { std::slice::from_raw_parts(self.order.as_ptr(), self.len) }
+    }
+    /// The element pointers, in order, for reordering.
+    #[inline]
+    fn order_mut(&mut self) -> &mut [NonNull<T>] {
+        // SAFETY: as `order`, borrowed exclusively.
+        unsafe { std::slice::from_raw_parts_mut(self.order.as_ptr(), self.len) }
     }
 
     /// An unoccupied slot: a freed one, else the next unused one of the newest chunk, else the
-    /// first of a new chunk of at least `min_cap` slots.
+    /// first of a new chunk of at least `min_cap` slots (whose order array takes over).
     fn take_slot(&mut self, min_cap: usize) -> NonNull<T> {
         const {
             assert!(
@@ -111,6 +124,7 @@ impl<T> RepeatedField<T> {
                 "a free slot holds a pointer"
             )
         };
+        let mut old_total = 0;
         if let Some(h) = self.chunks {
             let h = h.as_ptr();
             // SAFETY: `h` is the live newest chunk; a non-null `free` is an unoccupied slot
@@ -120,61 +134,99 @@ impl<T> RepeatedField<T> {
                     (*h).free = p.cast::<*mut u8>().as_ptr().read_unaligned();
                     return p.cast();
                 }
+                let (_, _, slots_at) = chunk_layout::<T>((*h).order_cap, (*h).cap);
                 if (*h).used < (*h).cap {
-                    let p = slot::<T>(NonNull::new_unchecked(h), (*h).used);
+                    let p = h.cast::<u8>().add(slots_at).cast::<T>().add((*h).used);
                     (*h).used += 1;
-                    return p;
+                    return NonNull::new_unchecked(p);
                 }
+                old_total = (*h).order_cap;
             }
         }
         let most = (MAX_CHUNK_BYTES / size_of::<T>()).max(1);
-        let cap = self.ptrs.len().clamp(1, most).max(min_cap);
-        let (layout, _) = chunk_layout::<T>(cap);
+        let cap = self.len.clamp(1, most).max(min_cap);
+        let order_cap = old_total
+            .checked_add(cap)
+            .expect("repeated field size overflows");
+        let (layout, order_at, slots_at) = chunk_layout::<T>(order_cap, cap);
         // SAFETY: the layout has a non-zero size (it starts with the header).
         let raw = unsafe { alloc::alloc(layout) };
         let Some(h) = NonNull::new(raw.cast::<ChunkHeader>()) else {
             alloc::handle_alloc_error(layout)
         };
-        // SAFETY: fresh memory of the chunk's layout, which starts with the header.
+        // SAFETY: fresh memory of the chunk's layout: header, order array, slots. The old order
+        // array holds `len <= old_total < order_cap` pointers and does not overlap the new one.
         unsafe {
             h.as_ptr().write(ChunkHeader {
                 next: self.chunks,
                 cap,
                 used: 1,
+                order_cap,
                 free: ptr::null_mut(),
             });
+            let order = raw.add(order_at).cast::<NonNull<T>>();
+            ptr::copy_nonoverlapping(self.order.as_ptr(), order, self.len);
+            self.order = NonNull::new_unchecked(order);
+            self.chunks = Some(h);
+            NonNull::new_unchecked(raw.add(slots_at).cast::<T>())
         }
-        self.chunks = Some(h);
-        // SAFETY: `h` is live and `0 < cap`.
-        unsafe { slot::<T>(h, 0) }
     }
 
-    /// Stores `value` in a new slot (not yet in the order list).
+    /// Stores `value` in an unoccupied slot, not yet in the order.
     fn store(&mut self, value: T) -> NonNull<T> {
-        self.ptrs.reserve(1);
         let p = self.take_slot(1);
         // SAFETY: an unoccupied slot, sized and aligned for `T`.
         unsafe { p.as_ptr().write(value) };
         p
     }
 
+    /// Puts the stored element `p` at `index` of the order.
+    fn place(&mut self, index: usize, p: NonNull<T>) {
+        debug_assert!(index <= self.len);
+        // SAFETY: the order array holds one pointer per slot of all chunks, and `p` occupies
+        // a slot not yet counted in `len`, so `len + 1` pointers fit.
+        unsafe {
+            let at = self.order.as_ptr().add(index);
+            ptr::copy(at, at.add(1), self.len - index);
+            at.write(p);
+        }
+        self.len += 1;
+    }
+
+    /// Takes the pointer at `index` out of the order.
+    fn unplace(&mut self, index: usize) -> NonNull<T> {
+        assert!(
+            index < self.len,
+            "index {index} out of range (len {})",
+            self.len
+        );
+        // SAFETY: `index < len`; the later pointers move down by one.
+        unsafe {
+            let at = self.order.as_ptr().add(index);
+            let p = at.read();
+            ptr::copy(at.add(1), at, self.len - index - 1);
+            self.len -= 1;
+            p
+        }
+    }
+
     /// Appends an element.
     #[inline]
     pub fn push(&mut self, value: T) {
         let p = self.store(value);
-        self.ptrs.push(p);
+        self.place(self.len, p);
     }
     /// Inserts an element at `index` (panics when `index > len`).
     pub fn insert(&mut self, index: usize, value: T) {
         assert!(
-            index <= self.len(),
+            index <= self.len,
             "insertion index {index} out of range (len {})",
-            self.len()
+            self.len
         );
         let p = self.store(value);
-        self.ptrs.insert(index, p);
+        self.place(index, p);
     }
-    /// Moves the element out of slot `p` (already taken out of the order list).
+    /// Moves the element out of slot `p` (already taken out of the order).
     fn take(&mut self, p: NonNull<T>) -> T {
         // SAFETY: `p` held a live element that nothing else refers to any more; after the read
         // the slot is unoccupied and goes back to the free list.
@@ -186,12 +238,15 @@ impl<T> RepeatedField<T> {
     }
     /// Removes and returns element `index` (panics when out of range).
     pub fn remove(&mut self, index: usize) -> T {
-        let p = self.ptrs.remove(index);
+        let p = self.unplace(index);
         self.take(p)
     }
     /// Removes and returns the last element.
     pub fn pop(&mut self) -> Option<T> {
-        let p = self.ptrs.pop()?;
+        if self.len == 0 {
+            return None;
+        }
+        let p = self.unplace(self.len - 1);
         Some(self.take(p))
     }
     /// Removes every element.
@@ -200,13 +255,12 @@ impl<T> RepeatedField<T> {
     }
     /// Keeps the first `len` elements.
     pub fn truncate(&mut self, len: usize) {
-        while self.ptrs.len() > len {
+        while self.len > len {
             drop(self.pop());
         }
     }
     /// Reserves room for `additional` more elements.
     pub fn reserve(&mut self, additional: usize) {
-        self.ptrs.reserve(additional);
         let room = self.chunks.map_or(0, |h| {
             // SAFETY: the newest chunk is live.
             let h = unsafe { &*h.as_ptr() };
@@ -221,35 +275,42 @@ impl<T> RepeatedField<T> {
     }
     /// Keeps the elements for which `f` is true.
     pub fn retain(&mut self, mut f: impl FnMut(&T) -> bool) {
-        let chunks = self.chunks;
-        self.ptrs.retain(|p| {
-            // SAFETY: every pointer of the list is a live element.
-            if f(unsafe { p.as_ref() }) {
-                return true;
-            }
-            // SAFETY: the element is dropped once and its slot, now unoccupied, is freed.
+        let total = self.len;
+        // Should `f` or a `drop` panic, the elements not yet visited leak (nothing is dropped
+        // twice): `len` only ever counts the kept ones.
+        self.len = 0;
+        for i in 0..total {
+            // SAFETY: `i < total`: a live element's pointer; the kept ones are compacted to the
+            // front (`len <= i`), a dropped one's slot goes back to the free list.
             unsafe {
-                ptr::drop_in_place(p.as_ptr());
-                release_slot(chunks, *p);
+                let p = self.order.as_ptr().add(i).read();
+                if f(p.as_ref()) {
+                    self.order.as_ptr().add(self.len).write(p);
+                    self.len += 1;
+                } else {
+                    ptr::drop_in_place(p.as_ptr());
+                    release_slot(self.chunks, p);
+                }
             }
-            false
-        });
+        }
     }
     /// Swaps two elements.
     pub fn swap(&mut self, a: usize, b: usize) {
-        self.ptrs.swap(a, b);
+        self.order_mut().swap(a, b);
     }
     /// Element `index`.
     #[inline]
     pub fn get(&self, index: usize) -> Option<&T> {
-        // SAFETY: every pointer of the list is a live element owned by `self`.
-        self.ptrs.get(index).map(|p| unsafe { p.as_ref() })
+        // SAFETY: every pointer of the order is a live element owned by `self`.
+        self.order().get(index).map(|p| unsafe { p.as_ref() })
     }
     /// Element `index`, for writing.
     #[inline]
     pub fn get_mut(&mut self, index: usize) -> Option<&mut T> {
         // SAFETY: as `get`; `&mut self` makes the access exclusive.
-        self.ptrs.get_mut(index).map(|p| unsafe { p.as_mut() })
+        self.order_mut()
+            .get_mut(index)
+            .map(|p| unsafe { p.as_mut() })
     }
     /// The first element.
     pub fn first(&self) -> Option<&T> {
@@ -257,23 +318,23 @@ impl<T> RepeatedField<T> {
     }
     /// The last element.
     pub fn last(&self) -> Option<&T> {
-        self.get(self.len().wrapping_sub(1))
+        self.get(self.len.wrapping_sub(1))
     }
     /// The last element, for writing.
     pub fn last_mut(&mut self) -> Option<&mut T> {
-        self.get_mut(self.len().wrapping_sub(1))
+        self.get_mut(self.len.wrapping_sub(1))
     }
     /// The elements in order.
     pub fn iter(&self) -> Iter<'_, T> {
         Iter {
-            ptrs: self.ptrs.iter(),
+            ptrs: self.order().iter(),
             _elems: PhantomData,
         }
     }
     /// The elements in order, for writing.
     pub fn iter_mut(&mut self) -> IterMut<'_, T> {
         IterMut {
-            ptrs: self.ptrs.iter(),
+            ptrs: self.order().iter(),
             _elems: PhantomData,
         }
     }
@@ -284,7 +345,7 @@ impl<T: Default> RepeatedField<T> {
     #[inline]
     pub fn push_default(&mut self) -> &mut T {
         let mut p = self.store(T::default());
-        self.ptrs.push(p);
+        self.place(self.len, p);
         // SAFETY: the slot was just filled and is owned by `self`, borrowed mutably.
         unsafe { p.as_mut() }
     }
@@ -292,18 +353,23 @@ impl<T: Default> RepeatedField<T> {
 
 impl<T> Drop for RepeatedField<T> {
     fn drop(&mut self) {
-        for p in self.ptrs.drain(..) {
-            // SAFETY: every pointer of the list is a live element, dropped once here.
-            unsafe { ptr::drop_in_place(p.as_ptr()) };
+        while self.len > 0 {
+            // SAFETY: every pointer of the order is a live element, dropped once here (`len`
+            // shrinks first, so a panicking `drop` leaks the rest instead of a double drop).
+            unsafe {
+                self.len -= 1;
+                ptr::drop_in_place(self.order.as_ptr().add(self.len).read().as_ptr());
+            }
         }
         let mut next = self.chunks.take();
         while let Some(h) = next {
-            // SAFETY: `h` is a live chunk allocated with `chunk_layout(cap)`; no element lives
-            // in it any more.
+            // SAFETY: `h` is a live chunk allocated with this layout; no element lives in it any
+            // more.
             unsafe {
-                next = (*h.as_ptr()).next;
-                let (layout, _) = chunk_layout::<T>((*h.as_ptr()).cap);
-                alloc::dealloc(h.as_ptr().cast(), layout);
+                let h = h.as_ptr();
+                next = (*h).next;
+                let (layout, _, _) = chunk_layout::<T>((*h).order_cap, (*h).cap);
+                alloc::dealloc(h.cast(), layout);
             }
         }
     }
@@ -344,7 +410,7 @@ impl<T> Index<usize> for RepeatedField<T> {
     #[inline]
     fn index(&self, index: usize) -> &T {
         // SAFETY: every pointer of the list is a live element owned by `self`.
-        unsafe { self.ptrs[index].as_ref() }
+        unsafe { self.order()[index].as_ref() }
     }
 }
 
@@ -352,7 +418,7 @@ impl<T> IndexMut<usize> for RepeatedField<T> {
     #[inline]
     fn index_mut(&mut self, index: usize) -> &mut T {
         // SAFETY: as `index`; `&mut self` makes the access exclusive.
-        unsafe { self.ptrs[index].as_mut() }
+        unsafe { self.order_mut()[index].as_mut() }
     }
 }
 
@@ -456,8 +522,11 @@ impl<T> ExactSizeIterator for IterMut<'_, T> {}
 
 /// Iterator that moves the elements out of a [`RepeatedField`].
 pub struct IntoIter<T> {
-    rest: std::vec::IntoIter<NonNull<T>>,
-    /// Keeps the chunks (its own element list is empty).
+    /// The order array of the elements not yet moved out: `front..back`.
+    order: NonNull<NonNull<T>>,
+    front: usize,
+    back: usize,
+    /// Keeps the chunks (its own length is 0).
     storage: RepeatedField<T>,
 }
 
@@ -469,19 +538,28 @@ unsafe impl<T: Sync> Sync for IntoIter<T> {}
 impl<T> Iterator for IntoIter<T> {
     type Item = T;
     fn next(&mut self) -> Option<T> {
-        // SAFETY: each remaining pointer is a live element, moved out once; its slot is freed
-        // with the chunks.
-        self.rest.next().map(|p| unsafe { p.as_ptr().read() })
+        if self.front == self.back {
+            return None;
+        }
+        // SAFETY: `front < back`: a live element, moved out once; its slot is freed with the
+        // chunks.
+        let v = unsafe { self.order.as_ptr().add(self.front).read().as_ptr().read() };
+        self.front += 1;
+        Some(v)
     }
     fn size_hint(&self) -> (usize, Option<usize>) {
-        self.rest.size_hint()
+        (self.back - self.front, Some(self.back - self.front))
     }
 }
 
 impl<T> DoubleEndedIterator for IntoIter<T> {
     fn next_back(&mut self) -> Option<T> {
+        if self.front == self.back {
+            return None;
+        }
+        self.back -= 1;
         // SAFETY: as `next`.
-        self.rest.next_back().map(|p| unsafe { p.as_ptr().read() })
+        Some(unsafe { self.order.as_ptr().add(self.back).read().as_ptr().read() })
     }
 }
 
@@ -489,11 +567,12 @@ impl<T> ExactSizeIterator for IntoIter<T> {}
 
 impl<T> Drop for IntoIter<T> {
     fn drop(&mut self) {
-        for p in self.rest.by_ref() {
+        while self.front < self.back {
+            self.front += 1;
             // SAFETY: the elements not moved out are dropped once here.
-            unsafe { ptr::drop_in_place(p.as_ptr()) };
+            unsafe { ptr::drop_in_place(self.order.as_ptr().add(self.front - 1).read().as_ptr()) };
         }
-        debug_assert!(self.storage.ptrs.is_empty());
+        debug_assert_eq!(self.storage.len, 0);
     }
 }
 
@@ -517,8 +596,11 @@ impl<T> IntoIterator for RepeatedField<T> {
     type Item = T;
     type IntoIter = IntoIter<T>;
     fn into_iter(mut self) -> IntoIter<T> {
+        let back = std::mem::take(&mut self.len);
         IntoIter {
-            rest: std::mem::take(&mut self.ptrs).into_iter(),
+            order: self.order,
+            front: 0,
+            back,
             storage: self,
         }
     }
@@ -568,7 +650,11 @@ mod tests {
             let v = r.remove(3);
             r.push(v);
         }
-        assert_eq!(chunk_count(&r), chunks_before, "push after remove allocated");
+        assert_eq!(
+            chunk_count(&r),
+            chunks_before,
+            "push after remove allocated"
+        );
         r.clear();
         for i in 0..64 {
             r.push([i; 4]);

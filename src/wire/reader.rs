@@ -355,7 +355,9 @@ impl<'a> Reader<'a> {
         Ok(match &self.config.string_owner {
             // SAFETY: `share_strings`' contract: the owner keeps the input alive and these bytes
             // unmodified.
-            Some(owner) => unsafe { ProtoString::from_owned_by(bytes.as_ptr(), bytes.len(), owner) },
+            Some(owner) => unsafe {
+                ProtoString::from_owned_by(bytes.as_ptr(), bytes.len(), owner)
+            },
             None => ProtoString::from(bytes),
         })
     }
