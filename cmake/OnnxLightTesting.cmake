@@ -9,11 +9,12 @@
 # ctest -L valgrind / -L asan / -L plain selects one kind. A missing tool is a configure error
 # (turn the option off to go without it), never a silently skipped test.
 #
-# Multi-threaded tests (onnxl_c_test(... TSAN)) run a fourth time, as <name>.tsan, built with
-# -fsanitize=thread (ONNXL_TEST_TSAN): any data race report fails the test. The Rust library is
-# not instrumented, so ThreadSanitizer sees the C side (the test's own memory accesses and the
-# memory functions it intercepts: malloc/free, memcpy/memcmp, pthread_*) and not the Rust
-# internals; see docs/hardening.md, "Sanitizers".
+# Multi-threaded tests (onnxl_c_test(... TSAN)) also run as <name>.tsan, built with
+# -fsanitize=thread (ONNXL_TEST_TSAN), and as <name>.helgrind under Valgrind's Helgrind
+# (ONNXL_TEST_VALGRIND): any data race report fails the test. The Rust library is not
+# instrumented for ThreadSanitizer, which sees the C side (the test's own memory accesses and
+# the functions it intercepts: malloc/free, memcpy/memcmp, pthread_*); Helgrind sees every
+# access, Rust's included. See docs/hardening.md, "Sanitizers".
 
 option(ONNXL_TEST_VALGRIND "Also run every C/C++ test under Valgrind (requires valgrind)" ON)
 option(ONNXL_TEST_SANITIZERS "Also run every C/C++ test built with ASan + UBSan" ON)
@@ -117,6 +118,9 @@ function(onnxl_c_test name)
   if(ONNXL_TEST_TSAN AND T_TSAN)
     list(APPEND variants tsan)
   endif()
+  if(ONNXL_TEST_VALGRIND AND T_TSAN)
+    list(APPEND variants helgrind)
+  endif()
   foreach(variant IN LISTS variants)
     set(exe ${program})
     if(variant STREQUAL "asan" OR variant STREQUAL "tsan")
@@ -146,6 +150,10 @@ function(onnxl_c_test name)
     elseif(variant STREQUAL "valgrind")
       set(test_name ${name}.valgrind)
       set(cmd ${ONNXL_VALGRIND_COMMAND} $<TARGET_FILE:${exe}>)
+    elseif(variant STREQUAL "helgrind")
+      # Valgrind's default suppressions only (glibc internals); no project suppressions.
+      set(test_name ${name}.helgrind)
+      set(cmd "${ONNXL_VALGRIND}" -q --tool=helgrind --error-exitcode=99 $<TARGET_FILE:${exe}>)
     else()
       set(test_name ${name}.${variant})
       set(cmd $<TARGET_FILE:${exe}>)

@@ -7,7 +7,7 @@
 #    wrapper test, THE walker (every field of every message of the onnx wheel's backend test
 #    models, rebuilt with the setters, byte-identical) and the examples (C, C++, Python/ctypes),
 #    each C/C++ program plainly, under Valgrind and with ASan+UBSan, and the multi-threaded
-#    ones (c_tests/test_threads.c, test_errors.c) also with ThreadSanitizer;
+#    ones (c_tests/test_threads.c, test_errors.c) also with ThreadSanitizer and Helgrind;
 # 3. `cmake --install` into a temporary prefix: files, SONAME and symlink chain, exported symbols;
 # 4. the consumer project (c_tests/consumer) finds the installed package with find_package,
 #    builds against the shared and the static library and runs; again after moving the prefix
