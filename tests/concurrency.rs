@@ -152,7 +152,7 @@ fn one_mapped_model_shared_by_many_threads() {
     assert!(!tokens.is_empty());
     // The model goes first; the tokens (taken on the worker threads) keep the mapping alive and
     // are dropped on yet other threads.
-    let shared = Arc::try_unwrap(shared).ok().expect("last reference");
+    let shared = Arc::try_unwrap(shared).expect("last reference");
     let raw: Vec<(usize, usize)> = shared
         .graph()
         .initializer
