@@ -325,6 +325,7 @@ fn kill_during_save_never_breaks_the_model() {
     eprintln!("seed {seed} (ONNXL_CRASH_SEED to repeat); save times {durations:?}");
     let mut rng = Rng(seed);
     let (mut mid_save, mut with_temps, mut committed) = (0usize, 0usize, 0usize);
+    let mut before_commit = 0usize;
     for kill in 0..KILLS {
         let si = kill % SCENARIOS.len();
         let scenario = SCENARIOS[si];
@@ -347,7 +348,8 @@ fn kill_during_save_never_breaks_the_model() {
         let status = child.wait().unwrap();
         let mut rest = String::new();
         out.read_to_string(&mut rest).unwrap();
-        if !rest.contains(DONE) && !rest.contains(ERROR) {
+        let landed = !rest.contains(DONE) && !rest.contains(ERROR);
+        if landed {
             mid_save += 1;
             assert!(status.code().is_none(), "killed by the signal");
         }
@@ -358,6 +360,7 @@ fn kill_during_save_never_breaks_the_model() {
         let now = check_model(&path)
             .unwrap_or_else(|e| panic!("kill {kill} ({scenario:?}, seed {seed}): {e}"));
         if now.generation == state.generation {
+            before_commit += usize::from(landed);
             assert_eq!(
                 now, state,
                 "kill {kill} ({scenario:?}): previous model or its files changed"
@@ -369,7 +372,8 @@ fn kill_during_save_never_breaks_the_model() {
         }
     }
     eprintln!(
-        "{KILLS} kills: {mid_save} landed mid-save ({with_temps} with temporary files present), \
+        "{KILLS} kills: {mid_save} landed mid-save ({before_commit} before the commit point, the \
+         rest after it), {with_temps} with temporary files present; \
          {committed} saves had committed"
     );
     assert!(
