@@ -1041,6 +1041,39 @@ mod tests {
     }
 
     #[test]
+    fn alternate_names_and_families() {
+        let alt = |s: &str, k| location_string(&alternate_name(Path::new(s), k));
+        assert_eq!(alt("m.onnx.data", 0), "m.onnx.data");
+        assert_eq!(alt("m.onnx.data", 1), "m.onnx_1.data");
+        assert_eq!(alt("w.bin", 2), "w_2.bin");
+        assert_eq!(alt("weights", 1), "weights_1");
+        assert_eq!(alt("sub/w.bin", 1), "sub/w_1.bin");
+        assert_eq!(alt(".hidden", 1), ".hidden_1");
+        for member in [
+            "m.onnx.data",
+            "m.onnx.data.3",
+            "m.onnx_1.data",
+            "m.onnx_12.data.2",
+        ] {
+            assert!(in_family(member, "m.onnx.data"), "{member}");
+        }
+        for other in [
+            "m.onnx_x.data",
+            "m.onnx_.data",
+            "w.bin",
+            "m.onnx.data_1",
+            "m.onnx",
+        ] {
+            assert!(!in_family(other, "m.onnx.data"), "{other}");
+        }
+        assert!(in_family("weights_3", "weights") && in_family("weights.2", "weights"));
+        assert_eq!(strip_unique_suffix("w0_1"), "w0");
+        assert_eq!(strip_unique_suffix("w_0_12"), "w_0");
+        assert_eq!(strip_unique_suffix("w0"), "w0");
+        assert_eq!(strip_unique_suffix("_1"), "_1");
+    }
+
+    #[test]
     fn alignment_rules() {
         let o = SaveExternalOptions::default();
         assert_eq!(alignment_for(1 << 20, &o), 4096);
