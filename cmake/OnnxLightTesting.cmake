@@ -8,9 +8,17 @@
 #   <name>.asan      rebuilt with -fsanitize=address,undefined (any finding fails the test).
 # ctest -L valgrind / -L asan / -L plain selects one kind. A missing tool is a configure error
 # (turn the option off to go without it), never a silently skipped test.
+#
+# Multi-threaded tests (onnxl_c_test(... TSAN)) also run as <name>.tsan, built with
+# -fsanitize=thread (ONNXL_TEST_TSAN), and as <name>.helgrind under Valgrind's Helgrind
+# (ONNXL_TEST_VALGRIND): any data race report fails the test. The Rust library is not
+# instrumented for ThreadSanitizer, which sees the C side (the test's own memory accesses and
+# the functions it intercepts: malloc/free, memcpy/memcmp, pthread_*); Helgrind sees every
+# access, Rust's included. See docs/hardening.md, "Sanitizers".
 
 option(ONNXL_TEST_VALGRIND "Also run every C/C++ test under Valgrind (requires valgrind)" ON)
 option(ONNXL_TEST_SANITIZERS "Also run every C/C++ test built with ASan + UBSan" ON)
+option(ONNXL_TEST_TSAN "Also run the multi-threaded C tests built with ThreadSanitizer" ON)
 option(ONNXL_TEST_PYTHON "Run the tests that need Python with onnx and numpy (walker inputs, ctypes example)" ON)
 
 set(ONNXL_SAMPLE_MODEL "${PROJECT_SOURCE_DIR}/samples/mlp.onnx")
@@ -47,6 +55,22 @@ if(ONNXL_TEST_SANITIZERS)
       "UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1")
 endif()
 
+if(ONNXL_TEST_TSAN)
+  set(ONNXL_TSAN_FLAGS -fsanitize=thread -fno-omit-frame-pointer)
+  include(CheckCSourceRuns)
+  set(CMAKE_REQUIRED_FLAGS "-fsanitize=thread")
+  set(CMAKE_REQUIRED_LINK_OPTIONS "-fsanitize=thread")
+  check_c_source_runs("int main(void) { return 0; }" ONNXL_HAVE_TSAN)
+  unset(CMAKE_REQUIRED_FLAGS)
+  unset(CMAKE_REQUIRED_LINK_OPTIONS)
+  if(NOT ONNXL_HAVE_TSAN)
+    message(FATAL_ERROR "${CMAKE_C_COMPILER} cannot build and run -fsanitize=thread programs "
+                        "(install libtsan, or configure with -DONNXL_TEST_TSAN=OFF)")
+  endif()
+  # No suppressions: a report is a failure.
+  set(ONNXL_TSAN_ENV "TSAN_OPTIONS=halt_on_error=1:exitcode=97:second_deadlock_stack=1")
+endif()
+
 if(ONNXL_TEST_PYTHON)
   if(NOT Python3_EXECUTABLE)
     find_package(Python3 REQUIRED COMPONENTS Interpreter)
@@ -70,13 +94,13 @@ endif()
 
 # onnxl_c_test(<name> SOURCES <files...> [ARGS <args...>] [LINK onnx_light|onnx_light_shared|onnx_light_static]
 #              [LIBS <libs...>] [FIXTURES <fixture>] [EXE <program of another onnxl_c_test>] [TMP]
-#              [SETUP <fixture>])
+#              [SETUP <fixture>] [TSAN])
 # Builds <name> (C11 or C++17 by source extension; or reuses the program EXE) and registers
-# <name>, <name>.valgrind and <name>.asan. With TMP, the last argument is a temporary directory
+# <name>, <name>.valgrind and <name>.asan (and, with TSAN, <name>.tsan). With TMP, the last argument is a temporary directory
 # of each registered test (${ONNXL_TEST_TMP}/<test name>). SETUP: the plain test sets up this
 # fixture (its TMP directory holds its output).
 function(onnxl_c_test name)
-  cmake_parse_arguments(T "TMP" "LINK;FIXTURES;EXE;SETUP" "SOURCES;ARGS;LIBS" ${ARGN})
+  cmake_parse_arguments(T "TMP;TSAN" "LINK;FIXTURES;EXE;SETUP" "SOURCES;ARGS;LIBS" ${ARGN})
   set(program ${name})
   if(T_EXE)
     set(program ${T_EXE})
@@ -91,10 +115,16 @@ function(onnxl_c_test name)
   if(ONNXL_TEST_SANITIZERS)
     list(APPEND variants asan)
   endif()
+  if(ONNXL_TEST_TSAN AND T_TSAN)
+    list(APPEND variants tsan)
+  endif()
+  if(ONNXL_TEST_VALGRIND AND T_TSAN)
+    list(APPEND variants helgrind)
+  endif()
   foreach(variant IN LISTS variants)
     set(exe ${program})
-    if(variant STREQUAL "asan")
-      set(exe ${program}_asan)
+    if(variant STREQUAL "asan" OR variant STREQUAL "tsan")
+      set(exe ${program}_${variant})
     endif()
     if(NOT TARGET ${exe})
       add_executable(${exe} ${T_SOURCES})
@@ -109,6 +139,9 @@ function(onnxl_c_test name)
       if(variant STREQUAL "asan")
         target_compile_options(${exe} PRIVATE ${ONNXL_SANITIZE_FLAGS})
         target_link_options(${exe} PRIVATE ${ONNXL_SANITIZE_FLAGS})
+      elseif(variant STREQUAL "tsan")
+        target_compile_options(${exe} PRIVATE ${ONNXL_TSAN_FLAGS})
+        target_link_options(${exe} PRIVATE ${ONNXL_TSAN_FLAGS})
       endif()
     endif()
     if(variant STREQUAL "plain")
@@ -117,8 +150,12 @@ function(onnxl_c_test name)
     elseif(variant STREQUAL "valgrind")
       set(test_name ${name}.valgrind)
       set(cmd ${ONNXL_VALGRIND_COMMAND} $<TARGET_FILE:${exe}>)
+    elseif(variant STREQUAL "helgrind")
+      # Valgrind's default suppressions only (glibc internals); no project suppressions.
+      set(test_name ${name}.helgrind)
+      set(cmd "${ONNXL_VALGRIND}" -q --tool=helgrind --error-exitcode=99 $<TARGET_FILE:${exe}>)
     else()
-      set(test_name ${name}.asan)
+      set(test_name ${name}.${variant})
       set(cmd $<TARGET_FILE:${exe}>)
     endif()
     set(args ${T_ARGS})
@@ -130,6 +167,8 @@ function(onnxl_c_test name)
     set_tests_properties(${test_name} PROPERTIES LABELS "${variant};c_api" TIMEOUT 600)
     if(variant STREQUAL "asan")
       set_tests_properties(${test_name} PROPERTIES ENVIRONMENT "${ONNXL_SANITIZER_ENV}")
+    elseif(variant STREQUAL "tsan")
+      set_tests_properties(${test_name} PROPERTIES ENVIRONMENT "${ONNXL_TSAN_ENV}")
     endif()
     if(T_FIXTURES)
       set_tests_properties(${test_name} PROPERTIES FIXTURES_REQUIRED ${T_FIXTURES})

@@ -1038,8 +1038,11 @@ typedef struct OnnxlStr {
 
 /**
  * Called once with `user_data` when the library no longer uses memory lent to it (see
- * `onnxl_tensor_proto_set_raw_data_borrowed`). It may run on any thread and must not call back
- * into the object that held the memory.
+ * `onnxl_tensor_proto_set_raw_data_borrowed`). It must not call back into the object that held
+ * the memory.
+ *
+ * Thread safety: it runs on whichever thread drops the last reference (a model free, an
+ * `onnxl_owner_release`, ...), so it must be safe to call from any thread.
  */
 typedef void (*OnnxlReleaseCallback)(void *user_data);
 
@@ -1172,17 +1175,23 @@ typedef struct OnnxlExternalLoadOptions {
 /**
  * Reads up to `capacity` bytes into `buffer`; returns the number read, 0 at the end of the
  * data, or a negative value on error.
+ *
+ * Thread safety: called only on the thread that is using the stream, never concurrently.
  */
 typedef ptrdiff_t (*OnnxlReadCallback)(void *user_data, uint8_t *buffer, size_t capacity);
 
 /**
  * Writes `len` bytes from `data`; returns the number written (at least 1 when `len` > 0), or a
  * negative value on error.
+ *
+ * Thread safety: called only on the thread that is using the stream, never concurrently.
  */
 typedef ptrdiff_t (*OnnxlWriteCallback)(void *user_data, const uint8_t *data, size_t len);
 
 /**
  * Called once with `user_data` when the stream is freed.
+ *
+ * Thread safety: called on the thread that calls `onnxl_stream_free`.
  */
 typedef void (*OnnxlStreamReleaseCallback)(void *user_data);
 
@@ -12956,8 +12965,14 @@ OnnxlStatus onnxl_load_external_data_for_model(struct OnnxlModelProto *model,
  * Saves `model` to `path` with its large tensors in external files beside it (C++ `SaveModel`
  * with a location; the onnx package's `save_as_external_data=True`): one file (split at
  * `max_external_file_size`) or one file per tensor, offsets aligned, optional SHA-1 checksums.
- * Every file is written to a temporary file and renamed over the old one, so re-saving a model
- * over the weight files it borrows from (no-copy load) is safe. The model is NOT changed.
+ * Crash-safe as a whole: weight files are written to temporary files and renamed to names the
+ * model being replaced does not reference (`w.bin` becomes `w_1.bin` when the old model uses
+ * `w.bin`), then the model is renamed over the old one (the commit point), then the old
+ * model's files of that name family are removed; a kill or failure at any point leaves the old
+ * model with all its files or the new one with all of its files (docs/hardening.md). Re-saving
+ * a model over the weight files it borrows from (no-copy load) is safe. The model is NOT
+ * changed. Thread safety: `model` is only read (other threads may read it too); saves of
+ * different models may run at once, into different directories or different file names.
  * Locations obey the path rules: nothing is written outside the model's directory
  * (`ONNXL_STATUS_PATH_REFUSED`). `opts` may be NULL (defaults).
  *

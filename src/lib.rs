@@ -18,6 +18,7 @@ pub mod external;
 pub mod ffi;
 pub mod params;
 pub mod proto;
+pub mod thread_safety;
 pub mod wire;
 
 pub use bytes::{ByteSpan, Owner, ProtoString, UnknownFields};

@@ -107,3 +107,55 @@ fn header_declares_every_exported_function() {
         "not in include/onnx_light.h: {missing:?}"
     );
 }
+
+/// Every handle type (opaque `typedef struct X X;`) and every callback type of the header says
+/// how it may be used from several threads, in its own doc comment (docs/hardening.md,
+/// "Concurrency and thread safety"). `scripts/test.d/10-c-header.sh` checks the same.
+#[test]
+fn every_handle_and_callback_states_its_thread_safety() {
+    let header = std::fs::read_to_string(root().join("include/onnx_light.h")).unwrap();
+    let lines: Vec<&str> = header.lines().collect();
+    let mut checked = 0;
+    let mut missing = Vec::new();
+    for (i, line) in lines.iter().enumerate() {
+        let name = if let Some(rest) = line.strip_prefix("typedef struct ") {
+            match rest.strip_suffix(';').and_then(|r| r.split_once(' ')) {
+                Some((a, b)) if a == b => a,
+                _ => continue,
+            }
+        } else if line.starts_with("typedef ") && line.contains("(*Onnxl") {
+            let start = line.find("(*").unwrap() + 2;
+            let end = line[start..].find(')').unwrap() + start;
+            &line[start..end]
+        } else {
+            continue;
+        };
+        if !name.starts_with("Onnxl") {
+            continue;
+        }
+        checked += 1;
+        // The doc comment right above: from the closing `*/` up to its `/**`.
+        let mut doc = String::new();
+        let mut j = i;
+        if j > 0 && lines[j - 1].trim_end().ends_with("*/") {
+            while j > 0 {
+                j -= 1;
+                doc.insert_str(0, lines[j]);
+                if lines[j].trim_start().starts_with("/**") {
+                    break;
+                }
+            }
+        }
+        if !doc.contains("Thread safety") {
+            missing.push(name.to_string());
+        }
+    }
+    assert!(
+        checked >= 38,
+        "only {checked} handle and callback types found"
+    );
+    assert!(
+        missing.is_empty(),
+        "no `Thread safety:` statement in the doc comment of: {missing:?}"
+    );
+}

@@ -5,7 +5,9 @@
 # - the C++ wrapper test (c_tests/cpp_wrapper_roundtrip.cpp) builds against
 #   target/release/libonnx_light.so and round-trips samples/mlp.onnx under Valgrind (required:
 #   a missing valgrind is a failure);
-# - the shared library exports only onnxl_* symbols.
+# - the shared library exports only onnxl_* symbols;
+# - every handle type (opaque typedef) and callback type of the header states its thread safety
+#   (a `Thread safety` line in its doc comment; tests/generated_files.rs checks the same).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 ROOT=$PWD
@@ -56,6 +58,23 @@ ln -s "$LIB" "$work/$(readelf -d "$LIB" | sed -n 's/.*(SONAME).*\[\(.*\)\]/\1/p'
 command -v valgrind >/dev/null 2>&1 || { echo "valgrind is required (apt-get install valgrind)" >&2; exit 1; }
 valgrind -q --error-exitcode=1 --leak-check=full --errors-for-leak-kinds=definite,indirect \
   --show-leak-kinds=definite,indirect "$work/cpp_wrapper_roundtrip" samples/mlp.onnx "$work"
+
+echo "thread-safety statements"
+missing=$(awk '
+  /\/\*\*/ { doc = ""; indoc = 1 }
+  indoc { doc = doc $0 }
+  /\*\// { indoc = 0; last = doc; lastline = NR }
+  /^typedef struct Onnxl[A-Za-z]* Onnxl[A-Za-z]*;$/ || /^typedef .*\(\*Onnxl[A-Za-z]*\)/ {
+    total++
+    if (lastline != NR - 1 || last !~ /Thread safety/) print $0
+  }
+  END { if (total < 38) print "only " total " handle and callback types found" }
+' include/onnx_light.h)
+if [ -n "$missing" ]; then
+  echo "no 'Thread safety' statement in the doc comment of:" >&2
+  echo "$missing" >&2
+  exit 1
+fi
 
 echo "exported symbols"
 symbols=$(nm -D --defined-only "$LIB" | awk 'NF >= 3 {print $NF}')

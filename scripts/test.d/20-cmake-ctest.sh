@@ -6,7 +6,8 @@
 # 2. ctest: the C tests (entry points, ownership, error paths, accessors, streams), the C++
 #    wrapper test, THE walker (every field of every message of the onnx wheel's backend test
 #    models, rebuilt with the setters, byte-identical) and the examples (C, C++, Python/ctypes),
-#    each C/C++ program plainly, under Valgrind and with ASan+UBSan;
+#    each C/C++ program plainly, under Valgrind and with ASan+UBSan, and the multi-threaded
+#    ones (c_tests/test_threads.c, test_errors.c) also with ThreadSanitizer and Helgrind;
 # 3. `cmake --install` into a temporary prefix: files, SONAME and symlink chain, exported symbols;
 # 4. the consumer project (c_tests/consumer) finds the installed package with find_package,
 #    builds against the shared and the static library and runs; again after moving the prefix
@@ -41,7 +42,7 @@ echo "cmake $(cmake --version | head -1 | awk '{print $3}'), onnx_light $VERSION
 # ---- 1. configure and build ---------------------------------------------------------------------
 BUILD="$ROOT/build/cmake"
 cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DBUILD_TESTING=ON \
-  -DONNXL_TEST_VALGRIND=ON -DONNXL_TEST_SANITIZERS=ON -DONNXL_TEST_PYTHON=ON \
+  -DONNXL_TEST_VALGRIND=ON -DONNXL_TEST_SANITIZERS=ON -DONNXL_TEST_TSAN=ON -DONNXL_TEST_PYTHON=ON \
   -DPython3_EXECUTABLE="$PY" -DONNXL_BACKEND_DATA_DIR="$BACKEND_DATA"
 cmake --build "$BUILD" -j "$JOBS"
 

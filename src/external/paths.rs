@@ -189,6 +189,30 @@ impl AtomicOut {
     }
 }
 
+/// Removes the regular file `rel` (a normalised location) beneath `dir`, walking the parents
+/// like a save does (no link followed); best effort (errors are ignored).
+pub(crate) fn remove_beneath(dir: &Path, rel: &Path) {
+    debug_assert!(rel.components().all(|c| matches!(c, Component::Normal(_))));
+    imp::remove_beneath(dir, rel);
+}
+
+/// Removes the temporary files (`.NAME.tmp-PID-N`, made by this library's saves) that saves
+/// killed before they finished left in the directories of the files `rels` (normalised
+/// locations beneath `dir`): only those whose process no longer exists (Unix; elsewhere nothing
+/// is removed). Best effort.
+pub(crate) fn remove_stale_temps(dir: &Path, rels: &[PathBuf]) {
+    imp::remove_stale_temps(dir, rels);
+}
+
+/// The process id in a temporary file name made by [`temp_name`], if it is one.
+fn temp_owner(entry: &std::ffi::OsStr) -> Option<u32> {
+    let entry = entry.to_str()?;
+    let (name, rest) = entry.strip_prefix('.')?.rsplit_once(".tmp-")?;
+    let (pid, attempt) = rest.split_once('-')?;
+    let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+    (!name.is_empty() && digits(pid) && digits(attempt)).then(|| pid.parse().ok())?
+}
+
 fn file_name_of(rel: &Path) -> io::Result<OsString> {
     rel.file_name()
         .map(|n| n.to_os_string())
@@ -361,6 +385,70 @@ mod imp {
         {
             let _ = file;
             Err(io::Error::from(io::ErrorKind::Unsupported))
+        }
+    }
+
+    pub(super) fn remove_beneath(dir: &Path, rel: &Path) {
+        let Ok(parent) = walk_parents(dir, rel, false) else {
+            return;
+        };
+        let Some(name) = rel.file_name() else {
+            return;
+        };
+        if let Ok(c) = cstr(name) {
+            unlink_regular(&parent, &c);
+        }
+    }
+
+    /// `unlinkat(parent, name)` when `name` is a regular file there.
+    fn unlink_regular(parent: &File, name: &CString) {
+        // SAFETY: `st` is plain data fully written by fstatat on success.
+        let mut st: libc::stat = unsafe { std::mem::zeroed() };
+        // SAFETY: live directory descriptor, NUL-terminated name, valid `stat` buffer.
+        let r = unsafe {
+            libc::fstatat(
+                parent.as_raw_fd(),
+                name.as_ptr(),
+                &mut st,
+                libc::AT_SYMLINK_NOFOLLOW,
+            )
+        };
+        if r == 0 && st.st_mode & libc::S_IFMT == libc::S_IFREG {
+            // SAFETY: live directory descriptor and NUL-terminated name.
+            unsafe { libc::unlinkat(parent.as_raw_fd(), name.as_ptr(), 0) };
+        }
+    }
+
+    pub(super) fn remove_stale_temps(dir: &Path, rels: &[PathBuf]) {
+        let me = std::process::id();
+        let mut seen = std::collections::HashSet::new();
+        for rel in rels {
+            let sub = rel.parent().unwrap_or(Path::new(""));
+            if !seen.insert(sub.to_path_buf()) {
+                continue;
+            }
+            let Ok(parent) = walk_parents(dir, rel, false) else {
+                continue;
+            };
+            let Ok(entries) = std::fs::read_dir(dir.join(sub)) else {
+                continue;
+            };
+            for entry in entries.flatten() {
+                let entry = entry.file_name();
+                let Some(pid) = super::temp_owner(&entry) else {
+                    continue;
+                };
+                let Ok(pid_t) = libc::pid_t::try_from(pid) else {
+                    continue;
+                };
+                // SAFETY: kill(2) with signal 0 only checks whether the process exists.
+                let gone = pid != me
+                    && unsafe { libc::kill(pid_t, 0) } != 0
+                    && io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH);
+                if gone && let Ok(c) = cstr(&entry) {
+                    unlink_regular(&parent, &c);
+                }
+            }
         }
     }
 
@@ -541,6 +629,18 @@ mod imp {
     pub(super) fn fd_path(_file: &File) -> io::Result<PathBuf> {
         Err(io::Error::from(io::ErrorKind::Unsupported))
     }
+
+    pub(super) fn remove_beneath(dir: &Path, rel: &Path) {
+        if let Ok(p) = check_components(dir, rel, false)
+            && std::fs::symlink_metadata(&p).is_ok_and(|m| m.is_file())
+        {
+            let _ = std::fs::remove_file(p);
+        }
+    }
+
+    /// Process liveness is not checked here, so nothing is removed (stale temporary files are
+    /// hidden names that no model references).
+    pub(super) fn remove_stale_temps(_dir: &Path, _rels: &[PathBuf]) {}
 
     pub(super) struct AtomicOut {
         file: Option<File>,

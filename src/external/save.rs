@@ -11,7 +11,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use super::checksum::Sha1Hasher;
 use super::info::{DATA_LOCATION_DEFAULT, ExternalDataInfo, uses_external_data};
 use super::load::{has_external_data, map_external_tensors};
-use super::paths::{AtomicOut, OpenError, model_dir, normalize_location};
+use super::paths::{
+    AtomicOut, OpenError, model_dir, normalize_location, remove_beneath, remove_stale_temps,
+};
 use super::write_all_at;
 use crate::bytes::ByteSpan;
 use crate::error::{Error, Result};
@@ -534,9 +536,15 @@ pub fn save_model_with_external_data(
 ///   (zero padding);
 /// - entries `location`, `offset`, `length` (and `checksum`, the SHA-1 of the whole file, with
 ///   `checksum`); never `basepath`;
-/// - each file is written to a temporary file in its directory (pre-sized, positional writes,
-///   in parallel with `num_threads`), synced and renamed over the old one, so re-saving a model
-///   over the very files it borrows from (no-copy load) is safe: the old files stay mapped;
+/// - crash-safe as a whole: each file is written to a temporary file in its directory
+///   (pre-sized, positional writes, in parallel with `num_threads`), synced and renamed to a
+///   name the model being replaced does not reference (the first free alternate name,
+///   `w.bin` -> `w_1.bin`, when the wanted one is in use); the `.onnx` is renamed over the old
+///   one last (the commit point); then the replaced model's files of the same name family that
+///   the new one does not use are removed. A kill at any point leaves the old model with all
+///   its files or the new one with all of its files; a failure removes what this save wrote.
+///   Re-saving a model over the very files it borrows from (no-copy load) is safe: the old
+///   files stay mapped;
 /// - the model itself is NOT changed: the `.onnx` is written from a copy of the metadata.
 ///
 /// Tensors that are still external in memory (not loaded) are read from `opts.source_dir`.
@@ -604,6 +612,12 @@ pub fn save_model_with_external_data_progress(
     } else {
         None
     };
+    // The model this save replaces, and the weight files it references: none of them is
+    // written before the new model is committed (see `docs/hardening.md`, "Crash-safe saves").
+    let previous = previous_references(path);
+    let mut natural_names: HashSet<String> = HashSet::new();
+    let mut natural_taken = taken.clone();
+    taken.extend(previous.keys().cloned());
     let mut current: Option<usize> = None;
     let mut split_index = 0usize;
     let mut externals = 0usize;
@@ -646,7 +660,10 @@ pub fn save_model_with_external_data_progress(
                 (idx, start)
             }
             None => {
-                let name = unique_name(safe_file_name(&t.name().to_string_lossy()), &mut taken);
+                let safe = safe_file_name(&t.name().to_string_lossy());
+                natural_names.insert(safe.to_ascii_lowercase());
+                unique_name(safe.clone(), &mut natural_taken);
+                let name = unique_name(safe, &mut taken);
                 match normalize_location(&name) {
                     Ok(rel) => files.push(OutFile::new(rel)),
                     Err(r) => {
@@ -665,6 +682,59 @@ pub fn save_model_with_external_data_progress(
     if let Some(e) = plan_error {
         return Err(e);
     }
+    // One weight file (and its split parts): when a name the previous model references would
+    // be written, the whole set moves to the first alternate name (`w.bin` -> `w_1.bin`) that
+    // it does not reference, so the previous model's files are never replaced under it.
+    if let Some(base) = &primary {
+        let count = files.len();
+        let names_of = |k: usize| -> Vec<PathBuf> {
+            let alt = alternate_name(base, k);
+            (0..count)
+                .map(|i| {
+                    let mut n = alt.clone().into_os_string();
+                    if i > 0 {
+                        n.push(format!(".{i}"));
+                    }
+                    PathBuf::from(n)
+                })
+                .collect()
+        };
+        let clash = |names: &[PathBuf]| {
+            names.iter().any(|n| {
+                let l = location_string(n).to_ascii_lowercase();
+                previous.contains_key(&l) || l == model_name.to_ascii_lowercase()
+            })
+        };
+        if !files.is_empty() && clash(&names_of(0)) {
+            let k = (1..)
+                .find(|&k| !clash(&names_of(k)))
+                .expect("finitely many previous names");
+            for (f, rel) in files.iter_mut().zip(names_of(k)) {
+                *f = OutFile {
+                    location: location_string(&rel),
+                    rel,
+                    size: f.size,
+                    items: std::mem::take(&mut f.items),
+                };
+            }
+        }
+    }
+    // Files of the previous model in this save's naming family that the new model will not
+    // reference: removed once the new model is committed (they are what an in-place save would
+    // have overwritten).
+    let new_names: HashSet<String> = files
+        .iter()
+        .map(|f| f.location.to_ascii_lowercase())
+        .collect();
+    let obsolete: Vec<String> = previous
+        .iter()
+        .filter(|(lower, _)| !new_names.contains(*lower))
+        .filter(|(lower, _)| match &primary {
+            Some(base) => in_family(lower, &location_string(base).to_ascii_lowercase()),
+            None => natural_names.contains(strip_unique_suffix(lower)),
+        })
+        .map(|(_, original)| original.clone())
+        .collect();
 
     // Write the weight files. Every destination is checked (and its directories created)
     // before anything is written; then the files are written and committed in batches, so a
@@ -676,6 +746,10 @@ pub fn save_model_with_external_data_progress(
     for f in &files {
         AtomicOut::check(&dir, &f.rel).map_err(|e| err(f, e))?;
     }
+    // Temporary files left by saves that were killed (their process is gone).
+    let mut ours: Vec<PathBuf> = files.iter().map(|f| f.rel.clone()).collect();
+    ours.push(PathBuf::from(&model_name));
+    remove_stale_temps(&dir, &ours);
     let progress = Progress {
         done: AtomicU64::new(0),
         total: files
@@ -686,6 +760,12 @@ pub fn save_model_with_external_data_progress(
         report: progress,
     };
     let mut digests = Vec::with_capacity(files.len());
+    // Weight files already renamed into place are removed again if the save fails before the
+    // new model is committed (no model references them).
+    let mut committed = Committed {
+        dir: &dir,
+        rels: Vec::with_capacity(files.len()),
+    };
     for batch in files.chunks(OPEN_FILES) {
         let outs = batch
             .iter()
@@ -695,6 +775,7 @@ pub fn save_model_with_external_data_progress(
         for (out, f) in outs.into_iter().zip(batch) {
             out.commit(opts.sync)
                 .map_err(|e| Error::io(dir.join(&f.rel), e))?;
+            committed.rels.push(f.rel.clone());
         }
     }
 
@@ -733,8 +814,16 @@ pub fn save_model_with_external_data_progress(
         num_threads: opts.num_threads,
         ..SerializeOptions::default()
     };
+    // The commit point: every weight file is in place (synced, under a name the previous
+    // model does not use); renaming the new model over the old one switches atomically.
     crate::model::save_to_file(&copy, path, &sopts)?;
+    committed.rels.clear();
     drop(copy);
+    for location in &obsolete {
+        if let Ok(rel) = normalize_location(location) {
+            remove_beneath(&dir, &rel);
+        }
+    }
 
     Ok(SaveReport {
         files: files
@@ -750,6 +839,100 @@ pub fn save_model_with_external_data_progress(
         external_tensors: externals,
         external_bytes,
     })
+}
+
+/// Weight files renamed into place by a save whose model is not committed yet; dropped, it
+/// removes them (the save failed or panicked: no model references them).
+struct Committed<'d> {
+    dir: &'d Path,
+    rels: Vec<PathBuf>,
+}
+
+impl Drop for Committed<'_> {
+    fn drop(&mut self) {
+        for rel in &self.rels {
+            remove_beneath(self.dir, rel);
+        }
+    }
+}
+
+/// The external locations referenced by the model at `path` (lower-cased normalised form ->
+/// the location as written), or none when there is no readable model there.
+fn previous_references(path: &Path) -> HashMap<String, String> {
+    let mut out = HashMap::new();
+    if !path.is_file() {
+        return out;
+    }
+    let opts = crate::options::ParseOptions {
+        no_copy: true,
+        skip_raw_data: true,
+        load_external_data: false,
+        ..Default::default()
+    };
+    // An unreadable previous model has nothing loadable to protect.
+    let Ok(old) = crate::model::load_model(path, &opts) else {
+        return out;
+    };
+    old.visit_tensors(&mut |t| {
+        if uses_external_data(t)
+            && let Ok(info) = ExternalDataInfo::parse(t)
+            && let Ok(rel) = normalize_location(&info.location)
+        {
+            let l = location_string(&rel);
+            out.insert(l.to_ascii_lowercase(), l);
+        }
+    });
+    out
+}
+
+/// Alternate `k` of a weight file name: `k` = 0 is the name itself; `w.bin` -> `w_1.bin`,
+/// `m.onnx.data` -> `m.onnx_1.data`, `weights` -> `weights_1`.
+fn alternate_name(rel: &Path, k: usize) -> PathBuf {
+    if k == 0 {
+        return rel.to_path_buf();
+    }
+    let name = rel
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let alt = match name.rfind('.') {
+        Some(i) if i > 0 => format!("{}_{k}{}", &name[..i], &name[i..]),
+        _ => format!("{name}_{k}"),
+    };
+    rel.with_file_name(alt)
+}
+
+/// `name` without a trailing `_DIGITS` (the suffix of [`unique_name`]).
+fn strip_unique_suffix(name: &str) -> &str {
+    match name.rsplit_once('_') {
+        Some((stem, n))
+            if !stem.is_empty() && !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()) =>
+        {
+            stem
+        }
+        _ => name,
+    }
+}
+
+/// Whether `location` (lower case) is `base` (lower case), one of its alternate names, or a
+/// split part of either.
+fn in_family(location: &str, base: &str) -> bool {
+    let whole = super::info::split_part_of(location)
+        .map(|(b, _)| b)
+        .unwrap_or(location);
+    if whole == base {
+        return true;
+    }
+    // `alternate_name(base, 1)` is PREFIX `1` SUFFIX; alternates are PREFIX DIGITS SUFFIX.
+    let one = location_string(&alternate_name(Path::new(base), 1));
+    let Some(i) = one.rfind("_1") else {
+        return false;
+    };
+    let (prefix, suffix) = (&one[..i + 1], &one[i + 2..]);
+    whole
+        .strip_prefix(prefix)
+        .and_then(|r| r.strip_suffix(suffix))
+        .is_some_and(|d| !d.is_empty() && d.bytes().all(|b| b.is_ascii_digit()))
 }
 
 const PIECE: usize = 8 << 20;
@@ -855,6 +1038,39 @@ mod tests {
         assert_eq!(unique_name("w".into(), &mut taken), "w");
         assert_eq!(unique_name("W".into(), &mut taken), "W_1");
         assert_eq!(unique_name("w".into(), &mut taken), "w_2");
+    }
+
+    #[test]
+    fn alternate_names_and_families() {
+        let alt = |s: &str, k| location_string(&alternate_name(Path::new(s), k));
+        assert_eq!(alt("m.onnx.data", 0), "m.onnx.data");
+        assert_eq!(alt("m.onnx.data", 1), "m.onnx_1.data");
+        assert_eq!(alt("w.bin", 2), "w_2.bin");
+        assert_eq!(alt("weights", 1), "weights_1");
+        assert_eq!(alt("sub/w.bin", 1), "sub/w_1.bin");
+        assert_eq!(alt(".hidden", 1), ".hidden_1");
+        for member in [
+            "m.onnx.data",
+            "m.onnx.data.3",
+            "m.onnx_1.data",
+            "m.onnx_12.data.2",
+        ] {
+            assert!(in_family(member, "m.onnx.data"), "{member}");
+        }
+        for other in [
+            "m.onnx_x.data",
+            "m.onnx_.data",
+            "w.bin",
+            "m.onnx.data_1",
+            "m.onnx",
+        ] {
+            assert!(!in_family(other, "m.onnx.data"), "{other}");
+        }
+        assert!(in_family("weights_3", "weights") && in_family("weights.2", "weights"));
+        assert_eq!(strip_unique_suffix("w0_1"), "w0");
+        assert_eq!(strip_unique_suffix("w_0_12"), "w_0");
+        assert_eq!(strip_unique_suffix("w0"), "w0");
+        assert_eq!(strip_unique_suffix("_1"), "_1");
     }
 
     #[test]

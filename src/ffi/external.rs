@@ -288,8 +288,14 @@ pub unsafe extern "C" fn onnxl_load_external_data_for_model(
 /// Saves `model` to `path` with its large tensors in external files beside it (C++ `SaveModel`
 /// with a location; the onnx package's `save_as_external_data=True`): one file (split at
 /// `max_external_file_size`) or one file per tensor, offsets aligned, optional SHA-1 checksums.
-/// Every file is written to a temporary file and renamed over the old one, so re-saving a model
-/// over the weight files it borrows from (no-copy load) is safe. The model is NOT changed.
+/// Crash-safe as a whole: weight files are written to temporary files and renamed to names the
+/// model being replaced does not reference (`w.bin` becomes `w_1.bin` when the old model uses
+/// `w.bin`), then the model is renamed over the old one (the commit point), then the old
+/// model's files of that name family are removed; a kill or failure at any point leaves the old
+/// model with all its files or the new one with all of its files (docs/hardening.md). Re-saving
+/// a model over the weight files it borrows from (no-copy load) is safe. The model is NOT
+/// changed. Thread safety: `model` is only read (other threads may read it too); saves of
+/// different models may run at once, into different directories or different file names.
 /// Locations obey the path rules: nothing is written outside the model's directory
 /// (`ONNXL_STATUS_PATH_REFUSED`). `opts` may be NULL (defaults).
 ///

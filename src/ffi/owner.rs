@@ -115,8 +115,11 @@ pub unsafe extern "C" fn onnxl_owner_data(
 }
 
 /// Called once with `user_data` when the library no longer uses memory lent to it (see
-/// `onnxl_tensor_proto_set_raw_data_borrowed`). It may run on any thread and must not call back
-/// into the object that held the memory.
+/// `onnxl_tensor_proto_set_raw_data_borrowed`). It must not call back into the object that held
+/// the memory.
+///
+/// Thread safety: it runs on whichever thread drops the last reference (a model free, an
+/// `onnxl_owner_release`, ...), so it must be safe to call from any thread.
 pub type OnnxlReleaseCallback = Option<unsafe extern "C" fn(user_data: *mut c_void)>;
 
 /// Caller memory lent to the library; runs the release callback when the last reference goes.

@@ -39,15 +39,21 @@ pub struct OnnxlStream {
 
 /// Reads up to `capacity` bytes into `buffer`; returns the number read, 0 at the end of the
 /// data, or a negative value on error.
+///
+/// Thread safety: called only on the thread that is using the stream, never concurrently.
 pub type OnnxlReadCallback =
     Option<unsafe extern "C" fn(user_data: *mut c_void, buffer: *mut u8, capacity: usize) -> isize>;
 
 /// Writes `len` bytes from `data`; returns the number written (at least 1 when `len` > 0), or a
 /// negative value on error.
+///
+/// Thread safety: called only on the thread that is using the stream, never concurrently.
 pub type OnnxlWriteCallback =
     Option<unsafe extern "C" fn(user_data: *mut c_void, data: *const u8, len: usize) -> isize>;
 
 /// Called once with `user_data` when the stream is freed.
+///
+/// Thread safety: called on the thread that calls `onnxl_stream_free`.
 pub type OnnxlStreamReleaseCallback = Option<unsafe extern "C" fn(user_data: *mut c_void)>;
 
 /// Caller callbacks of a stream.

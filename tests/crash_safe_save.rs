@@ -1,0 +1,487 @@
+//! Crash-safe saves (docs/hardening.md, "Crash-safe saves").
+//!
+//! - `kill_during_save_never_breaks_the_model`: a child process (this test binary, re-run on
+//!   `crash_child`) saves a new model with external data (one file, split files, one file per
+//!   tensor, an inline model) over the previous model and its weight files; the parent sends
+//!   SIGKILL at a random point of the save, then checks that the directory holds either the
+//!   previous model with ALL its weight files byte-identical, or the new model complete — never
+//!   a model whose weights do not match.
+//! - `disk_full_fails_cleanly`: the child runs under `RLIMIT_FSIZE` (SIGXFSZ ignored), so a write
+//!   fails with EFBIG in the middle of the save: the error is `Error::Io` naming the file, the
+//!   previous files are intact and nothing is left behind.
+//! - `disk_full_on_a_tmpfs`: the same on a real full file system (a 4 MiB tmpfs) where mounting
+//!   one is allowed (root); skipped elsewhere.
+#![cfg(target_os = "linux")]
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader, Read};
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use onnx_light::external::{ExternalDataInfo, save_model_with_external_data, uses_external_data};
+use onnx_light::proto::{ModelProto, TensorProto};
+use onnx_light::{Error, ParseOptions, SaveExternalOptions, SerializeOptions};
+
+const CHILD_ENV: &str = "ONNXL_CRASH_CHILD";
+const START: &str = "@@onnxl-save-start";
+const DONE: &str = "@@onnxl-save-done";
+const ERROR: &str = "@@onnxl-save-error";
+
+/// Tensor sizes of every generation (about 6.6 MB in all).
+const SIZES: [usize; 6] = [3 << 20, 1 << 20, 2 << 20, 512 << 10, 64 << 10, 4 << 10];
+
+/// The bytes of tensor `i` of generation `g` (different for every `(g, i)`).
+fn pattern(g: u32, i: usize, n: usize) -> Vec<u8> {
+    let seed = (g.wrapping_mul(2_654_435_761) ^ (i as u32).wrapping_mul(40_503)) as u64;
+    let mut x = seed | 1;
+    let mut out = Vec::with_capacity(n);
+    while out.len() < n {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        out.extend_from_slice(&x.to_le_bytes()[..(n - out.len()).min(8)]);
+    }
+    out
+}
+
+/// Tensor sizes of a scenario: 40 small tensors then a large one for `ManyFiles` (two batches
+/// of files: the first batch is in place when the second fails), else [`SIZES`].
+fn sizes(s: Scenario) -> Vec<usize> {
+    match s {
+        Scenario::ManyFiles => {
+            let mut v = vec![64 << 10; 40];
+            v.push(3 << 20);
+            v
+        }
+        _ => SIZES.to_vec(),
+    }
+}
+
+/// Generation `g`: producer_version = g, doc_string = the number of tensors, tensors `w0..`.
+fn model(g: u32, s: Scenario) -> ModelProto {
+    let sizes = sizes(s);
+    let mut m = ModelProto::new();
+    m.set_ir_version(10);
+    m.set_producer_name("crash-safe-test");
+    m.set_producer_version(g.to_string());
+    m.set_doc_string(sizes.len().to_string());
+    for (i, &n) in sizes.iter().enumerate() {
+        let mut t = TensorProto::new();
+        t.set_name(format!("w{i}"));
+        t.set_data_type(2); // UINT8
+        t.add_dims(n as i64);
+        t.set_raw_data(pattern(g, i, n));
+        m.mutable_graph().initializer.push(t);
+    }
+    m
+}
+
+/// The save scenarios.
+#[derive(Debug, Clone, Copy)]
+enum Scenario {
+    OneFile,
+    Split,
+    PerTensor,
+    Inline,
+    OneFileParallelChecksum,
+    ManyFiles,
+}
+
+/// The scenarios of the kill test.
+const SCENARIOS: [Scenario; 5] = [
+    Scenario::OneFile,
+    Scenario::Split,
+    Scenario::PerTensor,
+    Scenario::Inline,
+    Scenario::OneFileParallelChecksum,
+];
+
+impl Scenario {
+    fn parse(s: &str) -> Self {
+        *SCENARIOS
+            .iter()
+            .chain(&[Scenario::ManyFiles])
+            .find(|x| format!("{x:?}") == s)
+            .expect("scenario")
+    }
+
+    fn save(self, m: &ModelProto, path: &Path) -> onnx_light::Result<()> {
+        let ext = |o: SaveExternalOptions| save_model_with_external_data(m, path, &o).map(drop);
+        match self {
+            Scenario::OneFile => ext(SaveExternalOptions::default()),
+            Scenario::Split => ext(SaveExternalOptions {
+                location: Some("w.bin".into()),
+                max_external_file_size: 2 << 20,
+                ..Default::default()
+            }),
+            Scenario::PerTensor | Scenario::ManyFiles => ext(SaveExternalOptions {
+                all_tensors_to_one_file: false,
+                ..Default::default()
+            }),
+            Scenario::Inline => onnx_light::save_model(m, path, &SerializeOptions::default()),
+            Scenario::OneFileParallelChecksum => ext(SaveExternalOptions {
+                location: Some("w.bin".into()),
+                num_threads: 2,
+                checksum: true,
+                ..Default::default()
+            }),
+        }
+    }
+}
+
+/// The child side: does nothing unless run by the parent (`ONNXL_CRASH_CHILD=scenario:gen:path`).
+#[test]
+fn crash_child() {
+    let Ok(spec) = std::env::var(CHILD_ENV) else {
+        return;
+    };
+    let mut parts = spec.splitn(3, ':');
+    let scenario = Scenario::parse(parts.next().unwrap());
+    let g: u32 = parts.next().unwrap().parse().unwrap();
+    let path = PathBuf::from(parts.next().unwrap());
+    let m = model(g, scenario);
+    println!("{START}");
+    match scenario.save(&m, &path) {
+        Ok(()) => println!("{DONE}"),
+        Err(e) => {
+            let kind = match &e {
+                Error::Io { path, source } => {
+                    format!("io path={} os={:?}", path.display(), source.raw_os_error())
+                }
+                other => format!("other {other:?}"),
+            };
+            println!("{ERROR} {kind} | {e}");
+        }
+    }
+}
+
+/// Spawns this test binary on `crash_child`.
+fn spawn_child(
+    scenario: Scenario,
+    g: u32,
+    path: &Path,
+    fsize_limit: Option<u64>,
+) -> std::io::Result<Child> {
+    let mut cmd = Command::new(std::env::current_exe().unwrap());
+    cmd.args(["--exact", "crash_child", "--nocapture", "--test-threads=1"])
+        .env(CHILD_ENV, format!("{scenario:?}:{g}:{}", path.display()))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null());
+    if let Some(limit) = fsize_limit {
+        // SAFETY: the closure runs in the forked child before exec and only calls the
+        // async-signal-safe setrlimit(2) and signal(2).
+        unsafe {
+            cmd.pre_exec(move || {
+                let lim = libc::rlimit {
+                    rlim_cur: limit,
+                    rlim_max: limit,
+                };
+                if libc::setrlimit(libc::RLIMIT_FSIZE, &lim) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                // A write past the limit then fails with EFBIG instead of killing the process.
+                libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
+                Ok(())
+            });
+        }
+    }
+    cmd.spawn()
+}
+
+/// Runs a child to its end; returns its output and how long the save took.
+fn run_child(scenario: Scenario, g: u32, path: &Path, fsize: Option<u64>) -> (String, Duration) {
+    let mut child = spawn_child(scenario, g, path, fsize).unwrap();
+    let mut out = BufReader::new(child.stdout.take().unwrap());
+    let mut text = String::new();
+    let mut line = String::new();
+    let mut started = None;
+    while out.read_line(&mut line).unwrap() > 0 {
+        if line.contains(START) {
+            started = Some(Instant::now());
+        }
+        text.push_str(&line);
+        line.clear();
+    }
+    let took = started.map(|s| s.elapsed()).unwrap_or_default();
+    assert!(child.wait().unwrap().success(), "child failed:\n{text}");
+    (text, took)
+}
+
+/// The model file and every file it references, byte for byte.
+#[derive(Debug, Clone, PartialEq)]
+struct State {
+    generation: u32,
+    files: BTreeMap<String, Vec<u8>>,
+}
+
+/// Checks the model in `dir`: it loads (with checksums verified), every tensor is exactly
+/// generation g's, and every file it references is returned.
+fn check_model(path: &Path) -> Result<State, String> {
+    let dir = path.parent().unwrap();
+    let opts = ParseOptions {
+        verify_external_checksums: true,
+        ..Default::default()
+    };
+    let m = onnx_light::load_model(path, &opts).map_err(|e| format!("does not load: {e}"))?;
+    let g: u32 = m
+        .producer_version()
+        .to_string()
+        .parse()
+        .map_err(|_| "no generation".to_string())?;
+    let init = &m.graph().initializer;
+    if init.len().to_string() != m.doc_string().to_string() {
+        return Err(format!("{} tensors", init.len()));
+    }
+    for (i, t) in init.iter().enumerate() {
+        let n = t.raw_data().len();
+        if n < 4096 || t.raw_data() != pattern(g, i, n).as_slice() {
+            return Err(format!(
+                "tensor w{i} does not hold generation {g}'s bytes (a mix)"
+            ));
+        }
+    }
+    // The references, from the file itself.
+    let raw = onnx_light::load_model(
+        path,
+        &ParseOptions {
+            load_external_data: false,
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    let mut files = BTreeMap::new();
+    files.insert(
+        path.file_name().unwrap().to_string_lossy().into_owned(),
+        std::fs::read(path).unwrap(),
+    );
+    raw.visit_tensors(&mut |t: &TensorProto| {
+        if uses_external_data(t) {
+            let loc = ExternalDataInfo::parse(t).unwrap().location;
+            let bytes = std::fs::read(dir.join(&loc)).unwrap();
+            files.insert(loc, bytes);
+        }
+    });
+    Ok(State {
+        generation: g,
+        files,
+    })
+}
+
+fn temp_files(dir: &Path) -> Vec<String> {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.contains(".tmp-"))
+        .collect()
+}
+
+fn sandbox(tag: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("onnxl-crash-{tag}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+/// xorshift64*, seeded from the clock (the seed is printed for reproduction).
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+}
+
+#[test]
+fn kill_during_save_never_breaks_the_model() {
+    const KILLS: usize = 70;
+    const MIN_MID_SAVE: usize = 50;
+    let dir = sandbox("kill");
+    let path = dir.join("m.onnx");
+    // Generation 1 on disk; calibrate each scenario's save time with complete runs.
+    let mut durations = Vec::new();
+    let mut g = 0u32;
+    for s in SCENARIOS {
+        g += 1;
+        let (_, took) = run_child(s, g, &path, None);
+        durations.push(took);
+    }
+    let mut state = check_model(&path).expect("calibration saves");
+    assert_eq!(state.generation, g);
+    let seed = std::env::var("ONNXL_CRASH_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| {
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap()
+                .as_nanos() as u64
+                | 1
+        });
+    eprintln!("seed {seed} (ONNXL_CRASH_SEED to repeat); save times {durations:?}");
+    let mut rng = Rng(seed);
+    let (mut mid_save, mut with_temps, mut committed) = (0usize, 0usize, 0usize);
+    let mut before_commit = 0usize;
+    for kill in 0..KILLS {
+        let si = kill % SCENARIOS.len();
+        let scenario = SCENARIOS[si];
+        g += 1;
+        let mut child = spawn_child(scenario, g, &path, None).unwrap();
+        let mut out = BufReader::new(child.stdout.take().unwrap());
+        let mut line = String::new();
+        // Wait for the child to start saving, then kill it within its save time.
+        loop {
+            line.clear();
+            assert!(out.read_line(&mut line).unwrap() > 0, "child ended early");
+            if line.contains(START) {
+                break;
+            }
+        }
+        let window = durations[si].as_micros().max(1000) as u64;
+        std::thread::sleep(Duration::from_micros(rng.next() % window));
+        let temps_before = !temp_files(&dir).is_empty();
+        child.kill().unwrap();
+        let status = child.wait().unwrap();
+        let mut rest = String::new();
+        out.read_to_string(&mut rest).unwrap();
+        let landed = !rest.contains(DONE) && !rest.contains(ERROR);
+        if landed {
+            mid_save += 1;
+            assert!(status.code().is_none(), "killed by the signal");
+        }
+        assert!(!rest.contains(ERROR), "save failed: {rest}");
+        with_temps += usize::from(temps_before);
+        // The invariant: the previous model with ALL its files byte-identical, or the new one
+        // complete.
+        let now = check_model(&path)
+            .unwrap_or_else(|e| panic!("kill {kill} ({scenario:?}, seed {seed}): {e}"));
+        if now.generation == state.generation {
+            before_commit += usize::from(landed);
+            assert_eq!(
+                now, state,
+                "kill {kill} ({scenario:?}): previous model or its files changed"
+            );
+        } else {
+            assert_eq!(now.generation, g, "kill {kill}: an unexpected generation");
+            committed += 1;
+            state = now;
+        }
+    }
+    eprintln!(
+        "{KILLS} kills: {mid_save} landed mid-save ({before_commit} before the commit point, the \
+         rest after it), {with_temps} with temporary files present; \
+         {committed} saves had committed"
+    );
+    assert!(
+        mid_save >= MIN_MID_SAVE,
+        "only {mid_save} of {KILLS} kills landed mid-save"
+    );
+    // A complete save afterwards removes the temporary files the killed saves left.
+    for s in SCENARIOS {
+        g += 1;
+        run_child(s, g, &path, None);
+        assert_eq!(check_model(&path).unwrap().generation, g);
+    }
+    assert_eq!(
+        temp_files(&dir),
+        Vec::<String>::new(),
+        "stale temporary files"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Every file of `dir` with its bytes.
+fn snapshot(dir: &Path) -> BTreeMap<String, Vec<u8>> {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| {
+            let e = e.unwrap();
+            (
+                e.file_name().to_string_lossy().into_owned(),
+                std::fs::read(e.path()).unwrap(),
+            )
+        })
+        .collect()
+}
+
+/// Saves generation 2 over generation 1 in `dir` with a child under `fsize` (RLIMIT_FSIZE, or
+/// none on a full tmpfs); the save must fail cleanly.
+fn assert_fails_cleanly(dir: &Path, scenario: Scenario, fsize: Option<u64>, expect_os: i32) {
+    let path = dir.join("m.onnx");
+    let before = snapshot(dir);
+    let (out, _) = run_child(scenario, 2, &path, fsize);
+    let line = out
+        .lines()
+        .find(|l| l.contains(ERROR))
+        .unwrap_or_else(|| panic!("{scenario:?}: the save did not fail:\n{out}"));
+    assert!(
+        line.contains(&format!("io path={}", dir.display())),
+        "{scenario:?}: not an I/O error on a file of the directory: {line}"
+    );
+    assert!(
+        line.contains(&format!("os=Some({expect_os})")),
+        "{scenario:?}: {line}"
+    );
+    assert!(line.contains("I/O error on "), "{scenario:?}: {line}");
+    assert_eq!(
+        snapshot(dir),
+        before,
+        "{scenario:?}: the directory changed (previous files, temporary or new files)"
+    );
+    assert_eq!(check_model(&path).unwrap().generation, 1);
+    eprintln!("{scenario:?}: {line}");
+}
+
+#[test]
+fn disk_full_fails_cleanly() {
+    for (scenario, limit) in [
+        // The first weight file cannot even be sized.
+        (Scenario::OneFile, 1 << 20),
+        // The 3 MiB split part cannot be sized.
+        (Scenario::Split, (2 << 20) + 4096),
+        (Scenario::PerTensor, (2 << 20) + 4096),
+        // 32 files are written and renamed into place, then the 41st fails: the 32 are
+        // removed again.
+        (Scenario::ManyFiles, 1 << 20),
+        // The inline model fails in the middle of its sequential write.
+        (Scenario::Inline, 1 << 20),
+    ] {
+        let dir = sandbox(&format!("fsize-{scenario:?}"));
+        let path = dir.join("m.onnx");
+        scenario.save(&model(1, scenario), &path).unwrap();
+        assert_fails_cleanly(&dir, scenario, Some(limit), libc::EFBIG);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
+
+#[test]
+fn disk_full_on_a_tmpfs() {
+    let dir = sandbox("tmpfs");
+    let mounted = Command::new("mount")
+        .args(["-t", "tmpfs", "-o", "size=12m", "tmpfs"])
+        .arg(&dir)
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !mounted {
+        eprintln!("skipped: cannot mount a tmpfs here (needs root)");
+        let _ = std::fs::remove_dir_all(&dir);
+        return;
+    }
+    // 12 MiB: generation 1 (6.6 MB) fits, a second copy beside it does not.
+    for scenario in [Scenario::OneFile, Scenario::PerTensor, Scenario::Inline] {
+        for e in std::fs::read_dir(&dir).unwrap() {
+            std::fs::remove_file(e.unwrap().path()).unwrap();
+        }
+        let path = dir.join("m.onnx");
+        scenario.save(&model(1, scenario), &path).unwrap();
+        assert_fails_cleanly(&dir, scenario, None, libc::ENOSPC);
+    }
+    let ok = Command::new("umount").arg(&dir).status().unwrap().success();
+    assert!(ok, "umount");
+    let _ = std::fs::remove_dir_all(&dir);
+}
