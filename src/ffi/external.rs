@@ -660,8 +660,63 @@ mod tests {
         e.reserved[0] = 1;
         // SAFETY: valid struct on the stack.
         assert!(unsafe { load_options(null(), &e) }.is_err());
-        assert_eq!(size_of::<OnnxlExternalDataOptions>(), 64);
-        assert_eq!(size_of::<OnnxlExternalLoadOptions>(), 32);
+        assert_eq!(size_of::<OnnxlExternalDataOptions>(), 96);
+        assert_eq!(size_of::<OnnxlExternalLoadOptions>(), 48);
+        assert_eq!(EXTERNAL_DATA_OPTIONS_SIZES, &[64, 96]);
+        assert_eq!(EXTERNAL_LOAD_OPTIONS_SIZES, &[32, 48]);
+        // Version 1 callers (the 64 / 32-byte structs): the newer fields are not read.
+        let mut o = onnxl_external_data_options_default();
+        o.struct_size = 64;
+        o.encrypt = true; // beyond the caller's struct: ignored
+        o.checksum = true;
+        // SAFETY: valid struct on the stack (larger than its struct_size).
+        let v1 = unsafe { save_options(&o) }.unwrap();
+        assert!(v1.checksum && v1.encryption.is_none());
+        let mut e = onnxl_external_load_options_default();
+        e.struct_size = 32;
+        e.verify_checksums = true;
+        // SAFETY: as above.
+        let v1 = unsafe { load_options(null(), &e) }.unwrap();
+        assert!(v1.verify_external_checksums && v1.external_data_key.is_none());
+        e.has_key = true;
+        // SAFETY: as above.
+        assert!(unsafe { load_options(null(), &e) }.is_err());
+        // Version 2: the key and the encryption.
+        let key = b"k3y";
+        let mut o = onnxl_external_data_options_default();
+        o.encrypt = true;
+        o.encryption_key = key.as_ptr();
+        o.encryption_key_len = key.len();
+        o.encryption_chunk_size = 128;
+        o.encryption_chunk_cipher = super::super::crypto::ONNXL_CHUNK_CIPHER_CHACHA20_POLY1305;
+        // SAFETY: valid struct on the stack, key readable.
+        let v2 = unsafe { save_options(&o) }.unwrap();
+        let enc = v2.encryption.unwrap();
+        assert_eq!(enc.key.as_bytes(), key);
+        assert_eq!(enc.chunk_size, 128);
+        assert_eq!(enc.cipher, crate::crypto::ChunkCipher::ChaCha20Poly1305);
+        o.encryption_chunk_cipher = 9;
+        // SAFETY: as above.
+        assert!(unsafe { save_options(&o) }.is_err());
+        o.encryption_chunk_cipher = super::super::crypto::ONNXL_CHUNK_CIPHER_AES_256_GCM;
+        o.encryption_chunk_size = 32;
+        // SAFETY: as above.
+        assert!(unsafe { save_options(&o) }.is_err());
+        o.encryption_chunk_size = 1 << 20;
+        o.encryption_key = null();
+        // SAFETY: as above (NULL key with a non-zero length is detected).
+        assert!(unsafe { save_options(&o) }.is_err());
+        o.encryption_key_len = 0;
+        o.reserved[6] = 1;
+        // SAFETY: as above.
+        assert!(unsafe { save_options(&o) }.is_err());
+        let mut e = onnxl_external_load_options_default();
+        e.has_key = true;
+        e.key = key.as_ptr();
+        e.key_len = key.len();
+        // SAFETY: as above.
+        let v2 = unsafe { load_options(null(), &e) }.unwrap();
+        assert_eq!(v2.external_data_key.unwrap().as_bytes(), key);
         // SAFETY: valid struct on the stack; NULL allowed.
         unsafe {
             assert_eq!(
