@@ -124,7 +124,7 @@ struct OpenedFile {
 enum Reader<'a> {
     Plain(Handle<'a>),
     KeptEnc(&'a EncryptedFile),
-    Enc(EncryptedFile),
+    Enc(Box<EncryptedFile>),
 }
 
 impl Reader<'_> {
@@ -246,7 +246,7 @@ impl OpenedFile {
         }
         let f = self.reopen()?;
         match open_encrypted(&f.file, f.len, &self.info.path, "", keys)? {
-            Some(e) if e.len() == self.info.size => Ok(Reader::Enc(e)),
+            Some(e) if e.len() == self.info.size => Ok(Reader::Enc(Box::new(e))),
             _ => Err(ext_err(
                 "",
                 &self.info.path,
