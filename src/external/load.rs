@@ -117,6 +117,8 @@ struct OpenedFile {
     file: Option<File>,
     /// An encrypted file kept open (the first [`KEEP_OPEN`] files), authenticated.
     enc: Option<EncryptedFile>,
+    /// Chunk size of an encrypted file (reads are cut at its multiples).
+    chunk_size: Option<u64>,
     reopen: Reopen,
 }
 
@@ -407,6 +409,7 @@ impl Resolver<'_> {
                         owner: None,
                     },
                     file: (keep && enc.is_none()).then_some(file),
+                    chunk_size: enc.as_ref().map(|e| e.chunk_size() as u64),
                     enc: enc.filter(|_| keep),
                     reopen,
                 });
@@ -709,13 +712,7 @@ fn fill_copy(plan: &Plan, which: &[usize], threads: usize, align: u64) -> Result
             rest = tail;
             consumed = start + r.len as usize;
             let f = &plan.files[r.file];
-            let chunk = f.info.encrypted.then(|| {
-                f.enc
-                    .as_ref()
-                    .map_or(crate::crypto::DEFAULT_CHUNK_SIZE as u64, |e| {
-                        e.chunk_size() as u64
-                    })
-            });
+            let chunk = f.chunk_size;
             let mut off = r.offset;
             while !dst.is_empty() {
                 let n = (piece_end(off, r.offset + r.len, chunk) - off) as usize;
