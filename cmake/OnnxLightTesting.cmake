@@ -35,7 +35,8 @@ if(ONNXL_TEST_VALGRIND)
                         "-DONNXL_TEST_VALGRIND=OFF)")
   endif()
   set(ONNXL_VALGRIND_COMMAND "${ONNXL_VALGRIND}" -q --error-exitcode=99 --leak-check=full
-      --errors-for-leak-kinds=definite,indirect --show-leak-kinds=definite,indirect)
+      --errors-for-leak-kinds=definite,indirect --show-leak-kinds=definite,indirect
+      "--suppressions=${CMAKE_CURRENT_LIST_DIR}/valgrind.supp")
 endif()
 
 if(ONNXL_TEST_SANITIZERS)

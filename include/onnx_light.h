@@ -1137,6 +1137,32 @@ typedef struct OnnxlExternalDataOptions {
    * fsync every file before it replaces the old one (default true).
    */
   bool sync;
+  /**
+   * Passphrase of the weight files (`encryption_key_len` bytes, any bytes; NULL only with
+   * length 0). Borrowed for the call only. Used when `encrypt` is true.
+   */
+  const uint8_t *encryption_key;
+  /**
+   * Length of `encryption_key`.
+   */
+  size_t encryption_key_len;
+  /**
+   * Plaintext bytes per chunk (default 1 MiB; 64 ..= 64 MiB).
+   */
+  uint32_t encryption_chunk_size;
+  /**
+   * One of `ONNXL_CHUNK_CIPHER_*` (default AES-256-GCM).
+   */
+  uint32_t encryption_chunk_cipher;
+  /**
+   * Write every weight file encrypted (ONNXCRYS chunked format; default false). Offsets,
+   * lengths, alignment, splitting and checksums refer to the plaintext.
+   */
+  bool encrypt;
+  /**
+   * Must be zero (room for later options).
+   */
+  uint8_t reserved[7];
 } OnnxlExternalDataOptions;
 
 /**
@@ -1167,9 +1193,24 @@ typedef struct OnnxlExternalLoadOptions {
    */
   bool verify_checksums;
   /**
+   * A passphrase for encrypted (ONNXCRYS) weight files is given in `key` / `key_len`
+   * (default false: an encrypted weight file is `ONNXL_STATUS_EXTERNAL_DATA`). Version 2
+   * (struct_size 48) only; zero in the 32-byte version 1.
+   */
+  bool has_key;
+  /**
    * Must be zero (room for later options).
    */
-  uint8_t reserved[6];
+  uint8_t reserved[5];
+  /**
+   * Passphrase of encrypted weight files (`key_len` bytes; NULL only with length 0),
+   * borrowed for the call only. Used when `has_key` is true.
+   */
+  const uint8_t *key;
+  /**
+   * Length of `key`.
+   */
+  size_t key_len;
 } OnnxlExternalLoadOptions;
 
 /**

@@ -29,8 +29,8 @@ pub mod model;
 pub mod options;
 
 pub use crypto::{
-    EncryptionFormat, EncryptionOptions, load_encrypted_model, load_encrypted_model_from_bytes,
-    save_encrypted_model, save_encrypted_model_to_bytes,
+    EncryptionFormat, EncryptionOptions, Passphrase, load_encrypted_model,
+    load_encrypted_model_from_bytes, save_encrypted_model, save_encrypted_model_to_bytes,
 };
 pub use external::{
     check_external_data, consolidate_tensors_to_buffer, load_external_data_for_model,
@@ -42,6 +42,7 @@ pub use model::{
     serialize_to_writer,
 };
 pub use options::{
-    FileLoadMode, ParseOptions, SaveExternalOptions, SerializeOptions, TensorBufferOptions,
+    ExternalEncryption, FileLoadMode, ParseOptions, SaveExternalOptions, SerializeOptions,
+    TensorBufferOptions,
 };
 pub use proto::{GraphProto, ModelProto, NodeProto, TensorProto};

@@ -81,6 +81,10 @@ pub struct ParseOptions {
     /// Verify the SHA-1 `checksum` entries of external data files (default false: it reads
     /// every byte, which a no-copy load otherwise never does).
     pub verify_external_checksums: bool,
+    /// Passphrase of encrypted external-data files (`ONNXCRYS`, recognized by their magic;
+    /// default None: such a file is an error). Their tensors are decrypted into memory (also
+    /// with `no_copy`); ranges are plaintext offsets. See `docs/encryption.md`.
+    pub external_data_key: Option<crate::crypto::Passphrase>,
 }
 
 impl Default for ParseOptions {
@@ -99,6 +103,7 @@ impl Default for ParseOptions {
             external_data_dir: None,
             external_data_location: None,
             verify_external_checksums: false,
+            external_data_key: None,
         }
     }
 }
@@ -198,6 +203,32 @@ pub struct SaveExternalOptions {
     pub source_dir: Option<std::path::PathBuf>,
     /// fsync every file before it replaces the old one (default true).
     pub sync: bool,
+    /// Encrypt every weight file written (ONNXCRYS chunked format; default None: plaintext).
+    /// Offsets and lengths recorded in the model, alignment, splitting and checksums all refer
+    /// to the plaintext. See `docs/encryption.md`.
+    pub encryption: Option<ExternalEncryption>,
+}
+
+/// How [`SaveExternalOptions::encryption`] encrypts weight files.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ExternalEncryption {
+    /// The passphrase (any bytes).
+    pub key: crate::crypto::Passphrase,
+    /// The chunk cipher (default AES-256-GCM).
+    pub cipher: crate::crypto::ChunkCipher,
+    /// Plaintext bytes per chunk (default 1 MiB; 64 ..= 64 MiB).
+    pub chunk_size: u32,
+}
+
+impl ExternalEncryption {
+    /// Default cipher and chunk size with `key`.
+    pub fn new(key: impl Into<crate::crypto::Passphrase>) -> Self {
+        Self {
+            key: key.into(),
+            cipher: crate::crypto::ChunkCipher::default(),
+            chunk_size: crate::crypto::DEFAULT_CHUNK_SIZE,
+        }
+    }
 }
 
 impl Default for SaveExternalOptions {
@@ -214,6 +245,7 @@ impl Default for SaveExternalOptions {
             num_threads: 1,
             source_dir: None,
             sync: true,
+            encryption: None,
         }
     }
 }
@@ -222,7 +254,17 @@ impl SaveExternalOptions {
     /// Checks every value.
     pub fn validate(&self) -> Result<()> {
         validate_alignment(self.alignment)?;
-        validate_threads(self.num_threads)
+        validate_threads(self.num_threads)?;
+        if let Some(e) = &self.encryption {
+            let (lo, hi) = (crate::crypto::MIN_CHUNK_SIZE, crate::crypto::MAX_CHUNK_SIZE);
+            if !(lo..=hi).contains(&e.chunk_size) {
+                return Err(Error::InvalidOption {
+                    name: "encryption.chunk_size",
+                    reason: format!("{} is outside {lo} ..= {hi}", e.chunk_size),
+                });
+            }
+        }
+        Ok(())
     }
 
     /// The number of threads to use (resolving negative values to all cores).

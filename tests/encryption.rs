@@ -725,7 +725,7 @@ fn encrypted_files_of_any_bytes_with_random_access() {
             std::fs::metadata(&enc).unwrap().len(),
             StreamEncryptor::<Vec<u8>>::encrypted_len(data.len() as u64, 1 << 20)
         );
-        let mut f = EncryptedFile::open(&enc, key).unwrap();
+        let f = EncryptedFile::open(&enc, key).unwrap();
         assert_eq!(f.len(), data.len() as u64);
         let mut rng = Rng(3);
         for _ in 0..50 {
@@ -841,7 +841,7 @@ fn external_data_plaintext_or_encrypted_weights() {
     let original_weights = std::fs::read(&weights).unwrap();
     std::fs::remove_file(&weights).unwrap();
     assert!(crypto::load_encrypted_model(&enc, b"k", &ParseOptions::default()).is_err());
-    let mut f = EncryptedFile::open(&weights_enc, b"w").unwrap();
+    let f = EncryptedFile::open(&weights_enc, b"w").unwrap();
     let big = refs
         .graph()
         .initializer

@@ -17,12 +17,16 @@ pub struct Args {
     /// Do not verify checksums (they read every byte of the weight files).
     #[arg(long)]
     no_checksum: bool,
+    /// The passphrase of encrypted weight files.
+    #[command(flatten)]
+    key: super::crypt::OptionalKeySource,
 }
 
 /// Runs the subcommand.
 pub fn run(args: &Args) -> Result<()> {
     let opts = ParseOptions {
         load_external_data: false,
+        external_data_key: args.key.read()?,
         ..Default::default()
     };
     let model = onnx_light::load_model(&args.model, &opts)?;
@@ -63,7 +67,8 @@ pub fn run(args: &Args) -> Result<()> {
         report.checksums_verified
     );
     for f in &report.files {
-        println!("  {} ({} bytes)", f.location, f.size);
+        let enc = if f.encrypted { ", encrypted" } else { "" };
+        println!("  {} ({} bytes{enc})", f.location, f.size);
     }
     if report.problems.is_empty() {
         println!("OK");

@@ -48,6 +48,20 @@ pub struct Args {
     /// Threads for loading and writing (negative: all cores).
     #[arg(long, default_value_t = -1, allow_negative_numbers = true)]
     threads: i32,
+    /// Write every weight file encrypted (ONNXCRYS chunked format) with the passphrase of
+    /// --key-file / --key-env; offsets in the model are plaintext offsets.
+    #[arg(long, requires = "weights_key", conflicts_with = "inline")]
+    encrypt_weights: bool,
+    /// Cipher of encrypted weight files: aes-gcm (default) or chacha20-poly1305.
+    #[arg(long, default_value = "aes-gcm", value_parser = super::crypt::parse_cipher)]
+    cipher: onnx_light::crypto::ChunkCipher,
+    /// Plaintext bytes per chunk of encrypted weight files (64 ..= 67108864).
+    #[arg(long, default_value_t = onnx_light::crypto::DEFAULT_CHUNK_SIZE)]
+    chunk_size: u32,
+    /// The passphrase: reads the input's encrypted weight files, and encrypts the output's with
+    /// --encrypt-weights.
+    #[command(flatten)]
+    key: super::crypt::OptionalKeySource,
 }
 
 /// A progress bar on stderr, drawn only when stderr is a terminal and the job is large.
@@ -69,10 +83,12 @@ pub(crate) fn progress_bar(total: u64, what: &str) -> Option<ProgressBar> {
 
 /// Runs the subcommand.
 pub fn run(args: &Args) -> Result<()> {
+    let key = args.key.read()?;
     let popts = ParseOptions {
         no_copy: true,
         num_threads: args.threads,
         verify_external_checksums: args.verify,
+        external_data_key: key.clone(),
         ..Default::default()
     };
     let model = onnx_light::load_model(&args.input, &popts)?;
@@ -95,6 +111,14 @@ pub fn run(args: &Args) -> Result<()> {
         convert_attribute: args.convert_attribute,
         checksum: args.checksum,
         num_threads: args.threads,
+        encryption: match (&key, args.encrypt_weights) {
+            (Some(k), true) => Some(onnx_light::ExternalEncryption {
+                key: k.clone(),
+                cipher: args.cipher,
+                chunk_size: args.chunk_size,
+            }),
+            _ => None,
+        },
         ..Default::default()
     };
     let mut total = 0u64;
@@ -115,11 +139,16 @@ pub fn run(args: &Args) -> Result<()> {
         b.finish_and_clear();
     }
     eprintln!(
-        "wrote {}: {} tensors ({} bytes) in {} weight file(s)",
+        "wrote {}: {} tensors ({} bytes) in {} {}weight file(s)",
         args.output.display(),
         report.external_tensors,
         report.external_bytes,
-        report.files.len()
+        report.files.len(),
+        if opts.encryption.is_some() {
+            "encrypted "
+        } else {
+            ""
+        }
     );
     Ok(())
 }

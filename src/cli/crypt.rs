@@ -27,7 +27,39 @@ pub struct KeySource {
 impl KeySource {
     /// The passphrase bytes (zeroed when dropped).
     fn read(&self) -> Result<Zeroizing<Vec<u8>>> {
-        if let Some(path) = &self.key_file {
+        read_key(&self.key_file, &self.key_env)
+    }
+}
+
+/// An optional passphrase (e.g. of encrypted weight files), from a file or an environment
+/// variable as for `encrypt`.
+#[derive(clap::Args)]
+#[command(group(ArgGroup::new("weights_key").required(false).args(["key_file", "key_env"])))]
+pub struct OptionalKeySource {
+    /// Read the passphrase of encrypted weight files from this file (its bytes exactly, minus
+    /// one trailing newline).
+    #[arg(long, value_name = "PATH")]
+    key_file: Option<PathBuf>,
+    /// Read the passphrase of encrypted weight files from this environment variable.
+    #[arg(long, value_name = "VAR")]
+    key_env: Option<String>,
+}
+
+impl OptionalKeySource {
+    /// The passphrase, when one is given.
+    pub fn read(&self) -> Result<Option<crypto::Passphrase>> {
+        if self.key_file.is_none() && self.key_env.is_none() {
+            return Ok(None);
+        }
+        let key = read_key(&self.key_file, &self.key_env)?;
+        Ok(Some(crypto::Passphrase::new(&key)))
+    }
+}
+
+/// The passphrase from `key_file` or `key_env` (zeroed when dropped).
+fn read_key(key_file: &Option<PathBuf>, key_env: &Option<String>) -> Result<Zeroizing<Vec<u8>>> {
+    {
+        if let Some(path) = key_file {
             let mut key = Zeroizing::new(std::fs::read(path).map_err(|e| Error::io(path, e))?);
             if key.last() == Some(&b'\n') {
                 key.pop();
@@ -37,7 +69,7 @@ impl KeySource {
             }
             return Ok(key);
         }
-        if let Some(var) = &self.key_env {
+        if let Some(var) = key_env {
             let value = std::env::var_os(var).ok_or_else(|| {
                 Error::InvalidArgument(format!("environment variable {var} is not set"))
             })?;
@@ -111,7 +143,7 @@ fn parse_format(s: &str) -> std::result::Result<EncryptionFormat, String> {
     }
 }
 
-fn parse_cipher(s: &str) -> std::result::Result<ChunkCipher, String> {
+pub(crate) fn parse_cipher(s: &str) -> std::result::Result<ChunkCipher, String> {
     match s.to_ascii_lowercase().as_str() {
         "aes-gcm" | "aes-256-gcm" => Ok(ChunkCipher::AesGcm),
         "chacha20-poly1305" | "chacha" => Ok(ChunkCipher::ChaCha20Poly1305),

@@ -35,12 +35,14 @@ use std::io::{Read, Write};
 use std::path::Path;
 
 pub use format::{ChunkCipher, EncryptionFormat};
+pub(crate) use kdf::{DerivedKey, derive_key};
 pub use kdf::{KEY_LEN, PBKDF2_ITERATIONS, SALT_LEN};
 pub use model::{
     load_encrypted_model, load_encrypted_model_from_bytes, save_encrypted_model,
     save_encrypted_model_to_bytes,
 };
-pub use secret::SecretBytes;
+pub use secret::{Passphrase, SecretBytes};
+pub(crate) use stream::KeyCache;
 pub use stream::{
     DEFAULT_CHUNK_SIZE, EncryptedFile, MAX_CHUNK_SIZE, MIN_CHUNK_SIZE, StreamDecryptor,
     StreamEncryptor,

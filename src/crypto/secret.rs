@@ -79,3 +79,45 @@ impl std::fmt::Debug for SecretBytes {
         write!(f, "SecretBytes({} bytes, redacted)", self.range.len())
     }
 }
+
+/// A passphrase held in options (e.g. the key of encrypted external data): any bytes, zeroed
+/// when dropped, never printed (`Debug` shows only its length).
+#[derive(Clone, PartialEq, Eq, Default)]
+pub struct Passphrase(zeroize::Zeroizing<Vec<u8>>);
+
+impl Passphrase {
+    /// A passphrase of `bytes` (copied).
+    pub fn new(bytes: &[u8]) -> Self {
+        Self(zeroize::Zeroizing::new(bytes.to_vec()))
+    }
+
+    /// The bytes.
+    pub fn as_bytes(&self) -> &[u8] {
+        &self.0
+    }
+}
+
+impl From<&[u8]> for Passphrase {
+    fn from(bytes: &[u8]) -> Self {
+        Self::new(bytes)
+    }
+}
+
+impl<const N: usize> From<&[u8; N]> for Passphrase {
+    fn from(bytes: &[u8; N]) -> Self {
+        Self::new(bytes)
+    }
+}
+
+impl From<Vec<u8>> for Passphrase {
+    /// Takes the vector (no copy is left behind).
+    fn from(bytes: Vec<u8>) -> Self {
+        Self(zeroize::Zeroizing::new(bytes))
+    }
+}
+
+impl std::fmt::Debug for Passphrase {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Passphrase({} bytes, redacted)", self.0.len())
+    }
+}

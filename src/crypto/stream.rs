@@ -19,15 +19,16 @@
 //! extension, and the header in the AAD any change to the parameters. Memory is one chunk.
 
 use std::fs::File;
-use std::io::{self, Read, Seek, SeekFrom, Write};
+use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 
 use ring::aead::{Aad, LessSafeKey, Nonce, Tag, UnboundKey};
 use zeroize::Zeroizing;
 
 use super::Params;
 use super::format::{ChunkCipher, MAGIC_CHUNKED, MAGIC_LEN};
-use super::kdf::{SALT_LEN, derive_key};
+use super::kdf::{DerivedKey, SALT_LEN, derive_key};
 use super::secret::SecretBytes;
 use crate::error::{Error, Result};
 use crate::wire::Sink;
@@ -108,10 +109,13 @@ fn check_header(header: &[u8; HEADER_LEN]) -> Result<(ChunkCipher, usize)> {
 impl ChunkKey {
     /// Checks a header and derives the key.
     fn new(passphrase: &[u8], header: [u8; HEADER_LEN]) -> Result<Self> {
+        let derived = derive_key(passphrase, &header_salt(&header));
+        Self::with_derived(&derived, header)
+    }
+
+    /// Checks a header; `derived` is the key of its salt.
+    fn with_derived(derived: &DerivedKey, header: [u8; HEADER_LEN]) -> Result<Self> {
         let (cipher, chunk_size) = check_header(&header)?;
-        let mut salt = [0u8; SALT_LEN];
-        salt.copy_from_slice(&header[16..32]);
-        let derived = derive_key(passphrase, &salt);
         let key = UnboundKey::new(cipher.algorithm(), derived.bytes())
             .map_err(|_| Error::Crypto("ONNXCRYS: cannot set up the cipher".into()))?;
         Ok(Self {
@@ -166,6 +170,40 @@ impl ChunkKey {
     }
 }
 
+/// The PBKDF2 salt of a header.
+pub(crate) fn header_salt(header: &[u8; HEADER_LEN]) -> [u8; SALT_LEN] {
+    let mut salt = [0u8; SALT_LEN];
+    salt.copy_from_slice(&header[16..32]);
+    salt
+}
+
+/// Derived keys by salt, for files that share one (the weight files of one save share a salt
+/// and have distinct nonce prefixes, so a load derives the key once, not once per file).
+pub(crate) struct KeyCache {
+    passphrase: Zeroizing<Vec<u8>>,
+    keys: Mutex<Vec<([u8; SALT_LEN], Arc<DerivedKey>)>>,
+}
+
+impl KeyCache {
+    pub(crate) fn new(passphrase: &[u8]) -> Self {
+        Self {
+            passphrase: Zeroizing::new(passphrase.to_vec()),
+            keys: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// The key of `salt` (derived the first time).
+    pub(crate) fn key(&self, salt: &[u8; SALT_LEN]) -> Arc<DerivedKey> {
+        let mut keys = self.keys.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some((_, k)) = keys.iter().find(|(s, _)| s == salt) {
+            return k.clone();
+        }
+        let k = Arc::new(derive_key(&self.passphrase, salt));
+        keys.push((*salt, k.clone()));
+        k
+    }
+}
+
 /// Number of chunks and plaintext length of `body_len` bytes of chunks.
 fn layout(body_len: u64, chunk_size: usize) -> Result<(u64, u64)> {
     let cs = chunk_size as u64;
@@ -209,15 +247,30 @@ impl<W: Write> StreamEncryptor<W> {
     }
 
     pub(crate) fn with_params(
-        mut inner: W,
+        inner: W,
         passphrase: &[u8],
         cipher: ChunkCipher,
         chunk_size: u32,
         params: &Params,
     ) -> Result<Self> {
         check_chunk_size(chunk_size)?;
+        let derived = derive_key(passphrase, &params.salt);
+        Self::with_derived(inner, &derived, cipher, chunk_size, params)
+    }
+
+    /// A stream whose key `derived` was derived from `params.salt` by the caller (files of one
+    /// save share the salt and the key; each MUST then have its own nonce prefix,
+    /// `params.iv[..4]`).
+    pub(crate) fn with_derived(
+        mut inner: W,
+        derived: &DerivedKey,
+        cipher: ChunkCipher,
+        chunk_size: u32,
+        params: &Params,
+    ) -> Result<Self> {
+        check_chunk_size(chunk_size)?;
         let header = build_header(cipher, chunk_size, params);
-        let key = ChunkKey::new(passphrase, header)?;
+        let key = ChunkKey::with_derived(derived, header)?;
         let mut buf = Vec::new();
         buf.try_reserve_exact(chunk_size as usize)
             .map_err(|_| Error::LimitExceeded(format!("cannot allocate {chunk_size} bytes")))?;
@@ -493,7 +546,7 @@ impl<R: Read> Read for StreamDecryptor<R> {
 /// Where random-access ciphertext comes from.
 trait Source {
     fn len(&self) -> u64;
-    fn read_exact_at(&mut self, offset: u64, buf: &mut [u8]) -> Result<()>;
+    fn read_exact_at(&self, offset: u64, buf: &mut [u8]) -> Result<()>;
 }
 
 struct SliceSource<'a>(&'a [u8]);
@@ -502,7 +555,7 @@ impl Source for SliceSource<'_> {
     fn len(&self) -> u64 {
         self.0.len() as u64
     }
-    fn read_exact_at(&mut self, offset: u64, buf: &mut [u8]) -> Result<()> {
+    fn read_exact_at(&self, offset: u64, buf: &mut [u8]) -> Result<()> {
         let start = usize::try_from(offset).unwrap_or(usize::MAX);
         let piece = start
             .checked_add(buf.len())
@@ -523,11 +576,17 @@ impl Source for FileSource {
     fn len(&self) -> u64 {
         self.len
     }
-    fn read_exact_at(&mut self, offset: u64, buf: &mut [u8]) -> Result<()> {
-        self.file
-            .seek(SeekFrom::Start(offset))
-            .and_then(|_| self.file.read_exact(buf))
-            .map_err(|e| Error::io(&self.path, e))
+    fn read_exact_at(&self, offset: u64, buf: &mut [u8]) -> Result<()> {
+        crate::external::read_exact_at(&self.file, buf, offset).map_err(|e| {
+            if e.kind() == io::ErrorKind::UnexpectedEof {
+                Error::Crypto(format!(
+                    "truncated: {NAME} file {} shrank while it was read",
+                    self.path.display()
+                ))
+            } else {
+                Error::io(&self.path, e)
+            }
+        })
     }
 }
 
@@ -537,13 +596,17 @@ struct Chunked<S: Source> {
     key: ChunkKey,
     chunks: u64,
     len: u64,
-    scratch: Option<Zeroizing<Vec<u8>>>,
 }
 
 impl<S: Source> Chunked<S> {
     /// Checks the header and the layout, and authenticates the last chunk (so truncation and
     /// extension are reported here, before any byte is returned).
-    fn open(mut src: S, passphrase: &[u8]) -> Result<Self> {
+    fn open(src: S, passphrase: &[u8]) -> Result<Self> {
+        Self::open_with(src, &KeyCache::new(passphrase))
+    }
+
+    /// As `open`, with the key from `keys`.
+    fn open_with(src: S, keys: &KeyCache) -> Result<Self> {
         let total = src.len();
         let mut header = [0u8; HEADER_LEN];
         let n = (total.min(HEADER_LEN as u64)) as usize;
@@ -560,13 +623,12 @@ impl<S: Source> Chunked<S> {
         // Check the header and the layout before the (slow) key derivation.
         let (_, chunk_size) = check_header(&header)?;
         let (chunks, len) = layout(total - HEADER_LEN as u64, chunk_size)?;
-        let key = ChunkKey::new(passphrase, header)?;
-        let mut me = Self {
+        let key = ChunkKey::with_derived(&keys.key(&header_salt(&header)), header)?;
+        let me = Self {
             src,
             key,
             chunks,
             len,
-            scratch: None,
         };
         let last = chunks - 1;
         let mut probe = Zeroizing::new(vec![0u8; me.chunk_len(last)]);
@@ -583,7 +645,7 @@ impl<S: Source> Chunked<S> {
     }
 
     /// Reads and opens the whole of chunk `index` into `out` (exactly its length).
-    fn read_chunk_into(&mut self, index: u64, out: &mut [u8]) -> Result<()> {
+    fn read_chunk_into(&self, index: u64, out: &mut [u8]) -> Result<()> {
         debug_assert_eq!(out.len(), self.chunk_len(index));
         let at = HEADER_LEN as u64 + index * (self.key.chunk_size + TAG_LEN) as u64;
         self.src.read_exact_at(at, out)?;
@@ -593,7 +655,7 @@ impl<S: Source> Chunked<S> {
     }
 
     /// Reads `out.len()` plaintext bytes at `offset`, authenticating every chunk it touches.
-    fn read_exact_at(&mut self, offset: u64, out: &mut [u8]) -> Result<()> {
+    fn read_exact_at(&self, offset: u64, out: &mut [u8]) -> Result<()> {
         let end = offset
             .checked_add(out.len() as u64)
             .filter(|&e| e <= self.len)
@@ -621,15 +683,11 @@ impl<S: Source> Chunked<S> {
                     return Err(e);
                 }
             } else {
-                let mut scratch = match self.scratch.take() {
-                    Some(s) => s,
-                    None => Zeroizing::new(vec![0u8; self.key.chunk_size]),
-                };
-                let r = self.read_chunk_into(index, &mut scratch[..len]);
+                let mut scratch = Zeroizing::new(vec![0u8; len]);
+                let r = self.read_chunk_into(index, &mut scratch);
                 if r.is_ok() {
                     dst.copy_from_slice(&scratch[a..b]);
                 }
-                self.scratch = Some(scratch);
                 if let Err(e) = r {
                     out.fill(0);
                     return Err(e);
@@ -641,7 +699,7 @@ impl<S: Source> Chunked<S> {
     }
 
     /// Decrypts everything into one buffer allocated at its final size.
-    fn read_all(&mut self) -> Result<SecretBytes> {
+    fn read_all(&self) -> Result<SecretBytes> {
         let len = usize::try_from(self.len).map_err(|_| {
             Error::LimitExceeded(format!("{} bytes do not fit in memory", self.len))
         })?;
@@ -683,6 +741,19 @@ impl EncryptedFile {
         })
     }
 
+    /// Opens an already opened ONNXCRYS file of `len` bytes (`path` names it in errors), with
+    /// the key from `keys`.
+    pub(crate) fn from_file(file: File, len: u64, path: &Path, keys: &KeyCache) -> Result<Self> {
+        let src = FileSource {
+            file,
+            len,
+            path: path.to_path_buf(),
+        };
+        Ok(Self {
+            inner: Chunked::open_with(src, keys)?,
+        })
+    }
+
     /// Length of the plaintext.
     pub fn len(&self) -> u64 {
         self.inner.len
@@ -700,12 +771,14 @@ impl EncryptedFile {
 
     /// Reads `out.len()` plaintext bytes at `offset` (an error past the end; `out` is zeroed on
     /// failure).
-    pub fn read_exact_at(&mut self, offset: u64, out: &mut [u8]) -> Result<()> {
+    ///
+    /// Takes `&self`: reads are positional, so any number of threads may read one file at once.
+    pub fn read_exact_at(&self, offset: u64, out: &mut [u8]) -> Result<()> {
         self.inner.read_exact_at(offset, out)
     }
 
     /// Decrypts the whole file into one buffer (zeroed when dropped).
-    pub fn read_all(&mut self) -> Result<SecretBytes> {
+    pub fn read_all(&self) -> Result<SecretBytes> {
         self.inner.read_all()
     }
 }

@@ -15,6 +15,7 @@ use super::info::{DATA_LOCATION_DEFAULT, ExternalDataInfo, split_part_of, uses_e
 use super::paths::{OpenError, SafeFile, model_dir, normalize_location, open_beneath};
 use super::read_exact_at;
 use crate::bytes::{ByteSpan, Owner};
+use crate::crypto::{EncryptedFile, EncryptionFormat, KeyCache};
 use crate::error::{Error, Result};
 use crate::options::ParseOptions;
 use crate::proto::{DataType, ModelProto, TensorProto};
@@ -26,8 +27,10 @@ pub struct ExternalFileInfo {
     pub location: String,
     /// The file's path (base directory joined with the location).
     pub path: PathBuf,
-    /// Size in bytes when it was opened.
+    /// Size in bytes when it was opened (of the plaintext, for an encrypted file).
     pub size: u64,
+    /// An encrypted (ONNXCRYS) file, read through its passphrase.
+    pub encrypted: bool,
     /// SHA-1 (hex) when it was computed (checksum verification).
     pub sha1: Option<String>,
     /// The owner token of the file's memory map (no-copy loads only): every tensor borrowing
@@ -41,6 +44,7 @@ impl std::fmt::Debug for ExternalFileInfo {
             .field("location", &self.location)
             .field("path", &self.path)
             .field("size", &self.size)
+            .field("encrypted", &self.encrypted)
             .field("sha1", &self.sha1)
             .field("mapped", &self.owner.is_some())
             .finish()
@@ -111,7 +115,93 @@ struct OpenedFile {
     /// when their bytes are needed, so a load never holds more than a bounded number of
     /// descriptors.
     file: Option<File>,
+    /// An encrypted file kept open (the first [`KEEP_OPEN`] files), authenticated.
+    enc: Option<EncryptedFile>,
+    /// Chunk size of an encrypted file (reads are cut at its multiples).
+    chunk_size: Option<u64>,
     reopen: Reopen,
+}
+
+/// Reads plaintext ranges of one file: positional reads, or authenticated decryption.
+enum Reader<'a> {
+    Plain(Handle<'a>),
+    KeptEnc(&'a EncryptedFile),
+    Enc(Box<EncryptedFile>),
+}
+
+impl Reader<'_> {
+    fn read_at(&self, buf: &mut [u8], offset: u64, tensor: &str, path: &Path) -> Result<()> {
+        match self {
+            Reader::Plain(f) => read_exact_at(f, buf, offset)
+                .map_err(|e| ext_err(tensor, path, format!("read failed: {e}"))),
+            Reader::KeptEnc(f) => f
+                .read_exact_at(offset, buf)
+                .map_err(|e| crypto_err(e, path)),
+            Reader::Enc(f) => f
+                .read_exact_at(offset, buf)
+                .map_err(|e| crypto_err(e, path)),
+        }
+    }
+}
+
+/// A decryption error of an external-data file, naming the file.
+fn crypto_err(e: Error, path: &Path) -> Error {
+    match e {
+        Error::Crypto(m) => Error::Crypto(format!("external data file {}: {m}", path.display())),
+        Error::Authentication(m) => {
+            Error::Authentication(format!("external data file {}: {m}", path.display()))
+        }
+        other => other,
+    }
+}
+
+/// The encryption format whose magic starts `file`, if any.
+fn sniff(file: &File, len: u64) -> std::io::Result<Option<EncryptionFormat>> {
+    if len < 8 {
+        return Ok(None);
+    }
+    let mut magic = [0u8; 8];
+    read_exact_at(file, &mut magic, 0)?;
+    Ok(EncryptionFormat::ALL
+        .into_iter()
+        .find(|f| f.magic() == &magic))
+}
+
+/// Opens `file` as encrypted external data when it starts with an encryption magic: `Ok(None)`
+/// for a plaintext file, the authenticated ONNXCRYS file otherwise; an error for an encrypted
+/// file without a passphrase, the wrong one, a truncated or modified file, or a one-shot format
+/// (ONNXCRY1/2/3, which cannot be read by range).
+fn open_encrypted(
+    file: &File,
+    len: u64,
+    path: &Path,
+    tensor: &str,
+    keys: Option<&KeyCache>,
+) -> Result<Option<EncryptedFile>> {
+    let format =
+        sniff(file, len).map_err(|e| ext_err(tensor, path, format!("cannot read: {e}")))?;
+    match (format, keys) {
+        (None, _) => Ok(None),
+        (Some(EncryptionFormat::Chunked), None) => Err(ext_err(
+            tensor,
+            path,
+            "the file is encrypted (ONNXCRYS) and no passphrase was given \
+             (ParseOptions::external_data_key)",
+        )),
+        (Some(EncryptionFormat::Chunked), Some(keys)) => {
+            let dup = file
+                .try_clone()
+                .map_err(|e| ext_err(tensor, path, format!("cannot open: {e}")))?;
+            EncryptedFile::from_file(dup, len, path, keys)
+                .map(Some)
+                .map_err(|e| crypto_err(e, path))
+        }
+        (Some(f), _) => Err(Error::Crypto(format!(
+            "external data file {}: {f} data cannot be read by range; encrypt external data \
+             with the chunked format (ONNXCRYS)",
+            path.display()
+        ))),
+    }
 }
 
 /// A file kept open by the plan, or opened again for a while.
@@ -145,12 +235,36 @@ impl OpenedFile {
         if let Some(f) = &self.file {
             return Ok(Handle::Kept(f));
         }
+        self.reopen().map(|f| Handle::Reopened(f.file))
+    }
+
+    /// The reader of the file's (plaintext) bytes.
+    fn reader(&self, keys: Option<&KeyCache>) -> Result<Reader<'_>> {
+        if let Some(e) = &self.enc {
+            return Ok(Reader::KeptEnc(e));
+        }
+        if !self.info.encrypted {
+            return self.handle().map(Reader::Plain);
+        }
+        let f = self.reopen()?;
+        match open_encrypted(&f.file, f.len, &self.info.path, "", keys)? {
+            Some(e) if e.len() == self.info.size => Ok(Reader::Enc(Box::new(e))),
+            _ => Err(ext_err(
+                "",
+                &self.info.path,
+                "the encrypted file changed while loading",
+            )),
+        }
+    }
+
+    /// Opens the file again, under the same rules.
+    fn reopen(&self) -> Result<SafeFile> {
         let opened = match &self.reopen {
             Reopen::Beneath { dir, rel } => open_beneath(dir, rel),
             Reopen::Trusted(p) => open_trusted(p),
         };
         match opened {
-            Ok(f) => Ok(Handle::Reopened(f.file)),
+            Ok(f) => Ok(f),
             Err(OpenError::Refused(reason)) => Err(Error::PathRefused {
                 path: self.info.path.clone(),
                 reason: format!("opened again: {reason}"),
@@ -164,6 +278,8 @@ impl OpenedFile {
 struct Plan {
     files: Vec<OpenedFile>,
     refs: Vec<Ref>,
+    /// Keys of encrypted files (from the passphrase of the options).
+    keys: Option<KeyCache>,
 }
 
 /// An external tensor seen by the visitor: (index, name, parsed entries, data type).
@@ -267,6 +383,15 @@ impl Resolver<'_> {
         };
         let idx = match opened {
             Ok(SafeFile { file, len }) => {
+                let enc = match open_encrypted(&file, len, &path, tensor, plan.keys.as_ref()) {
+                    Ok(e) => e,
+                    Err(e) => {
+                        sink(e)?;
+                        self.by_key.insert(key, None);
+                        return Ok(None);
+                    }
+                };
+                let keep = plan.files.len() < KEEP_OPEN;
                 let reopen = match &target {
                     Some(p) => Reopen::Trusted(p.clone()),
                     None => Reopen::Beneath {
@@ -278,11 +403,14 @@ impl Resolver<'_> {
                     info: ExternalFileInfo {
                         location: key.1.to_string_lossy().into_owned(),
                         path,
-                        size: len,
+                        size: enc.as_ref().map_or(len, EncryptedFile::len),
+                        encrypted: enc.is_some(),
                         sha1: None,
                         owner: None,
                     },
-                    file: (plan.files.len() < KEEP_OPEN).then_some(file),
+                    file: (keep && enc.is_none()).then_some(file),
+                    chunk_size: enc.as_ref().map(|e| e.chunk_size() as u64),
+                    enc: enc.filter(|_| keep),
                     reopen,
                 });
                 Some(plan.files.len() - 1)
@@ -343,7 +471,13 @@ fn plan(
         }
         index += 1;
     });
-    let mut plan = Plan::default();
+    let mut plan = Plan {
+        keys: opts
+            .external_data_key
+            .as_ref()
+            .map(|k| KeyCache::new(k.as_bytes())),
+        ..Plan::default()
+    };
     let mut resolver = Resolver {
         dir,
         override_path: opts.external_data_location.as_deref(),
@@ -435,10 +569,15 @@ fn verify_checksums(
         let digest = match digests.get(&r.file) {
             Some(d) => d.clone(),
             None => {
-                let hashed = f.handle().and_then(|h| {
-                    sha1_of_file(&h, f.info.size, progress)
-                        .map_err(|e| ext_err(&r.tensor, &f.info.path, format!("cannot read: {e}")))
-                });
+                let hashed = if f.info.encrypted {
+                    sha1_of_plaintext(f, plan.keys.as_ref(), progress)
+                } else {
+                    f.handle().and_then(|h| {
+                        sha1_of_file(&h, f.info.size, progress).map_err(|e| {
+                            ext_err(&r.tensor, &f.info.path, format!("cannot read: {e}"))
+                        })
+                    })
+                };
                 let d = match hashed {
                     Ok(d) => Some(d),
                     Err(e) => {
@@ -465,10 +604,43 @@ fn verify_checksums(
     Ok(verified)
 }
 
+/// SHA-1 of the plaintext of an encrypted file (decrypted one chunk at a time).
+fn sha1_of_plaintext(
+    f: &OpenedFile,
+    keys: Option<&KeyCache>,
+    progress: Option<&(dyn Fn(u64) + Sync)>,
+) -> Result<String> {
+    let reader = f.reader(keys)?;
+    let mut h = super::checksum::Sha1Hasher::new();
+    let mut buf = zeroize::Zeroizing::new(vec![0u8; 1 << 20]);
+    let mut pos = 0u64;
+    while pos < f.info.size {
+        let n = (f.info.size - pos).min(buf.len() as u64) as usize;
+        reader.read_at(&mut buf[..n], pos, "", &f.info.path)?;
+        h.update(&buf[..n]);
+        pos += n as u64;
+        if let Some(p) = progress {
+            p(n as u64);
+        }
+    }
+    Ok(h.finish_hex())
+}
+
 /// The copy-mode destination of every tensor: one anonymous region (huge pages where the kernel
-/// allows) freed when the last tensor range is dropped.
+/// allows) freed when the last tensor range is dropped; zeroed first when it holds decrypted
+/// data.
 struct LoadArena {
-    _map: MmapMut,
+    map: MmapMut,
+    secret: bool,
+}
+
+impl Drop for LoadArena {
+    fn drop(&mut self) {
+        if self.secret {
+            use zeroize::Zeroize;
+            self.map[..].zeroize();
+        }
+    }
 }
 
 /// A read-only map of one weight file: the owner token of every tensor borrowing from it.
@@ -487,6 +659,19 @@ const PIECE: usize = 8 << 20;
 /// One read of a copy-mode load: (index in `Plan::refs`, file offset, destination).
 type Task<'a> = (usize, u64, &'a mut [u8]);
 
+/// Where a read of up to [`PIECE`] bytes at `off` (ending at most at `end`) should stop. Reads
+/// of encrypted files stop at chunk boundaries, so each chunk is decrypted once (except those
+/// shared by two tensors).
+fn piece_end(off: u64, end: u64, chunk: Option<u64>) -> u64 {
+    match chunk {
+        None => end.min(off + PIECE as u64),
+        Some(cs) => {
+            let step = cs * (PIECE as u64 / cs).max(1);
+            end.min((off / step + 1) * step)
+        }
+    }
+}
+
 fn align_up(v: u64, a: u64) -> Option<u64> {
     if a <= 1 {
         return Some(v);
@@ -496,18 +681,20 @@ fn align_up(v: u64, a: u64) -> Option<u64> {
 
 /// Copy mode: every tensor gets an exclusive range of one arena, filled by positional reads
 /// (in parallel on `threads` threads).
-fn fill_copy(plan: &Plan, threads: usize, align: u64) -> Result<Vec<ByteSpan>> {
-    let mut starts = Vec::with_capacity(plan.refs.len());
+fn fill_copy(plan: &Plan, which: &[usize], threads: usize, align: u64) -> Result<Vec<ByteSpan>> {
+    let refs: Vec<&Ref> = which.iter().map(|&i| &plan.refs[i]).collect();
+    let mut starts = Vec::with_capacity(refs.len());
     let mut total = 0u64;
-    for r in &plan.refs {
+    for r in &refs {
         let start = align_up(total, align).ok_or_else(too_big)?;
         starts.push(start);
         total = start.checked_add(r.len).ok_or_else(too_big)?;
     }
     let total = usize::try_from(total).map_err(|_| too_big())?;
     if total == 0 {
-        return Ok(plan.refs.iter().map(|_| ByteSpan::new()).collect());
+        return Ok(refs.iter().map(|_| ByteSpan::new()).collect());
     }
+    let secret = refs.iter().any(|r| plan.files[r.file].info.encrypted);
     let mut map = MmapMut::map_anon(total)
         .map_err(|e| Error::LimitExceeded(format!("cannot allocate {total} bytes: {e}")))?;
     if total >= PIECE {
@@ -518,15 +705,17 @@ fn fill_copy(plan: &Plan, threads: usize, align: u64) -> Result<Vec<ByteSpan>> {
         let mut tasks: Vec<Task<'_>> = Vec::new();
         let mut rest: &mut [u8] = &mut map;
         let mut consumed = 0usize;
-        for (i, r) in plan.refs.iter().enumerate() {
+        for (i, r) in refs.iter().enumerate() {
             let start = starts[i] as usize;
             let (_, tail) = std::mem::take(&mut rest).split_at_mut(start - consumed);
             let (mut dst, tail) = tail.split_at_mut(r.len as usize);
             rest = tail;
             consumed = start + r.len as usize;
+            let f = &plan.files[r.file];
+            let chunk = f.chunk_size;
             let mut off = r.offset;
             while !dst.is_empty() {
-                let n = dst.len().min(PIECE);
+                let n = (piece_end(off, r.offset + r.len, chunk) - off) as usize;
                 let (piece, more) = std::mem::take(&mut dst).split_at_mut(n);
                 tasks.push((i, off, piece));
                 off += n as u64;
@@ -535,34 +724,27 @@ fn fill_copy(plan: &Plan, threads: usize, align: u64) -> Result<Vec<ByteSpan>> {
         }
         // Pieces of files kept open are read in any order; the others are grouped per file
         // (each opened again once, at most one per thread at a time).
+        let kept = |f: &OpenedFile| f.file.is_some() || f.enc.is_some();
         let (mut open, closed): (Vec<_>, Vec<_>) = tasks
             .into_iter()
-            .partition(|(i, _, _)| plan.files[plan.refs[*i].file].file.is_some());
+            .partition(|(i, _, _)| kept(&plan.files[refs[*i].file]));
         let mut groups: HashMap<usize, Vec<Task<'_>>> = HashMap::new();
         for t in closed {
-            groups.entry(plan.refs[t.0].file).or_default().push(t);
+            groups.entry(refs[t.0].file).or_default().push(t);
         }
         let mut groups: Vec<_> = groups.into_iter().collect();
-        let read = |file: &File, (i, off, piece): &mut Task<'_>| -> Result<()> {
-            let r = &plan.refs[*i];
-            read_exact_at(file, piece, *off).map_err(|e| {
-                ext_err(
-                    &r.tensor,
-                    &plan.files[r.file].info.path,
-                    format!("read failed: {e}"),
-                )
-            })
+        let keys = plan.keys.as_ref();
+        let read = |reader: &Reader<'_>, (i, off, piece): &mut Task<'_>| -> Result<()> {
+            let r = refs[*i];
+            reader.read_at(piece, *off, &r.tensor, &plan.files[r.file].info.path)
         };
         let read_open = |t: &mut Task<'_>| -> Result<()> {
-            let f = plan.files[plan.refs[t.0].file]
-                .file
-                .as_ref()
-                .expect("kept open");
-            read(f, t)
+            let reader = plan.files[refs[t.0].file].reader(keys)?;
+            read(&reader, t)
         };
         let read_group = |(file, tasks): &mut (usize, Vec<Task<'_>>)| -> Result<()> {
-            let f = plan.files[*file].handle()?;
-            tasks.iter_mut().try_for_each(|t| read(&f, t))
+            let reader = plan.files[*file].reader(keys)?;
+            tasks.iter_mut().try_for_each(|t| read(&reader, t))
         };
         let pool = if threads > 1 && open.len() + groups.len() > 1 {
             crate::model::thread_pool(threads)
@@ -584,9 +766,8 @@ fn fill_copy(plan: &Plan, threads: usize, align: u64) -> Result<Vec<ByteSpan>> {
         }
     }
     let base = map.as_mut_ptr();
-    let owner: Owner = Arc::new(LoadArena { _map: map });
-    Ok(plan
-        .refs
+    let owner: Owner = Arc::new(LoadArena { map, secret });
+    Ok(refs
         .iter()
         .zip(&starts)
         .map(|(r, &start)| {
@@ -606,11 +787,15 @@ fn too_big() -> Error {
 
 /// No-copy mode: each file is mapped once; tensors of at least `threshold` bytes whose offset
 /// suits their element type borrow from the map (holding its owner), others are copied.
-fn fill_no_copy(plan: &mut Plan, threshold: u64) -> Result<(Vec<ByteSpan>, usize)> {
+fn fill_no_copy(
+    plan: &mut Plan,
+    which: &[usize],
+    threshold: u64,
+) -> Result<(Vec<ByteSpan>, usize)> {
     let mut maps: Vec<Option<Arc<WeightMap>>> = vec![None; plan.files.len()];
-    let mut out = Vec::with_capacity(plan.refs.len());
+    let mut out = Vec::with_capacity(which.len());
     let mut borrowed = 0;
-    for r in &plan.refs {
+    for r in which.iter().map(|&i| &plan.refs[i]) {
         let f = &mut plan.files[r.file];
         let map = match &maps[r.file] {
             Some(m) => m.clone(),
@@ -653,6 +838,33 @@ fn fill_no_copy(plan: &mut Plan, threshold: u64) -> Result<(Vec<ByteSpan>, usize
     Ok((out, borrowed))
 }
 
+/// The bytes of every planned tensor (in `plan.refs` order): copy mode, or no-copy mode with
+/// the tensors of encrypted files decrypted into memory (copy mode for those: a map of an
+/// encrypted file would be ciphertext).
+fn fill(plan: &mut Plan, opts: &ParseOptions) -> Result<(Vec<ByteSpan>, usize)> {
+    let align = opts.alignment.max(64);
+    let all: Vec<usize> = (0..plan.refs.len()).collect();
+    if !opts.no_copy {
+        return Ok((fill_copy(plan, &all, opts.threads(), align)?, 0));
+    }
+    let (enc, plain): (Vec<usize>, Vec<usize>) = all
+        .into_iter()
+        .partition(|&i| plan.files[plan.refs[i].file].info.encrypted);
+    let (plain_spans, borrowed) = fill_no_copy(plan, &plain, opts.raw_data_threshold)?;
+    let enc_spans = fill_copy(plan, &enc, opts.threads(), align)?;
+    let mut spans: Vec<Option<ByteSpan>> = vec![None; plan.refs.len()];
+    for (i, s) in plain.into_iter().zip(plain_spans) {
+        spans[i] = Some(s);
+    }
+    for (i, s) in enc.into_iter().zip(enc_spans) {
+        spans[i] = Some(s);
+    }
+    Ok((
+        spans.into_iter().map(Option::unwrap_or_default).collect(),
+        borrowed,
+    ))
+}
+
 /// Loads the external data of every tensor of `model` (initializers, sparse initializers,
 /// attribute tensors, subgraphs, functions, training graphs) from files relative to `base_dir`
 /// (or `opts.external_data_location` for the primary file), like onnx's
@@ -684,12 +896,7 @@ pub fn load_external_data_for_model(
     if opts.verify_external_checksums {
         verify_checksums(&mut plan, &mut stop, None)?;
     }
-    let (spans, borrowed) = if opts.no_copy {
-        fill_no_copy(&mut plan, opts.raw_data_threshold)?
-    } else {
-        let align = opts.alignment.max(64);
-        (fill_copy(&plan, opts.threads(), align)?, 0)
-    };
+    let (spans, borrowed) = fill(&mut plan, opts)?;
     let mut report = ExternalLoadReport {
         tensors: plan.refs.len(),
         bytes: plan.refs.iter().map(|r| r.len).sum(),
@@ -783,15 +990,17 @@ pub fn check_external_data(
 pub(crate) fn map_external_tensors(
     model: &ModelProto,
     dir: &Path,
+    key: Option<&crate::crypto::Passphrase>,
 ) -> Result<HashMap<*const TensorProto, ByteSpan>> {
     let opts = ParseOptions {
         no_copy: true,
         raw_data_threshold: 0,
+        external_data_key: key.cloned(),
         ..ParseOptions::default()
     };
     let mut stop = |e: Error| Err(e);
     let mut plan = plan(model, dir, &opts, true, &mut stop)?;
-    let (spans, _) = fill_no_copy(&mut plan, 0)?;
+    let (spans, _) = fill(&mut plan, &opts)?;
     let mut by_index: HashMap<usize, ByteSpan> =
         plan.refs.iter().map(|r| r.index).zip(spans).collect();
     let mut out = HashMap::new();

@@ -570,7 +570,9 @@ pub fn save_model_with_external_data_progress(
         model.visit_tensors(&mut |t| any_unloaded |= uses_external_data(t) && t.raw_data.is_none());
         match (&opts.source_dir, any_unloaded) {
             (_, false) => HashMap::new(),
-            (Some(src), true) => map_external_tensors(model, src)?,
+            (Some(src), true) => {
+                map_external_tensors(model, src, opts.encryption.as_ref().map(|e| &e.key))?
+            }
             (None, true) => {
                 let mut name = String::new();
                 model.visit_tensors(&mut |t| {
@@ -759,6 +761,21 @@ pub fn save_model_with_external_data_progress(
             .sum(),
         report: progress,
     };
+    // Encrypted weight files share one random salt (one key derivation per save) and have
+    // distinct nonce prefixes (their index), so no (key, nonce) pair is ever used twice.
+    let sealing = match &opts.encryption {
+        Some(e) => {
+            if u32::try_from(files.len()).is_err() {
+                return Err(Error::LimitExceeded(
+                    "more than 2^32 encrypted weight files".into(),
+                ));
+            }
+            let params = crate::crypto::Params::random()?;
+            let key = crate::crypto::derive_key(e.key.as_bytes(), &params.salt);
+            Some((e, key, params))
+        }
+        None => None,
+    };
     let mut digests = Vec::with_capacity(files.len());
     // Weight files already renamed into place are removed again if the save fails before the
     // new model is committed (no model references them).
@@ -766,12 +783,23 @@ pub fn save_model_with_external_data_progress(
         dir: &dir,
         rels: Vec::with_capacity(files.len()),
     };
-    for batch in files.chunks(OPEN_FILES) {
+    for (b, batch) in files.chunks(OPEN_FILES).enumerate() {
         let outs = batch
             .iter()
             .map(|f| AtomicOut::create(&dir, &f.rel).map_err(|e| err(f, e)))
             .collect::<Result<Vec<_>>>()?;
-        digests.extend(write_files(batch, &outs, opts, &progress, &dir)?);
+        digests.extend(match &sealing {
+            None => write_files(batch, &outs, opts, &progress, &dir)?,
+            Some((e, key, params)) => {
+                let seal = Seal {
+                    enc: e,
+                    key,
+                    params,
+                    first: b * OPEN_FILES,
+                };
+                write_encrypted_files(batch, &outs, opts, &progress, &dir, &seal)?
+            }
+        });
         for (out, f) in outs.into_iter().zip(batch) {
             out.commit(opts.sync)
                 .map_err(|e| Error::io(dir.join(&f.rel), e))?;
@@ -936,6 +964,95 @@ fn in_family(location: &str, base: &str) -> bool {
 }
 
 const PIECE: usize = 8 << 20;
+
+/// The encryption of one save's weight files.
+struct Seal<'a> {
+    enc: &'a crate::options::ExternalEncryption,
+    key: &'a crate::crypto::DerivedKey,
+    params: &'a crate::crypto::Params,
+    /// Index (in the save) of the first file of the batch.
+    first: usize,
+}
+
+/// Writes every planned file of a batch through an ONNXCRYS encryptor (sequentially per file,
+/// files in parallel with `num_threads`): the plaintext is exactly what `write_files` would
+/// write (tensors at their offsets, zero padding), so offsets, lengths and checksums are the
+/// plaintext's. Memory: one chunk per file being written.
+fn write_encrypted_files(
+    files: &[OutFile<'_>],
+    outs: &[AtomicOut],
+    opts: &SaveExternalOptions,
+    progress: &Progress<'_>,
+    dir: &Path,
+    seal: &Seal<'_>,
+) -> Result<Vec<Option<String>>> {
+    static ZEROS: [u8; 4096] = [0; 4096];
+    let write_one = |i: usize| -> Result<Option<String>> {
+        let f = &files[i];
+        let path = dir.join(&f.rel);
+        let mut params = *seal.params;
+        let index = u32::try_from(seal.first + i).unwrap_or(u32::MAX);
+        params.iv[..4].copy_from_slice(&index.to_be_bytes());
+        let mut w = crate::crypto::StreamEncryptor::with_derived(
+            outs[i].file(),
+            seal.key,
+            seal.enc.cipher,
+            seal.enc.chunk_size,
+            &params,
+        )?;
+        w.set_label(&path);
+        let mut h = opts.checksum.then(Sha1Hasher::new);
+        let mut items = f.items.clone();
+        items.sort_by_key(|&(_, off)| off);
+        let mut pos = 0u64;
+        let mut put = |bytes: &[u8]| -> Result<()> {
+            w.write_plaintext(bytes)?;
+            if let Some(h) = h.as_mut() {
+                h.update(bytes);
+            }
+            Ok(())
+        };
+        let zeros = |put: &mut dyn FnMut(&[u8]) -> Result<()>, mut n: u64| -> Result<()> {
+            while n > 0 {
+                let k = n.min(ZEROS.len() as u64) as usize;
+                put(&ZEROS[..k])?;
+                n -= k as u64;
+            }
+            Ok(())
+        };
+        for (bytes, off) in items {
+            // Items never overlap (the planner places them apart).
+            zeros(&mut put, off.saturating_sub(pos))?;
+            for piece in bytes.chunks(PIECE) {
+                put(piece)?;
+                if let Some(p) = progress.report {
+                    let n = piece.len() as u64;
+                    p(
+                        progress.done.fetch_add(n, Ordering::Relaxed) + n,
+                        progress.total,
+                    );
+                }
+            }
+            pos = pos.max(off + bytes.len() as u64);
+        }
+        zeros(&mut put, f.size - pos)?;
+        w.finish()?;
+        Ok(h.map(Sha1Hasher::finish_hex))
+    };
+    let threads = opts.threads();
+    let pool = if threads > 1 && files.len() > 1 {
+        crate::model::thread_pool(threads)
+    } else {
+        None
+    };
+    match pool {
+        Some(pool) => {
+            use rayon::prelude::*;
+            pool.install(|| (0..files.len()).into_par_iter().map(write_one).collect())
+        }
+        None => (0..files.len()).map(write_one).collect(),
+    }
+}
 
 /// Weight files open at once while saving (each holds two descriptors).
 const OPEN_FILES: usize = 32;

@@ -16,7 +16,7 @@ use std::ffi::c_char;
 use std::path::PathBuf;
 
 use super::accessors::OnnxlModelProto;
-use super::handle::{c_path, check_out, into_raw, try_mut, try_ref, write_out};
+use super::handle::{c_bytes, c_path, check_out, into_raw, try_mut, try_ref, write_out};
 use super::options::{OnnxlParseOptions, parse_options};
 use super::owner::{OnnxlOwner, new_token};
 use super::panic::ffi_status;
@@ -60,6 +60,22 @@ pub struct OnnxlExternalDataOptions {
     pub checksum: bool,
     /// fsync every file before it replaces the old one (default true).
     pub sync: bool,
+    // ---- version 2 (struct_size 96): encrypted weight files. A caller compiled with the
+    // 64-byte version gets no encryption.
+    /// Passphrase of the weight files (`encryption_key_len` bytes, any bytes; NULL only with
+    /// length 0). Borrowed for the call only. Used when `encrypt` is true.
+    pub encryption_key: *const u8,
+    /// Length of `encryption_key`.
+    pub encryption_key_len: usize,
+    /// Plaintext bytes per chunk (default 1 MiB; 64 ..= 64 MiB).
+    pub encryption_chunk_size: u32,
+    /// One of `ONNXL_CHUNK_CIPHER_*` (default AES-256-GCM).
+    pub encryption_chunk_cipher: u32,
+    /// Write every weight file encrypted (ONNXCRYS chunked format; default false). Offsets,
+    /// lengths, alignment, splitting and checksums refer to the plaintext.
+    pub encrypt: bool,
+    /// Must be zero (room for later options).
+    pub reserved: [u8; 7],
 }
 
 /// Options of loading external data. Get the defaults with
@@ -79,12 +95,30 @@ pub struct OnnxlExternalLoadOptions {
     pub load_external_data: bool,
     /// Verify the `checksum` entries (SHA-1 of each file; reads every byte). Default false.
     pub verify_checksums: bool,
+    /// A passphrase for encrypted (ONNXCRYS) weight files is given in `key` / `key_len`
+    /// (default false: an encrypted weight file is `ONNXL_STATUS_EXTERNAL_DATA`). Version 2
+    /// (struct_size 48) only; zero in the 32-byte version 1.
+    pub has_key: bool,
     /// Must be zero (room for later options).
-    pub reserved: [u8; 6],
+    pub reserved: [u8; 5],
+    // ---- version 2 (struct_size 48)
+    /// Passphrase of encrypted weight files (`key_len` bytes; NULL only with length 0),
+    /// borrowed for the call only. Used when `has_key` is true.
+    pub key: *const u8,
+    /// Length of `key`.
+    pub key_len: usize,
 }
 
-const EXTERNAL_DATA_OPTIONS_SIZES: &[usize] = &[size_of::<OnnxlExternalDataOptions>()];
-const EXTERNAL_LOAD_OPTIONS_SIZES: &[usize] = &[size_of::<OnnxlExternalLoadOptions>()];
+/// Every published `struct_size` of `OnnxlExternalDataOptions` (64: without encryption).
+const EXTERNAL_DATA_OPTIONS_SIZES: &[usize] = &[
+    std::mem::offset_of!(OnnxlExternalDataOptions, encryption_key),
+    size_of::<OnnxlExternalDataOptions>(),
+];
+/// Every published `struct_size` of `OnnxlExternalLoadOptions` (32: without a key).
+const EXTERNAL_LOAD_OPTIONS_SIZES: &[usize] = &[
+    std::mem::offset_of!(OnnxlExternalLoadOptions, key),
+    size_of::<OnnxlExternalLoadOptions>(),
+];
 
 /// The default options of `onnxl_save_model_with_external_data`, with `struct_size` set.
 #[unsafe(no_mangle)]
@@ -103,6 +137,12 @@ pub extern "C" fn onnxl_external_data_options_default() -> OnnxlExternalDataOpti
         convert_attribute: d.convert_attribute,
         checksum: d.checksum,
         sync: d.sync,
+        encryption_key: std::ptr::null(),
+        encryption_key_len: 0,
+        encryption_chunk_size: crate::crypto::DEFAULT_CHUNK_SIZE,
+        encryption_chunk_cipher: super::crypto::ONNXL_CHUNK_CIPHER_AES_256_GCM,
+        encrypt: false,
+        reserved: [0; 7],
     }
 }
 
@@ -116,25 +156,40 @@ pub extern "C" fn onnxl_external_load_options_default() -> OnnxlExternalLoadOpti
         location: std::ptr::null(),
         load_external_data: d.load_external_data,
         verify_checksums: d.verify_external_checksums,
-        reserved: [0; 6],
+        has_key: false,
+        reserved: [0; 5],
+        key: std::ptr::null(),
+        key_len: 0,
     }
 }
 
-/// Checks `struct_size` against the published sizes.
+/// Checks `struct_size` against the published sizes and copies the caller's struct over
+/// `defaults` (the fields an older caller does not have keep their default values).
 ///
 /// # Safety
-/// `p` is non-NULL and readable for at least a `usize`.
-unsafe fn checked_size<T>(p: *const T, known: &[usize], what: &str) -> Result<(), FfiError> {
+/// `p` is non-NULL and readable for at least a `usize`, and for `struct_size` bytes.
+unsafe fn read_versioned<T: Copy>(
+    p: *const T,
+    mut defaults: T,
+    known: &[usize],
+    what: &str,
+) -> Result<T, FfiError> {
     // SAFETY: every options struct starts with `size_t struct_size` (contract).
     let size = unsafe { p.cast::<usize>().read() };
-    if known.contains(&size) {
-        Ok(())
-    } else {
-        Err(FfiError::invalid(format!(
+    if !known.contains(&size) {
+        return Err(FfiError::invalid(format!(
             "{what}.struct_size is {size}, this library knows {known:?} (initialize the struct with \
              its _default() function)"
-        )))
+        )));
     }
+    debug_assert!(size <= size_of::<T>());
+    // SAFETY: `size` bytes are readable (contract) and at most `size_of::<T>()` (every known
+    // size is); a published size ends at a field boundary, so the copy writes whole fields of
+    // the caller's (valid) values over the defaults.
+    unsafe {
+        std::ptr::copy_nonoverlapping(p.cast::<u8>(), (&mut defaults as *mut T).cast::<u8>(), size);
+    }
+    Ok(defaults)
 }
 
 /// An optional NUL-terminated path.
@@ -160,10 +215,20 @@ unsafe fn save_options(
     if p.is_null() {
         return Ok(SaveExternalOptions::default());
     }
-    // SAFETY: non-NULL (contract).
-    unsafe { checked_size(p, EXTERNAL_DATA_OPTIONS_SIZES, "OnnxlExternalDataOptions") }?;
-    // SAFETY: the size is the full current struct.
-    let o = unsafe { &*p };
+    // SAFETY: non-NULL, `struct_size` bytes readable (contract).
+    let o = unsafe {
+        read_versioned(
+            p,
+            onnxl_external_data_options_default(),
+            EXTERNAL_DATA_OPTIONS_SIZES,
+            "OnnxlExternalDataOptions",
+        )
+    }?;
+    if o.reserved != [0; 7] {
+        return Err(FfiError::invalid(
+            "OnnxlExternalDataOptions.reserved must be zero",
+        ));
+    }
     // SAFETY: the string fields are NULL or NUL-terminated (contract).
     let location = unsafe { opt_path(o.location, "OnnxlExternalDataOptions.location") }?
         .map(|l| l.to_string_lossy().into_owned());
@@ -181,6 +246,35 @@ unsafe fn save_options(
         num_threads: o.num_threads,
         source_dir,
         sync: o.sync,
+        encryption: if o.encrypt {
+            let cipher = match o.encryption_chunk_cipher {
+                super::crypto::ONNXL_CHUNK_CIPHER_AES_256_GCM => crate::crypto::ChunkCipher::AesGcm,
+                super::crypto::ONNXL_CHUNK_CIPHER_CHACHA20_POLY1305 => {
+                    crate::crypto::ChunkCipher::ChaCha20Poly1305
+                }
+                other => {
+                    return Err(FfiError::invalid(format!(
+                        "OnnxlExternalDataOptions.encryption_chunk_cipher {other} is not an \
+                         ONNXL_CHUNK_CIPHER_* value"
+                    )));
+                }
+            };
+            // SAFETY: `encryption_key..+len` readable, NULL only with length 0 (contract).
+            let key = unsafe {
+                c_bytes(
+                    o.encryption_key,
+                    o.encryption_key_len,
+                    "OnnxlExternalDataOptions.encryption_key",
+                )
+            }?;
+            Some(crate::options::ExternalEncryption {
+                key: crate::crypto::Passphrase::new(key),
+                cipher,
+                chunk_size: o.encryption_chunk_size,
+            })
+        } else {
+            None
+        },
     };
     opts.validate()?;
     Ok(opts)
@@ -199,23 +293,32 @@ unsafe fn load_options(
     if eopts.is_null() {
         return Ok(opts);
     }
-    // SAFETY: non-NULL (contract).
-    unsafe {
-        checked_size(
+    // SAFETY: non-NULL, `struct_size` bytes readable (contract).
+    let e = unsafe {
+        read_versioned(
             eopts,
+            onnxl_external_load_options_default(),
             EXTERNAL_LOAD_OPTIONS_SIZES,
             "OnnxlExternalLoadOptions",
         )
     }?;
-    // SAFETY: the size is the full current struct.
-    let e = unsafe { &*eopts };
-    if e.reserved != [0; 6] {
+    if e.has_key && e.struct_size < size_of::<OnnxlExternalLoadOptions>() {
+        return Err(FfiError::invalid(
+            "OnnxlExternalLoadOptions.has_key needs the 48-byte struct (key, key_len)",
+        ));
+    }
+    if e.reserved != [0; 5] {
         return Err(FfiError::invalid(
             "OnnxlExternalLoadOptions.reserved must be zero",
         ));
     }
     opts.load_external_data = e.load_external_data;
     opts.verify_external_checksums = e.verify_checksums;
+    if e.has_key {
+        // SAFETY: `key..key+key_len` readable, NULL only with length 0 (contract).
+        let key = unsafe { c_bytes(e.key, e.key_len, "OnnxlExternalLoadOptions.key") }?;
+        opts.external_data_key = Some(crate::crypto::Passphrase::new(key));
+    }
     // SAFETY: the string fields are NULL or NUL-terminated (contract).
     opts.external_data_dir = unsafe { opt_path(e.base_dir, "OnnxlExternalLoadOptions.base_dir") }?;
     // SAFETY: as above.
@@ -563,8 +666,63 @@ mod tests {
         e.reserved[0] = 1;
         // SAFETY: valid struct on the stack.
         assert!(unsafe { load_options(null(), &e) }.is_err());
-        assert_eq!(size_of::<OnnxlExternalDataOptions>(), 64);
-        assert_eq!(size_of::<OnnxlExternalLoadOptions>(), 32);
+        assert_eq!(size_of::<OnnxlExternalDataOptions>(), 96);
+        assert_eq!(size_of::<OnnxlExternalLoadOptions>(), 48);
+        assert_eq!(EXTERNAL_DATA_OPTIONS_SIZES, &[64, 96]);
+        assert_eq!(EXTERNAL_LOAD_OPTIONS_SIZES, &[32, 48]);
+        // Version 1 callers (the 64 / 32-byte structs): the newer fields are not read.
+        let mut o = onnxl_external_data_options_default();
+        o.struct_size = 64;
+        o.encrypt = true; // beyond the caller's struct: ignored
+        o.checksum = true;
+        // SAFETY: valid struct on the stack (larger than its struct_size).
+        let v1 = unsafe { save_options(&o) }.unwrap();
+        assert!(v1.checksum && v1.encryption.is_none());
+        let mut e = onnxl_external_load_options_default();
+        e.struct_size = 32;
+        e.verify_checksums = true;
+        // SAFETY: as above.
+        let v1 = unsafe { load_options(null(), &e) }.unwrap();
+        assert!(v1.verify_external_checksums && v1.external_data_key.is_none());
+        e.has_key = true;
+        // SAFETY: as above.
+        assert!(unsafe { load_options(null(), &e) }.is_err());
+        // Version 2: the key and the encryption.
+        let key = b"k3y";
+        let mut o = onnxl_external_data_options_default();
+        o.encrypt = true;
+        o.encryption_key = key.as_ptr();
+        o.encryption_key_len = key.len();
+        o.encryption_chunk_size = 128;
+        o.encryption_chunk_cipher = super::super::crypto::ONNXL_CHUNK_CIPHER_CHACHA20_POLY1305;
+        // SAFETY: valid struct on the stack, key readable.
+        let v2 = unsafe { save_options(&o) }.unwrap();
+        let enc = v2.encryption.unwrap();
+        assert_eq!(enc.key.as_bytes(), key);
+        assert_eq!(enc.chunk_size, 128);
+        assert_eq!(enc.cipher, crate::crypto::ChunkCipher::ChaCha20Poly1305);
+        o.encryption_chunk_cipher = 9;
+        // SAFETY: as above.
+        assert!(unsafe { save_options(&o) }.is_err());
+        o.encryption_chunk_cipher = super::super::crypto::ONNXL_CHUNK_CIPHER_AES_256_GCM;
+        o.encryption_chunk_size = 32;
+        // SAFETY: as above.
+        assert!(unsafe { save_options(&o) }.is_err());
+        o.encryption_chunk_size = 1 << 20;
+        o.encryption_key = null();
+        // SAFETY: as above (NULL key with a non-zero length is detected).
+        assert!(unsafe { save_options(&o) }.is_err());
+        o.encryption_key_len = 0;
+        o.reserved[6] = 1;
+        // SAFETY: as above.
+        assert!(unsafe { save_options(&o) }.is_err());
+        let mut e = onnxl_external_load_options_default();
+        e.has_key = true;
+        e.key = key.as_ptr();
+        e.key_len = key.len();
+        // SAFETY: as above.
+        let v2 = unsafe { load_options(null(), &e) }.unwrap();
+        assert_eq!(v2.external_data_key.unwrap().as_bytes(), key);
         // SAFETY: valid struct on the stack; NULL allowed.
         unsafe {
             assert_eq!(
