@@ -400,8 +400,8 @@ mod imp {
         }
     }
 
-    /// `unlinkat(parent, name)` when `name` is a regular file there.
-    fn unlink_regular(parent: &File, name: &CString) {
+    /// `fstatat(parent, name)` without following a final symlink; `None` when it fails.
+    fn stat_beneath(parent: &File, name: &CString) -> Option<libc::stat> {
         // SAFETY: `st` is plain data fully written by fstatat on success.
         let mut st: libc::stat = unsafe { std::mem::zeroed() };
         // SAFETY: live directory descriptor, NUL-terminated name, valid `stat` buffer.
@@ -413,7 +413,12 @@ mod imp {
                 libc::AT_SYMLINK_NOFOLLOW,
             )
         };
-        if r == 0 && st.st_mode & libc::S_IFMT == libc::S_IFREG {
+        (r == 0).then_some(st)
+    }
+
+    /// `unlinkat(parent, name)` when `name` is a regular file there.
+    fn unlink_regular(parent: &File, name: &CString) {
+        if stat_beneath(parent, name).is_some_and(|st| st.st_mode & libc::S_IFMT == libc::S_IFREG) {
             // SAFETY: live directory descriptor and NUL-terminated name.
             unsafe { libc::unlinkat(parent.as_raw_fd(), name.as_ptr(), 0) };
         }
@@ -509,18 +514,7 @@ mod imp {
             let name_os = file_name_of(rel)?;
             let name = cstr(&name_os)?;
             // The existing destination, if any, must be a plain file with one link.
-            // SAFETY: `st` is plain data fully written by fstatat on success.
-            let mut st: libc::stat = unsafe { std::mem::zeroed() };
-            // SAFETY: live directory descriptor, NUL-terminated name, valid `stat` buffer.
-            let r = unsafe {
-                libc::fstatat(
-                    parent.as_raw_fd(),
-                    name.as_ptr(),
-                    &mut st,
-                    libc::AT_SYMLINK_NOFOLLOW,
-                )
-            };
-            if r == 0 {
+            if let Some(st) = stat_beneath(&parent, &name) {
                 let kind = st.st_mode & libc::S_IFMT;
                 if kind == libc::S_IFLNK {
                     return Err(OpenError::Refused(
