@@ -415,8 +415,8 @@ fn malformed_entries_are_handled_as_onnxruntime_does() {
             "same key in two entries: buffers appended"
         );
         assert_eq!(a.buffer(1).unwrap(), &data[8..16]);
-        // Zero-length buffers and signs as istream reads them.
-        let b = load(&d, &[("prepacked_0", "z|+4096;0;0|+0;+2;0")], no_copy).unwrap();
+        // Zero-length buffers, numbers as std::from_chars reads them (ONNX Runtime 1.31).
+        let b = load(&d, &[("prepacked_0", "z|4096;0;0|-0;0x2;0")], no_copy).unwrap();
         let z = b.get("w", "z").unwrap();
         assert_eq!(
             (z.buffer(0).unwrap(), z.buffer(1).unwrap()),
@@ -429,6 +429,9 @@ fn malformed_entries_are_handled_as_onnxruntime_does() {
             "k| 1;16;0",
             "k|1 ;16;0",
             "k|0x10;16;0",
+            "k|+1;16;0",
+            "k|0;+16;0",
+            "k|0;0x;0",
             "k|0;-16;0",
             "k|99999999999999999999;1;0",
             "k|-64;16;0",

@@ -65,36 +65,31 @@ fn split_non_empty<'a>(s: &'a str, delim: char) -> impl Iterator<Item = &'a str>
     s.split(delim).filter(|p| !p.is_empty())
 }
 
-/// A number of a `prepacked*` triple, parsed as ONNX Runtime's `ParseStringWithClassicLocale`
-/// does (`std::istream >> value` in the classic locale, the whole string consumed): an optional
-/// sign (`-` refused for the unsigned length), decimal digits, nothing else (no leading or
-/// trailing space, no hex, no exponent), within the type's range.
-fn parse_ort_number(what: &str, s: &str, signed: bool) -> Result<i128, String> {
-    let bad = || format!("prepacked {what} {s:?} is not a number");
-    let (negative, digits) = match s.as_bytes().first() {
-        Some(b'+') => (false, &s[1..]),
-        Some(b'-') if signed => (true, &s[1..]),
-        _ => (false, s),
-    };
+/// The offset of a `prepacked*` triple, parsed as ONNX Runtime (1.2x+) parses it:
+/// `std::from_chars` into a signed 64-bit integer, the whole string consumed: an optional `-`,
+/// decimal digits, nothing else (no `+`, no space, no hex), within range.
+fn parse_ort_offset(s: &str) -> Result<i64, String> {
+    let digits = s.strip_prefix('-').unwrap_or(s);
     if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
-        return Err(bad());
+        return Err(format!("prepacked offset {s:?} is not a number"));
     }
-    // At most 20 significant digits fit either type; longer (after leading zeros) overflow.
-    let trimmed = digits.trim_start_matches('0');
-    if trimmed.len() > 20 {
-        return Err(format!("prepacked {what} {s:?} is out of range"));
-    }
-    let v: i128 = trimmed.parse::<i128>().unwrap_or(0);
-    let v = if negative { -v } else { v };
-    let (min, max) = if signed {
-        (i128::from(i64::MIN), i128::from(i64::MAX))
-    } else {
-        (0, i128::from(u64::MAX))
+    s.parse::<i64>()
+        .map_err(|_| format!("prepacked offset {s:?} is out of range"))
+}
+
+/// The length of a `prepacked*` triple, parsed as ONNX Runtime parses a `size_t`:
+/// `std::from_chars` into an unsigned 64-bit integer, decimal, or hexadecimal after a `0x`/`0X`
+/// prefix; no sign, no space, the whole string consumed, within range.
+fn parse_ort_length(s: &str) -> Result<u64, String> {
+    let (digits, radix) = match s.get(..2) {
+        Some("0x" | "0X") => (&s[2..], 16),
+        _ => (s, 10),
     };
-    if v < min || v > max {
-        return Err(format!("prepacked {what} {s:?} is out of range"));
+    if digits.is_empty() || !digits.chars().all(|c| c.is_digit(radix)) {
+        return Err(format!("prepacked length {s:?} is not a number"));
     }
-    Ok(v)
+    u64::from_str_radix(digits, radix)
+        .map_err(|_| format!("prepacked length {s:?} is out of range"))
 }
 
 /// Parses one `prepacked*` value `BLOBKEY|OFFSET;LENGTH;CHECKSUM[|OFFSET;LENGTH;CHECKSUM...]`
@@ -104,8 +99,9 @@ fn parse_ort_number(what: &str, s: &str, signed: bool) -> Result<i128, String> {
 ///   `k|0;;4;0` are `k` with one buffer, and in `|0;4;0|8;4;0` the key is `0;4;0`);
 /// - an empty value, or one without a piece after the key, is ignored (`Ok(None)`);
 /// - a piece that does not split into exactly three fields is skipped;
-/// - a number that does not parse is an error (offset: signed 64-bit; length: unsigned
-///   64-bit, no `-`); the checksum field is kept verbatim;
+/// - a number that does not parse is an error (offset: signed 64-bit decimal; length: unsigned
+///   64-bit, decimal or `0x` hexadecimal — `std::from_chars` as ONNX Runtime 1.31 calls it);
+///   the checksum field is kept verbatim;
 /// - a key whose pieces were all skipped is ignored (`Ok(None)`).
 pub fn parse_prepacked(value: &str) -> Result<Option<(String, Vec<PrepackedRange>)>, String> {
     let mut fields = split_non_empty(value, '|');
@@ -122,8 +118,8 @@ pub fn parse_prepacked(value: &str) -> Result<Option<(String, Vec<PrepackedRange
         if parts.len() != 3 {
             continue;
         }
-        let offset = parse_ort_number("offset", parts[0], true)? as i64;
-        let length = parse_ort_number("length", parts[1], false)? as u64;
+        let offset = parse_ort_offset(parts[0])?;
+        let length = parse_ort_length(parts[1])?;
         buffers.push(PrepackedRange {
             offset,
             length,
@@ -337,19 +333,20 @@ mod tests {
             one("|0;4;0|8;4;0"),
             Some(("0;4;0".into(), ranges(&[(8, 4)])))
         );
-        // Signs as istream accepts them; a negative offset parses (refused later, by range).
+        // std::from_chars: `-` only for the offset (a negative one parses; it is refused later,
+        // by range), hex lengths after 0x, leading zeros.
         assert_eq!(
-            one("k|+8;+4;x"),
+            one("k|-8;0x1f;x"),
             Some((
                 "k".into(),
                 vec![PrepackedRange {
-                    offset: 8,
-                    length: 4,
+                    offset: -8,
+                    length: 31,
                     checksum: "x".into()
                 }]
             ))
         );
-        assert_eq!(one("k|-8;4;0"), Some(("k".into(), ranges(&[(-8, 4)]))));
+        assert_eq!(one("k|-0;0XaB;0"), Some(("k".into(), ranges(&[(0, 0xab)]))));
         assert_eq!(one("k|007;010;0"), Some(("k".into(), ranges(&[(7, 10)]))));
         // Bad numbers are errors, even next to good triples.
         for bad in [
@@ -359,8 +356,16 @@ mod tests {
             "k|0 ;4;0",
             "k|0x10;4;0",
             "k|1e3;4;0",
-            "k|+;4;0",
-            "k|+-1;4;0",
+            "k|+1;4;0",
+            "k|0;+4;0",
+            "k|-;4;0",
+            "k|0;-0;0",
+            "k|0;0x;0",
+            "k|0;0xg;0",
+            "k|0;0x-1;0",
+            "k|0;0x0x1;0",
+            "k|0;0x10000000000000000;0",
+            "k|0;\t4;0",
             "k|9223372036854775808;4;0",
             "k|0;18446744073709551616;0",
             "k|0;4.0;0",
@@ -370,6 +375,10 @@ mod tests {
         assert_eq!(
             one("k|-9223372036854775808;18446744073709551615;0"),
             Some(("k".into(), ranges(&[(i64::MIN, u64::MAX)])))
+        );
+        assert_eq!(
+            one("k|9223372036854775807;0xFFFFFFFFFFFFFFFF;0"),
+            Some(("k".into(), ranges(&[(i64::MAX, u64::MAX)])))
         );
         // Entries of one tensor merge by blob key.
         let merged = prepacked_blobs_of(&[
