@@ -61,7 +61,7 @@ pub struct PrepackedRange {
 
 /// `s` split at `delim` with empty pieces dropped (ONNX Runtime's `utils::SplitString(s, delim,
 /// keep_empty = false)`).
-fn split_non_empty<'a>(s: &'a str, delim: char) -> impl Iterator<Item = &'a str> {
+fn split_non_empty(s: &str, delim: char) -> impl Iterator<Item = &str> {
     s.split(delim).filter(|p| !p.is_empty())
 }
 
