@@ -422,6 +422,7 @@ fn malformed_entries_are_handled_as_onnxruntime_does() {
             (z.buffer(0).unwrap(), z.buffer(1).unwrap()),
             (&[][..], &data[..2])
         );
+        assert!(z.owner(0).is_some(), "an empty buffer has a token too");
         // Bad numbers are errors; ranges outside the file are errors.
         for v in [
             "k|x;16;0",

@@ -501,11 +501,8 @@ fn load_blobs(
                                 "the file shrank while loading",
                             ));
                         }
-                        if len == 0 {
-                            ByteSpan::new()
-                        } else {
-                            ByteSpan::from_shared(map, start as usize..end)
-                        }
+                        // Zero-length buffers too: every buffer carries the file's token.
+                        ByteSpan::from_shared(map, start as usize..end)
                     }
                     None => {
                         let mut v = vec![0u8; len];
