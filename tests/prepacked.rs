@@ -530,3 +530,30 @@ fn split_files_keep_a_tensor_with_its_blobs() {
         onnx_light::load_model_with_prepacked(d.model(), &ParseOptions::default()).unwrap();
     same_blobs(&got, &b);
 }
+
+#[test]
+fn resave_over_the_mapped_files_keeps_blobs() {
+    let d = Dir::new("resave");
+    let b = blobs();
+    save_model_with_prepacked(&model(), &b, d.model(), &SaveExternalOptions::default()).unwrap();
+    let nc = ParseOptions {
+        no_copy: true,
+        ..Default::default()
+    };
+    let (loaded, got) = onnx_light::load_model_with_prepacked(d.model(), &nc).unwrap();
+    // Over the very files the tensors and blobs borrow from, with another alignment.
+    let opts = SaveExternalOptions {
+        alignment: 65536,
+        align_threshold: 0,
+        ..Default::default()
+    };
+    save_model_with_prepacked(&loaded, &got, d.model(), &opts).unwrap();
+    same_blobs(&got, &b);
+    let (_, again) = onnx_light::load_model_with_prepacked(d.model(), &nc).unwrap();
+    same_blobs(&again, &b);
+    let saved = onnx_light::load_model(d.model(), &no_load()).unwrap();
+    for (_, v) in &infos(&saved)["W"].prepacked {
+        let (_, ranges) = parse_prepacked(v).unwrap().unwrap();
+        assert!(ranges.iter().all(|r| r.offset % 65536 == 0));
+    }
+}

@@ -121,7 +121,13 @@ pub fn run(args: &Args) -> Result<()> {
         )?
     } else {
         // Pre-packed blobs are carried over, right after their initializers again.
-        onnx_light::save_model_with_prepacked(&model, &blobs, &args.output, &opts)?
+        onnx_light::external::save_model_with_prepacked_progress(
+            &model,
+            &blobs,
+            &args.output,
+            &opts,
+            Some(&tick),
+        )?
     };
     if let Some(b) = bar {
         b.finish_and_clear();

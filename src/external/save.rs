@@ -585,6 +585,18 @@ pub fn save_model_with_prepacked(
     save_impl(model, path.as_ref(), opts, None, Some(blobs))
 }
 
+/// As [`save_model_with_prepacked`], with `progress(done, total)` called with the bytes written
+/// (tensors and blobs).
+pub fn save_model_with_prepacked_progress(
+    model: &ModelProto,
+    blobs: &PrepackedBlobs,
+    path: impl AsRef<Path>,
+    opts: &SaveExternalOptions,
+    progress: Option<&(dyn Fn(u64, u64) + Sync)>,
+) -> Result<SaveReport> {
+    save_impl(model, path.as_ref(), opts, progress, Some(blobs))
+}
+
 fn save_impl(
     model: &ModelProto,
     path: &Path,
