@@ -195,6 +195,34 @@ int main(int argc, char** argv) {
   onnx::ParseProtoFromStream(tensor, tmem);
   CHECK(tensor.raw_data() == model.graph().initializer(2).raw_data());
 
+  // Pre-packed blobs: attach, save beside the initializer, load back with no copy.
+  {
+    const std::string init = model.graph().initializer(0).name();
+    onnx::PrepackedBlobs blobs;
+    blobs.add(init, "gemm", std::string(5000, 'x'));
+    blobs.add(init, "gemm", "tail");
+    CHECK(blobs.size() == 1 && blobs.buffer_count(init, "gemm") == 2);
+    CHECK(blobs.at(0).initializer == init && blobs.at(0).key == "gemm" && blobs.at(0).num_buffers == 2);
+    onnx::ExternalDataOptions eo;
+    eo.checksum = true;
+    onnx::SaveModelWithPrepacked(model, blobs, tmp + "/pp_cpp.onnx", eo);
+    onnx::ParseOptions po;
+    po.no_copy = true;
+    onnx::ExternalLoadOptions lo;
+    lo.verify_checksums = true;
+    auto loaded = onnx::LoadModelWithPrepacked(tmp + "/pp_cpp.onnx", po, lo);
+    CHECK(loaded.first.graph().initializer(0).raw_data() == model.graph().initializer(0).raw_data());
+    CHECK(loaded.second.contains(init, "gemm") && !loaded.second.contains(init, "other"));
+    CHECK(loaded.second.get(init, "gemm", 0) == std::string(5000, 'x'));
+    CHECK(loaded.second.get(init, "gemm", 1) == "tail");
+    onnx::Owner keep = loaded.second.owner(init, "gemm", 1);
+    loaded.second.remove(init, "gemm");
+    CHECK(loaded.second.size() == 0);
+    CHECK(keep.bytes() == "tail");
+    CHECK(status_of([&] { (void)loaded.second.get(init, "gemm"); }) == ONNXL_STATUS_OUT_OF_RANGE);
+    CHECK(status_of([&] { blobs.add(init, "a|b", "x"); }) == ONNXL_STATUS_INVALID_ARGUMENT);
+  }
+
   // Errors carry the status.
   CHECK(status_of([&] { onnx::LoadModel(tmp + "/does-not-exist.onnx"); }) == ONNXL_STATUS_IO);
   CHECK(status_of([&] { onnx::ModelProto m; m.ParseFromString(file_bytes.substr(0, file_bytes.size() - 9)); }) ==

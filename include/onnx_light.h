@@ -733,6 +733,14 @@ typedef struct OnnxlOptionalProto OnnxlOptionalProto;
 typedef struct OnnxlOwner OnnxlOwner;
 
 /**
+ * A store of pre-packed blobs: named binary blobs (one or more buffers each) attached to
+ * initializers by name, kept beside a model (never inside its tensors). Create with
+ * `onnxl_prepacked_blobs_new` or get one from `onnxl_load_model_with_prepacked`; free with
+ * `onnxl_prepacked_blobs_free`. Not thread-safe for writes (like the model handles).
+ */
+typedef struct OnnxlPrepackedBlobs OnnxlPrepackedBlobs;
+
+/**
  * `onnx.SequenceProto` (opaque handle).
  *
  * Ownership: a handle from `onnxl_sequence_proto_new` (or a load / parse function) is owned by the caller and freed with `onnxl_sequence_proto_free`; a handle returned by an accessor of another message is borrowed from it.
@@ -13252,6 +13260,159 @@ OnnxlStatus onnxl_load_params_into_model(struct OnnxlModelProto *model,
  * NUL-terminated.
  */
 OnnxlStatus onnxl_load_params_file_into_model(struct OnnxlModelProto *model, const char *path);
+
+/**
+ * A new, empty store. Ownership: the caller frees it with `onnxl_prepacked_blobs_free`.
+ * Returns NULL only on allocation failure.
+ */
+struct OnnxlPrepackedBlobs *onnxl_prepacked_blobs_new(void);
+
+/**
+ * Frees a store (NULL is ignored). Buffers whose owner tokens are retained elsewhere stay
+ * valid until those tokens are released.
+ *
+ * # Safety
+ * `blobs` is NULL or a live store not used afterwards.
+ */
+void onnxl_prepacked_blobs_free(struct OnnxlPrepackedBlobs *blobs);
+
+/**
+ * Number of blobs (0 when `blobs` is NULL).
+ *
+ * # Safety
+ * `blobs` is NULL or live.
+ */
+size_t onnxl_prepacked_blobs_count(const struct OnnxlPrepackedBlobs *blobs);
+
+/**
+ * Blob number `index` (in (initializer, key) order): its initializer name, key and number of
+ * buffers, each out-pointer written when not NULL. `ONNXL_STATUS_OUT_OF_RANGE` past the end.
+ * The strings are valid until the store is changed or freed.
+ *
+ * # Safety
+ * `blobs` NULL or live; out-pointers NULL or writable.
+ */
+OnnxlStatus onnxl_prepacked_blobs_at(const struct OnnxlPrepackedBlobs *blobs,
+                                     size_t index,
+                                     struct OnnxlStr *initializer,
+                                     struct OnnxlStr *key,
+                                     size_t *num_buffers);
+
+/**
+ * The number of buffers of blob `key` of `initializer` into `*out`;
+ * `ONNXL_STATUS_OUT_OF_RANGE` when there is no such blob.
+ *
+ * # Safety
+ * `blobs` NULL or live; the strings NULL or NUL-terminated; `out` NULL or writable.
+ */
+OnnxlStatus onnxl_prepacked_blobs_buffer_count(const struct OnnxlPrepackedBlobs *blobs,
+                                               const char *initializer,
+                                               const char *key,
+                                               size_t *out);
+
+/**
+ * Buffer `buffer` of blob `key` of `initializer`, without copying: the first byte into `*data`
+ * and the length into `*len`. With `owner` non-NULL, a retained `OnnxlOwner` that keeps the
+ * bytes valid after the store (and the model) are freed is written there (release it with
+ * `onnxl_owner_release`); after a no-copy load it is the memory map of the weight file, shared
+ * with the model's tensors. `ONNXL_STATUS_OUT_OF_RANGE` when there is no such blob or buffer;
+ * `ONNXL_STATUS_UNSUPPORTED` when an owner is asked for bytes lent without a release callback.
+ *
+ * Lifetime of `*data` without an owner: until the store is changed or freed.
+ *
+ * # Safety
+ * `blobs` NULL or live; the strings NULL or NUL-terminated; `data`, `len` NULL or writable;
+ * `owner` NULL or writable.
+ */
+OnnxlStatus onnxl_prepacked_blobs_get(const struct OnnxlPrepackedBlobs *blobs,
+                                      const char *initializer,
+                                      const char *key,
+                                      size_t buffer,
+                                      const uint8_t **data,
+                                      size_t *len,
+                                      const struct OnnxlOwner **owner);
+
+/**
+ * Appends a COPY of `len` bytes at `data` as the next buffer of blob `key` of `initializer`
+ * (creating the blob). Keys must be non-empty and contain no `|`.
+ *
+ * # Safety
+ * `blobs` NULL or live and used by no one else; the strings NULL or NUL-terminated;
+ * `data..data+len` readable (NULL only with `len` 0).
+ */
+OnnxlStatus onnxl_prepacked_blobs_add(struct OnnxlPrepackedBlobs *blobs,
+                                      const char *initializer,
+                                      const char *key,
+                                      const uint8_t *data,
+                                      size_t len);
+
+/**
+ * Appends `len` bytes at `data` WITHOUT copying as the next buffer of blob `key` of
+ * `initializer`. With `release` non-NULL the library owns a reference to the memory:
+ * `release(user_data)` runs exactly once, on any thread, when the last user is gone (the store,
+ * retained owner tokens); until then the bytes must stay valid and unchanged. With `release`
+ * NULL the caller keeps them valid while the store uses them. On failure nothing is borrowed and
+ * `release` is not called.
+ *
+ * # Safety
+ * As `onnxl_prepacked_blobs_add`, and the bytes stay valid for the lifetime stated above.
+ */
+OnnxlStatus onnxl_prepacked_blobs_add_borrowed(struct OnnxlPrepackedBlobs *blobs,
+                                               const char *initializer,
+                                               const char *key,
+                                               const uint8_t *data,
+                                               size_t len,
+                                               OnnxlReleaseCallback release,
+                                               void *user_data);
+
+/**
+ * Removes blob `key` of `initializer`; `ONNXL_STATUS_OUT_OF_RANGE` when there is none.
+ *
+ * # Safety
+ * `blobs` NULL or live and used by no one else; the strings NULL or NUL-terminated.
+ */
+OnnxlStatus onnxl_prepacked_blobs_remove(struct OnnxlPrepackedBlobs *blobs,
+                                         const char *initializer,
+                                         const char *key);
+
+/**
+ * As `onnxl_load_model_with_external_data`, and also returns the pre-packed blobs recorded in
+ * the weight files (`prepacked_N` entries) in a new store written to `*blobs_out` (empty when
+ * there are none). With `popts->no_copy` every blob buffer borrows from the weight file's ONE
+ * memory map and holds the same owner token as the tensors of that file; otherwise the buffers
+ * are copies. Malformed entries are handled as ONNX Runtime handles them: incomplete triples
+ * are skipped, a bad number or a range outside the file is `ONNXL_STATUS_EXTERNAL_DATA`.
+ *
+ * Ownership: the caller owns `*out` (`onnxl_model_proto_free`) and `*blobs_out`
+ * (`onnxl_prepacked_blobs_free`); both are written only on success.
+ *
+ * # Safety
+ * `path` NULL or NUL-terminated; options NULL or valid; `out`, `blobs_out` NULL or writable.
+ */
+OnnxlStatus onnxl_load_model_with_prepacked(const char *path,
+                                            const struct OnnxlParseOptions *popts,
+                                            const struct OnnxlExternalLoadOptions *eopts,
+                                            struct OnnxlModelProto **out,
+                                            struct OnnxlPrepackedBlobs **blobs_out);
+
+/**
+ * As `onnxl_save_model_with_external_data`, and writes the pre-packed `blobs` (NULL = none)
+ * the way ONNX Runtime does: each blob right after its initializer's bytes in the same weight
+ * file, each buffer aligned like a tensor of its size, recorded as `prepacked_0`,
+ * `prepacked_1`, … entries `KEY|OFFSET;LENGTH;CHECKSUM[|…]` (checksum `0`, or the buffer's
+ * SHA-1 with `opts->checksum`). An initializer with blobs is always written externally.
+ * Blobs naming no initializer, or an initializer without `raw_data`, are
+ * `ONNXL_STATUS_INVALID_ARGUMENT` before anything is written. Neither the model nor the store
+ * is changed.
+ *
+ * # Safety
+ * `model` NULL or live; `blobs` NULL or live; `path` NULL or NUL-terminated; `opts` NULL or
+ * valid.
+ */
+OnnxlStatus onnxl_save_model_with_prepacked(const struct OnnxlModelProto *model,
+                                            const struct OnnxlPrepackedBlobs *blobs,
+                                            const char *path,
+                                            const struct OnnxlExternalDataOptions *opts);
 
 /**
  * Status of the last failed `onnxl_*` call on the calling thread (`ONNXL_STATUS_OK` when none

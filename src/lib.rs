@@ -33,13 +33,13 @@ pub use crypto::{
     load_encrypted_model_from_bytes, save_encrypted_model, save_encrypted_model_to_bytes,
 };
 pub use external::{
-    check_external_data, consolidate_tensors_to_buffer, load_external_data_for_model,
-    save_model_with_external_data,
+    PrepackedBlob, PrepackedBlobs, check_external_data, consolidate_tensors_to_buffer,
+    load_external_data_for_model, save_model_with_external_data, save_model_with_prepacked,
 };
 pub use model::{
-    load_model, load_model_from_bytes, parse_from_bytes, parse_from_bytes_unowned, parse_from_file,
-    parse_from_reader, parse_from_shared, save_model, save_to_file, serialize_to_vec,
-    serialize_to_writer,
+    load_model, load_model_from_bytes, load_model_with_prepacked, parse_from_bytes,
+    parse_from_bytes_unowned, parse_from_file, parse_from_reader, parse_from_shared, save_model,
+    save_to_file, serialize_to_vec, serialize_to_writer,
 };
 pub use options::{
     ExternalEncryption, FileLoadMode, ParseOptions, SaveExternalOptions, SerializeOptions,

@@ -268,6 +268,92 @@ class Stream {
   OnnxlStream* p_;
 };
 
+/// External-data save options (OnnxlExternalDataOptions), initialized to the library defaults.
+struct ExternalDataOptions : OnnxlExternalDataOptions {
+  ExternalDataOptions() : OnnxlExternalDataOptions(onnxl_external_data_options_default()) {}
+};
+
+/// External-data load options (OnnxlExternalLoadOptions), initialized to the library defaults.
+struct ExternalLoadOptions : OnnxlExternalLoadOptions {
+  ExternalLoadOptions() : OnnxlExternalLoadOptions(onnxl_external_load_options_default()) {}
+};
+
+/// ONNX Runtime pre-packed blobs (OnnxlPrepackedBlobs): binary blobs of one or more buffers,
+/// keyed by (initializer name, blob key), held beside a model. See docs/prepacked.md.
+class PrepackedBlobs {
+ public:
+  /// An empty store.
+  PrepackedBlobs() : p_(detail::check_ptr(onnxl_prepacked_blobs_new())) {}
+  /// Takes ownership of a C handle.
+  static PrepackedBlobs adopt(OnnxlPrepackedBlobs* p) { return PrepackedBlobs(detail::check_ptr(p), 0); }
+  PrepackedBlobs(PrepackedBlobs&& o) noexcept : p_(std::exchange(o.p_, nullptr)) {}
+  PrepackedBlobs& operator=(PrepackedBlobs&& o) noexcept {
+    std::swap(p_, o.p_);
+    return *this;
+  }
+  PrepackedBlobs(const PrepackedBlobs&) = delete;
+  PrepackedBlobs& operator=(const PrepackedBlobs&) = delete;
+  ~PrepackedBlobs() { onnxl_prepacked_blobs_free(p_); }
+
+  /// One blob of the store (views valid until the store changes).
+  struct Entry {
+    Str initializer;
+    Str key;
+    std::size_t num_buffers;
+  };
+  /// Number of blobs.
+  std::size_t size() const noexcept { return onnxl_prepacked_blobs_count(p_); }
+  /// Blob number i, in (initializer, key) order.
+  Entry at(std::size_t i) const {
+    OnnxlStr init{}, key{};
+    std::size_t n = 0;
+    detail::check(onnxl_prepacked_blobs_at(p_, i, &init, &key, &n));
+    return Entry{Str(init), Str(key), n};
+  }
+  /// True when blob `key` of `initializer` exists.
+  bool contains(const std::string& initializer, const std::string& key) const {
+    std::size_t n = 0;
+    return onnxl_prepacked_blobs_buffer_count(p_, initializer.c_str(), key.c_str(), &n) == ONNXL_STATUS_OK;
+  }
+  /// Number of buffers of blob `key` of `initializer` (throws when there is none).
+  std::size_t buffer_count(const std::string& initializer, const std::string& key) const {
+    std::size_t n = 0;
+    detail::check(onnxl_prepacked_blobs_buffer_count(p_, initializer.c_str(), key.c_str(), &n));
+    return n;
+  }
+  /// Buffer `buffer` of a blob, not copied (valid until the store changes or is freed).
+  Str get(const std::string& initializer, const std::string& key, std::size_t buffer = 0) const {
+    const uint8_t* data = nullptr;
+    std::size_t len = 0;
+    detail::check(onnxl_prepacked_blobs_get(p_, initializer.c_str(), key.c_str(), buffer, &data, &len, nullptr));
+    return Str(reinterpret_cast<const char*>(data), len);
+  }
+  /// A retained owner token for a buffer: keeps its bytes valid after the store and the model
+  /// are freed (after a no-copy load: the weight file's map, shared with the tensors).
+  Owner owner(const std::string& initializer, const std::string& key, std::size_t buffer = 0) const {
+    const uint8_t* data = nullptr;
+    std::size_t len = 0;
+    const OnnxlOwner* o = nullptr;
+    detail::check(onnxl_prepacked_blobs_get(p_, initializer.c_str(), key.c_str(), buffer, &data, &len, &o));
+    return Owner(o);
+  }
+  /// Appends a copy of the bytes as the next buffer of blob `key` of `initializer`.
+  void add(const std::string& initializer, const std::string& key, std::string_view bytes) {
+    detail::check(onnxl_prepacked_blobs_add(p_, initializer.c_str(), key.c_str(),
+                                            reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size()));
+  }
+  /// Removes blob `key` of `initializer` (throws when there is none).
+  void remove(const std::string& initializer, const std::string& key) {
+    detail::check(onnxl_prepacked_blobs_remove(p_, initializer.c_str(), key.c_str()));
+  }
+  const OnnxlPrepackedBlobs* c_ptr() const noexcept { return p_; }
+  OnnxlPrepackedBlobs* c_ptr() noexcept { return p_; }
+
+ private:
+  PrepackedBlobs(OnnxlPrepackedBlobs* p, int) noexcept : p_(p) {}
+  OnnxlPrepackedBlobs* p_;
+};
+
 "#;
 
 /// Generates the whole file.
@@ -336,6 +422,30 @@ inline ModelProto LoadModelFromString(std::string_view bytes, const ParseOptions
 /// Saves a model atomically (C++ SaveModel).
 inline void SaveModel(const ModelProto& model, const std::string& path, const SerializeOptions& opts = SerializeOptions()) {
   detail::check(onnxl_save_model(model.c_ptr(), path.c_str(), &opts));
+}
+
+/// Saves a model with its large tensors in external files (onnx's save_as_external_data).
+inline void SaveModelWithExternalData(const ModelProto& model, const std::string& path,
+                                      const ExternalDataOptions& opts = ExternalDataOptions()) {
+  detail::check(onnxl_save_model_with_external_data(model.c_ptr(), path.c_str(), &opts));
+}
+
+/// Loads a model file, its external data and the pre-packed blobs recorded beside its tensors;
+/// with opts.no_copy the blobs borrow from the weight files' memory maps.
+inline std::pair<ModelProto, PrepackedBlobs> LoadModelWithPrepacked(
+    const std::string& path, const ParseOptions& opts = ParseOptions(),
+    const ExternalLoadOptions& eopts = ExternalLoadOptions()) {
+  OnnxlModelProto* m = nullptr;
+  OnnxlPrepackedBlobs* b = nullptr;
+  detail::check(onnxl_load_model_with_prepacked(path.c_str(), &opts, &eopts, &m, &b));
+  return {ModelProto::adopt(m), PrepackedBlobs::adopt(b)};
+}
+
+/// Saves a model with external data and its pre-packed blobs, each right after its
+/// initializer's bytes, recorded as ONNX Runtime does (prepacked_N entries).
+inline void SaveModelWithPrepacked(const ModelProto& model, const PrepackedBlobs& blobs, const std::string& path,
+                                   const ExternalDataOptions& opts = ExternalDataOptions()) {
+  detail::check(onnxl_save_model_with_prepacked(model.c_ptr(), blobs.c_ptr(), path.c_str(), &opts));
 }
 
 /// Parses a model from a stream into `model` (C++ ParseProtoFromStream).

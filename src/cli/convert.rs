@@ -1,6 +1,7 @@
 //! `onnx-light convert IN OUT`: re-save a model with its weights in external files (one file,
 //! split files, one per tensor; aligned; checksummed) or all inline (`--inline`). The input's own
-//! external data is read with no copy (each weight file mapped once).
+//! external data is read with no copy (each weight file mapped once); its pre-packed blobs are
+//! carried over (dropped with `--inline`).
 
 use std::io::IsTerminal;
 use std::path::PathBuf;
@@ -91,8 +92,14 @@ pub fn run(args: &Args) -> Result<()> {
         external_data_key: key.clone(),
         ..Default::default()
     };
-    let model = onnx_light::load_model(&args.input, &popts)?;
+    let (model, blobs) = onnx_light::load_model_with_prepacked(&args.input, &popts)?;
     if args.inline {
+        if !blobs.is_empty() {
+            eprintln!(
+                "note: {} pre-packed blob(s) dropped (they live in weight files only)",
+                blobs.len()
+            );
+        }
         let sopts = SerializeOptions {
             num_threads: args.threads,
             ..Default::default()
@@ -129,12 +136,23 @@ pub fn run(args: &Args) -> Result<()> {
             b.set_position(done);
         }
     };
-    let report = onnx_light::external::save_model_with_external_data_progress(
-        &model,
-        &args.output,
-        &opts,
-        Some(&tick),
-    )?;
+    let report = if blobs.is_empty() {
+        onnx_light::external::save_model_with_external_data_progress(
+            &model,
+            &args.output,
+            &opts,
+            Some(&tick),
+        )?
+    } else {
+        // Pre-packed blobs are carried over, right after their initializers again.
+        onnx_light::external::save_model_with_prepacked_progress(
+            &model,
+            &blobs,
+            &args.output,
+            &opts,
+            Some(&tick),
+        )?
+    };
     if let Some(b) = bar {
         b.finish_and_clear();
     }
@@ -150,5 +168,11 @@ pub fn run(args: &Args) -> Result<()> {
             ""
         }
     );
+    if report.prepacked_blobs > 0 {
+        eprintln!(
+            "  with {} pre-packed blob(s) ({} bytes)",
+            report.prepacked_blobs, report.prepacked_bytes
+        );
+    }
     Ok(())
 }

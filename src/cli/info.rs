@@ -33,8 +33,13 @@ fn external_files(g: &GraphProto) -> BTreeMap<String, u64> {
     files
 }
 
-/// Renders the summary of `m`.
-pub fn summary(m: &ModelProto, source: &str, file_size: u64) -> String {
+/// Renders the summary of `m` (with its pre-packed blobs, when it has any).
+pub fn summary(
+    m: &ModelProto,
+    blobs: &onnx_light::PrepackedBlobs,
+    source: &str,
+    file_size: u64,
+) -> String {
     let mut out = String::new();
     let g = m.graph();
     let line = |out: &mut String, s: String| {
@@ -111,6 +116,12 @@ pub fn summary(m: &ModelProto, source: &str, file_size: u64) -> String {
             );
         }
     }
+    if !blobs.is_empty() {
+        line(&mut out, format!("pre-packed blobs: {}", blobs.len()));
+        for l in super::prepack::listing(blobs) {
+            line(&mut out, l);
+        }
+    }
     if !m.functions.is_empty() {
         line(&mut out, format!("functions: {}", m.functions.len()));
     }
@@ -126,21 +137,22 @@ pub fn run(path: Option<&Path>, threads: i32) -> Result<()> {
         num_threads: threads,
         ..Default::default()
     };
-    let (model, source, size) = match path {
+    let (model, blobs, source, size) = match path {
         Some(p) => {
-            let m: ModelProto = onnx_light::load_model(p, &opts)?;
+            let (m, blobs) = onnx_light::load_model_with_prepacked(p, &opts)?;
             let size = std::fs::metadata(p).map(|m| m.len()).unwrap_or(0);
-            (m, p.display().to_string(), size)
+            (m, blobs, p.display().to_string(), size)
         }
         None => {
             let m = onnx_light::load_model_from_bytes(SAMPLE_MODEL, &opts)?;
             (
                 m,
+                Default::default(),
                 "<bundled sample mlp.onnx>".to_string(),
                 SAMPLE_MODEL.len() as u64,
             )
         }
     };
-    print!("{}", summary(&model, &source, size));
+    print!("{}", summary(&model, &blobs, &source, size));
     Ok(())
 }

@@ -5,6 +5,7 @@ mod convert;
 mod crypt;
 mod info;
 mod params;
+mod prepack;
 mod roundtrip;
 
 use std::path::PathBuf;
@@ -44,6 +45,9 @@ enum Command {
     /// Parameter dictionaries (TVM/CVM params files): export a model's initializers, import a
     /// params file into a model, list a params file.
     Params(params::Args),
+    /// ONNX Runtime pre-packed blobs of initializers: list, attach (saving with external data),
+    /// extract.
+    Prepack(prepack::Args),
 }
 
 /// Runs the tool; returns the process exit code.
@@ -57,6 +61,7 @@ pub fn run() -> i32 {
         Command::Encrypt(args) => crypt::encrypt(&args),
         Command::Decrypt(args) => crypt::decrypt(&args),
         Command::Params(args) => params::run(&args),
+        Command::Prepack(args) => prepack::run(&args),
     };
     match result {
         Ok(()) => 0,

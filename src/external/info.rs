@@ -28,7 +28,7 @@ pub struct ExternalDataInfo {
     /// where it is read from) and never written.
     pub basepath: Option<String>,
     /// Entries whose key starts with `prepacked` (ONNX Runtime pre-packed blobs), in order,
-    /// validated with [`parse_prepacked`].
+    /// validated with [`parse_prepacked`] (see [`prepacked_blobs_of`]).
     pub prepacked: Vec<(String, String)>,
 }
 
@@ -45,26 +45,109 @@ pub fn parse_number(key: &str, value: &str) -> Result<u64, String> {
         .map_err(|_| format!("'{key}' {value} does not fit in 64 bits"))
 }
 
-/// One buffer of a pre-packed blob: `(offset, length)` in the tensor's own file.
-pub type PrepackedBuffer = (u64, u64);
+/// One buffer of a pre-packed blob as recorded: `OFFSET;LENGTH;CHECKSUM`. The offset is signed,
+/// as ONNX Runtime parses it (`off_t`); a negative one is refused when the range is checked
+/// against the file. ONNX Runtime writes the checksum as `0` (not computed); onnx_light writes
+/// `0`, or the SHA-1 (hex) of the buffer when saving with `checksum`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PrepackedRange {
+    /// First byte in the tensor's own file (absolute).
+    pub offset: i64,
+    /// Number of bytes.
+    pub length: u64,
+    /// The third field, verbatim.
+    pub checksum: String,
+}
 
-/// Parses a `prepacked*` value `BLOBKEY|OFFSET;LENGTH;CHECKSUM[|OFFSET;LENGTH;CHECKSUM...]` the
-/// way ONNX Runtime does: triples without exactly three parts are skipped; a number that does not
-/// parse is an error. Returns the blob key and its buffers.
-pub fn parse_prepacked(value: &str) -> Result<(String, Vec<PrepackedBuffer>), String> {
-    let mut parts = value.split('|');
-    let key = parts.next().unwrap_or_default().to_string();
+/// `s` split at `delim` with empty pieces dropped (ONNX Runtime's `utils::SplitString(s, delim,
+/// keep_empty = false)`).
+fn split_non_empty(s: &str, delim: char) -> impl Iterator<Item = &str> {
+    s.split(delim).filter(|p| !p.is_empty())
+}
+
+/// The offset of a `prepacked*` triple, parsed as ONNX Runtime (1.2x+) parses it:
+/// `std::from_chars` into a signed 64-bit integer, the whole string consumed: an optional `-`,
+/// decimal digits, nothing else (no `+`, no space, no hex), within range.
+fn parse_ort_offset(s: &str) -> Result<i64, String> {
+    let digits = s.strip_prefix('-').unwrap_or(s);
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(format!("prepacked offset {s:?} is not a number"));
+    }
+    s.parse::<i64>()
+        .map_err(|_| format!("prepacked offset {s:?} is out of range"))
+}
+
+/// The length of a `prepacked*` triple, parsed as ONNX Runtime parses a `size_t`:
+/// `std::from_chars` into an unsigned 64-bit integer, decimal, or hexadecimal after a `0x`/`0X`
+/// prefix; no sign, no space, the whole string consumed, within range.
+fn parse_ort_length(s: &str) -> Result<u64, String> {
+    let (digits, radix) = match s.get(..2) {
+        Some("0x" | "0X") => (&s[2..], 16),
+        _ => (s, 10),
+    };
+    if digits.is_empty() || !digits.chars().all(|c| c.is_digit(radix)) {
+        return Err(format!("prepacked length {s:?} is not a number"));
+    }
+    u64::from_str_radix(digits, radix)
+        .map_err(|_| format!("prepacked length {s:?} is out of range"))
+}
+
+/// Parses one `prepacked*` value `BLOBKEY|OFFSET;LENGTH;CHECKSUM[|OFFSET;LENGTH;CHECKSUM...]`
+/// exactly as ONNX Runtime's `ExternalDataInfo::Create` does:
+///
+/// - the value is split at `|` and each piece at `;`, empty pieces DROPPED (so `k||0;4;0` and
+///   `k|0;;4;0` are `k` with one buffer, and in `|0;4;0|8;4;0` the key is `0;4;0`);
+/// - an empty value, or one without a piece after the key, is ignored (`Ok(None)`);
+/// - a piece that does not split into exactly three fields is skipped;
+/// - a number that does not parse is an error (offset: signed 64-bit decimal; length: unsigned
+///   64-bit, decimal or `0x` hexadecimal — `std::from_chars` as ONNX Runtime 1.31 calls it);
+///   the checksum field is kept verbatim;
+/// - a key whose pieces were all skipped is ignored (`Ok(None)`).
+pub fn parse_prepacked(value: &str) -> Result<Option<(String, Vec<PrepackedRange>)>, String> {
+    let mut fields = split_non_empty(value, '|');
+    let Some(key) = fields.next() else {
+        return Ok(None);
+    };
+    let rest: Vec<&str> = fields.collect();
+    if rest.is_empty() {
+        return Ok(None);
+    }
     let mut buffers = Vec::new();
-    for triple in parts {
-        let fields: Vec<&str> = triple.split(';').collect();
-        if fields.len() != 3 {
+    for piece in rest {
+        let parts: Vec<&str> = split_non_empty(piece, ';').collect();
+        if parts.len() != 3 {
             continue;
         }
-        let offset = parse_number("prepacked offset", fields[0])?;
-        let length = parse_number("prepacked length", fields[1])?;
-        buffers.push((offset, length));
+        let offset = parse_ort_offset(parts[0])?;
+        let length = parse_ort_length(parts[1])?;
+        buffers.push(PrepackedRange {
+            offset,
+            length,
+            checksum: parts[2].to_string(),
+        });
     }
-    Ok((key, buffers))
+    if buffers.is_empty() {
+        return Ok(None);
+    }
+    Ok(Some((key.to_string(), buffers)))
+}
+
+/// The blobs of a tensor's `prepacked*` entries (`(key, value)` in order), merged as ONNX Runtime
+/// merges them: entries naming the same blob key append their buffers to it, in entry order.
+pub fn prepacked_blobs_of(
+    entries: &[(String, String)],
+) -> Result<Vec<(String, Vec<PrepackedRange>)>, String> {
+    let mut out: Vec<(String, Vec<PrepackedRange>)> = Vec::new();
+    for (k, v) in entries {
+        let Some((key, buffers)) = parse_prepacked(v).map_err(|e| format!("'{k}': {e}"))? else {
+            continue;
+        };
+        match out.iter_mut().find(|(existing, _)| *existing == key) {
+            Some((_, b)) => b.extend(buffers),
+            None => out.push((key, buffers)),
+        }
+    }
+    Ok(out)
 }
 
 impl ExternalDataInfo {
@@ -209,15 +292,109 @@ mod tests {
         assert!(ExternalDataInfo::parse(&tensor(&[("offset", "0")])).is_err());
         let t = tensor(&[("location", "w"), ("prepacked_1", "k|1;x;0")]);
         assert!(ExternalDataInfo::parse(&t).is_err());
+        // Incomplete triples are skipped, not errors.
+        let t = tensor(&[("location", "w"), ("prepacked_1", "k|1;2|x")]);
+        assert!(ExternalDataInfo::parse(&t).is_ok());
+    }
+
+    fn ranges(v: &[(i64, u64)]) -> Vec<PrepackedRange> {
+        v.iter()
+            .map(|&(offset, length)| PrepackedRange {
+                offset,
+                length,
+                checksum: "0".into(),
+            })
+            .collect()
     }
 
     #[test]
     fn prepacked_values() {
         assert_eq!(
             parse_prepacked("key|0;16;0|32;8;0|incomplete;1").unwrap(),
-            ("key".to_string(), vec![(0, 16), (32, 8)])
+            Some(("key".to_string(), ranges(&[(0, 16), (32, 8)])))
         );
         assert!(parse_prepacked("key|a;1;0").is_err());
+    }
+
+    #[test]
+    fn prepacked_parsing_mirrors_onnxruntime() {
+        let one = |v: &str| parse_prepacked(v).unwrap();
+        // Ignored: empty, key only, no complete triple.
+        assert_eq!(one(""), None);
+        assert_eq!(one("key"), None);
+        assert_eq!(one("key|"), None);
+        assert_eq!(one("key|1;2"), None);
+        assert_eq!(one("key|1;2;3;4"), None);
+        assert_eq!(one("|||"), None);
+        // Empty pieces are dropped, not counted.
+        assert_eq!(one("k||0;4;0|"), Some(("k".into(), ranges(&[(0, 4)]))));
+        assert_eq!(one("k|0;;4;0"), Some(("k".into(), ranges(&[(0, 4)]))));
+        assert_eq!(
+            one("|0;4;0|8;4;0"),
+            Some(("0;4;0".into(), ranges(&[(8, 4)])))
+        );
+        // std::from_chars: `-` only for the offset (a negative one parses; it is refused later,
+        // by range), hex lengths after 0x, leading zeros.
+        assert_eq!(
+            one("k|-8;0x1f;x"),
+            Some((
+                "k".into(),
+                vec![PrepackedRange {
+                    offset: -8,
+                    length: 31,
+                    checksum: "x".into()
+                }]
+            ))
+        );
+        assert_eq!(one("k|-0;0XaB;0"), Some(("k".into(), ranges(&[(0, 0xab)]))));
+        assert_eq!(one("k|007;010;0"), Some(("k".into(), ranges(&[(7, 10)]))));
+        // Bad numbers are errors, even next to good triples.
+        for bad in [
+            "k|0;4;0|x;4;0",
+            "k|0;-4;0",
+            "k| 0;4;0",
+            "k|0 ;4;0",
+            "k|0x10;4;0",
+            "k|1e3;4;0",
+            "k|+1;4;0",
+            "k|0;+4;0",
+            "k|-;4;0",
+            "k|0;-0;0",
+            "k|0;0x;0",
+            "k|0;0xg;0",
+            "k|0;0x-1;0",
+            "k|0;0x0x1;0",
+            "k|0;0x10000000000000000;0",
+            "k|0;\t4;0",
+            "k|9223372036854775808;4;0",
+            "k|0;18446744073709551616;0",
+            "k|0;4.0;0",
+        ] {
+            assert!(parse_prepacked(bad).is_err(), "{bad:?}");
+        }
+        assert_eq!(
+            one("k|-9223372036854775808;18446744073709551615;0"),
+            Some(("k".into(), ranges(&[(i64::MIN, u64::MAX)])))
+        );
+        assert_eq!(
+            one("k|9223372036854775807;0xFFFFFFFFFFFFFFFF;0"),
+            Some(("k".into(), ranges(&[(i64::MAX, u64::MAX)])))
+        );
+        // Entries of one tensor merge by blob key.
+        let merged = prepacked_blobs_of(&[
+            ("prepacked_0".into(), "a|0;4;0".into()),
+            ("prepacked_1".into(), "b|8;4;0".into()),
+            ("prepacked_x".into(), "a|16;4;0|bad".into()),
+            ("prepacked_2".into(), "c|".into()),
+        ])
+        .unwrap();
+        assert_eq!(
+            merged,
+            vec![
+                ("a".to_string(), ranges(&[(0, 4), (16, 4)])),
+                ("b".to_string(), ranges(&[(8, 4)])),
+            ]
+        );
     }
 
     #[test]

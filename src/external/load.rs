@@ -10,9 +10,13 @@ use std::sync::Arc;
 
 use memmap2::{Mmap, MmapMut};
 
-use super::checksum::{matches, sha1_of_file};
-use super::info::{DATA_LOCATION_DEFAULT, ExternalDataInfo, split_part_of, uses_external_data};
+use super::checksum::{matches, sha1_hex, sha1_of_file};
+use super::info::{
+    DATA_LOCATION_DEFAULT, ExternalDataInfo, PrepackedRange, prepacked_blobs_of, split_part_of,
+    uses_external_data,
+};
 use super::paths::{OpenError, SafeFile, model_dir, normalize_location, open_beneath};
+use super::prepacked::{PrepackedBlob, PrepackedBlobs};
 use super::read_exact_at;
 use crate::bytes::{ByteSpan, Owner};
 use crate::crypto::{EncryptedFile, EncryptionFormat, KeyCache};
@@ -76,6 +80,12 @@ pub struct ExternalLoadReport {
     pub borrowed: usize,
     /// `prepacked*` entries found (dropped from the tensors, which become inline).
     pub prepacked: Vec<PrepackedEntries>,
+    /// The pre-packed blobs those entries describe, keyed by (tensor name, blob key): with
+    /// `no_copy` each buffer borrows from the weight file's memory map and holds the SAME owner
+    /// token as the tensors of that file (`files[i].owner`); in copy mode each buffer is a
+    /// private copy. When two tensors of one name carry the same key, the first one (visitor
+    /// order) wins, as in ONNX Runtime's shared container.
+    pub blobs: PrepackedBlobs,
 }
 
 /// What [`check_external_data`] found.
@@ -106,6 +116,8 @@ struct Ref {
     elem_align: u64,
     checksum: Option<String>,
     prepacked: Vec<(String, String)>,
+    /// The pre-packed blobs of `prepacked`, merged by key, every range checked against the file.
+    blobs: Vec<(String, Vec<PrepackedRange>)>,
 }
 
 struct OpenedFile {
@@ -538,6 +550,21 @@ fn plan(
             )))?;
             continue;
         }
+        let blobs = match prepacked_blobs_of(&info.prepacked) {
+            Ok(b) => b,
+            Err(reason) => {
+                sink(ext_err(name, &f.path, reason))?;
+                continue;
+            }
+        };
+        if let Some(reason) = blobs
+            .iter()
+            .flat_map(|(key, ranges)| ranges.iter().map(move |r| (key, r)))
+            .find_map(|(key, r)| blob_range_problem(r, size, opts.max_tensor_size_bytes, key))
+        {
+            sink(ext_err(name, &f.path, reason))?;
+            continue;
+        }
         plan.refs.push(Ref {
             index,
             tensor: name.to_string(),
@@ -547,9 +574,111 @@ fn plan(
             elem_align: elem_align(data_type),
             checksum: info.checksum,
             prepacked: info.prepacked,
+            blobs,
         });
     }
     Ok(plan)
+}
+
+/// Why the buffer `r` of pre-packed blob `key` cannot be read from a file of `size` bytes, if it
+/// cannot: a negative offset, a range past the end (overflow-checked), or a length over
+/// `max_len` (when not 0) or over the address space.
+fn blob_range_problem(r: &PrepackedRange, size: u64, max_len: u64, key: &str) -> Option<String> {
+    let Ok(offset) = u64::try_from(r.offset) else {
+        return Some(format!(
+            "pre-packed blob {key:?}: offset {} is negative",
+            r.offset
+        ));
+    };
+    if offset.checked_add(r.length).is_none_or(|end| end > size) {
+        return Some(format!(
+            "pre-packed blob {key:?}: offset {offset} + length {} runs past the end of the file \
+             ({size} bytes)",
+            r.length
+        ));
+    }
+    if usize::try_from(r.length).is_err() || (max_len > 0 && r.length > max_len) {
+        return Some(format!(
+            "pre-packed blob {key:?}: {} bytes exceed the size limit",
+            r.length
+        ));
+    }
+    None
+}
+
+/// Reads (copy mode) or lends from the maps (no-copy: `maps[file]`) every pre-packed blob of
+/// the plan, verifying SHA-1 checksum fields when `verify` (a field of 40 hex digits; ONNX
+/// Runtime's `0` means none).
+fn load_blobs(
+    plan: &Plan,
+    maps: Option<&[Option<Arc<WeightMap>>]>,
+    verify: bool,
+) -> Result<PrepackedBlobs> {
+    let mut store = PrepackedBlobs::new();
+    for r in plan.refs.iter().filter(|r| !r.blobs.is_empty()) {
+        let f = &plan.files[r.file];
+        for (key, ranges) in &r.blobs {
+            if store.get(&r.tensor, key).is_some() {
+                continue;
+            }
+            let mut buffers = Vec::with_capacity(ranges.len());
+            for range in ranges {
+                // Checked in `plan`: non-negative, inside the file, fits in memory.
+                let (start, len) = (range.offset as u64, range.length as usize);
+                let span = match maps.and_then(|m| m[r.file].clone()) {
+                    Some(map) => {
+                        let end = start as usize + len;
+                        if end > (*map).as_ref().len() {
+                            return Err(ext_err(
+                                &r.tensor,
+                                &f.info.path,
+                                "the file shrank while loading",
+                            ));
+                        }
+                        // Zero-length buffers too: every buffer carries the file's token.
+                        ByteSpan::from_shared(map, start as usize..end)
+                    }
+                    None => {
+                        // Copy mode, or a file with no map (encrypted: decrypted here).
+                        let mut v = vec![0u8; len];
+                        if len > 0 {
+                            f.reader(plan.keys.as_ref())?.read_at(
+                                &mut v,
+                                start,
+                                &r.tensor,
+                                &f.info.path,
+                            )?;
+                        }
+                        let mut span = ByteSpan::from_vec(v);
+                        let _ = span.share();
+                        span
+                    }
+                };
+                if verify && is_sha1_hex(&range.checksum) {
+                    let digest = sha1_hex(span.as_slice());
+                    if !matches(&range.checksum, &digest) {
+                        return Err(ext_err(
+                            &r.tensor,
+                            &f.info.path,
+                            format!(
+                                "pre-packed blob {key:?}: checksum mismatch at offset {start}: \
+                                 recorded SHA-1 {}, the bytes have {digest}",
+                                range.checksum
+                            ),
+                        ));
+                    }
+                }
+                buffers.push(span);
+            }
+            store.insert_first(&r.tensor, key, PrepackedBlob { buffers });
+        }
+    }
+    Ok(store)
+}
+
+/// True for 40 hexadecimal digits (a SHA-1).
+fn is_sha1_hex(s: &str) -> bool {
+    s.len() == 40 && s.bytes().all(|b| b.is_ascii_hexdigit())
 }
 
 /// Verifies the `checksum` entries (SHA-1 of the whole file), each file hashed once; returns the
@@ -787,12 +916,14 @@ fn too_big() -> Error {
 
 /// No-copy mode: each file is mapped once; tensors of at least `threshold` bytes whose offset
 /// suits their element type borrow from the map (holding its owner), others are copied.
+type Maps = Vec<Option<Arc<WeightMap>>>;
+
 fn fill_no_copy(
     plan: &mut Plan,
     which: &[usize],
     threshold: u64,
-) -> Result<(Vec<ByteSpan>, usize)> {
-    let mut maps: Vec<Option<Arc<WeightMap>>> = vec![None; plan.files.len()];
+) -> Result<(Vec<ByteSpan>, usize, Maps)> {
+    let mut maps: Maps = vec![None; plan.files.len()];
     let mut out = Vec::with_capacity(which.len());
     let mut borrowed = 0;
     for r in which.iter().map(|&i| &plan.refs[i]) {
@@ -835,22 +966,24 @@ fn fill_no_copy(
             out.push(ByteSpan::from_vec(bytes[start..end].to_vec()));
         }
     }
-    Ok((out, borrowed))
+    Ok((out, borrowed, maps))
 }
 
 /// The bytes of every planned tensor (in `plan.refs` order): copy mode, or no-copy mode with
 /// the tensors of encrypted files decrypted into memory (copy mode for those: a map of an
 /// encrypted file would be ciphertext).
-fn fill(plan: &mut Plan, opts: &ParseOptions) -> Result<(Vec<ByteSpan>, usize)> {
+///
+/// Also returns, in no-copy mode, the map of each plaintext file that has one.
+fn fill(plan: &mut Plan, opts: &ParseOptions) -> Result<(Vec<ByteSpan>, usize, Option<Maps>)> {
     let align = opts.alignment.max(64);
     let all: Vec<usize> = (0..plan.refs.len()).collect();
     if !opts.no_copy {
-        return Ok((fill_copy(plan, &all, opts.threads(), align)?, 0));
+        return Ok((fill_copy(plan, &all, opts.threads(), align)?, 0, None));
     }
     let (enc, plain): (Vec<usize>, Vec<usize>) = all
         .into_iter()
         .partition(|&i| plan.files[plan.refs[i].file].info.encrypted);
-    let (plain_spans, borrowed) = fill_no_copy(plan, &plain, opts.raw_data_threshold)?;
+    let (plain_spans, borrowed, maps) = fill_no_copy(plan, &plain, opts.raw_data_threshold)?;
     let enc_spans = fill_copy(plan, &enc, opts.threads(), align)?;
     let mut spans: Vec<Option<ByteSpan>> = vec![None; plan.refs.len()];
     for (i, s) in plain.into_iter().zip(plain_spans) {
@@ -862,6 +995,7 @@ fn fill(plan: &mut Plan, opts: &ParseOptions) -> Result<(Vec<ByteSpan>, usize)> 
     Ok((
         spans.into_iter().map(Option::unwrap_or_default).collect(),
         borrowed,
+        Some(maps),
     ))
 }
 
@@ -896,11 +1030,13 @@ pub fn load_external_data_for_model(
     if opts.verify_external_checksums {
         verify_checksums(&mut plan, &mut stop, None)?;
     }
-    let (spans, borrowed) = fill(&mut plan, opts)?;
+    let (spans, borrowed, maps) = fill(&mut plan, opts)?;
+    let blobs = load_blobs(&plan, maps.as_deref(), opts.verify_external_checksums)?;
     let mut report = ExternalLoadReport {
         tensors: plan.refs.len(),
         bytes: plan.refs.iter().map(|r| r.len).sum(),
         borrowed,
+        blobs,
         ..Default::default()
     };
     // Apply, in visitor order.
@@ -1000,7 +1136,7 @@ pub(crate) fn map_external_tensors(
     };
     let mut stop = |e: Error| Err(e);
     let mut plan = plan(model, dir, &opts, true, &mut stop)?;
-    let (spans, _) = fill(&mut plan, &opts)?;
+    let (spans, _, _) = fill(&mut plan, &opts)?;
     let mut by_index: HashMap<usize, ByteSpan> =
         plan.refs.iter().map(|r| r.index).zip(spans).collect();
     let mut out = HashMap::new();
@@ -1027,9 +1163,9 @@ pub(crate) fn load_after_parse(
     model: &mut ModelProto,
     model_path: Option<&Path>,
     opts: &ParseOptions,
-) -> Result<()> {
+) -> Result<Option<ExternalLoadReport>> {
     if !opts.load_external_data || opts.skip_raw_data || !has_external_data(model) {
-        return Ok(());
+        return Ok(None);
     }
     let dir = match (
         &opts.external_data_dir,
@@ -1039,7 +1175,7 @@ pub(crate) fn load_after_parse(
         (Some(d), _, _) => d.clone(),
         (None, Some(p), _) => model_dir(p),
         (None, None, Some(o)) => model_dir(o),
-        (None, None, None) => return Ok(()),
+        (None, None, None) => return Ok(None),
     };
-    load_external_data_for_model(model, dir, opts).map(|_| ())
+    load_external_data_for_model(model, dir, opts).map(Some)
 }

@@ -5,6 +5,9 @@
 //!   owner token per file); file loads call it automatically (`ParseOptions::load_external_data`);
 //! - [`save_model_with_external_data`]: write a model with its large tensors in one file, split
 //!   files or one file per tensor, aligned, with checksums, without changing the model;
+//! - [`PrepackedBlobs`]: ONNX Runtime pre-packed blobs attached to initializers, saved after
+//!   their tensor's bytes ([`save_model_with_prepacked`]) and mapped back on load
+//!   ([`ExternalLoadReport::blobs`], [`crate::load_model_with_prepacked`]);
 //! - [`consolidate_tensors_to_buffer`]: seed 000's `ConsolidateTensorsToBuffer`;
 //! - [`check_external_data`]: resolve and verify every reference without loading;
 //! - the path rules ([`normalize_location`] and the safe opens of `paths`), on load and on save;
@@ -20,21 +23,24 @@ mod consolidate;
 mod info;
 mod load;
 mod paths;
+mod prepacked;
 mod save;
 
 pub use checksum::{Sha1Hasher, sha1_hex};
 pub use consolidate::{TensorBuffer, consolidate_tensors_to_buffer};
 pub use info::{
-    DATA_LOCATION_DEFAULT, DATA_LOCATION_EXTERNAL, ExternalDataInfo, PrepackedBuffer, parse_number,
-    parse_prepacked, split_file_name, split_part_of, uses_external_data,
+    DATA_LOCATION_DEFAULT, DATA_LOCATION_EXTERNAL, ExternalDataInfo, PrepackedRange, parse_number,
+    parse_prepacked, prepacked_blobs_of, split_file_name, split_part_of, uses_external_data,
 };
 pub use load::{
     ExternalCheckReport, ExternalFileInfo, ExternalLoadReport, PrepackedEntries,
     check_external_data, has_external_data, load_external_data_for_model,
 };
 pub use paths::{ORT_MEM_ADDR_TAG, model_dir, normalize_location};
+pub use prepacked::{PrepackedBlob, PrepackedBlobs};
 pub use save::{
     SaveReport, SavedFile, save_model_with_external_data, save_model_with_external_data_progress,
+    save_model_with_prepacked, save_model_with_prepacked_progress,
 };
 
 pub(crate) use load::load_after_parse;

@@ -8,12 +8,13 @@ use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use super::checksum::Sha1Hasher;
+use super::checksum::{Sha1Hasher, sha1_hex};
 use super::info::{DATA_LOCATION_DEFAULT, ExternalDataInfo, uses_external_data};
 use super::load::{has_external_data, map_external_tensors};
 use super::paths::{
     AtomicOut, OpenError, model_dir, normalize_location, remove_beneath, remove_stale_temps,
 };
+use super::prepacked::PrepackedBlobs;
 use super::write_all_at;
 use crate::bytes::ByteSpan;
 use crate::error::{Error, Result};
@@ -34,6 +35,8 @@ pub struct SavedFile {
     pub sha1: Option<String>,
     /// Number of tensors in it.
     pub tensors: usize,
+    /// Number of pre-packed blob buffers in it.
+    pub prepacked_buffers: usize,
 }
 
 /// What a save with external data wrote.
@@ -45,6 +48,10 @@ pub struct SaveReport {
     pub external_tensors: usize,
     /// Their payload bytes.
     pub external_bytes: u64,
+    /// Pre-packed blobs written (see [`save_model_with_prepacked`]).
+    pub prepacked_blobs: usize,
+    /// Their bytes (all buffers, padding excluded).
+    pub prepacked_bytes: u64,
 }
 
 /// Where a tensor sits in the model: graph/function data, or a node attribute.
@@ -409,6 +416,7 @@ struct OutFile<'a> {
     location: String,
     size: u64,
     items: Vec<(&'a [u8], u64)>,
+    tensors: usize,
 }
 
 impl<'a> OutFile<'a> {
@@ -419,6 +427,7 @@ impl<'a> OutFile<'a> {
             location,
             size: 0,
             items: Vec::new(),
+            tensors: 0,
         }
     }
 
@@ -556,8 +565,54 @@ pub fn save_model_with_external_data_progress(
     opts: &SaveExternalOptions,
     progress: Option<&(dyn Fn(u64, u64) + Sync)>,
 ) -> Result<SaveReport> {
+    save_impl(model, path.as_ref(), opts, progress, None)
+}
+
+/// As [`save_model_with_external_data`], and writes the pre-packed `blobs` of the model's
+/// initializers the way ONNX Runtime does (`../shared/reference/formats.md` §2):
+///
+/// - each blob goes into its initializer's weight file RIGHT AFTER the initializer's bytes, each
+///   buffer aligned like a tensor of its size (`alignment` from `align_threshold` bytes, else
+///   `min(alignment, 16)`);
+/// - the initializer gets one entry per blob, `prepacked_0`, `prepacked_1`, … in key order,
+///   valued `KEY|OFFSET;LENGTH;CHECKSUM[|…]` (offsets absolute in that file; the checksum is
+///   `0`, or the SHA-1 of the buffer with `opts.checksum`);
+/// - an initializer with blobs is written externally whatever its size (the entries need an
+///   external reference); it must have its bytes in `raw_data` (or be still external);
+/// - when several initializers share a name (subgraphs), the first in visitor order carries
+///   the blobs.
+///
+/// Blobs naming no initializer are an error (`Error::InvalidArgument`), before anything is
+/// written. The model and the store are not changed.
+pub fn save_model_with_prepacked(
+    model: &ModelProto,
+    blobs: &PrepackedBlobs,
+    path: impl AsRef<Path>,
+    opts: &SaveExternalOptions,
+) -> Result<SaveReport> {
+    save_impl(model, path.as_ref(), opts, None, Some(blobs))
+}
+
+/// As [`save_model_with_prepacked`], with `progress(done, total)` called with the bytes written
+/// (tensors and blobs).
+pub fn save_model_with_prepacked_progress(
+    model: &ModelProto,
+    blobs: &PrepackedBlobs,
+    path: impl AsRef<Path>,
+    opts: &SaveExternalOptions,
+    progress: Option<&(dyn Fn(u64, u64) + Sync)>,
+) -> Result<SaveReport> {
+    save_impl(model, path.as_ref(), opts, progress, Some(blobs))
+}
+
+fn save_impl(
+    model: &ModelProto,
+    path: &Path,
+    opts: &SaveExternalOptions,
+    progress: Option<&(dyn Fn(u64, u64) + Sync)>,
+    blobs: Option<&PrepackedBlobs>,
+) -> Result<SaveReport> {
     opts.validate()?;
-    let path = path.as_ref();
     let dir = model_dir(path);
     let model_name = path
         .file_name()
@@ -592,6 +647,43 @@ pub fn save_model_with_external_data_progress(
     } else {
         HashMap::new()
     };
+    // The initializer that carries each name's blobs: the first of that name, in visitor order.
+    let blobs = blobs.filter(|b| !b.is_empty());
+    let mut carriers: HashMap<*const TensorProto, &str> = HashMap::new();
+    if let Some(store) = blobs {
+        let mut seen: HashSet<&str> = HashSet::new();
+        let wanted: HashSet<&str> = store.initializers().into_iter().collect();
+        let mut problem: Option<String> = None;
+        walk_model(model, &mut |t, kind| {
+            let name = t.name().as_str().unwrap_or_default();
+            if kind != Kind::Initializer || !wanted.contains(name) || !seen.insert(name) {
+                return;
+            }
+            let name = wanted.get(name).copied().unwrap_or_default();
+            if bytes_of(t, &unloaded).is_none() {
+                problem.get_or_insert_with(|| {
+                    format!(
+                        "initializer '{name}' has pre-packed blobs but no raw_data (its data is \
+                         in typed fields or missing)"
+                    )
+                });
+            }
+            carriers.insert(t as *const _, name);
+        });
+        if let Some(missing) = wanted.iter().find(|n| !seen.contains(*n)) {
+            problem.get_or_insert_with(|| {
+                format!("pre-packed blobs name initializer '{missing}', which the model lacks")
+            });
+        }
+        if let Some(p) = problem {
+            return Err(Error::InvalidArgument(p));
+        }
+    }
+    // (prepacked_N, value) entries per carrier tensor.
+    let mut blob_entries: HashMap<*const TensorProto, Vec<(String, String)>> = HashMap::new();
+    let mut prepacked_blobs = 0usize;
+    let mut prepacked_bytes = 0u64;
+
     // Plan.
     let mut files: Vec<OutFile<'_>> = Vec::new();
     let mut placements: HashMap<*const TensorProto, Placement> = HashMap::new();
@@ -633,9 +725,21 @@ pub fn save_model_with_external_data_progress(
             return;
         };
         let len = bytes.len() as u64;
-        if len < opts.size_threshold || (kind == Kind::Attribute && !opts.convert_attribute) {
+        let carried = carriers.get(&(t as *const TensorProto)).copied();
+        if carried.is_none()
+            && (len < opts.size_threshold || (kind == Kind::Attribute && !opts.convert_attribute))
+        {
             return;
         }
+        // The tensor and its blobs stay together in one file.
+        let blob_len: u64 = match (carried, blobs) {
+            (Some(name), Some(store)) => store
+                .iter()
+                .filter(|(i, _, _)| *i == name)
+                .map(|(_, _, b)| b.total_len())
+                .sum(),
+            _ => 0,
+        };
         let (file, offset) = match &primary {
             Some(rel) => {
                 let a = alignment_for(len, opts);
@@ -649,7 +753,7 @@ pub fn save_model_with_external_data_progress(
                 let mut start = align_up(files[idx].size, a);
                 if opts.max_external_file_size > 0
                     && files[idx].size > 0
-                    && start + len > opts.max_external_file_size
+                    && start + len + blob_len > opts.max_external_file_size
                 {
                     split_index += 1;
                     let mut name = rel.as_os_str().to_os_string();
@@ -677,9 +781,37 @@ pub fn save_model_with_external_data_progress(
             }
         };
         files[file].place(bytes, offset);
+        files[file].tensors += 1;
         placements.insert(t as *const _, Placement { file, offset, len });
         externals += 1;
         external_bytes += len;
+        // Its blobs, right after it, in key order: ONNX Runtime's `prepacked_N` entries.
+        if let (Some(name), Some(store)) = (carried, blobs) {
+            let mut entries = Vec::new();
+            for (n, (_, key, blob)) in store.iter().filter(|(i, _, _)| *i == name).enumerate() {
+                let mut value = key.to_string();
+                for buf in &blob.buffers {
+                    let b = buf.as_slice();
+                    let f = &mut files[file];
+                    let at = if b.is_empty() {
+                        f.size
+                    } else {
+                        align_up(f.size, alignment_for(b.len() as u64, opts))
+                    };
+                    f.place(b, at);
+                    let checksum = if opts.checksum {
+                        sha1_hex(b)
+                    } else {
+                        "0".to_string()
+                    };
+                    value.push_str(&format!("|{at};{};{checksum}", b.len()));
+                    prepacked_bytes += b.len() as u64;
+                }
+                entries.push((format!("prepacked_{n}"), value));
+                prepacked_blobs += 1;
+            }
+            blob_entries.insert(t as *const _, entries);
+        }
     });
     if let Some(e) = plan_error {
         return Err(e);
@@ -717,6 +849,7 @@ pub fn save_model_with_external_data_progress(
                     rel,
                     size: f.size,
                     items: std::mem::take(&mut f.items),
+                    tensors: f.tensors,
                 };
             }
         }
@@ -818,6 +951,7 @@ pub fn save_model_with_external_data_progress(
                 offset: p.offset,
                 length: Some(p.len),
                 checksum: digests[p.file].clone(),
+                prepacked: blob_entries.remove(&key).unwrap_or_default(),
                 ..Default::default()
             }
             .apply_to(&mut c);
@@ -861,11 +995,14 @@ pub fn save_model_with_external_data_progress(
                 location: f.location.clone(),
                 size: f.size,
                 sha1,
-                tensors: f.items.len(),
+                tensors: f.tensors,
+                prepacked_buffers: f.items.len() - f.tensors,
             })
             .collect(),
         external_tensors: externals,
         external_bytes,
+        prepacked_blobs,
+        prepacked_bytes,
     })
 }
 

@@ -209,7 +209,7 @@ unsafe fn opt_path(p: *const c_char, what: &str) -> Result<Option<PathBuf>, FfiE
 ///
 /// # Safety
 /// `p` is NULL or points at options whose `struct_size` bytes are readable, with valid strings.
-unsafe fn save_options(
+pub(crate) unsafe fn save_options(
     p: *const OnnxlExternalDataOptions,
 ) -> Result<SaveExternalOptions, FfiError> {
     if p.is_null() {
@@ -284,7 +284,7 @@ unsafe fn save_options(
 ///
 /// # Safety
 /// `popts` as for `parse_options`; `eopts` NULL or valid with valid strings.
-unsafe fn load_options(
+pub(crate) unsafe fn load_options(
     popts: *const OnnxlParseOptions,
     eopts: *const OnnxlExternalLoadOptions,
 ) -> Result<ParseOptions, FfiError> {

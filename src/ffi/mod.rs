@@ -16,7 +16,8 @@
 //!   [`owner::OnnxlOwner`] token that keeps them alive after the model is freed.
 //!
 //! Modules: [`status`] (status codes, error mapping, last error), [`panic`] (the panic boundary),
-//! [`handle`] (pointer plumbing, views), [`owner`] (owner tokens), [`buffer`] (library-made
+//! [`handle`] (pointer plumbing, views), [`owner`] (owner tokens), [`prepacked`] (pre-packed
+//! blobs), [`buffer`] (library-made
 //! bytes), [`options`] (options structs), [`model`] (load / save / serialize), [`stream`]
 //! (streams), [`accessors`] (generated: handles and per-field accessors of every message).
 //!
@@ -35,6 +36,7 @@ pub mod options;
 pub mod owner;
 pub(crate) mod panic;
 pub mod params;
+pub mod prepacked;
 pub mod status;
 pub mod stream;
 
@@ -42,6 +44,7 @@ pub use buffer::OnnxlBuffer;
 pub use handle::{OnnxlBytes, OnnxlStr};
 pub use options::{OnnxlFileLoadMode, OnnxlParseOptions, OnnxlSerializeOptions};
 pub use owner::{OnnxlOwner, OnnxlReleaseCallback};
+pub use prepacked::OnnxlPrepackedBlobs;
 pub use status::OnnxlStatus;
 pub use stream::OnnxlStream;
 

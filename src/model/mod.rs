@@ -261,6 +261,23 @@ pub fn load_model(path: impl AsRef<Path>, opts: &ParseOptions) -> Result<ModelPr
     parse_from_file(path, opts)
 }
 
+/// Loads a model file and its external data, and returns the pre-packed blobs recorded in the
+/// weight files (`prepacked_N` entries, see [`crate::external::PrepackedBlobs`]) beside it.
+/// With `opts.no_copy` the blobs borrow from the same memory map as the tensors of their file
+/// (one map, one owner token per file); otherwise they are copies. A model without external
+/// data (or loaded with `load_external_data: false`) has no blobs.
+pub fn load_model_with_prepacked(
+    path: impl AsRef<Path>,
+    opts: &ParseOptions,
+) -> Result<(ModelProto, crate::external::PrepackedBlobs)> {
+    let path = path.as_ref();
+    let mut model: ModelProto = parse_file(path, opts)?;
+    let blobs = crate::external::load_after_parse(&mut model, Some(path), opts)?
+        .map(|r| r.blobs)
+        .unwrap_or_default();
+    Ok((model, blobs))
+}
+
 /// Loads a model from bytes, copying payloads (see [`parse_from_shared`] for no-copy); external
 /// data is loaded only when `opts.external_data_dir` (or `external_data_location`) is set.
 pub fn load_model_from_bytes(bytes: &[u8], opts: &ParseOptions) -> Result<ModelProto> {
