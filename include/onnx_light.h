@@ -736,7 +736,12 @@ typedef struct OnnxlOwner OnnxlOwner;
  * A store of pre-packed blobs: named binary blobs (one or more buffers each) attached to
  * initializers by name, kept beside a model (never inside its tensors). Create with
  * `onnxl_prepacked_blobs_new` or get one from `onnxl_load_model_with_prepacked`; free with
- * `onnxl_prepacked_blobs_free`. Not thread-safe for writes (like the model handles).
+ * `onnxl_prepacked_blobs_free`.
+ *
+ * Thread safety: like the message handles — any number of threads may read it at once
+ * (`_count`, `_at`, `_buffer_count`, `_get`, and saving with it); `_add`, `_add_borrowed`,
+ * `_remove` and `_free` need exclusive access. Owner tokens taken from it may be used on any
+ * thread.
  */
 typedef struct OnnxlPrepackedBlobs OnnxlPrepackedBlobs;
 
