@@ -557,3 +557,39 @@ fn resave_over_the_mapped_files_keeps_blobs() {
         assert!(ranges.iter().all(|r| r.offset % 65536 == 0));
     }
 }
+
+#[test]
+fn blobs_in_encrypted_weight_files_round_trip_in_both_modes() {
+    use onnx_light::ExternalEncryption;
+    use onnx_light::crypto::{ChunkCipher, Passphrase};
+    let d = Dir::new("encrypted");
+    let (m, b) = (model(), blobs());
+    let opts = SaveExternalOptions {
+        encryption: Some(ExternalEncryption {
+            key: Passphrase::new(b"blob key".as_slice()),
+            cipher: ChunkCipher::AesGcm,
+            chunk_size: 4096,
+        }),
+        checksum: true,
+        ..Default::default()
+    };
+    save_model_with_prepacked(&m, &b, d.model(), &opts).unwrap();
+    let data = std::fs::read(d.0.join("m.onnx.data")).unwrap();
+    assert!(data.starts_with(b"ONNXCRYS"), "weights are encrypted");
+    assert!(
+        !data.windows(64).any(|w| w == &pattern(5000, 9)[..64]),
+        "blob bytes in the clear"
+    );
+    for no_copy in [false, true] {
+        let popts = ParseOptions {
+            no_copy,
+            verify_external_checksums: true,
+            external_data_key: Some(b"blob key".as_slice().into()),
+            ..Default::default()
+        };
+        let (_, got) = onnx_light::load_model_with_prepacked(d.model(), &popts).unwrap();
+        same_blobs(&got, &b);
+    }
+    let e = onnx_light::load_model_with_prepacked(d.model(), &ParseOptions::default()).unwrap_err();
+    assert!(e.to_string().contains("passphrase"), "{e}");
+}
