@@ -324,7 +324,6 @@ impl fmt::Debug for ByteSpan {
 /// Bytes stored inline in a [`ProtoString`] (no allocation): most ONNX names fit.
 const INLINE_CAPACITY: usize = 30;
 
-#[derive(Clone)]
 enum StrRepr {
     Inline {
         len: u8,
@@ -341,6 +340,24 @@ enum StrRepr {
     },
 }
 
+impl Clone for StrRepr {
+    /// A clone of a borrowing string is a private copy: clones (names put in maps, say) never
+    /// keep a whole parse input alive after its model is dropped.
+    fn clone(&self) -> Self {
+        match self {
+            Self::Inline { len, buf } => Self::Inline {
+                len: *len,
+                buf: *buf,
+            },
+            Self::Heap(b) => Self::Heap(b.clone()),
+            // SAFETY: see `ProtoString::as_bytes`.
+            Self::Shared { ptr, len, .. } => {
+                Self::Heap(unsafe { std::slice::from_raw_parts(*ptr, *len) }.into())
+            }
+        }
+    }
+}
+
 /// A one-word handle on an [`Owner`] (an `Arc` of the token), so a [`ProtoString`] that borrows
 /// stays 32 bytes. One is made per parse and cloned into every borrowing string.
 #[derive(Clone)]
@@ -355,7 +372,9 @@ impl ThinOwner {
 
 /// A proto2 `string` or `bytes` value. proto2 does not require UTF-8, so the bytes are kept as
 /// they are; [`ProtoString::as_str`] checks. Values up to 30 bytes are stored inline, without an
-/// allocation (models hold millions of short names).
+/// allocation (models hold millions of short names); longer values of a model parsed in copy or
+/// no-copy mode point into the parse input (kept alive by the string), and a clone of such a
+/// value is a private copy.
 #[derive(Clone)]
 pub struct ProtoString(StrRepr);
 
@@ -586,6 +605,40 @@ impl fmt::Debug for UnknownFields {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn long_strings_borrow_from_their_owner_and_clones_copy() {
+        let input: Arc<Vec<u8>> = Arc::new(b"a long name that does not fit inline, 40+".to_vec());
+        let owner = ThinOwner::new(input.clone());
+        // SAFETY: `input` is kept alive by `owner` and never modified.
+        let s = unsafe { ProtoString::from_owned_by(input.as_ptr(), input.len(), &owner) };
+        drop(owner);
+        assert_eq!(Arc::strong_count(&input), 2, "the string holds the input");
+        assert_eq!(s.as_bytes(), input.as_slice());
+        assert!(
+            std::ptr::eq(s.as_bytes().as_ptr(), input.as_ptr()),
+            "borrowed, not copied"
+        );
+        let c = s.clone();
+        assert!(
+            !std::ptr::eq(c.as_bytes().as_ptr(), input.as_ptr()),
+            "clone is a copy"
+        );
+        drop(s);
+        assert_eq!(
+            Arc::strong_count(&input),
+            1,
+            "the clone does not hold the input"
+        );
+        assert_eq!(c, ProtoString::from(input.as_slice()));
+        // Short values are stored inline even from an owner.
+        let owner = ThinOwner::new(input.clone());
+        // SAFETY: as above.
+        let short = unsafe { ProtoString::from_owned_by(input.as_ptr(), 6, &owner) };
+        drop(owner);
+        assert_eq!(Arc::strong_count(&input), 1);
+        assert_eq!(short, "a long");
+    }
 
     #[test]
     fn share_moves_owned_bytes_without_copying() {
