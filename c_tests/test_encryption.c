@@ -274,6 +274,10 @@ static void test_encrypted_external_data(void) {
   /* A caller compiled with the 64-byte (version 1) struct: plaintext weights; the 32-byte load
    * options read them. */
   so.struct_size = 64;
+  /* A fresh model path: a save over ext.onnx would write its weights under an alternate name
+   * (crash-safe saves never overwrite the files the previous model references). */
+  snprintf(model, sizeof model, "%s/v1.onnx", tmp_dir);
+  snprintf(weights, sizeof weights, "%s/v1.onnx.data", tmp_dir);
   CHECK_OK(onnxl_save_model_with_external_data(m, model, &so));
   bytes = test_read_file(weights, &len);
   CHECK(len == TEST_BIG_COUNT * sizeof(float));
