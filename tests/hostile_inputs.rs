@@ -449,13 +449,9 @@ fn nested_types(levels: usize, map: bool) -> Vec<u8> {
 }
 
 fn nested_groups(levels: usize) -> Vec<u8> {
-    let mut b = Vec::new();
-    for _ in 0..levels {
-        b.push(0x7b); // start group, field 15
-    }
-    for _ in 0..levels {
-        b.push(0x7c); // end group, field 15
-    }
+    // start group / end group, field 15
+    let mut b = vec![0x7b; levels];
+    b.extend(std::iter::repeat_n(0x7c, levels));
     b
 }
 
@@ -577,7 +573,6 @@ fn huge_claims(s: &mut Suite) {
                 let mut t = TensorProto::parse_from_bytes(&input).unwrap();
                 let opts = onnx_light::dlpack::ExportOptions {
                     copy: onnx_light::dlpack::CopyMode::Always,
-                    ..Default::default()
                 };
                 let e = onnx_light::dlpack::to_dlpack_versioned(&mut t, &opts)
                     .err()
@@ -675,7 +670,8 @@ fn external_attacks(s: &mut Suite) {
     let secret = root.join("secret.bin").display().to_string();
     let max = u64::MAX.to_string();
     let near = (u64::MAX - 10).to_string();
-    let cases: Vec<(&str, Vec<i64>, Vec<(&str, &str)>, &str, &str)> = vec![
+    type Case<'a> = (&'a str, Vec<i64>, Vec<(&'a str, &'a str)>, &'a str, &'a str);
+    let cases: Vec<Case> = vec![
         (
             "parent directory",
             vec![64],
@@ -958,6 +954,41 @@ fn metadata_budget(s: &mut Suite) {
                 &DecodeErrorKind::MetadataLimit { limit: 256 << 10 },
                 "{what}"
             );
+        });
+    }
+    // Initializers parsed in parallel draw on shares of the same budget: the outcome is the
+    // sequential one (same error, same place).
+    let init = |n: usize| wrap(5, &[0x32u8, 0x00].repeat(n)); // TensorProto.string_data ""
+    let mut graph = Vec::new();
+    for n in [30_000, 10, 5_000, 20_000] {
+        graph.extend_from_slice(&init(n));
+    }
+    let model = wrap(7, &graph);
+    for budget in [512u64 << 10, 1 << 20, 2 << 20, 4 << 20, 64 << 20] {
+        let what = || format!("parallel initializers, max_metadata_bytes {budget}");
+        s.case("metadata budget", &what, || {
+            let run = |threads| {
+                let opts = ParseOptions {
+                    max_metadata_bytes: budget,
+                    num_threads: threads,
+                    min_parallel_block_size: 0,
+                    ..Default::default()
+                };
+                onnx_light::parse_from_bytes::<ModelProto>(&model, &opts)
+                    .map(|m| m.serialize_to_vec())
+                    .map_err(|e| e.to_string())
+            };
+            let (seq, par) = (run(1), run(2));
+            assert_eq!(seq, par, "{}", what());
+            if budget <= 2 << 20 {
+                assert!(
+                    seq.unwrap_err().contains("max_metadata_bytes"),
+                    "{}",
+                    what()
+                );
+            } else {
+                assert_eq!(seq.unwrap(), model);
+            }
         });
     }
     // Every real model parses within the automatic budget (and with parallel parsing).
