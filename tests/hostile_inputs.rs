@@ -1012,6 +1012,49 @@ fn metadata_budget(s: &mut Suite) {
     }
 }
 
+fn encrypted_headers(s: &mut Suite) {
+    use onnx_light::crypto::{
+        EncryptionFormat, EncryptionOptions, MAX_CHUNK_SIZE, StreamDecryptor,
+    };
+    let key = b"k";
+    let plain = vec![5u8; 100];
+    let opts = EncryptionOptions {
+        format: EncryptionFormat::Chunked,
+        chunk_size: MAX_CHUNK_SIZE,
+        ..Default::default()
+    };
+    let ct = onnx_light::crypto::testing::encrypt_bytes_with(&plain, key, &opts, [1; 16], [2; 16])
+        .unwrap();
+    // A header announcing 64 MiB chunks costs no 64 MiB buffer: the stream decryptor grows its
+    // buffer as ciphertext arrives (the case allocation limit would catch it otherwise... so
+    // check a much tighter bound here).
+    for cut in [ct.len(), 36, 40, ct.len() - 1] {
+        let what = || format!("ONNXCRYS with {MAX_CHUNK_SIZE}-byte chunks, {cut} bytes");
+        s.case("encrypted headers", &what, || {
+            let base = LIVE.load(Ordering::Relaxed);
+            PEAK.store(base, Ordering::Relaxed);
+            let r = StreamDecryptor::new(&ct[..cut], key).and_then(|d| {
+                let mut out = Vec::new();
+                d.decrypt_to(&mut out, Path::new("<test>")).map(|_| out)
+            });
+            let grew = PEAK.load(Ordering::Relaxed) - base;
+            assert!(grew < 1 << 20, "{}: {grew} bytes", what());
+            if cut == ct.len() {
+                assert_eq!(r.unwrap(), plain);
+            } else {
+                let e = r.unwrap_err();
+                assert!(
+                    matches!(e, Error::Crypto(_) | Error::Authentication(_)),
+                    "{}: {e}",
+                    what()
+                );
+            }
+            let r = onnx_light::crypto::decrypt_bytes(&ct[..cut], key);
+            assert_eq!(r.is_ok(), cut == ct.len(), "{}", what());
+        });
+    }
+}
+
 #[test]
 fn hostile_inputs() {
     let start = std::time::Instant::now();
@@ -1027,6 +1070,7 @@ fn hostile_inputs() {
     huge_claims(&mut s);
     external_attacks(&mut s);
     metadata_budget(&mut s);
+    encrypted_headers(&mut s);
     for (c, n) in &s.counts {
         println!("{c}: {n} cases");
     }
@@ -1047,6 +1091,7 @@ fn hostile_inputs() {
         ("max_tensor_size_bytes", 3),
         ("external data attacks", 46),
         ("metadata budget", 10),
+        ("encrypted headers", 4),
     ] {
         let n = s
             .counts
