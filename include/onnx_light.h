@@ -978,6 +978,12 @@ typedef struct OnnxlParseOptions {
    * Must be zero (room for later options).
    */
   uint8_t reserved[2];
+  /**
+   * (Since struct size 64.) Memory budget of the parsed structure besides tensor payloads,
+   * enforced while parsing (`ONNXL_STATUS_LIMIT_EXCEEDED` past it): 0 (default) = automatic,
+   * 64 MiB + 64 × the input size; `UINT64_MAX` = no limit.
+   */
+  uint64_t max_metadata_bytes;
 } OnnxlParseOptions;
 
 /**

@@ -40,6 +40,12 @@ pub enum DecodeErrorKind {
         /// The configured limit.
         limit: u64,
     },
+    /// The decoded structure (everything but tensor payloads) would take more memory than
+    /// `max_metadata_bytes` (see [`crate::wire::metadata_budget`]).
+    MetadataLimit {
+        /// The budget in bytes.
+        limit: u64,
+    },
 }
 
 impl fmt::Display for DecodeErrorKind {
@@ -65,6 +71,10 @@ impl fmt::Display for DecodeErrorKind {
                     "tensor payload of {size} bytes exceeds max_tensor_size_bytes {limit}"
                 )
             }
+            Self::MetadataLimit { limit } => write!(
+                f,
+                "parsed metadata would take more than max_metadata_bytes {limit} bytes of memory"
+            ),
         }
     }
 }

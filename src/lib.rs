@@ -16,6 +16,8 @@ pub mod dlpack;
 pub mod error;
 pub mod external;
 pub mod ffi;
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod params;
 pub mod proto;
 pub mod thread_safety;

@@ -64,8 +64,13 @@ pub struct ParseOptions {
     pub skip_raw_data: bool,
     /// Deepest nesting of messages accepted (default 100, as protobuf; at most 1000).
     pub max_recursion_depth: u32,
-    /// Largest tensor payload accepted, checked before allocating (0 = no limit).
+    /// Largest tensor payload accepted, checked before allocating (0 = no limit). Payloads
+    /// read from the input are bounded by its size anyway; external data by its file's size.
     pub max_tensor_size_bytes: u64,
+    /// Memory budget of the parsed structure besides tensor payloads (messages, strings,
+    /// repeated scalars, unknown fields), enforced while parsing: 0 (default) = automatic,
+    /// 64 MiB + 64 × the input size; `u64::MAX` = no limit. See `docs/hardening.md`.
+    pub max_metadata_bytes: u64,
     /// How files are read.
     pub file_load_mode: FileLoadMode,
     /// Read the external data of `ModelProto` loads (default true, like `onnx.load`): the
@@ -98,6 +103,7 @@ impl Default for ParseOptions {
             skip_raw_data: false,
             max_recursion_depth: 100,
             max_tensor_size_bytes: 0,
+            max_metadata_bytes: 0,
             file_load_mode: FileLoadMode::Auto,
             load_external_data: true,
             external_data_dir: None,

@@ -400,6 +400,9 @@ impl<W: Write> Sink for StreamEncryptor<W> {
 // Sequential reading
 
 /// Reads as many bytes as possible (until `buf` is full or the end of the stream).
+/// Size of a stream decryptor's buffer before the first chunk's ciphertext has arrived.
+const FIRST_READ_BYTES: usize = 64 << 10;
+
 fn read_full(r: &mut impl Read, buf: &mut [u8]) -> io::Result<usize> {
     let mut n = 0;
     while n < buf.len() {
@@ -457,8 +460,10 @@ impl<R: Read> StreamDecryptor<R> {
         let label = PathBuf::from("<encrypted stream>");
         let header = read_header(&mut inner, &label)?;
         let key = ChunkKey::new(passphrase, header)?;
+        // The buffer grows to the chunk size as ciphertext arrives (`next_chunk`): a header
+        // claiming 64 MiB chunks costs nothing until the data is there.
         let mut buf = Vec::new();
-        let len = key.chunk_size + TAG_LEN;
+        let len = (key.chunk_size + TAG_LEN).min(FIRST_READ_BYTES);
         buf.try_reserve_exact(len)
             .map_err(|_| Error::LimitExceeded(format!("cannot allocate {len} bytes")))?;
         buf.resize(len, 0);
@@ -489,8 +494,25 @@ impl<R: Read> StreamDecryptor<R> {
         if self.done {
             return Ok(None);
         }
-        let full = self.buf.len();
-        let n = read_full(&mut self.inner, &mut self.buf).map_err(|e| Error::io(&self.label, e))?;
+        let full = self.key.chunk_size + TAG_LEN;
+        let mut n = 0;
+        loop {
+            n += read_full(&mut self.inner, &mut self.buf[n..])
+                .map_err(|e| Error::io(&self.label, e))?;
+            if n < self.buf.len() || self.buf.len() == full {
+                break;
+            }
+            // Only while reading the first chunk (afterwards the buffer has its full size), so
+            // the buffer holds ciphertext only; the old one is zeroed when dropped anyway.
+            let to = self.buf.len().saturating_mul(4).min(full);
+            let mut bigger = Vec::new();
+            bigger
+                .try_reserve_exact(to)
+                .map_err(|_| Error::LimitExceeded(format!("cannot allocate {to} bytes")))?;
+            bigger.extend_from_slice(&self.buf);
+            bigger.resize(to, 0);
+            self.buf = Zeroizing::new(bigger);
+        }
         let last = n < full;
         if n < TAG_LEN {
             return Err(Error::Crypto(if n == 0 {

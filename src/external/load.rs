@@ -1091,7 +1091,26 @@ pub fn check_external_data(
     let mut index = 0usize;
     let mut by_index: HashMap<usize, &Ref> = plan.refs.iter().map(|r| (r.index, r)).collect();
     model.visit_tensors(&mut |t| {
-        if let Some(r) = by_index.remove(&index)
+        let r = by_index.remove(&index);
+        if let Some(r) = r
+            && expected_bytes(t).is_none()
+            && t.data_type
+                .and_then(DataType::from_i32)
+                .is_some_and(|d| d.bits() > 0)
+        {
+            // A fixed-size type whose dims are negative or whose byte size overflows 64 bits:
+            // no length can match.
+            collect(ext_err(
+                &r.tensor,
+                &plan.files[r.file].info.path,
+                format!(
+                    "dims {:?} are negative or their byte size overflows 64 bits (length {})",
+                    t.dims, r.len
+                ),
+            ))
+            .ok();
+        }
+        if let Some(r) = r
             && let Some(want) = expected_bytes(t)
             && want != r.len
         {

@@ -58,6 +58,10 @@ pub struct OnnxlParseOptions {
     pub skip_raw_data: bool,
     /// Must be zero (room for later options).
     pub reserved: [u8; 2],
+    /// (Since struct size 64.) Memory budget of the parsed structure besides tensor payloads,
+    /// enforced while parsing (`ONNXL_STATUS_LIMIT_EXCEEDED` past it): 0 (default) = automatic,
+    /// 64 MiB + 64 × the input size; `UINT64_MAX` = no limit.
+    pub max_metadata_bytes: u64,
 }
 
 /// Options of serializing (C++ `SerializeOptions`). Get the defaults with
@@ -81,7 +85,8 @@ pub struct OnnxlSerializeOptions {
 }
 
 /// Every `struct_size` of `OnnxlParseOptions` ever published (oldest first).
-const PARSE_OPTIONS_SIZES: &[usize] = &[size_of::<OnnxlParseOptions>()];
+/// 56: the first; 64: `max_metadata_bytes` appended.
+const PARSE_OPTIONS_SIZES: &[usize] = &[56, size_of::<OnnxlParseOptions>()];
 /// Every `struct_size` of `OnnxlSerializeOptions` ever published (oldest first).
 const SERIALIZE_OPTIONS_SIZES: &[usize] = &[size_of::<OnnxlSerializeOptions>()];
 
@@ -101,6 +106,7 @@ pub extern "C" fn onnxl_parse_options_default() -> OnnxlParseOptions {
         no_copy: d.no_copy,
         skip_raw_data: d.skip_raw_data,
         reserved: [0; 2],
+        max_metadata_bytes: d.max_metadata_bytes,
     }
 }
 
@@ -144,10 +150,22 @@ pub(crate) unsafe fn parse_options(p: *const OnnxlParseOptions) -> Result<ParseO
         return Ok(ParseOptions::default());
     }
     // SAFETY: non-NULL options (contract).
-    unsafe { checked_size(p, PARSE_OPTIONS_SIZES, "OnnxlParseOptions") }?;
-    // SAFETY: the size is the full current struct (the only published one), so all of it is
-    // readable.
-    let o = unsafe { &*p };
+    let size = unsafe { checked_size(p, PARSE_OPTIONS_SIZES, "OnnxlParseOptions") }?;
+    // An older caller's struct is a prefix of the current one: copy its `size` bytes over the
+    // defaults, so the fields it does not have keep their default values.
+    let mut current = onnxl_parse_options_default();
+    // SAFETY: `size` bytes are readable at `p` (contract) and `size` is a published size, at
+    // most `size_of::<OnnxlParseOptions>()`, so the copy stays inside `current`; every field
+    // is plain data, valid for any bytes except `bool`s, which sit inside every published size
+    // and are read from the caller's struct of the same layout.
+    unsafe {
+        std::ptr::copy_nonoverlapping(
+            p.cast::<u8>(),
+            (&mut current as *mut OnnxlParseOptions).cast::<u8>(),
+            size,
+        );
+    }
+    let o = &current;
     if o.reserved != [0; 2] {
         return Err(FfiError::invalid("OnnxlParseOptions.reserved must be zero"));
     }
@@ -171,6 +189,7 @@ pub(crate) unsafe fn parse_options(p: *const OnnxlParseOptions) -> Result<ParseO
         skip_raw_data: o.skip_raw_data,
         max_recursion_depth: o.max_recursion_depth,
         max_tensor_size_bytes: o.max_tensor_size_bytes,
+        max_metadata_bytes: o.max_metadata_bytes,
         file_load_mode: match mode {
             0 => FileLoadMode::Auto,
             1 => FileLoadMode::Mmap,
@@ -219,7 +238,7 @@ mod tests {
 
     #[test]
     fn layout_has_no_tail_padding() {
-        assert_eq!(size_of::<OnnxlParseOptions>(), 56);
+        assert_eq!(size_of::<OnnxlParseOptions>(), 64);
         assert_eq!(size_of::<OnnxlSerializeOptions>(), 40);
     }
 
@@ -247,6 +266,14 @@ mod tests {
             let e = parse_options(&p).unwrap_err();
             assert_eq!(e.status, OnnxlStatus::InvalidArgument);
             assert!(e.message.contains("file_load_mode 7"), "{}", e.message);
+            // The first published size (56, before `max_metadata_bytes`) still works, with the
+            // default for the missing field.
+            p = onnxl_parse_options_default();
+            p.max_metadata_bytes = 12345;
+            p.struct_size = 56;
+            assert_eq!(parse_options(&p).unwrap().max_metadata_bytes, 0);
+            p.struct_size = 64;
+            assert_eq!(parse_options(&p).unwrap().max_metadata_bytes, 12345);
             p = onnxl_parse_options_default();
             p.struct_size = 48;
             assert_eq!(

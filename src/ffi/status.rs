@@ -122,9 +122,9 @@ impl FfiError {
 pub(crate) fn status_of(e: &Error) -> OnnxlStatus {
     match e {
         Error::Decode(d) => match d.kind {
-            DecodeErrorKind::RecursionLimit(_) | DecodeErrorKind::TensorTooLarge { .. } => {
-                OnnxlStatus::LimitExceeded
-            }
+            DecodeErrorKind::RecursionLimit(_)
+            | DecodeErrorKind::TensorTooLarge { .. }
+            | DecodeErrorKind::MetadataLimit { .. } => OnnxlStatus::LimitExceeded,
             _ => OnnxlStatus::Parse,
         },
         Error::Io { source, .. } if source.kind() == std::io::ErrorKind::OutOfMemory => {

@@ -31,6 +31,7 @@ fn decode_config(opts: &ParseOptions, payload: PayloadMode) -> Result<DecodeConf
         raw_data_threshold: usize::try_from(opts.raw_data_threshold).unwrap_or(usize::MAX),
         skip_raw_data: opts.skip_raw_data,
         max_tensor_size_bytes: opts.max_tensor_size_bytes,
+        max_metadata_bytes: opts.max_metadata_bytes,
         ..DecodeConfig::default()
     })
 }

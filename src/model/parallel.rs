@@ -32,13 +32,13 @@ struct Part {
 /// the bytes do not scan cleanly (the sequential decode then reports the error).
 fn scan(r: &Reader<'_>) -> Option<Vec<Part>> {
     let input = r.input();
-    let mut top = r.sub_reader(r.position(), input.len(), 0);
+    let mut top = r.sub_reader(r.position(), input.len(), 0, u64::MAX);
     let mut parts = Vec::new();
     while let Some(t) = top.read_tag().ok()? {
         if t == MODEL_GRAPH {
             let body = top.read_bytes().ok()?;
             let start = body.as_ptr() as usize - input.as_ptr() as usize;
-            let mut g = top.sub_reader(start, start + body.len(), 1);
+            let mut g = top.sub_reader(start, start + body.len(), 1, u64::MAX);
             while let Some(gt) = g.read_tag().ok()? {
                 if gt == GRAPH_INITIALIZER {
                     let len_at = g.position();
@@ -91,14 +91,22 @@ pub(super) fn preparse_initializers(
     if parts.len() < 2 || total < opts.min_parallel_block_size {
         return None;
     }
+    // Each part gets a share of the metadata budget in proportion to its size (the shares sum
+    // to the budget); the sequential decode charges what each part used (see
+    // `Reader::take_preparsed`).
+    let budget = r.metadata_budget() as u128;
     let readers: Vec<(usize, Reader<'_>)> = parts
         .iter()
-        .map(|p| (p.len_at, r.sub_reader(p.start, p.end, 2)))
+        .map(|p| {
+            let share = budget * (p.end - p.start) as u128 / total.max(1) as u128;
+            let share = u64::try_from(share).unwrap_or(u64::MAX);
+            (p.len_at, r.sub_reader(p.start, p.end, 2, share))
+        })
         .collect();
     let parse = |(len_at, mut sub): (usize, Reader<'_>)| -> (usize, Box<dyn Any + Send>) {
         let mut t = TensorProto::new();
         let res: Result<TensorProto, Box<DecodeError>> = t.merge_from(&mut sub).map(|()| t);
-        (len_at, Box::new(res))
+        (len_at, Box::new((res, sub.metadata_used())))
     };
     let pool = thread_pool(opts.threads())?;
     PARALLEL_PARSES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);

@@ -17,8 +17,8 @@ use std::ptr::{self, NonNull};
 const MAX_CHUNK_BYTES: usize = 64 * 1024;
 
 /// Header at the start of every chunk; the chunks of a field form a list, newest first. A chunk
-/// is the header, then an order array of `order_cap` pointers (only the newest chunk's is in
-/// use), then `cap` element slots.
+/// is the header, then an order array of `order_cap` pointers (often none: a new order array,
+/// twice as large, is made only when the one in use is full), then `cap` element slots.
 struct ChunkHeader {
     /// The previous (older, full) chunk.
     next: Option<NonNull<ChunkHeader>>,
@@ -26,9 +26,13 @@ struct ChunkHeader {
     cap: usize,
     /// Slots handed out so far (the rest are unused).
     used: usize,
-    /// Pointers the order array holds: the slots of this chunk and all older ones, so any
-    /// number of elements the field can hold fits.
+    /// Size of the order array stored in this chunk (0 when it has none).
     order_cap: usize,
+    /// Slots of this chunk and all older ones (newest chunk: the field's capacity).
+    total: usize,
+    /// Capacity of the order array in use (newest chunk only): at least `total`, so any number of
+    /// elements the field can hold fits.
+    live_order_cap: usize,
     /// Head of the list of freed slots (kept in the newest chunk's header only); each free slot
     /// holds the address of the next one in its first bytes.
     free: *mut u8,
@@ -124,7 +128,7 @@ impl<T> RepeatedField<T> {
                 "a free slot holds a pointer"
             )
         };
-        let mut old_total = 0;
+        let (mut old_total, mut live_order_cap) = (0, 0);
         if let Some(h) = self.chunks {
             let h = h.as_ptr();
             // SAFETY: `h` is the live newest chunk; a non-null `free` is an unoccupied slot
@@ -140,33 +144,45 @@ impl<T> RepeatedField<T> {
                     (*h).used += 1;
                     return NonNull::new_unchecked(p);
                 }
-                old_total = (*h).order_cap;
+                (old_total, live_order_cap) = ((*h).total, (*h).live_order_cap);
             }
         }
         let most = (MAX_CHUNK_BYTES / size_of::<T>()).max(1);
         let cap = self.len.clamp(1, most).max(min_cap);
-        let order_cap = old_total
+        let total = old_total
             .checked_add(cap)
             .expect("repeated field size overflows");
+        // A new order array (in this chunk) only when the one in use cannot hold `total`
+        // pointers; it doubles, so all order arrays together stay within twice the last one.
+        let order_cap = if live_order_cap >= total {
+            0
+        } else {
+            total.max(live_order_cap.saturating_mul(2))
+        };
         let (layout, order_at, slots_at) = chunk_layout::<T>(order_cap, cap);
         // SAFETY: the layout has a non-zero size (it starts with the header).
         let raw = unsafe { alloc::alloc(layout) };
         let Some(h) = NonNull::new(raw.cast::<ChunkHeader>()) else {
             alloc::handle_alloc_error(layout)
         };
-        // SAFETY: fresh memory of the chunk's layout: header, order array, slots. The old order
-        // array holds `len <= old_total < order_cap` pointers and does not overlap the new one.
+        // SAFETY: fresh memory of the chunk's layout: header, order array, slots. A new order
+        // array receives the `len <= old_total < order_cap` pointers of the old one (older
+        // chunks, and so the old array, stay allocated until the field is dropped).
         unsafe {
             h.as_ptr().write(ChunkHeader {
                 next: self.chunks,
                 cap,
                 used: 1,
                 order_cap,
+                total,
+                live_order_cap: live_order_cap.max(order_cap),
                 free: ptr::null_mut(),
             });
-            let order = raw.add(order_at).cast::<NonNull<T>>();
-            ptr::copy_nonoverlapping(self.order.as_ptr(), order, self.len);
-            self.order = NonNull::new_unchecked(order);
+            if order_cap > 0 {
+                let order = raw.add(order_at).cast::<NonNull<T>>();
+                ptr::copy_nonoverlapping(self.order.as_ptr(), order, self.len);
+                self.order = NonNull::new_unchecked(order);
+            }
             self.chunks = Some(h);
             NonNull::new_unchecked(raw.add(slots_at).cast::<T>())
         }
@@ -183,8 +199,8 @@ impl<T> RepeatedField<T> {
     /// Puts the stored element `p` at `index` of the order.
     fn place(&mut self, index: usize, p: NonNull<T>) {
         debug_assert!(index <= self.len);
-        // SAFETY: the order array holds one pointer per slot of all chunks, and `p` occupies
-        // a slot not yet counted in `len`, so `len + 1` pointers fit.
+        // SAFETY: the order array in use holds at least one pointer per slot of all chunks, and
+        // `p` occupies a slot not yet counted in `len`, so `len + 1` pointers fit.
         unsafe {
             let at = self.order.as_ptr().add(index);
             ptr::copy(at, at.add(1), self.len - index);
@@ -691,6 +707,26 @@ mod tests {
         it.next_back();
         drop(it);
         assert_eq!(Rc::strong_count(&token), 1);
+    }
+
+    #[test]
+    fn memory_stays_linear_in_the_element_count() {
+        let mut r: RepeatedField<[u64; 32]> = RepeatedField::new();
+        for i in 0..200_000 {
+            r.push([i; 32]);
+        }
+        let (mut slots, mut order) = (0, 0);
+        let mut next = r.chunks;
+        while let Some(h) = next {
+            // SAFETY: the chunks of a live field.
+            let h = unsafe { &*h.as_ptr() };
+            slots += h.cap;
+            order += h.order_cap;
+            next = h.next;
+        }
+        assert!(slots < 200_000 + 300, "{slots} slots");
+        assert!(order <= 4 * 200_000, "{order} order pointers: not linear");
+        assert!(r.iter().enumerate().all(|(i, v)| v[0] == i as u64));
     }
 
     #[test]

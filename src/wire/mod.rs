@@ -4,7 +4,10 @@
 mod reader;
 mod writer;
 
-pub use reader::{ArenaBase, DecodeConfig, PayloadMode, Reader};
+pub use reader::{
+    AUTO_METADATA_BASE_BYTES, AUTO_METADATA_BYTES_PER_INPUT_BYTE, ArenaBase, DecodeConfig,
+    PayloadMode, Reader, metadata_budget,
+};
 pub use writer::{Sink, SizeCursor, put_tag, put_varint};
 
 /// Wire type 0: varint.

@@ -56,6 +56,9 @@ pub struct DecodeConfig {
     /// When set, strings longer than the inline capacity point into the input instead of being
     /// copied; the token must keep the input alive and unmodified (see [`DecodeConfig::share_strings`]).
     pub(crate) string_owner: Option<ThinOwner>,
+    /// Heap budget of the decoded structure (see [`metadata_budget`]): 0 = automatic,
+    /// `u64::MAX` = no limit.
+    pub max_metadata_bytes: u64,
 }
 
 impl DecodeConfig {
@@ -69,6 +72,42 @@ impl DecodeConfig {
     }
 }
 
+/// Automatic metadata budget: this much ...
+pub const AUTO_METADATA_BASE_BYTES: u64 = 64 << 20;
+/// ... plus this many bytes per input byte.
+pub const AUTO_METADATA_BYTES_PER_INPUT_BYTE: u64 = 64;
+
+/// The metadata budget of a decode of `input_len` bytes: `max_metadata_bytes` when set, else
+/// [`AUTO_METADATA_BASE_BYTES`] + [`AUTO_METADATA_BYTES_PER_INPUT_BYTE`] × `input_len`.
+///
+/// The budget bounds the memory of everything a decode allocates besides tensor payloads
+/// (which are bounded by the input size and `max_tensor_size_bytes`): each embedded message is
+/// charged its struct size plus a pointer and an allocation header, each string or bytes field
+/// its length plus its container, each packed varint byte 8 bytes (one element), each packed
+/// fixed-size and unknown-field byte 1 byte. Unpacked repeated scalars are not charged (at most
+/// 8 bytes of memory per 2 bytes of input). Growing containers may hold up to twice what was
+/// charged.
+pub fn metadata_budget(max_metadata_bytes: u64, input_len: usize) -> u64 {
+    if max_metadata_bytes != 0 {
+        return max_metadata_bytes;
+    }
+    AUTO_METADATA_BASE_BYTES
+        .saturating_add(AUTO_METADATA_BYTES_PER_INPUT_BYTE.saturating_mul(input_len as u64))
+}
+
+/// Charge of an embedded message of type `M` (struct, box pointer, allocation header).
+#[inline(always)]
+const fn message_charge<M>() -> u64 {
+    (std::mem::size_of::<M>() + 8 + 16) as u64
+}
+
+/// Charge of a string or bytes field of `len` bytes (the value in its container, its bytes and
+/// their allocation header).
+#[inline(always)]
+const fn string_charge(len: usize) -> u64 {
+    (std::mem::size_of::<ProtoString>() + 16 + len) as u64
+}
+
 impl Default for DecodeConfig {
     fn default() -> Self {
         Self {
@@ -78,6 +117,7 @@ impl Default for DecodeConfig {
             skip_raw_data: false,
             max_tensor_size_bytes: 0,
             string_owner: None,
+            max_metadata_bytes: 0,
         }
     }
 }
@@ -92,8 +132,13 @@ pub struct Reader<'a> {
     depth_left: u32,
     tag_start: usize,
     config: &'a DecodeConfig,
+    /// What is left of the metadata budget.
+    meta_left: u64,
+    /// The whole metadata budget (for error messages and parallel shares).
+    meta_budget: u64,
     /// Messages parsed ahead of time (in parallel), keyed by the position of their length
-    /// prefix; each value is a `Result<M, Box<DecodeError>>`.
+    /// prefix; each value is a `(Result<M, Box<DecodeError>>, u64)`: the message and the
+    /// metadata bytes its parse was charged.
     preparsed: Option<HashMap<usize, Box<dyn Any + Send>>>,
 }
 
@@ -129,6 +174,7 @@ impl<'a> Reader<'a> {
     }
 
     fn make(buf: &'a [u8], config: &'a DecodeConfig) -> Self {
+        let budget = metadata_budget(config.max_metadata_bytes, buf.len());
         Self {
             buf,
             pos: 0,
@@ -137,12 +183,21 @@ impl<'a> Reader<'a> {
             depth_left: config.max_depth,
             tag_start: 0,
             config,
+            meta_left: budget,
+            meta_budget: budget,
             preparsed: None,
         }
     }
 
-    /// A reader over `buf[start..end]` at nesting `depth` (used to parse parts in parallel).
-    pub(crate) fn sub_reader(&self, start: usize, end: usize, depth: u32) -> Reader<'a> {
+    /// A reader over `buf[start..end]` at nesting `depth` with a metadata budget of `budget`
+    /// bytes (used to parse parts in parallel).
+    pub(crate) fn sub_reader(
+        &self,
+        start: usize,
+        end: usize,
+        depth: u32,
+        budget: u64,
+    ) -> Reader<'a> {
         Reader {
             buf: self.buf,
             pos: start,
@@ -151,8 +206,42 @@ impl<'a> Reader<'a> {
             depth_left: self.config.max_depth.saturating_sub(depth),
             tag_start: start,
             config: self.config,
+            meta_left: budget,
+            meta_budget: budget,
             preparsed: None,
         }
+    }
+
+    /// The whole metadata budget of this reader.
+    pub(crate) fn metadata_budget(&self) -> u64 {
+        self.meta_budget
+    }
+
+    /// Metadata bytes charged so far.
+    pub fn metadata_used(&self) -> u64 {
+        self.meta_budget - self.meta_left
+    }
+
+    /// Charges `n` bytes to the metadata budget; the error points at `at`.
+    #[inline(always)]
+    fn charge(&mut self, n: u64, at: usize) -> DResult<()> {
+        match self.meta_left.checked_sub(n) {
+            Some(left) => {
+                self.meta_left = left;
+                Ok(())
+            }
+            None => Err(self.metadata_error(at)),
+        }
+    }
+
+    #[cold]
+    fn metadata_error(&self, at: usize) -> Box<DecodeError> {
+        self.err(
+            DecodeErrorKind::MetadataLimit {
+                limit: self.meta_budget,
+            },
+            at,
+        )
     }
 
     /// Sets the absolute offset of `buf[0]` in the whole input (for error messages).
@@ -348,10 +437,12 @@ impl<'a> Reader<'a> {
         Ok(s)
     }
 
-    /// Reads a `string` / `bytes` field.
+    /// Reads a `string` / `bytes` field (charged to the metadata budget).
     #[inline]
     pub fn read_string(&mut self) -> DResult<ProtoString> {
+        let at = self.pos;
         let bytes = self.read_bytes()?;
+        self.charge(string_charge(bytes.len()), at)?;
         Ok(match &self.config.string_owner {
             // SAFETY: `share_strings`' contract: the owner keeps the input alive and these bytes
             // unmodified.
@@ -418,6 +509,7 @@ impl<'a> Reader<'a> {
                 len_at,
             ));
         }
+        self.charge(message_charge::<M>(), len_at)?;
         let saved_limit = self.limit;
         self.limit = self.pos + len;
         self.depth_left -= 1;
@@ -428,12 +520,24 @@ impl<'a> Reader<'a> {
     }
 
     /// Takes a message parsed ahead of time for the field at the current position (just after
-    /// its tag), skipping its bytes; `None` when there is none.
+    /// its tag), skipping its bytes; `None` when there is none — or when its parse ran out of
+    /// its share of the metadata budget, or what it was charged does not fit in what is left:
+    /// the caller then parses it in place, which fails exactly where a sequential parse does.
     #[inline]
     pub fn take_preparsed<M: 'static>(&mut self) -> Option<DResult<M>> {
         let map = self.preparsed.as_mut()?;
         let boxed = map.remove(&self.pos)?;
-        let result = *boxed.downcast::<DResult<M>>().ok()?;
+        let (result, used) = *boxed.downcast::<(DResult<M>, u64)>().ok()?;
+        if let Err(e) = &result
+            && matches!(e.kind, DecodeErrorKind::MetadataLimit { .. })
+        {
+            return None;
+        }
+        let charge = used + message_charge::<M>();
+        if charge > self.meta_left {
+            return None;
+        }
+        self.meta_left -= charge;
         // The length was validated when the part was scheduled; re-read to advance.
         if let Err(e) = self.read_bytes() {
             return Some(Err(e));
@@ -444,7 +548,10 @@ impl<'a> Reader<'a> {
     /// Reads a packed run of varints, calling `f` for each.
     #[inline]
     pub fn read_packed_varints(&mut self, mut f: impl FnMut(u64)) -> DResult<()> {
+        let at = self.pos;
         let len = self.read_len()?;
+        // At most one element per byte, each up to 8 bytes in memory.
+        self.charge(8 * len as u64, at)?;
         let end = self.pos + len;
         let saved_limit = self.limit;
         self.limit = end;
@@ -475,6 +582,7 @@ impl<'a> Reader<'a> {
         if bytes.len() % n != 0 {
             return Err(self.err(DecodeErrorKind::BadPackedLength, at));
         }
+        self.charge(bytes.len() as u64, at)?;
         Ok(bytes)
     }
 
@@ -483,6 +591,7 @@ impl<'a> Reader<'a> {
     pub fn skip_unknown(&mut self, tag: u32, unknown: &mut UnknownFields) -> DResult<()> {
         let start = self.tag_start;
         self.skip_value(tag)?;
+        self.charge((self.pos - start) as u64, start)?;
         unknown.push_raw(&self.buf[start..self.pos]);
         Ok(())
     }
