@@ -228,6 +228,20 @@ static void test_encrypted_external_data(void) {
     skip.load_external_data = false;
     CHECK_OK(onnxl_load_model_with_external_data(model, NULL, &skip, &back));
     CHECK(back != NULL && !big_ok(back));
+    /* Checking references without loading: the key and checksums come from the options; the
+     * keyless check names the encrypted file; a wrong key is an authentication failure. */
+    CHECK_OK(onnxl_check_external_data_with_options(back, tmp_dir, &lo));
+    CHECK_STATUS(onnxl_check_external_data_with_options(back, tmp_dir, NULL),
+                 ONNXL_STATUS_EXTERNAL_DATA, "ext.onnx.data");
+    CHECK_STATUS(onnxl_check_external_data(back, tmp_dir, true), ONNXL_STATUS_EXTERNAL_DATA,
+                 "no passphrase");
+    {
+      OnnxlExternalLoadOptions bad = lo;
+      bad.key = wrong_key;
+      bad.key_len = sizeof wrong_key;
+      CHECK_STATUS(onnxl_check_external_data_with_options(back, tmp_dir, &bad),
+                   ONNXL_STATUS_AUTHENTICATION, "ext.onnx.data");
+    }
     CHECK_OK(onnxl_load_external_data_for_model(back, tmp_dir, NULL, &lo));
     CHECK(big_ok(back));
     onnxl_model_proto_free(back);

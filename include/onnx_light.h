@@ -13047,7 +13047,8 @@ OnnxlStatus onnxl_save_model_with_external_data(const struct OnnxlModelProto *mo
  * Checks every external reference of `model` relative to `dir` without loading anything:
  * locations obey the path rules and open, ranges lie inside their files, lengths match
  * dims × element type, and (with `verify_checksums`) checksums match. Returns OK, or the status
- * of the first problem with a message listing every problem.
+ * of the first problem with a message listing every problem. Encrypted weight files need a key:
+ * see `onnxl_check_external_data_with_options`.
  *
  * # Safety
  * `model` NULL or live; `dir` NULL or NUL-terminated.
@@ -13055,6 +13056,20 @@ OnnxlStatus onnxl_save_model_with_external_data(const struct OnnxlModelProto *mo
 OnnxlStatus onnxl_check_external_data(const struct OnnxlModelProto *model,
                                       const char *dir,
                                       bool verify_checksums);
+
+/**
+ * `onnxl_check_external_data` with external-data load options: `verify_checksums` and the
+ * passphrase of encrypted (ONNXCRYS) weight files (`has_key`, `key`, `key_len`) are taken from
+ * `opts` (NULL = the defaults of `onnxl_external_load_options_default`: checksums not
+ * verified, no key).
+ *
+ * # Safety
+ * `model` NULL or live; `dir` NULL or NUL-terminated; `opts` NULL or a valid options struct
+ * (its `struct_size` bytes readable, its strings and key valid).
+ */
+OnnxlStatus onnxl_check_external_data_with_options(const struct OnnxlModelProto *model,
+                                                   const char *dir,
+                                                   const struct OnnxlExternalLoadOptions *opts);
 
 /**
  * Moves every tensor payload of at least `threshold` bytes into ONE new buffer whose start and

@@ -425,7 +425,8 @@ pub unsafe extern "C" fn onnxl_save_model_with_external_data(
 /// Checks every external reference of `model` relative to `dir` without loading anything:
 /// locations obey the path rules and open, ranges lie inside their files, lengths match
 /// dims × element type, and (with `verify_checksums`) checksums match. Returns OK, or the status
-/// of the first problem with a message listing every problem.
+/// of the first problem with a message listing every problem. Encrypted weight files need a key:
+/// see `onnxl_check_external_data_with_options`.
 ///
 /// # Safety
 /// `model` NULL or live; `dir` NULL or NUL-terminated.
@@ -440,23 +441,53 @@ pub unsafe extern "C" fn onnxl_check_external_data(
         let m = unsafe { try_ref(model, "model") }?;
         // SAFETY: forwarded contract.
         let dir = unsafe { c_path(dir, "dir") }?;
-        let report = external::check_external_data(
-            m,
-            &dir,
-            &ParseOptions::default(),
-            verify_checksums,
-            None,
-        );
-        let Some(first) = report.problems.first() else {
-            return Ok(());
-        };
-        let status = super::status::status_of(first);
-        let text: Vec<String> = report.problems.iter().map(Error::to_string).collect();
-        Err(FfiError::new(
-            status,
-            format!("{} problem(s): {}", text.len(), text.join("; ")),
-        ))
+        check(m, &dir, &ParseOptions::default(), verify_checksums)
     })
+}
+
+/// `onnxl_check_external_data` with external-data load options: `verify_checksums` and the
+/// passphrase of encrypted (ONNXCRYS) weight files (`has_key`, `key`, `key_len`) are taken from
+/// `opts` (NULL = the defaults of `onnxl_external_load_options_default`: checksums not
+/// verified, no key).
+///
+/// # Safety
+/// `model` NULL or live; `dir` NULL or NUL-terminated; `opts` NULL or a valid options struct
+/// (its `struct_size` bytes readable, its strings and key valid).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn onnxl_check_external_data_with_options(
+    model: *const OnnxlModelProto,
+    dir: *const c_char,
+    opts: *const OnnxlExternalLoadOptions,
+) -> OnnxlStatus {
+    ffi_status(|| {
+        // SAFETY: forwarded contract.
+        let m = unsafe { try_ref(model, "model") }?;
+        // SAFETY: forwarded contract.
+        let dir = unsafe { c_path(dir, "dir") }?;
+        // SAFETY: forwarded contract (no parse options).
+        let popts = unsafe { load_options(std::ptr::null(), opts) }?;
+        let verify = popts.verify_external_checksums;
+        check(m, &dir, &popts, verify)
+    })
+}
+
+/// The check of both entry points: OK, or the first problem's status with every problem listed.
+fn check(
+    m: &crate::proto::ModelProto,
+    dir: &std::path::Path,
+    opts: &ParseOptions,
+    verify: bool,
+) -> Result<(), FfiError> {
+    let report = external::check_external_data(m, dir, opts, verify, None);
+    let Some(first) = report.problems.first() else {
+        return Ok(());
+    };
+    let status = super::status::status_of(first);
+    let text: Vec<String> = report.problems.iter().map(Error::to_string).collect();
+    Err(FfiError::new(
+        status,
+        format!("{} problem(s): {}", text.len(), text.join("; ")),
+    ))
 }
 
 /// Moves every tensor payload of at least `threshold` bytes into ONE new buffer whose start and
