@@ -16,39 +16,10 @@
 #include <limits.h>
 #include <sys/stat.h>
 
+#include "test_maps.h"
 #include "test_util.h"
 
 static char model_path[PATH_MAX], data_path[PATH_MAX], dir[PATH_MAX / 2];
-
-/* Number of mappings of `file` in /proc/self/maps that contain `p` (all of them for NULL). */
-static int mappings_of(const char *file, const void *p) {
-  char real[PATH_MAX], line[PATH_MAX + 256];
-  FILE *maps;
-  int count = 0;
-  if (realpath(file, real) == NULL || (maps = fopen("/proc/self/maps", "r")) == NULL) {
-    return -1;
-  }
-  while (fgets(line, sizeof line, maps) != NULL) {
-    unsigned long long start, end;
-    const char *path = strchr(line, '/');
-    size_t n;
-    if (path == NULL || sscanf(line, "%llx-%llx", &start, &end) != 2) {
-      continue;
-    }
-    n = strlen(path);
-    if (n > 0 && path[n - 1] == '\n') {
-      n -= 1;
-    }
-    if (n != strlen(real) || strncmp(path, real, n) != 0) {
-      continue;
-    }
-    if (p == NULL || ((uintptr_t)p >= start && (uintptr_t)p < end)) {
-      count += 1;
-    }
-  }
-  fclose(maps);
-  return count;
-}
 
 static uint8_t blob_a[20000], blob_b[5], blob_s[7], lent[3000];
 static int released = 0;
