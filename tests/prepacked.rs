@@ -593,3 +593,32 @@ fn blobs_in_encrypted_weight_files_round_trip_in_both_modes() {
     let e = onnx_light::load_model_with_prepacked(d.model(), &ParseOptions::default()).unwrap_err();
     assert!(e.to_string().contains("passphrase"), "{e}");
 }
+
+#[test]
+fn blobs_of_an_initializer_are_exactly_its_own() {
+    let mut b = PrepackedBlobs::new();
+    for (init, key) in [("W", "b"), ("W2", "a"), ("V", "z"), ("W", "a"), ("", "x")] {
+        if init.is_empty() {
+            assert!(
+                b.attach(init, key, vec![1]).is_err(),
+                "empty initializer name"
+            );
+            continue;
+        }
+        b.attach(init, key, pattern(4, key.as_bytes()[0])).unwrap();
+    }
+    let keys = |i| {
+        b.blobs_of(i)
+            .map(|(k, _)| k.to_string())
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(keys("W"), ["a", "b"]);
+    assert_eq!(keys("W2"), ["a"]);
+    assert_eq!(keys("V"), ["z"]);
+    assert!(keys("X").is_empty() && keys("").is_empty());
+    assert_eq!(b.keys_for("W").collect::<Vec<_>>(), ["a", "b"]);
+    assert_eq!(
+        b.blobs_of("W").next().unwrap().1.buffer(0),
+        Some(&pattern(4, b'a')[..])
+    );
+}

@@ -157,12 +157,21 @@ impl PrepackedBlobs {
         self.map.remove(&(initializer.to_string(), key.to_string()))
     }
 
+    /// The blobs of `initializer` as (key, blob), in key order (a range of the ordered map, not
+    /// a scan of every blob).
+    pub fn blobs_of<'a>(
+        &'a self,
+        initializer: &'a str,
+    ) -> impl Iterator<Item = (&'a str, &'a PrepackedBlob)> + 'a {
+        self.map
+            .range((initializer.to_owned(), String::new())..)
+            .take_while(move |((i, _), _)| i == initializer)
+            .map(|((_, k), b)| (k.as_str(), b))
+    }
+
     /// The keys of the blobs of `initializer`, in order.
     pub fn keys_for<'a>(&'a self, initializer: &'a str) -> impl Iterator<Item = &'a str> + 'a {
-        self.map
-            .iter()
-            .filter(move |((i, _), _)| i == initializer)
-            .map(|((_, k), _)| k.as_str())
+        self.blobs_of(initializer).map(|(k, _)| k)
     }
 
     /// The names of the initializers that have blobs, in order, once each.

@@ -733,11 +733,7 @@ fn save_impl(
         }
         // The tensor and its blobs stay together in one file.
         let blob_len: u64 = match (carried, blobs) {
-            (Some(name), Some(store)) => store
-                .iter()
-                .filter(|(i, _, _)| *i == name)
-                .map(|(_, _, b)| b.total_len())
-                .sum(),
+            (Some(name), Some(store)) => store.blobs_of(name).map(|(_, b)| b.total_len()).sum(),
             _ => 0,
         };
         let (file, offset) = match &primary {
@@ -788,7 +784,7 @@ fn save_impl(
         // Its blobs, right after it, in key order: ONNX Runtime's `prepacked_N` entries.
         if let (Some(name), Some(store)) = (carried, blobs) {
             let mut entries = Vec::new();
-            for (n, (_, key, blob)) in store.iter().filter(|(i, _, _)| *i == name).enumerate() {
+            for (n, (key, blob)) in store.blobs_of(name).enumerate() {
                 let mut value = key.to_string();
                 for buf in &blob.buffers {
                     let b = buf.as_slice();
