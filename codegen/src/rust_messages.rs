@@ -516,12 +516,19 @@ fn gen_decode_arms(o: &mut String, m: &MessageDef, f: &FieldDef) {
             }
         }
         (Label::Repeated, Kind::String | Kind::Bytes) => {
+            writeln!(o, "                {} => {{", t(2)).unwrap();
             writeln!(
                 o,
-                "                {} => self.{name}.push(r.read_string(){path}?),",
+                "                    r.reserve_run(&mut self.{name}, {});",
                 t(2)
             )
             .unwrap();
+            writeln!(
+                o,
+                "                    self.{name}.push(r.read_string(){path}?);"
+            )
+            .unwrap();
+            writeln!(o, "                }}").unwrap();
         }
         (Label::Repeated, Kind::Message(mt)) => {
             let mt = rust_type_name(mt);
@@ -540,7 +547,12 @@ fn gen_decode_arms(o: &mut String, m: &MessageDef, f: &FieldDef) {
             }
             // decode in place: no move of the (large) element after decoding
             writeln!(o, "                    let i = self.{name}.len();").unwrap();
-            writeln!(o, "                    self.{name}.push_default();").unwrap();
+            writeln!(
+                o,
+                "                    self.{name}.push_default_sized(|max| r.run_length({}, max));",
+                t(2)
+            )
+            .unwrap();
             writeln!(
                 o,
                 "                    r.read_message(&mut self.{name}[i]).map_err(|e| e.at(\"{}\", Some(i)))?;",

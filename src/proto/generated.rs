@@ -108,25 +108,28 @@ impl Message for AttributeProto {
                 }
                 64 => self.ints.push(r.read_varint().map_err(|e| e.at("ints", None))? as i64),
                 66 => r.read_packed_varints(|v| self.ints.push(v as i64)).map_err(|e| e.at("ints", None))?,
-                74 => self.strings.push(r.read_string().map_err(|e| e.at("strings", None))?),
+                74 => {
+                    r.reserve_run(&mut self.strings, 74);
+                    self.strings.push(r.read_string().map_err(|e| e.at("strings", None))?);
+                }
                 82 => {
                     let i = self.tensors.len();
-                    self.tensors.push_default();
+                    self.tensors.push_default_sized(|max| r.run_length(82, max));
                     r.read_message(&mut self.tensors[i]).map_err(|e| e.at("tensors", Some(i)))?;
                 }
                 90 => {
                     let i = self.graphs.len();
-                    self.graphs.push_default();
+                    self.graphs.push_default_sized(|max| r.run_length(90, max));
                     r.read_message(&mut self.graphs[i]).map_err(|e| e.at("graphs", Some(i)))?;
                 }
                 186 => {
                     let i = self.sparse_tensors.len();
-                    self.sparse_tensors.push_default();
+                    self.sparse_tensors.push_default_sized(|max| r.run_length(186, max));
                     r.read_message(&mut self.sparse_tensors[i]).map_err(|e| e.at("sparse_tensors", Some(i)))?;
                 }
                 122 => {
                     let i = self.type_protos.len();
-                    self.type_protos.push_default();
+                    self.type_protos.push_default_sized(|max| r.run_length(122, max));
                     r.read_message(&mut self.type_protos[i]).map_err(|e| e.at("type_protos", Some(i)))?;
                 }
                 _ => r.skip_unknown(tag, &mut self.unknown_fields)?,
@@ -644,7 +647,7 @@ impl Message for ValueInfoProto {
                 26 => self.doc_string = Some(r.read_string().map_err(|e| e.at("doc_string", None))?),
                 34 => {
                     let i = self.metadata_props.len();
-                    self.metadata_props.push_default();
+                    self.metadata_props.push_default_sized(|max| r.run_length(34, max));
                     r.read_message(&mut self.metadata_props[i]).map_err(|e| e.at("metadata_props", Some(i)))?;
                 }
                 _ => r.skip_unknown(tag, &mut self.unknown_fields)?,
@@ -833,26 +836,32 @@ impl Message for NodeProto {
     fn merge_from(&mut self, r: &mut Reader<'_>) -> Result<(), Box<DecodeError>> {
         while let Some(tag) = r.read_tag()? {
             match tag {
-                10 => self.input.push(r.read_string().map_err(|e| e.at("input", None))?),
-                18 => self.output.push(r.read_string().map_err(|e| e.at("output", None))?),
+                10 => {
+                    r.reserve_run(&mut self.input, 10);
+                    self.input.push(r.read_string().map_err(|e| e.at("input", None))?);
+                }
+                18 => {
+                    r.reserve_run(&mut self.output, 18);
+                    self.output.push(r.read_string().map_err(|e| e.at("output", None))?);
+                }
                 26 => self.name = Some(r.read_string().map_err(|e| e.at("name", None))?),
                 34 => self.op_type = Some(r.read_string().map_err(|e| e.at("op_type", None))?),
                 58 => self.domain = Some(r.read_string().map_err(|e| e.at("domain", None))?),
                 66 => self.overload = Some(r.read_string().map_err(|e| e.at("overload", None))?),
                 42 => {
                     let i = self.attribute.len();
-                    self.attribute.push_default();
+                    self.attribute.push_default_sized(|max| r.run_length(42, max));
                     r.read_message(&mut self.attribute[i]).map_err(|e| e.at("attribute", Some(i)))?;
                 }
                 50 => self.doc_string = Some(r.read_string().map_err(|e| e.at("doc_string", None))?),
                 74 => {
                     let i = self.metadata_props.len();
-                    self.metadata_props.push_default();
+                    self.metadata_props.push_default_sized(|max| r.run_length(74, max));
                     r.read_message(&mut self.metadata_props[i]).map_err(|e| e.at("metadata_props", Some(i)))?;
                 }
                 82 => {
                     let i = self.device_configurations.len();
-                    self.device_configurations.push_default();
+                    self.device_configurations.push_default_sized(|max| r.run_length(82, max));
                     r.read_message(&mut self.device_configurations[i]).map_err(|e| e.at("device_configurations", Some(i)))?;
                 }
                 _ => r.skip_unknown(tag, &mut self.unknown_fields)?,
@@ -1247,7 +1256,7 @@ impl Message for NodeDeviceConfigurationProto {
                 10 => self.configuration_id = Some(r.read_string().map_err(|e| e.at("configuration_id", None))?),
                 18 => {
                     let i = self.sharding_spec.len();
-                    self.sharding_spec.push_default();
+                    self.sharding_spec.push_default_sized(|max| r.run_length(18, max));
                     r.read_message(&mut self.sharding_spec[i]).map_err(|e| e.at("sharding_spec", Some(i)))?;
                 }
                 24 => self.pipeline_stage = Some(r.read_varint().map_err(|e| e.at("pipeline_stage", None))? as i32),
@@ -1389,12 +1398,12 @@ impl Message for ShardingSpecProto {
                 18 => r.read_packed_varints(|v| self.device.push(v as i64)).map_err(|e| e.at("device", None))?,
                 26 => {
                     let i = self.index_to_device_group_map.len();
-                    self.index_to_device_group_map.push_default();
+                    self.index_to_device_group_map.push_default_sized(|max| r.run_length(26, max));
                     r.read_message(&mut self.index_to_device_group_map[i]).map_err(|e| e.at("index_to_device_group_map", Some(i)))?;
                 }
                 34 => {
                     let i = self.sharded_dim.len();
-                    self.sharded_dim.push_default();
+                    self.sharded_dim.push_default_sized(|max| r.run_length(34, max));
                     r.read_message(&mut self.sharded_dim[i]).map_err(|e| e.at("sharded_dim", Some(i)))?;
                 }
                 _ => r.skip_unknown(tag, &mut self.unknown_fields)?,
@@ -1545,7 +1554,7 @@ impl Message for ShardedDimProto {
                 8 => self.axis = Some(r.read_varint().map_err(|e| e.at("axis", None))? as i64),
                 18 => {
                     let i = self.simple_sharding.len();
-                    self.simple_sharding.push_default();
+                    self.simple_sharding.push_default_sized(|max| r.run_length(18, max));
                     r.read_message(&mut self.simple_sharding[i]).map_err(|e| e.at("simple_sharding", Some(i)))?;
                 }
                 _ => r.skip_unknown(tag, &mut self.unknown_fields)?,
@@ -1808,12 +1817,12 @@ impl Message for TrainingInfoProto {
                 18 => r.read_message(self.algorithm.get_or_insert_with(|| Box::new(GraphProto::new())).as_mut()).map_err(|e| e.at("algorithm", None))?,
                 26 => {
                     let i = self.initialization_binding.len();
-                    self.initialization_binding.push_default();
+                    self.initialization_binding.push_default_sized(|max| r.run_length(26, max));
                     r.read_message(&mut self.initialization_binding[i]).map_err(|e| e.at("initialization_binding", Some(i)))?;
                 }
                 34 => {
                     let i = self.update_binding.len();
-                    self.update_binding.push_default();
+                    self.update_binding.push_default_sized(|max| r.run_length(34, max));
                     r.read_message(&mut self.update_binding[i]).map_err(|e| e.at("update_binding", Some(i)))?;
                 }
                 _ => r.skip_unknown(tag, &mut self.unknown_fields)?,
@@ -2018,7 +2027,7 @@ impl Message for ModelProto {
                 8 => self.ir_version = Some(r.read_varint().map_err(|e| e.at("ir_version", None))? as i64),
                 66 => {
                     let i = self.opset_import.len();
-                    self.opset_import.push_default();
+                    self.opset_import.push_default_sized(|max| r.run_length(66, max));
                     r.read_message(&mut self.opset_import[i]).map_err(|e| e.at("opset_import", Some(i)))?;
                 }
                 18 => self.producer_name = Some(r.read_string().map_err(|e| e.at("producer_name", None))?),
@@ -2029,22 +2038,22 @@ impl Message for ModelProto {
                 58 => r.read_message(self.graph.get_or_insert_with(|| Box::new(GraphProto::new())).as_mut()).map_err(|e| e.at("graph", None))?,
                 114 => {
                     let i = self.metadata_props.len();
-                    self.metadata_props.push_default();
+                    self.metadata_props.push_default_sized(|max| r.run_length(114, max));
                     r.read_message(&mut self.metadata_props[i]).map_err(|e| e.at("metadata_props", Some(i)))?;
                 }
                 162 => {
                     let i = self.training_info.len();
-                    self.training_info.push_default();
+                    self.training_info.push_default_sized(|max| r.run_length(162, max));
                     r.read_message(&mut self.training_info[i]).map_err(|e| e.at("training_info", Some(i)))?;
                 }
                 202 => {
                     let i = self.functions.len();
-                    self.functions.push_default();
+                    self.functions.push_default_sized(|max| r.run_length(202, max));
                     r.read_message(&mut self.functions[i]).map_err(|e| e.at("functions", Some(i)))?;
                 }
                 210 => {
                     let i = self.configuration.len();
-                    self.configuration.push_default();
+                    self.configuration.push_default_sized(|max| r.run_length(210, max));
                     r.read_message(&mut self.configuration[i]).map_err(|e| e.at("configuration", Some(i)))?;
                 }
                 _ => r.skip_unknown(tag, &mut self.unknown_fields)?,
@@ -2406,7 +2415,10 @@ impl Message for DeviceConfigurationProto {
             match tag {
                 10 => self.name = Some(r.read_string().map_err(|e| e.at("name", None))?),
                 16 => self.num_devices = Some(r.read_varint().map_err(|e| e.at("num_devices", None))? as i32),
-                26 => self.device.push(r.read_string().map_err(|e| e.at("device", None))?),
+                26 => {
+                    r.reserve_run(&mut self.device, 26);
+                    self.device.push(r.read_string().map_err(|e| e.at("device", None))?);
+                }
                 _ => r.skip_unknown(tag, &mut self.unknown_fields)?,
             }
         }
@@ -2638,7 +2650,7 @@ impl Message for TensorAnnotation {
                 10 => self.tensor_name = Some(r.read_string().map_err(|e| e.at("tensor_name", None))?),
                 18 => {
                     let i = self.quant_parameter_tensor_names.len();
-                    self.quant_parameter_tensor_names.push_default();
+                    self.quant_parameter_tensor_names.push_default_sized(|max| r.run_length(18, max));
                     r.read_message(&mut self.quant_parameter_tensor_names[i]).map_err(|e| e.at("quant_parameter_tensor_names", Some(i)))?;
                 }
                 _ => r.skip_unknown(tag, &mut self.unknown_fields)?,
@@ -2771,7 +2783,7 @@ impl Message for GraphProto {
             match tag {
                 10 => {
                     let i = self.node.len();
-                    self.node.push_default();
+                    self.node.push_default_sized(|max| r.run_length(10, max));
                     r.read_message(&mut self.node[i]).map_err(|e| e.at("node", Some(i)))?;
                 }
                 18 => self.name = Some(r.read_string().map_err(|e| e.at("name", None))?),
@@ -2782,38 +2794,38 @@ impl Message for GraphProto {
                         continue;
                     }
                     let i = self.initializer.len();
-                    self.initializer.push_default();
+                    self.initializer.push_default_sized(|max| r.run_length(42, max));
                     r.read_message(&mut self.initializer[i]).map_err(|e| e.at("initializer", Some(i)))?;
                 }
                 122 => {
                     let i = self.sparse_initializer.len();
-                    self.sparse_initializer.push_default();
+                    self.sparse_initializer.push_default_sized(|max| r.run_length(122, max));
                     r.read_message(&mut self.sparse_initializer[i]).map_err(|e| e.at("sparse_initializer", Some(i)))?;
                 }
                 82 => self.doc_string = Some(r.read_string().map_err(|e| e.at("doc_string", None))?),
                 90 => {
                     let i = self.input.len();
-                    self.input.push_default();
+                    self.input.push_default_sized(|max| r.run_length(90, max));
                     r.read_message(&mut self.input[i]).map_err(|e| e.at("input", Some(i)))?;
                 }
                 98 => {
                     let i = self.output.len();
-                    self.output.push_default();
+                    self.output.push_default_sized(|max| r.run_length(98, max));
                     r.read_message(&mut self.output[i]).map_err(|e| e.at("output", Some(i)))?;
                 }
                 106 => {
                     let i = self.value_info.len();
-                    self.value_info.push_default();
+                    self.value_info.push_default_sized(|max| r.run_length(106, max));
                     r.read_message(&mut self.value_info[i]).map_err(|e| e.at("value_info", Some(i)))?;
                 }
                 114 => {
                     let i = self.quantization_annotation.len();
-                    self.quantization_annotation.push_default();
+                    self.quantization_annotation.push_default_sized(|max| r.run_length(114, max));
                     r.read_message(&mut self.quantization_annotation[i]).map_err(|e| e.at("quantization_annotation", Some(i)))?;
                 }
                 130 => {
                     let i = self.metadata_props.len();
-                    self.metadata_props.push_default();
+                    self.metadata_props.push_default_sized(|max| r.run_length(130, max));
                     r.read_message(&mut self.metadata_props[i]).map_err(|e| e.at("metadata_props", Some(i)))?;
                 }
                 _ => r.skip_unknown(tag, &mut self.unknown_fields)?,
@@ -3164,7 +3176,10 @@ impl Message for TensorProto {
                 }
                 40 => self.int32_data.push(r.read_varint().map_err(|e| e.at("int32_data", None))? as i32),
                 42 => r.read_packed_varints(|v| self.int32_data.push(v as i32)).map_err(|e| e.at("int32_data", None))?,
-                50 => self.string_data.push(r.read_string().map_err(|e| e.at("string_data", None))?),
+                50 => {
+                    r.reserve_run(&mut self.string_data, 50);
+                    self.string_data.push(r.read_string().map_err(|e| e.at("string_data", None))?);
+                }
                 56 => self.int64_data.push(r.read_varint().map_err(|e| e.at("int64_data", None))? as i64),
                 58 => r.read_packed_varints(|v| self.int64_data.push(v as i64)).map_err(|e| e.at("int64_data", None))?,
                 66 => self.name = Some(r.read_string().map_err(|e| e.at("name", None))?),
@@ -3172,7 +3187,7 @@ impl Message for TensorProto {
                 74 => self.raw_data = r.read_payload().map_err(|e| e.at("raw_data", None))?,
                 106 => {
                     let i = self.external_data.len();
-                    self.external_data.push_default();
+                    self.external_data.push_default_sized(|max| r.run_length(106, max));
                     r.read_message(&mut self.external_data[i]).map_err(|e| e.at("external_data", Some(i)))?;
                 }
                 112 => {
@@ -3193,7 +3208,7 @@ impl Message for TensorProto {
                 90 => r.read_packed_varints(|v| self.uint64_data.push(v)).map_err(|e| e.at("uint64_data", None))?,
                 130 => {
                     let i = self.metadata_props.len();
-                    self.metadata_props.push_default();
+                    self.metadata_props.push_default_sized(|max| r.run_length(130, max));
                     r.read_message(&mut self.metadata_props[i]).map_err(|e| e.at("metadata_props", Some(i)))?;
                 }
                 _ => r.skip_unknown(tag, &mut self.unknown_fields)?,
@@ -3848,7 +3863,7 @@ impl Message for TensorShapeProto {
             match tag {
                 10 => {
                     let i = self.dim.len();
-                    self.dim.push_default();
+                    self.dim.push_default_sized(|max| r.run_length(10, max));
                     r.read_message(&mut self.dim[i]).map_err(|e| e.at("dim", Some(i)))?;
                 }
                 _ => r.skip_unknown(tag, &mut self.unknown_fields)?,
@@ -5220,35 +5235,44 @@ impl Message for FunctionProto {
         while let Some(tag) = r.read_tag()? {
             match tag {
                 10 => self.name = Some(r.read_string().map_err(|e| e.at("name", None))?),
-                34 => self.input.push(r.read_string().map_err(|e| e.at("input", None))?),
-                42 => self.output.push(r.read_string().map_err(|e| e.at("output", None))?),
-                50 => self.attribute.push(r.read_string().map_err(|e| e.at("attribute", None))?),
+                34 => {
+                    r.reserve_run(&mut self.input, 34);
+                    self.input.push(r.read_string().map_err(|e| e.at("input", None))?);
+                }
+                42 => {
+                    r.reserve_run(&mut self.output, 42);
+                    self.output.push(r.read_string().map_err(|e| e.at("output", None))?);
+                }
+                50 => {
+                    r.reserve_run(&mut self.attribute, 50);
+                    self.attribute.push(r.read_string().map_err(|e| e.at("attribute", None))?);
+                }
                 90 => {
                     let i = self.attribute_proto.len();
-                    self.attribute_proto.push_default();
+                    self.attribute_proto.push_default_sized(|max| r.run_length(90, max));
                     r.read_message(&mut self.attribute_proto[i]).map_err(|e| e.at("attribute_proto", Some(i)))?;
                 }
                 58 => {
                     let i = self.node.len();
-                    self.node.push_default();
+                    self.node.push_default_sized(|max| r.run_length(58, max));
                     r.read_message(&mut self.node[i]).map_err(|e| e.at("node", Some(i)))?;
                 }
                 66 => self.doc_string = Some(r.read_string().map_err(|e| e.at("doc_string", None))?),
                 74 => {
                     let i = self.opset_import.len();
-                    self.opset_import.push_default();
+                    self.opset_import.push_default_sized(|max| r.run_length(74, max));
                     r.read_message(&mut self.opset_import[i]).map_err(|e| e.at("opset_import", Some(i)))?;
                 }
                 82 => self.domain = Some(r.read_string().map_err(|e| e.at("domain", None))?),
                 106 => self.overload = Some(r.read_string().map_err(|e| e.at("overload", None))?),
                 98 => {
                     let i = self.value_info.len();
-                    self.value_info.push_default();
+                    self.value_info.push_default_sized(|max| r.run_length(98, max));
                     r.read_message(&mut self.value_info[i]).map_err(|e| e.at("value_info", Some(i)))?;
                 }
                 114 => {
                     let i = self.metadata_props.len();
-                    self.metadata_props.push_default();
+                    self.metadata_props.push_default_sized(|max| r.run_length(114, max));
                     r.read_message(&mut self.metadata_props[i]).map_err(|e| e.at("metadata_props", Some(i)))?;
                 }
                 _ => r.skip_unknown(tag, &mut self.unknown_fields)?,
@@ -5599,27 +5623,27 @@ impl Message for SequenceProto {
                 16 => self.elem_type = Some(r.read_varint().map_err(|e| e.at("elem_type", None))? as i32),
                 26 => {
                     let i = self.tensor_values.len();
-                    self.tensor_values.push_default();
+                    self.tensor_values.push_default_sized(|max| r.run_length(26, max));
                     r.read_message(&mut self.tensor_values[i]).map_err(|e| e.at("tensor_values", Some(i)))?;
                 }
                 34 => {
                     let i = self.sparse_tensor_values.len();
-                    self.sparse_tensor_values.push_default();
+                    self.sparse_tensor_values.push_default_sized(|max| r.run_length(34, max));
                     r.read_message(&mut self.sparse_tensor_values[i]).map_err(|e| e.at("sparse_tensor_values", Some(i)))?;
                 }
                 42 => {
                     let i = self.sequence_values.len();
-                    self.sequence_values.push_default();
+                    self.sequence_values.push_default_sized(|max| r.run_length(42, max));
                     r.read_message(&mut self.sequence_values[i]).map_err(|e| e.at("sequence_values", Some(i)))?;
                 }
                 50 => {
                     let i = self.map_values.len();
-                    self.map_values.push_default();
+                    self.map_values.push_default_sized(|max| r.run_length(50, max));
                     r.read_message(&mut self.map_values[i]).map_err(|e| e.at("map_values", Some(i)))?;
                 }
                 58 => {
                     let i = self.optional_values.len();
-                    self.optional_values.push_default();
+                    self.optional_values.push_default_sized(|max| r.run_length(58, max));
                     r.read_message(&mut self.optional_values[i]).map_err(|e| e.at("optional_values", Some(i)))?;
                 }
                 _ => r.skip_unknown(tag, &mut self.unknown_fields)?,
@@ -5858,7 +5882,10 @@ impl Message for MapProto {
                 16 => self.key_type = Some(r.read_varint().map_err(|e| e.at("key_type", None))? as i32),
                 24 => self.keys.push(r.read_varint().map_err(|e| e.at("keys", None))? as i64),
                 26 => r.read_packed_varints(|v| self.keys.push(v as i64)).map_err(|e| e.at("keys", None))?,
-                34 => self.string_keys.push(r.read_string().map_err(|e| e.at("string_keys", None))?),
+                34 => {
+                    r.reserve_run(&mut self.string_keys, 34);
+                    self.string_keys.push(r.read_string().map_err(|e| e.at("string_keys", None))?);
+                }
                 42 => r.read_message(self.values.get_or_insert_with(|| Box::new(SequenceProto::new())).as_mut()).map_err(|e| e.at("values", None))?,
                 _ => r.skip_unknown(tag, &mut self.unknown_fields)?,
             }

@@ -119,6 +119,12 @@ impl<T> RepeatedField<T> {
         unsafe { std::slice::from_raw_parts_mut(self.order.as_ptr(), self.len) }
     }
 
+    /// Slots of the largest chunk.
+    const fn max_chunk_slots() -> usize {
+        let n = MAX_CHUNK_BYTES / size_of::<T>();
+        if n == 0 { 1 } else { n }
+    }
+
     /// An unoccupied slot: a freed one, else the next unused one of the newest chunk, else the
     /// first of a new chunk of at least `min_cap` slots (whose order array takes over).
     fn take_slot(&mut self, min_cap: usize) -> NonNull<T> {
@@ -147,7 +153,7 @@ impl<T> RepeatedField<T> {
                 (old_total, live_order_cap) = ((*h).total, (*h).live_order_cap);
             }
         }
-        let most = (MAX_CHUNK_BYTES / size_of::<T>()).max(1);
+        let most = Self::max_chunk_slots();
         let cap = self.len.clamp(1, most).max(min_cap);
         let total = old_total
             .checked_add(cap)
@@ -360,7 +366,24 @@ impl<T: Default> RepeatedField<T> {
     /// Appends a default element and returns it for writing.
     #[inline]
     pub fn push_default(&mut self) -> &mut T {
-        let mut p = self.store(T::default());
+        self.push_default_sized(|_| 1)
+    }
+
+    /// [`RepeatedField::push_default`] for decoding: when a new chunk is needed, `run(max)`
+    /// tells how many elements (at most `max`, the largest chunk) are about to be added, and the
+    /// chunk gets room for all of them.
+    #[inline]
+    pub(crate) fn push_default_sized(&mut self, run: impl FnOnce(usize) -> usize) -> &mut T {
+        let full = self.chunks.is_none_or(|h| {
+            // SAFETY: the newest chunk is live.
+            let h = unsafe { &*h.as_ptr() };
+            h.free.is_null() && h.used == h.cap
+        });
+        let most = Self::max_chunk_slots();
+        let min_cap = if full { run(most).min(most) } else { 1 };
+        let mut p = self.take_slot(min_cap);
+        // SAFETY: an unoccupied slot, sized and aligned for `T`.
+        unsafe { p.as_ptr().write(T::default()) };
         self.place(self.len, p);
         // SAFETY: the slot was just filled and is owned by `self`, borrowed mutably.
         unsafe { p.as_mut() }
@@ -626,6 +649,33 @@ impl<T> IntoIterator for RepeatedField<T> {
 mod tests {
     use super::*;
     use std::rc::Rc;
+
+    #[test]
+    fn push_default_sized_makes_one_chunk_for_the_announced_run() {
+        let mut r: RepeatedField<[u64; 4]> = RepeatedField::new();
+        let mut asked = Vec::new();
+        for i in 0..5 {
+            r.push_default_sized(|max| {
+                asked.push(max);
+                5
+            })[0] = i;
+        }
+        // Asked once (the first chunk has room for all five), with the largest chunk as bound.
+        assert_eq!(asked, [RepeatedField::<[u64; 4]>::max_chunk_slots()]);
+        let base = &r[0] as *const [u64; 4];
+        for i in 0..5 {
+            assert_eq!(r[i][0], i as u64);
+            // SAFETY: only pointer arithmetic for the comparison; nothing is read.
+            assert_eq!(&r[i] as *const [u64; 4], unsafe { base.add(i) });
+        }
+        // A run larger than the largest chunk is capped by it (no overflowing layout).
+        let mut big: RepeatedField<Vec<[u8; 16 * 1024]>> = RepeatedField::new();
+        big.push_default_sized(|max| {
+            assert_eq!(max, MAX_CHUNK_BYTES / size_of::<Vec<u8>>());
+            usize::MAX
+        });
+        assert_eq!(big.len(), 1);
+    }
 
     #[test]
     fn element_addresses_survive_growth() {

@@ -545,6 +545,87 @@ impl<'a> Reader<'a> {
         Some(result)
     }
 
+    /// How many values of field `tag` stand in a row from the reader's position: the value
+    /// right after `tag` (just read), then each value whose `tag` directly follows the previous
+    /// one, counting at most `max`. A capacity hint for repeated fields (one allocation of the
+    /// right size instead of several growing ones); it never fails: a malformed value ends the
+    /// count, and the parse itself then reports it. Returns at least 1.
+    #[inline]
+    pub fn run_length(&self, tag: u32, max: usize) -> usize {
+        let buf = &self.buf[..self.limit];
+        let (mut p, mut n) = (self.pos, 0);
+        if tag < 0x80 && tag & 7 == LEN {
+            // The common case, with one-byte tags and lengths.
+            loop {
+                let Some(&len) = buf.get(p) else { break };
+                if len >= 0x80 {
+                    return n + self.run_length_slow(p, tag, max - n);
+                }
+                p += 1 + len as usize;
+                if p > buf.len() {
+                    break;
+                }
+                n += 1;
+                if n >= max || buf.get(p) != Some(&(tag as u8)) {
+                    break;
+                }
+                p += 1;
+            }
+            return n.max(1);
+        }
+        self.run_length_slow(p, tag, max).max(1)
+    }
+
+    /// [`Reader::run_length`] from position `p` for any tag and length (may return 0).
+    #[inline(never)]
+    fn run_length_slow(&self, mut p: usize, tag: u32, max: usize) -> usize {
+        let mut enc = [0u8; 5];
+        let mut tag_len = 0;
+        let mut v = tag;
+        loop {
+            enc[tag_len] = (v as u8 & 0x7f) | if v >= 0x80 { 0x80 } else { 0 };
+            tag_len += 1;
+            v >>= 7;
+            if v == 0 {
+                break;
+            }
+        }
+        let buf = &self.buf[..self.limit];
+        let mut n = 0;
+        while n < max {
+            let Some(next) = value_end(buf, p, tag & 7) else {
+                break;
+            };
+            n += 1;
+            p = next;
+            if buf.get(p..p + tag_len) != Some(&enc[..tag_len]) {
+                break;
+            }
+            p += tag_len;
+        }
+        n
+    }
+
+    /// Makes room in `v` for the run of field `tag` values that starts here (see
+    /// [`Reader::run_length`]) when `v` is full: exactly the run when `v` is empty, else at least
+    /// the run (amortized growth).
+    #[inline(always)]
+    pub fn reserve_run<T>(&self, v: &mut Vec<T>, tag: u32) {
+        if v.len() == v.capacity() {
+            self.grow_for_run(v, tag);
+        }
+    }
+
+    #[inline(never)]
+    fn grow_for_run<T>(&self, v: &mut Vec<T>, tag: u32) {
+        let n = self.run_length(tag, usize::MAX);
+        if v.is_empty() {
+            v.reserve_exact(n);
+        } else {
+            v.reserve(n);
+        }
+    }
+
     /// Reads a packed run of varints, calling `f` for each.
     #[inline]
     pub fn read_packed_varints(&mut self, mut f: impl FnMut(u64)) -> DResult<()> {
@@ -648,5 +729,120 @@ impl<'a> Reader<'a> {
         };
         self.depth_left += 1;
         result
+    }
+}
+
+/// End of the value of wire type `wire_type` that starts at `buf[at]`, or `None` when it is
+/// malformed, runs past `buf` or is a group.
+fn value_end(buf: &[u8], at: usize, wire_type: u32) -> Option<usize> {
+    let varint_end = |at: usize| -> Option<(u64, usize)> {
+        let mut v = 0u64;
+        for (i, &b) in buf.get(at..)?.iter().take(10).enumerate() {
+            v |= ((b & 0x7f) as u64).wrapping_shl(7 * i as u32);
+            if b < 0x80 {
+                return Some((v, at + i + 1));
+            }
+        }
+        None
+    };
+    let end = match wire_type {
+        VARINT => varint_end(at)?.1,
+        FIXED64 => at.checked_add(8)?,
+        FIXED32 => at.checked_add(4)?,
+        LEN => {
+            let (len, body) = varint_end(at)?;
+            body.checked_add(usize::try_from(len).ok()?)?
+        }
+        _ => return None,
+    };
+    (end <= buf.len()).then_some(end)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A reader positioned on the value of the first tag of `buf`, as the generated decoders
+    /// call `run_length` (the tag just read).
+    fn after_first_tag<'a>(buf: &'a [u8], config: &'a DecodeConfig) -> (Reader<'a>, u32) {
+        let mut r = Reader::new(buf, config);
+        let tag = r.read_tag().unwrap().unwrap();
+        (r, tag)
+    }
+
+    #[test]
+    fn run_length_counts_adjacent_values_of_one_field() {
+        let config = DecodeConfig::default();
+        // input "a", input "bc", input "", then output "x", then input "d".
+        let buf = b"\x0a\x01a\x0a\x02bc\x0a\x00\x12\x01x\x0a\x01d";
+        let (r, tag) = after_first_tag(buf, &config);
+        assert_eq!(r.run_length(tag, usize::MAX), 3);
+        assert_eq!(r.run_length(tag, 2), 2);
+        // A two-byte length takes the general path and keeps counting.
+        let mut long = b"\x0a\x01a\x0a\x80\x01".to_vec();
+        long.extend([b'z'; 128]);
+        long.extend(b"\x0a\x00");
+        let (r, tag) = after_first_tag(&long, &config);
+        assert_eq!(r.run_length(tag, usize::MAX), 3);
+        assert_eq!(r.run_length(tag, 2), 2);
+    }
+
+    #[test]
+    fn run_length_handles_every_wire_type_and_multi_byte_tags() {
+        let config = DecodeConfig::default();
+        // field 1 varint x3 (one of them 10 bytes long), then field 2.
+        let buf = b"\x08\x01\x08\xff\xff\xff\xff\xff\xff\xff\xff\xff\x01\x08\x00\x10\x01";
+        let (r, tag) = after_first_tag(buf, &config);
+        assert_eq!(r.run_length(tag, usize::MAX), 3);
+        // fixed32 x2, fixed64 x2
+        let (r, tag) = after_first_tag(b"\x0d\x01\x02\x03\x04\x0d\x01\x02\x03\x04", &config);
+        assert_eq!(r.run_length(tag, usize::MAX), 2);
+        let (r, tag) = after_first_tag(
+            b"\x09\x01\x02\x03\x04\x05\x06\x07\x08\x09\0\0\0\0\0\0\0\0",
+            &config,
+        );
+        assert_eq!(r.run_length(tag, usize::MAX), 2);
+        // field 16 (two-byte tag 0x82 0x01), length-delimited, x2
+        let (r, tag) = after_first_tag(b"\x82\x01\x01a\x82\x01\x00\x82\x02\x00", &config);
+        assert_eq!(r.run_length(tag, usize::MAX), 2);
+    }
+
+    #[test]
+    fn run_length_stops_at_malformed_or_truncated_values_and_is_at_least_one() {
+        let config = DecodeConfig::default();
+        for buf in [
+            &b"\x0a\x05ab"[..],   // first value runs past the end
+            b"\x0a\x01a\x0a\x09", // second value runs past the end
+            b"\x0a\x01a\x0a",     // tag without a value
+            b"\x08\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\x01", // varint over 10 bytes
+            b"\x0a\xff\xff\xff\xff\xff\xff\xff\xff\xff\x01", // absurd length
+        ] {
+            let (r, tag) = after_first_tag(buf, &config);
+            let n = r.run_length(tag, usize::MAX);
+            assert!(n <= 1, "{buf:?}: {n}");
+            assert_eq!(n.max(1), 1);
+        }
+        // The count never reads past the reader's limit (a sub-message's end).
+        let buf = b"\x0a\x01a\x0a\x01b";
+        let mut r = Reader::new(buf, &config);
+        r.limit = 3;
+        let tag = r.read_tag().unwrap().unwrap();
+        assert_eq!(r.run_length(tag, usize::MAX), 1);
+    }
+
+    #[test]
+    fn reserve_run_sizes_empty_vectors_exactly_and_grows_full_ones() {
+        let config = DecodeConfig::default();
+        let buf = b"\x0a\x01a\x0a\x01b\x0a\x01c";
+        let (r, tag) = after_first_tag(buf, &config);
+        let mut v: Vec<u8> = Vec::new();
+        r.reserve_run(&mut v, tag);
+        assert_eq!(v.capacity(), 3);
+        v.extend([1, 2, 3]);
+        r.reserve_run(&mut v, tag);
+        assert!(v.capacity() >= 6, "amortized growth, got {}", v.capacity());
+        let mut roomy: Vec<u8> = Vec::with_capacity(10);
+        r.reserve_run(&mut roomy, tag);
+        assert_eq!(roomy.capacity(), 10);
     }
 }
