@@ -556,8 +556,7 @@ impl<'a> Reader<'a> {
         let (mut p, mut n) = (self.pos, 0);
         if tag < 0x80 && tag & 7 == LEN {
             // The common case, with one-byte tags and lengths.
-            loop {
-                let Some(&len) = buf.get(p) else { break };
+            while let Some(&len) = buf.get(p) {
                 if len >= 0x80 {
                     return n + self.run_length_slow(p, tag, max - n);
                 }
