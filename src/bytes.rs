@@ -322,7 +322,7 @@ impl fmt::Debug for ByteSpan {
 }
 
 /// Bytes stored inline in a [`ProtoString`] (no allocation): most ONNX names fit.
-const INLINE_CAPACITY: usize = 30;
+pub(crate) const INLINE_CAPACITY: usize = 30;
 
 enum StrRepr {
     Inline {
@@ -390,6 +390,17 @@ impl ProtoString {
         Self(StrRepr::Inline {
             len: 0,
             buf: [0; INLINE_CAPACITY],
+        })
+    }
+
+    /// A string holding the first `len` bytes of `window` (at most [`INLINE_CAPACITY`]), copied
+    /// as one fixed-size block; the bytes of `window` past `len` are kept but never read.
+    #[inline(always)]
+    pub(crate) fn inline_from_window(window: &[u8; INLINE_CAPACITY], len: usize) -> Self {
+        debug_assert!(len <= INLINE_CAPACITY);
+        Self(StrRepr::Inline {
+            len: len as u8,
+            buf: *window,
         })
     }
 

@@ -4,7 +4,7 @@ use std::any::Any;
 use std::collections::HashMap;
 
 use super::{END_GROUP, FIXED32, FIXED64, LEN, MAX_FIELD_NUMBER, START_GROUP, VARINT};
-use crate::bytes::{ByteSpan, Owner, ProtoString, ThinOwner, UnknownFields};
+use crate::bytes::{ByteSpan, INLINE_CAPACITY, Owner, ProtoString, ThinOwner, UnknownFields};
 use crate::error::{DecodeError, DecodeErrorKind};
 
 type DResult<T> = Result<T, Box<DecodeError>>;
@@ -443,6 +443,15 @@ impl<'a> Reader<'a> {
         let at = self.pos;
         let bytes = self.read_bytes()?;
         self.charge(string_charge(bytes.len()), at)?;
+        // The common case, a short string: one fixed-size copy of the window that starts with it
+        // (the window may run past the string, not past the input).
+        if bytes.len() <= INLINE_CAPACITY {
+            let start = self.pos - bytes.len();
+            if let Some(window) = self.buf.get(start..start + INLINE_CAPACITY) {
+                let window = window.try_into().expect("window of INLINE_CAPACITY bytes");
+                return Ok(ProtoString::inline_from_window(window, bytes.len()));
+            }
+        }
         Ok(match &self.config.string_owner {
             // SAFETY: `share_strings`' contract: the owner keeps the input alive and these bytes
             // unmodified.
