@@ -48,3 +48,6 @@ pub use options::{
     TensorBufferOptions,
 };
 pub use proto::{GraphProto, ModelProto, NodeProto, TensorProto};
+/// The list type of the short repeated fields (`NodeProto.input`/`output`, `TensorProto.dims`,
+/// `AttributeProto.ints`), re-exported so users need no dependency of their own.
+pub use smallvec::{SmallVec, smallvec};

@@ -374,7 +374,7 @@ fn skip_raw_data_keeps_structure() {
         m.graph()
             .initializer
             .iter()
-            .all(|t| !t.has_raw_data() && t.dims == vec![5000])
+            .all(|t| !t.has_raw_data() && t.dims[..] == [5000])
     );
     assert_eq!(m.graph().node.len(), 3);
 }
@@ -409,7 +409,7 @@ fn unknown_fields_survive_edits_and_messages_merge() {
         )
         .unwrap();
     assert_eq!(merged.name(), "y");
-    assert_eq!(merged.ints, vec![1, 2]);
+    assert_eq!(merged.ints[..], [1, 2]);
 }
 
 #[test]

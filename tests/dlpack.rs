@@ -66,7 +66,7 @@ fn raw_tensor(name: &str, ty: i32, dims: &[i64]) -> TensorProto {
     let mut t = TensorProto::new();
     t.set_name(name);
     t.set_data_type(ty);
-    t.dims = dims.to_vec();
+    t.dims = dims.into();
     t.set_raw_data(
         (0..bytes)
             .map(|i| (i as u8).wrapping_mul(37).wrapping_add(ty as u8))
@@ -239,7 +239,7 @@ fn model_with_counted_owner() -> (ModelProto, Arc<AtomicUsize>, Weak<Counted>, *
     let t = m.mutable_graph().add_initializer();
     t.set_name("w");
     t.set_data_type(1);
-    t.dims = vec![4, 4];
+    t.dims = vec![4, 4].into();
     t.raw_data = Some(span);
     (m, drops, weak, ptr)
 }
@@ -384,7 +384,7 @@ fn typed_fields_are_refused_or_copied_when_asked() {
     let mut t = TensorProto::new();
     t.set_name("f");
     t.set_data_type(1);
-    t.dims = vec![2, 2];
+    t.dims = vec![2, 2].into();
     t.float_data = vec![1.0, -2.5, 3.25, 1e-3];
     let msg = unsupported(to_dlpack_versioned(&mut t, &NEVER).unwrap_err());
     assert!(msg.contains("float_data") && msg.contains("'f'"), "{msg}");
@@ -448,7 +448,7 @@ fn typed_fields_are_refused_or_copied_when_asked() {
     for (ty, fill, want) in cases {
         let mut t = TensorProto::new();
         t.set_data_type(ty);
-        t.dims = vec![2];
+        t.dims = vec![2].into();
         fill(&mut t);
         let e = to_dlpack_versioned(&mut t, &IF_NEEDED).unwrap();
         assert_eq!(e.bytes().unwrap(), &want[..], "type {ty}");
@@ -458,7 +458,7 @@ fn typed_fields_are_refused_or_copied_when_asked() {
     // Wrong number of typed values: refused even with a copy.
     let mut t = TensorProto::new();
     t.set_data_type(1);
-    t.dims = vec![3];
+    t.dims = vec![3].into();
     t.float_data = vec![1.0];
     assert!(invalid(to_dlpack_versioned(&mut t, &IF_NEEDED).unwrap_err()).contains("float_data"));
     // No data at all.
@@ -512,16 +512,16 @@ fn export_refusals() {
     for ty in [8, 0, 27, 28, 99] {
         let mut t = TensorProto::new();
         t.set_data_type(ty);
-        t.dims = vec![1];
+        t.dims = vec![1].into();
         t.set_raw_data(vec![0u8]);
         unsupported(to_dlpack_versioned(&mut t, &ALWAYS).unwrap_err());
     }
     // raw_data of the wrong length.
     let mut t = raw_tensor("w", 1, &[4]);
-    t.dims = vec![5];
+    t.dims = vec![5].into();
     assert!(invalid(to_dlpack_versioned(&mut t, &NEVER).unwrap_err()).contains("raw_data has 16"));
     // Negative dims.
-    t.dims = vec![-4];
+    t.dims = vec![-4].into();
     assert!(invalid(to_dlpack_versioned(&mut t, &NEVER).unwrap_err()).contains("negative"));
     // External data not loaded.
     let mut t = raw_tensor("w", 1, &[4]);
@@ -542,7 +542,7 @@ fn empty_tensor_has_null_data() {
     assert_eq!(e.shape(), &[0, 3]);
     assert_eq!(e.bytes().unwrap(), &[] as &[u8]);
     let back = tensor_from_dlpack(e, ImportMode::Borrow).unwrap();
-    assert_eq!(back.dims, vec![0, 3]);
+    assert_eq!(back.dims[..], [0, 3]);
     assert_eq!(back.raw_data(), &[] as &[u8]);
 }
 
@@ -643,7 +643,7 @@ fn import_borrow_keeps_the_producer_until_the_last_user() {
     let (m, id) = producer(F32, &[2, 3], None, data.clone(), |_| {});
     let ptr = m.dl_tensor().data.cast::<u8>().cast_const();
     let t = tensor_from_dlpack(m, ImportMode::Borrow).unwrap();
-    assert_eq!(t.dims, vec![2, 3]);
+    assert_eq!(t.dims[..], [2, 3]);
     assert_eq!(t.data_type(), 1);
     assert!(!t.has_name());
     assert_eq!(t.raw_data().as_ptr(), ptr, "borrowed, not copied");
@@ -798,8 +798,8 @@ fn import_accepts_row_major_strides_and_any_stride_on_unit_extents() {
     // Minor version 7 of major 1 is fine.
     let (m, _) = producer(F32, &[6], None, data.clone(), |m| m.version.minor = 7);
     assert_eq!(
-        tensor_from_dlpack(m, ImportMode::Copy).unwrap().dims,
-        vec![6]
+        tensor_from_dlpack(m, ImportMode::Copy).unwrap().dims[..],
+        [6]
     );
 }
 
@@ -811,12 +811,12 @@ fn export_then_borrowing_import_round_trips_every_type() {
         // Reinterpret the 64 counted bytes as type v with a fitting shape.
         let bits = data_type(v).bits() as i64;
         t.set_data_type(v);
-        t.dims = vec![64 * 8 / bits];
+        t.dims = vec![64 * 8 / bits].into();
         let e = to_dlpack_versioned(t, &NEVER).unwrap();
         let back = tensor_from_dlpack(e, ImportMode::Borrow).unwrap();
         drop(m);
         assert_eq!(back.data_type(), v);
-        assert_eq!(back.dims, vec![64 * 8 / bits]);
+        assert_eq!(back.dims[..], [64 * 8 / bits]);
         assert_eq!(back.raw_data(), &(0..64u8).collect::<Vec<_>>()[..]);
         assert_eq!(drops.load(Ordering::SeqCst), 0);
         drop(back);

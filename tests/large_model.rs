@@ -74,7 +74,7 @@ fn model_over_2gb_saves_and_loads() {
         assert_eq!(g.initializer[0].raw_data(), &[1, 2, 3, 4]);
         let big = &g.initializer[1];
         assert_eq!(big.name(), "big");
-        assert_eq!(big.dims, vec![BIG as i64]);
+        assert_eq!(big.dims[..], [BIG as i64]);
         assert_eq!(big.raw_data.as_ref().unwrap().is_borrowed(), no_copy);
         check(big.raw_data());
         assert_eq!(m.encoded_len(), size);

@@ -54,7 +54,7 @@ fn tensor(name: &str, ty: i32, dims: &[i64], seed: u8) -> TensorProto {
     let mut t = TensorProto::new();
     t.set_name(name);
     t.set_data_type(ty);
-    t.dims = dims.to_vec();
+    t.dims = dims.into();
     t.set_raw_data(bytes);
     t
 }
@@ -165,7 +165,7 @@ fn writer_output_is_exactly_the_format() {
     assert_eq!(params::save_tensors(&refs).unwrap(), want, "byte-identical");
     assert_eq!(loaded[0].name(), "a");
     assert_eq!(loaded[0].data_type(), 1);
-    assert_eq!(loaded[0].dims, vec![2, 2]);
+    assert_eq!(loaded[0].dims[..], [2, 2]);
     assert_eq!(loaded[1].name(), "bb");
     assert_eq!(loaded[1].data_type(), 3);
     assert_eq!(loaded[1].raw_data(), &[0xFF, 1, 2]);
@@ -232,12 +232,12 @@ fn sub_byte_types_are_one_element_per_byte_sign_extended() {
     let mut i4 = TensorProto::new();
     i4.set_name("i4");
     i4.set_data_type(22);
-    i4.dims = vec![3];
+    i4.dims = vec![3].into();
     i4.set_raw_data(vec![0x78u8, 0x0F]);
     let mut u2 = TensorProto::new();
     u2.set_name("u2");
     u2.set_data_type(25);
-    u2.dims = vec![5];
+    u2.dims = vec![5].into();
     u2.set_raw_data(vec![0b0011_1001u8, 0b01]);
     let bytes = params::save_tensors(&[&i4, &u2]).unwrap();
     let mut l = good();
@@ -270,7 +270,7 @@ fn model() -> ModelProto {
     let mut typed = TensorProto::new();
     typed.set_name("typed");
     typed.set_data_type(6);
-    typed.dims = vec![3];
+    typed.dims = vec![3].into();
     typed.int32_data = vec![-1, 0, 7];
     g.initializer.push(typed);
     m
@@ -305,7 +305,7 @@ fn save_all_or_chosen_initializers() {
     let t = s.mutable_graph().add_initializer();
     t.set_name("s");
     t.set_data_type(8);
-    t.dims = vec![1];
+    t.dims = vec![1].into();
     t.add_string_data("x");
     match params::save_params(&s, None).unwrap_err() {
         Error::Unsupported(msg) => assert!(msg.contains("'s'") && msg.contains("STRING"), "{msg}"),
@@ -332,7 +332,7 @@ fn save_to_file_and_load_into_a_model() {
     typed.set_name("typed");
     typed.set_data_type(1);
     typed.float_data = vec![1.0];
-    typed.dims = vec![1];
+    typed.dims = vec![1].into();
     g.initializer.push(typed);
     g.initializer.push(tensor("extra", 2, &[2], 5));
     let before = dst.clone();
@@ -349,7 +349,7 @@ fn save_to_file_and_load_into_a_model() {
     let g = dst.graph();
     let names: Vec<String> = g.initializer.iter().map(|t| t.name().to_string()).collect();
     assert_eq!(names, ["w", "typed", "extra", "b"]);
-    assert_eq!(g.initializer[0].dims, vec![4, 2]);
+    assert_eq!(g.initializer[0].dims[..], [4, 2]);
     assert_eq!(
         g.initializer[0].raw_data(),
         src.graph().initializer[0].raw_data()

@@ -90,6 +90,26 @@ pub fn proto_decl(f: &schema::FieldDef) -> String {
     format!("{label}{ty} {} = {}{packed};", f.name, f.number)
 }
 
+/// Repeated scalar and string fields that keep their first elements inside the message (a
+/// `SmallVec` with this inline capacity) instead of in a heap allocation: lists that are short in
+/// nearly every real model (a node's inputs and outputs, a tensor's dims, an attribute's ints),
+/// where an allocation each would cost more than parsing them. Every other repeated scalar or
+/// string field is a `Vec`.
+pub const INLINE_LIST_FIELDS: &[(&str, &str, usize)] = &[
+    ("NodeProto", "input", 2),
+    ("NodeProto", "output", 1),
+    ("TensorProto", "dims", 4),
+    ("AttributeProto", "ints", 4),
+];
+
+/// The inline capacity of repeated field `f` of `m`, when it is one of [`INLINE_LIST_FIELDS`].
+pub fn inline_list_capacity(m: &schema::MessageDef, f: &schema::FieldDef) -> Option<usize> {
+    INLINE_LIST_FIELDS
+        .iter()
+        .find(|&&(msg, field, _)| msg == m.name && field == f.name)
+        .map(|&(_, _, n)| n)
+}
+
 /// The oneofs of a message, in declaration order.
 pub fn oneofs(m: &schema::MessageDef) -> Vec<&'static str> {
     let mut out: Vec<&'static str> = Vec::new();

@@ -3,7 +3,7 @@
 use std::fmt::Write;
 
 use crate::schema::{FieldDef, Kind, Label, MESSAGES, MessageDef};
-use crate::{camel, oneofs, proto_decl, rust_type_name, varint_bytes};
+use crate::{camel, inline_list_capacity, oneofs, proto_decl, rust_type_name, varint_bytes};
 
 /// Repeated message fields whose elements may be parsed ahead of time, in parallel.
 const PARALLEL_FIELDS: &[(&str, &str)] = &[("GraphProto", "initializer")];
@@ -167,6 +167,7 @@ pub fn generate() -> String {
          use crate::bytes::{ByteSpan, ProtoString, UnknownFields};\n\
          use crate::error::DecodeError;\n\
          use crate::proto::{Message, RepeatedField};\n\
+         use smallvec::SmallVec;\n\
          use crate::wire::{Reader, SizeCursor, Sink, len_delimited_size, put_varint, varint_len};\n\n",
     );
     for m in MESSAGES {
@@ -304,7 +305,10 @@ fn gen_struct(o: &mut String, m: &MessageDef) {
         let vt = value_type(f.kind);
         let ty = match (f.label, f.kind) {
             (Label::Repeated, Kind::Message(_)) => format!("RepeatedField<{vt}>"),
-            (Label::Repeated, _) => format!("Vec<{vt}>"),
+            (Label::Repeated, _) => match inline_list_capacity(m, f) {
+                Some(n) => format!("SmallVec<[{vt}; {n}]>"),
+                None => format!("Vec<{vt}>"),
+            },
             (Label::Optional, Kind::Message(_)) => {
                 format!("Option<{}>", message_storage(m, f, &vt))
             }
@@ -337,6 +341,7 @@ fn gen_struct(o: &mut String, m: &MessageDef) {
         }
         let init = match f.label {
             Label::Repeated if matches!(f.kind, Kind::Message(_)) => "RepeatedField::new()",
+            Label::Repeated if inline_list_capacity(m, f).is_some() => "SmallVec::new_const()",
             Label::Repeated => "Vec::new()",
             Label::Optional => "None",
         };

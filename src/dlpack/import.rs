@@ -126,7 +126,7 @@ pub(crate) fn build<M: ManagedTensor>(
     mode: ImportMode,
 ) -> TensorProto {
     let mut t = TensorProto::new();
-    t.dims = layout.dims;
+    t.dims = layout.dims.into();
     t.set_data_type(layout.data_type as i32);
     let bytes = if layout.len == 0 {
         drop(m);

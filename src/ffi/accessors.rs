@@ -1029,7 +1029,7 @@ pub unsafe extern "C" fn onnxl_attribute_proto_add_ints(m: *mut OnnxlAttributePr
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_attribute_proto_assign_ints(m: *mut OnnxlAttributeProto, data: *const i64, count: usize) -> OnnxlStatus {
     // SAFETY: forwarded contract above.
-    unsafe { write_copied(m, data, count, |m, v| { m.ints = v; Ok(()) }) }
+    unsafe { write_copied(m, data, count, |m, v| { m.ints = v.into(); Ok(()) }) }
 }
 
 /// Number of `strings` elements (0 when `m` is NULL).
@@ -7079,7 +7079,7 @@ pub unsafe extern "C" fn onnxl_tensor_proto_add_dims(m: *mut OnnxlTensorProto, v
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_tensor_proto_assign_dims(m: *mut OnnxlTensorProto, data: *const i64, count: usize) -> OnnxlStatus {
     // SAFETY: forwarded contract above.
-    unsafe { write_copied(m, data, count, |m, v| { m.dims = v; Ok(()) }) }
+    unsafe { write_copied(m, data, count, |m, v| { m.dims = v.into(); Ok(()) }) }
 }
 
 /// True when `data_type` is set (proto2 presence: set to its default still counts).

@@ -235,6 +235,21 @@ impl<T> Seq<T> for Vec<T> {
     }
 }
 
+impl<A: smallvec::Array> Seq<A::Item> for smallvec::SmallVec<A> {
+    fn seq_len(&self) -> usize {
+        self.len()
+    }
+    fn seq_get(&self, i: usize) -> Option<&A::Item> {
+        self.get(i)
+    }
+    fn seq_get_mut(&mut self, i: usize) -> Option<&mut A::Item> {
+        self.get_mut(i)
+    }
+    fn seq_remove(&mut self, i: usize) {
+        self.remove(i);
+    }
+}
+
 impl<T> Seq<T> for RepeatedField<T> {
     fn seq_len(&self) -> usize {
         self.len()

@@ -413,9 +413,9 @@ fn build_a_model_through_the_accessors() {
         rn.add_output("y");
         let ra = rn.add_attribute();
         ra.set_type(7);
-        ra.ints = vec![7, 3, 4];
+        ra.ints = vec![7, 3, 4].into();
         let rt = rg.add_initializer();
-        rt.dims = vec![2];
+        rt.dims = vec![2].into();
         rt.set_data_type(1);
         rt.set_raw_data(vec![0u8; 8]);
         rg.add_input().mutable_type();

@@ -554,7 +554,7 @@ fn tensors_of(
             let mut t = TensorProto::new();
             t.set_name(e.name);
             t.set_data_type(e.data_type as i32);
-            t.dims = e.dims;
+            t.dims = e.dims.into();
             let span = if e.data_type.bits() < 8 {
                 ByteSpan::from_vec(pack_sub_byte(e.data, e.data_type, e.offset as u64)?)
             } else {

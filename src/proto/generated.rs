@@ -4,6 +4,7 @@
 use crate::bytes::{ByteSpan, ProtoString, UnknownFields};
 use crate::error::DecodeError;
 use crate::proto::{Message, RepeatedField};
+use smallvec::SmallVec;
 use crate::wire::{Reader, SizeCursor, Sink, len_delimited_size, put_varint, varint_len};
 
 /// `onnx.AttributeProto`.
@@ -34,7 +35,7 @@ pub struct AttributeProto {
     /// `repeated float floats = 7;`
     pub floats: Vec<f32>,
     /// `repeated int64 ints = 8;`
-    pub ints: Vec<i64>,
+    pub ints: SmallVec<[i64; 4]>,
     /// `repeated bytes strings = 9;`
     pub strings: Vec<ProtoString>,
     /// `repeated TensorProto tensors = 10;`
@@ -65,7 +66,7 @@ impl AttributeProto {
             sparse_tensor: None,
             tp: None,
             floats: Vec::new(),
-            ints: Vec::new(),
+            ints: SmallVec::new_const(),
             strings: Vec::new(),
             tensors: RepeatedField::new(),
             graphs: RepeatedField::new(),
@@ -788,9 +789,9 @@ impl ValueInfoProto {
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct NodeProto {
     /// `repeated string input = 1;`
-    pub input: Vec<ProtoString>,
+    pub input: SmallVec<[ProtoString; 2]>,
     /// `repeated string output = 2;`
-    pub output: Vec<ProtoString>,
+    pub output: SmallVec<[ProtoString; 1]>,
     /// `optional string name = 3;`
     pub name: Option<ProtoString>,
     /// `optional string op_type = 4;`
@@ -815,8 +816,8 @@ impl NodeProto {
     /// An empty message (every field unset).
     pub const fn new() -> Self {
         Self {
-            input: Vec::new(),
-            output: Vec::new(),
+            input: SmallVec::new_const(),
+            output: SmallVec::new_const(),
             name: None,
             op_type: None,
             domain: None,
@@ -3101,7 +3102,7 @@ impl GraphProto {
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct TensorProto {
     /// `repeated int64 dims = 1;`
-    pub dims: Vec<i64>,
+    pub dims: SmallVec<[i64; 4]>,
     /// `optional int32 data_type = 2;`
     pub data_type: Option<i32>,
     /// `optional TensorProto.Segment segment = 3;`
@@ -3138,7 +3139,7 @@ impl TensorProto {
     /// An empty message (every field unset).
     pub const fn new() -> Self {
         Self {
-            dims: Vec::new(),
+            dims: SmallVec::new_const(),
             data_type: None,
             segment: None,
             float_data: Vec::new(),

@@ -618,14 +618,14 @@ impl<'a> Reader<'a> {
     /// [`Reader::run_length`]) when `v` is full: exactly the run when `v` is empty, else at least
     /// the run (amortized growth).
     #[inline(always)]
-    pub fn reserve_run<T>(&self, v: &mut Vec<T>, tag: u32) {
+    pub fn reserve_run<V: GrowableList>(&self, v: &mut V, tag: u32) {
         if v.len() == v.capacity() {
             self.grow_for_run(v, tag);
         }
     }
 
     #[inline(never)]
-    fn grow_for_run<T>(&self, v: &mut Vec<T>, tag: u32) {
+    fn grow_for_run<V: GrowableList>(&self, v: &mut V, tag: u32) {
         let n = self.run_length(tag, usize::MAX);
         if v.is_empty() {
             v.reserve_exact(n);
@@ -737,6 +737,53 @@ impl<'a> Reader<'a> {
         };
         self.depth_left += 1;
         result
+    }
+}
+
+/// The list types of repeated scalar and string fields (`Vec`, `SmallVec`), for
+/// [`Reader::reserve_run`].
+pub trait GrowableList {
+    /// Number of elements.
+    fn len(&self) -> usize;
+    /// True without elements.
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+    /// Elements it holds without growing.
+    fn capacity(&self) -> usize;
+    /// Room for exactly `n` more.
+    fn reserve_exact(&mut self, n: usize);
+    /// Room for at least `n` more (amortized growth).
+    fn reserve(&mut self, n: usize);
+}
+
+impl<T> GrowableList for Vec<T> {
+    fn len(&self) -> usize {
+        self.len()
+    }
+    fn capacity(&self) -> usize {
+        self.capacity()
+    }
+    fn reserve_exact(&mut self, n: usize) {
+        self.reserve_exact(n)
+    }
+    fn reserve(&mut self, n: usize) {
+        self.reserve(n)
+    }
+}
+
+impl<A: smallvec::Array> GrowableList for smallvec::SmallVec<A> {
+    fn len(&self) -> usize {
+        self.len()
+    }
+    fn capacity(&self) -> usize {
+        self.capacity()
+    }
+    fn reserve_exact(&mut self, n: usize) {
+        self.reserve_exact(n)
+    }
+    fn reserve(&mut self, n: usize) {
+        self.reserve(n)
     }
 }
 
