@@ -829,6 +829,17 @@ fn cli_convert_encrypt_writes_a_fully_encrypted_directory() {
         .unwrap();
     assert!(!o.status.success());
     assert!(!dir.path("x.onnx").exists());
+    // --model-format without --encrypt too.
+    let o = cli()
+        .arg("convert")
+        .arg(&sample)
+        .arg(dir.path("x.onnx"))
+        .args(["--model-format", "2", "--key-file"])
+        .arg(&key_file)
+        .output()
+        .unwrap();
+    assert!(!o.status.success());
+    assert!(!dir.path("x.onnx").exists());
     // With --inline: the one .onnx, encrypted.
     let o = cli()
         .arg("convert")

@@ -65,7 +65,7 @@ pub struct Args {
     encrypt: bool,
     /// Format of OUT with --encrypt: 1, 2, 3 (ONNXCRY3, AES-256-GCM, the default) or chunked,
     /// as `encrypt --format`.
-    #[arg(long, default_value = "3", value_parser = super::crypt::parse_format)]
+    #[arg(long, default_value = "3", value_parser = super::crypt::parse_format, requires = "encrypt")]
     model_format: onnx_light::crypto::EncryptionFormat,
     /// Cipher of encrypted weight files: aes-gcm (default) or chacha20-poly1305.
     #[arg(long, default_value = "aes-gcm", value_parser = super::crypt::parse_cipher)]
