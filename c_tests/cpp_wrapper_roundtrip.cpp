@@ -221,6 +221,14 @@ int main(int argc, char** argv) {
     CHECK(keep.bytes() == "tail");
     CHECK(status_of([&] { (void)loaded.second.get(init, "gemm"); }) == ONNXL_STATUS_OUT_OF_RANGE);
     CHECK(status_of([&] { blobs.add(init, "a|b", "x"); }) == ONNXL_STATUS_INVALID_ARGUMENT);
+    // The model first, its external data (and blobs) after the fact.
+    onnx::ExternalLoadOptions later;
+    later.load_external_data = false;
+    onnx::ModelProto lazy = onnx::LoadModelWithPrepacked(tmp + "/pp_cpp.onnx", onnx::ParseOptions(), later).first;
+    onnx::PrepackedBlobs found = onnx::LoadExternalDataForModelWithPrepacked(lazy, tmp);
+    CHECK(lazy.graph().initializer(0).raw_data() == model.graph().initializer(0).raw_data());
+    CHECK(found.size() == 1 && found.get(init, "gemm", 0) == std::string(5000, 'x'));
+    CHECK(found.get(init, "gemm", 1) == "tail");
   }
 
   // Errors carry the status.

@@ -6,6 +6,8 @@
  *   against /proc/self/maps), the same mapping the initializers borrow from; a blob's owner token
  *   and a tensor's token each keep that mapping alive, and it goes with the last one;
  * - loaded in copy mode: equal bytes, no mapping left;
+ * - the model first, its external data and blobs after the fact
+ *   (onnxl_load_external_data_for_model_with_prepacked), no-copy and copy;
  * - malformed entries as ONNX Runtime handles them: incomplete triples skipped, bad numbers and
  *   ranges outside the file refused (ONNXL_STATUS_EXTERNAL_DATA);
  * - errors: unknown initializer, bad key, missing blob, NULL arguments.
@@ -183,6 +185,70 @@ static void test_copy_load(void) {
   onnxl_prepacked_blobs_free(b);
 }
 
+/* The model without its external data first, then its external data and blobs after the fact
+ * (onnxl_load_external_data_for_model_with_prepacked), in copy and no-copy mode; errors. */
+static void test_external_data_for_model(void) {
+  OnnxlExternalLoadOptions no_load = onnxl_external_load_options_default();
+  OnnxlParseOptions popts = onnxl_parse_options_default();
+  OnnxlModelProto *m = NULL;
+  OnnxlPrepackedBlobs *b = NULL;
+  const OnnxlTensorProto *big = NULL;
+  const uint8_t *t = NULL, *p = NULL;
+  size_t tlen = 0, plen = 0;
+  char missing[PATH_MAX];
+  no_load.load_external_data = false;
+  for (int no_copy = 0; no_copy < 2; ++no_copy) {
+    CHECK_OK(onnxl_load_model_with_external_data(model_path, NULL, &no_load, &m));
+    big = onnxl_graph_proto_initializer(onnxl_model_proto_graph(m), 0);
+    CHECK(VIEW_EQ(onnxl_tensor_proto_name(big), "big"));
+    CHECK(onnxl_tensor_proto_external_data_size(big) > 0);
+    popts.no_copy = no_copy != 0;
+    CHECK_OK(onnxl_load_external_data_for_model_with_prepacked(m, dir, &popts, NULL, &b));
+    CHECK(b != NULL && onnxl_prepacked_blobs_count(b) == 3);
+    check_blob(b, "big", "gemm", 0, blob_a, sizeof blob_a);
+    check_blob(b, "big", "gemm", 1, blob_b, sizeof blob_b);
+    check_blob(b, "big", "lent", 0, lent, sizeof lent);
+    check_blob(b, "small", "s", 0, blob_s, sizeof blob_s);
+    /* The tensors are inline now (the prepacked entries dropped with the references). */
+    CHECK(onnxl_tensor_proto_external_data_size(big) == 0);
+    CHECK_OK(onnxl_tensor_proto_raw_data(big, &t, &tlen));
+    CHECK(tlen == TEST_BIG_COUNT * sizeof(float));
+    CHECK_OK(onnxl_prepacked_blobs_get(b, "big", "gemm", 0, &p, &plen, NULL));
+    /* no_copy: blob and tensor inside the ONE mapping of the weight file; copy: no mapping. */
+    CHECK(mappings_of(data_path, NULL) == (no_copy ? 1 : 0));
+    if (no_copy) {
+      CHECK(mappings_of(data_path, p) == 1 && mappings_of(data_path, t) == 1);
+    }
+    onnxl_prepacked_blobs_free(b);
+    b = NULL;
+    onnxl_model_proto_free(m);
+    m = NULL;
+    CHECK(mappings_of(data_path, NULL) == 0);
+  }
+  /* Errors: a status and a message, the model unchanged, nothing written to blobs_out. */
+  CHECK_OK(onnxl_load_model_with_external_data(model_path, NULL, &no_load, &m));
+  CHECK_STATUS(onnxl_load_external_data_for_model_with_prepacked(m, dir, NULL, NULL, NULL),
+               ONNXL_STATUS_NULL_POINTER, "blobs_out");
+  CHECK_STATUS(onnxl_load_external_data_for_model_with_prepacked(NULL, dir, NULL, NULL, &b),
+               ONNXL_STATUS_NULL_POINTER, "model");
+  CHECK_STATUS(onnxl_load_external_data_for_model_with_prepacked(m, NULL, NULL, NULL, &b),
+               ONNXL_STATUS_NULL_POINTER, "dir");
+  snprintf(missing, sizeof missing, "%s/no-such-dir", dir);
+  CHECK_STATUS(onnxl_load_external_data_for_model_with_prepacked(m, missing, NULL, NULL, &b),
+               ONNXL_STATUS_EXTERNAL_DATA, "big");
+  CHECK(b == NULL);
+  big = onnxl_graph_proto_initializer(onnxl_model_proto_graph(m), 0);
+  CHECK(onnxl_tensor_proto_external_data_size(big) > 0);
+  {
+    OnnxlExternalLoadOptions bad = onnxl_external_load_options_default();
+    bad.struct_size = 7;
+    CHECK_STATUS(onnxl_load_external_data_for_model_with_prepacked(m, dir, NULL, &bad, &b),
+                 ONNXL_STATUS_INVALID_ARGUMENT, "struct_size");
+  }
+  CHECK(b == NULL);
+  onnxl_model_proto_free(m);
+}
+
 /* Rewrites the value of big's `prepacked_0` entry, saves the model as `name`, loads it. */
 static OnnxlStatus load_with_entry(const char *value, OnnxlPrepackedBlobs **out) {
   OnnxlExternalLoadOptions no_load = onnxl_external_load_options_default();
@@ -248,6 +314,7 @@ int main(int argc, char **argv) {
   RUN(test_store_and_save);
   RUN(test_no_copy_load);
   RUN(test_copy_load);
+  RUN(test_external_data_for_model);
   RUN(test_malformed_entries);
   return test_summary("test_prepacked");
 }

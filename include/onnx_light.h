@@ -13422,6 +13422,35 @@ OnnxlStatus onnxl_load_model_with_prepacked(const char *path,
                                             struct OnnxlPrepackedBlobs **blobs_out);
 
 /**
+ * As `onnxl_load_external_data_for_model` (the external data of every tensor of `model`,
+ * from files relative to `dir`), and also returns the pre-packed blobs recorded in those weight
+ * files (`prepacked_N` entries, which are dropped from the tensors as they become inline) in a
+ * new store written to `*blobs_out` (empty when there are none), as
+ * `onnxl_load_model_with_prepacked` does for a whole load: e.g. after a load with
+ * `load_external_data` false, or from bytes. With `popts->no_copy` every blob buffer borrows
+ * from the weight file's ONE memory map and holds the same owner token as the tensors of that
+ * file; otherwise the buffers are copies. Encrypted (ONNXCRYS) weight files are read with the
+ * key of `eopts` (and copied). Malformed entries are handled as ONNX Runtime handles them:
+ * incomplete triples are skipped, a bad number or a range outside the file is
+ * `ONNXL_STATUS_EXTERNAL_DATA`. Either options pointer may be NULL (defaults; `eopts->base_dir`
+ * and `load_external_data` are ignored here).
+ *
+ * Ownership: the caller owns `*blobs_out` (`onnxl_prepacked_blobs_free`), written only on
+ * success. On failure the model is unchanged and `*blobs_out` is untouched. Thread safety:
+ * `model` is modified (exclusive access, as `onnxl_load_external_data_for_model`); the new
+ * store follows the `OnnxlPrepackedBlobs` rule.
+ *
+ * # Safety
+ * `model` NULL or a live handle used by no one else; `dir` NULL or NUL-terminated; options NULL
+ * or valid; `blobs_out` NULL or writable.
+ */
+OnnxlStatus onnxl_load_external_data_for_model_with_prepacked(struct OnnxlModelProto *model,
+                                                              const char *dir,
+                                                              const struct OnnxlParseOptions *popts,
+                                                              const struct OnnxlExternalLoadOptions *eopts,
+                                                              struct OnnxlPrepackedBlobs **blobs_out);
+
+/**
  * As `onnxl_save_model_with_external_data`, and writes the pre-packed `blobs` (NULL = none)
  * the way ONNX Runtime does: each blob right after its initializer's bytes in the same weight
  * file, each buffer aligned like a tensor of its size, recorded as `prepacked_0`,

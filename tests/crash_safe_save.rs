@@ -5,7 +5,9 @@
 //!   tensor, an inline model) over the previous model and its weight files; the parent sends
 //!   SIGKILL at a random point of the save, then checks that the directory holds either the
 //!   previous model with ALL its weight files byte-identical, or the new model complete — never
-//!   a model whose weights do not match.
+//!   a model whose weights do not match. One scenario writes a fully encrypted directory
+//!   (`save_encrypted_model_with_external_data`: ONNXCRYS weights, ONNXCRY3 `.onnx`), so
+//!   encrypted saves replace plaintext models and plaintext saves replace encrypted ones.
 //! - `disk_full_fails_cleanly`: the child runs under `RLIMIT_FSIZE` (SIGXFSZ ignored), so a write
 //!   fails with EFBIG in the middle of the save: the error is `Error::Io` naming the file, the
 //!   previous files are intact and nothing is left behind.
@@ -20,9 +22,15 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use onnx_light::external::{ExternalDataInfo, save_model_with_external_data, uses_external_data};
+use onnx_light::external::{
+    ExternalDataInfo, PrepackedBlobs, save_encrypted_model_with_external_data,
+    save_model_with_external_data, uses_external_data,
+};
 use onnx_light::proto::{ModelProto, TensorProto};
-use onnx_light::{Error, ParseOptions, SaveExternalOptions, SerializeOptions};
+use onnx_light::{
+    EncryptionOptions, Error, ExternalEncryption, ParseOptions, SaveExternalOptions,
+    SerializeOptions,
+};
 
 const CHILD_ENV: &str = "ONNXL_CRASH_CHILD";
 const START: &str = "@@onnxl-save-start";
@@ -87,16 +95,22 @@ enum Scenario {
     Inline,
     OneFileParallelChecksum,
     ManyFiles,
+    /// A fully encrypted directory: weight files ONNXCRYS, the `.onnx` ONNXCRY3.
+    Encrypted,
 }
 
 /// The scenarios of the kill test.
-const SCENARIOS: [Scenario; 5] = [
+const SCENARIOS: [Scenario; 6] = [
     Scenario::OneFile,
     Scenario::Split,
     Scenario::PerTensor,
     Scenario::Inline,
     Scenario::OneFileParallelChecksum,
+    Scenario::Encrypted,
 ];
+
+/// The passphrase of the `Encrypted` scenario.
+const KEY: &[u8] = b"crash-safe passphrase";
 
 impl Scenario {
     fn parse(s: &str) -> Self {
@@ -127,7 +141,33 @@ impl Scenario {
                 checksum: true,
                 ..Default::default()
             }),
+            Scenario::Encrypted => save_encrypted_model_with_external_data(
+                m,
+                &PrepackedBlobs::new(),
+                path,
+                &SaveExternalOptions {
+                    checksum: true,
+                    encryption: Some(ExternalEncryption::new(KEY)),
+                    ..Default::default()
+                },
+                &EncryptionOptions::default(),
+                None,
+            )
+            .map(drop),
         }
+    }
+}
+
+/// Loads `path`, decrypting it (with [`KEY`]) when it is an encrypted model.
+fn load(path: &Path, opts: ParseOptions) -> onnx_light::Result<ModelProto> {
+    let opts = ParseOptions {
+        external_data_key: Some(KEY.into()),
+        ..opts
+    };
+    if onnx_light::crypto::detect_file_format(path).is_ok() {
+        onnx_light::load_encrypted_model(path, KEY, &opts)
+    } else {
+        onnx_light::load_model(path, &opts)
     }
 }
 
@@ -224,7 +264,7 @@ fn check_model(path: &Path) -> Result<State, String> {
         verify_external_checksums: true,
         ..Default::default()
     };
-    let m = onnx_light::load_model(path, &opts).map_err(|e| format!("does not load: {e}"))?;
+    let m = load(path, opts).map_err(|e| format!("does not load: {e}"))?;
     let g: u32 = m
         .producer_version()
         .to_string()
@@ -243,9 +283,9 @@ fn check_model(path: &Path) -> Result<State, String> {
         }
     }
     // The references, from the file itself.
-    let raw = onnx_light::load_model(
+    let raw = load(
         path,
-        &ParseOptions {
+        ParseOptions {
             load_external_data: false,
             ..Default::default()
         },
@@ -459,6 +499,8 @@ fn disk_full_fails_cleanly() {
         (Scenario::ManyFiles, 1 << 20),
         // The inline model fails in the middle of its sequential write.
         (Scenario::Inline, 1 << 20),
+        // The encrypted weight file cannot be sized.
+        (Scenario::Encrypted, 1 << 20),
     ] {
         let dir = sandbox(&format!("fsize-{scenario:?}"));
         let path = dir.join("m.onnx");

@@ -130,6 +130,11 @@ fn starts_with_magic(p: &Path) -> bool {
     std::fs::read(p).unwrap().starts_with(b"ONNXCRYS")
 }
 
+/// The file is encrypted, in any format (ONNXCRY1/2/3/S).
+fn is_encrypted(p: &Path) -> bool {
+    crypto::detect_file_format(p).is_ok()
+}
+
 #[test]
 fn round_trips_in_every_layout_and_decrypts_to_the_plaintext_layout() {
     let m = model();
@@ -658,4 +663,223 @@ fn cli_convert_encrypt_weights_and_check() {
     let b =
         onnx_light::load_model(root.join("samples/mlp.onnx"), &ParseOptions::default()).unwrap();
     assert_eq!(tensors_of(&a), tensors_of(&b));
+}
+
+#[test]
+fn fully_encrypted_directory_in_one_save() {
+    use onnx_light::external::{PrepackedBlobs, save_encrypted_model_with_external_data};
+    let dir = TempDir::new("one-save");
+    let path = dir.path("m.onnx");
+    let mut blobs = PrepackedBlobs::new();
+    blobs.attach("w1", "gemm", vec![5u8; 300]).unwrap();
+    let opts = SaveExternalOptions {
+        checksum: true,
+        encryption: enc(1 << 12, ChunkCipher::AesGcm),
+        ..Default::default()
+    };
+    // Without the weights' encryption (which gives the passphrase): refused, nothing written.
+    let e = save_encrypted_model_with_external_data(
+        &model(),
+        &blobs,
+        &path,
+        &SaveExternalOptions::default(),
+        &EncryptionOptions::default(),
+        None,
+    )
+    .unwrap_err();
+    assert!(matches!(e, Error::InvalidArgument(_)), "{e}");
+    assert_eq!(std::fs::read_dir(&dir.0).unwrap().count(), 0);
+    for format in [EncryptionFormat::AesGcm, EncryptionFormat::Chunked] {
+        let report = save_encrypted_model_with_external_data(
+            &model(),
+            &blobs,
+            &path,
+            &opts,
+            &EncryptionOptions::with_format(format),
+            None,
+        )
+        .unwrap();
+        assert_eq!(report.prepacked_blobs, 1);
+        // Every file of the directory is encrypted: the model and its one weight file.
+        let names: Vec<PathBuf> = std::fs::read_dir(&dir.0)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .collect();
+        assert_eq!(names.len(), 2, "{names:?}");
+        assert!(names.iter().all(|p| is_encrypted(p)), "{names:?}");
+        assert_eq!(crypto::detect_file_format(&path).unwrap(), format);
+        let (m, loaded_blobs) = {
+            let mut m = crypto::load_encrypted_model(
+                &path,
+                KEY,
+                &ParseOptions {
+                    load_external_data: false,
+                    ..Default::default()
+                },
+            )
+            .unwrap();
+            let r = load_external_data_for_model(&mut m, &dir.0, &with_key(Default::default()))
+                .unwrap();
+            (m, r.blobs)
+        };
+        assert_eq!(tensors_of(&m), tensors_of(&model()));
+        assert_eq!(
+            loaded_blobs.get("w1", "gemm").unwrap().buffer(0).unwrap(),
+            &[5u8; 300][..]
+        );
+        // A wrong passphrase fails on the model file itself.
+        let e = crypto::load_encrypted_model(&path, b"wrong", &with_key(Default::default()))
+            .unwrap_err();
+        assert!(matches!(e, Error::Authentication(_)), "{e}");
+    }
+}
+
+#[test]
+fn cli_convert_encrypt_writes_a_fully_encrypted_directory() {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let sample = root.join("samples/mlp.onnx");
+    let dir = TempDir::new("cli-full");
+    let key_file = dir.path("key");
+    std::fs::write(&key_file, [KEY, b"\n"].concat()).unwrap();
+    let out_dir = dir.path("out");
+    std::fs::create_dir_all(&out_dir).unwrap();
+    let out = out_dir.join("m.onnx");
+    let cli = || Command::new(env!("CARGO_BIN_EXE_onnx-light"));
+    let convert = |extra: &[&str]| {
+        let o = cli()
+            .arg("convert")
+            .arg(&sample)
+            .arg(&out)
+            .args(["--size-threshold", "64", "--checksum", "--encrypt"])
+            .args(["--chunk-size", "128"])
+            .args(extra)
+            .arg("--key-file")
+            .arg(&key_file)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        String::from_utf8_lossy(&o.stderr).into_owned()
+    };
+    let original = onnx_light::load_model(&sample, &ParseOptions::default()).unwrap();
+    let files = || -> Vec<PathBuf> {
+        let mut v: Vec<PathBuf> = std::fs::read_dir(&out_dir)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .collect();
+        v.sort();
+        v
+    };
+    // Twice: the second save replaces the encrypted directory (read with the key to learn its
+    // weight files, which are not overwritten before the commit and removed after it).
+    for (round, extra) in [&[][..], &["--model-format", "chunked"][..]]
+        .into_iter()
+        .enumerate()
+    {
+        let stderr = convert(extra);
+        assert!(stderr.contains("encrypted as"), "{stderr}");
+        let all = files();
+        assert_eq!(all.len(), 2, "round {round}: {all:?}");
+        assert!(all.iter().all(|p| is_encrypted(p)), "{all:?}");
+        // Loaded back with the key: the original model's graph and tensors.
+        let m = crypto::load_encrypted_model(
+            &out,
+            KEY,
+            &with_key(ParseOptions {
+                verify_external_checksums: true,
+                ..Default::default()
+            }),
+        )
+        .unwrap();
+        assert_eq!(tensors_of(&m), tensors_of(&original));
+        assert_eq!(m.graph().node, original.graph().node);
+        assert_eq!(m.graph().input, original.graph().input);
+        assert_eq!(m.graph().output, original.graph().output);
+    }
+    assert_eq!(
+        crypto::detect_file_format(&out).unwrap(),
+        EncryptionFormat::Chunked
+    );
+    // A wrong key: a clear authentication error, from the library and from the CLI.
+    let e = crypto::load_encrypted_model(&out, b"not the key", &with_key(Default::default()))
+        .unwrap_err();
+    assert!(matches!(e, Error::Authentication(_)), "{e}");
+    assert!(e.to_string().contains("wrong key"), "{e}");
+    let o = cli()
+        .arg("decrypt")
+        .arg(&out)
+        .arg(dir.path("plain.onnx"))
+        .args(["--key-env", "ONNXL_TEST_WRONG_KEY"])
+        .env("ONNXL_TEST_WRONG_KEY", "not the key")
+        .output()
+        .unwrap();
+    assert!(!o.status.success());
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        stderr.contains("authentication failed (wrong key"),
+        "{stderr}"
+    );
+    assert!(!dir.path("plain.onnx").exists());
+    // --encrypt without a passphrase is a usage error; nothing is written.
+    let o = cli()
+        .arg("convert")
+        .arg(&sample)
+        .arg(dir.path("x.onnx"))
+        .arg("--encrypt")
+        .output()
+        .unwrap();
+    assert!(!o.status.success());
+    assert!(!dir.path("x.onnx").exists());
+    // --model-format without --encrypt too.
+    let o = cli()
+        .arg("convert")
+        .arg(&sample)
+        .arg(dir.path("x.onnx"))
+        .args(["--model-format", "2", "--key-file"])
+        .arg(&key_file)
+        .output()
+        .unwrap();
+    assert!(!o.status.success());
+    assert!(!dir.path("x.onnx").exists());
+    // With --inline: the one .onnx, encrypted.
+    let o = cli()
+        .arg("convert")
+        .arg(&sample)
+        .arg(dir.path("inline.onnx"))
+        .args(["--inline", "--encrypt", "--key-file"])
+        .arg(&key_file)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(is_encrypted(&dir.path("inline.onnx")));
+    let m = crypto::load_encrypted_model(dir.path("inline.onnx"), KEY, &ParseOptions::default())
+        .unwrap();
+    assert_eq!(tensors_of(&m), tensors_of(&original));
+}
+
+#[test]
+fn plaintext_save_over_an_unreadable_encrypted_model_keeps_its_files() {
+    // A save without the passphrase cannot read the encrypted model it replaces: it writes no
+    // name already in the directory, so the old model stays whole until the commit.
+    use onnx_light::external::{PrepackedBlobs, save_encrypted_model_with_external_data};
+    let dir = TempDir::new("over-enc");
+    let path = dir.path("m.onnx");
+    save_encrypted_model_with_external_data(
+        &model(),
+        &PrepackedBlobs::new(),
+        &path,
+        &SaveExternalOptions {
+            encryption: enc(1 << 12, ChunkCipher::AesGcm),
+            ..Default::default()
+        },
+        &EncryptionOptions::default(),
+        None,
+    )
+    .unwrap();
+    let old_weights = std::fs::read(dir.path("m.onnx.data")).unwrap();
+    let report =
+        save_model_with_external_data(&model(), &path, &SaveExternalOptions::default()).unwrap();
+    assert_eq!(report.files[0].location, "m.onnx_1.data");
+    assert_eq!(std::fs::read(dir.path("m.onnx.data")).unwrap(), old_weights);
+    let m = onnx_light::load_model(&path, &ParseOptions::default()).unwrap();
+    assert_eq!(tensors_of(&m), tensors_of(&model()));
 }

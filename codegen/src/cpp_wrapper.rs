@@ -441,6 +441,17 @@ inline std::pair<ModelProto, PrepackedBlobs> LoadModelWithPrepacked(
   return {ModelProto::adopt(m), PrepackedBlobs::adopt(b)};
 }
 
+/// Loads the external data of every tensor of `model` from files relative to `dir` (C++
+/// LoadExternalDataForModel) and returns the pre-packed blobs recorded beside its tensors; with
+/// opts.no_copy the tensors and blobs borrow from the weight files' memory maps.
+inline PrepackedBlobs LoadExternalDataForModelWithPrepacked(
+    ModelProto& model, const std::string& dir, const ParseOptions& opts = ParseOptions(),
+    const ExternalLoadOptions& eopts = ExternalLoadOptions()) {
+  OnnxlPrepackedBlobs* b = nullptr;
+  detail::check(onnxl_load_external_data_for_model_with_prepacked(model.c_ptr(), dir.c_str(), &opts, &eopts, &b));
+  return PrepackedBlobs::adopt(b);
+}
+
 /// Saves a model with external data and its pre-packed blobs, each right after its
 /// initializer's bytes, recorded as ONNX Runtime does (prepacked_N entries).
 inline void SaveModelWithPrepacked(const ModelProto& model, const PrepackedBlobs& blobs, const std::string& path,

@@ -1,7 +1,9 @@
 //! `onnx-light convert IN OUT`: re-save a model with its weights in external files (one file,
 //! split files, one per tensor; aligned; checksummed) or all inline (`--inline`). The input's own
 //! external data is read with no copy (each weight file mapped once); its pre-packed blobs are
-//! carried over (dropped with `--inline`).
+//! carried over (dropped with `--inline`). `--encrypt` writes a fully encrypted model directory
+//! in one step: the weight files as `--encrypt-weights` does and the `.onnx` itself as `encrypt`
+//! does, committed last like every save.
 
 use std::io::IsTerminal;
 use std::path::PathBuf;
@@ -53,6 +55,18 @@ pub struct Args {
     /// --key-file / --key-env; offsets in the model are plaintext offsets.
     #[arg(long, requires = "weights_key", conflicts_with = "inline")]
     encrypt_weights: bool,
+    /// Write a fully encrypted model directory in one step: every weight file encrypted as with
+    /// --encrypt-weights, and OUT itself encrypted (as `encrypt` does; --model-format) with the
+    /// same passphrase of --key-file / --key-env. Crash-safe: OUT is written to a temporary file
+    /// and renamed last. With --inline, OUT alone (no weight files), encrypted. Read it back
+    /// with the passphrase (`load_encrypted_model` with `external_data_key`; `decrypt` recovers
+    /// the plaintext .onnx).
+    #[arg(long, requires = "weights_key")]
+    encrypt: bool,
+    /// Format of OUT with --encrypt: 1, 2, 3 (ONNXCRY3, AES-256-GCM, the default) or chunked,
+    /// as `encrypt --format`.
+    #[arg(long, default_value = "3", value_parser = super::crypt::parse_format, requires = "encrypt")]
+    model_format: onnx_light::crypto::EncryptionFormat,
     /// Cipher of encrypted weight files: aes-gcm (default) or chacha20-poly1305.
     #[arg(long, default_value = "aes-gcm", value_parser = super::crypt::parse_cipher)]
     cipher: onnx_light::crypto::ChunkCipher,
@@ -93,6 +107,21 @@ pub fn run(args: &Args) -> Result<()> {
         ..Default::default()
     };
     let (model, blobs) = onnx_light::load_model_with_prepacked(&args.input, &popts)?;
+    // `--encrypt`: the model file too, with the weights' passphrase (`requires` makes it given).
+    let model_encryption = match (&key, args.encrypt) {
+        (Some(k), true) => Some((
+            k,
+            onnx_light::EncryptionOptions {
+                format: args.model_format,
+                serialize: SerializeOptions {
+                    num_threads: args.threads,
+                    ..Default::default()
+                },
+                ..Default::default()
+            },
+        )),
+        _ => None,
+    };
     if args.inline {
         if !blobs.is_empty() {
             eprintln!(
@@ -104,8 +133,17 @@ pub fn run(args: &Args) -> Result<()> {
             num_threads: args.threads,
             ..Default::default()
         };
-        onnx_light::save_model(&model, &args.output, &sopts)?;
-        eprintln!("wrote {} (all tensors inline)", args.output.display());
+        let what = match &model_encryption {
+            Some((k, mopts)) => {
+                onnx_light::save_encrypted_model(&model, &args.output, k.as_bytes(), mopts)?;
+                format!(", encrypted as {}", mopts.format)
+            }
+            None => {
+                onnx_light::save_model(&model, &args.output, &sopts)?;
+                String::new()
+            }
+        };
+        eprintln!("wrote {} (all tensors inline{what})", args.output.display());
         return Ok(());
     }
     let opts = SaveExternalOptions {
@@ -118,7 +156,7 @@ pub fn run(args: &Args) -> Result<()> {
         convert_attribute: args.convert_attribute,
         checksum: args.checksum,
         num_threads: args.threads,
-        encryption: match (&key, args.encrypt_weights) {
+        encryption: match (&key, args.encrypt_weights || args.encrypt) {
             (Some(k), true) => Some(onnx_light::ExternalEncryption {
                 key: k.clone(),
                 cipher: args.cipher,
@@ -136,7 +174,17 @@ pub fn run(args: &Args) -> Result<()> {
             b.set_position(done);
         }
     };
-    let report = if blobs.is_empty() {
+    let report = if let Some((_, mopts)) = &model_encryption {
+        // One save: encrypted weight files, then the encrypted .onnx as the commit point.
+        onnx_light::external::save_encrypted_model_with_external_data(
+            &model,
+            &blobs,
+            &args.output,
+            &opts,
+            mopts,
+            Some(&tick),
+        )?
+    } else if blobs.is_empty() {
         onnx_light::external::save_model_with_external_data_progress(
             &model,
             &args.output,
@@ -157,8 +205,12 @@ pub fn run(args: &Args) -> Result<()> {
         b.finish_and_clear();
     }
     eprintln!(
-        "wrote {}: {} tensors ({} bytes) in {} {}weight file(s)",
+        "wrote {}{}: {} tensors ({} bytes) in {} {}weight file(s)",
         args.output.display(),
+        match &model_encryption {
+            Some((_, m)) => format!(" (encrypted as {})", m.format),
+            None => String::new(),
+        },
         report.external_tensors,
         report.external_bytes,
         report.files.len(),

@@ -131,7 +131,7 @@ pub struct DecryptArgs {
     key: KeySource,
 }
 
-fn parse_format(s: &str) -> std::result::Result<EncryptionFormat, String> {
+pub(crate) fn parse_format(s: &str) -> std::result::Result<EncryptionFormat, String> {
     match s.to_ascii_lowercase().as_str() {
         "1" | "onnxcry1" => Ok(EncryptionFormat::AesCbc),
         "2" | "onnxcry2" => Ok(EncryptionFormat::ChaCha20Poly1305),

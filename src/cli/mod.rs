@@ -32,8 +32,8 @@ enum Command {
     },
     /// Parse files as a message type and write them back (compatibility testing).
     Roundtrip(roundtrip::Args),
-    /// Re-save a model with its weights in external files (aligned, split, checksummed) or
-    /// inline.
+    /// Re-save a model with its weights in external files (aligned, split, checksummed,
+    /// encrypted) or inline; --encrypt writes a fully encrypted model directory in one step.
     Convert(convert::Args),
     /// Check a model: it parses, and every external reference resolves safely, lies in its
     /// file and matches its checksum.

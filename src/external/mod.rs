@@ -39,8 +39,9 @@ pub use load::{
 pub use paths::{ORT_MEM_ADDR_TAG, model_dir, normalize_location};
 pub use prepacked::{PrepackedBlob, PrepackedBlobs};
 pub use save::{
-    SaveReport, SavedFile, save_model_with_external_data, save_model_with_external_data_progress,
-    save_model_with_prepacked, save_model_with_prepacked_progress,
+    SaveReport, SavedFile, save_encrypted_model_with_external_data, save_model_with_external_data,
+    save_model_with_external_data_progress, save_model_with_prepacked,
+    save_model_with_prepacked_progress,
 };
 
 pub(crate) use load::load_after_parse;

@@ -565,7 +565,7 @@ pub fn save_model_with_external_data_progress(
     opts: &SaveExternalOptions,
     progress: Option<&(dyn Fn(u64, u64) + Sync)>,
 ) -> Result<SaveReport> {
-    save_impl(model, path.as_ref(), opts, progress, None)
+    save_impl(model, path.as_ref(), opts, progress, None, None)
 }
 
 /// As [`save_model_with_external_data`], and writes the pre-packed `blobs` of the model's
@@ -590,7 +590,7 @@ pub fn save_model_with_prepacked(
     path: impl AsRef<Path>,
     opts: &SaveExternalOptions,
 ) -> Result<SaveReport> {
-    save_impl(model, path.as_ref(), opts, None, Some(blobs))
+    save_impl(model, path.as_ref(), opts, None, Some(blobs), None)
 }
 
 /// As [`save_model_with_prepacked`], with `progress(done, total)` called with the bytes written
@@ -602,7 +602,46 @@ pub fn save_model_with_prepacked_progress(
     opts: &SaveExternalOptions,
     progress: Option<&(dyn Fn(u64, u64) + Sync)>,
 ) -> Result<SaveReport> {
-    save_impl(model, path.as_ref(), opts, progress, Some(blobs))
+    save_impl(model, path.as_ref(), opts, progress, Some(blobs), None)
+}
+
+/// A fully encrypted model directory in one save: as [`save_model_with_prepacked_progress`]
+/// (`blobs` may be empty) with every weight file encrypted (`opts.encryption`, ONNXCRYS, which
+/// is required), and the `.onnx` itself encrypted with the SAME passphrase in
+/// `model_encryption.format` (ONNXCRY3 by default; any format). It is what saving with
+/// encrypted weights and then [`crate::crypto::encrypt_file`] on the `.onnx` produce, without
+/// the plaintext `.onnx` ever being written: the encrypted model is written to a temporary file
+/// and renamed over `path` as the commit point, so the save is crash-safe exactly like
+/// [`save_model_with_external_data_progress`] (a kill leaves the old directory or the new one,
+/// each whole). An encrypted model being replaced is read with the passphrase to learn the
+/// weight files it references (they are not overwritten before the commit).
+///
+/// Load the result with [`crate::crypto::load_encrypted_model`] and
+/// `ParseOptions::external_data_key` set to the same passphrase.
+pub fn save_encrypted_model_with_external_data(
+    model: &ModelProto,
+    blobs: &PrepackedBlobs,
+    path: impl AsRef<Path>,
+    opts: &SaveExternalOptions,
+    model_encryption: &crate::crypto::EncryptionOptions,
+    progress: Option<&(dyn Fn(u64, u64) + Sync)>,
+) -> Result<SaveReport> {
+    if opts.encryption.is_none() {
+        return Err(Error::InvalidArgument(
+            "a fully encrypted model directory needs SaveExternalOptions::encryption (the \
+             passphrase of the weight files and of the model)"
+                .into(),
+        ));
+    }
+    model_encryption.validate()?;
+    save_impl(
+        model,
+        path.as_ref(),
+        opts,
+        progress,
+        Some(blobs),
+        Some(model_encryption),
+    )
 }
 
 fn save_impl(
@@ -611,6 +650,7 @@ fn save_impl(
     opts: &SaveExternalOptions,
     progress: Option<&(dyn Fn(u64, u64) + Sync)>,
     blobs: Option<&PrepackedBlobs>,
+    model_encryption: Option<&crate::crypto::EncryptionOptions>,
 ) -> Result<SaveReport> {
     opts.validate()?;
     let dir = model_dir(path);
@@ -708,10 +748,21 @@ fn save_impl(
     };
     // The model this save replaces, and the weight files it references: none of them is
     // written before the new model is committed (see `docs/hardening.md`, "Crash-safe saves").
-    let previous = previous_references(path);
+    let previous = previous_references(path, opts.encryption.as_ref().map(|e| &e.key));
     let mut natural_names: HashSet<String> = HashSet::new();
     let mut natural_taken = taken.clone();
-    taken.extend(previous.keys().cloned());
+    taken.extend(previous.refs.keys().cloned());
+    if previous.unknown {
+        // An encrypted previous model this save cannot read: none of the names already in the
+        // directory is written over (its weight files stay, unreferenced, after the commit).
+        if let Ok(entries) = std::fs::read_dir(&dir) {
+            taken.extend(
+                entries
+                    .flatten()
+                    .map(|e| e.file_name().to_string_lossy().to_ascii_lowercase()),
+            );
+        }
+    }
     let mut current: Option<usize> = None;
     let mut split_index = 0usize;
     let mut externals = 0usize;
@@ -832,7 +883,9 @@ fn save_impl(
         let clash = |names: &[PathBuf]| {
             names.iter().any(|n| {
                 let l = location_string(n).to_ascii_lowercase();
-                previous.contains_key(&l) || l == model_name.to_ascii_lowercase()
+                previous.refs.contains_key(&l)
+                    || l == model_name.to_ascii_lowercase()
+                    || (previous.unknown && std::fs::symlink_metadata(dir.join(n)).is_ok())
             })
         };
         if !files.is_empty() && clash(&names_of(0)) {
@@ -858,6 +911,7 @@ fn save_impl(
         .map(|f| f.location.to_ascii_lowercase())
         .collect();
     let obsolete: Vec<String> = previous
+        .refs
         .iter()
         .filter(|(lower, _)| !new_names.contains(*lower))
         .filter(|(lower, _)| match &primary {
@@ -973,8 +1027,14 @@ fn save_impl(
         ..SerializeOptions::default()
     };
     // The commit point: every weight file is in place (synced, under a name the previous
-    // model does not use); renaming the new model over the old one switches atomically.
-    crate::model::save_to_file(&copy, path, &sopts)?;
+    // model does not use); renaming the new model over the old one switches atomically. An
+    // encrypted model goes the same way (temporary file, sync, rename): only its bytes differ.
+    match (model_encryption, &opts.encryption) {
+        (Some(me), Some(e)) => {
+            crate::crypto::save_encrypted_model(&copy, path, e.key.as_bytes(), me)?;
+        }
+        _ => crate::model::save_to_file(&copy, path, &sopts)?,
+    }
     committed.rels.clear();
     drop(copy);
     for location in &obsolete {
@@ -1017,10 +1077,24 @@ impl Drop for Committed<'_> {
     }
 }
 
-/// The external locations referenced by the model at `path` (lower-cased normalised form ->
-/// the location as written), or none when there is no readable model there.
-fn previous_references(path: &Path) -> HashMap<String, String> {
-    let mut out = HashMap::new();
+/// What [`previous_references`] learned of the model a save replaces.
+struct Previous {
+    /// The external locations it references (lower-cased normalised form -> the location as
+    /// written).
+    refs: HashMap<String, String>,
+    /// It is an encrypted model that could not be read (no passphrase, or another one): its
+    /// references are unknown, so every file already in the directory is treated as one.
+    unknown: bool,
+}
+
+/// The external locations referenced by the model at `path`, or none when there is no readable
+/// model there. An encrypted model is read with `key` (the save's passphrase), when there is
+/// one; otherwise its references are `unknown`.
+fn previous_references(path: &Path, key: Option<&crate::crypto::Passphrase>) -> Previous {
+    let mut out = Previous {
+        refs: HashMap::new(),
+        unknown: false,
+    };
     if !path.is_file() {
         return out;
     }
@@ -1030,9 +1104,19 @@ fn previous_references(path: &Path) -> HashMap<String, String> {
         load_external_data: false,
         ..Default::default()
     };
-    // An unreadable previous model has nothing loadable to protect.
-    let Ok(old) = crate::model::load_model(path, &opts) else {
-        return out;
+    let old = match crate::model::load_model(path, &opts) {
+        Ok(old) => old,
+        Err(_) if crate::crypto::detect_file_format(path).is_ok() => {
+            match key.map(|k| crate::crypto::load_encrypted_model(path, k.as_bytes(), &opts)) {
+                Some(Ok(old)) => old,
+                _ => {
+                    out.unknown = true;
+                    return out;
+                }
+            }
+        }
+        // An unreadable previous model has nothing loadable to protect.
+        Err(_) => return out,
     };
     old.visit_tensors(&mut |t| {
         if uses_external_data(t)
@@ -1040,7 +1124,7 @@ fn previous_references(path: &Path) -> HashMap<String, String> {
             && let Ok(rel) = normalize_location(&info.location)
         {
             let l = location_string(&rel);
-            out.insert(l.to_ascii_lowercase(), l);
+            out.refs.insert(l.to_ascii_lowercase(), l);
         }
     });
     out

@@ -337,6 +337,50 @@ pub unsafe extern "C" fn onnxl_load_model_with_prepacked(
     })
 }
 
+/// As `onnxl_load_external_data_for_model` (the external data of every tensor of `model`,
+/// from files relative to `dir`), and also returns the pre-packed blobs recorded in those weight
+/// files (`prepacked_N` entries, which are dropped from the tensors as they become inline) in a
+/// new store written to `*blobs_out` (empty when there are none), as
+/// `onnxl_load_model_with_prepacked` does for a whole load: e.g. after a load with
+/// `load_external_data` false, or from bytes. With `popts->no_copy` every blob buffer borrows
+/// from the weight file's ONE memory map and holds the same owner token as the tensors of that
+/// file; otherwise the buffers are copies. Encrypted (ONNXCRYS) weight files are read with the
+/// key of `eopts` (and copied). Malformed entries are handled as ONNX Runtime handles them:
+/// incomplete triples are skipped, a bad number or a range outside the file is
+/// `ONNXL_STATUS_EXTERNAL_DATA`. Either options pointer may be NULL (defaults; `eopts->base_dir`
+/// and `load_external_data` are ignored here).
+///
+/// Ownership: the caller owns `*blobs_out` (`onnxl_prepacked_blobs_free`), written only on
+/// success. On failure the model is unchanged and `*blobs_out` is untouched. Thread safety:
+/// `model` is modified (exclusive access, as `onnxl_load_external_data_for_model`); the new
+/// store follows the `OnnxlPrepackedBlobs` rule.
+///
+/// # Safety
+/// `model` NULL or a live handle used by no one else; `dir` NULL or NUL-terminated; options NULL
+/// or valid; `blobs_out` NULL or writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn onnxl_load_external_data_for_model_with_prepacked(
+    model: *mut OnnxlModelProto,
+    dir: *const c_char,
+    popts: *const OnnxlParseOptions,
+    eopts: *const OnnxlExternalLoadOptions,
+    blobs_out: *mut *mut OnnxlPrepackedBlobs,
+) -> OnnxlStatus {
+    ffi_status(|| {
+        check_out(blobs_out, "blobs_out")?;
+        // SAFETY: forwarded contract.
+        let m = unsafe { try_mut(model, "model") }?;
+        // SAFETY: forwarded contract.
+        let dir = unsafe { c_path(dir, "dir") }?;
+        // SAFETY: forwarded contract.
+        let opts = unsafe { load_options(popts, eopts) }?;
+        let report = external::load_external_data_for_model(m, &dir, &opts)?;
+        // SAFETY: `blobs_out` checked above.
+        unsafe { write_out(blobs_out, into_raw::<OnnxlPrepackedBlobs>(report.blobs)) };
+        Ok(())
+    })
+}
+
 /// As `onnxl_save_model_with_external_data`, and writes the pre-packed `blobs` (NULL = none)
 /// the way ONNX Runtime does: each blob right after its initializer's bytes in the same weight
 /// file, each buffer aligned like a tensor of its size, recorded as `prepacked_0`,
@@ -434,5 +478,119 @@ mod tests {
             assert_eq!(std::slice::from_raw_parts(data, len), b"abc");
             onnxl_owner_release(owner);
         }
+    }
+
+    #[test]
+    fn external_data_for_model_returns_the_blobs() {
+        use crate::ffi::accessors::onnxl_model_proto_free;
+        use crate::ffi::external::{
+            onnxl_external_load_options_default, onnxl_load_model_with_external_data,
+        };
+        use crate::ffi::status::last_error;
+        use crate::proto::{ModelProto, TensorProto};
+        let dir = std::env::temp_dir().join(format!("onnxl-ffi-pp-ext-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let mut m = ModelProto::new();
+        m.set_ir_version(10);
+        let mut t = TensorProto::new();
+        t.set_name("W");
+        t.set_data_type(2);
+        t.add_dims(3000);
+        t.set_raw_data(vec![7u8; 3000]);
+        m.mutable_graph().initializer.push(t);
+        let mut store = PrepackedBlobs::new();
+        store.push_buffer("W", "k", b"packed!".to_vec()).unwrap();
+        store.push_buffer("W", "k", vec![9u8; 100]).unwrap();
+        let path = dir.join("m.onnx");
+        external::save_model_with_prepacked(&m, &store, &path, &Default::default()).unwrap();
+        let (cpath, cdir) = (
+            CString::new(path.to_str().unwrap()).unwrap(),
+            CString::new(dir.to_str().unwrap()).unwrap(),
+        );
+        let (w, k) = (CString::new("W").unwrap(), CString::new("k").unwrap());
+        let mut e = onnxl_external_load_options_default();
+        e.load_external_data = false;
+        let mut lazy = null_mut();
+        // SAFETY: valid arguments, writable out-pointers, handles freed once.
+        unsafe {
+            let s = onnxl_load_model_with_external_data(cpath.as_ptr(), null(), &e, &mut lazy);
+            assert_eq!(s, OnnxlStatus::Ok, "{}", last_error());
+            // NULL arguments: a status and a message, nothing written.
+            let mut b = null_mut();
+            assert_eq!(
+                onnxl_load_external_data_for_model_with_prepacked(
+                    lazy,
+                    cdir.as_ptr(),
+                    null(),
+                    null(),
+                    null_mut()
+                ),
+                OnnxlStatus::NullPointer
+            );
+            assert!(last_error().contains("blobs_out"), "{}", last_error());
+            assert_eq!(
+                onnxl_load_external_data_for_model_with_prepacked(
+                    null_mut(),
+                    cdir.as_ptr(),
+                    null(),
+                    null(),
+                    &mut b
+                ),
+                OnnxlStatus::NullPointer
+            );
+            assert_eq!(
+                onnxl_load_external_data_for_model_with_prepacked(
+                    lazy,
+                    null(),
+                    null(),
+                    null(),
+                    &mut b
+                ),
+                OnnxlStatus::NullPointer
+            );
+            assert!(b.is_null());
+            // A directory without the weight file: EXTERNAL_DATA, the model unchanged.
+            let empty = CString::new(dir.join("none").to_str().unwrap()).unwrap();
+            assert_eq!(
+                onnxl_load_external_data_for_model_with_prepacked(
+                    lazy,
+                    empty.as_ptr(),
+                    null(),
+                    null(),
+                    &mut b
+                ),
+                OnnxlStatus::ExternalData
+            );
+            assert!(b.is_null());
+            let s = onnxl_load_external_data_for_model_with_prepacked(
+                lazy,
+                cdir.as_ptr(),
+                null(),
+                null(),
+                &mut b,
+            );
+            assert_eq!(s, OnnxlStatus::Ok, "{}", last_error());
+            assert_eq!(onnxl_prepacked_blobs_count(b), 1);
+            let (mut data, mut len) = (null(), 0usize);
+            for (i, want) in [b"packed!".to_vec(), vec![9u8; 100]].iter().enumerate() {
+                let s = onnxl_prepacked_blobs_get(
+                    b,
+                    w.as_ptr(),
+                    k.as_ptr(),
+                    i,
+                    &mut data,
+                    &mut len,
+                    null_mut(),
+                );
+                assert_eq!(s, OnnxlStatus::Ok, "{}", last_error());
+                assert_eq!(std::slice::from_raw_parts(data, len), &want[..]);
+            }
+            let loaded = try_ref(lazy as *const OnnxlModelProto, "m").unwrap();
+            assert_eq!(loaded.graph().initializer[0].raw_data(), &[7u8; 3000][..]);
+            onnxl_prepacked_blobs_free(b);
+            onnxl_model_proto_free(lazy);
+        }
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }
