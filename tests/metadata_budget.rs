@@ -77,6 +77,17 @@ fn empty_nodes(n: usize) -> Vec<u8> {
     b
 }
 
+/// A ModelProto whose graph holds one node with `n` empty input names (`0a 00` each).
+fn empty_input_names(n: usize) -> Vec<u8> {
+    let mut node = vec![0x0a];
+    put_varint(&mut node, 2 * n as u64);
+    node.extend_from_slice(&[0x0a, 0x00].repeat(n));
+    let mut b = vec![0x3a];
+    put_varint(&mut b, node.len() as u64);
+    b.extend_from_slice(&node);
+    b
+}
+
 #[test]
 fn metadata_budget_bounds_memory() {
     let input = empty_nodes(5_000_000); // 10 MB
@@ -101,36 +112,42 @@ fn metadata_budget_bounds_memory() {
     drop(small);
 
     // Explicit budgets: the parse stops with MetadataLimit, its peak stays under the budget
-    // plus the input copy (the arena) and container growth.
-    for budget in [16u64 << 20, 64 << 20, 256 << 20] {
-        for threads in [1, 2] {
-            let (r, peak) = peak_of(|| {
-                let opts = ParseOptions {
-                    max_metadata_bytes: budget,
-                    num_threads: threads,
-                    min_parallel_block_size: 0,
-                    ..Default::default()
-                };
-                onnx_light::parse_from_bytes::<ModelProto>(&input, &opts)
-            });
-            let e = r.unwrap_err();
-            match &e {
-                Error::Decode(d) => {
-                    assert_eq!(d.kind, DecodeErrorKind::MetadataLimit { limit: budget })
+    // plus the input copy (the arena) and container growth. Also for one node with 6 million
+    // empty input names (a repeated string field reserves room for the run of values ahead:
+    // never more than the budget left).
+    let strings = empty_input_names(6_000_000);
+    for (what, input) in [("empty nodes", &input), ("empty input names", &strings)] {
+        for budget in [16u64 << 20, 64 << 20, 256 << 20] {
+            for threads in [1, 2] {
+                let (r, peak) = peak_of(|| {
+                    let opts = ParseOptions {
+                        max_metadata_bytes: budget,
+                        num_threads: threads,
+                        min_parallel_block_size: 0,
+                        ..Default::default()
+                    };
+                    onnx_light::parse_from_bytes::<ModelProto>(input, &opts)
+                });
+                let e = r.unwrap_err();
+                match &e {
+                    Error::Decode(d) => {
+                        assert_eq!(d.kind, DecodeErrorKind::MetadataLimit { limit: budget })
+                    }
+                    other => panic!("{other}"),
                 }
-                other => panic!("{other}"),
+                println!(
+                    "{what}, budget {} MiB, {threads} thread(s): refused at peak {:.1} MiB: {e}",
+                    budget >> 20,
+                    mib(peak)
+                );
+                assert!(
+                    peak as u64 <= budget + input.len() as u64 + budget / 4,
+                    "{what}: peak {peak} over budget {budget}"
+                );
             }
-            println!(
-                "budget {} MiB, {threads} thread(s): refused at peak {:.1} MiB: {e}",
-                budget >> 20,
-                mib(peak)
-            );
-            assert!(
-                peak as u64 <= budget + input.len() as u64 + budget / 4,
-                "peak {peak} over budget {budget}"
-            );
         }
     }
+    drop(strings);
 
     // The automatic budget (default options): 64 MiB + 64 x 10 MB = 704 MiB, enforced too.
     let auto = AUTO_METADATA_BASE_BYTES + AUTO_METADATA_BYTES_PER_INPUT_BYTE * input.len() as u64;

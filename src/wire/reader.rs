@@ -626,7 +626,11 @@ impl<'a> Reader<'a> {
 
     #[inline(never)]
     fn grow_for_run<V: GrowableList>(&self, v: &mut V, tag: u32) {
-        let n = self.run_length(tag, usize::MAX);
+        // Never more than what is left of the metadata budget: each element is charged when it is
+        // parsed, and a refused parse must not have reserved more than the budget first.
+        let affordable = self.meta_left / V::ELEMENT_BYTES.max(1) as u64;
+        let max = usize::try_from(affordable).unwrap_or(usize::MAX).max(1);
+        let n = self.run_length(tag, max);
         if v.is_empty() {
             v.reserve_exact(n);
         } else {
@@ -743,6 +747,8 @@ impl<'a> Reader<'a> {
 /// The list types of repeated scalar and string fields (`Vec`, `SmallVec`), for
 /// [`Reader::reserve_run`].
 pub trait GrowableList {
+    /// Size of one element in memory.
+    const ELEMENT_BYTES: usize;
     /// Number of elements.
     fn len(&self) -> usize;
     /// True without elements.
@@ -758,6 +764,7 @@ pub trait GrowableList {
 }
 
 impl<T> GrowableList for Vec<T> {
+    const ELEMENT_BYTES: usize = size_of::<T>();
     fn len(&self) -> usize {
         self.len()
     }
@@ -773,6 +780,7 @@ impl<T> GrowableList for Vec<T> {
 }
 
 impl<A: smallvec::Array> GrowableList for smallvec::SmallVec<A> {
+    const ELEMENT_BYTES: usize = size_of::<A::Item>();
     fn len(&self) -> usize {
         self.len()
     }
