@@ -50,4 +50,20 @@ pub use options::{
 pub use proto::{GraphProto, ModelProto, NodeProto, TensorProto};
 /// The list type of the short repeated fields (`NodeProto.input`/`output`, `TensorProto.dims`,
 /// `AttributeProto.ints`), re-exported so users need no dependency of their own.
+///
+/// ```
+/// use onnx_light::{NodeProto, TensorProto, smallvec};
+///
+/// let mut t = TensorProto::new();
+/// t.dims = smallvec![2, 3];
+/// t.dims.push(4);
+/// assert_eq!(t.dims[..], [2, 3, 4]);
+/// t.dims = vec![5].into();
+/// assert_eq!(t.dims.as_slice(), &[5]);
+///
+/// let mut n = NodeProto::new();
+/// n.input.extend(["x".into(), "w".into(), "b".into()]); // the third one moves to the heap
+/// assert_eq!(n.input.len(), 3);
+/// assert!(n.input.spilled());
+/// ```
 pub use smallvec::{SmallVec, smallvec};
