@@ -567,7 +567,7 @@ impl<'a> Reader<'a> {
             // The common case, with one-byte tags and lengths.
             while let Some(&len) = buf.get(p) {
                 if len >= 0x80 {
-                    return n + self.run_length_slow(p, tag, max - n);
+                    return (n + self.run_length_slow(p, tag, max - n)).max(1);
                 }
                 p += 1 + len as usize;
                 if p > buf.len() {
@@ -848,6 +848,9 @@ mod tests {
         let (r, tag) = after_first_tag(&long, &config);
         assert_eq!(r.run_length(tag, usize::MAX), 3);
         assert_eq!(r.run_length(tag, 2), 2);
+        // A first value with a malformed two-byte length still counts as one.
+        let (r, tag) = after_first_tag(b"\x0a\x80\x05", &config);
+        assert_eq!(r.run_length(tag, usize::MAX), 1);
     }
 
     #[test]
