@@ -437,8 +437,9 @@ impl<'a> Reader<'a> {
         Ok(s)
     }
 
-    /// Reads a `string` / `bytes` field (charged to the metadata budget).
-    #[inline]
+    /// Reads a `string` / `bytes` field (charged to the metadata budget). Inlined into every
+    /// field's decoder, so that a short string is built in its destination, not moved there.
+    #[inline(always)]
     pub fn read_string(&mut self) -> DResult<ProtoString> {
         let at = self.pos;
         let bytes = self.read_bytes()?;
@@ -452,14 +453,21 @@ impl<'a> Reader<'a> {
                 return Ok(ProtoString::inline_from_window(window, bytes.len()));
             }
         }
-        Ok(match &self.config.string_owner {
+        Ok(self.long_string(bytes))
+    }
+
+    /// A string longer than the inline capacity (or at the very end of the input): borrowed
+    /// from the input when the decode settings share strings, else copied.
+    #[inline(never)]
+    fn long_string(&self, bytes: &[u8]) -> ProtoString {
+        match &self.config.string_owner {
             // SAFETY: `share_strings`' contract: the owner keeps the input alive and these bytes
             // unmodified.
             Some(owner) => unsafe {
                 ProtoString::from_owned_by(bytes.as_ptr(), bytes.len(), owner)
             },
             None => ProtoString::from(bytes),
-        })
+        }
     }
 
     /// Reads a tensor payload, copied or borrowed per the decode settings. Returns `None` when
