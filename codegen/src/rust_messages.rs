@@ -635,13 +635,13 @@ fn gen_decode_arms(o: &mut String, m: &MessageDef, f: &FieldDef) {
             writeln!(o, "                    let i = self.{name}.len();").unwrap();
             writeln!(
                 o,
-                "                    self.{name}.push_default_sized(|max| r.run_length({}, max));",
+                "                    let m = self.{name}.push_default_sized(|max| r.run_length({}, max));",
                 t(2)
             )
             .unwrap();
             writeln!(
                 o,
-                "                    r.read_message(&mut self.{name}[i]).map_err(|e| e.at(\"{}\", Some(i)))?;",
+                "                    r.read_message(m).map_err(|e| e.at(\"{}\", Some(i)))?;",
                 plain_name(f)
             )
             .unwrap();

@@ -115,23 +115,23 @@ impl Message for AttributeProto {
                 }
                 82 => {
                     let i = self.tensors.len();
-                    self.tensors.push_default_sized(|max| r.run_length(82, max));
-                    r.read_message(&mut self.tensors[i]).map_err(|e| e.at("tensors", Some(i)))?;
+                    let m = self.tensors.push_default_sized(|max| r.run_length(82, max));
+                    r.read_message(m).map_err(|e| e.at("tensors", Some(i)))?;
                 }
                 90 => {
                     let i = self.graphs.len();
-                    self.graphs.push_default_sized(|max| r.run_length(90, max));
-                    r.read_message(&mut self.graphs[i]).map_err(|e| e.at("graphs", Some(i)))?;
+                    let m = self.graphs.push_default_sized(|max| r.run_length(90, max));
+                    r.read_message(m).map_err(|e| e.at("graphs", Some(i)))?;
                 }
                 186 => {
                     let i = self.sparse_tensors.len();
-                    self.sparse_tensors.push_default_sized(|max| r.run_length(186, max));
-                    r.read_message(&mut self.sparse_tensors[i]).map_err(|e| e.at("sparse_tensors", Some(i)))?;
+                    let m = self.sparse_tensors.push_default_sized(|max| r.run_length(186, max));
+                    r.read_message(m).map_err(|e| e.at("sparse_tensors", Some(i)))?;
                 }
                 122 => {
                     let i = self.type_protos.len();
-                    self.type_protos.push_default_sized(|max| r.run_length(122, max));
-                    r.read_message(&mut self.type_protos[i]).map_err(|e| e.at("type_protos", Some(i)))?;
+                    let m = self.type_protos.push_default_sized(|max| r.run_length(122, max));
+                    r.read_message(m).map_err(|e| e.at("type_protos", Some(i)))?;
                 }
                 _ => r.skip_unknown(tag, &mut self.unknown_fields)?,
             }
@@ -648,8 +648,8 @@ impl Message for ValueInfoProto {
                 26 => self.doc_string = Some(r.read_string().map_err(|e| e.at("doc_string", None))?),
                 34 => {
                     let i = self.metadata_props.len();
-                    self.metadata_props.push_default_sized(|max| r.run_length(34, max));
-                    r.read_message(&mut self.metadata_props[i]).map_err(|e| e.at("metadata_props", Some(i)))?;
+                    let m = self.metadata_props.push_default_sized(|max| r.run_length(34, max));
+                    r.read_message(m).map_err(|e| e.at("metadata_props", Some(i)))?;
                 }
                 _ => r.skip_unknown(tag, &mut self.unknown_fields)?,
             }
@@ -851,19 +851,19 @@ impl Message for NodeProto {
                 66 => self.overload = Some(r.read_string().map_err(|e| e.at("overload", None))?),
                 42 => {
                     let i = self.attribute.len();
-                    self.attribute.push_default_sized(|max| r.run_length(42, max));
-                    r.read_message(&mut self.attribute[i]).map_err(|e| e.at("attribute", Some(i)))?;
+                    let m = self.attribute.push_default_sized(|max| r.run_length(42, max));
+                    r.read_message(m).map_err(|e| e.at("attribute", Some(i)))?;
                 }
                 50 => self.doc_string = Some(r.read_string().map_err(|e| e.at("doc_string", None))?),
                 74 => {
                     let i = self.metadata_props.len();
-                    self.metadata_props.push_default_sized(|max| r.run_length(74, max));
-                    r.read_message(&mut self.metadata_props[i]).map_err(|e| e.at("metadata_props", Some(i)))?;
+                    let m = self.metadata_props.push_default_sized(|max| r.run_length(74, max));
+                    r.read_message(m).map_err(|e| e.at("metadata_props", Some(i)))?;
                 }
                 82 => {
                     let i = self.device_configurations.len();
-                    self.device_configurations.push_default_sized(|max| r.run_length(82, max));
-                    r.read_message(&mut self.device_configurations[i]).map_err(|e| e.at("device_configurations", Some(i)))?;
+                    let m = self.device_configurations.push_default_sized(|max| r.run_length(82, max));
+                    r.read_message(m).map_err(|e| e.at("device_configurations", Some(i)))?;
                 }
                 _ => r.skip_unknown(tag, &mut self.unknown_fields)?,
             }
@@ -1257,8 +1257,8 @@ impl Message for NodeDeviceConfigurationProto {
                 10 => self.configuration_id = Some(r.read_string().map_err(|e| e.at("configuration_id", None))?),
                 18 => {
                     let i = self.sharding_spec.len();
-                    self.sharding_spec.push_default_sized(|max| r.run_length(18, max));
-                    r.read_message(&mut self.sharding_spec[i]).map_err(|e| e.at("sharding_spec", Some(i)))?;
+                    let m = self.sharding_spec.push_default_sized(|max| r.run_length(18, max));
+                    r.read_message(m).map_err(|e| e.at("sharding_spec", Some(i)))?;
                 }
                 24 => self.pipeline_stage = Some(r.read_varint().map_err(|e| e.at("pipeline_stage", None))? as i32),
                 _ => r.skip_unknown(tag, &mut self.unknown_fields)?,
@@ -1399,13 +1399,13 @@ impl Message for ShardingSpecProto {
                 18 => r.read_packed_varints(|v| self.device.push(v as i64)).map_err(|e| e.at("device", None))?,
                 26 => {
                     let i = self.index_to_device_group_map.len();
-                    self.index_to_device_group_map.push_default_sized(|max| r.run_length(26, max));
-                    r.read_message(&mut self.index_to_device_group_map[i]).map_err(|e| e.at("index_to_device_group_map", Some(i)))?;
+                    let m = self.index_to_device_group_map.push_default_sized(|max| r.run_length(26, max));
+                    r.read_message(m).map_err(|e| e.at("index_to_device_group_map", Some(i)))?;
                 }
                 34 => {
                     let i = self.sharded_dim.len();
-                    self.sharded_dim.push_default_sized(|max| r.run_length(34, max));
-                    r.read_message(&mut self.sharded_dim[i]).map_err(|e| e.at("sharded_dim", Some(i)))?;
+                    let m = self.sharded_dim.push_default_sized(|max| r.run_length(34, max));
+                    r.read_message(m).map_err(|e| e.at("sharded_dim", Some(i)))?;
                 }
                 _ => r.skip_unknown(tag, &mut self.unknown_fields)?,
             }
@@ -1555,8 +1555,8 @@ impl Message for ShardedDimProto {
                 8 => self.axis = Some(r.read_varint().map_err(|e| e.at("axis", None))? as i64),
                 18 => {
                     let i = self.simple_sharding.len();
-                    self.simple_sharding.push_default_sized(|max| r.run_length(18, max));
-                    r.read_message(&mut self.simple_sharding[i]).map_err(|e| e.at("simple_sharding", Some(i)))?;
+                    let m = self.simple_sharding.push_default_sized(|max| r.run_length(18, max));
+                    r.read_message(m).map_err(|e| e.at("simple_sharding", Some(i)))?;
                 }
                 _ => r.skip_unknown(tag, &mut self.unknown_fields)?,
             }
@@ -1818,13 +1818,13 @@ impl Message for TrainingInfoProto {
                 18 => r.read_message(self.algorithm.get_or_insert_with(|| Box::new(GraphProto::new())).as_mut()).map_err(|e| e.at("algorithm", None))?,
                 26 => {
                     let i = self.initialization_binding.len();
-                    self.initialization_binding.push_default_sized(|max| r.run_length(26, max));
-                    r.read_message(&mut self.initialization_binding[i]).map_err(|e| e.at("initialization_binding", Some(i)))?;
+                    let m = self.initialization_binding.push_default_sized(|max| r.run_length(26, max));
+                    r.read_message(m).map_err(|e| e.at("initialization_binding", Some(i)))?;
                 }
                 34 => {
                     let i = self.update_binding.len();
-                    self.update_binding.push_default_sized(|max| r.run_length(34, max));
-                    r.read_message(&mut self.update_binding[i]).map_err(|e| e.at("update_binding", Some(i)))?;
+                    let m = self.update_binding.push_default_sized(|max| r.run_length(34, max));
+                    r.read_message(m).map_err(|e| e.at("update_binding", Some(i)))?;
                 }
                 _ => r.skip_unknown(tag, &mut self.unknown_fields)?,
             }
@@ -2028,8 +2028,8 @@ impl Message for ModelProto {
                 8 => self.ir_version = Some(r.read_varint().map_err(|e| e.at("ir_version", None))? as i64),
                 66 => {
                     let i = self.opset_import.len();
-                    self.opset_import.push_default_sized(|max| r.run_length(66, max));
-                    r.read_message(&mut self.opset_import[i]).map_err(|e| e.at("opset_import", Some(i)))?;
+                    let m = self.opset_import.push_default_sized(|max| r.run_length(66, max));
+                    r.read_message(m).map_err(|e| e.at("opset_import", Some(i)))?;
                 }
                 18 => self.producer_name = Some(r.read_string().map_err(|e| e.at("producer_name", None))?),
                 26 => self.producer_version = Some(r.read_string().map_err(|e| e.at("producer_version", None))?),
@@ -2039,23 +2039,23 @@ impl Message for ModelProto {
                 58 => r.read_message(self.graph.get_or_insert_with(|| Box::new(GraphProto::new())).as_mut()).map_err(|e| e.at("graph", None))?,
                 114 => {
                     let i = self.metadata_props.len();
-                    self.metadata_props.push_default_sized(|max| r.run_length(114, max));
-                    r.read_message(&mut self.metadata_props[i]).map_err(|e| e.at("metadata_props", Some(i)))?;
+                    let m = self.metadata_props.push_default_sized(|max| r.run_length(114, max));
+                    r.read_message(m).map_err(|e| e.at("metadata_props", Some(i)))?;
                 }
                 162 => {
                     let i = self.training_info.len();
-                    self.training_info.push_default_sized(|max| r.run_length(162, max));
-                    r.read_message(&mut self.training_info[i]).map_err(|e| e.at("training_info", Some(i)))?;
+                    let m = self.training_info.push_default_sized(|max| r.run_length(162, max));
+                    r.read_message(m).map_err(|e| e.at("training_info", Some(i)))?;
                 }
                 202 => {
                     let i = self.functions.len();
-                    self.functions.push_default_sized(|max| r.run_length(202, max));
-                    r.read_message(&mut self.functions[i]).map_err(|e| e.at("functions", Some(i)))?;
+                    let m = self.functions.push_default_sized(|max| r.run_length(202, max));
+                    r.read_message(m).map_err(|e| e.at("functions", Some(i)))?;
                 }
                 210 => {
                     let i = self.configuration.len();
-                    self.configuration.push_default_sized(|max| r.run_length(210, max));
-                    r.read_message(&mut self.configuration[i]).map_err(|e| e.at("configuration", Some(i)))?;
+                    let m = self.configuration.push_default_sized(|max| r.run_length(210, max));
+                    r.read_message(m).map_err(|e| e.at("configuration", Some(i)))?;
                 }
                 _ => r.skip_unknown(tag, &mut self.unknown_fields)?,
             }
@@ -2651,8 +2651,8 @@ impl Message for TensorAnnotation {
                 10 => self.tensor_name = Some(r.read_string().map_err(|e| e.at("tensor_name", None))?),
                 18 => {
                     let i = self.quant_parameter_tensor_names.len();
-                    self.quant_parameter_tensor_names.push_default_sized(|max| r.run_length(18, max));
-                    r.read_message(&mut self.quant_parameter_tensor_names[i]).map_err(|e| e.at("quant_parameter_tensor_names", Some(i)))?;
+                    let m = self.quant_parameter_tensor_names.push_default_sized(|max| r.run_length(18, max));
+                    r.read_message(m).map_err(|e| e.at("quant_parameter_tensor_names", Some(i)))?;
                 }
                 _ => r.skip_unknown(tag, &mut self.unknown_fields)?,
             }
@@ -2784,8 +2784,8 @@ impl Message for GraphProto {
             match tag {
                 10 => {
                     let i = self.node.len();
-                    self.node.push_default_sized(|max| r.run_length(10, max));
-                    r.read_message(&mut self.node[i]).map_err(|e| e.at("node", Some(i)))?;
+                    let m = self.node.push_default_sized(|max| r.run_length(10, max));
+                    r.read_message(m).map_err(|e| e.at("node", Some(i)))?;
                 }
                 18 => self.name = Some(r.read_string().map_err(|e| e.at("name", None))?),
                 42 => {
@@ -2795,39 +2795,39 @@ impl Message for GraphProto {
                         continue;
                     }
                     let i = self.initializer.len();
-                    self.initializer.push_default_sized(|max| r.run_length(42, max));
-                    r.read_message(&mut self.initializer[i]).map_err(|e| e.at("initializer", Some(i)))?;
+                    let m = self.initializer.push_default_sized(|max| r.run_length(42, max));
+                    r.read_message(m).map_err(|e| e.at("initializer", Some(i)))?;
                 }
                 122 => {
                     let i = self.sparse_initializer.len();
-                    self.sparse_initializer.push_default_sized(|max| r.run_length(122, max));
-                    r.read_message(&mut self.sparse_initializer[i]).map_err(|e| e.at("sparse_initializer", Some(i)))?;
+                    let m = self.sparse_initializer.push_default_sized(|max| r.run_length(122, max));
+                    r.read_message(m).map_err(|e| e.at("sparse_initializer", Some(i)))?;
                 }
                 82 => self.doc_string = Some(r.read_string().map_err(|e| e.at("doc_string", None))?),
                 90 => {
                     let i = self.input.len();
-                    self.input.push_default_sized(|max| r.run_length(90, max));
-                    r.read_message(&mut self.input[i]).map_err(|e| e.at("input", Some(i)))?;
+                    let m = self.input.push_default_sized(|max| r.run_length(90, max));
+                    r.read_message(m).map_err(|e| e.at("input", Some(i)))?;
                 }
                 98 => {
                     let i = self.output.len();
-                    self.output.push_default_sized(|max| r.run_length(98, max));
-                    r.read_message(&mut self.output[i]).map_err(|e| e.at("output", Some(i)))?;
+                    let m = self.output.push_default_sized(|max| r.run_length(98, max));
+                    r.read_message(m).map_err(|e| e.at("output", Some(i)))?;
                 }
                 106 => {
                     let i = self.value_info.len();
-                    self.value_info.push_default_sized(|max| r.run_length(106, max));
-                    r.read_message(&mut self.value_info[i]).map_err(|e| e.at("value_info", Some(i)))?;
+                    let m = self.value_info.push_default_sized(|max| r.run_length(106, max));
+                    r.read_message(m).map_err(|e| e.at("value_info", Some(i)))?;
                 }
                 114 => {
                     let i = self.quantization_annotation.len();
-                    self.quantization_annotation.push_default_sized(|max| r.run_length(114, max));
-                    r.read_message(&mut self.quantization_annotation[i]).map_err(|e| e.at("quantization_annotation", Some(i)))?;
+                    let m = self.quantization_annotation.push_default_sized(|max| r.run_length(114, max));
+                    r.read_message(m).map_err(|e| e.at("quantization_annotation", Some(i)))?;
                 }
                 130 => {
                     let i = self.metadata_props.len();
-                    self.metadata_props.push_default_sized(|max| r.run_length(130, max));
-                    r.read_message(&mut self.metadata_props[i]).map_err(|e| e.at("metadata_props", Some(i)))?;
+                    let m = self.metadata_props.push_default_sized(|max| r.run_length(130, max));
+                    r.read_message(m).map_err(|e| e.at("metadata_props", Some(i)))?;
                 }
                 _ => r.skip_unknown(tag, &mut self.unknown_fields)?,
             }
@@ -3188,8 +3188,8 @@ impl Message for TensorProto {
                 74 => self.raw_data = r.read_payload().map_err(|e| e.at("raw_data", None))?,
                 106 => {
                     let i = self.external_data.len();
-                    self.external_data.push_default_sized(|max| r.run_length(106, max));
-                    r.read_message(&mut self.external_data[i]).map_err(|e| e.at("external_data", Some(i)))?;
+                    let m = self.external_data.push_default_sized(|max| r.run_length(106, max));
+                    r.read_message(m).map_err(|e| e.at("external_data", Some(i)))?;
                 }
                 112 => {
                     let v = r.read_varint().map_err(|e| e.at("data_location", None))?;
@@ -3209,8 +3209,8 @@ impl Message for TensorProto {
                 90 => r.read_packed_varints(|v| self.uint64_data.push(v)).map_err(|e| e.at("uint64_data", None))?,
                 130 => {
                     let i = self.metadata_props.len();
-                    self.metadata_props.push_default_sized(|max| r.run_length(130, max));
-                    r.read_message(&mut self.metadata_props[i]).map_err(|e| e.at("metadata_props", Some(i)))?;
+                    let m = self.metadata_props.push_default_sized(|max| r.run_length(130, max));
+                    r.read_message(m).map_err(|e| e.at("metadata_props", Some(i)))?;
                 }
                 _ => r.skip_unknown(tag, &mut self.unknown_fields)?,
             }
@@ -3864,8 +3864,8 @@ impl Message for TensorShapeProto {
             match tag {
                 10 => {
                     let i = self.dim.len();
-                    self.dim.push_default_sized(|max| r.run_length(10, max));
-                    r.read_message(&mut self.dim[i]).map_err(|e| e.at("dim", Some(i)))?;
+                    let m = self.dim.push_default_sized(|max| r.run_length(10, max));
+                    r.read_message(m).map_err(|e| e.at("dim", Some(i)))?;
                 }
                 _ => r.skip_unknown(tag, &mut self.unknown_fields)?,
             }
@@ -5250,31 +5250,31 @@ impl Message for FunctionProto {
                 }
                 90 => {
                     let i = self.attribute_proto.len();
-                    self.attribute_proto.push_default_sized(|max| r.run_length(90, max));
-                    r.read_message(&mut self.attribute_proto[i]).map_err(|e| e.at("attribute_proto", Some(i)))?;
+                    let m = self.attribute_proto.push_default_sized(|max| r.run_length(90, max));
+                    r.read_message(m).map_err(|e| e.at("attribute_proto", Some(i)))?;
                 }
                 58 => {
                     let i = self.node.len();
-                    self.node.push_default_sized(|max| r.run_length(58, max));
-                    r.read_message(&mut self.node[i]).map_err(|e| e.at("node", Some(i)))?;
+                    let m = self.node.push_default_sized(|max| r.run_length(58, max));
+                    r.read_message(m).map_err(|e| e.at("node", Some(i)))?;
                 }
                 66 => self.doc_string = Some(r.read_string().map_err(|e| e.at("doc_string", None))?),
                 74 => {
                     let i = self.opset_import.len();
-                    self.opset_import.push_default_sized(|max| r.run_length(74, max));
-                    r.read_message(&mut self.opset_import[i]).map_err(|e| e.at("opset_import", Some(i)))?;
+                    let m = self.opset_import.push_default_sized(|max| r.run_length(74, max));
+                    r.read_message(m).map_err(|e| e.at("opset_import", Some(i)))?;
                 }
                 82 => self.domain = Some(r.read_string().map_err(|e| e.at("domain", None))?),
                 106 => self.overload = Some(r.read_string().map_err(|e| e.at("overload", None))?),
                 98 => {
                     let i = self.value_info.len();
-                    self.value_info.push_default_sized(|max| r.run_length(98, max));
-                    r.read_message(&mut self.value_info[i]).map_err(|e| e.at("value_info", Some(i)))?;
+                    let m = self.value_info.push_default_sized(|max| r.run_length(98, max));
+                    r.read_message(m).map_err(|e| e.at("value_info", Some(i)))?;
                 }
                 114 => {
                     let i = self.metadata_props.len();
-                    self.metadata_props.push_default_sized(|max| r.run_length(114, max));
-                    r.read_message(&mut self.metadata_props[i]).map_err(|e| e.at("metadata_props", Some(i)))?;
+                    let m = self.metadata_props.push_default_sized(|max| r.run_length(114, max));
+                    r.read_message(m).map_err(|e| e.at("metadata_props", Some(i)))?;
                 }
                 _ => r.skip_unknown(tag, &mut self.unknown_fields)?,
             }
@@ -5624,28 +5624,28 @@ impl Message for SequenceProto {
                 16 => self.elem_type = Some(r.read_varint().map_err(|e| e.at("elem_type", None))? as i32),
                 26 => {
                     let i = self.tensor_values.len();
-                    self.tensor_values.push_default_sized(|max| r.run_length(26, max));
-                    r.read_message(&mut self.tensor_values[i]).map_err(|e| e.at("tensor_values", Some(i)))?;
+                    let m = self.tensor_values.push_default_sized(|max| r.run_length(26, max));
+                    r.read_message(m).map_err(|e| e.at("tensor_values", Some(i)))?;
                 }
                 34 => {
                     let i = self.sparse_tensor_values.len();
-                    self.sparse_tensor_values.push_default_sized(|max| r.run_length(34, max));
-                    r.read_message(&mut self.sparse_tensor_values[i]).map_err(|e| e.at("sparse_tensor_values", Some(i)))?;
+                    let m = self.sparse_tensor_values.push_default_sized(|max| r.run_length(34, max));
+                    r.read_message(m).map_err(|e| e.at("sparse_tensor_values", Some(i)))?;
                 }
                 42 => {
                     let i = self.sequence_values.len();
-                    self.sequence_values.push_default_sized(|max| r.run_length(42, max));
-                    r.read_message(&mut self.sequence_values[i]).map_err(|e| e.at("sequence_values", Some(i)))?;
+                    let m = self.sequence_values.push_default_sized(|max| r.run_length(42, max));
+                    r.read_message(m).map_err(|e| e.at("sequence_values", Some(i)))?;
                 }
                 50 => {
                     let i = self.map_values.len();
-                    self.map_values.push_default_sized(|max| r.run_length(50, max));
-                    r.read_message(&mut self.map_values[i]).map_err(|e| e.at("map_values", Some(i)))?;
+                    let m = self.map_values.push_default_sized(|max| r.run_length(50, max));
+                    r.read_message(m).map_err(|e| e.at("map_values", Some(i)))?;
                 }
                 58 => {
                     let i = self.optional_values.len();
-                    self.optional_values.push_default_sized(|max| r.run_length(58, max));
-                    r.read_message(&mut self.optional_values[i]).map_err(|e| e.at("optional_values", Some(i)))?;
+                    let m = self.optional_values.push_default_sized(|max| r.run_length(58, max));
+                    r.read_message(m).map_err(|e| e.at("optional_values", Some(i)))?;
                 }
                 _ => r.skip_unknown(tag, &mut self.unknown_fields)?,
             }
