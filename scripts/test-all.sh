@@ -24,6 +24,9 @@ cargo fmt --all -- --check
 step "cargo clippy -D warnings"
 cargo clippy --workspace --all-targets --release -- -D warnings
 
+step "rustdoc -D warnings (no broken intra-doc links)"
+RUSTDOCFLAGS="-D warnings" cargo doc --no-deps -q -p onnx_light
+
 step "generated files are up to date"
 cargo run --release -q -p codegen -- --check
 

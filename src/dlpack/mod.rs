@@ -7,7 +7,7 @@
 //! - export ([`to_dlpack_versioned`], [`to_dlpack`]): zero-copy for tensors with `raw_data`, the
 //!   bytes kept alive by the tensor's owner token, held by the managed tensor and released by its
 //!   deleter (exactly once); an explicit copy for typed fields (`float_data`, ...) when asked;
-//! - import ([`tensor_from_dlpack`]): a [`TensorProto`] from a DLPack tensor, copied, or borrowing
+//! - import ([`tensor_from_dlpack`]): a [`TensorProto`](crate::TensorProto) from a DLPack tensor, copied, or borrowing
 //!   the producer's memory with the producer's deleter as the owner token;
 //! - [`OwnedDlpack`]: an owning handle of a managed tensor (calls its deleter once on drop).
 //!

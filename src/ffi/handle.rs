@@ -1,4 +1,4 @@
-//! Handle plumbing: the [`Castable`] link between an opaque C type and its Rust type, checked
+//! Handle plumbing: the `Castable` link between an opaque C type and its Rust type, checked
 //! pointer-to-reference conversions, (pointer, length) views, and the small generic bodies the
 //! generated accessors (`accessors.rs`) call.
 //!

@@ -1,4 +1,4 @@
-//! Status codes, the mapping of [`crate::Error`] to them (in ONE place: [`status_of`]), and the
+//! Status codes, the mapping of [`crate::Error`] to them (in ONE place: `status_of`), and the
 //! thread-local message of the last failure.
 
 use std::cell::RefCell;

@@ -21,7 +21,7 @@ pub enum PayloadMode {
         owner: Option<Owner>,
     },
     /// The input is a private copy (an arena) that the payloads take over: each payload becomes
-    /// an owned, exclusive range of it (see [`Reader::new_arena`]).
+    /// an owned, exclusive range of it (see `Reader::new_arena`).
     Arena {
         /// Writable start of the arena (the input slice's first byte).
         base: ArenaBase,
