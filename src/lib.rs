@@ -6,6 +6,11 @@
 //! map, verify, consolidate), [`crypto`] (encrypted models and files), [`dlpack`] (DLPack export
 //! and import), [`params`] (TVM/CVM parameter dictionaries).
 
+/// The README's Rust quick start, compiled by `cargo test --doc` so that it stays correct.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeQuickStart;
+
 #[cfg(feature = "global-mimalloc")]
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
