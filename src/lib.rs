@@ -6,10 +6,20 @@
 //! map, verify, consolidate), [`crypto`] (encrypted models and files), [`dlpack`] (DLPack export
 //! and import), [`params`] (TVM/CVM parameter dictionaries).
 
-/// The README's Rust quick start, compiled by `cargo test --doc` so that it stays correct.
+/// The Rust examples of the README and the docs, compiled by `cargo test --doc` so that they
+/// stay correct (they read files that do not exist here, so they are `no_run`).
 #[cfg(doctest)]
 #[doc = include_str!("../README.md")]
 struct ReadmeQuickStart;
+#[cfg(doctest)]
+#[doc = include_str!("../docs/encryption.md")]
+struct EncryptionDocExamples;
+#[cfg(doctest)]
+#[doc = include_str!("../docs/external-data.md")]
+struct ExternalDataDocExamples;
+#[cfg(doctest)]
+#[doc = include_str!("../docs/prepacked.md")]
+struct PrepackedDocExamples;
 
 #[cfg(feature = "global-mimalloc")]
 #[global_allocator]
