@@ -5,6 +5,9 @@
 //! and checksums, and the errors — missing passphrase, wrong passphrase, a modified byte,
 //! truncation, extension, a one-shot format — each distinct and naming the file.
 
+mod common;
+use common::{TempDir, uint8_tensor as tensor};
+
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -16,49 +19,10 @@ use onnx_light::external::{
     ExternalDataInfo, check_external_data, load_external_data_for_model,
     save_model_with_external_data, sha1_hex, uses_external_data,
 };
-use onnx_light::proto::{GraphProto, ModelProto, NodeProto, TensorProto};
+use onnx_light::proto::{GraphProto, ModelProto, NodeProto};
 use onnx_light::{Error, ExternalEncryption, Message, ParseOptions, SaveExternalOptions};
 
 const KEY: &[u8] = b"weights passphrase";
-
-struct TempDir(PathBuf);
-
-impl TempDir {
-    fn new(tag: &str) -> Self {
-        let d = std::env::temp_dir().join(format!(
-            "onnxl-encext-{tag}-{}-{:?}",
-            std::process::id(),
-            std::thread::current().id()
-        ));
-        let _ = std::fs::remove_dir_all(&d);
-        std::fs::create_dir_all(&d).unwrap();
-        Self(d)
-    }
-    fn path(&self, name: &str) -> PathBuf {
-        self.0.join(name)
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
-fn pattern(n: usize, seed: u8) -> Vec<u8> {
-    (0..n)
-        .map(|i| (i as u8).wrapping_mul(31) ^ seed ^ ((i >> 8) as u8) ^ ((i >> 16) as u8))
-        .collect()
-}
-
-fn tensor(name: &str, n: usize, seed: u8) -> TensorProto {
-    let mut t = TensorProto::new();
-    t.set_name(name);
-    t.set_data_type(2); // UINT8
-    t.add_dims(n as i64);
-    t.set_raw_data(pattern(n, seed));
-    t
-}
 
 /// Tensors over the threshold of several sizes (across chunk boundaries for small chunks, and
 /// one over several default 1 MiB chunks), an attribute tensor, a subgraph and small ones.

@@ -11,6 +11,9 @@
 //! - a > 2 GB model encrypted and decrypted by the CLI with the chunked format, with peak memory
 //!   (VmHWM of the child process) far under the model size, and loaded in memory at ~1x its size.
 
+mod common;
+use common::TempDir;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -84,24 +87,6 @@ fn par_for(n: usize, f: impl Fn(usize) + Sync) {
             });
         }
     });
-}
-
-struct TempDir(PathBuf);
-impl TempDir {
-    fn new(tag: &str) -> Self {
-        let d = std::env::temp_dir().join(format!("onnxl-enc-{tag}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&d);
-        std::fs::create_dir_all(&d).unwrap();
-        Self(d)
-    }
-    fn path(&self, name: &str) -> PathBuf {
-        self.0.join(name)
-    }
-}
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
 }
 
 fn root() -> PathBuf {

@@ -3,6 +3,9 @@
 //! files, alignment, checksums, no-copy sharing, re-saving over mapped files, zero-length
 //! tensors, consolidation, and saving without touching the model.
 
+mod common;
+use common::{pattern, uint8_tensor as tensor};
+
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -75,21 +78,6 @@ impl Drop for Sandbox {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.root);
     }
-}
-
-fn pattern(n: usize, seed: u8) -> Vec<u8> {
-    (0..n)
-        .map(|i| (i as u8).wrapping_mul(31) ^ seed ^ ((i >> 8) as u8))
-        .collect()
-}
-
-fn tensor(name: &str, n: usize, seed: u8) -> TensorProto {
-    let mut t = TensorProto::new();
-    t.set_name(name);
-    t.set_data_type(2); // UINT8
-    t.add_dims(n as i64);
-    t.set_raw_data(pattern(n, seed));
-    t
 }
 
 fn sparse(prefix: &str, n: usize, seed: u8) -> SparseTensorProto {

@@ -5,60 +5,15 @@
 //! alone: a case may not allocate more than `CASE_ALLOC_LIMIT` bytes at its peak. The number of
 //! cases is printed and checked (run with `--nocapture` to see the summary).
 
-use std::alloc::{GlobalAlloc, Layout, System};
 use std::path::Path;
-use std::sync::atomic::{AtomicUsize, Ordering};
+
+mod common;
+use common::{Counting, peak_of};
 
 use onnx_light::proto::schema::{self, Kind, Label};
 use onnx_light::proto::{Message, MessageVisitor, ModelProto, TensorProto, visit_message_type};
 use onnx_light::wire::{put_varint, tag};
 use onnx_light::{DecodeErrorKind, Error, ParseOptions};
-
-/// Counts live heap bytes and their peak (all threads).
-struct Counting;
-static LIVE: AtomicUsize = AtomicUsize::new(0);
-static PEAK: AtomicUsize = AtomicUsize::new(0);
-
-// SAFETY: forwards every call to the system allocator unchanged; only counts sizes.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        // SAFETY: same contract as the caller's.
-        let p = unsafe { System.alloc(layout) };
-        if !p.is_null() {
-            let now = LIVE.fetch_add(layout.size(), Ordering::Relaxed) + layout.size();
-            PEAK.fetch_max(now, Ordering::Relaxed);
-        }
-        p
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        // SAFETY: same contract as the caller's.
-        unsafe { System.dealloc(ptr, layout) };
-        LIVE.fetch_sub(layout.size(), Ordering::Relaxed);
-    }
-    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        // SAFETY: same contract as the caller's.
-        let p = unsafe { System.alloc_zeroed(layout) };
-        if !p.is_null() {
-            let now = LIVE.fetch_add(layout.size(), Ordering::Relaxed) + layout.size();
-            PEAK.fetch_max(now, Ordering::Relaxed);
-        }
-        p
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        // SAFETY: same contract as the caller's.
-        let p = unsafe { System.realloc(ptr, layout, new_size) };
-        if !p.is_null() {
-            if new_size >= layout.size() {
-                let now = LIVE.fetch_add(new_size - layout.size(), Ordering::Relaxed)
-                    + (new_size - layout.size());
-                PEAK.fetch_max(now, Ordering::Relaxed);
-            } else {
-                LIVE.fetch_sub(layout.size() - new_size, Ordering::Relaxed);
-            }
-        }
-        p
-    }
-}
 
 #[global_allocator]
 static ALLOC: Counting = Counting;
@@ -75,10 +30,7 @@ struct Suite {
 impl Suite {
     /// Runs one case: `f` must not panic and its peak allocation stays under the limit.
     fn case(&mut self, category: &'static str, what: &dyn Fn() -> String, f: impl FnOnce()) {
-        let base = LIVE.load(Ordering::Relaxed);
-        PEAK.store(base, Ordering::Relaxed);
-        f();
-        let grew = PEAK.load(Ordering::Relaxed).saturating_sub(base);
+        let ((), grew) = peak_of(f);
         assert!(
             grew <= CASE_ALLOC_LIMIT,
             "{category}: {} allocated {grew} bytes at its peak",
@@ -1031,13 +983,12 @@ fn encrypted_headers(s: &mut Suite) {
     for cut in [ct.len(), 36, 40, ct.len() - 1] {
         let what = || format!("ONNXCRYS with {MAX_CHUNK_SIZE}-byte chunks, {cut} bytes");
         s.case("encrypted headers", &what, || {
-            let base = LIVE.load(Ordering::Relaxed);
-            PEAK.store(base, Ordering::Relaxed);
-            let r = StreamDecryptor::new(&ct[..cut], key).and_then(|d| {
-                let mut out = Vec::new();
-                d.decrypt_to(&mut out, Path::new("<test>")).map(|_| out)
+            let (r, grew) = peak_of(|| {
+                StreamDecryptor::new(&ct[..cut], key).and_then(|d| {
+                    let mut out = Vec::new();
+                    d.decrypt_to(&mut out, Path::new("<test>")).map(|_| out)
+                })
             });
-            let grew = PEAK.load(Ordering::Relaxed) - base;
             assert!(grew < 1 << 20, "{}: {grew} bytes", what());
             if cut == ct.len() {
                 assert_eq!(r.unwrap(), plain);

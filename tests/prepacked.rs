@@ -3,8 +3,11 @@
 //! shared with the initializers; copy: equal bytes), checksums, and malformed entries handled as
 //! ONNX Runtime's `ExternalDataInfo::Create` handles them.
 
+mod common;
+use common::{TempDir as Dir, pattern, uint8_tensor as tensor};
+
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 
 use onnx_light::external::{
@@ -13,45 +16,6 @@ use onnx_light::external::{
 };
 use onnx_light::proto::{ModelProto, StringStringEntryProto, TensorProto};
 use onnx_light::{Error, ParseOptions, PrepackedBlobs, SaveExternalOptions};
-
-struct Dir(PathBuf);
-
-impl Dir {
-    fn new(tag: &str) -> Self {
-        let p = std::env::temp_dir().join(format!(
-            "onnxl-prepacked-{tag}-{}-{:?}",
-            std::process::id(),
-            std::thread::current().id()
-        ));
-        let _ = std::fs::remove_dir_all(&p);
-        std::fs::create_dir_all(&p).unwrap();
-        Self(p)
-    }
-    fn model(&self) -> PathBuf {
-        self.0.join("m.onnx")
-    }
-}
-
-impl Drop for Dir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
-fn pattern(n: usize, seed: u8) -> Vec<u8> {
-    (0..n)
-        .map(|i| (i as u8).wrapping_mul(31) ^ seed ^ ((i >> 8) as u8))
-        .collect()
-}
-
-fn tensor(name: &str, n: usize, seed: u8) -> TensorProto {
-    let mut t = TensorProto::new();
-    t.set_name(name);
-    t.set_data_type(2); // UINT8
-    t.add_dims(n as i64);
-    t.set_raw_data(pattern(n, seed));
-    t
-}
 
 /// W (3000 bytes), B (100 bytes: below the size threshold), X (5000 bytes, no blobs).
 fn model() -> ModelProto {
@@ -132,13 +96,14 @@ fn saved_as_onnxruntime_records_them_aligned_after_the_initializer() {
     let b = blobs();
     let before = m.clone();
     let report =
-        save_model_with_prepacked(&m, &b, d.model(), &SaveExternalOptions::default()).unwrap();
+        save_model_with_prepacked(&m, &b, d.path("m.onnx"), &SaveExternalOptions::default())
+            .unwrap();
     assert_eq!(m, before, "the model is not changed");
     assert_eq!((report.prepacked_blobs, report.external_tensors), (3, 3));
     assert_eq!(report.prepacked_bytes, 5000 + (2 << 20) + 10 + 7);
     assert_eq!(report.files[0].tensors, 3);
     assert_eq!(report.files[0].prepacked_buffers, 4);
-    let saved = onnx_light::load_model(d.model(), &no_load()).unwrap();
+    let saved = onnx_light::load_model(d.path("m.onnx"), &no_load()).unwrap();
     let i = infos(&saved);
     assert!(
         i.contains_key("B"),
@@ -190,12 +155,12 @@ fn no_copy_load_borrows_from_the_one_mapping_with_the_initializers_owner() {
     let d = Dir::new("nocopy");
     let m = model();
     let b = blobs();
-    save_model_with_prepacked(&m, &b, d.model(), &SaveExternalOptions::default()).unwrap();
+    save_model_with_prepacked(&m, &b, d.path("m.onnx"), &SaveExternalOptions::default()).unwrap();
     let nc = ParseOptions {
         no_copy: true,
         ..Default::default()
     };
-    let (loaded, got) = onnx_light::load_model_with_prepacked(d.model(), &nc).unwrap();
+    let (loaded, got) = onnx_light::load_model_with_prepacked(d.path("m.onnx"), &nc).unwrap();
     same_blobs(&got, &b);
     let file = d.0.join("m.onnx.data");
     let maps = mapping_of(&file);
@@ -223,7 +188,7 @@ fn no_copy_load_borrows_from_the_one_mapping_with_the_initializers_owner() {
         }
     }
     // The same through load_external_data_for_model: the report's file owner is that token.
-    let mut m2 = onnx_light::load_model(d.model(), &no_load()).unwrap();
+    let mut m2 = onnx_light::load_model(d.path("m.onnx"), &no_load()).unwrap();
     let report = load_external_data_for_model(&mut m2, &d.0, &nc).unwrap();
     assert_eq!(report.prepacked.len(), 2);
     let file_owner = report.files[0].owner.clone().unwrap();
@@ -250,9 +215,9 @@ fn copy_load_gives_equal_bytes_and_round_trips_again() {
     let d = Dir::new("copy");
     let m = model();
     let b = blobs();
-    save_model_with_prepacked(&m, &b, d.model(), &SaveExternalOptions::default()).unwrap();
+    save_model_with_prepacked(&m, &b, d.path("m.onnx"), &SaveExternalOptions::default()).unwrap();
     let (loaded, got) =
-        onnx_light::load_model_with_prepacked(d.model(), &ParseOptions::default()).unwrap();
+        onnx_light::load_model_with_prepacked(d.path("m.onnx"), &ParseOptions::default()).unwrap();
     same_blobs(&got, &b);
     assert!(
         mapping_of(&d.0.join("m.onnx.data")).is_empty(),
@@ -273,8 +238,8 @@ fn copy_load_gives_equal_bytes_and_round_trips_again() {
         alignment: 0,
         ..Default::default()
     };
-    save_model_with_prepacked(&loaded, &got, d2.model(), &opts).unwrap();
-    let saved = onnx_light::load_model(d2.model(), &no_load()).unwrap();
+    save_model_with_prepacked(&loaded, &got, d2.path("m.onnx"), &opts).unwrap();
+    let saved = onnx_light::load_model(d2.path("m.onnx"), &no_load()).unwrap();
     let i = infos(&saved);
     assert_eq!(i["W"].location, "W");
     let (_, r) = parse_prepacked(&i["W"].prepacked[0].1).unwrap().unwrap();
@@ -283,7 +248,7 @@ fn copy_load_gives_equal_bytes_and_round_trips_again() {
         "packed: the blob follows the tensor in its own file"
     );
     let (_, again) =
-        onnx_light::load_model_with_prepacked(d2.model(), &ParseOptions::default()).unwrap();
+        onnx_light::load_model_with_prepacked(d2.path("m.onnx"), &ParseOptions::default()).unwrap();
     same_blobs(&again, &b);
 }
 
@@ -296,15 +261,15 @@ fn checksums_are_written_and_verified() {
         checksum: true,
         ..Default::default()
     };
-    save_model_with_prepacked(&m, &b, d.model(), &opts).unwrap();
+    save_model_with_prepacked(&m, &b, d.path("m.onnx"), &opts).unwrap();
     let verify = ParseOptions {
         verify_external_checksums: true,
         ..Default::default()
     };
-    let (_, got) = onnx_light::load_model_with_prepacked(d.model(), &verify).unwrap();
+    let (_, got) = onnx_light::load_model_with_prepacked(d.path("m.onnx"), &verify).unwrap();
     same_blobs(&got, &b);
     // Drop the whole-file checksums (so only the blobs' are left), corrupt one blob byte.
-    let mut saved = onnx_light::load_model(d.model(), &no_load()).unwrap();
+    let mut saved = onnx_light::load_model(d.path("m.onnx"), &no_load()).unwrap();
     let mut k1 = None;
     for t in saved.mutable_graph().initializer.iter_mut() {
         t.external_data
@@ -319,19 +284,19 @@ fn checksums_are_written_and_verified() {
             k1 = Some(r[0].offset as usize);
         }
     }
-    onnx_light::save_model(&saved, d.model(), &Default::default()).unwrap();
+    onnx_light::save_model(&saved, d.path("m.onnx"), &Default::default()).unwrap();
     let data_path = d.0.join("m.onnx.data");
     let mut data = std::fs::read(&data_path).unwrap();
     data[k1.unwrap() + 10] ^= 0xff;
     std::fs::write(&data_path, &data).unwrap();
-    let err = onnx_light::load_model_with_prepacked(d.model(), &verify).unwrap_err();
+    let err = onnx_light::load_model_with_prepacked(d.path("m.onnx"), &verify).unwrap_err();
     assert!(
         matches!(&err, Error::ExternalData { reason, .. } if reason.contains("pre-packed blob \"k1\": checksum mismatch")),
         "{err}"
     );
     // Not verified by default (as ONNX Runtime): loads, with the corrupted bytes.
     let (_, got) =
-        onnx_light::load_model_with_prepacked(d.model(), &ParseOptions::default()).unwrap();
+        onnx_light::load_model_with_prepacked(d.path("m.onnx"), &ParseOptions::default()).unwrap();
     assert_ne!(
         got.get("W", "k1").unwrap().buffer(0).unwrap(),
         pattern(5000, 9)
@@ -485,10 +450,10 @@ fn save_refuses_blobs_without_a_carrier() {
     let m = model();
     let mut b = PrepackedBlobs::new();
     b.attach("missing", "k", vec![1u8]).unwrap();
-    let err =
-        save_model_with_prepacked(&m, &b, d.model(), &SaveExternalOptions::default()).unwrap_err();
+    let err = save_model_with_prepacked(&m, &b, d.path("m.onnx"), &SaveExternalOptions::default())
+        .unwrap_err();
     assert!(matches!(err, Error::InvalidArgument(_)), "{err}");
-    assert!(!d.model().exists(), "nothing written");
+    assert!(!d.path("m.onnx").exists(), "nothing written");
     let mut m = model();
     let t = &mut m.mutable_graph().initializer[2];
     t.raw_data = None;
@@ -496,14 +461,14 @@ fn save_refuses_blobs_without_a_carrier() {
     t.float_data = vec![1.0; 25];
     let mut b = PrepackedBlobs::new();
     b.attach("B", "k", vec![1u8]).unwrap();
-    let err =
-        save_model_with_prepacked(&m, &b, d.model(), &SaveExternalOptions::default()).unwrap_err();
+    let err = save_model_with_prepacked(&m, &b, d.path("m.onnx"), &SaveExternalOptions::default())
+        .unwrap_err();
     assert!(matches!(err, Error::InvalidArgument(_)), "{err}");
     // An empty store is a plain external-data save.
     let r = save_model_with_prepacked(
         &model(),
         &PrepackedBlobs::new(),
-        d.model(),
+        d.path("m.onnx"),
         &SaveExternalOptions::default(),
     )
     .unwrap();
@@ -521,13 +486,13 @@ fn split_files_keep_a_tensor_with_its_blobs() {
         max_external_file_size: 8000,
         ..Default::default()
     };
-    let report = save_model_with_prepacked(&m, &b, d.model(), &opts).unwrap();
+    let report = save_model_with_prepacked(&m, &b, d.path("m.onnx"), &opts).unwrap();
     assert!(report.files.len() >= 2);
-    let saved = onnx_light::load_model(d.model(), &no_load()).unwrap();
+    let saved = onnx_light::load_model(d.path("m.onnx"), &no_load()).unwrap();
     let w = &infos(&saved)["W"];
     assert_eq!(w.location, "w.bin.1", "W + its blob did not fit after X");
     let (_, got) =
-        onnx_light::load_model_with_prepacked(d.model(), &ParseOptions::default()).unwrap();
+        onnx_light::load_model_with_prepacked(d.path("m.onnx"), &ParseOptions::default()).unwrap();
     same_blobs(&got, &b);
 }
 
@@ -535,23 +500,29 @@ fn split_files_keep_a_tensor_with_its_blobs() {
 fn resave_over_the_mapped_files_keeps_blobs() {
     let d = Dir::new("resave");
     let b = blobs();
-    save_model_with_prepacked(&model(), &b, d.model(), &SaveExternalOptions::default()).unwrap();
+    save_model_with_prepacked(
+        &model(),
+        &b,
+        d.path("m.onnx"),
+        &SaveExternalOptions::default(),
+    )
+    .unwrap();
     let nc = ParseOptions {
         no_copy: true,
         ..Default::default()
     };
-    let (loaded, got) = onnx_light::load_model_with_prepacked(d.model(), &nc).unwrap();
+    let (loaded, got) = onnx_light::load_model_with_prepacked(d.path("m.onnx"), &nc).unwrap();
     // Over the very files the tensors and blobs borrow from, with another alignment.
     let opts = SaveExternalOptions {
         alignment: 65536,
         align_threshold: 0,
         ..Default::default()
     };
-    save_model_with_prepacked(&loaded, &got, d.model(), &opts).unwrap();
+    save_model_with_prepacked(&loaded, &got, d.path("m.onnx"), &opts).unwrap();
     same_blobs(&got, &b);
-    let (_, again) = onnx_light::load_model_with_prepacked(d.model(), &nc).unwrap();
+    let (_, again) = onnx_light::load_model_with_prepacked(d.path("m.onnx"), &nc).unwrap();
     same_blobs(&again, &b);
-    let saved = onnx_light::load_model(d.model(), &no_load()).unwrap();
+    let saved = onnx_light::load_model(d.path("m.onnx"), &no_load()).unwrap();
     for (_, v) in &infos(&saved)["W"].prepacked {
         let (_, ranges) = parse_prepacked(v).unwrap().unwrap();
         assert!(ranges.iter().all(|r| r.offset % 65536 == 0));
@@ -573,7 +544,7 @@ fn blobs_in_encrypted_weight_files_round_trip_in_both_modes() {
         checksum: true,
         ..Default::default()
     };
-    save_model_with_prepacked(&m, &b, d.model(), &opts).unwrap();
+    save_model_with_prepacked(&m, &b, d.path("m.onnx"), &opts).unwrap();
     let data = std::fs::read(d.0.join("m.onnx.data")).unwrap();
     assert!(data.starts_with(b"ONNXCRYS"), "weights are encrypted");
     assert!(
@@ -587,10 +558,11 @@ fn blobs_in_encrypted_weight_files_round_trip_in_both_modes() {
             external_data_key: Some(b"blob key".as_slice().into()),
             ..Default::default()
         };
-        let (_, got) = onnx_light::load_model_with_prepacked(d.model(), &popts).unwrap();
+        let (_, got) = onnx_light::load_model_with_prepacked(d.path("m.onnx"), &popts).unwrap();
         same_blobs(&got, &b);
     }
-    let e = onnx_light::load_model_with_prepacked(d.model(), &ParseOptions::default()).unwrap_err();
+    let e = onnx_light::load_model_with_prepacked(d.path("m.onnx"), &ParseOptions::default())
+        .unwrap_err();
     assert!(e.to_string().contains("passphrase"), "{e}");
 }
 

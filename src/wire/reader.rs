@@ -771,36 +771,30 @@ pub trait GrowableList {
     fn reserve(&mut self, n: usize);
 }
 
-impl<T> GrowableList for Vec<T> {
-    const ELEMENT_BYTES: usize = size_of::<T>();
-    fn len(&self) -> usize {
-        self.len()
-    }
-    fn capacity(&self) -> usize {
-        self.capacity()
-    }
-    fn reserve_exact(&mut self, n: usize) {
-        self.reserve_exact(n)
-    }
-    fn reserve(&mut self, n: usize) {
-        self.reserve(n)
-    }
+/// `GrowableList` for list types whose inherent methods of those names do the work.
+macro_rules! growable_list {
+    ($([$($generics:tt)*] $list:ty => $element:ty;)*) => {$(
+        impl<$($generics)*> GrowableList for $list {
+            const ELEMENT_BYTES: usize = size_of::<$element>();
+            fn len(&self) -> usize {
+                <$list>::len(self)
+            }
+            fn capacity(&self) -> usize {
+                <$list>::capacity(self)
+            }
+            fn reserve_exact(&mut self, n: usize) {
+                <$list>::reserve_exact(self, n)
+            }
+            fn reserve(&mut self, n: usize) {
+                <$list>::reserve(self, n)
+            }
+        }
+    )*};
 }
 
-impl<A: smallvec::Array> GrowableList for smallvec::SmallVec<A> {
-    const ELEMENT_BYTES: usize = size_of::<A::Item>();
-    fn len(&self) -> usize {
-        self.len()
-    }
-    fn capacity(&self) -> usize {
-        self.capacity()
-    }
-    fn reserve_exact(&mut self, n: usize) {
-        self.reserve_exact(n)
-    }
-    fn reserve(&mut self, n: usize) {
-        self.reserve(n)
-    }
+growable_list! {
+    [T] Vec<T> => T;
+    [A: smallvec::Array] smallvec::SmallVec<A> => A::Item;
 }
 
 /// End of the value of wire type `wire_type` that starts at `buf[at]`, or `None` when it is
