@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# The benchmark (scripts/bench.sh) at a tiny scale, so that it keeps building and running: every
+# case of every library must produce a cell and the target section must be printed. Times are
+# NOT checked here (performance is measured by the full benchmark, not by timed tests).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+if ! BENCH_SCALE=0.02 BENCH_RUNS=1 BENCH_WORK_DIR="$tmp" BENCH_OUT="$tmp/report.md" \
+  bash scripts/bench.sh >"$tmp/stdout" 2>"$tmp/stderr"; then
+  tail -30 "$tmp/stderr"
+  echo "40-bench-smoke: scripts/bench.sh failed" >&2
+  exit 1
+fi
+fail() {
+  echo "40-bench-smoke: $1" >&2
+  grep -m5 -A3 FAILED "$tmp/stderr" >&2 || true
+  exit 1
+}
+if grep -q FAILED "$tmp/stderr"; then fail "a case failed"; fi
+if grep -q "| error" "$tmp/report.md"; then fail "a cell of the table is an error"; fi
+for row in "baseline: \`fs::read\`" "onnx_light, 1 thread" "onnx_light, 2 threads" \
+  "onnx (Python, protobuf upb)" "prost 0.14" "onnx-rs 0.1.3"; do
+  grep -qF "| $row" "$tmp/report.md" || fail "row missing: $row"
+done
+for section in "Targets (issue 2) and ratios" "real: light_resnet50" "metadata-heavy"; do
+  grep -qF "$section" "$tmp/report.md" || fail "section missing: $section"
+done
+echo "40-bench-smoke: ok ($(grep -c '^| ' "$tmp/report.md") table rows)"
