@@ -1,13 +1,20 @@
 //! The protobuf wire format, nothing ONNX-specific: varints, tags, length-delimited fields, a
-//! bounded [`Reader`] over a byte slice and the [`Sink`] trait the encoder writes to.
+//! bounded [`Reader`] over a byte slice, the [`Sink`] trait the encoder writes to, the
+//! [`Message`] trait every message implements and [`RepeatedField`], the list of a repeated
+//! message field.
 
+pub(crate) mod message;
 mod reader;
+mod repeated;
 mod writer;
+
+pub use message::{Message, MessageVisitor};
 
 pub use reader::{
     AUTO_METADATA_BASE_BYTES, AUTO_METADATA_BYTES_PER_INPUT_BYTE, ArenaBase, DecodeConfig,
     PayloadMode, Reader, metadata_budget,
 };
+pub use repeated::RepeatedField;
 pub use writer::{Sink, SizeCursor, put_tag, put_varint};
 
 /// Wire type 0: varint.
