@@ -8,7 +8,7 @@ mod display;
 mod generated;
 pub mod schema;
 
-pub use crate::wire::{Message, MessageVisitor, RepeatedField};
+pub use crate::wire::{InlineVec, Message, MessageVisitor, RepeatedField};
 pub use data_type::DataType;
 pub use generated::*;
 
