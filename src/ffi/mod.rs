@@ -19,7 +19,9 @@
 //! [`handle`] (pointer plumbing, views), [`owner`] (owner tokens), [`prepacked`] (pre-packed
 //! blobs), [`buffer`] (library-made
 //! bytes), [`options`] (options structs), [`model`] (load / save / serialize), [`stream`]
-//! (streams), [`accessors`] (generated: handles and per-field accessors of every message).
+//! (streams), [`accessors`] (generated: handles and per-field accessors of every message),
+//! [`cxx_text`] (protobuf's text format for the C++ message classes, declared in
+//! `include/onnx_light.hpp` only).
 //!
 //! `unsafe` in this crate lives only here: every block carries a `// SAFETY:` comment, and every
 //! exported function documents its pointer contract under `# Safety`.
@@ -28,6 +30,8 @@
 pub mod accessors;
 pub mod buffer;
 pub mod crypto;
+/// cbindgen:ignore
+pub mod cxx_text;
 pub mod dlpack;
 pub mod external;
 pub mod handle;

@@ -7,6 +7,7 @@ mod display;
 #[allow(clippy::all, unused_variables)]
 mod generated;
 pub mod schema;
+pub mod text_format;
 
 pub use crate::wire::{InlineVec, Message, MessageVisitor, RepeatedField};
 pub use data_type::DataType;
