@@ -1,5 +1,6 @@
 //! The text format for the C++ message classes: `DebugString()`, `ShortDebugString()` and
-//! `Utf8DebugString()` print through [`onnxl_cxx_debug_string`] (declared in
+//! `Utf8DebugString()` print through
+//! [`onnxl_cxx_debug_string`](crate::ffi::cxx_text::onnxl_cxx_debug_string) (declared in
 //! `include/onnx_light.hpp`, not in the C header).
 
 use std::ffi::{CStr, c_char, c_void};

@@ -829,6 +829,44 @@ mod tests {
     }
 
     #[test]
+    fn mutated_inputs_print_or_fail_without_panicking() {
+        // A model with nested messages, every scalar kind, strings and unknown fields.
+        let mut node = b"\x0a\x01x\x2a\x0b\x0a\x01a\xa0\x01\x01\x15\x00\x00\xc0\x3f".to_vec();
+        node.extend_from_slice(b"\xc3\x3e\x08\x01\x12\x02\x08\x02\xc4\x3e\xca\x3e\x02\x08\x05");
+        let mut graph = vec![0x0a, node.len() as u8];
+        graph.extend_from_slice(&node);
+        graph.extend_from_slice(
+            b"\x2a\x10\x22\x04\x00\x00\x80\x3f\x52\x08\x00\x00\x00\x00\x00\x00\xf0\x3f",
+        );
+        let mut model = b"\x08\x07\x12\x02\xc3\xa9".to_vec();
+        model.push(0x3a);
+        model.push(graph.len() as u8);
+        model.extend_from_slice(&graph);
+        assert_eq!(
+            text("ModelProto", &model, TextStyle::Short),
+            "ir_version: 7 producer_name: \"\\303\\251\" graph { node { input: \"x\" attribute { \
+             name: \"a\" f: 1.5 type: FLOAT } 1000 { 1: 1 2 { 1: 2 } } 1001 { 1: 5 } } \
+             initializer { float_data: 1 double_data: 1 } }"
+        );
+        let mut printed = 0;
+        for (i, bits) in patterns(20_000).enumerate() {
+            let mut m = model.clone();
+            let at = (bits % m.len() as u64) as usize;
+            match i % 3 {
+                0 => m[at] = (bits >> 32) as u8,
+                1 => m.truncate(at),
+                _ => m.insert(at, (bits >> 40) as u8),
+            }
+            let style = [TextStyle::Debug, TextStyle::Short, TextStyle::Utf8][i % 3];
+            printed += usize::from(debug_bytes("ModelProto", &m, style).is_ok());
+        }
+        assert!(
+            printed > 1000 && printed < 20_000,
+            "{printed} of the mutated inputs printed"
+        );
+    }
+
+    #[test]
     fn malformed_input_and_unknown_names_are_errors() {
         assert!(debug_string("TensorProto", b"\x0a", TextStyle::Debug).is_err());
         assert!(debug_string("TensorProto", b"\x0b", TextStyle::Debug).is_err());
