@@ -30,6 +30,15 @@
 
 #include "onnx_light.h"
 
+// Entry points of the C++ layer only (not in the C API; src/ffi/cxx*.rs).
+extern "C" {
+// protobuf's text format of the message named `message` (e.g. "ModelProto") encoded in
+// data[0..len): style 0 DebugString(), 1 ShortDebugString(), 2 Utf8DebugString(); the text is
+// written into alloc(ctx, its length) (called once on success); false on failure (last error).
+bool onnxl_cxx_debug_string(const char* message, const uint8_t* data, size_t len, uint32_t style,
+                            uint8_t* (*alloc)(void* ctx, size_t size), void* ctx);
+}
+
 namespace onnx_light {
 
 /// An error of the library: the C status and the message of onnxl_last_error_message().
