@@ -65,10 +65,10 @@ pub fn debug_string(message: &str, encoded: &[u8], style: TextStyle) -> Result<S
 /// [`debug_string`] as the exact bytes protobuf prints (the `Utf8` style copies the bytes of
 /// `string` fields of 0x80 and above unchanged, valid UTF-8 or not).
 pub fn debug_bytes(message: &str, encoded: &[u8], style: TextStyle) -> Result<Vec<u8>> {
-    let def = schema::message(message)
-        .ok_or_else(|| Error::InvalidArgument(format!("unknown message type {message:?}")))?;
-    let canonical = super::visit_message_type(def.name, Canonical(encoded))
-        .ok_or_else(|| Error::InvalidArgument(format!("unknown message type {message:?}")))??;
+    let unknown = || Error::InvalidArgument(format!("unknown message type {message:?}"));
+    let def = schema::message(message).ok_or_else(unknown)?;
+    let canonical =
+        super::visit_message_type(def.name, Canonical(encoded)).ok_or_else(unknown)??;
     let mut p = Printer {
         out: Vec::with_capacity(canonical.len() * 2),
         indent: 0,
