@@ -62,7 +62,10 @@ fn conv(k: Kind) -> (&'static str, String) {
             let vals: Vec<String> = e.values.iter().map(|(_, v)| v.to_string()).collect();
             (
                 "ops::py_val(py, v)",
-                format!("|v: &Bound<'_, PyAny>| ops::to_enum(v, &[{}])", vals.join(", ")),
+                format!(
+                    "|v: &Bound<'_, PyAny>| ops::to_enum(v, &[{}])",
+                    vals.join(", ")
+                ),
             )
         }
         Kind::Float => ("ops::py_f32(py, v)", "ops::to_f32".into()),
@@ -183,7 +186,11 @@ fn gen_message(o: &mut String, m: &MessageDef, tag: usize) {
     writeln!(o, "    const INFO: &'static MsgInfo = &{st}_INFO;").unwrap();
     writeln!(o, "    const TAG: u16 = {tag};").unwrap();
     writeln!(o, "    fn default_ref() -> &'static Self {{").unwrap();
-    writeln!(o, "        static DEFAULT: {ty} = {ty}::new();\n        &DEFAULT\n    }}").unwrap();
+    writeln!(
+        o,
+        "        static DEFAULT: {ty} = {ty}::new();\n        &DEFAULT\n    }}"
+    )
+    .unwrap();
     gen_merge(o, m, &ty);
     gen_text(o, m);
     writeln!(o, "}}\n").unwrap();
@@ -200,7 +207,11 @@ fn gen_message(o: &mut String, m: &MessageDef, tag: usize) {
     writeln!(o, "    name: \"{}\",", m.name).unwrap();
     writeln!(o, "    tag: {tag},").unwrap();
     writeln!(o, "    fields: &{st}_FIELDS,").unwrap();
-    writeln!(o, "    default: || {ty}::default_ref() as *const {ty} as *const (),").unwrap();
+    writeln!(
+        o,
+        "    default: || {ty}::default_ref() as *const {ty} as *const (),"
+    )
+    .unwrap();
     writeln!(
         o,
         "    wrap: |py, base| Ok(Py::new(py, PyClassInitializer::from(base).add_subclass(Py{ty}))?.into_any()),"
@@ -219,14 +230,23 @@ fn gen_message(o: &mut String, m: &MessageDef, tag: usize) {
         };
         let (kind, set, has) = match (f.label, f.kind) {
             (Label::Optional, Kind::Message(c)) => (
-                format!("FieldKind::Message(&{}_INFO, &{fs}_SUB)", stat(message_def(c))),
+                format!(
+                    "FieldKind::Message(&{}_INFO, &{fs}_SUB)",
+                    stat(message_def(c))
+                ),
                 "None".to_string(),
-                format!("Some(|p| unsafe {{ &*(p as *const {ty}) }}.has_{}())", f.name),
+                format!(
+                    "Some(|p| unsafe {{ &*(p as *const {ty}) }}.has_{}())",
+                    f.name
+                ),
             ),
             (Label::Optional, _) => (
                 "FieldKind::Scalar".to_string(),
                 format!("Some({fi}_set)"),
-                format!("Some(|p| unsafe {{ &*(p as *const {ty}) }}.has_{}())", f.name),
+                format!(
+                    "Some(|p| unsafe {{ &*(p as *const {ty}) }}.has_{}())",
+                    f.name
+                ),
             ),
             (Label::Repeated, Kind::Message(_)) => (
                 format!("FieldKind::RepeatedMessage(&{fs}_LIST)"),
@@ -253,7 +273,11 @@ fn gen_message(o: &mut String, m: &MessageDef, tag: usize) {
 
 fn gen_merge(o: &mut String, m: &MessageDef, ty: &str) {
     writeln!(o, "    #[allow(unused_variables, unused_mut)]").unwrap();
-    writeln!(o, "    fn merge(ctx: &Ctx<'_>, dst: &mut Self, mut src: Self) {{").unwrap();
+    writeln!(
+        o,
+        "    fn merge(ctx: &Ctx<'_>, dst: &mut Self, mut src: Self) {{"
+    )
+    .unwrap();
     // Borrowing reads first (accessors), then moves.
     for f in m.fields {
         if f.label == Label::Optional && f.oneof.is_none() {
@@ -276,7 +300,11 @@ fn gen_merge(o: &mut String, m: &MessageDef, ty: &str) {
             }
         }
     }
-    writeln!(o, "        dst.unknown_fields.push_raw(src.unknown_fields.as_bytes());").unwrap();
+    writeln!(
+        o,
+        "        dst.unknown_fields.push_raw(src.unknown_fields.as_bytes());"
+    )
+    .unwrap();
     for f in m.fields {
         let r = rust_field(f);
         match (f.label, f.kind, f.oneof) {
@@ -385,9 +413,9 @@ fn gen_field(o: &mut String, m: &MessageDef, f: &FieldDef, ty: &str, it: &str) {
         (Label::Optional, Kind::Message(c)) => {
             let ct = rust_type_name(c);
             let make_detach = match f.oneof {
-                Some(oneof) => format!(
-                    "if !m.has_{n}() {{ ops::take_detach(ctx, &mut m.{oneof}); }} "
-                ),
+                Some(oneof) => {
+                    format!("if !m.has_{n}() {{ ops::take_detach(ctx, &mut m.{oneof}); }} ")
+                }
                 None => String::new(),
             };
             writeln!(o, "static {fs}_SUB: SubField = SubField {{").unwrap();
@@ -409,7 +437,9 @@ fn gen_field(o: &mut String, m: &MessageDef, f: &FieldDef, ty: &str, it: &str) {
             )
             .unwrap();
             let clear = match f.oneof {
-                Some(oneof) => format!("if m.has_{n}() {{ ops::take_detach(ctx, &mut m.{oneof}); }}"),
+                Some(oneof) => {
+                    format!("if m.has_{n}() {{ ops::take_detach(ctx, &mut m.{oneof}); }}")
+                }
                 None => format!("ops::take_detach(ctx, &mut m.{r});"),
             };
             writeln!(
@@ -518,7 +548,11 @@ fn gen_class(o: &mut String, m: &MessageDef, ty: &str, it: &str) {
         let body = match (f.label, f.kind) {
             (Label::Optional, Kind::Message(_)) | (Label::Repeated, _) => format!(
                 "let _ = (slf, v); Err(PyAttributeError::new_err(\"Assignment not allowed to {} field \\\"{}\\\" in protocol message object.\"))",
-                if f.label == Label::Repeated { "repeated" } else { "message" },
+                if f.label == Label::Repeated {
+                    "repeated"
+                } else {
+                    "message"
+                },
                 f.name
             ),
             _ => format!(

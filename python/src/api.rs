@@ -160,8 +160,15 @@ pub fn load_bytes(
 /// The model of a view, marked busy for reading without the GIL.
 fn model_for_read<'a>(
     model: &Bound<'_, PyAny>,
-) -> PyResult<(SendPtr<ModelProto>, Option<crate::root::BusyGuard>, std::marker::PhantomData<&'a ()>)> {
-    let m = model.cast::<Message>().ok().filter(|m| m.get().info.tag == ModelProto::TAG);
+) -> PyResult<(
+    SendPtr<ModelProto>,
+    Option<crate::root::BusyGuard>,
+    std::marker::PhantomData<&'a ()>,
+)> {
+    let m = model
+        .cast::<Message>()
+        .ok()
+        .filter(|m| m.get().info.tag == ModelProto::TAG);
     let Some(m) = m else {
         return Err(PyTypeError::new_err(format!(
             "expected an onnx_light.ModelProto, got {}",
@@ -170,7 +177,11 @@ fn model_for_read<'a>(
     };
     let (p, root) = m.get().resolve_read(model.py())?;
     let guard = root.map(|r| r.clone().begin_read(model.py()));
-    Ok((SendPtr(p as *const ModelProto), guard, std::marker::PhantomData))
+    Ok((
+        SendPtr(p as *const ModelProto),
+        guard,
+        std::marker::PhantomData,
+    ))
 }
 
 /// Saves a model without the GIL: atomically to `path`, with its weights in external files

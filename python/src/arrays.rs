@@ -212,4 +212,3 @@ unsafe fn free_managed(ptr: *mut c_void, name: &CStr) {
         }
     }
 }
-

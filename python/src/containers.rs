@@ -78,13 +78,19 @@ macro_rules! scalar_list {
                 }
             },
             extend: |s, vs| {
-                let vs = vs.iter().map(|v| ($from_py)(v)).collect::<PyResult<Vec<_>>>()?;
+                let vs = vs
+                    .iter()
+                    .map(|v| ($from_py)(v))
+                    .collect::<PyResult<Vec<_>>>()?;
                 let (m, _) = $crate::ops::write::<$M>(s)?;
                 m.$field.extend(vs);
                 Ok(())
             },
             assign: |s, vs| {
-                let vs = vs.iter().map(|v| ($from_py)(v)).collect::<PyResult<Vec<_>>>()?;
+                let vs = vs
+                    .iter()
+                    .map(|v| ($from_py)(v))
+                    .collect::<PyResult<Vec<_>>>()?;
                 let (m, _) = $crate::ops::write::<$M>(s)?;
                 m.$field.clear();
                 m.$field.extend(vs);
@@ -181,7 +187,12 @@ fn slice_indices(s: &Bound<'_, PySlice>, len: usize) -> PyResult<Vec<usize>> {
 }
 
 /// A list-like view of a repeated scalar, string or bytes field.
-#[pyclass(frozen, module = "onnx_light", name = "RepeatedScalarContainer", sequence)]
+#[pyclass(
+    frozen,
+    module = "onnx_light",
+    name = "RepeatedScalarContainer",
+    sequence
+)]
 pub struct RepeatedScalarContainer {
     pub parent: Py<Message>,
     pub ops: &'static ScalarListOps,
@@ -255,22 +266,23 @@ impl RepeatedScalarContainer {
     fn __eq__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
         let mine = self.list(py)?;
         if let Ok(o) = other.cast::<RepeatedScalarContainer>() {
-            return Ok(mine.eq(o.get().list(py)?)?.into_pyobject(py)?.to_owned().into_any().unbind());
+            return Ok(mine
+                .eq(o.get().list(py)?)?
+                .into_pyobject(py)?
+                .to_owned()
+                .into_any()
+                .unbind());
         }
         if other.is_instance_of::<PyList>() || other.is_instance_of::<PyTuple>() {
             let o = PyList::new(py, other.try_iter()?.collect::<PyResult<Vec<_>>>()?)?;
-            return Ok(mine.eq(o)?.into_pyobject(py)?.to_owned().into_any().unbind());
+            return Ok(mine
+                .eq(o)?
+                .into_pyobject(py)?
+                .to_owned()
+                .into_any()
+                .unbind());
         }
         Ok(py.NotImplemented())
-    }
-
-    fn __ne__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
-        let r = self.__eq__(py, other)?;
-        if r.is(&py.NotImplemented()) {
-            return Ok(r);
-        }
-        let b: bool = r.extract(py)?;
-        Ok((!b).into_pyobject(py)?.to_owned().into_any().unbind())
     }
 
     fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
@@ -357,12 +369,19 @@ impl RepeatedScalarContainer {
     }
 
     fn __reduce__(&self) -> PyResult<()> {
-        Err(PyTypeError::new_err("can't pickle repeated message fields, convert to list first"))
+        Err(PyTypeError::new_err(
+            "can't pickle repeated message fields, convert to list first",
+        ))
     }
 }
 
 /// A list-like view of a repeated message field; elements are message views.
-#[pyclass(frozen, module = "onnx_light", name = "RepeatedCompositeContainer", sequence)]
+#[pyclass(
+    frozen,
+    module = "onnx_light",
+    name = "RepeatedCompositeContainer",
+    sequence
+)]
 pub struct RepeatedCompositeContainer {
     pub parent: Py<Message>,
     pub ops: &'static MsgListOps,
@@ -402,7 +421,11 @@ impl RepeatedCompositeContainer {
     }
 
     /// A boxed copy of a message (or of a new one made from a dict) of the element type.
-    fn owned_elem(&self, py: Python<'_>, v: &Bound<'_, PyAny>) -> PyResult<Box<dyn Any + Send + Sync>> {
+    fn owned_elem(
+        &self,
+        py: Python<'_>,
+        v: &Bound<'_, PyAny>,
+    ) -> PyResult<Box<dyn Any + Send + Sync>> {
         let info = self.ops.elem;
         let msg = if let Ok(d) = v.cast::<PyDict>() {
             (info.class)(py).call((), Some(d))?
@@ -430,20 +453,24 @@ impl RepeatedCompositeContainer {
         Ok(unsafe { (info.ops.clone_box)(p) })
     }
 
-    fn insert_owned(&self, py: Python<'_>, at: Option<isize>, vs: Vec<Box<dyn Any + Send + Sync>>) -> PyResult<()> {
+    fn insert_owned(
+        &self,
+        py: Python<'_>,
+        at: Option<isize>,
+        vs: Vec<Box<dyn Any + Send + Sync>>,
+    ) -> PyResult<()> {
         let parent = self.parent.bind(py);
         let (p, _root) = Message::resolve_write(parent)?;
         // SAFETY: a live, writable message of the parent's type.
         let len = unsafe { (self.ops.len)(p) } as isize;
-        let mut i = match at {
+        let start = match at {
             None => len,
             Some(i) if i < 0 => (i + len).max(0),
             Some(i) => i.min(len),
         } as usize;
-        for v in vs {
+        for (i, v) in (start..).zip(vs) {
             // SAFETY: as above; `v` has the element type (checked by `owned_elem`).
             unsafe { (self.ops.insert)(p, i, v) };
-            i += 1;
         }
         Ok(())
     }
@@ -515,16 +542,12 @@ impl RepeatedCompositeContainer {
         } else {
             return Ok(py.NotImplemented());
         };
-        Ok(mine.eq(theirs)?.into_pyobject(py)?.to_owned().into_any().unbind())
-    }
-
-    fn __ne__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
-        let r = self.__eq__(py, other)?;
-        if r.is(&py.NotImplemented()) {
-            return Ok(r);
-        }
-        let b: bool = r.extract(py)?;
-        Ok((!b).into_pyobject(py)?.to_owned().into_any().unbind())
+        Ok(mine
+            .eq(theirs)?
+            .into_pyobject(py)?
+            .to_owned()
+            .into_any()
+            .unbind())
     }
 
     fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
@@ -596,7 +619,7 @@ impl RepeatedCompositeContainer {
         let found = unsafe {
             (0..(self.ops.len)(p)).find(|&i| {
                 let e = (self.ops.ptr)(p, i);
-                e as *const () == target || (self.ops.elem.ops.eq)(e, target)
+                std::ptr::eq(e, target) || (self.ops.elem.ops.eq)(e, target)
             })
         };
         match found {
@@ -625,7 +648,7 @@ impl RepeatedCompositeContainer {
         items.call_method("sort", (), Some(&kw))?;
         let wanted: Vec<*const ()> = items
             .iter()
-            .map(|v| Ok(v.cast::<Message>()?.get().read_ptr(py)?))
+            .map(|v| v.cast::<Message>()?.get().read_ptr(py))
             .collect::<PyResult<_>>()?;
         self.reorder(py, &wanted)
     }
@@ -658,7 +681,7 @@ impl RepeatedCompositeContainer {
             }
             for (i, &w) in wanted.iter().enumerate() {
                 let j = (i..n)
-                    .find(|&j| (self.ops.ptr)(p, j) as *const () == w)
+                    .find(|&j| std::ptr::eq((self.ops.ptr)(p, j), w))
                     .ok_or_else(|| PyValueError::new_err("the field changed while sorting"))?;
                 if j != i {
                     (self.ops.swap)(p, i, j);

@@ -41,7 +41,10 @@ impl EnumTypeWrapper {
             .find(|(_, x)| *x == v)
             .map(|(k, _)| k.clone())
             .ok_or_else(|| {
-                PyValueError::new_err(format!("Enum {} has no name defined for value {v}", self.name))
+                PyValueError::new_err(format!(
+                    "Enum {} has no name defined for value {v}",
+                    self.name
+                ))
             })
     }
 
@@ -53,7 +56,10 @@ impl EnumTypeWrapper {
             .find(|(k, _)| k == name)
             .map(|(_, v)| *v)
             .ok_or_else(|| {
-                PyValueError::new_err(format!("Enum {} has no value defined for name '{name}'", self.name))
+                PyValueError::new_err(format!(
+                    "Enum {} has no value defined for name '{name}'",
+                    self.name
+                ))
             })
     }
 
@@ -77,7 +83,9 @@ impl EnumTypeWrapper {
             .iter()
             .find(|(k, _)| k == name)
             .map(|(_, v)| *v)
-            .ok_or_else(|| PyAttributeError::new_err(format!("Enum {} has no value {name}", self.name)))
+            .ok_or_else(|| {
+                PyAttributeError::new_err(format!("Enum {} has no value {name}", self.name))
+            })
     }
 
     fn __repr__(&self) -> String {

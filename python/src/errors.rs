@@ -6,7 +6,7 @@
 //! offset); a wrong key raises `WrongKeyError`.
 
 use pyo3::create_exception;
-use pyo3::exceptions::{PyOSError, PyReferenceError, PyValueError};
+use pyo3::exceptions::{PyOSError, PyValueError};
 use pyo3::prelude::*;
 
 create_exception!(
@@ -63,12 +63,6 @@ create_exception!(
     PyValueError,
     "A parameter dictionary is malformed."
 );
-create_exception!(
-    onnx_light,
-    ReferenceErr,
-    PyReferenceError,
-    "Internal: a view could not be resolved."
-);
 
 /// The Python exception for a library error.
 pub fn to_py(e: onnx_light::Error) -> PyErr {
@@ -108,7 +102,10 @@ impl<T> IntoPyResult<T> for onnx_light::Result<T> {
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let py = m.py();
     m.add("DecodeError", py.get_type::<DecodeError>())?;
-    m.add("InvalidArgumentError", py.get_type::<InvalidArgumentError>())?;
+    m.add(
+        "InvalidArgumentError",
+        py.get_type::<InvalidArgumentError>(),
+    )?;
     m.add("LimitExceededError", py.get_type::<LimitExceededError>())?;
     m.add("UnsupportedError", py.get_type::<UnsupportedError>())?;
     m.add("ExternalDataError", py.get_type::<ExternalDataError>())?;

@@ -69,7 +69,10 @@ fn owned_copy(
     info: &'static MsgInfo,
     what: &str,
 ) -> PyResult<Box<dyn Any + Send + Sync>> {
-    let m = src.cast::<Message>().ok().filter(|m| m.get().info.tag == info.tag);
+    let m = src
+        .cast::<Message>()
+        .ok()
+        .filter(|m| m.get().info.tag == info.tag);
     let Some(m) = m else {
         return Err(PyTypeError::new_err(format!(
             "Parameter to {what}() must be instance of same class: expected {} got {}.",
@@ -116,7 +119,11 @@ pub fn clear_field(s: &Bound<'_, Message>, name: &str) -> PyResult<()> {
     let fields: Vec<_> = match info.field(name) {
         Some(f) => vec![f],
         None => {
-            let members: Vec<_> = info.fields.iter().filter(|f| f.oneof == Some(name)).collect();
+            let members: Vec<_> = info
+                .fields
+                .iter()
+                .filter(|f| f.oneof == Some(name))
+                .collect();
             if members.is_empty() {
                 return Err(no_field(info, name));
             }
@@ -124,7 +131,10 @@ pub fn clear_field(s: &Bound<'_, Message>, name: &str) -> PyResult<()> {
         }
     };
     let (p, root) = Message::resolve_write(s)?;
-    let ctx = Ctx { py: s.py(), root: &root };
+    let ctx = Ctx {
+        py: s.py(),
+        root: &root,
+    };
     for f in fields {
         // SAFETY: a live, writable message of `info`'s type.
         unsafe { (f.clear)(&ctx, p) };
@@ -147,15 +157,11 @@ impl BytesArg<'_> {
         if let Ok(b) = v.cast::<PyByteArray>() {
             return Ok(BytesArg::Owned(b.to_vec()));
         }
-        match v.call_method0("tobytes").or_else(|_| {
-            v.py()
-                .get_type::<PyBytes>()
-                .call1((v,))
-        }) {
-            Ok(b) if b.is_instance_of::<PyBytes>() => {
-                Ok(BytesArg::Owned(b.cast::<PyBytes>()?.as_bytes().to_vec()))
-            }
-            _ => Err(PyTypeError::new_err(format!(
+        // Any other object with the buffer protocol (memoryview, NumPy array, mmap, ...).
+        let view = v.py().get_type::<pyo3::types::PyMemoryView>().call1((v,));
+        match view.and_then(|m| m.call_method0("tobytes")) {
+            Ok(b) => Ok(BytesArg::Owned(b.cast::<PyBytes>()?.as_bytes().to_vec())),
+            Err(_) => Err(PyTypeError::new_err(format!(
                 "expected a bytes-like object, got {}",
                 v.get_type().name()?
             ))),
@@ -255,7 +261,11 @@ impl Message {
             // SAFETY: a live message of `info`'s type.
             return Ok(unsafe { has(p) });
         }
-        let members: Vec<_> = info.fields.iter().filter(|f| f.oneof == Some(name)).collect();
+        let members: Vec<_> = info
+            .fields
+            .iter()
+            .filter(|f| f.oneof == Some(name))
+            .collect();
         if members.is_empty() {
             return Err(no_field(info, name));
         }
@@ -275,7 +285,11 @@ impl Message {
     #[allow(non_snake_case)]
     fn WhichOneof(slf: &Bound<'_, Self>, name: &str) -> PyResult<Option<&'static str>> {
         let info = slf.get().info;
-        let members: Vec<_> = info.fields.iter().filter(|f| f.oneof == Some(name)).collect();
+        let members: Vec<_> = info
+            .fields
+            .iter()
+            .filter(|f| f.oneof == Some(name))
+            .collect();
         if members.is_empty() {
             return Err(PyValueError::new_err(format!(
                 "Protocol message has no oneof \"{name}\" field."
@@ -380,7 +394,10 @@ impl Message {
     /// A new message parsed from `data`.
     #[allow(non_snake_case)]
     #[classmethod]
-    fn FromString<'py>(cls: &Bound<'py, PyType>, data: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+    fn FromString<'py>(
+        cls: &Bound<'py, PyType>,
+        data: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyAny>> {
         let obj = cls.call0()?;
         obj.call_method1("ParseFromString", (data,))?;
         Ok(obj)
@@ -451,16 +468,6 @@ impl Message {
         // SAFETY: two live messages of `info`'s type (reading only).
         let eq = unsafe { (info.ops.eq)(a, b) };
         Ok(eq.into_pyobject(py)?.to_owned().into_any().unbind())
-    }
-
-    fn __ne__(slf: &Bound<'_, Self>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
-        let r = Self::__eq__(slf, other)?;
-        let py = slf.py();
-        if r.is(&py.NotImplemented()) {
-            return Ok(r);
-        }
-        let b: bool = r.extract(py)?;
-        Ok((!b).into_pyobject(py)?.to_owned().into_any().unbind())
     }
 
     fn __hash__(&self) -> PyResult<isize> {

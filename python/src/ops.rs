@@ -5,8 +5,8 @@
 use std::any::Any;
 use std::sync::Arc;
 
-use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::BoundObject;
+use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyString};
 
@@ -37,16 +37,6 @@ pub fn read<'a, M: Msg>(s: &Bound<'_, Message>) -> PyResult<&'a M> {
     // SAFETY: the view's address is a live `M` (its class is `M`'s); the root is not being
     // written (checked by `read_ptr`).
     Ok(unsafe { &*(p as *const M) })
-}
-
-/// The message of a view, for reading, with its root (None: an unset sub-message).
-#[inline]
-pub fn read_with_root<'a, M: Msg>(
-    s: &Bound<'_, Message>,
-) -> PyResult<(&'a M, Option<Arc<Root>>)> {
-    let (p, root) = s.get().resolve_read(s.py())?;
-    // SAFETY: as `read`.
-    Ok((unsafe { &*(p as *const M) }, root.cloned()))
 }
 
 /// The message of a view, for writing, with its root.
@@ -214,7 +204,14 @@ pub fn set_with<M: Msg, T>(
 ) -> PyResult<()> {
     let v = conv(v)?;
     let (m, root) = write::<M>(s)?;
-    f(&Ctx { py: s.py(), root: &root }, m, v);
+    f(
+        &Ctx {
+            py: s.py(),
+            root: &root,
+        },
+        m,
+        v,
+    );
     Ok(())
 }
 
@@ -232,13 +229,6 @@ pub fn get_message<M: Msg>(
         Some(root) if !c.is_null() => view_of(py, &root.clone(), c as *mut (), child),
         _ => crate::view::lazy_view(py, s, field, child),
     }
-}
-
-/// Clears a field given as a closure over the message (used for scalars).
-pub fn clear_with<M: Msg>(s: &Bound<'_, Message>, f: impl FnOnce(&Ctx<'_>, &mut M)) -> PyResult<()> {
-    let (m, root) = write::<M>(s)?;
-    f(&Ctx { py: s.py(), root: &root }, m);
-    Ok(())
 }
 
 // ---- type-erased operations of a message type

@@ -39,7 +39,9 @@ impl Hasher for AddrHasher {
         }
     }
     fn write_u64(&mut self, v: u64) {
-        self.0 = (self.0 ^ v).wrapping_mul(0x9E37_79B9_7F4A_7C15).rotate_left(26);
+        self.0 = (self.0 ^ v)
+            .wrapping_mul(0x9E37_79B9_7F4A_7C15)
+            .rotate_left(26);
     }
     fn write_usize(&mut self, v: usize) {
         self.write_u64(v as u64);
@@ -129,10 +131,7 @@ impl Root {
         py.detach(|| {
             let mut guard = self.wait_lock.lock().unwrap_or_else(|e| e.into_inner());
             while !ready(self.busy.load(Ordering::Acquire)) {
-                guard = self
-                    .wait_cv
-                    .wait(guard)
-                    .unwrap_or_else(|e| e.into_inner());
+                guard = self.wait_cv.wait(guard).unwrap_or_else(|e| e.into_inner());
             }
         });
     }
@@ -188,10 +187,3 @@ pub struct SendPtr<T>(pub *const T);
 // SAFETY: used only to carry a pointer into `Python::detach` while the pointee's root is marked
 // busy (it is `Sync` message data), see `Root::begin_read`.
 unsafe impl<T: Sync> Send for SendPtr<T> {}
-
-/// A mutable raw pointer that may cross into a closure run without the GIL.
-#[derive(Clone, Copy)]
-pub struct SendMutPtr<T>(pub *mut T);
-// SAFETY: used only while the pointee's root is marked busy by a writer (`Root::begin_write`), so
-// no other code accesses it; message data is `Send`.
-unsafe impl<T: Send> Send for SendMutPtr<T> {}

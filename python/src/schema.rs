@@ -21,6 +21,12 @@ pub enum FieldKind {
     RepeatedMessage(&'static crate::containers::MsgListOps),
 }
 
+/// A boxed value of a type known at run time (a message, or a detached part of one).
+pub type AnyBox = Box<dyn Any + Send + Sync>;
+
+/// Assigns a scalar field of the message of a view.
+pub type Setter = fn(&Bound<'_, Message>, &Bound<'_, PyAny>) -> PyResult<()>;
+
 /// One field of a message class.
 pub struct FieldInfo {
     /// Name as in onnx.proto.
@@ -34,7 +40,7 @@ pub struct FieldInfo {
     /// The attribute value (a scalar, a view, a container).
     pub get: fn(&Bound<'_, Message>) -> PyResult<Py<PyAny>>,
     /// Assigns a scalar field (None for message and repeated fields).
-    pub set: Option<fn(&Bound<'_, Message>, &Bound<'_, PyAny>) -> PyResult<()>>,
+    pub set: Option<Setter>,
     /// Presence of a singular field (None for repeated fields).
     pub has: Option<unsafe fn(*const ()) -> bool>,
     /// Clears the field (detaching removed sub-messages).
@@ -48,7 +54,7 @@ pub struct MsgOps {
     /// `SerializeToString`.
     pub serialize: unsafe fn(*const ()) -> Vec<u8>,
     /// Parses bytes into a new boxed message.
-    pub parse: fn(&[u8], &onnx_light::ParseOptions) -> onnx_light::Result<Box<dyn Any + Send + Sync>>,
+    pub parse: fn(&[u8], &onnx_light::ParseOptions) -> onnx_light::Result<AnyBox>,
     /// Replaces the message at the pointer by a boxed one of the same type (from `parse` or
     /// `clone_box`), detaching views of its old content (the view of the message itself stays).
     pub replace: unsafe fn(&Ctx<'_>, *mut (), Box<dyn Any + Send + Sync>),

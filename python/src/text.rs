@@ -102,7 +102,11 @@ impl TextOut {
             Some(m) if v.len() > m => &v[..m],
             _ => v,
         };
-        let text = if utf8 { std::str::from_utf8(shown).ok() } else { None };
+        let text = if utf8 {
+            std::str::from_utf8(shown).ok()
+        } else {
+            None
+        };
         match text {
             Some(t) => {
                 for c in t.chars() {

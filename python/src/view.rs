@@ -24,7 +24,6 @@ use std::sync::Arc;
 
 use pyo3::prelude::*;
 
-use crate::errors::ReferenceErr;
 use crate::root::{Root, Tag, ViewKey};
 use crate::schema::MsgInfo;
 
@@ -163,7 +162,9 @@ impl Ctx<'_> {
         for (obj, addr, tag) in found {
             // SAFETY: registry entries are live `Message` objects (removed by their destructor).
             let view = unsafe { Bound::from_borrowed_ptr(self.py, obj) };
-            let view = view.cast_into::<Message>().expect("registry holds messages");
+            let view = view
+                .cast_into::<Message>()
+                .expect("registry holds messages");
             // SAFETY: GIL held; no reference into this view's `loc` is alive (views being
             // detached are never the ones an operation is resolving).
             unsafe {
@@ -255,9 +256,10 @@ impl Message {
                     // SAFETY: `pp` is a live message of the parent's type, writable (root idle).
                     let c = unsafe { (field.make)(&ctx, pp) };
                     let key = (c as usize, this.info.tag);
-                    let reg = root.registry(py);
-                    if !reg.contains_key(&key) {
-                        reg.insert(key, slf.as_ptr());
+                    if let std::collections::hash_map::Entry::Vacant(e) =
+                        root.registry(py).entry(key)
+                    {
+                        e.insert(slf.as_ptr());
                         // SAFETY: GIL held; nothing borrows `loc` now (`parent` was cloned out).
                         let old = unsafe {
                             std::mem::replace(
@@ -275,16 +277,6 @@ impl Message {
                     return Ok((c, root));
                 }
             }
-        }
-    }
-
-    /// The root and address of a direct view (for operations without the GIL), after resolving.
-    pub fn root_for_read(&self, py: Python<'_>) -> PyResult<(*const (), Arc<Root>)> {
-        let (p, root) = self.resolve_read(py)?;
-        match root {
-            Some(r) => Ok((p, r.clone())),
-            // An unset sub-message: give it a root of its own holding a default copy.
-            None => Err(ReferenceErr::new_err("internal: no root for an unset message")),
         }
     }
 }

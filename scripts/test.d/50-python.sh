@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# The Python package (python/, run by scripts/test-all.sh): rustfmt and clippy of its crate, the
+# abi3 wheel built with maturin, installed into the project venv (.venv), and its pytest suite
+# (python/tests), which checks it against the onnx wheel and onnxruntime.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+ROOT=$PWD
+PY="$ROOT/.venv/bin/python"
+if [ ! -x "$PY" ]; then
+  "${PYTHON:-python3}" -m venv .venv
+fi
+"$PY" -m pip install --quiet --disable-pip-version-check -r scripts/requirements-test.txt
+
+cargo fmt --manifest-path python/Cargo.toml -- --check
+cargo clippy --manifest-path python/Cargo.toml --release --all-targets -- -D warnings
+
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+"$PY" -m maturin build --release --quiet -m python/Cargo.toml --out "$work/dist"
+"$PY" -m pip install --quiet --disable-pip-version-check --force-reinstall --no-deps "$work"/dist/onnx_light-*-abi3-*.whl
+# Run from outside the source tree, so that the installed wheel is what is imported.
+cd "$work"
+"$PY" -c 'import onnx_light, os; assert "site-packages" in onnx_light.__file__, onnx_light.__file__'
+"$PY" -m pytest -q -p no:cacheprovider "$ROOT/python/tests"
