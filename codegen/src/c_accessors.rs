@@ -11,7 +11,7 @@ use std::fmt::Write;
 
 pub(crate) use crate::oneofs;
 use crate::schema::{EnumDef, FieldDef, Kind, Label, MESSAGES, MessageDef};
-use crate::{camel, inline_list_capacity, proto_decl, rust_type_name, snake};
+use crate::{camel, proto_decl, rust_type_name, snake};
 
 #[path = "../../src/proto/data_type.rs"]
 #[allow(dead_code)]
@@ -237,7 +237,7 @@ use super::handle::{
     Castable, OnnxlBytes, OnnxlStr, check_enum, child, child_mut, elem, elem_mut, read, remove_at, write,
     write_copied,
 };
-use super::model::{
+use super::message::{
     msg_add_unknown_fields, msg_byte_size, msg_clear, msg_clear_unknown_fields, msg_copy_from, msg_free, msg_new,
     msg_parse_from_bytes, msg_serialize, msg_unknown_fields,
 };
@@ -856,12 +856,7 @@ fn gen_field(out: &mut Out, m: &MessageDef, f: &FieldDef) {
                 ret: "OnnxlStatus".into(),
                 safety_comment: "forwarded contract above.",
                 body: format!(
-                    "write_copied(m, data, count, |m, v| {{ m.{rf} = v{}; Ok(()) }})",
-                    if inline_list_capacity(m, f).is_some() {
-                        ".into()"
-                    } else {
-                        ""
-                    }
+                    "write_copied(m, data, count, |m, v| {{ m.{rf} = v.into(); Ok(()) }})"
                 ),
             });
         }

@@ -21,9 +21,10 @@ use super::options::{OnnxlParseOptions, parse_options};
 use super::owner::{OnnxlOwner, new_token};
 use super::panic::ffi_status;
 use super::status::{FfiError, OnnxlStatus};
+use crate::codec::{ParseOptions, TensorBufferOptions};
 use crate::error::Error;
 use crate::external;
-use crate::options::{ParseOptions, SaveExternalOptions, TensorBufferOptions};
+use crate::external::SaveExternalOptions;
 
 /// Options of saving with external data (`SaveExternalOptions`; the onnx package's
 /// `save_model(..., save_as_external_data=True, ...)`). Get the defaults with
@@ -267,8 +268,8 @@ pub(crate) unsafe fn save_options(
                     "OnnxlExternalDataOptions.encryption_key",
                 )
             }?;
-            Some(crate::options::ExternalEncryption {
-                key: crate::crypto::Passphrase::new(key),
+            Some(crate::external::ExternalEncryption {
+                key: crate::secret::Passphrase::new(key),
                 cipher,
                 chunk_size: o.encryption_chunk_size,
             })
@@ -317,7 +318,7 @@ pub(crate) unsafe fn load_options(
     if e.has_key {
         // SAFETY: `key..key+key_len` readable, NULL only with length 0 (contract).
         let key = unsafe { c_bytes(e.key, e.key_len, "OnnxlExternalLoadOptions.key") }?;
-        opts.external_data_key = Some(crate::crypto::Passphrase::new(key));
+        opts.external_data_key = Some(crate::secret::Passphrase::new(key));
     }
     // SAFETY: the string fields are NULL or NUL-terminated (contract).
     opts.external_data_dir = unsafe { opt_path(e.base_dir, "OnnxlExternalLoadOptions.base_dir") }?;
@@ -351,7 +352,7 @@ pub unsafe extern "C" fn onnxl_load_model_with_external_data(
         let path = unsafe { c_path(path, "path") }?;
         // SAFETY: forwarded contract.
         let opts = unsafe { load_options(popts, eopts) }?;
-        let m = crate::model::load_model(&path, &opts)?;
+        let m = crate::package::load_model(&path, &opts)?;
         // SAFETY: `out` checked above.
         unsafe { write_out(out, into_raw::<OnnxlModelProto>(m)) };
         Ok(())

@@ -11,7 +11,7 @@
 
 use super::handle::check_enum;
 use super::status::FfiError;
-use crate::options::{FileLoadMode, ParseOptions, SerializeOptions};
+use crate::codec::{FileLoadMode, ParseOptions, SerializeOptions};
 
 /// How `onnxl_load_model` reads a file (the `file_load_mode` field of `OnnxlParseOptions`).
 #[repr(u32)]

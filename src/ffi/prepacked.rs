@@ -327,7 +327,7 @@ pub unsafe extern "C" fn onnxl_load_model_with_prepacked(
         let path = unsafe { c_path(path, "path") }?;
         // SAFETY: forwarded contract.
         let opts = unsafe { load_options(popts, eopts) }?;
-        let (m, blobs) = crate::model::load_model_with_prepacked(&path, &opts)?;
+        let (m, blobs) = crate::package::load_model_with_prepacked(&path, &opts)?;
         // SAFETY: both out-pointers checked above.
         unsafe {
             write_out(out, into_raw::<OnnxlModelProto>(m));

@@ -4,13 +4,13 @@
 
 use std::any::Any;
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, OnceLock};
 
 use rayon::prelude::*;
 
+use super::ParseOptions;
 use crate::error::DecodeError;
-use crate::options::ParseOptions;
 use crate::proto::{Message, TensorProto};
+use crate::storage::thread_pool;
 use crate::wire::{LEN, Reader, tag};
 
 const MODEL_GRAPH: u32 = tag(7, LEN);
@@ -58,23 +58,6 @@ fn scan(r: &Reader<'_>) -> Option<Vec<Part>> {
         }
     }
     Some(parts)
-}
-
-/// A pool of exactly `n` threads, built once per size and kept for the process.
-pub(crate) fn thread_pool(n: usize) -> Option<Arc<rayon::ThreadPool>> {
-    static POOLS: OnceLock<Mutex<HashMap<usize, Arc<rayon::ThreadPool>>>> = OnceLock::new();
-    let mut pools = POOLS.get_or_init(Default::default).lock().ok()?;
-    if let Some(p) = pools.get(&n) {
-        return Some(p.clone());
-    }
-    let p = Arc::new(
-        rayon::ThreadPoolBuilder::new()
-            .num_threads(n)
-            .build()
-            .ok()?,
-    );
-    pools.insert(n, p.clone());
-    Some(p)
 }
 
 /// Parses every initializer of the model in `r` in parallel; the map is keyed by the position
