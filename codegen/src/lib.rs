@@ -26,6 +26,10 @@ pub fn generate_all() -> Vec<(&'static str, String)> {
         ("include/onnx_light.hpp", cpp_wrapper::generate()),
         ("c_tests/generated/walk_copy.c", c_walker::generate()),
         ("python/src/generated.rs", python_bindings::generate()),
+        (
+            "python/onnx_light/_native.pyi",
+            python_bindings::generate_stubs(),
+        ),
     ]
 }
 

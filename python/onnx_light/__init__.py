@@ -219,3 +219,208 @@ def _tensor_dlpack_device(self: TensorProto) -> tuple:
 
 TensorProto.__dlpack__ = _tensor_dlpack
 TensorProto.__dlpack_device__ = _tensor_dlpack_device
+
+
+# ---- thin wrappers of the library's operations
+
+def load_external_data_for_model(model: ModelProto, base_dir: PathLike, *, no_copy: bool = False,
+                                 verify_checksums: bool = False) -> int:
+    """Reads the external data of ``model`` into it, in place (``onnx.load_external_data_for_model``).
+
+    Locations obey the library's path rules (no absolute paths, no ``..``, no links out of
+    ``base_dir``); ranges are checked against the files. Returns the number of tensors loaded.
+    """
+    return _native.load_external_data_for_model(
+        model, os.fspath(base_dir), no_copy=no_copy, verify_checksums=verify_checksums
+    )
+
+
+def check_external_data(model: ModelProto, base_dir: PathLike, *, verify_checksums: bool = False) -> dict:
+    """Checks every external reference without loading anything; returns a report dict with
+    ``tensors``, ``bytes``, ``files``, ``checksums_verified`` and ``problems`` (messages)."""
+    return _native.check_external_data(model, os.fspath(base_dir), verify_checksums=verify_checksums)
+
+
+def consolidate_tensors(model: ModelProto, *, threshold: int = 0, alignment: int = 64) -> int:
+    """Moves every tensor payload of at least ``threshold`` bytes into one buffer, at
+    ``alignment``-aligned offsets; returns the buffer's size."""
+    return _native.consolidate_tensors(model, threshold=threshold, alignment=alignment)
+
+
+def encrypt_file(input: PathLike, output: PathLike, key: Any) -> int:
+    """Encrypts a file (e.g. an .onnx or a weight file) with a passphrase."""
+    return _native.encrypt_file(os.fspath(input), os.fspath(output), _key_bytes(key))
+
+
+def decrypt_file(input: PathLike, output: PathLike, key: Any) -> int:
+    """Decrypts a file encrypted by onnx_light; raises ``WrongKeyError`` for a wrong key."""
+    return _native.decrypt_file(os.fspath(input), os.fspath(output), _key_bytes(key))
+
+
+def load_params(f: Union[PathLike, bytes]) -> list:
+    """The tensors of a TVM/CVM parameter dictionary (a path or its bytes)."""
+    if isinstance(f, (str, os.PathLike)):
+        with open(f, "rb") as fh:
+            f = fh.read()
+    return _native.load_params(f)
+
+
+def save_params(model: ModelProto, names: Optional[list] = None) -> bytes:
+    """The initializers of ``model`` (all, or those named) as a parameter dictionary."""
+    return _native.save_params(model, names)
+
+
+def load_with_prepacked(path: PathLike, *, no_copy: bool = False) -> tuple:
+    """Loads a model and the ONNX Runtime pre-packed blobs of its weight files: returns
+    ``(model, {(initializer, key): [numpy uint8 array, ...]})`` (arrays are zero-copy)."""
+    import numpy as np
+
+    model, blobs = _native.load_with_prepacked(os.fspath(path), no_copy=no_copy)
+    return model, {(i, k): [np.asarray(b) if len(b) else np.zeros(0, np.uint8) for b in bufs]
+                   for i, k, bufs in blobs}
+
+
+# ---- the onnx package
+
+_PROTOBUF_LIMIT = 2**31 - 1
+_MARK = "onnx_light:"
+
+
+def _marked_tensors(proto: Any) -> list:
+    from onnx.external_data_helper import _get_all_tensors
+
+    out = []
+    for t in _get_all_tensors(proto):
+        if len(t.external_data) == 1 and t.external_data[0].value.startswith(_MARK):
+            out.append((int(t.external_data[0].value[len(_MARK):]), t))
+    return out
+
+
+def to_onnx(model: ModelProto, *, _limit: int = _PROTOBUF_LIMIT) -> Any:
+    """The model as an ``onnx.ModelProto`` (needs the onnx package).
+
+    Models over 2 GB (which protobuf cannot parse) are handed over without their large
+    payloads, which are then set tensor by tensor, so any size works.
+    """
+    import onnx
+
+    if model.ByteSize() <= _limit:
+        return onnx.ModelProto.FromString(model.SerializeToString())
+    import numpy as np
+
+    data, buffers = _native.split_large_payloads(model, 1024)
+    proto = onnx.ModelProto.FromString(data)
+    for i, t in _marked_tensors(proto):
+        del t.external_data[:]
+        t.ClearField("data_location")
+        t.raw_data = np.asarray(buffers[i]).tobytes()
+    return proto
+
+
+def from_onnx(proto: Any, *, _limit: int = _PROTOBUF_LIMIT) -> ModelProto:
+    """An ``onnx.ModelProto`` as an onnx_light model (a copy); models over 2 GB work too."""
+    if proto.ByteSize() <= _limit:
+        return load_from_string(proto.SerializeToString(), load_external_data=False)
+    from onnx.external_data_helper import _get_all_tensors
+
+    moved = []
+    for t in _get_all_tensors(proto):
+        if t.HasField("raw_data") and len(t.raw_data) >= 1024:
+            raw = t.raw_data
+            location = t.data_location if t.HasField("data_location") else None
+            t.ClearField("raw_data")
+            t.data_location = TensorProto.EXTERNAL
+            t.external_data.add(key="location", value=f"{_MARK}{len(moved)}")
+            moved.append((t, raw, location))
+    try:
+        ours = load_from_string(proto.SerializeToString(), load_external_data=False)
+    finally:
+        for t, raw, location in moved:
+            del t.external_data[-1]
+            if location is None:
+                t.ClearField("data_location")
+            else:
+                t.data_location = location
+            t.raw_data = raw
+    from . import numpy_helper as _nh  # noqa: F401
+
+    for t in _iter_tensors(ours):
+        if len(t.external_data) == 1 and t.external_data[0].value.startswith(_MARK):
+            i = int(t.external_data[0].value[len(_MARK):])
+            del t.external_data[:]
+            t.ClearField("data_location")
+            if moved[i][2] is not None:
+                t.data_location = moved[i][2]
+            t.raw_data = moved[i][1]
+    return ours
+
+
+def _iter_tensors(model: ModelProto):
+    """Every tensor of a model: initializers, sparse initializers, attributes, subgraphs,
+    functions, training graphs."""
+
+    def graph(g):
+        yield from g.initializer
+        for s in g.sparse_initializer:
+            yield s.values
+            yield s.indices
+        for n in g.node:
+            yield from node(n)
+
+    def node(n):
+        for a in n.attribute:
+            if a.HasField("t"):
+                yield a.t
+            yield from a.tensors
+            if a.HasField("g"):
+                yield from graph(a.g)
+            for g in a.graphs:
+                yield from graph(g)
+            if a.HasField("sparse_tensor"):
+                yield a.sparse_tensor.values
+                yield a.sparse_tensor.indices
+            for s in a.sparse_tensors:
+                yield s.values
+                yield s.indices
+
+    if model.HasField("graph"):
+        yield from graph(model.graph)
+    for f in model.functions:
+        for n in f.node:
+            yield from node(n)
+    for ti in model.training_info:
+        if ti.HasField("initialization"):
+            yield from graph(ti.initialization)
+        if ti.HasField("algorithm"):
+            yield from graph(ti.algorithm)
+
+
+def _model_to_onnx(self: ModelProto) -> Any:
+    """The model as an ``onnx.ModelProto`` (see :func:`to_onnx`)."""
+    return to_onnx(self)
+
+
+ModelProto.to_onnx = _model_to_onnx
+
+
+def info(f: Union[PathLike, ModelProto]) -> str:
+    """A summary of a model: IR version, producer, opsets, graph inputs/outputs, node counts
+    by operator, initializers and their bytes (the file is mapped, not read, for a path)."""
+    m = load(f, no_copy=True, load_external_data=False) if not isinstance(f, ModelProto) else f
+    g = m.graph
+    ops: dict = {}
+    for n in g.node:
+        key = f"{n.domain}::{n.op_type}" if n.domain else n.op_type
+        ops[key] = ops.get(key, 0) + 1
+    init_bytes = sum(len(t.raw_data) if t.HasField("raw_data") else 0 for t in g.initializer)
+    external = sum(1 for t in g.initializer if t.data_location == TensorProto.EXTERNAL)
+    lines = [
+        f"ir_version: {m.ir_version}",
+        f"producer: {m.producer_name} {m.producer_version}".rstrip(),
+        "opsets: " + ", ".join(f"{o.domain or 'ai.onnx'}:{o.version}" for o in m.opset_import),
+        f"graph: {g.name!r}, {len(g.node)} nodes, {len(g.input)} inputs, {len(g.output)} outputs",
+        f"initializers: {len(g.initializer)} ({init_bytes} bytes inline, {external} external)",
+        f"functions: {len(m.functions)}",
+        "operators: " + ", ".join(f"{k} x{v}" for k, v in sorted(ops.items(), key=lambda kv: (-kv[1], kv[0]))),
+    ]
+    return "\n".join(lines)

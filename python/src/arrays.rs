@@ -26,6 +26,15 @@ pub struct RawBuffer {
 }
 
 impl RawBuffer {
+    /// A buffer over `bytes`, which `owner` keeps alive and nobody modifies.
+    pub fn shared(owner: Owner, bytes: &[u8]) -> RawBuffer {
+        RawBuffer {
+            _owner: owner,
+            ptr: SendPtr(bytes.as_ptr()),
+            len: bytes.len(),
+        }
+    }
+
     fn copied<T: Copy + Send + Sync + 'static>(v: Vec<T>) -> RawBuffer {
         let len = std::mem::size_of_val(v.as_slice());
         let v = Arc::new(v);

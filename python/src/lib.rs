@@ -15,6 +15,7 @@ mod ops;
 mod root;
 mod schema;
 mod text;
+mod tools;
 mod view;
 
 use pyo3::prelude::*;
@@ -36,6 +37,15 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(arrays::tensor_field_buffer, m)?)?;
     m.add_function(wrap_pyfunction!(arrays::tensor_external_buffer, m)?)?;
     m.add_function(wrap_pyfunction!(arrays::tensor_dlpack, m)?)?;
+    m.add_function(wrap_pyfunction!(tools::load_external_data_for_model, m)?)?;
+    m.add_function(wrap_pyfunction!(tools::check_external_data, m)?)?;
+    m.add_function(wrap_pyfunction!(tools::consolidate_tensors, m)?)?;
+    m.add_function(wrap_pyfunction!(tools::encrypt_file, m)?)?;
+    m.add_function(wrap_pyfunction!(tools::decrypt_file, m)?)?;
+    m.add_function(wrap_pyfunction!(tools::load_params, m)?)?;
+    m.add_function(wrap_pyfunction!(tools::save_params, m)?)?;
+    m.add_function(wrap_pyfunction!(tools::load_with_prepacked, m)?)?;
+    m.add_function(wrap_pyfunction!(tools::split_large_payloads, m)?)?;
     add_data_types(m)?;
     Ok(())
 }

@@ -39,6 +39,15 @@ pub fn read<'a, M: Msg>(s: &Bound<'_, Message>) -> PyResult<&'a M> {
     Ok(unsafe { &*(p as *const M) })
 }
 
+/// The message of a view, for reading, with its root (None: an unset sub-message, read as
+/// the default instance).
+#[inline]
+pub fn read_with_root<'a, M: Msg>(s: &Bound<'_, Message>) -> PyResult<(&'a M, Option<Arc<Root>>)> {
+    let (p, root) = s.get().resolve_read(s.py())?;
+    // SAFETY: as `read`.
+    Ok((unsafe { &*(p as *const M) }, root.cloned()))
+}
+
 /// The message of a view, for writing, with its root.
 #[inline]
 pub fn write<'a, M: Msg>(s: &Bound<'_, Message>) -> PyResult<(&'a mut M, Arc<Root>)> {
