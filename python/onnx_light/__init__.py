@@ -85,22 +85,25 @@ def load(
         num_threads: threads for copying and parsing (default: all cores).
         key: passphrase (str or bytes) of an encrypted model.
     """
-    key = _key_bytes(key)
-    opts = dict(
+    opts = dict(load_external_data=load_external_data, base_dir=base_dir, no_copy=no_copy,
+                num_threads=num_threads, key=key)
+    if isinstance(f, (bytes, bytearray, memoryview)):
+        return load_from_string(f, **opts)
+    if isinstance(f, (str, os.PathLike)):
+        return _native.load_path(os.fspath(f), **_native_opts(**opts))
+    if base_dir is None and isinstance(getattr(f, "name", None), str):
+        opts["base_dir"] = os.path.dirname(os.path.abspath(f.name))
+    return load_from_string(f.read(), **opts)
+
+
+def _native_opts(load_external_data, base_dir, no_copy, num_threads, key) -> dict:
+    return dict(
         no_copy=no_copy,
         num_threads=num_threads,
         load_external_data=load_external_data,
         base_dir=os.fspath(base_dir) if base_dir is not None else None,
-        key=key,
+        key=_key_bytes(key),
     )
-    if isinstance(f, (bytes, bytearray, memoryview)):
-        return _native.load_bytes(f, **opts)
-    if isinstance(f, (str, os.PathLike)):
-        return _native.load_path(os.fspath(f), **opts)
-    data = f.read()
-    if opts["base_dir"] is None and isinstance(getattr(f, "name", None), str):
-        opts["base_dir"] = os.path.dirname(os.path.abspath(f.name))
-    return _native.load_bytes(data, **opts)
 
 
 load_model = load
@@ -116,14 +119,7 @@ def load_from_string(
     key: Any = None,
 ) -> ModelProto:
     """Parses a model from bytes (``onnx.load_from_string``); see :func:`load`."""
-    return _native.load_bytes(
-        s,
-        no_copy=no_copy,
-        num_threads=num_threads,
-        load_external_data=load_external_data,
-        base_dir=os.fspath(base_dir) if base_dir is not None else None,
-        key=_key_bytes(key),
-    )
+    return _native.load_bytes(s, **_native_opts(load_external_data, base_dir, no_copy, num_threads, key))
 
 
 load_model_from_string = load_from_string

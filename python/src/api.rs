@@ -16,6 +16,7 @@ use crate::generated::{MESSAGE_INFOS, MODEL_PROTO_INFO};
 use crate::message::BytesArg;
 use crate::ops::Msg;
 use crate::root::{Root, SendPtr};
+use crate::tools::with_model;
 use crate::view::{Message, owning_view};
 
 /// A `bytes` object as the owner of the bytes a no-copy parse borrows.
@@ -157,39 +158,11 @@ pub fn load_bytes(
     model_view(py, m)
 }
 
-/// The model of a view, marked busy for reading without the GIL.
-fn model_for_read<'a>(
-    model: &Bound<'_, PyAny>,
-) -> PyResult<(
-    SendPtr<ModelProto>,
-    Option<crate::root::BusyGuard>,
-    std::marker::PhantomData<&'a ()>,
-)> {
-    let m = model
-        .cast::<Message>()
-        .ok()
-        .filter(|m| m.get().info.tag == ModelProto::TAG);
-    let Some(m) = m else {
-        return Err(PyTypeError::new_err(format!(
-            "expected an onnx_light.ModelProto, got {}",
-            model.get_type().name()?
-        )));
-    };
-    let (p, root) = m.get().resolve_read(model.py())?;
-    let guard = root.map(|r| r.clone().begin_read(model.py()));
-    Ok((
-        SendPtr(p as *const ModelProto),
-        guard,
-        std::marker::PhantomData,
-    ))
-}
-
 /// Saves a model without the GIL: atomically to `path`, with its weights in external files
 /// (`external`: a dict of `SaveExternalOptions` fields), encrypted with `key`.
 #[pyfunction]
 #[pyo3(signature = (model, path, *, external = None, key = None, num_threads = None))]
 pub fn save_path(
-    py: Python<'_>,
     model: &Bound<'_, PyAny>,
     path: PathBuf,
     external: Option<&Bound<'_, PyDict>>,
@@ -197,44 +170,38 @@ pub fn save_path(
     num_threads: Option<i32>,
 ) -> PyResult<()> {
     let ext = external.map(external_options).transpose()?;
-    let (p, _guard, _) = model_for_read(model)?;
     let ser = SerializeOptions {
         num_threads: num_threads.unwrap_or(-1),
         ..Default::default()
     };
-    py.detach(move || {
-        let p = p;
-        // SAFETY: the model's root is marked busy (read) until `_guard` drops.
-        let m = unsafe { &*p.0 };
-        match (ext, key) {
-            (None, None) => onnx_light::save_model(m, &path, &ser),
-            (None, Some(k)) => {
-                let opts = onnx_light::EncryptionOptions {
-                    serialize: ser,
-                    ..Default::default()
-                };
-                onnx_light::save_encrypted_model(m, &path, &k, &opts)
-            }
-            (Some(mut e), None) => {
-                if num_threads.is_some() {
-                    e.num_threads = ser.num_threads;
-                }
-                onnx_light::save_model_with_external_data(m, &path, &e).map(|_| ())
-            }
-            (Some(mut e), Some(k)) => {
-                e.encryption = Some(onnx_light::ExternalEncryption::new(k.as_slice()));
-                onnx_light::external::save_encrypted_model_with_external_data(
-                    m,
-                    &onnx_light::PrepackedBlobs::new(),
-                    &path,
-                    &e,
-                    &onnx_light::EncryptionOptions::default(),
-                    None,
-                )
-                .map(|_| ())
-            }
+    with_model(model, move |m| match (ext, key) {
+        (None, None) => onnx_light::save_model(m, &path, &ser),
+        (None, Some(k)) => {
+            let opts = onnx_light::EncryptionOptions {
+                serialize: ser,
+                ..Default::default()
+            };
+            onnx_light::save_encrypted_model(m, &path, &k, &opts)
         }
-    })
+        (Some(mut e), None) => {
+            if num_threads.is_some() {
+                e.num_threads = ser.num_threads;
+            }
+            onnx_light::save_model_with_external_data(m, &path, &e).map(|_| ())
+        }
+        (Some(mut e), Some(k)) => {
+            e.encryption = Some(onnx_light::ExternalEncryption::new(k.as_slice()));
+            onnx_light::external::save_encrypted_model_with_external_data(
+                m,
+                &onnx_light::PrepackedBlobs::new(),
+                &path,
+                &e,
+                &onnx_light::EncryptionOptions::default(),
+                None,
+            )
+            .map(|_| ())
+        }
+    })?
     .py()
 }
 
@@ -277,27 +244,20 @@ pub fn serialize<'py>(
     key: Option<Vec<u8>>,
     num_threads: Option<i32>,
 ) -> PyResult<Bound<'py, PyBytes>> {
-    let (p, _guard, _) = model_for_read(model)?;
     let ser = SerializeOptions {
         num_threads: num_threads.unwrap_or(-1),
         ..Default::default()
     };
-    let v = py
-        .detach(move || {
-            let p = p;
-            // SAFETY: the model's root is marked busy (read) until `_guard` drops.
-            let m = unsafe { &*p.0 };
-            match key {
-                Some(k) => {
-                    let opts = onnx_light::EncryptionOptions {
-                        serialize: ser,
-                        ..Default::default()
-                    };
-                    onnx_light::save_encrypted_model_to_bytes(m, &k, &opts)
-                }
-                None => onnx_light::serialize_to_vec(m, &ser),
-            }
-        })
-        .py()?;
+    let v = with_model(model, move |m| match key {
+        Some(k) => {
+            let opts = onnx_light::EncryptionOptions {
+                serialize: ser,
+                ..Default::default()
+            };
+            onnx_light::save_encrypted_model_to_bytes(m, &k, &opts)
+        }
+        None => onnx_light::serialize_to_vec(m, &ser),
+    })?
+    .py()?;
     Ok(PyBytes::new(py, &v))
 }

@@ -75,6 +75,18 @@ fn tensor_view<'a, 'py>(t: &'a Bound<'py, PyAny>) -> PyResult<&'a Bound<'py, Mes
         .ok_or_else(|| PyTypeError::new_err("expected an onnx_light.TensorProto"))
 }
 
+/// Makes the bytes of `span` shareable (owned bytes move into shared storage, not copied) and
+/// returns their owner token; bytes borrowed without an owner are copied first.
+pub fn share(span: &mut onnx_light::ByteSpan) -> Owner {
+    match span.share() {
+        Some(o) => o,
+        None => {
+            *span = onnx_light::ByteSpan::from_vec(span.as_slice().to_vec());
+            span.share().expect("owned bytes can be shared")
+        }
+    }
+}
+
 /// The `raw_data` of a tensor as a zero-copy buffer, or None when it has none. Owned bytes are
 /// moved (not copied) into shared storage first, so they outlive the model; later writes to the
 /// tensor copy them first and never change what the buffer shows.
@@ -85,14 +97,7 @@ pub fn tensor_raw_buffer(t: &Bound<'_, PyAny>) -> PyResult<Option<RawBuffer>> {
     let Some(span) = m.raw_data.as_mut() else {
         return Ok(None);
     };
-    let owner = match span.share() {
-        Some(o) => o,
-        None => {
-            let copy = span.as_slice().to_vec();
-            *span = onnx_light::ByteSpan::from_vec(copy);
-            span.share().expect("owned bytes can be shared")
-        }
-    };
+    let owner = share(span);
     Ok(Some(RawBuffer {
         _owner: owner,
         ptr: SendPtr(span.as_slice().as_ptr()),

@@ -11,7 +11,7 @@ use pyo3::types::{PyByteArray, PyBytes, PyDict, PyList, PyTuple, PyType};
 use crate::errors::IntoPyResult;
 use crate::ops::Msg;
 use crate::root::{Root, SendPtr};
-use crate::schema::{FieldKind, MsgInfo};
+use crate::schema::{AnyBox, FieldKind, MsgInfo};
 use crate::text::TextOut;
 use crate::view::{Ctx, Message};
 
@@ -96,20 +96,28 @@ pub fn copy_from(dst: &Bound<'_, Message>, src: &Bound<'_, PyAny>) -> PyResult<(
 }
 
 /// Replaces the content of `dst` by `value` (of its type), detaching views of the old content.
-fn replace_with(dst: &Bound<'_, Message>, value: Box<dyn Any + Send + Sync>) -> PyResult<()> {
+fn replace_with(dst: &Bound<'_, Message>, value: AnyBox) -> PyResult<()> {
     let info = dst.get().info;
     let (p, root) = Message::resolve_write(dst)?;
-    // SAFETY: a live, writable message of `info`'s type; `value` has that type.
-    unsafe {
-        (info.ops.replace)(
-            &Ctx {
-                py: dst.py(),
-                root: &root,
-            },
-            p,
-            value,
-        )
+    let ctx = Ctx {
+        py: dst.py(),
+        root: &root,
     };
+    // SAFETY: a live, writable message of `info`'s type; `value` has that type.
+    unsafe { (info.ops.replace)(&ctx, p, value) };
+    Ok(())
+}
+
+/// Merges `value` (of the type of `dst`) into `dst`, protobuf's `MergeFrom`.
+fn merge_with(dst: &Bound<'_, Message>, value: AnyBox) -> PyResult<()> {
+    let info = dst.get().info;
+    let (p, root) = Message::resolve_write(dst)?;
+    let ctx = Ctx {
+        py: dst.py(),
+        root: &root,
+    };
+    // SAFETY: a live, writable message of `info`'s type; `value` has that type.
+    unsafe { (info.ops.merge)(&ctx, p, value) };
     Ok(())
 }
 
@@ -324,19 +332,7 @@ impl Message {
     fn MergeFrom(slf: &Bound<'_, Self>, other: &Bound<'_, PyAny>) -> PyResult<()> {
         let info = slf.get().info;
         let copy = owned_copy(other, info, "MergeFrom")?;
-        let (p, root) = Message::resolve_write(slf)?;
-        // SAFETY: a live, writable message of `info`'s type; `copy` has that type.
-        unsafe {
-            (info.ops.merge)(
-                &Ctx {
-                    py: slf.py(),
-                    root: &root,
-                },
-                p,
-                copy,
-            )
-        };
-        Ok(())
+        merge_with(slf, copy)
     }
 
     /// The encoded message (byte-identical to protobuf's), encoded without the GIL.
@@ -376,18 +372,7 @@ impl Message {
         let info = slf.get().info;
         let bytes = BytesArg::from_py(data)?;
         let parsed = parse_released(slf.py(), info, &bytes)?;
-        let (p, root) = Message::resolve_write(slf)?;
-        // SAFETY: a live, writable message of `info`'s type; `parsed` has that type.
-        unsafe {
-            (info.ops.merge)(
-                &Ctx {
-                    py: slf.py(),
-                    root: &root,
-                },
-                p,
-                parsed,
-            )
-        };
+        merge_with(slf, parsed)?;
         Ok(bytes.as_slice().len())
     }
 

@@ -11,7 +11,7 @@ use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList};
 
-use crate::arrays::RawBuffer;
+use crate::arrays::{RawBuffer, share};
 use crate::errors::IntoPyResult;
 use crate::message::BytesArg;
 use crate::ops::{self, Msg};
@@ -57,6 +57,24 @@ fn with_model_mut<R: Send>(
     .py()
 }
 
+/// Runs `f` on the model of `model` without the GIL, its root marked busy for reading (Python
+/// may read the model meanwhile; writes wait).
+pub fn with_model<R: Send>(
+    model: &Bound<'_, PyAny>,
+    f: impl FnOnce(&ModelProto) -> R + Send,
+) -> PyResult<R> {
+    let py = model.py();
+    let (m, root) = ops::read_with_root::<ModelProto>(model_view(model)?)?;
+    let _busy = root.map(|r| r.begin_read(py));
+    let p = SendPtr(m as *const ModelProto);
+    Ok(py.detach(move || {
+        let p = p;
+        // SAFETY: the root is marked busy (read) until `_busy` drops (or the message is the
+        // static default instance of an unset sub-message, which nothing writes).
+        f(unsafe { &*p.0 })
+    }))
+}
+
 struct SendMutModel(*mut ModelProto);
 // SAFETY: carries the model pointer into `Python::detach` while its root is marked busy by a
 // writer (see `with_model_mut`); `ModelProto` is `Send`.
@@ -91,13 +109,7 @@ pub fn check_external_data<'py>(
     verify_checksums: bool,
 ) -> PyResult<Bound<'py, PyDict>> {
     let py = model.py();
-    let (m, root) = ops::read_with_root::<ModelProto>(model_view(model)?)?;
-    let _busy = root.map(|r| r.begin_read(py));
-    let p = SendPtr(m as *const ModelProto);
-    let report = py.detach(move || {
-        let p = p;
-        // SAFETY: the root is marked busy (read) until `_busy` drops.
-        let m = unsafe { &*p.0 };
+    let report = with_model(model, move |m| {
         onnx_light::check_external_data(
             m,
             &base_dir,
@@ -105,7 +117,7 @@ pub fn check_external_data<'py>(
             verify_checksums,
             None,
         )
-    });
+    })?;
     let d = PyDict::new(py);
     d.set_item("tensors", report.tensors)?;
     d.set_item("bytes", report.bytes)?;
@@ -194,20 +206,13 @@ pub fn save_params<'py>(
     names: Option<Vec<String>>,
 ) -> PyResult<Bound<'py, PyBytes>> {
     let py = model.py();
-    let (m, root) = ops::read_with_root::<ModelProto>(model_view(model)?)?;
-    let _busy = root.map(|r| r.begin_read(py));
-    let p = SendPtr(m as *const ModelProto);
-    let out = py
-        .detach(move || {
-            let p = p;
-            // SAFETY: the root is marked busy (read) until `_busy` drops.
-            let m = unsafe { &*p.0 };
-            let names: Option<Vec<&str>> = names
-                .as_ref()
-                .map(|v| v.iter().map(String::as_str).collect());
-            onnx_light::params::save_params(m, names.as_deref())
-        })
-        .py()?;
+    let out = with_model(model, move |m| {
+        let names: Option<Vec<&str>> = names
+            .as_ref()
+            .map(|v| v.iter().map(String::as_str).collect());
+        onnx_light::params::save_params(m, names.as_deref())
+    })?
+    .py()?;
     Ok(PyBytes::new(py, &out))
 }
 
@@ -236,13 +241,7 @@ pub fn load_with_prepacked<'py>(
         let blob = blobs.remove(&init, &key).expect("listed blob");
         let mut bufs = Vec::new();
         for mut span in blob.buffers {
-            let owner = match span.share() {
-                Some(o) => o,
-                None => {
-                    span = onnx_light::ByteSpan::from_vec(span.as_slice().to_vec());
-                    span.share().expect("owned bytes can be shared")
-                }
-            };
+            let owner = share(&mut span);
             bufs.push(Py::new(py, RawBuffer::shared(owner, span.as_slice()))?);
         }
         out.push((init, key, bufs));
@@ -267,13 +266,7 @@ pub fn split_large_payloads<'py>(
         if let Some(span) = t.raw_data.as_mut()
             && span.len() >= threshold
         {
-            let owner = match span.share() {
-                Some(o) => o,
-                None => {
-                    *span = onnx_light::ByteSpan::from_vec(span.as_slice().to_vec());
-                    span.share().expect("owned bytes can be shared")
-                }
-            };
+            let owner = share(span);
             owners.push((owner, SendPtr(span.as_slice().as_ptr()), span.len()));
         }
     });

@@ -22,3 +22,15 @@ trap 'rm -rf "$work"' EXIT
 cd "$work"
 "$PY" -c 'import onnx_light, os; assert "site-packages" in onnx_light.__file__, onnx_light.__file__'
 "$PY" -m pytest -q -p no:cacheprovider "$ROOT/python/tests"
+
+# The package's benchmark at a tiny scale, so that it cannot rot: every case must produce a row
+# (times are not checked).
+cd "$ROOT"
+BENCH_SCALE=0.002 BENCH_RUNS=2 BENCH_OUT="$work/bench.md" bash scripts/bench-python.sh >/dev/null
+for row in "| load | onnx_light |" "| load | onnx |" "| load no_copy | onnx_light |" "| load (lazy) | onnx_ir |" \
+  "| save external | onnx |" "| save external | onnx_ir |" "| op_type + len(input) | onnx_light |" \
+  "| op_type + len(input) | onnx |"; do
+  grep -qF "$row" "$work/bench.md" || { echo "50-python: bench report lacks $row" >&2; cat "$work/bench.md" >&2; exit 1; }
+done
+grep -q "reading op_type and input of every node" "$work/bench.md"
+echo "50-python: ok"
