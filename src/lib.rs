@@ -62,15 +62,14 @@ pub use options::{
     ExternalEncryption, FileLoadMode, ParseOptions, SaveExternalOptions, SerializeOptions,
     TensorBufferOptions,
 };
-pub use proto::{GraphProto, ModelProto, NodeProto, TensorProto};
-/// The list type of the short repeated fields (`NodeProto.input`/`output`, `TensorProto.dims`,
-/// `AttributeProto.ints`), re-exported so users need no dependency of their own.
+/// The list type of repeated scalar and string fields; the short ones (`NodeProto.input`/`output`,
+/// `TensorProto.dims`, `AttributeProto.ints`) keep their first elements inline.
 ///
 /// ```
-/// use onnx_light::{NodeProto, TensorProto, smallvec};
+/// use onnx_light::{NodeProto, TensorProto, inline_vec};
 ///
 /// let mut t = TensorProto::new();
-/// t.dims = smallvec![2, 3];
+/// t.dims = inline_vec![2, 3];
 /// t.dims.push(4);
 /// assert_eq!(t.dims[..], [2, 3, 4]);
 /// t.dims = vec![5].into();
@@ -81,4 +80,5 @@ pub use proto::{GraphProto, ModelProto, NodeProto, TensorProto};
 /// assert_eq!(n.input.len(), 3);
 /// assert!(n.input.spilled());
 /// ```
-pub use smallvec::{SmallVec, smallvec};
+pub use proto::InlineVec;
+pub use proto::{GraphProto, ModelProto, NodeProto, TensorProto};

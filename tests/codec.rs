@@ -64,7 +64,7 @@ fn sample_model_parses_and_reserializes_identically() {
 #[test]
 fn errors_name_offset_and_field_path() {
     let mut m = model(14, 8);
-    m.mutable_graph().initializer[12].float_data = vec![1.0, 2.0];
+    m.mutable_graph().initializer[12].float_data = vec![1.0, 2.0].into();
     let mut bytes = m.serialize_to_vec();
     // float_data of initializer 12 is packed: tag 0x22, length 8, then 1.0f32. Make the length
     // 7, which is not a multiple of 4.

@@ -385,7 +385,7 @@ fn typed_fields_are_refused_or_copied_when_asked() {
     t.set_name("f");
     t.set_data_type(1);
     t.dims = vec![2, 2].into();
-    t.float_data = vec![1.0, -2.5, 3.25, 1e-3];
+    t.float_data = vec![1.0, -2.5, 3.25, 1e-3].into();
     let msg = unsupported(to_dlpack_versioned(&mut t, &NEVER).unwrap_err());
     assert!(msg.contains("float_data") && msg.contains("'f'"), "{msg}");
     unsupported(to_dlpack(&mut t, &NEVER).unwrap_err());
@@ -400,50 +400,58 @@ fn typed_fields_are_refused_or_copied_when_asked() {
     let cases: Vec<(i32, Fill, Vec<u8>)> = vec![
         (
             10,
-            Box::new(|t| t.int32_data = vec![0x3C00, 0xC000]),
+            Box::new(|t| t.int32_data = vec![0x3C00, 0xC000].into()),
             vec![0x00, 0x3C, 0x00, 0xC0],
         ),
         (
             3,
-            Box::new(|t| t.int32_data = vec![-1, 127]),
+            Box::new(|t| t.int32_data = vec![-1, 127].into()),
             vec![0xFF, 0x7F],
         ),
-        (9, Box::new(|t| t.int32_data = vec![1, 0]), vec![1, 0]),
+        (
+            9,
+            Box::new(|t| t.int32_data = vec![1, 0].into()),
+            vec![1, 0],
+        ),
         (
             6,
-            Box::new(|t| t.int32_data = vec![-2, 7]),
+            Box::new(|t| t.int32_data = vec![-2, 7].into()),
             [(-2i32).to_le_bytes(), 7i32.to_le_bytes()].concat(),
         ),
         (
             7,
-            Box::new(|t| t.int64_data = vec![-3, 1 << 40]),
+            Box::new(|t| t.int64_data = vec![-3, 1 << 40].into()),
             [(-3i64).to_le_bytes(), (1i64 << 40).to_le_bytes()].concat(),
         ),
         (
             12,
-            Box::new(|t| t.uint64_data = vec![5, 0xFFFF_FFFF]),
+            Box::new(|t| t.uint64_data = vec![5, 0xFFFF_FFFF].into()),
             [5u32.to_le_bytes(), 0xFFFF_FFFFu32.to_le_bytes()].concat(),
         ),
         (
             13,
-            Box::new(|t| t.uint64_data = vec![u64::MAX, 9]),
+            Box::new(|t| t.uint64_data = vec![u64::MAX, 9].into()),
             [u64::MAX.to_le_bytes(), 9u64.to_le_bytes()].concat(),
         ),
         (
             11,
-            Box::new(|t| t.double_data = vec![0.5, -1.0]),
+            Box::new(|t| t.double_data = vec![0.5, -1.0].into()),
             [0.5f64.to_le_bytes(), (-1.0f64).to_le_bytes()].concat(),
         ),
         (
             14,
-            Box::new(|t| t.float_data = vec![1.0, 2.0, 3.0, 4.0]),
+            Box::new(|t| t.float_data = vec![1.0, 2.0, 3.0, 4.0].into()),
             [1.0f32, 2.0, 3.0, 4.0]
                 .iter()
                 .flat_map(|v| v.to_le_bytes())
                 .collect(),
         ),
         // INT4: one packed byte per int32 value (2 elements, 1 byte).
-        (22, Box::new(|t| t.int32_data = vec![0x7F]), vec![0x7F]),
+        (
+            22,
+            Box::new(|t| t.int32_data = vec![0x7F].into()),
+            vec![0x7F],
+        ),
     ];
     for (ty, fill, want) in cases {
         let mut t = TensorProto::new();
@@ -459,7 +467,7 @@ fn typed_fields_are_refused_or_copied_when_asked() {
     let mut t = TensorProto::new();
     t.set_data_type(1);
     t.dims = vec![3].into();
-    t.float_data = vec![1.0];
+    t.float_data = vec![1.0].into();
     assert!(invalid(to_dlpack_versioned(&mut t, &IF_NEEDED).unwrap_err()).contains("float_data"));
     // No data at all.
     t.float_data.clear();

@@ -86,7 +86,7 @@ fn sparse(prefix: &str, n: usize, seed: u8) -> SparseTensorProto {
     let mut idx = tensor(&format!("{prefix}.indices"), n, seed ^ 0x40);
     idx.set_data_type(2);
     s.indices = Some(Box::new(idx));
-    s.dims = vec![n as i64 * 2];
+    s.dims = vec![n as i64 * 2].into();
     s
 }
 

@@ -271,7 +271,7 @@ fn model() -> ModelProto {
     typed.set_name("typed");
     typed.set_data_type(6);
     typed.dims = vec![3].into();
-    typed.int32_data = vec![-1, 0, 7];
+    typed.int32_data = vec![-1, 0, 7].into();
     g.initializer.push(typed);
     m
 }
@@ -331,7 +331,7 @@ fn save_to_file_and_load_into_a_model() {
     let mut typed = TensorProto::new();
     typed.set_name("typed");
     typed.set_data_type(1);
-    typed.float_data = vec![1.0];
+    typed.float_data = vec![1.0].into();
     typed.dims = vec![1].into();
     g.initializer.push(typed);
     g.initializer.push(tensor("extra", 2, &[2], 5));

@@ -458,7 +458,7 @@ fn save_refuses_blobs_without_a_carrier() {
     let t = &mut m.mutable_graph().initializer[2];
     t.raw_data = None;
     t.set_data_type(1);
-    t.float_data = vec![1.0; 25];
+    t.float_data = vec![1.0; 25].into();
     let mut b = PrepackedBlobs::new();
     b.attach("B", "k", vec![1u8]).unwrap();
     let err = save_model_with_prepacked(&m, &b, d.path("m.onnx"), &SaveExternalOptions::default())

@@ -11,7 +11,7 @@ use std::fmt::Write;
 
 pub(crate) use crate::oneofs;
 use crate::schema::{EnumDef, FieldDef, Kind, Label, MESSAGES, MessageDef};
-use crate::{camel, inline_list_capacity, proto_decl, rust_type_name, snake};
+use crate::{camel, proto_decl, rust_type_name, snake};
 
 #[path = "../../src/proto/data_type.rs"]
 #[allow(dead_code)]
@@ -856,12 +856,7 @@ fn gen_field(out: &mut Out, m: &MessageDef, f: &FieldDef) {
                 ret: "OnnxlStatus".into(),
                 safety_comment: "forwarded contract above.",
                 body: format!(
-                    "write_copied(m, data, count, |m, v| {{ m.{rf} = v{}; Ok(()) }})",
-                    if inline_list_capacity(m, f).is_some() {
-                        ".into()"
-                    } else {
-                        ""
-                    }
+                    "write_copied(m, data, count, |m, v| {{ m.{rf} = v.into(); Ok(()) }})"
                 ),
             });
         }

@@ -91,7 +91,7 @@ pub fn proto_decl(f: &schema::FieldDef) -> String {
 }
 
 /// Repeated scalar and string fields that keep their first elements inside the message (a
-/// `SmallVec` with this inline capacity) instead of in a heap allocation: lists that are short in
+/// `InlineVec` with this inline capacity) instead of in a heap allocation: lists that are short in
 /// nearly every real model (a node's inputs and outputs, a tensor's dims, an attribute's ints),
 /// where an allocation each would cost more than parsing them. Every other repeated scalar or
 /// string field is a `Vec`.

@@ -166,8 +166,7 @@ pub fn generate() -> String {
          //! Message structs, codec and accessors generated from the schema table.\n\n\
          use crate::bytes::{ByteSpan, ProtoString, UnknownFields};\n\
          use crate::error::DecodeError;\n\
-         use crate::proto::{Message, RepeatedField};\n\
-         use smallvec::SmallVec;\n\
+         use crate::proto::{InlineVec, Message, RepeatedField};\n\
          use crate::wire::{Reader, SizeCursor, Sink, len_delimited_size, put_varint, varint_len};\n\n",
     );
     for m in MESSAGES {
@@ -306,8 +305,8 @@ fn gen_struct(o: &mut String, m: &MessageDef) {
         let ty = match (f.label, f.kind) {
             (Label::Repeated, Kind::Message(_)) => format!("RepeatedField<{vt}>"),
             (Label::Repeated, _) => match inline_list_capacity(m, f) {
-                Some(n) => format!("SmallVec<[{vt}; {n}]>"),
-                None => format!("Vec<{vt}>"),
+                Some(n) => format!("InlineVec<{vt}, {n}>"),
+                None => format!("InlineVec<{vt}>"),
             },
             (Label::Optional, Kind::Message(_)) => {
                 format!("Option<{}>", message_storage(m, f, &vt))
@@ -341,8 +340,7 @@ fn gen_struct(o: &mut String, m: &MessageDef) {
         }
         let init = match f.label {
             Label::Repeated if matches!(f.kind, Kind::Message(_)) => "RepeatedField::new()",
-            Label::Repeated if inline_list_capacity(m, f).is_some() => "SmallVec::new_const()",
-            Label::Repeated => "Vec::new()",
+            Label::Repeated => "InlineVec::new()",
             Label::Optional => "None",
         };
         writeln!(o, "            {}: {init},", rust_field_name(f)).unwrap();

@@ -55,7 +55,7 @@ fn prepare(t: &mut TensorProto, opts: &ExportOptions) -> Result<Prepared> {
             t.dims.len()
         )));
     }
-    let shape: Box<[i64]> = t.dims.clone().into_boxed_slice();
+    let shape: Box<[i64]> = t.dims.to_vec().into_boxed_slice();
     let copied = |shape: Box<[i64]>, bytes: Vec<u8>| -> Prepared {
         let shared = Arc::new(bytes);
         let data = if shared.is_empty() {

@@ -921,7 +921,7 @@ pub unsafe extern "C" fn onnxl_attribute_proto_add_floats(m: *mut OnnxlAttribute
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_attribute_proto_assign_floats(m: *mut OnnxlAttributeProto, data: *const f32, count: usize) -> OnnxlStatus {
     // SAFETY: forwarded contract above.
-    unsafe { write_copied(m, data, count, |m, v| { m.floats = v; Ok(()) }) }
+    unsafe { write_copied(m, data, count, |m, v| { m.floats = v.into(); Ok(()) }) }
 }
 
 /// Number of `ints` elements (0 when `m` is NULL).
@@ -2763,7 +2763,7 @@ pub unsafe extern "C" fn onnxl_int_int_list_entry_proto_add_value(m: *mut OnnxlI
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_int_int_list_entry_proto_assign_value(m: *mut OnnxlIntIntListEntryProto, data: *const i64, count: usize) -> OnnxlStatus {
     // SAFETY: forwarded contract above.
-    unsafe { write_copied(m, data, count, |m, v| { m.value = v; Ok(()) }) }
+    unsafe { write_copied(m, data, count, |m, v| { m.value = v.into(); Ok(()) }) }
 }
 
 /// `onnx.NodeDeviceConfigurationProto` (opaque handle).
@@ -3355,7 +3355,7 @@ pub unsafe extern "C" fn onnxl_sharding_spec_proto_add_device(m: *mut OnnxlShard
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_sharding_spec_proto_assign_device(m: *mut OnnxlShardingSpecProto, data: *const i64, count: usize) -> OnnxlStatus {
     // SAFETY: forwarded contract above.
-    unsafe { write_copied(m, data, count, |m, v| { m.device = v; Ok(()) }) }
+    unsafe { write_copied(m, data, count, |m, v| { m.device = v.into(); Ok(()) }) }
 }
 
 /// Number of `index_to_device_group_map` elements (0 when `m` is NULL).
@@ -7283,7 +7283,7 @@ pub unsafe extern "C" fn onnxl_tensor_proto_add_float_data(m: *mut OnnxlTensorPr
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_tensor_proto_assign_float_data(m: *mut OnnxlTensorProto, data: *const f32, count: usize) -> OnnxlStatus {
     // SAFETY: forwarded contract above.
-    unsafe { write_copied(m, data, count, |m, v| { m.float_data = v; Ok(()) }) }
+    unsafe { write_copied(m, data, count, |m, v| { m.float_data = v.into(); Ok(()) }) }
 }
 
 /// Number of `int32_data` elements (0 when `m` is NULL).
@@ -7391,7 +7391,7 @@ pub unsafe extern "C" fn onnxl_tensor_proto_add_int32_data(m: *mut OnnxlTensorPr
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_tensor_proto_assign_int32_data(m: *mut OnnxlTensorProto, data: *const i32, count: usize) -> OnnxlStatus {
     // SAFETY: forwarded contract above.
-    unsafe { write_copied(m, data, count, |m, v| { m.int32_data = v; Ok(()) }) }
+    unsafe { write_copied(m, data, count, |m, v| { m.int32_data = v.into(); Ok(()) }) }
 }
 
 /// Number of `string_data` elements (0 when `m` is NULL).
@@ -7571,7 +7571,7 @@ pub unsafe extern "C" fn onnxl_tensor_proto_add_int64_data(m: *mut OnnxlTensorPr
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_tensor_proto_assign_int64_data(m: *mut OnnxlTensorProto, data: *const i64, count: usize) -> OnnxlStatus {
     // SAFETY: forwarded contract above.
-    unsafe { write_copied(m, data, count, |m, v| { m.int64_data = v; Ok(()) }) }
+    unsafe { write_copied(m, data, count, |m, v| { m.int64_data = v.into(); Ok(()) }) }
 }
 
 /// True when `name` is set (proto2 presence: set to its default still counts).
@@ -7979,7 +7979,7 @@ pub unsafe extern "C" fn onnxl_tensor_proto_add_double_data(m: *mut OnnxlTensorP
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_tensor_proto_assign_double_data(m: *mut OnnxlTensorProto, data: *const f64, count: usize) -> OnnxlStatus {
     // SAFETY: forwarded contract above.
-    unsafe { write_copied(m, data, count, |m, v| { m.double_data = v; Ok(()) }) }
+    unsafe { write_copied(m, data, count, |m, v| { m.double_data = v.into(); Ok(()) }) }
 }
 
 /// Number of `uint64_data` elements (0 when `m` is NULL).
@@ -8087,7 +8087,7 @@ pub unsafe extern "C" fn onnxl_tensor_proto_add_uint64_data(m: *mut OnnxlTensorP
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_tensor_proto_assign_uint64_data(m: *mut OnnxlTensorProto, data: *const u64, count: usize) -> OnnxlStatus {
     // SAFETY: forwarded contract above.
-    unsafe { write_copied(m, data, count, |m, v| { m.uint64_data = v; Ok(()) }) }
+    unsafe { write_copied(m, data, count, |m, v| { m.uint64_data = v.into(); Ok(()) }) }
 }
 
 /// Number of `metadata_props` elements (0 when `m` is NULL).
@@ -8727,7 +8727,7 @@ pub unsafe extern "C" fn onnxl_sparse_tensor_proto_add_dims(m: *mut OnnxlSparseT
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_sparse_tensor_proto_assign_dims(m: *mut OnnxlSparseTensorProto, data: *const i64, count: usize) -> OnnxlStatus {
     // SAFETY: forwarded contract above.
-    unsafe { write_copied(m, data, count, |m, v| { m.dims = v; Ok(()) }) }
+    unsafe { write_copied(m, data, count, |m, v| { m.dims = v.into(); Ok(()) }) }
 }
 
 /// `onnx.TensorShapeProto` (opaque handle).
@@ -13045,7 +13045,7 @@ pub unsafe extern "C" fn onnxl_map_proto_add_keys(m: *mut OnnxlMapProto, v: i64)
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_map_proto_assign_keys(m: *mut OnnxlMapProto, data: *const i64, count: usize) -> OnnxlStatus {
     // SAFETY: forwarded contract above.
-    unsafe { write_copied(m, data, count, |m, v| { m.keys = v; Ok(()) }) }
+    unsafe { write_copied(m, data, count, |m, v| { m.keys = v.into(); Ok(()) }) }
 }
 
 /// Number of `string_keys` elements (0 when `m` is NULL).

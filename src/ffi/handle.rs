@@ -235,14 +235,14 @@ impl<T> Seq<T> for Vec<T> {
     }
 }
 
-impl<A: smallvec::Array> Seq<A::Item> for smallvec::SmallVec<A> {
+impl<T, const N: usize> Seq<T> for crate::proto::InlineVec<T, N> {
     fn seq_len(&self) -> usize {
         self.len()
     }
-    fn seq_get(&self, i: usize) -> Option<&A::Item> {
+    fn seq_get(&self, i: usize) -> Option<&T> {
         self.get(i)
     }
-    fn seq_get_mut(&mut self, i: usize) -> Option<&mut A::Item> {
+    fn seq_get_mut(&mut self, i: usize) -> Option<&mut T> {
         self.get_mut(i)
     }
     fn seq_remove(&mut self, i: usize) {

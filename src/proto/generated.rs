@@ -3,8 +3,7 @@
 
 use crate::bytes::{ByteSpan, ProtoString, UnknownFields};
 use crate::error::DecodeError;
-use crate::proto::{Message, RepeatedField};
-use smallvec::SmallVec;
+use crate::proto::{InlineVec, Message, RepeatedField};
 use crate::wire::{Reader, SizeCursor, Sink, len_delimited_size, put_varint, varint_len};
 
 /// `onnx.AttributeProto`.
@@ -33,11 +32,11 @@ pub struct AttributeProto {
     /// `optional TypeProto tp = 14;`
     pub tp: Option<Box<TypeProto>>,
     /// `repeated float floats = 7;`
-    pub floats: Vec<f32>,
+    pub floats: InlineVec<f32>,
     /// `repeated int64 ints = 8;`
-    pub ints: SmallVec<[i64; 4]>,
+    pub ints: InlineVec<i64, 4>,
     /// `repeated bytes strings = 9;`
-    pub strings: Vec<ProtoString>,
+    pub strings: InlineVec<ProtoString>,
     /// `repeated TensorProto tensors = 10;`
     pub tensors: RepeatedField<TensorProto>,
     /// `repeated GraphProto graphs = 11;`
@@ -65,9 +64,9 @@ impl AttributeProto {
             g: None,
             sparse_tensor: None,
             tp: None,
-            floats: Vec::new(),
-            ints: SmallVec::new_const(),
-            strings: Vec::new(),
+            floats: InlineVec::new(),
+            ints: InlineVec::new(),
+            strings: InlineVec::new(),
             tensors: RepeatedField::new(),
             graphs: RepeatedField::new(),
             sparse_tensors: RepeatedField::new(),
@@ -789,9 +788,9 @@ impl ValueInfoProto {
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct NodeProto {
     /// `repeated string input = 1;`
-    pub input: SmallVec<[ProtoString; 2]>,
+    pub input: InlineVec<ProtoString, 2>,
     /// `repeated string output = 2;`
-    pub output: SmallVec<[ProtoString; 1]>,
+    pub output: InlineVec<ProtoString, 1>,
     /// `optional string name = 3;`
     pub name: Option<ProtoString>,
     /// `optional string op_type = 4;`
@@ -816,8 +815,8 @@ impl NodeProto {
     /// An empty message (every field unset).
     pub const fn new() -> Self {
         Self {
-            input: SmallVec::new_const(),
-            output: SmallVec::new_const(),
+            input: InlineVec::new(),
+            output: InlineVec::new(),
             name: None,
             op_type: None,
             domain: None,
@@ -1131,7 +1130,7 @@ pub struct IntIntListEntryProto {
     /// `optional int64 key = 1;`
     pub key: Option<i64>,
     /// `repeated int64 value = 2;`
-    pub value: Vec<i64>,
+    pub value: InlineVec<i64>,
     /// Fields not in the schema, as read (written back after the known ones).
     pub unknown_fields: UnknownFields,
 }
@@ -1141,7 +1140,7 @@ impl IntIntListEntryProto {
     pub const fn new() -> Self {
         Self {
             key: None,
-            value: Vec::new(),
+            value: InlineVec::new(),
             unknown_fields: UnknownFields::new(),
         }
     }
@@ -1366,7 +1365,7 @@ pub struct ShardingSpecProto {
     /// `optional string tensor_name = 1;`
     pub tensor_name: Option<ProtoString>,
     /// `repeated int64 device = 2;`
-    pub device: Vec<i64>,
+    pub device: InlineVec<i64>,
     /// `repeated IntIntListEntryProto index_to_device_group_map = 3;`
     pub index_to_device_group_map: RepeatedField<IntIntListEntryProto>,
     /// `repeated ShardedDimProto sharded_dim = 4;`
@@ -1380,7 +1379,7 @@ impl ShardingSpecProto {
     pub const fn new() -> Self {
         Self {
             tensor_name: None,
-            device: Vec::new(),
+            device: InlineVec::new(),
             index_to_device_group_map: RepeatedField::new(),
             sharded_dim: RepeatedField::new(),
             unknown_fields: UnknownFields::new(),
@@ -2391,7 +2390,7 @@ pub struct DeviceConfigurationProto {
     /// `optional int32 num_devices = 2;`
     pub num_devices: Option<i32>,
     /// `repeated string device = 3;`
-    pub device: Vec<ProtoString>,
+    pub device: InlineVec<ProtoString>,
     /// Fields not in the schema, as read (written back after the known ones).
     pub unknown_fields: UnknownFields,
 }
@@ -2402,7 +2401,7 @@ impl DeviceConfigurationProto {
         Self {
             name: None,
             num_devices: None,
-            device: Vec::new(),
+            device: InlineVec::new(),
             unknown_fields: UnknownFields::new(),
         }
     }
@@ -3102,19 +3101,19 @@ impl GraphProto {
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct TensorProto {
     /// `repeated int64 dims = 1;`
-    pub dims: SmallVec<[i64; 4]>,
+    pub dims: InlineVec<i64, 4>,
     /// `optional int32 data_type = 2;`
     pub data_type: Option<i32>,
     /// `optional TensorProto.Segment segment = 3;`
     pub segment: Option<Box<TensorProtoSegment>>,
     /// `repeated float float_data = 4 [packed = true];`
-    pub float_data: Vec<f32>,
+    pub float_data: InlineVec<f32>,
     /// `repeated int32 int32_data = 5 [packed = true];`
-    pub int32_data: Vec<i32>,
+    pub int32_data: InlineVec<i32>,
     /// `repeated bytes string_data = 6;`
-    pub string_data: Vec<ProtoString>,
+    pub string_data: InlineVec<ProtoString>,
     /// `repeated int64 int64_data = 7 [packed = true];`
-    pub int64_data: Vec<i64>,
+    pub int64_data: InlineVec<i64>,
     /// `optional string name = 8;`
     pub name: Option<ProtoString>,
     /// `optional string doc_string = 12;`
@@ -3126,9 +3125,9 @@ pub struct TensorProto {
     /// `optional TensorProto.DataLocation data_location = 14;`
     pub data_location: Option<i32>,
     /// `repeated double double_data = 10 [packed = true];`
-    pub double_data: Vec<f64>,
+    pub double_data: InlineVec<f64>,
     /// `repeated uint64 uint64_data = 11 [packed = true];`
-    pub uint64_data: Vec<u64>,
+    pub uint64_data: InlineVec<u64>,
     /// `repeated StringStringEntryProto metadata_props = 16;`
     pub metadata_props: RepeatedField<StringStringEntryProto>,
     /// Fields not in the schema, as read (written back after the known ones).
@@ -3139,20 +3138,20 @@ impl TensorProto {
     /// An empty message (every field unset).
     pub const fn new() -> Self {
         Self {
-            dims: SmallVec::new_const(),
+            dims: InlineVec::new(),
             data_type: None,
             segment: None,
-            float_data: Vec::new(),
-            int32_data: Vec::new(),
-            string_data: Vec::new(),
-            int64_data: Vec::new(),
+            float_data: InlineVec::new(),
+            int32_data: InlineVec::new(),
+            string_data: InlineVec::new(),
+            int64_data: InlineVec::new(),
             name: None,
             doc_string: None,
             raw_data: None,
             external_data: RepeatedField::new(),
             data_location: None,
-            double_data: Vec::new(),
-            uint64_data: Vec::new(),
+            double_data: InlineVec::new(),
+            uint64_data: InlineVec::new(),
             metadata_props: RepeatedField::new(),
             unknown_fields: UnknownFields::new(),
         }
@@ -3700,7 +3699,7 @@ pub struct SparseTensorProto {
     /// `optional TensorProto indices = 2;`
     pub indices: Option<Box<TensorProto>>,
     /// `repeated int64 dims = 3;`
-    pub dims: Vec<i64>,
+    pub dims: InlineVec<i64>,
     /// Fields not in the schema, as read (written back after the known ones).
     pub unknown_fields: UnknownFields,
 }
@@ -3711,7 +3710,7 @@ impl SparseTensorProto {
         Self {
             values: None,
             indices: None,
-            dims: Vec::new(),
+            dims: InlineVec::new(),
             unknown_fields: UnknownFields::new(),
         }
     }
@@ -5183,11 +5182,11 @@ pub struct FunctionProto {
     /// `optional string name = 1;`
     pub name: Option<ProtoString>,
     /// `repeated string input = 4;`
-    pub input: Vec<ProtoString>,
+    pub input: InlineVec<ProtoString>,
     /// `repeated string output = 5;`
-    pub output: Vec<ProtoString>,
+    pub output: InlineVec<ProtoString>,
     /// `repeated string attribute = 6;`
-    pub attribute: Vec<ProtoString>,
+    pub attribute: InlineVec<ProtoString>,
     /// `repeated AttributeProto attribute_proto = 11;`
     pub attribute_proto: RepeatedField<AttributeProto>,
     /// `repeated NodeProto node = 7;`
@@ -5213,9 +5212,9 @@ impl FunctionProto {
     pub const fn new() -> Self {
         Self {
             name: None,
-            input: Vec::new(),
-            output: Vec::new(),
-            attribute: Vec::new(),
+            input: InlineVec::new(),
+            output: InlineVec::new(),
+            attribute: InlineVec::new(),
             attribute_proto: RepeatedField::new(),
             node: RepeatedField::new(),
             doc_string: None,
@@ -5850,9 +5849,9 @@ pub struct MapProto {
     /// `optional int32 key_type = 2;`
     pub key_type: Option<i32>,
     /// `repeated int64 keys = 3;`
-    pub keys: Vec<i64>,
+    pub keys: InlineVec<i64>,
     /// `repeated bytes string_keys = 4;`
-    pub string_keys: Vec<ProtoString>,
+    pub string_keys: InlineVec<ProtoString>,
     /// `optional SequenceProto values = 5;`
     pub values: Option<Box<SequenceProto>>,
     /// Fields not in the schema, as read (written back after the known ones).
@@ -5865,8 +5864,8 @@ impl MapProto {
         Self {
             name: None,
             key_type: None,
-            keys: Vec::new(),
-            string_keys: Vec::new(),
+            keys: InlineVec::new(),
+            string_keys: InlineVec::new(),
             values: None,
             unknown_fields: UnknownFields::new(),
         }

@@ -3,6 +3,7 @@
 
 mod data_type;
 mod display;
+pub mod inline_vec;
 mod repeated;
 #[rustfmt::skip]
 #[allow(clippy::all, unused_variables)]
@@ -11,6 +12,7 @@ pub mod schema;
 
 pub use data_type::DataType;
 pub use generated::*;
+pub use inline_vec::InlineVec;
 pub use repeated::RepeatedField;
 
 use crate::bytes::UnknownFields;

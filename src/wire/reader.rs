@@ -752,7 +752,7 @@ impl<'a> Reader<'a> {
     }
 }
 
-/// The list types of repeated scalar and string fields (`Vec`, `SmallVec`), for
+/// The list types of repeated scalar and string fields (`Vec`, `InlineVec`), for
 /// [`Reader::reserve_run`].
 pub trait GrowableList {
     /// Size of one element in memory.
@@ -794,7 +794,7 @@ macro_rules! growable_list {
 
 growable_list! {
     [T] Vec<T> => T;
-    [A: smallvec::Array] smallvec::SmallVec<A> => A::Item;
+    [T, const N: usize] crate::proto::InlineVec<T, N> => T;
 }
 
 /// End of the value of wire type `wire_type` that starts at `buf[at]`, or `None` when it is

@@ -1,0 +1,724 @@
+//! [`InlineVec`]: the container of repeated scalar and string fields.
+//!
+//! A `Vec` that keeps its first `N` elements inside the message (no allocation for the short
+//! lists nearly every node, tensor and attribute has) and whose layout does not depend on `N`:
+//! a `#[repr(C)]` header `len, cap` followed by either the inline elements or the heap pointer.
+//! Every operation except construction reads the capacity from the header, so code that only
+//! knows the element type (the C++ classes' `RepeatedField<T>` / `RepeatedPtrField<std::string>`,
+//! through [`raw`]) can work on a field of any inline capacity.
+
+use std::fmt;
+use std::mem::{ManuallyDrop, MaybeUninit};
+use std::ops::{Deref, DerefMut};
+use std::ptr;
+
+/// Set in `cap` when the elements live in a heap allocation.
+const SPILLED: usize = 1 << (usize::BITS - 1);
+
+/// A growable list with `N` elements of inline storage; derefs to a slice.
+///
+/// The `N` inline slots hold the elements until the list grows past them; then all elements move
+/// to one heap allocation (and never move back). With `N = 0` it is a plain vector, three words.
+#[repr(C)]
+pub struct InlineVec<T, const N: usize = 0> {
+    /// Number of elements.
+    len: usize,
+    /// Capacity (`N` while inline), with [`SPILLED`] set for a heap allocation.
+    cap: usize,
+    data: Storage<T, N>,
+}
+
+#[repr(C)]
+union Storage<T, const N: usize> {
+    heap: *mut T,
+    inline: ManuallyDrop<[MaybeUninit<T>; N]>,
+}
+
+// SAFETY: the list owns its elements exclusively (inline or in its own heap allocation).
+unsafe impl<T: Send, const N: usize> Send for InlineVec<T, N> {}
+// SAFETY: `&InlineVec<T, N>` only gives out `&T`.
+unsafe impl<T: Sync, const N: usize> Sync for InlineVec<T, N> {}
+
+impl<T, const N: usize> InlineVec<T, N> {
+    /// An empty list.
+    pub const fn new() -> Self {
+        Self {
+            len: 0,
+            cap: N,
+            data: Storage {
+                inline: ManuallyDrop::new([const { MaybeUninit::uninit() }; N]),
+            },
+        }
+    }
+
+    /// An empty list with room for `n` elements.
+    pub fn with_capacity(n: usize) -> Self {
+        let mut v = Self::new();
+        v.reserve_exact(n);
+        v
+    }
+
+    /// The header, for the layout-independent operations of [`raw`].
+    #[inline]
+    fn raw(&mut self) -> *mut raw::Header<T> {
+        (self as *mut Self).cast()
+    }
+
+    /// Number of elements.
+    #[inline]
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// True when there are no elements.
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Number of elements it can hold without growing.
+    #[inline]
+    pub fn capacity(&self) -> usize {
+        self.cap & !SPILLED
+    }
+
+    /// True when the elements live in a heap allocation (the list outgrew its inline slots).
+    #[inline]
+    pub fn spilled(&self) -> bool {
+        self.cap & SPILLED != 0
+    }
+
+    /// Pointer to the first element.
+    #[inline]
+    pub fn as_ptr(&self) -> *const T {
+        // SAFETY: the header of `self` (a valid list) is read only.
+        unsafe { raw::data((self as *const Self).cast()) }
+    }
+
+    /// Mutable pointer to the first element.
+    #[inline]
+    pub fn as_mut_ptr(&mut self) -> *mut T {
+        // SAFETY: as `as_ptr`; `self` is borrowed exclusively.
+        unsafe { raw::data(self.raw()) }
+    }
+
+    /// The elements.
+    #[inline]
+    pub fn as_slice(&self) -> &[T] {
+        // SAFETY: the first `len` elements at `as_ptr()` are initialized (the list's invariant);
+        // the pointer is non-null and aligned also for an empty list.
+        unsafe { std::slice::from_raw_parts(self.as_ptr(), self.len) }
+    }
+
+    /// The elements, mutably.
+    #[inline]
+    pub fn as_mut_slice(&mut self) -> &mut [T] {
+        let len = self.len;
+        // SAFETY: as `as_slice`, borrowed exclusively.
+        unsafe { std::slice::from_raw_parts_mut(self.as_mut_ptr(), len) }
+    }
+
+    /// Room for at least `additional` more elements (amortized growth).
+    ///
+    /// Panics when the size overflows; aborts when memory runs out (as `Vec`).
+    pub fn reserve(&mut self, additional: usize) {
+        // SAFETY: `self` is a valid list, borrowed exclusively.
+        unsafe { raw::reserve(self.raw(), additional, false) }.unwrap_or_else(|e| e.raise())
+    }
+
+    /// Room for exactly `additional` more elements.
+    pub fn reserve_exact(&mut self, additional: usize) {
+        // SAFETY: as `reserve`.
+        unsafe { raw::reserve(self.raw(), additional, true) }.unwrap_or_else(|e| e.raise())
+    }
+
+    /// Room for at least `additional` more elements, or an error instead of a panic or abort.
+    pub fn try_reserve(
+        &mut self,
+        additional: usize,
+    ) -> Result<(), std::collections::TryReserveError> {
+        // Let `Vec` produce the error value: the only public way to build one.
+        // SAFETY: as `reserve`.
+        match unsafe { raw::reserve(self.raw(), additional, false) } {
+            Ok(()) => Ok(()),
+            Err(_) => Vec::<T>::new().try_reserve(usize::MAX),
+        }
+    }
+
+    /// Appends `value`.
+    #[inline]
+    pub fn push(&mut self, value: T) {
+        if self.len == self.capacity() {
+            self.reserve(1);
+        }
+        // SAFETY: there is room for one more element past `len`.
+        unsafe {
+            self.as_mut_ptr().add(self.len).write(value);
+        }
+        self.len += 1;
+    }
+
+    /// Removes and returns the last element.
+    pub fn pop(&mut self) -> Option<T> {
+        if self.len == 0 {
+            return None;
+        }
+        self.len -= 1;
+        // SAFETY: the element at the old `len - 1` is initialized and no longer counted.
+        Some(unsafe { self.as_ptr().add(self.len).read() })
+    }
+
+    /// Inserts `value` at `index`, shifting the later elements.
+    ///
+    /// Panics when `index > len`.
+    pub fn insert(&mut self, index: usize, value: T) {
+        assert!(
+            index <= self.len,
+            "insertion index {index} out of range (len {})",
+            self.len
+        );
+        if self.len == self.capacity() {
+            self.reserve(1);
+        }
+        // SAFETY: room for one more; elements `index..len` move up by one, then `index` is
+        // written.
+        unsafe {
+            let p = self.as_mut_ptr().add(index);
+            ptr::copy(p, p.add(1), self.len - index);
+            p.write(value);
+        }
+        self.len += 1;
+    }
+
+    /// Removes and returns the element at `index`, shifting the later elements.
+    ///
+    /// Panics when `index >= len`.
+    pub fn remove(&mut self, index: usize) -> T {
+        assert!(
+            index < self.len,
+            "removal index {index} out of range (len {})",
+            self.len
+        );
+        // SAFETY: `index` is initialized; it is read out, then the tail moves down over it.
+        unsafe {
+            let p = self.as_mut_ptr().add(index);
+            let v = p.read();
+            ptr::copy(p.add(1), p, self.len - index - 1);
+            self.len -= 1;
+            v
+        }
+    }
+
+    /// Removes the element at `index`, replacing it with the last one.
+    ///
+    /// Panics when `index >= len`.
+    pub fn swap_remove(&mut self, index: usize) -> T {
+        let last = self
+            .len
+            .checked_sub(1)
+            .expect("swap_remove on an empty list");
+        self.as_mut_slice().swap(index, last);
+        self.pop().expect("not empty")
+    }
+
+    /// Keeps the first `len` elements, dropping the rest.
+    pub fn truncate(&mut self, len: usize) {
+        // SAFETY: `self` is a valid list, borrowed exclusively.
+        unsafe { raw::truncate(self.raw(), len) }
+    }
+
+    /// Removes every element (the capacity stays).
+    pub fn clear(&mut self) {
+        self.truncate(0);
+    }
+
+    /// Keeps the elements for which `keep` returns true, in order.
+    pub fn retain(&mut self, mut keep: impl FnMut(&T) -> bool) {
+        let mut kept = 0;
+        for i in 0..self.len {
+            if keep(&self[i]) {
+                self.as_mut_slice().swap(kept, i);
+                kept += 1;
+            }
+        }
+        self.truncate(kept);
+    }
+
+    /// Removes the elements of `range`, shifting the later ones down.
+    pub fn drain_range(&mut self, range: std::ops::Range<usize>) {
+        assert!(
+            range.start <= range.end && range.end <= self.len,
+            "range {range:?} out of bounds (len {})",
+            self.len
+        );
+        self.as_mut_slice()[range.start..].rotate_left(range.end - range.start);
+        self.truncate(self.len - (range.end - range.start));
+    }
+
+    /// Appends clones of `items`.
+    pub fn extend_from_slice(&mut self, items: &[T])
+    where
+        T: Clone,
+    {
+        self.reserve(items.len());
+        for v in items {
+            self.push(v.clone());
+        }
+    }
+
+    /// Resizes to `len`, filling new places with clones of `value`.
+    pub fn resize(&mut self, len: usize, value: T)
+    where
+        T: Clone,
+    {
+        if len <= self.len {
+            self.truncate(len);
+        } else {
+            self.reserve(len - self.len);
+            while self.len < len {
+                self.push(value.clone());
+            }
+        }
+    }
+
+    /// The elements as a `Vec` (moved, no clone).
+    pub fn into_vec(mut self) -> Vec<T> {
+        let mut out = Vec::with_capacity(self.len);
+        // SAFETY: the `len` elements are moved into `out`; `len` is set to 0 first so they are
+        // not dropped again by `self`.
+        unsafe {
+            let n = self.len;
+            self.len = 0;
+            ptr::copy_nonoverlapping(self.as_ptr(), out.as_mut_ptr(), n);
+            out.set_len(n);
+        }
+        out
+    }
+}
+
+impl<T, const N: usize> Drop for InlineVec<T, N> {
+    fn drop(&mut self) {
+        // SAFETY: `self` is a valid list, dropped once.
+        unsafe { raw::free(self.raw()) }
+    }
+}
+
+impl<T, const N: usize> Default for InlineVec<T, N> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<T, const N: usize> Deref for InlineVec<T, N> {
+    type Target = [T];
+    #[inline]
+    fn deref(&self) -> &[T] {
+        self.as_slice()
+    }
+}
+
+impl<T, const N: usize> DerefMut for InlineVec<T, N> {
+    #[inline]
+    fn deref_mut(&mut self) -> &mut [T] {
+        self.as_mut_slice()
+    }
+}
+
+impl<T, const N: usize> AsRef<[T]> for InlineVec<T, N> {
+    fn as_ref(&self) -> &[T] {
+        self
+    }
+}
+
+impl<T: Clone, const N: usize> Clone for InlineVec<T, N> {
+    fn clone(&self) -> Self {
+        let mut v = Self::new();
+        v.extend_from_slice(self);
+        v
+    }
+}
+
+impl<T: fmt::Debug, const N: usize> fmt::Debug for InlineVec<T, N> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_list().entries(self.iter()).finish()
+    }
+}
+
+impl<T: PartialEq, const N: usize, const M: usize> PartialEq<InlineVec<T, M>> for InlineVec<T, N> {
+    fn eq(&self, other: &InlineVec<T, M>) -> bool {
+        self.as_slice() == other.as_slice()
+    }
+}
+impl<T: Eq, const N: usize> Eq for InlineVec<T, N> {}
+impl<T: PartialEq, const N: usize> PartialEq<[T]> for InlineVec<T, N> {
+    fn eq(&self, other: &[T]) -> bool {
+        self.as_slice() == other
+    }
+}
+impl<T: PartialEq, const N: usize> PartialEq<&[T]> for InlineVec<T, N> {
+    fn eq(&self, other: &&[T]) -> bool {
+        self.as_slice() == *other
+    }
+}
+impl<T: PartialEq, const N: usize, const K: usize> PartialEq<[T; K]> for InlineVec<T, N> {
+    fn eq(&self, other: &[T; K]) -> bool {
+        self.as_slice() == other
+    }
+}
+impl<T: PartialEq, const N: usize> PartialEq<Vec<T>> for InlineVec<T, N> {
+    fn eq(&self, other: &Vec<T>) -> bool {
+        self.as_slice() == other.as_slice()
+    }
+}
+impl<T: std::hash::Hash, const N: usize> std::hash::Hash for InlineVec<T, N> {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.as_slice().hash(state)
+    }
+}
+
+impl<T, const N: usize> Extend<T> for InlineVec<T, N> {
+    fn extend<I: IntoIterator<Item = T>>(&mut self, iter: I) {
+        let iter = iter.into_iter();
+        self.reserve(iter.size_hint().0);
+        for v in iter {
+            self.push(v);
+        }
+    }
+}
+impl<'a, T: Copy + 'a, const N: usize> Extend<&'a T> for InlineVec<T, N> {
+    fn extend<I: IntoIterator<Item = &'a T>>(&mut self, iter: I) {
+        self.extend(iter.into_iter().copied())
+    }
+}
+
+impl<T, const N: usize> FromIterator<T> for InlineVec<T, N> {
+    fn from_iter<I: IntoIterator<Item = T>>(iter: I) -> Self {
+        let mut v = Self::new();
+        v.extend(iter);
+        v
+    }
+}
+
+impl<T, const N: usize> From<Vec<T>> for InlineVec<T, N> {
+    fn from(v: Vec<T>) -> Self {
+        v.into_iter().collect()
+    }
+}
+impl<T: Clone, const N: usize> From<&[T]> for InlineVec<T, N> {
+    fn from(v: &[T]) -> Self {
+        v.iter().cloned().collect()
+    }
+}
+impl<T, const N: usize, const K: usize> From<[T; K]> for InlineVec<T, N> {
+    fn from(v: [T; K]) -> Self {
+        v.into_iter().collect()
+    }
+}
+impl<T, const N: usize> From<InlineVec<T, N>> for Vec<T> {
+    fn from(v: InlineVec<T, N>) -> Self {
+        v.into_vec()
+    }
+}
+
+impl<'a, T, const N: usize> IntoIterator for &'a InlineVec<T, N> {
+    type Item = &'a T;
+    type IntoIter = std::slice::Iter<'a, T>;
+    fn into_iter(self) -> Self::IntoIter {
+        self.iter()
+    }
+}
+impl<'a, T, const N: usize> IntoIterator for &'a mut InlineVec<T, N> {
+    type Item = &'a mut T;
+    type IntoIter = std::slice::IterMut<'a, T>;
+    fn into_iter(self) -> Self::IntoIter {
+        self.iter_mut()
+    }
+}
+impl<T, const N: usize> IntoIterator for InlineVec<T, N> {
+    type Item = T;
+    type IntoIter = std::vec::IntoIter<T>;
+    fn into_iter(self) -> Self::IntoIter {
+        self.into_vec().into_iter()
+    }
+}
+
+/// `InlineVec` literal: `inline_vec![2, 3]` (the type, and so `N`, comes from the context).
+#[macro_export]
+macro_rules! inline_vec {
+    () => { $crate::InlineVec::new() };
+    ($($x:expr),+ $(,)?) => { $crate::InlineVec::from([$($x),+]) };
+}
+
+/// Operations on a list through its header alone, whatever its inline capacity: what
+/// [`InlineVec`]'s own methods use, and what the C ABI uses for a field it knows only by its
+/// element type.
+pub mod raw {
+    use super::*;
+    use std::alloc::{self, Layout};
+
+    /// The part of an [`InlineVec`] whose layout is the same for every `N`; the inline slots or
+    /// the heap pointer start at `data`.
+    #[repr(C)]
+    pub struct Header<T> {
+        len: usize,
+        cap: usize,
+        data: MaybeUninit<*mut T>,
+    }
+
+    /// Why a list could not grow.
+    #[derive(Debug)]
+    pub enum GrowError {
+        /// The size in bytes overflows.
+        CapacityOverflow,
+        /// The allocator refused (the layout of the refused allocation).
+        Alloc(Layout),
+    }
+
+    impl GrowError {
+        /// Panics (overflow) or aborts (allocation failure), as `Vec` does.
+        pub(super) fn raise(self) -> ! {
+            match self {
+                GrowError::CapacityOverflow => panic!("InlineVec capacity overflow"),
+                GrowError::Alloc(layout) => alloc::handle_alloc_error(layout),
+            }
+        }
+    }
+
+    /// Pointer to the first element (inline slots or heap).
+    ///
+    /// # Safety
+    /// `h` points to a valid list.
+    #[inline]
+    pub unsafe fn data<T>(h: *const Header<T>) -> *mut T {
+        // SAFETY: `h` is valid; the inline slots start at `data`, where the heap pointer is
+        // stored once spilled. Offsets are computed from the raw pointer, so the slots past the
+        // header stay within the provenance of the whole list.
+        unsafe {
+            let slot = ptr::addr_of!((*h).data).cast::<*mut T>();
+            if (*h).cap & SPILLED != 0 {
+                slot.read()
+            } else {
+                slot.cast_mut().cast::<T>()
+            }
+        }
+    }
+
+    /// Number of elements.
+    ///
+    /// # Safety
+    /// `h` points to a valid list.
+    #[inline]
+    pub unsafe fn len<T>(h: *const Header<T>) -> usize {
+        // SAFETY: `h` is valid.
+        unsafe { (*h).len }
+    }
+
+    /// Makes room for `additional` more elements (exactly, or with amortized doubling).
+    ///
+    /// # Safety
+    /// `h` points to a valid list that nothing else accesses during the call.
+    pub unsafe fn reserve<T>(
+        h: *mut Header<T>,
+        additional: usize,
+        exact: bool,
+    ) -> Result<(), GrowError> {
+        // SAFETY: `h` is valid and exclusive (caller).
+        unsafe {
+            let len = (*h).len;
+            let cap = (*h).cap & !SPILLED;
+            let need = len
+                .checked_add(additional)
+                .ok_or(GrowError::CapacityOverflow)?;
+            if need <= cap {
+                return Ok(());
+            }
+            let new_cap = if exact {
+                need
+            } else {
+                need.max(cap.saturating_mul(2)).max(4)
+            };
+            grow_to(h, new_cap)
+        }
+    }
+
+    /// Moves the elements to a heap allocation of `new_cap` (> the capacity) elements.
+    ///
+    /// # Safety
+    /// As [`reserve`].
+    unsafe fn grow_to<T>(h: *mut Header<T>, new_cap: usize) -> Result<(), GrowError> {
+        let layout = Layout::array::<T>(new_cap).map_err(|_| GrowError::CapacityOverflow)?;
+        if new_cap > SPILLED - 1 {
+            return Err(GrowError::CapacityOverflow);
+        }
+        // SAFETY: `h` is valid and exclusive (caller).
+        unsafe {
+            let old = data(h);
+            let new = if size_of::<T>() == 0 {
+                ptr::NonNull::<T>::dangling().as_ptr()
+            } else if (*h).cap & SPILLED != 0 {
+                let old_layout = Layout::array::<T>((*h).cap & !SPILLED).expect("was allocated");
+                alloc::realloc(old.cast(), old_layout, layout.size()).cast::<T>()
+            } else {
+                let p = alloc::alloc(layout).cast::<T>();
+                if !p.is_null() {
+                    ptr::copy_nonoverlapping(old, p, (*h).len);
+                }
+                p
+            };
+            if new.is_null() {
+                return Err(GrowError::Alloc(layout));
+            }
+            ptr::addr_of_mut!((*h).data).cast::<*mut T>().write(new);
+            (*h).cap = new_cap | SPILLED;
+        }
+        Ok(())
+    }
+
+    /// Appends `value`, growing as needed.
+    ///
+    /// # Safety
+    /// As [`reserve`].
+    pub unsafe fn push<T>(h: *mut Header<T>, value: T) -> Result<(), GrowError> {
+        // SAFETY: `h` is valid and exclusive; after `reserve` there is room at `len`.
+        unsafe {
+            reserve(h, 1, false)?;
+            data(h).add((*h).len).write(value);
+            (*h).len += 1;
+        }
+        Ok(())
+    }
+
+    /// Drops the elements past `len`.
+    ///
+    /// # Safety
+    /// As [`reserve`].
+    pub unsafe fn truncate<T>(h: *mut Header<T>, len: usize) {
+        // SAFETY: `h` is valid and exclusive; elements `len..old` are initialized and dropped
+        // once, after `len` is lowered (so a panicking drop cannot cause a double drop).
+        unsafe {
+            let old = (*h).len;
+            if len >= old {
+                return;
+            }
+            (*h).len = len;
+            let tail = ptr::slice_from_raw_parts_mut(data(h).add(len), old - len);
+            ptr::drop_in_place(tail);
+        }
+    }
+
+    /// Drops every element and frees the heap allocation; the list is then empty.
+    ///
+    /// # Safety
+    /// As [`reserve`]. The list must not be used again except by dropping its memory (its
+    /// capacity is left as is, so it must not grow either).
+    pub unsafe fn free<T>(h: *mut Header<T>) {
+        // SAFETY: `h` is valid and exclusive.
+        unsafe {
+            truncate(h, 0);
+            if (*h).cap & SPILLED != 0 && size_of::<T>() != 0 {
+                let layout = Layout::array::<T>((*h).cap & !SPILLED).expect("was allocated");
+                alloc::dealloc(data(h).cast(), layout);
+            }
+        }
+    }
+
+    /// Removes the elements of `start..start + n` (clamped to the list), shifting the later
+    /// ones down.
+    ///
+    /// # Safety
+    /// As [`reserve`].
+    pub unsafe fn delete_range<T>(h: *mut Header<T>, start: usize, n: usize) {
+        // SAFETY: `h` is valid and exclusive; the slice covers the initialized elements.
+        unsafe {
+            let len = (*h).len;
+            let start = start.min(len);
+            let n = n.min(len - start);
+            std::slice::from_raw_parts_mut(data(h), len)[start..].rotate_left(n);
+            truncate(h, len - n);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::rc::Rc;
+
+    #[test]
+    fn stays_inline_up_to_n_then_spills_once() {
+        let mut v: InlineVec<i64, 4> = InlineVec::new();
+        for i in 0..4 {
+            v.push(i);
+        }
+        assert!(!v.spilled());
+        assert_eq!(v.capacity(), 4);
+        v.push(4);
+        assert!(v.spilled());
+        assert_eq!(v[..], [0, 1, 2, 3, 4]);
+        v.truncate(1);
+        assert!(v.spilled(), "never moves back inline");
+        assert_eq!(v, [0]);
+    }
+
+    #[test]
+    fn header_layout_does_not_depend_on_n() {
+        assert_eq!(size_of::<InlineVec<i64>>(), 24);
+        assert_eq!(size_of::<InlineVec<i64, 4>>(), 16 + 32);
+        assert_eq!(size_of::<InlineVec<crate::ProtoString, 2>>(), 16 + 64);
+        // The raw operations see the same elements through a header of any `N`.
+        let mut a: InlineVec<u32, 3> = [1, 2].into();
+        let h = (&mut a as *mut InlineVec<u32, 3>).cast::<raw::Header<u32>>();
+        // SAFETY: `h` is the header of a valid list used by nothing else meanwhile.
+        unsafe {
+            raw::push(h, 3).unwrap();
+            raw::push(h, 4).unwrap();
+            assert_eq!(raw::len(h), 4);
+            raw::delete_range(h, 1, 2);
+        }
+        assert!(a.spilled());
+        assert_eq!(a, [1, 4]);
+    }
+
+    #[test]
+    fn drops_every_element_once() {
+        let token = Rc::new(());
+        {
+            let mut v: InlineVec<Rc<()>, 2> = InlineVec::new();
+            for _ in 0..10 {
+                v.push(token.clone());
+            }
+            v.truncate(7);
+            assert_eq!(Rc::strong_count(&token), 8);
+            let _ = v.remove(3);
+            v.insert(0, token.clone());
+            v.retain(|_| true);
+            v.drain_range(1..3);
+            assert_eq!(Rc::strong_count(&token), 6);
+            let w = v.clone();
+            assert_eq!(Rc::strong_count(&token), 11);
+            let as_vec = w.into_vec();
+            assert_eq!(as_vec.len(), 5);
+        }
+        assert_eq!(Rc::strong_count(&token), 1);
+    }
+
+    #[test]
+    fn vec_like_api() {
+        let mut v: InlineVec<i32, 1> = (0..10).collect();
+        assert_eq!(v.iter().sum::<i32>(), 45);
+        v.retain(|x| x % 2 == 0);
+        assert_eq!(v, [0, 2, 4, 6, 8]);
+        assert_eq!(v.swap_remove(0), 0);
+        assert_eq!(v, [8, 2, 4, 6]);
+        v.resize(6, -1);
+        assert_eq!(v, vec![8, 2, 4, 6, -1, -1]);
+        v.sort();
+        assert_eq!(v.pop(), Some(8));
+        let e: InlineVec<i32> = InlineVec::new();
+        assert!(e.is_empty() && e.as_slice().is_empty());
+        assert!(v.try_reserve(usize::MAX / 2).is_err());
+        let w: InlineVec<i32, 3> = inline_vec![1, 2];
+        assert_eq!(format!("{w:?}"), "[1, 2]");
+        assert_eq!(Vec::from(w), vec![1, 2]);
+    }
+}
