@@ -55,12 +55,12 @@ pub use external::{
 };
 pub use model::{
     load_model, load_model_from_bytes, load_model_with_prepacked, parse_from_bytes,
-    parse_from_bytes_unowned, parse_from_file, parse_from_reader, parse_from_shared, save_model,
-    save_to_file, serialize_to_vec, serialize_to_writer,
+    parse_from_bytes_unowned, parse_from_file, parse_from_reader, parse_from_shared,
+    release_thread_pools, save_model, save_to_file, serialize_to_vec, serialize_to_writer,
 };
 pub use options::{
     ExternalEncryption, FileLoadMode, ParseOptions, SaveExternalOptions, SerializeOptions,
-    TensorBufferOptions,
+    TensorBufferOptions, max_threads,
 };
 /// The list type of repeated scalar and string fields; the short ones (`NodeProto.input`/`output`,
 /// `TensorProto.dims`, `AttributeProto.ints`) keep their first elements inline.

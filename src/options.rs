@@ -90,6 +90,9 @@ pub struct ParseOptions {
     /// default None: such a file is an error). Their tensors are decrypted into memory (also
     /// with `no_copy`); ranges are plaintext offsets. See `docs/encryption.md`.
     pub external_data_key: Option<crate::crypto::Passphrase>,
+    /// Refuse encrypted models in a format without authentication (ONNXCRY1, whose tampering
+    /// cannot be detected) when loading them (default false: read, as the C++ library does).
+    pub reject_unauthenticated: bool,
 }
 
 impl Default for ParseOptions {
@@ -110,6 +113,7 @@ impl Default for ParseOptions {
             external_data_location: None,
             verify_external_checksums: false,
             external_data_key: None,
+            reject_unauthenticated: false,
         }
     }
 }
@@ -279,13 +283,34 @@ impl SaveExternalOptions {
     }
 }
 
-fn validate_threads(n: i32) -> Result<()> {
+/// Fewest threads [`max_threads`] allows, whatever the core count.
+pub const MIN_THREAD_CAP: usize = 16;
+
+/// The most threads a `num_threads` option may ask for: 4 × the cores the OS reports, and at
+/// least [`MIN_THREAD_CAP`]. More would only add contention, and an unbounded count lets one
+/// option value start threads until the machine stalls.
+pub fn max_threads() -> usize {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    cores.saturating_mul(4).max(MIN_THREAD_CAP)
+}
+
+pub(crate) fn validate_threads(n: i32) -> Result<()> {
     if n == 0 {
         return Err(Error::InvalidOption {
             name: "num_threads",
             reason:
                 "0 is not a thread count (1 = sequential, n > 1 = n threads, negative = all cores)"
                     .into(),
+        });
+    }
+    let cap = max_threads();
+    if n > 0 && n as usize > cap {
+        return Err(Error::InvalidOption {
+            name: "num_threads",
+            reason: format!(
+                "{n} is above the maximum {cap} (4 x the cores, at least {MIN_THREAD_CAP}; \
+                 negative = all cores)"
+            ),
         });
     }
     Ok(())

@@ -57,7 +57,10 @@ fn assert_clean(what: &str, o: &Output) {
                     || ('\u{2066}'..='\u{2069}').contains(&c)
             })
             .collect();
-        assert!(bad.is_empty(), "{what}: raw control characters {bad:?} in:\n{s}");
+        assert!(
+            bad.is_empty(),
+            "{what}: raw control characters {bad:?} in:\n{s}"
+        );
     }
 }
 
@@ -118,7 +121,11 @@ fn text_from_a_model_is_printed_escaped() {
     let out = tool(&["info", s(&names_path)]);
     assert!(out.status.success(), "{}", text(&out));
     assert_clean("info", &out);
-    assert!(text(&out).contains("evil\\x1b]0;pwned\\x07"), "{}", text(&out));
+    assert!(
+        text(&out).contains("evil\\x1b]0;pwned\\x07"),
+        "{}",
+        text(&out)
+    );
     // The external location in an error message.
     let out = tool(&["info", s(&model)]);
     assert_clean("info (external)", &out);
@@ -210,13 +217,21 @@ fn check_validates_onnx_basics() {
     let dir = TempDir::new("cli-check");
     let empty = dir.path("empty.onnx");
     std::fs::write(&empty, b"").unwrap();
-    fails_with("check empty", &tool(&["check", s(&empty)]), &["ir_version", "graph"]);
+    fails_with(
+        "check empty",
+        &tool(&["check", s(&empty)]),
+        &["ir_version", "graph"],
+    );
     let mut m = ModelProto::new();
     m.set_ir_version(8);
     m.mutable_graph().set_name("g");
     let no_opset = dir.path("no_opset.onnx");
     std::fs::write(&no_opset, m.serialize_to_vec()).unwrap();
-    fails_with("check no opset", &tool(&["check", s(&no_opset)]), &["opset_import"]);
+    fails_with(
+        "check no opset",
+        &tool(&["check", s(&no_opset)]),
+        &["opset_import"],
+    );
     let model = concat!(env!("CARGO_MANIFEST_DIR"), "/samples/mlp.onnx");
     let ok = tool(&["check", model]);
     assert!(ok.status.success(), "{}", text(&ok));
@@ -242,7 +257,11 @@ fn info_opens_models_with_encrypted_weights() {
     let o = tool(&["info", s(&path), "--key-file", s(&key)]);
     assert!(o.status.success(), "{}", text(&o));
     assert!(text(&o).contains("initializers: 1"), "{}", text(&o));
-    fails_with("info without key", &tool(&["info", s(&path)]), &["--key-file"]);
+    fails_with(
+        "info without key",
+        &tool(&["info", s(&path)]),
+        &["--key-file"],
+    );
 }
 
 #[test]

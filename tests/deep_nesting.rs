@@ -4,9 +4,9 @@
 //! groups), and a model built through the API far deeper than any parse accepts is refused
 //! by every fallible serializer with a clear error (and still clones and drops safely).
 
+use onnx_light::options::MAX_RECURSION_DEPTH_LIMIT;
 use onnx_light::proto::{AttributeProto, GraphProto, Message, ModelProto, NodeProto, TypeProto};
 use onnx_light::wire::{put_varint, tag};
-use onnx_light::options::MAX_RECURSION_DEPTH_LIMIT;
 use onnx_light::{DecodeErrorKind, Error, ParseOptions, SerializeOptions};
 
 /// Stack of the threads the tests run on: smaller than any platform's default for secondary
@@ -125,7 +125,10 @@ fn graphs_in_attributes_at_the_maximum_depth_on_a_256k_stack() {
 #[test]
 fn type_sequences_and_maps_at_the_maximum_depth_on_a_256k_stack() {
     let levels = deepest(|l| nested_types(l, false));
-    assert!(levels * 2 + 3 <= MAX_RECURSION_DEPTH_LIMIT as usize, "{levels}");
+    assert!(
+        levels * 2 + 3 <= MAX_RECURSION_DEPTH_LIMIT as usize,
+        "{levels}"
+    );
     round_trip_on_small_stack("TypeProto sequences", nested_types(levels, false));
     let levels = deepest(|l| nested_types(l, true));
     round_trip_on_small_stack("TypeProto maps", nested_types(levels, true));

@@ -55,9 +55,8 @@ fn bad_padding_and_corrupted_blocks_take_the_same_path() {
         *b ^= 0xa5;
     }
     let popts = ParseOptions::default();
-    let fail = |data: &[u8]| {
-        onnx_light::load_encrypted_model_from_bytes(data, KEY, &popts).unwrap_err()
-    };
+    let fail =
+        |data: &[u8]| onnx_light::load_encrypted_model_from_bytes(data, KEY, &popts).unwrap_err();
     let (e1, e2) = (fail(&bad_padding), fail(&bad_block));
     assert!(matches!(e1, Error::Authentication(_)), "{e1}");
     assert_eq!(e1.to_string(), e2.to_string());
@@ -109,12 +108,9 @@ fn reject_unauthenticated_refuses_onnxcry1() {
         EncryptionFormat::AesGcm,
         EncryptionFormat::Chunked,
     ] {
-        let enc = onnx_light::crypto::encrypt_bytes(
-            &bytes,
-            KEY,
-            &EncryptionOptions::with_format(format),
-        )
-        .unwrap();
+        let enc =
+            onnx_light::crypto::encrypt_bytes(&bytes, KEY, &EncryptionOptions::with_format(format))
+                .unwrap();
         let m = onnx_light::load_encrypted_model_from_bytes(&enc, KEY, &strict).unwrap();
         assert_eq!(m.serialize_to_vec(), bytes);
     }

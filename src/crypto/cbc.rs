@@ -44,7 +44,7 @@ pub(crate) fn seal(passphrase: &[u8], params: &Params, buf: &mut Vec<u8>) -> Res
         let mut bigger = Vec::new();
         bigger
             .try_reserve_exact(buf.len() + pad)
-            .map_err(|_| Error::LimitExceeded(format!("cannot allocate {} bytes", buf.len())))?;
+            .map_err(|_| Error::alloc_failed(buf.len() + pad, "the encrypted data"))?;
         bigger.extend_from_slice(buf);
         buf.zeroize();
         *buf = bigger;

@@ -30,7 +30,6 @@ mod stream;
 #[doc(hidden)]
 pub mod testing;
 
-use std::fs::File;
 use std::io::{Read, Write};
 use std::path::Path;
 
@@ -149,7 +148,8 @@ pub(crate) fn encrypt_to_vec(
         ))
         .map_err(|_| too_big())?;
         let mut out = Vec::new();
-        out.try_reserve_exact(cap).map_err(|_| too_big())?;
+        out.try_reserve_exact(cap)
+            .map_err(|_| Error::alloc_failed(cap, "the encrypted data"))?;
         let mut enc =
             StreamEncryptor::with_params(out, key, opts.chunk_cipher, opts.chunk_size, params)?;
         produce(&mut enc);
@@ -166,7 +166,8 @@ pub(crate) fn encrypt_to_vec(
         .and_then(|l| l.checked_add(header + extra))
         .ok_or_else(too_big)?;
     let mut out = zeroize::Zeroizing::new(Vec::new());
-    out.try_reserve_exact(total).map_err(|_| too_big())?;
+    out.try_reserve_exact(total)
+        .map_err(|_| Error::alloc_failed(total, "the encrypted data"))?;
     out.resize(header, 0);
     produce(&mut *out);
     if out.len() as u64 != header as u64 + len {
@@ -279,7 +280,7 @@ fn decrypt_any(data: &[u8], key: &[u8]) -> Result<(SecretBytes, EncryptionFormat
     }
     let mut buf = Vec::new();
     buf.try_reserve_exact(data.len())
-        .map_err(|_| Error::LimitExceeded(format!("cannot allocate {} bytes", data.len())))?;
+        .map_err(|_| Error::alloc_failed(data.len(), "the decrypted data"))?;
     buf.extend_from_slice(data);
     let mut secret = SecretBytes::new(buf, 0..0);
     let range = open_oneshot(format, key, secret.buffer_mut())?;
@@ -329,7 +330,7 @@ pub fn decrypt_bytes(data: &[u8], key: &[u8]) -> Result<SecretBytes> {
 pub fn detect_file_format(path: impl AsRef<Path>) -> Result<EncryptionFormat> {
     let path = path.as_ref();
     let mut head = [0u8; format::MAGIC_LEN];
-    let mut file = File::open(path).map_err(|e| Error::io(path, e))?;
+    let (mut file, _) = crate::io::open_regular_file(path)?;
     let mut n = 0;
     while n < head.len() {
         match file.read(&mut head[n..]) {
@@ -344,7 +345,7 @@ pub fn detect_file_format(path: impl AsRef<Path>) -> Result<EncryptionFormat> {
 
 /// Reads a whole one-shot file and decrypts it in place.
 fn read_oneshot(path: &Path, key: &[u8], format: EncryptionFormat) -> Result<SecretBytes> {
-    let data = std::fs::read(path).map_err(|e| Error::io(path, e))?;
+    let data = crate::io::read_file(path)?;
     let mut secret = SecretBytes::new(data, 0..0);
     let found = EncryptionFormat::detect(secret.buffer_mut())?;
     if found != format {
@@ -387,7 +388,7 @@ pub(crate) fn encrypt_file_with(
     if opts.format == EncryptionFormat::AesCbc {
         check_model_file(input)?;
     }
-    let mut src = File::open(input).map_err(|e| Error::io(input, e))?;
+    let (mut src, _) = crate::io::open_regular_file(input)?;
     let mut out = AtomicFile::create(output)?;
     let len = if opts.format == EncryptionFormat::Chunked {
         let mut enc = StreamEncryptor::with_params(
@@ -457,7 +458,7 @@ pub fn decrypt_file(input: impl AsRef<Path>, output: impl AsRef<Path>, key: &[u8
     let format = detect_file_format(input)?;
     let mut out = AtomicFile::create(output)?;
     let len = if format == EncryptionFormat::Chunked {
-        let src = File::open(input).map_err(|e| Error::io(input, e))?;
+        let (src, _) = crate::io::open_regular_file(input)?;
         let mut dec = StreamDecryptor::new(src, key).map_err(|e| relabel_stream(e, input))?;
         dec.set_label(input);
         dec.decrypt_to(&mut out.file(), output)?

@@ -17,7 +17,7 @@ use std::path::PathBuf;
 
 use super::accessors::OnnxlModelProto;
 use super::handle::{c_bytes, c_path, check_out, into_raw, try_mut, try_ref, write_out};
-use super::options::{OnnxlParseOptions, parse_options};
+use super::options::{OnnxlParseOptions, flag, parse_options};
 use super::owner::{OnnxlOwner, new_token};
 use super::panic::ffi_status;
 use super::status::{FfiError, OnnxlStatus};
@@ -53,13 +53,13 @@ pub struct OnnxlExternalDataOptions {
     /// 1 = sequential (default), n > 1 = n threads, negative = all cores; 0 is invalid.
     pub num_threads: i32,
     /// One weight file (true, default) or one file per tensor, named after the tensor.
-    pub all_tensors_to_one_file: bool,
+    pub all_tensors_to_one_file: u8,
     /// Also move node-attribute tensors (default false).
-    pub convert_attribute: bool,
+    pub convert_attribute: u8,
     /// Write the SHA-1 of each weight file as the `checksum` entry (default false).
-    pub checksum: bool,
+    pub checksum: u8,
     /// fsync every file before it replaces the old one (default true).
-    pub sync: bool,
+    pub sync: u8,
     // ---- version 2 (struct_size 96): encrypted weight files. A caller compiled with the
     // 64-byte version gets no encryption.
     /// Passphrase of the weight files (`encryption_key_len` bytes, any bytes; NULL only with
@@ -73,7 +73,7 @@ pub struct OnnxlExternalDataOptions {
     pub encryption_chunk_cipher: u32,
     /// Write every weight file encrypted (ONNXCRYS chunked format; default false). Offsets,
     /// lengths, alignment, splitting and checksums refer to the plaintext.
-    pub encrypt: bool,
+    pub encrypt: u8,
     /// Must be zero (room for later options).
     pub reserved: [u8; 7],
 }
@@ -92,13 +92,13 @@ pub struct OnnxlExternalLoadOptions {
     /// parts); NULL = the locations recorded in the model.
     pub location: *const c_char,
     /// Read the external data (default true); false keeps the references as they are.
-    pub load_external_data: bool,
+    pub load_external_data: u8,
     /// Verify the `checksum` entries (SHA-1 of each file; reads every byte). Default false.
-    pub verify_checksums: bool,
+    pub verify_checksums: u8,
     /// A passphrase for encrypted (ONNXCRYS) weight files is given in `key` / `key_len`
     /// (default false: an encrypted weight file is `ONNXL_STATUS_EXTERNAL_DATA`). Version 2
     /// (struct_size 48) only; zero in the 32-byte version 1.
-    pub has_key: bool,
+    pub has_key: u8,
     /// Must be zero (room for later options).
     pub reserved: [u8; 5],
     // ---- version 2 (struct_size 48)
@@ -133,15 +133,15 @@ pub extern "C" fn onnxl_external_data_options_default() -> OnnxlExternalDataOpti
         align_threshold: d.align_threshold,
         max_external_file_size: d.max_external_file_size,
         num_threads: d.num_threads,
-        all_tensors_to_one_file: d.all_tensors_to_one_file,
-        convert_attribute: d.convert_attribute,
-        checksum: d.checksum,
-        sync: d.sync,
+        all_tensors_to_one_file: d.all_tensors_to_one_file.into(),
+        convert_attribute: d.convert_attribute.into(),
+        checksum: d.checksum.into(),
+        sync: d.sync.into(),
         encryption_key: std::ptr::null(),
         encryption_key_len: 0,
         encryption_chunk_size: crate::crypto::DEFAULT_CHUNK_SIZE,
         encryption_chunk_cipher: super::crypto::ONNXL_CHUNK_CIPHER_AES_256_GCM,
-        encrypt: false,
+        encrypt: 0,
         reserved: [0; 7],
     }
 }
@@ -154,9 +154,9 @@ pub extern "C" fn onnxl_external_load_options_default() -> OnnxlExternalLoadOpti
         struct_size: size_of::<OnnxlExternalLoadOptions>(),
         base_dir: std::ptr::null(),
         location: std::ptr::null(),
-        load_external_data: d.load_external_data,
-        verify_checksums: d.verify_external_checksums,
-        has_key: false,
+        load_external_data: d.load_external_data.into(),
+        verify_checksums: d.verify_external_checksums.into(),
+        has_key: 0,
         reserved: [0; 5],
         key: std::ptr::null(),
         key_len: 0,
@@ -237,16 +237,22 @@ pub(crate) unsafe fn save_options(
     let opts = SaveExternalOptions {
         location,
         size_threshold: o.size_threshold,
-        all_tensors_to_one_file: o.all_tensors_to_one_file,
+        all_tensors_to_one_file: flag(
+            o.all_tensors_to_one_file,
+            "OnnxlExternalDataOptions.all_tensors_to_one_file",
+        )?,
         alignment: o.alignment,
         align_threshold: o.align_threshold,
         max_external_file_size: o.max_external_file_size,
-        convert_attribute: o.convert_attribute,
-        checksum: o.checksum,
+        convert_attribute: flag(
+            o.convert_attribute,
+            "OnnxlExternalDataOptions.convert_attribute",
+        )?,
+        checksum: flag(o.checksum, "OnnxlExternalDataOptions.checksum")?,
         num_threads: o.num_threads,
         source_dir,
-        sync: o.sync,
-        encryption: if o.encrypt {
+        sync: flag(o.sync, "OnnxlExternalDataOptions.sync")?,
+        encryption: if flag(o.encrypt, "OnnxlExternalDataOptions.encrypt")? {
             let cipher = match o.encryption_chunk_cipher {
                 super::crypto::ONNXL_CHUNK_CIPHER_AES_256_GCM => crate::crypto::ChunkCipher::AesGcm,
                 super::crypto::ONNXL_CHUNK_CIPHER_CHACHA20_POLY1305 => {
@@ -302,7 +308,8 @@ pub(crate) unsafe fn load_options(
             "OnnxlExternalLoadOptions",
         )
     }?;
-    if e.has_key && e.struct_size < size_of::<OnnxlExternalLoadOptions>() {
+    let has_key = flag(e.has_key, "OnnxlExternalLoadOptions.has_key")?;
+    if has_key && e.struct_size < size_of::<OnnxlExternalLoadOptions>() {
         return Err(FfiError::invalid(
             "OnnxlExternalLoadOptions.has_key needs the 48-byte struct (key, key_len)",
         ));
@@ -312,9 +319,15 @@ pub(crate) unsafe fn load_options(
             "OnnxlExternalLoadOptions.reserved must be zero",
         ));
     }
-    opts.load_external_data = e.load_external_data;
-    opts.verify_external_checksums = e.verify_checksums;
-    if e.has_key {
+    opts.load_external_data = flag(
+        e.load_external_data,
+        "OnnxlExternalLoadOptions.load_external_data",
+    )?;
+    opts.verify_external_checksums = flag(
+        e.verify_checksums,
+        "OnnxlExternalLoadOptions.verify_checksums",
+    )?;
+    if has_key {
         // SAFETY: `key..key+key_len` readable, NULL only with length 0 (contract).
         let key = unsafe { c_bytes(e.key, e.key_len, "OnnxlExternalLoadOptions.key") }?;
         opts.external_data_key = Some(crate::crypto::Passphrase::new(key));
