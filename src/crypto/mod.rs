@@ -198,16 +198,19 @@ fn seal_oneshot(
     }
 }
 
-/// Decrypts a whole one-shot file in place; returns the plaintext range.
+/// Decrypts a whole one-shot file in place; returns the plaintext range and whether the
+/// format's own check passed (always true for the authenticated formats, which fail instead;
+/// for ONNXCRY1 the padding, to be reported only after the plaintext was parsed, see
+/// [`cbc::open`]).
 fn open_oneshot(
     format: EncryptionFormat,
     key: &[u8],
     data: &mut [u8],
-) -> Result<std::ops::Range<usize>> {
+) -> Result<(std::ops::Range<usize>, bool)> {
     match format {
         EncryptionFormat::AesCbc => cbc::open(key, data),
         EncryptionFormat::ChaCha20Poly1305 | EncryptionFormat::AesGcm => {
-            aead::open(format, key, data)
+            Ok((aead::open(format, key, data)?, true))
         }
         EncryptionFormat::Chunked => Err(Error::Crypto(
             "internal: the chunked format is not one-shot".into(),
@@ -271,21 +274,21 @@ fn check_model_file(path: &Path) -> Result<()> {
     }
 }
 
-/// Decrypts `data` in any format without the ONNXCRY1 model check; returns the plaintext and
-/// the format.
-fn decrypt_any(data: &[u8], key: &[u8]) -> Result<(SecretBytes, EncryptionFormat)> {
+/// Decrypts `data` in any format without the ONNXCRY1 model check; returns the plaintext, the
+/// format and whether an ONNXCRY1 padding was valid (see [`cbc::open`]; true for the others).
+fn decrypt_any(data: &[u8], key: &[u8]) -> Result<(SecretBytes, EncryptionFormat, bool)> {
     let format = EncryptionFormat::detect(data)?;
     if format == EncryptionFormat::Chunked {
-        return Ok((stream::decrypt_slice(data, key)?, format));
+        return Ok((stream::decrypt_slice(data, key)?, format, true));
     }
     let mut buf = Vec::new();
     buf.try_reserve_exact(data.len())
         .map_err(|_| Error::alloc_failed(data.len(), "the decrypted data"))?;
     buf.extend_from_slice(data);
     let mut secret = SecretBytes::new(buf, 0..0);
-    let range = open_oneshot(format, key, secret.buffer_mut())?;
+    let (range, padding_ok) = open_oneshot(format, key, secret.buffer_mut())?;
     secret.set_range(range);
-    Ok((secret, format))
+    Ok((secret, format, padding_ok))
 }
 
 /// Encrypts arbitrary bytes in `opts.format` (random salt and IV / nonce).
@@ -319,8 +322,9 @@ pub(crate) fn encrypt_bytes_with(
 /// dropped. For ONNXCRY1 the plaintext must also parse as a model (without unknown fields in
 /// `ModelProto` / `GraphProto`), so that a wrong key is not taken for a right one.
 pub fn decrypt_bytes(data: &[u8], key: &[u8]) -> Result<SecretBytes> {
-    let (plain, format) = decrypt_any(data, key)?;
-    if format == EncryptionFormat::AesCbc && !onnxcry1_plaintext_ok(&plain) {
+    let (plain, format, padding_ok) = decrypt_any(data, key)?;
+    // `&`, not `&&`: the plaintext is parsed whatever the padding (see `cbc::open`).
+    if format == EncryptionFormat::AesCbc && !(onnxcry1_plaintext_ok(&plain) & padding_ok) {
         return Err(cbc::auth_error());
     }
     Ok(plain)
@@ -343,8 +347,9 @@ pub fn detect_file_format(path: impl AsRef<Path>) -> Result<EncryptionFormat> {
     EncryptionFormat::detect(&head[..n])
 }
 
-/// Reads a whole one-shot file and decrypts it in place.
-fn read_oneshot(path: &Path, key: &[u8], format: EncryptionFormat) -> Result<SecretBytes> {
+/// Reads a whole one-shot file and decrypts it in place (with the padding validity, as
+/// [`decrypt_any`]).
+fn read_oneshot(path: &Path, key: &[u8], format: EncryptionFormat) -> Result<(SecretBytes, bool)> {
     let data = crate::io::read_file(path)?;
     let mut secret = SecretBytes::new(data, 0..0);
     let found = EncryptionFormat::detect(secret.buffer_mut())?;
@@ -354,9 +359,9 @@ fn read_oneshot(path: &Path, key: &[u8], format: EncryptionFormat) -> Result<Sec
             path.display()
         )));
     }
-    let range = open_oneshot(format, key, secret.buffer_mut())?;
+    let (range, padding_ok) = open_oneshot(format, key, secret.buffer_mut())?;
     secret.set_range(range);
-    Ok(secret)
+    Ok((secret, padding_ok))
 }
 
 /// Encrypts the file `input` (any bytes, e.g. an external-data file) into `output`, atomically
@@ -463,8 +468,9 @@ pub fn decrypt_file(input: impl AsRef<Path>, output: impl AsRef<Path>, key: &[u8
         dec.set_label(input);
         dec.decrypt_to(&mut out.file(), output)?
     } else {
-        let plain = read_oneshot(input, key, format)?;
-        if format == EncryptionFormat::AesCbc && !onnxcry1_plaintext_ok(&plain) {
+        let (plain, padding_ok) = read_oneshot(input, key, format)?;
+        // `&`, not `&&`: the plaintext is parsed whatever the padding (see `cbc::open`).
+        if format == EncryptionFormat::AesCbc && !(onnxcry1_plaintext_ok(&plain) & padding_ok) {
             return Err(cbc::auth_error());
         }
         out.file()

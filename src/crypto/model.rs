@@ -119,6 +119,7 @@ pub fn save_encrypted_model(
 fn parse_plaintext(
     plain: SecretBytes,
     format: EncryptionFormat,
+    padding_ok: bool,
     model_path: Option<&Path>,
     opts: &ParseOptions,
 ) -> Result<ModelProto> {
@@ -131,7 +132,8 @@ fn parse_plaintext(
         Err(Error::Decode(_)) if format == EncryptionFormat::AesCbc => {
             return Err(cbc::auth_error());
         }
-        Ok(m) if format == EncryptionFormat::AesCbc && !onnxcry1_plausible(&m) => {
+        // `&`, not `&&`: the same checks whatever the padding (see `cbc::open`).
+        Ok(m) if format == EncryptionFormat::AesCbc && !(onnxcry1_plausible(&m) & padding_ok) => {
             return Err(cbc::auth_error());
         }
         other => other?,
@@ -150,8 +152,9 @@ pub fn load_encrypted_model_from_bytes(
     opts: &ParseOptions,
 ) -> Result<ModelProto> {
     opts.validate()?;
-    let (plain, format) = decrypt_any(data, key)?;
-    parse_plaintext(plain, format, None, opts)
+    refuse_unauthenticated(EncryptionFormat::detect(data)?, opts)?;
+    let (plain, format, padding_ok) = decrypt_any(data, key)?;
+    parse_plaintext(plain, format, padding_ok, None, opts)
 }
 
 /// Decrypts and parses an encrypted model file (C++ `LoadEncryptedModel`), in any format (by
@@ -167,10 +170,21 @@ pub fn load_encrypted_model(
     let path = path.as_ref();
     opts.validate()?;
     let format = detect_file_format(path)?;
-    let plain = if format == EncryptionFormat::Chunked {
-        EncryptedFile::open(path, key)?.read_all()?
+    refuse_unauthenticated(format, opts)?;
+    let (plain, padding_ok) = if format == EncryptionFormat::Chunked {
+        (EncryptedFile::open(path, key)?.read_all()?, true)
     } else {
         read_oneshot(path, key, format)?
     };
-    parse_plaintext(plain, format, Some(path), opts)
+    parse_plaintext(plain, format, padding_ok, Some(path), opts)
+}
+
+/// `ParseOptions::reject_unauthenticated`: ONNXCRY1 is refused before anything is decrypted.
+fn refuse_unauthenticated(format: EncryptionFormat, opts: &ParseOptions) -> Result<()> {
+    if opts.reject_unauthenticated && !format.is_authenticated() {
+        return Err(Error::Authentication(format!(
+            "{format} cannot be authenticated and the options set reject_unauthenticated"
+        )));
+    }
+    Ok(())
 }
