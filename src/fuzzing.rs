@@ -15,10 +15,10 @@
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 
+use crate::codec::ParseOptions;
 use crate::crypto::{ChunkCipher, EncryptionFormat, EncryptionOptions, StreamDecryptor};
 use crate::error::Error;
 use crate::external::{ExternalDataInfo, parse_prepacked};
-use crate::options::ParseOptions;
 use crate::proto::{Message, ModelProto, TensorProto};
 
 /// Names of the targets, as used for `fuzz/fuzz_targets/<name>.rs`, `fuzz/corpus/<name>/` and

@@ -1,10 +1,15 @@
 //! onnx_light: load and save ONNX models without libprotobuf.
 //!
-//! Layers (each uses only the ones above it): [`wire`] (protobuf wire format), [`proto`] (the
-//! ONNX messages, generated from one schema table), [`io`] (where bytes come from and go to),
-//! [`model`] (load / save with options), [`external`] (external data: load, save, split, align,
-//! map, verify, consolidate), [`crypto`] (encrypted models and files), [`dlpack`] (DLPack export
-//! and import), [`params`] (TVM/CVM parameter dictionaries).
+//! Layers, bottom up (each uses only the ones before it): [`error`] (the one error type),
+//! [`bytes`] (tensor bytes and strings: owned, borrowed, shared), [`wire`] (the protobuf wire
+//! format and the [`Message`] trait), [`proto`] (the ONNX messages, generated from one schema
+//! table), [`storage`] (files, memory maps, arenas, atomic replacement, thread pools),
+//! [`secret`] (passphrases, plaintext buffers), [`codec`] (parse and serialize any message with
+//! options), [`crypto`] (encrypted models and files), [`external`] (external data: load, save,
+//! split, align, map, verify, consolidate), [`package`] (a model with its external data, plain
+//! or encrypted: [`load_model`] and friends), [`dlpack`] (DLPack export and import),
+//! [`params`] (TVM/CVM parameter dictionaries), then the C ABI ([`ffi`]). The most used items
+//! are re-exported here.
 
 /// The Rust examples of the README and the docs, compiled by `cargo test --doc` so that they
 /// stay correct (they read files that do not exist here, so they are `no_run`).
@@ -25,43 +30,60 @@ struct PrepackedDocExamples;
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
-pub mod bytes;
-pub mod crypto;
-pub mod dlpack;
+// The layers, bottom up: each module uses only the ones before it (tests/layers.rs checks
+// this; docs/design.md describes each one).
 pub mod error;
-pub mod external;
-pub mod ffi;
-#[doc(hidden)]
-pub mod fuzzing;
-pub mod params;
-pub mod proto;
-pub mod thread_safety;
+
+pub mod bytes;
+
 pub mod wire;
 
-pub use bytes::{ByteSpan, Owner, ProtoString, UnknownFields};
-pub use error::{DecodeError, DecodeErrorKind, Error, Result};
-pub use proto::Message;
-pub mod io;
-pub mod model;
-pub mod options;
+pub mod proto;
 
+pub mod storage;
+
+pub mod secret;
+
+pub mod codec;
+
+pub mod crypto;
+
+pub mod external;
+
+pub mod package;
+
+pub mod dlpack;
+pub mod params;
+
+pub mod ffi;
+
+#[doc(hidden)]
+pub mod fuzzing;
+pub mod thread_safety;
+
+pub use bytes::{ByteSpan, Owner, ProtoString, UnknownFields};
+pub use codec::{
+    FileLoadMode, ParseOptions, SerializeOptions, TensorBufferOptions, parse_from_bytes,
+    parse_from_bytes_unowned, parse_from_reader, parse_from_shared, save_to_file, serialize_to_vec,
+    serialize_to_writer,
+};
 pub use crypto::{
-    EncryptionFormat, EncryptionOptions, Passphrase, load_encrypted_model,
-    load_encrypted_model_from_bytes, save_encrypted_model, save_encrypted_model_to_bytes,
+    EncryptionFormat, EncryptionOptions, Passphrase, save_encrypted_model,
+    save_encrypted_model_to_bytes,
 };
+pub use error::{DecodeError, DecodeErrorKind, Error, Result};
 pub use external::{
-    PrepackedBlob, PrepackedBlobs, check_external_data, consolidate_tensors_to_buffer,
-    load_external_data_for_model, save_model_with_external_data, save_model_with_prepacked,
+    ExternalEncryption, PrepackedBlob, PrepackedBlobs, SaveExternalOptions, check_external_data,
+    consolidate_tensors_to_buffer, load_external_data_for_model, save_model_with_external_data,
+    save_model_with_prepacked,
 };
-pub use model::{
-    load_model, load_model_from_bytes, load_model_with_prepacked, parse_from_bytes,
-    parse_from_bytes_unowned, parse_from_file, parse_from_reader, parse_from_shared,
-    release_thread_pools, save_model, save_to_file, serialize_to_vec, serialize_to_writer,
+pub use package::{
+    load_encrypted_model, load_encrypted_model_from_bytes, load_model, load_model_from_bytes,
+    load_model_with_prepacked, parse_from_file, save_model,
 };
-pub use options::{
-    ExternalEncryption, FileLoadMode, ParseOptions, SaveExternalOptions, SerializeOptions,
-    TensorBufferOptions, max_threads,
-};
+pub use proto::Message;
+pub use proto::{GraphProto, ModelProto, NodeProto, TensorProto};
+pub use storage::{max_threads, release_thread_pools};
 /// The list type of repeated scalar and string fields; the short ones (`NodeProto.input`/`output`,
 /// `TensorProto.dims`, `AttributeProto.ints`) keep their first elements inline.
 ///
@@ -80,5 +102,4 @@ pub use options::{
 /// assert_eq!(n.input.len(), 3);
 /// assert!(n.input.spilled());
 /// ```
-pub use proto::InlineVec;
-pub use proto::{GraphProto, ModelProto, NodeProto, TensorProto};
+pub use wire::InlineVec;

@@ -10,7 +10,7 @@
 //!   [`crate::ProtoString`], [`crate::UnknownFields`], [`crate::proto::RepeatedField`];
 //! - owner tokens ([`crate::Owner`] = `Arc<dyn KeepAlive>`, `KeepAlive: Send + Sync`): clone and
 //!   drop them on any thread; the memory goes with the last clone, on that thread;
-//! - what owner tokens point at: [`crate::io::MappedFile`], [`crate::io::Arena`],
+//! - what owner tokens point at: [`crate::storage::MappedFile`], [`crate::storage::Arena`],
 //!   [`crate::external::TensorBuffer`], [`crate::dlpack::OwnedDlpack`] (whose deleter may run on
 //!   any thread — a documented requirement on imported tensors);
 //! - options, reports, [`crate::Error`], [`crate::crypto::SecretBytes`] and
@@ -108,8 +108,8 @@ fn checks() {
         crate::UnknownFields,
         crate::Owner,
         dyn crate::bytes::KeepAlive,
-        crate::io::MappedFile,
-        crate::io::Arena,
+        crate::storage::MappedFile,
+        crate::storage::Arena,
         crate::external::TensorBuffer,
         crate::dlpack::OwnedDlpack<crate::dlpack::DLManagedTensor>,
         crate::dlpack::OwnedDlpack<crate::dlpack::DLManagedTensorVersioned>,
@@ -130,6 +130,6 @@ fn checks() {
         crate::crypto::EncryptionOptions,
         crate::crypto::StreamEncryptor<std::fs::File>,
         crate::crypto::StreamDecryptor<std::fs::File>,
-        crate::io::AtomicFile,
+        crate::storage::AtomicFile,
     );
 }

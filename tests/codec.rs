@@ -217,10 +217,10 @@ fn parallel_parse_equals_sequential() {
             min_parallel_block_size: 0,
             ..Default::default()
         };
-        let before = onnx_light::model::parallel_parse_count();
+        let before = onnx_light::codec::parallel_parse_count();
         let par: ModelProto = parse_from_bytes(&bytes, &opts).unwrap();
         assert!(
-            onnx_light::model::parallel_parse_count() > before,
+            onnx_light::codec::parallel_parse_count() > before,
             "parallel path not taken"
         );
         assert_eq!(par, seq);

@@ -508,16 +508,16 @@ fn fully_encrypted_model_directory_and_resave_from_unloaded_weights() {
     )
     .unwrap();
     std::fs::remove_file(dir.path("m.onnx")).unwrap();
-    let m =
-        crypto::load_encrypted_model(&enc_model, model_key, &with_key(Default::default())).unwrap();
+    let m = onnx_light::load_encrypted_model(&enc_model, model_key, &with_key(Default::default()))
+        .unwrap();
     assert_eq!(tensors_of(&m), tensors_of(&model()));
-    let e =
-        crypto::load_encrypted_model(&enc_model, model_key, &ParseOptions::default()).unwrap_err();
+    let e = onnx_light::load_encrypted_model(&enc_model, model_key, &ParseOptions::default())
+        .unwrap_err();
     assert!(e.to_string().contains("no passphrase"), "{e}");
 
     // Saving a model whose encrypted weights were not loaded reads them from `source_dir` with
     // the save's key.
-    let refs = crypto::load_encrypted_model(
+    let refs = onnx_light::load_encrypted_model(
         &enc_model,
         model_key,
         &ParseOptions {
@@ -673,7 +673,7 @@ fn fully_encrypted_directory_in_one_save() {
         assert!(names.iter().all(|p| is_encrypted(p)), "{names:?}");
         assert_eq!(crypto::detect_file_format(&path).unwrap(), format);
         let (m, loaded_blobs) = {
-            let mut m = crypto::load_encrypted_model(
+            let mut m = onnx_light::load_encrypted_model(
                 &path,
                 KEY,
                 &ParseOptions {
@@ -692,7 +692,7 @@ fn fully_encrypted_directory_in_one_save() {
             &[5u8; 300][..]
         );
         // A wrong passphrase fails on the model file itself.
-        let e = crypto::load_encrypted_model(&path, b"wrong", &with_key(Default::default()))
+        let e = onnx_light::load_encrypted_model(&path, b"wrong", &with_key(Default::default()))
             .unwrap_err();
         assert!(matches!(e, Error::Authentication(_)), "{e}");
     }
@@ -745,7 +745,7 @@ fn cli_convert_encrypt_writes_a_fully_encrypted_directory() {
         assert_eq!(all.len(), 2, "round {round}: {all:?}");
         assert!(all.iter().all(|p| is_encrypted(p)), "{all:?}");
         // Loaded back with the key: the original model's graph and tensors.
-        let m = crypto::load_encrypted_model(
+        let m = onnx_light::load_encrypted_model(
             &out,
             KEY,
             &with_key(ParseOptions {
@@ -764,7 +764,7 @@ fn cli_convert_encrypt_writes_a_fully_encrypted_directory() {
         EncryptionFormat::Chunked
     );
     // A wrong key: a clear authentication error, from the library and from the CLI.
-    let e = crypto::load_encrypted_model(&out, b"not the key", &with_key(Default::default()))
+    let e = onnx_light::load_encrypted_model(&out, b"not the key", &with_key(Default::default()))
         .unwrap_err();
     assert!(matches!(e, Error::Authentication(_)), "{e}");
     assert!(e.to_string().contains("wrong key"), "{e}");
@@ -815,8 +815,9 @@ fn cli_convert_encrypt_writes_a_fully_encrypted_directory() {
         .unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     assert!(is_encrypted(&dir.path("inline.onnx")));
-    let m = crypto::load_encrypted_model(dir.path("inline.onnx"), KEY, &ParseOptions::default())
-        .unwrap();
+    let m =
+        onnx_light::load_encrypted_model(dir.path("inline.onnx"), KEY, &ParseOptions::default())
+            .unwrap();
     assert_eq!(tensors_of(&m), tensors_of(&original));
 }
 

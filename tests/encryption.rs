@@ -213,8 +213,9 @@ fn round_trip_real_models_in_every_format_file_and_bytes() {
                     .all(|w| w != &plain[..plain.len().min(64)]),
                 "{what}: plaintext visible in the ciphertext"
             );
-            let back = crypto::load_encrypted_model_from_bytes(&enc, key, &ParseOptions::default())
-                .unwrap();
+            let back =
+                onnx_light::load_encrypted_model_from_bytes(&enc, key, &ParseOptions::default())
+                    .unwrap();
             assert_eq!(bytes_of(&back), plain, "{what}");
             // Random salt and IV: two encryptions differ.
             let again = crypto::save_encrypted_model_to_bytes(&model, key, opts).unwrap();
@@ -231,17 +232,21 @@ fn round_trip_real_models_in_every_format_file_and_bytes() {
                     num_threads: 2,
                     ..Default::default()
                 };
-                let back = crypto::load_encrypted_model(&path, key, &po).unwrap();
+                let back = onnx_light::load_encrypted_model(&path, key, &po).unwrap();
                 assert_eq!(bytes_of(&back), plain, "{what} no_copy={no_copy}");
             }
             // interchangeable: the file's bytes load from memory, the buffer loads as a file
-            let back =
-                crypto::load_encrypted_model_from_bytes(&file_bytes, key, &ParseOptions::default())
-                    .unwrap();
+            let back = onnx_light::load_encrypted_model_from_bytes(
+                &file_bytes,
+                key,
+                &ParseOptions::default(),
+            )
+            .unwrap();
             assert_eq!(bytes_of(&back), plain, "{what}: file -> bytes");
             let path2 = dir.path(&format!("{name}-{i}-from-bytes.onnxc"));
             std::fs::write(&path2, &enc).unwrap();
-            let back = crypto::load_encrypted_model(&path2, key, &ParseOptions::default()).unwrap();
+            let back =
+                onnx_light::load_encrypted_model(&path2, key, &ParseOptions::default()).unwrap();
             assert_eq!(bytes_of(&back), plain, "{what}: bytes -> file");
             // and the raw-bytes helpers agree
             assert_eq!(
@@ -280,8 +285,9 @@ fn empty_key_and_any_bytes_are_keys() {
     for opts in all_options() {
         for key in [&b""[..], b"\0", b"\xff\xfe\0binary\x80", &[7u8; 1000][..]] {
             let enc = crypto::save_encrypted_model_to_bytes(&model, key, &opts).unwrap();
-            let back = crypto::load_encrypted_model_from_bytes(&enc, key, &ParseOptions::default())
-                .unwrap();
+            let back =
+                onnx_light::load_encrypted_model_from_bytes(&enc, key, &ParseOptions::default())
+                    .unwrap();
             assert_eq!(bytes_of(&back), plain);
         }
         // The empty key is a key like any other: "\x01" does not open it. (HMAC pads keys
@@ -289,11 +295,13 @@ fn empty_key_and_any_bytes_are_keys() {
         // format, the C++ library's included -- "" and "\0" are the same key;
         // docs/encryption.md says so.)
         let enc = crypto::save_encrypted_model_to_bytes(&model, b"", &opts).unwrap();
-        let e = crypto::load_encrypted_model_from_bytes(&enc, b"\x01", &ParseOptions::default())
-            .unwrap_err();
+        let e =
+            onnx_light::load_encrypted_model_from_bytes(&enc, b"\x01", &ParseOptions::default())
+                .unwrap_err();
         assert!(is_auth(&e), "{:?}: {e}", opts.format);
-        let same = crypto::load_encrypted_model_from_bytes(&enc, b"\0\0", &ParseOptions::default())
-            .unwrap();
+        let same =
+            onnx_light::load_encrypted_model_from_bytes(&enc, b"\0\0", &ParseOptions::default())
+                .unwrap();
         assert_eq!(bytes_of(&same), plain);
     }
 }
@@ -381,7 +389,7 @@ fn known_answer_vectors() {
             &plain[..],
             "{name}"
         );
-        let m = crypto::load_encrypted_model_from_bytes(&vector, key, &ParseOptions::default())
+        let m = onnx_light::load_encrypted_model_from_bytes(&vector, key, &ParseOptions::default())
             .unwrap();
         assert_eq!(m.producer_name(), "onnx_light-kat");
     }
@@ -411,11 +419,12 @@ fn every_single_byte_modification_is_detected() {
         par_for(enc.len(), |i| {
             let mut bad = enc.clone();
             bad[i] ^= masks[i];
-            let e = crypto::load_encrypted_model_from_bytes(&bad, key, &ParseOptions::default())
-                .expect_err(&format!(
-                    "{:?}: flip of byte {i} (xor {:#04x}) undetected",
-                    opts.format, masks[i]
-                ));
+            let e =
+                onnx_light::load_encrypted_model_from_bytes(&bad, key, &ParseOptions::default())
+                    .expect_err(&format!(
+                        "{:?}: flip of byte {i} (xor {:#04x}) undetected",
+                        opts.format, masks[i]
+                    ));
             // A flip in the magic may turn ONNXCRY3 into ONNXCRY2 (an authentication
             // error) or into no format (bad magic).
             if i >= header {
@@ -503,8 +512,11 @@ fn wrong_keys_are_always_refused_in_every_format() {
             .collect();
         assert!(keys.len() >= KEYS - 1);
         par_for(keys.len(), |i| {
-            let r =
-                crypto::load_encrypted_model_from_bytes(&enc, &keys[i], &ParseOptions::default());
+            let r = onnx_light::load_encrypted_model_from_bytes(
+                &enc,
+                &keys[i],
+                &ParseOptions::default(),
+            );
             match r {
                 Err(e) => assert!(is_auth(&e), "{:?}: {e}", opts.format),
                 Ok(_) => panic!("{:?}: wrong key {i} returned a model", opts.format),
@@ -526,7 +538,7 @@ fn truncation_at_every_length_is_an_error() {
         let enc = crypto::save_encrypted_model_to_bytes(&model, key, &o).unwrap();
         par_for(enc.len(), |len| {
             let cut = &enc[..len];
-            let e = crypto::load_encrypted_model_from_bytes(cut, key, &ParseOptions::default())
+            let e = onnx_light::load_encrypted_model_from_bytes(cut, key, &ParseOptions::default())
                 .expect_err(&format!("{:?}: truncation to {len} accepted", o.format));
             let msg = e.to_string();
             if len == 0 {
@@ -547,8 +559,8 @@ fn truncation_at_every_length_is_an_error() {
 fn bad_magic_empty_input_and_missing_files() {
     let key = b"k";
     let msg = |d: &[u8]| {
-        let e =
-            crypto::load_encrypted_model_from_bytes(d, key, &ParseOptions::default()).unwrap_err();
+        let e = onnx_light::load_encrypted_model_from_bytes(d, key, &ParseOptions::default())
+            .unwrap_err();
         assert!(is_crypto(&e), "{e}");
         e.to_string()
     };
@@ -579,12 +591,12 @@ fn bad_magic_empty_input_and_missing_files() {
     let dir = TempDir::new("bad");
     let empty = dir.path("empty.onnxc");
     std::fs::write(&empty, b"").unwrap();
-    let e = crypto::load_encrypted_model(&empty, key, &ParseOptions::default()).unwrap_err();
+    let e = onnx_light::load_encrypted_model(&empty, key, &ParseOptions::default()).unwrap_err();
     assert!(is_crypto(&e) && e.to_string().contains("empty"), "{e}");
     let e = crypto::decrypt_file(&empty, dir.path("out"), key).unwrap_err();
     assert!(is_crypto(&e), "{e}");
     assert!(!dir.path("out").exists(), "no output on failure");
-    let e = crypto::load_encrypted_model(dir.path("missing"), key, &ParseOptions::default())
+    let e = onnx_light::load_encrypted_model(dir.path("missing"), key, &ParseOptions::default())
         .unwrap_err();
     assert!(matches!(e, Error::Io { .. }), "{e}");
 }
@@ -610,7 +622,8 @@ fn random_inputs_are_errors_never_panics() {
         }
     }
     par_for(cases.len(), |i| {
-        let r = crypto::load_encrypted_model_from_bytes(&cases[i], b"k", &ParseOptions::default());
+        let r =
+            onnx_light::load_encrypted_model_from_bytes(&cases[i], b"k", &ParseOptions::default());
         let e = r.expect_err("random bytes decrypted");
         assert!(is_crypto(&e) || is_auth(&e), "{e}");
     });
@@ -630,7 +643,7 @@ fn onnxcry1_refuses_non_models_and_reports_bad_plaintext_as_authentication() {
     assert!(crypto::encrypt_bytes(&bytes_of(&odd), b"k", &opts).is_err());
     let enc = crypto::save_encrypted_model_to_bytes(&odd, b"k", &Default::default()).unwrap();
     let back =
-        crypto::load_encrypted_model_from_bytes(&enc, b"k", &ParseOptions::default()).unwrap();
+        onnx_light::load_encrypted_model_from_bytes(&enc, b"k", &ParseOptions::default()).unwrap();
     assert_eq!(bytes_of(&back), bytes_of(&odd));
     // A decryption whose padding is right but whose plaintext is not a model is an
     // authentication error (not a parse error, not a model).
@@ -644,7 +657,7 @@ fn onnxcry1_refuses_non_models_and_reports_bad_plaintext_as_authentication() {
         // (e.g. inside a string): that is ONNXCRY1's documented weakness. When it does not, the
         // error is an authentication error.
         if let Err(e) =
-            crypto::load_encrypted_model_from_bytes(&enc, b"k", &ParseOptions::default())
+            onnx_light::load_encrypted_model_from_bytes(&enc, b"k", &ParseOptions::default())
         {
             assert!(is_auth(&e), "{e}");
             refused += 1;
@@ -661,16 +674,20 @@ fn error_messages_carry_no_key_material() {
     for opts in all_options() {
         let enc = crypto::save_encrypted_model_to_bytes(&kat_model(), secret, &opts).unwrap();
         let mut errors = vec![
-            crypto::load_encrypted_model_from_bytes(&enc, wrong, &ParseOptions::default())
+            onnx_light::load_encrypted_model_from_bytes(&enc, wrong, &ParseOptions::default())
                 .unwrap_err(),
-            crypto::load_encrypted_model_from_bytes(&enc[..60], secret, &ParseOptions::default())
-                .unwrap_err(),
+            onnx_light::load_encrypted_model_from_bytes(
+                &enc[..60],
+                secret,
+                &ParseOptions::default(),
+            )
+            .unwrap_err(),
         ];
         let mut bad = enc.clone();
         let last = bad.len() - 1;
         bad[last] ^= 1;
         errors.push(
-            crypto::load_encrypted_model_from_bytes(&bad, secret, &ParseOptions::default())
+            onnx_light::load_encrypted_model_from_bytes(&bad, secret, &ParseOptions::default())
                 .unwrap_err(),
         );
         for e in errors {
@@ -804,18 +821,18 @@ fn external_data_plaintext_or_encrypted_weights() {
     // An encrypted model with plaintext weights beside it loads them like load_model does.
     let enc = dir.path("m.onnxc");
     crypto::save_encrypted_model(&refs, &enc, b"k", &Default::default()).unwrap();
-    let back = crypto::load_encrypted_model(&enc, b"k", &ParseOptions::default()).unwrap();
+    let back = onnx_light::load_encrypted_model(&enc, b"k", &ParseOptions::default()).unwrap();
     assert!(bytes_of(&back) == loaded);
     // From bytes: only with an explicit directory.
     let data = std::fs::read(&enc).unwrap();
     let back =
-        crypto::load_encrypted_model_from_bytes(&data, b"k", &ParseOptions::default()).unwrap();
+        onnx_light::load_encrypted_model_from_bytes(&data, b"k", &ParseOptions::default()).unwrap();
     assert!(bytes_of(&back) == bytes_of(&refs));
     let with_dir = ParseOptions {
         external_data_dir: Some(dir.0.clone()),
         ..Default::default()
     };
-    let back = crypto::load_encrypted_model_from_bytes(&data, b"k", &with_dir).unwrap();
+    let back = onnx_light::load_encrypted_model_from_bytes(&data, b"k", &with_dir).unwrap();
     assert!(bytes_of(&back) == loaded);
     // Encrypted weights: the weight file in the chunked format, read per tensor by random
     // access (what an encrypted external-data loader does), or decrypted back whole.
@@ -825,7 +842,7 @@ fn external_data_plaintext_or_encrypted_weights() {
     crypto::encrypt_file(&weights, &weights_enc, b"w", &opts).unwrap();
     let original_weights = std::fs::read(&weights).unwrap();
     std::fs::remove_file(&weights).unwrap();
-    assert!(crypto::load_encrypted_model(&enc, b"k", &ParseOptions::default()).is_err());
+    assert!(onnx_light::load_encrypted_model(&enc, b"k", &ParseOptions::default()).is_err());
     let f = EncryptedFile::open(&weights_enc, b"w").unwrap();
     let big = refs
         .graph()
@@ -852,7 +869,7 @@ fn external_data_plaintext_or_encrypted_weights() {
     assert_eq!(&tensor[..], inline.raw_data());
     crypto::decrypt_file(&weights_enc, &weights, b"w").unwrap();
     assert_eq!(std::fs::read(&weights).unwrap(), original_weights);
-    let back = crypto::load_encrypted_model(&enc, b"k", &ParseOptions::default()).unwrap();
+    let back = onnx_light::load_encrypted_model(&enc, b"k", &ParseOptions::default()).unwrap();
     assert!(bytes_of(&back) == loaded);
 }
 
@@ -885,8 +902,9 @@ fn cli_encrypt_decrypt_every_format_with_key_file_and_env() {
             String::from_utf8_lossy(&st.stderr)
         );
         // The trailing newline of the key file is not part of the key.
-        let m = crypto::load_encrypted_model(&enc, b"passphrase from a file", &Default::default())
-            .unwrap();
+        let m =
+            onnx_light::load_encrypted_model(&enc, b"passphrase from a file", &Default::default())
+                .unwrap();
         assert_eq!(bytes_of(&m), original);
         let out = dir.path(&format!("d.{format}"));
         let st = cli()
@@ -1163,7 +1181,7 @@ fn big_child_load() {
         no_copy: true,
         ..Default::default()
     };
-    let m = crypto::load_encrypted_model(&path, b"big model key", &opts).unwrap();
+    let m = onnx_light::load_encrypted_model(&path, b"big model key", &opts).unwrap();
     let t = &m.graph().initializer[0];
     assert_eq!(t.dims[..], [BIG as i64]);
     let data = t.raw_data();

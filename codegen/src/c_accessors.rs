@@ -237,7 +237,7 @@ use super::handle::{
     Castable, OnnxlBytes, OnnxlStr, check_enum, child, child_mut, elem, elem_mut, read, remove_at, write,
     write_copied,
 };
-use super::model::{
+use super::message::{
     msg_add_unknown_fields, msg_byte_size, msg_clear, msg_clear_unknown_fields, msg_copy_from, msg_free, msg_new,
     msg_parse_from_bytes, msg_serialize, msg_unknown_fields,
 };

@@ -64,7 +64,7 @@ const MAX_KEY_FILE_BYTES: u64 = 64 << 10;
 fn read_key(key_file: &Option<PathBuf>, key_env: &Option<String>) -> Result<Zeroizing<Vec<u8>>> {
     {
         if let Some(path) = key_file {
-            let mut key = Zeroizing::new(onnx_light::io::read_small_regular_file(
+            let mut key = Zeroizing::new(onnx_light::storage::read_small_regular_file(
                 path,
                 MAX_KEY_FILE_BYTES,
             )?);

@@ -16,16 +16,16 @@
 //! carries key material. Derived keys and plaintext buffers are zeroed when dropped.
 //!
 //! Files: one concern each — [`format`](EncryptionFormat) (magics, dispatch), `kdf` (PBKDF2,
-//! random bytes), `cbc` (ONNXCRY1), `aead` (ONNXCRY2/3), `stream` (ONNXCRYS), `secret`
-//! ([`SecretBytes`]), `model` (model entry points), [`testing`] (fixed salt/IV hooks for
-//! known-answer tests; not public API).
+//! random bytes), `cbc` (ONNXCRY1), `aead` (ONNXCRY2/3), `stream` (ONNXCRYS), `model` (model
+//! entry points), [`testing`] (fixed salt/IV hooks for known-answer tests; not public API).
+//! Passphrases and plaintext buffers ([`Passphrase`], [`SecretBytes`]) live a layer below, in
+//! `secret`, so that options can hold a passphrase without depending on the ciphers.
 
 mod aead;
 mod cbc;
 mod format;
 mod kdf;
 mod model;
-mod secret;
 mod stream;
 #[doc(hidden)]
 pub mod testing;
@@ -33,24 +33,22 @@ pub mod testing;
 use std::io::{Read, Write};
 use std::path::Path;
 
+pub use crate::secret::{Passphrase, SecretBytes};
 pub use format::{ChunkCipher, EncryptionFormat};
 pub(crate) use kdf::{DerivedKey, derive_key};
 pub use kdf::{KEY_LEN, PBKDF2_ITERATIONS, SALT_LEN};
-pub use model::{
-    load_encrypted_model, load_encrypted_model_from_bytes, save_encrypted_model,
-    save_encrypted_model_to_bytes,
-};
-pub use secret::{Passphrase, SecretBytes};
+pub(crate) use model::{decrypt_model, decrypt_model_from_bytes};
+pub use model::{save_encrypted_model, save_encrypted_model_to_bytes};
 pub(crate) use stream::KeyCache;
 pub use stream::{
     DEFAULT_CHUNK_SIZE, EncryptedFile, MAX_CHUNK_SIZE, MIN_CHUNK_SIZE, StreamDecryptor,
     StreamEncryptor,
 };
 
+use crate::codec::{FileLoadMode, ParseOptions, SerializeOptions, parse_file, parse_from_bytes};
 use crate::error::{Error, Result};
-use crate::io::AtomicFile;
-use crate::options::{ParseOptions, SerializeOptions};
 use crate::proto::ModelProto;
+use crate::storage::AtomicFile;
 use crate::wire::Sink;
 
 /// Options of encrypting (the C++ `encryption` argument, plus this library's chunked format).
@@ -239,8 +237,7 @@ fn onnxcry1_plaintext_ok(plaintext: &[u8]) -> bool {
         load_external_data: false,
         ..ParseOptions::default()
     };
-    crate::model::parse_from_bytes::<ModelProto>(plaintext, &opts)
-        .is_ok_and(|m| onnxcry1_plausible(&m))
+    parse_from_bytes::<ModelProto>(plaintext, &opts).is_ok_and(|m| onnxcry1_plausible(&m))
 }
 
 /// The error of writing ONNXCRY1 for something it cannot hold.
@@ -256,11 +253,11 @@ pub(crate) fn onnxcry1_refused(what: &str) -> Error {
 fn check_model_file(path: &Path) -> Result<()> {
     let opts = ParseOptions {
         no_copy: true,
-        file_load_mode: crate::options::FileLoadMode::Mmap,
+        file_load_mode: FileLoadMode::Mmap,
         load_external_data: false,
         ..ParseOptions::default()
     };
-    match crate::model::parse_from_file::<ModelProto>(path, &opts) {
+    match parse_file::<ModelProto>(path, &opts) {
         Ok(m) if onnxcry1_plausible(&m) => Ok(()),
         Ok(_) => Err(onnxcry1_refused(&format!(
             "{} has unknown fields",
@@ -334,7 +331,7 @@ pub fn decrypt_bytes(data: &[u8], key: &[u8]) -> Result<SecretBytes> {
 pub fn detect_file_format(path: impl AsRef<Path>) -> Result<EncryptionFormat> {
     let path = path.as_ref();
     let mut head = [0u8; format::MAGIC_LEN];
-    let (mut file, _) = crate::io::open_regular_file(path)?;
+    let (mut file, _) = crate::storage::open_regular_file(path)?;
     let mut n = 0;
     while n < head.len() {
         match file.read(&mut head[n..]) {
@@ -350,7 +347,7 @@ pub fn detect_file_format(path: impl AsRef<Path>) -> Result<EncryptionFormat> {
 /// Reads a whole one-shot file and decrypts it in place (with the padding validity, as
 /// [`decrypt_any`]).
 fn read_oneshot(path: &Path, key: &[u8], format: EncryptionFormat) -> Result<(SecretBytes, bool)> {
-    let data = crate::io::read_file(path)?;
+    let data = crate::storage::read_file(path)?;
     let mut secret = SecretBytes::new(data, 0..0);
     let found = EncryptionFormat::detect(secret.buffer_mut())?;
     if found != format {
@@ -393,7 +390,7 @@ pub(crate) fn encrypt_file_with(
     if opts.format == EncryptionFormat::AesCbc {
         check_model_file(input)?;
     }
-    let (mut src, _) = crate::io::open_regular_file(input)?;
+    let (mut src, _) = crate::storage::open_regular_file(input)?;
     let mut out = AtomicFile::create(output)?;
     let len = if opts.format == EncryptionFormat::Chunked {
         let mut enc = StreamEncryptor::with_params(
@@ -463,7 +460,7 @@ pub fn decrypt_file(input: impl AsRef<Path>, output: impl AsRef<Path>, key: &[u8
     let format = detect_file_format(input)?;
     let mut out = AtomicFile::create(output)?;
     let len = if format == EncryptionFormat::Chunked {
-        let (src, _) = crate::io::open_regular_file(input)?;
+        let (src, _) = crate::storage::open_regular_file(input)?;
         let mut dec = StreamDecryptor::new(src, key).map_err(|e| relabel_stream(e, input))?;
         dec.set_label(input);
         dec.decrypt_to(&mut out.file(), output)?

@@ -1,22 +1,23 @@
 //! Model entry points, mirroring the C++ library: `SaveEncryptedModel`,
-//! `SaveEncryptedModelToString`, `LoadEncryptedModel`, `LoadEncryptedModelFromString`.
+//! `SaveEncryptedModelToString`, and the decrypt-and-parse half of `LoadEncryptedModel` /
+//! `LoadEncryptedModelFromString` (the crate root's [`crate::load_encrypted_model`] adds the
+//! model's external data).
 
 use std::io::Write;
 use std::path::Path;
 use std::sync::Arc;
 
 use super::format::EncryptionFormat;
-use super::secret::SecretBytes;
 use super::stream::{EncryptedFile, StreamEncryptor};
 use super::{
     EncryptionOptions, Params, cbc, decrypt_any, detect_file_format, encrypt_to_vec,
     onnxcry1_plausible, onnxcry1_refused, read_oneshot,
 };
+use crate::codec::{ParseOptions, SerializeOptions, parse_from_bytes, parse_from_shared};
 use crate::error::{Error, Result};
-use crate::io::AtomicFile;
-use crate::model::{parse_from_bytes, parse_from_shared};
-use crate::options::{ParseOptions, SerializeOptions};
 use crate::proto::{Message, ModelProto};
+use crate::secret::SecretBytes;
+use crate::storage::AtomicFile;
 use crate::wire::SizeCursor;
 
 /// Sizes of `model`, checking `max_serialized_size_bytes`.
@@ -108,9 +109,8 @@ pub fn save_encrypted_model(
     out.commit()
 }
 
-/// Parses decrypted bytes, then loads the model's external data as [`crate::load_model`] and
-/// [`crate::load_model_from_bytes`] do (relative to `opts.external_data_dir`, else to the
-/// directory of `model_path`; from bytes only when a directory is given).
+/// Parses decrypted bytes (the model's external data is the caller's: see
+/// [`crate::load_encrypted_model`]).
 ///
 /// With `no_copy`, tensor payloads borrow from the decrypted buffer (no second copy; the buffer
 /// is zeroed when the last of them is dropped); otherwise they are copied and the buffer is
@@ -120,7 +120,6 @@ fn parse_plaintext(
     plain: SecretBytes,
     format: EncryptionFormat,
     padding_ok: bool,
-    model_path: Option<&Path>,
     opts: &ParseOptions,
 ) -> Result<ModelProto> {
     let parsed = if opts.no_copy && !opts.skip_raw_data {
@@ -128,25 +127,19 @@ fn parse_plaintext(
     } else {
         parse_from_bytes::<ModelProto>(&plain, opts)
     };
-    let mut model = match parsed {
-        Err(Error::Decode(_)) if format == EncryptionFormat::AesCbc => {
-            return Err(cbc::auth_error());
-        }
+    match parsed {
+        Err(Error::Decode(_)) if format == EncryptionFormat::AesCbc => Err(cbc::auth_error()),
         // `&`, not `&&`: the same checks whatever the padding (see `cbc::open`).
         Ok(m) if format == EncryptionFormat::AesCbc && !(onnxcry1_plausible(&m) & padding_ok) => {
-            return Err(cbc::auth_error());
+            Err(cbc::auth_error())
         }
-        other => other?,
-    };
-    crate::external::load_after_parse(&mut model, model_path, opts)?;
-    Ok(model)
+        other => other,
+    }
 }
 
-/// Decrypts and parses an encrypted model held in memory (C++ `LoadEncryptedModelFromString`),
-/// in any format (by its magic). `data` is not borrowed by the model. External data, if the
-/// model refers to any, is loaded only when `opts.external_data_dir` is set (as for
-/// [`crate::load_model_from_bytes`]).
-pub fn load_encrypted_model_from_bytes(
+/// Decrypts and parses an encrypted model held in memory, in any format (by its magic),
+/// without its external data ([`crate::load_encrypted_model_from_bytes`] adds that).
+pub(crate) fn decrypt_model_from_bytes(
     data: &[u8],
     key: &[u8],
     opts: &ParseOptions,
@@ -154,20 +147,14 @@ pub fn load_encrypted_model_from_bytes(
     opts.validate()?;
     refuse_unauthenticated(EncryptionFormat::detect(data)?, opts)?;
     let (plain, format, padding_ok) = decrypt_any(data, key)?;
-    parse_plaintext(plain, format, padding_ok, None, opts)
+    parse_plaintext(plain, format, padding_ok, opts)
 }
 
-/// Decrypts and parses an encrypted model file (C++ `LoadEncryptedModel`), in any format (by
-/// its magic). ONNXCRYS files are decrypted chunk by chunk straight into one buffer of the
-/// plaintext's size (the ciphertext is never held whole). External data, if the model refers to
-/// any, resolves as for [`crate::load_model`]: relative to `opts.external_data_dir`, else to the
-/// encrypted file's directory.
-pub fn load_encrypted_model(
-    path: impl AsRef<Path>,
-    key: &[u8],
-    opts: &ParseOptions,
-) -> Result<ModelProto> {
-    let path = path.as_ref();
+/// Decrypts and parses an encrypted model file, in any format (by its magic), without its
+/// external data ([`crate::load_encrypted_model`] adds that). ONNXCRYS files are decrypted
+/// chunk by chunk straight into one buffer of the plaintext's size (the ciphertext is never held
+/// whole).
+pub(crate) fn decrypt_model(path: &Path, key: &[u8], opts: &ParseOptions) -> Result<ModelProto> {
     opts.validate()?;
     let format = detect_file_format(path)?;
     refuse_unauthenticated(format, opts)?;
@@ -176,7 +163,7 @@ pub fn load_encrypted_model(
     } else {
         read_oneshot(path, key, format)?
     };
-    parse_plaintext(plain, format, padding_ok, Some(path), opts)
+    parse_plaintext(plain, format, padding_ok, opts)
 }
 
 /// `ParseOptions::reject_unauthenticated`: ONNXCRY1 is refused before anything is decrypted.

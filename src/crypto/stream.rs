@@ -29,8 +29,8 @@ use zeroize::Zeroizing;
 use super::Params;
 use super::format::{ChunkCipher, MAGIC_CHUNKED, MAGIC_LEN};
 use super::kdf::{DerivedKey, SALT_LEN, derive_key};
-use super::secret::SecretBytes;
 use crate::error::{Error, Result};
+use crate::secret::SecretBytes;
 use crate::wire::Sink;
 
 /// The version written and read.
@@ -599,7 +599,7 @@ impl Source for FileSource {
         self.len
     }
     fn read_exact_at(&self, offset: u64, buf: &mut [u8]) -> Result<()> {
-        crate::external::read_exact_at(&self.file, buf, offset).map_err(|e| {
+        crate::storage::read_exact_at(&self.file, buf, offset).map_err(|e| {
             if e.kind() == io::ErrorKind::UnexpectedEof {
                 Error::Crypto(format!(
                     "truncated: {NAME} file {} shrank while it was read",
@@ -751,7 +751,7 @@ impl EncryptedFile {
     /// Opens `path` (an ONNXCRYS file) with `passphrase`.
     pub fn open(path: impl AsRef<Path>, passphrase: &[u8]) -> Result<Self> {
         let path = path.as_ref();
-        let (file, len) = crate::io::open_regular_file(path)?;
+        let (file, len) = crate::storage::open_regular_file(path)?;
         let src = FileSource {
             file,
             len,

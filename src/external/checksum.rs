@@ -6,7 +6,7 @@ use std::io;
 
 use sha1::{Digest, Sha1};
 
-use super::read_exact_at;
+use crate::storage::read_exact_at;
 
 /// An incremental SHA-1.
 #[derive(Clone, Default)]

@@ -6,8 +6,8 @@
 use std::sync::Arc;
 
 use crate::bytes::ByteSpan;
+use crate::codec::TensorBufferOptions;
 use crate::error::{Error, Result};
-use crate::options::TensorBufferOptions;
 use crate::proto::ModelProto;
 
 /// The shared buffer made by [`consolidate_tensors_to_buffer`]; every consolidated tensor holds

@@ -17,12 +17,12 @@ use super::info::{
 };
 use super::paths::{OpenError, SafeFile, model_dir, normalize_location, open_beneath};
 use super::prepacked::{PrepackedBlob, PrepackedBlobs};
-use super::read_exact_at;
 use crate::bytes::{ByteSpan, Owner};
+use crate::codec::ParseOptions;
 use crate::crypto::{EncryptedFile, EncryptionFormat, KeyCache};
 use crate::error::{Error, Result};
-use crate::options::ParseOptions;
 use crate::proto::{DataType, ModelProto, TensorProto};
+use crate::storage::read_exact_at;
 
 /// One external data file that a load or check opened.
 #[derive(Clone)]
@@ -876,7 +876,7 @@ fn fill_copy(plan: &Plan, which: &[usize], threads: usize, align: u64) -> Result
             tasks.iter_mut().try_for_each(|t| read(&reader, t))
         };
         let pool = if threads > 1 && open.len() + groups.len() > 1 {
-            crate::model::thread_pool(threads)
+            crate::storage::thread_pool(threads)
         } else {
             None
         };
@@ -1145,7 +1145,7 @@ pub fn check_external_data(
 pub(crate) fn map_external_tensors(
     model: &ModelProto,
     dir: &Path,
-    key: Option<&crate::crypto::Passphrase>,
+    key: Option<&crate::secret::Passphrase>,
 ) -> Result<HashMap<*const TensorProto, ByteSpan>> {
     let opts = ParseOptions {
         no_copy: true,

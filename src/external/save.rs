@@ -11,18 +11,19 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use super::checksum::{Sha1Hasher, sha1_hex};
 use super::info::{DATA_LOCATION_DEFAULT, ExternalDataInfo, uses_external_data};
 use super::load::{has_external_data, map_external_tensors};
+use super::options::SaveExternalOptions;
 use super::paths::{
     AtomicOut, OpenError, model_dir, normalize_location, remove_beneath, remove_stale_temps,
 };
 use super::prepacked::PrepackedBlobs;
-use super::write_all_at;
 use crate::bytes::ByteSpan;
+use crate::codec::SerializeOptions;
 use crate::error::{Error, Result};
-use crate::options::{SaveExternalOptions, SerializeOptions};
 use crate::proto::{
     AttributeProto, FunctionProto, GraphProto, ModelProto, NodeProto, SparseTensorProto,
     TensorProto, TrainingInfoProto,
 };
+use crate::storage::write_all_at;
 
 /// One weight file written by a save.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -616,7 +617,7 @@ pub fn save_model_with_prepacked_progress(
 /// each whole). An encrypted model being replaced is read with the passphrase to learn the
 /// weight files it references (they are not overwritten before the commit).
 ///
-/// Load the result with [`crate::crypto::load_encrypted_model`] and
+/// Load the result with [`crate::load_encrypted_model`] and
 /// `ParseOptions::external_data_key` set to the same passphrase.
 pub fn save_encrypted_model_with_external_data(
     model: &ModelProto,
@@ -1033,7 +1034,7 @@ fn save_impl(
         (Some(me), Some(e)) => {
             crate::crypto::save_encrypted_model(&copy, path, e.key.as_bytes(), me)?;
         }
-        _ => crate::model::save_to_file(&copy, path, &sopts)?,
+        _ => crate::codec::save_to_file(&copy, path, &sopts)?,
     }
     committed.rels.clear();
     drop(copy);
@@ -1090,7 +1091,7 @@ struct Previous {
 /// The external locations referenced by the model at `path`, or none when there is no readable
 /// model there. An encrypted model is read with `key` (the save's passphrase), when there is
 /// one; otherwise its references are `unknown`.
-fn previous_references(path: &Path, key: Option<&crate::crypto::Passphrase>) -> Previous {
+fn previous_references(path: &Path, key: Option<&crate::secret::Passphrase>) -> Previous {
     let mut out = Previous {
         refs: HashMap::new(),
         unknown: false,
@@ -1098,16 +1099,16 @@ fn previous_references(path: &Path, key: Option<&crate::crypto::Passphrase>) -> 
     if !path.is_file() {
         return out;
     }
-    let opts = crate::options::ParseOptions {
+    let opts = crate::codec::ParseOptions {
         no_copy: true,
         skip_raw_data: true,
         load_external_data: false,
         ..Default::default()
     };
-    let old = match crate::model::load_model(path, &opts) {
+    let old = match crate::codec::parse_file::<ModelProto>(path, &opts) {
         Ok(old) => old,
         Err(_) if crate::crypto::detect_file_format(path).is_ok() => {
-            match key.map(|k| crate::crypto::load_encrypted_model(path, k.as_bytes(), &opts)) {
+            match key.map(|k| crate::crypto::decrypt_model(path, k.as_bytes(), &opts)) {
                 Some(Ok(old)) => old,
                 _ => {
                     out.unknown = true;
@@ -1184,7 +1185,7 @@ const PIECE: usize = 8 << 20;
 
 /// The encryption of one save's weight files.
 struct Seal<'a> {
-    enc: &'a crate::options::ExternalEncryption,
+    enc: &'a super::options::ExternalEncryption,
     key: &'a crate::crypto::DerivedKey,
     params: &'a crate::crypto::Params,
     /// Index (in the save) of the first file of the batch.
@@ -1258,7 +1259,7 @@ fn write_encrypted_files(
     };
     let threads = opts.threads();
     let pool = if threads > 1 && files.len() > 1 {
-        crate::model::thread_pool(threads)
+        crate::storage::thread_pool(threads)
     } else {
         None
     };
@@ -1336,7 +1337,7 @@ fn write_files(
     };
     let threads = opts.threads();
     let pool = if threads > 1 {
-        crate::model::thread_pool(threads)
+        crate::storage::thread_pool(threads)
     } else {
         None
     };

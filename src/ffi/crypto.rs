@@ -202,7 +202,7 @@ pub unsafe extern "C" fn onnxl_load_encrypted_model(
         let key = unsafe { c_key(key, key_len) }?;
         // SAFETY: forwarded contract.
         let opts = unsafe { parse_options(opts) }?;
-        let m = crypto::load_encrypted_model(&path, key, &opts)?;
+        let m = crate::package::load_encrypted_model(&path, key, &opts)?;
         // SAFETY: `out` checked above.
         unsafe { write_out(out, into_raw::<OnnxlModelProto>(m)) };
         Ok(())
@@ -268,7 +268,7 @@ pub unsafe extern "C" fn onnxl_load_encrypted_model_from_string(
         let key = unsafe { c_key(key, key_len) }?;
         // SAFETY: forwarded contract.
         let opts = unsafe { parse_options(opts) }?;
-        let m = crypto::load_encrypted_model_from_bytes(data, key, &opts)?;
+        let m = crate::package::load_encrypted_model_from_bytes(data, key, &opts)?;
         // SAFETY: `out` checked above.
         unsafe { write_out(out, into_raw::<OnnxlModelProto>(m)) };
         Ok(())

@@ -21,9 +21,10 @@ use super::options::{OnnxlParseOptions, flag, parse_options};
 use super::owner::{OnnxlOwner, new_token};
 use super::panic::ffi_status;
 use super::status::{FfiError, OnnxlStatus};
+use crate::codec::{ParseOptions, TensorBufferOptions};
 use crate::error::Error;
 use crate::external;
-use crate::options::{ParseOptions, SaveExternalOptions, TensorBufferOptions};
+use crate::external::SaveExternalOptions;
 
 /// Options of saving with external data (`SaveExternalOptions`; the onnx package's
 /// `save_model(..., save_as_external_data=True, ...)`). Get the defaults with
@@ -273,8 +274,8 @@ pub(crate) unsafe fn save_options(
                     "OnnxlExternalDataOptions.encryption_key",
                 )
             }?;
-            Some(crate::options::ExternalEncryption {
-                key: crate::crypto::Passphrase::new(key),
+            Some(crate::external::ExternalEncryption {
+                key: crate::secret::Passphrase::new(key),
                 cipher,
                 chunk_size: o.encryption_chunk_size,
             })
@@ -330,7 +331,7 @@ pub(crate) unsafe fn load_options(
     if has_key {
         // SAFETY: `key..key+key_len` readable, NULL only with length 0 (contract).
         let key = unsafe { c_bytes(e.key, e.key_len, "OnnxlExternalLoadOptions.key") }?;
-        opts.external_data_key = Some(crate::crypto::Passphrase::new(key));
+        opts.external_data_key = Some(crate::secret::Passphrase::new(key));
     }
     // SAFETY: the string fields are NULL or NUL-terminated (contract).
     opts.external_data_dir = unsafe { opt_path(e.base_dir, "OnnxlExternalLoadOptions.base_dir") }?;
@@ -364,7 +365,7 @@ pub unsafe extern "C" fn onnxl_load_model_with_external_data(
         let path = unsafe { c_path(path, "path") }?;
         // SAFETY: forwarded contract.
         let opts = unsafe { load_options(popts, eopts) }?;
-        let m = crate::model::load_model(&path, &opts)?;
+        let m = crate::package::load_model(&path, &opts)?;
         // SAFETY: `out` checked above.
         unsafe { write_out(out, into_raw::<OnnxlModelProto>(m)) };
         Ok(())
@@ -591,7 +592,7 @@ mod tests {
         let mut o = onnxl_external_data_options_default();
         let loc = CString::new("weights.bin").unwrap();
         o.location = loc.as_ptr();
-        o.checksum = true;
+        o.checksum = 1;
         // SAFETY: live handle, valid path and options.
         let s = unsafe { onnxl_save_model_with_external_data(handle, c(&path).as_ptr(), &o) };
         assert_eq!(s, OnnxlStatus::Ok, "{}", last_error());
@@ -611,7 +612,7 @@ mod tests {
 
         // Without loading, then after the fact with checksum verification.
         let mut e = onnxl_external_load_options_default();
-        e.load_external_data = false;
+        e.load_external_data = 0;
         let mut lazy = null_mut();
         // SAFETY: valid arguments.
         let s = unsafe {
@@ -631,7 +632,7 @@ mod tests {
             "{}",
             last_error()
         );
-        e.verify_checksums = true;
+        e.verify_checksums = 1;
         // SAFETY: valid arguments.
         let s = unsafe { onnxl_load_external_data_for_model(lazy, c(&dir).as_ptr(), null(), &e) };
         assert_eq!(s, OnnxlStatus::Ok, "{}", last_error());
@@ -717,24 +718,24 @@ mod tests {
         // Version 1 callers (the 64 / 32-byte structs): the newer fields are not read.
         let mut o = onnxl_external_data_options_default();
         o.struct_size = 64;
-        o.encrypt = true; // beyond the caller's struct: ignored
-        o.checksum = true;
+        o.encrypt = 1; // beyond the caller's struct: ignored
+        o.checksum = 1;
         // SAFETY: valid struct on the stack (larger than its struct_size).
         let v1 = unsafe { save_options(&o) }.unwrap();
         assert!(v1.checksum && v1.encryption.is_none());
         let mut e = onnxl_external_load_options_default();
         e.struct_size = 32;
-        e.verify_checksums = true;
+        e.verify_checksums = 1;
         // SAFETY: as above.
         let v1 = unsafe { load_options(null(), &e) }.unwrap();
         assert!(v1.verify_external_checksums && v1.external_data_key.is_none());
-        e.has_key = true;
+        e.has_key = 1;
         // SAFETY: as above.
         assert!(unsafe { load_options(null(), &e) }.is_err());
         // Version 2: the key and the encryption.
         let key = b"k3y";
         let mut o = onnxl_external_data_options_default();
-        o.encrypt = true;
+        o.encrypt = 1;
         o.encryption_key = key.as_ptr();
         o.encryption_key_len = key.len();
         o.encryption_chunk_size = 128;
@@ -761,7 +762,7 @@ mod tests {
         // SAFETY: as above.
         assert!(unsafe { save_options(&o) }.is_err());
         let mut e = onnxl_external_load_options_default();
-        e.has_key = true;
+        e.has_key = 1;
         e.key = key.as_ptr();
         e.key_len = key.len();
         // SAFETY: as above.

@@ -31,6 +31,7 @@ pub mod crypto;
 pub mod dlpack;
 pub mod external;
 pub mod handle;
+pub mod message;
 pub mod model;
 pub mod options;
 pub mod owner;

@@ -1,254 +1,17 @@
-//! Model and message entry points: load / save / serialize models and standalone tensors, and the
-//! generic per-message bodies (`_new`, `_free`, `_parse_from_bytes`, `_serialize`, `_copy_from`,
-//! `_clear`, `_byte_size`, unknown fields) that the generated accessors call.
+//! Model and tensor entry points (C++ `LoadModel`, `SaveModel`, ...): load / save / serialize
+//! models and standalone tensors.
 
 use std::ffi::c_char;
 
-use super::buffer::{OnnxlBuffer, new_buffer};
-use super::handle::{
-    Castable, OnnxlBytes, c_bytes, c_path, check_out, free_box, into_raw, read, try_mut, try_ref,
-    write_out,
-};
-use super::options::{OnnxlParseOptions, OnnxlSerializeOptions, parse_options, serialize_options};
-use super::panic::{ffi_status, ffi_value};
-use super::status::{FfiError, OnnxlStatus};
-use crate::bytes::UnknownFields;
-use crate::model;
-use crate::proto::{Message, ModelProto, TensorProto};
-use crate::wire::{DecodeConfig, Reader};
-
 use super::accessors::{OnnxlModelProto, OnnxlTensorProto};
-
-// ---------------------------------------------------------------------------------------------
-// Generic message bodies (called by the generated `onnxl_<message>_*` functions).
-
-/// `onnxl_<message>_new`.
-pub(crate) fn msg_new<C: Castable>() -> *mut C
-where
-    C::Rust: Message,
-{
-    ffi_value(std::ptr::null_mut(), || {
-        Ok(into_raw::<C>(C::Rust::default()))
-    })
-}
-
-/// `onnxl_<message>_free`.
-///
-/// # Safety
-/// `m` is NULL or a handle from `_new` / a load or parse function, not freed yet.
-pub(crate) unsafe fn msg_free<C: Castable>(m: *mut C) {
-    let _ = ffi_status(|| {
-        // SAFETY: forwarded contract.
-        unsafe { free_box(m) };
-        Ok(())
-    });
-}
-
-/// `onnxl_<message>_clear`.
-///
-/// # Safety
-/// `m` is NULL or a live handle, used by no one else during the call.
-pub(crate) unsafe fn msg_clear<C: Castable>(m: *mut C) -> OnnxlStatus
-where
-    C::Rust: Message,
-{
-    // SAFETY: forwarded contract.
-    ffi_status(|| {
-        *unsafe { try_mut(m, "message") }? = C::Rust::default();
-        Ok(())
-    })
-}
-
-/// `onnxl_<message>_copy_from`: `dst` becomes a deep copy of `src` (borrowed tensor bytes stay
-/// borrowed and share their owner).
-///
-/// # Safety
-/// `dst` and `src` are NULL or live handles; `dst` is used by no one else during the call.
-pub(crate) unsafe fn msg_copy_from<C: Castable>(dst: *mut C, src: *const C) -> OnnxlStatus
-where
-    C::Rust: Message,
-{
-    ffi_status(|| {
-        if dst.is_null() {
-            return Err(FfiError::null("dst"));
-        }
-        if std::ptr::eq(dst.cast_const(), src) {
-            return Ok(());
-        }
-        // SAFETY: live, distinct handles (contract; equal pointers handled above).
-        let copy = unsafe { try_ref(src, "src") }?.clone();
-        // SAFETY: see above.
-        *unsafe { try_mut(dst, "dst") }? = copy;
-        Ok(())
-    })
-}
-
-/// `onnxl_<message>_byte_size`.
-///
-/// # Safety
-/// `m` is NULL or a live handle.
-pub(crate) unsafe fn msg_byte_size<C: Castable>(m: *const C) -> u64
-where
-    C::Rust: Message,
-{
-    // SAFETY: forwarded contract.
-    unsafe { read(m, 0, |m| Ok(m.encoded_len())) }
-}
-
-/// Parses `len` bytes at `data` into a new message; with `no_copy`, payloads borrow from the
-/// bytes without an owner.
-///
-/// # Safety
-/// `data..data+len` readable; with `no_copy`, it stays valid while the message is used.
-unsafe fn parse_bytes<M: Message>(
-    data: *const u8,
-    len: usize,
-    opts: *const OnnxlParseOptions,
-) -> Result<M, FfiError> {
-    // SAFETY: forwarded contract.
-    let opts = unsafe { parse_options(opts) }?;
-    // SAFETY: forwarded contract.
-    let bytes = unsafe { c_bytes(data, len, "data") }?;
-    // SAFETY: with no_copy the caller keeps `bytes` alive while the message is used (contract).
-    Ok(unsafe { model::parse_from_bytes_unowned::<M>(bytes, &opts) }?)
-}
-
-/// `onnxl_<message>_parse_from_bytes`: replaces `m` with the parsed message; `m` is unchanged on
-/// failure.
-///
-/// # Safety
-/// As [`parse_bytes`], and `m` is NULL or a live handle used by no one else during the call.
-pub(crate) unsafe fn msg_parse_from_bytes<C: Castable>(
-    m: *mut C,
-    data: *const u8,
-    len: usize,
-    opts: *const OnnxlParseOptions,
-) -> OnnxlStatus
-where
-    C::Rust: Message,
-{
-    ffi_status(|| {
-        if m.is_null() {
-            return Err(FfiError::null("message"));
-        }
-        // SAFETY: forwarded contract.
-        let parsed = unsafe { parse_bytes::<C::Rust>(data, len, opts) }?;
-        // SAFETY: forwarded contract.
-        *unsafe { try_mut(m, "message") }? = parsed;
-        Ok(())
-    })
-}
-
-/// `onnxl_<message>_serialize`: a new buffer with the encoded message.
-///
-/// # Safety
-/// `m` is NULL or a live handle; `opts` NULL or valid; `out` NULL or writable.
-pub(crate) unsafe fn msg_serialize<C: Castable>(
-    m: *const C,
-    opts: *const OnnxlSerializeOptions,
-    out: *mut *mut OnnxlBuffer,
-) -> OnnxlStatus
-where
-    C::Rust: Message,
-{
-    ffi_status(|| {
-        check_out(out, "out")?;
-        // SAFETY: forwarded contract.
-        let opts = unsafe { serialize_options(opts) }?;
-        // SAFETY: forwarded contract.
-        let bytes = model::serialize_to_vec(unsafe { try_ref(m, "message") }?, &opts)?;
-        // SAFETY: `out` checked above.
-        unsafe { write_out(out, new_buffer(bytes)) };
-        Ok(())
-    })
-}
-
-/// `onnxl_<message>_unknown_fields`: the raw wire bytes of the fields the schema does not know.
-///
-/// # Safety
-/// `m` is NULL or a live handle.
-pub(crate) unsafe fn msg_unknown_fields<C: Castable>(m: *const C) -> OnnxlBytes
-where
-    C::Rust: Message,
-{
-    // SAFETY: forwarded contract.
-    unsafe {
-        read(m, OnnxlBytes::FAILED, |m| {
-            Ok(OnnxlBytes::of(m.unknown_fields().as_bytes()))
-        })
-    }
-}
-
-/// Checks that `bytes` is a sequence of complete, well-formed protobuf fields.
-fn check_wire_fields(bytes: &[u8]) -> Result<(), FfiError> {
-    let cfg = DecodeConfig::default();
-    let mut r = Reader::new(bytes, &cfg);
-    let mut scratch = UnknownFields::new();
-    let mut step = || -> Result<bool, Box<crate::error::DecodeError>> {
-        match r.read_tag()? {
-            Some(tag) => {
-                r.skip_unknown(tag, &mut scratch)?;
-                Ok(true)
-            }
-            None => Ok(false),
-        }
-    };
-    loop {
-        match step() {
-            Ok(true) => continue,
-            Ok(false) => return Ok(()),
-            Err(e) => {
-                return Err(FfiError::invalid(format!(
-                    "unknown fields are not well-formed protobuf fields: {e}"
-                )));
-            }
-        }
-    }
-}
-
-/// `onnxl_<message>_add_unknown_fields`: appends raw wire bytes (checked to be complete fields).
-///
-/// # Safety
-/// `m` is NULL or a live handle used by no one else; `data..data+len` readable.
-pub(crate) unsafe fn msg_add_unknown_fields<C: Castable>(
-    m: *mut C,
-    data: *const u8,
-    len: usize,
-) -> OnnxlStatus
-where
-    C::Rust: Message,
-{
-    ffi_status(|| {
-        // SAFETY: forwarded contract.
-        let bytes = unsafe { c_bytes(data, len, "data") }?;
-        check_wire_fields(bytes)?;
-        // SAFETY: forwarded contract.
-        unsafe { try_mut(m, "message") }?
-            .unknown_fields_mut()
-            .push_raw(bytes);
-        Ok(())
-    })
-}
-
-/// `onnxl_<message>_clear_unknown_fields`.
-///
-/// # Safety
-/// `m` is NULL or a live handle used by no one else.
-pub(crate) unsafe fn msg_clear_unknown_fields<C: Castable>(m: *mut C) -> OnnxlStatus
-where
-    C::Rust: Message,
-{
-    // SAFETY: forwarded contract.
-    ffi_status(|| {
-        unsafe { try_mut(m, "message") }?
-            .unknown_fields_mut()
-            .clear();
-        Ok(())
-    })
-}
-
-// ---------------------------------------------------------------------------------------------
-// Model and tensor entry points (C++ `LoadModel`, `SaveModel`, ...).
+use super::buffer::OnnxlBuffer;
+use super::handle::{Castable, c_path, check_out, into_raw, try_ref, write_out};
+use super::message::{msg_serialize, parse_bytes};
+use super::options::{OnnxlParseOptions, OnnxlSerializeOptions, parse_options, serialize_options};
+use super::panic::ffi_status;
+use super::status::OnnxlStatus;
+use crate::proto::{Message, ModelProto, TensorProto};
+use crate::{codec, package};
 
 /// # Safety
 /// `path` NULL or NUL-terminated; `opts` NULL or valid; `out` NULL or writable.
@@ -263,7 +26,7 @@ unsafe fn load_file<M: Message, C: Castable<Rust = M>>(
         let path = unsafe { c_path(path, "path") }?;
         // SAFETY: `opts` is NULL or valid (contract).
         let opts = unsafe { parse_options(opts) }?;
-        let m: M = model::parse_from_file(&path, &opts)?;
+        let m: M = package::parse_from_file(&path, &opts)?;
         // SAFETY: `out` checked above.
         unsafe { write_out(out, into_raw::<C>(m)) };
         Ok(())
@@ -284,7 +47,7 @@ unsafe fn save_file<M: Message, C: Castable<Rust = M>>(
         let path = unsafe { c_path(path, "path") }?;
         // SAFETY: forwarded contract.
         let opts = unsafe { serialize_options(opts) }?;
-        Ok(model::save_to_file(m, &path, &opts)?)
+        Ok(codec::save_to_file(m, &path, &opts)?)
     })
 }
 
@@ -403,23 +166,4 @@ pub unsafe extern "C" fn onnxl_save_tensor_proto(
 ) -> OnnxlStatus {
     // SAFETY: forwarded contract.
     unsafe { save_file::<TensorProto, _>(tensor, path, opts) }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn unknown_field_bytes_are_checked() {
-        assert!(check_wire_fields(&[0x08, 0x96, 0x01]).is_ok());
-        assert!(check_wire_fields(&[]).is_ok());
-        assert!(
-            check_wire_fields(&[0x0a, 0x05, 1]).is_err(),
-            "truncated length-delimited"
-        );
-        assert!(
-            check_wire_fields(&[0x0c]).is_err(),
-            "end group without start"
-        );
-    }
 }

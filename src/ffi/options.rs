@@ -11,7 +11,7 @@
 
 use super::handle::check_enum;
 use super::status::FfiError;
-use crate::options::{FileLoadMode, ParseOptions, SerializeOptions};
+use crate::codec::{FileLoadMode, ParseOptions, SerializeOptions};
 
 /// How `onnxl_load_model` reads a file (the `file_load_mode` field of `OnnxlParseOptions`).
 #[repr(u32)]
@@ -135,7 +135,7 @@ pub extern "C" fn onnxl_serialize_options_default() -> OnnxlSerializeOptions {
 /// cores").
 #[unsafe(no_mangle)]
 pub extern "C" fn onnxl_max_threads() -> u32 {
-    u32::try_from(crate::options::max_threads()).unwrap_or(u32::MAX)
+    u32::try_from(crate::storage::max_threads()).unwrap_or(u32::MAX)
 }
 
 /// Drops the worker thread pools kept between operations (at most two, of the last two thread
@@ -144,7 +144,7 @@ pub extern "C" fn onnxl_max_threads() -> u32 {
 /// operations start pools again as needed. Thread safety: callable from any thread at any time.
 #[unsafe(no_mangle)]
 pub extern "C" fn onnxl_release_thread_pools() {
-    let _ = std::panic::catch_unwind(crate::model::release_thread_pools);
+    let _ = std::panic::catch_unwind(crate::storage::release_thread_pools);
 }
 
 /// A boolean field of an options struct, declared `uint8_t` so that any byte a C caller stores
@@ -326,7 +326,7 @@ mod tests {
                 OnnxlStatus::InvalidArgument
             );
             p = onnxl_parse_options_default();
-            p.reserved[1] = 1;
+            p.reserved = 1;
             assert_eq!(
                 parse_options(&p).unwrap_err().status,
                 OnnxlStatus::InvalidArgument
@@ -339,7 +339,7 @@ mod tests {
             );
             p = onnxl_parse_options_default();
             p.file_load_mode = OnnxlFileLoadMode::Mmap as u32;
-            p.no_copy = true;
+            p.no_copy = 1;
             let o = parse_options(&p).unwrap();
             assert_eq!((o.file_load_mode, o.no_copy), (FileLoadMode::Mmap, true));
         }

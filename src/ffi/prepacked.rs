@@ -327,7 +327,7 @@ pub unsafe extern "C" fn onnxl_load_model_with_prepacked(
         let path = unsafe { c_path(path, "path") }?;
         // SAFETY: forwarded contract.
         let opts = unsafe { load_options(popts, eopts) }?;
-        let (m, blobs) = crate::model::load_model_with_prepacked(&path, &opts)?;
+        let (m, blobs) = crate::package::load_model_with_prepacked(&path, &opts)?;
         // SAFETY: both out-pointers checked above.
         unsafe {
             write_out(out, into_raw::<OnnxlModelProto>(m));
@@ -510,7 +510,7 @@ mod tests {
         );
         let (w, k) = (CString::new("W").unwrap(), CString::new("k").unwrap());
         let mut e = onnxl_external_load_options_default();
-        e.load_external_data = false;
+        e.load_external_data = 0;
         let mut lazy = null_mut();
         // SAFETY: valid arguments, writable out-pointers, handles freed once.
         unsafe {

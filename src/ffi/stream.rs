@@ -14,10 +14,11 @@ use super::handle::{
 use super::options::{OnnxlParseOptions, OnnxlSerializeOptions, parse_options, serialize_options};
 use super::panic::ffi_status;
 use super::status::{FfiError, OnnxlStatus};
-use crate::io::MappedFile;
-use crate::model;
-use crate::options::{FileLoadMode, ParseOptions, SaveExternalOptions, SerializeOptions};
+use crate::codec::{self, FileLoadMode, ParseOptions, SerializeOptions};
+use crate::external::SaveExternalOptions;
+use crate::package;
 use crate::proto::{Message, ModelProto};
+use crate::storage::MappedFile;
 
 /// A source or destination of serialized messages.
 ///
@@ -181,19 +182,19 @@ impl Stream {
                     file_load_mode: FileLoadMode::Buffered,
                     ..opts.clone()
                 };
-                model::parse_from_file(path, &opts)?
+                package::parse_from_file(path, &opts)?
             }
-            Stream::Mapped(map) => model::parse_from_shared(map.clone(), opts)?,
+            Stream::Mapped(map) => codec::parse_from_shared(map.clone(), opts)?,
             Stream::Bytes { data, len } => {
                 // SAFETY: the caller of `onnxl_stream_from_bytes` keeps the bytes valid while the
                 // stream lives (and, with no_copy, while the parsed message is used).
                 let bytes = unsafe { c_bytes(*data, *len, "data") }?;
                 // SAFETY: same contract: with no_copy the caller keeps the bytes alive.
-                unsafe { model::parse_from_bytes_unowned(bytes, opts) }?
+                unsafe { codec::parse_from_bytes_unowned(bytes, opts) }?
             }
-            Stream::Memory(buf) if opts.no_copy => model::parse_from_shared(buf.clone(), opts)?,
-            Stream::Memory(buf) => model::parse_from_bytes(buf, opts)?,
-            Stream::Callbacks(cb) => model::parse_from_reader(cb, opts)?,
+            Stream::Memory(buf) if opts.no_copy => codec::parse_from_shared(buf.clone(), opts)?,
+            Stream::Memory(buf) => codec::parse_from_bytes(buf, opts)?,
+            Stream::Callbacks(cb) => codec::parse_from_reader(cb, opts)?,
             Stream::ModelWithWeights {
                 model: path,
                 weights,
@@ -203,19 +204,19 @@ impl Stream {
                     external_data_location: Some(weights.clone()),
                     ..opts.clone()
                 };
-                model::parse_from_file(path, &opts)?
+                package::parse_from_file(path, &opts)?
             }
         })
     }
 
     fn serialize<M: Message>(&mut self, m: &M, opts: &SerializeOptions) -> Result<(), FfiError> {
         match self {
-            Stream::File(path) => model::save_to_file(m, path, opts)?,
+            Stream::File(path) => codec::save_to_file(m, path, opts)?,
             Stream::Mapped(_) => return Err(read_only("a memory-mapped")),
             Stream::Bytes { .. } => return Err(read_only("a caller-bytes")),
-            Stream::Memory(buf) => *buf = Arc::new(model::serialize_to_vec(m, opts)?),
+            Stream::Memory(buf) => *buf = Arc::new(codec::serialize_to_vec(m, opts)?),
             Stream::Callbacks(cb) => {
-                model::serialize_to_writer(m, cb, opts)?;
+                codec::serialize_to_writer(m, cb, opts)?;
             }
             Stream::ModelWithWeights {
                 model: path,
@@ -710,7 +711,7 @@ mod tests {
         let model = into_raw::<OnnxlModelProto>(sample());
         let tensor = into_raw::<OnnxlTensorProto>(TensorProto::new());
         let mut opts = super::super::options::onnxl_parse_options_default();
-        opts.no_copy = true;
+        opts.no_copy = 1;
         // SAFETY: valid arguments throughout.
         unsafe {
             assert_eq!(onnxl_stream_new_memory(&mut s), OnnxlStatus::Ok);

@@ -29,8 +29,8 @@ use std::sync::Arc;
 use crate::bytes::ByteSpan;
 use crate::dlpack::{self, DL_CPU, DLDataType, type_code};
 use crate::error::{Error, Result};
-use crate::io::{AtomicFile, MappedFile};
 use crate::proto::{DataType, ModelProto, TensorProto};
+use crate::storage::{AtomicFile, MappedFile};
 
 /// Magic number of a parameter list (`kTVMNDArrayListMagic`).
 pub const LIST_MAGIC: u64 = 0xF7E5_8D4F_0504_9CB7;

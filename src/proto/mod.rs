@@ -1,144 +1,15 @@
-//! The ONNX messages: generated from the one schema table ([`schema`]), with the [`Message`]
-//! trait that gives every message its decode/encode entry points.
+//! The ONNX messages: generated from the one schema table ([`schema`]); each implements the wire
+//! layer's [`Message`] trait (decode/encode entry points).
 
 mod data_type;
 mod display;
-pub mod inline_vec;
-mod repeated;
 #[rustfmt::skip]
 #[allow(clippy::all, unused_variables)]
 mod generated;
 pub mod schema;
 
+pub use crate::wire::{InlineVec, Message, MessageVisitor, RepeatedField};
 pub use data_type::DataType;
 pub use generated::*;
-pub use inline_vec::InlineVec;
-pub use repeated::RepeatedField;
 
-use crate::bytes::UnknownFields;
-use crate::error::{DecodeError, Result};
-use crate::wire::{self, DecodeConfig, Reader, Sink, SizeCursor};
-
-/// What every ONNX message can do: merge from wire bytes, compute its size, encode.
-pub trait Message: Default + Clone + Send + Sync + 'static {
-    /// Full schema name, e.g. `TensorProto.Segment`.
-    const NAME: &'static str;
-
-    /// Decodes fields from `r` (up to the end of the current message) and merges them into
-    /// `self`: scalars are overwritten, repeated fields appended, messages merged.
-    fn merge_from(&mut self, r: &mut Reader<'_>) -> std::result::Result<(), Box<DecodeError>>;
-
-    /// Size of the encoded message body; records the size of every embedded message into
-    /// `sizes`, in pre-order, for [`Message::encode_to`].
-    fn compute_size(&self, sizes: &mut Vec<u64>) -> u64;
-
-    /// Writes the encoded message body; `c` reads back the sizes of `compute_size`.
-    fn encode_to<S: Sink + ?Sized>(&self, s: &mut S, c: &mut SizeCursor<'_>);
-
-    /// Fields not in the schema, as read.
-    fn unknown_fields(&self) -> &UnknownFields;
-
-    /// Fields not in the schema, for editing.
-    fn unknown_fields_mut(&mut self) -> &mut UnknownFields;
-
-    /// Parses `bytes` (payloads copied, default limits), like protobuf's `ParseFromString`.
-    fn parse_from_bytes(bytes: &[u8]) -> Result<Self> {
-        let mut m = Self::default();
-        m.merge_from_bytes(bytes, &DecodeConfig::default())?;
-        Ok(m)
-    }
-
-    /// Parses `bytes` and merges them into `self` with the settings of `config`.
-    ///
-    /// `config` must not borrow payloads without an owner (see [`Reader::new_unowned`]).
-    fn merge_from_bytes(&mut self, bytes: &[u8], config: &DecodeConfig) -> Result<()> {
-        let mut r = Reader::new(bytes, config);
-        decode_top(self, &mut r)
-    }
-
-    /// Size of the encoded message in bytes.
-    fn encoded_len(&self) -> u64 {
-        self.compute_size(&mut Vec::new())
-    }
-
-    /// Encodes into a new buffer, like protobuf's `SerializeToString`.
-    fn serialize_to_vec(&self) -> Vec<u8> {
-        let mut sizes = Vec::new();
-        let len = self.compute_size(&mut sizes);
-        let mut out = Vec::with_capacity(len as usize);
-        self.encode_to(&mut out, &mut SizeCursor::new(&sizes));
-        debug_assert_eq!(out.len() as u64, len);
-        out
-    }
-
-    /// Encodes into `sink`; returns the number of bytes written.
-    fn serialize_to_sink<S: Sink + ?Sized>(&self, sink: &mut S) -> u64 {
-        let mut sizes = Vec::new();
-        let len = self.compute_size(&mut sizes);
-        self.encode_to(sink, &mut SizeCursor::new(&sizes));
-        len
-    }
-}
-
-/// A generic operation over a message type chosen at run time (see [`visit_message_type`]).
-pub trait MessageVisitor {
-    /// What the operation returns.
-    type Output;
-    /// Runs the operation for message type `M`.
-    fn visit<M: Message>(self) -> Self::Output;
-}
-
-/// Decodes a top-level message from `r`, naming the message in errors.
-pub(crate) fn decode_top<M: Message>(m: &mut M, r: &mut Reader<'_>) -> Result<()> {
-    m.merge_from(r).map_err(|mut e| {
-        e.set_message(M::NAME);
-        e.into()
-    })
-}
-
-/// Records a closed-enum value the schema does not know as an unknown varint field, the way
-/// protobuf (upb) does: validity is judged on the low 32 bits, and the field is re-encoded
-/// canonically with the full 64-bit value that was read.
-pub(crate) fn push_unknown_enum(unknown: &mut UnknownFields, field: u32, value: u64) {
-    let mut buf = Vec::with_capacity(15);
-    wire::put_varint(&mut buf, wire::tag(field, wire::VARINT) as u64);
-    wire::put_varint(&mut buf, value);
-    unknown.push_raw(&buf);
-}
-
-/// A fixed-size scalar of a packed field.
-pub(crate) trait FixedScalar: Copy {
-    /// Little-endian bytes.
-    type Bytes: AsRef<[u8]>;
-    /// The value's little-endian bytes.
-    fn le_bytes(self) -> Self::Bytes;
-}
-impl FixedScalar for f32 {
-    type Bytes = [u8; 4];
-    fn le_bytes(self) -> [u8; 4] {
-        self.to_le_bytes()
-    }
-}
-impl FixedScalar for f64 {
-    type Bytes = [u8; 8];
-    fn le_bytes(self) -> [u8; 8] {
-        self.to_le_bytes()
-    }
-}
-
-/// Writes the elements of a packed fixed-size field (one copy on little-endian machines).
-#[inline]
-pub(crate) fn put_packed_fixed<S: Sink + ?Sized, T: FixedScalar>(s: &mut S, values: &[T]) {
-    if cfg!(target_endian = "little") {
-        // SAFETY: T is f32 or f64 (the only FixedScalar impls): plain data without padding, so
-        // its memory is `size_of_val(values)` initialized bytes, already little-endian here.
-        let bytes = unsafe {
-            std::slice::from_raw_parts(values.as_ptr() as *const u8, std::mem::size_of_val(values))
-        };
-        s.put(bytes);
-    } else {
-        for v in values {
-            s.put(v.le_bytes().as_ref());
-        }
-    }
-}
+pub(crate) use crate::wire::message::{decode_top, push_unknown_enum, put_packed_fixed};

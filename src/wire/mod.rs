@@ -1,13 +1,22 @@
 //! The protobuf wire format, nothing ONNX-specific: varints, tags, length-delimited fields, a
-//! bounded [`Reader`] over a byte slice and the [`Sink`] trait the encoder writes to.
+//! bounded [`Reader`] over a byte slice, the [`Sink`] trait the encoder writes to, the
+//! [`Message`] trait every message implements, [`RepeatedField`] (the list of a repeated
+//! message field) and [`InlineVec`] (the list of a repeated scalar or string field).
 
+pub mod inline_vec;
+pub(crate) mod message;
 mod reader;
+mod repeated;
 mod writer;
+
+pub use inline_vec::InlineVec;
+pub use message::{Message, MessageVisitor};
 
 pub use reader::{
     AUTO_METADATA_BASE_BYTES, AUTO_METADATA_BYTES_PER_INPUT_BYTE, ArenaBase, DecodeConfig,
     PayloadMode, Reader, metadata_budget,
 };
+pub use repeated::RepeatedField;
 pub use writer::{Sink, SizeCursor, put_tag, put_varint};
 
 /// Wire type 0: varint.

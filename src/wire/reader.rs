@@ -517,7 +517,7 @@ impl<'a> Reader<'a> {
 
     /// Reads an embedded message (length-delimited) and merges it into `m`.
     #[inline]
-    pub fn read_message<M: crate::proto::Message>(&mut self, m: &mut M) -> DResult<()> {
+    pub fn read_message<M: super::Message>(&mut self, m: &mut M) -> DResult<()> {
         let len_at = self.pos;
         let len = self.read_len()?;
         if self.depth_left == 0 {
@@ -794,7 +794,7 @@ macro_rules! growable_list {
 
 growable_list! {
     [T] Vec<T> => T;
-    [T, const N: usize] crate::proto::InlineVec<T, N> => T;
+    [T, const N: usize] super::InlineVec<T, N> => T;
 }
 
 /// End of the value of wire type `wire_type` that starts at `buf[at]`, or `None` when it is

@@ -1,4 +1,5 @@
-//! [`SecretBytes`]: a plaintext buffer that is zeroed (its whole allocation) when dropped.
+//! Secrets: [`Passphrase`] (the key of encrypted models and files) and [`SecretBytes`] (a
+//! plaintext buffer), both zeroed (their whole allocation) when dropped.
 
 use std::ops::{Deref, Range};
 

@@ -1,7 +1,9 @@
 //! Options of parsing and serializing, mirroring the C++ library's `TensorBufferOptions`,
-//! `ParseOptions` and `SerializeOptions` (same names, same defaults).
+//! `ParseOptions` and `SerializeOptions` (same names, same defaults), and the checks of the
+//! values they share with other options (alignment, thread counts).
 
 use crate::error::{Error, Result};
+use crate::storage::{MIN_THREAD_CAP, max_threads};
 
 /// Deepest nesting `max_recursion_depth` may allow: deeper would risk the native stack.
 pub const MAX_RECURSION_DEPTH_LIMIT: u32 = 1000;
@@ -89,7 +91,7 @@ pub struct ParseOptions {
     /// Passphrase of encrypted external-data files (`ONNXCRYS`, recognized by their magic;
     /// default None: such a file is an error). Their tensors are decrypted into memory (also
     /// with `no_copy`); ranges are plaintext offsets. See `docs/encryption.md`.
-    pub external_data_key: Option<crate::crypto::Passphrase>,
+    pub external_data_key: Option<crate::secret::Passphrase>,
     /// Refuse encrypted models in a format without authentication (ONNXCRY1, whose tampering
     /// cannot be detected) when loading them (default false: read, as the C++ library does).
     pub reject_unauthenticated: bool,
@@ -180,120 +182,6 @@ impl SerializeOptions {
     }
 }
 
-/// Options of saving a model with external data (`save_model_with_external_data`), after the
-/// onnx package's `save_model(..., save_as_external_data=True, ...)` with this project's
-/// additions (alignment, split files, checksums). See `docs/external-data.md`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SaveExternalOptions {
-    /// Weight file name, relative to the model's directory (default: the model file name plus
-    /// `.data`). Split parts are `LOCATION.1`, `LOCATION.2`, ...
-    pub location: Option<String>,
-    /// Tensors with at least this many `raw_data` bytes go to external files (default 1024).
-    pub size_threshold: u64,
-    /// One weight file (true, default) or one file per tensor, named after the tensor.
-    pub all_tensors_to_one_file: bool,
-    /// Offset alignment of tensors of at least `align_threshold` bytes (default 4096; 65536
-    /// suits Windows mappings; 0 or 1 = packed, no alignment at all). Smaller tensors are
-    /// aligned to `min(alignment, 16)` so every element is naturally aligned.
-    pub alignment: u64,
-    /// Tensors of at least this many bytes are aligned to `alignment` (default 1 MiB, ONNX
-    /// Runtime's value).
-    pub align_threshold: u64,
-    /// Start a new weight file (`LOCATION.1`, ...) when the next tensor would take the current
-    /// one past this size (0 = no limit). A tensor larger than the limit gets a file of its own.
-    pub max_external_file_size: u64,
-    /// Also move tensors of node attributes (default false, like onnx).
-    pub convert_attribute: bool,
-    /// Write the SHA-1 of each weight file as the `checksum` entry (default false).
-    pub checksum: bool,
-    /// Write threads: 1 = sequential, n > 1 = n threads, negative = all cores; 0 is invalid.
-    pub num_threads: i32,
-    /// Directory to read tensors that are still external in memory (not loaded) from; without
-    /// it such tensors are an error.
-    pub source_dir: Option<std::path::PathBuf>,
-    /// fsync every file before it replaces the old one (default true).
-    pub sync: bool,
-    /// Encrypt every weight file written (ONNXCRYS chunked format; default None: plaintext).
-    /// Offsets and lengths recorded in the model, alignment, splitting and checksums all refer
-    /// to the plaintext. See `docs/encryption.md`.
-    pub encryption: Option<ExternalEncryption>,
-}
-
-/// How [`SaveExternalOptions::encryption`] encrypts weight files.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ExternalEncryption {
-    /// The passphrase (any bytes).
-    pub key: crate::crypto::Passphrase,
-    /// The chunk cipher (default AES-256-GCM).
-    pub cipher: crate::crypto::ChunkCipher,
-    /// Plaintext bytes per chunk (default 1 MiB; 64 ..= 64 MiB).
-    pub chunk_size: u32,
-}
-
-impl ExternalEncryption {
-    /// Default cipher and chunk size with `key`.
-    pub fn new(key: impl Into<crate::crypto::Passphrase>) -> Self {
-        Self {
-            key: key.into(),
-            cipher: crate::crypto::ChunkCipher::default(),
-            chunk_size: crate::crypto::DEFAULT_CHUNK_SIZE,
-        }
-    }
-}
-
-impl Default for SaveExternalOptions {
-    fn default() -> Self {
-        Self {
-            location: None,
-            size_threshold: 1024,
-            all_tensors_to_one_file: true,
-            alignment: 4096,
-            align_threshold: 1 << 20,
-            max_external_file_size: 0,
-            convert_attribute: false,
-            checksum: false,
-            num_threads: 1,
-            source_dir: None,
-            sync: true,
-            encryption: None,
-        }
-    }
-}
-
-impl SaveExternalOptions {
-    /// Checks every value.
-    pub fn validate(&self) -> Result<()> {
-        validate_alignment(self.alignment)?;
-        validate_threads(self.num_threads)?;
-        if let Some(e) = &self.encryption {
-            let (lo, hi) = (crate::crypto::MIN_CHUNK_SIZE, crate::crypto::MAX_CHUNK_SIZE);
-            if !(lo..=hi).contains(&e.chunk_size) {
-                return Err(Error::InvalidOption {
-                    name: "encryption.chunk_size",
-                    reason: format!("{} is outside {lo} ..= {hi}", e.chunk_size),
-                });
-            }
-        }
-        Ok(())
-    }
-
-    /// The number of threads to use (resolving negative values to all cores).
-    pub fn threads(&self) -> usize {
-        resolve_threads(self.num_threads)
-    }
-}
-
-/// Fewest threads [`max_threads`] allows, whatever the core count.
-pub const MIN_THREAD_CAP: usize = 16;
-
-/// The most threads a `num_threads` option may ask for: 4 × the cores the OS reports, and at
-/// least [`MIN_THREAD_CAP`]. More would only add contention, and an unbounded count lets one
-/// option value start threads until the machine stalls.
-pub fn max_threads() -> usize {
-    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    cores.saturating_mul(4).max(MIN_THREAD_CAP)
-}
-
 pub(crate) fn validate_threads(n: i32) -> Result<()> {
     if n == 0 {
         return Err(Error::InvalidOption {
@@ -316,7 +204,7 @@ pub(crate) fn validate_threads(n: i32) -> Result<()> {
     Ok(())
 }
 
-fn resolve_threads(n: i32) -> usize {
+pub(crate) fn resolve_threads(n: i32) -> usize {
     if n < 0 {
         std::thread::available_parallelism()
             .map(|n| n.get())

@@ -1,5 +1,13 @@
-//! Where bytes come from and go to: memory-mapped and buffered files, `Write` sinks, and atomic
-//! file replacement (temporary file in the same directory, then rename).
+//! Where bytes come from and go to: memory-mapped and buffered files, `Write` sinks, atomic
+//! file replacement (temporary file in the same directory, then rename), positional reads and
+//! writes, and the thread pools of parallel I/O.
+
+mod positional;
+mod threads;
+
+pub(crate) use positional::{read_exact_at, write_all_at};
+pub(crate) use threads::thread_pool;
+pub use threads::{MIN_THREAD_CAP, max_threads, release_thread_pools};
 
 use std::fs::{self, File};
 use std::io::{self, Write};
@@ -397,8 +405,8 @@ impl Arena {
                 .try_for_each(|(i, piece)| fill((i * ARENA_CHUNK_BYTES) as u64, piece));
         }
         use rayon::prelude::*;
-        let pool = crate::model::thread_pool(threads)
-            .ok_or_else(|| io::Error::other("cannot start worker threads"))?;
+        let pool =
+            thread_pool(threads).ok_or_else(|| io::Error::other("cannot start worker threads"))?;
         pool.install(|| {
             bytes
                 .par_chunks_mut(ARENA_CHUNK_BYTES)

@@ -1,11 +1,15 @@
-//! Model operations: parse and serialize any message (and models in particular) from and to
-//! bytes, files and streams, with [`ParseOptions`] / [`SerializeOptions`].
+//! Parse and serialize any message from and to bytes, files and streams, with
+//! [`ParseOptions`] / [`SerializeOptions`]: the copy, arena and no-copy payload modes, parallel
+//! initializer parsing and parallel payload writing. Loading a model's external data on top of
+//! a parse is the job of [`crate::package`].
 
+mod options;
 mod parallel;
 mod parallel_write;
 
-pub use parallel::release_thread_pools;
-pub(crate) use parallel::thread_pool;
+pub use options::TensorBufferOptions;
+pub use options::{FileLoadMode, MAX_RECURSION_DEPTH_LIMIT, ParseOptions, SerializeOptions};
+pub(crate) use options::{resolve_threads, validate_alignment, validate_threads};
 
 /// How many parses so far parsed initializers in parallel (diagnostics; used by tests to check
 /// that the parallel path is exercised).
@@ -19,9 +23,8 @@ use std::path::Path;
 use std::sync::Arc;
 
 use crate::error::{Error, Result};
-use crate::io::{AUTO_MMAP_MIN_BYTES, Arena, AtomicFile, MappedFile, WriteSink};
-use crate::options::{FileLoadMode, ParseOptions, SerializeOptions};
 use crate::proto::{Message, ModelProto, decode_top};
+use crate::storage::{AUTO_MMAP_MIN_BYTES, Arena, AtomicFile, MappedFile, WriteSink, thread_pool};
 use crate::wire::{ArenaBase, DecodeConfig, PayloadMode, Reader, SizeCursor};
 
 fn decode_config(opts: &ParseOptions, payload: PayloadMode) -> Result<DecodeConfig> {
@@ -128,28 +131,8 @@ pub unsafe fn parse_from_bytes_unowned<M: Message>(bytes: &[u8], opts: &ParseOpt
 /// - `no_copy`: payloads borrow from the file's bytes under a shared owner token (the memory
 ///   map, or the read buffer in `Buffered` mode), so they stay valid after the loader is gone.
 ///
-/// A `ModelProto`'s external data is then loaded (`ParseOptions::load_external_data`, see
-/// [`crate::external`]).
-pub fn parse_from_file<M: Message>(path: impl AsRef<Path>, opts: &ParseOptions) -> Result<M> {
-    let path = path.as_ref();
-    with_external_data(parse_file(path, opts)?, Some(path), opts)
-}
-
-/// External data of a parsed `ModelProto` (the only hook of [`crate::external`] here): loaded
-/// when `opts.load_external_data` and a base directory is known (`opts.external_data_dir`, else
-/// the model file's directory). Other messages pass through.
-fn with_external_data<M: Message>(
-    mut m: M,
-    model_path: Option<&Path>,
-    opts: &ParseOptions,
-) -> Result<M> {
-    if let Some(model) = (&mut m as &mut dyn std::any::Any).downcast_mut::<ModelProto>() {
-        crate::external::load_after_parse(model, model_path, opts)?;
-    }
-    Ok(m)
-}
-
-fn parse_file<M: Message>(path: &Path, opts: &ParseOptions) -> Result<M> {
+/// A `ModelProto`'s external data is not loaded here (see [`crate::parse_from_file`]).
+pub(crate) fn parse_file<M: Message>(path: &Path, opts: &ParseOptions) -> Result<M> {
     opts.validate()?;
     if !opts.no_copy {
         if opts.skip_raw_data {
@@ -256,41 +239,4 @@ pub fn save_to_file<M: Message>(
         sink.finish().map_err(|e| Error::io(path, e))?;
     }
     out.commit()
-}
-
-/// Loads a model file (see [`parse_from_file`]).
-pub fn load_model(path: impl AsRef<Path>, opts: &ParseOptions) -> Result<ModelProto> {
-    parse_from_file(path, opts)
-}
-
-/// Loads a model file and its external data, and returns the pre-packed blobs recorded in the
-/// weight files (`prepacked_N` entries, see [`crate::external::PrepackedBlobs`]) beside it.
-/// With `opts.no_copy` the blobs borrow from the same memory map as the tensors of their file
-/// (one map, one owner token per file); otherwise they are copies. A model without external
-/// data (or loaded with `load_external_data: false`) has no blobs.
-pub fn load_model_with_prepacked(
-    path: impl AsRef<Path>,
-    opts: &ParseOptions,
-) -> Result<(ModelProto, crate::external::PrepackedBlobs)> {
-    let path = path.as_ref();
-    let mut model: ModelProto = parse_file(path, opts)?;
-    let blobs = crate::external::load_after_parse(&mut model, Some(path), opts)?
-        .map(|r| r.blobs)
-        .unwrap_or_default();
-    Ok((model, blobs))
-}
-
-/// Loads a model from bytes, copying payloads (see [`parse_from_shared`] for no-copy); external
-/// data is loaded only when `opts.external_data_dir` (or `external_data_location`) is set.
-pub fn load_model_from_bytes(bytes: &[u8], opts: &ParseOptions) -> Result<ModelProto> {
-    with_external_data(parse_from_bytes(bytes, opts)?, None, opts)
-}
-
-/// Saves a model atomically (see [`save_to_file`]).
-pub fn save_model(
-    model: &ModelProto,
-    path: impl AsRef<Path>,
-    opts: &SerializeOptions,
-) -> Result<()> {
-    save_to_file(model, path, opts)
 }

@@ -4,13 +4,13 @@
 
 use std::any::Any;
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
 
 use rayon::prelude::*;
 
+use super::ParseOptions;
 use crate::error::DecodeError;
-use crate::options::ParseOptions;
 use crate::proto::{Message, TensorProto};
+use crate::storage::thread_pool;
 use crate::wire::{LEN, Reader, tag};
 
 const MODEL_GRAPH: u32 = tag(7, LEN);
@@ -58,45 +58,6 @@ fn scan(r: &Reader<'_>) -> Option<Vec<Part>> {
         }
     }
     Some(parts)
-}
-
-/// How many thread pools (of different sizes) are kept between operations.
-const KEPT_POOLS: usize = 2;
-
-/// The kept pools, most recently used last.
-static POOLS: Mutex<Vec<(usize, Arc<rayon::ThreadPool>)>> = Mutex::new(Vec::new());
-
-/// A pool of exactly `n` threads (`n` within [`crate::options::max_threads`]). The last
-/// [`KEPT_POOLS`] sizes used are kept for later operations; an older pool is dropped, and its
-/// threads exit once the operations still using it are done. `None` when no thread can start.
-pub(crate) fn thread_pool(n: usize) -> Option<Arc<rayon::ThreadPool>> {
-    let n = n.clamp(1, crate::options::max_threads());
-    let mut pools = POOLS.lock().unwrap_or_else(|e| e.into_inner());
-    if let Some(i) = pools.iter().position(|(size, _)| *size == n) {
-        let entry = pools.remove(i);
-        let pool = entry.1.clone();
-        pools.push(entry);
-        return Some(pool);
-    }
-    let pool = Arc::new(
-        rayon::ThreadPoolBuilder::new()
-            .num_threads(n)
-            .build()
-            .ok()?,
-    );
-    if pools.len() >= KEPT_POOLS {
-        pools.remove(0);
-    }
-    pools.push((n, pool.clone()));
-    Some(pool)
-}
-
-/// Drops every kept thread pool: their threads exit as soon as the operations still running on
-/// them finish, so a host that is done with the library can leave no worker thread behind. Later
-/// operations build pools again as needed.
-pub fn release_thread_pools() {
-    let pools = std::mem::take(&mut *POOLS.lock().unwrap_or_else(|e| e.into_inner()));
-    drop(pools);
 }
 
 /// Parses every initializer of the model in `r` in parallel; the map is keyed by the position
