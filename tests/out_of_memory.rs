@@ -128,7 +128,7 @@ fn run_child(case: &str, dir: &std::path::Path) -> String {
     );
     stdout
         .lines()
-        .find_map(|l| l.strip_prefix("RESULT: "))
+        .find_map(|l| l.split_once("RESULT: ").map(|(_, r)| r))
         .unwrap_or_else(|| panic!("{case}: no result:\n{stdout}\n{stderr}"))
         .to_string()
 }

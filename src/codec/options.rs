@@ -71,7 +71,7 @@ pub struct ParseOptions {
     pub max_tensor_size_bytes: u64,
     /// Memory budget of the parsed structure besides tensor payloads (messages, strings,
     /// repeated scalars, unknown fields), enforced while parsing: 0 (default) = automatic,
-    /// 64 MiB + 64 × the input size; `u64::MAX` = no limit. See `docs/hardening.md`.
+    /// 16 MiB + 32 × the input size; `u64::MAX` = no limit. See `docs/hardening.md`.
     pub max_metadata_bytes: u64,
     /// How files are read.
     pub file_load_mode: FileLoadMode,

@@ -65,7 +65,7 @@ pub struct OnnxlParseOptions {
     pub reserved: u8,
     /// (Since struct size 64.) Memory budget of the parsed structure besides tensor payloads,
     /// enforced while parsing (`ONNXL_STATUS_LIMIT_EXCEEDED` past it): 0 (default) = automatic,
-    /// 64 MiB + 64 × the input size; `UINT64_MAX` = no limit.
+    /// 16 MiB + 32 × the input size; `UINT64_MAX` = no limit.
     pub max_metadata_bytes: u64,
 }
 
