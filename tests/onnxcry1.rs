@@ -2,8 +2,9 @@
 //! same error after the same work (no padding oracle through timing), and
 //! `reject_unauthenticated` refuses the format on load.
 
-use std::time::{Duration, Instant};
+mod common;
 
+use common::best_of;
 use onnx_light::crypto::{EncryptionFormat, EncryptionOptions};
 use onnx_light::proto::{Message, ModelProto};
 use onnx_light::{Error, ParseOptions};
@@ -24,17 +25,6 @@ fn model() -> ModelProto {
         n.set_name(format!("node_{i}"));
     }
     m
-}
-
-fn best_of_5(mut f: impl FnMut()) -> Duration {
-    (0..5)
-        .map(|_| {
-            let t = Instant::now();
-            f();
-            t.elapsed()
-        })
-        .min()
-        .unwrap()
 }
 
 #[test]
@@ -60,10 +50,10 @@ fn bad_padding_and_corrupted_blocks_take_the_same_path() {
     let (e1, e2) = (fail(&bad_padding), fail(&bad_block));
     assert!(matches!(e1, Error::Authentication(_)), "{e1}");
     assert_eq!(e1.to_string(), e2.to_string());
-    let t_padding = best_of_5(|| {
+    let t_padding = best_of(5, || {
         fail(&bad_padding);
     });
-    let t_block = best_of_5(|| {
+    let t_block = best_of(5, || {
         fail(&bad_block);
     });
     let ratio = t_padding.as_secs_f64() / t_block.as_secs_f64();
@@ -74,10 +64,10 @@ fn bad_padding_and_corrupted_blocks_take_the_same_path() {
          tells them apart"
     );
     // Same for the byte-level decryption.
-    let t_padding = best_of_5(|| {
+    let t_padding = best_of(5, || {
         onnx_light::crypto::decrypt_bytes(&bad_padding, KEY).unwrap_err();
     });
-    let t_block = best_of_5(|| {
+    let t_block = best_of(5, || {
         onnx_light::crypto::decrypt_bytes(&bad_block, KEY).unwrap_err();
     });
     let ratio = t_padding.as_secs_f64() / t_block.as_secs_f64();

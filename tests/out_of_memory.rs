@@ -10,21 +10,13 @@
 
 mod common;
 
+use common::wrap;
 use std::process::Command;
 
 use onnx_light::proto::Message;
-use onnx_light::wire::{put_varint, tag};
 use onnx_light::{DecodeErrorKind, Error, FileLoadMode, ModelProto, ParseOptions};
 
 const CHILD_ENV: &str = "ONNXL_OOM_CHILD";
-
-fn wrap(field: u32, inner: &[u8]) -> Vec<u8> {
-    let mut b = Vec::new();
-    put_varint(&mut b, tag(field, 2) as u64);
-    put_varint(&mut b, inner.len() as u64);
-    b.extend_from_slice(inner);
-    b
-}
 
 /// A model whose one graph input has a tensor shape of `n` empty `dim` entries (2 bytes each).
 fn empty_dims(n: usize) -> Vec<u8> {

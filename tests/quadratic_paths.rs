@@ -4,29 +4,15 @@
 
 mod common;
 
-use std::time::{Duration, Instant};
-
-use common::TempDir;
+use common::{TempDir, best_of};
 use onnx_light::external::prepacked_blobs_of;
 use onnx_light::proto::{Message, ModelProto, StringStringEntryProto, TensorProto};
 use onnx_light::{ParseOptions, check_external_data, load_model_with_prepacked};
 
-/// Best of three runs of `f`.
-fn best_of_3(mut f: impl FnMut()) -> Duration {
-    (0..3)
-        .map(|_| {
-            let t = Instant::now();
-            f();
-            t.elapsed()
-        })
-        .min()
-        .unwrap()
-}
-
 /// Asserts that `run(4n)` takes less than 8 times `run(n)`.
 fn assert_linear(what: &str, n: usize, mut run: impl FnMut(usize)) {
-    let small = best_of_3(|| run(n));
-    let large = best_of_3(|| run(4 * n));
+    let small = best_of(3, || run(n));
+    let large = best_of(3, || run(4 * n));
     let ratio = large.as_secs_f64() / small.as_secs_f64().max(1e-6);
     println!("{what}: N = {n}: {small:?}, 4N: {large:?} (x{ratio:.1})");
     assert!(
