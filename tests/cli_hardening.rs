@@ -45,14 +45,14 @@ fn text(o: &Output) -> String {
     s
 }
 
-/// No control character other than newline (and no bidi override) reaches the terminal.
+/// No control character other than newline and tab (and no bidi override) reaches the terminal.
 fn assert_clean(what: &str, o: &Output) {
     for stream in [&o.stdout, &o.stderr] {
         let s = String::from_utf8_lossy(stream);
         let bad: Vec<char> = s
             .chars()
             .filter(|&c| {
-                (c.is_control() && c != '\n')
+                (c.is_control() && c != '\n' && c != '\t')
                     || ('\u{202a}'..='\u{202e}').contains(&c)
                     || ('\u{2066}'..='\u{2069}').contains(&c)
             })

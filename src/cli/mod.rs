@@ -75,13 +75,14 @@ enum Command {
     Prepack(prepack::Args),
 }
 
-/// `text` with every control character but the newline escaped, the way `git` and `ls` quote
-/// names: C0 controls and DEL as `\xNN` (`\t`, `\r` by name), C1 controls and the bidirectional
+/// `text` with every control character but the newline and the tab (the tool's own column
+/// separator; neither can drive a terminal) escaped, the way `git` and `ls` quote names: C0
+/// controls and DEL as `\xNN` (`\r` by name), C1 controls and the bidirectional
 /// overrides and isolates (which reorder what the terminal shows) as `\u{NNNN}`. Everything the
 /// tool prints goes through it, because names, locations and error messages come from the model.
 pub(crate) fn terminal_safe(text: &str) -> std::borrow::Cow<'_, str> {
     let unsafe_char = |c: char| {
-        (c.is_control() && c != '\n')
+        (c.is_control() && c != '\n' && c != '\t')
             || ('\u{202a}'..='\u{202e}').contains(&c)
             || ('\u{2066}'..='\u{2069}').contains(&c)
     };
@@ -91,7 +92,6 @@ pub(crate) fn terminal_safe(text: &str) -> std::borrow::Cow<'_, str> {
     let mut out = String::with_capacity(text.len() + 16);
     for c in text.chars() {
         match c {
-            '\t' => out.push_str("\\t"),
             '\r' => out.push_str("\\r"),
             c if (c as u32) < 0x80 && unsafe_char(c) => {
                 out.push_str(&format!("\\x{:02x}", c as u32))
