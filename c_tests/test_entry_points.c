@@ -62,7 +62,7 @@ static void test_options_defaults(void) {
   CHECK(p.max_recursion_depth == 100);
   CHECK(p.file_load_mode == ONNXL_FILE_LOAD_MODE_AUTO);
   CHECK(!p.no_copy && !p.skip_raw_data);
-  CHECK(p.reserved[0] == 0 && p.reserved[1] == 0);
+  CHECK(p.reject_unauthenticated == 0 && p.reserved == 0);
   CHECK(s.struct_size == sizeof s);
   CHECK(s.raw_data_threshold == 64);
   CHECK(s.alignment == 0);

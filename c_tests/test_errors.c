@@ -218,7 +218,7 @@ static void test_invalid_options(void) {
   p.max_recursion_depth = 5000;
   CHECK_STATUS(onnxl_load_model(model_path, &p, &m), ONNXL_STATUS_INVALID_ARGUMENT, "max_recursion_depth");
   p = onnxl_parse_options_default();
-  p.reserved[1] = 1;
+  p.reserved = 1;
   CHECK_STATUS(onnxl_load_model(model_path, &p, &m), ONNXL_STATUS_INVALID_ARGUMENT, "reserved must be zero");
   CHECK(m == (OnnxlModelProto *)SENTINEL);
 

@@ -967,21 +967,28 @@ typedef struct OnnxlParseOptions {
    * Borrow tensor payloads from the input instead of copying them (default false). From a
    * file or mapped stream the payloads keep the input alive through owner tokens; from caller
    * bytes they borrow WITHOUT an owner: the caller keeps the bytes alive while the message is
-   * used.
+   * used. A boolean byte: 0 or 1, any other value is `ONNXL_STATUS_INVALID_ARGUMENT`.
    */
-  bool no_copy;
+  uint8_t no_copy;
   /**
-   * Keep the structure, drop payloads of at least `raw_data_threshold` bytes (default false).
+   * Keep the structure, drop payloads of at least `raw_data_threshold` bytes (default 0).
+   * 0 or 1.
    */
-  bool skip_raw_data;
+  uint8_t skip_raw_data;
+  /**
+   * Refuse encrypted models in a format without authentication (ONNXCRY1) on load
+   * (`ONNXL_STATUS_AUTHENTICATION`); default 0. 0 or 1. (A former reserved byte: callers that
+   * zeroed it keep the old behaviour.)
+   */
+  uint8_t reject_unauthenticated;
   /**
    * Must be zero (room for later options).
    */
-  uint8_t reserved[2];
+  uint8_t reserved;
   /**
    * (Since struct size 64.) Memory budget of the parsed structure besides tensor payloads,
    * enforced while parsing (`ONNXL_STATUS_LIMIT_EXCEEDED` past it): 0 (default) = automatic,
-   * 64 MiB + 64 × the input size; `UINT64_MAX` = no limit.
+   * 16 MiB + 32 × the input size; `UINT64_MAX` = no limit.
    */
   uint64_t max_metadata_bytes;
 } OnnxlParseOptions;
@@ -1143,19 +1150,19 @@ typedef struct OnnxlExternalDataOptions {
   /**
    * One weight file (true, default) or one file per tensor, named after the tensor.
    */
-  bool all_tensors_to_one_file;
+  uint8_t all_tensors_to_one_file;
   /**
    * Also move node-attribute tensors (default false).
    */
-  bool convert_attribute;
+  uint8_t convert_attribute;
   /**
    * Write the SHA-1 of each weight file as the `checksum` entry (default false).
    */
-  bool checksum;
+  uint8_t checksum;
   /**
    * fsync every file before it replaces the old one (default true).
    */
-  bool sync;
+  uint8_t sync;
   /**
    * Passphrase of the weight files (`encryption_key_len` bytes, any bytes; NULL only with
    * length 0). Borrowed for the call only. Used when `encrypt` is true.
@@ -1177,7 +1184,7 @@ typedef struct OnnxlExternalDataOptions {
    * Write every weight file encrypted (ONNXCRYS chunked format; default false). Offsets,
    * lengths, alignment, splitting and checksums refer to the plaintext.
    */
-  bool encrypt;
+  uint8_t encrypt;
   /**
    * Must be zero (room for later options).
    */
@@ -1206,17 +1213,17 @@ typedef struct OnnxlExternalLoadOptions {
   /**
    * Read the external data (default true); false keeps the references as they are.
    */
-  bool load_external_data;
+  uint8_t load_external_data;
   /**
    * Verify the `checksum` entries (SHA-1 of each file; reads every byte). Default false.
    */
-  bool verify_checksums;
+  uint8_t verify_checksums;
   /**
    * A passphrase for encrypted (ONNXCRYS) weight files is given in `key` / `key_len`
    * (default false: an encrypted weight file is `ONNXL_STATUS_EXTERNAL_DATA`). Version 2
    * (struct_size 48) only; zero in the 32-byte version 1.
    */
-  bool has_key;
+  uint8_t has_key;
   /**
    * Must be zero (room for later options).
    */
@@ -13187,6 +13194,21 @@ struct OnnxlParseOptions onnxl_parse_options_default(void);
  * The default serialize options (same values as the C++ library), with `struct_size` set.
  */
 struct OnnxlSerializeOptions onnxl_serialize_options_default(void);
+
+/**
+ * The most threads a `num_threads` field may ask for: 4 × the cores the OS reports, at least
+ * 16. A larger value is `ONNXL_STATUS_INVALID_ARGUMENT` (negative values still mean "all
+ * cores").
+ */
+uint32_t onnxl_max_threads(void);
+
+/**
+ * Drops the worker thread pools kept between operations (at most two, of the last two thread
+ * counts used): their threads exit once the operations still running on them are done. Call it
+ * when the host is done with parallel loads and saves and wants no library thread left; later
+ * operations start pools again as needed. Thread safety: callable from any thread at any time.
+ */
+void onnxl_release_thread_pools(void);
 
 /**
  * Adds a reference to `owner` and returns it (the same pointer), so it can be released

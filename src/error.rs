@@ -192,6 +192,11 @@ pub enum Error {
     /// A configured limit was exceeded.
     #[error("limit exceeded: {0}")]
     LimitExceeded(String),
+    /// Memory could not be allocated: a size taken from the input (a file, a tensor, a
+    /// serialized model) was reserved fallibly and the allocator refused it (see
+    /// [`Error::alloc_failed`]).
+    #[error("out of memory: {0}")]
+    OutOfMemory(String),
     /// The operation is not supported.
     #[error("unsupported: {0}")]
     Unsupported(String),
@@ -250,6 +255,12 @@ impl Error {
         }
     }
 
+    /// The error of an allocation of `bytes` bytes for `what` that failed (the one helper for
+    /// every fallible reservation; C status `ONNXL_STATUS_OUT_OF_MEMORY`).
+    pub fn alloc_failed(bytes: impl fmt::Display, what: &str) -> Self {
+        Error::OutOfMemory(format!("cannot allocate {bytes} bytes for {what}"))
+    }
+
     /// The decoding error, when this is one.
     pub fn as_decode(&self) -> Option<&DecodeError> {
         match self {
@@ -257,6 +268,15 @@ impl Error {
             _ => None,
         }
     }
+}
+
+/// A vector with room for `n` elements, or [`Error::OutOfMemory`] naming `what` (for sizes
+/// taken from input: a failed allocation must be an error, not an abort of the host).
+pub fn try_vec_with_capacity<T>(n: usize, what: &str) -> Result<Vec<T>> {
+    let mut v = Vec::new();
+    v.try_reserve_exact(n)
+        .map_err(|_| Error::alloc_failed(n.saturating_mul(std::mem::size_of::<T>()), what))?;
+    Ok(v)
 }
 
 /// `Result` with the crate's [`Error`].

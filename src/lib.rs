@@ -83,6 +83,7 @@ pub use package::{
 };
 pub use proto::Message;
 pub use proto::{GraphProto, ModelProto, NodeProto, TensorProto};
+pub use storage::{max_threads, release_thread_pools};
 /// The list type of repeated scalar and string fields; the short ones (`NodeProto.input`/`output`,
 /// `TensorProto.dims`, `AttributeProto.ints`) keep their first elements inline.
 ///

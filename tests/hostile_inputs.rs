@@ -8,7 +8,7 @@
 use std::path::Path;
 
 mod common;
-use common::{Counting, peak_of};
+use common::{Counting, peak_of, wrap};
 
 use onnx_light::proto::schema::{self, Kind, Label};
 use onnx_light::proto::{Message, MessageVisitor, ModelProto, TensorProto, visit_message_type};
@@ -364,15 +364,6 @@ fn varints_and_lengths(s: &mut Suite) {
             });
         }
     }
-}
-
-/// Wraps `inner` as field `field` (LEN) of a message.
-fn wrap(field: u32, inner: &[u8]) -> Vec<u8> {
-    let mut b = Vec::new();
-    put_varint(&mut b, tag(field, 2) as u64);
-    put_varint(&mut b, inner.len() as u64);
-    b.extend_from_slice(inner);
-    b
 }
 
 /// A ModelProto whose graph holds a node whose attribute holds a graph ... `levels` times.

@@ -3,7 +3,8 @@
 //! - `src/proto/generated.rs`: the message structs, their decode/size/encode code and accessors;
 //! - `src/ffi/accessors.rs`: the C handles and per-field `extern "C"` accessors (read by cbindgen
 //!   to write `include/onnx_light.h`);
-//! - `include/onnx_light.hpp`: the header-only C++ wrapper over the C ABI.
+//! - `include/onnx_light.hpp`: the header-only C++ wrapper over the C ABI;
+//! - `python/src/generated.rs`: the message classes of the Python package.
 //!
 //! The output is deterministic; a test in onnx_light compares it with the checked-in files.
 
@@ -14,6 +15,7 @@ pub mod schema;
 mod c_accessors;
 mod c_walker;
 mod cpp_wrapper;
+mod python_bindings;
 mod rust_messages;
 
 /// Every generated file: (path relative to the repository root, contents).
@@ -23,6 +25,11 @@ pub fn generate_all() -> Vec<(&'static str, String)> {
         ("src/ffi/accessors.rs", c_accessors::generate()),
         ("include/onnx_light.hpp", cpp_wrapper::generate()),
         ("c_tests/generated/walk_copy.c", c_walker::generate()),
+        ("python/src/generated.rs", python_bindings::generate()),
+        (
+            "python/onnx_light/_native.pyi",
+            python_bindings::generate_stubs(),
+        ),
     ]
 }
 

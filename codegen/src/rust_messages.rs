@@ -87,7 +87,7 @@ fn plain_name(f: &FieldDef) -> &'static str {
 }
 
 /// The Rust type of one value of the field (element type for repeated fields).
-fn value_type(k: Kind) -> String {
+pub(crate) fn value_type(k: Kind) -> String {
     match k {
         Kind::Int64 => "i64".into(),
         Kind::Int32 | Kind::Enum(_) => "i32".into(),

@@ -46,9 +46,10 @@ class OnnxlParseOptions(ctypes.Structure):
         ("num_threads", ctypes.c_int32),
         ("max_recursion_depth", ctypes.c_uint32),
         ("file_load_mode", ctypes.c_uint32),
-        ("no_copy", ctypes.c_bool),
-        ("skip_raw_data", ctypes.c_bool),
-        ("reserved", ctypes.c_uint8 * 2),
+        ("no_copy", ctypes.c_uint8),  # boolean byte: 0 or 1
+        ("skip_raw_data", ctypes.c_uint8),
+        ("reject_unauthenticated", ctypes.c_uint8),
+        ("reserved", ctypes.c_uint8),
         ("_room_for_later_fields", ctypes.c_uint8 * 256),
     ]
 

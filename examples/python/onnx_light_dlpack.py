@@ -179,9 +179,10 @@ class OnnxlParseOptions(ctypes.Structure):
         ("num_threads", ctypes.c_int32),
         ("max_recursion_depth", ctypes.c_uint32),
         ("file_load_mode", ctypes.c_uint32),
-        ("no_copy", ctypes.c_bool),
-        ("skip_raw_data", ctypes.c_bool),
-        ("reserved", ctypes.c_uint8 * 2),
+        ("no_copy", ctypes.c_uint8),  # boolean byte: 0 or 1
+        ("skip_raw_data", ctypes.c_uint8),
+        ("reject_unauthenticated", ctypes.c_uint8),
+        ("reserved", ctypes.c_uint8),
         ("_room", ctypes.c_uint8 * 512),
     ]
 
@@ -374,7 +375,7 @@ class Model(_Owner):
     @classmethod
     def load(cls, lib: Library, path: str | os.PathLike, no_copy: bool = False, mmap: bool = False) -> "Model":
         opts = lib.lib.onnxl_parse_options_default()
-        opts.no_copy = no_copy
+        opts.no_copy = int(no_copy)
         if mmap:
             opts.file_load_mode = ONNXL_FILE_LOAD_MODE_MMAP
         out = c_handle()

@@ -4,7 +4,8 @@
 use std::path::PathBuf;
 
 use onnx_light::external::{check_external_data, model_dir};
-use onnx_light::{ParseOptions, Result};
+use onnx_light::proto::ModelProto;
+use onnx_light::{Error, ParseOptions, Result};
 
 /// Arguments of `check`.
 #[derive(clap::Args)]
@@ -36,12 +37,16 @@ pub fn run(args: &Args) -> Result<()> {
         .unwrap_or_else(|| model_dir(&args.model));
     let mut tensors = 0usize;
     model.visit_tensors(&mut |_| tensors += 1);
-    println!(
+    outln!(
         "{}: parses ({} tensors, {} nodes in the main graph)",
         args.model.display(),
         tensors,
         model.graph().node.len()
     );
+    let basics = onnx_basics(&model);
+    for p in &basics {
+        outln!("problem: {p}");
+    }
     // Size of the checksum work, for the progress bar.
     let pre = check_external_data(&model, &dir, &opts, false, None);
     let hashed: u64 = pre.files.iter().map(|f| f.size).sum();
@@ -59,7 +64,7 @@ pub fn run(args: &Args) -> Result<()> {
     if let Some(b) = bar {
         b.finish_and_clear();
     }
-    println!(
+    outln!(
         "external data: {} tensors, {} bytes, {} file(s), {} checksum(s) verified",
         report.tensors,
         report.bytes,
@@ -68,16 +73,41 @@ pub fn run(args: &Args) -> Result<()> {
     );
     for f in &report.files {
         let enc = if f.encrypted { ", encrypted" } else { "" };
-        println!("  {} ({} bytes{enc})", f.location, f.size);
+        outln!("  {} ({} bytes{enc})", f.location, f.size);
     }
-    if report.problems.is_empty() {
-        println!("OK");
+    if report.problems.is_empty() && basics.is_empty() {
+        outln!("OK");
         return Ok(());
     }
     for p in &report.problems {
-        println!("problem: {p}");
+        outln!("problem: {p}");
     }
-    println!("{} problem(s)", report.problems.len());
+    outln!("{} problem(s)", report.problems.len() + basics.len());
     let mut problems = report.problems;
+    if let Some(first) = basics.into_iter().next() {
+        return Err(Error::InvalidArgument(format!(
+            "{}: not a usable ONNX model: {first}",
+            args.model.display()
+        )));
+    }
     Err(problems.remove(0))
+}
+
+/// What a usable ONNX model must have beyond a valid protobuf encoding (an empty file is a
+/// valid, empty `ModelProto`): an IR version, a graph, and opset imports (required from IR
+/// version 3 on).
+fn onnx_basics(m: &ModelProto) -> Vec<String> {
+    let mut problems = Vec::new();
+    match m.ir_version {
+        None | Some(0) => problems.push("ir_version is not set".to_string()),
+        Some(v) if v < 0 => problems.push(format!("ir_version {v} is negative")),
+        _ => {}
+    }
+    if m.graph.is_none() {
+        problems.push("no graph".into());
+    }
+    if m.opset_import.is_empty() && m.ir_version.is_none_or(|v| v >= 3) {
+        problems.push("no opset_import (required from IR version 3 on)".into());
+    }
+    problems
 }

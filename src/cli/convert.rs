@@ -49,7 +49,7 @@ pub struct Args {
     #[arg(long)]
     verify: bool,
     /// Threads for loading and writing (negative: all cores).
-    #[arg(long, default_value_t = -1, allow_negative_numbers = true)]
+    #[arg(long, default_value_t = -1, allow_negative_numbers = true, value_parser = crate::cli::thread_count)]
     threads: i32,
     /// Write every weight file encrypted (ONNXCRYS chunked format) with the passphrase of
     /// --key-file / --key-env; offsets in the model are plaintext offsets.
@@ -124,7 +124,7 @@ pub fn run(args: &Args) -> Result<()> {
     };
     if args.inline {
         if !blobs.is_empty() {
-            eprintln!(
+            errln!(
                 "note: {} pre-packed blob(s) dropped (they live in weight files only)",
                 blobs.len()
             );
@@ -143,7 +143,7 @@ pub fn run(args: &Args) -> Result<()> {
                 String::new()
             }
         };
-        eprintln!("wrote {} (all tensors inline{what})", args.output.display());
+        errln!("wrote {} (all tensors inline{what})", args.output.display());
         return Ok(());
     }
     let opts = SaveExternalOptions {
@@ -204,7 +204,7 @@ pub fn run(args: &Args) -> Result<()> {
     if let Some(b) = bar {
         b.finish_and_clear();
     }
-    eprintln!(
+    errln!(
         "wrote {}{}: {} tensors ({} bytes) in {} {}weight file(s)",
         args.output.display(),
         match &model_encryption {
@@ -221,9 +221,10 @@ pub fn run(args: &Args) -> Result<()> {
         }
     );
     if report.prepacked_blobs > 0 {
-        eprintln!(
+        errln!(
             "  with {} pre-packed blob(s) ({} bytes)",
-            report.prepacked_blobs, report.prepacked_bytes
+            report.prepacked_blobs,
+            report.prepacked_bytes
         );
     }
     Ok(())

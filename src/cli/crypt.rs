@@ -56,11 +56,18 @@ impl OptionalKeySource {
     }
 }
 
+/// Largest passphrase file read (a key file is small; this refuses `/dev/zero`-like surprises
+/// and mistakes such as a model given as the key).
+const MAX_KEY_FILE_BYTES: u64 = 64 << 10;
+
 /// The passphrase from `key_file` or `key_env` (zeroed when dropped).
 fn read_key(key_file: &Option<PathBuf>, key_env: &Option<String>) -> Result<Zeroizing<Vec<u8>>> {
     {
         if let Some(path) = key_file {
-            let mut key = Zeroizing::new(std::fs::read(path).map_err(|e| Error::io(path, e))?);
+            let mut key = Zeroizing::new(onnx_light::storage::read_small_regular_file(
+                path,
+                MAX_KEY_FILE_BYTES,
+            )?);
             if key.last() == Some(&b'\n') {
                 key.pop();
                 if key.last() == Some(&b'\r') {
@@ -191,7 +198,7 @@ pub fn encrypt(args: &EncryptArgs) -> Result<()> {
     } else {
         " (unauthenticated: prefer format 3)"
     };
-    println!(
+    outln!(
         "encrypted {len} bytes as {}{note}: {}",
         args.format,
         args.output.display()
@@ -203,8 +210,15 @@ pub fn encrypt(args: &EncryptArgs) -> Result<()> {
 pub fn decrypt(args: &DecryptArgs) -> Result<()> {
     let key = args.key.read()?;
     let format = crypto::detect_file_format(&args.input)?;
+    if format == EncryptionFormat::AesCbc {
+        errln!(
+            "onnx-light: warning: {} is ONNXCRY1 (AES-256-CBC), an unauthenticated format: a \
+             modified file cannot be detected; re-encrypt it with ONNXCRY3 or the chunked format",
+            args.input.display()
+        );
+    }
     let len = crypto::decrypt_file(&args.input, &args.output, &key)?;
-    println!(
+    outln!(
         "decrypted {len} bytes from {format}: {}",
         args.output.display()
     );

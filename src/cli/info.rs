@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use onnx_light::proto::{GraphProto, ModelProto, ValueInfoProto};
-use onnx_light::{ParseOptions, Result};
+use onnx_light::{Error, ParseOptions, Result};
 
 /// The sample model bundled in the binary (`samples/mlp.onnx`).
 const SAMPLE_MODEL: &[u8] = include_bytes!("../../samples/mlp.onnx");
@@ -132,14 +132,31 @@ pub fn summary(
 }
 
 /// Runs the subcommand.
-pub fn run(path: Option<&Path>, threads: i32) -> Result<()> {
+pub fn run(path: Option<&Path>, threads: i32, key: &super::crypt::OptionalKeySource) -> Result<()> {
     let opts = ParseOptions {
         num_threads: threads,
+        external_data_key: key.read()?,
         ..Default::default()
     };
     let (model, blobs, source, size) = match path {
         Some(p) => {
-            let (m, blobs) = onnx_light::load_model_with_prepacked(p, &opts)?;
+            let (m, blobs) =
+                onnx_light::load_model_with_prepacked(p, &opts).map_err(|e| match e {
+                    Error::ExternalData {
+                        reason,
+                        tensor,
+                        path,
+                    } if opts.external_data_key.is_none() && reason.contains("no passphrase") => {
+                        Error::ExternalData {
+                            reason: format!(
+                                "{reason} (give it with --key-file PATH or --key-env VAR)"
+                            ),
+                            tensor,
+                            path,
+                        }
+                    }
+                    e => e,
+                })?;
             let size = std::fs::metadata(p).map(|m| m.len()).unwrap_or(0);
             (m, blobs, p.display().to_string(), size)
         }
@@ -153,6 +170,6 @@ pub fn run(path: Option<&Path>, threads: i32) -> Result<()> {
             )
         }
     };
-    print!("{}", summary(&model, &blobs, &source, size));
+    out!("{}", summary(&model, &blobs, &source, size));
     Ok(())
 }

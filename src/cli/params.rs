@@ -64,7 +64,7 @@ pub fn run(args: &Args) -> Result<()> {
                 Some(n) => n.len(),
                 None => m.graph().initializer.len(),
             };
-            println!("wrote {count} arrays ({bytes} bytes) to {}", out.display());
+            outln!("wrote {count} arrays ({bytes} bytes) to {}", out.display());
         }
         Command::Import {
             model,
@@ -79,7 +79,7 @@ pub fn run(args: &Args) -> Result<()> {
             };
             let report = params::load_params_file_into_model(&mut m, file, &opts)?;
             onnx_light::save_model(&m, out, &SerializeOptions::default())?;
-            println!(
+            outln!(
                 "{}: {} initializers replaced, {} added; wrote {}",
                 file.display(),
                 report.replaced,
@@ -96,14 +96,14 @@ pub fn run(args: &Args) -> Result<()> {
             for t in &tensors {
                 let ty =
                     onnx_light::proto::DataType::from_i32(t.data_type()).map_or("?", |d| d.name());
-                println!(
+                outln!(
                     "{}\t{ty}\t{:?}\t{} bytes",
                     t.name(),
                     t.dims,
                     t.raw_data().len()
                 );
             }
-            println!("{} arrays", tensors.len());
+            outln!("{} arrays", tensors.len());
         }
     }
     Ok(())

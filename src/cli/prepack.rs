@@ -117,14 +117,14 @@ pub fn run(args: &Args) -> Result<()> {
                 }
             });
             let (_, blobs) = onnx_light::load_model_with_prepacked(model, &opts)?;
-            println!("pre-packed blobs: {}", blobs.len());
+            outln!("pre-packed blobs: {}", blobs.len());
             for l in listing(&blobs) {
-                println!("{l}");
+                outln!("{l}");
             }
             if !entries.is_empty() {
-                println!("entries:");
+                outln!("entries:");
                 for e in entries {
-                    println!("{e}");
+                    outln!("{e}");
                 }
             }
             Ok(())
@@ -162,7 +162,7 @@ pub fn run(args: &Args) -> Result<()> {
                 ..Default::default()
             };
             let r = onnx_light::save_model_with_prepacked(&model, &blobs, output, &sopts)?;
-            eprintln!(
+            errln!(
                 "wrote {}: {} tensors ({} bytes), {} pre-packed blob(s) ({} bytes) in {} weight \
                  file(s)",
                 output.display(),

@@ -199,7 +199,7 @@ pub fn serialize_to_vec<M: Message>(m: &M, opts: &SerializeOptions) -> Result<Ve
     }
     let mut out = Vec::new();
     out.try_reserve_exact(cap)
-        .map_err(|_| Error::LimitExceeded(format!("cannot allocate {len} bytes")))?;
+        .map_err(|_| Error::alloc_failed(len, "the serialized model"))?;
     m.encode_to(&mut out, &mut SizeCursor::new(&sizes));
     Ok(out)
 }

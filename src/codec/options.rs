@@ -3,6 +3,7 @@
 //! values they share with other options (alignment, thread counts).
 
 use crate::error::{Error, Result};
+use crate::storage::{MIN_THREAD_CAP, max_threads};
 
 /// Deepest nesting `max_recursion_depth` may allow: deeper would risk the native stack.
 pub const MAX_RECURSION_DEPTH_LIMIT: u32 = 1000;
@@ -70,7 +71,7 @@ pub struct ParseOptions {
     pub max_tensor_size_bytes: u64,
     /// Memory budget of the parsed structure besides tensor payloads (messages, strings,
     /// repeated scalars, unknown fields), enforced while parsing: 0 (default) = automatic,
-    /// 64 MiB + 64 × the input size; `u64::MAX` = no limit. See `docs/hardening.md`.
+    /// 16 MiB + 32 × the input size; `u64::MAX` = no limit. See `docs/hardening.md`.
     pub max_metadata_bytes: u64,
     /// How files are read.
     pub file_load_mode: FileLoadMode,
@@ -91,6 +92,9 @@ pub struct ParseOptions {
     /// default None: such a file is an error). Their tensors are decrypted into memory (also
     /// with `no_copy`); ranges are plaintext offsets. See `docs/encryption.md`.
     pub external_data_key: Option<crate::secret::Passphrase>,
+    /// Refuse encrypted models in a format without authentication (ONNXCRY1, whose tampering
+    /// cannot be detected) when loading them (default false: read, as the C++ library does).
+    pub reject_unauthenticated: bool,
 }
 
 impl Default for ParseOptions {
@@ -111,6 +115,7 @@ impl Default for ParseOptions {
             external_data_location: None,
             verify_external_checksums: false,
             external_data_key: None,
+            reject_unauthenticated: false,
         }
     }
 }
@@ -184,6 +189,16 @@ pub(crate) fn validate_threads(n: i32) -> Result<()> {
             reason:
                 "0 is not a thread count (1 = sequential, n > 1 = n threads, negative = all cores)"
                     .into(),
+        });
+    }
+    let cap = max_threads();
+    if n > 0 && n as usize > cap {
+        return Err(Error::InvalidOption {
+            name: "num_threads",
+            reason: format!(
+                "{n} is above the maximum {cap} (4 x the cores, at least {MIN_THREAD_CAP}; \
+                 negative = all cores)"
+            ),
         });
     }
     Ok(())

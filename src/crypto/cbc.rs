@@ -44,7 +44,7 @@ pub(crate) fn seal(passphrase: &[u8], params: &Params, buf: &mut Vec<u8>) -> Res
         let mut bigger = Vec::new();
         bigger
             .try_reserve_exact(buf.len() + pad)
-            .map_err(|_| Error::LimitExceeded(format!("cannot allocate {} bytes", buf.len())))?;
+            .map_err(|_| Error::alloc_failed(buf.len() + pad, "the encrypted data"))?;
         bigger.extend_from_slice(buf);
         buf.zeroize();
         *buf = bigger;
@@ -63,9 +63,12 @@ pub(crate) fn seal(passphrase: &[u8], params: &Params, buf: &mut Vec<u8>) -> Res
 }
 
 /// Decrypts `data` (a whole ONNXCRY1 file) in place; returns the range of the plaintext in
-/// `data`. The caller must still parse the plaintext (and report a parse failure with
-/// [`auth_error`]).
-pub(crate) fn open(passphrase: &[u8], data: &mut [u8]) -> Result<Range<usize>> {
+/// `data` and whether its padding was valid. The caller must still parse the plaintext, and
+/// report an invalid padding or a parse failure with [`auth_error`] only AFTER that parse: with
+/// an invalid padding the range strips a padding length taken from the last byte (clamped to
+/// 1 ..= 16), so both failures cost a decryption and a parse of about the whole plaintext and
+/// timing does not tell them apart (no padding oracle).
+pub(crate) fn open(passphrase: &[u8], data: &mut [u8]) -> Result<(Range<usize>, bool)> {
     if data.len() < HEADER_LEN {
         return Err(Error::Crypto(format!(
             "truncated: ONNXCRY1 data of {} bytes is shorter than its {HEADER_LEN}-byte header",
@@ -87,12 +90,13 @@ pub(crate) fn open(passphrase: &[u8], data: &mut [u8]) -> Result<Range<usize>> {
     cbc::Decryptor::<Aes256>::new(key.bytes().into(), (&iv).into())
         .decrypt_padded_mut::<NoPadding>(body)
         .map_err(|_| Error::Crypto("ONNXCRY1: ciphertext is not whole blocks".into()))?;
-    let pad = padding_len(&body[ct_len - BLOCK..]).ok_or_else(auth_error)?;
-    Ok(HEADER_LEN..data.len() - pad)
+    let (pad, valid) = padding_len(&body[ct_len - BLOCK..]);
+    Ok((HEADER_LEN..data.len() - pad, valid))
 }
 
-/// The PKCS#7 padding length of the last block, checked without branching on the data.
-fn padding_len(last: &[u8]) -> Option<usize> {
+/// The PKCS#7 padding length of the last block and whether it is valid, computed without
+/// branching on the data. An invalid padding's length is the last byte clamped to 1 ..= 16.
+fn padding_len(last: &[u8]) -> (usize, bool) {
     debug_assert_eq!(last.len(), BLOCK);
     let n = u32::from(last[BLOCK - 1]);
     // n == 0 or n > 16 is invalid.
@@ -103,11 +107,10 @@ fn padding_len(last: &[u8]) -> Option<usize> {
         let in_pad = i.wrapping_sub(n) >> 31;
         bad |= in_pad * (b ^ n);
     }
-    if std::hint::black_box(bad) == 0 {
-        Some(n as usize)
-    } else {
-        None
-    }
+    let valid = std::hint::black_box(bad) == 0;
+    // 1 ..= 16 without a data-dependent branch: (n - 1) mod 16 + 1.
+    let clamped = (n.wrapping_sub(1) & (BLOCK as u32 - 1)) + 1;
+    (clamped as usize, valid)
 }
 
 #[cfg(test)]
@@ -118,17 +121,17 @@ mod tests {
     fn padding_rules() {
         let mut b = [7u8; 16];
         b[15] = 1;
-        assert_eq!(padding_len(&b), Some(1));
-        assert_eq!(padding_len(&[16u8; 16]), Some(16));
+        assert_eq!(padding_len(&b), (1, true));
+        assert_eq!(padding_len(&[16u8; 16]), (16, true));
         let mut b = [0u8; 16];
         b[13..].copy_from_slice(&[3, 3, 3]);
-        assert_eq!(padding_len(&b), Some(3));
+        assert_eq!(padding_len(&b), (3, true));
         b[13] = 2;
-        assert_eq!(padding_len(&b), None);
-        assert_eq!(padding_len(&[0u8; 16]), None);
-        assert_eq!(padding_len(&[17u8; 16]), None);
+        assert!(!padding_len(&b).1);
+        assert!(!padding_len(&[0u8; 16]).1);
+        assert!(!padding_len(&[17u8; 16]).1);
         let mut b = [16u8; 16];
         b[0] = 15;
-        assert_eq!(padding_len(&b), None);
+        assert!(!padding_len(&b).1);
     }
 }

@@ -30,7 +30,6 @@ mod stream;
 #[doc(hidden)]
 pub mod testing;
 
-use std::fs::File;
 use std::io::{Read, Write};
 use std::path::Path;
 
@@ -147,7 +146,8 @@ pub(crate) fn encrypt_to_vec(
         ))
         .map_err(|_| too_big())?;
         let mut out = Vec::new();
-        out.try_reserve_exact(cap).map_err(|_| too_big())?;
+        out.try_reserve_exact(cap)
+            .map_err(|_| Error::alloc_failed(cap, "the encrypted data"))?;
         let mut enc =
             StreamEncryptor::with_params(out, key, opts.chunk_cipher, opts.chunk_size, params)?;
         produce(&mut enc);
@@ -164,7 +164,8 @@ pub(crate) fn encrypt_to_vec(
         .and_then(|l| l.checked_add(header + extra))
         .ok_or_else(too_big)?;
     let mut out = zeroize::Zeroizing::new(Vec::new());
-    out.try_reserve_exact(total).map_err(|_| too_big())?;
+    out.try_reserve_exact(total)
+        .map_err(|_| Error::alloc_failed(total, "the encrypted data"))?;
     out.resize(header, 0);
     produce(&mut *out);
     if out.len() as u64 != header as u64 + len {
@@ -195,16 +196,19 @@ fn seal_oneshot(
     }
 }
 
-/// Decrypts a whole one-shot file in place; returns the plaintext range.
+/// Decrypts a whole one-shot file in place; returns the plaintext range and whether the
+/// format's own check passed (always true for the authenticated formats, which fail instead;
+/// for ONNXCRY1 the padding, to be reported only after the plaintext was parsed, see
+/// [`cbc::open`]).
 fn open_oneshot(
     format: EncryptionFormat,
     key: &[u8],
     data: &mut [u8],
-) -> Result<std::ops::Range<usize>> {
+) -> Result<(std::ops::Range<usize>, bool)> {
     match format {
         EncryptionFormat::AesCbc => cbc::open(key, data),
         EncryptionFormat::ChaCha20Poly1305 | EncryptionFormat::AesGcm => {
-            aead::open(format, key, data)
+            Ok((aead::open(format, key, data)?, true))
         }
         EncryptionFormat::Chunked => Err(Error::Crypto(
             "internal: the chunked format is not one-shot".into(),
@@ -267,21 +271,21 @@ fn check_model_file(path: &Path) -> Result<()> {
     }
 }
 
-/// Decrypts `data` in any format without the ONNXCRY1 model check; returns the plaintext and
-/// the format.
-fn decrypt_any(data: &[u8], key: &[u8]) -> Result<(SecretBytes, EncryptionFormat)> {
+/// Decrypts `data` in any format without the ONNXCRY1 model check; returns the plaintext, the
+/// format and whether an ONNXCRY1 padding was valid (see [`cbc::open`]; true for the others).
+fn decrypt_any(data: &[u8], key: &[u8]) -> Result<(SecretBytes, EncryptionFormat, bool)> {
     let format = EncryptionFormat::detect(data)?;
     if format == EncryptionFormat::Chunked {
-        return Ok((stream::decrypt_slice(data, key)?, format));
+        return Ok((stream::decrypt_slice(data, key)?, format, true));
     }
     let mut buf = Vec::new();
     buf.try_reserve_exact(data.len())
-        .map_err(|_| Error::LimitExceeded(format!("cannot allocate {} bytes", data.len())))?;
+        .map_err(|_| Error::alloc_failed(data.len(), "the decrypted data"))?;
     buf.extend_from_slice(data);
     let mut secret = SecretBytes::new(buf, 0..0);
-    let range = open_oneshot(format, key, secret.buffer_mut())?;
+    let (range, padding_ok) = open_oneshot(format, key, secret.buffer_mut())?;
     secret.set_range(range);
-    Ok((secret, format))
+    Ok((secret, format, padding_ok))
 }
 
 /// Encrypts arbitrary bytes in `opts.format` (random salt and IV / nonce).
@@ -315,8 +319,9 @@ pub(crate) fn encrypt_bytes_with(
 /// dropped. For ONNXCRY1 the plaintext must also parse as a model (without unknown fields in
 /// `ModelProto` / `GraphProto`), so that a wrong key is not taken for a right one.
 pub fn decrypt_bytes(data: &[u8], key: &[u8]) -> Result<SecretBytes> {
-    let (plain, format) = decrypt_any(data, key)?;
-    if format == EncryptionFormat::AesCbc && !onnxcry1_plaintext_ok(&plain) {
+    let (plain, format, padding_ok) = decrypt_any(data, key)?;
+    // `&`, not `&&`: the plaintext is parsed whatever the padding (see `cbc::open`).
+    if format == EncryptionFormat::AesCbc && !(onnxcry1_plaintext_ok(&plain) & padding_ok) {
         return Err(cbc::auth_error());
     }
     Ok(plain)
@@ -326,7 +331,7 @@ pub fn decrypt_bytes(data: &[u8], key: &[u8]) -> Result<SecretBytes> {
 pub fn detect_file_format(path: impl AsRef<Path>) -> Result<EncryptionFormat> {
     let path = path.as_ref();
     let mut head = [0u8; format::MAGIC_LEN];
-    let mut file = File::open(path).map_err(|e| Error::io(path, e))?;
+    let (mut file, _) = crate::storage::open_regular_file(path)?;
     let mut n = 0;
     while n < head.len() {
         match file.read(&mut head[n..]) {
@@ -339,9 +344,10 @@ pub fn detect_file_format(path: impl AsRef<Path>) -> Result<EncryptionFormat> {
     EncryptionFormat::detect(&head[..n])
 }
 
-/// Reads a whole one-shot file and decrypts it in place.
-fn read_oneshot(path: &Path, key: &[u8], format: EncryptionFormat) -> Result<SecretBytes> {
-    let data = std::fs::read(path).map_err(|e| Error::io(path, e))?;
+/// Reads a whole one-shot file and decrypts it in place (with the padding validity, as
+/// [`decrypt_any`]).
+fn read_oneshot(path: &Path, key: &[u8], format: EncryptionFormat) -> Result<(SecretBytes, bool)> {
+    let data = crate::storage::read_file(path)?;
     let mut secret = SecretBytes::new(data, 0..0);
     let found = EncryptionFormat::detect(secret.buffer_mut())?;
     if found != format {
@@ -350,9 +356,9 @@ fn read_oneshot(path: &Path, key: &[u8], format: EncryptionFormat) -> Result<Sec
             path.display()
         )));
     }
-    let range = open_oneshot(format, key, secret.buffer_mut())?;
+    let (range, padding_ok) = open_oneshot(format, key, secret.buffer_mut())?;
     secret.set_range(range);
-    Ok(secret)
+    Ok((secret, padding_ok))
 }
 
 /// Encrypts the file `input` (any bytes, e.g. an external-data file) into `output`, atomically
@@ -384,7 +390,7 @@ pub(crate) fn encrypt_file_with(
     if opts.format == EncryptionFormat::AesCbc {
         check_model_file(input)?;
     }
-    let mut src = File::open(input).map_err(|e| Error::io(input, e))?;
+    let (mut src, _) = crate::storage::open_regular_file(input)?;
     let mut out = AtomicFile::create(output)?;
     let len = if opts.format == EncryptionFormat::Chunked {
         let mut enc = StreamEncryptor::with_params(
@@ -454,13 +460,14 @@ pub fn decrypt_file(input: impl AsRef<Path>, output: impl AsRef<Path>, key: &[u8
     let format = detect_file_format(input)?;
     let mut out = AtomicFile::create(output)?;
     let len = if format == EncryptionFormat::Chunked {
-        let src = File::open(input).map_err(|e| Error::io(input, e))?;
+        let (src, _) = crate::storage::open_regular_file(input)?;
         let mut dec = StreamDecryptor::new(src, key).map_err(|e| relabel_stream(e, input))?;
         dec.set_label(input);
         dec.decrypt_to(&mut out.file(), output)?
     } else {
-        let plain = read_oneshot(input, key, format)?;
-        if format == EncryptionFormat::AesCbc && !onnxcry1_plaintext_ok(&plain) {
+        let (plain, padding_ok) = read_oneshot(input, key, format)?;
+        // `&`, not `&&`: the plaintext is parsed whatever the padding (see `cbc::open`).
+        if format == EncryptionFormat::AesCbc && !(onnxcry1_plaintext_ok(&plain) & padding_ok) {
             return Err(cbc::auth_error());
         }
         out.file()

@@ -119,6 +119,7 @@ pub fn save_encrypted_model(
 fn parse_plaintext(
     plain: SecretBytes,
     format: EncryptionFormat,
+    padding_ok: bool,
     opts: &ParseOptions,
 ) -> Result<ModelProto> {
     let parsed = if opts.no_copy && !opts.skip_raw_data {
@@ -128,7 +129,8 @@ fn parse_plaintext(
     };
     match parsed {
         Err(Error::Decode(_)) if format == EncryptionFormat::AesCbc => Err(cbc::auth_error()),
-        Ok(m) if format == EncryptionFormat::AesCbc && !onnxcry1_plausible(&m) => {
+        // `&`, not `&&`: the same checks whatever the padding (see `cbc::open`).
+        Ok(m) if format == EncryptionFormat::AesCbc && !(onnxcry1_plausible(&m) & padding_ok) => {
             Err(cbc::auth_error())
         }
         other => other,
@@ -143,8 +145,9 @@ pub(crate) fn decrypt_model_from_bytes(
     opts: &ParseOptions,
 ) -> Result<ModelProto> {
     opts.validate()?;
-    let (plain, format) = decrypt_any(data, key)?;
-    parse_plaintext(plain, format, opts)
+    refuse_unauthenticated(EncryptionFormat::detect(data)?, opts)?;
+    let (plain, format, padding_ok) = decrypt_any(data, key)?;
+    parse_plaintext(plain, format, padding_ok, opts)
 }
 
 /// Decrypts and parses an encrypted model file, in any format (by its magic), without its
@@ -154,10 +157,21 @@ pub(crate) fn decrypt_model_from_bytes(
 pub(crate) fn decrypt_model(path: &Path, key: &[u8], opts: &ParseOptions) -> Result<ModelProto> {
     opts.validate()?;
     let format = detect_file_format(path)?;
-    let plain = if format == EncryptionFormat::Chunked {
-        EncryptedFile::open(path, key)?.read_all()?
+    refuse_unauthenticated(format, opts)?;
+    let (plain, padding_ok) = if format == EncryptionFormat::Chunked {
+        (EncryptedFile::open(path, key)?.read_all()?, true)
     } else {
         read_oneshot(path, key, format)?
     };
-    parse_plaintext(plain, format, opts)
+    parse_plaintext(plain, format, padding_ok, opts)
+}
+
+/// `ParseOptions::reject_unauthenticated`: ONNXCRY1 is refused before anything is decrypted.
+fn refuse_unauthenticated(format: EncryptionFormat, opts: &ParseOptions) -> Result<()> {
+    if opts.reject_unauthenticated && !format.is_authenticated() {
+        return Err(Error::Authentication(format!(
+            "{format} cannot be authenticated and the options set reject_unauthenticated"
+        )));
+    }
+    Ok(())
 }

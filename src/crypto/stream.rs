@@ -273,7 +273,7 @@ impl<W: Write> StreamEncryptor<W> {
         let key = ChunkKey::with_derived(derived, header)?;
         let mut buf = Vec::new();
         buf.try_reserve_exact(chunk_size as usize)
-            .map_err(|_| Error::LimitExceeded(format!("cannot allocate {chunk_size} bytes")))?;
+            .map_err(|_| Error::alloc_failed(chunk_size, "a chunk buffer"))?;
         buf.resize(chunk_size as usize, 0);
         let label = PathBuf::from("<encrypted stream>");
         inner
@@ -465,7 +465,7 @@ impl<R: Read> StreamDecryptor<R> {
         let mut buf = Vec::new();
         let len = (key.chunk_size + TAG_LEN).min(FIRST_READ_BYTES);
         buf.try_reserve_exact(len)
-            .map_err(|_| Error::LimitExceeded(format!("cannot allocate {len} bytes")))?;
+            .map_err(|_| Error::alloc_failed(len, "the decrypted data"))?;
         buf.resize(len, 0);
         Ok(Self {
             inner,
@@ -508,7 +508,7 @@ impl<R: Read> StreamDecryptor<R> {
             let mut bigger = Vec::new();
             bigger
                 .try_reserve_exact(to)
-                .map_err(|_| Error::LimitExceeded(format!("cannot allocate {to} bytes")))?;
+                .map_err(|_| Error::alloc_failed(to, "a chunk buffer"))?;
             bigger.extend_from_slice(&self.buf);
             bigger.resize(to, 0);
             self.buf = Zeroizing::new(bigger);
@@ -726,7 +726,7 @@ impl<S: Source> Chunked<S> {
             Error::LimitExceeded(format!("{} bytes do not fit in memory", self.len))
         })?;
         let mut out = SecretBytes::zeroed(len)
-            .ok_or_else(|| Error::LimitExceeded(format!("cannot allocate {len} bytes")))?;
+            .ok_or_else(|| Error::alloc_failed(len, "the decrypted data"))?;
         self.read_exact_at(0, out.content_mut())?;
         Ok(out)
     }
@@ -751,8 +751,7 @@ impl EncryptedFile {
     /// Opens `path` (an ONNXCRYS file) with `passphrase`.
     pub fn open(path: impl AsRef<Path>, passphrase: &[u8]) -> Result<Self> {
         let path = path.as_ref();
-        let file = File::open(path).map_err(|e| Error::io(path, e))?;
-        let len = file.metadata().map_err(|e| Error::io(path, e))?.len();
+        let (file, len) = crate::storage::open_regular_file(path)?;
         let src = FileSource {
             file,
             len,

@@ -96,7 +96,7 @@ pub fn consolidate_tensors_to_buffer(
         .ok_or_else(|| Error::LimitExceeded("tensors do not fit in one buffer".into()))?;
     let mut data: Vec<u8> = Vec::new();
     data.try_reserve_exact(len)
-        .map_err(|_| Error::LimitExceeded(format!("cannot allocate {len} bytes")))?;
+        .map_err(|_| Error::alloc_failed(len, "the consolidated buffer"))?;
     data.resize(len, 0);
     let start = data.as_ptr().align_offset(align_usize);
     let total = total as usize;

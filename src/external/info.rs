@@ -138,13 +138,19 @@ pub fn prepacked_blobs_of(
     entries: &[(String, String)],
 ) -> Result<Vec<(String, Vec<PrepackedRange>)>, String> {
     let mut out: Vec<(String, Vec<PrepackedRange>)> = Vec::new();
+    // Position of each key in `out`: a file may name hundreds of thousands of keys, so the
+    // lookup must not scan the keys seen so far.
+    let mut index: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
     for (k, v) in entries {
         let Some((key, buffers)) = parse_prepacked(v).map_err(|e| format!("'{k}': {e}"))? else {
             continue;
         };
-        match out.iter_mut().find(|(existing, _)| *existing == key) {
-            Some((_, b)) => b.extend(buffers),
-            None => out.push((key, buffers)),
+        match index.get(&key) {
+            Some(&i) => out[i].1.extend(buffers),
+            None => {
+                index.insert(key.clone(), out.len());
+                out.push((key, buffers));
+            }
         }
     }
     Ok(out)

@@ -824,8 +824,8 @@ fn fill_copy(plan: &Plan, which: &[usize], threads: usize, align: u64) -> Result
         return Ok(refs.iter().map(|_| ByteSpan::new()).collect());
     }
     let secret = refs.iter().any(|r| plan.files[r.file].info.encrypted);
-    let mut map = MmapMut::map_anon(total)
-        .map_err(|e| Error::LimitExceeded(format!("cannot allocate {total} bytes: {e}")))?;
+    let mut map =
+        MmapMut::map_anon(total).map_err(|_| Error::alloc_failed(total, "the external data"))?;
     if total >= PIECE {
         let _ = map.advise(memmap2::Advice::HugePage);
     }

@@ -17,7 +17,7 @@ use std::path::PathBuf;
 
 use super::accessors::OnnxlModelProto;
 use super::handle::{c_bytes, c_path, check_out, into_raw, try_mut, try_ref, write_out};
-use super::options::{OnnxlParseOptions, parse_options};
+use super::options::{OnnxlParseOptions, flag, parse_options};
 use super::owner::{OnnxlOwner, new_token};
 use super::panic::ffi_status;
 use super::status::{FfiError, OnnxlStatus};
@@ -54,13 +54,13 @@ pub struct OnnxlExternalDataOptions {
     /// 1 = sequential (default), n > 1 = n threads, negative = all cores; 0 is invalid.
     pub num_threads: i32,
     /// One weight file (true, default) or one file per tensor, named after the tensor.
-    pub all_tensors_to_one_file: bool,
+    pub all_tensors_to_one_file: u8,
     /// Also move node-attribute tensors (default false).
-    pub convert_attribute: bool,
+    pub convert_attribute: u8,
     /// Write the SHA-1 of each weight file as the `checksum` entry (default false).
-    pub checksum: bool,
+    pub checksum: u8,
     /// fsync every file before it replaces the old one (default true).
-    pub sync: bool,
+    pub sync: u8,
     // ---- version 2 (struct_size 96): encrypted weight files. A caller compiled with the
     // 64-byte version gets no encryption.
     /// Passphrase of the weight files (`encryption_key_len` bytes, any bytes; NULL only with
@@ -74,7 +74,7 @@ pub struct OnnxlExternalDataOptions {
     pub encryption_chunk_cipher: u32,
     /// Write every weight file encrypted (ONNXCRYS chunked format; default false). Offsets,
     /// lengths, alignment, splitting and checksums refer to the plaintext.
-    pub encrypt: bool,
+    pub encrypt: u8,
     /// Must be zero (room for later options).
     pub reserved: [u8; 7],
 }
@@ -93,13 +93,13 @@ pub struct OnnxlExternalLoadOptions {
     /// parts); NULL = the locations recorded in the model.
     pub location: *const c_char,
     /// Read the external data (default true); false keeps the references as they are.
-    pub load_external_data: bool,
+    pub load_external_data: u8,
     /// Verify the `checksum` entries (SHA-1 of each file; reads every byte). Default false.
-    pub verify_checksums: bool,
+    pub verify_checksums: u8,
     /// A passphrase for encrypted (ONNXCRYS) weight files is given in `key` / `key_len`
     /// (default false: an encrypted weight file is `ONNXL_STATUS_EXTERNAL_DATA`). Version 2
     /// (struct_size 48) only; zero in the 32-byte version 1.
-    pub has_key: bool,
+    pub has_key: u8,
     /// Must be zero (room for later options).
     pub reserved: [u8; 5],
     // ---- version 2 (struct_size 48)
@@ -134,15 +134,15 @@ pub extern "C" fn onnxl_external_data_options_default() -> OnnxlExternalDataOpti
         align_threshold: d.align_threshold,
         max_external_file_size: d.max_external_file_size,
         num_threads: d.num_threads,
-        all_tensors_to_one_file: d.all_tensors_to_one_file,
-        convert_attribute: d.convert_attribute,
-        checksum: d.checksum,
-        sync: d.sync,
+        all_tensors_to_one_file: d.all_tensors_to_one_file.into(),
+        convert_attribute: d.convert_attribute.into(),
+        checksum: d.checksum.into(),
+        sync: d.sync.into(),
         encryption_key: std::ptr::null(),
         encryption_key_len: 0,
         encryption_chunk_size: crate::crypto::DEFAULT_CHUNK_SIZE,
         encryption_chunk_cipher: super::crypto::ONNXL_CHUNK_CIPHER_AES_256_GCM,
-        encrypt: false,
+        encrypt: 0,
         reserved: [0; 7],
     }
 }
@@ -155,9 +155,9 @@ pub extern "C" fn onnxl_external_load_options_default() -> OnnxlExternalLoadOpti
         struct_size: size_of::<OnnxlExternalLoadOptions>(),
         base_dir: std::ptr::null(),
         location: std::ptr::null(),
-        load_external_data: d.load_external_data,
-        verify_checksums: d.verify_external_checksums,
-        has_key: false,
+        load_external_data: d.load_external_data.into(),
+        verify_checksums: d.verify_external_checksums.into(),
+        has_key: 0,
         reserved: [0; 5],
         key: std::ptr::null(),
         key_len: 0,
@@ -238,16 +238,22 @@ pub(crate) unsafe fn save_options(
     let opts = SaveExternalOptions {
         location,
         size_threshold: o.size_threshold,
-        all_tensors_to_one_file: o.all_tensors_to_one_file,
+        all_tensors_to_one_file: flag(
+            o.all_tensors_to_one_file,
+            "OnnxlExternalDataOptions.all_tensors_to_one_file",
+        )?,
         alignment: o.alignment,
         align_threshold: o.align_threshold,
         max_external_file_size: o.max_external_file_size,
-        convert_attribute: o.convert_attribute,
-        checksum: o.checksum,
+        convert_attribute: flag(
+            o.convert_attribute,
+            "OnnxlExternalDataOptions.convert_attribute",
+        )?,
+        checksum: flag(o.checksum, "OnnxlExternalDataOptions.checksum")?,
         num_threads: o.num_threads,
         source_dir,
-        sync: o.sync,
-        encryption: if o.encrypt {
+        sync: flag(o.sync, "OnnxlExternalDataOptions.sync")?,
+        encryption: if flag(o.encrypt, "OnnxlExternalDataOptions.encrypt")? {
             let cipher = match o.encryption_chunk_cipher {
                 super::crypto::ONNXL_CHUNK_CIPHER_AES_256_GCM => crate::crypto::ChunkCipher::AesGcm,
                 super::crypto::ONNXL_CHUNK_CIPHER_CHACHA20_POLY1305 => {
@@ -303,7 +309,8 @@ pub(crate) unsafe fn load_options(
             "OnnxlExternalLoadOptions",
         )
     }?;
-    if e.has_key && e.struct_size < size_of::<OnnxlExternalLoadOptions>() {
+    let has_key = flag(e.has_key, "OnnxlExternalLoadOptions.has_key")?;
+    if has_key && e.struct_size < size_of::<OnnxlExternalLoadOptions>() {
         return Err(FfiError::invalid(
             "OnnxlExternalLoadOptions.has_key needs the 48-byte struct (key, key_len)",
         ));
@@ -313,9 +320,15 @@ pub(crate) unsafe fn load_options(
             "OnnxlExternalLoadOptions.reserved must be zero",
         ));
     }
-    opts.load_external_data = e.load_external_data;
-    opts.verify_external_checksums = e.verify_checksums;
-    if e.has_key {
+    opts.load_external_data = flag(
+        e.load_external_data,
+        "OnnxlExternalLoadOptions.load_external_data",
+    )?;
+    opts.verify_external_checksums = flag(
+        e.verify_checksums,
+        "OnnxlExternalLoadOptions.verify_checksums",
+    )?;
+    if has_key {
         // SAFETY: `key..key+key_len` readable, NULL only with length 0 (contract).
         let key = unsafe { c_bytes(e.key, e.key_len, "OnnxlExternalLoadOptions.key") }?;
         opts.external_data_key = Some(crate::secret::Passphrase::new(key));
@@ -579,7 +592,7 @@ mod tests {
         let mut o = onnxl_external_data_options_default();
         let loc = CString::new("weights.bin").unwrap();
         o.location = loc.as_ptr();
-        o.checksum = true;
+        o.checksum = 1;
         // SAFETY: live handle, valid path and options.
         let s = unsafe { onnxl_save_model_with_external_data(handle, c(&path).as_ptr(), &o) };
         assert_eq!(s, OnnxlStatus::Ok, "{}", last_error());
@@ -599,7 +612,7 @@ mod tests {
 
         // Without loading, then after the fact with checksum verification.
         let mut e = onnxl_external_load_options_default();
-        e.load_external_data = false;
+        e.load_external_data = 0;
         let mut lazy = null_mut();
         // SAFETY: valid arguments.
         let s = unsafe {
@@ -619,7 +632,7 @@ mod tests {
             "{}",
             last_error()
         );
-        e.verify_checksums = true;
+        e.verify_checksums = 1;
         // SAFETY: valid arguments.
         let s = unsafe { onnxl_load_external_data_for_model(lazy, c(&dir).as_ptr(), null(), &e) };
         assert_eq!(s, OnnxlStatus::Ok, "{}", last_error());
@@ -705,24 +718,24 @@ mod tests {
         // Version 1 callers (the 64 / 32-byte structs): the newer fields are not read.
         let mut o = onnxl_external_data_options_default();
         o.struct_size = 64;
-        o.encrypt = true; // beyond the caller's struct: ignored
-        o.checksum = true;
+        o.encrypt = 1; // beyond the caller's struct: ignored
+        o.checksum = 1;
         // SAFETY: valid struct on the stack (larger than its struct_size).
         let v1 = unsafe { save_options(&o) }.unwrap();
         assert!(v1.checksum && v1.encryption.is_none());
         let mut e = onnxl_external_load_options_default();
         e.struct_size = 32;
-        e.verify_checksums = true;
+        e.verify_checksums = 1;
         // SAFETY: as above.
         let v1 = unsafe { load_options(null(), &e) }.unwrap();
         assert!(v1.verify_external_checksums && v1.external_data_key.is_none());
-        e.has_key = true;
+        e.has_key = 1;
         // SAFETY: as above.
         assert!(unsafe { load_options(null(), &e) }.is_err());
         // Version 2: the key and the encryption.
         let key = b"k3y";
         let mut o = onnxl_external_data_options_default();
-        o.encrypt = true;
+        o.encrypt = 1;
         o.encryption_key = key.as_ptr();
         o.encryption_key_len = key.len();
         o.encryption_chunk_size = 128;
@@ -749,7 +762,7 @@ mod tests {
         // SAFETY: as above.
         assert!(unsafe { save_options(&o) }.is_err());
         let mut e = onnxl_external_load_options_default();
-        e.has_key = true;
+        e.has_key = 1;
         e.key = key.as_ptr();
         e.key_len = key.len();
         // SAFETY: as above.

@@ -52,15 +52,20 @@ pub struct OnnxlParseOptions {
     /// Borrow tensor payloads from the input instead of copying them (default false). From a
     /// file or mapped stream the payloads keep the input alive through owner tokens; from caller
     /// bytes they borrow WITHOUT an owner: the caller keeps the bytes alive while the message is
-    /// used.
-    pub no_copy: bool,
-    /// Keep the structure, drop payloads of at least `raw_data_threshold` bytes (default false).
-    pub skip_raw_data: bool,
+    /// used. A boolean byte: 0 or 1, any other value is `ONNXL_STATUS_INVALID_ARGUMENT`.
+    pub no_copy: u8,
+    /// Keep the structure, drop payloads of at least `raw_data_threshold` bytes (default 0).
+    /// 0 or 1.
+    pub skip_raw_data: u8,
+    /// Refuse encrypted models in a format without authentication (ONNXCRY1) on load
+    /// (`ONNXL_STATUS_AUTHENTICATION`); default 0. 0 or 1. (A former reserved byte: callers that
+    /// zeroed it keep the old behaviour.)
+    pub reject_unauthenticated: u8,
     /// Must be zero (room for later options).
-    pub reserved: [u8; 2],
+    pub reserved: u8,
     /// (Since struct size 64.) Memory budget of the parsed structure besides tensor payloads,
     /// enforced while parsing (`ONNXL_STATUS_LIMIT_EXCEEDED` past it): 0 (default) = automatic,
-    /// 64 MiB + 64 × the input size; `UINT64_MAX` = no limit.
+    /// 16 MiB + 32 × the input size; `UINT64_MAX` = no limit.
     pub max_metadata_bytes: u64,
 }
 
@@ -103,9 +108,10 @@ pub extern "C" fn onnxl_parse_options_default() -> OnnxlParseOptions {
         num_threads: d.num_threads,
         max_recursion_depth: d.max_recursion_depth,
         file_load_mode: OnnxlFileLoadMode::Auto as u32,
-        no_copy: d.no_copy,
-        skip_raw_data: d.skip_raw_data,
-        reserved: [0; 2],
+        no_copy: d.no_copy.into(),
+        skip_raw_data: d.skip_raw_data.into(),
+        reject_unauthenticated: d.reject_unauthenticated.into(),
+        reserved: 0,
         max_metadata_bytes: d.max_metadata_bytes,
     }
 }
@@ -121,6 +127,35 @@ pub extern "C" fn onnxl_serialize_options_default() -> OnnxlSerializeOptions {
         max_serialized_size_bytes: d.max_serialized_size_bytes,
         num_threads: d.num_threads,
         reserved: 0,
+    }
+}
+
+/// The most threads a `num_threads` field may ask for: 4 × the cores the OS reports, at least
+/// 16. A larger value is `ONNXL_STATUS_INVALID_ARGUMENT` (negative values still mean "all
+/// cores").
+#[unsafe(no_mangle)]
+pub extern "C" fn onnxl_max_threads() -> u32 {
+    u32::try_from(crate::storage::max_threads()).unwrap_or(u32::MAX)
+}
+
+/// Drops the worker thread pools kept between operations (at most two, of the last two thread
+/// counts used): their threads exit once the operations still running on them are done. Call it
+/// when the host is done with parallel loads and saves and wants no library thread left; later
+/// operations start pools again as needed. Thread safety: callable from any thread at any time.
+#[unsafe(no_mangle)]
+pub extern "C" fn onnxl_release_thread_pools() {
+    let _ = std::panic::catch_unwind(crate::storage::release_thread_pools);
+}
+
+/// A boolean field of an options struct, declared `uint8_t` so that any byte a C caller stores
+/// is a valid value to read: 0 or 1, anything else is `INVALID_ARGUMENT` naming `field`.
+pub(crate) fn flag(v: u8, field: &str) -> Result<bool, FfiError> {
+    match v {
+        0 => Ok(false),
+        1 => Ok(true),
+        _ => Err(FfiError::invalid(format!(
+            "{field} is {v}: a boolean field must be 0 or 1"
+        ))),
     }
 }
 
@@ -166,7 +201,7 @@ pub(crate) unsafe fn parse_options(p: *const OnnxlParseOptions) -> Result<ParseO
         );
     }
     let o = &current;
-    if o.reserved != [0; 2] {
+    if o.reserved != 0 {
         return Err(FfiError::invalid("OnnxlParseOptions.reserved must be zero"));
     }
     let mode = check_enum(
@@ -183,10 +218,14 @@ pub(crate) unsafe fn parse_options(p: *const OnnxlParseOptions) -> Result<ParseO
     let opts = ParseOptions {
         raw_data_threshold: o.raw_data_threshold,
         alignment: o.alignment,
-        no_copy: o.no_copy,
+        no_copy: flag(o.no_copy, "OnnxlParseOptions.no_copy")?,
         num_threads: o.num_threads,
         min_parallel_block_size: o.min_parallel_block_size,
-        skip_raw_data: o.skip_raw_data,
+        skip_raw_data: flag(o.skip_raw_data, "OnnxlParseOptions.skip_raw_data")?,
+        reject_unauthenticated: flag(
+            o.reject_unauthenticated,
+            "OnnxlParseOptions.reject_unauthenticated",
+        )?,
         max_recursion_depth: o.max_recursion_depth,
         max_tensor_size_bytes: o.max_tensor_size_bytes,
         max_metadata_bytes: o.max_metadata_bytes,
@@ -287,7 +326,7 @@ mod tests {
                 OnnxlStatus::InvalidArgument
             );
             p = onnxl_parse_options_default();
-            p.reserved[1] = 1;
+            p.reserved = 1;
             assert_eq!(
                 parse_options(&p).unwrap_err().status,
                 OnnxlStatus::InvalidArgument
@@ -300,7 +339,7 @@ mod tests {
             );
             p = onnxl_parse_options_default();
             p.file_load_mode = OnnxlFileLoadMode::Mmap as u32;
-            p.no_copy = true;
+            p.no_copy = 1;
             let o = parse_options(&p).unwrap();
             assert_eq!((o.file_load_mode, o.no_copy), (FileLoadMode::Mmap, true));
         }

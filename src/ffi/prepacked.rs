@@ -510,7 +510,7 @@ mod tests {
         );
         let (w, k) = (CString::new("W").unwrap(), CString::new("k").unwrap());
         let mut e = onnxl_external_load_options_default();
-        e.load_external_data = false;
+        e.load_external_data = 0;
         let mut lazy = null_mut();
         // SAFETY: valid arguments, writable out-pointers, handles freed once.
         unsafe {

@@ -133,6 +133,7 @@ pub(crate) fn status_of(e: &Error) -> OnnxlStatus {
         Error::Io { .. } => OnnxlStatus::Io,
         Error::InvalidOption { .. } | Error::InvalidArgument(_) => OnnxlStatus::InvalidArgument,
         Error::LimitExceeded(_) => OnnxlStatus::LimitExceeded,
+        Error::OutOfMemory(_) => OnnxlStatus::OutOfMemory,
         Error::Unsupported(_) => OnnxlStatus::Unsupported,
         Error::ExternalData { .. } => OnnxlStatus::ExternalData,
         Error::PathRefused { .. } => OnnxlStatus::PathRefused,
@@ -296,6 +297,10 @@ mod tests {
         assert_eq!(
             status_of(&Error::LimitExceeded("x".into())),
             OnnxlStatus::LimitExceeded
+        );
+        assert_eq!(
+            status_of(&Error::alloc_failed(10, "x")),
+            OnnxlStatus::OutOfMemory
         );
         assert_eq!(
             status_of(&Error::Unsupported("x".into())),

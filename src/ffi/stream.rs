@@ -711,7 +711,7 @@ mod tests {
         let model = into_raw::<OnnxlModelProto>(sample());
         let tensor = into_raw::<OnnxlTensorProto>(TensorProto::new());
         let mut opts = super::super::options::onnxl_parse_options_default();
-        opts.no_copy = true;
+        opts.no_copy = 1;
         // SAFETY: valid arguments throughout.
         unsafe {
             assert_eq!(onnxl_stream_new_memory(&mut s), OnnxlStatus::Ok);

@@ -216,7 +216,7 @@ fn owner_outlives_the_model() {
     ] {
         let mut opts = onnxl_parse_options_default();
         opts.file_load_mode = mode as u32;
-        opts.no_copy = no_copy;
+        opts.no_copy = no_copy.into();
         opts.raw_data_threshold = 0;
         let m = load(Some(&opts));
         // SAFETY: handles are used while live; the owner token after the model is freed is the
@@ -255,7 +255,7 @@ fn owner_outlives_the_model() {
 fn no_copy_from_caller_bytes_borrows_without_owner() {
     let bytes = sample_bytes();
     let mut opts = onnxl_parse_options_default();
-    opts.no_copy = true;
+    opts.no_copy = 1;
     opts.raw_data_threshold = 0;
     let mut m = null_mut();
     // SAFETY: `bytes` outlives the model.
@@ -597,7 +597,7 @@ fn model_with_weights_stream_writes_and_reads_the_pair() {
 
         // Reading the pair back (no_copy: tensors borrow the mapped weights file).
         let mut opts = onnxl_parse_options_default();
-        opts.no_copy = true;
+        opts.no_copy = 1;
         let back = onnxl_model_proto_new();
         assert_eq!(
             onnxl_parse_proto_from_stream(back, s, &opts),

@@ -7,6 +7,7 @@ mod threads;
 
 pub(crate) use positional::{read_exact_at, write_all_at};
 pub(crate) use threads::thread_pool;
+pub use threads::{MIN_THREAD_CAP, max_threads, release_thread_pools};
 
 use std::fs::{self, File};
 use std::io::{self, Write};
@@ -32,11 +33,129 @@ impl AsRef<[u8]> for MappedFile {
     }
 }
 
+/// What a path names when it is not a regular file, in words for error messages (`None` for a
+/// regular file).
+#[cfg(unix)]
+fn non_regular_kind(ft: fs::FileType) -> Option<&'static str> {
+    use std::os::unix::fs::FileTypeExt;
+    if ft.is_file() {
+        None
+    } else if ft.is_dir() {
+        Some("a directory")
+    } else if ft.is_char_device() {
+        Some("a character device")
+    } else if ft.is_block_device() {
+        Some("a block device")
+    } else if ft.is_fifo() {
+        Some("a FIFO")
+    } else if ft.is_socket() {
+        Some("a socket")
+    } else {
+        Some("not a file")
+    }
+}
+
+#[cfg(not(unix))]
+fn non_regular_kind(ft: fs::FileType) -> Option<&'static str> {
+    if ft.is_file() {
+        None
+    } else if ft.is_dir() {
+        Some("a directory")
+    } else {
+        Some("not a file")
+    }
+}
+
+/// A file of a pseudo file system whose size says nothing about its content (procfs, sysfs).
+#[cfg(target_os = "linux")]
+fn pseudo_file_system(file: &File) -> Option<&'static str> {
+    use std::os::fd::AsRawFd;
+    const PROC_SUPER_MAGIC: i64 = 0x9fa0;
+    const SYSFS_MAGIC: i64 = 0x6265_6572;
+    // SAFETY: `statfs` is plain data; zeroed is a valid value and `fstatfs` only writes it.
+    let mut st: libc::statfs = unsafe { std::mem::zeroed() };
+    // SAFETY: a valid open descriptor and a valid out-pointer.
+    if unsafe { libc::fstatfs(file.as_raw_fd(), &mut st) } != 0 {
+        return None;
+    }
+    #[allow(clippy::unnecessary_cast)] // f_type's width differs between targets
+    match st.f_type as i64 {
+        PROC_SUPER_MAGIC => Some("a procfs file"),
+        SYSFS_MAGIC => Some("a sysfs file"),
+        _ => None,
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn pseudo_file_system(_: &File) -> Option<&'static str> {
+    None
+}
+
+fn not_regular(path: &Path, kind: &str) -> Error {
+    Error::io(
+        path,
+        io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("{kind}, not a regular file"),
+        ),
+    )
+}
+
+/// Opens `path` for reading when it is a regular file (symbolic links followed), and returns it
+/// with its size. Devices (`/dev/zero`), FIFOs, sockets, directories and procfs/sysfs files
+/// (whose size is 0 whatever they hold) are refused with an error naming their kind, without
+/// reading them and without blocking (a FIFO is opened non-blocking).
+pub fn open_regular_file(path: &Path) -> Result<(File, u64)> {
+    let meta = fs::metadata(path).map_err(|e| Error::io(path, e))?;
+    if let Some(kind) = non_regular_kind(meta.file_type()) {
+        return Err(not_regular(path, kind));
+    }
+    let mut options = fs::OpenOptions::new();
+    options.read(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        // Swapped for a FIFO after the check above, the open still does not block.
+        options.custom_flags(libc::O_NONBLOCK);
+    }
+    let file = options.open(path).map_err(|e| Error::io(path, e))?;
+    let meta = file.metadata().map_err(|e| Error::io(path, e))?;
+    if let Some(kind) = non_regular_kind(meta.file_type()).or_else(|| pseudo_file_system(&file)) {
+        return Err(not_regular(path, kind));
+    }
+    Ok((file, meta.len()))
+}
+
+/// Reads the regular file `path` whole (see [`open_regular_file`]), refusing one larger than
+/// `max_len` bytes before reading it (for small files such as passphrases).
+pub fn read_small_regular_file(path: &Path, max_len: u64) -> Result<Vec<u8>> {
+    use std::io::Read;
+    let (file, len) = open_regular_file(path)?;
+    if len > max_len {
+        return Err(Error::io(
+            path,
+            io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("{len} bytes: larger than the {max_len} bytes allowed"),
+            ),
+        ));
+    }
+    let mut out = Vec::with_capacity(len as usize);
+    // `take`: a file that grows while it is read is cut at the limit, then refused below.
+    file.take(max_len + 1)
+        .read_to_end(&mut out)
+        .map_err(|e| Error::io(path, e))?;
+    if out.len() as u64 > max_len {
+        return Err(not_regular(path, "a file larger than allowed"));
+    }
+    Ok(out)
+}
+
 impl MappedFile {
-    /// Maps `path` read-only (an empty file maps to an empty slice).
+    /// Maps `path` read-only (an empty file maps to an empty slice). Only regular files are
+    /// accepted (see [`open_regular_file`]).
     pub fn open(path: &Path) -> Result<Arc<Self>> {
-        let file = File::open(path).map_err(|e| Error::io(path, e))?;
-        let len = file.metadata().map_err(|e| Error::io(path, e))?.len();
+        let (file, len) = open_regular_file(path)?;
         if len == 0 {
             return Ok(Arc::new(Self { map: None }));
         }
@@ -44,7 +163,10 @@ impl MappedFile {
         // files it has mapped (saves go to a temporary file that is renamed over the old one).
         // Another process truncating the file while it is mapped is outside this contract and is
         // documented (SIGBUS), as for every mmap-based loader.
-        let map = unsafe { Mmap::map(&file) }.map_err(|e| Error::io(path, e))?;
+        let map = unsafe { Mmap::map(&file) }.map_err(|e| match e.kind() {
+            io::ErrorKind::OutOfMemory => Error::alloc_failed(len, "a map of the file"),
+            _ => Error::io(path, e),
+        })?;
         Ok(Arc::new(Self { map: Some(map) }))
     }
 
@@ -67,9 +189,15 @@ impl MappedFile {
     }
 }
 
-/// Reads a whole file into memory.
+/// Reads a whole regular file into memory (see [`open_regular_file`]); a buffer that cannot be
+/// allocated is [`Error::OutOfMemory`].
 pub fn read_file(path: &Path) -> Result<Vec<u8>> {
-    fs::read(path).map_err(|e| Error::io(path, e))
+    use std::io::Read;
+    let (mut file, len) = open_regular_file(path)?;
+    let len = usize::try_from(len).map_err(|_| Error::alloc_failed(len, "the file"))?;
+    let mut out = crate::error::try_vec_with_capacity(len, "the file")?;
+    file.read_to_end(&mut out).map_err(|e| Error::io(path, e))?;
+    Ok(out)
 }
 
 /// A [`Sink`] over any `Write`, keeping the first error and counting bytes.
@@ -296,7 +424,7 @@ impl Arena {
         let source = MappedFile::open(path)?;
         let src = source.bytes();
         let mut arena = Self::new(src.len())
-            .map_err(|e| Error::LimitExceeded(format!("cannot allocate: {e}")))?;
+            .map_err(|_| Error::alloc_failed(src.len(), "a copy of the file"))?;
         arena
             .fill(threads, |offset, piece| {
                 let start = offset as usize;
@@ -321,7 +449,7 @@ impl Arena {
             }));
         }
         let mut arena = Self::new(bytes.len())
-            .map_err(|e| Error::LimitExceeded(format!("cannot allocate: {e}")))?;
+            .map_err(|_| Error::alloc_failed(bytes.len(), "a copy of the input"))?;
         arena
             .fill(threads, |offset, piece| {
                 piece.copy_from_slice(&bytes[offset as usize..offset as usize + piece.len()]);

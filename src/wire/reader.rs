@@ -73,9 +73,9 @@ impl DecodeConfig {
 }
 
 /// Automatic metadata budget: this much ...
-pub const AUTO_METADATA_BASE_BYTES: u64 = 64 << 20;
+pub const AUTO_METADATA_BASE_BYTES: u64 = 16 << 20;
 /// ... plus this many bytes per input byte.
-pub const AUTO_METADATA_BYTES_PER_INPUT_BYTE: u64 = 64;
+pub const AUTO_METADATA_BYTES_PER_INPUT_BYTE: u64 = 32;
 
 /// The metadata budget of a decode of `input_len` bytes: `max_metadata_bytes` when set, else
 /// [`AUTO_METADATA_BASE_BYTES`] + [`AUTO_METADATA_BYTES_PER_INPUT_BYTE`] × `input_len`.

@@ -106,3 +106,24 @@ pub fn peak_of<T>(f: impl FnOnce() -> T) -> (T, usize) {
     let out = f();
     (out, PEAK.load(Ordering::Relaxed).saturating_sub(base))
 }
+
+/// `inner` as field `field` (wire type LEN) of a message: tag, length, bytes.
+pub fn wrap(field: u32, inner: &[u8]) -> Vec<u8> {
+    let mut b = Vec::new();
+    onnx_light::wire::put_varint(&mut b, onnx_light::wire::tag(field, 2) as u64);
+    onnx_light::wire::put_varint(&mut b, inner.len() as u64);
+    b.extend_from_slice(inner);
+    b
+}
+
+/// The shortest of `n` runs of `f` (for time ratios, not durations).
+pub fn best_of(n: usize, mut f: impl FnMut()) -> std::time::Duration {
+    (0..n)
+        .map(|_| {
+            let t = std::time::Instant::now();
+            f();
+            t.elapsed()
+        })
+        .min()
+        .unwrap()
+}

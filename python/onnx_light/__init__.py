@@ -1,0 +1,422 @@
+"""onnx_light: load and save ONNX models fast, without protobuf.
+
+Messages are views into a Rust model (nothing is copied into Python objects at load); tensors
+give zero-copy NumPy arrays (``numpy_helper.to_array``); load, save, serialize and conversions run
+without the GIL. Names follow the ``onnx`` package: ``load``, ``save``, ``ModelProto``,
+``TensorProto.FLOAT``, ``numpy_helper``. See docs/python.md.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import IO, Any, Optional, Union
+
+from . import _native
+from ._native import (  # noqa: F401
+    AttributeProto,
+    DecodeError,
+    DeviceConfigurationProto,
+    EncryptionError,
+    EnumTypeWrapper,
+    ExternalDataError,
+    FunctionProto,
+    GraphProto,
+    IntIntListEntryProto,
+    InvalidArgumentError,
+    LimitExceededError,
+    MapProto,
+    Message,
+    ModelProto,
+    NodeDeviceConfigurationProto,
+    NodeProto,
+    OperatorSetIdProto,
+    OptionalProto,
+    ParamsError,
+    PathRefusedError,
+    RepeatedCompositeContainer,
+    RepeatedScalarContainer,
+    SequenceProto,
+    ShardedDimProto,
+    ShardingSpecProto,
+    SimpleShardedDimProto,
+    SparseTensorProto,
+    StringStringEntryProto,
+    TensorAnnotation,
+    TensorProto,
+    TensorShapeProto,
+    TrainingInfoProto,
+    TypeProto,
+    UnsupportedError,
+    ValueInfoProto,
+    WrongKeyError,
+)
+
+__version__ = "0.1.0"
+
+PathLike = Union[str, "os.PathLike[str]"]
+
+
+def _key_bytes(key: Any) -> Optional[bytes]:
+    if key is None:
+        return None
+    if isinstance(key, str):
+        return key.encode("utf-8")
+    return bytes(key)
+
+
+def load(
+    f: Union[PathLike, bytes, IO[bytes]],
+    *,
+    load_external_data: bool = True,
+    base_dir: Optional[PathLike] = None,
+    no_copy: bool = False,
+    num_threads: Optional[int] = None,
+    key: Any = None,
+) -> ModelProto:
+    """Loads a model from a path, bytes, or a binary file object (``onnx.load``).
+
+    Args:
+        f: a path, the model's bytes, or a file object opened for binary reading.
+        load_external_data: read the tensors stored in external files (resolved against
+            ``base_dir``, else the model's directory).
+        base_dir: directory of the external data.
+        no_copy: tensors borrow from a memory map of the file (or from the ``bytes`` object)
+            instead of being copied; the map stays alive while any tensor or array uses it.
+        num_threads: threads for copying and parsing (default: all cores).
+        key: passphrase (str or bytes) of an encrypted model.
+    """
+    opts = dict(load_external_data=load_external_data, base_dir=base_dir, no_copy=no_copy,
+                num_threads=num_threads, key=key)
+    if isinstance(f, (bytes, bytearray, memoryview)):
+        return load_from_string(f, **opts)
+    if isinstance(f, (str, os.PathLike)):
+        return _native.load_path(os.fspath(f), **_native_opts(**opts))
+    if base_dir is None and isinstance(getattr(f, "name", None), str):
+        opts["base_dir"] = os.path.dirname(os.path.abspath(f.name))
+    return load_from_string(f.read(), **opts)
+
+
+def _native_opts(load_external_data, base_dir, no_copy, num_threads, key) -> dict:
+    return dict(
+        no_copy=no_copy,
+        num_threads=num_threads,
+        load_external_data=load_external_data,
+        base_dir=os.fspath(base_dir) if base_dir is not None else None,
+        key=_key_bytes(key),
+    )
+
+
+load_model = load
+
+
+def load_from_string(
+    s: bytes,
+    *,
+    load_external_data: bool = True,
+    base_dir: Optional[PathLike] = None,
+    no_copy: bool = False,
+    num_threads: Optional[int] = None,
+    key: Any = None,
+) -> ModelProto:
+    """Parses a model from bytes (``onnx.load_from_string``); see :func:`load`."""
+    return _native.load_bytes(s, **_native_opts(load_external_data, base_dir, no_copy, num_threads, key))
+
+
+load_model_from_string = load_from_string
+
+
+def load_tensor(f: Union[PathLike, IO[bytes]]) -> TensorProto:
+    """Loads a serialized TensorProto from a path or a file object (``onnx.load_tensor``)."""
+    if isinstance(f, (str, os.PathLike)):
+        with open(f, "rb") as fh:
+            data = fh.read()
+    else:
+        data = f.read()
+    return load_tensor_from_string(data)
+
+
+def load_tensor_from_string(s: bytes) -> TensorProto:
+    """Parses a serialized TensorProto (``onnx.load_tensor_from_string``)."""
+    return _native.load_bytes(s, cls=TensorProto)
+
+
+def save(
+    model: ModelProto,
+    f: Union[PathLike, IO[bytes]],
+    *,
+    save_as_external_data: bool = False,
+    all_tensors_to_one_file: bool = True,
+    location: Optional[str] = None,
+    size_threshold: int = 1024,
+    convert_attribute: bool = False,
+    max_file_size: Optional[int] = None,
+    alignment: Optional[int] = None,
+    checksum: bool = False,
+    key: Any = None,
+    num_threads: Optional[int] = None,
+) -> None:
+    """Saves a model (``onnx.save``), atomically when ``f`` is a path.
+
+    With ``save_as_external_data``, tensors of at least ``size_threshold`` bytes go to weight
+    files beside the model (``location``, default: the model file name + ``.data``; one file per
+    tensor when ``all_tensors_to_one_file`` is false; a new part ``LOCATION.1``, ... when a file
+    would exceed ``max_file_size``; offsets aligned to ``alignment``; SHA-1 ``checksum``
+    entries). The model object is not modified. ``key`` encrypts the model (and its weight files).
+    """
+    key = _key_bytes(key)
+    if not isinstance(f, (str, os.PathLike)):
+        if save_as_external_data:
+            raise ValueError("save_as_external_data needs a path, not a file object")
+        f.write(_native.serialize(model, key=key, num_threads=num_threads))
+        return
+    external = None
+    if save_as_external_data:
+        external = dict(
+            location=location,
+            size_threshold=size_threshold,
+            all_tensors_to_one_file=all_tensors_to_one_file,
+            convert_attribute=convert_attribute,
+            max_file_size=max_file_size,
+            alignment=alignment,
+            checksum=checksum,
+        )
+    _native.save_path(model, os.fspath(f), external=external, key=key, num_threads=num_threads)
+
+
+save_model = save
+
+
+def save_tensor(tensor: TensorProto, f: Union[PathLike, IO[bytes]]) -> None:
+    """Saves a serialized TensorProto to a path or a file object (``onnx.save_tensor``)."""
+    data = tensor.SerializeToString()
+    if isinstance(f, (str, os.PathLike)):
+        with open(f, "wb") as fh:
+            fh.write(data)
+    else:
+        f.write(data)
+
+
+# ---- NumPy, DLPack and onnx interoperability
+
+from . import numpy_helper  # noqa: E402
+
+
+def _tensor_dlpack(self: TensorProto, *, stream: Any = None, max_version: Any = None,
+                   dl_device: Any = None, copy: Optional[bool] = None) -> Any:
+    """DLPack capsule of the tensor (zero-copy and read-only for ``raw_data``)."""
+    if dl_device is not None and tuple(dl_device) != (1, 0):
+        raise BufferError("onnx_light tensors live on the CPU")
+    return _native.tensor_dlpack(self, max_version=max_version, copy=copy)
+
+
+def _tensor_dlpack_device(self: TensorProto) -> tuple:
+    return (1, 0)
+
+
+TensorProto.__dlpack__ = _tensor_dlpack
+TensorProto.__dlpack_device__ = _tensor_dlpack_device
+
+
+# ---- thin wrappers of the library's operations
+
+def load_external_data_for_model(model: ModelProto, base_dir: PathLike, *, no_copy: bool = False,
+                                 verify_checksums: bool = False) -> int:
+    """Reads the external data of ``model`` into it, in place (``onnx.load_external_data_for_model``).
+
+    Locations obey the library's path rules (no absolute paths, no ``..``, no links out of
+    ``base_dir``); ranges are checked against the files. Returns the number of tensors loaded.
+    """
+    return _native.load_external_data_for_model(
+        model, os.fspath(base_dir), no_copy=no_copy, verify_checksums=verify_checksums
+    )
+
+
+def check_external_data(model: ModelProto, base_dir: PathLike, *, verify_checksums: bool = False) -> dict:
+    """Checks every external reference without loading anything; returns a report dict with
+    ``tensors``, ``bytes``, ``files``, ``checksums_verified`` and ``problems`` (messages)."""
+    return _native.check_external_data(model, os.fspath(base_dir), verify_checksums=verify_checksums)
+
+
+def consolidate_tensors(model: ModelProto, *, threshold: int = 0, alignment: int = 64) -> int:
+    """Moves every tensor payload of at least ``threshold`` bytes into one buffer, at
+    ``alignment``-aligned offsets; returns the buffer's size."""
+    return _native.consolidate_tensors(model, threshold=threshold, alignment=alignment)
+
+
+def encrypt_file(input: PathLike, output: PathLike, key: Any) -> int:
+    """Encrypts a file (e.g. an .onnx or a weight file) with a passphrase."""
+    return _native.encrypt_file(os.fspath(input), os.fspath(output), _key_bytes(key))
+
+
+def decrypt_file(input: PathLike, output: PathLike, key: Any) -> int:
+    """Decrypts a file encrypted by onnx_light; raises ``WrongKeyError`` for a wrong key."""
+    return _native.decrypt_file(os.fspath(input), os.fspath(output), _key_bytes(key))
+
+
+def load_params(f: Union[PathLike, bytes]) -> list:
+    """The tensors of a TVM/CVM parameter dictionary (a path or its bytes)."""
+    if isinstance(f, (str, os.PathLike)):
+        with open(f, "rb") as fh:
+            f = fh.read()
+    return _native.load_params(f)
+
+
+def save_params(model: ModelProto, names: Optional[list] = None) -> bytes:
+    """The initializers of ``model`` (all, or those named) as a parameter dictionary."""
+    return _native.save_params(model, names)
+
+
+def load_with_prepacked(path: PathLike, *, no_copy: bool = False) -> tuple:
+    """Loads a model and the ONNX Runtime pre-packed blobs of its weight files: returns
+    ``(model, {(initializer, key): [numpy uint8 array, ...]})`` (arrays are zero-copy)."""
+    import numpy as np
+
+    model, blobs = _native.load_with_prepacked(os.fspath(path), no_copy=no_copy)
+    return model, {(i, k): [np.asarray(b) if len(b) else np.zeros(0, np.uint8) for b in bufs]
+                   for i, k, bufs in blobs}
+
+
+# ---- the onnx package
+
+_PROTOBUF_LIMIT = 2**31 - 1
+_MARK = "onnx_light:"
+
+
+def _marked_tensors(proto: Any) -> list:
+    from onnx.external_data_helper import _get_all_tensors
+
+    out = []
+    for t in _get_all_tensors(proto):
+        if len(t.external_data) == 1 and t.external_data[0].value.startswith(_MARK):
+            out.append((int(t.external_data[0].value[len(_MARK):]), t))
+    return out
+
+
+def to_onnx(model: ModelProto, *, _limit: int = _PROTOBUF_LIMIT) -> Any:
+    """The model as an ``onnx.ModelProto`` (needs the onnx package).
+
+    Models over 2 GB (which protobuf cannot parse) are handed over without their large
+    payloads, which are then set tensor by tensor, so any size works.
+    """
+    import onnx
+
+    if model.ByteSize() <= _limit:
+        return onnx.ModelProto.FromString(model.SerializeToString())
+    import numpy as np
+
+    data, buffers = _native.split_large_payloads(model, 1024)
+    proto = onnx.ModelProto.FromString(data)
+    for i, t in _marked_tensors(proto):
+        del t.external_data[:]
+        t.ClearField("data_location")
+        t.raw_data = np.asarray(buffers[i]).tobytes()
+    return proto
+
+
+def from_onnx(proto: Any, *, _limit: int = _PROTOBUF_LIMIT) -> ModelProto:
+    """An ``onnx.ModelProto`` as an onnx_light model (a copy); models over 2 GB work too."""
+    if proto.ByteSize() <= _limit:
+        return load_from_string(proto.SerializeToString(), load_external_data=False)
+    from onnx.external_data_helper import _get_all_tensors
+
+    moved = []
+    for t in _get_all_tensors(proto):
+        if t.HasField("raw_data") and len(t.raw_data) >= 1024:
+            raw = t.raw_data
+            location = t.data_location if t.HasField("data_location") else None
+            t.ClearField("raw_data")
+            t.data_location = TensorProto.EXTERNAL
+            t.external_data.add(key="location", value=f"{_MARK}{len(moved)}")
+            moved.append((t, raw, location))
+    try:
+        ours = load_from_string(proto.SerializeToString(), load_external_data=False)
+    finally:
+        for t, raw, location in moved:
+            del t.external_data[-1]
+            if location is None:
+                t.ClearField("data_location")
+            else:
+                t.data_location = location
+            t.raw_data = raw
+    from . import numpy_helper as _nh  # noqa: F401
+
+    for t in _iter_tensors(ours):
+        if len(t.external_data) == 1 and t.external_data[0].value.startswith(_MARK):
+            i = int(t.external_data[0].value[len(_MARK):])
+            del t.external_data[:]
+            t.ClearField("data_location")
+            if moved[i][2] is not None:
+                t.data_location = moved[i][2]
+            t.raw_data = moved[i][1]
+    return ours
+
+
+def _iter_tensors(model: ModelProto):
+    """Every tensor of a model: initializers, sparse initializers, attributes, subgraphs,
+    functions, training graphs."""
+
+    def graph(g):
+        yield from g.initializer
+        for s in g.sparse_initializer:
+            yield s.values
+            yield s.indices
+        for n in g.node:
+            yield from node(n)
+
+    def node(n):
+        for a in n.attribute:
+            if a.HasField("t"):
+                yield a.t
+            yield from a.tensors
+            if a.HasField("g"):
+                yield from graph(a.g)
+            for g in a.graphs:
+                yield from graph(g)
+            if a.HasField("sparse_tensor"):
+                yield a.sparse_tensor.values
+                yield a.sparse_tensor.indices
+            for s in a.sparse_tensors:
+                yield s.values
+                yield s.indices
+
+    if model.HasField("graph"):
+        yield from graph(model.graph)
+    for f in model.functions:
+        for n in f.node:
+            yield from node(n)
+    for ti in model.training_info:
+        if ti.HasField("initialization"):
+            yield from graph(ti.initialization)
+        if ti.HasField("algorithm"):
+            yield from graph(ti.algorithm)
+
+
+def _model_to_onnx(self: ModelProto) -> Any:
+    """The model as an ``onnx.ModelProto`` (see :func:`to_onnx`)."""
+    return to_onnx(self)
+
+
+ModelProto.to_onnx = _model_to_onnx
+
+
+def info(f: Union[PathLike, ModelProto]) -> str:
+    """A summary of a model: IR version, producer, opsets, graph inputs/outputs, node counts
+    by operator, initializers and their bytes (the file is mapped, not read, for a path)."""
+    m = load(f, no_copy=True, load_external_data=False) if not isinstance(f, ModelProto) else f
+    g = m.graph
+    ops: dict = {}
+    for n in g.node:
+        key = f"{n.domain}::{n.op_type}" if n.domain else n.op_type
+        ops[key] = ops.get(key, 0) + 1
+    init_bytes = sum(len(t.raw_data) if t.HasField("raw_data") else 0 for t in g.initializer)
+    external = sum(1 for t in g.initializer if t.data_location == TensorProto.EXTERNAL)
+    lines = [
+        f"ir_version: {m.ir_version}",
+        f"producer: {m.producer_name} {m.producer_version}".rstrip(),
+        "opsets: " + ", ".join(f"{o.domain or 'ai.onnx'}:{o.version}" for o in m.opset_import),
+        f"graph: {g.name!r}, {len(g.node)} nodes, {len(g.input)} inputs, {len(g.output)} outputs",
+        f"initializers: {len(g.initializer)} ({init_bytes} bytes inline, {external} external)",
+        f"functions: {len(m.functions)}",
+        "operators: " + ", ".join(f"{k} x{v}" for k, v in sorted(ops.items(), key=lambda kv: (-kv[1], kv[0]))),
+    ]
+    return "\n".join(lines)

@@ -1,0 +1,263 @@
+//! The module functions: load, parse, save and serialize models (each without the GIL), the
+//! library's external-data, encryption, parameter and pre-packed operations. The Python layer
+//! (`onnx_light/__init__.py`) gives them the onnx package's names and keyword arguments.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use onnx_light::proto::ModelProto;
+use onnx_light::{ParseOptions, SaveExternalOptions, SerializeOptions};
+use pyo3::exceptions::PyTypeError;
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyDict};
+
+use crate::errors::IntoPyResult;
+use crate::generated::{MESSAGE_INFOS, MODEL_PROTO_INFO};
+use crate::message::BytesArg;
+use crate::ops::Msg;
+use crate::root::{Root, SendPtr};
+use crate::tools::with_model;
+use crate::view::{Message, owning_view};
+
+/// A `bytes` object as the owner of the bytes a no-copy parse borrows.
+struct PyBytesOwner {
+    _obj: Py<PyBytes>,
+    ptr: SendPtr<u8>,
+    len: usize,
+}
+
+impl AsRef<[u8]> for PyBytesOwner {
+    fn as_ref(&self) -> &[u8] {
+        // SAFETY: the bytes of a `bytes` object are immutable and live as long as the object,
+        // which `_obj` keeps alive.
+        unsafe { std::slice::from_raw_parts(self.ptr.0, self.len) }
+    }
+}
+// SAFETY: the object is only kept alive (dropping a `Py` without the GIL defers the decref);
+// the bytes are immutable.
+unsafe impl Sync for PyBytesOwner {}
+
+/// Options of the load functions.
+fn parse_options(
+    no_copy: bool,
+    num_threads: Option<i32>,
+    load_external_data: bool,
+    base_dir: Option<PathBuf>,
+) -> ParseOptions {
+    ParseOptions {
+        no_copy,
+        num_threads: num_threads.unwrap_or(-1),
+        load_external_data,
+        external_data_dir: base_dir,
+        ..Default::default()
+    }
+}
+
+/// The owning view of a loaded model.
+fn model_view(py: Python<'_>, m: ModelProto) -> PyResult<Py<PyAny>> {
+    owning_view(py, Box::new(m), &MODEL_PROTO_INFO)
+}
+
+/// Loads a model file (and its external data) without the GIL.
+#[pyfunction]
+#[pyo3(signature = (path, *, no_copy = false, num_threads = None, load_external_data = true, base_dir = None, key = None))]
+pub fn load_path(
+    py: Python<'_>,
+    path: PathBuf,
+    no_copy: bool,
+    num_threads: Option<i32>,
+    load_external_data: bool,
+    base_dir: Option<PathBuf>,
+    key: Option<Vec<u8>>,
+) -> PyResult<Py<PyAny>> {
+    let opts = parse_options(no_copy, num_threads, load_external_data, base_dir);
+    let m = py
+        .detach(|| match key {
+            Some(k) => onnx_light::load_encrypted_model(&path, &k, &opts),
+            None => onnx_light::load_model(&path, &opts),
+        })
+        .py()?;
+    model_view(py, m)
+}
+
+/// Parses a message of class `cls` (default ModelProto) from bytes without the GIL; with
+/// `no_copy`, tensors borrow from a `bytes` object (kept alive by the model's tensors).
+#[pyfunction]
+#[pyo3(signature = (data, *, cls = None, no_copy = false, num_threads = None, load_external_data = true, base_dir = None, key = None))]
+#[allow(clippy::too_many_arguments)]
+pub fn load_bytes(
+    py: Python<'_>,
+    data: &Bound<'_, PyAny>,
+    cls: Option<&Bound<'_, pyo3::types::PyType>>,
+    no_copy: bool,
+    num_threads: Option<i32>,
+    load_external_data: bool,
+    base_dir: Option<PathBuf>,
+    key: Option<Vec<u8>>,
+) -> PyResult<Py<PyAny>> {
+    let info = match cls {
+        None => &MODEL_PROTO_INFO,
+        Some(c) => MESSAGE_INFOS
+            .iter()
+            .copied()
+            .find(|i| (i.class)(py).is(c))
+            .ok_or_else(|| PyTypeError::new_err("cls must be a message class of onnx_light"))?,
+    };
+    let opts = parse_options(no_copy, num_threads, load_external_data, base_dir);
+    let bytes = BytesArg::from_py(data)?;
+    if info.tag != ModelProto::TAG {
+        if key.is_some() {
+            return Err(PyTypeError::new_err("only models can be encrypted"));
+        }
+        let s = bytes.as_slice();
+        let (ptr, len) = (SendPtr(s.as_ptr()), s.len());
+        let parse = info.ops.parse;
+        let parsed = py
+            .detach(move || {
+                let ptr = ptr;
+                // SAFETY: `bytes` (immutable `bytes` or a private copy) outlives this call.
+                parse(unsafe { std::slice::from_raw_parts(ptr.0, len) }, &opts)
+            })
+            .py()?;
+        let (root, p) = Root::from_any(parsed);
+        return (info.wrap)(py, Message::owning(root, p, info));
+    }
+    let m = match (&bytes, no_copy, key) {
+        (BytesArg::Bytes(b), true, None) => {
+            let s = b.as_bytes();
+            let owner = Arc::new(PyBytesOwner {
+                _obj: b.clone().unbind(),
+                ptr: SendPtr(s.as_ptr()),
+                len: s.len(),
+            });
+            py.detach(move || {
+                let dir = opts.external_data_dir.clone();
+                let mut m: ModelProto = onnx_light::parse_from_shared(owner, &opts)?;
+                if let (Some(d), true) = (dir, opts.load_external_data) {
+                    onnx_light::load_external_data_for_model(&mut m, d, &opts)?;
+                }
+                Ok(m)
+            })
+            .py()?
+        }
+        (_, _, key) => {
+            let s = bytes.as_slice();
+            let (ptr, len) = (SendPtr(s.as_ptr()), s.len());
+            py.detach(move || {
+                let ptr = ptr;
+                // SAFETY: `bytes` outlives this call and is not modified.
+                let s = unsafe { std::slice::from_raw_parts(ptr.0, len) };
+                match key {
+                    Some(k) => onnx_light::load_encrypted_model_from_bytes(s, &k, &opts),
+                    None => onnx_light::load_model_from_bytes(s, &opts),
+                }
+            })
+            .py()?
+        }
+    };
+    model_view(py, m)
+}
+
+/// Saves a model without the GIL: atomically to `path`, with its weights in external files
+/// (`external`: a dict of `SaveExternalOptions` fields), encrypted with `key`.
+#[pyfunction]
+#[pyo3(signature = (model, path, *, external = None, key = None, num_threads = None))]
+pub fn save_path(
+    model: &Bound<'_, PyAny>,
+    path: PathBuf,
+    external: Option<&Bound<'_, PyDict>>,
+    key: Option<Vec<u8>>,
+    num_threads: Option<i32>,
+) -> PyResult<()> {
+    let ext = external.map(external_options).transpose()?;
+    let ser = SerializeOptions {
+        num_threads: num_threads.unwrap_or(-1),
+        ..Default::default()
+    };
+    with_model(model, move |m| match (ext, key) {
+        (None, None) => onnx_light::save_model(m, &path, &ser),
+        (None, Some(k)) => {
+            let opts = onnx_light::EncryptionOptions {
+                serialize: ser,
+                ..Default::default()
+            };
+            onnx_light::save_encrypted_model(m, &path, &k, &opts)
+        }
+        (Some(mut e), None) => {
+            if num_threads.is_some() {
+                e.num_threads = ser.num_threads;
+            }
+            onnx_light::save_model_with_external_data(m, &path, &e).map(|_| ())
+        }
+        (Some(mut e), Some(k)) => {
+            e.encryption = Some(onnx_light::ExternalEncryption::new(k.as_slice()));
+            onnx_light::external::save_encrypted_model_with_external_data(
+                m,
+                &onnx_light::PrepackedBlobs::new(),
+                &path,
+                &e,
+                &onnx_light::EncryptionOptions::default(),
+                None,
+            )
+            .map(|_| ())
+        }
+    })?
+    .py()
+}
+
+/// `SaveExternalOptions` from a dict of its field names.
+fn external_options(d: &Bound<'_, PyDict>) -> PyResult<SaveExternalOptions> {
+    let mut o = SaveExternalOptions::default();
+    for (k, v) in d.iter() {
+        let k: String = k.extract()?;
+        if v.is_none() {
+            continue;
+        }
+        match k.as_str() {
+            "location" => o.location = Some(v.extract()?),
+            "size_threshold" => o.size_threshold = v.extract()?,
+            "all_tensors_to_one_file" => o.all_tensors_to_one_file = v.extract()?,
+            "alignment" => o.alignment = v.extract()?,
+            "align_threshold" => o.align_threshold = v.extract()?,
+            "max_file_size" => o.max_external_file_size = v.extract()?,
+            "convert_attribute" => o.convert_attribute = v.extract()?,
+            "checksum" => o.checksum = v.extract()?,
+            "num_threads" => o.num_threads = v.extract()?,
+            "source_dir" => o.source_dir = Some(v.extract()?),
+            "sync" => o.sync = v.extract()?,
+            other => {
+                return Err(PyTypeError::new_err(format!(
+                    "unknown external-data option {other}"
+                )));
+            }
+        }
+    }
+    Ok(o)
+}
+
+/// Serializes a model (encrypted with `key`) to bytes without the GIL.
+#[pyfunction]
+#[pyo3(signature = (model, *, key = None, num_threads = None))]
+pub fn serialize<'py>(
+    py: Python<'py>,
+    model: &Bound<'py, PyAny>,
+    key: Option<Vec<u8>>,
+    num_threads: Option<i32>,
+) -> PyResult<Bound<'py, PyBytes>> {
+    let ser = SerializeOptions {
+        num_threads: num_threads.unwrap_or(-1),
+        ..Default::default()
+    };
+    let v = with_model(model, move |m| match key {
+        Some(k) => {
+            let opts = onnx_light::EncryptionOptions {
+                serialize: ser,
+                ..Default::default()
+            };
+            onnx_light::save_encrypted_model_to_bytes(m, &k, &opts)
+        }
+        None => onnx_light::serialize_to_vec(m, &ser),
+    })?
+    .py()?;
+    Ok(PyBytes::new(py, &v))
+}

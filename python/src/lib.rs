@@ -1,0 +1,68 @@
+//! The native module `onnx_light._native` of the Python package `onnx_light`: message classes
+//! that are views into Rust messages, containers of repeated fields, and the load/save
+//! functions of the library, run without the GIL. See docs/python.md.
+
+mod api;
+mod arrays;
+mod containers;
+mod enums;
+mod errors;
+#[rustfmt::skip]
+#[allow(clippy::all, unused_unsafe, unused_variables)]
+mod generated;
+mod message;
+mod ops;
+mod root;
+mod schema;
+mod text;
+mod tools;
+mod view;
+
+use pyo3::prelude::*;
+
+#[pymodule]
+fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<view::Message>()?;
+    m.add_class::<containers::RepeatedScalarContainer>()?;
+    m.add_class::<containers::RepeatedCompositeContainer>()?;
+    m.add_class::<enums::EnumTypeWrapper>()?;
+    m.add_class::<message::FieldDescriptor>()?;
+    generated::register(m)?;
+    errors::register(m)?;
+    m.add_function(wrap_pyfunction!(api::load_path, m)?)?;
+    m.add_function(wrap_pyfunction!(api::load_bytes, m)?)?;
+    m.add_function(wrap_pyfunction!(api::save_path, m)?)?;
+    m.add_function(wrap_pyfunction!(api::serialize, m)?)?;
+    m.add_function(wrap_pyfunction!(arrays::tensor_raw_buffer, m)?)?;
+    m.add_function(wrap_pyfunction!(arrays::tensor_field_buffer, m)?)?;
+    m.add_function(wrap_pyfunction!(arrays::tensor_external_buffer, m)?)?;
+    m.add_function(wrap_pyfunction!(arrays::tensor_dlpack, m)?)?;
+    m.add_function(wrap_pyfunction!(tools::load_external_data_for_model, m)?)?;
+    m.add_function(wrap_pyfunction!(tools::check_external_data, m)?)?;
+    m.add_function(wrap_pyfunction!(tools::consolidate_tensors, m)?)?;
+    m.add_function(wrap_pyfunction!(tools::encrypt_file, m)?)?;
+    m.add_function(wrap_pyfunction!(tools::decrypt_file, m)?)?;
+    m.add_function(wrap_pyfunction!(tools::load_params, m)?)?;
+    m.add_function(wrap_pyfunction!(tools::save_params, m)?)?;
+    m.add_function(wrap_pyfunction!(tools::load_with_prepacked, m)?)?;
+    m.add_function(wrap_pyfunction!(tools::split_large_payloads, m)?)?;
+    add_data_types(m)?;
+    Ok(())
+}
+
+/// `TensorProto.DataType` (an open enum of the library: `data_type` is a plain int32 field) and
+/// its values as attributes of `TensorProto` (`TensorProto.FLOAT`).
+fn add_data_types(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    let tp = m.py().get_type::<generated::PyTensorProto>();
+    let pairs: Vec<(String, i32)> = (0..)
+        .map_while(|i| onnx_light::proto::DataType::from_i32(i).map(|d| (d.name().to_string(), i)))
+        .collect();
+    for (k, v) in &pairs {
+        tp.setattr(k.as_str(), *v)?;
+    }
+    tp.setattr(
+        "DataType",
+        enums::EnumTypeWrapper::from_pairs("TensorProto.DataType", pairs),
+    )?;
+    Ok(())
+}

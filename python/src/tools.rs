@@ -1,0 +1,300 @@
+//! Thin wrappers of the library's model operations: external data (load into a model, check,
+//! consolidate), encrypted files, parameter dictionaries, pre-packed blobs, and the split of a
+//! model into metadata + large payloads that `to_onnx` uses. Each runs without the GIL.
+
+use std::path::PathBuf;
+
+use onnx_light::Message as _;
+use onnx_light::proto::{ModelProto, TensorProto};
+use onnx_light::{ParseOptions, TensorBufferOptions};
+use pyo3::exceptions::PyTypeError;
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyDict, PyList};
+
+use crate::arrays::{RawBuffer, share};
+use crate::errors::IntoPyResult;
+use crate::message::BytesArg;
+use crate::ops::{self, Msg};
+use crate::root::SendPtr;
+use crate::view::{Ctx, Message, owning_view};
+
+/// The view of a ModelProto.
+fn model_view<'a, 'py>(model: &'a Bound<'py, PyAny>) -> PyResult<&'a Bound<'py, Message>> {
+    model
+        .cast::<Message>()
+        .ok()
+        .filter(|m| m.get().info.tag == ModelProto::TAG)
+        .ok_or_else(|| PyTypeError::new_err("expected an onnx_light.ModelProto"))
+}
+
+/// Runs `f` on the model of `model` without the GIL, as the only user of its root (every
+/// Python access waits meanwhile). Views of `external_data` entries are detached first (the
+/// loaders replace those lists).
+fn with_model_mut<R: Send>(
+    model: &Bound<'_, PyAny>,
+    f: impl FnOnce(&mut ModelProto) -> onnx_light::Result<R> + Send,
+) -> PyResult<R> {
+    let py = model.py();
+    let (m, root) = ops::write::<ModelProto>(model_view(model)?)?;
+    if !root.registry(py).is_empty() {
+        let ctx = Ctx { py, root: &root };
+        m.visit_tensors_mut(&mut |t: &mut TensorProto| {
+            if !t.external_data.is_empty() {
+                let copy = t.external_data.clone();
+                ops::take_detach(&ctx, &mut t.external_data);
+                t.external_data = copy;
+            }
+        });
+    }
+    let _busy = root.begin_write(py);
+    let p = SendMutModel(m as *mut ModelProto);
+    py.detach(move || {
+        let p = p;
+        // SAFETY: the root is marked busy by a writer: no other code reads or writes the model
+        // until `_busy` drops.
+        f(unsafe { &mut *p.0 })
+    })
+    .py()
+}
+
+/// Runs `f` on the model of `model` without the GIL, its root marked busy for reading (Python
+/// may read the model meanwhile; writes wait).
+pub fn with_model<R: Send>(
+    model: &Bound<'_, PyAny>,
+    f: impl FnOnce(&ModelProto) -> R + Send,
+) -> PyResult<R> {
+    let py = model.py();
+    let (m, root) = ops::read_with_root::<ModelProto>(model_view(model)?)?;
+    let _busy = root.map(|r| r.begin_read(py));
+    let p = SendPtr(m as *const ModelProto);
+    Ok(py.detach(move || {
+        let p = p;
+        // SAFETY: the root is marked busy (read) until `_busy` drops (or the message is the
+        // static default instance of an unset sub-message, which nothing writes).
+        f(unsafe { &*p.0 })
+    }))
+}
+
+struct SendMutModel(*mut ModelProto);
+// SAFETY: carries the model pointer into `Python::detach` while its root is marked busy by a
+// writer (see `with_model_mut`); `ModelProto` is `Send`.
+unsafe impl Send for SendMutModel {}
+
+/// Loads the external data of a model in place (`onnx.load_external_data_for_model`).
+#[pyfunction]
+#[pyo3(signature = (model, base_dir, *, no_copy = false, verify_checksums = false))]
+pub fn load_external_data_for_model(
+    model: &Bound<'_, PyAny>,
+    base_dir: PathBuf,
+    no_copy: bool,
+    verify_checksums: bool,
+) -> PyResult<usize> {
+    let opts = ParseOptions {
+        no_copy,
+        verify_external_checksums: verify_checksums,
+        ..Default::default()
+    };
+    with_model_mut(model, move |m| {
+        onnx_light::load_external_data_for_model(m, &base_dir, &opts).map(|r| r.tensors)
+    })
+}
+
+/// Checks every external reference of a model without loading anything; returns a dict
+/// (`tensors`, `bytes`, `files`, `checksums_verified`, `problems`: list of messages).
+#[pyfunction]
+#[pyo3(signature = (model, base_dir, *, verify_checksums = false))]
+pub fn check_external_data<'py>(
+    model: &Bound<'py, PyAny>,
+    base_dir: PathBuf,
+    verify_checksums: bool,
+) -> PyResult<Bound<'py, PyDict>> {
+    let py = model.py();
+    let report = with_model(model, move |m| {
+        onnx_light::check_external_data(
+            m,
+            &base_dir,
+            &ParseOptions::default(),
+            verify_checksums,
+            None,
+        )
+    })?;
+    let d = PyDict::new(py);
+    d.set_item("tensors", report.tensors)?;
+    d.set_item("bytes", report.bytes)?;
+    d.set_item("files", report.files.len())?;
+    d.set_item("checksums_verified", report.checksums_verified)?;
+    let problems: Vec<String> = report.problems.iter().map(|e| e.to_string()).collect();
+    d.set_item("problems", PyList::new(py, problems)?)?;
+    Ok(d)
+}
+
+/// Moves every payload of at least `threshold` bytes into one buffer at `alignment`-aligned
+/// offsets (the tensors share it); returns the buffer size (0: no tensor qualified).
+#[pyfunction]
+#[pyo3(signature = (model, *, threshold = 0, alignment = 64))]
+pub fn consolidate_tensors(
+    model: &Bound<'_, PyAny>,
+    threshold: u64,
+    alignment: u64,
+) -> PyResult<usize> {
+    let opts = TensorBufferOptions {
+        raw_data_threshold: threshold,
+        alignment,
+    };
+    with_model_mut(model, move |m| {
+        onnx_light::consolidate_tensors_to_buffer(m, &opts)
+            .map(|b| b.map_or(0, |b| b.as_slice().len()))
+    })
+}
+
+/// Encrypts a file (any content; models in ONNXCRYS chunks) from `input` to `output`.
+#[pyfunction]
+pub fn encrypt_file(
+    py: Python<'_>,
+    input: PathBuf,
+    output: PathBuf,
+    key: Vec<u8>,
+) -> PyResult<u64> {
+    py.detach(|| {
+        onnx_light::crypto::encrypt_file(
+            &input,
+            &output,
+            &key,
+            &onnx_light::EncryptionOptions::default(),
+        )
+    })
+    .py()
+}
+
+/// Decrypts a file written by `encrypt_file` (or any supported format) to `output`.
+#[pyfunction]
+pub fn decrypt_file(
+    py: Python<'_>,
+    input: PathBuf,
+    output: PathBuf,
+    key: Vec<u8>,
+) -> PyResult<u64> {
+    py.detach(|| onnx_light::crypto::decrypt_file(&input, &output, &key))
+        .py()
+}
+
+/// Parses a TVM/CVM parameter dictionary into a list of TensorProto.
+#[pyfunction]
+pub fn load_params<'py>(py: Python<'py>, data: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyList>> {
+    let bytes = BytesArg::from_py(data)?;
+    let s = bytes.as_slice();
+    let (ptr, len) = (SendPtr(s.as_ptr()), s.len());
+    let tensors = py
+        .detach(move || {
+            let ptr = ptr;
+            // SAFETY: `bytes` outlives this call and is not modified.
+            onnx_light::params::load_params(unsafe { std::slice::from_raw_parts(ptr.0, len) })
+        })
+        .py()?;
+    let views = tensors
+        .into_iter()
+        .map(|t| owning_view(py, Box::new(t), TensorProto::INFO))
+        .collect::<PyResult<Vec<_>>>()?;
+    PyList::new(py, views)
+}
+
+/// Writes the initializers of a model (all, or those named) as a parameter dictionary.
+#[pyfunction]
+#[pyo3(signature = (model, names = None))]
+pub fn save_params<'py>(
+    model: &Bound<'py, PyAny>,
+    names: Option<Vec<String>>,
+) -> PyResult<Bound<'py, PyBytes>> {
+    let py = model.py();
+    let out = with_model(model, move |m| {
+        let names: Option<Vec<&str>> = names
+            .as_ref()
+            .map(|v| v.iter().map(String::as_str).collect());
+        onnx_light::params::save_params(m, names.as_deref())
+    })?
+    .py()?;
+    Ok(PyBytes::new(py, &out))
+}
+
+/// Loads a model file with the ONNX Runtime pre-packed blobs of its weight files; returns
+/// `(model, [(initializer, key, [buffer, ...]), ...])` with zero-copy buffers.
+#[pyfunction]
+#[pyo3(signature = (path, *, no_copy = false))]
+pub fn load_with_prepacked<'py>(
+    py: Python<'py>,
+    path: PathBuf,
+    no_copy: bool,
+) -> PyResult<(Py<PyAny>, Bound<'py, PyList>)> {
+    let opts = ParseOptions {
+        no_copy,
+        ..Default::default()
+    };
+    let (model, mut blobs) = py
+        .detach(|| onnx_light::load_model_with_prepacked(&path, &opts))
+        .py()?;
+    let mut out = Vec::new();
+    let keys: Vec<(String, String)> = blobs
+        .iter()
+        .map(|(i, k, _)| (i.to_string(), k.to_string()))
+        .collect();
+    for (init, key) in keys {
+        let blob = blobs.remove(&init, &key).expect("listed blob");
+        let mut bufs = Vec::new();
+        for mut span in blob.buffers {
+            let owner = share(&mut span);
+            bufs.push(Py::new(py, RawBuffer::shared(owner, span.as_slice()))?);
+        }
+        out.push((init, key, bufs));
+    }
+    let view = owning_view(py, Box::new(model), ModelProto::INFO)?;
+    Ok((view, PyList::new(py, out)?))
+}
+
+/// The model serialized with every payload of at least `threshold` bytes left out and replaced
+/// by a marker (`data_location` EXTERNAL, `external_data` {location: "onnx_light:N"}), with the
+/// N-th payload as a zero-copy buffer: how `to_onnx` hands models over 2 GB to protobuf.
+#[pyfunction]
+pub fn split_large_payloads<'py>(
+    model: &Bound<'py, PyAny>,
+    threshold: usize,
+) -> PyResult<(Bound<'py, PyBytes>, Bound<'py, PyList>)> {
+    let py = model.py();
+    // Share the large payloads (a write: their storage becomes shareable; no bytes move).
+    let (m, _root) = ops::write::<ModelProto>(model_view(model)?)?;
+    let mut owners = Vec::new();
+    m.visit_tensors_mut(&mut |t: &mut TensorProto| {
+        if let Some(span) = t.raw_data.as_mut()
+            && span.len() >= threshold
+        {
+            let owner = share(span);
+            owners.push((owner, SendPtr(span.as_slice().as_ptr()), span.len()));
+        }
+    });
+    // A copy of the metadata (payloads shared, not copied) with markers instead of payloads.
+    let mut copy = m.clone();
+    let mut index = 0usize;
+    copy.visit_tensors_mut(&mut |t: &mut TensorProto| {
+        if t.raw_data.as_ref().is_some_and(|s| s.len() >= threshold) {
+            t.raw_data = None;
+            t.data_location = Some(1);
+            let mut e = onnx_light::proto::StringStringEntryProto::new();
+            e.set_key("location");
+            e.set_value(format!("onnx_light:{index}"));
+            t.external_data.clear();
+            t.external_data.push(e);
+            index += 1;
+        }
+    });
+    let bytes = py.detach(move || copy.serialize_to_vec());
+    let bufs = owners
+        .into_iter()
+        .map(|(o, p, len)| {
+            // SAFETY: `p..p+len` are the shared bytes `o` keeps alive.
+            Py::new(
+                py,
+                RawBuffer::shared(o, unsafe { std::slice::from_raw_parts(p.0, len) }),
+            )
+        })
+        .collect::<PyResult<Vec<_>>>()?;
+    Ok((PyBytes::new(py, &bytes), PyList::new(py, bufs)?))
+}

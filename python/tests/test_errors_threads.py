@@ -1,0 +1,95 @@
+"""Errors are the documented exceptions with the library's message; operations without the GIL
+never race with Python code that changes the model."""
+import threading
+
+import numpy as np
+import onnx
+import pytest
+from onnx import numpy_helper as onh
+
+import onnx_light as ol
+
+
+def model_bytes():
+    g = onnx.helper.make_graph(
+        [onnx.helper.make_node("Relu", ["x"], ["y"], name=f"n{i}") for i in range(50)],
+        "g", [], [], [onh.from_array(np.ones((256, 256), np.float32), "w")],
+    )
+    return onnx.helper.make_model(g).SerializeToString()
+
+
+def test_decode_errors_name_the_field_and_offset():
+    data = model_bytes()
+    with pytest.raises(ol.DecodeError) as e:
+        ol.load_from_string(data[:-3])
+    assert isinstance(e.value, ValueError)
+    assert "ModelProto" in str(e.value) and "byte" in str(e.value)
+    bad = bytearray(data)
+    # Corrupt the length of the first node's name (inside graph.node[0]).
+    i = bad.find(b"n0")
+    bad[i - 1] = 0x7F
+    with pytest.raises(ol.DecodeError, match=r"graph\.node\[0\].*at byte \d+"):
+        ol.load_from_string(bytes(bad))
+    with pytest.raises(ol.DecodeError):
+        ol.NodeProto.FromString(b"\xff\xff\xff")
+
+
+def test_io_errors_are_oserrors(tmp_path):
+    with pytest.raises(FileNotFoundError) as e:
+        ol.load(tmp_path / "missing.onnx")
+    assert "missing.onnx" in str(e.value)
+    m = ol.load_from_string(model_bytes())
+    with pytest.raises(OSError):
+        ol.save(m, tmp_path / "no" / "such" / "dir" / "m.onnx")
+
+
+def test_bad_options_and_arguments():
+    with pytest.raises(ol.InvalidArgumentError):
+        ol.load_from_string(model_bytes(), num_threads=0)
+    with pytest.raises(TypeError):
+        ol.save(ol.GraphProto(), "x.onnx")
+    with pytest.raises(TypeError):
+        ol.load_from_string(12345)
+
+
+def test_wrong_key(tmp_path):
+    m = ol.load_from_string(model_bytes())
+    p = tmp_path / "enc.onnx"
+    ol.save(m, p, key="secret")
+    assert ol.load(p, key="secret").SerializeToString() == m.SerializeToString()
+    with pytest.raises(ol.WrongKeyError):
+        ol.load(p, key="wrong")
+    with pytest.raises(ValueError):
+        ol.load(p)
+
+
+def test_save_waits_for_nothing_and_writers_wait_for_save(tmp_path):
+    m = ol.load_from_string(model_bytes())
+    n0 = len(m.graph.node)
+    errors = []
+
+    def save(i):
+        try:
+            for k in range(5):
+                ol.save(m, tmp_path / f"m{i}_{k}.onnx")
+                ol._native.serialize(m)
+        except Exception as e:  # pragma: no cover - reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=save, args=(i,)) for i in range(3)]
+    for t in threads:
+        t.start()
+    for k in range(300):
+        m.graph.node.add(op_type="Extra", name=f"x{k}")
+        view = m.graph.node[0]
+        del m.graph.node[0]
+        assert view.op_type in ("Relu", "Extra")
+        _ = [n.op_type for n in m.graph.node[:5]]
+    for t in threads:
+        t.join()
+    assert not errors
+    assert len(m.graph.node) == n0
+    for p in tmp_path.glob("*.onnx"):
+        saved = onnx.load(p)
+        assert len(saved.graph.node) in (n0, n0 + 1)
+        assert all(n.op_type in ("Relu", "Extra") for n in saved.graph.node)

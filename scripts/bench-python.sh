@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# The benchmark of the Python package (not a test): onnx_light against onnx and onnx-ir in one
+# Python process (python/bench/bench.py), on the models of scripts/bench.sh's generators
+# (bench/'s `onnx-bench gen`): (a) ~0.5 GB inline, (b) ~3 GB with external data, (c) 200 000
+# nodes. Prints a markdown table and the ratios of the package's targets (docs/benchmarks.md).
+#
+# environment:
+#   BENCH_RUNS=3      runs per case (the first is reported as "cold", the best of the rest "warm")
+#   BENCH_SCALE=1     < 1 shrinks the models (quick check of the script)
+#   BENCH_WORK_DIR    where the models are generated (default: $TMPDIR or /tmp); needs ~4 GB
+#   BENCH_OUT         where the report is also written (default: python/target/bench-python.md)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+PY="$ROOT/.venv/bin/python"
+if [ ! -x "$PY" ]; then
+  "${PYTHON:-python3}" -m venv .venv
+fi
+"$PY" -m pip install --quiet --disable-pip-version-check -r scripts/requirements-test.txt onnx-ir==1.1.0
+
+BASE=${BENCH_WORK_DIR:-${TMPDIR:-/tmp}}
+mkdir -p "$BASE"
+WORK=$(mktemp -d "$BASE/onnx-bench-py.XXXXXX")
+trap 'rm -rf "$WORK"' EXIT
+
+# The package, as users get it: the release wheel.
+"$PY" -m maturin build --release --quiet -m python/Cargo.toml --out "$WORK/dist"
+"$PY" -m pip install --quiet --disable-pip-version-check --force-reinstall --no-deps "$WORK"/dist/onnx_light-*-abi3-*.whl
+
+cargo build --release --quiet --manifest-path bench/Cargo.toml
+BIN="$ROOT/bench/target/release/onnx-bench"
+SCALE=${BENCH_SCALE:-1}
+"$BIN" gen transformer "$WORK/a.onnx" --scale "$SCALE"
+"$BIN" gen external "$WORK/b.onnx" --scale "$SCALE"
+"$BIN" gen metadata "$WORK/c.onnx" --scale "$SCALE"
+
+OUT=${BENCH_OUT:-$ROOT/python/target/bench-python.md}
+mkdir -p "$(dirname "$OUT")"
+cd "$WORK"
+"$PY" "$ROOT/python/bench/bench.py" --models "$WORK" --runs "${BENCH_RUNS:-3}" --out "$OUT"
+echo "report also written to $OUT" >&2

@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# The Python package (python/, run by scripts/test-all.sh): rustfmt and clippy of its crate, the
+# abi3 wheel built with maturin, installed into the project venv (.venv), and its pytest suite
+# (python/tests), which checks it against the onnx wheel and onnxruntime.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+ROOT=$PWD
+PY="$ROOT/.venv/bin/python"
+if [ ! -x "$PY" ]; then
+  "${PYTHON:-python3}" -m venv .venv
+fi
+"$PY" -m pip install --quiet --disable-pip-version-check -r scripts/requirements-test.txt
+
+cargo fmt --manifest-path python/Cargo.toml -- --check
+cargo clippy --manifest-path python/Cargo.toml --release --all-targets -- -D warnings
+
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+"$PY" -m maturin build --release --quiet -m python/Cargo.toml --out "$work/dist"
+"$PY" -m pip install --quiet --disable-pip-version-check --force-reinstall --no-deps "$work"/dist/onnx_light-*-abi3-*.whl
+# Run from outside the source tree, so that the installed wheel is what is imported.
+cd "$work"
+"$PY" -c 'import onnx_light, os; assert "site-packages" in onnx_light.__file__, onnx_light.__file__'
+"$PY" -m pytest -q -p no:cacheprovider "$ROOT/python/tests"
+
+# The package's benchmark at a tiny scale, so that it cannot rot: every case must produce a row
+# (times are not checked).
+cd "$ROOT"
+BENCH_SCALE=0.002 BENCH_RUNS=2 BENCH_OUT="$work/bench.md" bash scripts/bench-python.sh >/dev/null
+for row in "| load | onnx_light |" "| load | onnx |" "| load no_copy | onnx_light |" "| load (lazy) | onnx_ir |" \
+  "| save external | onnx |" "| save external | onnx_ir |" "| op_type + len(input) | onnx_light |" \
+  "| op_type + len(input) | onnx |"; do
+  grep -qF "$row" "$work/bench.md" || { echo "50-python: bench report lacks $row" >&2; cat "$work/bench.md" >&2; exit 1; }
+done
+grep -q "reading op_type and input of every node" "$work/bench.md"
+echo "50-python: ok"

@@ -1,0 +1,163 @@
+//! Memory exhaustion is an error, never an abort of the host process. Each case runs in a child
+//! process (this test binary re-run on `oom_child`) under `setrlimit(RLIMIT_AS)`: the child
+//! must print its outcome and exit normally.
+//!
+//! - a 30 MB file of empty `TensorShapeProto.dim` entries with the default options: refused by
+//!   the metadata budget (`MetadataLimit`) well within 1.5 GiB of address space;
+//! - a 4 GiB model file loaded under a 1 GiB limit (copy and buffered modes): the bulk
+//!   allocation fails cleanly as `Error::OutOfMemory`;
+//! - the same limit when serializing a model whose size does not fit: `OutOfMemory`.
+
+mod common;
+
+use common::wrap;
+use std::process::Command;
+
+use onnx_light::proto::Message;
+use onnx_light::{DecodeErrorKind, Error, FileLoadMode, ModelProto, ParseOptions};
+
+const CHILD_ENV: &str = "ONNXL_OOM_CHILD";
+
+/// A model whose one graph input has a tensor shape of `n` empty `dim` entries (2 bytes each).
+fn empty_dims(n: usize) -> Vec<u8> {
+    let shape: Vec<u8> = [0x0a, 0x00].repeat(n); // TensorShapeProto.dim (1), empty
+    // TypeProto.tensor_type (1) -> Tensor.shape (2); ValueInfoProto.type (2); GraphProto.input
+    // (11); ModelProto.graph (7).
+    wrap(7, &wrap(11, &wrap(2, &wrap(1, &wrap(2, &shape)))))
+}
+
+fn limit_address_space(bytes: u64) {
+    let lim = libc::rlimit {
+        rlim_cur: bytes,
+        rlim_max: bytes,
+    };
+    // SAFETY: a plain system call on a valid struct.
+    assert_eq!(unsafe { libc::setrlimit(libc::RLIMIT_AS, &lim) }, 0);
+}
+
+/// Describes an outcome in one line (what the parent checks).
+fn outcome<T>(r: onnx_light::Result<T>) -> String {
+    match r {
+        Ok(_) => "OK".into(),
+        Err(Error::OutOfMemory(m)) => format!("OUT_OF_MEMORY {m}"),
+        Err(Error::Decode(d)) if matches!(d.kind, DecodeErrorKind::MetadataLimit { .. }) => {
+            format!("METADATA_LIMIT {d}")
+        }
+        Err(e) => format!("OTHER {e}"),
+    }
+}
+
+/// The child: runs one case under the address-space limit and prints `RESULT: ...`.
+#[test]
+fn oom_child() {
+    let Ok(case) = std::env::var(CHILD_ENV) else {
+        return; // run directly by the test harness: nothing to do
+    };
+    let dir = std::env::var("ONNXL_OOM_DIR").unwrap();
+    let path = std::path::Path::new(&dir).join("input.onnx");
+    let result = match case.as_str() {
+        "empty_dims" => {
+            let bytes = std::fs::read(&path).unwrap();
+            limit_address_space(1536 << 20);
+            outcome(onnx_light::parse_from_bytes::<ModelProto>(
+                &bytes,
+                &ParseOptions::default(),
+            ))
+        }
+        "empty_dims_file" => {
+            limit_address_space(1536 << 20);
+            outcome(onnx_light::load_model(&path, &ParseOptions::default()))
+        }
+        "huge_file_copy" | "huge_file_buffered" => {
+            limit_address_space(1 << 30);
+            let opts = ParseOptions {
+                file_load_mode: if case == "huge_file_copy" {
+                    FileLoadMode::Auto
+                } else {
+                    FileLoadMode::Buffered
+                },
+                ..Default::default()
+            };
+            outcome(onnx_light::load_model(&path, &opts))
+        }
+        "huge_serialize" => {
+            // A model of 3 tensors sharing one 700 MiB buffer: 2.1 GB serialized.
+            let mut m = ModelProto::new();
+            let shared = onnx_light::ByteSpan::from_vec(vec![7u8; 700 << 20]);
+            let mut span = shared.clone();
+            let _ = span.share();
+            for i in 0..3 {
+                let mut t = onnx_light::TensorProto::new();
+                t.set_name(format!("w{i}"));
+                t.raw_data = Some(span.clone());
+                m.mutable_graph().initializer.push(t);
+            }
+            limit_address_space(1 << 30);
+            outcome(onnx_light::serialize_to_vec(
+                &m,
+                &onnx_light::SerializeOptions::default(),
+            ))
+        }
+        other => panic!("unknown case {other}"),
+    };
+    println!("RESULT: {result}");
+}
+
+/// Runs `case` in a child process; returns its RESULT line (the child must exit normally).
+fn run_child(case: &str, dir: &std::path::Path) -> String {
+    let out = Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", "oom_child", "--nocapture", "--test-threads=1"])
+        .env(CHILD_ENV, case)
+        .env("ONNXL_OOM_DIR", dir)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success(),
+        "{case}: the child died ({:?}):\n{stdout}\n{stderr}",
+        out.status
+    );
+    stdout
+        .lines()
+        .find_map(|l| l.split_once("RESULT: ").map(|(_, r)| r))
+        .unwrap_or_else(|| panic!("{case}: no result:\n{stdout}\n{stderr}"))
+        .to_string()
+}
+
+#[test]
+fn empty_dims_are_refused_within_the_address_space_limit() {
+    let dir = common::TempDir::new("oom-dims");
+    let bytes = empty_dims(15_000_000); // 30 MB
+    std::fs::write(dir.path("input.onnx"), &bytes).unwrap();
+    for case in ["empty_dims", "empty_dims_file"] {
+        let r = run_child(case, &dir.0);
+        assert!(
+            r.starts_with("METADATA_LIMIT") || r.starts_with("OUT_OF_MEMORY"),
+            "{case}: {r}"
+        );
+    }
+}
+
+#[test]
+fn a_file_larger_than_the_address_space_is_out_of_memory() {
+    let dir = common::TempDir::new("oom-huge");
+    let f = std::fs::File::create(dir.path("input.onnx")).unwrap();
+    f.set_len(4 << 30).unwrap(); // sparse: no disk space used
+    drop(f);
+    for case in ["huge_file_copy", "huge_file_buffered"] {
+        let r = run_child(case, &dir.0);
+        assert!(r.starts_with("OUT_OF_MEMORY"), "{case}: {r}");
+    }
+    let r = run_child("huge_serialize", &dir.0);
+    assert!(r.starts_with("OUT_OF_MEMORY"), "huge_serialize: {r}");
+}
+
+#[test]
+fn out_of_memory_is_its_own_error() {
+    let e = Error::OutOfMemory("cannot allocate 10 bytes for a test".into());
+    assert!(e.to_string().contains("out of memory"), "{e}");
+    // A model that parses is unaffected by the helper cases above.
+    let m = ModelProto::new();
+    assert!(m.serialize_to_vec().is_empty());
+}
