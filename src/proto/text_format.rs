@@ -725,17 +725,21 @@ mod tests {
         assert_eq!(c_escape(b"\xff", true), b"\xff");
     }
 
+    /// `model_fields` then `graph { node { <node> } <graph_fields> }` (short bodies).
+    fn model_with(model_fields: &[u8], node: &[u8], graph_fields: &[u8]) -> Vec<u8> {
+        let mut graph = vec![0x0a, node.len() as u8];
+        graph.extend_from_slice(node);
+        graph.extend_from_slice(graph_fields);
+        let mut model = model_fields.to_vec();
+        model.extend_from_slice(&[0x3a, graph.len() as u8]);
+        model.extend_from_slice(&graph);
+        model
+    }
+
     #[test]
     fn prints_nested_and_repeated_fields() {
         // graph { name: "g" node { input: "x" } } ir_version: 7
-        let node = b"\x0a\x01x";
-        let mut graph = vec![0x0a, node.len() as u8];
-        graph.extend_from_slice(node);
-        graph.extend_from_slice(b"\x12\x01g");
-        let mut model = b"\x08\x07".to_vec();
-        model.push(0x3a);
-        model.push(graph.len() as u8);
-        model.extend_from_slice(&graph);
+        let model = model_with(b"\x08\x07", b"\x0a\x01x", b"\x12\x01g");
         assert_eq!(
             text("ModelProto", &model, TextStyle::Debug),
             "ir_version: 7\ngraph {\n  node {\n    input: \"x\"\n  }\n  name: \"g\"\n}\n"
@@ -833,15 +837,9 @@ mod tests {
         // A model with nested messages, every scalar kind, strings and unknown fields.
         let mut node = b"\x0a\x01x\x2a\x0b\x0a\x01a\xa0\x01\x01\x15\x00\x00\xc0\x3f".to_vec();
         node.extend_from_slice(b"\xc3\x3e\x08\x01\x12\x02\x08\x02\xc4\x3e\xca\x3e\x02\x08\x05");
-        let mut graph = vec![0x0a, node.len() as u8];
-        graph.extend_from_slice(&node);
-        graph.extend_from_slice(
-            b"\x2a\x10\x22\x04\x00\x00\x80\x3f\x52\x08\x00\x00\x00\x00\x00\x00\xf0\x3f",
-        );
-        let mut model = b"\x08\x07\x12\x02\xc3\xa9".to_vec();
-        model.push(0x3a);
-        model.push(graph.len() as u8);
-        model.extend_from_slice(&graph);
+        let graph_rest =
+            b"\x2a\x10\x22\x04\x00\x00\x80\x3f\x52\x08\x00\x00\x00\x00\x00\x00\xf0\x3f";
+        let model = model_with(b"\x08\x07\x12\x02\xc3\xa9", &node, graph_rest);
         assert_eq!(
             text("ModelProto", &model, TextStyle::Short),
             "ir_version: 7 producer_name: \"\\303\\251\" graph { node { input: \"x\" attribute { \
