@@ -21,7 +21,7 @@ const INLINE_MESSAGE_FIELDS: &[(&str, &str)] = &[
 ];
 
 /// True when sub-message field `f` of `m` is stored in a `Box`.
-fn boxed(m: &MessageDef, f: &FieldDef) -> bool {
+pub(crate) fn boxed(m: &MessageDef, f: &FieldDef) -> bool {
     !INLINE_MESSAGE_FIELDS.contains(&(m.name, f.name))
 }
 
@@ -153,7 +153,7 @@ fn read_scalar(k: Kind) -> String {
     }
 }
 
-fn oneof_enum_name(m: &MessageDef, oneof: &str) -> String {
+pub(crate) fn oneof_enum_name(m: &MessageDef, oneof: &str) -> String {
     format!("{}{}", rust_type_name(m.name), camel(oneof))
 }
 
