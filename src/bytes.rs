@@ -753,7 +753,7 @@ impl ProtoString {
     /// address is written before the tag that makes it visible, with release ordering, so a C++
     /// reader that loads the tag with acquire ordering and sees [`CXX_STRING_TAG`] may read it;
     /// concurrent converters must be serialized by the caller.
-    pub(crate) fn to_cxx(&mut self) -> *mut c_void {
+    pub(crate) fn make_cxx(&mut self) -> *mut c_void {
         if let Some(p) = self.cxx_ptr() {
             return p;
         }
@@ -798,7 +798,7 @@ impl ProtoString {
 
 impl ByteSpan {
     /// Converts the bytes into a `std::string` (copying them, once) and returns it.
-    pub(crate) fn to_cxx(&mut self) -> *mut c_void {
+    pub(crate) fn make_cxx(&mut self) -> *mut c_void {
         if let Repr::Cxx(s) = &self.repr {
             return s.as_ptr();
         }
@@ -829,7 +829,6 @@ impl ByteSpan {
         }
     }
 }
-
 
 #[cfg(test)]
 mod tests {

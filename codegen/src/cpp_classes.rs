@@ -61,12 +61,15 @@ impl Layout {
                 "message" => {
                     let name = words.next().unwrap().to_string();
                     let kv: HashMap<_, _> = words.filter_map(|w| w.split_once('=')).collect();
-                    l.messages
-                        .insert(name, (kv["size"].parse().unwrap(), kv["align"].parse().unwrap()));
+                    l.messages.insert(
+                        name,
+                        (kv["size"].parse().unwrap(), kv["align"].parse().unwrap()),
+                    );
                 }
                 "field" => {
                     let name = words.next().unwrap().to_string();
-                    l.fields.insert(name, words.next().unwrap().parse().unwrap());
+                    l.fields
+                        .insert(name, words.next().unwrap().parse().unwrap());
                 }
                 _ => {
                     let kv = words
@@ -108,7 +111,11 @@ impl Layout {
             for n in names {
                 let l = format!("option_{n}");
                 assert_eq!(self.fact(&l, "value"), bytes.to_string(), "{l}");
-                assert_eq!((self.fact(&l, "none"), self.fact(&l, "some")), (none, some), "{l}");
+                assert_eq!(
+                    (self.fact(&l, "none"), self.fact(&l, "some")),
+                    (none, some),
+                    "{l}"
+                );
             }
             assert!(none[2..].bytes().all(|b| b == b'0') && some[2..].bytes().all(|b| b == b'0'));
             writeln!(
@@ -167,7 +174,10 @@ fn enums() -> Vec<(String, Vec<(String, i32)>)> {
     let own = |v: &[(&str, i32)]| v.iter().map(|(n, x)| (n.to_string(), *x)).collect();
     out.push((
         "TensorProto.DataType".into(),
-        data_types().iter().map(|(n, v)| (n.to_string(), *v)).collect(),
+        data_types()
+            .iter()
+            .map(|(n, v)| (n.to_string(), *v))
+            .collect(),
     ));
     let kinds: &[(&str, i32)] = &[
         ("UNDEFINED", 0),
@@ -230,13 +240,20 @@ fn gen_enum(o: &mut String, full: &str, values: &[(String, i32)]) {
     .unwrap();
     let cases: String = values
         .iter()
-        .map(|(n, v)| format!("    case {v}: {{ static const std::string s(\"{n}\"); return s; }}\n"))
+        .map(|(n, v)| {
+            format!("    case {v}: {{ static const std::string s(\"{n}\"); return s; }}\n")
+        })
         .collect();
     let parse: String = values
         .iter()
-        .map(|(n, v)| format!("  if (name == \"{n}\") {{ *value = static_cast<{en}>({v}); return true; }}\n"))
+        .map(|(n, v)| {
+            format!("  if (name == \"{n}\") {{ *value = static_cast<{en}>({v}); return true; }}\n")
+        })
         .collect();
-    let valid: String = values.iter().map(|(_, v)| format!("    case {v}:\n")).collect();
+    let valid: String = values
+        .iter()
+        .map(|(_, v)| format!("    case {v}:\n"))
+        .collect();
     writeln!(
         o,
         "inline bool {en}_IsValid(int value) {{\n  switch (value) {{\n{valid}      return true;\n    default:\n      return false;\n  }}\n}}\n\
@@ -437,18 +454,30 @@ fn gen_class(
     let cn = cpp_name(m.name);
     let ct = c_type(m.name);
     let p = format!("onnxl_cxx_{cn}");
-    let (size, align) = *layout.messages.get(&cn).unwrap_or_else(|| {
-        panic!("codegen/cxx_layout.txt has no message {cn}: regenerate it")
-    });
+    let (size, align) = *layout
+        .messages
+        .get(&cn)
+        .unwrap_or_else(|| panic!("codegen/cxx_layout.txt has no message {cn}: regenerate it"));
     writeln!(o, "/// `onnx.{}`.\nclass {cn} final {{\n public:", m.name).unwrap();
     // Nested types.
     for n in MESSAGES.iter().filter(|n| {
-        n.name.starts_with(m.name) && n.name[m.name.len()..].starts_with('.') && !n.name[m.name.len() + 1..].contains('.')
+        n.name.starts_with(m.name)
+            && n.name[m.name.len()..].starts_with('.')
+            && !n.name[m.name.len() + 1..].contains('.')
     }) {
-        writeln!(o, "  typedef {} {};", cpp_name(n.name), &n.name[m.name.len() + 1..]).unwrap();
+        writeln!(
+            o,
+            "  typedef {} {};",
+            cpp_name(n.name),
+            &n.name[m.name.len() + 1..]
+        )
+        .unwrap();
     }
     for (full, values) in enums {
-        if full.rsplit_once('.').is_some_and(|(owner, _)| owner == m.name) {
+        if full
+            .rsplit_once('.')
+            .is_some_and(|(owner, _)| owner == m.name)
+        {
             nested_enum_aliases(o, full, values);
         }
     }
@@ -458,13 +487,19 @@ fn gen_class(
         defs: String::new(),
     };
     // Construction, value semantics, memory.
-    ms.inline(&format!("{cn}() noexcept {{ (void)detail::init(); {p}_init(this); }}"));
+    ms.inline(&format!(
+        "{cn}() noexcept {{ (void)detail::init(); {p}_init(this); }}"
+    ));
     ms.inline(&format!("~{cn}() {{ {p}_drop(this); }}"));
-    ms.inline(&format!("{cn}(const {cn}& o) {{ (void)detail::init(); {p}_init_copy(this, &o); }}"));
+    ms.inline(&format!(
+        "{cn}(const {cn}& o) {{ (void)detail::init(); {p}_init_copy(this, &o); }}"
+    ));
     ms.inline(&format!(
         "{cn}({cn}&& o) noexcept {{ std::memcpy(storage_, o.storage_, sizeof storage_); {p}_init(&o); }}"
     ));
-    ms.inline(&format!("{cn}& operator=(const {cn}& o) {{ CopyFrom(o); return *this; }}"));
+    ms.inline(&format!(
+        "{cn}& operator=(const {cn}& o) {{ CopyFrom(o); return *this; }}"
+    ));
     ms.inline(&format!(
         "{cn}& operator=({cn}&& o) noexcept {{ if (this != &o) Swap(&o); return *this; }}"
     ));
@@ -479,11 +514,17 @@ fn gen_class(
     ms.inline(&format!(
         "void Swap({cn}* o) noexcept {{ if (o == this) return; unsigned char t[sizeof storage_]; std::memcpy(t, storage_, sizeof t); std::memcpy(storage_, o->storage_, sizeof t); std::memcpy(o->storage_, t, sizeof t); }}"
     ));
-    ms.inline(&format!("void CopyFrom(const {cn}& o) {{ {p}_copy_from(this, &o); }}"));
-    ms.inline(&format!("void MergeFrom(const {cn}& o) {{ {p}_merge_from(this, &o); }}"));
+    ms.inline(&format!(
+        "void CopyFrom(const {cn}& o) {{ {p}_copy_from(this, &o); }}"
+    ));
+    ms.inline(&format!(
+        "void MergeFrom(const {cn}& o) {{ {p}_merge_from(this, &o); }}"
+    ));
     ms.inline(&format!("void Clear() {{ {p}_clear(this); }}"));
     ms.inline("bool IsInitialized() const { return true; }");
-    ms.inline(&format!("std::size_t ByteSizeLong() const {{ return {p}_byte_size(this); }}"));
+    ms.inline(&format!(
+        "std::size_t ByteSizeLong() const {{ return {p}_byte_size(this); }}"
+    ));
     ms.inline("int ByteSize() const { return static_cast<int>(ByteSizeLong()); }");
     ms.inline(&format!(
         "std::string GetTypeName() const {{ return \"onnx.{}\"; }}",
@@ -514,8 +555,12 @@ fn gen_class(
         "bool AppendToString(std::string* out) const {{ detail::Appender a{{out, out->size()}}; return {p}_serialize(this, detail::Appender::grow, &a); }}"
     ));
     ms.inline("bool SerializeToString(std::string* out) const { out->clear(); return AppendToString(out); }");
-    ms.inline("bool SerializePartialToString(std::string* out) const { return SerializeToString(out); }");
-    ms.inline("std::string SerializeAsString() const { std::string s; SerializeToString(&s); return s; }");
+    ms.inline(
+        "bool SerializePartialToString(std::string* out) const { return SerializeToString(out); }",
+    );
+    ms.inline(
+        "std::string SerializeAsString() const { std::string s; SerializeToString(&s); return s; }",
+    );
     ms.inline("std::string SerializePartialAsString() const { return SerializeAsString(); }");
     ms.inline(&format!(
         "bool SerializeToArray(void* data, int size) const {{ detail::FixedBuffer b{{static_cast<uint8_t*>(data), size < 0 ? 0 : static_cast<std::size_t>(size)}}; return {p}_serialize(this, detail::FixedBuffer::take, &b); }}"
@@ -523,7 +568,11 @@ fn gen_class(
     ms.inline("bool SerializePartialToArray(void* data, int size) const { return SerializeToArray(data, size); }");
     ms.inline("bool SerializeToOstream(std::ostream* out) const { std::string s; if (!SerializeToString(&s)) return false; out->write(s.data(), static_cast<std::streamsize>(s.size())); return out->good(); }");
     ms.inline("bool SerializePartialToOstream(std::ostream* out) const { return SerializeToOstream(out); }");
-    for (name, style) in [("DebugString", 0), ("ShortDebugString", 1), ("Utf8DebugString", 2)] {
+    for (name, style) in [
+        ("DebugString", 0),
+        ("ShortDebugString", 1),
+        ("Utf8DebugString", 2),
+    ] {
         ms.inline(&format!(
             "std::string {name}() const {{ return detail::debug_string(\"{}\", SerializeAsString(), {style}); }}",
             m.name
@@ -533,7 +582,9 @@ fn gen_class(
     ms.inline(&format!(
         "const {ct}* c_ptr() const noexcept {{ return reinterpret_cast<const {ct}*>(this); }}"
     ));
-    ms.inline(&format!("{ct}* c_ptr() noexcept {{ return reinterpret_cast<{ct}*>(this); }}"));
+    ms.inline(&format!(
+        "{ct}* c_ptr() noexcept {{ return reinterpret_cast<{ct}*>(this); }}"
+    ));
     ms.inline(&format!(
         "static const {cn}* from_c(const {ct}* p) noexcept {{ (void)detail::init(); return reinterpret_cast<const {cn}*>(p); }}"
     ));
@@ -561,7 +612,9 @@ fn gen_class(
         ms.inline(&format!(
             "{case} {oneof}_case() const {{ return static_cast<{case}>({p}_{oneof}_case(this)); }}"
         ));
-        ms.inline(&format!("void clear_{oneof}() {{ {p}_clear_{oneof}(this); }}"));
+        ms.inline(&format!(
+            "void clear_{oneof}() {{ {p}_clear_{oneof}(this); }}"
+        ));
     }
     o.push_str(&ms.decls);
     writeln!(
@@ -604,7 +657,9 @@ fn offset_field(ms: &mut Members<'_>, f: &FieldDef, off: usize) {
     match (f.label, f.kind) {
         (Label::Optional, Kind::Message(t)) => {
             let t = cpp_name(t);
-            ms.inline(&format!("bool has_{n}() const {{ return detail::load<const void*>({at}) != nullptr; }}"));
+            ms.inline(&format!(
+                "bool has_{n}() const {{ return detail::load<const void*>({at}) != nullptr; }}"
+            ));
             ms.outline(
                 &format!("const {t}&"),
                 &format!("{n}()"),
@@ -635,19 +690,33 @@ fn offset_field(ms: &mut Members<'_>, f: &FieldDef, off: usize) {
                 "",
                 &format!("{t}* old = detail::load<{t}*>({at}); if (old == v) return; detail::store({at}, v); delete old;"),
             );
-            ms.inline(&format!("{t}* unsafe_arena_release_{n}() {{ return release_{n}(); }}"));
-            ms.inline(&format!("void unsafe_arena_set_allocated_{n}({t}* v) {{ set_allocated_{n}(v); }}"));
+            ms.inline(&format!(
+                "{t}* unsafe_arena_release_{n}() {{ return release_{n}(); }}"
+            ));
+            ms.inline(&format!(
+                "void unsafe_arena_set_allocated_{n}({t}* v) {{ set_allocated_{n}(v); }}"
+            ));
         }
         (Label::Optional, Kind::Payload) | (Label::Optional, Kind::String | Kind::Bytes) => {
-            let k = if f.kind == Kind::Payload { "payload" } else { "ostr" };
+            let k = if f.kind == Kind::Payload {
+                "payload"
+            } else {
+                "ostr"
+            };
             if f.kind == Kind::Payload {
-                ms.inline(&format!("bool has_{n}() const {{ return onnxl_cxx_payload_has({at}); }}"));
+                ms.inline(&format!(
+                    "bool has_{n}() const {{ return onnxl_cxx_payload_has({at}); }}"
+                ));
                 ms.inline(&format!(
                     "const std::string& {n}() const {{ void* s = onnxl_cxx_payload_get({at}); return s ? *static_cast<std::string*>(s) : detail::empty_string(); }}"
                 ));
             } else {
-                ms.inline(&format!("bool has_{n}() const {{ return detail::optional_string_has({at}); }}"));
-                ms.inline(&format!("const std::string& {n}() const {{ return detail::optional_string({at}); }}"));
+                ms.inline(&format!(
+                    "bool has_{n}() const {{ return detail::optional_string_has({at}); }}"
+                ));
+                ms.inline(&format!(
+                    "const std::string& {n}() const {{ return detail::optional_string({at}); }}"
+                ));
             }
             ms.inline(&format!(
                 "std::string* mutable_{n}() {{ return static_cast<std::string*>(onnxl_cxx_{k}_mutable({at})); }}"
@@ -656,9 +725,13 @@ fn offset_field(ms: &mut Members<'_>, f: &FieldDef, off: usize) {
                 ms,
                 &format!("set_{n}"),
                 "",
-                &format!("onnxl_cxx_{k}_set({at}, reinterpret_cast<const uint8_t*>({{D}}), {{N}});"),
+                &format!(
+                    "onnxl_cxx_{k}_set({at}, reinterpret_cast<const uint8_t*>({{D}}), {{N}});"
+                ),
             );
-            ms.inline(&format!("void clear_{n}() {{ onnxl_cxx_{k}_clear({at}); }}"));
+            ms.inline(&format!(
+                "void clear_{n}() {{ onnxl_cxx_{k}_clear({at}); }}"
+            ));
             ms.inline(&format!(
                 "std::string* release_{n}() {{ return static_cast<std::string*>(onnxl_cxx_{k}_release({at})); }}"
             ));
@@ -676,7 +749,9 @@ fn offset_field(ms: &mut Members<'_>, f: &FieldDef, off: usize) {
                     "Owner",
                     &format!("{n}_owner()"),
                     "",
-                    &format!("return Owner(detail::check_ptr(onnxl_tensor_proto_{n}_owner(c_ptr())));"),
+                    &format!(
+                        "return Owner(detail::check_ptr(onnxl_tensor_proto_{n}_owner(c_ptr())));"
+                    ),
                 );
                 ms.inline(&format!(
                     "/// Borrows `len` bytes at `data` without copying; `release(user_data)` runs once when the last user is gone (NULL: the caller keeps the bytes alive while the tensor uses them).\n  void set_{n}_borrowed(const void* data, std::size_t len, OnnxlReleaseCallback release = nullptr, void* user_data = nullptr) {{ detail::check(onnxl_tensor_proto_set_{n}_borrowed(c_ptr(), static_cast<const uint8_t*>(data), len, release, user_data)); }}"
@@ -686,49 +761,95 @@ fn offset_field(ms: &mut Members<'_>, f: &FieldDef, off: usize) {
         (Label::Optional, k) => {
             let (t, s) = scalar(k);
             let ops = format!("detail::OptionalScalar<{s}>");
-            ms.inline(&format!("bool has_{n}() const {{ return {ops}::has({at}); }}"));
+            ms.inline(&format!(
+                "bool has_{n}() const {{ return {ops}::has({at}); }}"
+            ));
             ms.inline(&format!(
                 "{t} {n}() const {{ return static_cast<{t}>({ops}::get({at}, {s}())); }}"
             ));
-            ms.inline(&format!("void set_{n}({t} v) {{ {ops}::set({at}, static_cast<{s}>(v)); }}"));
+            ms.inline(&format!(
+                "void set_{n}({t} v) {{ {ops}::set({at}, static_cast<{s}>(v)); }}"
+            ));
             ms.inline(&format!("void clear_{n}() {{ {ops}::clear({at}); }}"));
         }
         (Label::Repeated, Kind::Message(t)) => {
             let t = cpp_name(t);
             let rf = format!("RepeatedPtrField<{t}>");
-            ms.inline(&format!("const {rf}& {n}() const {{ return *reinterpret_cast<const {rf}*>({at}); }}"));
-            ms.inline(&format!("{rf}* mutable_{n}() {{ return reinterpret_cast<{rf}*>({at}); }}"));
+            ms.inline(&format!(
+                "const {rf}& {n}() const {{ return *reinterpret_cast<const {rf}*>({at}); }}"
+            ));
+            ms.inline(&format!(
+                "{rf}* mutable_{n}() {{ return reinterpret_cast<{rf}*>({at}); }}"
+            ));
             ms.inline(&format!("int {n}_size() const {{ return {n}().size(); }}"));
-            ms.outline(&format!("const {t}&"), &format!("{n}(int i)"), " const", &format!("return {n}().Get(i);"));
-            ms.outline(&format!("{t}*"), &format!("mutable_{n}(int i)"), "", &format!("return mutable_{n}()->Mutable(i);"));
-            ms.outline(&format!("{t}*"), &format!("add_{n}()"), "", &format!("return mutable_{n}()->Add();"));
+            ms.outline(
+                &format!("const {t}&"),
+                &format!("{n}(int i)"),
+                " const",
+                &format!("return {n}().Get(i);"),
+            );
+            ms.outline(
+                &format!("{t}*"),
+                &format!("mutable_{n}(int i)"),
+                "",
+                &format!("return mutable_{n}()->Mutable(i);"),
+            );
+            ms.outline(
+                &format!("{t}*"),
+                &format!("add_{n}()"),
+                "",
+                &format!("return mutable_{n}()->Add();"),
+            );
             ms.inline(&format!("void clear_{n}() {{ mutable_{n}()->Clear(); }}"));
         }
         (Label::Repeated, k) if is_string(k) => {
             let rf = "RepeatedPtrField<std::string>";
-            ms.inline(&format!("const {rf}& {n}() const {{ return *reinterpret_cast<const {rf}*>({at}); }}"));
-            ms.inline(&format!("{rf}* mutable_{n}() {{ return reinterpret_cast<{rf}*>({at}); }}"));
+            ms.inline(&format!(
+                "const {rf}& {n}() const {{ return *reinterpret_cast<const {rf}*>({at}); }}"
+            ));
+            ms.inline(&format!(
+                "{rf}* mutable_{n}() {{ return reinterpret_cast<{rf}*>({at}); }}"
+            ));
             ms.inline(&format!("int {n}_size() const {{ return {n}().size(); }}"));
-            ms.inline(&format!("const std::string& {n}(int i) const {{ return {n}().Get(i); }}"));
-            ms.inline(&format!("std::string* mutable_{n}(int i) {{ return mutable_{n}()->Mutable(i); }}"));
-            string_setters(ms, &format!("set_{n}"), "int i, ", &format!("mutable_{n}(i)->assign({{D}}, {{N}});"));
-            ms.inline(&format!("std::string* add_{n}() {{ return mutable_{n}()->Add(); }}"));
+            ms.inline(&format!(
+                "const std::string& {n}(int i) const {{ return {n}().Get(i); }}"
+            ));
+            ms.inline(&format!(
+                "std::string* mutable_{n}(int i) {{ return mutable_{n}()->Mutable(i); }}"
+            ));
+            string_setters(
+                ms,
+                &format!("set_{n}"),
+                "int i, ",
+                &format!("mutable_{n}(i)->assign({{D}}, {{N}});"),
+            );
+            ms.inline(&format!(
+                "std::string* add_{n}() {{ return mutable_{n}()->Add(); }}"
+            ));
             string_setters(
                 ms,
                 &format!("add_{n}"),
                 "",
-                &format!("onnxl_cxx_strs_add({at}, reinterpret_cast<const uint8_t*>({{D}}), {{N}});"),
+                &format!(
+                    "onnxl_cxx_strs_add({at}, reinterpret_cast<const uint8_t*>({{D}}), {{N}});"
+                ),
             );
             ms.inline(&format!("void clear_{n}() {{ mutable_{n}()->Clear(); }}"));
         }
         (Label::Repeated, k) => {
             let (t, _) = scalar(k);
             let rf = format!("RepeatedField<{t}>");
-            ms.inline(&format!("const {rf}& {n}() const {{ return *reinterpret_cast<const {rf}*>({at}); }}"));
-            ms.inline(&format!("{rf}* mutable_{n}() {{ return reinterpret_cast<{rf}*>({at}); }}"));
+            ms.inline(&format!(
+                "const {rf}& {n}() const {{ return *reinterpret_cast<const {rf}*>({at}); }}"
+            ));
+            ms.inline(&format!(
+                "{rf}* mutable_{n}() {{ return reinterpret_cast<{rf}*>({at}); }}"
+            ));
             ms.inline(&format!("int {n}_size() const {{ return {n}().size(); }}"));
             ms.inline(&format!("{t} {n}(int i) const {{ return {n}().Get(i); }}"));
-            ms.inline(&format!("void set_{n}(int i, {t} v) {{ mutable_{n}()->Set(i, v); }}"));
+            ms.inline(&format!(
+                "void set_{n}(int i, {t} v) {{ mutable_{n}()->Set(i, v); }}"
+            ));
             ms.inline(&format!("void add_{n}({t} v) {{ mutable_{n}()->Add(v); }}"));
             ms.inline(&format!("void clear_{n}() {{ mutable_{n}()->Clear(); }}"));
         }
@@ -737,22 +858,45 @@ fn offset_field(ms: &mut Members<'_>, f: &FieldDef, off: usize) {
 
 /// A sub-message stored inline (not boxed): reached through its functions.
 fn inline_message_field(ms: &mut Members<'_>, m: &MessageDef, f: &FieldDef) {
-    let Kind::Message(t) = f.kind else { unreachable!() };
+    let Kind::Message(t) = f.kind else {
+        unreachable!()
+    };
     let t = cpp_name(t);
     let (n, p) = (f.name, format!("onnxl_cxx_{}_{}", cpp_name(m.name), f.name));
-    ms.inline(&format!("bool has_{n}() const {{ return {p}_get(this) != nullptr; }}"));
+    ms.inline(&format!(
+        "bool has_{n}() const {{ return {p}_get(this) != nullptr; }}"
+    ));
     ms.outline(
         &format!("const {t}&"),
         &format!("{n}()"),
         " const",
         &format!("const void* v = {p}_get(this); return v ? *static_cast<const {t}*>(v) : {t}::default_instance();"),
     );
-    ms.outline(&format!("{t}*"), &format!("mutable_{n}()"), "", &format!("return static_cast<{t}*>({p}_mutable(this));"));
+    ms.outline(
+        &format!("{t}*"),
+        &format!("mutable_{n}()"),
+        "",
+        &format!("return static_cast<{t}*>({p}_mutable(this));"),
+    );
     ms.inline(&format!("void clear_{n}() {{ {p}_clear(this); }}"));
-    ms.outline(&format!("{t}*"), &format!("release_{n}()"), "", &format!("return static_cast<{t}*>({p}_release(this));"));
-    ms.outline("void", &format!("set_allocated_{n}({t}* v)"), "", &format!("{p}_set_allocated(this, v);"));
-    ms.inline(&format!("{t}* unsafe_arena_release_{n}() {{ return release_{n}(); }}"));
-    ms.inline(&format!("void unsafe_arena_set_allocated_{n}({t}* v) {{ set_allocated_{n}(v); }}"));
+    ms.outline(
+        &format!("{t}*"),
+        &format!("release_{n}()"),
+        "",
+        &format!("return static_cast<{t}*>({p}_release(this));"),
+    );
+    ms.outline(
+        "void",
+        &format!("set_allocated_{n}({t}* v)"),
+        "",
+        &format!("{p}_set_allocated(this, v);"),
+    );
+    ms.inline(&format!(
+        "{t}* unsafe_arena_release_{n}() {{ return release_{n}(); }}"
+    ));
+    ms.inline(&format!(
+        "void unsafe_arena_set_allocated_{n}({t}* v) {{ set_allocated_{n}(v); }}"
+    ));
 }
 
 /// A member of a oneof.
@@ -761,7 +905,9 @@ fn oneof_member(ms: &mut Members<'_>, m: &MessageDef, f: &FieldDef) {
     let (n, p) = (f.name, format!("onnxl_cxx_{}_{}", cpp_name(m.name), f.name));
     let case = format!("{}_case() == k{}", oneof, camel(n));
     ms.inline(&format!("bool has_{n}() const {{ return {case}; }}"));
-    ms.inline(&format!("void clear_{n}() {{ if ({case}) clear_{oneof}(); }}"));
+    ms.inline(&format!(
+        "void clear_{n}() {{ if ({case}) clear_{oneof}(); }}"
+    ));
     match f.kind {
         Kind::Message(t) => {
             let t = cpp_name(t);
@@ -771,11 +917,30 @@ fn oneof_member(ms: &mut Members<'_>, m: &MessageDef, f: &FieldDef) {
                 " const",
                 &format!("const void* v = {p}_get(this); return v ? *static_cast<const {t}*>(v) : {t}::default_instance();"),
             );
-            ms.outline(&format!("{t}*"), &format!("mutable_{n}()"), "", &format!("return static_cast<{t}*>({p}_mutable(this));"));
-            ms.outline(&format!("{t}*"), &format!("release_{n}()"), "", &format!("return static_cast<{t}*>({p}_release(this));"));
-            ms.outline("void", &format!("set_allocated_{n}({t}* v)"), "", &format!("{p}_set_allocated(this, v);"));
-            ms.inline(&format!("{t}* unsafe_arena_release_{n}() {{ return release_{n}(); }}"));
-            ms.inline(&format!("void unsafe_arena_set_allocated_{n}({t}* v) {{ set_allocated_{n}(v); }}"));
+            ms.outline(
+                &format!("{t}*"),
+                &format!("mutable_{n}()"),
+                "",
+                &format!("return static_cast<{t}*>({p}_mutable(this));"),
+            );
+            ms.outline(
+                &format!("{t}*"),
+                &format!("release_{n}()"),
+                "",
+                &format!("return static_cast<{t}*>({p}_release(this));"),
+            );
+            ms.outline(
+                "void",
+                &format!("set_allocated_{n}({t}* v)"),
+                "",
+                &format!("{p}_set_allocated(this, v);"),
+            );
+            ms.inline(&format!(
+                "{t}* unsafe_arena_release_{n}() {{ return release_{n}(); }}"
+            ));
+            ms.inline(&format!(
+                "void unsafe_arena_set_allocated_{n}({t}* v) {{ set_allocated_{n}(v); }}"
+            ));
         }
         k if is_string(k) => {
             ms.inline(&format!(
@@ -789,7 +954,9 @@ fn oneof_member(ms: &mut Members<'_>, m: &MessageDef, f: &FieldDef) {
                 &format!("{p}_set(this, reinterpret_cast<const uint8_t*>({{D}}), {{N}});"),
             );
             ms.inline(&format!("std::string* release_{n}() {{ return static_cast<std::string*>({p}_release(this)); }}"));
-            ms.inline(&format!("void set_allocated_{n}(std::string* v) {{ {p}_set_allocated(this, v); }}"));
+            ms.inline(&format!(
+                "void set_allocated_{n}(std::string* v) {{ {p}_set_allocated(this, v); }}"
+            ));
         }
         k => {
             let (t, _) = scalar(k);
@@ -815,7 +982,11 @@ pub fn generate_compat() -> String {
     for (full, values) in &enums() {
         let en = cpp_name(full);
         let short = full.rsplit('.').next().unwrap();
-        let prefix = if full.contains('.') { format!("{en}_") } else { String::new() };
+        let prefix = if full.contains('.') {
+            format!("{en}_")
+        } else {
+            String::new()
+        };
         writeln!(o, "using ::onnx_light::{en};").unwrap();
         for (n, _) in values {
             writeln!(o, "using ::onnx_light::{prefix}{n};").unwrap();

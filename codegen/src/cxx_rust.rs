@@ -82,7 +82,12 @@ fn gen_message(o: &mut String, m: &MessageDef) {
     writeln!(o, "// ---- {}\n", m.name).unwrap();
     let fns: &[(&str, &str, &str, &str)] = &[
         ("init", "p: *mut {T}", "", "unsafe { p.write({T}::new()) }"),
-        ("drop", "p: *mut {T}", "", "unsafe { std::ptr::drop_in_place(p) }"),
+        (
+            "drop",
+            "p: *mut {T}",
+            "",
+            "unsafe { std::ptr::drop_in_place(p) }",
+        ),
         (
             "init_copy",
             "p: *mut {T}, src: *const {T}",
@@ -304,7 +309,11 @@ fn gen_oneof(o: &mut String, m: &MessageDef, oneof: &str) {
                     "",
                     &format!(
                         "if v.is_null() {{ if matches!({slot}, Some({v}(_))) {{ {slot} = None; }} }} else {{ {slot} = Some({v}({})); }}",
-                        if b { "Box::from_raw(v)" } else { "*Box::from_raw(v)" }
+                        if b {
+                            "Box::from_raw(v)"
+                        } else {
+                            "*Box::from_raw(v)"
+                        }
                     ),
                 );
             }
@@ -324,7 +333,7 @@ fn gen_oneof(o: &mut String, m: &MessageDef, oneof: &str) {
                     &format!("p: *mut {rt}"),
                     " -> *mut c_void",
                     &format!(
-                        "if !matches!({slot}, Some({v}(_))) {{ {slot} = Some({v}(ProtoString::new())); }} match &mut {slot} {{ Some({v}(s)) => s.to_cxx(), _ => unreachable!() }}"
+                        "if !matches!({slot}, Some({v}(_))) {{ {slot} = Some({v}(ProtoString::new())); }} match &mut {slot} {{ Some({v}(s)) => s.make_cxx(), _ => unreachable!() }}"
                     ),
                 );
                 emit(
@@ -333,7 +342,7 @@ fn gen_oneof(o: &mut String, m: &MessageDef, oneof: &str) {
                     &format!("p: *mut {rt}, data: *const u8, len: usize"),
                     "",
                     &format!(
-                        "if !matches!({slot}, Some({v}(_))) {{ {slot} = Some({v}(ProtoString::new())); }} if let Some({v}(s)) = &mut {slot} {{ onnxl_cxx_str_set(s, data, len) }}"
+                        "if !matches!({slot}, Some({v}(_))) {{ {slot} = Some({v}(ProtoString::new())); }}\n    if let Some({v}(s)) = &mut {slot} {{ onnxl_cxx_str_set(s, data, len) }}"
                     ),
                 );
                 emit(

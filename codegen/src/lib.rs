@@ -26,7 +26,10 @@ pub fn generate_all() -> Vec<(&'static str, String)> {
         ("src/proto/generated.rs", rust_messages::generate()),
         ("src/ffi/accessors.rs", c_accessors::generate()),
         ("include/onnx_light.hpp", cpp_classes::generate()),
-        ("include/onnx_light/onnx_pb.h", cpp_classes::generate_compat()),
+        (
+            "include/onnx_light/onnx_pb.h",
+            cpp_classes::generate_compat(),
+        ),
         ("src/ffi/cxx_messages.rs", cxx_rust::generate()),
         ("c_tests/generated/walk_copy.c", c_walker::generate()),
         ("python/src/generated.rs", python_bindings::generate()),

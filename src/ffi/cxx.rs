@@ -100,7 +100,7 @@ unsafe fn string_of(s: *const ProtoString) -> *mut c_void {
             return s.cast::<u8>().add(8).cast::<*mut c_void>().read();
         }
         let _g = convert_lock();
-        (*s.cast_mut()).to_cxx()
+        (*s.cast_mut()).make_cxx()
     }
 }
 
@@ -159,7 +159,7 @@ pub unsafe extern "C" fn onnxl_cxx_ostr_get(f: *const Option<ProtoString>) -> *m
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_cxx_ostr_mutable(f: *mut Option<ProtoString>) -> *mut c_void {
     // SAFETY: contract.
-    unsafe { (*f).get_or_insert_with(ProtoString::new).to_cxx() }
+    unsafe { (*f).get_or_insert_with(ProtoString::new).make_cxx() }
 }
 
 /// Sets an optional string field to a copy of `len` bytes at `data`.
@@ -200,7 +200,10 @@ pub unsafe extern "C" fn onnxl_cxx_ostr_clear(f: *mut Option<ProtoString>) {
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_cxx_ostr_release(f: *mut Option<ProtoString>) -> *mut c_void {
     // SAFETY: contract.
-    unsafe { (*f).take().map_or(std::ptr::null_mut(), ProtoString::into_cxx) }
+    unsafe {
+        (*f).take()
+            .map_or(std::ptr::null_mut(), ProtoString::into_cxx)
+    }
 }
 
 /// Gives the field the heap `std::string` `s` (NULL: unsets it).
@@ -238,7 +241,7 @@ pub unsafe extern "C" fn onnxl_cxx_payload_get(f: *const Option<ByteSpan>) -> *m
     // SAFETY: contract; conversions are serialized by the lock.
     unsafe {
         match &mut *f.cast_mut() {
-            Some(b) => b.to_cxx(),
+            Some(b) => b.make_cxx(),
             None => std::ptr::null_mut(),
         }
     }
@@ -251,7 +254,7 @@ pub unsafe extern "C" fn onnxl_cxx_payload_get(f: *const Option<ByteSpan>) -> *m
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_cxx_payload_mutable(f: *mut Option<ByteSpan>) -> *mut c_void {
     // SAFETY: contract.
-    unsafe { (*f).get_or_insert_with(ByteSpan::new).to_cxx() }
+    unsafe { (*f).get_or_insert_with(ByteSpan::new).make_cxx() }
 }
 
 /// Sets a payload field to a copy of `len` bytes at `data`.
@@ -440,7 +443,12 @@ unsafe fn reserve_scalars<T>(f: *mut c_void, n: usize) {
 ///
 /// # Safety
 /// `m` is a live message that nothing else accesses; `data` readable for `len` bytes.
-pub(crate) unsafe fn parse<M: Message>(m: *mut M, data: *const u8, len: usize, merge: bool) -> bool {
+pub(crate) unsafe fn parse<M: Message>(
+    m: *mut M,
+    data: *const u8,
+    len: usize,
+    merge: bool,
+) -> bool {
     ffi_value(false, || {
         // SAFETY: contract.
         let (m, b) = unsafe { (&mut *m, bytes(data, len)) };
@@ -647,7 +655,12 @@ pub(crate) fn layout_facts() -> String {
         size_of::<InlineVec<u64>>(),
         size_of::<InlineVec<u64, 2>>(),
         // SAFETY: the header's second word is the capacity (repr(C): len, cap, data).
-        unsafe { (&list as *const InlineVec<u64, 2>).cast::<usize>().add(1).read() }
+        unsafe {
+            (&list as *const InlineVec<u64, 2>)
+                .cast::<usize>()
+                .add(1)
+                .read()
+        }
     )
     .unwrap();
     let (order, len) = RepeatedField::<u64>::layout();
@@ -675,7 +688,9 @@ fn option_scalar<T: Copy + PartialEq + std::fmt::Debug>(o: &mut String, name: &s
     let hex = |x: &Option<T>| -> String {
         let p = (x as *const Option<T>).cast::<u8>();
         // SAFETY: the bytes before the value are the tag, initialized in both variants.
-        (0..at).map(|i| format!("{:02x}", unsafe { *p.add(i) })).collect()
+        (0..at)
+            .map(|i| format!("{:02x}", unsafe { *p.add(i) }))
+            .collect()
     };
     writeln!(
         o,

@@ -817,13 +817,14 @@ pub unsafe extern "C" fn onnxl_cxx_SimpleShardedDimProto_dim_param_get(p: *const
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_cxx_SimpleShardedDimProto_dim_param_mutable(p: *mut SimpleShardedDimProto) -> *mut c_void {
     // SAFETY: module contract.
-    unsafe { if !matches!((*p).dim, Some(SimpleShardedDimProtoDim::DimParam(_))) { (*p).dim = Some(SimpleShardedDimProtoDim::DimParam(ProtoString::new())); } match &mut (*p).dim { Some(SimpleShardedDimProtoDim::DimParam(s)) => s.to_cxx(), _ => unreachable!() } }
+    unsafe { if !matches!((*p).dim, Some(SimpleShardedDimProtoDim::DimParam(_))) { (*p).dim = Some(SimpleShardedDimProtoDim::DimParam(ProtoString::new())); } match &mut (*p).dim { Some(SimpleShardedDimProtoDim::DimParam(s)) => s.make_cxx(), _ => unreachable!() } }
 }
 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_cxx_SimpleShardedDimProto_dim_param_set(p: *mut SimpleShardedDimProto, data: *const u8, len: usize) {
     // SAFETY: module contract.
-    unsafe { if !matches!((*p).dim, Some(SimpleShardedDimProtoDim::DimParam(_))) { (*p).dim = Some(SimpleShardedDimProtoDim::DimParam(ProtoString::new())); } if let Some(SimpleShardedDimProtoDim::DimParam(s)) = &mut (*p).dim { onnxl_cxx_str_set(s, data, len) } }
+    unsafe { if !matches!((*p).dim, Some(SimpleShardedDimProtoDim::DimParam(_))) { (*p).dim = Some(SimpleShardedDimProtoDim::DimParam(ProtoString::new())); }
+    if let Some(SimpleShardedDimProtoDim::DimParam(s)) = &mut (*p).dim { onnxl_cxx_str_set(s, data, len) } }
 }
 
 #[unsafe(no_mangle)]
@@ -1883,13 +1884,14 @@ pub unsafe extern "C" fn onnxl_cxx_TensorShapeProto_Dimension_dim_param_get(p: *
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_cxx_TensorShapeProto_Dimension_dim_param_mutable(p: *mut TensorShapeProtoDimension) -> *mut c_void {
     // SAFETY: module contract.
-    unsafe { if !matches!((*p).value, Some(TensorShapeProtoDimensionValue::DimParam(_))) { (*p).value = Some(TensorShapeProtoDimensionValue::DimParam(ProtoString::new())); } match &mut (*p).value { Some(TensorShapeProtoDimensionValue::DimParam(s)) => s.to_cxx(), _ => unreachable!() } }
+    unsafe { if !matches!((*p).value, Some(TensorShapeProtoDimensionValue::DimParam(_))) { (*p).value = Some(TensorShapeProtoDimensionValue::DimParam(ProtoString::new())); } match &mut (*p).value { Some(TensorShapeProtoDimensionValue::DimParam(s)) => s.make_cxx(), _ => unreachable!() } }
 }
 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_cxx_TensorShapeProto_Dimension_dim_param_set(p: *mut TensorShapeProtoDimension, data: *const u8, len: usize) {
     // SAFETY: module contract.
-    unsafe { if !matches!((*p).value, Some(TensorShapeProtoDimensionValue::DimParam(_))) { (*p).value = Some(TensorShapeProtoDimensionValue::DimParam(ProtoString::new())); } if let Some(TensorShapeProtoDimensionValue::DimParam(s)) = &mut (*p).value { onnxl_cxx_str_set(s, data, len) } }
+    unsafe { if !matches!((*p).value, Some(TensorShapeProtoDimensionValue::DimParam(_))) { (*p).value = Some(TensorShapeProtoDimensionValue::DimParam(ProtoString::new())); }
+    if let Some(TensorShapeProtoDimensionValue::DimParam(s)) = &mut (*p).value { onnxl_cxx_str_set(s, data, len) } }
 }
 
 #[unsafe(no_mangle)]
