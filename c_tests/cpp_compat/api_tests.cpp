@@ -119,6 +119,20 @@ void aliasing() {
   std::memcpy(back, raw.raw_data().data(), raw.raw_data().size());
   out("raw_data size=%zu back=%s", raw.raw_data().size(), compat::fmt(back[2]).c_str());
 
+  // protobuf's container types spelled out, as code that stores them does.
+  onnx::GraphProto typed;
+  ::google::protobuf::RepeatedPtrField<onnx::NodeProto>* typed_nodes = typed.mutable_node();
+  typed_nodes->Add()->set_name("typed");
+  const ::google::protobuf::RepeatedPtrField<onnx::NodeProto>& const_nodes = typed.node();
+  ::google::protobuf::RepeatedField<int64_t>* typed_dims = typed.add_initializer()->mutable_dims();
+  typed_dims->Add(4);
+  const ::google::protobuf::RepeatedField<int64_t>& const_dims = typed.initializer(0).dims();
+  ::google::protobuf::RepeatedPtrField<std::string>* typed_inputs = typed.mutable_node(0)->mutable_input();
+  typed_inputs->Add(std::string("in"));
+  const ::google::protobuf::RepeatedPtrField<std::string>& const_inputs = typed.node(0).input();
+  out("container types: nodes=%d name=%s dims=%d:%lld inputs=%d:%s", const_nodes.size(), const_nodes.Get(0).name().c_str(),
+      const_dims.size(), static_cast<long long>(const_dims.Get(0)), const_inputs.size(), const_inputs.Get(0).c_str());
+
   // Oneof: switching the member clears the previous one.
   onnx::TypeProto type;
   type.mutable_tensor_type()->set_elem_type(1);
@@ -274,6 +288,18 @@ void backend_models(const std::string& list, const std::string& root) {
       out("FAIL: %s does not parse", name.c_str());
       continue;
     }
+    // The other entry points agree: ParseFromArray, ParseFromIstream on the file, MergeFrom.
+    onnx::ModelProto from_array;
+    std::ifstream stream(root + "/" + name, std::ios::binary);
+    onnx::ModelProto from_stream;
+    onnx::ModelProto merged;
+    merged.MergeFrom(model);
+    const bool entry_points = from_array.ParseFromArray(file.data(), static_cast<int>(file.size())) &&
+                              from_stream.ParseFromIstream(&stream);
+    COMPAT_CHECK(entry_points);
+    COMPAT_CHECK(from_array.SerializeAsString() == model.SerializeAsString());
+    COMPAT_CHECK(from_stream.SerializeAsString() == from_array.SerializeAsString());
+    COMPAT_CHECK(merged.SerializeAsString() == from_array.SerializeAsString());
     compat::Digest digest;
     compat::walk(model, digest);
     onnx::ModelProto rebuilt;
