@@ -7,6 +7,7 @@
 // Prints the compared output on stdout; exits 1 when a check failed.
 #include <algorithm>
 #include <istream>
+#include <thread>
 #include <vector>
 
 #include "schema_ops.h"
@@ -274,7 +275,7 @@ void unknown_fields() {
   out("unknown: Clear size=%zu", m.ByteSizeLong());
 }
 
-/// Parses, walks and rebuilds every model listed in `list` (paths relative to `root`).
+/// Parses, walks, rebuilds and changes every model listed in `list` (paths relative to `root`).
 void backend_models(const std::string& list, const std::string& root) {
   std::istringstream names(compat::read_file(list));
   std::string name;
@@ -302,14 +303,41 @@ void backend_models(const std::string& list, const std::string& root) {
     COMPAT_CHECK(merged.SerializeAsString() == from_array.SerializeAsString());
     compat::Digest digest;
     compat::walk(model, digest);
+    // Concurrent reads of one const message are allowed (protobuf's thread-safety rule): two
+    // threads walk a freshly parsed copy at once and must both see what the walk above saw.
+    onnx::ModelProto shared;
+    COMPAT_CHECK(shared.ParseFromString(file));
+    compat::Digest in_thread[2];
+    {
+      std::thread first([&] { compat::walk(static_cast<const onnx::ModelProto&>(shared), in_thread[0]); });
+      compat::walk(static_cast<const onnx::ModelProto&>(shared), in_thread[1]);
+      first.join();
+    }
+    COMPAT_CHECK(in_thread[0].h == digest.h && in_thread[1].h == digest.h);
     onnx::ModelProto rebuilt;
     compat::rebuild(model, &rebuilt);
     const std::string original = model.SerializeAsString();
     const std::string copy = rebuilt.SerializeAsString();
     COMPAT_CHECK(copy == original);
-    out("model %s bytes=%zu visited=%llu digest=%s rebuilt_same=%d file_same=%d", name.c_str(), original.size(),
-        static_cast<unsigned long long>(digest.visited), digest.text().c_str(), static_cast<int>(copy == original),
-        static_cast<int>(original == file));
+
+    // Changes made in place to a parsed model: references taken before see them; the sub-message
+    // released from one model and handed to another keeps its content.
+    onnx::ModelProto changed;
+    COMPAT_CHECK(changed.ParseFromString(file));
+    const std::string* graph_name = changed.graph().has_name() ? &changed.graph().name() : nullptr;
+    const std::string old_name = graph_name ? *graph_name : std::string();
+    compat::mutate(&changed);
+    COMPAT_CHECK(graph_name == nullptr || *graph_name == old_name + "~");
+    const std::string changed_bytes = changed.SerializeAsString();
+    const std::string changed_graph = changed.graph().SerializeAsString();
+    onnx::ModelProto adopter;
+    adopter.set_allocated_graph(changed.release_graph());
+    COMPAT_CHECK(!changed.has_graph() && adopter.graph().SerializeAsString() == changed_graph);
+
+    out("model %s bytes=%zu visited=%llu digest=%s rebuilt_same=%d file_same=%d changed=%zu:%s", name.c_str(),
+        original.size(), static_cast<unsigned long long>(digest.visited), digest.text().c_str(),
+        static_cast<int>(copy == original), static_cast<int>(original == file), changed_bytes.size(),
+        hash(changed_bytes).c_str());
     ++count;
   }
   out("models walked and rebuilt: %d", count);

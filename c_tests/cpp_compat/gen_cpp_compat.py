@@ -5,8 +5,9 @@ Reads the FileDescriptorSet that protoc writes for onnx.proto and onnx-data.prot
 (`protoc --include_imports --descriptor_set_out=...`) and writes, into OUT_DIR:
 
 - schema_ops.h / schema_ops.cpp: for every message, `fill` (sets every field through the
-  setters, to a given depth), `walk` (reads every field through the getters into a Digest) and
-  `rebuild` (copies a message field by field through the setters);
+  setters, to a given depth), `walk` (reads every field through the getters into a Digest),
+  `rebuild` (copies a message field by field through the setters) and `mutate` (changes every
+  field that is set, in place);
 - field_tests.cpp: `compat::run_generated_tests()`, which exercises every accessor of every field
   of every message (scalars, enums, strings/bytes, sub-messages, oneofs, repeated fields and their
   RepeatedField / RepeatedPtrField objects), every value of every enum, and the value semantics
@@ -152,7 +153,9 @@ class Gen:
             h.append(f"void walk(const {t}& m, Digest& d);")
             h.append(f"/// Copies `s` into `d` field by field through the setters.")
             h.append(f"void rebuild(const {t}& s, {t}* d);")
-            c += self.fill(m) + self.walk(m) + self.rebuild(m)
+            h.append(f"/// Changes every field that is set (through mutable_x, set_x, add_x), recursively.")
+            h.append(f"void mutate({t}* m);")
+            c += self.fill(m) + self.walk(m) + self.rebuild(m) + self.mutate(m)
         h += ["}  // namespace compat", "#endif"]
         c += ["}  // namespace compat"]
         return "\n".join(h) + "\n", "\n".join(c) + "\n"
@@ -232,6 +235,41 @@ class Gen:
                     lines.append(f"  if (s.has_{n}()) rebuild(s.{n}(), d->mutable_{n}());")
                 else:
                     lines.append(f"  if (s.has_{n}()) d->set_{n}(s.{n}());")
+        lines.append("}")
+        return lines
+
+    def changed(self, fd, expr):
+        """A C++ expression of the field's type that differs from `expr` (no overflow)."""
+        if fd.type == F.TYPE_BOOL:
+            return f"!{expr}"
+        if fd.type in (F.TYPE_FLOAT, F.TYPE_DOUBLE):
+            return f"{expr} * 2"
+        if fd.type == F.TYPE_ENUM:
+            return expr
+        return f"{expr} ^ 1"
+
+    def mutate(self, m):
+        t = f"::onnx::{m.cpp}"
+        lines = [f"void mutate({t}* m) {{"]
+        for fd in m.proto.field:
+            k, n = self.kind(fd), fd.name
+            if fd.label == F.LABEL_REPEATED:
+                if k == "message":
+                    lines.append(f"  for (auto& e : *m->mutable_{n}()) mutate(&e);")
+                    lines.append(f"  m->add_{n}();")
+                elif k == "string":
+                    lines.append(f"  for (std::string& v : *m->mutable_{n}()) v += '~';")
+                    lines.append(f'  m->add_{n}("added");')
+                else:
+                    lines.append(f"  for (int i = 0; i < m->{n}_size(); ++i) m->set_{n}(i, {self.changed(fd, f'm->{n}(i)')});")
+                    lines.append(f"  m->add_{n}({self.values(fd)[0]});")
+            else:
+                if k == "message":
+                    lines.append(f"  if (m->has_{n}()) mutate(m->mutable_{n}());")
+                elif k == "string":
+                    lines.append(f'  if (m->has_{n}()) m->mutable_{n}()->append("~");')
+                else:
+                    lines.append(f"  if (m->has_{n}()) m->set_{n}({self.changed(fd, f'm->{n}()')});")
         lines.append("}")
         return lines
 
