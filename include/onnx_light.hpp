@@ -105,11 +105,6 @@ void onnxl_cxx_ValueInfoProto_list_delete(void* f, size_t start, size_t n);
 void onnxl_cxx_ValueInfoProto_list_swap(void* f, size_t i, size_t j);
 void onnxl_cxx_ValueInfoProto_list_truncate(void* f, size_t n);
 void onnxl_cxx_ValueInfoProto_list_reserve(void* f, size_t n);
-const void* onnxl_cxx_ValueInfoProto_type_get(const void* p);
-void* onnxl_cxx_ValueInfoProto_type_mutable(void* p);
-void onnxl_cxx_ValueInfoProto_type_clear(void* p);
-void* onnxl_cxx_ValueInfoProto_type_release(void* p);
-void onnxl_cxx_ValueInfoProto_type_set_allocated(void* p, void* v);
 void onnxl_cxx_NodeProto_init(void* p);
 void onnxl_cxx_NodeProto_drop(void* p);
 void onnxl_cxx_NodeProto_init_copy(void* p, const void* src);
@@ -439,11 +434,6 @@ void onnxl_cxx_TypeProto_Tensor_list_delete(void* f, size_t start, size_t n);
 void onnxl_cxx_TypeProto_Tensor_list_swap(void* f, size_t i, size_t j);
 void onnxl_cxx_TypeProto_Tensor_list_truncate(void* f, size_t n);
 void onnxl_cxx_TypeProto_Tensor_list_reserve(void* f, size_t n);
-const void* onnxl_cxx_TypeProto_Tensor_shape_get(const void* p);
-void* onnxl_cxx_TypeProto_Tensor_shape_mutable(void* p);
-void onnxl_cxx_TypeProto_Tensor_shape_clear(void* p);
-void* onnxl_cxx_TypeProto_Tensor_shape_release(void* p);
-void onnxl_cxx_TypeProto_Tensor_shape_set_allocated(void* p, void* v);
 void onnxl_cxx_TypeProto_Sequence_init(void* p);
 void onnxl_cxx_TypeProto_Sequence_drop(void* p);
 void onnxl_cxx_TypeProto_Sequence_init_copy(void* p, const void* src);
@@ -504,11 +494,6 @@ void onnxl_cxx_TypeProto_SparseTensor_list_delete(void* f, size_t start, size_t 
 void onnxl_cxx_TypeProto_SparseTensor_list_swap(void* f, size_t i, size_t j);
 void onnxl_cxx_TypeProto_SparseTensor_list_truncate(void* f, size_t n);
 void onnxl_cxx_TypeProto_SparseTensor_list_reserve(void* f, size_t n);
-const void* onnxl_cxx_TypeProto_SparseTensor_shape_get(const void* p);
-void* onnxl_cxx_TypeProto_SparseTensor_shape_mutable(void* p);
-void onnxl_cxx_TypeProto_SparseTensor_shape_clear(void* p);
-void* onnxl_cxx_TypeProto_SparseTensor_shape_release(void* p);
-void onnxl_cxx_TypeProto_SparseTensor_shape_set_allocated(void* p, void* v);
 void onnxl_cxx_TypeProto_Opaque_init(void* p);
 void onnxl_cxx_TypeProto_Opaque_drop(void* p);
 void onnxl_cxx_TypeProto_Opaque_init_copy(void* p, const void* src);
@@ -612,7 +597,7 @@ constexpr uint8_t kOptionalStringNone = 4;
 constexpr std::size_t kStringSize = 32;
 constexpr std::size_t kRepeatedOrderAt = 0;
 constexpr std::size_t kRepeatedLenAt = 8;
-constexpr uint64_t kLayoutFingerprint = 0x0e2a8f7338dc7354ull;
+constexpr uint64_t kLayoutFingerprint = 0x7212a099b0f91891ull;
 }  // namespace detail
 
 /// An error of the library: the C status and the message of onnxl_last_error_message().
@@ -2285,44 +2270,44 @@ class ValueInfoProto final {
   static ValueInfoProto* from_c(OnnxlValueInfoProto* p) noexcept { (void)detail::init(); return reinterpret_cast<ValueInfoProto*>(p); }
 
   // optional string name = 1;
-  bool has_name() const { return detail::optional_string_has(detail::at(this, 88)); }
-  const std::string& name() const { return detail::optional_string(detail::at(this, 88)); }
-  std::string* mutable_name() { return static_cast<std::string*>(onnxl_cxx_ostr_mutable(detail::at(this, 88))); }
-  void set_name(const std::string& v) { onnxl_cxx_ostr_set(detail::at(this, 88), reinterpret_cast<const uint8_t*>(v.data()), v.size()); }
-  void set_name(std::string&& v) { onnxl_cxx_ostr_set(detail::at(this, 88), reinterpret_cast<const uint8_t*>(v.data()), v.size()); }
-  void set_name(const char* v) { onnxl_cxx_ostr_set(detail::at(this, 88), reinterpret_cast<const uint8_t*>(v), std::strlen(v)); }
-  void set_name(const char* v, std::size_t n) { onnxl_cxx_ostr_set(detail::at(this, 88), reinterpret_cast<const uint8_t*>(v), n); }
-  void set_name(const void* v, std::size_t n) { onnxl_cxx_ostr_set(detail::at(this, 88), reinterpret_cast<const uint8_t*>(static_cast<const char*>(v)), n); }
-  void clear_name() { onnxl_cxx_ostr_clear(detail::at(this, 88)); }
-  std::string* release_name() { return static_cast<std::string*>(onnxl_cxx_ostr_release(detail::at(this, 88))); }
-  void set_allocated_name(std::string* v) { onnxl_cxx_ostr_set_allocated(detail::at(this, 88), v); }
+  bool has_name() const { return detail::optional_string_has(detail::at(this, 0)); }
+  const std::string& name() const { return detail::optional_string(detail::at(this, 0)); }
+  std::string* mutable_name() { return static_cast<std::string*>(onnxl_cxx_ostr_mutable(detail::at(this, 0))); }
+  void set_name(const std::string& v) { onnxl_cxx_ostr_set(detail::at(this, 0), reinterpret_cast<const uint8_t*>(v.data()), v.size()); }
+  void set_name(std::string&& v) { onnxl_cxx_ostr_set(detail::at(this, 0), reinterpret_cast<const uint8_t*>(v.data()), v.size()); }
+  void set_name(const char* v) { onnxl_cxx_ostr_set(detail::at(this, 0), reinterpret_cast<const uint8_t*>(v), std::strlen(v)); }
+  void set_name(const char* v, std::size_t n) { onnxl_cxx_ostr_set(detail::at(this, 0), reinterpret_cast<const uint8_t*>(v), n); }
+  void set_name(const void* v, std::size_t n) { onnxl_cxx_ostr_set(detail::at(this, 0), reinterpret_cast<const uint8_t*>(static_cast<const char*>(v)), n); }
+  void clear_name() { onnxl_cxx_ostr_clear(detail::at(this, 0)); }
+  std::string* release_name() { return static_cast<std::string*>(onnxl_cxx_ostr_release(detail::at(this, 0))); }
+  void set_allocated_name(std::string* v) { onnxl_cxx_ostr_set_allocated(detail::at(this, 0), v); }
 
   // optional TypeProto type = 2;
-  bool has_type() const { return onnxl_cxx_ValueInfoProto_type_get(this) != nullptr; }
+  bool has_type() const { return detail::load<const void*>(detail::at(this, 88)) != nullptr; }
   const TypeProto& type() const;
   TypeProto* mutable_type();
-  void clear_type() { onnxl_cxx_ValueInfoProto_type_clear(this); }
+  void clear_type();
   TypeProto* release_type();
   void set_allocated_type(TypeProto* v);
   TypeProto* unsafe_arena_release_type() { return release_type(); }
   void unsafe_arena_set_allocated_type(TypeProto* v) { set_allocated_type(v); }
 
   // optional string doc_string = 3;
-  bool has_doc_string() const { return detail::optional_string_has(detail::at(this, 120)); }
-  const std::string& doc_string() const { return detail::optional_string(detail::at(this, 120)); }
-  std::string* mutable_doc_string() { return static_cast<std::string*>(onnxl_cxx_ostr_mutable(detail::at(this, 120))); }
-  void set_doc_string(const std::string& v) { onnxl_cxx_ostr_set(detail::at(this, 120), reinterpret_cast<const uint8_t*>(v.data()), v.size()); }
-  void set_doc_string(std::string&& v) { onnxl_cxx_ostr_set(detail::at(this, 120), reinterpret_cast<const uint8_t*>(v.data()), v.size()); }
-  void set_doc_string(const char* v) { onnxl_cxx_ostr_set(detail::at(this, 120), reinterpret_cast<const uint8_t*>(v), std::strlen(v)); }
-  void set_doc_string(const char* v, std::size_t n) { onnxl_cxx_ostr_set(detail::at(this, 120), reinterpret_cast<const uint8_t*>(v), n); }
-  void set_doc_string(const void* v, std::size_t n) { onnxl_cxx_ostr_set(detail::at(this, 120), reinterpret_cast<const uint8_t*>(static_cast<const char*>(v)), n); }
-  void clear_doc_string() { onnxl_cxx_ostr_clear(detail::at(this, 120)); }
-  std::string* release_doc_string() { return static_cast<std::string*>(onnxl_cxx_ostr_release(detail::at(this, 120))); }
-  void set_allocated_doc_string(std::string* v) { onnxl_cxx_ostr_set_allocated(detail::at(this, 120), v); }
+  bool has_doc_string() const { return detail::optional_string_has(detail::at(this, 32)); }
+  const std::string& doc_string() const { return detail::optional_string(detail::at(this, 32)); }
+  std::string* mutable_doc_string() { return static_cast<std::string*>(onnxl_cxx_ostr_mutable(detail::at(this, 32))); }
+  void set_doc_string(const std::string& v) { onnxl_cxx_ostr_set(detail::at(this, 32), reinterpret_cast<const uint8_t*>(v.data()), v.size()); }
+  void set_doc_string(std::string&& v) { onnxl_cxx_ostr_set(detail::at(this, 32), reinterpret_cast<const uint8_t*>(v.data()), v.size()); }
+  void set_doc_string(const char* v) { onnxl_cxx_ostr_set(detail::at(this, 32), reinterpret_cast<const uint8_t*>(v), std::strlen(v)); }
+  void set_doc_string(const char* v, std::size_t n) { onnxl_cxx_ostr_set(detail::at(this, 32), reinterpret_cast<const uint8_t*>(v), n); }
+  void set_doc_string(const void* v, std::size_t n) { onnxl_cxx_ostr_set(detail::at(this, 32), reinterpret_cast<const uint8_t*>(static_cast<const char*>(v)), n); }
+  void clear_doc_string() { onnxl_cxx_ostr_clear(detail::at(this, 32)); }
+  std::string* release_doc_string() { return static_cast<std::string*>(onnxl_cxx_ostr_release(detail::at(this, 32))); }
+  void set_allocated_doc_string(std::string* v) { onnxl_cxx_ostr_set_allocated(detail::at(this, 32), v); }
 
   // repeated StringStringEntryProto metadata_props = 4;
-  const RepeatedPtrField<StringStringEntryProto>& metadata_props() const { return *reinterpret_cast<const RepeatedPtrField<StringStringEntryProto>*>(detail::at(this, 152)); }
-  RepeatedPtrField<StringStringEntryProto>* mutable_metadata_props() { return reinterpret_cast<RepeatedPtrField<StringStringEntryProto>*>(detail::at(this, 152)); }
+  const RepeatedPtrField<StringStringEntryProto>& metadata_props() const { return *reinterpret_cast<const RepeatedPtrField<StringStringEntryProto>*>(detail::at(this, 64)); }
+  RepeatedPtrField<StringStringEntryProto>* mutable_metadata_props() { return reinterpret_cast<RepeatedPtrField<StringStringEntryProto>*>(detail::at(this, 64)); }
   int metadata_props_size() const { return metadata_props().size(); }
   const StringStringEntryProto& metadata_props(int i) const;
   StringStringEntryProto* mutable_metadata_props(int i);
@@ -2330,9 +2315,9 @@ class ValueInfoProto final {
   void clear_metadata_props() { mutable_metadata_props()->Clear(); }
 
  private:
-  alignas(8) unsigned char storage_[184];
+  alignas(8) unsigned char storage_[104];
 };
-static_assert(sizeof(ValueInfoProto) == 184 && alignof(ValueInfoProto) == 8, "layout of ValueInfoProto");
+static_assert(sizeof(ValueInfoProto) == 104 && alignof(ValueInfoProto) == 8, "layout of ValueInfoProto");
 
 /// `onnx.NodeProto`.
 class NodeProto final {
@@ -4250,17 +4235,17 @@ class TypeProto final {
   void unsafe_arena_set_allocated_opaque_type(TypeProto_Opaque* v) { set_allocated_opaque_type(v); }
 
   // optional string denotation = 6;
-  bool has_denotation() const { return detail::optional_string_has(detail::at(this, 48)); }
-  const std::string& denotation() const { return detail::optional_string(detail::at(this, 48)); }
-  std::string* mutable_denotation() { return static_cast<std::string*>(onnxl_cxx_ostr_mutable(detail::at(this, 48))); }
-  void set_denotation(const std::string& v) { onnxl_cxx_ostr_set(detail::at(this, 48), reinterpret_cast<const uint8_t*>(v.data()), v.size()); }
-  void set_denotation(std::string&& v) { onnxl_cxx_ostr_set(detail::at(this, 48), reinterpret_cast<const uint8_t*>(v.data()), v.size()); }
-  void set_denotation(const char* v) { onnxl_cxx_ostr_set(detail::at(this, 48), reinterpret_cast<const uint8_t*>(v), std::strlen(v)); }
-  void set_denotation(const char* v, std::size_t n) { onnxl_cxx_ostr_set(detail::at(this, 48), reinterpret_cast<const uint8_t*>(v), n); }
-  void set_denotation(const void* v, std::size_t n) { onnxl_cxx_ostr_set(detail::at(this, 48), reinterpret_cast<const uint8_t*>(static_cast<const char*>(v)), n); }
-  void clear_denotation() { onnxl_cxx_ostr_clear(detail::at(this, 48)); }
-  std::string* release_denotation() { return static_cast<std::string*>(onnxl_cxx_ostr_release(detail::at(this, 48))); }
-  void set_allocated_denotation(std::string* v) { onnxl_cxx_ostr_set_allocated(detail::at(this, 48), v); }
+  bool has_denotation() const { return detail::optional_string_has(detail::at(this, 16)); }
+  const std::string& denotation() const { return detail::optional_string(detail::at(this, 16)); }
+  std::string* mutable_denotation() { return static_cast<std::string*>(onnxl_cxx_ostr_mutable(detail::at(this, 16))); }
+  void set_denotation(const std::string& v) { onnxl_cxx_ostr_set(detail::at(this, 16), reinterpret_cast<const uint8_t*>(v.data()), v.size()); }
+  void set_denotation(std::string&& v) { onnxl_cxx_ostr_set(detail::at(this, 16), reinterpret_cast<const uint8_t*>(v.data()), v.size()); }
+  void set_denotation(const char* v) { onnxl_cxx_ostr_set(detail::at(this, 16), reinterpret_cast<const uint8_t*>(v), std::strlen(v)); }
+  void set_denotation(const char* v, std::size_t n) { onnxl_cxx_ostr_set(detail::at(this, 16), reinterpret_cast<const uint8_t*>(v), n); }
+  void set_denotation(const void* v, std::size_t n) { onnxl_cxx_ostr_set(detail::at(this, 16), reinterpret_cast<const uint8_t*>(static_cast<const char*>(v)), n); }
+  void clear_denotation() { onnxl_cxx_ostr_clear(detail::at(this, 16)); }
+  std::string* release_denotation() { return static_cast<std::string*>(onnxl_cxx_ostr_release(detail::at(this, 16))); }
+  void set_allocated_denotation(std::string* v) { onnxl_cxx_ostr_set_allocated(detail::at(this, 16), v); }
 
   // oneof value
   enum ValueCase {
@@ -4276,9 +4261,9 @@ class TypeProto final {
   void clear_value() { onnxl_cxx_TypeProto_clear_value(this); }
 
  private:
-  alignas(8) unsigned char storage_[88];
+  alignas(8) unsigned char storage_[56];
 };
-static_assert(sizeof(TypeProto) == 88 && alignof(TypeProto) == 8, "layout of TypeProto");
+static_assert(sizeof(TypeProto) == 56 && alignof(TypeProto) == 8, "layout of TypeProto");
 
 /// `onnx.TypeProto.Tensor`.
 class TypeProto_Tensor final {
@@ -4335,19 +4320,19 @@ class TypeProto_Tensor final {
   void clear_elem_type() { detail::OptionalScalar<int32_t>::clear(detail::at(this, 0)); }
 
   // optional TensorShapeProto shape = 2;
-  bool has_shape() const { return onnxl_cxx_TypeProto_Tensor_shape_get(this) != nullptr; }
+  bool has_shape() const { return detail::load<const void*>(detail::at(this, 8)) != nullptr; }
   const TensorShapeProto& shape() const;
   TensorShapeProto* mutable_shape();
-  void clear_shape() { onnxl_cxx_TypeProto_Tensor_shape_clear(this); }
+  void clear_shape();
   TensorShapeProto* release_shape();
   void set_allocated_shape(TensorShapeProto* v);
   TensorShapeProto* unsafe_arena_release_shape() { return release_shape(); }
   void unsafe_arena_set_allocated_shape(TensorShapeProto* v) { set_allocated_shape(v); }
 
  private:
-  alignas(8) unsigned char storage_[48];
+  alignas(8) unsigned char storage_[24];
 };
-static_assert(sizeof(TypeProto_Tensor) == 48 && alignof(TypeProto_Tensor) == 8, "layout of TypeProto_Tensor");
+static_assert(sizeof(TypeProto_Tensor) == 24 && alignof(TypeProto_Tensor) == 8, "layout of TypeProto_Tensor");
 
 /// `onnx.TypeProto.Sequence`.
 class TypeProto_Sequence final {
@@ -4599,19 +4584,19 @@ class TypeProto_SparseTensor final {
   void clear_elem_type() { detail::OptionalScalar<int32_t>::clear(detail::at(this, 0)); }
 
   // optional TensorShapeProto shape = 2;
-  bool has_shape() const { return onnxl_cxx_TypeProto_SparseTensor_shape_get(this) != nullptr; }
+  bool has_shape() const { return detail::load<const void*>(detail::at(this, 8)) != nullptr; }
   const TensorShapeProto& shape() const;
   TensorShapeProto* mutable_shape();
-  void clear_shape() { onnxl_cxx_TypeProto_SparseTensor_shape_clear(this); }
+  void clear_shape();
   TensorShapeProto* release_shape();
   void set_allocated_shape(TensorShapeProto* v);
   TensorShapeProto* unsafe_arena_release_shape() { return release_shape(); }
   void unsafe_arena_set_allocated_shape(TensorShapeProto* v) { set_allocated_shape(v); }
 
  private:
-  alignas(8) unsigned char storage_[48];
+  alignas(8) unsigned char storage_[24];
 };
-static_assert(sizeof(TypeProto_SparseTensor) == 48 && alignof(TypeProto_SparseTensor) == 8, "layout of TypeProto_SparseTensor");
+static_assert(sizeof(TypeProto_SparseTensor) == 24 && alignof(TypeProto_SparseTensor) == 8, "layout of TypeProto_SparseTensor");
 
 /// `onnx.TypeProto.Opaque`.
 class TypeProto_Opaque final {
@@ -5378,10 +5363,11 @@ inline SparseTensorProto* AttributeProto::add_sparse_tensors() { return mutable_
 inline const TypeProto& AttributeProto::type_protos(int i) const { return type_protos().Get(i); }
 inline TypeProto* AttributeProto::mutable_type_protos(int i) { return mutable_type_protos()->Mutable(i); }
 inline TypeProto* AttributeProto::add_type_protos() { return mutable_type_protos()->Add(); }
-inline const TypeProto& ValueInfoProto::type() const { const void* v = onnxl_cxx_ValueInfoProto_type_get(this); return v ? *static_cast<const TypeProto*>(v) : TypeProto::default_instance(); }
-inline TypeProto* ValueInfoProto::mutable_type() { return static_cast<TypeProto*>(onnxl_cxx_ValueInfoProto_type_mutable(this)); }
-inline TypeProto* ValueInfoProto::release_type() { return static_cast<TypeProto*>(onnxl_cxx_ValueInfoProto_type_release(this)); }
-inline void ValueInfoProto::set_allocated_type(TypeProto* v) { onnxl_cxx_ValueInfoProto_type_set_allocated(this, v); }
+inline const TypeProto& ValueInfoProto::type() const { const TypeProto* v = detail::load<const TypeProto*>(detail::at(this, 88)); return v ? *v : TypeProto::default_instance(); }
+inline TypeProto* ValueInfoProto::mutable_type() { TypeProto* v = detail::load<TypeProto*>(detail::at(this, 88)); if (!v) { v = new TypeProto; detail::store(detail::at(this, 88), v); } return v; }
+inline void ValueInfoProto::clear_type() { TypeProto* v = detail::load<TypeProto*>(detail::at(this, 88)); detail::store<TypeProto*>(detail::at(this, 88), nullptr); delete v; }
+inline TypeProto* ValueInfoProto::release_type() { TypeProto* v = detail::load<TypeProto*>(detail::at(this, 88)); detail::store<TypeProto*>(detail::at(this, 88), nullptr); return v; }
+inline void ValueInfoProto::set_allocated_type(TypeProto* v) { TypeProto* old = detail::load<TypeProto*>(detail::at(this, 88)); if (old == v) return; detail::store(detail::at(this, 88), v); delete old; }
 inline const StringStringEntryProto& ValueInfoProto::metadata_props(int i) const { return metadata_props().Get(i); }
 inline StringStringEntryProto* ValueInfoProto::mutable_metadata_props(int i) { return mutable_metadata_props()->Mutable(i); }
 inline StringStringEntryProto* ValueInfoProto::add_metadata_props() { return mutable_metadata_props()->Add(); }
@@ -5518,10 +5504,11 @@ inline const TypeProto_Opaque& TypeProto::opaque_type() const { const void* v = 
 inline TypeProto_Opaque* TypeProto::mutable_opaque_type() { return static_cast<TypeProto_Opaque*>(onnxl_cxx_TypeProto_opaque_type_mutable(this)); }
 inline TypeProto_Opaque* TypeProto::release_opaque_type() { return static_cast<TypeProto_Opaque*>(onnxl_cxx_TypeProto_opaque_type_release(this)); }
 inline void TypeProto::set_allocated_opaque_type(TypeProto_Opaque* v) { onnxl_cxx_TypeProto_opaque_type_set_allocated(this, v); }
-inline const TensorShapeProto& TypeProto_Tensor::shape() const { const void* v = onnxl_cxx_TypeProto_Tensor_shape_get(this); return v ? *static_cast<const TensorShapeProto*>(v) : TensorShapeProto::default_instance(); }
-inline TensorShapeProto* TypeProto_Tensor::mutable_shape() { return static_cast<TensorShapeProto*>(onnxl_cxx_TypeProto_Tensor_shape_mutable(this)); }
-inline TensorShapeProto* TypeProto_Tensor::release_shape() { return static_cast<TensorShapeProto*>(onnxl_cxx_TypeProto_Tensor_shape_release(this)); }
-inline void TypeProto_Tensor::set_allocated_shape(TensorShapeProto* v) { onnxl_cxx_TypeProto_Tensor_shape_set_allocated(this, v); }
+inline const TensorShapeProto& TypeProto_Tensor::shape() const { const TensorShapeProto* v = detail::load<const TensorShapeProto*>(detail::at(this, 8)); return v ? *v : TensorShapeProto::default_instance(); }
+inline TensorShapeProto* TypeProto_Tensor::mutable_shape() { TensorShapeProto* v = detail::load<TensorShapeProto*>(detail::at(this, 8)); if (!v) { v = new TensorShapeProto; detail::store(detail::at(this, 8), v); } return v; }
+inline void TypeProto_Tensor::clear_shape() { TensorShapeProto* v = detail::load<TensorShapeProto*>(detail::at(this, 8)); detail::store<TensorShapeProto*>(detail::at(this, 8), nullptr); delete v; }
+inline TensorShapeProto* TypeProto_Tensor::release_shape() { TensorShapeProto* v = detail::load<TensorShapeProto*>(detail::at(this, 8)); detail::store<TensorShapeProto*>(detail::at(this, 8), nullptr); return v; }
+inline void TypeProto_Tensor::set_allocated_shape(TensorShapeProto* v) { TensorShapeProto* old = detail::load<TensorShapeProto*>(detail::at(this, 8)); if (old == v) return; detail::store(detail::at(this, 8), v); delete old; }
 inline const TypeProto& TypeProto_Sequence::elem_type() const { const TypeProto* v = detail::load<const TypeProto*>(detail::at(this, 0)); return v ? *v : TypeProto::default_instance(); }
 inline TypeProto* TypeProto_Sequence::mutable_elem_type() { TypeProto* v = detail::load<TypeProto*>(detail::at(this, 0)); if (!v) { v = new TypeProto; detail::store(detail::at(this, 0), v); } return v; }
 inline void TypeProto_Sequence::clear_elem_type() { TypeProto* v = detail::load<TypeProto*>(detail::at(this, 0)); detail::store<TypeProto*>(detail::at(this, 0), nullptr); delete v; }
@@ -5537,10 +5524,11 @@ inline TypeProto* TypeProto_Optional::mutable_elem_type() { TypeProto* v = detai
 inline void TypeProto_Optional::clear_elem_type() { TypeProto* v = detail::load<TypeProto*>(detail::at(this, 0)); detail::store<TypeProto*>(detail::at(this, 0), nullptr); delete v; }
 inline TypeProto* TypeProto_Optional::release_elem_type() { TypeProto* v = detail::load<TypeProto*>(detail::at(this, 0)); detail::store<TypeProto*>(detail::at(this, 0), nullptr); return v; }
 inline void TypeProto_Optional::set_allocated_elem_type(TypeProto* v) { TypeProto* old = detail::load<TypeProto*>(detail::at(this, 0)); if (old == v) return; detail::store(detail::at(this, 0), v); delete old; }
-inline const TensorShapeProto& TypeProto_SparseTensor::shape() const { const void* v = onnxl_cxx_TypeProto_SparseTensor_shape_get(this); return v ? *static_cast<const TensorShapeProto*>(v) : TensorShapeProto::default_instance(); }
-inline TensorShapeProto* TypeProto_SparseTensor::mutable_shape() { return static_cast<TensorShapeProto*>(onnxl_cxx_TypeProto_SparseTensor_shape_mutable(this)); }
-inline TensorShapeProto* TypeProto_SparseTensor::release_shape() { return static_cast<TensorShapeProto*>(onnxl_cxx_TypeProto_SparseTensor_shape_release(this)); }
-inline void TypeProto_SparseTensor::set_allocated_shape(TensorShapeProto* v) { onnxl_cxx_TypeProto_SparseTensor_shape_set_allocated(this, v); }
+inline const TensorShapeProto& TypeProto_SparseTensor::shape() const { const TensorShapeProto* v = detail::load<const TensorShapeProto*>(detail::at(this, 8)); return v ? *v : TensorShapeProto::default_instance(); }
+inline TensorShapeProto* TypeProto_SparseTensor::mutable_shape() { TensorShapeProto* v = detail::load<TensorShapeProto*>(detail::at(this, 8)); if (!v) { v = new TensorShapeProto; detail::store(detail::at(this, 8), v); } return v; }
+inline void TypeProto_SparseTensor::clear_shape() { TensorShapeProto* v = detail::load<TensorShapeProto*>(detail::at(this, 8)); detail::store<TensorShapeProto*>(detail::at(this, 8), nullptr); delete v; }
+inline TensorShapeProto* TypeProto_SparseTensor::release_shape() { TensorShapeProto* v = detail::load<TensorShapeProto*>(detail::at(this, 8)); detail::store<TensorShapeProto*>(detail::at(this, 8), nullptr); return v; }
+inline void TypeProto_SparseTensor::set_allocated_shape(TensorShapeProto* v) { TensorShapeProto* old = detail::load<TensorShapeProto*>(detail::at(this, 8)); if (old == v) return; detail::store(detail::at(this, 8), v); delete old; }
 inline const AttributeProto& FunctionProto::attribute_proto(int i) const { return attribute_proto().Get(i); }
 inline AttributeProto* FunctionProto::mutable_attribute_proto(int i) { return mutable_attribute_proto()->Mutable(i); }
 inline AttributeProto* FunctionProto::add_attribute_proto() { return mutable_attribute_proto()->Add(); }

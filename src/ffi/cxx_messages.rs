@@ -202,36 +202,6 @@ pub unsafe extern "C" fn onnxl_cxx_ValueInfoProto_list_reserve(f: *mut RepeatedF
     unsafe { list_reserve(f, n) }
 }
 
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn onnxl_cxx_ValueInfoProto_type_get(p: *const ValueInfoProto) -> *const TypeProto {
-    // SAFETY: module contract.
-    unsafe { (*p).r#type.as_ref().map_or(std::ptr::null(), |v| v as *const TypeProto) }
-}
-
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn onnxl_cxx_ValueInfoProto_type_mutable(p: *mut ValueInfoProto) -> *mut TypeProto {
-    // SAFETY: module contract.
-    unsafe { (*p).r#type.get_or_insert_with(TypeProto::new) }
-}
-
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn onnxl_cxx_ValueInfoProto_type_clear(p: *mut ValueInfoProto) {
-    // SAFETY: module contract.
-    unsafe { (*p).r#type = None }
-}
-
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn onnxl_cxx_ValueInfoProto_type_release(p: *mut ValueInfoProto) -> *mut TypeProto {
-    // SAFETY: module contract.
-    unsafe { (*p).r#type.take().map_or(std::ptr::null_mut(), |v| Box::into_raw(Box::new(v))) }
-}
-
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn onnxl_cxx_ValueInfoProto_type_set_allocated(p: *mut ValueInfoProto, v: *mut TypeProto) {
-    // SAFETY: module contract.
-    unsafe { (*p).r#type = if v.is_null() { None } else { Some(*Box::from_raw(v)) } }
-}
-
 // ---- NodeProto
 
 #[unsafe(no_mangle)]
@@ -2013,25 +1983,25 @@ pub unsafe extern "C" fn onnxl_cxx_TypeProto_clear_value(p: *mut TypeProto) {
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_cxx_TypeProto_tensor_type_get(p: *const TypeProto) -> *const TypeProtoTensor {
     // SAFETY: module contract.
-    unsafe { match &(*p).value { Some(TypeProtoValue::TensorType(v)) => v as *const TypeProtoTensor, _ => std::ptr::null() } }
+    unsafe { match &(*p).value { Some(TypeProtoValue::TensorType(v)) => v.as_ref() as *const TypeProtoTensor, _ => std::ptr::null() } }
 }
 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_cxx_TypeProto_tensor_type_mutable(p: *mut TypeProto) -> *mut TypeProtoTensor {
     // SAFETY: module contract.
-    unsafe { if !matches!((*p).value, Some(TypeProtoValue::TensorType(_))) { (*p).value = Some(TypeProtoValue::TensorType(TypeProtoTensor::new())); } match &mut (*p).value { Some(TypeProtoValue::TensorType(v)) => v, _ => unreachable!() } }
+    unsafe { if !matches!((*p).value, Some(TypeProtoValue::TensorType(_))) { (*p).value = Some(TypeProtoValue::TensorType(Box::new(TypeProtoTensor::new()))); } match &mut (*p).value { Some(TypeProtoValue::TensorType(v)) => &mut **v, _ => unreachable!() } }
 }
 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_cxx_TypeProto_tensor_type_release(p: *mut TypeProto) -> *mut TypeProtoTensor {
     // SAFETY: module contract.
-    unsafe { if !matches!((*p).value, Some(TypeProtoValue::TensorType(_))) { return std::ptr::null_mut(); } match (*p).value.take() { Some(TypeProtoValue::TensorType(v)) => Box::into_raw(Box::new(v)), _ => unreachable!() } }
+    unsafe { if !matches!((*p).value, Some(TypeProtoValue::TensorType(_))) { return std::ptr::null_mut(); } match (*p).value.take() { Some(TypeProtoValue::TensorType(v)) => Box::into_raw(v), _ => unreachable!() } }
 }
 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_cxx_TypeProto_tensor_type_set_allocated(p: *mut TypeProto, v: *mut TypeProtoTensor) {
     // SAFETY: module contract.
-    unsafe { if v.is_null() { if matches!((*p).value, Some(TypeProtoValue::TensorType(_))) { (*p).value = None; } } else { (*p).value = Some(TypeProtoValue::TensorType(*Box::from_raw(v))); } }
+    unsafe { if v.is_null() { if matches!((*p).value, Some(TypeProtoValue::TensorType(_))) { (*p).value = None; } } else { (*p).value = Some(TypeProtoValue::TensorType(Box::from_raw(v))); } }
 }
 
 #[unsafe(no_mangle)]
@@ -2244,36 +2214,6 @@ pub unsafe extern "C" fn onnxl_cxx_TypeProto_Tensor_list_truncate(f: *mut Repeat
 pub unsafe extern "C" fn onnxl_cxx_TypeProto_Tensor_list_reserve(f: *mut RepeatedField<TypeProtoTensor>, n: usize) {
     // SAFETY: module contract.
     unsafe { list_reserve(f, n) }
-}
-
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn onnxl_cxx_TypeProto_Tensor_shape_get(p: *const TypeProtoTensor) -> *const TensorShapeProto {
-    // SAFETY: module contract.
-    unsafe { (*p).shape.as_ref().map_or(std::ptr::null(), |v| v as *const TensorShapeProto) }
-}
-
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn onnxl_cxx_TypeProto_Tensor_shape_mutable(p: *mut TypeProtoTensor) -> *mut TensorShapeProto {
-    // SAFETY: module contract.
-    unsafe { (*p).shape.get_or_insert_with(TensorShapeProto::new) }
-}
-
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn onnxl_cxx_TypeProto_Tensor_shape_clear(p: *mut TypeProtoTensor) {
-    // SAFETY: module contract.
-    unsafe { (*p).shape = None }
-}
-
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn onnxl_cxx_TypeProto_Tensor_shape_release(p: *mut TypeProtoTensor) -> *mut TensorShapeProto {
-    // SAFETY: module contract.
-    unsafe { (*p).shape.take().map_or(std::ptr::null_mut(), |v| Box::into_raw(Box::new(v))) }
-}
-
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn onnxl_cxx_TypeProto_Tensor_shape_set_allocated(p: *mut TypeProtoTensor, v: *mut TensorShapeProto) {
-    // SAFETY: module contract.
-    unsafe { (*p).shape = if v.is_null() { None } else { Some(*Box::from_raw(v)) } }
 }
 
 // ---- TypeProto.Sequence
@@ -2642,36 +2582,6 @@ pub unsafe extern "C" fn onnxl_cxx_TypeProto_SparseTensor_list_truncate(f: *mut 
 pub unsafe extern "C" fn onnxl_cxx_TypeProto_SparseTensor_list_reserve(f: *mut RepeatedField<TypeProtoSparseTensor>, n: usize) {
     // SAFETY: module contract.
     unsafe { list_reserve(f, n) }
-}
-
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn onnxl_cxx_TypeProto_SparseTensor_shape_get(p: *const TypeProtoSparseTensor) -> *const TensorShapeProto {
-    // SAFETY: module contract.
-    unsafe { (*p).shape.as_ref().map_or(std::ptr::null(), |v| v as *const TensorShapeProto) }
-}
-
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn onnxl_cxx_TypeProto_SparseTensor_shape_mutable(p: *mut TypeProtoSparseTensor) -> *mut TensorShapeProto {
-    // SAFETY: module contract.
-    unsafe { (*p).shape.get_or_insert_with(TensorShapeProto::new) }
-}
-
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn onnxl_cxx_TypeProto_SparseTensor_shape_clear(p: *mut TypeProtoSparseTensor) {
-    // SAFETY: module contract.
-    unsafe { (*p).shape = None }
-}
-
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn onnxl_cxx_TypeProto_SparseTensor_shape_release(p: *mut TypeProtoSparseTensor) -> *mut TensorShapeProto {
-    // SAFETY: module contract.
-    unsafe { (*p).shape.take().map_or(std::ptr::null_mut(), |v| Box::into_raw(Box::new(v))) }
-}
-
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn onnxl_cxx_TypeProto_SparseTensor_shape_set_allocated(p: *mut TypeProtoSparseTensor, v: *mut TensorShapeProto) {
-    // SAFETY: module contract.
-    unsafe { (*p).shape = if v.is_null() { None } else { Some(*Box::from_raw(v)) } }
 }
 
 // ---- TypeProto.Opaque
@@ -3253,6 +3163,7 @@ pub fn layout_text() -> String {
     writeln!(o, "field AttributeProto.type_protos {}", std::mem::offset_of!(AttributeProto, type_protos)).unwrap();
     writeln!(o, "message ValueInfoProto size={} align={}", size_of::<ValueInfoProto>(), align_of::<ValueInfoProto>()).unwrap();
     writeln!(o, "field ValueInfoProto.name {}", std::mem::offset_of!(ValueInfoProto, name)).unwrap();
+    writeln!(o, "field ValueInfoProto.type {}", std::mem::offset_of!(ValueInfoProto, r#type)).unwrap();
     writeln!(o, "field ValueInfoProto.doc_string {}", std::mem::offset_of!(ValueInfoProto, doc_string)).unwrap();
     writeln!(o, "field ValueInfoProto.metadata_props {}", std::mem::offset_of!(ValueInfoProto, metadata_props)).unwrap();
     writeln!(o, "message NodeProto size={} align={}", size_of::<NodeProto>(), align_of::<NodeProto>()).unwrap();
@@ -3353,6 +3264,7 @@ pub fn layout_text() -> String {
     writeln!(o, "field TypeProto.denotation {}", std::mem::offset_of!(TypeProto, denotation)).unwrap();
     writeln!(o, "message TypeProto_Tensor size={} align={}", size_of::<TypeProtoTensor>(), align_of::<TypeProtoTensor>()).unwrap();
     writeln!(o, "field TypeProto_Tensor.elem_type {}", std::mem::offset_of!(TypeProtoTensor, elem_type)).unwrap();
+    writeln!(o, "field TypeProto_Tensor.shape {}", std::mem::offset_of!(TypeProtoTensor, shape)).unwrap();
     writeln!(o, "message TypeProto_Sequence size={} align={}", size_of::<TypeProtoSequence>(), align_of::<TypeProtoSequence>()).unwrap();
     writeln!(o, "field TypeProto_Sequence.elem_type {}", std::mem::offset_of!(TypeProtoSequence, elem_type)).unwrap();
     writeln!(o, "message TypeProto_Map size={} align={}", size_of::<TypeProtoMap>(), align_of::<TypeProtoMap>()).unwrap();
@@ -3362,6 +3274,7 @@ pub fn layout_text() -> String {
     writeln!(o, "field TypeProto_Optional.elem_type {}", std::mem::offset_of!(TypeProtoOptional, elem_type)).unwrap();
     writeln!(o, "message TypeProto_SparseTensor size={} align={}", size_of::<TypeProtoSparseTensor>(), align_of::<TypeProtoSparseTensor>()).unwrap();
     writeln!(o, "field TypeProto_SparseTensor.elem_type {}", std::mem::offset_of!(TypeProtoSparseTensor, elem_type)).unwrap();
+    writeln!(o, "field TypeProto_SparseTensor.shape {}", std::mem::offset_of!(TypeProtoSparseTensor, shape)).unwrap();
     writeln!(o, "message TypeProto_Opaque size={} align={}", size_of::<TypeProtoOpaque>(), align_of::<TypeProtoOpaque>()).unwrap();
     writeln!(o, "field TypeProto_Opaque.domain {}", std::mem::offset_of!(TypeProtoOpaque, domain)).unwrap();
     writeln!(o, "field TypeProto_Opaque.name {}", std::mem::offset_of!(TypeProtoOpaque, name)).unwrap();
