@@ -1,0 +1,366 @@
+// Differential C++ API suite, hand-written part: what code written against protobuf's onnx.pb.h
+// does beyond one field at a time (aliasing, pointers kept across growth, value copies of
+// sub-messages, parse and serialize entry points and their error returns, unknown fields, the
+// text format), then the walk-and-rebuild of every model listed on the command line.
+//
+// Usage: cpp_compat_test LIST ROOT — LIST names one model file per line, relative to ROOT.
+// Prints the compared output on stdout; exits 1 when a check failed.
+#include <algorithm>
+#include <istream>
+#include <thread>
+#include <vector>
+
+#include "schema_ops.h"
+
+using compat::esc;
+using compat::hash;
+using compat::hex;
+using compat::out;
+
+namespace {
+
+/// A small model built through the setters, as a converter would.
+onnx::ModelProto small_model() {
+  onnx::ModelProto model;
+  model.set_ir_version(9);
+  model.set_producer_name("cpp_compat");
+  onnx::OperatorSetIdProto* opset = model.add_opset_import();
+  opset->set_domain("");
+  opset->set_version(21);
+  onnx::GraphProto* graph = model.mutable_graph();
+  graph->set_name("g");
+  onnx::NodeProto* node = graph->add_node();
+  node->set_op_type("Relu");
+  node->add_input("x");
+  node->add_output("y");
+  onnx::AttributeProto* attr = node->add_attribute();
+  attr->set_name("alpha");
+  attr->set_type(onnx::AttributeProto::FLOAT);
+  attr->set_f(0.5f);
+  onnx::ValueInfoProto* input = graph->add_input();
+  input->set_name("x");
+  onnx::TypeProto_Tensor* tensor_type = input->mutable_type()->mutable_tensor_type();
+  tensor_type->set_elem_type(onnx::TensorProto::FLOAT);
+  tensor_type->mutable_shape()->add_dim()->set_dim_value(3);
+  tensor_type->mutable_shape()->add_dim()->set_dim_param("N");
+  onnx::TensorProto* init = graph->add_initializer();
+  init->set_name("w");
+  init->set_data_type(onnx::TensorProto_DataType_FLOAT);
+  init->add_dims(2);
+  init->add_float_data(1.25f);
+  init->add_float_data(-2.5f);
+  return model;
+}
+
+/// Returns a sub-message by value (a deep copy in protobuf).
+onnx::TensorProto tensor_of(const onnx::AttributeProto& attr) { return attr.t(); }
+
+void aliasing() {
+  onnx::ModelProto model = small_model();
+  const onnx::GraphProto& graph = model.graph();
+  model.mutable_graph()->set_name("renamed");
+  out("alias graph ref sees rename: %s", graph.name().c_str());
+
+  onnx::NodeProto* node = model.mutable_graph()->mutable_node(0);
+  const std::string& output = node->output(0);
+  node->set_output(0, "y2");
+  out("alias output ref: %s", output.c_str());
+  *node->mutable_output(0) += "_ptr";
+  out("alias output via pointer: %s same=%d", output.c_str(), static_cast<int>(node->mutable_output(0) == &output));
+
+  // Pointers from add_/mutable_ stay valid while the repeated field grows.
+  std::vector<onnx::NodeProto*> nodes{node};
+  for (int i = 0; i < 200; ++i) {
+    onnx::NodeProto* n = model.mutable_graph()->add_node();
+    n->set_name("n" + std::to_string(i));
+    nodes.push_back(n);
+  }
+  bool stable = true;
+  for (int i = 0; i < static_cast<int>(nodes.size()); ++i) {
+    stable = stable && nodes[i] == &model.graph().node(i);
+  }
+  out("alias 201 node pointers stable=%d n150=%s", static_cast<int>(stable), nodes[150]->name().c_str());
+
+  // A value copy of a sub-message is a deep copy.
+  onnx::AttributeProto attr;
+  attr.mutable_t()->set_name("orig");
+  onnx::TensorProto t = attr.t();
+  t.set_name("copy");
+  onnx::TensorProto returned = tensor_of(attr);
+  returned.add_dims(5);
+  out("copy of sub-message: attr.t=%s t=%s returned dims=%d attr dims=%d", attr.t().name().c_str(), t.name().c_str(),
+      returned.dims_size(), attr.t().dims_size());
+  onnx::GraphProto graph_copy = model.graph();
+  graph_copy.mutable_node(0)->set_op_type("Sigmoid");
+  out("copy of graph: model op=%s copy op=%s", model.graph().node(0).op_type().c_str(),
+      graph_copy.node(0).op_type().c_str());
+  onnx::GraphProto moved = std::move(graph_copy);
+  out("moved graph nodes=%d op=%s", moved.node_size(), moved.node(0).op_type().c_str());
+
+  // Converter idioms: sort inputs in place, rename through non-const range-for, erase a node.
+  onnx::NodeProto sorted;
+  for (const char* name : {"c", "a", "b"}) sorted.add_input(name);
+  std::sort(sorted.mutable_input()->begin(), sorted.mutable_input()->end());
+  out("sorted inputs: %s %s %s", sorted.input(0).c_str(), sorted.input(1).c_str(), sorted.input(2).c_str());
+  for (auto& n : *model.mutable_graph()->mutable_node()) n.set_domain("ai.test");
+  model.mutable_graph()->mutable_node()->DeleteSubrange(1, 199);
+  out("erased: nodes=%d last=%s domain=%s", model.graph().node_size(), model.graph().node(1).name().c_str(),
+      model.graph().node(1).domain().c_str());
+
+  // Reading tensor data as converters do.
+  const onnx::TensorProto& init = model.graph().initializer(0);
+  std::vector<int64_t> dims(init.dims().begin(), init.dims().end());
+  std::vector<float> data(init.float_data().data(), init.float_data().data() + init.float_data_size());
+  out("tensor dims=%zu:%lld data=%s,%s", dims.size(), static_cast<long long>(dims[0]), compat::fmt(data[0]).c_str(),
+      compat::fmt(data[1]).c_str());
+  onnx::TensorProto raw;
+  const float values[3] = {1.0f, 2.0f, 3.0f};
+  raw.set_raw_data(values, sizeof values);
+  float back[3];
+  std::memcpy(back, raw.raw_data().data(), raw.raw_data().size());
+  out("raw_data size=%zu back=%s", raw.raw_data().size(), compat::fmt(back[2]).c_str());
+
+  // protobuf's container types spelled out, as code that stores them does.
+  onnx::GraphProto typed;
+  ::google::protobuf::RepeatedPtrField<onnx::NodeProto>* typed_nodes = typed.mutable_node();
+  typed_nodes->Add()->set_name("typed");
+  const ::google::protobuf::RepeatedPtrField<onnx::NodeProto>& const_nodes = typed.node();
+  ::google::protobuf::RepeatedField<int64_t>* typed_dims = typed.add_initializer()->mutable_dims();
+  typed_dims->Add(4);
+  const ::google::protobuf::RepeatedField<int64_t>& const_dims = typed.initializer(0).dims();
+  ::google::protobuf::RepeatedPtrField<std::string>* typed_inputs = typed.mutable_node(0)->mutable_input();
+  typed_inputs->Add(std::string("in"));
+  const ::google::protobuf::RepeatedPtrField<std::string>& const_inputs = typed.node(0).input();
+  out("container types: nodes=%d name=%s dims=%d:%lld inputs=%d:%s", const_nodes.size(), const_nodes.Get(0).name().c_str(),
+      const_dims.size(), static_cast<long long>(const_dims.Get(0)), const_inputs.size(), const_inputs.Get(0).c_str());
+
+  // Oneof: switching the member clears the previous one.
+  onnx::TypeProto type;
+  type.mutable_tensor_type()->set_elem_type(1);
+  out("oneof tensor case=%d", static_cast<int>(type.value_case()));
+  type.mutable_sequence_type()->mutable_elem_type()->mutable_tensor_type()->set_elem_type(7);
+  out("oneof sequence case=%d has_tensor=%d tensor elem=%d", static_cast<int>(type.value_case()),
+      static_cast<int>(type.has_tensor_type()), type.tensor_type().elem_type());
+  out("oneof constants not_set=%d tensor=%d sequence=%d", static_cast<int>(onnx::TypeProto::VALUE_NOT_SET),
+      static_cast<int>(onnx::TypeProto::kTensorType), static_cast<int>(onnx::TypeProto::kSequenceType));
+  onnx::TensorShapeProto_Dimension dim;
+  dim.set_dim_value(4);
+  dim.set_dim_param("M");
+  out("oneof dim case=%d value=%lld param=%s", static_cast<int>(dim.value_case()),
+      static_cast<long long>(dim.dim_value()), dim.dim_param().c_str());
+  type.clear_value();
+  out("oneof clear_value case=%d", static_cast<int>(type.value_case()));
+}
+
+void parse_and_serialize() {
+  onnx::ModelProto full;
+  compat::fill(&full, 3);
+  const std::string bytes = full.SerializeAsString();
+  out("serialize size=%zu ByteSizeLong=%zu hash=%s init=%d", bytes.size(), full.ByteSizeLong(), hash(bytes).c_str(),
+      static_cast<int>(full.IsInitialized()));
+
+  // (each call is made before the line that prints it: argument evaluation order is unspecified)
+  std::string to_string;
+  bool ok = full.SerializeToString(&to_string);
+  out("SerializeToString=%d same=%d", static_cast<int>(ok), static_cast<int>(to_string == bytes));
+  std::vector<char> buffer(bytes.size());
+  ok = full.SerializeToArray(buffer.data(), static_cast<int>(buffer.size()));
+  out("SerializeToArray=%d same=%d", static_cast<int>(ok), static_cast<int>(std::string(buffer.begin(), buffer.end()) == bytes));
+  ok = full.SerializeToArray(buffer.data(), static_cast<int>(buffer.size()) - 1);
+  out("SerializeToArray(too small)=%d", static_cast<int>(ok));
+  std::ostringstream os;
+  ok = full.SerializeToOstream(&os);
+  out("SerializeToOstream=%d same=%d", static_cast<int>(ok), static_cast<int>(os.str() == bytes));
+
+  onnx::ModelProto m;
+  out("ParseFromString=%d", static_cast<int>(m.ParseFromString(bytes) && m.SerializeAsString() == bytes));
+  out("ParseFromArray=%d", static_cast<int>(m.ParseFromArray(bytes.data(), static_cast<int>(bytes.size())) &&
+                                            m.SerializeAsString() == bytes));
+  std::istringstream is(bytes);
+  out("ParseFromIstream=%d", static_cast<int>(m.ParseFromIstream(&is) && m.SerializeAsString() == bytes));
+  out("ParsePartialFromString=%d", static_cast<int>(m.ParsePartialFromString(bytes) && m.SerializeAsString() == bytes));
+  out("ParsePartialFromArray=%d", static_cast<int>(m.ParsePartialFromArray(bytes.data(), static_cast<int>(bytes.size())) &&
+                                                   m.SerializeAsString() == bytes));
+  // Parsing replaces the content (it does not merge).
+  onnx::ModelProto replaced = small_model();
+  out("ParseFromString replaces=%d", static_cast<int>(replaced.ParseFromString(bytes) && replaced.SerializeAsString() == bytes));
+  ok = replaced.ParseFromString(std::string());
+  out("ParseFromString(empty)=%d size=%zu", static_cast<int>(ok), replaced.ByteSizeLong());
+
+  // Malformed inputs: every parse entry point returns false.
+  const std::vector<std::pair<const char*, std::string>> bad = {
+      {"truncated varint", std::string("\x08\xff", 2)},
+      {"overlong varint", std::string("\x08\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\x01", 12)},
+      {"length past end", std::string("\x12\x05" "ab", 4)},
+      {"field number 0", std::string("\x00\x01", 2)},
+      {"wire type 7", std::string("\x0f\x01", 2)},
+      {"end group alone", std::string("\x0c", 1)},
+      {"unterminated group", std::string("\xa3\x06\x08\x01", 4)},
+      {"truncated fixed64", std::string("\x19\x01\x02", 3)},
+      {"sub-message past end", std::string("\x3a\x04\x0a\x09" "ab", 6)},
+  };
+  for (const auto& input : bad) {
+    onnx::ModelProto p;
+    std::istringstream in(input.second);
+    out("bad input %-20s String=%d Array=%d Istream=%d PartialString=%d PartialArray=%d", input.first,
+        static_cast<int>(p.ParseFromString(input.second)),
+        static_cast<int>(p.ParseFromArray(input.second.data(), static_cast<int>(input.second.size()))),
+        static_cast<int>(p.ParseFromIstream(&in)), static_cast<int>(p.ParsePartialFromString(input.second)),
+        static_cast<int>(p.ParsePartialFromArray(input.second.data(), static_cast<int>(input.second.size()))));
+  }
+  // Every prefix of a valid encoding: which ones parse (a cut between fields is a valid message).
+  const std::string small = small_model().SerializeAsString();
+  std::string accepted;
+  for (std::size_t len = 0; len <= small.size(); ++len) {
+    onnx::ModelProto p;
+    accepted.push_back(p.ParseFromArray(small.data(), static_cast<int>(len)) ? '1' : '0');
+  }
+  out("prefixes of %zu bytes accepted: %s", small.size(), accepted.c_str());
+
+  onnx::ModelProto text = small_model();
+  out("DebugString:\n%s", text.DebugString().c_str());
+  out("ShortDebugString: %s", text.ShortDebugString().c_str());
+  out("empty DebugString=[%s] Short=[%s]", onnx::ModelProto().DebugString().c_str(),
+      onnx::ModelProto().ShortDebugString().c_str());
+}
+
+/// A varint of the protobuf wire format.
+std::string varint(uint64_t v) {
+  std::string s;
+  while (v >= 0x80) {
+    s.push_back(static_cast<char>((v & 0x7f) | 0x80));
+    v >>= 7;
+  }
+  s.push_back(static_cast<char>(v));
+  return s;
+}
+
+void unknown_fields() {
+  // Unknown fields of every wire type, between and after known fields.
+  std::string unknown;
+  unknown += varint(100 << 3 | 0) + varint(150);
+  unknown += varint(101 << 3 | 1) + std::string("\x01\x02\x03\x04\x05\x06\x07\x08", 8);
+  unknown += varint(102 << 3 | 2) + varint(5) + "hello";
+  unknown += varint(103 << 3 | 5) + std::string("\xff\xfe\xfd\xfc", 4);
+  unknown += varint(104 << 3 | 3) + varint(1 << 3 | 0) + varint(7) + varint(104 << 3 | 4);
+  const std::string known_a = varint(1 << 3 | 0) + varint(8);             // ir_version
+  const std::string known_b = varint(2 << 3 | 2) + varint(3) + "abc";     // producer_name
+  const std::string input = known_a + unknown + known_b + varint(99 << 3 | 0) + varint(1);
+  onnx::ModelProto m;
+  bool ok = m.ParseFromString(input);
+  out("unknown: parse=%d ir=%lld producer=%s", static_cast<int>(ok), static_cast<long long>(m.ir_version()),
+      m.producer_name().c_str());
+  out("unknown: reserialized=%s size=%zu", hex(m.SerializeAsString()).c_str(), m.ByteSizeLong());
+  out("unknown: text=%s", esc(m.ShortDebugString()).c_str());
+  m.set_model_version(3);
+  onnx::ModelProto copy(m);
+  out("unknown: after set + copy=%s", hex(copy.SerializeAsString()).c_str());
+
+  // Unknown fields inside a nested message survive a parent's round trip.
+  onnx::NodeProto node;
+  out("unknown nested: parse=%d", static_cast<int>(node.ParseFromString(varint(4 << 3 | 2) + varint(3) + "Add" + unknown)));
+  onnx::ModelProto parent;
+  *parent.mutable_graph()->add_node() = node;
+  const std::string bytes = parent.SerializeAsString();
+  onnx::ModelProto again;
+  ok = again.ParseFromString(bytes);
+  out("unknown nested: reparse=%d same=%d bytes=%s", static_cast<int>(ok),
+      static_cast<int>(again.SerializeAsString() == bytes), hex(bytes).c_str());
+  out("unknown nested: DebugString:\n%s", again.DebugString().c_str());
+  onnx::ModelProto merged;
+  merged.set_ir_version(1);
+  merged.MergeFrom(m);
+  out("unknown: MergeFrom=%s", hex(merged.SerializeAsString()).c_str());
+  m.Clear();
+  out("unknown: Clear size=%zu", m.ByteSizeLong());
+}
+
+/// Parses, walks, rebuilds and changes every model listed in `list` (paths relative to `root`).
+void backend_models(const std::string& list, const std::string& root) {
+  std::istringstream names(compat::read_file(list));
+  std::string name;
+  int count = 0;
+  while (std::getline(names, name)) {
+    if (name.empty()) continue;
+    const std::string file = compat::read_file(root + "/" + name);
+    onnx::ModelProto model;
+    if (!model.ParseFromString(file)) {
+      ++compat::failures();
+      out("FAIL: %s does not parse", name.c_str());
+      continue;
+    }
+    // The other entry points agree: ParseFromArray, ParseFromIstream on the file, MergeFrom.
+    onnx::ModelProto from_array;
+    std::ifstream stream(root + "/" + name, std::ios::binary);
+    onnx::ModelProto from_stream;
+    onnx::ModelProto merged;
+    merged.MergeFrom(model);
+    const bool entry_points = from_array.ParseFromArray(file.data(), static_cast<int>(file.size())) &&
+                              from_stream.ParseFromIstream(&stream);
+    COMPAT_CHECK(entry_points);
+    COMPAT_CHECK(from_array.SerializeAsString() == model.SerializeAsString());
+    COMPAT_CHECK(from_stream.SerializeAsString() == from_array.SerializeAsString());
+    COMPAT_CHECK(merged.SerializeAsString() == from_array.SerializeAsString());
+    compat::Digest digest;
+    compat::walk(model, digest);
+    // Concurrent reads of one const message are allowed (protobuf's thread-safety rule): two
+    // threads walk a freshly parsed copy at once and must both see what the walk above saw.
+    onnx::ModelProto shared;
+    COMPAT_CHECK(shared.ParseFromString(file));
+    compat::Digest in_thread[2];
+    {
+      std::thread first([&] { compat::walk(static_cast<const onnx::ModelProto&>(shared), in_thread[0]); });
+      compat::walk(static_cast<const onnx::ModelProto&>(shared), in_thread[1]);
+      first.join();
+    }
+    COMPAT_CHECK(in_thread[0].h == digest.h && in_thread[1].h == digest.h);
+    onnx::ModelProto rebuilt;
+    compat::rebuild(model, &rebuilt);
+    const std::string original = model.SerializeAsString();
+    const std::string copy = rebuilt.SerializeAsString();
+    COMPAT_CHECK(copy == original);
+
+    // Changes made in place to a parsed model: references taken before see them; the sub-message
+    // released from one model and handed to another keeps its content.
+    onnx::ModelProto changed;
+    COMPAT_CHECK(changed.ParseFromString(file));
+    const std::string* graph_name = changed.graph().has_name() ? &changed.graph().name() : nullptr;
+    const std::string old_name = graph_name ? *graph_name : std::string();
+    compat::mutate(&changed);
+    COMPAT_CHECK(graph_name == nullptr || *graph_name == old_name + "~");
+    const std::string changed_bytes = changed.SerializeAsString();
+    const std::string changed_graph = changed.graph().SerializeAsString();
+    onnx::ModelProto adopter;
+    adopter.set_allocated_graph(changed.release_graph());
+    COMPAT_CHECK(!changed.has_graph() && adopter.graph().SerializeAsString() == changed_graph);
+
+    out("model %s bytes=%zu visited=%llu digest=%s rebuilt_same=%d file_same=%d changed=%zu:%s", name.c_str(),
+        original.size(), static_cast<unsigned long long>(digest.visited), digest.text().c_str(),
+        static_cast<int>(copy == original), static_cast<int>(original == file), changed_bytes.size(),
+        hash(changed_bytes).c_str());
+    ++count;
+  }
+  out("models walked and rebuilt: %d", count);
+  COMPAT_CHECK(count > 100);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc != 3) {
+    std::fprintf(stderr, "usage: %s MODEL_LIST ROOT\n", argv[0]);
+    return 2;
+  }
+  out("== generated: every field, enum and message");
+  compat::run_generated_tests();
+  out("== aliasing and copies");
+  aliasing();
+  out("== parse and serialize");
+  parse_and_serialize();
+  out("== unknown fields");
+  unknown_fields();
+  out("== backend models");
+  backend_models(argv[1], argv[2]);
+  out("== failures: %d", compat::failures());
+  return compat::failures() == 0 ? 0 : 1;
+}
