@@ -310,7 +310,9 @@ fn clone_attr(a: &AttributeProto, f: &mut TensorFn<'_>) -> AttributeProto {
     } = a;
     // Visitor order: t, g, sparse_tensor, tensors, graphs, sparse_tensors.
     let t = t.as_ref().map(|t| Box::new(f(t)));
-    let g = g.as_ref().map(|g| Box::new(guard_stack(|| clone_graph(g, f))));
+    let g = g
+        .as_ref()
+        .map(|g| Box::new(guard_stack(|| clone_graph(g, f))));
     let sparse_tensor = sparse_tensor.as_ref().map(|s| Box::new(clone_sparse(s, f)));
     let tensors = tensors.iter().map(&mut *f).collect();
     let graphs = graphs
