@@ -1186,9 +1186,14 @@ typedef struct OnnxlExternalDataOptions {
    */
   uint8_t encrypt;
   /**
+   * Also move the values and indices of sparse tensors (default false: the onnx package
+   * does not read sparse tensors from external data, so they stay inline).
+   */
+  uint8_t externalize_sparse;
+  /**
    * Must be zero (room for later options).
    */
-  uint8_t reserved[7];
+  uint8_t reserved[6];
 } OnnxlExternalDataOptions;
 
 /**

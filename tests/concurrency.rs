@@ -265,3 +265,55 @@ fn owner_tokens_cloned_and_dropped_from_many_threads() {
     drop(token);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Two processes (the CLI) saving different models to one destination at the same time, many
+/// times: the save lock serializes them, so every result is one complete generation — the
+/// `.onnx` and every tensor of its weight file from the same model — and no lock, temporary
+/// or alternate file stays.
+#[test]
+fn two_processes_saving_to_one_path_never_mix_generations() {
+    use std::process::Command;
+    let dir = sandbox("two-writers");
+    let inputs: Vec<PathBuf> = (1..=2)
+        .map(|seed| {
+            let p = dir.join(format!("in{seed}.onnx"));
+            onnx_light::save_model(&model(seed), &p, &SerializeOptions::default()).unwrap();
+            p
+        })
+        .collect();
+    let out = dir.join("out.onnx");
+    for round in 0..20 {
+        let children: Vec<_> = inputs
+            .iter()
+            .map(|input| {
+                Command::new(env!("CARGO_BIN_EXE_onnx-light"))
+                    .arg("convert")
+                    .arg(input)
+                    .arg(&out)
+                    .args(["--threads", "1"])
+                    .stderr(std::process::Stdio::null())
+                    .spawn()
+                    .unwrap()
+            })
+            .collect();
+        for mut c in children {
+            assert!(c.wait().unwrap().success(), "round {round}: a save failed");
+        }
+        let m = onnx_light::load_model(&out, &ParseOptions::default()).unwrap();
+        let seed: u32 = m.producer_name().to_string()["seed-".len()..]
+            .parse()
+            .unwrap();
+        check_seed(&m, seed);
+        let mut names: Vec<String> = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        assert_eq!(
+            names,
+            ["in1.onnx", "in2.onnx", "out.onnx", "out.onnx.data"],
+            "round {round}"
+        );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

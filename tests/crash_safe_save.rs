@@ -7,7 +7,11 @@
 //!   previous model with ALL its weight files byte-identical, or the new model complete — never
 //!   a model whose weights do not match. One scenario writes a fully encrypted directory
 //!   (`save_encrypted_model_with_external_data`: ONNXCRYS weights, ONNXCRY3 `.onnx`), so
-//!   encrypted saves replace plaintext models and plaintext saves replace encrypted ones.
+//!   encrypted saves replace plaintext models and plaintext saves replace encrypted ones. Every
+//!   re-save to the same weight file name commits twice (the new weights under an alternate
+//!   name, then moved to the wanted name), so kills also land between the two commits (counted);
+//!   after the final complete saves the directory holds exactly the model and its files, under
+//!   the names asked for.
 //! - `disk_full_fails_cleanly`: the child runs under `RLIMIT_FSIZE` (SIGXFSZ ignored), so a write
 //!   fails with EFBIG in the middle of the save: the error is `Error::Io` naming the file, the
 //!   previous files are intact and nothing is left behind.
@@ -309,6 +313,47 @@ fn check_model(path: &Path) -> Result<State, String> {
     })
 }
 
+/// Files of `dir` with more than one link.
+fn linked_files(dir: &Path) -> usize {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::read_dir(dir)
+        .unwrap()
+        .filter_map(|e| e.ok()?.metadata().ok())
+        .filter(|m| m.nlink() > 1)
+        .count()
+}
+
+/// Whether the model at `path` references a weight file under an alternate name
+/// (`m.onnx_1.data`, `w_2.bin`, `w0_1`).
+fn uses_alternate(path: &Path) -> bool {
+    let Ok(raw) = load(
+        path,
+        ParseOptions {
+            load_external_data: false,
+            ..Default::default()
+        },
+    ) else {
+        return false;
+    };
+    let mut alternate = false;
+    raw.visit_tensors(&mut |t: &TensorProto| {
+        if uses_external_data(t) {
+            let loc = ExternalDataInfo::parse(t).unwrap().location;
+            alternate |= is_alternate(&loc);
+        }
+    });
+    alternate
+}
+
+/// Whether a weight file name is an alternate name (`m.onnx_1.data`, `w_2.bin`, `w0_1`).
+fn is_alternate(name: &str) -> bool {
+    name.split('.').any(|piece| {
+        piece
+            .rsplit_once('_')
+            .is_some_and(|(_, n)| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+    })
+}
+
 fn temp_files(dir: &Path) -> Vec<String> {
     std::fs::read_dir(dir)
         .unwrap()
@@ -369,6 +414,7 @@ fn kill_during_save_never_breaks_the_model() {
     let mut rng = Rng(seed);
     let (mut mid_save, mut with_temps, mut committed) = (0usize, 0usize, 0usize);
     let mut before_commit = 0usize;
+    let mut between_commits = 0usize;
     let mut windows: Vec<u64> = durations
         .iter()
         .map(|d| d.as_micros().max(1000) as u64)
@@ -408,6 +454,9 @@ fn kill_during_save_never_breaks_the_model() {
         }
         assert!(!rest.contains(ERROR), "save failed: {rest}");
         with_temps += usize::from(temps_before);
+        // Killed between the two commits: a weight file still has its second link (the
+        // wanted name and the alternate), or the committed model references an alternate.
+        between_commits += usize::from(landed && (linked_files(&dir) > 0 || uses_alternate(&path)));
         // The invariant: the previous model with ALL its files byte-identical, or the new one
         // complete.
         let now = check_model(&path)
@@ -427,8 +476,8 @@ fn kill_during_save_never_breaks_the_model() {
     }
     eprintln!(
         "{kill} kills: {mid_save} landed mid-save ({before_commit} before the commit point, the \
-         rest after it), {with_temps} with temporary files present; \
-         {committed} saves had committed"
+         rest after it; {between_commits} between the first and the second commit), \
+         {with_temps} with temporary files present; {committed} saves had committed"
     );
     // A complete save afterwards removes the temporary files the killed saves left.
     for s in SCENARIOS {
@@ -441,6 +490,16 @@ fn kill_during_save_never_breaks_the_model() {
         Vec::<String>::new(),
         "stale temporary files"
     );
+    // No stray file either: no alternate name, no lock file, no second link (the files of the
+    // other scenarios' naming families stay: a save removes only its own family's).
+    let strays: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".lock") || is_alternate(n))
+        .collect();
+    assert_eq!(strays, Vec::<String>::new(), "stray files");
+    assert!(!uses_alternate(&path), "an alternate name stayed");
+    assert_eq!(linked_files(&dir), 0);
     let _ = std::fs::remove_dir_all(&dir);
 }
 

@@ -824,7 +824,9 @@ fn cli_convert_encrypt_writes_a_fully_encrypted_directory() {
 #[test]
 fn plaintext_save_over_an_unreadable_encrypted_model_keeps_its_files() {
     // A save without the passphrase cannot read the encrypted model it replaces: it writes no
-    // name already in the directory, so the old model stays whole until the commit.
+    // name already in the directory before the commit, so the old model stays whole until
+    // then (the kill test checks every instant); afterwards the weights move to the wanted
+    // name and no alternate stays.
     use onnx_light::external::{PrepackedBlobs, save_encrypted_model_with_external_data};
     let dir = TempDir::new("over-enc");
     let path = dir.path("m.onnx");
@@ -843,8 +845,9 @@ fn plaintext_save_over_an_unreadable_encrypted_model_keeps_its_files() {
     let old_weights = std::fs::read(dir.path("m.onnx.data")).unwrap();
     let report =
         save_model_with_external_data(&model(), &path, &SaveExternalOptions::default()).unwrap();
-    assert_eq!(report.files[0].location, "m.onnx_1.data");
-    assert_eq!(std::fs::read(dir.path("m.onnx.data")).unwrap(), old_weights);
+    assert_eq!(report.files[0].location, "m.onnx.data");
+    assert_ne!(std::fs::read(dir.path("m.onnx.data")).unwrap(), old_weights);
+    assert!(!dir.path("m.onnx_1.data").exists());
     let m = onnx_light::load_model(&path, &ParseOptions::default()).unwrap();
     assert_eq!(tensors_of(&m), tensors_of(&model()));
 }

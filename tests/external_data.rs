@@ -238,6 +238,7 @@ fn every_place_round_trips_in_one_file() {
     let before = tensors_of(&m);
     let opts = SaveExternalOptions {
         convert_attribute: true,
+        externalize_sparse: true,
         location: Some("weights.bin".into()),
         ..Default::default()
     };
@@ -282,13 +283,11 @@ fn attributes_stay_inline_without_convert_attribute() {
     save_model_with_external_data(&m, sb.model(), &SaveExternalOptions::default()).unwrap();
     let saved = onnx_light::load_model(sb.model(), &no_load()).unwrap();
     let ext = infos(&saved);
+    // Sparse initializers stay inline too by default (the onnx package cannot read them from
+    // external data).
     let expected: Vec<&str> = vec![
         "graphs.init",
-        "graphs.sparse.indices",
-        "graphs.sparse.values",
         "init.big",
-        "init.sparse.indices",
-        "init.sparse.values",
         "sub.init",
         "train.algo",
         "train.init",
@@ -537,6 +536,7 @@ fn checksums_are_written_verified_and_corruption_refused() {
     let m = every_place_model();
     let opts = SaveExternalOptions {
         checksum: true,
+        externalize_sparse: true,
         location: Some("w.bin".into()),
         ..Default::default()
     };
@@ -598,6 +598,7 @@ fn no_copy_maps_each_file_once_and_shares_one_owner() {
     let m = every_place_model();
     let opts = SaveExternalOptions {
         convert_attribute: true,
+        externalize_sparse: true,
         max_external_file_size: 40_000,
         location: Some("w.bin".into()),
         ..Default::default()
@@ -730,7 +731,7 @@ fn resave_over_own_mapped_files() {
         },
         loc.clone(),
     ] {
-        save_model_with_external_data(&mapped, sb.model(), &o).unwrap();
+        let report = save_model_with_external_data(&mapped, sb.model(), &o).unwrap();
         assert_eq!(
             tensors_of(&mapped),
             expected,
@@ -738,12 +739,117 @@ fn resave_over_own_mapped_files() {
         );
         let again = onnx_light::load_model(sb.model(), &ParseOptions::default()).unwrap();
         assert_eq!(tensors_of(&again), expected);
+        // The name asked for is kept (the alternate of the first commit is gone), and the
+        // directory holds exactly the model and its weight files: no temporary, alternate,
+        // lock or obsolete file.
+        let written: Vec<String> = report.files.iter().map(|f| f.location.clone()).collect();
+        let wanted: Vec<String> = (0..written.len())
+            .map(|i| match i {
+                0 => "w.bin".to_string(),
+                i => format!("w.bin.{i}"),
+            })
+            .collect();
+        assert_eq!(written, wanted);
+        let mut listed = dir_names(&sb.dir());
+        listed.retain(|n| n != "m.onnx");
+        assert_eq!(listed, wanted);
+        assert!(
+            infos(&onnx_light::load_model(sb.model(), &no_load()).unwrap())
+                .values()
+                .all(|i| wanted.contains(&i.location))
+        );
     }
-    // No temporary files are left behind.
-    for e in std::fs::read_dir(sb.dir()).unwrap() {
-        let n = e.unwrap().file_name().to_string_lossy().into_owned();
-        assert!(!n.contains(".tmp-"), "{n}");
-    }
+}
+
+/// The names in `dir`, sorted.
+fn dir_names(dir: &Path) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    v.sort();
+    v
+}
+
+/// `m` with every external `location` renamed by `f`.
+fn relocated(m: &ModelProto, f: impl Fn(&str) -> String) -> ModelProto {
+    let mut m = m.clone();
+    m.visit_tensors_mut(&mut |t| {
+        for e in t.external_data.iter_mut() {
+            if e.key() == "location" {
+                let new = f(&e.value().to_string());
+                e.set_value(new);
+            }
+        }
+    });
+    m
+}
+
+#[test]
+fn per_tensor_resave_keeps_names() {
+    let sb = Sandbox::new("pt-resave");
+    let m = every_place_model();
+    let opts = SaveExternalOptions {
+        all_tensors_to_one_file: false,
+        ..Default::default()
+    };
+    let first = save_model_with_external_data(&m, sb.model(), &opts).unwrap();
+    let before = dir_names(&sb.dir());
+    let mapped = onnx_light::load_model(
+        sb.model(),
+        &ParseOptions {
+            no_copy: true,
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    let again = save_model_with_external_data(&mapped, sb.model(), &opts).unwrap();
+    assert_eq!(again.files, first.files);
+    assert_eq!(dir_names(&sb.dir()), before);
+    let loaded = onnx_light::load_model(sb.model(), &ParseOptions::default()).unwrap();
+    assert_eq!(tensors_of(&loaded), tensors_of(&mapped));
+}
+
+/// What a save killed between its two commits leaves, and what a killed save's alternate
+/// leaves: the model still loads, and the next save removes every stray file.
+#[test]
+fn the_next_save_removes_what_a_killed_save_left() {
+    let sb = Sandbox::new("strays");
+    let m = every_place_model();
+    let opts = SaveExternalOptions::default();
+    save_model_with_external_data(&m, sb.model(), &opts).unwrap();
+    let data = sb.dir().join("m.onnx.data");
+    let alternate = sb.dir().join("m.onnx_1.data");
+    // Killed after the wanted name was linked, before the second commit: the committed model
+    // references the alternate, which has a second link under the wanted name.
+    std::fs::rename(&data, &alternate).unwrap();
+    std::fs::hard_link(&alternate, &data).unwrap();
+    let raw = onnx_light::load_model(sb.model(), &no_load()).unwrap();
+    let first = relocated(&raw, |_| "m.onnx_1.data".into());
+    onnx_light::save_model(&first, sb.model(), &Default::default()).unwrap();
+    let expected =
+        tensors_of(&onnx_light::load_model(sb.model(), &ParseOptions::default()).unwrap());
+    let no_copy = ParseOptions {
+        no_copy: true,
+        ..Default::default()
+    };
+    let mapped = onnx_light::load_model(sb.model(), &no_copy).unwrap();
+    assert_eq!(tensors_of(&mapped), expected);
+    drop(mapped);
+    // A stray alternate of an older killed save, and a file of someone else.
+    std::fs::write(sb.dir().join("m.onnx_7.data"), b"stray").unwrap();
+    std::fs::write(sb.dir().join("notes.txt"), b"mine").unwrap();
+    let report = save_model_with_external_data(&m, sb.model(), &opts).unwrap();
+    assert_eq!(report.files[0].location, "m.onnx.data");
+    assert_eq!(dir_names(&sb.dir()), ["m.onnx", "m.onnx.data", "notes.txt"]);
+    let loaded = onnx_light::load_model(sb.model(), &ParseOptions::default()).unwrap();
+    assert_eq!(tensors_of(&loaded), expected);
+    // A third link (one of them outside the directory) is still refused on load.
+    let outside = sb.outside().join("third");
+    std::fs::hard_link(&data, sb.dir().join("m.onnx_2.data")).unwrap();
+    std::fs::hard_link(&data, &outside).unwrap();
+    let e = onnx_light::load_model(sb.model(), &ParseOptions::default()).unwrap_err();
+    assert!(is_refused(&e), "{e}");
 }
 
 #[test]
@@ -1000,8 +1106,6 @@ fn every_path_rule_on_save() {
     let inside = snapshot(&dir);
     let cases: Vec<(String, &str)> = vec![
         (String::new(), "empty"),
-        (target.to_string_lossy().into_owned(), "absolute"),
-        ("C:\\target.bin".into(), "drive letter"),
         ("../outside/target.bin".into(), "dot-dot"),
         (
             "x/../../outside/target.bin".into(),
@@ -1042,6 +1146,21 @@ fn every_path_rule_on_save() {
         );
         assert!(!sb.model().exists(), "{what}");
     }
+    // An absolute location is reduced to its file name: written inside the directory, never
+    // at the path itself.
+    for absolute in [
+        target.to_string_lossy().into_owned(),
+        "C:\\x\\target.bin".to_string(),
+    ] {
+        let opts = SaveExternalOptions {
+            location: Some(absolute.clone()),
+            ..Default::default()
+        };
+        let report = save_model_with_external_data(&m, sb.model(), &opts).unwrap();
+        assert_eq!(report.files[0].location, "target.bin", "{absolute}");
+        assert!(dir.join("target.bin").is_file());
+        assert_eq!(sb.outside_snapshot(), outside, "{absolute}");
+    }
     // A valid sub-directory location is created inside the directory.
     let opts = SaveExternalOptions {
         location: Some("weights/sub/w.bin".into()),
@@ -1065,6 +1184,7 @@ fn base_directory_override_and_bytes_loads() {
     let sb = Sandbox::new("dirs");
     let m = every_place_model();
     let opts = SaveExternalOptions {
+        externalize_sparse: true,
         location: Some("w.bin".into()),
         max_external_file_size: 20_000,
         ..Default::default()

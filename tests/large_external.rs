@@ -291,13 +291,16 @@ fn three_gb_model_with_external_data() {
     let report = save_model_with_external_data(&mapped, &path, &split).unwrap();
     let split_time = t.elapsed();
     let names: Vec<&str> = report.files.iter().map(|f| f.location.as_str()).collect();
-    // The replaced model references big.onnx.data, so the new set takes the alternate name
-    // (crash-safe saves, docs/hardening.md); the old file goes once the new model is in place.
+    // The replaced model references big.onnx.data: the new set is committed under the
+    // alternate name first, then moved to the wanted names (crash-safe saves,
+    // docs/hardening.md); no alternate stays.
     assert_eq!(
         names,
-        ["big.onnx_1.data", "big.onnx_1.data.1", "big.onnx_1.data.2"]
+        ["big.onnx.data", "big.onnx.data.1", "big.onnx.data.2"]
     );
-    assert!(!dir.join("big.onnx.data").exists());
+    for alternate in ["big.onnx_1.data", "big.onnx_1.data.1", "big.onnx_1.data.2"] {
+        assert!(!dir.join(alternate).exists(), "{alternate} stayed");
+    }
     for f in &report.files {
         let size = std::fs::metadata(dir.join(&f.location)).unwrap().len();
         assert_eq!(size, f.size);
@@ -330,8 +333,8 @@ fn three_gb_model_with_external_data() {
     let report = save_model_with_external_data(&mapped, &back, &opts).unwrap();
     assert_eq!(report.files[0].sha1.as_deref(), Some(expected.as_str()));
     drop(mapped);
-    for stale in ["big.onnx_1.data", "big.onnx_1.data.1", "big.onnx_1.data.2"] {
-        std::fs::remove_file(dir.join(stale)).unwrap();
+    for part in ["big.onnx.data", "big.onnx.data.1", "big.onnx.data.2"] {
+        std::fs::remove_file(dir.join(part)).unwrap();
     }
     let lazy = onnx_light::load_model(
         &back,

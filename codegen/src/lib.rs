@@ -156,6 +156,57 @@ pub fn varint_bytes(mut v: u64) -> Vec<u8> {
     out
 }
 
+/// The sub-message fields that close a cycle of the schema's message graph, as
+/// `(message, field)`: the back edges of a depth-first search from `ModelProto`, then from
+/// every other message in schema order (so the fields that close a cycle are the rare ones,
+/// such as `AttributeProto.g`, not `NodeProto.attribute`). Every cycle holds one, so code that recurses over messages and guards its stack at
+/// these fields (see `wire::stack`) recurses along acyclic paths only between two guards.
+pub fn cycle_fields() -> Vec<(&'static str, &'static str)> {
+    use schema::{Kind, MESSAGES, MessageDef};
+    #[derive(Clone, Copy, PartialEq)]
+    enum State {
+        New,
+        Open,
+        Done,
+    }
+    fn index(name: &str) -> usize {
+        MESSAGES
+            .iter()
+            .position(|m| m.name == name)
+            .expect("known message")
+    }
+    fn visit(i: usize, state: &mut [State], out: &mut Vec<(&'static str, &'static str)>) {
+        state[i] = State::Open;
+        let m: &MessageDef = &MESSAGES[i];
+        for f in m.fields {
+            let Kind::Message(t) = f.kind else { continue };
+            let j = index(t);
+            match state[j] {
+                State::Open => out.push((m.name, f.name)),
+                State::New => visit(j, state, out),
+                State::Done => {}
+            }
+        }
+        state[i] = State::Done;
+    }
+    let mut state = vec![State::New; MESSAGES.len()];
+    let mut out = Vec::new();
+    let roots = std::iter::once(index("ModelProto")).chain(0..MESSAGES.len());
+    for i in roots {
+        if state[i] == State::New {
+            visit(i, &mut state, &mut out);
+        }
+    }
+    out
+}
+
+/// True when field `field` of message `message` closes a cycle (see [`cycle_fields`]).
+pub fn is_cycle_field(message: &str, field: &str) -> bool {
+    cycle_fields()
+        .iter()
+        .any(|&(m, f)| m == message && f == field)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

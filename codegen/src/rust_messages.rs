@@ -3,7 +3,10 @@
 use std::fmt::Write;
 
 use crate::schema::{FieldDef, Kind, Label, MESSAGES, MessageDef};
-use crate::{camel, inline_list_capacity, oneofs, proto_decl, rust_type_name, varint_bytes};
+use crate::{
+    camel, cycle_fields, inline_list_capacity, is_cycle_field, oneofs, proto_decl, rust_type_name,
+    varint_bytes,
+};
 
 /// Repeated message fields whose elements may be parsed ahead of time, in parallel.
 const PARALLEL_FIELDS: &[(&str, &str)] = &[("GraphProto", "initializer")];
@@ -162,7 +165,7 @@ pub fn generate() -> String {
          use crate::bytes::{ByteSpan, ProtoString, UnknownFields};\n\
          use crate::error::DecodeError;\n\
          use crate::proto::{InlineVec, Message, RepeatedField};\n\
-         use crate::wire::{Reader, SizeCursor, Sink, len_delimited_size, put_varint, varint_len};\n\n",
+         use crate::wire::{Reader, SizeCursor, SizeTable, Sink, len_delimited_size, put_varint, varint_len};\n\n",
     );
     for m in MESSAGES {
         gen_struct(&mut o, m);
@@ -238,14 +241,19 @@ fn gen_tensor_visitors(o: &mut String) {
                     writeln!(o, "            v.visit_tensors{suffix}(f);\n        }}").unwrap();
                     continue;
                 }
+                let visit = if is_cycle_field(m.name, fd.name) {
+                    format!("crate::wire::guard_stack(|| v.visit_tensors{suffix}(f))")
+                } else {
+                    format!("v.visit_tensors{suffix}(f)")
+                };
                 match fd.label {
                     Label::Optional => {
                         writeln!(o, "        if let Some(v) = {refm}self.{name} {{").unwrap();
-                        writeln!(o, "            v.visit_tensors{suffix}(f);\n        }}").unwrap();
+                        writeln!(o, "            {visit};\n        }}").unwrap();
                     }
                     Label::Repeated => {
                         writeln!(o, "        for v in {refm}self.{name} {{").unwrap();
-                        writeln!(o, "            v.visit_tensors{suffix}(f);\n        }}").unwrap();
+                        writeln!(o, "            {visit};\n        }}").unwrap();
                     }
                 }
             }
@@ -283,7 +291,12 @@ fn gen_dispatch(o: &mut String) {
 fn gen_struct(o: &mut String, m: &MessageDef) {
     let rn = rust_type_name(m.name);
     writeln!(o, "/// `onnx.{}`.", m.name).unwrap();
-    writeln!(o, "#[derive(Clone, Debug, Default, PartialEq)]").unwrap();
+    if has_cycle_fields(m) {
+        // Clone, PartialEq, Debug and Drop guard the stack (see gen_guarded_traits).
+        writeln!(o, "#[derive(Default)]").unwrap();
+    } else {
+        writeln!(o, "#[derive(Clone, Debug, Default, PartialEq)]").unwrap();
+    }
     writeln!(o, "pub struct {rn} {{").unwrap();
     let mut done_oneofs: Vec<&str> = Vec::new();
     for f in m.fields {
@@ -342,6 +355,82 @@ fn gen_struct(o: &mut String, m: &MessageDef) {
     }
     writeln!(o, "            unknown_fields: UnknownFields::new(),").unwrap();
     writeln!(o, "        }}\n    }}\n}}\n").unwrap();
+    if has_cycle_fields(m) {
+        gen_guarded_traits(o, m);
+    }
+}
+
+/// True when `m` holds a field that closes a cycle of the schema.
+fn has_cycle_fields(m: &MessageDef) -> bool {
+    cycle_fields().iter().any(|&(owner, _)| owner == m.name)
+}
+
+/// The struct members of `m` in declaration order, as (Rust name, name shown by `Debug`).
+fn struct_members(m: &MessageDef) -> Vec<(String, &'static str)> {
+    let mut out: Vec<(String, &'static str)> = Vec::new();
+    for f in m.fields {
+        match f.oneof {
+            Some(oneof) if out.iter().any(|(n, _)| n == oneof) => {}
+            Some(oneof) => out.push((oneof.to_string(), oneof)),
+            None => out.push((rust_field_name(f), plain_name(f))),
+        }
+    }
+    out.push(("unknown_fields".to_string(), "unknown_fields"));
+    out
+}
+
+/// `Clone`, `PartialEq`, `Debug` (as derived) and `Drop` of a message holding a field that
+/// closes a cycle: each runs under `guard_stack`, so a chain of nested messages of any length
+/// is cloned, compared, formatted and dropped without overflowing the stack. `Drop` takes the
+/// cycle fields out and drops them inside the guard (the rest goes with the drop glue).
+fn gen_guarded_traits(o: &mut String, m: &MessageDef) {
+    let rn = rust_type_name(m.name);
+    let members = struct_members(m);
+    writeln!(o, "impl Clone for {rn} {{").unwrap();
+    writeln!(o, "    fn clone(&self) -> Self {{").unwrap();
+    writeln!(o, "        crate::wire::guard_stack(|| Self {{").unwrap();
+    for (name, _) in &members {
+        writeln!(o, "            {name}: self.{name}.clone(),").unwrap();
+    }
+    writeln!(o, "        }})\n    }}\n}}\n").unwrap();
+
+    writeln!(o, "impl PartialEq for {rn} {{").unwrap();
+    writeln!(o, "    fn eq(&self, other: &Self) -> bool {{").unwrap();
+    writeln!(o, "        crate::wire::guard_stack(|| {{").unwrap();
+    let eqs: Vec<String> = members
+        .iter()
+        .map(|(name, _)| format!("self.{name} == other.{name}"))
+        .collect();
+    writeln!(o, "            {}", eqs.join("\n                && ")).unwrap();
+    writeln!(o, "        }})\n    }}\n}}\n").unwrap();
+
+    writeln!(o, "impl std::fmt::Debug for {rn} {{").unwrap();
+    writeln!(
+        o,
+        "    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {{"
+    )
+    .unwrap();
+    writeln!(o, "        crate::wire::guard_stack(|| {{").unwrap();
+    writeln!(o, "            f.debug_struct(\"{rn}\")").unwrap();
+    for (name, shown) in &members {
+        writeln!(o, "                .field(\"{shown}\", &self.{name})").unwrap();
+    }
+    writeln!(o, "                .finish()\n        }})\n    }}\n}}\n").unwrap();
+
+    writeln!(o, "impl Drop for {rn} {{").unwrap();
+    writeln!(o, "    fn drop(&mut self) {{").unwrap();
+    writeln!(o, "        crate::wire::guard_stack(|| {{").unwrap();
+    for f in m.fields.iter().filter(|f| is_cycle_field(m.name, f.name)) {
+        assert!(
+            f.oneof.is_none(),
+            "cycle field {}.{} in a oneof",
+            m.name,
+            f.name
+        );
+        let name = rust_field_name(f);
+        writeln!(o, "            drop(std::mem::take(&mut self.{name}));").unwrap();
+    }
+    writeln!(o, "        }})\n    }}\n}}\n").unwrap();
 }
 
 fn gen_oneof_enums(o: &mut String, m: &MessageDef) {
@@ -396,7 +485,7 @@ fn gen_codec(o: &mut String, m: &MessageDef) {
     // ---- size
     writeln!(
         o,
-        "    fn compute_size(&self, sizes: &mut Vec<u64>) -> u64 {{"
+        "    fn compute_size(&self, sizes: &mut SizeTable) -> u64 {{"
     )
     .unwrap();
     writeln!(
@@ -442,6 +531,25 @@ fn at(f: &FieldDef, index: Option<&str>) -> String {
     }
 }
 
+/// The call reading sub-message field `f` of `m` into `slot` (stack-guarded when `f` closes a
+/// cycle of the schema).
+fn read_message(m: &MessageDef, f: &FieldDef, slot: &str) -> String {
+    if is_cycle_field(m.name, f.name) {
+        format!("crate::wire::guard_stack(|| r.read_message({slot}))")
+    } else {
+        format!("r.read_message({slot})")
+    }
+}
+
+/// The call encoding sub-message `v` of field `f` of `m` (stack-guarded when `f` closes a cycle).
+fn encode_message(m: &MessageDef, f: &FieldDef, v: &str) -> String {
+    if is_cycle_field(m.name, f.name) {
+        format!("crate::wire::guard_stack(|| {v}.encode_to(s, c))")
+    } else {
+        format!("{v}.encode_to(s, c)")
+    }
+}
+
 fn gen_decode_arms(o: &mut String, m: &MessageDef, f: &FieldDef) {
     let name = rust_field_name(f);
     let t = |wt| tag_value(f, wt);
@@ -470,12 +578,8 @@ fn gen_decode_arms(o: &mut String, m: &MessageDef, f: &FieldDef) {
                     "                    if let Some({en}::{var}(m)) = &mut self.{oneof} {{"
                 )
                 .unwrap();
-                writeln!(
-                    o,
-                    "                        r.read_message({}){path}?;",
-                    if boxed(m, f) { "m.as_mut()" } else { "m" }
-                )
-                .unwrap();
+                let read = read_message(m, f, if boxed(m, f) { "m.as_mut()" } else { "m" });
+                writeln!(o, "                        {read}{path}?;").unwrap();
                 writeln!(o, "                    }}").unwrap();
                 writeln!(o, "                }}").unwrap();
             }
@@ -548,8 +652,9 @@ fn gen_decode_arms(o: &mut String, m: &MessageDef, f: &FieldDef) {
             };
             writeln!(
                 o,
-                "                {} => r.read_message({slot}){path}?,",
-                t(2)
+                "                {} => {}{path}?,",
+                t(2),
+                read_message(m, f, &slot)
             )
             .unwrap();
         }
@@ -634,7 +739,8 @@ fn gen_decode_arms(o: &mut String, m: &MessageDef, f: &FieldDef) {
             .unwrap();
             writeln!(
                 o,
-                "                    r.read_message(m).map_err(|e| e.at(\"{}\", Some(i)))?;",
+                "                    {}.map_err(|e| e.at(\"{}\", Some(i)))?;",
+                read_message(m, f, "m"),
                 plain_name(f)
             )
             .unwrap();
@@ -652,23 +758,23 @@ fn scalar_size(k: Kind, v: &str) -> String {
     }
 }
 
-/// Size code of one embedded message bound to `m` by `head` (an `if let` or `for` line): records
-/// its size in `sizes` (pre-order) and adds tag + length prefix + body to `n`.
-fn message_size(o: &mut String, head: &str, tl: usize) {
+/// Size code of embedded message field `f` of `msg`, one value bound to `m` by `head` (an
+/// `if let` or `for` line): records its size in `sizes` (pre-order, one level deeper; guarding
+/// the stack when `f` closes a cycle) and adds tag + length prefix + body to `n`.
+fn message_size(o: &mut String, msg: &MessageDef, f: &FieldDef, head: &str, tl: usize) {
+    let Kind::Message(t) = f.kind else {
+        unreachable!("message_size of a scalar field")
+    };
+    let call = if is_cycle_field(msg.name, f.name) {
+        "nested_deep"
+    } else {
+        "nested"
+    };
     writeln!(o, "{head}").unwrap();
     writeln!(
         o,
-        "            let i = sizes.len();\n            sizes.push(0);"
-    )
-    .unwrap();
-    writeln!(
-        o,
-        "            let s = m.compute_size(sizes);\n            sizes[i] = s;"
-    )
-    .unwrap();
-    writeln!(
-        o,
-        "            n += {tl} + len_delimited_size(s);\n        }}"
+        "            n += {tl} + len_delimited_size(sizes.{call}::<{}>(m));\n        }}",
+        rust_type_name(t)
     )
     .unwrap();
 }
@@ -683,6 +789,8 @@ fn gen_size(o: &mut String, m: &MessageDef, f: &FieldDef) {
             Kind::Message(_) => {
                 message_size(
                     o,
+                    m,
+                    f,
                     &format!("        if let Some({en}::{var}(m)) = &self.{oneof} {{"),
                     tl,
                 );
@@ -729,7 +837,13 @@ fn gen_size(o: &mut String, m: &MessageDef, f: &FieldDef) {
         }
         (Label::Optional, Kind::Message(_)) => {
             let tl = tag_len(f, 2);
-            message_size(o, &format!("        if let Some(m) = &self.{name} {{"), tl);
+            message_size(
+                o,
+                m,
+                f,
+                &format!("        if let Some(m) = &self.{name} {{"),
+                tl,
+            );
         }
         (Label::Repeated, k) if is_scalar(k) && f.packed => {
             let tl = tag_len(f, 2);
@@ -781,7 +895,7 @@ fn gen_size(o: &mut String, m: &MessageDef, f: &FieldDef) {
         }
         (Label::Repeated, Kind::Message(_)) => {
             let tl = tag_len(f, 2);
-            message_size(o, &format!("        for m in &self.{name} {{"), tl);
+            message_size(o, m, f, &format!("        for m in &self.{name} {{"), tl);
         }
         _ => unreachable!(),
     }
@@ -805,7 +919,8 @@ fn gen_encode(o: &mut String, m: &MessageDef, f: &FieldDef) {
         match f.kind {
             Kind::Message(_) => writeln!(
                 o,
-                "            put_varint(s, c.next_size());\n            v.encode_to(s, c);"
+                "            put_varint(s, c.next_size());\n            {};",
+                encode_message(m, f, "v")
             )
             .unwrap(),
             Kind::String | Kind::Bytes => writeln!(
@@ -847,7 +962,7 @@ fn gen_encode(o: &mut String, m: &MessageDef, f: &FieldDef) {
         (Label::Optional, Kind::Message(_)) => {
             let tl = tag_lit(f, 2);
             writeln!(o, "        if let Some(m) = &self.{name} {{").unwrap();
-            writeln!(o, "            s.put({tl});\n            put_varint(s, c.next_size());\n            m.encode_to(s, c);\n        }}")
+            writeln!(o, "            s.put({tl});\n            put_varint(s, c.next_size());\n            {};\n        }}", encode_message(m, f, "m"))
                 .unwrap();
         }
         (Label::Repeated, k) if is_scalar(k) && f.packed => {
@@ -895,7 +1010,7 @@ fn gen_encode(o: &mut String, m: &MessageDef, f: &FieldDef) {
         (Label::Repeated, Kind::Message(_)) => {
             let tl = tag_lit(f, 2);
             writeln!(o, "        for m in &self.{name} {{").unwrap();
-            writeln!(o, "            s.put({tl});\n            put_varint(s, c.next_size());\n            m.encode_to(s, c);\n        }}")
+            writeln!(o, "            s.put({tl});\n            put_varint(s, c.next_size());\n            {};\n        }}", encode_message(m, f, "m"))
                 .unwrap();
         }
         _ => unreachable!(),

@@ -18,7 +18,8 @@ pub struct Args {
     input: PathBuf,
     /// Output model.
     output: PathBuf,
-    /// Weight file name, relative to OUT's directory (default: OUT's file name + ".data").
+    /// Weight file name, relative to OUT's directory (default: OUT's file name + ".data"; an
+    /// absolute path is reduced to its file name).
     #[arg(long, value_name = "LOC")]
     external_data: Option<String>,
     /// Tensors with at least this many bytes go to the weight file.
@@ -39,6 +40,9 @@ pub struct Args {
     /// Also move tensors of node attributes.
     #[arg(long)]
     convert_attribute: bool,
+    /// Also move sparse tensors (the onnx package cannot read them from weight files).
+    #[arg(long)]
+    externalize_sparse: bool,
     /// Write the SHA-1 of each weight file into the model (`checksum` entries).
     #[arg(long)]
     checksum: bool,
@@ -154,6 +158,7 @@ pub fn run(args: &Args) -> Result<()> {
         align_threshold: args.align_threshold,
         max_external_file_size: args.max_file_size,
         convert_attribute: args.convert_attribute,
+        externalize_sparse: args.externalize_sparse,
         checksum: args.checksum,
         num_threads: args.threads,
         encryption: match (&key, args.encrypt_weights || args.encrypt) {
@@ -174,33 +179,15 @@ pub fn run(args: &Args) -> Result<()> {
             b.set_position(done);
         }
     };
-    let report = if let Some((_, mopts)) = &model_encryption {
-        // One save: encrypted weight files, then the encrypted .onnx as the commit point.
-        onnx_light::external::save_encrypted_model_with_external_data(
-            &model,
-            &blobs,
-            &args.output,
-            &opts,
-            mopts,
-            Some(&tick),
-        )?
-    } else if blobs.is_empty() {
-        onnx_light::external::save_model_with_external_data_progress(
-            &model,
-            &args.output,
-            &opts,
-            Some(&tick),
-        )?
-    } else {
-        // Pre-packed blobs are carried over, right after their initializers again.
-        onnx_light::external::save_model_with_prepacked_progress(
-            &model,
-            &blobs,
-            &args.output,
-            &opts,
-            Some(&tick),
-        )?
-    };
+    // One save request: pre-packed blobs are carried over, right after their initializers
+    // again; an encrypted .onnx is written as the commit point.
+    let mut request = onnx_light::external::SaveRequest::new(&model, &args.output, &opts)
+        .prepacked(&blobs)
+        .progress(&tick);
+    if let Some((_, mopts)) = &model_encryption {
+        request = request.encrypt_model(mopts);
+    }
+    let report = request.save()?;
     if let Some(b) = bar {
         b.finish_and_clear();
     }

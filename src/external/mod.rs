@@ -40,10 +40,10 @@ pub use load::{
 pub use options::{ExternalEncryption, SaveExternalOptions};
 pub use paths::{ORT_MEM_ADDR_TAG, model_dir, normalize_location};
 pub use prepacked::{PrepackedBlob, PrepackedBlobs};
+pub(crate) use save::SaveLock;
 pub use save::{
-    SaveReport, SavedFile, save_encrypted_model_with_external_data, save_model_with_external_data,
-    save_model_with_external_data_progress, save_model_with_prepacked,
-    save_model_with_prepacked_progress,
+    Progress, SaveReport, SaveRequest, SavedFile, save_encrypted_model_with_external_data,
+    save_model_with_external_data, save_model_with_prepacked,
 };
 
 pub(crate) use load::load_after_parse;

@@ -11,7 +11,8 @@ use crate::secret::Passphrase;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SaveExternalOptions {
     /// Weight file name, relative to the model's directory (default: the model file name plus
-    /// `.data`). Split parts are `LOCATION.1`, `LOCATION.2`, ...
+    /// `.data`; an absolute path is reduced to its file name). Split parts are `LOCATION.1`,
+    /// `LOCATION.2`, ...
     pub location: Option<String>,
     /// Tensors with at least this many `raw_data` bytes go to external files (default 1024).
     pub size_threshold: u64,
@@ -29,6 +30,9 @@ pub struct SaveExternalOptions {
     pub max_external_file_size: u64,
     /// Also move tensors of node attributes (default false, like onnx).
     pub convert_attribute: bool,
+    /// Also move the values and indices of sparse tensors (default false: the onnx package
+    /// does not read sparse tensors from external data, so they stay inline).
+    pub externalize_sparse: bool,
     /// Write the SHA-1 of each weight file as the `checksum` entry (default false).
     pub checksum: bool,
     /// Write threads: 1 = sequential, n > 1 = n threads, negative = all cores; 0 is invalid.
@@ -76,6 +80,7 @@ impl Default for SaveExternalOptions {
             align_threshold: 1 << 20,
             max_external_file_size: 0,
             convert_attribute: false,
+            externalize_sparse: false,
             checksum: false,
             num_threads: 1,
             source_dir: None,

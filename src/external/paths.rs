@@ -110,7 +110,7 @@ pub(crate) fn open_beneath(dir: &Path, rel: &Path) -> Result<SafeFile, OpenError
     debug_assert!(rel.components().all(|c| matches!(c, Component::Normal(_))));
     let file = imp::open_beneath(dir, rel)?;
     let meta = file.metadata()?;
-    check_opened(&meta)?;
+    check_opened(&meta, || links_all_beside(dir, rel, &meta))?;
     check_containment(dir, &file, rel)?;
     Ok(SafeFile {
         len: meta.len(),
@@ -118,8 +118,14 @@ pub(crate) fn open_beneath(dir: &Path, rel: &Path) -> Result<SafeFile, OpenError
     })
 }
 
-/// Type and link-count rules on an opened file.
-fn check_opened(meta: &std::fs::Metadata) -> Result<(), OpenError> {
+/// Type and link-count rules on an opened file. A file with several hard links is refused
+/// unless `all_links_inside()` says that every one of them is in the model's directory (a save
+/// moving a weight file to its final name holds two links for a moment, see
+/// [`link_over`]): then no link leads outside.
+fn check_opened(
+    meta: &std::fs::Metadata,
+    all_links_inside: impl FnOnce() -> bool,
+) -> Result<(), OpenError> {
     if !meta.file_type().is_file() {
         return Err(OpenError::Refused(
             "not a regular file (directory, FIFO, socket or device)".into(),
@@ -128,7 +134,7 @@ fn check_opened(meta: &std::fs::Metadata) -> Result<(), OpenError> {
     #[cfg(unix)]
     {
         use std::os::unix::fs::MetadataExt;
-        if meta.nlink() > 1 {
+        if meta.nlink() > 1 && !all_links_inside() {
             return Err(OpenError::Refused(format!(
                 "the file has {} hard links (a hard link can point outside the model directory)",
                 meta.nlink()
@@ -136,6 +142,56 @@ fn check_opened(meta: &std::fs::Metadata) -> Result<(), OpenError> {
         }
     }
     Ok(())
+}
+
+/// Directory entries read at most when looking for the other links of a file.
+const MAX_LINK_SCAN: usize = 1 << 16;
+
+/// Whether every hard link of the file `rel` (whose metadata is `meta`) is an entry of its own
+/// directory beneath `dir` (entries are not followed; at most [`MAX_LINK_SCAN`] are read, and
+/// at most two links are accepted).
+fn links_all_beside(dir: &Path, rel: &Path, meta: &std::fs::Metadata) -> bool {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        if meta.nlink() != 2 {
+            return false;
+        }
+        let sub = dir.join(rel.parent().unwrap_or(Path::new("")));
+        let Ok(entries) = std::fs::read_dir(sub) else {
+            return false;
+        };
+        let mut found = 0u64;
+        for entry in entries.take(MAX_LINK_SCAN).flatten() {
+            // `DirEntry::metadata` does not follow a symbolic link.
+            if let Ok(m) = entry.metadata()
+                && m.dev() == meta.dev()
+                && m.ino() == meta.ino()
+            {
+                found += 1;
+            }
+        }
+        found == meta.nlink()
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = (dir, rel, meta);
+        false
+    }
+}
+
+/// Gives the file `from` a second name `to` (normalised locations beneath `dir`, in the same
+/// directory), replacing whatever `to` was atomically: a hard link under a temporary name,
+/// renamed over `to`. The two names then share one file until `from` is removed. Fails (and
+/// changes nothing) where the file system has no hard links.
+pub(crate) fn link_over(dir: &Path, from: &Path, to: &Path, sync: bool) -> io::Result<()> {
+    if from.parent() != to.parent() {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "link_over: the names are in different directories",
+        ));
+    }
+    imp::link_over(dir, from, to, sync)
 }
 
 /// Canonical containment: the file actually opened lies inside `dir`.
@@ -400,6 +456,41 @@ mod imp {
         }
     }
 
+    pub(super) fn link_over(dir: &Path, from: &Path, to: &Path, sync: bool) -> io::Result<()> {
+        let parent = walk_parents(dir, to, false).map_err(|e| match e {
+            OpenError::Io(e) => e,
+            OpenError::Refused(r) => io::Error::other(r),
+        })?;
+        let from = cstr(&file_name_of(from)?)?;
+        let name_os = file_name_of(to)?;
+        let name = cstr(&name_os)?;
+        let fd = parent.as_raw_fd();
+        let mut attempt = 0u32;
+        let temp = loop {
+            let temp = cstr(&temp_name(&name_os, attempt))?;
+            // SAFETY: live directory descriptor and NUL-terminated names.
+            if unsafe { libc::linkat(fd, from.as_ptr(), fd, temp.as_ptr(), 0) } == 0 {
+                break temp;
+            }
+            let e = io::Error::last_os_error();
+            if e.kind() != io::ErrorKind::AlreadyExists || attempt >= 1000 {
+                return Err(e);
+            }
+            attempt += 1;
+        };
+        // SAFETY: live directory descriptor and NUL-terminated names.
+        if unsafe { libc::renameat(fd, temp.as_ptr(), fd, name.as_ptr()) } != 0 {
+            let e = io::Error::last_os_error();
+            // SAFETY: as above.
+            unsafe { libc::unlinkat(fd, temp.as_ptr(), 0) };
+            return Err(e);
+        }
+        if sync {
+            let _ = parent.sync_all();
+        }
+        Ok(())
+    }
+
     /// `fstatat(parent, name)` without following a final symlink; `None` when it fails.
     fn stat_beneath(parent: &File, name: &CString) -> Option<libc::stat> {
         // SAFETY: `st` is plain data fully written by fstatat on success.
@@ -632,6 +723,21 @@ mod imp {
         }
     }
 
+    pub(super) fn link_over(dir: &Path, from: &Path, to: &Path, _sync: bool) -> io::Result<()> {
+        let map = |e: OpenError| match e {
+            OpenError::Io(e) => e,
+            OpenError::Refused(r) => io::Error::other(r),
+        };
+        let from = check_components(dir, from, false).map_err(map)?;
+        let to = check_components(dir, to, false).map_err(map)?;
+        let name = to.file_name().unwrap_or_default().to_os_string();
+        let temp = to.with_file_name(super::temp_name(&name, 0));
+        std::fs::hard_link(&from, &temp)?;
+        std::fs::rename(&temp, &to).inspect_err(|_| {
+            let _ = std::fs::remove_file(&temp);
+        })
+    }
+
     /// Process liveness is not checked here, so nothing is removed (stale temporary files are
     /// hidden names that no model references).
     pub(super) fn remove_stale_temps(_dir: &Path, _rels: &[PathBuf]) {}
@@ -735,6 +841,9 @@ mod tests {
         symlink(&out, dir.join("outdir")).unwrap();
         symlink(dir.join("real"), dir.join("alias")).unwrap();
         std::fs::hard_link(out.join("s.bin"), dir.join("hard.bin")).unwrap();
+        // Two links, both in the model's directory (a save between its two commits).
+        std::fs::write(dir.join("twin.bin"), b"tw").unwrap();
+        std::fs::hard_link(dir.join("twin.bin"), dir.join("twin_1.bin")).unwrap();
         let fifo = std::ffi::CString::new(dir.join("fifo").to_str().unwrap()).unwrap();
         // SAFETY: a valid NUL-terminated path.
         assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o600) }, 0);
@@ -749,7 +858,7 @@ mod tests {
                 let rel = normalize_location(rel).map_err(OpenError::Refused)?;
                 let file = open(&dir, &rel)?;
                 let meta = file.metadata()?;
-                check_opened(&meta)?;
+                check_opened(&meta, || links_all_beside(&dir, &rel, &meta))?;
                 check_containment(&dir, &file, &rel)?;
                 Ok(SafeFile {
                     len: meta.len(),
@@ -757,6 +866,8 @@ mod tests {
                 })
             };
             assert_eq!(full("ok.bin").map(|f| f.len).ok(), Some(4), "{way}");
+            assert_eq!(full("twin.bin").map(|f| f.len).ok(), Some(2), "{way}");
+            assert_eq!(full("twin_1.bin").map(|f| f.len).ok(), Some(2), "{way}");
             assert_eq!(full("real/in.bin").map(|f| f.len).ok(), Some(5), "{way}");
             for bad in [
                 "link.bin",

@@ -75,8 +75,11 @@ pub struct OnnxlExternalDataOptions {
     /// Write every weight file encrypted (ONNXCRYS chunked format; default false). Offsets,
     /// lengths, alignment, splitting and checksums refer to the plaintext.
     pub encrypt: u8,
+    /// Also move the values and indices of sparse tensors (default false: the onnx package
+    /// does not read sparse tensors from external data, so they stay inline).
+    pub externalize_sparse: u8,
     /// Must be zero (room for later options).
-    pub reserved: [u8; 7],
+    pub reserved: [u8; 6],
 }
 
 /// Options of loading external data. Get the defaults with
@@ -143,7 +146,8 @@ pub extern "C" fn onnxl_external_data_options_default() -> OnnxlExternalDataOpti
         encryption_chunk_size: crate::crypto::DEFAULT_CHUNK_SIZE,
         encryption_chunk_cipher: super::crypto::ONNXL_CHUNK_CIPHER_AES_256_GCM,
         encrypt: 0,
-        reserved: [0; 7],
+        externalize_sparse: d.externalize_sparse.into(),
+        reserved: [0; 6],
     }
 }
 
@@ -225,7 +229,7 @@ pub(crate) unsafe fn save_options(
             "OnnxlExternalDataOptions",
         )
     }?;
-    if o.reserved != [0; 7] {
+    if o.reserved != [0; 6] {
         return Err(FfiError::invalid(
             "OnnxlExternalDataOptions.reserved must be zero",
         ));
@@ -248,6 +252,10 @@ pub(crate) unsafe fn save_options(
         convert_attribute: flag(
             o.convert_attribute,
             "OnnxlExternalDataOptions.convert_attribute",
+        )?,
+        externalize_sparse: flag(
+            o.externalize_sparse,
+            "OnnxlExternalDataOptions.externalize_sparse",
         )?,
         checksum: flag(o.checksum, "OnnxlExternalDataOptions.checksum")?,
         num_threads: o.num_threads,
@@ -758,7 +766,7 @@ mod tests {
         // SAFETY: as above (NULL key with a non-zero length is detected).
         assert!(unsafe { save_options(&o) }.is_err());
         o.encryption_key_len = 0;
-        o.reserved[6] = 1;
+        o.reserved[5] = 1;
         // SAFETY: as above.
         assert!(unsafe { save_options(&o) }.is_err());
         let mut e = onnxl_external_load_options_default();

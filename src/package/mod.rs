@@ -7,7 +7,7 @@ use std::path::Path;
 use crate::codec::{ParseOptions, SerializeOptions, parse_file, parse_from_bytes, save_to_file};
 use crate::crypto::{decrypt_model, decrypt_model_from_bytes};
 use crate::error::Result;
-use crate::external::{PrepackedBlobs, load_after_parse};
+use crate::external::{PrepackedBlobs, SaveLock, load_after_parse, model_dir};
 use crate::proto::{Message, ModelProto};
 
 /// Parses a file.
@@ -69,12 +69,21 @@ pub fn load_model_from_bytes(bytes: &[u8], opts: &ParseOptions) -> Result<ModelP
     Ok(model)
 }
 
-/// Saves a model atomically (see [`save_to_file`]).
+/// Saves a model atomically (see [`save_to_file`]), after any other save to the same path of
+/// this library has finished (the save lock, see `docs/hardening.md`).
 pub fn save_model(
     model: &ModelProto,
     path: impl AsRef<Path>,
     opts: &SerializeOptions,
 ) -> Result<()> {
+    let path = path.as_ref();
+    let _lock = match path.file_name() {
+        Some(name) => Some(SaveLock::acquire(
+            &model_dir(path),
+            &name.to_string_lossy(),
+        )?),
+        None => None,
+    };
     save_to_file(model, path, opts)
 }
 

@@ -4,10 +4,10 @@
 use crate::bytes::{ByteSpan, ProtoString, UnknownFields};
 use crate::error::DecodeError;
 use crate::proto::{InlineVec, Message, RepeatedField};
-use crate::wire::{Reader, SizeCursor, Sink, len_delimited_size, put_varint, varint_len};
+use crate::wire::{Reader, SizeCursor, SizeTable, Sink, len_delimited_size, put_varint, varint_len};
 
 /// `onnx.AttributeProto`.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Default)]
 pub struct AttributeProto {
     /// `optional string name = 1;`
     pub name: Option<ProtoString>,
@@ -76,6 +76,95 @@ impl AttributeProto {
     }
 }
 
+impl Clone for AttributeProto {
+    fn clone(&self) -> Self {
+        crate::wire::guard_stack(|| Self {
+            name: self.name.clone(),
+            ref_attr_name: self.ref_attr_name.clone(),
+            doc_string: self.doc_string.clone(),
+            r#type: self.r#type.clone(),
+            f: self.f.clone(),
+            i: self.i.clone(),
+            s: self.s.clone(),
+            t: self.t.clone(),
+            g: self.g.clone(),
+            sparse_tensor: self.sparse_tensor.clone(),
+            tp: self.tp.clone(),
+            floats: self.floats.clone(),
+            ints: self.ints.clone(),
+            strings: self.strings.clone(),
+            tensors: self.tensors.clone(),
+            graphs: self.graphs.clone(),
+            sparse_tensors: self.sparse_tensors.clone(),
+            type_protos: self.type_protos.clone(),
+            unknown_fields: self.unknown_fields.clone(),
+        })
+    }
+}
+
+impl PartialEq for AttributeProto {
+    fn eq(&self, other: &Self) -> bool {
+        crate::wire::guard_stack(|| {
+            self.name == other.name
+                && self.ref_attr_name == other.ref_attr_name
+                && self.doc_string == other.doc_string
+                && self.r#type == other.r#type
+                && self.f == other.f
+                && self.i == other.i
+                && self.s == other.s
+                && self.t == other.t
+                && self.g == other.g
+                && self.sparse_tensor == other.sparse_tensor
+                && self.tp == other.tp
+                && self.floats == other.floats
+                && self.ints == other.ints
+                && self.strings == other.strings
+                && self.tensors == other.tensors
+                && self.graphs == other.graphs
+                && self.sparse_tensors == other.sparse_tensors
+                && self.type_protos == other.type_protos
+                && self.unknown_fields == other.unknown_fields
+        })
+    }
+}
+
+impl std::fmt::Debug for AttributeProto {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        crate::wire::guard_stack(|| {
+            f.debug_struct("AttributeProto")
+                .field("name", &self.name)
+                .field("ref_attr_name", &self.ref_attr_name)
+                .field("doc_string", &self.doc_string)
+                .field("type", &self.r#type)
+                .field("f", &self.f)
+                .field("i", &self.i)
+                .field("s", &self.s)
+                .field("t", &self.t)
+                .field("g", &self.g)
+                .field("sparse_tensor", &self.sparse_tensor)
+                .field("tp", &self.tp)
+                .field("floats", &self.floats)
+                .field("ints", &self.ints)
+                .field("strings", &self.strings)
+                .field("tensors", &self.tensors)
+                .field("graphs", &self.graphs)
+                .field("sparse_tensors", &self.sparse_tensors)
+                .field("type_protos", &self.type_protos)
+                .field("unknown_fields", &self.unknown_fields)
+                .finish()
+        })
+    }
+}
+
+impl Drop for AttributeProto {
+    fn drop(&mut self) {
+        crate::wire::guard_stack(|| {
+            drop(std::mem::take(&mut self.g));
+            drop(std::mem::take(&mut self.graphs));
+        })
+    }
+}
+
 impl Message for AttributeProto {
     const NAME: &'static str = "AttributeProto";
 
@@ -97,7 +186,7 @@ impl Message for AttributeProto {
                 24 => self.i = Some(r.read_varint().map_err(|e| e.at("i", None))? as i64),
                 34 => self.s = Some(r.read_string().map_err(|e| e.at("s", None))?),
                 42 => r.read_message(self.t.get_or_insert_with(|| Box::new(TensorProto::new())).as_mut()).map_err(|e| e.at("t", None))?,
-                50 => r.read_message(self.g.get_or_insert_with(|| Box::new(GraphProto::new())).as_mut()).map_err(|e| e.at("g", None))?,
+                50 => crate::wire::guard_stack(|| r.read_message(self.g.get_or_insert_with(|| Box::new(GraphProto::new())).as_mut())).map_err(|e| e.at("g", None))?,
                 178 => r.read_message(self.sparse_tensor.get_or_insert_with(|| Box::new(SparseTensorProto::new())).as_mut()).map_err(|e| e.at("sparse_tensor", None))?,
                 114 => r.read_message(self.tp.get_or_insert_with(|| Box::new(TypeProto::new())).as_mut()).map_err(|e| e.at("tp", None))?,
                 61 => self.floats.push(f32::from_bits(r.read_fixed32().map_err(|e| e.at("floats", None))?)),
@@ -120,7 +209,7 @@ impl Message for AttributeProto {
                 90 => {
                     let i = self.graphs.len();
                     let m = self.graphs.push_default_sized(|max| r.run_length(90, max));
-                    r.read_message(m).map_err(|e| e.at("graphs", Some(i)))?;
+                    crate::wire::guard_stack(|| r.read_message(m)).map_err(|e| e.at("graphs", Some(i)))?;
                 }
                 186 => {
                     let i = self.sparse_tensors.len();
@@ -138,7 +227,7 @@ impl Message for AttributeProto {
         Ok(())
     }
 
-    fn compute_size(&self, sizes: &mut Vec<u64>) -> u64 {
+    fn compute_size(&self, sizes: &mut SizeTable) -> u64 {
         let mut n: u64 = self.unknown_fields.len() as u64;
         if let Some(v) = &self.name {
             n += 1 + len_delimited_size(v.len() as u64);
@@ -153,52 +242,28 @@ impl Message for AttributeProto {
             n += 1 + len_delimited_size(v.len() as u64);
         }
         if let Some(m) = &self.t {
-            let i = sizes.len();
-            sizes.push(0);
-            let s = m.compute_size(sizes);
-            sizes[i] = s;
-            n += 1 + len_delimited_size(s);
+            n += 1 + len_delimited_size(sizes.nested::<TensorProto>(m));
         }
         if let Some(m) = &self.g {
-            let i = sizes.len();
-            sizes.push(0);
-            let s = m.compute_size(sizes);
-            sizes[i] = s;
-            n += 1 + len_delimited_size(s);
+            n += 1 + len_delimited_size(sizes.nested_deep::<GraphProto>(m));
         }
         n += self.floats.len() as u64 * (1 + 4);
         n += self.ints.iter().map(|&v| 1 + varint_len(v as u64)).sum::<u64>();
         n += self.strings.iter().map(|v| 1 + len_delimited_size(v.len() as u64)).sum::<u64>();
         for m in &self.tensors {
-            let i = sizes.len();
-            sizes.push(0);
-            let s = m.compute_size(sizes);
-            sizes[i] = s;
-            n += 1 + len_delimited_size(s);
+            n += 1 + len_delimited_size(sizes.nested::<TensorProto>(m));
         }
         for m in &self.graphs {
-            let i = sizes.len();
-            sizes.push(0);
-            let s = m.compute_size(sizes);
-            sizes[i] = s;
-            n += 1 + len_delimited_size(s);
+            n += 1 + len_delimited_size(sizes.nested_deep::<GraphProto>(m));
         }
         if let Some(v) = &self.doc_string {
             n += 1 + len_delimited_size(v.len() as u64);
         }
         if let Some(m) = &self.tp {
-            let i = sizes.len();
-            sizes.push(0);
-            let s = m.compute_size(sizes);
-            sizes[i] = s;
-            n += 1 + len_delimited_size(s);
+            n += 1 + len_delimited_size(sizes.nested::<TypeProto>(m));
         }
         for m in &self.type_protos {
-            let i = sizes.len();
-            sizes.push(0);
-            let s = m.compute_size(sizes);
-            sizes[i] = s;
-            n += 1 + len_delimited_size(s);
+            n += 1 + len_delimited_size(sizes.nested::<TypeProto>(m));
         }
         if let Some(v) = self.r#type {
             n += 2 + varint_len(v as i64 as u64);
@@ -207,18 +272,10 @@ impl Message for AttributeProto {
             n += 2 + len_delimited_size(v.len() as u64);
         }
         if let Some(m) = &self.sparse_tensor {
-            let i = sizes.len();
-            sizes.push(0);
-            let s = m.compute_size(sizes);
-            sizes[i] = s;
-            n += 2 + len_delimited_size(s);
+            n += 2 + len_delimited_size(sizes.nested::<SparseTensorProto>(m));
         }
         for m in &self.sparse_tensors {
-            let i = sizes.len();
-            sizes.push(0);
-            let s = m.compute_size(sizes);
-            sizes[i] = s;
-            n += 2 + len_delimited_size(s);
+            n += 2 + len_delimited_size(sizes.nested::<SparseTensorProto>(m));
         }
         n
     }
@@ -250,7 +307,7 @@ impl Message for AttributeProto {
         if let Some(m) = &self.g {
             s.put(&[0x32]);
             put_varint(s, c.next_size());
-            m.encode_to(s, c);
+            crate::wire::guard_stack(|| m.encode_to(s, c));
         }
         for &v in &self.floats {
             s.put(&[0x3d]);
@@ -273,7 +330,7 @@ impl Message for AttributeProto {
         for m in &self.graphs {
             s.put(&[0x5a]);
             put_varint(s, c.next_size());
-            m.encode_to(s, c);
+            crate::wire::guard_stack(|| m.encode_to(s, c));
         }
         if let Some(v) = &self.doc_string {
             s.put(&[0x6a]);
@@ -656,27 +713,19 @@ impl Message for ValueInfoProto {
         Ok(())
     }
 
-    fn compute_size(&self, sizes: &mut Vec<u64>) -> u64 {
+    fn compute_size(&self, sizes: &mut SizeTable) -> u64 {
         let mut n: u64 = self.unknown_fields.len() as u64;
         if let Some(v) = &self.name {
             n += 1 + len_delimited_size(v.len() as u64);
         }
         if let Some(m) = &self.r#type {
-            let i = sizes.len();
-            sizes.push(0);
-            let s = m.compute_size(sizes);
-            sizes[i] = s;
-            n += 1 + len_delimited_size(s);
+            n += 1 + len_delimited_size(sizes.nested::<TypeProto>(m));
         }
         if let Some(v) = &self.doc_string {
             n += 1 + len_delimited_size(v.len() as u64);
         }
         for m in &self.metadata_props {
-            let i = sizes.len();
-            sizes.push(0);
-            let s = m.compute_size(sizes);
-            sizes[i] = s;
-            n += 1 + len_delimited_size(s);
+            n += 1 + len_delimited_size(sizes.nested::<StringStringEntryProto>(m));
         }
         n
     }
@@ -870,7 +919,7 @@ impl Message for NodeProto {
         Ok(())
     }
 
-    fn compute_size(&self, sizes: &mut Vec<u64>) -> u64 {
+    fn compute_size(&self, sizes: &mut SizeTable) -> u64 {
         let mut n: u64 = self.unknown_fields.len() as u64;
         n += self.input.iter().map(|v| 1 + len_delimited_size(v.len() as u64)).sum::<u64>();
         n += self.output.iter().map(|v| 1 + len_delimited_size(v.len() as u64)).sum::<u64>();
@@ -881,11 +930,7 @@ impl Message for NodeProto {
             n += 1 + len_delimited_size(v.len() as u64);
         }
         for m in &self.attribute {
-            let i = sizes.len();
-            sizes.push(0);
-            let s = m.compute_size(sizes);
-            sizes[i] = s;
-            n += 1 + len_delimited_size(s);
+            n += 1 + len_delimited_size(sizes.nested::<AttributeProto>(m));
         }
         if let Some(v) = &self.doc_string {
             n += 1 + len_delimited_size(v.len() as u64);
@@ -897,18 +942,10 @@ impl Message for NodeProto {
             n += 1 + len_delimited_size(v.len() as u64);
         }
         for m in &self.metadata_props {
-            let i = sizes.len();
-            sizes.push(0);
-            let s = m.compute_size(sizes);
-            sizes[i] = s;
-            n += 1 + len_delimited_size(s);
+            n += 1 + len_delimited_size(sizes.nested::<StringStringEntryProto>(m));
         }
         for m in &self.device_configurations {
-            let i = sizes.len();
-            sizes.push(0);
-            let s = m.compute_size(sizes);
-            sizes[i] = s;
-            n += 1 + len_delimited_size(s);
+            n += 1 + len_delimited_size(sizes.nested::<NodeDeviceConfigurationProto>(m));
         }
         n
     }
@@ -1161,7 +1198,7 @@ impl Message for IntIntListEntryProto {
         Ok(())
     }
 
-    fn compute_size(&self, sizes: &mut Vec<u64>) -> u64 {
+    fn compute_size(&self, sizes: &mut SizeTable) -> u64 {
         let mut n: u64 = self.unknown_fields.len() as u64;
         if let Some(v) = self.key {
             n += 1 + varint_len(v as u64);
@@ -1266,17 +1303,13 @@ impl Message for NodeDeviceConfigurationProto {
         Ok(())
     }
 
-    fn compute_size(&self, sizes: &mut Vec<u64>) -> u64 {
+    fn compute_size(&self, sizes: &mut SizeTable) -> u64 {
         let mut n: u64 = self.unknown_fields.len() as u64;
         if let Some(v) = &self.configuration_id {
             n += 1 + len_delimited_size(v.len() as u64);
         }
         for m in &self.sharding_spec {
-            let i = sizes.len();
-            sizes.push(0);
-            let s = m.compute_size(sizes);
-            sizes[i] = s;
-            n += 1 + len_delimited_size(s);
+            n += 1 + len_delimited_size(sizes.nested::<ShardingSpecProto>(m));
         }
         if let Some(v) = self.pipeline_stage {
             n += 1 + varint_len(v as i64 as u64);
@@ -1412,25 +1445,17 @@ impl Message for ShardingSpecProto {
         Ok(())
     }
 
-    fn compute_size(&self, sizes: &mut Vec<u64>) -> u64 {
+    fn compute_size(&self, sizes: &mut SizeTable) -> u64 {
         let mut n: u64 = self.unknown_fields.len() as u64;
         if let Some(v) = &self.tensor_name {
             n += 1 + len_delimited_size(v.len() as u64);
         }
         n += self.device.iter().map(|&v| 1 + varint_len(v as u64)).sum::<u64>();
         for m in &self.index_to_device_group_map {
-            let i = sizes.len();
-            sizes.push(0);
-            let s = m.compute_size(sizes);
-            sizes[i] = s;
-            n += 1 + len_delimited_size(s);
+            n += 1 + len_delimited_size(sizes.nested::<IntIntListEntryProto>(m));
         }
         for m in &self.sharded_dim {
-            let i = sizes.len();
-            sizes.push(0);
-            let s = m.compute_size(sizes);
-            sizes[i] = s;
-            n += 1 + len_delimited_size(s);
+            n += 1 + len_delimited_size(sizes.nested::<ShardedDimProto>(m));
         }
         n
     }
@@ -1563,17 +1588,13 @@ impl Message for ShardedDimProto {
         Ok(())
     }
 
-    fn compute_size(&self, sizes: &mut Vec<u64>) -> u64 {
+    fn compute_size(&self, sizes: &mut SizeTable) -> u64 {
         let mut n: u64 = self.unknown_fields.len() as u64;
         if let Some(v) = self.axis {
             n += 1 + varint_len(v as u64);
         }
         for m in &self.simple_sharding {
-            let i = sizes.len();
-            sizes.push(0);
-            let s = m.compute_size(sizes);
-            sizes[i] = s;
-            n += 1 + len_delimited_size(s);
+            n += 1 + len_delimited_size(sizes.nested::<SimpleShardedDimProto>(m));
         }
         n
     }
@@ -1677,7 +1698,7 @@ impl Message for SimpleShardedDimProto {
         Ok(())
     }
 
-    fn compute_size(&self, sizes: &mut Vec<u64>) -> u64 {
+    fn compute_size(&self, sizes: &mut SizeTable) -> u64 {
         let mut n: u64 = self.unknown_fields.len() as u64;
         if let Some(SimpleShardedDimProtoDim::DimValue(v)) = &self.dim {
             n += 1 + varint_len(*v as u64);
@@ -1831,35 +1852,19 @@ impl Message for TrainingInfoProto {
         Ok(())
     }
 
-    fn compute_size(&self, sizes: &mut Vec<u64>) -> u64 {
+    fn compute_size(&self, sizes: &mut SizeTable) -> u64 {
         let mut n: u64 = self.unknown_fields.len() as u64;
         if let Some(m) = &self.initialization {
-            let i = sizes.len();
-            sizes.push(0);
-            let s = m.compute_size(sizes);
-            sizes[i] = s;
-            n += 1 + len_delimited_size(s);
+            n += 1 + len_delimited_size(sizes.nested::<GraphProto>(m));
         }
         if let Some(m) = &self.algorithm {
-            let i = sizes.len();
-            sizes.push(0);
-            let s = m.compute_size(sizes);
-            sizes[i] = s;
-            n += 1 + len_delimited_size(s);
+            n += 1 + len_delimited_size(sizes.nested::<GraphProto>(m));
         }
         for m in &self.initialization_binding {
-            let i = sizes.len();
-            sizes.push(0);
-            let s = m.compute_size(sizes);
-            sizes[i] = s;
-            n += 1 + len_delimited_size(s);
+            n += 1 + len_delimited_size(sizes.nested::<StringStringEntryProto>(m));
         }
         for m in &self.update_binding {
-            let i = sizes.len();
-            sizes.push(0);
-            let s = m.compute_size(sizes);
-            sizes[i] = s;
-            n += 1 + len_delimited_size(s);
+            n += 1 + len_delimited_size(sizes.nested::<StringStringEntryProto>(m));
         }
         n
     }
@@ -2062,7 +2067,7 @@ impl Message for ModelProto {
         Ok(())
     }
 
-    fn compute_size(&self, sizes: &mut Vec<u64>) -> u64 {
+    fn compute_size(&self, sizes: &mut SizeTable) -> u64 {
         let mut n: u64 = self.unknown_fields.len() as u64;
         if let Some(v) = self.ir_version {
             n += 1 + varint_len(v as u64);
@@ -2083,46 +2088,22 @@ impl Message for ModelProto {
             n += 1 + len_delimited_size(v.len() as u64);
         }
         if let Some(m) = &self.graph {
-            let i = sizes.len();
-            sizes.push(0);
-            let s = m.compute_size(sizes);
-            sizes[i] = s;
-            n += 1 + len_delimited_size(s);
+            n += 1 + len_delimited_size(sizes.nested::<GraphProto>(m));
         }
         for m in &self.opset_import {
-            let i = sizes.len();
-            sizes.push(0);
-            let s = m.compute_size(sizes);
-            sizes[i] = s;
-            n += 1 + len_delimited_size(s);
+            n += 1 + len_delimited_size(sizes.nested::<OperatorSetIdProto>(m));
         }
         for m in &self.metadata_props {
-            let i = sizes.len();
-            sizes.push(0);
-            let s = m.compute_size(sizes);
-            sizes[i] = s;
-            n += 1 + len_delimited_size(s);
+            n += 1 + len_delimited_size(sizes.nested::<StringStringEntryProto>(m));
         }
         for m in &self.training_info {
-            let i = sizes.len();
-            sizes.push(0);
-            let s = m.compute_size(sizes);
-            sizes[i] = s;
-            n += 2 + len_delimited_size(s);
+            n += 2 + len_delimited_size(sizes.nested::<TrainingInfoProto>(m));
         }
         for m in &self.functions {
-            let i = sizes.len();
-            sizes.push(0);
-            let s = m.compute_size(sizes);
-            sizes[i] = s;
-            n += 2 + len_delimited_size(s);
+            n += 2 + len_delimited_size(sizes.nested::<FunctionProto>(m));
         }
         for m in &self.configuration {
-            let i = sizes.len();
-            sizes.push(0);
-            let s = m.compute_size(sizes);
-            sizes[i] = s;
-            n += 2 + len_delimited_size(s);
+            n += 2 + len_delimited_size(sizes.nested::<DeviceConfigurationProto>(m));
         }
         n
     }
@@ -2425,7 +2406,7 @@ impl Message for DeviceConfigurationProto {
         Ok(())
     }
 
-    fn compute_size(&self, sizes: &mut Vec<u64>) -> u64 {
+    fn compute_size(&self, sizes: &mut SizeTable) -> u64 {
         let mut n: u64 = self.unknown_fields.len() as u64;
         if let Some(v) = &self.name {
             n += 1 + len_delimited_size(v.len() as u64);
@@ -2548,7 +2529,7 @@ impl Message for StringStringEntryProto {
         Ok(())
     }
 
-    fn compute_size(&self, sizes: &mut Vec<u64>) -> u64 {
+    fn compute_size(&self, sizes: &mut SizeTable) -> u64 {
         let mut n: u64 = self.unknown_fields.len() as u64;
         if let Some(v) = &self.key {
             n += 1 + len_delimited_size(v.len() as u64);
@@ -2659,17 +2640,13 @@ impl Message for TensorAnnotation {
         Ok(())
     }
 
-    fn compute_size(&self, sizes: &mut Vec<u64>) -> u64 {
+    fn compute_size(&self, sizes: &mut SizeTable) -> u64 {
         let mut n: u64 = self.unknown_fields.len() as u64;
         if let Some(v) = &self.tensor_name {
             n += 1 + len_delimited_size(v.len() as u64);
         }
         for m in &self.quant_parameter_tensor_names {
-            let i = sizes.len();
-            sizes.push(0);
-            let s = m.compute_size(sizes);
-            sizes[i] = s;
-            n += 1 + len_delimited_size(s);
+            n += 1 + len_delimited_size(sizes.nested::<StringStringEntryProto>(m));
         }
         n
     }
@@ -2834,69 +2811,37 @@ impl Message for GraphProto {
         Ok(())
     }
 
-    fn compute_size(&self, sizes: &mut Vec<u64>) -> u64 {
+    fn compute_size(&self, sizes: &mut SizeTable) -> u64 {
         let mut n: u64 = self.unknown_fields.len() as u64;
         for m in &self.node {
-            let i = sizes.len();
-            sizes.push(0);
-            let s = m.compute_size(sizes);
-            sizes[i] = s;
-            n += 1 + len_delimited_size(s);
+            n += 1 + len_delimited_size(sizes.nested::<NodeProto>(m));
         }
         if let Some(v) = &self.name {
             n += 1 + len_delimited_size(v.len() as u64);
         }
         for m in &self.initializer {
-            let i = sizes.len();
-            sizes.push(0);
-            let s = m.compute_size(sizes);
-            sizes[i] = s;
-            n += 1 + len_delimited_size(s);
+            n += 1 + len_delimited_size(sizes.nested::<TensorProto>(m));
         }
         if let Some(v) = &self.doc_string {
             n += 1 + len_delimited_size(v.len() as u64);
         }
         for m in &self.input {
-            let i = sizes.len();
-            sizes.push(0);
-            let s = m.compute_size(sizes);
-            sizes[i] = s;
-            n += 1 + len_delimited_size(s);
+            n += 1 + len_delimited_size(sizes.nested::<ValueInfoProto>(m));
         }
         for m in &self.output {
-            let i = sizes.len();
-            sizes.push(0);
-            let s = m.compute_size(sizes);
-            sizes[i] = s;
-            n += 1 + len_delimited_size(s);
+            n += 1 + len_delimited_size(sizes.nested::<ValueInfoProto>(m));
         }
         for m in &self.value_info {
-            let i = sizes.len();
-            sizes.push(0);
-            let s = m.compute_size(sizes);
-            sizes[i] = s;
-            n += 1 + len_delimited_size(s);
+            n += 1 + len_delimited_size(sizes.nested::<ValueInfoProto>(m));
         }
         for m in &self.quantization_annotation {
-            let i = sizes.len();
-            sizes.push(0);
-            let s = m.compute_size(sizes);
-            sizes[i] = s;
-            n += 1 + len_delimited_size(s);
+            n += 1 + len_delimited_size(sizes.nested::<TensorAnnotation>(m));
         }
         for m in &self.sparse_initializer {
-            let i = sizes.len();
-            sizes.push(0);
-            let s = m.compute_size(sizes);
-            sizes[i] = s;
-            n += 1 + len_delimited_size(s);
+            n += 1 + len_delimited_size(sizes.nested::<SparseTensorProto>(m));
         }
         for m in &self.metadata_props {
-            let i = sizes.len();
-            sizes.push(0);
-            let s = m.compute_size(sizes);
-            sizes[i] = s;
-            n += 2 + len_delimited_size(s);
+            n += 2 + len_delimited_size(sizes.nested::<StringStringEntryProto>(m));
         }
         n
     }
@@ -3217,18 +3162,14 @@ impl Message for TensorProto {
         Ok(())
     }
 
-    fn compute_size(&self, sizes: &mut Vec<u64>) -> u64 {
+    fn compute_size(&self, sizes: &mut SizeTable) -> u64 {
         let mut n: u64 = self.unknown_fields.len() as u64;
         n += self.dims.iter().map(|&v| 1 + varint_len(v as u64)).sum::<u64>();
         if let Some(v) = self.data_type {
             n += 1 + varint_len(v as i64 as u64);
         }
         if let Some(m) = &self.segment {
-            let i = sizes.len();
-            sizes.push(0);
-            let s = m.compute_size(sizes);
-            sizes[i] = s;
-            n += 1 + len_delimited_size(s);
+            n += 1 + len_delimited_size(sizes.nested::<TensorProtoSegment>(m));
         }
         if !self.float_data.is_empty() {
             let s = self.float_data.len() as u64 * 4;
@@ -3264,21 +3205,13 @@ impl Message for TensorProto {
             n += 1 + len_delimited_size(v.len() as u64);
         }
         for m in &self.external_data {
-            let i = sizes.len();
-            sizes.push(0);
-            let s = m.compute_size(sizes);
-            sizes[i] = s;
-            n += 1 + len_delimited_size(s);
+            n += 1 + len_delimited_size(sizes.nested::<StringStringEntryProto>(m));
         }
         if let Some(v) = self.data_location {
             n += 1 + varint_len(v as i64 as u64);
         }
         for m in &self.metadata_props {
-            let i = sizes.len();
-            sizes.push(0);
-            let s = m.compute_size(sizes);
-            sizes[i] = s;
-            n += 2 + len_delimited_size(s);
+            n += 2 + len_delimited_size(sizes.nested::<StringStringEntryProto>(m));
         }
         n
     }
@@ -3624,7 +3557,7 @@ impl Message for TensorProtoSegment {
         Ok(())
     }
 
-    fn compute_size(&self, sizes: &mut Vec<u64>) -> u64 {
+    fn compute_size(&self, sizes: &mut SizeTable) -> u64 {
         let mut n: u64 = self.unknown_fields.len() as u64;
         if let Some(v) = self.begin {
             n += 1 + varint_len(v as u64);
@@ -3732,21 +3665,13 @@ impl Message for SparseTensorProto {
         Ok(())
     }
 
-    fn compute_size(&self, sizes: &mut Vec<u64>) -> u64 {
+    fn compute_size(&self, sizes: &mut SizeTable) -> u64 {
         let mut n: u64 = self.unknown_fields.len() as u64;
         if let Some(m) = &self.values {
-            let i = sizes.len();
-            sizes.push(0);
-            let s = m.compute_size(sizes);
-            sizes[i] = s;
-            n += 1 + len_delimited_size(s);
+            n += 1 + len_delimited_size(sizes.nested::<TensorProto>(m));
         }
         if let Some(m) = &self.indices {
-            let i = sizes.len();
-            sizes.push(0);
-            let s = m.compute_size(sizes);
-            sizes[i] = s;
-            n += 1 + len_delimited_size(s);
+            n += 1 + len_delimited_size(sizes.nested::<TensorProto>(m));
         }
         n += self.dims.iter().map(|&v| 1 + varint_len(v as u64)).sum::<u64>();
         n
@@ -3872,14 +3797,10 @@ impl Message for TensorShapeProto {
         Ok(())
     }
 
-    fn compute_size(&self, sizes: &mut Vec<u64>) -> u64 {
+    fn compute_size(&self, sizes: &mut SizeTable) -> u64 {
         let mut n: u64 = self.unknown_fields.len() as u64;
         for m in &self.dim {
-            let i = sizes.len();
-            sizes.push(0);
-            let s = m.compute_size(sizes);
-            sizes[i] = s;
-            n += 1 + len_delimited_size(s);
+            n += 1 + len_delimited_size(sizes.nested::<TensorShapeProtoDimension>(m));
         }
         n
     }
@@ -3963,7 +3884,7 @@ impl Message for TensorShapeProtoDimension {
         Ok(())
     }
 
-    fn compute_size(&self, sizes: &mut Vec<u64>) -> u64 {
+    fn compute_size(&self, sizes: &mut SizeTable) -> u64 {
         let mut n: u64 = self.unknown_fields.len() as u64;
         if let Some(TensorShapeProtoDimensionValue::DimValue(v)) = &self.value {
             n += 1 + varint_len(*v as u64);
@@ -4167,52 +4088,28 @@ impl Message for TypeProto {
         Ok(())
     }
 
-    fn compute_size(&self, sizes: &mut Vec<u64>) -> u64 {
+    fn compute_size(&self, sizes: &mut SizeTable) -> u64 {
         let mut n: u64 = self.unknown_fields.len() as u64;
         if let Some(TypeProtoValue::TensorType(m)) = &self.value {
-            let i = sizes.len();
-            sizes.push(0);
-            let s = m.compute_size(sizes);
-            sizes[i] = s;
-            n += 1 + len_delimited_size(s);
+            n += 1 + len_delimited_size(sizes.nested::<TypeProtoTensor>(m));
         }
         if let Some(TypeProtoValue::SequenceType(m)) = &self.value {
-            let i = sizes.len();
-            sizes.push(0);
-            let s = m.compute_size(sizes);
-            sizes[i] = s;
-            n += 1 + len_delimited_size(s);
+            n += 1 + len_delimited_size(sizes.nested::<TypeProtoSequence>(m));
         }
         if let Some(TypeProtoValue::MapType(m)) = &self.value {
-            let i = sizes.len();
-            sizes.push(0);
-            let s = m.compute_size(sizes);
-            sizes[i] = s;
-            n += 1 + len_delimited_size(s);
+            n += 1 + len_delimited_size(sizes.nested::<TypeProtoMap>(m));
         }
         if let Some(v) = &self.denotation {
             n += 1 + len_delimited_size(v.len() as u64);
         }
         if let Some(TypeProtoValue::OpaqueType(m)) = &self.value {
-            let i = sizes.len();
-            sizes.push(0);
-            let s = m.compute_size(sizes);
-            sizes[i] = s;
-            n += 1 + len_delimited_size(s);
+            n += 1 + len_delimited_size(sizes.nested::<TypeProtoOpaque>(m));
         }
         if let Some(TypeProtoValue::SparseTensorType(m)) = &self.value {
-            let i = sizes.len();
-            sizes.push(0);
-            let s = m.compute_size(sizes);
-            sizes[i] = s;
-            n += 1 + len_delimited_size(s);
+            n += 1 + len_delimited_size(sizes.nested::<TypeProtoSparseTensor>(m));
         }
         if let Some(TypeProtoValue::OptionalType(m)) = &self.value {
-            let i = sizes.len();
-            sizes.push(0);
-            let s = m.compute_size(sizes);
-            sizes[i] = s;
-            n += 1 + len_delimited_size(s);
+            n += 1 + len_delimited_size(sizes.nested::<TypeProtoOptional>(m));
         }
         n
     }
@@ -4489,17 +4386,13 @@ impl Message for TypeProtoTensor {
         Ok(())
     }
 
-    fn compute_size(&self, sizes: &mut Vec<u64>) -> u64 {
+    fn compute_size(&self, sizes: &mut SizeTable) -> u64 {
         let mut n: u64 = self.unknown_fields.len() as u64;
         if let Some(v) = self.elem_type {
             n += 1 + varint_len(v as i64 as u64);
         }
         if let Some(m) = &self.shape {
-            let i = sizes.len();
-            sizes.push(0);
-            let s = m.compute_size(sizes);
-            sizes[i] = s;
-            n += 1 + len_delimited_size(s);
+            n += 1 + len_delimited_size(sizes.nested::<TensorShapeProto>(m));
         }
         n
     }
@@ -4567,7 +4460,7 @@ impl TypeProtoTensor {
 }
 
 /// `onnx.TypeProto.Sequence`.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Default)]
 pub struct TypeProtoSequence {
     /// `optional TypeProto elem_type = 1;`
     pub elem_type: Option<Box<TypeProto>>,
@@ -4585,27 +4478,60 @@ impl TypeProtoSequence {
     }
 }
 
+impl Clone for TypeProtoSequence {
+    fn clone(&self) -> Self {
+        crate::wire::guard_stack(|| Self {
+            elem_type: self.elem_type.clone(),
+            unknown_fields: self.unknown_fields.clone(),
+        })
+    }
+}
+
+impl PartialEq for TypeProtoSequence {
+    fn eq(&self, other: &Self) -> bool {
+        crate::wire::guard_stack(|| {
+            self.elem_type == other.elem_type
+                && self.unknown_fields == other.unknown_fields
+        })
+    }
+}
+
+impl std::fmt::Debug for TypeProtoSequence {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        crate::wire::guard_stack(|| {
+            f.debug_struct("TypeProtoSequence")
+                .field("elem_type", &self.elem_type)
+                .field("unknown_fields", &self.unknown_fields)
+                .finish()
+        })
+    }
+}
+
+impl Drop for TypeProtoSequence {
+    fn drop(&mut self) {
+        crate::wire::guard_stack(|| {
+            drop(std::mem::take(&mut self.elem_type));
+        })
+    }
+}
+
 impl Message for TypeProtoSequence {
     const NAME: &'static str = "TypeProto.Sequence";
 
     fn merge_from(&mut self, r: &mut Reader<'_>) -> Result<(), Box<DecodeError>> {
         while let Some(tag) = r.read_tag()? {
             match tag {
-                10 => r.read_message(self.elem_type.get_or_insert_with(|| Box::new(TypeProto::new())).as_mut()).map_err(|e| e.at("elem_type", None))?,
+                10 => crate::wire::guard_stack(|| r.read_message(self.elem_type.get_or_insert_with(|| Box::new(TypeProto::new())).as_mut())).map_err(|e| e.at("elem_type", None))?,
                 _ => r.skip_unknown(tag, &mut self.unknown_fields)?,
             }
         }
         Ok(())
     }
 
-    fn compute_size(&self, sizes: &mut Vec<u64>) -> u64 {
+    fn compute_size(&self, sizes: &mut SizeTable) -> u64 {
         let mut n: u64 = self.unknown_fields.len() as u64;
         if let Some(m) = &self.elem_type {
-            let i = sizes.len();
-            sizes.push(0);
-            let s = m.compute_size(sizes);
-            sizes[i] = s;
-            n += 1 + len_delimited_size(s);
+            n += 1 + len_delimited_size(sizes.nested_deep::<TypeProto>(m));
         }
         n
     }
@@ -4614,7 +4540,7 @@ impl Message for TypeProtoSequence {
         if let Some(m) = &self.elem_type {
             s.put(&[0x0a]);
             put_varint(s, c.next_size());
-            m.encode_to(s, c);
+            crate::wire::guard_stack(|| m.encode_to(s, c));
         }
         s.put(self.unknown_fields.as_bytes());
     }
@@ -4653,7 +4579,7 @@ impl TypeProtoSequence {
 }
 
 /// `onnx.TypeProto.Map`.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Default)]
 pub struct TypeProtoMap {
     /// `optional int32 key_type = 1;`
     pub key_type: Option<i32>,
@@ -4674,6 +4600,46 @@ impl TypeProtoMap {
     }
 }
 
+impl Clone for TypeProtoMap {
+    fn clone(&self) -> Self {
+        crate::wire::guard_stack(|| Self {
+            key_type: self.key_type.clone(),
+            value_type: self.value_type.clone(),
+            unknown_fields: self.unknown_fields.clone(),
+        })
+    }
+}
+
+impl PartialEq for TypeProtoMap {
+    fn eq(&self, other: &Self) -> bool {
+        crate::wire::guard_stack(|| {
+            self.key_type == other.key_type
+                && self.value_type == other.value_type
+                && self.unknown_fields == other.unknown_fields
+        })
+    }
+}
+
+impl std::fmt::Debug for TypeProtoMap {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        crate::wire::guard_stack(|| {
+            f.debug_struct("TypeProtoMap")
+                .field("key_type", &self.key_type)
+                .field("value_type", &self.value_type)
+                .field("unknown_fields", &self.unknown_fields)
+                .finish()
+        })
+    }
+}
+
+impl Drop for TypeProtoMap {
+    fn drop(&mut self) {
+        crate::wire::guard_stack(|| {
+            drop(std::mem::take(&mut self.value_type));
+        })
+    }
+}
+
 impl Message for TypeProtoMap {
     const NAME: &'static str = "TypeProto.Map";
 
@@ -4681,24 +4647,20 @@ impl Message for TypeProtoMap {
         while let Some(tag) = r.read_tag()? {
             match tag {
                 8 => self.key_type = Some(r.read_varint().map_err(|e| e.at("key_type", None))? as i32),
-                18 => r.read_message(self.value_type.get_or_insert_with(|| Box::new(TypeProto::new())).as_mut()).map_err(|e| e.at("value_type", None))?,
+                18 => crate::wire::guard_stack(|| r.read_message(self.value_type.get_or_insert_with(|| Box::new(TypeProto::new())).as_mut())).map_err(|e| e.at("value_type", None))?,
                 _ => r.skip_unknown(tag, &mut self.unknown_fields)?,
             }
         }
         Ok(())
     }
 
-    fn compute_size(&self, sizes: &mut Vec<u64>) -> u64 {
+    fn compute_size(&self, sizes: &mut SizeTable) -> u64 {
         let mut n: u64 = self.unknown_fields.len() as u64;
         if let Some(v) = self.key_type {
             n += 1 + varint_len(v as i64 as u64);
         }
         if let Some(m) = &self.value_type {
-            let i = sizes.len();
-            sizes.push(0);
-            let s = m.compute_size(sizes);
-            sizes[i] = s;
-            n += 1 + len_delimited_size(s);
+            n += 1 + len_delimited_size(sizes.nested_deep::<TypeProto>(m));
         }
         n
     }
@@ -4711,7 +4673,7 @@ impl Message for TypeProtoMap {
         if let Some(m) = &self.value_type {
             s.put(&[0x12]);
             put_varint(s, c.next_size());
-            m.encode_to(s, c);
+            crate::wire::guard_stack(|| m.encode_to(s, c));
         }
         s.put(self.unknown_fields.as_bytes());
     }
@@ -4766,7 +4728,7 @@ impl TypeProtoMap {
 }
 
 /// `onnx.TypeProto.Optional`.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Default)]
 pub struct TypeProtoOptional {
     /// `optional TypeProto elem_type = 1;`
     pub elem_type: Option<Box<TypeProto>>,
@@ -4784,27 +4746,60 @@ impl TypeProtoOptional {
     }
 }
 
+impl Clone for TypeProtoOptional {
+    fn clone(&self) -> Self {
+        crate::wire::guard_stack(|| Self {
+            elem_type: self.elem_type.clone(),
+            unknown_fields: self.unknown_fields.clone(),
+        })
+    }
+}
+
+impl PartialEq for TypeProtoOptional {
+    fn eq(&self, other: &Self) -> bool {
+        crate::wire::guard_stack(|| {
+            self.elem_type == other.elem_type
+                && self.unknown_fields == other.unknown_fields
+        })
+    }
+}
+
+impl std::fmt::Debug for TypeProtoOptional {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        crate::wire::guard_stack(|| {
+            f.debug_struct("TypeProtoOptional")
+                .field("elem_type", &self.elem_type)
+                .field("unknown_fields", &self.unknown_fields)
+                .finish()
+        })
+    }
+}
+
+impl Drop for TypeProtoOptional {
+    fn drop(&mut self) {
+        crate::wire::guard_stack(|| {
+            drop(std::mem::take(&mut self.elem_type));
+        })
+    }
+}
+
 impl Message for TypeProtoOptional {
     const NAME: &'static str = "TypeProto.Optional";
 
     fn merge_from(&mut self, r: &mut Reader<'_>) -> Result<(), Box<DecodeError>> {
         while let Some(tag) = r.read_tag()? {
             match tag {
-                10 => r.read_message(self.elem_type.get_or_insert_with(|| Box::new(TypeProto::new())).as_mut()).map_err(|e| e.at("elem_type", None))?,
+                10 => crate::wire::guard_stack(|| r.read_message(self.elem_type.get_or_insert_with(|| Box::new(TypeProto::new())).as_mut())).map_err(|e| e.at("elem_type", None))?,
                 _ => r.skip_unknown(tag, &mut self.unknown_fields)?,
             }
         }
         Ok(())
     }
 
-    fn compute_size(&self, sizes: &mut Vec<u64>) -> u64 {
+    fn compute_size(&self, sizes: &mut SizeTable) -> u64 {
         let mut n: u64 = self.unknown_fields.len() as u64;
         if let Some(m) = &self.elem_type {
-            let i = sizes.len();
-            sizes.push(0);
-            let s = m.compute_size(sizes);
-            sizes[i] = s;
-            n += 1 + len_delimited_size(s);
+            n += 1 + len_delimited_size(sizes.nested_deep::<TypeProto>(m));
         }
         n
     }
@@ -4813,7 +4808,7 @@ impl Message for TypeProtoOptional {
         if let Some(m) = &self.elem_type {
             s.put(&[0x0a]);
             put_varint(s, c.next_size());
-            m.encode_to(s, c);
+            crate::wire::guard_stack(|| m.encode_to(s, c));
         }
         s.put(self.unknown_fields.as_bytes());
     }
@@ -4887,17 +4882,13 @@ impl Message for TypeProtoSparseTensor {
         Ok(())
     }
 
-    fn compute_size(&self, sizes: &mut Vec<u64>) -> u64 {
+    fn compute_size(&self, sizes: &mut SizeTable) -> u64 {
         let mut n: u64 = self.unknown_fields.len() as u64;
         if let Some(v) = self.elem_type {
             n += 1 + varint_len(v as i64 as u64);
         }
         if let Some(m) = &self.shape {
-            let i = sizes.len();
-            sizes.push(0);
-            let s = m.compute_size(sizes);
-            sizes[i] = s;
-            n += 1 + len_delimited_size(s);
+            n += 1 + len_delimited_size(sizes.nested::<TensorShapeProto>(m));
         }
         n
     }
@@ -5000,7 +4991,7 @@ impl Message for TypeProtoOpaque {
         Ok(())
     }
 
-    fn compute_size(&self, sizes: &mut Vec<u64>) -> u64 {
+    fn compute_size(&self, sizes: &mut SizeTable) -> u64 {
         let mut n: u64 = self.unknown_fields.len() as u64;
         if let Some(v) = &self.domain {
             n += 1 + len_delimited_size(v.len() as u64);
@@ -5107,7 +5098,7 @@ impl Message for OperatorSetIdProto {
         Ok(())
     }
 
-    fn compute_size(&self, sizes: &mut Vec<u64>) -> u64 {
+    fn compute_size(&self, sizes: &mut SizeTable) -> u64 {
         let mut n: u64 = self.unknown_fields.len() as u64;
         if let Some(v) = &self.domain {
             n += 1 + len_delimited_size(v.len() as u64);
@@ -5281,7 +5272,7 @@ impl Message for FunctionProto {
         Ok(())
     }
 
-    fn compute_size(&self, sizes: &mut Vec<u64>) -> u64 {
+    fn compute_size(&self, sizes: &mut SizeTable) -> u64 {
         let mut n: u64 = self.unknown_fields.len() as u64;
         if let Some(v) = &self.name {
             n += 1 + len_delimited_size(v.len() as u64);
@@ -5290,48 +5281,28 @@ impl Message for FunctionProto {
         n += self.output.iter().map(|v| 1 + len_delimited_size(v.len() as u64)).sum::<u64>();
         n += self.attribute.iter().map(|v| 1 + len_delimited_size(v.len() as u64)).sum::<u64>();
         for m in &self.node {
-            let i = sizes.len();
-            sizes.push(0);
-            let s = m.compute_size(sizes);
-            sizes[i] = s;
-            n += 1 + len_delimited_size(s);
+            n += 1 + len_delimited_size(sizes.nested::<NodeProto>(m));
         }
         if let Some(v) = &self.doc_string {
             n += 1 + len_delimited_size(v.len() as u64);
         }
         for m in &self.opset_import {
-            let i = sizes.len();
-            sizes.push(0);
-            let s = m.compute_size(sizes);
-            sizes[i] = s;
-            n += 1 + len_delimited_size(s);
+            n += 1 + len_delimited_size(sizes.nested::<OperatorSetIdProto>(m));
         }
         if let Some(v) = &self.domain {
             n += 1 + len_delimited_size(v.len() as u64);
         }
         for m in &self.attribute_proto {
-            let i = sizes.len();
-            sizes.push(0);
-            let s = m.compute_size(sizes);
-            sizes[i] = s;
-            n += 1 + len_delimited_size(s);
+            n += 1 + len_delimited_size(sizes.nested::<AttributeProto>(m));
         }
         for m in &self.value_info {
-            let i = sizes.len();
-            sizes.push(0);
-            let s = m.compute_size(sizes);
-            sizes[i] = s;
-            n += 1 + len_delimited_size(s);
+            n += 1 + len_delimited_size(sizes.nested::<ValueInfoProto>(m));
         }
         if let Some(v) = &self.overload {
             n += 1 + len_delimited_size(v.len() as u64);
         }
         for m in &self.metadata_props {
-            let i = sizes.len();
-            sizes.push(0);
-            let s = m.compute_size(sizes);
-            sizes[i] = s;
-            n += 1 + len_delimited_size(s);
+            n += 1 + len_delimited_size(sizes.nested::<StringStringEntryProto>(m));
         }
         n
     }
@@ -5577,7 +5548,7 @@ impl FunctionProto {
 }
 
 /// `onnx.SequenceProto`.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Default)]
 pub struct SequenceProto {
     /// `optional string name = 1;`
     pub name: Option<ProtoString>,
@@ -5613,6 +5584,61 @@ impl SequenceProto {
     }
 }
 
+impl Clone for SequenceProto {
+    fn clone(&self) -> Self {
+        crate::wire::guard_stack(|| Self {
+            name: self.name.clone(),
+            elem_type: self.elem_type.clone(),
+            tensor_values: self.tensor_values.clone(),
+            sparse_tensor_values: self.sparse_tensor_values.clone(),
+            sequence_values: self.sequence_values.clone(),
+            map_values: self.map_values.clone(),
+            optional_values: self.optional_values.clone(),
+            unknown_fields: self.unknown_fields.clone(),
+        })
+    }
+}
+
+impl PartialEq for SequenceProto {
+    fn eq(&self, other: &Self) -> bool {
+        crate::wire::guard_stack(|| {
+            self.name == other.name
+                && self.elem_type == other.elem_type
+                && self.tensor_values == other.tensor_values
+                && self.sparse_tensor_values == other.sparse_tensor_values
+                && self.sequence_values == other.sequence_values
+                && self.map_values == other.map_values
+                && self.optional_values == other.optional_values
+                && self.unknown_fields == other.unknown_fields
+        })
+    }
+}
+
+impl std::fmt::Debug for SequenceProto {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        crate::wire::guard_stack(|| {
+            f.debug_struct("SequenceProto")
+                .field("name", &self.name)
+                .field("elem_type", &self.elem_type)
+                .field("tensor_values", &self.tensor_values)
+                .field("sparse_tensor_values", &self.sparse_tensor_values)
+                .field("sequence_values", &self.sequence_values)
+                .field("map_values", &self.map_values)
+                .field("optional_values", &self.optional_values)
+                .field("unknown_fields", &self.unknown_fields)
+                .finish()
+        })
+    }
+}
+
+impl Drop for SequenceProto {
+    fn drop(&mut self) {
+        crate::wire::guard_stack(|| {
+            drop(std::mem::take(&mut self.sequence_values));
+        })
+    }
+}
+
 impl Message for SequenceProto {
     const NAME: &'static str = "SequenceProto";
 
@@ -5634,7 +5660,7 @@ impl Message for SequenceProto {
                 42 => {
                     let i = self.sequence_values.len();
                     let m = self.sequence_values.push_default_sized(|max| r.run_length(42, max));
-                    r.read_message(m).map_err(|e| e.at("sequence_values", Some(i)))?;
+                    crate::wire::guard_stack(|| r.read_message(m)).map_err(|e| e.at("sequence_values", Some(i)))?;
                 }
                 50 => {
                     let i = self.map_values.len();
@@ -5652,7 +5678,7 @@ impl Message for SequenceProto {
         Ok(())
     }
 
-    fn compute_size(&self, sizes: &mut Vec<u64>) -> u64 {
+    fn compute_size(&self, sizes: &mut SizeTable) -> u64 {
         let mut n: u64 = self.unknown_fields.len() as u64;
         if let Some(v) = &self.name {
             n += 1 + len_delimited_size(v.len() as u64);
@@ -5661,39 +5687,19 @@ impl Message for SequenceProto {
             n += 1 + varint_len(v as i64 as u64);
         }
         for m in &self.tensor_values {
-            let i = sizes.len();
-            sizes.push(0);
-            let s = m.compute_size(sizes);
-            sizes[i] = s;
-            n += 1 + len_delimited_size(s);
+            n += 1 + len_delimited_size(sizes.nested::<TensorProto>(m));
         }
         for m in &self.sparse_tensor_values {
-            let i = sizes.len();
-            sizes.push(0);
-            let s = m.compute_size(sizes);
-            sizes[i] = s;
-            n += 1 + len_delimited_size(s);
+            n += 1 + len_delimited_size(sizes.nested::<SparseTensorProto>(m));
         }
         for m in &self.sequence_values {
-            let i = sizes.len();
-            sizes.push(0);
-            let s = m.compute_size(sizes);
-            sizes[i] = s;
-            n += 1 + len_delimited_size(s);
+            n += 1 + len_delimited_size(sizes.nested_deep::<SequenceProto>(m));
         }
         for m in &self.map_values {
-            let i = sizes.len();
-            sizes.push(0);
-            let s = m.compute_size(sizes);
-            sizes[i] = s;
-            n += 1 + len_delimited_size(s);
+            n += 1 + len_delimited_size(sizes.nested::<MapProto>(m));
         }
         for m in &self.optional_values {
-            let i = sizes.len();
-            sizes.push(0);
-            let s = m.compute_size(sizes);
-            sizes[i] = s;
-            n += 1 + len_delimited_size(s);
+            n += 1 + len_delimited_size(sizes.nested::<OptionalProto>(m));
         }
         n
     }
@@ -5721,7 +5727,7 @@ impl Message for SequenceProto {
         for m in &self.sequence_values {
             s.put(&[0x2a]);
             put_varint(s, c.next_size());
-            m.encode_to(s, c);
+            crate::wire::guard_stack(|| m.encode_to(s, c));
         }
         for m in &self.map_values {
             s.put(&[0x32]);
@@ -5842,7 +5848,7 @@ impl SequenceProto {
 }
 
 /// `onnx.MapProto`.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Default)]
 pub struct MapProto {
     /// `optional string name = 1;`
     pub name: Option<ProtoString>,
@@ -5872,6 +5878,55 @@ impl MapProto {
     }
 }
 
+impl Clone for MapProto {
+    fn clone(&self) -> Self {
+        crate::wire::guard_stack(|| Self {
+            name: self.name.clone(),
+            key_type: self.key_type.clone(),
+            keys: self.keys.clone(),
+            string_keys: self.string_keys.clone(),
+            values: self.values.clone(),
+            unknown_fields: self.unknown_fields.clone(),
+        })
+    }
+}
+
+impl PartialEq for MapProto {
+    fn eq(&self, other: &Self) -> bool {
+        crate::wire::guard_stack(|| {
+            self.name == other.name
+                && self.key_type == other.key_type
+                && self.keys == other.keys
+                && self.string_keys == other.string_keys
+                && self.values == other.values
+                && self.unknown_fields == other.unknown_fields
+        })
+    }
+}
+
+impl std::fmt::Debug for MapProto {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        crate::wire::guard_stack(|| {
+            f.debug_struct("MapProto")
+                .field("name", &self.name)
+                .field("key_type", &self.key_type)
+                .field("keys", &self.keys)
+                .field("string_keys", &self.string_keys)
+                .field("values", &self.values)
+                .field("unknown_fields", &self.unknown_fields)
+                .finish()
+        })
+    }
+}
+
+impl Drop for MapProto {
+    fn drop(&mut self) {
+        crate::wire::guard_stack(|| {
+            drop(std::mem::take(&mut self.values));
+        })
+    }
+}
+
 impl Message for MapProto {
     const NAME: &'static str = "MapProto";
 
@@ -5886,14 +5941,14 @@ impl Message for MapProto {
                     r.reserve_run(&mut self.string_keys, 34);
                     self.string_keys.push(r.read_string().map_err(|e| e.at("string_keys", None))?);
                 }
-                42 => r.read_message(self.values.get_or_insert_with(|| Box::new(SequenceProto::new())).as_mut()).map_err(|e| e.at("values", None))?,
+                42 => crate::wire::guard_stack(|| r.read_message(self.values.get_or_insert_with(|| Box::new(SequenceProto::new())).as_mut())).map_err(|e| e.at("values", None))?,
                 _ => r.skip_unknown(tag, &mut self.unknown_fields)?,
             }
         }
         Ok(())
     }
 
-    fn compute_size(&self, sizes: &mut Vec<u64>) -> u64 {
+    fn compute_size(&self, sizes: &mut SizeTable) -> u64 {
         let mut n: u64 = self.unknown_fields.len() as u64;
         if let Some(v) = &self.name {
             n += 1 + len_delimited_size(v.len() as u64);
@@ -5904,11 +5959,7 @@ impl Message for MapProto {
         n += self.keys.iter().map(|&v| 1 + varint_len(v as u64)).sum::<u64>();
         n += self.string_keys.iter().map(|v| 1 + len_delimited_size(v.len() as u64)).sum::<u64>();
         if let Some(m) = &self.values {
-            let i = sizes.len();
-            sizes.push(0);
-            let s = m.compute_size(sizes);
-            sizes[i] = s;
-            n += 1 + len_delimited_size(s);
+            n += 1 + len_delimited_size(sizes.nested_deep::<SequenceProto>(m));
         }
         n
     }
@@ -5935,7 +5986,7 @@ impl Message for MapProto {
         if let Some(m) = &self.values {
             s.put(&[0x2a]);
             put_varint(s, c.next_size());
-            m.encode_to(s, c);
+            crate::wire::guard_stack(|| m.encode_to(s, c));
         }
         s.put(self.unknown_fields.as_bytes());
     }
@@ -6031,7 +6082,7 @@ impl MapProto {
 }
 
 /// `onnx.OptionalProto`.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Default)]
 pub struct OptionalProto {
     /// `optional string name = 1;`
     pub name: Option<ProtoString>,
@@ -6067,6 +6118,62 @@ impl OptionalProto {
     }
 }
 
+impl Clone for OptionalProto {
+    fn clone(&self) -> Self {
+        crate::wire::guard_stack(|| Self {
+            name: self.name.clone(),
+            elem_type: self.elem_type.clone(),
+            tensor_value: self.tensor_value.clone(),
+            sparse_tensor_value: self.sparse_tensor_value.clone(),
+            sequence_value: self.sequence_value.clone(),
+            map_value: self.map_value.clone(),
+            optional_value: self.optional_value.clone(),
+            unknown_fields: self.unknown_fields.clone(),
+        })
+    }
+}
+
+impl PartialEq for OptionalProto {
+    fn eq(&self, other: &Self) -> bool {
+        crate::wire::guard_stack(|| {
+            self.name == other.name
+                && self.elem_type == other.elem_type
+                && self.tensor_value == other.tensor_value
+                && self.sparse_tensor_value == other.sparse_tensor_value
+                && self.sequence_value == other.sequence_value
+                && self.map_value == other.map_value
+                && self.optional_value == other.optional_value
+                && self.unknown_fields == other.unknown_fields
+        })
+    }
+}
+
+impl std::fmt::Debug for OptionalProto {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        crate::wire::guard_stack(|| {
+            f.debug_struct("OptionalProto")
+                .field("name", &self.name)
+                .field("elem_type", &self.elem_type)
+                .field("tensor_value", &self.tensor_value)
+                .field("sparse_tensor_value", &self.sparse_tensor_value)
+                .field("sequence_value", &self.sequence_value)
+                .field("map_value", &self.map_value)
+                .field("optional_value", &self.optional_value)
+                .field("unknown_fields", &self.unknown_fields)
+                .finish()
+        })
+    }
+}
+
+impl Drop for OptionalProto {
+    fn drop(&mut self) {
+        crate::wire::guard_stack(|| {
+            drop(std::mem::take(&mut self.sequence_value));
+            drop(std::mem::take(&mut self.optional_value));
+        })
+    }
+}
+
 impl Message for OptionalProto {
     const NAME: &'static str = "OptionalProto";
 
@@ -6077,16 +6184,16 @@ impl Message for OptionalProto {
                 16 => self.elem_type = Some(r.read_varint().map_err(|e| e.at("elem_type", None))? as i32),
                 26 => r.read_message(self.tensor_value.get_or_insert_with(|| Box::new(TensorProto::new())).as_mut()).map_err(|e| e.at("tensor_value", None))?,
                 34 => r.read_message(self.sparse_tensor_value.get_or_insert_with(|| Box::new(SparseTensorProto::new())).as_mut()).map_err(|e| e.at("sparse_tensor_value", None))?,
-                42 => r.read_message(self.sequence_value.get_or_insert_with(|| Box::new(SequenceProto::new())).as_mut()).map_err(|e| e.at("sequence_value", None))?,
+                42 => crate::wire::guard_stack(|| r.read_message(self.sequence_value.get_or_insert_with(|| Box::new(SequenceProto::new())).as_mut())).map_err(|e| e.at("sequence_value", None))?,
                 50 => r.read_message(self.map_value.get_or_insert_with(|| Box::new(MapProto::new())).as_mut()).map_err(|e| e.at("map_value", None))?,
-                58 => r.read_message(self.optional_value.get_or_insert_with(|| Box::new(OptionalProto::new())).as_mut()).map_err(|e| e.at("optional_value", None))?,
+                58 => crate::wire::guard_stack(|| r.read_message(self.optional_value.get_or_insert_with(|| Box::new(OptionalProto::new())).as_mut())).map_err(|e| e.at("optional_value", None))?,
                 _ => r.skip_unknown(tag, &mut self.unknown_fields)?,
             }
         }
         Ok(())
     }
 
-    fn compute_size(&self, sizes: &mut Vec<u64>) -> u64 {
+    fn compute_size(&self, sizes: &mut SizeTable) -> u64 {
         let mut n: u64 = self.unknown_fields.len() as u64;
         if let Some(v) = &self.name {
             n += 1 + len_delimited_size(v.len() as u64);
@@ -6095,39 +6202,19 @@ impl Message for OptionalProto {
             n += 1 + varint_len(v as i64 as u64);
         }
         if let Some(m) = &self.tensor_value {
-            let i = sizes.len();
-            sizes.push(0);
-            let s = m.compute_size(sizes);
-            sizes[i] = s;
-            n += 1 + len_delimited_size(s);
+            n += 1 + len_delimited_size(sizes.nested::<TensorProto>(m));
         }
         if let Some(m) = &self.sparse_tensor_value {
-            let i = sizes.len();
-            sizes.push(0);
-            let s = m.compute_size(sizes);
-            sizes[i] = s;
-            n += 1 + len_delimited_size(s);
+            n += 1 + len_delimited_size(sizes.nested::<SparseTensorProto>(m));
         }
         if let Some(m) = &self.sequence_value {
-            let i = sizes.len();
-            sizes.push(0);
-            let s = m.compute_size(sizes);
-            sizes[i] = s;
-            n += 1 + len_delimited_size(s);
+            n += 1 + len_delimited_size(sizes.nested_deep::<SequenceProto>(m));
         }
         if let Some(m) = &self.map_value {
-            let i = sizes.len();
-            sizes.push(0);
-            let s = m.compute_size(sizes);
-            sizes[i] = s;
-            n += 1 + len_delimited_size(s);
+            n += 1 + len_delimited_size(sizes.nested::<MapProto>(m));
         }
         if let Some(m) = &self.optional_value {
-            let i = sizes.len();
-            sizes.push(0);
-            let s = m.compute_size(sizes);
-            sizes[i] = s;
-            n += 1 + len_delimited_size(s);
+            n += 1 + len_delimited_size(sizes.nested_deep::<OptionalProto>(m));
         }
         n
     }
@@ -6155,7 +6242,7 @@ impl Message for OptionalProto {
         if let Some(m) = &self.sequence_value {
             s.put(&[0x2a]);
             put_varint(s, c.next_size());
-            m.encode_to(s, c);
+            crate::wire::guard_stack(|| m.encode_to(s, c));
         }
         if let Some(m) = &self.map_value {
             s.put(&[0x32]);
@@ -6165,7 +6252,7 @@ impl Message for OptionalProto {
         if let Some(m) = &self.optional_value {
             s.put(&[0x3a]);
             put_varint(s, c.next_size());
-            m.encode_to(s, c);
+            crate::wire::guard_stack(|| m.encode_to(s, c));
         }
         s.put(self.unknown_fields.as_bytes());
     }
@@ -6328,7 +6415,7 @@ impl AttributeProto {
             v.visit_tensors(f);
         }
         if let Some(v) = &self.g {
-            v.visit_tensors(f);
+            crate::wire::guard_stack(|| v.visit_tensors(f));
         }
         if let Some(v) = &self.sparse_tensor {
             v.visit_tensors(f);
@@ -6337,7 +6424,7 @@ impl AttributeProto {
             v.visit_tensors(f);
         }
         for v in &self.graphs {
-            v.visit_tensors(f);
+            crate::wire::guard_stack(|| v.visit_tensors(f));
         }
         for v in &self.sparse_tensors {
             v.visit_tensors(f);
@@ -6350,7 +6437,7 @@ impl AttributeProto {
             v.visit_tensors_mut(f);
         }
         if let Some(v) = &mut self.g {
-            v.visit_tensors_mut(f);
+            crate::wire::guard_stack(|| v.visit_tensors_mut(f));
         }
         if let Some(v) = &mut self.sparse_tensor {
             v.visit_tensors_mut(f);
@@ -6359,7 +6446,7 @@ impl AttributeProto {
             v.visit_tensors_mut(f);
         }
         for v in &mut self.graphs {
-            v.visit_tensors_mut(f);
+            crate::wire::guard_stack(|| v.visit_tensors_mut(f));
         }
         for v in &mut self.sparse_tensors {
             v.visit_tensors_mut(f);
@@ -6535,7 +6622,7 @@ impl SequenceProto {
             v.visit_tensors(f);
         }
         for v in &self.sequence_values {
-            v.visit_tensors(f);
+            crate::wire::guard_stack(|| v.visit_tensors(f));
         }
         for v in &self.map_values {
             v.visit_tensors(f);
@@ -6554,7 +6641,7 @@ impl SequenceProto {
             v.visit_tensors_mut(f);
         }
         for v in &mut self.sequence_values {
-            v.visit_tensors_mut(f);
+            crate::wire::guard_stack(|| v.visit_tensors_mut(f));
         }
         for v in &mut self.map_values {
             v.visit_tensors_mut(f);
@@ -6570,14 +6657,14 @@ impl MapProto {
     /// schema order (the message itself, for a `TensorProto`).
     pub fn visit_tensors(self: &Self, f: &mut dyn FnMut(&TensorProto)) {
         if let Some(v) = &self.values {
-            v.visit_tensors(f);
+            crate::wire::guard_stack(|| v.visit_tensors(f));
         }
     }
     /// Calls `f` on every `TensorProto` reachable from this message, depth-first in
     /// schema order (the message itself, for a `TensorProto`).
     pub fn visit_tensors_mut(self: &mut Self, f: &mut dyn FnMut(&mut TensorProto)) {
         if let Some(v) = &mut self.values {
-            v.visit_tensors_mut(f);
+            crate::wire::guard_stack(|| v.visit_tensors_mut(f));
         }
     }
 }
@@ -6593,13 +6680,13 @@ impl OptionalProto {
             v.visit_tensors(f);
         }
         if let Some(v) = &self.sequence_value {
-            v.visit_tensors(f);
+            crate::wire::guard_stack(|| v.visit_tensors(f));
         }
         if let Some(v) = &self.map_value {
             v.visit_tensors(f);
         }
         if let Some(v) = &self.optional_value {
-            v.visit_tensors(f);
+            crate::wire::guard_stack(|| v.visit_tensors(f));
         }
     }
     /// Calls `f` on every `TensorProto` reachable from this message, depth-first in
@@ -6612,13 +6699,13 @@ impl OptionalProto {
             v.visit_tensors_mut(f);
         }
         if let Some(v) = &mut self.sequence_value {
-            v.visit_tensors_mut(f);
+            crate::wire::guard_stack(|| v.visit_tensors_mut(f));
         }
         if let Some(v) = &mut self.map_value {
             v.visit_tensors_mut(f);
         }
         if let Some(v) = &mut self.optional_value {
-            v.visit_tensors_mut(f);
+            crate::wire::guard_stack(|| v.visit_tensors_mut(f));
         }
     }
 }

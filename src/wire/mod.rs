@@ -7,16 +7,18 @@ pub mod inline_vec;
 pub(crate) mod message;
 mod reader;
 mod repeated;
+pub mod stack;
 mod writer;
 
 pub use inline_vec::InlineVec;
-pub use message::{Message, MessageVisitor};
+pub use message::{Message, MessageVisitor, SizeTable};
 
 pub use reader::{
     AUTO_METADATA_BASE_BYTES, AUTO_METADATA_BYTES_PER_INPUT_BYTE, ArenaBase, DecodeConfig,
     PayloadMode, Reader, metadata_budget,
 };
 pub use repeated::RepeatedField;
+pub use stack::guard_stack;
 pub use writer::{Sink, SizeCursor, put_tag, put_varint};
 
 /// Wire type 0: varint.

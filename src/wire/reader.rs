@@ -712,7 +712,7 @@ impl<'a> Reader<'a> {
             FIXED32 => {
                 self.take(4)?;
             }
-            START_GROUP => self.skip_group(tag >> 3)?,
+            START_GROUP => super::guard_stack(|| self.skip_group(tag >> 3))?,
             _ => return Err(self.err(DecodeErrorKind::UnmatchedGroup(tag >> 3), self.tag_start)),
         }
         Ok(())
