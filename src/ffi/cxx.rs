@@ -24,7 +24,7 @@ use super::panic::ffi_value;
 use super::status::FfiError;
 use crate::bytes::{CXX_STRING_TAG, CxxString, CxxStringOps, register_cxx_string_ops};
 use crate::proto::{Message, RepeatedField};
-use crate::wire::{DecodeConfig, InlineVec, Sink, SizeCursor};
+use crate::wire::{DecodeConfig, InlineVec, Sink, SizeCursor, SizeTable};
 use crate::{ByteSpan, ProtoString};
 
 /// Serializes in-place conversions of strings into `std::string`.
@@ -488,7 +488,7 @@ pub(crate) unsafe fn serialize<M: Message>(
     ffi_value(false, || {
         // SAFETY: contract.
         let m = unsafe { &*m };
-        let mut sizes = Vec::new();
+        let mut sizes = SizeTable::new();
         let len = usize::try_from(m.compute_size(&mut sizes))
             .map_err(|_| FfiError::invalid("message too large for this platform"))?;
         // SAFETY: the caller's allocator (contract).
@@ -505,7 +505,7 @@ pub(crate) unsafe fn serialize<M: Message>(
         // SAFETY: `p` is writable for `len` bytes (contract).
         let buf = unsafe { std::slice::from_raw_parts_mut(p, len) };
         let mut sink = SliceSink { buf, at: 0 };
-        m.encode_to(&mut sink, &mut SizeCursor::new(&sizes));
+        m.encode_to(&mut sink, &mut SizeCursor::new(sizes.as_slice()));
         debug_assert_eq!(sink.at, len);
         Ok(true)
     })
