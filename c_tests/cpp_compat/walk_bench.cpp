@@ -62,8 +62,13 @@ int main(int argc, char** argv) {
     digest = d.text() + " visited=" + std::to_string(d.visited);
   }
   compat::out("walk_bench models=%zu digest=%s", models.size(), digest.c_str());
-  std::fprintf(stderr, "walk_bench: parse %.0f ns/model, walk %.0f ns/model (best of %d rounds, %zu models)\n",
-               best_parse / static_cast<double>(models.size()), best_walk / static_cast<double>(models.size()), rounds,
+#ifdef ONNXL_SIDE
+  const char* side = "onnx_light";
+#else
+  const char* side = "protobuf";
+#endif
+  std::fprintf(stderr, "walk_bench %s: parse %.0f ns/model, walk %.0f ns/model (best of %d rounds, %zu models)\n",
+               side, best_parse / static_cast<double>(models.size()), best_walk / static_cast<double>(models.size()), rounds,
                models.size());
   return 0;
 }
