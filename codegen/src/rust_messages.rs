@@ -681,7 +681,11 @@ fn gen_decode_arms(o: &mut String, m: &MessageDef, f: &FieldDef) {
                         "                    let b = r.read_packed_fixed({n}){path}?;"
                     )
                     .unwrap();
-                    writeln!(o, "                    self.{name}.reserve(b.len() / {n});").unwrap();
+                    writeln!(
+                        o,
+                        "                    r.reserve_elements(&mut self.{name}, b.len() / {n}){path}?;"
+                    )
+                    .unwrap();
                     writeln!(
                         o,
                         "                    self.{name}.extend(b.chunks_exact({n}).map(|c| {ty}::from_bits({bits}::from_le_bytes(c.try_into().unwrap()))));"
@@ -697,7 +701,7 @@ fn gen_decode_arms(o: &mut String, m: &MessageDef, f: &FieldDef) {
                     };
                     writeln!(
                         o,
-                        "                {} => r.read_packed_varints(|v| self.{name}.push({conv})){path}?,",
+                        "                {} => r.read_packed_varints_into(&mut self.{name}, |v| {conv}){path}?,",
                         t(2)
                     )
                     .unwrap();
@@ -708,7 +712,7 @@ fn gen_decode_arms(o: &mut String, m: &MessageDef, f: &FieldDef) {
             writeln!(o, "                {} => {{", t(2)).unwrap();
             writeln!(
                 o,
-                "                    r.reserve_run(&mut self.{name}, {});",
+                "                    r.reserve_run(&mut self.{name}, {}){path}?;",
                 t(2)
             )
             .unwrap();
