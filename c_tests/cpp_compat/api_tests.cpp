@@ -258,6 +258,20 @@ void parse_and_serialize() {
   }
   out("prefixes of %zu bytes accepted: %s", small.size(), accepted.c_str());
 
+  // Nesting depth: protobuf refuses input nested deeper than its recursion limit (100).
+  std::string depths;
+  for (int levels = 46; levels <= 52; ++levels) {
+    onnx::TypeProto root;
+    onnx::TypeProto* inner = &root;
+    for (int i = 0; i < levels; ++i) inner = inner->mutable_sequence_type()->mutable_elem_type();
+    inner->mutable_tensor_type()->set_elem_type(1);
+    const std::string nested = root.SerializeAsString();
+    onnx::TypeProto parsed;
+    const bool accepted = parsed.ParseFromString(nested);
+    depths += std::to_string(levels) + (accepted ? ":ok " : ":refused ");
+  }
+  out("nested TypeProto.sequence_type levels %s", depths.c_str());
+
   onnx::ModelProto text = small_model();
   out("DebugString:\n%s", text.DebugString().c_str());
   out("ShortDebugString: %s", text.ShortDebugString().c_str());
