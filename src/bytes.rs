@@ -436,6 +436,17 @@ impl ProtoString {
         }
     }
 
+    /// [`ProtoString::from_bytes`], or an error when the copy cannot be allocated.
+    pub fn try_from_bytes(bytes: &[u8]) -> Result<Self, std::collections::TryReserveError> {
+        if bytes.len() <= INLINE_CAPACITY {
+            return Ok(Self::from_bytes(bytes));
+        }
+        let mut v = Vec::new();
+        v.try_reserve_exact(bytes.len())?;
+        v.extend_from_slice(bytes);
+        Ok(Self(StrRepr::Heap(v.into())))
+    }
+
     /// A string over `len` bytes at `ptr` that `owner` keeps alive (short values are copied
     /// inline instead).
     ///
@@ -614,6 +625,14 @@ impl UnknownFields {
     #[inline]
     pub fn len(&self) -> usize {
         self.as_bytes().len()
+    }
+    /// [`UnknownFields::push_raw`], or an error (and no change) when the room for `bytes`
+    /// cannot be allocated.
+    pub fn try_push_raw(&mut self, bytes: &[u8]) -> Result<(), std::collections::TryReserveError> {
+        let v = self.0.get_or_insert_with(Default::default);
+        v.try_reserve(bytes.len())?;
+        v.extend_from_slice(bytes);
+        Ok(())
     }
     /// Appends raw wire bytes (one or more complete fields).
     pub fn push_raw(&mut self, bytes: &[u8]) {

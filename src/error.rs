@@ -46,6 +46,12 @@ pub enum DecodeErrorKind {
         /// The budget in bytes.
         limit: u64,
     },
+    /// An allocation sized by the input failed (the process is out of memory or address
+    /// space); converted to [`Error::OutOfMemory`].
+    OutOfMemory {
+        /// The size asked for.
+        bytes: u64,
+    },
 }
 
 impl fmt::Display for DecodeErrorKind {
@@ -75,6 +81,7 @@ impl fmt::Display for DecodeErrorKind {
                 f,
                 "parsed metadata would take more than max_metadata_bytes {limit} bytes of memory"
             ),
+            Self::OutOfMemory { bytes } => write!(f, "cannot allocate {bytes} bytes"),
         }
     }
 }
@@ -242,6 +249,9 @@ pub enum Error {
 
 impl From<Box<DecodeError>> for Error {
     fn from(e: Box<DecodeError>) -> Self {
+        if matches!(e.kind, DecodeErrorKind::OutOfMemory { .. }) {
+            return Error::OutOfMemory(e.to_string());
+        }
         Error::Decode(e)
     }
 }

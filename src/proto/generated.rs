@@ -76,9 +76,17 @@ impl AttributeProto {
     }
 }
 
+impl AttributeProto {
+    /// True when a field that closes a cycle of the schema is set.
+    #[inline]
+    fn has_nested_cycle(&self) -> bool {
+        self.g.is_some() || !self.graphs.is_empty()
+    }
+}
+
 impl Clone for AttributeProto {
     fn clone(&self) -> Self {
-        crate::wire::guard_stack(|| Self {
+        let clone = || Self {
             name: self.name.clone(),
             ref_attr_name: self.ref_attr_name.clone(),
             doc_string: self.doc_string.clone(),
@@ -98,7 +106,12 @@ impl Clone for AttributeProto {
             sparse_tensors: self.sparse_tensors.clone(),
             type_protos: self.type_protos.clone(),
             unknown_fields: self.unknown_fields.clone(),
-        })
+        };
+        if self.has_nested_cycle() {
+            crate::wire::guard_stack(clone)
+        } else {
+            clone()
+        }
     }
 }
 
@@ -158,6 +171,9 @@ impl std::fmt::Debug for AttributeProto {
 
 impl Drop for AttributeProto {
     fn drop(&mut self) {
+        if !self.has_nested_cycle() {
+            return;
+        }
         crate::wire::guard_stack(|| {
             drop(std::mem::take(&mut self.g));
             drop(std::mem::take(&mut self.graphs));
@@ -192,13 +208,13 @@ impl Message for AttributeProto {
                 61 => self.floats.push(f32::from_bits(r.read_fixed32().map_err(|e| e.at("floats", None))?)),
                 58 => {
                     let b = r.read_packed_fixed(4).map_err(|e| e.at("floats", None))?;
-                    self.floats.reserve(b.len() / 4);
+                    r.reserve_elements(&mut self.floats, b.len() / 4).map_err(|e| e.at("floats", None))?;
                     self.floats.extend(b.chunks_exact(4).map(|c| f32::from_bits(u32::from_le_bytes(c.try_into().unwrap()))));
                 }
                 64 => self.ints.push(r.read_varint().map_err(|e| e.at("ints", None))? as i64),
-                66 => r.read_packed_varints(|v| self.ints.push(v as i64)).map_err(|e| e.at("ints", None))?,
+                66 => r.read_packed_varints_into(&mut self.ints, |v| v as i64).map_err(|e| e.at("ints", None))?,
                 74 => {
-                    r.reserve_run(&mut self.strings, 74);
+                    r.reserve_run(&mut self.strings, 74).map_err(|e| e.at("strings", None))?;
                     self.strings.push(r.read_string().map_err(|e| e.at("strings", None))?);
                 }
                 82 => {
@@ -886,11 +902,11 @@ impl Message for NodeProto {
         while let Some(tag) = r.read_tag()? {
             match tag {
                 10 => {
-                    r.reserve_run(&mut self.input, 10);
+                    r.reserve_run(&mut self.input, 10).map_err(|e| e.at("input", None))?;
                     self.input.push(r.read_string().map_err(|e| e.at("input", None))?);
                 }
                 18 => {
-                    r.reserve_run(&mut self.output, 18);
+                    r.reserve_run(&mut self.output, 18).map_err(|e| e.at("output", None))?;
                     self.output.push(r.read_string().map_err(|e| e.at("output", None))?);
                 }
                 26 => self.name = Some(r.read_string().map_err(|e| e.at("name", None))?),
@@ -1191,7 +1207,7 @@ impl Message for IntIntListEntryProto {
             match tag {
                 8 => self.key = Some(r.read_varint().map_err(|e| e.at("key", None))? as i64),
                 16 => self.value.push(r.read_varint().map_err(|e| e.at("value", None))? as i64),
-                18 => r.read_packed_varints(|v| self.value.push(v as i64)).map_err(|e| e.at("value", None))?,
+                18 => r.read_packed_varints_into(&mut self.value, |v| v as i64).map_err(|e| e.at("value", None))?,
                 _ => r.skip_unknown(tag, &mut self.unknown_fields)?,
             }
         }
@@ -1428,7 +1444,7 @@ impl Message for ShardingSpecProto {
             match tag {
                 10 => self.tensor_name = Some(r.read_string().map_err(|e| e.at("tensor_name", None))?),
                 16 => self.device.push(r.read_varint().map_err(|e| e.at("device", None))? as i64),
-                18 => r.read_packed_varints(|v| self.device.push(v as i64)).map_err(|e| e.at("device", None))?,
+                18 => r.read_packed_varints_into(&mut self.device, |v| v as i64).map_err(|e| e.at("device", None))?,
                 26 => {
                     let i = self.index_to_device_group_map.len();
                     let m = self.index_to_device_group_map.push_default_sized(|max| r.run_length(26, max));
@@ -2397,7 +2413,7 @@ impl Message for DeviceConfigurationProto {
                 10 => self.name = Some(r.read_string().map_err(|e| e.at("name", None))?),
                 16 => self.num_devices = Some(r.read_varint().map_err(|e| e.at("num_devices", None))? as i32),
                 26 => {
-                    r.reserve_run(&mut self.device, 26);
+                    r.reserve_run(&mut self.device, 26).map_err(|e| e.at("device", None))?;
                     self.device.push(r.read_string().map_err(|e| e.at("device", None))?);
                 }
                 _ => r.skip_unknown(tag, &mut self.unknown_fields)?,
@@ -3110,23 +3126,23 @@ impl Message for TensorProto {
         while let Some(tag) = r.read_tag()? {
             match tag {
                 8 => self.dims.push(r.read_varint().map_err(|e| e.at("dims", None))? as i64),
-                10 => r.read_packed_varints(|v| self.dims.push(v as i64)).map_err(|e| e.at("dims", None))?,
+                10 => r.read_packed_varints_into(&mut self.dims, |v| v as i64).map_err(|e| e.at("dims", None))?,
                 16 => self.data_type = Some(r.read_varint().map_err(|e| e.at("data_type", None))? as i32),
                 26 => r.read_message(self.segment.get_or_insert_with(|| Box::new(TensorProtoSegment::new())).as_mut()).map_err(|e| e.at("segment", None))?,
                 37 => self.float_data.push(f32::from_bits(r.read_fixed32().map_err(|e| e.at("float_data", None))?)),
                 34 => {
                     let b = r.read_packed_fixed(4).map_err(|e| e.at("float_data", None))?;
-                    self.float_data.reserve(b.len() / 4);
+                    r.reserve_elements(&mut self.float_data, b.len() / 4).map_err(|e| e.at("float_data", None))?;
                     self.float_data.extend(b.chunks_exact(4).map(|c| f32::from_bits(u32::from_le_bytes(c.try_into().unwrap()))));
                 }
                 40 => self.int32_data.push(r.read_varint().map_err(|e| e.at("int32_data", None))? as i32),
-                42 => r.read_packed_varints(|v| self.int32_data.push(v as i32)).map_err(|e| e.at("int32_data", None))?,
+                42 => r.read_packed_varints_into(&mut self.int32_data, |v| v as i32).map_err(|e| e.at("int32_data", None))?,
                 50 => {
-                    r.reserve_run(&mut self.string_data, 50);
+                    r.reserve_run(&mut self.string_data, 50).map_err(|e| e.at("string_data", None))?;
                     self.string_data.push(r.read_string().map_err(|e| e.at("string_data", None))?);
                 }
                 56 => self.int64_data.push(r.read_varint().map_err(|e| e.at("int64_data", None))? as i64),
-                58 => r.read_packed_varints(|v| self.int64_data.push(v as i64)).map_err(|e| e.at("int64_data", None))?,
+                58 => r.read_packed_varints_into(&mut self.int64_data, |v| v as i64).map_err(|e| e.at("int64_data", None))?,
                 66 => self.name = Some(r.read_string().map_err(|e| e.at("name", None))?),
                 98 => self.doc_string = Some(r.read_string().map_err(|e| e.at("doc_string", None))?),
                 74 => self.raw_data = r.read_payload().map_err(|e| e.at("raw_data", None))?,
@@ -3146,11 +3162,11 @@ impl Message for TensorProto {
                 81 => self.double_data.push(f64::from_bits(r.read_fixed64().map_err(|e| e.at("double_data", None))?)),
                 82 => {
                     let b = r.read_packed_fixed(8).map_err(|e| e.at("double_data", None))?;
-                    self.double_data.reserve(b.len() / 8);
+                    r.reserve_elements(&mut self.double_data, b.len() / 8).map_err(|e| e.at("double_data", None))?;
                     self.double_data.extend(b.chunks_exact(8).map(|c| f64::from_bits(u64::from_le_bytes(c.try_into().unwrap()))));
                 }
                 88 => self.uint64_data.push(r.read_varint().map_err(|e| e.at("uint64_data", None))?),
-                90 => r.read_packed_varints(|v| self.uint64_data.push(v)).map_err(|e| e.at("uint64_data", None))?,
+                90 => r.read_packed_varints_into(&mut self.uint64_data, |v| v).map_err(|e| e.at("uint64_data", None))?,
                 130 => {
                     let i = self.metadata_props.len();
                     let m = self.metadata_props.push_default_sized(|max| r.run_length(130, max));
@@ -3658,7 +3674,7 @@ impl Message for SparseTensorProto {
                 10 => r.read_message(self.values.get_or_insert_with(|| Box::new(TensorProto::new())).as_mut()).map_err(|e| e.at("values", None))?,
                 18 => r.read_message(self.indices.get_or_insert_with(|| Box::new(TensorProto::new())).as_mut()).map_err(|e| e.at("indices", None))?,
                 24 => self.dims.push(r.read_varint().map_err(|e| e.at("dims", None))? as i64),
-                26 => r.read_packed_varints(|v| self.dims.push(v as i64)).map_err(|e| e.at("dims", None))?,
+                26 => r.read_packed_varints_into(&mut self.dims, |v| v as i64).map_err(|e| e.at("dims", None))?,
                 _ => r.skip_unknown(tag, &mut self.unknown_fields)?,
             }
         }
@@ -4478,12 +4494,25 @@ impl TypeProtoSequence {
     }
 }
 
+impl TypeProtoSequence {
+    /// True when a field that closes a cycle of the schema is set.
+    #[inline]
+    fn has_nested_cycle(&self) -> bool {
+        self.elem_type.is_some()
+    }
+}
+
 impl Clone for TypeProtoSequence {
     fn clone(&self) -> Self {
-        crate::wire::guard_stack(|| Self {
+        let clone = || Self {
             elem_type: self.elem_type.clone(),
             unknown_fields: self.unknown_fields.clone(),
-        })
+        };
+        if self.has_nested_cycle() {
+            crate::wire::guard_stack(clone)
+        } else {
+            clone()
+        }
     }
 }
 
@@ -4509,6 +4538,9 @@ impl std::fmt::Debug for TypeProtoSequence {
 
 impl Drop for TypeProtoSequence {
     fn drop(&mut self) {
+        if !self.has_nested_cycle() {
+            return;
+        }
         crate::wire::guard_stack(|| {
             drop(std::mem::take(&mut self.elem_type));
         })
@@ -4600,13 +4632,26 @@ impl TypeProtoMap {
     }
 }
 
+impl TypeProtoMap {
+    /// True when a field that closes a cycle of the schema is set.
+    #[inline]
+    fn has_nested_cycle(&self) -> bool {
+        self.value_type.is_some()
+    }
+}
+
 impl Clone for TypeProtoMap {
     fn clone(&self) -> Self {
-        crate::wire::guard_stack(|| Self {
+        let clone = || Self {
             key_type: self.key_type.clone(),
             value_type: self.value_type.clone(),
             unknown_fields: self.unknown_fields.clone(),
-        })
+        };
+        if self.has_nested_cycle() {
+            crate::wire::guard_stack(clone)
+        } else {
+            clone()
+        }
     }
 }
 
@@ -4634,6 +4679,9 @@ impl std::fmt::Debug for TypeProtoMap {
 
 impl Drop for TypeProtoMap {
     fn drop(&mut self) {
+        if !self.has_nested_cycle() {
+            return;
+        }
         crate::wire::guard_stack(|| {
             drop(std::mem::take(&mut self.value_type));
         })
@@ -4746,12 +4794,25 @@ impl TypeProtoOptional {
     }
 }
 
+impl TypeProtoOptional {
+    /// True when a field that closes a cycle of the schema is set.
+    #[inline]
+    fn has_nested_cycle(&self) -> bool {
+        self.elem_type.is_some()
+    }
+}
+
 impl Clone for TypeProtoOptional {
     fn clone(&self) -> Self {
-        crate::wire::guard_stack(|| Self {
+        let clone = || Self {
             elem_type: self.elem_type.clone(),
             unknown_fields: self.unknown_fields.clone(),
-        })
+        };
+        if self.has_nested_cycle() {
+            crate::wire::guard_stack(clone)
+        } else {
+            clone()
+        }
     }
 }
 
@@ -4777,6 +4838,9 @@ impl std::fmt::Debug for TypeProtoOptional {
 
 impl Drop for TypeProtoOptional {
     fn drop(&mut self) {
+        if !self.has_nested_cycle() {
+            return;
+        }
         crate::wire::guard_stack(|| {
             drop(std::mem::take(&mut self.elem_type));
         })
@@ -5227,15 +5291,15 @@ impl Message for FunctionProto {
             match tag {
                 10 => self.name = Some(r.read_string().map_err(|e| e.at("name", None))?),
                 34 => {
-                    r.reserve_run(&mut self.input, 34);
+                    r.reserve_run(&mut self.input, 34).map_err(|e| e.at("input", None))?;
                     self.input.push(r.read_string().map_err(|e| e.at("input", None))?);
                 }
                 42 => {
-                    r.reserve_run(&mut self.output, 42);
+                    r.reserve_run(&mut self.output, 42).map_err(|e| e.at("output", None))?;
                     self.output.push(r.read_string().map_err(|e| e.at("output", None))?);
                 }
                 50 => {
-                    r.reserve_run(&mut self.attribute, 50);
+                    r.reserve_run(&mut self.attribute, 50).map_err(|e| e.at("attribute", None))?;
                     self.attribute.push(r.read_string().map_err(|e| e.at("attribute", None))?);
                 }
                 90 => {
@@ -5584,9 +5648,17 @@ impl SequenceProto {
     }
 }
 
+impl SequenceProto {
+    /// True when a field that closes a cycle of the schema is set.
+    #[inline]
+    fn has_nested_cycle(&self) -> bool {
+        !self.sequence_values.is_empty()
+    }
+}
+
 impl Clone for SequenceProto {
     fn clone(&self) -> Self {
-        crate::wire::guard_stack(|| Self {
+        let clone = || Self {
             name: self.name.clone(),
             elem_type: self.elem_type.clone(),
             tensor_values: self.tensor_values.clone(),
@@ -5595,7 +5667,12 @@ impl Clone for SequenceProto {
             map_values: self.map_values.clone(),
             optional_values: self.optional_values.clone(),
             unknown_fields: self.unknown_fields.clone(),
-        })
+        };
+        if self.has_nested_cycle() {
+            crate::wire::guard_stack(clone)
+        } else {
+            clone()
+        }
     }
 }
 
@@ -5633,6 +5710,9 @@ impl std::fmt::Debug for SequenceProto {
 
 impl Drop for SequenceProto {
     fn drop(&mut self) {
+        if !self.has_nested_cycle() {
+            return;
+        }
         crate::wire::guard_stack(|| {
             drop(std::mem::take(&mut self.sequence_values));
         })
@@ -5878,16 +5958,29 @@ impl MapProto {
     }
 }
 
+impl MapProto {
+    /// True when a field that closes a cycle of the schema is set.
+    #[inline]
+    fn has_nested_cycle(&self) -> bool {
+        self.values.is_some()
+    }
+}
+
 impl Clone for MapProto {
     fn clone(&self) -> Self {
-        crate::wire::guard_stack(|| Self {
+        let clone = || Self {
             name: self.name.clone(),
             key_type: self.key_type.clone(),
             keys: self.keys.clone(),
             string_keys: self.string_keys.clone(),
             values: self.values.clone(),
             unknown_fields: self.unknown_fields.clone(),
-        })
+        };
+        if self.has_nested_cycle() {
+            crate::wire::guard_stack(clone)
+        } else {
+            clone()
+        }
     }
 }
 
@@ -5921,6 +6014,9 @@ impl std::fmt::Debug for MapProto {
 
 impl Drop for MapProto {
     fn drop(&mut self) {
+        if !self.has_nested_cycle() {
+            return;
+        }
         crate::wire::guard_stack(|| {
             drop(std::mem::take(&mut self.values));
         })
@@ -5936,9 +6032,9 @@ impl Message for MapProto {
                 10 => self.name = Some(r.read_string().map_err(|e| e.at("name", None))?),
                 16 => self.key_type = Some(r.read_varint().map_err(|e| e.at("key_type", None))? as i32),
                 24 => self.keys.push(r.read_varint().map_err(|e| e.at("keys", None))? as i64),
-                26 => r.read_packed_varints(|v| self.keys.push(v as i64)).map_err(|e| e.at("keys", None))?,
+                26 => r.read_packed_varints_into(&mut self.keys, |v| v as i64).map_err(|e| e.at("keys", None))?,
                 34 => {
-                    r.reserve_run(&mut self.string_keys, 34);
+                    r.reserve_run(&mut self.string_keys, 34).map_err(|e| e.at("string_keys", None))?;
                     self.string_keys.push(r.read_string().map_err(|e| e.at("string_keys", None))?);
                 }
                 42 => crate::wire::guard_stack(|| r.read_message(self.values.get_or_insert_with(|| Box::new(SequenceProto::new())).as_mut())).map_err(|e| e.at("values", None))?,
@@ -6118,9 +6214,17 @@ impl OptionalProto {
     }
 }
 
+impl OptionalProto {
+    /// True when a field that closes a cycle of the schema is set.
+    #[inline]
+    fn has_nested_cycle(&self) -> bool {
+        self.sequence_value.is_some() || self.optional_value.is_some()
+    }
+}
+
 impl Clone for OptionalProto {
     fn clone(&self) -> Self {
-        crate::wire::guard_stack(|| Self {
+        let clone = || Self {
             name: self.name.clone(),
             elem_type: self.elem_type.clone(),
             tensor_value: self.tensor_value.clone(),
@@ -6129,7 +6233,12 @@ impl Clone for OptionalProto {
             map_value: self.map_value.clone(),
             optional_value: self.optional_value.clone(),
             unknown_fields: self.unknown_fields.clone(),
-        })
+        };
+        if self.has_nested_cycle() {
+            crate::wire::guard_stack(clone)
+        } else {
+            clone()
+        }
     }
 }
 
@@ -6167,6 +6276,9 @@ impl std::fmt::Debug for OptionalProto {
 
 impl Drop for OptionalProto {
     fn drop(&mut self) {
+        if !self.has_nested_cycle() {
+            return;
+        }
         crate::wire::guard_stack(|| {
             drop(std::mem::take(&mut self.sequence_value));
             drop(std::mem::take(&mut self.optional_value));
