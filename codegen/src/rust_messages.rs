@@ -11,20 +11,15 @@ use crate::{
 /// Repeated message fields whose elements may be parsed ahead of time, in parallel.
 const PARALLEL_FIELDS: &[(&str, &str)] = &[("GraphProto", "initializer")];
 
-/// Sub-message fields stored inline (`Option<T>`, or `T` in a oneof case) instead of boxed: small
-/// messages that real models set in nearly every instance of their parent (every graph input,
-/// output and value_info has a type, every tensor type a shape), so a `Box` would cost one
-/// allocation each. Inline fields must not form a cycle (a struct cannot contain itself);
-/// `inline_fields_are_acyclic` checks that. Every other sub-message is boxed.
-const INLINE_MESSAGE_FIELDS: &[(&str, &str)] = &[
-    ("ValueInfoProto", "type"),
-    ("TypeProto", "tensor_type"),
-    ("TypeProto.Tensor", "shape"),
-    ("TypeProto.SparseTensor", "shape"),
-];
+/// Sub-message fields stored inline (`Option<T>`, or `T` in a oneof case) instead of boxed.
+/// None: every sub-message is boxed, so that its address is its identity for the life of the
+/// value (protobuf C++'s contract: `set_allocated_x(p)` makes `p` the field, `mutable_x()` keeps
+/// returning it), which the C++ classes, whose objects are these structs, rely on. Inline fields
+/// must not form a cycle (a struct cannot contain itself); `inline_fields_are_acyclic` checks that.
+const INLINE_MESSAGE_FIELDS: &[(&str, &str)] = &[];
 
 /// True when sub-message field `f` of `m` is stored in a `Box`.
-fn boxed(m: &MessageDef, f: &FieldDef) -> bool {
+pub(crate) fn boxed(m: &MessageDef, f: &FieldDef) -> bool {
     !INLINE_MESSAGE_FIELDS.contains(&(m.name, f.name))
 }
 
@@ -156,7 +151,7 @@ fn read_scalar(k: Kind) -> String {
     }
 }
 
-fn oneof_enum_name(m: &MessageDef, oneof: &str) -> String {
+pub(crate) fn oneof_enum_name(m: &MessageDef, oneof: &str) -> String {
     format!("{}{}", rust_type_name(m.name), camel(oneof))
 }
 

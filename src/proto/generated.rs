@@ -671,7 +671,7 @@ pub struct ValueInfoProto {
     /// `optional string name = 1;`
     pub name: Option<ProtoString>,
     /// `optional TypeProto type = 2;`
-    pub r#type: Option<TypeProto>,
+    pub r#type: Option<Box<TypeProto>>,
     /// `optional string doc_string = 3;`
     pub doc_string: Option<ProtoString>,
     /// `repeated StringStringEntryProto metadata_props = 4;`
@@ -700,7 +700,7 @@ impl Message for ValueInfoProto {
         while let Some(tag) = r.read_tag()? {
             match tag {
                 10 => self.name = Some(r.read_string().map_err(|e| e.at("name", None))?),
-                18 => r.read_message(self.r#type.get_or_insert_with(TypeProto::new)).map_err(|e| e.at("type", None))?,
+                18 => r.read_message(self.r#type.get_or_insert_with(|| Box::new(TypeProto::new())).as_mut()).map_err(|e| e.at("type", None))?,
                 26 => self.doc_string = Some(r.read_string().map_err(|e| e.at("doc_string", None))?),
                 34 => {
                     let i = self.metadata_props.len();
@@ -792,15 +792,15 @@ impl ValueInfoProto {
     /// `type`, or the empty message when unset.
     pub fn r#type(&self) -> &TypeProto {
         static DEFAULT: TypeProto = TypeProto::new();
-        self.r#type.as_ref().unwrap_or(&DEFAULT)
+        self.r#type.as_deref().unwrap_or(&DEFAULT)
     }
     /// `type` for writing (set to an empty message first if unset).
     pub fn mutable_type(&mut self) -> &mut TypeProto {
-        self.r#type.get_or_insert_with(TypeProto::new)
+        self.r#type.get_or_insert_with(|| Box::new(TypeProto::new()))
     }
     /// Sets `type`.
     pub fn set_type(&mut self, v: TypeProto) {
-        self.r#type = Some(v);
+        self.r#type = Some(Box::new(v));
     }
     /// True when `doc_string` is set.
     pub fn has_doc_string(&self) -> bool {
@@ -4014,7 +4014,7 @@ impl TypeProto {
 #[derive(Clone, Debug, PartialEq)]
 pub enum TypeProtoValue {
     /// `TypeProto.Tensor tensor_type = 1;`
-    TensorType(TypeProtoTensor),
+    TensorType(Box<TypeProtoTensor>),
     /// `TypeProto.Sequence sequence_type = 4;`
     SequenceType(Box<TypeProtoSequence>),
     /// `TypeProto.Map map_type = 5;`
@@ -4035,10 +4035,10 @@ impl Message for TypeProto {
             match tag {
                 10 => {
                     if !matches!(self.value, Some(TypeProtoValue::TensorType(_))) {
-                        self.value = Some(TypeProtoValue::TensorType(TypeProtoTensor::new()));
+                        self.value = Some(TypeProtoValue::TensorType(Box::new(TypeProtoTensor::new())));
                     }
                     if let Some(TypeProtoValue::TensorType(m)) = &mut self.value {
-                        r.read_message(m).map_err(|e| e.at("tensor_type", None))?;
+                        r.read_message(m.as_mut()).map_err(|e| e.at("tensor_type", None))?;
                     }
                 }
                 34 => {
@@ -4178,7 +4178,7 @@ impl TypeProto {
     /// `tensor_type` for writing; switches the oneof to it.
     pub fn mutable_tensor_type(&mut self) -> &mut TypeProtoTensor {
         if !self.has_tensor_type() {
-            self.value = Some(TypeProtoValue::TensorType(TypeProtoTensor::new()));
+            self.value = Some(TypeProtoValue::TensorType(Box::new(TypeProtoTensor::new())));
         }
         match &mut self.value {
             Some(TypeProtoValue::TensorType(v)) => v,
@@ -4356,7 +4356,7 @@ pub struct TypeProtoTensor {
     /// `optional int32 elem_type = 1;`
     pub elem_type: Option<i32>,
     /// `optional TensorShapeProto shape = 2;`
-    pub shape: Option<TensorShapeProto>,
+    pub shape: Option<Box<TensorShapeProto>>,
     /// Fields not in the schema, as read (written back after the known ones).
     pub unknown_fields: UnknownFields,
 }
@@ -4379,7 +4379,7 @@ impl Message for TypeProtoTensor {
         while let Some(tag) = r.read_tag()? {
             match tag {
                 8 => self.elem_type = Some(r.read_varint().map_err(|e| e.at("elem_type", None))? as i32),
-                18 => r.read_message(self.shape.get_or_insert_with(TensorShapeProto::new)).map_err(|e| e.at("shape", None))?,
+                18 => r.read_message(self.shape.get_or_insert_with(|| Box::new(TensorShapeProto::new())).as_mut()).map_err(|e| e.at("shape", None))?,
                 _ => r.skip_unknown(tag, &mut self.unknown_fields)?,
             }
         }
@@ -4447,15 +4447,15 @@ impl TypeProtoTensor {
     /// `shape`, or the empty message when unset.
     pub fn shape(&self) -> &TensorShapeProto {
         static DEFAULT: TensorShapeProto = TensorShapeProto::new();
-        self.shape.as_ref().unwrap_or(&DEFAULT)
+        self.shape.as_deref().unwrap_or(&DEFAULT)
     }
     /// `shape` for writing (set to an empty message first if unset).
     pub fn mutable_shape(&mut self) -> &mut TensorShapeProto {
-        self.shape.get_or_insert_with(TensorShapeProto::new)
+        self.shape.get_or_insert_with(|| Box::new(TensorShapeProto::new()))
     }
     /// Sets `shape`.
     pub fn set_shape(&mut self, v: TensorShapeProto) {
-        self.shape = Some(v);
+        self.shape = Some(Box::new(v));
     }
 }
 
@@ -4852,7 +4852,7 @@ pub struct TypeProtoSparseTensor {
     /// `optional int32 elem_type = 1;`
     pub elem_type: Option<i32>,
     /// `optional TensorShapeProto shape = 2;`
-    pub shape: Option<TensorShapeProto>,
+    pub shape: Option<Box<TensorShapeProto>>,
     /// Fields not in the schema, as read (written back after the known ones).
     pub unknown_fields: UnknownFields,
 }
@@ -4875,7 +4875,7 @@ impl Message for TypeProtoSparseTensor {
         while let Some(tag) = r.read_tag()? {
             match tag {
                 8 => self.elem_type = Some(r.read_varint().map_err(|e| e.at("elem_type", None))? as i32),
-                18 => r.read_message(self.shape.get_or_insert_with(TensorShapeProto::new)).map_err(|e| e.at("shape", None))?,
+                18 => r.read_message(self.shape.get_or_insert_with(|| Box::new(TensorShapeProto::new())).as_mut()).map_err(|e| e.at("shape", None))?,
                 _ => r.skip_unknown(tag, &mut self.unknown_fields)?,
             }
         }
@@ -4943,15 +4943,15 @@ impl TypeProtoSparseTensor {
     /// `shape`, or the empty message when unset.
     pub fn shape(&self) -> &TensorShapeProto {
         static DEFAULT: TensorShapeProto = TensorShapeProto::new();
-        self.shape.as_ref().unwrap_or(&DEFAULT)
+        self.shape.as_deref().unwrap_or(&DEFAULT)
     }
     /// `shape` for writing (set to an empty message first if unset).
     pub fn mutable_shape(&mut self) -> &mut TensorShapeProto {
-        self.shape.get_or_insert_with(TensorShapeProto::new)
+        self.shape.get_or_insert_with(|| Box::new(TensorShapeProto::new()))
     }
     /// Sets `shape`.
     pub fn set_shape(&mut self, v: TensorShapeProto) {
-        self.shape = Some(v);
+        self.shape = Some(Box::new(v));
     }
 }
 

@@ -488,7 +488,7 @@ pub mod raw {
 
     impl GrowError {
         /// Panics (overflow) or aborts (allocation failure), as `Vec` does.
-        pub(super) fn raise(self) -> ! {
+        pub(crate) fn raise(self) -> ! {
             match self {
                 GrowError::CapacityOverflow => panic!("InlineVec capacity overflow"),
                 GrowError::Alloc(layout) => alloc::handle_alloc_error(layout),
