@@ -539,6 +539,40 @@ static void test_streams() {
   }
 }
 
+// ref_x(), the C++ onnx_light library's accessor of the field itself.
+static void test_ref_accessors() {
+  onnx::ModelProto model = onnx::LoadModel(model_path);
+  const onnx::ModelProto& cmodel = model;
+  CHECK(&cmodel.ref_graph() == &model.graph());
+  CHECK(cmodel.ref_ir_version() == model.ir_version() && model.ref_ir_version() == 8);
+  onnx::NodeProto& node = model.ref_graph().ref_node()[0];
+  CHECK(&node == &model.graph().node(0));
+  CHECK(&node.ref_op_type() == &node.op_type());
+  node.ref_op_type() = "Gemm";  // writes the field
+  CHECK(model.graph().node(0).op_type() == "Gemm");
+  onnx::TensorProto& t = model.ref_graph().ref_initializer()[0];
+  CHECK(t.ref_dims().size() == 2 && t.ref_dims()[1] == 8);
+  t.ref_dims()[1] = 9;
+  CHECK(model.graph().initializer(0).dims(1) == 9);
+  CHECK(t.ref_data_type() == onnx::TensorProto::FLOAT);
+  // Mutable ref_x() of an unset field sets it, as mutable_x() does; the const one does not.
+  onnx::ModelProto empty;
+  const onnx::ModelProto& cempty = empty;
+  CHECK(cempty.ref_doc_string().empty() && !empty.has_doc_string());
+  empty.ref_doc_string() += "doc";
+  CHECK(empty.has_doc_string() && empty.doc_string() == "doc");
+  CHECK(!cempty.has_graph() && cempty.ref_graph().node_size() == 0 && !empty.has_graph());
+  empty.ref_graph().set_name("g");
+  CHECK(empty.has_graph() && empty.graph().name() == "g");
+  empty.ref_opset_import().Add()->set_version(21);
+  CHECK(empty.opset_import_size() == 1 && empty.opset_import(0).version() == 21);
+  onnx::AttributeProto a;
+  a.ref_strings().Add()->assign("s");
+  CHECK(a.strings_size() == 1 && a.ref_strings()[0] == "s");
+  a.ref_ref_attr_name() = "outer";  // field ref_attr_name
+  CHECK(a.ref_attr_name() == "outer");
+}
+
 static void test_options_and_misc() {
   onnx::ModelProto model = onnx::LoadModel(model_path);
   // The option structs start at the C defaults.
@@ -586,6 +620,7 @@ int main(int argc, char** argv) {
   test_dlpack();
   test_tensor_files();
   test_streams();
+  test_ref_accessors();
   test_options_and_misc();
   if (failures != 0) {
     std::fprintf(stderr, "%d check(s) failed\n", failures);
