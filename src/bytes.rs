@@ -754,7 +754,7 @@ unsafe impl Send for CxxString {}
 // SAFETY: see `Send`.
 unsafe impl Sync for CxxString {}
 
-/// Tag of [`StrRepr::Cxx`], the first byte of a converted [`ProtoString`] (the C++ layer reads
+/// Tag of `StrRepr::Cxx`, the first byte of a converted [`ProtoString`] (the C++ layer reads
 /// it; `cxx_layout` tests record it).
 pub const CXX_STRING_TAG: u8 = 3;
 

@@ -386,13 +386,40 @@ fn struct_members(m: &MessageDef) -> Vec<(String, &'static str)> {
 fn gen_guarded_traits(o: &mut String, m: &MessageDef) {
     let rn = rust_type_name(m.name);
     let members = struct_members(m);
+    // The guard costs a thread-local read: Clone and Drop skip it when no cycle field is set.
+    let nested: Vec<String> = m
+        .fields
+        .iter()
+        .filter(|f| is_cycle_field(m.name, f.name))
+        .map(|f| match f.label {
+            Label::Optional => format!("self.{}.is_some()", rust_field_name(f)),
+            Label::Repeated => format!("!self.{}.is_empty()", rust_field_name(f)),
+        })
+        .collect();
+    writeln!(o, "impl {rn} {{").unwrap();
+    writeln!(
+        o,
+        "    /// True when a field that closes a cycle of the schema is set."
+    )
+    .unwrap();
+    writeln!(o, "    #[inline]").unwrap();
+    writeln!(o, "    fn has_nested_cycle(&self) -> bool {{").unwrap();
+    writeln!(o, "        {}", nested.join(" || ")).unwrap();
+    writeln!(o, "    }}\n}}\n").unwrap();
+
     writeln!(o, "impl Clone for {rn} {{").unwrap();
     writeln!(o, "    fn clone(&self) -> Self {{").unwrap();
-    writeln!(o, "        crate::wire::guard_stack(|| Self {{").unwrap();
+    writeln!(o, "        let clone = || Self {{").unwrap();
     for (name, _) in &members {
         writeln!(o, "            {name}: self.{name}.clone(),").unwrap();
     }
-    writeln!(o, "        }})\n    }}\n}}\n").unwrap();
+    writeln!(o, "        }};").unwrap();
+    writeln!(
+        o,
+        "        if self.has_nested_cycle() {{\n            crate::wire::guard_stack(clone)\n        }} else {{\n            clone()\n        }}"
+    )
+    .unwrap();
+    writeln!(o, "    }}\n}}\n").unwrap();
 
     writeln!(o, "impl PartialEq for {rn} {{").unwrap();
     writeln!(o, "    fn eq(&self, other: &Self) -> bool {{").unwrap();
@@ -419,6 +446,11 @@ fn gen_guarded_traits(o: &mut String, m: &MessageDef) {
 
     writeln!(o, "impl Drop for {rn} {{").unwrap();
     writeln!(o, "    fn drop(&mut self) {{").unwrap();
+    writeln!(
+        o,
+        "        if !self.has_nested_cycle() {{\n            return;\n        }}"
+    )
+    .unwrap();
     writeln!(o, "        crate::wire::guard_stack(|| {{").unwrap();
     for f in m.fields.iter().filter(|f| is_cycle_field(m.name, f.name)) {
         assert!(

@@ -2,7 +2,7 @@
 //! code calls (declared by that header, not by the C header).
 //!
 //! A C++ message object IS the Rust message: its storage has the Rust type's size and
-//! alignment (from the layout table, [`super::cxx_messages::layout_text`], which the header
+//! alignment (from the layout table, [`crate::ffi::cxx_messages::layout_text`], which the header
 //! was generated from and checks at start-up), and `this` is the Rust value's address. The
 //! C++ code reads lists, sub-message pointers, optional scalars and already converted strings
 //! in place; everything that allocates, frees or converts comes here. Field functions take
@@ -12,7 +12,7 @@
 //!
 //! Strings: protobuf's getters return `const std::string&` that alias the field. A string
 //! field becomes a heap `std::string` (made by the C++ layer's functions, registered by
-//! [`onnxl_cxx_init`]) the first time C++ asks for it, and stays one; later reads find it in
+//! `onnxl_cxx_init`) the first time C++ asks for it, and stays one; later reads find it in
 //! place (its tag byte, read with acquire ordering, says so). Conversions are serialized by
 //! one lock, so concurrent const access from C++ threads is safe, as with protobuf.
 
@@ -22,7 +22,7 @@ use std::sync::atomic::{AtomicU8, Ordering};
 
 use super::panic::ffi_value;
 use super::status::FfiError;
-use crate::bytes::{CXX_STRING_TAG, CxxString, CxxStringOps, register_cxx_string_ops};
+use crate::bytes::{CXX_STRING_TAG, CxxString};
 use crate::proto::{Message, RepeatedField};
 use crate::wire::{DecodeConfig, InlineVec, Sink, SizeCursor, SizeTable};
 use crate::{ByteSpan, ProtoString};
@@ -32,29 +32,6 @@ static CONVERT: Mutex<()> = Mutex::new(());
 
 fn convert_lock() -> std::sync::MutexGuard<'static, ()> {
     CONVERT.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-/// Registers the C++ layer's string functions and checks that the header was generated for
-/// this library's layout (`fingerprint`: FNV-1a of the layout table the header was made from).
-/// Returns false on a mismatch: the header then refuses to run (its objects would not be the
-/// Rust messages they claim to be).
-///
-/// # Safety
-/// `ops` points at functions that stay valid for the life of the process.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn onnxl_cxx_init(ops: *const CxxStringOps, fingerprint: u64) -> bool {
-    if ops.is_null() || fingerprint != super::cxx_messages::layout_fingerprint() {
-        return false;
-    }
-    // SAFETY: non-NULL, static (contract).
-    register_cxx_string_ops(unsafe { &*ops });
-    true
-}
-
-/// The layout fingerprint of this library (what [`onnxl_cxx_init`] compares).
-#[unsafe(no_mangle)]
-pub extern "C" fn onnxl_cxx_layout_fingerprint() -> u64 {
-    super::cxx_messages::layout_fingerprint()
 }
 
 /// Memory for a C++ message object (`operator new`): the Rust allocator, so that objects

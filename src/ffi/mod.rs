@@ -20,7 +20,7 @@
 //! blobs), [`buffer`] (library-made
 //! bytes), [`options`] (options structs), [`model`] (load / save / serialize), [`stream`]
 //! (streams), [`accessors`] (generated: handles and per-field accessors of every message),
-//! [`cxx`] and [`cxx_messages`] (generated) (the runtime of the C++ message classes) and
+//! [`cxx`], [`cxx_init`] and [`cxx_messages`] (generated) (the runtime of the C++ message classes) and
 //! [`cxx_text`] (protobuf's text format for them), declared in `include/onnx_light.hpp` only.
 //!
 //! `unsafe` in this crate lives only here: every block carries a `// SAFETY:` comment, and every
@@ -32,6 +32,8 @@ pub mod buffer;
 pub mod crypto;
 /// cbindgen:ignore
 pub mod cxx;
+/// cbindgen:ignore
+pub mod cxx_init;
 /// cbindgen:ignore
 #[rustfmt::skip]
 pub mod cxx_messages;

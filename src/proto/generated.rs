@@ -76,9 +76,17 @@ impl AttributeProto {
     }
 }
 
+impl AttributeProto {
+    /// True when a field that closes a cycle of the schema is set.
+    #[inline]
+    fn has_nested_cycle(&self) -> bool {
+        self.g.is_some() || !self.graphs.is_empty()
+    }
+}
+
 impl Clone for AttributeProto {
     fn clone(&self) -> Self {
-        crate::wire::guard_stack(|| Self {
+        let clone = || Self {
             name: self.name.clone(),
             ref_attr_name: self.ref_attr_name.clone(),
             doc_string: self.doc_string.clone(),
@@ -98,7 +106,12 @@ impl Clone for AttributeProto {
             sparse_tensors: self.sparse_tensors.clone(),
             type_protos: self.type_protos.clone(),
             unknown_fields: self.unknown_fields.clone(),
-        })
+        };
+        if self.has_nested_cycle() {
+            crate::wire::guard_stack(clone)
+        } else {
+            clone()
+        }
     }
 }
 
@@ -158,6 +171,9 @@ impl std::fmt::Debug for AttributeProto {
 
 impl Drop for AttributeProto {
     fn drop(&mut self) {
+        if !self.has_nested_cycle() {
+            return;
+        }
         crate::wire::guard_stack(|| {
             drop(std::mem::take(&mut self.g));
             drop(std::mem::take(&mut self.graphs));
@@ -4478,12 +4494,25 @@ impl TypeProtoSequence {
     }
 }
 
+impl TypeProtoSequence {
+    /// True when a field that closes a cycle of the schema is set.
+    #[inline]
+    fn has_nested_cycle(&self) -> bool {
+        self.elem_type.is_some()
+    }
+}
+
 impl Clone for TypeProtoSequence {
     fn clone(&self) -> Self {
-        crate::wire::guard_stack(|| Self {
+        let clone = || Self {
             elem_type: self.elem_type.clone(),
             unknown_fields: self.unknown_fields.clone(),
-        })
+        };
+        if self.has_nested_cycle() {
+            crate::wire::guard_stack(clone)
+        } else {
+            clone()
+        }
     }
 }
 
@@ -4509,6 +4538,9 @@ impl std::fmt::Debug for TypeProtoSequence {
 
 impl Drop for TypeProtoSequence {
     fn drop(&mut self) {
+        if !self.has_nested_cycle() {
+            return;
+        }
         crate::wire::guard_stack(|| {
             drop(std::mem::take(&mut self.elem_type));
         })
@@ -4600,13 +4632,26 @@ impl TypeProtoMap {
     }
 }
 
+impl TypeProtoMap {
+    /// True when a field that closes a cycle of the schema is set.
+    #[inline]
+    fn has_nested_cycle(&self) -> bool {
+        self.value_type.is_some()
+    }
+}
+
 impl Clone for TypeProtoMap {
     fn clone(&self) -> Self {
-        crate::wire::guard_stack(|| Self {
+        let clone = || Self {
             key_type: self.key_type.clone(),
             value_type: self.value_type.clone(),
             unknown_fields: self.unknown_fields.clone(),
-        })
+        };
+        if self.has_nested_cycle() {
+            crate::wire::guard_stack(clone)
+        } else {
+            clone()
+        }
     }
 }
 
@@ -4634,6 +4679,9 @@ impl std::fmt::Debug for TypeProtoMap {
 
 impl Drop for TypeProtoMap {
     fn drop(&mut self) {
+        if !self.has_nested_cycle() {
+            return;
+        }
         crate::wire::guard_stack(|| {
             drop(std::mem::take(&mut self.value_type));
         })
@@ -4746,12 +4794,25 @@ impl TypeProtoOptional {
     }
 }
 
+impl TypeProtoOptional {
+    /// True when a field that closes a cycle of the schema is set.
+    #[inline]
+    fn has_nested_cycle(&self) -> bool {
+        self.elem_type.is_some()
+    }
+}
+
 impl Clone for TypeProtoOptional {
     fn clone(&self) -> Self {
-        crate::wire::guard_stack(|| Self {
+        let clone = || Self {
             elem_type: self.elem_type.clone(),
             unknown_fields: self.unknown_fields.clone(),
-        })
+        };
+        if self.has_nested_cycle() {
+            crate::wire::guard_stack(clone)
+        } else {
+            clone()
+        }
     }
 }
 
@@ -4777,6 +4838,9 @@ impl std::fmt::Debug for TypeProtoOptional {
 
 impl Drop for TypeProtoOptional {
     fn drop(&mut self) {
+        if !self.has_nested_cycle() {
+            return;
+        }
         crate::wire::guard_stack(|| {
             drop(std::mem::take(&mut self.elem_type));
         })
@@ -5584,9 +5648,17 @@ impl SequenceProto {
     }
 }
 
+impl SequenceProto {
+    /// True when a field that closes a cycle of the schema is set.
+    #[inline]
+    fn has_nested_cycle(&self) -> bool {
+        !self.sequence_values.is_empty()
+    }
+}
+
 impl Clone for SequenceProto {
     fn clone(&self) -> Self {
-        crate::wire::guard_stack(|| Self {
+        let clone = || Self {
             name: self.name.clone(),
             elem_type: self.elem_type.clone(),
             tensor_values: self.tensor_values.clone(),
@@ -5595,7 +5667,12 @@ impl Clone for SequenceProto {
             map_values: self.map_values.clone(),
             optional_values: self.optional_values.clone(),
             unknown_fields: self.unknown_fields.clone(),
-        })
+        };
+        if self.has_nested_cycle() {
+            crate::wire::guard_stack(clone)
+        } else {
+            clone()
+        }
     }
 }
 
@@ -5633,6 +5710,9 @@ impl std::fmt::Debug for SequenceProto {
 
 impl Drop for SequenceProto {
     fn drop(&mut self) {
+        if !self.has_nested_cycle() {
+            return;
+        }
         crate::wire::guard_stack(|| {
             drop(std::mem::take(&mut self.sequence_values));
         })
@@ -5878,16 +5958,29 @@ impl MapProto {
     }
 }
 
+impl MapProto {
+    /// True when a field that closes a cycle of the schema is set.
+    #[inline]
+    fn has_nested_cycle(&self) -> bool {
+        self.values.is_some()
+    }
+}
+
 impl Clone for MapProto {
     fn clone(&self) -> Self {
-        crate::wire::guard_stack(|| Self {
+        let clone = || Self {
             name: self.name.clone(),
             key_type: self.key_type.clone(),
             keys: self.keys.clone(),
             string_keys: self.string_keys.clone(),
             values: self.values.clone(),
             unknown_fields: self.unknown_fields.clone(),
-        })
+        };
+        if self.has_nested_cycle() {
+            crate::wire::guard_stack(clone)
+        } else {
+            clone()
+        }
     }
 }
 
@@ -5921,6 +6014,9 @@ impl std::fmt::Debug for MapProto {
 
 impl Drop for MapProto {
     fn drop(&mut self) {
+        if !self.has_nested_cycle() {
+            return;
+        }
         crate::wire::guard_stack(|| {
             drop(std::mem::take(&mut self.values));
         })
@@ -6118,9 +6214,17 @@ impl OptionalProto {
     }
 }
 
+impl OptionalProto {
+    /// True when a field that closes a cycle of the schema is set.
+    #[inline]
+    fn has_nested_cycle(&self) -> bool {
+        self.sequence_value.is_some() || self.optional_value.is_some()
+    }
+}
+
 impl Clone for OptionalProto {
     fn clone(&self) -> Self {
-        crate::wire::guard_stack(|| Self {
+        let clone = || Self {
             name: self.name.clone(),
             elem_type: self.elem_type.clone(),
             tensor_value: self.tensor_value.clone(),
@@ -6129,7 +6233,12 @@ impl Clone for OptionalProto {
             map_value: self.map_value.clone(),
             optional_value: self.optional_value.clone(),
             unknown_fields: self.unknown_fields.clone(),
-        })
+        };
+        if self.has_nested_cycle() {
+            crate::wire::guard_stack(clone)
+        } else {
+            clone()
+        }
     }
 }
 
@@ -6167,6 +6276,9 @@ impl std::fmt::Debug for OptionalProto {
 
 impl Drop for OptionalProto {
     fn drop(&mut self) {
+        if !self.has_nested_cycle() {
+            return;
+        }
         crate::wire::guard_stack(|| {
             drop(std::mem::take(&mut self.sequence_value));
             drop(std::mem::take(&mut self.optional_value));

@@ -108,7 +108,7 @@ impl SizeTable {
     }
 
     /// Computes, records and returns the size of embedded message `m` (one level deeper).
-    #[inline]
+    #[inline(always)]
     pub fn nested<M: Message>(&mut self, m: &M) -> u64 {
         let i = self.sizes.len();
         self.sizes.push(0);
