@@ -46,6 +46,11 @@ pub enum DecodeErrorKind {
         /// The budget in bytes.
         limit: u64,
     },
+    /// Memory for a copy of a tensor payload could not be allocated.
+    OutOfMemory {
+        /// The payload size.
+        size: u64,
+    },
 }
 
 impl fmt::Display for DecodeErrorKind {
@@ -75,6 +80,9 @@ impl fmt::Display for DecodeErrorKind {
                 f,
                 "parsed metadata would take more than max_metadata_bytes {limit} bytes of memory"
             ),
+            Self::OutOfMemory { size } => {
+                write!(f, "cannot allocate {size} bytes for a tensor payload")
+            }
         }
     }
 }

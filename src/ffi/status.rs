@@ -125,6 +125,7 @@ pub(crate) fn status_of(e: &Error) -> OnnxlStatus {
             DecodeErrorKind::RecursionLimit(_)
             | DecodeErrorKind::TensorTooLarge { .. }
             | DecodeErrorKind::MetadataLimit { .. } => OnnxlStatus::LimitExceeded,
+            DecodeErrorKind::OutOfMemory { .. } => OnnxlStatus::OutOfMemory,
             _ => OnnxlStatus::Parse,
         },
         Error::Io { source, .. } if source.kind() == std::io::ErrorKind::OutOfMemory => {
