@@ -1,12 +1,15 @@
 /* Option values a hostile or careless C caller can pass: thread counts far above the cap
  * (refused, no thread is started), and boolean fields holding a byte other than 0 or 1
  * (refused, naming the field; reading such a byte as a Rust `bool` would be undefined
- * behaviour). Also: onnxl_release_thread_pools() after parallel work.
+ * behaviour). Also: onnxl_release_thread_pools() after parallel work; models nested as deep as
+ * a parse accepts, and far deeper through the accessors, on a thread with a 256 KiB stack
+ * (serialize, parse, copy and free never overflow it; too deep is refused at serialize time).
  *
  * Usage: test_hardening MODEL.onnx TEMP_DIR */
 #define _POSIX_C_SOURCE 200809L
 
 #include <limits.h>
+#include <pthread.h>
 #include <sys/stat.h>
 
 #include "test_util.h"
@@ -115,6 +118,79 @@ static void test_boolean_fields_are_validated(void) {
   onnxl_model_proto_free(m);
 }
 
+/* A model whose graph nests `levels` graphs in attributes (graph -> node -> attribute -> graph),
+ * built with the accessors (no recursion on the caller's side). */
+static OnnxlModelProto *nested_model(int levels) {
+  OnnxlModelProto *m = onnxl_model_proto_new();
+  OnnxlGraphProto *g = onnxl_model_proto_mutable_graph(m);
+  for (int i = 0; i < levels; i++) {
+    OnnxlAttributeProto *a = onnxl_node_proto_add_attribute(onnxl_graph_proto_add_node(g));
+    g = onnxl_attribute_proto_mutable_g(a);
+  }
+  return m;
+}
+
+static void *deep_models_on_a_small_stack(void *unused) {
+  OnnxlModelProto *m, *copy, *back;
+  OnnxlBuffer *b = NULL, *b2 = NULL;
+  OnnxlParseOptions p = onnxl_parse_options_default();
+  (void)unused;
+
+  /* 333 levels: 1 + 3 x 333 = 1000 messages below the model, the most a parse accepts. */
+  m = nested_model(333);
+  CHECK_OK(onnxl_serialize_model(m, NULL, &b));
+  back = onnxl_model_proto_new();
+  CHECK_STATUS(onnxl_model_proto_parse_from_bytes(back, onnxl_buffer_data(b), onnxl_buffer_size(b), NULL),
+               ONNXL_STATUS_LIMIT_EXCEEDED, "recursion limit 100");
+  p.max_recursion_depth = 1000;
+  CHECK_OK(onnxl_model_proto_parse_from_bytes(back, onnxl_buffer_data(b), onnxl_buffer_size(b), &p));
+  copy = onnxl_model_proto_new();
+  CHECK_OK(onnxl_model_proto_copy_from(copy, back));
+  CHECK_OK(onnxl_serialize_model(copy, NULL, &b2));
+  CHECK(onnxl_buffer_size(b2) == onnxl_buffer_size(b));
+  CHECK(memcmp(onnxl_buffer_data(b2), onnxl_buffer_data(b), onnxl_buffer_size(b)) == 0);
+  onnxl_buffer_free(b2);
+  onnxl_buffer_free(b);
+  onnxl_model_proto_free(copy);
+  onnxl_model_proto_free(back);
+  onnxl_model_proto_free(m);
+
+  /* 334 levels (1003 messages deep): refused by every serializer, and still copied and freed. */
+  m = nested_model(334);
+  b = NULL;
+  CHECK_STATUS(onnxl_serialize_model(m, NULL, &b), ONNXL_STATUS_LIMIT_EXCEEDED, "nests messages");
+  CHECK(b == NULL);
+  CHECK_STATUS(onnxl_model_proto_serialize(m, NULL, &b), ONNXL_STATUS_LIMIT_EXCEEDED, "1000");
+  onnxl_model_proto_free(m);
+
+  /* 100 000 levels: serialize and save refuse it; copy, byte size and free do not overflow. */
+  m = nested_model(100000);
+  CHECK_STATUS(onnxl_serialize_model(m, NULL, &b), ONNXL_STATUS_LIMIT_EXCEEDED, "nests messages");
+  CHECK_STATUS(onnxl_save_model(m, test_path(tmp_dir, "deep.onnx"), NULL), ONNXL_STATUS_LIMIT_EXCEEDED,
+               "nests messages");
+  {
+    struct stat st;
+    CHECK(stat(test_path(tmp_dir, "deep.onnx"), &st) != 0); /* nothing was written */
+  }
+  copy = onnxl_model_proto_new();
+  CHECK_OK(onnxl_model_proto_copy_from(copy, m));
+  CHECK(onnxl_model_proto_byte_size(copy) == onnxl_model_proto_byte_size(m));
+  CHECK(onnxl_model_proto_byte_size(m) > 300000);
+  onnxl_model_proto_free(copy);
+  onnxl_model_proto_free(m);
+  return NULL;
+}
+
+static void test_deep_models_on_a_256k_stack(void) {
+  pthread_attr_t attr;
+  pthread_t t;
+  CHECK(pthread_attr_init(&attr) == 0);
+  CHECK(pthread_attr_setstacksize(&attr, 256 * 1024) == 0);
+  CHECK(pthread_create(&t, &attr, deep_models_on_a_small_stack, NULL) == 0);
+  CHECK(pthread_join(t, NULL) == 0);
+  pthread_attr_destroy(&attr);
+}
+
 int main(int argc, char **argv) {
   if (argc != 3) {
     fprintf(stderr, "usage: %s MODEL.onnx TEMP_DIR\n", argv[0]);
@@ -125,5 +201,6 @@ int main(int argc, char **argv) {
   mkdir(tmp_dir, 0777);
   RUN(test_thread_counts_are_capped);
   RUN(test_boolean_fields_are_validated);
+  RUN(test_deep_models_on_a_256k_stack);
   return test_summary("test_hardening");
 }

@@ -12862,10 +12862,24 @@ void onnxl_buffer_free(struct OnnxlBuffer *buffer);
 struct OnnxlTensorBufferOptions onnxl_tensor_buffer_options_default(void);
 
 /**
+ * Moves every tensor payload of at least `threshold` bytes into ONE new buffer whose start and
+ * every tensor offset are multiples of `alignment` (0/1 = packed; otherwise a power of two), and
+ * makes those tensors borrow from it (C++ `ConsolidateTensorsToBuffer`); the same as
+ * `onnxl_consolidate_tensors_to_buffer_with_options` with these two options.
+ *
+ * # Safety
+ * `model` NULL or a live handle used by no one else; `owner_out` NULL or writable.
+ */
+OnnxlStatus onnxl_consolidate_tensors_to_buffer(struct OnnxlModelProto *model,
+                                                uint64_t threshold,
+                                                uint64_t alignment,
+                                                const struct OnnxlOwner **owner_out);
+
+/**
  * Moves every tensor payload of at least `opts->raw_data_threshold` bytes into ONE new buffer
  * whose start and every tensor offset are multiples of `opts->alignment`, and makes those
- * tensors borrow from it (C++ `ConsolidateTensorsToBuffer`). Reaches every tensor of the
- * model. `opts` may be NULL (defaults: every tensor, packed).
+ * tensors borrow from it (C++ `ConsolidateTensorsToBuffer(model, TensorBufferOptions)`).
+ * Reaches every tensor of the model. `opts` may be NULL (defaults: every tensor, packed).
  *
  * Ownership: each consolidated tensor holds the buffer's owner token, so the buffer lives as
  * long as any of them. When `owner_out` is not NULL, a retained `OnnxlOwner` for the whole
@@ -12877,9 +12891,9 @@ struct OnnxlTensorBufferOptions onnxl_tensor_buffer_options_default(void);
  * `model` NULL or a live handle used by no one else; `opts` NULL or valid; `owner_out` NULL or
  * writable.
  */
-OnnxlStatus onnxl_consolidate_tensors_to_buffer(struct OnnxlModelProto *model,
-                                                const struct OnnxlTensorBufferOptions *opts,
-                                                const struct OnnxlOwner **owner_out);
+OnnxlStatus onnxl_consolidate_tensors_to_buffer_with_options(struct OnnxlModelProto *model,
+                                                             const struct OnnxlTensorBufferOptions *opts,
+                                                             const struct OnnxlOwner **owner_out);
 
 /**
  * The default conversion options (onnx's), with `struct_size` set.

@@ -2,9 +2,11 @@
 //! with an optional [`Owner`] token), [`ProtoString`] for proto2 `string`/`bytes` fields, and
 //! [`UnknownFields`] for fields this schema does not know.
 
+use std::ffi::c_void;
 use std::fmt;
 use std::ops::Deref;
-use std::sync::Arc;
+use std::ptr::NonNull;
+use std::sync::{Arc, OnceLock};
 
 /// Anything that can keep bytes alive: a memory map, a `Vec<u8>`, a caller's buffer.
 pub trait KeepAlive: Send + Sync + 'static {}
@@ -32,6 +34,8 @@ enum Repr {
         len: usize,
         owner: Option<Owner>,
     },
+    /// A C++ `std::string` that the C++ layer made of the bytes (see [`CxxString`]).
+    Cxx(CxxString),
 }
 
 /// Tensor payload bytes (`TensorProto.raw_data`): owned, or borrowed pointer + length with an
@@ -177,6 +181,7 @@ impl ByteSpan {
             // SAFETY: kept alive by `owner`, or by the caller for unowned spans (constructor
             // contract).
             Repr::Borrowed { ptr, len, .. } => unsafe { slice_or_empty(*ptr, *len) },
+            Repr::Cxx(s) => s.as_bytes(),
         }
     }
 
@@ -195,6 +200,7 @@ impl ByteSpan {
                     std::slice::from_raw_parts_mut(*ptr, *len)
                 }
             },
+            Repr::Cxx(s) => s.as_mut_bytes(),
             Repr::Borrowed { .. } => unreachable!("converted to owned above"),
         }
     }
@@ -205,6 +211,7 @@ impl ByteSpan {
         match &self.repr {
             Repr::Owned(v) => v.len(),
             Repr::OwnedRange { len, .. } | Repr::Borrowed { len, .. } => *len,
+            Repr::Cxx(s) => s.as_bytes().len(),
         }
     }
 
@@ -223,7 +230,7 @@ impl ByteSpan {
     /// range; `None` for a private buffer and for unowned borrowed bytes.
     pub fn owner(&self) -> Option<Owner> {
         match &self.repr {
-            Repr::Owned(_) => None,
+            Repr::Owned(_) | Repr::Cxx(_) => None,
             Repr::OwnedRange { arena, .. } => Some(arena.clone()),
             Repr::Borrowed { owner, .. } => owner.clone(),
         }
@@ -243,6 +250,9 @@ impl ByteSpan {
     /// for borrowed bytes without an owner: their lifetime is the caller's (see
     /// [`ByteSpan::from_raw_parts`]) and no token can extend it.
     pub fn share(&mut self) -> Option<Owner> {
+        if let Repr::Cxx(s) = &self.repr {
+            self.repr = Repr::Owned(s.as_bytes().to_vec());
+        }
         match &mut self.repr {
             Repr::Owned(v) => {
                 let shared = Arc::new(std::mem::take(v));
@@ -267,6 +277,7 @@ impl ByteSpan {
                 Some(owner)
             }
             Repr::Borrowed { owner, .. } => owner.clone(),
+            Repr::Cxx(_) => unreachable!("converted to owned above"),
         }
     }
 
@@ -303,7 +314,7 @@ impl Clone for ByteSpan {
     fn clone(&self) -> Self {
         match &self.repr {
             Repr::Owned(v) => Self::from_vec(v.clone()),
-            Repr::OwnedRange { .. } => Self::from_vec(self.as_slice().to_vec()),
+            Repr::OwnedRange { .. } | Repr::Cxx(_) => Self::from_vec(self.as_slice().to_vec()),
             Repr::Borrowed { ptr, len, owner } => Self {
                 repr: Repr::Borrowed {
                     ptr: *ptr,
@@ -350,7 +361,7 @@ impl From<&[u8]> for ByteSpan {
 impl fmt::Debug for ByteSpan {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let mode = match &self.repr {
-            Repr::Owned(_) | Repr::OwnedRange { .. } => "owned",
+            Repr::Owned(_) | Repr::OwnedRange { .. } | Repr::Cxx(_) => "owned",
             Repr::Borrowed { owner: Some(_), .. } => "borrowed+owner",
             Repr::Borrowed { owner: None, .. } => "borrowed",
         };
@@ -361,6 +372,9 @@ impl fmt::Debug for ByteSpan {
 /// Bytes stored inline in a [`ProtoString`] (no allocation): most ONNX names fit.
 pub(crate) const INLINE_CAPACITY: usize = 30;
 
+/// `repr(u8)`: the tag is the first byte and [`StrRepr::Cxx`]'s string pointer the second word,
+/// which the C++ layer reads directly (the layout table of the C++ classes records both).
+#[repr(u8)]
 enum StrRepr {
     Inline {
         len: u8,
@@ -375,6 +389,8 @@ enum StrRepr {
         /// Held only to keep the bytes alive.
         _owner: ThinOwner,
     },
+    /// A C++ `std::string` that the C++ layer made of the value (see [`CxxString`]).
+    Cxx(CxxString),
 }
 
 impl Clone for StrRepr {
@@ -391,6 +407,7 @@ impl Clone for StrRepr {
             Self::Shared { ptr, len, .. } => {
                 Self::Heap(unsafe { std::slice::from_raw_parts(*ptr, *len) }.into())
             }
+            Self::Cxx(s) => Self::Heap(s.as_bytes().into()),
         }
     }
 }
@@ -456,6 +473,17 @@ impl ProtoString {
         }
     }
 
+    /// [`ProtoString::from_bytes`], or an error when the copy cannot be allocated.
+    pub fn try_from_bytes(bytes: &[u8]) -> Result<Self, std::collections::TryReserveError> {
+        if bytes.len() <= INLINE_CAPACITY {
+            return Ok(Self::from_bytes(bytes));
+        }
+        let mut v = Vec::new();
+        v.try_reserve_exact(bytes.len())?;
+        v.extend_from_slice(bytes);
+        Ok(Self(StrRepr::Heap(v.into())))
+    }
+
     /// A string over `len` bytes at `ptr` that `owner` keeps alive (short values are copied
     /// inline instead).
     ///
@@ -483,6 +511,7 @@ impl ProtoString {
             // SAFETY: `from_owned_by`'s contract: the owner held here keeps the bytes alive and
             // unmodified.
             StrRepr::Shared { ptr, len, .. } => unsafe { std::slice::from_raw_parts(*ptr, *len) },
+            StrRepr::Cxx(s) => s.as_bytes(),
         }
     }
 
@@ -512,7 +541,9 @@ impl ProtoString {
     pub fn into_bytes(self) -> Vec<u8> {
         match self.0 {
             StrRepr::Heap(b) => b.into_vec(),
-            StrRepr::Inline { .. } | StrRepr::Shared { .. } => self.as_bytes().to_vec(),
+            StrRepr::Inline { .. } | StrRepr::Shared { .. } | StrRepr::Cxx(_) => {
+                self.as_bytes().to_vec()
+            }
         }
     }
 }
@@ -632,6 +663,14 @@ impl UnknownFields {
     pub fn len(&self) -> usize {
         self.as_bytes().len()
     }
+    /// [`UnknownFields::push_raw`], or an error (and no change) when the room for `bytes`
+    /// cannot be allocated.
+    pub fn try_push_raw(&mut self, bytes: &[u8]) -> Result<(), std::collections::TryReserveError> {
+        let v = self.0.get_or_insert_with(Default::default);
+        v.try_reserve(bytes.len())?;
+        v.extend_from_slice(bytes);
+        Ok(())
+    }
     /// Appends raw wire bytes (one or more complete fields).
     pub fn push_raw(&mut self, bytes: &[u8]) {
         self.0
@@ -647,6 +686,203 @@ impl UnknownFields {
 impl fmt::Debug for UnknownFields {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "UnknownFields({} bytes)", self.len())
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// C++ strings: what lets the C++ classes return `const std::string&` for a field.
+
+/// The C++ layer's functions on its `std::string` (registered once, at start-up, by
+/// `include/onnx_light.hpp` through `onnxl_cxx_init`).
+#[repr(C)]
+pub struct CxxStringOps {
+    /// `new std::string(data, len)`.
+    pub create: unsafe extern "C" fn(data: *const u8, len: usize) -> *mut c_void,
+    /// `delete s`.
+    pub destroy: unsafe extern "C" fn(s: *mut c_void),
+    /// `s->assign(data, len)`.
+    pub assign: unsafe extern "C" fn(s: *mut c_void, data: *const u8, len: usize),
+    /// `s->data()`.
+    pub data: unsafe extern "C" fn(s: *const c_void) -> *mut u8,
+    /// `s->size()`.
+    pub size: unsafe extern "C" fn(s: *const c_void) -> usize,
+}
+
+static CXX_STRING_OPS: OnceLock<&'static CxxStringOps> = OnceLock::new();
+
+/// Registers the C++ layer's string functions; the first registration wins (every copy of the
+/// header makes the same `std::string`s). Returns the functions in use.
+pub(crate) fn register_cxx_string_ops(ops: &'static CxxStringOps) -> &'static CxxStringOps {
+    CXX_STRING_OPS.get_or_init(|| ops)
+}
+
+fn cxx_ops() -> &'static CxxStringOps {
+    CXX_STRING_OPS
+        .get()
+        .expect("C++ strings exist only after the C++ layer registered its functions")
+}
+
+/// A heap `std::string` owned by a [`ProtoString`] or a [`ByteSpan`]: made by the C++ layer
+/// when a getter hands out `const std::string&` (protobuf's contract: the reference aliases the
+/// field), or adopted from C++ (`set_allocated_x`).
+#[repr(C)]
+pub(crate) struct CxxString(NonNull<c_void>);
+
+impl CxxString {
+    /// A new `std::string` holding a copy of `bytes`.
+    pub(crate) fn new(bytes: &[u8]) -> Self {
+        // SAFETY: `create` copies `bytes.len()` readable bytes.
+        let p = unsafe { (cxx_ops().create)(bytes.as_ptr(), bytes.len()) };
+        Self(NonNull::new(p).expect("std::string allocation"))
+    }
+
+    /// Takes ownership of a `std::string` made by the C++ layer (`new std::string`).
+    ///
+    /// # Safety
+    /// `p` is a live heap `std::string` that nothing else owns.
+    pub(crate) unsafe fn adopt(p: NonNull<c_void>) -> Self {
+        Self(p)
+    }
+
+    /// The `std::string`, for the C++ layer.
+    pub(crate) fn as_ptr(&self) -> *mut c_void {
+        self.0.as_ptr()
+    }
+
+    /// Gives up ownership: the caller deletes the `std::string`.
+    pub(crate) fn into_raw(self) -> *mut c_void {
+        std::mem::ManuallyDrop::new(self).0.as_ptr()
+    }
+
+    fn as_bytes(&self) -> &[u8] {
+        let ops = cxx_ops();
+        // SAFETY: the string is live while `self` is; `data()` points at `size()` bytes.
+        unsafe { slice_or_empty((ops.data)(self.as_ptr()), (ops.size)(self.as_ptr())) }
+    }
+
+    fn as_mut_bytes(&mut self) -> &mut [u8] {
+        let ops = cxx_ops();
+        // SAFETY: as `as_bytes`, borrowed exclusively; `data()` of a non-const string is writable.
+        unsafe {
+            let (p, n) = ((ops.data)(self.as_ptr()), (ops.size)(self.as_ptr()));
+            if n == 0 {
+                &mut []
+            } else {
+                std::slice::from_raw_parts_mut(p, n)
+            }
+        }
+    }
+
+    fn assign(&mut self, bytes: &[u8]) {
+        // SAFETY: live string, exclusive; `assign` copies (and copes with overlap).
+        unsafe { (cxx_ops().assign)(self.as_ptr(), bytes.as_ptr(), bytes.len()) }
+    }
+}
+
+impl Drop for CxxString {
+    fn drop(&mut self) {
+        // SAFETY: the string is owned by `self` and dropped once.
+        unsafe { (cxx_ops().destroy)(self.as_ptr()) }
+    }
+}
+
+// SAFETY: a `std::string` is plain owned memory, usable from any thread; shared access reads.
+unsafe impl Send for CxxString {}
+// SAFETY: see `Send`.
+unsafe impl Sync for CxxString {}
+
+/// Tag of `StrRepr::Cxx`, the first byte of a converted [`ProtoString`] (the C++ layer reads
+/// it; `cxx_layout` tests record it).
+pub const CXX_STRING_TAG: u8 = 3;
+
+impl ProtoString {
+    /// The `std::string` of a value the C++ layer already converted.
+    #[inline]
+    pub(crate) fn cxx_ptr(&self) -> Option<*mut c_void> {
+        match &self.0 {
+            StrRepr::Cxx(s) => Some(s.as_ptr()),
+            _ => None,
+        }
+    }
+
+    /// Converts the value in place into a `std::string` (once) and returns it. The string's
+    /// address is written before the tag that makes it visible, with release ordering, so a C++
+    /// reader that loads the tag with acquire ordering and sees [`CXX_STRING_TAG`] may read it;
+    /// concurrent converters must be serialized by the caller.
+    pub(crate) fn make_cxx(&mut self) -> *mut c_void {
+        if let Some(p) = self.cxx_ptr() {
+            return p;
+        }
+        let s = CxxString::new(self.as_bytes()).into_raw();
+        let me: *mut Self = self;
+        // SAFETY: `old` takes over the previous value (dropped below, after the bytes of `self`
+        // were overwritten, so it is dropped exactly once). `StrRepr` is `repr(u8)`: a `Cxx`
+        // value is the tag byte then, at offset 8, the `CxxString` pointer (checked by the
+        // `cxx_string_layout` test), so the two writes make a valid `Cxx` value.
+        unsafe {
+            let old = std::ptr::read(me);
+            me.cast::<u8>().add(8).cast::<*mut c_void>().write(s);
+            std::sync::atomic::AtomicU8::from_ptr(me.cast::<u8>())
+                .store(CXX_STRING_TAG, std::sync::atomic::Ordering::Release);
+            drop(old);
+        }
+        s
+    }
+
+    /// Replaces the value with a copy of `bytes`, inside the same `std::string` when it has one
+    /// (C++ references to the field see the new value, as with protobuf).
+    pub(crate) fn assign(&mut self, bytes: &[u8]) {
+        match &mut self.0 {
+            StrRepr::Cxx(s) => s.assign(bytes),
+            _ => self.set_bytes(bytes),
+        }
+    }
+
+    /// A value that owns the `std::string` `s` (C++ `set_allocated_x`).
+    pub(crate) fn from_cxx(s: CxxString) -> Self {
+        Self(StrRepr::Cxx(s))
+    }
+
+    /// The value as a heap `std::string` the caller owns (C++ `release_x`).
+    pub(crate) fn into_cxx(self) -> *mut c_void {
+        match self.0 {
+            StrRepr::Cxx(s) => s.into_raw(),
+            _ => CxxString::new(self.as_bytes()).into_raw(),
+        }
+    }
+}
+
+impl ByteSpan {
+    /// Converts the bytes into a `std::string` (copying them, once) and returns it.
+    pub(crate) fn make_cxx(&mut self) -> *mut c_void {
+        if let Repr::Cxx(s) = &self.repr {
+            return s.as_ptr();
+        }
+        let s = CxxString::new(self.as_slice());
+        let p = s.as_ptr();
+        self.repr = Repr::Cxx(s);
+        p
+    }
+
+    /// Replaces the bytes with a copy of `bytes`, inside the same `std::string` when it has one.
+    pub(crate) fn assign(&mut self, bytes: &[u8]) {
+        match &mut self.repr {
+            Repr::Cxx(s) => s.assign(bytes),
+            _ => *self = Self::from_vec(bytes.to_vec()),
+        }
+    }
+
+    /// Bytes that own the `std::string` `s`.
+    pub(crate) fn from_cxx(s: CxxString) -> Self {
+        Self { repr: Repr::Cxx(s) }
+    }
+
+    /// The bytes as a heap `std::string` the caller owns.
+    pub(crate) fn into_cxx(self) -> *mut c_void {
+        match self.repr {
+            Repr::Cxx(s) => s.into_raw(),
+            _ => CxxString::new(self.as_slice()).into_raw(),
+        }
     }
 }
 

@@ -46,10 +46,11 @@ pub enum DecodeErrorKind {
         /// The budget in bytes.
         limit: u64,
     },
-    /// Memory for a copy of a tensor payload could not be allocated.
+    /// An allocation sized by the input failed (the process is out of memory or address
+    /// space); converted to [`Error::OutOfMemory`].
     OutOfMemory {
-        /// The payload size.
-        size: u64,
+        /// The size asked for.
+        bytes: u64,
     },
 }
 
@@ -80,9 +81,7 @@ impl fmt::Display for DecodeErrorKind {
                 f,
                 "parsed metadata would take more than max_metadata_bytes {limit} bytes of memory"
             ),
-            Self::OutOfMemory { size } => {
-                write!(f, "cannot allocate {size} bytes for a tensor payload")
-            }
+            Self::OutOfMemory { bytes } => write!(f, "cannot allocate {bytes} bytes"),
         }
     }
 }
@@ -250,6 +249,9 @@ pub enum Error {
 
 impl From<Box<DecodeError>> for Error {
     fn from(e: Box<DecodeError>) -> Self {
+        if matches!(e.kind, DecodeErrorKind::OutOfMemory { .. }) {
+            return Error::OutOfMemory(e.to_string());
+        }
         Error::Decode(e)
     }
 }

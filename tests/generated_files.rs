@@ -166,3 +166,14 @@ fn every_handle_and_callback_states_its_thread_safety() {
         "no `Thread safety:` statement in the doc comment of: {missing:?}"
     );
 }
+
+/// The layout table of the C++ classes (`codegen/cxx_layout.txt`, read by the code generator
+/// to write `include/onnx_light.hpp`) is this build's: same sizes, offsets and representations.
+/// After a change of the message structs, regenerate it, then run the code generator again.
+#[test]
+fn cxx_layout_table_is_up_to_date() {
+    let text = onnx_light::ffi::cxx_messages::layout_text();
+    if let Some(stale) = check("codegen/cxx_layout.txt", &text) {
+        panic!("{stale}");
+    }
+}

@@ -6,7 +6,11 @@
 //!   the metadata budget (`MetadataLimit`) well within 1.5 GiB of address space;
 //! - a 4 GiB model file loaded under a 1 GiB limit (copy and buffered modes): the bulk
 //!   allocation fails cleanly as `Error::OutOfMemory`;
-//! - the same limit when serializing a model whose size does not fit: `OutOfMemory`.
+//! - the same limit when serializing a model whose size does not fit: `OutOfMemory`;
+//! - allocations sized by the input in the middle of a parse, under a 640 MiB limit, each with
+//!   an input the metadata budget lets through: a packed varint field of 100 million values
+//!   (800 MB of elements), a 400 MB unknown field, a 400 MB string copied (`skip_raw_data`
+//!   loads do not share strings with the input): `OutOfMemory` naming the field and offset.
 
 mod common;
 
@@ -98,6 +102,14 @@ fn oom_child() {
                 &onnx_light::SerializeOptions::default(),
             ))
         }
+        "packed_varints" | "unknown_field" | "long_string" => {
+            let opts = ParseOptions {
+                skip_raw_data: case == "long_string",
+                ..Default::default()
+            };
+            limit_address_space(640 << 20);
+            outcome(onnx_light::load_model(&path, &opts))
+        }
         other => panic!("unknown case {other}"),
     };
     println!("RESULT: {result}");
@@ -151,6 +163,63 @@ fn a_file_larger_than_the_address_space_is_out_of_memory() {
     }
     let r = run_child("huge_serialize", &dir.0);
     assert!(r.starts_with("OUT_OF_MEMORY"), "huge_serialize: {r}");
+}
+
+/// Writes `head`, then `n` bytes of `fill`, to `path` as the length-delimited field `field`
+/// (the body streamed: nothing of size `n` is held in memory).
+fn write_big_field(path: &std::path::Path, head: &[u8], field: u32, n: usize, fill: u8) {
+    use std::io::Write;
+    let mut f = std::io::BufWriter::new(std::fs::File::create(path).unwrap());
+    f.write_all(head).unwrap();
+    let mut prefix = Vec::new();
+    onnx_light::wire::put_varint(&mut prefix, onnx_light::wire::tag(field, 2) as u64);
+    onnx_light::wire::put_varint(&mut prefix, n as u64);
+    f.write_all(&prefix).unwrap();
+    let chunk = vec![fill; 1 << 20];
+    for _ in 0..n / chunk.len() {
+        f.write_all(&chunk).unwrap();
+    }
+    f.write_all(&chunk[..n % chunk.len()]).unwrap();
+    f.flush().unwrap();
+}
+
+#[test]
+fn allocations_sized_by_the_input_fail_cleanly_mid_parse() {
+    let dir = common::TempDir::new("oom-mid-parse");
+    let path = dir.path("input.onnx");
+    // ModelProto.graph (7) -> GraphProto.initializer (5) -> TensorProto.int64_data (7, packed):
+    // 100 million one-byte varints.
+    let n = 100_000_000;
+    let tensor_len = 1 + onnx_light::wire::varint_len(n as u64) as usize + n;
+    let init_len = 1 + onnx_light::wire::varint_len(tensor_len as u64) as usize + tensor_len;
+    let mut head = Vec::new();
+    onnx_light::wire::put_varint(&mut head, onnx_light::wire::tag(7, 2) as u64);
+    onnx_light::wire::put_varint(&mut head, init_len as u64);
+    onnx_light::wire::put_varint(&mut head, onnx_light::wire::tag(5, 2) as u64);
+    onnx_light::wire::put_varint(&mut head, tensor_len as u64);
+    write_big_field(&path, &head, 7, n, 1);
+    let r = run_child("packed_varints", &dir.0);
+    assert!(r.starts_with("OUT_OF_MEMORY"), "packed_varints: {r}");
+    assert!(
+        r.contains("800000000 bytes") && r.contains("int64_data"),
+        "{r}"
+    );
+
+    // An unknown field (number 100) of 400 MB in a ModelProto.
+    write_big_field(&path, &[], 100, 400 << 20, 0);
+    let r = run_child("unknown_field", &dir.0);
+    assert!(r.starts_with("OUT_OF_MEMORY"), "unknown_field: {r}");
+    let field_len = onnx_light::wire::varint_len(onnx_light::wire::tag(100, 2) as u64)
+        + onnx_light::wire::varint_len(400 << 20)
+        + (400 << 20);
+    assert!(r.contains(&format!("{field_len} bytes")), "{r}");
+
+    // ModelProto.doc_string (6) of 400 MB.
+    write_big_field(&path, &[], 6, 400 << 20, b'x');
+    let r = run_child("long_string", &dir.0);
+    assert!(r.starts_with("OUT_OF_MEMORY"), "long_string: {r}");
+    assert!(r.contains("doc_string"), "{r}");
+    std::fs::remove_file(&path).unwrap();
 }
 
 #[test]

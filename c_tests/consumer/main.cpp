@@ -1,9 +1,10 @@
-// Consumer of the installed onnx_light package (C++17 wrapper, static library): prints a model
-// summary and round-trips it in memory.
+// Consumer of the installed onnx_light package (C++ API through the protobuf drop-in header,
+// static library): prints a model summary and round-trips it in memory. The project sets no C++
+// standard: the imported target requires C++17 itself.
 #include <iostream>
 #include <string>
 
-#include <onnx_light.hpp>
+#include <onnx_light/onnx_pb.h>
 
 int main(int argc, char** argv) {
   if (argc != 2) {
@@ -15,11 +16,14 @@ int main(int argc, char** argv) {
     const auto& graph = model.graph();
     std::cout << "consumer_static_cpp (onnx_light " << onnxl_version() << ", static): " << argv[1] << ": graph "
               << graph.name() << ": " << graph.node_size() << " nodes:";
-    for (int i = 0; i < graph.node_size(); ++i) {
-      std::cout << ' ' << graph.node(i).op_type();
+    for (const onnx::NodeProto& node : graph.node()) {
+      std::cout << ' ' << node.op_type().c_str();
     }
-    onnx_light::ModelProto again;
-    again.ParseFromString(model.SerializeAsString());
+    onnx::ModelProto again;
+    if (!again.ParseFromString(model.SerializeAsString())) {
+      std::cerr << "ParseFromString failed\n";
+      return 1;
+    }
     const bool same = again.SerializeAsString() == model.SerializeAsString();
     std::cout << "; round trip " << (same ? "identical" : "DIFFERENT") << "\n";
     return same ? 0 : 1;

@@ -134,6 +134,47 @@ void aliasing() {
   out("container types: nodes=%d name=%s dims=%d:%lld inputs=%d:%s", const_nodes.size(), const_nodes.Get(0).name().c_str(),
       const_dims.size(), static_cast<long long>(const_dims.Get(0)), const_inputs.size(), const_inputs.Get(0).c_str());
 
+  // More container and message operations code reaches for.
+  onnx::GraphProto more;
+  onnx::NodeProto* owned = new onnx::NodeProto;
+  owned->set_name("allocated");
+  more.mutable_node()->AddAllocated(owned);  // the field owns it (its address may change)
+  more.add_node()->set_name("last");
+  onnx::NodeProto* last = more.mutable_node()->ReleaseLast();
+  out("AddAllocated/ReleaseLast: size=%d [0]=%s released=%s", more.node_size(), more.node(0).name().c_str(),
+      last->name().c_str());
+  delete last;
+  onnx::TensorProto shape;
+  for (int64_t d : {2, 3, 4, 5}) shape.add_dims(d);
+  *shape.mutable_dims()->Add() = 6;
+  shape.mutable_dims()->Truncate(3);
+  shape.mutable_dims()->Resize(5, 9);
+  std::string dims_text;
+  for (int64_t d : shape.dims()) dims_text += std::to_string(d) + ",";
+  out("RepeatedField Add()/Truncate/Resize: %s", dims_text.c_str());
+  onnx::NodeProto left;
+  left.set_name("left");
+  onnx::NodeProto right;
+  right.set_name("right");
+  right.add_input("r");
+  {
+    using std::swap;
+    swap(left, right);
+  }
+  out("swap: left=%s:%d right=%s:%d", left.name().c_str(), left.input_size(), right.name().c_str(), right.input_size());
+  onnx::GraphProto donor;
+  donor.set_name("donor");
+  donor.add_node()->set_op_type("Abs");
+  onnx::ModelProto target;
+  *target.mutable_graph() = std::move(donor);
+  out("move-assign into mutable_graph: name=%s nodes=%d", target.graph().name().c_str(), target.graph().node_size());
+  const std::string one_node = target.graph().node(0).SerializeAsString();
+  onnx::NodeProto merged_node;
+  merged_node.add_input("a");
+  const bool merged_ok = merged_node.MergeFromString(one_node);
+  out("MergeFromString=%d inputs=%d op=%s", static_cast<int>(merged_ok), merged_node.input_size(),
+      merged_node.op_type().c_str());
+
   // Oneof: switching the member clears the previous one.
   onnx::TypeProto type;
   type.mutable_tensor_type()->set_elem_type(1);
@@ -216,6 +257,20 @@ void parse_and_serialize() {
     accepted.push_back(p.ParseFromArray(small.data(), static_cast<int>(len)) ? '1' : '0');
   }
   out("prefixes of %zu bytes accepted: %s", small.size(), accepted.c_str());
+
+  // Nesting depth: protobuf refuses input nested deeper than its recursion limit (100).
+  std::string depths;
+  for (int levels = 46; levels <= 52; ++levels) {
+    onnx::TypeProto root;
+    onnx::TypeProto* inner = &root;
+    for (int i = 0; i < levels; ++i) inner = inner->mutable_sequence_type()->mutable_elem_type();
+    inner->mutable_tensor_type()->set_elem_type(1);
+    const std::string nested = root.SerializeAsString();
+    onnx::TypeProto parsed;
+    const bool accepted = parsed.ParseFromString(nested);
+    depths += std::to_string(levels) + (accepted ? ":ok " : ":refused ");
+  }
+  out("nested TypeProto.sequence_type levels %s", depths.c_str());
 
   onnx::ModelProto text = small_model();
   out("DebugString:\n%s", text.DebugString().c_str());

@@ -464,6 +464,10 @@ class Gen:
         lines += [
             f"copy.set_allocated_{n}(released);",
             f'out("{label} set_allocated has=%d same=%d", static_cast<int>(copy.has_{n}()), static_cast<int>(&copy.{n}() == released));',
+            "// The message now owns `released`; writes through the pointer are writes to the field.",
+            "released->Clear();",
+            "::compat::fill(released, 0);",
+            f'out("{label} written through the adopted pointer: sub=%zu", copy.{n}().ByteSizeLong());',
             f"copy.set_allocated_{n}(nullptr);",
             f'out("{label} set_allocated(null) has=%d", static_cast<int>(copy.has_{n}()));',
             f"m.clear_{n}();",

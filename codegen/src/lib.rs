@@ -3,7 +3,8 @@
 //! - `src/proto/generated.rs`: the message structs, their decode/size/encode code and accessors;
 //! - `src/ffi/accessors.rs`: the C handles and per-field `extern "C"` accessors (read by cbindgen
 //!   to write `include/onnx_light.h`);
-//! - `include/onnx_light.hpp`: the header-only C++ wrapper over the C ABI;
+//! - `src/ffi/cxx_messages.rs` and `include/onnx_light.hpp` (+ `include/onnx_light/onnx_pb.h`):
+//!   the C++ message classes (protobuf's generated-code contract) and the onnx_light C++ API;
 //! - `python/src/generated.rs`: the message classes of the Python package.
 //!
 //! The output is deterministic; a test in onnx_light compares it with the checked-in files.
@@ -14,7 +15,8 @@ pub mod schema;
 
 mod c_accessors;
 mod c_walker;
-mod cpp_wrapper;
+mod cpp_classes;
+pub mod cxx_rust;
 mod python_bindings;
 mod rust_messages;
 
@@ -23,7 +25,20 @@ pub fn generate_all() -> Vec<(&'static str, String)> {
     vec![
         ("src/proto/generated.rs", rust_messages::generate()),
         ("src/ffi/accessors.rs", c_accessors::generate()),
-        ("include/onnx_light.hpp", cpp_wrapper::generate()),
+        // Written from the layout table: while that table is stale (the message structs changed),
+        // the header is a stub that says so, and the other files are still written, so that
+        // the library can be built and the table regenerated (scripts/regenerate.sh).
+        (
+            "include/onnx_light.hpp",
+            std::panic::catch_unwind(cpp_classes::generate).unwrap_or_else(|_| {
+                "#error \"codegen/cxx_layout.txt is stale: run scripts/regenerate.sh\"\n".into()
+            }),
+        ),
+        (
+            "include/onnx_light/onnx_pb.h",
+            cpp_classes::generate_compat(),
+        ),
+        ("src/ffi/cxx_messages.rs", cxx_rust::generate()),
         ("c_tests/generated/walk_copy.c", c_walker::generate()),
         ("python/src/generated.rs", python_bindings::generate()),
         (
@@ -139,6 +154,57 @@ pub fn varint_bytes(mut v: u64) -> Vec<u8> {
     }
     out.push(v as u8);
     out
+}
+
+/// The sub-message fields that close a cycle of the schema's message graph, as
+/// `(message, field)`: the back edges of a depth-first search from `ModelProto`, then from
+/// every other message in schema order (so the fields that close a cycle are the rare ones,
+/// such as `AttributeProto.g`, not `NodeProto.attribute`). Every cycle holds one, so code that recurses over messages and guards its stack at
+/// these fields (see `wire::stack`) recurses along acyclic paths only between two guards.
+pub fn cycle_fields() -> Vec<(&'static str, &'static str)> {
+    use schema::{Kind, MESSAGES, MessageDef};
+    #[derive(Clone, Copy, PartialEq)]
+    enum State {
+        New,
+        Open,
+        Done,
+    }
+    fn index(name: &str) -> usize {
+        MESSAGES
+            .iter()
+            .position(|m| m.name == name)
+            .expect("known message")
+    }
+    fn visit(i: usize, state: &mut [State], out: &mut Vec<(&'static str, &'static str)>) {
+        state[i] = State::Open;
+        let m: &MessageDef = &MESSAGES[i];
+        for f in m.fields {
+            let Kind::Message(t) = f.kind else { continue };
+            let j = index(t);
+            match state[j] {
+                State::Open => out.push((m.name, f.name)),
+                State::New => visit(j, state, out),
+                State::Done => {}
+            }
+        }
+        state[i] = State::Done;
+    }
+    let mut state = vec![State::New; MESSAGES.len()];
+    let mut out = Vec::new();
+    let roots = std::iter::once(index("ModelProto")).chain(0..MESSAGES.len());
+    for i in roots {
+        if state[i] == State::New {
+            visit(i, &mut state, &mut out);
+        }
+    }
+    out
+}
+
+/// True when field `field` of message `message` closes a cycle (see [`cycle_fields`]).
+pub fn is_cycle_field(message: &str, field: &str) -> bool {
+    cycle_fields()
+        .iter()
+        .any(|&(m, f)| m == message && f == field)
 }
 
 #[cfg(test)]

@@ -3,25 +3,23 @@
 use std::fmt::Write;
 
 use crate::schema::{FieldDef, Kind, Label, MESSAGES, MessageDef};
-use crate::{camel, inline_list_capacity, oneofs, proto_decl, rust_type_name, varint_bytes};
+use crate::{
+    camel, cycle_fields, inline_list_capacity, is_cycle_field, oneofs, proto_decl, rust_type_name,
+    varint_bytes,
+};
 
 /// Repeated message fields whose elements may be parsed ahead of time, in parallel.
 const PARALLEL_FIELDS: &[(&str, &str)] = &[("GraphProto", "initializer")];
 
-/// Sub-message fields stored inline (`Option<T>`, or `T` in a oneof case) instead of boxed: small
-/// messages that real models set in nearly every instance of their parent (every graph input,
-/// output and value_info has a type, every tensor type a shape), so a `Box` would cost one
-/// allocation each. Inline fields must not form a cycle (a struct cannot contain itself);
-/// `inline_fields_are_acyclic` checks that. Every other sub-message is boxed.
-const INLINE_MESSAGE_FIELDS: &[(&str, &str)] = &[
-    ("ValueInfoProto", "type"),
-    ("TypeProto", "tensor_type"),
-    ("TypeProto.Tensor", "shape"),
-    ("TypeProto.SparseTensor", "shape"),
-];
+/// Sub-message fields stored inline (`Option<T>`, or `T` in a oneof case) instead of boxed.
+/// None: every sub-message is boxed, so that its address is its identity for the life of the
+/// value (protobuf C++'s contract: `set_allocated_x(p)` makes `p` the field, `mutable_x()` keeps
+/// returning it), which the C++ classes, whose objects are these structs, rely on. Inline fields
+/// must not form a cycle (a struct cannot contain itself); `inline_fields_are_acyclic` checks that.
+const INLINE_MESSAGE_FIELDS: &[(&str, &str)] = &[];
 
 /// True when sub-message field `f` of `m` is stored in a `Box`.
-fn boxed(m: &MessageDef, f: &FieldDef) -> bool {
+pub(crate) fn boxed(m: &MessageDef, f: &FieldDef) -> bool {
     !INLINE_MESSAGE_FIELDS.contains(&(m.name, f.name))
 }
 
@@ -153,7 +151,7 @@ fn read_scalar(k: Kind) -> String {
     }
 }
 
-fn oneof_enum_name(m: &MessageDef, oneof: &str) -> String {
+pub(crate) fn oneof_enum_name(m: &MessageDef, oneof: &str) -> String {
     format!("{}{}", rust_type_name(m.name), camel(oneof))
 }
 
@@ -167,7 +165,7 @@ pub fn generate() -> String {
          use crate::bytes::{ByteSpan, ProtoString, UnknownFields};\n\
          use crate::error::DecodeError;\n\
          use crate::proto::{InlineVec, Message, RepeatedField};\n\
-         use crate::wire::{Reader, SizeCursor, Sink, len_delimited_size, put_varint, varint_len};\n\n",
+         use crate::wire::{Reader, SizeCursor, SizeTable, Sink, len_delimited_size, put_varint, varint_len};\n\n",
     );
     for m in MESSAGES {
         gen_struct(&mut o, m);
@@ -243,14 +241,19 @@ fn gen_tensor_visitors(o: &mut String) {
                     writeln!(o, "            v.visit_tensors{suffix}(f);\n        }}").unwrap();
                     continue;
                 }
+                let visit = if is_cycle_field(m.name, fd.name) {
+                    format!("crate::wire::guard_stack(|| v.visit_tensors{suffix}(f))")
+                } else {
+                    format!("v.visit_tensors{suffix}(f)")
+                };
                 match fd.label {
                     Label::Optional => {
                         writeln!(o, "        if let Some(v) = {refm}self.{name} {{").unwrap();
-                        writeln!(o, "            v.visit_tensors{suffix}(f);\n        }}").unwrap();
+                        writeln!(o, "            {visit};\n        }}").unwrap();
                     }
                     Label::Repeated => {
                         writeln!(o, "        for v in {refm}self.{name} {{").unwrap();
-                        writeln!(o, "            v.visit_tensors{suffix}(f);\n        }}").unwrap();
+                        writeln!(o, "            {visit};\n        }}").unwrap();
                     }
                 }
             }
@@ -288,7 +291,12 @@ fn gen_dispatch(o: &mut String) {
 fn gen_struct(o: &mut String, m: &MessageDef) {
     let rn = rust_type_name(m.name);
     writeln!(o, "/// `onnx.{}`.", m.name).unwrap();
-    writeln!(o, "#[derive(Clone, Debug, Default, PartialEq)]").unwrap();
+    if has_cycle_fields(m) {
+        // Clone, PartialEq, Debug and Drop guard the stack (see gen_guarded_traits).
+        writeln!(o, "#[derive(Default)]").unwrap();
+    } else {
+        writeln!(o, "#[derive(Clone, Debug, Default, PartialEq)]").unwrap();
+    }
     writeln!(o, "pub struct {rn} {{").unwrap();
     let mut done_oneofs: Vec<&str> = Vec::new();
     for f in m.fields {
@@ -347,6 +355,114 @@ fn gen_struct(o: &mut String, m: &MessageDef) {
     }
     writeln!(o, "            unknown_fields: UnknownFields::new(),").unwrap();
     writeln!(o, "        }}\n    }}\n}}\n").unwrap();
+    if has_cycle_fields(m) {
+        gen_guarded_traits(o, m);
+    }
+}
+
+/// True when `m` holds a field that closes a cycle of the schema.
+fn has_cycle_fields(m: &MessageDef) -> bool {
+    cycle_fields().iter().any(|&(owner, _)| owner == m.name)
+}
+
+/// The struct members of `m` in declaration order, as (Rust name, name shown by `Debug`).
+fn struct_members(m: &MessageDef) -> Vec<(String, &'static str)> {
+    let mut out: Vec<(String, &'static str)> = Vec::new();
+    for f in m.fields {
+        match f.oneof {
+            Some(oneof) if out.iter().any(|(n, _)| n == oneof) => {}
+            Some(oneof) => out.push((oneof.to_string(), oneof)),
+            None => out.push((rust_field_name(f), plain_name(f))),
+        }
+    }
+    out.push(("unknown_fields".to_string(), "unknown_fields"));
+    out
+}
+
+/// `Clone`, `PartialEq`, `Debug` (as derived) and `Drop` of a message holding a field that
+/// closes a cycle: each runs under `guard_stack`, so a chain of nested messages of any length
+/// is cloned, compared, formatted and dropped without overflowing the stack. `Drop` takes the
+/// cycle fields out and drops them inside the guard (the rest goes with the drop glue).
+fn gen_guarded_traits(o: &mut String, m: &MessageDef) {
+    let rn = rust_type_name(m.name);
+    let members = struct_members(m);
+    // The guard costs a thread-local read: Clone and Drop skip it when no cycle field is set.
+    let nested: Vec<String> = m
+        .fields
+        .iter()
+        .filter(|f| is_cycle_field(m.name, f.name))
+        .map(|f| match f.label {
+            Label::Optional => format!("self.{}.is_some()", rust_field_name(f)),
+            Label::Repeated => format!("!self.{}.is_empty()", rust_field_name(f)),
+        })
+        .collect();
+    writeln!(o, "impl {rn} {{").unwrap();
+    writeln!(
+        o,
+        "    /// True when a field that closes a cycle of the schema is set."
+    )
+    .unwrap();
+    writeln!(o, "    #[inline]").unwrap();
+    writeln!(o, "    fn has_nested_cycle(&self) -> bool {{").unwrap();
+    writeln!(o, "        {}", nested.join(" || ")).unwrap();
+    writeln!(o, "    }}\n}}\n").unwrap();
+
+    writeln!(o, "impl Clone for {rn} {{").unwrap();
+    writeln!(o, "    fn clone(&self) -> Self {{").unwrap();
+    writeln!(o, "        let clone = || Self {{").unwrap();
+    for (name, _) in &members {
+        writeln!(o, "            {name}: self.{name}.clone(),").unwrap();
+    }
+    writeln!(o, "        }};").unwrap();
+    writeln!(
+        o,
+        "        if self.has_nested_cycle() {{\n            crate::wire::guard_stack(clone)\n        }} else {{\n            clone()\n        }}"
+    )
+    .unwrap();
+    writeln!(o, "    }}\n}}\n").unwrap();
+
+    writeln!(o, "impl PartialEq for {rn} {{").unwrap();
+    writeln!(o, "    fn eq(&self, other: &Self) -> bool {{").unwrap();
+    writeln!(o, "        crate::wire::guard_stack(|| {{").unwrap();
+    let eqs: Vec<String> = members
+        .iter()
+        .map(|(name, _)| format!("self.{name} == other.{name}"))
+        .collect();
+    writeln!(o, "            {}", eqs.join("\n                && ")).unwrap();
+    writeln!(o, "        }})\n    }}\n}}\n").unwrap();
+
+    writeln!(o, "impl std::fmt::Debug for {rn} {{").unwrap();
+    writeln!(
+        o,
+        "    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {{"
+    )
+    .unwrap();
+    writeln!(o, "        crate::wire::guard_stack(|| {{").unwrap();
+    writeln!(o, "            f.debug_struct(\"{rn}\")").unwrap();
+    for (name, shown) in &members {
+        writeln!(o, "                .field(\"{shown}\", &self.{name})").unwrap();
+    }
+    writeln!(o, "                .finish()\n        }})\n    }}\n}}\n").unwrap();
+
+    writeln!(o, "impl Drop for {rn} {{").unwrap();
+    writeln!(o, "    fn drop(&mut self) {{").unwrap();
+    writeln!(
+        o,
+        "        if !self.has_nested_cycle() {{\n            return;\n        }}"
+    )
+    .unwrap();
+    writeln!(o, "        crate::wire::guard_stack(|| {{").unwrap();
+    for f in m.fields.iter().filter(|f| is_cycle_field(m.name, f.name)) {
+        assert!(
+            f.oneof.is_none(),
+            "cycle field {}.{} in a oneof",
+            m.name,
+            f.name
+        );
+        let name = rust_field_name(f);
+        writeln!(o, "            drop(std::mem::take(&mut self.{name}));").unwrap();
+    }
+    writeln!(o, "        }})\n    }}\n}}\n").unwrap();
 }
 
 fn gen_oneof_enums(o: &mut String, m: &MessageDef) {
@@ -401,7 +517,7 @@ fn gen_codec(o: &mut String, m: &MessageDef) {
     // ---- size
     writeln!(
         o,
-        "    fn compute_size(&self, sizes: &mut Vec<u64>) -> u64 {{"
+        "    fn compute_size(&self, sizes: &mut SizeTable) -> u64 {{"
     )
     .unwrap();
     writeln!(
@@ -447,6 +563,25 @@ fn at(f: &FieldDef, index: Option<&str>) -> String {
     }
 }
 
+/// The call reading sub-message field `f` of `m` into `slot` (stack-guarded when `f` closes a
+/// cycle of the schema).
+fn read_message(m: &MessageDef, f: &FieldDef, slot: &str) -> String {
+    if is_cycle_field(m.name, f.name) {
+        format!("crate::wire::guard_stack(|| r.read_message({slot}))")
+    } else {
+        format!("r.read_message({slot})")
+    }
+}
+
+/// The call encoding sub-message `v` of field `f` of `m` (stack-guarded when `f` closes a cycle).
+fn encode_message(m: &MessageDef, f: &FieldDef, v: &str) -> String {
+    if is_cycle_field(m.name, f.name) {
+        format!("crate::wire::guard_stack(|| {v}.encode_to(s, c))")
+    } else {
+        format!("{v}.encode_to(s, c)")
+    }
+}
+
 fn gen_decode_arms(o: &mut String, m: &MessageDef, f: &FieldDef) {
     let name = rust_field_name(f);
     let t = |wt| tag_value(f, wt);
@@ -475,12 +610,8 @@ fn gen_decode_arms(o: &mut String, m: &MessageDef, f: &FieldDef) {
                     "                    if let Some({en}::{var}(m)) = &mut self.{oneof} {{"
                 )
                 .unwrap();
-                writeln!(
-                    o,
-                    "                        r.read_message({}){path}?;",
-                    if boxed(m, f) { "m.as_mut()" } else { "m" }
-                )
-                .unwrap();
+                let read = read_message(m, f, if boxed(m, f) { "m.as_mut()" } else { "m" });
+                writeln!(o, "                        {read}{path}?;").unwrap();
                 writeln!(o, "                    }}").unwrap();
                 writeln!(o, "                }}").unwrap();
             }
@@ -553,8 +684,9 @@ fn gen_decode_arms(o: &mut String, m: &MessageDef, f: &FieldDef) {
             };
             writeln!(
                 o,
-                "                {} => r.read_message({slot}){path}?,",
-                t(2)
+                "                {} => {}{path}?,",
+                t(2),
+                read_message(m, f, &slot)
             )
             .unwrap();
         }
@@ -576,7 +708,11 @@ fn gen_decode_arms(o: &mut String, m: &MessageDef, f: &FieldDef) {
                         "                    let b = r.read_packed_fixed({n}){path}?;"
                     )
                     .unwrap();
-                    writeln!(o, "                    self.{name}.reserve(b.len() / {n});").unwrap();
+                    writeln!(
+                        o,
+                        "                    r.reserve_elements(&mut self.{name}, b.len() / {n}){path}?;"
+                    )
+                    .unwrap();
                     writeln!(
                         o,
                         "                    self.{name}.extend(b.chunks_exact({n}).map(|c| {ty}::from_bits({bits}::from_le_bytes(c.try_into().unwrap()))));"
@@ -592,7 +728,7 @@ fn gen_decode_arms(o: &mut String, m: &MessageDef, f: &FieldDef) {
                     };
                     writeln!(
                         o,
-                        "                {} => r.read_packed_varints(|v| self.{name}.push({conv})){path}?,",
+                        "                {} => r.read_packed_varints_into(&mut self.{name}, |v| {conv}){path}?,",
                         t(2)
                     )
                     .unwrap();
@@ -603,7 +739,7 @@ fn gen_decode_arms(o: &mut String, m: &MessageDef, f: &FieldDef) {
             writeln!(o, "                {} => {{", t(2)).unwrap();
             writeln!(
                 o,
-                "                    r.reserve_run(&mut self.{name}, {});",
+                "                    r.reserve_run(&mut self.{name}, {}){path}?;",
                 t(2)
             )
             .unwrap();
@@ -639,7 +775,8 @@ fn gen_decode_arms(o: &mut String, m: &MessageDef, f: &FieldDef) {
             .unwrap();
             writeln!(
                 o,
-                "                    r.read_message(m).map_err(|e| e.at(\"{}\", Some(i)))?;",
+                "                    {}.map_err(|e| e.at(\"{}\", Some(i)))?;",
+                read_message(m, f, "m"),
                 plain_name(f)
             )
             .unwrap();
@@ -657,23 +794,23 @@ fn scalar_size(k: Kind, v: &str) -> String {
     }
 }
 
-/// Size code of one embedded message bound to `m` by `head` (an `if let` or `for` line): records
-/// its size in `sizes` (pre-order) and adds tag + length prefix + body to `n`.
-fn message_size(o: &mut String, head: &str, tl: usize) {
+/// Size code of embedded message field `f` of `msg`, one value bound to `m` by `head` (an
+/// `if let` or `for` line): records its size in `sizes` (pre-order, one level deeper; guarding
+/// the stack when `f` closes a cycle) and adds tag + length prefix + body to `n`.
+fn message_size(o: &mut String, msg: &MessageDef, f: &FieldDef, head: &str, tl: usize) {
+    let Kind::Message(t) = f.kind else {
+        unreachable!("message_size of a scalar field")
+    };
+    let call = if is_cycle_field(msg.name, f.name) {
+        "nested_deep"
+    } else {
+        "nested"
+    };
     writeln!(o, "{head}").unwrap();
     writeln!(
         o,
-        "            let i = sizes.len();\n            sizes.push(0);"
-    )
-    .unwrap();
-    writeln!(
-        o,
-        "            let s = m.compute_size(sizes);\n            sizes[i] = s;"
-    )
-    .unwrap();
-    writeln!(
-        o,
-        "            n += {tl} + len_delimited_size(s);\n        }}"
+        "            n += {tl} + len_delimited_size(sizes.{call}::<{}>(m));\n        }}",
+        rust_type_name(t)
     )
     .unwrap();
 }
@@ -688,6 +825,8 @@ fn gen_size(o: &mut String, m: &MessageDef, f: &FieldDef) {
             Kind::Message(_) => {
                 message_size(
                     o,
+                    m,
+                    f,
                     &format!("        if let Some({en}::{var}(m)) = &self.{oneof} {{"),
                     tl,
                 );
@@ -734,7 +873,13 @@ fn gen_size(o: &mut String, m: &MessageDef, f: &FieldDef) {
         }
         (Label::Optional, Kind::Message(_)) => {
             let tl = tag_len(f, 2);
-            message_size(o, &format!("        if let Some(m) = &self.{name} {{"), tl);
+            message_size(
+                o,
+                m,
+                f,
+                &format!("        if let Some(m) = &self.{name} {{"),
+                tl,
+            );
         }
         (Label::Repeated, k) if is_scalar(k) && f.packed => {
             let tl = tag_len(f, 2);
@@ -786,7 +931,7 @@ fn gen_size(o: &mut String, m: &MessageDef, f: &FieldDef) {
         }
         (Label::Repeated, Kind::Message(_)) => {
             let tl = tag_len(f, 2);
-            message_size(o, &format!("        for m in &self.{name} {{"), tl);
+            message_size(o, m, f, &format!("        for m in &self.{name} {{"), tl);
         }
         _ => unreachable!(),
     }
@@ -810,7 +955,8 @@ fn gen_encode(o: &mut String, m: &MessageDef, f: &FieldDef) {
         match f.kind {
             Kind::Message(_) => writeln!(
                 o,
-                "            put_varint(s, c.next_size());\n            v.encode_to(s, c);"
+                "            put_varint(s, c.next_size());\n            {};",
+                encode_message(m, f, "v")
             )
             .unwrap(),
             Kind::String | Kind::Bytes => writeln!(
@@ -852,7 +998,7 @@ fn gen_encode(o: &mut String, m: &MessageDef, f: &FieldDef) {
         (Label::Optional, Kind::Message(_)) => {
             let tl = tag_lit(f, 2);
             writeln!(o, "        if let Some(m) = &self.{name} {{").unwrap();
-            writeln!(o, "            s.put({tl});\n            put_varint(s, c.next_size());\n            m.encode_to(s, c);\n        }}")
+            writeln!(o, "            s.put({tl});\n            put_varint(s, c.next_size());\n            {};\n        }}", encode_message(m, f, "m"))
                 .unwrap();
         }
         (Label::Repeated, k) if is_scalar(k) && f.packed => {
@@ -900,7 +1046,7 @@ fn gen_encode(o: &mut String, m: &MessageDef, f: &FieldDef) {
         (Label::Repeated, Kind::Message(_)) => {
             let tl = tag_lit(f, 2);
             writeln!(o, "        for m in &self.{name} {{").unwrap();
-            writeln!(o, "            s.put({tl});\n            put_varint(s, c.next_size());\n            m.encode_to(s, c);\n        }}")
+            writeln!(o, "            s.put({tl});\n            put_varint(s, c.next_size());\n            {};\n        }}", encode_message(m, f, "m"))
                 .unwrap();
         }
         _ => unreachable!(),

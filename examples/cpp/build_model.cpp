@@ -31,7 +31,7 @@ std::vector<float> weights() {
   return w;
 }
 
-void add_value_info(onnx::Ptr<onnx::ValueInfoProto> v, const char* name, const char* batch_param) {
+void add_value_info(onnx::ValueInfoProto* v, const char* name, const char* batch_param) {
   v->set_name(name);
   auto tensor_type = v->mutable_type()->mutable_tensor_type();
   tensor_type->set_elem_type(onnx::TensorProto::FLOAT);

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # C ABI checks (run by scripts/test-all.sh):
 # - include/onnx_light.h compiles standalone as C99, C11 and C++17, include/onnx_light.hpp as
-#   C++17 and C++20, all with -Wall -Wextra -Wpedantic -Werror;
+#   C++17 and C++20 (and include/onnx_light/onnx_pb.h), all with -Wall -Wextra -Wpedantic -Werror
+#   (-Wshadow for the C++ headers); C++14 is refused with a clear message;
 # - the C++ wrapper test (c_tests/cpp_wrapper_roundtrip.cpp) builds against
 #   target/release/libonnx_light.so and round-trips samples/mlp.onnx under Valgrind (required:
 #   a missing valgrind is a failure);
@@ -45,10 +46,18 @@ echo "onnx_light.h as c++17"
 "$CXX" -std=c++17 "${WARN[@]}" -Iinclude -c "$work/header_c.cpp" -o "$work/header_cpp.o"
 
 printf '#include "onnx_light.hpp"\n' > "$work/wrapper.cpp"
+printf '#include <onnx_light/onnx_pb.h>\nint use(const onnx::ModelProto& m) { return m.graph().node_size() + onnx::TensorProto::FLOAT; }\n' > "$work/compat.cpp"
 for std in c++17 c++20; do
-  echo "onnx_light.hpp as $std"
-  "$CXX" -std="$std" "${WARN[@]}" -Iinclude -c "$work/wrapper.cpp" -o "$work/wrapper_$std.o"
+  echo "onnx_light.hpp and onnx_light/onnx_pb.h as $std (-Wshadow too)"
+  "$CXX" -std="$std" "${WARN[@]}" -Wshadow -Iinclude -c "$work/wrapper.cpp" -o "$work/wrapper_$std.o"
+  "$CXX" -std="$std" "${WARN[@]}" -Wshadow -Iinclude -c "$work/compat.cpp" -o "$work/compat_$std.o"
 done
+echo "onnx_light.hpp refuses C++14 with a clear message"
+if "$CXX" -std=c++14 -Iinclude -c "$work/wrapper.cpp" -o "$work/wrapper_14.o" 2> "$work/cxx14.err"; then
+  echo "onnx_light.hpp compiled as C++14" >&2
+  exit 1
+fi
+grep -q "needs C++17" "$work/cxx14.err" || { cat "$work/cxx14.err" >&2; exit 1; }
 
 echo "C++ wrapper round trip"
 "$CXX" -std=c++17 "${WARN[@]}" -Iinclude c_tests/cpp_wrapper_roundtrip.cpp \

@@ -23,12 +23,8 @@ die() { echo "55-text-format: $*" >&2; exit 1; }
 command -v "$CXX" >/dev/null 2>&1 || die "$CXX is required (a C++17 compiler)"
 
 # ---- 1. protobuf C++ and protoc ---------------------------------------------------------------
-if ! command -v protoc >/dev/null 2>&1 || [ ! -f /usr/include/google/protobuf/text_format.h ]; then
-  command -v apt-get >/dev/null 2>&1 || die "protoc and libprotobuf-dev are required (Debian: apt-get install libprotobuf-dev protobuf-compiler)"
-  echo "installing libprotobuf-dev and protobuf-compiler"
-  apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libprotobuf-dev protobuf-compiler >/dev/null
-fi
+. scripts/lib/protobuf-onnx.sh
+require_protobuf
 PROTOC_VERSION=$(protoc --version | awk '{print $2}')
 case "$PROTOC_VERSION" in
   3.21.*) ;;
@@ -41,15 +37,8 @@ BACKEND_DATA="$ONNX_DIR/backend/test/data"
 [ -d "$BACKEND_DATA" ] || die "no onnx backend test data at $BACKEND_DATA"
 BUILD="$ROOT/build/text-format"
 rm -rf "$BUILD"
-mkdir -p "$BUILD/proto/onnx" "$BUILD/gen"
-sed '/^option optimize_for = LITE_RUNTIME;$/d' "$ONNX_DIR/onnx.proto" >"$BUILD/proto/onnx/onnx.proto"
-# onnx-data.proto imports onnx-ml.proto, which declares the same messages as onnx.proto.
-sed -e '/^option optimize_for = LITE_RUNTIME;$/d' \
-  -e 's|^import "onnx/onnx-ml.proto";$|import "onnx/onnx.proto";|' \
-  "$ONNX_DIR/onnx-data.proto" >"$BUILD/proto/onnx/onnx-data.proto"
-if grep -n 'optimize_for\|^import "onnx/onnx-ml' "$BUILD"/proto/onnx/*.proto; then
-  die "the .proto files of onnx $("$PY" -c 'import onnx; print(onnx.__version__)') changed: the lines above were not removed"
-fi
+mkdir -p "$BUILD/gen"
+onnx_protos_for_protoc "$ONNX_DIR" "$BUILD/proto"
 (cd "$BUILD/proto" && protoc --cpp_out="$BUILD/gen" onnx/onnx.proto onnx/onnx-data.proto)
 
 # ---- 3. the checker ---------------------------------------------------------------------------

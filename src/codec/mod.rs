@@ -27,7 +27,7 @@ use std::sync::Arc;
 use crate::error::{Error, Result};
 use crate::proto::{Message, ModelProto, decode_top};
 use crate::storage::{AUTO_MMAP_MIN_BYTES, Arena, AtomicFile, MappedFile, WriteSink, thread_pool};
-use crate::wire::{DecodeConfig, PayloadMode, Reader, SizeCursor};
+use crate::wire::{DecodeConfig, PayloadMode, Reader, SizeCursor, SizeTable};
 
 fn decode_config(opts: &ParseOptions, payload: PayloadMode) -> Result<DecodeConfig> {
     opts.validate()?;
@@ -185,11 +185,22 @@ pub fn parse_from_reader<M: Message>(mut reader: impl Read, opts: &ParseOptions)
     }
 }
 
-/// Computes the sizes of `m`, checking `max_serialized_size_bytes`.
-fn plan<M: Message>(m: &M, opts: &SerializeOptions) -> Result<(u64, Vec<u64>)> {
+/// Computes the sizes of `m`, checking `max_serialized_size_bytes` and refusing messages nested
+/// deeper than any parse accepts ([`MAX_RECURSION_DEPTH_LIMIT`]: only a model built through the
+/// API can be); the sizes are then read with `SizeCursor::new(sizes.as_slice())`.
+pub(crate) fn plan<M: Message>(m: &M, opts: &SerializeOptions) -> Result<(u64, SizeTable)> {
     opts.validate()?;
-    let mut sizes = Vec::new();
+    let mut sizes = SizeTable::with_max_depth(MAX_RECURSION_DEPTH_LIMIT);
     let len = m.compute_size(&mut sizes);
+    if sizes.too_deep() {
+        return Err(Error::LimitExceeded(format!(
+            "{} nests messages more than {} levels deep: no parse would accept it (the largest \
+             max_recursion_depth is {})",
+            M::NAME,
+            sizes.max_depth(),
+            MAX_RECURSION_DEPTH_LIMIT
+        )));
+    }
     if opts.max_serialized_size_bytes > 0 && len > opts.max_serialized_size_bytes {
         return Err(Error::LimitExceeded(format!(
             "serialized size {len} exceeds max_serialized_size_bytes {}",
@@ -208,13 +219,16 @@ pub fn serialize_to_vec<M: Message>(m: &M, opts: &SerializeOptions) -> Result<Ve
         && let Some(pool) = thread_pool(opts.threads())
     {
         return Ok(parallel_write::serialize_to_vec_parallel(
-            m, cap, &sizes, &pool,
+            m,
+            cap,
+            sizes.as_slice(),
+            &pool,
         ));
     }
     let mut out = Vec::new();
     out.try_reserve_exact(cap)
         .map_err(|_| Error::alloc_failed(len, "the serialized model"))?;
-    m.encode_to(&mut out, &mut SizeCursor::new(&sizes));
+    m.encode_to(&mut out, &mut SizeCursor::new(sizes.as_slice()));
     Ok(out)
 }
 
@@ -226,7 +240,7 @@ pub fn serialize_to_writer<M: Message>(
 ) -> Result<u64> {
     let (len, sizes) = plan(m, opts)?;
     let mut sink = WriteSink::new(std::io::BufWriter::with_capacity(1 << 20, writer));
-    m.encode_to(&mut sink, &mut SizeCursor::new(&sizes));
+    m.encode_to(&mut sink, &mut SizeCursor::new(sizes.as_slice()));
     sink.finish().map_err(|e| Error::io("<stream>", e))?;
     Ok(len)
 }
@@ -244,12 +258,12 @@ pub fn save_to_file<M: Message>(
     if opts.threads() > 1
         && let Some(pool) = thread_pool(opts.threads())
     {
-        parallel_write::write_file_parallel(m, len, &sizes, out.file(), path, &pool)?;
+        parallel_write::write_file_parallel(m, len, sizes.as_slice(), out.file(), path, &pool)?;
         return out.commit();
     }
     {
         let mut sink = WriteSink::new(std::io::BufWriter::with_capacity(1 << 20, out.file()));
-        m.encode_to(&mut sink, &mut SizeCursor::new(&sizes));
+        m.encode_to(&mut sink, &mut SizeCursor::new(sizes.as_slice()));
         sink.finish().map_err(|e| Error::io(path, e))?;
     }
     out.commit()

@@ -13,26 +13,12 @@ use super::{
     EncryptionOptions, Params, cbc, decrypt_any, detect_file_format, encrypt_to_vec,
     onnxcry1_plausible, onnxcry1_refused, read_oneshot,
 };
-use crate::codec::{ParseOptions, SerializeOptions, parse_from_bytes, parse_from_shared};
+use crate::codec::{ParseOptions, parse_from_bytes, parse_from_shared, plan};
 use crate::error::{Error, Result};
 use crate::proto::{Message, ModelProto};
 use crate::secret::SecretBytes;
 use crate::storage::AtomicFile;
 use crate::wire::SizeCursor;
-
-/// Sizes of `model`, checking `max_serialized_size_bytes`.
-fn plan(model: &ModelProto, opts: &SerializeOptions) -> Result<(u64, Vec<u64>)> {
-    opts.validate()?;
-    let mut sizes = Vec::new();
-    let len = model.compute_size(&mut sizes);
-    if opts.max_serialized_size_bytes > 0 && len > opts.max_serialized_size_bytes {
-        return Err(Error::LimitExceeded(format!(
-            "serialized size {len} exceeds max_serialized_size_bytes {}",
-            opts.max_serialized_size_bytes
-        )));
-    }
-    Ok((len, sizes))
-}
 
 /// Serializes and encrypts `model` into a new buffer (C++ `SaveEncryptedModelToString`), in
 /// `opts.format` (default ONNXCRY3) with a random salt and IV / nonce. The plaintext exists only
@@ -58,7 +44,7 @@ pub(crate) fn save_to_bytes_with(
     let (len, sizes) = plan(model, &opts.serialize)?;
     encrypt_to_vec(
         len,
-        |s| model.encode_to(s, &mut SizeCursor::new(&sizes)),
+        |s| model.encode_to(s, &mut SizeCursor::new(sizes.as_slice())),
         key,
         opts,
         params,
@@ -96,7 +82,7 @@ pub fn save_encrypted_model(
             &params,
         )?;
         enc.set_label(path);
-        model.encode_to(&mut enc, &mut SizeCursor::new(&sizes));
+        model.encode_to(&mut enc, &mut SizeCursor::new(sizes.as_slice()));
         if enc.plaintext_len() != len {
             return Err(Error::Crypto(
                 "serialized size differs from the planned size".into(),

@@ -71,10 +71,33 @@ pub(crate) unsafe fn tensor_buffer_options(
     Ok(opts)
 }
 
+/// Moves every tensor payload of at least `threshold` bytes into ONE new buffer whose start and
+/// every tensor offset are multiples of `alignment` (0/1 = packed; otherwise a power of two), and
+/// makes those tensors borrow from it (C++ `ConsolidateTensorsToBuffer`); the same as
+/// `onnxl_consolidate_tensors_to_buffer_with_options` with these two options.
+///
+/// # Safety
+/// `model` NULL or a live handle used by no one else; `owner_out` NULL or writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn onnxl_consolidate_tensors_to_buffer(
+    model: *mut OnnxlModelProto,
+    threshold: u64,
+    alignment: u64,
+    owner_out: *mut *const OnnxlOwner,
+) -> OnnxlStatus {
+    let opts = OnnxlTensorBufferOptions {
+        raw_data_threshold: threshold,
+        alignment,
+        ..onnxl_tensor_buffer_options_default()
+    };
+    // SAFETY: forwarded contract; `opts` is valid for the call.
+    unsafe { onnxl_consolidate_tensors_to_buffer_with_options(model, &opts, owner_out) }
+}
+
 /// Moves every tensor payload of at least `opts->raw_data_threshold` bytes into ONE new buffer
 /// whose start and every tensor offset are multiples of `opts->alignment`, and makes those
-/// tensors borrow from it (C++ `ConsolidateTensorsToBuffer`). Reaches every tensor of the
-/// model. `opts` may be NULL (defaults: every tensor, packed).
+/// tensors borrow from it (C++ `ConsolidateTensorsToBuffer(model, TensorBufferOptions)`).
+/// Reaches every tensor of the model. `opts` may be NULL (defaults: every tensor, packed).
 ///
 /// Ownership: each consolidated tensor holds the buffer's owner token, so the buffer lives as
 /// long as any of them. When `owner_out` is not NULL, a retained `OnnxlOwner` for the whole
@@ -86,7 +109,7 @@ pub(crate) unsafe fn tensor_buffer_options(
 /// `model` NULL or a live handle used by no one else; `opts` NULL or valid; `owner_out` NULL or
 /// writable.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn onnxl_consolidate_tensors_to_buffer(
+pub unsafe extern "C" fn onnxl_consolidate_tensors_to_buffer_with_options(
     model: *mut OnnxlModelProto,
     opts: *const OnnxlTensorBufferOptions,
     owner_out: *mut *const OnnxlOwner,
@@ -348,7 +371,11 @@ mod tests {
             let mut bad = onnxl_tensor_buffer_options_default();
             bad.alignment = 3;
             assert_eq!(
-                onnxl_consolidate_tensors_to_buffer(handle, &bad, null_mut()),
+                onnxl_consolidate_tensors_to_buffer_with_options(handle, &bad, null_mut()),
+                OnnxlStatus::InvalidArgument
+            );
+            assert_eq!(
+                onnxl_consolidate_tensors_to_buffer(handle, 0, 3, null_mut()),
                 OnnxlStatus::InvalidArgument
             );
             assert_eq!(

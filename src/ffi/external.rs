@@ -473,7 +473,7 @@ fn check(
 mod tests {
     use super::*;
     use crate::ffi::conversions::{
-        onnxl_consolidate_tensors_to_buffer, onnxl_tensor_buffer_options_default,
+        onnxl_consolidate_tensors_to_buffer_with_options, onnxl_tensor_buffer_options_default,
     };
     use crate::ffi::model::{onnxl_load_model, onnxl_save_model};
     use crate::ffi::owner::{onnxl_owner_data, onnxl_owner_release};
@@ -572,7 +572,7 @@ mod tests {
         // SAFETY: live handle, writable out-pointer.
         let mut bo = onnxl_tensor_buffer_options_default();
         (bo.raw_data_threshold, bo.alignment) = (1000, 64);
-        let s = unsafe { onnxl_consolidate_tensors_to_buffer(lazy, &bo, &mut owner) };
+        let s = unsafe { onnxl_consolidate_tensors_to_buffer_with_options(lazy, &bo, &mut owner) };
         assert_eq!(s, OnnxlStatus::Ok, "{}", last_error());
         assert!(!owner.is_null());
         // SAFETY: handles from this library, freed once.
@@ -711,7 +711,7 @@ mod tests {
                 OnnxlStatus::NullPointer
             );
             assert_eq!(
-                onnxl_consolidate_tensors_to_buffer(null_mut(), null(), null_mut()),
+                onnxl_consolidate_tensors_to_buffer_with_options(null_mut(), null(), null_mut()),
                 OnnxlStatus::NullPointer
             );
             assert_eq!(

@@ -20,8 +20,8 @@
 //! blobs), [`buffer`] (library-made
 //! bytes), [`options`] (options structs), [`model`] (load / save / serialize), [`stream`]
 //! (streams), [`accessors`] (generated: handles and per-field accessors of every message),
-//! [`cxx_text`] (protobuf's text format for the C++ message classes, declared in
-//! `include/onnx_light.hpp` only).
+//! [`cxx`], [`cxx_init`] and [`cxx_messages`] (generated) (the runtime of the C++ message classes) and
+//! [`cxx_text`] (protobuf's text format for them), declared in `include/onnx_light.hpp` only.
 //!
 //! `unsafe` in this crate lives only here: every block carries a `// SAFETY:` comment, and every
 //! exported function documents its pointer contract under `# Safety`.
@@ -31,6 +31,13 @@ pub mod accessors;
 pub mod buffer;
 pub mod conversions;
 pub mod crypto;
+/// cbindgen:ignore
+pub mod cxx;
+/// cbindgen:ignore
+pub mod cxx_init;
+/// cbindgen:ignore
+#[rustfmt::skip]
+pub mod cxx_messages;
 /// cbindgen:ignore
 pub mod cxx_text;
 pub mod dlpack;

@@ -33,6 +33,13 @@ impl fmt::Display for TensorShapeProto {
 
 impl fmt::Display for TypeProto {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // Types nest without bound (sequences of sequences ...): see `wire::stack`.
+        crate::wire::guard_stack(|| self.fmt_guarded(f))
+    }
+}
+
+impl TypeProto {
+    fn fmt_guarded(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match &self.value {
             Some(TypeProtoValue::TensorType(t)) => {
                 write!(f, "tensor({})", elem_name(t.elem_type()))?;

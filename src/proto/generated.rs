@@ -4,10 +4,10 @@
 use crate::bytes::{ByteSpan, ProtoString, UnknownFields};
 use crate::error::DecodeError;
 use crate::proto::{InlineVec, Message, RepeatedField};
-use crate::wire::{Reader, SizeCursor, Sink, len_delimited_size, put_varint, varint_len};
+use crate::wire::{Reader, SizeCursor, SizeTable, Sink, len_delimited_size, put_varint, varint_len};
 
 /// `onnx.AttributeProto`.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Default)]
 pub struct AttributeProto {
     /// `optional string name = 1;`
     pub name: Option<ProtoString>,
@@ -76,6 +76,111 @@ impl AttributeProto {
     }
 }
 
+impl AttributeProto {
+    /// True when a field that closes a cycle of the schema is set.
+    #[inline]
+    fn has_nested_cycle(&self) -> bool {
+        self.g.is_some() || !self.graphs.is_empty()
+    }
+}
+
+impl Clone for AttributeProto {
+    fn clone(&self) -> Self {
+        let clone = || Self {
+            name: self.name.clone(),
+            ref_attr_name: self.ref_attr_name.clone(),
+            doc_string: self.doc_string.clone(),
+            r#type: self.r#type.clone(),
+            f: self.f.clone(),
+            i: self.i.clone(),
+            s: self.s.clone(),
+            t: self.t.clone(),
+            g: self.g.clone(),
+            sparse_tensor: self.sparse_tensor.clone(),
+            tp: self.tp.clone(),
+            floats: self.floats.clone(),
+            ints: self.ints.clone(),
+            strings: self.strings.clone(),
+            tensors: self.tensors.clone(),
+            graphs: self.graphs.clone(),
+            sparse_tensors: self.sparse_tensors.clone(),
+            type_protos: self.type_protos.clone(),
+            unknown_fields: self.unknown_fields.clone(),
+        };
+        if self.has_nested_cycle() {
+            crate::wire::guard_stack(clone)
+        } else {
+            clone()
+        }
+    }
+}
+
+impl PartialEq for AttributeProto {
+    fn eq(&self, other: &Self) -> bool {
+        crate::wire::guard_stack(|| {
+            self.name == other.name
+                && self.ref_attr_name == other.ref_attr_name
+                && self.doc_string == other.doc_string
+                && self.r#type == other.r#type
+                && self.f == other.f
+                && self.i == other.i
+                && self.s == other.s
+                && self.t == other.t
+                && self.g == other.g
+                && self.sparse_tensor == other.sparse_tensor
+                && self.tp == other.tp
+                && self.floats == other.floats
+                && self.ints == other.ints
+                && self.strings == other.strings
+                && self.tensors == other.tensors
+                && self.graphs == other.graphs
+                && self.sparse_tensors == other.sparse_tensors
+                && self.type_protos == other.type_protos
+                && self.unknown_fields == other.unknown_fields
+        })
+    }
+}
+
+impl std::fmt::Debug for AttributeProto {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        crate::wire::guard_stack(|| {
+            f.debug_struct("AttributeProto")
+                .field("name", &self.name)
+                .field("ref_attr_name", &self.ref_attr_name)
+                .field("doc_string", &self.doc_string)
+                .field("type", &self.r#type)
+                .field("f", &self.f)
+                .field("i", &self.i)
+                .field("s", &self.s)
+                .field("t", &self.t)
+                .field("g", &self.g)
+                .field("sparse_tensor", &self.sparse_tensor)
+                .field("tp", &self.tp)
+                .field("floats", &self.floats)
+                .field("ints", &self.ints)
+                .field("strings", &self.strings)
+                .field("tensors", &self.tensors)
+                .field("graphs", &self.graphs)
+                .field("sparse_tensors", &self.sparse_tensors)
+                .field("type_protos", &self.type_protos)
+                .field("unknown_fields", &self.unknown_fields)
+                .finish()
+        })
+    }
+}
+
+impl Drop for AttributeProto {
+    fn drop(&mut self) {
+        if !self.has_nested_cycle() {
+            return;
+        }
+        crate::wire::guard_stack(|| {
+            drop(std::mem::take(&mut self.g));
+            drop(std::mem::take(&mut self.graphs));
+        })
+    }
+}
+
 impl Message for AttributeProto {
     const NAME: &'static str = "AttributeProto";
 
@@ -97,19 +202,19 @@ impl Message for AttributeProto {
                 24 => self.i = Some(r.read_varint().map_err(|e| e.at("i", None))? as i64),
                 34 => self.s = Some(r.read_string().map_err(|e| e.at("s", None))?),
                 42 => r.read_message(self.t.get_or_insert_with(|| Box::new(TensorProto::new())).as_mut()).map_err(|e| e.at("t", None))?,
-                50 => r.read_message(self.g.get_or_insert_with(|| Box::new(GraphProto::new())).as_mut()).map_err(|e| e.at("g", None))?,
+                50 => crate::wire::guard_stack(|| r.read_message(self.g.get_or_insert_with(|| Box::new(GraphProto::new())).as_mut())).map_err(|e| e.at("g", None))?,
                 178 => r.read_message(self.sparse_tensor.get_or_insert_with(|| Box::new(SparseTensorProto::new())).as_mut()).map_err(|e| e.at("sparse_tensor", None))?,
                 114 => r.read_message(self.tp.get_or_insert_with(|| Box::new(TypeProto::new())).as_mut()).map_err(|e| e.at("tp", None))?,
                 61 => self.floats.push(f32::from_bits(r.read_fixed32().map_err(|e| e.at("floats", None))?)),
                 58 => {
                     let b = r.read_packed_fixed(4).map_err(|e| e.at("floats", None))?;
-                    self.floats.reserve(b.len() / 4);
+                    r.reserve_elements(&mut self.floats, b.len() / 4).map_err(|e| e.at("floats", None))?;
                     self.floats.extend(b.chunks_exact(4).map(|c| f32::from_bits(u32::from_le_bytes(c.try_into().unwrap()))));
                 }
                 64 => self.ints.push(r.read_varint().map_err(|e| e.at("ints", None))? as i64),
-                66 => r.read_packed_varints(|v| self.ints.push(v as i64)).map_err(|e| e.at("ints", None))?,
+                66 => r.read_packed_varints_into(&mut self.ints, |v| v as i64).map_err(|e| e.at("ints", None))?,
                 74 => {
-                    r.reserve_run(&mut self.strings, 74);
+                    r.reserve_run(&mut self.strings, 74).map_err(|e| e.at("strings", None))?;
                     self.strings.push(r.read_string().map_err(|e| e.at("strings", None))?);
                 }
                 82 => {
@@ -120,7 +225,7 @@ impl Message for AttributeProto {
                 90 => {
                     let i = self.graphs.len();
                     let m = self.graphs.push_default_sized(|max| r.run_length(90, max));
-                    r.read_message(m).map_err(|e| e.at("graphs", Some(i)))?;
+                    crate::wire::guard_stack(|| r.read_message(m)).map_err(|e| e.at("graphs", Some(i)))?;
                 }
                 186 => {
                     let i = self.sparse_tensors.len();
@@ -138,7 +243,7 @@ impl Message for AttributeProto {
         Ok(())
     }
 
-    fn compute_size(&self, sizes: &mut Vec<u64>) -> u64 {
+    fn compute_size(&self, sizes: &mut SizeTable) -> u64 {
         let mut n: u64 = self.unknown_fields.len() as u64;
         if let Some(v) = &self.name {
             n += 1 + len_delimited_size(v.len() as u64);
@@ -153,52 +258,28 @@ impl Message for AttributeProto {
             n += 1 + len_delimited_size(v.len() as u64);
         }
         if let Some(m) = &self.t {
-            let i = sizes.len();
-            sizes.push(0);
-            let s = m.compute_size(sizes);
-            sizes[i] = s;
-            n += 1 + len_delimited_size(s);
+            n += 1 + len_delimited_size(sizes.nested::<TensorProto>(m));
         }
         if let Some(m) = &self.g {
-            let i = sizes.len();
-            sizes.push(0);
-            let s = m.compute_size(sizes);
-            sizes[i] = s;
-            n += 1 + len_delimited_size(s);
+            n += 1 + len_delimited_size(sizes.nested_deep::<GraphProto>(m));
         }
         n += self.floats.len() as u64 * (1 + 4);
         n += self.ints.iter().map(|&v| 1 + varint_len(v as u64)).sum::<u64>();
         n += self.strings.iter().map(|v| 1 + len_delimited_size(v.len() as u64)).sum::<u64>();
         for m in &self.tensors {
-            let i = sizes.len();
-            sizes.push(0);
-            let s = m.compute_size(sizes);
-            sizes[i] = s;
-            n += 1 + len_delimited_size(s);
+            n += 1 + len_delimited_size(sizes.nested::<TensorProto>(m));
         }
         for m in &self.graphs {
-            let i = sizes.len();
-            sizes.push(0);
-            let s = m.compute_size(sizes);
-            sizes[i] = s;
-            n += 1 + len_delimited_size(s);
+            n += 1 + len_delimited_size(sizes.nested_deep::<GraphProto>(m));
         }
         if let Some(v) = &self.doc_string {
             n += 1 + len_delimited_size(v.len() as u64);
         }
         if let Some(m) = &self.tp {
-            let i = sizes.len();
-            sizes.push(0);
-            let s = m.compute_size(sizes);
-            sizes[i] = s;
-            n += 1 + len_delimited_size(s);
+            n += 1 + len_delimited_size(sizes.nested::<TypeProto>(m));
         }
         for m in &self.type_protos {
-            let i = sizes.len();
-            sizes.push(0);
-            let s = m.compute_size(sizes);
-            sizes[i] = s;
-            n += 1 + len_delimited_size(s);
+            n += 1 + len_delimited_size(sizes.nested::<TypeProto>(m));
         }
         if let Some(v) = self.r#type {
             n += 2 + varint_len(v as i64 as u64);
@@ -207,18 +288,10 @@ impl Message for AttributeProto {
             n += 2 + len_delimited_size(v.len() as u64);
         }
         if let Some(m) = &self.sparse_tensor {
-            let i = sizes.len();
-            sizes.push(0);
-            let s = m.compute_size(sizes);
-            sizes[i] = s;
-            n += 2 + len_delimited_size(s);
+            n += 2 + len_delimited_size(sizes.nested::<SparseTensorProto>(m));
         }
         for m in &self.sparse_tensors {
-            let i = sizes.len();
-            sizes.push(0);
-            let s = m.compute_size(sizes);
-            sizes[i] = s;
-            n += 2 + len_delimited_size(s);
+            n += 2 + len_delimited_size(sizes.nested::<SparseTensorProto>(m));
         }
         n
     }
@@ -250,7 +323,7 @@ impl Message for AttributeProto {
         if let Some(m) = &self.g {
             s.put(&[0x32]);
             put_varint(s, c.next_size());
-            m.encode_to(s, c);
+            crate::wire::guard_stack(|| m.encode_to(s, c));
         }
         for &v in &self.floats {
             s.put(&[0x3d]);
@@ -273,7 +346,7 @@ impl Message for AttributeProto {
         for m in &self.graphs {
             s.put(&[0x5a]);
             put_varint(s, c.next_size());
-            m.encode_to(s, c);
+            crate::wire::guard_stack(|| m.encode_to(s, c));
         }
         if let Some(v) = &self.doc_string {
             s.put(&[0x6a]);
@@ -614,7 +687,7 @@ pub struct ValueInfoProto {
     /// `optional string name = 1;`
     pub name: Option<ProtoString>,
     /// `optional TypeProto type = 2;`
-    pub r#type: Option<TypeProto>,
+    pub r#type: Option<Box<TypeProto>>,
     /// `optional string doc_string = 3;`
     pub doc_string: Option<ProtoString>,
     /// `repeated StringStringEntryProto metadata_props = 4;`
@@ -643,7 +716,7 @@ impl Message for ValueInfoProto {
         while let Some(tag) = r.read_tag()? {
             match tag {
                 10 => self.name = Some(r.read_string().map_err(|e| e.at("name", None))?),
-                18 => r.read_message(self.r#type.get_or_insert_with(TypeProto::new)).map_err(|e| e.at("type", None))?,
+                18 => r.read_message(self.r#type.get_or_insert_with(|| Box::new(TypeProto::new())).as_mut()).map_err(|e| e.at("type", None))?,
                 26 => self.doc_string = Some(r.read_string().map_err(|e| e.at("doc_string", None))?),
                 34 => {
                     let i = self.metadata_props.len();
@@ -656,27 +729,19 @@ impl Message for ValueInfoProto {
         Ok(())
     }
 
-    fn compute_size(&self, sizes: &mut Vec<u64>) -> u64 {
+    fn compute_size(&self, sizes: &mut SizeTable) -> u64 {
         let mut n: u64 = self.unknown_fields.len() as u64;
         if let Some(v) = &self.name {
             n += 1 + len_delimited_size(v.len() as u64);
         }
         if let Some(m) = &self.r#type {
-            let i = sizes.len();
-            sizes.push(0);
-            let s = m.compute_size(sizes);
-            sizes[i] = s;
-            n += 1 + len_delimited_size(s);
+            n += 1 + len_delimited_size(sizes.nested::<TypeProto>(m));
         }
         if let Some(v) = &self.doc_string {
             n += 1 + len_delimited_size(v.len() as u64);
         }
         for m in &self.metadata_props {
-            let i = sizes.len();
-            sizes.push(0);
-            let s = m.compute_size(sizes);
-            sizes[i] = s;
-            n += 1 + len_delimited_size(s);
+            n += 1 + len_delimited_size(sizes.nested::<StringStringEntryProto>(m));
         }
         n
     }
@@ -743,15 +808,15 @@ impl ValueInfoProto {
     /// `type`, or the empty message when unset.
     pub fn r#type(&self) -> &TypeProto {
         static DEFAULT: TypeProto = TypeProto::new();
-        self.r#type.as_ref().unwrap_or(&DEFAULT)
+        self.r#type.as_deref().unwrap_or(&DEFAULT)
     }
     /// `type` for writing (set to an empty message first if unset).
     pub fn mutable_type(&mut self) -> &mut TypeProto {
-        self.r#type.get_or_insert_with(TypeProto::new)
+        self.r#type.get_or_insert_with(|| Box::new(TypeProto::new()))
     }
     /// Sets `type`.
     pub fn set_type(&mut self, v: TypeProto) {
-        self.r#type = Some(v);
+        self.r#type = Some(Box::new(v));
     }
     /// True when `doc_string` is set.
     pub fn has_doc_string(&self) -> bool {
@@ -837,11 +902,11 @@ impl Message for NodeProto {
         while let Some(tag) = r.read_tag()? {
             match tag {
                 10 => {
-                    r.reserve_run(&mut self.input, 10);
+                    r.reserve_run(&mut self.input, 10).map_err(|e| e.at("input", None))?;
                     self.input.push(r.read_string().map_err(|e| e.at("input", None))?);
                 }
                 18 => {
-                    r.reserve_run(&mut self.output, 18);
+                    r.reserve_run(&mut self.output, 18).map_err(|e| e.at("output", None))?;
                     self.output.push(r.read_string().map_err(|e| e.at("output", None))?);
                 }
                 26 => self.name = Some(r.read_string().map_err(|e| e.at("name", None))?),
@@ -870,7 +935,7 @@ impl Message for NodeProto {
         Ok(())
     }
 
-    fn compute_size(&self, sizes: &mut Vec<u64>) -> u64 {
+    fn compute_size(&self, sizes: &mut SizeTable) -> u64 {
         let mut n: u64 = self.unknown_fields.len() as u64;
         n += self.input.iter().map(|v| 1 + len_delimited_size(v.len() as u64)).sum::<u64>();
         n += self.output.iter().map(|v| 1 + len_delimited_size(v.len() as u64)).sum::<u64>();
@@ -881,11 +946,7 @@ impl Message for NodeProto {
             n += 1 + len_delimited_size(v.len() as u64);
         }
         for m in &self.attribute {
-            let i = sizes.len();
-            sizes.push(0);
-            let s = m.compute_size(sizes);
-            sizes[i] = s;
-            n += 1 + len_delimited_size(s);
+            n += 1 + len_delimited_size(sizes.nested::<AttributeProto>(m));
         }
         if let Some(v) = &self.doc_string {
             n += 1 + len_delimited_size(v.len() as u64);
@@ -897,18 +958,10 @@ impl Message for NodeProto {
             n += 1 + len_delimited_size(v.len() as u64);
         }
         for m in &self.metadata_props {
-            let i = sizes.len();
-            sizes.push(0);
-            let s = m.compute_size(sizes);
-            sizes[i] = s;
-            n += 1 + len_delimited_size(s);
+            n += 1 + len_delimited_size(sizes.nested::<StringStringEntryProto>(m));
         }
         for m in &self.device_configurations {
-            let i = sizes.len();
-            sizes.push(0);
-            let s = m.compute_size(sizes);
-            sizes[i] = s;
-            n += 1 + len_delimited_size(s);
+            n += 1 + len_delimited_size(sizes.nested::<NodeDeviceConfigurationProto>(m));
         }
         n
     }
@@ -1154,14 +1207,14 @@ impl Message for IntIntListEntryProto {
             match tag {
                 8 => self.key = Some(r.read_varint().map_err(|e| e.at("key", None))? as i64),
                 16 => self.value.push(r.read_varint().map_err(|e| e.at("value", None))? as i64),
-                18 => r.read_packed_varints(|v| self.value.push(v as i64)).map_err(|e| e.at("value", None))?,
+                18 => r.read_packed_varints_into(&mut self.value, |v| v as i64).map_err(|e| e.at("value", None))?,
                 _ => r.skip_unknown(tag, &mut self.unknown_fields)?,
             }
         }
         Ok(())
     }
 
-    fn compute_size(&self, sizes: &mut Vec<u64>) -> u64 {
+    fn compute_size(&self, sizes: &mut SizeTable) -> u64 {
         let mut n: u64 = self.unknown_fields.len() as u64;
         if let Some(v) = self.key {
             n += 1 + varint_len(v as u64);
@@ -1266,17 +1319,13 @@ impl Message for NodeDeviceConfigurationProto {
         Ok(())
     }
 
-    fn compute_size(&self, sizes: &mut Vec<u64>) -> u64 {
+    fn compute_size(&self, sizes: &mut SizeTable) -> u64 {
         let mut n: u64 = self.unknown_fields.len() as u64;
         if let Some(v) = &self.configuration_id {
             n += 1 + len_delimited_size(v.len() as u64);
         }
         for m in &self.sharding_spec {
-            let i = sizes.len();
-            sizes.push(0);
-            let s = m.compute_size(sizes);
-            sizes[i] = s;
-            n += 1 + len_delimited_size(s);
+            n += 1 + len_delimited_size(sizes.nested::<ShardingSpecProto>(m));
         }
         if let Some(v) = self.pipeline_stage {
             n += 1 + varint_len(v as i64 as u64);
@@ -1395,7 +1444,7 @@ impl Message for ShardingSpecProto {
             match tag {
                 10 => self.tensor_name = Some(r.read_string().map_err(|e| e.at("tensor_name", None))?),
                 16 => self.device.push(r.read_varint().map_err(|e| e.at("device", None))? as i64),
-                18 => r.read_packed_varints(|v| self.device.push(v as i64)).map_err(|e| e.at("device", None))?,
+                18 => r.read_packed_varints_into(&mut self.device, |v| v as i64).map_err(|e| e.at("device", None))?,
                 26 => {
                     let i = self.index_to_device_group_map.len();
                     let m = self.index_to_device_group_map.push_default_sized(|max| r.run_length(26, max));
@@ -1412,25 +1461,17 @@ impl Message for ShardingSpecProto {
         Ok(())
     }
 
-    fn compute_size(&self, sizes: &mut Vec<u64>) -> u64 {
+    fn compute_size(&self, sizes: &mut SizeTable) -> u64 {
         let mut n: u64 = self.unknown_fields.len() as u64;
         if let Some(v) = &self.tensor_name {
             n += 1 + len_delimited_size(v.len() as u64);
         }
         n += self.device.iter().map(|&v| 1 + varint_len(v as u64)).sum::<u64>();
         for m in &self.index_to_device_group_map {
-            let i = sizes.len();
-            sizes.push(0);
-            let s = m.compute_size(sizes);
-            sizes[i] = s;
-            n += 1 + len_delimited_size(s);
+            n += 1 + len_delimited_size(sizes.nested::<IntIntListEntryProto>(m));
         }
         for m in &self.sharded_dim {
-            let i = sizes.len();
-            sizes.push(0);
-            let s = m.compute_size(sizes);
-            sizes[i] = s;
-            n += 1 + len_delimited_size(s);
+            n += 1 + len_delimited_size(sizes.nested::<ShardedDimProto>(m));
         }
         n
     }
@@ -1563,17 +1604,13 @@ impl Message for ShardedDimProto {
         Ok(())
     }
 
-    fn compute_size(&self, sizes: &mut Vec<u64>) -> u64 {
+    fn compute_size(&self, sizes: &mut SizeTable) -> u64 {
         let mut n: u64 = self.unknown_fields.len() as u64;
         if let Some(v) = self.axis {
             n += 1 + varint_len(v as u64);
         }
         for m in &self.simple_sharding {
-            let i = sizes.len();
-            sizes.push(0);
-            let s = m.compute_size(sizes);
-            sizes[i] = s;
-            n += 1 + len_delimited_size(s);
+            n += 1 + len_delimited_size(sizes.nested::<SimpleShardedDimProto>(m));
         }
         n
     }
@@ -1677,7 +1714,7 @@ impl Message for SimpleShardedDimProto {
         Ok(())
     }
 
-    fn compute_size(&self, sizes: &mut Vec<u64>) -> u64 {
+    fn compute_size(&self, sizes: &mut SizeTable) -> u64 {
         let mut n: u64 = self.unknown_fields.len() as u64;
         if let Some(SimpleShardedDimProtoDim::DimValue(v)) = &self.dim {
             n += 1 + varint_len(*v as u64);
@@ -1831,35 +1868,19 @@ impl Message for TrainingInfoProto {
         Ok(())
     }
 
-    fn compute_size(&self, sizes: &mut Vec<u64>) -> u64 {
+    fn compute_size(&self, sizes: &mut SizeTable) -> u64 {
         let mut n: u64 = self.unknown_fields.len() as u64;
         if let Some(m) = &self.initialization {
-            let i = sizes.len();
-            sizes.push(0);
-            let s = m.compute_size(sizes);
-            sizes[i] = s;
-            n += 1 + len_delimited_size(s);
+            n += 1 + len_delimited_size(sizes.nested::<GraphProto>(m));
         }
         if let Some(m) = &self.algorithm {
-            let i = sizes.len();
-            sizes.push(0);
-            let s = m.compute_size(sizes);
-            sizes[i] = s;
-            n += 1 + len_delimited_size(s);
+            n += 1 + len_delimited_size(sizes.nested::<GraphProto>(m));
         }
         for m in &self.initialization_binding {
-            let i = sizes.len();
-            sizes.push(0);
-            let s = m.compute_size(sizes);
-            sizes[i] = s;
-            n += 1 + len_delimited_size(s);
+            n += 1 + len_delimited_size(sizes.nested::<StringStringEntryProto>(m));
         }
         for m in &self.update_binding {
-            let i = sizes.len();
-            sizes.push(0);
-            let s = m.compute_size(sizes);
-            sizes[i] = s;
-            n += 1 + len_delimited_size(s);
+            n += 1 + len_delimited_size(sizes.nested::<StringStringEntryProto>(m));
         }
         n
     }
@@ -2062,7 +2083,7 @@ impl Message for ModelProto {
         Ok(())
     }
 
-    fn compute_size(&self, sizes: &mut Vec<u64>) -> u64 {
+    fn compute_size(&self, sizes: &mut SizeTable) -> u64 {
         let mut n: u64 = self.unknown_fields.len() as u64;
         if let Some(v) = self.ir_version {
             n += 1 + varint_len(v as u64);
@@ -2083,46 +2104,22 @@ impl Message for ModelProto {
             n += 1 + len_delimited_size(v.len() as u64);
         }
         if let Some(m) = &self.graph {
-            let i = sizes.len();
-            sizes.push(0);
-            let s = m.compute_size(sizes);
-            sizes[i] = s;
-            n += 1 + len_delimited_size(s);
+            n += 1 + len_delimited_size(sizes.nested::<GraphProto>(m));
         }
         for m in &self.opset_import {
-            let i = sizes.len();
-            sizes.push(0);
-            let s = m.compute_size(sizes);
-            sizes[i] = s;
-            n += 1 + len_delimited_size(s);
+            n += 1 + len_delimited_size(sizes.nested::<OperatorSetIdProto>(m));
         }
         for m in &self.metadata_props {
-            let i = sizes.len();
-            sizes.push(0);
-            let s = m.compute_size(sizes);
-            sizes[i] = s;
-            n += 1 + len_delimited_size(s);
+            n += 1 + len_delimited_size(sizes.nested::<StringStringEntryProto>(m));
         }
         for m in &self.training_info {
-            let i = sizes.len();
-            sizes.push(0);
-            let s = m.compute_size(sizes);
-            sizes[i] = s;
-            n += 2 + len_delimited_size(s);
+            n += 2 + len_delimited_size(sizes.nested::<TrainingInfoProto>(m));
         }
         for m in &self.functions {
-            let i = sizes.len();
-            sizes.push(0);
-            let s = m.compute_size(sizes);
-            sizes[i] = s;
-            n += 2 + len_delimited_size(s);
+            n += 2 + len_delimited_size(sizes.nested::<FunctionProto>(m));
         }
         for m in &self.configuration {
-            let i = sizes.len();
-            sizes.push(0);
-            let s = m.compute_size(sizes);
-            sizes[i] = s;
-            n += 2 + len_delimited_size(s);
+            n += 2 + len_delimited_size(sizes.nested::<DeviceConfigurationProto>(m));
         }
         n
     }
@@ -2416,7 +2413,7 @@ impl Message for DeviceConfigurationProto {
                 10 => self.name = Some(r.read_string().map_err(|e| e.at("name", None))?),
                 16 => self.num_devices = Some(r.read_varint().map_err(|e| e.at("num_devices", None))? as i32),
                 26 => {
-                    r.reserve_run(&mut self.device, 26);
+                    r.reserve_run(&mut self.device, 26).map_err(|e| e.at("device", None))?;
                     self.device.push(r.read_string().map_err(|e| e.at("device", None))?);
                 }
                 _ => r.skip_unknown(tag, &mut self.unknown_fields)?,
@@ -2425,7 +2422,7 @@ impl Message for DeviceConfigurationProto {
         Ok(())
     }
 
-    fn compute_size(&self, sizes: &mut Vec<u64>) -> u64 {
+    fn compute_size(&self, sizes: &mut SizeTable) -> u64 {
         let mut n: u64 = self.unknown_fields.len() as u64;
         if let Some(v) = &self.name {
             n += 1 + len_delimited_size(v.len() as u64);
@@ -2548,7 +2545,7 @@ impl Message for StringStringEntryProto {
         Ok(())
     }
 
-    fn compute_size(&self, sizes: &mut Vec<u64>) -> u64 {
+    fn compute_size(&self, sizes: &mut SizeTable) -> u64 {
         let mut n: u64 = self.unknown_fields.len() as u64;
         if let Some(v) = &self.key {
             n += 1 + len_delimited_size(v.len() as u64);
@@ -2659,17 +2656,13 @@ impl Message for TensorAnnotation {
         Ok(())
     }
 
-    fn compute_size(&self, sizes: &mut Vec<u64>) -> u64 {
+    fn compute_size(&self, sizes: &mut SizeTable) -> u64 {
         let mut n: u64 = self.unknown_fields.len() as u64;
         if let Some(v) = &self.tensor_name {
             n += 1 + len_delimited_size(v.len() as u64);
         }
         for m in &self.quant_parameter_tensor_names {
-            let i = sizes.len();
-            sizes.push(0);
-            let s = m.compute_size(sizes);
-            sizes[i] = s;
-            n += 1 + len_delimited_size(s);
+            n += 1 + len_delimited_size(sizes.nested::<StringStringEntryProto>(m));
         }
         n
     }
@@ -2834,69 +2827,37 @@ impl Message for GraphProto {
         Ok(())
     }
 
-    fn compute_size(&self, sizes: &mut Vec<u64>) -> u64 {
+    fn compute_size(&self, sizes: &mut SizeTable) -> u64 {
         let mut n: u64 = self.unknown_fields.len() as u64;
         for m in &self.node {
-            let i = sizes.len();
-            sizes.push(0);
-            let s = m.compute_size(sizes);
-            sizes[i] = s;
-            n += 1 + len_delimited_size(s);
+            n += 1 + len_delimited_size(sizes.nested::<NodeProto>(m));
         }
         if let Some(v) = &self.name {
             n += 1 + len_delimited_size(v.len() as u64);
         }
         for m in &self.initializer {
-            let i = sizes.len();
-            sizes.push(0);
-            let s = m.compute_size(sizes);
-            sizes[i] = s;
-            n += 1 + len_delimited_size(s);
+            n += 1 + len_delimited_size(sizes.nested::<TensorProto>(m));
         }
         if let Some(v) = &self.doc_string {
             n += 1 + len_delimited_size(v.len() as u64);
         }
         for m in &self.input {
-            let i = sizes.len();
-            sizes.push(0);
-            let s = m.compute_size(sizes);
-            sizes[i] = s;
-            n += 1 + len_delimited_size(s);
+            n += 1 + len_delimited_size(sizes.nested::<ValueInfoProto>(m));
         }
         for m in &self.output {
-            let i = sizes.len();
-            sizes.push(0);
-            let s = m.compute_size(sizes);
-            sizes[i] = s;
-            n += 1 + len_delimited_size(s);
+            n += 1 + len_delimited_size(sizes.nested::<ValueInfoProto>(m));
         }
         for m in &self.value_info {
-            let i = sizes.len();
-            sizes.push(0);
-            let s = m.compute_size(sizes);
-            sizes[i] = s;
-            n += 1 + len_delimited_size(s);
+            n += 1 + len_delimited_size(sizes.nested::<ValueInfoProto>(m));
         }
         for m in &self.quantization_annotation {
-            let i = sizes.len();
-            sizes.push(0);
-            let s = m.compute_size(sizes);
-            sizes[i] = s;
-            n += 1 + len_delimited_size(s);
+            n += 1 + len_delimited_size(sizes.nested::<TensorAnnotation>(m));
         }
         for m in &self.sparse_initializer {
-            let i = sizes.len();
-            sizes.push(0);
-            let s = m.compute_size(sizes);
-            sizes[i] = s;
-            n += 1 + len_delimited_size(s);
+            n += 1 + len_delimited_size(sizes.nested::<SparseTensorProto>(m));
         }
         for m in &self.metadata_props {
-            let i = sizes.len();
-            sizes.push(0);
-            let s = m.compute_size(sizes);
-            sizes[i] = s;
-            n += 2 + len_delimited_size(s);
+            n += 2 + len_delimited_size(sizes.nested::<StringStringEntryProto>(m));
         }
         n
     }
@@ -3165,23 +3126,23 @@ impl Message for TensorProto {
         while let Some(tag) = r.read_tag()? {
             match tag {
                 8 => self.dims.push(r.read_varint().map_err(|e| e.at("dims", None))? as i64),
-                10 => r.read_packed_varints(|v| self.dims.push(v as i64)).map_err(|e| e.at("dims", None))?,
+                10 => r.read_packed_varints_into(&mut self.dims, |v| v as i64).map_err(|e| e.at("dims", None))?,
                 16 => self.data_type = Some(r.read_varint().map_err(|e| e.at("data_type", None))? as i32),
                 26 => r.read_message(self.segment.get_or_insert_with(|| Box::new(TensorProtoSegment::new())).as_mut()).map_err(|e| e.at("segment", None))?,
                 37 => self.float_data.push(f32::from_bits(r.read_fixed32().map_err(|e| e.at("float_data", None))?)),
                 34 => {
                     let b = r.read_packed_fixed(4).map_err(|e| e.at("float_data", None))?;
-                    self.float_data.reserve(b.len() / 4);
+                    r.reserve_elements(&mut self.float_data, b.len() / 4).map_err(|e| e.at("float_data", None))?;
                     self.float_data.extend(b.chunks_exact(4).map(|c| f32::from_bits(u32::from_le_bytes(c.try_into().unwrap()))));
                 }
                 40 => self.int32_data.push(r.read_varint().map_err(|e| e.at("int32_data", None))? as i32),
-                42 => r.read_packed_varints(|v| self.int32_data.push(v as i32)).map_err(|e| e.at("int32_data", None))?,
+                42 => r.read_packed_varints_into(&mut self.int32_data, |v| v as i32).map_err(|e| e.at("int32_data", None))?,
                 50 => {
-                    r.reserve_run(&mut self.string_data, 50);
+                    r.reserve_run(&mut self.string_data, 50).map_err(|e| e.at("string_data", None))?;
                     self.string_data.push(r.read_string().map_err(|e| e.at("string_data", None))?);
                 }
                 56 => self.int64_data.push(r.read_varint().map_err(|e| e.at("int64_data", None))? as i64),
-                58 => r.read_packed_varints(|v| self.int64_data.push(v as i64)).map_err(|e| e.at("int64_data", None))?,
+                58 => r.read_packed_varints_into(&mut self.int64_data, |v| v as i64).map_err(|e| e.at("int64_data", None))?,
                 66 => self.name = Some(r.read_string().map_err(|e| e.at("name", None))?),
                 98 => self.doc_string = Some(r.read_string().map_err(|e| e.at("doc_string", None))?),
                 74 => self.raw_data = r.read_payload().map_err(|e| e.at("raw_data", None))?,
@@ -3201,11 +3162,11 @@ impl Message for TensorProto {
                 81 => self.double_data.push(f64::from_bits(r.read_fixed64().map_err(|e| e.at("double_data", None))?)),
                 82 => {
                     let b = r.read_packed_fixed(8).map_err(|e| e.at("double_data", None))?;
-                    self.double_data.reserve(b.len() / 8);
+                    r.reserve_elements(&mut self.double_data, b.len() / 8).map_err(|e| e.at("double_data", None))?;
                     self.double_data.extend(b.chunks_exact(8).map(|c| f64::from_bits(u64::from_le_bytes(c.try_into().unwrap()))));
                 }
                 88 => self.uint64_data.push(r.read_varint().map_err(|e| e.at("uint64_data", None))?),
-                90 => r.read_packed_varints(|v| self.uint64_data.push(v)).map_err(|e| e.at("uint64_data", None))?,
+                90 => r.read_packed_varints_into(&mut self.uint64_data, |v| v).map_err(|e| e.at("uint64_data", None))?,
                 130 => {
                     let i = self.metadata_props.len();
                     let m = self.metadata_props.push_default_sized(|max| r.run_length(130, max));
@@ -3217,18 +3178,14 @@ impl Message for TensorProto {
         Ok(())
     }
 
-    fn compute_size(&self, sizes: &mut Vec<u64>) -> u64 {
+    fn compute_size(&self, sizes: &mut SizeTable) -> u64 {
         let mut n: u64 = self.unknown_fields.len() as u64;
         n += self.dims.iter().map(|&v| 1 + varint_len(v as u64)).sum::<u64>();
         if let Some(v) = self.data_type {
             n += 1 + varint_len(v as i64 as u64);
         }
         if let Some(m) = &self.segment {
-            let i = sizes.len();
-            sizes.push(0);
-            let s = m.compute_size(sizes);
-            sizes[i] = s;
-            n += 1 + len_delimited_size(s);
+            n += 1 + len_delimited_size(sizes.nested::<TensorProtoSegment>(m));
         }
         if !self.float_data.is_empty() {
             let s = self.float_data.len() as u64 * 4;
@@ -3264,21 +3221,13 @@ impl Message for TensorProto {
             n += 1 + len_delimited_size(v.len() as u64);
         }
         for m in &self.external_data {
-            let i = sizes.len();
-            sizes.push(0);
-            let s = m.compute_size(sizes);
-            sizes[i] = s;
-            n += 1 + len_delimited_size(s);
+            n += 1 + len_delimited_size(sizes.nested::<StringStringEntryProto>(m));
         }
         if let Some(v) = self.data_location {
             n += 1 + varint_len(v as i64 as u64);
         }
         for m in &self.metadata_props {
-            let i = sizes.len();
-            sizes.push(0);
-            let s = m.compute_size(sizes);
-            sizes[i] = s;
-            n += 2 + len_delimited_size(s);
+            n += 2 + len_delimited_size(sizes.nested::<StringStringEntryProto>(m));
         }
         n
     }
@@ -3624,7 +3573,7 @@ impl Message for TensorProtoSegment {
         Ok(())
     }
 
-    fn compute_size(&self, sizes: &mut Vec<u64>) -> u64 {
+    fn compute_size(&self, sizes: &mut SizeTable) -> u64 {
         let mut n: u64 = self.unknown_fields.len() as u64;
         if let Some(v) = self.begin {
             n += 1 + varint_len(v as u64);
@@ -3725,28 +3674,20 @@ impl Message for SparseTensorProto {
                 10 => r.read_message(self.values.get_or_insert_with(|| Box::new(TensorProto::new())).as_mut()).map_err(|e| e.at("values", None))?,
                 18 => r.read_message(self.indices.get_or_insert_with(|| Box::new(TensorProto::new())).as_mut()).map_err(|e| e.at("indices", None))?,
                 24 => self.dims.push(r.read_varint().map_err(|e| e.at("dims", None))? as i64),
-                26 => r.read_packed_varints(|v| self.dims.push(v as i64)).map_err(|e| e.at("dims", None))?,
+                26 => r.read_packed_varints_into(&mut self.dims, |v| v as i64).map_err(|e| e.at("dims", None))?,
                 _ => r.skip_unknown(tag, &mut self.unknown_fields)?,
             }
         }
         Ok(())
     }
 
-    fn compute_size(&self, sizes: &mut Vec<u64>) -> u64 {
+    fn compute_size(&self, sizes: &mut SizeTable) -> u64 {
         let mut n: u64 = self.unknown_fields.len() as u64;
         if let Some(m) = &self.values {
-            let i = sizes.len();
-            sizes.push(0);
-            let s = m.compute_size(sizes);
-            sizes[i] = s;
-            n += 1 + len_delimited_size(s);
+            n += 1 + len_delimited_size(sizes.nested::<TensorProto>(m));
         }
         if let Some(m) = &self.indices {
-            let i = sizes.len();
-            sizes.push(0);
-            let s = m.compute_size(sizes);
-            sizes[i] = s;
-            n += 1 + len_delimited_size(s);
+            n += 1 + len_delimited_size(sizes.nested::<TensorProto>(m));
         }
         n += self.dims.iter().map(|&v| 1 + varint_len(v as u64)).sum::<u64>();
         n
@@ -3872,14 +3813,10 @@ impl Message for TensorShapeProto {
         Ok(())
     }
 
-    fn compute_size(&self, sizes: &mut Vec<u64>) -> u64 {
+    fn compute_size(&self, sizes: &mut SizeTable) -> u64 {
         let mut n: u64 = self.unknown_fields.len() as u64;
         for m in &self.dim {
-            let i = sizes.len();
-            sizes.push(0);
-            let s = m.compute_size(sizes);
-            sizes[i] = s;
-            n += 1 + len_delimited_size(s);
+            n += 1 + len_delimited_size(sizes.nested::<TensorShapeProtoDimension>(m));
         }
         n
     }
@@ -3963,7 +3900,7 @@ impl Message for TensorShapeProtoDimension {
         Ok(())
     }
 
-    fn compute_size(&self, sizes: &mut Vec<u64>) -> u64 {
+    fn compute_size(&self, sizes: &mut SizeTable) -> u64 {
         let mut n: u64 = self.unknown_fields.len() as u64;
         if let Some(TensorShapeProtoDimensionValue::DimValue(v)) = &self.value {
             n += 1 + varint_len(*v as u64);
@@ -4093,7 +4030,7 @@ impl TypeProto {
 #[derive(Clone, Debug, PartialEq)]
 pub enum TypeProtoValue {
     /// `TypeProto.Tensor tensor_type = 1;`
-    TensorType(TypeProtoTensor),
+    TensorType(Box<TypeProtoTensor>),
     /// `TypeProto.Sequence sequence_type = 4;`
     SequenceType(Box<TypeProtoSequence>),
     /// `TypeProto.Map map_type = 5;`
@@ -4114,10 +4051,10 @@ impl Message for TypeProto {
             match tag {
                 10 => {
                     if !matches!(self.value, Some(TypeProtoValue::TensorType(_))) {
-                        self.value = Some(TypeProtoValue::TensorType(TypeProtoTensor::new()));
+                        self.value = Some(TypeProtoValue::TensorType(Box::new(TypeProtoTensor::new())));
                     }
                     if let Some(TypeProtoValue::TensorType(m)) = &mut self.value {
-                        r.read_message(m).map_err(|e| e.at("tensor_type", None))?;
+                        r.read_message(m.as_mut()).map_err(|e| e.at("tensor_type", None))?;
                     }
                 }
                 34 => {
@@ -4167,52 +4104,28 @@ impl Message for TypeProto {
         Ok(())
     }
 
-    fn compute_size(&self, sizes: &mut Vec<u64>) -> u64 {
+    fn compute_size(&self, sizes: &mut SizeTable) -> u64 {
         let mut n: u64 = self.unknown_fields.len() as u64;
         if let Some(TypeProtoValue::TensorType(m)) = &self.value {
-            let i = sizes.len();
-            sizes.push(0);
-            let s = m.compute_size(sizes);
-            sizes[i] = s;
-            n += 1 + len_delimited_size(s);
+            n += 1 + len_delimited_size(sizes.nested::<TypeProtoTensor>(m));
         }
         if let Some(TypeProtoValue::SequenceType(m)) = &self.value {
-            let i = sizes.len();
-            sizes.push(0);
-            let s = m.compute_size(sizes);
-            sizes[i] = s;
-            n += 1 + len_delimited_size(s);
+            n += 1 + len_delimited_size(sizes.nested::<TypeProtoSequence>(m));
         }
         if let Some(TypeProtoValue::MapType(m)) = &self.value {
-            let i = sizes.len();
-            sizes.push(0);
-            let s = m.compute_size(sizes);
-            sizes[i] = s;
-            n += 1 + len_delimited_size(s);
+            n += 1 + len_delimited_size(sizes.nested::<TypeProtoMap>(m));
         }
         if let Some(v) = &self.denotation {
             n += 1 + len_delimited_size(v.len() as u64);
         }
         if let Some(TypeProtoValue::OpaqueType(m)) = &self.value {
-            let i = sizes.len();
-            sizes.push(0);
-            let s = m.compute_size(sizes);
-            sizes[i] = s;
-            n += 1 + len_delimited_size(s);
+            n += 1 + len_delimited_size(sizes.nested::<TypeProtoOpaque>(m));
         }
         if let Some(TypeProtoValue::SparseTensorType(m)) = &self.value {
-            let i = sizes.len();
-            sizes.push(0);
-            let s = m.compute_size(sizes);
-            sizes[i] = s;
-            n += 1 + len_delimited_size(s);
+            n += 1 + len_delimited_size(sizes.nested::<TypeProtoSparseTensor>(m));
         }
         if let Some(TypeProtoValue::OptionalType(m)) = &self.value {
-            let i = sizes.len();
-            sizes.push(0);
-            let s = m.compute_size(sizes);
-            sizes[i] = s;
-            n += 1 + len_delimited_size(s);
+            n += 1 + len_delimited_size(sizes.nested::<TypeProtoOptional>(m));
         }
         n
     }
@@ -4281,7 +4194,7 @@ impl TypeProto {
     /// `tensor_type` for writing; switches the oneof to it.
     pub fn mutable_tensor_type(&mut self) -> &mut TypeProtoTensor {
         if !self.has_tensor_type() {
-            self.value = Some(TypeProtoValue::TensorType(TypeProtoTensor::new()));
+            self.value = Some(TypeProtoValue::TensorType(Box::new(TypeProtoTensor::new())));
         }
         match &mut self.value {
             Some(TypeProtoValue::TensorType(v)) => v,
@@ -4459,7 +4372,7 @@ pub struct TypeProtoTensor {
     /// `optional int32 elem_type = 1;`
     pub elem_type: Option<i32>,
     /// `optional TensorShapeProto shape = 2;`
-    pub shape: Option<TensorShapeProto>,
+    pub shape: Option<Box<TensorShapeProto>>,
     /// Fields not in the schema, as read (written back after the known ones).
     pub unknown_fields: UnknownFields,
 }
@@ -4482,24 +4395,20 @@ impl Message for TypeProtoTensor {
         while let Some(tag) = r.read_tag()? {
             match tag {
                 8 => self.elem_type = Some(r.read_varint().map_err(|e| e.at("elem_type", None))? as i32),
-                18 => r.read_message(self.shape.get_or_insert_with(TensorShapeProto::new)).map_err(|e| e.at("shape", None))?,
+                18 => r.read_message(self.shape.get_or_insert_with(|| Box::new(TensorShapeProto::new())).as_mut()).map_err(|e| e.at("shape", None))?,
                 _ => r.skip_unknown(tag, &mut self.unknown_fields)?,
             }
         }
         Ok(())
     }
 
-    fn compute_size(&self, sizes: &mut Vec<u64>) -> u64 {
+    fn compute_size(&self, sizes: &mut SizeTable) -> u64 {
         let mut n: u64 = self.unknown_fields.len() as u64;
         if let Some(v) = self.elem_type {
             n += 1 + varint_len(v as i64 as u64);
         }
         if let Some(m) = &self.shape {
-            let i = sizes.len();
-            sizes.push(0);
-            let s = m.compute_size(sizes);
-            sizes[i] = s;
-            n += 1 + len_delimited_size(s);
+            n += 1 + len_delimited_size(sizes.nested::<TensorShapeProto>(m));
         }
         n
     }
@@ -4554,20 +4463,20 @@ impl TypeProtoTensor {
     /// `shape`, or the empty message when unset.
     pub fn shape(&self) -> &TensorShapeProto {
         static DEFAULT: TensorShapeProto = TensorShapeProto::new();
-        self.shape.as_ref().unwrap_or(&DEFAULT)
+        self.shape.as_deref().unwrap_or(&DEFAULT)
     }
     /// `shape` for writing (set to an empty message first if unset).
     pub fn mutable_shape(&mut self) -> &mut TensorShapeProto {
-        self.shape.get_or_insert_with(TensorShapeProto::new)
+        self.shape.get_or_insert_with(|| Box::new(TensorShapeProto::new()))
     }
     /// Sets `shape`.
     pub fn set_shape(&mut self, v: TensorShapeProto) {
-        self.shape = Some(v);
+        self.shape = Some(Box::new(v));
     }
 }
 
 /// `onnx.TypeProto.Sequence`.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Default)]
 pub struct TypeProtoSequence {
     /// `optional TypeProto elem_type = 1;`
     pub elem_type: Option<Box<TypeProto>>,
@@ -4585,27 +4494,76 @@ impl TypeProtoSequence {
     }
 }
 
+impl TypeProtoSequence {
+    /// True when a field that closes a cycle of the schema is set.
+    #[inline]
+    fn has_nested_cycle(&self) -> bool {
+        self.elem_type.is_some()
+    }
+}
+
+impl Clone for TypeProtoSequence {
+    fn clone(&self) -> Self {
+        let clone = || Self {
+            elem_type: self.elem_type.clone(),
+            unknown_fields: self.unknown_fields.clone(),
+        };
+        if self.has_nested_cycle() {
+            crate::wire::guard_stack(clone)
+        } else {
+            clone()
+        }
+    }
+}
+
+impl PartialEq for TypeProtoSequence {
+    fn eq(&self, other: &Self) -> bool {
+        crate::wire::guard_stack(|| {
+            self.elem_type == other.elem_type
+                && self.unknown_fields == other.unknown_fields
+        })
+    }
+}
+
+impl std::fmt::Debug for TypeProtoSequence {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        crate::wire::guard_stack(|| {
+            f.debug_struct("TypeProtoSequence")
+                .field("elem_type", &self.elem_type)
+                .field("unknown_fields", &self.unknown_fields)
+                .finish()
+        })
+    }
+}
+
+impl Drop for TypeProtoSequence {
+    fn drop(&mut self) {
+        if !self.has_nested_cycle() {
+            return;
+        }
+        crate::wire::guard_stack(|| {
+            drop(std::mem::take(&mut self.elem_type));
+        })
+    }
+}
+
 impl Message for TypeProtoSequence {
     const NAME: &'static str = "TypeProto.Sequence";
 
     fn merge_from(&mut self, r: &mut Reader<'_>) -> Result<(), Box<DecodeError>> {
         while let Some(tag) = r.read_tag()? {
             match tag {
-                10 => r.read_message(self.elem_type.get_or_insert_with(|| Box::new(TypeProto::new())).as_mut()).map_err(|e| e.at("elem_type", None))?,
+                10 => crate::wire::guard_stack(|| r.read_message(self.elem_type.get_or_insert_with(|| Box::new(TypeProto::new())).as_mut())).map_err(|e| e.at("elem_type", None))?,
                 _ => r.skip_unknown(tag, &mut self.unknown_fields)?,
             }
         }
         Ok(())
     }
 
-    fn compute_size(&self, sizes: &mut Vec<u64>) -> u64 {
+    fn compute_size(&self, sizes: &mut SizeTable) -> u64 {
         let mut n: u64 = self.unknown_fields.len() as u64;
         if let Some(m) = &self.elem_type {
-            let i = sizes.len();
-            sizes.push(0);
-            let s = m.compute_size(sizes);
-            sizes[i] = s;
-            n += 1 + len_delimited_size(s);
+            n += 1 + len_delimited_size(sizes.nested_deep::<TypeProto>(m));
         }
         n
     }
@@ -4614,7 +4572,7 @@ impl Message for TypeProtoSequence {
         if let Some(m) = &self.elem_type {
             s.put(&[0x0a]);
             put_varint(s, c.next_size());
-            m.encode_to(s, c);
+            crate::wire::guard_stack(|| m.encode_to(s, c));
         }
         s.put(self.unknown_fields.as_bytes());
     }
@@ -4653,7 +4611,7 @@ impl TypeProtoSequence {
 }
 
 /// `onnx.TypeProto.Map`.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Default)]
 pub struct TypeProtoMap {
     /// `optional int32 key_type = 1;`
     pub key_type: Option<i32>,
@@ -4674,6 +4632,62 @@ impl TypeProtoMap {
     }
 }
 
+impl TypeProtoMap {
+    /// True when a field that closes a cycle of the schema is set.
+    #[inline]
+    fn has_nested_cycle(&self) -> bool {
+        self.value_type.is_some()
+    }
+}
+
+impl Clone for TypeProtoMap {
+    fn clone(&self) -> Self {
+        let clone = || Self {
+            key_type: self.key_type.clone(),
+            value_type: self.value_type.clone(),
+            unknown_fields: self.unknown_fields.clone(),
+        };
+        if self.has_nested_cycle() {
+            crate::wire::guard_stack(clone)
+        } else {
+            clone()
+        }
+    }
+}
+
+impl PartialEq for TypeProtoMap {
+    fn eq(&self, other: &Self) -> bool {
+        crate::wire::guard_stack(|| {
+            self.key_type == other.key_type
+                && self.value_type == other.value_type
+                && self.unknown_fields == other.unknown_fields
+        })
+    }
+}
+
+impl std::fmt::Debug for TypeProtoMap {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        crate::wire::guard_stack(|| {
+            f.debug_struct("TypeProtoMap")
+                .field("key_type", &self.key_type)
+                .field("value_type", &self.value_type)
+                .field("unknown_fields", &self.unknown_fields)
+                .finish()
+        })
+    }
+}
+
+impl Drop for TypeProtoMap {
+    fn drop(&mut self) {
+        if !self.has_nested_cycle() {
+            return;
+        }
+        crate::wire::guard_stack(|| {
+            drop(std::mem::take(&mut self.value_type));
+        })
+    }
+}
+
 impl Message for TypeProtoMap {
     const NAME: &'static str = "TypeProto.Map";
 
@@ -4681,24 +4695,20 @@ impl Message for TypeProtoMap {
         while let Some(tag) = r.read_tag()? {
             match tag {
                 8 => self.key_type = Some(r.read_varint().map_err(|e| e.at("key_type", None))? as i32),
-                18 => r.read_message(self.value_type.get_or_insert_with(|| Box::new(TypeProto::new())).as_mut()).map_err(|e| e.at("value_type", None))?,
+                18 => crate::wire::guard_stack(|| r.read_message(self.value_type.get_or_insert_with(|| Box::new(TypeProto::new())).as_mut())).map_err(|e| e.at("value_type", None))?,
                 _ => r.skip_unknown(tag, &mut self.unknown_fields)?,
             }
         }
         Ok(())
     }
 
-    fn compute_size(&self, sizes: &mut Vec<u64>) -> u64 {
+    fn compute_size(&self, sizes: &mut SizeTable) -> u64 {
         let mut n: u64 = self.unknown_fields.len() as u64;
         if let Some(v) = self.key_type {
             n += 1 + varint_len(v as i64 as u64);
         }
         if let Some(m) = &self.value_type {
-            let i = sizes.len();
-            sizes.push(0);
-            let s = m.compute_size(sizes);
-            sizes[i] = s;
-            n += 1 + len_delimited_size(s);
+            n += 1 + len_delimited_size(sizes.nested_deep::<TypeProto>(m));
         }
         n
     }
@@ -4711,7 +4721,7 @@ impl Message for TypeProtoMap {
         if let Some(m) = &self.value_type {
             s.put(&[0x12]);
             put_varint(s, c.next_size());
-            m.encode_to(s, c);
+            crate::wire::guard_stack(|| m.encode_to(s, c));
         }
         s.put(self.unknown_fields.as_bytes());
     }
@@ -4766,7 +4776,7 @@ impl TypeProtoMap {
 }
 
 /// `onnx.TypeProto.Optional`.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Default)]
 pub struct TypeProtoOptional {
     /// `optional TypeProto elem_type = 1;`
     pub elem_type: Option<Box<TypeProto>>,
@@ -4784,27 +4794,76 @@ impl TypeProtoOptional {
     }
 }
 
+impl TypeProtoOptional {
+    /// True when a field that closes a cycle of the schema is set.
+    #[inline]
+    fn has_nested_cycle(&self) -> bool {
+        self.elem_type.is_some()
+    }
+}
+
+impl Clone for TypeProtoOptional {
+    fn clone(&self) -> Self {
+        let clone = || Self {
+            elem_type: self.elem_type.clone(),
+            unknown_fields: self.unknown_fields.clone(),
+        };
+        if self.has_nested_cycle() {
+            crate::wire::guard_stack(clone)
+        } else {
+            clone()
+        }
+    }
+}
+
+impl PartialEq for TypeProtoOptional {
+    fn eq(&self, other: &Self) -> bool {
+        crate::wire::guard_stack(|| {
+            self.elem_type == other.elem_type
+                && self.unknown_fields == other.unknown_fields
+        })
+    }
+}
+
+impl std::fmt::Debug for TypeProtoOptional {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        crate::wire::guard_stack(|| {
+            f.debug_struct("TypeProtoOptional")
+                .field("elem_type", &self.elem_type)
+                .field("unknown_fields", &self.unknown_fields)
+                .finish()
+        })
+    }
+}
+
+impl Drop for TypeProtoOptional {
+    fn drop(&mut self) {
+        if !self.has_nested_cycle() {
+            return;
+        }
+        crate::wire::guard_stack(|| {
+            drop(std::mem::take(&mut self.elem_type));
+        })
+    }
+}
+
 impl Message for TypeProtoOptional {
     const NAME: &'static str = "TypeProto.Optional";
 
     fn merge_from(&mut self, r: &mut Reader<'_>) -> Result<(), Box<DecodeError>> {
         while let Some(tag) = r.read_tag()? {
             match tag {
-                10 => r.read_message(self.elem_type.get_or_insert_with(|| Box::new(TypeProto::new())).as_mut()).map_err(|e| e.at("elem_type", None))?,
+                10 => crate::wire::guard_stack(|| r.read_message(self.elem_type.get_or_insert_with(|| Box::new(TypeProto::new())).as_mut())).map_err(|e| e.at("elem_type", None))?,
                 _ => r.skip_unknown(tag, &mut self.unknown_fields)?,
             }
         }
         Ok(())
     }
 
-    fn compute_size(&self, sizes: &mut Vec<u64>) -> u64 {
+    fn compute_size(&self, sizes: &mut SizeTable) -> u64 {
         let mut n: u64 = self.unknown_fields.len() as u64;
         if let Some(m) = &self.elem_type {
-            let i = sizes.len();
-            sizes.push(0);
-            let s = m.compute_size(sizes);
-            sizes[i] = s;
-            n += 1 + len_delimited_size(s);
+            n += 1 + len_delimited_size(sizes.nested_deep::<TypeProto>(m));
         }
         n
     }
@@ -4813,7 +4872,7 @@ impl Message for TypeProtoOptional {
         if let Some(m) = &self.elem_type {
             s.put(&[0x0a]);
             put_varint(s, c.next_size());
-            m.encode_to(s, c);
+            crate::wire::guard_stack(|| m.encode_to(s, c));
         }
         s.put(self.unknown_fields.as_bytes());
     }
@@ -4857,7 +4916,7 @@ pub struct TypeProtoSparseTensor {
     /// `optional int32 elem_type = 1;`
     pub elem_type: Option<i32>,
     /// `optional TensorShapeProto shape = 2;`
-    pub shape: Option<TensorShapeProto>,
+    pub shape: Option<Box<TensorShapeProto>>,
     /// Fields not in the schema, as read (written back after the known ones).
     pub unknown_fields: UnknownFields,
 }
@@ -4880,24 +4939,20 @@ impl Message for TypeProtoSparseTensor {
         while let Some(tag) = r.read_tag()? {
             match tag {
                 8 => self.elem_type = Some(r.read_varint().map_err(|e| e.at("elem_type", None))? as i32),
-                18 => r.read_message(self.shape.get_or_insert_with(TensorShapeProto::new)).map_err(|e| e.at("shape", None))?,
+                18 => r.read_message(self.shape.get_or_insert_with(|| Box::new(TensorShapeProto::new())).as_mut()).map_err(|e| e.at("shape", None))?,
                 _ => r.skip_unknown(tag, &mut self.unknown_fields)?,
             }
         }
         Ok(())
     }
 
-    fn compute_size(&self, sizes: &mut Vec<u64>) -> u64 {
+    fn compute_size(&self, sizes: &mut SizeTable) -> u64 {
         let mut n: u64 = self.unknown_fields.len() as u64;
         if let Some(v) = self.elem_type {
             n += 1 + varint_len(v as i64 as u64);
         }
         if let Some(m) = &self.shape {
-            let i = sizes.len();
-            sizes.push(0);
-            let s = m.compute_size(sizes);
-            sizes[i] = s;
-            n += 1 + len_delimited_size(s);
+            n += 1 + len_delimited_size(sizes.nested::<TensorShapeProto>(m));
         }
         n
     }
@@ -4952,15 +5007,15 @@ impl TypeProtoSparseTensor {
     /// `shape`, or the empty message when unset.
     pub fn shape(&self) -> &TensorShapeProto {
         static DEFAULT: TensorShapeProto = TensorShapeProto::new();
-        self.shape.as_ref().unwrap_or(&DEFAULT)
+        self.shape.as_deref().unwrap_or(&DEFAULT)
     }
     /// `shape` for writing (set to an empty message first if unset).
     pub fn mutable_shape(&mut self) -> &mut TensorShapeProto {
-        self.shape.get_or_insert_with(TensorShapeProto::new)
+        self.shape.get_or_insert_with(|| Box::new(TensorShapeProto::new()))
     }
     /// Sets `shape`.
     pub fn set_shape(&mut self, v: TensorShapeProto) {
-        self.shape = Some(v);
+        self.shape = Some(Box::new(v));
     }
 }
 
@@ -5000,7 +5055,7 @@ impl Message for TypeProtoOpaque {
         Ok(())
     }
 
-    fn compute_size(&self, sizes: &mut Vec<u64>) -> u64 {
+    fn compute_size(&self, sizes: &mut SizeTable) -> u64 {
         let mut n: u64 = self.unknown_fields.len() as u64;
         if let Some(v) = &self.domain {
             n += 1 + len_delimited_size(v.len() as u64);
@@ -5107,7 +5162,7 @@ impl Message for OperatorSetIdProto {
         Ok(())
     }
 
-    fn compute_size(&self, sizes: &mut Vec<u64>) -> u64 {
+    fn compute_size(&self, sizes: &mut SizeTable) -> u64 {
         let mut n: u64 = self.unknown_fields.len() as u64;
         if let Some(v) = &self.domain {
             n += 1 + len_delimited_size(v.len() as u64);
@@ -5236,15 +5291,15 @@ impl Message for FunctionProto {
             match tag {
                 10 => self.name = Some(r.read_string().map_err(|e| e.at("name", None))?),
                 34 => {
-                    r.reserve_run(&mut self.input, 34);
+                    r.reserve_run(&mut self.input, 34).map_err(|e| e.at("input", None))?;
                     self.input.push(r.read_string().map_err(|e| e.at("input", None))?);
                 }
                 42 => {
-                    r.reserve_run(&mut self.output, 42);
+                    r.reserve_run(&mut self.output, 42).map_err(|e| e.at("output", None))?;
                     self.output.push(r.read_string().map_err(|e| e.at("output", None))?);
                 }
                 50 => {
-                    r.reserve_run(&mut self.attribute, 50);
+                    r.reserve_run(&mut self.attribute, 50).map_err(|e| e.at("attribute", None))?;
                     self.attribute.push(r.read_string().map_err(|e| e.at("attribute", None))?);
                 }
                 90 => {
@@ -5281,7 +5336,7 @@ impl Message for FunctionProto {
         Ok(())
     }
 
-    fn compute_size(&self, sizes: &mut Vec<u64>) -> u64 {
+    fn compute_size(&self, sizes: &mut SizeTable) -> u64 {
         let mut n: u64 = self.unknown_fields.len() as u64;
         if let Some(v) = &self.name {
             n += 1 + len_delimited_size(v.len() as u64);
@@ -5290,48 +5345,28 @@ impl Message for FunctionProto {
         n += self.output.iter().map(|v| 1 + len_delimited_size(v.len() as u64)).sum::<u64>();
         n += self.attribute.iter().map(|v| 1 + len_delimited_size(v.len() as u64)).sum::<u64>();
         for m in &self.node {
-            let i = sizes.len();
-            sizes.push(0);
-            let s = m.compute_size(sizes);
-            sizes[i] = s;
-            n += 1 + len_delimited_size(s);
+            n += 1 + len_delimited_size(sizes.nested::<NodeProto>(m));
         }
         if let Some(v) = &self.doc_string {
             n += 1 + len_delimited_size(v.len() as u64);
         }
         for m in &self.opset_import {
-            let i = sizes.len();
-            sizes.push(0);
-            let s = m.compute_size(sizes);
-            sizes[i] = s;
-            n += 1 + len_delimited_size(s);
+            n += 1 + len_delimited_size(sizes.nested::<OperatorSetIdProto>(m));
         }
         if let Some(v) = &self.domain {
             n += 1 + len_delimited_size(v.len() as u64);
         }
         for m in &self.attribute_proto {
-            let i = sizes.len();
-            sizes.push(0);
-            let s = m.compute_size(sizes);
-            sizes[i] = s;
-            n += 1 + len_delimited_size(s);
+            n += 1 + len_delimited_size(sizes.nested::<AttributeProto>(m));
         }
         for m in &self.value_info {
-            let i = sizes.len();
-            sizes.push(0);
-            let s = m.compute_size(sizes);
-            sizes[i] = s;
-            n += 1 + len_delimited_size(s);
+            n += 1 + len_delimited_size(sizes.nested::<ValueInfoProto>(m));
         }
         if let Some(v) = &self.overload {
             n += 1 + len_delimited_size(v.len() as u64);
         }
         for m in &self.metadata_props {
-            let i = sizes.len();
-            sizes.push(0);
-            let s = m.compute_size(sizes);
-            sizes[i] = s;
-            n += 1 + len_delimited_size(s);
+            n += 1 + len_delimited_size(sizes.nested::<StringStringEntryProto>(m));
         }
         n
     }
@@ -5577,7 +5612,7 @@ impl FunctionProto {
 }
 
 /// `onnx.SequenceProto`.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Default)]
 pub struct SequenceProto {
     /// `optional string name = 1;`
     pub name: Option<ProtoString>,
@@ -5613,6 +5648,77 @@ impl SequenceProto {
     }
 }
 
+impl SequenceProto {
+    /// True when a field that closes a cycle of the schema is set.
+    #[inline]
+    fn has_nested_cycle(&self) -> bool {
+        !self.sequence_values.is_empty()
+    }
+}
+
+impl Clone for SequenceProto {
+    fn clone(&self) -> Self {
+        let clone = || Self {
+            name: self.name.clone(),
+            elem_type: self.elem_type.clone(),
+            tensor_values: self.tensor_values.clone(),
+            sparse_tensor_values: self.sparse_tensor_values.clone(),
+            sequence_values: self.sequence_values.clone(),
+            map_values: self.map_values.clone(),
+            optional_values: self.optional_values.clone(),
+            unknown_fields: self.unknown_fields.clone(),
+        };
+        if self.has_nested_cycle() {
+            crate::wire::guard_stack(clone)
+        } else {
+            clone()
+        }
+    }
+}
+
+impl PartialEq for SequenceProto {
+    fn eq(&self, other: &Self) -> bool {
+        crate::wire::guard_stack(|| {
+            self.name == other.name
+                && self.elem_type == other.elem_type
+                && self.tensor_values == other.tensor_values
+                && self.sparse_tensor_values == other.sparse_tensor_values
+                && self.sequence_values == other.sequence_values
+                && self.map_values == other.map_values
+                && self.optional_values == other.optional_values
+                && self.unknown_fields == other.unknown_fields
+        })
+    }
+}
+
+impl std::fmt::Debug for SequenceProto {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        crate::wire::guard_stack(|| {
+            f.debug_struct("SequenceProto")
+                .field("name", &self.name)
+                .field("elem_type", &self.elem_type)
+                .field("tensor_values", &self.tensor_values)
+                .field("sparse_tensor_values", &self.sparse_tensor_values)
+                .field("sequence_values", &self.sequence_values)
+                .field("map_values", &self.map_values)
+                .field("optional_values", &self.optional_values)
+                .field("unknown_fields", &self.unknown_fields)
+                .finish()
+        })
+    }
+}
+
+impl Drop for SequenceProto {
+    fn drop(&mut self) {
+        if !self.has_nested_cycle() {
+            return;
+        }
+        crate::wire::guard_stack(|| {
+            drop(std::mem::take(&mut self.sequence_values));
+        })
+    }
+}
+
 impl Message for SequenceProto {
     const NAME: &'static str = "SequenceProto";
 
@@ -5634,7 +5740,7 @@ impl Message for SequenceProto {
                 42 => {
                     let i = self.sequence_values.len();
                     let m = self.sequence_values.push_default_sized(|max| r.run_length(42, max));
-                    r.read_message(m).map_err(|e| e.at("sequence_values", Some(i)))?;
+                    crate::wire::guard_stack(|| r.read_message(m)).map_err(|e| e.at("sequence_values", Some(i)))?;
                 }
                 50 => {
                     let i = self.map_values.len();
@@ -5652,7 +5758,7 @@ impl Message for SequenceProto {
         Ok(())
     }
 
-    fn compute_size(&self, sizes: &mut Vec<u64>) -> u64 {
+    fn compute_size(&self, sizes: &mut SizeTable) -> u64 {
         let mut n: u64 = self.unknown_fields.len() as u64;
         if let Some(v) = &self.name {
             n += 1 + len_delimited_size(v.len() as u64);
@@ -5661,39 +5767,19 @@ impl Message for SequenceProto {
             n += 1 + varint_len(v as i64 as u64);
         }
         for m in &self.tensor_values {
-            let i = sizes.len();
-            sizes.push(0);
-            let s = m.compute_size(sizes);
-            sizes[i] = s;
-            n += 1 + len_delimited_size(s);
+            n += 1 + len_delimited_size(sizes.nested::<TensorProto>(m));
         }
         for m in &self.sparse_tensor_values {
-            let i = sizes.len();
-            sizes.push(0);
-            let s = m.compute_size(sizes);
-            sizes[i] = s;
-            n += 1 + len_delimited_size(s);
+            n += 1 + len_delimited_size(sizes.nested::<SparseTensorProto>(m));
         }
         for m in &self.sequence_values {
-            let i = sizes.len();
-            sizes.push(0);
-            let s = m.compute_size(sizes);
-            sizes[i] = s;
-            n += 1 + len_delimited_size(s);
+            n += 1 + len_delimited_size(sizes.nested_deep::<SequenceProto>(m));
         }
         for m in &self.map_values {
-            let i = sizes.len();
-            sizes.push(0);
-            let s = m.compute_size(sizes);
-            sizes[i] = s;
-            n += 1 + len_delimited_size(s);
+            n += 1 + len_delimited_size(sizes.nested::<MapProto>(m));
         }
         for m in &self.optional_values {
-            let i = sizes.len();
-            sizes.push(0);
-            let s = m.compute_size(sizes);
-            sizes[i] = s;
-            n += 1 + len_delimited_size(s);
+            n += 1 + len_delimited_size(sizes.nested::<OptionalProto>(m));
         }
         n
     }
@@ -5721,7 +5807,7 @@ impl Message for SequenceProto {
         for m in &self.sequence_values {
             s.put(&[0x2a]);
             put_varint(s, c.next_size());
-            m.encode_to(s, c);
+            crate::wire::guard_stack(|| m.encode_to(s, c));
         }
         for m in &self.map_values {
             s.put(&[0x32]);
@@ -5842,7 +5928,7 @@ impl SequenceProto {
 }
 
 /// `onnx.MapProto`.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Default)]
 pub struct MapProto {
     /// `optional string name = 1;`
     pub name: Option<ProtoString>,
@@ -5872,6 +5958,71 @@ impl MapProto {
     }
 }
 
+impl MapProto {
+    /// True when a field that closes a cycle of the schema is set.
+    #[inline]
+    fn has_nested_cycle(&self) -> bool {
+        self.values.is_some()
+    }
+}
+
+impl Clone for MapProto {
+    fn clone(&self) -> Self {
+        let clone = || Self {
+            name: self.name.clone(),
+            key_type: self.key_type.clone(),
+            keys: self.keys.clone(),
+            string_keys: self.string_keys.clone(),
+            values: self.values.clone(),
+            unknown_fields: self.unknown_fields.clone(),
+        };
+        if self.has_nested_cycle() {
+            crate::wire::guard_stack(clone)
+        } else {
+            clone()
+        }
+    }
+}
+
+impl PartialEq for MapProto {
+    fn eq(&self, other: &Self) -> bool {
+        crate::wire::guard_stack(|| {
+            self.name == other.name
+                && self.key_type == other.key_type
+                && self.keys == other.keys
+                && self.string_keys == other.string_keys
+                && self.values == other.values
+                && self.unknown_fields == other.unknown_fields
+        })
+    }
+}
+
+impl std::fmt::Debug for MapProto {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        crate::wire::guard_stack(|| {
+            f.debug_struct("MapProto")
+                .field("name", &self.name)
+                .field("key_type", &self.key_type)
+                .field("keys", &self.keys)
+                .field("string_keys", &self.string_keys)
+                .field("values", &self.values)
+                .field("unknown_fields", &self.unknown_fields)
+                .finish()
+        })
+    }
+}
+
+impl Drop for MapProto {
+    fn drop(&mut self) {
+        if !self.has_nested_cycle() {
+            return;
+        }
+        crate::wire::guard_stack(|| {
+            drop(std::mem::take(&mut self.values));
+        })
+    }
+}
+
 impl Message for MapProto {
     const NAME: &'static str = "MapProto";
 
@@ -5881,19 +6032,19 @@ impl Message for MapProto {
                 10 => self.name = Some(r.read_string().map_err(|e| e.at("name", None))?),
                 16 => self.key_type = Some(r.read_varint().map_err(|e| e.at("key_type", None))? as i32),
                 24 => self.keys.push(r.read_varint().map_err(|e| e.at("keys", None))? as i64),
-                26 => r.read_packed_varints(|v| self.keys.push(v as i64)).map_err(|e| e.at("keys", None))?,
+                26 => r.read_packed_varints_into(&mut self.keys, |v| v as i64).map_err(|e| e.at("keys", None))?,
                 34 => {
-                    r.reserve_run(&mut self.string_keys, 34);
+                    r.reserve_run(&mut self.string_keys, 34).map_err(|e| e.at("string_keys", None))?;
                     self.string_keys.push(r.read_string().map_err(|e| e.at("string_keys", None))?);
                 }
-                42 => r.read_message(self.values.get_or_insert_with(|| Box::new(SequenceProto::new())).as_mut()).map_err(|e| e.at("values", None))?,
+                42 => crate::wire::guard_stack(|| r.read_message(self.values.get_or_insert_with(|| Box::new(SequenceProto::new())).as_mut())).map_err(|e| e.at("values", None))?,
                 _ => r.skip_unknown(tag, &mut self.unknown_fields)?,
             }
         }
         Ok(())
     }
 
-    fn compute_size(&self, sizes: &mut Vec<u64>) -> u64 {
+    fn compute_size(&self, sizes: &mut SizeTable) -> u64 {
         let mut n: u64 = self.unknown_fields.len() as u64;
         if let Some(v) = &self.name {
             n += 1 + len_delimited_size(v.len() as u64);
@@ -5904,11 +6055,7 @@ impl Message for MapProto {
         n += self.keys.iter().map(|&v| 1 + varint_len(v as u64)).sum::<u64>();
         n += self.string_keys.iter().map(|v| 1 + len_delimited_size(v.len() as u64)).sum::<u64>();
         if let Some(m) = &self.values {
-            let i = sizes.len();
-            sizes.push(0);
-            let s = m.compute_size(sizes);
-            sizes[i] = s;
-            n += 1 + len_delimited_size(s);
+            n += 1 + len_delimited_size(sizes.nested_deep::<SequenceProto>(m));
         }
         n
     }
@@ -5935,7 +6082,7 @@ impl Message for MapProto {
         if let Some(m) = &self.values {
             s.put(&[0x2a]);
             put_varint(s, c.next_size());
-            m.encode_to(s, c);
+            crate::wire::guard_stack(|| m.encode_to(s, c));
         }
         s.put(self.unknown_fields.as_bytes());
     }
@@ -6031,7 +6178,7 @@ impl MapProto {
 }
 
 /// `onnx.OptionalProto`.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Default)]
 pub struct OptionalProto {
     /// `optional string name = 1;`
     pub name: Option<ProtoString>,
@@ -6067,6 +6214,78 @@ impl OptionalProto {
     }
 }
 
+impl OptionalProto {
+    /// True when a field that closes a cycle of the schema is set.
+    #[inline]
+    fn has_nested_cycle(&self) -> bool {
+        self.sequence_value.is_some() || self.optional_value.is_some()
+    }
+}
+
+impl Clone for OptionalProto {
+    fn clone(&self) -> Self {
+        let clone = || Self {
+            name: self.name.clone(),
+            elem_type: self.elem_type.clone(),
+            tensor_value: self.tensor_value.clone(),
+            sparse_tensor_value: self.sparse_tensor_value.clone(),
+            sequence_value: self.sequence_value.clone(),
+            map_value: self.map_value.clone(),
+            optional_value: self.optional_value.clone(),
+            unknown_fields: self.unknown_fields.clone(),
+        };
+        if self.has_nested_cycle() {
+            crate::wire::guard_stack(clone)
+        } else {
+            clone()
+        }
+    }
+}
+
+impl PartialEq for OptionalProto {
+    fn eq(&self, other: &Self) -> bool {
+        crate::wire::guard_stack(|| {
+            self.name == other.name
+                && self.elem_type == other.elem_type
+                && self.tensor_value == other.tensor_value
+                && self.sparse_tensor_value == other.sparse_tensor_value
+                && self.sequence_value == other.sequence_value
+                && self.map_value == other.map_value
+                && self.optional_value == other.optional_value
+                && self.unknown_fields == other.unknown_fields
+        })
+    }
+}
+
+impl std::fmt::Debug for OptionalProto {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        crate::wire::guard_stack(|| {
+            f.debug_struct("OptionalProto")
+                .field("name", &self.name)
+                .field("elem_type", &self.elem_type)
+                .field("tensor_value", &self.tensor_value)
+                .field("sparse_tensor_value", &self.sparse_tensor_value)
+                .field("sequence_value", &self.sequence_value)
+                .field("map_value", &self.map_value)
+                .field("optional_value", &self.optional_value)
+                .field("unknown_fields", &self.unknown_fields)
+                .finish()
+        })
+    }
+}
+
+impl Drop for OptionalProto {
+    fn drop(&mut self) {
+        if !self.has_nested_cycle() {
+            return;
+        }
+        crate::wire::guard_stack(|| {
+            drop(std::mem::take(&mut self.sequence_value));
+            drop(std::mem::take(&mut self.optional_value));
+        })
+    }
+}
+
 impl Message for OptionalProto {
     const NAME: &'static str = "OptionalProto";
 
@@ -6077,16 +6296,16 @@ impl Message for OptionalProto {
                 16 => self.elem_type = Some(r.read_varint().map_err(|e| e.at("elem_type", None))? as i32),
                 26 => r.read_message(self.tensor_value.get_or_insert_with(|| Box::new(TensorProto::new())).as_mut()).map_err(|e| e.at("tensor_value", None))?,
                 34 => r.read_message(self.sparse_tensor_value.get_or_insert_with(|| Box::new(SparseTensorProto::new())).as_mut()).map_err(|e| e.at("sparse_tensor_value", None))?,
-                42 => r.read_message(self.sequence_value.get_or_insert_with(|| Box::new(SequenceProto::new())).as_mut()).map_err(|e| e.at("sequence_value", None))?,
+                42 => crate::wire::guard_stack(|| r.read_message(self.sequence_value.get_or_insert_with(|| Box::new(SequenceProto::new())).as_mut())).map_err(|e| e.at("sequence_value", None))?,
                 50 => r.read_message(self.map_value.get_or_insert_with(|| Box::new(MapProto::new())).as_mut()).map_err(|e| e.at("map_value", None))?,
-                58 => r.read_message(self.optional_value.get_or_insert_with(|| Box::new(OptionalProto::new())).as_mut()).map_err(|e| e.at("optional_value", None))?,
+                58 => crate::wire::guard_stack(|| r.read_message(self.optional_value.get_or_insert_with(|| Box::new(OptionalProto::new())).as_mut())).map_err(|e| e.at("optional_value", None))?,
                 _ => r.skip_unknown(tag, &mut self.unknown_fields)?,
             }
         }
         Ok(())
     }
 
-    fn compute_size(&self, sizes: &mut Vec<u64>) -> u64 {
+    fn compute_size(&self, sizes: &mut SizeTable) -> u64 {
         let mut n: u64 = self.unknown_fields.len() as u64;
         if let Some(v) = &self.name {
             n += 1 + len_delimited_size(v.len() as u64);
@@ -6095,39 +6314,19 @@ impl Message for OptionalProto {
             n += 1 + varint_len(v as i64 as u64);
         }
         if let Some(m) = &self.tensor_value {
-            let i = sizes.len();
-            sizes.push(0);
-            let s = m.compute_size(sizes);
-            sizes[i] = s;
-            n += 1 + len_delimited_size(s);
+            n += 1 + len_delimited_size(sizes.nested::<TensorProto>(m));
         }
         if let Some(m) = &self.sparse_tensor_value {
-            let i = sizes.len();
-            sizes.push(0);
-            let s = m.compute_size(sizes);
-            sizes[i] = s;
-            n += 1 + len_delimited_size(s);
+            n += 1 + len_delimited_size(sizes.nested::<SparseTensorProto>(m));
         }
         if let Some(m) = &self.sequence_value {
-            let i = sizes.len();
-            sizes.push(0);
-            let s = m.compute_size(sizes);
-            sizes[i] = s;
-            n += 1 + len_delimited_size(s);
+            n += 1 + len_delimited_size(sizes.nested_deep::<SequenceProto>(m));
         }
         if let Some(m) = &self.map_value {
-            let i = sizes.len();
-            sizes.push(0);
-            let s = m.compute_size(sizes);
-            sizes[i] = s;
-            n += 1 + len_delimited_size(s);
+            n += 1 + len_delimited_size(sizes.nested::<MapProto>(m));
         }
         if let Some(m) = &self.optional_value {
-            let i = sizes.len();
-            sizes.push(0);
-            let s = m.compute_size(sizes);
-            sizes[i] = s;
-            n += 1 + len_delimited_size(s);
+            n += 1 + len_delimited_size(sizes.nested_deep::<OptionalProto>(m));
         }
         n
     }
@@ -6155,7 +6354,7 @@ impl Message for OptionalProto {
         if let Some(m) = &self.sequence_value {
             s.put(&[0x2a]);
             put_varint(s, c.next_size());
-            m.encode_to(s, c);
+            crate::wire::guard_stack(|| m.encode_to(s, c));
         }
         if let Some(m) = &self.map_value {
             s.put(&[0x32]);
@@ -6165,7 +6364,7 @@ impl Message for OptionalProto {
         if let Some(m) = &self.optional_value {
             s.put(&[0x3a]);
             put_varint(s, c.next_size());
-            m.encode_to(s, c);
+            crate::wire::guard_stack(|| m.encode_to(s, c));
         }
         s.put(self.unknown_fields.as_bytes());
     }
@@ -6328,7 +6527,7 @@ impl AttributeProto {
             v.visit_tensors(f);
         }
         if let Some(v) = &self.g {
-            v.visit_tensors(f);
+            crate::wire::guard_stack(|| v.visit_tensors(f));
         }
         if let Some(v) = &self.sparse_tensor {
             v.visit_tensors(f);
@@ -6337,7 +6536,7 @@ impl AttributeProto {
             v.visit_tensors(f);
         }
         for v in &self.graphs {
-            v.visit_tensors(f);
+            crate::wire::guard_stack(|| v.visit_tensors(f));
         }
         for v in &self.sparse_tensors {
             v.visit_tensors(f);
@@ -6350,7 +6549,7 @@ impl AttributeProto {
             v.visit_tensors_mut(f);
         }
         if let Some(v) = &mut self.g {
-            v.visit_tensors_mut(f);
+            crate::wire::guard_stack(|| v.visit_tensors_mut(f));
         }
         if let Some(v) = &mut self.sparse_tensor {
             v.visit_tensors_mut(f);
@@ -6359,7 +6558,7 @@ impl AttributeProto {
             v.visit_tensors_mut(f);
         }
         for v in &mut self.graphs {
-            v.visit_tensors_mut(f);
+            crate::wire::guard_stack(|| v.visit_tensors_mut(f));
         }
         for v in &mut self.sparse_tensors {
             v.visit_tensors_mut(f);
@@ -6535,7 +6734,7 @@ impl SequenceProto {
             v.visit_tensors(f);
         }
         for v in &self.sequence_values {
-            v.visit_tensors(f);
+            crate::wire::guard_stack(|| v.visit_tensors(f));
         }
         for v in &self.map_values {
             v.visit_tensors(f);
@@ -6554,7 +6753,7 @@ impl SequenceProto {
             v.visit_tensors_mut(f);
         }
         for v in &mut self.sequence_values {
-            v.visit_tensors_mut(f);
+            crate::wire::guard_stack(|| v.visit_tensors_mut(f));
         }
         for v in &mut self.map_values {
             v.visit_tensors_mut(f);
@@ -6570,14 +6769,14 @@ impl MapProto {
     /// schema order (the message itself, for a `TensorProto`).
     pub fn visit_tensors(self: &Self, f: &mut dyn FnMut(&TensorProto)) {
         if let Some(v) = &self.values {
-            v.visit_tensors(f);
+            crate::wire::guard_stack(|| v.visit_tensors(f));
         }
     }
     /// Calls `f` on every `TensorProto` reachable from this message, depth-first in
     /// schema order (the message itself, for a `TensorProto`).
     pub fn visit_tensors_mut(self: &mut Self, f: &mut dyn FnMut(&mut TensorProto)) {
         if let Some(v) = &mut self.values {
-            v.visit_tensors_mut(f);
+            crate::wire::guard_stack(|| v.visit_tensors_mut(f));
         }
     }
 }
@@ -6593,13 +6792,13 @@ impl OptionalProto {
             v.visit_tensors(f);
         }
         if let Some(v) = &self.sequence_value {
-            v.visit_tensors(f);
+            crate::wire::guard_stack(|| v.visit_tensors(f));
         }
         if let Some(v) = &self.map_value {
             v.visit_tensors(f);
         }
         if let Some(v) = &self.optional_value {
-            v.visit_tensors(f);
+            crate::wire::guard_stack(|| v.visit_tensors(f));
         }
     }
     /// Calls `f` on every `TensorProto` reachable from this message, depth-first in
@@ -6612,13 +6811,13 @@ impl OptionalProto {
             v.visit_tensors_mut(f);
         }
         if let Some(v) = &mut self.sequence_value {
-            v.visit_tensors_mut(f);
+            crate::wire::guard_stack(|| v.visit_tensors_mut(f));
         }
         if let Some(v) = &mut self.map_value {
             v.visit_tensors_mut(f);
         }
         if let Some(v) = &mut self.optional_value {
-            v.visit_tensors_mut(f);
+            crate::wire::guard_stack(|| v.visit_tensors_mut(f));
         }
     }
 }

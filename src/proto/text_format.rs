@@ -193,7 +193,8 @@ impl Printer {
                     let offset = base + (r.position() - body.len()) as u64;
                     self.write(field.name.as_bytes());
                     self.open();
-                    self.message(def, body, offset)?;
+                    // Messages nest without bound: see `wire::stack`.
+                    crate::wire::guard_stack(|| self.message(def, body, offset))?;
                     self.close();
                 }
                 Kind::String | Kind::Bytes | Kind::Payload => {

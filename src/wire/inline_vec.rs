@@ -145,6 +145,18 @@ impl<T, const N: usize> InlineVec<T, N> {
         }
     }
 
+    /// Room for exactly `additional` more elements, or an error instead of a panic or abort.
+    pub fn try_reserve_exact(
+        &mut self,
+        additional: usize,
+    ) -> Result<(), std::collections::TryReserveError> {
+        // SAFETY: as `reserve`.
+        match unsafe { raw::reserve(self.raw(), additional, true) } {
+            Ok(()) => Ok(()),
+            Err(_) => Vec::<T>::new().try_reserve(usize::MAX),
+        }
+    }
+
     /// Appends `value`.
     #[inline]
     pub fn push(&mut self, value: T) {
@@ -476,7 +488,7 @@ pub mod raw {
 
     impl GrowError {
         /// Panics (overflow) or aborts (allocation failure), as `Vec` does.
-        pub(super) fn raise(self) -> ! {
+        pub(crate) fn raise(self) -> ! {
             match self {
                 GrowError::CapacityOverflow => panic!("InlineVec capacity overflow"),
                 GrowError::Alloc(layout) => alloc::handle_alloc_error(layout),

@@ -16,7 +16,7 @@ pub trait Message: Default + Clone + Send + Sync + 'static {
 
     /// Size of the encoded message body; records the size of every embedded message into
     /// `sizes`, in pre-order, for [`Message::encode_to`].
-    fn compute_size(&self, sizes: &mut Vec<u64>) -> u64;
+    fn compute_size(&self, sizes: &mut SizeTable) -> u64;
 
     /// Writes the encoded message body; `c` reads back the sizes of `compute_size`.
     fn encode_to<S: Sink + ?Sized>(&self, s: &mut S, c: &mut SizeCursor<'_>);
@@ -44,25 +44,105 @@ pub trait Message: Default + Clone + Send + Sync + 'static {
 
     /// Size of the encoded message in bytes.
     fn encoded_len(&self) -> u64 {
-        self.compute_size(&mut Vec::new())
+        self.compute_size(&mut SizeTable::new())
     }
 
     /// Encodes into a new buffer, like protobuf's `SerializeToString`.
     fn serialize_to_vec(&self) -> Vec<u8> {
-        let mut sizes = Vec::new();
+        let mut sizes = SizeTable::new();
         let len = self.compute_size(&mut sizes);
         let mut out = Vec::with_capacity(len as usize);
-        self.encode_to(&mut out, &mut SizeCursor::new(&sizes));
+        self.encode_to(&mut out, &mut SizeCursor::new(sizes.as_slice()));
         debug_assert_eq!(out.len() as u64, len);
         out
     }
 
     /// Encodes into `sink`; returns the number of bytes written.
     fn serialize_to_sink<S: Sink + ?Sized>(&self, sink: &mut S) -> u64 {
-        let mut sizes = Vec::new();
+        let mut sizes = SizeTable::new();
         let len = self.compute_size(&mut sizes);
-        self.encode_to(sink, &mut SizeCursor::new(&sizes));
+        self.encode_to(sink, &mut SizeCursor::new(sizes.as_slice()));
         len
+    }
+}
+
+/// The sizes [`Message::compute_size`] records (every embedded message's, and every packed
+/// varint field's, in pre-order) for [`Message::encode_to`], and the nesting depth of the walk:
+/// with a depth limit, messages nested deeper are not walked (their size counts as 0) and
+/// [`SizeTable::too_deep`] tells the caller to refuse the message.
+pub struct SizeTable {
+    sizes: Vec<u64>,
+    depth: u32,
+    max_depth: u32,
+    too_deep: bool,
+}
+
+impl Default for SizeTable {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl SizeTable {
+    /// A table without depth limit (the infallible serializers: every level is walked, on
+    /// stack segments taken as needed).
+    pub fn new() -> Self {
+        Self::with_max_depth(u32::MAX)
+    }
+
+    /// A table refusing messages nested more than `max_depth` levels below the top one (what
+    /// a parse with `max_recursion_depth = max_depth` refuses).
+    pub fn with_max_depth(max_depth: u32) -> Self {
+        Self {
+            sizes: Vec::new(),
+            depth: 0,
+            max_depth,
+            too_deep: false,
+        }
+    }
+
+    /// Records the size of a packed field.
+    #[inline]
+    pub fn push(&mut self, size: u64) {
+        self.sizes.push(size);
+    }
+
+    /// Computes, records and returns the size of embedded message `m` (one level deeper).
+    #[inline(always)]
+    pub fn nested<M: Message>(&mut self, m: &M) -> u64 {
+        let i = self.sizes.len();
+        self.sizes.push(0);
+        if self.depth >= self.max_depth {
+            self.too_deep = true;
+            return 0;
+        }
+        self.depth += 1;
+        let s = m.compute_size(self);
+        self.depth -= 1;
+        self.sizes[i] = s;
+        s
+    }
+
+    /// [`SizeTable::nested`] for a field that closes a cycle of the schema (see
+    /// [`super::stack`]).
+    #[inline]
+    pub fn nested_deep<M: Message>(&mut self, m: &M) -> u64 {
+        super::guard_stack(|| self.nested(m))
+    }
+
+    /// True when a message was nested deeper than the table's limit (the sizes are then wrong).
+    pub fn too_deep(&self) -> bool {
+        self.too_deep
+    }
+
+    /// The depth limit.
+    pub fn max_depth(&self) -> u32 {
+        self.max_depth
+    }
+
+    /// The recorded sizes, for [`SizeCursor::new`].
+    pub fn as_slice(&self) -> &[u64] {
+        &self.sizes
     }
 }
 

@@ -8,10 +8,11 @@ pub(crate) mod message;
 mod placement;
 mod reader;
 mod repeated;
+pub mod stack;
 mod writer;
 
 pub use inline_vec::InlineVec;
-pub use message::{Message, MessageVisitor};
+pub use message::{Message, MessageVisitor, SizeTable};
 
 pub(crate) use placement::PayloadPool;
 pub use reader::{
@@ -19,6 +20,7 @@ pub use reader::{
     Reader, ReleaseSource, metadata_budget,
 };
 pub use repeated::RepeatedField;
+pub use stack::guard_stack;
 pub use writer::{Sink, SizeCursor, put_tag, put_varint};
 
 /// Wire type 0: varint.

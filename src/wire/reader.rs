@@ -268,6 +268,17 @@ impl<'a> Reader<'a> {
         DecodeError::new(kind, self.base + at as u64)
     }
 
+    /// The error of a refused allocation of `bytes` bytes for the item at `at`.
+    #[cold]
+    fn alloc_error(&self, bytes: usize, at: usize) -> Box<DecodeError> {
+        self.err(
+            DecodeErrorKind::OutOfMemory {
+                bytes: bytes as u64,
+            },
+            at,
+        )
+    }
+
     /// True when the current message has no more bytes.
     #[inline]
     pub fn at_end(&self) -> bool {
@@ -446,20 +457,22 @@ impl<'a> Reader<'a> {
                 return Ok(ProtoString::inline_from_window(window, bytes.len()));
             }
         }
-        Ok(self.long_string(bytes))
+        self.long_string(bytes, at)
     }
 
     /// A string longer than the inline capacity (or at the very end of the input): borrowed
-    /// from the input when the decode settings share strings, else copied.
+    /// from the input when the decode settings share strings, else copied (fallibly).
     #[inline(never)]
-    fn long_string(&self, bytes: &[u8]) -> ProtoString {
+    fn long_string(&self, bytes: &[u8], at: usize) -> DResult<ProtoString> {
         match &self.config.string_owner {
             // SAFETY: `share_strings`' contract: the owner keeps the input alive and these bytes
             // unmodified.
-            Some(owner) => unsafe {
-                ProtoString::from_owned_by(bytes.as_ptr(), bytes.len(), owner)
-            },
-            None => ProtoString::from(bytes),
+            Some(owner) => {
+                Ok(unsafe { ProtoString::from_owned_by(bytes.as_ptr(), bytes.len(), owner) })
+            }
+            None => {
+                ProtoString::try_from_bytes(bytes).map_err(|_| self.alloc_error(bytes.len(), at))
+            }
         }
     }
 
@@ -514,12 +527,7 @@ impl<'a> Reader<'a> {
     fn copy_payload(&mut self, bytes: &[u8], realigned: bool, at: usize) -> DResult<ByteSpan> {
         match self.pool.copy(bytes, realigned) {
             Some(span) => Ok(span),
-            None => Err(self.err(
-                DecodeErrorKind::OutOfMemory {
-                    size: bytes.len() as u64,
-                },
-                at,
-            )),
+            None => Err(self.alloc_error(bytes.len(), at)),
         }
     }
 
@@ -632,35 +640,74 @@ impl<'a> Reader<'a> {
 
     /// Makes room in `v` for the run of field `tag` values that starts here (see
     /// [`Reader::run_length`]) when `v` is full: exactly the run when `v` is empty, else at least
-    /// the run (amortized growth).
+    /// the run (amortized growth). A refused allocation is `OutOfMemory`.
     #[inline(always)]
-    pub fn reserve_run<V: GrowableList>(&self, v: &mut V, tag: u32) {
+    pub fn reserve_run<V: GrowableList>(&self, v: &mut V, tag: u32) -> DResult<()> {
         if v.len() == v.capacity() {
-            self.grow_for_run(v, tag);
+            return self.grow_for_run(v, tag);
         }
+        Ok(())
     }
 
     #[inline(never)]
-    fn grow_for_run<V: GrowableList>(&self, v: &mut V, tag: u32) {
+    fn grow_for_run<V: GrowableList>(&self, v: &mut V, tag: u32) -> DResult<()> {
         // Never more than what is left of the metadata budget: each element is charged when it is
         // parsed, and a refused parse must not have reserved more than the budget first.
         let affordable = self.meta_left / V::ELEMENT_BYTES.max(1) as u64;
         let max = usize::try_from(affordable).unwrap_or(usize::MAX).max(1);
         let n = self.run_length(tag, max);
-        if v.is_empty() {
-            v.reserve_exact(n);
+        let r = if v.is_empty() {
+            v.try_reserve_exact(n)
         } else {
-            v.reserve(n);
-        }
+            v.try_reserve(n)
+        };
+        r.map_err(|_| self.alloc_error(n.saturating_mul(V::ELEMENT_BYTES), self.tag_start))
+    }
+
+    /// Makes room in `v` for `n` more elements (the elements of a packed field just read), or
+    /// `OutOfMemory`.
+    #[inline]
+    pub fn reserve_elements<V: GrowableList>(&self, v: &mut V, n: usize) -> DResult<()> {
+        v.try_reserve(n)
+            .map_err(|_| self.alloc_error(n.saturating_mul(V::ELEMENT_BYTES), self.tag_start))
+    }
+
+    /// Reads a packed run of varints into `v`, converting each with `conv`; the room for all of
+    /// them is reserved first (fallibly: a refused allocation is `OutOfMemory`).
+    #[inline]
+    pub fn read_packed_varints_into<V: GrowableList>(
+        &mut self,
+        v: &mut V,
+        conv: impl Fn(u64) -> V::Item,
+    ) -> DResult<()> {
+        let len = self.packed_varints_start()?;
+        let body = &self.buf[self.pos..self.pos + len];
+        // One element per byte below 0x80 (the last byte of each varint).
+        let count = body.iter().filter(|&&b| b < 0x80).count();
+        self.reserve_elements(v, count)?;
+        self.packed_varints_body(len, |x| v.push(conv(x)))
     }
 
     /// Reads a packed run of varints, calling `f` for each.
     #[inline]
-    pub fn read_packed_varints(&mut self, mut f: impl FnMut(u64)) -> DResult<()> {
+    pub fn read_packed_varints(&mut self, f: impl FnMut(u64)) -> DResult<()> {
+        let len = self.packed_varints_start()?;
+        self.packed_varints_body(len, f)
+    }
+
+    /// Reads the length of a packed varint run and charges it; returns the length.
+    #[inline]
+    fn packed_varints_start(&mut self) -> DResult<usize> {
         let at = self.pos;
         let len = self.read_len()?;
         // At most one element per byte, each up to 8 bytes in memory.
         self.charge(8 * len as u64, at)?;
+        Ok(len)
+    }
+
+    /// Reads the `len` bytes of a packed varint run, calling `f` for each value.
+    #[inline]
+    fn packed_varints_body(&mut self, len: usize, mut f: impl FnMut(u64)) -> DResult<()> {
         let end = self.pos + len;
         let saved_limit = self.limit;
         self.limit = end;
@@ -696,13 +743,14 @@ impl<'a> Reader<'a> {
     }
 
     /// Skips the field whose tag was just read, appending its exact bytes (tag included) to
-    /// `unknown`.
+    /// `unknown` (fallibly: a refused allocation is `OutOfMemory`).
     pub fn skip_unknown(&mut self, tag: u32, unknown: &mut UnknownFields) -> DResult<()> {
         let start = self.tag_start;
         self.skip_value(tag)?;
         self.charge((self.pos - start) as u64, start)?;
-        unknown.push_raw(&self.buf[start..self.pos]);
-        Ok(())
+        unknown
+            .try_push_raw(&self.buf[start..self.pos])
+            .map_err(|_| self.alloc_error(self.pos - start, start))
     }
 
     /// Skips the value of a field whose tag was just read (groups recursively).
@@ -720,7 +768,7 @@ impl<'a> Reader<'a> {
             FIXED32 => {
                 self.take(4)?;
             }
-            START_GROUP => self.skip_group(tag >> 3)?,
+            START_GROUP => super::guard_stack(|| self.skip_group(tag >> 3))?,
             _ => return Err(self.err(DecodeErrorKind::UnmatchedGroup(tag >> 3), self.tag_start)),
         }
         Ok(())
@@ -763,8 +811,12 @@ impl<'a> Reader<'a> {
 /// The list types of repeated scalar and string fields (`Vec`, `InlineVec`), for
 /// [`Reader::reserve_run`].
 pub trait GrowableList {
+    /// The element type.
+    type Item;
     /// Size of one element in memory.
     const ELEMENT_BYTES: usize;
+    /// Appends an element.
+    fn push(&mut self, x: Self::Item);
     /// Number of elements.
     fn len(&self) -> usize;
     /// True without elements.
@@ -773,28 +825,36 @@ pub trait GrowableList {
     }
     /// Elements it holds without growing.
     fn capacity(&self) -> usize;
-    /// Room for exactly `n` more.
-    fn reserve_exact(&mut self, n: usize);
-    /// Room for at least `n` more (amortized growth).
-    fn reserve(&mut self, n: usize);
+    /// Room for exactly `n` more, or an error.
+    fn try_reserve_exact(&mut self, n: usize) -> Result<(), std::collections::TryReserveError>;
+    /// Room for at least `n` more (amortized growth), or an error.
+    fn try_reserve(&mut self, n: usize) -> Result<(), std::collections::TryReserveError>;
 }
 
 /// `GrowableList` for list types whose inherent methods of those names do the work.
 macro_rules! growable_list {
     ($([$($generics:tt)*] $list:ty => $element:ty;)*) => {$(
         impl<$($generics)*> GrowableList for $list {
+            type Item = $element;
             const ELEMENT_BYTES: usize = size_of::<$element>();
+            #[inline]
+            fn push(&mut self, x: $element) {
+                <$list>::push(self, x)
+            }
             fn len(&self) -> usize {
                 <$list>::len(self)
             }
             fn capacity(&self) -> usize {
                 <$list>::capacity(self)
             }
-            fn reserve_exact(&mut self, n: usize) {
-                <$list>::reserve_exact(self, n)
+            fn try_reserve_exact(
+                &mut self,
+                n: usize,
+            ) -> Result<(), std::collections::TryReserveError> {
+                <$list>::try_reserve_exact(self, n)
             }
-            fn reserve(&mut self, n: usize) {
-                <$list>::reserve(self, n)
+            fn try_reserve(&mut self, n: usize) -> Result<(), std::collections::TryReserveError> {
+                <$list>::try_reserve(self, n)
             }
         }
     )*};
@@ -912,13 +972,13 @@ mod tests {
         let buf = b"\x0a\x01a\x0a\x01b\x0a\x01c";
         let (r, tag) = after_first_tag(buf, &config);
         let mut v: Vec<u8> = Vec::new();
-        r.reserve_run(&mut v, tag);
+        r.reserve_run(&mut v, tag).unwrap();
         assert_eq!(v.capacity(), 3);
         v.extend([1, 2, 3]);
-        r.reserve_run(&mut v, tag);
+        r.reserve_run(&mut v, tag).unwrap();
         assert!(v.capacity() >= 6, "amortized growth, got {}", v.capacity());
         let mut roomy: Vec<u8> = Vec::with_capacity(10);
-        r.reserve_run(&mut roomy, tag);
+        r.reserve_run(&mut roomy, tag).unwrap();
         assert_eq!(roomy.capacity(), 10);
     }
 }

@@ -43,6 +43,7 @@ struct ChunkHeader {
 /// An element keeps its address for as long as it stays in the field (protobuf C++'s rule: a
 /// child lives until it is removed, its field cleared or its parent freed), which the C ABI
 /// relies on. Freed slots are reused by later additions.
+#[repr(C)]
 pub struct RepeatedField<T> {
     /// `len` pointers to the elements, in order (the newest chunk's order array; dangling
     /// while there is no chunk).
@@ -86,6 +87,15 @@ unsafe fn release_slot<T>(chunks: Option<NonNull<ChunkHeader>>, p: NonNull<T>) {
 }
 
 impl<T> RepeatedField<T> {
+    /// Offsets of the order array pointer and of the length (`repr(C)`): the C++ classes read
+    /// both in place.
+    pub(crate) fn layout() -> (usize, usize) {
+        (
+            std::mem::offset_of!(Self, order),
+            std::mem::offset_of!(Self, len),
+        )
+    }
+
     /// An empty field.
     pub const fn new() -> Self {
         Self {

@@ -9,6 +9,7 @@ use crate::proto::{
     AttributeProto, FunctionProto, GraphProto, ModelProto, NodeProto, SparseTensorProto,
     TensorProto, TrainingInfoProto,
 };
+use crate::wire::guard_stack;
 
 /// Where a tensor sits in the model.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -98,8 +99,9 @@ fn walk_attr<'a>(a: &'a AttributeProto, f: &mut dyn FnMut(&'a TensorProto, Place
     if let Some(t) = &a.t {
         f(t, ATTRIBUTE);
     }
+    // Subgraphs close a cycle of the schema: the stack is guarded there (see `wire::stack`).
     if let Some(g) = &a.g {
-        walk_graph(g, f);
+        guard_stack(|| walk_graph(g, f));
     }
     if let Some(s) = &a.sparse_tensor {
         walk_sparse(s, ATTRIBUTE, f);
@@ -108,7 +110,7 @@ fn walk_attr<'a>(a: &'a AttributeProto, f: &mut dyn FnMut(&'a TensorProto, Place
         f(t, ATTRIBUTE);
     }
     for g in &a.graphs {
-        walk_graph(g, f);
+        guard_stack(|| walk_graph(g, f));
     }
     for s in &a.sparse_tensors {
         walk_sparse(s, ATTRIBUTE, f);
@@ -308,10 +310,15 @@ fn clone_attr(a: &AttributeProto, f: &mut TensorFn<'_>) -> AttributeProto {
     } = a;
     // Visitor order: t, g, sparse_tensor, tensors, graphs, sparse_tensors.
     let t = t.as_ref().map(|t| Box::new(f(t)));
-    let g = g.as_ref().map(|g| Box::new(clone_graph(g, f)));
+    let g = g
+        .as_ref()
+        .map(|g| Box::new(guard_stack(|| clone_graph(g, f))));
     let sparse_tensor = sparse_tensor.as_ref().map(|s| Box::new(clone_sparse(s, f)));
     let tensors = tensors.iter().map(&mut *f).collect();
-    let graphs = graphs.iter().map(|g| clone_graph(g, f)).collect();
+    let graphs = graphs
+        .iter()
+        .map(|g| guard_stack(|| clone_graph(g, f)))
+        .collect();
     let sparse_tensors = sparse_tensors.iter().map(|s| clone_sparse(s, f)).collect();
     AttributeProto {
         name: name.clone(),

@@ -1,0 +1,596 @@
+// Runtime of the message classes: errors, the start-up check, in-place reads of the Rust
+// representations, and the repeated-field classes. Copied into include/onnx_light.hpp by the
+// code generator (codegen/src/cpp_classes.rs).
+//@CUT@
+/// An error of the library: the C status and the message of onnxl_last_error_message().
+class Error : public std::runtime_error {
+ public:
+  Error(OnnxlStatus status, const std::string& message) : std::runtime_error(message), status_(status) {}
+  /// The C status (ONNXL_STATUS_*).
+  OnnxlStatus status() const noexcept { return status_; }
+
+ private:
+  OnnxlStatus status_;
+};
+
+namespace detail {
+inline std::string last_error() {
+  return std::string(onnxl_last_error_message(), onnxl_last_error_message_length());
+}
+inline void check(OnnxlStatus status) {
+  if (status != ONNXL_STATUS_OK) {
+    throw Error(status, std::string(onnxl_status_name(status)) + ": " + last_error());
+  }
+}
+template <class T>
+T* check_ptr(T* p) {
+  if (p == nullptr) {
+    OnnxlStatus status = onnxl_last_error_status();
+    if (status == ONNXL_STATUS_OK) {
+      status = ONNXL_STATUS_INTERNAL;
+    }
+    throw Error(status, std::string(onnxl_status_name(status)) + ": " + last_error());
+  }
+  return p;
+}
+
+// In-place reads and writes of the Rust representations (memcpy: no aliasing assumptions).
+template <class T>
+inline T load(const void* p) noexcept {
+  T v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+template <class T>
+inline void store(void* p, const T& v) noexcept {
+  std::memcpy(p, &v, sizeof v);
+}
+inline const unsigned char* at(const void* base, std::size_t offset) noexcept {
+  return static_cast<const unsigned char*>(base) + offset;
+}
+inline unsigned char* at(void* base, std::size_t offset) noexcept {
+  return static_cast<unsigned char*>(base) + offset;
+}
+
+// The std::string functions the library uses to make and read the strings it hands out.
+extern "C" inline void* string_create(const uint8_t* data, std::size_t len) {
+  return new std::string(reinterpret_cast<const char*>(data), len);
+}
+extern "C" inline void string_destroy(void* s) { delete static_cast<std::string*>(s); }
+extern "C" inline void string_assign(void* s, const uint8_t* data, std::size_t len) {
+  static_cast<std::string*>(s)->assign(reinterpret_cast<const char*>(data), len);
+}
+extern "C" inline uint8_t* string_data(const void* s) {
+  return reinterpret_cast<uint8_t*>(const_cast<char*>(static_cast<const std::string*>(s)->data()));
+}
+extern "C" inline std::size_t string_size(const void* s) { return static_cast<const std::string*>(s)->size(); }
+
+/// Registers the string functions and checks, once per program, that this header was generated
+/// for the library it runs with (same message layouts); aborts otherwise.
+inline bool init() noexcept {
+  static const OnnxlCxxStringOps ops = {string_create, string_destroy, string_assign, string_data, string_size};
+  static const bool ok = onnxl_cxx_init(&ops, kLayoutFingerprint);
+  if (!ok) {
+    std::fprintf(stderr,
+                 "onnx_light.hpp: this header was generated for another build of the onnx_light "
+                 "library (layout fingerprint %llx, library %llx); rebuild against the installed "
+                 "header\n",
+                 static_cast<unsigned long long>(kLayoutFingerprint),
+                 static_cast<unsigned long long>(onnxl_cxx_layout_fingerprint()));
+    std::abort();
+  }
+  return ok;
+}
+inline const bool initialized = init();
+
+inline const std::string& empty_string() noexcept {
+  static const std::string empty;
+  return empty;
+}
+
+/// The std::string of a string whose C++ form may not exist yet (converted by the library).
+inline std::string* string_at(const void* s) noexcept {
+  if (__atomic_load_n(static_cast<const uint8_t*>(s), __ATOMIC_ACQUIRE) == kStringTagCxx) {
+    return load<std::string*>(at(s, 8));
+  }
+  return static_cast<std::string*>(onnxl_cxx_str_get(s));
+}
+/// An optional string field: its std::string, or the empty string when unset.
+inline const std::string& optional_string(const void* f) noexcept {
+  uint8_t tag = __atomic_load_n(static_cast<const uint8_t*>(f), __ATOMIC_ACQUIRE);
+  if (tag == kStringTagCxx) {
+    return *load<std::string*>(at(f, 8));
+  }
+  if (tag == kOptionalStringNone) {
+    return empty_string();
+  }
+  return *static_cast<std::string*>(onnxl_cxx_str_get(f));
+}
+inline bool optional_string_has(const void* f) noexcept {
+  return __atomic_load_n(static_cast<const uint8_t*>(f), __ATOMIC_ACQUIRE) != kOptionalStringNone;
+}
+
+/// Optional scalars: a tag before the value (see the layout table).
+template <class T>
+struct OptionalScalar;
+#define ONNXL_OPTIONAL_SCALAR(T, VALUE_AT, SOME)                                        \
+  template <>                                                                           \
+  struct OptionalScalar<T> {                                                            \
+    static bool has(const void* f) noexcept { return *at(f, 0) == (SOME); }             \
+    static T get(const void* f, T dflt) noexcept {                                      \
+      return has(f) ? load<T>(at(f, VALUE_AT)) : dflt;                                  \
+    }                                                                                   \
+    static void set(void* f, T v) noexcept {                                            \
+      std::memset(f, 0, VALUE_AT);                                                      \
+      *at(f, 0) = (SOME);                                                               \
+      store<T>(at(f, VALUE_AT), v);                                                     \
+    }                                                                                   \
+    static void clear(void* f) noexcept {                                               \
+      std::memset(f, 0, VALUE_AT);                                                      \
+      *at(f, 0) = kOptionalNone##VALUE_AT;                                              \
+    }                                                                                   \
+  };
+ONNXL_OPTIONAL_SCALAR(int32_t, 4, kOptionalSome4)
+ONNXL_OPTIONAL_SCALAR(float, 4, kOptionalSome4)
+ONNXL_OPTIONAL_SCALAR(int64_t, 8, kOptionalSome8)
+ONNXL_OPTIONAL_SCALAR(uint64_t, 8, kOptionalSome8)
+ONNXL_OPTIONAL_SCALAR(double, 8, kOptionalSome8)
+#undef ONNXL_OPTIONAL_SCALAR
+
+/// Lists (the header of an InlineVec: length, capacity with the spilled bit, then the inline
+/// elements or the heap pointer).
+constexpr std::size_t kSpilled = std::size_t(1) << (sizeof(std::size_t) * 8 - 1);
+inline std::size_t list_len(const void* f) noexcept { return load<std::size_t>(f); }
+inline void list_set_len(void* f, std::size_t n) noexcept { store<std::size_t>(f, n); }
+inline unsigned char* list_data(const void* f) noexcept {
+  std::size_t cap = load<std::size_t>(at(f, sizeof(std::size_t)));
+  const unsigned char* d = at(f, 2 * sizeof(std::size_t));
+  return (cap & kSpilled) ? load<unsigned char*>(d) : const_cast<unsigned char*>(d);
+}
+
+[[noreturn]] inline void out_of_range(const char* what, long long i, std::size_t size) {
+  char buf[160];
+  std::snprintf(buf, sizeof buf, "%s: index %lld out of range (size %zu)", what, i, size);
+  throw std::out_of_range(buf);
+}
+
+/// Reads a whole stream; false when it fails before its end.
+inline bool read_all(std::istream* in, std::string* out) {
+  char buf[65536];
+  while (in->read(buf, sizeof buf) || in->gcount() > 0) {
+    out->append(buf, static_cast<std::size_t>(in->gcount()));
+    if (in->eof()) break;
+  }
+  return !in->bad();
+}
+
+/// Serializing into std::string: the library asks once for room for the whole encoding.
+struct Appender {
+  std::string* out;
+  std::size_t start;
+  static uint8_t* grow(void* ctx, std::size_t size) {
+    Appender* a = static_cast<Appender*>(ctx);
+    a->out->resize(a->start + size);
+    return reinterpret_cast<uint8_t*>(&(*a->out)[0]) + a->start;
+  }
+};
+
+/// Serializing into a caller's array: fails (NULL) when the encoding does not fit.
+struct FixedBuffer {
+  uint8_t* data;
+  std::size_t size;
+  static uint8_t* take(void* ctx, std::size_t size) {
+    FixedBuffer* b = static_cast<FixedBuffer*>(ctx);
+    return size <= b->size ? b->data : nullptr;
+  }
+};
+
+/// protobuf's text format of a message given by its schema name and encoding.
+inline std::string debug_string(const char* message, const std::string& bytes, uint32_t style) {
+  std::string out;
+  Appender a{&out, 0};
+  if (!onnxl_cxx_debug_string(message, reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size(), style,
+                              Appender::grow, &a)) {
+    return std::string();
+  }
+  return out;
+}
+
+template <class M>
+struct ListOps;  // per message: add / delete / swap / truncate / reserve of a repeated field.
+
+/// Iterator over a repeated field whose elements are reached through `get(field, index)`.
+template <class Field, class Elem>
+class IndexIterator {
+ public:
+  using iterator_category = std::random_access_iterator_tag;
+  using value_type = typename std::remove_const<Elem>::type;
+  using difference_type = std::ptrdiff_t;
+  using pointer = Elem*;
+  using reference = Elem&;
+  IndexIterator() noexcept : f_(nullptr), i_(0) {}
+  IndexIterator(Field* f, std::ptrdiff_t i) noexcept : f_(f), i_(i) {}
+  template <class F2, class E2,
+            class = typename std::enable_if<std::is_convertible<F2*, Field*>::value>::type>
+  IndexIterator(const IndexIterator<F2, E2>& o) noexcept : f_(o.field()), i_(o.index()) {}
+  reference operator*() const { return f_->element(i_); }
+  pointer operator->() const { return &f_->element(i_); }
+  reference operator[](difference_type n) const { return f_->element(i_ + n); }
+  IndexIterator& operator++() noexcept { ++i_; return *this; }
+  IndexIterator operator++(int) noexcept { IndexIterator t = *this; ++i_; return t; }
+  IndexIterator& operator--() noexcept { --i_; return *this; }
+  IndexIterator operator--(int) noexcept { IndexIterator t = *this; --i_; return t; }
+  IndexIterator& operator+=(difference_type n) noexcept { i_ += n; return *this; }
+  IndexIterator& operator-=(difference_type n) noexcept { i_ -= n; return *this; }
+  friend IndexIterator operator+(IndexIterator a, difference_type n) noexcept { return a += n; }
+  friend IndexIterator operator+(difference_type n, IndexIterator a) noexcept { return a += n; }
+  friend IndexIterator operator-(IndexIterator a, difference_type n) noexcept { return a -= n; }
+  friend difference_type operator-(const IndexIterator& a, const IndexIterator& b) noexcept { return a.i_ - b.i_; }
+  friend bool operator==(const IndexIterator& a, const IndexIterator& b) noexcept { return a.i_ == b.i_; }
+  friend bool operator!=(const IndexIterator& a, const IndexIterator& b) noexcept { return a.i_ != b.i_; }
+  friend bool operator<(const IndexIterator& a, const IndexIterator& b) noexcept { return a.i_ < b.i_; }
+  friend bool operator>(const IndexIterator& a, const IndexIterator& b) noexcept { return a.i_ > b.i_; }
+  friend bool operator<=(const IndexIterator& a, const IndexIterator& b) noexcept { return a.i_ <= b.i_; }
+  friend bool operator>=(const IndexIterator& a, const IndexIterator& b) noexcept { return a.i_ >= b.i_; }
+  Field* field() const noexcept { return f_; }
+  std::ptrdiff_t index() const noexcept { return i_; }
+
+ private:
+  Field* f_;
+  std::ptrdiff_t i_;
+};
+}  // namespace detail
+
+/// A retained owner token (OnnxlOwner): keeps tensor bytes valid after their model is freed.
+class Owner {
+ public:
+  /// Takes over one reference (may be NULL).
+  explicit Owner(const OnnxlOwner* p) noexcept : p_(p) {}
+  Owner(const Owner& o) noexcept : p_(o.p_ ? onnxl_owner_retain(o.p_) : nullptr) {}
+  Owner(Owner&& o) noexcept : p_(o.p_) { o.p_ = nullptr; }
+  Owner& operator=(Owner o) noexcept {
+    std::swap(p_, o.p_);
+    return *this;
+  }
+  ~Owner() { onnxl_owner_release(p_); }
+  /// The bytes the token was taken for.
+  std::string_view bytes() const {
+    const uint8_t* data = nullptr;
+    std::size_t len = 0;
+    detail::check(onnxl_owner_data(p_, &data, &len));
+    return std::string_view(reinterpret_cast<const char*>(data), len);
+  }
+  const OnnxlOwner* c_ptr() const noexcept { return p_; }
+  /// Gives up the reference (the caller releases it with onnxl_owner_release).
+  const OnnxlOwner* release() noexcept { return std::exchange(p_, nullptr); }
+
+ private:
+  const OnnxlOwner* p_;
+};
+
+/// A repeated numeric or enum field (protobuf's RepeatedField<T>): the field itself, inside its
+/// message (reached through x() / mutable_x(); not constructible on its own).
+template <class T>
+class RepeatedField {
+  static_assert(sizeof(T) == 4 || sizeof(T) == 8, "scalar elements only");
+
+ public:
+  using value_type = T;
+  using size_type = int;
+  using difference_type = std::ptrdiff_t;
+  using reference = T&;
+  using const_reference = const T&;
+  using pointer = T*;
+  using const_pointer = const T*;
+  using iterator = T*;
+  using const_iterator = const T*;
+  using reverse_iterator = std::reverse_iterator<iterator>;
+  using const_reverse_iterator = std::reverse_iterator<const_iterator>;
+
+  RepeatedField(const RepeatedField&) = delete;
+  /// Replaces the elements with a copy of `o`'s.
+  RepeatedField& operator=(const RepeatedField& o) {
+    if (this != &o) CopyFrom(o);
+    return *this;
+  }
+
+  int size() const noexcept { return static_cast<int>(detail::list_len(this)); }
+  bool empty() const noexcept { return size() == 0; }
+  int Capacity() const noexcept {
+    return static_cast<int>(detail::load<std::size_t>(detail::at(this, sizeof(std::size_t))) & ~detail::kSpilled);
+  }
+  const T* data() const noexcept { return reinterpret_cast<const T*>(detail::list_data(this)); }
+  T* mutable_data() noexcept { return reinterpret_cast<T*>(detail::list_data(this)); }
+  const T& Get(int i) const { return data()[check(i)]; }
+  T* Mutable(int i) { return mutable_data() + check(i); }
+  const T& operator[](int i) const { return Get(i); }
+  T& operator[](int i) { return *Mutable(i); }
+  const T& at(int i) const { return Get(i); }
+  T& at(int i) { return *Mutable(i); }
+  void Set(int i, const T& v) { *Mutable(i) = v; }
+  void Add(const T& v) { push(v); }
+  /// Appends a zero element and returns it.
+  T* Add() {
+    push(T());
+    return mutable_data() + size() - 1;
+  }
+  template <class It>
+  void Add(It first, It last) {
+    for (; first != last; ++first) push(static_cast<T>(*first));
+  }
+  void Reserve(int n) {
+    if (n > size()) reserve(static_cast<std::size_t>(n - size()));
+  }
+  void Resize(int n, const T& v) {
+    if (n < size()) {
+      Truncate(n);
+    } else {
+      Reserve(n);
+      while (size() < n) push(v);
+    }
+  }
+  void Truncate(int n) {
+    if (n < size()) detail::list_set_len(this, static_cast<std::size_t>(n < 0 ? 0 : n));
+  }
+  void RemoveLast() {
+    if (empty()) detail::out_of_range("RepeatedField::RemoveLast", 0, 0);
+    detail::list_set_len(this, detail::list_len(this) - 1);
+  }
+  void Clear() noexcept { detail::list_set_len(this, 0); }
+  void SwapElements(int i, int j) { std::swap(*Mutable(i), *Mutable(j)); }
+  /// Removes `num` elements from `start`; copies them to `out` first when it is not null.
+  void ExtractSubrange(int start, int num, T* out) {
+    if (start < 0 || num < 0 || start + num > size()) detail::out_of_range("RepeatedField::ExtractSubrange", start, detail::list_len(this));
+    T* d = mutable_data();
+    if (out) std::copy(d + start, d + start + num, out);
+    std::copy(d + start + num, d + size(), d + start);
+    Truncate(size() - num);
+  }
+  void CopyFrom(const RepeatedField& o) {
+    if (this == &o) return;
+    Clear();
+    MergeFrom(o);
+  }
+  void MergeFrom(const RepeatedField& o) {
+    int n = o.size();
+    Reserve(size() + n);
+    for (int i = 0; i < n; ++i) push(o.data()[i]);
+  }
+
+  iterator begin() noexcept { return mutable_data(); }
+  iterator end() noexcept { return mutable_data() + size(); }
+  const_iterator begin() const noexcept { return data(); }
+  const_iterator end() const noexcept { return data() + size(); }
+  const_iterator cbegin() const noexcept { return begin(); }
+  const_iterator cend() const noexcept { return end(); }
+  reverse_iterator rbegin() noexcept { return reverse_iterator(end()); }
+  reverse_iterator rend() noexcept { return reverse_iterator(begin()); }
+  const_reverse_iterator rbegin() const noexcept { return const_reverse_iterator(end()); }
+  const_reverse_iterator rend() const noexcept { return const_reverse_iterator(begin()); }
+
+ private:
+  RepeatedField() = delete;
+  ~RepeatedField() = delete;
+  std::size_t check(int i) const {
+    if (i < 0 || i >= size()) detail::out_of_range("RepeatedField", i, detail::list_len(this));
+    return static_cast<std::size_t>(i);
+  }
+  void push(T v) {
+    if (sizeof(T) == 4) {
+      onnxl_cxx_scalars32_add(this, detail::load<uint32_t>(&v));
+    } else {
+      onnxl_cxx_scalars64_add(this, detail::load<uint64_t>(&v));
+    }
+  }
+  void reserve(std::size_t n) {
+    if (sizeof(T) == 4) {
+      onnxl_cxx_scalars32_reserve(this, n);
+    } else {
+      onnxl_cxx_scalars64_reserve(this, n);
+    }
+  }
+};
+
+template <class T>
+class RepeatedPtrField;
+
+/// A repeated string or bytes field (protobuf's RepeatedPtrField<std::string>): elements are
+/// std::string, each made the first time C++ asks for it and kept at the same address until
+/// it is removed.
+template <>
+class RepeatedPtrField<std::string> {
+ public:
+  using value_type = std::string;
+  using size_type = int;
+  using difference_type = std::ptrdiff_t;
+  using reference = std::string&;
+  using const_reference = const std::string&;
+  using iterator = detail::IndexIterator<RepeatedPtrField, std::string>;
+  using const_iterator = detail::IndexIterator<const RepeatedPtrField, const std::string>;
+  using reverse_iterator = std::reverse_iterator<iterator>;
+  using const_reverse_iterator = std::reverse_iterator<const_iterator>;
+
+  RepeatedPtrField(const RepeatedPtrField&) = delete;
+  RepeatedPtrField& operator=(const RepeatedPtrField& o) {
+    if (this != &o) CopyFrom(o);
+    return *this;
+  }
+
+  int size() const noexcept { return static_cast<int>(detail::list_len(this)); }
+  bool empty() const noexcept { return size() == 0; }
+  const std::string& Get(int i) const { return *detail::string_at(slot(check(i))); }
+  std::string* Mutable(int i) { return detail::string_at(slot(check(i))); }
+  const std::string& operator[](int i) const { return Get(i); }
+  std::string& operator[](int i) { return *Mutable(i); }
+  const std::string& at(int i) const { return Get(i); }
+  std::string& at(int i) { return *Mutable(i); }
+  /// Appends an empty string and returns it.
+  std::string* Add() { return detail::string_at(push("", 0)); }
+  void Add(const std::string& v) { push(v.data(), v.size()); }
+  void Add(std::string&& v) { push(v.data(), v.size()); }
+  void Add(const char* v) { push(v, std::strlen(v)); }
+  template <class It>
+  void Add(It first, It last) {
+    for (; first != last; ++first) Add(*first);
+  }
+  void Set(int i, const std::string& v) { onnxl_cxx_str_set(slot(check(i)), reinterpret_cast<const uint8_t*>(v.data()), v.size()); }
+  void Reserve(int n) {
+    if (n > size()) onnxl_cxx_strs_reserve(this, static_cast<std::size_t>(n - size()));
+  }
+  void RemoveLast() {
+    if (empty()) detail::out_of_range("RepeatedPtrField::RemoveLast", 0, 0);
+    onnxl_cxx_strs_truncate(this, detail::list_len(this) - 1);
+  }
+  void Clear() noexcept { onnxl_cxx_strs_truncate(this, 0); }
+  void DeleteSubrange(int start, int num) {
+    if (start < 0 || num < 0 || start + num > size()) detail::out_of_range("RepeatedPtrField::DeleteSubrange", start, detail::list_len(this));
+    onnxl_cxx_strs_delete(this, static_cast<std::size_t>(start), static_cast<std::size_t>(num));
+  }
+  void SwapElements(int i, int j) {
+    unsigned char tmp[detail::kStringSize];
+    void* a = slot(check(i));
+    void* b = slot(check(j));
+    std::memcpy(tmp, a, detail::kStringSize);
+    std::memcpy(a, b, detail::kStringSize);
+    std::memcpy(b, tmp, detail::kStringSize);
+  }
+  void CopyFrom(const RepeatedPtrField& o) {
+    if (this == &o) return;
+    Clear();
+    MergeFrom(o);
+  }
+  void MergeFrom(const RepeatedPtrField& o) {
+    int n = o.size();
+    Reserve(size() + n);
+    for (int i = 0; i < n; ++i) Add(o.Get(i));
+  }
+
+  iterator begin() noexcept { return iterator(this, 0); }
+  iterator end() noexcept { return iterator(this, size()); }
+  const_iterator begin() const noexcept { return const_iterator(this, 0); }
+  const_iterator end() const noexcept { return const_iterator(this, size()); }
+  const_iterator cbegin() const noexcept { return begin(); }
+  const_iterator cend() const noexcept { return end(); }
+  reverse_iterator rbegin() noexcept { return reverse_iterator(end()); }
+  reverse_iterator rend() noexcept { return reverse_iterator(begin()); }
+  const_reverse_iterator rbegin() const noexcept { return const_reverse_iterator(end()); }
+  const_reverse_iterator rend() const noexcept { return const_reverse_iterator(begin()); }
+
+  // Element access of the iterators.
+  const std::string& element(std::ptrdiff_t i) const { return *detail::string_at(slot(static_cast<std::size_t>(i))); }
+  std::string& element(std::ptrdiff_t i) { return *detail::string_at(slot(static_cast<std::size_t>(i))); }
+
+ private:
+  RepeatedPtrField() = delete;
+  ~RepeatedPtrField() = delete;
+  std::size_t check(int i) const {
+    if (i < 0 || i >= size()) detail::out_of_range("RepeatedPtrField", i, detail::list_len(this));
+    return static_cast<std::size_t>(i);
+  }
+  void* slot(std::size_t i) const noexcept { return detail::list_data(this) + i * detail::kStringSize; }
+  void* push(const char* data, std::size_t len) {
+    return onnxl_cxx_strs_add(this, reinterpret_cast<const uint8_t*>(data), len);
+  }
+};
+
+/// A repeated message field (protobuf's RepeatedPtrField<M>): elements keep their address while
+/// they stay in the field.
+template <class M>
+class RepeatedPtrField {
+ public:
+  using value_type = M;
+  using size_type = int;
+  using difference_type = std::ptrdiff_t;
+  using reference = M&;
+  using const_reference = const M&;
+  using iterator = detail::IndexIterator<RepeatedPtrField, M>;
+  using const_iterator = detail::IndexIterator<const RepeatedPtrField, const M>;
+  using reverse_iterator = std::reverse_iterator<iterator>;
+  using const_reverse_iterator = std::reverse_iterator<const_iterator>;
+
+  RepeatedPtrField(const RepeatedPtrField&) = delete;
+  RepeatedPtrField& operator=(const RepeatedPtrField& o) {
+    if (this != &o) CopyFrom(o);
+    return *this;
+  }
+
+  int size() const noexcept { return static_cast<int>(detail::load<std::size_t>(detail::at(this, detail::kRepeatedLenAt))); }
+  bool empty() const noexcept { return size() == 0; }
+  const M& Get(int i) const { return *ptr(check(i)); }
+  M* Mutable(int i) { return ptr(check(i)); }
+  const M& operator[](int i) const { return Get(i); }
+  M& operator[](int i) { return *Mutable(i); }
+  const M& at(int i) const { return Get(i); }
+  M& at(int i) { return *Mutable(i); }
+  /// Appends an empty message and returns it.
+  M* Add() { return static_cast<M*>(detail::ListOps<M>::add(this)); }
+  void Add(const M& v) { detail::ListOps<M>::add_copy(this, &v); }
+  void Add(M&& v) { Add()->Swap(&v); }
+  template <class It>
+  void Add(It first, It last) {
+    for (; first != last; ++first) Add(*first);
+  }
+  /// Takes a message made with new: its contents move into a new element (at another address)
+  /// and `v` is deleted.
+  void AddAllocated(M* v) {
+    Add()->Swap(v);
+    delete v;
+  }
+  /// Removes the last element and returns it as a new message the caller owns.
+  M* ReleaseLast() {
+    M* out = new M;
+    out->Swap(Mutable(size() - 1));
+    RemoveLast();
+    return out;
+  }
+  void Reserve(int n) {
+    if (n > size()) detail::ListOps<M>::reserve(this, static_cast<std::size_t>(n - size()));
+  }
+  void RemoveLast() {
+    if (empty()) detail::out_of_range("RepeatedPtrField::RemoveLast", 0, 0);
+    detail::ListOps<M>::truncate(this, static_cast<std::size_t>(size() - 1));
+  }
+  void Clear() { detail::ListOps<M>::truncate(this, 0); }
+  void DeleteSubrange(int start, int num) {
+    if (start < 0 || num < 0 || start + num > size()) detail::out_of_range("RepeatedPtrField::DeleteSubrange", start, static_cast<std::size_t>(size()));
+    detail::ListOps<M>::erase(this, static_cast<std::size_t>(start), static_cast<std::size_t>(num));
+  }
+  void SwapElements(int i, int j) { detail::ListOps<M>::swap(this, check(i), check(j)); }
+  void CopyFrom(const RepeatedPtrField& o) {
+    if (this == &o) return;
+    Clear();
+    MergeFrom(o);
+  }
+  void MergeFrom(const RepeatedPtrField& o) {
+    int n = o.size();
+    Reserve(size() + n);
+    for (int i = 0; i < n; ++i) Add(o.Get(i));
+  }
+
+  iterator begin() noexcept { return iterator(this, 0); }
+  iterator end() noexcept { return iterator(this, size()); }
+  const_iterator begin() const noexcept { return const_iterator(this, 0); }
+  const_iterator end() const noexcept { return const_iterator(this, size()); }
+  const_iterator cbegin() const noexcept { return begin(); }
+  const_iterator cend() const noexcept { return end(); }
+  reverse_iterator rbegin() noexcept { return reverse_iterator(end()); }
+  reverse_iterator rend() noexcept { return reverse_iterator(begin()); }
+  const_reverse_iterator rbegin() const noexcept { return const_reverse_iterator(end()); }
+  const_reverse_iterator rend() const noexcept { return const_reverse_iterator(begin()); }
+
+  // Element access of the iterators.
+  const M& element(std::ptrdiff_t i) const { return *ptr(static_cast<std::size_t>(i)); }
+  M& element(std::ptrdiff_t i) { return *ptr(static_cast<std::size_t>(i)); }
+
+ private:
+  RepeatedPtrField() = delete;
+  ~RepeatedPtrField() = delete;
+  std::size_t check(int i) const {
+    if (i < 0 || i >= size()) detail::out_of_range("RepeatedPtrField", i, static_cast<std::size_t>(size()));
+    return static_cast<std::size_t>(i);
+  }
+  M* ptr(std::size_t i) const noexcept {
+    M* const* order = detail::load<M* const*>(detail::at(this, detail::kRepeatedOrderAt));
+    return order[i];
+  }
+};

@@ -1,0 +1,680 @@
+//! Runtime of the C++ message classes of `include/onnx_light.hpp`: the functions their inline
+//! code calls (declared by that header, not by the C header).
+//!
+//! A C++ message object IS the Rust message: its storage has the Rust type's size and
+//! alignment (from the layout table, [`crate::ffi::cxx_messages::layout_text`], which the header
+//! was generated from and checks at start-up), and `this` is the Rust value's address. The
+//! C++ code reads lists, sub-message pointers, optional scalars and already converted strings
+//! in place; everything that allocates, frees or converts comes here. Field functions take
+//! the address of the field (`this` + its offset), so one function serves every field of a
+//! kind; the per-message ones (construction, copy, parse, ...) are generated in
+//! `cxx_messages.rs` on the generic bodies of this module.
+//!
+//! Strings: protobuf's getters return `const std::string&` that alias the field. A string
+//! field becomes a heap `std::string` (made by the C++ layer's functions, registered by
+//! `onnxl_cxx_init`) the first time C++ asks for it, and stays one; later reads find it in
+//! place (its tag byte, read with acquire ordering, says so). Conversions are serialized by
+//! one lock, so concurrent const access from C++ threads is safe, as with protobuf.
+
+use std::ffi::c_void;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU8, Ordering};
+
+use super::panic::ffi_value;
+use super::status::FfiError;
+use crate::bytes::{CXX_STRING_TAG, CxxString};
+use crate::proto::{Message, RepeatedField};
+use crate::wire::{DecodeConfig, InlineVec, Sink, SizeCursor, SizeTable};
+use crate::{ByteSpan, ProtoString};
+
+/// Serializes in-place conversions of strings into `std::string`.
+static CONVERT: Mutex<()> = Mutex::new(());
+
+fn convert_lock() -> std::sync::MutexGuard<'static, ()> {
+    CONVERT.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Memory for a C++ message object (`operator new`): the Rust allocator, so that objects
+/// made by `new` can be owned by Rust (`set_allocated_x`) and Rust boxes deleted by C++
+/// (`release_x`). NULL on failure.
+#[unsafe(no_mangle)]
+pub extern "C" fn onnxl_cxx_alloc(size: usize, align: usize) -> *mut c_void {
+    match std::alloc::Layout::from_size_align(size.max(1), align) {
+        // SAFETY: non-zero size.
+        Ok(l) => unsafe { std::alloc::alloc(l).cast() },
+        Err(_) => std::ptr::null_mut(),
+    }
+}
+
+/// Frees memory of [`onnxl_cxx_alloc`] (`operator delete`).
+///
+/// # Safety
+/// `p` came from `onnxl_cxx_alloc(size, align)` (or a Rust `Box` of that layout) and is not
+/// used again.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn onnxl_cxx_free(p: *mut c_void, size: usize, align: usize) {
+    if let (false, Ok(l)) = (
+        p.is_null(),
+        std::alloc::Layout::from_size_align(size.max(1), align),
+    ) {
+        // SAFETY: allocated with this layout (contract).
+        unsafe { std::alloc::dealloc(p.cast(), l) }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Strings.
+
+/// The `std::string` of `s`, converting it in place the first time.
+///
+/// # Safety
+/// `s` is a live string that no other thread modifies (other C++ readers may convert it too).
+unsafe fn string_of(s: *const ProtoString) -> *mut c_void {
+    // SAFETY: the tag is the first byte (`StrRepr` is `repr(u8)`); converters publish it with
+    // release ordering after the pointer at offset 8.
+    unsafe {
+        if AtomicU8::from_ptr(s.cast_mut().cast()).load(Ordering::Acquire) == CXX_STRING_TAG {
+            return s.cast::<u8>().add(8).cast::<*mut c_void>().read();
+        }
+        let _g = convert_lock();
+        (*s.cast_mut()).make_cxx()
+    }
+}
+
+/// A string element's `std::string` (repeated string fields: `x(i)`, `mutable_x(i)`).
+///
+/// # Safety
+/// `s` is a live element of a repeated string field.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn onnxl_cxx_str_get(s: *const ProtoString) -> *mut c_void {
+    // SAFETY: contract.
+    unsafe { string_of(s) }
+}
+
+/// Sets a string element to a copy of `len` bytes at `data`.
+///
+/// # Safety
+/// `s` is a live element, not accessed by others; `data` is readable for `len` bytes.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn onnxl_cxx_str_set(s: *mut ProtoString, data: *const u8, len: usize) {
+    // SAFETY: contract.
+    unsafe { (*s).assign(bytes(data, len)) }
+}
+
+/// `len` bytes at `data` (any pointer when `len` is 0).
+///
+/// # Safety
+/// `data` is readable for `len` bytes when `len > 0`.
+unsafe fn bytes<'a>(data: *const u8, len: usize) -> &'a [u8] {
+    if len == 0 {
+        &[]
+    } else {
+        // SAFETY: contract.
+        unsafe { std::slice::from_raw_parts(data, len) }
+    }
+}
+
+/// The `std::string` of an optional string field, NULL when it is unset.
+///
+/// # Safety
+/// `f` is a live `optional string`/`bytes` field.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn onnxl_cxx_ostr_get(f: *const Option<ProtoString>) -> *mut c_void {
+    // SAFETY: contract.
+    unsafe {
+        match &*f {
+            Some(s) => string_of(s),
+            None => std::ptr::null_mut(),
+        }
+    }
+}
+
+/// Sets an optional string field (which becomes set) and returns its `std::string`.
+///
+/// # Safety
+/// `f` is a live field that nothing else accesses.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn onnxl_cxx_ostr_mutable(f: *mut Option<ProtoString>) -> *mut c_void {
+    // SAFETY: contract.
+    unsafe { (*f).get_or_insert_with(ProtoString::new).make_cxx() }
+}
+
+/// Sets an optional string field to a copy of `len` bytes at `data`.
+///
+/// # Safety
+/// As [`onnxl_cxx_ostr_mutable`]; `data` is readable for `len` bytes.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn onnxl_cxx_ostr_set(
+    f: *mut Option<ProtoString>,
+    data: *const u8,
+    len: usize,
+) {
+    // SAFETY: contract.
+    unsafe {
+        let b = bytes(data, len);
+        match &mut *f {
+            Some(s) => s.assign(b),
+            None => *f = Some(ProtoString::from_bytes(b)),
+        }
+    }
+}
+
+/// Unsets an optional string field.
+///
+/// # Safety
+/// As [`onnxl_cxx_ostr_mutable`].
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn onnxl_cxx_ostr_clear(f: *mut Option<ProtoString>) {
+    // SAFETY: contract.
+    unsafe { *f = None }
+}
+
+/// Unsets an optional string field and returns its value as a heap `std::string` the caller
+/// deletes (NULL when it was unset).
+///
+/// # Safety
+/// As [`onnxl_cxx_ostr_mutable`].
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn onnxl_cxx_ostr_release(f: *mut Option<ProtoString>) -> *mut c_void {
+    // SAFETY: contract.
+    unsafe {
+        (*f).take()
+            .map_or(std::ptr::null_mut(), ProtoString::into_cxx)
+    }
+}
+
+/// Gives the field the heap `std::string` `s` (NULL: unsets it).
+///
+/// # Safety
+/// As [`onnxl_cxx_ostr_mutable`]; `s` is NULL or a `new std::string` nobody else owns.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn onnxl_cxx_ostr_set_allocated(f: *mut Option<ProtoString>, s: *mut c_void) {
+    // SAFETY: contract.
+    unsafe {
+        *f = std::ptr::NonNull::new(s).map(|p| ProtoString::from_cxx(CxxString::adopt(p)));
+    }
+}
+
+/// True when the optional string field is set.
+///
+/// # Safety
+/// `f` is a live field.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn onnxl_cxx_ostr_has(f: *const Option<ProtoString>) -> bool {
+    // SAFETY: contract.
+    unsafe { (*f).is_some() }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Tensor payloads (`optional bytes raw_data`).
+
+/// The `std::string` of a payload field (its bytes copied into it once), NULL when unset.
+///
+/// # Safety
+/// `f` is a live payload field that no other thread modifies.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn onnxl_cxx_payload_get(f: *const Option<ByteSpan>) -> *mut c_void {
+    let _g = convert_lock();
+    // SAFETY: contract; conversions are serialized by the lock.
+    unsafe {
+        match &mut *f.cast_mut() {
+            Some(b) => b.make_cxx(),
+            None => std::ptr::null_mut(),
+        }
+    }
+}
+
+/// Sets a payload field (which becomes set) and returns its `std::string`.
+///
+/// # Safety
+/// `f` is a live field that nothing else accesses.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn onnxl_cxx_payload_mutable(f: *mut Option<ByteSpan>) -> *mut c_void {
+    // SAFETY: contract.
+    unsafe { (*f).get_or_insert_with(ByteSpan::new).make_cxx() }
+}
+
+/// Sets a payload field to a copy of `len` bytes at `data`.
+///
+/// # Safety
+/// As [`onnxl_cxx_payload_mutable`]; `data` is readable for `len` bytes.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn onnxl_cxx_payload_set(
+    f: *mut Option<ByteSpan>,
+    data: *const u8,
+    len: usize,
+) {
+    // SAFETY: contract.
+    unsafe {
+        let b = bytes(data, len);
+        match &mut *f {
+            Some(s) => s.assign(b),
+            None => *f = Some(ByteSpan::from_vec(b.to_vec())),
+        }
+    }
+}
+
+/// Unsets a payload field.
+///
+/// # Safety
+/// As [`onnxl_cxx_payload_mutable`].
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn onnxl_cxx_payload_clear(f: *mut Option<ByteSpan>) {
+    // SAFETY: contract.
+    unsafe { *f = None }
+}
+
+/// Unsets a payload field and returns its bytes as a heap `std::string` (NULL when unset).
+///
+/// # Safety
+/// As [`onnxl_cxx_payload_mutable`].
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn onnxl_cxx_payload_release(f: *mut Option<ByteSpan>) -> *mut c_void {
+    // SAFETY: contract.
+    unsafe { (*f).take().map_or(std::ptr::null_mut(), ByteSpan::into_cxx) }
+}
+
+/// Gives the payload field the heap `std::string` `s` (NULL: unsets it).
+///
+/// # Safety
+/// As [`onnxl_cxx_ostr_set_allocated`].
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn onnxl_cxx_payload_set_allocated(f: *mut Option<ByteSpan>, s: *mut c_void) {
+    // SAFETY: contract.
+    unsafe {
+        *f = std::ptr::NonNull::new(s).map(|p| ByteSpan::from_cxx(CxxString::adopt(p)));
+    }
+}
+
+/// True when the payload field is set.
+///
+/// # Safety
+/// `f` is a live field.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn onnxl_cxx_payload_has(f: *const Option<ByteSpan>) -> bool {
+    // SAFETY: contract.
+    unsafe { (*f).is_some() }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Repeated strings and scalars (`InlineVec`, whatever its inline capacity: through its header).
+
+type StrList = InlineVec<ProtoString>;
+
+/// Appends a copy of `len` bytes at `data` to a repeated string field; returns the element.
+///
+/// # Safety
+/// `f` is a live repeated string field that nothing else accesses; `data` readable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn onnxl_cxx_strs_add(
+    f: *mut StrList,
+    data: *const u8,
+    len: usize,
+) -> *mut ProtoString {
+    use crate::wire::inline_vec::raw;
+    let h = f.cast::<raw::Header<ProtoString>>();
+    // SAFETY: contract; every `InlineVec<ProtoString, N>` starts with this header.
+    unsafe {
+        let s = ProtoString::from_bytes(bytes(data, len));
+        raw::push(h, s).unwrap_or_else(|e| e.raise());
+        raw::data(h).add(raw::len(h) - 1)
+    }
+}
+
+/// Keeps the first `n` elements of a repeated string field.
+///
+/// # Safety
+/// As [`onnxl_cxx_strs_add`].
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn onnxl_cxx_strs_truncate(f: *mut StrList, n: usize) {
+    use crate::wire::inline_vec::raw;
+    // SAFETY: contract.
+    unsafe { raw::truncate(f.cast::<raw::Header<ProtoString>>(), n) }
+}
+
+/// Removes `n` elements from `start` of a repeated string field.
+///
+/// # Safety
+/// As [`onnxl_cxx_strs_add`].
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn onnxl_cxx_strs_delete(f: *mut StrList, start: usize, n: usize) {
+    use crate::wire::inline_vec::raw;
+    // SAFETY: contract.
+    unsafe { raw::delete_range(f.cast::<raw::Header<ProtoString>>(), start, n) }
+}
+
+/// Makes room for `n` more elements of a repeated string field.
+///
+/// # Safety
+/// As [`onnxl_cxx_strs_add`].
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn onnxl_cxx_strs_reserve(f: *mut StrList, n: usize) {
+    use crate::wire::inline_vec::raw;
+    // SAFETY: contract.
+    unsafe {
+        raw::reserve(f.cast::<raw::Header<ProtoString>>(), n, true).unwrap_or_else(|e| e.raise())
+    }
+}
+
+/// Appends `value` (the bits of a 4-byte scalar) to a repeated 4-byte scalar field.
+///
+/// # Safety
+/// `f` is a live `InlineVec` of a 4-byte scalar that nothing else accesses.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn onnxl_cxx_scalars32_add(f: *mut c_void, value: u32) {
+    // SAFETY: contract; i32 / f32 lists have the layout of u32 lists.
+    unsafe { push_scalar::<u32>(f, value) }
+}
+
+/// Appends `value` (the bits of an 8-byte scalar) to a repeated 8-byte scalar field.
+///
+/// # Safety
+/// As [`onnxl_cxx_scalars32_add`], for 8-byte scalars.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn onnxl_cxx_scalars64_add(f: *mut c_void, value: u64) {
+    // SAFETY: contract; i64 / u64 / f64 lists have the layout of u64 lists.
+    unsafe { push_scalar::<u64>(f, value) }
+}
+
+/// Makes room for `n` more elements of a repeated 4-byte scalar field.
+///
+/// # Safety
+/// As [`onnxl_cxx_scalars32_add`].
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn onnxl_cxx_scalars32_reserve(f: *mut c_void, n: usize) {
+    // SAFETY: contract.
+    unsafe { reserve_scalars::<u32>(f, n) }
+}
+
+/// Makes room for `n` more elements of a repeated 8-byte scalar field.
+///
+/// # Safety
+/// As [`onnxl_cxx_scalars64_add`].
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn onnxl_cxx_scalars64_reserve(f: *mut c_void, n: usize) {
+    // SAFETY: contract.
+    unsafe { reserve_scalars::<u64>(f, n) }
+}
+
+/// # Safety
+/// `f` is a live `InlineVec<T, N>` (any `N`) that nothing else accesses.
+unsafe fn push_scalar<T>(f: *mut c_void, value: T) {
+    use crate::wire::inline_vec::raw;
+    // SAFETY: contract.
+    unsafe { raw::push(f.cast::<raw::Header<T>>(), value).unwrap_or_else(|e| e.raise()) }
+}
+
+/// # Safety
+/// As [`push_scalar`].
+unsafe fn reserve_scalars<T>(f: *mut c_void, n: usize) {
+    use crate::wire::inline_vec::raw;
+    // SAFETY: contract.
+    unsafe { raw::reserve(f.cast::<raw::Header<T>>(), n, true).unwrap_or_else(|e| e.raise()) }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Generic bodies of the per-message functions (cxx_messages.rs).
+
+/// Parses `len` bytes at `data` into `m` (cleared first unless `merge`), payloads copied;
+/// false (and the last error) when protobuf would refuse the bytes.
+///
+/// # Safety
+/// `m` is a live message that nothing else accesses; `data` readable for `len` bytes.
+pub(crate) unsafe fn parse<M: Message>(
+    m: *mut M,
+    data: *const u8,
+    len: usize,
+    merge: bool,
+) -> bool {
+    ffi_value(false, || {
+        // SAFETY: contract.
+        let (m, b) = unsafe { (&mut *m, bytes(data, len)) };
+        if !merge {
+            *m = M::default();
+        }
+        m.merge_from_bytes(b, &DecodeConfig::default())
+            .map_err(FfiError::from)?;
+        Ok(true)
+    })
+}
+
+/// A sink writing into a buffer of exactly the encoded size.
+struct SliceSink<'a> {
+    buf: &'a mut [u8],
+    at: usize,
+}
+
+impl Sink for SliceSink<'_> {
+    #[inline]
+    fn put(&mut self, bytes: &[u8]) {
+        self.buf[self.at..self.at + bytes.len()].copy_from_slice(bytes);
+        self.at += bytes.len();
+    }
+}
+
+/// Serializes `m` into the buffer `alloc(ctx, size)` returns; false (and the last error) when it
+/// returns NULL for a non-empty message.
+///
+/// # Safety
+/// `m` is a live message; `alloc` returns NULL or `size` writable bytes.
+pub(crate) unsafe fn serialize<M: Message>(
+    m: *const M,
+    alloc: super::cxx_text::OnnxlCxxAlloc,
+    ctx: *mut c_void,
+) -> bool {
+    ffi_value(false, || {
+        // SAFETY: contract.
+        let m = unsafe { &*m };
+        let mut sizes = SizeTable::new();
+        let len = usize::try_from(m.compute_size(&mut sizes))
+            .map_err(|_| FfiError::invalid("message too large for this platform"))?;
+        // SAFETY: the caller's allocator (contract).
+        let p = unsafe { alloc(ctx, len) };
+        if len == 0 {
+            return Ok(true);
+        }
+        if p.is_null() {
+            return Err(FfiError::new(
+                super::OnnxlStatus::OutOfMemory,
+                format!("cannot allocate {len} bytes for the serialized message"),
+            ));
+        }
+        // SAFETY: `p` is writable for `len` bytes (contract).
+        let buf = unsafe { std::slice::from_raw_parts_mut(p, len) };
+        let mut sink = SliceSink { buf, at: 0 };
+        m.encode_to(&mut sink, &mut SizeCursor::new(sizes.as_slice()));
+        debug_assert_eq!(sink.at, len);
+        Ok(true)
+    })
+}
+
+/// Merges `src` into `dst` as protobuf's `MergeFrom` does (scalars overwritten, lists appended,
+/// messages merged): by parsing `src`'s encoding into `dst`, which is that rule by definition.
+///
+/// # Safety
+/// `dst` and `src` are live; nothing else accesses `dst`; they may be the same object.
+pub(crate) unsafe fn merge_from<M: Message>(dst: *mut M, src: *const M) {
+    // SAFETY: contract; the bytes are taken before `dst` is borrowed mutably.
+    unsafe {
+        let bytes = (*src).serialize_to_vec();
+        (*dst)
+            .merge_from_bytes(&bytes, &DecodeConfig::default())
+            .expect("a message's own encoding parses");
+    }
+}
+
+/// Adds an empty element to a repeated message field; returns it.
+///
+/// # Safety
+/// `f` is a live field that nothing else accesses.
+pub(crate) unsafe fn list_add<M: Message>(f: *mut RepeatedField<M>) -> *mut M {
+    // SAFETY: contract.
+    unsafe { (*f).push_default() }
+}
+
+/// Removes `n` elements from `start` (clamped) of a repeated message field.
+///
+/// # Safety
+/// As [`list_add`].
+pub(crate) unsafe fn list_delete<M: Message>(f: *mut RepeatedField<M>, start: usize, n: usize) {
+    // SAFETY: contract.
+    let f = unsafe { &mut *f };
+    let start = start.min(f.len());
+    let n = n.min(f.len() - start);
+    for i in start..f.len() - n {
+        f.swap(i, i + n);
+    }
+    f.truncate(f.len() - n);
+}
+
+/// Swaps elements `i` and `j` of a repeated message field (both in range).
+///
+/// # Safety
+/// As [`list_add`].
+pub(crate) unsafe fn list_swap<M: Message>(f: *mut RepeatedField<M>, i: usize, j: usize) {
+    // SAFETY: contract.
+    unsafe { (*f).swap(i, j) }
+}
+
+/// Keeps the first `n` elements of a repeated message field.
+///
+/// # Safety
+/// As [`list_add`].
+pub(crate) unsafe fn list_truncate<M: Message>(f: *mut RepeatedField<M>, n: usize) {
+    // SAFETY: contract.
+    unsafe { (*f).truncate(n) }
+}
+
+/// Makes room for `n` more elements of a repeated message field.
+///
+/// # Safety
+/// As [`list_add`].
+pub(crate) unsafe fn list_reserve<M: Message>(f: *mut RepeatedField<M>, n: usize) {
+    // SAFETY: contract.
+    unsafe { (*f).reserve(n) }
+}
+
+/// Appends a copy of `*src` to a repeated message field; returns it.
+///
+/// # Safety
+/// As [`list_add`]; `src` is live.
+pub(crate) unsafe fn list_add_copy<M: Message>(f: *mut RepeatedField<M>, src: *const M) -> *mut M {
+    // SAFETY: contract; the copy is made before the field is borrowed mutably.
+    unsafe {
+        let v = (*src).clone();
+        let p = (*f).push_default();
+        *p = v;
+        p
+    }
+}
+
+/// FNV-1a of `text`: the layout fingerprint.
+pub(crate) const fn fnv1a(text: &[u8]) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    let mut i = 0;
+    while i < text.len() {
+        h ^= text[i] as u64;
+        h = h.wrapping_mul(0x0000_0100_0000_01b3);
+        i += 1;
+    }
+    h
+}
+
+/// The representation facts the C++ header relies on, one per line (the end of the layout
+/// table): where a converted string keeps its `std::string`, how an optional string and an
+/// optional scalar say "unset", and the headers of the list types.
+pub(crate) fn layout_facts() -> String {
+    use std::fmt::Write;
+    let mut o = String::new();
+    // A converted string: tag byte, then the `std::string*` at offset 8. Probed on a value that
+    // is never dropped or read through (its pointer is dangling).
+    let probe = std::mem::ManuallyDrop::new(ProtoString::from_cxx(
+        // SAFETY: the value is never dropped, so the pointer is never used.
+        unsafe { CxxString::adopt(std::ptr::NonNull::dangling()) },
+    ));
+    let base = (&*probe as *const ProtoString).cast::<u8>();
+    // SAFETY: a `Cxx` value is initialized in its tag byte and its pointer word.
+    let (tag, word) = unsafe { (*base, base.add(8).cast::<usize>().read()) };
+    writeln!(
+        o,
+        "string size={} tag_cxx={tag} pointer_at_8={}",
+        size_of::<ProtoString>(),
+        word == std::ptr::NonNull::<c_void>::dangling().as_ptr() as usize
+    )
+    .unwrap();
+    let some = Some(ProtoString::new());
+    let none: Option<ProtoString> = None;
+    writeln!(
+        o,
+        "option_string size={} payload={} none_byte0={}",
+        size_of::<Option<ProtoString>>(),
+        offset_in(&some, some.as_ref().unwrap()),
+        // SAFETY: the first byte of `None` is its niche tag, initialized.
+        unsafe { *(&none as *const Option<ProtoString>).cast::<u8>() }
+    )
+    .unwrap();
+    option_scalar::<i32>(&mut o, "i32", 7);
+    option_scalar::<i64>(&mut o, "i64", 7);
+    option_scalar::<u64>(&mut o, "u64", 7);
+    option_scalar::<f32>(&mut o, "f32", 7.0);
+    option_scalar::<f64>(&mut o, "f64", 7.0);
+    writeln!(
+        o,
+        "option_box size={} null_is_none={}",
+        size_of::<Option<Box<crate::proto::ModelProto>>>(),
+        size_of::<Option<Box<crate::proto::ModelProto>>>() == size_of::<usize>()
+    )
+    .unwrap();
+    let list: InlineVec<u64, 2> = InlineVec::new();
+    writeln!(
+        o,
+        "inline_vec size_n0={} size_u64_n2={} inline_cap_word={}",
+        size_of::<InlineVec<u64>>(),
+        size_of::<InlineVec<u64, 2>>(),
+        // SAFETY: the header's second word is the capacity (repr(C): len, cap, data).
+        unsafe {
+            (&list as *const InlineVec<u64, 2>)
+                .cast::<usize>()
+                .add(1)
+                .read()
+        }
+    )
+    .unwrap();
+    let (order, len) = RepeatedField::<u64>::layout();
+    writeln!(
+        o,
+        "repeated_field size={} order={order} len={len}",
+        size_of::<RepeatedField<u64>>()
+    )
+    .unwrap();
+    o
+}
+
+/// Offset of `inner` within `outer`.
+fn offset_in<O, I>(outer: &O, inner: &I) -> usize {
+    (inner as *const I as usize) - (outer as *const O as usize)
+}
+
+/// `option_T size= value= none= some=`: the bytes before the value (the tag) of `None` and of
+/// `Some`, in hex.
+fn option_scalar<T: Copy + PartialEq + std::fmt::Debug>(o: &mut String, name: &str, v: T) {
+    use std::fmt::Write;
+    let some = Some(v);
+    let none: Option<T> = None;
+    let at = offset_in(&some, some.as_ref().unwrap());
+    let hex = |x: &Option<T>| -> String {
+        let p = (x as *const Option<T>).cast::<u8>();
+        // SAFETY: the bytes before the value are the tag, initialized in both variants.
+        (0..at)
+            .map(|i| format!("{:02x}", unsafe { *p.add(i) }))
+            .collect()
+    };
+    writeln!(
+        o,
+        "option_{name} size={} value={at} none={} some={}",
+        size_of::<Option<T>>(),
+        hex(&none),
+        hex(&some)
+    )
+    .unwrap();
+}
