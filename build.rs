@@ -1,12 +1,17 @@
-//! Build script: restricts the symbols exported by the shared library to the C ABI (`onnxl_*`)
-//! with a linker version script, on targets whose linker takes one.
-
-use std::path::PathBuf;
+//! Build script: sets the SONAME of the shared library on ELF targets.
+//!
+//! The exported symbols need no help here: for a `cdylib` rustc itself hands the linker a version
+//! script that exports the crate graph's C-level symbols (the `#[unsafe(no_mangle)]` `onnxl_*`
+//! functions) and makes everything else local, including the C and assembly objects of
+//! dependencies. A second anonymous version script would be refused by GNU ld ("anonymous version
+//! tag cannot be combined with other version tags"), which links for every target but the host's
+//! default (rust-lld); scripts/test.d/10-c-header.sh and 70-cross.sh check that only `onnxl_*` is
+//! exported.
 
 fn main() {
     println!("cargo:rerun-if-changed=build.rs");
     let os = std::env::var("CARGO_CFG_TARGET_OS").unwrap_or_default();
-    // GNU ld, gold, lld and mold all accept `--version-script` on these targets.
+    // GNU ld, gold, lld and mold all accept `-soname` on these targets.
     if matches!(
         os.as_str(),
         "linux"
@@ -18,17 +23,6 @@ fn main() {
             | "solaris"
             | "illumos"
     ) {
-        let out = PathBuf::from(std::env::var_os("OUT_DIR").expect("cargo sets OUT_DIR"));
-        let script = out.join("onnx_light.map");
-        std::fs::write(
-            &script,
-            "{\n  global:\n    onnxl_*;\n  local:\n    *;\n};\n",
-        )
-        .expect("writing the linker version script");
-        println!(
-            "cargo:rustc-cdylib-link-arg=-Wl,--version-script={}",
-            script.display()
-        );
         // SONAME as cargo-c sets it: lib<name>.so.<major>, or .so.0.<minor> before 1.0 (the CMake
         // package installs libonnx_light.so.0.1.0 with the .so.0.1 and .so links).
         let major = std::env::var("CARGO_PKG_VERSION_MAJOR").expect("cargo sets the version");

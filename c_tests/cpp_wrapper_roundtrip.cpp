@@ -11,33 +11,10 @@
 #include <string>
 #include <vector>
 
+#include "cpp_test_util.h"
 #include "onnx_light.hpp"
 
 namespace onnx = onnx_light;
-
-static int failures = 0;
-#define CHECK(cond)                                                       \
-  do {                                                                    \
-    if (!(cond)) {                                                        \
-      std::fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond); \
-      ++failures;                                                         \
-    }                                                                     \
-  } while (0)
-
-template <class F>
-static OnnxlStatus status_of(F&& f) {
-  try {
-    f();
-  } catch (const onnx::Error& e) {
-    return e.status();
-  }
-  return ONNXL_STATUS_OK;
-}
-
-static std::string read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-}
 
 static int released = 0;
 static void release_cb(void* user_data) {

@@ -2045,6 +2045,8 @@ class AttributeProto final {
   void clear_name() { onnxl_cxx_ostr_clear(detail::at(this, 32)); }
   std::string* release_name() { return static_cast<std::string*>(onnxl_cxx_ostr_release(detail::at(this, 32))); }
   void set_allocated_name(std::string* v) { onnxl_cxx_ostr_set_allocated(detail::at(this, 32), v); }
+  const std::string& ref_name() const { return name(); }
+  std::string& ref_name() { return *mutable_name(); }
 
   // optional string ref_attr_name = 21;
   bool has_ref_attr_name() const { return detail::optional_string_has(detail::at(this, 64)); }
@@ -2058,6 +2060,8 @@ class AttributeProto final {
   void clear_ref_attr_name() { onnxl_cxx_ostr_clear(detail::at(this, 64)); }
   std::string* release_ref_attr_name() { return static_cast<std::string*>(onnxl_cxx_ostr_release(detail::at(this, 64))); }
   void set_allocated_ref_attr_name(std::string* v) { onnxl_cxx_ostr_set_allocated(detail::at(this, 64), v); }
+  const std::string& ref_ref_attr_name() const { return ref_attr_name(); }
+  std::string& ref_ref_attr_name() { return *mutable_ref_attr_name(); }
 
   // optional string doc_string = 13;
   bool has_doc_string() const { return detail::optional_string_has(detail::at(this, 96)); }
@@ -2071,24 +2075,29 @@ class AttributeProto final {
   void clear_doc_string() { onnxl_cxx_ostr_clear(detail::at(this, 96)); }
   std::string* release_doc_string() { return static_cast<std::string*>(onnxl_cxx_ostr_release(detail::at(this, 96))); }
   void set_allocated_doc_string(std::string* v) { onnxl_cxx_ostr_set_allocated(detail::at(this, 96), v); }
+  const std::string& ref_doc_string() const { return doc_string(); }
+  std::string& ref_doc_string() { return *mutable_doc_string(); }
 
   // optional AttributeProto.AttributeType type = 20;
   bool has_type() const { return detail::OptionalScalar<int32_t>::has(detail::at(this, 16)); }
   AttributeProto_AttributeType type() const { return static_cast<AttributeProto_AttributeType>(detail::OptionalScalar<int32_t>::get(detail::at(this, 16), int32_t())); }
   void set_type(AttributeProto_AttributeType v) { detail::OptionalScalar<int32_t>::set(detail::at(this, 16), static_cast<int32_t>(v)); }
   void clear_type() { detail::OptionalScalar<int32_t>::clear(detail::at(this, 16)); }
+  AttributeProto_AttributeType ref_type() const { return type(); }
 
   // optional float f = 2;
   bool has_f() const { return detail::OptionalScalar<float>::has(detail::at(this, 24)); }
   float f() const { return static_cast<float>(detail::OptionalScalar<float>::get(detail::at(this, 24), float())); }
   void set_f(float v) { detail::OptionalScalar<float>::set(detail::at(this, 24), static_cast<float>(v)); }
   void clear_f() { detail::OptionalScalar<float>::clear(detail::at(this, 24)); }
+  float ref_f() const { return f(); }
 
   // optional int64 i = 3;
   bool has_i() const { return detail::OptionalScalar<int64_t>::has(detail::at(this, 0)); }
   int64_t i() const { return static_cast<int64_t>(detail::OptionalScalar<int64_t>::get(detail::at(this, 0), int64_t())); }
   void set_i(int64_t v) { detail::OptionalScalar<int64_t>::set(detail::at(this, 0), static_cast<int64_t>(v)); }
   void clear_i() { detail::OptionalScalar<int64_t>::clear(detail::at(this, 0)); }
+  int64_t ref_i() const { return i(); }
 
   // optional bytes s = 4;
   bool has_s() const { return detail::optional_string_has(detail::at(this, 128)); }
@@ -2102,6 +2111,8 @@ class AttributeProto final {
   void clear_s() { onnxl_cxx_ostr_clear(detail::at(this, 128)); }
   std::string* release_s() { return static_cast<std::string*>(onnxl_cxx_ostr_release(detail::at(this, 128))); }
   void set_allocated_s(std::string* v) { onnxl_cxx_ostr_set_allocated(detail::at(this, 128), v); }
+  const std::string& ref_s() const { return s(); }
+  std::string& ref_s() { return *mutable_s(); }
 
   // optional TensorProto t = 5;
   bool has_t() const { return detail::load<const void*>(detail::at(this, 256)) != nullptr; }
@@ -2112,6 +2123,8 @@ class AttributeProto final {
   void set_allocated_t(TensorProto* v);
   TensorProto* unsafe_arena_release_t() { return release_t(); }
   void unsafe_arena_set_allocated_t(TensorProto* v) { set_allocated_t(v); }
+  const TensorProto& ref_t() const { return t(); }
+  TensorProto& ref_t() { return *mutable_t(); }
 
   // optional GraphProto g = 6;
   bool has_g() const { return detail::load<const void*>(detail::at(this, 264)) != nullptr; }
@@ -2122,6 +2135,8 @@ class AttributeProto final {
   void set_allocated_g(GraphProto* v);
   GraphProto* unsafe_arena_release_g() { return release_g(); }
   void unsafe_arena_set_allocated_g(GraphProto* v) { set_allocated_g(v); }
+  const GraphProto& ref_g() const { return g(); }
+  GraphProto& ref_g() { return *mutable_g(); }
 
   // optional SparseTensorProto sparse_tensor = 22;
   bool has_sparse_tensor() const { return detail::load<const void*>(detail::at(this, 272)) != nullptr; }
@@ -2132,6 +2147,8 @@ class AttributeProto final {
   void set_allocated_sparse_tensor(SparseTensorProto* v);
   SparseTensorProto* unsafe_arena_release_sparse_tensor() { return release_sparse_tensor(); }
   void unsafe_arena_set_allocated_sparse_tensor(SparseTensorProto* v) { set_allocated_sparse_tensor(v); }
+  const SparseTensorProto& ref_sparse_tensor() const { return sparse_tensor(); }
+  SparseTensorProto& ref_sparse_tensor() { return *mutable_sparse_tensor(); }
 
   // optional TypeProto tp = 14;
   bool has_tp() const { return detail::load<const void*>(detail::at(this, 280)) != nullptr; }
@@ -2142,6 +2159,8 @@ class AttributeProto final {
   void set_allocated_tp(TypeProto* v);
   TypeProto* unsafe_arena_release_tp() { return release_tp(); }
   void unsafe_arena_set_allocated_tp(TypeProto* v) { set_allocated_tp(v); }
+  const TypeProto& ref_tp() const { return tp(); }
+  TypeProto& ref_tp() { return *mutable_tp(); }
 
   // repeated float floats = 7;
   const RepeatedField<float>& floats() const { return *reinterpret_cast<const RepeatedField<float>*>(detail::at(this, 288)); }
@@ -2151,6 +2170,8 @@ class AttributeProto final {
   void set_floats(int i, float v) { mutable_floats()->Set(i, v); }
   void add_floats(float v) { mutable_floats()->Add(v); }
   void clear_floats() { mutable_floats()->Clear(); }
+  const RepeatedField<float>& ref_floats() const { return floats(); }
+  RepeatedField<float>& ref_floats() { return *mutable_floats(); }
 
   // repeated int64 ints = 8;
   const RepeatedField<int64_t>& ints() const { return *reinterpret_cast<const RepeatedField<int64_t>*>(detail::at(this, 312)); }
@@ -2160,6 +2181,8 @@ class AttributeProto final {
   void set_ints(int i, int64_t v) { mutable_ints()->Set(i, v); }
   void add_ints(int64_t v) { mutable_ints()->Add(v); }
   void clear_ints() { mutable_ints()->Clear(); }
+  const RepeatedField<int64_t>& ref_ints() const { return ints(); }
+  RepeatedField<int64_t>& ref_ints() { return *mutable_ints(); }
 
   // repeated bytes strings = 9;
   const RepeatedPtrField<std::string>& strings() const { return *reinterpret_cast<const RepeatedPtrField<std::string>*>(detail::at(this, 360)); }
@@ -2179,6 +2202,8 @@ class AttributeProto final {
   void add_strings(const char* v, std::size_t n) { onnxl_cxx_strs_add(detail::at(this, 360), reinterpret_cast<const uint8_t*>(v), n); }
   void add_strings(const void* v, std::size_t n) { onnxl_cxx_strs_add(detail::at(this, 360), reinterpret_cast<const uint8_t*>(static_cast<const char*>(v)), n); }
   void clear_strings() { mutable_strings()->Clear(); }
+  const RepeatedPtrField<std::string>& ref_strings() const { return strings(); }
+  RepeatedPtrField<std::string>& ref_strings() { return *mutable_strings(); }
 
   // repeated TensorProto tensors = 10;
   const RepeatedPtrField<TensorProto>& tensors() const { return *reinterpret_cast<const RepeatedPtrField<TensorProto>*>(detail::at(this, 160)); }
@@ -2188,6 +2213,8 @@ class AttributeProto final {
   TensorProto* mutable_tensors(int i);
   TensorProto* add_tensors();
   void clear_tensors() { mutable_tensors()->Clear(); }
+  const RepeatedPtrField<TensorProto>& ref_tensors() const { return tensors(); }
+  RepeatedPtrField<TensorProto>& ref_tensors() { return *mutable_tensors(); }
 
   // repeated GraphProto graphs = 11;
   const RepeatedPtrField<GraphProto>& graphs() const { return *reinterpret_cast<const RepeatedPtrField<GraphProto>*>(detail::at(this, 184)); }
@@ -2197,6 +2224,8 @@ class AttributeProto final {
   GraphProto* mutable_graphs(int i);
   GraphProto* add_graphs();
   void clear_graphs() { mutable_graphs()->Clear(); }
+  const RepeatedPtrField<GraphProto>& ref_graphs() const { return graphs(); }
+  RepeatedPtrField<GraphProto>& ref_graphs() { return *mutable_graphs(); }
 
   // repeated SparseTensorProto sparse_tensors = 23;
   const RepeatedPtrField<SparseTensorProto>& sparse_tensors() const { return *reinterpret_cast<const RepeatedPtrField<SparseTensorProto>*>(detail::at(this, 208)); }
@@ -2206,6 +2235,8 @@ class AttributeProto final {
   SparseTensorProto* mutable_sparse_tensors(int i);
   SparseTensorProto* add_sparse_tensors();
   void clear_sparse_tensors() { mutable_sparse_tensors()->Clear(); }
+  const RepeatedPtrField<SparseTensorProto>& ref_sparse_tensors() const { return sparse_tensors(); }
+  RepeatedPtrField<SparseTensorProto>& ref_sparse_tensors() { return *mutable_sparse_tensors(); }
 
   // repeated TypeProto type_protos = 15;
   const RepeatedPtrField<TypeProto>& type_protos() const { return *reinterpret_cast<const RepeatedPtrField<TypeProto>*>(detail::at(this, 232)); }
@@ -2215,6 +2246,8 @@ class AttributeProto final {
   TypeProto* mutable_type_protos(int i);
   TypeProto* add_type_protos();
   void clear_type_protos() { mutable_type_protos()->Clear(); }
+  const RepeatedPtrField<TypeProto>& ref_type_protos() const { return type_protos(); }
+  RepeatedPtrField<TypeProto>& ref_type_protos() { return *mutable_type_protos(); }
 
  private:
   alignas(8) unsigned char storage_[392];
@@ -2281,6 +2314,8 @@ class ValueInfoProto final {
   void clear_name() { onnxl_cxx_ostr_clear(detail::at(this, 0)); }
   std::string* release_name() { return static_cast<std::string*>(onnxl_cxx_ostr_release(detail::at(this, 0))); }
   void set_allocated_name(std::string* v) { onnxl_cxx_ostr_set_allocated(detail::at(this, 0), v); }
+  const std::string& ref_name() const { return name(); }
+  std::string& ref_name() { return *mutable_name(); }
 
   // optional TypeProto type = 2;
   bool has_type() const { return detail::load<const void*>(detail::at(this, 88)) != nullptr; }
@@ -2291,6 +2326,8 @@ class ValueInfoProto final {
   void set_allocated_type(TypeProto* v);
   TypeProto* unsafe_arena_release_type() { return release_type(); }
   void unsafe_arena_set_allocated_type(TypeProto* v) { set_allocated_type(v); }
+  const TypeProto& ref_type() const { return type(); }
+  TypeProto& ref_type() { return *mutable_type(); }
 
   // optional string doc_string = 3;
   bool has_doc_string() const { return detail::optional_string_has(detail::at(this, 32)); }
@@ -2304,6 +2341,8 @@ class ValueInfoProto final {
   void clear_doc_string() { onnxl_cxx_ostr_clear(detail::at(this, 32)); }
   std::string* release_doc_string() { return static_cast<std::string*>(onnxl_cxx_ostr_release(detail::at(this, 32))); }
   void set_allocated_doc_string(std::string* v) { onnxl_cxx_ostr_set_allocated(detail::at(this, 32), v); }
+  const std::string& ref_doc_string() const { return doc_string(); }
+  std::string& ref_doc_string() { return *mutable_doc_string(); }
 
   // repeated StringStringEntryProto metadata_props = 4;
   const RepeatedPtrField<StringStringEntryProto>& metadata_props() const { return *reinterpret_cast<const RepeatedPtrField<StringStringEntryProto>*>(detail::at(this, 64)); }
@@ -2313,6 +2352,8 @@ class ValueInfoProto final {
   StringStringEntryProto* mutable_metadata_props(int i);
   StringStringEntryProto* add_metadata_props();
   void clear_metadata_props() { mutable_metadata_props()->Clear(); }
+  const RepeatedPtrField<StringStringEntryProto>& ref_metadata_props() const { return metadata_props(); }
+  RepeatedPtrField<StringStringEntryProto>& ref_metadata_props() { return *mutable_metadata_props(); }
 
  private:
   alignas(8) unsigned char storage_[104];
@@ -2385,6 +2426,8 @@ class NodeProto final {
   void add_input(const char* v, std::size_t n) { onnxl_cxx_strs_add(detail::at(this, 232), reinterpret_cast<const uint8_t*>(v), n); }
   void add_input(const void* v, std::size_t n) { onnxl_cxx_strs_add(detail::at(this, 232), reinterpret_cast<const uint8_t*>(static_cast<const char*>(v)), n); }
   void clear_input() { mutable_input()->Clear(); }
+  const RepeatedPtrField<std::string>& ref_input() const { return input(); }
+  RepeatedPtrField<std::string>& ref_input() { return *mutable_input(); }
 
   // repeated string output = 2;
   const RepeatedPtrField<std::string>& output() const { return *reinterpret_cast<const RepeatedPtrField<std::string>*>(detail::at(this, 312)); }
@@ -2404,6 +2447,8 @@ class NodeProto final {
   void add_output(const char* v, std::size_t n) { onnxl_cxx_strs_add(detail::at(this, 312), reinterpret_cast<const uint8_t*>(v), n); }
   void add_output(const void* v, std::size_t n) { onnxl_cxx_strs_add(detail::at(this, 312), reinterpret_cast<const uint8_t*>(static_cast<const char*>(v)), n); }
   void clear_output() { mutable_output()->Clear(); }
+  const RepeatedPtrField<std::string>& ref_output() const { return output(); }
+  RepeatedPtrField<std::string>& ref_output() { return *mutable_output(); }
 
   // optional string name = 3;
   bool has_name() const { return detail::optional_string_has(detail::at(this, 0)); }
@@ -2417,6 +2462,8 @@ class NodeProto final {
   void clear_name() { onnxl_cxx_ostr_clear(detail::at(this, 0)); }
   std::string* release_name() { return static_cast<std::string*>(onnxl_cxx_ostr_release(detail::at(this, 0))); }
   void set_allocated_name(std::string* v) { onnxl_cxx_ostr_set_allocated(detail::at(this, 0), v); }
+  const std::string& ref_name() const { return name(); }
+  std::string& ref_name() { return *mutable_name(); }
 
   // optional string op_type = 4;
   bool has_op_type() const { return detail::optional_string_has(detail::at(this, 32)); }
@@ -2430,6 +2477,8 @@ class NodeProto final {
   void clear_op_type() { onnxl_cxx_ostr_clear(detail::at(this, 32)); }
   std::string* release_op_type() { return static_cast<std::string*>(onnxl_cxx_ostr_release(detail::at(this, 32))); }
   void set_allocated_op_type(std::string* v) { onnxl_cxx_ostr_set_allocated(detail::at(this, 32), v); }
+  const std::string& ref_op_type() const { return op_type(); }
+  std::string& ref_op_type() { return *mutable_op_type(); }
 
   // optional string domain = 7;
   bool has_domain() const { return detail::optional_string_has(detail::at(this, 64)); }
@@ -2443,6 +2492,8 @@ class NodeProto final {
   void clear_domain() { onnxl_cxx_ostr_clear(detail::at(this, 64)); }
   std::string* release_domain() { return static_cast<std::string*>(onnxl_cxx_ostr_release(detail::at(this, 64))); }
   void set_allocated_domain(std::string* v) { onnxl_cxx_ostr_set_allocated(detail::at(this, 64), v); }
+  const std::string& ref_domain() const { return domain(); }
+  std::string& ref_domain() { return *mutable_domain(); }
 
   // optional string overload = 8;
   bool has_overload() const { return detail::optional_string_has(detail::at(this, 96)); }
@@ -2456,6 +2507,8 @@ class NodeProto final {
   void clear_overload() { onnxl_cxx_ostr_clear(detail::at(this, 96)); }
   std::string* release_overload() { return static_cast<std::string*>(onnxl_cxx_ostr_release(detail::at(this, 96))); }
   void set_allocated_overload(std::string* v) { onnxl_cxx_ostr_set_allocated(detail::at(this, 96), v); }
+  const std::string& ref_overload() const { return overload(); }
+  std::string& ref_overload() { return *mutable_overload(); }
 
   // repeated AttributeProto attribute = 5;
   const RepeatedPtrField<AttributeProto>& attribute() const { return *reinterpret_cast<const RepeatedPtrField<AttributeProto>*>(detail::at(this, 160)); }
@@ -2465,6 +2518,8 @@ class NodeProto final {
   AttributeProto* mutable_attribute(int i);
   AttributeProto* add_attribute();
   void clear_attribute() { mutable_attribute()->Clear(); }
+  const RepeatedPtrField<AttributeProto>& ref_attribute() const { return attribute(); }
+  RepeatedPtrField<AttributeProto>& ref_attribute() { return *mutable_attribute(); }
 
   // optional string doc_string = 6;
   bool has_doc_string() const { return detail::optional_string_has(detail::at(this, 128)); }
@@ -2478,6 +2533,8 @@ class NodeProto final {
   void clear_doc_string() { onnxl_cxx_ostr_clear(detail::at(this, 128)); }
   std::string* release_doc_string() { return static_cast<std::string*>(onnxl_cxx_ostr_release(detail::at(this, 128))); }
   void set_allocated_doc_string(std::string* v) { onnxl_cxx_ostr_set_allocated(detail::at(this, 128), v); }
+  const std::string& ref_doc_string() const { return doc_string(); }
+  std::string& ref_doc_string() { return *mutable_doc_string(); }
 
   // repeated StringStringEntryProto metadata_props = 9;
   const RepeatedPtrField<StringStringEntryProto>& metadata_props() const { return *reinterpret_cast<const RepeatedPtrField<StringStringEntryProto>*>(detail::at(this, 184)); }
@@ -2487,6 +2544,8 @@ class NodeProto final {
   StringStringEntryProto* mutable_metadata_props(int i);
   StringStringEntryProto* add_metadata_props();
   void clear_metadata_props() { mutable_metadata_props()->Clear(); }
+  const RepeatedPtrField<StringStringEntryProto>& ref_metadata_props() const { return metadata_props(); }
+  RepeatedPtrField<StringStringEntryProto>& ref_metadata_props() { return *mutable_metadata_props(); }
 
   // repeated NodeDeviceConfigurationProto device_configurations = 10;
   const RepeatedPtrField<NodeDeviceConfigurationProto>& device_configurations() const { return *reinterpret_cast<const RepeatedPtrField<NodeDeviceConfigurationProto>*>(detail::at(this, 208)); }
@@ -2496,6 +2555,8 @@ class NodeProto final {
   NodeDeviceConfigurationProto* mutable_device_configurations(int i);
   NodeDeviceConfigurationProto* add_device_configurations();
   void clear_device_configurations() { mutable_device_configurations()->Clear(); }
+  const RepeatedPtrField<NodeDeviceConfigurationProto>& ref_device_configurations() const { return device_configurations(); }
+  RepeatedPtrField<NodeDeviceConfigurationProto>& ref_device_configurations() { return *mutable_device_configurations(); }
 
  private:
   alignas(8) unsigned char storage_[368];
@@ -2555,6 +2616,7 @@ class IntIntListEntryProto final {
   int64_t key() const { return static_cast<int64_t>(detail::OptionalScalar<int64_t>::get(detail::at(this, 0), int64_t())); }
   void set_key(int64_t v) { detail::OptionalScalar<int64_t>::set(detail::at(this, 0), static_cast<int64_t>(v)); }
   void clear_key() { detail::OptionalScalar<int64_t>::clear(detail::at(this, 0)); }
+  int64_t ref_key() const { return key(); }
 
   // repeated int64 value = 2;
   const RepeatedField<int64_t>& value() const { return *reinterpret_cast<const RepeatedField<int64_t>*>(detail::at(this, 16)); }
@@ -2564,6 +2626,8 @@ class IntIntListEntryProto final {
   void set_value(int i, int64_t v) { mutable_value()->Set(i, v); }
   void add_value(int64_t v) { mutable_value()->Add(v); }
   void clear_value() { mutable_value()->Clear(); }
+  const RepeatedField<int64_t>& ref_value() const { return value(); }
+  RepeatedField<int64_t>& ref_value() { return *mutable_value(); }
 
  private:
   alignas(8) unsigned char storage_[48];
@@ -2630,6 +2694,8 @@ class NodeDeviceConfigurationProto final {
   void clear_configuration_id() { onnxl_cxx_ostr_clear(detail::at(this, 8)); }
   std::string* release_configuration_id() { return static_cast<std::string*>(onnxl_cxx_ostr_release(detail::at(this, 8))); }
   void set_allocated_configuration_id(std::string* v) { onnxl_cxx_ostr_set_allocated(detail::at(this, 8), v); }
+  const std::string& ref_configuration_id() const { return configuration_id(); }
+  std::string& ref_configuration_id() { return *mutable_configuration_id(); }
 
   // repeated ShardingSpecProto sharding_spec = 2;
   const RepeatedPtrField<ShardingSpecProto>& sharding_spec() const { return *reinterpret_cast<const RepeatedPtrField<ShardingSpecProto>*>(detail::at(this, 40)); }
@@ -2639,12 +2705,15 @@ class NodeDeviceConfigurationProto final {
   ShardingSpecProto* mutable_sharding_spec(int i);
   ShardingSpecProto* add_sharding_spec();
   void clear_sharding_spec() { mutable_sharding_spec()->Clear(); }
+  const RepeatedPtrField<ShardingSpecProto>& ref_sharding_spec() const { return sharding_spec(); }
+  RepeatedPtrField<ShardingSpecProto>& ref_sharding_spec() { return *mutable_sharding_spec(); }
 
   // optional int32 pipeline_stage = 3;
   bool has_pipeline_stage() const { return detail::OptionalScalar<int32_t>::has(detail::at(this, 0)); }
   int32_t pipeline_stage() const { return static_cast<int32_t>(detail::OptionalScalar<int32_t>::get(detail::at(this, 0), int32_t())); }
   void set_pipeline_stage(int32_t v) { detail::OptionalScalar<int32_t>::set(detail::at(this, 0), static_cast<int32_t>(v)); }
   void clear_pipeline_stage() { detail::OptionalScalar<int32_t>::clear(detail::at(this, 0)); }
+  int32_t ref_pipeline_stage() const { return pipeline_stage(); }
 
  private:
   alignas(8) unsigned char storage_[72];
@@ -2711,6 +2780,8 @@ class ShardingSpecProto final {
   void clear_tensor_name() { onnxl_cxx_ostr_clear(detail::at(this, 0)); }
   std::string* release_tensor_name() { return static_cast<std::string*>(onnxl_cxx_ostr_release(detail::at(this, 0))); }
   void set_allocated_tensor_name(std::string* v) { onnxl_cxx_ostr_set_allocated(detail::at(this, 0), v); }
+  const std::string& ref_tensor_name() const { return tensor_name(); }
+  std::string& ref_tensor_name() { return *mutable_tensor_name(); }
 
   // repeated int64 device = 2;
   const RepeatedField<int64_t>& device() const { return *reinterpret_cast<const RepeatedField<int64_t>*>(detail::at(this, 80)); }
@@ -2720,6 +2791,8 @@ class ShardingSpecProto final {
   void set_device(int i, int64_t v) { mutable_device()->Set(i, v); }
   void add_device(int64_t v) { mutable_device()->Add(v); }
   void clear_device() { mutable_device()->Clear(); }
+  const RepeatedField<int64_t>& ref_device() const { return device(); }
+  RepeatedField<int64_t>& ref_device() { return *mutable_device(); }
 
   // repeated IntIntListEntryProto index_to_device_group_map = 3;
   const RepeatedPtrField<IntIntListEntryProto>& index_to_device_group_map() const { return *reinterpret_cast<const RepeatedPtrField<IntIntListEntryProto>*>(detail::at(this, 32)); }
@@ -2729,6 +2802,8 @@ class ShardingSpecProto final {
   IntIntListEntryProto* mutable_index_to_device_group_map(int i);
   IntIntListEntryProto* add_index_to_device_group_map();
   void clear_index_to_device_group_map() { mutable_index_to_device_group_map()->Clear(); }
+  const RepeatedPtrField<IntIntListEntryProto>& ref_index_to_device_group_map() const { return index_to_device_group_map(); }
+  RepeatedPtrField<IntIntListEntryProto>& ref_index_to_device_group_map() { return *mutable_index_to_device_group_map(); }
 
   // repeated ShardedDimProto sharded_dim = 4;
   const RepeatedPtrField<ShardedDimProto>& sharded_dim() const { return *reinterpret_cast<const RepeatedPtrField<ShardedDimProto>*>(detail::at(this, 56)); }
@@ -2738,6 +2813,8 @@ class ShardingSpecProto final {
   ShardedDimProto* mutable_sharded_dim(int i);
   ShardedDimProto* add_sharded_dim();
   void clear_sharded_dim() { mutable_sharded_dim()->Clear(); }
+  const RepeatedPtrField<ShardedDimProto>& ref_sharded_dim() const { return sharded_dim(); }
+  RepeatedPtrField<ShardedDimProto>& ref_sharded_dim() { return *mutable_sharded_dim(); }
 
  private:
   alignas(8) unsigned char storage_[112];
@@ -2797,6 +2874,7 @@ class ShardedDimProto final {
   int64_t axis() const { return static_cast<int64_t>(detail::OptionalScalar<int64_t>::get(detail::at(this, 0), int64_t())); }
   void set_axis(int64_t v) { detail::OptionalScalar<int64_t>::set(detail::at(this, 0), static_cast<int64_t>(v)); }
   void clear_axis() { detail::OptionalScalar<int64_t>::clear(detail::at(this, 0)); }
+  int64_t ref_axis() const { return axis(); }
 
   // repeated SimpleShardedDimProto simple_sharding = 2;
   const RepeatedPtrField<SimpleShardedDimProto>& simple_sharding() const { return *reinterpret_cast<const RepeatedPtrField<SimpleShardedDimProto>*>(detail::at(this, 16)); }
@@ -2806,6 +2884,8 @@ class ShardedDimProto final {
   SimpleShardedDimProto* mutable_simple_sharding(int i);
   SimpleShardedDimProto* add_simple_sharding();
   void clear_simple_sharding() { mutable_simple_sharding()->Clear(); }
+  const RepeatedPtrField<SimpleShardedDimProto>& ref_simple_sharding() const { return simple_sharding(); }
+  RepeatedPtrField<SimpleShardedDimProto>& ref_simple_sharding() { return *mutable_simple_sharding(); }
 
  private:
   alignas(8) unsigned char storage_[48];
@@ -2865,6 +2945,7 @@ class SimpleShardedDimProto final {
   void clear_dim_value() { if (has_dim_value()) clear_dim(); }
   int64_t dim_value() const { return has_dim_value() ? detail::load<int64_t>(detail::at(this, 24)) : int64_t(); }
   void set_dim_value(int64_t v) { onnxl_cxx_SimpleShardedDimProto_dim_value_set(this, v); }
+  int64_t ref_dim_value() const { return dim_value(); }
 
   // string dim_param = 2;
   bool has_dim_param() const { return detail::load<uint32_t>(detail::at(this, 16)) == 1u; }
@@ -2878,12 +2959,15 @@ class SimpleShardedDimProto final {
   void set_dim_param(const void* v, std::size_t n) { onnxl_cxx_SimpleShardedDimProto_dim_param_set(this, reinterpret_cast<const uint8_t*>(static_cast<const char*>(v)), n); }
   std::string* release_dim_param() { return static_cast<std::string*>(onnxl_cxx_SimpleShardedDimProto_dim_param_release(this)); }
   void set_allocated_dim_param(std::string* v) { onnxl_cxx_SimpleShardedDimProto_dim_param_set_allocated(this, v); }
+  const std::string& ref_dim_param() const { return dim_param(); }
+  std::string& ref_dim_param() { return *mutable_dim_param(); }
 
   // optional int64 num_shards = 3;
   bool has_num_shards() const { return detail::OptionalScalar<int64_t>::has(detail::at(this, 0)); }
   int64_t num_shards() const { return static_cast<int64_t>(detail::OptionalScalar<int64_t>::get(detail::at(this, 0), int64_t())); }
   void set_num_shards(int64_t v) { detail::OptionalScalar<int64_t>::set(detail::at(this, 0), static_cast<int64_t>(v)); }
   void clear_num_shards() { detail::OptionalScalar<int64_t>::clear(detail::at(this, 0)); }
+  int64_t ref_num_shards() const { return num_shards(); }
 
   // oneof dim
   enum DimCase {
@@ -2956,6 +3040,8 @@ class TrainingInfoProto final {
   void set_allocated_initialization(GraphProto* v);
   GraphProto* unsafe_arena_release_initialization() { return release_initialization(); }
   void unsafe_arena_set_allocated_initialization(GraphProto* v) { set_allocated_initialization(v); }
+  const GraphProto& ref_initialization() const { return initialization(); }
+  GraphProto& ref_initialization() { return *mutable_initialization(); }
 
   // optional GraphProto algorithm = 2;
   bool has_algorithm() const { return detail::load<const void*>(detail::at(this, 56)) != nullptr; }
@@ -2966,6 +3052,8 @@ class TrainingInfoProto final {
   void set_allocated_algorithm(GraphProto* v);
   GraphProto* unsafe_arena_release_algorithm() { return release_algorithm(); }
   void unsafe_arena_set_allocated_algorithm(GraphProto* v) { set_allocated_algorithm(v); }
+  const GraphProto& ref_algorithm() const { return algorithm(); }
+  GraphProto& ref_algorithm() { return *mutable_algorithm(); }
 
   // repeated StringStringEntryProto initialization_binding = 3;
   const RepeatedPtrField<StringStringEntryProto>& initialization_binding() const { return *reinterpret_cast<const RepeatedPtrField<StringStringEntryProto>*>(detail::at(this, 0)); }
@@ -2975,6 +3063,8 @@ class TrainingInfoProto final {
   StringStringEntryProto* mutable_initialization_binding(int i);
   StringStringEntryProto* add_initialization_binding();
   void clear_initialization_binding() { mutable_initialization_binding()->Clear(); }
+  const RepeatedPtrField<StringStringEntryProto>& ref_initialization_binding() const { return initialization_binding(); }
+  RepeatedPtrField<StringStringEntryProto>& ref_initialization_binding() { return *mutable_initialization_binding(); }
 
   // repeated StringStringEntryProto update_binding = 4;
   const RepeatedPtrField<StringStringEntryProto>& update_binding() const { return *reinterpret_cast<const RepeatedPtrField<StringStringEntryProto>*>(detail::at(this, 24)); }
@@ -2984,6 +3074,8 @@ class TrainingInfoProto final {
   StringStringEntryProto* mutable_update_binding(int i);
   StringStringEntryProto* add_update_binding();
   void clear_update_binding() { mutable_update_binding()->Clear(); }
+  const RepeatedPtrField<StringStringEntryProto>& ref_update_binding() const { return update_binding(); }
+  RepeatedPtrField<StringStringEntryProto>& ref_update_binding() { return *mutable_update_binding(); }
 
  private:
   alignas(8) unsigned char storage_[72];
@@ -3043,6 +3135,7 @@ class ModelProto final {
   int64_t ir_version() const { return static_cast<int64_t>(detail::OptionalScalar<int64_t>::get(detail::at(this, 0), int64_t())); }
   void set_ir_version(int64_t v) { detail::OptionalScalar<int64_t>::set(detail::at(this, 0), static_cast<int64_t>(v)); }
   void clear_ir_version() { detail::OptionalScalar<int64_t>::clear(detail::at(this, 0)); }
+  int64_t ref_ir_version() const { return ir_version(); }
 
   // repeated OperatorSetIdProto opset_import = 8;
   const RepeatedPtrField<OperatorSetIdProto>& opset_import() const { return *reinterpret_cast<const RepeatedPtrField<OperatorSetIdProto>*>(detail::at(this, 160)); }
@@ -3052,6 +3145,8 @@ class ModelProto final {
   OperatorSetIdProto* mutable_opset_import(int i);
   OperatorSetIdProto* add_opset_import();
   void clear_opset_import() { mutable_opset_import()->Clear(); }
+  const RepeatedPtrField<OperatorSetIdProto>& ref_opset_import() const { return opset_import(); }
+  RepeatedPtrField<OperatorSetIdProto>& ref_opset_import() { return *mutable_opset_import(); }
 
   // optional string producer_name = 2;
   bool has_producer_name() const { return detail::optional_string_has(detail::at(this, 32)); }
@@ -3065,6 +3160,8 @@ class ModelProto final {
   void clear_producer_name() { onnxl_cxx_ostr_clear(detail::at(this, 32)); }
   std::string* release_producer_name() { return static_cast<std::string*>(onnxl_cxx_ostr_release(detail::at(this, 32))); }
   void set_allocated_producer_name(std::string* v) { onnxl_cxx_ostr_set_allocated(detail::at(this, 32), v); }
+  const std::string& ref_producer_name() const { return producer_name(); }
+  std::string& ref_producer_name() { return *mutable_producer_name(); }
 
   // optional string producer_version = 3;
   bool has_producer_version() const { return detail::optional_string_has(detail::at(this, 64)); }
@@ -3078,6 +3175,8 @@ class ModelProto final {
   void clear_producer_version() { onnxl_cxx_ostr_clear(detail::at(this, 64)); }
   std::string* release_producer_version() { return static_cast<std::string*>(onnxl_cxx_ostr_release(detail::at(this, 64))); }
   void set_allocated_producer_version(std::string* v) { onnxl_cxx_ostr_set_allocated(detail::at(this, 64), v); }
+  const std::string& ref_producer_version() const { return producer_version(); }
+  std::string& ref_producer_version() { return *mutable_producer_version(); }
 
   // optional string domain = 4;
   bool has_domain() const { return detail::optional_string_has(detail::at(this, 96)); }
@@ -3091,12 +3190,15 @@ class ModelProto final {
   void clear_domain() { onnxl_cxx_ostr_clear(detail::at(this, 96)); }
   std::string* release_domain() { return static_cast<std::string*>(onnxl_cxx_ostr_release(detail::at(this, 96))); }
   void set_allocated_domain(std::string* v) { onnxl_cxx_ostr_set_allocated(detail::at(this, 96), v); }
+  const std::string& ref_domain() const { return domain(); }
+  std::string& ref_domain() { return *mutable_domain(); }
 
   // optional int64 model_version = 5;
   bool has_model_version() const { return detail::OptionalScalar<int64_t>::has(detail::at(this, 16)); }
   int64_t model_version() const { return static_cast<int64_t>(detail::OptionalScalar<int64_t>::get(detail::at(this, 16), int64_t())); }
   void set_model_version(int64_t v) { detail::OptionalScalar<int64_t>::set(detail::at(this, 16), static_cast<int64_t>(v)); }
   void clear_model_version() { detail::OptionalScalar<int64_t>::clear(detail::at(this, 16)); }
+  int64_t ref_model_version() const { return model_version(); }
 
   // optional string doc_string = 6;
   bool has_doc_string() const { return detail::optional_string_has(detail::at(this, 128)); }
@@ -3110,6 +3212,8 @@ class ModelProto final {
   void clear_doc_string() { onnxl_cxx_ostr_clear(detail::at(this, 128)); }
   std::string* release_doc_string() { return static_cast<std::string*>(onnxl_cxx_ostr_release(detail::at(this, 128))); }
   void set_allocated_doc_string(std::string* v) { onnxl_cxx_ostr_set_allocated(detail::at(this, 128), v); }
+  const std::string& ref_doc_string() const { return doc_string(); }
+  std::string& ref_doc_string() { return *mutable_doc_string(); }
 
   // optional GraphProto graph = 7;
   bool has_graph() const { return detail::load<const void*>(detail::at(this, 280)) != nullptr; }
@@ -3120,6 +3224,8 @@ class ModelProto final {
   void set_allocated_graph(GraphProto* v);
   GraphProto* unsafe_arena_release_graph() { return release_graph(); }
   void unsafe_arena_set_allocated_graph(GraphProto* v) { set_allocated_graph(v); }
+  const GraphProto& ref_graph() const { return graph(); }
+  GraphProto& ref_graph() { return *mutable_graph(); }
 
   // repeated StringStringEntryProto metadata_props = 14;
   const RepeatedPtrField<StringStringEntryProto>& metadata_props() const { return *reinterpret_cast<const RepeatedPtrField<StringStringEntryProto>*>(detail::at(this, 184)); }
@@ -3129,6 +3235,8 @@ class ModelProto final {
   StringStringEntryProto* mutable_metadata_props(int i);
   StringStringEntryProto* add_metadata_props();
   void clear_metadata_props() { mutable_metadata_props()->Clear(); }
+  const RepeatedPtrField<StringStringEntryProto>& ref_metadata_props() const { return metadata_props(); }
+  RepeatedPtrField<StringStringEntryProto>& ref_metadata_props() { return *mutable_metadata_props(); }
 
   // repeated TrainingInfoProto training_info = 20;
   const RepeatedPtrField<TrainingInfoProto>& training_info() const { return *reinterpret_cast<const RepeatedPtrField<TrainingInfoProto>*>(detail::at(this, 208)); }
@@ -3138,6 +3246,8 @@ class ModelProto final {
   TrainingInfoProto* mutable_training_info(int i);
   TrainingInfoProto* add_training_info();
   void clear_training_info() { mutable_training_info()->Clear(); }
+  const RepeatedPtrField<TrainingInfoProto>& ref_training_info() const { return training_info(); }
+  RepeatedPtrField<TrainingInfoProto>& ref_training_info() { return *mutable_training_info(); }
 
   // repeated FunctionProto functions = 25;
   const RepeatedPtrField<FunctionProto>& functions() const { return *reinterpret_cast<const RepeatedPtrField<FunctionProto>*>(detail::at(this, 232)); }
@@ -3147,6 +3257,8 @@ class ModelProto final {
   FunctionProto* mutable_functions(int i);
   FunctionProto* add_functions();
   void clear_functions() { mutable_functions()->Clear(); }
+  const RepeatedPtrField<FunctionProto>& ref_functions() const { return functions(); }
+  RepeatedPtrField<FunctionProto>& ref_functions() { return *mutable_functions(); }
 
   // repeated DeviceConfigurationProto configuration = 26;
   const RepeatedPtrField<DeviceConfigurationProto>& configuration() const { return *reinterpret_cast<const RepeatedPtrField<DeviceConfigurationProto>*>(detail::at(this, 256)); }
@@ -3156,6 +3268,8 @@ class ModelProto final {
   DeviceConfigurationProto* mutable_configuration(int i);
   DeviceConfigurationProto* add_configuration();
   void clear_configuration() { mutable_configuration()->Clear(); }
+  const RepeatedPtrField<DeviceConfigurationProto>& ref_configuration() const { return configuration(); }
+  RepeatedPtrField<DeviceConfigurationProto>& ref_configuration() { return *mutable_configuration(); }
 
  private:
   alignas(8) unsigned char storage_[296];
@@ -3222,12 +3336,15 @@ class DeviceConfigurationProto final {
   void clear_name() { onnxl_cxx_ostr_clear(detail::at(this, 8)); }
   std::string* release_name() { return static_cast<std::string*>(onnxl_cxx_ostr_release(detail::at(this, 8))); }
   void set_allocated_name(std::string* v) { onnxl_cxx_ostr_set_allocated(detail::at(this, 8), v); }
+  const std::string& ref_name() const { return name(); }
+  std::string& ref_name() { return *mutable_name(); }
 
   // optional int32 num_devices = 2;
   bool has_num_devices() const { return detail::OptionalScalar<int32_t>::has(detail::at(this, 0)); }
   int32_t num_devices() const { return static_cast<int32_t>(detail::OptionalScalar<int32_t>::get(detail::at(this, 0), int32_t())); }
   void set_num_devices(int32_t v) { detail::OptionalScalar<int32_t>::set(detail::at(this, 0), static_cast<int32_t>(v)); }
   void clear_num_devices() { detail::OptionalScalar<int32_t>::clear(detail::at(this, 0)); }
+  int32_t ref_num_devices() const { return num_devices(); }
 
   // repeated string device = 3;
   const RepeatedPtrField<std::string>& device() const { return *reinterpret_cast<const RepeatedPtrField<std::string>*>(detail::at(this, 40)); }
@@ -3247,6 +3364,8 @@ class DeviceConfigurationProto final {
   void add_device(const char* v, std::size_t n) { onnxl_cxx_strs_add(detail::at(this, 40), reinterpret_cast<const uint8_t*>(v), n); }
   void add_device(const void* v, std::size_t n) { onnxl_cxx_strs_add(detail::at(this, 40), reinterpret_cast<const uint8_t*>(static_cast<const char*>(v)), n); }
   void clear_device() { mutable_device()->Clear(); }
+  const RepeatedPtrField<std::string>& ref_device() const { return device(); }
+  RepeatedPtrField<std::string>& ref_device() { return *mutable_device(); }
 
  private:
   alignas(8) unsigned char storage_[72];
@@ -3313,6 +3432,8 @@ class StringStringEntryProto final {
   void clear_key() { onnxl_cxx_ostr_clear(detail::at(this, 0)); }
   std::string* release_key() { return static_cast<std::string*>(onnxl_cxx_ostr_release(detail::at(this, 0))); }
   void set_allocated_key(std::string* v) { onnxl_cxx_ostr_set_allocated(detail::at(this, 0), v); }
+  const std::string& ref_key() const { return key(); }
+  std::string& ref_key() { return *mutable_key(); }
 
   // optional string value = 2;
   bool has_value() const { return detail::optional_string_has(detail::at(this, 32)); }
@@ -3326,6 +3447,8 @@ class StringStringEntryProto final {
   void clear_value() { onnxl_cxx_ostr_clear(detail::at(this, 32)); }
   std::string* release_value() { return static_cast<std::string*>(onnxl_cxx_ostr_release(detail::at(this, 32))); }
   void set_allocated_value(std::string* v) { onnxl_cxx_ostr_set_allocated(detail::at(this, 32), v); }
+  const std::string& ref_value() const { return value(); }
+  std::string& ref_value() { return *mutable_value(); }
 
  private:
   alignas(8) unsigned char storage_[72];
@@ -3392,6 +3515,8 @@ class TensorAnnotation final {
   void clear_tensor_name() { onnxl_cxx_ostr_clear(detail::at(this, 0)); }
   std::string* release_tensor_name() { return static_cast<std::string*>(onnxl_cxx_ostr_release(detail::at(this, 0))); }
   void set_allocated_tensor_name(std::string* v) { onnxl_cxx_ostr_set_allocated(detail::at(this, 0), v); }
+  const std::string& ref_tensor_name() const { return tensor_name(); }
+  std::string& ref_tensor_name() { return *mutable_tensor_name(); }
 
   // repeated StringStringEntryProto quant_parameter_tensor_names = 2;
   const RepeatedPtrField<StringStringEntryProto>& quant_parameter_tensor_names() const { return *reinterpret_cast<const RepeatedPtrField<StringStringEntryProto>*>(detail::at(this, 32)); }
@@ -3401,6 +3526,8 @@ class TensorAnnotation final {
   StringStringEntryProto* mutable_quant_parameter_tensor_names(int i);
   StringStringEntryProto* add_quant_parameter_tensor_names();
   void clear_quant_parameter_tensor_names() { mutable_quant_parameter_tensor_names()->Clear(); }
+  const RepeatedPtrField<StringStringEntryProto>& ref_quant_parameter_tensor_names() const { return quant_parameter_tensor_names(); }
+  RepeatedPtrField<StringStringEntryProto>& ref_quant_parameter_tensor_names() { return *mutable_quant_parameter_tensor_names(); }
 
  private:
   alignas(8) unsigned char storage_[64];
@@ -3463,6 +3590,8 @@ class GraphProto final {
   NodeProto* mutable_node(int i);
   NodeProto* add_node();
   void clear_node() { mutable_node()->Clear(); }
+  const RepeatedPtrField<NodeProto>& ref_node() const { return node(); }
+  RepeatedPtrField<NodeProto>& ref_node() { return *mutable_node(); }
 
   // optional string name = 2;
   bool has_name() const { return detail::optional_string_has(detail::at(this, 0)); }
@@ -3476,6 +3605,8 @@ class GraphProto final {
   void clear_name() { onnxl_cxx_ostr_clear(detail::at(this, 0)); }
   std::string* release_name() { return static_cast<std::string*>(onnxl_cxx_ostr_release(detail::at(this, 0))); }
   void set_allocated_name(std::string* v) { onnxl_cxx_ostr_set_allocated(detail::at(this, 0), v); }
+  const std::string& ref_name() const { return name(); }
+  std::string& ref_name() { return *mutable_name(); }
 
   // repeated TensorProto initializer = 5;
   const RepeatedPtrField<TensorProto>& initializer() const { return *reinterpret_cast<const RepeatedPtrField<TensorProto>*>(detail::at(this, 88)); }
@@ -3485,6 +3616,8 @@ class GraphProto final {
   TensorProto* mutable_initializer(int i);
   TensorProto* add_initializer();
   void clear_initializer() { mutable_initializer()->Clear(); }
+  const RepeatedPtrField<TensorProto>& ref_initializer() const { return initializer(); }
+  RepeatedPtrField<TensorProto>& ref_initializer() { return *mutable_initializer(); }
 
   // repeated SparseTensorProto sparse_initializer = 15;
   const RepeatedPtrField<SparseTensorProto>& sparse_initializer() const { return *reinterpret_cast<const RepeatedPtrField<SparseTensorProto>*>(detail::at(this, 112)); }
@@ -3494,6 +3627,8 @@ class GraphProto final {
   SparseTensorProto* mutable_sparse_initializer(int i);
   SparseTensorProto* add_sparse_initializer();
   void clear_sparse_initializer() { mutable_sparse_initializer()->Clear(); }
+  const RepeatedPtrField<SparseTensorProto>& ref_sparse_initializer() const { return sparse_initializer(); }
+  RepeatedPtrField<SparseTensorProto>& ref_sparse_initializer() { return *mutable_sparse_initializer(); }
 
   // optional string doc_string = 10;
   bool has_doc_string() const { return detail::optional_string_has(detail::at(this, 32)); }
@@ -3507,6 +3642,8 @@ class GraphProto final {
   void clear_doc_string() { onnxl_cxx_ostr_clear(detail::at(this, 32)); }
   std::string* release_doc_string() { return static_cast<std::string*>(onnxl_cxx_ostr_release(detail::at(this, 32))); }
   void set_allocated_doc_string(std::string* v) { onnxl_cxx_ostr_set_allocated(detail::at(this, 32), v); }
+  const std::string& ref_doc_string() const { return doc_string(); }
+  std::string& ref_doc_string() { return *mutable_doc_string(); }
 
   // repeated ValueInfoProto input = 11;
   const RepeatedPtrField<ValueInfoProto>& input() const { return *reinterpret_cast<const RepeatedPtrField<ValueInfoProto>*>(detail::at(this, 136)); }
@@ -3516,6 +3653,8 @@ class GraphProto final {
   ValueInfoProto* mutable_input(int i);
   ValueInfoProto* add_input();
   void clear_input() { mutable_input()->Clear(); }
+  const RepeatedPtrField<ValueInfoProto>& ref_input() const { return input(); }
+  RepeatedPtrField<ValueInfoProto>& ref_input() { return *mutable_input(); }
 
   // repeated ValueInfoProto output = 12;
   const RepeatedPtrField<ValueInfoProto>& output() const { return *reinterpret_cast<const RepeatedPtrField<ValueInfoProto>*>(detail::at(this, 160)); }
@@ -3525,6 +3664,8 @@ class GraphProto final {
   ValueInfoProto* mutable_output(int i);
   ValueInfoProto* add_output();
   void clear_output() { mutable_output()->Clear(); }
+  const RepeatedPtrField<ValueInfoProto>& ref_output() const { return output(); }
+  RepeatedPtrField<ValueInfoProto>& ref_output() { return *mutable_output(); }
 
   // repeated ValueInfoProto value_info = 13;
   const RepeatedPtrField<ValueInfoProto>& value_info() const { return *reinterpret_cast<const RepeatedPtrField<ValueInfoProto>*>(detail::at(this, 184)); }
@@ -3534,6 +3675,8 @@ class GraphProto final {
   ValueInfoProto* mutable_value_info(int i);
   ValueInfoProto* add_value_info();
   void clear_value_info() { mutable_value_info()->Clear(); }
+  const RepeatedPtrField<ValueInfoProto>& ref_value_info() const { return value_info(); }
+  RepeatedPtrField<ValueInfoProto>& ref_value_info() { return *mutable_value_info(); }
 
   // repeated TensorAnnotation quantization_annotation = 14;
   const RepeatedPtrField<TensorAnnotation>& quantization_annotation() const { return *reinterpret_cast<const RepeatedPtrField<TensorAnnotation>*>(detail::at(this, 208)); }
@@ -3543,6 +3686,8 @@ class GraphProto final {
   TensorAnnotation* mutable_quantization_annotation(int i);
   TensorAnnotation* add_quantization_annotation();
   void clear_quantization_annotation() { mutable_quantization_annotation()->Clear(); }
+  const RepeatedPtrField<TensorAnnotation>& ref_quantization_annotation() const { return quantization_annotation(); }
+  RepeatedPtrField<TensorAnnotation>& ref_quantization_annotation() { return *mutable_quantization_annotation(); }
 
   // repeated StringStringEntryProto metadata_props = 16;
   const RepeatedPtrField<StringStringEntryProto>& metadata_props() const { return *reinterpret_cast<const RepeatedPtrField<StringStringEntryProto>*>(detail::at(this, 232)); }
@@ -3552,6 +3697,8 @@ class GraphProto final {
   StringStringEntryProto* mutable_metadata_props(int i);
   StringStringEntryProto* add_metadata_props();
   void clear_metadata_props() { mutable_metadata_props()->Clear(); }
+  const RepeatedPtrField<StringStringEntryProto>& ref_metadata_props() const { return metadata_props(); }
+  RepeatedPtrField<StringStringEntryProto>& ref_metadata_props() { return *mutable_metadata_props(); }
 
  private:
   alignas(8) unsigned char storage_[264];
@@ -3660,12 +3807,15 @@ class TensorProto final {
   void set_dims(int i, int64_t v) { mutable_dims()->Set(i, v); }
   void add_dims(int64_t v) { mutable_dims()->Add(v); }
   void clear_dims() { mutable_dims()->Clear(); }
+  const RepeatedField<int64_t>& ref_dims() const { return dims(); }
+  RepeatedField<int64_t>& ref_dims() { return *mutable_dims(); }
 
   // optional int32 data_type = 2;
   bool has_data_type() const { return detail::OptionalScalar<int32_t>::has(detail::at(this, 40)); }
   int32_t data_type() const { return static_cast<int32_t>(detail::OptionalScalar<int32_t>::get(detail::at(this, 40), int32_t())); }
   void set_data_type(int32_t v) { detail::OptionalScalar<int32_t>::set(detail::at(this, 40), static_cast<int32_t>(v)); }
   void clear_data_type() { detail::OptionalScalar<int32_t>::clear(detail::at(this, 40)); }
+  int32_t ref_data_type() const { return data_type(); }
 
   // optional TensorProto.Segment segment = 3;
   bool has_segment() const { return detail::load<const void*>(detail::at(this, 216)) != nullptr; }
@@ -3676,6 +3826,8 @@ class TensorProto final {
   void set_allocated_segment(TensorProto_Segment* v);
   TensorProto_Segment* unsafe_arena_release_segment() { return release_segment(); }
   void unsafe_arena_set_allocated_segment(TensorProto_Segment* v) { set_allocated_segment(v); }
+  const TensorProto_Segment& ref_segment() const { return segment(); }
+  TensorProto_Segment& ref_segment() { return *mutable_segment(); }
 
   // repeated float float_data = 4 [packed = true];
   const RepeatedField<float>& float_data() const { return *reinterpret_cast<const RepeatedField<float>*>(detail::at(this, 224)); }
@@ -3685,6 +3837,8 @@ class TensorProto final {
   void set_float_data(int i, float v) { mutable_float_data()->Set(i, v); }
   void add_float_data(float v) { mutable_float_data()->Add(v); }
   void clear_float_data() { mutable_float_data()->Clear(); }
+  const RepeatedField<float>& ref_float_data() const { return float_data(); }
+  RepeatedField<float>& ref_float_data() { return *mutable_float_data(); }
 
   // repeated int32 int32_data = 5 [packed = true];
   const RepeatedField<int32_t>& int32_data() const { return *reinterpret_cast<const RepeatedField<int32_t>*>(detail::at(this, 248)); }
@@ -3694,6 +3848,8 @@ class TensorProto final {
   void set_int32_data(int i, int32_t v) { mutable_int32_data()->Set(i, v); }
   void add_int32_data(int32_t v) { mutable_int32_data()->Add(v); }
   void clear_int32_data() { mutable_int32_data()->Clear(); }
+  const RepeatedField<int32_t>& ref_int32_data() const { return int32_data(); }
+  RepeatedField<int32_t>& ref_int32_data() { return *mutable_int32_data(); }
 
   // repeated bytes string_data = 6;
   const RepeatedPtrField<std::string>& string_data() const { return *reinterpret_cast<const RepeatedPtrField<std::string>*>(detail::at(this, 272)); }
@@ -3713,6 +3869,8 @@ class TensorProto final {
   void add_string_data(const char* v, std::size_t n) { onnxl_cxx_strs_add(detail::at(this, 272), reinterpret_cast<const uint8_t*>(v), n); }
   void add_string_data(const void* v, std::size_t n) { onnxl_cxx_strs_add(detail::at(this, 272), reinterpret_cast<const uint8_t*>(static_cast<const char*>(v)), n); }
   void clear_string_data() { mutable_string_data()->Clear(); }
+  const RepeatedPtrField<std::string>& ref_string_data() const { return string_data(); }
+  RepeatedPtrField<std::string>& ref_string_data() { return *mutable_string_data(); }
 
   // repeated int64 int64_data = 7 [packed = true];
   const RepeatedField<int64_t>& int64_data() const { return *reinterpret_cast<const RepeatedField<int64_t>*>(detail::at(this, 296)); }
@@ -3722,6 +3880,8 @@ class TensorProto final {
   void set_int64_data(int i, int64_t v) { mutable_int64_data()->Set(i, v); }
   void add_int64_data(int64_t v) { mutable_int64_data()->Add(v); }
   void clear_int64_data() { mutable_int64_data()->Clear(); }
+  const RepeatedField<int64_t>& ref_int64_data() const { return int64_data(); }
+  RepeatedField<int64_t>& ref_int64_data() { return *mutable_int64_data(); }
 
   // optional string name = 8;
   bool has_name() const { return detail::optional_string_has(detail::at(this, 56)); }
@@ -3735,6 +3895,8 @@ class TensorProto final {
   void clear_name() { onnxl_cxx_ostr_clear(detail::at(this, 56)); }
   std::string* release_name() { return static_cast<std::string*>(onnxl_cxx_ostr_release(detail::at(this, 56))); }
   void set_allocated_name(std::string* v) { onnxl_cxx_ostr_set_allocated(detail::at(this, 56), v); }
+  const std::string& ref_name() const { return name(); }
+  std::string& ref_name() { return *mutable_name(); }
 
   // optional string doc_string = 12;
   bool has_doc_string() const { return detail::optional_string_has(detail::at(this, 88)); }
@@ -3748,6 +3910,8 @@ class TensorProto final {
   void clear_doc_string() { onnxl_cxx_ostr_clear(detail::at(this, 88)); }
   std::string* release_doc_string() { return static_cast<std::string*>(onnxl_cxx_ostr_release(detail::at(this, 88))); }
   void set_allocated_doc_string(std::string* v) { onnxl_cxx_ostr_set_allocated(detail::at(this, 88), v); }
+  const std::string& ref_doc_string() const { return doc_string(); }
+  std::string& ref_doc_string() { return *mutable_doc_string(); }
 
   // optional bytes raw_data = 9;
   bool has_raw_data() const { return onnxl_cxx_payload_has(detail::at(this, 0)); }
@@ -3768,6 +3932,8 @@ class TensorProto final {
   Owner raw_data_owner();
   /// Borrows `len` bytes at `data` without copying; `release(user_data)` runs once when the last user is gone (NULL: the caller keeps the bytes alive while the tensor uses them).
   void set_raw_data_borrowed(const void* data, std::size_t len, OnnxlReleaseCallback release = nullptr, void* user_data = nullptr) { detail::check(onnxl_tensor_proto_set_raw_data_borrowed(c_ptr(), static_cast<const uint8_t*>(data), len, release, user_data)); }
+  const std::string& ref_raw_data() const { return raw_data(); }
+  std::string& ref_raw_data() { return *mutable_raw_data(); }
 
   // repeated StringStringEntryProto external_data = 13;
   const RepeatedPtrField<StringStringEntryProto>& external_data() const { return *reinterpret_cast<const RepeatedPtrField<StringStringEntryProto>*>(detail::at(this, 120)); }
@@ -3777,12 +3943,15 @@ class TensorProto final {
   StringStringEntryProto* mutable_external_data(int i);
   StringStringEntryProto* add_external_data();
   void clear_external_data() { mutable_external_data()->Clear(); }
+  const RepeatedPtrField<StringStringEntryProto>& ref_external_data() const { return external_data(); }
+  RepeatedPtrField<StringStringEntryProto>& ref_external_data() { return *mutable_external_data(); }
 
   // optional TensorProto.DataLocation data_location = 14;
   bool has_data_location() const { return detail::OptionalScalar<int32_t>::has(detail::at(this, 48)); }
   TensorProto_DataLocation data_location() const { return static_cast<TensorProto_DataLocation>(detail::OptionalScalar<int32_t>::get(detail::at(this, 48), int32_t())); }
   void set_data_location(TensorProto_DataLocation v) { detail::OptionalScalar<int32_t>::set(detail::at(this, 48), static_cast<int32_t>(v)); }
   void clear_data_location() { detail::OptionalScalar<int32_t>::clear(detail::at(this, 48)); }
+  TensorProto_DataLocation ref_data_location() const { return data_location(); }
 
   // repeated double double_data = 10 [packed = true];
   const RepeatedField<double>& double_data() const { return *reinterpret_cast<const RepeatedField<double>*>(detail::at(this, 320)); }
@@ -3792,6 +3961,8 @@ class TensorProto final {
   void set_double_data(int i, double v) { mutable_double_data()->Set(i, v); }
   void add_double_data(double v) { mutable_double_data()->Add(v); }
   void clear_double_data() { mutable_double_data()->Clear(); }
+  const RepeatedField<double>& ref_double_data() const { return double_data(); }
+  RepeatedField<double>& ref_double_data() { return *mutable_double_data(); }
 
   // repeated uint64 uint64_data = 11 [packed = true];
   const RepeatedField<uint64_t>& uint64_data() const { return *reinterpret_cast<const RepeatedField<uint64_t>*>(detail::at(this, 344)); }
@@ -3801,6 +3972,8 @@ class TensorProto final {
   void set_uint64_data(int i, uint64_t v) { mutable_uint64_data()->Set(i, v); }
   void add_uint64_data(uint64_t v) { mutable_uint64_data()->Add(v); }
   void clear_uint64_data() { mutable_uint64_data()->Clear(); }
+  const RepeatedField<uint64_t>& ref_uint64_data() const { return uint64_data(); }
+  RepeatedField<uint64_t>& ref_uint64_data() { return *mutable_uint64_data(); }
 
   // repeated StringStringEntryProto metadata_props = 16;
   const RepeatedPtrField<StringStringEntryProto>& metadata_props() const { return *reinterpret_cast<const RepeatedPtrField<StringStringEntryProto>*>(detail::at(this, 144)); }
@@ -3810,6 +3983,8 @@ class TensorProto final {
   StringStringEntryProto* mutable_metadata_props(int i);
   StringStringEntryProto* add_metadata_props();
   void clear_metadata_props() { mutable_metadata_props()->Clear(); }
+  const RepeatedPtrField<StringStringEntryProto>& ref_metadata_props() const { return metadata_props(); }
+  RepeatedPtrField<StringStringEntryProto>& ref_metadata_props() { return *mutable_metadata_props(); }
 
  private:
   alignas(8) unsigned char storage_[376];
@@ -3869,12 +4044,14 @@ class TensorProto_Segment final {
   int64_t begin() const { return static_cast<int64_t>(detail::OptionalScalar<int64_t>::get(detail::at(this, 0), int64_t())); }
   void set_begin(int64_t v) { detail::OptionalScalar<int64_t>::set(detail::at(this, 0), static_cast<int64_t>(v)); }
   void clear_begin() { detail::OptionalScalar<int64_t>::clear(detail::at(this, 0)); }
+  int64_t ref_begin() const { return begin(); }
 
   // optional int64 end = 2;
   bool has_end() const { return detail::OptionalScalar<int64_t>::has(detail::at(this, 16)); }
   int64_t end() const { return static_cast<int64_t>(detail::OptionalScalar<int64_t>::get(detail::at(this, 16), int64_t())); }
   void set_end(int64_t v) { detail::OptionalScalar<int64_t>::set(detail::at(this, 16), static_cast<int64_t>(v)); }
   void clear_end() { detail::OptionalScalar<int64_t>::clear(detail::at(this, 16)); }
+  int64_t ref_end() const { return end(); }
 
  private:
   alignas(8) unsigned char storage_[40];
@@ -3938,6 +4115,8 @@ class SparseTensorProto final {
   void set_allocated_values(TensorProto* v);
   TensorProto* unsafe_arena_release_values() { return release_values(); }
   void unsafe_arena_set_allocated_values(TensorProto* v) { set_allocated_values(v); }
+  const TensorProto& ref_values() const { return values(); }
+  TensorProto& ref_values() { return *mutable_values(); }
 
   // optional TensorProto indices = 2;
   bool has_indices() const { return detail::load<const void*>(detail::at(this, 8)) != nullptr; }
@@ -3948,6 +4127,8 @@ class SparseTensorProto final {
   void set_allocated_indices(TensorProto* v);
   TensorProto* unsafe_arena_release_indices() { return release_indices(); }
   void unsafe_arena_set_allocated_indices(TensorProto* v) { set_allocated_indices(v); }
+  const TensorProto& ref_indices() const { return indices(); }
+  TensorProto& ref_indices() { return *mutable_indices(); }
 
   // repeated int64 dims = 3;
   const RepeatedField<int64_t>& dims() const { return *reinterpret_cast<const RepeatedField<int64_t>*>(detail::at(this, 16)); }
@@ -3957,6 +4138,8 @@ class SparseTensorProto final {
   void set_dims(int i, int64_t v) { mutable_dims()->Set(i, v); }
   void add_dims(int64_t v) { mutable_dims()->Add(v); }
   void clear_dims() { mutable_dims()->Clear(); }
+  const RepeatedField<int64_t>& ref_dims() const { return dims(); }
+  RepeatedField<int64_t>& ref_dims() { return *mutable_dims(); }
 
  private:
   alignas(8) unsigned char storage_[48];
@@ -4020,6 +4203,8 @@ class TensorShapeProto final {
   TensorShapeProto_Dimension* mutable_dim(int i);
   TensorShapeProto_Dimension* add_dim();
   void clear_dim() { mutable_dim()->Clear(); }
+  const RepeatedPtrField<TensorShapeProto_Dimension>& ref_dim() const { return dim(); }
+  RepeatedPtrField<TensorShapeProto_Dimension>& ref_dim() { return *mutable_dim(); }
 
  private:
   alignas(8) unsigned char storage_[32];
@@ -4079,6 +4264,7 @@ class TensorShapeProto_Dimension final {
   void clear_dim_value() { if (has_dim_value()) clear_value(); }
   int64_t dim_value() const { return has_dim_value() ? detail::load<int64_t>(detail::at(this, 8)) : int64_t(); }
   void set_dim_value(int64_t v) { onnxl_cxx_TensorShapeProto_Dimension_dim_value_set(this, v); }
+  int64_t ref_dim_value() const { return dim_value(); }
 
   // string dim_param = 2;
   bool has_dim_param() const { return detail::load<uint32_t>(detail::at(this, 0)) == 1u; }
@@ -4092,6 +4278,8 @@ class TensorShapeProto_Dimension final {
   void set_dim_param(const void* v, std::size_t n) { onnxl_cxx_TensorShapeProto_Dimension_dim_param_set(this, reinterpret_cast<const uint8_t*>(static_cast<const char*>(v)), n); }
   std::string* release_dim_param() { return static_cast<std::string*>(onnxl_cxx_TensorShapeProto_Dimension_dim_param_release(this)); }
   void set_allocated_dim_param(std::string* v) { onnxl_cxx_TensorShapeProto_Dimension_dim_param_set_allocated(this, v); }
+  const std::string& ref_dim_param() const { return dim_param(); }
+  std::string& ref_dim_param() { return *mutable_dim_param(); }
 
   // optional string denotation = 3;
   bool has_denotation() const { return detail::optional_string_has(detail::at(this, 40)); }
@@ -4105,6 +4293,8 @@ class TensorShapeProto_Dimension final {
   void clear_denotation() { onnxl_cxx_ostr_clear(detail::at(this, 40)); }
   std::string* release_denotation() { return static_cast<std::string*>(onnxl_cxx_ostr_release(detail::at(this, 40))); }
   void set_allocated_denotation(std::string* v) { onnxl_cxx_ostr_set_allocated(detail::at(this, 40), v); }
+  const std::string& ref_denotation() const { return denotation(); }
+  std::string& ref_denotation() { return *mutable_denotation(); }
 
   // oneof value
   enum ValueCase {
@@ -4183,6 +4373,8 @@ class TypeProto final {
   void set_allocated_tensor_type(TypeProto_Tensor* v);
   TypeProto_Tensor* unsafe_arena_release_tensor_type() { return release_tensor_type(); }
   void unsafe_arena_set_allocated_tensor_type(TypeProto_Tensor* v) { set_allocated_tensor_type(v); }
+  const TypeProto_Tensor& ref_tensor_type() const { return tensor_type(); }
+  TypeProto_Tensor& ref_tensor_type() { return *mutable_tensor_type(); }
 
   // TypeProto.Sequence sequence_type = 4;
   bool has_sequence_type() const { return detail::load<uint32_t>(detail::at(this, 0)) == 1u; }
@@ -4193,6 +4385,8 @@ class TypeProto final {
   void set_allocated_sequence_type(TypeProto_Sequence* v);
   TypeProto_Sequence* unsafe_arena_release_sequence_type() { return release_sequence_type(); }
   void unsafe_arena_set_allocated_sequence_type(TypeProto_Sequence* v) { set_allocated_sequence_type(v); }
+  const TypeProto_Sequence& ref_sequence_type() const { return sequence_type(); }
+  TypeProto_Sequence& ref_sequence_type() { return *mutable_sequence_type(); }
 
   // TypeProto.Map map_type = 5;
   bool has_map_type() const { return detail::load<uint32_t>(detail::at(this, 0)) == 2u; }
@@ -4203,6 +4397,8 @@ class TypeProto final {
   void set_allocated_map_type(TypeProto_Map* v);
   TypeProto_Map* unsafe_arena_release_map_type() { return release_map_type(); }
   void unsafe_arena_set_allocated_map_type(TypeProto_Map* v) { set_allocated_map_type(v); }
+  const TypeProto_Map& ref_map_type() const { return map_type(); }
+  TypeProto_Map& ref_map_type() { return *mutable_map_type(); }
 
   // TypeProto.Optional optional_type = 9;
   bool has_optional_type() const { return detail::load<uint32_t>(detail::at(this, 0)) == 3u; }
@@ -4213,6 +4409,8 @@ class TypeProto final {
   void set_allocated_optional_type(TypeProto_Optional* v);
   TypeProto_Optional* unsafe_arena_release_optional_type() { return release_optional_type(); }
   void unsafe_arena_set_allocated_optional_type(TypeProto_Optional* v) { set_allocated_optional_type(v); }
+  const TypeProto_Optional& ref_optional_type() const { return optional_type(); }
+  TypeProto_Optional& ref_optional_type() { return *mutable_optional_type(); }
 
   // TypeProto.SparseTensor sparse_tensor_type = 8;
   bool has_sparse_tensor_type() const { return detail::load<uint32_t>(detail::at(this, 0)) == 4u; }
@@ -4223,6 +4421,8 @@ class TypeProto final {
   void set_allocated_sparse_tensor_type(TypeProto_SparseTensor* v);
   TypeProto_SparseTensor* unsafe_arena_release_sparse_tensor_type() { return release_sparse_tensor_type(); }
   void unsafe_arena_set_allocated_sparse_tensor_type(TypeProto_SparseTensor* v) { set_allocated_sparse_tensor_type(v); }
+  const TypeProto_SparseTensor& ref_sparse_tensor_type() const { return sparse_tensor_type(); }
+  TypeProto_SparseTensor& ref_sparse_tensor_type() { return *mutable_sparse_tensor_type(); }
 
   // TypeProto.Opaque opaque_type = 7;
   bool has_opaque_type() const { return detail::load<uint32_t>(detail::at(this, 0)) == 5u; }
@@ -4233,6 +4433,8 @@ class TypeProto final {
   void set_allocated_opaque_type(TypeProto_Opaque* v);
   TypeProto_Opaque* unsafe_arena_release_opaque_type() { return release_opaque_type(); }
   void unsafe_arena_set_allocated_opaque_type(TypeProto_Opaque* v) { set_allocated_opaque_type(v); }
+  const TypeProto_Opaque& ref_opaque_type() const { return opaque_type(); }
+  TypeProto_Opaque& ref_opaque_type() { return *mutable_opaque_type(); }
 
   // optional string denotation = 6;
   bool has_denotation() const { return detail::optional_string_has(detail::at(this, 16)); }
@@ -4246,6 +4448,8 @@ class TypeProto final {
   void clear_denotation() { onnxl_cxx_ostr_clear(detail::at(this, 16)); }
   std::string* release_denotation() { return static_cast<std::string*>(onnxl_cxx_ostr_release(detail::at(this, 16))); }
   void set_allocated_denotation(std::string* v) { onnxl_cxx_ostr_set_allocated(detail::at(this, 16), v); }
+  const std::string& ref_denotation() const { return denotation(); }
+  std::string& ref_denotation() { return *mutable_denotation(); }
 
   // oneof value
   enum ValueCase {
@@ -4318,6 +4522,7 @@ class TypeProto_Tensor final {
   int32_t elem_type() const { return static_cast<int32_t>(detail::OptionalScalar<int32_t>::get(detail::at(this, 0), int32_t())); }
   void set_elem_type(int32_t v) { detail::OptionalScalar<int32_t>::set(detail::at(this, 0), static_cast<int32_t>(v)); }
   void clear_elem_type() { detail::OptionalScalar<int32_t>::clear(detail::at(this, 0)); }
+  int32_t ref_elem_type() const { return elem_type(); }
 
   // optional TensorShapeProto shape = 2;
   bool has_shape() const { return detail::load<const void*>(detail::at(this, 8)) != nullptr; }
@@ -4328,6 +4533,8 @@ class TypeProto_Tensor final {
   void set_allocated_shape(TensorShapeProto* v);
   TensorShapeProto* unsafe_arena_release_shape() { return release_shape(); }
   void unsafe_arena_set_allocated_shape(TensorShapeProto* v) { set_allocated_shape(v); }
+  const TensorShapeProto& ref_shape() const { return shape(); }
+  TensorShapeProto& ref_shape() { return *mutable_shape(); }
 
  private:
   alignas(8) unsigned char storage_[24];
@@ -4391,6 +4598,8 @@ class TypeProto_Sequence final {
   void set_allocated_elem_type(TypeProto* v);
   TypeProto* unsafe_arena_release_elem_type() { return release_elem_type(); }
   void unsafe_arena_set_allocated_elem_type(TypeProto* v) { set_allocated_elem_type(v); }
+  const TypeProto& ref_elem_type() const { return elem_type(); }
+  TypeProto& ref_elem_type() { return *mutable_elem_type(); }
 
  private:
   alignas(8) unsigned char storage_[16];
@@ -4450,6 +4659,7 @@ class TypeProto_Map final {
   int32_t key_type() const { return static_cast<int32_t>(detail::OptionalScalar<int32_t>::get(detail::at(this, 0), int32_t())); }
   void set_key_type(int32_t v) { detail::OptionalScalar<int32_t>::set(detail::at(this, 0), static_cast<int32_t>(v)); }
   void clear_key_type() { detail::OptionalScalar<int32_t>::clear(detail::at(this, 0)); }
+  int32_t ref_key_type() const { return key_type(); }
 
   // optional TypeProto value_type = 2;
   bool has_value_type() const { return detail::load<const void*>(detail::at(this, 8)) != nullptr; }
@@ -4460,6 +4670,8 @@ class TypeProto_Map final {
   void set_allocated_value_type(TypeProto* v);
   TypeProto* unsafe_arena_release_value_type() { return release_value_type(); }
   void unsafe_arena_set_allocated_value_type(TypeProto* v) { set_allocated_value_type(v); }
+  const TypeProto& ref_value_type() const { return value_type(); }
+  TypeProto& ref_value_type() { return *mutable_value_type(); }
 
  private:
   alignas(8) unsigned char storage_[24];
@@ -4523,6 +4735,8 @@ class TypeProto_Optional final {
   void set_allocated_elem_type(TypeProto* v);
   TypeProto* unsafe_arena_release_elem_type() { return release_elem_type(); }
   void unsafe_arena_set_allocated_elem_type(TypeProto* v) { set_allocated_elem_type(v); }
+  const TypeProto& ref_elem_type() const { return elem_type(); }
+  TypeProto& ref_elem_type() { return *mutable_elem_type(); }
 
  private:
   alignas(8) unsigned char storage_[16];
@@ -4582,6 +4796,7 @@ class TypeProto_SparseTensor final {
   int32_t elem_type() const { return static_cast<int32_t>(detail::OptionalScalar<int32_t>::get(detail::at(this, 0), int32_t())); }
   void set_elem_type(int32_t v) { detail::OptionalScalar<int32_t>::set(detail::at(this, 0), static_cast<int32_t>(v)); }
   void clear_elem_type() { detail::OptionalScalar<int32_t>::clear(detail::at(this, 0)); }
+  int32_t ref_elem_type() const { return elem_type(); }
 
   // optional TensorShapeProto shape = 2;
   bool has_shape() const { return detail::load<const void*>(detail::at(this, 8)) != nullptr; }
@@ -4592,6 +4807,8 @@ class TypeProto_SparseTensor final {
   void set_allocated_shape(TensorShapeProto* v);
   TensorShapeProto* unsafe_arena_release_shape() { return release_shape(); }
   void unsafe_arena_set_allocated_shape(TensorShapeProto* v) { set_allocated_shape(v); }
+  const TensorShapeProto& ref_shape() const { return shape(); }
+  TensorShapeProto& ref_shape() { return *mutable_shape(); }
 
  private:
   alignas(8) unsigned char storage_[24];
@@ -4658,6 +4875,8 @@ class TypeProto_Opaque final {
   void clear_domain() { onnxl_cxx_ostr_clear(detail::at(this, 0)); }
   std::string* release_domain() { return static_cast<std::string*>(onnxl_cxx_ostr_release(detail::at(this, 0))); }
   void set_allocated_domain(std::string* v) { onnxl_cxx_ostr_set_allocated(detail::at(this, 0), v); }
+  const std::string& ref_domain() const { return domain(); }
+  std::string& ref_domain() { return *mutable_domain(); }
 
   // optional string name = 2;
   bool has_name() const { return detail::optional_string_has(detail::at(this, 32)); }
@@ -4671,6 +4890,8 @@ class TypeProto_Opaque final {
   void clear_name() { onnxl_cxx_ostr_clear(detail::at(this, 32)); }
   std::string* release_name() { return static_cast<std::string*>(onnxl_cxx_ostr_release(detail::at(this, 32))); }
   void set_allocated_name(std::string* v) { onnxl_cxx_ostr_set_allocated(detail::at(this, 32), v); }
+  const std::string& ref_name() const { return name(); }
+  std::string& ref_name() { return *mutable_name(); }
 
  private:
   alignas(8) unsigned char storage_[72];
@@ -4737,12 +4958,15 @@ class OperatorSetIdProto final {
   void clear_domain() { onnxl_cxx_ostr_clear(detail::at(this, 16)); }
   std::string* release_domain() { return static_cast<std::string*>(onnxl_cxx_ostr_release(detail::at(this, 16))); }
   void set_allocated_domain(std::string* v) { onnxl_cxx_ostr_set_allocated(detail::at(this, 16), v); }
+  const std::string& ref_domain() const { return domain(); }
+  std::string& ref_domain() { return *mutable_domain(); }
 
   // optional int64 version = 2;
   bool has_version() const { return detail::OptionalScalar<int64_t>::has(detail::at(this, 0)); }
   int64_t version() const { return static_cast<int64_t>(detail::OptionalScalar<int64_t>::get(detail::at(this, 0), int64_t())); }
   void set_version(int64_t v) { detail::OptionalScalar<int64_t>::set(detail::at(this, 0), static_cast<int64_t>(v)); }
   void clear_version() { detail::OptionalScalar<int64_t>::clear(detail::at(this, 0)); }
+  int64_t ref_version() const { return version(); }
 
  private:
   alignas(8) unsigned char storage_[56];
@@ -4809,6 +5033,8 @@ class FunctionProto final {
   void clear_name() { onnxl_cxx_ostr_clear(detail::at(this, 0)); }
   std::string* release_name() { return static_cast<std::string*>(onnxl_cxx_ostr_release(detail::at(this, 0))); }
   void set_allocated_name(std::string* v) { onnxl_cxx_ostr_set_allocated(detail::at(this, 0), v); }
+  const std::string& ref_name() const { return name(); }
+  std::string& ref_name() { return *mutable_name(); }
 
   // repeated string input = 4;
   const RepeatedPtrField<std::string>& input() const { return *reinterpret_cast<const RepeatedPtrField<std::string>*>(detail::at(this, 248)); }
@@ -4828,6 +5054,8 @@ class FunctionProto final {
   void add_input(const char* v, std::size_t n) { onnxl_cxx_strs_add(detail::at(this, 248), reinterpret_cast<const uint8_t*>(v), n); }
   void add_input(const void* v, std::size_t n) { onnxl_cxx_strs_add(detail::at(this, 248), reinterpret_cast<const uint8_t*>(static_cast<const char*>(v)), n); }
   void clear_input() { mutable_input()->Clear(); }
+  const RepeatedPtrField<std::string>& ref_input() const { return input(); }
+  RepeatedPtrField<std::string>& ref_input() { return *mutable_input(); }
 
   // repeated string output = 5;
   const RepeatedPtrField<std::string>& output() const { return *reinterpret_cast<const RepeatedPtrField<std::string>*>(detail::at(this, 272)); }
@@ -4847,6 +5075,8 @@ class FunctionProto final {
   void add_output(const char* v, std::size_t n) { onnxl_cxx_strs_add(detail::at(this, 272), reinterpret_cast<const uint8_t*>(v), n); }
   void add_output(const void* v, std::size_t n) { onnxl_cxx_strs_add(detail::at(this, 272), reinterpret_cast<const uint8_t*>(static_cast<const char*>(v)), n); }
   void clear_output() { mutable_output()->Clear(); }
+  const RepeatedPtrField<std::string>& ref_output() const { return output(); }
+  RepeatedPtrField<std::string>& ref_output() { return *mutable_output(); }
 
   // repeated string attribute = 6;
   const RepeatedPtrField<std::string>& attribute() const { return *reinterpret_cast<const RepeatedPtrField<std::string>*>(detail::at(this, 296)); }
@@ -4866,6 +5096,8 @@ class FunctionProto final {
   void add_attribute(const char* v, std::size_t n) { onnxl_cxx_strs_add(detail::at(this, 296), reinterpret_cast<const uint8_t*>(v), n); }
   void add_attribute(const void* v, std::size_t n) { onnxl_cxx_strs_add(detail::at(this, 296), reinterpret_cast<const uint8_t*>(static_cast<const char*>(v)), n); }
   void clear_attribute() { mutable_attribute()->Clear(); }
+  const RepeatedPtrField<std::string>& ref_attribute() const { return attribute(); }
+  RepeatedPtrField<std::string>& ref_attribute() { return *mutable_attribute(); }
 
   // repeated AttributeProto attribute_proto = 11;
   const RepeatedPtrField<AttributeProto>& attribute_proto() const { return *reinterpret_cast<const RepeatedPtrField<AttributeProto>*>(detail::at(this, 128)); }
@@ -4875,6 +5107,8 @@ class FunctionProto final {
   AttributeProto* mutable_attribute_proto(int i);
   AttributeProto* add_attribute_proto();
   void clear_attribute_proto() { mutable_attribute_proto()->Clear(); }
+  const RepeatedPtrField<AttributeProto>& ref_attribute_proto() const { return attribute_proto(); }
+  RepeatedPtrField<AttributeProto>& ref_attribute_proto() { return *mutable_attribute_proto(); }
 
   // repeated NodeProto node = 7;
   const RepeatedPtrField<NodeProto>& node() const { return *reinterpret_cast<const RepeatedPtrField<NodeProto>*>(detail::at(this, 152)); }
@@ -4884,6 +5118,8 @@ class FunctionProto final {
   NodeProto* mutable_node(int i);
   NodeProto* add_node();
   void clear_node() { mutable_node()->Clear(); }
+  const RepeatedPtrField<NodeProto>& ref_node() const { return node(); }
+  RepeatedPtrField<NodeProto>& ref_node() { return *mutable_node(); }
 
   // optional string doc_string = 8;
   bool has_doc_string() const { return detail::optional_string_has(detail::at(this, 32)); }
@@ -4897,6 +5133,8 @@ class FunctionProto final {
   void clear_doc_string() { onnxl_cxx_ostr_clear(detail::at(this, 32)); }
   std::string* release_doc_string() { return static_cast<std::string*>(onnxl_cxx_ostr_release(detail::at(this, 32))); }
   void set_allocated_doc_string(std::string* v) { onnxl_cxx_ostr_set_allocated(detail::at(this, 32), v); }
+  const std::string& ref_doc_string() const { return doc_string(); }
+  std::string& ref_doc_string() { return *mutable_doc_string(); }
 
   // repeated OperatorSetIdProto opset_import = 9;
   const RepeatedPtrField<OperatorSetIdProto>& opset_import() const { return *reinterpret_cast<const RepeatedPtrField<OperatorSetIdProto>*>(detail::at(this, 176)); }
@@ -4906,6 +5144,8 @@ class FunctionProto final {
   OperatorSetIdProto* mutable_opset_import(int i);
   OperatorSetIdProto* add_opset_import();
   void clear_opset_import() { mutable_opset_import()->Clear(); }
+  const RepeatedPtrField<OperatorSetIdProto>& ref_opset_import() const { return opset_import(); }
+  RepeatedPtrField<OperatorSetIdProto>& ref_opset_import() { return *mutable_opset_import(); }
 
   // optional string domain = 10;
   bool has_domain() const { return detail::optional_string_has(detail::at(this, 64)); }
@@ -4919,6 +5159,8 @@ class FunctionProto final {
   void clear_domain() { onnxl_cxx_ostr_clear(detail::at(this, 64)); }
   std::string* release_domain() { return static_cast<std::string*>(onnxl_cxx_ostr_release(detail::at(this, 64))); }
   void set_allocated_domain(std::string* v) { onnxl_cxx_ostr_set_allocated(detail::at(this, 64), v); }
+  const std::string& ref_domain() const { return domain(); }
+  std::string& ref_domain() { return *mutable_domain(); }
 
   // optional string overload = 13;
   bool has_overload() const { return detail::optional_string_has(detail::at(this, 96)); }
@@ -4932,6 +5174,8 @@ class FunctionProto final {
   void clear_overload() { onnxl_cxx_ostr_clear(detail::at(this, 96)); }
   std::string* release_overload() { return static_cast<std::string*>(onnxl_cxx_ostr_release(detail::at(this, 96))); }
   void set_allocated_overload(std::string* v) { onnxl_cxx_ostr_set_allocated(detail::at(this, 96), v); }
+  const std::string& ref_overload() const { return overload(); }
+  std::string& ref_overload() { return *mutable_overload(); }
 
   // repeated ValueInfoProto value_info = 12;
   const RepeatedPtrField<ValueInfoProto>& value_info() const { return *reinterpret_cast<const RepeatedPtrField<ValueInfoProto>*>(detail::at(this, 200)); }
@@ -4941,6 +5185,8 @@ class FunctionProto final {
   ValueInfoProto* mutable_value_info(int i);
   ValueInfoProto* add_value_info();
   void clear_value_info() { mutable_value_info()->Clear(); }
+  const RepeatedPtrField<ValueInfoProto>& ref_value_info() const { return value_info(); }
+  RepeatedPtrField<ValueInfoProto>& ref_value_info() { return *mutable_value_info(); }
 
   // repeated StringStringEntryProto metadata_props = 14;
   const RepeatedPtrField<StringStringEntryProto>& metadata_props() const { return *reinterpret_cast<const RepeatedPtrField<StringStringEntryProto>*>(detail::at(this, 224)); }
@@ -4950,6 +5196,8 @@ class FunctionProto final {
   StringStringEntryProto* mutable_metadata_props(int i);
   StringStringEntryProto* add_metadata_props();
   void clear_metadata_props() { mutable_metadata_props()->Clear(); }
+  const RepeatedPtrField<StringStringEntryProto>& ref_metadata_props() const { return metadata_props(); }
+  RepeatedPtrField<StringStringEntryProto>& ref_metadata_props() { return *mutable_metadata_props(); }
 
  private:
   alignas(8) unsigned char storage_[328];
@@ -5029,12 +5277,15 @@ class SequenceProto final {
   void clear_name() { onnxl_cxx_ostr_clear(detail::at(this, 8)); }
   std::string* release_name() { return static_cast<std::string*>(onnxl_cxx_ostr_release(detail::at(this, 8))); }
   void set_allocated_name(std::string* v) { onnxl_cxx_ostr_set_allocated(detail::at(this, 8), v); }
+  const std::string& ref_name() const { return name(); }
+  std::string& ref_name() { return *mutable_name(); }
 
   // optional int32 elem_type = 2;
   bool has_elem_type() const { return detail::OptionalScalar<int32_t>::has(detail::at(this, 0)); }
   int32_t elem_type() const { return static_cast<int32_t>(detail::OptionalScalar<int32_t>::get(detail::at(this, 0), int32_t())); }
   void set_elem_type(int32_t v) { detail::OptionalScalar<int32_t>::set(detail::at(this, 0), static_cast<int32_t>(v)); }
   void clear_elem_type() { detail::OptionalScalar<int32_t>::clear(detail::at(this, 0)); }
+  int32_t ref_elem_type() const { return elem_type(); }
 
   // repeated TensorProto tensor_values = 3;
   const RepeatedPtrField<TensorProto>& tensor_values() const { return *reinterpret_cast<const RepeatedPtrField<TensorProto>*>(detail::at(this, 40)); }
@@ -5044,6 +5295,8 @@ class SequenceProto final {
   TensorProto* mutable_tensor_values(int i);
   TensorProto* add_tensor_values();
   void clear_tensor_values() { mutable_tensor_values()->Clear(); }
+  const RepeatedPtrField<TensorProto>& ref_tensor_values() const { return tensor_values(); }
+  RepeatedPtrField<TensorProto>& ref_tensor_values() { return *mutable_tensor_values(); }
 
   // repeated SparseTensorProto sparse_tensor_values = 4;
   const RepeatedPtrField<SparseTensorProto>& sparse_tensor_values() const { return *reinterpret_cast<const RepeatedPtrField<SparseTensorProto>*>(detail::at(this, 64)); }
@@ -5053,6 +5306,8 @@ class SequenceProto final {
   SparseTensorProto* mutable_sparse_tensor_values(int i);
   SparseTensorProto* add_sparse_tensor_values();
   void clear_sparse_tensor_values() { mutable_sparse_tensor_values()->Clear(); }
+  const RepeatedPtrField<SparseTensorProto>& ref_sparse_tensor_values() const { return sparse_tensor_values(); }
+  RepeatedPtrField<SparseTensorProto>& ref_sparse_tensor_values() { return *mutable_sparse_tensor_values(); }
 
   // repeated SequenceProto sequence_values = 5;
   const RepeatedPtrField<SequenceProto>& sequence_values() const { return *reinterpret_cast<const RepeatedPtrField<SequenceProto>*>(detail::at(this, 88)); }
@@ -5062,6 +5317,8 @@ class SequenceProto final {
   SequenceProto* mutable_sequence_values(int i);
   SequenceProto* add_sequence_values();
   void clear_sequence_values() { mutable_sequence_values()->Clear(); }
+  const RepeatedPtrField<SequenceProto>& ref_sequence_values() const { return sequence_values(); }
+  RepeatedPtrField<SequenceProto>& ref_sequence_values() { return *mutable_sequence_values(); }
 
   // repeated MapProto map_values = 6;
   const RepeatedPtrField<MapProto>& map_values() const { return *reinterpret_cast<const RepeatedPtrField<MapProto>*>(detail::at(this, 112)); }
@@ -5071,6 +5328,8 @@ class SequenceProto final {
   MapProto* mutable_map_values(int i);
   MapProto* add_map_values();
   void clear_map_values() { mutable_map_values()->Clear(); }
+  const RepeatedPtrField<MapProto>& ref_map_values() const { return map_values(); }
+  RepeatedPtrField<MapProto>& ref_map_values() { return *mutable_map_values(); }
 
   // repeated OptionalProto optional_values = 7;
   const RepeatedPtrField<OptionalProto>& optional_values() const { return *reinterpret_cast<const RepeatedPtrField<OptionalProto>*>(detail::at(this, 136)); }
@@ -5080,6 +5339,8 @@ class SequenceProto final {
   OptionalProto* mutable_optional_values(int i);
   OptionalProto* add_optional_values();
   void clear_optional_values() { mutable_optional_values()->Clear(); }
+  const RepeatedPtrField<OptionalProto>& ref_optional_values() const { return optional_values(); }
+  RepeatedPtrField<OptionalProto>& ref_optional_values() { return *mutable_optional_values(); }
 
  private:
   alignas(8) unsigned char storage_[168];
@@ -5146,12 +5407,15 @@ class MapProto final {
   void clear_name() { onnxl_cxx_ostr_clear(detail::at(this, 8)); }
   std::string* release_name() { return static_cast<std::string*>(onnxl_cxx_ostr_release(detail::at(this, 8))); }
   void set_allocated_name(std::string* v) { onnxl_cxx_ostr_set_allocated(detail::at(this, 8), v); }
+  const std::string& ref_name() const { return name(); }
+  std::string& ref_name() { return *mutable_name(); }
 
   // optional int32 key_type = 2;
   bool has_key_type() const { return detail::OptionalScalar<int32_t>::has(detail::at(this, 0)); }
   int32_t key_type() const { return static_cast<int32_t>(detail::OptionalScalar<int32_t>::get(detail::at(this, 0), int32_t())); }
   void set_key_type(int32_t v) { detail::OptionalScalar<int32_t>::set(detail::at(this, 0), static_cast<int32_t>(v)); }
   void clear_key_type() { detail::OptionalScalar<int32_t>::clear(detail::at(this, 0)); }
+  int32_t ref_key_type() const { return key_type(); }
 
   // repeated int64 keys = 3;
   const RepeatedField<int64_t>& keys() const { return *reinterpret_cast<const RepeatedField<int64_t>*>(detail::at(this, 40)); }
@@ -5161,6 +5425,8 @@ class MapProto final {
   void set_keys(int i, int64_t v) { mutable_keys()->Set(i, v); }
   void add_keys(int64_t v) { mutable_keys()->Add(v); }
   void clear_keys() { mutable_keys()->Clear(); }
+  const RepeatedField<int64_t>& ref_keys() const { return keys(); }
+  RepeatedField<int64_t>& ref_keys() { return *mutable_keys(); }
 
   // repeated bytes string_keys = 4;
   const RepeatedPtrField<std::string>& string_keys() const { return *reinterpret_cast<const RepeatedPtrField<std::string>*>(detail::at(this, 64)); }
@@ -5180,6 +5446,8 @@ class MapProto final {
   void add_string_keys(const char* v, std::size_t n) { onnxl_cxx_strs_add(detail::at(this, 64), reinterpret_cast<const uint8_t*>(v), n); }
   void add_string_keys(const void* v, std::size_t n) { onnxl_cxx_strs_add(detail::at(this, 64), reinterpret_cast<const uint8_t*>(static_cast<const char*>(v)), n); }
   void clear_string_keys() { mutable_string_keys()->Clear(); }
+  const RepeatedPtrField<std::string>& ref_string_keys() const { return string_keys(); }
+  RepeatedPtrField<std::string>& ref_string_keys() { return *mutable_string_keys(); }
 
   // optional SequenceProto values = 5;
   bool has_values() const { return detail::load<const void*>(detail::at(this, 88)) != nullptr; }
@@ -5190,6 +5458,8 @@ class MapProto final {
   void set_allocated_values(SequenceProto* v);
   SequenceProto* unsafe_arena_release_values() { return release_values(); }
   void unsafe_arena_set_allocated_values(SequenceProto* v) { set_allocated_values(v); }
+  const SequenceProto& ref_values() const { return values(); }
+  SequenceProto& ref_values() { return *mutable_values(); }
 
  private:
   alignas(8) unsigned char storage_[104];
@@ -5269,12 +5539,15 @@ class OptionalProto final {
   void clear_name() { onnxl_cxx_ostr_clear(detail::at(this, 8)); }
   std::string* release_name() { return static_cast<std::string*>(onnxl_cxx_ostr_release(detail::at(this, 8))); }
   void set_allocated_name(std::string* v) { onnxl_cxx_ostr_set_allocated(detail::at(this, 8), v); }
+  const std::string& ref_name() const { return name(); }
+  std::string& ref_name() { return *mutable_name(); }
 
   // optional int32 elem_type = 2;
   bool has_elem_type() const { return detail::OptionalScalar<int32_t>::has(detail::at(this, 0)); }
   int32_t elem_type() const { return static_cast<int32_t>(detail::OptionalScalar<int32_t>::get(detail::at(this, 0), int32_t())); }
   void set_elem_type(int32_t v) { detail::OptionalScalar<int32_t>::set(detail::at(this, 0), static_cast<int32_t>(v)); }
   void clear_elem_type() { detail::OptionalScalar<int32_t>::clear(detail::at(this, 0)); }
+  int32_t ref_elem_type() const { return elem_type(); }
 
   // optional TensorProto tensor_value = 3;
   bool has_tensor_value() const { return detail::load<const void*>(detail::at(this, 40)) != nullptr; }
@@ -5285,6 +5558,8 @@ class OptionalProto final {
   void set_allocated_tensor_value(TensorProto* v);
   TensorProto* unsafe_arena_release_tensor_value() { return release_tensor_value(); }
   void unsafe_arena_set_allocated_tensor_value(TensorProto* v) { set_allocated_tensor_value(v); }
+  const TensorProto& ref_tensor_value() const { return tensor_value(); }
+  TensorProto& ref_tensor_value() { return *mutable_tensor_value(); }
 
   // optional SparseTensorProto sparse_tensor_value = 4;
   bool has_sparse_tensor_value() const { return detail::load<const void*>(detail::at(this, 48)) != nullptr; }
@@ -5295,6 +5570,8 @@ class OptionalProto final {
   void set_allocated_sparse_tensor_value(SparseTensorProto* v);
   SparseTensorProto* unsafe_arena_release_sparse_tensor_value() { return release_sparse_tensor_value(); }
   void unsafe_arena_set_allocated_sparse_tensor_value(SparseTensorProto* v) { set_allocated_sparse_tensor_value(v); }
+  const SparseTensorProto& ref_sparse_tensor_value() const { return sparse_tensor_value(); }
+  SparseTensorProto& ref_sparse_tensor_value() { return *mutable_sparse_tensor_value(); }
 
   // optional SequenceProto sequence_value = 5;
   bool has_sequence_value() const { return detail::load<const void*>(detail::at(this, 56)) != nullptr; }
@@ -5305,6 +5582,8 @@ class OptionalProto final {
   void set_allocated_sequence_value(SequenceProto* v);
   SequenceProto* unsafe_arena_release_sequence_value() { return release_sequence_value(); }
   void unsafe_arena_set_allocated_sequence_value(SequenceProto* v) { set_allocated_sequence_value(v); }
+  const SequenceProto& ref_sequence_value() const { return sequence_value(); }
+  SequenceProto& ref_sequence_value() { return *mutable_sequence_value(); }
 
   // optional MapProto map_value = 6;
   bool has_map_value() const { return detail::load<const void*>(detail::at(this, 64)) != nullptr; }
@@ -5315,6 +5594,8 @@ class OptionalProto final {
   void set_allocated_map_value(MapProto* v);
   MapProto* unsafe_arena_release_map_value() { return release_map_value(); }
   void unsafe_arena_set_allocated_map_value(MapProto* v) { set_allocated_map_value(v); }
+  const MapProto& ref_map_value() const { return map_value(); }
+  MapProto& ref_map_value() { return *mutable_map_value(); }
 
   // optional OptionalProto optional_value = 7;
   bool has_optional_value() const { return detail::load<const void*>(detail::at(this, 72)) != nullptr; }
@@ -5325,6 +5606,8 @@ class OptionalProto final {
   void set_allocated_optional_value(OptionalProto* v);
   OptionalProto* unsafe_arena_release_optional_value() { return release_optional_value(); }
   void unsafe_arena_set_allocated_optional_value(OptionalProto* v) { set_allocated_optional_value(v); }
+  const OptionalProto& ref_optional_value() const { return optional_value(); }
+  OptionalProto& ref_optional_value() { return *mutable_optional_value(); }
 
  private:
   alignas(8) unsigned char storage_[88];
@@ -5598,37 +5881,142 @@ M adopt(C* handle, void (*free_handle)(C*)) {
   free_handle(handle);
   return out;
 }
+
+/// The bytes of a library buffer as a std::string; frees the buffer.
+inline std::string take_buffer(OnnxlBuffer* buffer) {
+  std::string out(reinterpret_cast<const char*>(onnxl_buffer_data(buffer)), onnxl_buffer_size(buffer));
+  onnxl_buffer_free(buffer);
+  return out;
+}
+
+inline const uint8_t* bytes_of(std::string_view s) noexcept { return reinterpret_cast<const uint8_t*>(s.data()); }
+
+/// The callables of a callback stream (Stream::Callbacks), owned by the C stream: the release
+/// callback deletes them. Exceptions are stopped here: the library sees an error return.
+template <class Read, class Write>
+struct StreamCallbacks {
+  Read read_fn;
+  Write write_fn;
+  static std::ptrdiff_t read(void* self, uint8_t* buffer, std::size_t capacity) noexcept {
+    if constexpr (std::is_same<Read, std::nullptr_t>::value) {
+      return -1;
+    } else {
+      try {
+        return static_cast<std::ptrdiff_t>(static_cast<StreamCallbacks*>(self)->read_fn(buffer, capacity));
+      } catch (...) {
+        return -1;
+      }
+    }
+  }
+  static std::ptrdiff_t write(void* self, const uint8_t* data, std::size_t len) noexcept {
+    if constexpr (std::is_same<Write, std::nullptr_t>::value) {
+      return -1;
+    } else {
+      try {
+        return static_cast<std::ptrdiff_t>(static_cast<StreamCallbacks*>(self)->write_fn(data, len));
+      } catch (...) {
+        return -1;
+      }
+    }
+  }
+  static void release(void* self) noexcept { delete static_cast<StreamCallbacks*>(self); }
+};
+
+/// Reads a std::istream for a callback stream.
+struct IstreamReader {
+  std::istream* in;
+  std::ptrdiff_t operator()(uint8_t* buffer, std::size_t capacity) const {
+    in->read(reinterpret_cast<char*>(buffer), static_cast<std::streamsize>(capacity));
+    std::streamsize n = in->gcount();
+    if (n == 0 && in->bad()) return -1;
+    return static_cast<std::ptrdiff_t>(n);
+  }
+};
+
+/// Writes a std::ostream for a callback stream.
+struct OstreamWriter {
+  std::ostream* out;
+  std::ptrdiff_t operator()(const uint8_t* data, std::size_t len) const {
+    out->write(reinterpret_cast<const char*>(data), static_cast<std::streamsize>(len));
+    return out->good() ? static_cast<std::ptrdiff_t>(len) : -1;
+  }
+};
+
+/// The C encryption format of a cipher name of the C++ library (or of this library's formats).
+inline uint32_t encryption_format(std::string_view name) {
+  if (name == "AES-256-GCM" || name == "ONNXCRY3") return ONNXL_ENCRYPTION_FORMAT_ONNXCRY3;
+  if (name == "ChaCha20-Poly1305" || name == "ONNXCRY2") return ONNXL_ENCRYPTION_FORMAT_ONNXCRY2;
+  if (name == "AES-256-CBC" || name == "ONNXCRY1") return ONNXL_ENCRYPTION_FORMAT_ONNXCRY1;
+  if (name == "chunked" || name == "ONNXCRYS") return ONNXL_ENCRYPTION_FORMAT_CHUNKED;
+  throw Error(ONNXL_STATUS_INVALID_ARGUMENT,
+              "ONNXL_STATUS_INVALID_ARGUMENT: unknown encryption '" + std::string(name) +
+                  "' (AES-256-GCM, ChaCha20-Poly1305, AES-256-CBC or chunked)");
+}
 }  // namespace detail
+
+/// Options of the buffers tensor payloads are gathered into (C++ TensorBufferOptions): payloads
+/// of at least `raw_data_threshold` bytes, each at a multiple of `alignment` (0/1 = packed,
+/// otherwise a power of two). ParseOptions and SerializeOptions convert to it.
+struct TensorBufferOptions {
+  uint64_t raw_data_threshold = 0;
+  uint64_t alignment = 0;
+};
 
 /// Parse options (C++ ParseOptions), initialized to the library defaults.
 struct ParseOptions : OnnxlParseOptions {
   ParseOptions() : OnnxlParseOptions(onnxl_parse_options_default()) {}
+  /// Its threshold and alignment, as the reference's base class TensorBufferOptions.
+  operator TensorBufferOptions() const { return TensorBufferOptions{raw_data_threshold, alignment}; }
 };
 
-/// Serialize options (C++ SerializeOptions), initialized to the library defaults.
+/// Serialize options (C++ SerializeOptions), initialized to the library defaults. The C struct
+/// has raw_data_threshold, alignment, max_serialized_size_bytes and num_threads; the external
+/// file size limit is ExternalDataOptions::max_external_file_size.
 struct SerializeOptions : OnnxlSerializeOptions {
   SerializeOptions() : OnnxlSerializeOptions(onnxl_serialize_options_default()) {}
+  /// Its threshold and alignment, as the reference's base class TensorBufferOptions.
+  operator TensorBufferOptions() const { return TensorBufferOptions{raw_data_threshold, alignment}; }
 };
 
-/// A stream (OnnxlStream): file, memory-mapped file, caller bytes, memory buffer.
+/// A stream (OnnxlStream): file, memory-mapped file, caller bytes, memory buffer, model + weights
+/// file pair, caller callbacks (std::istream / std::ostream among them). The reference's stream
+/// classes (FileStream, MmapFileStream, StringStream, TwoFilesStream, CallbackStream) are
+/// Streams made by their constructors.
 class Stream {
  public:
   /// A file: parsing reads it whole, serializing replaces it atomically.
-  static Stream File(const std::string& path) { return make(onnxl_stream_open_file, path.c_str()); }
+  static Stream File(const std::string& path) { return Stream(open(onnxl_stream_open_file, path)); }
   /// A read-only memory map of a file (no_copy payloads keep the mapping alive).
-  static Stream Mmap(const std::string& path) { return make(onnxl_stream_open_mmap, path.c_str()); }
+  static Stream Mmap(const std::string& path) { return Stream(open(onnxl_stream_open_mmap, path)); }
   /// Caller bytes, not copied: keep them alive while the stream (and no_copy messages) live.
-  static Stream Bytes(const void* data, std::size_t len) {
-    OnnxlStream* s = nullptr;
-    detail::check(onnxl_stream_from_bytes(static_cast<const uint8_t*>(data), len, &s));
-    return Stream(s);
-  }
+  static Stream Bytes(const void* data, std::size_t len) { return Stream(open_bytes(data, len)); }
   /// An empty library-owned memory buffer (written by serializing, read by parsing).
   static Stream Memory() {
     OnnxlStream* s = nullptr;
     detail::check(onnxl_stream_new_memory(&s));
     return Stream(s);
   }
+  /// A model file and its weights file (C++ TwoFilesStream): parsing reads the model and its
+  /// external data from `weights_path` (no_copy maps it once); serializing a ModelProto writes
+  /// every tensor of at least raw_data_threshold bytes to `weights_path` (in the model's
+  /// directory).
+  static Stream ModelWithWeights(const std::string& model_path, const std::string& weights_path) {
+    return Stream(open_pair(model_path, weights_path));
+  }
+  /// A stream over callables: `read(uint8_t* buffer, std::size_t capacity) -> std::ptrdiff_t`
+  /// (bytes read, 0 at the end, negative on error) for parsing, `write(const uint8_t* data,
+  /// std::size_t len) -> std::ptrdiff_t` (bytes written, negative on error) for serializing;
+  /// either may be nullptr. An exception thrown by a callable is caught and the parse or
+  /// serialize call fails (ONNXL_STATUS_IO); it never crosses the library.
+  template <class Read, class Write>
+  static Stream Callbacks(Read read, Write write) {
+    return Stream(open_callbacks(std::move(read), std::move(write)));
+  }
+  /// Parsing reads `in` to its end (the stream must outlive this Stream).
+  static Stream FromIstream(std::istream& in) { return Callbacks(detail::IstreamReader{&in}, nullptr); }
+  /// Serializing writes to `out` (the stream must outlive this Stream).
+  static Stream ToOstream(std::ostream& out) { return Callbacks(nullptr, detail::OstreamWriter{&out}); }
+
   Stream(Stream&& o) noexcept : p_(std::exchange(o.p_, nullptr)) {}
   Stream& operator=(Stream&& o) noexcept {
     std::swap(p_, o.p_);
@@ -5646,14 +6034,68 @@ class Stream {
   }
   OnnxlStream* c_ptr() noexcept { return p_; }
 
- private:
+ protected:
   explicit Stream(OnnxlStream* p) noexcept : p_(p) {}
-  static Stream make(OnnxlStatus (*open)(const char*, OnnxlStream**), const char* path) {
+  static OnnxlStream* open(OnnxlStatus (*open_path)(const char*, OnnxlStream**), const std::string& path) {
     OnnxlStream* s = nullptr;
-    detail::check(open(path, &s));
-    return Stream(s);
+    detail::check(open_path(path.c_str(), &s));
+    return s;
   }
+  static OnnxlStream* open_bytes(const void* data, std::size_t len) {
+    OnnxlStream* s = nullptr;
+    detail::check(onnxl_stream_from_bytes(static_cast<const uint8_t*>(data), len, &s));
+    return s;
+  }
+  static OnnxlStream* open_pair(const std::string& model_path, const std::string& weights_path) {
+    OnnxlStream* s = nullptr;
+    detail::check(onnxl_stream_open_model_with_weights(model_path.c_str(), weights_path.c_str(), &s));
+    return s;
+  }
+  template <class Read, class Write>
+  static OnnxlStream* open_callbacks(Read read, Write write) {
+    using Holder = detail::StreamCallbacks<Read, Write>;
+    constexpr bool can_read = !std::is_same<Read, std::nullptr_t>::value;
+    constexpr bool can_write = !std::is_same<Write, std::nullptr_t>::value;
+    static_assert(can_read || can_write, "a callback stream needs a read or a write callable");
+    Holder* holder = new Holder{std::move(read), std::move(write)};
+    OnnxlStream* s = nullptr;
+    OnnxlStatus status = onnxl_stream_from_callbacks(can_read ? &Holder::read : nullptr,
+                                                     can_write ? &Holder::write : nullptr, &Holder::release,
+                                                     holder, &s);
+    if (status != ONNXL_STATUS_OK) {
+      delete holder;  // not handed over: the release callback was not called
+      detail::check(status);
+    }
+    return s;
+  }
+
+ private:
   OnnxlStream* p_;
+};
+
+/// The reference's stream classes: Streams opened by their constructors.
+/// A file (C++ FileStream): parsing reads it whole, serializing replaces it atomically.
+class FileStream : public Stream {
+ public:
+  explicit FileStream(const std::string& path) : Stream(open(onnxl_stream_open_file, path)) {}
+};
+/// A read-only memory map of a file, mapped now (C++ MmapFileStream).
+class MmapFileStream : public Stream {
+ public:
+  explicit MmapFileStream(const std::string& path) : Stream(open(onnxl_stream_open_mmap, path)) {}
+};
+/// Caller bytes, not copied (C++ StringStream): keep them alive while the stream and no_copy
+/// messages parsed from it live.
+class StringStream : public Stream {
+ public:
+  StringStream(const void* data, std::size_t len) : Stream(open_bytes(data, len)) {}
+  explicit StringStream(std::string_view bytes) : Stream(open_bytes(bytes.data(), bytes.size())) {}
+};
+/// A model file and its weights file (C++ TwoFilesStream); see Stream::ModelWithWeights.
+class TwoFilesStream : public Stream {
+ public:
+  TwoFilesStream(const std::string& file_path, const std::string& weights_file)
+      : Stream(open_pair(file_path, weights_file)) {}
 };
 
 /// External-data save options (OnnxlExternalDataOptions), initialized to the library defaults.
@@ -5816,6 +6258,270 @@ inline void SerializeProtoToStream(const TensorProto& tensor, Stream& stream, co
   detail::check(onnxl_serialize_tensor_proto_to_stream(tensor.c_ptr(), stream.c_ptr(), &opts));
 }
 
+
+/// Loads a model file and its external data with explicit external-data options (base
+/// directory, a trusted weight file replacing the recorded location, checksums, the key of
+/// encrypted weight files, or load_external_data = false to keep the references).
+inline ModelProto LoadModel(const std::string& path, const ParseOptions& opts, const ExternalLoadOptions& eopts) {
+  OnnxlModelProto* m = nullptr;
+  detail::check(onnxl_load_model_with_external_data(path.c_str(), &opts, &eopts, &m));
+  return detail::adopt<ModelProto>(m, onnxl_model_proto_free);
+}
+
+/// Loads the external data of every tensor of `model` (initializers, sparse initializers,
+/// attributes, subgraphs, functions) from files relative to `base_dir` (C++
+/// LoadExternalDataForModel). On failure the model is unchanged.
+inline void LoadExternalDataForModel(ModelProto& model, const std::string& base_dir,
+                                     const ParseOptions& opts = ParseOptions(),
+                                     const ExternalLoadOptions& eopts = ExternalLoadOptions()) {
+  detail::check(onnxl_load_external_data_for_model(model.c_ptr(), base_dir.c_str(), &opts, &eopts));
+}
+
+/// Checks every external reference of `model` relative to `dir` without loading anything
+/// (paths, ranges, lengths; checksums and encrypted files per `eopts`); throws on the first
+/// problem, with a message listing every problem.
+inline void CheckExternalData(const ModelProto& model, const std::string& dir,
+                              const ExternalLoadOptions& eopts = ExternalLoadOptions()) {
+  detail::check(onnxl_check_external_data_with_options(model.c_ptr(), dir.c_str(), &eopts));
+}
+
+/// Moves every tensor payload of at least opts.raw_data_threshold bytes into ONE new buffer
+/// (each at a multiple of opts.alignment) that the tensors then borrow from (C++
+/// ConsolidateTensorsToBuffer). Returns an owner token of the whole buffer, null (c_ptr() ==
+/// nullptr) when no tensor qualified; the tensors keep the buffer alive without it.
+inline Owner ConsolidateTensorsToBuffer(ModelProto& model, const TensorBufferOptions& opts = TensorBufferOptions()) {
+  const OnnxlOwner* owner = nullptr;
+  detail::check(onnxl_consolidate_tensors_to_buffer(model.c_ptr(), opts.raw_data_threshold, opts.alignment, &owner));
+  return Owner(owner);
+}
+
+/// Encryption options (OnnxlEncryptionOptions), initialized to the library defaults (ONNXCRY3,
+/// AES-256-GCM): format, chunk cipher and size of the chunked format, serialize options.
+struct EncryptionOptions : OnnxlEncryptionOptions {
+  EncryptionOptions() : OnnxlEncryptionOptions(onnxl_encryption_options_default()) {}
+};
+
+namespace detail {
+/// Encryption options of a cipher name and serialize options (borrowed: keep `opts` alive).
+inline EncryptionOptions encryption_options(const SerializeOptions& opts, std::string_view encryption) {
+  EncryptionOptions eo;
+  eo.format = encryption_format(encryption);
+  eo.serialize_options = &opts;
+  return eo;
+}
+}  // namespace detail
+
+/// Encrypts `model` with the passphrase `key` (any bytes) and writes `file_path` atomically,
+/// with every encryption option (format, chunk size and cipher, serialize options).
+inline void SaveEncryptedModel(const ModelProto& model, const std::string& file_path, std::string_view key,
+                               const EncryptionOptions& opts) {
+  detail::check(onnxl_save_encrypted_model(model.c_ptr(), file_path.c_str(), detail::bytes_of(key), key.size(), &opts));
+}
+/// Serializes `model` per `opts`, encrypts it with the passphrase `key` (any bytes) and writes
+/// `file_path` atomically (C++ SaveEncryptedModel). `encryption`: "AES-256-GCM" (ONNXCRY3,
+/// the default), "ChaCha20-Poly1305" (ONNXCRY2), "AES-256-CBC" (ONNXCRY1, not authenticated)
+/// or "chunked" (ONNXCRYS, any size).
+inline void SaveEncryptedModel(const ModelProto& model, const std::string& file_path, std::string_view key,
+                               const SerializeOptions& opts = SerializeOptions(),
+                               std::string_view encryption = "AES-256-GCM") {
+  SaveEncryptedModel(model, file_path, key, detail::encryption_options(opts, encryption));
+}
+/// SaveEncryptedModel with the default serialize options.
+inline void SaveEncryptedModel(const ModelProto& model, const std::string& file_path, std::string_view key,
+                               std::string_view encryption) {
+  SaveEncryptedModel(model, file_path, key, SerializeOptions(), encryption);
+}
+
+/// Decrypts and parses the encrypted model file `file_path` (any format, by its magic) into
+/// `model`, replacing its content (C++ LoadEncryptedModel). On failure `model` is unchanged.
+inline void LoadEncryptedModel(ModelProto& model, const std::string& file_path, std::string_view key,
+                               const ParseOptions& opts = ParseOptions()) {
+  OnnxlModelProto* m = nullptr;
+  detail::check(onnxl_load_encrypted_model(file_path.c_str(), detail::bytes_of(key), key.size(), &opts, &m));
+  model = detail::adopt<ModelProto>(m, onnxl_model_proto_free);
+}
+
+/// Encrypts `model` into memory (C++ SaveEncryptedModelToString), with every encryption option.
+inline std::string SaveEncryptedModelToString(const ModelProto& model, std::string_view key,
+                                              const EncryptionOptions& opts) {
+  OnnxlBuffer* out = nullptr;
+  detail::check(onnxl_save_encrypted_model_to_string(model.c_ptr(), detail::bytes_of(key), key.size(), &opts, &out));
+  return detail::take_buffer(out);
+}
+/// SaveEncryptedModel into memory (C++ SaveEncryptedModelToString): the encrypted bytes.
+inline std::string SaveEncryptedModelToString(const ModelProto& model, std::string_view key,
+                                              const SerializeOptions& opts = SerializeOptions(),
+                                              std::string_view encryption = "AES-256-GCM") {
+  return SaveEncryptedModelToString(model, key, detail::encryption_options(opts, encryption));
+}
+/// SaveEncryptedModelToString with the default serialize options.
+inline std::string SaveEncryptedModelToString(const ModelProto& model, std::string_view key,
+                                              std::string_view encryption) {
+  return SaveEncryptedModelToString(model, key, SerializeOptions(), encryption);
+}
+
+/// Decrypts and parses encrypted bytes into `model`, replacing its content (C++
+/// LoadEncryptedModelFromString). The bytes are only read during the call. On failure `model`
+/// is unchanged.
+inline void LoadEncryptedModelFromString(ModelProto& model, std::string_view encrypted_data, std::string_view key,
+                                         const ParseOptions& opts = ParseOptions()) {
+  OnnxlModelProto* m = nullptr;
+  detail::check(onnxl_load_encrypted_model_from_string(detail::bytes_of(encrypted_data), encrypted_data.size(),
+                                                       detail::bytes_of(key), key.size(), &opts, &m));
+  model = detail::adopt<ModelProto>(m, onnxl_model_proto_free);
+}
+
+/// Encrypts the file `input` (any bytes, e.g. a weight file) into `output` atomically.
+inline void EncryptFile(const std::string& input, const std::string& output, std::string_view key,
+                        const EncryptionOptions& opts = EncryptionOptions()) {
+  detail::check(onnxl_encrypt_file(input.c_str(), output.c_str(), detail::bytes_of(key), key.size(), &opts));
+}
+
+/// Decrypts the file `input` (any format) into `output`, replaced only when every byte
+/// authenticated.
+inline void DecryptFile(const std::string& input, const std::string& output, std::string_view key) {
+  detail::check(onnxl_decrypt_file(input.c_str(), output.c_str(), detail::bytes_of(key), key.size()));
+}
+
+/// Loads a file holding one serialized TensorProto (e.g. an onnx test-data .pb file).
+inline TensorProto LoadTensorProto(const std::string& path, const ParseOptions& opts = ParseOptions()) {
+  OnnxlTensorProto* t = nullptr;
+  detail::check(onnxl_load_tensor_proto(path.c_str(), &opts, &t));
+  return detail::adopt<TensorProto>(t, onnxl_tensor_proto_free);
+}
+
+/// Saves a standalone TensorProto to `path` atomically.
+inline void SaveTensorProto(const TensorProto& tensor, const std::string& path,
+                            const SerializeOptions& opts = SerializeOptions()) {
+  detail::check(onnxl_save_tensor_proto(tensor.c_ptr(), path.c_str(), &opts));
+}
+
+namespace detail {
+/// C strings of a list of names, for the params functions (NULL with 0 = every initializer).
+struct NameList {
+  std::vector<const char*> ptrs;
+  explicit NameList(const std::vector<std::string>& names) {
+    ptrs.reserve(names.size());
+    for (const std::string& n : names) ptrs.push_back(n.c_str());
+  }
+  const char* const* data() const noexcept { return ptrs.empty() ? nullptr : ptrs.data(); }
+};
+}  // namespace detail
+
+/// The initializers of `model` named in `names` (all, in model order, when empty) as a
+/// parameter dictionary (TVM/CVM params format; docs/dlpack-params.md).
+inline std::string SaveParams(const ModelProto& model, const std::vector<std::string>& names = {}) {
+  detail::NameList list(names);
+  OnnxlBuffer* out = nullptr;
+  detail::check(onnxl_save_params(model.c_ptr(), list.data(), list.ptrs.size(), &out));
+  return detail::take_buffer(out);
+}
+
+/// SaveParams into the file `path`, atomically.
+inline void SaveParamsFile(const ModelProto& model, const std::string& path,
+                           const std::vector<std::string>& names = {}) {
+  detail::NameList list(names);
+  detail::check(onnxl_save_params_file(model.c_ptr(), path.c_str(), list.data(), list.ptrs.size()));
+}
+
+/// Loads a parameter dictionary (copied) into `model`'s initializers: same name = replaced
+/// data, new names appended. A malformed dictionary changes nothing (ONNXL_STATUS_PARSE).
+inline void LoadParamsIntoModel(ModelProto& model, std::string_view params) {
+  detail::check(onnxl_load_params_into_model(model.c_ptr(), detail::bytes_of(params), params.size()));
+}
+
+/// LoadParamsIntoModel from the file `path`.
+inline void LoadParamsFileIntoModel(ModelProto& model, const std::string& path) {
+  detail::check(onnxl_load_params_file_into_model(model.c_ptr(), path.c_str()));
+}
+
+/// Copy modes of the DLPack export (flags of onnxl_tensor_proto_to_dlpack).
+enum class DLPackCopy : uint32_t {
+  kNever = 0,                               ///< zero-copy or an error
+  kIfNeeded = ONNXL_DLPACK_COPY_IF_NEEDED,  ///< copy typed fields and owner-less borrowed bytes
+  kAlways = ONNXL_DLPACK_COPY_ALWAYS,       ///< always a private, writable copy
+};
+
+/// A DLPack managed tensor owned by C++: the deleter runs once, when this object dies, unless
+/// release() handed it over to a consumer. M is DLManagedTensorVersioned or DLManagedTensor.
+template <class M>
+class DLPackTensor {
+ public:
+  explicit DLPackTensor(M* managed = nullptr) noexcept : p_(managed) {}
+  DLPackTensor(DLPackTensor&& o) noexcept : p_(std::exchange(o.p_, nullptr)) {}
+  DLPackTensor& operator=(DLPackTensor&& o) noexcept {
+    std::swap(p_, o.p_);
+    return *this;
+  }
+  DLPackTensor(const DLPackTensor&) = delete;
+  DLPackTensor& operator=(const DLPackTensor&) = delete;
+  ~DLPackTensor() {
+    if (p_ != nullptr && p_->deleter != nullptr) p_->deleter(p_);
+  }
+  M* get() const noexcept { return p_; }
+  M* operator->() const noexcept { return p_; }
+  /// Gives up ownership: the caller (or a consumer) calls the deleter once.
+  M* release() noexcept { return std::exchange(p_, nullptr); }
+
+ private:
+  M* p_;
+};
+
+/// Exports `tensor` as a DLPack 1.1 DLManagedTensorVersioned on the CPU: zero-copy for raw_data
+/// (flagged read-only; the bytes stay valid after the tensor and its model are freed), copies
+/// per `copy` (flagged IS_COPIED). `tensor` keeps its data.
+inline DLPackTensor<DLManagedTensorVersioned> ToDLPackVersioned(TensorProto& tensor, DLPackCopy copy = DLPackCopy::kNever) {
+  DLManagedTensorVersioned* out = nullptr;
+  detail::check(onnxl_tensor_proto_to_dlpack_versioned(tensor.c_ptr(), static_cast<uint32_t>(copy), &out));
+  return DLPackTensor<DLManagedTensorVersioned>(out);
+}
+
+/// ToDLPackVersioned as a legacy DLManagedTensor (no flags: never write a zero-copy export).
+inline DLPackTensor<DLManagedTensor> ToDLPack(TensorProto& tensor, DLPackCopy copy = DLPackCopy::kNever) {
+  DLManagedTensor* out = nullptr;
+  detail::check(onnxl_tensor_proto_to_dlpack(tensor.c_ptr(), static_cast<uint32_t>(copy), &out));
+  return DLPackTensor<DLManagedTensor>(out);
+}
+
+namespace detail {
+inline OnnxlStatus from_dlpack(DLManagedTensorVersioned* m, bool borrow, OnnxlTensorProto** out) {
+  return onnxl_tensor_proto_from_dlpack_versioned(m, borrow, out);
+}
+inline OnnxlStatus from_dlpack(DLManagedTensor* m, bool borrow, OnnxlTensorProto** out) {
+  return onnxl_tensor_proto_from_dlpack(m, borrow, out);
+}
+}  // namespace detail
+
+/// A new tensor (dims, data_type, raw_data) from a DLPack CPU tensor (versioned or legacy),
+/// which the library takes over on success: copied (the deleter runs now) or, with `borrow`,
+/// lent (the deleter runs when the last user of the bytes is gone, on that user's thread). On
+/// failure `managed` keeps it.
+template <class M>
+inline TensorProto FromDLPack(DLPackTensor<M>& managed, bool borrow = false) {
+  OnnxlTensorProto* t = nullptr;
+  detail::check(detail::from_dlpack(managed.get(), borrow, &t));
+  managed.release();
+  return detail::adopt<TensorProto>(t, onnxl_tensor_proto_free);
+}
+
+/// The reference's destructive export (C++ ReleaseDLPack): `tensor`'s raw_data, without a copy,
+/// as a legacy DLManagedTensor the caller owns (call its deleter once); the tensor's raw_data is
+/// then cleared. Typed-field data and owner-less borrowed bytes are refused
+/// (ONNXL_STATUS_UNSUPPORTED); on failure the tensor is unchanged.
+inline DLManagedTensor* ReleaseDLPack(TensorProto& tensor) {
+  DLPackTensor<DLManagedTensor> out = ToDLPack(tensor);
+  tensor.clear_raw_data();
+  return out.release();
+}
+
+/// The most threads a num_threads option may ask for.
+inline uint32_t MaxThreads() noexcept { return onnxl_max_threads(); }
+
+/// Drops the library's idle worker thread pools (later operations start them again).
+inline void ReleaseThreadPools() noexcept { onnxl_release_thread_pools(); }
+
+/// The library version, "MAJOR.MINOR.PATCH".
+inline std::string Version() { return onnxl_version(); }
 }  // namespace onnx_light
 
 #endif  // ONNX_LIGHT_HPP

@@ -1,6 +1,8 @@
-// The onnx_light C++ API over the C functions: options, streams, pre-packed blobs, and loading /
-// saving models. Copied into include/onnx_light.hpp by the code generator
-// (codegen/src/cpp_classes.rs), after the message classes.
+// The onnx_light C++ API over the C functions: options, streams (files, memory maps, bytes,
+// model + weights pairs, callbacks), pre-packed blobs, loading / saving models and tensors,
+// external data, consolidation, encryption, parameter dictionaries and DLPack. Copied into
+// include/onnx_light.hpp by the code generator (codegen/src/cpp_classes.rs), after the message
+// classes. docs/cpp.md, "The onnx_light API", lists it.
 //@CUT@
 namespace detail {
 /// Moves a message the C API allocated into a C++ value and frees the handle.
@@ -11,37 +13,142 @@ M adopt(C* handle, void (*free_handle)(C*)) {
   free_handle(handle);
   return out;
 }
+
+/// The bytes of a library buffer as a std::string; frees the buffer.
+inline std::string take_buffer(OnnxlBuffer* buffer) {
+  std::string out(reinterpret_cast<const char*>(onnxl_buffer_data(buffer)), onnxl_buffer_size(buffer));
+  onnxl_buffer_free(buffer);
+  return out;
+}
+
+inline const uint8_t* bytes_of(std::string_view s) noexcept { return reinterpret_cast<const uint8_t*>(s.data()); }
+
+/// The callables of a callback stream (Stream::Callbacks), owned by the C stream: the release
+/// callback deletes them. Exceptions are stopped here: the library sees an error return.
+template <class Read, class Write>
+struct StreamCallbacks {
+  Read read_fn;
+  Write write_fn;
+  static std::ptrdiff_t read(void* self, uint8_t* buffer, std::size_t capacity) noexcept {
+    if constexpr (std::is_same<Read, std::nullptr_t>::value) {
+      return -1;
+    } else {
+      try {
+        return static_cast<std::ptrdiff_t>(static_cast<StreamCallbacks*>(self)->read_fn(buffer, capacity));
+      } catch (...) {
+        return -1;
+      }
+    }
+  }
+  static std::ptrdiff_t write(void* self, const uint8_t* data, std::size_t len) noexcept {
+    if constexpr (std::is_same<Write, std::nullptr_t>::value) {
+      return -1;
+    } else {
+      try {
+        return static_cast<std::ptrdiff_t>(static_cast<StreamCallbacks*>(self)->write_fn(data, len));
+      } catch (...) {
+        return -1;
+      }
+    }
+  }
+  static void release(void* self) noexcept { delete static_cast<StreamCallbacks*>(self); }
+};
+
+/// Reads a std::istream for a callback stream.
+struct IstreamReader {
+  std::istream* in;
+  std::ptrdiff_t operator()(uint8_t* buffer, std::size_t capacity) const {
+    in->read(reinterpret_cast<char*>(buffer), static_cast<std::streamsize>(capacity));
+    std::streamsize n = in->gcount();
+    if (n == 0 && in->bad()) return -1;
+    return static_cast<std::ptrdiff_t>(n);
+  }
+};
+
+/// Writes a std::ostream for a callback stream.
+struct OstreamWriter {
+  std::ostream* out;
+  std::ptrdiff_t operator()(const uint8_t* data, std::size_t len) const {
+    out->write(reinterpret_cast<const char*>(data), static_cast<std::streamsize>(len));
+    return out->good() ? static_cast<std::ptrdiff_t>(len) : -1;
+  }
+};
+
+/// The C encryption format of a cipher name of the C++ library (or of this library's formats).
+inline uint32_t encryption_format(std::string_view name) {
+  if (name == "AES-256-GCM" || name == "ONNXCRY3") return ONNXL_ENCRYPTION_FORMAT_ONNXCRY3;
+  if (name == "ChaCha20-Poly1305" || name == "ONNXCRY2") return ONNXL_ENCRYPTION_FORMAT_ONNXCRY2;
+  if (name == "AES-256-CBC" || name == "ONNXCRY1") return ONNXL_ENCRYPTION_FORMAT_ONNXCRY1;
+  if (name == "chunked" || name == "ONNXCRYS") return ONNXL_ENCRYPTION_FORMAT_CHUNKED;
+  throw Error(ONNXL_STATUS_INVALID_ARGUMENT,
+              "ONNXL_STATUS_INVALID_ARGUMENT: unknown encryption '" + std::string(name) +
+                  "' (AES-256-GCM, ChaCha20-Poly1305, AES-256-CBC or chunked)");
+}
 }  // namespace detail
+
+/// Options of the buffers tensor payloads are gathered into (C++ TensorBufferOptions): payloads
+/// of at least `raw_data_threshold` bytes, each at a multiple of `alignment` (0/1 = packed,
+/// otherwise a power of two). ParseOptions and SerializeOptions convert to it.
+struct TensorBufferOptions {
+  uint64_t raw_data_threshold = 0;
+  uint64_t alignment = 0;
+};
 
 /// Parse options (C++ ParseOptions), initialized to the library defaults.
 struct ParseOptions : OnnxlParseOptions {
   ParseOptions() : OnnxlParseOptions(onnxl_parse_options_default()) {}
+  /// Its threshold and alignment, as the reference's base class TensorBufferOptions.
+  operator TensorBufferOptions() const { return TensorBufferOptions{raw_data_threshold, alignment}; }
 };
 
-/// Serialize options (C++ SerializeOptions), initialized to the library defaults.
+/// Serialize options (C++ SerializeOptions), initialized to the library defaults. The C struct
+/// has raw_data_threshold, alignment, max_serialized_size_bytes and num_threads; the external
+/// file size limit is ExternalDataOptions::max_external_file_size.
 struct SerializeOptions : OnnxlSerializeOptions {
   SerializeOptions() : OnnxlSerializeOptions(onnxl_serialize_options_default()) {}
+  /// Its threshold and alignment, as the reference's base class TensorBufferOptions.
+  operator TensorBufferOptions() const { return TensorBufferOptions{raw_data_threshold, alignment}; }
 };
 
-/// A stream (OnnxlStream): file, memory-mapped file, caller bytes, memory buffer.
+/// A stream (OnnxlStream): file, memory-mapped file, caller bytes, memory buffer, model + weights
+/// file pair, caller callbacks (std::istream / std::ostream among them). The reference's stream
+/// classes (FileStream, MmapFileStream, StringStream, TwoFilesStream, CallbackStream) are
+/// Streams made by their constructors.
 class Stream {
  public:
   /// A file: parsing reads it whole, serializing replaces it atomically.
-  static Stream File(const std::string& path) { return make(onnxl_stream_open_file, path.c_str()); }
+  static Stream File(const std::string& path) { return Stream(open(onnxl_stream_open_file, path)); }
   /// A read-only memory map of a file (no_copy payloads keep the mapping alive).
-  static Stream Mmap(const std::string& path) { return make(onnxl_stream_open_mmap, path.c_str()); }
+  static Stream Mmap(const std::string& path) { return Stream(open(onnxl_stream_open_mmap, path)); }
   /// Caller bytes, not copied: keep them alive while the stream (and no_copy messages) live.
-  static Stream Bytes(const void* data, std::size_t len) {
-    OnnxlStream* s = nullptr;
-    detail::check(onnxl_stream_from_bytes(static_cast<const uint8_t*>(data), len, &s));
-    return Stream(s);
-  }
+  static Stream Bytes(const void* data, std::size_t len) { return Stream(open_bytes(data, len)); }
   /// An empty library-owned memory buffer (written by serializing, read by parsing).
   static Stream Memory() {
     OnnxlStream* s = nullptr;
     detail::check(onnxl_stream_new_memory(&s));
     return Stream(s);
   }
+  /// A model file and its weights file (C++ TwoFilesStream): parsing reads the model and its
+  /// external data from `weights_path` (no_copy maps it once); serializing a ModelProto writes
+  /// every tensor of at least raw_data_threshold bytes to `weights_path` (in the model's
+  /// directory).
+  static Stream ModelWithWeights(const std::string& model_path, const std::string& weights_path) {
+    return Stream(open_pair(model_path, weights_path));
+  }
+  /// A stream over callables: `read(uint8_t* buffer, std::size_t capacity) -> std::ptrdiff_t`
+  /// (bytes read, 0 at the end, negative on error) for parsing, `write(const uint8_t* data,
+  /// std::size_t len) -> std::ptrdiff_t` (bytes written, negative on error) for serializing;
+  /// either may be nullptr. An exception thrown by a callable is caught and the parse or
+  /// serialize call fails (ONNXL_STATUS_IO); it never crosses the library.
+  template <class Read, class Write>
+  static Stream Callbacks(Read read, Write write) {
+    return Stream(open_callbacks(std::move(read), std::move(write)));
+  }
+  /// Parsing reads `in` to its end (the stream must outlive this Stream).
+  static Stream FromIstream(std::istream& in) { return Callbacks(detail::IstreamReader{&in}, nullptr); }
+  /// Serializing writes to `out` (the stream must outlive this Stream).
+  static Stream ToOstream(std::ostream& out) { return Callbacks(nullptr, detail::OstreamWriter{&out}); }
+
   Stream(Stream&& o) noexcept : p_(std::exchange(o.p_, nullptr)) {}
   Stream& operator=(Stream&& o) noexcept {
     std::swap(p_, o.p_);
@@ -59,14 +166,68 @@ class Stream {
   }
   OnnxlStream* c_ptr() noexcept { return p_; }
 
- private:
+ protected:
   explicit Stream(OnnxlStream* p) noexcept : p_(p) {}
-  static Stream make(OnnxlStatus (*open)(const char*, OnnxlStream**), const char* path) {
+  static OnnxlStream* open(OnnxlStatus (*open_path)(const char*, OnnxlStream**), const std::string& path) {
     OnnxlStream* s = nullptr;
-    detail::check(open(path, &s));
-    return Stream(s);
+    detail::check(open_path(path.c_str(), &s));
+    return s;
   }
+  static OnnxlStream* open_bytes(const void* data, std::size_t len) {
+    OnnxlStream* s = nullptr;
+    detail::check(onnxl_stream_from_bytes(static_cast<const uint8_t*>(data), len, &s));
+    return s;
+  }
+  static OnnxlStream* open_pair(const std::string& model_path, const std::string& weights_path) {
+    OnnxlStream* s = nullptr;
+    detail::check(onnxl_stream_open_model_with_weights(model_path.c_str(), weights_path.c_str(), &s));
+    return s;
+  }
+  template <class Read, class Write>
+  static OnnxlStream* open_callbacks(Read read, Write write) {
+    using Holder = detail::StreamCallbacks<Read, Write>;
+    constexpr bool can_read = !std::is_same<Read, std::nullptr_t>::value;
+    constexpr bool can_write = !std::is_same<Write, std::nullptr_t>::value;
+    static_assert(can_read || can_write, "a callback stream needs a read or a write callable");
+    Holder* holder = new Holder{std::move(read), std::move(write)};
+    OnnxlStream* s = nullptr;
+    OnnxlStatus status = onnxl_stream_from_callbacks(can_read ? &Holder::read : nullptr,
+                                                     can_write ? &Holder::write : nullptr, &Holder::release,
+                                                     holder, &s);
+    if (status != ONNXL_STATUS_OK) {
+      delete holder;  // not handed over: the release callback was not called
+      detail::check(status);
+    }
+    return s;
+  }
+
+ private:
   OnnxlStream* p_;
+};
+
+/// The reference's stream classes: Streams opened by their constructors.
+/// A file (C++ FileStream): parsing reads it whole, serializing replaces it atomically.
+class FileStream : public Stream {
+ public:
+  explicit FileStream(const std::string& path) : Stream(open(onnxl_stream_open_file, path)) {}
+};
+/// A read-only memory map of a file, mapped now (C++ MmapFileStream).
+class MmapFileStream : public Stream {
+ public:
+  explicit MmapFileStream(const std::string& path) : Stream(open(onnxl_stream_open_mmap, path)) {}
+};
+/// Caller bytes, not copied (C++ StringStream): keep them alive while the stream and no_copy
+/// messages parsed from it live.
+class StringStream : public Stream {
+ public:
+  StringStream(const void* data, std::size_t len) : Stream(open_bytes(data, len)) {}
+  explicit StringStream(std::string_view bytes) : Stream(open_bytes(bytes.data(), bytes.size())) {}
+};
+/// A model file and its weights file (C++ TwoFilesStream); see Stream::ModelWithWeights.
+class TwoFilesStream : public Stream {
+ public:
+  TwoFilesStream(const std::string& file_path, const std::string& weights_file)
+      : Stream(open_pair(file_path, weights_file)) {}
 };
 
 /// External-data save options (OnnxlExternalDataOptions), initialized to the library defaults.
@@ -229,3 +390,267 @@ inline void SerializeProtoToStream(const TensorProto& tensor, Stream& stream, co
   detail::check(onnxl_serialize_tensor_proto_to_stream(tensor.c_ptr(), stream.c_ptr(), &opts));
 }
 
+
+/// Loads a model file and its external data with explicit external-data options (base
+/// directory, a trusted weight file replacing the recorded location, checksums, the key of
+/// encrypted weight files, or load_external_data = false to keep the references).
+inline ModelProto LoadModel(const std::string& path, const ParseOptions& opts, const ExternalLoadOptions& eopts) {
+  OnnxlModelProto* m = nullptr;
+  detail::check(onnxl_load_model_with_external_data(path.c_str(), &opts, &eopts, &m));
+  return detail::adopt<ModelProto>(m, onnxl_model_proto_free);
+}
+
+/// Loads the external data of every tensor of `model` (initializers, sparse initializers,
+/// attributes, subgraphs, functions) from files relative to `base_dir` (C++
+/// LoadExternalDataForModel). On failure the model is unchanged.
+inline void LoadExternalDataForModel(ModelProto& model, const std::string& base_dir,
+                                     const ParseOptions& opts = ParseOptions(),
+                                     const ExternalLoadOptions& eopts = ExternalLoadOptions()) {
+  detail::check(onnxl_load_external_data_for_model(model.c_ptr(), base_dir.c_str(), &opts, &eopts));
+}
+
+/// Checks every external reference of `model` relative to `dir` without loading anything
+/// (paths, ranges, lengths; checksums and encrypted files per `eopts`); throws on the first
+/// problem, with a message listing every problem.
+inline void CheckExternalData(const ModelProto& model, const std::string& dir,
+                              const ExternalLoadOptions& eopts = ExternalLoadOptions()) {
+  detail::check(onnxl_check_external_data_with_options(model.c_ptr(), dir.c_str(), &eopts));
+}
+
+/// Moves every tensor payload of at least opts.raw_data_threshold bytes into ONE new buffer
+/// (each at a multiple of opts.alignment) that the tensors then borrow from (C++
+/// ConsolidateTensorsToBuffer). Returns an owner token of the whole buffer, null (c_ptr() ==
+/// nullptr) when no tensor qualified; the tensors keep the buffer alive without it.
+inline Owner ConsolidateTensorsToBuffer(ModelProto& model, const TensorBufferOptions& opts = TensorBufferOptions()) {
+  const OnnxlOwner* owner = nullptr;
+  detail::check(onnxl_consolidate_tensors_to_buffer(model.c_ptr(), opts.raw_data_threshold, opts.alignment, &owner));
+  return Owner(owner);
+}
+
+/// Encryption options (OnnxlEncryptionOptions), initialized to the library defaults (ONNXCRY3,
+/// AES-256-GCM): format, chunk cipher and size of the chunked format, serialize options.
+struct EncryptionOptions : OnnxlEncryptionOptions {
+  EncryptionOptions() : OnnxlEncryptionOptions(onnxl_encryption_options_default()) {}
+};
+
+namespace detail {
+/// Encryption options of a cipher name and serialize options (borrowed: keep `opts` alive).
+inline EncryptionOptions encryption_options(const SerializeOptions& opts, std::string_view encryption) {
+  EncryptionOptions eo;
+  eo.format = encryption_format(encryption);
+  eo.serialize_options = &opts;
+  return eo;
+}
+}  // namespace detail
+
+/// Encrypts `model` with the passphrase `key` (any bytes) and writes `file_path` atomically,
+/// with every encryption option (format, chunk size and cipher, serialize options).
+inline void SaveEncryptedModel(const ModelProto& model, const std::string& file_path, std::string_view key,
+                               const EncryptionOptions& opts) {
+  detail::check(onnxl_save_encrypted_model(model.c_ptr(), file_path.c_str(), detail::bytes_of(key), key.size(), &opts));
+}
+/// Serializes `model` per `opts`, encrypts it with the passphrase `key` (any bytes) and writes
+/// `file_path` atomically (C++ SaveEncryptedModel). `encryption`: "AES-256-GCM" (ONNXCRY3,
+/// the default), "ChaCha20-Poly1305" (ONNXCRY2), "AES-256-CBC" (ONNXCRY1, not authenticated)
+/// or "chunked" (ONNXCRYS, any size).
+inline void SaveEncryptedModel(const ModelProto& model, const std::string& file_path, std::string_view key,
+                               const SerializeOptions& opts = SerializeOptions(),
+                               std::string_view encryption = "AES-256-GCM") {
+  SaveEncryptedModel(model, file_path, key, detail::encryption_options(opts, encryption));
+}
+/// SaveEncryptedModel with the default serialize options.
+inline void SaveEncryptedModel(const ModelProto& model, const std::string& file_path, std::string_view key,
+                               std::string_view encryption) {
+  SaveEncryptedModel(model, file_path, key, SerializeOptions(), encryption);
+}
+
+/// Decrypts and parses the encrypted model file `file_path` (any format, by its magic) into
+/// `model`, replacing its content (C++ LoadEncryptedModel). On failure `model` is unchanged.
+inline void LoadEncryptedModel(ModelProto& model, const std::string& file_path, std::string_view key,
+                               const ParseOptions& opts = ParseOptions()) {
+  OnnxlModelProto* m = nullptr;
+  detail::check(onnxl_load_encrypted_model(file_path.c_str(), detail::bytes_of(key), key.size(), &opts, &m));
+  model = detail::adopt<ModelProto>(m, onnxl_model_proto_free);
+}
+
+/// Encrypts `model` into memory (C++ SaveEncryptedModelToString), with every encryption option.
+inline std::string SaveEncryptedModelToString(const ModelProto& model, std::string_view key,
+                                              const EncryptionOptions& opts) {
+  OnnxlBuffer* out = nullptr;
+  detail::check(onnxl_save_encrypted_model_to_string(model.c_ptr(), detail::bytes_of(key), key.size(), &opts, &out));
+  return detail::take_buffer(out);
+}
+/// SaveEncryptedModel into memory (C++ SaveEncryptedModelToString): the encrypted bytes.
+inline std::string SaveEncryptedModelToString(const ModelProto& model, std::string_view key,
+                                              const SerializeOptions& opts = SerializeOptions(),
+                                              std::string_view encryption = "AES-256-GCM") {
+  return SaveEncryptedModelToString(model, key, detail::encryption_options(opts, encryption));
+}
+/// SaveEncryptedModelToString with the default serialize options.
+inline std::string SaveEncryptedModelToString(const ModelProto& model, std::string_view key,
+                                              std::string_view encryption) {
+  return SaveEncryptedModelToString(model, key, SerializeOptions(), encryption);
+}
+
+/// Decrypts and parses encrypted bytes into `model`, replacing its content (C++
+/// LoadEncryptedModelFromString). The bytes are only read during the call. On failure `model`
+/// is unchanged.
+inline void LoadEncryptedModelFromString(ModelProto& model, std::string_view encrypted_data, std::string_view key,
+                                         const ParseOptions& opts = ParseOptions()) {
+  OnnxlModelProto* m = nullptr;
+  detail::check(onnxl_load_encrypted_model_from_string(detail::bytes_of(encrypted_data), encrypted_data.size(),
+                                                       detail::bytes_of(key), key.size(), &opts, &m));
+  model = detail::adopt<ModelProto>(m, onnxl_model_proto_free);
+}
+
+/// Encrypts the file `input` (any bytes, e.g. a weight file) into `output` atomically.
+inline void EncryptFile(const std::string& input, const std::string& output, std::string_view key,
+                        const EncryptionOptions& opts = EncryptionOptions()) {
+  detail::check(onnxl_encrypt_file(input.c_str(), output.c_str(), detail::bytes_of(key), key.size(), &opts));
+}
+
+/// Decrypts the file `input` (any format) into `output`, replaced only when every byte
+/// authenticated.
+inline void DecryptFile(const std::string& input, const std::string& output, std::string_view key) {
+  detail::check(onnxl_decrypt_file(input.c_str(), output.c_str(), detail::bytes_of(key), key.size()));
+}
+
+/// Loads a file holding one serialized TensorProto (e.g. an onnx test-data .pb file).
+inline TensorProto LoadTensorProto(const std::string& path, const ParseOptions& opts = ParseOptions()) {
+  OnnxlTensorProto* t = nullptr;
+  detail::check(onnxl_load_tensor_proto(path.c_str(), &opts, &t));
+  return detail::adopt<TensorProto>(t, onnxl_tensor_proto_free);
+}
+
+/// Saves a standalone TensorProto to `path` atomically.
+inline void SaveTensorProto(const TensorProto& tensor, const std::string& path,
+                            const SerializeOptions& opts = SerializeOptions()) {
+  detail::check(onnxl_save_tensor_proto(tensor.c_ptr(), path.c_str(), &opts));
+}
+
+namespace detail {
+/// C strings of a list of names, for the params functions (NULL with 0 = every initializer).
+struct NameList {
+  std::vector<const char*> ptrs;
+  explicit NameList(const std::vector<std::string>& names) {
+    ptrs.reserve(names.size());
+    for (const std::string& n : names) ptrs.push_back(n.c_str());
+  }
+  const char* const* data() const noexcept { return ptrs.empty() ? nullptr : ptrs.data(); }
+};
+}  // namespace detail
+
+/// The initializers of `model` named in `names` (all, in model order, when empty) as a
+/// parameter dictionary (TVM/CVM params format; docs/dlpack-params.md).
+inline std::string SaveParams(const ModelProto& model, const std::vector<std::string>& names = {}) {
+  detail::NameList list(names);
+  OnnxlBuffer* out = nullptr;
+  detail::check(onnxl_save_params(model.c_ptr(), list.data(), list.ptrs.size(), &out));
+  return detail::take_buffer(out);
+}
+
+/// SaveParams into the file `path`, atomically.
+inline void SaveParamsFile(const ModelProto& model, const std::string& path,
+                           const std::vector<std::string>& names = {}) {
+  detail::NameList list(names);
+  detail::check(onnxl_save_params_file(model.c_ptr(), path.c_str(), list.data(), list.ptrs.size()));
+}
+
+/// Loads a parameter dictionary (copied) into `model`'s initializers: same name = replaced
+/// data, new names appended. A malformed dictionary changes nothing (ONNXL_STATUS_PARSE).
+inline void LoadParamsIntoModel(ModelProto& model, std::string_view params) {
+  detail::check(onnxl_load_params_into_model(model.c_ptr(), detail::bytes_of(params), params.size()));
+}
+
+/// LoadParamsIntoModel from the file `path`.
+inline void LoadParamsFileIntoModel(ModelProto& model, const std::string& path) {
+  detail::check(onnxl_load_params_file_into_model(model.c_ptr(), path.c_str()));
+}
+
+/// Copy modes of the DLPack export (flags of onnxl_tensor_proto_to_dlpack).
+enum class DLPackCopy : uint32_t {
+  kNever = 0,                               ///< zero-copy or an error
+  kIfNeeded = ONNXL_DLPACK_COPY_IF_NEEDED,  ///< copy typed fields and owner-less borrowed bytes
+  kAlways = ONNXL_DLPACK_COPY_ALWAYS,       ///< always a private, writable copy
+};
+
+/// A DLPack managed tensor owned by C++: the deleter runs once, when this object dies, unless
+/// release() handed it over to a consumer. M is DLManagedTensorVersioned or DLManagedTensor.
+template <class M>
+class DLPackTensor {
+ public:
+  explicit DLPackTensor(M* managed = nullptr) noexcept : p_(managed) {}
+  DLPackTensor(DLPackTensor&& o) noexcept : p_(std::exchange(o.p_, nullptr)) {}
+  DLPackTensor& operator=(DLPackTensor&& o) noexcept {
+    std::swap(p_, o.p_);
+    return *this;
+  }
+  DLPackTensor(const DLPackTensor&) = delete;
+  DLPackTensor& operator=(const DLPackTensor&) = delete;
+  ~DLPackTensor() {
+    if (p_ != nullptr && p_->deleter != nullptr) p_->deleter(p_);
+  }
+  M* get() const noexcept { return p_; }
+  M* operator->() const noexcept { return p_; }
+  /// Gives up ownership: the caller (or a consumer) calls the deleter once.
+  M* release() noexcept { return std::exchange(p_, nullptr); }
+
+ private:
+  M* p_;
+};
+
+/// Exports `tensor` as a DLPack 1.1 DLManagedTensorVersioned on the CPU: zero-copy for raw_data
+/// (flagged read-only; the bytes stay valid after the tensor and its model are freed), copies
+/// per `copy` (flagged IS_COPIED). `tensor` keeps its data.
+inline DLPackTensor<DLManagedTensorVersioned> ToDLPackVersioned(TensorProto& tensor, DLPackCopy copy = DLPackCopy::kNever) {
+  DLManagedTensorVersioned* out = nullptr;
+  detail::check(onnxl_tensor_proto_to_dlpack_versioned(tensor.c_ptr(), static_cast<uint32_t>(copy), &out));
+  return DLPackTensor<DLManagedTensorVersioned>(out);
+}
+
+/// ToDLPackVersioned as a legacy DLManagedTensor (no flags: never write a zero-copy export).
+inline DLPackTensor<DLManagedTensor> ToDLPack(TensorProto& tensor, DLPackCopy copy = DLPackCopy::kNever) {
+  DLManagedTensor* out = nullptr;
+  detail::check(onnxl_tensor_proto_to_dlpack(tensor.c_ptr(), static_cast<uint32_t>(copy), &out));
+  return DLPackTensor<DLManagedTensor>(out);
+}
+
+namespace detail {
+inline OnnxlStatus from_dlpack(DLManagedTensorVersioned* m, bool borrow, OnnxlTensorProto** out) {
+  return onnxl_tensor_proto_from_dlpack_versioned(m, borrow, out);
+}
+inline OnnxlStatus from_dlpack(DLManagedTensor* m, bool borrow, OnnxlTensorProto** out) {
+  return onnxl_tensor_proto_from_dlpack(m, borrow, out);
+}
+}  // namespace detail
+
+/// A new tensor (dims, data_type, raw_data) from a DLPack CPU tensor (versioned or legacy),
+/// which the library takes over on success: copied (the deleter runs now) or, with `borrow`,
+/// lent (the deleter runs when the last user of the bytes is gone, on that user's thread). On
+/// failure `managed` keeps it.
+template <class M>
+inline TensorProto FromDLPack(DLPackTensor<M>& managed, bool borrow = false) {
+  OnnxlTensorProto* t = nullptr;
+  detail::check(detail::from_dlpack(managed.get(), borrow, &t));
+  managed.release();
+  return detail::adopt<TensorProto>(t, onnxl_tensor_proto_free);
+}
+
+/// The reference's destructive export (C++ ReleaseDLPack): `tensor`'s raw_data, without a copy,
+/// as a legacy DLManagedTensor the caller owns (call its deleter once); the tensor's raw_data is
+/// then cleared. Typed-field data and owner-less borrowed bytes are refused
+/// (ONNXL_STATUS_UNSUPPORTED); on failure the tensor is unchanged.
+inline DLManagedTensor* ReleaseDLPack(TensorProto& tensor) {
+  DLPackTensor<DLManagedTensor> out = ToDLPack(tensor);
+  tensor.clear_raw_data();
+  return out.release();
+}
+
+/// The most threads a num_threads option may ask for.
+inline uint32_t MaxThreads() noexcept { return onnxl_max_threads(); }
+
+/// Drops the library's idle worker thread pools (later operations start them again).
+inline void ReleaseThreadPools() noexcept { onnxl_release_thread_pools(); }
+
+/// The library version, "MAJOR.MINOR.PATCH".
+inline std::string Version() { return onnxl_version(); }

@@ -635,6 +635,7 @@ fn gen_class(
         } else {
             offset_field(&mut ms, f, layout.offset(m, f));
         }
+        ref_accessor(&mut ms, f);
     }
     for oneof in oneofs(m) {
         let members: Vec<&FieldDef> = m.fields.iter().filter(|f| f.oneof == Some(oneof)).collect();
@@ -896,6 +897,27 @@ fn offset_field(ms: &mut Members<'_>, f: &FieldDef, off: usize) {
             ms.inline(&format!("void clear_{n}() {{ mutable_{n}()->Clear(); }}"));
         }
     }
+}
+
+/// The C++ onnx_light library's `ref_x()`: the field itself, `const` (the getter's value) and
+/// mutable (what `mutable_x()` returns, set if unset). Scalars are read-only (by value): their
+/// storage is not a C++ object of the field's type.
+fn ref_accessor(ms: &mut Members<'_>, f: &FieldDef) {
+    let n = f.name;
+    let ty = match (f.label, f.kind) {
+        (Label::Repeated, Kind::Message(t)) => format!("RepeatedPtrField<{}>", cpp_name(t)),
+        (Label::Repeated, k) if is_string(k) => "RepeatedPtrField<std::string>".to_string(),
+        (Label::Repeated, k) => format!("RepeatedField<{}>", scalar(k).0),
+        (_, Kind::Message(t)) => cpp_name(t),
+        (_, Kind::String | Kind::Bytes | Kind::Payload) => "std::string".to_string(),
+        (_, k) => {
+            let t = scalar(k).0;
+            ms.inline(&format!("{t} ref_{n}() const {{ return {n}(); }}"));
+            return;
+        }
+    };
+    ms.inline(&format!("const {ty}& ref_{n}() const {{ return {n}(); }}"));
+    ms.inline(&format!("{ty}& ref_{n}() {{ return *mutable_{n}(); }}"));
 }
 
 /// A sub-message stored inline (not boxed): reached through its functions.

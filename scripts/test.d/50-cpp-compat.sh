@@ -26,12 +26,8 @@ command -v "$CXX" >/dev/null 2>&1 || die "$CXX is required (a C++17 compiler)"
 WALK_ROUNDS=${CPP_COMPAT_WALK_ROUNDS:-2}
 
 # ---- 1. protobuf C++ and protoc ---------------------------------------------------------------
-if ! command -v protoc >/dev/null 2>&1 || [ ! -f /usr/include/google/protobuf/message.h ]; then
-  command -v apt-get >/dev/null 2>&1 || die "protoc and libprotobuf-dev are required (Debian: apt-get install libprotobuf-dev protobuf-compiler)"
-  echo "installing libprotobuf-dev and protobuf-compiler"
-  apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libprotobuf-dev protobuf-compiler >/dev/null
-fi
+. scripts/lib/protobuf-onnx.sh
+require_protobuf
 echo "protobuf $(protoc --version)"
 
 # ---- 2. protoc on the wheel's schema ----------------------------------------------------------
@@ -40,15 +36,8 @@ DATA="$ONNX_DIR/backend/test/data"
 [ -d "$DATA" ] || die "no onnx backend test data at $DATA"
 BUILD="$ROOT/target/cpp-compat"
 rm -rf "$BUILD"
-mkdir -p "$BUILD/proto/onnx" "$BUILD/gen" "$BUILD/obj-protobuf" "$BUILD/obj-onnxl"
-sed '/^option optimize_for = LITE_RUNTIME;$/d' "$ONNX_DIR/onnx.proto" >"$BUILD/proto/onnx/onnx.proto"
-# onnx-data.proto imports onnx-ml.proto, which declares the same messages as onnx.proto.
-sed -e '/^option optimize_for = LITE_RUNTIME;$/d' \
-  -e 's|^import "onnx/onnx-ml.proto";$|import "onnx/onnx.proto";|' \
-  "$ONNX_DIR/onnx-data.proto" >"$BUILD/proto/onnx/onnx-data.proto"
-if grep -n 'optimize_for\|^import "onnx/onnx-ml' "$BUILD"/proto/onnx/*.proto; then
-  die "the .proto files of the onnx wheel changed: the lines above were not removed"
-fi
+mkdir -p "$BUILD/gen" "$BUILD/obj-protobuf" "$BUILD/obj-onnxl"
+onnx_protos_for_protoc "$ONNX_DIR" "$BUILD/proto"
 (cd "$BUILD/proto" && protoc --cpp_out="$BUILD/gen" --include_imports \
   --descriptor_set_out="$BUILD/schema.pb" onnx/onnx.proto onnx/onnx-data.proto)
 
@@ -77,22 +66,19 @@ FLAGS=("${COMMON[@]}" -O1 -isystem "$BUILD/gen")
 compile_all "$BUILD/gen/onnx/onnx.pb.cc" "$BUILD/gen/onnx/onnx-data.pb.cc" "${SOURCES[@]}"
 "$CXX" -o "$BUILD/test-protobuf" "$OBJ"/*.o -lprotobuf -pthread
 
-if [ -f include/onnx_light/onnx_pb.h ]; then
-  cargo build --release --lib
-  LIB="$ROOT/target/release/libonnx_light.so"
-  [ -f "$LIB" ] || die "missing $LIB"
-  # The library's SONAME is what the programs ask the loader for.
-  ln -sf "$LIB" "$BUILD/$(readelf -d "$LIB" | sed -n 's/.*(SONAME).*\[\(.*\)\]/\1/p')"
-  echo "(b) onnx_light build (ASan + UBSan)"
-  OBJ="$BUILD/obj-onnxl"
-  SAN=(-fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer)
-  FLAGS=("${COMMON[@]}" -O1 -g -DONNXL_SIDE=1 -Iinclude "${SAN[@]}")
-  compile_all "${SOURCES[@]}"
-  "$CXX" "${SAN[@]}" -o "$BUILD/test-onnxl" "$OBJ"/*.o -L"$ROOT/target/release" -lonnx_light -pthread \
-    -Wl,-rpath,"$BUILD"
-else
-  echo "50-cpp-compat: include/onnx_light/onnx_pb.h does not exist yet: only the protobuf side is built" >&2
-fi
+[ -f include/onnx_light/onnx_pb.h ] || die "include/onnx_light/onnx_pb.h is missing"
+cargo build --release --lib
+LIB="$ROOT/target/release/libonnx_light.so"
+[ -f "$LIB" ] || die "missing $LIB"
+# The library's SONAME is what the programs ask the loader for.
+ln -sf "$LIB" "$BUILD/$(readelf -d "$LIB" | sed -n 's/.*(SONAME).*\[\(.*\)\]/\1/p')"
+echo "(b) onnx_light build (ASan + UBSan)"
+OBJ="$BUILD/obj-onnxl"
+SAN=(-fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer)
+FLAGS=("${COMMON[@]}" -O1 -g -DONNXL_SIDE=1 -Iinclude "${SAN[@]}")
+compile_all "${SOURCES[@]}"
+"$CXX" "${SAN[@]}" -o "$BUILD/test-onnxl" "$OBJ"/*.o -L"$ROOT/target/release" -lonnx_light -pthread \
+  -Wl,-rpath,"$BUILD"
 
 # ---- 5. run and compare -----------------------------------------------------------------------
 echo "running the protobuf build"
@@ -102,28 +88,24 @@ echo "running the protobuf build"
 cmp "$BUILD/out-protobuf.txt" "$BUILD/out-protobuf-2.txt" || die "the protobuf build's output is not deterministic"
 lines=$(wc -l <"$BUILD/out-protobuf.txt")
 [ "$lines" -ge 3000 ] || die "only $lines lines of output from the protobuf build"
-if [ -x "$BUILD/test-onnxl" ]; then
-  echo "running the onnx_light build"
-  status=0
-  ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:halt_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-    "$BUILD/test-onnxl" "$BUILD/models.txt" "$DATA" >"$BUILD/out-onnxl.txt" || status=$?
-  if ! diff -u "$BUILD/out-protobuf.txt" "$BUILD/out-onnxl.txt" >"$BUILD/out.diff"; then
-    head -60 "$BUILD/out.diff" >&2
-    die "outputs differ ($(grep -c '^[-+][^-+]' "$BUILD/out.diff") lines; full diff: $BUILD/out.diff)"
-  fi
-  [ "$status" -eq 0 ] || die "the onnx_light build exited with status $status"
-  echo "ok: identical output ($lines lines), ASan/UBSan clean"
+echo "running the onnx_light build"
+status=0
+ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:halt_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+  "$BUILD/test-onnxl" "$BUILD/models.txt" "$DATA" >"$BUILD/out-onnxl.txt" || status=$?
+if ! diff -u "$BUILD/out-protobuf.txt" "$BUILD/out-onnxl.txt" >"$BUILD/out.diff"; then
+  head -60 "$BUILD/out.diff" >&2
+  die "outputs differ ($(grep -c '^[-+][^-+]' "$BUILD/out.diff") lines; full diff: $BUILD/out.diff)"
 fi
+[ "$status" -eq 0 ] || die "the onnx_light build exited with status $status (sanitizer report above)"
+echo "ok: identical output ($lines lines), ASan/UBSan/LSan clean"
 
 # ---- 6. walk benchmark at a small scale -------------------------------------------------------
 BENCH_FLAGS=("${COMMON[@]}" -O2 -DNDEBUG)
 "$CXX" "${BENCH_FLAGS[@]}" -isystem "$BUILD/gen" -o "$BUILD/walk_bench-protobuf" c_tests/cpp_compat/walk_bench.cpp \
   "$BUILD/gen/schema_ops.cpp" "$BUILD/obj-protobuf/onnx.pb.o" "$BUILD/obj-protobuf/onnx-data.pb.o" -lprotobuf -pthread
 "$BUILD/walk_bench-protobuf" "$BUILD/models.txt" "$DATA" "$WALK_ROUNDS" >"$BUILD/bench-protobuf.txt"
-if [ -x "$BUILD/test-onnxl" ]; then
-  "$CXX" "${BENCH_FLAGS[@]}" -DONNXL_SIDE=1 -Iinclude -o "$BUILD/walk_bench-onnxl" c_tests/cpp_compat/walk_bench.cpp \
-    "$BUILD/gen/schema_ops.cpp" -L"$ROOT/target/release" -lonnx_light -pthread -Wl,-rpath,"$BUILD"
-  "$BUILD/walk_bench-onnxl" "$BUILD/models.txt" "$DATA" "$WALK_ROUNDS" >"$BUILD/bench-onnxl.txt"
-  cmp "$BUILD/bench-protobuf.txt" "$BUILD/bench-onnxl.txt" || die "walk_bench digests differ"
-fi
+"$CXX" "${BENCH_FLAGS[@]}" -DONNXL_SIDE=1 -Iinclude -o "$BUILD/walk_bench-onnxl" c_tests/cpp_compat/walk_bench.cpp \
+  "$BUILD/gen/schema_ops.cpp" -L"$ROOT/target/release" -lonnx_light -pthread -Wl,-rpath,"$BUILD"
+"$BUILD/walk_bench-onnxl" "$BUILD/models.txt" "$DATA" "$WALK_ROUNDS" >"$BUILD/bench-onnxl.txt"
+cmp "$BUILD/bench-protobuf.txt" "$BUILD/bench-onnxl.txt" || die "walk_bench digests differ"
 cat "$BUILD/bench-protobuf.txt"
