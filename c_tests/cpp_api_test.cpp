@@ -522,6 +522,16 @@ static void test_streams() {
     onnx::ModelProto back;
     onnx::ParseProtoFromStream(back, in);
     CHECK(back.SerializeAsString() == file_bytes);
+    // A stream that fails before its end is an error, not an empty model.
+    std::ifstream missing(tmp + "/missing.onnx", std::ios::binary);
+    onnx::Stream bad = onnx::Stream::FromIstream(missing);
+    CHECK(status_of([&] { onnx::ParseProtoFromStream(back, bad); }) == ONNXL_STATUS_IO);
+    CHECK(back.SerializeAsString() == file_bytes);
+    // An empty stream at its end is an empty model (as protobuf parses empty input).
+    std::istringstream empty("");
+    onnx::Stream at_end = onnx::Stream::FromIstream(empty);
+    onnx::ParseProtoFromStream(back, at_end);
+    CHECK(back.ByteSizeLong() == 0);
   }
   // The reference's stream classes are Streams.
   {

@@ -597,7 +597,7 @@ constexpr uint8_t kOptionalStringNone = 4;
 constexpr std::size_t kStringSize = 32;
 constexpr std::size_t kRepeatedOrderAt = 0;
 constexpr std::size_t kRepeatedLenAt = 8;
-constexpr uint64_t kLayoutFingerprint = 0x9a62328c1f424e8eull;
+constexpr uint64_t kLayoutFingerprint = 0x515ef3d8641a8a98ull;
 }  // namespace detail
 
 /// An error of the library: the C status and the message of onnxl_last_error_message().
@@ -3811,10 +3811,10 @@ class TensorProto final {
   RepeatedField<int64_t>& ref_dims() { return *mutable_dims(); }
 
   // optional int32 data_type = 2;
-  bool has_data_type() const { return detail::OptionalScalar<int32_t>::has(detail::at(this, 40)); }
-  int32_t data_type() const { return static_cast<int32_t>(detail::OptionalScalar<int32_t>::get(detail::at(this, 40), int32_t())); }
-  void set_data_type(int32_t v) { detail::OptionalScalar<int32_t>::set(detail::at(this, 40), static_cast<int32_t>(v)); }
-  void clear_data_type() { detail::OptionalScalar<int32_t>::clear(detail::at(this, 40)); }
+  bool has_data_type() const { return detail::OptionalScalar<int32_t>::has(detail::at(this, 0)); }
+  int32_t data_type() const { return static_cast<int32_t>(detail::OptionalScalar<int32_t>::get(detail::at(this, 0), int32_t())); }
+  void set_data_type(int32_t v) { detail::OptionalScalar<int32_t>::set(detail::at(this, 0), static_cast<int32_t>(v)); }
+  void clear_data_type() { detail::OptionalScalar<int32_t>::clear(detail::at(this, 0)); }
   int32_t ref_data_type() const { return data_type(); }
 
   // optional TensorProto.Segment segment = 3;
@@ -3884,47 +3884,47 @@ class TensorProto final {
   RepeatedField<int64_t>& ref_int64_data() { return *mutable_int64_data(); }
 
   // optional string name = 8;
-  bool has_name() const { return detail::optional_string_has(detail::at(this, 56)); }
-  const std::string& name() const { return detail::optional_string(detail::at(this, 56)); }
-  std::string* mutable_name() { return static_cast<std::string*>(onnxl_cxx_ostr_mutable(detail::at(this, 56))); }
-  void set_name(const std::string& v) { onnxl_cxx_ostr_set(detail::at(this, 56), reinterpret_cast<const uint8_t*>(v.data()), v.size()); }
-  void set_name(std::string&& v) { onnxl_cxx_ostr_set(detail::at(this, 56), reinterpret_cast<const uint8_t*>(v.data()), v.size()); }
-  void set_name(const char* v) { onnxl_cxx_ostr_set(detail::at(this, 56), reinterpret_cast<const uint8_t*>(v), std::strlen(v)); }
-  void set_name(const char* v, std::size_t n) { onnxl_cxx_ostr_set(detail::at(this, 56), reinterpret_cast<const uint8_t*>(v), n); }
-  void set_name(const void* v, std::size_t n) { onnxl_cxx_ostr_set(detail::at(this, 56), reinterpret_cast<const uint8_t*>(static_cast<const char*>(v)), n); }
-  void clear_name() { onnxl_cxx_ostr_clear(detail::at(this, 56)); }
-  std::string* release_name() { return static_cast<std::string*>(onnxl_cxx_ostr_release(detail::at(this, 56))); }
-  void set_allocated_name(std::string* v) { onnxl_cxx_ostr_set_allocated(detail::at(this, 56), v); }
+  bool has_name() const { return detail::optional_string_has(detail::at(this, 16)); }
+  const std::string& name() const { return detail::optional_string(detail::at(this, 16)); }
+  std::string* mutable_name() { return static_cast<std::string*>(onnxl_cxx_ostr_mutable(detail::at(this, 16))); }
+  void set_name(const std::string& v) { onnxl_cxx_ostr_set(detail::at(this, 16), reinterpret_cast<const uint8_t*>(v.data()), v.size()); }
+  void set_name(std::string&& v) { onnxl_cxx_ostr_set(detail::at(this, 16), reinterpret_cast<const uint8_t*>(v.data()), v.size()); }
+  void set_name(const char* v) { onnxl_cxx_ostr_set(detail::at(this, 16), reinterpret_cast<const uint8_t*>(v), std::strlen(v)); }
+  void set_name(const char* v, std::size_t n) { onnxl_cxx_ostr_set(detail::at(this, 16), reinterpret_cast<const uint8_t*>(v), n); }
+  void set_name(const void* v, std::size_t n) { onnxl_cxx_ostr_set(detail::at(this, 16), reinterpret_cast<const uint8_t*>(static_cast<const char*>(v)), n); }
+  void clear_name() { onnxl_cxx_ostr_clear(detail::at(this, 16)); }
+  std::string* release_name() { return static_cast<std::string*>(onnxl_cxx_ostr_release(detail::at(this, 16))); }
+  void set_allocated_name(std::string* v) { onnxl_cxx_ostr_set_allocated(detail::at(this, 16), v); }
   const std::string& ref_name() const { return name(); }
   std::string& ref_name() { return *mutable_name(); }
 
   // optional string doc_string = 12;
-  bool has_doc_string() const { return detail::optional_string_has(detail::at(this, 88)); }
-  const std::string& doc_string() const { return detail::optional_string(detail::at(this, 88)); }
-  std::string* mutable_doc_string() { return static_cast<std::string*>(onnxl_cxx_ostr_mutable(detail::at(this, 88))); }
-  void set_doc_string(const std::string& v) { onnxl_cxx_ostr_set(detail::at(this, 88), reinterpret_cast<const uint8_t*>(v.data()), v.size()); }
-  void set_doc_string(std::string&& v) { onnxl_cxx_ostr_set(detail::at(this, 88), reinterpret_cast<const uint8_t*>(v.data()), v.size()); }
-  void set_doc_string(const char* v) { onnxl_cxx_ostr_set(detail::at(this, 88), reinterpret_cast<const uint8_t*>(v), std::strlen(v)); }
-  void set_doc_string(const char* v, std::size_t n) { onnxl_cxx_ostr_set(detail::at(this, 88), reinterpret_cast<const uint8_t*>(v), n); }
-  void set_doc_string(const void* v, std::size_t n) { onnxl_cxx_ostr_set(detail::at(this, 88), reinterpret_cast<const uint8_t*>(static_cast<const char*>(v)), n); }
-  void clear_doc_string() { onnxl_cxx_ostr_clear(detail::at(this, 88)); }
-  std::string* release_doc_string() { return static_cast<std::string*>(onnxl_cxx_ostr_release(detail::at(this, 88))); }
-  void set_allocated_doc_string(std::string* v) { onnxl_cxx_ostr_set_allocated(detail::at(this, 88), v); }
+  bool has_doc_string() const { return detail::optional_string_has(detail::at(this, 48)); }
+  const std::string& doc_string() const { return detail::optional_string(detail::at(this, 48)); }
+  std::string* mutable_doc_string() { return static_cast<std::string*>(onnxl_cxx_ostr_mutable(detail::at(this, 48))); }
+  void set_doc_string(const std::string& v) { onnxl_cxx_ostr_set(detail::at(this, 48), reinterpret_cast<const uint8_t*>(v.data()), v.size()); }
+  void set_doc_string(std::string&& v) { onnxl_cxx_ostr_set(detail::at(this, 48), reinterpret_cast<const uint8_t*>(v.data()), v.size()); }
+  void set_doc_string(const char* v) { onnxl_cxx_ostr_set(detail::at(this, 48), reinterpret_cast<const uint8_t*>(v), std::strlen(v)); }
+  void set_doc_string(const char* v, std::size_t n) { onnxl_cxx_ostr_set(detail::at(this, 48), reinterpret_cast<const uint8_t*>(v), n); }
+  void set_doc_string(const void* v, std::size_t n) { onnxl_cxx_ostr_set(detail::at(this, 48), reinterpret_cast<const uint8_t*>(static_cast<const char*>(v)), n); }
+  void clear_doc_string() { onnxl_cxx_ostr_clear(detail::at(this, 48)); }
+  std::string* release_doc_string() { return static_cast<std::string*>(onnxl_cxx_ostr_release(detail::at(this, 48))); }
+  void set_allocated_doc_string(std::string* v) { onnxl_cxx_ostr_set_allocated(detail::at(this, 48), v); }
   const std::string& ref_doc_string() const { return doc_string(); }
   std::string& ref_doc_string() { return *mutable_doc_string(); }
 
   // optional bytes raw_data = 9;
-  bool has_raw_data() const { return onnxl_cxx_payload_has(detail::at(this, 0)); }
-  const std::string& raw_data() const { void* s = onnxl_cxx_payload_get(detail::at(this, 0)); return s ? *static_cast<std::string*>(s) : detail::empty_string(); }
-  std::string* mutable_raw_data() { return static_cast<std::string*>(onnxl_cxx_payload_mutable(detail::at(this, 0))); }
-  void set_raw_data(const std::string& v) { onnxl_cxx_payload_set(detail::at(this, 0), reinterpret_cast<const uint8_t*>(v.data()), v.size()); }
-  void set_raw_data(std::string&& v) { onnxl_cxx_payload_set(detail::at(this, 0), reinterpret_cast<const uint8_t*>(v.data()), v.size()); }
-  void set_raw_data(const char* v) { onnxl_cxx_payload_set(detail::at(this, 0), reinterpret_cast<const uint8_t*>(v), std::strlen(v)); }
-  void set_raw_data(const char* v, std::size_t n) { onnxl_cxx_payload_set(detail::at(this, 0), reinterpret_cast<const uint8_t*>(v), n); }
-  void set_raw_data(const void* v, std::size_t n) { onnxl_cxx_payload_set(detail::at(this, 0), reinterpret_cast<const uint8_t*>(static_cast<const char*>(v)), n); }
-  void clear_raw_data() { onnxl_cxx_payload_clear(detail::at(this, 0)); }
-  std::string* release_raw_data() { return static_cast<std::string*>(onnxl_cxx_payload_release(detail::at(this, 0))); }
-  void set_allocated_raw_data(std::string* v) { onnxl_cxx_payload_set_allocated(detail::at(this, 0), v); }
+  bool has_raw_data() const { return onnxl_cxx_payload_has(detail::at(this, 80)); }
+  const std::string& raw_data() const { void* s = onnxl_cxx_payload_get(detail::at(this, 80)); return s ? *static_cast<std::string*>(s) : detail::empty_string(); }
+  std::string* mutable_raw_data() { return static_cast<std::string*>(onnxl_cxx_payload_mutable(detail::at(this, 80))); }
+  void set_raw_data(const std::string& v) { onnxl_cxx_payload_set(detail::at(this, 80), reinterpret_cast<const uint8_t*>(v.data()), v.size()); }
+  void set_raw_data(std::string&& v) { onnxl_cxx_payload_set(detail::at(this, 80), reinterpret_cast<const uint8_t*>(v.data()), v.size()); }
+  void set_raw_data(const char* v) { onnxl_cxx_payload_set(detail::at(this, 80), reinterpret_cast<const uint8_t*>(v), std::strlen(v)); }
+  void set_raw_data(const char* v, std::size_t n) { onnxl_cxx_payload_set(detail::at(this, 80), reinterpret_cast<const uint8_t*>(v), n); }
+  void set_raw_data(const void* v, std::size_t n) { onnxl_cxx_payload_set(detail::at(this, 80), reinterpret_cast<const uint8_t*>(static_cast<const char*>(v)), n); }
+  void clear_raw_data() { onnxl_cxx_payload_clear(detail::at(this, 80)); }
+  std::string* release_raw_data() { return static_cast<std::string*>(onnxl_cxx_payload_release(detail::at(this, 80))); }
+  void set_allocated_raw_data(std::string* v) { onnxl_cxx_payload_set_allocated(detail::at(this, 80), v); }
   /// The bytes without copying them into a std::string (a borrowed view of a no_copy load stays one).
   std::string_view raw_data_view() const { const uint8_t* d = nullptr; std::size_t len = 0; detail::check(onnxl_tensor_proto_raw_data(c_ptr(), &d, &len)); return std::string_view(reinterpret_cast<const char*>(d), len); }
   /// True when the bytes are borrowed from a file map or caller memory (not copied).
@@ -3947,10 +3947,10 @@ class TensorProto final {
   RepeatedPtrField<StringStringEntryProto>& ref_external_data() { return *mutable_external_data(); }
 
   // optional TensorProto.DataLocation data_location = 14;
-  bool has_data_location() const { return detail::OptionalScalar<int32_t>::has(detail::at(this, 48)); }
-  TensorProto_DataLocation data_location() const { return static_cast<TensorProto_DataLocation>(detail::OptionalScalar<int32_t>::get(detail::at(this, 48), int32_t())); }
-  void set_data_location(TensorProto_DataLocation v) { detail::OptionalScalar<int32_t>::set(detail::at(this, 48), static_cast<int32_t>(v)); }
-  void clear_data_location() { detail::OptionalScalar<int32_t>::clear(detail::at(this, 48)); }
+  bool has_data_location() const { return detail::OptionalScalar<int32_t>::has(detail::at(this, 8)); }
+  TensorProto_DataLocation data_location() const { return static_cast<TensorProto_DataLocation>(detail::OptionalScalar<int32_t>::get(detail::at(this, 8), int32_t())); }
+  void set_data_location(TensorProto_DataLocation v) { detail::OptionalScalar<int32_t>::set(detail::at(this, 8), static_cast<int32_t>(v)); }
+  void clear_data_location() { detail::OptionalScalar<int32_t>::clear(detail::at(this, 8)); }
   TensorProto_DataLocation ref_data_location() const { return data_location(); }
 
   // repeated double double_data = 10 [packed = true];
@@ -5922,13 +5922,15 @@ struct StreamCallbacks {
   static void release(void* self) noexcept { delete static_cast<StreamCallbacks*>(self); }
 };
 
-/// Reads a std::istream for a callback stream.
+/// Reads a std::istream for a callback stream: the end of the data is the stream's end of
+/// file; a stream that fails before it (e.g. a file that did not open) is an error, as
+/// protobuf's ParseFromIstream has it.
 struct IstreamReader {
   std::istream* in;
   std::ptrdiff_t operator()(uint8_t* buffer, std::size_t capacity) const {
     in->read(reinterpret_cast<char*>(buffer), static_cast<std::streamsize>(capacity));
     std::streamsize n = in->gcount();
-    if (n == 0 && in->bad()) return -1;
+    if (n == 0) return in->eof() && !in->bad() ? 0 : -1;
     return static_cast<std::ptrdiff_t>(n);
   }
 };

@@ -25,6 +25,8 @@ enum Repr {
         ptr: *mut u8,
         len: usize,
         arena: Owner,
+        /// Copied by a no-copy load because the source address was not aligned.
+        realigned: bool,
     },
     /// Bytes that belong to someone else; `owner`, when present, keeps them alive.
     Borrowed {
@@ -131,8 +133,41 @@ impl ByteSpan {
     /// through any other span or reference.
     pub(crate) unsafe fn from_arena_range(ptr: *mut u8, len: usize, arena: Owner) -> Self {
         Self {
-            repr: Repr::OwnedRange { ptr, len, arena },
+            repr: Repr::OwnedRange {
+                ptr,
+                len,
+                arena,
+                realigned: false,
+            },
         }
+    }
+
+    /// As [`ByteSpan::from_arena_range`], for bytes that a no-copy load copied only because
+    /// their source address was not aligned ([`ByteSpan::is_realigned`]).
+    ///
+    /// # Safety
+    /// As [`ByteSpan::from_arena_range`].
+    pub(crate) unsafe fn from_realigned_range(ptr: *mut u8, len: usize, arena: Owner) -> Self {
+        Self {
+            repr: Repr::OwnedRange {
+                ptr,
+                len,
+                arena,
+                realigned: true,
+            },
+        }
+    }
+
+    /// True when a no-copy load copied these bytes (instead of borrowing them) because their
+    /// address in the input was not aligned to `ParseOptions::alignment`.
+    pub fn is_realigned(&self) -> bool {
+        matches!(
+            self.repr,
+            Repr::OwnedRange {
+                realigned: true,
+                ..
+            }
+        )
     }
 
     /// The bytes.
@@ -230,7 +265,9 @@ impl ByteSpan {
                 };
                 Some(owner)
             }
-            Repr::OwnedRange { ptr, len, arena } => {
+            Repr::OwnedRange {
+                ptr, len, arena, ..
+            } => {
                 let owner = arena.clone();
                 self.repr = Repr::Borrowed {
                     ptr: *ptr,

@@ -54,13 +54,15 @@ struct StreamCallbacks {
   static void release(void* self) noexcept { delete static_cast<StreamCallbacks*>(self); }
 };
 
-/// Reads a std::istream for a callback stream.
+/// Reads a std::istream for a callback stream: the end of the data is the stream's end of
+/// file; a stream that fails before it (e.g. a file that did not open) is an error, as
+/// protobuf's ParseFromIstream has it.
 struct IstreamReader {
   std::istream* in;
   std::ptrdiff_t operator()(uint8_t* buffer, std::size_t capacity) const {
     in->read(reinterpret_cast<char*>(buffer), static_cast<std::streamsize>(capacity));
     std::streamsize n = in->gcount();
-    if (n == 0 && in->bad()) return -1;
+    if (n == 0) return in->eof() && !in->bad() ? 0 : -1;
     return static_cast<std::ptrdiff_t>(n);
   }
 };
