@@ -578,6 +578,7 @@ mod tests {
         debug_string(message, encoded, style).unwrap()
     }
 
+    #[cfg(all(target_os = "linux", target_env = "gnu"))] // compared with glibc itself
     /// glibc's `%.*g`, protobuf's `FloatToBuffer` and `DoubleToBuffer` through libc.
     fn c_format_g(v: f64, precision: usize) -> String {
         let mut buf = [0u8; 64];
@@ -594,6 +595,7 @@ mod tests {
         String::from_utf8(buf[..n as usize].to_vec()).unwrap()
     }
 
+    #[cfg(all(target_os = "linux", target_env = "gnu"))] // compared with glibc itself
     fn c_simple_ftoa(v: f32) -> String {
         let short = c_format_g(v as f64, 6);
         let c = std::ffi::CString::new(short.clone()).unwrap();
@@ -610,6 +612,7 @@ mod tests {
         }
     }
 
+    #[cfg(all(target_os = "linux", target_env = "gnu"))] // compared with glibc itself
     fn c_simple_dtoa(v: f64) -> String {
         let short = c_format_g(v, 15);
         let c = std::ffi::CString::new(short.clone()).unwrap();
@@ -633,6 +636,7 @@ mod tests {
         })
     }
 
+    #[cfg(all(target_os = "linux", target_env = "gnu"))] // compared with glibc itself
     #[test]
     fn floats_print_as_glibc_and_protobuf_do() {
         let mut floats = vec![
