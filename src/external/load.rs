@@ -808,6 +808,7 @@ fn fill_copy(plan: &Plan, which: &[usize], threads: usize, align: u64) -> Result
     let secret = refs.iter().any(|r| plan.files[r.file].info.encrypted);
     let mut map =
         MmapMut::map_anon(total).map_err(|_| Error::alloc_failed(total, "the external data"))?;
+    #[cfg(any(target_os = "linux", target_os = "android"))]
     if total >= PIECE {
         let _ = map.advise(memmap2::Advice::HugePage);
     }

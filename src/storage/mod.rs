@@ -179,6 +179,7 @@ impl MappedFile {
     /// longer count in its resident memory; the bytes stay readable (they are faulted in again
     /// from the page cache on the next access).
     pub fn release_range(&self, offset: usize, len: usize) {
+        #[cfg(unix)]
         if let Some(map) = &self.map {
             // SAFETY: the mapping is a private, read-only file mapping that this process never
             // writes, so MADV_DONTNEED discards nothing: later reads see the file's bytes again.
@@ -186,6 +187,9 @@ impl MappedFile {
                 map.unchecked_advise_range(memmap2::UncheckedAdvice::DontNeed, offset, len)
             };
         }
+        // Elsewhere the pages simply stay mapped until the map is dropped.
+        #[cfg(not(unix))]
+        let _ = (offset, len);
     }
 }
 
@@ -375,6 +379,7 @@ impl Arena {
         let mut map = memmap2::MmapMut::map_anon(len)?;
         if len >= ARENA_PARALLEL_MIN_BYTES {
             // Fewer, larger page faults; refused silently where THP is off.
+            #[cfg(any(target_os = "linux", target_os = "android"))]
             let _ = map.advise(memmap2::Advice::HugePage);
         }
         let base = map.as_mut_ptr();

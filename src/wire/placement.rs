@@ -43,6 +43,7 @@ impl AlignedRegion {
         debug_assert!(len > 0 && align.is_power_of_two());
         if len >= MAP_MIN_BYTES && align <= 4096 {
             let mut map = memmap2::MmapMut::map_anon(len).ok()?;
+            #[cfg(any(target_os = "linux", target_os = "android"))]
             let _ = map.advise(memmap2::Advice::HugePage);
             let ptr = map.as_mut_ptr();
             return Some(Self {
