@@ -56,7 +56,7 @@ static void test_options_defaults(void) {
   OnnxlSerializeOptions s = onnxl_serialize_options_default();
   CHECK(p.struct_size == sizeof p);
   CHECK(p.raw_data_threshold == 1024);
-  CHECK(p.alignment == 0);
+  CHECK(p.alignment == 64);
   CHECK(p.max_tensor_size_bytes == 0);
   CHECK(p.num_threads == 1);
   CHECK(p.max_recursion_depth == 100);
