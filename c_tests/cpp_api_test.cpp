@@ -609,7 +609,7 @@ static void test_options_and_misc() {
   onnx::ModelProto skeleton = onnx::LoadModel(model_path, po);
   CHECK(skeleton.graph().initializer(0).raw_data().empty());   // w1, 128 bytes: dropped
   CHECK(skeleton.graph().initializer(3).raw_data().size() == 12);  // b2, kept
-  CHECK(onnx::Version() == onnxl_version());
+  CHECK(onnx::LibraryVersion() == onnxl_version());
   CHECK(onnx::MaxThreads() >= 16);
   onnx::ReleaseThreadPools();
 }

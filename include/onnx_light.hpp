@@ -6523,7 +6523,7 @@ inline uint32_t MaxThreads() noexcept { return onnxl_max_threads(); }
 inline void ReleaseThreadPools() noexcept { onnxl_release_thread_pools(); }
 
 /// The library version, "MAJOR.MINOR.PATCH".
-inline std::string Version() { return onnxl_version(); }
+inline std::string LibraryVersion() { return onnxl_version(); }
 }  // namespace onnx_light
 
 #endif  // ONNX_LIGHT_HPP
