@@ -24,9 +24,9 @@
  *   is used from one thread at a time; the last error is thread-local.
  *
  * External data, consolidation, encryption, DLPack and parameter dictionaries follow the same
- * conventions (docs/external-data.md, docs/encryption.md, docs/dlpack-params.md). Not yet
- * exposed: the C++ TwoFilesStream-style model + weights stream pair (loads of a model file
- * resolve its external data through onnxl_load_model instead).
+ * conventions (docs/external-data.md, docs/encryption.md, docs/dlpack-params.md), and so does
+ * the model + weights stream pair (onnxl_stream_open_model_with_weights).
+ * Tensor bytes handed out by loads are aligned to OnnxlParseOptions.alignment (default 64).
  */
 
 #ifndef ONNX_LIGHT_H
@@ -938,16 +938,20 @@ typedef struct OnnxlParseOptions {
    */
   uint64_t raw_data_threshold;
   /**
-   * Alignment of tensor buffers allocated while parsing: 0/1 = none, else a power of two.
+   * Every tensor payload pointer a load hands out (`onnxl_tensor_proto_raw_data`, DLPack)
+   * is a multiple of this. Default 64 (a cache line and the widest SIMD load). Copies are
+   * placed there; no-copy loads borrow aligned payloads and copy the others (count them
+   * with `onnxl_model_realigned_tensors`). A power of two up to 65536; 0/1 = no requirement.
    */
   uint64_t alignment;
   /**
    * Parse initializers in parallel only when the graph holds at least this many bytes of
-   * them (0 = whenever there are two or more). Default 0.
+   * them (0 = whenever there are two or more). Default 4194304 (4 MiB: below that, threads
+   * cost more than they save).
    */
   uint64_t min_parallel_block_size;
   /**
-   * Largest tensor payload accepted, checked before allocating (0 = no limit).
+   * Largest tensor payload accepted, checked before allocating (0 = no limit). Default 0.
    */
   uint64_t max_tensor_size_bytes;
   /**
@@ -1008,11 +1012,13 @@ typedef struct OnnxlSerializeOptions {
    */
   uint64_t raw_data_threshold;
   /**
-   * Alignment of large tensors in external files: 0/1 = none, else a power of two.
+   * Offset alignment of every tensor the model + weights stream writes to the weights file:
+   * 0 = the default, 4096 (the page size the ONNX external-data format recommends); 1 =
+   * packed; otherwise a power of two. Default 0.
    */
   uint64_t alignment;
   /**
-   * Refuse to write more than this many bytes (0 = no limit).
+   * Refuse to write more than this many bytes (0 = no limit). Default 0.
    */
   uint64_t max_serialized_size_bytes;
   /**
@@ -1073,6 +1079,62 @@ typedef struct OnnxlStr {
 typedef void (*OnnxlReleaseCallback)(void *user_data);
 
 /**
+ * Options of operations that place tensor bytes in one buffer (C++ `TensorBufferOptions`).
+ * Get the defaults with `onnxl_tensor_buffer_options_default()`; a NULL pointer means
+ * defaults.
+ */
+typedef struct OnnxlTensorBufferOptions {
+  /**
+   * `sizeof(OnnxlTensorBufferOptions)` as compiled by the caller (set by the default
+   * function).
+   */
+  size_t struct_size;
+  /**
+   * Tensors with fewer payload bytes than this are left alone. Default 0.
+   */
+  uint64_t raw_data_threshold;
+  /**
+   * The buffer's start and every tensor offset in it are multiples of this: 0/1 = packed,
+   * otherwise a power of two. Default 0.
+   */
+  uint64_t alignment;
+} OnnxlTensorBufferOptions;
+
+/**
+ * Options of `onnxl_convert_model_to_external_data`: the arguments of onnx's
+ * `convert_model_to_external_data`, with the same defaults. Get them with
+ * `onnxl_convert_external_data_options_default()`; a NULL pointer means defaults.
+ */
+typedef struct OnnxlConvertExternalDataOptions {
+  /**
+   * `sizeof(OnnxlConvertExternalDataOptions)` as compiled by the caller (set by the default
+   * function).
+   */
+  size_t struct_size;
+  /**
+   * The weight file, relative to the model's directory (NUL-terminated; NULL = default
+   * `model.onnx.data`; an absolute path is reduced to its file name). Borrowed for the call.
+   */
+  const char *location;
+  /**
+   * Tensors with at least this many `raw_data` bytes are converted. Default 1024.
+   */
+  uint64_t size_threshold;
+  /**
+   * One weight file for every tensor (1, default) or one file per tensor (0).
+   */
+  uint8_t all_tensors_to_one_file;
+  /**
+   * Also convert tensors of node attributes (default 0).
+   */
+  uint8_t convert_attribute;
+  /**
+   * Must be zero (room for later options).
+   */
+  uint8_t reserved[6];
+} OnnxlConvertExternalDataOptions;
+
+/**
  * Options of encrypting. Get the defaults with `onnxl_encryption_options_default()`, then change
  * fields. A NULL options pointer means defaults.
  */
@@ -1131,12 +1193,13 @@ typedef struct OnnxlExternalDataOptions {
   uint64_t size_threshold;
   /**
    * Offset alignment of tensors of at least `align_threshold` bytes (power of two; 0/1 =
-   * packed). Default 4096; 65536 suits Windows mappings.
+   * packed). Default 4096 (the page size the ONNX external-data format recommends); 65536
+   * suits Windows mappings.
    */
   uint64_t alignment;
   /**
    * Tensors of at least this many bytes are aligned to `alignment` (smaller ones to at most
-   * 16 bytes). Default 1 MiB.
+   * 16 bytes). Default 0 (every tensor; ONNX Runtime uses 1 MiB).
    */
   uint64_t align_threshold;
   /**
@@ -12794,6 +12857,92 @@ size_t onnxl_buffer_size(const struct OnnxlBuffer *buffer);
 void onnxl_buffer_free(struct OnnxlBuffer *buffer);
 
 /**
+ * The default tensor buffer options (the C++ library's), with `struct_size` set.
+ */
+struct OnnxlTensorBufferOptions onnxl_tensor_buffer_options_default(void);
+
+/**
+ * Moves every tensor payload of at least `threshold` bytes into ONE new buffer whose start and
+ * every tensor offset are multiples of `alignment` (0/1 = packed; otherwise a power of two), and
+ * makes those tensors borrow from it (C++ `ConsolidateTensorsToBuffer`); the same as
+ * `onnxl_consolidate_tensors_to_buffer_with_options` with these two options.
+ *
+ * # Safety
+ * `model` NULL or a live handle used by no one else; `owner_out` NULL or writable.
+ */
+OnnxlStatus onnxl_consolidate_tensors_to_buffer(struct OnnxlModelProto *model,
+                                                uint64_t threshold,
+                                                uint64_t alignment,
+                                                const struct OnnxlOwner **owner_out);
+
+/**
+ * Moves every tensor payload of at least `opts->raw_data_threshold` bytes into ONE new buffer
+ * whose start and every tensor offset are multiples of `opts->alignment`, and makes those
+ * tensors borrow from it (C++ `ConsolidateTensorsToBuffer(model, TensorBufferOptions)`).
+ * Reaches every tensor of the model. `opts` may be NULL (defaults: every tensor, packed).
+ *
+ * Ownership: each consolidated tensor holds the buffer's owner token, so the buffer lives as
+ * long as any of them. When `owner_out` is not NULL, a retained `OnnxlOwner` for the whole
+ * buffer is written there (NULL when no tensor qualified); the caller may release it at once
+ * (`onnxl_owner_release`) or keep it to use the bytes after the model is freed. `owner_out` may
+ * be NULL.
+ *
+ * # Safety
+ * `model` NULL or a live handle used by no one else; `opts` NULL or valid; `owner_out` NULL or
+ * writable.
+ */
+OnnxlStatus onnxl_consolidate_tensors_to_buffer_with_options(struct OnnxlModelProto *model,
+                                                             const struct OnnxlTensorBufferOptions *opts,
+                                                             const struct OnnxlOwner **owner_out);
+
+/**
+ * The default conversion options (onnx's), with `struct_size` set.
+ */
+struct OnnxlConvertExternalDataOptions onnxl_convert_external_data_options_default(void);
+
+/**
+ * Marks every tensor a save with external data would move to a weight file as external (C++
+ * `ConvertModelToExternalData`, onnx's `convert_model_to_external_data`): `data_location`
+ * EXTERNAL and the `location`, `offset`, `length` entries a save would record (aligned as a
+ * save aligns); the bytes stay in `raw_data` and nothing is written. Sparse tensors are never
+ * converted. `opts` may be NULL (defaults). `converted_out`, when not NULL, receives the
+ * number of tensors converted.
+ *
+ * # Safety
+ * `model` NULL or a live handle used by no one else; `opts` NULL or valid; `converted_out`
+ * NULL or writable.
+ */
+OnnxlStatus onnxl_convert_model_to_external_data(struct OnnxlModelProto *model,
+                                                 const struct OnnxlConvertExternalDataOptions *opts,
+                                                 size_t *converted_out);
+
+/**
+ * Reads the bytes of every external tensor into `raw_data` from files relative to `base_dir`
+ * (under every path rule; copied, or borrowed from one map per file with `opts->no_copy`) and
+ * keeps the tensors' references (C++ `PopulateExternalData`). `opts` may be NULL (defaults).
+ * `populated_out`, when not NULL, receives the number of tensors read. On error the model is
+ * unchanged.
+ *
+ * # Safety
+ * `model` NULL or a live handle used by no one else; `base_dir` NULL or NUL-terminated; `opts`
+ * NULL or valid; `populated_out` NULL or writable.
+ */
+OnnxlStatus onnxl_populate_external_data(struct OnnxlModelProto *model,
+                                         const char *base_dir,
+                                         const struct OnnxlParseOptions *opts,
+                                         size_t *populated_out);
+
+/**
+ * Drops the bytes (`raw_data`) of every external tensor and keeps its references (C++
+ * `ClearExternalData`): the model as a save writes its `.onnx`. `cleared_out`, when not NULL,
+ * receives the number of tensors whose bytes were dropped.
+ *
+ * # Safety
+ * `model` NULL or a live handle used by no one else; `cleared_out` NULL or writable.
+ */
+OnnxlStatus onnxl_clear_external_data(struct OnnxlModelProto *model, size_t *cleared_out);
+
+/**
  * The default encryption options (ONNXCRY3), with `struct_size` set.
  */
 struct OnnxlEncryptionOptions onnxl_encryption_options_default(void);
@@ -13084,26 +13233,6 @@ OnnxlStatus onnxl_check_external_data_with_options(const struct OnnxlModelProto 
                                                    const struct OnnxlExternalLoadOptions *opts);
 
 /**
- * Moves every tensor payload of at least `threshold` bytes into ONE new buffer whose start and
- * every tensor offset are multiples of `alignment` (0/1 = packed; otherwise a power of two), and
- * makes those tensors borrow from it (C++ `ConsolidateTensorsToBuffer`, seed 000). Reaches every
- * tensor of the model.
- *
- * Ownership: each consolidated tensor holds the buffer's owner token, so the buffer lives as
- * long as any of them. When `owner_out` is not NULL, a retained `OnnxlOwner` for the whole
- * buffer is written there (NULL when no tensor qualified); the caller may release it at once
- * (`onnxl_owner_release`) or keep it to use the bytes after the model is freed. `owner_out` may
- * be NULL.
- *
- * # Safety
- * `model` NULL or a live handle used by no one else; `owner_out` NULL or writable.
- */
-OnnxlStatus onnxl_consolidate_tensors_to_buffer(struct OnnxlModelProto *model,
-                                                uint64_t threshold,
-                                                uint64_t alignment,
-                                                const struct OnnxlOwner **owner_out);
-
-/**
  * Loads a model file (C++ `LoadModel`): memory-mapped or read per `opts->file_load_mode`. On
  * success writes a new model to `*out` (untouched on failure).
  *
@@ -13189,6 +13318,29 @@ OnnxlStatus onnxl_load_tensor_proto(const char *path,
 OnnxlStatus onnxl_save_tensor_proto(const struct OnnxlTensorProto *tensor,
                                     const char *path,
                                     const struct OnnxlSerializeOptions *opts);
+
+/**
+ * The number of tensors of `model` whose bytes a no-copy load copied (instead of borrowing
+ * them from the file or buffer) because their address there was not a multiple of
+ * `OnnxlParseOptions.alignment`. 0 for copy-mode loads (every payload is placed aligned), and
+ * on error (NULL `model`; the last error says so).
+ *
+ * # Safety
+ * `model` NULL or a live model handle.
+ */
+size_t onnxl_model_realigned_tensors(const struct OnnxlModelProto *model);
+
+/**
+ * The number of tensors of `model` whose `raw_data` is not empty and does not start at a
+ * multiple of `alignment` (a power of two; 0/1 count nothing). Loads place or copy every
+ * payload at `OnnxlParseOptions.alignment`, except parses of caller bytes without an owner
+ * (`onnxl_parse_*` no-copy from a caller's buffer), where the caller's layout decides: count
+ * them here. 0 on error (NULL `model`; the last error says so).
+ *
+ * # Safety
+ * `model` NULL or a live model handle.
+ */
+size_t onnxl_model_misaligned_tensors(const struct OnnxlModelProto *model, uint64_t alignment);
 
 /**
  * The default parse options (same values as the C++ library), with `struct_size` set.

@@ -597,7 +597,7 @@ constexpr uint8_t kOptionalStringNone = 4;
 constexpr std::size_t kStringSize = 32;
 constexpr std::size_t kRepeatedOrderAt = 0;
 constexpr std::size_t kRepeatedLenAt = 8;
-constexpr uint64_t kLayoutFingerprint = 0x7212a099b0f91891ull;
+constexpr uint64_t kLayoutFingerprint = 0x515ef3d8641a8a98ull;
 }  // namespace detail
 
 /// An error of the library: the C status and the message of onnxl_last_error_message().
@@ -2941,16 +2941,16 @@ class SimpleShardedDimProto final {
   static SimpleShardedDimProto* from_c(OnnxlSimpleShardedDimProto* p) noexcept { (void)detail::init(); return reinterpret_cast<SimpleShardedDimProto*>(p); }
 
   // int64 dim_value = 1;
-  bool has_dim_value() const { return dim_case() == kDimValue; }
-  void clear_dim_value() { if (dim_case() == kDimValue) clear_dim(); }
-  int64_t dim_value() const { return onnxl_cxx_SimpleShardedDimProto_dim_value_get(this); }
+  bool has_dim_value() const { return detail::load<uint32_t>(detail::at(this, 16)) == 0u; }
+  void clear_dim_value() { if (has_dim_value()) clear_dim(); }
+  int64_t dim_value() const { return has_dim_value() ? detail::load<int64_t>(detail::at(this, 24)) : int64_t(); }
   void set_dim_value(int64_t v) { onnxl_cxx_SimpleShardedDimProto_dim_value_set(this, v); }
   int64_t ref_dim_value() const { return dim_value(); }
 
   // string dim_param = 2;
-  bool has_dim_param() const { return dim_case() == kDimParam; }
-  void clear_dim_param() { if (dim_case() == kDimParam) clear_dim(); }
-  const std::string& dim_param() const { void* s = onnxl_cxx_SimpleShardedDimProto_dim_param_get(this); return s ? *static_cast<std::string*>(s) : detail::empty_string(); }
+  bool has_dim_param() const { return detail::load<uint32_t>(detail::at(this, 16)) == 1u; }
+  void clear_dim_param() { if (has_dim_param()) clear_dim(); }
+  const std::string& dim_param() const { return has_dim_param() ? *detail::string_at(detail::at(this, 24)) : detail::empty_string(); }
   std::string* mutable_dim_param() { return static_cast<std::string*>(onnxl_cxx_SimpleShardedDimProto_dim_param_mutable(this)); }
   void set_dim_param(const std::string& v) { onnxl_cxx_SimpleShardedDimProto_dim_param_set(this, reinterpret_cast<const uint8_t*>(v.data()), v.size()); }
   void set_dim_param(std::string&& v) { onnxl_cxx_SimpleShardedDimProto_dim_param_set(this, reinterpret_cast<const uint8_t*>(v.data()), v.size()); }
@@ -2975,13 +2975,13 @@ class SimpleShardedDimProto final {
     kDimParam = 2,
     DIM_NOT_SET = 0,
   };
-  DimCase dim_case() const { return static_cast<DimCase>(onnxl_cxx_SimpleShardedDimProto_dim_case(this)); }
+  DimCase dim_case() const { switch (detail::load<uint32_t>(detail::at(this, 16))) { case 0: return kDimValue; case 1: return kDimParam; default: return DIM_NOT_SET; } }
   void clear_dim() { onnxl_cxx_SimpleShardedDimProto_clear_dim(this); }
 
  private:
-  alignas(8) unsigned char storage_[56];
+  alignas(8) unsigned char storage_[64];
 };
-static_assert(sizeof(SimpleShardedDimProto) == 56 && alignof(SimpleShardedDimProto) == 8, "layout of SimpleShardedDimProto");
+static_assert(sizeof(SimpleShardedDimProto) == 64 && alignof(SimpleShardedDimProto) == 8, "layout of SimpleShardedDimProto");
 
 /// `onnx.TrainingInfoProto`.
 class TrainingInfoProto final {
@@ -3811,10 +3811,10 @@ class TensorProto final {
   RepeatedField<int64_t>& ref_dims() { return *mutable_dims(); }
 
   // optional int32 data_type = 2;
-  bool has_data_type() const { return detail::OptionalScalar<int32_t>::has(detail::at(this, 40)); }
-  int32_t data_type() const { return static_cast<int32_t>(detail::OptionalScalar<int32_t>::get(detail::at(this, 40), int32_t())); }
-  void set_data_type(int32_t v) { detail::OptionalScalar<int32_t>::set(detail::at(this, 40), static_cast<int32_t>(v)); }
-  void clear_data_type() { detail::OptionalScalar<int32_t>::clear(detail::at(this, 40)); }
+  bool has_data_type() const { return detail::OptionalScalar<int32_t>::has(detail::at(this, 0)); }
+  int32_t data_type() const { return static_cast<int32_t>(detail::OptionalScalar<int32_t>::get(detail::at(this, 0), int32_t())); }
+  void set_data_type(int32_t v) { detail::OptionalScalar<int32_t>::set(detail::at(this, 0), static_cast<int32_t>(v)); }
+  void clear_data_type() { detail::OptionalScalar<int32_t>::clear(detail::at(this, 0)); }
   int32_t ref_data_type() const { return data_type(); }
 
   // optional TensorProto.Segment segment = 3;
@@ -3884,47 +3884,47 @@ class TensorProto final {
   RepeatedField<int64_t>& ref_int64_data() { return *mutable_int64_data(); }
 
   // optional string name = 8;
-  bool has_name() const { return detail::optional_string_has(detail::at(this, 56)); }
-  const std::string& name() const { return detail::optional_string(detail::at(this, 56)); }
-  std::string* mutable_name() { return static_cast<std::string*>(onnxl_cxx_ostr_mutable(detail::at(this, 56))); }
-  void set_name(const std::string& v) { onnxl_cxx_ostr_set(detail::at(this, 56), reinterpret_cast<const uint8_t*>(v.data()), v.size()); }
-  void set_name(std::string&& v) { onnxl_cxx_ostr_set(detail::at(this, 56), reinterpret_cast<const uint8_t*>(v.data()), v.size()); }
-  void set_name(const char* v) { onnxl_cxx_ostr_set(detail::at(this, 56), reinterpret_cast<const uint8_t*>(v), std::strlen(v)); }
-  void set_name(const char* v, std::size_t n) { onnxl_cxx_ostr_set(detail::at(this, 56), reinterpret_cast<const uint8_t*>(v), n); }
-  void set_name(const void* v, std::size_t n) { onnxl_cxx_ostr_set(detail::at(this, 56), reinterpret_cast<const uint8_t*>(static_cast<const char*>(v)), n); }
-  void clear_name() { onnxl_cxx_ostr_clear(detail::at(this, 56)); }
-  std::string* release_name() { return static_cast<std::string*>(onnxl_cxx_ostr_release(detail::at(this, 56))); }
-  void set_allocated_name(std::string* v) { onnxl_cxx_ostr_set_allocated(detail::at(this, 56), v); }
+  bool has_name() const { return detail::optional_string_has(detail::at(this, 16)); }
+  const std::string& name() const { return detail::optional_string(detail::at(this, 16)); }
+  std::string* mutable_name() { return static_cast<std::string*>(onnxl_cxx_ostr_mutable(detail::at(this, 16))); }
+  void set_name(const std::string& v) { onnxl_cxx_ostr_set(detail::at(this, 16), reinterpret_cast<const uint8_t*>(v.data()), v.size()); }
+  void set_name(std::string&& v) { onnxl_cxx_ostr_set(detail::at(this, 16), reinterpret_cast<const uint8_t*>(v.data()), v.size()); }
+  void set_name(const char* v) { onnxl_cxx_ostr_set(detail::at(this, 16), reinterpret_cast<const uint8_t*>(v), std::strlen(v)); }
+  void set_name(const char* v, std::size_t n) { onnxl_cxx_ostr_set(detail::at(this, 16), reinterpret_cast<const uint8_t*>(v), n); }
+  void set_name(const void* v, std::size_t n) { onnxl_cxx_ostr_set(detail::at(this, 16), reinterpret_cast<const uint8_t*>(static_cast<const char*>(v)), n); }
+  void clear_name() { onnxl_cxx_ostr_clear(detail::at(this, 16)); }
+  std::string* release_name() { return static_cast<std::string*>(onnxl_cxx_ostr_release(detail::at(this, 16))); }
+  void set_allocated_name(std::string* v) { onnxl_cxx_ostr_set_allocated(detail::at(this, 16), v); }
   const std::string& ref_name() const { return name(); }
   std::string& ref_name() { return *mutable_name(); }
 
   // optional string doc_string = 12;
-  bool has_doc_string() const { return detail::optional_string_has(detail::at(this, 88)); }
-  const std::string& doc_string() const { return detail::optional_string(detail::at(this, 88)); }
-  std::string* mutable_doc_string() { return static_cast<std::string*>(onnxl_cxx_ostr_mutable(detail::at(this, 88))); }
-  void set_doc_string(const std::string& v) { onnxl_cxx_ostr_set(detail::at(this, 88), reinterpret_cast<const uint8_t*>(v.data()), v.size()); }
-  void set_doc_string(std::string&& v) { onnxl_cxx_ostr_set(detail::at(this, 88), reinterpret_cast<const uint8_t*>(v.data()), v.size()); }
-  void set_doc_string(const char* v) { onnxl_cxx_ostr_set(detail::at(this, 88), reinterpret_cast<const uint8_t*>(v), std::strlen(v)); }
-  void set_doc_string(const char* v, std::size_t n) { onnxl_cxx_ostr_set(detail::at(this, 88), reinterpret_cast<const uint8_t*>(v), n); }
-  void set_doc_string(const void* v, std::size_t n) { onnxl_cxx_ostr_set(detail::at(this, 88), reinterpret_cast<const uint8_t*>(static_cast<const char*>(v)), n); }
-  void clear_doc_string() { onnxl_cxx_ostr_clear(detail::at(this, 88)); }
-  std::string* release_doc_string() { return static_cast<std::string*>(onnxl_cxx_ostr_release(detail::at(this, 88))); }
-  void set_allocated_doc_string(std::string* v) { onnxl_cxx_ostr_set_allocated(detail::at(this, 88), v); }
+  bool has_doc_string() const { return detail::optional_string_has(detail::at(this, 48)); }
+  const std::string& doc_string() const { return detail::optional_string(detail::at(this, 48)); }
+  std::string* mutable_doc_string() { return static_cast<std::string*>(onnxl_cxx_ostr_mutable(detail::at(this, 48))); }
+  void set_doc_string(const std::string& v) { onnxl_cxx_ostr_set(detail::at(this, 48), reinterpret_cast<const uint8_t*>(v.data()), v.size()); }
+  void set_doc_string(std::string&& v) { onnxl_cxx_ostr_set(detail::at(this, 48), reinterpret_cast<const uint8_t*>(v.data()), v.size()); }
+  void set_doc_string(const char* v) { onnxl_cxx_ostr_set(detail::at(this, 48), reinterpret_cast<const uint8_t*>(v), std::strlen(v)); }
+  void set_doc_string(const char* v, std::size_t n) { onnxl_cxx_ostr_set(detail::at(this, 48), reinterpret_cast<const uint8_t*>(v), n); }
+  void set_doc_string(const void* v, std::size_t n) { onnxl_cxx_ostr_set(detail::at(this, 48), reinterpret_cast<const uint8_t*>(static_cast<const char*>(v)), n); }
+  void clear_doc_string() { onnxl_cxx_ostr_clear(detail::at(this, 48)); }
+  std::string* release_doc_string() { return static_cast<std::string*>(onnxl_cxx_ostr_release(detail::at(this, 48))); }
+  void set_allocated_doc_string(std::string* v) { onnxl_cxx_ostr_set_allocated(detail::at(this, 48), v); }
   const std::string& ref_doc_string() const { return doc_string(); }
   std::string& ref_doc_string() { return *mutable_doc_string(); }
 
   // optional bytes raw_data = 9;
-  bool has_raw_data() const { return onnxl_cxx_payload_has(detail::at(this, 0)); }
-  const std::string& raw_data() const { void* s = onnxl_cxx_payload_get(detail::at(this, 0)); return s ? *static_cast<std::string*>(s) : detail::empty_string(); }
-  std::string* mutable_raw_data() { return static_cast<std::string*>(onnxl_cxx_payload_mutable(detail::at(this, 0))); }
-  void set_raw_data(const std::string& v) { onnxl_cxx_payload_set(detail::at(this, 0), reinterpret_cast<const uint8_t*>(v.data()), v.size()); }
-  void set_raw_data(std::string&& v) { onnxl_cxx_payload_set(detail::at(this, 0), reinterpret_cast<const uint8_t*>(v.data()), v.size()); }
-  void set_raw_data(const char* v) { onnxl_cxx_payload_set(detail::at(this, 0), reinterpret_cast<const uint8_t*>(v), std::strlen(v)); }
-  void set_raw_data(const char* v, std::size_t n) { onnxl_cxx_payload_set(detail::at(this, 0), reinterpret_cast<const uint8_t*>(v), n); }
-  void set_raw_data(const void* v, std::size_t n) { onnxl_cxx_payload_set(detail::at(this, 0), reinterpret_cast<const uint8_t*>(static_cast<const char*>(v)), n); }
-  void clear_raw_data() { onnxl_cxx_payload_clear(detail::at(this, 0)); }
-  std::string* release_raw_data() { return static_cast<std::string*>(onnxl_cxx_payload_release(detail::at(this, 0))); }
-  void set_allocated_raw_data(std::string* v) { onnxl_cxx_payload_set_allocated(detail::at(this, 0), v); }
+  bool has_raw_data() const { return onnxl_cxx_payload_has(detail::at(this, 80)); }
+  const std::string& raw_data() const { void* s = onnxl_cxx_payload_get(detail::at(this, 80)); return s ? *static_cast<std::string*>(s) : detail::empty_string(); }
+  std::string* mutable_raw_data() { return static_cast<std::string*>(onnxl_cxx_payload_mutable(detail::at(this, 80))); }
+  void set_raw_data(const std::string& v) { onnxl_cxx_payload_set(detail::at(this, 80), reinterpret_cast<const uint8_t*>(v.data()), v.size()); }
+  void set_raw_data(std::string&& v) { onnxl_cxx_payload_set(detail::at(this, 80), reinterpret_cast<const uint8_t*>(v.data()), v.size()); }
+  void set_raw_data(const char* v) { onnxl_cxx_payload_set(detail::at(this, 80), reinterpret_cast<const uint8_t*>(v), std::strlen(v)); }
+  void set_raw_data(const char* v, std::size_t n) { onnxl_cxx_payload_set(detail::at(this, 80), reinterpret_cast<const uint8_t*>(v), n); }
+  void set_raw_data(const void* v, std::size_t n) { onnxl_cxx_payload_set(detail::at(this, 80), reinterpret_cast<const uint8_t*>(static_cast<const char*>(v)), n); }
+  void clear_raw_data() { onnxl_cxx_payload_clear(detail::at(this, 80)); }
+  std::string* release_raw_data() { return static_cast<std::string*>(onnxl_cxx_payload_release(detail::at(this, 80))); }
+  void set_allocated_raw_data(std::string* v) { onnxl_cxx_payload_set_allocated(detail::at(this, 80), v); }
   /// The bytes without copying them into a std::string (a borrowed view of a no_copy load stays one).
   std::string_view raw_data_view() const { const uint8_t* d = nullptr; std::size_t len = 0; detail::check(onnxl_tensor_proto_raw_data(c_ptr(), &d, &len)); return std::string_view(reinterpret_cast<const char*>(d), len); }
   /// True when the bytes are borrowed from a file map or caller memory (not copied).
@@ -3947,10 +3947,10 @@ class TensorProto final {
   RepeatedPtrField<StringStringEntryProto>& ref_external_data() { return *mutable_external_data(); }
 
   // optional TensorProto.DataLocation data_location = 14;
-  bool has_data_location() const { return detail::OptionalScalar<int32_t>::has(detail::at(this, 48)); }
-  TensorProto_DataLocation data_location() const { return static_cast<TensorProto_DataLocation>(detail::OptionalScalar<int32_t>::get(detail::at(this, 48), int32_t())); }
-  void set_data_location(TensorProto_DataLocation v) { detail::OptionalScalar<int32_t>::set(detail::at(this, 48), static_cast<int32_t>(v)); }
-  void clear_data_location() { detail::OptionalScalar<int32_t>::clear(detail::at(this, 48)); }
+  bool has_data_location() const { return detail::OptionalScalar<int32_t>::has(detail::at(this, 8)); }
+  TensorProto_DataLocation data_location() const { return static_cast<TensorProto_DataLocation>(detail::OptionalScalar<int32_t>::get(detail::at(this, 8), int32_t())); }
+  void set_data_location(TensorProto_DataLocation v) { detail::OptionalScalar<int32_t>::set(detail::at(this, 8), static_cast<int32_t>(v)); }
+  void clear_data_location() { detail::OptionalScalar<int32_t>::clear(detail::at(this, 8)); }
   TensorProto_DataLocation ref_data_location() const { return data_location(); }
 
   // repeated double double_data = 10 [packed = true];
@@ -4260,16 +4260,16 @@ class TensorShapeProto_Dimension final {
   static TensorShapeProto_Dimension* from_c(OnnxlTensorShapeProtoDimension* p) noexcept { (void)detail::init(); return reinterpret_cast<TensorShapeProto_Dimension*>(p); }
 
   // int64 dim_value = 1;
-  bool has_dim_value() const { return value_case() == kDimValue; }
-  void clear_dim_value() { if (value_case() == kDimValue) clear_value(); }
-  int64_t dim_value() const { return onnxl_cxx_TensorShapeProto_Dimension_dim_value_get(this); }
+  bool has_dim_value() const { return detail::load<uint32_t>(detail::at(this, 0)) == 0u; }
+  void clear_dim_value() { if (has_dim_value()) clear_value(); }
+  int64_t dim_value() const { return has_dim_value() ? detail::load<int64_t>(detail::at(this, 8)) : int64_t(); }
   void set_dim_value(int64_t v) { onnxl_cxx_TensorShapeProto_Dimension_dim_value_set(this, v); }
   int64_t ref_dim_value() const { return dim_value(); }
 
   // string dim_param = 2;
-  bool has_dim_param() const { return value_case() == kDimParam; }
-  void clear_dim_param() { if (value_case() == kDimParam) clear_value(); }
-  const std::string& dim_param() const { void* s = onnxl_cxx_TensorShapeProto_Dimension_dim_param_get(this); return s ? *static_cast<std::string*>(s) : detail::empty_string(); }
+  bool has_dim_param() const { return detail::load<uint32_t>(detail::at(this, 0)) == 1u; }
+  void clear_dim_param() { if (has_dim_param()) clear_value(); }
+  const std::string& dim_param() const { return has_dim_param() ? *detail::string_at(detail::at(this, 8)) : detail::empty_string(); }
   std::string* mutable_dim_param() { return static_cast<std::string*>(onnxl_cxx_TensorShapeProto_Dimension_dim_param_mutable(this)); }
   void set_dim_param(const std::string& v) { onnxl_cxx_TensorShapeProto_Dimension_dim_param_set(this, reinterpret_cast<const uint8_t*>(v.data()), v.size()); }
   void set_dim_param(std::string&& v) { onnxl_cxx_TensorShapeProto_Dimension_dim_param_set(this, reinterpret_cast<const uint8_t*>(v.data()), v.size()); }
@@ -4282,17 +4282,17 @@ class TensorShapeProto_Dimension final {
   std::string& ref_dim_param() { return *mutable_dim_param(); }
 
   // optional string denotation = 3;
-  bool has_denotation() const { return detail::optional_string_has(detail::at(this, 0)); }
-  const std::string& denotation() const { return detail::optional_string(detail::at(this, 0)); }
-  std::string* mutable_denotation() { return static_cast<std::string*>(onnxl_cxx_ostr_mutable(detail::at(this, 0))); }
-  void set_denotation(const std::string& v) { onnxl_cxx_ostr_set(detail::at(this, 0), reinterpret_cast<const uint8_t*>(v.data()), v.size()); }
-  void set_denotation(std::string&& v) { onnxl_cxx_ostr_set(detail::at(this, 0), reinterpret_cast<const uint8_t*>(v.data()), v.size()); }
-  void set_denotation(const char* v) { onnxl_cxx_ostr_set(detail::at(this, 0), reinterpret_cast<const uint8_t*>(v), std::strlen(v)); }
-  void set_denotation(const char* v, std::size_t n) { onnxl_cxx_ostr_set(detail::at(this, 0), reinterpret_cast<const uint8_t*>(v), n); }
-  void set_denotation(const void* v, std::size_t n) { onnxl_cxx_ostr_set(detail::at(this, 0), reinterpret_cast<const uint8_t*>(static_cast<const char*>(v)), n); }
-  void clear_denotation() { onnxl_cxx_ostr_clear(detail::at(this, 0)); }
-  std::string* release_denotation() { return static_cast<std::string*>(onnxl_cxx_ostr_release(detail::at(this, 0))); }
-  void set_allocated_denotation(std::string* v) { onnxl_cxx_ostr_set_allocated(detail::at(this, 0), v); }
+  bool has_denotation() const { return detail::optional_string_has(detail::at(this, 40)); }
+  const std::string& denotation() const { return detail::optional_string(detail::at(this, 40)); }
+  std::string* mutable_denotation() { return static_cast<std::string*>(onnxl_cxx_ostr_mutable(detail::at(this, 40))); }
+  void set_denotation(const std::string& v) { onnxl_cxx_ostr_set(detail::at(this, 40), reinterpret_cast<const uint8_t*>(v.data()), v.size()); }
+  void set_denotation(std::string&& v) { onnxl_cxx_ostr_set(detail::at(this, 40), reinterpret_cast<const uint8_t*>(v.data()), v.size()); }
+  void set_denotation(const char* v) { onnxl_cxx_ostr_set(detail::at(this, 40), reinterpret_cast<const uint8_t*>(v), std::strlen(v)); }
+  void set_denotation(const char* v, std::size_t n) { onnxl_cxx_ostr_set(detail::at(this, 40), reinterpret_cast<const uint8_t*>(v), n); }
+  void set_denotation(const void* v, std::size_t n) { onnxl_cxx_ostr_set(detail::at(this, 40), reinterpret_cast<const uint8_t*>(static_cast<const char*>(v)), n); }
+  void clear_denotation() { onnxl_cxx_ostr_clear(detail::at(this, 40)); }
+  std::string* release_denotation() { return static_cast<std::string*>(onnxl_cxx_ostr_release(detail::at(this, 40))); }
+  void set_allocated_denotation(std::string* v) { onnxl_cxx_ostr_set_allocated(detail::at(this, 40), v); }
   const std::string& ref_denotation() const { return denotation(); }
   std::string& ref_denotation() { return *mutable_denotation(); }
 
@@ -4302,13 +4302,13 @@ class TensorShapeProto_Dimension final {
     kDimParam = 2,
     VALUE_NOT_SET = 0,
   };
-  ValueCase value_case() const { return static_cast<ValueCase>(onnxl_cxx_TensorShapeProto_Dimension_value_case(this)); }
+  ValueCase value_case() const { switch (detail::load<uint32_t>(detail::at(this, 0))) { case 0: return kDimValue; case 1: return kDimParam; default: return VALUE_NOT_SET; } }
   void clear_value() { onnxl_cxx_TensorShapeProto_Dimension_clear_value(this); }
 
  private:
-  alignas(8) unsigned char storage_[72];
+  alignas(8) unsigned char storage_[80];
 };
-static_assert(sizeof(TensorShapeProto_Dimension) == 72 && alignof(TensorShapeProto_Dimension) == 8, "layout of TensorShapeProto_Dimension");
+static_assert(sizeof(TensorShapeProto_Dimension) == 80 && alignof(TensorShapeProto_Dimension) == 8, "layout of TensorShapeProto_Dimension");
 
 /// `onnx.TypeProto`.
 class TypeProto final {
@@ -4365,8 +4365,8 @@ class TypeProto final {
   static TypeProto* from_c(OnnxlTypeProto* p) noexcept { (void)detail::init(); return reinterpret_cast<TypeProto*>(p); }
 
   // TypeProto.Tensor tensor_type = 1;
-  bool has_tensor_type() const { return value_case() == kTensorType; }
-  void clear_tensor_type() { if (value_case() == kTensorType) clear_value(); }
+  bool has_tensor_type() const { return detail::load<uint32_t>(detail::at(this, 0)) == 0u; }
+  void clear_tensor_type() { if (has_tensor_type()) clear_value(); }
   const TypeProto_Tensor& tensor_type() const;
   TypeProto_Tensor* mutable_tensor_type();
   TypeProto_Tensor* release_tensor_type();
@@ -4377,8 +4377,8 @@ class TypeProto final {
   TypeProto_Tensor& ref_tensor_type() { return *mutable_tensor_type(); }
 
   // TypeProto.Sequence sequence_type = 4;
-  bool has_sequence_type() const { return value_case() == kSequenceType; }
-  void clear_sequence_type() { if (value_case() == kSequenceType) clear_value(); }
+  bool has_sequence_type() const { return detail::load<uint32_t>(detail::at(this, 0)) == 1u; }
+  void clear_sequence_type() { if (has_sequence_type()) clear_value(); }
   const TypeProto_Sequence& sequence_type() const;
   TypeProto_Sequence* mutable_sequence_type();
   TypeProto_Sequence* release_sequence_type();
@@ -4389,8 +4389,8 @@ class TypeProto final {
   TypeProto_Sequence& ref_sequence_type() { return *mutable_sequence_type(); }
 
   // TypeProto.Map map_type = 5;
-  bool has_map_type() const { return value_case() == kMapType; }
-  void clear_map_type() { if (value_case() == kMapType) clear_value(); }
+  bool has_map_type() const { return detail::load<uint32_t>(detail::at(this, 0)) == 2u; }
+  void clear_map_type() { if (has_map_type()) clear_value(); }
   const TypeProto_Map& map_type() const;
   TypeProto_Map* mutable_map_type();
   TypeProto_Map* release_map_type();
@@ -4401,8 +4401,8 @@ class TypeProto final {
   TypeProto_Map& ref_map_type() { return *mutable_map_type(); }
 
   // TypeProto.Optional optional_type = 9;
-  bool has_optional_type() const { return value_case() == kOptionalType; }
-  void clear_optional_type() { if (value_case() == kOptionalType) clear_value(); }
+  bool has_optional_type() const { return detail::load<uint32_t>(detail::at(this, 0)) == 3u; }
+  void clear_optional_type() { if (has_optional_type()) clear_value(); }
   const TypeProto_Optional& optional_type() const;
   TypeProto_Optional* mutable_optional_type();
   TypeProto_Optional* release_optional_type();
@@ -4413,8 +4413,8 @@ class TypeProto final {
   TypeProto_Optional& ref_optional_type() { return *mutable_optional_type(); }
 
   // TypeProto.SparseTensor sparse_tensor_type = 8;
-  bool has_sparse_tensor_type() const { return value_case() == kSparseTensorType; }
-  void clear_sparse_tensor_type() { if (value_case() == kSparseTensorType) clear_value(); }
+  bool has_sparse_tensor_type() const { return detail::load<uint32_t>(detail::at(this, 0)) == 4u; }
+  void clear_sparse_tensor_type() { if (has_sparse_tensor_type()) clear_value(); }
   const TypeProto_SparseTensor& sparse_tensor_type() const;
   TypeProto_SparseTensor* mutable_sparse_tensor_type();
   TypeProto_SparseTensor* release_sparse_tensor_type();
@@ -4425,8 +4425,8 @@ class TypeProto final {
   TypeProto_SparseTensor& ref_sparse_tensor_type() { return *mutable_sparse_tensor_type(); }
 
   // TypeProto.Opaque opaque_type = 7;
-  bool has_opaque_type() const { return value_case() == kOpaqueType; }
-  void clear_opaque_type() { if (value_case() == kOpaqueType) clear_value(); }
+  bool has_opaque_type() const { return detail::load<uint32_t>(detail::at(this, 0)) == 5u; }
+  void clear_opaque_type() { if (has_opaque_type()) clear_value(); }
   const TypeProto_Opaque& opaque_type() const;
   TypeProto_Opaque* mutable_opaque_type();
   TypeProto_Opaque* release_opaque_type();
@@ -4461,7 +4461,7 @@ class TypeProto final {
     kOpaqueType = 7,
     VALUE_NOT_SET = 0,
   };
-  ValueCase value_case() const { return static_cast<ValueCase>(onnxl_cxx_TypeProto_value_case(this)); }
+  ValueCase value_case() const { switch (detail::load<uint32_t>(detail::at(this, 0))) { case 0: return kTensorType; case 1: return kSequenceType; case 2: return kMapType; case 3: return kOptionalType; case 4: return kSparseTensorType; case 5: return kOpaqueType; default: return VALUE_NOT_SET; } }
   void clear_value() { onnxl_cxx_TypeProto_clear_value(this); }
 
  private:
@@ -5763,27 +5763,27 @@ inline void SparseTensorProto::set_allocated_indices(TensorProto* v) { TensorPro
 inline const TensorShapeProto_Dimension& TensorShapeProto::dim(int i) const { return dim().Get(i); }
 inline TensorShapeProto_Dimension* TensorShapeProto::mutable_dim(int i) { return mutable_dim()->Mutable(i); }
 inline TensorShapeProto_Dimension* TensorShapeProto::add_dim() { return mutable_dim()->Add(); }
-inline const TypeProto_Tensor& TypeProto::tensor_type() const { const void* v = onnxl_cxx_TypeProto_tensor_type_get(this); return v ? *static_cast<const TypeProto_Tensor*>(v) : TypeProto_Tensor::default_instance(); }
+inline const TypeProto_Tensor& TypeProto::tensor_type() const { return has_tensor_type() ? *detail::load<const TypeProto_Tensor*>(detail::at(this, 8)) : TypeProto_Tensor::default_instance(); }
 inline TypeProto_Tensor* TypeProto::mutable_tensor_type() { return static_cast<TypeProto_Tensor*>(onnxl_cxx_TypeProto_tensor_type_mutable(this)); }
 inline TypeProto_Tensor* TypeProto::release_tensor_type() { return static_cast<TypeProto_Tensor*>(onnxl_cxx_TypeProto_tensor_type_release(this)); }
 inline void TypeProto::set_allocated_tensor_type(TypeProto_Tensor* v) { onnxl_cxx_TypeProto_tensor_type_set_allocated(this, v); }
-inline const TypeProto_Sequence& TypeProto::sequence_type() const { const void* v = onnxl_cxx_TypeProto_sequence_type_get(this); return v ? *static_cast<const TypeProto_Sequence*>(v) : TypeProto_Sequence::default_instance(); }
+inline const TypeProto_Sequence& TypeProto::sequence_type() const { return has_sequence_type() ? *detail::load<const TypeProto_Sequence*>(detail::at(this, 8)) : TypeProto_Sequence::default_instance(); }
 inline TypeProto_Sequence* TypeProto::mutable_sequence_type() { return static_cast<TypeProto_Sequence*>(onnxl_cxx_TypeProto_sequence_type_mutable(this)); }
 inline TypeProto_Sequence* TypeProto::release_sequence_type() { return static_cast<TypeProto_Sequence*>(onnxl_cxx_TypeProto_sequence_type_release(this)); }
 inline void TypeProto::set_allocated_sequence_type(TypeProto_Sequence* v) { onnxl_cxx_TypeProto_sequence_type_set_allocated(this, v); }
-inline const TypeProto_Map& TypeProto::map_type() const { const void* v = onnxl_cxx_TypeProto_map_type_get(this); return v ? *static_cast<const TypeProto_Map*>(v) : TypeProto_Map::default_instance(); }
+inline const TypeProto_Map& TypeProto::map_type() const { return has_map_type() ? *detail::load<const TypeProto_Map*>(detail::at(this, 8)) : TypeProto_Map::default_instance(); }
 inline TypeProto_Map* TypeProto::mutable_map_type() { return static_cast<TypeProto_Map*>(onnxl_cxx_TypeProto_map_type_mutable(this)); }
 inline TypeProto_Map* TypeProto::release_map_type() { return static_cast<TypeProto_Map*>(onnxl_cxx_TypeProto_map_type_release(this)); }
 inline void TypeProto::set_allocated_map_type(TypeProto_Map* v) { onnxl_cxx_TypeProto_map_type_set_allocated(this, v); }
-inline const TypeProto_Optional& TypeProto::optional_type() const { const void* v = onnxl_cxx_TypeProto_optional_type_get(this); return v ? *static_cast<const TypeProto_Optional*>(v) : TypeProto_Optional::default_instance(); }
+inline const TypeProto_Optional& TypeProto::optional_type() const { return has_optional_type() ? *detail::load<const TypeProto_Optional*>(detail::at(this, 8)) : TypeProto_Optional::default_instance(); }
 inline TypeProto_Optional* TypeProto::mutable_optional_type() { return static_cast<TypeProto_Optional*>(onnxl_cxx_TypeProto_optional_type_mutable(this)); }
 inline TypeProto_Optional* TypeProto::release_optional_type() { return static_cast<TypeProto_Optional*>(onnxl_cxx_TypeProto_optional_type_release(this)); }
 inline void TypeProto::set_allocated_optional_type(TypeProto_Optional* v) { onnxl_cxx_TypeProto_optional_type_set_allocated(this, v); }
-inline const TypeProto_SparseTensor& TypeProto::sparse_tensor_type() const { const void* v = onnxl_cxx_TypeProto_sparse_tensor_type_get(this); return v ? *static_cast<const TypeProto_SparseTensor*>(v) : TypeProto_SparseTensor::default_instance(); }
+inline const TypeProto_SparseTensor& TypeProto::sparse_tensor_type() const { return has_sparse_tensor_type() ? *detail::load<const TypeProto_SparseTensor*>(detail::at(this, 8)) : TypeProto_SparseTensor::default_instance(); }
 inline TypeProto_SparseTensor* TypeProto::mutable_sparse_tensor_type() { return static_cast<TypeProto_SparseTensor*>(onnxl_cxx_TypeProto_sparse_tensor_type_mutable(this)); }
 inline TypeProto_SparseTensor* TypeProto::release_sparse_tensor_type() { return static_cast<TypeProto_SparseTensor*>(onnxl_cxx_TypeProto_sparse_tensor_type_release(this)); }
 inline void TypeProto::set_allocated_sparse_tensor_type(TypeProto_SparseTensor* v) { onnxl_cxx_TypeProto_sparse_tensor_type_set_allocated(this, v); }
-inline const TypeProto_Opaque& TypeProto::opaque_type() const { const void* v = onnxl_cxx_TypeProto_opaque_type_get(this); return v ? *static_cast<const TypeProto_Opaque*>(v) : TypeProto_Opaque::default_instance(); }
+inline const TypeProto_Opaque& TypeProto::opaque_type() const { return has_opaque_type() ? *detail::load<const TypeProto_Opaque*>(detail::at(this, 8)) : TypeProto_Opaque::default_instance(); }
 inline TypeProto_Opaque* TypeProto::mutable_opaque_type() { return static_cast<TypeProto_Opaque*>(onnxl_cxx_TypeProto_opaque_type_mutable(this)); }
 inline TypeProto_Opaque* TypeProto::release_opaque_type() { return static_cast<TypeProto_Opaque*>(onnxl_cxx_TypeProto_opaque_type_release(this)); }
 inline void TypeProto::set_allocated_opaque_type(TypeProto_Opaque* v) { onnxl_cxx_TypeProto_opaque_type_set_allocated(this, v); }
@@ -6522,7 +6522,7 @@ inline uint32_t MaxThreads() noexcept { return onnxl_max_threads(); }
 /// Drops the library's idle worker thread pools (later operations start them again).
 inline void ReleaseThreadPools() noexcept { onnxl_release_thread_pools(); }
 
-/// The library version, "MAJOR.MINOR.PATCH".
+/// The library version, "MAJOR.MINOR.PATCH" (not `Version`: that is onnx's enum of IR versions).
 inline std::string LibraryVersion() { return onnxl_version(); }
 }  // namespace onnx_light
 

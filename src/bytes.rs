@@ -25,6 +25,8 @@ enum Repr {
         ptr: *mut u8,
         len: usize,
         arena: Owner,
+        /// Copied by a no-copy load because the source address was not aligned.
+        realigned: bool,
     },
     /// Bytes that belong to someone else; `owner`, when present, keeps them alive.
     Borrowed {
@@ -131,8 +133,41 @@ impl ByteSpan {
     /// through any other span or reference.
     pub(crate) unsafe fn from_arena_range(ptr: *mut u8, len: usize, arena: Owner) -> Self {
         Self {
-            repr: Repr::OwnedRange { ptr, len, arena },
+            repr: Repr::OwnedRange {
+                ptr,
+                len,
+                arena,
+                realigned: false,
+            },
         }
+    }
+
+    /// As [`ByteSpan::from_arena_range`], for bytes that a no-copy load copied only because
+    /// their source address was not aligned ([`ByteSpan::is_realigned`]).
+    ///
+    /// # Safety
+    /// As [`ByteSpan::from_arena_range`].
+    pub(crate) unsafe fn from_realigned_range(ptr: *mut u8, len: usize, arena: Owner) -> Self {
+        Self {
+            repr: Repr::OwnedRange {
+                ptr,
+                len,
+                arena,
+                realigned: true,
+            },
+        }
+    }
+
+    /// True when a no-copy load copied these bytes (instead of borrowing them) because their
+    /// address in the input was not aligned to `ParseOptions::alignment`.
+    pub fn is_realigned(&self) -> bool {
+        matches!(
+            self.repr,
+            Repr::OwnedRange {
+                realigned: true,
+                ..
+            }
+        )
     }
 
     /// The bytes.
@@ -230,7 +265,9 @@ impl ByteSpan {
                 };
                 Some(owner)
             }
-            Repr::OwnedRange { ptr, len, arena } => {
+            Repr::OwnedRange {
+                ptr, len, arena, ..
+            } => {
                 let owner = arena.clone();
                 self.repr = Repr::Borrowed {
                     ptr: *ptr,
@@ -790,6 +827,56 @@ impl ProtoString {
             drop(old);
         }
         s
+    }
+
+    /// [`ProtoString::make_cxx`] for a string other threads may read (or convert) at the same
+    /// time through this function, as concurrent C++ const getters do: the tag byte is first
+    /// switched to a "converting" value with compare-and-swap, so exactly one thread converts
+    /// while the others wait for [`CXX_STRING_TAG`] to appear.
+    ///
+    /// # Safety
+    /// `p` is a live string that nothing modifies during the call except this function on other
+    /// threads, and that nothing reads during the call except through this function (a Rust
+    /// reader could see the "converting" tag).
+    pub(crate) unsafe fn cxx_string_shared(p: *const Self) -> *mut c_void {
+        use std::sync::atomic::{AtomicU8, Ordering};
+        const CONVERTING: u8 = 0xff;
+        let p = p.cast_mut();
+        // SAFETY: `StrRepr` is `repr(u8)`: the tag is the first byte, and a `Cxx` value is that
+        // tag plus the `std::string` pointer at offset 8 (the `cxx_string_layout` facts).
+        unsafe {
+            let tag = AtomicU8::from_ptr(p.cast::<u8>());
+            let mut spins = 0u32;
+            loop {
+                let t = tag.load(Ordering::Acquire);
+                if t == CXX_STRING_TAG {
+                    return p.cast::<u8>().add(8).cast::<*mut c_void>().read();
+                }
+                if t != CONVERTING
+                    && tag
+                        .compare_exchange_weak(t, CONVERTING, Ordering::Acquire, Ordering::Relaxed)
+                        .is_ok()
+                {
+                    // This thread owns the string now. A bitwise copy with the tag it had is the
+                    // old value (dropped once, below, after the string no longer holds it).
+                    let mut old = std::mem::MaybeUninit::<Self>::uninit();
+                    std::ptr::copy_nonoverlapping(p, old.as_mut_ptr(), 1);
+                    old.as_mut_ptr().cast::<u8>().write(t);
+                    let old = old.assume_init();
+                    let s = CxxString::new(old.as_bytes()).into_raw();
+                    p.cast::<u8>().add(8).cast::<*mut c_void>().write(s);
+                    tag.store(CXX_STRING_TAG, Ordering::Release);
+                    drop(old);
+                    return s;
+                }
+                spins += 1;
+                if spins > 64 {
+                    std::thread::yield_now();
+                } else {
+                    std::hint::spin_loop();
+                }
+            }
+        }
     }
 
     /// Replaces the value with a copy of `bytes`, inside the same `std::string` when it has one

@@ -70,6 +70,8 @@ fn mapped(path: &Path) -> ModelProto {
     let opts = ParseOptions {
         no_copy: true,
         file_load_mode: FileLoadMode::Mmap,
+        // Borrow every payload wherever it is in the file (no aligned copies).
+        alignment: 1,
         ..Default::default()
     };
     onnx_light::load_model(path, &opts).unwrap()

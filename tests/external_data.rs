@@ -424,11 +424,21 @@ fn alignment_of_offsets() {
             assert_eq!(t.raw_data(), l.raw_data());
         }
     };
-    // Default: 4096 for tensors of at least 1 MiB, 16 for the others.
-    check(SaveExternalOptions::default(), &|n, off, len| {
-        let a = if len >= 1 << 20 { 4096 } else { 16 };
-        assert_eq!(off % a, 0, "{n} at {off}");
+    // Default: every tensor at a multiple of 4096 (the ONNX external-data recommendation).
+    check(SaveExternalOptions::default(), &|n, off, _| {
+        assert_eq!(off % 4096, 0, "{n} at {off}");
     });
+    // ONNX Runtime's threshold: 4096 for tensors of at least 1 MiB, 16 for the others.
+    check(
+        SaveExternalOptions {
+            align_threshold: 1 << 20,
+            ..Default::default()
+        },
+        &|n, off, len| {
+            let a = if len >= 1 << 20 { 4096 } else { 16 };
+            assert_eq!(off % a, 0, "{n} at {off}");
+        },
+    );
     // 64 KiB for every tensor.
     check(
         SaveExternalOptions {
@@ -643,6 +653,7 @@ fn no_copy_maps_each_file_once_and_shares_one_owner() {
     drop(by_file);
     // The bytes stay valid after the model is dropped while a token is held.
     let t = loaded.graph().initializer[0].clone();
+    let file = sb.dir().join(&saved_infos[&t.name().to_string()].location);
     let keep: onnx_light::Owner = t.raw_data.as_ref().unwrap().owner().unwrap();
     let (ptr, len) = (t.raw_data().as_ptr(), t.raw_data().len());
     drop(t);
@@ -650,12 +661,9 @@ fn no_copy_maps_each_file_once_and_shares_one_owner() {
     // SAFETY: `keep` owns the mapping these bytes are in.
     let bytes = unsafe { std::slice::from_raw_parts(ptr, len) };
     assert_eq!(bytes, m.graph().initializer[0].raw_data());
-    assert!(!mapping_of(&sb.dir().join("w.bin")).is_empty());
+    assert!(!mapping_of(&file).is_empty());
     drop(keep);
-    assert!(
-        mapping_of(&sb.dir().join("w.bin")).is_empty(),
-        "unmapped with the last token"
-    );
+    assert!(mapping_of(&file).is_empty(), "unmapped with the last token");
 }
 
 #[test]
@@ -680,10 +688,30 @@ fn no_copy_copies_misaligned_and_small_tensors() {
     assert!(!r.is_borrowed(), "misaligned: copied");
     assert_eq!(&r[..], &data[2..]);
     assert_eq!(r.as_ptr() as usize % 4, 0);
-    // The same bytes as UINT8 (alignment 1) are borrowed.
+    assert_eq!(
+        r.as_ptr() as usize % 64,
+        0,
+        "aligned to ParseOptions::alignment"
+    );
+    assert!(r.is_realigned());
+    assert_eq!(onnx_light::codec::realigned_tensors(&l), 1);
+    // The same bytes as UINT8 are copied as well (every pointer is 64-aligned by default)...
     let m = external_model(&[("location", "w.bin"), ("offset", "2")], 2, 16000);
     onnx_light::save_model(&m, sb.model(), &Default::default()).unwrap();
     let l = onnx_light::load_model(sb.model(), &opts).unwrap();
+    assert!(
+        l.graph().initializer[0]
+            .raw_data
+            .as_ref()
+            .unwrap()
+            .is_realigned()
+    );
+    // ... and borrowed when the alignment requirement is off.
+    let any = ParseOptions {
+        alignment: 1,
+        ..opts.clone()
+    };
+    let l = onnx_light::load_model(sb.model(), &any).unwrap();
     assert!(
         l.graph().initializer[0]
             .raw_data

@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::best_of;
+use common::best_cpu_of;
 use onnx_light::crypto::{EncryptionFormat, EncryptionOptions};
 use onnx_light::proto::{Message, ModelProto};
 use onnx_light::{Error, ParseOptions};
@@ -50,10 +50,10 @@ fn bad_padding_and_corrupted_blocks_take_the_same_path() {
     let (e1, e2) = (fail(&bad_padding), fail(&bad_block));
     assert!(matches!(e1, Error::Authentication(_)), "{e1}");
     assert_eq!(e1.to_string(), e2.to_string());
-    let t_padding = best_of(5, || {
+    let t_padding = best_cpu_of(9, || {
         fail(&bad_padding);
     });
-    let t_block = best_of(5, || {
+    let t_block = best_cpu_of(9, || {
         fail(&bad_block);
     });
     let ratio = t_padding.as_secs_f64() / t_block.as_secs_f64();
@@ -64,10 +64,10 @@ fn bad_padding_and_corrupted_blocks_take_the_same_path() {
          tells them apart"
     );
     // Same for the byte-level decryption.
-    let t_padding = best_of(5, || {
+    let t_padding = best_cpu_of(9, || {
         onnx_light::crypto::decrypt_bytes(&bad_padding, KEY).unwrap_err();
     });
-    let t_block = best_of(5, || {
+    let t_block = best_cpu_of(9, || {
         onnx_light::crypto::decrypt_bytes(&bad_block, KEY).unwrap_err();
     });
     let ratio = t_padding.as_secs_f64() / t_block.as_secs_f64();

@@ -118,14 +118,14 @@ fn saved_as_onnxruntime_records_them_aligned_after_the_initializer() {
     let (k1, r1) = parse_prepacked(&w.prepacked[1].1).unwrap().unwrap();
     assert_eq!((k0.as_str(), k1.as_str()), ("k0", "k1"));
     assert_eq!(r0.len(), 2);
-    // Right after W's bytes: the first buffer (2 MiB) at the next 4096 boundary, the 10-byte one
-    // at the next 16-byte boundary after it, then k1 (16-byte aligned).
+    // Right after W's bytes, each buffer at the next 4096 boundary (the default aligns every
+    // buffer like every tensor): the first (2 MiB), the 10-byte one, then k1.
     let w_end = w.offset + w.length.unwrap();
     assert_eq!(r0[0].offset as u64, w_end.div_ceil(4096) * 4096);
     let after0 = r0[0].offset as u64 + r0[0].length;
-    assert_eq!(r0[1].offset as u64, after0.div_ceil(16) * 16);
+    assert_eq!(r0[1].offset as u64, after0.div_ceil(4096) * 4096);
     let after1 = r0[1].offset as u64 + r0[1].length;
-    assert_eq!(r1[0].offset as u64, after1.div_ceil(16) * 16);
+    assert_eq!(r1[0].offset as u64, after1.div_ceil(4096) * 4096);
     for r in r0.iter().chain(&r1) {
         assert_eq!(r.checksum, "0", "ONNX Runtime's value: not computed");
     }

@@ -654,5 +654,5 @@ inline uint32_t MaxThreads() noexcept { return onnxl_max_threads(); }
 /// Drops the library's idle worker thread pools (later operations start them again).
 inline void ReleaseThreadPools() noexcept { onnxl_release_thread_pools(); }
 
-/// The library version, "MAJOR.MINOR.PATCH".
+/// The library version, "MAJOR.MINOR.PATCH" (not `Version`: that is onnx's enum of IR versions).
 inline std::string LibraryVersion() { return onnxl_version(); }

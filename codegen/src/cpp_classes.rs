@@ -45,6 +45,14 @@ struct Layout {
     fields: HashMap<String, usize>,
     /// Fact line name -> (key -> value).
     facts: HashMap<String, HashMap<String, String>>,
+    /// `Message.oneof` -> (offset, member -> (tag, value offset)).
+    oneofs: HashMap<String, Oneof>,
+}
+
+/// Where a oneof lives in its message and how its case is told.
+struct Oneof {
+    offset: usize,
+    members: HashMap<String, (u32, usize)>,
 }
 
 impl Layout {
@@ -53,6 +61,7 @@ impl Layout {
             messages: HashMap::new(),
             fields: HashMap::new(),
             facts: HashMap::new(),
+            oneofs: HashMap::new(),
         };
         for line in LAYOUT.lines() {
             let mut words = line.split(' ');
@@ -71,6 +80,25 @@ impl Layout {
                     l.fields
                         .insert(name, words.next().unwrap().parse().unwrap());
                 }
+                "oneof" => {
+                    let name = words.next().unwrap().to_string();
+                    let kv: HashMap<_, _> = words.filter_map(|w| w.split_once('=')).collect();
+                    let members = kv
+                        .iter()
+                        .filter(|(k, _)| !matches!(**k, "offset" | "none"))
+                        .map(|(k, v)| {
+                            let (tag, at) = v.split_once('@').expect("tag@offset");
+                            (k.to_string(), (tag.parse().unwrap(), at.parse().unwrap()))
+                        })
+                        .collect();
+                    l.oneofs.insert(
+                        name,
+                        Oneof {
+                            offset: kv["offset"].parse().unwrap(),
+                            members,
+                        },
+                    );
+                }
                 _ => {
                     let kv = words
                         .filter_map(|w| w.split_once('='))
@@ -88,6 +116,13 @@ impl Layout {
             .get(line)
             .and_then(|f| f.get(key))
             .unwrap_or_else(|| panic!("codegen/cxx_layout.txt has no {line} {key}="))
+    }
+
+    fn oneof(&self, m: &MessageDef, oneof: &str) -> &Oneof {
+        let key = format!("{}.{oneof}", cpp_name(m.name));
+        self.oneofs.get(&key).unwrap_or_else(|| {
+            panic!("codegen/cxx_layout.txt has no oneof {key}: regenerate it (see tests/generated_files.rs)")
+        })
     }
 
     fn offset(&self, m: &MessageDef, f: &FieldDef) -> usize {
@@ -593,8 +628,8 @@ fn gen_class(
     ));
     for f in m.fields {
         writeln!(ms.decls, "\n  // {}", proto_decl(f)).unwrap();
-        if f.oneof.is_some() {
-            oneof_member(&mut ms, m, f);
+        if let Some(oneof) = f.oneof {
+            oneof_member(&mut ms, m, f, layout.oneof(m, oneof));
         } else if inline_message(m, f) {
             inline_message_field(&mut ms, m, f);
         } else {
@@ -610,8 +645,15 @@ fn gen_class(
             writeln!(ms.decls, "    k{} = {},", camel(f.name), f.number).unwrap();
         }
         writeln!(ms.decls, "    {}_NOT_SET = 0,\n  }};", oneof.to_uppercase()).unwrap();
+        let l = layout.oneof(m, oneof);
+        let arms: String = members
+            .iter()
+            .map(|f| format!("case {}: return k{}; ", l.members[f.name].0, camel(f.name)))
+            .collect();
         ms.inline(&format!(
-            "{case} {oneof}_case() const {{ return static_cast<{case}>({p}_{oneof}_case(this)); }}"
+            "{case} {oneof}_case() const {{ switch (detail::load<uint32_t>(detail::at(this, {}))) {{ {arms}default: return {}_NOT_SET; }} }}",
+            l.offset,
+            oneof.to_uppercase()
         ));
         ms.inline(&format!(
             "void clear_{oneof}() {{ {p}_clear_{oneof}(this); }}"
@@ -921,14 +963,20 @@ fn inline_message_field(ms: &mut Members<'_>, m: &MessageDef, f: &FieldDef) {
     ));
 }
 
-/// A member of a oneof.
-fn oneof_member(ms: &mut Members<'_>, m: &MessageDef, f: &FieldDef) {
+/// A member of a oneof: read in place (the case tag, then the value at its offset), changed
+/// through its functions.
+fn oneof_member(ms: &mut Members<'_>, m: &MessageDef, f: &FieldDef, l: &Oneof) {
     let oneof = f.oneof.unwrap();
     let (n, p) = (f.name, format!("onnxl_cxx_{}_{}", cpp_name(m.name), f.name));
-    let case = format!("{}_case() == k{}", oneof, camel(n));
-    ms.inline(&format!("bool has_{n}() const {{ return {case}; }}"));
+    let (tag, at) = l.members[n];
+    let value = format!("detail::at(this, {})", l.offset + at);
+    let has = format!(
+        "detail::load<uint32_t>(detail::at(this, {})) == {tag}u",
+        l.offset
+    );
+    ms.inline(&format!("bool has_{n}() const {{ return {has}; }}"));
     ms.inline(&format!(
-        "void clear_{n}() {{ if ({case}) clear_{oneof}(); }}"
+        "void clear_{n}() {{ if (has_{n}()) clear_{oneof}(); }}"
     ));
     match f.kind {
         Kind::Message(t) => {
@@ -937,7 +985,7 @@ fn oneof_member(ms: &mut Members<'_>, m: &MessageDef, f: &FieldDef) {
                 &format!("const {t}&"),
                 &format!("{n}()"),
                 " const",
-                &format!("const void* v = {p}_get(this); return v ? *static_cast<const {t}*>(v) : {t}::default_instance();"),
+                &format!("return has_{n}() ? *detail::load<const {t}*>({value}) : {t}::default_instance();"),
             );
             ms.outline(
                 &format!("{t}*"),
@@ -966,7 +1014,7 @@ fn oneof_member(ms: &mut Members<'_>, m: &MessageDef, f: &FieldDef) {
         }
         k if is_string(k) => {
             ms.inline(&format!(
-                "const std::string& {n}() const {{ void* s = {p}_get(this); return s ? *static_cast<std::string*>(s) : detail::empty_string(); }}"
+                "const std::string& {n}() const {{ return has_{n}() ? *detail::string_at({value}) : detail::empty_string(); }}"
             ));
             ms.inline(&format!("std::string* mutable_{n}() {{ return static_cast<std::string*>({p}_mutable(this)); }}"));
             string_setters(
@@ -982,7 +1030,9 @@ fn oneof_member(ms: &mut Members<'_>, m: &MessageDef, f: &FieldDef) {
         }
         k => {
             let (t, _) = scalar(k);
-            ms.inline(&format!("{t} {n}() const {{ return {p}_get(this); }}"));
+            ms.inline(&format!(
+                "{t} {n}() const {{ return has_{n}() ? detail::load<{t}>({value}) : {t}(); }}"
+            ));
             ms.inline(&format!("void set_{n}({t} v) {{ {p}_set(this, v); }}"));
         }
     }

@@ -385,6 +385,31 @@ fn gen_oneof(o: &mut String, m: &MessageDef, oneof: &str) {
     }
 }
 
+/// The layout line of a oneof: its offset, the tag of "unset", and for each member its tag and
+/// the offset of its value (`oneof Msg.name offset=O none=T field=T@P ...`). The tag is the
+/// first word of the `repr(u32)` enum (also of its `Option`, whose "unset" is a tag value no
+/// case uses).
+fn gen_oneof_layout(o: &mut String, m: &MessageDef, oneof: &str) {
+    let rt = rust_type_name(m.name);
+    let en = oneof_enum_name(m, oneof);
+    writeln!(
+        o,
+        "    {{\n        let none: Option<{en}> = None;\n        // SAFETY: the first word of a `repr(u32)` enum (and of its `Option`) is its tag.\n        let tag = |v: &Option<{en}>| unsafe {{ (v as *const Option<{en}>).cast::<u32>().read() }};\n        write!(o, \"oneof {}.{oneof} offset={{}} none={{}}\", std::mem::offset_of!({rt}, {oneof}), tag(&none)).unwrap();",
+        cpp_name(m.name)
+    )
+    .unwrap();
+    for f in m.fields.iter().filter(|f| f.oneof == Some(oneof)) {
+        let v = format!("{en}::{}", camel(f.name));
+        writeln!(
+            o,
+            "        let v = Some({v}(Default::default()));\n        let at = match &v {{ Some({v}(x)) => (x as *const _ as usize) - (&v as *const _ as usize), _ => unreachable!() }};\n        write!(o, \" {}={{}}@{{}}\", tag(&v), at).unwrap();",
+            f.name
+        )
+        .unwrap();
+    }
+    writeln!(o, "        writeln!(o).unwrap();\n    }}").unwrap();
+}
+
 /// `layout_text()`: the facts the C++ header relies on, one per line.
 fn gen_layout(o: &mut String) {
     o.push_str(
@@ -410,6 +435,11 @@ fn gen_layout(o: &mut String) {
                 rust_field(f)
             )
             .unwrap();
+        }
+    }
+    for m in MESSAGES {
+        for oneof in oneofs(m) {
+            gen_oneof_layout(o, m, oneof);
         }
     }
     o.push_str("    o.push_str(&layout_facts());\n    o\n}\n\n");

@@ -469,7 +469,9 @@ fn gen_oneof_enums(o: &mut String, m: &MessageDef) {
     for oneof in oneofs(m) {
         let en = oneof_enum_name(m, oneof);
         writeln!(o, "/// `oneof {oneof}` of `onnx.{}`.", m.name).unwrap();
-        writeln!(o, "#[derive(Clone, Debug, PartialEq)]").unwrap();
+        // `repr(u32)`: the case is the first word, which the C++ classes read in place (the
+        // layout table records each case's tag and where its value lies).
+        writeln!(o, "#[derive(Clone, Debug, PartialEq)]\n#[repr(u32)]").unwrap();
         writeln!(o, "pub enum {en} {{").unwrap();
         for f in m.fields.iter().filter(|f| f.oneof == Some(oneof)) {
             let vt = value_type(f.kind);

@@ -28,8 +28,9 @@ pub struct Args {
     /// Offset alignment of large tensors (power of two; 0 = packed; 65536 for Windows mapping).
     #[arg(long = "align", default_value_t = 4096, value_name = "N")]
     alignment: u64,
-    /// Tensors of at least this many bytes are aligned to --align (smaller: up to 16 bytes).
-    #[arg(long, default_value_t = 1 << 20, value_name = "N")]
+    /// Tensors of at least this many bytes are aligned to --align (smaller: up to 16 bytes;
+    /// default 0: every tensor).
+    #[arg(long, default_value_t = 0, value_name = "N")]
     align_threshold: u64,
     /// Split the weights into files of at most N bytes: LOC, LOC.1, LOC.2, ...
     #[arg(long = "max-file-size", default_value_t = 0, value_name = "N")]

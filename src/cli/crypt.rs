@@ -167,6 +167,8 @@ fn check_model(path: &Path) -> Result<()> {
         no_copy: true,
         file_load_mode: onnx_light::FileLoadMode::Mmap,
         load_external_data: false,
+        // A check: borrow every payload wherever it is (no aligned copies).
+        alignment: 1,
         ..Default::default()
     };
     onnx_light::parse_from_file::<onnx_light::ModelProto>(path, &opts)

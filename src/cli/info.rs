@@ -125,16 +125,44 @@ pub fn summary(
     if !m.functions.is_empty() {
         line(&mut out, format!("functions: {}", m.functions.len()));
     }
+    line(
+        &mut out,
+        format!(
+            "tensors copied for alignment: {} (by a no-copy load, {}-byte alignment)",
+            copied_for_alignment(m),
+            ParseOptions::default().alignment
+        ),
+    );
     for p in &m.metadata_props {
         line(&mut out, format!("metadata: {} = {}", p.key(), p.value()));
     }
     out
 }
 
+/// The tensors a no-copy load with the default options copies because their bytes are not
+/// aligned in the file: of a model loaded with no alignment requirement (every large payload
+/// borrowed where it is), those copied already and the borrowed ones that are misaligned.
+fn copied_for_alignment(m: &ModelProto) -> usize {
+    let d = ParseOptions::default();
+    let mut n = 0;
+    m.visit_tensors(&mut |t| {
+        if let Some(r) = &t.raw_data {
+            let large = r.len() as u64 >= d.raw_data_threshold && !r.is_empty();
+            let misaligned = r.as_ptr() as u64 % d.alignment != 0;
+            n += usize::from(r.is_realigned() || (large && r.is_borrowed() && misaligned));
+        }
+    });
+    n
+}
+
 /// Runs the subcommand.
 pub fn run(path: Option<&Path>, threads: i32, key: &super::crypt::OptionalKeySource) -> Result<()> {
+    // No-copy: the summary needs no tensor bytes, and it reports how many tensors a no-copy
+    // load has to copy because they are not aligned in the file.
     let opts = ParseOptions {
         num_threads: threads,
+        no_copy: true,
+        alignment: 1,
         external_data_key: key.read()?,
         ..Default::default()
     };

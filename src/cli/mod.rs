@@ -25,6 +25,7 @@ macro_rules! errln {
 mod check;
 mod convert;
 mod crypt;
+mod external;
 mod info;
 mod params;
 mod prepack;
@@ -73,6 +74,8 @@ enum Command {
     /// ONNX Runtime pre-packed blobs of initializers: list, attach (saving with external data),
     /// extract.
     Prepack(prepack::Args),
+    /// External data converted in memory: convert, populate, clear (writes OUTPUT inline).
+    ExternalData(external::Args),
 }
 
 /// `text` with every control character but the newline and the tab (the tool's own column
@@ -135,6 +138,7 @@ pub fn run() -> i32 {
         Command::Decrypt(args) => crypt::decrypt(&args),
         Command::Params(args) => params::run(&args),
         Command::Prepack(args) => prepack::run(&args),
+        Command::ExternalData(args) => external::run(&args),
     };
     match result {
         Ok(()) => 0,

@@ -8,7 +8,9 @@ mod parallel;
 mod parallel_write;
 
 pub use options::TensorBufferOptions;
-pub use options::{FileLoadMode, MAX_RECURSION_DEPTH_LIMIT, ParseOptions, SerializeOptions};
+pub use options::{
+    FileLoadMode, MAX_PARSE_ALIGNMENT, MAX_RECURSION_DEPTH_LIMIT, ParseOptions, SerializeOptions,
+};
 pub(crate) use options::{resolve_threads, validate_alignment, validate_threads};
 
 /// How many parses so far parsed initializers in parallel (diagnostics; used by tests to check
@@ -25,7 +27,7 @@ use std::sync::Arc;
 use crate::error::{Error, Result};
 use crate::proto::{Message, ModelProto, decode_top};
 use crate::storage::{AUTO_MMAP_MIN_BYTES, Arena, AtomicFile, MappedFile, WriteSink, thread_pool};
-use crate::wire::{ArenaBase, DecodeConfig, PayloadMode, Reader, SizeCursor, SizeTable};
+use crate::wire::{DecodeConfig, PayloadMode, Reader, SizeCursor, SizeTable};
 
 fn decode_config(opts: &ParseOptions, payload: PayloadMode) -> Result<DecodeConfig> {
     opts.validate()?;
@@ -36,8 +38,34 @@ fn decode_config(opts: &ParseOptions, payload: PayloadMode) -> Result<DecodeConf
         skip_raw_data: opts.skip_raw_data,
         max_tensor_size_bytes: opts.max_tensor_size_bytes,
         max_metadata_bytes: opts.max_metadata_bytes,
+        alignment: usize::try_from(opts.payload_alignment()).unwrap_or(usize::MAX),
         ..DecodeConfig::default()
     })
+}
+
+/// Tensors of `model` whose bytes a no-copy load copied (instead of borrowing them) because
+/// their address in the input was not aligned to `ParseOptions::alignment`.
+pub fn realigned_tensors(model: &ModelProto) -> usize {
+    let mut n = 0;
+    model.visit_tensors(&mut |t| {
+        n += usize::from(t.raw_data.as_ref().is_some_and(|r| r.is_realigned()))
+    });
+    n
+}
+
+/// Tensors of `model` whose `raw_data` is not empty and does not start at a multiple of
+/// `alignment` (for models parsed from caller bytes without an owner, whose layout decides).
+pub fn misaligned_tensors(model: &ModelProto, alignment: u64) -> usize {
+    let align = alignment.max(1);
+    let mut n = 0;
+    model.visit_tensors(&mut |t| {
+        n += usize::from(
+            t.raw_data
+                .as_ref()
+                .is_some_and(|r| !r.is_empty() && (r.as_ptr() as u64) % align != 0),
+        )
+    });
+    n
 }
 
 /// Decodes `M` from a reader, parsing a model's initializers in parallel when asked to.
@@ -53,38 +81,17 @@ fn decode<M: Message>(mut r: Reader<'_>, opts: &ParseOptions) -> Result<M> {
 }
 
 /// Parses `bytes`, copying tensor payloads (the safe form for bytes without an owner; see
-/// [`parse_from_shared`] for no-copy parsing). The input is copied once, in bulk (in parallel
-/// for large inputs), into an arena whose ranges the payloads own: no allocation per tensor.
-/// The arena is freed with the last tensor that uses it.
+/// [`parse_from_shared`] for no-copy parsing). Each payload is copied once, straight to an
+/// address aligned to `ParseOptions::alignment` (see `docs/design.md`, "Aligned tensor bytes").
 pub fn parse_from_bytes<M: Message>(bytes: &[u8], opts: &ParseOptions) -> Result<M> {
-    if !opts.skip_raw_data {
-        opts.validate()?;
-        return parse_arena(Arena::copy_of(bytes, opts.threads())?, opts);
-    }
     let cfg = decode_config(opts, PayloadMode::Copy)?;
     decode(Reader::new(bytes, &cfg), opts)
 }
 
-/// Parses a private copy of the input; every payload becomes an owned range of it.
-fn parse_arena<M: Message>(arena: Arc<Arena>, opts: &ParseOptions) -> Result<M> {
-    let payload = PayloadMode::Arena {
-        base: ArenaBase(arena.base()),
-        owner: arena.clone(),
-    };
-    let mut cfg = decode_config(opts, payload)?;
-    // SAFETY: the arena is kept alive by the token; string bytes are never written (payload
-    // ranges, the only writable parts, are disjoint from them).
-    unsafe { cfg.share_strings(arena.clone()) };
-    let bytes: &[u8] = (*arena).as_ref();
-    // SAFETY: `base` is the writable start of `bytes`, kept alive by the owner in `cfg`; the
-    // arena is private to this call (nobody else reads or writes it) and after the parse it is
-    // reachable only through the payload ranges, each handed out once.
-    let r = unsafe { Reader::new_arena(bytes, &cfg) };
-    decode(r, opts)
-}
-
 /// Parses bytes held by `data`. With `no_copy`, tensor payloads borrow from `data` and keep it
-/// alive through their owner tokens; otherwise they are copied.
+/// alive through their owner tokens — those whose address is aligned to
+/// `ParseOptions::alignment`; the others are copied to an aligned address
+/// ([`crate::ByteSpan::is_realigned`]). Without `no_copy` they are copied.
 pub fn parse_from_shared<M, T>(data: Arc<T>, opts: &ParseOptions) -> Result<M>
 where
     M: Message,
@@ -107,6 +114,8 @@ where
 
 /// Parses `bytes`; with `no_copy`, tensor payloads borrow from `bytes` WITHOUT an owner token
 /// (the caller keeps the bytes alive), exactly like the C++ library's no-copy `StringStream`.
+/// Their alignment is the caller's layout: they are borrowed wherever they are (a copy would
+/// have no owner to live in); count the misaligned ones with `crate::codec::misaligned_tensors`.
 ///
 /// # Safety
 /// With `opts.no_copy`, `bytes` must stay valid and unmodified while the returned message, or
@@ -125,20 +134,25 @@ pub unsafe fn parse_from_bytes_unowned<M: Message>(bytes: &[u8], opts: &ParseOpt
 
 /// Parses a file.
 ///
-/// - copy mode (default): the file is read once, with `num_threads` parallel readers, into one
-///   huge-page arena, and each tensor payload owns its range of it (no per-tensor allocation,
-///   no second copy; peak memory about the file size);
+/// - copy mode (default): the file is mapped and each tensor payload is copied once, straight
+///   to an address aligned to `ParseOptions::alignment` (the pages of the mapping are dropped
+///   after their payload is copied: peak memory about the file size); other bytes are read
+///   from the mapping, which is gone after the parse;
 /// - `no_copy`: payloads borrow from the file's bytes under a shared owner token (the memory
-///   map, or the read buffer in `Buffered` mode), so they stay valid after the loader is gone.
+///   map, or the read buffer in `Buffered` mode), so they stay valid after the loader is gone;
+///   a payload whose address is not aligned is copied instead.
 ///
 /// A `ModelProto`'s external data is not loaded here (see [`crate::parse_from_file`]).
 pub(crate) fn parse_file<M: Message>(path: &Path, opts: &ParseOptions) -> Result<M> {
     opts.validate()?;
     if !opts.no_copy {
-        if opts.skip_raw_data {
-            return parse_from_shared(MappedFile::open(path)?, opts);
-        }
-        return parse_arena(Arena::read_file(path, opts.threads())?, opts);
+        let map = MappedFile::open(path)?;
+        let mut cfg = decode_config(opts, PayloadMode::Copy)?;
+        let source = map.clone();
+        cfg.release_source = Some(Arc::new(move |offset, len| {
+            source.release_range(offset, len)
+        }));
+        return decode(Reader::new(map.bytes(), &cfg), opts);
     }
     let use_mmap = match opts.file_load_mode {
         FileLoadMode::Mmap => true,

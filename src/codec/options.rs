@@ -52,7 +52,12 @@ pub struct ParseOptions {
     /// Payloads of at least this many bytes are borrowed (with `no_copy`) or dropped (with
     /// `skip_raw_data`); smaller ones are always copied (default 1024).
     pub raw_data_threshold: u64,
-    /// Alignment of tensor buffers allocated while parsing (0/1 = none, else a power of two).
+    /// Every tensor payload pointer a load hands out is a multiple of this (default 64: a
+    /// cache line and the widest SIMD load, so `raw_data` can be read as `float*` with aligned
+    /// vector loads). Copies are placed there (at least 16 bytes, the natural alignment of
+    /// every element type); no-copy loads borrow aligned payloads and copy the others. A power
+    /// of two up to [`MAX_PARSE_ALIGNMENT`]; 0 or 1 = no requirement (no-copy loads borrow
+    /// every payload wherever it is).
     pub alignment: u64,
     /// Borrow tensor payloads from the input instead of copying them.
     pub no_copy: bool,
@@ -101,7 +106,7 @@ impl Default for ParseOptions {
     fn default() -> Self {
         Self {
             raw_data_threshold: 1024,
-            alignment: 0,
+            alignment: 64,
             no_copy: false,
             num_threads: 1,
             min_parallel_block_size: 4 << 20,
@@ -120,10 +125,22 @@ impl Default for ParseOptions {
     }
 }
 
+/// Largest `ParseOptions::alignment` (a page of 64 KiB, the largest in use).
+pub const MAX_PARSE_ALIGNMENT: u64 = 64 << 10;
+
 impl ParseOptions {
     /// Checks every value.
     pub fn validate(&self) -> Result<()> {
         validate_alignment(self.alignment)?;
+        if self.alignment > MAX_PARSE_ALIGNMENT {
+            return Err(Error::InvalidOption {
+                name: "alignment",
+                reason: format!(
+                    "{} is above the maximum {MAX_PARSE_ALIGNMENT}",
+                    self.alignment
+                ),
+            });
+        }
         validate_threads(self.num_threads)?;
         if self.max_recursion_depth > MAX_RECURSION_DEPTH_LIMIT {
             return Err(Error::InvalidOption {
@@ -141,6 +158,11 @@ impl ParseOptions {
     pub fn threads(&self) -> usize {
         resolve_threads(self.num_threads)
     }
+
+    /// The alignment every payload pointer gets (1 = none).
+    pub fn payload_alignment(&self) -> u64 {
+        self.alignment.max(1)
+    }
 }
 
 /// Options of serializing.
@@ -149,7 +171,9 @@ pub struct SerializeOptions {
     /// Tensors with at least this many payload bytes count as large (external data; default
     /// 64, `kSmallTensorDataThresholdBytes`).
     pub raw_data_threshold: u64,
-    /// Alignment of large tensors in external files (0/1 = none, else a power of two).
+    /// Offset alignment of every tensor written to a weight file (the model + weights stream):
+    /// 0 = the default, 4096 (the page size the ONNX external-data format recommends); 1 =
+    /// packed; otherwise a power of two.
     pub alignment: u64,
     /// 1 = sequential, n > 1 = n threads, negative = all cores; 0 is invalid.
     pub num_threads: i32,

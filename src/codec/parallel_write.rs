@@ -102,7 +102,8 @@ impl Positioned for SliceOut<'_> {
 }
 
 /// Asks for transparent huge pages on the page-aligned part of `buf` (fewer page faults when a
-/// large fresh buffer is filled). Advisory only.
+/// large fresh buffer is filled). Advisory only; a no-op where there is no such advice.
+#[cfg(any(target_os = "linux", target_os = "android"))]
 fn advise_huge_pages(buf: &mut [u8]) {
     const PAGE: usize = 4096;
     let start = buf.as_mut_ptr() as usize;
@@ -117,6 +118,9 @@ fn advise_huge_pages(buf: &mut [u8]) {
         }
     }
 }
+
+#[cfg(not(any(target_os = "linux", target_os = "android")))]
+fn advise_huge_pages(_buf: &mut [u8]) {}
 
 /// Serializes `m` (whose sizes are `sizes`, total `len`) into a new buffer; payloads are copied
 /// by `pool`'s threads.
@@ -204,7 +208,6 @@ pub(super) fn write_file_parallel<M: Message>(
     path: &std::path::Path,
     pool: &rayon::ThreadPool,
 ) -> Result<()> {
-    use std::os::unix::fs::FileExt;
     let io_err = |e| Error::io(path, e);
     file.set_len(len).map_err(io_err)?;
     let jobs = {
@@ -228,7 +231,7 @@ pub(super) fn write_file_parallel<M: Message>(
     pool.install(|| {
         pieces
             .par_iter()
-            .try_for_each(|p| file.write_all_at(p.bytes(), p.offset))
+            .try_for_each(|p| crate::storage::write_all_at(file, p.bytes(), p.offset))
     })
     .map_err(io_err)
 }

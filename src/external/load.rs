@@ -112,8 +112,6 @@ struct Ref {
     file: usize,
     offset: u64,
     len: u64,
-    /// Natural alignment of the element type (bytes).
-    elem_align: u64,
     checksum: Option<String>,
     prepacked: Vec<(String, String)>,
     /// The pre-packed blobs of `prepacked`, merged by key, every range checked against the file.
@@ -294,13 +292,8 @@ struct Plan {
     keys: Option<KeyCache>,
 }
 
-/// An external tensor seen by the visitor: (index, name, parsed entries, data type).
-type Pending = (
-    usize,
-    String,
-    std::result::Result<ExternalDataInfo, String>,
-    Option<i32>,
-);
+/// An external tensor seen by the visitor: (index, name, parsed entries).
+type Pending = (usize, String, std::result::Result<ExternalDataInfo, String>);
 
 /// Where problems go: `load` stops at the first, `check` collects them all.
 type Sink<'a> = &'a mut dyn FnMut(Error) -> Result<()>;
@@ -310,16 +303,6 @@ fn ext_err(tensor: &str, path: &Path, reason: impl Into<String>) -> Error {
         tensor: tensor.to_string(),
         path: path.to_path_buf(),
         reason: reason.into(),
-    }
-}
-
-/// Natural alignment of one element in `raw_data` (1 for sub-byte and unknown types).
-fn elem_align(data_type: Option<i32>) -> u64 {
-    match data_type.and_then(DataType::from_i32) {
-        Some(DataType::Complex64) => 4,
-        Some(DataType::Complex128) => 8,
-        Some(t) => u64::from((t.bits() / 8).clamp(1, 8)),
-        None => 1,
     }
 }
 
@@ -473,13 +456,13 @@ fn plan(
     only_unloaded: bool,
     sink: Sink<'_>,
 ) -> Result<Plan> {
-    // (index, name, entries, data type) of every external tensor, in visitor order.
+    // (index, name, entries) of every external tensor, in visitor order.
     let mut externals: Vec<Pending> = Vec::new();
     let mut index = 0usize;
     model.visit_tensors(&mut |t| {
         if uses_external_data(t) && !(only_unloaded && t.raw_data.is_some()) {
             let name = t.name().to_string_lossy().into_owned();
-            externals.push((index, name, ExternalDataInfo::parse(t), t.data_type));
+            externals.push((index, name, ExternalDataInfo::parse(t)));
         }
         index += 1;
     });
@@ -496,7 +479,7 @@ fn plan(
         primary: None,
         by_key: HashMap::new(),
     };
-    for (index, name, info, data_type) in externals {
+    for (index, name, info) in externals {
         let name = name.as_str();
         let info = match info {
             Ok(i) => i,
@@ -571,7 +554,6 @@ fn plan(
             file,
             offset: info.offset,
             len,
-            elem_align: elem_align(data_type),
             checksum: info.checksum,
             prepacked: info.prepacked,
             blobs,
@@ -826,6 +808,7 @@ fn fill_copy(plan: &Plan, which: &[usize], threads: usize, align: u64) -> Result
     let secret = refs.iter().any(|r| plan.files[r.file].info.encrypted);
     let mut map =
         MmapMut::map_anon(total).map_err(|_| Error::alloc_failed(total, "the external data"))?;
+    #[cfg(any(target_os = "linux", target_os = "android"))]
     if total >= PIECE {
         let _ = map.advise(memmap2::Advice::HugePage);
     }
@@ -922,7 +905,10 @@ fn fill_no_copy(
     plan: &mut Plan,
     which: &[usize],
     threshold: u64,
+    align: u64,
 ) -> Result<(Vec<ByteSpan>, usize, Maps)> {
+    let mut pool =
+        crate::wire::PayloadPool::new(usize::try_from(align.max(16)).unwrap_or(64), 64 << 10);
     let mut maps: Maps = vec![None; plan.files.len()];
     let mut out = Vec::with_capacity(which.len());
     let mut borrowed = 0;
@@ -959,11 +945,17 @@ fn fill_no_copy(
                 format!("the file shrank to {} bytes while loading", bytes.len()),
             ));
         }
-        if r.len >= threshold && r.offset % r.elem_align == 0 {
+        let large = r.len >= threshold;
+        if large && (bytes[start..].as_ptr() as u64) % align == 0 {
             out.push(ByteSpan::from_shared(map.clone(), start..end));
             borrowed += 1;
         } else {
-            out.push(ByteSpan::from_vec(bytes[start..end].to_vec()));
+            // Small, or not aligned in the file: an aligned copy (counted as realigned when
+            // it would have been borrowed).
+            let copy = pool
+                .copy(&bytes[start..end], large && r.len > 0)
+                .ok_or_else(|| Error::alloc_failed(r.len, "a tensor payload"))?;
+            out.push(copy);
         }
     }
     Ok((out, borrowed, maps))
@@ -975,7 +967,7 @@ fn fill_no_copy(
 ///
 /// Also returns, in no-copy mode, the map of each plaintext file that has one.
 fn fill(plan: &mut Plan, opts: &ParseOptions) -> Result<(Vec<ByteSpan>, usize, Option<Maps>)> {
-    let align = opts.alignment.max(64);
+    let align = opts.payload_alignment().max(64);
     let all: Vec<usize> = (0..plan.refs.len()).collect();
     if !opts.no_copy {
         return Ok((fill_copy(plan, &all, opts.threads(), align)?, 0, None));
@@ -983,7 +975,12 @@ fn fill(plan: &mut Plan, opts: &ParseOptions) -> Result<(Vec<ByteSpan>, usize, O
     let (enc, plain): (Vec<usize>, Vec<usize>) = all
         .into_iter()
         .partition(|&i| plan.files[plan.refs[i].file].info.encrypted);
-    let (plain_spans, borrowed, maps) = fill_no_copy(plan, &plain, opts.raw_data_threshold)?;
+    let (plain_spans, borrowed, maps) = fill_no_copy(
+        plan,
+        &plain,
+        opts.raw_data_threshold,
+        opts.payload_alignment(),
+    )?;
     let enc_spans = fill_copy(plan, &enc, opts.threads(), align)?;
     let mut spans: Vec<Option<ByteSpan>> = vec![None; plan.refs.len()];
     for (i, s) in plain.into_iter().zip(plain_spans) {

@@ -8,7 +8,9 @@
 //! - [`PrepackedBlobs`]: ONNX Runtime pre-packed blobs attached to initializers, saved after
 //!   their tensor's bytes ([`save_model_with_prepacked`]) and mapped back on load
 //!   ([`ExternalLoadReport::blobs`], [`crate::load_model_with_prepacked`]);
-//! - [`consolidate_tensors_to_buffer`]: seed 000's `ConsolidateTensorsToBuffer`;
+//! - [`consolidate_tensors_to_buffer`]: the C++ library's `ConsolidateTensorsToBuffer`;
+//! - [`convert_model_to_external_data`], [`populate_external_data`], [`clear_external_data`]:
+//!   external data converted in memory (nothing written);
 //! - [`check_external_data`]: resolve and verify every reference without loading;
 //! - the path rules ([`normalize_location`] and the safe opens of `paths`), on load and on save;
 //! - [`ExternalDataInfo`]: the `external_data` entries.
@@ -42,8 +44,10 @@ pub use paths::{ORT_MEM_ADDR_TAG, model_dir, normalize_location};
 pub use prepacked::{PrepackedBlob, PrepackedBlobs};
 pub(crate) use save::SaveLock;
 pub use save::{
-    Progress, SaveReport, SaveRequest, SavedFile, save_encrypted_model_with_external_data,
-    save_model_with_external_data, save_model_with_prepacked,
+    ConvertExternalOptions, Progress, SaveReport, SaveRequest, SavedFile, clear_external_data,
+    convert_model_to_external_data, populate_external_data,
+    save_encrypted_model_with_external_data, save_model_with_external_data,
+    save_model_with_prepacked,
 };
 
 pub(crate) use load::load_after_parse;

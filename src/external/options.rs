@@ -18,12 +18,13 @@ pub struct SaveExternalOptions {
     pub size_threshold: u64,
     /// One weight file (true, default) or one file per tensor, named after the tensor.
     pub all_tensors_to_one_file: bool,
-    /// Offset alignment of tensors of at least `align_threshold` bytes (default 4096; 65536
+    /// Offset alignment of tensors of at least `align_threshold` bytes (default 4096, the page
+    /// size the ONNX external-data format recommends, so every tensor can be mapped; 65536
     /// suits Windows mappings; 0 or 1 = packed, no alignment at all). Smaller tensors are
     /// aligned to `min(alignment, 16)` so every element is naturally aligned.
     pub alignment: u64,
-    /// Tensors of at least this many bytes are aligned to `alignment` (default 1 MiB, ONNX
-    /// Runtime's value).
+    /// Tensors of at least this many bytes are aligned to `alignment` (default 0: every
+    /// tensor; ONNX Runtime uses 1 MiB to save padding on small tensors).
     pub align_threshold: u64,
     /// Start a new weight file (`LOCATION.1`, ...) when the next tensor would take the current
     /// one past this size (0 = no limit). A tensor larger than the limit gets a file of its own.
@@ -77,7 +78,7 @@ impl Default for SaveExternalOptions {
             size_threshold: 1024,
             all_tensors_to_one_file: true,
             alignment: 4096,
-            align_threshold: 1 << 20,
+            align_threshold: 0,
             max_external_file_size: 0,
             convert_attribute: false,
             externalize_sparse: false,

@@ -82,13 +82,65 @@ pub fn normalize_location(location: &str) -> Result<PathBuf, String> {
                     return Err("'..' leaves the model directory".into());
                 }
             }
-            c => parts.push(c),
+            c => {
+                if cfg!(windows)
+                    && let Some(problem) = windows_name_problem(c)
+                {
+                    return Err(problem);
+                }
+                parts.push(c)
+            }
         }
     }
     if parts.is_empty() {
         return Err("location names the model directory itself, not a file".into());
     }
     Ok(parts.iter().collect())
+}
+
+/// Why `name` (one component of a location) does not name a file of its own on Windows, if it
+/// does not (checked by [`normalize_location`] on Windows; `\\`, `/` and `:` are refused before):
+/// a reserved device name (`CON`, `PRN`, `AUX`, `NUL`, `COM0`..`COM9`, `LPT0`..`LPT9` and their
+/// superscript-digit forms, `CONIN$`, `CONOUT$`), with or without an extension and in any case,
+/// which opens the device instead of a file; a trailing `.` or space, which Windows strips (so
+/// `w.bin.` would be `w.bin`, and `.. ` would be `..`); a character Windows refuses in names
+/// (`< > " | ? *` and control characters).
+pub fn windows_name_problem(name: &str) -> Option<String> {
+    if name.ends_with(['.', ' ']) {
+        return Some(format!(
+            "'{name}' ends with '.' or a space (Windows drops them, so it would name another file)"
+        ));
+    }
+    if let Some(c) = name
+        .chars()
+        .find(|&c| matches!(c, '<' | '>' | '"' | '|' | '?' | '*') || c < ' ')
+    {
+        return Some(format!(
+            "'{}' contains {c:?}, which Windows does not allow in a file name",
+            name.escape_debug()
+        ));
+    }
+    let stem = name
+        .split('.')
+        .next()
+        .unwrap_or_default()
+        .trim_end_matches(' ');
+    let upper = stem.to_uppercase();
+    let numbered = |prefix: &str| {
+        upper.strip_prefix(prefix).is_some_and(|d| {
+            let mut chars = d.chars();
+            matches!(
+                (chars.next(), chars.next()),
+                (Some('0'..='9' | '¹' | '²' | '³'), None)
+            )
+        })
+    };
+    let reserved = matches!(
+        upper.as_str(),
+        "CON" | "PRN" | "AUX" | "NUL" | "CONIN$" | "CONOUT$"
+    ) || numbered("COM")
+        || numbered("LPT");
+    reserved.then(|| format!("'{name}' is a reserved device name on Windows ({stem}), not a file"))
 }
 
 /// The directory of a model file (`.` for a bare file name).
@@ -141,10 +193,14 @@ fn check_opened(
             )));
         }
     }
+    // Elsewhere the link count is checked on the handle (`imp::open_beneath`).
+    #[cfg(not(unix))]
+    let _ = all_links_inside;
     Ok(())
 }
 
 /// Directory entries read at most when looking for the other links of a file.
+#[cfg(unix)]
 const MAX_LINK_SCAN: usize = 1 << 16;
 
 /// Whether every hard link of the file `rel` (whose metadata is `meta`) is an entry of its own
@@ -261,6 +317,7 @@ pub(crate) fn remove_stale_temps(dir: &Path, rels: &[PathBuf]) {
 }
 
 /// The process id in a temporary file name made by [`temp_name`], if it is one.
+#[cfg(unix)]
 fn temp_owner(entry: &std::ffi::OsStr) -> Option<u32> {
     let entry = entry.to_str()?;
     let (name, rest) = entry.strip_prefix('.')?.rsplit_once(".tmp-")?;
@@ -668,13 +725,105 @@ mod imp {
 
 #[cfg(not(unix))]
 mod imp {
-    //! Portable fallback: checks every component with `symlink_metadata` before opening (not
-    //! race-free against a concurrent attacker in the directory; the canonical containment check
-    //! on the result still applies). Hard links are not counted here.
+    //! Windows (and any other non-Unix system): checks every component with `symlink_metadata`
+    //! before opening; symbolic links, junctions and every other reparse point are refused. Not
+    //! race-free against a concurrent attacker in the directory for the parents, but the file
+    //! itself is opened without following a reparse point (`FILE_FLAG_OPEN_REPARSE_POINT`) and
+    //! checked on the handle: not a reparse point, one hard link, and the handle's final path
+    //! (`GetFinalPathNameByHandleW`) inside the model directory. The destination of a save is
+    //! replaced with `MoveFileExW(MOVEFILE_REPLACE_EXISTING | MOVEFILE_WRITE_THROUGH)`.
     use super::{OpenError, file_name_of};
     use std::fs::File;
     use std::io;
     use std::path::{Path, PathBuf};
+
+    /// A symbolic link, or on Windows any reparse point (junction, mount point, ...).
+    fn is_link_like(m: &std::fs::Metadata) -> bool {
+        #[cfg(windows)]
+        {
+            use std::os::windows::fs::MetadataExt;
+            use windows_sys::Win32::Storage::FileSystem::FILE_ATTRIBUTE_REPARSE_POINT;
+            if m.file_attributes() & FILE_ATTRIBUTE_REPARSE_POINT != 0 {
+                return true;
+            }
+        }
+        m.file_type().is_symlink()
+    }
+
+    /// Opens `path` for reading without following a final reparse point (Windows).
+    fn open_no_follow(path: &Path) -> io::Result<File> {
+        let mut options = std::fs::OpenOptions::new();
+        options.read(true);
+        #[cfg(windows)]
+        {
+            use std::os::windows::fs::OpenOptionsExt;
+            options.custom_flags(
+                windows_sys::Win32::Storage::FileSystem::FILE_FLAG_OPEN_REPARSE_POINT,
+            );
+        }
+        options.open(path)
+    }
+
+    /// The rules checked on the opened file itself: not a reparse point, one hard link.
+    fn check_handle(file: &File) -> Result<(), OpenError> {
+        if is_link_like(&file.metadata()?) {
+            return Err(OpenError::Refused(
+                "the location is a symbolic link, junction or other reparse point (never followed)"
+                    .into(),
+            ));
+        }
+        #[cfg(windows)]
+        {
+            use std::os::windows::io::AsRawHandle;
+            use windows_sys::Win32::Storage::FileSystem::{
+                BY_HANDLE_FILE_INFORMATION, GetFileInformationByHandle,
+            };
+            // SAFETY: plain integers; all-zero is a valid value, overwritten on success.
+            let mut info: BY_HANDLE_FILE_INFORMATION = unsafe { std::mem::zeroed() };
+            // SAFETY: a live file handle and a properly sized output structure.
+            if unsafe { GetFileInformationByHandle(file.as_raw_handle(), &mut info) } == 0 {
+                return Err(OpenError::Io(io::Error::last_os_error()));
+            }
+            if info.nNumberOfLinks > 1 {
+                return Err(OpenError::Refused(format!(
+                    "the file has {} hard links (a hard link can point outside the model \
+                     directory)",
+                    info.nNumberOfLinks
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    /// Renames `from` over `to`, replacing it atomically (Windows: `MoveFileExW` with
+    /// `MOVEFILE_REPLACE_EXISTING`, and `MOVEFILE_WRITE_THROUGH` when `sync`).
+    fn replace(from: &Path, to: &Path, sync: bool) -> io::Result<()> {
+        #[cfg(windows)]
+        {
+            use std::os::windows::ffi::OsStrExt;
+            use windows_sys::Win32::Storage::FileSystem::{
+                MOVEFILE_REPLACE_EXISTING, MOVEFILE_WRITE_THROUGH, MoveFileExW,
+            };
+            let wide = |p: &Path| -> Vec<u16> {
+                p.as_os_str()
+                    .encode_wide()
+                    .chain(std::iter::once(0))
+                    .collect()
+            };
+            let (from, to) = (wide(from), wide(to));
+            let flags = MOVEFILE_REPLACE_EXISTING | if sync { MOVEFILE_WRITE_THROUGH } else { 0 };
+            // SAFETY: two NUL-terminated UTF-16 strings alive for the call.
+            if unsafe { MoveFileExW(from.as_ptr(), to.as_ptr(), flags) } == 0 {
+                return Err(io::Error::last_os_error());
+            }
+            Ok(())
+        }
+        #[cfg(not(windows))]
+        {
+            let _ = sync;
+            std::fs::rename(from, to)
+        }
+    }
 
     fn check_components(dir: &Path, rel: &Path, create: bool) -> Result<PathBuf, OpenError> {
         let mut cur = dir.to_path_buf();
@@ -682,9 +831,9 @@ mod imp {
         for (i, c) in comps.iter().enumerate() {
             cur.push(c.as_os_str());
             match std::fs::symlink_metadata(&cur) {
-                Ok(m) if m.file_type().is_symlink() => {
+                Ok(m) if is_link_like(&m) => {
                     return Err(OpenError::Refused(format!(
-                        "'{}' is a symbolic link (never followed)",
+                        "'{}' is a symbolic link, junction or other reparse point (never followed)",
                         cur.display()
                     )));
                 }
@@ -708,11 +857,47 @@ mod imp {
 
     pub(super) fn open_beneath(dir: &Path, rel: &Path) -> Result<File, OpenError> {
         let p = check_components(dir, rel, false)?;
-        Ok(File::open(p)?)
+        let file = open_no_follow(&p)?;
+        check_handle(&file)?;
+        Ok(file)
     }
 
-    pub(super) fn fd_path(_file: &File) -> io::Result<PathBuf> {
-        Err(io::Error::from(io::ErrorKind::Unsupported))
+    /// The final path of an open handle (`\\?\C:\...`, the form `canonicalize` returns).
+    pub(super) fn fd_path(file: &File) -> io::Result<PathBuf> {
+        #[cfg(windows)]
+        {
+            use std::os::windows::ffi::OsStringExt;
+            use std::os::windows::io::AsRawHandle;
+            use windows_sys::Win32::Storage::FileSystem::{
+                FILE_NAME_NORMALIZED, GetFinalPathNameByHandleW, VOLUME_NAME_DOS,
+            };
+            let mut buf = vec![0u16; 512];
+            loop {
+                let capacity = u32::try_from(buf.len()).unwrap_or(u32::MAX);
+                // SAFETY: a live file handle and a writable buffer of `capacity` UTF-16 units.
+                let n = unsafe {
+                    GetFinalPathNameByHandleW(
+                        file.as_raw_handle(),
+                        buf.as_mut_ptr(),
+                        capacity,
+                        FILE_NAME_NORMALIZED | VOLUME_NAME_DOS,
+                    )
+                } as usize;
+                if n == 0 {
+                    return Err(io::Error::last_os_error());
+                }
+                if n < buf.len() {
+                    return Ok(PathBuf::from(std::ffi::OsString::from_wide(&buf[..n])));
+                }
+                // Too small: `n` is the size needed, terminating NUL included.
+                buf.resize(n, 0);
+            }
+        }
+        #[cfg(not(windows))]
+        {
+            let _ = file;
+            Err(io::Error::from(io::ErrorKind::Unsupported))
+        }
     }
 
     pub(super) fn remove_beneath(dir: &Path, rel: &Path) {
@@ -723,7 +908,7 @@ mod imp {
         }
     }
 
-    pub(super) fn link_over(dir: &Path, from: &Path, to: &Path, _sync: bool) -> io::Result<()> {
+    pub(super) fn link_over(dir: &Path, from: &Path, to: &Path, sync: bool) -> io::Result<()> {
         let map = |e: OpenError| match e {
             OpenError::Io(e) => e,
             OpenError::Refused(r) => io::Error::other(r),
@@ -733,7 +918,7 @@ mod imp {
         let name = to.file_name().unwrap_or_default().to_os_string();
         let temp = to.with_file_name(super::temp_name(&name, 0));
         std::fs::hard_link(&from, &temp)?;
-        std::fs::rename(&temp, &to).inspect_err(|_| {
+        replace(&temp, &to, sync).inspect_err(|_| {
             let _ = std::fs::remove_file(&temp);
         })
     }
@@ -755,12 +940,13 @@ mod imp {
         ) -> Result<(PathBuf, std::ffi::OsString), OpenError> {
             let dest = check_components(dir, rel, true)?;
             let name = file_name_of(rel)?;
-            if let Ok(m) = std::fs::symlink_metadata(&dest) {
-                if !m.is_file() {
-                    return Err(OpenError::Refused(
-                        "the destination exists and is not a regular file".into(),
-                    ));
-                }
+            if let Ok(m) = std::fs::symlink_metadata(&dest)
+                && (!m.is_file() || is_link_like(&m))
+            {
+                return Err(OpenError::Refused(
+                    "the destination exists and is not a regular file (or is a reparse point)"
+                        .into(),
+                ));
             }
             let parent = dest.parent().unwrap_or(dir).to_path_buf();
             if !parent.canonicalize()?.starts_with(dir.canonicalize()?) {
@@ -805,7 +991,7 @@ mod imp {
                 file.sync_all()?;
             }
             drop(file);
-            std::fs::rename(&self.temp, &self.dest)?;
+            replace(&self.temp, &self.dest, sync)?;
             self.temp = PathBuf::new();
             Ok(())
         }
@@ -912,5 +1098,158 @@ mod tests {
         assert_eq!(normalize_location("a/../b").unwrap(), Path::new("b"));
         assert_eq!(normalize_location("a\\b").unwrap(), Path::new("a/b"));
         assert_eq!(normalize_location("w.bin").unwrap(), Path::new("w.bin"));
+    }
+}
+
+/// Rules that hold on every platform, and the Windows name rules (checked everywhere as a
+/// function, enforced by `normalize_location` on Windows only).
+#[cfg(test)]
+mod portable_tests {
+    use super::*;
+
+    #[test]
+    fn unc_verbatim_and_stream_locations_are_refused_everywhere() {
+        for bad in [
+            "\\\\server\\share\\w.bin",
+            "//server/share/w.bin",
+            "\\\\?\\C:\\w.bin",
+            "\\\\.\\PhysicalDrive0",
+            "w.bin:secret",
+            "a/w.bin::$DATA",
+            "C:w.bin",
+        ] {
+            assert!(normalize_location(bad).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn windows_name_rules() {
+        for bad in [
+            "CON",
+            "con.bin",
+            "Nul.tar.gz",
+            "NUL ",
+            "aux .bin",
+            "COM1",
+            "com9.bin",
+            "LPT0.x",
+            "COM¹",
+            "lpt³.bin",
+            "CONIN$",
+            "conout$.txt",
+            "w.bin.",
+            "w.bin ",
+            "...",
+            "a<b",
+            "a>b",
+            "a\"b",
+            "a|b",
+            "a?b",
+            "a*b",
+            "a\u{1}b",
+        ] {
+            assert!(windows_name_problem(bad).is_some(), "{bad:?}");
+        }
+        for good in [
+            "w.bin",
+            "CONSOLE.bin",
+            "COM10",
+            "LPT",
+            "nul_1.bin",
+            "con_x",
+            ".hidden",
+            "a b.bin",
+            "COMx.bin",
+        ] {
+            assert_eq!(windows_name_problem(good), None, "{good:?}");
+        }
+        let refused = normalize_location("d/CON.bin").is_err();
+        assert_eq!(
+            refused,
+            cfg!(windows),
+            "reserved names are a Windows-only rule"
+        );
+        assert_eq!(normalize_location("d/w.bin.").is_err(), cfg!(windows));
+    }
+}
+
+/// The Windows side of opening and replacing (symbolic links, hard links, final handle path,
+/// atomic replace); run under Wine by scripts/test.d/70-cross.sh.
+#[cfg(all(test, windows))]
+mod windows_tests {
+    use super::*;
+
+    fn fresh_dir(name: &str) -> PathBuf {
+        let root = std::env::temp_dir().join(format!("onnxl-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&root);
+        std::fs::create_dir_all(root.join("d/sub")).unwrap();
+        std::fs::create_dir_all(root.join("out")).unwrap();
+        root
+    }
+
+    fn refused(r: Result<SafeFile, OpenError>) -> String {
+        match r {
+            Err(OpenError::Refused(why)) => why,
+            Err(OpenError::Io(e)) => panic!("an I/O error, not a refusal: {e}"),
+            Ok(_) => panic!("opened"),
+        }
+    }
+
+    #[test]
+    fn opens_inside_and_refuses_links() {
+        let root = fresh_dir("win-open");
+        let dir = root.join("d");
+        std::fs::write(dir.join("sub/w.bin"), b"weights").unwrap();
+        std::fs::write(root.join("out/s.bin"), b"secret").unwrap();
+        let open = |rel: &str| open_beneath(&dir, &normalize_location(rel).unwrap());
+        let ok = open("sub\\w.bin").unwrap();
+        assert_eq!(ok.len, 7);
+        let final_path = imp::fd_path(&ok.file).unwrap();
+        assert!(
+            final_path.starts_with(dir.canonicalize().unwrap()),
+            "{}",
+            final_path.display()
+        );
+        assert!(refused(open("sub")).contains("not a regular file"));
+        std::fs::hard_link(root.join("out/s.bin"), dir.join("hard.bin")).unwrap();
+        assert!(refused(open("hard.bin")).contains("hard links"));
+        std::os::windows::fs::symlink_file(root.join("out/s.bin"), dir.join("link.bin")).unwrap();
+        assert!(refused(open("link.bin")).contains("reparse point"));
+        std::os::windows::fs::symlink_dir(root.join("out"), dir.join("outdir")).unwrap();
+        assert!(refused(open("outdir/s.bin")).contains("reparse point"));
+        let _ = std::fs::remove_dir_all(&root);
+    }
+
+    #[test]
+    fn atomic_out_replaces_or_leaves_the_destination() {
+        let root = fresh_dir("win-replace");
+        let dir = root.join("d");
+        let rel = normalize_location("sub/w.bin").unwrap();
+        std::fs::write(dir.join(&rel), b"old").unwrap();
+        {
+            let out = AtomicOut::create(&dir, &rel).unwrap();
+            std::io::Write::write_all(&mut out.file(), b"abandoned").unwrap();
+        }
+        assert_eq!(std::fs::read(dir.join(&rel)).unwrap(), b"old");
+        for sync in [false, true] {
+            let out = AtomicOut::create(&dir, &rel).unwrap();
+            std::io::Write::write_all(&mut out.file(), b"new").unwrap();
+            out.commit(sync).unwrap();
+            assert_eq!(std::fs::read(dir.join(&rel)).unwrap(), b"new");
+        }
+        let names: Vec<_> = std::fs::read_dir(dir.join("sub"))
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(names, ["w.bin"], "no temporary file left behind");
+        std::fs::write(dir.join("sub/a.bin"), b"aa").unwrap();
+        link_over(&dir, Path::new("sub/a.bin"), &rel, true).unwrap();
+        assert_eq!(std::fs::read(dir.join(&rel)).unwrap(), b"aa");
+        std::os::windows::fs::symlink_file(root.join("out/x.bin"), dir.join("sub/l.bin")).unwrap();
+        assert!(matches!(
+            AtomicOut::create(&dir, Path::new("sub/l.bin")),
+            Err(OpenError::Refused(_))
+        ));
+        let _ = std::fs::remove_dir_all(&root);
     }
 }

@@ -13,21 +13,21 @@
 //! Strings: protobuf's getters return `const std::string&` that alias the field. A string
 //! field becomes a heap `std::string` (made by the C++ layer's functions, registered by
 //! `onnxl_cxx_init`) the first time C++ asks for it, and stays one; later reads find it in
-//! place (its tag byte, read with acquire ordering, says so). Conversions are serialized by
-//! one lock, so concurrent const access from C++ threads is safe, as with protobuf.
+//! place (its tag byte, read with acquire ordering, says so). A conversion first claims the
+//! string with compare-and-swap on that byte, so concurrent const access from C++ threads is
+//! safe, as with protobuf. (Tensor payloads, converted rarely, take one lock.)
 
 use std::ffi::c_void;
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicU8, Ordering};
 
 use super::panic::ffi_value;
 use super::status::FfiError;
-use crate::bytes::{CXX_STRING_TAG, CxxString};
+use crate::bytes::CxxString;
 use crate::proto::{Message, RepeatedField};
 use crate::wire::{DecodeConfig, InlineVec, Sink, SizeCursor, SizeTable};
 use crate::{ByteSpan, ProtoString};
 
-/// Serializes in-place conversions of strings into `std::string`.
+/// Serializes in-place conversions of tensor payloads into `std::string`.
 static CONVERT: Mutex<()> = Mutex::new(());
 
 fn convert_lock() -> std::sync::MutexGuard<'static, ()> {
@@ -65,20 +65,14 @@ pub unsafe extern "C" fn onnxl_cxx_free(p: *mut c_void, size: usize, align: usiz
 // ---------------------------------------------------------------------------------------------
 // Strings.
 
-/// The `std::string` of `s`, converting it in place the first time.
+/// The `std::string` of `s`, converting it in place the first time (see
+/// `ProtoString::cxx_string_shared`: concurrent C++ readers are safe).
 ///
 /// # Safety
-/// `s` is a live string that no other thread modifies (other C++ readers may convert it too).
+/// `s` is a live string that no other thread modifies or reads except through this function.
 unsafe fn string_of(s: *const ProtoString) -> *mut c_void {
-    // SAFETY: the tag is the first byte (`StrRepr` is `repr(u8)`); converters publish it with
-    // release ordering after the pointer at offset 8.
-    unsafe {
-        if AtomicU8::from_ptr(s.cast_mut().cast()).load(Ordering::Acquire) == CXX_STRING_TAG {
-            return s.cast::<u8>().add(8).cast::<*mut c_void>().read();
-        }
-        let _g = convert_lock();
-        (*s.cast_mut()).make_cxx()
-    }
+    // SAFETY: contract.
+    unsafe { ProtoString::cxx_string_shared(s) }
 }
 
 /// A string element's `std::string` (repeated string fields: `x(i)`, `mutable_x(i)`).

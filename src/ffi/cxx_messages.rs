@@ -3316,6 +3316,57 @@ pub fn layout_text() -> String {
     writeln!(o, "field OptionalProto.sequence_value {}", std::mem::offset_of!(OptionalProto, sequence_value)).unwrap();
     writeln!(o, "field OptionalProto.map_value {}", std::mem::offset_of!(OptionalProto, map_value)).unwrap();
     writeln!(o, "field OptionalProto.optional_value {}", std::mem::offset_of!(OptionalProto, optional_value)).unwrap();
+    {
+        let none: Option<SimpleShardedDimProtoDim> = None;
+        // SAFETY: the first word of a `repr(u32)` enum (and of its `Option`) is its tag.
+        let tag = |v: &Option<SimpleShardedDimProtoDim>| unsafe { (v as *const Option<SimpleShardedDimProtoDim>).cast::<u32>().read() };
+        write!(o, "oneof SimpleShardedDimProto.dim offset={} none={}", std::mem::offset_of!(SimpleShardedDimProto, dim), tag(&none)).unwrap();
+        let v = Some(SimpleShardedDimProtoDim::DimValue(Default::default()));
+        let at = match &v { Some(SimpleShardedDimProtoDim::DimValue(x)) => (x as *const _ as usize) - (&v as *const _ as usize), _ => unreachable!() };
+        write!(o, " dim_value={}@{}", tag(&v), at).unwrap();
+        let v = Some(SimpleShardedDimProtoDim::DimParam(Default::default()));
+        let at = match &v { Some(SimpleShardedDimProtoDim::DimParam(x)) => (x as *const _ as usize) - (&v as *const _ as usize), _ => unreachable!() };
+        write!(o, " dim_param={}@{}", tag(&v), at).unwrap();
+        writeln!(o).unwrap();
+    }
+    {
+        let none: Option<TensorShapeProtoDimensionValue> = None;
+        // SAFETY: the first word of a `repr(u32)` enum (and of its `Option`) is its tag.
+        let tag = |v: &Option<TensorShapeProtoDimensionValue>| unsafe { (v as *const Option<TensorShapeProtoDimensionValue>).cast::<u32>().read() };
+        write!(o, "oneof TensorShapeProto_Dimension.value offset={} none={}", std::mem::offset_of!(TensorShapeProtoDimension, value), tag(&none)).unwrap();
+        let v = Some(TensorShapeProtoDimensionValue::DimValue(Default::default()));
+        let at = match &v { Some(TensorShapeProtoDimensionValue::DimValue(x)) => (x as *const _ as usize) - (&v as *const _ as usize), _ => unreachable!() };
+        write!(o, " dim_value={}@{}", tag(&v), at).unwrap();
+        let v = Some(TensorShapeProtoDimensionValue::DimParam(Default::default()));
+        let at = match &v { Some(TensorShapeProtoDimensionValue::DimParam(x)) => (x as *const _ as usize) - (&v as *const _ as usize), _ => unreachable!() };
+        write!(o, " dim_param={}@{}", tag(&v), at).unwrap();
+        writeln!(o).unwrap();
+    }
+    {
+        let none: Option<TypeProtoValue> = None;
+        // SAFETY: the first word of a `repr(u32)` enum (and of its `Option`) is its tag.
+        let tag = |v: &Option<TypeProtoValue>| unsafe { (v as *const Option<TypeProtoValue>).cast::<u32>().read() };
+        write!(o, "oneof TypeProto.value offset={} none={}", std::mem::offset_of!(TypeProto, value), tag(&none)).unwrap();
+        let v = Some(TypeProtoValue::TensorType(Default::default()));
+        let at = match &v { Some(TypeProtoValue::TensorType(x)) => (x as *const _ as usize) - (&v as *const _ as usize), _ => unreachable!() };
+        write!(o, " tensor_type={}@{}", tag(&v), at).unwrap();
+        let v = Some(TypeProtoValue::SequenceType(Default::default()));
+        let at = match &v { Some(TypeProtoValue::SequenceType(x)) => (x as *const _ as usize) - (&v as *const _ as usize), _ => unreachable!() };
+        write!(o, " sequence_type={}@{}", tag(&v), at).unwrap();
+        let v = Some(TypeProtoValue::MapType(Default::default()));
+        let at = match &v { Some(TypeProtoValue::MapType(x)) => (x as *const _ as usize) - (&v as *const _ as usize), _ => unreachable!() };
+        write!(o, " map_type={}@{}", tag(&v), at).unwrap();
+        let v = Some(TypeProtoValue::OptionalType(Default::default()));
+        let at = match &v { Some(TypeProtoValue::OptionalType(x)) => (x as *const _ as usize) - (&v as *const _ as usize), _ => unreachable!() };
+        write!(o, " optional_type={}@{}", tag(&v), at).unwrap();
+        let v = Some(TypeProtoValue::SparseTensorType(Default::default()));
+        let at = match &v { Some(TypeProtoValue::SparseTensorType(x)) => (x as *const _ as usize) - (&v as *const _ as usize), _ => unreachable!() };
+        write!(o, " sparse_tensor_type={}@{}", tag(&v), at).unwrap();
+        let v = Some(TypeProtoValue::OpaqueType(Default::default()));
+        let at = match &v { Some(TypeProtoValue::OpaqueType(x)) => (x as *const _ as usize) - (&v as *const _ as usize), _ => unreachable!() };
+        write!(o, " opaque_type={}@{}", tag(&v), at).unwrap();
+        writeln!(o).unwrap();
+    }
     o.push_str(&layout_facts());
     o
 }

@@ -13,15 +13,13 @@
 //! the tensor and the path.
 
 use std::ffi::c_char;
-use std::path::PathBuf;
 
 use super::accessors::OnnxlModelProto;
 use super::handle::{c_bytes, c_path, check_out, into_raw, try_mut, try_ref, write_out};
-use super::options::{OnnxlParseOptions, flag, parse_options};
-use super::owner::{OnnxlOwner, new_token};
+use super::options::{OnnxlParseOptions, flag, opt_path, parse_options, read_versioned};
 use super::panic::ffi_status;
 use super::status::{FfiError, OnnxlStatus};
-use crate::codec::{ParseOptions, TensorBufferOptions};
+use crate::codec::ParseOptions;
 use crate::error::Error;
 use crate::external;
 use crate::external::SaveExternalOptions;
@@ -44,10 +42,11 @@ pub struct OnnxlExternalDataOptions {
     /// Tensors with at least this many `raw_data` bytes go to external files. Default 1024.
     pub size_threshold: u64,
     /// Offset alignment of tensors of at least `align_threshold` bytes (power of two; 0/1 =
-    /// packed). Default 4096; 65536 suits Windows mappings.
+    /// packed). Default 4096 (the page size the ONNX external-data format recommends); 65536
+    /// suits Windows mappings.
     pub alignment: u64,
     /// Tensors of at least this many bytes are aligned to `alignment` (smaller ones to at most
-    /// 16 bytes). Default 1 MiB.
+    /// 16 bytes). Default 0 (every tensor; ONNX Runtime uses 1 MiB).
     pub align_threshold: u64,
     /// Start a new file when the next tensor would pass this size (0 = no limit). Default 0.
     pub max_external_file_size: u64,
@@ -165,48 +164,6 @@ pub extern "C" fn onnxl_external_load_options_default() -> OnnxlExternalLoadOpti
         reserved: [0; 5],
         key: std::ptr::null(),
         key_len: 0,
-    }
-}
-
-/// Checks `struct_size` against the published sizes and copies the caller's struct over
-/// `defaults` (the fields an older caller does not have keep their default values).
-///
-/// # Safety
-/// `p` is non-NULL and readable for at least a `usize`, and for `struct_size` bytes.
-unsafe fn read_versioned<T: Copy>(
-    p: *const T,
-    mut defaults: T,
-    known: &[usize],
-    what: &str,
-) -> Result<T, FfiError> {
-    // SAFETY: every options struct starts with `size_t struct_size` (contract).
-    let size = unsafe { p.cast::<usize>().read() };
-    if !known.contains(&size) {
-        return Err(FfiError::invalid(format!(
-            "{what}.struct_size is {size}, this library knows {known:?} (initialize the struct with \
-             its _default() function)"
-        )));
-    }
-    debug_assert!(size <= size_of::<T>());
-    // SAFETY: `size` bytes are readable (contract) and at most `size_of::<T>()` (every known
-    // size is); a published size ends at a field boundary, so the copy writes whole fields of
-    // the caller's (valid) values over the defaults.
-    unsafe {
-        std::ptr::copy_nonoverlapping(p.cast::<u8>(), (&mut defaults as *mut T).cast::<u8>(), size);
-    }
-    Ok(defaults)
-}
-
-/// An optional NUL-terminated path.
-///
-/// # Safety
-/// `p` is NULL or NUL-terminated.
-unsafe fn opt_path(p: *const c_char, what: &str) -> Result<Option<PathBuf>, FfiError> {
-    if p.is_null() {
-        Ok(None)
-    } else {
-        // SAFETY: non-NULL and NUL-terminated (contract).
-        unsafe { c_path(p, what) }.map(Some)
     }
 }
 
@@ -512,53 +469,12 @@ fn check(
     ))
 }
 
-/// Moves every tensor payload of at least `threshold` bytes into ONE new buffer whose start and
-/// every tensor offset are multiples of `alignment` (0/1 = packed; otherwise a power of two), and
-/// makes those tensors borrow from it (C++ `ConsolidateTensorsToBuffer`, seed 000). Reaches every
-/// tensor of the model.
-///
-/// Ownership: each consolidated tensor holds the buffer's owner token, so the buffer lives as
-/// long as any of them. When `owner_out` is not NULL, a retained `OnnxlOwner` for the whole
-/// buffer is written there (NULL when no tensor qualified); the caller may release it at once
-/// (`onnxl_owner_release`) or keep it to use the bytes after the model is freed. `owner_out` may
-/// be NULL.
-///
-/// # Safety
-/// `model` NULL or a live handle used by no one else; `owner_out` NULL or writable.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn onnxl_consolidate_tensors_to_buffer(
-    model: *mut OnnxlModelProto,
-    threshold: u64,
-    alignment: u64,
-    owner_out: *mut *const OnnxlOwner,
-) -> OnnxlStatus {
-    ffi_status(|| {
-        // SAFETY: forwarded contract.
-        let m = unsafe { try_mut(model, "model") }?;
-        let opts = TensorBufferOptions {
-            raw_data_threshold: threshold,
-            alignment,
-        };
-        let buffer = external::consolidate_tensors_to_buffer(m, &opts)?;
-        if !owner_out.is_null() {
-            let token = match buffer {
-                Some(b) => {
-                    let bytes: *const [u8] = b.as_slice();
-                    // SAFETY: `bytes` points into `b`, which the token keeps alive.
-                    new_token(b, unsafe { &*bytes })
-                }
-                None => std::ptr::null(),
-            };
-            // SAFETY: `owner_out` is non-NULL and writable (contract).
-            unsafe { write_out(owner_out, token) };
-        }
-        Ok(())
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ffi::conversions::{
+        onnxl_consolidate_tensors_to_buffer_with_options, onnxl_tensor_buffer_options_default,
+    };
     use crate::ffi::model::{onnxl_load_model, onnxl_save_model};
     use crate::ffi::owner::{onnxl_owner_data, onnxl_owner_release};
     use crate::ffi::status::last_error;
@@ -566,7 +482,7 @@ mod tests {
     use std::ffi::CString;
     use std::ptr::{null, null_mut};
 
-    fn temp_dir(tag: &str) -> PathBuf {
+    fn temp_dir(tag: &str) -> std::path::PathBuf {
         let d = std::env::temp_dir().join(format!("onnxl-ffi-ext-{tag}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&d);
         std::fs::create_dir_all(&d).unwrap();
@@ -654,7 +570,9 @@ mod tests {
         // Consolidate: the owner outlives the model.
         let mut owner = null();
         // SAFETY: live handle, writable out-pointer.
-        let s = unsafe { onnxl_consolidate_tensors_to_buffer(lazy, 1000, 64, &mut owner) };
+        let mut bo = onnxl_tensor_buffer_options_default();
+        (bo.raw_data_threshold, bo.alignment) = (1000, 64);
+        let s = unsafe { onnxl_consolidate_tensors_to_buffer_with_options(lazy, &bo, &mut owner) };
         assert_eq!(s, OnnxlStatus::Ok, "{}", last_error());
         assert!(!owner.is_null());
         // SAFETY: handles from this library, freed once.
@@ -793,7 +711,7 @@ mod tests {
                 OnnxlStatus::NullPointer
             );
             assert_eq!(
-                onnxl_consolidate_tensors_to_buffer(null_mut(), 0, 0, null_mut()),
+                onnxl_consolidate_tensors_to_buffer_with_options(null_mut(), null(), null_mut()),
                 OnnxlStatus::NullPointer
             );
             assert_eq!(

@@ -29,6 +29,7 @@
 #[rustfmt::skip]
 pub mod accessors;
 pub mod buffer;
+pub mod conversions;
 pub mod crypto;
 /// cbindgen:ignore
 pub mod cxx;

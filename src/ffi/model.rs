@@ -8,7 +8,7 @@ use super::buffer::OnnxlBuffer;
 use super::handle::{Castable, c_path, check_out, into_raw, try_ref, write_out};
 use super::message::{msg_serialize, parse_bytes};
 use super::options::{OnnxlParseOptions, OnnxlSerializeOptions, parse_options, serialize_options};
-use super::panic::ffi_status;
+use super::panic::{ffi_status, ffi_value};
 use super::status::OnnxlStatus;
 use crate::proto::{Message, ModelProto, TensorProto};
 use crate::{codec, package};
@@ -166,4 +166,40 @@ pub unsafe extern "C" fn onnxl_save_tensor_proto(
 ) -> OnnxlStatus {
     // SAFETY: forwarded contract.
     unsafe { save_file::<TensorProto, _>(tensor, path, opts) }
+}
+
+/// The number of tensors of `model` whose bytes a no-copy load copied (instead of borrowing
+/// them from the file or buffer) because their address there was not a multiple of
+/// `OnnxlParseOptions.alignment`. 0 for copy-mode loads (every payload is placed aligned), and
+/// on error (NULL `model`; the last error says so).
+///
+/// # Safety
+/// `model` NULL or a live model handle.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn onnxl_model_realigned_tensors(model: *const OnnxlModelProto) -> usize {
+    ffi_value(0, || {
+        // SAFETY: forwarded contract.
+        let m = unsafe { try_ref(model, "model") }?;
+        Ok(codec::realigned_tensors(m))
+    })
+}
+
+/// The number of tensors of `model` whose `raw_data` is not empty and does not start at a
+/// multiple of `alignment` (a power of two; 0/1 count nothing). Loads place or copy every
+/// payload at `OnnxlParseOptions.alignment`, except parses of caller bytes without an owner
+/// (`onnxl_parse_*` no-copy from a caller's buffer), where the caller's layout decides: count
+/// them here. 0 on error (NULL `model`; the last error says so).
+///
+/// # Safety
+/// `model` NULL or a live model handle.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn onnxl_model_misaligned_tensors(
+    model: *const OnnxlModelProto,
+    alignment: u64,
+) -> usize {
+    ffi_value(0, || {
+        // SAFETY: forwarded contract.
+        let m = unsafe { try_ref(model, "model") }?;
+        Ok(codec::misaligned_tensors(m, alignment))
+    })
 }

@@ -9,7 +9,10 @@
 //! older size always ends exactly at a field boundary. A size the library does not know (e.g.
 //! from a newer header) is `ONNXL_STATUS_INVALID_ARGUMENT`.
 
-use super::handle::check_enum;
+use std::ffi::c_char;
+use std::path::PathBuf;
+
+use super::handle::{c_path, check_enum};
 use super::status::FfiError;
 use crate::codec::{FileLoadMode, ParseOptions, SerializeOptions};
 
@@ -35,12 +38,16 @@ pub struct OnnxlParseOptions {
     /// Payloads of at least this many bytes are borrowed (with `no_copy`) or dropped (with
     /// `skip_raw_data`); smaller ones are always copied. Default 1024.
     pub raw_data_threshold: u64,
-    /// Alignment of tensor buffers allocated while parsing: 0/1 = none, else a power of two.
+    /// Every tensor payload pointer a load hands out (`onnxl_tensor_proto_raw_data`, DLPack)
+    /// is a multiple of this. Default 64 (a cache line and the widest SIMD load). Copies are
+    /// placed there; no-copy loads borrow aligned payloads and copy the others (count them
+    /// with `onnxl_model_realigned_tensors`). A power of two up to 65536; 0/1 = no requirement.
     pub alignment: u64,
     /// Parse initializers in parallel only when the graph holds at least this many bytes of
-    /// them (0 = whenever there are two or more). Default 0.
+    /// them (0 = whenever there are two or more). Default 4194304 (4 MiB: below that, threads
+    /// cost more than they save).
     pub min_parallel_block_size: u64,
-    /// Largest tensor payload accepted, checked before allocating (0 = no limit).
+    /// Largest tensor payload accepted, checked before allocating (0 = no limit). Default 0.
     pub max_tensor_size_bytes: u64,
     /// 1 = sequential (default), n > 1 = exactly n threads, negative = all cores; 0 is invalid.
     pub num_threads: i32,
@@ -79,9 +86,11 @@ pub struct OnnxlSerializeOptions {
     pub struct_size: usize,
     /// Tensors with at least this many payload bytes count as large (external data). Default 64.
     pub raw_data_threshold: u64,
-    /// Alignment of large tensors in external files: 0/1 = none, else a power of two.
+    /// Offset alignment of every tensor the model + weights stream writes to the weights file:
+    /// 0 = the default, 4096 (the page size the ONNX external-data format recommends); 1 =
+    /// packed; otherwise a power of two. Default 0.
     pub alignment: u64,
-    /// Refuse to write more than this many bytes (0 = no limit).
+    /// Refuse to write more than this many bytes (0 = no limit). Default 0.
     pub max_serialized_size_bytes: u64,
     /// 1 = sequential (default), n > 1 = n threads, negative = all cores; 0 is invalid.
     pub num_threads: i32,
@@ -268,6 +277,48 @@ pub(crate) unsafe fn serialize_options(
     };
     opts.validate()?;
     Ok(opts)
+}
+
+/// Checks `struct_size` against the published sizes and copies the caller's struct over
+/// `defaults` (the fields an older caller does not have keep their default values).
+///
+/// # Safety
+/// `p` is non-NULL and readable for at least a `usize`, and for `struct_size` bytes.
+pub(crate) unsafe fn read_versioned<T: Copy>(
+    p: *const T,
+    mut defaults: T,
+    known: &[usize],
+    what: &str,
+) -> Result<T, FfiError> {
+    // SAFETY: every options struct starts with `size_t struct_size` (contract).
+    let size = unsafe { p.cast::<usize>().read() };
+    if !known.contains(&size) {
+        return Err(FfiError::invalid(format!(
+            "{what}.struct_size is {size}, this library knows {known:?} (initialize the struct with \
+             its _default() function)"
+        )));
+    }
+    debug_assert!(size <= size_of::<T>());
+    // SAFETY: `size` bytes are readable (contract) and at most `size_of::<T>()` (every known
+    // size is); a published size ends at a field boundary, so the copy writes whole fields of
+    // the caller's (valid) values over the defaults.
+    unsafe {
+        std::ptr::copy_nonoverlapping(p.cast::<u8>(), (&mut defaults as *mut T).cast::<u8>(), size);
+    }
+    Ok(defaults)
+}
+
+/// An optional NUL-terminated path.
+///
+/// # Safety
+/// `p` is NULL or NUL-terminated.
+pub(crate) unsafe fn opt_path(p: *const c_char, what: &str) -> Result<Option<PathBuf>, FfiError> {
+    if p.is_null() {
+        Ok(None)
+    } else {
+        // SAFETY: non-NULL and NUL-terminated (contract).
+        unsafe { c_path(p, what) }.map(Some)
+    }
 }
 
 #[cfg(test)]

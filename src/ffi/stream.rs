@@ -228,11 +228,18 @@ impl Stream {
                         "a model + weights stream holds a ModelProto only".to_string(),
                     )
                 })?;
+                // `SerializeOptions.alignment`: 0 = the default (4096), 1 = packed.
+                let defaults = SaveExternalOptions::default();
                 let save = SaveExternalOptions {
                     location: Some(weights_location(path, weights)?),
                     size_threshold: opts.raw_data_threshold,
                     num_threads: opts.num_threads,
-                    ..Default::default()
+                    alignment: match opts.alignment {
+                        0 => defaults.alignment,
+                        a => a,
+                    },
+                    align_threshold: 0,
+                    ..defaults
                 };
                 crate::external::save_model_with_external_data(m, path.as_path(), &save)?;
             }
@@ -712,6 +719,8 @@ mod tests {
         let tensor = into_raw::<OnnxlTensorProto>(TensorProto::new());
         let mut opts = super::super::options::onnxl_parse_options_default();
         opts.no_copy = 1;
+        // Borrow wherever the payload is (the stream's buffer decides its alignment).
+        opts.alignment = 1;
         // SAFETY: valid arguments throughout.
         unsafe {
             assert_eq!(onnxl_stream_new_memory(&mut s), OnnxlStatus::Ok);

@@ -218,6 +218,8 @@ fn owner_outlives_the_model() {
         opts.file_load_mode = mode as u32;
         opts.no_copy = no_copy.into();
         opts.raw_data_threshold = 0;
+        // Borrow wherever the payload is in the file.
+        opts.alignment = 1;
         let m = load(Some(&opts));
         // SAFETY: handles are used while live; the owner token after the model is freed is the
         // point of the test.

@@ -1692,6 +1692,7 @@ impl SimpleShardedDimProto {
 
 /// `oneof dim` of `onnx.SimpleShardedDimProto`.
 #[derive(Clone, Debug, PartialEq)]
+#[repr(u32)]
 pub enum SimpleShardedDimProtoDim {
     /// `int64 dim_value = 1;`
     DimValue(i64),
@@ -3878,6 +3879,7 @@ impl TensorShapeProtoDimension {
 
 /// `oneof value` of `onnx.TensorShapeProto.Dimension`.
 #[derive(Clone, Debug, PartialEq)]
+#[repr(u32)]
 pub enum TensorShapeProtoDimensionValue {
     /// `int64 dim_value = 1;`
     DimValue(i64),
@@ -4028,6 +4030,7 @@ impl TypeProto {
 
 /// `oneof value` of `onnx.TypeProto`.
 #[derive(Clone, Debug, PartialEq)]
+#[repr(u32)]
 pub enum TypeProtoValue {
     /// `TypeProto.Tensor tensor_type = 1;`
     TensorType(Box<TypeProtoTensor>),

@@ -179,6 +179,7 @@ impl MappedFile {
     /// longer count in its resident memory; the bytes stay readable (they are faulted in again
     /// from the page cache on the next access).
     pub fn release_range(&self, offset: usize, len: usize) {
+        #[cfg(unix)]
         if let Some(map) = &self.map {
             // SAFETY: the mapping is a private, read-only file mapping that this process never
             // writes, so MADV_DONTNEED discards nothing: later reads see the file's bytes again.
@@ -186,6 +187,9 @@ impl MappedFile {
                 map.unchecked_advise_range(memmap2::UncheckedAdvice::DontNeed, offset, len)
             };
         }
+        // Elsewhere the pages simply stay mapped until the map is dropped.
+        #[cfg(not(unix))]
+        let _ = (offset, len);
     }
 }
 
@@ -331,10 +335,9 @@ const ARENA_PARALLEL_MIN_BYTES: usize = 8 << 20;
 /// Piece size of parallel reads and copies.
 const ARENA_CHUNK_BYTES: usize = 8 << 20;
 
-/// One anonymous memory region holding a whole input (file or caller bytes), backed by
-/// transparent huge pages where the kernel allows. A copy-mode load reads the input into it once
-/// (in parallel) and every tensor payload becomes an exclusive range of it, so loading costs one
-/// bulk copy into fresh memory and no per-tensor allocation. Freed when the last range is gone.
+/// One memory region holding a whole file, backed by transparent huge pages where the kernel
+/// allows: the read buffer of `FileLoadMode::Buffered` no-copy loads (read in parallel), whose
+/// payloads borrow from it. Freed when the last payload is gone.
 pub struct Arena {
     storage: ArenaStorage,
     base: *mut u8,
@@ -349,8 +352,7 @@ enum ArenaStorage {
 }
 
 // SAFETY: the arena owns its mapping; `base` points into it. Shared access through `&Arena`
-// only reads (via `AsRef<[u8]>`); writes happen either before the arena is shared (`fill`) or
-// through exclusive payload ranges handed out by the parser (see `ByteSpan::from_arena_range`).
+// only reads (via `AsRef<[u8]>`); writes happen before the arena is shared (`fill`).
 unsafe impl Send for Arena {}
 // SAFETY: see `Send`.
 unsafe impl Sync for Arena {}
@@ -377,6 +379,7 @@ impl Arena {
         let mut map = memmap2::MmapMut::map_anon(len)?;
         if len >= ARENA_PARALLEL_MIN_BYTES {
             // Fewer, larger page faults; refused silently where THP is off.
+            #[cfg(any(target_os = "linux", target_os = "android"))]
             let _ = map.advise(memmap2::Advice::HugePage);
         }
         let base = map.as_mut_ptr();
@@ -434,34 +437,6 @@ impl Arena {
             })
             .map_err(|e| Error::io(path, e))?;
         Ok(Arc::new(arena))
-    }
-
-    /// Copies `bytes` into a new arena, with `threads` parallel copies.
-    pub fn copy_of(bytes: &[u8], threads: usize) -> Result<Arc<Self>> {
-        if !bytes.is_empty() && bytes.len() < ARENA_PARALLEL_MIN_BYTES {
-            // Small inputs: one heap copy, without zeroing the region first.
-            let mut heap: Box<[u8]> = bytes.into();
-            let base = heap.as_mut_ptr();
-            return Ok(Arc::new(Self {
-                storage: ArenaStorage::Heap(heap),
-                base,
-                len: bytes.len(),
-            }));
-        }
-        let mut arena = Self::new(bytes.len())
-            .map_err(|_| Error::alloc_failed(bytes.len(), "a copy of the input"))?;
-        arena
-            .fill(threads, |offset, piece| {
-                piece.copy_from_slice(&bytes[offset as usize..offset as usize + piece.len()]);
-                Ok(())
-            })
-            .map_err(|e| Error::io("<memory>", e))?;
-        Ok(Arc::new(arena))
-    }
-
-    /// Start of the region, for handing out payload ranges.
-    pub(crate) fn base(&self) -> *mut u8 {
-        self.base
     }
 }
 

@@ -1,5 +1,8 @@
-//! Positional reads and writes: the file cursor is not used, so any number of threads may read
-//! or write one file at once.
+//! Positional reads and writes: any number of threads may read or write one file at once.
+//!
+//! On Unix they are `pread` / `pwrite` and leave the file cursor alone; on Windows they are
+//! `ReadFile` / `WriteFile` at an offset (`seek_read` / `seek_write`), which also move the cursor,
+//! so callers never mix them with cursor-based I/O on the same handle at the same time.
 
 use std::fs::File;
 use std::io;

@@ -5,6 +5,7 @@
 
 pub mod inline_vec;
 pub(crate) mod message;
+mod placement;
 mod reader;
 mod repeated;
 pub mod stack;
@@ -13,9 +14,10 @@ mod writer;
 pub use inline_vec::InlineVec;
 pub use message::{Message, MessageVisitor, SizeTable};
 
+pub(crate) use placement::PayloadPool;
 pub use reader::{
-    AUTO_METADATA_BASE_BYTES, AUTO_METADATA_BYTES_PER_INPUT_BYTE, ArenaBase, DecodeConfig,
-    PayloadMode, Reader, metadata_budget,
+    AUTO_METADATA_BASE_BYTES, AUTO_METADATA_BYTES_PER_INPUT_BYTE, DecodeConfig, PayloadMode,
+    Reader, ReleaseSource, metadata_budget,
 };
 pub use repeated::RepeatedField;
 pub use stack::guard_stack;

@@ -3,41 +3,34 @@
 use std::any::Any;
 use std::collections::HashMap;
 
+use super::placement::PayloadPool;
 use super::{END_GROUP, FIXED32, FIXED64, LEN, MAX_FIELD_NUMBER, START_GROUP, VARINT};
 use crate::bytes::{ByteSpan, INLINE_CAPACITY, Owner, ProtoString, ThinOwner, UnknownFields};
 use crate::error::{DecodeError, DecodeErrorKind};
+
+/// Copied payloads of at least this size are released from a mapped source.
+const RELEASE_MIN_BYTES: usize = 1 << 20;
 
 type DResult<T> = Result<T, Box<DecodeError>>;
 
 /// How tensor payloads (`raw_data`) are taken from the input.
 #[derive(Clone)]
 pub enum PayloadMode {
-    /// Copied into owned buffers.
+    /// Copied, each to an address aligned to [`DecodeConfig::alignment`].
     Copy,
-    /// Borrowed from the input; `owner` (if any) keeps the input alive. Without an owner the
-    /// caller keeps the input alive (only reachable through `unsafe` constructors).
+    /// Borrowed from the input; `owner` (if any) keeps the input alive. With an owner, a payload
+    /// whose address is not aligned to [`DecodeConfig::alignment`] is copied instead (an aligned
+    /// copy, [`ByteSpan::is_realigned`]). Without an owner the caller keeps the input alive and
+    /// its layout decides the alignment (only reachable through `unsafe` constructors).
     Borrow {
         /// Token that keeps the input bytes alive.
         owner: Option<Owner>,
     },
-    /// The input is a private copy (an arena) that the payloads take over: each payload becomes
-    /// an owned, exclusive range of it (see `Reader::new_arena`).
-    Arena {
-        /// Writable start of the arena (the input slice's first byte).
-        base: ArenaBase,
-        /// Keeps the arena alive.
-        owner: Owner,
-    },
 }
 
-/// Writable start of an arena (a raw pointer that may cross threads with the reader).
-#[derive(Clone, Copy)]
-pub struct ArenaBase(pub(crate) *mut u8);
-// SAFETY: the pointer is only dereferenced through exclusive payload ranges (see
-// `Reader::new_arena`), which never overlap.
-unsafe impl Send for ArenaBase {}
-// SAFETY: see `Send`.
-unsafe impl Sync for ArenaBase {}
+/// Called with (offset in the input, length) of each large payload once it is copied (a file
+/// mapping drops those pages from the process).
+pub type ReleaseSource = std::sync::Arc<dyn Fn(usize, usize) + Send + Sync>;
 
 /// Settings of one decode.
 #[derive(Clone)]
@@ -59,6 +52,11 @@ pub struct DecodeConfig {
     /// Heap budget of the decoded structure (see [`metadata_budget`]): 0 = automatic,
     /// `u64::MAX` = no limit.
     pub max_metadata_bytes: u64,
+    /// Every payload pointer handed out (copied, or borrowed with an owner) is a multiple of
+    /// this (a power of two; default 64; copies are aligned to at least 16).
+    pub alignment: usize,
+    /// Copy mode: called after each payload of at least 1 MiB is copied.
+    pub release_source: Option<ReleaseSource>,
 }
 
 impl DecodeConfig {
@@ -118,6 +116,8 @@ impl Default for DecodeConfig {
             max_tensor_size_bytes: 0,
             string_owner: None,
             max_metadata_bytes: 0,
+            alignment: 64,
+            release_source: None,
         }
     }
 }
@@ -140,6 +140,8 @@ pub struct Reader<'a> {
     /// prefix; each value is a `(Result<M, Box<DecodeError>>, u64)`: the message and the
     /// metadata bytes its parse was charged.
     preparsed: Option<HashMap<usize, Box<dyn Any + Send>>>,
+    /// Aligned homes of the payloads this reader copies.
+    pool: PayloadPool,
 }
 
 impl<'a> Reader<'a> {
@@ -162,17 +164,6 @@ impl<'a> Reader<'a> {
         Self::make(buf, config)
     }
 
-    /// A reader over an arena that its payloads take over as owned ranges.
-    ///
-    /// # Safety
-    /// `config.payload` must be `PayloadMode::Arena` whose `base` is the writable start of `buf`
-    /// and whose `owner` keeps it alive; `buf` must not be read or written by anyone else once
-    /// the reader is done, except through the produced spans (each payload range is handed out
-    /// at most once, so the ranges never overlap).
-    pub(crate) unsafe fn new_arena(buf: &'a [u8], config: &'a DecodeConfig) -> Self {
-        Self::make(buf, config)
-    }
-
     fn make(buf: &'a [u8], config: &'a DecodeConfig) -> Self {
         let budget = metadata_budget(config.max_metadata_bytes, buf.len());
         Self {
@@ -186,6 +177,7 @@ impl<'a> Reader<'a> {
             meta_left: budget,
             meta_budget: budget,
             preparsed: None,
+            pool: PayloadPool::new(config.alignment.max(16), buf.len()),
         }
     }
 
@@ -209,6 +201,7 @@ impl<'a> Reader<'a> {
             meta_left: budget,
             meta_budget: budget,
             preparsed: None,
+            pool: PayloadPool::new(self.config.alignment.max(16), end.saturating_sub(start)),
         }
     }
 
@@ -483,15 +476,6 @@ impl<'a> Reader<'a> {
         }
     }
 
-    /// A copy of payload `bytes` (read at `at`), allocated fallibly.
-    fn copy_payload(&self, bytes: &[u8], at: usize) -> DResult<ByteSpan> {
-        let mut v = Vec::new();
-        v.try_reserve_exact(bytes.len())
-            .map_err(|_| self.alloc_error(bytes.len(), at))?;
-        v.extend_from_slice(bytes);
-        Ok(ByteSpan::from_vec(v))
-    }
-
     /// Reads a tensor payload, copied or borrowed per the decode settings. Returns `None` when
     /// `skip_raw_data` drops it.
     pub fn read_payload(&mut self) -> DResult<Option<ByteSpan>> {
@@ -511,30 +495,40 @@ impl<'a> Reader<'a> {
         if cfg.skip_raw_data && len >= cfg.raw_data_threshold && len > 0 {
             return Ok(None);
         }
-        if let PayloadMode::Arena { base, owner } = &cfg.payload {
-            let offset = bytes.as_ptr() as usize - self.buf.as_ptr() as usize;
-            // SAFETY: `new_arena`'s contract: `base` is the writable start of the input, kept
-            // alive by `owner`; this range of the input is handed out once.
-            return Ok(Some(unsafe {
-                ByteSpan::from_arena_range(base.0.add(offset), len, owner.clone())
-            }));
-        }
-        if len < cfg.raw_data_threshold || len == 0 {
-            return self.copy_payload(bytes, start).map(Some);
-        }
-        Ok(Some(match &cfg.payload {
-            PayloadMode::Copy => self.copy_payload(bytes, start)?,
-            // SAFETY: the owner keeps the input (and so `bytes`) alive and unmodified.
-            PayloadMode::Borrow { owner: Some(o) } => unsafe {
-                ByteSpan::from_owner_raw(bytes.as_ptr(), len, o.clone())
-            },
+        let large = len >= cfg.raw_data_threshold && len > 0;
+        match &cfg.payload {
+            PayloadMode::Borrow { owner: Some(o) } if large => {
+                if (bytes.as_ptr() as usize) % cfg.alignment.max(1) == 0 {
+                    // SAFETY: the owner keeps the input (and so `bytes`) alive and unmodified.
+                    return Ok(Some(unsafe {
+                        ByteSpan::from_owner_raw(bytes.as_ptr(), len, o.clone())
+                    }));
+                }
+                self.copy_payload(bytes, true, start).map(Some)
+            }
             // SAFETY: this mode is only reachable through `new_unowned`, whose caller promised
             // that the input outlives every span made from it.
-            PayloadMode::Borrow { owner: None } => unsafe {
+            PayloadMode::Borrow { owner: None } if large => Ok(Some(unsafe {
                 ByteSpan::from_raw_parts(bytes.as_ptr(), len)
-            },
-            PayloadMode::Arena { .. } => unreachable!("handled above"),
-        }))
+            })),
+            _ => {
+                let span = self.copy_payload(bytes, false, start)?;
+                if let Some(release) = &cfg.release_source
+                    && len >= RELEASE_MIN_BYTES
+                {
+                    release(bytes.as_ptr() as usize - self.buf.as_ptr() as usize, len);
+                }
+                Ok(Some(span))
+            }
+        }
+    }
+
+    /// An aligned copy of a payload (see [`PayloadPool`]); the error points at `at`.
+    fn copy_payload(&mut self, bytes: &[u8], realigned: bool, at: usize) -> DResult<ByteSpan> {
+        match self.pool.copy(bytes, realigned) {
+            Some(span) => Ok(span),
+            None => Err(self.alloc_error(bytes.len(), at)),
+        }
     }
 
     /// Reads an embedded message (length-delimited) and merges it into `m`.

@@ -8,7 +8,9 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::error::{Error, Result};
+#[cfg(unix)]
+use crate::error::Error;
+use crate::error::Result;
 
 /// The lock of one destination, held while this value lives.
 pub(crate) struct SaveLock {

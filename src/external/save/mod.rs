@@ -8,11 +8,15 @@
 //! - [`write`]: the weight files (pre-sized, positional writes in parallel, temporary file +
 //!   rename, checksums computed from the bytes written);
 //! - [`commit`]: the `.onnx` from a rewritten copy of the METADATA only (the commit point),
-//!   the move to the wanted names (a second commit), the removal of obsolete files.
+//!   the move to the wanted names (a second commit), the removal of obsolete files;
+//! - [`convert`]: the same plan applied in memory (`convert_model_to_external_data`), and the
+//!   bytes of external tensors read in or dropped (`populate_external_data`,
+//!   `clear_external_data`).
 //!
 //! The in-memory model is never changed, and no tensor payload is copied.
 
 mod commit;
+mod convert;
 mod lock;
 mod plan;
 mod walk;
@@ -26,6 +30,10 @@ use crate::external::paths::{AtomicOut, OpenError, model_dir, remove_stale_temps
 use crate::external::prepacked::PrepackedBlobs;
 use crate::proto::ModelProto;
 
+pub use convert::{
+    ConvertExternalOptions, clear_external_data, convert_model_to_external_data,
+    populate_external_data,
+};
 pub(crate) use lock::SaveLock;
 
 /// One weight file written by a save.

@@ -1,0 +1,164 @@
+//! Aligned homes for tensor payloads that a parse copies: every payload pointer a load hands
+//! out is aligned to at least the requested alignment (64 bytes by default: a cache line, and
+//! the widest SIMD load, AVX-512, so `raw_data` can be cast to `float*` and read with aligned
+//! vector loads). Small payloads share 64 KiB chunks; larger ones get a region of their own (an
+//! anonymous mapping, with transparent huge pages where the kernel allows, from 2 MiB). Each
+//! payload is an exclusive range of its region, which is freed with its last payload.
+
+use std::alloc::Layout;
+use std::sync::Arc;
+
+use crate::bytes::{ByteSpan, Owner};
+
+/// Payloads up to this size share chunks of [`CHUNK_BYTES`].
+const SHARED_MAX_BYTES: usize = 16 << 10;
+/// Largest size of a shared chunk.
+const CHUNK_BYTES: usize = 64 << 10;
+/// Smallest size of a shared chunk.
+const MIN_CHUNK_BYTES: usize = 1 << 10;
+/// Regions of at least this size are anonymous mappings (page-aligned, huge pages advised).
+const MAP_MIN_BYTES: usize = 2 << 20;
+
+/// An aligned, writable block of memory, owned by the payload ranges made from it.
+pub(crate) struct AlignedRegion {
+    ptr: *mut u8,
+    storage: Storage,
+}
+
+enum Storage {
+    Heap(Layout),
+    Map(#[allow(dead_code)] memmap2::MmapMut),
+}
+
+// SAFETY: the region owns its memory; shared access goes through the exclusive payload ranges
+// handed out once each (see `ByteSpan::from_arena_range`), never through the region itself.
+unsafe impl Send for AlignedRegion {}
+// SAFETY: see `Send`.
+unsafe impl Sync for AlignedRegion {}
+
+impl AlignedRegion {
+    /// `len` (> 0) uninitialized-or-zeroed bytes at an address aligned to `align` (a power of
+    /// two); `None` when the memory cannot be had.
+    pub(crate) fn new(len: usize, align: usize) -> Option<Self> {
+        debug_assert!(len > 0 && align.is_power_of_two());
+        if len >= MAP_MIN_BYTES && align <= 4096 {
+            let mut map = memmap2::MmapMut::map_anon(len).ok()?;
+            #[cfg(any(target_os = "linux", target_os = "android"))]
+            let _ = map.advise(memmap2::Advice::HugePage);
+            let ptr = map.as_mut_ptr();
+            return Some(Self {
+                ptr,
+                storage: Storage::Map(map),
+            });
+        }
+        let layout = Layout::from_size_align(len, align).ok()?;
+        // SAFETY: `layout` has a non-zero size.
+        let ptr = unsafe { std::alloc::alloc(layout) };
+        (!ptr.is_null()).then_some(Self {
+            ptr,
+            storage: Storage::Heap(layout),
+        })
+    }
+
+    /// The first byte.
+    pub(crate) fn base(&self) -> *mut u8 {
+        self.ptr
+    }
+}
+
+impl Drop for AlignedRegion {
+    fn drop(&mut self) {
+        if let Storage::Heap(layout) = self.storage {
+            // SAFETY: allocated in `new` with this very layout.
+            unsafe { std::alloc::dealloc(self.ptr, layout) };
+        }
+    }
+}
+
+/// Copies payloads into aligned memory (one pool per reader).
+pub(crate) struct PayloadPool {
+    align: usize,
+    chunk_bytes: usize,
+    chunk: Option<(Arc<AlignedRegion>, Owner)>,
+    used: usize,
+}
+
+impl PayloadPool {
+    /// A pool placing payloads at multiples of `align` (a power of two), for an input of
+    /// about `input_len` bytes (small inputs get small chunks).
+    pub(crate) fn new(align: usize, input_len: usize) -> Self {
+        let chunk_bytes = input_len
+            .saturating_add(input_len / 4)
+            .next_power_of_two()
+            .clamp(MIN_CHUNK_BYTES, CHUNK_BYTES);
+        Self {
+            align: align.max(1),
+            chunk_bytes,
+            chunk: None,
+            used: usize::MAX,
+        }
+    }
+
+    /// A copy of `bytes` at an aligned address; `realigned` marks it as copied only because
+    /// its source was misaligned (see [`ByteSpan::is_realigned`]). `None` when memory runs out.
+    pub(crate) fn copy(&mut self, bytes: &[u8], realigned: bool) -> Option<ByteSpan> {
+        let len = bytes.len();
+        if len == 0 {
+            return Some(ByteSpan::new());
+        }
+        let shared_max = SHARED_MAX_BYTES.min(self.chunk_bytes / 2);
+        let (ptr, owner) = if len > shared_max || self.align > shared_max {
+            let region = Arc::new(AlignedRegion::new(len, self.align)?);
+            (region.base(), region as Owner)
+        } else {
+            let start = self.used.saturating_add(self.align - 1) / self.align * self.align;
+            if self.chunk.is_none() || start.saturating_add(len) > self.chunk_bytes {
+                let region = Arc::new(AlignedRegion::new(self.chunk_bytes, self.align)?);
+                let owner: Owner = region.clone();
+                self.chunk = Some((region, owner));
+                self.used = 0;
+            }
+            let start = self.used.div_ceil(self.align) * self.align;
+            self.used = start + len;
+            let (region, owner) = self.chunk.as_ref().expect("a chunk was just made");
+            // SAFETY: `start + len <= chunk_bytes`, inside the chunk.
+            (unsafe { region.base().add(start) }, owner.clone())
+        };
+        // SAFETY: `ptr..ptr+len` lies in the region (sized above), which nothing else writes.
+        unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), ptr, len) };
+        // SAFETY: the range lies in memory kept alive by `owner`, is writable, and is handed
+        // out once (the pool never gives out an overlapping range).
+        Some(unsafe {
+            if realigned {
+                ByteSpan::from_realigned_range(ptr, len, owner)
+            } else {
+                ByteSpan::from_arena_range(ptr, len, owner)
+            }
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_copy_is_aligned_and_equal() {
+        for align in [1usize, 16, 64, 4096] {
+            let mut pool = PayloadPool::new(align, 1 << 20);
+            let mut spans = Vec::new();
+            for n in [1usize, 3, 63, 64, 65, 1000, 20_000, 70_000, 3 << 20] {
+                let src: Vec<u8> = (0..n).map(|i| (i * 7 + n) as u8).collect();
+                let s = pool.copy(&src, n % 2 == 0).unwrap();
+                assert_eq!(s.as_slice(), &src[..]);
+                assert_eq!(s.as_ptr() as usize % align, 0, "{n} bytes at {align}");
+                assert_eq!(s.is_realigned(), n % 2 == 0);
+                spans.push((s, src));
+            }
+            // Ranges never overlap: all still hold their bytes.
+            for (s, src) in &spans {
+                assert_eq!(s.as_slice(), &src[..]);
+            }
+        }
+    }
+}

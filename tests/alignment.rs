@@ -1,0 +1,425 @@
+//! Aligned tensor bytes (docs/design.md, "Aligned tensor bytes"): in every load mode — copy
+//! (file, bytes, stream), no-copy (mapped file, read file, shared bytes, stream), external data
+//! (copy and no-copy, packed and aligned weight files), encrypted — with 1 and 2 threads and
+//! several alignments, every tensor byte pointer handed out is a multiple of the requested
+//! alignment, and the bytes equal the serialized model's.
+//!
+//! The models: built ones whose payloads sit at every offset mod 64 of the file (checked), plus
+//! every model of the onnx wheel's backend test data when `ONNXL_BACKEND_DATA` names its
+//! directory (the test command sets it; a name that is not a directory is a failure).
+
+mod common;
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use common::{TempDir, pattern};
+use onnx_light::codec::{misaligned_tensors, realigned_tensors};
+use onnx_light::proto::{AttributeProto, ModelProto, SparseTensorProto, TensorProto};
+use onnx_light::{FileLoadMode, Message, ParseOptions, SaveExternalOptions};
+
+/// Every tensor's (name, raw bytes) in visitor order.
+fn payloads(m: &ModelProto) -> Vec<(String, Vec<u8>)> {
+    let mut out = Vec::new();
+    m.visit_tensors(&mut |t| {
+        out.push((
+            t.name().to_string(),
+            t.raw_data.as_ref().map(|r| r.to_vec()).unwrap_or_default(),
+        ))
+    });
+    out
+}
+
+/// Asserts that every non-empty payload of `m` is aligned to `align` and equals `expected`.
+fn check(m: &ModelProto, expected: &[(String, Vec<u8>)], align: u64, what: &str) {
+    let mut i = 0;
+    m.visit_tensors(&mut |t| {
+        let bytes = t
+            .raw_data
+            .as_ref()
+            .map(|r| r.as_slice())
+            .unwrap_or_default();
+        if !bytes.is_empty() {
+            assert_eq!(
+                bytes.as_ptr() as u64 % align,
+                0,
+                "{what}: tensor {:?} ({} bytes) at {:p}",
+                t.name().to_string(),
+                bytes.len(),
+                bytes.as_ptr()
+            );
+        }
+        assert_eq!(
+            (t.name().to_string(), bytes.to_vec()),
+            expected[i],
+            "{what}: tensor {i}"
+        );
+        i += 1;
+    });
+    assert_eq!(i, expected.len(), "{what}: tensor count");
+    assert_eq!(misaligned_tensors(m, align), 0, "{what}");
+}
+
+/// A model whose large raw_data payloads (at least `raw_data_threshold` bytes) sit at every
+/// offset mod 64 of its serialization, with small ones in between, in initializers, a sparse
+/// initializer, a node attribute and a subgraph: initializers are added until the large
+/// payloads cover every offset.
+fn every_offset_model() -> ModelProto {
+    let mut m = base_model();
+    for i in 0..4000usize {
+        let mut t = TensorProto::new();
+        // Names of varying length shift the following payloads too.
+        t.set_name("w".repeat(1 + i % 7) + &i.to_string());
+        t.set_data_type(2);
+        let n = if i % 3 == 0 {
+            1 + i % 200
+        } else {
+            1024 + 37 * i
+        };
+        t.add_dims(n as i64);
+        t.set_raw_data(pattern(n, i as u8));
+        m.mutable_graph().initializer.push(t);
+        if i % 16 == 15 && payload_offsets(&m.serialize_to_vec(), 1024).len() == 64 {
+            return m;
+        }
+    }
+    panic!("4000 initializers do not cover every offset mod 64");
+}
+
+/// The sparse initializer, the subgraph and the attribute tensor of [`every_offset_model`].
+fn base_model() -> ModelProto {
+    let mut m = ModelProto::new();
+    m.set_ir_version(10);
+    let g = m.mutable_graph();
+    g.set_name("g");
+    let mut values = TensorProto::new();
+    values.set_name("sparse_values");
+    values.set_data_type(1);
+    values.add_dims(500);
+    values.set_raw_data(pattern(2000, 7));
+    let mut indices = TensorProto::new();
+    indices.set_name("sparse_indices");
+    indices.set_data_type(7);
+    indices.add_dims(500);
+    indices.set_raw_data(
+        (0..500i64)
+            .flat_map(|i| (i * 3).to_le_bytes())
+            .collect::<Vec<u8>>(),
+    );
+    g.sparse_initializer.push(SparseTensorProto {
+        values: Some(Box::new(values)),
+        indices: Some(Box::new(indices)),
+        dims: vec![1500].into(),
+        ..Default::default()
+    });
+    let mut sub = onnx_light::proto::GraphProto::new();
+    sub.set_name("body");
+    let mut t = TensorProto::new();
+    t.set_name("body_w");
+    t.set_data_type(2);
+    t.set_raw_data(pattern(3001, 9));
+    sub.initializer.push(t);
+    let n = g.add_node();
+    n.set_op_type("If");
+    let mut a = AttributeProto::new();
+    a.set_name("then_branch");
+    a.set_type(5);
+    a.g = Some(Box::new(sub));
+    n.attribute.push(a);
+    let mut c = TensorProto::new();
+    c.set_name("const");
+    c.set_data_type(2);
+    c.set_raw_data(pattern(1500, 11));
+    let mut a = AttributeProto::new();
+    a.set_name("value");
+    a.set_type(4);
+    a.t = Some(Box::new(c));
+    n.attribute.push(a);
+    m
+}
+
+/// The offsets mod 64 of the model's payloads of at least `min` bytes in its serialization.
+fn payload_offsets(bytes: &[u8], min: usize) -> BTreeSet<u64> {
+    let opts = ParseOptions {
+        no_copy: true,
+        raw_data_threshold: 0,
+        alignment: 1,
+        ..Default::default()
+    };
+    // SAFETY: `bytes` outlives the model, which is dropped at the end of this function.
+    let m: ModelProto = unsafe { onnx_light::parse_from_bytes_unowned(bytes, &opts) }.unwrap();
+    let base = bytes.as_ptr() as u64;
+    let mut out = BTreeSet::new();
+    m.visit_tensors(&mut |t| {
+        if let Some(r) = &t.raw_data
+            && !r.is_empty()
+            && r.len() >= min
+        {
+            out.insert((r.as_ptr() as u64 - base) % 64);
+        }
+    });
+    out
+}
+
+/// The models of the test: built ones, and the onnx wheel's when `ONNXL_BACKEND_DATA` is set.
+fn models() -> Vec<(String, Vec<u8>)> {
+    let built = every_offset_model().serialize_to_vec();
+    assert_eq!(
+        payload_offsets(&built, 1024).len(),
+        64,
+        "the built model covers every offset mod 64"
+    );
+    let mut out = vec![("built".to_string(), built)];
+    if let Ok(dir) = std::env::var("ONNXL_BACKEND_DATA") {
+        let dir = PathBuf::from(dir);
+        assert!(
+            dir.is_dir(),
+            "ONNXL_BACKEND_DATA={} is not a directory",
+            dir.display()
+        );
+        let mut files = Vec::new();
+        collect(&dir, &mut files);
+        assert!(
+            files.len() > 100,
+            "only {} models under {}",
+            files.len(),
+            dir.display()
+        );
+        for f in files {
+            out.push((f.display().to_string(), std::fs::read(&f).unwrap()));
+        }
+    }
+    out
+}
+
+fn collect(dir: &Path, out: &mut Vec<PathBuf>) {
+    for e in std::fs::read_dir(dir).unwrap() {
+        let p = e.unwrap().path();
+        if p.is_dir() {
+            collect(&p, out);
+        } else if p.extension().is_some_and(|x| x == "onnx") {
+            out.push(p);
+        }
+    }
+}
+
+/// The option sets of every in-memory and file load: threads x alignment.
+fn option_sets() -> Vec<ParseOptions> {
+    let mut out = Vec::new();
+    for threads in [1, 2] {
+        for alignment in [16u64, 64, 4096] {
+            out.push(ParseOptions {
+                num_threads: threads,
+                min_parallel_block_size: 0,
+                alignment,
+                load_external_data: false,
+                ..Default::default()
+            });
+        }
+    }
+    out
+}
+
+#[test]
+fn every_pointer_is_aligned_in_every_load_mode() {
+    let dir = TempDir::new("align");
+    let mut wheel_models = 0usize;
+    let mut realigned = 0usize;
+    for (name, bytes) in models() {
+        // The reference: the payloads as serialized (an unaligned parse borrows them in place).
+        let expected = {
+            let m: ModelProto = onnx_light::parse_from_bytes(
+                &bytes,
+                &ParseOptions {
+                    load_external_data: false,
+                    ..Default::default()
+                },
+            )
+            .unwrap();
+            payloads(&m)
+        };
+        wheel_models += usize::from(name != "built");
+        let path = dir.path("m.onnx");
+        std::fs::write(&path, &bytes).unwrap();
+        let shared = Arc::new(bytes.clone());
+        for o in option_sets() {
+            let a = o.alignment;
+            let what = |mode: &str| format!("{name}: {mode}, {} threads, align {a}", o.num_threads);
+            let m: ModelProto = onnx_light::parse_from_bytes(&bytes, &o).unwrap();
+            check(&m, &expected, a, &what("copy bytes"));
+            assert_eq!(realigned_tensors(&m), 0);
+            let m = onnx_light::load_model(&path, &o).unwrap();
+            check(&m, &expected, a, &what("copy file"));
+            let m: ModelProto =
+                onnx_light::parse_from_reader(std::io::Cursor::new(&bytes), &o).unwrap();
+            check(&m, &expected, a, &what("copy stream"));
+            let nc = ParseOptions {
+                no_copy: true,
+                ..o.clone()
+            };
+            for mode in [FileLoadMode::Mmap, FileLoadMode::Buffered] {
+                let m = onnx_light::load_model(
+                    &path,
+                    &ParseOptions {
+                        file_load_mode: mode,
+                        ..nc.clone()
+                    },
+                )
+                .unwrap();
+                check(&m, &expected, a, &what(&format!("no-copy file {mode:?}")));
+                realigned += realigned_tensors(&m);
+            }
+            let m: ModelProto = onnx_light::parse_from_shared(shared.clone(), &nc).unwrap();
+            check(&m, &expected, a, &what("no-copy shared bytes"));
+            let m: ModelProto =
+                onnx_light::parse_from_reader(std::io::Cursor::new(&bytes), &nc).unwrap();
+            check(&m, &expected, a, &what("no-copy stream"));
+        }
+    }
+    eprintln!("{wheel_models} models of the onnx wheel; {realigned} tensors copied for alignment");
+    assert!(realigned > 0, "misaligned payloads were seen and copied");
+}
+
+/// No-copy loads borrow exactly the payloads that are aligned in the input, and copy the
+/// others (counted); parses of caller bytes without an owner borrow everything and count the
+/// misaligned ones.
+#[test]
+fn no_copy_borrows_aligned_payloads_and_copies_the_others() {
+    let bytes = every_offset_model().serialize_to_vec();
+    let expected = payloads(&every_offset_model());
+    // An input whose first byte is 64-aligned, so file offsets decide.
+    let mut region = vec![0u8; bytes.len() + 64];
+    let shift = (64 - region.as_ptr() as usize % 64) % 64;
+    region[shift..shift + bytes.len()].copy_from_slice(&bytes);
+    let input = &region[shift..shift + bytes.len()];
+    let opts = ParseOptions {
+        no_copy: true,
+        ..Default::default()
+    };
+    let large_at: Vec<u64> = {
+        let mut v = Vec::new();
+        // SAFETY: `input` outlives the model.
+        let m: ModelProto = unsafe { onnx_light::parse_from_bytes_unowned(input, &opts) }.unwrap();
+        m.visit_tensors(&mut |t| {
+            if let Some(r) = &t.raw_data
+                && r.len() >= 1024
+            {
+                v.push(r.as_ptr() as u64 - input.as_ptr() as u64);
+            }
+        });
+        assert_eq!(
+            misaligned_tensors(&m, 64),
+            v.iter().filter(|&&o| o % 64 != 0).count(),
+            "unowned parses borrow everything and count the misaligned"
+        );
+        v
+    };
+    let shared = Arc::new(AlignedBytes::new(&bytes));
+    assert_eq!(AsRef::<[u8]>::as_ref(&*shared).as_ptr() as usize % 64, 0);
+    let m: ModelProto = onnx_light::parse_from_shared(shared.clone(), &opts).unwrap();
+    check(&m, &expected, 64, "shared");
+    let mut borrowed = 0;
+    m.visit_tensors(&mut |t| {
+        if let Some(r) = &t.raw_data
+            && r.len() >= 1024
+        {
+            borrowed += usize::from(r.is_borrowed());
+            assert_eq!(r.is_borrowed(), !r.is_realigned());
+        }
+    });
+    let misaligned = large_at.iter().filter(|&&o| o % 64 != 0).count();
+    assert!(misaligned > 0 && borrowed > 0);
+    assert_eq!(realigned_tensors(&m), misaligned);
+    assert_eq!(borrowed, large_at.len() - misaligned);
+    // Alignment 1: borrow everything.
+    let all = ParseOptions {
+        alignment: 1,
+        ..opts
+    };
+    let m: ModelProto = onnx_light::parse_from_shared(shared, &all).unwrap();
+    assert_eq!(realigned_tensors(&m), 0);
+}
+
+/// Bytes whose first byte is 64-aligned.
+struct AlignedBytes {
+    region: Vec<u8>,
+    shift: usize,
+    len: usize,
+}
+
+impl AlignedBytes {
+    fn new(bytes: &[u8]) -> Self {
+        let mut region = vec![0u8; bytes.len() + 64];
+        let shift = (64 - region.as_ptr() as usize % 64) % 64;
+        region[shift..shift + bytes.len()].copy_from_slice(bytes);
+        Self {
+            region,
+            shift,
+            len: bytes.len(),
+        }
+    }
+}
+
+impl AsRef<[u8]> for AlignedBytes {
+    fn as_ref(&self) -> &[u8] {
+        &self.region[self.shift..self.shift + self.len]
+    }
+}
+
+/// External data (copy and no-copy, weight files packed or aligned) and encrypted models.
+#[test]
+fn external_data_and_encrypted_models_are_aligned() {
+    let dir = TempDir::new("align-ext");
+    let model = every_offset_model();
+    let expected = payloads(&model);
+    for (tag, alignment) in [("packed", 0u64), ("aligned", 4096)] {
+        let path = dir.path(&format!("{tag}.onnx"));
+        onnx_light::save_model_with_external_data(
+            &model,
+            &path,
+            &SaveExternalOptions {
+                alignment,
+                align_threshold: 0,
+                size_threshold: 100,
+                convert_attribute: true,
+                externalize_sparse: true,
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        for o in option_sets() {
+            for no_copy in [false, true] {
+                let opts = ParseOptions {
+                    no_copy,
+                    load_external_data: true,
+                    ..o.clone()
+                };
+                let m = onnx_light::load_model(&path, &opts).unwrap();
+                let what = format!(
+                    "external {tag}, no_copy {no_copy}, {} threads, align {}",
+                    o.num_threads, o.alignment
+                );
+                check(&m, &expected, o.alignment, &what);
+                if no_copy && alignment == 4096 && o.alignment <= 4096 {
+                    assert_eq!(
+                        realigned_tensors(&m),
+                        0,
+                        "{what}: aligned files are borrowed"
+                    );
+                }
+            }
+        }
+    }
+    let key = b"alignment";
+    let enc = onnx_light::save_encrypted_model_to_bytes(&model, key, &Default::default()).unwrap();
+    for no_copy in [false, true] {
+        let opts = ParseOptions {
+            no_copy,
+            alignment: 256,
+            ..Default::default()
+        };
+        let m = onnx_light::load_encrypted_model_from_bytes(&enc, key, &opts).unwrap();
+        check(&m, &expected, 256, &format!("encrypted, no_copy {no_copy}"));
+    }
+}
