@@ -417,6 +417,7 @@ static void test_tensor_files() {
   no_copy.no_copy = 1;
   no_copy.raw_data_threshold = 0;
   no_copy.file_load_mode = ONNXL_FILE_LOAD_MODE_MMAP;
+  no_copy.alignment = 1;  // borrow wherever the payload lies (64, the default, copies misaligned ones)
   onnx::TensorProto mapped = onnx::LoadTensorProto(path, no_copy);
   CHECK(mapped.raw_data_is_borrowed() && mapped.raw_data() == w1.raw_data());
   CHECK(status_of([&] { onnx::LoadTensorProto(tmp + "/missing.pb"); }) == ONNXL_STATUS_IO);
@@ -614,6 +615,60 @@ static void test_options_and_misc() {
   onnx::ReleaseThreadPools();
 }
 
+// The in-memory external-data conversions: the same result as the C functions they wrap.
+static void test_external_conversions() {
+  onnx::ModelProto base;
+  base.set_ir_version(8);
+  onnx::TensorProto* t = base.mutable_graph()->add_initializer();
+  t->set_name("big");
+  t->set_data_type(onnx::TensorProto::FLOAT);
+  t->add_dims(1024);
+  t->set_raw_data(std::string(4096, '\x5a'));
+  onnx::TensorProto* small = base.mutable_graph()->add_initializer();
+  small->set_name("small");
+  small->set_data_type(onnx::TensorProto::FLOAT);
+  small->add_dims(1);
+  small->set_raw_data(std::string(4, '\x01'));
+
+  onnx::ConvertExternalDataOptions opts;
+  opts.location = "weights.bin";
+  opts.size_threshold = 1024;
+  onnx::ModelProto cpp = base;
+  const std::size_t converted = onnx::ConvertModelToExternalData(cpp, opts);
+  onnx::ModelProto c = base;
+  std::size_t c_converted = 0;
+  CHECK(onnxl_convert_model_to_external_data(c.c_ptr(), &opts, &c_converted) == ONNXL_STATUS_OK);
+  CHECK(converted == 1 && c_converted == 1);
+  CHECK(cpp.SerializeAsString() == c.SerializeAsString());
+  CHECK(cpp.graph().initializer(0).data_location() == onnx::TensorProto::EXTERNAL);
+  CHECK(cpp.graph().initializer(1).data_location() != onnx::TensorProto::EXTERNAL);
+
+  std::size_t c_cleared = 0;
+  CHECK(onnx::ClearExternalData(cpp) == 1);
+  CHECK(onnxl_clear_external_data(c.c_ptr(), &c_cleared) == ONNXL_STATUS_OK && c_cleared == 1);
+  CHECK(cpp.SerializeAsString() == c.SerializeAsString());
+  CHECK(cpp.graph().initializer(0).raw_data_view().empty());
+
+  // Populate from a file holding the bytes where the conversion placed them.
+  const onnx::TensorProto& ext = cpp.graph().initializer(0);
+  std::size_t offset = 0;
+  for (const auto& e : ext.external_data()) {
+    if (e.key() == "offset") offset = static_cast<std::size_t>(std::stoull(e.value()));
+  }
+  std::string file(offset, '\0');
+  file += std::string(4096, '\x5a');
+  write_file(tmp + "/weights.bin", file);
+  CHECK(onnx::PopulateExternalData(cpp, tmp) == 1);
+  CHECK(cpp.graph().initializer(0).raw_data_view() == std::string(4096, '\x5a'));
+  bool thrown = false;
+  try {
+    onnx::PopulateExternalData(c, tmp + "/does-not-exist");
+  } catch (const onnx::Error&) {
+    thrown = true;
+  }
+  CHECK(thrown);
+}
+
 int main(int argc, char** argv) {
   if (argc != 3) {
     std::fprintf(stderr, "usage: %s MODEL.onnx TEMP_DIR\n", argv[0]);
@@ -632,6 +687,7 @@ int main(int argc, char** argv) {
   test_streams();
   test_ref_accessors();
   test_options_and_misc();
+  test_external_conversions();
   if (failures != 0) {
     std::fprintf(stderr, "%d check(s) failed\n", failures);
     return 1;

@@ -6279,6 +6279,39 @@ inline void LoadExternalDataForModel(ModelProto& model, const std::string& base_
   detail::check(onnxl_load_external_data_for_model(model.c_ptr(), base_dir.c_str(), &opts, &eopts));
 }
 
+/// Options of ConvertModelToExternalData: the arguments of onnx's
+/// `convert_model_to_external_data`, with its defaults (OnnxlConvertExternalDataOptions).
+struct ConvertExternalDataOptions : OnnxlConvertExternalDataOptions {
+  ConvertExternalDataOptions() : OnnxlConvertExternalDataOptions(onnxl_convert_external_data_options_default()) {}
+};
+
+/// Records in `model` where a save would put each large tensor (location / offset / length, as
+/// onnx's convert_model_to_external_data) without writing anything; returns how many tensors
+/// were converted.
+inline std::size_t ConvertModelToExternalData(ModelProto& model,
+                                              const ConvertExternalDataOptions& opts = ConvertExternalDataOptions()) {
+  std::size_t n = 0;
+  detail::check(onnxl_convert_model_to_external_data(model.c_ptr(), &opts, &n));
+  return n;
+}
+
+/// Reads the bytes of every external tensor of `model` from files relative to `base_dir` into
+/// the model (they stay marked external); returns how many tensors were filled.
+inline std::size_t PopulateExternalData(ModelProto& model, const std::string& base_dir,
+                                        const ParseOptions& opts = ParseOptions()) {
+  std::size_t n = 0;
+  detail::check(onnxl_populate_external_data(model.c_ptr(), base_dir.c_str(), &opts, &n));
+  return n;
+}
+
+/// Drops the bytes of every external tensor of `model` (their references stay); returns how
+/// many tensors were cleared.
+inline std::size_t ClearExternalData(ModelProto& model) {
+  std::size_t n = 0;
+  detail::check(onnxl_clear_external_data(model.c_ptr(), &n));
+  return n;
+}
+
 /// Checks every external reference of `model` relative to `dir` without loading anything
 /// (paths, ranges, lengths; checksums and encrypted files per `eopts`); throws on the first
 /// problem, with a message listing every problem.

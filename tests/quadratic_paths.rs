@@ -1,18 +1,19 @@
 //! No operation takes quadratic time in a count that a file controls. Each case runs at N and
-//! 4N and compares the times (best of three): linear work grows about 4x, quadratic 16x; the
-//! bound is 8x. A ratio, not a duration, so a slow or loaded machine does not fail it.
+//! 4N and compares the times (the least CPU time of this thread over five runs: other processes
+//! taking the core do not count): linear work grows about 4x, quadratic 16x; the bound is 8x. A
+//! ratio, not a duration, so a slow or loaded machine does not fail it.
 
 mod common;
 
-use common::{TempDir, best_of};
+use common::{TempDir, best_cpu_of};
 use onnx_light::external::prepacked_blobs_of;
 use onnx_light::proto::{Message, ModelProto, StringStringEntryProto, TensorProto};
 use onnx_light::{ParseOptions, check_external_data, load_model_with_prepacked};
 
 /// Asserts that `run(4n)` takes less than 8 times `run(n)`.
 fn assert_linear(what: &str, n: usize, mut run: impl FnMut(usize)) {
-    let small = best_of(3, || run(n));
-    let large = best_of(3, || run(4 * n));
+    let small = best_cpu_of(5, || run(n));
+    let large = best_cpu_of(5, || run(4 * n));
     let ratio = large.as_secs_f64() / small.as_secs_f64().max(1e-6);
     println!("{what}: N = {n}: {small:?}, 4N: {large:?} (x{ratio:.1})");
     assert!(

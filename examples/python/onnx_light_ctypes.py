@@ -151,6 +151,7 @@ class Model:
         opts.no_copy = True
         opts.file_load_mode = ONNXL_FILE_LOAD_MODE_MMAP
         opts.raw_data_threshold = 0  # borrow every payload from the mapping, even small ones
+        opts.alignment = 1  # wherever it lies (the default, 64, copies misaligned payloads)
         handle = c_handle()
         lib.check(lib.load_model(os.fsencode(path), ctypes.byref(opts), ctypes.byref(handle)), f"load {path}")
         self.handle = handle

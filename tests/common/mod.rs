@@ -116,18 +116,6 @@ pub fn wrap(field: u32, inner: &[u8]) -> Vec<u8> {
     b
 }
 
-/// The shortest of `n` runs of `f` (for time ratios, not durations).
-pub fn best_of(n: usize, mut f: impl FnMut()) -> std::time::Duration {
-    (0..n)
-        .map(|_| {
-            let t = std::time::Instant::now();
-            f();
-            t.elapsed()
-        })
-        .min()
-        .unwrap()
-}
-
 /// The least CPU time of this thread over `n` runs of `f` (for time ratios of single-threaded
 /// work: unlike wall time, it does not count the time other processes take the core away, so
 /// the ratio holds on a loaded machine).
