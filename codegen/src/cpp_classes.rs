@@ -936,13 +936,19 @@ fn inline_message_field(ms: &mut Members<'_>, m: &MessageDef, f: &FieldDef) {
         " const",
         &format!("const void* v = {p}_get(this); return v ? *static_cast<const {t}*>(v) : {t}::default_instance();"),
     );
+    ms.inline(&format!("void clear_{n}() {{ {p}_clear(this); }}"));
+    message_changers(ms, n, &t, &p);
+}
+
+/// `mutable_x`, `release_x`, `set_allocated_x` (and their `unsafe_arena_` forms) of a
+/// sub-message reached through its functions `{p}_mutable` / `_release` / `_set_allocated`.
+fn message_changers(ms: &mut Members<'_>, n: &str, t: &str, p: &str) {
     ms.outline(
         &format!("{t}*"),
         &format!("mutable_{n}()"),
         "",
         &format!("return static_cast<{t}*>({p}_mutable(this));"),
     );
-    ms.inline(&format!("void clear_{n}() {{ {p}_clear(this); }}"));
     ms.outline(
         &format!("{t}*"),
         &format!("release_{n}()"),
@@ -987,30 +993,7 @@ fn oneof_member(ms: &mut Members<'_>, m: &MessageDef, f: &FieldDef, l: &Oneof) {
                 " const",
                 &format!("return has_{n}() ? *detail::load<const {t}*>({value}) : {t}::default_instance();"),
             );
-            ms.outline(
-                &format!("{t}*"),
-                &format!("mutable_{n}()"),
-                "",
-                &format!("return static_cast<{t}*>({p}_mutable(this));"),
-            );
-            ms.outline(
-                &format!("{t}*"),
-                &format!("release_{n}()"),
-                "",
-                &format!("return static_cast<{t}*>({p}_release(this));"),
-            );
-            ms.outline(
-                "void",
-                &format!("set_allocated_{n}({t}* v)"),
-                "",
-                &format!("{p}_set_allocated(this, v);"),
-            );
-            ms.inline(&format!(
-                "{t}* unsafe_arena_release_{n}() {{ return release_{n}(); }}"
-            ));
-            ms.inline(&format!(
-                "void unsafe_arena_set_allocated_{n}({t}* v) {{ set_allocated_{n}(v); }}"
-            ));
+            message_changers(ms, n, &t, &p);
         }
         k if is_string(k) => {
             ms.inline(&format!(
