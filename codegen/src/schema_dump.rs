@@ -44,11 +44,19 @@ pub fn generate() -> String {
                 if j + 1 < m.fields.len() { "," } else { "" }
             );
         }
-        out += if i + 1 < schema::MESSAGES.len() { "    ],\n" } else { "    ]\n" };
+        out += if i + 1 < schema::MESSAGES.len() {
+            "    ],\n"
+        } else {
+            "    ]\n"
+        };
     }
     out += "  },\n  \"enums\": {\n";
     for (i, e) in enums.iter().enumerate() {
-        let values: Vec<String> = e.values.iter().map(|(n, v)| format!("\"{n}\": {v}")).collect();
+        let values: Vec<String> = e
+            .values
+            .iter()
+            .map(|(n, v)| format!("\"{n}\": {v}"))
+            .collect();
         out += &format!(
             "    \"{}\": {{{}}}{}\n",
             e.name,
