@@ -27,10 +27,10 @@ pub fn generate() -> String {
     for (i, m) in schema::MESSAGES.iter().enumerate() {
         out += &format!("    \"{}\": [\n", m.name);
         for (j, f) in m.fields.iter().enumerate() {
-            if let Kind::Enum(e) = f.kind {
-                if !enums.iter().any(|seen| seen.name == e.name) {
-                    enums.push(e);
-                }
+            if let Kind::Enum(e) = f.kind
+                && !enums.iter().any(|seen| seen.name == e.name)
+            {
+                enums.push(e);
             }
             let oneof = f.oneof.map_or("null".to_string(), |o| format!("\"{o}\""));
             out += &format!(
