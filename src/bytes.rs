@@ -407,7 +407,7 @@ impl Clone for StrRepr {
             Self::Shared { ptr, len, .. } => {
                 Self::Heap(unsafe { std::slice::from_raw_parts(*ptr, *len) }.into())
             }
-            Self::Cxx(s) => Self::Heap(s.as_bytes().into()),
+            Self::Cxx(s) => ProtoString::from_bytes(s.as_bytes()).0,
         }
     }
 }
@@ -791,6 +791,35 @@ unsafe impl Send for CxxString {}
 // SAFETY: see `Send`.
 unsafe impl Sync for CxxString {}
 
+/// The `std::string`s of the strings a C++ parse replaces, in the order it met them, reused
+/// first-in first-out by the strings it decodes: a parse of the same bytes into the same
+/// message puts each value into the `std::string` that held it before (protobuf reuses a
+/// message's strings the same way). Those left over are deleted with the pool.
+#[derive(Default)]
+pub(crate) struct CxxStringPool(std::collections::VecDeque<CxxString>);
+
+impl CxxStringPool {
+    /// Keeps the `std::string` of `s`, if it has one (`s` becomes empty).
+    pub(crate) fn keep(&mut self, s: &mut ProtoString) {
+        if let Some(c) = s.take_cxx() {
+            self.0.push_back(c);
+        }
+    }
+
+    /// A string held in a `std::string` from the start (the C++ classes' parse, whose getters
+    /// then never convert): the next kept one, assigned `bytes`, or a new one.
+    pub(crate) fn string(&mut self, bytes: &[u8]) -> ProtoString {
+        let s = match self.0.pop_front() {
+            Some(mut s) => {
+                s.assign(bytes);
+                s
+            }
+            None => CxxString::new(bytes),
+        };
+        ProtoString(StrRepr::Cxx(s))
+    }
+}
+
 /// Tag of `StrRepr::Cxx`, the first byte of a converted [`ProtoString`] (the C++ layer reads
 /// it; `cxx_layout` tests record it).
 pub const CXX_STRING_TAG: u8 = 3;
@@ -885,6 +914,17 @@ impl ProtoString {
         match &mut self.0 {
             StrRepr::Cxx(s) => s.assign(bytes),
             _ => self.set_bytes(bytes),
+        }
+    }
+
+    /// Takes the `std::string` out of a converted value (which becomes empty).
+    pub(crate) fn take_cxx(&mut self) -> Option<CxxString> {
+        if !matches!(self.0, StrRepr::Cxx(_)) {
+            return None;
+        }
+        match std::mem::replace(&mut self.0, Self::new().0) {
+            StrRepr::Cxx(s) => Some(s),
+            _ => unreachable!("checked above"),
         }
     }
 

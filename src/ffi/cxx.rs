@@ -22,9 +22,9 @@ use std::sync::Mutex;
 
 use super::panic::ffi_value;
 use super::status::FfiError;
-use crate::bytes::CxxString;
-use crate::proto::{Message, RepeatedField};
-use crate::wire::{DecodeConfig, InlineVec, Sink, SizeCursor, SizeTable};
+use crate::bytes::{CxxString, CxxStringPool};
+use crate::proto::{Message, Recycle, Recycler, RepeatedField, decode_top};
+use crate::wire::{DecodeConfig, InlineVec, Reader, Sink, SizeCursor, SizeTable};
 use crate::{ByteSpan, ProtoString};
 
 /// Serializes in-place conversions of tensor payloads into `std::string`.
@@ -412,9 +412,14 @@ unsafe fn reserve_scalars<T>(f: *mut c_void, n: usize) {
 /// Parses `len` bytes at `data` into `m` (cleared first unless `merge`), payloads copied;
 /// false (and the last error) when protobuf would refuse the bytes.
 ///
+/// Strings are decoded as `std::string`s (so that the getters never convert them), and, as
+/// protobuf does when it parses into a message again, the memory of the content the parse
+/// replaces is reused: its `std::string`s, boxed sub-messages and list buffers, taken in the
+/// order the parse meets them (a parse of the same bytes puts every value where it was).
+///
 /// # Safety
 /// `m` is a live message that nothing else accesses; `data` readable for `len` bytes.
-pub(crate) unsafe fn parse<M: Message>(
+pub(crate) unsafe fn parse<M: Message + Recycle>(
     m: *mut M,
     data: *const u8,
     len: usize,
@@ -423,11 +428,19 @@ pub(crate) unsafe fn parse<M: Message>(
     ffi_value(false, || {
         // SAFETY: contract.
         let (m, b) = unsafe { (&mut *m, bytes(data, len)) };
+        let mut strings = CxxStringPool::default();
+        let mut recycler = Recycler::default();
         if !merge {
-            *m = M::default();
+            m.recycle(&mut recycler, &mut strings);
         }
-        m.merge_from_bytes(b, &DecodeConfig::default())
-            .map_err(FfiError::from)?;
+        let config = DecodeConfig::default();
+        let mut r = Reader::new(b, &config);
+        // SAFETY: both pools outlive the reader (dropped after it, below) and are used only
+        // through it.
+        unsafe { r.recycle_from(&mut strings, (&raw mut recycler).cast()) };
+        let result = decode_top(m, &mut r);
+        drop(r);
+        result.map_err(FfiError::from)?;
         Ok(true)
     })
 }

@@ -5,7 +5,9 @@ use std::collections::HashMap;
 
 use super::placement::PayloadPool;
 use super::{END_GROUP, FIXED32, FIXED64, LEN, MAX_FIELD_NUMBER, START_GROUP, VARINT};
-use crate::bytes::{ByteSpan, INLINE_CAPACITY, Owner, ProtoString, ThinOwner, UnknownFields};
+use crate::bytes::{
+    ByteSpan, CxxStringPool, INLINE_CAPACITY, Owner, ProtoString, ThinOwner, UnknownFields,
+};
 use crate::error::{DecodeError, DecodeErrorKind};
 
 /// Copied payloads of at least this size are released from a mapped source.
@@ -142,7 +144,17 @@ pub struct Reader<'a> {
     preparsed: Option<HashMap<usize, Box<dyn Any + Send>>>,
     /// Aligned homes of the payloads this reader copies.
     pool: PayloadPool,
+    /// When not null, strings are decoded as `std::string`s taken from this pool (the C++
+    /// classes' parse; see [`Reader::recycle_from`]).
+    cxx_strings: *mut CxxStringPool,
+    /// When not null, the memory of a message's old content that sub-messages reuse (the
+    /// generated `Recycler` of `crate::proto`, read by its code only).
+    recycler: *mut (),
 }
+
+// SAFETY: the reader's own fields are `Send`; its two pool pointers are null except in a reader
+// made by `recycle_from`, whose caller keeps it on its thread (its contract).
+unsafe impl Send for Reader<'_> {}
 
 impl<'a> Reader<'a> {
     /// A reader over all of `buf` (payloads are copied unless `config` borrows with an owner).
@@ -178,6 +190,8 @@ impl<'a> Reader<'a> {
             meta_budget: budget,
             preparsed: None,
             pool: PayloadPool::new(config.alignment.max(16), buf.len()),
+            cxx_strings: std::ptr::null_mut(),
+            recycler: std::ptr::null_mut(),
         }
     }
 
@@ -202,7 +216,35 @@ impl<'a> Reader<'a> {
             meta_budget: budget,
             preparsed: None,
             pool: PayloadPool::new(self.config.alignment.max(16), end.saturating_sub(start)),
+            // Parts parsed in parallel (on other threads) make their own strings and messages.
+            cxx_strings: std::ptr::null_mut(),
+            recycler: std::ptr::null_mut(),
         }
+    }
+
+    /// Makes this reader decode strings as `std::string`s taken from `strings`, and hand the
+    /// generated message code `recycler` (a `crate::proto::Recycler`) to take sub-messages
+    /// from: the C++ classes' parse, which reuses the memory of the content it replaces.
+    ///
+    /// # Safety
+    /// Both outlive the reader and are not accessed otherwise while it is used; `recycler` is
+    /// a live `crate::proto::Recycler`; the reader stays on this thread.
+    pub(crate) unsafe fn recycle_from(&mut self, strings: *mut CxxStringPool, recycler: *mut ()) {
+        self.cxx_strings = strings;
+        self.recycler = recycler;
+    }
+
+    /// The `crate::proto::Recycler` of [`Reader::recycle_from`], or null.
+    #[inline]
+    pub(crate) fn recycler(&self) -> *mut () {
+        self.recycler
+    }
+
+    /// A string for the C++ classes (see [`Reader::recycle_from`]).
+    #[inline(never)]
+    fn cxx_string(&self, bytes: &[u8]) -> ProtoString {
+        // SAFETY: `recycle_from`'s contract: the pool is live and used by this reader only.
+        unsafe { (*self.cxx_strings).string(bytes) }
     }
 
     /// The whole metadata budget of this reader.
@@ -448,6 +490,9 @@ impl<'a> Reader<'a> {
         let at = self.pos;
         let bytes = self.read_bytes()?;
         self.charge(string_charge(bytes.len()), at)?;
+        if !self.cxx_strings.is_null() {
+            return Ok(self.cxx_string(bytes));
+        }
         // The common case, a short string: one fixed-size copy of the window that starts with it
         // (the window may run past the string, not past the input).
         if bytes.len() <= INLINE_CAPACITY {

@@ -36,6 +36,10 @@ struct ChunkHeader {
     /// Head of the list of freed slots (kept in the newest chunk's header only); each free slot
     /// holds the address of the next one in its first bytes.
     free: *mut u8,
+    /// Spare elements (newest chunk only): cleared elements kept for reuse just past the live
+    /// ones in the order array, `order[len..len + spare]` (see
+    /// [`RepeatedField::recycle_elements`]).
+    spare: usize,
 }
 
 /// A repeated message field. Its API follows `Vec`.
@@ -138,6 +142,7 @@ impl<T> RepeatedField<T> {
     /// An unoccupied slot: a freed one, else the next unused one of the newest chunk, else the
     /// first of a new chunk of at least `min_cap` slots (whose order array takes over).
     fn take_slot(&mut self, min_cap: usize) -> NonNull<T> {
+        self.drop_spares();
         const {
             assert!(
                 size_of::<T>() >= size_of::<*mut u8>(),
@@ -193,6 +198,7 @@ impl<T> RepeatedField<T> {
                 total,
                 live_order_cap: live_order_cap.max(order_cap),
                 free: ptr::null_mut(),
+                spare: 0,
             });
             if order_cap > 0 {
                 let order = raw.add(order_at).cast::<NonNull<T>>();
@@ -215,6 +221,7 @@ impl<T> RepeatedField<T> {
     /// Puts the stored element `p` at `index` of the order.
     fn place(&mut self, index: usize, p: NonNull<T>) {
         debug_assert!(index <= self.len);
+        self.drop_spares();
         // SAFETY: the order array in use holds at least one pointer per slot of all chunks, and
         // `p` occupies a slot not yet counted in `len`, so `len + 1` pointers fit.
         unsafe {
@@ -227,6 +234,7 @@ impl<T> RepeatedField<T> {
 
     /// Takes the pointer at `index` out of the order.
     fn unplace(&mut self, index: usize) -> NonNull<T> {
+        self.drop_spares();
         assert!(
             index < self.len,
             "index {index} out of range (len {})",
@@ -239,6 +247,52 @@ impl<T> RepeatedField<T> {
             ptr::copy(at.add(1), at, self.len - index - 1);
             self.len -= 1;
             p
+        }
+    }
+
+    /// Number of spare elements (see [`RepeatedField::recycle_elements`]).
+    #[inline]
+    fn spare(&self) -> usize {
+        // SAFETY: the newest chunk is live.
+        self.chunks.map_or(0, |h| unsafe { (*h.as_ptr()).spare })
+    }
+
+    /// Drops the spare elements (their slots go back to the free list). Every change of the
+    /// field other than [`RepeatedField::push_default_sized`] starts with it, so that the order
+    /// array past `len` is free for it to use.
+    fn drop_spares(&mut self) {
+        let Some(h) = self.chunks else { return };
+        let h = h.as_ptr();
+        // SAFETY: `h` is the live newest chunk; `order[len..len + spare]` are live spare
+        // elements owned by the field (dropped once: the count is reset first).
+        unsafe {
+            let n = (*h).spare;
+            if n == 0 {
+                return;
+            }
+            (*h).spare = 0;
+            for i in self.len..self.len + n {
+                let p = self.order.as_ptr().add(i).read();
+                ptr::drop_in_place(p.as_ptr());
+                release_slot(self.chunks, p);
+            }
+        }
+    }
+
+    /// Empties the field but keeps its elements, after `clear` emptied each of them (it must
+    /// leave a value equal to the default one, minus the memory it keeps), as spares that
+    /// [`RepeatedField::push_default_sized`] hands out again, in the same order: the C++
+    /// classes' parse reuses a message's memory as protobuf does when it parses into it again.
+    pub(crate) fn recycle_elements(&mut self, mut clear: impl FnMut(&mut T)) {
+        for p in self.order() {
+            // SAFETY: a live element owned by `self`, borrowed mutably through it.
+            clear(unsafe { &mut *p.as_ptr() });
+        }
+        if let Some(h) = self.chunks {
+            // SAFETY: the newest chunk is live; the live elements become the first spares,
+            // followed by the older spares (already cleared).
+            unsafe { (*h.as_ptr()).spare += self.len };
+            self.len = 0;
         }
     }
 
@@ -307,6 +361,7 @@ impl<T> RepeatedField<T> {
     }
     /// Keeps the elements for which `f` is true.
     pub fn retain(&mut self, mut f: impl FnMut(&T) -> bool) {
+        self.drop_spares();
         let total = self.len;
         // Should `f` or a `drop` panic, the elements not yet visited leak (nothing is dropped
         // twice): `len` only ever counts the kept ones.
@@ -384,6 +439,16 @@ impl<T: Default> RepeatedField<T> {
     /// chunk gets room for all of them.
     #[inline]
     pub(crate) fn push_default_sized(&mut self, run: impl FnOnce(usize) -> usize) -> &mut T {
+        if self.spare() > 0 {
+            // SAFETY: `order[len]` is the first spare, a live cleared element owned by `self`;
+            // it becomes the last live one.
+            unsafe {
+                (*self.chunks.unwrap_unchecked().as_ptr()).spare -= 1;
+                let p = self.order.as_ptr().add(self.len).read();
+                self.len += 1;
+                return &mut *p.as_ptr();
+            }
+        }
         let full = self.chunks.is_none_or(|h| {
             // SAFETY: the newest chunk is live.
             let h = unsafe { &*h.as_ptr() };
@@ -402,6 +467,7 @@ impl<T: Default> RepeatedField<T> {
 
 impl<T> Drop for RepeatedField<T> {
     fn drop(&mut self) {
+        self.drop_spares();
         while self.len > 0 {
             // SAFETY: every pointer of the order is a live element, dropped once here (`len`
             // shrinks first, so a panicking `drop` leaks the rest instead of a double drop).
@@ -685,6 +751,51 @@ mod tests {
             usize::MAX
         });
         assert_eq!(big.len(), 1);
+    }
+
+    #[test]
+    fn recycled_elements_come_back_in_order_and_are_dropped_once() {
+        // Each element holds a clone of `alive`: its strong count tells how many live.
+        let alive = Rc::new(());
+        let mut r: RepeatedField<Vec<Rc<()>>> = RepeatedField::new();
+        for _ in 0..5 {
+            r.push(vec![alive.clone()]);
+        }
+        let addresses: Vec<*const Vec<Rc<()>>> = r.iter().map(|e| e as *const _).collect();
+        let mut capacities = Vec::new();
+        r.recycle_elements(|e| {
+            capacities.push(e.capacity());
+            e.clear();
+        });
+        assert!(r.is_empty() && r.iter().next().is_none());
+        assert_eq!(Rc::strong_count(&alive), 1, "the recycle emptied every element");
+        // The spares come back first, in their order, emptied but with their memory.
+        for (i, at) in addresses.iter().take(3).enumerate() {
+            let e = r.push_default_sized(|_| 1);
+            assert!(e.is_empty() && e.capacity() == capacities[i]);
+            assert_eq!(*at, e as *const _);
+            e.push(alive.clone());
+        }
+        assert_eq!((r.len(), r.spare()), (3, 2));
+        // Any other change first drops the two spares left.
+        r.push(vec![alive.clone()]);
+        assert_eq!((r.len(), r.spare(), Rc::strong_count(&alive)), (4, 0, 5));
+        r.recycle_elements(Vec::clear);
+        r.push_default_sized(|_| 1).push(alive.clone());
+        r.truncate(0);
+        assert_eq!((r.len(), r.spare(), Rc::strong_count(&alive)), (0, 0, 1));
+        r.recycle_elements(Vec::clear);
+        // Recycling an empty field, then dropping one with spares, drops each spare once.
+        for _ in 0..40 {
+            r.push(vec![alive.clone()]);
+        }
+        r.recycle_elements(|e| e.truncate(0));
+        for _ in 0..10 {
+            r.push_default_sized(|_| 1).push(alive.clone());
+        }
+        assert_eq!((r.len(), r.spare(), Rc::strong_count(&alive)), (10, 30, 11));
+        drop(r);
+        assert_eq!(Rc::strong_count(&alive), 1);
     }
 
     #[test]
