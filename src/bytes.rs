@@ -806,17 +806,35 @@ impl CxxStringPool {
         }
     }
 
-    /// A string held in a `std::string` from the start (the C++ classes' parse, whose getters
-    /// then never convert): the next kept one, assigned `bytes`, or a new one.
-    pub(crate) fn string(&mut self, bytes: &[u8]) -> ProtoString {
-        let s = match self.0.pop_front() {
+    /// Keeps the `std::string` of tensor bytes `b`, if they have one (`b` becomes empty).
+    pub(crate) fn keep_payload(&mut self, b: &mut ByteSpan) {
+        if matches!(b.repr, Repr::Cxx(_))
+            && let Repr::Cxx(c) = std::mem::replace(&mut b.repr, Repr::Owned(Vec::new()))
+        {
+            self.0.push_back(c);
+        }
+    }
+
+    /// The next kept `std::string`, assigned `bytes`, or a new one.
+    fn take(&mut self, bytes: &[u8]) -> CxxString {
+        match self.0.pop_front() {
             Some(mut s) => {
                 s.assign(bytes);
                 s
             }
             None => CxxString::new(bytes),
-        };
-        ProtoString(StrRepr::Cxx(s))
+        }
+    }
+
+    /// A string held in a `std::string` from the start (the C++ classes' parse, whose getters
+    /// then never convert it).
+    pub(crate) fn string(&mut self, bytes: &[u8]) -> ProtoString {
+        ProtoString(StrRepr::Cxx(self.take(bytes)))
+    }
+
+    /// Tensor bytes held in a `std::string` from the start (as [`CxxStringPool::string`]).
+    pub(crate) fn payload(&mut self, bytes: &[u8]) -> ByteSpan {
+        ByteSpan::from_cxx(self.take(bytes))
     }
 }
 

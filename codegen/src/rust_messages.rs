@@ -1326,6 +1326,10 @@ fn gen_recycle(o: &mut String, m: &MessageDef) {
                     recurse(f, "v")
                 )
             }
+            (Label::Optional, Kind::Payload) => writeln!(
+                o,
+                "        if let Some(mut v) = self.{name}.take() {{\n            strings.keep_payload(&mut v);\n        }}"
+            ),
             (Label::Optional, _) => writeln!(o, "        self.{name} = None;"),
             (Label::Repeated, Kind::String | Kind::Bytes) => writeln!(
                 o,

@@ -3863,7 +3863,9 @@ impl Recycle for TensorProto {
         if let Some(mut v) = self.name.take() {
             strings.keep(&mut v);
         }
-        self.raw_data = None;
+        if let Some(mut v) = self.raw_data.take() {
+            strings.keep_payload(&mut v);
+        }
         self.double_data.clear();
         self.uint64_data.clear();
         if let Some(mut v) = self.doc_string.take() {

@@ -556,6 +556,11 @@ impl<'a> Reader<'a> {
             PayloadMode::Borrow { owner: None } if large => Ok(Some(unsafe {
                 ByteSpan::from_raw_parts(bytes.as_ptr(), len)
             })),
+            // The C++ classes' parse: the bytes go straight into a `std::string`.
+            _ if !self.cxx_strings.is_null() => {
+                // SAFETY: `recycle_from`'s contract: the pool is live and used by this reader only.
+                Ok(Some(unsafe { (*self.cxx_strings).payload(bytes) }))
+            }
             _ => {
                 let span = self.copy_payload(bytes, false, start)?;
                 if let Some(release) = &cfg.release_source

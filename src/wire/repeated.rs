@@ -768,7 +768,11 @@ mod tests {
             e.clear();
         });
         assert!(r.is_empty() && r.iter().next().is_none());
-        assert_eq!(Rc::strong_count(&alive), 1, "the recycle emptied every element");
+        assert_eq!(
+            Rc::strong_count(&alive),
+            1,
+            "the recycle emptied every element"
+        );
         // The spares come back first, in their order, emptied but with their memory.
         for (i, at) in addresses.iter().take(3).enumerate() {
             let e = r.push_default_sized(|_| 1);
