@@ -41,7 +41,7 @@ enum Repr {
 /// Tensor payload bytes (`TensorProto.raw_data`): owned, or borrowed pointer + length with an
 /// optional shared [`Owner`] token.
 ///
-/// Ownership rules (seed 000):
+/// Ownership rules:
 /// - owned bytes are freed with the span; cloning an owned span copies the bytes;
 /// - borrowed bytes with an owner stay valid while any clone of the owner lives (cloning the
 ///   span clones the token);

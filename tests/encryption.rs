@@ -1,4 +1,4 @@
-//! Encrypted models (issue 5): ONNXCRY1/2/3 byte for byte with the C++ library, and the chunked
+//! Encrypted models: ONNXCRY1/2/3 byte for byte with the C++ library, and the chunked
 //! streaming format ONNXCRYS.
 //!
 //! - round trips of real models in every format, through files and bytes, the two forms
