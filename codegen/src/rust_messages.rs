@@ -16,6 +16,7 @@ const PARALLEL_FIELDS: &[(&str, &str)] = &[("GraphProto", "initializer")];
 /// value (protobuf C++'s contract: `set_allocated_x(p)` makes `p` the field, `mutable_x()` keeps
 /// returning it), which the C++ classes, whose objects are these structs, rely on. Inline fields
 /// must not form a cycle (a struct cannot contain itself); `inline_fields_are_acyclic` checks that.
+/// The generator refuses to run while any is listed (`cxx_rust::assert_sub_messages_are_boxed`).
 const INLINE_MESSAGE_FIELDS: &[(&str, &str)] = &[];
 
 /// True when sub-message field `f` of `m` is stored in a `Box`.
