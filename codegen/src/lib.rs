@@ -24,6 +24,7 @@ mod schema_dump;
 
 /// Every generated file: (path relative to the repository root, contents).
 pub fn generate_all() -> Vec<(&'static str, String)> {
+    cxx_rust::assert_sub_messages_are_boxed();
     vec![
         ("src/proto/generated.rs", rust_messages::generate()),
         ("src/ffi/accessors.rs", c_accessors::generate()),
