@@ -177,6 +177,7 @@ pub fn generate() -> String {
     }
     gen_recycler(&mut o);
     gen_tensor_visitors(&mut o);
+    gen_tensor_rewriters(&mut o);
     gen_dispatch(&mut o);
     o
 }
@@ -263,6 +264,97 @@ fn gen_tensor_visitors(o: &mut String) {
             writeln!(o, "    }}").unwrap();
         }
         writeln!(o, "}}\n").unwrap();
+    }
+}
+
+/// `clone_with_tensors(f)`: a copy of a message in which every reachable `TensorProto` is
+/// `f(original)`, called in the order of `visit_tensors`; every other field is cloned. Also
+/// `Message::without_payloads` (`SerializeOptions::skip_raw_data`) of these messages.
+fn gen_tensor_rewriters(o: &mut String) {
+    let set = reaches_tensor();
+    for m in MESSAGES.iter().filter(|m| set.contains(&m.name)) {
+        let rn = rust_type_name(m.name);
+        writeln!(o, "impl {rn} {{").unwrap();
+        writeln!(
+            o,
+            "    /// A copy in which every `TensorProto` reachable from this message is `f(original)`,"
+        )
+        .unwrap();
+        writeln!(
+            o,
+            "    /// called in the order of `visit_tensors`; every other field is cloned."
+        )
+        .unwrap();
+        writeln!(
+            o,
+            "    pub fn clone_with_tensors(&self, f: &mut dyn FnMut(&TensorProto) -> TensorProto) -> Self {{"
+        )
+        .unwrap();
+        if m.name == "TensorProto" {
+            writeln!(
+                o,
+                "        f(self)
+    }}
+}}
+"
+            )
+            .unwrap();
+            continue;
+        }
+        // Tensor-bearing fields first, in declaration order (the visitor's), then the struct.
+        let mut members: Vec<String> = Vec::new();
+        let mut done_oneofs: Vec<&str> = Vec::new();
+        for fd in m.fields {
+            if let Some(oneof) = fd.oneof {
+                assert!(
+                    !matches!(fd.kind, Kind::Message(t) if set.contains(&t)),
+                    "{}.{}: a oneof member that reaches TensorProto is not supported",
+                    m.name,
+                    fd.name
+                );
+                if !done_oneofs.contains(&oneof) {
+                    done_oneofs.push(oneof);
+                    members.push(format!("{oneof}: self.{oneof}.clone()"));
+                }
+                continue;
+            }
+            let name = rust_field_name(fd);
+            let Kind::Message(t) = fd.kind else {
+                members.push(format!("{name}: self.{name}.clone()"));
+                continue;
+            };
+            if !set.contains(&t) {
+                members.push(format!("{name}: self.{name}.clone()"));
+                continue;
+            }
+            let call = if is_cycle_field(m.name, fd.name) {
+                "crate::wire::guard_stack(|| v.clone_with_tensors(f))".to_string()
+            } else {
+                "v.clone_with_tensors(f)".to_string()
+            };
+            let expr = match fd.label {
+                Label::Optional if boxed(m, fd) => {
+                    format!("self.{name}.as_ref().map(|v| Box::new({call}))")
+                }
+                Label::Optional => format!("self.{name}.as_ref().map(|v| {call})"),
+                Label::Repeated => format!("self.{name}.iter().map(|v| {call}).collect()"),
+            };
+            writeln!(o, "        let {name} = {expr};").unwrap();
+            members.push(name);
+        }
+        members.push("unknown_fields: self.unknown_fields.clone()".into());
+        writeln!(o, "        Self {{").unwrap();
+        for mem in members {
+            writeln!(o, "            {mem},").unwrap();
+        }
+        writeln!(
+            o,
+            "        }}
+    }}
+}}
+"
+        )
+        .unwrap();
     }
 }
 
@@ -454,7 +546,7 @@ fn gen_guarded_traits(o: &mut String, m: &MessageDef) {
         "        if !self.has_nested_cycle() {{\n            return;\n        }}"
     )
     .unwrap();
-    writeln!(o, "        crate::wire::guard_stack(|| {{").unwrap();
+    writeln!(o, "        crate::wire::stack::guard_drop(|| {{").unwrap();
     for f in m.fields.iter().filter(|f| is_cycle_field(m.name, f.name)) {
         assert!(
             f.oneof.is_none(),
@@ -557,6 +649,19 @@ fn gen_codec(o: &mut String, m: &MessageDef) {
         "    fn unknown_fields_mut(&mut self) -> &mut UnknownFields {{\n        &mut self.unknown_fields\n    }}"
     )
     .unwrap();
+    writeln!(
+        o,
+        "\n    fn take_recycled(r: &Reader<'_>) -> Option<Box<Self>> {{\n        recycled(r)\n    }}"
+    )
+    .unwrap();
+    if reaches_tensor().contains(&m.name) {
+        writeln!(
+            o,
+            "\n    fn without_payloads(&self, min_len: u64) -> Option<Self> {{\n        \
+             Some(self.clone_with_tensors(&mut |t| t.without_payload(min_len)))\n    }}"
+        )
+        .unwrap();
+    }
     writeln!(o, "}}\n").unwrap();
 }
 
@@ -568,13 +673,13 @@ fn at(f: &FieldDef, index: Option<&str>) -> String {
     }
 }
 
-/// The call reading sub-message field `f` of `m` into `slot` (stack-guarded when `f` closes a
-/// cycle of the schema).
-fn read_message(m: &MessageDef, f: &FieldDef, slot: &str) -> String {
+/// The reader call `call` (e.g. `read_message(m)`) parsing sub-message field `f` of `m`
+/// (stack-guarded when `f` closes a cycle of the schema).
+fn read_message(m: &MessageDef, f: &FieldDef, call: &str) -> String {
     if is_cycle_field(m.name, f.name) {
-        format!("crate::wire::guard_stack(|| r.read_message({slot}))")
+        format!("r.guarded(|r| r.{call})")
     } else {
-        format!("r.read_message({slot})")
+        format!("r.{call}")
     }
 }
 
@@ -604,7 +709,7 @@ fn gen_decode_arms(o: &mut String, m: &MessageDef, f: &FieldDef) {
                 )
                 .unwrap();
                 let empty = if boxed(m, f) {
-                    format!("new_boxed::<{mt}>(r)")
+                    format!("r.new_boxed(){path}?")
                 } else {
                     new_message(m, f, &mt)
                 };
@@ -619,7 +724,15 @@ fn gen_decode_arms(o: &mut String, m: &MessageDef, f: &FieldDef) {
                     "                    if let Some({en}::{var}(m)) = &mut self.{oneof} {{"
                 )
                 .unwrap();
-                let read = read_message(m, f, if boxed(m, f) { "m.as_mut()" } else { "m" });
+                let read = read_message(
+                    m,
+                    f,
+                    if boxed(m, f) {
+                        "read_message(m.as_mut())"
+                    } else {
+                        "read_message(m)"
+                    },
+                );
                 writeln!(o, "                        {read}{path}?;").unwrap();
                 writeln!(o, "                    }}").unwrap();
                 writeln!(o, "                }}").unwrap();
@@ -654,8 +767,12 @@ fn gen_decode_arms(o: &mut String, m: &MessageDef, f: &FieldDef) {
             .unwrap();
             writeln!(o, "                        self.{name} = Some(v as i32);").unwrap();
             writeln!(o, "                    }} else {{").unwrap();
-            writeln!(o, "                        crate::proto::push_unknown_enum(&mut self.unknown_fields, {}, v);", f.number)
-                .unwrap();
+            writeln!(
+                o,
+                "                        r.push_unknown_enum(&mut self.unknown_fields, {}, v){path}?;",
+                f.number
+            )
+            .unwrap();
             writeln!(o, "                    }}\n                }}").unwrap();
         }
         (Label::Optional, k) if is_scalar(k) => {
@@ -686,23 +803,31 @@ fn gen_decode_arms(o: &mut String, m: &MessageDef, f: &FieldDef) {
         }
         (Label::Optional, Kind::Message(mt)) => {
             let mt = rust_type_name(mt);
-            let slot = if boxed(m, f) {
-                format!("self.{name}.get_or_insert_with(|| new_boxed::<{mt}>(r)).as_mut()")
+            let call = if boxed(m, f) {
+                format!("read_message_into(&mut self.{name})")
             } else {
-                format!("self.{name}.get_or_insert_with({mt}::new)")
+                format!("read_message(self.{name}.get_or_insert_with({mt}::new))")
             };
             writeln!(
                 o,
                 "                {} => {}{path}?,",
                 t(2),
-                read_message(m, f, &slot)
+                read_message(m, f, &call)
             )
             .unwrap();
         }
         (Label::Repeated, k) if is_scalar(k) => {
             let wt = wire_type(k);
             let read = read_scalar(k).replace("()?", &format!("(){path}?"));
-            writeln!(o, "                {} => self.{name}.push({read}),", t(wt)).unwrap();
+            writeln!(o, "                {} => {{", t(wt)).unwrap();
+            writeln!(
+                o,
+                "                    r.reserve_run(&mut self.{name}, {}){path}?;",
+                t(wt)
+            )
+            .unwrap();
+            writeln!(o, "                    self.{name}.push({read});").unwrap();
+            writeln!(o, "                }}").unwrap();
             // packed encoding, accepted for every repeated scalar
             match k {
                 Kind::Float | Kind::Double => {
@@ -770,7 +895,11 @@ fn gen_decode_arms(o: &mut String, m: &MessageDef, f: &FieldDef) {
                 )
                 .unwrap();
                 writeln!(o, "                        let v = res{idx_path}?;").unwrap();
-                writeln!(o, "                        self.{name}.push(v);").unwrap();
+                writeln!(
+                    o,
+                    "                        r.push_parsed(&mut self.{name}, v){idx_path}?;"
+                )
+                .unwrap();
                 writeln!(o, "                        continue;").unwrap();
                 writeln!(o, "                    }}").unwrap();
             }
@@ -778,14 +907,15 @@ fn gen_decode_arms(o: &mut String, m: &MessageDef, f: &FieldDef) {
             writeln!(o, "                    let i = self.{name}.len();").unwrap();
             writeln!(
                 o,
-                "                    let m = self.{name}.push_default_sized(|max| r.run_length({}, max));",
-                t(2)
+                "                    let m = r.push_message(&mut self.{name}, {}).map_err(|e| e.at(\"{}\", Some(i)))?;",
+                t(2),
+                plain_name(f)
             )
             .unwrap();
             writeln!(
                 o,
                 "                    {}.map_err(|e| e.at(\"{}\", Some(i)))?;",
-                read_message(m, f, "m"),
+                read_message(m, f, "read_message(m)"),
                 plain_name(f)
             )
             .unwrap();
@@ -1347,7 +1477,7 @@ fn gen_recycle(o: &mut String, m: &MessageDef) {
     writeln!(o, "        self.unknown_fields.clear();\n    }}\n}}\n").unwrap();
 }
 
-/// The pools of `Recycle` (one per message type), the trait, and `new_boxed`.
+/// The pools of `Recycle` (one per message type), the trait, and `recycled`.
 fn gen_recycler(o: &mut String) {
     o.push_str(
         "/// The boxed sub-messages of a message's old content, emptied, per type and in the order\n\
@@ -1377,18 +1507,15 @@ fn gen_recycler(o: &mut String) {
          /// lists keep their buffers (repeated messages their elements, as spares).\n    \
          fn recycle(&mut self, rec: &mut Recycler, strings: &mut CxxStringPool);\n\
          }\n\n\
-         /// An empty boxed `M` for the parse of `r`: one of the reader's [`Recycler`] if it has one,\n\
-         /// else a new one.\n\
+         /// An emptied boxed `M` of the [`Recycler`] of the parse of `r`, if it has one.\n\
          #[inline]\n\
-         fn new_boxed<M: Recycle>(r: &Reader<'_>) -> Box<M> {\n    \
+         fn recycled<M: Recycle>(r: &Reader<'_>) -> Option<Box<M>> {\n    \
          let rec = r.recycler().cast::<Recycler>();\n    \
-         if !rec.is_null() {\n        \
-         // SAFETY: `Reader::recycle_from`'s contract: a live `Recycler` that only this parse uses.\n        \
-         if let Some(b) = M::pool(unsafe { &mut *rec }).pop_front() {\n            \
-         return b;\n        \
+         if rec.is_null() {\n        \
+         return None;\n    \
          }\n    \
-         }\n    \
-         Box::default()\n\
+         // SAFETY: `Reader::recycle_from`'s contract: a live `Recycler` that only this parse uses.\n    \
+         M::pool(unsafe { &mut *rec }).pop_front()\n\
          }\n\n",
     );
 }

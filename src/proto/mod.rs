@@ -6,6 +6,7 @@ mod display;
 #[rustfmt::skip]
 #[allow(clippy::all, unused_variables)]
 mod generated;
+mod payload;
 pub mod schema;
 pub mod text_format;
 
@@ -13,4 +14,4 @@ pub use crate::wire::{InlineVec, Message, MessageVisitor, RepeatedField};
 pub use data_type::DataType;
 pub use generated::*;
 
-pub(crate) use crate::wire::message::{decode_top, push_unknown_enum, put_packed_fixed};
+pub(crate) use crate::wire::message::{decode_top, put_packed_fixed};

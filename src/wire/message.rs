@@ -27,6 +27,21 @@ pub trait Message: Default + Clone + Send + Sync + 'static {
     /// Fields not in the schema, for editing.
     fn unknown_fields_mut(&mut self) -> &mut UnknownFields;
 
+    /// An emptied boxed message of this type that the parse of `r` may reuse (see
+    /// `Reader::recycle_from`): the generated messages take one from the parse's recycler.
+    #[inline]
+    fn take_recycled(r: &Reader<'_>) -> Option<Box<Self>> {
+        let _ = r;
+        None
+    }
+
+    /// A copy in which every tensor with at least `min_len` (and at least 1) `raw_data` bytes
+    /// has none (`SerializeOptions::skip_raw_data`); `None` for messages that hold no tensor.
+    fn without_payloads(&self, min_len: u64) -> Option<Self> {
+        let _ = min_len;
+        None
+    }
+
     /// Parses `bytes` (payloads copied, default limits), like protobuf's `ParseFromString`.
     fn parse_from_bytes(bytes: &[u8]) -> Result<Self> {
         let mut m = Self::default();
@@ -160,16 +175,6 @@ pub(crate) fn decode_top<M: Message>(m: &mut M, r: &mut Reader<'_>) -> Result<()
         e.set_message(M::NAME);
         e.into()
     })
-}
-
-/// Records a closed-enum value the schema does not know as an unknown varint field, the way
-/// protobuf (upb) does: validity is judged on the low 32 bits, and the field is re-encoded
-/// canonically with the full 64-bit value that was read.
-pub(crate) fn push_unknown_enum(unknown: &mut UnknownFields, field: u32, value: u64) {
-    let mut buf = Vec::with_capacity(15);
-    super::put_varint(&mut buf, super::tag(field, super::VARINT) as u64);
-    super::put_varint(&mut buf, value);
-    unknown.push_raw(&buf);
 }
 
 /// A fixed-size scalar of a packed field.

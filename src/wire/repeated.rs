@@ -142,6 +142,15 @@ impl<T> RepeatedField<T> {
     /// An unoccupied slot: a freed one, else the next unused one of the newest chunk, else the
     /// first of a new chunk of at least `min_cap` slots (whose order array takes over).
     fn take_slot(&mut self, min_cap: usize) -> NonNull<T> {
+        match self.try_take_slot(min_cap) {
+            Ok(p) => p,
+            Err(layout) => alloc::handle_alloc_error(layout),
+        }
+    }
+
+    /// [`Self::take_slot`], or the layout of the chunk the allocator refused.
+    #[inline]
+    fn try_take_slot(&mut self, min_cap: usize) -> Result<NonNull<T>, Layout> {
         self.drop_spares();
         const {
             assert!(
@@ -157,13 +166,13 @@ impl<T> RepeatedField<T> {
             unsafe {
                 if let Some(p) = NonNull::new((*h).free) {
                     (*h).free = p.cast::<*mut u8>().as_ptr().read_unaligned();
-                    return p.cast();
+                    return Ok(p.cast());
                 }
                 let (_, _, slots_at) = chunk_layout::<T>((*h).order_cap, (*h).cap);
                 if (*h).used < (*h).cap {
                     let p = h.cast::<u8>().add(slots_at).cast::<T>().add((*h).used);
                     (*h).used += 1;
-                    return NonNull::new_unchecked(p);
+                    return Ok(NonNull::new_unchecked(p));
                 }
                 (old_total, live_order_cap) = ((*h).total, (*h).live_order_cap);
             }
@@ -184,7 +193,7 @@ impl<T> RepeatedField<T> {
         // SAFETY: the layout has a non-zero size (it starts with the header).
         let raw = unsafe { alloc::alloc(layout) };
         let Some(h) = NonNull::new(raw.cast::<ChunkHeader>()) else {
-            alloc::handle_alloc_error(layout)
+            return Err(layout);
         };
         // SAFETY: fresh memory of the chunk's layout: header, order array, slots. A new order
         // array receives the `len <= old_total < order_cap` pointers of the old one (older
@@ -206,7 +215,7 @@ impl<T> RepeatedField<T> {
                 self.order = NonNull::new_unchecked(order);
             }
             self.chunks = Some(h);
-            NonNull::new_unchecked(raw.add(slots_at).cast::<T>())
+            Ok(NonNull::new_unchecked(raw.add(slots_at).cast::<T>()))
         }
     }
 
@@ -439,6 +448,19 @@ impl<T: Default> RepeatedField<T> {
     /// chunk gets room for all of them.
     #[inline]
     pub(crate) fn push_default_sized(&mut self, run: impl FnOnce(usize) -> usize) -> &mut T {
+        match self.try_push_default_sized(run) {
+            Ok(p) => p,
+            Err(layout) => alloc::handle_alloc_error(layout),
+        }
+    }
+
+    /// [`Self::push_default_sized`], or (nothing added) the layout of the chunk the allocator
+    /// refused.
+    #[inline]
+    pub(crate) fn try_push_default_sized(
+        &mut self,
+        run: impl FnOnce(usize) -> usize,
+    ) -> Result<&mut T, Layout> {
         if self.spare() > 0 {
             // SAFETY: `order[len]` is the first spare, a live cleared element owned by `self`;
             // it becomes the last live one.
@@ -446,7 +468,7 @@ impl<T: Default> RepeatedField<T> {
                 (*self.chunks.unwrap_unchecked().as_ptr()).spare -= 1;
                 let p = self.order.as_ptr().add(self.len).read();
                 self.len += 1;
-                return &mut *p.as_ptr();
+                return Ok(&mut *p.as_ptr());
             }
         }
         let full = self.chunks.is_none_or(|h| {
@@ -456,12 +478,23 @@ impl<T: Default> RepeatedField<T> {
         });
         let most = Self::max_chunk_slots();
         let min_cap = if full { run(most).min(most) } else { 1 };
-        let mut p = self.take_slot(min_cap);
+        let mut p = self.try_take_slot(min_cap)?;
         // SAFETY: an unoccupied slot, sized and aligned for `T`.
         unsafe { p.as_ptr().write(T::default()) };
         self.place(self.len, p);
         // SAFETY: the slot was just filled and is owned by `self`, borrowed mutably.
-        unsafe { p.as_mut() }
+        Ok(unsafe { p.as_mut() })
+    }
+
+    /// [`Self::push`], or (`value` dropped, nothing added) the layout of the chunk the allocator
+    /// refused.
+    #[inline]
+    pub(crate) fn try_push(&mut self, value: T) -> Result<(), Layout> {
+        let p = self.try_take_slot(1)?;
+        // SAFETY: an unoccupied slot, sized and aligned for `T`.
+        unsafe { p.as_ptr().write(value) };
+        self.place(self.len, p);
+        Ok(())
     }
 }
 
