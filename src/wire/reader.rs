@@ -713,7 +713,7 @@ impl<'a> Reader<'a> {
     }
 
     /// A boxed empty message (a oneof member being parsed), or `OutOfMemory`: one the parse
-    /// reuses (see [`Reader::recycle_from`]) when there is one.
+    /// reuses (see `Reader::recycle_from`) when there is one.
     #[inline]
     pub fn new_boxed<M: super::Message>(&self) -> DResult<Box<M>> {
         if !self.recycler.is_null()
