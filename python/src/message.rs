@@ -50,7 +50,8 @@ pub fn init_fields(s: &Bound<'_, Message>, kw: &Bound<'_, PyDict>) -> PyResult<(
                 let c = child.bind(s.py()).cast::<Message>()?;
                 if let Ok(d) = v.cast::<PyDict>() {
                     Message::resolve_write(c)?;
-                    init_fields(c, d)?;
+                    // Dicts nest without bound: deep ones continue on stack segments.
+                    onnx_light::wire::guard_stack(|| init_fields(c, d))?;
                 } else {
                     copy_from(c, &v)?;
                 }
@@ -212,15 +213,16 @@ pub fn serialize_released(s: &Bound<'_, Message>) -> PyResult<Vec<u8>> {
     let ser = info.ops.serialize;
     let Some(root) = root.cloned() else {
         // SAFETY: the default instance of the type (static, immutable).
-        return Ok(unsafe { ser(p) });
+        return unsafe { ser(p) }.map_err(crate::errors::to_py);
     };
     let _busy = root.begin_read(py);
     let p = SendPtr(p);
     // SAFETY: the root is marked busy: no Python code writes the message meanwhile.
-    Ok(py.detach(move || unsafe {
+    py.detach(move || unsafe {
         let p = p;
         ser(p.0)
-    }))
+    })
+    .map_err(crate::errors::to_py)
 }
 
 /// A `FieldDescriptor`-like description of a field (what `ListFields` pairs values with).

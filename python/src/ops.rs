@@ -246,9 +246,12 @@ unsafe fn encoded_len<M: Msg>(p: *const ()) -> u64 {
     // SAFETY: the caller passes a live `M`.
     unsafe { &*(p as *const M) }.encoded_len()
 }
-unsafe fn serialize<M: Msg>(p: *const ()) -> Vec<u8> {
+/// The encoding of a live `M`, refused (`LimitExceeded`) when it nests deeper than any parse
+/// accepts, as the library's fallible serializers do.
+unsafe fn serialize<M: Msg>(p: *const ()) -> onnx_light::Result<Vec<u8>> {
     // SAFETY: the caller passes a live `M`.
-    unsafe { &*(p as *const M) }.serialize_to_vec()
+    let m = unsafe { &*(p as *const M) };
+    onnx_light::serialize_to_vec(m, &onnx_light::SerializeOptions::default())
 }
 fn parse<M: Msg>(
     b: &[u8],

@@ -52,7 +52,7 @@ pub struct MsgOps {
     /// Encoded size.
     pub encoded_len: unsafe fn(*const ()) -> u64,
     /// `SerializeToString`.
-    pub serialize: unsafe fn(*const ()) -> Vec<u8>,
+    pub serialize: unsafe fn(*const ()) -> onnx_light::Result<Vec<u8>>,
     /// Parses bytes into a new boxed message.
     pub parse: fn(&[u8], &onnx_light::ParseOptions) -> onnx_light::Result<AnyBox>,
     /// Replaces the message at the pointer by a boxed one of the same type (from `parse` or

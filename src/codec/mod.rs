@@ -9,12 +9,15 @@ mod parallel_write;
 
 pub use options::TensorBufferOptions;
 pub use options::{
-    FileLoadMode, MAX_PARSE_ALIGNMENT, MAX_RECURSION_DEPTH_LIMIT, ParseOptions, SerializeOptions,
+    FileLoadMode, MAX_ALIGNMENT, MAX_PARSE_ALIGNMENT, MAX_RECURSION_DEPTH_LIMIT, ParseOptions,
+    SerializeOptions,
 };
 pub(crate) use options::{resolve_threads, validate_alignment, validate_threads};
 
-/// How many parses so far parsed initializers in parallel (diagnostics; used by tests to check
-/// that the parallel path is exercised).
+/// How many parses so far parsed initializers in parallel (a test hook: tests check that the
+/// parallel path is exercised).
+#[cfg(feature = "test-hooks")]
+#[doc(hidden)]
 pub fn parallel_parse_count() -> usize {
     parallel::PARALLEL_PARSES.load(std::sync::atomic::Ordering::Relaxed)
 }
