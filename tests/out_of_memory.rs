@@ -21,7 +21,6 @@
 mod common;
 
 use common::wrap;
-use std::process::Command;
 
 use onnx_light::proto::Message;
 use onnx_light::{DecodeErrorKind, Error, FileLoadMode, ModelProto, ParseOptions};
