@@ -531,4 +531,35 @@ fn parallel_serialize_equals_sequential() {
         onnx_light::save_model(&m, &path, &opts).unwrap();
         assert_eq!(std::fs::read(&path).unwrap(), sequential);
     }
+    // Into a caller's buffer, sized once the size is known, with 1 and 2 threads.
+    for threads in [1, 2] {
+        let opts = SerializeOptions {
+            num_threads: threads,
+            ..Default::default()
+        };
+        let mut buf = Vec::new();
+        onnx_light::serialize_into(&m, &opts, |len| {
+            buf.resize(len, 0xAA);
+            Ok(&mut buf[..])
+        })
+        .unwrap();
+        assert_eq!(buf, sequential);
+        // A buffer of the wrong size is refused, nothing is written.
+        let mut short = vec![0u8; 10];
+        let err = onnx_light::serialize_into(&m, &opts, |_| Ok(&mut short[..])).unwrap_err();
+        assert!(err.to_string().contains("10 bytes"), "{err}");
+        assert_eq!(short, vec![0u8; 10]);
+        // The allocator's error is returned as it is.
+        let err = onnx_light::serialize_into(&m, &opts, |len| {
+            Err(onnx_light::Error::InvalidArgument(format!(
+                "no room for {len}"
+            )))
+        })
+        .unwrap_err();
+        assert!(
+            err.to_string()
+                .contains(&format!("no room for {}", sequential.len())),
+            "{err}"
+        );
+    }
 }
