@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The benchmark of issue 2, item 8 (not a test): onnx_light (1 and all threads) against the onnx
+# The side-by-side benchmark (not a test): onnx_light (1 and all threads) against the onnx
 # Python package (protobuf upb), prost, onnx-rs and the plain read/write baselines, on synthetic
 # models it generates ((a) ~0.5 GB transformer inline, (b) ~3 GB transformer with external data,
 # (c) 200k-node metadata-heavy model) and the largest real models of the onnx wheel's test data

@@ -41,7 +41,7 @@ enum Repr {
 /// Tensor payload bytes (`TensorProto.raw_data`): owned, or borrowed pointer + length with an
 /// optional shared [`Owner`] token.
 ///
-/// Ownership rules (seed 000):
+/// Ownership rules:
 /// - owned bytes are freed with the span; cloning an owned span copies the bytes;
 /// - borrowed bytes with an owner stay valid while any clone of the owner lives (cloning the
 ///   span clones the token);
@@ -665,9 +665,12 @@ impl UnknownFields {
     }
     /// [`UnknownFields::push_raw`], or an error (and no change) when the room for `bytes`
     /// cannot be allocated.
-    pub fn try_push_raw(&mut self, bytes: &[u8]) -> Result<(), std::collections::TryReserveError> {
-        let v = self.0.get_or_insert_with(Default::default);
-        v.try_reserve(bytes.len())?;
+    pub(crate) fn try_push_raw(&mut self, bytes: &[u8]) -> Result<(), ()> {
+        if self.0.is_none() {
+            self.0 = Some(crate::error::try_box(Vec::new()).map_err(|_| ())?);
+        }
+        let v = self.0.as_mut().expect("just made");
+        v.try_reserve(bytes.len()).map_err(|_| ())?;
         v.extend_from_slice(bytes);
         Ok(())
     }

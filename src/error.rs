@@ -289,5 +289,25 @@ pub fn try_vec_with_capacity<T>(n: usize, what: &str) -> Result<Vec<T>> {
     Ok(v)
 }
 
+/// `Box::new(value)`, or the layout the allocator refused (`value` dropped): for boxes whose
+/// number comes from input (sub-messages of a parse).
+pub(crate) fn try_box<T>(value: T) -> std::result::Result<Box<T>, std::alloc::Layout> {
+    let layout = std::alloc::Layout::new::<T>();
+    if layout.size() == 0 {
+        return Ok(Box::new(value));
+    }
+    // SAFETY: `layout` has a non-zero size.
+    let p = unsafe { std::alloc::alloc(layout) }.cast::<T>();
+    if p.is_null() {
+        return Err(layout);
+    }
+    // SAFETY: `p` is fresh memory of `T`'s layout from the global allocator, which is what
+    // `Box` owns and frees; it is initialized before the box is made.
+    unsafe {
+        p.write(value);
+        Ok(Box::from_raw(p))
+    }
+}
+
 /// `Result` with the crate's [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;

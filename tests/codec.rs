@@ -1,5 +1,5 @@
 //! Codec behaviour that the protobuf comparison in tests/compat cannot show: error values with
-//! offsets and field paths, ownership of tensor bytes (seed 000's table), parallel == sequential,
+//! offsets and field paths, ownership of tensor bytes (the README's table), parallel == sequential,
 //! option validation and atomic saves.
 
 use std::sync::Arc;
@@ -243,7 +243,7 @@ fn parallel_parse_equals_sequential() {
     assert_eq!(par2, seq2);
 }
 
-/// Seed 000's loading-scenarios table, row by row.
+/// The README's loading-scenarios table, row by row.
 #[test]
 fn ownership_table_of_seed_000() {
     let m = model(3, 4096);

@@ -6,11 +6,12 @@
 //! truncation, extension, a one-shot format — each distinct and naming the file.
 
 mod common;
-use common::{TempDir, uint8_tensor as tensor};
+use common::{
+    TempDir, is_encrypted, starts_with_chunked_magic, tensors_of, uint8_tensor as tensor, with_key,
+};
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use onnx_light::crypto::{
     self, ChunkCipher, EncryptedFile, EncryptionFormat, EncryptionOptions, Passphrase,
@@ -53,18 +54,6 @@ fn model() -> ModelProto {
     m
 }
 
-/// name → raw bytes of every tensor.
-fn tensors_of(m: &ModelProto) -> BTreeMap<String, Option<Vec<u8>>> {
-    let mut out = BTreeMap::new();
-    m.visit_tensors(&mut |t| {
-        out.insert(
-            t.name().to_string(),
-            t.raw_data.as_ref().map(|r| r.to_vec()),
-        );
-    });
-    out
-}
-
 fn infos(m: &ModelProto) -> BTreeMap<String, ExternalDataInfo> {
     let mut out = BTreeMap::new();
     m.visit_tensors(&mut |t| {
@@ -81,22 +70,6 @@ fn enc(chunk_size: u32, cipher: ChunkCipher) -> Option<ExternalEncryption> {
         cipher,
         chunk_size,
     })
-}
-
-fn with_key(opts: ParseOptions) -> ParseOptions {
-    ParseOptions {
-        external_data_key: Some(KEY.into()),
-        ..opts
-    }
-}
-
-fn starts_with_magic(p: &Path) -> bool {
-    std::fs::read(p).unwrap().starts_with(b"ONNXCRYS")
-}
-
-/// The file is encrypted, in any format (ONNXCRY1/2/3/S).
-fn is_encrypted(p: &Path) -> bool {
-    crypto::detect_file_format(p).is_ok()
 }
 
 #[test]
@@ -161,7 +134,7 @@ fn round_trips_in_every_layout_and_decrypts_to_the_plaintext_layout() {
             );
             for f in &report.files {
                 let p = dir.path(&f.location);
-                assert!(starts_with_magic(&p), "{}", p.display());
+                assert!(starts_with_chunked_magic(&p), "{}", p.display());
                 // The encrypted file's size follows the format; it decrypts to exactly the file
                 // a plaintext save writes (offsets are plaintext offsets).
                 assert_eq!(
@@ -210,7 +183,8 @@ fn round_trips_in_every_layout_and_decrypts_to_the_plaintext_layout() {
                 },
             ] {
                 let loaded =
-                    onnx_light::load_model(dir.path("m.onnx"), &with_key(popts.clone())).unwrap();
+                    onnx_light::load_model(dir.path("m.onnx"), &with_key(KEY, popts.clone()))
+                        .unwrap();
                 assert_eq!(tensors_of(&loaded), want, "{name} {chunk} {popts:?}");
                 loaded.visit_tensors(&mut |t| {
                     assert!(!uses_external_data(t));
@@ -221,8 +195,13 @@ fn round_trips_in_every_layout_and_decrypts_to_the_plaintext_layout() {
                 });
             }
             // The checker resolves, sizes and verifies them with the key.
-            let check =
-                check_external_data(&refs, &dir.0, &with_key(Default::default()), true, None);
+            let check = check_external_data(
+                &refs,
+                &dir.0,
+                &with_key(KEY, Default::default()),
+                true,
+                None,
+            );
             assert!(check.problems.is_empty(), "{:?}", check.problems);
             assert_eq!(check.checksums_verified, infos(&refs).len());
             assert!(check.files.iter().all(|f| f.encrypted));
@@ -250,10 +229,13 @@ fn real_sample_model_round_trips() {
     assert!(report.external_tensors >= 2);
     let loaded = onnx_light::load_model(
         dir.path("mlp.onnx"),
-        &with_key(ParseOptions {
-            verify_external_checksums: true,
-            ..Default::default()
-        }),
+        &with_key(
+            KEY,
+            ParseOptions {
+                verify_external_checksums: true,
+                ..Default::default()
+            },
+        ),
     )
     .unwrap();
     assert_eq!(tensors_of(&loaded), tensors_of(&m));
@@ -305,7 +287,7 @@ fn more_files_than_kept_open_share_one_key_derivation() {
             ..Default::default()
         },
     ] {
-        let loaded = onnx_light::load_model(dir.path("m.onnx"), &with_key(popts)).unwrap();
+        let loaded = onnx_light::load_model(dir.path("m.onnx"), &with_key(KEY, popts)).unwrap();
         assert_eq!(tensors_of(&loaded), tensors_of(&m));
     }
     // 100 derivations would take seconds; a handful take well under that.
@@ -373,7 +355,7 @@ fn missing_and_wrong_passphrase_are_distinct_errors_naming_the_file() {
     let plain = TempDir::new("plain-with-key");
     save_model_with_external_data(&model(), plain.path("m.onnx"), &Default::default()).unwrap();
     let loaded =
-        onnx_light::load_model(plain.path("m.onnx"), &with_key(Default::default())).unwrap();
+        onnx_light::load_model(plain.path("m.onnx"), &with_key(KEY, Default::default())).unwrap();
     assert_eq!(tensors_of(&loaded), tensors_of(&model()));
 }
 
@@ -383,11 +365,14 @@ fn modified_truncated_and_extended_files_are_refused() {
     let load = |no_copy: bool| {
         onnx_light::load_model(
             dir.path("m.onnx"),
-            &with_key(ParseOptions {
-                no_copy,
-                num_threads: 2,
-                ..Default::default()
-            }),
+            &with_key(
+                KEY,
+                ParseOptions {
+                    no_copy,
+                    num_threads: 2,
+                    ..Default::default()
+                },
+            ),
         )
     };
     // A modified byte anywhere: header, first chunk, a middle chunk (a tensor's bytes), a tag,
@@ -458,7 +443,7 @@ fn one_shot_formats_and_unreadable_ranges_are_errors() {
     crypto::decrypt_file(&w, &plain, KEY).unwrap();
     // ONNXCRY3 weights cannot be read by range: a clear error, with or without a key.
     crypto::encrypt_file(&plain, &w, KEY, &EncryptionOptions::default()).unwrap();
-    for popts in [ParseOptions::default(), with_key(Default::default())] {
+    for popts in [ParseOptions::default(), with_key(KEY, Default::default())] {
         let e = onnx_light::load_model(dir.path("m.onnx"), &popts).unwrap_err();
         assert!(e.to_string().contains("ONNXCRY3"), "{e}");
         assert!(e.to_string().contains("chunked"), "{e}");
@@ -476,7 +461,8 @@ fn one_shot_formats_and_unreadable_ranges_are_errors() {
         },
     )
     .unwrap();
-    let loaded = onnx_light::load_model(dir.path("m.onnx"), &with_key(Default::default())).unwrap();
+    let loaded =
+        onnx_light::load_model(dir.path("m.onnx"), &with_key(KEY, Default::default())).unwrap();
     assert_eq!(tensors_of(&loaded), tensors_of(&model()));
     // A range past the plaintext's end (the file is shorter than the model says) is refused
     // before anything is read.
@@ -488,7 +474,8 @@ fn one_shot_formats_and_unreadable_ranges_are_errors() {
         &EncryptionOptions::with_format(EncryptionFormat::Chunked),
     )
     .unwrap();
-    let e = onnx_light::load_model(dir.path("m.onnx"), &with_key(Default::default())).unwrap_err();
+    let e =
+        onnx_light::load_model(dir.path("m.onnx"), &with_key(KEY, Default::default())).unwrap_err();
     assert!(matches!(e, Error::ExternalData { .. }), "{e}");
     assert!(e.to_string().contains("past the end"), "{e}");
 }
@@ -508,8 +495,9 @@ fn fully_encrypted_model_directory_and_resave_from_unloaded_weights() {
     )
     .unwrap();
     std::fs::remove_file(dir.path("m.onnx")).unwrap();
-    let m = onnx_light::load_encrypted_model(&enc_model, model_key, &with_key(Default::default()))
-        .unwrap();
+    let m =
+        onnx_light::load_encrypted_model(&enc_model, model_key, &with_key(KEY, Default::default()))
+            .unwrap();
     assert_eq!(tensors_of(&m), tensors_of(&model()));
     let e = onnx_light::load_encrypted_model(&enc_model, model_key, &ParseOptions::default())
         .unwrap_err();
@@ -537,7 +525,8 @@ fn fully_encrypted_model_directory_and_resave_from_unloaded_weights() {
         },
     )
     .unwrap();
-    let again = onnx_light::load_model(out.path("m.onnx"), &with_key(Default::default())).unwrap();
+    let again =
+        onnx_light::load_model(out.path("m.onnx"), &with_key(KEY, Default::default())).unwrap();
     assert_eq!(tensors_of(&again), tensors_of(&model()));
 }
 
@@ -560,73 +549,6 @@ fn invalid_chunk_size_is_an_option_error() {
     // The passphrase never shows in Debug output of the options.
     let s = format!("{:?}", enc(64, ChunkCipher::AesGcm));
     assert!(!s.contains("weights passphrase"), "{s}");
-}
-
-#[test]
-fn cli_convert_encrypt_weights_and_check() {
-    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
-    let dir = TempDir::new("cli");
-    let key_file = dir.path("key");
-    std::fs::write(&key_file, [KEY, b"\n"].concat()).unwrap();
-    let cli = || Command::new(env!("CARGO_BIN_EXE_onnx-light"));
-    let out = cli()
-        .arg("convert")
-        .arg(root.join("samples/mlp.onnx"))
-        .arg(dir.path("m.onnx"))
-        .args(["--size-threshold", "64", "--checksum", "--encrypt-weights"])
-        .args(["--chunk-size", "128", "--cipher", "chacha20-poly1305"])
-        .arg("--key-file")
-        .arg(&key_file)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert!(starts_with_magic(&dir.path("m.onnx.data")));
-    // --encrypt-weights without a key is a usage error.
-    let out = cli()
-        .arg("convert")
-        .arg(root.join("samples/mlp.onnx"))
-        .arg(dir.path("x.onnx"))
-        .arg("--encrypt-weights")
-        .output()
-        .unwrap();
-    assert!(!out.status.success());
-    // check: without the key, a problem; with it (from the environment), OK.
-    let out = cli().arg("check").arg(dir.path("m.onnx")).output().unwrap();
-    assert!(!out.status.success());
-    assert!(String::from_utf8_lossy(&out.stdout).contains("no passphrase"));
-    let out = cli()
-        .arg("check")
-        .arg(dir.path("m.onnx"))
-        .args(["--key-env", "ONNXL_TEST_WEIGHTS_KEY"])
-        .env("ONNXL_TEST_WEIGHTS_KEY", std::str::from_utf8(KEY).unwrap())
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "{stdout}");
-    assert!(stdout.contains("encrypted") && stdout.contains("checksum(s) verified"));
-    // convert back to inline with the key: the sample's tensors.
-    let out = cli()
-        .arg("convert")
-        .arg(dir.path("m.onnx"))
-        .arg(dir.path("inline.onnx"))
-        .arg("--inline")
-        .arg("--key-file")
-        .arg(&key_file)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let a = onnx_light::load_model(dir.path("inline.onnx"), &ParseOptions::default()).unwrap();
-    let b =
-        onnx_light::load_model(root.join("samples/mlp.onnx"), &ParseOptions::default()).unwrap();
-    assert_eq!(tensors_of(&a), tensors_of(&b));
 }
 
 #[test]
@@ -682,8 +604,9 @@ fn fully_encrypted_directory_in_one_save() {
                 },
             )
             .unwrap();
-            let r = load_external_data_for_model(&mut m, &dir.0, &with_key(Default::default()))
-                .unwrap();
+            let r =
+                load_external_data_for_model(&mut m, &dir.0, &with_key(KEY, Default::default()))
+                    .unwrap();
             (m, r.blobs)
         };
         assert_eq!(tensors_of(&m), tensors_of(&model()));
@@ -692,133 +615,11 @@ fn fully_encrypted_directory_in_one_save() {
             &[5u8; 300][..]
         );
         // A wrong passphrase fails on the model file itself.
-        let e = onnx_light::load_encrypted_model(&path, b"wrong", &with_key(Default::default()))
-            .unwrap_err();
+        let e =
+            onnx_light::load_encrypted_model(&path, b"wrong", &with_key(KEY, Default::default()))
+                .unwrap_err();
         assert!(matches!(e, Error::Authentication(_)), "{e}");
     }
-}
-
-#[test]
-fn cli_convert_encrypt_writes_a_fully_encrypted_directory() {
-    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
-    let sample = root.join("samples/mlp.onnx");
-    let dir = TempDir::new("cli-full");
-    let key_file = dir.path("key");
-    std::fs::write(&key_file, [KEY, b"\n"].concat()).unwrap();
-    let out_dir = dir.path("out");
-    std::fs::create_dir_all(&out_dir).unwrap();
-    let out = out_dir.join("m.onnx");
-    let cli = || Command::new(env!("CARGO_BIN_EXE_onnx-light"));
-    let convert = |extra: &[&str]| {
-        let o = cli()
-            .arg("convert")
-            .arg(&sample)
-            .arg(&out)
-            .args(["--size-threshold", "64", "--checksum", "--encrypt"])
-            .args(["--chunk-size", "128"])
-            .args(extra)
-            .arg("--key-file")
-            .arg(&key_file)
-            .output()
-            .unwrap();
-        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-        String::from_utf8_lossy(&o.stderr).into_owned()
-    };
-    let original = onnx_light::load_model(&sample, &ParseOptions::default()).unwrap();
-    let files = || -> Vec<PathBuf> {
-        let mut v: Vec<PathBuf> = std::fs::read_dir(&out_dir)
-            .unwrap()
-            .map(|e| e.unwrap().path())
-            .collect();
-        v.sort();
-        v
-    };
-    // Twice: the second save replaces the encrypted directory (read with the key to learn its
-    // weight files, which are not overwritten before the commit and removed after it).
-    for (round, extra) in [&[][..], &["--model-format", "chunked"][..]]
-        .into_iter()
-        .enumerate()
-    {
-        let stderr = convert(extra);
-        assert!(stderr.contains("encrypted as"), "{stderr}");
-        let all = files();
-        assert_eq!(all.len(), 2, "round {round}: {all:?}");
-        assert!(all.iter().all(|p| is_encrypted(p)), "{all:?}");
-        // Loaded back with the key: the original model's graph and tensors.
-        let m = onnx_light::load_encrypted_model(
-            &out,
-            KEY,
-            &with_key(ParseOptions {
-                verify_external_checksums: true,
-                ..Default::default()
-            }),
-        )
-        .unwrap();
-        assert_eq!(tensors_of(&m), tensors_of(&original));
-        assert_eq!(m.graph().node, original.graph().node);
-        assert_eq!(m.graph().input, original.graph().input);
-        assert_eq!(m.graph().output, original.graph().output);
-    }
-    assert_eq!(
-        crypto::detect_file_format(&out).unwrap(),
-        EncryptionFormat::Chunked
-    );
-    // A wrong key: a clear authentication error, from the library and from the CLI.
-    let e = onnx_light::load_encrypted_model(&out, b"not the key", &with_key(Default::default()))
-        .unwrap_err();
-    assert!(matches!(e, Error::Authentication(_)), "{e}");
-    assert!(e.to_string().contains("wrong key"), "{e}");
-    let o = cli()
-        .arg("decrypt")
-        .arg(&out)
-        .arg(dir.path("plain.onnx"))
-        .args(["--key-env", "ONNXL_TEST_WRONG_KEY"])
-        .env("ONNXL_TEST_WRONG_KEY", "not the key")
-        .output()
-        .unwrap();
-    assert!(!o.status.success());
-    let stderr = String::from_utf8_lossy(&o.stderr);
-    assert!(
-        stderr.contains("authentication failed (wrong key"),
-        "{stderr}"
-    );
-    assert!(!dir.path("plain.onnx").exists());
-    // --encrypt without a passphrase is a usage error; nothing is written.
-    let o = cli()
-        .arg("convert")
-        .arg(&sample)
-        .arg(dir.path("x.onnx"))
-        .arg("--encrypt")
-        .output()
-        .unwrap();
-    assert!(!o.status.success());
-    assert!(!dir.path("x.onnx").exists());
-    // --model-format without --encrypt too.
-    let o = cli()
-        .arg("convert")
-        .arg(&sample)
-        .arg(dir.path("x.onnx"))
-        .args(["--model-format", "2", "--key-file"])
-        .arg(&key_file)
-        .output()
-        .unwrap();
-    assert!(!o.status.success());
-    assert!(!dir.path("x.onnx").exists());
-    // With --inline: the one .onnx, encrypted.
-    let o = cli()
-        .arg("convert")
-        .arg(&sample)
-        .arg(dir.path("inline.onnx"))
-        .args(["--inline", "--encrypt", "--key-file"])
-        .arg(&key_file)
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    assert!(is_encrypted(&dir.path("inline.onnx")));
-    let m =
-        onnx_light::load_encrypted_model(dir.path("inline.onnx"), KEY, &ParseOptions::default())
-            .unwrap();
-    assert_eq!(tensors_of(&m), tensors_of(&original));
 }
 
 #[test]

@@ -1348,7 +1348,7 @@ fn parallel_copy_load_equals_sequential() {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Consolidation (seed 000)
+// Consolidation
 
 #[test]
 fn consolidate_tensors_to_buffer_semantics() {

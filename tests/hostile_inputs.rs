@@ -1,4 +1,4 @@
-//! Hostile inputs (issue 7, item 2): every case must end in the expected ERROR KIND (or a clean
+//! Hostile inputs: every case must end in the expected ERROR KIND (or a clean
 //! accept where protobuf accepts), never in a panic, an abort, a hang or a large allocation.
 //!
 //! One test runs every case in sequence so that the counting allocator below measures each case

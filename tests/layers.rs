@@ -305,9 +305,6 @@ fn absolute(p: &[String], here: &[String]) -> Option<Vec<String>> {
 // ---------------------------------------------------------------------------------------------
 // The crate: layer order from lib.rs, re-exports, files.
 
-/// Files of `src/` that belong to the `onnx-light` binary, not to the library.
-const BINARY: &[&str] = &["main.rs", "cli"];
-
 /// A crate's sources: paths relative to `src/` (`lib.rs`, `wire/mod.rs`, ...) and their text.
 struct Crate {
     files: BTreeMap<String, String>,
@@ -425,12 +422,6 @@ impl Crate {
         // Sibling edges per top-level module: (from child, to child) -> an example file.
         let mut siblings: BTreeMap<String, BTreeMap<(String, String), String>> = BTreeMap::new();
         for (rel, src) in &self.files {
-            if BINARY
-                .iter()
-                .any(|b| rel == b || rel.starts_with(&format!("{b}/")))
-            {
-                continue;
-            }
             let module = Self::module_of(rel);
             let Some(top) = module.first() else { continue };
             let Some(&from) = rank.get(top.as_str()) else {
@@ -709,4 +700,52 @@ fn checker_flags_sibling_files_that_import_each_other() {
 fn checker_reads_the_design_table() {
     let md = "# x\n\n## Layers\n| layer | where |\n|---|---|\n| low | a |\n| mid, high | b |\n\nAfter.\n";
     assert_eq!(design_layers(md), ["low", "mid", "high"]);
+}
+
+/// The names in the `[dependencies]` tables of a Cargo.toml (target-specific ones included).
+fn dependencies_of(manifest: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut in_deps = false;
+    for line in manifest.lines() {
+        let line = line.trim();
+        if line.starts_with('[') {
+            in_deps = line == "[dependencies]" || line.ends_with(".dependencies]");
+            continue;
+        }
+        if in_deps
+            && let Some((name, _)) = line.split_once('=')
+            && !line.starts_with('#')
+        {
+            out.push(name.trim().to_string());
+        }
+    }
+    out
+}
+
+/// The library's dependencies are what the library uses: each is named in `src/` (the
+/// command-line tool's argument parser and progress bars belong to the `cli/` crate).
+#[test]
+fn every_library_dependency_is_used_by_the_library() {
+    let manifest = std::fs::read_to_string(root().join("Cargo.toml")).unwrap();
+    let deps = dependencies_of(&manifest);
+    assert!(
+        deps.len() >= 5 && deps.contains(&"ring".to_string()),
+        "{deps:?}"
+    );
+    let src = Crate::read(&root().join("src"));
+    let text: String = src.files.values().map(String::as_str).collect();
+    let unused: Vec<&String> = deps
+        .iter()
+        .filter(|d| !text.contains(&format!("{}::", d.replace('-', "_"))))
+        .collect();
+    assert!(
+        unused.is_empty(),
+        "library dependencies not used in src/: {unused:?}"
+    );
+    for tool_only in ["clap", "indicatif"] {
+        assert!(
+            !deps.iter().any(|d| d == tool_only),
+            "{tool_only} is a dependency of the library"
+        );
+    }
 }

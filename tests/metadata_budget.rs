@@ -1,4 +1,4 @@
-//! The metadata budget (`ParseOptions::max_metadata_bytes`, issue 7 item 3), measured with a
+//! The metadata budget (`ParseOptions::max_metadata_bytes`), measured with a
 //! counting global allocator: parsing a hostile 10 MB input of empty `NodeProto`s (2 bytes of
 //! input each, ~200 heap bytes each without a budget) stays under the budget and fails with
 //! `MetadataLimit`; real models stay well inside the automatic budget.

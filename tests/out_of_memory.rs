@@ -10,7 +10,13 @@
 //! - allocations sized by the input in the middle of a parse, under a 640 MiB limit, each with
 //!   an input the metadata budget lets through: a packed varint field of 100 million values
 //!   (800 MB of elements), a 400 MB unknown field, a 400 MB string copied (`skip_raw_data`
-//!   loads do not share strings with the input): `OutOfMemory` naming the field and offset.
+//!   loads do not share strings with the input): `OutOfMemory` naming the field and offset;
+//! - without a metadata budget (`max_metadata_bytes = u64::MAX`), under 640 MiB: 20 million
+//!   empty nodes (a chunk of the repeated field is refused) and 150 million unpacked `dims`;
+//! - a model nested to the maximum depth parsed on a 256 KiB thread stack once the address
+//!   space has no room for a 2 MiB stack segment: `OutOfMemory` naming the segment's size.
+//!
+//! `tests/allocation_failures.rs` refuses every single allocation of a parse in turn.
 
 mod common;
 
@@ -110,9 +116,61 @@ fn oom_child() {
             limit_address_space(640 << 20);
             outcome(onnx_light::load_model(&path, &opts))
         }
+        "empty_nodes_no_budget" | "unpacked_dims" => {
+            // No metadata budget: nothing but the address space stops the parse.
+            let bytes = std::fs::read(&path).unwrap();
+            let opts = ParseOptions {
+                max_metadata_bytes: u64::MAX,
+                ..Default::default()
+            };
+            limit_address_space(640 << 20);
+            outcome(onnx_light::parse_from_bytes::<ModelProto>(&bytes, &opts))
+        }
+        "stack_segment" => {
+            let bytes = std::fs::read(&path).unwrap();
+            stack_segment_refused(&bytes)
+        }
         other => panic!("unknown case {other}"),
     };
     println!("RESULT: {result}");
+}
+
+/// Size of the process's address space now (`VmSize` of /proc/self/status).
+fn address_space_now() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap();
+    let kib: u64 = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmSize:"))
+        .and_then(|v| v.trim().strip_suffix("kB"))
+        .and_then(|v| v.trim().parse().ok())
+        .expect("VmSize in /proc/self/status");
+    kib << 10
+}
+
+/// Parses `bytes` (a model nested as deep as the maximum `max_recursion_depth` allows) on a
+/// thread with a 256 KiB stack, so that the parse needs stack segments, after limiting the
+/// address space to what the process holds plus 1 MiB: room for the parse's small allocations
+/// (the thread's heap is already reserved), none for a 2 MiB segment.
+fn stack_segment_refused(bytes: &[u8]) -> String {
+    let opts = ParseOptions {
+        max_recursion_depth: onnx_light::codec::MAX_RECURSION_DEPTH_LIMIT,
+        ..Default::default()
+    };
+    std::thread::scope(|s| {
+        std::thread::Builder::new()
+            .stack_size(256 << 10)
+            .spawn_scoped(s, || {
+                // Warm up this thread's heap and check that the model parses without a limit.
+                let m = onnx_light::parse_from_bytes::<ModelProto>(bytes, &opts);
+                assert!(m.is_ok(), "{:?}", m.err());
+                drop(m);
+                limit_address_space(address_space_now() + (1 << 20));
+                outcome(onnx_light::parse_from_bytes::<ModelProto>(bytes, &opts))
+            })
+            .unwrap()
+            .join()
+            .unwrap_or_else(|_| "PANIC".into())
+    })
 }
 
 /// Runs `case` in a child process; returns its RESULT line (the child must exit normally).
@@ -130,11 +188,13 @@ fn run_child(case: &str, dir: &std::path::Path) -> String {
         "{case}: the child died ({:?}):\n{stdout}\n{stderr}",
         out.status
     );
-    stdout
+    let r = stdout
         .lines()
         .find_map(|l| l.split_once("RESULT: ").map(|(_, r)| r))
         .unwrap_or_else(|| panic!("{case}: no result:\n{stdout}\n{stderr}"))
-        .to_string()
+        .to_string();
+    println!("{case}: {}", r.chars().take(300).collect::<String>());
+    r
 }
 
 #[test]
@@ -229,4 +289,52 @@ fn out_of_memory_is_its_own_error() {
     // A model that parses is unaffected by the helper cases above.
     let m = ModelProto::new();
     assert!(m.serialize_to_vec().is_empty());
+}
+
+#[test]
+fn repeated_messages_and_unpacked_scalars_fail_cleanly_without_a_budget() {
+    let dir = common::TempDir::new("oom-no-budget");
+    // 20 million empty nodes (40 MB): ~150 bytes of memory each (the nodes' chunks and the
+    // order array of the field).
+    std::fs::write(
+        dir.path("input.onnx"),
+        wrap(7, &[0x0a, 0x00].repeat(20_000_000)),
+    )
+    .unwrap();
+    let r = run_child("empty_nodes_no_budget", &dir.0);
+    assert!(r.starts_with("OUT_OF_MEMORY"), "empty nodes: {r}");
+    assert!(r.contains("ModelProto.graph.node["), "{r}");
+    // 150 million unpacked dims of one tensor (300 MB): 1.2 GB of elements.
+    let n = 150_000_000;
+    let dims = [0x08, 0x01].repeat(n); // TensorProto.dims (1), varint 1
+    std::fs::write(dir.path("input.onnx"), wrap(7, &wrap(5, &dims))).unwrap();
+    drop(dims);
+    let r = run_child("unpacked_dims", &dir.0);
+    assert!(r.starts_with("OUT_OF_MEMORY"), "unpacked dims: {r}");
+    assert!(r.contains("initializer[0].dims"), "{r}");
+    std::fs::remove_file(dir.path("input.onnx")).unwrap();
+}
+
+/// A ModelProto whose graph holds a node whose attribute holds a graph ... `levels` times.
+fn nested_graphs(levels: usize) -> Vec<u8> {
+    let mut g: Vec<u8> = Vec::new();
+    for _ in 0..levels {
+        g = wrap(1, &wrap(5, &wrap(6, &g)));
+    }
+    wrap(7, &g)
+}
+
+#[test]
+fn a_stack_segment_that_cannot_be_mapped_is_out_of_memory() {
+    let dir = common::TempDir::new("oom-stack");
+    // 332 levels: nesting depth 997, within the maximum `max_recursion_depth` (1000).
+    std::fs::write(dir.path("input.onnx"), nested_graphs(332)).unwrap();
+    let r = run_child("stack_segment", &dir.0);
+    assert!(r.starts_with("OUT_OF_MEMORY"), "stack segment: {r}");
+    let segment = onnx_light::wire::stack::SEGMENT;
+    assert!(
+        r.contains(&format!("cannot allocate {segment} bytes")),
+        "{r}"
+    );
+    assert!(r.contains("ModelProto.graph.node[0].attribute[0].g"), "{r}");
 }

@@ -1,4 +1,4 @@
-//! onnx-bench: the side-by-side benchmark of issue 2, item 8.
+//! onnx-bench: the side-by-side benchmark of onnx_light against its peers.
 //!
 //! `onnx-bench run --work DIR --python PY [--testdata DIR] [--runs N] [--scale S] [--only a,b,c,d]
 //!                 [--out FILE]`
@@ -847,7 +847,7 @@ fn report(r: &Runner, models: &[Model], machine: &str, secs: f64, load_start: &s
     .unwrap();
 
     // Ratios.
-    writeln!(s, "### Targets (issue 2) and ratios\n").unwrap();
+    writeln!(s, "### Targets and ratios\n").unwrap();
     let t = |row: Row, key: &str, op: Op| r.get(row, key, op).map(|x| x.0);
     let hwm = |row: Row, key: &str, op: Op| r.get(row, key, op).map(|x| x.1);
     let grow = |row: Row, key: &str, op: Op| r.get(row, key, op).map(|x| x.1.saturating_sub(x.2));
@@ -973,7 +973,7 @@ fn report(r: &Runner, models: &[Model], machine: &str, secs: f64, load_start: &s
         let (size, data) = (b.size, b.data_size);
         writeln!(
             s,
-            "Model (b), {} ({}, of which {} external data), issue 4:\n",
+            "Model (b), {} ({}, of which {} external data):\n",
             b.label,
             fmt_mib(size),
             fmt_mib(data)

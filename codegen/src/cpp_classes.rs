@@ -12,7 +12,7 @@ use std::collections::HashMap;
 use std::fmt::Write;
 
 use crate::c_accessors::{c_type, data_types, schema_enums};
-use crate::cxx_rust::{cpp_name, inline_message};
+use crate::cxx_rust::cpp_name;
 use crate::schema::{FieldDef, Kind, Label, MESSAGES, MessageDef};
 use crate::{camel, oneofs, proto_decl};
 
@@ -416,14 +416,6 @@ fn extern_declarations() -> String {
             "void {p}_init(void* p);\nvoid {p}_drop(void* p);\nvoid {p}_init_copy(void* p, const void* src);\nvoid {p}_copy_from(void* p, const void* src);\nvoid {p}_merge_from(void* p, const void* src);\nvoid {p}_clear(void* p);\nbool {p}_parse(void* p, const uint8_t* data, size_t len, bool merge);\nbool {p}_serialize(const void* p, uint8_t* (*alloc)(void* ctx, size_t size), void* ctx);\nsize_t {p}_byte_size(const void* p);\nvoid* {p}_list_add(void* f);\nvoid* {p}_list_add_copy(void* f, const void* src);\nvoid {p}_list_delete(void* f, size_t start, size_t n);\nvoid {p}_list_swap(void* f, size_t i, size_t j);\nvoid {p}_list_truncate(void* f, size_t n);\nvoid {p}_list_reserve(void* f, size_t n);"
         )
         .unwrap();
-        for f in m.fields.iter().filter(|f| inline_message(m, f)) {
-            writeln!(
-                o,
-                "const void* {p}_{n}_get(const void* p);\nvoid* {p}_{n}_mutable(void* p);\nvoid {p}_{n}_clear(void* p);\nvoid* {p}_{n}_release(void* p);\nvoid {p}_{n}_set_allocated(void* p, void* v);",
-                n = f.name
-            )
-            .unwrap();
-        }
         for oneof in oneofs(m) {
             writeln!(
                 o,
@@ -630,8 +622,6 @@ fn gen_class(
         writeln!(ms.decls, "\n  // {}", proto_decl(f)).unwrap();
         if let Some(oneof) = f.oneof {
             oneof_member(&mut ms, m, f, layout.oneof(m, oneof));
-        } else if inline_message(m, f) {
-            inline_message_field(&mut ms, m, f);
         } else {
             offset_field(&mut ms, f, layout.offset(m, f));
         }
@@ -918,26 +908,6 @@ fn ref_accessor(ms: &mut Members<'_>, f: &FieldDef) {
     };
     ms.inline(&format!("const {ty}& ref_{n}() const {{ return {n}(); }}"));
     ms.inline(&format!("{ty}& ref_{n}() {{ return *mutable_{n}(); }}"));
-}
-
-/// A sub-message stored inline (not boxed): reached through its functions.
-fn inline_message_field(ms: &mut Members<'_>, m: &MessageDef, f: &FieldDef) {
-    let Kind::Message(t) = f.kind else {
-        unreachable!()
-    };
-    let t = cpp_name(t);
-    let (n, p) = (f.name, format!("onnxl_cxx_{}_{}", cpp_name(m.name), f.name));
-    ms.inline(&format!(
-        "bool has_{n}() const {{ return {p}_get(this) != nullptr; }}"
-    ));
-    ms.outline(
-        &format!("const {t}&"),
-        &format!("{n}()"),
-        " const",
-        &format!("const void* v = {p}_get(this); return v ? *static_cast<const {t}*>(v) : {t}::default_instance();"),
-    );
-    ms.inline(&format!("void clear_{n}() {{ {p}_clear(this); }}"));
-    message_changers(ms, n, &t, &p);
 }
 
 /// `mutable_x`, `release_x`, `set_allocated_x` (and their `unsafe_arena_` forms) of a

@@ -1,12 +1,12 @@
 //! Writes `src/ffi/cxx_messages.rs`: the per-message functions of the C++ message classes
-//! (construction, copy, parse, serialize, repeated-field edits, oneof and inline sub-message
-//! fields) on the generic bodies of `src/ffi/cxx.rs`, and the layout table the C++ header is
-//! generated from (`layout_text`, checked in as `codegen/cxx_layout.txt`).
+//! (construction, copy, parse, serialize, repeated-field edits, oneof members) on the generic
+//! bodies of `src/ffi/cxx.rs`, and the layout table the C++ header is generated from
+//! (`layout_text`, checked in as `codegen/cxx_layout.txt`).
 
 use std::fmt::Write;
 
 use crate::rust_messages::{boxed, oneof_enum_name};
-use crate::schema::{FieldDef, Kind, Label, MESSAGES, MessageDef};
+use crate::schema::{FieldDef, Kind, MESSAGES, MessageDef};
 use crate::{camel, oneofs, rust_type_name};
 
 /// The C++ class name of a message: `TensorProto.Segment` -> `TensorProto_Segment`.
@@ -23,18 +23,32 @@ pub fn rust_field(f: &FieldDef) -> String {
     }
 }
 
-/// True for the sub-message fields stored inline (`Option<T>`, not boxed) outside oneofs: the
-/// C++ layer reaches them through per-field functions.
-pub fn inline_message(m: &MessageDef, f: &FieldDef) -> bool {
-    matches!(f.kind, Kind::Message(_))
-        && f.label == Label::Optional
-        && f.oneof.is_none()
-        && !boxed(m, f)
+/// Panics unless every sub-message field is boxed (`rust_messages::boxed`): the C++ classes
+/// read a sub-message as the pointer its field holds, so that the object's address is its
+/// identity for the life of the value (protobuf C++'s contract for `mutable_x()` and
+/// `set_allocated_x()`); a sub-message stored inline has no such pointer.
+pub fn assert_sub_messages_are_boxed() {
+    for m in MESSAGES {
+        for f in m
+            .fields
+            .iter()
+            .filter(|f| matches!(f.kind, Kind::Message(_)))
+        {
+            assert!(
+                boxed(m, f),
+                "{}.{} is stored inline (rust_messages::INLINE_MESSAGE_FIELDS), but the C++ \
+                 classes need every sub-message field boxed: its Box pointer is the C++ object",
+                m.name,
+                f.name
+            );
+        }
+    }
 }
 
-/// True for the fields the C++ layer reaches by their offset in the message.
-pub fn by_offset(m: &MessageDef, f: &FieldDef) -> bool {
-    f.oneof.is_none() && !inline_message(m, f)
+/// True for the fields the C++ layer reaches by their offset in the message (all but oneof
+/// members, reached through the oneof's tag).
+pub fn by_offset(f: &FieldDef) -> bool {
+    f.oneof.is_none()
 }
 
 fn rust_scalar(k: Kind) -> &'static str {
@@ -172,9 +186,6 @@ fn gen_message(o: &mut String, m: &MessageDef) {
         )
         .unwrap();
     }
-    for f in m.fields.iter().filter(|f| inline_message(m, f)) {
-        gen_inline_message(o, m, f);
-    }
     for oneof in oneofs(m) {
         gen_oneof(o, m, oneof);
     }
@@ -186,51 +197,6 @@ fn emit(o: &mut String, name: &str, params: &str, ret: &str, body: &str) {
         "#[unsafe(no_mangle)]\npub unsafe extern \"C\" fn {name}({params}){ret} {{\n    // SAFETY: module contract.\n    unsafe {{ {body} }}\n}}\n"
     )
     .unwrap();
-}
-
-fn gen_inline_message(o: &mut String, m: &MessageDef, f: &FieldDef) {
-    let Kind::Message(target) = f.kind else {
-        unreachable!()
-    };
-    let rt = rust_type_name(m.name);
-    let vt = rust_type_name(target);
-    let p = format!("onnxl_cxx_{}_{}", cpp_name(m.name), f.name);
-    let fl = rust_field(f);
-    emit(
-        o,
-        &format!("{p}_get"),
-        &format!("p: *const {rt}"),
-        &format!(" -> *const {vt}"),
-        &format!("(*p).{fl}.as_ref().map_or(std::ptr::null(), |v| v as *const {vt})"),
-    );
-    emit(
-        o,
-        &format!("{p}_mutable"),
-        &format!("p: *mut {rt}"),
-        &format!(" -> *mut {vt}"),
-        &format!("(*p).{fl}.get_or_insert_with({vt}::new)"),
-    );
-    emit(
-        o,
-        &format!("{p}_clear"),
-        &format!("p: *mut {rt}"),
-        "",
-        &format!("(*p).{fl} = None"),
-    );
-    emit(
-        o,
-        &format!("{p}_release"),
-        &format!("p: *mut {rt}"),
-        &format!(" -> *mut {vt}"),
-        &format!("(*p).{fl}.take().map_or(std::ptr::null_mut(), |v| Box::into_raw(Box::new(v)))"),
-    );
-    emit(
-        o,
-        &format!("{p}_set_allocated"),
-        &format!("p: *mut {rt}, v: *mut {vt}"),
-        "",
-        &format!("(*p).{fl} = if v.is_null() {{ None }} else {{ Some(*Box::from_raw(v)) }}"),
-    );
 }
 
 fn gen_oneof(o: &mut String, m: &MessageDef, oneof: &str) {
@@ -263,34 +229,22 @@ fn gen_oneof(o: &mut String, m: &MessageDef, oneof: &str) {
         match f.kind {
             Kind::Message(target) => {
                 let vt = rust_type_name(target);
-                let b = boxed(m, f);
-                let (unwrap_ref, into_box) = if b {
-                    ("v.as_ref()", "v")
-                } else {
-                    ("v", "Box::new(v)")
-                };
                 emit(
                     o,
                     &format!("{p}_get"),
                     &format!("p: *const {rt}"),
                     &format!(" -> *const {vt}"),
                     &format!(
-                        "match &{slot} {{ Some({v}(v)) => {unwrap_ref} as *const {vt}, _ => std::ptr::null() }}"
+                        "match &{slot} {{ Some({v}(v)) => v.as_ref() as *const {vt}, _ => std::ptr::null() }}"
                     ),
                 );
-                let new_value = if b {
-                    format!("Box::new({vt}::new())")
-                } else {
-                    format!("{vt}::new()")
-                };
-                let as_ptr = if b { "&mut **v" } else { "v" };
                 emit(
                     o,
                     &format!("{p}_mutable"),
                     &format!("p: *mut {rt}"),
                     &format!(" -> *mut {vt}"),
                     &format!(
-                        "if !matches!({slot}, Some({v}(_))) {{ {slot} = Some({v}({new_value})); }} match &mut {slot} {{ Some({v}(v)) => {as_ptr}, _ => unreachable!() }}"
+                        "if !matches!({slot}, Some({v}(_))) {{ {slot} = Some({v}(Box::new({vt}::new()))); }} match &mut {slot} {{ Some({v}(v)) => &mut **v, _ => unreachable!() }}"
                     ),
                 );
                 emit(
@@ -299,7 +253,7 @@ fn gen_oneof(o: &mut String, m: &MessageDef, oneof: &str) {
                     &format!("p: *mut {rt}"),
                     &format!(" -> *mut {vt}"),
                     &format!(
-                        "if !matches!({slot}, Some({v}(_))) {{ return std::ptr::null_mut(); }} match {slot}.take() {{ Some({v}(v)) => Box::into_raw({into_box}), _ => unreachable!() }}"
+                        "if !matches!({slot}, Some({v}(_))) {{ return std::ptr::null_mut(); }} match {slot}.take() {{ Some({v}(v)) => Box::into_raw(v), _ => unreachable!() }}"
                     ),
                 );
                 emit(
@@ -308,12 +262,7 @@ fn gen_oneof(o: &mut String, m: &MessageDef, oneof: &str) {
                     &format!("p: *mut {rt}, v: *mut {vt}"),
                     "",
                     &format!(
-                        "if v.is_null() {{ if matches!({slot}, Some({v}(_))) {{ {slot} = None; }} }} else {{ {slot} = Some({v}({})); }}",
-                        if b {
-                            "Box::from_raw(v)"
-                        } else {
-                            "*Box::from_raw(v)"
-                        }
+                        "if v.is_null() {{ if matches!({slot}, Some({v}(_))) {{ {slot} = None; }} }} else {{ {slot} = Some({v}(Box::from_raw(v))); }}"
                     ),
                 );
             }
@@ -427,7 +376,7 @@ fn gen_layout(o: &mut String) {
             "    writeln!(o, \"message {cn} size={{}} align={{}}\", size_of::<{rt}>(), align_of::<{rt}>()).unwrap();"
         )
         .unwrap();
-        for f in m.fields.iter().filter(|f| by_offset(m, f)) {
+        for f in m.fields.iter().filter(|f| by_offset(f)) {
             writeln!(
                 o,
                 "    writeln!(o, \"field {cn}.{} {{}}\", std::mem::offset_of!({rt}, {})).unwrap();",
@@ -449,5 +398,4 @@ fn gen_layout(o: &mut String) {
          static F: std::sync::OnceLock<u64> = std::sync::OnceLock::new();\n    \
          *F.get_or_init(|| fnv1a(layout_text().as_bytes()))\n}\n",
     );
-    let _ = Label::Repeated;
 }

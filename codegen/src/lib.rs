@@ -5,7 +5,8 @@
 //!   to write `include/onnx_light.h`);
 //! - `src/ffi/cxx_messages.rs` and `include/onnx_light.hpp` (+ `include/onnx_light/onnx_pb.h`):
 //!   the C++ message classes (protobuf's generated-code contract) and the onnx_light C++ API;
-//! - `python/src/generated.rs`: the message classes of the Python package.
+//! - `python/src/generated.rs`: the message classes of the Python package;
+//! - `tests/compat/schema.json`: the schema as data, compared with the onnx package's descriptors.
 //!
 //! The output is deterministic; a test in onnx_light compares it with the checked-in files.
 
@@ -19,9 +20,11 @@ mod cpp_classes;
 pub mod cxx_rust;
 mod python_bindings;
 mod rust_messages;
+mod schema_dump;
 
 /// Every generated file: (path relative to the repository root, contents).
 pub fn generate_all() -> Vec<(&'static str, String)> {
+    cxx_rust::assert_sub_messages_are_boxed();
     vec![
         ("src/proto/generated.rs", rust_messages::generate()),
         ("src/ffi/accessors.rs", c_accessors::generate()),
@@ -45,6 +48,7 @@ pub fn generate_all() -> Vec<(&'static str, String)> {
             "python/onnx_light/_native.pyi",
             python_bindings::generate_stubs(),
         ),
+        ("tests/compat/schema.json", schema_dump::generate()),
     ]
 }
 

@@ -16,6 +16,7 @@ const PARALLEL_FIELDS: &[(&str, &str)] = &[("GraphProto", "initializer")];
 /// value (protobuf C++'s contract: `set_allocated_x(p)` makes `p` the field, `mutable_x()` keeps
 /// returning it), which the C++ classes, whose objects are these structs, rely on. Inline fields
 /// must not form a cycle (a struct cannot contain itself); `inline_fields_are_acyclic` checks that.
+/// The generator refuses to run while any is listed (`cxx_rust::assert_sub_messages_are_boxed`).
 const INLINE_MESSAGE_FIELDS: &[(&str, &str)] = &[];
 
 /// True when sub-message field `f` of `m` is stored in a `Box`.
@@ -451,7 +452,7 @@ fn gen_guarded_traits(o: &mut String, m: &MessageDef) {
         "        if !self.has_nested_cycle() {{\n            return;\n        }}"
     )
     .unwrap();
-    writeln!(o, "        crate::wire::guard_stack(|| {{").unwrap();
+    writeln!(o, "        crate::wire::stack::guard_drop(|| {{").unwrap();
     for f in m.fields.iter().filter(|f| is_cycle_field(m.name, f.name)) {
         assert!(
             f.oneof.is_none(),
@@ -565,13 +566,13 @@ fn at(f: &FieldDef, index: Option<&str>) -> String {
     }
 }
 
-/// The call reading sub-message field `f` of `m` into `slot` (stack-guarded when `f` closes a
-/// cycle of the schema).
-fn read_message(m: &MessageDef, f: &FieldDef, slot: &str) -> String {
+/// The reader call `call` (e.g. `read_message(m)`) parsing sub-message field `f` of `m`
+/// (stack-guarded when `f` closes a cycle of the schema).
+fn read_message(m: &MessageDef, f: &FieldDef, call: &str) -> String {
     if is_cycle_field(m.name, f.name) {
-        format!("crate::wire::guard_stack(|| r.read_message({slot}))")
+        format!("r.guarded(|r| r.{call})")
     } else {
-        format!("r.read_message({slot})")
+        format!("r.{call}")
     }
 }
 
@@ -600,7 +601,11 @@ fn gen_decode_arms(o: &mut String, m: &MessageDef, f: &FieldDef) {
                     "                    if !matches!(self.{oneof}, Some({en}::{var}(_))) {{"
                 )
                 .unwrap();
-                let empty = new_message(m, f, &mt);
+                let empty = if boxed(m, f) {
+                    format!("r.new_boxed(){path}?")
+                } else {
+                    new_message(m, f, &mt)
+                };
                 writeln!(
                     o,
                     "                        self.{oneof} = Some({en}::{var}({empty}));"
@@ -612,7 +617,15 @@ fn gen_decode_arms(o: &mut String, m: &MessageDef, f: &FieldDef) {
                     "                    if let Some({en}::{var}(m)) = &mut self.{oneof} {{"
                 )
                 .unwrap();
-                let read = read_message(m, f, if boxed(m, f) { "m.as_mut()" } else { "m" });
+                let read = read_message(
+                    m,
+                    f,
+                    if boxed(m, f) {
+                        "read_message(m.as_mut())"
+                    } else {
+                        "read_message(m)"
+                    },
+                );
                 writeln!(o, "                        {read}{path}?;").unwrap();
                 writeln!(o, "                    }}").unwrap();
                 writeln!(o, "                }}").unwrap();
@@ -647,8 +660,12 @@ fn gen_decode_arms(o: &mut String, m: &MessageDef, f: &FieldDef) {
             .unwrap();
             writeln!(o, "                        self.{name} = Some(v as i32);").unwrap();
             writeln!(o, "                    }} else {{").unwrap();
-            writeln!(o, "                        crate::proto::push_unknown_enum(&mut self.unknown_fields, {}, v);", f.number)
-                .unwrap();
+            writeln!(
+                o,
+                "                        r.push_unknown_enum(&mut self.unknown_fields, {}, v){path}?;",
+                f.number
+            )
+            .unwrap();
             writeln!(o, "                    }}\n                }}").unwrap();
         }
         (Label::Optional, k) if is_scalar(k) => {
@@ -679,23 +696,31 @@ fn gen_decode_arms(o: &mut String, m: &MessageDef, f: &FieldDef) {
         }
         (Label::Optional, Kind::Message(mt)) => {
             let mt = rust_type_name(mt);
-            let slot = if boxed(m, f) {
-                format!("self.{name}.get_or_insert_with(|| Box::new({mt}::new())).as_mut()")
+            let call = if boxed(m, f) {
+                format!("read_message_into(&mut self.{name})")
             } else {
-                format!("self.{name}.get_or_insert_with({mt}::new)")
+                format!("read_message(self.{name}.get_or_insert_with({mt}::new))")
             };
             writeln!(
                 o,
                 "                {} => {}{path}?,",
                 t(2),
-                read_message(m, f, &slot)
+                read_message(m, f, &call)
             )
             .unwrap();
         }
         (Label::Repeated, k) if is_scalar(k) => {
             let wt = wire_type(k);
             let read = read_scalar(k).replace("()?", &format!("(){path}?"));
-            writeln!(o, "                {} => self.{name}.push({read}),", t(wt)).unwrap();
+            writeln!(o, "                {} => {{", t(wt)).unwrap();
+            writeln!(
+                o,
+                "                    r.reserve_run(&mut self.{name}, {}){path}?;",
+                t(wt)
+            )
+            .unwrap();
+            writeln!(o, "                    self.{name}.push({read});").unwrap();
+            writeln!(o, "                }}").unwrap();
             // packed encoding, accepted for every repeated scalar
             match k {
                 Kind::Float | Kind::Double => {
@@ -763,7 +788,11 @@ fn gen_decode_arms(o: &mut String, m: &MessageDef, f: &FieldDef) {
                 )
                 .unwrap();
                 writeln!(o, "                        let v = res{idx_path}?;").unwrap();
-                writeln!(o, "                        self.{name}.push(v);").unwrap();
+                writeln!(
+                    o,
+                    "                        r.push_parsed(&mut self.{name}, v){idx_path}?;"
+                )
+                .unwrap();
                 writeln!(o, "                        continue;").unwrap();
                 writeln!(o, "                    }}").unwrap();
             }
@@ -771,14 +800,15 @@ fn gen_decode_arms(o: &mut String, m: &MessageDef, f: &FieldDef) {
             writeln!(o, "                    let i = self.{name}.len();").unwrap();
             writeln!(
                 o,
-                "                    let m = self.{name}.push_default_sized(|max| r.run_length({}, max));",
-                t(2)
+                "                    let m = r.push_message(&mut self.{name}, {}).map_err(|e| e.at(\"{}\", Some(i)))?;",
+                t(2),
+                plain_name(f)
             )
             .unwrap();
             writeln!(
                 o,
                 "                    {}.map_err(|e| e.at(\"{}\", Some(i)))?;",
-                read_message(m, f, "m"),
+                read_message(m, f, "read_message(m)"),
                 plain_name(f)
             )
             .unwrap();

@@ -23,7 +23,7 @@ for row in "baseline: \`fs::read\`" "onnx_light, 1 thread" "onnx_light, 2 thread
   "onnx (Python, protobuf upb)" "prost 0.14" "onnx-rs 0.1.3"; do
   grep -qF "| $row" "$tmp/report.md" || fail "row missing: $row"
 done
-for section in "Targets (issue 2) and ratios" "real: light_resnet50" "metadata-heavy"; do
+for section in "Targets and ratios" "real: light_resnet50" "metadata-heavy"; do
   grep -qF "$section" "$tmp/report.md" || fail "section missing: $section"
 done
 echo "40-bench-smoke: ok ($(grep -c '^| ' "$tmp/report.md") table rows)"

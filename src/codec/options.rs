@@ -215,8 +215,12 @@ pub(crate) fn validate_threads(n: i32) -> Result<()> {
                     .into(),
         });
     }
+    // Counts up to the fewest the cap allows need no look at the cores (which reads files).
+    if n <= MIN_THREAD_CAP as i32 {
+        return Ok(());
+    }
     let cap = max_threads();
-    if n > 0 && n as usize > cap {
+    if n as usize > cap {
         return Err(Error::InvalidOption {
             name: "num_threads",
             reason: format!(

@@ -1,4 +1,4 @@
-//! DLPack v1.1 (`../shared/reference/formats.md` §3): hand tensors to other runtimes without
+//! DLPack v1.1: hand tensors to other runtimes without
 //! copying, and take theirs.
 //!
 //! - the C structs with their exact layout ([`DLDevice`], [`DLDataType`], [`DLTensor`],

@@ -1,4 +1,4 @@
-//! `ConsolidateTensorsToBuffer` (seed 000): move the payloads of every tensor of at least
+//! `ConsolidateTensorsToBuffer`: move the payloads of every tensor of at least
 //! `raw_data_threshold` bytes into ONE shared buffer whose start and every offset are aligned to
 //! `alignment`; each tensor then borrows its range under the buffer's shared owner token, so the
 //! returned owner may be dropped at once.

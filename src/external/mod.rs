@@ -1,4 +1,4 @@
-//! External data (`../shared/reference/formats.md` §1, seeds 000–002): tensors whose bytes live
+//! External data: tensors whose bytes live
 //! in files beside the `.onnx`.
 //!
 //! - [`load_external_data_for_model`]: read them (copy, or no-copy: one map per file, one shared

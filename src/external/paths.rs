@@ -1,4 +1,4 @@
-//! Path safety of external data (`../shared/reference/formats.md` §1), on load AND on save.
+//! Path safety of external data, on load AND on save.
 //!
 //! | rule | advisory |
 //! |---|---|

@@ -1,4 +1,4 @@
-//! ONNX Runtime pre-packed blobs (`../shared/reference/formats.md` §2): named binary blobs that
+//! ONNX Runtime pre-packed blobs: named binary blobs that
 //! belong to an initializer, kept beside the model (never inside a `TensorProto`, which stays
 //! protobuf-exact), saved into the weight file right after their initializer's bytes and
 //! recorded there as `prepacked_N` entries, mapped back on load. See `docs/prepacked.md`.

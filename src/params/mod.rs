@@ -1,5 +1,4 @@
-//! Parameter dictionaries: the TVM / CVM "params" format of seed 003
-//! (`../shared/reference/formats.md` §4), a list of named DLPack-typed arrays.
+//! Parameter dictionaries: the TVM / CVM "params" format, a list of named DLPack-typed arrays.
 //!
 //! ```text
 //! list:  u64 0xF7E58D4F05049CB7, u64 0 (reserved), u64 N, N × (u64 length, UTF-8 name),

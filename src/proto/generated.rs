@@ -174,7 +174,7 @@ impl Drop for AttributeProto {
         if !self.has_nested_cycle() {
             return;
         }
-        crate::wire::guard_stack(|| {
+        crate::wire::stack::guard_drop(|| {
             drop(std::mem::take(&mut self.g));
             drop(std::mem::take(&mut self.graphs));
         })
@@ -195,23 +195,29 @@ impl Message for AttributeProto {
                     if matches!(v as i32, 0 | 1 | 2 | 3 | 4 | 5 | 11 | 13 | 6 | 7 | 8 | 9 | 10 | 12 | 14) {
                         self.r#type = Some(v as i32);
                     } else {
-                        crate::proto::push_unknown_enum(&mut self.unknown_fields, 20, v);
+                        r.push_unknown_enum(&mut self.unknown_fields, 20, v).map_err(|e| e.at("type", None))?;
                     }
                 }
                 21 => self.f = Some(f32::from_bits(r.read_fixed32().map_err(|e| e.at("f", None))?)),
                 24 => self.i = Some(r.read_varint().map_err(|e| e.at("i", None))? as i64),
                 34 => self.s = Some(r.read_string().map_err(|e| e.at("s", None))?),
-                42 => r.read_message(self.t.get_or_insert_with(|| Box::new(TensorProto::new())).as_mut()).map_err(|e| e.at("t", None))?,
-                50 => crate::wire::guard_stack(|| r.read_message(self.g.get_or_insert_with(|| Box::new(GraphProto::new())).as_mut())).map_err(|e| e.at("g", None))?,
-                178 => r.read_message(self.sparse_tensor.get_or_insert_with(|| Box::new(SparseTensorProto::new())).as_mut()).map_err(|e| e.at("sparse_tensor", None))?,
-                114 => r.read_message(self.tp.get_or_insert_with(|| Box::new(TypeProto::new())).as_mut()).map_err(|e| e.at("tp", None))?,
-                61 => self.floats.push(f32::from_bits(r.read_fixed32().map_err(|e| e.at("floats", None))?)),
+                42 => r.read_message_into(&mut self.t).map_err(|e| e.at("t", None))?,
+                50 => r.guarded(|r| r.read_message_into(&mut self.g)).map_err(|e| e.at("g", None))?,
+                178 => r.read_message_into(&mut self.sparse_tensor).map_err(|e| e.at("sparse_tensor", None))?,
+                114 => r.read_message_into(&mut self.tp).map_err(|e| e.at("tp", None))?,
+                61 => {
+                    r.reserve_run(&mut self.floats, 61).map_err(|e| e.at("floats", None))?;
+                    self.floats.push(f32::from_bits(r.read_fixed32().map_err(|e| e.at("floats", None))?));
+                }
                 58 => {
                     let b = r.read_packed_fixed(4).map_err(|e| e.at("floats", None))?;
                     r.reserve_elements(&mut self.floats, b.len() / 4).map_err(|e| e.at("floats", None))?;
                     self.floats.extend(b.chunks_exact(4).map(|c| f32::from_bits(u32::from_le_bytes(c.try_into().unwrap()))));
                 }
-                64 => self.ints.push(r.read_varint().map_err(|e| e.at("ints", None))? as i64),
+                64 => {
+                    r.reserve_run(&mut self.ints, 64).map_err(|e| e.at("ints", None))?;
+                    self.ints.push(r.read_varint().map_err(|e| e.at("ints", None))? as i64);
+                }
                 66 => r.read_packed_varints_into(&mut self.ints, |v| v as i64).map_err(|e| e.at("ints", None))?,
                 74 => {
                     r.reserve_run(&mut self.strings, 74).map_err(|e| e.at("strings", None))?;
@@ -219,22 +225,22 @@ impl Message for AttributeProto {
                 }
                 82 => {
                     let i = self.tensors.len();
-                    let m = self.tensors.push_default_sized(|max| r.run_length(82, max));
+                    let m = r.push_message(&mut self.tensors, 82).map_err(|e| e.at("tensors", Some(i)))?;
                     r.read_message(m).map_err(|e| e.at("tensors", Some(i)))?;
                 }
                 90 => {
                     let i = self.graphs.len();
-                    let m = self.graphs.push_default_sized(|max| r.run_length(90, max));
-                    crate::wire::guard_stack(|| r.read_message(m)).map_err(|e| e.at("graphs", Some(i)))?;
+                    let m = r.push_message(&mut self.graphs, 90).map_err(|e| e.at("graphs", Some(i)))?;
+                    r.guarded(|r| r.read_message(m)).map_err(|e| e.at("graphs", Some(i)))?;
                 }
                 186 => {
                     let i = self.sparse_tensors.len();
-                    let m = self.sparse_tensors.push_default_sized(|max| r.run_length(186, max));
+                    let m = r.push_message(&mut self.sparse_tensors, 186).map_err(|e| e.at("sparse_tensors", Some(i)))?;
                     r.read_message(m).map_err(|e| e.at("sparse_tensors", Some(i)))?;
                 }
                 122 => {
                     let i = self.type_protos.len();
-                    let m = self.type_protos.push_default_sized(|max| r.run_length(122, max));
+                    let m = r.push_message(&mut self.type_protos, 122).map_err(|e| e.at("type_protos", Some(i)))?;
                     r.read_message(m).map_err(|e| e.at("type_protos", Some(i)))?;
                 }
                 _ => r.skip_unknown(tag, &mut self.unknown_fields)?,
@@ -716,11 +722,11 @@ impl Message for ValueInfoProto {
         while let Some(tag) = r.read_tag()? {
             match tag {
                 10 => self.name = Some(r.read_string().map_err(|e| e.at("name", None))?),
-                18 => r.read_message(self.r#type.get_or_insert_with(|| Box::new(TypeProto::new())).as_mut()).map_err(|e| e.at("type", None))?,
+                18 => r.read_message_into(&mut self.r#type).map_err(|e| e.at("type", None))?,
                 26 => self.doc_string = Some(r.read_string().map_err(|e| e.at("doc_string", None))?),
                 34 => {
                     let i = self.metadata_props.len();
-                    let m = self.metadata_props.push_default_sized(|max| r.run_length(34, max));
+                    let m = r.push_message(&mut self.metadata_props, 34).map_err(|e| e.at("metadata_props", Some(i)))?;
                     r.read_message(m).map_err(|e| e.at("metadata_props", Some(i)))?;
                 }
                 _ => r.skip_unknown(tag, &mut self.unknown_fields)?,
@@ -915,18 +921,18 @@ impl Message for NodeProto {
                 66 => self.overload = Some(r.read_string().map_err(|e| e.at("overload", None))?),
                 42 => {
                     let i = self.attribute.len();
-                    let m = self.attribute.push_default_sized(|max| r.run_length(42, max));
+                    let m = r.push_message(&mut self.attribute, 42).map_err(|e| e.at("attribute", Some(i)))?;
                     r.read_message(m).map_err(|e| e.at("attribute", Some(i)))?;
                 }
                 50 => self.doc_string = Some(r.read_string().map_err(|e| e.at("doc_string", None))?),
                 74 => {
                     let i = self.metadata_props.len();
-                    let m = self.metadata_props.push_default_sized(|max| r.run_length(74, max));
+                    let m = r.push_message(&mut self.metadata_props, 74).map_err(|e| e.at("metadata_props", Some(i)))?;
                     r.read_message(m).map_err(|e| e.at("metadata_props", Some(i)))?;
                 }
                 82 => {
                     let i = self.device_configurations.len();
-                    let m = self.device_configurations.push_default_sized(|max| r.run_length(82, max));
+                    let m = r.push_message(&mut self.device_configurations, 82).map_err(|e| e.at("device_configurations", Some(i)))?;
                     r.read_message(m).map_err(|e| e.at("device_configurations", Some(i)))?;
                 }
                 _ => r.skip_unknown(tag, &mut self.unknown_fields)?,
@@ -1206,7 +1212,10 @@ impl Message for IntIntListEntryProto {
         while let Some(tag) = r.read_tag()? {
             match tag {
                 8 => self.key = Some(r.read_varint().map_err(|e| e.at("key", None))? as i64),
-                16 => self.value.push(r.read_varint().map_err(|e| e.at("value", None))? as i64),
+                16 => {
+                    r.reserve_run(&mut self.value, 16).map_err(|e| e.at("value", None))?;
+                    self.value.push(r.read_varint().map_err(|e| e.at("value", None))? as i64);
+                }
                 18 => r.read_packed_varints_into(&mut self.value, |v| v as i64).map_err(|e| e.at("value", None))?,
                 _ => r.skip_unknown(tag, &mut self.unknown_fields)?,
             }
@@ -1309,7 +1318,7 @@ impl Message for NodeDeviceConfigurationProto {
                 10 => self.configuration_id = Some(r.read_string().map_err(|e| e.at("configuration_id", None))?),
                 18 => {
                     let i = self.sharding_spec.len();
-                    let m = self.sharding_spec.push_default_sized(|max| r.run_length(18, max));
+                    let m = r.push_message(&mut self.sharding_spec, 18).map_err(|e| e.at("sharding_spec", Some(i)))?;
                     r.read_message(m).map_err(|e| e.at("sharding_spec", Some(i)))?;
                 }
                 24 => self.pipeline_stage = Some(r.read_varint().map_err(|e| e.at("pipeline_stage", None))? as i32),
@@ -1443,16 +1452,19 @@ impl Message for ShardingSpecProto {
         while let Some(tag) = r.read_tag()? {
             match tag {
                 10 => self.tensor_name = Some(r.read_string().map_err(|e| e.at("tensor_name", None))?),
-                16 => self.device.push(r.read_varint().map_err(|e| e.at("device", None))? as i64),
+                16 => {
+                    r.reserve_run(&mut self.device, 16).map_err(|e| e.at("device", None))?;
+                    self.device.push(r.read_varint().map_err(|e| e.at("device", None))? as i64);
+                }
                 18 => r.read_packed_varints_into(&mut self.device, |v| v as i64).map_err(|e| e.at("device", None))?,
                 26 => {
                     let i = self.index_to_device_group_map.len();
-                    let m = self.index_to_device_group_map.push_default_sized(|max| r.run_length(26, max));
+                    let m = r.push_message(&mut self.index_to_device_group_map, 26).map_err(|e| e.at("index_to_device_group_map", Some(i)))?;
                     r.read_message(m).map_err(|e| e.at("index_to_device_group_map", Some(i)))?;
                 }
                 34 => {
                     let i = self.sharded_dim.len();
-                    let m = self.sharded_dim.push_default_sized(|max| r.run_length(34, max));
+                    let m = r.push_message(&mut self.sharded_dim, 34).map_err(|e| e.at("sharded_dim", Some(i)))?;
                     r.read_message(m).map_err(|e| e.at("sharded_dim", Some(i)))?;
                 }
                 _ => r.skip_unknown(tag, &mut self.unknown_fields)?,
@@ -1595,7 +1607,7 @@ impl Message for ShardedDimProto {
                 8 => self.axis = Some(r.read_varint().map_err(|e| e.at("axis", None))? as i64),
                 18 => {
                     let i = self.simple_sharding.len();
-                    let m = self.simple_sharding.push_default_sized(|max| r.run_length(18, max));
+                    let m = r.push_message(&mut self.simple_sharding, 18).map_err(|e| e.at("simple_sharding", Some(i)))?;
                     r.read_message(m).map_err(|e| e.at("simple_sharding", Some(i)))?;
                 }
                 _ => r.skip_unknown(tag, &mut self.unknown_fields)?,
@@ -1851,16 +1863,16 @@ impl Message for TrainingInfoProto {
     fn merge_from(&mut self, r: &mut Reader<'_>) -> Result<(), Box<DecodeError>> {
         while let Some(tag) = r.read_tag()? {
             match tag {
-                10 => r.read_message(self.initialization.get_or_insert_with(|| Box::new(GraphProto::new())).as_mut()).map_err(|e| e.at("initialization", None))?,
-                18 => r.read_message(self.algorithm.get_or_insert_with(|| Box::new(GraphProto::new())).as_mut()).map_err(|e| e.at("algorithm", None))?,
+                10 => r.read_message_into(&mut self.initialization).map_err(|e| e.at("initialization", None))?,
+                18 => r.read_message_into(&mut self.algorithm).map_err(|e| e.at("algorithm", None))?,
                 26 => {
                     let i = self.initialization_binding.len();
-                    let m = self.initialization_binding.push_default_sized(|max| r.run_length(26, max));
+                    let m = r.push_message(&mut self.initialization_binding, 26).map_err(|e| e.at("initialization_binding", Some(i)))?;
                     r.read_message(m).map_err(|e| e.at("initialization_binding", Some(i)))?;
                 }
                 34 => {
                     let i = self.update_binding.len();
-                    let m = self.update_binding.push_default_sized(|max| r.run_length(34, max));
+                    let m = r.push_message(&mut self.update_binding, 34).map_err(|e| e.at("update_binding", Some(i)))?;
                     r.read_message(m).map_err(|e| e.at("update_binding", Some(i)))?;
                 }
                 _ => r.skip_unknown(tag, &mut self.unknown_fields)?,
@@ -2049,7 +2061,7 @@ impl Message for ModelProto {
                 8 => self.ir_version = Some(r.read_varint().map_err(|e| e.at("ir_version", None))? as i64),
                 66 => {
                     let i = self.opset_import.len();
-                    let m = self.opset_import.push_default_sized(|max| r.run_length(66, max));
+                    let m = r.push_message(&mut self.opset_import, 66).map_err(|e| e.at("opset_import", Some(i)))?;
                     r.read_message(m).map_err(|e| e.at("opset_import", Some(i)))?;
                 }
                 18 => self.producer_name = Some(r.read_string().map_err(|e| e.at("producer_name", None))?),
@@ -2057,25 +2069,25 @@ impl Message for ModelProto {
                 34 => self.domain = Some(r.read_string().map_err(|e| e.at("domain", None))?),
                 40 => self.model_version = Some(r.read_varint().map_err(|e| e.at("model_version", None))? as i64),
                 50 => self.doc_string = Some(r.read_string().map_err(|e| e.at("doc_string", None))?),
-                58 => r.read_message(self.graph.get_or_insert_with(|| Box::new(GraphProto::new())).as_mut()).map_err(|e| e.at("graph", None))?,
+                58 => r.read_message_into(&mut self.graph).map_err(|e| e.at("graph", None))?,
                 114 => {
                     let i = self.metadata_props.len();
-                    let m = self.metadata_props.push_default_sized(|max| r.run_length(114, max));
+                    let m = r.push_message(&mut self.metadata_props, 114).map_err(|e| e.at("metadata_props", Some(i)))?;
                     r.read_message(m).map_err(|e| e.at("metadata_props", Some(i)))?;
                 }
                 162 => {
                     let i = self.training_info.len();
-                    let m = self.training_info.push_default_sized(|max| r.run_length(162, max));
+                    let m = r.push_message(&mut self.training_info, 162).map_err(|e| e.at("training_info", Some(i)))?;
                     r.read_message(m).map_err(|e| e.at("training_info", Some(i)))?;
                 }
                 202 => {
                     let i = self.functions.len();
-                    let m = self.functions.push_default_sized(|max| r.run_length(202, max));
+                    let m = r.push_message(&mut self.functions, 202).map_err(|e| e.at("functions", Some(i)))?;
                     r.read_message(m).map_err(|e| e.at("functions", Some(i)))?;
                 }
                 210 => {
                     let i = self.configuration.len();
-                    let m = self.configuration.push_default_sized(|max| r.run_length(210, max));
+                    let m = r.push_message(&mut self.configuration, 210).map_err(|e| e.at("configuration", Some(i)))?;
                     r.read_message(m).map_err(|e| e.at("configuration", Some(i)))?;
                 }
                 _ => r.skip_unknown(tag, &mut self.unknown_fields)?,
@@ -2648,7 +2660,7 @@ impl Message for TensorAnnotation {
                 10 => self.tensor_name = Some(r.read_string().map_err(|e| e.at("tensor_name", None))?),
                 18 => {
                     let i = self.quant_parameter_tensor_names.len();
-                    let m = self.quant_parameter_tensor_names.push_default_sized(|max| r.run_length(18, max));
+                    let m = r.push_message(&mut self.quant_parameter_tensor_names, 18).map_err(|e| e.at("quant_parameter_tensor_names", Some(i)))?;
                     r.read_message(m).map_err(|e| e.at("quant_parameter_tensor_names", Some(i)))?;
                 }
                 _ => r.skip_unknown(tag, &mut self.unknown_fields)?,
@@ -2777,49 +2789,49 @@ impl Message for GraphProto {
             match tag {
                 10 => {
                     let i = self.node.len();
-                    let m = self.node.push_default_sized(|max| r.run_length(10, max));
+                    let m = r.push_message(&mut self.node, 10).map_err(|e| e.at("node", Some(i)))?;
                     r.read_message(m).map_err(|e| e.at("node", Some(i)))?;
                 }
                 18 => self.name = Some(r.read_string().map_err(|e| e.at("name", None))?),
                 42 => {
                     if let Some(res) = r.take_preparsed::<TensorProto>() {
                         let v = res.map_err(|e| e.at("initializer", Some(self.initializer.len())))?;
-                        self.initializer.push(v);
+                        r.push_parsed(&mut self.initializer, v).map_err(|e| e.at("initializer", Some(self.initializer.len())))?;
                         continue;
                     }
                     let i = self.initializer.len();
-                    let m = self.initializer.push_default_sized(|max| r.run_length(42, max));
+                    let m = r.push_message(&mut self.initializer, 42).map_err(|e| e.at("initializer", Some(i)))?;
                     r.read_message(m).map_err(|e| e.at("initializer", Some(i)))?;
                 }
                 122 => {
                     let i = self.sparse_initializer.len();
-                    let m = self.sparse_initializer.push_default_sized(|max| r.run_length(122, max));
+                    let m = r.push_message(&mut self.sparse_initializer, 122).map_err(|e| e.at("sparse_initializer", Some(i)))?;
                     r.read_message(m).map_err(|e| e.at("sparse_initializer", Some(i)))?;
                 }
                 82 => self.doc_string = Some(r.read_string().map_err(|e| e.at("doc_string", None))?),
                 90 => {
                     let i = self.input.len();
-                    let m = self.input.push_default_sized(|max| r.run_length(90, max));
+                    let m = r.push_message(&mut self.input, 90).map_err(|e| e.at("input", Some(i)))?;
                     r.read_message(m).map_err(|e| e.at("input", Some(i)))?;
                 }
                 98 => {
                     let i = self.output.len();
-                    let m = self.output.push_default_sized(|max| r.run_length(98, max));
+                    let m = r.push_message(&mut self.output, 98).map_err(|e| e.at("output", Some(i)))?;
                     r.read_message(m).map_err(|e| e.at("output", Some(i)))?;
                 }
                 106 => {
                     let i = self.value_info.len();
-                    let m = self.value_info.push_default_sized(|max| r.run_length(106, max));
+                    let m = r.push_message(&mut self.value_info, 106).map_err(|e| e.at("value_info", Some(i)))?;
                     r.read_message(m).map_err(|e| e.at("value_info", Some(i)))?;
                 }
                 114 => {
                     let i = self.quantization_annotation.len();
-                    let m = self.quantization_annotation.push_default_sized(|max| r.run_length(114, max));
+                    let m = r.push_message(&mut self.quantization_annotation, 114).map_err(|e| e.at("quantization_annotation", Some(i)))?;
                     r.read_message(m).map_err(|e| e.at("quantization_annotation", Some(i)))?;
                 }
                 130 => {
                     let i = self.metadata_props.len();
-                    let m = self.metadata_props.push_default_sized(|max| r.run_length(130, max));
+                    let m = r.push_message(&mut self.metadata_props, 130).map_err(|e| e.at("metadata_props", Some(i)))?;
                     r.read_message(m).map_err(|e| e.at("metadata_props", Some(i)))?;
                 }
                 _ => r.skip_unknown(tag, &mut self.unknown_fields)?,
@@ -3126,30 +3138,42 @@ impl Message for TensorProto {
     fn merge_from(&mut self, r: &mut Reader<'_>) -> Result<(), Box<DecodeError>> {
         while let Some(tag) = r.read_tag()? {
             match tag {
-                8 => self.dims.push(r.read_varint().map_err(|e| e.at("dims", None))? as i64),
+                8 => {
+                    r.reserve_run(&mut self.dims, 8).map_err(|e| e.at("dims", None))?;
+                    self.dims.push(r.read_varint().map_err(|e| e.at("dims", None))? as i64);
+                }
                 10 => r.read_packed_varints_into(&mut self.dims, |v| v as i64).map_err(|e| e.at("dims", None))?,
                 16 => self.data_type = Some(r.read_varint().map_err(|e| e.at("data_type", None))? as i32),
-                26 => r.read_message(self.segment.get_or_insert_with(|| Box::new(TensorProtoSegment::new())).as_mut()).map_err(|e| e.at("segment", None))?,
-                37 => self.float_data.push(f32::from_bits(r.read_fixed32().map_err(|e| e.at("float_data", None))?)),
+                26 => r.read_message_into(&mut self.segment).map_err(|e| e.at("segment", None))?,
+                37 => {
+                    r.reserve_run(&mut self.float_data, 37).map_err(|e| e.at("float_data", None))?;
+                    self.float_data.push(f32::from_bits(r.read_fixed32().map_err(|e| e.at("float_data", None))?));
+                }
                 34 => {
                     let b = r.read_packed_fixed(4).map_err(|e| e.at("float_data", None))?;
                     r.reserve_elements(&mut self.float_data, b.len() / 4).map_err(|e| e.at("float_data", None))?;
                     self.float_data.extend(b.chunks_exact(4).map(|c| f32::from_bits(u32::from_le_bytes(c.try_into().unwrap()))));
                 }
-                40 => self.int32_data.push(r.read_varint().map_err(|e| e.at("int32_data", None))? as i32),
+                40 => {
+                    r.reserve_run(&mut self.int32_data, 40).map_err(|e| e.at("int32_data", None))?;
+                    self.int32_data.push(r.read_varint().map_err(|e| e.at("int32_data", None))? as i32);
+                }
                 42 => r.read_packed_varints_into(&mut self.int32_data, |v| v as i32).map_err(|e| e.at("int32_data", None))?,
                 50 => {
                     r.reserve_run(&mut self.string_data, 50).map_err(|e| e.at("string_data", None))?;
                     self.string_data.push(r.read_string().map_err(|e| e.at("string_data", None))?);
                 }
-                56 => self.int64_data.push(r.read_varint().map_err(|e| e.at("int64_data", None))? as i64),
+                56 => {
+                    r.reserve_run(&mut self.int64_data, 56).map_err(|e| e.at("int64_data", None))?;
+                    self.int64_data.push(r.read_varint().map_err(|e| e.at("int64_data", None))? as i64);
+                }
                 58 => r.read_packed_varints_into(&mut self.int64_data, |v| v as i64).map_err(|e| e.at("int64_data", None))?,
                 66 => self.name = Some(r.read_string().map_err(|e| e.at("name", None))?),
                 98 => self.doc_string = Some(r.read_string().map_err(|e| e.at("doc_string", None))?),
                 74 => self.raw_data = r.read_payload().map_err(|e| e.at("raw_data", None))?,
                 106 => {
                     let i = self.external_data.len();
-                    let m = self.external_data.push_default_sized(|max| r.run_length(106, max));
+                    let m = r.push_message(&mut self.external_data, 106).map_err(|e| e.at("external_data", Some(i)))?;
                     r.read_message(m).map_err(|e| e.at("external_data", Some(i)))?;
                 }
                 112 => {
@@ -3157,20 +3181,26 @@ impl Message for TensorProto {
                     if matches!(v as i32, 0 | 1) {
                         self.data_location = Some(v as i32);
                     } else {
-                        crate::proto::push_unknown_enum(&mut self.unknown_fields, 14, v);
+                        r.push_unknown_enum(&mut self.unknown_fields, 14, v).map_err(|e| e.at("data_location", None))?;
                     }
                 }
-                81 => self.double_data.push(f64::from_bits(r.read_fixed64().map_err(|e| e.at("double_data", None))?)),
+                81 => {
+                    r.reserve_run(&mut self.double_data, 81).map_err(|e| e.at("double_data", None))?;
+                    self.double_data.push(f64::from_bits(r.read_fixed64().map_err(|e| e.at("double_data", None))?));
+                }
                 82 => {
                     let b = r.read_packed_fixed(8).map_err(|e| e.at("double_data", None))?;
                     r.reserve_elements(&mut self.double_data, b.len() / 8).map_err(|e| e.at("double_data", None))?;
                     self.double_data.extend(b.chunks_exact(8).map(|c| f64::from_bits(u64::from_le_bytes(c.try_into().unwrap()))));
                 }
-                88 => self.uint64_data.push(r.read_varint().map_err(|e| e.at("uint64_data", None))?),
+                88 => {
+                    r.reserve_run(&mut self.uint64_data, 88).map_err(|e| e.at("uint64_data", None))?;
+                    self.uint64_data.push(r.read_varint().map_err(|e| e.at("uint64_data", None))?);
+                }
                 90 => r.read_packed_varints_into(&mut self.uint64_data, |v| v).map_err(|e| e.at("uint64_data", None))?,
                 130 => {
                     let i = self.metadata_props.len();
-                    let m = self.metadata_props.push_default_sized(|max| r.run_length(130, max));
+                    let m = r.push_message(&mut self.metadata_props, 130).map_err(|e| e.at("metadata_props", Some(i)))?;
                     r.read_message(m).map_err(|e| e.at("metadata_props", Some(i)))?;
                 }
                 _ => r.skip_unknown(tag, &mut self.unknown_fields)?,
@@ -3672,9 +3702,12 @@ impl Message for SparseTensorProto {
     fn merge_from(&mut self, r: &mut Reader<'_>) -> Result<(), Box<DecodeError>> {
         while let Some(tag) = r.read_tag()? {
             match tag {
-                10 => r.read_message(self.values.get_or_insert_with(|| Box::new(TensorProto::new())).as_mut()).map_err(|e| e.at("values", None))?,
-                18 => r.read_message(self.indices.get_or_insert_with(|| Box::new(TensorProto::new())).as_mut()).map_err(|e| e.at("indices", None))?,
-                24 => self.dims.push(r.read_varint().map_err(|e| e.at("dims", None))? as i64),
+                10 => r.read_message_into(&mut self.values).map_err(|e| e.at("values", None))?,
+                18 => r.read_message_into(&mut self.indices).map_err(|e| e.at("indices", None))?,
+                24 => {
+                    r.reserve_run(&mut self.dims, 24).map_err(|e| e.at("dims", None))?;
+                    self.dims.push(r.read_varint().map_err(|e| e.at("dims", None))? as i64);
+                }
                 26 => r.read_packed_varints_into(&mut self.dims, |v| v as i64).map_err(|e| e.at("dims", None))?,
                 _ => r.skip_unknown(tag, &mut self.unknown_fields)?,
             }
@@ -3805,7 +3838,7 @@ impl Message for TensorShapeProto {
             match tag {
                 10 => {
                     let i = self.dim.len();
-                    let m = self.dim.push_default_sized(|max| r.run_length(10, max));
+                    let m = r.push_message(&mut self.dim, 10).map_err(|e| e.at("dim", Some(i)))?;
                     r.read_message(m).map_err(|e| e.at("dim", Some(i)))?;
                 }
                 _ => r.skip_unknown(tag, &mut self.unknown_fields)?,
@@ -4054,7 +4087,7 @@ impl Message for TypeProto {
             match tag {
                 10 => {
                     if !matches!(self.value, Some(TypeProtoValue::TensorType(_))) {
-                        self.value = Some(TypeProtoValue::TensorType(Box::new(TypeProtoTensor::new())));
+                        self.value = Some(TypeProtoValue::TensorType(r.new_boxed().map_err(|e| e.at("tensor_type", None))?));
                     }
                     if let Some(TypeProtoValue::TensorType(m)) = &mut self.value {
                         r.read_message(m.as_mut()).map_err(|e| e.at("tensor_type", None))?;
@@ -4062,7 +4095,7 @@ impl Message for TypeProto {
                 }
                 34 => {
                     if !matches!(self.value, Some(TypeProtoValue::SequenceType(_))) {
-                        self.value = Some(TypeProtoValue::SequenceType(Box::new(TypeProtoSequence::new())));
+                        self.value = Some(TypeProtoValue::SequenceType(r.new_boxed().map_err(|e| e.at("sequence_type", None))?));
                     }
                     if let Some(TypeProtoValue::SequenceType(m)) = &mut self.value {
                         r.read_message(m.as_mut()).map_err(|e| e.at("sequence_type", None))?;
@@ -4070,7 +4103,7 @@ impl Message for TypeProto {
                 }
                 42 => {
                     if !matches!(self.value, Some(TypeProtoValue::MapType(_))) {
-                        self.value = Some(TypeProtoValue::MapType(Box::new(TypeProtoMap::new())));
+                        self.value = Some(TypeProtoValue::MapType(r.new_boxed().map_err(|e| e.at("map_type", None))?));
                     }
                     if let Some(TypeProtoValue::MapType(m)) = &mut self.value {
                         r.read_message(m.as_mut()).map_err(|e| e.at("map_type", None))?;
@@ -4078,7 +4111,7 @@ impl Message for TypeProto {
                 }
                 74 => {
                     if !matches!(self.value, Some(TypeProtoValue::OptionalType(_))) {
-                        self.value = Some(TypeProtoValue::OptionalType(Box::new(TypeProtoOptional::new())));
+                        self.value = Some(TypeProtoValue::OptionalType(r.new_boxed().map_err(|e| e.at("optional_type", None))?));
                     }
                     if let Some(TypeProtoValue::OptionalType(m)) = &mut self.value {
                         r.read_message(m.as_mut()).map_err(|e| e.at("optional_type", None))?;
@@ -4086,7 +4119,7 @@ impl Message for TypeProto {
                 }
                 66 => {
                     if !matches!(self.value, Some(TypeProtoValue::SparseTensorType(_))) {
-                        self.value = Some(TypeProtoValue::SparseTensorType(Box::new(TypeProtoSparseTensor::new())));
+                        self.value = Some(TypeProtoValue::SparseTensorType(r.new_boxed().map_err(|e| e.at("sparse_tensor_type", None))?));
                     }
                     if let Some(TypeProtoValue::SparseTensorType(m)) = &mut self.value {
                         r.read_message(m.as_mut()).map_err(|e| e.at("sparse_tensor_type", None))?;
@@ -4094,7 +4127,7 @@ impl Message for TypeProto {
                 }
                 58 => {
                     if !matches!(self.value, Some(TypeProtoValue::OpaqueType(_))) {
-                        self.value = Some(TypeProtoValue::OpaqueType(Box::new(TypeProtoOpaque::new())));
+                        self.value = Some(TypeProtoValue::OpaqueType(r.new_boxed().map_err(|e| e.at("opaque_type", None))?));
                     }
                     if let Some(TypeProtoValue::OpaqueType(m)) = &mut self.value {
                         r.read_message(m.as_mut()).map_err(|e| e.at("opaque_type", None))?;
@@ -4398,7 +4431,7 @@ impl Message for TypeProtoTensor {
         while let Some(tag) = r.read_tag()? {
             match tag {
                 8 => self.elem_type = Some(r.read_varint().map_err(|e| e.at("elem_type", None))? as i32),
-                18 => r.read_message(self.shape.get_or_insert_with(|| Box::new(TensorShapeProto::new())).as_mut()).map_err(|e| e.at("shape", None))?,
+                18 => r.read_message_into(&mut self.shape).map_err(|e| e.at("shape", None))?,
                 _ => r.skip_unknown(tag, &mut self.unknown_fields)?,
             }
         }
@@ -4544,7 +4577,7 @@ impl Drop for TypeProtoSequence {
         if !self.has_nested_cycle() {
             return;
         }
-        crate::wire::guard_stack(|| {
+        crate::wire::stack::guard_drop(|| {
             drop(std::mem::take(&mut self.elem_type));
         })
     }
@@ -4556,7 +4589,7 @@ impl Message for TypeProtoSequence {
     fn merge_from(&mut self, r: &mut Reader<'_>) -> Result<(), Box<DecodeError>> {
         while let Some(tag) = r.read_tag()? {
             match tag {
-                10 => crate::wire::guard_stack(|| r.read_message(self.elem_type.get_or_insert_with(|| Box::new(TypeProto::new())).as_mut())).map_err(|e| e.at("elem_type", None))?,
+                10 => r.guarded(|r| r.read_message_into(&mut self.elem_type)).map_err(|e| e.at("elem_type", None))?,
                 _ => r.skip_unknown(tag, &mut self.unknown_fields)?,
             }
         }
@@ -4685,7 +4718,7 @@ impl Drop for TypeProtoMap {
         if !self.has_nested_cycle() {
             return;
         }
-        crate::wire::guard_stack(|| {
+        crate::wire::stack::guard_drop(|| {
             drop(std::mem::take(&mut self.value_type));
         })
     }
@@ -4698,7 +4731,7 @@ impl Message for TypeProtoMap {
         while let Some(tag) = r.read_tag()? {
             match tag {
                 8 => self.key_type = Some(r.read_varint().map_err(|e| e.at("key_type", None))? as i32),
-                18 => crate::wire::guard_stack(|| r.read_message(self.value_type.get_or_insert_with(|| Box::new(TypeProto::new())).as_mut())).map_err(|e| e.at("value_type", None))?,
+                18 => r.guarded(|r| r.read_message_into(&mut self.value_type)).map_err(|e| e.at("value_type", None))?,
                 _ => r.skip_unknown(tag, &mut self.unknown_fields)?,
             }
         }
@@ -4844,7 +4877,7 @@ impl Drop for TypeProtoOptional {
         if !self.has_nested_cycle() {
             return;
         }
-        crate::wire::guard_stack(|| {
+        crate::wire::stack::guard_drop(|| {
             drop(std::mem::take(&mut self.elem_type));
         })
     }
@@ -4856,7 +4889,7 @@ impl Message for TypeProtoOptional {
     fn merge_from(&mut self, r: &mut Reader<'_>) -> Result<(), Box<DecodeError>> {
         while let Some(tag) = r.read_tag()? {
             match tag {
-                10 => crate::wire::guard_stack(|| r.read_message(self.elem_type.get_or_insert_with(|| Box::new(TypeProto::new())).as_mut())).map_err(|e| e.at("elem_type", None))?,
+                10 => r.guarded(|r| r.read_message_into(&mut self.elem_type)).map_err(|e| e.at("elem_type", None))?,
                 _ => r.skip_unknown(tag, &mut self.unknown_fields)?,
             }
         }
@@ -4942,7 +4975,7 @@ impl Message for TypeProtoSparseTensor {
         while let Some(tag) = r.read_tag()? {
             match tag {
                 8 => self.elem_type = Some(r.read_varint().map_err(|e| e.at("elem_type", None))? as i32),
-                18 => r.read_message(self.shape.get_or_insert_with(|| Box::new(TensorShapeProto::new())).as_mut()).map_err(|e| e.at("shape", None))?,
+                18 => r.read_message_into(&mut self.shape).map_err(|e| e.at("shape", None))?,
                 _ => r.skip_unknown(tag, &mut self.unknown_fields)?,
             }
         }
@@ -5307,30 +5340,30 @@ impl Message for FunctionProto {
                 }
                 90 => {
                     let i = self.attribute_proto.len();
-                    let m = self.attribute_proto.push_default_sized(|max| r.run_length(90, max));
+                    let m = r.push_message(&mut self.attribute_proto, 90).map_err(|e| e.at("attribute_proto", Some(i)))?;
                     r.read_message(m).map_err(|e| e.at("attribute_proto", Some(i)))?;
                 }
                 58 => {
                     let i = self.node.len();
-                    let m = self.node.push_default_sized(|max| r.run_length(58, max));
+                    let m = r.push_message(&mut self.node, 58).map_err(|e| e.at("node", Some(i)))?;
                     r.read_message(m).map_err(|e| e.at("node", Some(i)))?;
                 }
                 66 => self.doc_string = Some(r.read_string().map_err(|e| e.at("doc_string", None))?),
                 74 => {
                     let i = self.opset_import.len();
-                    let m = self.opset_import.push_default_sized(|max| r.run_length(74, max));
+                    let m = r.push_message(&mut self.opset_import, 74).map_err(|e| e.at("opset_import", Some(i)))?;
                     r.read_message(m).map_err(|e| e.at("opset_import", Some(i)))?;
                 }
                 82 => self.domain = Some(r.read_string().map_err(|e| e.at("domain", None))?),
                 106 => self.overload = Some(r.read_string().map_err(|e| e.at("overload", None))?),
                 98 => {
                     let i = self.value_info.len();
-                    let m = self.value_info.push_default_sized(|max| r.run_length(98, max));
+                    let m = r.push_message(&mut self.value_info, 98).map_err(|e| e.at("value_info", Some(i)))?;
                     r.read_message(m).map_err(|e| e.at("value_info", Some(i)))?;
                 }
                 114 => {
                     let i = self.metadata_props.len();
-                    let m = self.metadata_props.push_default_sized(|max| r.run_length(114, max));
+                    let m = r.push_message(&mut self.metadata_props, 114).map_err(|e| e.at("metadata_props", Some(i)))?;
                     r.read_message(m).map_err(|e| e.at("metadata_props", Some(i)))?;
                 }
                 _ => r.skip_unknown(tag, &mut self.unknown_fields)?,
@@ -5716,7 +5749,7 @@ impl Drop for SequenceProto {
         if !self.has_nested_cycle() {
             return;
         }
-        crate::wire::guard_stack(|| {
+        crate::wire::stack::guard_drop(|| {
             drop(std::mem::take(&mut self.sequence_values));
         })
     }
@@ -5732,27 +5765,27 @@ impl Message for SequenceProto {
                 16 => self.elem_type = Some(r.read_varint().map_err(|e| e.at("elem_type", None))? as i32),
                 26 => {
                     let i = self.tensor_values.len();
-                    let m = self.tensor_values.push_default_sized(|max| r.run_length(26, max));
+                    let m = r.push_message(&mut self.tensor_values, 26).map_err(|e| e.at("tensor_values", Some(i)))?;
                     r.read_message(m).map_err(|e| e.at("tensor_values", Some(i)))?;
                 }
                 34 => {
                     let i = self.sparse_tensor_values.len();
-                    let m = self.sparse_tensor_values.push_default_sized(|max| r.run_length(34, max));
+                    let m = r.push_message(&mut self.sparse_tensor_values, 34).map_err(|e| e.at("sparse_tensor_values", Some(i)))?;
                     r.read_message(m).map_err(|e| e.at("sparse_tensor_values", Some(i)))?;
                 }
                 42 => {
                     let i = self.sequence_values.len();
-                    let m = self.sequence_values.push_default_sized(|max| r.run_length(42, max));
-                    crate::wire::guard_stack(|| r.read_message(m)).map_err(|e| e.at("sequence_values", Some(i)))?;
+                    let m = r.push_message(&mut self.sequence_values, 42).map_err(|e| e.at("sequence_values", Some(i)))?;
+                    r.guarded(|r| r.read_message(m)).map_err(|e| e.at("sequence_values", Some(i)))?;
                 }
                 50 => {
                     let i = self.map_values.len();
-                    let m = self.map_values.push_default_sized(|max| r.run_length(50, max));
+                    let m = r.push_message(&mut self.map_values, 50).map_err(|e| e.at("map_values", Some(i)))?;
                     r.read_message(m).map_err(|e| e.at("map_values", Some(i)))?;
                 }
                 58 => {
                     let i = self.optional_values.len();
-                    let m = self.optional_values.push_default_sized(|max| r.run_length(58, max));
+                    let m = r.push_message(&mut self.optional_values, 58).map_err(|e| e.at("optional_values", Some(i)))?;
                     r.read_message(m).map_err(|e| e.at("optional_values", Some(i)))?;
                 }
                 _ => r.skip_unknown(tag, &mut self.unknown_fields)?,
@@ -6020,7 +6053,7 @@ impl Drop for MapProto {
         if !self.has_nested_cycle() {
             return;
         }
-        crate::wire::guard_stack(|| {
+        crate::wire::stack::guard_drop(|| {
             drop(std::mem::take(&mut self.values));
         })
     }
@@ -6034,13 +6067,16 @@ impl Message for MapProto {
             match tag {
                 10 => self.name = Some(r.read_string().map_err(|e| e.at("name", None))?),
                 16 => self.key_type = Some(r.read_varint().map_err(|e| e.at("key_type", None))? as i32),
-                24 => self.keys.push(r.read_varint().map_err(|e| e.at("keys", None))? as i64),
+                24 => {
+                    r.reserve_run(&mut self.keys, 24).map_err(|e| e.at("keys", None))?;
+                    self.keys.push(r.read_varint().map_err(|e| e.at("keys", None))? as i64);
+                }
                 26 => r.read_packed_varints_into(&mut self.keys, |v| v as i64).map_err(|e| e.at("keys", None))?,
                 34 => {
                     r.reserve_run(&mut self.string_keys, 34).map_err(|e| e.at("string_keys", None))?;
                     self.string_keys.push(r.read_string().map_err(|e| e.at("string_keys", None))?);
                 }
-                42 => crate::wire::guard_stack(|| r.read_message(self.values.get_or_insert_with(|| Box::new(SequenceProto::new())).as_mut())).map_err(|e| e.at("values", None))?,
+                42 => r.guarded(|r| r.read_message_into(&mut self.values)).map_err(|e| e.at("values", None))?,
                 _ => r.skip_unknown(tag, &mut self.unknown_fields)?,
             }
         }
@@ -6282,7 +6318,7 @@ impl Drop for OptionalProto {
         if !self.has_nested_cycle() {
             return;
         }
-        crate::wire::guard_stack(|| {
+        crate::wire::stack::guard_drop(|| {
             drop(std::mem::take(&mut self.sequence_value));
             drop(std::mem::take(&mut self.optional_value));
         })
@@ -6297,11 +6333,11 @@ impl Message for OptionalProto {
             match tag {
                 10 => self.name = Some(r.read_string().map_err(|e| e.at("name", None))?),
                 16 => self.elem_type = Some(r.read_varint().map_err(|e| e.at("elem_type", None))? as i32),
-                26 => r.read_message(self.tensor_value.get_or_insert_with(|| Box::new(TensorProto::new())).as_mut()).map_err(|e| e.at("tensor_value", None))?,
-                34 => r.read_message(self.sparse_tensor_value.get_or_insert_with(|| Box::new(SparseTensorProto::new())).as_mut()).map_err(|e| e.at("sparse_tensor_value", None))?,
-                42 => crate::wire::guard_stack(|| r.read_message(self.sequence_value.get_or_insert_with(|| Box::new(SequenceProto::new())).as_mut())).map_err(|e| e.at("sequence_value", None))?,
-                50 => r.read_message(self.map_value.get_or_insert_with(|| Box::new(MapProto::new())).as_mut()).map_err(|e| e.at("map_value", None))?,
-                58 => crate::wire::guard_stack(|| r.read_message(self.optional_value.get_or_insert_with(|| Box::new(OptionalProto::new())).as_mut())).map_err(|e| e.at("optional_value", None))?,
+                26 => r.read_message_into(&mut self.tensor_value).map_err(|e| e.at("tensor_value", None))?,
+                34 => r.read_message_into(&mut self.sparse_tensor_value).map_err(|e| e.at("sparse_tensor_value", None))?,
+                42 => r.guarded(|r| r.read_message_into(&mut self.sequence_value)).map_err(|e| e.at("sequence_value", None))?,
+                50 => r.read_message_into(&mut self.map_value).map_err(|e| e.at("map_value", None))?,
+                58 => r.guarded(|r| r.read_message_into(&mut self.optional_value)).map_err(|e| e.at("optional_value", None))?,
                 _ => r.skip_unknown(tag, &mut self.unknown_fields)?,
             }
         }

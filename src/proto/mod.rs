@@ -13,4 +13,4 @@ pub use crate::wire::{InlineVec, Message, MessageVisitor, RepeatedField};
 pub use data_type::DataType;
 pub use generated::*;
 
-pub(crate) use crate::wire::message::{decode_top, push_unknown_enum, put_packed_fixed};
+pub(crate) use crate::wire::message::{decode_top, put_packed_fixed};

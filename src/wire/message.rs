@@ -162,16 +162,6 @@ pub(crate) fn decode_top<M: Message>(m: &mut M, r: &mut Reader<'_>) -> Result<()
     })
 }
 
-/// Records a closed-enum value the schema does not know as an unknown varint field, the way
-/// protobuf (upb) does: validity is judged on the low 32 bits, and the field is re-encoded
-/// canonically with the full 64-bit value that was read.
-pub(crate) fn push_unknown_enum(unknown: &mut UnknownFields, field: u32, value: u64) {
-    let mut buf = Vec::with_capacity(15);
-    super::put_varint(&mut buf, super::tag(field, super::VARINT) as u64);
-    super::put_varint(&mut buf, value);
-    unknown.push_raw(&buf);
-}
-
 /// A fixed-size scalar of a packed field.
 pub(crate) trait FixedScalar: Copy {
     /// Little-endian bytes.

@@ -15,12 +15,14 @@ pub use inline_vec::InlineVec;
 pub use message::{Message, MessageVisitor, SizeTable};
 
 pub(crate) use placement::PayloadPool;
+#[doc(hidden)]
+pub use placement::REGION_OWNER_BYTES;
 pub use reader::{
     AUTO_METADATA_BASE_BYTES, AUTO_METADATA_BYTES_PER_INPUT_BYTE, DecodeConfig, PayloadMode,
     Reader, ReleaseSource, metadata_budget,
 };
 pub use repeated::RepeatedField;
-pub use stack::guard_stack;
+pub use stack::{guard_stack, try_guard_stack};
 pub use writer::{Sink, SizeCursor, put_tag, put_varint};
 
 /// Wire type 0: varint.

@@ -4,6 +4,7 @@ use std::any::Any;
 use std::collections::HashMap;
 
 use super::placement::PayloadPool;
+use super::repeated::RepeatedField;
 use super::{END_GROUP, FIXED32, FIXED64, LEN, MAX_FIELD_NUMBER, START_GROUP, VARINT};
 use crate::bytes::{ByteSpan, INLINE_CAPACITY, Owner, ProtoString, ThinOwner, UnknownFields};
 use crate::error::{DecodeError, DecodeErrorKind};
@@ -649,6 +650,92 @@ impl<'a> Reader<'a> {
         n
     }
 
+    /// The sub-message of an optional field, made first (fallibly: `OutOfMemory`) when absent.
+    #[inline]
+    pub fn message_slot<'m, M: Default>(&self, slot: &'m mut Option<Box<M>>) -> DResult<&'m mut M> {
+        if slot.is_none() {
+            *slot = Some(self.new_boxed()?);
+        }
+        Ok(slot.as_deref_mut().expect("just made"))
+    }
+
+    /// Parses a sub-message into an optional field (merging into the message already there, as
+    /// protobuf does), making it first (fallibly) when absent.
+    #[inline]
+    pub fn read_message_into<M: super::Message>(
+        &mut self,
+        slot: &mut Option<Box<M>>,
+    ) -> DResult<()> {
+        let m = self.message_slot(slot)?;
+        self.read_message(m)
+    }
+
+    /// A boxed empty message (a oneof member being parsed), or `OutOfMemory`.
+    #[inline]
+    pub fn new_boxed<M: Default>(&self) -> DResult<Box<M>> {
+        crate::error::try_box(M::default()).map_err(|l| self.alloc_error(l.size(), self.tag_start))
+    }
+
+    /// Appends an empty element to a repeated message field for the value whose tag was just
+    /// read (a new chunk sized by the run of values ahead, see [`Reader::run_length`]), or
+    /// `OutOfMemory`.
+    #[inline]
+    pub fn push_message<'f, M: Default>(
+        &self,
+        field: &'f mut RepeatedField<M>,
+        tag: u32,
+    ) -> DResult<&'f mut M> {
+        let at = self.tag_start;
+        field
+            .try_push_default_sized(|max| self.run_length(tag, max))
+            .map_err(|l| self.alloc_error(l.size(), at))
+    }
+
+    /// Appends a message parsed ahead of time to a repeated field, or `OutOfMemory`.
+    #[inline]
+    pub fn push_parsed<M: Default>(&self, field: &mut RepeatedField<M>, m: M) -> DResult<()> {
+        field
+            .try_push(m)
+            .map_err(|l| self.alloc_error(l.size(), self.tag_start))
+    }
+
+    /// Records a closed-enum value the schema does not know as an unknown varint field, the way
+    /// protobuf (upb) does: validity is judged on the low 32 bits, and the field is re-encoded
+    /// canonically with the full 64-bit value that was read. A refused allocation is
+    /// `OutOfMemory`.
+    pub fn push_unknown_enum(
+        &self,
+        unknown: &mut UnknownFields,
+        field: u32,
+        value: u64,
+    ) -> DResult<()> {
+        let mut buf = [0u8; 15];
+        let mut n = 0;
+        for mut v in [super::tag(field, VARINT) as u64, value] {
+            while v >= 0x80 {
+                buf[n] = v as u8 | 0x80;
+                v >>= 7;
+                n += 1;
+            }
+            buf[n] = v as u8;
+            n += 1;
+        }
+        unknown
+            .try_push_raw(&buf[..n])
+            .map_err(|()| self.alloc_error(n, self.tag_start))
+    }
+
+    /// Runs `f` (the parse of a sub-message of a field that closes a cycle of the schema) on a
+    /// new stack segment when the stack runs low (see [`super::stack`]); a segment that cannot
+    /// be mapped is `OutOfMemory`.
+    #[inline(always)]
+    pub fn guarded<R>(&mut self, f: impl FnOnce(&mut Self) -> DResult<R>) -> DResult<R> {
+        match super::try_guard_stack(|| f(self)) {
+            Ok(r) => r,
+            Err(bytes) => Err(self.alloc_error(bytes, self.tag_start)),
+        }
+    }
+
     /// Makes room in `v` for the run of field `tag` values that starts here (see
     /// [`Reader::run_length`]) when `v` is full: exactly the run when `v` is empty, else at least
     /// the run (amortized growth). A refused allocation is `OutOfMemory`.
@@ -779,7 +866,7 @@ impl<'a> Reader<'a> {
             FIXED32 => {
                 self.take(4)?;
             }
-            START_GROUP => super::guard_stack(|| self.skip_group(tag >> 3))?,
+            START_GROUP => self.guarded(|r| r.skip_group(tag >> 3))?,
             _ => return Err(self.err(DecodeErrorKind::UnmatchedGroup(tag >> 3), self.tag_start)),
         }
         Ok(())

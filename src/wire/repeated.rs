@@ -138,6 +138,15 @@ impl<T> RepeatedField<T> {
     /// An unoccupied slot: a freed one, else the next unused one of the newest chunk, else the
     /// first of a new chunk of at least `min_cap` slots (whose order array takes over).
     fn take_slot(&mut self, min_cap: usize) -> NonNull<T> {
+        match self.try_take_slot(min_cap) {
+            Ok(p) => p,
+            Err(layout) => alloc::handle_alloc_error(layout),
+        }
+    }
+
+    /// [`Self::take_slot`], or the layout of the chunk the allocator refused.
+    #[inline]
+    fn try_take_slot(&mut self, min_cap: usize) -> Result<NonNull<T>, Layout> {
         const {
             assert!(
                 size_of::<T>() >= size_of::<*mut u8>(),
@@ -152,13 +161,13 @@ impl<T> RepeatedField<T> {
             unsafe {
                 if let Some(p) = NonNull::new((*h).free) {
                     (*h).free = p.cast::<*mut u8>().as_ptr().read_unaligned();
-                    return p.cast();
+                    return Ok(p.cast());
                 }
                 let (_, _, slots_at) = chunk_layout::<T>((*h).order_cap, (*h).cap);
                 if (*h).used < (*h).cap {
                     let p = h.cast::<u8>().add(slots_at).cast::<T>().add((*h).used);
                     (*h).used += 1;
-                    return NonNull::new_unchecked(p);
+                    return Ok(NonNull::new_unchecked(p));
                 }
                 (old_total, live_order_cap) = ((*h).total, (*h).live_order_cap);
             }
@@ -179,7 +188,7 @@ impl<T> RepeatedField<T> {
         // SAFETY: the layout has a non-zero size (it starts with the header).
         let raw = unsafe { alloc::alloc(layout) };
         let Some(h) = NonNull::new(raw.cast::<ChunkHeader>()) else {
-            alloc::handle_alloc_error(layout)
+            return Err(layout);
         };
         // SAFETY: fresh memory of the chunk's layout: header, order array, slots. A new order
         // array receives the `len <= old_total < order_cap` pointers of the old one (older
@@ -200,7 +209,7 @@ impl<T> RepeatedField<T> {
                 self.order = NonNull::new_unchecked(order);
             }
             self.chunks = Some(h);
-            NonNull::new_unchecked(raw.add(slots_at).cast::<T>())
+            Ok(NonNull::new_unchecked(raw.add(slots_at).cast::<T>()))
         }
     }
 
@@ -384,6 +393,19 @@ impl<T: Default> RepeatedField<T> {
     /// chunk gets room for all of them.
     #[inline]
     pub(crate) fn push_default_sized(&mut self, run: impl FnOnce(usize) -> usize) -> &mut T {
+        match self.try_push_default_sized(run) {
+            Ok(p) => p,
+            Err(layout) => alloc::handle_alloc_error(layout),
+        }
+    }
+
+    /// [`Self::push_default_sized`], or (nothing added) the layout of the chunk the allocator
+    /// refused.
+    #[inline]
+    pub(crate) fn try_push_default_sized(
+        &mut self,
+        run: impl FnOnce(usize) -> usize,
+    ) -> Result<&mut T, Layout> {
         let full = self.chunks.is_none_or(|h| {
             // SAFETY: the newest chunk is live.
             let h = unsafe { &*h.as_ptr() };
@@ -391,12 +413,23 @@ impl<T: Default> RepeatedField<T> {
         });
         let most = Self::max_chunk_slots();
         let min_cap = if full { run(most).min(most) } else { 1 };
-        let mut p = self.take_slot(min_cap);
+        let mut p = self.try_take_slot(min_cap)?;
         // SAFETY: an unoccupied slot, sized and aligned for `T`.
         unsafe { p.as_ptr().write(T::default()) };
         self.place(self.len, p);
         // SAFETY: the slot was just filled and is owned by `self`, borrowed mutably.
-        unsafe { p.as_mut() }
+        Ok(unsafe { p.as_mut() })
+    }
+
+    /// [`Self::push`], or (`value` dropped, nothing added) the layout of the chunk the allocator
+    /// refused.
+    #[inline]
+    pub(crate) fn try_push(&mut self, value: T) -> Result<(), Layout> {
+        let p = self.try_take_slot(1)?;
+        // SAFETY: an unoccupied slot, sized and aligned for `T`.
+        unsafe { p.as_ptr().write(value) };
+        self.place(self.len, p);
+        Ok(())
     }
 }
 

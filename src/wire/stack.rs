@@ -26,3 +26,86 @@ pub const SEGMENT: usize = 2 << 20;
 pub fn guard_stack<R>(f: impl FnOnce() -> R) -> R {
     stacker::maybe_grow(RED_ZONE, SEGMENT, f)
 }
+
+/// [`guard_stack`] for dropping the nested messages of a field that closes a cycle: when no
+/// segment can be mapped (memory exhausted), the drop continues on the current stack instead
+/// of failing — a drop cannot report an error, and its frames are a fraction of those of the
+/// parse that built the message, so the nesting a parse reached before running out of memory
+/// is freed within the stack it left.
+#[inline(always)]
+pub fn guard_drop(f: impl FnOnce()) {
+    let mut work = Some(f);
+    let _ = try_guard_stack(|| {
+        if let Some(f) = work.take() {
+            f();
+        }
+    });
+    // Still there when the segment was refused: run it here.
+    if let Some(f) = work {
+        f();
+    }
+}
+
+/// [`guard_stack`] for work whose stack segment may be refused: `Err(bytes)` when the segment
+/// needed could not be mapped (an address-space limit), and `f` did not run. A panic of `f`
+/// itself propagates.
+#[inline(always)]
+pub fn try_guard_stack<R>(f: impl FnOnce() -> R) -> Result<R, usize> {
+    if stacker::remaining_stack().is_some_and(|left| left >= RED_ZONE) {
+        return Ok(f());
+    }
+    grow_fallibly(f)
+}
+
+/// The slow path of [`try_guard_stack`]: runs `f` on a new segment, if one can be had.
+#[cold]
+#[inline(never)]
+fn grow_fallibly<R>(f: impl FnOnce() -> R) -> Result<R, usize> {
+    if !segment_available() {
+        return Err(SEGMENT);
+    }
+    // `stacker` panics when its mapping fails (here only if memory ran out since the probe):
+    // such a panic, raised before `f` starts, is the refusal.
+    let mut started = false;
+    let run = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        stacker::grow(SEGMENT, || {
+            started = true;
+            f()
+        })
+    }));
+    match run {
+        Ok(r) => Ok(r),
+        Err(_) if !started => Err(SEGMENT),
+        Err(panic) => std::panic::resume_unwind(panic),
+    }
+}
+
+/// True when a mapping the size of a segment (with its guard pages) can be made now: maps and
+/// unmaps one the way `stacker` does, so that a refusal is seen without `stacker` panicking.
+#[cfg(unix)]
+fn segment_available() -> bool {
+    let size = SEGMENT + (64 << 10);
+    // SAFETY: an anonymous private mapping of `size` bytes, unmapped at once; no memory of
+    // this process is touched.
+    unsafe {
+        let p = libc::mmap(
+            std::ptr::null_mut(),
+            size,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_PRIVATE | libc::MAP_ANON,
+            -1,
+            0,
+        );
+        if p == libc::MAP_FAILED {
+            return false;
+        }
+        libc::munmap(p, size);
+    }
+    true
+}
+
+/// Elsewhere the segment's own allocation is the test (see [`grow_fallibly`]).
+#[cfg(not(unix))]
+fn segment_available() -> bool {
+    true
+}

@@ -139,3 +139,35 @@ pub fn best_cpu_of(n: usize, mut f: impl FnMut()) -> std::time::Duration {
         .min()
         .unwrap()
 }
+
+/// name → raw bytes (None: no `raw_data`) of every tensor of `m`, subgraphs included.
+pub fn tensors_of(
+    m: &onnx_light::ModelProto,
+) -> std::collections::BTreeMap<String, Option<Vec<u8>>> {
+    let mut out = std::collections::BTreeMap::new();
+    m.visit_tensors(&mut |t| {
+        out.insert(
+            t.name().to_string(),
+            t.raw_data.as_ref().map(|r| r.to_vec()),
+        );
+    });
+    out
+}
+
+/// `opts` with `key` as the passphrase of encrypted weight files.
+pub fn with_key(key: &[u8], opts: onnx_light::ParseOptions) -> onnx_light::ParseOptions {
+    onnx_light::ParseOptions {
+        external_data_key: Some(key.into()),
+        ..opts
+    }
+}
+
+/// The file starts with the magic of the chunked encrypted format (`ONNXCRYS`).
+pub fn starts_with_chunked_magic(p: &std::path::Path) -> bool {
+    std::fs::read(p).unwrap().starts_with(b"ONNXCRYS")
+}
+
+/// The file is encrypted, in any format (ONNXCRY1/2/3/S).
+pub fn is_encrypted(p: &std::path::Path) -> bool {
+    onnx_light::crypto::detect_file_format(p).is_ok()
+}

@@ -7,7 +7,7 @@ use onnx_light::proto::{GraphProto, ModelProto, ValueInfoProto};
 use onnx_light::{Error, ParseOptions, Result};
 
 /// The sample model bundled in the binary (`samples/mlp.onnx`).
-const SAMPLE_MODEL: &[u8] = include_bytes!("../../samples/mlp.onnx");
+const SAMPLE_MODEL: &[u8] = include_bytes!("../../../samples/mlp.onnx");
 
 fn value_line(v: &ValueInfoProto) -> String {
     format!("  {}: {}", v.name(), v.r#type())

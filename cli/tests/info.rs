@@ -47,7 +47,7 @@ fn info_without_argument_summarizes_the_bundled_sample() {
 
 #[test]
 fn info_with_a_path_summarizes_that_file() {
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/samples/mlp.onnx");
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../samples/mlp.onnx");
     let out = stdout(&info(&[path]));
     assert!(out.starts_with(&format!("model: {path}")), "{out}");
     assert_sample_summary(&out);

@@ -54,7 +54,7 @@ pub struct Args {
     #[arg(long)]
     verify: bool,
     /// Threads for loading and writing (negative: all cores).
-    #[arg(long, default_value_t = -1, allow_negative_numbers = true, value_parser = crate::cli::thread_count)]
+    #[arg(long, default_value_t = -1, allow_negative_numbers = true, value_parser = crate::commands::thread_count)]
     threads: i32,
     /// Write every weight file encrypted (ONNXCRYS chunked format) with the passphrase of
     /// --key-file / --key-env; offsets in the model are plaintext offsets.

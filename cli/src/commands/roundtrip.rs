@@ -12,7 +12,7 @@ pub struct Args {
     #[arg(long = "type", default_value = "ModelProto")]
     message: String,
     /// Parse with this many threads (negative: all cores).
-    #[arg(long, default_value_t = 1, allow_negative_numbers = true, value_parser = crate::cli::thread_count)]
+    #[arg(long, default_value_t = 1, allow_negative_numbers = true, value_parser = crate::commands::thread_count)]
     threads: i32,
     /// Borrow tensor payloads from the input instead of copying them.
     #[arg(long)]

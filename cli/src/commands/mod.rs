@@ -4,21 +4,21 @@
 /// terminal).
 macro_rules! out {
     ($($arg:tt)*) => {
-        print!("{}", $crate::cli::terminal_safe(&format!($($arg)*)))
+        print!("{}", $crate::commands::terminal_safe(&format!($($arg)*)))
     };
 }
 
 /// [`out!`] with a newline.
 macro_rules! outln {
     ($($arg:tt)*) => {
-        println!("{}", $crate::cli::terminal_safe(&format!($($arg)*)))
+        println!("{}", $crate::commands::terminal_safe(&format!($($arg)*)))
     };
 }
 
 /// Prints a line to stderr with [`terminal_safe`] applied.
 macro_rules! errln {
     ($($arg:tt)*) => {
-        eprintln!("{}", $crate::cli::terminal_safe(&format!($($arg)*)))
+        eprintln!("{}", $crate::commands::terminal_safe(&format!($($arg)*)))
     };
 }
 
@@ -50,7 +50,7 @@ enum Command {
         /// Path of an .onnx file.
         model: Option<PathBuf>,
         /// Parse with this many threads (negative: all cores).
-        #[arg(long, default_value_t = 1, allow_negative_numbers = true, value_parser = crate::cli::thread_count)]
+        #[arg(long, default_value_t = 1, allow_negative_numbers = true, value_parser = crate::commands::thread_count)]
         threads: i32,
         /// The passphrase of encrypted weight files.
         #[command(flatten)]

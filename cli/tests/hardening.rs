@@ -6,6 +6,7 @@
 //! and says which is missing; `info --key-file` opens models with encrypted weights; reading an
 //! ONNXCRY1 (unauthenticated) file prints a warning.
 
+#[path = "../../tests/common/mod.rs"]
 mod common;
 
 use std::path::Path;
@@ -175,7 +176,7 @@ fn only_regular_files_are_models() {
 #[test]
 fn key_files_are_regular_and_small() {
     let dir = TempDir::new("cli-keys");
-    let model = concat!(env!("CARGO_MANIFEST_DIR"), "/samples/mlp.onnx");
+    let model = concat!(env!("CARGO_MANIFEST_DIR"), "/../samples/mlp.onnx");
     let out = dir.path("m.enc");
     fails_with(
         "--key-file /dev/zero",
@@ -194,7 +195,7 @@ fn key_files_are_regular_and_small() {
 
 #[test]
 fn thread_counts_above_the_cap_are_usage_errors() {
-    let model = concat!(env!("CARGO_MANIFEST_DIR"), "/samples/mlp.onnx");
+    let model = concat!(env!("CARGO_MANIFEST_DIR"), "/../samples/mlp.onnx");
     let dir = TempDir::new("cli-threads");
     for args in [
         vec!["info", model, "--threads", "1000000"],
@@ -232,7 +233,7 @@ fn check_validates_onnx_basics() {
         &tool(&["check", s(&no_opset)]),
         &["opset_import"],
     );
-    let model = concat!(env!("CARGO_MANIFEST_DIR"), "/samples/mlp.onnx");
+    let model = concat!(env!("CARGO_MANIFEST_DIR"), "/../samples/mlp.onnx");
     let ok = tool(&["check", model]);
     assert!(ok.status.success(), "{}", text(&ok));
 }
@@ -267,7 +268,7 @@ fn info_opens_models_with_encrypted_weights() {
 #[test]
 fn reading_onnxcry1_warns_that_it_is_unauthenticated() {
     let dir = TempDir::new("cli-cry1");
-    let model = concat!(env!("CARGO_MANIFEST_DIR"), "/samples/mlp.onnx");
+    let model = concat!(env!("CARGO_MANIFEST_DIR"), "/../samples/mlp.onnx");
     let key = dir.path("k");
     std::fs::write(&key, "secret").unwrap();
     let bytes = std::fs::read(model).unwrap();

@@ -1,0 +1,96 @@
+//! Two `onnx-light convert` processes saving different models to one destination at the same
+//! time: the save lock serializes them (docs/hardening.md, "Concurrent saves to one destination").
+
+#[path = "../../tests/common/mod.rs"]
+mod common;
+
+use std::path::PathBuf;
+
+use common::{TempDir, pattern, uint8_tensor};
+use onnx_light::proto::ModelProto;
+use onnx_light::{ParseOptions, SerializeOptions};
+
+const TENSORS: usize = 8;
+const TENSOR_BYTES: usize = 256 << 10;
+
+/// A model whose producer name and tensor bytes depend on `seed`.
+fn model(seed: u32) -> ModelProto {
+    let mut m = ModelProto::new();
+    m.set_ir_version(10);
+    m.set_producer_name(format!("seed-{seed}"));
+    let g = m.mutable_graph();
+    g.set_name("g");
+    for i in 0..TENSORS {
+        g.initializer.push(uint8_tensor(
+            &format!("w{i}"),
+            TENSOR_BYTES,
+            (seed as u8) * 16 + i as u8,
+        ));
+    }
+    m
+}
+
+/// Every tensor of `m` is the one `model(seed)` has.
+fn check_seed(m: &ModelProto, seed: u32) {
+    let init = &m.graph().initializer;
+    assert_eq!(init.len(), TENSORS);
+    for (i, t) in init.iter().enumerate() {
+        let expected = pattern(TENSOR_BYTES, (seed as u8) * 16 + i as u8);
+        assert!(
+            t.raw_data() == expected.as_slice(),
+            "tensor w{i} is not from seed {seed}"
+        );
+    }
+}
+
+/// Two processes (the CLI) saving different models to one destination at the same time, many
+/// times: the save lock serializes them, so every result is one complete generation — the
+/// `.onnx` and every tensor of its weight file from the same model — and no lock, temporary
+/// or alternate file stays.
+#[test]
+fn two_processes_saving_to_one_path_never_mix_generations() {
+    use std::process::Command;
+    let tmp = TempDir::new("two-writers");
+    let dir = tmp.0.clone();
+    let inputs: Vec<PathBuf> = (1..=2)
+        .map(|seed| {
+            let p = dir.join(format!("in{seed}.onnx"));
+            onnx_light::save_model(&model(seed), &p, &SerializeOptions::default()).unwrap();
+            p
+        })
+        .collect();
+    let out = dir.join("out.onnx");
+    for round in 0..20 {
+        let children: Vec<_> = inputs
+            .iter()
+            .map(|input| {
+                Command::new(env!("CARGO_BIN_EXE_onnx-light"))
+                    .arg("convert")
+                    .arg(input)
+                    .arg(&out)
+                    .args(["--threads", "1"])
+                    .stderr(std::process::Stdio::null())
+                    .spawn()
+                    .unwrap()
+            })
+            .collect();
+        for mut c in children {
+            assert!(c.wait().unwrap().success(), "round {round}: a save failed");
+        }
+        let m = onnx_light::load_model(&out, &ParseOptions::default()).unwrap();
+        let seed: u32 = m.producer_name().to_string()["seed-".len()..]
+            .parse()
+            .unwrap();
+        check_seed(&m, seed);
+        let mut names: Vec<String> = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        assert_eq!(
+            names,
+            ["in1.onnx", "in2.onnx", "out.onnx", "out.onnx.data"],
+            "round {round}"
+        );
+    }
+}
