@@ -610,6 +610,35 @@ static void test_options_and_misc() {
   onnx::ModelProto skeleton = onnx::LoadModel(model_path, po);
   CHECK(skeleton.graph().initializer(0).raw_data().empty());   // w1, 128 bytes: dropped
   CHECK(skeleton.graph().initializer(3).raw_data().size() == 12);  // b2, kept
+  // SerializeOptions has the C++ library's skip_raw_data, use_external_data_location and
+  // max_external_file_size (defaults 0); skip_raw_data reaches the C function and writes what
+  // the skipping parse above read.
+  onnx::SerializeOptions skip;
+  CHECK(skip.skip_raw_data == 0 && skip.use_external_data_location == 0 && skip.max_external_file_size == 0);
+  skip.skip_raw_data = 1;
+  onnx::SaveModel(model, tmp + "/skip.onnx", skip);
+  OnnxlBuffer* cb = nullptr;
+  CHECK(onnxl_serialize_model(model.c_ptr(), &skip, &cb) == ONNXL_STATUS_OK);
+  std::string c_bytes(reinterpret_cast<const char*>(onnxl_buffer_data(cb)), onnxl_buffer_size(cb));
+  onnxl_buffer_free(cb);
+  CHECK(read_file(tmp + "/skip.onnx") == c_bytes && c_bytes == skeleton.SerializeAsString());
+  CHECK(model.SerializeAsString() == file_bytes);  // the model keeps its bytes
+  skip.skip_raw_data = 2;
+  CHECK(status_of([&] { onnx::SaveModel(model, tmp + "/skip.onnx", skip); }) == ONNXL_STATUS_INVALID_ARGUMENT);
+  // TensorBufferOptions is OnnxlTensorBufferOptions at its defaults, passed as is to the C
+  // function; (threshold, alignment) sets both.
+  OnnxlTensorBufferOptions bd = onnxl_tensor_buffer_options_default();
+  CHECK(std::memcmp(static_cast<const OnnxlTensorBufferOptions*>(&tb0), &bd, sizeof bd) == 0);
+  onnx::TensorBufferOptions tb2(100, 64);
+  CHECK(tb2.struct_size == sizeof(OnnxlTensorBufferOptions) && tb2.raw_data_threshold == 100 && tb2.alignment == 64);
+  onnx::ModelProto consolidated = onnx::LoadModel(model_path);
+  onnx::Owner one = onnx::ConsolidateTensorsToBuffer(consolidated, tb2);
+  CHECK(one.c_ptr() != nullptr && one.bytes().size() == 128);  // w1 only
+  CHECK(consolidated.graph().initializer(0).raw_data_is_borrowed());
+  CHECK(consolidated.SerializeAsString() == file_bytes);
+  const OnnxlTensorBufferOptions& as_c = tb2;
+  onnx::TensorBufferOptions from_c(as_c);
+  CHECK(from_c.raw_data_threshold == 100 && from_c.alignment == 64);
   CHECK(onnx::LibraryVersion() == onnxl_version());
   CHECK(onnx::MaxThreads() >= 16);
   onnx::ReleaseThreadPools();

@@ -2,7 +2,7 @@
  * parse and serialize models and standalone TensorProtos through each kind, no_copy borrowing
  * (pointers inside the mapping / caller bytes / memory buffer, valid after the stream is freed
  * where an owner exists), chunked callbacks with short reads and writes, release callbacks, and
- * callback failures.
+ * callback failures; the serialize options of the model + weights stream.
  *
  * Usage: test_streams TEMP_DIR */
 #define _POSIX_C_SOURCE 200809L
@@ -279,6 +279,145 @@ static void test_callback_streams(void) {
   onnxl_model_proto_free(m);
 }
 
+/* Whether `path` exists. */
+static int exists(const char *path) {
+  struct stat st;
+  return stat(path, &st) == 0;
+}
+
+/* Whether `m` holds the test model's tensor bytes (a model loaded with its external data records
+ * where they came from, so it is not byte-identical to the model built in memory). */
+static int payloads_ok(const OnnxlModelProto *m) {
+  const uint8_t *p = NULL;
+  size_t len = 0;
+  const float small[3] = {1.0f, 2.0f, 3.0f};
+  if (onnxl_tensor_proto_raw_data(test_initializer(m, "big"), &p, &len) != ONNXL_STATUS_OK ||
+      !test_big_values_ok(p, len) ||
+      onnxl_tensor_proto_raw_data(test_initializer(m, "small"), &p, &len) != ONNXL_STATUS_OK) {
+    return 0;
+  }
+  return len == sizeof small && memcmp(p, small, len) == 0;
+}
+
+/* A model + weights stream over tmp_dir/model_name and tmp_dir/weights_name. */
+static OnnxlStatus open_pair(const char *model_name, const char *weights_name, OnnxlStream **s) {
+  char model_path[4096], weights_path[4096];
+  snprintf(model_path, sizeof model_path, "%s", test_path(tmp_dir, model_name));
+  snprintf(weights_path, sizeof weights_path, "%s", test_path(tmp_dir, weights_name));
+  return onnxl_stream_open_model_with_weights(model_path, weights_path, s);
+}
+
+/* Writes `m` through a model + weights stream (see open_pair). */
+static OnnxlStatus save_pair(const OnnxlModelProto *m, const char *model_name, const char *weights_name,
+                             const OnnxlSerializeOptions *so) {
+  OnnxlStream *s = NULL;
+  OnnxlStatus st = open_pair(model_name, weights_name, &s);
+  if (st == ONNXL_STATUS_OK) {
+    st = onnxl_serialize_proto_to_stream(m, s, so);
+  }
+  onnxl_stream_free(s);
+  return st;
+}
+
+/* The model file `name` of tmp_dir parsed from its bytes: external data NOT loaded. */
+static OnnxlModelProto *parse_model_file(const char *name) {
+  size_t len = 0;
+  uint8_t *bytes = test_read_file(test_path(tmp_dir, name), &len);
+  OnnxlModelProto *m = NULL;
+  if (onnxl_load_model_from_bytes(bytes, len, NULL, &m) != ONNXL_STATUS_OK) {
+    m = NULL;
+  }
+  free(bytes);
+  return m;
+}
+
+/* OnnxlSerializeOptions on the model + weights stream: max_external_file_size splits the weights
+ * file, skip_raw_data writes the structure only, use_external_data_location keeps the references
+ * of tensors still external in memory (refused when they name the file being written), and a
+ * caller of the first struct size (40) gets the defaults of the fields it lacks. */
+static void test_model_weights_options(void) {
+  OnnxlModelProto *m = test_build_model(), *back = onnxl_model_proto_new(), *lazy;
+  OnnxlSerializeOptions so = onnxl_serialize_options_default();
+  OnnxlStream *s = NULL;
+  OnnxlBuffer *b = NULL;
+  CHECK(so.skip_raw_data == 0 && so.use_external_data_location == 0 && so.max_external_file_size == 0);
+  CHECK(so.struct_size == sizeof(OnnxlSerializeOptions) && sizeof(OnnxlSerializeOptions) == 48);
+
+  /* Split: "big" (16 KiB) fills the first file, "small" goes to the next. */
+  so.raw_data_threshold = 8;
+  so.max_external_file_size = TEST_BIG_COUNT * sizeof(float);
+  CHECK_OK(save_pair(m, "split.onnx", "split.bin", &so));
+  CHECK(exists(test_path(tmp_dir, "split.bin")));
+  CHECK(exists(test_path(tmp_dir, "split.bin.1")));
+  CHECK_OK(open_pair("split.onnx", "split.bin", &s));
+  CHECK_OK(onnxl_parse_proto_from_stream(back, s, NULL));
+  onnxl_stream_free(s);
+  CHECK(payloads_ok(back));
+  /* The first struct size knows no max_external_file_size: one file. */
+  so.struct_size = 40;
+  CHECK_OK(save_pair(m, "old.onnx", "old.bin", &so));
+  CHECK(exists(test_path(tmp_dir, "old.bin")) && !exists(test_path(tmp_dir, "old.bin.1")));
+  so = onnxl_serialize_options_default();
+
+  /* skip_raw_data: "big" is written without its bytes, nowhere; "small" stays inline. */
+  so.skip_raw_data = 1;
+  CHECK_OK(save_pair(m, "skip.onnx", "skip.bin", &so));
+  CHECK(!exists(test_path(tmp_dir, "skip.bin")));
+  lazy = parse_model_file("skip.onnx");
+  CHECK(lazy != NULL);
+  if (lazy != NULL) {
+    CHECK(!onnxl_tensor_proto_has_raw_data(test_initializer(lazy, "big")));
+    CHECK(onnxl_tensor_proto_data_location(test_initializer(lazy, "big")) == 0);
+    CHECK(onnxl_tensor_proto_dims_size(test_initializer(lazy, "big")) == 2);
+    CHECK(onnxl_tensor_proto_has_raw_data(test_initializer(lazy, "small")));
+    onnxl_model_proto_free(lazy);
+  }
+  /* ... as every other writer, and as a skipping parse reads it. */
+  CHECK_OK(onnxl_serialize_model(m, &so, &b));
+  {
+    OnnxlParseOptions po = onnxl_parse_options_default();
+    OnnxlModelProto *skipped = NULL;
+    OnnxlBuffer *want = NULL;
+    po.skip_raw_data = 1;
+    po.raw_data_threshold = so.raw_data_threshold;
+    CHECK_OK(onnxl_load_model_from_bytes(onnxl_buffer_data(expected), onnxl_buffer_size(expected), &po, &skipped));
+    CHECK_OK(onnxl_serialize_model(skipped, NULL, &want));
+    CHECK(onnxl_buffer_size(b) == onnxl_buffer_size(want) &&
+          memcmp(onnxl_buffer_data(b), onnxl_buffer_data(want), onnxl_buffer_size(b)) == 0);
+    CHECK(onnxl_buffer_size(b) < onnxl_buffer_size(expected));
+    onnxl_buffer_free(want);
+    onnxl_model_proto_free(skipped);
+  }
+  onnxl_buffer_free(b);
+  CHECK(model_is_expected(m)); /* the model in memory keeps its bytes */
+  so.skip_raw_data = 2;
+  CHECK_STATUS(onnxl_serialize_model(m, &so, &b), ONNXL_STATUS_INVALID_ARGUMENT, "skip_raw_data");
+  so = onnxl_serialize_options_default();
+
+  /* use_external_data_location: a model whose "big" is still in keep.bin (not loaded). */
+  CHECK_OK(save_pair(m, "keep.onnx", "keep.bin", &so));
+  lazy = parse_model_file("keep.onnx");
+  CHECK(lazy != NULL && !onnxl_tensor_proto_has_raw_data(test_initializer(lazy, "big")));
+  if (lazy != NULL) {
+    /* Without the option the tensor's bytes are needed: an error, nothing written. */
+    CHECK_STATUS(save_pair(lazy, "kept.onnx", "kept.bin", &so), ONNXL_STATUS_EXTERNAL_DATA, "big");
+    CHECK(!exists(test_path(tmp_dir, "kept.onnx")));
+    /* With it: kept.onnx references keep.bin, loads complete. */
+    so.use_external_data_location = 1;
+    CHECK_OK(save_pair(lazy, "kept.onnx", "kept.bin", &so));
+    CHECK_OK(open_pair("kept.onnx", "keep.bin", &s));
+    CHECK_OK(onnxl_parse_proto_from_stream(back, s, NULL));
+    onnxl_stream_free(s);
+    CHECK(payloads_ok(back));
+    /* A kept reference naming the weights file being written is refused. */
+    CHECK_STATUS(save_pair(lazy, "again.onnx", "keep.bin", &so), ONNXL_STATUS_PATH_REFUSED,
+                 "use_external_data_location");
+    onnxl_model_proto_free(lazy);
+  }
+  onnxl_model_proto_free(back);
+  onnxl_model_proto_free(m);
+}
+
 int main(int argc, char **argv) {
   OnnxlModelProto *m;
   if (argc != 2) {
@@ -298,6 +437,7 @@ int main(int argc, char **argv) {
   RUN(test_bytes_stream);
   RUN(test_memory_stream);
   RUN(test_callback_streams);
+  RUN(test_model_weights_options);
   onnxl_buffer_free(expected);
   return test_summary("test_streams");
 }

@@ -1026,9 +1026,29 @@ typedef struct OnnxlSerializeOptions {
    */
   int32_t num_threads;
   /**
+   * Write the structure only: tensors with at least `raw_data_threshold` payload bytes are
+   * written without them (the message is not changed), as `OnnxlParseOptions.skip_raw_data`
+   * drops them on reading. Default 0. 0 or 1. (A former reserved byte: callers that zeroed it
+   * keep the old behaviour.)
+   */
+  uint8_t skip_raw_data;
+  /**
+   * The model + weights stream: tensors still external in memory (data_location EXTERNAL,
+   * bytes not loaded) keep their external_data references as they are instead of being read
+   * and rewritten; their files must not be ones the save writes. Default 0 (such a tensor
+   * is an error). 0 or 1. Other writers write every tensor as it is. (A former reserved byte.)
+   */
+  uint8_t use_external_data_location;
+  /**
    * Must be zero (room for later options).
    */
-  uint32_t reserved;
+  uint16_t reserved;
+  /**
+   * (Since struct size 48.) The model + weights stream: start a new weights file
+   * (`WEIGHTS.1`, `WEIGHTS.2`, ...) when the next tensor would take the current one past
+   * this many bytes. Default 0 (no limit). Other writers write one file.
+   */
+  uint64_t max_external_file_size;
 } OnnxlSerializeOptions;
 
 /**
@@ -1254,9 +1274,16 @@ typedef struct OnnxlExternalDataOptions {
    */
   uint8_t externalize_sparse;
   /**
+   * Tensors still external in memory (not loaded) keep their external_data references as
+   * they are instead of being read from `source_dir` and rewritten (default false); a kept
+   * reference naming a file this save writes is `ONNXL_STATUS_PATH_REFUSED`. 0 or 1. (A
+   * former reserved byte.)
+   */
+  uint8_t use_external_data_location;
+  /**
    * Must be zero (room for later options).
    */
-  uint8_t reserved[6];
+  uint8_t reserved[5];
 } OnnxlExternalDataOptions;
 
 /**

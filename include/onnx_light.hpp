@@ -5956,12 +5956,18 @@ inline uint32_t encryption_format(std::string_view name) {
 }
 }  // namespace detail
 
-/// Options of the buffers tensor payloads are gathered into (C++ TensorBufferOptions): payloads
-/// of at least `raw_data_threshold` bytes, each at a multiple of `alignment` (0/1 = packed,
-/// otherwise a power of two). ParseOptions and SerializeOptions convert to it.
-struct TensorBufferOptions {
-  uint64_t raw_data_threshold = 0;
-  uint64_t alignment = 0;
+/// Options of the buffers tensor payloads are gathered into (C++ TensorBufferOptions): the C
+/// struct OnnxlTensorBufferOptions at its defaults (payloads of at least `raw_data_threshold`
+/// bytes, each at a multiple of `alignment`: 0/1 = packed, otherwise a power of two), so it is
+/// accepted wherever the C functions take one. ParseOptions and SerializeOptions convert to it.
+struct TensorBufferOptions : OnnxlTensorBufferOptions {
+  TensorBufferOptions() : OnnxlTensorBufferOptions(onnxl_tensor_buffer_options_default()) {}
+  TensorBufferOptions(uint64_t threshold, uint64_t align) : TensorBufferOptions() {
+    raw_data_threshold = threshold;
+    alignment = align;
+  }
+  /// A copy of C options (initialized by onnxl_tensor_buffer_options_default()).
+  explicit TensorBufferOptions(const OnnxlTensorBufferOptions& c) : OnnxlTensorBufferOptions(c) {}
 };
 
 /// Parse options (C++ ParseOptions), initialized to the library defaults.
@@ -5971,9 +5977,9 @@ struct ParseOptions : OnnxlParseOptions {
   operator TensorBufferOptions() const { return TensorBufferOptions{raw_data_threshold, alignment}; }
 };
 
-/// Serialize options (C++ SerializeOptions), initialized to the library defaults. The C struct
-/// has raw_data_threshold, alignment, max_serialized_size_bytes and num_threads; the external
-/// file size limit is ExternalDataOptions::max_external_file_size.
+/// Serialize options (C++ SerializeOptions), initialized to the library defaults: the fields of
+/// OnnxlSerializeOptions (raw_data_threshold, alignment, max_serialized_size_bytes,
+/// num_threads, skip_raw_data, use_external_data_location, max_external_file_size).
 struct SerializeOptions : OnnxlSerializeOptions {
   SerializeOptions() : OnnxlSerializeOptions(onnxl_serialize_options_default()) {}
   /// Its threshold and alignment, as the reference's base class TensorBufferOptions.
@@ -6326,7 +6332,7 @@ inline void CheckExternalData(const ModelProto& model, const std::string& dir,
 /// nullptr) when no tensor qualified; the tensors keep the buffer alive without it.
 inline Owner ConsolidateTensorsToBuffer(ModelProto& model, const TensorBufferOptions& opts = TensorBufferOptions()) {
   const OnnxlOwner* owner = nullptr;
-  detail::check(onnxl_consolidate_tensors_to_buffer(model.c_ptr(), opts.raw_data_threshold, opts.alignment, &owner));
+  detail::check(onnxl_consolidate_tensors_to_buffer_with_options(model.c_ptr(), &opts, &owner));
   return Owner(owner);
 }
 

@@ -8,7 +8,7 @@
 //! options), [`crypto`] (encrypted models and files), [`external`] (external data: load, save,
 //! split, align, map, verify, consolidate), [`package`] (a model with its external data, plain
 //! or encrypted: [`load_model`] and friends), [`dlpack`] (DLPack export and import),
-//! [`params`] (TVM/CVM parameter dictionaries), then the C ABI ([`ffi`]). The most used items
+//! [`params`] (TVM/CVM parameter dictionaries), then the C ABI (`ffi`, private: `include/onnx_light.h` is its interface). The most used items
 //! are re-exported here.
 
 /// The Rust examples of the README and the docs, compiled by `cargo test --doc` so that they
@@ -55,8 +55,18 @@ pub mod package;
 pub mod dlpack;
 pub mod params;
 
+/// The C ABI (`include/onnx_light.h`): `extern "C"` functions exported by the cdylib and
+/// staticlib. Rust code uses the crate's API; the module is public only for the crate's own tests.
+#[cfg(feature = "test-hooks")]
+#[doc(hidden)]
 pub mod ffi;
+// Without the hooks the module is private: its constants and re-exports exist for the C header
+// (cbindgen reads them from the source), not for Rust code.
+#[cfg(not(feature = "test-hooks"))]
+#[allow(dead_code, unused_imports)]
+mod ffi;
 
+#[cfg(feature = "test-hooks")]
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod thread_safety;

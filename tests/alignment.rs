@@ -423,3 +423,105 @@ fn external_data_and_encrypted_models_are_aligned() {
         check(&m, &expected, 256, &format!("encrypted, no_copy {no_copy}"));
     }
 }
+
+/// Files of this process's memory mappings (`/proc/self/maps`).
+#[cfg(target_os = "linux")]
+fn mapped_files() -> Vec<PathBuf> {
+    std::fs::read_to_string("/proc/self/maps")
+        .unwrap()
+        .lines()
+        .filter_map(|l| l.split_whitespace().nth(5).map(PathBuf::from))
+        .collect()
+}
+
+/// Takes every payload of `m` that a no-copy load copied for alignment out of the model (as a
+/// caller keeps a tensor's bytes beyond the model), checking there is at least one.
+fn take_realigned(m: &mut ModelProto) -> Vec<onnx_light::ByteSpan> {
+    let mut out = Vec::new();
+    m.visit_tensors_mut(&mut |t| {
+        if t.raw_data.as_ref().is_some_and(|r| r.is_realigned()) {
+            out.push(t.raw_data.take().unwrap());
+        }
+    });
+    assert!(!out.is_empty(), "the load copied payloads for alignment");
+    out
+}
+
+/// A payload copied because its address in a mapped file was misaligned lives in memory of
+/// its own: once the model is gone, no such payload keeps the file mapped (for the model file
+/// and for external weight files), while a borrowed payload does, as long as it lives.
+#[cfg(target_os = "linux")]
+#[test]
+fn realigned_payloads_do_not_keep_the_file_mapped() {
+    let dir = TempDir::new("align-unmap");
+    let model = every_offset_model();
+    let path = dir.path("m.onnx");
+    std::fs::write(&path, model.serialize_to_vec()).unwrap();
+    let ext = dir.path("ext.onnx");
+    onnx_light::save_model_with_external_data(
+        &model,
+        &ext,
+        &SaveExternalOptions {
+            alignment: 1,
+            size_threshold: 100,
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    let (path, weights) = (
+        path.canonicalize().unwrap(),
+        dir.path("ext.onnx.data").canonicalize().unwrap(),
+    );
+    let expected = payloads(&model);
+    for threads in [1, 2] {
+        for (file, mapped) in [(&path, &path), (&ext, &weights)] {
+            let opts = ParseOptions {
+                no_copy: true,
+                file_load_mode: FileLoadMode::Mmap,
+                num_threads: threads,
+                min_parallel_block_size: 0,
+                ..Default::default()
+            };
+            let what = format!("{}, {threads} threads", file.display());
+            // Control: a borrowed payload keeps the file mapped after the model is gone.
+            let mut m = onnx_light::load_model(file, &opts).unwrap();
+            assert!(
+                mapped_files().contains(mapped),
+                "{what}: mapped while loaded"
+            );
+            let mut borrowed = None;
+            m.visit_tensors_mut(&mut |t| {
+                if borrowed.is_none() && t.raw_data.as_ref().is_some_and(|r| r.is_borrowed()) {
+                    borrowed = t.raw_data.take();
+                }
+            });
+            let borrowed = borrowed.expect("an aligned payload is borrowed");
+            drop(m);
+            assert!(
+                mapped_files().contains(mapped),
+                "{what}: a borrow keeps the map"
+            );
+            drop(borrowed);
+            assert!(
+                !mapped_files().contains(mapped),
+                "{what}: unmapped after the borrow"
+            );
+            // The copies made for alignment: kept, while the model and the map are gone.
+            let mut m = onnx_light::load_model(file, &opts).unwrap();
+            let kept = take_realigned(&mut m);
+            drop(m);
+            assert!(
+                !mapped_files().contains(mapped),
+                "{what}: {} payloads copied for alignment keep the file mapped",
+                kept.len()
+            );
+            for span in &kept {
+                assert_eq!(span.as_ptr() as usize % 64, 0, "{what}");
+                assert!(
+                    expected.iter().any(|(_, b)| b[..] == span[..]),
+                    "{what}: a kept payload still holds its bytes"
+                );
+            }
+        }
+    }
+}

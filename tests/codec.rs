@@ -563,3 +563,141 @@ fn parallel_serialize_equals_sequential() {
         );
     }
 }
+
+/// A model with tensors in every place: initializers of several sizes, a node attribute, a
+/// subgraph, a sparse initializer, a function body.
+fn model_with_tensors_everywhere() -> ModelProto {
+    let mut m = model(4, 300);
+    m.mutable_graph().initializer.push(tensor("small", 10, 3));
+    let mut sub = GraphProto::new();
+    sub.set_name("body");
+    sub.initializer.push(tensor("body_w", 500, 5));
+    let n = m.mutable_graph().add_node();
+    n.set_op_type("If");
+    let mut a = AttributeProto::new();
+    a.set_name("then_branch");
+    a.set_type(5);
+    a.g = Some(Box::new(sub));
+    n.attribute.push(a);
+    let mut a = AttributeProto::new();
+    a.set_name("value");
+    a.set_type(4);
+    a.t = Some(Box::new(tensor("const", 200, 7)));
+    n.attribute.push(a);
+    m.mutable_graph()
+        .sparse_initializer
+        .push(onnx_light::proto::SparseTensorProto {
+            values: Some(Box::new(tensor("sparse_values", 100, 9))),
+            indices: Some(Box::new(tensor("sparse_indices", 800, 11))),
+            dims: vec![1000].into(),
+            ..Default::default()
+        });
+    let mut f = onnx_light::proto::FunctionProto::new();
+    f.set_name("fn");
+    let mut fnode = NodeProto::new();
+    fnode.set_op_type("Constant");
+    let mut a = AttributeProto::new();
+    a.set_name("value");
+    a.set_type(4);
+    a.t = Some(Box::new(tensor("fn_const", 700, 13)));
+    fnode.attribute.push(a);
+    f.node.push(fnode);
+    m.functions.push(f);
+    m
+}
+
+#[test]
+fn clone_with_tensors_follows_the_visitor() {
+    let m = model_with_tensors_everywhere();
+    let mut visited = Vec::new();
+    m.visit_tensors(&mut |t| visited.push(t.name().to_string()));
+    let mut rewritten = Vec::new();
+    let copy = m.clone_with_tensors(&mut |t| {
+        rewritten.push(t.name().to_string());
+        t.clone()
+    });
+    assert_eq!(copy, m);
+    assert_eq!(rewritten, visited);
+    assert_eq!(visited.len(), 10, "{visited:?}");
+    // A rewrite reaches every tensor and nothing else.
+    let renamed = m.clone_with_tensors(&mut |t| {
+        let mut c = t.clone_without_payload();
+        c.set_name(format!("{}!", t.name()));
+        c
+    });
+    let mut names = Vec::new();
+    renamed.visit_tensors(&mut |t| {
+        assert!(t.raw_data.is_none());
+        names.push(t.name().to_string());
+    });
+    assert_eq!(
+        names,
+        visited.iter().map(|n| format!("{n}!")).collect::<Vec<_>>()
+    );
+    assert!(renamed.graph().node.iter().any(|n| n.op_type() == "If"));
+}
+
+/// `SerializeOptions::skip_raw_data` writes, byte for byte, what a parse with
+/// `ParseOptions::skip_raw_data` and the same threshold reads, through every writer, and leaves
+/// the model alone.
+#[test]
+fn serialize_skip_raw_data_writes_what_a_skipping_parse_reads() {
+    let m = model_with_tensors_everywhere();
+    let before = m.clone();
+    let dir = tempdir();
+    for threshold in [0u64, 64, 250, 600, 1 << 20] {
+        let full = onnx_light::serialize_to_vec(&m, &SerializeOptions::default()).unwrap();
+        let parsed: ModelProto = parse_from_bytes(
+            &full,
+            &ParseOptions {
+                skip_raw_data: true,
+                raw_data_threshold: threshold,
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        let expected = parsed.serialize_to_vec();
+        let mut kept = 0;
+        parsed.visit_tensors(&mut |t| kept += usize::from(t.raw_data.is_some()));
+        match threshold {
+            0 => assert_eq!(kept, 0),
+            t if t >= 1 << 20 => assert_eq!(kept, 10),
+            _ => assert!(kept > 0 && kept < 10, "{threshold}: {kept}"),
+        }
+        for threads in [1, 2] {
+            let opts = SerializeOptions {
+                skip_raw_data: true,
+                raw_data_threshold: threshold,
+                num_threads: threads,
+                ..Default::default()
+            };
+            let what = format!("threshold {threshold}, {threads} threads");
+            assert_eq!(
+                onnx_light::serialize_to_vec(&m, &opts).unwrap(),
+                expected,
+                "{what}: vec"
+            );
+            let mut out = Vec::new();
+            let n = onnx_light::serialize_to_writer(&m, &mut out, &opts).unwrap();
+            assert_eq!((out.len() as u64, &out), (n, &expected), "{what}: writer");
+            let path = dir.join("skip.onnx");
+            onnx_light::save_model(&m, &path, &opts).unwrap();
+            assert_eq!(std::fs::read(&path).unwrap(), expected, "{what}: file");
+            let enc = onnx_light::EncryptionOptions {
+                serialize: opts.clone(),
+                ..Default::default()
+            };
+            let bytes = onnx_light::save_encrypted_model_to_bytes(&m, b"k", &enc).unwrap();
+            let back =
+                onnx_light::load_encrypted_model_from_bytes(&bytes, b"k", &Default::default())
+                    .unwrap();
+            assert_eq!(back.serialize_to_vec(), expected, "{what}: encrypted");
+            // A standalone tensor too.
+            let t = &m.graph().initializer[0];
+            let tb = onnx_light::serialize_to_vec(t, &opts).unwrap();
+            let tp: TensorProto = parse_from_bytes(&tb, &ParseOptions::default()).unwrap();
+            assert_eq!(tp.raw_data.is_some(), 300 < threshold, "{what}: tensor");
+        }
+    }
+    assert_eq!(m, before, "the model is not changed");
+}

@@ -187,6 +187,12 @@ fn header_defaults_equal_the_default_functions() {
                 s.max_serialized_size_bytes.into(),
             ),
             ("num_threads", s.num_threads.into()),
+            ("skip_raw_data", s.skip_raw_data.into()),
+            (
+                "use_external_data_location",
+                s.use_external_data_location.into(),
+            ),
+            ("max_external_file_size", s.max_external_file_size.into()),
         ],
         &mut failures,
     );
@@ -207,6 +213,10 @@ fn header_defaults_equal_the_default_functions() {
             ("encryption_chunk_cipher", e.encryption_chunk_cipher.into()),
             ("encrypt", e.encrypt.into()),
             ("externalize_sparse", e.externalize_sparse.into()),
+            (
+                "use_external_data_location",
+                e.use_external_data_location.into(),
+            ),
         ],
         &mut failures,
     );
@@ -266,6 +276,10 @@ fn the_save_options_table_of_the_docs_equals_the_defaults() {
         ("checksum", d.checksum.into()),
         ("num_threads", d.num_threads.into()),
         ("sync", d.sync.into()),
+        (
+            "use_external_data_location",
+            d.use_external_data_location.into(),
+        ),
     ]
     .into();
     let consts = constants();

@@ -1531,3 +1531,95 @@ fn thousands_of_files_with_few_descriptors() {
     assert_eq!(c.checksums_verified, 600);
     println!("FD-CHILD-OK");
 }
+
+#[test]
+fn use_external_data_location_keeps_the_references_of_unloaded_tensors() {
+    let sb = Sandbox::new("keep-refs");
+    let m = every_place_model();
+    let weights = SaveExternalOptions {
+        location: Some("weights.bin".into()),
+        ..Default::default()
+    };
+    save_model_with_external_data(&m, sb.model(), &weights).unwrap();
+    let expected =
+        tensors_of(&onnx_light::load_model(sb.model(), &ParseOptions::default()).unwrap());
+    let lazy = onnx_light::load_model(sb.model(), &no_load()).unwrap();
+    let kept_refs = infos(&lazy);
+    assert!(!kept_refs.is_empty());
+    let weights_before = std::fs::read(sb.dir().join("weights.bin")).unwrap();
+    // A second model beside the first: the unloaded tensors keep their references, read by
+    // nobody; the new file holds only what the model had in memory, and the shared weights
+    // file is untouched.
+    let keep = SaveExternalOptions {
+        location: Some("other.bin".into()),
+        use_external_data_location: true,
+        size_threshold: 0,
+        ..Default::default()
+    };
+    let second = sb.dir().join("second.onnx");
+    save_model_with_external_data(&lazy, &second, &keep).unwrap();
+    let saved = onnx_light::load_model(&second, &no_load()).unwrap();
+    let saved_refs = infos(&saved);
+    for (name, info) in &kept_refs {
+        assert_eq!(
+            saved_refs.get(name),
+            Some(info),
+            "{name} keeps its reference"
+        );
+    }
+    assert!(
+        saved_refs.len() > kept_refs.len(),
+        "the tensors in memory went to other.bin"
+    );
+    assert_eq!(
+        std::fs::read(sb.dir().join("weights.bin")).unwrap(),
+        weights_before
+    );
+    // The same bytes (the tensors written to other.bin come back with data_location set).
+    let bytes = |m: BTreeMap<String, (Option<Vec<u8>>, Option<i32>)>| {
+        m.into_iter()
+            .map(|(k, v)| (k, v.0))
+            .collect::<BTreeMap<_, _>>()
+    };
+    assert_eq!(
+        bytes(tensors_of(
+            &onnx_light::load_model(&second, &ParseOptions::default()).unwrap()
+        )),
+        bytes(expected)
+    );
+    // Without the option (and no source directory) such a tensor is an error.
+    let e = save_model_with_external_data(
+        &lazy,
+        sb.dir().join("third.onnx"),
+        &SaveExternalOptions {
+            use_external_data_location: false,
+            ..keep.clone()
+        },
+    )
+    .unwrap_err();
+    assert!(matches!(e, Error::ExternalData { .. }), "{e}");
+    // A kept reference that names a file of this save (here the very weights file it writes,
+    // or the model over itself with the default location) is refused before anything is
+    // written.
+    for (path, location) in [
+        (
+            sb.dir().join("fourth.onnx"),
+            Some("weights.bin".to_string()),
+        ),
+        (sb.model(), Some("weights.bin".to_string())),
+    ] {
+        let before = snapshot(&sb.dir());
+        let e = save_model_with_external_data(
+            &lazy,
+            &path,
+            &SaveExternalOptions {
+                location,
+                ..keep.clone()
+            },
+        )
+        .unwrap_err();
+        assert!(is_refused(&e), "{e}");
+        assert!(e.to_string().contains("use_external_data_location"), "{e}");
+        assert_eq!(snapshot(&sb.dir()), before, "nothing written");
+    }
+}

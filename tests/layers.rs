@@ -354,7 +354,11 @@ impl Crate {
                     if let (Some(name), Some(Tok::Punct(';'))) =
                         (ident(toks.get(i + 1)), toks.get(i + 2))
                     {
-                        out.push(name.to_string());
+                        // A module declared twice under `cfg`s (public with a feature,
+                        // private without) is one layer.
+                        if !out.iter().any(|m| m == name) {
+                            out.push(name.to_string());
+                        }
                     }
                 }
                 _ => {}

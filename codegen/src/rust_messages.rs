@@ -175,6 +175,7 @@ pub fn generate() -> String {
         gen_accessors(&mut o, m);
     }
     gen_tensor_visitors(&mut o);
+    gen_tensor_rewriters(&mut o);
     gen_dispatch(&mut o);
     o
 }
@@ -261,6 +262,97 @@ fn gen_tensor_visitors(o: &mut String) {
             writeln!(o, "    }}").unwrap();
         }
         writeln!(o, "}}\n").unwrap();
+    }
+}
+
+/// `clone_with_tensors(f)`: a copy of a message in which every reachable `TensorProto` is
+/// `f(original)`, called in the order of `visit_tensors`; every other field is cloned. Also
+/// `Message::without_payloads` (`SerializeOptions::skip_raw_data`) of these messages.
+fn gen_tensor_rewriters(o: &mut String) {
+    let set = reaches_tensor();
+    for m in MESSAGES.iter().filter(|m| set.contains(&m.name)) {
+        let rn = rust_type_name(m.name);
+        writeln!(o, "impl {rn} {{").unwrap();
+        writeln!(
+            o,
+            "    /// A copy in which every `TensorProto` reachable from this message is `f(original)`,"
+        )
+        .unwrap();
+        writeln!(
+            o,
+            "    /// called in the order of `visit_tensors`; every other field is cloned."
+        )
+        .unwrap();
+        writeln!(
+            o,
+            "    pub fn clone_with_tensors(&self, f: &mut dyn FnMut(&TensorProto) -> TensorProto) -> Self {{"
+        )
+        .unwrap();
+        if m.name == "TensorProto" {
+            writeln!(
+                o,
+                "        f(self)
+    }}
+}}
+"
+            )
+            .unwrap();
+            continue;
+        }
+        // Tensor-bearing fields first, in declaration order (the visitor's), then the struct.
+        let mut members: Vec<String> = Vec::new();
+        let mut done_oneofs: Vec<&str> = Vec::new();
+        for fd in m.fields {
+            if let Some(oneof) = fd.oneof {
+                assert!(
+                    !matches!(fd.kind, Kind::Message(t) if set.contains(&t)),
+                    "{}.{}: a oneof member that reaches TensorProto is not supported",
+                    m.name,
+                    fd.name
+                );
+                if !done_oneofs.contains(&oneof) {
+                    done_oneofs.push(oneof);
+                    members.push(format!("{oneof}: self.{oneof}.clone()"));
+                }
+                continue;
+            }
+            let name = rust_field_name(fd);
+            let Kind::Message(t) = fd.kind else {
+                members.push(format!("{name}: self.{name}.clone()"));
+                continue;
+            };
+            if !set.contains(&t) {
+                members.push(format!("{name}: self.{name}.clone()"));
+                continue;
+            }
+            let call = if is_cycle_field(m.name, fd.name) {
+                "crate::wire::guard_stack(|| v.clone_with_tensors(f))".to_string()
+            } else {
+                "v.clone_with_tensors(f)".to_string()
+            };
+            let expr = match fd.label {
+                Label::Optional if boxed(m, fd) => {
+                    format!("self.{name}.as_ref().map(|v| Box::new({call}))")
+                }
+                Label::Optional => format!("self.{name}.as_ref().map(|v| {call})"),
+                Label::Repeated => format!("self.{name}.iter().map(|v| {call}).collect()"),
+            };
+            writeln!(o, "        let {name} = {expr};").unwrap();
+            members.push(name);
+        }
+        members.push("unknown_fields: self.unknown_fields.clone()".into());
+        writeln!(o, "        Self {{").unwrap();
+        for mem in members {
+            writeln!(o, "            {mem},").unwrap();
+        }
+        writeln!(
+            o,
+            "        }}
+    }}
+}}
+"
+        )
+        .unwrap();
     }
 }
 
@@ -555,6 +647,14 @@ fn gen_codec(o: &mut String, m: &MessageDef) {
         "    fn unknown_fields_mut(&mut self) -> &mut UnknownFields {{\n        &mut self.unknown_fields\n    }}"
     )
     .unwrap();
+    if reaches_tensor().contains(&m.name) {
+        writeln!(
+            o,
+            "\n    fn without_payloads(&self, min_len: u64) -> Option<Self> {{\n        \
+             Some(self.clone_with_tensors(&mut |t| t.without_payload(min_len)))\n    }}"
+        )
+        .unwrap();
+    }
     writeln!(o, "}}\n").unwrap();
 }
 

@@ -4,12 +4,17 @@ Loads a model with no_copy from a memory map, and views each tensor's raw_data a
 WITHOUT copying: np.frombuffer over a ctypes array placed at the library's pointer. Each array
 keeps the tensor bytes alive through a retained OnnxlOwner token, released by weakref.finalize
 when the last array (or view) over them is gone, so the arrays stay valid after the model is
-freed.
+freed. Payloads whose bytes sit at a 64-byte-aligned address of the mapping are borrowed from it;
+the library copied the others to aligned memory of their own at load time
+(ParseOptions.alignment, default 64; onnxl_model_realigned_tensors counts them), so every array
+can be read with aligned SIMD loads.
 
-    python onnx_light_ctypes.py [--library PATH] [--check] MODEL.onnx...
+    python onnx_light_ctypes.py [--library PATH] [--alignment N] [--check] MODEL.onnx...
 
 --library  the shared library (default: $ONNXL_LIBRARY, then the system's libonnx_light, then
            target/release/libonnx_light.so of this repository)
+--alignment  ParseOptions.alignment (default: the library's, 64; 1 borrows every payload from
+           the mapping wherever it lies)
 --check    also compare every array with onnx.numpy_helper.to_array of the same initializer and
            check it shares memory with the model's raw_data (pointer comparison); exit 1 on a
            mismatch
@@ -102,6 +107,7 @@ class Library:
             "onnxl_parse_options_default": (OnnxlParseOptions, []),
             "onnxl_load_model": (c_status, [ctypes.c_char_p, ctypes.POINTER(OnnxlParseOptions), ctypes.POINTER(c_handle)]),
             "onnxl_model_proto_free": (None, [c_handle]),
+            "onnxl_model_realigned_tensors": (ctypes.c_size_t, [c_handle]),
             "onnxl_model_proto_graph": (c_handle, [c_handle]),
             "onnxl_model_proto_mutable_graph": (c_handle, [c_handle]),
             "onnxl_model_proto_ir_version": (ctypes.c_int64, [c_handle]),
@@ -142,7 +148,7 @@ class Library:
 class Model:
     """A model loaded no_copy from a memory map; tensor_array() gives zero-copy NumPy arrays."""
 
-    def __init__(self, lib: Library, path: str) -> None:
+    def __init__(self, lib: Library, path: str, alignment: int | None) -> None:
         self.lib = lib
         opts = lib.parse_options_default()
         if not KNOWN_PARSE_OPTIONS_SIZE <= opts.struct_size <= ctypes.sizeof(OnnxlParseOptions):
@@ -150,8 +156,10 @@ class Model:
                                  f"this script knows {KNOWN_PARSE_OPTIONS_SIZE}")
         opts.no_copy = True
         opts.file_load_mode = ONNXL_FILE_LOAD_MODE_MMAP
-        opts.raw_data_threshold = 0  # borrow every payload from the mapping, even small ones
-        opts.alignment = 1  # wherever it lies (the default, 64, copies misaligned payloads)
+        opts.raw_data_threshold = 0  # borrow every (aligned) payload from the mapping, even small ones
+        if alignment is not None:
+            opts.alignment = alignment
+        self.alignment = max(1, opts.alignment)
         handle = c_handle()
         lib.check(lib.load_model(os.fsencode(path), ctypes.byref(opts), ctypes.byref(handle)), f"load {path}")
         self.handle = handle
@@ -191,30 +199,31 @@ class Model:
         return np.frombuffer(buf, dtype=dtype).reshape(shape)
 
 
-def mapping_of(address: int) -> str | None:
-    """The file mapped at `address` (from /proc/self/maps), if any."""
+def is_mapped(path: str) -> bool | None:
+    """Whether the file at `path` is mapped in this process (/proc/self/maps); None if unknown."""
+    target = os.path.realpath(path)
     try:
         with open("/proc/self/maps") as maps:
-            for line in maps:
-                fields = line.split(maxsplit=5)
-                lo, hi = (int(x, 16) for x in fields[0].split("-"))
-                if lo <= address < hi:
-                    return fields[5].strip() if len(fields) == 6 else None
+            return any(line.split(maxsplit=5)[5:] == [target + "\n"] or
+                       line.rstrip("\n").endswith(" " + target) for line in maps)
     except OSError:
-        pass
-    return None
+        return None
 
 
-def show(lib: Library, path: str, check: bool) -> int:
-    model = Model(lib, path)
+def show(lib: Library, path: str, check: bool, alignment: int | None) -> int:
+    model = Model(lib, path, alignment)
     graph = lib.model_proto_graph(model.handle)
     print(f"{path}: ir_version {lib.model_proto_ir_version(model.handle)}, producer "
           f"'{lib.model_proto_producer_name(model.handle)}', graph '{lib.graph_proto_name(graph)}' "
           f"with {lib.graph_proto_node_size(graph)} nodes")
     arrays: dict[str, np.ndarray] = {}
     pointers: dict[str, int] = {}
+    borrowed = 0
+    # Counted before any owner token is taken (taking one makes the payload shareable).
+    realigned = lib.model_realigned_tensors(model.handle)
     for t in model.initializers():
         name = str(lib.tensor_proto_name(t))
+        borrowed += bool(lib.tensor_proto_raw_data_is_borrowed(t))
         if lib.tensor_proto_data_location(t) == ONNXL_TENSOR_PROTO_DATA_LOCATION_EXTERNAL:
             print(f"  {name}: external data (not in the model file)")
             continue
@@ -226,7 +235,8 @@ def show(lib: Library, path: str, check: bool) -> int:
         ptr, size = ctypes.c_void_p(), ctypes.c_size_t()
         lib.check(lib.tensor_proto_raw_data(t, ctypes.byref(ptr), ctypes.byref(size)), "raw_data")
         pointers[name] = ptr.value or 0
-    where = mapping_of(next(iter(pointers.values()))) if pointers else None
+    # The file is mapped while something borrows from it (the model's long strings, its tensors).
+    mapped = is_mapped(path)
 
     # The model is freed; the arrays still read the mapped file through their owner tokens.
     model.free()
@@ -237,8 +247,8 @@ def show(lib: Library, path: str, check: bool) -> int:
             break
         values = np.array2string(a.ravel()[:4], precision=4, separator=", ")
         print(f"  {name}: {a.dtype} {list(a.shape)} {values}{' ...' if a.size > 4 else ''}")
-    if where:
-        print(f"  (zero-copy views of the memory-mapped {where})")
+    print(f"  (zero-copy views: {borrowed} of the memory-mapped file, {realigned} of aligned copies "
+          "the library made at load time)")
 
     failures = 0
     a = expected = None
@@ -254,6 +264,10 @@ def show(lib: Library, path: str, check: bool) -> int:
             if not (same_values and same_memory and not a.flags.owndata):
                 print(f"  MISMATCH {name}: values equal {same_values}, shares the model's memory {same_memory}")
                 failures += 1
+        misaligned = [n for n, p in pointers.items() if p % model.alignment]
+        if misaligned:
+            print(f"  MISMATCH: {len(misaligned)} arrays not at a multiple of {model.alignment}: {misaligned[:3]}")
+            failures += 1
         # Dropping the arrays releases their owner tokens (and, with the last one, the mapping).
         before = lib.tokens_released
         count = len(arrays)
@@ -263,24 +277,25 @@ def show(lib: Library, path: str, check: bool) -> int:
         if lib.tokens_released - before != count:
             print(f"  MISMATCH: {lib.tokens_released - before} of {count} owner tokens released")
             failures += 1
-        if where and mapping_of(next(iter(pointers.values()))) == where:
+        if mapped and is_mapped(path):
             print("  MISMATCH: the file is still mapped after every array was released")
             failures += 1
         print(f"  check: {count} arrays equal onnx.numpy_helper.to_array and share the model's memory; "
               f"{count} owner tokens released with them"
-              f"{', and the mapping with the last one' if where else ''}")
+              f"{', and the mapping with the last one' if mapped else ''}")
     return failures
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--library")
+    parser.add_argument("--alignment", type=int)
     parser.add_argument("--check", action="store_true")
     parser.add_argument("models", nargs="+")
     args = parser.parse_args()
     lib = Library(find_library(args.library))
     print(f"onnx_light {lib.version().decode()} from {lib.path}")
-    failures = sum(show(lib, path, args.check) for path in args.models)
+    failures = sum(show(lib, path, args.check, args.alignment) for path in args.models)
     return 1 if failures else 0
 
 

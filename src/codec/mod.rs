@@ -13,8 +13,10 @@ pub use options::{
 };
 pub(crate) use options::{resolve_threads, validate_alignment, validate_threads};
 
-/// How many parses so far parsed initializers in parallel (diagnostics; used by tests to check
-/// that the parallel path is exercised).
+/// How many parses so far parsed initializers in parallel (a test hook: tests check that the
+/// parallel path is exercised).
+#[cfg(feature = "test-hooks")]
+#[doc(hidden)]
 pub fn parallel_parse_count() -> usize {
     parallel::PARALLEL_PARSES.load(std::sync::atomic::Ordering::Relaxed)
 }
@@ -234,8 +236,30 @@ pub(crate) fn plan<M: Message>(m: &M, opts: &SerializeOptions) -> Result<(u64, S
     Ok((len, sizes))
 }
 
+/// With `opts.skip_raw_data`: a copy of `m` without the payloads it drops, and the options to
+/// write it with; `None` when nothing is to be dropped.
+pub(crate) fn skip_payloads<M: Message>(
+    m: &M,
+    opts: &SerializeOptions,
+) -> Option<(M, SerializeOptions)> {
+    if !opts.skip_raw_data {
+        return None;
+    }
+    let copy = m.without_payloads(opts.raw_data_threshold)?;
+    Some((
+        copy,
+        SerializeOptions {
+            skip_raw_data: false,
+            ..opts.clone()
+        },
+    ))
+}
+
 /// Serializes `m` into a new buffer (byte-identical to protobuf's `SerializeToString`).
 pub fn serialize_to_vec<M: Message>(m: &M, opts: &SerializeOptions) -> Result<Vec<u8>> {
+    if let Some((copy, opts)) = skip_payloads(m, opts) {
+        return serialize_to_vec(&copy, &opts);
+    }
     let (len, sizes) = plan(m, opts)?;
     let cap = usize::try_from(len)
         .map_err(|_| Error::LimitExceeded(format!("{len} bytes do not fit in memory")))?;
@@ -290,6 +314,9 @@ pub fn serialize_to_writer<M: Message>(
     writer: impl Write,
     opts: &SerializeOptions,
 ) -> Result<u64> {
+    if let Some((copy, opts)) = skip_payloads(m, opts) {
+        return serialize_to_writer(&copy, writer, &opts);
+    }
     let (len, sizes) = plan(m, opts)?;
     let mut sink = WriteSink::new(std::io::BufWriter::with_capacity(1 << 20, writer));
     m.encode_to(&mut sink, &mut SizeCursor::new(sizes.as_slice()));
@@ -305,6 +332,9 @@ pub fn save_to_file<M: Message>(
     opts: &SerializeOptions,
 ) -> Result<()> {
     let path = path.as_ref();
+    if let Some((copy, opts)) = skip_payloads(m, opts) {
+        return save_to_file(&copy, path, &opts);
+    }
     let (len, sizes) = plan(m, opts)?;
     let mut out = AtomicFile::create(path)?;
     if opts.threads() > 1

@@ -179,6 +179,20 @@ pub struct SerializeOptions {
     pub num_threads: i32,
     /// Refuse to write more than this many bytes (0 = no limit).
     pub max_serialized_size_bytes: u64,
+    /// Write the structure only: tensors with at least `raw_data_threshold` (and at least 1)
+    /// `raw_data` bytes are written without them, as [`ParseOptions::skip_raw_data`] drops them
+    /// on reading (default false). The message in memory is not changed.
+    pub skip_raw_data: bool,
+    /// The model + weights stream: tensors still external in memory (`data_location`
+    /// EXTERNAL, bytes not loaded) keep their `external_data` references as they are instead of
+    /// being read and written to the new weights file; their files must not be ones this save
+    /// writes (default false: such a tensor is an error unless its bytes can be read). Other
+    /// writers write every tensor as it is, references included.
+    pub use_external_data_location: bool,
+    /// The model + weights stream: start a new weights file (`WEIGHTS.1`, `WEIGHTS.2`, ...)
+    /// when the next tensor would take the current one past this size (0 = no limit, the
+    /// default). Other writers write one file.
+    pub max_external_file_size: u64,
 }
 
 impl Default for SerializeOptions {
@@ -188,6 +202,9 @@ impl Default for SerializeOptions {
             alignment: 0,
             num_threads: 1,
             max_serialized_size_bytes: 0,
+            skip_raw_data: false,
+            use_external_data_location: false,
+            max_external_file_size: 0,
         }
     }
 }

@@ -17,7 +17,7 @@
 //!
 //! Files: one concern each — [`format`](EncryptionFormat) (magics, dispatch), `kdf` (PBKDF2,
 //! random bytes), `cbc` (ONNXCRY1), `aead` (ONNXCRY2/3), `stream` (ONNXCRYS), `model` (model
-//! entry points), [`testing`] (fixed salt/IV hooks for known-answer tests; not public API).
+//! entry points), `testing` (fixed salt/IV hooks for known-answer tests; only with the `test-hooks` feature).
 //! Passphrases and plaintext buffers ([`Passphrase`], [`SecretBytes`]) live a layer below, in
 //! `secret`, so that options can hold a passphrase without depending on the ciphers.
 
@@ -27,6 +27,7 @@ mod format;
 mod kdf;
 mod model;
 mod stream;
+#[cfg(feature = "test-hooks")]
 #[doc(hidden)]
 pub mod testing;
 

@@ -13,7 +13,7 @@ use super::{
     EncryptionOptions, Params, cbc, decrypt_any, detect_file_format, encrypt_to_vec,
     onnxcry1_plausible, onnxcry1_refused, read_oneshot,
 };
-use crate::codec::{ParseOptions, parse_from_bytes, parse_from_shared, plan};
+use crate::codec::{ParseOptions, parse_from_bytes, parse_from_shared, plan, skip_payloads};
 use crate::error::{Error, Result};
 use crate::proto::{Message, ModelProto};
 use crate::secret::SecretBytes;
@@ -38,6 +38,13 @@ pub(crate) fn save_to_bytes_with(
     params: &Params,
 ) -> Result<Vec<u8>> {
     opts.validate()?;
+    if let Some((copy, serialize)) = skip_payloads(model, &opts.serialize) {
+        let opts = EncryptionOptions {
+            serialize,
+            ..opts.clone()
+        };
+        return save_to_bytes_with(&copy, key, &opts, params);
+    }
     if opts.format == EncryptionFormat::AesCbc && !onnxcry1_plausible(model) {
         return Err(onnxcry1_refused("this model has unknown fields"));
     }
@@ -62,6 +69,13 @@ pub fn save_encrypted_model(
 ) -> Result<()> {
     let path = path.as_ref();
     opts.validate()?;
+    if let Some((copy, serialize)) = skip_payloads(model, &opts.serialize) {
+        let opts = EncryptionOptions {
+            serialize,
+            ..opts.clone()
+        };
+        return save_encrypted_model(&copy, path, key, &opts);
+    }
     let params = Params::random()?;
     if opts.format != EncryptionFormat::Chunked {
         let bytes = save_to_bytes_with(model, key, opts, &params)?;

@@ -39,8 +39,14 @@ pub struct SaveExternalOptions {
     /// Write threads: 1 = sequential, n > 1 = n threads, negative = all cores; 0 is invalid.
     pub num_threads: i32,
     /// Directory to read tensors that are still external in memory (not loaded) from; without
-    /// it such tensors are an error.
+    /// it such tensors are an error (unless `use_external_data_location`).
     pub source_dir: Option<std::path::PathBuf>,
+    /// Tensors still external in memory (`data_location` EXTERNAL, bytes not loaded) keep their
+    /// `external_data` references as they are, relative to the new model's directory, instead
+    /// of being read and written to the new weight files (default false). A kept reference
+    /// that names a file this save writes (its weight files, their alternates and split parts,
+    /// or the model) is an error.
+    pub use_external_data_location: bool,
     /// fsync every file before it replaces the old one (default true).
     pub sync: bool,
     /// Encrypt every weight file written (ONNXCRYS chunked format; default None: plaintext).
@@ -85,6 +91,7 @@ impl Default for SaveExternalOptions {
             checksum: false,
             num_threads: 1,
             source_dir: None,
+            use_external_data_location: false,
             sync: true,
             encryption: None,
         }

@@ -77,8 +77,13 @@ pub struct OnnxlExternalDataOptions {
     /// Also move the values and indices of sparse tensors (default false: the onnx package
     /// does not read sparse tensors from external data, so they stay inline).
     pub externalize_sparse: u8,
+    /// Tensors still external in memory (not loaded) keep their external_data references as
+    /// they are instead of being read from `source_dir` and rewritten (default false); a kept
+    /// reference naming a file this save writes is `ONNXL_STATUS_PATH_REFUSED`. 0 or 1. (A
+    /// former reserved byte.)
+    pub use_external_data_location: u8,
     /// Must be zero (room for later options).
-    pub reserved: [u8; 6],
+    pub reserved: [u8; 5],
 }
 
 /// Options of loading external data. Get the defaults with
@@ -146,7 +151,8 @@ pub extern "C" fn onnxl_external_data_options_default() -> OnnxlExternalDataOpti
         encryption_chunk_cipher: super::crypto::ONNXL_CHUNK_CIPHER_AES_256_GCM,
         encrypt: 0,
         externalize_sparse: d.externalize_sparse.into(),
-        reserved: [0; 6],
+        use_external_data_location: d.use_external_data_location.into(),
+        reserved: [0; 5],
     }
 }
 
@@ -186,7 +192,7 @@ pub(crate) unsafe fn save_options(
             "OnnxlExternalDataOptions",
         )
     }?;
-    if o.reserved != [0; 6] {
+    if o.reserved != [0; 5] {
         return Err(FfiError::invalid(
             "OnnxlExternalDataOptions.reserved must be zero",
         ));
@@ -217,6 +223,10 @@ pub(crate) unsafe fn save_options(
         checksum: flag(o.checksum, "OnnxlExternalDataOptions.checksum")?,
         num_threads: o.num_threads,
         source_dir,
+        use_external_data_location: flag(
+            o.use_external_data_location,
+            "OnnxlExternalDataOptions.use_external_data_location",
+        )?,
         sync: flag(o.sync, "OnnxlExternalDataOptions.sync")?,
         encryption: if flag(o.encrypt, "OnnxlExternalDataOptions.encrypt")? {
             let cipher = match o.encryption_chunk_cipher {
@@ -684,7 +694,7 @@ mod tests {
         // SAFETY: as above (NULL key with a non-zero length is detected).
         assert!(unsafe { save_options(&o) }.is_err());
         o.encryption_key_len = 0;
-        o.reserved[5] = 1;
+        o.reserved[4] = 1;
         // SAFETY: as above.
         assert!(unsafe { save_options(&o) }.is_err());
         let mut e = onnxl_external_load_options_default();

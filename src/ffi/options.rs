@@ -94,15 +94,31 @@ pub struct OnnxlSerializeOptions {
     pub max_serialized_size_bytes: u64,
     /// 1 = sequential (default), n > 1 = n threads, negative = all cores; 0 is invalid.
     pub num_threads: i32,
+    /// Write the structure only: tensors with at least `raw_data_threshold` payload bytes are
+    /// written without them (the message is not changed), as `OnnxlParseOptions.skip_raw_data`
+    /// drops them on reading. Default 0. 0 or 1. (A former reserved byte: callers that zeroed it
+    /// keep the old behaviour.)
+    pub skip_raw_data: u8,
+    /// The model + weights stream: tensors still external in memory (data_location EXTERNAL,
+    /// bytes not loaded) keep their external_data references as they are instead of being read
+    /// and rewritten; their files must not be ones the save writes. Default 0 (such a tensor
+    /// is an error). 0 or 1. Other writers write every tensor as it is. (A former reserved byte.)
+    pub use_external_data_location: u8,
     /// Must be zero (room for later options).
-    pub reserved: u32,
+    pub reserved: u16,
+    /// (Since struct size 48.) The model + weights stream: start a new weights file
+    /// (`WEIGHTS.1`, `WEIGHTS.2`, ...) when the next tensor would take the current one past
+    /// this many bytes. Default 0 (no limit). Other writers write one file.
+    pub max_external_file_size: u64,
 }
 
 /// Every `struct_size` of `OnnxlParseOptions` ever published (oldest first).
 /// 56: the first; 64: `max_metadata_bytes` appended.
 const PARSE_OPTIONS_SIZES: &[usize] = &[56, size_of::<OnnxlParseOptions>()];
 /// Every `struct_size` of `OnnxlSerializeOptions` ever published (oldest first).
-const SERIALIZE_OPTIONS_SIZES: &[usize] = &[size_of::<OnnxlSerializeOptions>()];
+/// 40: the first; 48: `max_external_file_size` appended (and two reserved bytes became
+/// `skip_raw_data` and `use_external_data_location`).
+const SERIALIZE_OPTIONS_SIZES: &[usize] = &[40, size_of::<OnnxlSerializeOptions>()];
 
 /// The default parse options (same values as the C++ library), with `struct_size` set.
 #[unsafe(no_mangle)]
@@ -135,7 +151,10 @@ pub extern "C" fn onnxl_serialize_options_default() -> OnnxlSerializeOptions {
         alignment: d.alignment,
         max_serialized_size_bytes: d.max_serialized_size_bytes,
         num_threads: d.num_threads,
+        skip_raw_data: d.skip_raw_data.into(),
+        use_external_data_location: d.use_external_data_location.into(),
         reserved: 0,
+        max_external_file_size: d.max_external_file_size,
     }
 }
 
@@ -260,10 +279,16 @@ pub(crate) unsafe fn serialize_options(
     if p.is_null() {
         return Ok(SerializeOptions::default());
     }
-    // SAFETY: non-NULL options (contract).
-    unsafe { checked_size(p, SERIALIZE_OPTIONS_SIZES, "OnnxlSerializeOptions") }?;
-    // SAFETY: the size is the full current struct, so all of it is readable.
-    let o = unsafe { &*p };
+    // SAFETY: non-NULL with `struct_size` readable bytes (contract); an older caller's struct
+    // is a prefix of the current one, the fields it lacks keep their defaults.
+    let o = unsafe {
+        read_versioned(
+            p,
+            onnxl_serialize_options_default(),
+            SERIALIZE_OPTIONS_SIZES,
+            "OnnxlSerializeOptions",
+        )
+    }?;
     if o.reserved != 0 {
         return Err(FfiError::invalid(
             "OnnxlSerializeOptions.reserved must be zero",
@@ -274,6 +299,12 @@ pub(crate) unsafe fn serialize_options(
         alignment: o.alignment,
         num_threads: o.num_threads,
         max_serialized_size_bytes: o.max_serialized_size_bytes,
+        skip_raw_data: flag(o.skip_raw_data, "OnnxlSerializeOptions.skip_raw_data")?,
+        use_external_data_location: flag(
+            o.use_external_data_location,
+            "OnnxlSerializeOptions.use_external_data_location",
+        )?,
+        max_external_file_size: o.max_external_file_size,
     };
     opts.validate()?;
     Ok(opts)
@@ -329,7 +360,7 @@ mod tests {
     #[test]
     fn layout_has_no_tail_padding() {
         assert_eq!(size_of::<OnnxlParseOptions>(), 64);
-        assert_eq!(size_of::<OnnxlSerializeOptions>(), 40);
+        assert_eq!(size_of::<OnnxlSerializeOptions>(), 48);
     }
 
     #[test]
@@ -387,6 +418,22 @@ mod tests {
             assert_eq!(
                 serialize_options(&s).unwrap_err().status,
                 OnnxlStatus::InvalidArgument
+            );
+            // The first published size (40) still works: the fields it lacks take defaults.
+            s = onnxl_serialize_options_default();
+            s.max_external_file_size = 4096;
+            s.skip_raw_data = 1;
+            s.struct_size = 40;
+            let o = serialize_options(&s).unwrap();
+            assert_eq!((o.max_external_file_size, o.skip_raw_data), (0, true));
+            s.struct_size = 48;
+            assert_eq!(serialize_options(&s).unwrap().max_external_file_size, 4096);
+            s.use_external_data_location = 2;
+            let e = serialize_options(&s).unwrap_err();
+            assert!(
+                e.message.contains("use_external_data_location"),
+                "{}",
+                e.message
             );
             p = onnxl_parse_options_default();
             p.file_load_mode = OnnxlFileLoadMode::Mmap as u32;

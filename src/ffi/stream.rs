@@ -228,6 +228,9 @@ impl Stream {
                         "a model + weights stream holds a ModelProto only".to_string(),
                     )
                 })?;
+                // `skip_raw_data`: the dropped payloads are written nowhere.
+                let skipped = codec::skip_payloads(m, opts);
+                let m = skipped.as_ref().map_or(m, |(copy, _)| copy);
                 // `SerializeOptions.alignment`: 0 = the default (4096), 1 = packed.
                 let defaults = SaveExternalOptions::default();
                 let save = SaveExternalOptions {
@@ -239,6 +242,8 @@ impl Stream {
                         a => a,
                     },
                     align_threshold: 0,
+                    max_external_file_size: opts.max_external_file_size,
+                    use_external_data_location: opts.use_external_data_location,
                     ..defaults
                 };
                 crate::external::save_model_with_external_data(m, path.as_path(), &save)?;

@@ -398,6 +398,10 @@ impl Message for AttributeProto {
     fn unknown_fields_mut(&mut self) -> &mut UnknownFields {
         &mut self.unknown_fields
     }
+
+    fn without_payloads(&self, min_len: u64) -> Option<Self> {
+        Some(self.clone_with_tensors(&mut |t| t.without_payload(min_len)))
+    }
 }
 
 impl AttributeProto {
@@ -1032,6 +1036,10 @@ impl Message for NodeProto {
 
     fn unknown_fields_mut(&mut self) -> &mut UnknownFields {
         &mut self.unknown_fields
+    }
+
+    fn without_payloads(&self, min_len: u64) -> Option<Self> {
+        Some(self.clone_with_tensors(&mut |t| t.without_payload(min_len)))
     }
 }
 
@@ -1929,6 +1937,10 @@ impl Message for TrainingInfoProto {
     fn unknown_fields_mut(&mut self) -> &mut UnknownFields {
         &mut self.unknown_fields
     }
+
+    fn without_payloads(&self, min_len: u64) -> Option<Self> {
+        Some(self.clone_with_tensors(&mut |t| t.without_payload(min_len)))
+    }
 }
 
 impl TrainingInfoProto {
@@ -2205,6 +2217,10 @@ impl Message for ModelProto {
 
     fn unknown_fields_mut(&mut self) -> &mut UnknownFields {
         &mut self.unknown_fields
+    }
+
+    fn without_payloads(&self, min_len: u64) -> Option<Self> {
+        Some(self.clone_with_tensors(&mut |t| t.without_payload(min_len)))
     }
 }
 
@@ -2936,6 +2952,10 @@ impl Message for GraphProto {
     fn unknown_fields_mut(&mut self) -> &mut UnknownFields {
         &mut self.unknown_fields
     }
+
+    fn without_payloads(&self, min_len: u64) -> Option<Self> {
+        Some(self.clone_with_tensors(&mut |t| t.without_payload(min_len)))
+    }
 }
 
 impl GraphProto {
@@ -3352,6 +3372,10 @@ impl Message for TensorProto {
     fn unknown_fields_mut(&mut self) -> &mut UnknownFields {
         &mut self.unknown_fields
     }
+
+    fn without_payloads(&self, min_len: u64) -> Option<Self> {
+        Some(self.clone_with_tensors(&mut |t| t.without_payload(min_len)))
+    }
 }
 
 impl TensorProto {
@@ -3751,6 +3775,10 @@ impl Message for SparseTensorProto {
 
     fn unknown_fields_mut(&mut self) -> &mut UnknownFields {
         &mut self.unknown_fields
+    }
+
+    fn without_payloads(&self, min_len: u64) -> Option<Self> {
+        Some(self.clone_with_tensors(&mut |t| t.without_payload(min_len)))
     }
 }
 
@@ -5478,6 +5506,10 @@ impl Message for FunctionProto {
     fn unknown_fields_mut(&mut self) -> &mut UnknownFields {
         &mut self.unknown_fields
     }
+
+    fn without_payloads(&self, min_len: u64) -> Option<Self> {
+        Some(self.clone_with_tensors(&mut |t| t.without_payload(min_len)))
+    }
 }
 
 impl FunctionProto {
@@ -5865,6 +5897,10 @@ impl Message for SequenceProto {
     fn unknown_fields_mut(&mut self) -> &mut UnknownFields {
         &mut self.unknown_fields
     }
+
+    fn without_payloads(&self, min_len: u64) -> Option<Self> {
+        Some(self.clone_with_tensors(&mut |t| t.without_payload(min_len)))
+    }
 }
 
 impl SequenceProto {
@@ -6132,6 +6168,10 @@ impl Message for MapProto {
 
     fn unknown_fields_mut(&mut self) -> &mut UnknownFields {
         &mut self.unknown_fields
+    }
+
+    fn without_payloads(&self, min_len: u64) -> Option<Self> {
+        Some(self.clone_with_tensors(&mut |t| t.without_payload(min_len)))
     }
 }
 
@@ -6414,6 +6454,10 @@ impl Message for OptionalProto {
 
     fn unknown_fields_mut(&mut self) -> &mut UnknownFields {
         &mut self.unknown_fields
+    }
+
+    fn without_payloads(&self, min_len: u64) -> Option<Self> {
+        Some(self.clone_with_tensors(&mut |t| t.without_payload(min_len)))
     }
 }
 
@@ -6857,6 +6901,232 @@ impl OptionalProto {
         }
         if let Some(v) = &mut self.optional_value {
             crate::wire::guard_stack(|| v.visit_tensors_mut(f));
+        }
+    }
+}
+
+impl AttributeProto {
+    /// A copy in which every `TensorProto` reachable from this message is `f(original)`,
+    /// called in the order of `visit_tensors`; every other field is cloned.
+    pub fn clone_with_tensors(&self, f: &mut dyn FnMut(&TensorProto) -> TensorProto) -> Self {
+        let t = self.t.as_ref().map(|v| Box::new(v.clone_with_tensors(f)));
+        let g = self.g.as_ref().map(|v| Box::new(crate::wire::guard_stack(|| v.clone_with_tensors(f))));
+        let sparse_tensor = self.sparse_tensor.as_ref().map(|v| Box::new(v.clone_with_tensors(f)));
+        let tensors = self.tensors.iter().map(|v| v.clone_with_tensors(f)).collect();
+        let graphs = self.graphs.iter().map(|v| crate::wire::guard_stack(|| v.clone_with_tensors(f))).collect();
+        let sparse_tensors = self.sparse_tensors.iter().map(|v| v.clone_with_tensors(f)).collect();
+        Self {
+            name: self.name.clone(),
+            ref_attr_name: self.ref_attr_name.clone(),
+            doc_string: self.doc_string.clone(),
+            r#type: self.r#type.clone(),
+            f: self.f.clone(),
+            i: self.i.clone(),
+            s: self.s.clone(),
+            t,
+            g,
+            sparse_tensor,
+            tp: self.tp.clone(),
+            floats: self.floats.clone(),
+            ints: self.ints.clone(),
+            strings: self.strings.clone(),
+            tensors,
+            graphs,
+            sparse_tensors,
+            type_protos: self.type_protos.clone(),
+            unknown_fields: self.unknown_fields.clone(),
+        }
+    }
+}
+
+impl NodeProto {
+    /// A copy in which every `TensorProto` reachable from this message is `f(original)`,
+    /// called in the order of `visit_tensors`; every other field is cloned.
+    pub fn clone_with_tensors(&self, f: &mut dyn FnMut(&TensorProto) -> TensorProto) -> Self {
+        let attribute = self.attribute.iter().map(|v| v.clone_with_tensors(f)).collect();
+        Self {
+            input: self.input.clone(),
+            output: self.output.clone(),
+            name: self.name.clone(),
+            op_type: self.op_type.clone(),
+            domain: self.domain.clone(),
+            overload: self.overload.clone(),
+            attribute,
+            doc_string: self.doc_string.clone(),
+            metadata_props: self.metadata_props.clone(),
+            device_configurations: self.device_configurations.clone(),
+            unknown_fields: self.unknown_fields.clone(),
+        }
+    }
+}
+
+impl TrainingInfoProto {
+    /// A copy in which every `TensorProto` reachable from this message is `f(original)`,
+    /// called in the order of `visit_tensors`; every other field is cloned.
+    pub fn clone_with_tensors(&self, f: &mut dyn FnMut(&TensorProto) -> TensorProto) -> Self {
+        let initialization = self.initialization.as_ref().map(|v| Box::new(v.clone_with_tensors(f)));
+        let algorithm = self.algorithm.as_ref().map(|v| Box::new(v.clone_with_tensors(f)));
+        Self {
+            initialization,
+            algorithm,
+            initialization_binding: self.initialization_binding.clone(),
+            update_binding: self.update_binding.clone(),
+            unknown_fields: self.unknown_fields.clone(),
+        }
+    }
+}
+
+impl ModelProto {
+    /// A copy in which every `TensorProto` reachable from this message is `f(original)`,
+    /// called in the order of `visit_tensors`; every other field is cloned.
+    pub fn clone_with_tensors(&self, f: &mut dyn FnMut(&TensorProto) -> TensorProto) -> Self {
+        let graph = self.graph.as_ref().map(|v| Box::new(v.clone_with_tensors(f)));
+        let training_info = self.training_info.iter().map(|v| v.clone_with_tensors(f)).collect();
+        let functions = self.functions.iter().map(|v| v.clone_with_tensors(f)).collect();
+        Self {
+            ir_version: self.ir_version.clone(),
+            opset_import: self.opset_import.clone(),
+            producer_name: self.producer_name.clone(),
+            producer_version: self.producer_version.clone(),
+            domain: self.domain.clone(),
+            model_version: self.model_version.clone(),
+            doc_string: self.doc_string.clone(),
+            graph,
+            metadata_props: self.metadata_props.clone(),
+            training_info,
+            functions,
+            configuration: self.configuration.clone(),
+            unknown_fields: self.unknown_fields.clone(),
+        }
+    }
+}
+
+impl GraphProto {
+    /// A copy in which every `TensorProto` reachable from this message is `f(original)`,
+    /// called in the order of `visit_tensors`; every other field is cloned.
+    pub fn clone_with_tensors(&self, f: &mut dyn FnMut(&TensorProto) -> TensorProto) -> Self {
+        let node = self.node.iter().map(|v| v.clone_with_tensors(f)).collect();
+        let initializer = self.initializer.iter().map(|v| v.clone_with_tensors(f)).collect();
+        let sparse_initializer = self.sparse_initializer.iter().map(|v| v.clone_with_tensors(f)).collect();
+        Self {
+            node,
+            name: self.name.clone(),
+            initializer,
+            sparse_initializer,
+            doc_string: self.doc_string.clone(),
+            input: self.input.clone(),
+            output: self.output.clone(),
+            value_info: self.value_info.clone(),
+            quantization_annotation: self.quantization_annotation.clone(),
+            metadata_props: self.metadata_props.clone(),
+            unknown_fields: self.unknown_fields.clone(),
+        }
+    }
+}
+
+impl TensorProto {
+    /// A copy in which every `TensorProto` reachable from this message is `f(original)`,
+    /// called in the order of `visit_tensors`; every other field is cloned.
+    pub fn clone_with_tensors(&self, f: &mut dyn FnMut(&TensorProto) -> TensorProto) -> Self {
+        f(self)
+    }
+}
+
+impl SparseTensorProto {
+    /// A copy in which every `TensorProto` reachable from this message is `f(original)`,
+    /// called in the order of `visit_tensors`; every other field is cloned.
+    pub fn clone_with_tensors(&self, f: &mut dyn FnMut(&TensorProto) -> TensorProto) -> Self {
+        let values = self.values.as_ref().map(|v| Box::new(v.clone_with_tensors(f)));
+        let indices = self.indices.as_ref().map(|v| Box::new(v.clone_with_tensors(f)));
+        Self {
+            values,
+            indices,
+            dims: self.dims.clone(),
+            unknown_fields: self.unknown_fields.clone(),
+        }
+    }
+}
+
+impl FunctionProto {
+    /// A copy in which every `TensorProto` reachable from this message is `f(original)`,
+    /// called in the order of `visit_tensors`; every other field is cloned.
+    pub fn clone_with_tensors(&self, f: &mut dyn FnMut(&TensorProto) -> TensorProto) -> Self {
+        let attribute_proto = self.attribute_proto.iter().map(|v| v.clone_with_tensors(f)).collect();
+        let node = self.node.iter().map(|v| v.clone_with_tensors(f)).collect();
+        Self {
+            name: self.name.clone(),
+            input: self.input.clone(),
+            output: self.output.clone(),
+            attribute: self.attribute.clone(),
+            attribute_proto,
+            node,
+            doc_string: self.doc_string.clone(),
+            opset_import: self.opset_import.clone(),
+            domain: self.domain.clone(),
+            overload: self.overload.clone(),
+            value_info: self.value_info.clone(),
+            metadata_props: self.metadata_props.clone(),
+            unknown_fields: self.unknown_fields.clone(),
+        }
+    }
+}
+
+impl SequenceProto {
+    /// A copy in which every `TensorProto` reachable from this message is `f(original)`,
+    /// called in the order of `visit_tensors`; every other field is cloned.
+    pub fn clone_with_tensors(&self, f: &mut dyn FnMut(&TensorProto) -> TensorProto) -> Self {
+        let tensor_values = self.tensor_values.iter().map(|v| v.clone_with_tensors(f)).collect();
+        let sparse_tensor_values = self.sparse_tensor_values.iter().map(|v| v.clone_with_tensors(f)).collect();
+        let sequence_values = self.sequence_values.iter().map(|v| crate::wire::guard_stack(|| v.clone_with_tensors(f))).collect();
+        let map_values = self.map_values.iter().map(|v| v.clone_with_tensors(f)).collect();
+        let optional_values = self.optional_values.iter().map(|v| v.clone_with_tensors(f)).collect();
+        Self {
+            name: self.name.clone(),
+            elem_type: self.elem_type.clone(),
+            tensor_values,
+            sparse_tensor_values,
+            sequence_values,
+            map_values,
+            optional_values,
+            unknown_fields: self.unknown_fields.clone(),
+        }
+    }
+}
+
+impl MapProto {
+    /// A copy in which every `TensorProto` reachable from this message is `f(original)`,
+    /// called in the order of `visit_tensors`; every other field is cloned.
+    pub fn clone_with_tensors(&self, f: &mut dyn FnMut(&TensorProto) -> TensorProto) -> Self {
+        let values = self.values.as_ref().map(|v| Box::new(crate::wire::guard_stack(|| v.clone_with_tensors(f))));
+        Self {
+            name: self.name.clone(),
+            key_type: self.key_type.clone(),
+            keys: self.keys.clone(),
+            string_keys: self.string_keys.clone(),
+            values,
+            unknown_fields: self.unknown_fields.clone(),
+        }
+    }
+}
+
+impl OptionalProto {
+    /// A copy in which every `TensorProto` reachable from this message is `f(original)`,
+    /// called in the order of `visit_tensors`; every other field is cloned.
+    pub fn clone_with_tensors(&self, f: &mut dyn FnMut(&TensorProto) -> TensorProto) -> Self {
+        let tensor_value = self.tensor_value.as_ref().map(|v| Box::new(v.clone_with_tensors(f)));
+        let sparse_tensor_value = self.sparse_tensor_value.as_ref().map(|v| Box::new(v.clone_with_tensors(f)));
+        let sequence_value = self.sequence_value.as_ref().map(|v| Box::new(crate::wire::guard_stack(|| v.clone_with_tensors(f))));
+        let map_value = self.map_value.as_ref().map(|v| Box::new(v.clone_with_tensors(f)));
+        let optional_value = self.optional_value.as_ref().map(|v| Box::new(crate::wire::guard_stack(|| v.clone_with_tensors(f))));
+        Self {
+            name: self.name.clone(),
+            elem_type: self.elem_type.clone(),
+            tensor_value,
+            sparse_tensor_value,
+            sequence_value,
+            map_value,
+            optional_value,
+            unknown_fields: self.unknown_fields.clone(),
         }
     }
 }

@@ -6,6 +6,7 @@ mod display;
 #[rustfmt::skip]
 #[allow(clippy::all, unused_variables)]
 mod generated;
+mod payload;
 pub mod schema;
 pub mod text_format;
 

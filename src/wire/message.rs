@@ -27,6 +27,13 @@ pub trait Message: Default + Clone + Send + Sync + 'static {
     /// Fields not in the schema, for editing.
     fn unknown_fields_mut(&mut self) -> &mut UnknownFields;
 
+    /// A copy in which every tensor with at least `min_len` (and at least 1) `raw_data` bytes
+    /// has none (`SerializeOptions::skip_raw_data`); `None` for messages that hold no tensor.
+    fn without_payloads(&self, min_len: u64) -> Option<Self> {
+        let _ = min_len;
+        None
+    }
+
     /// Parses `bytes` (payloads copied, default limits), like protobuf's `ParseFromString`.
     fn parse_from_bytes(bytes: &[u8]) -> Result<Self> {
         let mut m = Self::default();

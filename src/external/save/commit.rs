@@ -18,7 +18,6 @@ use std::collections::{HashMap, HashSet};
 use std::path::Path;
 
 use super::plan::{Plan, Previous, Unloaded};
-use super::walk::{clone_model, clone_without_payload};
 use crate::bytes::ByteSpan;
 use crate::codec::SerializeOptions;
 use crate::error::Result;
@@ -54,8 +53,8 @@ fn metadata_copy(
         blob_entries,
         ..
     } = plan;
-    clone_model(model, &mut |t| {
-        let mut c = clone_without_payload(t);
+    model.clone_with_tensors(&mut |t| {
+        let mut c = t.clone_without_payload();
         let key = t as *const TensorProto;
         if let Some(p) = placements.get(&key) {
             ExternalDataInfo {

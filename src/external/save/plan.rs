@@ -197,6 +197,8 @@ pub(crate) fn unloaded_tensors(
         }
     });
     match (&opts.source_dir, first) {
+        // Kept as references (checked by `plan`), never read.
+        _ if opts.use_external_data_location => Ok(HashMap::new()),
         (_, None) => Ok(HashMap::new()),
         (Some(src), Some(_)) => {
             map_external_tensors(model, src, opts.encryption.as_ref().map(|e| &e.key))
@@ -565,6 +567,9 @@ pub(crate) fn plan<'a>(input: PlanInput<'a, '_>) -> Result<Plan<'a>> {
     if let Family::PerTensor(names) = &mut out.family {
         names.extend(out.files.iter().map(|f| f.location.to_ascii_lowercase()));
     }
+    if opts.use_external_data_location {
+        check_kept_references(model, unloaded, &out.family, model_name)?;
+    }
     choose_first_commit_names(
         &mut out.files,
         primary.as_deref(),
@@ -573,6 +578,53 @@ pub(crate) fn plan<'a>(input: PlanInput<'a, '_>) -> Result<Plan<'a>> {
         previous,
     );
     Ok(out)
+}
+
+/// With `use_external_data_location`: the references kept as they are (tensors still external
+/// in memory) must not name a file this save writes or may remove (its weight file family) or
+/// the model itself; they must be valid relative locations.
+fn check_kept_references(
+    model: &ModelProto,
+    unloaded: &Unloaded,
+    family: &Family,
+    model_name: &str,
+) -> Result<()> {
+    let mut problem: Option<Error> = None;
+    model.visit_tensors(&mut |t| {
+        if problem.is_some() || !uses_external_data(t) || bytes_of(t, unloaded).is_some() {
+            return;
+        }
+        let tensor = t.name().to_string_lossy().into_owned();
+        let location = match ExternalDataInfo::parse(t) {
+            Ok(info) => info.location,
+            Err(reason) => {
+                problem = Some(Error::ExternalData {
+                    tensor,
+                    path: model_name.into(),
+                    reason: format!("kept external reference: {reason}"),
+                });
+                return;
+            }
+        };
+        let lower = match normalize_location(&location) {
+            Ok(rel) => location_string(&rel).to_ascii_lowercase(),
+            Err(r) => {
+                problem = Some(refused(&location, format!("kept external reference: {r}")));
+                return;
+            }
+        };
+        if family.contains(&lower) || lower == model_name.to_ascii_lowercase() {
+            problem = Some(refused(
+                &location,
+                format!(
+                    "tensor '{tensor}' keeps this external reference \
+                     (use_external_data_location), but this save writes that file: choose \
+                     another location, or load the tensor's data first"
+                ),
+            ));
+        }
+    });
+    problem.map_or(Ok(()), Err)
 }
 
 /// Names of the first commit: a wanted name the previous model references (or, when its

@@ -1,0 +1,60 @@
+//! Copies of a tensor without its payload: the save's metadata copy writes each tensor's bytes
+//! elsewhere, and `SerializeOptions::skip_raw_data` writes the structure only.
+
+use super::TensorProto;
+
+impl TensorProto {
+    /// A copy of every field except `raw_data` (unset in the copy). The struct is destructured
+    /// exhaustively, so a field added to the schema fails to compile here instead of being
+    /// dropped.
+    pub fn clone_without_payload(&self) -> TensorProto {
+        let TensorProto {
+            dims,
+            data_type,
+            segment,
+            float_data,
+            int32_data,
+            string_data,
+            int64_data,
+            name,
+            doc_string,
+            raw_data: _,
+            external_data,
+            data_location,
+            double_data,
+            uint64_data,
+            metadata_props,
+            unknown_fields,
+        } = self;
+        TensorProto {
+            dims: dims.clone(),
+            data_type: *data_type,
+            segment: segment.clone(),
+            float_data: float_data.clone(),
+            int32_data: int32_data.clone(),
+            string_data: string_data.clone(),
+            int64_data: int64_data.clone(),
+            name: name.clone(),
+            doc_string: doc_string.clone(),
+            raw_data: None,
+            external_data: external_data.clone(),
+            data_location: *data_location,
+            double_data: double_data.clone(),
+            uint64_data: uint64_data.clone(),
+            metadata_props: metadata_props.clone(),
+            unknown_fields: unknown_fields.clone(),
+        }
+    }
+
+    /// A copy without `raw_data` when it holds at least `min_len` bytes (and at least one),
+    /// else a full copy: what [`crate::wire::Message::without_payloads`] writes for each tensor.
+    pub fn without_payload(&self, min_len: u64) -> TensorProto {
+        let mut copy = self.clone_without_payload();
+        if let Some(r) = &self.raw_data
+            && (r.is_empty() || (r.len() as u64) < min_len)
+        {
+            copy.raw_data = Some(r.clone());
+        }
+        copy
+    }
+}
