@@ -680,6 +680,13 @@ fn serialize_skip_raw_data_writes_what_a_skipping_parse_reads() {
             let mut out = Vec::new();
             let n = onnx_light::serialize_to_writer(&m, &mut out, &opts).unwrap();
             assert_eq!((out.len() as u64, &out), (n, &expected), "{what}: writer");
+            let mut into = Vec::new();
+            onnx_light::serialize_into(&m, &opts, |len| {
+                into.resize(len, 0);
+                Ok(&mut into[..])
+            })
+            .unwrap();
+            assert_eq!(into, expected, "{what}: into a caller's buffer");
             let path = dir.join("skip.onnx");
             onnx_light::save_model(&m, &path, &opts).unwrap();
             assert_eq!(std::fs::read(&path).unwrap(), expected, "{what}: file");

@@ -289,6 +289,9 @@ pub fn serialize_into<'b, M: Message>(
     opts: &SerializeOptions,
     alloc: impl FnOnce(usize) -> Result<&'b mut [u8]>,
 ) -> Result<()> {
+    if let Some((copy, opts)) = skip_payloads(m, opts) {
+        return serialize_into(&copy, &opts, alloc);
+    }
     let (len, sizes) = plan(m, opts)?;
     let cap = usize::try_from(len)
         .map_err(|_| Error::LimitExceeded(format!("{len} bytes do not fit in memory")))?;
