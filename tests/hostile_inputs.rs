@@ -13,7 +13,7 @@ use common::{Counting, peak_of, wrap};
 use onnx_light::proto::schema::{self, Kind, Label};
 use onnx_light::proto::{Message, MessageVisitor, ModelProto, TensorProto, visit_message_type};
 use onnx_light::wire::{put_varint, tag};
-use onnx_light::{DecodeErrorKind, Error, ParseOptions};
+use onnx_light::{DecodeErrorKind, Error, ParseOptions, SaveExternalOptions};
 
 #[global_allocator]
 static ALLOC: Counting = Counting;
@@ -997,6 +997,249 @@ fn encrypted_headers(s: &mut Suite) {
     }
 }
 
+/// Message of `e`, asserting it contains every needle.
+fn assert_message(what: &str, e: &Error, needles: &[&str]) {
+    let msg = e.to_string();
+    for n in needles {
+        assert!(msg.contains(n), "{what}: {n:?} not in {msg:?}");
+    }
+}
+
+/// The inputs of an adversarial pass over the loader and saver (each a regression case of a
+/// defect it found): nesting as deep as the maximum depth allows and past it, 200 000 distinct
+/// pre-packed keys, a flood of empty dims, device/procfs/FIFO/directory/empty paths, huge
+/// alignment and thread counts, terminal escape sequences in names and locations, a save into a
+/// missing directory, and ONNXCRY1 ciphertexts with a bad padding. Every outcome is asserted:
+/// the error kind and the words of its message, or the accepted result.
+fn adversarial_pass(s: &mut Suite) {
+    let cat = "adversarial pass";
+    let max_depth = ParseOptions {
+        max_recursion_depth: onnx_light::codec::MAX_RECURSION_DEPTH_LIMIT,
+        ..Default::default()
+    };
+    // 332 graph-in-attribute levels: depth 997 (overflowed a 768 KiB stack before).
+    for (levels, ok) in [(332usize, true), (333, true), (334, false)] {
+        s.case(
+            cat,
+            &|| format!("{levels} nested graphs at depth limit 1000"),
+            || {
+                let input = nested_graphs(levels);
+                match onnx_light::parse_from_bytes::<ModelProto>(&input, &max_depth) {
+                    Ok(m) => {
+                        assert!(ok, "{levels} levels accepted");
+                        assert_eq!(m.serialize_to_vec(), input);
+                    }
+                    Err(e) => {
+                        assert!(!ok, "{levels} levels: {e}");
+                        assert_eq!(decode_kind(&e), &DecodeErrorKind::RecursionLimit(1000));
+                        assert_message("deep graphs", &e, &["recursion limit 1000", ".g.node[0]"]);
+                    }
+                }
+            },
+        );
+    }
+    // 200 000 distinct pre-packed keys on one tensor (37 s in `info` before).
+    let entries: Vec<(String, String)> = (0..200_000)
+        .map(|i| (format!("prepacked_{i}"), format!("key{i}|{i};1;0")))
+        .collect();
+    s.case(cat, &|| "200 000 pre-packed keys".into(), || {
+        let blobs = onnx_light::external::prepacked_blobs_of(&entries).unwrap();
+        assert_eq!(blobs.len(), 200_000);
+        assert_eq!(blobs[199_999].0, "key199999");
+        assert_eq!(blobs[199_999].1[0].offset, 199_999);
+    });
+    drop(entries);
+    // Empty `TensorShapeProto.dim` entries: ~36 bytes of memory per input byte, charged.
+    s.case(cat, &|| "1 million empty dims".into(), || {
+        let shape = [0x0au8, 0x00].repeat(1_000_000);
+        let input = wrap(7, &wrap(11, &wrap(2, &wrap(1, &wrap(2, &shape)))));
+        let opts = ParseOptions {
+            max_metadata_bytes: 8 << 20,
+            ..Default::default()
+        };
+        let e = onnx_light::parse_from_bytes::<ModelProto>(&input, &opts).unwrap_err();
+        assert_eq!(
+            decode_kind(&e),
+            &DecodeErrorKind::MetadataLimit { limit: 8 << 20 }
+        );
+        assert_message(
+            "empty dims",
+            &e,
+            &["tensor_type.shape.dim[", "max_metadata_bytes"],
+        );
+    });
+    // Paths that are not regular files, and an empty file.
+    let dir = std::env::temp_dir().join(format!("onnx_light_adversarial_{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let fifo = dir.join("fifo.onnx");
+    let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+    // SAFETY: a valid NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    let paths: Vec<(std::path::PathBuf, &str)> = vec![
+        ("/dev/zero".into(), "a character device, not a regular file"),
+        (
+            "/dev/urandom".into(),
+            "a character device, not a regular file",
+        ),
+        ("/proc/self/status".into(), "procfs"),
+        ("/proc/self/mem".into(), "procfs"),
+        (dir.clone(), "a directory, not a regular file"),
+        (fifo.clone(), "a FIFO, not a regular file"),
+    ];
+    for (path, kind) in paths {
+        s.case(cat, &|| format!("model path {}", path.display()), || {
+            let e = onnx_light::load_model(&path, &ParseOptions::default()).unwrap_err();
+            assert!(matches!(e, Error::Io { .. }), "{}: {e:?}", path.display());
+            assert_message("path", &e, &[&path.display().to_string(), kind]);
+        });
+    }
+    let empty = dir.join("empty.onnx");
+    std::fs::write(&empty, b"").unwrap();
+    s.case(cat, &|| "0-byte model file".into(), || {
+        // A valid (empty) protobuf message, as protobuf says; `onnx-light check` reports the
+        // missing IR version, graph and opsets (cli/tests).
+        let m: ModelProto = onnx_light::load_model(&empty, &ParseOptions::default()).unwrap();
+        assert!(!m.has_ir_version() && !m.has_graph() && m.opset_import.is_empty());
+    });
+    // Option values out of range.
+    let model = {
+        let mut m = ModelProto::new();
+        m.set_ir_version(10);
+        let t = m.mutable_graph().add_initializer();
+        t.set_name("w");
+        t.set_data_type(2);
+        t.add_dims(4096);
+        t.set_raw_data(vec![1u8; 4096]);
+        m
+    };
+    for alignment in [1u64 << 63, 1 << 40, 32 << 20, u64::MAX, 3] {
+        s.case(cat, &|| format!("save alignment {alignment}"), || {
+            let opts = SaveExternalOptions {
+                alignment,
+                ..Default::default()
+            };
+            let e = onnx_light::save_model_with_external_data(&model, dir.join("a.onnx"), &opts)
+                .unwrap_err();
+            assert!(
+                matches!(
+                    e,
+                    Error::InvalidOption {
+                        name: "alignment",
+                        ..
+                    }
+                ),
+                "alignment {alignment}: {e:?}"
+            );
+            let reason = if alignment.is_power_of_two() {
+                "above the maximum 16777216"
+            } else {
+                "not 0, 1 or a power of two"
+            };
+            assert_message("alignment", &e, &[reason]);
+            assert!(!dir.join("a.onnx").exists() && !dir.join("a.onnx.data").exists());
+        });
+    }
+    for threads in [1_000_000, i32::MAX] {
+        s.case(cat, &|| format!("num_threads {threads}"), || {
+            let opts = ParseOptions {
+                num_threads: threads,
+                ..Default::default()
+            };
+            let e = onnx_light::parse_from_bytes::<ModelProto>(&[], &opts).unwrap_err();
+            assert!(
+                matches!(
+                    e,
+                    Error::InvalidOption {
+                        name: "num_threads",
+                        ..
+                    }
+                ),
+                "{e:?}"
+            );
+            assert_message("threads", &e, &[&threads.to_string(), "above the maximum"]);
+        });
+    }
+    // A save into a directory that does not exist names that directory.
+    s.case(cat, &|| "save into a missing directory".into(), || {
+        let missing = dir.join("no_such_dir");
+        let e = onnx_light::save_model_with_external_data(
+            &model,
+            missing.join("m.onnx"),
+            &SaveExternalOptions::default(),
+        )
+        .unwrap_err();
+        assert_message("missing directory", &e, &[&missing.display().to_string()]);
+        assert!(!missing.exists());
+    });
+    // Terminal escape sequences in names and an external location: kept byte for byte (the
+    // tool escapes them when it prints), and a location that leads nowhere is refused naming it.
+    let hostile = "evil\x1b]0;pwned\x07\x1b[2J\u{9b}31m\u{202e}";
+    s.case(cat, &|| "escape sequences in names".into(), || {
+        let mut m = model.clone();
+        m.set_producer_name(hostile);
+        m.mutable_graph().set_name(hostile);
+        m.mutable_graph().initializer[0].set_name(hostile);
+        let bytes = m.serialize_to_vec();
+        let back = parse_model(&bytes).unwrap();
+        assert_eq!(back.graph().name().as_bytes(), hostile.as_bytes());
+        assert_eq!(back.serialize_to_vec(), bytes);
+        let mut ext = external_model(&[4], &[("location", hostile)]);
+        let e = onnx_light::load_external_data_for_model(&mut ext, &dir, &ParseOptions::default())
+            .unwrap_err();
+        assert!(matches!(e, Error::ExternalData { .. }), "{e:?}");
+        assert_message("escaped location", &e, &["evil", "cannot open"]);
+    });
+    let _ = std::fs::remove_dir_all(&dir);
+    // ONNXCRY1 (CBC): a bad padding fails like a corrupted block (same error, same work).
+    s.case(cat, &|| "ONNXCRY1 with a bad padding".into(), || {
+        use onnx_light::crypto::{EncryptionFormat, EncryptionOptions};
+        let plain = model.serialize_to_vec();
+        let opts = EncryptionOptions {
+            format: EncryptionFormat::AesCbc,
+            ..Default::default()
+        };
+        let key = b"k";
+        let ct =
+            onnx_light::crypto::testing::encrypt_bytes_with(&plain, key, &opts, [1; 16], [2; 16])
+                .unwrap();
+        assert_eq!(
+            onnx_light::crypto::decrypt_bytes(&ct, key)
+                .unwrap()
+                .as_slice(),
+            plain
+        );
+        let n = ct.len();
+        let mut bad_padding = ct.clone();
+        bad_padding[n - 17] ^= 0x5a; // last byte of the next-to-last block: the padding byte
+        let mut bad_block = ct.clone();
+        bad_block[n / 2] ^= 0x5a;
+        let e1 = onnx_light::load_encrypted_model_from_bytes(
+            &bad_padding,
+            key,
+            &ParseOptions::default(),
+        )
+        .unwrap_err();
+        let e2 =
+            onnx_light::load_encrypted_model_from_bytes(&bad_block, key, &ParseOptions::default())
+                .err();
+        assert!(matches!(e1, Error::Authentication(_)), "{e1:?}");
+        assert_message("bad padding", &e1, &["ONNXCRY1", "not a valid model"]);
+        if let Some(e2) = e2 {
+            // A corrupted block may still decrypt to a parsable model (no MAC); when it fails
+            // it fails the same way.
+            assert_eq!(e1.to_string(), e2.to_string());
+        }
+        let opts = ParseOptions {
+            reject_unauthenticated: true,
+            ..Default::default()
+        };
+        let e = onnx_light::load_encrypted_model_from_bytes(&ct, key, &opts).unwrap_err();
+        assert!(matches!(e, Error::Authentication(_)), "{e:?}");
+        assert_message("reject_unauthenticated", &e, &["reject_unauthenticated"]);
+    });
+}
+
 #[test]
 fn hostile_inputs() {
     let start = std::time::Instant::now();
@@ -1013,6 +1256,7 @@ fn hostile_inputs() {
     external_attacks(&mut s);
     metadata_budget(&mut s);
     encrypted_headers(&mut s);
+    adversarial_pass(&mut s);
     for (c, n) in &s.counts {
         println!("{c}: {n} cases");
     }
@@ -1034,6 +1278,7 @@ fn hostile_inputs() {
         ("external data attacks", 46),
         ("metadata budget", 10),
         ("encrypted headers", 4),
+        ("adversarial pass", 20),
     ] {
         let n = s
             .counts

@@ -11,7 +11,7 @@
 use std::fmt::Write;
 
 use crate::schema::{FieldDef, Kind, Label, MESSAGES, MessageDef};
-use crate::{camel, oneofs, rust_type_name, snake};
+use crate::{camel, is_cycle_field, oneofs, rust_type_name, snake};
 
 /// The Rust field (or accessor) name of `f` (`type` is a keyword).
 fn rust_field(f: &FieldDef) -> String {
@@ -314,13 +314,19 @@ fn gen_merge(o: &mut String, m: &MessageDef, ty: &str) {
                 f.name
             )
             .unwrap(),
-            (Label::Optional, Kind::Message(c), None) => writeln!(
-                o,
-                "        if let Some(v) = src.{r}.take() {{ <{} as Msg>::merge(ctx, dst.mutable_{}(), ops::Unbox::unbox(v)); }}",
-                rust_type_name(c),
-                f.name
-            )
-            .unwrap(),
+            (Label::Optional, Kind::Message(c), None) => {
+                let call = format!(
+                    "<{} as Msg>::merge(ctx, dst.mutable_{}(), ops::Unbox::unbox(v))",
+                    rust_type_name(c),
+                    f.name
+                );
+                writeln!(
+                    o,
+                    "        if let Some(v) = src.{r}.take() {{ {}; }}",
+                    guarded(m, f, &call)
+                )
+                .unwrap()
+            }
             (Label::Repeated, _, _) => {
                 writeln!(o, "        dst.{r}.extend(std::mem::take(&mut src.{r}));").unwrap()
             }
@@ -355,6 +361,16 @@ fn gen_merge(o: &mut String, m: &MessageDef, ty: &str) {
     writeln!(o, "    }}").unwrap();
 }
 
+/// `call` (a walk into sub-message field `f` of `m`), on a new stack segment when the stack
+/// runs low if `f` closes a cycle of the schema (as the library's own walks do).
+fn guarded(m: &MessageDef, f: &FieldDef, call: &str) -> String {
+    if is_cycle_field(m.name, f.name) {
+        format!("onnx_light::wire::guard_stack(|| {call})")
+    } else {
+        call.to_string()
+    }
+}
+
 fn gen_text(o: &mut String, m: &MessageDef) {
     writeln!(o, "    fn text(&self, out: &mut TextOut) {{").unwrap();
     let mut fields: Vec<&FieldDef> = m.fields.iter().collect();
@@ -379,7 +395,11 @@ fn gen_text(o: &mut String, m: &MessageDef) {
                 Kind::Bytes => format!("out.bytes(\"{n}\", {v}.as_bytes())"),
                 Kind::Payload => format!("out.bytes(\"{n}\", {v})"),
                 Kind::Message(_) => {
-                    format!("{{ out.begin(\"{n}\"); {v}.text(out); out.end(); }}")
+                    let call = format!("{v}.text(out)");
+                    format!(
+                        "{{ out.begin(\"{n}\"); {}; out.end(); }}",
+                        guarded(m, f, &call)
+                    )
                 }
             }
         };

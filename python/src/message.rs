@@ -50,7 +50,8 @@ pub fn init_fields(s: &Bound<'_, Message>, kw: &Bound<'_, PyDict>) -> PyResult<(
                 let c = child.bind(s.py()).cast::<Message>()?;
                 if let Ok(d) = v.cast::<PyDict>() {
                     Message::resolve_write(c)?;
-                    init_fields(c, d)?;
+                    // Dicts nest without bound: deep ones continue on stack segments.
+                    onnx_light::wire::guard_stack(|| init_fields(c, d))?;
                 } else {
                     copy_from(c, &v)?;
                 }

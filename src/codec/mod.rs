@@ -9,7 +9,8 @@ mod parallel_write;
 
 pub use options::TensorBufferOptions;
 pub use options::{
-    FileLoadMode, MAX_PARSE_ALIGNMENT, MAX_RECURSION_DEPTH_LIMIT, ParseOptions, SerializeOptions,
+    FileLoadMode, MAX_ALIGNMENT, MAX_PARSE_ALIGNMENT, MAX_RECURSION_DEPTH_LIMIT, ParseOptions,
+    SerializeOptions,
 };
 pub(crate) use options::{resolve_threads, validate_alignment, validate_threads};
 

@@ -24,11 +24,22 @@ impl TensorBufferOptions {
     }
 }
 
+/// Largest alignment of tensors in weight files and buffers (16 MiB: above every page size in
+/// use, 2 MiB huge pages included). Larger values only add padding (a 2^40 alignment wrote a
+/// 1 TiB sparse file).
+pub const MAX_ALIGNMENT: u64 = 16 << 20;
+
 pub(crate) fn validate_alignment(alignment: u64) -> Result<()> {
     if alignment > 1 && !alignment.is_power_of_two() {
         return Err(Error::InvalidOption {
             name: "alignment",
             reason: format!("{alignment} is not 0, 1 or a power of two"),
+        });
+    }
+    if alignment > MAX_ALIGNMENT {
+        return Err(Error::InvalidOption {
+            name: "alignment",
+            reason: format!("{alignment} is above the maximum {MAX_ALIGNMENT}"),
         });
     }
     Ok(())
