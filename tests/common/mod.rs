@@ -182,3 +182,35 @@ pub fn starts_with_chunked_magic(p: &std::path::Path) -> bool {
 pub fn is_encrypted(p: &std::path::Path) -> bool {
     onnx_light::crypto::detect_file_format(p).is_ok()
 }
+
+/// A command that runs the child-process test `name` of this test binary with `spec` in the
+/// environment variable `var`. Child-process tests are named `child_process_*` and marked
+/// `#[ignore]`: they are steps of another test, never tests on their own (the test command skips
+/// them with `--skip child_process_`).
+pub fn child_process(
+    name: &str,
+    var: &str,
+    spec: impl AsRef<std::ffi::OsStr>,
+) -> std::process::Command {
+    assert!(
+        name.starts_with("child_process_"),
+        "{name}: child-process tests are named child_process_*"
+    );
+    let mut cmd = std::process::Command::new(std::env::current_exe().unwrap());
+    cmd.args([
+        "--ignored",
+        "--exact",
+        name,
+        "--nocapture",
+        "--test-threads=1",
+    ])
+    .env(var, spec);
+    cmd
+}
+
+/// The scenario a child-process test was started with (see [`child_process`]).
+pub fn child_spec(var: &str) -> String {
+    std::env::var(var).unwrap_or_else(|_| {
+        panic!("a child-process test runs only as a step of its parent test (${var} is not set)")
+    })
+}
