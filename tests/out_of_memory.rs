@@ -20,7 +20,7 @@
 
 mod common;
 
-use common::wrap;
+use common::{nested_graphs, wrap};
 
 use onnx_light::proto::Message;
 use onnx_light::{DecodeErrorKind, Error, FileLoadMode, ModelProto, ParseOptions};
@@ -309,15 +309,6 @@ fn repeated_messages_and_unpacked_scalars_fail_cleanly_without_a_budget() {
     assert!(r.starts_with("OUT_OF_MEMORY"), "unpacked dims: {r}");
     assert!(r.contains("initializer[0].dims"), "{r}");
     std::fs::remove_file(dir.path("input.onnx")).unwrap();
-}
-
-/// A ModelProto whose graph holds a node whose attribute holds a graph ... `levels` times.
-fn nested_graphs(levels: usize) -> Vec<u8> {
-    let mut g: Vec<u8> = Vec::new();
-    for _ in 0..levels {
-        g = wrap(1, &wrap(5, &wrap(6, &g)));
-    }
-    wrap(7, &g)
 }
 
 #[test]

@@ -20,7 +20,8 @@ class Message:
     def FromString(cls, data: bytes) -> Any: ...
     def ByteSize(self) -> int: ...
     def IsInitialized(self) -> bool: ...
-    def ListFields(self) -> list[tuple[FieldDescriptor, Any]]: ...
+    def ListFields(self) -> list[tuple[Any, Any]]: ...
+    DESCRIPTOR: Any  # an onnx_light.descriptor.Descriptor
 
 class FieldDescriptor:
     name: str
@@ -61,6 +62,8 @@ class RepeatedCompositeContainer:
     def MergeFrom(self, values: Any) -> None: ...
 
 class EnumTypeWrapper:
+    def __init__(self, name: str, values: list[tuple[str, int]]) -> None: ...
+    DESCRIPTOR: Any  # an onnx_light.descriptor.EnumDescriptor
     def Name(self, value: int) -> str: ...
     def Value(self, name: str) -> int: ...
     def keys(self) -> list[str]: ...
@@ -82,8 +85,8 @@ class EncryptionError(ValueError): ...
 class WrongKeyError(ValueError): ...
 class ParamsError(ValueError): ...
 
-def load_path(path: str, *, no_copy: bool = ..., num_threads: Optional[int] = ..., load_external_data: bool = ..., base_dir: Optional[str] = ..., key: Optional[bytes] = ...) -> ModelProto: ...
-def load_bytes(data: Any, *, cls: Any = ..., no_copy: bool = ..., num_threads: Optional[int] = ..., load_external_data: bool = ..., base_dir: Optional[str] = ..., key: Optional[bytes] = ...) -> Any: ...
+def load_path(path: str, *, no_copy: bool = ..., num_threads: Optional[int] = ..., load_external_data: bool = ..., base_dir: Optional[str] = ..., key: Optional[bytes] = ..., alignment: Optional[int] = ...) -> ModelProto: ...
+def load_bytes(data: Any, *, cls: Any = ..., no_copy: bool = ..., num_threads: Optional[int] = ..., load_external_data: bool = ..., base_dir: Optional[str] = ..., key: Optional[bytes] = ..., alignment: Optional[int] = ...) -> Any: ...
 def save_path(model: ModelProto, path: str, *, external: Optional[dict] = ..., key: Optional[bytes] = ..., num_threads: Optional[int] = ...) -> None: ...
 def serialize(model: ModelProto, *, key: Optional[bytes] = ..., num_threads: Optional[int] = ...) -> bytes: ...
 def tensor_raw_buffer(t: TensorProto) -> Optional[RawBuffer]: ...
@@ -103,6 +106,7 @@ def load_params(data: Any) -> list[TensorProto]: ...
 def save_params(model: ModelProto, names: Optional[list[str]] = ...) -> bytes: ...
 def load_with_prepacked(path: str, *, no_copy: bool = ...) -> tuple[ModelProto, list]: ...
 def split_large_payloads(model: ModelProto, threshold: int) -> tuple[bytes, list[RawBuffer]]: ...
+def schema_table() -> tuple[list[tuple[str, list[tuple[str, int, str, bool, bool, Optional[str], Optional[str]]]]], list[tuple[str, list[tuple[str, int]]]]]: ...
 
 class AttributeProto(Message):
     """`onnx.AttributeProto`."""
@@ -208,6 +212,7 @@ class TrainingInfoProto(Message):
 
 class ModelProto(Message):
     """`onnx.ModelProto`."""
+    def to_onnx(self) -> Any: ...
     ir_version: int
     opset_import: RepeatedCompositeContainer  # of OperatorSetIdProto
     producer_name: str
@@ -266,6 +271,38 @@ class TensorProto(Message):
     DataLocation: EnumTypeWrapper
     DEFAULT: int
     EXTERNAL: int
+    DataType: EnumTypeWrapper
+    UNDEFINED: int
+    FLOAT: int
+    UINT8: int
+    INT8: int
+    UINT16: int
+    INT16: int
+    INT32: int
+    INT64: int
+    STRING: int
+    BOOL: int
+    FLOAT16: int
+    DOUBLE: int
+    UINT32: int
+    UINT64: int
+    COMPLEX64: int
+    COMPLEX128: int
+    BFLOAT16: int
+    FLOAT8E4M3FN: int
+    FLOAT8E4M3FNUZ: int
+    FLOAT8E5M2: int
+    FLOAT8E5M2FNUZ: int
+    UINT4: int
+    INT4: int
+    FLOAT4E2M1: int
+    FLOAT8E8M0: int
+    UINT2: int
+    INT2: int
+    FLOAT6E2M3: int
+    FLOAT6E3M2: int
+    def __dlpack__(self, *, stream: Any = ..., max_version: Any = ..., dl_device: Any = ..., copy: Optional[bool] = ...) -> Any: ...
+    def __dlpack_device__(self) -> tuple[int, int]: ...
     dims: RepeatedScalarContainer  # of int
     data_type: int
     segment: TensorProto.Segment
@@ -371,6 +408,13 @@ class FunctionProto(Message):
 
 class SequenceProto(Message):
     """`onnx.SequenceProto`."""
+    DataType: EnumTypeWrapper
+    UNDEFINED: int
+    TENSOR: int
+    SPARSE_TENSOR: int
+    SEQUENCE: int
+    MAP: int
+    OPTIONAL: int
     name: str
     elem_type: int
     tensor_values: RepeatedCompositeContainer  # of TensorProto
@@ -391,6 +435,13 @@ class MapProto(Message):
 
 class OptionalProto(Message):
     """`onnx.OptionalProto`."""
+    DataType: EnumTypeWrapper
+    UNDEFINED: int
+    TENSOR: int
+    SPARSE_TENSOR: int
+    SEQUENCE: int
+    MAP: int
+    OPTIONAL: int
     name: str
     elem_type: int
     tensor_value: TensorProto

@@ -53,6 +53,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(tools::save_params, m)?)?;
     m.add_function(wrap_pyfunction!(tools::load_with_prepacked, m)?)?;
     m.add_function(wrap_pyfunction!(tools::split_large_payloads, m)?)?;
+    m.add_function(wrap_pyfunction!(schema::schema_table, m)?)?;
     add_data_types(m)?;
     Ok(())
 }

@@ -246,12 +246,26 @@ unsafe fn encoded_len<M: Msg>(p: *const ()) -> u64 {
     // SAFETY: the caller passes a live `M`.
     unsafe { &*(p as *const M) }.encoded_len()
 }
-/// The encoding of a live `M`, refused (`LimitExceeded`) when it nests deeper than any parse
-/// accepts, as the library's fallible serializers do.
-unsafe fn serialize<M: Msg>(p: *const ()) -> onnx_light::Result<Vec<u8>> {
+unsafe fn serialize<M: Msg>(
+    p: *const (),
+    opts: &onnx_light::SerializeOptions,
+    alloc: &mut crate::schema::AllocOut<'_>,
+) -> onnx_light::Result<()> {
     // SAFETY: the caller passes a live `M`.
-    let m = unsafe { &*(p as *const M) };
-    onnx_light::serialize_to_vec(m, &onnx_light::SerializeOptions::default())
+    serialize_with_alloc(unsafe { &*(p as *const M) }, opts, alloc)
+}
+
+/// Serializes `m` into the buffer `alloc` gives for its size.
+pub fn serialize_with_alloc<M: onnx_light::Message>(
+    m: &M,
+    opts: &onnx_light::SerializeOptions,
+    alloc: &mut crate::schema::AllocOut<'_>,
+) -> onnx_light::Result<()> {
+    onnx_light::serialize_into(m, opts, |len| {
+        let out = alloc(len)?;
+        // SAFETY: `alloc` returns `len` writable bytes that nothing else uses until this returns.
+        Ok(unsafe { std::slice::from_raw_parts_mut(out, len) })
+    })
 }
 fn parse<M: Msg>(
     b: &[u8],

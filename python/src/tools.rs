@@ -19,7 +19,9 @@ use crate::root::SendPtr;
 use crate::view::{Ctx, Message, owning_view};
 
 /// The view of a ModelProto.
-fn model_view<'a, 'py>(model: &'a Bound<'py, PyAny>) -> PyResult<&'a Bound<'py, Message>> {
+pub(crate) fn model_view<'a, 'py>(
+    model: &'a Bound<'py, PyAny>,
+) -> PyResult<&'a Bound<'py, Message>> {
     model
         .cast::<Message>()
         .ok()

@@ -116,6 +116,17 @@ pub fn wrap(field: u32, inner: &[u8]) -> Vec<u8> {
     b
 }
 
+/// A ModelProto whose graph holds a node whose attribute holds a graph ... `levels` times
+/// (nesting depth 3 × `levels` + 1).
+pub fn nested_graphs(levels: usize) -> Vec<u8> {
+    let mut g: Vec<u8> = Vec::new();
+    for _ in 0..levels {
+        // GraphProto.node (1) -> NodeProto.attribute (5) -> AttributeProto.g (6)
+        g = wrap(1, &wrap(5, &wrap(6, &g)));
+    }
+    wrap(7, &g)
+}
+
 /// The least CPU time of this thread over `n` runs of `f` (for time ratios of single-threaded
 /// work: unlike wall time, it does not count the time other processes take the core away, so
 /// the ratio holds on a loaded machine).
