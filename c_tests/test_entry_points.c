@@ -71,6 +71,20 @@ static void test_options_defaults(void) {
   CHECK(s.reserved == 0);
 }
 
+/* Whether every non-empty initializer payload of `m` starts at a multiple of `align`. */
+static int payloads_aligned(const OnnxlModelProto *m, uintptr_t align) {
+  const OnnxlGraphProto *g = onnxl_model_proto_graph(m);
+  for (size_t i = 0; i < onnxl_graph_proto_initializer_size(g); ++i) {
+    const uint8_t *p = NULL;
+    size_t len = 0;
+    if (onnxl_tensor_proto_raw_data(onnxl_graph_proto_initializer(g, i), &p, &len) != ONNXL_STATUS_OK ||
+        (len > 0 && (uintptr_t)p % align != 0)) {
+      return 0;
+    }
+  }
+  return 1;
+}
+
 static void test_load_modes(void) {
   const uint32_t modes[] = {ONNXL_FILE_LOAD_MODE_AUTO, ONNXL_FILE_LOAD_MODE_MMAP,
                             ONNXL_FILE_LOAD_MODE_BUFFERED};
@@ -85,6 +99,29 @@ static void test_load_modes(void) {
         o.no_copy = no_copy != 0;
         CHECK_OK(onnxl_load_model(model_path, &o, &m));
         CHECK(m != NULL);
+        CHECK(serializes_to(m, file_bytes, file_len));
+        /* Every pointer handed out is aligned (default 64), borrowed or copied. */
+        CHECK(payloads_aligned(m, 64));
+        onnxl_model_proto_free(m);
+        /* Every payload considered for borrowing (threshold 0): the sample's sit at misaligned
+         * offsets of the file, so no_copy loads copy them, and say so. */
+        o.raw_data_threshold = 0;
+        o.alignment = 256;
+        CHECK_OK(onnxl_load_model(model_path, &o, &m));
+        CHECK(payloads_aligned(m, 256));
+        {
+          /* Each payload is borrowed (aligned where it lies) or copied for alignment; from a
+           * mapping (page-aligned) the file offsets decide: all four are misaligned. */
+          const OnnxlGraphProto *g = onnxl_model_proto_graph(m);
+          size_t borrowed = 0, realigned = onnxl_model_realigned_tensors(m);
+          for (size_t k = 0; k < onnxl_graph_proto_initializer_size(g); ++k) {
+            borrowed += onnxl_tensor_proto_raw_data_is_borrowed(onnxl_graph_proto_initializer(g, k));
+          }
+          CHECK(borrowed + realigned == (no_copy ? 4u : 0u));
+          if (no_copy && modes[i] == ONNXL_FILE_LOAD_MODE_MMAP) {
+            CHECK(realigned == 4);
+          }
+        }
         CHECK(serializes_to(m, file_bytes, file_len));
         onnxl_model_proto_free(m);
       }

@@ -34,7 +34,10 @@ step "cargo test"
 # tests/alignment.rs also runs over every model of the onnx wheel's backend test data.
 ONNXL_BACKEND_DATA=$(.venv/bin/python -c 'import onnx, os; print(os.path.join(os.path.dirname(onnx.__file__), "backend", "test", "data"))')
 export ONNXL_BACKEND_DATA
-cargo test --workspace --release
+# Everything, the slow tests included (models over 2 GB, exhaustive tamper and key checks: marked
+# #[ignore], so that a plain `cargo test` takes a couple of minutes); child_process_* tests are
+# steps that other tests start, not tests on their own.
+cargo test --workspace --release -- --include-ignored --skip child_process_
 
 step "release binary"
 cargo build --release

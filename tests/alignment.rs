@@ -1,8 +1,9 @@
 //! Aligned tensor bytes (docs/design.md, "Aligned tensor bytes"): in every load mode — copy
 //! (file, bytes, stream), no-copy (mapped file, read file, shared bytes, stream), external data
-//! (copy and no-copy, packed and aligned weight files), encrypted — with 1 and 2 threads and
-//! several alignments, every tensor byte pointer handed out is a multiple of the requested
-//! alignment, and the bytes equal the serialized model's.
+//! (copy and no-copy, packed, aligned and encrypted weight files), encrypted models (bytes and
+//! files) — with 1, 2 and 3 threads and several alignments, every tensor byte pointer handed out
+//! (`raw_data`, DLPack exports) is a multiple of the requested alignment, and the bytes equal
+//! the serialized model's.
 //!
 //! The models: built ones whose payloads sit at every offset mod 64 of the file (checked), plus
 //! every model of the onnx wheel's backend test data when `ONNXL_BACKEND_DATA` names its
@@ -207,7 +208,7 @@ fn collect(dir: &Path, out: &mut Vec<PathBuf>) {
 /// The option sets of every in-memory and file load: threads x alignment.
 fn option_sets() -> Vec<ParseOptions> {
     let mut out = Vec::new();
-    for threads in [1, 2] {
+    for threads in [1, 2, 3] {
         for alignment in [16u64, 64, 4096] {
             out.push(ParseOptions {
                 num_threads: threads,
@@ -373,7 +374,12 @@ fn external_data_and_encrypted_models_are_aligned() {
     let dir = TempDir::new("align-ext");
     let model = every_offset_model();
     let expected = payloads(&model);
-    for (tag, alignment) in [("packed", 0u64), ("aligned", 4096)] {
+    let weights_key = b"weights";
+    for (tag, alignment, encrypted) in [
+        ("packed", 0u64, false),
+        ("aligned", 4096, false),
+        ("encrypted", 0, true),
+    ] {
         let path = dir.path(&format!("{tag}.onnx"));
         onnx_light::save_model_with_external_data(
             &model,
@@ -384,6 +390,8 @@ fn external_data_and_encrypted_models_are_aligned() {
                 size_threshold: 100,
                 convert_attribute: true,
                 externalize_sparse: true,
+                encryption: encrypted
+                    .then(|| onnx_light::ExternalEncryption::new(&weights_key[..])),
                 ..Default::default()
             },
         )
@@ -393,6 +401,7 @@ fn external_data_and_encrypted_models_are_aligned() {
                 let opts = ParseOptions {
                     no_copy,
                     load_external_data: true,
+                    external_data_key: encrypted.then(|| weights_key[..].into()),
                     ..o.clone()
                 };
                 let m = onnx_light::load_model(&path, &opts).unwrap();
@@ -413,14 +422,129 @@ fn external_data_and_encrypted_models_are_aligned() {
     }
     let key = b"alignment";
     let enc = onnx_light::save_encrypted_model_to_bytes(&model, key, &Default::default()).unwrap();
-    for no_copy in [false, true] {
-        let opts = ParseOptions {
-            no_copy,
-            alignment: 256,
+    let enc_path = dir.path("model.onnxc");
+    std::fs::write(&enc_path, &enc).unwrap();
+    for threads in [1, 2] {
+        for no_copy in [false, true] {
+            let opts = ParseOptions {
+                no_copy,
+                alignment: 256,
+                num_threads: threads,
+                min_parallel_block_size: 0,
+                ..Default::default()
+            };
+            let what = format!("encrypted, no_copy {no_copy}, {threads} threads");
+            let m = onnx_light::load_encrypted_model_from_bytes(&enc, key, &opts).unwrap();
+            check(&m, &expected, 256, &format!("{what}, bytes"));
+            let m = onnx_light::load_encrypted_model(&enc_path, key, &opts).unwrap();
+            check(&m, &expected, 256, &format!("{what}, file"));
+        }
+    }
+}
+
+/// External data and encrypted models over every model of the test (the onnx wheel's too):
+/// weight files packed (payloads at any offset), no-copy and copy loads, and encrypted models
+/// (one passphrase derivation per model and mode, so every 8th wheel model).
+#[test]
+fn external_data_and_encrypted_wheel_models_are_aligned() {
+    let dir = TempDir::new("align-ext-wheel");
+    let mut externalized = 0usize;
+    for (i, (name, bytes)) in models().into_iter().enumerate() {
+        let no_load = ParseOptions {
+            load_external_data: false,
             ..Default::default()
         };
-        let m = onnx_light::load_encrypted_model_from_bytes(&enc, key, &opts).unwrap();
-        check(&m, &expected, 256, &format!("encrypted, no_copy {no_copy}"));
+        let model: ModelProto = onnx_light::parse_from_bytes(&bytes, &no_load).unwrap();
+        if onnx_light::external::has_external_data(&model) {
+            continue;
+        }
+        let expected = payloads(&model);
+        let path = dir.path("m.onnx");
+        let report = onnx_light::save_model_with_external_data(
+            &model,
+            &path,
+            &SaveExternalOptions {
+                alignment: 1,
+                size_threshold: 1,
+                convert_attribute: true,
+                externalize_sparse: true,
+                sync: false,
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        externalized += report.external_tensors;
+        for threads in [1, 2] {
+            for no_copy in [false, true] {
+                let opts = ParseOptions {
+                    no_copy,
+                    num_threads: threads,
+                    min_parallel_block_size: 0,
+                    raw_data_threshold: 0,
+                    ..Default::default()
+                };
+                let what = format!("{name}: external packed, no_copy {no_copy}, {threads} threads");
+                let m = onnx_light::load_model(&path, &opts).unwrap();
+                check(&m, &expected, 64, &what);
+            }
+        }
+        if i % 8 == 0 {
+            let key = b"k";
+            let enc = onnx_light::save_encrypted_model_to_bytes(&model, key, &Default::default())
+                .unwrap();
+            for no_copy in [false, true] {
+                let opts = ParseOptions {
+                    no_copy,
+                    raw_data_threshold: 0,
+                    load_external_data: false,
+                    ..Default::default()
+                };
+                let m = onnx_light::load_encrypted_model_from_bytes(&enc, key, &opts).unwrap();
+                check(
+                    &m,
+                    &expected,
+                    64,
+                    &format!("{name}: encrypted, no_copy {no_copy}"),
+                );
+            }
+        }
+    }
+    assert!(externalized > 0);
+}
+
+/// DLPack exports of a no-copy load share the aligned bytes: borrowed from the mapping where
+/// they were aligned, the load's aligned copies elsewhere.
+#[test]
+fn dlpack_exports_are_aligned() {
+    let dir = TempDir::new("align-dlpack");
+    let model = every_offset_model();
+    let path = dir.path("m.onnx");
+    std::fs::write(&path, model.serialize_to_vec()).unwrap();
+    for alignment in [64u64, 4096] {
+        let mut m = onnx_light::load_model(
+            &path,
+            &ParseOptions {
+                no_copy: true,
+                file_load_mode: FileLoadMode::Mmap,
+                alignment,
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        let mut exported = 0;
+        for t in m.mutable_graph().initializer.iter_mut() {
+            let raw = t
+                .raw_data
+                .as_ref()
+                .map(|r| r.as_ptr() as usize)
+                .unwrap_or(0);
+            let d = onnx_light::dlpack::to_dlpack_versioned(t, &Default::default()).unwrap();
+            let data = d.dl_tensor().data as usize;
+            assert_eq!(data, raw, "{}: zero-copy", t.name());
+            assert_eq!(data as u64 % alignment, 0, "{}: aligned", t.name());
+            exported += 1;
+        }
+        assert!(exported > 64);
     }
 }
 

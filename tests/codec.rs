@@ -531,6 +531,37 @@ fn parallel_serialize_equals_sequential() {
         onnx_light::save_model(&m, &path, &opts).unwrap();
         assert_eq!(std::fs::read(&path).unwrap(), sequential);
     }
+    // Into a caller's buffer, sized once the size is known, with 1 and 2 threads.
+    for threads in [1, 2] {
+        let opts = SerializeOptions {
+            num_threads: threads,
+            ..Default::default()
+        };
+        let mut buf = Vec::new();
+        onnx_light::serialize_into(&m, &opts, |len| {
+            buf.resize(len, 0xAA);
+            Ok(&mut buf[..])
+        })
+        .unwrap();
+        assert_eq!(buf, sequential);
+        // A buffer of the wrong size is refused, nothing is written.
+        let mut short = vec![0u8; 10];
+        let err = onnx_light::serialize_into(&m, &opts, |_| Ok(&mut short[..])).unwrap_err();
+        assert!(err.to_string().contains("10 bytes"), "{err}");
+        assert_eq!(short, vec![0u8; 10]);
+        // The allocator's error is returned as it is.
+        let err = onnx_light::serialize_into(&m, &opts, |len| {
+            Err(onnx_light::Error::InvalidArgument(format!(
+                "no room for {len}"
+            )))
+        })
+        .unwrap_err();
+        assert!(
+            err.to_string()
+                .contains(&format!("no room for {}", sequential.len())),
+            "{err}"
+        );
+    }
 }
 
 /// A model with tensors in every place: initializers of several sizes, a node attribute, a
@@ -649,6 +680,13 @@ fn serialize_skip_raw_data_writes_what_a_skipping_parse_reads() {
             let mut out = Vec::new();
             let n = onnx_light::serialize_to_writer(&m, &mut out, &opts).unwrap();
             assert_eq!((out.len() as u64, &out), (n, &expected), "{what}: writer");
+            let mut into = Vec::new();
+            onnx_light::serialize_into(&m, &opts, |len| {
+                into.resize(len, 0);
+                Ok(&mut into[..])
+            })
+            .unwrap();
+            assert_eq!(into, expected, "{what}: into a caller's buffer");
             let path = dir.join("skip.onnx");
             onnx_light::save_model(&m, &path, &opts).unwrap();
             assert_eq!(std::fs::read(&path).unwrap(), expected, "{what}: file");

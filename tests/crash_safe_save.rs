@@ -19,6 +19,8 @@
 //!   one is allowed (root); skipped elsewhere.
 #![cfg(target_os = "linux")]
 
+mod common;
+
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Read};
 use std::os::unix::process::CommandExt;
@@ -175,12 +177,11 @@ fn load(path: &Path, opts: ParseOptions) -> onnx_light::Result<ModelProto> {
     }
 }
 
-/// The child side: does nothing unless run by the parent (`ONNXL_CRASH_CHILD=scenario:gen:path`).
+/// The child side, run by the parent (`ONNXL_CRASH_CHILD=scenario:gen:path`).
 #[test]
-fn crash_child() {
-    let Ok(spec) = std::env::var(CHILD_ENV) else {
-        return;
-    };
+#[ignore = "child process of the kill tests; started by them"]
+fn child_process_crash_save() {
+    let spec = common::child_spec(CHILD_ENV);
     let mut parts = spec.splitn(3, ':');
     let scenario = Scenario::parse(parts.next().unwrap());
     let g: u32 = parts.next().unwrap().parse().unwrap();
@@ -201,18 +202,19 @@ fn crash_child() {
     }
 }
 
-/// Spawns this test binary on `crash_child`.
+/// Spawns this test binary on `child_process_crash_save`.
 fn spawn_child(
     scenario: Scenario,
     g: u32,
     path: &Path,
     fsize_limit: Option<u64>,
 ) -> std::io::Result<Child> {
-    let mut cmd = Command::new(std::env::current_exe().unwrap());
-    cmd.args(["--exact", "crash_child", "--nocapture", "--test-threads=1"])
-        .env(CHILD_ENV, format!("{scenario:?}:{g}:{}", path.display()))
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null());
+    let mut cmd = common::child_process(
+        "child_process_crash_save",
+        CHILD_ENV,
+        format!("{scenario:?}:{g}:{}", path.display()),
+    );
+    cmd.stdout(Stdio::piped()).stderr(Stdio::null());
     if let Some(limit) = fsize_limit {
         // SAFETY: the closure runs in the forked child before exec and only calls the
         // async-signal-safe setrlimit(2) and signal(2).

@@ -398,6 +398,7 @@ fn known_answer_vectors() {
 // Tampering, wrong keys, truncation, bad input
 
 #[test]
+#[ignore = "slow (~2 min: every byte of every format): the test command runs it (cargo test -- --include-ignored)"]
 fn every_single_byte_modification_is_detected() {
     let model = mlp();
     let key = b"tamper";
@@ -492,6 +493,7 @@ fn chunked_format_detects_reordering_truncation_and_extension() {
 }
 
 #[test]
+#[ignore = "slow (~45 s: key derivations): the test command runs it (cargo test -- --include-ignored)"]
 fn wrong_keys_are_always_refused_in_every_format() {
     const KEYS: usize = 200;
     let model = mlp();
@@ -528,6 +530,7 @@ fn wrong_keys_are_always_refused_in_every_format() {
 }
 
 #[test]
+#[ignore = "slow (~15 s: every length of every format): the test command runs it (cargo test -- --include-ignored)"]
 fn truncation_at_every_length_is_an_error() {
     let model = kat_model();
     let key = b"trunc";

@@ -8,7 +8,7 @@
 use std::path::Path;
 
 mod common;
-use common::{Counting, peak_of, wrap};
+use common::{Counting, nested_graphs, peak_of, wrap};
 
 use onnx_light::proto::schema::{self, Kind, Label};
 use onnx_light::proto::{Message, MessageVisitor, ModelProto, TensorProto, visit_message_type};
@@ -364,18 +364,6 @@ fn varints_and_lengths(s: &mut Suite) {
             });
         }
     }
-}
-
-/// A ModelProto whose graph holds a node whose attribute holds a graph ... `levels` times.
-fn nested_graphs(levels: usize) -> Vec<u8> {
-    let mut g: Vec<u8> = Vec::new(); // innermost empty graph
-    for _ in 0..levels {
-        // GraphProto.node (1) -> NodeProto.attribute (5) -> AttributeProto.g (6)
-        let attr = wrap(6, &g);
-        let node = wrap(5, &attr);
-        g = wrap(1, &node);
-    }
-    wrap(7, &g)
 }
 
 /// TypeProto nested through sequence_type.elem_type (or map_type.value_type).

@@ -6,6 +6,8 @@
 //! 3 GB file stays mapped while its 3 GB replacement is written); everything is removed at the
 //! end.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -107,11 +109,13 @@ struct Probe {
 
 /// Loads `model` in a fresh process (`mode`: `nocopy` or `copy`), best of 3 load times.
 fn probe(mode: &str, model: &Path) -> Probe {
-    let out = std::process::Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", "child_probe", "--nocapture", "--test-threads=1"])
-        .env(CHILD_ENV, format!("{mode}:{}", model.display()))
-        .output()
-        .unwrap();
+    let out = common::child_process(
+        "child_process_probe",
+        CHILD_ENV,
+        format!("{mode}:{}", model.display()),
+    )
+    .output()
+    .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
     if std::env::var_os("ONNXL_PROBE_DEBUG").is_some() {
         eprintln!("{mode}: {}", String::from_utf8_lossy(&out.stderr));
@@ -133,12 +137,11 @@ fn probe(mode: &str, model: &Path) -> Probe {
     }
 }
 
-/// The child side of [`probe`]; does nothing in a normal test run.
+/// The child side of [`probe`].
 #[test]
-fn child_probe() {
-    let Ok(spec) = std::env::var(CHILD_ENV) else {
-        return;
-    };
+#[ignore = "child process of three_gb_model_with_external_data; started by it"]
+fn child_process_probe() {
+    let spec = common::child_spec(CHILD_ENV);
     let (mode, path) = spec.split_once(':').unwrap();
     let opts = ParseOptions {
         no_copy: mode == "nocopy",
@@ -174,6 +177,7 @@ fn child_probe() {
 }
 
 #[test]
+#[ignore = "slow (a 3 GB model): the test command runs it (cargo test -- --include-ignored)"]
 fn three_gb_model_with_external_data() {
     let dir = std::env::temp_dir().join(format!("onnxl-large-ext-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);

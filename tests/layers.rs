@@ -753,3 +753,66 @@ fn every_library_dependency_is_used_by_the_library() {
         );
     }
 }
+
+/// The files of `src/` outside `ffi/` that contain `unsafe`, as docs/design.md's "Where `unsafe`
+/// is" table lists them (a cell may name several files, or a directory ending in `/`).
+fn documented_unsafe_files(design: &str) -> Vec<String> {
+    let section = design
+        .split("\n## Where `unsafe` is\n")
+        .nth(1)
+        .expect("docs/design.md has a \"Where `unsafe` is\" section");
+    let mut out = Vec::new();
+    for line in section
+        .lines()
+        .skip_while(|l| !l.starts_with('|'))
+        .take_while(|l| l.starts_with('|'))
+        .skip(2)
+    {
+        let cell = line.split('|').nth(1).unwrap_or("");
+        for name in cell.split('`').skip(1).step_by(2) {
+            out.push(name.trim_start_matches("src/").to_string());
+        }
+    }
+    out
+}
+
+#[test]
+fn unsafe_outside_ffi_is_where_design_md_says() {
+    let design = std::fs::read_to_string(root().join("docs/design.md")).unwrap();
+    let listed = documented_unsafe_files(&design);
+    let krate = Crate::read(&root().join("src"));
+    let with_unsafe: Vec<&String> = krate
+        .files
+        .iter()
+        .filter(|(rel, src)| {
+            !rel.starts_with("ffi/")
+                && tokens(src)
+                    .iter()
+                    .any(|t| matches!(t, Tok::Ident(w) if w == "unsafe"))
+        })
+        .map(|(rel, _)| rel)
+        .collect();
+    assert!(with_unsafe.len() > 5, "{with_unsafe:?}");
+    let covered = |rel: &str| {
+        listed
+            .iter()
+            .any(|l| l == rel || (l.ends_with('/') && rel.starts_with(l.as_str())))
+    };
+    let undocumented: Vec<_> = with_unsafe.iter().filter(|r| !covered(r)).collect();
+    assert!(
+        undocumented.is_empty(),
+        "files with `unsafe` missing from docs/design.md's \"Where `unsafe` is\": {undocumented:?}"
+    );
+    let stale: Vec<_> = listed
+        .iter()
+        .filter(|l| {
+            !with_unsafe
+                .iter()
+                .any(|r| *r == *l || (l.ends_with('/') && r.starts_with(l.as_str())))
+        })
+        .collect();
+    assert!(
+        stale.is_empty(),
+        "listed in docs/design.md but without `unsafe`: {stale:?}"
+    );
+}

@@ -1,5 +1,5 @@
 //! Memory exhaustion is an error, never an abort of the host process. Each case runs in a child
-//! process (this test binary re-run on `oom_child`) under `setrlimit(RLIMIT_AS)`: the child
+//! process (this test binary re-run on `child_process_oom`) under `setrlimit(RLIMIT_AS)`: the child
 //! must print its outcome and exit normally.
 //!
 //! - a 30 MB file of empty `TensorShapeProto.dim` entries with the default options: refused by
@@ -20,8 +20,7 @@
 
 mod common;
 
-use common::wrap;
-use std::process::Command;
+use common::{nested_graphs, wrap};
 
 use onnx_light::proto::Message;
 use onnx_light::{DecodeErrorKind, Error, FileLoadMode, ModelProto, ParseOptions};
@@ -59,10 +58,9 @@ fn outcome<T>(r: onnx_light::Result<T>) -> String {
 
 /// The child: runs one case under the address-space limit and prints `RESULT: ...`.
 #[test]
-fn oom_child() {
-    let Ok(case) = std::env::var(CHILD_ENV) else {
-        return; // run directly by the test harness: nothing to do
-    };
+#[ignore = "child process of the out-of-memory tests; started by them"]
+fn child_process_oom() {
+    let case = common::child_spec(CHILD_ENV);
     let dir = std::env::var("ONNXL_OOM_DIR").unwrap();
     let path = std::path::Path::new(&dir).join("input.onnx");
     let result = match case.as_str() {
@@ -175,9 +173,7 @@ fn stack_segment_refused(bytes: &[u8]) -> String {
 
 /// Runs `case` in a child process; returns its RESULT line (the child must exit normally).
 fn run_child(case: &str, dir: &std::path::Path) -> String {
-    let out = Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", "oom_child", "--nocapture", "--test-threads=1"])
-        .env(CHILD_ENV, case)
+    let out = common::child_process("child_process_oom", CHILD_ENV, case)
         .env("ONNXL_OOM_DIR", dir)
         .output()
         .unwrap();
@@ -313,15 +309,6 @@ fn repeated_messages_and_unpacked_scalars_fail_cleanly_without_a_budget() {
     assert!(r.starts_with("OUT_OF_MEMORY"), "unpacked dims: {r}");
     assert!(r.contains("initializer[0].dims"), "{r}");
     std::fs::remove_file(dir.path("input.onnx")).unwrap();
-}
-
-/// A ModelProto whose graph holds a node whose attribute holds a graph ... `levels` times.
-fn nested_graphs(levels: usize) -> Vec<u8> {
-    let mut g: Vec<u8> = Vec::new();
-    for _ in 0..levels {
-        g = wrap(1, &wrap(5, &wrap(6, &g)));
-    }
-    wrap(7, &g)
 }
 
 #[test]

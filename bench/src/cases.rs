@@ -2,7 +2,8 @@
 //! (VmHWM) is its own. A case does its untimed setup, then `iters` timed repetitions of the
 //! operation, and prints `RESULT time_ns=<best wall time> first_ns=<wall time of the first
 //! repetition> cpu_ns=<best CPU time of the process> hwm_kb=<peak RSS> base_kb=<RSS before the
-//! first timed repetition>`.
+//! first timed repetition>`, plus `realigned=<tensors a no-copy load copied for alignment>` for
+//! onnx_light's loads.
 
 use std::fs::File;
 use std::hint::black_box;
@@ -25,6 +26,10 @@ pub mod pb {
 pub const OPS: &[&str] = &[
     "load_copy",
     "load_nocopy",
+    // onnx_light only: the same loads with `ParseOptions::alignment` 1 (payloads wherever they
+    // fall: no aligned placement, nothing copied for alignment), to compare with the default 64.
+    "load_copy_align1",
+    "load_nocopy_align1",
     "load_meta",
     "save",
     "save_nosync",
@@ -71,6 +76,8 @@ fn map(path: &Path) -> memmap2::Mmap {
 static FIRST_NS: AtomicU64 = AtomicU64::new(0);
 /// Best CPU time (user + system, all threads) of a repetition.
 static CPU_NS: AtomicU64 = AtomicU64::new(u64::MAX);
+/// Tensors the last onnx_light load copied for alignment (`u64::MAX`: not a load).
+static REALIGNED: AtomicU64 = AtomicU64::new(u64::MAX);
 
 fn process_cpu_ns() -> u64 {
     let mut ts = libc::timespec {
@@ -82,7 +89,12 @@ fn process_cpu_ns() -> u64 {
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
-fn timed<T>(iters: usize, mut op: impl FnMut() -> T) -> (u64, u64) {
+fn timed<T>(iters: usize, op: impl FnMut() -> T) -> (u64, u64) {
+    timed_then(iters, op, |_| {})
+}
+
+/// As [`timed`], calling `inspect` on each result after its timer stopped.
+fn timed_then<T>(iters: usize, mut op: impl FnMut() -> T, inspect: impl Fn(&T)) -> (u64, u64) {
     let base = status_kb("VmRSS");
     let mut best = u64::MAX;
     for i in 0..iters {
@@ -96,6 +108,7 @@ fn timed<T>(iters: usize, mut op: impl FnMut() -> T) -> (u64, u64) {
         }
         best = best.min(ns);
         black_box(&r);
+        inspect(&r);
         drop(r);
     }
     (best, base)
@@ -139,7 +152,13 @@ pub fn run(a: &CaseArgs) {
     let hwm = status_kb("VmHWM");
     let first = FIRST_NS.load(Ordering::Relaxed);
     let cpu = CPU_NS.load(Ordering::Relaxed);
-    println!("RESULT time_ns={ns} first_ns={first} cpu_ns={cpu} hwm_kb={hwm} base_kb={base}");
+    let realigned = match REALIGNED.load(Ordering::Relaxed) {
+        u64::MAX => String::new(),
+        n => format!(" realigned={n}"),
+    };
+    println!(
+        "RESULT time_ns={ns} first_ns={first} cpu_ns={cpu} hwm_kb={hwm} base_kb={base}{realigned}"
+    );
     // Skip freeing whatever is left: the process ends here.
     std::io::stdout().flush().ok();
     std::process::exit(0)
@@ -204,9 +223,25 @@ fn onnx_light_case(a: &CaseArgs) -> (u64, u64) {
     match a.op.as_str() {
         // `load_model` reads external data by default (copy: one arena filled by parallel
         // positional reads; no-copy: one shared mapping per weight file).
-        "load_copy" => timed(a.iters, || {
-            onnx_light::load_model(&a.model, &light_parse_opts(t, false)).expect("onnx_light load")
-        }),
+        "load_copy" | "load_nocopy" | "load_copy_align1" | "load_nocopy_align1" => {
+            let opts = ParseOptions {
+                // The default (64), or 1 for the `_align1` comparison rows.
+                alignment: if a.op.ends_with("_align1") {
+                    1
+                } else {
+                    ParseOptions::default().alignment
+                },
+                ..light_parse_opts(t, a.op.starts_with("load_nocopy"))
+            };
+            timed_then(
+                a.iters,
+                || onnx_light::load_model(&a.model, &opts).expect("onnx_light load"),
+                |m| {
+                    let n = onnx_light::codec::realigned_tensors(m) as u64;
+                    REALIGNED.store(n, Ordering::Relaxed);
+                },
+            )
+        }
         // The `.onnx` file only: external data references are kept, nothing else is read.
         "load_meta" => {
             let opts = ParseOptions {
@@ -217,9 +252,6 @@ fn onnx_light_case(a: &CaseArgs) -> (u64, u64) {
                 onnx_light::load_model(&a.model, &opts).expect("onnx_light load")
             })
         }
-        "load_nocopy" => timed(a.iters, || {
-            onnx_light::load_model(&a.model, &light_parse_opts(t, true)).expect("onnx_light load")
-        }),
         // A model with external data is saved with external data (one weight file), each time
         // into a fresh directory; fsync as the baseline's write (`sync`) for "save".
         "save" | "save_nosync" if a.data.is_some() => {

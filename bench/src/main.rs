@@ -1,10 +1,11 @@
 //! onnx-bench: the side-by-side benchmark of onnx_light against its peers.
 //!
 //! `onnx-bench run --work DIR --python PY [--testdata DIR] [--runs N] [--scale S] [--only a,b,c,d]
-//!                 [--out FILE]`
+//!                 [--rows ROWS] [--out FILE]`
 //!   generates the synthetic models into DIR (deleting each when its cases are done), runs every
 //!   case `--runs` times, each in a fresh child process, and prints one markdown table plus the
-//!   ratios of the issue's performance targets.
+//!   ratios of the issue's performance targets. `--rows read,memcpy,light1,lightn,onnx,onnx_ir,
+//!   prost,onnx_rs` limits the libraries measured (default: all).
 //! `onnx-bench case LIB OP MODEL [--data FILE] --out FILE --threads T --iters K`
 //!   one measured case (used by `run`; see cases.rs).
 //! `onnx-bench gen KIND PATH [--scale S]`
@@ -22,7 +23,7 @@ use std::time::Instant;
 fn usage() -> ! {
     eprintln!(
         "usage: onnx-bench run --work DIR --python PY [--pyscript FILE] [--testdata DIR] [--runs N] \
-         [--scale S] [--only a,b,c,d] [--out FILE]\n       onnx-bench case LIB OP MODEL [--data FILE] \
+         [--scale S] [--only a,b,c,d] [--rows ROWS] [--out FILE]\n       onnx-bench case LIB OP MODEL [--data FILE] \
          --out FILE --threads T --iters K\n       onnx-bench gen transformer|external|metadata PATH [--scale S]"
     );
     std::process::exit(2)
@@ -135,6 +136,20 @@ const ROWS: [Row; 8] = [
 ];
 
 impl Row {
+    /// Name in `--rows`.
+    fn key(self) -> &'static str {
+        match self {
+            Row::Read => "read",
+            Row::Memcpy => "memcpy",
+            Row::Light1 => "light1",
+            Row::LightN => "lightn",
+            Row::Onnx => "onnx",
+            Row::OnnxIr => "onnx_ir",
+            Row::Prost => "prost",
+            Row::OnnxRs => "onnx_rs",
+        }
+    }
+
     fn short(self) -> &'static str {
         match self {
             Row::Read => "read/write baseline",
@@ -166,6 +181,9 @@ impl Row {
 enum Op {
     LoadCopy,
     LoadNoCopy,
+    /// onnx_light only: the loads with `ParseOptions::alignment` 1 (see cases.rs).
+    LoadCopyAlign1,
+    LoadNoCopyAlign1,
     LoadMeta,
     Save,
     SaveNoSync,
@@ -178,6 +196,8 @@ impl Op {
         match self {
             Op::LoadCopy => "load_copy",
             Op::LoadNoCopy => "load_nocopy",
+            Op::LoadCopyAlign1 => "load_copy_align1",
+            Op::LoadNoCopyAlign1 => "load_nocopy_align1",
             Op::LoadMeta => "load_meta",
             Op::Save => "save",
             Op::SaveNoSync => "save_nosync",
@@ -189,6 +209,8 @@ impl Op {
         match self {
             Op::LoadCopy => "load copy",
             Op::LoadNoCopy => "load no-copy",
+            Op::LoadCopyAlign1 => "load copy, alignment 1",
+            Op::LoadNoCopyAlign1 => "load no-copy, alignment 1",
             Op::LoadMeta => ".onnx only",
             Op::Save => "save",
             Op::SaveNoSync => "save, no fsync",
@@ -230,6 +252,8 @@ enum Cell {
         cpu_ns: u64,
         hwm_kb: u64,
         base_kb: u64,
+        /// Tensors copied for alignment by the load (onnx_light's loads).
+        realigned: Option<u64>,
     },
     Na(String),
     Err(String),
@@ -242,12 +266,19 @@ struct Runner {
     work: PathBuf,
     runs: usize,
     threads: usize,
+    /// The libraries measured (`--rows`).
+    rows: Vec<Row>,
     results: HashMap<(Row, String, Op), Cell>,
 }
 
 /// Why a row cannot do an operation on a model (None = it can).
 fn not_available(row: Row, m: &Model, op: Op) -> Option<&'static str> {
     let ext = m.data.is_some();
+    if matches!(op, Op::LoadCopyAlign1 | Op::LoadNoCopyAlign1)
+        && !matches!(row, Row::Light1 | Row::LightN)
+    {
+        return Some("—");
+    }
     match row {
         Row::Read => match op {
             Op::LoadCopy | Op::LoadNoCopy | Op::LoadMeta | Op::Save | Op::SaveNoSync => None,
@@ -281,21 +312,46 @@ fn not_available(row: Row, m: &Model, op: Op) -> Option<&'static str> {
 }
 
 impl Runner {
-    fn case(&mut self, row: Row, m: &Model, op: Op) {
+    /// Runs `row`'s `op` on `m` in `runs` fresh processes, keeping the best figures (merged
+    /// with those of earlier calls).
+    fn case(&mut self, row: Row, m: &Model, op: Op, runs: usize) {
         let key = (row, m.key.clone(), op);
         if let Some(why) = not_available(row, m, op) {
             self.results.insert(key, Cell::Na(why.into()));
+            return;
+        }
+        if !self.rows.contains(&row) {
+            self.results.insert(key, Cell::Na("not run".into()));
+            return;
+        }
+        if let Some(Cell::Err(_)) = self.results.get(&key) {
             return;
         }
         let out = self.work.join(format!("out-{}-{:?}.onnx", m.key, row));
         // Cheap operations on the big models are repeated in-process too, so that both the first
         // (cold) and a warm time are seen.
         let iters = match op {
-            Op::LoadNoCopy | Op::LoadMeta if m.iters == 1 => 5,
+            Op::LoadNoCopy | Op::LoadNoCopyAlign1 | Op::LoadMeta if m.iters == 1 => 5,
+            // The aligned-placement comparison: a cold (first) and a warm (best) time each.
+            Op::LoadCopy | Op::LoadCopyAlign1 if m.iters == 1 => 3,
             _ => m.iters,
         };
-        let mut best: Option<(u64, u64, u64, u64, u64)> = None;
-        for _ in 0..m.runs {
+        let mut best: Option<(u64, u64, u64, u64, u64)> = match self.results.get(&key) {
+            Some(Cell::Ok {
+                ns,
+                first_ns,
+                cpu_ns,
+                hwm_kb,
+                base_kb,
+                ..
+            }) => Some((*ns, *first_ns, *cpu_ns, *hwm_kb, *base_kb)),
+            _ => None,
+        };
+        let mut realigned = match self.results.get(&key) {
+            Some(Cell::Ok { realigned, .. }) => *realigned,
+            _ => None,
+        };
+        for _ in 0..runs {
             let mut cmd = if row == Row::Onnx || row == Row::OnnxIr {
                 let mut c = Command::new(&self.python);
                 c.arg(if row == Row::Onnx {
@@ -342,15 +398,19 @@ impl Runner {
                         .find_map(|kv| kv.strip_prefix(n)?.strip_prefix('=')?.parse().ok())
                 };
                 Some((
-                    field("time_ns")?,
-                    field("first_ns")?,
-                    field("cpu_ns")?,
-                    field("hwm_kb")?,
-                    field("base_kb")?,
+                    (
+                        field("time_ns")?,
+                        field("first_ns")?,
+                        field("cpu_ns")?,
+                        field("hwm_kb")?,
+                        field("base_kb")?,
+                    ),
+                    field("realigned"),
                 ))
             });
             match parsed {
-                Some((ns, first, cpu, hwm, base)) => {
+                Some(((ns, first, cpu, hwm, base), n)) => {
+                    realigned = realigned.or(n);
                     best = Some(match best {
                         // Best times; the largest peak RSS seen (a conservative figure).
                         Some((bns, bfirst, bcpu, bhwm, bbase)) => (
@@ -388,12 +448,15 @@ impl Runner {
         }
         let (ns, first_ns, cpu_ns, hwm_kb, base_kb) = best.unwrap();
         eprintln!(
-            "  [{}] {:<20} {:<14} {:>10}  peak RSS {}",
+            "  [{}] {:<20} {:<18} {:>10}  peak RSS {}{}",
             m.key,
             row.short(),
             op.arg(),
             fmt_time(ns),
-            fmt_mib(hwm_kb * 1024)
+            fmt_mib(hwm_kb * 1024),
+            realigned.map_or(String::new(), |n| format!(
+                ", {n} tensors copied for alignment"
+            ))
         );
         self.results.insert(
             key,
@@ -403,15 +466,45 @@ impl Runner {
                 cpu_ns,
                 hwm_kb,
                 base_kb,
+                realigned,
             },
         );
     }
 
     fn model(&mut self, m: &Model) {
         eprintln!("model ({}) {}: {}", m.key, m.label, fmt_mib(m.size));
-        for &op in m.main_ops.iter().chain(&m.extra_ops) {
+        let ops: Vec<Op> = m.main_ops.iter().chain(&m.extra_ops).copied().collect();
+        // Copy loads with alignment 64 and 1 are compared: their runs alternate, so that both
+        // see the same load of the machine.
+        let paired = ops.contains(&Op::LoadCopy) && ops.contains(&Op::LoadCopyAlign1);
+        for &op in &ops {
+            if paired && matches!(op, Op::LoadCopy | Op::LoadCopyAlign1) {
+                if op == Op::LoadCopy {
+                    let light = |r: &Row| matches!(r, Row::Light1 | Row::LightN);
+                    for row in ROWS.into_iter().filter(|r| !light(r)) {
+                        self.case(row, m, op, m.runs);
+                    }
+                    // onnx_light's runs only, so that both follow the same kind of process
+                    // (not, say, the 1 GB memcpy baseline); each goes first in every other run.
+                    for run in 0..m.runs {
+                        let mut pair = [Op::LoadCopy, Op::LoadCopyAlign1];
+                        if run % 2 == 1 {
+                            pair.reverse();
+                        }
+                        for op in pair {
+                            for row in ROWS.into_iter().filter(light) {
+                                self.case(row, m, op, 1);
+                            }
+                        }
+                    }
+                    for row in ROWS.into_iter().filter(|r| !light(r)) {
+                        self.case(row, m, Op::LoadCopyAlign1, 1);
+                    }
+                }
+                continue;
+            }
             for row in ROWS {
-                self.case(row, m, op);
+                self.case(row, m, op, m.runs);
             }
         }
         for f in &m.generated {
@@ -592,6 +685,17 @@ fn run(opts: &HashMap<String, String>) {
             s.split(',').map(|x| x.trim().to_string()).collect()
         });
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let rows: Vec<Row> = match opts.get("rows") {
+        None => ROWS.to_vec(),
+        Some(list) => list
+            .split(',')
+            .map(|k| {
+                ROWS.into_iter()
+                    .find(|r| r.key() == k.trim())
+                    .unwrap_or_else(|| panic!("--rows: unknown row {k:?}"))
+            })
+            .collect(),
+    };
     let mut r = Runner {
         exe,
         python: python.clone(),
@@ -599,6 +703,7 @@ fn run(opts: &HashMap<String, String>) {
         work: work.clone(),
         runs,
         threads,
+        rows,
         results: HashMap::new(),
     };
     let mut models: Vec<Model> = Vec::new();
@@ -677,7 +782,7 @@ fn run(opts: &HashMap<String, String>) {
             iters: 1,
             runs,
             main_ops: main_ops.clone(),
-            extra_ops: vec![Op::SaveNoSync],
+            extra_ops: vec![Op::SaveNoSync, Op::LoadCopyAlign1, Op::LoadNoCopyAlign1],
             generated: vec![path],
             pyir: false,
         };
@@ -746,8 +851,18 @@ fn run(opts: &HashMap<String, String>) {
 
 fn cell_text(r: &Runner, row: Row, m: &Model, op: Op) -> String {
     match r.results.get(&(row, m.key.clone(), op)) {
-        Some(Cell::Ok { ns, hwm_kb, .. }) => {
-            format!("{} · {}", fmt_time(*ns), fmt_mib(hwm_kb * 1024))
+        Some(Cell::Ok {
+            ns,
+            hwm_kb,
+            realigned,
+            ..
+        }) => {
+            // No-copy loads: how many tensors were copied because their bytes were misaligned.
+            let copied = match (op, realigned) {
+                (Op::LoadNoCopy | Op::LoadNoCopyAlign1, Some(n)) => format!(" · {n} realigned"),
+                _ => String::new(),
+            };
+            format!("{} · {}{copied}", fmt_time(*ns), fmt_mib(hwm_kb * 1024))
         }
         Some(Cell::Na(s)) | Some(Cell::Err(s)) => s.clone(),
         None => "—".into(),
@@ -842,9 +957,12 @@ fn report(r: &Runner, models: &[Model], machine: &str, secs: f64, load_start: &s
     }
     writeln!(
         s,
-        "\nEach cell: best wall time · peak RSS of the process (VmHWM, largest over the runs).\n"
+        "\nEach cell: best wall time · peak RSS of the process (VmHWM, largest over the runs); \
+         onnx_light's no-copy loads add the number of tensors copied because their bytes were not \
+         aligned to `ParseOptions::alignment` (default 64) in the file (\"realigned\").\n"
     )
     .unwrap();
+    aligned_placement(&mut s, r, models);
 
     // Ratios.
     writeln!(s, "### Targets and ratios\n").unwrap();
@@ -1199,4 +1317,79 @@ fn report(r: &Runner, models: &[Model], machine: &str, secs: f64, load_start: &s
         }
     }
     s
+}
+
+/// The aligned-placement section: copy loads of model (a) with `ParseOptions::alignment` 64
+/// (the default: every payload at a multiple of 64) against 1 (payloads wherever they fall),
+/// measured in alternating runs; and what no-copy loads copied for alignment.
+fn aligned_placement(s: &mut String, r: &Runner, models: &[Model]) {
+    let Some(a) = models.iter().find(|m| m.key == "a") else {
+        return;
+    };
+    let n = r.threads;
+    writeln!(
+        s,
+        "### Aligned placement (model (a), {})\n\nCopy load with `ParseOptions::alignment` 64 (the \
+         default) vs 1, runs alternating; cold = first load in a fresh process, warm = best of the \
+         later loads in it, CPU = best CPU time (user + system, all threads) of a load. Target: \
+         aligned ≤ 1.05× unaligned.\n",
+        fmt_mib(a.size)
+    )
+    .unwrap();
+    writeln!(
+        s,
+        "| onnx_light copy load | alignment 64 | alignment 1 | 64 ÷ 1 | verdict (≤ 1.05×) |\n|---|---|---|---|---|"
+    )
+    .unwrap();
+    let cell = |row: Row, op: Op| match r.results.get(&(row, "a".to_string(), op)) {
+        Some(Cell::Ok {
+            ns,
+            first_ns,
+            cpu_ns,
+            ..
+        }) => Some((*first_ns, *ns, *cpu_ns)),
+        _ => None,
+    };
+    for (row, who) in [
+        (Row::Light1, "1 thread".to_string()),
+        (Row::LightN, format!("{n} threads")),
+    ] {
+        let (x, y) = (cell(row, Op::LoadCopy), cell(row, Op::LoadCopyAlign1));
+        let pick: [(&str, fn((u64, u64, u64)) -> u64); 3] = [
+            ("cold, wall", |c| c.0),
+            ("warm, wall", |c| c.1),
+            ("CPU", |c| c.2),
+        ];
+        for (what, f) in pick {
+            let (a64, a1) = (x.map(f), y.map(f));
+            let q = ratio(a64, a1);
+            writeln!(
+                s,
+                "| {who}, {what} | {} | {} | {} | {} |",
+                a64.map_or("n/a".into(), fmt_time),
+                a1.map_or("n/a".into(), fmt_time),
+                fmt_ratio(q),
+                verdict(q.map(|q| q <= 1.05)),
+            )
+            .unwrap();
+        }
+    }
+    let nc = |row: Row, op: Op| match r.results.get(&(row, "a".to_string(), op)) {
+        Some(Cell::Ok { ns, realigned, .. }) => format!(
+            "{} ({} tensors copied for alignment)",
+            fmt_time(*ns),
+            realigned.map_or("n/a".into(), |x| x.to_string())
+        ),
+        _ => "n/a".into(),
+    };
+    writeln!(
+        s,
+        "\nNo-copy load of (a), best of 5 in a process: alignment 64 — 1 thread {}, {n} threads {}; \
+         alignment 1 — 1 thread {}, {n} threads {}.\n",
+        nc(Row::Light1, Op::LoadNoCopy),
+        nc(Row::LightN, Op::LoadNoCopy),
+        nc(Row::Light1, Op::LoadNoCopyAlign1),
+        nc(Row::LightN, Op::LoadNoCopyAlign1),
+    )
+    .unwrap();
 }

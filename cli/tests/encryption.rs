@@ -205,6 +205,7 @@ fn run_measured(mut cmd: Command) -> (std::process::Output, u64) {
 
 #[test]
 #[cfg(target_os = "linux")]
+#[ignore = "slow (a model over 2 GB): the test command runs it (cargo test -- --include-ignored)"]
 fn model_over_2gb_streams_through_the_cli_with_bounded_memory() {
     use std::io::{Read, Write};
     let dir = TempDir::new("big");
@@ -273,14 +274,7 @@ fn model_over_2gb_streams_through_the_cli_with_bounded_memory() {
 
     // In memory: load_encrypted_model with no_copy holds the plaintext once (~1x the model),
     // measured in a child (this test binary, re-executed).
-    let mut cmd = Command::new(std::env::current_exe().unwrap());
-    cmd.args([
-        "--exact",
-        "big_child_load",
-        "--nocapture",
-        "--test-threads=1",
-    ])
-    .env("ONNXL_BIG_CHILD", &enc);
+    let cmd = common::child_process("child_process_big_load", "ONNXL_BIG_CHILD", &enc);
     let (o, load_peak_kb) = run_measured(cmd);
     let child_out = String::from_utf8_lossy(&o.stdout);
     assert!(
@@ -318,12 +312,11 @@ fn model_over_2gb_streams_through_the_cli_with_bounded_memory() {
 }
 
 /// The child of the test above: loads the big encrypted model in memory with no_copy and checks
-/// its bytes. Does nothing unless ONNXL_BIG_CHILD is set.
+/// its bytes (`ONNXL_BIG_CHILD` = the model's path).
 #[test]
-fn big_child_load() {
-    let Some(path) = std::env::var_os("ONNXL_BIG_CHILD") else {
-        return;
-    };
+#[ignore = "child process of model_over_2gb_streams_through_the_cli_with_bounded_memory; started by it"]
+fn child_process_big_load() {
+    let path = common::child_spec("ONNXL_BIG_CHILD");
     let opts = ParseOptions {
         no_copy: true,
         // Borrow the 2 GB payload wherever it is in the plaintext (an aligned copy would double

@@ -196,7 +196,7 @@ fn is_string(k: Kind) -> bool {
 /// Every enum of the C++ classes: (full name, values). The schema's own, `TensorProto.DataType`
 /// (an `int32` field in the schema), and the enums of onnx.proto / onnx-data.proto that no field
 /// uses but code refers to.
-fn enums() -> Vec<(String, Vec<(String, i32)>)> {
+pub(crate) fn enums() -> Vec<(String, Vec<(String, i32)>)> {
     let mut out: Vec<(String, Vec<(String, i32)>)> = schema_enums()
         .iter()
         .map(|e| {

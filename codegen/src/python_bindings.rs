@@ -11,7 +11,7 @@
 use std::fmt::Write;
 
 use crate::schema::{FieldDef, Kind, Label, MESSAGES, MessageDef};
-use crate::{camel, oneofs, rust_type_name, snake};
+use crate::{camel, is_cycle_field, oneofs, rust_type_name, snake};
 
 /// The Rust field (or accessor) name of `f` (`type` is a keyword).
 fn rust_field(f: &FieldDef) -> String {
@@ -314,13 +314,19 @@ fn gen_merge(o: &mut String, m: &MessageDef, ty: &str) {
                 f.name
             )
             .unwrap(),
-            (Label::Optional, Kind::Message(c), None) => writeln!(
-                o,
-                "        if let Some(v) = src.{r}.take() {{ <{} as Msg>::merge(ctx, dst.mutable_{}(), ops::Unbox::unbox(v)); }}",
-                rust_type_name(c),
-                f.name
-            )
-            .unwrap(),
+            (Label::Optional, Kind::Message(c), None) => {
+                let call = format!(
+                    "<{} as Msg>::merge(ctx, dst.mutable_{}(), ops::Unbox::unbox(v))",
+                    rust_type_name(c),
+                    f.name
+                );
+                writeln!(
+                    o,
+                    "        if let Some(v) = src.{r}.take() {{ {}; }}",
+                    guarded(m, f, &call)
+                )
+                .unwrap()
+            }
             (Label::Repeated, _, _) => {
                 writeln!(o, "        dst.{r}.extend(std::mem::take(&mut src.{r}));").unwrap()
             }
@@ -355,6 +361,16 @@ fn gen_merge(o: &mut String, m: &MessageDef, ty: &str) {
     writeln!(o, "    }}").unwrap();
 }
 
+/// `call` (a walk into sub-message field `f` of `m`), on a new stack segment when the stack
+/// runs low if `f` closes a cycle of the schema (as the library's own walks do).
+fn guarded(m: &MessageDef, f: &FieldDef, call: &str) -> String {
+    if is_cycle_field(m.name, f.name) {
+        format!("onnx_light::wire::guard_stack(|| {call})")
+    } else {
+        call.to_string()
+    }
+}
+
 fn gen_text(o: &mut String, m: &MessageDef) {
     writeln!(o, "    fn text(&self, out: &mut TextOut) {{").unwrap();
     let mut fields: Vec<&FieldDef> = m.fields.iter().collect();
@@ -379,7 +395,11 @@ fn gen_text(o: &mut String, m: &MessageDef) {
                 Kind::Bytes => format!("out.bytes(\"{n}\", {v}.as_bytes())"),
                 Kind::Payload => format!("out.bytes(\"{n}\", {v})"),
                 Kind::Message(_) => {
-                    format!("{{ out.begin(\"{n}\"); {v}.text(out); out.end(); }}")
+                    let call = format!("{v}.text(out)");
+                    format!(
+                        "{{ out.begin(\"{n}\"); {}; out.end(); }}",
+                        guarded(m, f, &call)
+                    )
                 }
             }
         };
@@ -644,7 +664,8 @@ class Message:
     def FromString(cls, data: bytes) -> Any: ...
     def ByteSize(self) -> int: ...
     def IsInitialized(self) -> bool: ...
-    def ListFields(self) -> list[tuple[FieldDescriptor, Any]]: ...
+    def ListFields(self) -> list[tuple[Any, Any]]: ...
+    DESCRIPTOR: Any  # an onnx_light.descriptor.Descriptor
 
 class FieldDescriptor:
     name: str
@@ -685,6 +706,8 @@ class RepeatedCompositeContainer:
     def MergeFrom(self, values: Any) -> None: ...
 
 class EnumTypeWrapper:
+    def __init__(self, name: str, values: list[tuple[str, int]]) -> None: ...
+    DESCRIPTOR: Any  # an onnx_light.descriptor.EnumDescriptor
     def Name(self, value: int) -> str: ...
     def Value(self, name: str) -> int: ...
     def keys(self) -> list[str]: ...
@@ -706,8 +729,8 @@ class EncryptionError(ValueError): ...
 class WrongKeyError(ValueError): ...
 class ParamsError(ValueError): ...
 
-def load_path(path: str, *, no_copy: bool = ..., num_threads: Optional[int] = ..., load_external_data: bool = ..., base_dir: Optional[str] = ..., key: Optional[bytes] = ...) -> ModelProto: ...
-def load_bytes(data: Any, *, cls: Any = ..., no_copy: bool = ..., num_threads: Optional[int] = ..., load_external_data: bool = ..., base_dir: Optional[str] = ..., key: Optional[bytes] = ...) -> Any: ...
+def load_path(path: str, *, no_copy: bool = ..., num_threads: Optional[int] = ..., load_external_data: bool = ..., base_dir: Optional[str] = ..., key: Optional[bytes] = ..., alignment: Optional[int] = ...) -> ModelProto: ...
+def load_bytes(data: Any, *, cls: Any = ..., no_copy: bool = ..., num_threads: Optional[int] = ..., load_external_data: bool = ..., base_dir: Optional[str] = ..., key: Optional[bytes] = ..., alignment: Optional[int] = ...) -> Any: ...
 def save_path(model: ModelProto, path: str, *, external: Optional[dict] = ..., key: Optional[bytes] = ..., num_threads: Optional[int] = ...) -> None: ...
 def serialize(model: ModelProto, *, key: Optional[bytes] = ..., num_threads: Optional[int] = ...) -> bytes: ...
 def tensor_raw_buffer(t: TensorProto) -> Optional[RawBuffer]: ...
@@ -716,6 +739,10 @@ def tensor_external_buffer(t: TensorProto, base_dir: str) -> RawBuffer: ...
 def tensor_dlpack(t: TensorProto, max_version: Any = ..., copy: Optional[bool] = ...) -> Any: ...
 def load_external_data_for_model(model: ModelProto, base_dir: str, *, no_copy: bool = ..., verify_checksums: bool = ...) -> int: ...
 def check_external_data(model: ModelProto, base_dir: str, *, verify_checksums: bool = ...) -> dict: ...
+def convert_model_to_external_data(model: ModelProto, *, all_tensors_to_one_file: bool, location: Optional[str], size_threshold: int, convert_attribute: bool) -> int: ...
+def populate_external_data(model: ModelProto, base_dir: str, *, no_copy: bool = ...) -> int: ...
+def clear_external_data(model: ModelProto) -> int: ...
+def convert_model_from_external_data(model: ModelProto) -> int: ...
 def consolidate_tensors(model: ModelProto, *, threshold: int = ..., alignment: int = ...) -> int: ...
 def encrypt_file(input: str, output: str, key: bytes) -> int: ...
 def decrypt_file(input: str, output: str, key: bytes) -> int: ...
@@ -723,6 +750,7 @@ def load_params(data: Any) -> list[TensorProto]: ...
 def save_params(model: ModelProto, names: Optional[list[str]] = ...) -> bytes: ...
 def load_with_prepacked(path: str, *, no_copy: bool = ...) -> tuple[ModelProto, list]: ...
 def split_large_payloads(model: ModelProto, threshold: int) -> tuple[bytes, list[RawBuffer]]: ...
+def schema_table() -> tuple[list[tuple[str, list[tuple[str, int, str, bool, bool, Optional[str], Optional[str]]]]], list[tuple[str, list[tuple[str, int]]]]]: ...
 
 "#;
 
@@ -749,6 +777,32 @@ pub fn generate_stubs() -> String {
     o
 }
 
+/// Members of a class that the schema does not describe: the enums its fields hold as plain
+/// int32 (`TensorProto.DataType`, `SequenceProto.DataType`, ...: the C++ classes' table of
+/// them), and what the Python layer adds (`__dlpack__`, `to_onnx`).
+fn extra_stub_members(message: &str) -> Vec<String> {
+    let mut v = Vec::new();
+    let own = format!("{message}.DataType");
+    if !MESSAGES.iter().any(|m| m.name == message) {
+        return v;
+    }
+    for (name, values) in crate::cpp_classes::enums() {
+        if name == own {
+            v.push("DataType: EnumTypeWrapper".to_string());
+            v.extend(values.iter().map(|(k, _)| format!("{k}: int")));
+        }
+    }
+    match message {
+        "TensorProto" => {
+            v.push("def __dlpack__(self, *, stream: Any = ..., max_version: Any = ..., dl_device: Any = ..., copy: Optional[bool] = ...) -> Any: ...".into());
+            v.push("def __dlpack_device__(self) -> tuple[int, int]: ...".into());
+        }
+        "ModelProto" => v.push("def to_onnx(self) -> Any: ...".into()),
+        _ => {}
+    }
+    v
+}
+
 fn stub_class(o: &mut String, m: &MessageDef, depth: usize) {
     let ind = "    ".repeat(depth);
     writeln!(o, "{ind}class {}(Message):", py_name(m.name)).unwrap();
@@ -768,6 +822,9 @@ fn stub_class(o: &mut String, m: &MessageDef, depth: usize) {
                 writeln!(o, "{ind}    {k}: int").unwrap();
             }
         }
+    }
+    for line in extra_stub_members(m.name) {
+        writeln!(o, "{ind}    {line}").unwrap();
     }
     for f in m.fields {
         let t = py_type(f.kind);

@@ -132,6 +132,7 @@ def main() -> int:
             Case("a", "load", "onnx_light", lambda: ol.load(a)),
             Case("a", "load", "onnx_light (1 thread)", lambda: ol.load(a, num_threads=1)),
             Case("a", "load no_copy", "onnx_light", lambda: ol.load(a, no_copy=True)),
+            Case("a", "load no_copy", "onnx_light (alignment=1)", lambda: ol.load(a, no_copy=True, alignment=1)),
             Case("a", "load", "onnx", lambda: onnx.load(a)),
             Case("a", "load", "onnx_ir", lambda: onnx_ir.load(a)),
         ])
@@ -167,6 +168,7 @@ def main() -> int:
             Case("b", "load", "onnx_light", lambda: ol.load(b)),
             Case("b", "load", "onnx_light (1 thread)", lambda: ol.load(b, num_threads=1)),
             Case("b", "load no_copy", "onnx_light", lambda: ol.load(b, no_copy=True)),
+            Case("b", "load no_copy", "onnx_light (alignment=1)", lambda: ol.load(b, no_copy=True, alignment=1)),
             Case("b", "load", "onnx", lambda: onnx.load(b)),
             Case("b", "load (lazy)", "onnx_ir", lambda: onnx_ir.load(b)),
         ])
@@ -286,9 +288,18 @@ def main() -> int:
         r = by.get((model, "load", "onnx_light"))
         if r and model in sizes:
             lines.append(f"- ({model}) peak RSS of load / file size (≤ 1.05): {r['peak_mib'] * 2**20 / sizes[model]:.3f}")
-        r = by.get((model, "load no_copy", "onnx_light"))
-        if r:
-            lines.append(f"- ({model}) peak RSS of load no_copy: {r['peak_mib']:.1f} MiB")
+        for lib in ("onnx_light", "onnx_light (alignment=1)"):
+            r = by.get((model, "load no_copy", lib))
+            if r:
+                lines.append(f"- ({model}) peak RSS of load no_copy, {lib}: {r['peak_mib']:.1f} MiB")
+        r = ratio(model, "load no_copy", "onnx_light (alignment=1)",
+                  "load (lazy)" if model == "b" else "load", "onnx_ir")
+        if r is not None:
+            lines.append(f"- ({model}) load no_copy with alignment=1 vs onnx_ir.load (> 1×): {r:.1f}×")
+        r = ratio(model, "load", "onnx_light (1 thread)", "load", "onnx")
+        rc = ratio(model, "load", "onnx_light (1 thread)", "load", "onnx", key="cpu")
+        if r is not None:
+            lines.append(f"- ({model}) load with 1 thread vs onnx.load: {r:.1f}× (CPU time: {rc:.1f}×)")
     r = ratio("c", "op_type + len(input)", "onnx_light", "op_type + len(input)", "onnx")
     rc = ratio("c", "op_type + len(input)", "onnx_light", "op_type + len(input)", "onnx", key="cpu")
     if r is not None:

@@ -53,6 +53,57 @@ from ._native import (  # noqa: F401
 
 __version__ = "0.1.0"
 
+# ---- reflection and the names of onnx.proto outside its messages
+
+from . import descriptor as _descriptor  # noqa: E402
+
+#: onnx.proto's ``Version`` (the IR versions) and ``OperatorStatus`` enums, as the onnx package has them.
+Version = EnumTypeWrapper("Version", [
+    ("_START_VERSION", 0), ("IR_VERSION_2017_10_10", 1), ("IR_VERSION_2017_10_30", 2),
+    ("IR_VERSION_2017_11_3", 3), ("IR_VERSION_2019_1_22", 4), ("IR_VERSION_2019_3_18", 5),
+    ("IR_VERSION_2019_9_19", 6), ("IR_VERSION_2020_5_8", 7), ("IR_VERSION_2021_7_30", 8),
+    ("IR_VERSION_2023_5_5", 9), ("IR_VERSION_2024_3_25", 10), ("IR_VERSION_2025_05_12", 11),
+    ("IR_VERSION_2025_08_26", 12), ("IR_VERSION_2025_11_06", 13), ("IR_VERSION", 14),
+])
+OperatorStatus = EnumTypeWrapper("OperatorStatus", [("EXPERIMENTAL", 0), ("STABLE", 1)])
+for _k, _v in Version.items() + OperatorStatus.items():
+    if not _k.startswith("_"):
+        globals()[_k] = _v
+
+# onnx-data.proto's element kinds (`elem_type` is a plain int32 field, as `data_type` is).
+_ELEM_TYPES = [("UNDEFINED", 0), ("TENSOR", 1), ("SPARSE_TENSOR", 2), ("SEQUENCE", 3), ("MAP", 4),
+               ("OPTIONAL", 5)]
+for _cls in (SequenceProto, OptionalProto):
+    _cls.DataType = EnumTypeWrapper(f"{_cls.__name__}.DataType", _ELEM_TYPES)
+    for _k, _v in _ELEM_TYPES:
+        setattr(_cls, _k, _v)
+
+
+def _install_descriptors() -> None:
+    messages, enums = _native.schema_table()
+    classes = {}
+    for name, _ in messages:
+        cls = getattr(_native, name.split(".")[0])
+        for part in name.split(".")[1:]:
+            cls = getattr(cls, part)
+        classes[name] = cls
+    open_enums = {"TensorProto.DataType": TensorProto.DataType.items(),
+                  "SequenceProto.DataType": _ELEM_TYPES, "OptionalProto.DataType": _ELEM_TYPES,
+                  "Version": Version.items(), "OperatorStatus": OperatorStatus.items()}
+    for name, d in _descriptor.build(messages, enums, classes, open_enums).items():
+        classes[name].DESCRIPTOR = d
+    native_list_fields = Message.ListFields
+
+    def ListFields(self: Message) -> list:
+        """``(FieldDescriptor, value)`` pairs of the fields that are set, by field number."""
+        by_name = self.DESCRIPTOR.fields_by_name
+        return [(by_name[f.name], v) for f, v in native_list_fields(self)]
+
+    Message.ListFields = ListFields
+
+
+_install_descriptors()
+
 PathLike = Union[str, "os.PathLike[str]"]
 
 
@@ -72,6 +123,7 @@ def load(
     no_copy: bool = False,
     num_threads: Optional[int] = None,
     key: Any = None,
+    alignment: Optional[int] = None,
 ) -> ModelProto:
     """Loads a model from a path, bytes, or a binary file object (``onnx.load``).
 
@@ -84,9 +136,13 @@ def load(
             instead of being copied; the map stays alive while any tensor or array uses it.
         num_threads: threads for copying and parsing (default: all cores).
         key: passphrase (str or bytes) of an encrypted model.
+        alignment: every tensor's bytes start at a multiple of this (a power of two; default
+            64, a cache line and the widest SIMD load). With ``no_copy``, a tensor the file does
+            not place at such an address is copied to one; ``alignment=1`` borrows every
+            tensor where it is (NumPy handles any address).
     """
     opts = dict(load_external_data=load_external_data, base_dir=base_dir, no_copy=no_copy,
-                num_threads=num_threads, key=key)
+                num_threads=num_threads, key=key, alignment=alignment)
     if isinstance(f, (bytes, bytearray, memoryview)):
         return load_from_string(f, **opts)
     if isinstance(f, (str, os.PathLike)):
@@ -96,8 +152,9 @@ def load(
     return load_from_string(f.read(), **opts)
 
 
-def _native_opts(load_external_data, base_dir, no_copy, num_threads, key) -> dict:
+def _native_opts(load_external_data, base_dir, no_copy, num_threads, key, alignment) -> dict:
     return dict(
+        alignment=alignment,
         no_copy=no_copy,
         num_threads=num_threads,
         load_external_data=load_external_data,
@@ -117,9 +174,11 @@ def load_from_string(
     no_copy: bool = False,
     num_threads: Optional[int] = None,
     key: Any = None,
+    alignment: Optional[int] = None,
 ) -> ModelProto:
     """Parses a model from bytes (``onnx.load_from_string``); see :func:`load`."""
-    return _native.load_bytes(s, **_native_opts(load_external_data, base_dir, no_copy, num_threads, key))
+    return _native.load_bytes(
+        s, **_native_opts(load_external_data, base_dir, no_copy, num_threads, key, alignment))
 
 
 load_model_from_string = load_from_string
@@ -154,6 +213,7 @@ def save(
     checksum: bool = False,
     key: Any = None,
     num_threads: Optional[int] = None,
+    source_dir: Optional[PathLike] = None,
 ) -> None:
     """Saves a model (``onnx.save``), atomically when ``f`` is a path.
 
@@ -162,6 +222,8 @@ def save(
     tensor when ``all_tensors_to_one_file`` is false; a new part ``LOCATION.1``, ... when a file
     would exceed ``max_file_size``; offsets aligned to ``alignment``; SHA-1 ``checksum``
     entries). The model object is not modified. ``key`` encrypts the model (and its weight files).
+    Tensors whose external data was not loaded are read from ``source_dir`` (default: the
+    directory ``f`` is in, where onnx's save leaves their files too).
     """
     key = _key_bytes(key)
     if not isinstance(f, (str, os.PathLike)):
@@ -179,6 +241,8 @@ def save(
             max_file_size=max_file_size,
             alignment=alignment,
             checksum=checksum,
+            source_dir=os.fspath(source_dir) if source_dir is not None
+            else os.path.dirname(os.path.abspath(f)),
         )
     _native.save_path(model, os.fspath(f), external=external, key=key, num_threads=num_threads)
 
@@ -198,7 +262,7 @@ def save_tensor(tensor: TensorProto, f: Union[PathLike, IO[bytes]]) -> None:
 
 # ---- NumPy, DLPack and onnx interoperability
 
-from . import numpy_helper  # noqa: E402
+from . import external_data_helper, numpy_helper  # noqa: E402
 
 
 def _tensor_dlpack(self: TensorProto, *, stream: Any = None, max_version: Any = None,
@@ -408,7 +472,8 @@ def info(f: Union[PathLike, ModelProto]) -> str:
     for n in g.node:
         key = f"{n.domain}::{n.op_type}" if n.domain else n.op_type
         ops[key] = ops.get(key, 0) + 1
-    init_bytes = sum(len(t.raw_data) if t.HasField("raw_data") else 0 for t in g.initializer)
+    # (the length of each tensor's bytes, read in place: `raw_data` would copy them)
+    init_bytes = sum(len(_native.tensor_raw_buffer(t) or ()) for t in g.initializer)
     external = sum(1 for t in g.initializer if t.data_location == TensorProto.EXTERNAL)
     lines = [
         f"ir_version: {m.ir_version}",

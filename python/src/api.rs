@@ -13,7 +13,7 @@ use pyo3::types::{PyBytes, PyDict};
 
 use crate::errors::IntoPyResult;
 use crate::generated::{MESSAGE_INFOS, MODEL_PROTO_INFO};
-use crate::message::BytesArg;
+use crate::message::{BytesArg, serialize_to_pybytes};
 use crate::ops::Msg;
 use crate::root::{Root, SendPtr};
 use crate::tools::with_model;
@@ -43,13 +43,16 @@ fn parse_options(
     num_threads: Option<i32>,
     load_external_data: bool,
     base_dir: Option<PathBuf>,
+    alignment: Option<u64>,
 ) -> ParseOptions {
+    let defaults = ParseOptions::default();
     ParseOptions {
         no_copy,
         num_threads: num_threads.unwrap_or(-1),
         load_external_data,
         external_data_dir: base_dir,
-        ..Default::default()
+        alignment: alignment.unwrap_or(defaults.alignment),
+        ..defaults
     }
 }
 
@@ -60,7 +63,8 @@ fn model_view(py: Python<'_>, m: ModelProto) -> PyResult<Py<PyAny>> {
 
 /// Loads a model file (and its external data) without the GIL.
 #[pyfunction]
-#[pyo3(signature = (path, *, no_copy = false, num_threads = None, load_external_data = true, base_dir = None, key = None))]
+#[pyo3(signature = (path, *, no_copy = false, num_threads = None, load_external_data = true, base_dir = None, key = None, alignment = None))]
+#[allow(clippy::too_many_arguments)]
 pub fn load_path(
     py: Python<'_>,
     path: PathBuf,
@@ -69,8 +73,15 @@ pub fn load_path(
     load_external_data: bool,
     base_dir: Option<PathBuf>,
     key: Option<Vec<u8>>,
+    alignment: Option<u64>,
 ) -> PyResult<Py<PyAny>> {
-    let opts = parse_options(no_copy, num_threads, load_external_data, base_dir);
+    let opts = parse_options(
+        no_copy,
+        num_threads,
+        load_external_data,
+        base_dir,
+        alignment,
+    );
     let m = py
         .detach(|| match key {
             Some(k) => onnx_light::load_encrypted_model(&path, &k, &opts),
@@ -83,7 +94,7 @@ pub fn load_path(
 /// Parses a message of class `cls` (default ModelProto) from bytes without the GIL; with
 /// `no_copy`, tensors borrow from a `bytes` object (kept alive by the model's tensors).
 #[pyfunction]
-#[pyo3(signature = (data, *, cls = None, no_copy = false, num_threads = None, load_external_data = true, base_dir = None, key = None))]
+#[pyo3(signature = (data, *, cls = None, no_copy = false, num_threads = None, load_external_data = true, base_dir = None, key = None, alignment = None))]
 #[allow(clippy::too_many_arguments)]
 pub fn load_bytes(
     py: Python<'_>,
@@ -94,6 +105,7 @@ pub fn load_bytes(
     load_external_data: bool,
     base_dir: Option<PathBuf>,
     key: Option<Vec<u8>>,
+    alignment: Option<u64>,
 ) -> PyResult<Py<PyAny>> {
     let info = match cls {
         None => &MODEL_PROTO_INFO,
@@ -103,7 +115,13 @@ pub fn load_bytes(
             .find(|i| (i.class)(py).is(c))
             .ok_or_else(|| PyTypeError::new_err("cls must be a message class of onnx_light"))?,
     };
-    let opts = parse_options(no_copy, num_threads, load_external_data, base_dir);
+    let opts = parse_options(
+        no_copy,
+        num_threads,
+        load_external_data,
+        base_dir,
+        alignment,
+    );
     let bytes = BytesArg::from_py(data)?;
     if info.tag != ModelProto::TAG {
         if key.is_some() {
@@ -248,16 +266,28 @@ pub fn serialize<'py>(
         num_threads: num_threads.unwrap_or(-1),
         ..Default::default()
     };
-    let v = with_model(model, move |m| match key {
+    match key {
         Some(k) => {
             let opts = onnx_light::EncryptionOptions {
                 serialize: ser,
                 ..Default::default()
             };
-            onnx_light::save_encrypted_model_to_bytes(m, &k, &opts)
+            let v = with_model(model, move |m| {
+                onnx_light::save_encrypted_model_to_bytes(m, &k, &opts)
+            })?
+            .py()?;
+            Ok(PyBytes::new(py, &v))
         }
-        None => onnx_light::serialize_to_vec(m, &ser),
-    })?
-    .py()?;
-    Ok(PyBytes::new(py, &v))
+        None => {
+            let (m, root) =
+                crate::ops::read_with_root::<ModelProto>(crate::tools::model_view(model)?)?;
+            let _busy = root.map(|r| r.begin_read(py));
+            let p = SendPtr(m as *const ModelProto);
+            serialize_to_pybytes(py, move |alloc| {
+                let p = p;
+                // SAFETY: the root is marked busy (read) until `_busy` drops.
+                crate::ops::serialize_with_alloc(unsafe { &*p.0 }, &ser, alloc)
+            })
+        }
+    }
 }

@@ -33,6 +33,22 @@ impl EnumTypeWrapper {
 
 #[pymethods]
 impl EnumTypeWrapper {
+    /// An enum named `name` (its full name without the package, e.g. `Version`) with
+    /// `(name, value)` pairs.
+    #[new]
+    fn py_new(name: String, values: Vec<(String, i32)>) -> Self {
+        Self::from_pairs(&name, values)
+    }
+
+    /// The enum's `EnumDescriptor` (see `onnx_light.descriptor`).
+    #[getter]
+    #[allow(non_snake_case)]
+    fn DESCRIPTOR<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        py.import("onnx_light.descriptor")?
+            .getattr("ENUMS")?
+            .get_item(&self.name)
+    }
+
     /// The name of value `v`.
     #[allow(non_snake_case)]
     fn Name(&self, v: i32) -> PyResult<String> {

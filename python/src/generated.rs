@@ -81,7 +81,7 @@ impl Msg for AttributeProto {
         if src.has_s() { dst.set_s(src.s().clone()); }
         dst.unknown_fields.push_raw(src.unknown_fields.as_bytes());
         if let Some(v) = src.t.take() { <TensorProto as Msg>::merge(ctx, dst.mutable_t(), ops::Unbox::unbox(v)); }
-        if let Some(v) = src.g.take() { <GraphProto as Msg>::merge(ctx, dst.mutable_g(), ops::Unbox::unbox(v)); }
+        if let Some(v) = src.g.take() { onnx_light::wire::guard_stack(|| <GraphProto as Msg>::merge(ctx, dst.mutable_g(), ops::Unbox::unbox(v))); }
         if let Some(v) = src.sparse_tensor.take() { <SparseTensorProto as Msg>::merge(ctx, dst.mutable_sparse_tensor(), ops::Unbox::unbox(v)); }
         if let Some(v) = src.tp.take() { <TypeProto as Msg>::merge(ctx, dst.mutable_tp(), ops::Unbox::unbox(v)); }
         dst.floats.extend(std::mem::take(&mut src.floats));
@@ -98,12 +98,12 @@ impl Msg for AttributeProto {
         if self.has_i() { out.num("i", self.i()); }
         if self.has_s() { out.bytes("s", self.s().as_bytes()); }
         if self.has_t() { { out.begin("t"); self.t().text(out); out.end(); }; }
-        if self.has_g() { { out.begin("g"); self.g().text(out); out.end(); }; }
+        if self.has_g() { { out.begin("g"); onnx_light::wire::guard_stack(|| self.g().text(out)); out.end(); }; }
         for v in self.floats.iter() { out.float("floats", *v as f64); }
         for v in self.ints.iter() { out.num("ints", *v); }
         for v in self.strings.iter() { out.bytes("strings", v.as_bytes()); }
         for v in self.tensors.iter() { { out.begin("tensors"); v.text(out); out.end(); }; }
-        for v in self.graphs.iter() { { out.begin("graphs"); v.text(out); out.end(); }; }
+        for v in self.graphs.iter() { { out.begin("graphs"); onnx_light::wire::guard_stack(|| v.text(out)); out.end(); }; }
         if self.has_doc_string() { out.string("doc_string", self.doc_string().as_bytes()); }
         if self.has_tp() { { out.begin("tp"); self.tp().text(out); out.end(); }; }
         for v in self.type_protos.iter() { { out.begin("type_protos"); v.text(out); out.end(); }; }
@@ -2724,10 +2724,10 @@ impl Msg for TypeProtoSequence {
     #[allow(unused_variables, unused_mut)]
     fn merge(ctx: &Ctx<'_>, dst: &mut Self, mut src: Self) {
         dst.unknown_fields.push_raw(src.unknown_fields.as_bytes());
-        if let Some(v) = src.elem_type.take() { <TypeProto as Msg>::merge(ctx, dst.mutable_elem_type(), ops::Unbox::unbox(v)); }
+        if let Some(v) = src.elem_type.take() { onnx_light::wire::guard_stack(|| <TypeProto as Msg>::merge(ctx, dst.mutable_elem_type(), ops::Unbox::unbox(v))); }
     }
     fn text(&self, out: &mut TextOut) {
-        if self.has_elem_type() { { out.begin("elem_type"); self.elem_type().text(out); out.end(); }; }
+        if self.has_elem_type() { { out.begin("elem_type"); onnx_light::wire::guard_stack(|| self.elem_type().text(out)); out.end(); }; }
     }
 }
 
@@ -2794,11 +2794,11 @@ impl Msg for TypeProtoMap {
     fn merge(ctx: &Ctx<'_>, dst: &mut Self, mut src: Self) {
         if src.has_key_type() { dst.set_key_type(src.key_type()); }
         dst.unknown_fields.push_raw(src.unknown_fields.as_bytes());
-        if let Some(v) = src.value_type.take() { <TypeProto as Msg>::merge(ctx, dst.mutable_value_type(), ops::Unbox::unbox(v)); }
+        if let Some(v) = src.value_type.take() { onnx_light::wire::guard_stack(|| <TypeProto as Msg>::merge(ctx, dst.mutable_value_type(), ops::Unbox::unbox(v))); }
     }
     fn text(&self, out: &mut TextOut) {
         if self.has_key_type() { out.num("key_type", self.key_type()); }
-        if self.has_value_type() { { out.begin("value_type"); self.value_type().text(out); out.end(); }; }
+        if self.has_value_type() { { out.begin("value_type"); onnx_light::wire::guard_stack(|| self.value_type().text(out)); out.end(); }; }
     }
 }
 
@@ -2874,10 +2874,10 @@ impl Msg for TypeProtoOptional {
     #[allow(unused_variables, unused_mut)]
     fn merge(ctx: &Ctx<'_>, dst: &mut Self, mut src: Self) {
         dst.unknown_fields.push_raw(src.unknown_fields.as_bytes());
-        if let Some(v) = src.elem_type.take() { <TypeProto as Msg>::merge(ctx, dst.mutable_elem_type(), ops::Unbox::unbox(v)); }
+        if let Some(v) = src.elem_type.take() { onnx_light::wire::guard_stack(|| <TypeProto as Msg>::merge(ctx, dst.mutable_elem_type(), ops::Unbox::unbox(v))); }
     }
     fn text(&self, out: &mut TextOut) {
-        if self.has_elem_type() { { out.begin("elem_type"); self.elem_type().text(out); out.end(); }; }
+        if self.has_elem_type() { { out.begin("elem_type"); onnx_light::wire::guard_stack(|| self.elem_type().text(out)); out.end(); }; }
     }
 }
 
@@ -3397,7 +3397,7 @@ impl Msg for SequenceProto {
         if self.has_elem_type() { out.num("elem_type", self.elem_type()); }
         for v in self.tensor_values.iter() { { out.begin("tensor_values"); v.text(out); out.end(); }; }
         for v in self.sparse_tensor_values.iter() { { out.begin("sparse_tensor_values"); v.text(out); out.end(); }; }
-        for v in self.sequence_values.iter() { { out.begin("sequence_values"); v.text(out); out.end(); }; }
+        for v in self.sequence_values.iter() { { out.begin("sequence_values"); onnx_light::wire::guard_stack(|| v.text(out)); out.end(); }; }
         for v in self.map_values.iter() { { out.begin("map_values"); v.text(out); out.end(); }; }
         for v in self.optional_values.iter() { { out.begin("optional_values"); v.text(out); out.end(); }; }
     }
@@ -3526,14 +3526,14 @@ impl Msg for MapProto {
         dst.unknown_fields.push_raw(src.unknown_fields.as_bytes());
         dst.keys.extend(std::mem::take(&mut src.keys));
         dst.string_keys.extend(std::mem::take(&mut src.string_keys));
-        if let Some(v) = src.values.take() { <SequenceProto as Msg>::merge(ctx, dst.mutable_values(), ops::Unbox::unbox(v)); }
+        if let Some(v) = src.values.take() { onnx_light::wire::guard_stack(|| <SequenceProto as Msg>::merge(ctx, dst.mutable_values(), ops::Unbox::unbox(v))); }
     }
     fn text(&self, out: &mut TextOut) {
         if self.has_name() { out.string("name", self.name().as_bytes()); }
         if self.has_key_type() { out.num("key_type", self.key_type()); }
         for v in self.keys.iter() { out.num("keys", *v); }
         for v in self.string_keys.iter() { out.bytes("string_keys", v.as_bytes()); }
-        if self.has_values() { { out.begin("values"); self.values().text(out); out.end(); }; }
+        if self.has_values() { { out.begin("values"); onnx_light::wire::guard_stack(|| self.values().text(out)); out.end(); }; }
     }
 }
 
@@ -3647,18 +3647,18 @@ impl Msg for OptionalProto {
         dst.unknown_fields.push_raw(src.unknown_fields.as_bytes());
         if let Some(v) = src.tensor_value.take() { <TensorProto as Msg>::merge(ctx, dst.mutable_tensor_value(), ops::Unbox::unbox(v)); }
         if let Some(v) = src.sparse_tensor_value.take() { <SparseTensorProto as Msg>::merge(ctx, dst.mutable_sparse_tensor_value(), ops::Unbox::unbox(v)); }
-        if let Some(v) = src.sequence_value.take() { <SequenceProto as Msg>::merge(ctx, dst.mutable_sequence_value(), ops::Unbox::unbox(v)); }
+        if let Some(v) = src.sequence_value.take() { onnx_light::wire::guard_stack(|| <SequenceProto as Msg>::merge(ctx, dst.mutable_sequence_value(), ops::Unbox::unbox(v))); }
         if let Some(v) = src.map_value.take() { <MapProto as Msg>::merge(ctx, dst.mutable_map_value(), ops::Unbox::unbox(v)); }
-        if let Some(v) = src.optional_value.take() { <OptionalProto as Msg>::merge(ctx, dst.mutable_optional_value(), ops::Unbox::unbox(v)); }
+        if let Some(v) = src.optional_value.take() { onnx_light::wire::guard_stack(|| <OptionalProto as Msg>::merge(ctx, dst.mutable_optional_value(), ops::Unbox::unbox(v))); }
     }
     fn text(&self, out: &mut TextOut) {
         if self.has_name() { out.string("name", self.name().as_bytes()); }
         if self.has_elem_type() { out.num("elem_type", self.elem_type()); }
         if self.has_tensor_value() { { out.begin("tensor_value"); self.tensor_value().text(out); out.end(); }; }
         if self.has_sparse_tensor_value() { { out.begin("sparse_tensor_value"); self.sparse_tensor_value().text(out); out.end(); }; }
-        if self.has_sequence_value() { { out.begin("sequence_value"); self.sequence_value().text(out); out.end(); }; }
+        if self.has_sequence_value() { { out.begin("sequence_value"); onnx_light::wire::guard_stack(|| self.sequence_value().text(out)); out.end(); }; }
         if self.has_map_value() { { out.begin("map_value"); self.map_value().text(out); out.end(); }; }
-        if self.has_optional_value() { { out.begin("optional_value"); self.optional_value().text(out); out.end(); }; }
+        if self.has_optional_value() { { out.begin("optional_value"); onnx_light::wire::guard_stack(|| self.optional_value().text(out)); out.end(); }; }
     }
 }
 

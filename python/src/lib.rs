@@ -39,6 +39,13 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(arrays::tensor_dlpack, m)?)?;
     m.add_function(wrap_pyfunction!(tools::load_external_data_for_model, m)?)?;
     m.add_function(wrap_pyfunction!(tools::check_external_data, m)?)?;
+    m.add_function(wrap_pyfunction!(tools::convert_model_to_external_data, m)?)?;
+    m.add_function(wrap_pyfunction!(tools::populate_external_data, m)?)?;
+    m.add_function(wrap_pyfunction!(tools::clear_external_data, m)?)?;
+    m.add_function(wrap_pyfunction!(
+        tools::convert_model_from_external_data,
+        m
+    )?)?;
     m.add_function(wrap_pyfunction!(tools::consolidate_tensors, m)?)?;
     m.add_function(wrap_pyfunction!(tools::encrypt_file, m)?)?;
     m.add_function(wrap_pyfunction!(tools::decrypt_file, m)?)?;
@@ -46,6 +53,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(tools::save_params, m)?)?;
     m.add_function(wrap_pyfunction!(tools::load_with_prepacked, m)?)?;
     m.add_function(wrap_pyfunction!(tools::split_large_payloads, m)?)?;
+    m.add_function(wrap_pyfunction!(schema::schema_table, m)?)?;
     add_data_types(m)?;
     Ok(())
 }

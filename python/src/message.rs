@@ -50,7 +50,8 @@ pub fn init_fields(s: &Bound<'_, Message>, kw: &Bound<'_, PyDict>) -> PyResult<(
                 let c = child.bind(s.py()).cast::<Message>()?;
                 if let Ok(d) = v.cast::<PyDict>() {
                     Message::resolve_write(c)?;
-                    init_fields(c, d)?;
+                    // Dicts nest without bound: deep ones continue on stack segments.
+                    onnx_light::wire::guard_stack(|| init_fields(c, d))?;
                 } else {
                     copy_from(c, &v)?;
                 }
@@ -204,23 +205,61 @@ fn parse_released(
     .py()
 }
 
-/// Serializes the message of `s` without the GIL.
-pub fn serialize_released(s: &Bound<'_, Message>) -> PyResult<Vec<u8>> {
+/// Serializes the message of `s` without the GIL, straight into a new `bytes` object.
+pub fn serialize_released<'py>(s: &Bound<'py, Message>) -> PyResult<Bound<'py, PyBytes>> {
     let py = s.py();
     let info = s.get().info;
     let (p, root) = s.get().resolve_read(py)?;
     let ser = info.ops.serialize;
-    let Some(root) = root.cloned() else {
-        // SAFETY: the default instance of the type (static, immutable).
-        return Ok(unsafe { ser(p) });
+    let opts = onnx_light::SerializeOptions {
+        num_threads: -1,
+        ..Default::default()
     };
-    let _busy = root.begin_read(py);
+    let root = root.cloned();
+    let _busy = root.as_ref().map(|r| r.begin_read(py));
     let p = SendPtr(p);
-    // SAFETY: the root is marked busy: no Python code writes the message meanwhile.
-    Ok(py.detach(move || unsafe {
+    // SAFETY: the root is marked busy: no Python code writes the message meanwhile (or the
+    // message is the static default instance of its type, which nothing writes).
+    serialize_to_pybytes(py, move |alloc| unsafe {
         let p = p;
-        ser(p.0)
-    }))
+        ser(p.0, &opts, alloc)
+    })
+}
+
+/// Runs `serialize` without the GIL and returns the `bytes` object it serialized into: its
+/// `alloc` argument creates the object (taking the GIL for just that) once the size is known,
+/// and the bytes are written in place, so a large message is never held twice in memory.
+pub fn serialize_to_pybytes<'py>(
+    py: Python<'py>,
+    serialize: impl FnOnce(&mut crate::schema::AllocOut<'_>) -> onnx_light::Result<()> + Send,
+) -> PyResult<Bound<'py, PyBytes>> {
+    // The address of the new object (a `PyObject` pointer is not `Send`).
+    let mut made: Option<usize> = None;
+    let result = py.detach(|| {
+        let mut alloc = |len: usize| -> onnx_light::Result<*mut u8> {
+            let size = pyo3::ffi::Py_ssize_t::try_from(len)
+                .map_err(|_| onnx_light::Error::alloc_failed(len, "a bytes object"))?;
+            Python::attach(|py| {
+                // SAFETY: a NULL source asks CPython for an uninitialized object of `size` bytes;
+                // we own the returned reference (released below through `from_owned_ptr`).
+                let o = unsafe { pyo3::ffi::PyBytes_FromStringAndSize(std::ptr::null(), size) };
+                if o.is_null() {
+                    drop(PyErr::take(py));
+                    return Err(onnx_light::Error::alloc_failed(len, "a bytes object"));
+                }
+                made = Some(o as usize);
+                // SAFETY: `o` is a live `bytes` object; its buffer has `size` bytes (+ a NUL).
+                Ok(unsafe { pyo3::ffi::PyBytes_AsString(o) } as *mut u8)
+            })
+        };
+        serialize(&mut alloc)
+    });
+    // SAFETY: `made` is the reference `PyBytes_FromStringAndSize` returned, owned by us; taking
+    // it here also releases it when the serialization failed.
+    let obj = made.map(|o| unsafe { Bound::from_owned_ptr(py, o as *mut pyo3::ffi::PyObject) });
+    result.py()?;
+    let obj = obj.ok_or_else(|| pyo3::exceptions::PySystemError::new_err("no output buffer"))?;
+    Ok(obj.cast_into::<PyBytes>()?)
 }
 
 /// A `FieldDescriptor`-like description of a field (what `ListFields` pairs values with).
@@ -342,8 +381,7 @@ impl Message {
         slf: &Bound<'py, Self>,
         _kwargs: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<Bound<'py, PyBytes>> {
-        let v = serialize_released(slf)?;
-        Ok(PyBytes::new(slf.py(), &v))
+        serialize_released(slf)
     }
 
     /// Same as `SerializeToString` (every ONNX message is always initialized).

@@ -246,9 +246,26 @@ unsafe fn encoded_len<M: Msg>(p: *const ()) -> u64 {
     // SAFETY: the caller passes a live `M`.
     unsafe { &*(p as *const M) }.encoded_len()
 }
-unsafe fn serialize<M: Msg>(p: *const ()) -> Vec<u8> {
+unsafe fn serialize<M: Msg>(
+    p: *const (),
+    opts: &onnx_light::SerializeOptions,
+    alloc: &mut crate::schema::AllocOut<'_>,
+) -> onnx_light::Result<()> {
     // SAFETY: the caller passes a live `M`.
-    unsafe { &*(p as *const M) }.serialize_to_vec()
+    serialize_with_alloc(unsafe { &*(p as *const M) }, opts, alloc)
+}
+
+/// Serializes `m` into the buffer `alloc` gives for its size.
+pub fn serialize_with_alloc<M: onnx_light::Message>(
+    m: &M,
+    opts: &onnx_light::SerializeOptions,
+    alloc: &mut crate::schema::AllocOut<'_>,
+) -> onnx_light::Result<()> {
+    onnx_light::serialize_into(m, opts, |len| {
+        let out = alloc(len)?;
+        // SAFETY: `alloc` returns `len` writable bytes that nothing else uses until this returns.
+        Ok(unsafe { std::slice::from_raw_parts_mut(out, len) })
+    })
 }
 fn parse<M: Msg>(
     b: &[u8],

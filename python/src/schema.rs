@@ -24,6 +24,10 @@ pub enum FieldKind {
 /// A boxed value of a type known at run time (a message, or a detached part of one).
 pub type AnyBox = Box<dyn Any + Send + Sync>;
 
+/// Gives the output buffer of a serialization once its size is known: a pointer to that many
+/// writable bytes.
+pub type AllocOut<'a> = dyn FnMut(usize) -> onnx_light::Result<*mut u8> + Send + 'a;
+
 /// Assigns a scalar field of the message of a view.
 pub type Setter = fn(&Bound<'_, Message>, &Bound<'_, PyAny>) -> PyResult<()>;
 
@@ -51,8 +55,12 @@ pub struct FieldInfo {
 pub struct MsgOps {
     /// Encoded size.
     pub encoded_len: unsafe fn(*const ()) -> u64,
-    /// `SerializeToString`.
-    pub serialize: unsafe fn(*const ()) -> Vec<u8>,
+    /// `SerializeToString`: serializes into the buffer `AllocOut` provides for the size.
+    pub serialize: unsafe fn(
+        *const (),
+        &onnx_light::SerializeOptions,
+        &mut AllocOut<'_>,
+    ) -> onnx_light::Result<()>,
     /// Parses bytes into a new boxed message.
     pub parse: fn(&[u8], &onnx_light::ParseOptions) -> onnx_light::Result<AnyBox>,
     /// Replaces the message at the pointer by a boxed one of the same type (from `parse` or
@@ -93,4 +101,63 @@ impl MsgInfo {
     pub fn field(&self, name: &str) -> Option<&'static FieldInfo> {
         self.fields.iter().find(|f| f.name == name)
     }
+}
+
+/// One field of the library's schema as Python data: `(name, number, kind, repeated, packed,
+/// type name, oneof)`; `kind` is protobuf's type name (`int64`, `string`, `bytes`, `enum`,
+/// `message`, ...), the type name that of the message or enum.
+type FieldRow = (
+    &'static str,
+    u32,
+    &'static str,
+    bool,
+    bool,
+    Option<&'static str>,
+    Option<&'static str>,
+);
+
+/// The library's schema table (`onnx_light::proto::schema`), from which the Python layer builds
+/// protobuf-like descriptors (`onnx_light/descriptor.py`): every message with its fields in
+/// declaration order, and every closed enum with its values.
+#[pyfunction]
+#[allow(clippy::type_complexity)]
+pub fn schema_table() -> (
+    Vec<(&'static str, Vec<FieldRow>)>,
+    Vec<(&'static str, Vec<(&'static str, i32)>)>,
+) {
+    use onnx_light::proto::schema::{Kind, Label, MESSAGES};
+    let mut enums: Vec<(&'static str, Vec<(&'static str, i32)>)> = Vec::new();
+    let messages = MESSAGES
+        .iter()
+        .map(|m| {
+            let fields = m
+                .fields
+                .iter()
+                .map(|f| {
+                    let (kind, type_name) = match f.kind {
+                        Kind::Int64 => ("int64", None),
+                        Kind::Int32 => ("int32", None),
+                        Kind::UInt64 => ("uint64", None),
+                        Kind::Float => ("float", None),
+                        Kind::Double => ("double", None),
+                        Kind::String => ("string", None),
+                        Kind::Bytes | Kind::Payload => ("bytes", None),
+                        Kind::Enum(e) => {
+                            if !enums.iter().any(|(n, _)| *n == e.name) {
+                                enums.push((e.name, e.values.to_vec()));
+                            }
+                            ("enum", Some(e.name))
+                        }
+                        Kind::Message(name) => ("message", Some(name)),
+                    };
+                    let repeated = f.label == Label::Repeated;
+                    (
+                        f.name, f.number, kind, repeated, f.packed, type_name, f.oneof,
+                    )
+                })
+                .collect();
+            (m.name, fields)
+        })
+        .collect();
+    (messages, enums)
 }

@@ -19,7 +19,9 @@ use crate::root::SendPtr;
 use crate::view::{Ctx, Message, owning_view};
 
 /// The view of a ModelProto.
-fn model_view<'a, 'py>(model: &'a Bound<'py, PyAny>) -> PyResult<&'a Bound<'py, Message>> {
+pub(crate) fn model_view<'a, 'py>(
+    model: &'a Bound<'py, PyAny>,
+) -> PyResult<&'a Bound<'py, Message>> {
     model
         .cast::<Message>()
         .ok()
@@ -96,6 +98,89 @@ pub fn load_external_data_for_model(
     };
     with_model_mut(model, move |m| {
         onnx_light::load_external_data_for_model(m, &base_dir, &opts).map(|r| r.tensors)
+    })
+}
+
+/// Marks the tensors a save would move to weight files as external, in place (location,
+/// offset and length a save would record; the bytes stay): the library's
+/// `convert_model_to_external_data`. `size_threshold` counts bytes. Returns the tensors marked.
+#[pyfunction]
+#[pyo3(signature = (model, *, all_tensors_to_one_file, location, size_threshold, convert_attribute))]
+pub fn convert_model_to_external_data(
+    model: &Bound<'_, PyAny>,
+    all_tensors_to_one_file: bool,
+    location: Option<String>,
+    size_threshold: u64,
+    convert_attribute: bool,
+) -> PyResult<usize> {
+    let opts = onnx_light::external::ConvertExternalOptions {
+        all_tensors_to_one_file,
+        location,
+        size_threshold,
+        convert_attribute,
+    };
+    with_model_mut(model, move |m| {
+        onnx_light::external::convert_model_to_external_data(m, &opts).map(|r| r.external_tensors)
+    })
+}
+
+/// Reads the bytes of the external tensors of a model in place and keeps their references
+/// (the library's `populate_external_data`); returns the tensors read.
+#[pyfunction]
+#[pyo3(signature = (model, base_dir, *, no_copy = false))]
+pub fn populate_external_data(
+    model: &Bound<'_, PyAny>,
+    base_dir: PathBuf,
+    no_copy: bool,
+) -> PyResult<usize> {
+    let opts = ParseOptions {
+        no_copy,
+        ..Default::default()
+    };
+    with_model_mut(model, move |m| {
+        onnx_light::external::populate_external_data(m, &base_dir, &opts)
+    })
+}
+
+/// Drops the bytes of the external tensors of a model in place, keeping their references (the
+/// library's `clear_external_data`); returns the tensors cleared.
+#[pyfunction]
+pub fn clear_external_data(model: &Bound<'_, PyAny>) -> PyResult<usize> {
+    with_model_mut(model, |m| Ok(onnx_light::external::clear_external_data(m)))
+}
+
+/// Makes every external tensor of a model inline, in place, as onnx's
+/// `convert_model_from_external_data`: each must hold its bytes (a `ValueError` names the first
+/// that does not, and nothing is changed); its `external_data` entries go and `data_location`
+/// becomes DEFAULT. Returns the tensors changed.
+#[pyfunction]
+pub fn convert_model_from_external_data(model: &Bound<'_, PyAny>) -> PyResult<usize> {
+    let mut missing: Option<String> = None;
+    with_model(model, |m| {
+        m.visit_tensors(&mut |t| {
+            if missing.is_none()
+                && onnx_light::external::uses_external_data(t)
+                && t.raw_data.is_none()
+            {
+                missing = Some(t.name().to_string_lossy().into_owned());
+            }
+        })
+    })?;
+    if let Some(name) = missing {
+        return Err(pyo3::exceptions::PyValueError::new_err(format!(
+            "tensor '{name}': raw_data field doesn't exist (load its external data first)"
+        )));
+    }
+    with_model_mut(model, |m| {
+        let mut n = 0;
+        m.visit_tensors_mut(&mut |t| {
+            if onnx_light::external::uses_external_data(t) {
+                t.external_data.clear();
+                t.data_location = Some(0);
+                n += 1;
+            }
+        });
+        Ok(n)
     })
 }
 

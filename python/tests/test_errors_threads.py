@@ -1,6 +1,7 @@
 """Errors are the documented exceptions with the library's message; operations without the GIL
 never race with Python code that changes the model."""
 import threading
+import time
 
 import numpy as np
 import onnx
@@ -93,3 +94,60 @@ def test_save_waits_for_nothing_and_writers_wait_for_save(tmp_path):
         saved = onnx.load(p)
         assert len(saved.graph.node) in (n0, n0 + 1)
         assert all(n.op_type in ("Relu", "Extra") for n in saved.graph.node)
+
+
+def big_model_bytes():
+    """~48 MiB of weights in 6 tensors, so that each operation below takes a while."""
+    inits = [onh.from_array(np.full(2 << 20, i, np.float32), f"w{i}") for i in range(6)]
+    g = onnx.helper.make_graph([onnx.helper.make_node("Relu", ["x"], ["y"])], "g", [], [], inits)
+    return onnx.helper.make_model(g).SerializeToString()
+
+
+def save_to_file_object(m, path):
+    with open(path, "wb") as f:
+        ol.save(m, f)
+
+
+def test_the_gil_is_released(tmp_path):
+    """Another Python thread runs while load, parse, serialize, save and the conversions work:
+    with a switch interval far longer than any of them, a thread that held the GIL would never
+    let the counting thread run during the call."""
+    import sys
+
+    data = big_model_bytes()
+    (tmp_path / "m.onnx").write_bytes(data)
+    m = ol.load_from_string(data)
+    counter = [0]
+    stop = threading.Event()
+
+    def count():
+        while not stop.is_set():
+            counter[0] += 1
+            time.sleep(0)  # hands the GIL back at once when the main thread wants it
+
+    operations = {
+        "load": lambda: ol.load(tmp_path / "m.onnx", num_threads=1),
+        "load_from_string": lambda: ol.load_from_string(data, num_threads=1),
+        "ParseFromString": lambda: ol.ModelProto().ParseFromString(data),
+        "SerializeToString": lambda: m.SerializeToString(),
+        "save": lambda: ol.save(m, tmp_path / "out.onnx", num_threads=1),
+        "save external": lambda: ol.save(m, tmp_path / "ext.onnx", save_as_external_data=True,
+                                         num_threads=1),
+        "serialize to a file object": lambda: save_to_file_object(m, tmp_path / "f.onnx"),
+    }
+    old = sys.getswitchinterval()
+    t = threading.Thread(target=count)
+    t.start()
+    try:
+        sys.setswitchinterval(100.0)
+        for name, op in operations.items():
+            ran = 0
+            for _ in range(5):  # a few tries: the counting thread must get the GIL once
+                before = counter[0]
+                op()
+                ran = max(ran, counter[0] - before)
+            assert ran > 0, name
+    finally:
+        sys.setswitchinterval(old)
+        stop.set()
+        t.join()

@@ -30,7 +30,7 @@ use std::sync::Arc;
 use crate::error::{Error, Result};
 use crate::proto::{Message, ModelProto, decode_top};
 use crate::storage::{AUTO_MMAP_MIN_BYTES, Arena, AtomicFile, MappedFile, WriteSink, thread_pool};
-use crate::wire::{DecodeConfig, PayloadMode, Reader, SizeCursor, SizeTable};
+use crate::wire::{DecodeConfig, PayloadMode, Reader, ReleaseSource, SizeCursor, SizeTable};
 
 fn decode_config(opts: &ParseOptions, payload: PayloadMode) -> Result<DecodeConfig> {
     opts.validate()?;
@@ -100,6 +100,20 @@ where
     M: Message,
     T: AsRef<[u8]> + Send + Sync + 'static,
 {
+    parse_shared(data, opts, None)
+}
+
+/// [`parse_from_shared`], handing the input range of each large payload it copies (a
+/// misaligned one, with `no_copy`) to `release` (see `DecodeConfig::release_source`).
+fn parse_shared<M, T>(
+    data: Arc<T>,
+    opts: &ParseOptions,
+    release: Option<ReleaseSource>,
+) -> Result<M>
+where
+    M: Message,
+    T: AsRef<[u8]> + Send + Sync + 'static,
+{
     let payload = if opts.no_copy {
         PayloadMode::Borrow {
             owner: Some(data.clone()),
@@ -108,11 +122,19 @@ where
         PayloadMode::Copy
     };
     let mut cfg = decode_config(opts, payload)?;
+    cfg.release_source = release;
     if opts.no_copy {
         // SAFETY: `data` is shared immutably and kept alive by the token.
         unsafe { cfg.share_strings(data.clone()) };
     }
     decode(Reader::new((*data).as_ref(), &cfg), opts)
+}
+
+/// Drops the pages of a range of `map` from this process (they are read again from the file
+/// if anything touches them later).
+fn releaser(map: &Arc<MappedFile>) -> ReleaseSource {
+    let source = map.clone();
+    Arc::new(move |offset, len| source.release_range(offset, len))
 }
 
 /// Parses `bytes`; with `no_copy`, tensor payloads borrow from `bytes` WITHOUT an owner token
@@ -151,10 +173,7 @@ pub(crate) fn parse_file<M: Message>(path: &Path, opts: &ParseOptions) -> Result
     if !opts.no_copy {
         let map = MappedFile::open(path)?;
         let mut cfg = decode_config(opts, PayloadMode::Copy)?;
-        let source = map.clone();
-        cfg.release_source = Some(Arc::new(move |offset, len| {
-            source.release_range(offset, len)
-        }));
+        cfg.release_source = Some(releaser(&map));
         return decode(Reader::new(map.bytes(), &cfg), opts);
     }
     let use_mmap = match opts.file_load_mode {
@@ -168,7 +187,12 @@ pub(crate) fn parse_file<M: Message>(path: &Path, opts: &ParseOptions) -> Result
         }
     };
     if use_mmap {
-        parse_from_shared(MappedFile::open(path)?, opts)
+        // Payloads copied for alignment release their pages of the map, as in copy mode;
+        // borrowed ones are unaffected (the map is a read-only file mapping: released pages are
+        // read from the file again when touched).
+        let map = MappedFile::open(path)?;
+        let release = releaser(&map);
+        parse_shared(map, opts, Some(release))
     } else {
         parse_from_shared(Arena::read_file(path, opts.threads())?, opts)
     }
@@ -255,6 +279,37 @@ pub fn serialize_to_vec<M: Message>(m: &M, opts: &SerializeOptions) -> Result<Ve
         .map_err(|_| Error::alloc_failed(len, "the serialized model"))?;
     m.encode_to(&mut out, &mut SizeCursor::new(sizes.as_slice()));
     Ok(out)
+}
+
+/// Serializes `m` into a buffer of the caller's, asked for once the size is known: `alloc(len)`
+/// returns exactly `len` writable bytes (e.g. the storage of a Python `bytes` object), which are
+/// filled in place, without the intermediate buffer a copy of [`serialize_to_vec`]'s result
+/// would cost. Large payloads are copied by `opts.num_threads` threads.
+pub fn serialize_into<'b, M: Message>(
+    m: &M,
+    opts: &SerializeOptions,
+    alloc: impl FnOnce(usize) -> Result<&'b mut [u8]>,
+) -> Result<()> {
+    if let Some((copy, opts)) = skip_payloads(m, opts) {
+        return serialize_into(&copy, &opts, alloc);
+    }
+    let (len, sizes) = plan(m, opts)?;
+    let cap = usize::try_from(len)
+        .map_err(|_| Error::LimitExceeded(format!("{len} bytes do not fit in memory")))?;
+    let out = alloc(cap)?;
+    if out.len() != cap {
+        return Err(Error::InvalidArgument(format!(
+            "serialize_into: the buffer has {} bytes, the message {cap}",
+            out.len()
+        )));
+    }
+    let pool = if opts.threads() > 1 {
+        thread_pool(opts.threads())
+    } else {
+        None
+    };
+    parallel_write::serialize_into_slice(m, out, sizes.as_slice(), pool.as_deref());
+    Ok(())
 }
 
 /// Serializes `m` into `writer`; returns the number of bytes written.

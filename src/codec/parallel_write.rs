@@ -134,12 +134,22 @@ pub(super) fn serialize_to_vec_parallel<M: Message>(
     // the page faults happen in the parallel phase.
     let mut out = vec![0u8; len];
     advise_huge_pages(&mut out);
+    serialize_into_slice(m, &mut out, sizes, Some(pool));
+    out
+}
+
+/// Serializes `m` (whose sizes are `sizes`, total `out.len()`) into `out`: the metadata in
+/// order, then the large payloads, copied by `pool`'s threads when there is a pool.
+pub(super) fn serialize_into_slice<M: Message>(
+    m: &M,
+    out: &mut [u8],
+    sizes: &[u64],
+    pool: Option<&rayon::ThreadPool>,
+) {
+    let len = out.len();
     let jobs = {
         let mut sink = DeferringSink {
-            out: SliceOut {
-                buf: &mut out,
-                pos: 0,
-            },
+            out: SliceOut { buf: out, pos: 0 },
             jobs: Vec::new(),
         };
         m.encode_to(&mut sink, &mut SizeCursor::new(sizes));
@@ -152,7 +162,7 @@ pub(super) fn serialize_to_vec_parallel<M: Message>(
     // Carve the output into disjoint destination slices, one per piece, in offset order.
     let pieces: Vec<Job> = jobs.iter().flat_map(Job::pieces).collect();
     let mut targets: Vec<(&mut [u8], &Job)> = Vec::with_capacity(pieces.len());
-    let mut rest: &mut [u8] = &mut out;
+    let mut rest: &mut [u8] = out;
     let mut consumed = 0usize;
     for p in &pieces {
         let (_, tail) = rest.split_at_mut(p.offset as usize - consumed);
@@ -161,12 +171,16 @@ pub(super) fn serialize_to_vec_parallel<M: Message>(
         rest = tail;
         consumed = p.offset as usize + p.len;
     }
-    pool.install(|| {
-        targets
-            .into_par_iter()
-            .for_each(|(dst, p)| dst.copy_from_slice(p.bytes()))
-    });
-    out
+    match pool {
+        Some(pool) if targets.len() > 1 => pool.install(|| {
+            targets
+                .into_par_iter()
+                .for_each(|(dst, p)| dst.copy_from_slice(p.bytes()))
+        }),
+        _ => targets
+            .into_iter()
+            .for_each(|(dst, p)| dst.copy_from_slice(p.bytes())),
+    }
 }
 
 /// Sequential writes into a file through a buffer; a gap is a forward seek.

@@ -783,13 +783,6 @@ fn piece_end(off: u64, end: u64, chunk: Option<u64>) -> u64 {
     }
 }
 
-fn align_up(v: u64, a: u64) -> Option<u64> {
-    if a <= 1 {
-        return Some(v);
-    }
-    v.checked_add(a - 1).map(|x| x & !(a - 1))
-}
-
 /// Copy mode: every tensor gets an exclusive range of one arena, filled by positional reads
 /// (in parallel on `threads` threads).
 fn fill_copy(plan: &Plan, which: &[usize], threads: usize, align: u64) -> Result<Vec<ByteSpan>> {
@@ -797,7 +790,9 @@ fn fill_copy(plan: &Plan, which: &[usize], threads: usize, align: u64) -> Result
     let mut starts = Vec::with_capacity(refs.len());
     let mut total = 0u64;
     for r in &refs {
-        let start = align_up(total, align).ok_or_else(too_big)?;
+        let start = total
+            .checked_next_multiple_of(align.max(1))
+            .ok_or_else(too_big)?;
         starts.push(start);
         total = start.checked_add(r.len).ok_or_else(too_big)?;
     }

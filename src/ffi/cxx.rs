@@ -481,10 +481,7 @@ pub(crate) unsafe fn serialize<M: Message>(
             return Ok(true);
         }
         if p.is_null() {
-            return Err(FfiError::new(
-                super::OnnxlStatus::OutOfMemory,
-                format!("cannot allocate {len} bytes for the serialized message"),
-            ));
+            return Err(crate::Error::alloc_failed(len, "the serialized message").into());
         }
         // SAFETY: `p` is writable for `len` bytes (contract).
         let buf = unsafe { std::slice::from_raw_parts_mut(p, len) };

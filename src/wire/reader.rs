@@ -550,7 +550,9 @@ impl<'a> Reader<'a> {
                         ByteSpan::from_owner_raw(bytes.as_ptr(), len, o.clone())
                     }));
                 }
-                self.copy_payload(bytes, true, start).map(Some)
+                let span = self.copy_payload(bytes, true, start)?;
+                self.release(bytes);
+                Ok(Some(span))
             }
             // SAFETY: this mode is only reachable through `new_unowned`, whose caller promised
             // that the input outlives every span made from it.
@@ -564,13 +566,22 @@ impl<'a> Reader<'a> {
             }
             _ => {
                 let span = self.copy_payload(bytes, false, start)?;
-                if let Some(release) = &cfg.release_source
-                    && len >= RELEASE_MIN_BYTES
-                {
-                    release(bytes.as_ptr() as usize - self.buf.as_ptr() as usize, len);
-                }
+                self.release(bytes);
                 Ok(Some(span))
             }
+        }
+    }
+
+    /// Hands the input range of a payload that was just copied to `release_source` (large
+    /// payloads only), so that its pages need not stay resident.
+    fn release(&self, bytes: &[u8]) {
+        if let Some(release) = &self.config.release_source
+            && bytes.len() >= RELEASE_MIN_BYTES
+        {
+            release(
+                bytes.as_ptr() as usize - self.buf.as_ptr() as usize,
+                bytes.len(),
+            );
         }
     }
 

@@ -116,6 +116,17 @@ pub fn wrap(field: u32, inner: &[u8]) -> Vec<u8> {
     b
 }
 
+/// A ModelProto whose graph holds a node whose attribute holds a graph ... `levels` times
+/// (nesting depth 3 × `levels` + 1).
+pub fn nested_graphs(levels: usize) -> Vec<u8> {
+    let mut g: Vec<u8> = Vec::new();
+    for _ in 0..levels {
+        // GraphProto.node (1) -> NodeProto.attribute (5) -> AttributeProto.g (6)
+        g = wrap(1, &wrap(5, &wrap(6, &g)));
+    }
+    wrap(7, &g)
+}
+
 /// The least CPU time of this thread over `n` runs of `f` (for time ratios of single-threaded
 /// work: unlike wall time, it does not count the time other processes take the core away, so
 /// the ratio holds on a loaded machine).
@@ -170,4 +181,36 @@ pub fn starts_with_chunked_magic(p: &std::path::Path) -> bool {
 /// The file is encrypted, in any format (ONNXCRY1/2/3/S).
 pub fn is_encrypted(p: &std::path::Path) -> bool {
     onnx_light::crypto::detect_file_format(p).is_ok()
+}
+
+/// A command that runs the child-process test `name` of this test binary with `spec` in the
+/// environment variable `var`. Child-process tests are named `child_process_*` and marked
+/// `#[ignore]`: they are steps of another test, never tests on their own (the test command skips
+/// them with `--skip child_process_`).
+pub fn child_process(
+    name: &str,
+    var: &str,
+    spec: impl AsRef<std::ffi::OsStr>,
+) -> std::process::Command {
+    assert!(
+        name.starts_with("child_process_"),
+        "{name}: child-process tests are named child_process_*"
+    );
+    let mut cmd = std::process::Command::new(std::env::current_exe().unwrap());
+    cmd.args([
+        "--ignored",
+        "--exact",
+        name,
+        "--nocapture",
+        "--test-threads=1",
+    ])
+    .env(var, spec);
+    cmd
+}
+
+/// The scenario a child-process test was started with (see [`child_process`]).
+pub fn child_spec(var: &str) -> String {
+    std::env::var(var).unwrap_or_else(|_| {
+        panic!("a child-process test runs only as a step of its parent test (${var} is not set)")
+    })
 }

@@ -3,6 +3,7 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
+use onnx_light::external::{ExternalDataInfo, uses_external_data};
 use onnx_light::proto::{GraphProto, ModelProto, ValueInfoProto};
 use onnx_light::{Error, ParseOptions, Result};
 
@@ -17,17 +18,13 @@ fn value_line(v: &ValueInfoProto) -> String {
 fn external_files(g: &GraphProto) -> BTreeMap<String, u64> {
     let mut files = BTreeMap::new();
     for t in &g.initializer {
-        if t.data_location() == 1 {
-            let mut loc = None;
-            let mut len = 0u64;
-            for e in &t.external_data {
-                match e.key().as_bytes() {
-                    b"location" => loc = Some(e.value().to_string()),
-                    b"length" => len = e.value().to_string().parse().unwrap_or(0),
-                    _ => {}
-                }
-            }
-            *files.entry(loc.unwrap_or_else(|| "?".into())).or_insert(0) += len;
+        if uses_external_data(t) {
+            // An unreadable reference is summarized as `?` (loading the model reports it).
+            let (loc, len) = match ExternalDataInfo::parse(t) {
+                Ok(info) => (info.location, info.length.unwrap_or(0)),
+                Err(_) => ("?".to_string(), 0),
+            };
+            *files.entry(loc).or_insert(0) += len;
         }
     }
     files

@@ -72,12 +72,8 @@ pub(crate) fn location_string(rel: &Path) -> String {
         .join("/")
 }
 
-pub(crate) fn align_up(v: u64, a: u64) -> u64 {
-    if a <= 1 { v } else { v.div_ceil(a) * a }
-}
-
 /// Alignment of a tensor of `len` bytes: `alignment` for large ones, up to 16 bytes (natural
-/// alignment of every element type) for the others, none when alignment is off.
+/// alignment of every element type) for the others, 1 (none) when alignment is off; never 0.
 pub(crate) fn alignment_for(len: u64, opts: &SaveExternalOptions) -> u64 {
     if opts.alignment <= 1 {
         1
@@ -499,7 +495,7 @@ pub(crate) fn plan<'a>(input: PlanInput<'a, '_>) -> Result<Plan<'a>> {
                         files.len() - 1
                     }
                 };
-                let mut start = align_up(files[idx].size, a);
+                let mut start = files[idx].size.next_multiple_of(a);
                 if opts.max_external_file_size > 0
                     && files[idx].size > 0
                     && start + len + blob_len > opts.max_external_file_size
@@ -544,7 +540,7 @@ pub(crate) fn plan<'a>(input: PlanInput<'a, '_>) -> Result<Plan<'a>> {
                     let at = if b.is_empty() {
                         f.size
                     } else {
-                        align_up(f.size, alignment_for(b.len() as u64, opts))
+                        f.size.next_multiple_of(alignment_for(b.len() as u64, opts))
                     };
                     f.place(b, at);
                     let checksum = if opts.checksum {
@@ -805,7 +801,5 @@ mod tests {
             ..Default::default()
         };
         assert_eq!(alignment_for(1 << 30, &packed), 1);
-        assert_eq!(align_up(4097, 4096), 8192);
-        assert_eq!(align_up(5, 1), 5);
     }
 }

@@ -1,0 +1,153 @@
+"""onnx_light.external_data_helper against onnx.external_data_helper on the same models: the same
+tensors converted with the same locations (the bytes staying in memory), the same bytes loaded,
+the same inline models after convert_model_from_external_data; populate / clear keep the
+references, and convert + clear is what a save with external data writes."""
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, external_data_helper as theirs_helper, helper, numpy_helper
+
+import onnx_light
+from onnx_light import external_data_helper as ours_helper
+
+
+def tensors(model):
+    """name -> TensorProto of every tensor onnx's helper walks (initializers, attributes,
+    subgraphs; the names of the test model are unique)."""
+    out = {t.name: t for t in theirs_helper._get_all_tensors(model)}
+    assert len(out) == len(list(theirs_helper._get_all_tensors(model)))
+    return out
+
+
+def entries(t):
+    return {e.key: e.value for e in t.external_data}
+
+
+def make_model():
+    """Initializers of many sizes (around the default threshold and its 33-byte getsizeof
+    offset), a Constant attribute tensor, an If with subgraph initializers."""
+    inits = [numpy_helper.from_array(np.arange(n, dtype=np.uint8), f"w{n}")
+             for n in (1, 40, 100, 990, 991, 992, 1024, 3000, 70000)]
+    const = helper.make_node("Constant", [], ["c"],
+                             value=numpy_helper.from_array(np.ones(600, np.float32), "c_value"))
+    def branch(prefix, value):
+        return helper.make_graph(
+            [helper.make_node("Identity", [f"{prefix}_w"], [f"{prefix}_out"])], prefix,
+            [], [helper.make_tensor_value_info(f"{prefix}_out", TensorProto.FLOAT, [300])],
+            [numpy_helper.from_array(np.full(300, value, np.float32), f"{prefix}_w")])
+
+    cond = helper.make_node("If", ["cond"], ["y"], then_branch=branch("then", 2.0),
+                            else_branch=branch("else", 3.0))
+    graph = helper.make_graph(
+        [const, cond], "g",
+        [helper.make_tensor_value_info("cond", TensorProto.BOOL, [])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [300])], inits)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21)])
+
+
+def both(model):
+    """(onnx's copy, onnx_light's copy) of `model`."""
+    return (onnx.ModelProto.FromString(model.SerializeToString()),
+            onnx_light.load_from_string(model.SerializeToString(), load_external_data=False))
+
+
+@pytest.mark.parametrize("one_file", [True, False], ids=["one_file", "per_tensor"])
+@pytest.mark.parametrize("convert_attribute", [False, True], ids=["initializers", "attributes"])
+@pytest.mark.parametrize("threshold", [1024, 100, 0])
+def test_convert_matches_onnx(one_file, convert_attribute, threshold):
+    theirs, ours = both(make_model())
+    kwargs = dict(all_tensors_to_one_file=one_file, location="w.bin" if one_file else None,
+                  size_threshold=threshold, convert_attribute=convert_attribute)
+    theirs_helper.convert_model_to_external_data(theirs, **kwargs)
+    assert ours_helper.convert_model_to_external_data(ours, **kwargs) is None
+    a, b = tensors(theirs), tensors(onnx_light.to_onnx(ours))
+    assert a.keys() == b.keys()
+    converted = [n for n, t in a.items() if theirs_helper.uses_external_data(t)]
+    assert converted
+    for name, t in a.items():
+        o = b[name]
+        assert o.data_location == t.data_location, name
+        assert o.raw_data == t.raw_data, f"{name}: the bytes stay in memory"
+        if theirs_helper.uses_external_data(t):
+            if one_file:
+                assert entries(o)["location"] == entries(t)["location"] == "w.bin", name
+            else:
+                assert entries(o)["location"] == name, name
+            assert int(entries(o)["length"]) == len(o.raw_data), name
+            assert int(entries(o)["offset"]) % 4096 == 0, name
+        else:
+            assert not o.external_data, name
+
+
+def test_absolute_location_is_refused_as_onnx_does(tmp_path):
+    theirs, ours = both(make_model())
+    location = str(tmp_path / "w.bin")
+    with pytest.raises(ValueError):
+        theirs_helper.convert_model_to_external_data(theirs, location=location)
+    with pytest.raises(ValueError):
+        ours_helper.convert_model_to_external_data(ours, location=location)
+
+
+def test_convert_from_external_data_matches_onnx():
+    original = make_model()
+    theirs, ours = both(original)
+    for m, h in ((theirs, theirs_helper), (ours, ours_helper)):
+        h.convert_model_to_external_data(m, location="w.bin", size_threshold=0, convert_attribute=True)
+        h.convert_model_from_external_data(m)
+    assert onnx_light.to_onnx(ours).SerializeToString() == theirs.SerializeToString()
+    assert not any(ours_helper.uses_external_data(t) for t in tensors(onnx_light.to_onnx(ours)).values())
+    # A tensor without its bytes: ValueError, and the model is unchanged.
+    _, lazy = both(original)
+    ours_helper.convert_model_to_external_data(lazy, location="w.bin", size_threshold=0)
+    ours_helper.clear_external_data(lazy)
+    before = lazy.SerializeToString()
+    with pytest.raises(ValueError, match="raw_data"):
+        ours_helper.convert_model_from_external_data(lazy)
+    assert lazy.SerializeToString() == before
+
+
+def test_load_populate_and_clear(tmp_path):
+    path = tmp_path / "m.onnx"
+    onnx.save(make_model(), str(path), save_as_external_data=True, all_tensors_to_one_file=True,
+              location="m.data", size_threshold=100, convert_attribute=True)
+    references = tensors(onnx.load(str(path), load_external_data=False))
+    external = [n for n, t in references.items() if theirs_helper.uses_external_data(t)]
+    assert len(external) >= 5
+
+    # load_external_data_for_model: onnx's result, byte for byte.
+    theirs = onnx.load(str(path), load_external_data=False)
+    theirs_helper.load_external_data_for_model(theirs, str(tmp_path))
+    ours = onnx_light.load(str(path), load_external_data=False)
+    assert ours_helper.load_external_data_for_model(ours, tmp_path) is None
+    assert onnx_light.to_onnx(ours).SerializeToString() == theirs.SerializeToString()
+
+    # populate: the same bytes, the references stay.
+    populated = onnx_light.load(str(path), load_external_data=False)
+    assert ours_helper.populate_external_data(populated, tmp_path) == len(external)
+    p = tensors(onnx_light.to_onnx(populated))
+    for name, t in tensors(theirs).items():
+        assert p[name].raw_data == t.raw_data, name
+        if name in external:
+            assert ours_helper.uses_external_data(p[name]), name
+            assert entries(p[name]) == entries(references[name]), name
+
+    # clear: the bytes go, the references stay: the model file as written.
+    assert ours_helper.clear_external_data(populated) == len(external)
+    assert populated.SerializeToString() == path.read_bytes()
+    assert ours_helper.clear_external_data(populated) == 0
+
+
+def test_convert_and_clear_is_what_a_save_writes(tmp_path):
+    original = make_model()
+    _, ours = both(original)
+    ours_helper.convert_model_to_external_data(ours, location="w.bin", size_threshold=133)
+    ours_helper.clear_external_data(ours)
+    saved = tmp_path / "m.onnx"
+    _, model = both(original)
+    onnx_light.save(model, str(saved), save_as_external_data=True, location="w.bin", size_threshold=100)
+    assert ours.SerializeToString() == saved.read_bytes()
+    # ... which onnx loads completely.
+    loaded = onnx.load(str(saved))
+    onnx.checker.check_model(loaded)
+    for name, t in tensors(original).items():
+        assert tensors(loaded)[name].raw_data == t.raw_data, name
