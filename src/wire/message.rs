@@ -29,6 +29,8 @@ pub trait Message: Default + Clone + Send + Sync + 'static {
 
     /// An emptied boxed message of this type that the parse of `r` may reuse (see
     /// `Reader::recycle_from`): the generated messages take one from the parse's recycler.
+    /// Internal to the C++ classes' parse, not API.
+    #[doc(hidden)]
     #[inline]
     fn take_recycled(r: &Reader<'_>) -> Option<Box<Self>> {
         let _ = r;
