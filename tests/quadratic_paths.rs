@@ -1,7 +1,8 @@
 //! No operation takes quadratic time in a count that a file controls. Each case runs at N and
 //! 4N and compares the times (the least CPU time of this thread over five runs: other processes
-//! taking the core do not count): linear work grows about 4x, quadratic 16x; the bound is 8x. A
-//! ratio, not a duration, so a slow or loaded machine does not fail it.
+//! taking the core do not count): linear work grows about 4x (up to 7x measured, when the larger
+//! input no longer fits the caches), quadratic 16x; the bound is 10x. A ratio, not a duration,
+//! so a slow or loaded machine does not fail it.
 
 mod common;
 
@@ -10,14 +11,14 @@ use onnx_light::external::prepacked_blobs_of;
 use onnx_light::proto::{Message, ModelProto, StringStringEntryProto, TensorProto};
 use onnx_light::{ParseOptions, check_external_data, load_model_with_prepacked};
 
-/// Asserts that `run(4n)` takes less than 8 times `run(n)`.
+/// Asserts that `run(4n)` takes less than 10 times `run(n)`.
 fn assert_linear(what: &str, n: usize, mut run: impl FnMut(usize)) {
     let small = best_cpu_of(5, || run(n));
     let large = best_cpu_of(5, || run(4 * n));
     let ratio = large.as_secs_f64() / small.as_secs_f64().max(1e-6);
     println!("{what}: N = {n}: {small:?}, 4N: {large:?} (x{ratio:.1})");
     assert!(
-        ratio < 8.0,
+        ratio < 10.0,
         "{what}: 4x the input took {ratio:.1}x the time ({small:?} -> {large:?}): quadratic"
     );
 }
@@ -31,8 +32,12 @@ fn prepacked_entries(n: usize) -> Vec<(String, String)> {
 
 #[test]
 fn distinct_prepacked_keys_are_merged_in_linear_time() {
+    // The entries are built before the timing: what is timed is the merge alone (building and
+    // freeing 80 000 strings costs more than 4x 20 000 through the allocator and page faults).
+    let inputs = [prepacked_entries(20_000), prepacked_entries(80_000)];
     assert_linear("prepacked_blobs_of", 20_000, |n| {
-        let blobs = prepacked_blobs_of(&prepacked_entries(n)).unwrap();
+        let entries = inputs.iter().find(|e| e.len() == n).unwrap();
+        let blobs = prepacked_blobs_of(entries).unwrap();
         assert_eq!(blobs.len(), n);
     });
     // Entries naming the same key still append to it, in order.
