@@ -113,9 +113,7 @@ fn no_text_points_outside_the_repository() {
         root.display()
     );
     let mut found = Vec::new();
-    // This file spells the patterns out in its own self-test.
-    let this_file = root.join(file!());
-    for file in files.iter().filter(|f| **f != this_file) {
+    for file in &files {
         let Ok(text) = std::fs::read_to_string(file) else {
             continue; // not UTF-8: not prose
         };
@@ -140,11 +138,11 @@ fn no_text_points_outside_the_repository() {
 
 #[test]
 fn the_check_catches_what_it_is_for() {
-    assert!(outside_reference(&["see ..", "/shared/reference/formats.md"].concat()).is_some());
-    assert!(outside_reference("the table of seed 000").is_some());
-    assert!(outside_reference("fixed in issue 12").is_some());
-    assert!(outside_reference("as issue #7 says").is_some());
-    assert!(outside_reference("numbers of session 3").is_some());
+    assert!(outside_reference(&["see ..", "/sha", "red/reference/formats.md"].concat()).is_some());
+    assert!(outside_reference(&["the table of se", "ed 000"].concat()).is_some());
+    assert!(outside_reference(&["fixed in iss", "ue 12"].concat()).is_some());
+    assert!(outside_reference(&["as iss", "ue #7 says"].concat()).is_some());
+    assert!(outside_reference(&["numbers of sess", "ion 3"].concat()).is_some());
     assert!(outside_reference("ort.InferenceSession(path)").is_none());
     assert!(outside_reference("the random seed of the fuzzer").is_none());
     assert!(outside_reference("an issue with the header").is_none());
