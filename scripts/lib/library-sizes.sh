@@ -3,22 +3,25 @@
 # variants and measures them stripped. Sourced, not run; the caller defines die() and runs from
 # the repository root.
 
-# Builds both variants into target/dist and copies them to OUT/full/ and OUT/minimal/ as
-# libonnx_light.so (plus the SONAME name, so that programs linked against them run with an
-# rpath). The minimal one is built first, so that target/dist/libonnx_light.so is the full one
-# afterwards.
+# Builds both variants and copies them to OUT/full/ and OUT/minimal/ as libonnx_light.so (plus
+# the SONAME name, so that programs linked against them run with an rpath). The full one is
+# target/dist/libonnx_light.so (what CMake's `-DONNXL_CARGO_PROFILE=dist` stages); the minimal one
+# has a target dir of its own, target/minimal: a cdylib's file name does not depend on the
+# features, so in one target dir each variant would rebuild the other's (two LTO links per call).
 build_library_variants() {
-  local out=$1 variant soname
+  local out=$1 variant soname lib
   soname=$(awk -F'"' '/^version = / { split($2, v, "."); print (v[1] == "0") ? "0." v[2] : v[1]; exit }' Cargo.toml)
-  for variant in minimal full; do
+  for variant in full minimal; do
     if [ "$variant" = minimal ]; then
-      cargo build --profile dist -p onnx_light --lib --no-default-features
+      cargo build --profile dist -p onnx_light --lib --no-default-features --target-dir target/minimal
+      lib=target/minimal/dist/libonnx_light.so
     else
       cargo build --profile dist -p onnx_light --lib
+      lib=target/dist/libonnx_light.so
     fi
     mkdir -p "$out/$variant"
-    cp target/dist/libonnx_light.so "$out/$variant/libonnx_light.so"
-    cp target/dist/libonnx_light.so "$out/$variant/libonnx_light.so.$soname"
+    cp "$lib" "$out/$variant/libonnx_light.so"
+    cp "$lib" "$out/$variant/libonnx_light.so.$soname"
   done
 }
 
