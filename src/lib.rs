@@ -113,3 +113,7 @@ pub use storage::{max_threads, release_thread_pools};
 /// assert!(n.input.spilled());
 /// ```
 pub use wire::InlineVec;
+pub use wire::{
+    memory_held_for_reuse, memory_reuse_limit, release_memory_held_for_reuse,
+    set_memory_reuse_limit,
+};
