@@ -7972,6 +7972,222 @@ impl OptionalProto {
     }
 }
 
+/// A sub-message field on a path from a `ModelProto` to a `TensorProto`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) enum TensorField {
+    /// `AttributeProto.t`
+    AttributeT,
+    /// `AttributeProto.g`
+    AttributeG,
+    /// `AttributeProto.sparse_tensor`
+    AttributeSparseTensor,
+    /// `AttributeProto.tensors`
+    AttributeTensors,
+    /// `AttributeProto.graphs`
+    AttributeGraphs,
+    /// `AttributeProto.sparse_tensors`
+    AttributeSparseTensors,
+    /// `NodeProto.attribute`
+    NodeAttribute,
+    /// `TrainingInfoProto.initialization`
+    TrainingInfoInitialization,
+    /// `TrainingInfoProto.algorithm`
+    TrainingInfoAlgorithm,
+    /// `ModelProto.graph`
+    ModelGraph,
+    /// `ModelProto.training_info`
+    ModelTrainingInfo,
+    /// `ModelProto.functions`
+    ModelFunctions,
+    /// `GraphProto.node`
+    GraphNode,
+    /// `GraphProto.initializer`
+    GraphInitializer,
+    /// `GraphProto.sparse_initializer`
+    GraphSparseInitializer,
+    /// `SparseTensorProto.values`
+    SparseTensorValues,
+    /// `SparseTensorProto.indices`
+    SparseTensorIndices,
+    /// `FunctionProto.attribute_proto`
+    FunctionAttributeProto,
+    /// `FunctionProto.node`
+    FunctionNode,
+}
+
+impl TensorField {
+    /// The message that declares the field (`"AttributeProto"`).
+    pub(crate) fn message(self) -> &'static str {
+        match self {
+            Self::AttributeT => "AttributeProto",
+            Self::AttributeG => "AttributeProto",
+            Self::AttributeSparseTensor => "AttributeProto",
+            Self::AttributeTensors => "AttributeProto",
+            Self::AttributeGraphs => "AttributeProto",
+            Self::AttributeSparseTensors => "AttributeProto",
+            Self::NodeAttribute => "NodeProto",
+            Self::TrainingInfoInitialization => "TrainingInfoProto",
+            Self::TrainingInfoAlgorithm => "TrainingInfoProto",
+            Self::ModelGraph => "ModelProto",
+            Self::ModelTrainingInfo => "ModelProto",
+            Self::ModelFunctions => "ModelProto",
+            Self::GraphNode => "GraphProto",
+            Self::GraphInitializer => "GraphProto",
+            Self::GraphSparseInitializer => "GraphProto",
+            Self::SparseTensorValues => "SparseTensorProto",
+            Self::SparseTensorIndices => "SparseTensorProto",
+            Self::FunctionAttributeProto => "FunctionProto",
+            Self::FunctionNode => "FunctionProto",
+        }
+    }
+}
+
+/// Where a `TensorProto` sits in a model.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct TensorPlace {
+    /// The field whose value (or element) is the tensor: `GraphProto.initializer`,
+    /// `AttributeProto.t`, `SparseTensorProto.values`, ...
+    pub(crate) field: TensorField,
+    /// The field through which the message declaring `field` was reached (`None` for a field of
+    /// the message the walk started from): `GraphProto.sparse_initializer` for the values of a
+    /// sparse initializer, `NodeProto.attribute` for an attribute's tensor.
+    pub(crate) parent: Option<TensorField>,
+}
+
+impl AttributeProto {
+    /// Calls `f` on every `TensorProto` reachable from this message with its place, in the
+    /// order of `visit_tensors`; `parent` is the field this message was reached through.
+    pub(crate) fn visit_tensors_placed<'a>(
+        &'a self,
+        parent: Option<TensorField>,
+        f: &mut dyn FnMut(&'a TensorProto, TensorPlace),
+    ) {
+        if let Some(v) = &self.t {
+            f(v, TensorPlace { field: TensorField::AttributeT, parent });
+        }
+        if let Some(v) = &self.g {
+            crate::wire::guard_stack(|| v.visit_tensors_placed(Some(TensorField::AttributeG), f));
+        }
+        if let Some(v) = &self.sparse_tensor {
+            v.visit_tensors_placed(Some(TensorField::AttributeSparseTensor), f);
+        }
+        for v in &self.tensors {
+            f(v, TensorPlace { field: TensorField::AttributeTensors, parent });
+        }
+        for v in &self.graphs {
+            crate::wire::guard_stack(|| v.visit_tensors_placed(Some(TensorField::AttributeGraphs), f));
+        }
+        for v in &self.sparse_tensors {
+            v.visit_tensors_placed(Some(TensorField::AttributeSparseTensors), f);
+        }
+    }
+}
+
+impl NodeProto {
+    /// Calls `f` on every `TensorProto` reachable from this message with its place, in the
+    /// order of `visit_tensors`; `parent` is the field this message was reached through.
+    pub(crate) fn visit_tensors_placed<'a>(
+        &'a self,
+        _parent: Option<TensorField>,
+        f: &mut dyn FnMut(&'a TensorProto, TensorPlace),
+    ) {
+        for v in &self.attribute {
+            v.visit_tensors_placed(Some(TensorField::NodeAttribute), f);
+        }
+    }
+}
+
+impl TrainingInfoProto {
+    /// Calls `f` on every `TensorProto` reachable from this message with its place, in the
+    /// order of `visit_tensors`; `parent` is the field this message was reached through.
+    pub(crate) fn visit_tensors_placed<'a>(
+        &'a self,
+        _parent: Option<TensorField>,
+        f: &mut dyn FnMut(&'a TensorProto, TensorPlace),
+    ) {
+        if let Some(v) = &self.initialization {
+            v.visit_tensors_placed(Some(TensorField::TrainingInfoInitialization), f);
+        }
+        if let Some(v) = &self.algorithm {
+            v.visit_tensors_placed(Some(TensorField::TrainingInfoAlgorithm), f);
+        }
+    }
+}
+
+impl ModelProto {
+    /// Calls `f` on every `TensorProto` reachable from this message with its place, in the
+    /// order of `visit_tensors`; `parent` is the field this message was reached through.
+    pub(crate) fn visit_tensors_placed<'a>(
+        &'a self,
+        _parent: Option<TensorField>,
+        f: &mut dyn FnMut(&'a TensorProto, TensorPlace),
+    ) {
+        if let Some(v) = &self.graph {
+            v.visit_tensors_placed(Some(TensorField::ModelGraph), f);
+        }
+        for v in &self.training_info {
+            v.visit_tensors_placed(Some(TensorField::ModelTrainingInfo), f);
+        }
+        for v in &self.functions {
+            v.visit_tensors_placed(Some(TensorField::ModelFunctions), f);
+        }
+    }
+}
+
+impl GraphProto {
+    /// Calls `f` on every `TensorProto` reachable from this message with its place, in the
+    /// order of `visit_tensors`; `parent` is the field this message was reached through.
+    pub(crate) fn visit_tensors_placed<'a>(
+        &'a self,
+        parent: Option<TensorField>,
+        f: &mut dyn FnMut(&'a TensorProto, TensorPlace),
+    ) {
+        for v in &self.node {
+            v.visit_tensors_placed(Some(TensorField::GraphNode), f);
+        }
+        for v in &self.initializer {
+            f(v, TensorPlace { field: TensorField::GraphInitializer, parent });
+        }
+        for v in &self.sparse_initializer {
+            v.visit_tensors_placed(Some(TensorField::GraphSparseInitializer), f);
+        }
+    }
+}
+
+impl SparseTensorProto {
+    /// Calls `f` on every `TensorProto` reachable from this message with its place, in the
+    /// order of `visit_tensors`; `parent` is the field this message was reached through.
+    pub(crate) fn visit_tensors_placed<'a>(
+        &'a self,
+        parent: Option<TensorField>,
+        f: &mut dyn FnMut(&'a TensorProto, TensorPlace),
+    ) {
+        if let Some(v) = &self.values {
+            f(v, TensorPlace { field: TensorField::SparseTensorValues, parent });
+        }
+        if let Some(v) = &self.indices {
+            f(v, TensorPlace { field: TensorField::SparseTensorIndices, parent });
+        }
+    }
+}
+
+impl FunctionProto {
+    /// Calls `f` on every `TensorProto` reachable from this message with its place, in the
+    /// order of `visit_tensors`; `parent` is the field this message was reached through.
+    pub(crate) fn visit_tensors_placed<'a>(
+        &'a self,
+        _parent: Option<TensorField>,
+        f: &mut dyn FnMut(&'a TensorProto, TensorPlace),
+    ) {
+        for v in &self.attribute_proto {
+            v.visit_tensors_placed(Some(TensorField::FunctionAttributeProto), f);
+        }
+        for v in &self.node {
+            v.visit_tensors_placed(Some(TensorField::FunctionNode), f);
+        }
+    }
+}
+
 /// Calls `v.visit::<M>()` with the message type named `name` (schema name such as
 /// `TensorProto.Segment`, or the Rust name `TensorProtoSegment`); `None` for unknown names.
 pub fn visit_message_type<V: crate::proto::MessageVisitor>(name: &str, v: V) -> Option<V::Output> {
