@@ -308,7 +308,9 @@ fn gen_placed_tensor_walk(o: &mut String) {
     let from_model = reachable_from("ModelProto");
     let messages: Vec<&MessageDef> = MESSAGES
         .iter()
-        .filter(|m| m.name != "TensorProto" && reach.contains(&m.name) && from_model.contains(&m.name))
+        .filter(|m| {
+            m.name != "TensorProto" && reach.contains(&m.name) && from_model.contains(&m.name)
+        })
         .collect();
     // The fields on the paths, in message then declaration order.
     let mut fields: Vec<(&MessageDef, &FieldDef, String)> = Vec::new();
@@ -339,8 +341,7 @@ pub(crate) enum TensorField {{"
         writeln!(o, "    /// `{}.{}`", m.name, fd.name).unwrap();
         writeln!(o, "    {variant},").unwrap();
     }
-    writeln!(o, "}}
-").unwrap();
+    writeln!(o, "}}\n").unwrap();
     writeln!(
         o,
         "impl TensorField {{

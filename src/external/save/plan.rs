@@ -824,22 +824,39 @@ mod tests {
         a.mutable_t().set_name("attr_t");
         let sub = a.mutable_g();
         sub.add_initializer().set_name("sub_init");
-        sub.add_node().add_attribute().add_tensors().set_name("sub_attr_tensors");
-        a.mutable_sparse_tensor().mutable_values().set_name("attr_sparse_values");
+        sub.add_node()
+            .add_attribute()
+            .add_tensors()
+            .set_name("sub_attr_tensors");
+        a.mutable_sparse_tensor()
+            .mutable_values()
+            .set_name("attr_sparse_values");
         a.add_tensors().set_name("attr_tensors");
         a.add_graphs().add_initializer().set_name("graphs_init");
-        a.add_sparse_tensors().mutable_indices().set_name("attr_sparse_indices");
+        a.add_sparse_tensors()
+            .mutable_indices()
+            .set_name("attr_sparse_indices");
         g.add_initializer().set_name("init");
         let s = g.add_sparse_initializer();
         s.mutable_values().set_name("sparse_init_values");
         s.mutable_indices().set_name("sparse_init_indices");
         let ti = m.add_training_info();
-        ti.mutable_initialization().add_initializer().set_name("training_init");
-        ti.mutable_algorithm().add_node().add_attribute().mutable_t().set_name("training_attr");
+        ti.mutable_initialization()
+            .add_initializer()
+            .set_name("training_init");
+        ti.mutable_algorithm()
+            .add_node()
+            .add_attribute()
+            .mutable_t()
+            .set_name("training_attr");
         let f = m.add_functions();
-        f.add_attribute_proto().mutable_t().set_name("function_default");
+        f.add_attribute_proto()
+            .mutable_t()
+            .set_name("function_default");
         let fa = f.add_node().add_attribute();
-        fa.add_sparse_tensors().mutable_values().set_name("function_sparse");
+        fa.add_sparse_tensors()
+            .mutable_values()
+            .set_name("function_sparse");
         let (init, attr) = (false, true);
         let expected = [
             ("attr_t", attr, false),
