@@ -275,10 +275,10 @@ fn reachable_from(root: &'static str) -> Vec<&'static str> {
     while i < set.len() {
         let m = message_def(set[i]);
         for fd in m.fields {
-            if let Kind::Message(t) = fd.kind {
-                if !set.contains(&t) {
-                    set.push(t);
-                }
+            if let Kind::Message(t) = fd.kind
+                && !set.contains(&t)
+            {
+                set.push(t);
             }
         }
         i += 1;
@@ -892,8 +892,13 @@ fn gen_decode_arms(o: &mut String, m: &MessageDef, f: &FieldDef) {
                 writeln!(o, "                }}").unwrap();
             }
             Kind::String | Kind::Bytes => {
-                writeln!(o, "                {} => self.{oneof} = Some({en}::{var}(r.read_string(){path}?)),", t(2))
-                    .unwrap();
+                // Read in place (see `Reader::read_string_in`).
+                writeln!(
+                    o,
+                    "                {} => r.read_string_in(|| {{\n                    if !matches!(self.{oneof}, Some({en}::{var}(_))) {{\n                        self.{oneof} = Some({en}::{var}(ProtoString::new()));\n                    }}\n                    match &mut self.{oneof} {{\n                        Some({en}::{var}(s)) => s,\n                        _ => unreachable!(\"just set\"),\n                    }}\n                }}){path}?,",
+                    t(2)
+                )
+                .unwrap();
             }
             k if is_scalar(k) => {
                 let read = read_scalar(k).replace("()?", &format!("(){path}?"));
@@ -942,7 +947,7 @@ fn gen_decode_arms(o: &mut String, m: &MessageDef, f: &FieldDef) {
         (Label::Optional, Kind::String | Kind::Bytes) => {
             writeln!(
                 o,
-                "                {} => self.{name} = Some(r.read_string(){path}?),",
+                "                {} => r.read_string_into(&mut self.{name}){path}?,",
                 t(2)
             )
             .unwrap();
@@ -1033,7 +1038,7 @@ fn gen_decode_arms(o: &mut String, m: &MessageDef, f: &FieldDef) {
             .unwrap();
             writeln!(
                 o,
-                "                    self.{name}.push(r.read_string(){path}?);"
+                "                    r.push_string(&mut self.{name}){path}?;"
             )
             .unwrap();
             writeln!(o, "                }}").unwrap();
