@@ -340,7 +340,7 @@ int main(int argc, char **argv) {
   }
   model_path = argv[1];
   tmp_dir = argv[2];
-  mkdir(tmp_dir, 0777);
+  test_mkdir(tmp_dir);
   file_bytes = test_read_file(model_path, &file_len);
   RUN(test_version_and_status_names);
   RUN(test_options_defaults);

@@ -198,7 +198,7 @@ int main(int argc, char **argv) {
   }
   model_path = argv[1];
   tmp_dir = argv[2];
-  mkdir(tmp_dir, 0777);
+  test_mkdir(tmp_dir);
   RUN(test_thread_counts_are_capped);
   RUN(test_boolean_fields_are_validated);
   RUN(test_deep_models_on_a_256k_stack);

@@ -260,7 +260,7 @@ int main(int argc, char **argv) {
     return 2;
   }
   tmp_dir = argv[1];
-  mkdir(tmp_dir, 0777);
+  test_mkdir(tmp_dir);
   RUN(test_owner_outlives_copied_model);
   RUN(test_later_writes_do_not_change_shared_bytes);
   RUN(test_no_copy_from_caller_bytes);

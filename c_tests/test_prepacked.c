@@ -307,8 +307,8 @@ int main(int argc, char **argv) {
     return 2;
   }
   snprintf(dir, sizeof dir, "%s/prepacked", argv[1]);
-  mkdir(argv[1], 0777);
-  mkdir(dir, 0777);
+  test_mkdir(argv[1]);
+  test_mkdir(dir);
   snprintf(model_path, sizeof model_path, "%s/m.onnx", dir);
   snprintf(data_path, sizeof data_path, "%s/m.onnx.data", dir);
   RUN(test_store_and_save);

@@ -425,7 +425,7 @@ int main(int argc, char **argv) {
     return 2;
   }
   tmp_dir = argv[1];
-  mkdir(tmp_dir, 0777);
+  test_mkdir(tmp_dir);
   m = test_build_model();
   if (m == NULL || onnxl_serialize_model(m, NULL, &expected) != ONNXL_STATUS_OK) {
     fprintf(stderr, "cannot build the test model\n");

@@ -190,7 +190,7 @@ static void *writer(void *arg) {
   /* A directory of its own: per-tensor weight files are named after the tensors, which are the
    * same in every writer's models. */
   snprintf(dir, sizeof dir, "%s/writer%d", tmp_dir, c->id);
-  TCHECK(c, mkdir(dir, 0777) == 0 || access_ok(dir));
+  TCHECK(c, test_mkdir(dir) == 0 || access_ok(dir));
   snprintf(inline_path, sizeof inline_path, "%s/inline.onnx", dir);
   snprintf(ext_path, sizeof ext_path, "%s/ext.onnx", dir);
   for (int round = 0; round < WRITER_ROUNDS; ++round) {

@@ -12,6 +12,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#ifdef _WIN32
+#include <direct.h> /* _mkdir */
+#else
+#include <sys/stat.h> /* mkdir */
+#endif
+
 #include "onnx_light.h"
 
 static int test_failures = 0;
@@ -100,6 +106,15 @@ static inline void test_write_file(const char *path, const void *data, size_t le
     fprintf(stderr, "cannot write %s\n", path);
     exit(2);
   }
+}
+
+/* Creates directory `path` (mode 0777 where modes exist); 0 on success, as mkdir. */
+static inline int test_mkdir(const char *path) {
+#ifdef _WIN32
+  return _mkdir(path);
+#else
+  return mkdir(path, 0777);
+#endif
 }
 
 /* `dir`/`name` in a static buffer (one at a time). */

@@ -52,16 +52,45 @@ macro(onnxl_find_rust_tools)
   endif()
 endmacro()
 
-# Sets ${out_var} to the native libraries a Rust staticlib links against on this target, as
-# `rustc --print native-static-libs` reports them for an empty staticlib crate
-# (e.g. "-lgcc_s;-lutil;-lrt;-lpthread;-lm;-ldl;-lc"). onnx_light's dependencies add no native
-# library of their own, so this is the list of the real library too.
-function(onnxl_native_static_libs out_var)
+# Sets ${out_var} to the Rust target triple matching a cross-compiling toolchain that has an
+# obvious one (MinGW x86-64 / aarch64 / i686: *-pc-windows-gnu[llvm]; Linux aarch64 / x86-64 with
+# glibc), or to "" (the host: not cross-compiling, or a toolchain to name with ONNXL_RUST_TARGET).
+function(onnxl_default_rust_target out_var)
+  set(triple "")
+  string(TOLOWER "${CMAKE_SYSTEM_PROCESSOR}" cpu)
+  if(cpu MATCHES "^(amd64|x64)$")
+    set(cpu x86_64)
+  elseif(cpu STREQUAL "arm64")
+    set(cpu aarch64)
+  endif()
+  if(CMAKE_CROSSCOMPILING)
+    if(WIN32 AND MINGW AND cpu MATCHES "^(x86_64|i686|aarch64)$")
+      if(CMAKE_C_COMPILER_ID STREQUAL "Clang" OR cpu STREQUAL "aarch64")
+        set(triple "${cpu}-pc-windows-gnullvm")
+      else()
+        set(triple "${cpu}-pc-windows-gnu")
+      endif()
+    elseif(CMAKE_SYSTEM_NAME STREQUAL "Linux" AND cpu MATCHES "^(x86_64|aarch64)$")
+      set(triple "${cpu}-unknown-linux-gnu")
+    endif()
+  endif()
+  set(${out_var} "${triple}" PARENT_SCOPE)
+endfunction()
+
+# Sets ${out_var} to the native libraries a Rust staticlib links against on target ${triple}
+# ("" for the host), as `rustc --print native-static-libs` reports them for an empty staticlib
+# crate (e.g. "-lgcc_s;-lutil;-lrt;-lpthread;-lm;-ldl;-lc"), plus what onnx_light's dependencies
+# link on their own: nothing on ELF systems, bcrypt on Windows (getrandom's BCryptGenRandom).
+function(onnxl_native_static_libs triple out_var)
+  set(target_args "")
+  if(triple)
+    set(target_args --target "${triple}")
+  endif()
   set(dir "${CMAKE_CURRENT_BINARY_DIR}/native-static-libs")
   file(MAKE_DIRECTORY "${dir}")
   file(WRITE "${dir}/probe.rs" "// Probe: which native libraries does a Rust staticlib need?\n")
   execute_process(
-    COMMAND "${ONNXL_RUSTC}" --crate-type staticlib --crate-name onnxl_probe --edition 2021
+    COMMAND "${ONNXL_RUSTC}" ${target_args} --crate-type staticlib --crate-name onnxl_probe --edition 2021
             --print native-static-libs -o "${dir}/libonnxl_probe.a" "${dir}/probe.rs"
     WORKING_DIRECTORY "${dir}"
     RESULT_VARIABLE rc
@@ -72,5 +101,8 @@ function(onnxl_native_static_libs out_var)
   endif()
   string(STRIP "${CMAKE_MATCH_1}" flags)
   separate_arguments(flags UNIX_COMMAND "${flags}")
+  if(WIN32)
+    list(PREPEND flags -lbcrypt)
+  endif()
   set(${out_var} "${flags}" PARENT_SCOPE)
 endfunction()

@@ -10,8 +10,8 @@
 #    ones (c_tests/test_threads.c, test_errors.c) also with ThreadSanitizer and Helgrind;
 # 3. `cmake --install` into a temporary prefix: files, SONAME and symlink chain, exported symbols;
 # 4. the consumer project (c_tests/consumer) finds the installed package with find_package,
-#    builds against the shared and the static library and runs; again after moving the prefix
-#    (the package is relocatable);
+#    builds against the shared and the static library and runs (loads, walks, saves and reloads);
+#    again after moving the prefix (the package is relocatable);
 # 5. pkg-config: flags of onnx_light.pc, and programs built with them (shared, static) run; without
 #    pkg-config the .pc file is read directly.
 # A missing tool fails the script; nothing is skipped. Build trees live under build/ (gitignored).
@@ -75,9 +75,10 @@ consume() { # consume PREFIX BUILD_DIR
   cmake --build "$2" -j "$JOBS"
   local out
   out=$(valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite,indirect \
-        --show-leak-kinds=definite,indirect "$2/consumer_c" samples/mlp.onnx)
+        --show-leak-kinds=definite,indirect "$2/consumer_c" samples/mlp.onnx "$2/saved.onnx")
   echo "$out"
   grep -q "graph mlp: 6 nodes, 4 initializers" <<<"$out" || die "unexpected consumer_c output"
+  grep -q "loaded back: identical" <<<"$out" || die "consumer_c: the saved model differs"
   out=$("$2/consumer_static_cpp" samples/mlp.onnx)
   echo "$out"
   grep -q "6 nodes: MatMul Add Relu MatMul Add Softmax; round trip identical" <<<"$out" \

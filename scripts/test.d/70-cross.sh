@@ -19,6 +19,7 @@ WINDOWS=x86_64-pc-windows-gnu
 need=()
 command -v aarch64-linux-gnu-gcc >/dev/null 2>&1 || need+=(gcc-aarch64-linux-gnu libc6-dev-arm64-cross)
 command -v x86_64-w64-mingw32-gcc >/dev/null 2>&1 || need+=(gcc-mingw-w64-x86-64)
+command -v x86_64-w64-mingw32-g++ >/dev/null 2>&1 || need+=(g++-mingw-w64-x86-64)
 command -v qemu-aarch64 >/dev/null 2>&1 || need+=(qemu-user)
 [ -x /usr/lib/wine/wine64 ] || need+=(wine64)
 if [ ${#need[@]} -gt 0 ]; then
@@ -27,6 +28,7 @@ if [ ${#need[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${need[@]}"
 fi
 rustup target add "$AARCH64" "$WINDOWS"
+command -v cmake >/dev/null 2>&1 || { echo "70-cross: cmake is required (scripts/test-all.sh puts the venv's on PATH)" >&2; exit 1; }
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
@@ -35,7 +37,8 @@ trap 'rm -rf "$work"' EXIT
 export CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_LINKER=aarch64-linux-gnu-gcc
 export CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_RUNNER="qemu-aarch64 -L /usr/aarch64-linux-gnu"
 echo "aarch64: unit tests, codec, alignment (qemu-user)"
-cargo test --release --target "$AARCH64" --lib --test codec --test alignment
+# (ONNXL_TEST_EMULATED: tests/alignment.rs thins its encrypted cases, each a PBKDF2 derivation.)
+ONNXL_TEST_EMULATED=1 cargo test --release --target "$AARCH64" --lib --test codec --test alignment
 
 echo "aarch64: shared library exports and C tests (qemu-user)"
 cargo build --release --target "$AARCH64" --lib
@@ -44,27 +47,39 @@ others=$(aarch64-linux-gnu-nm -D --defined-only "$LIB" | awk '{print $3}' | grep
 [ -z "$others" ] || { echo "symbols other than onnxl_* exported:" >&2; echo "$others" >&2; exit 1; }
 ln -s "$LIB" "$work/$(readelf -d "$LIB" | sed -n 's/.*(SONAME).*\[\(.*\)\]/\1/p')"
 version=$(sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -n 1)
-# Tests that take the sample model and a temporary directory, and those that take only the latter.
-for t in entry_points:model errors:model hardening:model accessors:none ownership:tmp \
-         streams:tmp encryption:tmp prepacked:tmp threads:tmp; do
-  name=${t%%:*}
-  args=()
-  case ${t#*:} in
-    model) args=("$ROOT/samples/mlp.onnx" "$work/tmp_$name") ;;
-    tmp) args=("$work/tmp_$name") ;;
-  esac
-  mkdir -p "$work/tmp_$name"
-  aarch64-linux-gnu-gcc -std=c11 -O1 -DONNXL_EXPECTED_VERSION="\"$version\"" \
-    -Iinclude "c_tests/test_$name.c" -L"$ROOT/target/$AARCH64/release" -lonnx_light -lpthread \
-    -o "$work/$name"
-  echo "  $name"
-  qemu-aarch64 -L /usr/aarch64-linux-gnu -E LD_LIBRARY_PATH="$work" "$work/$name" "${args[@]}" \
-    > "$work/$name.log" 2>&1 || { cat "$work/$name.log" >&2; exit 1; }
-  tail -n 1 "$work/$name.log"
-done
+
+# run_c_tests DIR CC EXE RUN...: builds each C test with CC (its library flags in $C_LIBS) into
+# DIR/NAME$EXE and runs it there with the command RUN... (an emulator and its arguments).
+C_TESTS=(entry_points:model errors:model hardening:model accessors:none ownership:tmp
+         streams:tmp encryption:tmp prepacked:tmp threads:tmp)
+run_c_tests() {
+  local dir=$1 cc=$2 exe=$3 t name args
+  shift 3
+  for t in "${C_TESTS[@]}"; do
+    name=${t%%:*}
+    # Tests that take the sample model and a temporary directory, and those that take only the latter.
+    case ${t#*:} in
+      model) args=("$ROOT/samples/mlp.onnx" "tmp_$name") ;;
+      tmp) args=("tmp_$name") ;;
+      *) args=() ;;
+    esac
+    # shellcheck disable=SC2086
+    "$cc" -std=c11 -O1 -Wall -Werror -DONNXL_EXPECTED_VERSION="\"$version\"" -Iinclude \
+      "c_tests/test_$name.c" $C_LIBS -o "$dir/$name$exe"
+    echo "  $name"
+    (cd "$dir" && mkdir -p "tmp_$name" && "$@" "./$name$exe" "${args[@]}") > "$dir/$name.log" 2>&1 \
+      || { cat "$dir/$name.log" >&2; exit 1; }
+    tail -n 1 "$dir/$name.log"
+  done
+}
+C_LIBS="-L$ROOT/target/$AARCH64/release -lonnx_light -lpthread" \
+  run_c_tests "$work" aarch64-linux-gnu-gcc "" qemu-aarch64 -L /usr/aarch64-linux-gnu -E LD_LIBRARY_PATH="$work"
 
 # ---- Windows (MinGW) under Wine
-export CARGO_TARGET_X86_64_PC_WINDOWS_GNU_LINKER=x86_64-w64-mingw32-gcc
+# The compiler's full path, as the CMake build below passes it (the same linker setting: cargo
+# reuses what this step compiled).
+CARGO_TARGET_X86_64_PC_WINDOWS_GNU_LINKER=$(command -v x86_64-w64-mingw32-gcc)
+export CARGO_TARGET_X86_64_PC_WINDOWS_GNU_LINKER
 export WINEPREFIX="$work/wine" WINEDEBUG=-all
 export CARGO_TARGET_X86_64_PC_WINDOWS_GNU_RUNNER=/usr/lib/wine/wine64
 cat > "$work/prng.c" <<'C'
@@ -86,3 +101,74 @@ x86_64-w64-mingw32-gcc -shared -O2 -o "target/$WINDOWS/release/deps/bcryptprimit
   "$work/prng.c" -ladvapi32
 echo "Windows: unit tests (Windows path rules included), codec (Wine)"
 cargo test --release --target "$WINDOWS" --lib --test codec
+
+echo "Windows: onnx_light.dll exports and C tests (Wine)"
+cargo build --release --target "$WINDOWS" --lib
+WIN_OUT="$ROOT/target/$WINDOWS/release"
+exports=$(x86_64-w64-mingw32-objdump -p "$WIN_OUT/onnx_light.dll" \
+  | sed -n '/\[Ordinal\/Name Pointer\] Table/,/^$/p' | awk '$1 ~ /^\[/ && $NF !~ /Table/ {print $NF}')
+grep -q '^onnxl_model_proto_new$' <<<"$exports" || { echo "onnx_light.dll: no export table read" >&2; exit 1; }
+others=$(grep -v '^onnxl_' <<<"$exports" || true)
+[ -z "$others" ] || { echo "onnx_light.dll exports symbols other than onnxl_*:" >&2; echo "$others" >&2; exit 1; }
+echo "  $(wc -l <<<"$exports") exports, all onnxl_*"
+win="$work/windows"
+mkdir -p "$win"
+cp "$WIN_OUT/onnx_light.dll" "$WIN_OUT/deps/bcryptprimitives.dll" "$win/"
+# Linked with the import library libonnx_light.dll.a; winpthreads statically (no DLL to ship);
+# psapi for GetMappedFileNameW (c_tests/test_maps.h).
+C_LIBS="-L$WIN_OUT -lonnx_light -lpsapi -Wl,-Bstatic -lpthread -Wl,-Bdynamic" \
+  run_c_tests "$win" x86_64-w64-mingw32-gcc .exe /usr/lib/wine/wine64
+
+echo "Windows: the CMake package built with MinGW, and a find_package consumer (Wine)"
+cat > "$work/mingw.cmake" <<'CMAKE'
+# Cross-compiling for Windows x86-64 with Debian's MinGW-w64.
+set(CMAKE_SYSTEM_NAME Windows)
+set(CMAKE_SYSTEM_PROCESSOR x86_64)
+set(CMAKE_C_COMPILER x86_64-w64-mingw32-gcc)
+set(CMAKE_CXX_COMPILER x86_64-w64-mingw32-g++)
+set(CMAKE_RC_COMPILER x86_64-w64-mingw32-windres)
+set(CMAKE_FIND_ROOT_PATH /usr/x86_64-w64-mingw32)
+set(CMAKE_FIND_ROOT_PATH_MODE_PROGRAM NEVER)
+set(CMAKE_FIND_ROOT_PATH_MODE_LIBRARY ONLY)
+set(CMAKE_FIND_ROOT_PATH_MODE_INCLUDE ONLY)
+set(CMAKE_FIND_ROOT_PATH_MODE_PACKAGE BOTH)
+# The programs carry their GCC runtime (no libgcc / libstdc++ DLLs to ship beside them).
+set(CMAKE_EXE_LINKER_FLAGS_INIT "-static-libgcc -static-libstdc++")
+CMAKE
+mingw_build="$work/cmake-mingw"
+mingw_prefix="$work/mingw-prefix"
+cmake -S . -B "$mingw_build" -DCMAKE_TOOLCHAIN_FILE="$work/mingw.cmake" -DCMAKE_BUILD_TYPE=Release \
+  > "$work/cmake-mingw.log" 2>&1 || { cat "$work/cmake-mingw.log" >&2; exit 1; }
+grep -q "onnx_light .*: onnx_light.dll with import library libonnx_light.dll.a" "$work/cmake-mingw.log" \
+  || { cat "$work/cmake-mingw.log" >&2; echo "the MinGW configuration did not choose the DLL layout" >&2; exit 1; }
+cmake --build "$mingw_build"
+cmake --install "$mingw_build" --prefix "$mingw_prefix" >/dev/null
+for f in bin/onnx_light.dll lib/libonnx_light.dll.a lib/libonnx_light.a include/onnx_light.h \
+         include/onnx_light.hpp include/onnx_light/onnx_pb.h lib/cmake/onnx_light/onnx_lightConfig.cmake \
+         lib/cmake/onnx_light/onnx_lightConfigVersion.cmake lib/pkgconfig/onnx_light.pc; do
+  [ -f "$mingw_prefix/$f" ] || { echo "MinGW install: $f missing" >&2; exit 1; }
+done
+echo "  installed bin/onnx_light.dll, lib/libonnx_light.dll.a, lib/libonnx_light.a, headers, CMake and pkg-config files"
+consumer="$work/consumer-mingw"
+cmake -S c_tests/consumer -B "$consumer" -DCMAKE_TOOLCHAIN_FILE="$work/mingw.cmake" \
+  -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$mingw_prefix" >/dev/null
+cmake --build "$consumer"
+dlls() { x86_64-w64-mingw32-objdump -p "$1" | sed -n 's/^\s*DLL Name: //p'; }
+dlls "$consumer/consumer_c.exe" | grep -qx onnx_light.dll \
+  || { echo "consumer_c.exe does not import onnx_light.dll" >&2; exit 1; }
+if dlls "$consumer/consumer_static_cpp.exe" | grep -qi onnx_light; then
+  echo "consumer_static_cpp.exe links onnx_light dynamically" >&2; exit 1
+fi
+# The installed DLL beside the programs (Windows looks there first), with the ProcessPrng stand-in.
+cp "$mingw_prefix/bin/onnx_light.dll" "$WIN_OUT/deps/bcryptprimitives.dll" "$consumer/"
+out=$(cd "$consumer" && /usr/lib/wine/wine64 ./consumer_c.exe "$ROOT/samples/mlp.onnx" saved.onnx)
+echo "  $out"
+grep -q "graph mlp: 6 nodes, 4 initializers" <<<"$out" || { echo "unexpected consumer_c output" >&2; exit 1; }
+grep -q "loaded back: identical" <<<"$out" || { echo "consumer_c: the saved model differs" >&2; exit 1; }
+cmp -s "$consumer/saved.onnx" "$ROOT/samples/mlp.onnx" \
+  || { echo "consumer_c: the saved file is not byte-identical to the loaded one" >&2; exit 1; }
+out=$(cd "$consumer" && /usr/lib/wine/wine64 ./consumer_static_cpp.exe "$ROOT/samples/mlp.onnx")
+echo "  $out"
+grep -q "6 nodes: MatMul Add Relu MatMul Add Softmax; round trip identical" <<<"$out" \
+  || { echo "unexpected consumer_static_cpp output" >&2; exit 1; }
+echo "70-cross: all passed"
