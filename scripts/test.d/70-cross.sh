@@ -99,8 +99,21 @@ C
 mkdir -p "target/$WINDOWS/release/deps"
 x86_64-w64-mingw32-gcc -shared -O2 -o "target/$WINDOWS/release/deps/bcryptprimitives.dll" \
   "$work/prng.c" -ladvapi32
-echo "Windows: unit tests (Windows path rules included), codec (Wine)"
-cargo test --release --target "$WINDOWS" --lib --test codec
+echo "Windows: unit tests (Windows path rules and save lock included) and integration tests (Wine)"
+# The integration tests that run on Windows, less seven whose subject is Linux behaviour: files
+# replaced or deleted while this process maps them (Windows refuses both: a re-save keeps its
+# alternate weight-file name, a mapped directory cannot be removed), /proc/self/maps, and a
+# hard-linked weight file (refused on Windows by the path rules); and less one CPU-time
+# comparison (Wine's thread CPU clock advances in 10 ms steps, too coarse for it).
+WINDOWS_TESTS=(codec input_files hostile_inputs concurrency deep_nesting dlpack documented_defaults
+               encrypted_external encryption external_data fuzz_regressions onnxcry1 params prepacked)
+WINDOWS_SKIPS=(memory_mapped_and_shared_bytes_are_read_only save_to_file_and_load_into_a_model
+               no_copy_maps_each_file_once_and_shares_one_owner resave_over_own_mapped_files
+               per_tensor_resave_keeps_names the_next_save_removes_what_a_killed_save_left
+               no_copy_load_borrows_from_the_one_mapping_with_the_initializers_owner
+               bad_padding_and_corrupted_blocks_take_the_same_path)
+cargo test -p onnx_light --release --target "$WINDOWS" --lib "${WINDOWS_TESTS[@]/#/--test=}" -- \
+  --skip child_process_ "${WINDOWS_SKIPS[@]/#/--skip=}"
 
 echo "Windows: onnx_light.dll exports and C tests (Wine)"
 cargo build --release --target "$WINDOWS" --lib
