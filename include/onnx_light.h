@@ -13716,6 +13716,17 @@ const char *onnxl_status_name(uint32_t status);
 const char *onnxl_version(void);
 
 /**
+ * True when the optional part `name` (NUL-terminated: `"encryption"`, `"dlpack"`, `"params"`,
+ * `"prepacked"`) is compiled into this library; false for other names and NULL. A library built
+ * without one (the minimal build, `cargo build --no-default-features`) still exports every
+ * function of the header: those of a missing part return `ONNXL_STATUS_UNSUPPORTED`.
+ *
+ * # Safety
+ * `name` is NULL or a NUL-terminated string.
+ */
+bool onnxl_has_feature(const char *name);
+
+/**
  * A stream over the file at `path` (C++ `FileStream`): parsing reads the whole file into
  * memory; serializing replaces the file atomically. The file is opened when used, not here.
  *

@@ -3,8 +3,9 @@
 # Python package (protobuf upb), prost, onnx-rs and the plain read/write baselines, on synthetic
 # models it generates ((a) ~0.5 GB transformer inline, (b) ~3 GB transformer with external data,
 # (c) 200k-node metadata-heavy model) and the largest real models of the onnx wheel's test data
-# ((d)). Prints one markdown table plus the ratios of the issue's performance targets; see
-# docs/benchmarks.md for what each column measures.
+# ((d)). Prints one markdown table plus the ratios of the issue's performance targets, and the
+# stripped sizes of the shipping C library (full and minimal build) beside Debian's libprotobuf;
+# see docs/benchmarks.md for what each column measures.
 #
 # usage: scripts/bench.sh [extra onnx-bench run options, e.g. --only a,c]
 # environment:
@@ -51,4 +52,36 @@ trap 'rm -rf "$WORK"' EXIT
 OUT=${BENCH_OUT:-$ROOT/bench/target/bench-results.md}
 "$BIN" run --work "$WORK" --python "$PY" --pyscript "$ROOT/bench/py/onnx_case.py" \
   --testdata "$TESTDATA" --runs "${BENCH_RUNS:-3}" --scale "${BENCH_SCALE:-1}" --out "$OUT" "$@"
+
+# ---- library size: the shipping build (cargo profile `dist`), full and minimal, stripped, beside
+# Debian's libprotobuf.so / libprotobuf-lite.so (libprotobuf-dev installed when missing).
+die() { echo "bench.sh: $*" >&2; exit 1; }
+# shellcheck source=scripts/lib/library-sizes.sh
+source scripts/lib/library-sizes.sh
+build_library_variants "$WORK/lib" >&2
+size_row() { # label, file, target
+  local bytes
+  bytes=$(stripped_size "$2")
+  awk -v l="$1" -v b="$bytes" -v t="$3" 'BEGIN {
+    printf "| %s | %d | %.2f MB | %s |\n", l, b, b / 1e6, t }'
+}
+{
+  echo
+  echo "### Library size"
+  echo
+  echo "Stripped shared libraries (\`strip\`; x86-64 Linux); onnx_light in its shipping profile \`dist\` (LTO, 1 codegen unit)."
+  echo
+  echo "| library | bytes | size | target |"
+  echo "|---|---|---|---|"
+  size_row "onnx_light, full (default features)" "$WORK/lib/full/libonnx_light.so" "≤ 3 MB"
+  size_row "onnx_light, minimal (\`--no-default-features\`: codec, external data, C ABI)" "$WORK/lib/minimal/libonnx_light.so" "≤ 1.5 MB"
+  for name in libprotobuf libprotobuf-lite; do
+    lib=$(debian_protobuf_library "$name")
+    if [ -n "$lib" ]; then
+      size_row "Debian $name.so ($(basename "$lib"))" "$lib" "—"
+    else
+      echo "| Debian $name.so | not installed | — | — |"
+    fi
+  done
+} | tee -a "$OUT"
 echo "report also written to $OUT" >&2

@@ -271,12 +271,45 @@ impl Error {
         Error::OutOfMemory(format!("cannot allocate {bytes} bytes for {what}"))
     }
 
+    /// The error of an operation whose cargo feature this build was compiled without
+    /// ([`Error::Unsupported`]; C status `ONNXL_STATUS_UNSUPPORTED`): see [`require_feature`].
+    pub fn feature_missing(feature: &str) -> Self {
+        Error::Unsupported(format!(
+            "this build of onnx_light was compiled without the `{feature}` feature"
+        ))
+    }
+
     /// The decoding error, when this is one.
     pub fn as_decode(&self) -> Option<&DecodeError> {
         match self {
             Error::Decode(d) => Some(d),
             _ => None,
         }
+    }
+}
+
+/// Whether the optional part `name` (`"encryption"`, `"dlpack"`, `"params"`, `"prepacked"`) is
+/// compiled into this build; false for any other name.
+pub fn has_feature(name: &str) -> bool {
+    const OPTIONAL: [(&str, bool); 4] = [
+        ("encryption", cfg!(feature = "encryption")),
+        ("dlpack", cfg!(feature = "dlpack")),
+        ("params", cfg!(feature = "params")),
+        ("prepacked", cfg!(feature = "prepacked")),
+    ];
+    OPTIONAL.iter().any(|&(n, on)| on && n == name)
+}
+
+/// `Ok` when the optional part `feature` (`encryption`, `dlpack`, `params`, `prepacked`) is
+/// compiled in, else [`Error::feature_missing`]. The entry points of each optional part call it
+/// first: without the feature the rest of their body is dead code the compiler drops, while the
+/// API (and the C header) stays the same in every build.
+#[inline(always)]
+pub fn require_feature(enabled: bool, feature: &str) -> Result<()> {
+    if enabled {
+        Ok(())
+    } else {
+        Err(Error::feature_missing(feature))
     }
 }
 

@@ -81,7 +81,7 @@ pub use crypto::{
     EncryptionFormat, EncryptionOptions, Passphrase, save_encrypted_model,
     save_encrypted_model_to_bytes,
 };
-pub use error::{DecodeError, DecodeErrorKind, Error, Result};
+pub use error::{DecodeError, DecodeErrorKind, Error, Result, has_feature};
 pub use external::{
     ExternalEncryption, PrepackedBlob, PrepackedBlobs, SaveExternalOptions, check_external_data,
     consolidate_tensors_to_buffer, load_external_data_for_model, save_model_with_external_data,
@@ -113,3 +113,7 @@ pub use storage::{max_threads, release_thread_pools};
 /// assert!(n.input.spilled());
 /// ```
 pub use wire::InlineVec;
+pub use wire::{
+    memory_held_for_reuse, memory_reuse_limit, release_memory_held_for_reuse,
+    set_memory_reuse_limit,
+};

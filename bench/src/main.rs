@@ -679,11 +679,10 @@ fn run(opts: &HashMap<String, String>) {
     let scale: f64 = opts
         .get("scale")
         .map_or(1.0, |s| s.parse().expect("--scale"));
-    let only: Vec<String> = opts
-        .get("only")
-        .map_or(vec!["a".into(), "b".into(), "c".into(), "d".into()], |s| {
-            s.split(',').map(|x| x.trim().to_string()).collect()
-        });
+    let only: Vec<String> = opts.get("only").map_or(
+        ["a", "b", "c", "d", "e", "f"].map(String::from).to_vec(),
+        |s| s.split(',').map(|x| x.trim().to_string()).collect(),
+    );
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
     let rows: Vec<Row> = match opts.get("rows") {
         None => ROWS.to_vec(),
@@ -728,6 +727,51 @@ fn run(opts: &HashMap<String, String>) {
             runs: runs + 2,
             main_ops: main_ops.clone(),
             extra_ops: vec![Op::ParseMem, Op::SerializeMem, Op::SaveNoSync],
+            generated: vec![path],
+            pyir: false,
+        };
+        r.model(&m);
+        models.push(m);
+    }
+    // (e) value_info for every output, (f) transformer-like metadata: in-memory parse and
+    // serialize only (the metadata targets).
+    type Writer = fn(&Path, usize) -> std::io::Result<u64>;
+    let shapes: [(&str, &str, usize, Writer, &str); 2] = [
+        (
+            "e",
+            "value_info.onnx",
+            200_000,
+            synth::write_value_info_heavy,
+            "nodes, a value_info for every output",
+        ),
+        (
+            "f",
+            "transformer_metadata.onnx",
+            2_000,
+            synth::write_transformer_metadata,
+            "transformer layers, long names, many attributes",
+        ),
+    ];
+    for (key, file, full, write, what) in shapes {
+        if !only.iter().any(|o| o == key) {
+            continue;
+        }
+        let path = work.join(file);
+        let n = ((full as f64 * scale) as usize).max(1);
+        let t = Instant::now();
+        let size = write(&path, n).unwrap_or_else(|e| panic!("generate ({key}): {e}"));
+        eprintln!("generated ({key}) in {:.1?}", t.elapsed());
+        let m = Model {
+            key: key.into(),
+            label: format!("{n} {what}"),
+            path: path.clone(),
+            data: None,
+            size,
+            data_size: 0,
+            iters: 3,
+            runs: runs + 2,
+            main_ops: vec![],
+            extra_ops: vec![Op::ParseMem, Op::SerializeMem],
             generated: vec![path],
             pyir: false,
         };
@@ -1283,6 +1327,7 @@ fn report(r: &Runner, models: &[Model], machine: &str, secs: f64, load_start: &s
                 .unwrap();
             }
         }
+        metadata_targets(&mut s, r, &meta);
         if let Some(c) = models.iter().find(|m| m.key == "c") {
             let f = |row: Row, op: Op| t(row, &c.key, op).map_or("n/a".into(), fmt_time);
             writeln!(
@@ -1317,6 +1362,85 @@ fn report(r: &Runner, models: &[Model], machine: &str, secs: f64, load_start: &s
         }
     }
     s
+}
+
+/// The metadata targets against upb, per model parsed and serialized in memory: warm (best
+/// repetition in a process, each model freed before the next) and cold (first repetition in a
+/// fresh process) times, and the peak RSS the operation adds to its process (VmHWM − RSS
+/// before the first run: the interpreter of the Python row is not counted).
+fn metadata_targets(s: &mut String, r: &Runner, meta: &[&Model]) {
+    writeln!(
+        s,
+        "\nMetadata targets against upb (onnx_light 1 thread; ratio = upb's time ÷ onnx_light's, so > 1 means \
+         onnx_light is faster; targets: parse ≥ 1.35×, serialize ≥ 1.3×, warm and cold; peak RSS added by a parse \
+         ≤ 0.8× upb's):\n"
+    )
+    .unwrap();
+    writeln!(
+        s,
+        "| model | parse warm: onnx_light · upb · ratio | parse cold | serialize warm | serialize cold | parse peak RSS added: onnx_light · upb · ratio | verdict |\n|---|---|---|---|---|---|---|"
+    )
+    .unwrap();
+    let added = |row: Row, key: &str, op: Op| {
+        r.get(row, key, op)
+            .map(|(_, hwm, base)| hwm.saturating_sub(base))
+    };
+    for m in meta {
+        let k = m.key.as_str();
+        let warm = |op: Op| {
+            (
+                r.get(Row::Light1, k, op).map(|x| x.0),
+                r.get(Row::Onnx, k, op).map(|x| x.0),
+            )
+        };
+        let cold = |op: Op| (r.first(Row::Light1, k, op), r.first(Row::Onnx, k, op));
+        let cell = |(own, upb): (Option<u64>, Option<u64>), unit: fn(u64) -> String| {
+            format!(
+                "{} · {} · {}",
+                own.map_or("n/a".into(), unit),
+                upb.map_or("n/a".into(), unit),
+                fmt_ratio(ratio(upb, own))
+            )
+        };
+        let meets =
+            |(own, upb): (Option<u64>, Option<u64>), bar: f64| ratio(upb, own).map(|x| x >= bar);
+        let rss = (
+            added(Row::Light1, k, Op::ParseMem),
+            added(Row::Onnx, k, Op::ParseMem),
+        );
+        let checks = [
+            ("parse warm", meets(warm(Op::ParseMem), 1.35)),
+            ("parse cold", meets(cold(Op::ParseMem), 1.35)),
+            ("serialize warm", meets(warm(Op::SerializeMem), 1.3)),
+            ("serialize cold", meets(cold(Op::SerializeMem), 1.3)),
+            ("RSS", ratio(rss.0, rss.1).map(|x| x <= 0.8)),
+        ];
+        let missed: Vec<&str> = checks
+            .iter()
+            .filter(|(_, ok)| *ok != Some(true))
+            .map(|(name, _)| *name)
+            .collect();
+        let verdict = if missed.is_empty() {
+            "**met**".to_string()
+        } else {
+            format!("**not met**: {}", missed.join(", "))
+        };
+        writeln!(
+            s,
+            "| ({}) {} | {} | {} | {} | {} | {} · {} · {} | {} |",
+            m.key,
+            m.label,
+            cell(warm(Op::ParseMem), fmt_time),
+            cell(cold(Op::ParseMem), fmt_time),
+            cell(warm(Op::SerializeMem), fmt_time),
+            cell(cold(Op::SerializeMem), fmt_time),
+            rss.0.map_or("n/a".into(), fmt_mib),
+            rss.1.map_or("n/a".into(), fmt_mib),
+            fmt_ratio(ratio(rss.0, rss.1)),
+            verdict,
+        )
+        .unwrap();
+    }
 }
 
 /// The aligned-placement section: copy loads of model (a) with `ParseOptions::alignment` 64

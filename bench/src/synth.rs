@@ -752,3 +752,319 @@ pub fn write_metadata_heavy(path: &Path, nodes: usize) -> std::io::Result<u64> {
     ));
     Ok(write_model(&g, path, Layout::Inline)?.0)
 }
+
+/// NodeProto body with `doc_string` and `domain` written even when empty (as exporters do).
+fn node_full(
+    name: &str,
+    op: &str,
+    domain: &str,
+    inputs: &[&str],
+    outputs: &[&str],
+    attrs: &[Vec<u8>],
+) -> Vec<u8> {
+    let mut b = node(name, op, inputs, outputs, attrs);
+    put_len(&mut b, 6, b""); // doc_string
+    put_len(&mut b, 7, domain.as_bytes());
+    b
+}
+
+/// (e) A shape-inferred export: `nodes` single-input nodes, each with one FLOAT attribute, empty
+/// `doc_string` and `domain` present, and a `value_info` (one symbolic and one fixed dimension)
+/// for EVERY output; names like `/model/layers.12/act_1234`, 1000 nodes per layer.
+pub fn write_value_info_heavy(path: &Path, nodes: usize) -> std::io::Result<u64> {
+    let mut g = Graph {
+        name: "main_graph".into(),
+        ..Default::default()
+    };
+    const OPS: [&str; 4] = ["LeakyRelu", "Elu", "HardSigmoid", "Selu"];
+    let mut prev = "input".to_string();
+    for i in 0..nodes {
+        let layer = i / 1000;
+        let op = OPS[i % OPS.len()];
+        let name = format!("/model/layers.{layer}/{op}_{i}");
+        let out = format!("/model/layers.{layer}/act_{i}");
+        let attrs = [attr_float("alpha", 0.01 + (i % 7) as f32 * 0.1)];
+        g.nodes
+            .push(node_full(&name, op, "", &[&prev], &[&out], &attrs));
+        g.value_info.push(value_info(
+            &out,
+            FLOAT,
+            &[Dim::Param("batch_size"), Dim::Value(4096)],
+        ));
+        prev = out;
+    }
+    g.nodes.push(node_full(
+        "/model/output/Identity",
+        "Identity",
+        "",
+        &[&prev],
+        &["output"],
+        &[],
+    ));
+    let io = |n: &str| value_info(n, FLOAT, &[Dim::Param("batch_size"), Dim::Value(4096)]);
+    g.inputs.push(io("input"));
+    g.outputs.push(io("output"));
+    Ok(write_model(&g, path, Layout::Inline)?.0)
+}
+
+/// (f) A transformer-like graph without weights: `layers` decoder layers of ~40 nodes with
+/// PyTorch-export names (`/model/decoder/layers.7/self_attn/q_proj/MatMulNBits_output_0`), many
+/// attributes per node (quantized MatMulNBits of the `com.microsoft` domain with K, N, bits,
+/// block_size, accuracy_level; LayerNormalization, Reshape, Transpose, Softmax, Gemm, Cast, …),
+/// empty `doc_string` and `domain` present, a `value_info` for every third output and one small
+/// shape constant per layer.
+pub fn write_transformer_metadata(path: &Path, layers: usize) -> std::io::Result<u64> {
+    let mut g = Graph {
+        name: "main_graph".into(),
+        ..Default::default()
+    };
+    let mut x = "/model/embed_tokens/Gather_output_0".to_string();
+    let hidden = 4096i64;
+    let mut outputs = 0usize;
+    for l in 0..layers {
+        let p = format!("/model/decoder/layers.{l}");
+        let shape = g.const_i64(
+            format!("{p}/self_attn/Constant_output_0"),
+            &[1, -1, 32, 128],
+        );
+        let mut step = |g: &mut Graph,
+                        sub: &str,
+                        op: &str,
+                        domain: &str,
+                        inputs: &[&str],
+                        attrs: Vec<Vec<u8>>| {
+            let name = format!("{p}/{sub}/{op}");
+            let out = format!("{p}/{sub}/{op}_output_0");
+            g.nodes
+                .push(node_full(&name, op, domain, inputs, &[&out], &attrs));
+            if outputs % 3 == 0 {
+                g.value_info.push(value_info(
+                    &out,
+                    FLOAT,
+                    &[
+                        Dim::Param("batch_size"),
+                        Dim::Param("sequence_length"),
+                        Dim::Value(hidden),
+                    ],
+                ));
+            }
+            outputs += 1;
+            out
+        };
+        let ln = |eps: f32| {
+            vec![
+                attr_int("axis", -1),
+                attr_float("epsilon", eps),
+                attr_int("stash_type", 1),
+            ]
+        };
+        let mm = |n: i64| {
+            vec![
+                attr_int("K", hidden),
+                attr_int("N", n),
+                attr_int("accuracy_level", 4),
+                attr_int("bits", 4),
+                attr_int("block_size", 32),
+            ]
+        };
+        let h = step(
+            &mut g,
+            "input_layernorm",
+            "LayerNormalization",
+            "",
+            &[&x],
+            ln(1e-5),
+        );
+        let mut heads = Vec::new();
+        for proj in ["q_proj", "k_proj", "v_proj"] {
+            let w = format!("model.decoder.layers.{l}.self_attn.{proj}.weight_Q4");
+            let sc = format!("model.decoder.layers.{l}.self_attn.{proj}.weight_scales");
+            let m = step(
+                &mut g,
+                &format!("self_attn/{proj}"),
+                "MatMulNBits",
+                "com.microsoft",
+                &[&h, &w, &sc],
+                mm(hidden),
+            );
+            let r = step(
+                &mut g,
+                &format!("self_attn/{proj}_reshape"),
+                "Reshape",
+                "",
+                &[&m, &shape],
+                vec![attr_int("allowzero", 0)],
+            );
+            let t = step(
+                &mut g,
+                &format!("self_attn/{proj}_transpose"),
+                "Transpose",
+                "",
+                &[&r],
+                vec![attr_ints("perm", &[0, 2, 1, 3])],
+            );
+            heads.push(t);
+        }
+        let rot = step(
+            &mut g,
+            "self_attn/rotary_emb",
+            "RotaryEmbedding",
+            "com.microsoft",
+            &[&heads[0], "position_ids", "cos_cache", "sin_cache"],
+            vec![
+                attr_int("interleaved", 0),
+                attr_int("num_heads", 32),
+                attr_int("rotary_embedding_dim", 128),
+                attr_float("scale", 1.0),
+            ],
+        );
+        let kt = step(
+            &mut g,
+            "self_attn/k_transpose_2",
+            "Transpose",
+            "",
+            &[&heads[1]],
+            vec![attr_ints("perm", &[0, 1, 3, 2])],
+        );
+        let qk = step(
+            &mut g,
+            "self_attn/MatMul",
+            "MatMul",
+            "",
+            &[&rot, &kt],
+            vec![],
+        );
+        let sc = step(
+            &mut g,
+            "self_attn/Mul",
+            "Mul",
+            "",
+            &[&qk, "/model/Constant_scale_output_0"],
+            vec![],
+        );
+        let sm = step(
+            &mut g,
+            "self_attn/Softmax",
+            "Softmax",
+            "",
+            &[&sc],
+            vec![attr_int("axis", -1)],
+        );
+        let av = step(
+            &mut g,
+            "self_attn/MatMul_1",
+            "MatMul",
+            "",
+            &[&sm, &heads[2]],
+            vec![],
+        );
+        let at = step(
+            &mut g,
+            "self_attn/Transpose_3",
+            "Transpose",
+            "",
+            &[&av],
+            vec![attr_ints("perm", &[0, 2, 1, 3])],
+        );
+        let ar = step(
+            &mut g,
+            "self_attn/Reshape_3",
+            "Reshape",
+            "",
+            &[&at, &shape],
+            vec![attr_int("allowzero", 0)],
+        );
+        let ow = format!("model.decoder.layers.{l}.self_attn.o_proj.weight_Q4");
+        let o = step(
+            &mut g,
+            "self_attn/o_proj",
+            "MatMulNBits",
+            "com.microsoft",
+            &[&ar, &ow],
+            mm(hidden),
+        );
+        let res = step(&mut g, "residual_add", "Add", "", &[&x, &o], vec![]);
+        let h2 = step(
+            &mut g,
+            "post_attention_layernorm",
+            "LayerNormalization",
+            "",
+            &[&res],
+            ln(1e-5),
+        );
+        let mut mlp = Vec::new();
+        for proj in ["gate_proj", "up_proj"] {
+            let w = format!("model.decoder.layers.{l}.mlp.{proj}.weight_Q4");
+            mlp.push(step(
+                &mut g,
+                &format!("mlp/{proj}"),
+                "MatMulNBits",
+                "com.microsoft",
+                &[&h2, &w],
+                mm(4 * hidden),
+            ));
+        }
+        let act = step(
+            &mut g,
+            "mlp/act_fn",
+            "Gelu",
+            "",
+            &[&mlp[0]],
+            vec![attr_string("approximate", "tanh")],
+        );
+        let mul = step(&mut g, "mlp/Mul", "Mul", "", &[&act, &mlp[1]], vec![]);
+        let cast = step(
+            &mut g,
+            "mlp/Cast",
+            "Cast",
+            "",
+            &[&mul],
+            vec![attr_int("saturate", 1), attr_int("to", 10)],
+        );
+        let dw = format!("model.decoder.layers.{l}.mlp.down_proj.weight_Q4");
+        let down = step(
+            &mut g,
+            "mlp/down_proj",
+            "MatMulNBits",
+            "com.microsoft",
+            &[&cast, &dw],
+            mm(hidden),
+        );
+        let gm = step(
+            &mut g,
+            "mlp/Gemm_bias",
+            "Gemm",
+            "",
+            &[&down, "/model/bias_one", "/model/bias_zero"],
+            vec![
+                attr_float("alpha", 1.0),
+                attr_float("beta", 1.0),
+                attr_int("transA", 0),
+                attr_int("transB", 1),
+            ],
+        );
+        x = step(&mut g, "residual_add_1", "Add", "", &[&res, &gm], vec![]);
+    }
+    g.nodes.push(node_full(
+        "/model/norm/Identity",
+        "Identity",
+        "",
+        &[&x],
+        &["logits"],
+        &[],
+    ));
+    let io = |n: &str| {
+        value_info(
+            n,
+            FLOAT,
+            &[
+                Dim::Param("batch_size"),
+                Dim::Param("sequence_length"),
+                Dim::Value(hidden),
+            ],
+        )
+    };
+    g.inputs.push(io("/model/embed_tokens/Gather_output_0"));
+    g.outputs.push(io("logits"));
+    Ok(write_model(&g, path, Layout::Inline)?.0)
+}

@@ -49,6 +49,10 @@ from ._native import (  # noqa: F401
     UnsupportedError,
     ValueInfoProto,
     WrongKeyError,
+    memory_held_for_reuse,
+    memory_reuse_limit,
+    release_memory_held_for_reuse,
+    set_memory_reuse_limit,
 )
 
 __version__ = "0.1.0"

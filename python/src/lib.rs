@@ -53,6 +53,10 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(tools::save_params, m)?)?;
     m.add_function(wrap_pyfunction!(tools::load_with_prepacked, m)?)?;
     m.add_function(wrap_pyfunction!(tools::split_large_payloads, m)?)?;
+    m.add_function(wrap_pyfunction!(tools::memory_reuse_limit, m)?)?;
+    m.add_function(wrap_pyfunction!(tools::set_memory_reuse_limit, m)?)?;
+    m.add_function(wrap_pyfunction!(tools::memory_held_for_reuse, m)?)?;
+    m.add_function(wrap_pyfunction!(tools::release_memory_held_for_reuse, m)?)?;
     m.add_function(wrap_pyfunction!(schema::schema_table, m)?)?;
     add_data_types(m)?;
     Ok(())

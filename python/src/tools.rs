@@ -383,3 +383,27 @@ pub fn split_large_payloads<'py>(
         .collect::<PyResult<Vec<_>>>()?;
     Ok((PyBytes::new(py, &bytes), PyList::new(py, bufs)?))
 }
+
+/// The most bytes of freed load memory the library keeps for later loads.
+#[pyfunction]
+pub fn memory_reuse_limit() -> usize {
+    onnx_light::memory_reuse_limit()
+}
+
+/// Sets the most bytes of freed load memory kept for later loads (0: none).
+#[pyfunction]
+pub fn set_memory_reuse_limit(nbytes: usize) {
+    onnx_light::set_memory_reuse_limit(nbytes)
+}
+
+/// Bytes of freed load memory kept for reuse right now.
+#[pyfunction]
+pub fn memory_held_for_reuse() -> usize {
+    onnx_light::memory_held_for_reuse()
+}
+
+/// Unmaps the freed load memory kept for reuse; returns the bytes released.
+#[pyfunction]
+pub fn release_memory_held_for_reuse(py: Python<'_>) -> usize {
+    py.detach(onnx_light::release_memory_held_for_reuse)
+}

@@ -23,7 +23,8 @@ for row in "baseline: \`fs::read\`" "onnx_light, 1 thread" "onnx_light, 2 thread
   "onnx (Python, protobuf upb)" "prost 0.14" "onnx-rs 0.1.3"; do
   grep -qF "| $row" "$tmp/report.md" || fail "row missing: $row"
 done
-for section in "Targets and ratios" "real: light_resnet50" "metadata-heavy" "Aligned placement"; do
+for section in "Targets and ratios" "real: light_resnet50" "metadata-heavy" "Aligned placement" \
+  "Library size" "Metadata targets against upb" "(e) " "(f) "; do
   grep -qF "$section" "$tmp/report.md" || fail "section missing: $section"
 done
 # The aligned-placement rows have times in both columns, and no-copy loads report what they
@@ -32,4 +33,7 @@ grep -qE "^\| 1 thread, cold, wall \| [0-9.]+ (ms|µs|s) \| [0-9.]+ (ms|µs|s) \
   fail "aligned placement: no times for alignment 64 and 1"
 grep -qE "tensors copied for alignment\)" "$tmp/report.md" || fail "no count of tensors copied for alignment"
 grep -qE "· [0-9]+ realigned \|" "$tmp/report.md" || fail "no-copy cells lack the realigned count"
+for row in "onnx_light, full" "onnx_light, minimal" "Debian libprotobuf.so" "Debian libprotobuf-lite.so"; do
+  grep -qE "^\| $row.* \| [0-9]+ \| [0-9.]+ MB \|" "$tmp/report.md" || fail "size row missing: $row"
+done
 echo "40-bench-smoke: ok ($(grep -c '^| ' "$tmp/report.md") table rows)"

@@ -160,9 +160,11 @@ pub unsafe fn parse_from_bytes_unowned<M: Message>(bytes: &[u8], opts: &ParseOpt
 /// Parses a file.
 ///
 /// - copy mode (default): the file is mapped and each tensor payload is copied once, straight
-///   to an address aligned to `ParseOptions::alignment` (the pages of the mapping are dropped
-///   after their payload is copied: peak memory about the file size); other bytes are read
-///   from the mapping, which is gone after the parse;
+///   to an address aligned to `ParseOptions::alignment`: payloads of at least 2 MiB by a
+///   positional read of the file into their home (their pages of the mapping are never
+///   touched), smaller ones from the mapping (whose pages are dropped after a payload of at
+///   least 1 MiB is copied: peak memory about the file size); other bytes are read from the
+///   mapping, which is gone after the parse;
 /// - `no_copy`: payloads borrow from the file's bytes under a shared owner token (the memory
 ///   map, or the read buffer in `Buffered` mode), so they stay valid after the loader is gone;
 ///   a payload whose address is not aligned is copied instead.
@@ -174,6 +176,8 @@ pub(crate) fn parse_file<M: Message>(path: &Path, opts: &ParseOptions) -> Result
         let map = MappedFile::open(path)?;
         let mut cfg = decode_config(opts, PayloadMode::Copy)?;
         cfg.release_source = Some(releaser(&map));
+        let source = map.clone();
+        cfg.read_source = Some(Arc::new(move |offset, buf| source.read_at(offset, buf)));
         return decode(Reader::new(map.bytes(), &cfg), opts);
     }
     let use_mmap = match opts.file_load_mode {

@@ -1,8 +1,13 @@
 //! ONNXCRY2 (ChaCha20-Poly1305, no AAD) and ONNXCRY3 (AES-256-GCM, AAD = the first 36 bytes):
 //! `magic 8 | salt 16 | nonce 12 | tag 16 | ciphertext` — the tag comes BEFORE the ciphertext.
 
+// Without the `encryption` feature only the format constants are used (the ciphers are not
+// compiled; `super::seal_oneshot` and friends fail with `Error::Unsupported` instead).
+#![cfg_attr(not(feature = "encryption"), allow(dead_code, unused_imports))]
+
 use std::ops::Range;
 
+#[cfg(feature = "encryption")]
 use ring::aead::{AES_256_GCM, Aad, CHACHA20_POLY1305, LessSafeKey, Nonce, Tag, UnboundKey};
 
 use super::Params;
@@ -19,6 +24,7 @@ pub const AAD_LEN: usize = MAGIC_LEN + SALT_LEN + NONCE_LEN;
 /// Bytes before the ciphertext.
 pub const HEADER_LEN: usize = AAD_LEN + TAG_LEN;
 
+#[cfg(feature = "encryption")]
 fn key_for(
     format: EncryptionFormat,
     passphrase: &[u8],
@@ -53,6 +59,7 @@ fn aad_slice(format: EncryptionFormat, aad: &[u8; AAD_LEN]) -> &[u8] {
 
 /// Encrypts `buf[HEADER_LEN..]` in place and writes the header (magic, salt, nonce, tag) into
 /// `buf[..HEADER_LEN]`.
+#[cfg(feature = "encryption")]
 pub(crate) fn seal(
     format: EncryptionFormat,
     passphrase: &[u8],
@@ -86,6 +93,7 @@ pub(crate) fn seal(
 
 /// Decrypts and authenticates `data` (a whole ONNXCRY2/3 file) in place; returns the range of
 /// the plaintext in `data`.
+#[cfg(feature = "encryption")]
 pub(crate) fn open(
     format: EncryptionFormat,
     passphrase: &[u8],

@@ -5,10 +5,17 @@
 //! file is not detected as such. Padding is checked without data-dependent branches, and a
 //! padding failure and a parse failure give the same error, to avoid a padding oracle.
 
+// Without the `encryption` feature only the format constants are used (the ciphers are not
+// compiled; `super::seal_oneshot` and friends fail with `Error::Unsupported` instead).
+#![cfg_attr(not(feature = "encryption"), allow(dead_code, unused_imports))]
+
 use std::ops::Range;
 
+#[cfg(feature = "encryption")]
 use aes::Aes256;
+#[cfg(feature = "encryption")]
 use cbc::cipher::block_padding::NoPadding;
+#[cfg(feature = "encryption")]
 use cbc::cipher::{BlockDecryptMut, BlockEncryptMut, KeyIvInit};
 use zeroize::Zeroize;
 
@@ -36,6 +43,7 @@ pub(crate) const EXTRA: usize = BLOCK;
 /// Encrypts `buf[HEADER_LEN..]` in place, padding it, and writes the header into
 /// `buf[..HEADER_LEN]`. `buf` should have `EXTRA` bytes of spare capacity (else it is moved to a
 /// larger allocation and the old one is zeroed).
+#[cfg(feature = "encryption")]
 pub(crate) fn seal(passphrase: &[u8], params: &Params, buf: &mut Vec<u8>) -> Result<()> {
     debug_assert!(buf.len() >= HEADER_LEN);
     let pt_len = buf.len() - HEADER_LEN;
@@ -68,6 +76,7 @@ pub(crate) fn seal(passphrase: &[u8], params: &Params, buf: &mut Vec<u8>) -> Res
 /// an invalid padding the range strips a padding length taken from the last byte (clamped to
 /// 1 ..= 16), so both failures cost a decryption and a parse of about the whole plaintext and
 /// timing does not tell them apart (no padding oracle).
+#[cfg(feature = "encryption")]
 pub(crate) fn open(passphrase: &[u8], data: &mut [u8]) -> Result<(Range<usize>, bool)> {
     if data.len() < HEADER_LEN {
         return Err(Error::Crypto(format!(
@@ -113,7 +122,7 @@ fn padding_len(last: &[u8]) -> (usize, bool) {
     (clamped as usize, valid)
 }
 
-#[cfg(test)]
+#[cfg(all(test, feature = "encryption"))]
 mod tests {
     use super::*;
 

@@ -120,6 +120,7 @@ impl ChunkCipher {
         }
     }
 
+    #[cfg(feature = "encryption")]
     pub(crate) fn algorithm(self) -> &'static ring::aead::Algorithm {
         match self {
             Self::ChaCha20Poly1305 => &ring::aead::CHACHA20_POLY1305,

@@ -1,8 +1,15 @@
 //! Key derivation (PBKDF2-HMAC-SHA256, 100 000 iterations, 16-byte salt, 32-byte key) and random
 //! bytes from the operating system, as the C++ library does for every format.
 
+// Without the `encryption` feature nothing derives or uses a key (see `derive_key`).
+#![cfg_attr(
+    not(feature = "encryption"),
+    allow(dead_code, unused_imports, unused_mut)
+)]
+
 use std::num::NonZeroU32;
 
+#[cfg(feature = "encryption")]
 use ring::rand::{SecureRandom, SystemRandom};
 use zeroize::Zeroizing;
 
@@ -32,6 +39,11 @@ pub(crate) fn derive_key(passphrase: &[u8], salt: &[u8; SALT_LEN]) -> DerivedKey
     // decryption target is not bound by the KDF; the formats' code paths are otherwise the same.
     let n = if cfg!(fuzzing) { 1 } else { PBKDF2_ITERATIONS };
     let iterations = NonZeroU32::new(n).unwrap_or(NonZeroU32::MIN);
+    // Without the `encryption` feature no cipher can use a key (every entry point of the ciphers
+    // fails first with `Error::Unsupported`): the key stays zero.
+    #[cfg(not(feature = "encryption"))]
+    let _ = (iterations, salt, passphrase);
+    #[cfg(feature = "encryption")]
     ring::pbkdf2::derive(
         ring::pbkdf2::PBKDF2_HMAC_SHA256,
         iterations,
@@ -44,14 +56,16 @@ pub(crate) fn derive_key(passphrase: &[u8], salt: &[u8; SALT_LEN]) -> DerivedKey
 
 /// `N` bytes from the operating system's random number generator.
 pub(crate) fn random<const N: usize>() -> Result<[u8; N]> {
+    crate::error::require_feature(cfg!(feature = "encryption"), "encryption")?;
     let mut out = [0u8; N];
+    #[cfg(feature = "encryption")]
     SystemRandom::new()
         .fill(&mut out)
         .map_err(|_| Error::Crypto("the system random number generator failed".into()))?;
     Ok(out)
 }
 
-#[cfg(test)]
+#[cfg(all(test, feature = "encryption"))]
 mod tests {
     use super::*;
 

@@ -186,6 +186,12 @@ fn seal_oneshot(
     params: &Params,
     buf: &mut Vec<u8>,
 ) -> Result<()> {
+    #[cfg(not(feature = "encryption"))]
+    {
+        let _ = (format, key, params, buf);
+        Err(Error::feature_missing("encryption"))
+    }
+    #[cfg(feature = "encryption")]
     match format {
         EncryptionFormat::AesCbc => cbc::seal(key, params, buf),
         EncryptionFormat::ChaCha20Poly1305 | EncryptionFormat::AesGcm => {
@@ -206,6 +212,12 @@ fn open_oneshot(
     key: &[u8],
     data: &mut [u8],
 ) -> Result<(std::ops::Range<usize>, bool)> {
+    #[cfg(not(feature = "encryption"))]
+    {
+        let _ = (format, key, data);
+        Err(Error::feature_missing("encryption"))
+    }
+    #[cfg(feature = "encryption")]
     match format {
         EncryptionFormat::AesCbc => cbc::open(key, data),
         EncryptionFormat::ChaCha20Poly1305 | EncryptionFormat::AesGcm => {

@@ -18,11 +18,16 @@
 //! the nonce detects reordering, the last-chunk flag truncation at a chunk boundary and
 //! extension, and the header in the AAD any change to the parameters. Memory is one chunk.
 
+// Without the `encryption` feature the ciphers are not compiled: `ChunkKey::with_derived` fails
+// with `Error::Unsupported`, and what only serves a key is unused.
+#![cfg_attr(not(feature = "encryption"), allow(dead_code, unused_imports))]
+
 use std::fs::File;
 use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
+#[cfg(feature = "encryption")]
 use ring::aead::{Aad, LessSafeKey, Nonce, Tag, UnboundKey};
 use zeroize::Zeroizing;
 
@@ -74,6 +79,7 @@ fn build_header(cipher: ChunkCipher, chunk_size: u32, params: &Params) -> [u8; H
 
 /// The per-file key and parameters: seals and opens chunks.
 pub(crate) struct ChunkKey {
+    #[cfg(feature = "encryption")]
     key: LessSafeKey,
     header: [u8; HEADER_LEN],
     chunk_size: usize,
@@ -116,8 +122,15 @@ impl ChunkKey {
     /// Checks a header; `derived` is the key of its salt.
     fn with_derived(derived: &DerivedKey, header: [u8; HEADER_LEN]) -> Result<Self> {
         let (cipher, chunk_size) = check_header(&header)?;
+        #[cfg(not(feature = "encryption"))]
+        {
+            let _ = (derived, cipher, chunk_size);
+            Err(Error::feature_missing("encryption"))
+        }
+        #[cfg(feature = "encryption")]
         let key = UnboundKey::new(cipher.algorithm(), derived.bytes())
             .map_err(|_| Error::Crypto("ONNXCRYS: cannot set up the cipher".into()))?;
+        #[cfg(feature = "encryption")]
         Ok(Self {
             key: LessSafeKey::new(key),
             header,
@@ -125,6 +138,7 @@ impl ChunkKey {
         })
     }
 
+    #[cfg(feature = "encryption")]
     fn nonce(&self, index: u64) -> Nonce {
         let mut n = [0u8; 12];
         n[..NONCE_PREFIX_LEN].copy_from_slice(&self.header[32..36]);
@@ -140,6 +154,7 @@ impl ChunkKey {
     }
 
     /// Encrypts chunk `index` in place; returns its tag.
+    #[cfg(feature = "encryption")]
     fn seal(&self, index: u64, last: bool, in_out: &mut [u8]) -> Result<[u8; TAG_LEN]> {
         let tag = self
             .key
@@ -151,6 +166,7 @@ impl ChunkKey {
     }
 
     /// Decrypts and authenticates chunk `index` in place; on failure `in_out` is zeroed.
+    #[cfg(feature = "encryption")]
     fn open(&self, index: u64, last: bool, in_out: &mut [u8], tag: &[u8; TAG_LEN]) -> Result<()> {
         let r = self.key.open_in_place_separate_tag(
             self.nonce(index),
@@ -167,6 +183,26 @@ impl ChunkKey {
             )));
         }
         Ok(())
+    }
+
+    /// Without the `encryption` feature no `ChunkKey` is ever made ([`ChunkKey::with_derived`]
+    /// fails): the same signatures, failing.
+    #[cfg(not(feature = "encryption"))]
+    fn seal(&self, _index: u64, _last: bool, _in_out: &mut [u8]) -> Result<[u8; TAG_LEN]> {
+        Err(Error::feature_missing("encryption"))
+    }
+
+    /// See the `seal` above.
+    #[cfg(not(feature = "encryption"))]
+    fn open(
+        &self,
+        _index: u64,
+        _last: bool,
+        in_out: &mut [u8],
+        _tag: &[u8; TAG_LEN],
+    ) -> Result<()> {
+        in_out.fill(0);
+        Err(Error::feature_missing("encryption"))
     }
 }
 
@@ -804,7 +840,7 @@ impl EncryptedFile {
     }
 }
 
-#[cfg(test)]
+#[cfg(all(test, feature = "encryption"))]
 mod tests {
     use super::*;
 

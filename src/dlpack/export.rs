@@ -205,6 +205,7 @@ pub fn to_dlpack_versioned(
     t: &mut TensorProto,
     opts: &ExportOptions,
 ) -> Result<OwnedDlpack<DLManagedTensorVersioned>> {
+    crate::error::require_feature(cfg!(feature = "dlpack"), "dlpack")?;
     let mut p = prepare(t, opts)?;
     let managed = DLManagedTensorVersioned {
         version: DLPackVersion::CURRENT,
@@ -235,6 +236,7 @@ pub fn to_dlpack(
     t: &mut TensorProto,
     opts: &ExportOptions,
 ) -> Result<OwnedDlpack<DLManagedTensor>> {
+    crate::error::require_feature(cfg!(feature = "dlpack"), "dlpack")?;
     let mut p = prepare(t, opts)?;
     let managed = DLManagedTensor {
         dl_tensor: dl_tensor(&mut p),

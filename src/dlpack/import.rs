@@ -161,6 +161,7 @@ pub fn tensor_from_dlpack<M: ManagedTensor>(
     m: OwnedDlpack<M>,
     mode: ImportMode,
 ) -> Result<TensorProto> {
+    crate::error::require_feature(cfg!(feature = "dlpack"), "dlpack")?;
     let layout = check(&m)?;
     Ok(build(m, layout, mode))
 }

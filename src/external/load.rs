@@ -8,7 +8,7 @@ use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use memmap2::{Mmap, MmapMut};
+use memmap2::Mmap;
 
 use super::checksum::{matches, sha1_hex, sha1_of_file};
 use super::info::{
@@ -23,6 +23,7 @@ use crate::crypto::{EncryptedFile, EncryptionFormat, KeyCache};
 use crate::error::{Error, Result};
 use crate::proto::{DataType, ModelProto, TensorProto};
 use crate::storage::read_exact_at;
+use crate::wire::ReusableMap;
 
 /// One external data file that a load or check opened.
 #[derive(Clone)]
@@ -741,7 +742,7 @@ fn sha1_of_plaintext(
 /// allows) freed when the last tensor range is dropped; zeroed first when it holds decrypted
 /// data.
 struct LoadArena {
-    map: MmapMut,
+    map: ReusableMap,
     secret: bool,
 }
 
@@ -802,11 +803,7 @@ fn fill_copy(plan: &Plan, which: &[usize], threads: usize, align: u64) -> Result
     }
     let secret = refs.iter().any(|r| plan.files[r.file].info.encrypted);
     let mut map =
-        MmapMut::map_anon(total).map_err(|_| Error::alloc_failed(total, "the external data"))?;
-    #[cfg(any(target_os = "linux", target_os = "android"))]
-    if total >= PIECE {
-        let _ = map.advise(memmap2::Advice::HugePage);
-    }
+        ReusableMap::new(total).map_err(|_| Error::alloc_failed(total, "the external data"))?;
     {
         // Split the arena into (ref, file offset, destination piece) tasks.
         let mut tasks: Vec<Task<'_>> = Vec::new();

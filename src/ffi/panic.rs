@@ -16,12 +16,20 @@ fn panic_message(payload: &(dyn Any + Send)) -> String {
     format!("internal panic (a bug in onnx_light): {text}")
 }
 
+/// Records a caught panic as the last error (out of line: one copy for every `onnxl_*`
+/// function); returns `ONNXL_STATUS_PANIC`.
+#[cold]
+#[inline(never)]
+fn record_panic(payload: Box<dyn Any + Send>) -> OnnxlStatus {
+    set_last_error(FfiError::new(OnnxlStatus::Panic, panic_message(&*payload)))
+}
+
 /// Runs `f`; returns `ONNXL_STATUS_OK`, or records the error (or panic) and returns its status.
 pub(crate) fn ffi_status(f: impl FnOnce() -> Result<(), FfiError>) -> OnnxlStatus {
     match catch_unwind(AssertUnwindSafe(f)) {
         Ok(Ok(())) => OnnxlStatus::Ok,
         Ok(Err(e)) => set_last_error(e),
-        Err(payload) => set_last_error(FfiError::new(OnnxlStatus::Panic, panic_message(&*payload))),
+        Err(payload) => record_panic(payload),
     }
 }
 
@@ -34,7 +42,7 @@ pub(crate) fn ffi_value<R>(failure: R, f: impl FnOnce() -> Result<R, FfiError>) 
             failure
         }
         Err(payload) => {
-            set_last_error(FfiError::new(OnnxlStatus::Panic, panic_message(&*payload)));
+            record_panic(payload);
             failure
         }
     }

@@ -367,6 +367,7 @@ pub unsafe extern "C" fn onnxl_load_external_data_for_model_with_prepacked(
     blobs_out: *mut *mut OnnxlPrepackedBlobs,
 ) -> OnnxlStatus {
     ffi_status(|| {
+        crate::error::require_feature(cfg!(feature = "prepacked"), "prepacked")?;
         check_out(blobs_out, "blobs_out")?;
         // SAFETY: forwarded contract.
         let m = unsafe { try_mut(model, "model") }?;

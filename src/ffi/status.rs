@@ -104,12 +104,18 @@ impl FfiError {
             message: message.into(),
         }
     }
+    // The constructors of failures are out of line: ~1,700 `onnxl_*` functions reach them, and
+    // inlined copies of their formatting would be most of the C ABI's code.
+    #[cold]
+    #[inline(never)]
     pub(crate) fn null(what: &str) -> Self {
         Self::new(OnnxlStatus::NullPointer, format!("{what} is NULL"))
     }
     pub(crate) fn invalid(message: impl Into<String>) -> Self {
         Self::new(OnnxlStatus::InvalidArgument, message)
     }
+    #[cold]
+    #[inline(never)]
     pub(crate) fn out_of_range(field: &str, index: usize, len: usize) -> Self {
         Self::new(
             OnnxlStatus::OutOfRange,
@@ -146,6 +152,8 @@ pub(crate) fn status_of(e: &Error) -> OnnxlStatus {
 }
 
 impl From<Error> for FfiError {
+    #[cold]
+    #[inline(never)]
     fn from(e: Error) -> Self {
         Self {
             status: status_of(&e),
@@ -162,6 +170,8 @@ thread_local! {
 }
 
 /// Records `e` as the last failure of this thread and returns its status.
+#[cold]
+#[inline(never)]
 pub(crate) fn set_last_error(e: FfiError) -> OnnxlStatus {
     let text = CString::new(e.message.replace('\0', "\\0")).unwrap_or_default();
     // `try_with`: during thread teardown the slot may be gone; the status is still returned.
@@ -235,6 +245,23 @@ pub extern "C" fn onnxl_status_name(status: u32) -> *const c_char {
 #[unsafe(no_mangle)]
 pub extern "C" fn onnxl_version() -> *const c_char {
     concat!(env!("CARGO_PKG_VERSION"), "\0").as_ptr().cast()
+}
+
+/// True when the optional part `name` (NUL-terminated: `"encryption"`, `"dlpack"`, `"params"`,
+/// `"prepacked"`) is compiled into this library; false for other names and NULL. A library built
+/// without one (the minimal build, `cargo build --no-default-features`) still exports every
+/// function of the header: those of a missing part return `ONNXL_STATUS_UNSUPPORTED`.
+///
+/// # Safety
+/// `name` is NULL or a NUL-terminated string.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn onnxl_has_feature(name: *const c_char) -> bool {
+    if name.is_null() {
+        return false;
+    }
+    // SAFETY: non-NULL and NUL-terminated (contract above).
+    let name = unsafe { std::ffi::CStr::from_ptr(name) };
+    name.to_str().is_ok_and(crate::error::has_feature)
 }
 
 #[cfg(test)]

@@ -53,6 +53,7 @@ pub fn load_model_with_prepacked(
     path: impl AsRef<Path>,
     opts: &ParseOptions,
 ) -> Result<(ModelProto, PrepackedBlobs)> {
+    crate::error::require_feature(cfg!(feature = "prepacked"), "prepacked")?;
     let path = path.as_ref();
     let mut model: ModelProto = parse_file(path, opts)?;
     let blobs = load_after_parse(&mut model, Some(path), opts)?

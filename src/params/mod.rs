@@ -137,6 +137,7 @@ fn pack_sub_byte(bytes: &[u8], t: DataType, offset: u64) -> Result<Vec<u8>> {
 /// typed fields, loaded external data); names must be non-empty, UTF-8 and unique. On failure
 /// `w` may have received part of the list ([`save_params_file`] then leaves no file behind).
 pub fn write_params<W: Write>(w: &mut W, tensors: &[(&str, &TensorProto)]) -> Result<u64> {
+    crate::error::require_feature(cfg!(feature = "params"), "params")?;
     let mut seen = HashSet::new();
     for (name, _) in tensors {
         if name.is_empty() {
@@ -350,6 +351,7 @@ struct Entry<'a> {
 
 /// Parses and checks a whole parameter list (see the module doc for the checks).
 fn parse(bytes: &[u8]) -> Result<Vec<Entry<'_>>> {
+    crate::error::require_feature(cfg!(feature = "params"), "params")?;
     let mut r = Cursor { bytes, pos: 0 };
     let magic = r.u64("the list magic")?;
     if magic != LIST_MAGIC {
@@ -616,6 +618,7 @@ pub fn merge_into_model(
     tensors: Vec<TensorProto>,
     add_missing: bool,
 ) -> Result<ParamsLoadReport> {
+    crate::error::require_feature(cfg!(feature = "params"), "params")?;
     let has = |name: &crate::ProtoString| {
         model
             .graph

@@ -25,6 +25,8 @@ pub const AUTO_MMAP_MIN_BYTES: u64 = 64 * 1024;
 /// A read-only memory map of a whole file; used as an owner token for borrowed tensor bytes.
 pub struct MappedFile {
     map: Option<Mmap>,
+    /// The file, for positional reads of what the map holds ([`MappedFile::read_at`]).
+    file: Option<File>,
 }
 
 impl AsRef<[u8]> for MappedFile {
@@ -157,7 +159,10 @@ impl MappedFile {
     pub fn open(path: &Path) -> Result<Arc<Self>> {
         let (file, len) = open_regular_file(path)?;
         if len == 0 {
-            return Ok(Arc::new(Self { map: None }));
+            return Ok(Arc::new(Self {
+                map: None,
+                file: None,
+            }));
         }
         // SAFETY: the map is read-only and private to this process; the library never writes
         // files it has mapped (saves go to a temporary file that is renamed over the old one).
@@ -167,7 +172,18 @@ impl MappedFile {
             io::ErrorKind::OutOfMemory => Error::alloc_failed(len, "a map of the file"),
             _ => Error::io(path, e),
         })?;
-        Ok(Arc::new(Self { map: Some(map) }))
+        Ok(Arc::new(Self {
+            map: Some(map),
+            file: Some(file),
+        }))
+    }
+
+    /// Fills `buf` with the file's bytes at `offset` by a positional read (no page of the map
+    /// is touched); `false` when the read fails or comes up short (the file changed).
+    pub fn read_at(&self, offset: usize, buf: &mut [u8]) -> bool {
+        self.file
+            .as_ref()
+            .is_some_and(|f| read_exact_at(f, buf, offset as u64).is_ok())
     }
 
     /// The mapped bytes.

@@ -7,6 +7,7 @@ pub mod inline_vec;
 pub(crate) mod message;
 mod placement;
 mod reader;
+mod recycle;
 mod repeated;
 pub mod stack;
 mod writer;
@@ -20,6 +21,11 @@ pub use placement::REGION_OWNER_BYTES;
 pub use reader::{
     AUTO_METADATA_BASE_BYTES, AUTO_METADATA_BYTES_PER_INPUT_BYTE, DecodeConfig, PayloadMode,
     Reader, ReleaseSource, metadata_budget,
+};
+pub(crate) use recycle::ReusableMap;
+pub use recycle::{
+    memory_held_for_reuse, memory_reuse_limit, release_memory_held_for_reuse,
+    set_memory_reuse_limit,
 };
 pub use repeated::RepeatedField;
 pub use stack::{guard_stack, try_guard_stack};

@@ -2,12 +2,14 @@
 //! out is aligned to at least the requested alignment (64 bytes by default: a cache line, and
 //! the widest SIMD load, AVX-512, so `raw_data` can be cast to `float*` and read with aligned
 //! vector loads). Small payloads share 64 KiB chunks; larger ones get a region of their own (an
-//! anonymous mapping, with transparent huge pages where the kernel allows, from 2 MiB). Each
-//! payload is an exclusive range of its region, which is freed with its last payload.
+//! anonymous mapping, with transparent huge pages where the kernel allows, from 2 MiB, reused by
+//! later loads once freed: see `recycle.rs`). Each payload is an exclusive range of its region,
+//! which is freed with its last payload.
 
 use std::alloc::Layout;
 use std::sync::Arc;
 
+use super::recycle::ReusableMap;
 use crate::bytes::{ByteSpan, Owner};
 
 /// Payloads up to this size share chunks of [`CHUNK_BYTES`].
@@ -17,7 +19,7 @@ const CHUNK_BYTES: usize = 64 << 10;
 /// Smallest size of a shared chunk.
 const MIN_CHUNK_BYTES: usize = 1 << 10;
 /// Regions of at least this size are anonymous mappings (page-aligned, huge pages advised).
-const MAP_MIN_BYTES: usize = 2 << 20;
+pub(crate) const MAP_MIN_BYTES: usize = 2 << 20;
 
 /// Size of the one allocation of a parse that cannot fail cleanly: the reference-count block
 /// (`Arc`) of a payload region, made just after the region itself was allocated fallibly (a
@@ -33,7 +35,7 @@ pub(crate) struct AlignedRegion {
 
 enum Storage {
     Heap(Layout),
-    Map(#[allow(dead_code)] memmap2::MmapMut),
+    Map(#[allow(dead_code)] ReusableMap),
 }
 
 // SAFETY: the region owns its memory; shared access goes through the exclusive payload ranges
@@ -48,9 +50,7 @@ impl AlignedRegion {
     pub(crate) fn new(len: usize, align: usize) -> Option<Self> {
         debug_assert!(len > 0 && align.is_power_of_two());
         if len >= MAP_MIN_BYTES && align <= 4096 {
-            let mut map = memmap2::MmapMut::map_anon(len).ok()?;
-            #[cfg(any(target_os = "linux", target_os = "android"))]
-            let _ = map.advise(memmap2::Advice::HugePage);
+            let mut map = ReusableMap::new(len).ok()?;
             let ptr = map.as_mut_ptr();
             return Some(Self {
                 ptr,
@@ -112,35 +112,75 @@ impl PayloadPool {
         if len == 0 {
             return Some(ByteSpan::new());
         }
-        let shared_max = SHARED_MAX_BYTES.min(self.chunk_bytes / 2);
-        let (ptr, owner) = if len > shared_max || self.align > shared_max {
-            let region = Arc::new(AlignedRegion::new(len, self.align)?);
-            (region.base(), region as Owner)
-        } else {
-            let start = self.used.saturating_add(self.align - 1) / self.align * self.align;
-            if self.chunk.is_none() || start.saturating_add(len) > self.chunk_bytes {
-                let region = Arc::new(AlignedRegion::new(self.chunk_bytes, self.align)?);
-                let owner: Owner = region.clone();
-                self.chunk = Some((region, owner));
-                self.used = 0;
-            }
-            let start = self.used.div_ceil(self.align) * self.align;
-            self.used = start + len;
-            let (region, owner) = self.chunk.as_ref().expect("a chunk was just made");
-            // SAFETY: `start + len <= chunk_bytes`, inside the chunk.
-            (unsafe { region.base().add(start) }, owner.clone())
-        };
-        // SAFETY: `ptr..ptr+len` lies in the region (sized above), which nothing else writes.
+        let (ptr, owner, _) = self.place(len)?;
+        // SAFETY: `ptr..ptr+len` lies in the region (see `place`), which nothing else accesses.
         unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), ptr, len) };
-        // SAFETY: the range lies in memory kept alive by `owner`, is writable, and is handed
-        // out once (the pool never gives out an overlapping range).
-        Some(unsafe {
+        // SAFETY: `place`'s range, now written.
+        Some(unsafe { Self::span(ptr, len, owner, realigned) })
+    }
+
+    /// `len` bytes at an aligned address, written by `write` (which must write all of them);
+    /// `realigned` as for [`PayloadPool::copy`]. For large payloads (a region of their own),
+    /// where the range is usually memory already initialized (a mapping); other ranges are
+    /// zeroed before `write` sees them. `None` when memory runs out.
+    pub(crate) fn fill(
+        &mut self,
+        len: usize,
+        realigned: bool,
+        write: impl FnOnce(&mut [u8]),
+    ) -> Option<ByteSpan> {
+        if len == 0 {
+            return Some(ByteSpan::new());
+        }
+        let (ptr, owner, initialized) = self.place(len)?;
+        if !initialized {
+            // SAFETY: `ptr..ptr+len` lies in the region (see `place`).
+            unsafe { std::ptr::write_bytes(ptr, 0, len) };
+        }
+        // SAFETY: the range lies in the region, is initialized (above), and nothing else
+        // accesses it until the span is made below.
+        write(unsafe { std::slice::from_raw_parts_mut(ptr, len) });
+        // SAFETY: `place`'s range, now written.
+        Some(unsafe { Self::span(ptr, len, owner, realigned) })
+    }
+
+    /// A fresh range of `len` (> 0) bytes at an aligned address, exclusive to the caller: its
+    /// start, its owner, and whether its bytes are initialized (a mapping) or may not be.
+    fn place(&mut self, len: usize) -> Option<(*mut u8, Owner, bool)> {
+        let shared_max = SHARED_MAX_BYTES.min(self.chunk_bytes / 2);
+        if len > shared_max || self.align > shared_max {
+            let region = Arc::new(AlignedRegion::new(len, self.align)?);
+            let initialized = matches!(region.storage, Storage::Map(_));
+            return Some((region.base(), region as Owner, initialized));
+        }
+        let start = self.used.saturating_add(self.align - 1) / self.align * self.align;
+        if self.chunk.is_none() || start.saturating_add(len) > self.chunk_bytes {
+            let region = Arc::new(AlignedRegion::new(self.chunk_bytes, self.align)?);
+            let owner: Owner = region.clone();
+            self.chunk = Some((region, owner));
+            self.used = 0;
+        }
+        let start = self.used.div_ceil(self.align) * self.align;
+        self.used = start + len;
+        let (region, owner) = self.chunk.as_ref().expect("a chunk was just made");
+        // SAFETY: `start + len <= chunk_bytes`, inside the chunk.
+        Some((unsafe { region.base().add(start) }, owner.clone(), false))
+    }
+
+    /// The span of a range made by [`PayloadPool::place`] and written since.
+    ///
+    /// # Safety
+    /// `ptr..ptr+len` is such a range, kept alive by `owner`, handed out once.
+    unsafe fn span(ptr: *mut u8, len: usize, owner: Owner, realigned: bool) -> ByteSpan {
+        // SAFETY: the caller's contract: the range lies in memory kept alive by `owner`, is
+        // writable, and the pool never gives out an overlapping range.
+        unsafe {
             if realigned {
                 ByteSpan::from_realigned_range(ptr, len, owner)
             } else {
                 ByteSpan::from_arena_range(ptr, len, owner)
             }
-        })
+        }
     }
 }
 

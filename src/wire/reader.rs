@@ -3,7 +3,7 @@
 use std::any::Any;
 use std::collections::HashMap;
 
-use super::placement::PayloadPool;
+use super::placement::{MAP_MIN_BYTES, PayloadPool};
 use super::repeated::RepeatedField;
 use super::{END_GROUP, FIXED32, FIXED64, LEN, MAX_FIELD_NUMBER, START_GROUP, VARINT};
 use crate::bytes::{
@@ -35,6 +35,10 @@ pub enum PayloadMode {
 /// mapping drops those pages from the process).
 pub type ReleaseSource = std::sync::Arc<dyn Fn(usize, usize) + Send + Sync>;
 
+/// Fills the destination with the input's bytes at an offset (a positional read of the file
+/// the input maps); `false` when it could not.
+pub type ReadSource = std::sync::Arc<dyn Fn(usize, &mut [u8]) -> bool + Send + Sync>;
+
 /// Settings of one decode.
 #[derive(Clone)]
 pub struct DecodeConfig {
@@ -60,6 +64,10 @@ pub struct DecodeConfig {
     pub alignment: usize,
     /// Copy mode: called after each payload of at least 1 MiB is copied.
     pub release_source: Option<ReleaseSource>,
+    /// Copy mode: payloads of at least 2 MiB are read from here into their aligned home
+    /// instead of copied from the input, so the input's pages of them are never touched (for a
+    /// mapped file: no page faults, nothing to release); when it fails, they are copied.
+    pub read_source: Option<ReadSource>,
 }
 
 impl DecodeConfig {
@@ -121,6 +129,7 @@ impl Default for DecodeConfig {
             max_metadata_bytes: 0,
             alignment: 64,
             release_source: None,
+            read_source: None,
         }
     }
 }
@@ -585,8 +594,21 @@ impl<'a> Reader<'a> {
         }
     }
 
-    /// An aligned copy of a payload (see [`PayloadPool`]); the error points at `at`.
+    /// An aligned copy of a payload (see [`PayloadPool`]), read from
+    /// [`DecodeConfig::read_source`] when there is one and the payload is large; the error
+    /// points at `at`.
     fn copy_payload(&mut self, bytes: &[u8], realigned: bool, at: usize) -> DResult<ByteSpan> {
+        if let Some(read) = &self.config.read_source
+            && bytes.len() >= MAP_MIN_BYTES
+        {
+            let offset = bytes.as_ptr() as usize - self.buf.as_ptr() as usize;
+            let span = self.pool.fill(bytes.len(), realigned, |dst| {
+                if !read(offset, dst) {
+                    dst.copy_from_slice(bytes);
+                }
+            });
+            return span.ok_or_else(|| self.alloc_error(bytes.len(), at));
+        }
         match self.pool.copy(bytes, realigned) {
             Some(span) => Ok(span),
             None => Err(self.alloc_error(bytes.len(), at)),

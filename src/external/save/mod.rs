@@ -174,6 +174,9 @@ impl<'a> SaveRequest<'a> {
     pub fn save(self) -> Result<SaveReport> {
         let opts = self.options;
         opts.validate()?;
+        if self.prepacked.is_some_and(|b| !b.is_empty()) {
+            crate::error::require_feature(cfg!(feature = "prepacked"), "prepacked")?;
+        }
         if let Some(me) = self.model_encryption {
             if opts.encryption.is_none() {
                 return Err(Error::InvalidArgument(

@@ -1,0 +1,49 @@
+# Shared by scripts/test.d/45-size-budget.sh and scripts/bench.sh: builds the shipping C library
+# (cargo profile `dist`: LTO, one codegen unit) in its full and minimal (`--no-default-features`)
+# variants and measures them stripped. Sourced, not run; the caller defines die() and runs from
+# the repository root.
+
+# Builds both variants and copies them to OUT/full/ and OUT/minimal/ as libonnx_light.so (plus
+# the SONAME name, so that programs linked against them run with an rpath). The full one is
+# target/dist/libonnx_light.so (what CMake's `-DONNXL_CARGO_PROFILE=dist` stages); the minimal one
+# has a target dir of its own, target/minimal: a cdylib's file name does not depend on the
+# features, so in one target dir each variant would rebuild the other's (two LTO links per call).
+build_library_variants() {
+  local out=$1 variant soname lib
+  soname=$(awk -F'"' '/^version = / { split($2, v, "."); print (v[1] == "0") ? "0." v[2] : v[1]; exit }' Cargo.toml)
+  for variant in full minimal; do
+    if [ "$variant" = minimal ]; then
+      cargo build --profile dist -p onnx_light --lib --no-default-features --target-dir target/minimal
+      lib=target/minimal/dist/libonnx_light.so
+    else
+      cargo build --profile dist -p onnx_light --lib
+      lib=target/dist/libonnx_light.so
+    fi
+    mkdir -p "$out/$variant"
+    cp "$lib" "$out/$variant/libonnx_light.so"
+    cp "$lib" "$out/$variant/libonnx_light.so.$soname"
+  done
+}
+
+# Size in bytes of FILE once stripped (a stripped copy; FILE is not changed).
+stripped_size() {
+  local tmp
+  tmp=$(mktemp)
+  strip -o "$tmp" "$1" || { rm -f "$tmp"; die "strip $1 failed"; }
+  stat -c %s "$tmp"
+  rm -f "$tmp"
+}
+
+# The real file of Debian's libprotobuf.so / libprotobuf-lite.so (installing libprotobuf-dev when
+# missing: the caller runs as root), or nothing when no package manager can provide it.
+debian_protobuf_library() {
+  local name=$1 f
+  f=$(ls /usr/lib/*/"$name".so 2>/dev/null | head -1 || true)
+  if [ -z "$f" ] && command -v apt-get >/dev/null 2>&1; then
+    echo "installing libprotobuf-dev (for the size of $name.so)" >&2
+    apt-get update -qq >&2
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libprotobuf-dev >/dev/null
+    f=$(ls /usr/lib/*/"$name".so 2>/dev/null | head -1 || true)
+  fi
+  [ -n "$f" ] && readlink -f "$f"
+}

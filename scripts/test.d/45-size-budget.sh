@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# The size budget of the C library and its minimal build (run by scripts/test-all.sh):
+# 1. builds the shipping library (cargo profile `dist`) in its full and minimal
+#    (`--no-default-features`: codec, external data, C ABI) variants; clippy of the minimal one;
+# 2. fails when a stripped library exceeds its budget below (the numbers, and where the bytes go:
+#    docs/benchmarks.md, "Library size");
+# 3. the minimal library has none of the cipher code (no `ring`, `aes` symbols);
+# 4. c_tests/test_optional_features.c against each: onnxl_has_feature(), the codec, and the
+#    functions of a missing part failing with ONNXL_STATUS_UNSUPPORTED.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+ROOT=$PWD
+die() { echo "45-size-budget: $*" >&2; exit 1; }
+for tool in strip nm "${CC:-cc}"; do
+  command -v "$tool" >/dev/null 2>&1 || die "$tool is required (binutils, a C compiler)"
+done
+# shellcheck source=scripts/lib/library-sizes.sh
+source scripts/lib/library-sizes.sh
+
+# Budgets in bytes of the stripped x86-64 Linux library. The targets are 3 000 000 (full) and
+# 1 500 000 (minimal); they are not reached yet, so the budgets are the sizes measured when
+# they were set plus ~3%: growth beyond that fails here and must be looked at.
+FULL_BUDGET=3600000
+MINIMAL_BUDGET=3150000
+
+cargo clippy --release -p onnx_light --lib --no-default-features -- -D warnings
+
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+build_library_variants "$work"
+
+full=$(stripped_size "$work/full/libonnx_light.so")
+minimal=$(stripped_size "$work/minimal/libonnx_light.so")
+printf 'stripped libonnx_light.so: full %d bytes (budget %d), minimal %d bytes (budget %d)\n' \
+  "$full" "$FULL_BUDGET" "$minimal" "$MINIMAL_BUDGET"
+[ "$full" -le "$FULL_BUDGET" ] || die "the full library grew to $full bytes (budget $FULL_BUDGET)"
+[ "$minimal" -le "$MINIMAL_BUDGET" ] || die "the minimal library grew to $minimal bytes (budget $MINIMAL_BUDGET)"
+
+# The minimal build has no cipher code; the full one has (so the check can fail).
+# (Symbol lists in files: `nm | grep -q` would fail on nm's SIGPIPE under pipefail.)
+nm "$work/full/libonnx_light.so" >"$work/full.syms"
+nm "$work/minimal/libonnx_light.so" >"$work/minimal.syms"
+grep -q 'ring_core_' "$work/full.syms" || die "no ring symbols in the full library: the check below proves nothing"
+if grep -E 'ring_core_|[0-9]aes[0-9]|Aes256' "$work/minimal.syms"; then
+  die "the minimal library contains cipher code (above)"
+fi
+
+for variant in full minimal; do
+  dir="$work/$variant"
+  "${CC:-cc}" -std=c11 -Wall -Wextra -Werror -Iinclude -Ic_tests c_tests/test_optional_features.c \
+    -o "$dir/test_optional_features" -L"$dir" -lonnx_light -Wl,-rpath,"$dir"
+  "$dir/test_optional_features" "$variant" "$ROOT/samples/mlp.onnx"
+done
+echo "45-size-budget: ok"

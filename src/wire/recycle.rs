@@ -1,0 +1,283 @@
+//! Anonymous memory that loads reuse. The large regions a copy load puts tensor payloads in
+//! (one per payload of at least 2 MiB, and the one arena of a model's external data) are
+//! anonymous mappings of their own. When the last payload of one is dropped, the mapping is kept
+//! in a bounded, process-wide store instead of being unmapped, and a later load that needs a
+//! region of about that size takes it back. Fresh anonymous memory is zeroed by the kernel page
+//! by page as it is first touched, which costs a copy load more than the copy itself (more still
+//! in a virtual machine on a busy host); memory taken back is written in place.
+//!
+//! - The store holds at most [`memory_reuse_limit`] bytes (default: a quarter of the physical
+//!   memory; [`set_memory_reuse_limit`], 0 turns reuse off); the oldest mappings go first.
+//! - On Linux, kept mappings are advised `MADV_FREE`: the kernel may take their pages back
+//!   whenever memory runs short (without swapping them out), so kept memory never makes the
+//!   system swap. Pages it takes back read as zeros afterwards, which is fine: a load writes every
+//!   byte it hands out. Until then the pages count in the process's resident set.
+//! - [`release_memory_held_for_reuse`] unmaps everything kept at once.
+//!
+//! A mapping taken back holds bytes of an earlier model of the same process until the load
+//! overwrites them; only what the load wrote is ever handed out.
+
+use std::ops::{Deref, DerefMut};
+use std::sync::Mutex;
+
+use memmap2::MmapMut;
+
+/// Mappings at least this large are advised to use transparent huge pages.
+const HUGE_PAGE_MIN_BYTES: usize = 2 << 20;
+
+/// The kept mappings, oldest first, their total size and the limit (`None`: the default).
+struct Store {
+    kept: Vec<MmapMut>,
+    bytes: usize,
+    limit: Option<usize>,
+}
+
+static STORE: Mutex<Store> = Mutex::new(Store {
+    kept: Vec::new(),
+    bytes: 0,
+    limit: None,
+});
+
+fn store() -> std::sync::MutexGuard<'static, Store> {
+    STORE.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// A quarter of the physical memory (1 GiB where the system does not say).
+fn default_limit() -> usize {
+    static LIMIT: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *LIMIT.get_or_init(quarter_of_memory)
+}
+
+fn quarter_of_memory() -> usize {
+    #[cfg(any(target_os = "linux", target_os = "android", target_os = "macos"))]
+    {
+        // SAFETY: `sysconf` has no preconditions; it returns -1 for an unknown name.
+        let (pages, page) = unsafe {
+            (
+                libc::sysconf(libc::_SC_PHYS_PAGES),
+                libc::sysconf(libc::_SC_PAGESIZE),
+            )
+        };
+        if pages > 0 && page > 0 {
+            return usize::try_from(pages)
+                .unwrap_or(usize::MAX)
+                .saturating_mul(usize::try_from(page).unwrap_or(4096))
+                / 4;
+        }
+    }
+    1 << 30
+}
+
+impl Store {
+    fn limit(&self) -> usize {
+        self.limit.unwrap_or_else(default_limit)
+    }
+
+    /// The smallest kept mapping that holds `len` bytes and is at most an eighth larger, removed.
+    fn take(&mut self, len: usize) -> Option<MmapMut> {
+        let fits = |m: &MmapMut| m.len() >= len && m.len() - len <= len / 8;
+        let (i, _) = self
+            .kept
+            .iter()
+            .enumerate()
+            .filter(|(_, m)| fits(m))
+            .min_by_key(|(_, m)| m.len())?;
+        let m = self.kept.remove(i);
+        self.bytes -= m.len();
+        Some(m)
+    }
+
+    /// Keeps `map` (newest); returns what no longer fits the limit (oldest first), `map` itself
+    /// when it alone is over the limit.
+    fn keep(&mut self, map: MmapMut) -> Vec<MmapMut> {
+        let limit = self.limit();
+        if map.len() > limit {
+            return vec![map];
+        }
+        self.bytes += map.len();
+        self.kept.push(map);
+        self.trim(limit)
+    }
+
+    /// Removes the oldest mappings until the total fits `limit`; returns them (to be unmapped
+    /// after the lock is released).
+    fn trim(&mut self, limit: usize) -> Vec<MmapMut> {
+        let mut out = Vec::new();
+        while self.bytes > limit && !self.kept.is_empty() {
+            let m = self.kept.remove(0);
+            self.bytes -= m.len();
+            out.push(m);
+        }
+        out
+    }
+}
+
+/// The most bytes of freed load memory kept for reuse (see the module documentation).
+pub fn memory_reuse_limit() -> usize {
+    store().limit()
+}
+
+/// Sets the most bytes of freed load memory kept for later loads (0: none, every region is
+/// unmapped when freed); mappings over the new limit are unmapped now, oldest first.
+pub fn set_memory_reuse_limit(bytes: usize) {
+    let dropped = {
+        let mut s = store();
+        s.limit = Some(bytes);
+        s.trim(bytes)
+    };
+    drop(dropped);
+}
+
+/// Bytes of freed load memory kept for reuse right now.
+pub fn memory_held_for_reuse() -> usize {
+    store().bytes
+}
+
+/// Unmaps every mapping kept for reuse (later loads map fresh memory, and keep what they free
+/// again up to the limit); returns the bytes released.
+pub fn release_memory_held_for_reuse() -> usize {
+    let dropped = {
+        let mut s = store();
+        s.bytes = 0;
+        std::mem::take(&mut s.kept)
+    };
+    dropped.iter().map(|m| m.len()).sum()
+}
+
+/// A writable anonymous mapping of `len` bytes for tensor payloads: a kept one taken back
+/// (holding earlier bytes), or a fresh one (zeroed). Returned to the store when dropped.
+pub(crate) struct ReusableMap {
+    map: Option<MmapMut>,
+    len: usize,
+}
+
+impl ReusableMap {
+    /// `len` (> 0) writable bytes, page-aligned; an error when the memory cannot be had.
+    pub(crate) fn new(len: usize) -> std::io::Result<Self> {
+        if let Some(map) = take(len) {
+            return Ok(Self {
+                map: Some(map),
+                len,
+            });
+        }
+        let map = MmapMut::map_anon(len)?;
+        #[cfg(any(target_os = "linux", target_os = "android"))]
+        if len >= HUGE_PAGE_MIN_BYTES {
+            let _ = map.advise(memmap2::Advice::HugePage);
+        }
+        Ok(Self {
+            map: Some(map),
+            len,
+        })
+    }
+}
+
+impl Deref for ReusableMap {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        &self.map.as_ref().expect("present until dropped")[..self.len]
+    }
+}
+
+impl DerefMut for ReusableMap {
+    fn deref_mut(&mut self) -> &mut [u8] {
+        &mut self.map.as_mut().expect("present until dropped")[..self.len]
+    }
+}
+
+impl Drop for ReusableMap {
+    fn drop(&mut self) {
+        if let Some(map) = self.map.take() {
+            give_back(map);
+        }
+    }
+}
+
+/// A kept mapping for `len` bytes, taken out of the store.
+fn take(len: usize) -> Option<MmapMut> {
+    store().take(len)
+}
+
+/// Keeps `map` for reuse when the limit allows (unmapping the oldest kept ones to make room),
+/// or unmaps it.
+fn give_back(map: MmapMut) {
+    if map.len() > memory_reuse_limit() {
+        return;
+    }
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    // SAFETY: MADV_FREE lets the kernel discard the pages' contents; nothing reads them again
+    // before writing them (a load hands out only bytes it wrote), and the mapping stays valid.
+    unsafe {
+        let _ = map.unchecked_advise(memmap2::UncheckedAdvice::Free);
+    }
+    let dropped = store().keep(map);
+    drop(dropped);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn store_with_limit(limit: usize) -> Store {
+        Store {
+            kept: Vec::new(),
+            bytes: 0,
+            limit: Some(limit),
+        }
+    }
+
+    fn map(len: usize) -> MmapMut {
+        MmapMut::map_anon(len).unwrap()
+    }
+
+    #[test]
+    fn a_kept_mapping_serves_a_request_of_about_its_size() {
+        let mut s = store_with_limit(64 << 20);
+        let m = map(8 << 20);
+        let addr = m.as_ptr() as usize;
+        assert!(s.keep(m).is_empty());
+        assert_eq!(s.bytes, 8 << 20);
+        // More than an eighth would be wasted, or too small: not taken.
+        assert!(s.take(4 << 20).is_none());
+        assert!(s.take((8 << 20) + 1).is_none());
+        let m = s.take((8 << 20) - 4096).expect("within an eighth");
+        assert_eq!(m.as_ptr() as usize, addr);
+        assert_eq!(s.bytes, 0);
+        // The smallest fitting one is chosen.
+        assert!(s.keep(map(9 << 20)).is_empty());
+        assert!(s.keep(m).is_empty());
+        assert_eq!(s.take(8 << 20).unwrap().as_ptr() as usize, addr);
+        assert_eq!(s.take(8 << 20).unwrap().len(), 9 << 20);
+        assert_eq!(s.bytes, 0);
+    }
+
+    #[test]
+    fn the_limit_bounds_what_is_kept_oldest_first() {
+        let mut s = store_with_limit(10 << 20);
+        for i in 1..=3 {
+            assert!(s.keep(map(i << 20)).is_empty());
+        }
+        assert_eq!(s.bytes, 6 << 20);
+        let over = s.keep(map(11 << 20));
+        assert_eq!(over.len(), 1, "over the limit on its own: not kept");
+        assert_eq!(s.bytes, 6 << 20);
+        let gone: Vec<usize> = s.keep(map(6 << 20)).iter().map(|m| m.len()).collect();
+        assert_eq!(gone, [1 << 20, 2 << 20], "the oldest go first");
+        assert_eq!(s.bytes, 9 << 20);
+        assert_eq!(s.trim(0).len(), 2);
+        assert_eq!(s.bytes, 0);
+        let mut off = store_with_limit(0);
+        assert_eq!(off.keep(map(4096)).len(), 1, "limit 0: nothing kept");
+    }
+
+    #[test]
+    fn reusable_maps_have_the_requested_length_and_are_writable() {
+        let mut m = ReusableMap::new(3 << 20).unwrap();
+        assert_eq!(m.len(), 3 << 20);
+        assert_eq!(m.as_ptr() as usize % 4096, 0);
+        m[0] = 1;
+        m[(3 << 20) - 1] = 2;
+        assert_eq!((m[0], m[(3 << 20) - 1]), (1, 2));
+        assert!(default_limit() >= 1 << 28);
+    }
+}
