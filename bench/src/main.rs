@@ -23,8 +23,8 @@ use std::time::Instant;
 fn usage() -> ! {
     eprintln!(
         "usage: onnx-bench run --work DIR --python PY [--pyscript FILE] [--testdata DIR] [--runs N] \
-         [--scale S] [--only a,b,c,d] [--rows ROWS] [--out FILE]\n       onnx-bench case LIB OP MODEL [--data FILE] \
-         --out FILE --threads T --iters K\n       onnx-bench gen transformer|external|metadata PATH [--scale S]"
+         [--scale S] [--only a,b,c,d,e,f] [--rows ROWS] [--out FILE]\n       onnx-bench case LIB OP MODEL [--data FILE] \
+         --out FILE --threads T --iters K\n       onnx-bench gen transformer|external|metadata|value-info|transformer-meta PATH [--scale S]"
     );
     std::process::exit(2)
 }
@@ -99,6 +99,16 @@ fn main() {
                 "metadata" => {
                     let n =
                         synth::write_metadata_heavy(path, (200_000.0 * scale) as usize).unwrap();
+                    eprintln!("{} bytes", n);
+                }
+                "value-info" => {
+                    let n =
+                        synth::write_value_info_heavy(path, (200_000.0 * scale) as usize).unwrap();
+                    eprintln!("{} bytes", n);
+                }
+                "transformer-meta" => {
+                    let n = synth::write_transformer_metadata(path, (2_000.0 * scale) as usize)
+                        .unwrap();
                     eprintln!("{} bytes", n);
                 }
                 _ => usage(),
