@@ -458,6 +458,22 @@ impl ProtoString {
         })
     }
 
+    /// Makes this string the first `len` bytes of `window` (as [`ProtoString::inline_from_window`])
+    /// in place: the bytes are copied straight from the input into the string. (A string built
+    /// elsewhere and then moved here is copied through a temporary whose loads span several
+    /// stores, which the CPU cannot forward: the largest cost of a metadata parse.)
+    #[inline(always)]
+    pub(crate) fn set_inline_from_window(&mut self, window: &[u8; INLINE_CAPACITY], len: usize) {
+        debug_assert!(len <= INLINE_CAPACITY);
+        match &mut self.0 {
+            StrRepr::Inline { len: l, buf } => {
+                *l = len as u8;
+                buf.copy_from_slice(window);
+            }
+            other => *other = Self::inline_from_window(window, len).0,
+        }
+    }
+
     /// A string holding a copy of `bytes`.
     #[inline]
     pub fn from_bytes(bytes: &[u8]) -> Self {

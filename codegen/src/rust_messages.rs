@@ -178,6 +178,7 @@ pub fn generate() -> String {
     gen_recycler(&mut o);
     gen_tensor_visitors(&mut o);
     gen_tensor_rewriters(&mut o);
+    gen_placed_tensor_walk(&mut o);
     gen_dispatch(&mut o);
     o
 }
@@ -264,6 +265,159 @@ fn gen_tensor_visitors(o: &mut String) {
             writeln!(o, "    }}").unwrap();
         }
         writeln!(o, "}}\n").unwrap();
+    }
+}
+
+/// Names of the messages that can be reached from `root` through sub-message fields.
+fn reachable_from(root: &'static str) -> Vec<&'static str> {
+    let mut set = vec![root];
+    let mut i = 0;
+    while i < set.len() {
+        let m = message_def(set[i]);
+        for fd in m.fields {
+            if let Kind::Message(t) = fd.kind
+                && !set.contains(&t)
+            {
+                set.push(t);
+            }
+        }
+        i += 1;
+    }
+    set
+}
+
+fn message_def(name: &str) -> &'static MessageDef {
+    MESSAGES
+        .iter()
+        .find(|m| m.name == name)
+        .unwrap_or_else(|| panic!("message {name} is not in the schema"))
+}
+
+/// `TensorProto` -> `Tensor`, `GraphProto` -> `Graph` (enum variant prefixes).
+fn short_message_name(name: &str) -> String {
+    let n = rust_type_name(name);
+    n.strip_suffix("Proto").map(str::to_string).unwrap_or(n)
+}
+
+/// The place-aware walk a save makes over a model: `TensorField` (every sub-message field on a
+/// path from `ModelProto` to a `TensorProto`), `TensorPlace` (the field holding a tensor and the
+/// field through which its message was reached) and `visit_tensors_placed` on the messages of
+/// those paths, in the order of `visit_tensors`.
+fn gen_placed_tensor_walk(o: &mut String) {
+    let reach = reaches_tensor();
+    let from_model = reachable_from("ModelProto");
+    let messages: Vec<&MessageDef> = MESSAGES
+        .iter()
+        .filter(|m| {
+            m.name != "TensorProto" && reach.contains(&m.name) && from_model.contains(&m.name)
+        })
+        .collect();
+    // The fields on the paths, in message then declaration order.
+    let mut fields: Vec<(&MessageDef, &FieldDef, String)> = Vec::new();
+    for m in &messages {
+        for fd in m.fields {
+            let Kind::Message(t) = fd.kind else { continue };
+            if !reach.contains(&t) {
+                continue;
+            }
+            assert!(
+                fd.oneof.is_none(),
+                "{}.{}: a oneof member on a path to TensorProto is not supported",
+                m.name,
+                fd.name
+            );
+            let variant = format!("{}{}", short_message_name(m.name), camel(fd.name));
+            fields.push((m, fd, variant));
+        }
+    }
+    writeln!(
+        o,
+        "/// A sub-message field on a path from a `ModelProto` to a `TensorProto`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) enum TensorField {{"
+    )
+    .unwrap();
+    for (m, fd, variant) in &fields {
+        writeln!(o, "    /// `{}.{}`", m.name, fd.name).unwrap();
+        writeln!(o, "    {variant},").unwrap();
+    }
+    writeln!(o, "}}\n").unwrap();
+    writeln!(
+        o,
+        "impl TensorField {{
+    /// The message that declares the field (`\"AttributeProto\"`).
+    pub(crate) fn message(self) -> &'static str {{
+        match self {{"
+    )
+    .unwrap();
+    for (m, _, variant) in &fields {
+        writeln!(o, "            Self::{variant} => \"{}\",", m.name).unwrap();
+    }
+    writeln!(
+        o,
+        "        }}
+    }}
+}}
+
+/// Where a `TensorProto` sits in a model.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct TensorPlace {{
+    /// The field whose value (or element) is the tensor: `GraphProto.initializer`,
+    /// `AttributeProto.t`, `SparseTensorProto.values`, ...
+    pub(crate) field: TensorField,
+    /// The field through which the message declaring `field` was reached (`None` for a field of
+    /// the message the walk started from): `GraphProto.sparse_initializer` for the values of a
+    /// sparse initializer, `NodeProto.attribute` for an attribute's tensor.
+    pub(crate) parent: Option<TensorField>,
+}}
+"
+    )
+    .unwrap();
+    for m in &messages {
+        let rn = rust_type_name(m.name);
+        // Only the fields that hold a TensorProto themselves name the parent in a place.
+        let holds_tensor = m
+            .fields
+            .iter()
+            .any(|fd| matches!(fd.kind, Kind::Message("TensorProto")));
+        let parent = if holds_tensor { "parent" } else { "_parent" };
+        writeln!(o, "impl {rn} {{").unwrap();
+        writeln!(
+            o,
+            "    /// Calls `f` on every `TensorProto` reachable from this message with its place, in the
+    /// order of `visit_tensors`; `parent` is the field this message was reached through.
+    pub(crate) fn visit_tensors_placed<'a>(
+        &'a self,
+        {parent}: Option<TensorField>,
+        f: &mut dyn FnMut(&'a TensorProto, TensorPlace),
+    ) {{"
+        )
+        .unwrap();
+        for (fm, fd, variant) in fields.iter().filter(|(fm, _, _)| fm.name == m.name) {
+            let name = rust_field_name(fd);
+            let Kind::Message(t) = fd.kind else {
+                unreachable!()
+            };
+            let call = if t == "TensorProto" {
+                format!("f(v, TensorPlace {{ field: TensorField::{variant}, parent }})")
+            } else if is_cycle_field(fm.name, fd.name) {
+                format!(
+                    "crate::wire::guard_stack(|| v.visit_tensors_placed(Some(TensorField::{variant}), f))"
+                )
+            } else {
+                format!("v.visit_tensors_placed(Some(TensorField::{variant}), f)")
+            };
+            match fd.label {
+                Label::Optional => {
+                    writeln!(o, "        if let Some(v) = &self.{name} {{").unwrap();
+                }
+                Label::Repeated => {
+                    writeln!(o, "        for v in &self.{name} {{").unwrap();
+                }
+            }
+            writeln!(o, "            {call};\n        }}").unwrap();
+        }
+        writeln!(o, "    }}\n}}\n").unwrap();
     }
 }
 
@@ -738,8 +892,13 @@ fn gen_decode_arms(o: &mut String, m: &MessageDef, f: &FieldDef) {
                 writeln!(o, "                }}").unwrap();
             }
             Kind::String | Kind::Bytes => {
-                writeln!(o, "                {} => self.{oneof} = Some({en}::{var}(r.read_string(){path}?)),", t(2))
-                    .unwrap();
+                // Read in place (see `Reader::read_string_in`).
+                writeln!(
+                    o,
+                    "                {} => r.read_string_in(|| {{\n                    if !matches!(self.{oneof}, Some({en}::{var}(_))) {{\n                        self.{oneof} = Some({en}::{var}(ProtoString::new()));\n                    }}\n                    match &mut self.{oneof} {{\n                        Some({en}::{var}(s)) => s,\n                        _ => unreachable!(\"just set\"),\n                    }}\n                }}){path}?,",
+                    t(2)
+                )
+                .unwrap();
             }
             k if is_scalar(k) => {
                 let read = read_scalar(k).replace("()?", &format!("(){path}?"));
@@ -788,7 +947,7 @@ fn gen_decode_arms(o: &mut String, m: &MessageDef, f: &FieldDef) {
         (Label::Optional, Kind::String | Kind::Bytes) => {
             writeln!(
                 o,
-                "                {} => self.{name} = Some(r.read_string(){path}?),",
+                "                {} => r.read_string_into(&mut self.{name}){path}?,",
                 t(2)
             )
             .unwrap();
@@ -879,7 +1038,7 @@ fn gen_decode_arms(o: &mut String, m: &MessageDef, f: &FieldDef) {
             .unwrap();
             writeln!(
                 o,
-                "                    self.{name}.push(r.read_string(){path}?);"
+                "                    r.push_string(&mut self.{name}){path}?;"
             )
             .unwrap();
             writeln!(o, "                }}").unwrap();

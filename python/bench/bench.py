@@ -1,10 +1,12 @@
 """The Python package's benchmark: onnx_light side by side with onnx and onnx-ir, in ONE process.
 
-usage: bench.py --models DIR [--runs N] [--out FILE] [--only a,b,c]
+usage: bench.py --models DIR [--runs N] [--out FILE] [--only a,b,c,d]
 
 DIR holds the models that scripts/bench-python.sh generates with bench/'s generators
 (`onnx-bench gen`): a.onnx (~0.5 GB, weights inline), b.onnx + b.onnx.data (~3 GB external
-data), c.onnx (200 000 nodes). Each case runs `--runs` times: "cold" is the first run (files in
+data), c.onnx (200 000 nodes); (d) are two small models of the onnx wheel's test data
+(light_bvlc_alexnet, 4 KB, and light_resnet50, 80 KB: the fixed cost of a call, each run
+timing many calls). Each case runs `--runs` times: "cold" is the first run (files in
 the page cache, but the first time this process touches them), "warm" the best of the others.
 Peak RSS of a case is measured in the same process: the kernel's high-water mark (VmHWM) is
 reset before the case (`/proc/self/clear_refs` = 5) and read after; it is reported above the
@@ -53,9 +55,11 @@ def fsync_dir(d: str) -> None:
 class Case:
     """One measured operation; `setup` runs (untimed) before each run, `teardown` after."""
 
-    def __init__(self, model: str, name: str, lib: str, fn, teardown=None, setup=None):
+    def __init__(self, model: str, name: str, lib: str, fn, teardown=None, setup=None, reps=1):
         self.model, self.name, self.lib, self.fn = model, name, lib, fn
         self.teardown, self.setup = teardown, setup
+        # Calls per run: a run times `reps` calls, and its times are divided by `reps`.
+        self.reps = reps
 
 
 def measure(case: Case, runs: int) -> dict:
@@ -70,9 +74,11 @@ def measure(case: Case, runs: int) -> dict:
         reset_peak()
         c = time.process_time()
         t = time.perf_counter()
+        for _ in range(case.reps - 1):
+            case.fn()
         r = case.fn()
-        dt = time.perf_counter() - t
-        cpus.append(time.process_time() - c)
+        dt = (time.perf_counter() - t) / case.reps
+        cpus.append((time.process_time() - c) / case.reps)
         peak = max(peak, status_kb("VmHWM") - base)
         times.append(dt)
         del r
@@ -97,7 +103,7 @@ def main() -> int:
     ap.add_argument("--models", required=True)
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--out")
-    ap.add_argument("--only", default="a,b,c")
+    ap.add_argument("--only", default="a,b,c,d")
     args = ap.parse_args()
     only = set(args.only.split(","))
     d = args.models
@@ -124,6 +130,16 @@ def main() -> int:
             print(f"{c.model} {c.name:28} {c.lib:24} cold {fmt_t(r['cold']):>9}  warm {fmt_t(r['warm']):>9}  "
                   f"cpu {fmt_t(r['cpu']):>9}  peak +{r['peak_mib']:.0f} MiB", file=sys.stderr, flush=True)
 
+    # Copy loads reuse the memory of dropped models (docs/python.md); the "memory reuse off"
+    # rows map fresh memory every time, as a first load in a process does.
+    reuse_limit = ol.memory_reuse_limit()
+
+    def reuse_off():
+        ol.set_memory_reuse_limit(0)
+
+    def reuse_on():
+        ol.set_memory_reuse_limit(reuse_limit)
+
     # (a) ~0.5 GB, weights inline
     if "a" in only:
         a = os.path.join(d, "a.onnx")
@@ -131,6 +147,7 @@ def main() -> int:
         run([
             Case("a", "load", "onnx_light", lambda: ol.load(a)),
             Case("a", "load", "onnx_light (1 thread)", lambda: ol.load(a, num_threads=1)),
+            Case("a", "load", "onnx_light (memory reuse off)", lambda: ol.load(a), setup=reuse_off, teardown=reuse_on),
             Case("a", "load no_copy", "onnx_light", lambda: ol.load(a, no_copy=True)),
             Case("a", "load no_copy", "onnx_light (alignment=1)", lambda: ol.load(a, no_copy=True, alignment=1)),
             Case("a", "load", "onnx", lambda: onnx.load(a)),
@@ -167,6 +184,7 @@ def main() -> int:
         run([
             Case("b", "load", "onnx_light", lambda: ol.load(b)),
             Case("b", "load", "onnx_light (1 thread)", lambda: ol.load(b, num_threads=1)),
+            Case("b", "load", "onnx_light (memory reuse off)", lambda: ol.load(b), setup=reuse_off, teardown=reuse_on),
             Case("b", "load no_copy", "onnx_light", lambda: ol.load(b, no_copy=True)),
             Case("b", "load no_copy", "onnx_light (alignment=1)", lambda: ol.load(b, no_copy=True, alignment=1)),
             Case("b", "load", "onnx", lambda: onnx.load(b)),
@@ -248,6 +266,22 @@ def main() -> int:
             Case("c", "SerializeToString", "onnx", lambda: m_onnx.SerializeToString()),
         ])
         del m_ol, m_onnx, m_ir
+    # (d) small models (the onnx wheel's test data): the fixed cost of a call
+    if "d" in only:
+        light = os.path.join(os.path.dirname(onnx.__file__), "backend", "test", "data", "light")
+        for name in ("light_bvlc_alexnet", "light_resnet50"):
+            data = open(os.path.join(light, name + ".onnx"), "rb").read()
+            key = f"d:{name[6:]}"
+            sizes[key] = len(data)
+            m_ol, m_onnx = ol.load_from_string(data), onnx.load_from_string(data)
+            reps = max(20, 2_000_000 // len(data))
+            run([
+                Case(key, "load_from_string", "onnx_light", lambda: ol.load_from_string(data), reps=reps),
+                Case(key, "load_from_string", "onnx", lambda: onnx.load_from_string(data), reps=reps),
+                Case(key, "SerializeToString", "onnx_light", m_ol.SerializeToString, reps=reps),
+                Case(key, "SerializeToString", "onnx", m_onnx.SerializeToString, reps=reps),
+            ])
+            del m_ol, m_onnx
     shutil.rmtree(scratch, ignore_errors=True)
 
     # Report.
@@ -263,8 +297,12 @@ def main() -> int:
         "| model | case | library | cold | warm | CPU | peak RSS above start |",
         "|---|---|---|---|---|---|---|",
     ]
+    def size(model):
+        n = sizes.get(model, 0)
+        return f"{n / 2**20:.0f} MiB" if n >= 2**20 else f"{n / 2**10:.0f} KiB"
+
     for c, r in rows:
-        lines.append(f"| {c.model} ({sizes.get(c.model, 0) / 2**20:.0f} MiB) | {c.name} | {c.lib} | "
+        lines.append(f"| {c.model} ({size(c.model)}) | {c.name} | {c.lib} | "
                      f"{fmt_t(r['cold'])} | {fmt_t(r['warm'])} | {fmt_t(r['cpu'])} | {r['peak_mib']:.0f} MiB |")
     by = {(c.model, c.name, c.lib): r for c, r in rows}
 
@@ -296,6 +334,10 @@ def main() -> int:
                   "load (lazy)" if model == "b" else "load", "onnx_ir")
         if r is not None:
             lines.append(f"- ({model}) load no_copy with alignment=1 vs onnx_ir.load (> 1×): {r:.1f}×")
+        r = ratio(model, "load", "onnx_light (memory reuse off)", "load", "onnx")
+        rc = ratio(model, "load", "onnx_light (memory reuse off)", "load", "onnx", key="cpu")
+        if r is not None:
+            lines.append(f"- ({model}) load with memory reuse off vs onnx.load: {r:.1f}× (CPU time: {rc:.1f}×)")
         r = ratio(model, "load", "onnx_light (1 thread)", "load", "onnx")
         rc = ratio(model, "load", "onnx_light (1 thread)", "load", "onnx", key="cpu")
         if r is not None:
@@ -304,6 +346,12 @@ def main() -> int:
     rc = ratio("c", "op_type + len(input)", "onnx_light", "op_type + len(input)", "onnx", key="cpu")
     if r is not None:
         lines.append(f"- (c) reading op_type and input of every node vs onnx (≥ 1×): {r:.2f}× (CPU time: {rc:.2f}×)")
+    for model in [k for k in sizes if k.startswith("d:")]:
+        for case in ("load_from_string", "SerializeToString"):
+            r = ratio(model, case, "onnx_light", case, "onnx")
+            rc = ratio(model, case, "onnx_light", case, "onnx", key="cpu")
+            if r is not None:
+                lines.append(f"- ({model}, {size(model)}) {case} per call vs onnx: {r:.2f}× (CPU time: {rc:.2f}×)")
     text = "\n".join(lines) + "\n"
     print(text)
     if args.out:

@@ -266,7 +266,7 @@ def save_tensor(tensor: TensorProto, f: Union[PathLike, IO[bytes]]) -> None:
 
 # ---- NumPy, DLPack and onnx interoperability
 
-from . import external_data_helper, numpy_helper  # noqa: E402
+from . import external_data_helper, helper, numpy_helper  # noqa: E402
 
 
 def _tensor_dlpack(self: TensorProto, *, stream: Any = None, max_version: Any = None,

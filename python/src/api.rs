@@ -130,13 +130,12 @@ pub fn load_bytes(
         let s = bytes.as_slice();
         let (ptr, len) = (SendPtr(s.as_ptr()), s.len());
         let parse = info.ops.parse;
-        let parsed = py
-            .detach(move || {
-                let ptr = ptr;
-                // SAFETY: `bytes` (immutable `bytes` or a private copy) outlives this call.
-                parse(unsafe { std::slice::from_raw_parts(ptr.0, len) }, &opts)
-            })
-            .py()?;
+        let parsed = crate::gil::detach_if_large(py, len, move || {
+            let ptr = ptr;
+            // SAFETY: `bytes` (immutable `bytes` or a private copy) outlives this call.
+            parse(unsafe { std::slice::from_raw_parts(ptr.0, len) }, &opts)
+        })
+        .py()?;
         let (root, p) = Root::from_any(parsed);
         return (info.wrap)(py, Message::owning(root, p, info));
     }
@@ -161,7 +160,12 @@ pub fn load_bytes(
         (_, _, key) => {
             let s = bytes.as_slice();
             let (ptr, len) = (SendPtr(s.as_ptr()), s.len());
-            py.detach(move || {
+            // Decryption (key derivation) and external data (file reads) always release it.
+            let work = match (&key, &opts.external_data_dir) {
+                (None, None) => len,
+                _ => usize::MAX,
+            };
+            crate::gil::detach_if_large(py, work, move || {
                 let ptr = ptr;
                 // SAFETY: `bytes` outlives this call and is not modified.
                 let s = unsafe { std::slice::from_raw_parts(ptr.0, len) };

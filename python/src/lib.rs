@@ -10,6 +10,7 @@ mod errors;
 #[rustfmt::skip]
 #[allow(clippy::all, unused_unsafe, unused_variables)]
 mod generated;
+mod gil;
 mod message;
 mod ops;
 mod root;

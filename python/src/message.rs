@@ -186,7 +186,7 @@ impl BytesArg<'_> {
     }
 }
 
-/// Parses `data` as a message of `info`'s type without the GIL.
+/// Parses `data` as a message of `info`'s type (without the GIL when it is large).
 fn parse_released(
     py: Python<'_>,
     info: &'static MsgInfo,
@@ -195,7 +195,7 @@ fn parse_released(
     let s = data.as_slice();
     let (ptr, len) = (SendPtr(s.as_ptr()), s.len());
     let parse = info.ops.parse;
-    py.detach(move || {
+    crate::gil::detach_if_large(py, len, move || {
         let ptr = ptr;
         // SAFETY: the bytes stay alive and unmodified while `data` (an immutable `bytes` object
         // or a private copy) lives, which outlasts this call.
@@ -205,7 +205,8 @@ fn parse_released(
     .py()
 }
 
-/// Serializes the message of `s` without the GIL, straight into a new `bytes` object.
+/// Serializes the message of `s` straight into a new `bytes` object (see
+/// [`serialize_to_pybytes`] for the GIL).
 pub fn serialize_released<'py>(s: &Bound<'py, Message>) -> PyResult<Bound<'py, PyBytes>> {
     let py = s.py();
     let info = s.get().info;
@@ -226,39 +227,43 @@ pub fn serialize_released<'py>(s: &Bound<'py, Message>) -> PyResult<Bound<'py, P
     })
 }
 
-/// Runs `serialize` without the GIL and returns the `bytes` object it serialized into: its
-/// `alloc` argument creates the object (taking the GIL for just that) once the size is known,
-/// and the bytes are written in place, so a large message is never held twice in memory.
+/// Runs `serialize` and returns the `bytes` object it serialized into: its `alloc` argument
+/// creates the object once the size is known, and the bytes are written in place, so a large
+/// message is never held twice in memory. The size is computed with the GIL; the bytes are
+/// written without it when there are at least `RELEASE_GIL_MIN_BYTES` of them.
 pub fn serialize_to_pybytes<'py>(
     py: Python<'py>,
-    serialize: impl FnOnce(&mut crate::schema::AllocOut<'_>) -> onnx_light::Result<()> + Send,
+    serialize: impl FnOnce(&mut crate::schema::AllocOut<'_>) -> onnx_light::Result<()>,
 ) -> PyResult<Bound<'py, PyBytes>> {
-    // The address of the new object (a `PyObject` pointer is not `Send`).
-    let mut made: Option<usize> = None;
-    let result = py.detach(|| {
+    let mut made: Option<Bound<'py, PyAny>> = None;
+    let mut released: Option<crate::gil::Released> = None;
+    let result = {
         let mut alloc = |len: usize| -> onnx_light::Result<*mut u8> {
             let size = pyo3::ffi::Py_ssize_t::try_from(len)
                 .map_err(|_| onnx_light::Error::alloc_failed(len, "a bytes object"))?;
-            Python::attach(|py| {
-                // SAFETY: a NULL source asks CPython for an uninitialized object of `size` bytes;
-                // we own the returned reference (released below through `from_owned_ptr`).
-                let o = unsafe { pyo3::ffi::PyBytes_FromStringAndSize(std::ptr::null(), size) };
-                if o.is_null() {
-                    drop(PyErr::take(py));
-                    return Err(onnx_light::Error::alloc_failed(len, "a bytes object"));
-                }
-                made = Some(o as usize);
-                // SAFETY: `o` is a live `bytes` object; its buffer has `size` bytes (+ a NUL).
-                Ok(unsafe { pyo3::ffi::PyBytes_AsString(o) } as *mut u8)
-            })
+            // SAFETY: a NULL source asks CPython for an uninitialized object of `size` bytes;
+            // we own the returned reference (held by `made`).
+            let o = unsafe { pyo3::ffi::PyBytes_FromStringAndSize(std::ptr::null(), size) };
+            if o.is_null() {
+                drop(PyErr::take(py));
+                return Err(onnx_light::Error::alloc_failed(len, "a bytes object"));
+            }
+            // SAFETY: `o` is a new reference to a live `bytes` object.
+            made = Some(unsafe { Bound::from_owned_ptr(py, o) });
+            // SAFETY: its buffer has `size` bytes (+ a NUL), ours to write until it is returned.
+            let buf = unsafe { pyo3::ffi::PyBytes_AsString(o) } as *mut u8;
+            if len >= crate::gil::RELEASE_GIL_MIN_BYTES {
+                // SAFETY: the GIL is held here; what runs until `released` is dropped below is
+                // the library writing the bytes, which makes no Python call.
+                released = Some(unsafe { crate::gil::Released::new() });
+            }
+            Ok(buf)
         };
         serialize(&mut alloc)
-    });
-    // SAFETY: `made` is the reference `PyBytes_FromStringAndSize` returned, owned by us; taking
-    // it here also releases it when the serialization failed.
-    let obj = made.map(|o| unsafe { Bound::from_owned_ptr(py, o as *mut pyo3::ffi::PyObject) });
+    };
+    drop(released);
     result.py()?;
-    let obj = obj.ok_or_else(|| pyo3::exceptions::PySystemError::new_err("no output buffer"))?;
+    let obj = made.ok_or_else(|| pyo3::exceptions::PySystemError::new_err("no output buffer"))?;
     Ok(obj.cast_into::<PyBytes>()?)
 }
 

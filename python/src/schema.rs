@@ -26,7 +26,7 @@ pub type AnyBox = Box<dyn Any + Send + Sync>;
 
 /// Gives the output buffer of a serialization once its size is known: a pointer to that many
 /// writable bytes.
-pub type AllocOut<'a> = dyn FnMut(usize) -> onnx_light::Result<*mut u8> + Send + 'a;
+pub type AllocOut<'a> = dyn FnMut(usize) -> onnx_light::Result<*mut u8> + 'a;
 
 /// Assigns a scalar field of the message of a view.
 pub type Setter = fn(&Bound<'_, Message>, &Bound<'_, PyAny>) -> PyResult<()>;

@@ -151,3 +151,49 @@ def test_the_gil_is_released(tmp_path):
         sys.setswitchinterval(old)
         stop.set()
         t.join()
+
+
+def test_small_calls_keep_the_gil():
+    """Parses and serializations of less than 64 KiB keep the GIL (taking it back after a release
+    waits for whichever thread took it, which would make a call of microseconds last far longer
+    in a program with a busy thread): with a switch interval far longer than the loop, a thread
+    waiting for the GIL never runs during 100 small calls of each kind."""
+    import sys
+
+    g = onnx.helper.make_graph(
+        [onnx.helper.make_node("Relu", ["x"], ["y"])], "g", [], [],
+        [onh.from_array(np.arange(1000, dtype=np.float32), "w")])
+    data = onnx.helper.make_model(g).SerializeToString()
+    assert len(data) < 64 << 10
+    m = ol.load_from_string(data)
+    counter = [0]
+    stop = threading.Event()
+
+    def count():
+        while not stop.is_set():
+            counter[0] += 1
+            time.sleep(0)
+
+    operations = {
+        "load_from_string": lambda: ol.load_from_string(data),
+        "ParseFromString": lambda: ol.ModelProto().ParseFromString(data),
+        "SerializeToString": lambda: m.SerializeToString(),
+        "TensorProto.SerializeToString": lambda: m.graph.initializer[0].SerializeToString(),
+    }
+    old = sys.getswitchinterval()
+    t = threading.Thread(target=count)
+    t.start()
+    try:
+        while counter[0] == 0:  # the counting thread is running
+            time.sleep(0.001)
+        sys.setswitchinterval(100.0)
+        time.sleep(0)  # from here the main thread keeps the GIL unless a call releases it
+        for name, op in operations.items():
+            before = counter[0]
+            for _ in range(100):
+                op()
+            assert counter[0] == before, name
+    finally:
+        sys.setswitchinterval(old)
+        stop.set()
+        t.join()

@@ -262,9 +262,7 @@ pub(crate) fn validate_threads(n: i32) -> Result<()> {
 
 pub(crate) fn resolve_threads(n: i32) -> usize {
     if n < 0 {
-        std::thread::available_parallelism()
-            .map(|n| n.get())
-            .unwrap_or(1)
+        crate::storage::cores()
     } else {
         n.max(1) as usize
     }

@@ -187,9 +187,9 @@ impl Message for AttributeProto {
     fn merge_from(&mut self, r: &mut Reader<'_>) -> Result<(), Box<DecodeError>> {
         while let Some(tag) = r.read_tag()? {
             match tag {
-                10 => self.name = Some(r.read_string().map_err(|e| e.at("name", None))?),
-                170 => self.ref_attr_name = Some(r.read_string().map_err(|e| e.at("ref_attr_name", None))?),
-                106 => self.doc_string = Some(r.read_string().map_err(|e| e.at("doc_string", None))?),
+                10 => r.read_string_into(&mut self.name).map_err(|e| e.at("name", None))?,
+                170 => r.read_string_into(&mut self.ref_attr_name).map_err(|e| e.at("ref_attr_name", None))?,
+                106 => r.read_string_into(&mut self.doc_string).map_err(|e| e.at("doc_string", None))?,
                 160 => {
                     let v = r.read_varint().map_err(|e| e.at("type", None))?;
                     if matches!(v as i32, 0 | 1 | 2 | 3 | 4 | 5 | 11 | 13 | 6 | 7 | 8 | 9 | 10 | 12 | 14) {
@@ -200,7 +200,7 @@ impl Message for AttributeProto {
                 }
                 21 => self.f = Some(f32::from_bits(r.read_fixed32().map_err(|e| e.at("f", None))?)),
                 24 => self.i = Some(r.read_varint().map_err(|e| e.at("i", None))? as i64),
-                34 => self.s = Some(r.read_string().map_err(|e| e.at("s", None))?),
+                34 => r.read_string_into(&mut self.s).map_err(|e| e.at("s", None))?,
                 42 => r.read_message_into(&mut self.t).map_err(|e| e.at("t", None))?,
                 50 => r.guarded(|r| r.read_message_into(&mut self.g)).map_err(|e| e.at("g", None))?,
                 178 => r.read_message_into(&mut self.sparse_tensor).map_err(|e| e.at("sparse_tensor", None))?,
@@ -221,7 +221,7 @@ impl Message for AttributeProto {
                 66 => r.read_packed_varints_into(&mut self.ints, |v| v as i64).map_err(|e| e.at("ints", None))?,
                 74 => {
                     r.reserve_run(&mut self.strings, 74).map_err(|e| e.at("strings", None))?;
-                    self.strings.push(r.read_string().map_err(|e| e.at("strings", None))?);
+                    r.push_string(&mut self.strings).map_err(|e| e.at("strings", None))?;
                 }
                 82 => {
                     let i = self.tensors.len();
@@ -780,9 +780,9 @@ impl Message for ValueInfoProto {
     fn merge_from(&mut self, r: &mut Reader<'_>) -> Result<(), Box<DecodeError>> {
         while let Some(tag) = r.read_tag()? {
             match tag {
-                10 => self.name = Some(r.read_string().map_err(|e| e.at("name", None))?),
+                10 => r.read_string_into(&mut self.name).map_err(|e| e.at("name", None))?,
                 18 => r.read_message_into(&mut self.r#type).map_err(|e| e.at("type", None))?,
-                26 => self.doc_string = Some(r.read_string().map_err(|e| e.at("doc_string", None))?),
+                26 => r.read_string_into(&mut self.doc_string).map_err(|e| e.at("doc_string", None))?,
                 34 => {
                     let i = self.metadata_props.len();
                     let m = r.push_message(&mut self.metadata_props, 34).map_err(|e| e.at("metadata_props", Some(i)))?;
@@ -993,22 +993,22 @@ impl Message for NodeProto {
             match tag {
                 10 => {
                     r.reserve_run(&mut self.input, 10).map_err(|e| e.at("input", None))?;
-                    self.input.push(r.read_string().map_err(|e| e.at("input", None))?);
+                    r.push_string(&mut self.input).map_err(|e| e.at("input", None))?;
                 }
                 18 => {
                     r.reserve_run(&mut self.output, 18).map_err(|e| e.at("output", None))?;
-                    self.output.push(r.read_string().map_err(|e| e.at("output", None))?);
+                    r.push_string(&mut self.output).map_err(|e| e.at("output", None))?;
                 }
-                26 => self.name = Some(r.read_string().map_err(|e| e.at("name", None))?),
-                34 => self.op_type = Some(r.read_string().map_err(|e| e.at("op_type", None))?),
-                58 => self.domain = Some(r.read_string().map_err(|e| e.at("domain", None))?),
-                66 => self.overload = Some(r.read_string().map_err(|e| e.at("overload", None))?),
+                26 => r.read_string_into(&mut self.name).map_err(|e| e.at("name", None))?,
+                34 => r.read_string_into(&mut self.op_type).map_err(|e| e.at("op_type", None))?,
+                58 => r.read_string_into(&mut self.domain).map_err(|e| e.at("domain", None))?,
+                66 => r.read_string_into(&mut self.overload).map_err(|e| e.at("overload", None))?,
                 42 => {
                     let i = self.attribute.len();
                     let m = r.push_message(&mut self.attribute, 42).map_err(|e| e.at("attribute", Some(i)))?;
                     r.read_message(m).map_err(|e| e.at("attribute", Some(i)))?;
                 }
-                50 => self.doc_string = Some(r.read_string().map_err(|e| e.at("doc_string", None))?),
+                50 => r.read_string_into(&mut self.doc_string).map_err(|e| e.at("doc_string", None))?,
                 74 => {
                     let i = self.metadata_props.len();
                     let m = r.push_message(&mut self.metadata_props, 74).map_err(|e| e.at("metadata_props", Some(i)))?;
@@ -1459,7 +1459,7 @@ impl Message for NodeDeviceConfigurationProto {
     fn merge_from(&mut self, r: &mut Reader<'_>) -> Result<(), Box<DecodeError>> {
         while let Some(tag) = r.read_tag()? {
             match tag {
-                10 => self.configuration_id = Some(r.read_string().map_err(|e| e.at("configuration_id", None))?),
+                10 => r.read_string_into(&mut self.configuration_id).map_err(|e| e.at("configuration_id", None))?,
                 18 => {
                     let i = self.sharding_spec.len();
                     let m = r.push_message(&mut self.sharding_spec, 18).map_err(|e| e.at("sharding_spec", Some(i)))?;
@@ -1614,7 +1614,7 @@ impl Message for ShardingSpecProto {
     fn merge_from(&mut self, r: &mut Reader<'_>) -> Result<(), Box<DecodeError>> {
         while let Some(tag) = r.read_tag()? {
             match tag {
-                10 => self.tensor_name = Some(r.read_string().map_err(|e| e.at("tensor_name", None))?),
+                10 => r.read_string_into(&mut self.tensor_name).map_err(|e| e.at("tensor_name", None))?,
                 16 => {
                     r.reserve_run(&mut self.device, 16).map_err(|e| e.at("device", None))?;
                     self.device.push(r.read_varint().map_err(|e| e.at("device", None))? as i64);
@@ -1918,7 +1918,15 @@ impl Message for SimpleShardedDimProto {
         while let Some(tag) = r.read_tag()? {
             match tag {
                 8 => self.dim = Some(SimpleShardedDimProtoDim::DimValue(r.read_varint().map_err(|e| e.at("dim_value", None))? as i64)),
-                18 => self.dim = Some(SimpleShardedDimProtoDim::DimParam(r.read_string().map_err(|e| e.at("dim_param", None))?)),
+                18 => r.read_string_in(|| {
+                    if !matches!(self.dim, Some(SimpleShardedDimProtoDim::DimParam(_))) {
+                        self.dim = Some(SimpleShardedDimProtoDim::DimParam(ProtoString::new()));
+                    }
+                    match &mut self.dim {
+                        Some(SimpleShardedDimProtoDim::DimParam(s)) => s,
+                        _ => unreachable!("just set"),
+                    }
+                }).map_err(|e| e.at("dim_param", None))?,
                 24 => self.num_shards = Some(r.read_varint().map_err(|e| e.at("num_shards", None))? as i64),
                 _ => r.skip_unknown(tag, &mut self.unknown_fields)?,
             }
@@ -2310,11 +2318,11 @@ impl Message for ModelProto {
                     let m = r.push_message(&mut self.opset_import, 66).map_err(|e| e.at("opset_import", Some(i)))?;
                     r.read_message(m).map_err(|e| e.at("opset_import", Some(i)))?;
                 }
-                18 => self.producer_name = Some(r.read_string().map_err(|e| e.at("producer_name", None))?),
-                26 => self.producer_version = Some(r.read_string().map_err(|e| e.at("producer_version", None))?),
-                34 => self.domain = Some(r.read_string().map_err(|e| e.at("domain", None))?),
+                18 => r.read_string_into(&mut self.producer_name).map_err(|e| e.at("producer_name", None))?,
+                26 => r.read_string_into(&mut self.producer_version).map_err(|e| e.at("producer_version", None))?,
+                34 => r.read_string_into(&mut self.domain).map_err(|e| e.at("domain", None))?,
                 40 => self.model_version = Some(r.read_varint().map_err(|e| e.at("model_version", None))? as i64),
-                50 => self.doc_string = Some(r.read_string().map_err(|e| e.at("doc_string", None))?),
+                50 => r.read_string_into(&mut self.doc_string).map_err(|e| e.at("doc_string", None))?,
                 58 => r.read_message_into(&mut self.graph).map_err(|e| e.at("graph", None))?,
                 114 => {
                     let i = self.metadata_props.len();
@@ -2710,11 +2718,11 @@ impl Message for DeviceConfigurationProto {
     fn merge_from(&mut self, r: &mut Reader<'_>) -> Result<(), Box<DecodeError>> {
         while let Some(tag) = r.read_tag()? {
             match tag {
-                10 => self.name = Some(r.read_string().map_err(|e| e.at("name", None))?),
+                10 => r.read_string_into(&mut self.name).map_err(|e| e.at("name", None))?,
                 16 => self.num_devices = Some(r.read_varint().map_err(|e| e.at("num_devices", None))? as i32),
                 26 => {
                     r.reserve_run(&mut self.device, 26).map_err(|e| e.at("device", None))?;
-                    self.device.push(r.read_string().map_err(|e| e.at("device", None))?);
+                    r.push_string(&mut self.device).map_err(|e| e.at("device", None))?;
                 }
                 _ => r.skip_unknown(tag, &mut self.unknown_fields)?,
             }
@@ -2859,8 +2867,8 @@ impl Message for StringStringEntryProto {
     fn merge_from(&mut self, r: &mut Reader<'_>) -> Result<(), Box<DecodeError>> {
         while let Some(tag) = r.read_tag()? {
             match tag {
-                10 => self.key = Some(r.read_string().map_err(|e| e.at("key", None))?),
-                18 => self.value = Some(r.read_string().map_err(|e| e.at("value", None))?),
+                10 => r.read_string_into(&mut self.key).map_err(|e| e.at("key", None))?,
+                18 => r.read_string_into(&mut self.value).map_err(|e| e.at("value", None))?,
                 _ => r.skip_unknown(tag, &mut self.unknown_fields)?,
             }
         }
@@ -2986,7 +2994,7 @@ impl Message for TensorAnnotation {
     fn merge_from(&mut self, r: &mut Reader<'_>) -> Result<(), Box<DecodeError>> {
         while let Some(tag) = r.read_tag()? {
             match tag {
-                10 => self.tensor_name = Some(r.read_string().map_err(|e| e.at("tensor_name", None))?),
+                10 => r.read_string_into(&mut self.tensor_name).map_err(|e| e.at("tensor_name", None))?,
                 18 => {
                     let i = self.quant_parameter_tensor_names.len();
                     let m = r.push_message(&mut self.quant_parameter_tensor_names, 18).map_err(|e| e.at("quant_parameter_tensor_names", Some(i)))?;
@@ -3139,7 +3147,7 @@ impl Message for GraphProto {
                     let m = r.push_message(&mut self.node, 10).map_err(|e| e.at("node", Some(i)))?;
                     r.read_message(m).map_err(|e| e.at("node", Some(i)))?;
                 }
-                18 => self.name = Some(r.read_string().map_err(|e| e.at("name", None))?),
+                18 => r.read_string_into(&mut self.name).map_err(|e| e.at("name", None))?,
                 42 => {
                     if let Some(res) = r.take_preparsed::<TensorProto>() {
                         let v = res.map_err(|e| e.at("initializer", Some(self.initializer.len())))?;
@@ -3155,7 +3163,7 @@ impl Message for GraphProto {
                     let m = r.push_message(&mut self.sparse_initializer, 122).map_err(|e| e.at("sparse_initializer", Some(i)))?;
                     r.read_message(m).map_err(|e| e.at("sparse_initializer", Some(i)))?;
                 }
-                82 => self.doc_string = Some(r.read_string().map_err(|e| e.at("doc_string", None))?),
+                82 => r.read_string_into(&mut self.doc_string).map_err(|e| e.at("doc_string", None))?,
                 90 => {
                     let i = self.input.len();
                     let m = r.push_message(&mut self.input, 90).map_err(|e| e.at("input", Some(i)))?;
@@ -3540,15 +3548,15 @@ impl Message for TensorProto {
                 42 => r.read_packed_varints_into(&mut self.int32_data, |v| v as i32).map_err(|e| e.at("int32_data", None))?,
                 50 => {
                     r.reserve_run(&mut self.string_data, 50).map_err(|e| e.at("string_data", None))?;
-                    self.string_data.push(r.read_string().map_err(|e| e.at("string_data", None))?);
+                    r.push_string(&mut self.string_data).map_err(|e| e.at("string_data", None))?;
                 }
                 56 => {
                     r.reserve_run(&mut self.int64_data, 56).map_err(|e| e.at("int64_data", None))?;
                     self.int64_data.push(r.read_varint().map_err(|e| e.at("int64_data", None))? as i64);
                 }
                 58 => r.read_packed_varints_into(&mut self.int64_data, |v| v as i64).map_err(|e| e.at("int64_data", None))?,
-                66 => self.name = Some(r.read_string().map_err(|e| e.at("name", None))?),
-                98 => self.doc_string = Some(r.read_string().map_err(|e| e.at("doc_string", None))?),
+                66 => r.read_string_into(&mut self.name).map_err(|e| e.at("name", None))?,
+                98 => r.read_string_into(&mut self.doc_string).map_err(|e| e.at("doc_string", None))?,
                 74 => self.raw_data = r.read_payload().map_err(|e| e.at("raw_data", None))?,
                 106 => {
                     let i = self.external_data.len();
@@ -4409,8 +4417,16 @@ impl Message for TensorShapeProtoDimension {
         while let Some(tag) = r.read_tag()? {
             match tag {
                 8 => self.value = Some(TensorShapeProtoDimensionValue::DimValue(r.read_varint().map_err(|e| e.at("dim_value", None))? as i64)),
-                18 => self.value = Some(TensorShapeProtoDimensionValue::DimParam(r.read_string().map_err(|e| e.at("dim_param", None))?)),
-                26 => self.denotation = Some(r.read_string().map_err(|e| e.at("denotation", None))?),
+                18 => r.read_string_in(|| {
+                    if !matches!(self.value, Some(TensorShapeProtoDimensionValue::DimParam(_))) {
+                        self.value = Some(TensorShapeProtoDimensionValue::DimParam(ProtoString::new()));
+                    }
+                    match &mut self.value {
+                        Some(TensorShapeProtoDimensionValue::DimParam(s)) => s,
+                        _ => unreachable!("just set"),
+                    }
+                }).map_err(|e| e.at("dim_param", None))?,
+                26 => r.read_string_into(&mut self.denotation).map_err(|e| e.at("denotation", None))?,
                 _ => r.skip_unknown(tag, &mut self.unknown_fields)?,
             }
         }
@@ -4636,7 +4652,7 @@ impl Message for TypeProto {
                         r.read_message(m.as_mut()).map_err(|e| e.at("opaque_type", None))?;
                     }
                 }
-                50 => self.denotation = Some(r.read_string().map_err(|e| e.at("denotation", None))?),
+                50 => r.read_string_into(&mut self.denotation).map_err(|e| e.at("denotation", None))?,
                 _ => r.skip_unknown(tag, &mut self.unknown_fields)?,
             }
         }
@@ -5723,8 +5739,8 @@ impl Message for TypeProtoOpaque {
     fn merge_from(&mut self, r: &mut Reader<'_>) -> Result<(), Box<DecodeError>> {
         while let Some(tag) = r.read_tag()? {
             match tag {
-                10 => self.domain = Some(r.read_string().map_err(|e| e.at("domain", None))?),
-                18 => self.name = Some(r.read_string().map_err(|e| e.at("name", None))?),
+                10 => r.read_string_into(&mut self.domain).map_err(|e| e.at("domain", None))?,
+                18 => r.read_string_into(&mut self.name).map_err(|e| e.at("name", None))?,
                 _ => r.skip_unknown(tag, &mut self.unknown_fields)?,
             }
         }
@@ -5850,7 +5866,7 @@ impl Message for OperatorSetIdProto {
     fn merge_from(&mut self, r: &mut Reader<'_>) -> Result<(), Box<DecodeError>> {
         while let Some(tag) = r.read_tag()? {
             match tag {
-                10 => self.domain = Some(r.read_string().map_err(|e| e.at("domain", None))?),
+                10 => r.read_string_into(&mut self.domain).map_err(|e| e.at("domain", None))?,
                 16 => self.version = Some(r.read_varint().map_err(|e| e.at("version", None))? as i64),
                 _ => r.skip_unknown(tag, &mut self.unknown_fields)?,
             }
@@ -6003,18 +6019,18 @@ impl Message for FunctionProto {
     fn merge_from(&mut self, r: &mut Reader<'_>) -> Result<(), Box<DecodeError>> {
         while let Some(tag) = r.read_tag()? {
             match tag {
-                10 => self.name = Some(r.read_string().map_err(|e| e.at("name", None))?),
+                10 => r.read_string_into(&mut self.name).map_err(|e| e.at("name", None))?,
                 34 => {
                     r.reserve_run(&mut self.input, 34).map_err(|e| e.at("input", None))?;
-                    self.input.push(r.read_string().map_err(|e| e.at("input", None))?);
+                    r.push_string(&mut self.input).map_err(|e| e.at("input", None))?;
                 }
                 42 => {
                     r.reserve_run(&mut self.output, 42).map_err(|e| e.at("output", None))?;
-                    self.output.push(r.read_string().map_err(|e| e.at("output", None))?);
+                    r.push_string(&mut self.output).map_err(|e| e.at("output", None))?;
                 }
                 50 => {
                     r.reserve_run(&mut self.attribute, 50).map_err(|e| e.at("attribute", None))?;
-                    self.attribute.push(r.read_string().map_err(|e| e.at("attribute", None))?);
+                    r.push_string(&mut self.attribute).map_err(|e| e.at("attribute", None))?;
                 }
                 90 => {
                     let i = self.attribute_proto.len();
@@ -6026,14 +6042,14 @@ impl Message for FunctionProto {
                     let m = r.push_message(&mut self.node, 58).map_err(|e| e.at("node", Some(i)))?;
                     r.read_message(m).map_err(|e| e.at("node", Some(i)))?;
                 }
-                66 => self.doc_string = Some(r.read_string().map_err(|e| e.at("doc_string", None))?),
+                66 => r.read_string_into(&mut self.doc_string).map_err(|e| e.at("doc_string", None))?,
                 74 => {
                     let i = self.opset_import.len();
                     let m = r.push_message(&mut self.opset_import, 74).map_err(|e| e.at("opset_import", Some(i)))?;
                     r.read_message(m).map_err(|e| e.at("opset_import", Some(i)))?;
                 }
-                82 => self.domain = Some(r.read_string().map_err(|e| e.at("domain", None))?),
-                106 => self.overload = Some(r.read_string().map_err(|e| e.at("overload", None))?),
+                82 => r.read_string_into(&mut self.domain).map_err(|e| e.at("domain", None))?,
+                106 => r.read_string_into(&mut self.overload).map_err(|e| e.at("overload", None))?,
                 98 => {
                     let i = self.value_info.len();
                     let m = r.push_message(&mut self.value_info, 98).map_err(|e| e.at("value_info", Some(i)))?;
@@ -6486,7 +6502,7 @@ impl Message for SequenceProto {
     fn merge_from(&mut self, r: &mut Reader<'_>) -> Result<(), Box<DecodeError>> {
         while let Some(tag) = r.read_tag()? {
             match tag {
-                10 => self.name = Some(r.read_string().map_err(|e| e.at("name", None))?),
+                10 => r.read_string_into(&mut self.name).map_err(|e| e.at("name", None))?,
                 16 => self.elem_type = Some(r.read_varint().map_err(|e| e.at("elem_type", None))? as i32),
                 26 => {
                     let i = self.tensor_values.len();
@@ -6817,7 +6833,7 @@ impl Message for MapProto {
     fn merge_from(&mut self, r: &mut Reader<'_>) -> Result<(), Box<DecodeError>> {
         while let Some(tag) = r.read_tag()? {
             match tag {
-                10 => self.name = Some(r.read_string().map_err(|e| e.at("name", None))?),
+                10 => r.read_string_into(&mut self.name).map_err(|e| e.at("name", None))?,
                 16 => self.key_type = Some(r.read_varint().map_err(|e| e.at("key_type", None))? as i32),
                 24 => {
                     r.reserve_run(&mut self.keys, 24).map_err(|e| e.at("keys", None))?;
@@ -6826,7 +6842,7 @@ impl Message for MapProto {
                 26 => r.read_packed_varints_into(&mut self.keys, |v| v as i64).map_err(|e| e.at("keys", None))?,
                 34 => {
                     r.reserve_run(&mut self.string_keys, 34).map_err(|e| e.at("string_keys", None))?;
-                    self.string_keys.push(r.read_string().map_err(|e| e.at("string_keys", None))?);
+                    r.push_string(&mut self.string_keys).map_err(|e| e.at("string_keys", None))?;
                 }
                 42 => r.guarded(|r| r.read_message_into(&mut self.values)).map_err(|e| e.at("values", None))?,
                 _ => r.skip_unknown(tag, &mut self.unknown_fields)?,
@@ -7114,7 +7130,7 @@ impl Message for OptionalProto {
     fn merge_from(&mut self, r: &mut Reader<'_>) -> Result<(), Box<DecodeError>> {
         while let Some(tag) = r.read_tag()? {
             match tag {
-                10 => self.name = Some(r.read_string().map_err(|e| e.at("name", None))?),
+                10 => r.read_string_into(&mut self.name).map_err(|e| e.at("name", None))?,
                 16 => self.elem_type = Some(r.read_varint().map_err(|e| e.at("elem_type", None))? as i32),
                 26 => r.read_message_into(&mut self.tensor_value).map_err(|e| e.at("tensor_value", None))?,
                 34 => r.read_message_into(&mut self.sparse_tensor_value).map_err(|e| e.at("sparse_tensor_value", None))?,
@@ -7968,6 +7984,222 @@ impl OptionalProto {
             map_value,
             optional_value,
             unknown_fields: self.unknown_fields.clone(),
+        }
+    }
+}
+
+/// A sub-message field on a path from a `ModelProto` to a `TensorProto`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) enum TensorField {
+    /// `AttributeProto.t`
+    AttributeT,
+    /// `AttributeProto.g`
+    AttributeG,
+    /// `AttributeProto.sparse_tensor`
+    AttributeSparseTensor,
+    /// `AttributeProto.tensors`
+    AttributeTensors,
+    /// `AttributeProto.graphs`
+    AttributeGraphs,
+    /// `AttributeProto.sparse_tensors`
+    AttributeSparseTensors,
+    /// `NodeProto.attribute`
+    NodeAttribute,
+    /// `TrainingInfoProto.initialization`
+    TrainingInfoInitialization,
+    /// `TrainingInfoProto.algorithm`
+    TrainingInfoAlgorithm,
+    /// `ModelProto.graph`
+    ModelGraph,
+    /// `ModelProto.training_info`
+    ModelTrainingInfo,
+    /// `ModelProto.functions`
+    ModelFunctions,
+    /// `GraphProto.node`
+    GraphNode,
+    /// `GraphProto.initializer`
+    GraphInitializer,
+    /// `GraphProto.sparse_initializer`
+    GraphSparseInitializer,
+    /// `SparseTensorProto.values`
+    SparseTensorValues,
+    /// `SparseTensorProto.indices`
+    SparseTensorIndices,
+    /// `FunctionProto.attribute_proto`
+    FunctionAttributeProto,
+    /// `FunctionProto.node`
+    FunctionNode,
+}
+
+impl TensorField {
+    /// The message that declares the field (`"AttributeProto"`).
+    pub(crate) fn message(self) -> &'static str {
+        match self {
+            Self::AttributeT => "AttributeProto",
+            Self::AttributeG => "AttributeProto",
+            Self::AttributeSparseTensor => "AttributeProto",
+            Self::AttributeTensors => "AttributeProto",
+            Self::AttributeGraphs => "AttributeProto",
+            Self::AttributeSparseTensors => "AttributeProto",
+            Self::NodeAttribute => "NodeProto",
+            Self::TrainingInfoInitialization => "TrainingInfoProto",
+            Self::TrainingInfoAlgorithm => "TrainingInfoProto",
+            Self::ModelGraph => "ModelProto",
+            Self::ModelTrainingInfo => "ModelProto",
+            Self::ModelFunctions => "ModelProto",
+            Self::GraphNode => "GraphProto",
+            Self::GraphInitializer => "GraphProto",
+            Self::GraphSparseInitializer => "GraphProto",
+            Self::SparseTensorValues => "SparseTensorProto",
+            Self::SparseTensorIndices => "SparseTensorProto",
+            Self::FunctionAttributeProto => "FunctionProto",
+            Self::FunctionNode => "FunctionProto",
+        }
+    }
+}
+
+/// Where a `TensorProto` sits in a model.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct TensorPlace {
+    /// The field whose value (or element) is the tensor: `GraphProto.initializer`,
+    /// `AttributeProto.t`, `SparseTensorProto.values`, ...
+    pub(crate) field: TensorField,
+    /// The field through which the message declaring `field` was reached (`None` for a field of
+    /// the message the walk started from): `GraphProto.sparse_initializer` for the values of a
+    /// sparse initializer, `NodeProto.attribute` for an attribute's tensor.
+    pub(crate) parent: Option<TensorField>,
+}
+
+impl AttributeProto {
+    /// Calls `f` on every `TensorProto` reachable from this message with its place, in the
+    /// order of `visit_tensors`; `parent` is the field this message was reached through.
+    pub(crate) fn visit_tensors_placed<'a>(
+        &'a self,
+        parent: Option<TensorField>,
+        f: &mut dyn FnMut(&'a TensorProto, TensorPlace),
+    ) {
+        if let Some(v) = &self.t {
+            f(v, TensorPlace { field: TensorField::AttributeT, parent });
+        }
+        if let Some(v) = &self.g {
+            crate::wire::guard_stack(|| v.visit_tensors_placed(Some(TensorField::AttributeG), f));
+        }
+        if let Some(v) = &self.sparse_tensor {
+            v.visit_tensors_placed(Some(TensorField::AttributeSparseTensor), f);
+        }
+        for v in &self.tensors {
+            f(v, TensorPlace { field: TensorField::AttributeTensors, parent });
+        }
+        for v in &self.graphs {
+            crate::wire::guard_stack(|| v.visit_tensors_placed(Some(TensorField::AttributeGraphs), f));
+        }
+        for v in &self.sparse_tensors {
+            v.visit_tensors_placed(Some(TensorField::AttributeSparseTensors), f);
+        }
+    }
+}
+
+impl NodeProto {
+    /// Calls `f` on every `TensorProto` reachable from this message with its place, in the
+    /// order of `visit_tensors`; `parent` is the field this message was reached through.
+    pub(crate) fn visit_tensors_placed<'a>(
+        &'a self,
+        _parent: Option<TensorField>,
+        f: &mut dyn FnMut(&'a TensorProto, TensorPlace),
+    ) {
+        for v in &self.attribute {
+            v.visit_tensors_placed(Some(TensorField::NodeAttribute), f);
+        }
+    }
+}
+
+impl TrainingInfoProto {
+    /// Calls `f` on every `TensorProto` reachable from this message with its place, in the
+    /// order of `visit_tensors`; `parent` is the field this message was reached through.
+    pub(crate) fn visit_tensors_placed<'a>(
+        &'a self,
+        _parent: Option<TensorField>,
+        f: &mut dyn FnMut(&'a TensorProto, TensorPlace),
+    ) {
+        if let Some(v) = &self.initialization {
+            v.visit_tensors_placed(Some(TensorField::TrainingInfoInitialization), f);
+        }
+        if let Some(v) = &self.algorithm {
+            v.visit_tensors_placed(Some(TensorField::TrainingInfoAlgorithm), f);
+        }
+    }
+}
+
+impl ModelProto {
+    /// Calls `f` on every `TensorProto` reachable from this message with its place, in the
+    /// order of `visit_tensors`; `parent` is the field this message was reached through.
+    pub(crate) fn visit_tensors_placed<'a>(
+        &'a self,
+        _parent: Option<TensorField>,
+        f: &mut dyn FnMut(&'a TensorProto, TensorPlace),
+    ) {
+        if let Some(v) = &self.graph {
+            v.visit_tensors_placed(Some(TensorField::ModelGraph), f);
+        }
+        for v in &self.training_info {
+            v.visit_tensors_placed(Some(TensorField::ModelTrainingInfo), f);
+        }
+        for v in &self.functions {
+            v.visit_tensors_placed(Some(TensorField::ModelFunctions), f);
+        }
+    }
+}
+
+impl GraphProto {
+    /// Calls `f` on every `TensorProto` reachable from this message with its place, in the
+    /// order of `visit_tensors`; `parent` is the field this message was reached through.
+    pub(crate) fn visit_tensors_placed<'a>(
+        &'a self,
+        parent: Option<TensorField>,
+        f: &mut dyn FnMut(&'a TensorProto, TensorPlace),
+    ) {
+        for v in &self.node {
+            v.visit_tensors_placed(Some(TensorField::GraphNode), f);
+        }
+        for v in &self.initializer {
+            f(v, TensorPlace { field: TensorField::GraphInitializer, parent });
+        }
+        for v in &self.sparse_initializer {
+            v.visit_tensors_placed(Some(TensorField::GraphSparseInitializer), f);
+        }
+    }
+}
+
+impl SparseTensorProto {
+    /// Calls `f` on every `TensorProto` reachable from this message with its place, in the
+    /// order of `visit_tensors`; `parent` is the field this message was reached through.
+    pub(crate) fn visit_tensors_placed<'a>(
+        &'a self,
+        parent: Option<TensorField>,
+        f: &mut dyn FnMut(&'a TensorProto, TensorPlace),
+    ) {
+        if let Some(v) = &self.values {
+            f(v, TensorPlace { field: TensorField::SparseTensorValues, parent });
+        }
+        if let Some(v) = &self.indices {
+            f(v, TensorPlace { field: TensorField::SparseTensorIndices, parent });
+        }
+    }
+}
+
+impl FunctionProto {
+    /// Calls `f` on every `TensorProto` reachable from this message with its place, in the
+    /// order of `visit_tensors`; `parent` is the field this message was reached through.
+    pub(crate) fn visit_tensors_placed<'a>(
+        &'a self,
+        _parent: Option<TensorField>,
+        f: &mut dyn FnMut(&'a TensorProto, TensorPlace),
+    ) {
+        for v in &self.attribute_proto {
+            v.visit_tensors_placed(Some(TensorField::FunctionAttributeProto), f);
+        }
+        for v in &self.node {
+            v.visit_tensors_placed(Some(TensorField::FunctionNode), f);
         }
     }
 }

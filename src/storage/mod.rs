@@ -6,8 +6,8 @@ mod positional;
 mod threads;
 
 pub(crate) use positional::{read_exact_at, write_all_at};
-pub(crate) use threads::thread_pool;
 pub use threads::{MIN_THREAD_CAP, max_threads, release_thread_pools};
+pub(crate) use threads::{cores, thread_pool};
 
 use std::fs::{self, File};
 use std::io::{self, Write};

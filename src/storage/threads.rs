@@ -1,6 +1,6 @@
 //! The thread pools of parallel reads, parses and writes, and the cap on thread counts.
 
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 
 /// Fewest threads [`max_threads`] allows, whatever the core count.
 pub const MIN_THREAD_CAP: usize = 16;
@@ -10,8 +10,15 @@ pub const MIN_THREAD_CAP: usize = 16;
 /// option value start threads until the machine stalls. Larger values are refused by every
 /// options struct (`Error::InvalidOption`).
 pub fn max_threads() -> usize {
-    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    cores.saturating_mul(4).max(MIN_THREAD_CAP)
+    cores().saturating_mul(4).max(MIN_THREAD_CAP)
+}
+
+/// The cores this process may use (`std::thread::available_parallelism`, 1 when unknown), read
+/// once per process: the look-up reads several files (cgroup limits, the affinity mask), which
+/// cost a small parse or serialize more than its work.
+pub(crate) fn cores() -> usize {
+    static CORES: OnceLock<usize> = OnceLock::new();
+    *CORES.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
 }
 
 /// How many thread pools (of different sizes) are kept between operations.

@@ -160,14 +160,24 @@ impl<T, const N: usize> InlineVec<T, N> {
     /// Appends `value`.
     #[inline]
     pub fn push(&mut self, value: T) {
+        self.push_with(|| value);
+    }
+
+    /// Appends `make()`, made once there is room for it, and returns it.
+    #[inline(always)]
+    pub fn push_with(&mut self, make: impl FnOnce() -> T) -> &mut T {
         if self.len == self.capacity() {
             self.reserve(1);
         }
-        // SAFETY: there is room for one more element past `len`.
+        let value = make();
+        // SAFETY: there is room for one more element past `len`; it is initialized here and
+        // borrowed with `self`.
         unsafe {
-            self.as_mut_ptr().add(self.len).write(value);
+            let p = self.as_mut_ptr().add(self.len);
+            p.write(value);
+            self.len += 1;
+            &mut *p
         }
-        self.len += 1;
     }
 
     /// Removes and returns the last element.

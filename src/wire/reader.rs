@@ -497,20 +497,69 @@ impl<'a> Reader<'a> {
     /// field's decoder, so that a short string is built in its destination, not moved there.
     #[inline(always)]
     pub fn read_string(&mut self) -> DResult<ProtoString> {
+        match self.string_source()? {
+            StringSource::Short(window, len) => Ok(ProtoString::inline_from_window(window, len)),
+            StringSource::Other(bytes, at) => self.string_value(bytes, at),
+        }
+    }
+
+    /// [`Reader::read_string`] into an optional string field, in place (see
+    /// [`Reader::read_string_in`]).
+    #[inline(always)]
+    pub fn read_string_into(&mut self, slot: &mut Option<ProtoString>) -> DResult<()> {
+        self.read_string_in(|| slot.get_or_insert_with(ProtoString::new))
+    }
+
+    /// [`Reader::read_string`] appended to a repeated string field, in place (see
+    /// [`Reader::read_string_in`]).
+    #[inline(always)]
+    pub fn push_string<V: GrowableList<Item = ProtoString>>(
+        &mut self,
+        list: &mut V,
+    ) -> DResult<()> {
+        self.read_string_in(|| list.push_with(ProtoString::new))
+    }
+
+    /// [`Reader::read_string`] into the string `slot()` returns (called once, when the value is
+    /// read without error). A short string is copied from the input straight into it
+    /// ([`ProtoString::set_inline_from_window`]), never built elsewhere and moved.
+    #[inline(always)]
+    pub fn read_string_in<'s>(
+        &mut self,
+        slot: impl FnOnce() -> &'s mut ProtoString,
+    ) -> DResult<()> {
+        match self.string_source()? {
+            StringSource::Short(window, len) => slot().set_inline_from_window(window, len),
+            StringSource::Other(bytes, at) => {
+                let value = self.string_value(bytes, at)?;
+                *slot() = value;
+            }
+        }
+        Ok(())
+    }
+
+    /// Reads and charges a string's bytes: a short one as the fixed-size window of the input
+    /// that starts with it (the window may run past the string, not past the input).
+    #[inline(always)]
+    fn string_source(&mut self) -> DResult<StringSource<'a>> {
         let at = self.pos;
         let bytes = self.read_bytes()?;
         self.charge(string_charge(bytes.len()), at)?;
-        if !self.cxx_strings.is_null() {
-            return Ok(self.cxx_string(bytes));
-        }
-        // The common case, a short string: one fixed-size copy of the window that starts with it
-        // (the window may run past the string, not past the input).
-        if bytes.len() <= INLINE_CAPACITY {
+        if bytes.len() <= INLINE_CAPACITY && self.cxx_strings.is_null() {
             let start = self.pos - bytes.len();
             if let Some(window) = self.buf.get(start..start + INLINE_CAPACITY) {
                 let window = window.try_into().expect("window of INLINE_CAPACITY bytes");
-                return Ok(ProtoString::inline_from_window(window, bytes.len()));
+                return Ok(StringSource::Short(window, bytes.len()));
             }
+        }
+        Ok(StringSource::Other(bytes, at))
+    }
+
+    /// The value of a string other than [`StringSource::Short`]: `bytes`, read at `at`.
+    #[inline]
+    fn string_value(&self, bytes: &[u8], at: usize) -> DResult<ProtoString> {
+        if !self.cxx_strings.is_null() {
+            return Ok(self.cxx_string(bytes));
         }
         self.long_string(bytes, at)
     }
@@ -760,7 +809,7 @@ impl<'a> Reader<'a> {
     /// Appends an empty element to a repeated message field for the value whose tag was just
     /// read (a new chunk sized by the run of values ahead, see [`Reader::run_length`]), or
     /// `OutOfMemory`.
-    #[inline]
+    #[inline(always)]
     pub fn push_message<'f, M: Default>(
         &self,
         field: &'f mut RepeatedField<M>,
@@ -987,6 +1036,14 @@ impl<'a> Reader<'a> {
     }
 }
 
+/// Where the value of a string field comes from (see `Reader::string_source`).
+enum StringSource<'a> {
+    /// A string of `len` bytes at most `INLINE_CAPACITY`: the input window that starts with it.
+    Short(&'a [u8; INLINE_CAPACITY], usize),
+    /// Any other string: its bytes and their offset in the input.
+    Other(&'a [u8], usize),
+}
+
 /// The list types of repeated scalar and string fields (`Vec`, `InlineVec`), for
 /// [`Reader::reserve_run`].
 pub trait GrowableList {
@@ -996,6 +1053,8 @@ pub trait GrowableList {
     const ELEMENT_BYTES: usize;
     /// Appends an element.
     fn push(&mut self, x: Self::Item);
+    /// Appends `make()`, made once there is room for it, and returns it.
+    fn push_with(&mut self, make: impl FnOnce() -> Self::Item) -> &mut Self::Item;
     /// Number of elements.
     fn len(&self) -> usize;
     /// True without elements.
@@ -1012,13 +1071,17 @@ pub trait GrowableList {
 
 /// `GrowableList` for list types whose inherent methods of those names do the work.
 macro_rules! growable_list {
-    ($([$($generics:tt)*] $list:ty => $element:ty;)*) => {$(
+    ($([$($generics:tt)*] $list:ty => $element:ty, $push_with:path;)*) => {$(
         impl<$($generics)*> GrowableList for $list {
             type Item = $element;
             const ELEMENT_BYTES: usize = size_of::<$element>();
             #[inline]
             fn push(&mut self, x: $element) {
                 <$list>::push(self, x)
+            }
+            #[inline(always)]
+            fn push_with(&mut self, make: impl FnOnce() -> $element) -> &mut $element {
+                $push_with(self, make)
             }
             fn len(&self) -> usize {
                 <$list>::len(self)
@@ -1040,8 +1103,15 @@ macro_rules! growable_list {
 }
 
 growable_list! {
-    [T] Vec<T> => T;
-    [T, const N: usize] super::InlineVec<T, N> => T;
+    [T] Vec<T> => T, vec_push_with;
+    [T, const N: usize] super::InlineVec<T, N> => T, super::InlineVec::push_with;
+}
+
+/// `InlineVec::push_with` for a `Vec`.
+#[inline(always)]
+fn vec_push_with<T>(v: &mut Vec<T>, make: impl FnOnce() -> T) -> &mut T {
+    v.push(make());
+    v.last_mut().expect("just pushed")
 }
 
 /// End of the value of wire type `wire_type` that starts at `buf[at]`, or `None` when it is

@@ -456,8 +456,40 @@ impl<T: Default> RepeatedField<T> {
 
     /// [`Self::push_default_sized`], or (nothing added) the layout of the chunk the allocator
     /// refused.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn try_push_default_sized(
+        &mut self,
+        run: impl FnOnce(usize) -> usize,
+    ) -> Result<&mut T, Layout> {
+        // The common case of a parse, kept short: the newest chunk has an unused slot, and no
+        // spare or freed one comes first.
+        if let Some(h) = self.chunks {
+            let h = h.as_ptr();
+            // SAFETY: `h` is the live newest chunk; slot `used < cap` is unused, sized and
+            // aligned for `T`; the order array in use holds a pointer per slot of all chunks
+            // and `len` counts occupied slots only, so `order[len]` is free (no spares).
+            unsafe {
+                if (*h).spare == 0 && (*h).free.is_null() && (*h).used < (*h).cap {
+                    let (_, _, slots_at) = chunk_layout::<T>((*h).order_cap, (*h).cap);
+                    let p = h.cast::<u8>().add(slots_at).cast::<T>().add((*h).used);
+                    (*h).used += 1;
+                    p.write(T::default());
+                    self.order
+                        .as_ptr()
+                        .add(self.len)
+                        .write(NonNull::new_unchecked(p));
+                    self.len += 1;
+                    return Ok(&mut *p);
+                }
+            }
+        }
+        self.try_push_default_sized_slow(run)
+    }
+
+    /// [`Self::try_push_default_sized`] when the newest chunk has no unused slot to hand out
+    /// first.
+    #[inline(never)]
+    fn try_push_default_sized_slow(
         &mut self,
         run: impl FnOnce(usize) -> usize,
     ) -> Result<&mut T, Layout> {

@@ -19,7 +19,6 @@ mod commit;
 mod convert;
 mod lock;
 mod plan;
-mod walk;
 mod write;
 
 use std::path::Path;

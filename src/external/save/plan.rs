@@ -7,7 +7,6 @@
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
-use super::walk::walk_model;
 use crate::bytes::ByteSpan;
 use crate::error::{Error, Result};
 use crate::external::checksum::sha1_hex;
@@ -16,7 +15,34 @@ use crate::external::load::{has_external_data, map_external_tensors};
 use crate::external::options::SaveExternalOptions;
 use crate::external::paths::normalize_location;
 use crate::external::prepacked::PrepackedBlobs;
-use crate::proto::{ModelProto, TensorProto};
+use crate::proto::{ModelProto, TensorPlace, TensorProto};
+
+/// What a save's options ask about a tensor's place.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Place {
+    /// In a node attribute, or the values or indices of a sparse tensor in one (else graph or
+    /// function data: an initializer).
+    attribute: bool,
+    /// The values or indices of a sparse tensor.
+    sparse: bool,
+}
+
+impl Place {
+    fn of(p: TensorPlace) -> Self {
+        let sparse = p.field.message() == "SparseTensorProto";
+        // A sparse tensor's values and indices are where the sparse tensor is.
+        let holder = if sparse { p.parent } else { Some(p.field) };
+        Place {
+            attribute: holder.is_some_and(|h| h.message() == "AttributeProto"),
+            sparse,
+        }
+    }
+}
+
+/// Calls `f` on every tensor of `model` with its place (the order of `visit_tensors`).
+fn walk_model<'a>(model: &'a ModelProto, f: &mut dyn FnMut(&'a TensorProto, Place)) {
+    model.visit_tensors_placed(None, &mut |t, p| f(t, Place::of(p)));
+}
 
 /// Where an externalized tensor goes.
 #[derive(Clone, Copy)]
@@ -786,6 +812,81 @@ mod tests {
         let per_tensor = Family::PerTensor(["w0".to_string()].into());
         assert!(per_tensor.contains("w0") && per_tensor.contains("w0_3"));
         assert!(!per_tensor.contains("w1") && !per_tensor.contains("w0_x"));
+    }
+
+    /// The generated placed walk reaches every tensor `visit_tensors` reaches, in its order, and
+    /// tells initializers from attributes and dense from sparse at every depth.
+    #[test]
+    fn places_of_every_tensor() {
+        let mut m = ModelProto::new();
+        let g = m.mutable_graph();
+        let a = g.add_node().add_attribute();
+        a.mutable_t().set_name("attr_t");
+        let sub = a.mutable_g();
+        sub.add_initializer().set_name("sub_init");
+        sub.add_node()
+            .add_attribute()
+            .add_tensors()
+            .set_name("sub_attr_tensors");
+        a.mutable_sparse_tensor()
+            .mutable_values()
+            .set_name("attr_sparse_values");
+        a.add_tensors().set_name("attr_tensors");
+        a.add_graphs().add_initializer().set_name("graphs_init");
+        a.add_sparse_tensors()
+            .mutable_indices()
+            .set_name("attr_sparse_indices");
+        g.add_initializer().set_name("init");
+        let s = g.add_sparse_initializer();
+        s.mutable_values().set_name("sparse_init_values");
+        s.mutable_indices().set_name("sparse_init_indices");
+        let ti = m.add_training_info();
+        ti.mutable_initialization()
+            .add_initializer()
+            .set_name("training_init");
+        ti.mutable_algorithm()
+            .add_node()
+            .add_attribute()
+            .mutable_t()
+            .set_name("training_attr");
+        let f = m.add_functions();
+        f.add_attribute_proto()
+            .mutable_t()
+            .set_name("function_default");
+        let fa = f.add_node().add_attribute();
+        fa.add_sparse_tensors()
+            .mutable_values()
+            .set_name("function_sparse");
+        let (init, attr) = (false, true);
+        let expected = [
+            ("attr_t", attr, false),
+            ("sub_attr_tensors", attr, false),
+            ("sub_init", init, false),
+            ("attr_sparse_values", attr, true),
+            ("attr_tensors", attr, false),
+            ("graphs_init", init, false),
+            ("attr_sparse_indices", attr, true),
+            ("init", init, false),
+            ("sparse_init_values", init, true),
+            ("sparse_init_indices", init, true),
+            ("training_init", init, false),
+            ("training_attr", attr, false),
+            ("function_default", attr, false),
+            ("function_sparse", attr, true),
+        ];
+        let mut seen = Vec::new();
+        walk_model(&m, &mut |t, p| {
+            seen.push((t.name().to_string(), p.attribute, p.sparse));
+        });
+        let expected: Vec<_> = expected
+            .iter()
+            .map(|&(n, a, s)| (n.to_string(), a, s))
+            .collect();
+        assert_eq!(seen, expected);
+        let mut visited = Vec::new();
+        m.visit_tensors(&mut |t| visited.push(t.name().to_string()));
+        let names: Vec<_> = seen.into_iter().map(|(n, _, _)| n).collect();
+        assert_eq!(names, visited);
     }
 
     #[test]
