@@ -1450,6 +1450,7 @@ fn check_reports_every_problem() {
 // ---------------------------------------------------------------------------------------------
 // Many files, few descriptors
 
+#[cfg(unix)]
 const FD_CHILD: &str = "ONNXL_EXTERNAL_FD_CHILD";
 
 /// A model with 600 per-tensor files saves, loads (copy and no-copy, checksums verified) and

@@ -46,6 +46,7 @@ fn refused(path: &Path, kind: &str) {
     }
 }
 
+#[cfg(unix)]
 #[test]
 fn devices_fifos_sockets_directories_and_procfs_files_are_refused() {
     refused(Path::new("/dev/zero"), "character device");
@@ -72,4 +73,17 @@ fn devices_fifos_sockets_directories_and_procfs_files_are_refused() {
     let good = dir.path("good.onnx");
     std::os::unix::fs::symlink(&sample, &good).unwrap();
     onnx_light::load_model(&good, &ParseOptions::default()).unwrap();
+}
+
+/// Windows: a directory and the NUL device (by its plain and its device-namespace name) are
+/// refused, never read as an empty model.
+#[cfg(windows)]
+#[test]
+fn devices_and_directories_are_refused() {
+    let dir = TempDir::new("kinds");
+    refused(&dir.0, "directory");
+    refused(Path::new(r"\\.\NUL"), "");
+    refused(Path::new("NUL"), "");
+    let sample = Path::new(env!("CARGO_MANIFEST_DIR")).join("samples/mlp.onnx");
+    onnx_light::load_model(&sample, &ParseOptions::default()).unwrap();
 }

@@ -22,7 +22,8 @@ use std::sync::Mutex;
 
 use memmap2::MmapMut;
 
-/// Mappings at least this large are advised to use transparent huge pages.
+/// Mappings at least this large are advised to use transparent huge pages (Linux).
+#[cfg(any(target_os = "linux", target_os = "android"))]
 const HUGE_PAGE_MIN_BYTES: usize = 2 << 20;
 
 /// The kept mappings, oldest first, their total size and the limit (`None`: the default).
