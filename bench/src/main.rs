@@ -23,8 +23,8 @@ use std::time::Instant;
 fn usage() -> ! {
     eprintln!(
         "usage: onnx-bench run --work DIR --python PY [--pyscript FILE] [--testdata DIR] [--runs N] \
-         [--scale S] [--only a,b,c,d] [--rows ROWS] [--out FILE]\n       onnx-bench case LIB OP MODEL [--data FILE] \
-         --out FILE --threads T --iters K\n       onnx-bench gen transformer|external|metadata PATH [--scale S]"
+         [--scale S] [--only a,b,c,d,e,f] [--rows ROWS] [--out FILE]\n       onnx-bench case LIB OP MODEL [--data FILE] \
+         --out FILE --threads T --iters K\n       onnx-bench gen transformer|external|metadata|value-info|transformer-meta PATH [--scale S]"
     );
     std::process::exit(2)
 }
@@ -99,6 +99,16 @@ fn main() {
                 "metadata" => {
                     let n =
                         synth::write_metadata_heavy(path, (200_000.0 * scale) as usize).unwrap();
+                    eprintln!("{} bytes", n);
+                }
+                "value-info" => {
+                    let n =
+                        synth::write_value_info_heavy(path, (200_000.0 * scale) as usize).unwrap();
+                    eprintln!("{} bytes", n);
+                }
+                "transformer-meta" => {
+                    let n = synth::write_transformer_metadata(path, (2_000.0 * scale) as usize)
+                        .unwrap();
                     eprintln!("{} bytes", n);
                 }
                 _ => usage(),
@@ -242,6 +252,35 @@ struct Model {
     generated: Vec<PathBuf>,
     /// The onnx-ir row runs on this model (external data, and `onnx_ir` importable).
     pyir: bool,
+}
+
+impl Model {
+    /// A generated metadata model in one file (deleted when its cases are done): 3 repetitions
+    /// per process, `runs + 2` processes per case.
+    fn generated_inline(
+        key: &str,
+        label: String,
+        path: PathBuf,
+        size: u64,
+        runs: usize,
+        main_ops: Vec<Op>,
+        extra_ops: Vec<Op>,
+    ) -> Self {
+        Model {
+            key: key.into(),
+            label,
+            path: path.clone(),
+            data: None,
+            size,
+            data_size: 0,
+            iters: 3,
+            runs: runs + 2,
+            main_ops,
+            extra_ops,
+            generated: vec![path],
+            pyir: false,
+        }
+    }
 }
 
 #[derive(Clone, Debug)]
@@ -716,20 +755,15 @@ fn run(opts: &HashMap<String, String>) {
         let t = Instant::now();
         let size = synth::write_metadata_heavy(&path, nodes).expect("generate (c)");
         eprintln!("generated (c) in {:.1?}", t.elapsed());
-        let m = Model {
-            key: "c".into(),
-            label: format!("metadata-heavy, {}k nodes", nodes / 1000),
-            path: path.clone(),
-            data: None,
+        let m = Model::generated_inline(
+            "c",
+            format!("metadata-heavy, {}k nodes", nodes / 1000),
+            path,
             size,
-            data_size: 0,
-            iters: 3,
-            runs: runs + 2,
-            main_ops: main_ops.clone(),
-            extra_ops: vec![Op::ParseMem, Op::SerializeMem, Op::SaveNoSync],
-            generated: vec![path],
-            pyir: false,
-        };
+            runs,
+            main_ops.clone(),
+            vec![Op::ParseMem, Op::SerializeMem, Op::SaveNoSync],
+        );
         r.model(&m);
         models.push(m);
     }
@@ -761,20 +795,15 @@ fn run(opts: &HashMap<String, String>) {
         let t = Instant::now();
         let size = write(&path, n).unwrap_or_else(|e| panic!("generate ({key}): {e}"));
         eprintln!("generated ({key}) in {:.1?}", t.elapsed());
-        let m = Model {
-            key: key.into(),
-            label: format!("{n} {what}"),
-            path: path.clone(),
-            data: None,
+        let m = Model::generated_inline(
+            key,
+            format!("{n} {what}"),
+            path,
             size,
-            data_size: 0,
-            iters: 3,
-            runs: runs + 2,
-            main_ops: vec![],
-            extra_ops: vec![Op::ParseMem, Op::SerializeMem],
-            generated: vec![path],
-            pyir: false,
-        };
+            runs,
+            vec![],
+            vec![Op::ParseMem, Op::SerializeMem],
+        );
         r.model(&m);
         models.push(m);
     }

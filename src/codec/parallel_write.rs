@@ -223,7 +223,7 @@ pub(super) fn write_file_parallel<M: Message>(
     pool: &rayon::ThreadPool,
 ) -> Result<()> {
     let io_err = |e| Error::io(path, e);
-    file.set_len(len).map_err(io_err)?;
+    crate::storage::presize(file, len).map_err(io_err)?;
     let jobs = {
         let out = FileOut {
             file: io::BufWriter::with_capacity(1 << 20, file),

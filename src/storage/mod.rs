@@ -5,7 +5,7 @@
 mod positional;
 mod threads;
 
-pub(crate) use positional::{read_exact_at, write_all_at};
+pub(crate) use positional::{presize, read_exact_at, write_all_at};
 pub use threads::{MIN_THREAD_CAP, max_threads, release_thread_pools};
 pub(crate) use threads::{cores, thread_pool};
 

@@ -7,6 +7,30 @@
 use std::fs::File;
 use std::io;
 
+/// Makes `file` (empty, open for writing) `len` bytes long, ready for positional writes all over
+/// it. On Linux the blocks are allocated up front (`fallocate`: a full disk fails here, before
+/// anything is written, and the unwritten blocks read as zeros); buffered writes into the holes
+/// of a file merely extended (`set_len`) cost ext4 about four times the CPU time (the kernel
+/// zeroes the new page-cache folios around each copy: 1.27 s against 0.13 s for 1 GiB in 8 MiB
+/// pieces on the benchmark machine). Elsewhere, or where the file system cannot allocate ahead,
+/// the file is extended.
+pub(crate) fn presize(file: &File, len: u64) -> io::Result<()> {
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    if len > 0 {
+        use std::os::fd::AsRawFd;
+        let size = libc::off_t::try_from(len).map_err(|_| io::ErrorKind::FileTooLarge)?;
+        // SAFETY: `fallocate` on a descriptor we own; mode 0 allocates and extends the file.
+        if unsafe { libc::fallocate(file.as_raw_fd(), 0, 0, size) } == 0 {
+            return Ok(());
+        }
+        let e = io::Error::last_os_error();
+        if !matches!(e.raw_os_error(), Some(libc::EOPNOTSUPP | libc::ENOSYS)) {
+            return Err(e);
+        }
+    }
+    file.set_len(len)
+}
+
 /// Reads exactly `buf.len()` bytes at `offset` (positional: the file cursor is not used, so any
 /// number of threads may read one file at once).
 pub(crate) fn read_exact_at(file: &File, buf: &mut [u8], offset: u64) -> io::Result<()> {
@@ -31,8 +55,35 @@ pub(crate) fn read_exact_at(file: &File, buf: &mut [u8], offset: u64) -> io::Res
     }
 }
 
+/// Maps the pages of `buf` into the process before a write reads them. A buffered write copies
+/// from the caller with page faults disabled; when the source is a file mapping not touched yet
+/// (a no-copy model's tensors), the copy stops at the first unmapped page, the kernel zeroes the
+/// page-cache folio it had prepared, faults the source in and starts again: ext4 spent half of a
+/// 3 GB save in that zeroing. `MADV_POPULATE_READ` (Linux 5.14) maps the range in one call
+/// (memory already mapped costs a walk of its page tables); where it is unknown, nothing is done.
+fn populate(buf: &[u8]) {
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    if !buf.is_empty() {
+        const PAGE: usize = 4096;
+        let start = buf.as_ptr() as usize / PAGE * PAGE;
+        let end = buf.as_ptr() as usize + buf.len();
+        // SAFETY: the range covers the pages holding `buf`, which are mapped (we hold a
+        // reference to their bytes); MADV_POPULATE_READ only maps them, changing no contents.
+        unsafe {
+            libc::madvise(
+                start as *mut libc::c_void,
+                end - start,
+                libc::MADV_POPULATE_READ,
+            );
+        }
+    }
+    #[cfg(not(any(target_os = "linux", target_os = "android")))]
+    let _ = buf;
+}
+
 /// Writes all of `buf` at `offset` (positional, like [`read_exact_at`]).
 pub(crate) fn write_all_at(file: &File, buf: &[u8], offset: u64) -> io::Result<()> {
+    populate(buf);
     #[cfg(unix)]
     {
         std::os::unix::fs::FileExt::write_all_at(file, buf, offset)

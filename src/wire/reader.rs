@@ -522,7 +522,7 @@ impl<'a> Reader<'a> {
 
     /// [`Reader::read_string`] into the string `slot()` returns (called once, when the value is
     /// read without error). A short string is copied from the input straight into it
-    /// ([`ProtoString::set_inline_from_window`]), never built elsewhere and moved.
+    /// (`ProtoString::set_inline_from_window`), never built elsewhere and moved.
     #[inline(always)]
     pub fn read_string_in<'s>(
         &mut self,

@@ -127,9 +127,7 @@ fn write_files(
 ) -> Result<Vec<Option<String>>> {
     let mut tasks: Vec<(usize, u64, &[u8])> = Vec::new();
     for (i, (f, out)) in files.iter().zip(outs).enumerate() {
-        out.file()
-            .set_len(f.size)
-            .map_err(|e| Error::io(dir.join(&f.rel), e))?;
+        crate::storage::presize(out.file(), f.size).map_err(|e| Error::io(dir.join(&f.rel), e))?;
         for &(bytes, offset) in &f.items {
             for (k, piece) in bytes.chunks(PIECE).enumerate() {
                 tasks.push((i, offset + (k * PIECE) as u64, piece));
