@@ -7,7 +7,12 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
 
-step() { printf '\n=== %s ===\n' "$*"; }
+# Each step's header also says how long the previous one took and the time so far (CI has a limit).
+last=$SECONDS
+step() {
+  printf '\n=== %s === (previous step %d s, %d s so far)\n' "$*" $((SECONDS - last)) "$SECONDS"
+  last=$SECONDS
+}
 
 # ---- Python venv with pinned tools (cmake, onnx, onnxruntime, numpy, pytest)
 step "python venv"

@@ -39,8 +39,79 @@ static STORE: Mutex<Store> = Mutex::new(Store {
     limit: None,
 });
 
-fn store() -> std::sync::MutexGuard<'static, Store> {
-    STORE.lock().unwrap_or_else(|e| e.into_inner())
+/// The store, locked. On Unix the `Mutex` is taken under a pthread mutex as well: ThreadSanitizer
+/// and Helgrind intercept pthread locks but do not see Rust's futex-based `Mutex`, and a mapping
+/// (and the store's own vector) handed from one thread's dropped model to another thread's load
+/// must show to them as ordered, or every multi-threaded C test under them reports a race. The
+/// inner `Mutex` is then never contended; it is what makes the access safe.
+fn store() -> StoreGuard {
+    #[cfg(unix)]
+    let os = OsLock::lock();
+    StoreGuard {
+        inner: STORE.lock().unwrap_or_else(|e| e.into_inner()),
+        #[cfg(unix)]
+        _os: os,
+    }
+}
+
+/// The locked store (fields drop in order: the `Mutex` is released before the pthread lock).
+struct StoreGuard {
+    inner: std::sync::MutexGuard<'static, Store>,
+    #[cfg(unix)]
+    _os: OsLock,
+}
+
+impl Deref for StoreGuard {
+    type Target = Store;
+    fn deref(&self) -> &Store {
+        &self.inner
+    }
+}
+
+impl DerefMut for StoreGuard {
+    fn deref_mut(&mut self) -> &mut Store {
+        &mut self.inner
+    }
+}
+
+/// The process-wide pthread mutex around the store, held while this value lives (when locking
+/// worked: a default mutex does not fail, and the `Mutex` inside protects the store regardless).
+#[cfg(unix)]
+struct OsLock {
+    locked: bool,
+}
+
+#[cfg(unix)]
+struct PthreadMutex(std::cell::UnsafeCell<libc::pthread_mutex_t>);
+
+// SAFETY: a pthread mutex is made to be shared between threads; it is only used through
+// pthread_mutex_lock / pthread_mutex_unlock, never moved (it is a static).
+#[cfg(unix)]
+unsafe impl Sync for PthreadMutex {}
+
+#[cfg(unix)]
+static OS_LOCK: PthreadMutex =
+    PthreadMutex(std::cell::UnsafeCell::new(libc::PTHREAD_MUTEX_INITIALIZER));
+
+#[cfg(unix)]
+impl OsLock {
+    fn lock() -> Self {
+        // SAFETY: OS_LOCK is a statically initialized default mutex that lives for the whole
+        // process; a thread unlocks it only through the `OsLock` it got here (in `drop`), and
+        // nothing locks it twice on one thread (the store's functions do not nest).
+        let rc = unsafe { libc::pthread_mutex_lock(OS_LOCK.0.get()) };
+        OsLock { locked: rc == 0 }
+    }
+}
+
+#[cfg(unix)]
+impl Drop for OsLock {
+    fn drop(&mut self) {
+        if self.locked {
+            // SAFETY: this thread holds OS_LOCK (taken in `OsLock::lock`, released only here).
+            unsafe { libc::pthread_mutex_unlock(OS_LOCK.0.get()) };
+        }
+    }
 }
 
 /// A quarter of the physical memory (1 GiB where the system does not say).
