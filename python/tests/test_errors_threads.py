@@ -1,5 +1,7 @@
 """Errors are the documented exceptions with the library's message; operations without the GIL
 never race with Python code that changes the model."""
+import contextlib
+import sys
 import threading
 import time
 
@@ -108,15 +110,11 @@ def save_to_file_object(m, path):
         ol.save(m, f)
 
 
-def test_the_gil_is_released(tmp_path):
-    """Another Python thread runs while load, parse, serialize, save and the conversions work:
-    with a switch interval far longer than any of them, a thread that held the GIL would never
-    let the counting thread run during the call."""
-    import sys
-
-    data = big_model_bytes()
-    (tmp_path / "m.onnx").write_bytes(data)
-    m = ol.load_from_string(data)
+@contextlib.contextmanager
+def counting_thread():
+    """A thread counting while it holds the GIL, running; yields its counter. Inside, the switch
+    interval is far longer than any call, so the main thread keeps the GIL (and the counter stands
+    still) unless a call releases it."""
     counter = [0]
     stop = threading.Event()
 
@@ -125,6 +123,28 @@ def test_the_gil_is_released(tmp_path):
             counter[0] += 1
             time.sleep(0)  # hands the GIL back at once when the main thread wants it
 
+    old = sys.getswitchinterval()
+    t = threading.Thread(target=count)
+    t.start()
+    try:
+        while counter[0] == 0:  # the counting thread is running
+            time.sleep(0.001)
+        sys.setswitchinterval(100.0)
+        time.sleep(0)  # from here the main thread keeps the GIL unless a call releases it
+        yield counter
+    finally:
+        sys.setswitchinterval(old)
+        stop.set()
+        t.join()
+
+
+def test_the_gil_is_released(tmp_path):
+    """Another Python thread runs while load, parse, serialize, save and the conversions work:
+    with a switch interval far longer than any of them, a thread that held the GIL would never
+    let the counting thread run during the call."""
+    data = big_model_bytes()
+    (tmp_path / "m.onnx").write_bytes(data)
+    m = ol.load_from_string(data)
     operations = {
         "load": lambda: ol.load(tmp_path / "m.onnx", num_threads=1),
         "load_from_string": lambda: ol.load_from_string(data, num_threads=1),
@@ -135,11 +155,7 @@ def test_the_gil_is_released(tmp_path):
                                          num_threads=1),
         "serialize to a file object": lambda: save_to_file_object(m, tmp_path / "f.onnx"),
     }
-    old = sys.getswitchinterval()
-    t = threading.Thread(target=count)
-    t.start()
-    try:
-        sys.setswitchinterval(100.0)
+    with counting_thread() as counter:
         for name, op in operations.items():
             ran = 0
             for _ in range(5):  # a few tries: the counting thread must get the GIL once
@@ -147,10 +163,6 @@ def test_the_gil_is_released(tmp_path):
                 op()
                 ran = max(ran, counter[0] - before)
             assert ran > 0, name
-    finally:
-        sys.setswitchinterval(old)
-        stop.set()
-        t.join()
 
 
 def test_small_calls_keep_the_gil():
@@ -158,42 +170,21 @@ def test_small_calls_keep_the_gil():
     waits for whichever thread took it, which would make a call of microseconds last far longer
     in a program with a busy thread): with a switch interval far longer than the loop, a thread
     waiting for the GIL never runs during 100 small calls of each kind."""
-    import sys
-
     g = onnx.helper.make_graph(
         [onnx.helper.make_node("Relu", ["x"], ["y"])], "g", [], [],
         [onh.from_array(np.arange(1000, dtype=np.float32), "w")])
     data = onnx.helper.make_model(g).SerializeToString()
     assert len(data) < 64 << 10
     m = ol.load_from_string(data)
-    counter = [0]
-    stop = threading.Event()
-
-    def count():
-        while not stop.is_set():
-            counter[0] += 1
-            time.sleep(0)
-
     operations = {
         "load_from_string": lambda: ol.load_from_string(data),
         "ParseFromString": lambda: ol.ModelProto().ParseFromString(data),
         "SerializeToString": lambda: m.SerializeToString(),
         "TensorProto.SerializeToString": lambda: m.graph.initializer[0].SerializeToString(),
     }
-    old = sys.getswitchinterval()
-    t = threading.Thread(target=count)
-    t.start()
-    try:
-        while counter[0] == 0:  # the counting thread is running
-            time.sleep(0.001)
-        sys.setswitchinterval(100.0)
-        time.sleep(0)  # from here the main thread keeps the GIL unless a call releases it
+    with counting_thread() as counter:
         for name, op in operations.items():
             before = counter[0]
             for _ in range(100):
                 op()
             assert counter[0] == before, name
-    finally:
-        sys.setswitchinterval(old)
-        stop.set()
-        t.join()

@@ -153,14 +153,14 @@ impl PayloadPool {
             let initialized = matches!(region.storage, Storage::Map(_));
             return Some((region.base(), region as Owner, initialized));
         }
-        let start = self.used.saturating_add(self.align - 1) / self.align * self.align;
-        if self.chunk.is_none() || start.saturating_add(len) > self.chunk_bytes {
+        // `used <= chunk_bytes` and `len, align <= shared_max`: no overflow.
+        let mut start = self.used.next_multiple_of(self.align);
+        if self.chunk.is_none() || start + len > self.chunk_bytes {
             let region = Arc::new(AlignedRegion::new(self.chunk_bytes, self.align)?);
             let owner: Owner = region.clone();
             self.chunk = Some((region, owner));
-            self.used = 0;
+            start = 0;
         }
-        let start = self.used.div_ceil(self.align) * self.align;
         self.used = start + len;
         let (region, owner) = self.chunk.as_ref().expect("a chunk was just made");
         // SAFETY: `start + len <= chunk_bytes`, inside the chunk.
