@@ -743,7 +743,7 @@ fn stale_temporary_files_of_ended_processes_are_removed() {
         .unwrap();
     assert_eq!(
         temp_files(&dir),
-        [live.clone()],
+        std::slice::from_ref(&live),
         "only the running process's file stays"
     );
     assert_eq!(check_model(&path).unwrap().generation, 2);
