@@ -1,7 +1,7 @@
 //! Crash-safe saves (docs/hardening.md, "Crash-safe saves").
 //!
-//! - `kill_during_save_never_breaks_the_model`: a child process (this test binary, re-run on
-//!   `crash_child`) saves a new model with external data (one file, split files, one file per
+//! - `kill_during_save_never_breaks_the_model` (Linux): a child process (this test binary, re-run
+//!   on `crash_child`) saves a new model with external data (one file, split files, one file per
 //!   tensor, an inline model) over the previous model and its weight files; the parent sends
 //!   SIGKILL at a random point of the save, then checks that the directory holds either the
 //!   previous model with ALL its weight files byte-identical, or the new model complete — never
@@ -12,17 +12,26 @@
 //!   name, then moved to the wanted name), so kills also land between the two commits (counted);
 //!   after the final complete saves the directory holds exactly the model and its files, under
 //!   the names asked for.
-//! - `disk_full_fails_cleanly`: the child runs under `RLIMIT_FSIZE` (SIGXFSZ ignored), so a write
-//!   fails with EFBIG in the middle of the save: the error is `Error::Io` naming the file, the
-//!   previous files are intact and nothing is left behind.
-//! - `disk_full_on_a_tmpfs`: the same on a real full file system (a 4 MiB tmpfs) where mounting
-//!   one is allowed (root); skipped elsewhere.
-#![cfg(target_os = "linux")]
+//! - `disk_full_fails_cleanly` (Linux): the child runs under `RLIMIT_FSIZE` (SIGXFSZ ignored), so
+//!   a write fails with EFBIG in the middle of the save: the error is `Error::Io` naming the
+//!   file, the previous files are intact and nothing is left behind.
+//! - `disk_full_on_a_tmpfs`: the same on a real full file system (a 12 MiB tmpfs). On Linux the
+//!   test mounts it where mounting is allowed (root; skipped elsewhere); on Windows (under Wine)
+//!   the test command mounts it and names it in `ONNXL_TEST_FULL_DIR` (required there).
+//! - `a_failed_rename_leaves_the_previous_files`: the commit's rename fails (the destination is
+//!   a directory; on Windows also: another process holds the `.onnx` open without delete
+//!   sharing): an `Error::Io` naming the `.onnx`, and the directory exactly as before.
+//! - `stale_temporary_files_of_ended_processes_are_removed`: temporary files that a killed save
+//!   left go with the next save once their process has ended, never while it runs.
+#![cfg(any(target_os = "linux", windows))]
+// Windows runs the tests without kills and size limits; their helpers are unused there.
+#![cfg_attr(windows, allow(dead_code))]
 
 mod common;
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Read};
+#[cfg(target_os = "linux")]
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -39,6 +48,7 @@ use onnx_light::{
 };
 
 const CHILD_ENV: &str = "ONNXL_CRASH_CHILD";
+const WAIT_ENV: &str = "ONNXL_WAIT_CHILD";
 const START: &str = "@@onnxl-save-start";
 const DONE: &str = "@@onnxl-save-done";
 const ERROR: &str = "@@onnxl-save-error";
@@ -215,6 +225,12 @@ fn spawn_child(
         format!("{scenario:?}:{g}:{}", path.display()),
     );
     cmd.stdout(Stdio::piped()).stderr(Stdio::null());
+    #[cfg(not(target_os = "linux"))]
+    assert!(
+        fsize_limit.is_none(),
+        "file size limits are set on Linux only"
+    );
+    #[cfg(target_os = "linux")]
     if let Some(limit) = fsize_limit {
         // SAFETY: the closure runs in the forked child before exec and only calls the
         // async-signal-safe setrlimit(2) and signal(2).
@@ -316,6 +332,7 @@ fn check_model(path: &Path) -> Result<State, String> {
 }
 
 /// Files of `dir` with more than one link.
+#[cfg(target_os = "linux")]
 fn linked_files(dir: &Path) -> usize {
     use std::os::unix::fs::MetadataExt;
     std::fs::read_dir(dir)
@@ -383,6 +400,7 @@ impl Rng {
     }
 }
 
+#[cfg(target_os = "linux")]
 #[test]
 fn kill_during_save_never_breaks_the_model() {
     // At least 70 kills, and more until 50 have landed mid-save (a loaded machine makes saves
@@ -547,6 +565,7 @@ fn assert_fails_cleanly(dir: &Path, scenario: Scenario, fsize: Option<u64>, expe
     eprintln!("{scenario:?}: {line}");
 }
 
+#[cfg(target_os = "linux")]
 #[test]
 fn disk_full_fails_cleanly() {
     for (scenario, limit) in [
@@ -573,18 +592,31 @@ fn disk_full_fails_cleanly() {
 
 #[test]
 fn disk_full_on_a_tmpfs() {
-    let dir = sandbox("tmpfs");
-    let mounted = Command::new("mount")
-        .args(["-t", "tmpfs", "-o", "size=12m", "tmpfs"])
-        .arg(&dir)
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success());
-    if !mounted {
-        eprintln!("skipped: cannot mount a tmpfs here (needs root)");
-        let _ = std::fs::remove_dir_all(&dir);
-        return;
-    }
+    #[cfg(target_os = "linux")]
+    let (dir, no_space) = {
+        let dir = sandbox("tmpfs");
+        let mounted = Command::new("mount")
+            .args(["-t", "tmpfs", "-o", "size=12m", "tmpfs"])
+            .arg(&dir)
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success());
+        if !mounted {
+            eprintln!("skipped: cannot mount a tmpfs here (needs root)");
+            let _ = std::fs::remove_dir_all(&dir);
+            return;
+        }
+        (dir, libc::ENOSPC)
+    };
+    // Windows: ERROR_DISK_FULL.
+    #[cfg(windows)]
+    let (dir, no_space) =
+        (
+            PathBuf::from(std::env::var_os("ONNXL_TEST_FULL_DIR").expect(
+                "ONNXL_TEST_FULL_DIR: an empty directory on a 12 MiB file system (a tmpfs)",
+            )),
+            112,
+        );
     // 12 MiB: generation 1 (6.6 MB) fits, a second copy beside it does not.
     for scenario in [Scenario::OneFile, Scenario::PerTensor, Scenario::Inline] {
         for e in std::fs::read_dir(&dir).unwrap() {
@@ -592,9 +624,139 @@ fn disk_full_on_a_tmpfs() {
         }
         let path = dir.join("m.onnx");
         scenario.save(&model(1, scenario), &path).unwrap();
-        assert_fails_cleanly(&dir, scenario, None, libc::ENOSPC);
+        assert_fails_cleanly(&dir, scenario, None, no_space);
     }
-    let ok = Command::new("umount").arg(&dir).status().unwrap().success();
-    assert!(ok, "umount");
+    #[cfg(target_os = "linux")]
+    {
+        let ok = Command::new("umount").arg(&dir).status().unwrap().success();
+        assert!(ok, "umount");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+    #[cfg(windows)]
+    for e in std::fs::read_dir(&dir).unwrap() {
+        std::fs::remove_file(e.unwrap().path()).unwrap();
+    }
+}
+
+/// Every file under `dir` (its subdirectories too, by relative path) with its bytes.
+fn tree(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
+    let mut out = BTreeMap::new();
+    let mut todo = vec![PathBuf::new()];
+    while let Some(rel) = todo.pop() {
+        for e in std::fs::read_dir(dir.join(&rel)).unwrap() {
+            let e = e.unwrap();
+            let name = rel.join(e.file_name());
+            if e.file_type().unwrap().is_dir() {
+                out.insert(name.clone(), b"<dir>".to_vec());
+                todo.push(name);
+            } else {
+                out.insert(name, std::fs::read(e.path()).unwrap());
+            }
+        }
+    }
+    out
+}
+
+/// Saves generation 2 with `scenario` to `path`, which must fail with an I/O error naming
+/// `path` itself (its rename), leaving the directory as it was.
+fn assert_rename_fails_cleanly(path: &Path, scenario: Scenario) {
+    let dir = path.parent().unwrap();
+    let before = tree(dir);
+    let e = scenario.save(&model(2, scenario), path).unwrap_err();
+    match &e {
+        Error::Io { path: p, .. } => assert_eq!(p, path, "{scenario:?}: {e}"),
+        other => panic!("{scenario:?}: not an I/O error: {other:?}"),
+    }
+    assert_eq!(tree(dir), before, "{scenario:?}: the directory changed");
+}
+
+#[test]
+fn a_failed_rename_leaves_the_previous_files() {
+    for scenario in [Scenario::OneFile, Scenario::PerTensor, Scenario::Inline] {
+        // A directory (not empty) where the model is to go: the weight files are written, the
+        // rename of the `.onnx` fails, and the weight files go again.
+        let dir = sandbox(&format!("rename-{scenario:?}"));
+        let path = dir.join("m.onnx");
+        std::fs::create_dir(&path).unwrap();
+        std::fs::write(path.join("inside"), b"kept").unwrap();
+        assert_rename_fails_cleanly(&path, scenario);
+        std::fs::remove_dir_all(&path).unwrap();
+        // Windows: another process holds the previous `.onnx` open without FILE_SHARE_DELETE,
+        // so it cannot be replaced; once it is closed, the save goes through.
+        #[cfg(windows)]
+        {
+            use std::os::windows::fs::OpenOptionsExt;
+            scenario.save(&model(1, scenario), &path).unwrap();
+            let held = std::fs::OpenOptions::new()
+                .read(true)
+                .share_mode(1) // FILE_SHARE_READ only
+                .open(&path)
+                .unwrap();
+            assert_rename_fails_cleanly(&path, scenario);
+            drop(held);
+            assert_eq!(check_model(&path).unwrap().generation, 1);
+            scenario.save(&model(2, scenario), &path).unwrap();
+            assert_eq!(check_model(&path).unwrap().generation, 2);
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
+
+#[test]
+#[ignore = "child process of stale_temporary_files_of_ended_processes_are_removed"]
+fn child_process_wait_for_stdin() {
+    common::child_spec(WAIT_ENV);
+    let mut rest = Vec::new();
+    std::io::stdin().read_to_end(&mut rest).unwrap();
+}
+
+#[test]
+fn stale_temporary_files_of_ended_processes_are_removed() {
+    let dir = sandbox("stale");
+    let path = dir.join("m.onnx");
+    Scenario::OneFile
+        .save(&model(1, Scenario::OneFile), &path)
+        .unwrap();
+    // A process that has ended, and one that runs until its stdin is closed.
+    let mut ended = Command::new(std::env::current_exe().unwrap())
+        .arg("--list")
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    assert!(ended.wait().unwrap().success());
+    let mut running = common::child_process("child_process_wait_for_stdin", WAIT_ENV, "1");
+    let mut running = running
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    let stale = [
+        format!(".m.onnx.data.tmp-{}-0", ended.id()),
+        format!(".m.onnx.tmp-{}-3", ended.id()),
+    ];
+    let live = format!(".m.onnx.data.tmp-{}-0", running.id());
+    for name in stale.iter().chain([&live]) {
+        std::fs::write(dir.join(name), b"partial").unwrap();
+    }
+    Scenario::OneFile
+        .save(&model(2, Scenario::OneFile), &path)
+        .unwrap();
+    assert_eq!(
+        temp_files(&dir),
+        std::slice::from_ref(&live),
+        "only the running process's file stays"
+    );
+    assert_eq!(check_model(&path).unwrap().generation, 2);
+    drop(running.stdin.take());
+    assert!(running.wait().unwrap().success());
+    Scenario::OneFile
+        .save(&model(3, Scenario::OneFile), &path)
+        .unwrap();
+    assert_eq!(
+        temp_files(&dir),
+        Vec::<String>::new(),
+        "its process has ended"
+    );
+    assert_eq!(check_model(&path).unwrap().generation, 3);
     let _ = std::fs::remove_dir_all(&dir);
 }

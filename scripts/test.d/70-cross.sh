@@ -6,7 +6,8 @@
 #   built with aarch64-linux-gnu-gcc against the cross-built libonnx_light.so, whose exports
 #   are checked (onnxl_* only);
 # - Windows under Wine: the library's unit tests (the Windows path rules, open / atomic-replace
-#   code and save lock included), the fast integration tests (WINDOWS_TESTS below), the C tests
+#   code and save lock included), the fast integration tests (WINDOWS_TESTS below; the disk-full
+#   test of crash_safe_save on a 12 MiB tmpfs mounted here, which needs root), the C tests
 #   built with MinGW against onnx_light.dll (import library libonnx_light.dll.a; exports
 #   checked), and the CMake package built with a MinGW toolchain file, installed (DLL, import
 #   library, static library) and used by c_tests/consumer through find_package: the consumer
@@ -41,7 +42,8 @@ command -v cmake >/dev/null 2>&1 || { echo "70-cross: cmake is required (scripts
 
 work=$(mktemp -d)
 # (The Wine server of the step's prefix is stopped first: it would write into the removed prefix.)
-trap 'WINEPREFIX="$work/wine" /usr/lib/wine/wineserver -k 2>/dev/null || true; rm -rf "$work"' EXIT
+trap 'WINEPREFIX="$work/wine" /usr/lib/wine/wineserver -k 2>/dev/null || true
+      umount "$work/full" 2>/dev/null || true; rm -rf "$work"' EXIT
 
 # ---- Linux aarch64 under qemu-user
 export CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_LINKER=aarch64-linux-gnu-gcc
@@ -116,12 +118,19 @@ echo "Windows: unit tests (Windows path rules and save lock included) and integr
 # hard-linked weight file (refused on Windows by the path rules); and less one CPU-time
 # comparison (Wine's thread CPU clock advances in 10 ms steps, too coarse for it).
 WINDOWS_TESTS=(codec input_files hostile_inputs concurrency deep_nesting dlpack documented_defaults
-               encrypted_external encryption external_data fuzz_regressions onnxcry1 params prepacked)
+               encrypted_external encryption external_data fuzz_regressions onnxcry1 params prepacked
+               alignment memory_reuse thread_pools crash_safe_save)
 WINDOWS_SKIPS=(memory_mapped_and_shared_bytes_are_read_only save_to_file_and_load_into_a_model
                no_copy_maps_each_file_once_and_shares_one_owner resave_over_own_mapped_files
                per_tensor_resave_keeps_names the_next_save_removes_what_a_killed_save_left
                no_copy_load_borrows_from_the_one_mapping_with_the_initializers_owner
                bad_padding_and_corrupted_blocks_take_the_same_path)
+# tests/crash_safe_save.rs fills a small file system (a 12 MiB tmpfs, mounted here: the step runs
+# as root) through Wine's drive Z: to see saves fail cleanly with ERROR_DISK_FULL.
+mkdir -p "$work/full"
+mount -t tmpfs -o size=12m tmpfs "$work/full" \
+  || { echo "70-cross: cannot mount a tmpfs for the disk-full test (needs root)" >&2; exit 1; }
+ONNXL_TEST_FULL_DIR="Z:${work//\//\\}\\full" \
 cargo test -p onnx_light --release --target "$WINDOWS" --lib "${WINDOWS_TESTS[@]/#/--test=}" -- \
   --skip child_process_ "${WINDOWS_SKIPS[@]/#/--skip=}"
 

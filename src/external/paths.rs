@@ -310,14 +310,14 @@ pub(crate) fn remove_beneath(dir: &Path, rel: &Path) {
 
 /// Removes the temporary files (`.NAME.tmp-PID-N`, made by this library's saves) that saves
 /// killed before they finished left in the directories of the files `rels` (normalised
-/// locations beneath `dir`): only those whose process no longer exists (Unix; elsewhere nothing
-/// is removed). Best effort.
+/// locations beneath `dir`): only those whose process no longer exists (Unix and Windows;
+/// elsewhere nothing is removed). Best effort.
 pub(crate) fn remove_stale_temps(dir: &Path, rels: &[PathBuf]) {
     imp::remove_stale_temps(dir, rels);
 }
 
 /// The process id in a temporary file name made by [`temp_name`], if it is one.
-#[cfg(unix)]
+#[cfg(any(unix, windows))]
 fn temp_owner(entry: &std::ffi::OsStr) -> Option<u32> {
     let entry = entry.to_str()?;
     let (name, rest) = entry.strip_prefix('.')?.rsplit_once(".tmp-")?;
@@ -929,9 +929,60 @@ mod imp {
         })
     }
 
-    /// Process liveness is not checked here, so nothing is removed (stale temporary files are
-    /// hidden names that no model references).
-    pub(super) fn remove_stale_temps(_dir: &Path, _rels: &[PathBuf]) {}
+    /// Windows: the temporary files whose process has ended (`OpenProcess` finds no such
+    /// process, or its exit code is set) are removed. Elsewhere process liveness is not checked,
+    /// so nothing is removed (stale temporary files are hidden names that no model references).
+    pub(super) fn remove_stale_temps(dir: &Path, rels: &[PathBuf]) {
+        #[cfg(windows)]
+        {
+            let me = std::process::id();
+            let mut seen = std::collections::HashSet::new();
+            for rel in rels {
+                let sub = rel.parent().unwrap_or(Path::new(""));
+                if !seen.insert(sub.to_path_buf()) {
+                    continue;
+                }
+                let Ok(parent) = check_components(dir, sub, false) else {
+                    continue;
+                };
+                let Ok(entries) = std::fs::read_dir(parent) else {
+                    continue;
+                };
+                for entry in entries.flatten() {
+                    let name = entry.file_name();
+                    if super::temp_owner(&name).is_some_and(|pid| pid != me && process_ended(pid)) {
+                        remove_beneath(dir, &sub.join(&name));
+                    }
+                }
+            }
+        }
+        #[cfg(not(windows))]
+        let _ = (dir, rels);
+    }
+
+    /// Whether process `pid` has ended: no such process, or one whose exit code is set (a
+    /// process whose state cannot be read, such as another user's, counts as running).
+    #[cfg(windows)]
+    fn process_ended(pid: u32) -> bool {
+        use windows_sys::Win32::Foundation::{
+            CloseHandle, ERROR_INVALID_PARAMETER, GetLastError, STILL_ACTIVE,
+        };
+        use windows_sys::Win32::System::Threading::{
+            GetExitCodeProcess, OpenProcess, PROCESS_QUERY_LIMITED_INFORMATION,
+        };
+        // SAFETY: OpenProcess takes plain values; a non-null handle is closed below, once.
+        let handle = unsafe { OpenProcess(PROCESS_QUERY_LIMITED_INFORMATION, 0, pid) };
+        if handle.is_null() {
+            // SAFETY: reads this thread's last error, set by the failed call just above.
+            return unsafe { GetLastError() } == ERROR_INVALID_PARAMETER;
+        }
+        let mut code = 0u32;
+        // SAFETY: `handle` is a live process handle with query rights; `code` is writable.
+        let read = unsafe { GetExitCodeProcess(handle, &mut code) } != 0;
+        // SAFETY: `handle` came from OpenProcess above and is not used after this.
+        unsafe { CloseHandle(handle) };
+        read && code != STILL_ACTIVE as u32
+    }
 
     pub(super) struct AtomicOut {
         file: Option<File>,

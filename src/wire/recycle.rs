@@ -12,6 +12,12 @@
 //!   whenever memory runs short (without swapping them out), so kept memory never makes the
 //!   system swap. Pages it takes back read as zeros afterwards, which is fine: a load writes every
 //!   byte it hands out. Until then the pages count in the process's resident set.
+//! - On Windows (and other systems) kept mappings get no such advice: nothing like
+//!   `MADV_FREE` is used there (`DiscardVirtualMemory` / `MEM_RESET` are left out: their effect
+//!   cannot be tested under Wine, where the Windows build is tested), so kept memory stays
+//!   committed, up to the limit, and is paged out like any other when memory runs short. Reuse
+//!   is on there too (fresh memory is zero-filled page by page on first touch there as well);
+//!   the limit is a quarter of the physical memory (`GlobalMemoryStatusEx`).
 //! - [`release_memory_held_for_reuse`] unmaps everything kept at once.
 //!
 //! A mapping taken back holds bytes of an earlier model of the same process until the load
@@ -135,6 +141,24 @@ fn quarter_of_memory() -> usize {
                 .unwrap_or(usize::MAX)
                 .saturating_mul(usize::try_from(page).unwrap_or(4096))
                 / 4;
+        }
+    }
+    #[cfg(windows)]
+    {
+        use windows_sys::Win32::System::SystemInformation::{GlobalMemoryStatusEx, MEMORYSTATUSEX};
+        // SAFETY: MEMORYSTATUSEX is plain data (all-zero bytes are a valid value); the call
+        // fills it once dwLength holds its size, and only reads the system's memory counters.
+        let total = unsafe {
+            let mut status: MEMORYSTATUSEX = std::mem::zeroed();
+            status.dwLength = std::mem::size_of::<MEMORYSTATUSEX>() as u32;
+            if GlobalMemoryStatusEx(&mut status) != 0 {
+                status.ullTotalPhys
+            } else {
+                0
+            }
+        };
+        if total > 0 {
+            return usize::try_from(total / 4).unwrap_or(usize::MAX);
         }
     }
     1 << 30

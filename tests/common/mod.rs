@@ -239,3 +239,71 @@ pub fn child_spec(var: &str) -> String {
         panic!("a child-process test runs only as a step of its parent test (${var} is not set)")
     })
 }
+
+/// Whether `file` is memory-mapped in this process right now: on Linux a line of
+/// `/proc/self/maps` names it; on Windows a mapped view's file (`GetMappedFileNameW`, a device
+/// path `\Device\...\dir\file`) ends with `file`'s full path less its drive, compared
+/// case-insensitively.
+pub fn is_mapped(file: &std::path::Path) -> bool {
+    let full = std::path::absolute(file).unwrap();
+    #[cfg(target_os = "linux")]
+    {
+        let real = full.canonicalize().unwrap();
+        std::fs::read_to_string("/proc/self/maps")
+            .unwrap()
+            .lines()
+            .filter_map(|l| l.split_whitespace().nth(5))
+            .any(|p| std::path::Path::new(p) == real)
+    }
+    #[cfg(windows)]
+    {
+        let full = full.to_string_lossy().to_lowercase();
+        let tail = full
+            .split_once(':')
+            .map_or(full.as_str(), |(_, rest)| rest)
+            .to_string();
+        mapped_view_files()
+            .iter()
+            .any(|f| f.to_lowercase().ends_with(&tail))
+    }
+}
+
+/// The files of this process's mapped views (device paths), one entry per view.
+#[cfg(windows)]
+fn mapped_view_files() -> Vec<String> {
+    use windows_sys::Win32::System::Memory::{MEM_MAPPED, MEMORY_BASIC_INFORMATION, VirtualQuery};
+    use windows_sys::Win32::System::ProcessStatus::K32GetMappedFileNameW;
+    use windows_sys::Win32::System::Threading::GetCurrentProcess;
+    let mut out = Vec::new();
+    let mut at = 0usize;
+    loop {
+        // SAFETY: MEMORY_BASIC_INFORMATION is plain data; all-zero bytes are a valid value.
+        let mut info: MEMORY_BASIC_INFORMATION = unsafe { std::mem::zeroed() };
+        let size = std::mem::size_of::<MEMORY_BASIC_INFORMATION>();
+        // SAFETY: VirtualQuery only reads the process's address map and writes `info`.
+        if unsafe { VirtualQuery(at as *const _, &mut info, size) } != size {
+            break;
+        }
+        if info.Type == MEM_MAPPED && info.BaseAddress == info.AllocationBase {
+            let mut name = [0u16; 1024];
+            // SAFETY: `name` is a writable buffer of the length passed; the address is a view.
+            let n = unsafe {
+                K32GetMappedFileNameW(
+                    GetCurrentProcess(),
+                    info.BaseAddress,
+                    name.as_mut_ptr(),
+                    name.len() as u32,
+                )
+            };
+            if n > 0 {
+                out.push(String::from_utf16_lossy(&name[..n as usize]));
+            }
+        }
+        let next = info.BaseAddress as usize + info.RegionSize;
+        if next <= at {
+            break;
+        }
+        at = next;
+    }
+    out
+}
