@@ -28,7 +28,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use crate::error::{Error, Result};
-use crate::proto::{Message, ModelProto, decode_top};
+use crate::proto::{Message, ModelProto, decode_top, encode_into_spare};
 use crate::storage::{AUTO_MMAP_MIN_BYTES, Arena, AtomicFile, MappedFile, WriteSink, thread_pool};
 use crate::wire::{DecodeConfig, PayloadMode, Reader, ReleaseSource, SizeCursor, SizeTable};
 
@@ -281,7 +281,7 @@ pub fn serialize_to_vec<M: Message>(m: &M, opts: &SerializeOptions) -> Result<Ve
     let mut out = Vec::new();
     out.try_reserve_exact(cap)
         .map_err(|_| Error::alloc_failed(len, "the serialized model"))?;
-    m.encode_to(&mut out, &mut SizeCursor::new(sizes.as_slice()));
+    encode_into_spare(m, &sizes, &mut out, cap);
     Ok(out)
 }
 

@@ -6,6 +6,7 @@
 pub mod inline_vec;
 pub(crate) mod message;
 mod placement;
+pub(crate) mod prefetch;
 mod reader;
 mod recycle;
 mod repeated;
@@ -29,7 +30,7 @@ pub use recycle::{
 };
 pub use repeated::RepeatedField;
 pub use stack::{guard_stack, try_guard_stack};
-pub use writer::{Sink, SizeCursor, put_tag, put_varint};
+pub use writer::{Sink, SizeCursor, SliceWriter, put_tag, put_varint};
 
 /// Wire type 0: varint.
 pub const VARINT: u32 = 0;
