@@ -175,8 +175,9 @@ fn write_files(
     match pool {
         Some(pool) => {
             use crate::storage::par::prelude::*;
-            let (written, digests) =
-                pool.install(|| crate::storage::par::join(|| tasks.par_iter().try_for_each(write), hash));
+            let (written, digests) = pool.install(|| {
+                crate::storage::par::join(|| tasks.par_iter().try_for_each(write), hash)
+            });
             written?;
             Ok(digests)
         }
