@@ -808,6 +808,7 @@ fn gen_codec(o: &mut String, m: &MessageDef) {
         "\n    fn take_recycled(r: &Reader<'_>) -> Option<Box<Self>> {{\n        recycled(r)\n    }}"
     )
     .unwrap();
+    gen_prefetch_children(o, m);
     if reaches_tensor().contains(&m.name) {
         writeln!(
             o,
@@ -817,6 +818,38 @@ fn gen_codec(o: &mut String, m: &MessageDef) {
         .unwrap();
     }
     writeln!(o, "}}\n").unwrap();
+}
+
+/// `prefetch_children` of `m`, for a message with sub-message fields (outside a `oneof`):
+/// fetches the storage of each repeated one and the box of each set optional one.
+fn gen_prefetch_children(o: &mut String, m: &MessageDef) {
+    let fields: Vec<&FieldDef> = m
+        .fields
+        .iter()
+        .filter(|f| f.oneof.is_none() && matches!(f.kind, Kind::Message(_)))
+        .collect();
+    if fields.is_empty() {
+        return;
+    }
+    writeln!(
+        o,
+        "\n    #[inline(always)]\n    fn prefetch_children(&self) {{"
+    )
+    .unwrap();
+    for f in fields {
+        let name = rust_field_name(f);
+        if f.label == Label::Repeated {
+            writeln!(o, "        self.{name}.prefetch_head();").unwrap();
+        } else if boxed(m, f) {
+            writeln!(
+                o,
+                "        if let Some(m) = &self.{name} {{\n            \
+                 crate::wire::prefetch::prefetch_value::<_>(&**m);\n        }}"
+            )
+            .unwrap();
+        }
+    }
+    writeln!(o, "    }}").unwrap();
 }
 
 /// `.map_err(...)` adding the field to the error path.
@@ -1229,7 +1262,13 @@ fn gen_size(o: &mut String, m: &MessageDef, f: &FieldDef) {
         }
         (Label::Repeated, Kind::Message(_)) => {
             let tl = tag_len(f, 2);
-            message_size(o, m, f, &format!("        for m in &self.{name} {{"), tl);
+            message_size(
+                o,
+                m,
+                f,
+                &format!("        for m in self.{name}.iter_prefetching() {{"),
+                tl,
+            );
         }
         _ => unreachable!(),
     }

@@ -270,7 +270,8 @@ def main() -> int:
     if "d" in only:
         light = os.path.join(os.path.dirname(onnx.__file__), "backend", "test", "data", "light")
         for name in ("light_bvlc_alexnet", "light_resnet50"):
-            data = open(os.path.join(light, name + ".onnx"), "rb").read()
+            path = os.path.join(light, name + ".onnx")
+            data = open(path, "rb").read()
             key = f"d:{name[6:]}"
             sizes[key] = len(data)
             m_ol, m_onnx = ol.load_from_string(data), onnx.load_from_string(data)
@@ -278,6 +279,10 @@ def main() -> int:
             run([
                 Case(key, "load_from_string", "onnx_light", lambda: ol.load_from_string(data), reps=reps),
                 Case(key, "load_from_string", "onnx", lambda: onnx.load_from_string(data), reps=reps),
+                Case(key, "ParseFromString", "onnx_light", lambda: ol.ModelProto().ParseFromString(data), reps=reps),
+                Case(key, "ParseFromString", "onnx", lambda: onnx.ModelProto().ParseFromString(data), reps=reps),
+                Case(key, "load (path)", "onnx_light", lambda: ol.load(path), reps=reps),
+                Case(key, "load (path)", "onnx", lambda: onnx.load(path), reps=reps),
                 Case(key, "SerializeToString", "onnx_light", m_ol.SerializeToString, reps=reps),
                 Case(key, "SerializeToString", "onnx", m_onnx.SerializeToString, reps=reps),
             ])
@@ -347,7 +352,7 @@ def main() -> int:
     if r is not None:
         lines.append(f"- (c) reading op_type and input of every node vs onnx (≥ 1×): {r:.2f}× (CPU time: {rc:.2f}×)")
     for model in [k for k in sizes if k.startswith("d:")]:
-        for case in ("load_from_string", "SerializeToString"):
+        for case in ("load_from_string", "ParseFromString", "load (path)", "SerializeToString"):
             r = ratio(model, case, "onnx_light", case, "onnx")
             rc = ratio(model, case, "onnx_light", case, "onnx", key="cpu")
             if r is not None:

@@ -181,6 +181,11 @@ def load_from_string(
     alignment: Optional[int] = None,
 ) -> ModelProto:
     """Parses a model from bytes (``onnx.load_from_string``); see :func:`load`."""
+    if (base_dir is None and not no_copy and num_threads is None and key is None
+            and alignment is None):
+        # The common call, without building keyword arguments (a small model parses in a few
+        # microseconds, so this shows).
+        return _native.load_bytes(s, load_external_data=load_external_data)
     return _native.load_bytes(
         s, **_native_opts(load_external_data, base_dir, no_copy, num_threads, key, alignment))
 

@@ -385,3 +385,30 @@ def test_zero_offset_and_length_and_extra_keys(tmp_path):
     m.graph.initializer.append(t)
     ol.load_external_data_for_model(m, tmp_path)
     assert nh.to_array(m.graph.initializer[0]).shape == (0,)
+
+
+def test_load_from_string_loads_external_data_only_with_a_base_dir(tmp_path):
+    """Bytes have no directory: without base_dir the references stay as they are (no file is
+    read, as onnx.load_from_string), with it the data is loaded; any keyword set or not."""
+    value = np.arange(6, dtype=np.float32)
+    (tmp_path / "weights.bin").write_bytes(value.tobytes())
+    t = ol.TensorProto(name="w", data_type=ol.TensorProto.FLOAT, dims=[6],
+                       data_location=ol.TensorProto.EXTERNAL)
+    t.external_data.add(key="location", value="weights.bin")
+    m = ol.ModelProto(ir_version=10)
+    m.graph.initializer.append(t)
+    data = m.SerializeToString()
+    for kw in ({}, {"num_threads": 1}, {"alignment": 64}):
+        kept = ol.load_from_string(data, **kw)
+        assert kept.SerializeToString() == data
+        assert kept.graph.initializer[0].data_location == ol.TensorProto.EXTERNAL
+        assert not kept.graph.initializer[0].HasField("raw_data")
+        loaded = ol.load_from_string(data, base_dir=tmp_path, **kw)
+        assert loaded.graph.initializer[0].data_location == ol.TensorProto.DEFAULT
+        np.testing.assert_array_equal(nh.to_array(loaded.graph.initializer[0]), value)
+        assert onnx.load_from_string(data).SerializeToString() == data
+    # A missing file is an error only when there is a directory to look in.
+    (tmp_path / "weights.bin").unlink()
+    assert ol.load_from_string(data).SerializeToString() == data
+    with pytest.raises(ol.ExternalDataError):
+        ol.load_from_string(data, base_dir=tmp_path)

@@ -30,7 +30,8 @@ BENCH_SCALE=0.002 BENCH_RUNS=2 BENCH_OUT="$work/bench.md" bash scripts/bench-pyt
 for row in "| load | onnx_light |" "| load | onnx |" "| load no_copy | onnx_light |" "| load no_copy | onnx_light (alignment=1) |" "| load (lazy) | onnx_ir |" \
   "| save external | onnx |" "| save external | onnx_ir |" "| op_type + len(input) | onnx_light |" \
   "| op_type + len(input) | onnx |" "| load | onnx_light (memory reuse off) |" \
-  "| load_from_string | onnx_light |" "| load_from_string | onnx |" "| SerializeToString | onnx_light |"; do
+  "| load_from_string | onnx_light |" "| load_from_string | onnx |" "| SerializeToString | onnx_light |" \
+  "| ParseFromString | onnx_light |" "| ParseFromString | onnx |" "| load (path) | onnx_light |" "| load (path) | onnx |"; do
   grep -qF "$row" "$work/bench.md" || { echo "50-python: bench report lacks $row" >&2; cat "$work/bench.md" >&2; exit 1; }
 done
 grep -q "reading op_type and input of every node" "$work/bench.md"

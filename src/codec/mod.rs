@@ -16,6 +16,14 @@ pub(crate) use options::{resolve_threads, validate_alignment, validate_threads};
 
 /// How many parses so far parsed initializers in parallel (a test hook: tests check that the
 /// parallel path is exercised).
+/// Test hook: parses cut no repeated-field chunks from blocks of their own while `off` is set
+/// (every chunk then comes from the global allocator).
+#[cfg(feature = "test-hooks")]
+#[doc(hidden)]
+pub fn set_metadata_regions_off(off: bool) {
+    crate::wire::set_regions_off(off);
+}
+
 #[cfg(feature = "test-hooks")]
 #[doc(hidden)]
 pub fn parallel_parse_count() -> usize {
@@ -28,7 +36,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use crate::error::{Error, Result};
-use crate::proto::{Message, ModelProto, decode_top};
+use crate::proto::{Message, ModelProto, decode_top, encode_into_spare};
 use crate::storage::{AUTO_MMAP_MIN_BYTES, Arena, AtomicFile, MappedFile, WriteSink, thread_pool};
 use crate::wire::{DecodeConfig, PayloadMode, Reader, ReleaseSource, SizeCursor, SizeTable};
 
@@ -281,7 +289,7 @@ pub fn serialize_to_vec<M: Message>(m: &M, opts: &SerializeOptions) -> Result<Ve
     let mut out = Vec::new();
     out.try_reserve_exact(cap)
         .map_err(|_| Error::alloc_failed(len, "the serialized model"))?;
-    m.encode_to(&mut out, &mut SizeCursor::new(sizes.as_slice()));
+    encode_into_spare(m, &sizes, &mut out, cap);
     Ok(out)
 }
 

@@ -5,11 +5,11 @@
 use std::fs::File;
 use std::io::{self, Seek, SeekFrom, Write};
 
-use rayon::prelude::*;
+use crate::storage::par::{ThreadPool, prelude::*};
 
 use crate::error::{Error, Result};
 use crate::proto::Message;
-use crate::wire::{Sink, SizeCursor};
+use crate::wire::{Sink, SizeCursor, SliceWriter};
 
 /// Payloads at least this large are deferred to the parallel phase.
 const DEFERRED_MIN_BYTES: usize = 1 << 20;
@@ -51,6 +51,13 @@ impl Job {
 /// Where the sequential phase writes, with the ability to leave a gap for a payload.
 trait Positioned {
     fn write(&mut self, bytes: &[u8]);
+    fn write_varint(&mut self, mut v: u64) {
+        while v >= 0x80 {
+            self.write(&[(v as u8) | 0x80]);
+            v >>= 7;
+        }
+        self.write(&[v as u8]);
+    }
     fn skip(&mut self, n: usize);
     fn position(&self) -> u64;
 }
@@ -62,9 +69,14 @@ struct DeferringSink<O: Positioned> {
 }
 
 impl<O: Positioned> Sink for DeferringSink<O> {
-    #[inline]
+    #[inline(always)]
     fn put(&mut self, bytes: &[u8]) {
         self.out.write(bytes);
+    }
+
+    #[inline(always)]
+    fn put_varint(&mut self, v: u64) {
+        self.out.write_varint(v);
     }
 
     fn put_payload(&mut self, bytes: &[u8]) {
@@ -82,22 +94,22 @@ impl<O: Positioned> Sink for DeferringSink<O> {
 }
 
 /// Sequential writes into a pre-sized buffer.
-struct SliceOut<'a> {
-    buf: &'a mut [u8],
-    pos: usize,
-}
+struct SliceOut<'a>(SliceWriter<'a>);
 
 impl Positioned for SliceOut<'_> {
-    #[inline]
+    #[inline(always)]
     fn write(&mut self, bytes: &[u8]) {
-        self.buf[self.pos..self.pos + bytes.len()].copy_from_slice(bytes);
-        self.pos += bytes.len();
+        self.0.put(bytes);
+    }
+    #[inline(always)]
+    fn write_varint(&mut self, v: u64) {
+        self.0.put_varint(v);
     }
     fn skip(&mut self, n: usize) {
-        self.pos += n;
+        self.0.skip(n);
     }
     fn position(&self) -> u64 {
-        self.pos as u64
+        self.0.written() as u64
     }
 }
 
@@ -128,7 +140,7 @@ pub(super) fn serialize_to_vec_parallel<M: Message>(
     m: &M,
     len: usize,
     sizes: &[u64],
-    pool: &rayon::ThreadPool,
+    pool: &ThreadPool,
 ) -> Vec<u8> {
     // Zeroed allocation: large ones come straight from the kernel, untouched until written, so
     // the page faults happen in the parallel phase.
@@ -144,17 +156,18 @@ pub(super) fn serialize_into_slice<M: Message>(
     m: &M,
     out: &mut [u8],
     sizes: &[u64],
-    pool: Option<&rayon::ThreadPool>,
+    pool: Option<&ThreadPool>,
 ) {
     let len = out.len();
     let jobs = {
         let mut sink = DeferringSink {
-            out: SliceOut { buf: out, pos: 0 },
+            out: SliceOut(SliceWriter::new(out)),
             jobs: Vec::new(),
         };
         m.encode_to(&mut sink, &mut SizeCursor::new(sizes));
         assert_eq!(
-            sink.out.pos, len,
+            sink.out.0.written(),
+            len,
             "encoded size differs from the computed size"
         );
         sink.jobs
@@ -220,7 +233,7 @@ pub(super) fn write_file_parallel<M: Message>(
     sizes: &[u64],
     file: &File,
     path: &std::path::Path,
-    pool: &rayon::ThreadPool,
+    pool: &ThreadPool,
 ) -> Result<()> {
     let io_err = |e| Error::io(path, e);
     crate::storage::presize(file, len).map_err(io_err)?;

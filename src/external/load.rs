@@ -857,7 +857,7 @@ fn fill_copy(plan: &Plan, which: &[usize], threads: usize, align: u64) -> Result
         };
         match pool {
             Some(pool) => {
-                use rayon::prelude::*;
+                use crate::storage::par::prelude::*;
                 pool.install(|| {
                     open.par_iter_mut().try_for_each(read_open)?;
                     groups.par_iter_mut().try_for_each(read_group)
@@ -1172,9 +1172,11 @@ pub(crate) fn load_after_parse(
     model_path: Option<&Path>,
     opts: &ParseOptions,
 ) -> Result<Option<ExternalLoadReport>> {
-    if !opts.load_external_data || opts.skip_raw_data || !has_external_data(model) {
+    if !opts.load_external_data || opts.skip_raw_data {
         return Ok(None);
     }
+    // Without a directory nothing is loaded: the model's tensors are not even walked (a fixed
+    // cost that showed in parses of small models from memory).
     let dir = match (
         &opts.external_data_dir,
         model_path,
@@ -1185,5 +1187,8 @@ pub(crate) fn load_after_parse(
         (None, None, Some(o)) => model_dir(o),
         (None, None, None) => return Ok(None),
     };
+    if !has_external_data(model) {
+        return Ok(None);
+    }
     load_external_data_for_model(model, dir, opts).map(Some)
 }

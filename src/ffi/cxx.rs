@@ -24,7 +24,7 @@ use super::panic::ffi_value;
 use super::status::FfiError;
 use crate::bytes::{CxxString, CxxStringPool};
 use crate::proto::{Message, Recycle, Recycler, RepeatedField, decode_top};
-use crate::wire::{DecodeConfig, InlineVec, Reader, Sink, SizeCursor, SizeTable};
+use crate::wire::{DecodeConfig, InlineVec, Reader, SizeCursor, SizeTable, SliceWriter};
 use crate::{ByteSpan, ProtoString};
 
 /// Serializes in-place conversions of tensor payloads into `std::string`.
@@ -446,19 +446,6 @@ pub(crate) unsafe fn parse<M: Message + Recycle>(
 }
 
 /// A sink writing into a buffer of exactly the encoded size.
-struct SliceSink<'a> {
-    buf: &'a mut [u8],
-    at: usize,
-}
-
-impl Sink for SliceSink<'_> {
-    #[inline]
-    fn put(&mut self, bytes: &[u8]) {
-        self.buf[self.at..self.at + bytes.len()].copy_from_slice(bytes);
-        self.at += bytes.len();
-    }
-}
-
 /// Serializes `m` into the buffer `alloc(ctx, size)` returns; false (and the last error) when it
 /// returns NULL for a non-empty message.
 ///
@@ -485,9 +472,9 @@ pub(crate) unsafe fn serialize<M: Message>(
         }
         // SAFETY: `p` is writable for `len` bytes (contract).
         let buf = unsafe { std::slice::from_raw_parts_mut(p, len) };
-        let mut sink = SliceSink { buf, at: 0 };
+        let mut sink = SliceWriter::new(buf);
         m.encode_to(&mut sink, &mut SizeCursor::new(sizes.as_slice()));
-        debug_assert_eq!(sink.at, len);
+        debug_assert_eq!(sink.written(), len);
         Ok(true)
     })
 }

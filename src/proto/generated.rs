@@ -272,10 +272,10 @@ impl Message for AttributeProto {
         n += self.floats.len() as u64 * (1 + 4);
         n += self.ints.iter().map(|&v| 1 + varint_len(v as u64)).sum::<u64>();
         n += self.strings.iter().map(|v| 1 + len_delimited_size(v.len() as u64)).sum::<u64>();
-        for m in &self.tensors {
+        for m in self.tensors.iter_prefetching() {
             n += 1 + len_delimited_size(sizes.nested::<TensorProto>(m));
         }
-        for m in &self.graphs {
+        for m in self.graphs.iter_prefetching() {
             n += 1 + len_delimited_size(sizes.nested_deep::<GraphProto>(m));
         }
         if let Some(v) = &self.doc_string {
@@ -284,7 +284,7 @@ impl Message for AttributeProto {
         if let Some(m) = &self.tp {
             n += 1 + len_delimited_size(sizes.nested::<TypeProto>(m));
         }
-        for m in &self.type_protos {
+        for m in self.type_protos.iter_prefetching() {
             n += 1 + len_delimited_size(sizes.nested::<TypeProto>(m));
         }
         if let Some(v) = self.r#type {
@@ -296,7 +296,7 @@ impl Message for AttributeProto {
         if let Some(m) = &self.sparse_tensor {
             n += 2 + len_delimited_size(sizes.nested::<SparseTensorProto>(m));
         }
-        for m in &self.sparse_tensors {
+        for m in self.sparse_tensors.iter_prefetching() {
             n += 2 + len_delimited_size(sizes.nested::<SparseTensorProto>(m));
         }
         n
@@ -401,6 +401,26 @@ impl Message for AttributeProto {
 
     fn take_recycled(r: &Reader<'_>) -> Option<Box<Self>> {
         recycled(r)
+    }
+
+    #[inline(always)]
+    fn prefetch_children(&self) {
+        if let Some(m) = &self.t {
+            crate::wire::prefetch::prefetch_value::<_>(&**m);
+        }
+        if let Some(m) = &self.g {
+            crate::wire::prefetch::prefetch_value::<_>(&**m);
+        }
+        if let Some(m) = &self.sparse_tensor {
+            crate::wire::prefetch::prefetch_value::<_>(&**m);
+        }
+        if let Some(m) = &self.tp {
+            crate::wire::prefetch::prefetch_value::<_>(&**m);
+        }
+        self.tensors.prefetch_head();
+        self.graphs.prefetch_head();
+        self.sparse_tensors.prefetch_head();
+        self.type_protos.prefetch_head();
     }
 
     fn without_payloads(&self, min_len: u64) -> Option<Self> {
@@ -805,7 +825,7 @@ impl Message for ValueInfoProto {
         if let Some(v) = &self.doc_string {
             n += 1 + len_delimited_size(v.len() as u64);
         }
-        for m in &self.metadata_props {
+        for m in self.metadata_props.iter_prefetching() {
             n += 1 + len_delimited_size(sizes.nested::<StringStringEntryProto>(m));
         }
         n
@@ -845,6 +865,14 @@ impl Message for ValueInfoProto {
 
     fn take_recycled(r: &Reader<'_>) -> Option<Box<Self>> {
         recycled(r)
+    }
+
+    #[inline(always)]
+    fn prefetch_children(&self) {
+        if let Some(m) = &self.r#type {
+            crate::wire::prefetch::prefetch_value::<_>(&**m);
+        }
+        self.metadata_props.prefetch_head();
     }
 }
 
@@ -1035,7 +1063,7 @@ impl Message for NodeProto {
         if let Some(v) = &self.op_type {
             n += 1 + len_delimited_size(v.len() as u64);
         }
-        for m in &self.attribute {
+        for m in self.attribute.iter_prefetching() {
             n += 1 + len_delimited_size(sizes.nested::<AttributeProto>(m));
         }
         if let Some(v) = &self.doc_string {
@@ -1047,10 +1075,10 @@ impl Message for NodeProto {
         if let Some(v) = &self.overload {
             n += 1 + len_delimited_size(v.len() as u64);
         }
-        for m in &self.metadata_props {
+        for m in self.metadata_props.iter_prefetching() {
             n += 1 + len_delimited_size(sizes.nested::<StringStringEntryProto>(m));
         }
-        for m in &self.device_configurations {
+        for m in self.device_configurations.iter_prefetching() {
             n += 1 + len_delimited_size(sizes.nested::<NodeDeviceConfigurationProto>(m));
         }
         n
@@ -1120,6 +1148,13 @@ impl Message for NodeProto {
 
     fn take_recycled(r: &Reader<'_>) -> Option<Box<Self>> {
         recycled(r)
+    }
+
+    #[inline(always)]
+    fn prefetch_children(&self) {
+        self.attribute.prefetch_head();
+        self.metadata_props.prefetch_head();
+        self.device_configurations.prefetch_head();
     }
 
     fn without_payloads(&self, min_len: u64) -> Option<Self> {
@@ -1477,7 +1512,7 @@ impl Message for NodeDeviceConfigurationProto {
         if let Some(v) = &self.configuration_id {
             n += 1 + len_delimited_size(v.len() as u64);
         }
-        for m in &self.sharding_spec {
+        for m in self.sharding_spec.iter_prefetching() {
             n += 1 + len_delimited_size(sizes.nested::<ShardingSpecProto>(m));
         }
         if let Some(v) = self.pipeline_stage {
@@ -1514,6 +1549,11 @@ impl Message for NodeDeviceConfigurationProto {
 
     fn take_recycled(r: &Reader<'_>) -> Option<Box<Self>> {
         recycled(r)
+    }
+
+    #[inline(always)]
+    fn prefetch_children(&self) {
+        self.sharding_spec.prefetch_head();
     }
 }
 
@@ -1642,10 +1682,10 @@ impl Message for ShardingSpecProto {
             n += 1 + len_delimited_size(v.len() as u64);
         }
         n += self.device.iter().map(|&v| 1 + varint_len(v as u64)).sum::<u64>();
-        for m in &self.index_to_device_group_map {
+        for m in self.index_to_device_group_map.iter_prefetching() {
             n += 1 + len_delimited_size(sizes.nested::<IntIntListEntryProto>(m));
         }
-        for m in &self.sharded_dim {
+        for m in self.sharded_dim.iter_prefetching() {
             n += 1 + len_delimited_size(sizes.nested::<ShardedDimProto>(m));
         }
         n
@@ -1684,6 +1724,12 @@ impl Message for ShardingSpecProto {
 
     fn take_recycled(r: &Reader<'_>) -> Option<Box<Self>> {
         recycled(r)
+    }
+
+    #[inline(always)]
+    fn prefetch_children(&self) {
+        self.index_to_device_group_map.prefetch_head();
+        self.sharded_dim.prefetch_head();
     }
 }
 
@@ -1804,7 +1850,7 @@ impl Message for ShardedDimProto {
         if let Some(v) = self.axis {
             n += 1 + varint_len(v as u64);
         }
-        for m in &self.simple_sharding {
+        for m in self.simple_sharding.iter_prefetching() {
             n += 1 + len_delimited_size(sizes.nested::<SimpleShardedDimProto>(m));
         }
         n
@@ -1833,6 +1879,11 @@ impl Message for ShardedDimProto {
 
     fn take_recycled(r: &Reader<'_>) -> Option<Box<Self>> {
         recycled(r)
+    }
+
+    #[inline(always)]
+    fn prefetch_children(&self) {
+        self.simple_sharding.prefetch_head();
     }
 }
 
@@ -2115,10 +2166,10 @@ impl Message for TrainingInfoProto {
         if let Some(m) = &self.algorithm {
             n += 1 + len_delimited_size(sizes.nested::<GraphProto>(m));
         }
-        for m in &self.initialization_binding {
+        for m in self.initialization_binding.iter_prefetching() {
             n += 1 + len_delimited_size(sizes.nested::<StringStringEntryProto>(m));
         }
-        for m in &self.update_binding {
+        for m in self.update_binding.iter_prefetching() {
             n += 1 + len_delimited_size(sizes.nested::<StringStringEntryProto>(m));
         }
         n
@@ -2158,6 +2209,18 @@ impl Message for TrainingInfoProto {
 
     fn take_recycled(r: &Reader<'_>) -> Option<Box<Self>> {
         recycled(r)
+    }
+
+    #[inline(always)]
+    fn prefetch_children(&self) {
+        if let Some(m) = &self.initialization {
+            crate::wire::prefetch::prefetch_value::<_>(&**m);
+        }
+        if let Some(m) = &self.algorithm {
+            crate::wire::prefetch::prefetch_value::<_>(&**m);
+        }
+        self.initialization_binding.prefetch_head();
+        self.update_binding.prefetch_head();
     }
 
     fn without_payloads(&self, min_len: u64) -> Option<Self> {
@@ -2373,19 +2436,19 @@ impl Message for ModelProto {
         if let Some(m) = &self.graph {
             n += 1 + len_delimited_size(sizes.nested::<GraphProto>(m));
         }
-        for m in &self.opset_import {
+        for m in self.opset_import.iter_prefetching() {
             n += 1 + len_delimited_size(sizes.nested::<OperatorSetIdProto>(m));
         }
-        for m in &self.metadata_props {
+        for m in self.metadata_props.iter_prefetching() {
             n += 1 + len_delimited_size(sizes.nested::<StringStringEntryProto>(m));
         }
-        for m in &self.training_info {
+        for m in self.training_info.iter_prefetching() {
             n += 2 + len_delimited_size(sizes.nested::<TrainingInfoProto>(m));
         }
-        for m in &self.functions {
+        for m in self.functions.iter_prefetching() {
             n += 2 + len_delimited_size(sizes.nested::<FunctionProto>(m));
         }
-        for m in &self.configuration {
+        for m in self.configuration.iter_prefetching() {
             n += 2 + len_delimited_size(sizes.nested::<DeviceConfigurationProto>(m));
         }
         n
@@ -2463,6 +2526,18 @@ impl Message for ModelProto {
 
     fn take_recycled(r: &Reader<'_>) -> Option<Box<Self>> {
         recycled(r)
+    }
+
+    #[inline(always)]
+    fn prefetch_children(&self) {
+        self.opset_import.prefetch_head();
+        if let Some(m) = &self.graph {
+            crate::wire::prefetch::prefetch_value::<_>(&**m);
+        }
+        self.metadata_props.prefetch_head();
+        self.training_info.prefetch_head();
+        self.functions.prefetch_head();
+        self.configuration.prefetch_head();
     }
 
     fn without_payloads(&self, min_len: u64) -> Option<Self> {
@@ -3011,7 +3086,7 @@ impl Message for TensorAnnotation {
         if let Some(v) = &self.tensor_name {
             n += 1 + len_delimited_size(v.len() as u64);
         }
-        for m in &self.quant_parameter_tensor_names {
+        for m in self.quant_parameter_tensor_names.iter_prefetching() {
             n += 1 + len_delimited_size(sizes.nested::<StringStringEntryProto>(m));
         }
         n
@@ -3041,6 +3116,11 @@ impl Message for TensorAnnotation {
 
     fn take_recycled(r: &Reader<'_>) -> Option<Box<Self>> {
         recycled(r)
+    }
+
+    #[inline(always)]
+    fn prefetch_children(&self) {
+        self.quant_parameter_tensor_names.prefetch_head();
     }
 }
 
@@ -3197,34 +3277,34 @@ impl Message for GraphProto {
 
     fn compute_size(&self, sizes: &mut SizeTable) -> u64 {
         let mut n: u64 = self.unknown_fields.len() as u64;
-        for m in &self.node {
+        for m in self.node.iter_prefetching() {
             n += 1 + len_delimited_size(sizes.nested::<NodeProto>(m));
         }
         if let Some(v) = &self.name {
             n += 1 + len_delimited_size(v.len() as u64);
         }
-        for m in &self.initializer {
+        for m in self.initializer.iter_prefetching() {
             n += 1 + len_delimited_size(sizes.nested::<TensorProto>(m));
         }
         if let Some(v) = &self.doc_string {
             n += 1 + len_delimited_size(v.len() as u64);
         }
-        for m in &self.input {
+        for m in self.input.iter_prefetching() {
             n += 1 + len_delimited_size(sizes.nested::<ValueInfoProto>(m));
         }
-        for m in &self.output {
+        for m in self.output.iter_prefetching() {
             n += 1 + len_delimited_size(sizes.nested::<ValueInfoProto>(m));
         }
-        for m in &self.value_info {
+        for m in self.value_info.iter_prefetching() {
             n += 1 + len_delimited_size(sizes.nested::<ValueInfoProto>(m));
         }
-        for m in &self.quantization_annotation {
+        for m in self.quantization_annotation.iter_prefetching() {
             n += 1 + len_delimited_size(sizes.nested::<TensorAnnotation>(m));
         }
-        for m in &self.sparse_initializer {
+        for m in self.sparse_initializer.iter_prefetching() {
             n += 1 + len_delimited_size(sizes.nested::<SparseTensorProto>(m));
         }
-        for m in &self.metadata_props {
+        for m in self.metadata_props.iter_prefetching() {
             n += 2 + len_delimited_size(sizes.nested::<StringStringEntryProto>(m));
         }
         n
@@ -3294,6 +3374,18 @@ impl Message for GraphProto {
 
     fn take_recycled(r: &Reader<'_>) -> Option<Box<Self>> {
         recycled(r)
+    }
+
+    #[inline(always)]
+    fn prefetch_children(&self) {
+        self.node.prefetch_head();
+        self.initializer.prefetch_head();
+        self.sparse_initializer.prefetch_head();
+        self.input.prefetch_head();
+        self.output.prefetch_head();
+        self.value_info.prefetch_head();
+        self.quantization_annotation.prefetch_head();
+        self.metadata_props.prefetch_head();
     }
 
     fn without_payloads(&self, min_len: u64) -> Option<Self> {
@@ -3638,13 +3730,13 @@ impl Message for TensorProto {
         if let Some(v) = &self.doc_string {
             n += 1 + len_delimited_size(v.len() as u64);
         }
-        for m in &self.external_data {
+        for m in self.external_data.iter_prefetching() {
             n += 1 + len_delimited_size(sizes.nested::<StringStringEntryProto>(m));
         }
         if let Some(v) = self.data_location {
             n += 1 + varint_len(v as i64 as u64);
         }
-        for m in &self.metadata_props {
+        for m in self.metadata_props.iter_prefetching() {
             n += 2 + len_delimited_size(sizes.nested::<StringStringEntryProto>(m));
         }
         n
@@ -3742,6 +3834,15 @@ impl Message for TensorProto {
 
     fn take_recycled(r: &Reader<'_>) -> Option<Box<Self>> {
         recycled(r)
+    }
+
+    #[inline(always)]
+    fn prefetch_children(&self) {
+        if let Some(m) = &self.segment {
+            crate::wire::prefetch::prefetch_value::<_>(&**m);
+        }
+        self.external_data.prefetch_head();
+        self.metadata_props.prefetch_head();
     }
 
     fn without_payloads(&self, min_len: u64) -> Option<Self> {
@@ -4205,6 +4306,16 @@ impl Message for SparseTensorProto {
         recycled(r)
     }
 
+    #[inline(always)]
+    fn prefetch_children(&self) {
+        if let Some(m) = &self.values {
+            crate::wire::prefetch::prefetch_value::<_>(&**m);
+        }
+        if let Some(m) = &self.indices {
+            crate::wire::prefetch::prefetch_value::<_>(&**m);
+        }
+    }
+
     fn without_payloads(&self, min_len: u64) -> Option<Self> {
         Some(self.clone_with_tensors(&mut |t| t.without_payload(min_len)))
     }
@@ -4324,7 +4435,7 @@ impl Message for TensorShapeProto {
 
     fn compute_size(&self, sizes: &mut SizeTable) -> u64 {
         let mut n: u64 = self.unknown_fields.len() as u64;
-        for m in &self.dim {
+        for m in self.dim.iter_prefetching() {
             n += 1 + len_delimited_size(sizes.nested::<TensorShapeProtoDimension>(m));
         }
         n
@@ -4349,6 +4460,11 @@ impl Message for TensorShapeProto {
 
     fn take_recycled(r: &Reader<'_>) -> Option<Box<Self>> {
         recycled(r)
+    }
+
+    #[inline(always)]
+    fn prefetch_children(&self) {
+        self.dim.prefetch_head();
     }
 }
 
@@ -5036,6 +5152,13 @@ impl Message for TypeProtoTensor {
     fn take_recycled(r: &Reader<'_>) -> Option<Box<Self>> {
         recycled(r)
     }
+
+    #[inline(always)]
+    fn prefetch_children(&self) {
+        if let Some(m) = &self.shape {
+            crate::wire::prefetch::prefetch_value::<_>(&**m);
+        }
+    }
 }
 
 impl TypeProtoTensor {
@@ -5206,6 +5329,13 @@ impl Message for TypeProtoSequence {
     fn take_recycled(r: &Reader<'_>) -> Option<Box<Self>> {
         recycled(r)
     }
+
+    #[inline(always)]
+    fn prefetch_children(&self) {
+        if let Some(m) = &self.elem_type {
+            crate::wire::prefetch::prefetch_value::<_>(&**m);
+        }
+    }
 }
 
 impl TypeProtoSequence {
@@ -5372,6 +5502,13 @@ impl Message for TypeProtoMap {
 
     fn take_recycled(r: &Reader<'_>) -> Option<Box<Self>> {
         recycled(r)
+    }
+
+    #[inline(always)]
+    fn prefetch_children(&self) {
+        if let Some(m) = &self.value_type {
+            crate::wire::prefetch::prefetch_value::<_>(&**m);
+        }
     }
 }
 
@@ -5543,6 +5680,13 @@ impl Message for TypeProtoOptional {
     fn take_recycled(r: &Reader<'_>) -> Option<Box<Self>> {
         recycled(r)
     }
+
+    #[inline(always)]
+    fn prefetch_children(&self) {
+        if let Some(m) = &self.elem_type {
+            crate::wire::prefetch::prefetch_value::<_>(&**m);
+        }
+    }
 }
 
 impl TypeProtoOptional {
@@ -5653,6 +5797,13 @@ impl Message for TypeProtoSparseTensor {
 
     fn take_recycled(r: &Reader<'_>) -> Option<Box<Self>> {
         recycled(r)
+    }
+
+    #[inline(always)]
+    fn prefetch_children(&self) {
+        if let Some(m) = &self.shape {
+            crate::wire::prefetch::prefetch_value::<_>(&**m);
+        }
     }
 }
 
@@ -6074,28 +6225,28 @@ impl Message for FunctionProto {
         n += self.input.iter().map(|v| 1 + len_delimited_size(v.len() as u64)).sum::<u64>();
         n += self.output.iter().map(|v| 1 + len_delimited_size(v.len() as u64)).sum::<u64>();
         n += self.attribute.iter().map(|v| 1 + len_delimited_size(v.len() as u64)).sum::<u64>();
-        for m in &self.node {
+        for m in self.node.iter_prefetching() {
             n += 1 + len_delimited_size(sizes.nested::<NodeProto>(m));
         }
         if let Some(v) = &self.doc_string {
             n += 1 + len_delimited_size(v.len() as u64);
         }
-        for m in &self.opset_import {
+        for m in self.opset_import.iter_prefetching() {
             n += 1 + len_delimited_size(sizes.nested::<OperatorSetIdProto>(m));
         }
         if let Some(v) = &self.domain {
             n += 1 + len_delimited_size(v.len() as u64);
         }
-        for m in &self.attribute_proto {
+        for m in self.attribute_proto.iter_prefetching() {
             n += 1 + len_delimited_size(sizes.nested::<AttributeProto>(m));
         }
-        for m in &self.value_info {
+        for m in self.value_info.iter_prefetching() {
             n += 1 + len_delimited_size(sizes.nested::<ValueInfoProto>(m));
         }
         if let Some(v) = &self.overload {
             n += 1 + len_delimited_size(v.len() as u64);
         }
-        for m in &self.metadata_props {
+        for m in self.metadata_props.iter_prefetching() {
             n += 1 + len_delimited_size(sizes.nested::<StringStringEntryProto>(m));
         }
         n
@@ -6175,6 +6326,15 @@ impl Message for FunctionProto {
 
     fn take_recycled(r: &Reader<'_>) -> Option<Box<Self>> {
         recycled(r)
+    }
+
+    #[inline(always)]
+    fn prefetch_children(&self) {
+        self.attribute_proto.prefetch_head();
+        self.node.prefetch_head();
+        self.opset_import.prefetch_head();
+        self.value_info.prefetch_head();
+        self.metadata_props.prefetch_head();
     }
 
     fn without_payloads(&self, min_len: u64) -> Option<Self> {
@@ -6543,19 +6703,19 @@ impl Message for SequenceProto {
         if let Some(v) = self.elem_type {
             n += 1 + varint_len(v as i64 as u64);
         }
-        for m in &self.tensor_values {
+        for m in self.tensor_values.iter_prefetching() {
             n += 1 + len_delimited_size(sizes.nested::<TensorProto>(m));
         }
-        for m in &self.sparse_tensor_values {
+        for m in self.sparse_tensor_values.iter_prefetching() {
             n += 1 + len_delimited_size(sizes.nested::<SparseTensorProto>(m));
         }
-        for m in &self.sequence_values {
+        for m in self.sequence_values.iter_prefetching() {
             n += 1 + len_delimited_size(sizes.nested_deep::<SequenceProto>(m));
         }
-        for m in &self.map_values {
+        for m in self.map_values.iter_prefetching() {
             n += 1 + len_delimited_size(sizes.nested::<MapProto>(m));
         }
-        for m in &self.optional_values {
+        for m in self.optional_values.iter_prefetching() {
             n += 1 + len_delimited_size(sizes.nested::<OptionalProto>(m));
         }
         n
@@ -6609,6 +6769,15 @@ impl Message for SequenceProto {
 
     fn take_recycled(r: &Reader<'_>) -> Option<Box<Self>> {
         recycled(r)
+    }
+
+    #[inline(always)]
+    fn prefetch_children(&self) {
+        self.tensor_values.prefetch_head();
+        self.sparse_tensor_values.prefetch_head();
+        self.sequence_values.prefetch_head();
+        self.map_values.prefetch_head();
+        self.optional_values.prefetch_head();
     }
 
     fn without_payloads(&self, min_len: u64) -> Option<Self> {
@@ -6904,6 +7073,13 @@ impl Message for MapProto {
 
     fn take_recycled(r: &Reader<'_>) -> Option<Box<Self>> {
         recycled(r)
+    }
+
+    #[inline(always)]
+    fn prefetch_children(&self) {
+        if let Some(m) = &self.values {
+            crate::wire::prefetch::prefetch_value::<_>(&**m);
+        }
     }
 
     fn without_payloads(&self, min_len: u64) -> Option<Self> {
@@ -7217,6 +7393,25 @@ impl Message for OptionalProto {
 
     fn take_recycled(r: &Reader<'_>) -> Option<Box<Self>> {
         recycled(r)
+    }
+
+    #[inline(always)]
+    fn prefetch_children(&self) {
+        if let Some(m) = &self.tensor_value {
+            crate::wire::prefetch::prefetch_value::<_>(&**m);
+        }
+        if let Some(m) = &self.sparse_tensor_value {
+            crate::wire::prefetch::prefetch_value::<_>(&**m);
+        }
+        if let Some(m) = &self.sequence_value {
+            crate::wire::prefetch::prefetch_value::<_>(&**m);
+        }
+        if let Some(m) = &self.map_value {
+            crate::wire::prefetch::prefetch_value::<_>(&**m);
+        }
+        if let Some(m) = &self.optional_value {
+            crate::wire::prefetch::prefetch_value::<_>(&**m);
+        }
     }
 
     fn without_payloads(&self, min_len: u64) -> Option<Self> {

@@ -1,7 +1,7 @@
 //! The [`Message`] trait: what every message of the wire format can do (merge from bytes,
 //! compute its size, encode), and the helpers generated message code calls.
 
-use super::{DecodeConfig, Reader, Sink, SizeCursor};
+use super::{DecodeConfig, Reader, Sink, SizeCursor, SliceWriter};
 use crate::bytes::UnknownFields;
 use crate::error::{DecodeError, Result};
 
@@ -26,6 +26,12 @@ pub trait Message: Default + Clone + Send + Sync + 'static {
 
     /// Fields not in the schema, for editing.
     fn unknown_fields_mut(&mut self) -> &mut UnknownFields;
+
+    /// Asks the CPU to fetch the storage of this message's sub-messages, without reading it
+    /// (a hint for walks over a whole model: see `RepeatedField::iter_prefetching`).
+    #[doc(hidden)]
+    #[inline(always)]
+    fn prefetch_children(&self) {}
 
     /// An emptied boxed message of this type that the parse of `r` may reuse (see
     /// `Reader::recycle_from`): the generated messages take one from the parse's recycler.
@@ -69,8 +75,7 @@ pub trait Message: Default + Clone + Send + Sync + 'static {
         let mut sizes = SizeTable::new();
         let len = self.compute_size(&mut sizes);
         let mut out = Vec::with_capacity(len as usize);
-        self.encode_to(&mut out, &mut SizeCursor::new(sizes.as_slice()));
-        debug_assert_eq!(out.len() as u64, len);
+        encode_into_spare(self, &sizes, &mut out, len as usize);
         out
     }
 
@@ -81,6 +86,23 @@ pub trait Message: Default + Clone + Send + Sync + 'static {
         self.encode_to(sink, &mut SizeCursor::new(sizes.as_slice()));
         len
     }
+}
+
+/// Appends `m`, whose sizes `m.compute_size` recorded in `sizes` (total `len`), to `out`, which
+/// has room for `len` more bytes: written through a [`SliceWriter`] into the spare capacity.
+pub(crate) fn encode_into_spare<M: Message>(
+    m: &M,
+    sizes: &SizeTable,
+    out: &mut Vec<u8>,
+    len: usize,
+) {
+    let at = out.len();
+    let mut w = SliceWriter::new_uninit(&mut out.spare_capacity_mut()[..len]);
+    m.encode_to(&mut w, &mut SizeCursor::new(sizes.as_slice()));
+    let written = w.written();
+    assert_eq!(written, len, "encoded size differs from the computed size");
+    // SAFETY: the writer initialized the first `written` bytes of the spare capacity.
+    unsafe { out.set_len(at + written) };
 }
 
 /// The sizes [`Message::compute_size`] records (every embedded message's, and every packed
