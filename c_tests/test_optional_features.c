@@ -1,5 +1,5 @@
-/* The optional parts of the library (encryption, DLPack, parameter dictionaries, pre-packed
- * blobs) as a C program sees them, in a full and in a minimal build (`cargo build
+/* The optional parts of the library (parallel work, encryption, DLPack, parameter dictionaries,
+ * pre-packed blobs) as a C program sees them, in a full and in a minimal build (`cargo build
  * --no-default-features`): onnxl_has_feature() tells which are compiled in, the functions of a
  * missing part are still exported and fail with ONNXL_STATUS_UNSUPPORTED naming the part, and
  * the codec works in both. Run by scripts/test.d/45-size-budget.sh against both builds.
@@ -7,7 +7,7 @@
  * usage: test_optional_features full|minimal MODEL.onnx */
 #include "test_util.h"
 
-static const char *const PARTS[] = {"encryption", "dlpack", "params", "prepacked"};
+static const char *const PARTS[] = {"parallel", "encryption", "dlpack", "params", "prepacked"};
 
 int main(int argc, char **argv) {
   int full;
@@ -40,6 +40,21 @@ int main(int argc, char **argv) {
   CHECK(buf != NULL && onnxl_buffer_size(buf) > 0);
   onnxl_buffer_free(buf);
   buf = NULL;
+  {
+    /* More than one thread asked for: parallel with the `parallel` part, sequential without. */
+    OnnxlModelProto *again = NULL;
+    OnnxlParseOptions popts = onnxl_parse_options_default();
+    OnnxlSerializeOptions sopts = onnxl_serialize_options_default();
+    popts.num_threads = 4;
+    sopts.num_threads = 4;
+    CHECK_OK(onnxl_load_model(argv[2], &popts, &again));
+    CHECK(again != NULL);
+    CHECK_OK(onnxl_serialize_model(again, &sopts, &buf));
+    CHECK(buf != NULL && onnxl_buffer_size(buf) > 0);
+    onnxl_buffer_free(buf);
+    buf = NULL;
+    onnxl_model_proto_free(again);
+  }
 
   if (full) {
     OnnxlTensorProto *t;

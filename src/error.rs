@@ -288,10 +288,11 @@ impl Error {
     }
 }
 
-/// Whether the optional part `name` (`"encryption"`, `"dlpack"`, `"params"`, `"prepacked"`) is
+/// Whether the optional part `name` (`"parallel"`, `"encryption"`, `"dlpack"`, `"params"`, `"prepacked"`) is
 /// compiled into this build; false for any other name.
 pub fn has_feature(name: &str) -> bool {
-    const OPTIONAL: [(&str, bool); 4] = [
+    const OPTIONAL: [(&str, bool); 5] = [
+        ("parallel", cfg!(feature = "parallel")),
         ("encryption", cfg!(feature = "encryption")),
         ("dlpack", cfg!(feature = "dlpack")),
         ("params", cfg!(feature = "params")),

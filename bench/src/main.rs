@@ -10,6 +10,9 @@
 //!   one measured case (used by `run`; see cases.rs).
 //! `onnx-bench gen KIND PATH [--scale S]`
 //!   writes one synthetic model (transformer | external | metadata), for a look at it.
+//! `onnx-bench sizes`
+//!   prints the in-memory size of the common metadata messages (docs/benchmarks.md, "Where the
+//!   bytes of a parsed model go").
 
 mod cases;
 mod synth;
@@ -24,7 +27,7 @@ fn usage() -> ! {
     eprintln!(
         "usage: onnx-bench run --work DIR --python PY [--pyscript FILE] [--testdata DIR] [--runs N] \
          [--scale S] [--only a,b,c,d,e,f] [--rows ROWS] [--out FILE]\n       onnx-bench case LIB OP MODEL [--data FILE] \
-         --out FILE --threads T --iters K\n       onnx-bench gen transformer|external|metadata|value-info|transformer-meta PATH [--scale S]"
+         --out FILE --threads T --iters K\n       onnx-bench gen transformer|external|metadata|value-info|transformer-meta PATH [--scale S]\n       onnx-bench sizes"
     );
     std::process::exit(2)
 }
@@ -68,6 +71,7 @@ fn main() {
             assert!(cases::OPS.contains(&a.op.as_str()), "unknown op {}", a.op);
             cases::run(&a)
         }
+        "sizes" => print_sizes(),
         "gen" => {
             if pos.len() != 2 {
                 usage()
@@ -117,6 +121,34 @@ fn main() {
         }
         "run" => run(&opts),
         _ => usage(),
+    }
+}
+
+/// The in-memory size of the metadata messages and their parts, as a markdown table.
+fn print_sizes() {
+    use onnx_light::proto as g;
+    use onnx_light::wire::RepeatedField;
+    use onnx_light::{InlineVec, ProtoString, UnknownFields};
+    use std::mem::size_of;
+    let rows: [(&str, usize); 14] = [
+        ("NodeProto", size_of::<g::NodeProto>()),
+        ("ValueInfoProto", size_of::<g::ValueInfoProto>()),
+        ("TypeProto", size_of::<g::TypeProto>()),
+        ("TypeProto.Tensor", size_of::<g::TypeProtoTensor>()),
+        ("TensorShapeProto", size_of::<g::TensorShapeProto>()),
+        ("TensorShapeProto.Dimension", size_of::<g::TensorShapeProtoDimension>()),
+        ("AttributeProto", size_of::<g::AttributeProto>()),
+        ("TensorProto", size_of::<g::TensorProto>()),
+        ("ProtoString", size_of::<ProtoString>()),
+        ("Option<ProtoString>", size_of::<Option<ProtoString>>()),
+        ("UnknownFields", size_of::<UnknownFields>()),
+        ("RepeatedField<_>", size_of::<RepeatedField<g::NodeProto>>()),
+        ("InlineVec<ProtoString, 2>", size_of::<InlineVec<ProtoString, 2>>()),
+        ("InlineVec<i64, 4>", size_of::<InlineVec<i64, 4>>()),
+    ];
+    println!("| type | bytes |\n|---|---|");
+    for (name, n) in rows {
+        println!("| `{name}` | {n} |");
     }
 }
 

@@ -16,6 +16,14 @@ pub(crate) use options::{resolve_threads, validate_alignment, validate_threads};
 
 /// How many parses so far parsed initializers in parallel (a test hook: tests check that the
 /// parallel path is exercised).
+/// Test hook: parses cut no repeated-field chunks from blocks of their own while `off` is set
+/// (every chunk then comes from the global allocator).
+#[cfg(feature = "test-hooks")]
+#[doc(hidden)]
+pub fn set_metadata_regions_off(off: bool) {
+    crate::wire::set_regions_off(off);
+}
+
 #[cfg(feature = "test-hooks")]
 #[doc(hidden)]
 pub fn parallel_parse_count() -> usize {

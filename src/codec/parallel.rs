@@ -5,7 +5,7 @@
 use std::any::Any;
 use std::collections::HashMap;
 
-use rayon::prelude::*;
+use crate::storage::par::prelude::*;
 
 use super::ParseOptions;
 use crate::error::DecodeError;

@@ -5,7 +5,7 @@
 use std::fs::File;
 use std::io::{self, Seek, SeekFrom, Write};
 
-use rayon::prelude::*;
+use crate::storage::par::{ThreadPool, prelude::*};
 
 use crate::error::{Error, Result};
 use crate::proto::Message;
@@ -140,7 +140,7 @@ pub(super) fn serialize_to_vec_parallel<M: Message>(
     m: &M,
     len: usize,
     sizes: &[u64],
-    pool: &rayon::ThreadPool,
+    pool: &ThreadPool,
 ) -> Vec<u8> {
     // Zeroed allocation: large ones come straight from the kernel, untouched until written, so
     // the page faults happen in the parallel phase.
@@ -156,7 +156,7 @@ pub(super) fn serialize_into_slice<M: Message>(
     m: &M,
     out: &mut [u8],
     sizes: &[u64],
-    pool: Option<&rayon::ThreadPool>,
+    pool: Option<&ThreadPool>,
 ) {
     let len = out.len();
     let jobs = {
@@ -233,7 +233,7 @@ pub(super) fn write_file_parallel<M: Message>(
     sizes: &[u64],
     file: &File,
     path: &std::path::Path,
-    pool: &rayon::ThreadPool,
+    pool: &ThreadPool,
 ) -> Result<()> {
     let io_err = |e| Error::io(path, e);
     crate::storage::presize(file, len).map_err(io_err)?;

@@ -857,7 +857,7 @@ fn fill_copy(plan: &Plan, which: &[usize], threads: usize, align: u64) -> Result
         };
         match pool {
             Some(pool) => {
-                use rayon::prelude::*;
+                use crate::storage::par::prelude::*;
                 pool.install(|| {
                     open.par_iter_mut().try_for_each(read_open)?;
                     groups.par_iter_mut().try_for_each(read_group)

@@ -2,6 +2,7 @@
 //! file replacement (temporary file in the same directory, then rename), positional reads and
 //! writes, and the thread pools of parallel I/O.
 
+pub(crate) mod par;
 mod positional;
 mod threads;
 
@@ -423,7 +424,7 @@ impl Arena {
                 .enumerate()
                 .try_for_each(|(i, piece)| fill((i * ARENA_CHUNK_BYTES) as u64, piece));
         }
-        use rayon::prelude::*;
+        use par::prelude::*;
         let pool =
             thread_pool(threads).ok_or_else(|| io::Error::other("cannot start worker threads"))?;
         pool.install(|| {

@@ -25,12 +25,12 @@ pub(crate) fn cores() -> usize {
 const KEPT_POOLS: usize = 2;
 
 /// The kept pools, most recently used last.
-static POOLS: Mutex<Vec<(usize, Arc<rayon::ThreadPool>)>> = Mutex::new(Vec::new());
+static POOLS: Mutex<Vec<(usize, Arc<super::par::ThreadPool>)>> = Mutex::new(Vec::new());
 
 /// A pool of exactly `n` threads (`n` clamped to [`max_threads`]). The pools of the last
 /// [`KEPT_POOLS`] sizes used are kept for later operations; an older pool is dropped, and its
 /// threads exit once the operations still using it are done. `None` when no thread can start.
-pub(crate) fn thread_pool(n: usize) -> Option<Arc<rayon::ThreadPool>> {
+pub(crate) fn thread_pool(n: usize) -> Option<Arc<super::par::ThreadPool>> {
     let n = n.clamp(1, max_threads());
     let mut pools = POOLS.lock().unwrap_or_else(|e| e.into_inner());
     if let Some(i) = pools.iter().position(|(size, _)| *size == n) {
@@ -39,17 +39,24 @@ pub(crate) fn thread_pool(n: usize) -> Option<Arc<rayon::ThreadPool>> {
         pools.push(entry);
         return Some(pool);
     }
-    let pool = Arc::new(
-        rayon::ThreadPoolBuilder::new()
-            .num_threads(n)
-            .build()
-            .ok()?,
-    );
+    let pool = Arc::new(build_pool(n)?);
     if pools.len() >= KEPT_POOLS {
         pools.remove(0);
     }
     pools.push((n, pool.clone()));
     Some(pool)
+}
+
+/// A new pool of `n` threads; `None` when a thread cannot start, or (the minimal build,
+/// without the `parallel` feature) always: everything then runs on the calling thread.
+#[cfg(feature = "parallel")]
+fn build_pool(n: usize) -> Option<super::par::ThreadPool> {
+    rayon::ThreadPoolBuilder::new().num_threads(n).build().ok()
+}
+
+#[cfg(not(feature = "parallel"))]
+fn build_pool(_n: usize) -> Option<super::par::ThreadPool> {
+    None
 }
 
 /// Drops every kept thread pool: their threads exit as soon as the operations still running on

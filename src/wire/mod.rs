@@ -9,6 +9,7 @@ mod placement;
 pub(crate) mod prefetch;
 mod reader;
 mod recycle;
+mod region;
 mod repeated;
 pub mod stack;
 mod writer;
@@ -31,6 +32,12 @@ pub use recycle::{
 pub use repeated::RepeatedField;
 pub use stack::{guard_stack, try_guard_stack};
 pub use writer::{Sink, SizeCursor, SliceWriter, put_tag, put_varint};
+
+/// Test hook: see `codec::set_metadata_regions_off`.
+#[cfg(feature = "test-hooks")]
+pub(crate) fn set_regions_off(off: bool) {
+    region::REGIONS_OFF.store(off, std::sync::atomic::Ordering::Relaxed);
+}
 
 /// Wire type 0: varint.
 pub const VARINT: u32 = 0;

@@ -4,6 +4,7 @@ use std::any::Any;
 use std::collections::HashMap;
 
 use super::placement::{MAP_MIN_BYTES, PayloadPool};
+use super::region::ChunkRegion;
 use super::repeated::RepeatedField;
 use super::{END_GROUP, FIXED32, FIXED64, LEN, MAX_FIELD_NUMBER, START_GROUP, VARINT};
 use crate::bytes::{
@@ -154,6 +155,8 @@ pub struct Reader<'a> {
     preparsed: Option<HashMap<usize, Box<dyn Any + Send>>>,
     /// Aligned homes of the payloads this reader copies.
     pool: PayloadPool,
+    /// Where the chunks of the repeated message fields this reader fills come from.
+    chunks: ChunkRegion,
     /// When not null, strings are decoded as `std::string`s taken from this pool (the C++
     /// classes' parse; see [`Reader::recycle_from`]).
     cxx_strings: *mut CxxStringPool,
@@ -200,6 +203,7 @@ impl<'a> Reader<'a> {
             meta_budget: budget,
             preparsed: None,
             pool: PayloadPool::new(config.alignment.max(16), buf.len()),
+            chunks: ChunkRegion::new(),
             cxx_strings: std::ptr::null_mut(),
             recycler: std::ptr::null_mut(),
         }
@@ -226,6 +230,7 @@ impl<'a> Reader<'a> {
             meta_budget: budget,
             preparsed: None,
             pool: PayloadPool::new(self.config.alignment.max(16), end.saturating_sub(start)),
+            chunks: ChunkRegion::new(),
             // Parts parsed in parallel (on other threads) make their own strings and messages.
             cxx_strings: std::ptr::null_mut(),
             recycler: std::ptr::null_mut(),
@@ -817,7 +822,7 @@ impl<'a> Reader<'a> {
     ) -> DResult<&'f mut M> {
         let at = self.tag_start;
         field
-            .try_push_default_sized(|max| self.run_length(tag, max))
+            .try_push_default_sized_in(|max| self.run_length(tag, max), Some(&self.chunks))
             .map_err(|l| self.alloc_error(l.size(), at))
     }
 
@@ -825,7 +830,7 @@ impl<'a> Reader<'a> {
     #[inline]
     pub fn push_parsed<M: Default>(&self, field: &mut RepeatedField<M>, m: M) -> DResult<()> {
         field
-            .try_push(m)
+            .try_push(m, Some(&self.chunks))
             .map_err(|l| self.alloc_error(l.size(), self.tag_start))
     }
 

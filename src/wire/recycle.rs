@@ -1,6 +1,7 @@
 //! Anonymous memory that loads reuse. The large regions a copy load puts tensor payloads in
-//! (one per payload of at least 2 MiB, and the one arena of a model's external data) are
-//! anonymous mappings of their own. When the last payload of one is dropped, the mapping is kept
+//! (one per payload of at least 2 MiB, and the one arena of a model's external data), and the
+//! blocks a parse cuts repeated-field chunks from (`region.rs`), are anonymous mappings of their
+//! own. When the last payload of one is dropped, the mapping is kept
 //! in a bounded, process-wide store instead of being unmapped, and a later load that needs a
 //! region of about that size takes it back. Fresh anonymous memory is zeroed by the kernel page
 //! by page as it is first touched, which costs a copy load more than the copy itself (more still
@@ -8,10 +9,12 @@
 //!
 //! - The store holds at most [`memory_reuse_limit`] bytes (default: a quarter of the physical
 //!   memory; [`set_memory_reuse_limit`], 0 turns reuse off); the oldest mappings go first.
-//! - On Linux, kept mappings are advised `MADV_FREE`: the kernel may take their pages back
-//!   whenever memory runs short (without swapping them out), so kept memory never makes the
+//! - On Linux, kept payload mappings are advised `MADV_FREE`: the kernel may take their pages
+//!   back whenever memory runs short (without swapping them out), so kept memory never makes the
 //!   system swap. Pages it takes back read as zeros afterwards, which is fine: a load writes every
-//!   byte it hands out. Until then the pages count in the process's resident set.
+//!   byte it hands out. Until then the pages count in the process's resident set. Metadata
+//!   blocks are kept resident as they are (see [`ReusableMap::resident`]), as the C library's
+//!   heap keeps freed memory.
 //! - On Windows (and other systems) kept mappings get no such advice: nothing like
 //!   `MADV_FREE` is used there (`DiscardVirtualMemory` / `MEM_RESET` are left out: their effect
 //!   cannot be tested under Wine, where the Windows build is tested), so kept memory stays
@@ -169,13 +172,17 @@ impl Store {
         self.limit.unwrap_or_else(default_limit)
     }
 
-    /// The smallest kept mapping that holds `len` bytes and is at most an eighth larger, removed.
+    /// The smallest kept mapping that holds `len` bytes and is at most an eighth larger, the
+    /// newest of equal ones, removed. (A parse gives its blocks back last one first, when the
+    /// model is dropped: the newest of a size is then its first, fully written one, and its
+    /// partly written last block is taken back last.)
     fn take(&mut self, len: usize) -> Option<MmapMut> {
         let fits = |m: &MmapMut| m.len() >= len && m.len() - len <= len / 8;
         let (i, _) = self
             .kept
             .iter()
             .enumerate()
+            .rev()
             .filter(|(_, m)| fits(m))
             .min_by_key(|(_, m)| m.len())?;
         let m = self.kept.remove(i);
@@ -245,25 +252,44 @@ pub fn release_memory_held_for_reuse() -> usize {
 pub(crate) struct ReusableMap {
     map: Option<MmapMut>,
     len: usize,
+    /// Kept resident when given back (not advised `MADV_FREE`): see [`ReusableMap::resident`].
+    resident: bool,
 }
 
 impl ReusableMap {
     /// `len` (> 0) writable bytes, page-aligned; an error when the memory cannot be had.
     pub(crate) fn new(len: usize) -> std::io::Result<Self> {
+        Self::make(len, false)
+    }
+
+    /// [`ReusableMap::new`] for many small writes whose memory is reused soon (the blocks of
+    /// a parse's repeated-field chunks): no huge pages advised, and kept resident when given
+    /// back. Measured on the 2-core VM of docs/benchmarks.md: pages taken back after
+    /// `MADV_FREE` cost a metadata parse ~70% more CPU than pages kept as they were (the kernel
+    /// handles each again), and fresh transparent huge pages cost anything from 0.2× to 5× the
+    /// time of 4 KiB pages (the host backs them lazily: free-page reporting returns the
+    /// guest's free 8 MiB blocks to it, and huge pages are cut from those).
+    pub(crate) fn resident(len: usize) -> std::io::Result<Self> {
+        Self::make(len, true)
+    }
+
+    fn make(len: usize, resident: bool) -> std::io::Result<Self> {
         if let Some(map) = take(len) {
             return Ok(Self {
                 map: Some(map),
                 len,
+                resident,
             });
         }
         let map = MmapMut::map_anon(len)?;
         #[cfg(any(target_os = "linux", target_os = "android"))]
-        if len >= HUGE_PAGE_MIN_BYTES {
+        if !resident && len >= HUGE_PAGE_MIN_BYTES {
             let _ = map.advise(memmap2::Advice::HugePage);
         }
         Ok(Self {
             map: Some(map),
             len,
+            resident,
         })
     }
 }
@@ -284,7 +310,7 @@ impl DerefMut for ReusableMap {
 impl Drop for ReusableMap {
     fn drop(&mut self) {
         if let Some(map) = self.map.take() {
-            give_back(map);
+            give_back(map, self.resident);
         }
     }
 }
@@ -295,17 +321,22 @@ fn take(len: usize) -> Option<MmapMut> {
 }
 
 /// Keeps `map` for reuse when the limit allows (unmapping the oldest kept ones to make room),
-/// or unmaps it.
-fn give_back(map: MmapMut) {
+/// or unmaps it; advised `MADV_FREE` unless `resident`.
+fn give_back(map: MmapMut, resident: bool) {
     if map.len() > memory_reuse_limit() {
         return;
     }
     #[cfg(any(target_os = "linux", target_os = "android"))]
-    // SAFETY: MADV_FREE lets the kernel discard the pages' contents; nothing reads them again
-    // before writing them (a load hands out only bytes it wrote), and the mapping stays valid.
-    unsafe {
-        let _ = map.unchecked_advise(memmap2::UncheckedAdvice::Free);
+    if !resident {
+        // SAFETY: MADV_FREE lets the kernel discard the pages' contents; nothing reads them
+        // again before writing them (a load hands out only bytes it wrote), and the mapping
+        // stays valid.
+        unsafe {
+            let _ = map.unchecked_advise(memmap2::UncheckedAdvice::Free);
+        }
     }
+    #[cfg(not(any(target_os = "linux", target_os = "android")))]
+    let _ = resident;
     let dropped = store().keep(map);
     drop(dropped);
 }

@@ -14,6 +14,8 @@ use std::marker::PhantomData;
 use std::ops::{Index, IndexMut};
 use std::ptr::{self, NonNull};
 
+use super::region::{BlockHeader, ChunkRegion, free_chunk};
+
 /// Largest chunk, in bytes of element slots (a chunk holds at least one element).
 const MAX_CHUNK_BYTES: usize = 64 * 1024;
 
@@ -41,6 +43,9 @@ struct ChunkHeader {
     /// ones in the order array, `order[len..len + spare]` (see
     /// [`RepeatedField::recycle_elements`]).
     spare: usize,
+    /// The region block the chunk was cut from (see `region.rs`), or `None`: the global
+    /// allocator's.
+    block: Option<NonNull<BlockHeader>>,
 }
 
 /// A repeated message field. Its API follows `Vec`.
@@ -151,15 +156,20 @@ impl<T> RepeatedField<T> {
     /// An unoccupied slot: a freed one, else the next unused one of the newest chunk, else the
     /// first of a new chunk of at least `min_cap` slots (whose order array takes over).
     fn take_slot(&mut self, min_cap: usize) -> NonNull<T> {
-        match self.try_take_slot(min_cap) {
+        match self.try_take_slot(min_cap, None) {
             Ok(p) => p,
             Err(layout) => alloc::handle_alloc_error(layout),
         }
     }
 
-    /// [`Self::take_slot`], or the layout of the chunk the allocator refused.
+    /// [`Self::take_slot`] (a new chunk from `region` when given and it can), or the layout of
+    /// the chunk the allocator refused.
     #[inline]
-    fn try_take_slot(&mut self, min_cap: usize) -> Result<NonNull<T>, Layout> {
+    fn try_take_slot(
+        &mut self,
+        min_cap: usize,
+        region: Option<&ChunkRegion>,
+    ) -> Result<NonNull<T>, Layout> {
         self.drop_spares();
         const {
             assert!(
@@ -199,8 +209,11 @@ impl<T> RepeatedField<T> {
             total.max(live_order_cap.saturating_mul(2))
         };
         let (layout, order_at, slots_at) = chunk_layout::<T>(order_cap, cap);
-        // SAFETY: the layout has a non-zero size (it starts with the header).
-        let raw = unsafe { alloc::alloc(layout) };
+        let (raw, block) = match region.and_then(|r| r.alloc(layout.size(), layout.align())) {
+            Some((p, block)) => (p.as_ptr(), Some(block)),
+            // SAFETY: the layout has a non-zero size (it starts with the header).
+            None => (unsafe { alloc::alloc(layout) }, None),
+        };
         let Some(h) = NonNull::new(raw.cast::<ChunkHeader>()) else {
             return Err(layout);
         };
@@ -217,6 +230,7 @@ impl<T> RepeatedField<T> {
                 live_order_cap: live_order_cap.max(order_cap),
                 free: ptr::null_mut(),
                 spare: 0,
+                block,
             });
             if order_cap > 0 {
                 let order = raw.add(order_at).cast::<NonNull<T>>();
@@ -479,6 +493,16 @@ impl<T: Default> RepeatedField<T> {
         &mut self,
         run: impl FnOnce(usize) -> usize,
     ) -> Result<&mut T, Layout> {
+        self.try_push_default_sized_in(run, None)
+    }
+
+    /// [`Self::try_push_default_sized`], a new chunk cut from `region` when given (a parse's).
+    #[inline(always)]
+    pub(crate) fn try_push_default_sized_in(
+        &mut self,
+        run: impl FnOnce(usize) -> usize,
+        region: Option<&ChunkRegion>,
+    ) -> Result<&mut T, Layout> {
         // The common case of a parse, kept short: the newest chunk has an unused slot, and no
         // spare or freed one comes first.
         if let Some(h) = self.chunks {
@@ -501,7 +525,7 @@ impl<T: Default> RepeatedField<T> {
                 }
             }
         }
-        self.try_push_default_sized_slow(run)
+        self.try_push_default_sized_slow(run, region)
     }
 
     /// [`Self::try_push_default_sized`] when the newest chunk has no unused slot to hand out
@@ -510,6 +534,7 @@ impl<T: Default> RepeatedField<T> {
     fn try_push_default_sized_slow(
         &mut self,
         run: impl FnOnce(usize) -> usize,
+        region: Option<&ChunkRegion>,
     ) -> Result<&mut T, Layout> {
         if self.spare() > 0 {
             // SAFETY: `order[len]` is the first spare, a live cleared element owned by `self`;
@@ -528,7 +553,7 @@ impl<T: Default> RepeatedField<T> {
         });
         let most = Self::max_chunk_slots();
         let min_cap = if full { run(most).min(most) } else { 1 };
-        let mut p = self.try_take_slot(min_cap)?;
+        let mut p = self.try_take_slot(min_cap, region)?;
         // SAFETY: an unoccupied slot, sized and aligned for `T`.
         unsafe { p.as_ptr().write(T::default()) };
         self.place(self.len, p);
@@ -536,11 +561,15 @@ impl<T: Default> RepeatedField<T> {
         Ok(unsafe { p.as_mut() })
     }
 
-    /// [`Self::push`], or (`value` dropped, nothing added) the layout of the chunk the allocator
-    /// refused.
+    /// [`Self::push`] (a new chunk cut from `region` when given: a parse's), or (`value` dropped,
+    /// nothing added) the layout of the chunk the allocator refused.
     #[inline]
-    pub(crate) fn try_push(&mut self, value: T) -> Result<(), Layout> {
-        let p = self.try_take_slot(1)?;
+    pub(crate) fn try_push(
+        &mut self,
+        value: T,
+        region: Option<&ChunkRegion>,
+    ) -> Result<(), Layout> {
+        let p = self.try_take_slot(1, region)?;
         // SAFETY: an unoccupied slot, sized and aligned for `T`.
         unsafe { p.as_ptr().write(value) };
         self.place(self.len, p);
@@ -566,8 +595,13 @@ impl<T> Drop for RepeatedField<T> {
             unsafe {
                 let h = h.as_ptr();
                 next = (*h).next;
-                let (layout, _, _) = chunk_layout::<T>((*h).order_cap, (*h).cap);
-                alloc::dealloc(h.cast(), layout);
+                match (*h).block {
+                    Some(block) => free_chunk(block),
+                    None => {
+                        let (layout, _, _) = chunk_layout::<T>((*h).order_cap, (*h).cap);
+                        alloc::dealloc(h.cast(), layout);
+                    }
+                }
             }
         }
     }

@@ -98,7 +98,7 @@ fn write_encrypted_files(
     };
     match pool {
         Some(pool) => {
-            use rayon::prelude::*;
+            use crate::storage::par::prelude::*;
             pool.install(|| (0..files.len()).into_par_iter().map(write_one).collect())
         }
         None => (0..files.len()).map(write_one).collect(),
@@ -174,9 +174,10 @@ fn write_files(
     };
     match pool {
         Some(pool) => {
-            use rayon::prelude::*;
-            let (written, digests) =
-                pool.install(|| rayon::join(|| tasks.par_iter().try_for_each(write), hash));
+            use crate::storage::par::prelude::*;
+            let (written, digests) = pool.install(|| {
+                crate::storage::par::join(|| tasks.par_iter().try_for_each(write), hash)
+            });
             written?;
             Ok(digests)
         }

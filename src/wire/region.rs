@@ -1,0 +1,188 @@
+//! [`ChunkRegion`]: where a parse puts the chunks of the repeated message fields it fills.
+//!
+//! A parsed model's metadata is mostly `RepeatedField` chunks (the nodes, their attributes, the
+//! `value_info`s, the dimensions of each shape): hundreds of thousands of small allocations that
+//! a fresh process pays for page by page, each first touch of a 4 KiB page a fault. A parse
+//! (each [`Reader`](super::Reader), so each part of a parallel parse) instead cuts its chunks
+//! one after the other out of a few large blocks of anonymous memory (256 KiB, doubling up to
+//! 4 MiB): mappings of `recycle.rs`, kept resident for the next parse when freed, within the
+//! memory-reuse limit. A parse in a fresh process still faults each page in once; later parses
+//! write into the kept blocks without faults, and every parse saves the allocator's
+//! per-allocation work.
+//!
+//! The rule, for any mutation: a chunk keeps its address until its field drops it; a block is
+//! given back when the last chunk cut from it is freed. Memory a mutation frees inside a block
+//! is not handed out again before that, so a model's blocks never hold more than the chunks
+//! its parse made; parts of a model kept after the model is dropped keep their blocks (at most
+//! the parse's own metadata memory). Chunks made after the parse (by mutation) come from the
+//! global allocator.
+
+use std::cell::Cell;
+use std::mem::ManuallyDrop;
+use std::ptr::{self, NonNull};
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use super::recycle::ReusableMap;
+
+/// The smallest and the largest block.
+const MIN_BLOCK_BYTES: usize = 256 << 10;
+const MAX_BLOCK_BYTES: usize = 4 << 20;
+/// The live count of a block being cut from: far above any number of chunks, so that frees of
+/// its chunks never bring it to zero before the region lets go of it.
+const CUTTING: usize = usize::MAX / 2;
+
+/// Test hook: when set, regions map no blocks (every chunk comes from the global allocator), so
+/// that the allocation-failure tests can refuse each chunk allocation in turn.
+#[cfg(feature = "test-hooks")]
+pub static REGIONS_OFF: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// The start of every block.
+#[repr(C)]
+pub(crate) struct BlockHeader {
+    /// Chunks of the block not yet freed (plus [`CUTTING`] while a region cuts from it).
+    live: AtomicUsize,
+    /// The mapping of the block itself, given back when `live` reaches zero.
+    map: ManuallyDrop<ReusableMap>,
+}
+
+/// The chunk-cutting state of one reader: the block in use and the free part of it. Not
+/// shared between threads (each parallel part has its own).
+pub(crate) struct ChunkRegion {
+    block: Cell<*mut BlockHeader>,
+    /// Next free byte and end of the block in use (both null before the first block).
+    next: Cell<*mut u8>,
+    end: Cell<*mut u8>,
+    /// Chunks cut from the block in use.
+    cut: Cell<usize>,
+    /// Size of the next block.
+    next_block_bytes: Cell<usize>,
+}
+
+// SAFETY: the region is used by one thread at a time (a `Reader` moves between threads, never
+// shared); the block it cuts from is released through its atomic count.
+unsafe impl Send for ChunkRegion {}
+
+impl ChunkRegion {
+    /// A region without blocks yet (the first is mapped when a chunk is needed; each next
+    /// block is twice as large, up to 4 MiB).
+    pub(crate) fn new() -> Self {
+        Self {
+            block: Cell::new(ptr::null_mut()),
+            next: Cell::new(ptr::null_mut()),
+            end: Cell::new(ptr::null_mut()),
+            cut: Cell::new(0),
+            next_block_bytes: Cell::new(MIN_BLOCK_BYTES),
+        }
+    }
+
+    /// Memory for a chunk of `size` bytes aligned to `align` (at most 4096), and its block;
+    /// `None` when the chunk is too large for a region or no block can be mapped (the caller
+    /// then uses the global allocator).
+    #[inline]
+    pub(crate) fn alloc(
+        &self,
+        size: usize,
+        align: usize,
+    ) -> Option<(NonNull<u8>, NonNull<BlockHeader>)> {
+        // A chunk larger than a quarter of a block comes from the global allocator (so the end
+        // of a block left unused when a chunk does not fit is at most that quarter).
+        if size > self.next_block_bytes.get() / 4 {
+            return None;
+        }
+        let next = self.next.get();
+        let pad = next.align_offset(align);
+        let fits = !next.is_null() && (self.end.get() as usize - next as usize) >= pad + size;
+        if !fits {
+            self.new_block()?;
+            return self.alloc(size, align);
+        }
+        // SAFETY: `next + pad + size` is within the block in use (checked above).
+        let p = unsafe { next.add(pad) };
+        self.next.set(unsafe { p.add(size) });
+        self.cut.set(self.cut.get() + 1);
+        // SAFETY: both are non-null (a block is in use).
+        unsafe {
+            Some((
+                NonNull::new_unchecked(p),
+                NonNull::new_unchecked(self.block.get()),
+            ))
+        }
+    }
+
+    /// Lets go of the block in use and maps the next one.
+    #[cold]
+    #[inline(never)]
+    fn new_block(&self) -> Option<()> {
+        #[cfg(feature = "test-hooks")]
+        if REGIONS_OFF.load(Ordering::Relaxed) {
+            return None;
+        }
+        let bytes = self.next_block_bytes.get();
+        let mut map = ReusableMap::resident(bytes).ok()?;
+        self.retire();
+        let base = map.as_mut_ptr();
+        let header = base.cast::<BlockHeader>();
+        // SAFETY: a fresh (or taken back) mapping of `bytes` ≥ `MIN_BLOCK_BYTES`, page-aligned:
+        // room for the header, written before anything reads it. The mapping moves into its own
+        // first bytes (it does not move when the `ReusableMap` value does).
+        unsafe {
+            header.write(BlockHeader {
+                live: AtomicUsize::new(CUTTING),
+                map: ManuallyDrop::new(map),
+            });
+            self.next.set(base.add(size_of::<BlockHeader>()));
+            self.end.set(base.add(bytes));
+        }
+        self.block.set(header);
+        self.cut.set(0);
+        self.next_block_bytes.set((bytes * 2).min(MAX_BLOCK_BYTES));
+        Some(())
+    }
+
+    /// Lets go of the block in use, if any (freeing it when all its chunks are freed already).
+    fn retire(&self) {
+        let block = self.block.replace(ptr::null_mut());
+        self.next.set(ptr::null_mut());
+        self.end.set(ptr::null_mut());
+        if let Some(block) = NonNull::new(block) {
+            // SAFETY: the block is live: this region still holds its `CUTTING` share.
+            unsafe { release(block, CUTTING - self.cut.get()) };
+        }
+    }
+}
+
+impl Drop for ChunkRegion {
+    fn drop(&mut self) {
+        self.retire();
+    }
+}
+
+/// Frees a chunk cut from `block`.
+///
+/// # Safety
+/// `block` is the block a [`ChunkRegion::alloc`] returned with the chunk, which is not used
+/// any more and freed once.
+#[inline]
+pub(crate) unsafe fn free_chunk(block: NonNull<BlockHeader>) {
+    // SAFETY: the caller's contract; the chunk's share keeps the block live until here.
+    unsafe { release(block, 1) }
+}
+
+/// Takes `shares` off the live count of `block`, and gives the block back when none is left.
+///
+/// # Safety
+/// `block` is live and the caller holds `shares` of its count, not used again.
+unsafe fn release(block: NonNull<BlockHeader>, shares: usize) {
+    // SAFETY: the block is live until its count reaches zero, which only this call can see.
+    unsafe {
+        let live = &(*block.as_ptr()).live;
+        if live.fetch_sub(shares, Ordering::Release) != shares {
+            return;
+        }
+        // Every other thread's use of the block's chunks happened before their release (a load
+        // rather than a fence, which ThreadSanitizer does not model, as `Arc` does).
+        live.load(Ordering::Acquire);
+        let mut map = ptr::read(&(*block.as_ptr()).map);
+        ManuallyDrop::drop(&mut map);
+    }
+}

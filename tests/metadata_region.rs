@@ -1,0 +1,121 @@
+//! The blocks a parse cuts repeated-field chunks from (docs/design.md, "Metadata memory"):
+//! elements keep their address through any mutation, parts of a model outlive it, and the
+//! blocks of a dropped model are taken back by the next parse instead of growing the process.
+//! One test in this binary: the memory-reuse store is process-wide.
+
+use onnx_light::proto::{GraphProto, ModelProto, NodeProto};
+use onnx_light::{
+    Message, ParseOptions, memory_held_for_reuse, release_memory_held_for_reuse,
+    set_memory_reuse_limit,
+};
+
+const NODES: usize = 30_000;
+
+/// Node `i`: name, op type, input, output and two attributes (a float and an int list), so
+/// that every node has a repeated message field of its own.
+fn node(i: usize) -> NodeProto {
+    let mut n = NodeProto::new();
+    n.set_name(format!("/model/layers.{}/Op_{i}", i / 1000));
+    n.set_op_type("LeakyRelu");
+    n.input.push(format!("x{i}").into());
+    n.output
+        .push(format!("/model/layers.{}/act_{i}", i / 1000).into());
+    let a = n.add_attribute();
+    a.set_name("alpha");
+    a.set_f(i as f32);
+    let b = n.add_attribute();
+    b.set_name("perm");
+    b.ints.extend([i as i64, 1, 2]);
+    n
+}
+
+fn model_bytes() -> Vec<u8> {
+    let mut g = GraphProto::new();
+    g.set_name("g");
+    for i in 0..NODES {
+        g.node.push(node(i));
+    }
+    let mut m = ModelProto::new();
+    m.set_ir_version(10);
+    m.graph = Some(Box::new(g));
+    m.serialize_to_vec()
+}
+
+fn parse(bytes: &[u8], threads: i32) -> ModelProto {
+    let opts = ParseOptions {
+        num_threads: threads,
+        ..Default::default()
+    };
+    onnx_light::parse_from_bytes(bytes, &opts).expect("parse")
+}
+
+fn graph(m: &mut ModelProto) -> &mut GraphProto {
+    m.graph.as_mut().expect("graph")
+}
+
+#[test]
+fn parsed_chunks_keep_their_address_outlive_their_model_and_are_reused() {
+    set_memory_reuse_limit(1 << 30);
+    release_memory_held_for_reuse();
+    let bytes = model_bytes();
+    for threads in [1, 2] {
+        let mut m = parse(&bytes, threads);
+        let g = graph(&mut m);
+        assert_eq!(g.node.len(), NODES);
+        assert!(g.node.iter().enumerate().all(|(i, n)| *n == node(i)));
+
+        // Addresses survive growth, removal and reordering of parsed fields.
+        let kept: *const NodeProto = &g.node[7];
+        let attr: *const _ = &g.node[7].attribute[1];
+        for i in NODES..NODES + 5000 {
+            g.node.push(node(i));
+        }
+        g.node[7].add_attribute().set_name("added");
+        let removed = g.node.remove(3);
+        g.node.swap(0, 100);
+        assert!(std::ptr::eq(kept, &g.node[6]));
+        assert!(std::ptr::eq(attr, &g.node[6].attribute[1]));
+        assert_eq!(removed, node(3));
+
+        // Parts taken out of the model outlive it (its blocks are not given back to the next
+        // parse while they live), and stay mutable.
+        let mut taken = std::mem::take(&mut g.node[500]);
+        let moved_attrs = std::mem::take(&mut g.node[501].attribute);
+        drop(m);
+        let again = parse(&bytes, threads);
+        assert_eq!(taken, node(501));
+        assert_eq!(moved_attrs.len(), 2);
+        assert_eq!(moved_attrs[1].ints.as_slice(), &[502, 1, 2]);
+        taken.attribute.remove(0);
+        taken.add_attribute().set_name("late");
+        assert_eq!(taken.attribute[1].name(), "late");
+        drop((taken, moved_attrs, removed, again));
+
+        // Dropped models give their blocks back; the next parses take them again, so the
+        // memory kept does not grow with the number of parses.
+        let held = memory_held_for_reuse();
+        assert!(
+            held > 0,
+            "{threads} threads: the blocks of the dropped model are kept"
+        );
+        for round in 0..4 {
+            let m = parse(&bytes, threads);
+            assert!(
+                memory_held_for_reuse() < held,
+                "{threads} threads, round {round}"
+            );
+            drop(m);
+            assert_eq!(
+                memory_held_for_reuse(),
+                held,
+                "{threads} threads, round {round}"
+            );
+        }
+        assert_eq!(release_memory_held_for_reuse(), held);
+    }
+
+    // With reuse off, nothing is kept.
+    set_memory_reuse_limit(0);
+    drop(parse(&bytes, 1));
+    assert_eq!(memory_held_for_reuse(), 0);
+}
