@@ -585,23 +585,6 @@ fn checksums_are_written_verified_and_corruption_refused() {
 // ---------------------------------------------------------------------------------------------
 // No-copy
 
-/// The address range of the mapping of `file` in this process (from /proc/self/maps).
-fn mapping_of(file: &Path) -> Vec<(usize, usize)> {
-    let canon = file.canonicalize().unwrap();
-    let maps = std::fs::read_to_string("/proc/self/maps").unwrap();
-    maps.lines()
-        .filter(|l| l.ends_with(canon.to_str().unwrap()))
-        .map(|l| {
-            let range = l.split_whitespace().next().unwrap();
-            let (a, b) = range.split_once('-').unwrap();
-            (
-                usize::from_str_radix(a, 16).unwrap(),
-                usize::from_str_radix(b, 16).unwrap(),
-            )
-        })
-        .collect()
-}
-
 #[test]
 fn no_copy_maps_each_file_once_and_shares_one_owner() {
     let sb = Sandbox::new("nocopy");
@@ -639,7 +622,7 @@ fn no_copy_maps_each_file_once_and_shares_one_owner() {
     });
     assert_eq!(by_file.len(), report.files.len());
     for (loc, tensors) in &by_file {
-        let maps = mapping_of(&sb.dir().join(loc));
+        let maps = common::mappings_of(&sb.dir().join(loc));
         assert_eq!(maps.len(), 1, "{loc} is mapped exactly once: {maps:?}");
         let (lo, hi) = maps[0];
         let (_, p0, off0, owner0) = &tensors[0];
@@ -661,9 +644,12 @@ fn no_copy_maps_each_file_once_and_shares_one_owner() {
     // SAFETY: `keep` owns the mapping these bytes are in.
     let bytes = unsafe { std::slice::from_raw_parts(ptr, len) };
     assert_eq!(bytes, m.graph().initializer[0].raw_data());
-    assert!(!mapping_of(&file).is_empty());
+    assert!(!common::mappings_of(&file).is_empty());
     drop(keep);
-    assert!(mapping_of(&file).is_empty(), "unmapped with the last token");
+    assert!(
+        common::mappings_of(&file).is_empty(),
+        "unmapped with the last token"
+    );
 }
 
 #[test]

@@ -7,7 +7,6 @@ mod common;
 use common::{TempDir as Dir, pattern, uint8_tensor as tensor};
 
 use std::collections::BTreeMap;
-use std::path::Path;
 use std::sync::Arc;
 
 use onnx_light::external::{
@@ -51,26 +50,6 @@ fn infos(m: &ModelProto) -> BTreeMap<String, ExternalDataInfo> {
         .iter()
         .filter(|t| t.data_location == Some(DATA_LOCATION_EXTERNAL))
         .map(|t| (t.name().to_string(), ExternalDataInfo::parse(t).unwrap()))
-        .collect()
-}
-
-fn mapping_of(file: &Path) -> Vec<(usize, usize)> {
-    let canon = file.canonicalize().unwrap();
-    let maps = std::fs::read_to_string("/proc/self/maps").unwrap();
-    maps.lines()
-        .filter(|l| l.ends_with(canon.to_str().unwrap()))
-        .map(|l| {
-            let (a, b) = l
-                .split_whitespace()
-                .next()
-                .unwrap()
-                .split_once('-')
-                .unwrap();
-            (
-                usize::from_str_radix(a, 16).unwrap(),
-                usize::from_str_radix(b, 16).unwrap(),
-            )
-        })
         .collect()
 }
 
@@ -163,7 +142,7 @@ fn no_copy_load_borrows_from_the_one_mapping_with_the_initializers_owner() {
     let (loaded, got) = onnx_light::load_model_with_prepacked(d.path("m.onnx"), &nc).unwrap();
     same_blobs(&got, &b);
     let file = d.0.join("m.onnx.data");
-    let maps = mapping_of(&file);
+    let maps = common::mappings_of(&file);
     assert_eq!(maps.len(), 1, "mapped exactly once: {maps:?}");
     let (lo, hi) = maps[0];
     let w = loaded
@@ -207,7 +186,10 @@ fn no_copy_load_borrows_from_the_one_mapping_with_the_initializers_owner() {
         pattern(5000, 9)
     );
     drop(keep);
-    assert!(mapping_of(&file).is_empty(), "unmapped with the last token");
+    assert!(
+        common::mappings_of(&file).is_empty(),
+        "unmapped with the last token"
+    );
 }
 
 #[test]
@@ -220,7 +202,7 @@ fn copy_load_gives_equal_bytes_and_round_trips_again() {
         onnx_light::load_model_with_prepacked(d.path("m.onnx"), &ParseOptions::default()).unwrap();
     same_blobs(&got, &b);
     assert!(
-        mapping_of(&d.0.join("m.onnx.data")).is_empty(),
+        common::mappings_of(&d.0.join("m.onnx.data")).is_empty(),
         "copy mode keeps no map"
     );
     // Tensors are inline after the load, the blobs travel beside the model.

@@ -128,18 +128,18 @@ mkdir -p "target/$WINDOWS/release/deps"
 x86_64-w64-mingw32-gcc -shared -O2 -o "target/$WINDOWS/release/deps/bcryptprimitives.dll" \
   "$work/prng.c" -ladvapi32
 echo "Windows: unit tests (Windows path rules and save lock included) and integration tests (Wine)"
-# The integration tests that run on Windows, less seven whose subject is Linux behaviour: files
+# The integration tests that run on Windows, less five whose subject is Linux behaviour: files
 # replaced or deleted while this process maps them (Windows refuses both: a re-save keeps its
-# alternate weight-file name, a mapped directory cannot be removed), /proc/self/maps, and a
-# hard-linked weight file (refused on Windows by the path rules); and less one CPU-time
-# comparison (Wine's thread CPU clock advances in 10 ms steps, too coarse for it).
+# alternate weight-file name, a mapped directory cannot be removed), and a hard-linked weight
+# file (refused on Windows by the path rules); and less one CPU-time comparison (Wine's thread
+# CPU clock advances in 10 ms steps, too coarse for it). (The tests that look for a file's
+# mappings read /proc/self/maps on Linux and the mapped views on Windows: tests/common.)
 WINDOWS_TESTS=(codec input_files hostile_inputs concurrency deep_nesting dlpack documented_defaults
                encrypted_external encryption external_data fuzz_regressions onnxcry1 params prepacked
                alignment memory_reuse thread_pools crash_safe_save windows_paths)
 WINDOWS_SKIPS=(memory_mapped_and_shared_bytes_are_read_only save_to_file_and_load_into_a_model
-               no_copy_maps_each_file_once_and_shares_one_owner resave_over_own_mapped_files
-               per_tensor_resave_keeps_names the_next_save_removes_what_a_killed_save_left
-               no_copy_load_borrows_from_the_one_mapping_with_the_initializers_owner
+               resave_over_own_mapped_files per_tensor_resave_keeps_names
+               the_next_save_removes_what_a_killed_save_left
                bad_padding_and_corrupted_blocks_take_the_same_path)
 # tests/crash_safe_save.rs fills a small file system (a 12 MiB tmpfs, mounted here: the step runs
 # as root) through Wine's drive Z: to see saves fail cleanly with ERROR_DISK_FULL.

@@ -326,6 +326,37 @@ fn temp_owner(entry: &std::ffi::OsStr) -> Option<u32> {
     (!name.is_empty() && digits(pid) && digits(attempt)).then(|| pid.parse().ok())?
 }
 
+/// The temporary files of other processes in the directories of the files `rels` (normalised
+/// locations beneath `dir`): per directory, one of its files' location and the (name, process
+/// id) of each such file there.
+#[cfg(any(unix, windows))]
+fn temps_of_others<'a>(dir: &Path, rels: &'a [PathBuf]) -> Vec<(&'a Path, Vec<(OsString, u32)>)> {
+    let me = std::process::id();
+    let mut seen = std::collections::HashSet::new();
+    let mut out = Vec::new();
+    for rel in rels {
+        let sub = rel.parent().unwrap_or(Path::new(""));
+        if !seen.insert(sub) {
+            continue;
+        }
+        let Ok(entries) = std::fs::read_dir(dir.join(sub)) else {
+            continue;
+        };
+        let temps: Vec<_> = entries
+            .flatten()
+            .filter_map(|e| {
+                let name = e.file_name();
+                let pid = temp_owner(&name)?;
+                (pid != me).then_some((name, pid))
+            })
+            .collect();
+        if !temps.is_empty() {
+            out.push((rel.as_path(), temps));
+        }
+    }
+    out
+}
+
 fn file_name_of(rel: &Path) -> io::Result<OsString> {
     rel.file_name()
         .map(|n| n.to_os_string())
@@ -573,32 +604,18 @@ mod imp {
     }
 
     pub(super) fn remove_stale_temps(dir: &Path, rels: &[PathBuf]) {
-        let me = std::process::id();
-        let mut seen = std::collections::HashSet::new();
-        for rel in rels {
-            let sub = rel.parent().unwrap_or(Path::new(""));
-            if !seen.insert(sub.to_path_buf()) {
-                continue;
-            }
+        for (rel, temps) in super::temps_of_others(dir, rels) {
             let Ok(parent) = walk_parents(dir, rel, false) else {
                 continue;
             };
-            let Ok(entries) = std::fs::read_dir(dir.join(sub)) else {
-                continue;
-            };
-            for entry in entries.flatten() {
-                let entry = entry.file_name();
-                let Some(pid) = super::temp_owner(&entry) else {
-                    continue;
-                };
+            for (name, pid) in temps {
                 let Ok(pid_t) = libc::pid_t::try_from(pid) else {
                     continue;
                 };
                 // SAFETY: kill(2) with signal 0 only checks whether the process exists.
-                let gone = pid != me
-                    && unsafe { libc::kill(pid_t, 0) } != 0
+                let gone = unsafe { libc::kill(pid_t, 0) } != 0
                     && io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH);
-                if gone && let Ok(c) = cstr(&entry) {
+                if gone && let Ok(c) = cstr(&name) {
                     unlink_regular(&parent, &c);
                 }
             }
@@ -941,25 +958,11 @@ mod imp {
     /// so nothing is removed (stale temporary files are hidden names that no model references).
     pub(super) fn remove_stale_temps(dir: &Path, rels: &[PathBuf]) {
         #[cfg(windows)]
-        {
-            let me = std::process::id();
-            let mut seen = std::collections::HashSet::new();
-            for rel in rels {
-                let sub = rel.parent().unwrap_or(Path::new(""));
-                if !seen.insert(sub.to_path_buf()) {
-                    continue;
-                }
-                let Ok(parent) = check_components(dir, sub, false) else {
-                    continue;
-                };
-                let Ok(entries) = std::fs::read_dir(parent) else {
-                    continue;
-                };
-                for entry in entries.flatten() {
-                    let name = entry.file_name();
-                    if super::temp_owner(&name).is_some_and(|pid| pid != me && process_ended(pid)) {
-                        remove_beneath(dir, &sub.join(&name));
-                    }
+        for (rel, temps) in super::temps_of_others(dir, rels) {
+            let sub = rel.parent().unwrap_or(Path::new(""));
+            for (name, pid) in temps {
+                if process_ended(pid) {
+                    remove_beneath(dir, &sub.join(name));
                 }
             }
         }

@@ -258,50 +258,64 @@ pub fn child_spec(var: &str) -> String {
     })
 }
 
-/// Whether `file` is memory-mapped in this process right now: on Linux a line of
-/// `/proc/self/maps` names it; on Windows a mapped view's file (`GetMappedFileNameW`, a device
-/// path `\Device\...\dir\file`) ends with `file`'s full path less its drive, compared
-/// case-insensitively.
+/// Whether `file` is memory-mapped in this process right now (see [`mappings_of`]).
 pub fn is_mapped(file: &std::path::Path) -> bool {
+    !mappings_of(file).is_empty()
+}
+
+/// The address ranges `[start, end)` of this process's memory mappings of `file`: on Linux the
+/// lines of `/proc/self/maps` that name it; on Windows the mapped views whose file
+/// (`GetMappedFileNameW`, a device path `\Device\...\dir\file`) ends with `file`'s full path
+/// less its drive, compared case-insensitively, one range per view.
+pub fn mappings_of(file: &std::path::Path) -> Vec<(usize, usize)> {
     let full = std::path::absolute(file).unwrap();
     #[cfg(target_os = "linux")]
     {
         let real = full.canonicalize().unwrap();
+        let real = real.to_str().unwrap();
         std::fs::read_to_string("/proc/self/maps")
             .unwrap()
             .lines()
-            .filter_map(|l| l.split_whitespace().nth(5))
-            .any(|p| std::path::Path::new(p) == real)
+            .filter(|l| l.ends_with(real))
+            .map(|l| {
+                let range = l.split_whitespace().next().unwrap();
+                let (a, b) = range.split_once('-').unwrap();
+                (
+                    usize::from_str_radix(a, 16).unwrap(),
+                    usize::from_str_radix(b, 16).unwrap(),
+                )
+            })
+            .collect()
     }
     #[cfg(windows)]
     {
         let full = full.to_string_lossy().to_lowercase();
-        let tail = full
-            .split_once(':')
-            .map_or(full.as_str(), |(_, rest)| rest)
-            .to_string();
-        mapped_view_files()
-            .iter()
-            .any(|f| f.to_lowercase().ends_with(&tail))
+        let tail = full.split_once(':').map_or(full.as_str(), |(_, rest)| rest);
+        mapped_views()
+            .into_iter()
+            .filter(|(_, name)| name.to_lowercase().ends_with(tail))
+            .map(|(range, _)| range)
+            .collect()
     }
 }
 
-/// The files of this process's mapped views (device paths), one entry per view.
+/// This process's mapped views: the address range of each and its file (a device path).
 #[cfg(windows)]
-fn mapped_view_files() -> Vec<String> {
+fn mapped_views() -> Vec<((usize, usize), String)> {
     use windows_sys::Win32::System::Memory::{MEM_MAPPED, MEMORY_BASIC_INFORMATION, VirtualQuery};
     use windows_sys::Win32::System::ProcessStatus::K32GetMappedFileNameW;
     use windows_sys::Win32::System::Threading::GetCurrentProcess;
-    let mut out = Vec::new();
-    let mut at = 0usize;
-    loop {
+    let query = |at: usize| {
         // SAFETY: MEMORY_BASIC_INFORMATION is plain data; all-zero bytes are a valid value.
         let mut info: MEMORY_BASIC_INFORMATION = unsafe { std::mem::zeroed() };
         let size = std::mem::size_of::<MEMORY_BASIC_INFORMATION>();
         // SAFETY: VirtualQuery only reads the process's address map and writes `info`.
-        if unsafe { VirtualQuery(at as *const _, &mut info, size) } != size {
-            break;
-        }
+        (unsafe { VirtualQuery(at as *const _, &mut info, size) } == size).then_some(info)
+    };
+    let mut out = Vec::new();
+    let mut at = 0usize;
+    while let Some(info) = query(at) {
+        let base = info.BaseAddress as usize;
         if info.Type == MEM_MAPPED && info.BaseAddress == info.AllocationBase {
             let mut name = [0u16; 1024];
             // SAFETY: `name` is a writable buffer of the length passed; the address is a view.
@@ -314,10 +328,17 @@ fn mapped_view_files() -> Vec<String> {
                 )
             };
             if n > 0 {
-                out.push(String::from_utf16_lossy(&name[..n as usize]));
+                // The whole view: this region and the following ones of the same allocation.
+                let mut end = base + info.RegionSize;
+                while let Some(next) =
+                    query(end).filter(|n| n.AllocationBase == info.AllocationBase)
+                {
+                    end += next.RegionSize;
+                }
+                out.push(((base, end), String::from_utf16_lossy(&name[..n as usize])));
             }
         }
-        let next = info.BaseAddress as usize + info.RegionSize;
+        let next = base + info.RegionSize;
         if next <= at {
             break;
         }
