@@ -450,7 +450,7 @@ impl<T> RepeatedField<T> {
             _elems: PhantomData,
         }
     }
-    /// The elements in order, each fetched ahead of its use (see [`PrefetchIter`]): for the
+    /// The elements in order, each fetched ahead of its use (see `PrefetchIter`): for the
     /// walks over a whole model (size and encode passes).
     #[inline]
     pub fn iter_prefetching(&self) -> PrefetchIter<'_, T>
