@@ -34,7 +34,7 @@ use std::io::{BufRead, BufReader, Read};
 #[cfg(target_os = "linux")]
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
 use onnx_light::external::{
@@ -595,7 +595,7 @@ fn disk_full_on_a_tmpfs() {
     #[cfg(target_os = "linux")]
     let (dir, no_space) = {
         let dir = sandbox("tmpfs");
-        let mounted = Command::new("mount")
+        let mounted = std::process::Command::new("mount")
             .args(["-t", "tmpfs", "-o", "size=12m", "tmpfs"])
             .arg(&dir)
             .stderr(Stdio::null())
@@ -628,7 +628,11 @@ fn disk_full_on_a_tmpfs() {
     }
     #[cfg(target_os = "linux")]
     {
-        let ok = Command::new("umount").arg(&dir).status().unwrap().success();
+        let ok = std::process::Command::new("umount")
+            .arg(&dir)
+            .status()
+            .unwrap()
+            .success();
         assert!(ok, "umount");
         let _ = std::fs::remove_dir_all(&dir);
     }
@@ -718,7 +722,7 @@ fn stale_temporary_files_of_ended_processes_are_removed() {
         .save(&model(1, Scenario::OneFile), &path)
         .unwrap();
     // A process that has ended, and one that runs until its stdin is closed.
-    let mut ended = Command::new(std::env::current_exe().unwrap())
+    let mut ended = common::this_test_binary()
         .arg("--list")
         .stdout(Stdio::null())
         .spawn()

@@ -1461,7 +1461,7 @@ const FD_CHILD: &str = "ONNXL_EXTERNAL_FD_CHILD";
 fn thousands_of_files_with_few_descriptors() {
     let Ok(dir) = std::env::var(FD_CHILD) else {
         let sb = Sandbox::new("fds");
-        let out = std::process::Command::new(std::env::current_exe().unwrap())
+        let out = common::this_test_binary()
             .args([
                 "--exact",
                 "thousands_of_files_with_few_descriptors",

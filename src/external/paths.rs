@@ -742,12 +742,19 @@ mod imp {
         #[cfg(windows)]
         {
             use std::os::windows::fs::MetadataExt;
-            use windows_sys::Win32::Storage::FileSystem::FILE_ATTRIBUTE_REPARSE_POINT;
-            if m.file_attributes() & FILE_ATTRIBUTE_REPARSE_POINT != 0 {
+            if is_reparse_point(m.file_attributes()) {
                 return true;
             }
         }
         m.file_type().is_symlink()
+    }
+
+    /// Whether Windows file attributes mark a reparse point (a symbolic link, a junction, a
+    /// mount point, a cloud placeholder...).
+    #[cfg(windows)]
+    pub(super) fn is_reparse_point(attributes: u32) -> bool {
+        use windows_sys::Win32::Storage::FileSystem::FILE_ATTRIBUTE_REPARSE_POINT;
+        attributes & FILE_ATTRIBUTE_REPARSE_POINT != 0
     }
 
     /// Opens `path` for reading without following a final reparse point (Windows).
@@ -1271,6 +1278,33 @@ mod windows_tests {
         std::fs::hard_link(root.join("out/s.bin"), dir.join("hard.bin")).unwrap();
         assert!(refused(open("hard.bin")).contains("hard links"));
         // Symbolic links and junctions are not created here: Wine has no real reparse points.
+        let _ = std::fs::remove_dir_all(&root);
+    }
+
+    /// Wine 8 cannot make a reparse point: `CreateSymbolicLinkW` reports success and creates
+    /// nothing, `mklink /J` fails, and a Unix symbolic link shows as the file it points to. So
+    /// the check is tested on the attributes a junction and a symbolic link carry on Windows.
+    #[test]
+    fn reparse_points_are_refused_by_their_attribute() {
+        use windows_sys::Win32::Storage::FileSystem::{
+            FILE_ATTRIBUTE_ARCHIVE, FILE_ATTRIBUTE_DIRECTORY, FILE_ATTRIBUTE_NORMAL,
+            FILE_ATTRIBUTE_REPARSE_POINT,
+        };
+        let junction = FILE_ATTRIBUTE_DIRECTORY | FILE_ATTRIBUTE_REPARSE_POINT;
+        let file_link = FILE_ATTRIBUTE_ARCHIVE | FILE_ATTRIBUTE_REPARSE_POINT;
+        assert!(imp::is_reparse_point(junction));
+        assert!(imp::is_reparse_point(file_link));
+        assert!(!imp::is_reparse_point(FILE_ATTRIBUTE_DIRECTORY));
+        assert!(!imp::is_reparse_point(FILE_ATTRIBUTE_ARCHIVE));
+        assert!(!imp::is_reparse_point(FILE_ATTRIBUTE_NORMAL));
+        // The attributes of real files, read through the same call the check uses.
+        let root = fresh_dir("win-reparse");
+        std::fs::write(root.join("d/w.bin"), b"w").unwrap();
+        for p in [root.join("d"), root.join("d/w.bin")] {
+            use std::os::windows::fs::MetadataExt;
+            let attributes = std::fs::symlink_metadata(&p).unwrap().file_attributes();
+            assert!(!imp::is_reparse_point(attributes), "{}", p.display());
+        }
         let _ = std::fs::remove_dir_all(&root);
     }
 

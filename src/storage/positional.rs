@@ -90,10 +90,11 @@ fn populate(buf: &[u8]) {
 /// recently used, but 6–7.4 s (14 s wall) after another program had written and deleted a file
 /// of that size; in 64 KiB calls it took 0.76–1.05 s either way. (onnx-ir's `copy_file_range`
 /// writes page by page, which is why its save was steadier.)
+#[cfg(unix)]
 const WRITE_CALL: usize = 64 << 10;
 
 /// Writes all of `buf` at `offset` (positional, like [`read_exact_at`]), in calls of at most
-/// [`WRITE_CALL`] bytes.
+/// [`WRITE_CALL`] bytes (Unix; Windows writes what `seek_write` takes).
 pub(crate) fn write_all_at(file: &File, buf: &[u8], offset: u64) -> io::Result<()> {
     populate(buf);
     #[cfg(unix)]

@@ -221,7 +221,7 @@ pub fn child_process(
         name.starts_with("child_process_"),
         "{name}: child-process tests are named child_process_*"
     );
-    let mut cmd = std::process::Command::new(std::env::current_exe().unwrap());
+    let mut cmd = this_test_binary();
     cmd.args([
         "--ignored",
         "--exact",
@@ -231,6 +231,24 @@ pub fn child_process(
     ])
     .env(var, spec);
     cmd
+}
+
+/// A command that runs this test binary again: directly, or under the emulator named by
+/// `ONNXL_TEST_RUNNER` (a command and its arguments, split at spaces; the cross step sets it to
+/// `qemu-aarch64 -L /usr/aarch64-linux-gnu` for the aarch64 tests under qemu-user, where the
+/// binary cannot be executed by itself).
+pub fn this_test_binary() -> std::process::Command {
+    let exe = std::env::current_exe().unwrap();
+    let runner = std::env::var("ONNXL_TEST_RUNNER").unwrap_or_default();
+    let mut words = runner.split_whitespace();
+    match words.next() {
+        Some(program) => {
+            let mut cmd = std::process::Command::new(program);
+            cmd.args(words).arg(exe);
+            cmd
+        }
+        None => std::process::Command::new(exe),
+    }
 }
 
 /// The scenario a child-process test was started with (see [`child_process`]).
