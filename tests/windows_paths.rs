@@ -39,8 +39,7 @@ fn model_at(location: &str) -> ModelProto {
     m
 }
 
-/// A model with the tensors `names` (UINT8, [`LEN`] bytes each, the first with pattern 1, the
-/// next with 2, ...) in memory.
+/// A model with the tensors `names` (UINT8, [`LEN`] bytes each, filled with 1, 2, ...) in memory.
 fn model_with(names: &[&str]) -> ModelProto {
     let mut m = ModelProto::new();
     m.set_ir_version(10);
