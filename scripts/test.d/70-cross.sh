@@ -110,6 +110,12 @@ CARGO_TARGET_X86_64_PC_WINDOWS_GNU_LINKER=$(command -v x86_64-w64-mingw32-gcc)
 export CARGO_TARGET_X86_64_PC_WINDOWS_GNU_LINKER
 export WINEPREFIX="$work/wine" WINEDEBUG=-all
 export CARGO_TARGET_X86_64_PC_WINDOWS_GNU_RUNNER=/usr/lib/wine/wine64
+# Create the prefix first and wait for that setup's server to exit, then keep ONE server for the
+# whole step: the tests start many short Wine processes, and a server exiting between them
+# while a new client connects ended a run with "recvmsg: Connection reset by peer".
+/usr/lib/wine/wine64 wineboot -i >/dev/null 2>&1
+/usr/lib/wine/wineserver -w
+/usr/lib/wine/wineserver -p
 cat > "$work/prng.c" <<'C'
 #include <windows.h>
 BOOLEAN WINAPI SystemFunction036(PVOID buffer, ULONG len);
