@@ -45,10 +45,6 @@ fn best_cpu_alternating(
 
 #[test]
 fn bad_padding_and_corrupted_blocks_take_the_same_path() {
-    // Nothing kept for reuse between calls: whether a call gets memory a previous one left
-    // (no page faults) or fresh memory would otherwise decide the times (seen: 14.6 vs 24.9 ms
-    // for the same work), not the path the failure takes.
-    onnx_light::set_memory_reuse_limit(0);
     let bytes = model().serialize_to_vec();
     let opts = EncryptionOptions::with_format(EncryptionFormat::AesCbc);
     let enc = onnx_light::crypto::encrypt_bytes(&bytes, KEY, &opts).unwrap();
