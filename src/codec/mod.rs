@@ -38,7 +38,7 @@ use std::sync::Arc;
 use crate::error::{Error, Result};
 use crate::proto::{Message, ModelProto, decode_top, encode_into_spare};
 use crate::storage::{AUTO_MMAP_MIN_BYTES, Arena, AtomicFile, MappedFile, WriteSink, thread_pool};
-use crate::wire::{DecodeConfig, PayloadMode, Reader, ReleaseSource, SizeCursor, SizeTable};
+use crate::wire::{DecodeConfig, PayloadMode, Reader, ReleaseSource, SizeTable, encode_streaming};
 
 fn decode_config(opts: &ParseOptions, payload: PayloadMode) -> Result<DecodeConfig> {
     opts.validate()?;
@@ -371,8 +371,8 @@ pub fn serialize_to_writer<M: Message>(
         return serialize_to_writer(&copy, writer, &opts);
     }
     let (len, sizes) = plan(m, opts)?;
-    let mut sink = WriteSink::new(std::io::BufWriter::with_capacity(1 << 20, writer));
-    m.encode_to(&mut sink, &mut SizeCursor::new(sizes.as_slice()));
+    let mut sink = WriteSink::new(writer);
+    encode_streaming(m, sizes.as_slice(), len, &mut sink);
     sink.finish().map_err(|e| Error::io("<stream>", e))?;
     Ok(len)
 }
@@ -409,8 +409,8 @@ pub fn save_to_file<M: Message>(
         return out.commit();
     }
     {
-        let mut sink = WriteSink::new(std::io::BufWriter::with_capacity(1 << 20, out.file()));
-        m.encode_to(&mut sink, &mut SizeCursor::new(sizes.as_slice()));
+        let mut sink = WriteSink::new(out.file());
+        encode_streaming(m, sizes.as_slice(), len, &mut sink);
         sink.finish().map_err(|e| Error::io(path, e))?;
     }
     out.commit()
