@@ -38,7 +38,7 @@ use std::sync::Arc;
 use crate::error::{Error, Result};
 use crate::proto::{Message, ModelProto, decode_top, encode_into_spare};
 use crate::storage::{AUTO_MMAP_MIN_BYTES, Arena, AtomicFile, MappedFile, WriteSink, thread_pool};
-use crate::wire::{DecodeConfig, PayloadMode, Reader, ReleaseSource, SizeCursor, SizeTable};
+use crate::wire::{DecodeConfig, PayloadMode, Reader, ReleaseSource, SizeTable, encode_streaming};
 
 fn decode_config(opts: &ParseOptions, payload: PayloadMode) -> Result<DecodeConfig> {
     opts.validate()?;
@@ -82,20 +82,43 @@ pub fn misaligned_tensors(model: &ModelProto, alignment: u64) -> usize {
 /// Decodes `M` from a reader, parsing a model's initializers in parallel when asked to.
 fn decode<M: Message>(mut r: Reader<'_>, opts: &ParseOptions) -> Result<M> {
     let mut m = M::default();
-    if TypeId::of::<M>() == TypeId::of::<ModelProto>() && opts.threads() > 1 {
+    let read_through = r.config().read_through_overruns;
+    // Reading through overruns walks the input in one sequential pass (the same work wherever
+    // the input is cut); parts parsed ahead would stop at a cut.
+    if !read_through && TypeId::of::<M>() == TypeId::of::<ModelProto>() && opts.threads() > 1 {
         if let Some(pre) = parallel::preparse_initializers(&r, opts) {
             r.set_preparsed(pre);
         }
     }
-    decode_top(&mut m, &mut r)?;
-    Ok(m)
+    let parsed = decode_top(&mut m, &mut r);
+    if let Some(mut e) = r.take_overrun() {
+        e.set_message(M::NAME);
+        return Err(e.into());
+    }
+    parsed.map(|()| m)
 }
 
 /// Parses `bytes`, copying tensor payloads (the safe form for bytes without an owner; see
 /// [`parse_from_shared`] for no-copy parsing). Each payload is copied once, straight to an
 /// address aligned to `ParseOptions::alignment` (see `docs/design.md`, "Aligned tensor bytes").
 pub fn parse_from_bytes<M: Message>(bytes: &[u8], opts: &ParseOptions) -> Result<M> {
-    let cfg = decode_config(opts, PayloadMode::Copy)?;
+    parse_bytes(bytes, opts, false)
+}
+
+/// [`parse_from_bytes`] of an input that may be cut at an unknown point: a length prefix that
+/// runs past the end of its message is read through, and the parse fails after walking the
+/// whole input (see `DecodeConfig::read_through_overruns`). Its work does not depend on where
+/// the cut falls.
+pub(crate) fn parse_from_bytes_reading_through<M: Message>(
+    bytes: &[u8],
+    opts: &ParseOptions,
+) -> Result<M> {
+    parse_bytes(bytes, opts, true)
+}
+
+fn parse_bytes<M: Message>(bytes: &[u8], opts: &ParseOptions, read_through: bool) -> Result<M> {
+    let mut cfg = decode_config(opts, PayloadMode::Copy)?;
+    cfg.read_through_overruns = read_through;
     decode(Reader::new(bytes, &cfg), opts)
 }
 
@@ -108,7 +131,19 @@ where
     M: Message,
     T: AsRef<[u8]> + Send + Sync + 'static,
 {
-    parse_shared(data, opts, None)
+    parse_shared(data, opts, None, false)
+}
+
+/// [`parse_from_shared`] reading through overruns, like [`parse_from_bytes_reading_through`].
+pub(crate) fn parse_from_shared_reading_through<M, T>(
+    data: Arc<T>,
+    opts: &ParseOptions,
+) -> Result<M>
+where
+    M: Message,
+    T: AsRef<[u8]> + Send + Sync + 'static,
+{
+    parse_shared(data, opts, None, true)
 }
 
 /// [`parse_from_shared`], handing the input range of each large payload it copies (a
@@ -117,6 +152,7 @@ fn parse_shared<M, T>(
     data: Arc<T>,
     opts: &ParseOptions,
     release: Option<ReleaseSource>,
+    read_through: bool,
 ) -> Result<M>
 where
     M: Message,
@@ -131,6 +167,7 @@ where
     };
     let mut cfg = decode_config(opts, payload)?;
     cfg.release_source = release;
+    cfg.read_through_overruns = read_through;
     if opts.no_copy {
         // SAFETY: `data` is shared immutably and kept alive by the token.
         unsafe { cfg.share_strings(data.clone()) };
@@ -204,7 +241,7 @@ pub(crate) fn parse_file<M: Message>(path: &Path, opts: &ParseOptions) -> Result
         // read from the file again when touched).
         let map = MappedFile::open(path)?;
         let release = releaser(&map);
-        parse_shared(map, opts, Some(release))
+        parse_shared(map, opts, Some(release), false)
     } else {
         parse_from_shared(Arena::read_file(path, opts.threads())?, opts)
     }
@@ -334,8 +371,8 @@ pub fn serialize_to_writer<M: Message>(
         return serialize_to_writer(&copy, writer, &opts);
     }
     let (len, sizes) = plan(m, opts)?;
-    let mut sink = WriteSink::new(std::io::BufWriter::with_capacity(1 << 20, writer));
-    m.encode_to(&mut sink, &mut SizeCursor::new(sizes.as_slice()));
+    let mut sink = WriteSink::new(writer);
+    encode_streaming(m, sizes.as_slice(), len, &mut sink);
     sink.finish().map_err(|e| Error::io("<stream>", e))?;
     Ok(len)
 }
@@ -353,16 +390,98 @@ pub fn save_to_file<M: Message>(
     }
     let (len, sizes) = plan(m, opts)?;
     let mut out = AtomicFile::create(path)?;
-    if opts.threads() > 1
-        && let Some(pool) = thread_pool(opts.threads())
-    {
-        parallel_write::write_file_parallel(m, len, sizes.as_slice(), out.file(), path, &pool)?;
+    let pool = if opts.threads() > 1 {
+        thread_pool(opts.threads())
+    } else {
+        None
+    };
+    // Payloads written at their offsets (in parallel, and past the page cache when large: see
+    // `storage::write_pieces`), or everything in order through one buffer.
+    if pool.is_some() || len >= crate::storage::DIRECT_MIN_BYTES {
+        parallel_write::write_file_parallel(
+            m,
+            len,
+            sizes.as_slice(),
+            out.file(),
+            path,
+            pool.as_deref(),
+        )?;
         return out.commit();
     }
     {
-        let mut sink = WriteSink::new(std::io::BufWriter::with_capacity(1 << 20, out.file()));
-        m.encode_to(&mut sink, &mut SizeCursor::new(sizes.as_slice()));
+        let mut sink = WriteSink::new(out.file());
+        encode_streaming(m, sizes.as_slice(), len, &mut sink);
         sink.finish().map_err(|e| Error::io(path, e))?;
     }
     out.commit()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::error::DecodeErrorKind;
+
+    /// A model whose last top-level field is its graph of `nodes` nodes.
+    fn model_bytes(nodes: usize) -> Vec<u8> {
+        let mut m = ModelProto::new();
+        m.set_ir_version(8);
+        let g = m.mutable_graph();
+        for i in 0..nodes {
+            let n = g.add_node();
+            n.set_op_type("Relu");
+            n.add_input(format!("x{i}"));
+            n.add_output(format!("x{}", i + 1));
+        }
+        m.serialize_to_vec()
+    }
+
+    #[test]
+    fn reading_through_overruns_fails_at_the_end_wherever_the_cut_falls() {
+        let bytes = model_bytes(300);
+        let opts = ParseOptions::default();
+        let whole: ModelProto = parse_from_bytes_reading_through(&bytes, &opts).unwrap();
+        assert_eq!(
+            whole,
+            parse_from_bytes::<ModelProto>(&bytes, &opts).unwrap()
+        );
+        for cut in 1..=16 {
+            let input = &bytes[..bytes.len() - cut];
+            // The usual parse stops at the graph's length prefix (byte 2 or 3) ...
+            let Err(Error::Decode(stop)) = parse_from_bytes::<ModelProto>(input, &opts) else {
+                panic!("a model cut by {cut} bytes parsed");
+            };
+            assert!(stop.offset < 8, "{stop}");
+            // ... reading through reports the same error (without the field path), after
+            // walking every node.
+            let Err(Error::Decode(through)) =
+                parse_from_bytes_reading_through::<ModelProto>(input, &opts)
+            else {
+                panic!("a model cut by {cut} bytes parsed");
+            };
+            assert_eq!((&through.kind, through.offset), (&stop.kind, stop.offset));
+            assert!(matches!(
+                through.kind,
+                DecodeErrorKind::LengthPastEnd { .. }
+            ));
+            // The walk itself: the reader ends at the cut with every whole node parsed.
+            let cfg = DecodeConfig {
+                read_through_overruns: true,
+                ..DecodeConfig::default()
+            };
+            let mut r = Reader::new(input, &cfg);
+            let mut m = ModelProto::new();
+            let _ = decode_top(&mut m, &mut r);
+            assert!(
+                r.position() + 16 >= input.len(),
+                "stopped at {}",
+                r.position()
+            );
+            assert!(
+                m.graph().node.len() >= 298,
+                "{} nodes",
+                m.graph().node.len()
+            );
+            assert!(r.take_overrun().is_some());
+        }
+    }
 }

@@ -46,11 +46,13 @@ pub use stream::{
     StreamEncryptor,
 };
 
-use crate::codec::{FileLoadMode, ParseOptions, SerializeOptions, parse_file, parse_from_bytes};
+use crate::codec::{
+    FileLoadMode, ParseOptions, SerializeOptions, parse_file, parse_from_bytes_reading_through,
+};
 use crate::error::{Error, Result};
 use crate::proto::ModelProto;
 use crate::storage::AtomicFile;
-use crate::wire::Sink;
+use crate::wire::Spill;
 
 /// Options of encrypting (the C++ `encryption` argument, plus this library's chunked format).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -133,7 +135,7 @@ fn oneshot_layout(format: EncryptionFormat) -> (usize, usize) {
 /// one chunk buffer), and is zeroed if anything fails.
 pub(crate) fn encrypt_to_vec(
     len: u64,
-    produce: impl FnOnce(&mut dyn Sink),
+    produce: impl FnOnce(&mut dyn Spill),
     key: &[u8],
     opts: &EncryptionOptions,
     params: &Params,
@@ -243,14 +245,16 @@ pub(crate) fn onnxcry1_plausible(m: &ModelProto) -> bool {
 }
 
 /// Whether `plaintext` is an acceptable ONNXCRY1 plaintext (structure only; payloads are
-/// skipped, not copied).
+/// skipped, not copied). The parse reads through a cut (see `parse_from_bytes_reading_through`):
+/// where a decrypted plaintext ends depends on its padding byte, and the check's work must not.
 fn onnxcry1_plaintext_ok(plaintext: &[u8]) -> bool {
     let opts = ParseOptions {
         skip_raw_data: true,
         load_external_data: false,
         ..ParseOptions::default()
     };
-    parse_from_bytes::<ModelProto>(plaintext, &opts).is_ok_and(|m| onnxcry1_plausible(&m))
+    parse_from_bytes_reading_through::<ModelProto>(plaintext, &opts)
+        .is_ok_and(|m| onnxcry1_plausible(&m))
 }
 
 /// The error of writing ONNXCRY1 for something it cannot hold.
@@ -321,7 +325,7 @@ pub(crate) fn encrypt_bytes_with(
     }
     encrypt_to_vec(
         plaintext.len() as u64,
-        |s| s.put(plaintext),
+        |s| s.take(plaintext),
         key,
         opts,
         params,
@@ -431,7 +435,7 @@ pub(crate) fn encrypt_file_with(
                 while left > 0 && failed.is_none() {
                     let n = left.min(piece.len());
                     match src.read_exact(&mut piece[..n]) {
-                        Ok(()) => sink.put(&piece[..n]),
+                        Ok(()) => sink.take(&piece[..n]),
                         Err(e) => failed = Some(Error::io(input, e)),
                     }
                     left -= n;

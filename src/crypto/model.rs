@@ -13,12 +13,15 @@ use super::{
     EncryptionOptions, Params, cbc, decrypt_any, detect_file_format, encrypt_to_vec,
     onnxcry1_plausible, onnxcry1_refused, read_oneshot,
 };
-use crate::codec::{ParseOptions, parse_from_bytes, parse_from_shared, plan, skip_payloads};
+use crate::codec::{
+    ParseOptions, parse_from_bytes, parse_from_bytes_reading_through, parse_from_shared,
+    parse_from_shared_reading_through, plan, skip_payloads,
+};
 use crate::error::{Error, Result};
-use crate::proto::{Message, ModelProto};
+use crate::proto::ModelProto;
 use crate::secret::SecretBytes;
 use crate::storage::AtomicFile;
-use crate::wire::SizeCursor;
+use crate::wire::encode_streaming;
 
 /// Serializes and encrypts `model` into a new buffer (C++ `SaveEncryptedModelToString`), in
 /// `opts.format` (default ONNXCRY3) with a random salt and IV / nonce. The plaintext exists only
@@ -51,7 +54,9 @@ pub(crate) fn save_to_bytes_with(
     let (len, sizes) = plan(model, &opts.serialize)?;
     encrypt_to_vec(
         len,
-        |s| model.encode_to(s, &mut SizeCursor::new(sizes.as_slice())),
+        |s| {
+            encode_streaming(model, sizes.as_slice(), len, s);
+        },
         key,
         opts,
         params,
@@ -96,7 +101,7 @@ pub fn save_encrypted_model(
             &params,
         )?;
         enc.set_label(path);
-        model.encode_to(&mut enc, &mut SizeCursor::new(sizes.as_slice()));
+        encode_streaming(model, sizes.as_slice(), len, &mut enc);
         if enc.plaintext_len() != len {
             return Err(Error::Crypto(
                 "serialized size differs from the planned size".into(),
@@ -122,10 +127,14 @@ fn parse_plaintext(
     padding_ok: bool,
     opts: &ParseOptions,
 ) -> Result<ModelProto> {
-    let parsed = if opts.no_copy && !opts.skip_raw_data {
-        parse_from_shared::<ModelProto, _>(Arc::new(plain), opts)
-    } else {
-        parse_from_bytes::<ModelProto>(&plain, opts)
+    // ONNXCRY1's plaintext ends where its (unauthenticated) padding byte says: the parse reads
+    // through a cut so that its work does not depend on that byte (no padding oracle).
+    let cut = format == EncryptionFormat::AesCbc;
+    let parsed = match (opts.no_copy && !opts.skip_raw_data, cut) {
+        (true, false) => parse_from_shared::<ModelProto, _>(Arc::new(plain), opts),
+        (true, true) => parse_from_shared_reading_through::<ModelProto, _>(Arc::new(plain), opts),
+        (false, false) => parse_from_bytes::<ModelProto>(&plain, opts),
+        (false, true) => parse_from_bytes_reading_through::<ModelProto>(&plain, opts),
     };
     match parsed {
         Err(Error::Decode(_)) if format == EncryptionFormat::AesCbc => Err(cbc::auth_error()),

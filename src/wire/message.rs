@@ -1,6 +1,7 @@
 //! The [`Message`] trait: what every message of the wire format can do (merge from bytes,
 //! compute its size, encode), and the helpers generated message code calls.
 
+use super::writer::{Spill, as_uninit};
 use super::{DecodeConfig, Reader, Sink, SizeCursor, SliceWriter};
 use crate::bytes::UnknownFields;
 use crate::error::{DecodeError, Result};
@@ -103,6 +104,26 @@ pub(crate) fn encode_into_spare<M: Message>(
     assert_eq!(written, len, "encoded size differs from the computed size");
     // SAFETY: the writer initialized the first `written` bytes of the spare capacity.
     unsafe { out.set_len(at + written) };
+}
+
+/// Size of the buffer of [`encode_streaming`].
+const STREAM_BUFFER_BYTES: u64 = 1 << 20;
+
+/// Writes `m`, whose sizes `m.compute_size` recorded in `sizes` (total `len`), to `spill` through
+/// a streaming [`SliceWriter`] (a buffer of at most 1 MiB, zeroed when dropped: it may hold a
+/// model being encrypted); returns the number of bytes written. Every serializer that does not
+/// write into one buffer of the planned size goes through here, so that `encode_to` is
+/// instantiated for one sink type only.
+pub(crate) fn encode_streaming<M: Message>(
+    m: &M,
+    sizes: &[u64],
+    len: u64,
+    spill: &mut dyn Spill,
+) -> u64 {
+    let mut buf = zeroize::Zeroizing::new(vec![0u8; len.min(STREAM_BUFFER_BYTES) as usize]);
+    let mut w = SliceWriter::streaming(as_uninit(&mut buf), spill);
+    m.encode_to(&mut w, &mut SizeCursor::new(sizes));
+    w.finish()
 }
 
 /// The sizes [`Message::compute_size`] records (every embedded message's, and every packed

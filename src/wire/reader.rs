@@ -69,6 +69,12 @@ pub struct DecodeConfig {
     /// instead of copied from the input, so the input's pages of them are never touched (for a
     /// mapped file: no page faults, nothing to release); when it fails, they are copied.
     pub read_source: Option<ReadSource>,
+    /// A length prefix that runs past the end of its enclosing message does not stop the
+    /// parse: the value is read to that end and the parse fails when it is done (with the
+    /// first such error, naming the top-level message but not the field path). The parse of an input cut at an unknown point then does the same
+    /// work wherever the cut falls (ONNXCRY1's plaintext check: no timing signal of the
+    /// padding byte that decides the cut).
+    pub(crate) read_through_overruns: bool,
 }
 
 impl DecodeConfig {
@@ -131,6 +137,7 @@ impl Default for DecodeConfig {
             alignment: 64,
             release_source: None,
             read_source: None,
+            read_through_overruns: false,
         }
     }
 }
@@ -163,6 +170,9 @@ pub struct Reader<'a> {
     /// When not null, the memory of a message's old content that sub-messages reuse (the
     /// generated `Recycler` of `crate::proto`, read by its code only).
     recycler: *mut (),
+    /// The first length prefix that ran past its end, read through (see
+    /// [`DecodeConfig::read_through_overruns`]).
+    overrun: Option<Box<DecodeError>>,
 }
 
 // SAFETY: the reader's own fields are `Send`; its two pool pointers are null except in a reader
@@ -206,6 +216,7 @@ impl<'a> Reader<'a> {
             chunks: ChunkRegion::new(),
             cxx_strings: std::ptr::null_mut(),
             recycler: std::ptr::null_mut(),
+            overrun: None,
         }
     }
 
@@ -234,6 +245,7 @@ impl<'a> Reader<'a> {
             // Parts parsed in parallel (on other threads) make their own strings and messages.
             cxx_strings: std::ptr::null_mut(),
             recycler: std::ptr::null_mut(),
+            overrun: None,
         }
     }
 
@@ -478,15 +490,26 @@ impl<'a> Reader<'a> {
         }
         let available = (self.limit - self.pos) as u64;
         if len > available {
-            return Err(self.err(
+            let e = self.err(
                 DecodeErrorKind::LengthPastEnd {
                     length: len,
                     available,
                 },
                 start,
-            ));
+            );
+            if !self.config.read_through_overruns {
+                return Err(e);
+            }
+            self.overrun.get_or_insert(e);
+            return Ok(available as usize);
         }
         Ok(len as usize)
+    }
+
+    /// The first length prefix that ran past its end when the decode settings read through
+    /// them ([`DecodeConfig::read_through_overruns`]); the parse's error.
+    pub(crate) fn take_overrun(&mut self) -> Option<Box<DecodeError>> {
+        self.overrun.take()
     }
 
     /// Reads a length-delimited field body.
