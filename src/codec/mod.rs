@@ -444,10 +444,22 @@ pub fn save_to_file<M: Message>(
 fn save_any_to_file(m: &dyn DynMessage, path: &Path, opts: &SerializeOptions) -> Result<()> {
     let (len, sizes) = plan(m, opts)?;
     let mut out = AtomicFile::create(path)?;
-    if opts.threads() > 1
-        && let Some(pool) = thread_pool(opts.threads())
-    {
-        parallel_write::write_file_parallel(m, len, sizes.as_slice(), out.file(), path, &pool)?;
+    let pool = if opts.threads() > 1 {
+        thread_pool(opts.threads())
+    } else {
+        None
+    };
+    // Payloads written at their offsets (in parallel, and past the page cache when large: see
+    // `storage::write_pieces`), or everything in order through one buffer.
+    if pool.is_some() || len >= crate::storage::DIRECT_MIN_BYTES {
+        parallel_write::write_file_parallel(
+            m,
+            len,
+            sizes.as_slice(),
+            out.file(),
+            path,
+            pool.as_deref(),
+        )?;
         return out.commit();
     }
     {

@@ -8,6 +8,7 @@ use std::io::{self, Seek, SeekFrom, Write};
 use crate::storage::par::{ThreadPool, prelude::*};
 
 use crate::error::{Error, Result};
+use crate::storage::Piece;
 use crate::wire::{DynMessage, SizeCursor, SliceWriter, Spill, encode_streaming};
 
 /// Piece size of the parallel phase (large tensors are split so threads share the work).
@@ -194,14 +195,14 @@ impl Spill for FileOut<'_> {
 }
 
 /// Serializes `m` into `file` (positioned at 0, empty): metadata sequentially, payloads with
-/// parallel `pwrite`s into the pre-sized file.
+/// positional writes into the pre-sized file (in parallel on `pool`'s threads when given).
 pub(super) fn write_file_parallel(
     m: &dyn DynMessage,
     len: u64,
     sizes: &[u64],
     file: &File,
     path: &std::path::Path,
-    pool: &ThreadPool,
+    pool: Option<&ThreadPool>,
 ) -> Result<()> {
     let io_err = |e| Error::io(path, e);
     crate::storage::presize(file, len).map_err(io_err)?;
@@ -215,11 +216,20 @@ pub(super) fn write_file_parallel(
         return Err(io_err(e));
     }
     let jobs = out.deferred.jobs;
-    let pieces: Vec<Job> = jobs.iter().flat_map(Job::pieces).collect();
-    pool.install(|| {
-        pieces
-            .par_iter()
-            .try_for_each(|p| crate::storage::write_all_at(file, p.bytes(), p.offset))
-    })
-    .map_err(io_err)
+    let pieces: Vec<Piece<'_>> = jobs
+        .iter()
+        .flat_map(|job| {
+            job.bytes()
+                .chunks(PIECE_BYTES)
+                .enumerate()
+                .map(move |(k, bytes)| Piece {
+                    file,
+                    offset: job.offset + (k * PIECE_BYTES) as u64,
+                    bytes,
+                })
+        })
+        .collect();
+    crate::storage::write_pieces(&pieces, pool, &|_| {})
+        .map(drop)
+        .map_err(|(_, e)| io_err(e))
 }
