@@ -8,9 +8,8 @@ use std::io::{self, Seek, SeekFrom, Write};
 use crate::storage::par::{ThreadPool, prelude::*};
 
 use crate::error::{Error, Result};
-use crate::proto::Message;
 use crate::storage::Piece;
-use crate::wire::{SizeCursor, SliceWriter, Spill, encode_streaming};
+use crate::wire::{DynMessage, SizeCursor, SliceWriter, Spill, encode_streaming};
 
 /// Piece size of the parallel phase (large tensors are split so threads share the work).
 const PIECE_BYTES: usize = 8 << 20;
@@ -98,8 +97,8 @@ fn advise_huge_pages(_buf: &mut [u8]) {}
 
 /// Serializes `m` (whose sizes are `sizes`, total `len`) into a new buffer; payloads are copied
 /// by `pool`'s threads.
-pub(super) fn serialize_to_vec_parallel<M: Message>(
-    m: &M,
+pub(super) fn serialize_to_vec_parallel(
+    m: &dyn DynMessage,
     len: usize,
     sizes: &[u64],
     pool: &ThreadPool,
@@ -114,8 +113,8 @@ pub(super) fn serialize_to_vec_parallel<M: Message>(
 
 /// Serializes `m` (whose sizes are `sizes`, total `out.len()`) into `out`: the metadata in
 /// order, then the large payloads, copied by `pool`'s threads when there is a pool.
-pub(super) fn serialize_into_slice<M: Message>(
-    m: &M,
+pub(super) fn serialize_into_slice(
+    m: &dyn DynMessage,
     out: &mut [u8],
     sizes: &[u64],
     pool: Option<&ThreadPool>,
@@ -124,7 +123,7 @@ pub(super) fn serialize_into_slice<M: Message>(
     let mut deferred = Deferred::default();
     {
         let mut w = SliceWriter::deferring(out, &mut deferred);
-        m.encode_to(&mut w, &mut SizeCursor::new(sizes));
+        m.encode_into(&mut w, &mut SizeCursor::new(sizes));
         assert_eq!(
             w.written(),
             len,
@@ -197,8 +196,8 @@ impl Spill for FileOut<'_> {
 
 /// Serializes `m` into `file` (positioned at 0, empty): metadata sequentially, payloads with
 /// positional writes into the pre-sized file (in parallel on `pool`'s threads when given).
-pub(super) fn write_file_parallel<M: Message>(
-    m: &M,
+pub(super) fn write_file_parallel(
+    m: &dyn DynMessage,
     len: u64,
     sizes: &[u64],
     file: &File,

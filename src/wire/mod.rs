@@ -17,7 +17,7 @@ mod writer;
 pub use inline_vec::InlineVec;
 pub use message::{Message, MessageVisitor, SizeTable};
 
-pub(crate) use message::encode_streaming;
+pub(crate) use message::{DynMessage, encode_streaming};
 pub(crate) use placement::PayloadPool;
 #[doc(hidden)]
 pub use placement::REGION_OWNER_BYTES;

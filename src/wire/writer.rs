@@ -79,10 +79,10 @@ impl<S: Sink + ?Sized> Spill for S {
 /// - [`SliceWriter::new`] / [`SliceWriter::new_uninit`]: a buffer of exactly the planned size
 ///   (the serializers that know the size first). A write past the end panics (the size plan was
 ///   wrong), before anything is written out of bounds.
-/// - [`SliceWriter::deferring`]: the same, and large payloads are offered to a [`Spill`], which
-///   may copy them later (the parallel serializer).
-/// - [`SliceWriter::streaming`]: the buffer is reused; when full, its bytes go to a [`Spill`]
-///   (a `Write`, a file, an encryptor).
+/// - `SliceWriter::deferring` (in the crate): the same, and large payloads are offered to a
+///   `Spill`, which may copy them later (the parallel serializer).
+/// - `SliceWriter::streaming` (in the crate): the buffer is reused; when full, its bytes go to a
+///   `Spill` (a `Write`, a file, an encryptor).
 pub struct SliceWriter<'a> {
     at: *mut u8,
     end: *mut u8,
