@@ -130,6 +130,13 @@ fn oneshot_layout(format: EncryptionFormat) -> (usize, usize) {
     }
 }
 
+/// `Ok` in builds with the `encryption` feature. Every entry point of this module calls it first,
+/// so that without the feature the format code behind it is left out of the library.
+#[inline(always)]
+pub(crate) fn require_encryption() -> Result<()> {
+    crate::error::require_feature(cfg!(feature = "encryption"), "encryption")
+}
+
 /// Encrypts `len` plaintext bytes written by `produce` into a new buffer, in `opts.format`.
 /// The plaintext only ever exists in the output buffer, where it is encrypted in place (or in
 /// one chunk buffer), and is zeroed if anything fails.
@@ -140,6 +147,7 @@ pub(crate) fn encrypt_to_vec(
     opts: &EncryptionOptions,
     params: &Params,
 ) -> Result<Vec<u8>> {
+    require_encryption()?;
     opts.validate()?;
     let too_big = || Error::LimitExceeded(format!("{len} bytes do not fit in memory"));
     if opts.format == EncryptionFormat::Chunked {
@@ -291,6 +299,7 @@ fn check_model_file(path: &Path) -> Result<()> {
 /// Decrypts `data` in any format without the ONNXCRY1 model check; returns the plaintext, the
 /// format and whether an ONNXCRY1 padding was valid (see [`cbc::open`]; true for the others).
 fn decrypt_any(data: &[u8], key: &[u8]) -> Result<(SecretBytes, EncryptionFormat, bool)> {
+    require_encryption()?;
     let format = EncryptionFormat::detect(data)?;
     if format == EncryptionFormat::Chunked {
         return Ok((stream::decrypt_slice(data, key)?, format, true));
@@ -403,6 +412,7 @@ pub(crate) fn encrypt_file_with(
     opts: &EncryptionOptions,
     params: &Params,
 ) -> Result<u64> {
+    require_encryption()?;
     opts.validate()?;
     if opts.format == EncryptionFormat::AesCbc {
         check_model_file(input)?;
@@ -473,6 +483,7 @@ fn relabel(e: Error, path: &Path) -> Error {
 /// chunk; the one-shot formats are read whole (and ONNXCRY1 must decrypt to a model). Returns
 /// the plaintext length.
 pub fn decrypt_file(input: impl AsRef<Path>, output: impl AsRef<Path>, key: &[u8]) -> Result<u64> {
+    require_encryption()?;
     let (input, output) = (input.as_ref(), output.as_ref());
     let format = detect_file_format(input)?;
     let mut out = AtomicFile::create(output)?;

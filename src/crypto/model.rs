@@ -11,7 +11,7 @@ use super::format::EncryptionFormat;
 use super::stream::{EncryptedFile, StreamEncryptor};
 use super::{
     EncryptionOptions, Params, cbc, decrypt_any, detect_file_format, encrypt_to_vec,
-    onnxcry1_plausible, onnxcry1_refused, read_oneshot,
+    onnxcry1_plausible, onnxcry1_refused, read_oneshot, require_encryption,
 };
 use crate::codec::{
     ParseOptions, parse_from_bytes, parse_from_bytes_reading_through, parse_from_shared,
@@ -73,6 +73,7 @@ pub fn save_encrypted_model(
     opts: &EncryptionOptions,
 ) -> Result<()> {
     let path = path.as_ref();
+    require_encryption()?;
     opts.validate()?;
     if let Some((copy, serialize)) = skip_payloads(model, &opts.serialize) {
         let opts = EncryptionOptions {
@@ -153,6 +154,7 @@ pub(crate) fn decrypt_model_from_bytes(
     key: &[u8],
     opts: &ParseOptions,
 ) -> Result<ModelProto> {
+    require_encryption()?;
     opts.validate()?;
     refuse_unauthenticated(EncryptionFormat::detect(data)?, opts)?;
     let (plain, format, padding_ok) = decrypt_any(data, key)?;
@@ -164,6 +166,7 @@ pub(crate) fn decrypt_model_from_bytes(
 /// chunk by chunk straight into one buffer of the plaintext's size (the ciphertext is never held
 /// whole).
 pub(crate) fn decrypt_model(path: &Path, key: &[u8], opts: &ParseOptions) -> Result<ModelProto> {
+    require_encryption()?;
     opts.validate()?;
     let format = detect_file_format(path)?;
     refuse_unauthenticated(format, opts)?;

@@ -289,6 +289,7 @@ impl<W: Write> StreamEncryptor<W> {
         chunk_size: u32,
         params: &Params,
     ) -> Result<Self> {
+        super::require_encryption()?;
         check_chunk_size(chunk_size)?;
         let derived = derive_key(passphrase, &params.salt);
         Self::with_derived(inner, &derived, cipher, chunk_size, params)
@@ -493,6 +494,7 @@ pub struct StreamDecryptor<R: Read> {
 impl<R: Read> StreamDecryptor<R> {
     /// Reads and checks the header from `inner` and derives the key.
     pub fn new(mut inner: R, passphrase: &[u8]) -> Result<Self> {
+        super::require_encryption()?;
         let label = PathBuf::from("<encrypted stream>");
         let header = read_header(&mut inner, &label)?;
         let key = ChunkKey::new(passphrase, header)?;
@@ -786,6 +788,7 @@ pub struct EncryptedFile {
 impl EncryptedFile {
     /// Opens `path` (an ONNXCRYS file) with `passphrase`.
     pub fn open(path: impl AsRef<Path>, passphrase: &[u8]) -> Result<Self> {
+        super::require_encryption()?;
         let path = path.as_ref();
         let (file, len) = crate::storage::open_regular_file(path)?;
         let src = FileSource {
