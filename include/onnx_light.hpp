@@ -597,7 +597,7 @@ constexpr uint8_t kOptionalStringNone = 4;
 constexpr std::size_t kStringSize = 32;
 constexpr std::size_t kRepeatedOrderAt = 0;
 constexpr std::size_t kRepeatedLenAt = 8;
-constexpr uint64_t kLayoutFingerprint = 0x515ef3d8641a8a98ull;
+constexpr uint64_t kLayoutFingerprint = 0xe0d9e890bda13f2aull;
 }  // namespace detail
 
 /// An error of the library: the C status and the message of onnxl_last_error_message().
@@ -2115,7 +2115,7 @@ class AttributeProto final {
   std::string& ref_s() { return *mutable_s(); }
 
   // optional TensorProto t = 5;
-  bool has_t() const { return detail::load<const void*>(detail::at(this, 256)) != nullptr; }
+  bool has_t() const { return detail::load<const void*>(detail::at(this, 224)) != nullptr; }
   const TensorProto& t() const;
   TensorProto* mutable_t();
   void clear_t();
@@ -2127,7 +2127,7 @@ class AttributeProto final {
   TensorProto& ref_t() { return *mutable_t(); }
 
   // optional GraphProto g = 6;
-  bool has_g() const { return detail::load<const void*>(detail::at(this, 264)) != nullptr; }
+  bool has_g() const { return detail::load<const void*>(detail::at(this, 232)) != nullptr; }
   const GraphProto& g() const;
   GraphProto* mutable_g();
   void clear_g();
@@ -2139,7 +2139,7 @@ class AttributeProto final {
   GraphProto& ref_g() { return *mutable_g(); }
 
   // optional SparseTensorProto sparse_tensor = 22;
-  bool has_sparse_tensor() const { return detail::load<const void*>(detail::at(this, 272)) != nullptr; }
+  bool has_sparse_tensor() const { return detail::load<const void*>(detail::at(this, 240)) != nullptr; }
   const SparseTensorProto& sparse_tensor() const;
   SparseTensorProto* mutable_sparse_tensor();
   void clear_sparse_tensor();
@@ -2151,7 +2151,7 @@ class AttributeProto final {
   SparseTensorProto& ref_sparse_tensor() { return *mutable_sparse_tensor(); }
 
   // optional TypeProto tp = 14;
-  bool has_tp() const { return detail::load<const void*>(detail::at(this, 280)) != nullptr; }
+  bool has_tp() const { return detail::load<const void*>(detail::at(this, 248)) != nullptr; }
   const TypeProto& tp() const;
   TypeProto* mutable_tp();
   void clear_tp();
@@ -2163,8 +2163,8 @@ class AttributeProto final {
   TypeProto& ref_tp() { return *mutable_tp(); }
 
   // repeated float floats = 7;
-  const RepeatedField<float>& floats() const { return *reinterpret_cast<const RepeatedField<float>*>(detail::at(this, 288)); }
-  RepeatedField<float>* mutable_floats() { return reinterpret_cast<RepeatedField<float>*>(detail::at(this, 288)); }
+  const RepeatedField<float>& floats() const { return *reinterpret_cast<const RepeatedField<float>*>(detail::at(this, 256)); }
+  RepeatedField<float>* mutable_floats() { return reinterpret_cast<RepeatedField<float>*>(detail::at(this, 256)); }
   int floats_size() const { return floats().size(); }
   float floats(int i) const { return floats().Get(i); }
   void set_floats(int i, float v) { mutable_floats()->Set(i, v); }
@@ -2174,8 +2174,8 @@ class AttributeProto final {
   RepeatedField<float>& ref_floats() { return *mutable_floats(); }
 
   // repeated int64 ints = 8;
-  const RepeatedField<int64_t>& ints() const { return *reinterpret_cast<const RepeatedField<int64_t>*>(detail::at(this, 312)); }
-  RepeatedField<int64_t>* mutable_ints() { return reinterpret_cast<RepeatedField<int64_t>*>(detail::at(this, 312)); }
+  const RepeatedField<int64_t>& ints() const { return *reinterpret_cast<const RepeatedField<int64_t>*>(detail::at(this, 280)); }
+  RepeatedField<int64_t>* mutable_ints() { return reinterpret_cast<RepeatedField<int64_t>*>(detail::at(this, 280)); }
   int ints_size() const { return ints().size(); }
   int64_t ints(int i) const { return ints().Get(i); }
   void set_ints(int i, int64_t v) { mutable_ints()->Set(i, v); }
@@ -2185,8 +2185,8 @@ class AttributeProto final {
   RepeatedField<int64_t>& ref_ints() { return *mutable_ints(); }
 
   // repeated bytes strings = 9;
-  const RepeatedPtrField<std::string>& strings() const { return *reinterpret_cast<const RepeatedPtrField<std::string>*>(detail::at(this, 360)); }
-  RepeatedPtrField<std::string>* mutable_strings() { return reinterpret_cast<RepeatedPtrField<std::string>*>(detail::at(this, 360)); }
+  const RepeatedPtrField<std::string>& strings() const { return *reinterpret_cast<const RepeatedPtrField<std::string>*>(detail::at(this, 328)); }
+  RepeatedPtrField<std::string>* mutable_strings() { return reinterpret_cast<RepeatedPtrField<std::string>*>(detail::at(this, 328)); }
   int strings_size() const { return strings().size(); }
   const std::string& strings(int i) const { return strings().Get(i); }
   std::string* mutable_strings(int i) { return mutable_strings()->Mutable(i); }
@@ -2196,11 +2196,11 @@ class AttributeProto final {
   void set_strings(int i, const char* v, std::size_t n) { mutable_strings(i)->assign(v, n); }
   void set_strings(int i, const void* v, std::size_t n) { mutable_strings(i)->assign(static_cast<const char*>(v), n); }
   std::string* add_strings() { return mutable_strings()->Add(); }
-  void add_strings(const std::string& v) { onnxl_cxx_strs_add(detail::at(this, 360), reinterpret_cast<const uint8_t*>(v.data()), v.size()); }
-  void add_strings(std::string&& v) { onnxl_cxx_strs_add(detail::at(this, 360), reinterpret_cast<const uint8_t*>(v.data()), v.size()); }
-  void add_strings(const char* v) { onnxl_cxx_strs_add(detail::at(this, 360), reinterpret_cast<const uint8_t*>(v), std::strlen(v)); }
-  void add_strings(const char* v, std::size_t n) { onnxl_cxx_strs_add(detail::at(this, 360), reinterpret_cast<const uint8_t*>(v), n); }
-  void add_strings(const void* v, std::size_t n) { onnxl_cxx_strs_add(detail::at(this, 360), reinterpret_cast<const uint8_t*>(static_cast<const char*>(v)), n); }
+  void add_strings(const std::string& v) { onnxl_cxx_strs_add(detail::at(this, 328), reinterpret_cast<const uint8_t*>(v.data()), v.size()); }
+  void add_strings(std::string&& v) { onnxl_cxx_strs_add(detail::at(this, 328), reinterpret_cast<const uint8_t*>(v.data()), v.size()); }
+  void add_strings(const char* v) { onnxl_cxx_strs_add(detail::at(this, 328), reinterpret_cast<const uint8_t*>(v), std::strlen(v)); }
+  void add_strings(const char* v, std::size_t n) { onnxl_cxx_strs_add(detail::at(this, 328), reinterpret_cast<const uint8_t*>(v), n); }
+  void add_strings(const void* v, std::size_t n) { onnxl_cxx_strs_add(detail::at(this, 328), reinterpret_cast<const uint8_t*>(static_cast<const char*>(v)), n); }
   void clear_strings() { mutable_strings()->Clear(); }
   const RepeatedPtrField<std::string>& ref_strings() const { return strings(); }
   RepeatedPtrField<std::string>& ref_strings() { return *mutable_strings(); }
@@ -2217,8 +2217,8 @@ class AttributeProto final {
   RepeatedPtrField<TensorProto>& ref_tensors() { return *mutable_tensors(); }
 
   // repeated GraphProto graphs = 11;
-  const RepeatedPtrField<GraphProto>& graphs() const { return *reinterpret_cast<const RepeatedPtrField<GraphProto>*>(detail::at(this, 184)); }
-  RepeatedPtrField<GraphProto>* mutable_graphs() { return reinterpret_cast<RepeatedPtrField<GraphProto>*>(detail::at(this, 184)); }
+  const RepeatedPtrField<GraphProto>& graphs() const { return *reinterpret_cast<const RepeatedPtrField<GraphProto>*>(detail::at(this, 176)); }
+  RepeatedPtrField<GraphProto>* mutable_graphs() { return reinterpret_cast<RepeatedPtrField<GraphProto>*>(detail::at(this, 176)); }
   int graphs_size() const { return graphs().size(); }
   const GraphProto& graphs(int i) const;
   GraphProto* mutable_graphs(int i);
@@ -2228,8 +2228,8 @@ class AttributeProto final {
   RepeatedPtrField<GraphProto>& ref_graphs() { return *mutable_graphs(); }
 
   // repeated SparseTensorProto sparse_tensors = 23;
-  const RepeatedPtrField<SparseTensorProto>& sparse_tensors() const { return *reinterpret_cast<const RepeatedPtrField<SparseTensorProto>*>(detail::at(this, 208)); }
-  RepeatedPtrField<SparseTensorProto>* mutable_sparse_tensors() { return reinterpret_cast<RepeatedPtrField<SparseTensorProto>*>(detail::at(this, 208)); }
+  const RepeatedPtrField<SparseTensorProto>& sparse_tensors() const { return *reinterpret_cast<const RepeatedPtrField<SparseTensorProto>*>(detail::at(this, 192)); }
+  RepeatedPtrField<SparseTensorProto>* mutable_sparse_tensors() { return reinterpret_cast<RepeatedPtrField<SparseTensorProto>*>(detail::at(this, 192)); }
   int sparse_tensors_size() const { return sparse_tensors().size(); }
   const SparseTensorProto& sparse_tensors(int i) const;
   SparseTensorProto* mutable_sparse_tensors(int i);
@@ -2239,8 +2239,8 @@ class AttributeProto final {
   RepeatedPtrField<SparseTensorProto>& ref_sparse_tensors() { return *mutable_sparse_tensors(); }
 
   // repeated TypeProto type_protos = 15;
-  const RepeatedPtrField<TypeProto>& type_protos() const { return *reinterpret_cast<const RepeatedPtrField<TypeProto>*>(detail::at(this, 232)); }
-  RepeatedPtrField<TypeProto>* mutable_type_protos() { return reinterpret_cast<RepeatedPtrField<TypeProto>*>(detail::at(this, 232)); }
+  const RepeatedPtrField<TypeProto>& type_protos() const { return *reinterpret_cast<const RepeatedPtrField<TypeProto>*>(detail::at(this, 208)); }
+  RepeatedPtrField<TypeProto>* mutable_type_protos() { return reinterpret_cast<RepeatedPtrField<TypeProto>*>(detail::at(this, 208)); }
   int type_protos_size() const { return type_protos().size(); }
   const TypeProto& type_protos(int i) const;
   TypeProto* mutable_type_protos(int i);
@@ -2250,9 +2250,9 @@ class AttributeProto final {
   RepeatedPtrField<TypeProto>& ref_type_protos() { return *mutable_type_protos(); }
 
  private:
-  alignas(8) unsigned char storage_[392];
+  alignas(8) unsigned char storage_[360];
 };
-static_assert(sizeof(AttributeProto) == 392 && alignof(AttributeProto) == 8, "layout of AttributeProto");
+static_assert(sizeof(AttributeProto) == 360 && alignof(AttributeProto) == 8, "layout of AttributeProto");
 
 /// `onnx.ValueInfoProto`.
 class ValueInfoProto final {
@@ -2318,7 +2318,7 @@ class ValueInfoProto final {
   std::string& ref_name() { return *mutable_name(); }
 
   // optional TypeProto type = 2;
-  bool has_type() const { return detail::load<const void*>(detail::at(this, 88)) != nullptr; }
+  bool has_type() const { return detail::load<const void*>(detail::at(this, 80)) != nullptr; }
   const TypeProto& type() const;
   TypeProto* mutable_type();
   void clear_type();
@@ -2356,9 +2356,9 @@ class ValueInfoProto final {
   RepeatedPtrField<StringStringEntryProto>& ref_metadata_props() { return *mutable_metadata_props(); }
 
  private:
-  alignas(8) unsigned char storage_[104];
+  alignas(8) unsigned char storage_[96];
 };
-static_assert(sizeof(ValueInfoProto) == 104 && alignof(ValueInfoProto) == 8, "layout of ValueInfoProto");
+static_assert(sizeof(ValueInfoProto) == 96 && alignof(ValueInfoProto) == 8, "layout of ValueInfoProto");
 
 /// `onnx.NodeProto`.
 class NodeProto final {
@@ -2409,8 +2409,8 @@ class NodeProto final {
   static NodeProto* from_c(OnnxlNodeProto* p) noexcept { (void)detail::init(); return reinterpret_cast<NodeProto*>(p); }
 
   // repeated string input = 1;
-  const RepeatedPtrField<std::string>& input() const { return *reinterpret_cast<const RepeatedPtrField<std::string>*>(detail::at(this, 232)); }
-  RepeatedPtrField<std::string>* mutable_input() { return reinterpret_cast<RepeatedPtrField<std::string>*>(detail::at(this, 232)); }
+  const RepeatedPtrField<std::string>& input() const { return *reinterpret_cast<const RepeatedPtrField<std::string>*>(detail::at(this, 208)); }
+  RepeatedPtrField<std::string>* mutable_input() { return reinterpret_cast<RepeatedPtrField<std::string>*>(detail::at(this, 208)); }
   int input_size() const { return input().size(); }
   const std::string& input(int i) const { return input().Get(i); }
   std::string* mutable_input(int i) { return mutable_input()->Mutable(i); }
@@ -2420,18 +2420,18 @@ class NodeProto final {
   void set_input(int i, const char* v, std::size_t n) { mutable_input(i)->assign(v, n); }
   void set_input(int i, const void* v, std::size_t n) { mutable_input(i)->assign(static_cast<const char*>(v), n); }
   std::string* add_input() { return mutable_input()->Add(); }
-  void add_input(const std::string& v) { onnxl_cxx_strs_add(detail::at(this, 232), reinterpret_cast<const uint8_t*>(v.data()), v.size()); }
-  void add_input(std::string&& v) { onnxl_cxx_strs_add(detail::at(this, 232), reinterpret_cast<const uint8_t*>(v.data()), v.size()); }
-  void add_input(const char* v) { onnxl_cxx_strs_add(detail::at(this, 232), reinterpret_cast<const uint8_t*>(v), std::strlen(v)); }
-  void add_input(const char* v, std::size_t n) { onnxl_cxx_strs_add(detail::at(this, 232), reinterpret_cast<const uint8_t*>(v), n); }
-  void add_input(const void* v, std::size_t n) { onnxl_cxx_strs_add(detail::at(this, 232), reinterpret_cast<const uint8_t*>(static_cast<const char*>(v)), n); }
+  void add_input(const std::string& v) { onnxl_cxx_strs_add(detail::at(this, 208), reinterpret_cast<const uint8_t*>(v.data()), v.size()); }
+  void add_input(std::string&& v) { onnxl_cxx_strs_add(detail::at(this, 208), reinterpret_cast<const uint8_t*>(v.data()), v.size()); }
+  void add_input(const char* v) { onnxl_cxx_strs_add(detail::at(this, 208), reinterpret_cast<const uint8_t*>(v), std::strlen(v)); }
+  void add_input(const char* v, std::size_t n) { onnxl_cxx_strs_add(detail::at(this, 208), reinterpret_cast<const uint8_t*>(v), n); }
+  void add_input(const void* v, std::size_t n) { onnxl_cxx_strs_add(detail::at(this, 208), reinterpret_cast<const uint8_t*>(static_cast<const char*>(v)), n); }
   void clear_input() { mutable_input()->Clear(); }
   const RepeatedPtrField<std::string>& ref_input() const { return input(); }
   RepeatedPtrField<std::string>& ref_input() { return *mutable_input(); }
 
   // repeated string output = 2;
-  const RepeatedPtrField<std::string>& output() const { return *reinterpret_cast<const RepeatedPtrField<std::string>*>(detail::at(this, 312)); }
-  RepeatedPtrField<std::string>* mutable_output() { return reinterpret_cast<RepeatedPtrField<std::string>*>(detail::at(this, 312)); }
+  const RepeatedPtrField<std::string>& output() const { return *reinterpret_cast<const RepeatedPtrField<std::string>*>(detail::at(this, 288)); }
+  RepeatedPtrField<std::string>* mutable_output() { return reinterpret_cast<RepeatedPtrField<std::string>*>(detail::at(this, 288)); }
   int output_size() const { return output().size(); }
   const std::string& output(int i) const { return output().Get(i); }
   std::string* mutable_output(int i) { return mutable_output()->Mutable(i); }
@@ -2441,11 +2441,11 @@ class NodeProto final {
   void set_output(int i, const char* v, std::size_t n) { mutable_output(i)->assign(v, n); }
   void set_output(int i, const void* v, std::size_t n) { mutable_output(i)->assign(static_cast<const char*>(v), n); }
   std::string* add_output() { return mutable_output()->Add(); }
-  void add_output(const std::string& v) { onnxl_cxx_strs_add(detail::at(this, 312), reinterpret_cast<const uint8_t*>(v.data()), v.size()); }
-  void add_output(std::string&& v) { onnxl_cxx_strs_add(detail::at(this, 312), reinterpret_cast<const uint8_t*>(v.data()), v.size()); }
-  void add_output(const char* v) { onnxl_cxx_strs_add(detail::at(this, 312), reinterpret_cast<const uint8_t*>(v), std::strlen(v)); }
-  void add_output(const char* v, std::size_t n) { onnxl_cxx_strs_add(detail::at(this, 312), reinterpret_cast<const uint8_t*>(v), n); }
-  void add_output(const void* v, std::size_t n) { onnxl_cxx_strs_add(detail::at(this, 312), reinterpret_cast<const uint8_t*>(static_cast<const char*>(v)), n); }
+  void add_output(const std::string& v) { onnxl_cxx_strs_add(detail::at(this, 288), reinterpret_cast<const uint8_t*>(v.data()), v.size()); }
+  void add_output(std::string&& v) { onnxl_cxx_strs_add(detail::at(this, 288), reinterpret_cast<const uint8_t*>(v.data()), v.size()); }
+  void add_output(const char* v) { onnxl_cxx_strs_add(detail::at(this, 288), reinterpret_cast<const uint8_t*>(v), std::strlen(v)); }
+  void add_output(const char* v, std::size_t n) { onnxl_cxx_strs_add(detail::at(this, 288), reinterpret_cast<const uint8_t*>(v), n); }
+  void add_output(const void* v, std::size_t n) { onnxl_cxx_strs_add(detail::at(this, 288), reinterpret_cast<const uint8_t*>(static_cast<const char*>(v)), n); }
   void clear_output() { mutable_output()->Clear(); }
   const RepeatedPtrField<std::string>& ref_output() const { return output(); }
   RepeatedPtrField<std::string>& ref_output() { return *mutable_output(); }
@@ -2537,8 +2537,8 @@ class NodeProto final {
   std::string& ref_doc_string() { return *mutable_doc_string(); }
 
   // repeated StringStringEntryProto metadata_props = 9;
-  const RepeatedPtrField<StringStringEntryProto>& metadata_props() const { return *reinterpret_cast<const RepeatedPtrField<StringStringEntryProto>*>(detail::at(this, 184)); }
-  RepeatedPtrField<StringStringEntryProto>* mutable_metadata_props() { return reinterpret_cast<RepeatedPtrField<StringStringEntryProto>*>(detail::at(this, 184)); }
+  const RepeatedPtrField<StringStringEntryProto>& metadata_props() const { return *reinterpret_cast<const RepeatedPtrField<StringStringEntryProto>*>(detail::at(this, 176)); }
+  RepeatedPtrField<StringStringEntryProto>* mutable_metadata_props() { return reinterpret_cast<RepeatedPtrField<StringStringEntryProto>*>(detail::at(this, 176)); }
   int metadata_props_size() const { return metadata_props().size(); }
   const StringStringEntryProto& metadata_props(int i) const;
   StringStringEntryProto* mutable_metadata_props(int i);
@@ -2548,8 +2548,8 @@ class NodeProto final {
   RepeatedPtrField<StringStringEntryProto>& ref_metadata_props() { return *mutable_metadata_props(); }
 
   // repeated NodeDeviceConfigurationProto device_configurations = 10;
-  const RepeatedPtrField<NodeDeviceConfigurationProto>& device_configurations() const { return *reinterpret_cast<const RepeatedPtrField<NodeDeviceConfigurationProto>*>(detail::at(this, 208)); }
-  RepeatedPtrField<NodeDeviceConfigurationProto>* mutable_device_configurations() { return reinterpret_cast<RepeatedPtrField<NodeDeviceConfigurationProto>*>(detail::at(this, 208)); }
+  const RepeatedPtrField<NodeDeviceConfigurationProto>& device_configurations() const { return *reinterpret_cast<const RepeatedPtrField<NodeDeviceConfigurationProto>*>(detail::at(this, 192)); }
+  RepeatedPtrField<NodeDeviceConfigurationProto>* mutable_device_configurations() { return reinterpret_cast<RepeatedPtrField<NodeDeviceConfigurationProto>*>(detail::at(this, 192)); }
   int device_configurations_size() const { return device_configurations().size(); }
   const NodeDeviceConfigurationProto& device_configurations(int i) const;
   NodeDeviceConfigurationProto* mutable_device_configurations(int i);
@@ -2559,9 +2559,9 @@ class NodeProto final {
   RepeatedPtrField<NodeDeviceConfigurationProto>& ref_device_configurations() { return *mutable_device_configurations(); }
 
  private:
-  alignas(8) unsigned char storage_[368];
+  alignas(8) unsigned char storage_[344];
 };
-static_assert(sizeof(NodeProto) == 368 && alignof(NodeProto) == 8, "layout of NodeProto");
+static_assert(sizeof(NodeProto) == 344 && alignof(NodeProto) == 8, "layout of NodeProto");
 
 /// `onnx.IntIntListEntryProto`.
 class IntIntListEntryProto final {
@@ -2716,9 +2716,9 @@ class NodeDeviceConfigurationProto final {
   int32_t ref_pipeline_stage() const { return pipeline_stage(); }
 
  private:
-  alignas(8) unsigned char storage_[72];
+  alignas(8) unsigned char storage_[64];
 };
-static_assert(sizeof(NodeDeviceConfigurationProto) == 72 && alignof(NodeDeviceConfigurationProto) == 8, "layout of NodeDeviceConfigurationProto");
+static_assert(sizeof(NodeDeviceConfigurationProto) == 64 && alignof(NodeDeviceConfigurationProto) == 8, "layout of NodeDeviceConfigurationProto");
 
 /// `onnx.ShardingSpecProto`.
 class ShardingSpecProto final {
@@ -2784,8 +2784,8 @@ class ShardingSpecProto final {
   std::string& ref_tensor_name() { return *mutable_tensor_name(); }
 
   // repeated int64 device = 2;
-  const RepeatedField<int64_t>& device() const { return *reinterpret_cast<const RepeatedField<int64_t>*>(detail::at(this, 80)); }
-  RepeatedField<int64_t>* mutable_device() { return reinterpret_cast<RepeatedField<int64_t>*>(detail::at(this, 80)); }
+  const RepeatedField<int64_t>& device() const { return *reinterpret_cast<const RepeatedField<int64_t>*>(detail::at(this, 64)); }
+  RepeatedField<int64_t>* mutable_device() { return reinterpret_cast<RepeatedField<int64_t>*>(detail::at(this, 64)); }
   int device_size() const { return device().size(); }
   int64_t device(int i) const { return device().Get(i); }
   void set_device(int i, int64_t v) { mutable_device()->Set(i, v); }
@@ -2806,8 +2806,8 @@ class ShardingSpecProto final {
   RepeatedPtrField<IntIntListEntryProto>& ref_index_to_device_group_map() { return *mutable_index_to_device_group_map(); }
 
   // repeated ShardedDimProto sharded_dim = 4;
-  const RepeatedPtrField<ShardedDimProto>& sharded_dim() const { return *reinterpret_cast<const RepeatedPtrField<ShardedDimProto>*>(detail::at(this, 56)); }
-  RepeatedPtrField<ShardedDimProto>* mutable_sharded_dim() { return reinterpret_cast<RepeatedPtrField<ShardedDimProto>*>(detail::at(this, 56)); }
+  const RepeatedPtrField<ShardedDimProto>& sharded_dim() const { return *reinterpret_cast<const RepeatedPtrField<ShardedDimProto>*>(detail::at(this, 48)); }
+  RepeatedPtrField<ShardedDimProto>* mutable_sharded_dim() { return reinterpret_cast<RepeatedPtrField<ShardedDimProto>*>(detail::at(this, 48)); }
   int sharded_dim_size() const { return sharded_dim().size(); }
   const ShardedDimProto& sharded_dim(int i) const;
   ShardedDimProto* mutable_sharded_dim(int i);
@@ -2817,9 +2817,9 @@ class ShardingSpecProto final {
   RepeatedPtrField<ShardedDimProto>& ref_sharded_dim() { return *mutable_sharded_dim(); }
 
  private:
-  alignas(8) unsigned char storage_[112];
+  alignas(8) unsigned char storage_[96];
 };
-static_assert(sizeof(ShardingSpecProto) == 112 && alignof(ShardingSpecProto) == 8, "layout of ShardingSpecProto");
+static_assert(sizeof(ShardingSpecProto) == 96 && alignof(ShardingSpecProto) == 8, "layout of ShardingSpecProto");
 
 /// `onnx.ShardedDimProto`.
 class ShardedDimProto final {
@@ -2888,9 +2888,9 @@ class ShardedDimProto final {
   RepeatedPtrField<SimpleShardedDimProto>& ref_simple_sharding() { return *mutable_simple_sharding(); }
 
  private:
-  alignas(8) unsigned char storage_[48];
+  alignas(8) unsigned char storage_[40];
 };
-static_assert(sizeof(ShardedDimProto) == 48 && alignof(ShardedDimProto) == 8, "layout of ShardedDimProto");
+static_assert(sizeof(ShardedDimProto) == 40 && alignof(ShardedDimProto) == 8, "layout of ShardedDimProto");
 
 /// `onnx.SimpleShardedDimProto`.
 class SimpleShardedDimProto final {
@@ -3032,7 +3032,7 @@ class TrainingInfoProto final {
   static TrainingInfoProto* from_c(OnnxlTrainingInfoProto* p) noexcept { (void)detail::init(); return reinterpret_cast<TrainingInfoProto*>(p); }
 
   // optional GraphProto initialization = 1;
-  bool has_initialization() const { return detail::load<const void*>(detail::at(this, 48)) != nullptr; }
+  bool has_initialization() const { return detail::load<const void*>(detail::at(this, 32)) != nullptr; }
   const GraphProto& initialization() const;
   GraphProto* mutable_initialization();
   void clear_initialization();
@@ -3044,7 +3044,7 @@ class TrainingInfoProto final {
   GraphProto& ref_initialization() { return *mutable_initialization(); }
 
   // optional GraphProto algorithm = 2;
-  bool has_algorithm() const { return detail::load<const void*>(detail::at(this, 56)) != nullptr; }
+  bool has_algorithm() const { return detail::load<const void*>(detail::at(this, 40)) != nullptr; }
   const GraphProto& algorithm() const;
   GraphProto* mutable_algorithm();
   void clear_algorithm();
@@ -3067,8 +3067,8 @@ class TrainingInfoProto final {
   RepeatedPtrField<StringStringEntryProto>& ref_initialization_binding() { return *mutable_initialization_binding(); }
 
   // repeated StringStringEntryProto update_binding = 4;
-  const RepeatedPtrField<StringStringEntryProto>& update_binding() const { return *reinterpret_cast<const RepeatedPtrField<StringStringEntryProto>*>(detail::at(this, 24)); }
-  RepeatedPtrField<StringStringEntryProto>* mutable_update_binding() { return reinterpret_cast<RepeatedPtrField<StringStringEntryProto>*>(detail::at(this, 24)); }
+  const RepeatedPtrField<StringStringEntryProto>& update_binding() const { return *reinterpret_cast<const RepeatedPtrField<StringStringEntryProto>*>(detail::at(this, 16)); }
+  RepeatedPtrField<StringStringEntryProto>* mutable_update_binding() { return reinterpret_cast<RepeatedPtrField<StringStringEntryProto>*>(detail::at(this, 16)); }
   int update_binding_size() const { return update_binding().size(); }
   const StringStringEntryProto& update_binding(int i) const;
   StringStringEntryProto* mutable_update_binding(int i);
@@ -3078,9 +3078,9 @@ class TrainingInfoProto final {
   RepeatedPtrField<StringStringEntryProto>& ref_update_binding() { return *mutable_update_binding(); }
 
  private:
-  alignas(8) unsigned char storage_[72];
+  alignas(8) unsigned char storage_[56];
 };
-static_assert(sizeof(TrainingInfoProto) == 72 && alignof(TrainingInfoProto) == 8, "layout of TrainingInfoProto");
+static_assert(sizeof(TrainingInfoProto) == 56 && alignof(TrainingInfoProto) == 8, "layout of TrainingInfoProto");
 
 /// `onnx.ModelProto`.
 class ModelProto final {
@@ -3216,7 +3216,7 @@ class ModelProto final {
   std::string& ref_doc_string() { return *mutable_doc_string(); }
 
   // optional GraphProto graph = 7;
-  bool has_graph() const { return detail::load<const void*>(detail::at(this, 280)) != nullptr; }
+  bool has_graph() const { return detail::load<const void*>(detail::at(this, 240)) != nullptr; }
   const GraphProto& graph() const;
   GraphProto* mutable_graph();
   void clear_graph();
@@ -3228,8 +3228,8 @@ class ModelProto final {
   GraphProto& ref_graph() { return *mutable_graph(); }
 
   // repeated StringStringEntryProto metadata_props = 14;
-  const RepeatedPtrField<StringStringEntryProto>& metadata_props() const { return *reinterpret_cast<const RepeatedPtrField<StringStringEntryProto>*>(detail::at(this, 184)); }
-  RepeatedPtrField<StringStringEntryProto>* mutable_metadata_props() { return reinterpret_cast<RepeatedPtrField<StringStringEntryProto>*>(detail::at(this, 184)); }
+  const RepeatedPtrField<StringStringEntryProto>& metadata_props() const { return *reinterpret_cast<const RepeatedPtrField<StringStringEntryProto>*>(detail::at(this, 176)); }
+  RepeatedPtrField<StringStringEntryProto>* mutable_metadata_props() { return reinterpret_cast<RepeatedPtrField<StringStringEntryProto>*>(detail::at(this, 176)); }
   int metadata_props_size() const { return metadata_props().size(); }
   const StringStringEntryProto& metadata_props(int i) const;
   StringStringEntryProto* mutable_metadata_props(int i);
@@ -3239,8 +3239,8 @@ class ModelProto final {
   RepeatedPtrField<StringStringEntryProto>& ref_metadata_props() { return *mutable_metadata_props(); }
 
   // repeated TrainingInfoProto training_info = 20;
-  const RepeatedPtrField<TrainingInfoProto>& training_info() const { return *reinterpret_cast<const RepeatedPtrField<TrainingInfoProto>*>(detail::at(this, 208)); }
-  RepeatedPtrField<TrainingInfoProto>* mutable_training_info() { return reinterpret_cast<RepeatedPtrField<TrainingInfoProto>*>(detail::at(this, 208)); }
+  const RepeatedPtrField<TrainingInfoProto>& training_info() const { return *reinterpret_cast<const RepeatedPtrField<TrainingInfoProto>*>(detail::at(this, 192)); }
+  RepeatedPtrField<TrainingInfoProto>* mutable_training_info() { return reinterpret_cast<RepeatedPtrField<TrainingInfoProto>*>(detail::at(this, 192)); }
   int training_info_size() const { return training_info().size(); }
   const TrainingInfoProto& training_info(int i) const;
   TrainingInfoProto* mutable_training_info(int i);
@@ -3250,8 +3250,8 @@ class ModelProto final {
   RepeatedPtrField<TrainingInfoProto>& ref_training_info() { return *mutable_training_info(); }
 
   // repeated FunctionProto functions = 25;
-  const RepeatedPtrField<FunctionProto>& functions() const { return *reinterpret_cast<const RepeatedPtrField<FunctionProto>*>(detail::at(this, 232)); }
-  RepeatedPtrField<FunctionProto>* mutable_functions() { return reinterpret_cast<RepeatedPtrField<FunctionProto>*>(detail::at(this, 232)); }
+  const RepeatedPtrField<FunctionProto>& functions() const { return *reinterpret_cast<const RepeatedPtrField<FunctionProto>*>(detail::at(this, 208)); }
+  RepeatedPtrField<FunctionProto>* mutable_functions() { return reinterpret_cast<RepeatedPtrField<FunctionProto>*>(detail::at(this, 208)); }
   int functions_size() const { return functions().size(); }
   const FunctionProto& functions(int i) const;
   FunctionProto* mutable_functions(int i);
@@ -3261,8 +3261,8 @@ class ModelProto final {
   RepeatedPtrField<FunctionProto>& ref_functions() { return *mutable_functions(); }
 
   // repeated DeviceConfigurationProto configuration = 26;
-  const RepeatedPtrField<DeviceConfigurationProto>& configuration() const { return *reinterpret_cast<const RepeatedPtrField<DeviceConfigurationProto>*>(detail::at(this, 256)); }
-  RepeatedPtrField<DeviceConfigurationProto>* mutable_configuration() { return reinterpret_cast<RepeatedPtrField<DeviceConfigurationProto>*>(detail::at(this, 256)); }
+  const RepeatedPtrField<DeviceConfigurationProto>& configuration() const { return *reinterpret_cast<const RepeatedPtrField<DeviceConfigurationProto>*>(detail::at(this, 224)); }
+  RepeatedPtrField<DeviceConfigurationProto>* mutable_configuration() { return reinterpret_cast<RepeatedPtrField<DeviceConfigurationProto>*>(detail::at(this, 224)); }
   int configuration_size() const { return configuration().size(); }
   const DeviceConfigurationProto& configuration(int i) const;
   DeviceConfigurationProto* mutable_configuration(int i);
@@ -3272,9 +3272,9 @@ class ModelProto final {
   RepeatedPtrField<DeviceConfigurationProto>& ref_configuration() { return *mutable_configuration(); }
 
  private:
-  alignas(8) unsigned char storage_[296];
+  alignas(8) unsigned char storage_[256];
 };
-static_assert(sizeof(ModelProto) == 296 && alignof(ModelProto) == 8, "layout of ModelProto");
+static_assert(sizeof(ModelProto) == 256 && alignof(ModelProto) == 8, "layout of ModelProto");
 
 /// `onnx.DeviceConfigurationProto`.
 class DeviceConfigurationProto final {
@@ -3530,9 +3530,9 @@ class TensorAnnotation final {
   RepeatedPtrField<StringStringEntryProto>& ref_quant_parameter_tensor_names() { return *mutable_quant_parameter_tensor_names(); }
 
  private:
-  alignas(8) unsigned char storage_[64];
+  alignas(8) unsigned char storage_[56];
 };
-static_assert(sizeof(TensorAnnotation) == 64 && alignof(TensorAnnotation) == 8, "layout of TensorAnnotation");
+static_assert(sizeof(TensorAnnotation) == 56 && alignof(TensorAnnotation) == 8, "layout of TensorAnnotation");
 
 /// `onnx.GraphProto`.
 class GraphProto final {
@@ -3609,8 +3609,8 @@ class GraphProto final {
   std::string& ref_name() { return *mutable_name(); }
 
   // repeated TensorProto initializer = 5;
-  const RepeatedPtrField<TensorProto>& initializer() const { return *reinterpret_cast<const RepeatedPtrField<TensorProto>*>(detail::at(this, 88)); }
-  RepeatedPtrField<TensorProto>* mutable_initializer() { return reinterpret_cast<RepeatedPtrField<TensorProto>*>(detail::at(this, 88)); }
+  const RepeatedPtrField<TensorProto>& initializer() const { return *reinterpret_cast<const RepeatedPtrField<TensorProto>*>(detail::at(this, 80)); }
+  RepeatedPtrField<TensorProto>* mutable_initializer() { return reinterpret_cast<RepeatedPtrField<TensorProto>*>(detail::at(this, 80)); }
   int initializer_size() const { return initializer().size(); }
   const TensorProto& initializer(int i) const;
   TensorProto* mutable_initializer(int i);
@@ -3620,8 +3620,8 @@ class GraphProto final {
   RepeatedPtrField<TensorProto>& ref_initializer() { return *mutable_initializer(); }
 
   // repeated SparseTensorProto sparse_initializer = 15;
-  const RepeatedPtrField<SparseTensorProto>& sparse_initializer() const { return *reinterpret_cast<const RepeatedPtrField<SparseTensorProto>*>(detail::at(this, 112)); }
-  RepeatedPtrField<SparseTensorProto>* mutable_sparse_initializer() { return reinterpret_cast<RepeatedPtrField<SparseTensorProto>*>(detail::at(this, 112)); }
+  const RepeatedPtrField<SparseTensorProto>& sparse_initializer() const { return *reinterpret_cast<const RepeatedPtrField<SparseTensorProto>*>(detail::at(this, 96)); }
+  RepeatedPtrField<SparseTensorProto>* mutable_sparse_initializer() { return reinterpret_cast<RepeatedPtrField<SparseTensorProto>*>(detail::at(this, 96)); }
   int sparse_initializer_size() const { return sparse_initializer().size(); }
   const SparseTensorProto& sparse_initializer(int i) const;
   SparseTensorProto* mutable_sparse_initializer(int i);
@@ -3646,8 +3646,8 @@ class GraphProto final {
   std::string& ref_doc_string() { return *mutable_doc_string(); }
 
   // repeated ValueInfoProto input = 11;
-  const RepeatedPtrField<ValueInfoProto>& input() const { return *reinterpret_cast<const RepeatedPtrField<ValueInfoProto>*>(detail::at(this, 136)); }
-  RepeatedPtrField<ValueInfoProto>* mutable_input() { return reinterpret_cast<RepeatedPtrField<ValueInfoProto>*>(detail::at(this, 136)); }
+  const RepeatedPtrField<ValueInfoProto>& input() const { return *reinterpret_cast<const RepeatedPtrField<ValueInfoProto>*>(detail::at(this, 112)); }
+  RepeatedPtrField<ValueInfoProto>* mutable_input() { return reinterpret_cast<RepeatedPtrField<ValueInfoProto>*>(detail::at(this, 112)); }
   int input_size() const { return input().size(); }
   const ValueInfoProto& input(int i) const;
   ValueInfoProto* mutable_input(int i);
@@ -3657,8 +3657,8 @@ class GraphProto final {
   RepeatedPtrField<ValueInfoProto>& ref_input() { return *mutable_input(); }
 
   // repeated ValueInfoProto output = 12;
-  const RepeatedPtrField<ValueInfoProto>& output() const { return *reinterpret_cast<const RepeatedPtrField<ValueInfoProto>*>(detail::at(this, 160)); }
-  RepeatedPtrField<ValueInfoProto>* mutable_output() { return reinterpret_cast<RepeatedPtrField<ValueInfoProto>*>(detail::at(this, 160)); }
+  const RepeatedPtrField<ValueInfoProto>& output() const { return *reinterpret_cast<const RepeatedPtrField<ValueInfoProto>*>(detail::at(this, 128)); }
+  RepeatedPtrField<ValueInfoProto>* mutable_output() { return reinterpret_cast<RepeatedPtrField<ValueInfoProto>*>(detail::at(this, 128)); }
   int output_size() const { return output().size(); }
   const ValueInfoProto& output(int i) const;
   ValueInfoProto* mutable_output(int i);
@@ -3668,8 +3668,8 @@ class GraphProto final {
   RepeatedPtrField<ValueInfoProto>& ref_output() { return *mutable_output(); }
 
   // repeated ValueInfoProto value_info = 13;
-  const RepeatedPtrField<ValueInfoProto>& value_info() const { return *reinterpret_cast<const RepeatedPtrField<ValueInfoProto>*>(detail::at(this, 184)); }
-  RepeatedPtrField<ValueInfoProto>* mutable_value_info() { return reinterpret_cast<RepeatedPtrField<ValueInfoProto>*>(detail::at(this, 184)); }
+  const RepeatedPtrField<ValueInfoProto>& value_info() const { return *reinterpret_cast<const RepeatedPtrField<ValueInfoProto>*>(detail::at(this, 144)); }
+  RepeatedPtrField<ValueInfoProto>* mutable_value_info() { return reinterpret_cast<RepeatedPtrField<ValueInfoProto>*>(detail::at(this, 144)); }
   int value_info_size() const { return value_info().size(); }
   const ValueInfoProto& value_info(int i) const;
   ValueInfoProto* mutable_value_info(int i);
@@ -3679,8 +3679,8 @@ class GraphProto final {
   RepeatedPtrField<ValueInfoProto>& ref_value_info() { return *mutable_value_info(); }
 
   // repeated TensorAnnotation quantization_annotation = 14;
-  const RepeatedPtrField<TensorAnnotation>& quantization_annotation() const { return *reinterpret_cast<const RepeatedPtrField<TensorAnnotation>*>(detail::at(this, 208)); }
-  RepeatedPtrField<TensorAnnotation>* mutable_quantization_annotation() { return reinterpret_cast<RepeatedPtrField<TensorAnnotation>*>(detail::at(this, 208)); }
+  const RepeatedPtrField<TensorAnnotation>& quantization_annotation() const { return *reinterpret_cast<const RepeatedPtrField<TensorAnnotation>*>(detail::at(this, 160)); }
+  RepeatedPtrField<TensorAnnotation>* mutable_quantization_annotation() { return reinterpret_cast<RepeatedPtrField<TensorAnnotation>*>(detail::at(this, 160)); }
   int quantization_annotation_size() const { return quantization_annotation().size(); }
   const TensorAnnotation& quantization_annotation(int i) const;
   TensorAnnotation* mutable_quantization_annotation(int i);
@@ -3690,8 +3690,8 @@ class GraphProto final {
   RepeatedPtrField<TensorAnnotation>& ref_quantization_annotation() { return *mutable_quantization_annotation(); }
 
   // repeated StringStringEntryProto metadata_props = 16;
-  const RepeatedPtrField<StringStringEntryProto>& metadata_props() const { return *reinterpret_cast<const RepeatedPtrField<StringStringEntryProto>*>(detail::at(this, 232)); }
-  RepeatedPtrField<StringStringEntryProto>* mutable_metadata_props() { return reinterpret_cast<RepeatedPtrField<StringStringEntryProto>*>(detail::at(this, 232)); }
+  const RepeatedPtrField<StringStringEntryProto>& metadata_props() const { return *reinterpret_cast<const RepeatedPtrField<StringStringEntryProto>*>(detail::at(this, 176)); }
+  RepeatedPtrField<StringStringEntryProto>* mutable_metadata_props() { return reinterpret_cast<RepeatedPtrField<StringStringEntryProto>*>(detail::at(this, 176)); }
   int metadata_props_size() const { return metadata_props().size(); }
   const StringStringEntryProto& metadata_props(int i) const;
   StringStringEntryProto* mutable_metadata_props(int i);
@@ -3701,9 +3701,9 @@ class GraphProto final {
   RepeatedPtrField<StringStringEntryProto>& ref_metadata_props() { return *mutable_metadata_props(); }
 
  private:
-  alignas(8) unsigned char storage_[264];
+  alignas(8) unsigned char storage_[200];
 };
-static_assert(sizeof(GraphProto) == 264 && alignof(GraphProto) == 8, "layout of GraphProto");
+static_assert(sizeof(GraphProto) == 200 && alignof(GraphProto) == 8, "layout of GraphProto");
 
 /// `onnx.TensorProto`.
 class TensorProto final {
@@ -3800,8 +3800,8 @@ class TensorProto final {
   static TensorProto* from_c(OnnxlTensorProto* p) noexcept { (void)detail::init(); return reinterpret_cast<TensorProto*>(p); }
 
   // repeated int64 dims = 1;
-  const RepeatedField<int64_t>& dims() const { return *reinterpret_cast<const RepeatedField<int64_t>*>(detail::at(this, 168)); }
-  RepeatedField<int64_t>* mutable_dims() { return reinterpret_cast<RepeatedField<int64_t>*>(detail::at(this, 168)); }
+  const RepeatedField<int64_t>& dims() const { return *reinterpret_cast<const RepeatedField<int64_t>*>(detail::at(this, 152)); }
+  RepeatedField<int64_t>* mutable_dims() { return reinterpret_cast<RepeatedField<int64_t>*>(detail::at(this, 152)); }
   int dims_size() const { return dims().size(); }
   int64_t dims(int i) const { return dims().Get(i); }
   void set_dims(int i, int64_t v) { mutable_dims()->Set(i, v); }
@@ -3818,7 +3818,7 @@ class TensorProto final {
   int32_t ref_data_type() const { return data_type(); }
 
   // optional TensorProto.Segment segment = 3;
-  bool has_segment() const { return detail::load<const void*>(detail::at(this, 216)) != nullptr; }
+  bool has_segment() const { return detail::load<const void*>(detail::at(this, 200)) != nullptr; }
   const TensorProto_Segment& segment() const;
   TensorProto_Segment* mutable_segment();
   void clear_segment();
@@ -3830,8 +3830,8 @@ class TensorProto final {
   TensorProto_Segment& ref_segment() { return *mutable_segment(); }
 
   // repeated float float_data = 4 [packed = true];
-  const RepeatedField<float>& float_data() const { return *reinterpret_cast<const RepeatedField<float>*>(detail::at(this, 224)); }
-  RepeatedField<float>* mutable_float_data() { return reinterpret_cast<RepeatedField<float>*>(detail::at(this, 224)); }
+  const RepeatedField<float>& float_data() const { return *reinterpret_cast<const RepeatedField<float>*>(detail::at(this, 208)); }
+  RepeatedField<float>* mutable_float_data() { return reinterpret_cast<RepeatedField<float>*>(detail::at(this, 208)); }
   int float_data_size() const { return float_data().size(); }
   float float_data(int i) const { return float_data().Get(i); }
   void set_float_data(int i, float v) { mutable_float_data()->Set(i, v); }
@@ -3841,8 +3841,8 @@ class TensorProto final {
   RepeatedField<float>& ref_float_data() { return *mutable_float_data(); }
 
   // repeated int32 int32_data = 5 [packed = true];
-  const RepeatedField<int32_t>& int32_data() const { return *reinterpret_cast<const RepeatedField<int32_t>*>(detail::at(this, 248)); }
-  RepeatedField<int32_t>* mutable_int32_data() { return reinterpret_cast<RepeatedField<int32_t>*>(detail::at(this, 248)); }
+  const RepeatedField<int32_t>& int32_data() const { return *reinterpret_cast<const RepeatedField<int32_t>*>(detail::at(this, 232)); }
+  RepeatedField<int32_t>* mutable_int32_data() { return reinterpret_cast<RepeatedField<int32_t>*>(detail::at(this, 232)); }
   int int32_data_size() const { return int32_data().size(); }
   int32_t int32_data(int i) const { return int32_data().Get(i); }
   void set_int32_data(int i, int32_t v) { mutable_int32_data()->Set(i, v); }
@@ -3852,8 +3852,8 @@ class TensorProto final {
   RepeatedField<int32_t>& ref_int32_data() { return *mutable_int32_data(); }
 
   // repeated bytes string_data = 6;
-  const RepeatedPtrField<std::string>& string_data() const { return *reinterpret_cast<const RepeatedPtrField<std::string>*>(detail::at(this, 272)); }
-  RepeatedPtrField<std::string>* mutable_string_data() { return reinterpret_cast<RepeatedPtrField<std::string>*>(detail::at(this, 272)); }
+  const RepeatedPtrField<std::string>& string_data() const { return *reinterpret_cast<const RepeatedPtrField<std::string>*>(detail::at(this, 256)); }
+  RepeatedPtrField<std::string>* mutable_string_data() { return reinterpret_cast<RepeatedPtrField<std::string>*>(detail::at(this, 256)); }
   int string_data_size() const { return string_data().size(); }
   const std::string& string_data(int i) const { return string_data().Get(i); }
   std::string* mutable_string_data(int i) { return mutable_string_data()->Mutable(i); }
@@ -3863,18 +3863,18 @@ class TensorProto final {
   void set_string_data(int i, const char* v, std::size_t n) { mutable_string_data(i)->assign(v, n); }
   void set_string_data(int i, const void* v, std::size_t n) { mutable_string_data(i)->assign(static_cast<const char*>(v), n); }
   std::string* add_string_data() { return mutable_string_data()->Add(); }
-  void add_string_data(const std::string& v) { onnxl_cxx_strs_add(detail::at(this, 272), reinterpret_cast<const uint8_t*>(v.data()), v.size()); }
-  void add_string_data(std::string&& v) { onnxl_cxx_strs_add(detail::at(this, 272), reinterpret_cast<const uint8_t*>(v.data()), v.size()); }
-  void add_string_data(const char* v) { onnxl_cxx_strs_add(detail::at(this, 272), reinterpret_cast<const uint8_t*>(v), std::strlen(v)); }
-  void add_string_data(const char* v, std::size_t n) { onnxl_cxx_strs_add(detail::at(this, 272), reinterpret_cast<const uint8_t*>(v), n); }
-  void add_string_data(const void* v, std::size_t n) { onnxl_cxx_strs_add(detail::at(this, 272), reinterpret_cast<const uint8_t*>(static_cast<const char*>(v)), n); }
+  void add_string_data(const std::string& v) { onnxl_cxx_strs_add(detail::at(this, 256), reinterpret_cast<const uint8_t*>(v.data()), v.size()); }
+  void add_string_data(std::string&& v) { onnxl_cxx_strs_add(detail::at(this, 256), reinterpret_cast<const uint8_t*>(v.data()), v.size()); }
+  void add_string_data(const char* v) { onnxl_cxx_strs_add(detail::at(this, 256), reinterpret_cast<const uint8_t*>(v), std::strlen(v)); }
+  void add_string_data(const char* v, std::size_t n) { onnxl_cxx_strs_add(detail::at(this, 256), reinterpret_cast<const uint8_t*>(v), n); }
+  void add_string_data(const void* v, std::size_t n) { onnxl_cxx_strs_add(detail::at(this, 256), reinterpret_cast<const uint8_t*>(static_cast<const char*>(v)), n); }
   void clear_string_data() { mutable_string_data()->Clear(); }
   const RepeatedPtrField<std::string>& ref_string_data() const { return string_data(); }
   RepeatedPtrField<std::string>& ref_string_data() { return *mutable_string_data(); }
 
   // repeated int64 int64_data = 7 [packed = true];
-  const RepeatedField<int64_t>& int64_data() const { return *reinterpret_cast<const RepeatedField<int64_t>*>(detail::at(this, 296)); }
-  RepeatedField<int64_t>* mutable_int64_data() { return reinterpret_cast<RepeatedField<int64_t>*>(detail::at(this, 296)); }
+  const RepeatedField<int64_t>& int64_data() const { return *reinterpret_cast<const RepeatedField<int64_t>*>(detail::at(this, 280)); }
+  RepeatedField<int64_t>* mutable_int64_data() { return reinterpret_cast<RepeatedField<int64_t>*>(detail::at(this, 280)); }
   int int64_data_size() const { return int64_data().size(); }
   int64_t int64_data(int i) const { return int64_data().Get(i); }
   void set_int64_data(int i, int64_t v) { mutable_int64_data()->Set(i, v); }
@@ -3954,8 +3954,8 @@ class TensorProto final {
   TensorProto_DataLocation ref_data_location() const { return data_location(); }
 
   // repeated double double_data = 10 [packed = true];
-  const RepeatedField<double>& double_data() const { return *reinterpret_cast<const RepeatedField<double>*>(detail::at(this, 320)); }
-  RepeatedField<double>* mutable_double_data() { return reinterpret_cast<RepeatedField<double>*>(detail::at(this, 320)); }
+  const RepeatedField<double>& double_data() const { return *reinterpret_cast<const RepeatedField<double>*>(detail::at(this, 304)); }
+  RepeatedField<double>* mutable_double_data() { return reinterpret_cast<RepeatedField<double>*>(detail::at(this, 304)); }
   int double_data_size() const { return double_data().size(); }
   double double_data(int i) const { return double_data().Get(i); }
   void set_double_data(int i, double v) { mutable_double_data()->Set(i, v); }
@@ -3965,8 +3965,8 @@ class TensorProto final {
   RepeatedField<double>& ref_double_data() { return *mutable_double_data(); }
 
   // repeated uint64 uint64_data = 11 [packed = true];
-  const RepeatedField<uint64_t>& uint64_data() const { return *reinterpret_cast<const RepeatedField<uint64_t>*>(detail::at(this, 344)); }
-  RepeatedField<uint64_t>* mutable_uint64_data() { return reinterpret_cast<RepeatedField<uint64_t>*>(detail::at(this, 344)); }
+  const RepeatedField<uint64_t>& uint64_data() const { return *reinterpret_cast<const RepeatedField<uint64_t>*>(detail::at(this, 328)); }
+  RepeatedField<uint64_t>* mutable_uint64_data() { return reinterpret_cast<RepeatedField<uint64_t>*>(detail::at(this, 328)); }
   int uint64_data_size() const { return uint64_data().size(); }
   uint64_t uint64_data(int i) const { return uint64_data().Get(i); }
   void set_uint64_data(int i, uint64_t v) { mutable_uint64_data()->Set(i, v); }
@@ -3976,8 +3976,8 @@ class TensorProto final {
   RepeatedField<uint64_t>& ref_uint64_data() { return *mutable_uint64_data(); }
 
   // repeated StringStringEntryProto metadata_props = 16;
-  const RepeatedPtrField<StringStringEntryProto>& metadata_props() const { return *reinterpret_cast<const RepeatedPtrField<StringStringEntryProto>*>(detail::at(this, 144)); }
-  RepeatedPtrField<StringStringEntryProto>* mutable_metadata_props() { return reinterpret_cast<RepeatedPtrField<StringStringEntryProto>*>(detail::at(this, 144)); }
+  const RepeatedPtrField<StringStringEntryProto>& metadata_props() const { return *reinterpret_cast<const RepeatedPtrField<StringStringEntryProto>*>(detail::at(this, 136)); }
+  RepeatedPtrField<StringStringEntryProto>* mutable_metadata_props() { return reinterpret_cast<RepeatedPtrField<StringStringEntryProto>*>(detail::at(this, 136)); }
   int metadata_props_size() const { return metadata_props().size(); }
   const StringStringEntryProto& metadata_props(int i) const;
   StringStringEntryProto* mutable_metadata_props(int i);
@@ -3987,9 +3987,9 @@ class TensorProto final {
   RepeatedPtrField<StringStringEntryProto>& ref_metadata_props() { return *mutable_metadata_props(); }
 
  private:
-  alignas(8) unsigned char storage_[376];
+  alignas(8) unsigned char storage_[360];
 };
-static_assert(sizeof(TensorProto) == 376 && alignof(TensorProto) == 8, "layout of TensorProto");
+static_assert(sizeof(TensorProto) == 360 && alignof(TensorProto) == 8, "layout of TensorProto");
 
 /// `onnx.TensorProto.Segment`.
 class TensorProto_Segment final {
@@ -4207,9 +4207,9 @@ class TensorShapeProto final {
   RepeatedPtrField<TensorShapeProto_Dimension>& ref_dim() { return *mutable_dim(); }
 
  private:
-  alignas(8) unsigned char storage_[32];
+  alignas(8) unsigned char storage_[24];
 };
-static_assert(sizeof(TensorShapeProto) == 32 && alignof(TensorShapeProto) == 8, "layout of TensorShapeProto");
+static_assert(sizeof(TensorShapeProto) == 24 && alignof(TensorShapeProto) == 8, "layout of TensorShapeProto");
 
 /// `onnx.TensorShapeProto.Dimension`.
 class TensorShapeProto_Dimension final {
@@ -5037,8 +5037,8 @@ class FunctionProto final {
   std::string& ref_name() { return *mutable_name(); }
 
   // repeated string input = 4;
-  const RepeatedPtrField<std::string>& input() const { return *reinterpret_cast<const RepeatedPtrField<std::string>*>(detail::at(this, 248)); }
-  RepeatedPtrField<std::string>* mutable_input() { return reinterpret_cast<RepeatedPtrField<std::string>*>(detail::at(this, 248)); }
+  const RepeatedPtrField<std::string>& input() const { return *reinterpret_cast<const RepeatedPtrField<std::string>*>(detail::at(this, 208)); }
+  RepeatedPtrField<std::string>* mutable_input() { return reinterpret_cast<RepeatedPtrField<std::string>*>(detail::at(this, 208)); }
   int input_size() const { return input().size(); }
   const std::string& input(int i) const { return input().Get(i); }
   std::string* mutable_input(int i) { return mutable_input()->Mutable(i); }
@@ -5048,18 +5048,18 @@ class FunctionProto final {
   void set_input(int i, const char* v, std::size_t n) { mutable_input(i)->assign(v, n); }
   void set_input(int i, const void* v, std::size_t n) { mutable_input(i)->assign(static_cast<const char*>(v), n); }
   std::string* add_input() { return mutable_input()->Add(); }
-  void add_input(const std::string& v) { onnxl_cxx_strs_add(detail::at(this, 248), reinterpret_cast<const uint8_t*>(v.data()), v.size()); }
-  void add_input(std::string&& v) { onnxl_cxx_strs_add(detail::at(this, 248), reinterpret_cast<const uint8_t*>(v.data()), v.size()); }
-  void add_input(const char* v) { onnxl_cxx_strs_add(detail::at(this, 248), reinterpret_cast<const uint8_t*>(v), std::strlen(v)); }
-  void add_input(const char* v, std::size_t n) { onnxl_cxx_strs_add(detail::at(this, 248), reinterpret_cast<const uint8_t*>(v), n); }
-  void add_input(const void* v, std::size_t n) { onnxl_cxx_strs_add(detail::at(this, 248), reinterpret_cast<const uint8_t*>(static_cast<const char*>(v)), n); }
+  void add_input(const std::string& v) { onnxl_cxx_strs_add(detail::at(this, 208), reinterpret_cast<const uint8_t*>(v.data()), v.size()); }
+  void add_input(std::string&& v) { onnxl_cxx_strs_add(detail::at(this, 208), reinterpret_cast<const uint8_t*>(v.data()), v.size()); }
+  void add_input(const char* v) { onnxl_cxx_strs_add(detail::at(this, 208), reinterpret_cast<const uint8_t*>(v), std::strlen(v)); }
+  void add_input(const char* v, std::size_t n) { onnxl_cxx_strs_add(detail::at(this, 208), reinterpret_cast<const uint8_t*>(v), n); }
+  void add_input(const void* v, std::size_t n) { onnxl_cxx_strs_add(detail::at(this, 208), reinterpret_cast<const uint8_t*>(static_cast<const char*>(v)), n); }
   void clear_input() { mutable_input()->Clear(); }
   const RepeatedPtrField<std::string>& ref_input() const { return input(); }
   RepeatedPtrField<std::string>& ref_input() { return *mutable_input(); }
 
   // repeated string output = 5;
-  const RepeatedPtrField<std::string>& output() const { return *reinterpret_cast<const RepeatedPtrField<std::string>*>(detail::at(this, 272)); }
-  RepeatedPtrField<std::string>* mutable_output() { return reinterpret_cast<RepeatedPtrField<std::string>*>(detail::at(this, 272)); }
+  const RepeatedPtrField<std::string>& output() const { return *reinterpret_cast<const RepeatedPtrField<std::string>*>(detail::at(this, 232)); }
+  RepeatedPtrField<std::string>* mutable_output() { return reinterpret_cast<RepeatedPtrField<std::string>*>(detail::at(this, 232)); }
   int output_size() const { return output().size(); }
   const std::string& output(int i) const { return output().Get(i); }
   std::string* mutable_output(int i) { return mutable_output()->Mutable(i); }
@@ -5069,18 +5069,18 @@ class FunctionProto final {
   void set_output(int i, const char* v, std::size_t n) { mutable_output(i)->assign(v, n); }
   void set_output(int i, const void* v, std::size_t n) { mutable_output(i)->assign(static_cast<const char*>(v), n); }
   std::string* add_output() { return mutable_output()->Add(); }
-  void add_output(const std::string& v) { onnxl_cxx_strs_add(detail::at(this, 272), reinterpret_cast<const uint8_t*>(v.data()), v.size()); }
-  void add_output(std::string&& v) { onnxl_cxx_strs_add(detail::at(this, 272), reinterpret_cast<const uint8_t*>(v.data()), v.size()); }
-  void add_output(const char* v) { onnxl_cxx_strs_add(detail::at(this, 272), reinterpret_cast<const uint8_t*>(v), std::strlen(v)); }
-  void add_output(const char* v, std::size_t n) { onnxl_cxx_strs_add(detail::at(this, 272), reinterpret_cast<const uint8_t*>(v), n); }
-  void add_output(const void* v, std::size_t n) { onnxl_cxx_strs_add(detail::at(this, 272), reinterpret_cast<const uint8_t*>(static_cast<const char*>(v)), n); }
+  void add_output(const std::string& v) { onnxl_cxx_strs_add(detail::at(this, 232), reinterpret_cast<const uint8_t*>(v.data()), v.size()); }
+  void add_output(std::string&& v) { onnxl_cxx_strs_add(detail::at(this, 232), reinterpret_cast<const uint8_t*>(v.data()), v.size()); }
+  void add_output(const char* v) { onnxl_cxx_strs_add(detail::at(this, 232), reinterpret_cast<const uint8_t*>(v), std::strlen(v)); }
+  void add_output(const char* v, std::size_t n) { onnxl_cxx_strs_add(detail::at(this, 232), reinterpret_cast<const uint8_t*>(v), n); }
+  void add_output(const void* v, std::size_t n) { onnxl_cxx_strs_add(detail::at(this, 232), reinterpret_cast<const uint8_t*>(static_cast<const char*>(v)), n); }
   void clear_output() { mutable_output()->Clear(); }
   const RepeatedPtrField<std::string>& ref_output() const { return output(); }
   RepeatedPtrField<std::string>& ref_output() { return *mutable_output(); }
 
   // repeated string attribute = 6;
-  const RepeatedPtrField<std::string>& attribute() const { return *reinterpret_cast<const RepeatedPtrField<std::string>*>(detail::at(this, 296)); }
-  RepeatedPtrField<std::string>* mutable_attribute() { return reinterpret_cast<RepeatedPtrField<std::string>*>(detail::at(this, 296)); }
+  const RepeatedPtrField<std::string>& attribute() const { return *reinterpret_cast<const RepeatedPtrField<std::string>*>(detail::at(this, 256)); }
+  RepeatedPtrField<std::string>* mutable_attribute() { return reinterpret_cast<RepeatedPtrField<std::string>*>(detail::at(this, 256)); }
   int attribute_size() const { return attribute().size(); }
   const std::string& attribute(int i) const { return attribute().Get(i); }
   std::string* mutable_attribute(int i) { return mutable_attribute()->Mutable(i); }
@@ -5090,11 +5090,11 @@ class FunctionProto final {
   void set_attribute(int i, const char* v, std::size_t n) { mutable_attribute(i)->assign(v, n); }
   void set_attribute(int i, const void* v, std::size_t n) { mutable_attribute(i)->assign(static_cast<const char*>(v), n); }
   std::string* add_attribute() { return mutable_attribute()->Add(); }
-  void add_attribute(const std::string& v) { onnxl_cxx_strs_add(detail::at(this, 296), reinterpret_cast<const uint8_t*>(v.data()), v.size()); }
-  void add_attribute(std::string&& v) { onnxl_cxx_strs_add(detail::at(this, 296), reinterpret_cast<const uint8_t*>(v.data()), v.size()); }
-  void add_attribute(const char* v) { onnxl_cxx_strs_add(detail::at(this, 296), reinterpret_cast<const uint8_t*>(v), std::strlen(v)); }
-  void add_attribute(const char* v, std::size_t n) { onnxl_cxx_strs_add(detail::at(this, 296), reinterpret_cast<const uint8_t*>(v), n); }
-  void add_attribute(const void* v, std::size_t n) { onnxl_cxx_strs_add(detail::at(this, 296), reinterpret_cast<const uint8_t*>(static_cast<const char*>(v)), n); }
+  void add_attribute(const std::string& v) { onnxl_cxx_strs_add(detail::at(this, 256), reinterpret_cast<const uint8_t*>(v.data()), v.size()); }
+  void add_attribute(std::string&& v) { onnxl_cxx_strs_add(detail::at(this, 256), reinterpret_cast<const uint8_t*>(v.data()), v.size()); }
+  void add_attribute(const char* v) { onnxl_cxx_strs_add(detail::at(this, 256), reinterpret_cast<const uint8_t*>(v), std::strlen(v)); }
+  void add_attribute(const char* v, std::size_t n) { onnxl_cxx_strs_add(detail::at(this, 256), reinterpret_cast<const uint8_t*>(v), n); }
+  void add_attribute(const void* v, std::size_t n) { onnxl_cxx_strs_add(detail::at(this, 256), reinterpret_cast<const uint8_t*>(static_cast<const char*>(v)), n); }
   void clear_attribute() { mutable_attribute()->Clear(); }
   const RepeatedPtrField<std::string>& ref_attribute() const { return attribute(); }
   RepeatedPtrField<std::string>& ref_attribute() { return *mutable_attribute(); }
@@ -5111,8 +5111,8 @@ class FunctionProto final {
   RepeatedPtrField<AttributeProto>& ref_attribute_proto() { return *mutable_attribute_proto(); }
 
   // repeated NodeProto node = 7;
-  const RepeatedPtrField<NodeProto>& node() const { return *reinterpret_cast<const RepeatedPtrField<NodeProto>*>(detail::at(this, 152)); }
-  RepeatedPtrField<NodeProto>* mutable_node() { return reinterpret_cast<RepeatedPtrField<NodeProto>*>(detail::at(this, 152)); }
+  const RepeatedPtrField<NodeProto>& node() const { return *reinterpret_cast<const RepeatedPtrField<NodeProto>*>(detail::at(this, 144)); }
+  RepeatedPtrField<NodeProto>* mutable_node() { return reinterpret_cast<RepeatedPtrField<NodeProto>*>(detail::at(this, 144)); }
   int node_size() const { return node().size(); }
   const NodeProto& node(int i) const;
   NodeProto* mutable_node(int i);
@@ -5137,8 +5137,8 @@ class FunctionProto final {
   std::string& ref_doc_string() { return *mutable_doc_string(); }
 
   // repeated OperatorSetIdProto opset_import = 9;
-  const RepeatedPtrField<OperatorSetIdProto>& opset_import() const { return *reinterpret_cast<const RepeatedPtrField<OperatorSetIdProto>*>(detail::at(this, 176)); }
-  RepeatedPtrField<OperatorSetIdProto>* mutable_opset_import() { return reinterpret_cast<RepeatedPtrField<OperatorSetIdProto>*>(detail::at(this, 176)); }
+  const RepeatedPtrField<OperatorSetIdProto>& opset_import() const { return *reinterpret_cast<const RepeatedPtrField<OperatorSetIdProto>*>(detail::at(this, 160)); }
+  RepeatedPtrField<OperatorSetIdProto>* mutable_opset_import() { return reinterpret_cast<RepeatedPtrField<OperatorSetIdProto>*>(detail::at(this, 160)); }
   int opset_import_size() const { return opset_import().size(); }
   const OperatorSetIdProto& opset_import(int i) const;
   OperatorSetIdProto* mutable_opset_import(int i);
@@ -5178,8 +5178,8 @@ class FunctionProto final {
   std::string& ref_overload() { return *mutable_overload(); }
 
   // repeated ValueInfoProto value_info = 12;
-  const RepeatedPtrField<ValueInfoProto>& value_info() const { return *reinterpret_cast<const RepeatedPtrField<ValueInfoProto>*>(detail::at(this, 200)); }
-  RepeatedPtrField<ValueInfoProto>* mutable_value_info() { return reinterpret_cast<RepeatedPtrField<ValueInfoProto>*>(detail::at(this, 200)); }
+  const RepeatedPtrField<ValueInfoProto>& value_info() const { return *reinterpret_cast<const RepeatedPtrField<ValueInfoProto>*>(detail::at(this, 176)); }
+  RepeatedPtrField<ValueInfoProto>* mutable_value_info() { return reinterpret_cast<RepeatedPtrField<ValueInfoProto>*>(detail::at(this, 176)); }
   int value_info_size() const { return value_info().size(); }
   const ValueInfoProto& value_info(int i) const;
   ValueInfoProto* mutable_value_info(int i);
@@ -5189,8 +5189,8 @@ class FunctionProto final {
   RepeatedPtrField<ValueInfoProto>& ref_value_info() { return *mutable_value_info(); }
 
   // repeated StringStringEntryProto metadata_props = 14;
-  const RepeatedPtrField<StringStringEntryProto>& metadata_props() const { return *reinterpret_cast<const RepeatedPtrField<StringStringEntryProto>*>(detail::at(this, 224)); }
-  RepeatedPtrField<StringStringEntryProto>* mutable_metadata_props() { return reinterpret_cast<RepeatedPtrField<StringStringEntryProto>*>(detail::at(this, 224)); }
+  const RepeatedPtrField<StringStringEntryProto>& metadata_props() const { return *reinterpret_cast<const RepeatedPtrField<StringStringEntryProto>*>(detail::at(this, 192)); }
+  RepeatedPtrField<StringStringEntryProto>* mutable_metadata_props() { return reinterpret_cast<RepeatedPtrField<StringStringEntryProto>*>(detail::at(this, 192)); }
   int metadata_props_size() const { return metadata_props().size(); }
   const StringStringEntryProto& metadata_props(int i) const;
   StringStringEntryProto* mutable_metadata_props(int i);
@@ -5200,9 +5200,9 @@ class FunctionProto final {
   RepeatedPtrField<StringStringEntryProto>& ref_metadata_props() { return *mutable_metadata_props(); }
 
  private:
-  alignas(8) unsigned char storage_[328];
+  alignas(8) unsigned char storage_[288];
 };
-static_assert(sizeof(FunctionProto) == 328 && alignof(FunctionProto) == 8, "layout of FunctionProto");
+static_assert(sizeof(FunctionProto) == 288 && alignof(FunctionProto) == 8, "layout of FunctionProto");
 
 /// `onnx.SequenceProto`.
 class SequenceProto final {
@@ -5299,8 +5299,8 @@ class SequenceProto final {
   RepeatedPtrField<TensorProto>& ref_tensor_values() { return *mutable_tensor_values(); }
 
   // repeated SparseTensorProto sparse_tensor_values = 4;
-  const RepeatedPtrField<SparseTensorProto>& sparse_tensor_values() const { return *reinterpret_cast<const RepeatedPtrField<SparseTensorProto>*>(detail::at(this, 64)); }
-  RepeatedPtrField<SparseTensorProto>* mutable_sparse_tensor_values() { return reinterpret_cast<RepeatedPtrField<SparseTensorProto>*>(detail::at(this, 64)); }
+  const RepeatedPtrField<SparseTensorProto>& sparse_tensor_values() const { return *reinterpret_cast<const RepeatedPtrField<SparseTensorProto>*>(detail::at(this, 56)); }
+  RepeatedPtrField<SparseTensorProto>* mutable_sparse_tensor_values() { return reinterpret_cast<RepeatedPtrField<SparseTensorProto>*>(detail::at(this, 56)); }
   int sparse_tensor_values_size() const { return sparse_tensor_values().size(); }
   const SparseTensorProto& sparse_tensor_values(int i) const;
   SparseTensorProto* mutable_sparse_tensor_values(int i);
@@ -5310,8 +5310,8 @@ class SequenceProto final {
   RepeatedPtrField<SparseTensorProto>& ref_sparse_tensor_values() { return *mutable_sparse_tensor_values(); }
 
   // repeated SequenceProto sequence_values = 5;
-  const RepeatedPtrField<SequenceProto>& sequence_values() const { return *reinterpret_cast<const RepeatedPtrField<SequenceProto>*>(detail::at(this, 88)); }
-  RepeatedPtrField<SequenceProto>* mutable_sequence_values() { return reinterpret_cast<RepeatedPtrField<SequenceProto>*>(detail::at(this, 88)); }
+  const RepeatedPtrField<SequenceProto>& sequence_values() const { return *reinterpret_cast<const RepeatedPtrField<SequenceProto>*>(detail::at(this, 72)); }
+  RepeatedPtrField<SequenceProto>* mutable_sequence_values() { return reinterpret_cast<RepeatedPtrField<SequenceProto>*>(detail::at(this, 72)); }
   int sequence_values_size() const { return sequence_values().size(); }
   const SequenceProto& sequence_values(int i) const;
   SequenceProto* mutable_sequence_values(int i);
@@ -5321,8 +5321,8 @@ class SequenceProto final {
   RepeatedPtrField<SequenceProto>& ref_sequence_values() { return *mutable_sequence_values(); }
 
   // repeated MapProto map_values = 6;
-  const RepeatedPtrField<MapProto>& map_values() const { return *reinterpret_cast<const RepeatedPtrField<MapProto>*>(detail::at(this, 112)); }
-  RepeatedPtrField<MapProto>* mutable_map_values() { return reinterpret_cast<RepeatedPtrField<MapProto>*>(detail::at(this, 112)); }
+  const RepeatedPtrField<MapProto>& map_values() const { return *reinterpret_cast<const RepeatedPtrField<MapProto>*>(detail::at(this, 88)); }
+  RepeatedPtrField<MapProto>* mutable_map_values() { return reinterpret_cast<RepeatedPtrField<MapProto>*>(detail::at(this, 88)); }
   int map_values_size() const { return map_values().size(); }
   const MapProto& map_values(int i) const;
   MapProto* mutable_map_values(int i);
@@ -5332,8 +5332,8 @@ class SequenceProto final {
   RepeatedPtrField<MapProto>& ref_map_values() { return *mutable_map_values(); }
 
   // repeated OptionalProto optional_values = 7;
-  const RepeatedPtrField<OptionalProto>& optional_values() const { return *reinterpret_cast<const RepeatedPtrField<OptionalProto>*>(detail::at(this, 136)); }
-  RepeatedPtrField<OptionalProto>* mutable_optional_values() { return reinterpret_cast<RepeatedPtrField<OptionalProto>*>(detail::at(this, 136)); }
+  const RepeatedPtrField<OptionalProto>& optional_values() const { return *reinterpret_cast<const RepeatedPtrField<OptionalProto>*>(detail::at(this, 104)); }
+  RepeatedPtrField<OptionalProto>* mutable_optional_values() { return reinterpret_cast<RepeatedPtrField<OptionalProto>*>(detail::at(this, 104)); }
   int optional_values_size() const { return optional_values().size(); }
   const OptionalProto& optional_values(int i) const;
   OptionalProto* mutable_optional_values(int i);
@@ -5343,9 +5343,9 @@ class SequenceProto final {
   RepeatedPtrField<OptionalProto>& ref_optional_values() { return *mutable_optional_values(); }
 
  private:
-  alignas(8) unsigned char storage_[168];
+  alignas(8) unsigned char storage_[128];
 };
-static_assert(sizeof(SequenceProto) == 168 && alignof(SequenceProto) == 8, "layout of SequenceProto");
+static_assert(sizeof(SequenceProto) == 128 && alignof(SequenceProto) == 8, "layout of SequenceProto");
 
 /// `onnx.MapProto`.
 class MapProto final {
@@ -5614,26 +5614,26 @@ class OptionalProto final {
 };
 static_assert(sizeof(OptionalProto) == 88 && alignof(OptionalProto) == 8, "layout of OptionalProto");
 
-inline const TensorProto& AttributeProto::t() const { const TensorProto* v = detail::load<const TensorProto*>(detail::at(this, 256)); return v ? *v : TensorProto::default_instance(); }
-inline TensorProto* AttributeProto::mutable_t() { TensorProto* v = detail::load<TensorProto*>(detail::at(this, 256)); if (!v) { v = new TensorProto; detail::store(detail::at(this, 256), v); } return v; }
-inline void AttributeProto::clear_t() { TensorProto* v = detail::load<TensorProto*>(detail::at(this, 256)); detail::store<TensorProto*>(detail::at(this, 256), nullptr); delete v; }
-inline TensorProto* AttributeProto::release_t() { TensorProto* v = detail::load<TensorProto*>(detail::at(this, 256)); detail::store<TensorProto*>(detail::at(this, 256), nullptr); return v; }
-inline void AttributeProto::set_allocated_t(TensorProto* v) { TensorProto* old = detail::load<TensorProto*>(detail::at(this, 256)); if (old == v) return; detail::store(detail::at(this, 256), v); delete old; }
-inline const GraphProto& AttributeProto::g() const { const GraphProto* v = detail::load<const GraphProto*>(detail::at(this, 264)); return v ? *v : GraphProto::default_instance(); }
-inline GraphProto* AttributeProto::mutable_g() { GraphProto* v = detail::load<GraphProto*>(detail::at(this, 264)); if (!v) { v = new GraphProto; detail::store(detail::at(this, 264), v); } return v; }
-inline void AttributeProto::clear_g() { GraphProto* v = detail::load<GraphProto*>(detail::at(this, 264)); detail::store<GraphProto*>(detail::at(this, 264), nullptr); delete v; }
-inline GraphProto* AttributeProto::release_g() { GraphProto* v = detail::load<GraphProto*>(detail::at(this, 264)); detail::store<GraphProto*>(detail::at(this, 264), nullptr); return v; }
-inline void AttributeProto::set_allocated_g(GraphProto* v) { GraphProto* old = detail::load<GraphProto*>(detail::at(this, 264)); if (old == v) return; detail::store(detail::at(this, 264), v); delete old; }
-inline const SparseTensorProto& AttributeProto::sparse_tensor() const { const SparseTensorProto* v = detail::load<const SparseTensorProto*>(detail::at(this, 272)); return v ? *v : SparseTensorProto::default_instance(); }
-inline SparseTensorProto* AttributeProto::mutable_sparse_tensor() { SparseTensorProto* v = detail::load<SparseTensorProto*>(detail::at(this, 272)); if (!v) { v = new SparseTensorProto; detail::store(detail::at(this, 272), v); } return v; }
-inline void AttributeProto::clear_sparse_tensor() { SparseTensorProto* v = detail::load<SparseTensorProto*>(detail::at(this, 272)); detail::store<SparseTensorProto*>(detail::at(this, 272), nullptr); delete v; }
-inline SparseTensorProto* AttributeProto::release_sparse_tensor() { SparseTensorProto* v = detail::load<SparseTensorProto*>(detail::at(this, 272)); detail::store<SparseTensorProto*>(detail::at(this, 272), nullptr); return v; }
-inline void AttributeProto::set_allocated_sparse_tensor(SparseTensorProto* v) { SparseTensorProto* old = detail::load<SparseTensorProto*>(detail::at(this, 272)); if (old == v) return; detail::store(detail::at(this, 272), v); delete old; }
-inline const TypeProto& AttributeProto::tp() const { const TypeProto* v = detail::load<const TypeProto*>(detail::at(this, 280)); return v ? *v : TypeProto::default_instance(); }
-inline TypeProto* AttributeProto::mutable_tp() { TypeProto* v = detail::load<TypeProto*>(detail::at(this, 280)); if (!v) { v = new TypeProto; detail::store(detail::at(this, 280), v); } return v; }
-inline void AttributeProto::clear_tp() { TypeProto* v = detail::load<TypeProto*>(detail::at(this, 280)); detail::store<TypeProto*>(detail::at(this, 280), nullptr); delete v; }
-inline TypeProto* AttributeProto::release_tp() { TypeProto* v = detail::load<TypeProto*>(detail::at(this, 280)); detail::store<TypeProto*>(detail::at(this, 280), nullptr); return v; }
-inline void AttributeProto::set_allocated_tp(TypeProto* v) { TypeProto* old = detail::load<TypeProto*>(detail::at(this, 280)); if (old == v) return; detail::store(detail::at(this, 280), v); delete old; }
+inline const TensorProto& AttributeProto::t() const { const TensorProto* v = detail::load<const TensorProto*>(detail::at(this, 224)); return v ? *v : TensorProto::default_instance(); }
+inline TensorProto* AttributeProto::mutable_t() { TensorProto* v = detail::load<TensorProto*>(detail::at(this, 224)); if (!v) { v = new TensorProto; detail::store(detail::at(this, 224), v); } return v; }
+inline void AttributeProto::clear_t() { TensorProto* v = detail::load<TensorProto*>(detail::at(this, 224)); detail::store<TensorProto*>(detail::at(this, 224), nullptr); delete v; }
+inline TensorProto* AttributeProto::release_t() { TensorProto* v = detail::load<TensorProto*>(detail::at(this, 224)); detail::store<TensorProto*>(detail::at(this, 224), nullptr); return v; }
+inline void AttributeProto::set_allocated_t(TensorProto* v) { TensorProto* old = detail::load<TensorProto*>(detail::at(this, 224)); if (old == v) return; detail::store(detail::at(this, 224), v); delete old; }
+inline const GraphProto& AttributeProto::g() const { const GraphProto* v = detail::load<const GraphProto*>(detail::at(this, 232)); return v ? *v : GraphProto::default_instance(); }
+inline GraphProto* AttributeProto::mutable_g() { GraphProto* v = detail::load<GraphProto*>(detail::at(this, 232)); if (!v) { v = new GraphProto; detail::store(detail::at(this, 232), v); } return v; }
+inline void AttributeProto::clear_g() { GraphProto* v = detail::load<GraphProto*>(detail::at(this, 232)); detail::store<GraphProto*>(detail::at(this, 232), nullptr); delete v; }
+inline GraphProto* AttributeProto::release_g() { GraphProto* v = detail::load<GraphProto*>(detail::at(this, 232)); detail::store<GraphProto*>(detail::at(this, 232), nullptr); return v; }
+inline void AttributeProto::set_allocated_g(GraphProto* v) { GraphProto* old = detail::load<GraphProto*>(detail::at(this, 232)); if (old == v) return; detail::store(detail::at(this, 232), v); delete old; }
+inline const SparseTensorProto& AttributeProto::sparse_tensor() const { const SparseTensorProto* v = detail::load<const SparseTensorProto*>(detail::at(this, 240)); return v ? *v : SparseTensorProto::default_instance(); }
+inline SparseTensorProto* AttributeProto::mutable_sparse_tensor() { SparseTensorProto* v = detail::load<SparseTensorProto*>(detail::at(this, 240)); if (!v) { v = new SparseTensorProto; detail::store(detail::at(this, 240), v); } return v; }
+inline void AttributeProto::clear_sparse_tensor() { SparseTensorProto* v = detail::load<SparseTensorProto*>(detail::at(this, 240)); detail::store<SparseTensorProto*>(detail::at(this, 240), nullptr); delete v; }
+inline SparseTensorProto* AttributeProto::release_sparse_tensor() { SparseTensorProto* v = detail::load<SparseTensorProto*>(detail::at(this, 240)); detail::store<SparseTensorProto*>(detail::at(this, 240), nullptr); return v; }
+inline void AttributeProto::set_allocated_sparse_tensor(SparseTensorProto* v) { SparseTensorProto* old = detail::load<SparseTensorProto*>(detail::at(this, 240)); if (old == v) return; detail::store(detail::at(this, 240), v); delete old; }
+inline const TypeProto& AttributeProto::tp() const { const TypeProto* v = detail::load<const TypeProto*>(detail::at(this, 248)); return v ? *v : TypeProto::default_instance(); }
+inline TypeProto* AttributeProto::mutable_tp() { TypeProto* v = detail::load<TypeProto*>(detail::at(this, 248)); if (!v) { v = new TypeProto; detail::store(detail::at(this, 248), v); } return v; }
+inline void AttributeProto::clear_tp() { TypeProto* v = detail::load<TypeProto*>(detail::at(this, 248)); detail::store<TypeProto*>(detail::at(this, 248), nullptr); delete v; }
+inline TypeProto* AttributeProto::release_tp() { TypeProto* v = detail::load<TypeProto*>(detail::at(this, 248)); detail::store<TypeProto*>(detail::at(this, 248), nullptr); return v; }
+inline void AttributeProto::set_allocated_tp(TypeProto* v) { TypeProto* old = detail::load<TypeProto*>(detail::at(this, 248)); if (old == v) return; detail::store(detail::at(this, 248), v); delete old; }
 inline const TensorProto& AttributeProto::tensors(int i) const { return tensors().Get(i); }
 inline TensorProto* AttributeProto::mutable_tensors(int i) { return mutable_tensors()->Mutable(i); }
 inline TensorProto* AttributeProto::add_tensors() { return mutable_tensors()->Add(); }
@@ -5646,11 +5646,11 @@ inline SparseTensorProto* AttributeProto::add_sparse_tensors() { return mutable_
 inline const TypeProto& AttributeProto::type_protos(int i) const { return type_protos().Get(i); }
 inline TypeProto* AttributeProto::mutable_type_protos(int i) { return mutable_type_protos()->Mutable(i); }
 inline TypeProto* AttributeProto::add_type_protos() { return mutable_type_protos()->Add(); }
-inline const TypeProto& ValueInfoProto::type() const { const TypeProto* v = detail::load<const TypeProto*>(detail::at(this, 88)); return v ? *v : TypeProto::default_instance(); }
-inline TypeProto* ValueInfoProto::mutable_type() { TypeProto* v = detail::load<TypeProto*>(detail::at(this, 88)); if (!v) { v = new TypeProto; detail::store(detail::at(this, 88), v); } return v; }
-inline void ValueInfoProto::clear_type() { TypeProto* v = detail::load<TypeProto*>(detail::at(this, 88)); detail::store<TypeProto*>(detail::at(this, 88), nullptr); delete v; }
-inline TypeProto* ValueInfoProto::release_type() { TypeProto* v = detail::load<TypeProto*>(detail::at(this, 88)); detail::store<TypeProto*>(detail::at(this, 88), nullptr); return v; }
-inline void ValueInfoProto::set_allocated_type(TypeProto* v) { TypeProto* old = detail::load<TypeProto*>(detail::at(this, 88)); if (old == v) return; detail::store(detail::at(this, 88), v); delete old; }
+inline const TypeProto& ValueInfoProto::type() const { const TypeProto* v = detail::load<const TypeProto*>(detail::at(this, 80)); return v ? *v : TypeProto::default_instance(); }
+inline TypeProto* ValueInfoProto::mutable_type() { TypeProto* v = detail::load<TypeProto*>(detail::at(this, 80)); if (!v) { v = new TypeProto; detail::store(detail::at(this, 80), v); } return v; }
+inline void ValueInfoProto::clear_type() { TypeProto* v = detail::load<TypeProto*>(detail::at(this, 80)); detail::store<TypeProto*>(detail::at(this, 80), nullptr); delete v; }
+inline TypeProto* ValueInfoProto::release_type() { TypeProto* v = detail::load<TypeProto*>(detail::at(this, 80)); detail::store<TypeProto*>(detail::at(this, 80), nullptr); return v; }
+inline void ValueInfoProto::set_allocated_type(TypeProto* v) { TypeProto* old = detail::load<TypeProto*>(detail::at(this, 80)); if (old == v) return; detail::store(detail::at(this, 80), v); delete old; }
 inline const StringStringEntryProto& ValueInfoProto::metadata_props(int i) const { return metadata_props().Get(i); }
 inline StringStringEntryProto* ValueInfoProto::mutable_metadata_props(int i) { return mutable_metadata_props()->Mutable(i); }
 inline StringStringEntryProto* ValueInfoProto::add_metadata_props() { return mutable_metadata_props()->Add(); }
@@ -5675,16 +5675,16 @@ inline ShardedDimProto* ShardingSpecProto::add_sharded_dim() { return mutable_sh
 inline const SimpleShardedDimProto& ShardedDimProto::simple_sharding(int i) const { return simple_sharding().Get(i); }
 inline SimpleShardedDimProto* ShardedDimProto::mutable_simple_sharding(int i) { return mutable_simple_sharding()->Mutable(i); }
 inline SimpleShardedDimProto* ShardedDimProto::add_simple_sharding() { return mutable_simple_sharding()->Add(); }
-inline const GraphProto& TrainingInfoProto::initialization() const { const GraphProto* v = detail::load<const GraphProto*>(detail::at(this, 48)); return v ? *v : GraphProto::default_instance(); }
-inline GraphProto* TrainingInfoProto::mutable_initialization() { GraphProto* v = detail::load<GraphProto*>(detail::at(this, 48)); if (!v) { v = new GraphProto; detail::store(detail::at(this, 48), v); } return v; }
-inline void TrainingInfoProto::clear_initialization() { GraphProto* v = detail::load<GraphProto*>(detail::at(this, 48)); detail::store<GraphProto*>(detail::at(this, 48), nullptr); delete v; }
-inline GraphProto* TrainingInfoProto::release_initialization() { GraphProto* v = detail::load<GraphProto*>(detail::at(this, 48)); detail::store<GraphProto*>(detail::at(this, 48), nullptr); return v; }
-inline void TrainingInfoProto::set_allocated_initialization(GraphProto* v) { GraphProto* old = detail::load<GraphProto*>(detail::at(this, 48)); if (old == v) return; detail::store(detail::at(this, 48), v); delete old; }
-inline const GraphProto& TrainingInfoProto::algorithm() const { const GraphProto* v = detail::load<const GraphProto*>(detail::at(this, 56)); return v ? *v : GraphProto::default_instance(); }
-inline GraphProto* TrainingInfoProto::mutable_algorithm() { GraphProto* v = detail::load<GraphProto*>(detail::at(this, 56)); if (!v) { v = new GraphProto; detail::store(detail::at(this, 56), v); } return v; }
-inline void TrainingInfoProto::clear_algorithm() { GraphProto* v = detail::load<GraphProto*>(detail::at(this, 56)); detail::store<GraphProto*>(detail::at(this, 56), nullptr); delete v; }
-inline GraphProto* TrainingInfoProto::release_algorithm() { GraphProto* v = detail::load<GraphProto*>(detail::at(this, 56)); detail::store<GraphProto*>(detail::at(this, 56), nullptr); return v; }
-inline void TrainingInfoProto::set_allocated_algorithm(GraphProto* v) { GraphProto* old = detail::load<GraphProto*>(detail::at(this, 56)); if (old == v) return; detail::store(detail::at(this, 56), v); delete old; }
+inline const GraphProto& TrainingInfoProto::initialization() const { const GraphProto* v = detail::load<const GraphProto*>(detail::at(this, 32)); return v ? *v : GraphProto::default_instance(); }
+inline GraphProto* TrainingInfoProto::mutable_initialization() { GraphProto* v = detail::load<GraphProto*>(detail::at(this, 32)); if (!v) { v = new GraphProto; detail::store(detail::at(this, 32), v); } return v; }
+inline void TrainingInfoProto::clear_initialization() { GraphProto* v = detail::load<GraphProto*>(detail::at(this, 32)); detail::store<GraphProto*>(detail::at(this, 32), nullptr); delete v; }
+inline GraphProto* TrainingInfoProto::release_initialization() { GraphProto* v = detail::load<GraphProto*>(detail::at(this, 32)); detail::store<GraphProto*>(detail::at(this, 32), nullptr); return v; }
+inline void TrainingInfoProto::set_allocated_initialization(GraphProto* v) { GraphProto* old = detail::load<GraphProto*>(detail::at(this, 32)); if (old == v) return; detail::store(detail::at(this, 32), v); delete old; }
+inline const GraphProto& TrainingInfoProto::algorithm() const { const GraphProto* v = detail::load<const GraphProto*>(detail::at(this, 40)); return v ? *v : GraphProto::default_instance(); }
+inline GraphProto* TrainingInfoProto::mutable_algorithm() { GraphProto* v = detail::load<GraphProto*>(detail::at(this, 40)); if (!v) { v = new GraphProto; detail::store(detail::at(this, 40), v); } return v; }
+inline void TrainingInfoProto::clear_algorithm() { GraphProto* v = detail::load<GraphProto*>(detail::at(this, 40)); detail::store<GraphProto*>(detail::at(this, 40), nullptr); delete v; }
+inline GraphProto* TrainingInfoProto::release_algorithm() { GraphProto* v = detail::load<GraphProto*>(detail::at(this, 40)); detail::store<GraphProto*>(detail::at(this, 40), nullptr); return v; }
+inline void TrainingInfoProto::set_allocated_algorithm(GraphProto* v) { GraphProto* old = detail::load<GraphProto*>(detail::at(this, 40)); if (old == v) return; detail::store(detail::at(this, 40), v); delete old; }
 inline const StringStringEntryProto& TrainingInfoProto::initialization_binding(int i) const { return initialization_binding().Get(i); }
 inline StringStringEntryProto* TrainingInfoProto::mutable_initialization_binding(int i) { return mutable_initialization_binding()->Mutable(i); }
 inline StringStringEntryProto* TrainingInfoProto::add_initialization_binding() { return mutable_initialization_binding()->Add(); }
@@ -5694,11 +5694,11 @@ inline StringStringEntryProto* TrainingInfoProto::add_update_binding() { return 
 inline const OperatorSetIdProto& ModelProto::opset_import(int i) const { return opset_import().Get(i); }
 inline OperatorSetIdProto* ModelProto::mutable_opset_import(int i) { return mutable_opset_import()->Mutable(i); }
 inline OperatorSetIdProto* ModelProto::add_opset_import() { return mutable_opset_import()->Add(); }
-inline const GraphProto& ModelProto::graph() const { const GraphProto* v = detail::load<const GraphProto*>(detail::at(this, 280)); return v ? *v : GraphProto::default_instance(); }
-inline GraphProto* ModelProto::mutable_graph() { GraphProto* v = detail::load<GraphProto*>(detail::at(this, 280)); if (!v) { v = new GraphProto; detail::store(detail::at(this, 280), v); } return v; }
-inline void ModelProto::clear_graph() { GraphProto* v = detail::load<GraphProto*>(detail::at(this, 280)); detail::store<GraphProto*>(detail::at(this, 280), nullptr); delete v; }
-inline GraphProto* ModelProto::release_graph() { GraphProto* v = detail::load<GraphProto*>(detail::at(this, 280)); detail::store<GraphProto*>(detail::at(this, 280), nullptr); return v; }
-inline void ModelProto::set_allocated_graph(GraphProto* v) { GraphProto* old = detail::load<GraphProto*>(detail::at(this, 280)); if (old == v) return; detail::store(detail::at(this, 280), v); delete old; }
+inline const GraphProto& ModelProto::graph() const { const GraphProto* v = detail::load<const GraphProto*>(detail::at(this, 240)); return v ? *v : GraphProto::default_instance(); }
+inline GraphProto* ModelProto::mutable_graph() { GraphProto* v = detail::load<GraphProto*>(detail::at(this, 240)); if (!v) { v = new GraphProto; detail::store(detail::at(this, 240), v); } return v; }
+inline void ModelProto::clear_graph() { GraphProto* v = detail::load<GraphProto*>(detail::at(this, 240)); detail::store<GraphProto*>(detail::at(this, 240), nullptr); delete v; }
+inline GraphProto* ModelProto::release_graph() { GraphProto* v = detail::load<GraphProto*>(detail::at(this, 240)); detail::store<GraphProto*>(detail::at(this, 240), nullptr); return v; }
+inline void ModelProto::set_allocated_graph(GraphProto* v) { GraphProto* old = detail::load<GraphProto*>(detail::at(this, 240)); if (old == v) return; detail::store(detail::at(this, 240), v); delete old; }
 inline const StringStringEntryProto& ModelProto::metadata_props(int i) const { return metadata_props().Get(i); }
 inline StringStringEntryProto* ModelProto::mutable_metadata_props(int i) { return mutable_metadata_props()->Mutable(i); }
 inline StringStringEntryProto* ModelProto::add_metadata_props() { return mutable_metadata_props()->Add(); }
@@ -5738,11 +5738,11 @@ inline TensorAnnotation* GraphProto::add_quantization_annotation() { return muta
 inline const StringStringEntryProto& GraphProto::metadata_props(int i) const { return metadata_props().Get(i); }
 inline StringStringEntryProto* GraphProto::mutable_metadata_props(int i) { return mutable_metadata_props()->Mutable(i); }
 inline StringStringEntryProto* GraphProto::add_metadata_props() { return mutable_metadata_props()->Add(); }
-inline const TensorProto_Segment& TensorProto::segment() const { const TensorProto_Segment* v = detail::load<const TensorProto_Segment*>(detail::at(this, 216)); return v ? *v : TensorProto_Segment::default_instance(); }
-inline TensorProto_Segment* TensorProto::mutable_segment() { TensorProto_Segment* v = detail::load<TensorProto_Segment*>(detail::at(this, 216)); if (!v) { v = new TensorProto_Segment; detail::store(detail::at(this, 216), v); } return v; }
-inline void TensorProto::clear_segment() { TensorProto_Segment* v = detail::load<TensorProto_Segment*>(detail::at(this, 216)); detail::store<TensorProto_Segment*>(detail::at(this, 216), nullptr); delete v; }
-inline TensorProto_Segment* TensorProto::release_segment() { TensorProto_Segment* v = detail::load<TensorProto_Segment*>(detail::at(this, 216)); detail::store<TensorProto_Segment*>(detail::at(this, 216), nullptr); return v; }
-inline void TensorProto::set_allocated_segment(TensorProto_Segment* v) { TensorProto_Segment* old = detail::load<TensorProto_Segment*>(detail::at(this, 216)); if (old == v) return; detail::store(detail::at(this, 216), v); delete old; }
+inline const TensorProto_Segment& TensorProto::segment() const { const TensorProto_Segment* v = detail::load<const TensorProto_Segment*>(detail::at(this, 200)); return v ? *v : TensorProto_Segment::default_instance(); }
+inline TensorProto_Segment* TensorProto::mutable_segment() { TensorProto_Segment* v = detail::load<TensorProto_Segment*>(detail::at(this, 200)); if (!v) { v = new TensorProto_Segment; detail::store(detail::at(this, 200), v); } return v; }
+inline void TensorProto::clear_segment() { TensorProto_Segment* v = detail::load<TensorProto_Segment*>(detail::at(this, 200)); detail::store<TensorProto_Segment*>(detail::at(this, 200), nullptr); delete v; }
+inline TensorProto_Segment* TensorProto::release_segment() { TensorProto_Segment* v = detail::load<TensorProto_Segment*>(detail::at(this, 200)); detail::store<TensorProto_Segment*>(detail::at(this, 200), nullptr); return v; }
+inline void TensorProto::set_allocated_segment(TensorProto_Segment* v) { TensorProto_Segment* old = detail::load<TensorProto_Segment*>(detail::at(this, 200)); if (old == v) return; detail::store(detail::at(this, 200), v); delete old; }
 inline Owner TensorProto::raw_data_owner() { return Owner(detail::check_ptr(onnxl_tensor_proto_raw_data_owner(c_ptr()))); }
 inline const StringStringEntryProto& TensorProto::external_data(int i) const { return external_data().Get(i); }
 inline StringStringEntryProto* TensorProto::mutable_external_data(int i) { return mutable_external_data()->Mutable(i); }

@@ -17,11 +17,11 @@ done
 # shellcheck source=scripts/lib/library-sizes.sh
 source scripts/lib/library-sizes.sh
 
-# Budgets in bytes of the stripped x86-64 Linux library. The targets are 3 000 000 (full) and
-# 1 500 000 (minimal); they are not reached yet, so the budgets are the sizes measured when
-# they were set plus ~3%: growth beyond that fails here and must be looked at.
-FULL_BUDGET=3785000
-MINIMAL_BUDGET=2954000
+# Budgets in bytes of the stripped x86-64 Linux library: the sizes measured when they were set
+# plus ~3%, so that growth beyond that fails here and must be looked at. The targets are
+# 3 000 000 (full: met) and 1 500 000 (minimal: not met yet).
+FULL_BUDGET=2882000
+MINIMAL_BUDGET=2416000
 
 cargo clippy --release -p onnx_light --lib --no-default-features -- -D warnings
 

@@ -30,15 +30,17 @@ pub fn parallel_parse_count() -> usize {
     parallel::PARALLEL_PARSES.load(std::sync::atomic::Ordering::Relaxed)
 }
 
-use std::any::TypeId;
 use std::io::{Read, Write};
 use std::path::Path;
 use std::sync::Arc;
 
 use crate::error::{Error, Result};
-use crate::proto::{Message, ModelProto, decode_top, encode_into_spare};
+use crate::proto::{Message, ModelProto, encode_into_spare};
 use crate::storage::{AUTO_MMAP_MIN_BYTES, Arena, AtomicFile, MappedFile, WriteSink, thread_pool};
-use crate::wire::{DecodeConfig, PayloadMode, Reader, ReleaseSource, SizeCursor, SizeTable};
+use crate::wire::{
+    DecodeConfig, DynMessage, PayloadMode, Reader, ReleaseSource, SizeTable, Spill,
+    encode_streaming,
+};
 
 fn decode_config(opts: &ParseOptions, payload: PayloadMode) -> Result<DecodeConfig> {
     opts.validate()?;
@@ -80,22 +82,28 @@ pub fn misaligned_tensors(model: &ModelProto, alignment: u64) -> usize {
 }
 
 /// Decodes `M` from a reader, parsing a model's initializers in parallel when asked to.
-fn decode<M: Message>(mut r: Reader<'_>, opts: &ParseOptions) -> Result<M> {
+fn decode<M: Message>(r: Reader<'_>, opts: &ParseOptions) -> Result<M> {
     let mut m = M::default();
+    decode_any(&mut m, &mut { r }, opts)?;
+    Ok(m)
+}
+
+/// [`decode`] into a default message (one copy for every message type).
+fn decode_any(m: &mut dyn DynMessage, r: &mut Reader<'_>, opts: &ParseOptions) -> Result<()> {
     let read_through = r.config().read_through_overruns;
     // Reading through overruns walks the input in one sequential pass (the same work wherever
     // the input is cut); parts parsed ahead would stop at a cut.
-    if !read_through && TypeId::of::<M>() == TypeId::of::<ModelProto>() && opts.threads() > 1 {
-        if let Some(pre) = parallel::preparse_initializers(&r, opts) {
+    if !read_through && m.is_model() && opts.threads() > 1 {
+        if let Some(pre) = parallel::preparse_initializers(r, opts) {
             r.set_preparsed(pre);
         }
     }
-    let parsed = decode_top(&mut m, &mut r);
+    let parsed = m.decode_from(r);
     if let Some(mut e) = r.take_overrun() {
-        e.set_message(M::NAME);
+        e.set_message(m.message_name());
         return Err(e.into());
     }
-    parsed.map(|()| m)
+    parsed
 }
 
 /// Parses `bytes`, copying tensor payloads (the safe form for bytes without an owner; see
@@ -191,6 +199,22 @@ fn releaser(map: &Arc<MappedFile>) -> ReleaseSource {
 /// With `opts.no_copy`, `bytes` must stay valid and unmodified while the returned message, or
 /// any tensor payload taken from it, is in use.
 pub unsafe fn parse_from_bytes_unowned<M: Message>(bytes: &[u8], opts: &ParseOptions) -> Result<M> {
+    let mut m = M::default();
+    // SAFETY: forwarded contract.
+    unsafe { parse_unowned_replacing(&mut m, bytes, opts) }?;
+    Ok(m)
+}
+
+/// [`parse_from_bytes_unowned`] into `m`, which is replaced by the parsed message on success
+/// and unchanged on failure (one copy for every message type).
+///
+/// # Safety
+/// As [`parse_from_bytes_unowned`].
+pub(crate) unsafe fn parse_unowned_replacing(
+    m: &mut dyn DynMessage,
+    bytes: &[u8],
+    opts: &ParseOptions,
+) -> Result<()> {
     let payload = if opts.no_copy {
         PayloadMode::Borrow { owner: None }
     } else {
@@ -198,8 +222,8 @@ pub unsafe fn parse_from_bytes_unowned<M: Message>(bytes: &[u8], opts: &ParseOpt
     };
     let cfg = decode_config(opts, payload)?;
     // SAFETY: the caller guarantees that `bytes` outlives the payloads borrowed from it.
-    let r = unsafe { Reader::new_unowned(bytes, &cfg) };
-    decode(r, opts)
+    let mut r = unsafe { Reader::new_unowned(bytes, &cfg) };
+    m.replace_with(&mut |fresh| decode_any(fresh, &mut r, opts))
 }
 
 /// Parses a file.
@@ -264,15 +288,15 @@ pub fn parse_from_reader<M: Message>(mut reader: impl Read, opts: &ParseOptions)
 /// Computes the sizes of `m`, checking `max_serialized_size_bytes` and refusing messages nested
 /// deeper than any parse accepts ([`MAX_RECURSION_DEPTH_LIMIT`]: only a model built through the
 /// API can be); the sizes are then read with `SizeCursor::new(sizes.as_slice())`.
-pub(crate) fn plan<M: Message>(m: &M, opts: &SerializeOptions) -> Result<(u64, SizeTable)> {
+pub(crate) fn plan(m: &dyn DynMessage, opts: &SerializeOptions) -> Result<(u64, SizeTable)> {
     opts.validate()?;
     let mut sizes = SizeTable::with_max_depth(MAX_RECURSION_DEPTH_LIMIT);
-    let len = m.compute_size(&mut sizes);
+    let len = m.size_into(&mut sizes);
     if sizes.too_deep() {
         return Err(Error::LimitExceeded(format!(
             "{} nests messages more than {} levels deep: no parse would accept it (the largest \
              max_recursion_depth is {})",
-            M::NAME,
+            m.message_name(),
             sizes.max_depth(),
             MAX_RECURSION_DEPTH_LIMIT
         )));
@@ -307,9 +331,14 @@ pub(crate) fn skip_payloads<M: Message>(
 
 /// Serializes `m` into a new buffer (byte-identical to protobuf's `SerializeToString`).
 pub fn serialize_to_vec<M: Message>(m: &M, opts: &SerializeOptions) -> Result<Vec<u8>> {
-    if let Some((copy, opts)) = skip_payloads(m, opts) {
-        return serialize_to_vec(&copy, &opts);
+    match skip_payloads(m, opts) {
+        Some((copy, opts)) => serialize_any_to_vec(&copy, &opts),
+        None => serialize_any_to_vec(m, opts),
     }
+}
+
+/// [`serialize_to_vec`] once the payloads to skip are gone (one copy for every message type).
+fn serialize_any_to_vec(m: &dyn DynMessage, opts: &SerializeOptions) -> Result<Vec<u8>> {
     let (len, sizes) = plan(m, opts)?;
     let cap = usize::try_from(len)
         .map_err(|_| Error::LimitExceeded(format!("{len} bytes do not fit in memory")))?;
@@ -339,13 +368,23 @@ pub fn serialize_into<'b, M: Message>(
     opts: &SerializeOptions,
     alloc: impl FnOnce(usize) -> Result<&'b mut [u8]>,
 ) -> Result<()> {
-    if let Some((copy, opts)) = skip_payloads(m, opts) {
-        return serialize_into(&copy, &opts, alloc);
+    match skip_payloads(m, opts) {
+        Some((copy, opts)) => serialize_any_into(&copy, &opts, &mut Some(alloc)),
+        None => serialize_any_into(m, opts, &mut Some(alloc)),
     }
+}
+
+/// [`serialize_into`] once the payloads to skip are gone (one copy for every message type but
+/// the caller's allocator; `alloc` is called once).
+fn serialize_any_into<'b>(
+    m: &dyn DynMessage,
+    opts: &SerializeOptions,
+    alloc: &mut Option<impl FnOnce(usize) -> Result<&'b mut [u8]>>,
+) -> Result<()> {
     let (len, sizes) = plan(m, opts)?;
     let cap = usize::try_from(len)
         .map_err(|_| Error::LimitExceeded(format!("{len} bytes do not fit in memory")))?;
-    let out = alloc(cap)?;
+    let out = alloc.take().expect("called once")(cap)?;
     if out.len() != cap {
         return Err(Error::InvalidArgument(format!(
             "serialize_into: the buffer has {} bytes, the message {cap}",
@@ -367,13 +406,23 @@ pub fn serialize_to_writer<M: Message>(
     writer: impl Write,
     opts: &SerializeOptions,
 ) -> Result<u64> {
-    if let Some((copy, opts)) = skip_payloads(m, opts) {
-        return serialize_to_writer(&copy, writer, &opts);
-    }
-    let (len, sizes) = plan(m, opts)?;
-    let mut sink = WriteSink::new(std::io::BufWriter::with_capacity(1 << 20, writer));
-    m.encode_to(&mut sink, &mut SizeCursor::new(sizes.as_slice()));
+    let mut sink = WriteSink::new(writer);
+    let len = match skip_payloads(m, opts) {
+        Some((copy, opts)) => serialize_any_to_spill(&copy, &opts, &mut sink),
+        None => serialize_any_to_spill(m, opts, &mut sink),
+    }?;
     sink.finish().map_err(|e| Error::io("<stream>", e))?;
+    Ok(len)
+}
+
+/// Serializes `m` through `spill`; returns the number of bytes.
+fn serialize_any_to_spill(
+    m: &dyn DynMessage,
+    opts: &SerializeOptions,
+    spill: &mut dyn Spill,
+) -> Result<u64> {
+    let (len, sizes) = plan(m, opts)?;
+    encode_streaming(m, sizes.as_slice(), len, spill);
     Ok(len)
 }
 
@@ -385,20 +434,37 @@ pub fn save_to_file<M: Message>(
     opts: &SerializeOptions,
 ) -> Result<()> {
     let path = path.as_ref();
-    if let Some((copy, opts)) = skip_payloads(m, opts) {
-        return save_to_file(&copy, path, &opts);
+    match skip_payloads(m, opts) {
+        Some((copy, opts)) => save_any_to_file(&copy, path, &opts),
+        None => save_any_to_file(m, path, opts),
     }
+}
+
+/// [`save_to_file`] once the payloads to skip are gone (one copy for every message type).
+fn save_any_to_file(m: &dyn DynMessage, path: &Path, opts: &SerializeOptions) -> Result<()> {
     let (len, sizes) = plan(m, opts)?;
     let mut out = AtomicFile::create(path)?;
-    if opts.threads() > 1
-        && let Some(pool) = thread_pool(opts.threads())
-    {
-        parallel_write::write_file_parallel(m, len, sizes.as_slice(), out.file(), path, &pool)?;
+    let pool = if opts.threads() > 1 {
+        thread_pool(opts.threads())
+    } else {
+        None
+    };
+    // Payloads written at their offsets (in parallel, and past the page cache when large: see
+    // `storage::write_pieces`), or everything in order through one buffer.
+    if pool.is_some() || len >= crate::storage::DIRECT_MIN_BYTES {
+        parallel_write::write_file_parallel(
+            m,
+            len,
+            sizes.as_slice(),
+            out.file(),
+            path,
+            pool.as_deref(),
+        )?;
         return out.commit();
     }
     {
-        let mut sink = WriteSink::new(std::io::BufWriter::with_capacity(1 << 20, out.file()));
-        m.encode_to(&mut sink, &mut SizeCursor::new(sizes.as_slice()));
+        let mut sink = WriteSink::new(out.file());
+        encode_streaming(m, sizes.as_slice(), len, &mut sink);
         sink.finish().map_err(|e| Error::io(path, e))?;
     }
     out.commit()
@@ -408,6 +474,7 @@ pub fn save_to_file<M: Message>(
 mod tests {
     use super::*;
     use crate::error::DecodeErrorKind;
+    use crate::wire::message::decode_top;
 
     /// A model whose last top-level field is its graph of `nodes` nodes.
     fn model_bytes(nodes: usize) -> Vec<u8> {

@@ -8,11 +8,9 @@ use std::io::{self, Seek, SeekFrom, Write};
 use crate::storage::par::{ThreadPool, prelude::*};
 
 use crate::error::{Error, Result};
-use crate::proto::Message;
-use crate::wire::{Sink, SizeCursor, SliceWriter};
+use crate::storage::Piece;
+use crate::wire::{DynMessage, SizeCursor, SliceWriter, Spill, encode_streaming};
 
-/// Payloads at least this large are deferred to the parallel phase.
-const DEFERRED_MIN_BYTES: usize = 1 << 20;
 /// Piece size of the parallel phase (large tensors are split so threads share the work).
 const PIECE_BYTES: usize = 8 << 20;
 
@@ -48,68 +46,31 @@ impl Job {
     }
 }
 
-/// Where the sequential phase writes, with the ability to leave a gap for a payload.
-trait Positioned {
-    fn write(&mut self, bytes: &[u8]);
-    fn write_varint(&mut self, mut v: u64) {
-        while v >= 0x80 {
-            self.write(&[(v as u8) | 0x80]);
-            v >>= 7;
-        }
-        self.write(&[v as u8]);
-    }
-    fn skip(&mut self, n: usize);
-    fn position(&self) -> u64;
-}
-
-/// A sink that writes metadata through `out` and defers large payloads.
-struct DeferringSink<O: Positioned> {
-    out: O,
+/// The payloads a [`SliceWriter`] leaves gaps for, to be placed by the parallel phase.
+#[derive(Default)]
+struct Deferred {
     jobs: Vec<Job>,
 }
 
-impl<O: Positioned> Sink for DeferringSink<O> {
-    #[inline(always)]
-    fn put(&mut self, bytes: &[u8]) {
-        self.out.write(bytes);
-    }
-
-    #[inline(always)]
-    fn put_varint(&mut self, v: u64) {
-        self.out.write_varint(v);
-    }
-
-    fn put_payload(&mut self, bytes: &[u8]) {
-        if bytes.len() < DEFERRED_MIN_BYTES {
-            self.out.write(bytes);
-            return;
-        }
+impl Deferred {
+    fn record(&mut self, offset: u64, bytes: &[u8]) {
         self.jobs.push(Job {
-            offset: self.out.position(),
+            offset,
             src: bytes.as_ptr(),
             len: bytes.len(),
         });
-        self.out.skip(bytes.len());
     }
 }
 
-/// Sequential writes into a pre-sized buffer.
-struct SliceOut<'a>(SliceWriter<'a>);
+impl Spill for Deferred {
+    /// Not called: the writer of a [`Deferred`] has the whole output as its buffer.
+    fn take(&mut self, _bytes: &[u8]) {
+        unreachable!("a deferring writer never spills its buffer")
+    }
 
-impl Positioned for SliceOut<'_> {
-    #[inline(always)]
-    fn write(&mut self, bytes: &[u8]) {
-        self.0.put(bytes);
-    }
-    #[inline(always)]
-    fn write_varint(&mut self, v: u64) {
-        self.0.put_varint(v);
-    }
-    fn skip(&mut self, n: usize) {
-        self.0.skip(n);
-    }
-    fn position(&self) -> u64 {
-        self.0.written() as u64
+    fn defer(&mut self, offset: u64, bytes: &[u8]) -> bool {
+        self.record(offset, bytes);
+        true
     }
 }
 
@@ -136,8 +97,8 @@ fn advise_huge_pages(_buf: &mut [u8]) {}
 
 /// Serializes `m` (whose sizes are `sizes`, total `len`) into a new buffer; payloads are copied
 /// by `pool`'s threads.
-pub(super) fn serialize_to_vec_parallel<M: Message>(
-    m: &M,
+pub(super) fn serialize_to_vec_parallel(
+    m: &dyn DynMessage,
     len: usize,
     sizes: &[u64],
     pool: &ThreadPool,
@@ -152,26 +113,24 @@ pub(super) fn serialize_to_vec_parallel<M: Message>(
 
 /// Serializes `m` (whose sizes are `sizes`, total `out.len()`) into `out`: the metadata in
 /// order, then the large payloads, copied by `pool`'s threads when there is a pool.
-pub(super) fn serialize_into_slice<M: Message>(
-    m: &M,
+pub(super) fn serialize_into_slice(
+    m: &dyn DynMessage,
     out: &mut [u8],
     sizes: &[u64],
     pool: Option<&ThreadPool>,
 ) {
     let len = out.len();
-    let jobs = {
-        let mut sink = DeferringSink {
-            out: SliceOut(SliceWriter::new(out)),
-            jobs: Vec::new(),
-        };
-        m.encode_to(&mut sink, &mut SizeCursor::new(sizes));
+    let mut deferred = Deferred::default();
+    {
+        let mut w = SliceWriter::deferring(out, &mut deferred);
+        m.encode_into(&mut w, &mut SizeCursor::new(sizes));
         assert_eq!(
-            sink.out.0.written(),
+            w.written(),
             len,
             "encoded size differs from the computed size"
         );
-        sink.jobs
-    };
+    }
+    let jobs = deferred.jobs;
     // Carve the output into disjoint destination slices, one per piece, in offset order.
     let pieces: Vec<Job> = jobs.iter().flat_map(Job::pieces).collect();
     let mut targets: Vec<(&mut [u8], &Job)> = Vec::with_capacity(pieces.len());
@@ -196,69 +155,81 @@ pub(super) fn serialize_into_slice<M: Message>(
     }
 }
 
-/// Sequential writes into a file through a buffer; a gap is a forward seek.
+/// The file of the parallel file writer's sequential phase: the writer's full buffers are
+/// written in order, a deferred payload is a forward seek.
 struct FileOut<'a> {
-    file: io::BufWriter<&'a File>,
-    pos: u64,
+    file: &'a File,
+    deferred: Deferred,
     error: Option<io::Error>,
 }
 
-impl Positioned for FileOut<'_> {
-    fn write(&mut self, bytes: &[u8]) {
-        if self.error.is_none()
-            && let Err(e) = self.file.write_all(bytes)
+impl FileOut<'_> {
+    fn keep_error(&mut self, r: io::Result<()>) {
+        if let Err(e) = r
+            && self.error.is_none()
         {
             self.error = Some(e);
         }
-        self.pos += bytes.len() as u64;
     }
-    fn skip(&mut self, n: usize) {
-        if self.error.is_none()
-            && let Err(e) = self.file.seek(SeekFrom::Current(n as i64))
-        {
-            self.error = Some(e);
+}
+
+impl Spill for FileOut<'_> {
+    fn take(&mut self, bytes: &[u8]) {
+        if self.error.is_none() {
+            let r = self.file.write_all(bytes);
+            self.keep_error(r);
         }
-        self.pos += n as u64;
     }
-    fn position(&self) -> u64 {
-        self.pos
+
+    fn defer(&mut self, offset: u64, bytes: &[u8]) -> bool {
+        if self.error.is_none() {
+            let r = self
+                .file
+                .seek(SeekFrom::Current(bytes.len() as i64))
+                .map(drop);
+            self.keep_error(r);
+        }
+        self.deferred.record(offset, bytes);
+        true
     }
 }
 
 /// Serializes `m` into `file` (positioned at 0, empty): metadata sequentially, payloads with
-/// parallel `pwrite`s into the pre-sized file.
-pub(super) fn write_file_parallel<M: Message>(
-    m: &M,
+/// positional writes into the pre-sized file (in parallel on `pool`'s threads when given).
+pub(super) fn write_file_parallel(
+    m: &dyn DynMessage,
     len: u64,
     sizes: &[u64],
     file: &File,
     path: &std::path::Path,
-    pool: &ThreadPool,
+    pool: Option<&ThreadPool>,
 ) -> Result<()> {
     let io_err = |e| Error::io(path, e);
     crate::storage::presize(file, len).map_err(io_err)?;
-    let jobs = {
-        let out = FileOut {
-            file: io::BufWriter::with_capacity(1 << 20, file),
-            pos: 0,
-            error: None,
-        };
-        let mut sink = DeferringSink {
-            out,
-            jobs: Vec::new(),
-        };
-        m.encode_to(&mut sink, &mut SizeCursor::new(sizes));
-        if let Some(e) = sink.out.error.take() {
-            return Err(io_err(e));
-        }
-        sink.out.file.flush().map_err(io_err)?;
-        sink.jobs
+    let mut out = FileOut {
+        file,
+        deferred: Deferred::default(),
+        error: None,
     };
-    let pieces: Vec<Job> = jobs.iter().flat_map(Job::pieces).collect();
-    pool.install(|| {
-        pieces
-            .par_iter()
-            .try_for_each(|p| crate::storage::write_all_at(file, p.bytes(), p.offset))
-    })
-    .map_err(io_err)
+    encode_streaming(m, sizes, len, &mut out);
+    if let Some(e) = out.error.take() {
+        return Err(io_err(e));
+    }
+    let jobs = out.deferred.jobs;
+    let pieces: Vec<Piece<'_>> = jobs
+        .iter()
+        .flat_map(|job| {
+            job.bytes()
+                .chunks(PIECE_BYTES)
+                .enumerate()
+                .map(move |(k, bytes)| Piece {
+                    file,
+                    offset: job.offset + (k * PIECE_BYTES) as u64,
+                    bytes,
+                })
+        })
+        .collect();
+    crate::storage::write_pieces(&pieces, pool, &|_| {})
+        .map(drop)
+        .map_err(|(_, e)| io_err(e))
 }

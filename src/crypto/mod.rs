@@ -52,7 +52,7 @@ use crate::codec::{
 use crate::error::{Error, Result};
 use crate::proto::ModelProto;
 use crate::storage::AtomicFile;
-use crate::wire::Sink;
+use crate::wire::Spill;
 
 /// Options of encrypting (the C++ `encryption` argument, plus this library's chunked format).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -135,7 +135,7 @@ fn oneshot_layout(format: EncryptionFormat) -> (usize, usize) {
 /// one chunk buffer), and is zeroed if anything fails.
 pub(crate) fn encrypt_to_vec(
     len: u64,
-    produce: impl FnOnce(&mut dyn Sink),
+    produce: impl FnOnce(&mut dyn Spill),
     key: &[u8],
     opts: &EncryptionOptions,
     params: &Params,
@@ -325,7 +325,7 @@ pub(crate) fn encrypt_bytes_with(
     }
     encrypt_to_vec(
         plaintext.len() as u64,
-        |s| s.put(plaintext),
+        |s| s.take(plaintext),
         key,
         opts,
         params,
@@ -435,7 +435,7 @@ pub(crate) fn encrypt_file_with(
                 while left > 0 && failed.is_none() {
                     let n = left.min(piece.len());
                     match src.read_exact(&mut piece[..n]) {
-                        Ok(()) => sink.put(&piece[..n]),
+                        Ok(()) => sink.take(&piece[..n]),
                         Err(e) => failed = Some(Error::io(input, e)),
                     }
                     left -= n;

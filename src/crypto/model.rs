@@ -18,10 +18,10 @@ use crate::codec::{
     parse_from_shared_reading_through, plan, skip_payloads,
 };
 use crate::error::{Error, Result};
-use crate::proto::{Message, ModelProto};
+use crate::proto::ModelProto;
 use crate::secret::SecretBytes;
 use crate::storage::AtomicFile;
-use crate::wire::SizeCursor;
+use crate::wire::encode_streaming;
 
 /// Serializes and encrypts `model` into a new buffer (C++ `SaveEncryptedModelToString`), in
 /// `opts.format` (default ONNXCRY3) with a random salt and IV / nonce. The plaintext exists only
@@ -54,7 +54,9 @@ pub(crate) fn save_to_bytes_with(
     let (len, sizes) = plan(model, &opts.serialize)?;
     encrypt_to_vec(
         len,
-        |s| model.encode_to(s, &mut SizeCursor::new(sizes.as_slice())),
+        |s| {
+            encode_streaming(model, sizes.as_slice(), len, s);
+        },
         key,
         opts,
         params,
@@ -99,7 +101,7 @@ pub fn save_encrypted_model(
             &params,
         )?;
         enc.set_label(path);
-        model.encode_to(&mut enc, &mut SizeCursor::new(sizes.as_slice()));
+        encode_streaming(model, sizes.as_slice(), len, &mut enc);
         if enc.plaintext_len() != len {
             return Err(Error::Crypto(
                 "serialized size differs from the planned size".into(),

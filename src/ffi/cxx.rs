@@ -23,8 +23,10 @@ use std::sync::Mutex;
 use super::panic::ffi_value;
 use super::status::FfiError;
 use crate::bytes::{CxxString, CxxStringPool};
-use crate::proto::{Message, Recycle, Recycler, RepeatedField, decode_top};
-use crate::wire::{DecodeConfig, InlineVec, Reader, SizeCursor, SizeTable, SliceWriter};
+use crate::proto::{Message, Recycle, Recycler, RepeatedField};
+use crate::wire::{
+    DecodeConfig, DynMessage, InlineVec, Reader, SizeCursor, SizeTable, SliceWriter,
+};
 use crate::{ByteSpan, ProtoString};
 
 /// Serializes in-place conversions of tensor payloads into `std::string`.
@@ -425,27 +427,46 @@ pub(crate) unsafe fn parse<M: Message + Recycle>(
     len: usize,
     merge: bool,
 ) -> bool {
+    // SAFETY: contract.
+    unsafe { parse_any(m, data, len, merge) }
+}
+
+/// [`Recycle`] without the message type (for [`parse_any`]).
+trait DynRecycle: DynMessage {
+    fn recycle_any(&mut self, rec: &mut Recycler, strings: &mut CxxStringPool);
+}
+
+impl<M: Recycle> DynRecycle for M {
+    fn recycle_any(&mut self, rec: &mut Recycler, strings: &mut CxxStringPool) {
+        self.recycle(rec, strings);
+    }
+}
+
+/// [`parse`] for every message type.
+///
+/// # Safety
+/// As [`parse`].
+unsafe fn parse_any(m: *mut dyn DynRecycle, data: *const u8, len: usize, merge: bool) -> bool {
     ffi_value(false, || {
         // SAFETY: contract.
         let (m, b) = unsafe { (&mut *m, bytes(data, len)) };
         let mut strings = CxxStringPool::default();
         let mut recycler = Recycler::default();
         if !merge {
-            m.recycle(&mut recycler, &mut strings);
+            m.recycle_any(&mut recycler, &mut strings);
         }
         let config = DecodeConfig::default();
         let mut r = Reader::new(b, &config);
         // SAFETY: both pools outlive the reader (dropped after it, below) and are used only
         // through it.
         unsafe { r.recycle_from(&mut strings, (&raw mut recycler).cast()) };
-        let result = decode_top(m, &mut r);
+        let result = m.decode_from(&mut r);
         drop(r);
         result.map_err(FfiError::from)?;
         Ok(true)
     })
 }
 
-/// A sink writing into a buffer of exactly the encoded size.
 /// Serializes `m` into the buffer `alloc(ctx, size)` returns; false (and the last error) when it
 /// returns NULL for a non-empty message.
 ///
@@ -456,11 +477,22 @@ pub(crate) unsafe fn serialize<M: Message>(
     alloc: super::cxx_text::OnnxlCxxAlloc,
     ctx: *mut c_void,
 ) -> bool {
+    // SAFETY: contract.
+    unsafe { serialize_any(&*m, alloc, ctx) }
+}
+
+/// [`serialize`] for every message type.
+///
+/// # Safety
+/// As [`serialize`].
+unsafe fn serialize_any(
+    m: &dyn DynMessage,
+    alloc: super::cxx_text::OnnxlCxxAlloc,
+    ctx: *mut c_void,
+) -> bool {
     ffi_value(false, || {
-        // SAFETY: contract.
-        let m = unsafe { &*m };
         let mut sizes = SizeTable::new();
-        let len = usize::try_from(m.compute_size(&mut sizes))
+        let len = usize::try_from(m.size_into(&mut sizes))
             .map_err(|_| FfiError::invalid("message too large for this platform"))?;
         // SAFETY: the caller's allocator (contract).
         let p = unsafe { alloc(ctx, len) };
@@ -473,7 +505,7 @@ pub(crate) unsafe fn serialize<M: Message>(
         // SAFETY: `p` is writable for `len` bytes (contract).
         let buf = unsafe { std::slice::from_raw_parts_mut(p, len) };
         let mut sink = SliceWriter::new(buf);
-        m.encode_to(&mut sink, &mut SizeCursor::new(sizes.as_slice()));
+        m.encode_into(&mut sink, &mut SizeCursor::new(sizes.as_slice()));
         debug_assert_eq!(sink.written(), len);
         Ok(true)
     })

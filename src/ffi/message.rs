@@ -12,7 +12,7 @@ use super::status::{FfiError, OnnxlStatus};
 use crate::bytes::UnknownFields;
 use crate::codec;
 use crate::proto::Message;
-use crate::wire::{DecodeConfig, Reader};
+use crate::wire::{DecodeConfig, DynMessage, Reader};
 
 /// `onnxl_<message>_new`.
 pub(crate) fn msg_new<C: Castable>() -> *mut C
@@ -119,15 +119,29 @@ pub(crate) unsafe fn msg_parse_from_bytes<C: Castable>(
 where
     C::Rust: Message,
 {
+    // SAFETY: forwarded contract.
+    unsafe { parse_replacing(m.cast::<C::Rust>(), data, len, opts) }
+}
+
+/// [`msg_parse_from_bytes`] for every message type.
+///
+/// # Safety
+/// As [`msg_parse_from_bytes`].
+unsafe fn parse_replacing(
+    m: *mut dyn DynMessage,
+    data: *const u8,
+    len: usize,
+    opts: *const OnnxlParseOptions,
+) -> OnnxlStatus {
     ffi_status(|| {
-        if m.is_null() {
-            return Err(FfiError::null("message"));
-        }
+        // SAFETY: NULL or a live handle used by no one else during the call (contract).
+        let m = unsafe { m.as_mut() }.ok_or_else(|| FfiError::null("message"))?;
         // SAFETY: forwarded contract.
-        let parsed = unsafe { parse_bytes::<C::Rust>(data, len, opts) }?;
+        let opts = unsafe { parse_options(opts) }?;
         // SAFETY: forwarded contract.
-        *unsafe { try_mut(m, "message") }? = parsed;
-        Ok(())
+        let bytes = unsafe { c_bytes(data, len, "data") }?;
+        // SAFETY: with no_copy the caller keeps `bytes` alive while the message is used (contract).
+        Ok(unsafe { codec::parse_unowned_replacing(m, bytes, &opts) }?)
     })
 }
 

@@ -14,4 +14,4 @@ pub use crate::wire::{InlineVec, Message, MessageVisitor, RepeatedField};
 pub use data_type::DataType;
 pub use generated::*;
 
-pub(crate) use crate::wire::message::{decode_top, encode_into_spare, put_packed_fixed};
+pub(crate) use crate::wire::message::{encode_into_spare, put_packed_fixed};

@@ -2,11 +2,16 @@
 //! file replacement (temporary file in the same directory, then rename), positional reads and
 //! writes, and the thread pools of parallel I/O.
 
+mod direct;
 pub(crate) mod par;
 mod positional;
 mod threads;
 
-pub(crate) use positional::{presize, read_exact_at, write_all_at};
+#[cfg(feature = "test-hooks")]
+#[doc(hidden)]
+pub use direct::hooks::{direct_written_bytes, fail_next_direct_writes};
+pub(crate) use direct::{DIRECT_MIN_BYTES, Piece, write_pieces};
+pub(crate) use positional::{presize, read_exact_at};
 pub use threads::{MIN_THREAD_CAP, max_threads, release_thread_pools};
 pub(crate) use threads::{cores, thread_pool};
 

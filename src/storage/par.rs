@@ -37,16 +37,12 @@ mod sequential {
         }
         impl<I: IntoIterator> IntoParallelIterator for I {}
 
-        /// `par_iter`, `par_iter_mut` and `par_chunks_mut` of a slice, sequential.
+        /// `par_iter_mut` and `par_chunks_mut` of a slice, sequential.
         pub(crate) trait ParallelSlice<T> {
-            fn par_iter(&self) -> std::slice::Iter<'_, T>;
             fn par_iter_mut(&mut self) -> std::slice::IterMut<'_, T>;
             fn par_chunks_mut(&mut self, n: usize) -> std::slice::ChunksMut<'_, T>;
         }
         impl<T> ParallelSlice<T> for [T] {
-            fn par_iter(&self) -> std::slice::Iter<'_, T> {
-                self.iter()
-            }
             fn par_iter_mut(&mut self) -> std::slice::IterMut<'_, T> {
                 self.iter_mut()
             }

@@ -1,6 +1,7 @@
 //! The [`Message`] trait: what every message of the wire format can do (merge from bytes,
 //! compute its size, encode), and the helpers generated message code calls.
 
+use super::writer::{Spill, as_uninit};
 use super::{DecodeConfig, Reader, Sink, SizeCursor, SliceWriter};
 use crate::bytes::UnknownFields;
 use crate::error::{DecodeError, Result};
@@ -88,21 +89,84 @@ pub trait Message: Default + Clone + Send + Sync + 'static {
     }
 }
 
+/// A [`Message`] without its type: the parsers and serializers (`codec`, the C ABI) work on
+/// `&dyn DynMessage`, so each of them is compiled once instead of once per message type; only
+/// the generated `merge_from` / `compute_size` / `encode_to` are per type.
+pub(crate) trait DynMessage {
+    /// Whether this is a `ModelProto` (whose parse may pre-parse initializers in parallel).
+    fn is_model(&self) -> bool;
+    /// [`decode_top`]: decodes a top-level message from `r`, naming the message in errors.
+    fn decode_from(&mut self, r: &mut Reader<'_>) -> Result<()>;
+    /// Runs `f` on a new, empty message of this type and, when it succeeds, puts that message in
+    /// place of `self` (which is unchanged on failure).
+    fn replace_with(&mut self, f: &mut dyn FnMut(&mut dyn DynMessage) -> Result<()>) -> Result<()>;
+    /// The message's schema name ([`Message::NAME`]).
+    fn message_name(&self) -> &'static str;
+    /// [`Message::compute_size`].
+    fn size_into(&self, sizes: &mut SizeTable) -> u64;
+    /// [`Message::encode_to`] through the one sink type every serializer uses.
+    fn encode_into(&self, w: &mut SliceWriter<'_>, c: &mut SizeCursor<'_>);
+}
+
+impl<M: Message> DynMessage for M {
+    fn is_model(&self) -> bool {
+        M::NAME == "ModelProto"
+    }
+    fn decode_from(&mut self, r: &mut Reader<'_>) -> Result<()> {
+        decode_top(self, r)
+    }
+    fn replace_with(&mut self, f: &mut dyn FnMut(&mut dyn DynMessage) -> Result<()>) -> Result<()> {
+        let mut fresh = M::default();
+        f(&mut fresh)?;
+        *self = fresh;
+        Ok(())
+    }
+    fn message_name(&self) -> &'static str {
+        M::NAME
+    }
+    fn size_into(&self, sizes: &mut SizeTable) -> u64 {
+        self.compute_size(sizes)
+    }
+    fn encode_into(&self, w: &mut SliceWriter<'_>, c: &mut SizeCursor<'_>) {
+        self.encode_to(w, c);
+    }
+}
+
 /// Appends `m`, whose sizes `m.compute_size` recorded in `sizes` (total `len`), to `out`, which
 /// has room for `len` more bytes: written through a [`SliceWriter`] into the spare capacity.
-pub(crate) fn encode_into_spare<M: Message>(
-    m: &M,
+pub(crate) fn encode_into_spare(
+    m: &dyn DynMessage,
     sizes: &SizeTable,
     out: &mut Vec<u8>,
     len: usize,
 ) {
     let at = out.len();
     let mut w = SliceWriter::new_uninit(&mut out.spare_capacity_mut()[..len]);
-    m.encode_to(&mut w, &mut SizeCursor::new(sizes.as_slice()));
+    m.encode_into(&mut w, &mut SizeCursor::new(sizes.as_slice()));
     let written = w.written();
     assert_eq!(written, len, "encoded size differs from the computed size");
     // SAFETY: the writer initialized the first `written` bytes of the spare capacity.
     unsafe { out.set_len(at + written) };
+}
+
+/// Size of the buffer of [`encode_streaming`].
+const STREAM_BUFFER_BYTES: u64 = 1 << 20;
+
+/// Writes `m`, whose sizes `m.compute_size` recorded in `sizes` (total `len`), to `spill` through
+/// a streaming [`SliceWriter`] (a buffer of at most 1 MiB, zeroed when dropped: it may hold a
+/// model being encrypted); returns the number of bytes written. Every serializer that does not
+/// write into one buffer of the planned size goes through here, so that `encode_to` is
+/// instantiated for one sink type only.
+pub(crate) fn encode_streaming(
+    m: &dyn DynMessage,
+    sizes: &[u64],
+    len: u64,
+    spill: &mut dyn Spill,
+) -> u64 {
+    let mut buf = zeroize::Zeroizing::new(vec![0u8; len.min(STREAM_BUFFER_BYTES) as usize]);
+    let mut w = SliceWriter::streaming(as_uninit(&mut buf), spill);
+    m.encode_into(&mut w, &mut SizeCursor::new(sizes));
+    w.finish()
 }
 
 /// The sizes [`Message::compute_size`] records (every embedded message's, and every packed

@@ -17,6 +17,7 @@ mod writer;
 pub use inline_vec::InlineVec;
 pub use message::{Message, MessageVisitor, SizeTable};
 
+pub(crate) use message::{DynMessage, encode_streaming};
 pub(crate) use placement::PayloadPool;
 #[doc(hidden)]
 pub use placement::REGION_OWNER_BYTES;
@@ -31,6 +32,7 @@ pub use recycle::{
 };
 pub use repeated::RepeatedField;
 pub use stack::{guard_stack, try_guard_stack};
+pub(crate) use writer::Spill;
 pub use writer::{Sink, SizeCursor, SliceWriter, put_tag, put_varint};
 
 /// Test hook: see `codec::set_metadata_regions_off`.

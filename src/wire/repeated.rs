@@ -21,31 +21,40 @@ const MAX_CHUNK_BYTES: usize = 64 * 1024;
 
 /// Header at the start of every chunk; the chunks of a field form a list, newest first. A chunk
 /// is the header, then an order array of `order_cap` pointers (often none: a new order array,
-/// twice as large, is made only when the one in use is full), then `cap` element slots.
+/// twice as large, is made only when the one in use is full), then `cap` element slots. The
+/// counts are `u32` (a field holds fewer than 2^32 elements) so that the header is 56 bytes: a
+/// parsed model has a chunk for nearly every node's attribute list and every shape.
 struct ChunkHeader {
     /// The previous (older, full) chunk.
     next: Option<NonNull<ChunkHeader>>,
-    /// Number of slots in this chunk.
-    cap: usize,
-    /// Slots handed out so far (the rest are unused).
-    used: usize,
-    /// Size of the order array stored in this chunk (0 when it has none).
-    order_cap: usize,
-    /// Slots of this chunk and all older ones (newest chunk: the field's capacity).
-    total: usize,
-    /// Capacity of the order array in use (newest chunk only): at least `total`, so any number of
-    /// elements the field can hold fits.
-    live_order_cap: usize,
-    /// Head of the list of freed slots (kept in the newest chunk's header only); each free slot
-    /// holds the address of the next one in its first bytes.
-    free: *mut u8,
-    /// Spare elements (newest chunk only): cleared elements kept for reuse just past the live
-    /// ones in the order array, `order[len..len + spare]` (see
-    /// [`RepeatedField::recycle_elements`]).
-    spare: usize,
     /// The region block the chunk was cut from (see `region.rs`), or `None`: the global
     /// allocator's.
     block: Option<NonNull<BlockHeader>>,
+    /// Head of the list of freed slots (kept in the newest chunk's header only); each free slot
+    /// holds the address of the next one in its first bytes.
+    free: *mut u8,
+    /// The field's newest chunk, kept in the header of the chunk whose order array is in use
+    /// (the field reaches that header from its order pointer, so it stores no chunk pointer of
+    /// its own); meaningless in the other chunks.
+    newest: Option<NonNull<ChunkHeader>>,
+    /// Number of slots in this chunk.
+    cap: u32,
+    /// Slots handed out so far (the rest are unused).
+    used: u32,
+    /// Size of the order array stored in this chunk (0 when it has none). The order array in
+    /// use holds at least `total` pointers, so any number of elements the field can hold fits.
+    order_cap: u32,
+    /// Slots of this chunk and all older ones (newest chunk: the field's capacity).
+    total: u32,
+    /// Spare elements (newest chunk only): cleared elements kept for reuse just past the live
+    /// ones in the order array, `order[len..len + spare]` (see
+    /// [`RepeatedField::recycle_elements`]).
+    spare: u32,
+}
+
+/// A count as stored in a chunk header.
+fn count(n: usize) -> u32 {
+    u32::try_from(n).expect("repeated field size overflows")
 }
 
 /// A repeated message field. Its API follows `Vec`.
@@ -55,12 +64,11 @@ struct ChunkHeader {
 /// relies on. Freed slots are reused by later additions.
 #[repr(C)]
 pub struct RepeatedField<T> {
-    /// `len` pointers to the elements, in order (the newest chunk's order array; dangling
-    /// while there is no chunk).
+    /// `len` pointers to the elements, in order: the order array in use, right after the
+    /// header of the chunk holding it (which names the newest chunk); dangling while there is
+    /// no chunk.
     order: NonNull<NonNull<T>>,
     len: usize,
-    /// The newest chunk, if any.
-    chunks: Option<NonNull<ChunkHeader>>,
     _owns: PhantomData<T>,
 }
 
@@ -111,9 +119,34 @@ impl<T> RepeatedField<T> {
         Self {
             order: NonNull::dangling(),
             len: 0,
-            chunks: None,
             _owns: PhantomData,
         }
+    }
+    /// The header of the chunk holding the order array in use, if there is a chunk.
+    #[inline(always)]
+    fn order_chunk(&self) -> Option<NonNull<ChunkHeader>> {
+        if self.order == NonNull::dangling() {
+            return None;
+        }
+        // SAFETY: a non-dangling order pointer is the order array of a live chunk, which starts
+        // right after the chunk's header (`chunk_layout`: the header's size is a multiple of a
+        // pointer's alignment).
+        Some(unsafe {
+            NonNull::new_unchecked(
+                self.order
+                    .as_ptr()
+                    .cast::<u8>()
+                    .sub(size_of::<ChunkHeader>())
+                    .cast::<ChunkHeader>(),
+            )
+        })
+    }
+    /// The newest chunk, if any.
+    #[inline(always)]
+    fn chunks(&self) -> Option<NonNull<ChunkHeader>> {
+        // SAFETY: the chunk holding the order array in use is live and names the newest one.
+        self.order_chunk()
+            .and_then(|h| unsafe { (*h.as_ptr()).newest })
     }
     /// Number of elements.
     #[inline]
@@ -178,7 +211,8 @@ impl<T> RepeatedField<T> {
             )
         };
         let (mut old_total, mut live_order_cap) = (0, 0);
-        if let Some(h) = self.chunks {
+        let old_newest = self.chunks();
+        if let Some(h) = old_newest {
             let h = h.as_ptr();
             // SAFETY: `h` is the live newest chunk; a non-null `free` is an unoccupied slot
             // holding the next link (see `release_slot`), and `used < cap` names an unused one.
@@ -187,13 +221,20 @@ impl<T> RepeatedField<T> {
                     (*h).free = p.cast::<*mut u8>().as_ptr().read_unaligned();
                     return Ok(p.cast());
                 }
-                let (_, _, slots_at) = chunk_layout::<T>((*h).order_cap, (*h).cap);
+                let (_, _, slots_at) =
+                    chunk_layout::<T>((*h).order_cap as usize, (*h).cap as usize);
                 if (*h).used < (*h).cap {
-                    let p = h.cast::<u8>().add(slots_at).cast::<T>().add((*h).used);
+                    let p = h
+                        .cast::<u8>()
+                        .add(slots_at)
+                        .cast::<T>()
+                        .add((*h).used as usize);
                     (*h).used += 1;
                     return Ok(NonNull::new_unchecked(p));
                 }
-                (old_total, live_order_cap) = ((*h).total, (*h).live_order_cap);
+                old_total = (*h).total as usize;
+                let order_chunk = self.order_chunk().unwrap_unchecked();
+                live_order_cap = (*order_chunk.as_ptr()).order_cap as usize;
             }
         }
         let most = Self::max_chunk_slots();
@@ -208,7 +249,9 @@ impl<T> RepeatedField<T> {
         } else {
             total.max(live_order_cap.saturating_mul(2))
         };
+        let (cap32, order_cap32, total32) = (count(cap), count(order_cap), count(total));
         let (layout, order_at, slots_at) = chunk_layout::<T>(order_cap, cap);
+        debug_assert_eq!(order_at, size_of::<ChunkHeader>(), "see `order_chunk`");
         let (raw, block) = match region.and_then(|r| r.alloc(layout.size(), layout.align())) {
             Some((p, block)) => (p.as_ptr(), Some(block)),
             // SAFETY: the layout has a non-zero size (it starts with the header).
@@ -222,22 +265,24 @@ impl<T> RepeatedField<T> {
         // chunks, and so the old array, stay allocated until the field is dropped).
         unsafe {
             h.as_ptr().write(ChunkHeader {
-                next: self.chunks,
-                cap,
-                used: 1,
-                order_cap,
-                total,
-                live_order_cap: live_order_cap.max(order_cap),
-                free: ptr::null_mut(),
-                spare: 0,
+                next: old_newest,
                 block,
+                free: ptr::null_mut(),
+                newest: Some(h),
+                cap: cap32,
+                used: 1,
+                order_cap: order_cap32,
+                total: total32,
+                spare: 0,
             });
             if order_cap > 0 {
                 let order = raw.add(order_at).cast::<NonNull<T>>();
                 ptr::copy_nonoverlapping(self.order.as_ptr(), order, self.len);
                 self.order = NonNull::new_unchecked(order);
+            } else {
+                // The order array in use stays where it is; its chunk names the new newest.
+                (*self.order_chunk().unwrap_unchecked().as_ptr()).newest = Some(h);
             }
-            self.chunks = Some(h);
             Ok(NonNull::new_unchecked(raw.add(slots_at).cast::<T>()))
         }
     }
@@ -286,19 +331,20 @@ impl<T> RepeatedField<T> {
     #[inline]
     fn spare(&self) -> usize {
         // SAFETY: the newest chunk is live.
-        self.chunks.map_or(0, |h| unsafe { (*h.as_ptr()).spare })
+        self.chunks()
+            .map_or(0, |h| unsafe { (*h.as_ptr()).spare as usize })
     }
 
     /// Drops the spare elements (their slots go back to the free list). Every change of the
     /// field other than [`RepeatedField::push_default_sized`] starts with it, so that the order
     /// array past `len` is free for it to use.
     fn drop_spares(&mut self) {
-        let Some(h) = self.chunks else { return };
+        let Some(h) = self.chunks() else { return };
         let h = h.as_ptr();
         // SAFETY: `h` is the live newest chunk; `order[len..len + spare]` are live spare
         // elements owned by the field (dropped once: the count is reset first).
         unsafe {
-            let n = (*h).spare;
+            let n = (*h).spare as usize;
             if n == 0 {
                 return;
             }
@@ -306,7 +352,7 @@ impl<T> RepeatedField<T> {
             for i in self.len..self.len + n {
                 let p = self.order.as_ptr().add(i).read();
                 ptr::drop_in_place(p.as_ptr());
-                release_slot(self.chunks, p);
+                release_slot(self.chunks(), p);
             }
         }
     }
@@ -320,10 +366,11 @@ impl<T> RepeatedField<T> {
             // SAFETY: a live element owned by `self`, borrowed mutably through it.
             clear(unsafe { &mut *p.as_ptr() });
         }
-        if let Some(h) = self.chunks {
+        if let Some(h) = self.chunks() {
             // SAFETY: the newest chunk is live; the live elements become the first spares,
             // followed by the older spares (already cleared).
-            unsafe { (*h.as_ptr()).spare += self.len };
+            // (`len + spare` is at most the field's `total`, a `u32`.)
+            unsafe { (*h.as_ptr()).spare += self.len as u32 };
             self.len = 0;
         }
     }
@@ -350,7 +397,7 @@ impl<T> RepeatedField<T> {
         // the slot is unoccupied and goes back to the free list.
         unsafe {
             let v = p.as_ptr().read();
-            release_slot(self.chunks, p);
+            release_slot(self.chunks(), p);
             v
         }
     }
@@ -379,7 +426,7 @@ impl<T> RepeatedField<T> {
     }
     /// Reserves room for `additional` more elements.
     pub fn reserve(&mut self, additional: usize) {
-        let room = self.chunks.map_or(0, |h| {
+        let room = self.chunks().map_or(0, |h| {
             // SAFETY: the newest chunk is live.
             let h = unsafe { &*h.as_ptr() };
             h.cap - h.used
@@ -388,7 +435,7 @@ impl<T> RepeatedField<T> {
             // Start a chunk big enough, and give its first slot back.
             let p = self.take_slot(additional);
             // SAFETY: `p` is an unoccupied slot of the newest chunk.
-            unsafe { release_slot(self.chunks, p) };
+            unsafe { release_slot(self.chunks(), p) };
         }
     }
     /// Keeps the elements for which `f` is true.
@@ -408,7 +455,7 @@ impl<T> RepeatedField<T> {
                     self.len += 1;
                 } else {
                     ptr::drop_in_place(p.as_ptr());
-                    release_slot(self.chunks, p);
+                    release_slot(self.chunks(), p);
                 }
             }
         }
@@ -505,15 +552,20 @@ impl<T: Default> RepeatedField<T> {
     ) -> Result<&mut T, Layout> {
         // The common case of a parse, kept short: the newest chunk has an unused slot, and no
         // spare or freed one comes first.
-        if let Some(h) = self.chunks {
+        if let Some(h) = self.chunks() {
             let h = h.as_ptr();
             // SAFETY: `h` is the live newest chunk; slot `used < cap` is unused, sized and
             // aligned for `T`; the order array in use holds a pointer per slot of all chunks
             // and `len` counts occupied slots only, so `order[len]` is free (no spares).
             unsafe {
                 if (*h).spare == 0 && (*h).free.is_null() && (*h).used < (*h).cap {
-                    let (_, _, slots_at) = chunk_layout::<T>((*h).order_cap, (*h).cap);
-                    let p = h.cast::<u8>().add(slots_at).cast::<T>().add((*h).used);
+                    let (_, _, slots_at) =
+                        chunk_layout::<T>((*h).order_cap as usize, (*h).cap as usize);
+                    let p = h
+                        .cast::<u8>()
+                        .add(slots_at)
+                        .cast::<T>()
+                        .add((*h).used as usize);
                     (*h).used += 1;
                     p.write(T::default());
                     self.order
@@ -540,13 +592,13 @@ impl<T: Default> RepeatedField<T> {
             // SAFETY: `order[len]` is the first spare, a live cleared element owned by `self`;
             // it becomes the last live one.
             unsafe {
-                (*self.chunks.unwrap_unchecked().as_ptr()).spare -= 1;
+                (*self.chunks().unwrap_unchecked().as_ptr()).spare -= 1;
                 let p = self.order.as_ptr().add(self.len).read();
                 self.len += 1;
                 return Ok(&mut *p.as_ptr());
             }
         }
-        let full = self.chunks.is_none_or(|h| {
+        let full = self.chunks().is_none_or(|h| {
             // SAFETY: the newest chunk is live.
             let h = unsafe { &*h.as_ptr() };
             h.free.is_null() && h.used == h.cap
@@ -588,7 +640,7 @@ impl<T> Drop for RepeatedField<T> {
                 ptr::drop_in_place(self.order.as_ptr().add(self.len).read().as_ptr());
             }
         }
-        let mut next = self.chunks.take();
+        let mut next = self.chunks();
         while let Some(h) = next {
             // SAFETY: `h` is a live chunk allocated with this layout; no element lives in it any
             // more.
@@ -598,7 +650,8 @@ impl<T> Drop for RepeatedField<T> {
                 match (*h).block {
                     Some(block) => free_chunk(block),
                     None => {
-                        let (layout, _, _) = chunk_layout::<T>((*h).order_cap, (*h).cap);
+                        let (layout, _, _) =
+                            chunk_layout::<T>((*h).order_cap as usize, (*h).cap as usize);
                         alloc::dealloc(h.cast(), layout);
                     }
                 }
@@ -1007,7 +1060,7 @@ mod tests {
 
     fn chunk_count<T>(r: &RepeatedField<T>) -> usize {
         let mut n = 0;
-        let mut next = r.chunks;
+        let mut next = r.chunks();
         while let Some(h) = next {
             n += 1;
             // SAFETY: the chunks of a live field.
@@ -1043,7 +1096,7 @@ mod tests {
             r.push([i; 32]);
         }
         let (mut slots, mut order) = (0, 0);
-        let mut next = r.chunks;
+        let mut next = r.chunks();
         while let Some(h) = next {
             // SAFETY: the chunks of a live field.
             let h = unsafe { &*h.as_ptr() };

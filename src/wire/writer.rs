@@ -43,14 +43,55 @@ pub fn put_varint<S: Sink + ?Sized>(s: &mut S, v: u64) {
     s.put_varint(v);
 }
 
-/// A [`Sink`] over a buffer of exactly the planned size (the serializers that know the size
-/// first): each write is a bounds check and a copy through a pointer, short copies inline
-/// instead of a call to `memcpy`. A write past the end panics (the size plan was wrong), before
-/// anything is written out of bounds.
+/// Payloads at least this large are offered to a writer's [`Spill`] ([`Spill::defer`]), and a
+/// streaming writer hands them on without copying them into its buffer.
+pub(crate) const LARGE_PAYLOAD_BYTES: usize = 1 << 20;
+
+/// Where a [`SliceWriter`] made with [`SliceWriter::streaming`] or [`SliceWriter::deferring`]
+/// sends what does not go into its buffer. Every serializer encodes through a `SliceWriter`, so
+/// the generated `encode_to` of each message exists once in the library; the few kinds of output
+/// (a `Write`, a file with deferred payloads, an encryptor) differ only here, behind one dynamic
+/// call per buffer-full or large payload.
+pub(crate) trait Spill {
+    /// Takes `bytes`, the next bytes of the output (a streaming writer's full buffer, or a large
+    /// write passed straight through). Errors are the spill's to record.
+    fn take(&mut self, bytes: &[u8]);
+
+    /// Offered a payload of at least [`LARGE_PAYLOAD_BYTES`] at output offset `offset`
+    /// (everything before it has been taken): returns `true` when it places the payload itself
+    /// later, so the writer leaves a gap of its length; `false` to have it written in order.
+    fn defer(&mut self, offset: u64, bytes: &[u8]) -> bool {
+        let _ = (offset, bytes);
+        false
+    }
+}
+
+/// Every [`Sink`] is a [`Spill`] of a streaming writer: it takes the bytes in order.
+impl<S: Sink + ?Sized> Spill for S {
+    fn take(&mut self, bytes: &[u8]) {
+        self.put(bytes);
+    }
+}
+
+/// A [`Sink`] writing into a buffer through a pointer: each write is a bounds check and a copy,
+/// short copies inline instead of a call to `memcpy`.
+///
+/// - [`SliceWriter::new`] / [`SliceWriter::new_uninit`]: a buffer of exactly the planned size
+///   (the serializers that know the size first). A write past the end panics (the size plan was
+///   wrong), before anything is written out of bounds.
+/// - `SliceWriter::deferring` (in the crate): the same, and large payloads are offered to a
+///   `Spill`, which may copy them later (the parallel serializer).
+/// - `SliceWriter::streaming` (in the crate): the buffer is reused; when full, its bytes go to a
+///   `Spill` (a `Write`, a file, an encryptor).
 pub struct SliceWriter<'a> {
     at: *mut u8,
     end: *mut u8,
     start: *mut u8,
+    /// Output bytes before `start`: taken by the spill, or gaps of deferred payloads.
+    base: u64,
+    /// Whether the buffer is reused once its bytes are taken by `spill`.
+    streaming: bool,
+    spill: Option<&'a mut dyn Spill>,
     _buf: PhantomData<&'a mut [MaybeUninit<u8>]>,
 }
 
@@ -64,20 +105,52 @@ impl<'a> SliceWriter<'a> {
             // SAFETY: one past the end of `buf`.
             end: unsafe { start.add(buf.len()) },
             start,
+            base: 0,
+            streaming: false,
+            spill: None,
             _buf: PhantomData,
         }
     }
 
     /// A writer at the start of `buf`.
     pub fn new(buf: &'a mut [u8]) -> Self {
-        // SAFETY: `u8` and `MaybeUninit<u8>` have the same layout, and only initialized bytes
-        // are ever written through the view (nothing makes them uninitialized).
-        Self::new_uninit(unsafe { &mut *(buf as *mut [u8] as *mut [MaybeUninit<u8>]) })
+        Self::new_uninit(as_uninit(buf))
+    }
+
+    /// A writer at the start of `buf` (the whole output, of the planned size) that offers large
+    /// payloads to `spill`: a deferred one leaves its bytes of `buf` as they are.
+    pub(crate) fn deferring(buf: &'a mut [u8], spill: &'a mut dyn Spill) -> Self {
+        Self {
+            spill: Some(spill),
+            ..Self::new(buf)
+        }
+    }
+
+    /// A writer of any length of output through `buf`, which `spill` empties whenever it is full
+    /// (and at [`SliceWriter::finish`]); large payloads go to `spill` directly.
+    pub(crate) fn streaming(buf: &'a mut [MaybeUninit<u8>], spill: &'a mut dyn Spill) -> Self {
+        Self {
+            streaming: true,
+            spill: Some(spill),
+            ..Self::new_uninit(buf)
+        }
     }
 
     /// Bytes written (or skipped) so far.
     #[inline]
     pub fn written(&self) -> usize {
+        self.base as usize + self.buffered()
+    }
+
+    /// Bytes of output so far, as a `u64` (a streaming writer's output may pass `usize::MAX`
+    /// on 32-bit targets).
+    pub(crate) fn position(&self) -> u64 {
+        self.base + self.buffered() as u64
+    }
+
+    /// Bytes in the buffer.
+    #[inline(always)]
+    fn buffered(&self) -> usize {
         self.at as usize - self.start as usize
     }
 
@@ -94,6 +167,81 @@ impl<'a> SliceWriter<'a> {
         // SAFETY: at most `room` bytes on, inside the buffer.
         self.at = unsafe { self.at.add(n) };
     }
+
+    /// Hands the buffered bytes of a streaming writer to its spill (the end of the output);
+    /// returns the output's length.
+    pub(crate) fn finish(mut self) -> u64 {
+        self.drain();
+        self.position()
+    }
+
+    /// A streaming writer's buffered bytes go to the spill; the buffer starts over.
+    fn drain(&mut self) {
+        let n = self.buffered();
+        if n == 0 {
+            return;
+        }
+        if let Some(spill) = self.spill.as_deref_mut() {
+            // SAFETY: the first `n` bytes from `start` were written (initialized) by this writer.
+            spill.take(unsafe { std::slice::from_raw_parts(self.start, n) });
+        }
+        self.base += n as u64;
+        self.at = self.start;
+    }
+
+    /// A write that does not fit: a streaming writer drains its buffer (a write at least the
+    /// buffer's size goes to the spill directly); any other writer overflows.
+    #[cold]
+    #[inline(never)]
+    fn put_slow(&mut self, bytes: &[u8]) {
+        if !self.streaming {
+            overflow();
+        }
+        self.drain();
+        if bytes.len() >= self.room() {
+            self.pass_through(bytes);
+        } else {
+            // SAFETY: fits (checked above); `bytes` cannot overlap the buffer (borrowed mutably).
+            unsafe {
+                std::ptr::copy_nonoverlapping(bytes.as_ptr(), self.at, bytes.len());
+                self.at = self.at.add(bytes.len());
+            }
+        }
+    }
+
+    /// A drained streaming writer's spill takes `bytes` as they are.
+    fn pass_through(&mut self, bytes: &[u8]) {
+        if let Some(spill) = self.spill.as_deref_mut() {
+            spill.take(bytes);
+        }
+        self.base += bytes.len() as u64;
+    }
+
+    /// A payload of at least [`LARGE_PAYLOAD_BYTES`] of a writer with a spill.
+    #[inline(never)]
+    fn put_large_payload(&mut self, bytes: &[u8]) {
+        if self.streaming {
+            self.drain();
+        }
+        let offset = self.position();
+        let deferred = self
+            .spill
+            .as_deref_mut()
+            .is_some_and(|spill| spill.defer(offset, bytes));
+        match (deferred, self.streaming) {
+            (true, true) => self.base += bytes.len() as u64,
+            (true, false) => self.skip(bytes.len()),
+            (false, true) => self.pass_through(bytes),
+            (false, false) => self.put(bytes),
+        }
+    }
+}
+
+/// `buf` as a slice of possibly uninitialized bytes.
+pub(crate) fn as_uninit(buf: &mut [u8]) -> &mut [MaybeUninit<u8>] {
+    // SAFETY: `u8` and `MaybeUninit<u8>` have the same layout, and only initialized bytes are
+    // ever written through the view (nothing makes them uninitialized).
+    unsafe { &mut *(buf as *mut [u8] as *mut [MaybeUninit<u8>]) }
 }
 
 /// The message of a write past the end of a [`SliceWriter`].
@@ -109,13 +257,23 @@ impl Sink for SliceWriter<'_> {
     #[inline(always)]
     fn put(&mut self, bytes: &[u8]) {
         if bytes.len() > self.room() {
-            overflow();
+            self.put_slow(bytes);
+            return;
         }
         // SAFETY: `bytes.len()` bytes of room at `at` (checked above), and the caller's slice
         // cannot overlap the buffer this writer borrows exclusively.
         unsafe {
             copy_short(bytes, self.at);
             self.at = self.at.add(bytes.len());
+        }
+    }
+
+    #[inline]
+    fn put_payload(&mut self, bytes: &[u8]) {
+        if bytes.len() >= LARGE_PAYLOAD_BYTES && self.spill.is_some() {
+            self.put_large_payload(bytes);
+        } else {
+            self.put(bytes);
         }
     }
 
@@ -223,5 +381,110 @@ impl<'a> SizeCursor<'a> {
     /// Number of sizes consumed so far.
     pub fn position(&self) -> usize {
         self.next
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// What a streaming writer's spill was given: the bytes, and the sizes of the pieces.
+    #[derive(Default)]
+    struct Recorder {
+        bytes: Vec<u8>,
+        pieces: Vec<usize>,
+        deferred: Vec<(u64, usize)>,
+        defer_all: bool,
+    }
+
+    impl Spill for Recorder {
+        fn take(&mut self, bytes: &[u8]) {
+            self.bytes.extend_from_slice(bytes);
+            self.pieces.push(bytes.len());
+        }
+        fn defer(&mut self, offset: u64, bytes: &[u8]) -> bool {
+            if self.defer_all {
+                self.deferred.push((offset, bytes.len()));
+            }
+            self.defer_all
+        }
+    }
+
+    /// The same writes into a `Vec` (the expected output).
+    fn writes(s: &mut dyn Sink, payload: &[u8]) {
+        for i in 0..40u64 {
+            s.put_varint(i * 1_000_003);
+            s.put(&b"abcdefghijklmnopqrstuvwxyz0123456789"[..(i as usize % 37)]);
+        }
+        s.put_payload(payload);
+        s.put_varint(u64::MAX);
+        s.put(b"end");
+    }
+
+    #[test]
+    fn streaming_writer_spills_in_order_through_a_small_buffer() {
+        let payload: Vec<u8> = (0..LARGE_PAYLOAD_BYTES + 5).map(|i| i as u8).collect();
+        let mut expected = Vec::new();
+        writes(&mut expected, &payload);
+        for cap in [0, 1, 9, 10, 11, 64, 4096] {
+            let mut rec = Recorder::default();
+            let mut buf = vec![MaybeUninit::<u8>::uninit(); cap];
+            let mut w = SliceWriter::streaming(&mut buf, &mut rec);
+            writes(&mut w, &payload);
+            assert_eq!(w.finish(), expected.len() as u64, "buffer of {cap}");
+            assert_eq!(rec.bytes, expected, "buffer of {cap}");
+            assert!(rec.pieces.iter().all(|&n| n > 0), "no empty pieces");
+            // The payload went to the spill as one piece, not through the buffer.
+            assert!(rec.pieces.contains(&payload.len()), "buffer of {cap}");
+        }
+    }
+
+    #[test]
+    fn streaming_writer_leaves_a_gap_for_a_deferred_payload() {
+        let payload = vec![7u8; LARGE_PAYLOAD_BYTES];
+        let mut rec = Recorder {
+            defer_all: true,
+            ..Recorder::default()
+        };
+        let mut buf = vec![MaybeUninit::<u8>::uninit(); 16];
+        let mut w = SliceWriter::streaming(&mut buf, &mut rec);
+        w.put(b"head");
+        w.put_payload(&payload);
+        w.put(b"tail");
+        assert_eq!(w.finish(), (8 + payload.len()) as u64);
+        assert_eq!(rec.bytes, b"headtail");
+        assert_eq!(rec.deferred, vec![(4, payload.len())]);
+    }
+
+    #[test]
+    fn deferring_writer_skips_deferred_payloads_and_keeps_small_ones() {
+        let large = vec![1u8; LARGE_PAYLOAD_BYTES];
+        let mut out = vec![9u8; 2 + 3 + large.len() + 1];
+        let mut rec = Recorder {
+            defer_all: true,
+            ..Recorder::default()
+        };
+        let mut w = SliceWriter::deferring(&mut out, &mut rec);
+        w.put(b"ab");
+        w.put_payload(b"xyz");
+        w.put_payload(&large);
+        w.put(b"!");
+        assert_eq!(w.written(), out.len());
+        assert_eq!(rec.deferred, vec![(5, large.len())]);
+        assert!(rec.bytes.is_empty());
+        assert_eq!(&out[..5], b"abxyz");
+        assert!(
+            out[5..5 + large.len()].iter().all(|&b| b == 9),
+            "the gap is left as it was"
+        );
+        assert_eq!(out[out.len() - 1], b'!');
+    }
+
+    #[test]
+    #[should_panic(expected = "encoded size differs from the computed size")]
+    fn fixed_writer_panics_on_overflow() {
+        let mut out = [0u8; 3];
+        let mut w = SliceWriter::new(&mut out);
+        w.put(b"abcd");
     }
 }

@@ -12,7 +12,7 @@ use crate::external::checksum::Sha1Hasher;
 use crate::external::options::SaveExternalOptions;
 use crate::external::paths::AtomicOut;
 use crate::external::paths::{OpenError, remove_beneath};
-use crate::storage::write_all_at;
+use crate::storage::{Piece, write_pieces};
 
 const PIECE: usize = 8 << 20;
 
@@ -125,26 +125,35 @@ fn write_files(
     progress: &Progress<'_>,
     dir: &Path,
 ) -> Result<Vec<Option<String>>> {
-    let mut tasks: Vec<(usize, u64, &[u8])> = Vec::new();
+    let mut pieces: Vec<Piece<'_>> = Vec::new();
+    // The weight file of each piece.
+    let mut file_of: Vec<usize> = Vec::new();
     for (i, (f, out)) in files.iter().zip(outs).enumerate() {
         crate::storage::presize(out.file(), f.size).map_err(|e| Error::io(dir.join(&f.rel), e))?;
         for &(bytes, offset) in &f.items {
-            for (k, piece) in bytes.chunks(PIECE).enumerate() {
-                tasks.push((i, offset + (k * PIECE) as u64, piece));
+            for (k, bytes) in bytes.chunks(PIECE).enumerate() {
+                pieces.push(Piece {
+                    file: out.file(),
+                    offset: offset + (k * PIECE) as u64,
+                    bytes,
+                });
+                file_of.push(i);
             }
         }
     }
-    let write = |&(i, offset, piece): &(usize, u64, &[u8])| -> Result<()> {
-        write_all_at(outs[i].file(), piece, offset)
-            .map_err(|e| Error::io(dir.join(&files[i].rel), e))?;
+    let written = |i: usize| {
         if let Some(p) = progress.report {
-            let n = piece.len() as u64;
+            let n = pieces[i].bytes.len() as u64;
             p(
                 progress.done.fetch_add(n, Ordering::Relaxed) + n,
                 progress.total,
             );
         }
-        Ok(())
+    };
+    let write = |pool: Option<&crate::storage::par::ThreadPool>| -> Result<()> {
+        write_pieces(&pieces, pool, &written)
+            .map(drop)
+            .map_err(|(i, e)| Error::io(dir.join(&files[file_of[i]].rel), e))
     };
     let hash = || -> Vec<Option<String>> {
         files
@@ -174,15 +183,13 @@ fn write_files(
     };
     match pool {
         Some(pool) => {
-            use crate::storage::par::prelude::*;
-            let (written, digests) = pool.install(|| {
-                crate::storage::par::join(|| tasks.par_iter().try_for_each(write), hash)
-            });
+            let (written, digests) =
+                pool.install(|| crate::storage::par::join(|| write(Some(&pool)), hash));
             written?;
             Ok(digests)
         }
         None => {
-            tasks.iter().try_for_each(write)?;
+            write(None)?;
             Ok(hash())
         }
     }
