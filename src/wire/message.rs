@@ -110,7 +110,7 @@ pub(crate) trait DynMessage {
 
 impl<M: Message> DynMessage for M {
     fn is_model(&self) -> bool {
-        std::any::TypeId::of::<M>() == std::any::TypeId::of::<crate::proto::ModelProto>()
+        M::NAME == "ModelProto"
     }
     fn decode_from(&mut self, r: &mut Reader<'_>) -> Result<()> {
         decode_top(self, r)
