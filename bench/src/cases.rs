@@ -298,7 +298,7 @@ fn onnx_light_case(a: &CaseArgs) -> (u64, u64) {
         "parse_mem" => {
             let bytes = std::fs::read(&a.model).expect("read");
             let opts = light_parse_opts(t, false);
-            warm_parse_code(a, &opts);
+            warm_parse_code(&opts);
             timed(a.iters, || {
                 onnx_light::parse_from_bytes::<ModelProto>(&bytes, &opts).expect("onnx_light parse")
             })
@@ -321,8 +321,8 @@ fn onnx_light_case(a: &CaseArgs) -> (u64, u64) {
 /// not count the first execution of the library's code: its code pages (file-backed, ~0.8 MiB)
 /// would otherwise be faulted in by the timed run and counted in its peak RSS. The memory that
 /// parse leaves for reuse is given back, so the measured parse still starts without any.
-fn warm_parse_code(a: &CaseArgs, opts: &ParseOptions) {
-    let path = a.out.with_extension("warm.onnx");
+fn warm_parse_code(opts: &ParseOptions) {
+    let path = std::env::temp_dir().join(format!("onnx-bench-warm-{}.onnx", std::process::id()));
     crate::synth::write_metadata_heavy(&path, 10).expect("write the warm-up model");
     let bytes = std::fs::read(&path).expect("read the warm-up model");
     let _ = std::fs::remove_file(&path);

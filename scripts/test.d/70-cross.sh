@@ -44,6 +44,9 @@ fi
 rustup target add "$AARCH64" "$WINDOWS" "$MACOS" "$MSVC"
 command -v cmake >/dev/null 2>&1 || { echo "70-cross: cmake is required (scripts/test-all.sh puts the venv's on PATH)" >&2; exit 1; }
 
+# phase TEXT: the start of a part of the step, with the seconds the step has run so far.
+phase() { echo "[${SECONDS} s] $*"; }
+
 work=$(mktemp -d)
 # (The Wine server of the step's prefix is stopped first: it would write into the removed prefix.)
 trap 'WINEPREFIX="$work/wine" /usr/lib/wine/wineserver -k 2>/dev/null || true
@@ -52,7 +55,7 @@ trap 'WINEPREFIX="$work/wine" /usr/lib/wine/wineserver -k 2>/dev/null || true
 # ---- Linux aarch64 under qemu-user
 export CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_LINKER=aarch64-linux-gnu-gcc
 export CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_RUNNER="qemu-aarch64 -L /usr/aarch64-linux-gnu"
-echo "aarch64: unit tests and the fast integration tests (qemu-user)"
+phase "aarch64: unit tests and the fast integration tests (qemu-user)"
 # The integration tests run there: all but those over 2 GB (large_*), the source checks
 # (generated_files, layers, stands_alone: the same on every target), out_of_memory (qemu-user does
 # not apply its RLIMIT_AS to the guest's memory: allocations that must fail succeed),
@@ -68,7 +71,7 @@ ONNXL_TEST_EMULATED=1 ONNXL_TEST_RUNNER="$CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU
   cargo test -p onnx_light --release --target "$AARCH64" --lib "${AARCH64_TESTS[@]/#/--test=}" -- \
   --skip kill_during_save_never_breaks_the_model
 
-echo "aarch64: shared library exports and C tests (qemu-user)"
+phase "aarch64: shared library exports and C tests (qemu-user)"
 cargo build --release --target "$AARCH64" --lib
 LIB="$ROOT/target/$AARCH64/release/libonnx_light.so"
 others=$(aarch64-linux-gnu-nm -D --defined-only "$LIB" | awk '{print $3}' | grep -v '^onnxl_' || true)
@@ -133,7 +136,7 @@ C
 mkdir -p "target/$WINDOWS/release/deps"
 x86_64-w64-mingw32-gcc -shared -O2 -o "target/$WINDOWS/release/deps/bcryptprimitives.dll" \
   "$work/prng.c" -ladvapi32
-echo "Windows: unit tests (Windows path rules and save lock included) and integration tests (Wine)"
+phase "Windows: unit tests (Windows path rules and save lock included) and integration tests (Wine)"
 # The integration tests that run on Windows, less five whose subject is Linux behaviour: files
 # replaced or deleted while this process maps them (Windows refuses both: a re-save keeps its
 # alternate weight-file name, a mapped directory cannot be removed), and a hard-linked weight
@@ -156,7 +159,7 @@ ONNXL_TEST_FULL_DIR="Z:${work//\//\\}\\full" \
 cargo test -p onnx_light --release --target "$WINDOWS" --lib "${WINDOWS_TESTS[@]/#/--test=}" -- \
   --skip child_process_ "${WINDOWS_SKIPS[@]/#/--skip=}"
 
-echo "Windows: onnx_light.dll exports and C tests (Wine)"
+phase "Windows: onnx_light.dll exports and C tests (Wine)"
 cargo build --release --target "$WINDOWS" --lib
 WIN_OUT="$ROOT/target/$WINDOWS/release"
 exports=$(x86_64-w64-mingw32-objdump -p "$WIN_OUT/onnx_light.dll" \
@@ -173,7 +176,7 @@ cp "$WIN_OUT/onnx_light.dll" "$WIN_OUT/deps/bcryptprimitives.dll" "$win/"
 C_LIBS="-L$WIN_OUT -lonnx_light -lpsapi -Wl,-Bstatic -lpthread -Wl,-Bdynamic" \
   run_c_tests "$win" x86_64-w64-mingw32-gcc .exe /usr/lib/wine/wine64
 
-echo "Windows: the CMake package built with MinGW, and a find_package consumer (Wine)"
+phase "Windows: the CMake package built with MinGW, and a find_package consumer (Wine)"
 cat > "$work/mingw.cmake" <<'CMAKE'
 # Cross-compiling for Windows x86-64 with Debian's MinGW-w64.
 set(CMAKE_SYSTEM_NAME Windows)
@@ -230,7 +233,7 @@ grep -q "6 nodes: MatMul Add Relu MatMul Add Softmax; round trip identical" <<<"
 # is of the minimal library (--no-default-features: no ring), with Debian's clang assembling
 # psm's (stacker's) assembly for the Apple target. Its own target directory: the RUSTFLAGS
 # (-D warnings) do not touch the other builds' fingerprints.
-echo "macOS: cargo check of the minimal library (x86_64-apple-darwin, clang for the target)"
+phase "macOS: cargo check of the minimal library (x86_64-apple-darwin, clang for the target)"
 CC_x86_64_apple_darwin=clang RUSTFLAGS="-D warnings" CARGO_TARGET_DIR="$ROOT/target/macos-check" \
   cargo check -q -p onnx_light --lib --no-default-features --target "$MACOS"
 echo "  compiles"
@@ -240,7 +243,7 @@ echo "  compiles"
 # llvm-lib, which is enough for `cargo check` (nothing is linked); what is checked is that this
 # crate's Rust code compiles for the MSVC target (target_env = "msvc"), warnings denied, in the
 # default and the minimal build.
-echo "Windows MSVC: cargo check of the library, default and minimal (x86_64-pc-windows-msvc)"
+phase "Windows MSVC: cargo check of the library, default and minimal (x86_64-pc-windows-msvc)"
 for features in "" --no-default-features; do
   # shellcheck disable=SC2086
   CC_x86_64_pc_windows_msvc=x86_64-w64-mingw32-gcc AR_x86_64_pc_windows_msvc=llvm-lib \
@@ -248,4 +251,4 @@ for features in "" --no-default-features; do
     cargo check -q -p onnx_light --lib $features --target "$MSVC"
 done
 echo "  compiles"
-echo "70-cross: all passed"
+phase "70-cross: all passed"
