@@ -25,6 +25,9 @@ export PATH="$ROOT/.venv/bin:$PATH"
 
 step "cargo fmt --check"
 cargo fmt --all -- --check
+# The benchmark and the Python package are projects of their own (not workspace members).
+cargo fmt --manifest-path bench/Cargo.toml -- --check
+cargo fmt --manifest-path python/Cargo.toml -- --check
 
 step "cargo clippy -D warnings"
 cargo clippy --workspace --all-targets --release -- -D warnings

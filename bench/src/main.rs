@@ -136,14 +136,20 @@ fn print_sizes() {
         ("TypeProto", size_of::<g::TypeProto>()),
         ("TypeProto.Tensor", size_of::<g::TypeProtoTensor>()),
         ("TensorShapeProto", size_of::<g::TensorShapeProto>()),
-        ("TensorShapeProto.Dimension", size_of::<g::TensorShapeProtoDimension>()),
+        (
+            "TensorShapeProto.Dimension",
+            size_of::<g::TensorShapeProtoDimension>(),
+        ),
         ("AttributeProto", size_of::<g::AttributeProto>()),
         ("TensorProto", size_of::<g::TensorProto>()),
         ("ProtoString", size_of::<ProtoString>()),
         ("Option<ProtoString>", size_of::<Option<ProtoString>>()),
         ("UnknownFields", size_of::<UnknownFields>()),
         ("RepeatedField<_>", size_of::<RepeatedField<g::NodeProto>>()),
-        ("InlineVec<ProtoString, 2>", size_of::<InlineVec<ProtoString, 2>>()),
+        (
+            "InlineVec<ProtoString, 2>",
+            size_of::<InlineVec<ProtoString, 2>>(),
+        ),
         ("InlineVec<i64, 4>", size_of::<InlineVec<i64, 4>>()),
     ];
     println!("| type | bytes |\n|---|---|");
