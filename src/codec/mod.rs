@@ -113,18 +113,15 @@ pub fn parse_from_bytes<M: Message>(bytes: &[u8], opts: &ParseOptions) -> Result
     parse_bytes(bytes, opts, false)
 }
 
-/// [`parse_from_bytes`] of an input that may be cut at an unknown point: a length prefix that
-/// runs past the end of its message is read through, and the parse fails after walking the
-/// whole input (see `DecodeConfig::read_through_overruns`). Its work does not depend on where
-/// the cut falls.
-pub(crate) fn parse_from_bytes_reading_through<M: Message>(
+/// [`parse_from_bytes`], reading through overruns when `read_through` is set: for an input that
+/// may be cut at an unknown point, a length prefix that runs past the end of its message is read
+/// through, and the parse fails after walking the whole input (see
+/// `DecodeConfig::read_through_overruns`); its work then does not depend on where the cut falls.
+pub(crate) fn parse_bytes<M: Message>(
     bytes: &[u8],
     opts: &ParseOptions,
+    read_through: bool,
 ) -> Result<M> {
-    parse_bytes(bytes, opts, true)
-}
-
-fn parse_bytes<M: Message>(bytes: &[u8], opts: &ParseOptions, read_through: bool) -> Result<M> {
     let mut cfg = decode_config(opts, PayloadMode::Copy)?;
     cfg.read_through_overruns = read_through;
     decode(Reader::new(bytes, &cfg), opts)
@@ -142,16 +139,18 @@ where
     parse_shared(data, opts, None, false)
 }
 
-/// [`parse_from_shared`] reading through overruns, like [`parse_from_bytes_reading_through`].
-pub(crate) fn parse_from_shared_reading_through<M, T>(
+/// [`parse_from_shared`], reading through overruns when `read_through` is set (see
+/// [`parse_bytes`]).
+pub(crate) fn parse_shared_bytes<M, T>(
     data: Arc<T>,
     opts: &ParseOptions,
+    read_through: bool,
 ) -> Result<M>
 where
     M: Message,
     T: AsRef<[u8]> + Send + Sync + 'static,
 {
-    parse_shared(data, opts, None, true)
+    parse_shared(data, opts, None, read_through)
 }
 
 /// [`parse_from_shared`], handing the input range of each large payload it copies (a
@@ -494,7 +493,7 @@ mod tests {
     fn reading_through_overruns_fails_at_the_end_wherever_the_cut_falls() {
         let bytes = model_bytes(300);
         let opts = ParseOptions::default();
-        let whole: ModelProto = parse_from_bytes_reading_through(&bytes, &opts).unwrap();
+        let whole: ModelProto = parse_bytes(&bytes, &opts, true).unwrap();
         assert_eq!(
             whole,
             parse_from_bytes::<ModelProto>(&bytes, &opts).unwrap()
@@ -508,9 +507,7 @@ mod tests {
             assert!(stop.offset < 8, "{stop}");
             // ... reading through reports the same error (without the field path), after
             // walking every node.
-            let Err(Error::Decode(through)) =
-                parse_from_bytes_reading_through::<ModelProto>(input, &opts)
-            else {
+            let Err(Error::Decode(through)) = parse_bytes::<ModelProto>(input, &opts, true) else {
                 panic!("a model cut by {cut} bytes parsed");
             };
             assert_eq!((&through.kind, through.offset), (&stop.kind, stop.offset));

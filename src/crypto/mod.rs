@@ -46,9 +46,7 @@ pub use stream::{
     StreamEncryptor,
 };
 
-use crate::codec::{
-    FileLoadMode, ParseOptions, SerializeOptions, parse_file, parse_from_bytes_reading_through,
-};
+use crate::codec::{FileLoadMode, ParseOptions, SerializeOptions, parse_bytes, parse_file};
 use crate::error::{Error, Result};
 use crate::proto::ModelProto;
 use crate::storage::AtomicFile;
@@ -253,7 +251,7 @@ pub(crate) fn onnxcry1_plausible(m: &ModelProto) -> bool {
 }
 
 /// Whether `plaintext` is an acceptable ONNXCRY1 plaintext (structure only; payloads are
-/// skipped, not copied). The parse reads through a cut (see `parse_from_bytes_reading_through`):
+/// skipped, not copied). The parse reads through a cut (see `crate::codec::parse_bytes`):
 /// where a decrypted plaintext ends depends on its padding byte, and the check's work must not.
 fn onnxcry1_plaintext_ok(plaintext: &[u8]) -> bool {
     let opts = ParseOptions {
@@ -261,8 +259,7 @@ fn onnxcry1_plaintext_ok(plaintext: &[u8]) -> bool {
         load_external_data: false,
         ..ParseOptions::default()
     };
-    parse_from_bytes_reading_through::<ModelProto>(plaintext, &opts)
-        .is_ok_and(|m| onnxcry1_plausible(&m))
+    parse_bytes::<ModelProto>(plaintext, &opts, true).is_ok_and(|m| onnxcry1_plausible(&m))
 }
 
 /// The error of writing ONNXCRY1 for something it cannot hold.

@@ -13,10 +13,7 @@ use super::{
     EncryptionOptions, Params, cbc, decrypt_any, detect_file_format, encrypt_to_vec,
     onnxcry1_plausible, onnxcry1_refused, read_oneshot, require_encryption,
 };
-use crate::codec::{
-    ParseOptions, parse_from_bytes, parse_from_bytes_reading_through, parse_from_shared,
-    parse_from_shared_reading_through, plan, skip_payloads,
-};
+use crate::codec::{ParseOptions, parse_bytes, parse_shared_bytes, plan, skip_payloads};
 use crate::error::{Error, Result};
 use crate::proto::ModelProto;
 use crate::secret::SecretBytes;
@@ -131,11 +128,10 @@ fn parse_plaintext(
     // ONNXCRY1's plaintext ends where its (unauthenticated) padding byte says: the parse reads
     // through a cut so that its work does not depend on that byte (no padding oracle).
     let cut = format == EncryptionFormat::AesCbc;
-    let parsed = match (opts.no_copy && !opts.skip_raw_data, cut) {
-        (true, false) => parse_from_shared::<ModelProto, _>(Arc::new(plain), opts),
-        (true, true) => parse_from_shared_reading_through::<ModelProto, _>(Arc::new(plain), opts),
-        (false, false) => parse_from_bytes::<ModelProto>(&plain, opts),
-        (false, true) => parse_from_bytes_reading_through::<ModelProto>(&plain, opts),
+    let parsed = if opts.no_copy && !opts.skip_raw_data {
+        parse_shared_bytes::<ModelProto, _>(Arc::new(plain), opts, cut)
+    } else {
+        parse_bytes::<ModelProto>(&plain, opts, cut)
     };
     match parsed {
         Err(Error::Decode(_)) if format == EncryptionFormat::AesCbc => Err(cbc::auth_error()),
