@@ -345,7 +345,7 @@ pub unsafe extern "C" fn onnxl_attribute_proto_set_name(m: *mut OnnxlAttributePr
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_attribute_proto_has_ref_attr_name(m: *const OnnxlAttributeProto) -> bool {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { read(m, false, |m| Ok(m.ref_attr_name.is_some())) }
+    unsafe { read(m, false, |m| Ok(m.rare.ref_attr_name.is_some())) }
 }
 
 /// Unsets `ref_attr_name`.
@@ -357,7 +357,7 @@ pub unsafe extern "C" fn onnxl_attribute_proto_has_ref_attr_name(m: *const Onnxl
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_attribute_proto_clear_ref_attr_name(m: *mut OnnxlAttributeProto) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { write(m, |m| { m.ref_attr_name = None; Ok(()) }) }
+    unsafe { write(m, |m| { m.rare.ref_attr_name = None; Ok(()) }) }
 }
 
 /// A view of `ref_attr_name` (empty when unset; `data` NULL only when `m` is NULL).
@@ -369,7 +369,7 @@ pub unsafe extern "C" fn onnxl_attribute_proto_clear_ref_attr_name(m: *mut Onnxl
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_attribute_proto_ref_attr_name(m: *const OnnxlAttributeProto) -> OnnxlStr {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { read(m, OnnxlStr::FAILED, |m| Ok(OnnxlStr::of(m.ref_attr_name.as_deref().unwrap_or_default()))) }
+    unsafe { read(m, OnnxlStr::FAILED, |m| Ok(OnnxlStr::of(m.rare.ref_attr_name.as_deref().unwrap_or_default()))) }
 }
 
 /// Sets `ref_attr_name` to a copy of `len` bytes at `data`.
@@ -381,7 +381,7 @@ pub unsafe extern "C" fn onnxl_attribute_proto_ref_attr_name(m: *const OnnxlAttr
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_attribute_proto_set_ref_attr_name(m: *mut OnnxlAttributeProto, data: *const c_char, len: usize) -> OnnxlStatus {
     // SAFETY: forwarded contract above.
-    unsafe { write_copied(m, data.cast::<u8>(), len, |m, v| { m.ref_attr_name = Some(ProtoString::from(v)); Ok(()) }) }
+    unsafe { write_copied(m, data.cast::<u8>(), len, |m, v| { m.rare.ref_attr_name = Some(ProtoString::from(v)); Ok(()) }) }
 }
 
 /// True when `doc_string` is set (proto2 presence: set to its default still counts).
@@ -393,7 +393,7 @@ pub unsafe extern "C" fn onnxl_attribute_proto_set_ref_attr_name(m: *mut OnnxlAt
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_attribute_proto_has_doc_string(m: *const OnnxlAttributeProto) -> bool {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { read(m, false, |m| Ok(m.doc_string.is_some())) }
+    unsafe { read(m, false, |m| Ok(m.rare.doc_string.is_some())) }
 }
 
 /// Unsets `doc_string`.
@@ -405,7 +405,7 @@ pub unsafe extern "C" fn onnxl_attribute_proto_has_doc_string(m: *const OnnxlAtt
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_attribute_proto_clear_doc_string(m: *mut OnnxlAttributeProto) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { write(m, |m| { m.doc_string = None; Ok(()) }) }
+    unsafe { write(m, |m| { m.rare.doc_string = None; Ok(()) }) }
 }
 
 /// A view of `doc_string` (empty when unset; `data` NULL only when `m` is NULL).
@@ -417,7 +417,7 @@ pub unsafe extern "C" fn onnxl_attribute_proto_clear_doc_string(m: *mut OnnxlAtt
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_attribute_proto_doc_string(m: *const OnnxlAttributeProto) -> OnnxlStr {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { read(m, OnnxlStr::FAILED, |m| Ok(OnnxlStr::of(m.doc_string.as_deref().unwrap_or_default()))) }
+    unsafe { read(m, OnnxlStr::FAILED, |m| Ok(OnnxlStr::of(m.rare.doc_string.as_deref().unwrap_or_default()))) }
 }
 
 /// Sets `doc_string` to a copy of `len` bytes at `data`.
@@ -429,7 +429,7 @@ pub unsafe extern "C" fn onnxl_attribute_proto_doc_string(m: *const OnnxlAttribu
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_attribute_proto_set_doc_string(m: *mut OnnxlAttributeProto, data: *const c_char, len: usize) -> OnnxlStatus {
     // SAFETY: forwarded contract above.
-    unsafe { write_copied(m, data.cast::<u8>(), len, |m, v| { m.doc_string = Some(ProtoString::from(v)); Ok(()) }) }
+    unsafe { write_copied(m, data.cast::<u8>(), len, |m, v| { m.rare.doc_string = Some(ProtoString::from(v)); Ok(()) }) }
 }
 
 /// True when `type` is set (proto2 presence: set to its default still counts).
@@ -633,7 +633,7 @@ pub unsafe extern "C" fn onnxl_attribute_proto_set_s(m: *mut OnnxlAttributeProto
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_attribute_proto_has_t(m: *const OnnxlAttributeProto) -> bool {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { read(m, false, |m| Ok(m.t.is_some())) }
+    unsafe { read(m, false, |m| Ok(m.rare.t.is_some())) }
 }
 
 /// Unsets `t`.
@@ -645,7 +645,7 @@ pub unsafe extern "C" fn onnxl_attribute_proto_has_t(m: *const OnnxlAttributePro
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_attribute_proto_clear_t(m: *mut OnnxlAttributeProto) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { write(m, |m| { m.t = None; Ok(()) }) }
+    unsafe { write(m, |m| { m.rare.t = None; Ok(()) }) }
 }
 
 /// `t` (read-only); when unset, a shared empty default `TensorProto`. NULL only when `m` is NULL.
@@ -681,7 +681,7 @@ pub unsafe extern "C" fn onnxl_attribute_proto_mutable_t(m: *mut OnnxlAttributeP
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_attribute_proto_has_g(m: *const OnnxlAttributeProto) -> bool {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { read(m, false, |m| Ok(m.g.is_some())) }
+    unsafe { read(m, false, |m| Ok(m.rare.g.is_some())) }
 }
 
 /// Unsets `g`.
@@ -693,7 +693,7 @@ pub unsafe extern "C" fn onnxl_attribute_proto_has_g(m: *const OnnxlAttributePro
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_attribute_proto_clear_g(m: *mut OnnxlAttributeProto) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { write(m, |m| { m.g = None; Ok(()) }) }
+    unsafe { write(m, |m| { m.rare.g = None; Ok(()) }) }
 }
 
 /// `g` (read-only); when unset, a shared empty default `GraphProto`. NULL only when `m` is NULL.
@@ -729,7 +729,7 @@ pub unsafe extern "C" fn onnxl_attribute_proto_mutable_g(m: *mut OnnxlAttributeP
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_attribute_proto_has_sparse_tensor(m: *const OnnxlAttributeProto) -> bool {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { read(m, false, |m| Ok(m.sparse_tensor.is_some())) }
+    unsafe { read(m, false, |m| Ok(m.rare.sparse_tensor.is_some())) }
 }
 
 /// Unsets `sparse_tensor`.
@@ -741,7 +741,7 @@ pub unsafe extern "C" fn onnxl_attribute_proto_has_sparse_tensor(m: *const Onnxl
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_attribute_proto_clear_sparse_tensor(m: *mut OnnxlAttributeProto) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { write(m, |m| { m.sparse_tensor = None; Ok(()) }) }
+    unsafe { write(m, |m| { m.rare.sparse_tensor = None; Ok(()) }) }
 }
 
 /// `sparse_tensor` (read-only); when unset, a shared empty default `SparseTensorProto`. NULL only when `m` is NULL.
@@ -777,7 +777,7 @@ pub unsafe extern "C" fn onnxl_attribute_proto_mutable_sparse_tensor(m: *mut Onn
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_attribute_proto_has_tp(m: *const OnnxlAttributeProto) -> bool {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { read(m, false, |m| Ok(m.tp.is_some())) }
+    unsafe { read(m, false, |m| Ok(m.rare.tp.is_some())) }
 }
 
 /// Unsets `tp`.
@@ -789,7 +789,7 @@ pub unsafe extern "C" fn onnxl_attribute_proto_has_tp(m: *const OnnxlAttributePr
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_attribute_proto_clear_tp(m: *mut OnnxlAttributeProto) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { write(m, |m| { m.tp = None; Ok(()) }) }
+    unsafe { write(m, |m| { m.rare.tp = None; Ok(()) }) }
 }
 
 /// `tp` (read-only); when unset, a shared empty default `TypeProto`. NULL only when `m` is NULL.
@@ -1113,7 +1113,7 @@ pub unsafe extern "C" fn onnxl_attribute_proto_add_strings(m: *mut OnnxlAttribut
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_attribute_proto_tensors_size(m: *const OnnxlAttributeProto) -> usize {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { read(m, 0, |m| Ok(m.tensors.len())) }
+    unsafe { read(m, 0, |m| Ok(m.rare.tensors.len())) }
 }
 
 /// Removes every `tensors` element.
@@ -1125,7 +1125,7 @@ pub unsafe extern "C" fn onnxl_attribute_proto_tensors_size(m: *const OnnxlAttri
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_attribute_proto_clear_tensors(m: *mut OnnxlAttributeProto) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { write(m, |m| { m.tensors.clear(); Ok(()) }) }
+    unsafe { write(m, |m| { m.rare.tensors.clear(); Ok(()) }) }
 }
 
 /// Removes `tensors` element `i`; later elements move down by one (`ONNXL_STATUS_OUT_OF_RANGE` when `i` >= size).
@@ -1137,7 +1137,7 @@ pub unsafe extern "C" fn onnxl_attribute_proto_clear_tensors(m: *mut OnnxlAttrib
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_attribute_proto_remove_tensors(m: *mut OnnxlAttributeProto, i: usize) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { write(m, |m| remove_at(&mut m.tensors, i, "AttributeProto.tensors")) }
+    unsafe { write(m, |m| remove_at(&mut m.rare.tensors, i, "AttributeProto.tensors")) }
 }
 
 /// `tensors` element `i` (read-only); NULL when `i` >= size or `m` is NULL.
@@ -1149,7 +1149,7 @@ pub unsafe extern "C" fn onnxl_attribute_proto_remove_tensors(m: *mut OnnxlAttri
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_attribute_proto_tensors(m: *const OnnxlAttributeProto, i: usize) -> *const OnnxlTensorProto {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { child::<OnnxlAttributeProto, OnnxlTensorProto>(m, |m| elem(&m.tensors, i, "AttributeProto.tensors")) }
+    unsafe { child::<OnnxlAttributeProto, OnnxlTensorProto>(m, |m| elem(&m.rare.tensors, i, "AttributeProto.tensors")) }
 }
 
 /// `tensors` element `i` for writing; NULL when `i` >= size or `m` is NULL.
@@ -1161,7 +1161,7 @@ pub unsafe extern "C" fn onnxl_attribute_proto_tensors(m: *const OnnxlAttributeP
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_attribute_proto_mutable_tensors(m: *mut OnnxlAttributeProto, i: usize) -> *mut OnnxlTensorProto {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { child_mut::<OnnxlAttributeProto, OnnxlTensorProto>(m, |m| elem_mut(&mut m.tensors, i, "AttributeProto.tensors")) }
+    unsafe { child_mut::<OnnxlAttributeProto, OnnxlTensorProto>(m, |m| elem_mut(&mut m.rare.tensors, i, "AttributeProto.tensors")) }
 }
 
 /// Appends an empty `TensorProto` to `tensors` and returns it for writing; NULL only when `m` is NULL.
@@ -1173,7 +1173,7 @@ pub unsafe extern "C" fn onnxl_attribute_proto_mutable_tensors(m: *mut OnnxlAttr
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_attribute_proto_add_tensors(m: *mut OnnxlAttributeProto) -> *mut OnnxlTensorProto {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { child_mut::<OnnxlAttributeProto, OnnxlTensorProto>(m, |m| { m.tensors.push(TensorProto::new()); Ok(m.tensors.last_mut().expect("just pushed")) }) }
+    unsafe { child_mut::<OnnxlAttributeProto, OnnxlTensorProto>(m, |m| { m.rare.tensors.push(TensorProto::new()); Ok(m.rare.tensors.last_mut().expect("just pushed")) }) }
 }
 
 /// Number of `graphs` elements (0 when `m` is NULL).
@@ -1185,7 +1185,7 @@ pub unsafe extern "C" fn onnxl_attribute_proto_add_tensors(m: *mut OnnxlAttribut
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_attribute_proto_graphs_size(m: *const OnnxlAttributeProto) -> usize {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { read(m, 0, |m| Ok(m.graphs.len())) }
+    unsafe { read(m, 0, |m| Ok(m.rare.graphs.len())) }
 }
 
 /// Removes every `graphs` element.
@@ -1197,7 +1197,7 @@ pub unsafe extern "C" fn onnxl_attribute_proto_graphs_size(m: *const OnnxlAttrib
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_attribute_proto_clear_graphs(m: *mut OnnxlAttributeProto) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { write(m, |m| { m.graphs.clear(); Ok(()) }) }
+    unsafe { write(m, |m| { m.rare.graphs.clear(); Ok(()) }) }
 }
 
 /// Removes `graphs` element `i`; later elements move down by one (`ONNXL_STATUS_OUT_OF_RANGE` when `i` >= size).
@@ -1209,7 +1209,7 @@ pub unsafe extern "C" fn onnxl_attribute_proto_clear_graphs(m: *mut OnnxlAttribu
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_attribute_proto_remove_graphs(m: *mut OnnxlAttributeProto, i: usize) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { write(m, |m| remove_at(&mut m.graphs, i, "AttributeProto.graphs")) }
+    unsafe { write(m, |m| remove_at(&mut m.rare.graphs, i, "AttributeProto.graphs")) }
 }
 
 /// `graphs` element `i` (read-only); NULL when `i` >= size or `m` is NULL.
@@ -1221,7 +1221,7 @@ pub unsafe extern "C" fn onnxl_attribute_proto_remove_graphs(m: *mut OnnxlAttrib
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_attribute_proto_graphs(m: *const OnnxlAttributeProto, i: usize) -> *const OnnxlGraphProto {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { child::<OnnxlAttributeProto, OnnxlGraphProto>(m, |m| elem(&m.graphs, i, "AttributeProto.graphs")) }
+    unsafe { child::<OnnxlAttributeProto, OnnxlGraphProto>(m, |m| elem(&m.rare.graphs, i, "AttributeProto.graphs")) }
 }
 
 /// `graphs` element `i` for writing; NULL when `i` >= size or `m` is NULL.
@@ -1233,7 +1233,7 @@ pub unsafe extern "C" fn onnxl_attribute_proto_graphs(m: *const OnnxlAttributePr
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_attribute_proto_mutable_graphs(m: *mut OnnxlAttributeProto, i: usize) -> *mut OnnxlGraphProto {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { child_mut::<OnnxlAttributeProto, OnnxlGraphProto>(m, |m| elem_mut(&mut m.graphs, i, "AttributeProto.graphs")) }
+    unsafe { child_mut::<OnnxlAttributeProto, OnnxlGraphProto>(m, |m| elem_mut(&mut m.rare.graphs, i, "AttributeProto.graphs")) }
 }
 
 /// Appends an empty `GraphProto` to `graphs` and returns it for writing; NULL only when `m` is NULL.
@@ -1245,7 +1245,7 @@ pub unsafe extern "C" fn onnxl_attribute_proto_mutable_graphs(m: *mut OnnxlAttri
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_attribute_proto_add_graphs(m: *mut OnnxlAttributeProto) -> *mut OnnxlGraphProto {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { child_mut::<OnnxlAttributeProto, OnnxlGraphProto>(m, |m| { m.graphs.push(GraphProto::new()); Ok(m.graphs.last_mut().expect("just pushed")) }) }
+    unsafe { child_mut::<OnnxlAttributeProto, OnnxlGraphProto>(m, |m| { m.rare.graphs.push(GraphProto::new()); Ok(m.rare.graphs.last_mut().expect("just pushed")) }) }
 }
 
 /// Number of `sparse_tensors` elements (0 when `m` is NULL).
@@ -1257,7 +1257,7 @@ pub unsafe extern "C" fn onnxl_attribute_proto_add_graphs(m: *mut OnnxlAttribute
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_attribute_proto_sparse_tensors_size(m: *const OnnxlAttributeProto) -> usize {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { read(m, 0, |m| Ok(m.sparse_tensors.len())) }
+    unsafe { read(m, 0, |m| Ok(m.rare.sparse_tensors.len())) }
 }
 
 /// Removes every `sparse_tensors` element.
@@ -1269,7 +1269,7 @@ pub unsafe extern "C" fn onnxl_attribute_proto_sparse_tensors_size(m: *const Onn
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_attribute_proto_clear_sparse_tensors(m: *mut OnnxlAttributeProto) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { write(m, |m| { m.sparse_tensors.clear(); Ok(()) }) }
+    unsafe { write(m, |m| { m.rare.sparse_tensors.clear(); Ok(()) }) }
 }
 
 /// Removes `sparse_tensors` element `i`; later elements move down by one (`ONNXL_STATUS_OUT_OF_RANGE` when `i` >= size).
@@ -1281,7 +1281,7 @@ pub unsafe extern "C" fn onnxl_attribute_proto_clear_sparse_tensors(m: *mut Onnx
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_attribute_proto_remove_sparse_tensors(m: *mut OnnxlAttributeProto, i: usize) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { write(m, |m| remove_at(&mut m.sparse_tensors, i, "AttributeProto.sparse_tensors")) }
+    unsafe { write(m, |m| remove_at(&mut m.rare.sparse_tensors, i, "AttributeProto.sparse_tensors")) }
 }
 
 /// `sparse_tensors` element `i` (read-only); NULL when `i` >= size or `m` is NULL.
@@ -1293,7 +1293,7 @@ pub unsafe extern "C" fn onnxl_attribute_proto_remove_sparse_tensors(m: *mut Onn
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_attribute_proto_sparse_tensors(m: *const OnnxlAttributeProto, i: usize) -> *const OnnxlSparseTensorProto {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { child::<OnnxlAttributeProto, OnnxlSparseTensorProto>(m, |m| elem(&m.sparse_tensors, i, "AttributeProto.sparse_tensors")) }
+    unsafe { child::<OnnxlAttributeProto, OnnxlSparseTensorProto>(m, |m| elem(&m.rare.sparse_tensors, i, "AttributeProto.sparse_tensors")) }
 }
 
 /// `sparse_tensors` element `i` for writing; NULL when `i` >= size or `m` is NULL.
@@ -1305,7 +1305,7 @@ pub unsafe extern "C" fn onnxl_attribute_proto_sparse_tensors(m: *const OnnxlAtt
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_attribute_proto_mutable_sparse_tensors(m: *mut OnnxlAttributeProto, i: usize) -> *mut OnnxlSparseTensorProto {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { child_mut::<OnnxlAttributeProto, OnnxlSparseTensorProto>(m, |m| elem_mut(&mut m.sparse_tensors, i, "AttributeProto.sparse_tensors")) }
+    unsafe { child_mut::<OnnxlAttributeProto, OnnxlSparseTensorProto>(m, |m| elem_mut(&mut m.rare.sparse_tensors, i, "AttributeProto.sparse_tensors")) }
 }
 
 /// Appends an empty `SparseTensorProto` to `sparse_tensors` and returns it for writing; NULL only when `m` is NULL.
@@ -1317,7 +1317,7 @@ pub unsafe extern "C" fn onnxl_attribute_proto_mutable_sparse_tensors(m: *mut On
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_attribute_proto_add_sparse_tensors(m: *mut OnnxlAttributeProto) -> *mut OnnxlSparseTensorProto {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { child_mut::<OnnxlAttributeProto, OnnxlSparseTensorProto>(m, |m| { m.sparse_tensors.push(SparseTensorProto::new()); Ok(m.sparse_tensors.last_mut().expect("just pushed")) }) }
+    unsafe { child_mut::<OnnxlAttributeProto, OnnxlSparseTensorProto>(m, |m| { m.rare.sparse_tensors.push(SparseTensorProto::new()); Ok(m.rare.sparse_tensors.last_mut().expect("just pushed")) }) }
 }
 
 /// Number of `type_protos` elements (0 when `m` is NULL).
@@ -1329,7 +1329,7 @@ pub unsafe extern "C" fn onnxl_attribute_proto_add_sparse_tensors(m: *mut OnnxlA
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_attribute_proto_type_protos_size(m: *const OnnxlAttributeProto) -> usize {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { read(m, 0, |m| Ok(m.type_protos.len())) }
+    unsafe { read(m, 0, |m| Ok(m.rare.type_protos.len())) }
 }
 
 /// Removes every `type_protos` element.
@@ -1341,7 +1341,7 @@ pub unsafe extern "C" fn onnxl_attribute_proto_type_protos_size(m: *const OnnxlA
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_attribute_proto_clear_type_protos(m: *mut OnnxlAttributeProto) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { write(m, |m| { m.type_protos.clear(); Ok(()) }) }
+    unsafe { write(m, |m| { m.rare.type_protos.clear(); Ok(()) }) }
 }
 
 /// Removes `type_protos` element `i`; later elements move down by one (`ONNXL_STATUS_OUT_OF_RANGE` when `i` >= size).
@@ -1353,7 +1353,7 @@ pub unsafe extern "C" fn onnxl_attribute_proto_clear_type_protos(m: *mut OnnxlAt
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_attribute_proto_remove_type_protos(m: *mut OnnxlAttributeProto, i: usize) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { write(m, |m| remove_at(&mut m.type_protos, i, "AttributeProto.type_protos")) }
+    unsafe { write(m, |m| remove_at(&mut m.rare.type_protos, i, "AttributeProto.type_protos")) }
 }
 
 /// `type_protos` element `i` (read-only); NULL when `i` >= size or `m` is NULL.
@@ -1365,7 +1365,7 @@ pub unsafe extern "C" fn onnxl_attribute_proto_remove_type_protos(m: *mut OnnxlA
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_attribute_proto_type_protos(m: *const OnnxlAttributeProto, i: usize) -> *const OnnxlTypeProto {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { child::<OnnxlAttributeProto, OnnxlTypeProto>(m, |m| elem(&m.type_protos, i, "AttributeProto.type_protos")) }
+    unsafe { child::<OnnxlAttributeProto, OnnxlTypeProto>(m, |m| elem(&m.rare.type_protos, i, "AttributeProto.type_protos")) }
 }
 
 /// `type_protos` element `i` for writing; NULL when `i` >= size or `m` is NULL.
@@ -1377,7 +1377,7 @@ pub unsafe extern "C" fn onnxl_attribute_proto_type_protos(m: *const OnnxlAttrib
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_attribute_proto_mutable_type_protos(m: *mut OnnxlAttributeProto, i: usize) -> *mut OnnxlTypeProto {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { child_mut::<OnnxlAttributeProto, OnnxlTypeProto>(m, |m| elem_mut(&mut m.type_protos, i, "AttributeProto.type_protos")) }
+    unsafe { child_mut::<OnnxlAttributeProto, OnnxlTypeProto>(m, |m| elem_mut(&mut m.rare.type_protos, i, "AttributeProto.type_protos")) }
 }
 
 /// Appends an empty `TypeProto` to `type_protos` and returns it for writing; NULL only when `m` is NULL.
@@ -1389,7 +1389,7 @@ pub unsafe extern "C" fn onnxl_attribute_proto_mutable_type_protos(m: *mut Onnxl
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_attribute_proto_add_type_protos(m: *mut OnnxlAttributeProto) -> *mut OnnxlTypeProto {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { child_mut::<OnnxlAttributeProto, OnnxlTypeProto>(m, |m| { m.type_protos.push(TypeProto::new()); Ok(m.type_protos.last_mut().expect("just pushed")) }) }
+    unsafe { child_mut::<OnnxlAttributeProto, OnnxlTypeProto>(m, |m| { m.rare.type_protos.push(TypeProto::new()); Ok(m.rare.type_protos.last_mut().expect("just pushed")) }) }
 }
 
 /// `onnx.ValueInfoProto` (opaque handle).
