@@ -845,7 +845,13 @@ fn gen_codec(o: &mut String, m: &MessageDef) {
     writeln!(o, "        while let Some(tag) = r.read_tag()? {{").unwrap();
     writeln!(o, "            match tag {{").unwrap();
     for f in m.fields {
-        gen_decode_arms(o, m, f);
+        if is_rare(m, f) {
+            let mut arms = String::new();
+            gen_decode_arms(&mut arms, m, f);
+            o.push_str(&allocating_rare(&arms));
+        } else {
+            gen_decode_arms(o, m, f);
+        }
     }
     writeln!(
         o,
@@ -911,6 +917,35 @@ fn gen_codec(o: &mut String, m: &MessageDef) {
         .unwrap();
     }
     writeln!(o, "}}\n").unwrap();
+}
+
+/// Decode arms of a rare field, each allocating the rare box first (fallibly: the writes through
+/// `DerefMut` after it do not allocate).
+fn allocating_rare(arms: &str) -> String {
+    const ARM: &str = "                ";
+    let mut starts: Vec<usize> = Vec::new();
+    let mut at = 0;
+    for line in arms.split_inclusive('\n') {
+        let rest = line.strip_prefix(ARM).unwrap_or("");
+        if rest.starts_with(|c: char| c.is_ascii_digit()) && rest.contains(" => ") {
+            starts.push(at);
+        }
+        at += line.len();
+    }
+    starts.push(arms.len());
+    let mut out = String::new();
+    for w in starts.windows(2) {
+        let arm = &arms[w[0]..w[1]];
+        let (head, body) = arm.split_once(" => ").expect("a match arm");
+        let body = body.trim_end();
+        let body = body.strip_suffix(',').unwrap_or(body);
+        writeln!(
+            out,
+            "{head} => {{\n{ARM}    r.alloc_rare(&mut self.rare)?;\n{ARM}    {body}\n{ARM}}}"
+        )
+        .unwrap();
+    }
+    out
 }
 
 /// A function body reading the rare fields of `m` through one reference to them (the box's

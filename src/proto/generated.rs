@@ -188,8 +188,14 @@ impl Message for AttributeProto {
         while let Some(tag) = r.read_tag()? {
             match tag {
                 10 => r.read_string_into(&mut self.name).map_err(|e| e.at("name", None))?,
-                170 => r.read_string_into(&mut self.rare.ref_attr_name).map_err(|e| e.at("ref_attr_name", None))?,
-                106 => r.read_string_into(&mut self.rare.doc_string).map_err(|e| e.at("doc_string", None))?,
+                170 => {
+                    r.alloc_rare(&mut self.rare)?;
+                    r.read_string_into(&mut self.rare.ref_attr_name).map_err(|e| e.at("ref_attr_name", None))?
+                }
+                106 => {
+                    r.alloc_rare(&mut self.rare)?;
+                    r.read_string_into(&mut self.rare.doc_string).map_err(|e| e.at("doc_string", None))?
+                }
                 160 => {
                     let v = r.read_varint().map_err(|e| e.at("type", None))?;
                     if matches!(v as i32, 0 | 1 | 2 | 3 | 4 | 5 | 11 | 13 | 6 | 7 | 8 | 9 | 10 | 12 | 14) {
@@ -201,10 +207,22 @@ impl Message for AttributeProto {
                 21 => self.f = Some(f32::from_bits(r.read_fixed32().map_err(|e| e.at("f", None))?)),
                 24 => self.i = Some(r.read_varint().map_err(|e| e.at("i", None))? as i64),
                 34 => r.read_string_into(&mut self.s).map_err(|e| e.at("s", None))?,
-                42 => r.read_message_into(&mut self.rare.t).map_err(|e| e.at("t", None))?,
-                50 => r.guarded(|r| r.read_message_into(&mut self.rare.g)).map_err(|e| e.at("g", None))?,
-                178 => r.read_message_into(&mut self.rare.sparse_tensor).map_err(|e| e.at("sparse_tensor", None))?,
-                114 => r.read_message_into(&mut self.rare.tp).map_err(|e| e.at("tp", None))?,
+                42 => {
+                    r.alloc_rare(&mut self.rare)?;
+                    r.read_message_into(&mut self.rare.t).map_err(|e| e.at("t", None))?
+                }
+                50 => {
+                    r.alloc_rare(&mut self.rare)?;
+                    r.guarded(|r| r.read_message_into(&mut self.rare.g)).map_err(|e| e.at("g", None))?
+                }
+                178 => {
+                    r.alloc_rare(&mut self.rare)?;
+                    r.read_message_into(&mut self.rare.sparse_tensor).map_err(|e| e.at("sparse_tensor", None))?
+                }
+                114 => {
+                    r.alloc_rare(&mut self.rare)?;
+                    r.read_message_into(&mut self.rare.tp).map_err(|e| e.at("tp", None))?
+                }
                 61 => {
                     r.reserve_run(&mut self.floats, 61).map_err(|e| e.at("floats", None))?;
                     self.floats.push(f32::from_bits(r.read_fixed32().map_err(|e| e.at("floats", None))?));
@@ -224,24 +242,36 @@ impl Message for AttributeProto {
                     r.push_string(&mut self.strings).map_err(|e| e.at("strings", None))?;
                 }
                 82 => {
+                    r.alloc_rare(&mut self.rare)?;
+                    {
                     let i = self.rare.tensors.len();
                     let m = r.push_message(&mut self.rare.tensors, 82).map_err(|e| e.at("tensors", Some(i)))?;
                     r.read_message(m).map_err(|e| e.at("tensors", Some(i)))?;
                 }
+                }
                 90 => {
+                    r.alloc_rare(&mut self.rare)?;
+                    {
                     let i = self.rare.graphs.len();
                     let m = r.push_message(&mut self.rare.graphs, 90).map_err(|e| e.at("graphs", Some(i)))?;
                     r.guarded(|r| r.read_message(m)).map_err(|e| e.at("graphs", Some(i)))?;
                 }
+                }
                 186 => {
+                    r.alloc_rare(&mut self.rare)?;
+                    {
                     let i = self.rare.sparse_tensors.len();
                     let m = r.push_message(&mut self.rare.sparse_tensors, 186).map_err(|e| e.at("sparse_tensors", Some(i)))?;
                     r.read_message(m).map_err(|e| e.at("sparse_tensors", Some(i)))?;
                 }
+                }
                 122 => {
+                    r.alloc_rare(&mut self.rare)?;
+                    {
                     let i = self.rare.type_protos.len();
                     let m = r.push_message(&mut self.rare.type_protos, 122).map_err(|e| e.at("type_protos", Some(i)))?;
                     r.read_message(m).map_err(|e| e.at("type_protos", Some(i)))?;
+                }
                 }
                 _ => r.skip_unknown(tag, &mut self.unknown_fields)?,
             }

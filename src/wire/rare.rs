@@ -49,6 +49,11 @@ impl<T> Rare<T> {
         self.0 = None;
     }
 
+    /// Makes `b` the box (allocated by the caller, e.g. fallibly).
+    pub(crate) fn put(&mut self, b: Box<T>) {
+        self.0 = Some(b);
+    }
+
     /// A box holding `f(fields)` when this one is allocated, else an unallocated one.
     pub fn map_allocated(&self, f: impl FnOnce(&T) -> T) -> Self {
         Self(self.0.as_deref().map(|r| Box::new(f(r))))
