@@ -114,16 +114,6 @@ pub(crate) unsafe fn try_mut<'a, C: Castable>(
     Ok(unsafe { &mut *p.cast::<C::Rust>() })
 }
 
-/// The handle of a Rust object.
-pub(crate) fn as_c<C: Castable>(r: &C::Rust) -> *const C {
-    (r as *const C::Rust).cast()
-}
-
-/// The mutable handle of a Rust object.
-pub(crate) fn as_c_mut<C: Castable>(r: &mut C::Rust) -> *mut C {
-    (r as *mut C::Rust).cast()
-}
-
 /// Moves `v` to the heap and returns its owning handle (freed by [`free_box`]).
 pub(crate) fn into_raw<C: Castable>(v: C::Rust) -> *mut C {
     Box::into_raw(Box::new(v)).cast()
@@ -316,35 +306,6 @@ pub(crate) unsafe fn write<C: Castable>(
     // SAFETY: the catcher passes `p` on only when it is not NULL: a live `C::Rust` that no one
     // else uses (contract).
     ffi_status_on(p.cast(), |m| f(unsafe { &mut *m.cast::<C::Rust>() }))
-}
-
-/// A borrowed child of a handle, or NULL on failure.
-///
-/// # Safety
-/// See the module contract.
-pub(crate) unsafe fn child<C: Castable, D: Castable>(
-    p: *const C,
-    f: impl for<'a> FnOnce(&'a C::Rust) -> Result<&'a D::Rust, FfiError>,
-) -> *const D {
-    // SAFETY: the catcher passes `p` on only when it is not NULL: a live `C::Rust` (contract).
-    ffi_value_on(p.cast_mut().cast(), std::ptr::null(), |m| {
-        Ok(as_c::<D>(f(unsafe { &*m.cast::<C::Rust>() })?))
-    })
-}
-
-/// A borrowed, writable child of a handle, or NULL on failure.
-///
-/// # Safety
-/// See the module contract.
-pub(crate) unsafe fn child_mut<C: Castable, D: Castable>(
-    p: *mut C,
-    f: impl for<'a> FnOnce(&'a mut C::Rust) -> Result<&'a mut D::Rust, FfiError>,
-) -> *mut D {
-    // SAFETY: the catcher passes `p` on only when it is not NULL: a live `C::Rust` that no one
-    // else uses (contract).
-    ffi_value_on(p.cast(), std::ptr::null_mut(), |m| {
-        Ok(as_c_mut::<D>(f(unsafe { &mut *m.cast::<C::Rust>() })?))
-    })
 }
 
 /// Copies `len` elements at `data` (before touching the handle, so `data` may point into the
