@@ -837,7 +837,7 @@ pub fn write_transformer_metadata(path: &Path, layers: usize) -> std::io::Result
             let out = format!("{p}/{sub}/{op}_output_0");
             g.nodes
                 .push(node_full(&name, op, domain, inputs, &[&out], &attrs));
-            if outputs % 3 == 0 {
+            if outputs.is_multiple_of(3) {
                 g.value_info.push(value_info(
                     &out,
                     FLOAT,

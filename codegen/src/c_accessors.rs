@@ -233,10 +233,12 @@ const HEADER: &str = "\
 use std::ffi::{c_char, c_void};
 
 use super::buffer::OnnxlBuffer;
-use super::handle::{
-    Castable, OnnxlBytes, OnnxlStr, check_enum, child, child_mut, elem, elem_mut, read, remove_at, write,
-    write_copied,
+use super::fields::{
+    add_message, assign, bytes, clear, clear_all, data, elem_bytes, elem_message, elem_string, elem_value, has, len,
+    message, mutable_data, mutable_elem_message, mutable_message, push_bytes, push_value, remove, set_bytes,
+    set_elem_bytes, set_elem_value, set_enum, set_value, string, value,
 };
+use super::handle::{Castable, OnnxlBytes, OnnxlStr, read, write, write_copied};
 use super::message::{
     msg_add_unknown_fields, msg_byte_size, msg_clear, msg_clear_unknown_fields, msg_copy_from, msg_free, msg_new,
     msg_parse_from_bytes, msg_serialize, msg_unknown_fields,
@@ -526,8 +528,14 @@ fn gen_field(out: &mut Out, m: &MessageDef, f: &FieldDef) {
     // has_ / clear_ for optional fields.
     if f.label == Label::Optional {
         let (has, clear) = match oneof {
-            Some(_) => (format!("m.has_{n}()"), format!("m.clear_{n}()")),
-            None => (format!("m.{rf}.is_some()"), format!("m.{rf} = None")),
+            Some(_) => (
+                format!("read(m, false, |m| Ok(m.has_{n}()))"),
+                format!("write(m, |m| {{ m.clear_{n}(); Ok(()) }})"),
+            ),
+            None => (
+                format!("has(m, |m| &m.{rf})"),
+                format!("clear(m, |m| &mut m.{rf})"),
+            ),
         };
         let what = match oneof {
             Some(o) => format!("True when `oneof {o}` holds `{n}`."),
@@ -542,7 +550,7 @@ fn gen_field(out: &mut Out, m: &MessageDef, f: &FieldDef) {
             params: format!("m: *const {ct}"),
             ret: "bool".into(),
             safety_comment: SAFETY_READ,
-            body: format!("read(m, false, |m| Ok({has}))"),
+            body: has,
         });
         let cdoc = match (oneof, sh) {
             (Some(o), _) => {
@@ -568,7 +576,7 @@ fn gen_field(out: &mut Out, m: &MessageDef, f: &FieldDef) {
             params: format!("m: *mut {ct}"),
             ret: "OnnxlStatus".into(),
             safety_comment: SAFETY_WRITE,
-            body: format!("write(m, |m| {{ {clear}; Ok(()) }})"),
+            body: clear,
         });
     } else {
         out.func(Func {
@@ -582,7 +590,7 @@ fn gen_field(out: &mut Out, m: &MessageDef, f: &FieldDef) {
             params: format!("m: *const {ct}"),
             ret: "usize".into(),
             safety_comment: SAFETY_READ,
-            body: format!("read(m, 0, |m| Ok(m.{rf}.len()))"),
+            body: format!("len(m, |m| &m.{rf})"),
         });
         out.func(Func {
             name: format!("{p}_clear_{n}"),
@@ -595,7 +603,7 @@ fn gen_field(out: &mut Out, m: &MessageDef, f: &FieldDef) {
             params: format!("m: *mut {ct}"),
             ret: "OnnxlStatus".into(),
             safety_comment: SAFETY_WRITE,
-            body: format!("write(m, |m| {{ m.{rf}.clear(); Ok(()) }})"),
+            body: format!("clear_all(m, |m| &mut m.{rf})"),
         });
         out.func(Func {
             name: format!("{p}_remove_{n}"),
@@ -608,7 +616,7 @@ fn gen_field(out: &mut Out, m: &MessageDef, f: &FieldDef) {
             params: format!("m: *mut {ct}, i: usize"),
             ret: "OnnxlStatus".into(),
             safety_comment: SAFETY_WRITE,
-            body: format!("write(m, |m| remove_at(&mut m.{rf}, i, \"{fq}\"))"),
+            body: format!("remove(m, i, \"{fq}\", |m| &mut m.{rf})"),
         });
     }
 
@@ -616,8 +624,8 @@ fn gen_field(out: &mut Out, m: &MessageDef, f: &FieldDef) {
         Shape::Scalar => {
             let t = scalar_rust(f.kind);
             let get = match oneof {
-                Some(_) => format!("m.{n}()"),
-                None => format!("m.{rf}.unwrap_or_default()"),
+                Some(_) => format!("read(m, Default::default(), |m| Ok(m.{n}()))"),
+                None => format!("value(m, |m| &m.{rf})"),
             };
             let checked = match f.kind {
                 Kind::Enum(e) => {
@@ -626,9 +634,16 @@ fn gen_field(out: &mut Out, m: &MessageDef, f: &FieldDef) {
                 }
                 _ => "v".to_string(),
             };
-            let set = match oneof {
-                Some(_) => format!("m.set_{n}({checked})"),
-                None => format!("m.{rf} = Some({checked})"),
+            let set = match (oneof, f.kind) {
+                (Some(_), _) => format!("write(m, |m| {{ m.set_{n}({checked}); Ok(()) }})"),
+                (None, Kind::Enum(e)) => {
+                    let vals: Vec<String> = e.values.iter().map(|(_, v)| v.to_string()).collect();
+                    format!(
+                        "set_enum(m, v, &[{}], \"{fq}\", |m| &mut m.{rf})",
+                        vals.join(", ")
+                    )
+                }
+                (None, _) => format!("set_value(m, v, |m| &mut m.{rf})"),
             };
             let enum_note = match f.kind {
                 Kind::Enum(e) => format!(
@@ -654,7 +669,7 @@ fn gen_field(out: &mut Out, m: &MessageDef, f: &FieldDef) {
                 params: format!("m: *const {ct}"),
                 ret: t.into(),
                 safety_comment: SAFETY_READ,
-                body: format!("read(m, Default::default(), |m| Ok({get}))"),
+                body: get,
             });
             let sw = if oneof.is_some() {
                 " (switches the oneof to it)"
@@ -672,7 +687,7 @@ fn gen_field(out: &mut Out, m: &MessageDef, f: &FieldDef) {
                 params: format!("m: *mut {ct}, v: {t}"),
                 ret: "OnnxlStatus".into(),
                 safety_comment: SAFETY_WRITE,
-                body: format!("write(m, |m| {{ {set}; Ok(()) }})"),
+                body: set,
             });
         }
         Shape::Str | Shape::Bytes => {
@@ -682,12 +697,15 @@ fn gen_field(out: &mut Out, m: &MessageDef, f: &FieldDef) {
                 ("OnnxlBytes", "u8")
             };
             let get = match oneof {
-                Some(_) => format!("m.{n}()"),
-                None => format!("m.{rf}.as_deref().unwrap_or_default()"),
+                Some(_) => format!("read(m, {view}::FAILED, |m| Ok({view}::of(m.{n}())))"),
+                None if sh == Shape::Str => format!("string(m, |m| &m.{rf})"),
+                None => format!("bytes(m, |m| &m.{rf})"),
             };
             let set = match oneof {
-                Some(_) => format!("m.set_{n}(ProtoString::from(v))"),
-                None => format!("m.{rf} = Some(ProtoString::from(v))"),
+                Some(_) => format!(
+                    "write_copied(m, data.cast::<u8>(), len, |m, v| {{ m.set_{n}(ProtoString::from(v)); Ok(()) }})"
+                ),
+                None => format!("set_bytes(m, data, len, |m| &mut m.{rf})"),
             };
             out.func(Func {
                 name: format!("{p}_{n}"),
@@ -700,7 +718,7 @@ fn gen_field(out: &mut Out, m: &MessageDef, f: &FieldDef) {
                 params: format!("m: *const {ct}"),
                 ret: view.into(),
                 safety_comment: SAFETY_READ,
-                body: format!("read(m, {view}::FAILED, |m| Ok({view}::of({get})))"),
+                body: get,
             });
             let sw = if oneof.is_some() {
                 " (switches the oneof to it)"
@@ -720,9 +738,7 @@ fn gen_field(out: &mut Out, m: &MessageDef, f: &FieldDef) {
                 params: format!("m: *mut {ct}, data: *const {ptr}, len: usize"),
                 ret: "OnnxlStatus".into(),
                 safety_comment: "forwarded contract above.",
-                body: format!(
-                    "write_copied(m, data.cast::<u8>(), len, |m, v| {{ {set}; Ok(()) }})"
-                ),
+                body: set,
             });
         }
         Shape::Payload => gen_payload(out, m, f),
@@ -754,7 +770,7 @@ fn gen_field(out: &mut Out, m: &MessageDef, f: &FieldDef) {
                 params: format!("m: *const {ct}"),
                 ret: format!("*const {sct}"),
                 safety_comment: SAFETY_READ,
-                body: format!("child::<{ct}, {sct}>(m, |m| Ok({get}))"),
+                body: format!("message::<{ct}, {sct}>(m, |m| {get})"),
             });
             let sw = if oneof.is_some() {
                 "; switches the oneof to it"
@@ -772,7 +788,7 @@ fn gen_field(out: &mut Out, m: &MessageDef, f: &FieldDef) {
                 params: format!("m: *mut {ct}"),
                 ret: format!("*mut {sct}"),
                 safety_comment: SAFETY_WRITE,
-                body: format!("child_mut::<{ct}, {sct}>(m, |m| Ok({mutable}))"),
+                body: format!("mutable_message::<{ct}, {sct}>(m, |m| {mutable})"),
             });
         }
         Shape::RepScalar => {
@@ -788,7 +804,7 @@ fn gen_field(out: &mut Out, m: &MessageDef, f: &FieldDef) {
                 params: format!("m: *const {ct}, i: usize"),
                 ret: t.into(),
                 safety_comment: SAFETY_READ,
-                body: format!("read(m, Default::default(), |m| Ok(*elem(&m.{rf}, i, \"{fq}\")?))"),
+                body: format!("elem_value(m, i, \"{fq}\", |m| &m.{rf})"),
             });
             out.func(Func {
                 name: format!("{p}_{n}_data"),
@@ -801,12 +817,14 @@ fn gen_field(out: &mut Out, m: &MessageDef, f: &FieldDef) {
                 params: format!("m: *const {ct}"),
                 ret: format!("*const {t}"),
                 safety_comment: SAFETY_READ,
-                body: format!("read(m, std::ptr::null(), |m| Ok(m.{rf}.as_ptr()))"),
+                body: format!("data(m, |m| &m.{rf})"),
             });
             out.func(Func {
                 name: format!("{p}_mutable_{n}_data"),
                 doc: vec![
-                    format!("The `{n}` elements for in-place writing (NULL only when `m` is NULL)."),
+                    format!(
+                        "The `{n}` elements for in-place writing (NULL only when `m` is NULL)."
+                    ),
                     String::new(),
                     format!("{decl}. Lifetime: as `{p}_{n}_data`."),
                 ],
@@ -814,9 +832,7 @@ fn gen_field(out: &mut Out, m: &MessageDef, f: &FieldDef) {
                 params: format!("m: *mut {ct}"),
                 ret: format!("*mut {t}"),
                 safety_comment: SAFETY_WRITE,
-                body: format!(
-                    "super::panic::ffi_value(std::ptr::null_mut(), || Ok(super::handle::try_mut(m, \"message\")?.{rf}.as_mut_ptr()))"
-                ),
+                body: format!("mutable_data(m, |m| &mut m.{rf})"),
             });
             out.func(Func {
                 name: format!("{p}_set_{n}"),
@@ -825,7 +841,7 @@ fn gen_field(out: &mut Out, m: &MessageDef, f: &FieldDef) {
                 params: format!("m: *mut {ct}, i: usize, v: {t}"),
                 ret: "OnnxlStatus".into(),
                 safety_comment: SAFETY_WRITE,
-                body: format!("write(m, |m| {{ *elem_mut(&mut m.{rf}, i, \"{fq}\")? = v; Ok(()) }})"),
+                body: format!("set_elem_value(m, i, v, \"{fq}\", |m| &mut m.{rf})"),
             });
             out.func(Func {
                 name: format!("{p}_add_{n}"),
@@ -838,7 +854,7 @@ fn gen_field(out: &mut Out, m: &MessageDef, f: &FieldDef) {
                 params: format!("m: *mut {ct}, v: {t}"),
                 ret: "OnnxlStatus".into(),
                 safety_comment: SAFETY_WRITE,
-                body: format!("write(m, |m| {{ m.{rf}.push(v); Ok(()) }})"),
+                body: format!("push_value(m, v, |m| &mut m.{rf})"),
             });
             out.func(Func {
                 name: format!("{p}_assign_{n}"),
@@ -855,16 +871,14 @@ fn gen_field(out: &mut Out, m: &MessageDef, f: &FieldDef) {
                 params: format!("m: *mut {ct}, data: *const {t}, count: usize"),
                 ret: "OnnxlStatus".into(),
                 safety_comment: "forwarded contract above.",
-                body: format!(
-                    "write_copied(m, data, count, |m, v| {{ m.{rf} = v.into(); Ok(()) }})"
-                ),
+                body: format!("assign(m, data, count, |m| &mut m.{rf})"),
             });
         }
         Shape::RepStr | Shape::RepBytes => {
-            let (view, ptr) = if sh == Shape::RepStr {
-                ("OnnxlStr", "c_char")
+            let (view, ptr, elem_fn) = if sh == Shape::RepStr {
+                ("OnnxlStr", "c_char", "elem_string")
             } else {
-                ("OnnxlBytes", "u8")
+                ("OnnxlBytes", "u8", "elem_bytes")
             };
             out.func(Func {
                 name: format!("{p}_{n}"),
@@ -880,7 +894,7 @@ fn gen_field(out: &mut Out, m: &MessageDef, f: &FieldDef) {
                 params: format!("m: *const {ct}, i: usize"),
                 ret: view.into(),
                 safety_comment: SAFETY_READ,
-                body: format!("read(m, {view}::FAILED, |m| Ok({view}::of(elem(&m.{rf}, i, \"{fq}\")?)))"),
+                body: format!("{elem_fn}(m, i, \"{fq}\", |m| &m.{rf})"),
             });
             out.func(Func {
                 name: format!("{p}_set_{n}"),
@@ -893,9 +907,7 @@ fn gen_field(out: &mut Out, m: &MessageDef, f: &FieldDef) {
                 params: format!("m: *mut {ct}, i: usize, data: *const {ptr}, len: usize"),
                 ret: "OnnxlStatus".into(),
                 safety_comment: "forwarded contract above.",
-                body: format!(
-                    "write_copied(m, data.cast::<u8>(), len, |m, v| {{ *elem_mut(&mut m.{rf}, i, \"{fq}\")? = ProtoString::from(v); Ok(()) }})"
-                ),
+                body: format!("set_elem_bytes(m, i, data, len, \"{fq}\", |m| &mut m.{rf})"),
             });
             out.func(Func {
                 name: format!("{p}_add_{n}"),
@@ -904,11 +916,13 @@ fn gen_field(out: &mut Out, m: &MessageDef, f: &FieldDef) {
                     String::new(),
                     format!("{decl}. `data` may point into `m`."),
                 ],
-                safety_doc: format!("{S_WRITE} `data..data+len` is readable (NULL only with `len` 0)."),
+                safety_doc: format!(
+                    "{S_WRITE} `data..data+len` is readable (NULL only with `len` 0)."
+                ),
                 params: format!("m: *mut {ct}, data: *const {ptr}, len: usize"),
                 ret: "OnnxlStatus".into(),
                 safety_comment: "forwarded contract above.",
-                body: format!("write_copied(m, data.cast::<u8>(), len, |m, v| {{ m.{rf}.push(ProtoString::from(v)); Ok(()) }})"),
+                body: format!("push_bytes(m, data, len, |m| &mut m.{rf})"),
             });
         }
         Shape::RepMessage => {
@@ -916,7 +930,6 @@ fn gen_field(out: &mut Out, m: &MessageDef, f: &FieldDef) {
                 unreachable!()
             };
             let sct = c_type(sub);
-            let srt = rust_type_name(sub);
             out.func(Func {
                 name: format!("{p}_{n}"),
                 doc: vec![
@@ -928,7 +941,7 @@ fn gen_field(out: &mut Out, m: &MessageDef, f: &FieldDef) {
                 params: format!("m: *const {ct}, i: usize"),
                 ret: format!("*const {sct}"),
                 safety_comment: SAFETY_READ,
-                body: format!("child::<{ct}, {sct}>(m, |m| elem(&m.{rf}, i, \"{fq}\"))"),
+                body: format!("elem_message::<{ct}, {sct}>(m, i, \"{fq}\", |m| &m.{rf})"),
             });
             out.func(Func {
                 name: format!("{p}_mutable_{n}"),
@@ -942,7 +955,7 @@ fn gen_field(out: &mut Out, m: &MessageDef, f: &FieldDef) {
                 ret: format!("*mut {sct}"),
                 safety_comment: SAFETY_WRITE,
                 body: format!(
-                    "child_mut::<{ct}, {sct}>(m, |m| elem_mut(&mut m.{rf}, i, \"{fq}\"))"
+                    "mutable_elem_message::<{ct}, {sct}>(m, i, \"{fq}\", |m| &mut m.{rf})"
                 ),
             });
             out.func(Func {
@@ -958,7 +971,7 @@ fn gen_field(out: &mut Out, m: &MessageDef, f: &FieldDef) {
                 params: format!("m: *mut {ct}"),
                 ret: format!("*mut {sct}"),
                 safety_comment: SAFETY_WRITE,
-                body: format!("child_mut::<{ct}, {sct}>(m, |m| {{ m.{rf}.push({srt}::new()); Ok(m.{rf}.last_mut().expect(\"just pushed\")) }})"),
+                body: format!("add_message::<{ct}, {sct}>(m, |m| &mut m.{rf})"),
             });
         }
     }

@@ -16,10 +16,12 @@
 use std::ffi::{c_char, c_void};
 
 use super::buffer::OnnxlBuffer;
-use super::handle::{
-    Castable, OnnxlBytes, OnnxlStr, check_enum, child, child_mut, elem, elem_mut, read, remove_at, write,
-    write_copied,
+use super::fields::{
+    add_message, assign, bytes, clear, clear_all, data, elem_bytes, elem_message, elem_string, elem_value, has, len,
+    message, mutable_data, mutable_elem_message, mutable_message, push_bytes, push_value, remove, set_bytes,
+    set_elem_bytes, set_elem_value, set_enum, set_value, string, value,
 };
+use super::handle::{Castable, OnnxlBytes, OnnxlStr, read, write, write_copied};
 use super::message::{
     msg_add_unknown_fields, msg_byte_size, msg_clear, msg_clear_unknown_fields, msg_copy_from, msg_free, msg_new,
     msg_parse_from_bytes, msg_serialize, msg_unknown_fields,
@@ -297,7 +299,7 @@ pub unsafe extern "C" fn onnxl_attribute_proto_clear_unknown_fields(m: *mut Onnx
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_attribute_proto_has_name(m: *const OnnxlAttributeProto) -> bool {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { read(m, false, |m| Ok(m.name.is_some())) }
+    unsafe { has(m, |m| &m.name) }
 }
 
 /// Unsets `name`.
@@ -309,7 +311,7 @@ pub unsafe extern "C" fn onnxl_attribute_proto_has_name(m: *const OnnxlAttribute
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_attribute_proto_clear_name(m: *mut OnnxlAttributeProto) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { write(m, |m| { m.name = None; Ok(()) }) }
+    unsafe { clear(m, |m| &mut m.name) }
 }
 
 /// A view of `name` (empty when unset; `data` NULL only when `m` is NULL).
@@ -321,7 +323,7 @@ pub unsafe extern "C" fn onnxl_attribute_proto_clear_name(m: *mut OnnxlAttribute
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_attribute_proto_name(m: *const OnnxlAttributeProto) -> OnnxlStr {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { read(m, OnnxlStr::FAILED, |m| Ok(OnnxlStr::of(m.name.as_deref().unwrap_or_default()))) }
+    unsafe { string(m, |m| &m.name) }
 }
 
 /// Sets `name` to a copy of `len` bytes at `data`.
@@ -333,7 +335,7 @@ pub unsafe extern "C" fn onnxl_attribute_proto_name(m: *const OnnxlAttributeProt
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_attribute_proto_set_name(m: *mut OnnxlAttributeProto, data: *const c_char, len: usize) -> OnnxlStatus {
     // SAFETY: forwarded contract above.
-    unsafe { write_copied(m, data.cast::<u8>(), len, |m, v| { m.name = Some(ProtoString::from(v)); Ok(()) }) }
+    unsafe { set_bytes(m, data, len, |m| &mut m.name) }
 }
 
 /// True when `ref_attr_name` is set (proto2 presence: set to its default still counts).
@@ -345,7 +347,7 @@ pub unsafe extern "C" fn onnxl_attribute_proto_set_name(m: *mut OnnxlAttributePr
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_attribute_proto_has_ref_attr_name(m: *const OnnxlAttributeProto) -> bool {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { read(m, false, |m| Ok(m.rare.ref_attr_name.is_some())) }
+    unsafe { has(m, |m| &m.rare.ref_attr_name) }
 }
 
 /// Unsets `ref_attr_name`.
@@ -357,7 +359,7 @@ pub unsafe extern "C" fn onnxl_attribute_proto_has_ref_attr_name(m: *const Onnxl
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_attribute_proto_clear_ref_attr_name(m: *mut OnnxlAttributeProto) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { write(m, |m| { m.rare.ref_attr_name = None; Ok(()) }) }
+    unsafe { clear(m, |m| &mut m.rare.ref_attr_name) }
 }
 
 /// A view of `ref_attr_name` (empty when unset; `data` NULL only when `m` is NULL).
@@ -369,7 +371,7 @@ pub unsafe extern "C" fn onnxl_attribute_proto_clear_ref_attr_name(m: *mut Onnxl
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_attribute_proto_ref_attr_name(m: *const OnnxlAttributeProto) -> OnnxlStr {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { read(m, OnnxlStr::FAILED, |m| Ok(OnnxlStr::of(m.rare.ref_attr_name.as_deref().unwrap_or_default()))) }
+    unsafe { string(m, |m| &m.rare.ref_attr_name) }
 }
 
 /// Sets `ref_attr_name` to a copy of `len` bytes at `data`.
@@ -381,7 +383,7 @@ pub unsafe extern "C" fn onnxl_attribute_proto_ref_attr_name(m: *const OnnxlAttr
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_attribute_proto_set_ref_attr_name(m: *mut OnnxlAttributeProto, data: *const c_char, len: usize) -> OnnxlStatus {
     // SAFETY: forwarded contract above.
-    unsafe { write_copied(m, data.cast::<u8>(), len, |m, v| { m.rare.ref_attr_name = Some(ProtoString::from(v)); Ok(()) }) }
+    unsafe { set_bytes(m, data, len, |m| &mut m.rare.ref_attr_name) }
 }
 
 /// True when `doc_string` is set (proto2 presence: set to its default still counts).
@@ -393,7 +395,7 @@ pub unsafe extern "C" fn onnxl_attribute_proto_set_ref_attr_name(m: *mut OnnxlAt
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_attribute_proto_has_doc_string(m: *const OnnxlAttributeProto) -> bool {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { read(m, false, |m| Ok(m.rare.doc_string.is_some())) }
+    unsafe { has(m, |m| &m.rare.doc_string) }
 }
 
 /// Unsets `doc_string`.
@@ -405,7 +407,7 @@ pub unsafe extern "C" fn onnxl_attribute_proto_has_doc_string(m: *const OnnxlAtt
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_attribute_proto_clear_doc_string(m: *mut OnnxlAttributeProto) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { write(m, |m| { m.rare.doc_string = None; Ok(()) }) }
+    unsafe { clear(m, |m| &mut m.rare.doc_string) }
 }
 
 /// A view of `doc_string` (empty when unset; `data` NULL only when `m` is NULL).
@@ -417,7 +419,7 @@ pub unsafe extern "C" fn onnxl_attribute_proto_clear_doc_string(m: *mut OnnxlAtt
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_attribute_proto_doc_string(m: *const OnnxlAttributeProto) -> OnnxlStr {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { read(m, OnnxlStr::FAILED, |m| Ok(OnnxlStr::of(m.rare.doc_string.as_deref().unwrap_or_default()))) }
+    unsafe { string(m, |m| &m.rare.doc_string) }
 }
 
 /// Sets `doc_string` to a copy of `len` bytes at `data`.
@@ -429,7 +431,7 @@ pub unsafe extern "C" fn onnxl_attribute_proto_doc_string(m: *const OnnxlAttribu
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_attribute_proto_set_doc_string(m: *mut OnnxlAttributeProto, data: *const c_char, len: usize) -> OnnxlStatus {
     // SAFETY: forwarded contract above.
-    unsafe { write_copied(m, data.cast::<u8>(), len, |m, v| { m.rare.doc_string = Some(ProtoString::from(v)); Ok(()) }) }
+    unsafe { set_bytes(m, data, len, |m| &mut m.rare.doc_string) }
 }
 
 /// True when `type` is set (proto2 presence: set to its default still counts).
@@ -441,7 +443,7 @@ pub unsafe extern "C" fn onnxl_attribute_proto_set_doc_string(m: *mut OnnxlAttri
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_attribute_proto_has_type(m: *const OnnxlAttributeProto) -> bool {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { read(m, false, |m| Ok(m.r#type.is_some())) }
+    unsafe { has(m, |m| &m.r#type) }
 }
 
 /// Unsets `type`.
@@ -453,7 +455,7 @@ pub unsafe extern "C" fn onnxl_attribute_proto_has_type(m: *const OnnxlAttribute
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_attribute_proto_clear_type(m: *mut OnnxlAttributeProto) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { write(m, |m| { m.r#type = None; Ok(()) }) }
+    unsafe { clear(m, |m| &mut m.r#type) }
 }
 
 /// The value of `type`; 0 when unset or `m` is NULL.
@@ -465,7 +467,7 @@ pub unsafe extern "C" fn onnxl_attribute_proto_clear_type(m: *mut OnnxlAttribute
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_attribute_proto_type(m: *const OnnxlAttributeProto) -> i32 {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { read(m, Default::default(), |m| Ok(m.r#type.unwrap_or_default())) }
+    unsafe { value(m, |m| &m.r#type) }
 }
 
 /// Sets `type` to `v`. `v` must be a value of `AttributeProto.AttributeType` (`ONNXL_ATTRIBUTE_PROTO_ATTRIBUTE_TYPE_*`), else `ONNXL_STATUS_INVALID_ARGUMENT`.
@@ -477,7 +479,7 @@ pub unsafe extern "C" fn onnxl_attribute_proto_type(m: *const OnnxlAttributeProt
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_attribute_proto_set_type(m: *mut OnnxlAttributeProto, v: i32) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { write(m, |m| { m.r#type = Some(check_enum(v, &[0, 1, 2, 3, 4, 5, 11, 13, 6, 7, 8, 9, 10, 12, 14], "AttributeProto.type")?); Ok(()) }) }
+    unsafe { set_enum(m, v, &[0, 1, 2, 3, 4, 5, 11, 13, 6, 7, 8, 9, 10, 12, 14], "AttributeProto.type", |m| &mut m.r#type) }
 }
 
 /// True when `f` is set (proto2 presence: set to its default still counts).
@@ -489,7 +491,7 @@ pub unsafe extern "C" fn onnxl_attribute_proto_set_type(m: *mut OnnxlAttributePr
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_attribute_proto_has_f(m: *const OnnxlAttributeProto) -> bool {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { read(m, false, |m| Ok(m.f.is_some())) }
+    unsafe { has(m, |m| &m.f) }
 }
 
 /// Unsets `f`.
@@ -501,7 +503,7 @@ pub unsafe extern "C" fn onnxl_attribute_proto_has_f(m: *const OnnxlAttributePro
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_attribute_proto_clear_f(m: *mut OnnxlAttributeProto) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { write(m, |m| { m.f = None; Ok(()) }) }
+    unsafe { clear(m, |m| &mut m.f) }
 }
 
 /// The value of `f`; 0 when unset or `m` is NULL.
@@ -513,7 +515,7 @@ pub unsafe extern "C" fn onnxl_attribute_proto_clear_f(m: *mut OnnxlAttributePro
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_attribute_proto_f(m: *const OnnxlAttributeProto) -> f32 {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { read(m, Default::default(), |m| Ok(m.f.unwrap_or_default())) }
+    unsafe { value(m, |m| &m.f) }
 }
 
 /// Sets `f` to `v`.
@@ -525,7 +527,7 @@ pub unsafe extern "C" fn onnxl_attribute_proto_f(m: *const OnnxlAttributeProto) 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_attribute_proto_set_f(m: *mut OnnxlAttributeProto, v: f32) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { write(m, |m| { m.f = Some(v); Ok(()) }) }
+    unsafe { set_value(m, v, |m| &mut m.f) }
 }
 
 /// True when `i` is set (proto2 presence: set to its default still counts).
@@ -537,7 +539,7 @@ pub unsafe extern "C" fn onnxl_attribute_proto_set_f(m: *mut OnnxlAttributeProto
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_attribute_proto_has_i(m: *const OnnxlAttributeProto) -> bool {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { read(m, false, |m| Ok(m.i.is_some())) }
+    unsafe { has(m, |m| &m.i) }
 }
 
 /// Unsets `i`.
@@ -549,7 +551,7 @@ pub unsafe extern "C" fn onnxl_attribute_proto_has_i(m: *const OnnxlAttributePro
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_attribute_proto_clear_i(m: *mut OnnxlAttributeProto) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { write(m, |m| { m.i = None; Ok(()) }) }
+    unsafe { clear(m, |m| &mut m.i) }
 }
 
 /// The value of `i`; 0 when unset or `m` is NULL.
@@ -561,7 +563,7 @@ pub unsafe extern "C" fn onnxl_attribute_proto_clear_i(m: *mut OnnxlAttributePro
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_attribute_proto_i(m: *const OnnxlAttributeProto) -> i64 {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { read(m, Default::default(), |m| Ok(m.i.unwrap_or_default())) }
+    unsafe { value(m, |m| &m.i) }
 }
 
 /// Sets `i` to `v`.
@@ -573,7 +575,7 @@ pub unsafe extern "C" fn onnxl_attribute_proto_i(m: *const OnnxlAttributeProto) 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_attribute_proto_set_i(m: *mut OnnxlAttributeProto, v: i64) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { write(m, |m| { m.i = Some(v); Ok(()) }) }
+    unsafe { set_value(m, v, |m| &mut m.i) }
 }
 
 /// True when `s` is set (proto2 presence: set to its default still counts).
@@ -585,7 +587,7 @@ pub unsafe extern "C" fn onnxl_attribute_proto_set_i(m: *mut OnnxlAttributeProto
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_attribute_proto_has_s(m: *const OnnxlAttributeProto) -> bool {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { read(m, false, |m| Ok(m.s.is_some())) }
+    unsafe { has(m, |m| &m.s) }
 }
 
 /// Unsets `s`.
@@ -597,7 +599,7 @@ pub unsafe extern "C" fn onnxl_attribute_proto_has_s(m: *const OnnxlAttributePro
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_attribute_proto_clear_s(m: *mut OnnxlAttributeProto) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { write(m, |m| { m.s = None; Ok(()) }) }
+    unsafe { clear(m, |m| &mut m.s) }
 }
 
 /// A view of `s` (empty when unset; `data` NULL only when `m` is NULL).
@@ -609,7 +611,7 @@ pub unsafe extern "C" fn onnxl_attribute_proto_clear_s(m: *mut OnnxlAttributePro
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_attribute_proto_s(m: *const OnnxlAttributeProto) -> OnnxlBytes {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { read(m, OnnxlBytes::FAILED, |m| Ok(OnnxlBytes::of(m.s.as_deref().unwrap_or_default()))) }
+    unsafe { bytes(m, |m| &m.s) }
 }
 
 /// Sets `s` to a copy of `len` bytes at `data`.
@@ -621,7 +623,7 @@ pub unsafe extern "C" fn onnxl_attribute_proto_s(m: *const OnnxlAttributeProto) 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_attribute_proto_set_s(m: *mut OnnxlAttributeProto, data: *const u8, len: usize) -> OnnxlStatus {
     // SAFETY: forwarded contract above.
-    unsafe { write_copied(m, data.cast::<u8>(), len, |m, v| { m.s = Some(ProtoString::from(v)); Ok(()) }) }
+    unsafe { set_bytes(m, data, len, |m| &mut m.s) }
 }
 
 /// True when `t` is set (proto2 presence: set to its default still counts).
@@ -633,7 +635,7 @@ pub unsafe extern "C" fn onnxl_attribute_proto_set_s(m: *mut OnnxlAttributeProto
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_attribute_proto_has_t(m: *const OnnxlAttributeProto) -> bool {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { read(m, false, |m| Ok(m.rare.t.is_some())) }
+    unsafe { has(m, |m| &m.rare.t) }
 }
 
 /// Unsets `t`.
@@ -645,7 +647,7 @@ pub unsafe extern "C" fn onnxl_attribute_proto_has_t(m: *const OnnxlAttributePro
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_attribute_proto_clear_t(m: *mut OnnxlAttributeProto) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { write(m, |m| { m.rare.t = None; Ok(()) }) }
+    unsafe { clear(m, |m| &mut m.rare.t) }
 }
 
 /// `t` (read-only); when unset, a shared empty default `TensorProto`. NULL only when `m` is NULL.
@@ -657,7 +659,7 @@ pub unsafe extern "C" fn onnxl_attribute_proto_clear_t(m: *mut OnnxlAttributePro
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_attribute_proto_t(m: *const OnnxlAttributeProto) -> *const OnnxlTensorProto {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { child::<OnnxlAttributeProto, OnnxlTensorProto>(m, |m| Ok(m.t())) }
+    unsafe { message::<OnnxlAttributeProto, OnnxlTensorProto>(m, |m| m.t()) }
 }
 
 /// `t` for writing, set to an empty `TensorProto` first if unset. NULL only when `m` is NULL.
@@ -669,7 +671,7 @@ pub unsafe extern "C" fn onnxl_attribute_proto_t(m: *const OnnxlAttributeProto) 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_attribute_proto_mutable_t(m: *mut OnnxlAttributeProto) -> *mut OnnxlTensorProto {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { child_mut::<OnnxlAttributeProto, OnnxlTensorProto>(m, |m| Ok(m.mutable_t())) }
+    unsafe { mutable_message::<OnnxlAttributeProto, OnnxlTensorProto>(m, |m| m.mutable_t()) }
 }
 
 /// True when `g` is set (proto2 presence: set to its default still counts).
@@ -681,7 +683,7 @@ pub unsafe extern "C" fn onnxl_attribute_proto_mutable_t(m: *mut OnnxlAttributeP
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_attribute_proto_has_g(m: *const OnnxlAttributeProto) -> bool {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { read(m, false, |m| Ok(m.rare.g.is_some())) }
+    unsafe { has(m, |m| &m.rare.g) }
 }
 
 /// Unsets `g`.
@@ -693,7 +695,7 @@ pub unsafe extern "C" fn onnxl_attribute_proto_has_g(m: *const OnnxlAttributePro
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_attribute_proto_clear_g(m: *mut OnnxlAttributeProto) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { write(m, |m| { m.rare.g = None; Ok(()) }) }
+    unsafe { clear(m, |m| &mut m.rare.g) }
 }
 
 /// `g` (read-only); when unset, a shared empty default `GraphProto`. NULL only when `m` is NULL.
@@ -705,7 +707,7 @@ pub unsafe extern "C" fn onnxl_attribute_proto_clear_g(m: *mut OnnxlAttributePro
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_attribute_proto_g(m: *const OnnxlAttributeProto) -> *const OnnxlGraphProto {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { child::<OnnxlAttributeProto, OnnxlGraphProto>(m, |m| Ok(m.g())) }
+    unsafe { message::<OnnxlAttributeProto, OnnxlGraphProto>(m, |m| m.g()) }
 }
 
 /// `g` for writing, set to an empty `GraphProto` first if unset. NULL only when `m` is NULL.
@@ -717,7 +719,7 @@ pub unsafe extern "C" fn onnxl_attribute_proto_g(m: *const OnnxlAttributeProto) 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_attribute_proto_mutable_g(m: *mut OnnxlAttributeProto) -> *mut OnnxlGraphProto {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { child_mut::<OnnxlAttributeProto, OnnxlGraphProto>(m, |m| Ok(m.mutable_g())) }
+    unsafe { mutable_message::<OnnxlAttributeProto, OnnxlGraphProto>(m, |m| m.mutable_g()) }
 }
 
 /// True when `sparse_tensor` is set (proto2 presence: set to its default still counts).
@@ -729,7 +731,7 @@ pub unsafe extern "C" fn onnxl_attribute_proto_mutable_g(m: *mut OnnxlAttributeP
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_attribute_proto_has_sparse_tensor(m: *const OnnxlAttributeProto) -> bool {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { read(m, false, |m| Ok(m.rare.sparse_tensor.is_some())) }
+    unsafe { has(m, |m| &m.rare.sparse_tensor) }
 }
 
 /// Unsets `sparse_tensor`.
@@ -741,7 +743,7 @@ pub unsafe extern "C" fn onnxl_attribute_proto_has_sparse_tensor(m: *const Onnxl
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_attribute_proto_clear_sparse_tensor(m: *mut OnnxlAttributeProto) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { write(m, |m| { m.rare.sparse_tensor = None; Ok(()) }) }
+    unsafe { clear(m, |m| &mut m.rare.sparse_tensor) }
 }
 
 /// `sparse_tensor` (read-only); when unset, a shared empty default `SparseTensorProto`. NULL only when `m` is NULL.
@@ -753,7 +755,7 @@ pub unsafe extern "C" fn onnxl_attribute_proto_clear_sparse_tensor(m: *mut Onnxl
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_attribute_proto_sparse_tensor(m: *const OnnxlAttributeProto) -> *const OnnxlSparseTensorProto {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { child::<OnnxlAttributeProto, OnnxlSparseTensorProto>(m, |m| Ok(m.sparse_tensor())) }
+    unsafe { message::<OnnxlAttributeProto, OnnxlSparseTensorProto>(m, |m| m.sparse_tensor()) }
 }
 
 /// `sparse_tensor` for writing, set to an empty `SparseTensorProto` first if unset. NULL only when `m` is NULL.
@@ -765,7 +767,7 @@ pub unsafe extern "C" fn onnxl_attribute_proto_sparse_tensor(m: *const OnnxlAttr
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_attribute_proto_mutable_sparse_tensor(m: *mut OnnxlAttributeProto) -> *mut OnnxlSparseTensorProto {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { child_mut::<OnnxlAttributeProto, OnnxlSparseTensorProto>(m, |m| Ok(m.mutable_sparse_tensor())) }
+    unsafe { mutable_message::<OnnxlAttributeProto, OnnxlSparseTensorProto>(m, |m| m.mutable_sparse_tensor()) }
 }
 
 /// True when `tp` is set (proto2 presence: set to its default still counts).
@@ -777,7 +779,7 @@ pub unsafe extern "C" fn onnxl_attribute_proto_mutable_sparse_tensor(m: *mut Onn
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_attribute_proto_has_tp(m: *const OnnxlAttributeProto) -> bool {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { read(m, false, |m| Ok(m.rare.tp.is_some())) }
+    unsafe { has(m, |m| &m.rare.tp) }
 }
 
 /// Unsets `tp`.
@@ -789,7 +791,7 @@ pub unsafe extern "C" fn onnxl_attribute_proto_has_tp(m: *const OnnxlAttributePr
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_attribute_proto_clear_tp(m: *mut OnnxlAttributeProto) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { write(m, |m| { m.rare.tp = None; Ok(()) }) }
+    unsafe { clear(m, |m| &mut m.rare.tp) }
 }
 
 /// `tp` (read-only); when unset, a shared empty default `TypeProto`. NULL only when `m` is NULL.
@@ -801,7 +803,7 @@ pub unsafe extern "C" fn onnxl_attribute_proto_clear_tp(m: *mut OnnxlAttributePr
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_attribute_proto_tp(m: *const OnnxlAttributeProto) -> *const OnnxlTypeProto {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { child::<OnnxlAttributeProto, OnnxlTypeProto>(m, |m| Ok(m.tp())) }
+    unsafe { message::<OnnxlAttributeProto, OnnxlTypeProto>(m, |m| m.tp()) }
 }
 
 /// `tp` for writing, set to an empty `TypeProto` first if unset. NULL only when `m` is NULL.
@@ -813,7 +815,7 @@ pub unsafe extern "C" fn onnxl_attribute_proto_tp(m: *const OnnxlAttributeProto)
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_attribute_proto_mutable_tp(m: *mut OnnxlAttributeProto) -> *mut OnnxlTypeProto {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { child_mut::<OnnxlAttributeProto, OnnxlTypeProto>(m, |m| Ok(m.mutable_tp())) }
+    unsafe { mutable_message::<OnnxlAttributeProto, OnnxlTypeProto>(m, |m| m.mutable_tp()) }
 }
 
 /// Number of `floats` elements (0 when `m` is NULL).
@@ -825,7 +827,7 @@ pub unsafe extern "C" fn onnxl_attribute_proto_mutable_tp(m: *mut OnnxlAttribute
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_attribute_proto_floats_size(m: *const OnnxlAttributeProto) -> usize {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { read(m, 0, |m| Ok(m.floats.len())) }
+    unsafe { len(m, |m| &m.floats) }
 }
 
 /// Removes every `floats` element.
@@ -837,7 +839,7 @@ pub unsafe extern "C" fn onnxl_attribute_proto_floats_size(m: *const OnnxlAttrib
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_attribute_proto_clear_floats(m: *mut OnnxlAttributeProto) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { write(m, |m| { m.floats.clear(); Ok(()) }) }
+    unsafe { clear_all(m, |m| &mut m.floats) }
 }
 
 /// Removes `floats` element `i`; later elements move down by one (`ONNXL_STATUS_OUT_OF_RANGE` when `i` >= size).
@@ -849,7 +851,7 @@ pub unsafe extern "C" fn onnxl_attribute_proto_clear_floats(m: *mut OnnxlAttribu
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_attribute_proto_remove_floats(m: *mut OnnxlAttributeProto, i: usize) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { write(m, |m| remove_at(&mut m.floats, i, "AttributeProto.floats")) }
+    unsafe { remove(m, i, "AttributeProto.floats", |m| &mut m.floats) }
 }
 
 /// `floats` element `i`; 0 (with `ONNXL_STATUS_OUT_OF_RANGE` as last error) when `i` >= size or `m` is NULL.
@@ -861,7 +863,7 @@ pub unsafe extern "C" fn onnxl_attribute_proto_remove_floats(m: *mut OnnxlAttrib
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_attribute_proto_floats(m: *const OnnxlAttributeProto, i: usize) -> f32 {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { read(m, Default::default(), |m| Ok(*elem(&m.floats, i, "AttributeProto.floats")?)) }
+    unsafe { elem_value(m, i, "AttributeProto.floats", |m| &m.floats) }
 }
 
 /// The `floats` elements as a contiguous array of `onnxl_attribute_proto_floats_size(m)` values (NULL only when `m` is NULL; not to be read when the size is 0).
@@ -873,7 +875,7 @@ pub unsafe extern "C" fn onnxl_attribute_proto_floats(m: *const OnnxlAttributePr
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_attribute_proto_floats_data(m: *const OnnxlAttributeProto) -> *const f32 {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { read(m, std::ptr::null(), |m| Ok(m.floats.as_ptr())) }
+    unsafe { data(m, |m| &m.floats) }
 }
 
 /// The `floats` elements for in-place writing (NULL only when `m` is NULL).
@@ -885,7 +887,7 @@ pub unsafe extern "C" fn onnxl_attribute_proto_floats_data(m: *const OnnxlAttrib
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_attribute_proto_mutable_floats_data(m: *mut OnnxlAttributeProto) -> *mut f32 {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { super::panic::ffi_value(std::ptr::null_mut(), || Ok(super::handle::try_mut(m, "message")?.floats.as_mut_ptr())) }
+    unsafe { mutable_data(m, |m| &mut m.floats) }
 }
 
 /// Sets `floats` element `i` to `v` (`ONNXL_STATUS_OUT_OF_RANGE` when `i` >= size).
@@ -897,7 +899,7 @@ pub unsafe extern "C" fn onnxl_attribute_proto_mutable_floats_data(m: *mut Onnxl
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_attribute_proto_set_floats(m: *mut OnnxlAttributeProto, i: usize, v: f32) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { write(m, |m| { *elem_mut(&mut m.floats, i, "AttributeProto.floats")? = v; Ok(()) }) }
+    unsafe { set_elem_value(m, i, v, "AttributeProto.floats", |m| &mut m.floats) }
 }
 
 /// Appends `v` to `floats`.
@@ -909,7 +911,7 @@ pub unsafe extern "C" fn onnxl_attribute_proto_set_floats(m: *mut OnnxlAttribute
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_attribute_proto_add_floats(m: *mut OnnxlAttributeProto, v: f32) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { write(m, |m| { m.floats.push(v); Ok(()) }) }
+    unsafe { push_value(m, v, |m| &mut m.floats) }
 }
 
 /// Replaces every `floats` element with a copy of the `count` values at `data`.
@@ -921,7 +923,7 @@ pub unsafe extern "C" fn onnxl_attribute_proto_add_floats(m: *mut OnnxlAttribute
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_attribute_proto_assign_floats(m: *mut OnnxlAttributeProto, data: *const f32, count: usize) -> OnnxlStatus {
     // SAFETY: forwarded contract above.
-    unsafe { write_copied(m, data, count, |m, v| { m.floats = v.into(); Ok(()) }) }
+    unsafe { assign(m, data, count, |m| &mut m.floats) }
 }
 
 /// Number of `ints` elements (0 when `m` is NULL).
@@ -933,7 +935,7 @@ pub unsafe extern "C" fn onnxl_attribute_proto_assign_floats(m: *mut OnnxlAttrib
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_attribute_proto_ints_size(m: *const OnnxlAttributeProto) -> usize {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { read(m, 0, |m| Ok(m.ints.len())) }
+    unsafe { len(m, |m| &m.ints) }
 }
 
 /// Removes every `ints` element.
@@ -945,7 +947,7 @@ pub unsafe extern "C" fn onnxl_attribute_proto_ints_size(m: *const OnnxlAttribut
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_attribute_proto_clear_ints(m: *mut OnnxlAttributeProto) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { write(m, |m| { m.ints.clear(); Ok(()) }) }
+    unsafe { clear_all(m, |m| &mut m.ints) }
 }
 
 /// Removes `ints` element `i`; later elements move down by one (`ONNXL_STATUS_OUT_OF_RANGE` when `i` >= size).
@@ -957,7 +959,7 @@ pub unsafe extern "C" fn onnxl_attribute_proto_clear_ints(m: *mut OnnxlAttribute
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_attribute_proto_remove_ints(m: *mut OnnxlAttributeProto, i: usize) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { write(m, |m| remove_at(&mut m.ints, i, "AttributeProto.ints")) }
+    unsafe { remove(m, i, "AttributeProto.ints", |m| &mut m.ints) }
 }
 
 /// `ints` element `i`; 0 (with `ONNXL_STATUS_OUT_OF_RANGE` as last error) when `i` >= size or `m` is NULL.
@@ -969,7 +971,7 @@ pub unsafe extern "C" fn onnxl_attribute_proto_remove_ints(m: *mut OnnxlAttribut
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_attribute_proto_ints(m: *const OnnxlAttributeProto, i: usize) -> i64 {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { read(m, Default::default(), |m| Ok(*elem(&m.ints, i, "AttributeProto.ints")?)) }
+    unsafe { elem_value(m, i, "AttributeProto.ints", |m| &m.ints) }
 }
 
 /// The `ints` elements as a contiguous array of `onnxl_attribute_proto_ints_size(m)` values (NULL only when `m` is NULL; not to be read when the size is 0).
@@ -981,7 +983,7 @@ pub unsafe extern "C" fn onnxl_attribute_proto_ints(m: *const OnnxlAttributeProt
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_attribute_proto_ints_data(m: *const OnnxlAttributeProto) -> *const i64 {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { read(m, std::ptr::null(), |m| Ok(m.ints.as_ptr())) }
+    unsafe { data(m, |m| &m.ints) }
 }
 
 /// The `ints` elements for in-place writing (NULL only when `m` is NULL).
@@ -993,7 +995,7 @@ pub unsafe extern "C" fn onnxl_attribute_proto_ints_data(m: *const OnnxlAttribut
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_attribute_proto_mutable_ints_data(m: *mut OnnxlAttributeProto) -> *mut i64 {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { super::panic::ffi_value(std::ptr::null_mut(), || Ok(super::handle::try_mut(m, "message")?.ints.as_mut_ptr())) }
+    unsafe { mutable_data(m, |m| &mut m.ints) }
 }
 
 /// Sets `ints` element `i` to `v` (`ONNXL_STATUS_OUT_OF_RANGE` when `i` >= size).
@@ -1005,7 +1007,7 @@ pub unsafe extern "C" fn onnxl_attribute_proto_mutable_ints_data(m: *mut OnnxlAt
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_attribute_proto_set_ints(m: *mut OnnxlAttributeProto, i: usize, v: i64) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { write(m, |m| { *elem_mut(&mut m.ints, i, "AttributeProto.ints")? = v; Ok(()) }) }
+    unsafe { set_elem_value(m, i, v, "AttributeProto.ints", |m| &mut m.ints) }
 }
 
 /// Appends `v` to `ints`.
@@ -1017,7 +1019,7 @@ pub unsafe extern "C" fn onnxl_attribute_proto_set_ints(m: *mut OnnxlAttributePr
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_attribute_proto_add_ints(m: *mut OnnxlAttributeProto, v: i64) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { write(m, |m| { m.ints.push(v); Ok(()) }) }
+    unsafe { push_value(m, v, |m| &mut m.ints) }
 }
 
 /// Replaces every `ints` element with a copy of the `count` values at `data`.
@@ -1029,7 +1031,7 @@ pub unsafe extern "C" fn onnxl_attribute_proto_add_ints(m: *mut OnnxlAttributePr
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_attribute_proto_assign_ints(m: *mut OnnxlAttributeProto, data: *const i64, count: usize) -> OnnxlStatus {
     // SAFETY: forwarded contract above.
-    unsafe { write_copied(m, data, count, |m, v| { m.ints = v.into(); Ok(()) }) }
+    unsafe { assign(m, data, count, |m| &mut m.ints) }
 }
 
 /// Number of `strings` elements (0 when `m` is NULL).
@@ -1041,7 +1043,7 @@ pub unsafe extern "C" fn onnxl_attribute_proto_assign_ints(m: *mut OnnxlAttribut
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_attribute_proto_strings_size(m: *const OnnxlAttributeProto) -> usize {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { read(m, 0, |m| Ok(m.strings.len())) }
+    unsafe { len(m, |m| &m.strings) }
 }
 
 /// Removes every `strings` element.
@@ -1053,7 +1055,7 @@ pub unsafe extern "C" fn onnxl_attribute_proto_strings_size(m: *const OnnxlAttri
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_attribute_proto_clear_strings(m: *mut OnnxlAttributeProto) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { write(m, |m| { m.strings.clear(); Ok(()) }) }
+    unsafe { clear_all(m, |m| &mut m.strings) }
 }
 
 /// Removes `strings` element `i`; later elements move down by one (`ONNXL_STATUS_OUT_OF_RANGE` when `i` >= size).
@@ -1065,7 +1067,7 @@ pub unsafe extern "C" fn onnxl_attribute_proto_clear_strings(m: *mut OnnxlAttrib
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_attribute_proto_remove_strings(m: *mut OnnxlAttributeProto, i: usize) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { write(m, |m| remove_at(&mut m.strings, i, "AttributeProto.strings")) }
+    unsafe { remove(m, i, "AttributeProto.strings", |m| &mut m.strings) }
 }
 
 /// A view of `strings` element `i` (`data` NULL when `i` >= size or `m` is NULL).
@@ -1077,7 +1079,7 @@ pub unsafe extern "C" fn onnxl_attribute_proto_remove_strings(m: *mut OnnxlAttri
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_attribute_proto_strings(m: *const OnnxlAttributeProto, i: usize) -> OnnxlBytes {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { read(m, OnnxlBytes::FAILED, |m| Ok(OnnxlBytes::of(elem(&m.strings, i, "AttributeProto.strings")?))) }
+    unsafe { elem_bytes(m, i, "AttributeProto.strings", |m| &m.strings) }
 }
 
 /// Sets `strings` element `i` to a copy of `len` bytes at `data` (`ONNXL_STATUS_OUT_OF_RANGE` when `i` >= size).
@@ -1089,7 +1091,7 @@ pub unsafe extern "C" fn onnxl_attribute_proto_strings(m: *const OnnxlAttributeP
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_attribute_proto_set_strings(m: *mut OnnxlAttributeProto, i: usize, data: *const u8, len: usize) -> OnnxlStatus {
     // SAFETY: forwarded contract above.
-    unsafe { write_copied(m, data.cast::<u8>(), len, |m, v| { *elem_mut(&mut m.strings, i, "AttributeProto.strings")? = ProtoString::from(v); Ok(()) }) }
+    unsafe { set_elem_bytes(m, i, data, len, "AttributeProto.strings", |m| &mut m.strings) }
 }
 
 /// Appends a copy of `len` bytes at `data` to `strings`.
@@ -1101,7 +1103,7 @@ pub unsafe extern "C" fn onnxl_attribute_proto_set_strings(m: *mut OnnxlAttribut
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_attribute_proto_add_strings(m: *mut OnnxlAttributeProto, data: *const u8, len: usize) -> OnnxlStatus {
     // SAFETY: forwarded contract above.
-    unsafe { write_copied(m, data.cast::<u8>(), len, |m, v| { m.strings.push(ProtoString::from(v)); Ok(()) }) }
+    unsafe { push_bytes(m, data, len, |m| &mut m.strings) }
 }
 
 /// Number of `tensors` elements (0 when `m` is NULL).
@@ -1113,7 +1115,7 @@ pub unsafe extern "C" fn onnxl_attribute_proto_add_strings(m: *mut OnnxlAttribut
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_attribute_proto_tensors_size(m: *const OnnxlAttributeProto) -> usize {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { read(m, 0, |m| Ok(m.rare.tensors.len())) }
+    unsafe { len(m, |m| &m.rare.tensors) }
 }
 
 /// Removes every `tensors` element.
@@ -1125,7 +1127,7 @@ pub unsafe extern "C" fn onnxl_attribute_proto_tensors_size(m: *const OnnxlAttri
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_attribute_proto_clear_tensors(m: *mut OnnxlAttributeProto) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { write(m, |m| { m.rare.tensors.clear(); Ok(()) }) }
+    unsafe { clear_all(m, |m| &mut m.rare.tensors) }
 }
 
 /// Removes `tensors` element `i`; later elements move down by one (`ONNXL_STATUS_OUT_OF_RANGE` when `i` >= size).
@@ -1137,7 +1139,7 @@ pub unsafe extern "C" fn onnxl_attribute_proto_clear_tensors(m: *mut OnnxlAttrib
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_attribute_proto_remove_tensors(m: *mut OnnxlAttributeProto, i: usize) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { write(m, |m| remove_at(&mut m.rare.tensors, i, "AttributeProto.tensors")) }
+    unsafe { remove(m, i, "AttributeProto.tensors", |m| &mut m.rare.tensors) }
 }
 
 /// `tensors` element `i` (read-only); NULL when `i` >= size or `m` is NULL.
@@ -1149,7 +1151,7 @@ pub unsafe extern "C" fn onnxl_attribute_proto_remove_tensors(m: *mut OnnxlAttri
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_attribute_proto_tensors(m: *const OnnxlAttributeProto, i: usize) -> *const OnnxlTensorProto {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { child::<OnnxlAttributeProto, OnnxlTensorProto>(m, |m| elem(&m.rare.tensors, i, "AttributeProto.tensors")) }
+    unsafe { elem_message::<OnnxlAttributeProto, OnnxlTensorProto>(m, i, "AttributeProto.tensors", |m| &m.rare.tensors) }
 }
 
 /// `tensors` element `i` for writing; NULL when `i` >= size or `m` is NULL.
@@ -1161,7 +1163,7 @@ pub unsafe extern "C" fn onnxl_attribute_proto_tensors(m: *const OnnxlAttributeP
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_attribute_proto_mutable_tensors(m: *mut OnnxlAttributeProto, i: usize) -> *mut OnnxlTensorProto {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { child_mut::<OnnxlAttributeProto, OnnxlTensorProto>(m, |m| elem_mut(&mut m.rare.tensors, i, "AttributeProto.tensors")) }
+    unsafe { mutable_elem_message::<OnnxlAttributeProto, OnnxlTensorProto>(m, i, "AttributeProto.tensors", |m| &mut m.rare.tensors) }
 }
 
 /// Appends an empty `TensorProto` to `tensors` and returns it for writing; NULL only when `m` is NULL.
@@ -1173,7 +1175,7 @@ pub unsafe extern "C" fn onnxl_attribute_proto_mutable_tensors(m: *mut OnnxlAttr
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_attribute_proto_add_tensors(m: *mut OnnxlAttributeProto) -> *mut OnnxlTensorProto {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { child_mut::<OnnxlAttributeProto, OnnxlTensorProto>(m, |m| { m.rare.tensors.push(TensorProto::new()); Ok(m.rare.tensors.last_mut().expect("just pushed")) }) }
+    unsafe { add_message::<OnnxlAttributeProto, OnnxlTensorProto>(m, |m| &mut m.rare.tensors) }
 }
 
 /// Number of `graphs` elements (0 when `m` is NULL).
@@ -1185,7 +1187,7 @@ pub unsafe extern "C" fn onnxl_attribute_proto_add_tensors(m: *mut OnnxlAttribut
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_attribute_proto_graphs_size(m: *const OnnxlAttributeProto) -> usize {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { read(m, 0, |m| Ok(m.rare.graphs.len())) }
+    unsafe { len(m, |m| &m.rare.graphs) }
 }
 
 /// Removes every `graphs` element.
@@ -1197,7 +1199,7 @@ pub unsafe extern "C" fn onnxl_attribute_proto_graphs_size(m: *const OnnxlAttrib
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_attribute_proto_clear_graphs(m: *mut OnnxlAttributeProto) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { write(m, |m| { m.rare.graphs.clear(); Ok(()) }) }
+    unsafe { clear_all(m, |m| &mut m.rare.graphs) }
 }
 
 /// Removes `graphs` element `i`; later elements move down by one (`ONNXL_STATUS_OUT_OF_RANGE` when `i` >= size).
@@ -1209,7 +1211,7 @@ pub unsafe extern "C" fn onnxl_attribute_proto_clear_graphs(m: *mut OnnxlAttribu
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_attribute_proto_remove_graphs(m: *mut OnnxlAttributeProto, i: usize) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { write(m, |m| remove_at(&mut m.rare.graphs, i, "AttributeProto.graphs")) }
+    unsafe { remove(m, i, "AttributeProto.graphs", |m| &mut m.rare.graphs) }
 }
 
 /// `graphs` element `i` (read-only); NULL when `i` >= size or `m` is NULL.
@@ -1221,7 +1223,7 @@ pub unsafe extern "C" fn onnxl_attribute_proto_remove_graphs(m: *mut OnnxlAttrib
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_attribute_proto_graphs(m: *const OnnxlAttributeProto, i: usize) -> *const OnnxlGraphProto {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { child::<OnnxlAttributeProto, OnnxlGraphProto>(m, |m| elem(&m.rare.graphs, i, "AttributeProto.graphs")) }
+    unsafe { elem_message::<OnnxlAttributeProto, OnnxlGraphProto>(m, i, "AttributeProto.graphs", |m| &m.rare.graphs) }
 }
 
 /// `graphs` element `i` for writing; NULL when `i` >= size or `m` is NULL.
@@ -1233,7 +1235,7 @@ pub unsafe extern "C" fn onnxl_attribute_proto_graphs(m: *const OnnxlAttributePr
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_attribute_proto_mutable_graphs(m: *mut OnnxlAttributeProto, i: usize) -> *mut OnnxlGraphProto {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { child_mut::<OnnxlAttributeProto, OnnxlGraphProto>(m, |m| elem_mut(&mut m.rare.graphs, i, "AttributeProto.graphs")) }
+    unsafe { mutable_elem_message::<OnnxlAttributeProto, OnnxlGraphProto>(m, i, "AttributeProto.graphs", |m| &mut m.rare.graphs) }
 }
 
 /// Appends an empty `GraphProto` to `graphs` and returns it for writing; NULL only when `m` is NULL.
@@ -1245,7 +1247,7 @@ pub unsafe extern "C" fn onnxl_attribute_proto_mutable_graphs(m: *mut OnnxlAttri
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_attribute_proto_add_graphs(m: *mut OnnxlAttributeProto) -> *mut OnnxlGraphProto {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { child_mut::<OnnxlAttributeProto, OnnxlGraphProto>(m, |m| { m.rare.graphs.push(GraphProto::new()); Ok(m.rare.graphs.last_mut().expect("just pushed")) }) }
+    unsafe { add_message::<OnnxlAttributeProto, OnnxlGraphProto>(m, |m| &mut m.rare.graphs) }
 }
 
 /// Number of `sparse_tensors` elements (0 when `m` is NULL).
@@ -1257,7 +1259,7 @@ pub unsafe extern "C" fn onnxl_attribute_proto_add_graphs(m: *mut OnnxlAttribute
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_attribute_proto_sparse_tensors_size(m: *const OnnxlAttributeProto) -> usize {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { read(m, 0, |m| Ok(m.rare.sparse_tensors.len())) }
+    unsafe { len(m, |m| &m.rare.sparse_tensors) }
 }
 
 /// Removes every `sparse_tensors` element.
@@ -1269,7 +1271,7 @@ pub unsafe extern "C" fn onnxl_attribute_proto_sparse_tensors_size(m: *const Onn
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_attribute_proto_clear_sparse_tensors(m: *mut OnnxlAttributeProto) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { write(m, |m| { m.rare.sparse_tensors.clear(); Ok(()) }) }
+    unsafe { clear_all(m, |m| &mut m.rare.sparse_tensors) }
 }
 
 /// Removes `sparse_tensors` element `i`; later elements move down by one (`ONNXL_STATUS_OUT_OF_RANGE` when `i` >= size).
@@ -1281,7 +1283,7 @@ pub unsafe extern "C" fn onnxl_attribute_proto_clear_sparse_tensors(m: *mut Onnx
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_attribute_proto_remove_sparse_tensors(m: *mut OnnxlAttributeProto, i: usize) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { write(m, |m| remove_at(&mut m.rare.sparse_tensors, i, "AttributeProto.sparse_tensors")) }
+    unsafe { remove(m, i, "AttributeProto.sparse_tensors", |m| &mut m.rare.sparse_tensors) }
 }
 
 /// `sparse_tensors` element `i` (read-only); NULL when `i` >= size or `m` is NULL.
@@ -1293,7 +1295,7 @@ pub unsafe extern "C" fn onnxl_attribute_proto_remove_sparse_tensors(m: *mut Onn
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_attribute_proto_sparse_tensors(m: *const OnnxlAttributeProto, i: usize) -> *const OnnxlSparseTensorProto {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { child::<OnnxlAttributeProto, OnnxlSparseTensorProto>(m, |m| elem(&m.rare.sparse_tensors, i, "AttributeProto.sparse_tensors")) }
+    unsafe { elem_message::<OnnxlAttributeProto, OnnxlSparseTensorProto>(m, i, "AttributeProto.sparse_tensors", |m| &m.rare.sparse_tensors) }
 }
 
 /// `sparse_tensors` element `i` for writing; NULL when `i` >= size or `m` is NULL.
@@ -1305,7 +1307,7 @@ pub unsafe extern "C" fn onnxl_attribute_proto_sparse_tensors(m: *const OnnxlAtt
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_attribute_proto_mutable_sparse_tensors(m: *mut OnnxlAttributeProto, i: usize) -> *mut OnnxlSparseTensorProto {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { child_mut::<OnnxlAttributeProto, OnnxlSparseTensorProto>(m, |m| elem_mut(&mut m.rare.sparse_tensors, i, "AttributeProto.sparse_tensors")) }
+    unsafe { mutable_elem_message::<OnnxlAttributeProto, OnnxlSparseTensorProto>(m, i, "AttributeProto.sparse_tensors", |m| &mut m.rare.sparse_tensors) }
 }
 
 /// Appends an empty `SparseTensorProto` to `sparse_tensors` and returns it for writing; NULL only when `m` is NULL.
@@ -1317,7 +1319,7 @@ pub unsafe extern "C" fn onnxl_attribute_proto_mutable_sparse_tensors(m: *mut On
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_attribute_proto_add_sparse_tensors(m: *mut OnnxlAttributeProto) -> *mut OnnxlSparseTensorProto {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { child_mut::<OnnxlAttributeProto, OnnxlSparseTensorProto>(m, |m| { m.rare.sparse_tensors.push(SparseTensorProto::new()); Ok(m.rare.sparse_tensors.last_mut().expect("just pushed")) }) }
+    unsafe { add_message::<OnnxlAttributeProto, OnnxlSparseTensorProto>(m, |m| &mut m.rare.sparse_tensors) }
 }
 
 /// Number of `type_protos` elements (0 when `m` is NULL).
@@ -1329,7 +1331,7 @@ pub unsafe extern "C" fn onnxl_attribute_proto_add_sparse_tensors(m: *mut OnnxlA
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_attribute_proto_type_protos_size(m: *const OnnxlAttributeProto) -> usize {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { read(m, 0, |m| Ok(m.rare.type_protos.len())) }
+    unsafe { len(m, |m| &m.rare.type_protos) }
 }
 
 /// Removes every `type_protos` element.
@@ -1341,7 +1343,7 @@ pub unsafe extern "C" fn onnxl_attribute_proto_type_protos_size(m: *const OnnxlA
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_attribute_proto_clear_type_protos(m: *mut OnnxlAttributeProto) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { write(m, |m| { m.rare.type_protos.clear(); Ok(()) }) }
+    unsafe { clear_all(m, |m| &mut m.rare.type_protos) }
 }
 
 /// Removes `type_protos` element `i`; later elements move down by one (`ONNXL_STATUS_OUT_OF_RANGE` when `i` >= size).
@@ -1353,7 +1355,7 @@ pub unsafe extern "C" fn onnxl_attribute_proto_clear_type_protos(m: *mut OnnxlAt
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_attribute_proto_remove_type_protos(m: *mut OnnxlAttributeProto, i: usize) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { write(m, |m| remove_at(&mut m.rare.type_protos, i, "AttributeProto.type_protos")) }
+    unsafe { remove(m, i, "AttributeProto.type_protos", |m| &mut m.rare.type_protos) }
 }
 
 /// `type_protos` element `i` (read-only); NULL when `i` >= size or `m` is NULL.
@@ -1365,7 +1367,7 @@ pub unsafe extern "C" fn onnxl_attribute_proto_remove_type_protos(m: *mut OnnxlA
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_attribute_proto_type_protos(m: *const OnnxlAttributeProto, i: usize) -> *const OnnxlTypeProto {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { child::<OnnxlAttributeProto, OnnxlTypeProto>(m, |m| elem(&m.rare.type_protos, i, "AttributeProto.type_protos")) }
+    unsafe { elem_message::<OnnxlAttributeProto, OnnxlTypeProto>(m, i, "AttributeProto.type_protos", |m| &m.rare.type_protos) }
 }
 
 /// `type_protos` element `i` for writing; NULL when `i` >= size or `m` is NULL.
@@ -1377,7 +1379,7 @@ pub unsafe extern "C" fn onnxl_attribute_proto_type_protos(m: *const OnnxlAttrib
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_attribute_proto_mutable_type_protos(m: *mut OnnxlAttributeProto, i: usize) -> *mut OnnxlTypeProto {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { child_mut::<OnnxlAttributeProto, OnnxlTypeProto>(m, |m| elem_mut(&mut m.rare.type_protos, i, "AttributeProto.type_protos")) }
+    unsafe { mutable_elem_message::<OnnxlAttributeProto, OnnxlTypeProto>(m, i, "AttributeProto.type_protos", |m| &mut m.rare.type_protos) }
 }
 
 /// Appends an empty `TypeProto` to `type_protos` and returns it for writing; NULL only when `m` is NULL.
@@ -1389,7 +1391,7 @@ pub unsafe extern "C" fn onnxl_attribute_proto_mutable_type_protos(m: *mut Onnxl
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_attribute_proto_add_type_protos(m: *mut OnnxlAttributeProto) -> *mut OnnxlTypeProto {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { child_mut::<OnnxlAttributeProto, OnnxlTypeProto>(m, |m| { m.rare.type_protos.push(TypeProto::new()); Ok(m.rare.type_protos.last_mut().expect("just pushed")) }) }
+    unsafe { add_message::<OnnxlAttributeProto, OnnxlTypeProto>(m, |m| &mut m.rare.type_protos) }
 }
 
 /// `onnx.ValueInfoProto` (opaque handle).
@@ -1535,7 +1537,7 @@ pub unsafe extern "C" fn onnxl_value_info_proto_clear_unknown_fields(m: *mut Onn
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_value_info_proto_has_name(m: *const OnnxlValueInfoProto) -> bool {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { read(m, false, |m| Ok(m.name.is_some())) }
+    unsafe { has(m, |m| &m.name) }
 }
 
 /// Unsets `name`.
@@ -1547,7 +1549,7 @@ pub unsafe extern "C" fn onnxl_value_info_proto_has_name(m: *const OnnxlValueInf
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_value_info_proto_clear_name(m: *mut OnnxlValueInfoProto) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { write(m, |m| { m.name = None; Ok(()) }) }
+    unsafe { clear(m, |m| &mut m.name) }
 }
 
 /// A view of `name` (empty when unset; `data` NULL only when `m` is NULL).
@@ -1559,7 +1561,7 @@ pub unsafe extern "C" fn onnxl_value_info_proto_clear_name(m: *mut OnnxlValueInf
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_value_info_proto_name(m: *const OnnxlValueInfoProto) -> OnnxlStr {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { read(m, OnnxlStr::FAILED, |m| Ok(OnnxlStr::of(m.name.as_deref().unwrap_or_default()))) }
+    unsafe { string(m, |m| &m.name) }
 }
 
 /// Sets `name` to a copy of `len` bytes at `data`.
@@ -1571,7 +1573,7 @@ pub unsafe extern "C" fn onnxl_value_info_proto_name(m: *const OnnxlValueInfoPro
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_value_info_proto_set_name(m: *mut OnnxlValueInfoProto, data: *const c_char, len: usize) -> OnnxlStatus {
     // SAFETY: forwarded contract above.
-    unsafe { write_copied(m, data.cast::<u8>(), len, |m, v| { m.name = Some(ProtoString::from(v)); Ok(()) }) }
+    unsafe { set_bytes(m, data, len, |m| &mut m.name) }
 }
 
 /// True when `type` is set (proto2 presence: set to its default still counts).
@@ -1583,7 +1585,7 @@ pub unsafe extern "C" fn onnxl_value_info_proto_set_name(m: *mut OnnxlValueInfoP
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_value_info_proto_has_type(m: *const OnnxlValueInfoProto) -> bool {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { read(m, false, |m| Ok(m.r#type.is_some())) }
+    unsafe { has(m, |m| &m.r#type) }
 }
 
 /// Unsets `type`.
@@ -1595,7 +1597,7 @@ pub unsafe extern "C" fn onnxl_value_info_proto_has_type(m: *const OnnxlValueInf
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_value_info_proto_clear_type(m: *mut OnnxlValueInfoProto) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { write(m, |m| { m.r#type = None; Ok(()) }) }
+    unsafe { clear(m, |m| &mut m.r#type) }
 }
 
 /// `type` (read-only); when unset, a shared empty default `TypeProto`. NULL only when `m` is NULL.
@@ -1607,7 +1609,7 @@ pub unsafe extern "C" fn onnxl_value_info_proto_clear_type(m: *mut OnnxlValueInf
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_value_info_proto_type(m: *const OnnxlValueInfoProto) -> *const OnnxlTypeProto {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { child::<OnnxlValueInfoProto, OnnxlTypeProto>(m, |m| Ok(m.r#type())) }
+    unsafe { message::<OnnxlValueInfoProto, OnnxlTypeProto>(m, |m| m.r#type()) }
 }
 
 /// `type` for writing, set to an empty `TypeProto` first if unset. NULL only when `m` is NULL.
@@ -1619,7 +1621,7 @@ pub unsafe extern "C" fn onnxl_value_info_proto_type(m: *const OnnxlValueInfoPro
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_value_info_proto_mutable_type(m: *mut OnnxlValueInfoProto) -> *mut OnnxlTypeProto {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { child_mut::<OnnxlValueInfoProto, OnnxlTypeProto>(m, |m| Ok(m.mutable_type())) }
+    unsafe { mutable_message::<OnnxlValueInfoProto, OnnxlTypeProto>(m, |m| m.mutable_type()) }
 }
 
 /// True when `doc_string` is set (proto2 presence: set to its default still counts).
@@ -1631,7 +1633,7 @@ pub unsafe extern "C" fn onnxl_value_info_proto_mutable_type(m: *mut OnnxlValueI
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_value_info_proto_has_doc_string(m: *const OnnxlValueInfoProto) -> bool {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { read(m, false, |m| Ok(m.doc_string.is_some())) }
+    unsafe { has(m, |m| &m.doc_string) }
 }
 
 /// Unsets `doc_string`.
@@ -1643,7 +1645,7 @@ pub unsafe extern "C" fn onnxl_value_info_proto_has_doc_string(m: *const OnnxlVa
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_value_info_proto_clear_doc_string(m: *mut OnnxlValueInfoProto) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { write(m, |m| { m.doc_string = None; Ok(()) }) }
+    unsafe { clear(m, |m| &mut m.doc_string) }
 }
 
 /// A view of `doc_string` (empty when unset; `data` NULL only when `m` is NULL).
@@ -1655,7 +1657,7 @@ pub unsafe extern "C" fn onnxl_value_info_proto_clear_doc_string(m: *mut OnnxlVa
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_value_info_proto_doc_string(m: *const OnnxlValueInfoProto) -> OnnxlStr {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { read(m, OnnxlStr::FAILED, |m| Ok(OnnxlStr::of(m.doc_string.as_deref().unwrap_or_default()))) }
+    unsafe { string(m, |m| &m.doc_string) }
 }
 
 /// Sets `doc_string` to a copy of `len` bytes at `data`.
@@ -1667,7 +1669,7 @@ pub unsafe extern "C" fn onnxl_value_info_proto_doc_string(m: *const OnnxlValueI
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_value_info_proto_set_doc_string(m: *mut OnnxlValueInfoProto, data: *const c_char, len: usize) -> OnnxlStatus {
     // SAFETY: forwarded contract above.
-    unsafe { write_copied(m, data.cast::<u8>(), len, |m, v| { m.doc_string = Some(ProtoString::from(v)); Ok(()) }) }
+    unsafe { set_bytes(m, data, len, |m| &mut m.doc_string) }
 }
 
 /// Number of `metadata_props` elements (0 when `m` is NULL).
@@ -1679,7 +1681,7 @@ pub unsafe extern "C" fn onnxl_value_info_proto_set_doc_string(m: *mut OnnxlValu
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_value_info_proto_metadata_props_size(m: *const OnnxlValueInfoProto) -> usize {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { read(m, 0, |m| Ok(m.metadata_props.len())) }
+    unsafe { len(m, |m| &m.metadata_props) }
 }
 
 /// Removes every `metadata_props` element.
@@ -1691,7 +1693,7 @@ pub unsafe extern "C" fn onnxl_value_info_proto_metadata_props_size(m: *const On
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_value_info_proto_clear_metadata_props(m: *mut OnnxlValueInfoProto) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { write(m, |m| { m.metadata_props.clear(); Ok(()) }) }
+    unsafe { clear_all(m, |m| &mut m.metadata_props) }
 }
 
 /// Removes `metadata_props` element `i`; later elements move down by one (`ONNXL_STATUS_OUT_OF_RANGE` when `i` >= size).
@@ -1703,7 +1705,7 @@ pub unsafe extern "C" fn onnxl_value_info_proto_clear_metadata_props(m: *mut Onn
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_value_info_proto_remove_metadata_props(m: *mut OnnxlValueInfoProto, i: usize) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { write(m, |m| remove_at(&mut m.metadata_props, i, "ValueInfoProto.metadata_props")) }
+    unsafe { remove(m, i, "ValueInfoProto.metadata_props", |m| &mut m.metadata_props) }
 }
 
 /// `metadata_props` element `i` (read-only); NULL when `i` >= size or `m` is NULL.
@@ -1715,7 +1717,7 @@ pub unsafe extern "C" fn onnxl_value_info_proto_remove_metadata_props(m: *mut On
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_value_info_proto_metadata_props(m: *const OnnxlValueInfoProto, i: usize) -> *const OnnxlStringStringEntryProto {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { child::<OnnxlValueInfoProto, OnnxlStringStringEntryProto>(m, |m| elem(&m.metadata_props, i, "ValueInfoProto.metadata_props")) }
+    unsafe { elem_message::<OnnxlValueInfoProto, OnnxlStringStringEntryProto>(m, i, "ValueInfoProto.metadata_props", |m| &m.metadata_props) }
 }
 
 /// `metadata_props` element `i` for writing; NULL when `i` >= size or `m` is NULL.
@@ -1727,7 +1729,7 @@ pub unsafe extern "C" fn onnxl_value_info_proto_metadata_props(m: *const OnnxlVa
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_value_info_proto_mutable_metadata_props(m: *mut OnnxlValueInfoProto, i: usize) -> *mut OnnxlStringStringEntryProto {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { child_mut::<OnnxlValueInfoProto, OnnxlStringStringEntryProto>(m, |m| elem_mut(&mut m.metadata_props, i, "ValueInfoProto.metadata_props")) }
+    unsafe { mutable_elem_message::<OnnxlValueInfoProto, OnnxlStringStringEntryProto>(m, i, "ValueInfoProto.metadata_props", |m| &mut m.metadata_props) }
 }
 
 /// Appends an empty `StringStringEntryProto` to `metadata_props` and returns it for writing; NULL only when `m` is NULL.
@@ -1739,7 +1741,7 @@ pub unsafe extern "C" fn onnxl_value_info_proto_mutable_metadata_props(m: *mut O
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_value_info_proto_add_metadata_props(m: *mut OnnxlValueInfoProto) -> *mut OnnxlStringStringEntryProto {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { child_mut::<OnnxlValueInfoProto, OnnxlStringStringEntryProto>(m, |m| { m.metadata_props.push(StringStringEntryProto::new()); Ok(m.metadata_props.last_mut().expect("just pushed")) }) }
+    unsafe { add_message::<OnnxlValueInfoProto, OnnxlStringStringEntryProto>(m, |m| &mut m.metadata_props) }
 }
 
 /// `onnx.NodeProto` (opaque handle).
@@ -1885,7 +1887,7 @@ pub unsafe extern "C" fn onnxl_node_proto_clear_unknown_fields(m: *mut OnnxlNode
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_node_proto_input_size(m: *const OnnxlNodeProto) -> usize {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { read(m, 0, |m| Ok(m.input.len())) }
+    unsafe { len(m, |m| &m.input) }
 }
 
 /// Removes every `input` element.
@@ -1897,7 +1899,7 @@ pub unsafe extern "C" fn onnxl_node_proto_input_size(m: *const OnnxlNodeProto) -
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_node_proto_clear_input(m: *mut OnnxlNodeProto) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { write(m, |m| { m.input.clear(); Ok(()) }) }
+    unsafe { clear_all(m, |m| &mut m.input) }
 }
 
 /// Removes `input` element `i`; later elements move down by one (`ONNXL_STATUS_OUT_OF_RANGE` when `i` >= size).
@@ -1909,7 +1911,7 @@ pub unsafe extern "C" fn onnxl_node_proto_clear_input(m: *mut OnnxlNodeProto) ->
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_node_proto_remove_input(m: *mut OnnxlNodeProto, i: usize) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { write(m, |m| remove_at(&mut m.input, i, "NodeProto.input")) }
+    unsafe { remove(m, i, "NodeProto.input", |m| &mut m.input) }
 }
 
 /// A view of `input` element `i` (`data` NULL when `i` >= size or `m` is NULL).
@@ -1921,7 +1923,7 @@ pub unsafe extern "C" fn onnxl_node_proto_remove_input(m: *mut OnnxlNodeProto, i
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_node_proto_input(m: *const OnnxlNodeProto, i: usize) -> OnnxlStr {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { read(m, OnnxlStr::FAILED, |m| Ok(OnnxlStr::of(elem(&m.input, i, "NodeProto.input")?))) }
+    unsafe { elem_string(m, i, "NodeProto.input", |m| &m.input) }
 }
 
 /// Sets `input` element `i` to a copy of `len` bytes at `data` (`ONNXL_STATUS_OUT_OF_RANGE` when `i` >= size).
@@ -1933,7 +1935,7 @@ pub unsafe extern "C" fn onnxl_node_proto_input(m: *const OnnxlNodeProto, i: usi
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_node_proto_set_input(m: *mut OnnxlNodeProto, i: usize, data: *const c_char, len: usize) -> OnnxlStatus {
     // SAFETY: forwarded contract above.
-    unsafe { write_copied(m, data.cast::<u8>(), len, |m, v| { *elem_mut(&mut m.input, i, "NodeProto.input")? = ProtoString::from(v); Ok(()) }) }
+    unsafe { set_elem_bytes(m, i, data, len, "NodeProto.input", |m| &mut m.input) }
 }
 
 /// Appends a copy of `len` bytes at `data` to `input`.
@@ -1945,7 +1947,7 @@ pub unsafe extern "C" fn onnxl_node_proto_set_input(m: *mut OnnxlNodeProto, i: u
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_node_proto_add_input(m: *mut OnnxlNodeProto, data: *const c_char, len: usize) -> OnnxlStatus {
     // SAFETY: forwarded contract above.
-    unsafe { write_copied(m, data.cast::<u8>(), len, |m, v| { m.input.push(ProtoString::from(v)); Ok(()) }) }
+    unsafe { push_bytes(m, data, len, |m| &mut m.input) }
 }
 
 /// Number of `output` elements (0 when `m` is NULL).
@@ -1957,7 +1959,7 @@ pub unsafe extern "C" fn onnxl_node_proto_add_input(m: *mut OnnxlNodeProto, data
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_node_proto_output_size(m: *const OnnxlNodeProto) -> usize {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { read(m, 0, |m| Ok(m.output.len())) }
+    unsafe { len(m, |m| &m.output) }
 }
 
 /// Removes every `output` element.
@@ -1969,7 +1971,7 @@ pub unsafe extern "C" fn onnxl_node_proto_output_size(m: *const OnnxlNodeProto) 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_node_proto_clear_output(m: *mut OnnxlNodeProto) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { write(m, |m| { m.output.clear(); Ok(()) }) }
+    unsafe { clear_all(m, |m| &mut m.output) }
 }
 
 /// Removes `output` element `i`; later elements move down by one (`ONNXL_STATUS_OUT_OF_RANGE` when `i` >= size).
@@ -1981,7 +1983,7 @@ pub unsafe extern "C" fn onnxl_node_proto_clear_output(m: *mut OnnxlNodeProto) -
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_node_proto_remove_output(m: *mut OnnxlNodeProto, i: usize) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { write(m, |m| remove_at(&mut m.output, i, "NodeProto.output")) }
+    unsafe { remove(m, i, "NodeProto.output", |m| &mut m.output) }
 }
 
 /// A view of `output` element `i` (`data` NULL when `i` >= size or `m` is NULL).
@@ -1993,7 +1995,7 @@ pub unsafe extern "C" fn onnxl_node_proto_remove_output(m: *mut OnnxlNodeProto, 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_node_proto_output(m: *const OnnxlNodeProto, i: usize) -> OnnxlStr {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { read(m, OnnxlStr::FAILED, |m| Ok(OnnxlStr::of(elem(&m.output, i, "NodeProto.output")?))) }
+    unsafe { elem_string(m, i, "NodeProto.output", |m| &m.output) }
 }
 
 /// Sets `output` element `i` to a copy of `len` bytes at `data` (`ONNXL_STATUS_OUT_OF_RANGE` when `i` >= size).
@@ -2005,7 +2007,7 @@ pub unsafe extern "C" fn onnxl_node_proto_output(m: *const OnnxlNodeProto, i: us
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_node_proto_set_output(m: *mut OnnxlNodeProto, i: usize, data: *const c_char, len: usize) -> OnnxlStatus {
     // SAFETY: forwarded contract above.
-    unsafe { write_copied(m, data.cast::<u8>(), len, |m, v| { *elem_mut(&mut m.output, i, "NodeProto.output")? = ProtoString::from(v); Ok(()) }) }
+    unsafe { set_elem_bytes(m, i, data, len, "NodeProto.output", |m| &mut m.output) }
 }
 
 /// Appends a copy of `len` bytes at `data` to `output`.
@@ -2017,7 +2019,7 @@ pub unsafe extern "C" fn onnxl_node_proto_set_output(m: *mut OnnxlNodeProto, i: 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_node_proto_add_output(m: *mut OnnxlNodeProto, data: *const c_char, len: usize) -> OnnxlStatus {
     // SAFETY: forwarded contract above.
-    unsafe { write_copied(m, data.cast::<u8>(), len, |m, v| { m.output.push(ProtoString::from(v)); Ok(()) }) }
+    unsafe { push_bytes(m, data, len, |m| &mut m.output) }
 }
 
 /// True when `name` is set (proto2 presence: set to its default still counts).
@@ -2029,7 +2031,7 @@ pub unsafe extern "C" fn onnxl_node_proto_add_output(m: *mut OnnxlNodeProto, dat
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_node_proto_has_name(m: *const OnnxlNodeProto) -> bool {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { read(m, false, |m| Ok(m.name.is_some())) }
+    unsafe { has(m, |m| &m.name) }
 }
 
 /// Unsets `name`.
@@ -2041,7 +2043,7 @@ pub unsafe extern "C" fn onnxl_node_proto_has_name(m: *const OnnxlNodeProto) -> 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_node_proto_clear_name(m: *mut OnnxlNodeProto) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { write(m, |m| { m.name = None; Ok(()) }) }
+    unsafe { clear(m, |m| &mut m.name) }
 }
 
 /// A view of `name` (empty when unset; `data` NULL only when `m` is NULL).
@@ -2053,7 +2055,7 @@ pub unsafe extern "C" fn onnxl_node_proto_clear_name(m: *mut OnnxlNodeProto) -> 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_node_proto_name(m: *const OnnxlNodeProto) -> OnnxlStr {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { read(m, OnnxlStr::FAILED, |m| Ok(OnnxlStr::of(m.name.as_deref().unwrap_or_default()))) }
+    unsafe { string(m, |m| &m.name) }
 }
 
 /// Sets `name` to a copy of `len` bytes at `data`.
@@ -2065,7 +2067,7 @@ pub unsafe extern "C" fn onnxl_node_proto_name(m: *const OnnxlNodeProto) -> Onnx
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_node_proto_set_name(m: *mut OnnxlNodeProto, data: *const c_char, len: usize) -> OnnxlStatus {
     // SAFETY: forwarded contract above.
-    unsafe { write_copied(m, data.cast::<u8>(), len, |m, v| { m.name = Some(ProtoString::from(v)); Ok(()) }) }
+    unsafe { set_bytes(m, data, len, |m| &mut m.name) }
 }
 
 /// True when `op_type` is set (proto2 presence: set to its default still counts).
@@ -2077,7 +2079,7 @@ pub unsafe extern "C" fn onnxl_node_proto_set_name(m: *mut OnnxlNodeProto, data:
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_node_proto_has_op_type(m: *const OnnxlNodeProto) -> bool {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { read(m, false, |m| Ok(m.op_type.is_some())) }
+    unsafe { has(m, |m| &m.op_type) }
 }
 
 /// Unsets `op_type`.
@@ -2089,7 +2091,7 @@ pub unsafe extern "C" fn onnxl_node_proto_has_op_type(m: *const OnnxlNodeProto) 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_node_proto_clear_op_type(m: *mut OnnxlNodeProto) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { write(m, |m| { m.op_type = None; Ok(()) }) }
+    unsafe { clear(m, |m| &mut m.op_type) }
 }
 
 /// A view of `op_type` (empty when unset; `data` NULL only when `m` is NULL).
@@ -2101,7 +2103,7 @@ pub unsafe extern "C" fn onnxl_node_proto_clear_op_type(m: *mut OnnxlNodeProto) 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_node_proto_op_type(m: *const OnnxlNodeProto) -> OnnxlStr {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { read(m, OnnxlStr::FAILED, |m| Ok(OnnxlStr::of(m.op_type.as_deref().unwrap_or_default()))) }
+    unsafe { string(m, |m| &m.op_type) }
 }
 
 /// Sets `op_type` to a copy of `len` bytes at `data`.
@@ -2113,7 +2115,7 @@ pub unsafe extern "C" fn onnxl_node_proto_op_type(m: *const OnnxlNodeProto) -> O
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_node_proto_set_op_type(m: *mut OnnxlNodeProto, data: *const c_char, len: usize) -> OnnxlStatus {
     // SAFETY: forwarded contract above.
-    unsafe { write_copied(m, data.cast::<u8>(), len, |m, v| { m.op_type = Some(ProtoString::from(v)); Ok(()) }) }
+    unsafe { set_bytes(m, data, len, |m| &mut m.op_type) }
 }
 
 /// True when `domain` is set (proto2 presence: set to its default still counts).
@@ -2125,7 +2127,7 @@ pub unsafe extern "C" fn onnxl_node_proto_set_op_type(m: *mut OnnxlNodeProto, da
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_node_proto_has_domain(m: *const OnnxlNodeProto) -> bool {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { read(m, false, |m| Ok(m.domain.is_some())) }
+    unsafe { has(m, |m| &m.domain) }
 }
 
 /// Unsets `domain`.
@@ -2137,7 +2139,7 @@ pub unsafe extern "C" fn onnxl_node_proto_has_domain(m: *const OnnxlNodeProto) -
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_node_proto_clear_domain(m: *mut OnnxlNodeProto) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { write(m, |m| { m.domain = None; Ok(()) }) }
+    unsafe { clear(m, |m| &mut m.domain) }
 }
 
 /// A view of `domain` (empty when unset; `data` NULL only when `m` is NULL).
@@ -2149,7 +2151,7 @@ pub unsafe extern "C" fn onnxl_node_proto_clear_domain(m: *mut OnnxlNodeProto) -
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_node_proto_domain(m: *const OnnxlNodeProto) -> OnnxlStr {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { read(m, OnnxlStr::FAILED, |m| Ok(OnnxlStr::of(m.domain.as_deref().unwrap_or_default()))) }
+    unsafe { string(m, |m| &m.domain) }
 }
 
 /// Sets `domain` to a copy of `len` bytes at `data`.
@@ -2161,7 +2163,7 @@ pub unsafe extern "C" fn onnxl_node_proto_domain(m: *const OnnxlNodeProto) -> On
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_node_proto_set_domain(m: *mut OnnxlNodeProto, data: *const c_char, len: usize) -> OnnxlStatus {
     // SAFETY: forwarded contract above.
-    unsafe { write_copied(m, data.cast::<u8>(), len, |m, v| { m.domain = Some(ProtoString::from(v)); Ok(()) }) }
+    unsafe { set_bytes(m, data, len, |m| &mut m.domain) }
 }
 
 /// True when `overload` is set (proto2 presence: set to its default still counts).
@@ -2173,7 +2175,7 @@ pub unsafe extern "C" fn onnxl_node_proto_set_domain(m: *mut OnnxlNodeProto, dat
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_node_proto_has_overload(m: *const OnnxlNodeProto) -> bool {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { read(m, false, |m| Ok(m.overload.is_some())) }
+    unsafe { has(m, |m| &m.overload) }
 }
 
 /// Unsets `overload`.
@@ -2185,7 +2187,7 @@ pub unsafe extern "C" fn onnxl_node_proto_has_overload(m: *const OnnxlNodeProto)
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_node_proto_clear_overload(m: *mut OnnxlNodeProto) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { write(m, |m| { m.overload = None; Ok(()) }) }
+    unsafe { clear(m, |m| &mut m.overload) }
 }
 
 /// A view of `overload` (empty when unset; `data` NULL only when `m` is NULL).
@@ -2197,7 +2199,7 @@ pub unsafe extern "C" fn onnxl_node_proto_clear_overload(m: *mut OnnxlNodeProto)
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_node_proto_overload(m: *const OnnxlNodeProto) -> OnnxlStr {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { read(m, OnnxlStr::FAILED, |m| Ok(OnnxlStr::of(m.overload.as_deref().unwrap_or_default()))) }
+    unsafe { string(m, |m| &m.overload) }
 }
 
 /// Sets `overload` to a copy of `len` bytes at `data`.
@@ -2209,7 +2211,7 @@ pub unsafe extern "C" fn onnxl_node_proto_overload(m: *const OnnxlNodeProto) -> 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_node_proto_set_overload(m: *mut OnnxlNodeProto, data: *const c_char, len: usize) -> OnnxlStatus {
     // SAFETY: forwarded contract above.
-    unsafe { write_copied(m, data.cast::<u8>(), len, |m, v| { m.overload = Some(ProtoString::from(v)); Ok(()) }) }
+    unsafe { set_bytes(m, data, len, |m| &mut m.overload) }
 }
 
 /// Number of `attribute` elements (0 when `m` is NULL).
@@ -2221,7 +2223,7 @@ pub unsafe extern "C" fn onnxl_node_proto_set_overload(m: *mut OnnxlNodeProto, d
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_node_proto_attribute_size(m: *const OnnxlNodeProto) -> usize {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { read(m, 0, |m| Ok(m.attribute.len())) }
+    unsafe { len(m, |m| &m.attribute) }
 }
 
 /// Removes every `attribute` element.
@@ -2233,7 +2235,7 @@ pub unsafe extern "C" fn onnxl_node_proto_attribute_size(m: *const OnnxlNodeProt
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_node_proto_clear_attribute(m: *mut OnnxlNodeProto) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { write(m, |m| { m.attribute.clear(); Ok(()) }) }
+    unsafe { clear_all(m, |m| &mut m.attribute) }
 }
 
 /// Removes `attribute` element `i`; later elements move down by one (`ONNXL_STATUS_OUT_OF_RANGE` when `i` >= size).
@@ -2245,7 +2247,7 @@ pub unsafe extern "C" fn onnxl_node_proto_clear_attribute(m: *mut OnnxlNodeProto
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_node_proto_remove_attribute(m: *mut OnnxlNodeProto, i: usize) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { write(m, |m| remove_at(&mut m.attribute, i, "NodeProto.attribute")) }
+    unsafe { remove(m, i, "NodeProto.attribute", |m| &mut m.attribute) }
 }
 
 /// `attribute` element `i` (read-only); NULL when `i` >= size or `m` is NULL.
@@ -2257,7 +2259,7 @@ pub unsafe extern "C" fn onnxl_node_proto_remove_attribute(m: *mut OnnxlNodeProt
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_node_proto_attribute(m: *const OnnxlNodeProto, i: usize) -> *const OnnxlAttributeProto {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { child::<OnnxlNodeProto, OnnxlAttributeProto>(m, |m| elem(&m.attribute, i, "NodeProto.attribute")) }
+    unsafe { elem_message::<OnnxlNodeProto, OnnxlAttributeProto>(m, i, "NodeProto.attribute", |m| &m.attribute) }
 }
 
 /// `attribute` element `i` for writing; NULL when `i` >= size or `m` is NULL.
@@ -2269,7 +2271,7 @@ pub unsafe extern "C" fn onnxl_node_proto_attribute(m: *const OnnxlNodeProto, i:
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_node_proto_mutable_attribute(m: *mut OnnxlNodeProto, i: usize) -> *mut OnnxlAttributeProto {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { child_mut::<OnnxlNodeProto, OnnxlAttributeProto>(m, |m| elem_mut(&mut m.attribute, i, "NodeProto.attribute")) }
+    unsafe { mutable_elem_message::<OnnxlNodeProto, OnnxlAttributeProto>(m, i, "NodeProto.attribute", |m| &mut m.attribute) }
 }
 
 /// Appends an empty `AttributeProto` to `attribute` and returns it for writing; NULL only when `m` is NULL.
@@ -2281,7 +2283,7 @@ pub unsafe extern "C" fn onnxl_node_proto_mutable_attribute(m: *mut OnnxlNodePro
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_node_proto_add_attribute(m: *mut OnnxlNodeProto) -> *mut OnnxlAttributeProto {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { child_mut::<OnnxlNodeProto, OnnxlAttributeProto>(m, |m| { m.attribute.push(AttributeProto::new()); Ok(m.attribute.last_mut().expect("just pushed")) }) }
+    unsafe { add_message::<OnnxlNodeProto, OnnxlAttributeProto>(m, |m| &mut m.attribute) }
 }
 
 /// True when `doc_string` is set (proto2 presence: set to its default still counts).
@@ -2293,7 +2295,7 @@ pub unsafe extern "C" fn onnxl_node_proto_add_attribute(m: *mut OnnxlNodeProto) 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_node_proto_has_doc_string(m: *const OnnxlNodeProto) -> bool {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { read(m, false, |m| Ok(m.doc_string.is_some())) }
+    unsafe { has(m, |m| &m.doc_string) }
 }
 
 /// Unsets `doc_string`.
@@ -2305,7 +2307,7 @@ pub unsafe extern "C" fn onnxl_node_proto_has_doc_string(m: *const OnnxlNodeProt
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_node_proto_clear_doc_string(m: *mut OnnxlNodeProto) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { write(m, |m| { m.doc_string = None; Ok(()) }) }
+    unsafe { clear(m, |m| &mut m.doc_string) }
 }
 
 /// A view of `doc_string` (empty when unset; `data` NULL only when `m` is NULL).
@@ -2317,7 +2319,7 @@ pub unsafe extern "C" fn onnxl_node_proto_clear_doc_string(m: *mut OnnxlNodeProt
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_node_proto_doc_string(m: *const OnnxlNodeProto) -> OnnxlStr {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { read(m, OnnxlStr::FAILED, |m| Ok(OnnxlStr::of(m.doc_string.as_deref().unwrap_or_default()))) }
+    unsafe { string(m, |m| &m.doc_string) }
 }
 
 /// Sets `doc_string` to a copy of `len` bytes at `data`.
@@ -2329,7 +2331,7 @@ pub unsafe extern "C" fn onnxl_node_proto_doc_string(m: *const OnnxlNodeProto) -
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_node_proto_set_doc_string(m: *mut OnnxlNodeProto, data: *const c_char, len: usize) -> OnnxlStatus {
     // SAFETY: forwarded contract above.
-    unsafe { write_copied(m, data.cast::<u8>(), len, |m, v| { m.doc_string = Some(ProtoString::from(v)); Ok(()) }) }
+    unsafe { set_bytes(m, data, len, |m| &mut m.doc_string) }
 }
 
 /// Number of `metadata_props` elements (0 when `m` is NULL).
@@ -2341,7 +2343,7 @@ pub unsafe extern "C" fn onnxl_node_proto_set_doc_string(m: *mut OnnxlNodeProto,
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_node_proto_metadata_props_size(m: *const OnnxlNodeProto) -> usize {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { read(m, 0, |m| Ok(m.metadata_props.len())) }
+    unsafe { len(m, |m| &m.metadata_props) }
 }
 
 /// Removes every `metadata_props` element.
@@ -2353,7 +2355,7 @@ pub unsafe extern "C" fn onnxl_node_proto_metadata_props_size(m: *const OnnxlNod
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_node_proto_clear_metadata_props(m: *mut OnnxlNodeProto) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { write(m, |m| { m.metadata_props.clear(); Ok(()) }) }
+    unsafe { clear_all(m, |m| &mut m.metadata_props) }
 }
 
 /// Removes `metadata_props` element `i`; later elements move down by one (`ONNXL_STATUS_OUT_OF_RANGE` when `i` >= size).
@@ -2365,7 +2367,7 @@ pub unsafe extern "C" fn onnxl_node_proto_clear_metadata_props(m: *mut OnnxlNode
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_node_proto_remove_metadata_props(m: *mut OnnxlNodeProto, i: usize) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { write(m, |m| remove_at(&mut m.metadata_props, i, "NodeProto.metadata_props")) }
+    unsafe { remove(m, i, "NodeProto.metadata_props", |m| &mut m.metadata_props) }
 }
 
 /// `metadata_props` element `i` (read-only); NULL when `i` >= size or `m` is NULL.
@@ -2377,7 +2379,7 @@ pub unsafe extern "C" fn onnxl_node_proto_remove_metadata_props(m: *mut OnnxlNod
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_node_proto_metadata_props(m: *const OnnxlNodeProto, i: usize) -> *const OnnxlStringStringEntryProto {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { child::<OnnxlNodeProto, OnnxlStringStringEntryProto>(m, |m| elem(&m.metadata_props, i, "NodeProto.metadata_props")) }
+    unsafe { elem_message::<OnnxlNodeProto, OnnxlStringStringEntryProto>(m, i, "NodeProto.metadata_props", |m| &m.metadata_props) }
 }
 
 /// `metadata_props` element `i` for writing; NULL when `i` >= size or `m` is NULL.
@@ -2389,7 +2391,7 @@ pub unsafe extern "C" fn onnxl_node_proto_metadata_props(m: *const OnnxlNodeProt
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_node_proto_mutable_metadata_props(m: *mut OnnxlNodeProto, i: usize) -> *mut OnnxlStringStringEntryProto {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { child_mut::<OnnxlNodeProto, OnnxlStringStringEntryProto>(m, |m| elem_mut(&mut m.metadata_props, i, "NodeProto.metadata_props")) }
+    unsafe { mutable_elem_message::<OnnxlNodeProto, OnnxlStringStringEntryProto>(m, i, "NodeProto.metadata_props", |m| &mut m.metadata_props) }
 }
 
 /// Appends an empty `StringStringEntryProto` to `metadata_props` and returns it for writing; NULL only when `m` is NULL.
@@ -2401,7 +2403,7 @@ pub unsafe extern "C" fn onnxl_node_proto_mutable_metadata_props(m: *mut OnnxlNo
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_node_proto_add_metadata_props(m: *mut OnnxlNodeProto) -> *mut OnnxlStringStringEntryProto {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { child_mut::<OnnxlNodeProto, OnnxlStringStringEntryProto>(m, |m| { m.metadata_props.push(StringStringEntryProto::new()); Ok(m.metadata_props.last_mut().expect("just pushed")) }) }
+    unsafe { add_message::<OnnxlNodeProto, OnnxlStringStringEntryProto>(m, |m| &mut m.metadata_props) }
 }
 
 /// Number of `device_configurations` elements (0 when `m` is NULL).
@@ -2413,7 +2415,7 @@ pub unsafe extern "C" fn onnxl_node_proto_add_metadata_props(m: *mut OnnxlNodePr
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_node_proto_device_configurations_size(m: *const OnnxlNodeProto) -> usize {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { read(m, 0, |m| Ok(m.device_configurations.len())) }
+    unsafe { len(m, |m| &m.device_configurations) }
 }
 
 /// Removes every `device_configurations` element.
@@ -2425,7 +2427,7 @@ pub unsafe extern "C" fn onnxl_node_proto_device_configurations_size(m: *const O
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_node_proto_clear_device_configurations(m: *mut OnnxlNodeProto) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { write(m, |m| { m.device_configurations.clear(); Ok(()) }) }
+    unsafe { clear_all(m, |m| &mut m.device_configurations) }
 }
 
 /// Removes `device_configurations` element `i`; later elements move down by one (`ONNXL_STATUS_OUT_OF_RANGE` when `i` >= size).
@@ -2437,7 +2439,7 @@ pub unsafe extern "C" fn onnxl_node_proto_clear_device_configurations(m: *mut On
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_node_proto_remove_device_configurations(m: *mut OnnxlNodeProto, i: usize) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { write(m, |m| remove_at(&mut m.device_configurations, i, "NodeProto.device_configurations")) }
+    unsafe { remove(m, i, "NodeProto.device_configurations", |m| &mut m.device_configurations) }
 }
 
 /// `device_configurations` element `i` (read-only); NULL when `i` >= size or `m` is NULL.
@@ -2449,7 +2451,7 @@ pub unsafe extern "C" fn onnxl_node_proto_remove_device_configurations(m: *mut O
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_node_proto_device_configurations(m: *const OnnxlNodeProto, i: usize) -> *const OnnxlNodeDeviceConfigurationProto {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { child::<OnnxlNodeProto, OnnxlNodeDeviceConfigurationProto>(m, |m| elem(&m.device_configurations, i, "NodeProto.device_configurations")) }
+    unsafe { elem_message::<OnnxlNodeProto, OnnxlNodeDeviceConfigurationProto>(m, i, "NodeProto.device_configurations", |m| &m.device_configurations) }
 }
 
 /// `device_configurations` element `i` for writing; NULL when `i` >= size or `m` is NULL.
@@ -2461,7 +2463,7 @@ pub unsafe extern "C" fn onnxl_node_proto_device_configurations(m: *const OnnxlN
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_node_proto_mutable_device_configurations(m: *mut OnnxlNodeProto, i: usize) -> *mut OnnxlNodeDeviceConfigurationProto {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { child_mut::<OnnxlNodeProto, OnnxlNodeDeviceConfigurationProto>(m, |m| elem_mut(&mut m.device_configurations, i, "NodeProto.device_configurations")) }
+    unsafe { mutable_elem_message::<OnnxlNodeProto, OnnxlNodeDeviceConfigurationProto>(m, i, "NodeProto.device_configurations", |m| &mut m.device_configurations) }
 }
 
 /// Appends an empty `NodeDeviceConfigurationProto` to `device_configurations` and returns it for writing; NULL only when `m` is NULL.
@@ -2473,7 +2475,7 @@ pub unsafe extern "C" fn onnxl_node_proto_mutable_device_configurations(m: *mut 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_node_proto_add_device_configurations(m: *mut OnnxlNodeProto) -> *mut OnnxlNodeDeviceConfigurationProto {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { child_mut::<OnnxlNodeProto, OnnxlNodeDeviceConfigurationProto>(m, |m| { m.device_configurations.push(NodeDeviceConfigurationProto::new()); Ok(m.device_configurations.last_mut().expect("just pushed")) }) }
+    unsafe { add_message::<OnnxlNodeProto, OnnxlNodeDeviceConfigurationProto>(m, |m| &mut m.device_configurations) }
 }
 
 /// `onnx.IntIntListEntryProto` (opaque handle).
@@ -2619,7 +2621,7 @@ pub unsafe extern "C" fn onnxl_int_int_list_entry_proto_clear_unknown_fields(m: 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_int_int_list_entry_proto_has_key(m: *const OnnxlIntIntListEntryProto) -> bool {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { read(m, false, |m| Ok(m.key.is_some())) }
+    unsafe { has(m, |m| &m.key) }
 }
 
 /// Unsets `key`.
@@ -2631,7 +2633,7 @@ pub unsafe extern "C" fn onnxl_int_int_list_entry_proto_has_key(m: *const OnnxlI
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_int_int_list_entry_proto_clear_key(m: *mut OnnxlIntIntListEntryProto) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { write(m, |m| { m.key = None; Ok(()) }) }
+    unsafe { clear(m, |m| &mut m.key) }
 }
 
 /// The value of `key`; 0 when unset or `m` is NULL.
@@ -2643,7 +2645,7 @@ pub unsafe extern "C" fn onnxl_int_int_list_entry_proto_clear_key(m: *mut OnnxlI
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_int_int_list_entry_proto_key(m: *const OnnxlIntIntListEntryProto) -> i64 {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { read(m, Default::default(), |m| Ok(m.key.unwrap_or_default())) }
+    unsafe { value(m, |m| &m.key) }
 }
 
 /// Sets `key` to `v`.
@@ -2655,7 +2657,7 @@ pub unsafe extern "C" fn onnxl_int_int_list_entry_proto_key(m: *const OnnxlIntIn
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_int_int_list_entry_proto_set_key(m: *mut OnnxlIntIntListEntryProto, v: i64) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { write(m, |m| { m.key = Some(v); Ok(()) }) }
+    unsafe { set_value(m, v, |m| &mut m.key) }
 }
 
 /// Number of `value` elements (0 when `m` is NULL).
@@ -2667,7 +2669,7 @@ pub unsafe extern "C" fn onnxl_int_int_list_entry_proto_set_key(m: *mut OnnxlInt
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_int_int_list_entry_proto_value_size(m: *const OnnxlIntIntListEntryProto) -> usize {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { read(m, 0, |m| Ok(m.value.len())) }
+    unsafe { len(m, |m| &m.value) }
 }
 
 /// Removes every `value` element.
@@ -2679,7 +2681,7 @@ pub unsafe extern "C" fn onnxl_int_int_list_entry_proto_value_size(m: *const Onn
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_int_int_list_entry_proto_clear_value(m: *mut OnnxlIntIntListEntryProto) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { write(m, |m| { m.value.clear(); Ok(()) }) }
+    unsafe { clear_all(m, |m| &mut m.value) }
 }
 
 /// Removes `value` element `i`; later elements move down by one (`ONNXL_STATUS_OUT_OF_RANGE` when `i` >= size).
@@ -2691,7 +2693,7 @@ pub unsafe extern "C" fn onnxl_int_int_list_entry_proto_clear_value(m: *mut Onnx
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_int_int_list_entry_proto_remove_value(m: *mut OnnxlIntIntListEntryProto, i: usize) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { write(m, |m| remove_at(&mut m.value, i, "IntIntListEntryProto.value")) }
+    unsafe { remove(m, i, "IntIntListEntryProto.value", |m| &mut m.value) }
 }
 
 /// `value` element `i`; 0 (with `ONNXL_STATUS_OUT_OF_RANGE` as last error) when `i` >= size or `m` is NULL.
@@ -2703,7 +2705,7 @@ pub unsafe extern "C" fn onnxl_int_int_list_entry_proto_remove_value(m: *mut Onn
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_int_int_list_entry_proto_value(m: *const OnnxlIntIntListEntryProto, i: usize) -> i64 {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { read(m, Default::default(), |m| Ok(*elem(&m.value, i, "IntIntListEntryProto.value")?)) }
+    unsafe { elem_value(m, i, "IntIntListEntryProto.value", |m| &m.value) }
 }
 
 /// The `value` elements as a contiguous array of `onnxl_int_int_list_entry_proto_value_size(m)` values (NULL only when `m` is NULL; not to be read when the size is 0).
@@ -2715,7 +2717,7 @@ pub unsafe extern "C" fn onnxl_int_int_list_entry_proto_value(m: *const OnnxlInt
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_int_int_list_entry_proto_value_data(m: *const OnnxlIntIntListEntryProto) -> *const i64 {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { read(m, std::ptr::null(), |m| Ok(m.value.as_ptr())) }
+    unsafe { data(m, |m| &m.value) }
 }
 
 /// The `value` elements for in-place writing (NULL only when `m` is NULL).
@@ -2727,7 +2729,7 @@ pub unsafe extern "C" fn onnxl_int_int_list_entry_proto_value_data(m: *const Onn
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_int_int_list_entry_proto_mutable_value_data(m: *mut OnnxlIntIntListEntryProto) -> *mut i64 {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { super::panic::ffi_value(std::ptr::null_mut(), || Ok(super::handle::try_mut(m, "message")?.value.as_mut_ptr())) }
+    unsafe { mutable_data(m, |m| &mut m.value) }
 }
 
 /// Sets `value` element `i` to `v` (`ONNXL_STATUS_OUT_OF_RANGE` when `i` >= size).
@@ -2739,7 +2741,7 @@ pub unsafe extern "C" fn onnxl_int_int_list_entry_proto_mutable_value_data(m: *m
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_int_int_list_entry_proto_set_value(m: *mut OnnxlIntIntListEntryProto, i: usize, v: i64) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { write(m, |m| { *elem_mut(&mut m.value, i, "IntIntListEntryProto.value")? = v; Ok(()) }) }
+    unsafe { set_elem_value(m, i, v, "IntIntListEntryProto.value", |m| &mut m.value) }
 }
 
 /// Appends `v` to `value`.
@@ -2751,7 +2753,7 @@ pub unsafe extern "C" fn onnxl_int_int_list_entry_proto_set_value(m: *mut OnnxlI
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_int_int_list_entry_proto_add_value(m: *mut OnnxlIntIntListEntryProto, v: i64) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { write(m, |m| { m.value.push(v); Ok(()) }) }
+    unsafe { push_value(m, v, |m| &mut m.value) }
 }
 
 /// Replaces every `value` element with a copy of the `count` values at `data`.
@@ -2763,7 +2765,7 @@ pub unsafe extern "C" fn onnxl_int_int_list_entry_proto_add_value(m: *mut OnnxlI
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_int_int_list_entry_proto_assign_value(m: *mut OnnxlIntIntListEntryProto, data: *const i64, count: usize) -> OnnxlStatus {
     // SAFETY: forwarded contract above.
-    unsafe { write_copied(m, data, count, |m, v| { m.value = v.into(); Ok(()) }) }
+    unsafe { assign(m, data, count, |m| &mut m.value) }
 }
 
 /// `onnx.NodeDeviceConfigurationProto` (opaque handle).
@@ -2909,7 +2911,7 @@ pub unsafe extern "C" fn onnxl_node_device_configuration_proto_clear_unknown_fie
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_node_device_configuration_proto_has_configuration_id(m: *const OnnxlNodeDeviceConfigurationProto) -> bool {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { read(m, false, |m| Ok(m.configuration_id.is_some())) }
+    unsafe { has(m, |m| &m.configuration_id) }
 }
 
 /// Unsets `configuration_id`.
@@ -2921,7 +2923,7 @@ pub unsafe extern "C" fn onnxl_node_device_configuration_proto_has_configuration
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_node_device_configuration_proto_clear_configuration_id(m: *mut OnnxlNodeDeviceConfigurationProto) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { write(m, |m| { m.configuration_id = None; Ok(()) }) }
+    unsafe { clear(m, |m| &mut m.configuration_id) }
 }
 
 /// A view of `configuration_id` (empty when unset; `data` NULL only when `m` is NULL).
@@ -2933,7 +2935,7 @@ pub unsafe extern "C" fn onnxl_node_device_configuration_proto_clear_configurati
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_node_device_configuration_proto_configuration_id(m: *const OnnxlNodeDeviceConfigurationProto) -> OnnxlStr {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { read(m, OnnxlStr::FAILED, |m| Ok(OnnxlStr::of(m.configuration_id.as_deref().unwrap_or_default()))) }
+    unsafe { string(m, |m| &m.configuration_id) }
 }
 
 /// Sets `configuration_id` to a copy of `len` bytes at `data`.
@@ -2945,7 +2947,7 @@ pub unsafe extern "C" fn onnxl_node_device_configuration_proto_configuration_id(
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_node_device_configuration_proto_set_configuration_id(m: *mut OnnxlNodeDeviceConfigurationProto, data: *const c_char, len: usize) -> OnnxlStatus {
     // SAFETY: forwarded contract above.
-    unsafe { write_copied(m, data.cast::<u8>(), len, |m, v| { m.configuration_id = Some(ProtoString::from(v)); Ok(()) }) }
+    unsafe { set_bytes(m, data, len, |m| &mut m.configuration_id) }
 }
 
 /// Number of `sharding_spec` elements (0 when `m` is NULL).
@@ -2957,7 +2959,7 @@ pub unsafe extern "C" fn onnxl_node_device_configuration_proto_set_configuration
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_node_device_configuration_proto_sharding_spec_size(m: *const OnnxlNodeDeviceConfigurationProto) -> usize {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { read(m, 0, |m| Ok(m.sharding_spec.len())) }
+    unsafe { len(m, |m| &m.sharding_spec) }
 }
 
 /// Removes every `sharding_spec` element.
@@ -2969,7 +2971,7 @@ pub unsafe extern "C" fn onnxl_node_device_configuration_proto_sharding_spec_siz
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_node_device_configuration_proto_clear_sharding_spec(m: *mut OnnxlNodeDeviceConfigurationProto) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { write(m, |m| { m.sharding_spec.clear(); Ok(()) }) }
+    unsafe { clear_all(m, |m| &mut m.sharding_spec) }
 }
 
 /// Removes `sharding_spec` element `i`; later elements move down by one (`ONNXL_STATUS_OUT_OF_RANGE` when `i` >= size).
@@ -2981,7 +2983,7 @@ pub unsafe extern "C" fn onnxl_node_device_configuration_proto_clear_sharding_sp
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_node_device_configuration_proto_remove_sharding_spec(m: *mut OnnxlNodeDeviceConfigurationProto, i: usize) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { write(m, |m| remove_at(&mut m.sharding_spec, i, "NodeDeviceConfigurationProto.sharding_spec")) }
+    unsafe { remove(m, i, "NodeDeviceConfigurationProto.sharding_spec", |m| &mut m.sharding_spec) }
 }
 
 /// `sharding_spec` element `i` (read-only); NULL when `i` >= size or `m` is NULL.
@@ -2993,7 +2995,7 @@ pub unsafe extern "C" fn onnxl_node_device_configuration_proto_remove_sharding_s
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_node_device_configuration_proto_sharding_spec(m: *const OnnxlNodeDeviceConfigurationProto, i: usize) -> *const OnnxlShardingSpecProto {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { child::<OnnxlNodeDeviceConfigurationProto, OnnxlShardingSpecProto>(m, |m| elem(&m.sharding_spec, i, "NodeDeviceConfigurationProto.sharding_spec")) }
+    unsafe { elem_message::<OnnxlNodeDeviceConfigurationProto, OnnxlShardingSpecProto>(m, i, "NodeDeviceConfigurationProto.sharding_spec", |m| &m.sharding_spec) }
 }
 
 /// `sharding_spec` element `i` for writing; NULL when `i` >= size or `m` is NULL.
@@ -3005,7 +3007,7 @@ pub unsafe extern "C" fn onnxl_node_device_configuration_proto_sharding_spec(m: 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_node_device_configuration_proto_mutable_sharding_spec(m: *mut OnnxlNodeDeviceConfigurationProto, i: usize) -> *mut OnnxlShardingSpecProto {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { child_mut::<OnnxlNodeDeviceConfigurationProto, OnnxlShardingSpecProto>(m, |m| elem_mut(&mut m.sharding_spec, i, "NodeDeviceConfigurationProto.sharding_spec")) }
+    unsafe { mutable_elem_message::<OnnxlNodeDeviceConfigurationProto, OnnxlShardingSpecProto>(m, i, "NodeDeviceConfigurationProto.sharding_spec", |m| &mut m.sharding_spec) }
 }
 
 /// Appends an empty `ShardingSpecProto` to `sharding_spec` and returns it for writing; NULL only when `m` is NULL.
@@ -3017,7 +3019,7 @@ pub unsafe extern "C" fn onnxl_node_device_configuration_proto_mutable_sharding_
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_node_device_configuration_proto_add_sharding_spec(m: *mut OnnxlNodeDeviceConfigurationProto) -> *mut OnnxlShardingSpecProto {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { child_mut::<OnnxlNodeDeviceConfigurationProto, OnnxlShardingSpecProto>(m, |m| { m.sharding_spec.push(ShardingSpecProto::new()); Ok(m.sharding_spec.last_mut().expect("just pushed")) }) }
+    unsafe { add_message::<OnnxlNodeDeviceConfigurationProto, OnnxlShardingSpecProto>(m, |m| &mut m.sharding_spec) }
 }
 
 /// True when `pipeline_stage` is set (proto2 presence: set to its default still counts).
@@ -3029,7 +3031,7 @@ pub unsafe extern "C" fn onnxl_node_device_configuration_proto_add_sharding_spec
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_node_device_configuration_proto_has_pipeline_stage(m: *const OnnxlNodeDeviceConfigurationProto) -> bool {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { read(m, false, |m| Ok(m.pipeline_stage.is_some())) }
+    unsafe { has(m, |m| &m.pipeline_stage) }
 }
 
 /// Unsets `pipeline_stage`.
@@ -3041,7 +3043,7 @@ pub unsafe extern "C" fn onnxl_node_device_configuration_proto_has_pipeline_stag
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_node_device_configuration_proto_clear_pipeline_stage(m: *mut OnnxlNodeDeviceConfigurationProto) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { write(m, |m| { m.pipeline_stage = None; Ok(()) }) }
+    unsafe { clear(m, |m| &mut m.pipeline_stage) }
 }
 
 /// The value of `pipeline_stage`; 0 when unset or `m` is NULL.
@@ -3053,7 +3055,7 @@ pub unsafe extern "C" fn onnxl_node_device_configuration_proto_clear_pipeline_st
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_node_device_configuration_proto_pipeline_stage(m: *const OnnxlNodeDeviceConfigurationProto) -> i32 {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { read(m, Default::default(), |m| Ok(m.pipeline_stage.unwrap_or_default())) }
+    unsafe { value(m, |m| &m.pipeline_stage) }
 }
 
 /// Sets `pipeline_stage` to `v`.
@@ -3065,7 +3067,7 @@ pub unsafe extern "C" fn onnxl_node_device_configuration_proto_pipeline_stage(m:
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_node_device_configuration_proto_set_pipeline_stage(m: *mut OnnxlNodeDeviceConfigurationProto, v: i32) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { write(m, |m| { m.pipeline_stage = Some(v); Ok(()) }) }
+    unsafe { set_value(m, v, |m| &mut m.pipeline_stage) }
 }
 
 /// `onnx.ShardingSpecProto` (opaque handle).
@@ -3211,7 +3213,7 @@ pub unsafe extern "C" fn onnxl_sharding_spec_proto_clear_unknown_fields(m: *mut 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_sharding_spec_proto_has_tensor_name(m: *const OnnxlShardingSpecProto) -> bool {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { read(m, false, |m| Ok(m.tensor_name.is_some())) }
+    unsafe { has(m, |m| &m.tensor_name) }
 }
 
 /// Unsets `tensor_name`.
@@ -3223,7 +3225,7 @@ pub unsafe extern "C" fn onnxl_sharding_spec_proto_has_tensor_name(m: *const Onn
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_sharding_spec_proto_clear_tensor_name(m: *mut OnnxlShardingSpecProto) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { write(m, |m| { m.tensor_name = None; Ok(()) }) }
+    unsafe { clear(m, |m| &mut m.tensor_name) }
 }
 
 /// A view of `tensor_name` (empty when unset; `data` NULL only when `m` is NULL).
@@ -3235,7 +3237,7 @@ pub unsafe extern "C" fn onnxl_sharding_spec_proto_clear_tensor_name(m: *mut Onn
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_sharding_spec_proto_tensor_name(m: *const OnnxlShardingSpecProto) -> OnnxlStr {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { read(m, OnnxlStr::FAILED, |m| Ok(OnnxlStr::of(m.tensor_name.as_deref().unwrap_or_default()))) }
+    unsafe { string(m, |m| &m.tensor_name) }
 }
 
 /// Sets `tensor_name` to a copy of `len` bytes at `data`.
@@ -3247,7 +3249,7 @@ pub unsafe extern "C" fn onnxl_sharding_spec_proto_tensor_name(m: *const OnnxlSh
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_sharding_spec_proto_set_tensor_name(m: *mut OnnxlShardingSpecProto, data: *const c_char, len: usize) -> OnnxlStatus {
     // SAFETY: forwarded contract above.
-    unsafe { write_copied(m, data.cast::<u8>(), len, |m, v| { m.tensor_name = Some(ProtoString::from(v)); Ok(()) }) }
+    unsafe { set_bytes(m, data, len, |m| &mut m.tensor_name) }
 }
 
 /// Number of `device` elements (0 when `m` is NULL).
@@ -3259,7 +3261,7 @@ pub unsafe extern "C" fn onnxl_sharding_spec_proto_set_tensor_name(m: *mut Onnxl
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_sharding_spec_proto_device_size(m: *const OnnxlShardingSpecProto) -> usize {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { read(m, 0, |m| Ok(m.device.len())) }
+    unsafe { len(m, |m| &m.device) }
 }
 
 /// Removes every `device` element.
@@ -3271,7 +3273,7 @@ pub unsafe extern "C" fn onnxl_sharding_spec_proto_device_size(m: *const OnnxlSh
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_sharding_spec_proto_clear_device(m: *mut OnnxlShardingSpecProto) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { write(m, |m| { m.device.clear(); Ok(()) }) }
+    unsafe { clear_all(m, |m| &mut m.device) }
 }
 
 /// Removes `device` element `i`; later elements move down by one (`ONNXL_STATUS_OUT_OF_RANGE` when `i` >= size).
@@ -3283,7 +3285,7 @@ pub unsafe extern "C" fn onnxl_sharding_spec_proto_clear_device(m: *mut OnnxlSha
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_sharding_spec_proto_remove_device(m: *mut OnnxlShardingSpecProto, i: usize) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { write(m, |m| remove_at(&mut m.device, i, "ShardingSpecProto.device")) }
+    unsafe { remove(m, i, "ShardingSpecProto.device", |m| &mut m.device) }
 }
 
 /// `device` element `i`; 0 (with `ONNXL_STATUS_OUT_OF_RANGE` as last error) when `i` >= size or `m` is NULL.
@@ -3295,7 +3297,7 @@ pub unsafe extern "C" fn onnxl_sharding_spec_proto_remove_device(m: *mut OnnxlSh
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_sharding_spec_proto_device(m: *const OnnxlShardingSpecProto, i: usize) -> i64 {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { read(m, Default::default(), |m| Ok(*elem(&m.device, i, "ShardingSpecProto.device")?)) }
+    unsafe { elem_value(m, i, "ShardingSpecProto.device", |m| &m.device) }
 }
 
 /// The `device` elements as a contiguous array of `onnxl_sharding_spec_proto_device_size(m)` values (NULL only when `m` is NULL; not to be read when the size is 0).
@@ -3307,7 +3309,7 @@ pub unsafe extern "C" fn onnxl_sharding_spec_proto_device(m: *const OnnxlShardin
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_sharding_spec_proto_device_data(m: *const OnnxlShardingSpecProto) -> *const i64 {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { read(m, std::ptr::null(), |m| Ok(m.device.as_ptr())) }
+    unsafe { data(m, |m| &m.device) }
 }
 
 /// The `device` elements for in-place writing (NULL only when `m` is NULL).
@@ -3319,7 +3321,7 @@ pub unsafe extern "C" fn onnxl_sharding_spec_proto_device_data(m: *const OnnxlSh
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_sharding_spec_proto_mutable_device_data(m: *mut OnnxlShardingSpecProto) -> *mut i64 {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { super::panic::ffi_value(std::ptr::null_mut(), || Ok(super::handle::try_mut(m, "message")?.device.as_mut_ptr())) }
+    unsafe { mutable_data(m, |m| &mut m.device) }
 }
 
 /// Sets `device` element `i` to `v` (`ONNXL_STATUS_OUT_OF_RANGE` when `i` >= size).
@@ -3331,7 +3333,7 @@ pub unsafe extern "C" fn onnxl_sharding_spec_proto_mutable_device_data(m: *mut O
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_sharding_spec_proto_set_device(m: *mut OnnxlShardingSpecProto, i: usize, v: i64) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { write(m, |m| { *elem_mut(&mut m.device, i, "ShardingSpecProto.device")? = v; Ok(()) }) }
+    unsafe { set_elem_value(m, i, v, "ShardingSpecProto.device", |m| &mut m.device) }
 }
 
 /// Appends `v` to `device`.
@@ -3343,7 +3345,7 @@ pub unsafe extern "C" fn onnxl_sharding_spec_proto_set_device(m: *mut OnnxlShard
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_sharding_spec_proto_add_device(m: *mut OnnxlShardingSpecProto, v: i64) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { write(m, |m| { m.device.push(v); Ok(()) }) }
+    unsafe { push_value(m, v, |m| &mut m.device) }
 }
 
 /// Replaces every `device` element with a copy of the `count` values at `data`.
@@ -3355,7 +3357,7 @@ pub unsafe extern "C" fn onnxl_sharding_spec_proto_add_device(m: *mut OnnxlShard
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_sharding_spec_proto_assign_device(m: *mut OnnxlShardingSpecProto, data: *const i64, count: usize) -> OnnxlStatus {
     // SAFETY: forwarded contract above.
-    unsafe { write_copied(m, data, count, |m, v| { m.device = v.into(); Ok(()) }) }
+    unsafe { assign(m, data, count, |m| &mut m.device) }
 }
 
 /// Number of `index_to_device_group_map` elements (0 when `m` is NULL).
@@ -3367,7 +3369,7 @@ pub unsafe extern "C" fn onnxl_sharding_spec_proto_assign_device(m: *mut OnnxlSh
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_sharding_spec_proto_index_to_device_group_map_size(m: *const OnnxlShardingSpecProto) -> usize {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { read(m, 0, |m| Ok(m.index_to_device_group_map.len())) }
+    unsafe { len(m, |m| &m.index_to_device_group_map) }
 }
 
 /// Removes every `index_to_device_group_map` element.
@@ -3379,7 +3381,7 @@ pub unsafe extern "C" fn onnxl_sharding_spec_proto_index_to_device_group_map_siz
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_sharding_spec_proto_clear_index_to_device_group_map(m: *mut OnnxlShardingSpecProto) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { write(m, |m| { m.index_to_device_group_map.clear(); Ok(()) }) }
+    unsafe { clear_all(m, |m| &mut m.index_to_device_group_map) }
 }
 
 /// Removes `index_to_device_group_map` element `i`; later elements move down by one (`ONNXL_STATUS_OUT_OF_RANGE` when `i` >= size).
@@ -3391,7 +3393,7 @@ pub unsafe extern "C" fn onnxl_sharding_spec_proto_clear_index_to_device_group_m
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_sharding_spec_proto_remove_index_to_device_group_map(m: *mut OnnxlShardingSpecProto, i: usize) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { write(m, |m| remove_at(&mut m.index_to_device_group_map, i, "ShardingSpecProto.index_to_device_group_map")) }
+    unsafe { remove(m, i, "ShardingSpecProto.index_to_device_group_map", |m| &mut m.index_to_device_group_map) }
 }
 
 /// `index_to_device_group_map` element `i` (read-only); NULL when `i` >= size or `m` is NULL.
@@ -3403,7 +3405,7 @@ pub unsafe extern "C" fn onnxl_sharding_spec_proto_remove_index_to_device_group_
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_sharding_spec_proto_index_to_device_group_map(m: *const OnnxlShardingSpecProto, i: usize) -> *const OnnxlIntIntListEntryProto {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { child::<OnnxlShardingSpecProto, OnnxlIntIntListEntryProto>(m, |m| elem(&m.index_to_device_group_map, i, "ShardingSpecProto.index_to_device_group_map")) }
+    unsafe { elem_message::<OnnxlShardingSpecProto, OnnxlIntIntListEntryProto>(m, i, "ShardingSpecProto.index_to_device_group_map", |m| &m.index_to_device_group_map) }
 }
 
 /// `index_to_device_group_map` element `i` for writing; NULL when `i` >= size or `m` is NULL.
@@ -3415,7 +3417,7 @@ pub unsafe extern "C" fn onnxl_sharding_spec_proto_index_to_device_group_map(m: 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_sharding_spec_proto_mutable_index_to_device_group_map(m: *mut OnnxlShardingSpecProto, i: usize) -> *mut OnnxlIntIntListEntryProto {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { child_mut::<OnnxlShardingSpecProto, OnnxlIntIntListEntryProto>(m, |m| elem_mut(&mut m.index_to_device_group_map, i, "ShardingSpecProto.index_to_device_group_map")) }
+    unsafe { mutable_elem_message::<OnnxlShardingSpecProto, OnnxlIntIntListEntryProto>(m, i, "ShardingSpecProto.index_to_device_group_map", |m| &mut m.index_to_device_group_map) }
 }
 
 /// Appends an empty `IntIntListEntryProto` to `index_to_device_group_map` and returns it for writing; NULL only when `m` is NULL.
@@ -3427,7 +3429,7 @@ pub unsafe extern "C" fn onnxl_sharding_spec_proto_mutable_index_to_device_group
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_sharding_spec_proto_add_index_to_device_group_map(m: *mut OnnxlShardingSpecProto) -> *mut OnnxlIntIntListEntryProto {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { child_mut::<OnnxlShardingSpecProto, OnnxlIntIntListEntryProto>(m, |m| { m.index_to_device_group_map.push(IntIntListEntryProto::new()); Ok(m.index_to_device_group_map.last_mut().expect("just pushed")) }) }
+    unsafe { add_message::<OnnxlShardingSpecProto, OnnxlIntIntListEntryProto>(m, |m| &mut m.index_to_device_group_map) }
 }
 
 /// Number of `sharded_dim` elements (0 when `m` is NULL).
@@ -3439,7 +3441,7 @@ pub unsafe extern "C" fn onnxl_sharding_spec_proto_add_index_to_device_group_map
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_sharding_spec_proto_sharded_dim_size(m: *const OnnxlShardingSpecProto) -> usize {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { read(m, 0, |m| Ok(m.sharded_dim.len())) }
+    unsafe { len(m, |m| &m.sharded_dim) }
 }
 
 /// Removes every `sharded_dim` element.
@@ -3451,7 +3453,7 @@ pub unsafe extern "C" fn onnxl_sharding_spec_proto_sharded_dim_size(m: *const On
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_sharding_spec_proto_clear_sharded_dim(m: *mut OnnxlShardingSpecProto) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { write(m, |m| { m.sharded_dim.clear(); Ok(()) }) }
+    unsafe { clear_all(m, |m| &mut m.sharded_dim) }
 }
 
 /// Removes `sharded_dim` element `i`; later elements move down by one (`ONNXL_STATUS_OUT_OF_RANGE` when `i` >= size).
@@ -3463,7 +3465,7 @@ pub unsafe extern "C" fn onnxl_sharding_spec_proto_clear_sharded_dim(m: *mut Onn
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_sharding_spec_proto_remove_sharded_dim(m: *mut OnnxlShardingSpecProto, i: usize) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { write(m, |m| remove_at(&mut m.sharded_dim, i, "ShardingSpecProto.sharded_dim")) }
+    unsafe { remove(m, i, "ShardingSpecProto.sharded_dim", |m| &mut m.sharded_dim) }
 }
 
 /// `sharded_dim` element `i` (read-only); NULL when `i` >= size or `m` is NULL.
@@ -3475,7 +3477,7 @@ pub unsafe extern "C" fn onnxl_sharding_spec_proto_remove_sharded_dim(m: *mut On
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_sharding_spec_proto_sharded_dim(m: *const OnnxlShardingSpecProto, i: usize) -> *const OnnxlShardedDimProto {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { child::<OnnxlShardingSpecProto, OnnxlShardedDimProto>(m, |m| elem(&m.sharded_dim, i, "ShardingSpecProto.sharded_dim")) }
+    unsafe { elem_message::<OnnxlShardingSpecProto, OnnxlShardedDimProto>(m, i, "ShardingSpecProto.sharded_dim", |m| &m.sharded_dim) }
 }
 
 /// `sharded_dim` element `i` for writing; NULL when `i` >= size or `m` is NULL.
@@ -3487,7 +3489,7 @@ pub unsafe extern "C" fn onnxl_sharding_spec_proto_sharded_dim(m: *const OnnxlSh
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_sharding_spec_proto_mutable_sharded_dim(m: *mut OnnxlShardingSpecProto, i: usize) -> *mut OnnxlShardedDimProto {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { child_mut::<OnnxlShardingSpecProto, OnnxlShardedDimProto>(m, |m| elem_mut(&mut m.sharded_dim, i, "ShardingSpecProto.sharded_dim")) }
+    unsafe { mutable_elem_message::<OnnxlShardingSpecProto, OnnxlShardedDimProto>(m, i, "ShardingSpecProto.sharded_dim", |m| &mut m.sharded_dim) }
 }
 
 /// Appends an empty `ShardedDimProto` to `sharded_dim` and returns it for writing; NULL only when `m` is NULL.
@@ -3499,7 +3501,7 @@ pub unsafe extern "C" fn onnxl_sharding_spec_proto_mutable_sharded_dim(m: *mut O
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_sharding_spec_proto_add_sharded_dim(m: *mut OnnxlShardingSpecProto) -> *mut OnnxlShardedDimProto {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { child_mut::<OnnxlShardingSpecProto, OnnxlShardedDimProto>(m, |m| { m.sharded_dim.push(ShardedDimProto::new()); Ok(m.sharded_dim.last_mut().expect("just pushed")) }) }
+    unsafe { add_message::<OnnxlShardingSpecProto, OnnxlShardedDimProto>(m, |m| &mut m.sharded_dim) }
 }
 
 /// `onnx.ShardedDimProto` (opaque handle).
@@ -3645,7 +3647,7 @@ pub unsafe extern "C" fn onnxl_sharded_dim_proto_clear_unknown_fields(m: *mut On
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_sharded_dim_proto_has_axis(m: *const OnnxlShardedDimProto) -> bool {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { read(m, false, |m| Ok(m.axis.is_some())) }
+    unsafe { has(m, |m| &m.axis) }
 }
 
 /// Unsets `axis`.
@@ -3657,7 +3659,7 @@ pub unsafe extern "C" fn onnxl_sharded_dim_proto_has_axis(m: *const OnnxlSharded
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_sharded_dim_proto_clear_axis(m: *mut OnnxlShardedDimProto) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { write(m, |m| { m.axis = None; Ok(()) }) }
+    unsafe { clear(m, |m| &mut m.axis) }
 }
 
 /// The value of `axis`; 0 when unset or `m` is NULL.
@@ -3669,7 +3671,7 @@ pub unsafe extern "C" fn onnxl_sharded_dim_proto_clear_axis(m: *mut OnnxlSharded
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_sharded_dim_proto_axis(m: *const OnnxlShardedDimProto) -> i64 {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { read(m, Default::default(), |m| Ok(m.axis.unwrap_or_default())) }
+    unsafe { value(m, |m| &m.axis) }
 }
 
 /// Sets `axis` to `v`.
@@ -3681,7 +3683,7 @@ pub unsafe extern "C" fn onnxl_sharded_dim_proto_axis(m: *const OnnxlShardedDimP
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_sharded_dim_proto_set_axis(m: *mut OnnxlShardedDimProto, v: i64) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { write(m, |m| { m.axis = Some(v); Ok(()) }) }
+    unsafe { set_value(m, v, |m| &mut m.axis) }
 }
 
 /// Number of `simple_sharding` elements (0 when `m` is NULL).
@@ -3693,7 +3695,7 @@ pub unsafe extern "C" fn onnxl_sharded_dim_proto_set_axis(m: *mut OnnxlShardedDi
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_sharded_dim_proto_simple_sharding_size(m: *const OnnxlShardedDimProto) -> usize {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { read(m, 0, |m| Ok(m.simple_sharding.len())) }
+    unsafe { len(m, |m| &m.simple_sharding) }
 }
 
 /// Removes every `simple_sharding` element.
@@ -3705,7 +3707,7 @@ pub unsafe extern "C" fn onnxl_sharded_dim_proto_simple_sharding_size(m: *const 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_sharded_dim_proto_clear_simple_sharding(m: *mut OnnxlShardedDimProto) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { write(m, |m| { m.simple_sharding.clear(); Ok(()) }) }
+    unsafe { clear_all(m, |m| &mut m.simple_sharding) }
 }
 
 /// Removes `simple_sharding` element `i`; later elements move down by one (`ONNXL_STATUS_OUT_OF_RANGE` when `i` >= size).
@@ -3717,7 +3719,7 @@ pub unsafe extern "C" fn onnxl_sharded_dim_proto_clear_simple_sharding(m: *mut O
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_sharded_dim_proto_remove_simple_sharding(m: *mut OnnxlShardedDimProto, i: usize) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { write(m, |m| remove_at(&mut m.simple_sharding, i, "ShardedDimProto.simple_sharding")) }
+    unsafe { remove(m, i, "ShardedDimProto.simple_sharding", |m| &mut m.simple_sharding) }
 }
 
 /// `simple_sharding` element `i` (read-only); NULL when `i` >= size or `m` is NULL.
@@ -3729,7 +3731,7 @@ pub unsafe extern "C" fn onnxl_sharded_dim_proto_remove_simple_sharding(m: *mut 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_sharded_dim_proto_simple_sharding(m: *const OnnxlShardedDimProto, i: usize) -> *const OnnxlSimpleShardedDimProto {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { child::<OnnxlShardedDimProto, OnnxlSimpleShardedDimProto>(m, |m| elem(&m.simple_sharding, i, "ShardedDimProto.simple_sharding")) }
+    unsafe { elem_message::<OnnxlShardedDimProto, OnnxlSimpleShardedDimProto>(m, i, "ShardedDimProto.simple_sharding", |m| &m.simple_sharding) }
 }
 
 /// `simple_sharding` element `i` for writing; NULL when `i` >= size or `m` is NULL.
@@ -3741,7 +3743,7 @@ pub unsafe extern "C" fn onnxl_sharded_dim_proto_simple_sharding(m: *const Onnxl
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_sharded_dim_proto_mutable_simple_sharding(m: *mut OnnxlShardedDimProto, i: usize) -> *mut OnnxlSimpleShardedDimProto {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { child_mut::<OnnxlShardedDimProto, OnnxlSimpleShardedDimProto>(m, |m| elem_mut(&mut m.simple_sharding, i, "ShardedDimProto.simple_sharding")) }
+    unsafe { mutable_elem_message::<OnnxlShardedDimProto, OnnxlSimpleShardedDimProto>(m, i, "ShardedDimProto.simple_sharding", |m| &mut m.simple_sharding) }
 }
 
 /// Appends an empty `SimpleShardedDimProto` to `simple_sharding` and returns it for writing; NULL only when `m` is NULL.
@@ -3753,7 +3755,7 @@ pub unsafe extern "C" fn onnxl_sharded_dim_proto_mutable_simple_sharding(m: *mut
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_sharded_dim_proto_add_simple_sharding(m: *mut OnnxlShardedDimProto) -> *mut OnnxlSimpleShardedDimProto {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { child_mut::<OnnxlShardedDimProto, OnnxlSimpleShardedDimProto>(m, |m| { m.simple_sharding.push(SimpleShardedDimProto::new()); Ok(m.simple_sharding.last_mut().expect("just pushed")) }) }
+    unsafe { add_message::<OnnxlShardedDimProto, OnnxlSimpleShardedDimProto>(m, |m| &mut m.simple_sharding) }
 }
 
 /// `onnx.SimpleShardedDimProto` (opaque handle).
@@ -4005,7 +4007,7 @@ pub unsafe extern "C" fn onnxl_simple_sharded_dim_proto_set_dim_param(m: *mut On
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_simple_sharded_dim_proto_has_num_shards(m: *const OnnxlSimpleShardedDimProto) -> bool {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { read(m, false, |m| Ok(m.num_shards.is_some())) }
+    unsafe { has(m, |m| &m.num_shards) }
 }
 
 /// Unsets `num_shards`.
@@ -4017,7 +4019,7 @@ pub unsafe extern "C" fn onnxl_simple_sharded_dim_proto_has_num_shards(m: *const
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_simple_sharded_dim_proto_clear_num_shards(m: *mut OnnxlSimpleShardedDimProto) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { write(m, |m| { m.num_shards = None; Ok(()) }) }
+    unsafe { clear(m, |m| &mut m.num_shards) }
 }
 
 /// The value of `num_shards`; 0 when unset or `m` is NULL.
@@ -4029,7 +4031,7 @@ pub unsafe extern "C" fn onnxl_simple_sharded_dim_proto_clear_num_shards(m: *mut
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_simple_sharded_dim_proto_num_shards(m: *const OnnxlSimpleShardedDimProto) -> i64 {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { read(m, Default::default(), |m| Ok(m.num_shards.unwrap_or_default())) }
+    unsafe { value(m, |m| &m.num_shards) }
 }
 
 /// Sets `num_shards` to `v`.
@@ -4041,7 +4043,7 @@ pub unsafe extern "C" fn onnxl_simple_sharded_dim_proto_num_shards(m: *const Onn
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_simple_sharded_dim_proto_set_num_shards(m: *mut OnnxlSimpleShardedDimProto, v: i64) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { write(m, |m| { m.num_shards = Some(v); Ok(()) }) }
+    unsafe { set_value(m, v, |m| &mut m.num_shards) }
 }
 
 /// `onnx.TrainingInfoProto` (opaque handle).
@@ -4187,7 +4189,7 @@ pub unsafe extern "C" fn onnxl_training_info_proto_clear_unknown_fields(m: *mut 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_training_info_proto_has_initialization(m: *const OnnxlTrainingInfoProto) -> bool {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { read(m, false, |m| Ok(m.initialization.is_some())) }
+    unsafe { has(m, |m| &m.initialization) }
 }
 
 /// Unsets `initialization`.
@@ -4199,7 +4201,7 @@ pub unsafe extern "C" fn onnxl_training_info_proto_has_initialization(m: *const 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_training_info_proto_clear_initialization(m: *mut OnnxlTrainingInfoProto) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { write(m, |m| { m.initialization = None; Ok(()) }) }
+    unsafe { clear(m, |m| &mut m.initialization) }
 }
 
 /// `initialization` (read-only); when unset, a shared empty default `GraphProto`. NULL only when `m` is NULL.
@@ -4211,7 +4213,7 @@ pub unsafe extern "C" fn onnxl_training_info_proto_clear_initialization(m: *mut 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_training_info_proto_initialization(m: *const OnnxlTrainingInfoProto) -> *const OnnxlGraphProto {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { child::<OnnxlTrainingInfoProto, OnnxlGraphProto>(m, |m| Ok(m.initialization())) }
+    unsafe { message::<OnnxlTrainingInfoProto, OnnxlGraphProto>(m, |m| m.initialization()) }
 }
 
 /// `initialization` for writing, set to an empty `GraphProto` first if unset. NULL only when `m` is NULL.
@@ -4223,7 +4225,7 @@ pub unsafe extern "C" fn onnxl_training_info_proto_initialization(m: *const Onnx
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_training_info_proto_mutable_initialization(m: *mut OnnxlTrainingInfoProto) -> *mut OnnxlGraphProto {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { child_mut::<OnnxlTrainingInfoProto, OnnxlGraphProto>(m, |m| Ok(m.mutable_initialization())) }
+    unsafe { mutable_message::<OnnxlTrainingInfoProto, OnnxlGraphProto>(m, |m| m.mutable_initialization()) }
 }
 
 /// True when `algorithm` is set (proto2 presence: set to its default still counts).
@@ -4235,7 +4237,7 @@ pub unsafe extern "C" fn onnxl_training_info_proto_mutable_initialization(m: *mu
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_training_info_proto_has_algorithm(m: *const OnnxlTrainingInfoProto) -> bool {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { read(m, false, |m| Ok(m.algorithm.is_some())) }
+    unsafe { has(m, |m| &m.algorithm) }
 }
 
 /// Unsets `algorithm`.
@@ -4247,7 +4249,7 @@ pub unsafe extern "C" fn onnxl_training_info_proto_has_algorithm(m: *const Onnxl
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_training_info_proto_clear_algorithm(m: *mut OnnxlTrainingInfoProto) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { write(m, |m| { m.algorithm = None; Ok(()) }) }
+    unsafe { clear(m, |m| &mut m.algorithm) }
 }
 
 /// `algorithm` (read-only); when unset, a shared empty default `GraphProto`. NULL only when `m` is NULL.
@@ -4259,7 +4261,7 @@ pub unsafe extern "C" fn onnxl_training_info_proto_clear_algorithm(m: *mut Onnxl
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_training_info_proto_algorithm(m: *const OnnxlTrainingInfoProto) -> *const OnnxlGraphProto {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { child::<OnnxlTrainingInfoProto, OnnxlGraphProto>(m, |m| Ok(m.algorithm())) }
+    unsafe { message::<OnnxlTrainingInfoProto, OnnxlGraphProto>(m, |m| m.algorithm()) }
 }
 
 /// `algorithm` for writing, set to an empty `GraphProto` first if unset. NULL only when `m` is NULL.
@@ -4271,7 +4273,7 @@ pub unsafe extern "C" fn onnxl_training_info_proto_algorithm(m: *const OnnxlTrai
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_training_info_proto_mutable_algorithm(m: *mut OnnxlTrainingInfoProto) -> *mut OnnxlGraphProto {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { child_mut::<OnnxlTrainingInfoProto, OnnxlGraphProto>(m, |m| Ok(m.mutable_algorithm())) }
+    unsafe { mutable_message::<OnnxlTrainingInfoProto, OnnxlGraphProto>(m, |m| m.mutable_algorithm()) }
 }
 
 /// Number of `initialization_binding` elements (0 when `m` is NULL).
@@ -4283,7 +4285,7 @@ pub unsafe extern "C" fn onnxl_training_info_proto_mutable_algorithm(m: *mut Onn
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_training_info_proto_initialization_binding_size(m: *const OnnxlTrainingInfoProto) -> usize {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { read(m, 0, |m| Ok(m.initialization_binding.len())) }
+    unsafe { len(m, |m| &m.initialization_binding) }
 }
 
 /// Removes every `initialization_binding` element.
@@ -4295,7 +4297,7 @@ pub unsafe extern "C" fn onnxl_training_info_proto_initialization_binding_size(m
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_training_info_proto_clear_initialization_binding(m: *mut OnnxlTrainingInfoProto) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { write(m, |m| { m.initialization_binding.clear(); Ok(()) }) }
+    unsafe { clear_all(m, |m| &mut m.initialization_binding) }
 }
 
 /// Removes `initialization_binding` element `i`; later elements move down by one (`ONNXL_STATUS_OUT_OF_RANGE` when `i` >= size).
@@ -4307,7 +4309,7 @@ pub unsafe extern "C" fn onnxl_training_info_proto_clear_initialization_binding(
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_training_info_proto_remove_initialization_binding(m: *mut OnnxlTrainingInfoProto, i: usize) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { write(m, |m| remove_at(&mut m.initialization_binding, i, "TrainingInfoProto.initialization_binding")) }
+    unsafe { remove(m, i, "TrainingInfoProto.initialization_binding", |m| &mut m.initialization_binding) }
 }
 
 /// `initialization_binding` element `i` (read-only); NULL when `i` >= size or `m` is NULL.
@@ -4319,7 +4321,7 @@ pub unsafe extern "C" fn onnxl_training_info_proto_remove_initialization_binding
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_training_info_proto_initialization_binding(m: *const OnnxlTrainingInfoProto, i: usize) -> *const OnnxlStringStringEntryProto {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { child::<OnnxlTrainingInfoProto, OnnxlStringStringEntryProto>(m, |m| elem(&m.initialization_binding, i, "TrainingInfoProto.initialization_binding")) }
+    unsafe { elem_message::<OnnxlTrainingInfoProto, OnnxlStringStringEntryProto>(m, i, "TrainingInfoProto.initialization_binding", |m| &m.initialization_binding) }
 }
 
 /// `initialization_binding` element `i` for writing; NULL when `i` >= size or `m` is NULL.
@@ -4331,7 +4333,7 @@ pub unsafe extern "C" fn onnxl_training_info_proto_initialization_binding(m: *co
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_training_info_proto_mutable_initialization_binding(m: *mut OnnxlTrainingInfoProto, i: usize) -> *mut OnnxlStringStringEntryProto {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { child_mut::<OnnxlTrainingInfoProto, OnnxlStringStringEntryProto>(m, |m| elem_mut(&mut m.initialization_binding, i, "TrainingInfoProto.initialization_binding")) }
+    unsafe { mutable_elem_message::<OnnxlTrainingInfoProto, OnnxlStringStringEntryProto>(m, i, "TrainingInfoProto.initialization_binding", |m| &mut m.initialization_binding) }
 }
 
 /// Appends an empty `StringStringEntryProto` to `initialization_binding` and returns it for writing; NULL only when `m` is NULL.
@@ -4343,7 +4345,7 @@ pub unsafe extern "C" fn onnxl_training_info_proto_mutable_initialization_bindin
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_training_info_proto_add_initialization_binding(m: *mut OnnxlTrainingInfoProto) -> *mut OnnxlStringStringEntryProto {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { child_mut::<OnnxlTrainingInfoProto, OnnxlStringStringEntryProto>(m, |m| { m.initialization_binding.push(StringStringEntryProto::new()); Ok(m.initialization_binding.last_mut().expect("just pushed")) }) }
+    unsafe { add_message::<OnnxlTrainingInfoProto, OnnxlStringStringEntryProto>(m, |m| &mut m.initialization_binding) }
 }
 
 /// Number of `update_binding` elements (0 when `m` is NULL).
@@ -4355,7 +4357,7 @@ pub unsafe extern "C" fn onnxl_training_info_proto_add_initialization_binding(m:
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_training_info_proto_update_binding_size(m: *const OnnxlTrainingInfoProto) -> usize {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { read(m, 0, |m| Ok(m.update_binding.len())) }
+    unsafe { len(m, |m| &m.update_binding) }
 }
 
 /// Removes every `update_binding` element.
@@ -4367,7 +4369,7 @@ pub unsafe extern "C" fn onnxl_training_info_proto_update_binding_size(m: *const
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_training_info_proto_clear_update_binding(m: *mut OnnxlTrainingInfoProto) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { write(m, |m| { m.update_binding.clear(); Ok(()) }) }
+    unsafe { clear_all(m, |m| &mut m.update_binding) }
 }
 
 /// Removes `update_binding` element `i`; later elements move down by one (`ONNXL_STATUS_OUT_OF_RANGE` when `i` >= size).
@@ -4379,7 +4381,7 @@ pub unsafe extern "C" fn onnxl_training_info_proto_clear_update_binding(m: *mut 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_training_info_proto_remove_update_binding(m: *mut OnnxlTrainingInfoProto, i: usize) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { write(m, |m| remove_at(&mut m.update_binding, i, "TrainingInfoProto.update_binding")) }
+    unsafe { remove(m, i, "TrainingInfoProto.update_binding", |m| &mut m.update_binding) }
 }
 
 /// `update_binding` element `i` (read-only); NULL when `i` >= size or `m` is NULL.
@@ -4391,7 +4393,7 @@ pub unsafe extern "C" fn onnxl_training_info_proto_remove_update_binding(m: *mut
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_training_info_proto_update_binding(m: *const OnnxlTrainingInfoProto, i: usize) -> *const OnnxlStringStringEntryProto {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { child::<OnnxlTrainingInfoProto, OnnxlStringStringEntryProto>(m, |m| elem(&m.update_binding, i, "TrainingInfoProto.update_binding")) }
+    unsafe { elem_message::<OnnxlTrainingInfoProto, OnnxlStringStringEntryProto>(m, i, "TrainingInfoProto.update_binding", |m| &m.update_binding) }
 }
 
 /// `update_binding` element `i` for writing; NULL when `i` >= size or `m` is NULL.
@@ -4403,7 +4405,7 @@ pub unsafe extern "C" fn onnxl_training_info_proto_update_binding(m: *const Onnx
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_training_info_proto_mutable_update_binding(m: *mut OnnxlTrainingInfoProto, i: usize) -> *mut OnnxlStringStringEntryProto {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { child_mut::<OnnxlTrainingInfoProto, OnnxlStringStringEntryProto>(m, |m| elem_mut(&mut m.update_binding, i, "TrainingInfoProto.update_binding")) }
+    unsafe { mutable_elem_message::<OnnxlTrainingInfoProto, OnnxlStringStringEntryProto>(m, i, "TrainingInfoProto.update_binding", |m| &mut m.update_binding) }
 }
 
 /// Appends an empty `StringStringEntryProto` to `update_binding` and returns it for writing; NULL only when `m` is NULL.
@@ -4415,7 +4417,7 @@ pub unsafe extern "C" fn onnxl_training_info_proto_mutable_update_binding(m: *mu
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_training_info_proto_add_update_binding(m: *mut OnnxlTrainingInfoProto) -> *mut OnnxlStringStringEntryProto {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { child_mut::<OnnxlTrainingInfoProto, OnnxlStringStringEntryProto>(m, |m| { m.update_binding.push(StringStringEntryProto::new()); Ok(m.update_binding.last_mut().expect("just pushed")) }) }
+    unsafe { add_message::<OnnxlTrainingInfoProto, OnnxlStringStringEntryProto>(m, |m| &mut m.update_binding) }
 }
 
 /// `onnx.ModelProto` (opaque handle).
@@ -4561,7 +4563,7 @@ pub unsafe extern "C" fn onnxl_model_proto_clear_unknown_fields(m: *mut OnnxlMod
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_model_proto_has_ir_version(m: *const OnnxlModelProto) -> bool {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { read(m, false, |m| Ok(m.ir_version.is_some())) }
+    unsafe { has(m, |m| &m.ir_version) }
 }
 
 /// Unsets `ir_version`.
@@ -4573,7 +4575,7 @@ pub unsafe extern "C" fn onnxl_model_proto_has_ir_version(m: *const OnnxlModelPr
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_model_proto_clear_ir_version(m: *mut OnnxlModelProto) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { write(m, |m| { m.ir_version = None; Ok(()) }) }
+    unsafe { clear(m, |m| &mut m.ir_version) }
 }
 
 /// The value of `ir_version`; 0 when unset or `m` is NULL.
@@ -4585,7 +4587,7 @@ pub unsafe extern "C" fn onnxl_model_proto_clear_ir_version(m: *mut OnnxlModelPr
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_model_proto_ir_version(m: *const OnnxlModelProto) -> i64 {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { read(m, Default::default(), |m| Ok(m.ir_version.unwrap_or_default())) }
+    unsafe { value(m, |m| &m.ir_version) }
 }
 
 /// Sets `ir_version` to `v`.
@@ -4597,7 +4599,7 @@ pub unsafe extern "C" fn onnxl_model_proto_ir_version(m: *const OnnxlModelProto)
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_model_proto_set_ir_version(m: *mut OnnxlModelProto, v: i64) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { write(m, |m| { m.ir_version = Some(v); Ok(()) }) }
+    unsafe { set_value(m, v, |m| &mut m.ir_version) }
 }
 
 /// Number of `opset_import` elements (0 when `m` is NULL).
@@ -4609,7 +4611,7 @@ pub unsafe extern "C" fn onnxl_model_proto_set_ir_version(m: *mut OnnxlModelProt
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_model_proto_opset_import_size(m: *const OnnxlModelProto) -> usize {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { read(m, 0, |m| Ok(m.opset_import.len())) }
+    unsafe { len(m, |m| &m.opset_import) }
 }
 
 /// Removes every `opset_import` element.
@@ -4621,7 +4623,7 @@ pub unsafe extern "C" fn onnxl_model_proto_opset_import_size(m: *const OnnxlMode
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_model_proto_clear_opset_import(m: *mut OnnxlModelProto) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { write(m, |m| { m.opset_import.clear(); Ok(()) }) }
+    unsafe { clear_all(m, |m| &mut m.opset_import) }
 }
 
 /// Removes `opset_import` element `i`; later elements move down by one (`ONNXL_STATUS_OUT_OF_RANGE` when `i` >= size).
@@ -4633,7 +4635,7 @@ pub unsafe extern "C" fn onnxl_model_proto_clear_opset_import(m: *mut OnnxlModel
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_model_proto_remove_opset_import(m: *mut OnnxlModelProto, i: usize) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { write(m, |m| remove_at(&mut m.opset_import, i, "ModelProto.opset_import")) }
+    unsafe { remove(m, i, "ModelProto.opset_import", |m| &mut m.opset_import) }
 }
 
 /// `opset_import` element `i` (read-only); NULL when `i` >= size or `m` is NULL.
@@ -4645,7 +4647,7 @@ pub unsafe extern "C" fn onnxl_model_proto_remove_opset_import(m: *mut OnnxlMode
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_model_proto_opset_import(m: *const OnnxlModelProto, i: usize) -> *const OnnxlOperatorSetIdProto {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { child::<OnnxlModelProto, OnnxlOperatorSetIdProto>(m, |m| elem(&m.opset_import, i, "ModelProto.opset_import")) }
+    unsafe { elem_message::<OnnxlModelProto, OnnxlOperatorSetIdProto>(m, i, "ModelProto.opset_import", |m| &m.opset_import) }
 }
 
 /// `opset_import` element `i` for writing; NULL when `i` >= size or `m` is NULL.
@@ -4657,7 +4659,7 @@ pub unsafe extern "C" fn onnxl_model_proto_opset_import(m: *const OnnxlModelProt
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_model_proto_mutable_opset_import(m: *mut OnnxlModelProto, i: usize) -> *mut OnnxlOperatorSetIdProto {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { child_mut::<OnnxlModelProto, OnnxlOperatorSetIdProto>(m, |m| elem_mut(&mut m.opset_import, i, "ModelProto.opset_import")) }
+    unsafe { mutable_elem_message::<OnnxlModelProto, OnnxlOperatorSetIdProto>(m, i, "ModelProto.opset_import", |m| &mut m.opset_import) }
 }
 
 /// Appends an empty `OperatorSetIdProto` to `opset_import` and returns it for writing; NULL only when `m` is NULL.
@@ -4669,7 +4671,7 @@ pub unsafe extern "C" fn onnxl_model_proto_mutable_opset_import(m: *mut OnnxlMod
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_model_proto_add_opset_import(m: *mut OnnxlModelProto) -> *mut OnnxlOperatorSetIdProto {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { child_mut::<OnnxlModelProto, OnnxlOperatorSetIdProto>(m, |m| { m.opset_import.push(OperatorSetIdProto::new()); Ok(m.opset_import.last_mut().expect("just pushed")) }) }
+    unsafe { add_message::<OnnxlModelProto, OnnxlOperatorSetIdProto>(m, |m| &mut m.opset_import) }
 }
 
 /// True when `producer_name` is set (proto2 presence: set to its default still counts).
@@ -4681,7 +4683,7 @@ pub unsafe extern "C" fn onnxl_model_proto_add_opset_import(m: *mut OnnxlModelPr
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_model_proto_has_producer_name(m: *const OnnxlModelProto) -> bool {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { read(m, false, |m| Ok(m.producer_name.is_some())) }
+    unsafe { has(m, |m| &m.producer_name) }
 }
 
 /// Unsets `producer_name`.
@@ -4693,7 +4695,7 @@ pub unsafe extern "C" fn onnxl_model_proto_has_producer_name(m: *const OnnxlMode
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_model_proto_clear_producer_name(m: *mut OnnxlModelProto) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { write(m, |m| { m.producer_name = None; Ok(()) }) }
+    unsafe { clear(m, |m| &mut m.producer_name) }
 }
 
 /// A view of `producer_name` (empty when unset; `data` NULL only when `m` is NULL).
@@ -4705,7 +4707,7 @@ pub unsafe extern "C" fn onnxl_model_proto_clear_producer_name(m: *mut OnnxlMode
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_model_proto_producer_name(m: *const OnnxlModelProto) -> OnnxlStr {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { read(m, OnnxlStr::FAILED, |m| Ok(OnnxlStr::of(m.producer_name.as_deref().unwrap_or_default()))) }
+    unsafe { string(m, |m| &m.producer_name) }
 }
 
 /// Sets `producer_name` to a copy of `len` bytes at `data`.
@@ -4717,7 +4719,7 @@ pub unsafe extern "C" fn onnxl_model_proto_producer_name(m: *const OnnxlModelPro
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_model_proto_set_producer_name(m: *mut OnnxlModelProto, data: *const c_char, len: usize) -> OnnxlStatus {
     // SAFETY: forwarded contract above.
-    unsafe { write_copied(m, data.cast::<u8>(), len, |m, v| { m.producer_name = Some(ProtoString::from(v)); Ok(()) }) }
+    unsafe { set_bytes(m, data, len, |m| &mut m.producer_name) }
 }
 
 /// True when `producer_version` is set (proto2 presence: set to its default still counts).
@@ -4729,7 +4731,7 @@ pub unsafe extern "C" fn onnxl_model_proto_set_producer_name(m: *mut OnnxlModelP
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_model_proto_has_producer_version(m: *const OnnxlModelProto) -> bool {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { read(m, false, |m| Ok(m.producer_version.is_some())) }
+    unsafe { has(m, |m| &m.producer_version) }
 }
 
 /// Unsets `producer_version`.
@@ -4741,7 +4743,7 @@ pub unsafe extern "C" fn onnxl_model_proto_has_producer_version(m: *const OnnxlM
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_model_proto_clear_producer_version(m: *mut OnnxlModelProto) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { write(m, |m| { m.producer_version = None; Ok(()) }) }
+    unsafe { clear(m, |m| &mut m.producer_version) }
 }
 
 /// A view of `producer_version` (empty when unset; `data` NULL only when `m` is NULL).
@@ -4753,7 +4755,7 @@ pub unsafe extern "C" fn onnxl_model_proto_clear_producer_version(m: *mut OnnxlM
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_model_proto_producer_version(m: *const OnnxlModelProto) -> OnnxlStr {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { read(m, OnnxlStr::FAILED, |m| Ok(OnnxlStr::of(m.producer_version.as_deref().unwrap_or_default()))) }
+    unsafe { string(m, |m| &m.producer_version) }
 }
 
 /// Sets `producer_version` to a copy of `len` bytes at `data`.
@@ -4765,7 +4767,7 @@ pub unsafe extern "C" fn onnxl_model_proto_producer_version(m: *const OnnxlModel
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_model_proto_set_producer_version(m: *mut OnnxlModelProto, data: *const c_char, len: usize) -> OnnxlStatus {
     // SAFETY: forwarded contract above.
-    unsafe { write_copied(m, data.cast::<u8>(), len, |m, v| { m.producer_version = Some(ProtoString::from(v)); Ok(()) }) }
+    unsafe { set_bytes(m, data, len, |m| &mut m.producer_version) }
 }
 
 /// True when `domain` is set (proto2 presence: set to its default still counts).
@@ -4777,7 +4779,7 @@ pub unsafe extern "C" fn onnxl_model_proto_set_producer_version(m: *mut OnnxlMod
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_model_proto_has_domain(m: *const OnnxlModelProto) -> bool {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { read(m, false, |m| Ok(m.domain.is_some())) }
+    unsafe { has(m, |m| &m.domain) }
 }
 
 /// Unsets `domain`.
@@ -4789,7 +4791,7 @@ pub unsafe extern "C" fn onnxl_model_proto_has_domain(m: *const OnnxlModelProto)
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_model_proto_clear_domain(m: *mut OnnxlModelProto) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { write(m, |m| { m.domain = None; Ok(()) }) }
+    unsafe { clear(m, |m| &mut m.domain) }
 }
 
 /// A view of `domain` (empty when unset; `data` NULL only when `m` is NULL).
@@ -4801,7 +4803,7 @@ pub unsafe extern "C" fn onnxl_model_proto_clear_domain(m: *mut OnnxlModelProto)
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_model_proto_domain(m: *const OnnxlModelProto) -> OnnxlStr {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { read(m, OnnxlStr::FAILED, |m| Ok(OnnxlStr::of(m.domain.as_deref().unwrap_or_default()))) }
+    unsafe { string(m, |m| &m.domain) }
 }
 
 /// Sets `domain` to a copy of `len` bytes at `data`.
@@ -4813,7 +4815,7 @@ pub unsafe extern "C" fn onnxl_model_proto_domain(m: *const OnnxlModelProto) -> 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_model_proto_set_domain(m: *mut OnnxlModelProto, data: *const c_char, len: usize) -> OnnxlStatus {
     // SAFETY: forwarded contract above.
-    unsafe { write_copied(m, data.cast::<u8>(), len, |m, v| { m.domain = Some(ProtoString::from(v)); Ok(()) }) }
+    unsafe { set_bytes(m, data, len, |m| &mut m.domain) }
 }
 
 /// True when `model_version` is set (proto2 presence: set to its default still counts).
@@ -4825,7 +4827,7 @@ pub unsafe extern "C" fn onnxl_model_proto_set_domain(m: *mut OnnxlModelProto, d
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_model_proto_has_model_version(m: *const OnnxlModelProto) -> bool {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { read(m, false, |m| Ok(m.model_version.is_some())) }
+    unsafe { has(m, |m| &m.model_version) }
 }
 
 /// Unsets `model_version`.
@@ -4837,7 +4839,7 @@ pub unsafe extern "C" fn onnxl_model_proto_has_model_version(m: *const OnnxlMode
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_model_proto_clear_model_version(m: *mut OnnxlModelProto) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { write(m, |m| { m.model_version = None; Ok(()) }) }
+    unsafe { clear(m, |m| &mut m.model_version) }
 }
 
 /// The value of `model_version`; 0 when unset or `m` is NULL.
@@ -4849,7 +4851,7 @@ pub unsafe extern "C" fn onnxl_model_proto_clear_model_version(m: *mut OnnxlMode
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_model_proto_model_version(m: *const OnnxlModelProto) -> i64 {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { read(m, Default::default(), |m| Ok(m.model_version.unwrap_or_default())) }
+    unsafe { value(m, |m| &m.model_version) }
 }
 
 /// Sets `model_version` to `v`.
@@ -4861,7 +4863,7 @@ pub unsafe extern "C" fn onnxl_model_proto_model_version(m: *const OnnxlModelPro
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_model_proto_set_model_version(m: *mut OnnxlModelProto, v: i64) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { write(m, |m| { m.model_version = Some(v); Ok(()) }) }
+    unsafe { set_value(m, v, |m| &mut m.model_version) }
 }
 
 /// True when `doc_string` is set (proto2 presence: set to its default still counts).
@@ -4873,7 +4875,7 @@ pub unsafe extern "C" fn onnxl_model_proto_set_model_version(m: *mut OnnxlModelP
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_model_proto_has_doc_string(m: *const OnnxlModelProto) -> bool {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { read(m, false, |m| Ok(m.doc_string.is_some())) }
+    unsafe { has(m, |m| &m.doc_string) }
 }
 
 /// Unsets `doc_string`.
@@ -4885,7 +4887,7 @@ pub unsafe extern "C" fn onnxl_model_proto_has_doc_string(m: *const OnnxlModelPr
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_model_proto_clear_doc_string(m: *mut OnnxlModelProto) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { write(m, |m| { m.doc_string = None; Ok(()) }) }
+    unsafe { clear(m, |m| &mut m.doc_string) }
 }
 
 /// A view of `doc_string` (empty when unset; `data` NULL only when `m` is NULL).
@@ -4897,7 +4899,7 @@ pub unsafe extern "C" fn onnxl_model_proto_clear_doc_string(m: *mut OnnxlModelPr
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_model_proto_doc_string(m: *const OnnxlModelProto) -> OnnxlStr {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { read(m, OnnxlStr::FAILED, |m| Ok(OnnxlStr::of(m.doc_string.as_deref().unwrap_or_default()))) }
+    unsafe { string(m, |m| &m.doc_string) }
 }
 
 /// Sets `doc_string` to a copy of `len` bytes at `data`.
@@ -4909,7 +4911,7 @@ pub unsafe extern "C" fn onnxl_model_proto_doc_string(m: *const OnnxlModelProto)
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_model_proto_set_doc_string(m: *mut OnnxlModelProto, data: *const c_char, len: usize) -> OnnxlStatus {
     // SAFETY: forwarded contract above.
-    unsafe { write_copied(m, data.cast::<u8>(), len, |m, v| { m.doc_string = Some(ProtoString::from(v)); Ok(()) }) }
+    unsafe { set_bytes(m, data, len, |m| &mut m.doc_string) }
 }
 
 /// True when `graph` is set (proto2 presence: set to its default still counts).
@@ -4921,7 +4923,7 @@ pub unsafe extern "C" fn onnxl_model_proto_set_doc_string(m: *mut OnnxlModelProt
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_model_proto_has_graph(m: *const OnnxlModelProto) -> bool {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { read(m, false, |m| Ok(m.graph.is_some())) }
+    unsafe { has(m, |m| &m.graph) }
 }
 
 /// Unsets `graph`.
@@ -4933,7 +4935,7 @@ pub unsafe extern "C" fn onnxl_model_proto_has_graph(m: *const OnnxlModelProto) 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_model_proto_clear_graph(m: *mut OnnxlModelProto) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { write(m, |m| { m.graph = None; Ok(()) }) }
+    unsafe { clear(m, |m| &mut m.graph) }
 }
 
 /// `graph` (read-only); when unset, a shared empty default `GraphProto`. NULL only when `m` is NULL.
@@ -4945,7 +4947,7 @@ pub unsafe extern "C" fn onnxl_model_proto_clear_graph(m: *mut OnnxlModelProto) 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_model_proto_graph(m: *const OnnxlModelProto) -> *const OnnxlGraphProto {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { child::<OnnxlModelProto, OnnxlGraphProto>(m, |m| Ok(m.graph())) }
+    unsafe { message::<OnnxlModelProto, OnnxlGraphProto>(m, |m| m.graph()) }
 }
 
 /// `graph` for writing, set to an empty `GraphProto` first if unset. NULL only when `m` is NULL.
@@ -4957,7 +4959,7 @@ pub unsafe extern "C" fn onnxl_model_proto_graph(m: *const OnnxlModelProto) -> *
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_model_proto_mutable_graph(m: *mut OnnxlModelProto) -> *mut OnnxlGraphProto {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { child_mut::<OnnxlModelProto, OnnxlGraphProto>(m, |m| Ok(m.mutable_graph())) }
+    unsafe { mutable_message::<OnnxlModelProto, OnnxlGraphProto>(m, |m| m.mutable_graph()) }
 }
 
 /// Number of `metadata_props` elements (0 when `m` is NULL).
@@ -4969,7 +4971,7 @@ pub unsafe extern "C" fn onnxl_model_proto_mutable_graph(m: *mut OnnxlModelProto
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_model_proto_metadata_props_size(m: *const OnnxlModelProto) -> usize {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { read(m, 0, |m| Ok(m.metadata_props.len())) }
+    unsafe { len(m, |m| &m.metadata_props) }
 }
 
 /// Removes every `metadata_props` element.
@@ -4981,7 +4983,7 @@ pub unsafe extern "C" fn onnxl_model_proto_metadata_props_size(m: *const OnnxlMo
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_model_proto_clear_metadata_props(m: *mut OnnxlModelProto) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { write(m, |m| { m.metadata_props.clear(); Ok(()) }) }
+    unsafe { clear_all(m, |m| &mut m.metadata_props) }
 }
 
 /// Removes `metadata_props` element `i`; later elements move down by one (`ONNXL_STATUS_OUT_OF_RANGE` when `i` >= size).
@@ -4993,7 +4995,7 @@ pub unsafe extern "C" fn onnxl_model_proto_clear_metadata_props(m: *mut OnnxlMod
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_model_proto_remove_metadata_props(m: *mut OnnxlModelProto, i: usize) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { write(m, |m| remove_at(&mut m.metadata_props, i, "ModelProto.metadata_props")) }
+    unsafe { remove(m, i, "ModelProto.metadata_props", |m| &mut m.metadata_props) }
 }
 
 /// `metadata_props` element `i` (read-only); NULL when `i` >= size or `m` is NULL.
@@ -5005,7 +5007,7 @@ pub unsafe extern "C" fn onnxl_model_proto_remove_metadata_props(m: *mut OnnxlMo
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_model_proto_metadata_props(m: *const OnnxlModelProto, i: usize) -> *const OnnxlStringStringEntryProto {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { child::<OnnxlModelProto, OnnxlStringStringEntryProto>(m, |m| elem(&m.metadata_props, i, "ModelProto.metadata_props")) }
+    unsafe { elem_message::<OnnxlModelProto, OnnxlStringStringEntryProto>(m, i, "ModelProto.metadata_props", |m| &m.metadata_props) }
 }
 
 /// `metadata_props` element `i` for writing; NULL when `i` >= size or `m` is NULL.
@@ -5017,7 +5019,7 @@ pub unsafe extern "C" fn onnxl_model_proto_metadata_props(m: *const OnnxlModelPr
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_model_proto_mutable_metadata_props(m: *mut OnnxlModelProto, i: usize) -> *mut OnnxlStringStringEntryProto {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { child_mut::<OnnxlModelProto, OnnxlStringStringEntryProto>(m, |m| elem_mut(&mut m.metadata_props, i, "ModelProto.metadata_props")) }
+    unsafe { mutable_elem_message::<OnnxlModelProto, OnnxlStringStringEntryProto>(m, i, "ModelProto.metadata_props", |m| &mut m.metadata_props) }
 }
 
 /// Appends an empty `StringStringEntryProto` to `metadata_props` and returns it for writing; NULL only when `m` is NULL.
@@ -5029,7 +5031,7 @@ pub unsafe extern "C" fn onnxl_model_proto_mutable_metadata_props(m: *mut OnnxlM
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_model_proto_add_metadata_props(m: *mut OnnxlModelProto) -> *mut OnnxlStringStringEntryProto {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { child_mut::<OnnxlModelProto, OnnxlStringStringEntryProto>(m, |m| { m.metadata_props.push(StringStringEntryProto::new()); Ok(m.metadata_props.last_mut().expect("just pushed")) }) }
+    unsafe { add_message::<OnnxlModelProto, OnnxlStringStringEntryProto>(m, |m| &mut m.metadata_props) }
 }
 
 /// Number of `training_info` elements (0 when `m` is NULL).
@@ -5041,7 +5043,7 @@ pub unsafe extern "C" fn onnxl_model_proto_add_metadata_props(m: *mut OnnxlModel
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_model_proto_training_info_size(m: *const OnnxlModelProto) -> usize {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { read(m, 0, |m| Ok(m.training_info.len())) }
+    unsafe { len(m, |m| &m.training_info) }
 }
 
 /// Removes every `training_info` element.
@@ -5053,7 +5055,7 @@ pub unsafe extern "C" fn onnxl_model_proto_training_info_size(m: *const OnnxlMod
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_model_proto_clear_training_info(m: *mut OnnxlModelProto) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { write(m, |m| { m.training_info.clear(); Ok(()) }) }
+    unsafe { clear_all(m, |m| &mut m.training_info) }
 }
 
 /// Removes `training_info` element `i`; later elements move down by one (`ONNXL_STATUS_OUT_OF_RANGE` when `i` >= size).
@@ -5065,7 +5067,7 @@ pub unsafe extern "C" fn onnxl_model_proto_clear_training_info(m: *mut OnnxlMode
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_model_proto_remove_training_info(m: *mut OnnxlModelProto, i: usize) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { write(m, |m| remove_at(&mut m.training_info, i, "ModelProto.training_info")) }
+    unsafe { remove(m, i, "ModelProto.training_info", |m| &mut m.training_info) }
 }
 
 /// `training_info` element `i` (read-only); NULL when `i` >= size or `m` is NULL.
@@ -5077,7 +5079,7 @@ pub unsafe extern "C" fn onnxl_model_proto_remove_training_info(m: *mut OnnxlMod
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_model_proto_training_info(m: *const OnnxlModelProto, i: usize) -> *const OnnxlTrainingInfoProto {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { child::<OnnxlModelProto, OnnxlTrainingInfoProto>(m, |m| elem(&m.training_info, i, "ModelProto.training_info")) }
+    unsafe { elem_message::<OnnxlModelProto, OnnxlTrainingInfoProto>(m, i, "ModelProto.training_info", |m| &m.training_info) }
 }
 
 /// `training_info` element `i` for writing; NULL when `i` >= size or `m` is NULL.
@@ -5089,7 +5091,7 @@ pub unsafe extern "C" fn onnxl_model_proto_training_info(m: *const OnnxlModelPro
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_model_proto_mutable_training_info(m: *mut OnnxlModelProto, i: usize) -> *mut OnnxlTrainingInfoProto {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { child_mut::<OnnxlModelProto, OnnxlTrainingInfoProto>(m, |m| elem_mut(&mut m.training_info, i, "ModelProto.training_info")) }
+    unsafe { mutable_elem_message::<OnnxlModelProto, OnnxlTrainingInfoProto>(m, i, "ModelProto.training_info", |m| &mut m.training_info) }
 }
 
 /// Appends an empty `TrainingInfoProto` to `training_info` and returns it for writing; NULL only when `m` is NULL.
@@ -5101,7 +5103,7 @@ pub unsafe extern "C" fn onnxl_model_proto_mutable_training_info(m: *mut OnnxlMo
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_model_proto_add_training_info(m: *mut OnnxlModelProto) -> *mut OnnxlTrainingInfoProto {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { child_mut::<OnnxlModelProto, OnnxlTrainingInfoProto>(m, |m| { m.training_info.push(TrainingInfoProto::new()); Ok(m.training_info.last_mut().expect("just pushed")) }) }
+    unsafe { add_message::<OnnxlModelProto, OnnxlTrainingInfoProto>(m, |m| &mut m.training_info) }
 }
 
 /// Number of `functions` elements (0 when `m` is NULL).
@@ -5113,7 +5115,7 @@ pub unsafe extern "C" fn onnxl_model_proto_add_training_info(m: *mut OnnxlModelP
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_model_proto_functions_size(m: *const OnnxlModelProto) -> usize {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { read(m, 0, |m| Ok(m.functions.len())) }
+    unsafe { len(m, |m| &m.functions) }
 }
 
 /// Removes every `functions` element.
@@ -5125,7 +5127,7 @@ pub unsafe extern "C" fn onnxl_model_proto_functions_size(m: *const OnnxlModelPr
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_model_proto_clear_functions(m: *mut OnnxlModelProto) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { write(m, |m| { m.functions.clear(); Ok(()) }) }
+    unsafe { clear_all(m, |m| &mut m.functions) }
 }
 
 /// Removes `functions` element `i`; later elements move down by one (`ONNXL_STATUS_OUT_OF_RANGE` when `i` >= size).
@@ -5137,7 +5139,7 @@ pub unsafe extern "C" fn onnxl_model_proto_clear_functions(m: *mut OnnxlModelPro
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_model_proto_remove_functions(m: *mut OnnxlModelProto, i: usize) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { write(m, |m| remove_at(&mut m.functions, i, "ModelProto.functions")) }
+    unsafe { remove(m, i, "ModelProto.functions", |m| &mut m.functions) }
 }
 
 /// `functions` element `i` (read-only); NULL when `i` >= size or `m` is NULL.
@@ -5149,7 +5151,7 @@ pub unsafe extern "C" fn onnxl_model_proto_remove_functions(m: *mut OnnxlModelPr
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_model_proto_functions(m: *const OnnxlModelProto, i: usize) -> *const OnnxlFunctionProto {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { child::<OnnxlModelProto, OnnxlFunctionProto>(m, |m| elem(&m.functions, i, "ModelProto.functions")) }
+    unsafe { elem_message::<OnnxlModelProto, OnnxlFunctionProto>(m, i, "ModelProto.functions", |m| &m.functions) }
 }
 
 /// `functions` element `i` for writing; NULL when `i` >= size or `m` is NULL.
@@ -5161,7 +5163,7 @@ pub unsafe extern "C" fn onnxl_model_proto_functions(m: *const OnnxlModelProto, 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_model_proto_mutable_functions(m: *mut OnnxlModelProto, i: usize) -> *mut OnnxlFunctionProto {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { child_mut::<OnnxlModelProto, OnnxlFunctionProto>(m, |m| elem_mut(&mut m.functions, i, "ModelProto.functions")) }
+    unsafe { mutable_elem_message::<OnnxlModelProto, OnnxlFunctionProto>(m, i, "ModelProto.functions", |m| &mut m.functions) }
 }
 
 /// Appends an empty `FunctionProto` to `functions` and returns it for writing; NULL only when `m` is NULL.
@@ -5173,7 +5175,7 @@ pub unsafe extern "C" fn onnxl_model_proto_mutable_functions(m: *mut OnnxlModelP
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_model_proto_add_functions(m: *mut OnnxlModelProto) -> *mut OnnxlFunctionProto {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { child_mut::<OnnxlModelProto, OnnxlFunctionProto>(m, |m| { m.functions.push(FunctionProto::new()); Ok(m.functions.last_mut().expect("just pushed")) }) }
+    unsafe { add_message::<OnnxlModelProto, OnnxlFunctionProto>(m, |m| &mut m.functions) }
 }
 
 /// Number of `configuration` elements (0 when `m` is NULL).
@@ -5185,7 +5187,7 @@ pub unsafe extern "C" fn onnxl_model_proto_add_functions(m: *mut OnnxlModelProto
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_model_proto_configuration_size(m: *const OnnxlModelProto) -> usize {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { read(m, 0, |m| Ok(m.configuration.len())) }
+    unsafe { len(m, |m| &m.configuration) }
 }
 
 /// Removes every `configuration` element.
@@ -5197,7 +5199,7 @@ pub unsafe extern "C" fn onnxl_model_proto_configuration_size(m: *const OnnxlMod
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_model_proto_clear_configuration(m: *mut OnnxlModelProto) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { write(m, |m| { m.configuration.clear(); Ok(()) }) }
+    unsafe { clear_all(m, |m| &mut m.configuration) }
 }
 
 /// Removes `configuration` element `i`; later elements move down by one (`ONNXL_STATUS_OUT_OF_RANGE` when `i` >= size).
@@ -5209,7 +5211,7 @@ pub unsafe extern "C" fn onnxl_model_proto_clear_configuration(m: *mut OnnxlMode
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_model_proto_remove_configuration(m: *mut OnnxlModelProto, i: usize) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { write(m, |m| remove_at(&mut m.configuration, i, "ModelProto.configuration")) }
+    unsafe { remove(m, i, "ModelProto.configuration", |m| &mut m.configuration) }
 }
 
 /// `configuration` element `i` (read-only); NULL when `i` >= size or `m` is NULL.
@@ -5221,7 +5223,7 @@ pub unsafe extern "C" fn onnxl_model_proto_remove_configuration(m: *mut OnnxlMod
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_model_proto_configuration(m: *const OnnxlModelProto, i: usize) -> *const OnnxlDeviceConfigurationProto {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { child::<OnnxlModelProto, OnnxlDeviceConfigurationProto>(m, |m| elem(&m.configuration, i, "ModelProto.configuration")) }
+    unsafe { elem_message::<OnnxlModelProto, OnnxlDeviceConfigurationProto>(m, i, "ModelProto.configuration", |m| &m.configuration) }
 }
 
 /// `configuration` element `i` for writing; NULL when `i` >= size or `m` is NULL.
@@ -5233,7 +5235,7 @@ pub unsafe extern "C" fn onnxl_model_proto_configuration(m: *const OnnxlModelPro
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_model_proto_mutable_configuration(m: *mut OnnxlModelProto, i: usize) -> *mut OnnxlDeviceConfigurationProto {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { child_mut::<OnnxlModelProto, OnnxlDeviceConfigurationProto>(m, |m| elem_mut(&mut m.configuration, i, "ModelProto.configuration")) }
+    unsafe { mutable_elem_message::<OnnxlModelProto, OnnxlDeviceConfigurationProto>(m, i, "ModelProto.configuration", |m| &mut m.configuration) }
 }
 
 /// Appends an empty `DeviceConfigurationProto` to `configuration` and returns it for writing; NULL only when `m` is NULL.
@@ -5245,7 +5247,7 @@ pub unsafe extern "C" fn onnxl_model_proto_mutable_configuration(m: *mut OnnxlMo
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_model_proto_add_configuration(m: *mut OnnxlModelProto) -> *mut OnnxlDeviceConfigurationProto {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { child_mut::<OnnxlModelProto, OnnxlDeviceConfigurationProto>(m, |m| { m.configuration.push(DeviceConfigurationProto::new()); Ok(m.configuration.last_mut().expect("just pushed")) }) }
+    unsafe { add_message::<OnnxlModelProto, OnnxlDeviceConfigurationProto>(m, |m| &mut m.configuration) }
 }
 
 /// `onnx.DeviceConfigurationProto` (opaque handle).
@@ -5391,7 +5393,7 @@ pub unsafe extern "C" fn onnxl_device_configuration_proto_clear_unknown_fields(m
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_device_configuration_proto_has_name(m: *const OnnxlDeviceConfigurationProto) -> bool {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { read(m, false, |m| Ok(m.name.is_some())) }
+    unsafe { has(m, |m| &m.name) }
 }
 
 /// Unsets `name`.
@@ -5403,7 +5405,7 @@ pub unsafe extern "C" fn onnxl_device_configuration_proto_has_name(m: *const Onn
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_device_configuration_proto_clear_name(m: *mut OnnxlDeviceConfigurationProto) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { write(m, |m| { m.name = None; Ok(()) }) }
+    unsafe { clear(m, |m| &mut m.name) }
 }
 
 /// A view of `name` (empty when unset; `data` NULL only when `m` is NULL).
@@ -5415,7 +5417,7 @@ pub unsafe extern "C" fn onnxl_device_configuration_proto_clear_name(m: *mut Onn
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_device_configuration_proto_name(m: *const OnnxlDeviceConfigurationProto) -> OnnxlStr {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { read(m, OnnxlStr::FAILED, |m| Ok(OnnxlStr::of(m.name.as_deref().unwrap_or_default()))) }
+    unsafe { string(m, |m| &m.name) }
 }
 
 /// Sets `name` to a copy of `len` bytes at `data`.
@@ -5427,7 +5429,7 @@ pub unsafe extern "C" fn onnxl_device_configuration_proto_name(m: *const OnnxlDe
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_device_configuration_proto_set_name(m: *mut OnnxlDeviceConfigurationProto, data: *const c_char, len: usize) -> OnnxlStatus {
     // SAFETY: forwarded contract above.
-    unsafe { write_copied(m, data.cast::<u8>(), len, |m, v| { m.name = Some(ProtoString::from(v)); Ok(()) }) }
+    unsafe { set_bytes(m, data, len, |m| &mut m.name) }
 }
 
 /// True when `num_devices` is set (proto2 presence: set to its default still counts).
@@ -5439,7 +5441,7 @@ pub unsafe extern "C" fn onnxl_device_configuration_proto_set_name(m: *mut Onnxl
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_device_configuration_proto_has_num_devices(m: *const OnnxlDeviceConfigurationProto) -> bool {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { read(m, false, |m| Ok(m.num_devices.is_some())) }
+    unsafe { has(m, |m| &m.num_devices) }
 }
 
 /// Unsets `num_devices`.
@@ -5451,7 +5453,7 @@ pub unsafe extern "C" fn onnxl_device_configuration_proto_has_num_devices(m: *co
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_device_configuration_proto_clear_num_devices(m: *mut OnnxlDeviceConfigurationProto) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { write(m, |m| { m.num_devices = None; Ok(()) }) }
+    unsafe { clear(m, |m| &mut m.num_devices) }
 }
 
 /// The value of `num_devices`; 0 when unset or `m` is NULL.
@@ -5463,7 +5465,7 @@ pub unsafe extern "C" fn onnxl_device_configuration_proto_clear_num_devices(m: *
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_device_configuration_proto_num_devices(m: *const OnnxlDeviceConfigurationProto) -> i32 {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { read(m, Default::default(), |m| Ok(m.num_devices.unwrap_or_default())) }
+    unsafe { value(m, |m| &m.num_devices) }
 }
 
 /// Sets `num_devices` to `v`.
@@ -5475,7 +5477,7 @@ pub unsafe extern "C" fn onnxl_device_configuration_proto_num_devices(m: *const 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_device_configuration_proto_set_num_devices(m: *mut OnnxlDeviceConfigurationProto, v: i32) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { write(m, |m| { m.num_devices = Some(v); Ok(()) }) }
+    unsafe { set_value(m, v, |m| &mut m.num_devices) }
 }
 
 /// Number of `device` elements (0 when `m` is NULL).
@@ -5487,7 +5489,7 @@ pub unsafe extern "C" fn onnxl_device_configuration_proto_set_num_devices(m: *mu
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_device_configuration_proto_device_size(m: *const OnnxlDeviceConfigurationProto) -> usize {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { read(m, 0, |m| Ok(m.device.len())) }
+    unsafe { len(m, |m| &m.device) }
 }
 
 /// Removes every `device` element.
@@ -5499,7 +5501,7 @@ pub unsafe extern "C" fn onnxl_device_configuration_proto_device_size(m: *const 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_device_configuration_proto_clear_device(m: *mut OnnxlDeviceConfigurationProto) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { write(m, |m| { m.device.clear(); Ok(()) }) }
+    unsafe { clear_all(m, |m| &mut m.device) }
 }
 
 /// Removes `device` element `i`; later elements move down by one (`ONNXL_STATUS_OUT_OF_RANGE` when `i` >= size).
@@ -5511,7 +5513,7 @@ pub unsafe extern "C" fn onnxl_device_configuration_proto_clear_device(m: *mut O
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_device_configuration_proto_remove_device(m: *mut OnnxlDeviceConfigurationProto, i: usize) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { write(m, |m| remove_at(&mut m.device, i, "DeviceConfigurationProto.device")) }
+    unsafe { remove(m, i, "DeviceConfigurationProto.device", |m| &mut m.device) }
 }
 
 /// A view of `device` element `i` (`data` NULL when `i` >= size or `m` is NULL).
@@ -5523,7 +5525,7 @@ pub unsafe extern "C" fn onnxl_device_configuration_proto_remove_device(m: *mut 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_device_configuration_proto_device(m: *const OnnxlDeviceConfigurationProto, i: usize) -> OnnxlStr {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { read(m, OnnxlStr::FAILED, |m| Ok(OnnxlStr::of(elem(&m.device, i, "DeviceConfigurationProto.device")?))) }
+    unsafe { elem_string(m, i, "DeviceConfigurationProto.device", |m| &m.device) }
 }
 
 /// Sets `device` element `i` to a copy of `len` bytes at `data` (`ONNXL_STATUS_OUT_OF_RANGE` when `i` >= size).
@@ -5535,7 +5537,7 @@ pub unsafe extern "C" fn onnxl_device_configuration_proto_device(m: *const Onnxl
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_device_configuration_proto_set_device(m: *mut OnnxlDeviceConfigurationProto, i: usize, data: *const c_char, len: usize) -> OnnxlStatus {
     // SAFETY: forwarded contract above.
-    unsafe { write_copied(m, data.cast::<u8>(), len, |m, v| { *elem_mut(&mut m.device, i, "DeviceConfigurationProto.device")? = ProtoString::from(v); Ok(()) }) }
+    unsafe { set_elem_bytes(m, i, data, len, "DeviceConfigurationProto.device", |m| &mut m.device) }
 }
 
 /// Appends a copy of `len` bytes at `data` to `device`.
@@ -5547,7 +5549,7 @@ pub unsafe extern "C" fn onnxl_device_configuration_proto_set_device(m: *mut Onn
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_device_configuration_proto_add_device(m: *mut OnnxlDeviceConfigurationProto, data: *const c_char, len: usize) -> OnnxlStatus {
     // SAFETY: forwarded contract above.
-    unsafe { write_copied(m, data.cast::<u8>(), len, |m, v| { m.device.push(ProtoString::from(v)); Ok(()) }) }
+    unsafe { push_bytes(m, data, len, |m| &mut m.device) }
 }
 
 /// `onnx.StringStringEntryProto` (opaque handle).
@@ -5693,7 +5695,7 @@ pub unsafe extern "C" fn onnxl_string_string_entry_proto_clear_unknown_fields(m:
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_string_string_entry_proto_has_key(m: *const OnnxlStringStringEntryProto) -> bool {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { read(m, false, |m| Ok(m.key.is_some())) }
+    unsafe { has(m, |m| &m.key) }
 }
 
 /// Unsets `key`.
@@ -5705,7 +5707,7 @@ pub unsafe extern "C" fn onnxl_string_string_entry_proto_has_key(m: *const Onnxl
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_string_string_entry_proto_clear_key(m: *mut OnnxlStringStringEntryProto) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { write(m, |m| { m.key = None; Ok(()) }) }
+    unsafe { clear(m, |m| &mut m.key) }
 }
 
 /// A view of `key` (empty when unset; `data` NULL only when `m` is NULL).
@@ -5717,7 +5719,7 @@ pub unsafe extern "C" fn onnxl_string_string_entry_proto_clear_key(m: *mut Onnxl
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_string_string_entry_proto_key(m: *const OnnxlStringStringEntryProto) -> OnnxlStr {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { read(m, OnnxlStr::FAILED, |m| Ok(OnnxlStr::of(m.key.as_deref().unwrap_or_default()))) }
+    unsafe { string(m, |m| &m.key) }
 }
 
 /// Sets `key` to a copy of `len` bytes at `data`.
@@ -5729,7 +5731,7 @@ pub unsafe extern "C" fn onnxl_string_string_entry_proto_key(m: *const OnnxlStri
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_string_string_entry_proto_set_key(m: *mut OnnxlStringStringEntryProto, data: *const c_char, len: usize) -> OnnxlStatus {
     // SAFETY: forwarded contract above.
-    unsafe { write_copied(m, data.cast::<u8>(), len, |m, v| { m.key = Some(ProtoString::from(v)); Ok(()) }) }
+    unsafe { set_bytes(m, data, len, |m| &mut m.key) }
 }
 
 /// True when `value` is set (proto2 presence: set to its default still counts).
@@ -5741,7 +5743,7 @@ pub unsafe extern "C" fn onnxl_string_string_entry_proto_set_key(m: *mut OnnxlSt
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_string_string_entry_proto_has_value(m: *const OnnxlStringStringEntryProto) -> bool {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { read(m, false, |m| Ok(m.value.is_some())) }
+    unsafe { has(m, |m| &m.value) }
 }
 
 /// Unsets `value`.
@@ -5753,7 +5755,7 @@ pub unsafe extern "C" fn onnxl_string_string_entry_proto_has_value(m: *const Onn
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_string_string_entry_proto_clear_value(m: *mut OnnxlStringStringEntryProto) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { write(m, |m| { m.value = None; Ok(()) }) }
+    unsafe { clear(m, |m| &mut m.value) }
 }
 
 /// A view of `value` (empty when unset; `data` NULL only when `m` is NULL).
@@ -5765,7 +5767,7 @@ pub unsafe extern "C" fn onnxl_string_string_entry_proto_clear_value(m: *mut Onn
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_string_string_entry_proto_value(m: *const OnnxlStringStringEntryProto) -> OnnxlStr {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { read(m, OnnxlStr::FAILED, |m| Ok(OnnxlStr::of(m.value.as_deref().unwrap_or_default()))) }
+    unsafe { string(m, |m| &m.value) }
 }
 
 /// Sets `value` to a copy of `len` bytes at `data`.
@@ -5777,7 +5779,7 @@ pub unsafe extern "C" fn onnxl_string_string_entry_proto_value(m: *const OnnxlSt
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_string_string_entry_proto_set_value(m: *mut OnnxlStringStringEntryProto, data: *const c_char, len: usize) -> OnnxlStatus {
     // SAFETY: forwarded contract above.
-    unsafe { write_copied(m, data.cast::<u8>(), len, |m, v| { m.value = Some(ProtoString::from(v)); Ok(()) }) }
+    unsafe { set_bytes(m, data, len, |m| &mut m.value) }
 }
 
 /// `onnx.TensorAnnotation` (opaque handle).
@@ -5923,7 +5925,7 @@ pub unsafe extern "C" fn onnxl_tensor_annotation_clear_unknown_fields(m: *mut On
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_tensor_annotation_has_tensor_name(m: *const OnnxlTensorAnnotation) -> bool {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { read(m, false, |m| Ok(m.tensor_name.is_some())) }
+    unsafe { has(m, |m| &m.tensor_name) }
 }
 
 /// Unsets `tensor_name`.
@@ -5935,7 +5937,7 @@ pub unsafe extern "C" fn onnxl_tensor_annotation_has_tensor_name(m: *const Onnxl
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_tensor_annotation_clear_tensor_name(m: *mut OnnxlTensorAnnotation) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { write(m, |m| { m.tensor_name = None; Ok(()) }) }
+    unsafe { clear(m, |m| &mut m.tensor_name) }
 }
 
 /// A view of `tensor_name` (empty when unset; `data` NULL only when `m` is NULL).
@@ -5947,7 +5949,7 @@ pub unsafe extern "C" fn onnxl_tensor_annotation_clear_tensor_name(m: *mut Onnxl
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_tensor_annotation_tensor_name(m: *const OnnxlTensorAnnotation) -> OnnxlStr {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { read(m, OnnxlStr::FAILED, |m| Ok(OnnxlStr::of(m.tensor_name.as_deref().unwrap_or_default()))) }
+    unsafe { string(m, |m| &m.tensor_name) }
 }
 
 /// Sets `tensor_name` to a copy of `len` bytes at `data`.
@@ -5959,7 +5961,7 @@ pub unsafe extern "C" fn onnxl_tensor_annotation_tensor_name(m: *const OnnxlTens
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_tensor_annotation_set_tensor_name(m: *mut OnnxlTensorAnnotation, data: *const c_char, len: usize) -> OnnxlStatus {
     // SAFETY: forwarded contract above.
-    unsafe { write_copied(m, data.cast::<u8>(), len, |m, v| { m.tensor_name = Some(ProtoString::from(v)); Ok(()) }) }
+    unsafe { set_bytes(m, data, len, |m| &mut m.tensor_name) }
 }
 
 /// Number of `quant_parameter_tensor_names` elements (0 when `m` is NULL).
@@ -5971,7 +5973,7 @@ pub unsafe extern "C" fn onnxl_tensor_annotation_set_tensor_name(m: *mut OnnxlTe
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_tensor_annotation_quant_parameter_tensor_names_size(m: *const OnnxlTensorAnnotation) -> usize {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { read(m, 0, |m| Ok(m.quant_parameter_tensor_names.len())) }
+    unsafe { len(m, |m| &m.quant_parameter_tensor_names) }
 }
 
 /// Removes every `quant_parameter_tensor_names` element.
@@ -5983,7 +5985,7 @@ pub unsafe extern "C" fn onnxl_tensor_annotation_quant_parameter_tensor_names_si
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_tensor_annotation_clear_quant_parameter_tensor_names(m: *mut OnnxlTensorAnnotation) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { write(m, |m| { m.quant_parameter_tensor_names.clear(); Ok(()) }) }
+    unsafe { clear_all(m, |m| &mut m.quant_parameter_tensor_names) }
 }
 
 /// Removes `quant_parameter_tensor_names` element `i`; later elements move down by one (`ONNXL_STATUS_OUT_OF_RANGE` when `i` >= size).
@@ -5995,7 +5997,7 @@ pub unsafe extern "C" fn onnxl_tensor_annotation_clear_quant_parameter_tensor_na
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_tensor_annotation_remove_quant_parameter_tensor_names(m: *mut OnnxlTensorAnnotation, i: usize) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { write(m, |m| remove_at(&mut m.quant_parameter_tensor_names, i, "TensorAnnotation.quant_parameter_tensor_names")) }
+    unsafe { remove(m, i, "TensorAnnotation.quant_parameter_tensor_names", |m| &mut m.quant_parameter_tensor_names) }
 }
 
 /// `quant_parameter_tensor_names` element `i` (read-only); NULL when `i` >= size or `m` is NULL.
@@ -6007,7 +6009,7 @@ pub unsafe extern "C" fn onnxl_tensor_annotation_remove_quant_parameter_tensor_n
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_tensor_annotation_quant_parameter_tensor_names(m: *const OnnxlTensorAnnotation, i: usize) -> *const OnnxlStringStringEntryProto {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { child::<OnnxlTensorAnnotation, OnnxlStringStringEntryProto>(m, |m| elem(&m.quant_parameter_tensor_names, i, "TensorAnnotation.quant_parameter_tensor_names")) }
+    unsafe { elem_message::<OnnxlTensorAnnotation, OnnxlStringStringEntryProto>(m, i, "TensorAnnotation.quant_parameter_tensor_names", |m| &m.quant_parameter_tensor_names) }
 }
 
 /// `quant_parameter_tensor_names` element `i` for writing; NULL when `i` >= size or `m` is NULL.
@@ -6019,7 +6021,7 @@ pub unsafe extern "C" fn onnxl_tensor_annotation_quant_parameter_tensor_names(m:
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_tensor_annotation_mutable_quant_parameter_tensor_names(m: *mut OnnxlTensorAnnotation, i: usize) -> *mut OnnxlStringStringEntryProto {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { child_mut::<OnnxlTensorAnnotation, OnnxlStringStringEntryProto>(m, |m| elem_mut(&mut m.quant_parameter_tensor_names, i, "TensorAnnotation.quant_parameter_tensor_names")) }
+    unsafe { mutable_elem_message::<OnnxlTensorAnnotation, OnnxlStringStringEntryProto>(m, i, "TensorAnnotation.quant_parameter_tensor_names", |m| &mut m.quant_parameter_tensor_names) }
 }
 
 /// Appends an empty `StringStringEntryProto` to `quant_parameter_tensor_names` and returns it for writing; NULL only when `m` is NULL.
@@ -6031,7 +6033,7 @@ pub unsafe extern "C" fn onnxl_tensor_annotation_mutable_quant_parameter_tensor_
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_tensor_annotation_add_quant_parameter_tensor_names(m: *mut OnnxlTensorAnnotation) -> *mut OnnxlStringStringEntryProto {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { child_mut::<OnnxlTensorAnnotation, OnnxlStringStringEntryProto>(m, |m| { m.quant_parameter_tensor_names.push(StringStringEntryProto::new()); Ok(m.quant_parameter_tensor_names.last_mut().expect("just pushed")) }) }
+    unsafe { add_message::<OnnxlTensorAnnotation, OnnxlStringStringEntryProto>(m, |m| &mut m.quant_parameter_tensor_names) }
 }
 
 /// `onnx.GraphProto` (opaque handle).
@@ -6177,7 +6179,7 @@ pub unsafe extern "C" fn onnxl_graph_proto_clear_unknown_fields(m: *mut OnnxlGra
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_graph_proto_node_size(m: *const OnnxlGraphProto) -> usize {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { read(m, 0, |m| Ok(m.node.len())) }
+    unsafe { len(m, |m| &m.node) }
 }
 
 /// Removes every `node` element.
@@ -6189,7 +6191,7 @@ pub unsafe extern "C" fn onnxl_graph_proto_node_size(m: *const OnnxlGraphProto) 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_graph_proto_clear_node(m: *mut OnnxlGraphProto) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { write(m, |m| { m.node.clear(); Ok(()) }) }
+    unsafe { clear_all(m, |m| &mut m.node) }
 }
 
 /// Removes `node` element `i`; later elements move down by one (`ONNXL_STATUS_OUT_OF_RANGE` when `i` >= size).
@@ -6201,7 +6203,7 @@ pub unsafe extern "C" fn onnxl_graph_proto_clear_node(m: *mut OnnxlGraphProto) -
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_graph_proto_remove_node(m: *mut OnnxlGraphProto, i: usize) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { write(m, |m| remove_at(&mut m.node, i, "GraphProto.node")) }
+    unsafe { remove(m, i, "GraphProto.node", |m| &mut m.node) }
 }
 
 /// `node` element `i` (read-only); NULL when `i` >= size or `m` is NULL.
@@ -6213,7 +6215,7 @@ pub unsafe extern "C" fn onnxl_graph_proto_remove_node(m: *mut OnnxlGraphProto, 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_graph_proto_node(m: *const OnnxlGraphProto, i: usize) -> *const OnnxlNodeProto {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { child::<OnnxlGraphProto, OnnxlNodeProto>(m, |m| elem(&m.node, i, "GraphProto.node")) }
+    unsafe { elem_message::<OnnxlGraphProto, OnnxlNodeProto>(m, i, "GraphProto.node", |m| &m.node) }
 }
 
 /// `node` element `i` for writing; NULL when `i` >= size or `m` is NULL.
@@ -6225,7 +6227,7 @@ pub unsafe extern "C" fn onnxl_graph_proto_node(m: *const OnnxlGraphProto, i: us
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_graph_proto_mutable_node(m: *mut OnnxlGraphProto, i: usize) -> *mut OnnxlNodeProto {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { child_mut::<OnnxlGraphProto, OnnxlNodeProto>(m, |m| elem_mut(&mut m.node, i, "GraphProto.node")) }
+    unsafe { mutable_elem_message::<OnnxlGraphProto, OnnxlNodeProto>(m, i, "GraphProto.node", |m| &mut m.node) }
 }
 
 /// Appends an empty `NodeProto` to `node` and returns it for writing; NULL only when `m` is NULL.
@@ -6237,7 +6239,7 @@ pub unsafe extern "C" fn onnxl_graph_proto_mutable_node(m: *mut OnnxlGraphProto,
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_graph_proto_add_node(m: *mut OnnxlGraphProto) -> *mut OnnxlNodeProto {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { child_mut::<OnnxlGraphProto, OnnxlNodeProto>(m, |m| { m.node.push(NodeProto::new()); Ok(m.node.last_mut().expect("just pushed")) }) }
+    unsafe { add_message::<OnnxlGraphProto, OnnxlNodeProto>(m, |m| &mut m.node) }
 }
 
 /// True when `name` is set (proto2 presence: set to its default still counts).
@@ -6249,7 +6251,7 @@ pub unsafe extern "C" fn onnxl_graph_proto_add_node(m: *mut OnnxlGraphProto) -> 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_graph_proto_has_name(m: *const OnnxlGraphProto) -> bool {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { read(m, false, |m| Ok(m.name.is_some())) }
+    unsafe { has(m, |m| &m.name) }
 }
 
 /// Unsets `name`.
@@ -6261,7 +6263,7 @@ pub unsafe extern "C" fn onnxl_graph_proto_has_name(m: *const OnnxlGraphProto) -
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_graph_proto_clear_name(m: *mut OnnxlGraphProto) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { write(m, |m| { m.name = None; Ok(()) }) }
+    unsafe { clear(m, |m| &mut m.name) }
 }
 
 /// A view of `name` (empty when unset; `data` NULL only when `m` is NULL).
@@ -6273,7 +6275,7 @@ pub unsafe extern "C" fn onnxl_graph_proto_clear_name(m: *mut OnnxlGraphProto) -
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_graph_proto_name(m: *const OnnxlGraphProto) -> OnnxlStr {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { read(m, OnnxlStr::FAILED, |m| Ok(OnnxlStr::of(m.name.as_deref().unwrap_or_default()))) }
+    unsafe { string(m, |m| &m.name) }
 }
 
 /// Sets `name` to a copy of `len` bytes at `data`.
@@ -6285,7 +6287,7 @@ pub unsafe extern "C" fn onnxl_graph_proto_name(m: *const OnnxlGraphProto) -> On
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_graph_proto_set_name(m: *mut OnnxlGraphProto, data: *const c_char, len: usize) -> OnnxlStatus {
     // SAFETY: forwarded contract above.
-    unsafe { write_copied(m, data.cast::<u8>(), len, |m, v| { m.name = Some(ProtoString::from(v)); Ok(()) }) }
+    unsafe { set_bytes(m, data, len, |m| &mut m.name) }
 }
 
 /// Number of `initializer` elements (0 when `m` is NULL).
@@ -6297,7 +6299,7 @@ pub unsafe extern "C" fn onnxl_graph_proto_set_name(m: *mut OnnxlGraphProto, dat
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_graph_proto_initializer_size(m: *const OnnxlGraphProto) -> usize {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { read(m, 0, |m| Ok(m.initializer.len())) }
+    unsafe { len(m, |m| &m.initializer) }
 }
 
 /// Removes every `initializer` element.
@@ -6309,7 +6311,7 @@ pub unsafe extern "C" fn onnxl_graph_proto_initializer_size(m: *const OnnxlGraph
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_graph_proto_clear_initializer(m: *mut OnnxlGraphProto) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { write(m, |m| { m.initializer.clear(); Ok(()) }) }
+    unsafe { clear_all(m, |m| &mut m.initializer) }
 }
 
 /// Removes `initializer` element `i`; later elements move down by one (`ONNXL_STATUS_OUT_OF_RANGE` when `i` >= size).
@@ -6321,7 +6323,7 @@ pub unsafe extern "C" fn onnxl_graph_proto_clear_initializer(m: *mut OnnxlGraphP
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_graph_proto_remove_initializer(m: *mut OnnxlGraphProto, i: usize) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { write(m, |m| remove_at(&mut m.initializer, i, "GraphProto.initializer")) }
+    unsafe { remove(m, i, "GraphProto.initializer", |m| &mut m.initializer) }
 }
 
 /// `initializer` element `i` (read-only); NULL when `i` >= size or `m` is NULL.
@@ -6333,7 +6335,7 @@ pub unsafe extern "C" fn onnxl_graph_proto_remove_initializer(m: *mut OnnxlGraph
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_graph_proto_initializer(m: *const OnnxlGraphProto, i: usize) -> *const OnnxlTensorProto {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { child::<OnnxlGraphProto, OnnxlTensorProto>(m, |m| elem(&m.initializer, i, "GraphProto.initializer")) }
+    unsafe { elem_message::<OnnxlGraphProto, OnnxlTensorProto>(m, i, "GraphProto.initializer", |m| &m.initializer) }
 }
 
 /// `initializer` element `i` for writing; NULL when `i` >= size or `m` is NULL.
@@ -6345,7 +6347,7 @@ pub unsafe extern "C" fn onnxl_graph_proto_initializer(m: *const OnnxlGraphProto
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_graph_proto_mutable_initializer(m: *mut OnnxlGraphProto, i: usize) -> *mut OnnxlTensorProto {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { child_mut::<OnnxlGraphProto, OnnxlTensorProto>(m, |m| elem_mut(&mut m.initializer, i, "GraphProto.initializer")) }
+    unsafe { mutable_elem_message::<OnnxlGraphProto, OnnxlTensorProto>(m, i, "GraphProto.initializer", |m| &mut m.initializer) }
 }
 
 /// Appends an empty `TensorProto` to `initializer` and returns it for writing; NULL only when `m` is NULL.
@@ -6357,7 +6359,7 @@ pub unsafe extern "C" fn onnxl_graph_proto_mutable_initializer(m: *mut OnnxlGrap
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_graph_proto_add_initializer(m: *mut OnnxlGraphProto) -> *mut OnnxlTensorProto {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { child_mut::<OnnxlGraphProto, OnnxlTensorProto>(m, |m| { m.initializer.push(TensorProto::new()); Ok(m.initializer.last_mut().expect("just pushed")) }) }
+    unsafe { add_message::<OnnxlGraphProto, OnnxlTensorProto>(m, |m| &mut m.initializer) }
 }
 
 /// Number of `sparse_initializer` elements (0 when `m` is NULL).
@@ -6369,7 +6371,7 @@ pub unsafe extern "C" fn onnxl_graph_proto_add_initializer(m: *mut OnnxlGraphPro
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_graph_proto_sparse_initializer_size(m: *const OnnxlGraphProto) -> usize {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { read(m, 0, |m| Ok(m.sparse_initializer.len())) }
+    unsafe { len(m, |m| &m.sparse_initializer) }
 }
 
 /// Removes every `sparse_initializer` element.
@@ -6381,7 +6383,7 @@ pub unsafe extern "C" fn onnxl_graph_proto_sparse_initializer_size(m: *const Onn
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_graph_proto_clear_sparse_initializer(m: *mut OnnxlGraphProto) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { write(m, |m| { m.sparse_initializer.clear(); Ok(()) }) }
+    unsafe { clear_all(m, |m| &mut m.sparse_initializer) }
 }
 
 /// Removes `sparse_initializer` element `i`; later elements move down by one (`ONNXL_STATUS_OUT_OF_RANGE` when `i` >= size).
@@ -6393,7 +6395,7 @@ pub unsafe extern "C" fn onnxl_graph_proto_clear_sparse_initializer(m: *mut Onnx
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_graph_proto_remove_sparse_initializer(m: *mut OnnxlGraphProto, i: usize) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { write(m, |m| remove_at(&mut m.sparse_initializer, i, "GraphProto.sparse_initializer")) }
+    unsafe { remove(m, i, "GraphProto.sparse_initializer", |m| &mut m.sparse_initializer) }
 }
 
 /// `sparse_initializer` element `i` (read-only); NULL when `i` >= size or `m` is NULL.
@@ -6405,7 +6407,7 @@ pub unsafe extern "C" fn onnxl_graph_proto_remove_sparse_initializer(m: *mut Onn
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_graph_proto_sparse_initializer(m: *const OnnxlGraphProto, i: usize) -> *const OnnxlSparseTensorProto {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { child::<OnnxlGraphProto, OnnxlSparseTensorProto>(m, |m| elem(&m.sparse_initializer, i, "GraphProto.sparse_initializer")) }
+    unsafe { elem_message::<OnnxlGraphProto, OnnxlSparseTensorProto>(m, i, "GraphProto.sparse_initializer", |m| &m.sparse_initializer) }
 }
 
 /// `sparse_initializer` element `i` for writing; NULL when `i` >= size or `m` is NULL.
@@ -6417,7 +6419,7 @@ pub unsafe extern "C" fn onnxl_graph_proto_sparse_initializer(m: *const OnnxlGra
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_graph_proto_mutable_sparse_initializer(m: *mut OnnxlGraphProto, i: usize) -> *mut OnnxlSparseTensorProto {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { child_mut::<OnnxlGraphProto, OnnxlSparseTensorProto>(m, |m| elem_mut(&mut m.sparse_initializer, i, "GraphProto.sparse_initializer")) }
+    unsafe { mutable_elem_message::<OnnxlGraphProto, OnnxlSparseTensorProto>(m, i, "GraphProto.sparse_initializer", |m| &mut m.sparse_initializer) }
 }
 
 /// Appends an empty `SparseTensorProto` to `sparse_initializer` and returns it for writing; NULL only when `m` is NULL.
@@ -6429,7 +6431,7 @@ pub unsafe extern "C" fn onnxl_graph_proto_mutable_sparse_initializer(m: *mut On
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_graph_proto_add_sparse_initializer(m: *mut OnnxlGraphProto) -> *mut OnnxlSparseTensorProto {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { child_mut::<OnnxlGraphProto, OnnxlSparseTensorProto>(m, |m| { m.sparse_initializer.push(SparseTensorProto::new()); Ok(m.sparse_initializer.last_mut().expect("just pushed")) }) }
+    unsafe { add_message::<OnnxlGraphProto, OnnxlSparseTensorProto>(m, |m| &mut m.sparse_initializer) }
 }
 
 /// True when `doc_string` is set (proto2 presence: set to its default still counts).
@@ -6441,7 +6443,7 @@ pub unsafe extern "C" fn onnxl_graph_proto_add_sparse_initializer(m: *mut OnnxlG
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_graph_proto_has_doc_string(m: *const OnnxlGraphProto) -> bool {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { read(m, false, |m| Ok(m.doc_string.is_some())) }
+    unsafe { has(m, |m| &m.doc_string) }
 }
 
 /// Unsets `doc_string`.
@@ -6453,7 +6455,7 @@ pub unsafe extern "C" fn onnxl_graph_proto_has_doc_string(m: *const OnnxlGraphPr
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_graph_proto_clear_doc_string(m: *mut OnnxlGraphProto) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { write(m, |m| { m.doc_string = None; Ok(()) }) }
+    unsafe { clear(m, |m| &mut m.doc_string) }
 }
 
 /// A view of `doc_string` (empty when unset; `data` NULL only when `m` is NULL).
@@ -6465,7 +6467,7 @@ pub unsafe extern "C" fn onnxl_graph_proto_clear_doc_string(m: *mut OnnxlGraphPr
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_graph_proto_doc_string(m: *const OnnxlGraphProto) -> OnnxlStr {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { read(m, OnnxlStr::FAILED, |m| Ok(OnnxlStr::of(m.doc_string.as_deref().unwrap_or_default()))) }
+    unsafe { string(m, |m| &m.doc_string) }
 }
 
 /// Sets `doc_string` to a copy of `len` bytes at `data`.
@@ -6477,7 +6479,7 @@ pub unsafe extern "C" fn onnxl_graph_proto_doc_string(m: *const OnnxlGraphProto)
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_graph_proto_set_doc_string(m: *mut OnnxlGraphProto, data: *const c_char, len: usize) -> OnnxlStatus {
     // SAFETY: forwarded contract above.
-    unsafe { write_copied(m, data.cast::<u8>(), len, |m, v| { m.doc_string = Some(ProtoString::from(v)); Ok(()) }) }
+    unsafe { set_bytes(m, data, len, |m| &mut m.doc_string) }
 }
 
 /// Number of `input` elements (0 when `m` is NULL).
@@ -6489,7 +6491,7 @@ pub unsafe extern "C" fn onnxl_graph_proto_set_doc_string(m: *mut OnnxlGraphProt
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_graph_proto_input_size(m: *const OnnxlGraphProto) -> usize {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { read(m, 0, |m| Ok(m.input.len())) }
+    unsafe { len(m, |m| &m.input) }
 }
 
 /// Removes every `input` element.
@@ -6501,7 +6503,7 @@ pub unsafe extern "C" fn onnxl_graph_proto_input_size(m: *const OnnxlGraphProto)
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_graph_proto_clear_input(m: *mut OnnxlGraphProto) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { write(m, |m| { m.input.clear(); Ok(()) }) }
+    unsafe { clear_all(m, |m| &mut m.input) }
 }
 
 /// Removes `input` element `i`; later elements move down by one (`ONNXL_STATUS_OUT_OF_RANGE` when `i` >= size).
@@ -6513,7 +6515,7 @@ pub unsafe extern "C" fn onnxl_graph_proto_clear_input(m: *mut OnnxlGraphProto) 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_graph_proto_remove_input(m: *mut OnnxlGraphProto, i: usize) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { write(m, |m| remove_at(&mut m.input, i, "GraphProto.input")) }
+    unsafe { remove(m, i, "GraphProto.input", |m| &mut m.input) }
 }
 
 /// `input` element `i` (read-only); NULL when `i` >= size or `m` is NULL.
@@ -6525,7 +6527,7 @@ pub unsafe extern "C" fn onnxl_graph_proto_remove_input(m: *mut OnnxlGraphProto,
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_graph_proto_input(m: *const OnnxlGraphProto, i: usize) -> *const OnnxlValueInfoProto {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { child::<OnnxlGraphProto, OnnxlValueInfoProto>(m, |m| elem(&m.input, i, "GraphProto.input")) }
+    unsafe { elem_message::<OnnxlGraphProto, OnnxlValueInfoProto>(m, i, "GraphProto.input", |m| &m.input) }
 }
 
 /// `input` element `i` for writing; NULL when `i` >= size or `m` is NULL.
@@ -6537,7 +6539,7 @@ pub unsafe extern "C" fn onnxl_graph_proto_input(m: *const OnnxlGraphProto, i: u
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_graph_proto_mutable_input(m: *mut OnnxlGraphProto, i: usize) -> *mut OnnxlValueInfoProto {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { child_mut::<OnnxlGraphProto, OnnxlValueInfoProto>(m, |m| elem_mut(&mut m.input, i, "GraphProto.input")) }
+    unsafe { mutable_elem_message::<OnnxlGraphProto, OnnxlValueInfoProto>(m, i, "GraphProto.input", |m| &mut m.input) }
 }
 
 /// Appends an empty `ValueInfoProto` to `input` and returns it for writing; NULL only when `m` is NULL.
@@ -6549,7 +6551,7 @@ pub unsafe extern "C" fn onnxl_graph_proto_mutable_input(m: *mut OnnxlGraphProto
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_graph_proto_add_input(m: *mut OnnxlGraphProto) -> *mut OnnxlValueInfoProto {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { child_mut::<OnnxlGraphProto, OnnxlValueInfoProto>(m, |m| { m.input.push(ValueInfoProto::new()); Ok(m.input.last_mut().expect("just pushed")) }) }
+    unsafe { add_message::<OnnxlGraphProto, OnnxlValueInfoProto>(m, |m| &mut m.input) }
 }
 
 /// Number of `output` elements (0 when `m` is NULL).
@@ -6561,7 +6563,7 @@ pub unsafe extern "C" fn onnxl_graph_proto_add_input(m: *mut OnnxlGraphProto) ->
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_graph_proto_output_size(m: *const OnnxlGraphProto) -> usize {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { read(m, 0, |m| Ok(m.output.len())) }
+    unsafe { len(m, |m| &m.output) }
 }
 
 /// Removes every `output` element.
@@ -6573,7 +6575,7 @@ pub unsafe extern "C" fn onnxl_graph_proto_output_size(m: *const OnnxlGraphProto
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_graph_proto_clear_output(m: *mut OnnxlGraphProto) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { write(m, |m| { m.output.clear(); Ok(()) }) }
+    unsafe { clear_all(m, |m| &mut m.output) }
 }
 
 /// Removes `output` element `i`; later elements move down by one (`ONNXL_STATUS_OUT_OF_RANGE` when `i` >= size).
@@ -6585,7 +6587,7 @@ pub unsafe extern "C" fn onnxl_graph_proto_clear_output(m: *mut OnnxlGraphProto)
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_graph_proto_remove_output(m: *mut OnnxlGraphProto, i: usize) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { write(m, |m| remove_at(&mut m.output, i, "GraphProto.output")) }
+    unsafe { remove(m, i, "GraphProto.output", |m| &mut m.output) }
 }
 
 /// `output` element `i` (read-only); NULL when `i` >= size or `m` is NULL.
@@ -6597,7 +6599,7 @@ pub unsafe extern "C" fn onnxl_graph_proto_remove_output(m: *mut OnnxlGraphProto
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_graph_proto_output(m: *const OnnxlGraphProto, i: usize) -> *const OnnxlValueInfoProto {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { child::<OnnxlGraphProto, OnnxlValueInfoProto>(m, |m| elem(&m.output, i, "GraphProto.output")) }
+    unsafe { elem_message::<OnnxlGraphProto, OnnxlValueInfoProto>(m, i, "GraphProto.output", |m| &m.output) }
 }
 
 /// `output` element `i` for writing; NULL when `i` >= size or `m` is NULL.
@@ -6609,7 +6611,7 @@ pub unsafe extern "C" fn onnxl_graph_proto_output(m: *const OnnxlGraphProto, i: 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_graph_proto_mutable_output(m: *mut OnnxlGraphProto, i: usize) -> *mut OnnxlValueInfoProto {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { child_mut::<OnnxlGraphProto, OnnxlValueInfoProto>(m, |m| elem_mut(&mut m.output, i, "GraphProto.output")) }
+    unsafe { mutable_elem_message::<OnnxlGraphProto, OnnxlValueInfoProto>(m, i, "GraphProto.output", |m| &mut m.output) }
 }
 
 /// Appends an empty `ValueInfoProto` to `output` and returns it for writing; NULL only when `m` is NULL.
@@ -6621,7 +6623,7 @@ pub unsafe extern "C" fn onnxl_graph_proto_mutable_output(m: *mut OnnxlGraphProt
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_graph_proto_add_output(m: *mut OnnxlGraphProto) -> *mut OnnxlValueInfoProto {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { child_mut::<OnnxlGraphProto, OnnxlValueInfoProto>(m, |m| { m.output.push(ValueInfoProto::new()); Ok(m.output.last_mut().expect("just pushed")) }) }
+    unsafe { add_message::<OnnxlGraphProto, OnnxlValueInfoProto>(m, |m| &mut m.output) }
 }
 
 /// Number of `value_info` elements (0 when `m` is NULL).
@@ -6633,7 +6635,7 @@ pub unsafe extern "C" fn onnxl_graph_proto_add_output(m: *mut OnnxlGraphProto) -
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_graph_proto_value_info_size(m: *const OnnxlGraphProto) -> usize {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { read(m, 0, |m| Ok(m.value_info.len())) }
+    unsafe { len(m, |m| &m.value_info) }
 }
 
 /// Removes every `value_info` element.
@@ -6645,7 +6647,7 @@ pub unsafe extern "C" fn onnxl_graph_proto_value_info_size(m: *const OnnxlGraphP
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_graph_proto_clear_value_info(m: *mut OnnxlGraphProto) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { write(m, |m| { m.value_info.clear(); Ok(()) }) }
+    unsafe { clear_all(m, |m| &mut m.value_info) }
 }
 
 /// Removes `value_info` element `i`; later elements move down by one (`ONNXL_STATUS_OUT_OF_RANGE` when `i` >= size).
@@ -6657,7 +6659,7 @@ pub unsafe extern "C" fn onnxl_graph_proto_clear_value_info(m: *mut OnnxlGraphPr
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_graph_proto_remove_value_info(m: *mut OnnxlGraphProto, i: usize) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { write(m, |m| remove_at(&mut m.value_info, i, "GraphProto.value_info")) }
+    unsafe { remove(m, i, "GraphProto.value_info", |m| &mut m.value_info) }
 }
 
 /// `value_info` element `i` (read-only); NULL when `i` >= size or `m` is NULL.
@@ -6669,7 +6671,7 @@ pub unsafe extern "C" fn onnxl_graph_proto_remove_value_info(m: *mut OnnxlGraphP
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_graph_proto_value_info(m: *const OnnxlGraphProto, i: usize) -> *const OnnxlValueInfoProto {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { child::<OnnxlGraphProto, OnnxlValueInfoProto>(m, |m| elem(&m.value_info, i, "GraphProto.value_info")) }
+    unsafe { elem_message::<OnnxlGraphProto, OnnxlValueInfoProto>(m, i, "GraphProto.value_info", |m| &m.value_info) }
 }
 
 /// `value_info` element `i` for writing; NULL when `i` >= size or `m` is NULL.
@@ -6681,7 +6683,7 @@ pub unsafe extern "C" fn onnxl_graph_proto_value_info(m: *const OnnxlGraphProto,
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_graph_proto_mutable_value_info(m: *mut OnnxlGraphProto, i: usize) -> *mut OnnxlValueInfoProto {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { child_mut::<OnnxlGraphProto, OnnxlValueInfoProto>(m, |m| elem_mut(&mut m.value_info, i, "GraphProto.value_info")) }
+    unsafe { mutable_elem_message::<OnnxlGraphProto, OnnxlValueInfoProto>(m, i, "GraphProto.value_info", |m| &mut m.value_info) }
 }
 
 /// Appends an empty `ValueInfoProto` to `value_info` and returns it for writing; NULL only when `m` is NULL.
@@ -6693,7 +6695,7 @@ pub unsafe extern "C" fn onnxl_graph_proto_mutable_value_info(m: *mut OnnxlGraph
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_graph_proto_add_value_info(m: *mut OnnxlGraphProto) -> *mut OnnxlValueInfoProto {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { child_mut::<OnnxlGraphProto, OnnxlValueInfoProto>(m, |m| { m.value_info.push(ValueInfoProto::new()); Ok(m.value_info.last_mut().expect("just pushed")) }) }
+    unsafe { add_message::<OnnxlGraphProto, OnnxlValueInfoProto>(m, |m| &mut m.value_info) }
 }
 
 /// Number of `quantization_annotation` elements (0 when `m` is NULL).
@@ -6705,7 +6707,7 @@ pub unsafe extern "C" fn onnxl_graph_proto_add_value_info(m: *mut OnnxlGraphProt
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_graph_proto_quantization_annotation_size(m: *const OnnxlGraphProto) -> usize {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { read(m, 0, |m| Ok(m.quantization_annotation.len())) }
+    unsafe { len(m, |m| &m.quantization_annotation) }
 }
 
 /// Removes every `quantization_annotation` element.
@@ -6717,7 +6719,7 @@ pub unsafe extern "C" fn onnxl_graph_proto_quantization_annotation_size(m: *cons
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_graph_proto_clear_quantization_annotation(m: *mut OnnxlGraphProto) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { write(m, |m| { m.quantization_annotation.clear(); Ok(()) }) }
+    unsafe { clear_all(m, |m| &mut m.quantization_annotation) }
 }
 
 /// Removes `quantization_annotation` element `i`; later elements move down by one (`ONNXL_STATUS_OUT_OF_RANGE` when `i` >= size).
@@ -6729,7 +6731,7 @@ pub unsafe extern "C" fn onnxl_graph_proto_clear_quantization_annotation(m: *mut
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_graph_proto_remove_quantization_annotation(m: *mut OnnxlGraphProto, i: usize) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { write(m, |m| remove_at(&mut m.quantization_annotation, i, "GraphProto.quantization_annotation")) }
+    unsafe { remove(m, i, "GraphProto.quantization_annotation", |m| &mut m.quantization_annotation) }
 }
 
 /// `quantization_annotation` element `i` (read-only); NULL when `i` >= size or `m` is NULL.
@@ -6741,7 +6743,7 @@ pub unsafe extern "C" fn onnxl_graph_proto_remove_quantization_annotation(m: *mu
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_graph_proto_quantization_annotation(m: *const OnnxlGraphProto, i: usize) -> *const OnnxlTensorAnnotation {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { child::<OnnxlGraphProto, OnnxlTensorAnnotation>(m, |m| elem(&m.quantization_annotation, i, "GraphProto.quantization_annotation")) }
+    unsafe { elem_message::<OnnxlGraphProto, OnnxlTensorAnnotation>(m, i, "GraphProto.quantization_annotation", |m| &m.quantization_annotation) }
 }
 
 /// `quantization_annotation` element `i` for writing; NULL when `i` >= size or `m` is NULL.
@@ -6753,7 +6755,7 @@ pub unsafe extern "C" fn onnxl_graph_proto_quantization_annotation(m: *const Onn
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_graph_proto_mutable_quantization_annotation(m: *mut OnnxlGraphProto, i: usize) -> *mut OnnxlTensorAnnotation {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { child_mut::<OnnxlGraphProto, OnnxlTensorAnnotation>(m, |m| elem_mut(&mut m.quantization_annotation, i, "GraphProto.quantization_annotation")) }
+    unsafe { mutable_elem_message::<OnnxlGraphProto, OnnxlTensorAnnotation>(m, i, "GraphProto.quantization_annotation", |m| &mut m.quantization_annotation) }
 }
 
 /// Appends an empty `TensorAnnotation` to `quantization_annotation` and returns it for writing; NULL only when `m` is NULL.
@@ -6765,7 +6767,7 @@ pub unsafe extern "C" fn onnxl_graph_proto_mutable_quantization_annotation(m: *m
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_graph_proto_add_quantization_annotation(m: *mut OnnxlGraphProto) -> *mut OnnxlTensorAnnotation {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { child_mut::<OnnxlGraphProto, OnnxlTensorAnnotation>(m, |m| { m.quantization_annotation.push(TensorAnnotation::new()); Ok(m.quantization_annotation.last_mut().expect("just pushed")) }) }
+    unsafe { add_message::<OnnxlGraphProto, OnnxlTensorAnnotation>(m, |m| &mut m.quantization_annotation) }
 }
 
 /// Number of `metadata_props` elements (0 when `m` is NULL).
@@ -6777,7 +6779,7 @@ pub unsafe extern "C" fn onnxl_graph_proto_add_quantization_annotation(m: *mut O
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_graph_proto_metadata_props_size(m: *const OnnxlGraphProto) -> usize {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { read(m, 0, |m| Ok(m.metadata_props.len())) }
+    unsafe { len(m, |m| &m.metadata_props) }
 }
 
 /// Removes every `metadata_props` element.
@@ -6789,7 +6791,7 @@ pub unsafe extern "C" fn onnxl_graph_proto_metadata_props_size(m: *const OnnxlGr
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_graph_proto_clear_metadata_props(m: *mut OnnxlGraphProto) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { write(m, |m| { m.metadata_props.clear(); Ok(()) }) }
+    unsafe { clear_all(m, |m| &mut m.metadata_props) }
 }
 
 /// Removes `metadata_props` element `i`; later elements move down by one (`ONNXL_STATUS_OUT_OF_RANGE` when `i` >= size).
@@ -6801,7 +6803,7 @@ pub unsafe extern "C" fn onnxl_graph_proto_clear_metadata_props(m: *mut OnnxlGra
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_graph_proto_remove_metadata_props(m: *mut OnnxlGraphProto, i: usize) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { write(m, |m| remove_at(&mut m.metadata_props, i, "GraphProto.metadata_props")) }
+    unsafe { remove(m, i, "GraphProto.metadata_props", |m| &mut m.metadata_props) }
 }
 
 /// `metadata_props` element `i` (read-only); NULL when `i` >= size or `m` is NULL.
@@ -6813,7 +6815,7 @@ pub unsafe extern "C" fn onnxl_graph_proto_remove_metadata_props(m: *mut OnnxlGr
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_graph_proto_metadata_props(m: *const OnnxlGraphProto, i: usize) -> *const OnnxlStringStringEntryProto {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { child::<OnnxlGraphProto, OnnxlStringStringEntryProto>(m, |m| elem(&m.metadata_props, i, "GraphProto.metadata_props")) }
+    unsafe { elem_message::<OnnxlGraphProto, OnnxlStringStringEntryProto>(m, i, "GraphProto.metadata_props", |m| &m.metadata_props) }
 }
 
 /// `metadata_props` element `i` for writing; NULL when `i` >= size or `m` is NULL.
@@ -6825,7 +6827,7 @@ pub unsafe extern "C" fn onnxl_graph_proto_metadata_props(m: *const OnnxlGraphPr
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_graph_proto_mutable_metadata_props(m: *mut OnnxlGraphProto, i: usize) -> *mut OnnxlStringStringEntryProto {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { child_mut::<OnnxlGraphProto, OnnxlStringStringEntryProto>(m, |m| elem_mut(&mut m.metadata_props, i, "GraphProto.metadata_props")) }
+    unsafe { mutable_elem_message::<OnnxlGraphProto, OnnxlStringStringEntryProto>(m, i, "GraphProto.metadata_props", |m| &mut m.metadata_props) }
 }
 
 /// Appends an empty `StringStringEntryProto` to `metadata_props` and returns it for writing; NULL only when `m` is NULL.
@@ -6837,7 +6839,7 @@ pub unsafe extern "C" fn onnxl_graph_proto_mutable_metadata_props(m: *mut OnnxlG
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_graph_proto_add_metadata_props(m: *mut OnnxlGraphProto) -> *mut OnnxlStringStringEntryProto {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { child_mut::<OnnxlGraphProto, OnnxlStringStringEntryProto>(m, |m| { m.metadata_props.push(StringStringEntryProto::new()); Ok(m.metadata_props.last_mut().expect("just pushed")) }) }
+    unsafe { add_message::<OnnxlGraphProto, OnnxlStringStringEntryProto>(m, |m| &mut m.metadata_props) }
 }
 
 /// `onnx.TensorProto` (opaque handle).
@@ -6983,7 +6985,7 @@ pub unsafe extern "C" fn onnxl_tensor_proto_clear_unknown_fields(m: *mut OnnxlTe
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_tensor_proto_dims_size(m: *const OnnxlTensorProto) -> usize {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { read(m, 0, |m| Ok(m.dims.len())) }
+    unsafe { len(m, |m| &m.dims) }
 }
 
 /// Removes every `dims` element.
@@ -6995,7 +6997,7 @@ pub unsafe extern "C" fn onnxl_tensor_proto_dims_size(m: *const OnnxlTensorProto
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_tensor_proto_clear_dims(m: *mut OnnxlTensorProto) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { write(m, |m| { m.dims.clear(); Ok(()) }) }
+    unsafe { clear_all(m, |m| &mut m.dims) }
 }
 
 /// Removes `dims` element `i`; later elements move down by one (`ONNXL_STATUS_OUT_OF_RANGE` when `i` >= size).
@@ -7007,7 +7009,7 @@ pub unsafe extern "C" fn onnxl_tensor_proto_clear_dims(m: *mut OnnxlTensorProto)
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_tensor_proto_remove_dims(m: *mut OnnxlTensorProto, i: usize) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { write(m, |m| remove_at(&mut m.dims, i, "TensorProto.dims")) }
+    unsafe { remove(m, i, "TensorProto.dims", |m| &mut m.dims) }
 }
 
 /// `dims` element `i`; 0 (with `ONNXL_STATUS_OUT_OF_RANGE` as last error) when `i` >= size or `m` is NULL.
@@ -7019,7 +7021,7 @@ pub unsafe extern "C" fn onnxl_tensor_proto_remove_dims(m: *mut OnnxlTensorProto
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_tensor_proto_dims(m: *const OnnxlTensorProto, i: usize) -> i64 {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { read(m, Default::default(), |m| Ok(*elem(&m.dims, i, "TensorProto.dims")?)) }
+    unsafe { elem_value(m, i, "TensorProto.dims", |m| &m.dims) }
 }
 
 /// The `dims` elements as a contiguous array of `onnxl_tensor_proto_dims_size(m)` values (NULL only when `m` is NULL; not to be read when the size is 0).
@@ -7031,7 +7033,7 @@ pub unsafe extern "C" fn onnxl_tensor_proto_dims(m: *const OnnxlTensorProto, i: 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_tensor_proto_dims_data(m: *const OnnxlTensorProto) -> *const i64 {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { read(m, std::ptr::null(), |m| Ok(m.dims.as_ptr())) }
+    unsafe { data(m, |m| &m.dims) }
 }
 
 /// The `dims` elements for in-place writing (NULL only when `m` is NULL).
@@ -7043,7 +7045,7 @@ pub unsafe extern "C" fn onnxl_tensor_proto_dims_data(m: *const OnnxlTensorProto
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_tensor_proto_mutable_dims_data(m: *mut OnnxlTensorProto) -> *mut i64 {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { super::panic::ffi_value(std::ptr::null_mut(), || Ok(super::handle::try_mut(m, "message")?.dims.as_mut_ptr())) }
+    unsafe { mutable_data(m, |m| &mut m.dims) }
 }
 
 /// Sets `dims` element `i` to `v` (`ONNXL_STATUS_OUT_OF_RANGE` when `i` >= size).
@@ -7055,7 +7057,7 @@ pub unsafe extern "C" fn onnxl_tensor_proto_mutable_dims_data(m: *mut OnnxlTenso
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_tensor_proto_set_dims(m: *mut OnnxlTensorProto, i: usize, v: i64) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { write(m, |m| { *elem_mut(&mut m.dims, i, "TensorProto.dims")? = v; Ok(()) }) }
+    unsafe { set_elem_value(m, i, v, "TensorProto.dims", |m| &mut m.dims) }
 }
 
 /// Appends `v` to `dims`.
@@ -7067,7 +7069,7 @@ pub unsafe extern "C" fn onnxl_tensor_proto_set_dims(m: *mut OnnxlTensorProto, i
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_tensor_proto_add_dims(m: *mut OnnxlTensorProto, v: i64) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { write(m, |m| { m.dims.push(v); Ok(()) }) }
+    unsafe { push_value(m, v, |m| &mut m.dims) }
 }
 
 /// Replaces every `dims` element with a copy of the `count` values at `data`.
@@ -7079,7 +7081,7 @@ pub unsafe extern "C" fn onnxl_tensor_proto_add_dims(m: *mut OnnxlTensorProto, v
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_tensor_proto_assign_dims(m: *mut OnnxlTensorProto, data: *const i64, count: usize) -> OnnxlStatus {
     // SAFETY: forwarded contract above.
-    unsafe { write_copied(m, data, count, |m, v| { m.dims = v.into(); Ok(()) }) }
+    unsafe { assign(m, data, count, |m| &mut m.dims) }
 }
 
 /// True when `data_type` is set (proto2 presence: set to its default still counts).
@@ -7091,7 +7093,7 @@ pub unsafe extern "C" fn onnxl_tensor_proto_assign_dims(m: *mut OnnxlTensorProto
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_tensor_proto_has_data_type(m: *const OnnxlTensorProto) -> bool {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { read(m, false, |m| Ok(m.data_type.is_some())) }
+    unsafe { has(m, |m| &m.data_type) }
 }
 
 /// Unsets `data_type`.
@@ -7103,7 +7105,7 @@ pub unsafe extern "C" fn onnxl_tensor_proto_has_data_type(m: *const OnnxlTensorP
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_tensor_proto_clear_data_type(m: *mut OnnxlTensorProto) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { write(m, |m| { m.data_type = None; Ok(()) }) }
+    unsafe { clear(m, |m| &mut m.data_type) }
 }
 
 /// The value of `data_type`; 0 when unset or `m` is NULL.
@@ -7115,7 +7117,7 @@ pub unsafe extern "C" fn onnxl_tensor_proto_clear_data_type(m: *mut OnnxlTensorP
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_tensor_proto_data_type(m: *const OnnxlTensorProto) -> i32 {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { read(m, Default::default(), |m| Ok(m.data_type.unwrap_or_default())) }
+    unsafe { value(m, |m| &m.data_type) }
 }
 
 /// Sets `data_type` to `v`.
@@ -7127,7 +7129,7 @@ pub unsafe extern "C" fn onnxl_tensor_proto_data_type(m: *const OnnxlTensorProto
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_tensor_proto_set_data_type(m: *mut OnnxlTensorProto, v: i32) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { write(m, |m| { m.data_type = Some(v); Ok(()) }) }
+    unsafe { set_value(m, v, |m| &mut m.data_type) }
 }
 
 /// True when `segment` is set (proto2 presence: set to its default still counts).
@@ -7139,7 +7141,7 @@ pub unsafe extern "C" fn onnxl_tensor_proto_set_data_type(m: *mut OnnxlTensorPro
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_tensor_proto_has_segment(m: *const OnnxlTensorProto) -> bool {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { read(m, false, |m| Ok(m.segment.is_some())) }
+    unsafe { has(m, |m| &m.segment) }
 }
 
 /// Unsets `segment`.
@@ -7151,7 +7153,7 @@ pub unsafe extern "C" fn onnxl_tensor_proto_has_segment(m: *const OnnxlTensorPro
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_tensor_proto_clear_segment(m: *mut OnnxlTensorProto) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { write(m, |m| { m.segment = None; Ok(()) }) }
+    unsafe { clear(m, |m| &mut m.segment) }
 }
 
 /// `segment` (read-only); when unset, a shared empty default `TensorProto.Segment`. NULL only when `m` is NULL.
@@ -7163,7 +7165,7 @@ pub unsafe extern "C" fn onnxl_tensor_proto_clear_segment(m: *mut OnnxlTensorPro
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_tensor_proto_segment(m: *const OnnxlTensorProto) -> *const OnnxlTensorProtoSegment {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { child::<OnnxlTensorProto, OnnxlTensorProtoSegment>(m, |m| Ok(m.segment())) }
+    unsafe { message::<OnnxlTensorProto, OnnxlTensorProtoSegment>(m, |m| m.segment()) }
 }
 
 /// `segment` for writing, set to an empty `TensorProto.Segment` first if unset. NULL only when `m` is NULL.
@@ -7175,7 +7177,7 @@ pub unsafe extern "C" fn onnxl_tensor_proto_segment(m: *const OnnxlTensorProto) 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_tensor_proto_mutable_segment(m: *mut OnnxlTensorProto) -> *mut OnnxlTensorProtoSegment {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { child_mut::<OnnxlTensorProto, OnnxlTensorProtoSegment>(m, |m| Ok(m.mutable_segment())) }
+    unsafe { mutable_message::<OnnxlTensorProto, OnnxlTensorProtoSegment>(m, |m| m.mutable_segment()) }
 }
 
 /// Number of `float_data` elements (0 when `m` is NULL).
@@ -7187,7 +7189,7 @@ pub unsafe extern "C" fn onnxl_tensor_proto_mutable_segment(m: *mut OnnxlTensorP
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_tensor_proto_float_data_size(m: *const OnnxlTensorProto) -> usize {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { read(m, 0, |m| Ok(m.float_data.len())) }
+    unsafe { len(m, |m| &m.float_data) }
 }
 
 /// Removes every `float_data` element.
@@ -7199,7 +7201,7 @@ pub unsafe extern "C" fn onnxl_tensor_proto_float_data_size(m: *const OnnxlTenso
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_tensor_proto_clear_float_data(m: *mut OnnxlTensorProto) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { write(m, |m| { m.float_data.clear(); Ok(()) }) }
+    unsafe { clear_all(m, |m| &mut m.float_data) }
 }
 
 /// Removes `float_data` element `i`; later elements move down by one (`ONNXL_STATUS_OUT_OF_RANGE` when `i` >= size).
@@ -7211,7 +7213,7 @@ pub unsafe extern "C" fn onnxl_tensor_proto_clear_float_data(m: *mut OnnxlTensor
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_tensor_proto_remove_float_data(m: *mut OnnxlTensorProto, i: usize) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { write(m, |m| remove_at(&mut m.float_data, i, "TensorProto.float_data")) }
+    unsafe { remove(m, i, "TensorProto.float_data", |m| &mut m.float_data) }
 }
 
 /// `float_data` element `i`; 0 (with `ONNXL_STATUS_OUT_OF_RANGE` as last error) when `i` >= size or `m` is NULL.
@@ -7223,7 +7225,7 @@ pub unsafe extern "C" fn onnxl_tensor_proto_remove_float_data(m: *mut OnnxlTenso
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_tensor_proto_float_data(m: *const OnnxlTensorProto, i: usize) -> f32 {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { read(m, Default::default(), |m| Ok(*elem(&m.float_data, i, "TensorProto.float_data")?)) }
+    unsafe { elem_value(m, i, "TensorProto.float_data", |m| &m.float_data) }
 }
 
 /// The `float_data` elements as a contiguous array of `onnxl_tensor_proto_float_data_size(m)` values (NULL only when `m` is NULL; not to be read when the size is 0).
@@ -7235,7 +7237,7 @@ pub unsafe extern "C" fn onnxl_tensor_proto_float_data(m: *const OnnxlTensorProt
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_tensor_proto_float_data_data(m: *const OnnxlTensorProto) -> *const f32 {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { read(m, std::ptr::null(), |m| Ok(m.float_data.as_ptr())) }
+    unsafe { data(m, |m| &m.float_data) }
 }
 
 /// The `float_data` elements for in-place writing (NULL only when `m` is NULL).
@@ -7247,7 +7249,7 @@ pub unsafe extern "C" fn onnxl_tensor_proto_float_data_data(m: *const OnnxlTenso
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_tensor_proto_mutable_float_data_data(m: *mut OnnxlTensorProto) -> *mut f32 {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { super::panic::ffi_value(std::ptr::null_mut(), || Ok(super::handle::try_mut(m, "message")?.float_data.as_mut_ptr())) }
+    unsafe { mutable_data(m, |m| &mut m.float_data) }
 }
 
 /// Sets `float_data` element `i` to `v` (`ONNXL_STATUS_OUT_OF_RANGE` when `i` >= size).
@@ -7259,7 +7261,7 @@ pub unsafe extern "C" fn onnxl_tensor_proto_mutable_float_data_data(m: *mut Onnx
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_tensor_proto_set_float_data(m: *mut OnnxlTensorProto, i: usize, v: f32) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { write(m, |m| { *elem_mut(&mut m.float_data, i, "TensorProto.float_data")? = v; Ok(()) }) }
+    unsafe { set_elem_value(m, i, v, "TensorProto.float_data", |m| &mut m.float_data) }
 }
 
 /// Appends `v` to `float_data`.
@@ -7271,7 +7273,7 @@ pub unsafe extern "C" fn onnxl_tensor_proto_set_float_data(m: *mut OnnxlTensorPr
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_tensor_proto_add_float_data(m: *mut OnnxlTensorProto, v: f32) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { write(m, |m| { m.float_data.push(v); Ok(()) }) }
+    unsafe { push_value(m, v, |m| &mut m.float_data) }
 }
 
 /// Replaces every `float_data` element with a copy of the `count` values at `data`.
@@ -7283,7 +7285,7 @@ pub unsafe extern "C" fn onnxl_tensor_proto_add_float_data(m: *mut OnnxlTensorPr
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_tensor_proto_assign_float_data(m: *mut OnnxlTensorProto, data: *const f32, count: usize) -> OnnxlStatus {
     // SAFETY: forwarded contract above.
-    unsafe { write_copied(m, data, count, |m, v| { m.float_data = v.into(); Ok(()) }) }
+    unsafe { assign(m, data, count, |m| &mut m.float_data) }
 }
 
 /// Number of `int32_data` elements (0 when `m` is NULL).
@@ -7295,7 +7297,7 @@ pub unsafe extern "C" fn onnxl_tensor_proto_assign_float_data(m: *mut OnnxlTenso
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_tensor_proto_int32_data_size(m: *const OnnxlTensorProto) -> usize {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { read(m, 0, |m| Ok(m.int32_data.len())) }
+    unsafe { len(m, |m| &m.int32_data) }
 }
 
 /// Removes every `int32_data` element.
@@ -7307,7 +7309,7 @@ pub unsafe extern "C" fn onnxl_tensor_proto_int32_data_size(m: *const OnnxlTenso
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_tensor_proto_clear_int32_data(m: *mut OnnxlTensorProto) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { write(m, |m| { m.int32_data.clear(); Ok(()) }) }
+    unsafe { clear_all(m, |m| &mut m.int32_data) }
 }
 
 /// Removes `int32_data` element `i`; later elements move down by one (`ONNXL_STATUS_OUT_OF_RANGE` when `i` >= size).
@@ -7319,7 +7321,7 @@ pub unsafe extern "C" fn onnxl_tensor_proto_clear_int32_data(m: *mut OnnxlTensor
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_tensor_proto_remove_int32_data(m: *mut OnnxlTensorProto, i: usize) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { write(m, |m| remove_at(&mut m.int32_data, i, "TensorProto.int32_data")) }
+    unsafe { remove(m, i, "TensorProto.int32_data", |m| &mut m.int32_data) }
 }
 
 /// `int32_data` element `i`; 0 (with `ONNXL_STATUS_OUT_OF_RANGE` as last error) when `i` >= size or `m` is NULL.
@@ -7331,7 +7333,7 @@ pub unsafe extern "C" fn onnxl_tensor_proto_remove_int32_data(m: *mut OnnxlTenso
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_tensor_proto_int32_data(m: *const OnnxlTensorProto, i: usize) -> i32 {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { read(m, Default::default(), |m| Ok(*elem(&m.int32_data, i, "TensorProto.int32_data")?)) }
+    unsafe { elem_value(m, i, "TensorProto.int32_data", |m| &m.int32_data) }
 }
 
 /// The `int32_data` elements as a contiguous array of `onnxl_tensor_proto_int32_data_size(m)` values (NULL only when `m` is NULL; not to be read when the size is 0).
@@ -7343,7 +7345,7 @@ pub unsafe extern "C" fn onnxl_tensor_proto_int32_data(m: *const OnnxlTensorProt
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_tensor_proto_int32_data_data(m: *const OnnxlTensorProto) -> *const i32 {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { read(m, std::ptr::null(), |m| Ok(m.int32_data.as_ptr())) }
+    unsafe { data(m, |m| &m.int32_data) }
 }
 
 /// The `int32_data` elements for in-place writing (NULL only when `m` is NULL).
@@ -7355,7 +7357,7 @@ pub unsafe extern "C" fn onnxl_tensor_proto_int32_data_data(m: *const OnnxlTenso
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_tensor_proto_mutable_int32_data_data(m: *mut OnnxlTensorProto) -> *mut i32 {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { super::panic::ffi_value(std::ptr::null_mut(), || Ok(super::handle::try_mut(m, "message")?.int32_data.as_mut_ptr())) }
+    unsafe { mutable_data(m, |m| &mut m.int32_data) }
 }
 
 /// Sets `int32_data` element `i` to `v` (`ONNXL_STATUS_OUT_OF_RANGE` when `i` >= size).
@@ -7367,7 +7369,7 @@ pub unsafe extern "C" fn onnxl_tensor_proto_mutable_int32_data_data(m: *mut Onnx
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_tensor_proto_set_int32_data(m: *mut OnnxlTensorProto, i: usize, v: i32) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { write(m, |m| { *elem_mut(&mut m.int32_data, i, "TensorProto.int32_data")? = v; Ok(()) }) }
+    unsafe { set_elem_value(m, i, v, "TensorProto.int32_data", |m| &mut m.int32_data) }
 }
 
 /// Appends `v` to `int32_data`.
@@ -7379,7 +7381,7 @@ pub unsafe extern "C" fn onnxl_tensor_proto_set_int32_data(m: *mut OnnxlTensorPr
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_tensor_proto_add_int32_data(m: *mut OnnxlTensorProto, v: i32) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { write(m, |m| { m.int32_data.push(v); Ok(()) }) }
+    unsafe { push_value(m, v, |m| &mut m.int32_data) }
 }
 
 /// Replaces every `int32_data` element with a copy of the `count` values at `data`.
@@ -7391,7 +7393,7 @@ pub unsafe extern "C" fn onnxl_tensor_proto_add_int32_data(m: *mut OnnxlTensorPr
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_tensor_proto_assign_int32_data(m: *mut OnnxlTensorProto, data: *const i32, count: usize) -> OnnxlStatus {
     // SAFETY: forwarded contract above.
-    unsafe { write_copied(m, data, count, |m, v| { m.int32_data = v.into(); Ok(()) }) }
+    unsafe { assign(m, data, count, |m| &mut m.int32_data) }
 }
 
 /// Number of `string_data` elements (0 when `m` is NULL).
@@ -7403,7 +7405,7 @@ pub unsafe extern "C" fn onnxl_tensor_proto_assign_int32_data(m: *mut OnnxlTenso
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_tensor_proto_string_data_size(m: *const OnnxlTensorProto) -> usize {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { read(m, 0, |m| Ok(m.string_data.len())) }
+    unsafe { len(m, |m| &m.string_data) }
 }
 
 /// Removes every `string_data` element.
@@ -7415,7 +7417,7 @@ pub unsafe extern "C" fn onnxl_tensor_proto_string_data_size(m: *const OnnxlTens
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_tensor_proto_clear_string_data(m: *mut OnnxlTensorProto) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { write(m, |m| { m.string_data.clear(); Ok(()) }) }
+    unsafe { clear_all(m, |m| &mut m.string_data) }
 }
 
 /// Removes `string_data` element `i`; later elements move down by one (`ONNXL_STATUS_OUT_OF_RANGE` when `i` >= size).
@@ -7427,7 +7429,7 @@ pub unsafe extern "C" fn onnxl_tensor_proto_clear_string_data(m: *mut OnnxlTenso
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_tensor_proto_remove_string_data(m: *mut OnnxlTensorProto, i: usize) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { write(m, |m| remove_at(&mut m.string_data, i, "TensorProto.string_data")) }
+    unsafe { remove(m, i, "TensorProto.string_data", |m| &mut m.string_data) }
 }
 
 /// A view of `string_data` element `i` (`data` NULL when `i` >= size or `m` is NULL).
@@ -7439,7 +7441,7 @@ pub unsafe extern "C" fn onnxl_tensor_proto_remove_string_data(m: *mut OnnxlTens
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_tensor_proto_string_data(m: *const OnnxlTensorProto, i: usize) -> OnnxlBytes {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { read(m, OnnxlBytes::FAILED, |m| Ok(OnnxlBytes::of(elem(&m.string_data, i, "TensorProto.string_data")?))) }
+    unsafe { elem_bytes(m, i, "TensorProto.string_data", |m| &m.string_data) }
 }
 
 /// Sets `string_data` element `i` to a copy of `len` bytes at `data` (`ONNXL_STATUS_OUT_OF_RANGE` when `i` >= size).
@@ -7451,7 +7453,7 @@ pub unsafe extern "C" fn onnxl_tensor_proto_string_data(m: *const OnnxlTensorPro
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_tensor_proto_set_string_data(m: *mut OnnxlTensorProto, i: usize, data: *const u8, len: usize) -> OnnxlStatus {
     // SAFETY: forwarded contract above.
-    unsafe { write_copied(m, data.cast::<u8>(), len, |m, v| { *elem_mut(&mut m.string_data, i, "TensorProto.string_data")? = ProtoString::from(v); Ok(()) }) }
+    unsafe { set_elem_bytes(m, i, data, len, "TensorProto.string_data", |m| &mut m.string_data) }
 }
 
 /// Appends a copy of `len` bytes at `data` to `string_data`.
@@ -7463,7 +7465,7 @@ pub unsafe extern "C" fn onnxl_tensor_proto_set_string_data(m: *mut OnnxlTensorP
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_tensor_proto_add_string_data(m: *mut OnnxlTensorProto, data: *const u8, len: usize) -> OnnxlStatus {
     // SAFETY: forwarded contract above.
-    unsafe { write_copied(m, data.cast::<u8>(), len, |m, v| { m.string_data.push(ProtoString::from(v)); Ok(()) }) }
+    unsafe { push_bytes(m, data, len, |m| &mut m.string_data) }
 }
 
 /// Number of `int64_data` elements (0 when `m` is NULL).
@@ -7475,7 +7477,7 @@ pub unsafe extern "C" fn onnxl_tensor_proto_add_string_data(m: *mut OnnxlTensorP
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_tensor_proto_int64_data_size(m: *const OnnxlTensorProto) -> usize {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { read(m, 0, |m| Ok(m.int64_data.len())) }
+    unsafe { len(m, |m| &m.int64_data) }
 }
 
 /// Removes every `int64_data` element.
@@ -7487,7 +7489,7 @@ pub unsafe extern "C" fn onnxl_tensor_proto_int64_data_size(m: *const OnnxlTenso
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_tensor_proto_clear_int64_data(m: *mut OnnxlTensorProto) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { write(m, |m| { m.int64_data.clear(); Ok(()) }) }
+    unsafe { clear_all(m, |m| &mut m.int64_data) }
 }
 
 /// Removes `int64_data` element `i`; later elements move down by one (`ONNXL_STATUS_OUT_OF_RANGE` when `i` >= size).
@@ -7499,7 +7501,7 @@ pub unsafe extern "C" fn onnxl_tensor_proto_clear_int64_data(m: *mut OnnxlTensor
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_tensor_proto_remove_int64_data(m: *mut OnnxlTensorProto, i: usize) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { write(m, |m| remove_at(&mut m.int64_data, i, "TensorProto.int64_data")) }
+    unsafe { remove(m, i, "TensorProto.int64_data", |m| &mut m.int64_data) }
 }
 
 /// `int64_data` element `i`; 0 (with `ONNXL_STATUS_OUT_OF_RANGE` as last error) when `i` >= size or `m` is NULL.
@@ -7511,7 +7513,7 @@ pub unsafe extern "C" fn onnxl_tensor_proto_remove_int64_data(m: *mut OnnxlTenso
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_tensor_proto_int64_data(m: *const OnnxlTensorProto, i: usize) -> i64 {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { read(m, Default::default(), |m| Ok(*elem(&m.int64_data, i, "TensorProto.int64_data")?)) }
+    unsafe { elem_value(m, i, "TensorProto.int64_data", |m| &m.int64_data) }
 }
 
 /// The `int64_data` elements as a contiguous array of `onnxl_tensor_proto_int64_data_size(m)` values (NULL only when `m` is NULL; not to be read when the size is 0).
@@ -7523,7 +7525,7 @@ pub unsafe extern "C" fn onnxl_tensor_proto_int64_data(m: *const OnnxlTensorProt
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_tensor_proto_int64_data_data(m: *const OnnxlTensorProto) -> *const i64 {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { read(m, std::ptr::null(), |m| Ok(m.int64_data.as_ptr())) }
+    unsafe { data(m, |m| &m.int64_data) }
 }
 
 /// The `int64_data` elements for in-place writing (NULL only when `m` is NULL).
@@ -7535,7 +7537,7 @@ pub unsafe extern "C" fn onnxl_tensor_proto_int64_data_data(m: *const OnnxlTenso
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_tensor_proto_mutable_int64_data_data(m: *mut OnnxlTensorProto) -> *mut i64 {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { super::panic::ffi_value(std::ptr::null_mut(), || Ok(super::handle::try_mut(m, "message")?.int64_data.as_mut_ptr())) }
+    unsafe { mutable_data(m, |m| &mut m.int64_data) }
 }
 
 /// Sets `int64_data` element `i` to `v` (`ONNXL_STATUS_OUT_OF_RANGE` when `i` >= size).
@@ -7547,7 +7549,7 @@ pub unsafe extern "C" fn onnxl_tensor_proto_mutable_int64_data_data(m: *mut Onnx
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_tensor_proto_set_int64_data(m: *mut OnnxlTensorProto, i: usize, v: i64) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { write(m, |m| { *elem_mut(&mut m.int64_data, i, "TensorProto.int64_data")? = v; Ok(()) }) }
+    unsafe { set_elem_value(m, i, v, "TensorProto.int64_data", |m| &mut m.int64_data) }
 }
 
 /// Appends `v` to `int64_data`.
@@ -7559,7 +7561,7 @@ pub unsafe extern "C" fn onnxl_tensor_proto_set_int64_data(m: *mut OnnxlTensorPr
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_tensor_proto_add_int64_data(m: *mut OnnxlTensorProto, v: i64) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { write(m, |m| { m.int64_data.push(v); Ok(()) }) }
+    unsafe { push_value(m, v, |m| &mut m.int64_data) }
 }
 
 /// Replaces every `int64_data` element with a copy of the `count` values at `data`.
@@ -7571,7 +7573,7 @@ pub unsafe extern "C" fn onnxl_tensor_proto_add_int64_data(m: *mut OnnxlTensorPr
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_tensor_proto_assign_int64_data(m: *mut OnnxlTensorProto, data: *const i64, count: usize) -> OnnxlStatus {
     // SAFETY: forwarded contract above.
-    unsafe { write_copied(m, data, count, |m, v| { m.int64_data = v.into(); Ok(()) }) }
+    unsafe { assign(m, data, count, |m| &mut m.int64_data) }
 }
 
 /// True when `name` is set (proto2 presence: set to its default still counts).
@@ -7583,7 +7585,7 @@ pub unsafe extern "C" fn onnxl_tensor_proto_assign_int64_data(m: *mut OnnxlTenso
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_tensor_proto_has_name(m: *const OnnxlTensorProto) -> bool {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { read(m, false, |m| Ok(m.name.is_some())) }
+    unsafe { has(m, |m| &m.name) }
 }
 
 /// Unsets `name`.
@@ -7595,7 +7597,7 @@ pub unsafe extern "C" fn onnxl_tensor_proto_has_name(m: *const OnnxlTensorProto)
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_tensor_proto_clear_name(m: *mut OnnxlTensorProto) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { write(m, |m| { m.name = None; Ok(()) }) }
+    unsafe { clear(m, |m| &mut m.name) }
 }
 
 /// A view of `name` (empty when unset; `data` NULL only when `m` is NULL).
@@ -7607,7 +7609,7 @@ pub unsafe extern "C" fn onnxl_tensor_proto_clear_name(m: *mut OnnxlTensorProto)
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_tensor_proto_name(m: *const OnnxlTensorProto) -> OnnxlStr {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { read(m, OnnxlStr::FAILED, |m| Ok(OnnxlStr::of(m.name.as_deref().unwrap_or_default()))) }
+    unsafe { string(m, |m| &m.name) }
 }
 
 /// Sets `name` to a copy of `len` bytes at `data`.
@@ -7619,7 +7621,7 @@ pub unsafe extern "C" fn onnxl_tensor_proto_name(m: *const OnnxlTensorProto) -> 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_tensor_proto_set_name(m: *mut OnnxlTensorProto, data: *const c_char, len: usize) -> OnnxlStatus {
     // SAFETY: forwarded contract above.
-    unsafe { write_copied(m, data.cast::<u8>(), len, |m, v| { m.name = Some(ProtoString::from(v)); Ok(()) }) }
+    unsafe { set_bytes(m, data, len, |m| &mut m.name) }
 }
 
 /// True when `doc_string` is set (proto2 presence: set to its default still counts).
@@ -7631,7 +7633,7 @@ pub unsafe extern "C" fn onnxl_tensor_proto_set_name(m: *mut OnnxlTensorProto, d
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_tensor_proto_has_doc_string(m: *const OnnxlTensorProto) -> bool {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { read(m, false, |m| Ok(m.doc_string.is_some())) }
+    unsafe { has(m, |m| &m.doc_string) }
 }
 
 /// Unsets `doc_string`.
@@ -7643,7 +7645,7 @@ pub unsafe extern "C" fn onnxl_tensor_proto_has_doc_string(m: *const OnnxlTensor
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_tensor_proto_clear_doc_string(m: *mut OnnxlTensorProto) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { write(m, |m| { m.doc_string = None; Ok(()) }) }
+    unsafe { clear(m, |m| &mut m.doc_string) }
 }
 
 /// A view of `doc_string` (empty when unset; `data` NULL only when `m` is NULL).
@@ -7655,7 +7657,7 @@ pub unsafe extern "C" fn onnxl_tensor_proto_clear_doc_string(m: *mut OnnxlTensor
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_tensor_proto_doc_string(m: *const OnnxlTensorProto) -> OnnxlStr {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { read(m, OnnxlStr::FAILED, |m| Ok(OnnxlStr::of(m.doc_string.as_deref().unwrap_or_default()))) }
+    unsafe { string(m, |m| &m.doc_string) }
 }
 
 /// Sets `doc_string` to a copy of `len` bytes at `data`.
@@ -7667,7 +7669,7 @@ pub unsafe extern "C" fn onnxl_tensor_proto_doc_string(m: *const OnnxlTensorProt
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_tensor_proto_set_doc_string(m: *mut OnnxlTensorProto, data: *const c_char, len: usize) -> OnnxlStatus {
     // SAFETY: forwarded contract above.
-    unsafe { write_copied(m, data.cast::<u8>(), len, |m, v| { m.doc_string = Some(ProtoString::from(v)); Ok(()) }) }
+    unsafe { set_bytes(m, data, len, |m| &mut m.doc_string) }
 }
 
 /// True when `raw_data` is set (proto2 presence: set to its default still counts).
@@ -7679,7 +7681,7 @@ pub unsafe extern "C" fn onnxl_tensor_proto_set_doc_string(m: *mut OnnxlTensorPr
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_tensor_proto_has_raw_data(m: *const OnnxlTensorProto) -> bool {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { read(m, false, |m| Ok(m.raw_data.is_some())) }
+    unsafe { has(m, |m| &m.raw_data) }
 }
 
 /// Unsets `raw_data`.
@@ -7691,7 +7693,7 @@ pub unsafe extern "C" fn onnxl_tensor_proto_has_raw_data(m: *const OnnxlTensorPr
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_tensor_proto_clear_raw_data(m: *mut OnnxlTensorProto) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { write(m, |m| { m.raw_data = None; Ok(()) }) }
+    unsafe { clear(m, |m| &mut m.raw_data) }
 }
 
 /// The bytes of `raw_data`, without copying: writes the first byte to `*data` (never NULL) and the length to `*len` (0 when unset), only on success.
@@ -7763,7 +7765,7 @@ pub unsafe extern "C" fn onnxl_tensor_proto_raw_data_is_borrowed(m: *const Onnxl
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_tensor_proto_external_data_size(m: *const OnnxlTensorProto) -> usize {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { read(m, 0, |m| Ok(m.external_data.len())) }
+    unsafe { len(m, |m| &m.external_data) }
 }
 
 /// Removes every `external_data` element.
@@ -7775,7 +7777,7 @@ pub unsafe extern "C" fn onnxl_tensor_proto_external_data_size(m: *const OnnxlTe
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_tensor_proto_clear_external_data(m: *mut OnnxlTensorProto) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { write(m, |m| { m.external_data.clear(); Ok(()) }) }
+    unsafe { clear_all(m, |m| &mut m.external_data) }
 }
 
 /// Removes `external_data` element `i`; later elements move down by one (`ONNXL_STATUS_OUT_OF_RANGE` when `i` >= size).
@@ -7787,7 +7789,7 @@ pub unsafe extern "C" fn onnxl_tensor_proto_clear_external_data(m: *mut OnnxlTen
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_tensor_proto_remove_external_data(m: *mut OnnxlTensorProto, i: usize) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { write(m, |m| remove_at(&mut m.external_data, i, "TensorProto.external_data")) }
+    unsafe { remove(m, i, "TensorProto.external_data", |m| &mut m.external_data) }
 }
 
 /// `external_data` element `i` (read-only); NULL when `i` >= size or `m` is NULL.
@@ -7799,7 +7801,7 @@ pub unsafe extern "C" fn onnxl_tensor_proto_remove_external_data(m: *mut OnnxlTe
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_tensor_proto_external_data(m: *const OnnxlTensorProto, i: usize) -> *const OnnxlStringStringEntryProto {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { child::<OnnxlTensorProto, OnnxlStringStringEntryProto>(m, |m| elem(&m.external_data, i, "TensorProto.external_data")) }
+    unsafe { elem_message::<OnnxlTensorProto, OnnxlStringStringEntryProto>(m, i, "TensorProto.external_data", |m| &m.external_data) }
 }
 
 /// `external_data` element `i` for writing; NULL when `i` >= size or `m` is NULL.
@@ -7811,7 +7813,7 @@ pub unsafe extern "C" fn onnxl_tensor_proto_external_data(m: *const OnnxlTensorP
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_tensor_proto_mutable_external_data(m: *mut OnnxlTensorProto, i: usize) -> *mut OnnxlStringStringEntryProto {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { child_mut::<OnnxlTensorProto, OnnxlStringStringEntryProto>(m, |m| elem_mut(&mut m.external_data, i, "TensorProto.external_data")) }
+    unsafe { mutable_elem_message::<OnnxlTensorProto, OnnxlStringStringEntryProto>(m, i, "TensorProto.external_data", |m| &mut m.external_data) }
 }
 
 /// Appends an empty `StringStringEntryProto` to `external_data` and returns it for writing; NULL only when `m` is NULL.
@@ -7823,7 +7825,7 @@ pub unsafe extern "C" fn onnxl_tensor_proto_mutable_external_data(m: *mut OnnxlT
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_tensor_proto_add_external_data(m: *mut OnnxlTensorProto) -> *mut OnnxlStringStringEntryProto {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { child_mut::<OnnxlTensorProto, OnnxlStringStringEntryProto>(m, |m| { m.external_data.push(StringStringEntryProto::new()); Ok(m.external_data.last_mut().expect("just pushed")) }) }
+    unsafe { add_message::<OnnxlTensorProto, OnnxlStringStringEntryProto>(m, |m| &mut m.external_data) }
 }
 
 /// True when `data_location` is set (proto2 presence: set to its default still counts).
@@ -7835,7 +7837,7 @@ pub unsafe extern "C" fn onnxl_tensor_proto_add_external_data(m: *mut OnnxlTenso
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_tensor_proto_has_data_location(m: *const OnnxlTensorProto) -> bool {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { read(m, false, |m| Ok(m.data_location.is_some())) }
+    unsafe { has(m, |m| &m.data_location) }
 }
 
 /// Unsets `data_location`.
@@ -7847,7 +7849,7 @@ pub unsafe extern "C" fn onnxl_tensor_proto_has_data_location(m: *const OnnxlTen
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_tensor_proto_clear_data_location(m: *mut OnnxlTensorProto) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { write(m, |m| { m.data_location = None; Ok(()) }) }
+    unsafe { clear(m, |m| &mut m.data_location) }
 }
 
 /// The value of `data_location`; 0 when unset or `m` is NULL.
@@ -7859,7 +7861,7 @@ pub unsafe extern "C" fn onnxl_tensor_proto_clear_data_location(m: *mut OnnxlTen
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_tensor_proto_data_location(m: *const OnnxlTensorProto) -> i32 {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { read(m, Default::default(), |m| Ok(m.data_location.unwrap_or_default())) }
+    unsafe { value(m, |m| &m.data_location) }
 }
 
 /// Sets `data_location` to `v`. `v` must be a value of `TensorProto.DataLocation` (`ONNXL_TENSOR_PROTO_DATA_LOCATION_*`), else `ONNXL_STATUS_INVALID_ARGUMENT`.
@@ -7871,7 +7873,7 @@ pub unsafe extern "C" fn onnxl_tensor_proto_data_location(m: *const OnnxlTensorP
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_tensor_proto_set_data_location(m: *mut OnnxlTensorProto, v: i32) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { write(m, |m| { m.data_location = Some(check_enum(v, &[0, 1], "TensorProto.data_location")?); Ok(()) }) }
+    unsafe { set_enum(m, v, &[0, 1], "TensorProto.data_location", |m| &mut m.data_location) }
 }
 
 /// Number of `double_data` elements (0 when `m` is NULL).
@@ -7883,7 +7885,7 @@ pub unsafe extern "C" fn onnxl_tensor_proto_set_data_location(m: *mut OnnxlTenso
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_tensor_proto_double_data_size(m: *const OnnxlTensorProto) -> usize {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { read(m, 0, |m| Ok(m.double_data.len())) }
+    unsafe { len(m, |m| &m.double_data) }
 }
 
 /// Removes every `double_data` element.
@@ -7895,7 +7897,7 @@ pub unsafe extern "C" fn onnxl_tensor_proto_double_data_size(m: *const OnnxlTens
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_tensor_proto_clear_double_data(m: *mut OnnxlTensorProto) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { write(m, |m| { m.double_data.clear(); Ok(()) }) }
+    unsafe { clear_all(m, |m| &mut m.double_data) }
 }
 
 /// Removes `double_data` element `i`; later elements move down by one (`ONNXL_STATUS_OUT_OF_RANGE` when `i` >= size).
@@ -7907,7 +7909,7 @@ pub unsafe extern "C" fn onnxl_tensor_proto_clear_double_data(m: *mut OnnxlTenso
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_tensor_proto_remove_double_data(m: *mut OnnxlTensorProto, i: usize) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { write(m, |m| remove_at(&mut m.double_data, i, "TensorProto.double_data")) }
+    unsafe { remove(m, i, "TensorProto.double_data", |m| &mut m.double_data) }
 }
 
 /// `double_data` element `i`; 0 (with `ONNXL_STATUS_OUT_OF_RANGE` as last error) when `i` >= size or `m` is NULL.
@@ -7919,7 +7921,7 @@ pub unsafe extern "C" fn onnxl_tensor_proto_remove_double_data(m: *mut OnnxlTens
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_tensor_proto_double_data(m: *const OnnxlTensorProto, i: usize) -> f64 {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { read(m, Default::default(), |m| Ok(*elem(&m.double_data, i, "TensorProto.double_data")?)) }
+    unsafe { elem_value(m, i, "TensorProto.double_data", |m| &m.double_data) }
 }
 
 /// The `double_data` elements as a contiguous array of `onnxl_tensor_proto_double_data_size(m)` values (NULL only when `m` is NULL; not to be read when the size is 0).
@@ -7931,7 +7933,7 @@ pub unsafe extern "C" fn onnxl_tensor_proto_double_data(m: *const OnnxlTensorPro
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_tensor_proto_double_data_data(m: *const OnnxlTensorProto) -> *const f64 {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { read(m, std::ptr::null(), |m| Ok(m.double_data.as_ptr())) }
+    unsafe { data(m, |m| &m.double_data) }
 }
 
 /// The `double_data` elements for in-place writing (NULL only when `m` is NULL).
@@ -7943,7 +7945,7 @@ pub unsafe extern "C" fn onnxl_tensor_proto_double_data_data(m: *const OnnxlTens
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_tensor_proto_mutable_double_data_data(m: *mut OnnxlTensorProto) -> *mut f64 {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { super::panic::ffi_value(std::ptr::null_mut(), || Ok(super::handle::try_mut(m, "message")?.double_data.as_mut_ptr())) }
+    unsafe { mutable_data(m, |m| &mut m.double_data) }
 }
 
 /// Sets `double_data` element `i` to `v` (`ONNXL_STATUS_OUT_OF_RANGE` when `i` >= size).
@@ -7955,7 +7957,7 @@ pub unsafe extern "C" fn onnxl_tensor_proto_mutable_double_data_data(m: *mut Onn
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_tensor_proto_set_double_data(m: *mut OnnxlTensorProto, i: usize, v: f64) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { write(m, |m| { *elem_mut(&mut m.double_data, i, "TensorProto.double_data")? = v; Ok(()) }) }
+    unsafe { set_elem_value(m, i, v, "TensorProto.double_data", |m| &mut m.double_data) }
 }
 
 /// Appends `v` to `double_data`.
@@ -7967,7 +7969,7 @@ pub unsafe extern "C" fn onnxl_tensor_proto_set_double_data(m: *mut OnnxlTensorP
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_tensor_proto_add_double_data(m: *mut OnnxlTensorProto, v: f64) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { write(m, |m| { m.double_data.push(v); Ok(()) }) }
+    unsafe { push_value(m, v, |m| &mut m.double_data) }
 }
 
 /// Replaces every `double_data` element with a copy of the `count` values at `data`.
@@ -7979,7 +7981,7 @@ pub unsafe extern "C" fn onnxl_tensor_proto_add_double_data(m: *mut OnnxlTensorP
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_tensor_proto_assign_double_data(m: *mut OnnxlTensorProto, data: *const f64, count: usize) -> OnnxlStatus {
     // SAFETY: forwarded contract above.
-    unsafe { write_copied(m, data, count, |m, v| { m.double_data = v.into(); Ok(()) }) }
+    unsafe { assign(m, data, count, |m| &mut m.double_data) }
 }
 
 /// Number of `uint64_data` elements (0 when `m` is NULL).
@@ -7991,7 +7993,7 @@ pub unsafe extern "C" fn onnxl_tensor_proto_assign_double_data(m: *mut OnnxlTens
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_tensor_proto_uint64_data_size(m: *const OnnxlTensorProto) -> usize {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { read(m, 0, |m| Ok(m.uint64_data.len())) }
+    unsafe { len(m, |m| &m.uint64_data) }
 }
 
 /// Removes every `uint64_data` element.
@@ -8003,7 +8005,7 @@ pub unsafe extern "C" fn onnxl_tensor_proto_uint64_data_size(m: *const OnnxlTens
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_tensor_proto_clear_uint64_data(m: *mut OnnxlTensorProto) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { write(m, |m| { m.uint64_data.clear(); Ok(()) }) }
+    unsafe { clear_all(m, |m| &mut m.uint64_data) }
 }
 
 /// Removes `uint64_data` element `i`; later elements move down by one (`ONNXL_STATUS_OUT_OF_RANGE` when `i` >= size).
@@ -8015,7 +8017,7 @@ pub unsafe extern "C" fn onnxl_tensor_proto_clear_uint64_data(m: *mut OnnxlTenso
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_tensor_proto_remove_uint64_data(m: *mut OnnxlTensorProto, i: usize) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { write(m, |m| remove_at(&mut m.uint64_data, i, "TensorProto.uint64_data")) }
+    unsafe { remove(m, i, "TensorProto.uint64_data", |m| &mut m.uint64_data) }
 }
 
 /// `uint64_data` element `i`; 0 (with `ONNXL_STATUS_OUT_OF_RANGE` as last error) when `i` >= size or `m` is NULL.
@@ -8027,7 +8029,7 @@ pub unsafe extern "C" fn onnxl_tensor_proto_remove_uint64_data(m: *mut OnnxlTens
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_tensor_proto_uint64_data(m: *const OnnxlTensorProto, i: usize) -> u64 {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { read(m, Default::default(), |m| Ok(*elem(&m.uint64_data, i, "TensorProto.uint64_data")?)) }
+    unsafe { elem_value(m, i, "TensorProto.uint64_data", |m| &m.uint64_data) }
 }
 
 /// The `uint64_data` elements as a contiguous array of `onnxl_tensor_proto_uint64_data_size(m)` values (NULL only when `m` is NULL; not to be read when the size is 0).
@@ -8039,7 +8041,7 @@ pub unsafe extern "C" fn onnxl_tensor_proto_uint64_data(m: *const OnnxlTensorPro
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_tensor_proto_uint64_data_data(m: *const OnnxlTensorProto) -> *const u64 {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { read(m, std::ptr::null(), |m| Ok(m.uint64_data.as_ptr())) }
+    unsafe { data(m, |m| &m.uint64_data) }
 }
 
 /// The `uint64_data` elements for in-place writing (NULL only when `m` is NULL).
@@ -8051,7 +8053,7 @@ pub unsafe extern "C" fn onnxl_tensor_proto_uint64_data_data(m: *const OnnxlTens
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_tensor_proto_mutable_uint64_data_data(m: *mut OnnxlTensorProto) -> *mut u64 {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { super::panic::ffi_value(std::ptr::null_mut(), || Ok(super::handle::try_mut(m, "message")?.uint64_data.as_mut_ptr())) }
+    unsafe { mutable_data(m, |m| &mut m.uint64_data) }
 }
 
 /// Sets `uint64_data` element `i` to `v` (`ONNXL_STATUS_OUT_OF_RANGE` when `i` >= size).
@@ -8063,7 +8065,7 @@ pub unsafe extern "C" fn onnxl_tensor_proto_mutable_uint64_data_data(m: *mut Onn
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_tensor_proto_set_uint64_data(m: *mut OnnxlTensorProto, i: usize, v: u64) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { write(m, |m| { *elem_mut(&mut m.uint64_data, i, "TensorProto.uint64_data")? = v; Ok(()) }) }
+    unsafe { set_elem_value(m, i, v, "TensorProto.uint64_data", |m| &mut m.uint64_data) }
 }
 
 /// Appends `v` to `uint64_data`.
@@ -8075,7 +8077,7 @@ pub unsafe extern "C" fn onnxl_tensor_proto_set_uint64_data(m: *mut OnnxlTensorP
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_tensor_proto_add_uint64_data(m: *mut OnnxlTensorProto, v: u64) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { write(m, |m| { m.uint64_data.push(v); Ok(()) }) }
+    unsafe { push_value(m, v, |m| &mut m.uint64_data) }
 }
 
 /// Replaces every `uint64_data` element with a copy of the `count` values at `data`.
@@ -8087,7 +8089,7 @@ pub unsafe extern "C" fn onnxl_tensor_proto_add_uint64_data(m: *mut OnnxlTensorP
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_tensor_proto_assign_uint64_data(m: *mut OnnxlTensorProto, data: *const u64, count: usize) -> OnnxlStatus {
     // SAFETY: forwarded contract above.
-    unsafe { write_copied(m, data, count, |m, v| { m.uint64_data = v.into(); Ok(()) }) }
+    unsafe { assign(m, data, count, |m| &mut m.uint64_data) }
 }
 
 /// Number of `metadata_props` elements (0 when `m` is NULL).
@@ -8099,7 +8101,7 @@ pub unsafe extern "C" fn onnxl_tensor_proto_assign_uint64_data(m: *mut OnnxlTens
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_tensor_proto_metadata_props_size(m: *const OnnxlTensorProto) -> usize {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { read(m, 0, |m| Ok(m.metadata_props.len())) }
+    unsafe { len(m, |m| &m.metadata_props) }
 }
 
 /// Removes every `metadata_props` element.
@@ -8111,7 +8113,7 @@ pub unsafe extern "C" fn onnxl_tensor_proto_metadata_props_size(m: *const OnnxlT
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_tensor_proto_clear_metadata_props(m: *mut OnnxlTensorProto) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { write(m, |m| { m.metadata_props.clear(); Ok(()) }) }
+    unsafe { clear_all(m, |m| &mut m.metadata_props) }
 }
 
 /// Removes `metadata_props` element `i`; later elements move down by one (`ONNXL_STATUS_OUT_OF_RANGE` when `i` >= size).
@@ -8123,7 +8125,7 @@ pub unsafe extern "C" fn onnxl_tensor_proto_clear_metadata_props(m: *mut OnnxlTe
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_tensor_proto_remove_metadata_props(m: *mut OnnxlTensorProto, i: usize) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { write(m, |m| remove_at(&mut m.metadata_props, i, "TensorProto.metadata_props")) }
+    unsafe { remove(m, i, "TensorProto.metadata_props", |m| &mut m.metadata_props) }
 }
 
 /// `metadata_props` element `i` (read-only); NULL when `i` >= size or `m` is NULL.
@@ -8135,7 +8137,7 @@ pub unsafe extern "C" fn onnxl_tensor_proto_remove_metadata_props(m: *mut OnnxlT
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_tensor_proto_metadata_props(m: *const OnnxlTensorProto, i: usize) -> *const OnnxlStringStringEntryProto {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { child::<OnnxlTensorProto, OnnxlStringStringEntryProto>(m, |m| elem(&m.metadata_props, i, "TensorProto.metadata_props")) }
+    unsafe { elem_message::<OnnxlTensorProto, OnnxlStringStringEntryProto>(m, i, "TensorProto.metadata_props", |m| &m.metadata_props) }
 }
 
 /// `metadata_props` element `i` for writing; NULL when `i` >= size or `m` is NULL.
@@ -8147,7 +8149,7 @@ pub unsafe extern "C" fn onnxl_tensor_proto_metadata_props(m: *const OnnxlTensor
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_tensor_proto_mutable_metadata_props(m: *mut OnnxlTensorProto, i: usize) -> *mut OnnxlStringStringEntryProto {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { child_mut::<OnnxlTensorProto, OnnxlStringStringEntryProto>(m, |m| elem_mut(&mut m.metadata_props, i, "TensorProto.metadata_props")) }
+    unsafe { mutable_elem_message::<OnnxlTensorProto, OnnxlStringStringEntryProto>(m, i, "TensorProto.metadata_props", |m| &mut m.metadata_props) }
 }
 
 /// Appends an empty `StringStringEntryProto` to `metadata_props` and returns it for writing; NULL only when `m` is NULL.
@@ -8159,7 +8161,7 @@ pub unsafe extern "C" fn onnxl_tensor_proto_mutable_metadata_props(m: *mut Onnxl
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_tensor_proto_add_metadata_props(m: *mut OnnxlTensorProto) -> *mut OnnxlStringStringEntryProto {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { child_mut::<OnnxlTensorProto, OnnxlStringStringEntryProto>(m, |m| { m.metadata_props.push(StringStringEntryProto::new()); Ok(m.metadata_props.last_mut().expect("just pushed")) }) }
+    unsafe { add_message::<OnnxlTensorProto, OnnxlStringStringEntryProto>(m, |m| &mut m.metadata_props) }
 }
 
 /// `onnx.TensorProto.Segment` (opaque handle).
@@ -8305,7 +8307,7 @@ pub unsafe extern "C" fn onnxl_tensor_proto_segment_clear_unknown_fields(m: *mut
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_tensor_proto_segment_has_begin(m: *const OnnxlTensorProtoSegment) -> bool {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { read(m, false, |m| Ok(m.begin.is_some())) }
+    unsafe { has(m, |m| &m.begin) }
 }
 
 /// Unsets `begin`.
@@ -8317,7 +8319,7 @@ pub unsafe extern "C" fn onnxl_tensor_proto_segment_has_begin(m: *const OnnxlTen
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_tensor_proto_segment_clear_begin(m: *mut OnnxlTensorProtoSegment) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { write(m, |m| { m.begin = None; Ok(()) }) }
+    unsafe { clear(m, |m| &mut m.begin) }
 }
 
 /// The value of `begin`; 0 when unset or `m` is NULL.
@@ -8329,7 +8331,7 @@ pub unsafe extern "C" fn onnxl_tensor_proto_segment_clear_begin(m: *mut OnnxlTen
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_tensor_proto_segment_begin(m: *const OnnxlTensorProtoSegment) -> i64 {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { read(m, Default::default(), |m| Ok(m.begin.unwrap_or_default())) }
+    unsafe { value(m, |m| &m.begin) }
 }
 
 /// Sets `begin` to `v`.
@@ -8341,7 +8343,7 @@ pub unsafe extern "C" fn onnxl_tensor_proto_segment_begin(m: *const OnnxlTensorP
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_tensor_proto_segment_set_begin(m: *mut OnnxlTensorProtoSegment, v: i64) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { write(m, |m| { m.begin = Some(v); Ok(()) }) }
+    unsafe { set_value(m, v, |m| &mut m.begin) }
 }
 
 /// True when `end` is set (proto2 presence: set to its default still counts).
@@ -8353,7 +8355,7 @@ pub unsafe extern "C" fn onnxl_tensor_proto_segment_set_begin(m: *mut OnnxlTenso
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_tensor_proto_segment_has_end(m: *const OnnxlTensorProtoSegment) -> bool {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { read(m, false, |m| Ok(m.end.is_some())) }
+    unsafe { has(m, |m| &m.end) }
 }
 
 /// Unsets `end`.
@@ -8365,7 +8367,7 @@ pub unsafe extern "C" fn onnxl_tensor_proto_segment_has_end(m: *const OnnxlTenso
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_tensor_proto_segment_clear_end(m: *mut OnnxlTensorProtoSegment) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { write(m, |m| { m.end = None; Ok(()) }) }
+    unsafe { clear(m, |m| &mut m.end) }
 }
 
 /// The value of `end`; 0 when unset or `m` is NULL.
@@ -8377,7 +8379,7 @@ pub unsafe extern "C" fn onnxl_tensor_proto_segment_clear_end(m: *mut OnnxlTenso
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_tensor_proto_segment_end(m: *const OnnxlTensorProtoSegment) -> i64 {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { read(m, Default::default(), |m| Ok(m.end.unwrap_or_default())) }
+    unsafe { value(m, |m| &m.end) }
 }
 
 /// Sets `end` to `v`.
@@ -8389,7 +8391,7 @@ pub unsafe extern "C" fn onnxl_tensor_proto_segment_end(m: *const OnnxlTensorPro
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_tensor_proto_segment_set_end(m: *mut OnnxlTensorProtoSegment, v: i64) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { write(m, |m| { m.end = Some(v); Ok(()) }) }
+    unsafe { set_value(m, v, |m| &mut m.end) }
 }
 
 /// `onnx.SparseTensorProto` (opaque handle).
@@ -8535,7 +8537,7 @@ pub unsafe extern "C" fn onnxl_sparse_tensor_proto_clear_unknown_fields(m: *mut 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_sparse_tensor_proto_has_values(m: *const OnnxlSparseTensorProto) -> bool {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { read(m, false, |m| Ok(m.values.is_some())) }
+    unsafe { has(m, |m| &m.values) }
 }
 
 /// Unsets `values`.
@@ -8547,7 +8549,7 @@ pub unsafe extern "C" fn onnxl_sparse_tensor_proto_has_values(m: *const OnnxlSpa
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_sparse_tensor_proto_clear_values(m: *mut OnnxlSparseTensorProto) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { write(m, |m| { m.values = None; Ok(()) }) }
+    unsafe { clear(m, |m| &mut m.values) }
 }
 
 /// `values` (read-only); when unset, a shared empty default `TensorProto`. NULL only when `m` is NULL.
@@ -8559,7 +8561,7 @@ pub unsafe extern "C" fn onnxl_sparse_tensor_proto_clear_values(m: *mut OnnxlSpa
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_sparse_tensor_proto_values(m: *const OnnxlSparseTensorProto) -> *const OnnxlTensorProto {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { child::<OnnxlSparseTensorProto, OnnxlTensorProto>(m, |m| Ok(m.values())) }
+    unsafe { message::<OnnxlSparseTensorProto, OnnxlTensorProto>(m, |m| m.values()) }
 }
 
 /// `values` for writing, set to an empty `TensorProto` first if unset. NULL only when `m` is NULL.
@@ -8571,7 +8573,7 @@ pub unsafe extern "C" fn onnxl_sparse_tensor_proto_values(m: *const OnnxlSparseT
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_sparse_tensor_proto_mutable_values(m: *mut OnnxlSparseTensorProto) -> *mut OnnxlTensorProto {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { child_mut::<OnnxlSparseTensorProto, OnnxlTensorProto>(m, |m| Ok(m.mutable_values())) }
+    unsafe { mutable_message::<OnnxlSparseTensorProto, OnnxlTensorProto>(m, |m| m.mutable_values()) }
 }
 
 /// True when `indices` is set (proto2 presence: set to its default still counts).
@@ -8583,7 +8585,7 @@ pub unsafe extern "C" fn onnxl_sparse_tensor_proto_mutable_values(m: *mut OnnxlS
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_sparse_tensor_proto_has_indices(m: *const OnnxlSparseTensorProto) -> bool {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { read(m, false, |m| Ok(m.indices.is_some())) }
+    unsafe { has(m, |m| &m.indices) }
 }
 
 /// Unsets `indices`.
@@ -8595,7 +8597,7 @@ pub unsafe extern "C" fn onnxl_sparse_tensor_proto_has_indices(m: *const OnnxlSp
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_sparse_tensor_proto_clear_indices(m: *mut OnnxlSparseTensorProto) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { write(m, |m| { m.indices = None; Ok(()) }) }
+    unsafe { clear(m, |m| &mut m.indices) }
 }
 
 /// `indices` (read-only); when unset, a shared empty default `TensorProto`. NULL only when `m` is NULL.
@@ -8607,7 +8609,7 @@ pub unsafe extern "C" fn onnxl_sparse_tensor_proto_clear_indices(m: *mut OnnxlSp
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_sparse_tensor_proto_indices(m: *const OnnxlSparseTensorProto) -> *const OnnxlTensorProto {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { child::<OnnxlSparseTensorProto, OnnxlTensorProto>(m, |m| Ok(m.indices())) }
+    unsafe { message::<OnnxlSparseTensorProto, OnnxlTensorProto>(m, |m| m.indices()) }
 }
 
 /// `indices` for writing, set to an empty `TensorProto` first if unset. NULL only when `m` is NULL.
@@ -8619,7 +8621,7 @@ pub unsafe extern "C" fn onnxl_sparse_tensor_proto_indices(m: *const OnnxlSparse
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_sparse_tensor_proto_mutable_indices(m: *mut OnnxlSparseTensorProto) -> *mut OnnxlTensorProto {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { child_mut::<OnnxlSparseTensorProto, OnnxlTensorProto>(m, |m| Ok(m.mutable_indices())) }
+    unsafe { mutable_message::<OnnxlSparseTensorProto, OnnxlTensorProto>(m, |m| m.mutable_indices()) }
 }
 
 /// Number of `dims` elements (0 when `m` is NULL).
@@ -8631,7 +8633,7 @@ pub unsafe extern "C" fn onnxl_sparse_tensor_proto_mutable_indices(m: *mut Onnxl
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_sparse_tensor_proto_dims_size(m: *const OnnxlSparseTensorProto) -> usize {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { read(m, 0, |m| Ok(m.dims.len())) }
+    unsafe { len(m, |m| &m.dims) }
 }
 
 /// Removes every `dims` element.
@@ -8643,7 +8645,7 @@ pub unsafe extern "C" fn onnxl_sparse_tensor_proto_dims_size(m: *const OnnxlSpar
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_sparse_tensor_proto_clear_dims(m: *mut OnnxlSparseTensorProto) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { write(m, |m| { m.dims.clear(); Ok(()) }) }
+    unsafe { clear_all(m, |m| &mut m.dims) }
 }
 
 /// Removes `dims` element `i`; later elements move down by one (`ONNXL_STATUS_OUT_OF_RANGE` when `i` >= size).
@@ -8655,7 +8657,7 @@ pub unsafe extern "C" fn onnxl_sparse_tensor_proto_clear_dims(m: *mut OnnxlSpars
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_sparse_tensor_proto_remove_dims(m: *mut OnnxlSparseTensorProto, i: usize) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { write(m, |m| remove_at(&mut m.dims, i, "SparseTensorProto.dims")) }
+    unsafe { remove(m, i, "SparseTensorProto.dims", |m| &mut m.dims) }
 }
 
 /// `dims` element `i`; 0 (with `ONNXL_STATUS_OUT_OF_RANGE` as last error) when `i` >= size or `m` is NULL.
@@ -8667,7 +8669,7 @@ pub unsafe extern "C" fn onnxl_sparse_tensor_proto_remove_dims(m: *mut OnnxlSpar
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_sparse_tensor_proto_dims(m: *const OnnxlSparseTensorProto, i: usize) -> i64 {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { read(m, Default::default(), |m| Ok(*elem(&m.dims, i, "SparseTensorProto.dims")?)) }
+    unsafe { elem_value(m, i, "SparseTensorProto.dims", |m| &m.dims) }
 }
 
 /// The `dims` elements as a contiguous array of `onnxl_sparse_tensor_proto_dims_size(m)` values (NULL only when `m` is NULL; not to be read when the size is 0).
@@ -8679,7 +8681,7 @@ pub unsafe extern "C" fn onnxl_sparse_tensor_proto_dims(m: *const OnnxlSparseTen
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_sparse_tensor_proto_dims_data(m: *const OnnxlSparseTensorProto) -> *const i64 {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { read(m, std::ptr::null(), |m| Ok(m.dims.as_ptr())) }
+    unsafe { data(m, |m| &m.dims) }
 }
 
 /// The `dims` elements for in-place writing (NULL only when `m` is NULL).
@@ -8691,7 +8693,7 @@ pub unsafe extern "C" fn onnxl_sparse_tensor_proto_dims_data(m: *const OnnxlSpar
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_sparse_tensor_proto_mutable_dims_data(m: *mut OnnxlSparseTensorProto) -> *mut i64 {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { super::panic::ffi_value(std::ptr::null_mut(), || Ok(super::handle::try_mut(m, "message")?.dims.as_mut_ptr())) }
+    unsafe { mutable_data(m, |m| &mut m.dims) }
 }
 
 /// Sets `dims` element `i` to `v` (`ONNXL_STATUS_OUT_OF_RANGE` when `i` >= size).
@@ -8703,7 +8705,7 @@ pub unsafe extern "C" fn onnxl_sparse_tensor_proto_mutable_dims_data(m: *mut Onn
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_sparse_tensor_proto_set_dims(m: *mut OnnxlSparseTensorProto, i: usize, v: i64) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { write(m, |m| { *elem_mut(&mut m.dims, i, "SparseTensorProto.dims")? = v; Ok(()) }) }
+    unsafe { set_elem_value(m, i, v, "SparseTensorProto.dims", |m| &mut m.dims) }
 }
 
 /// Appends `v` to `dims`.
@@ -8715,7 +8717,7 @@ pub unsafe extern "C" fn onnxl_sparse_tensor_proto_set_dims(m: *mut OnnxlSparseT
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_sparse_tensor_proto_add_dims(m: *mut OnnxlSparseTensorProto, v: i64) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { write(m, |m| { m.dims.push(v); Ok(()) }) }
+    unsafe { push_value(m, v, |m| &mut m.dims) }
 }
 
 /// Replaces every `dims` element with a copy of the `count` values at `data`.
@@ -8727,7 +8729,7 @@ pub unsafe extern "C" fn onnxl_sparse_tensor_proto_add_dims(m: *mut OnnxlSparseT
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_sparse_tensor_proto_assign_dims(m: *mut OnnxlSparseTensorProto, data: *const i64, count: usize) -> OnnxlStatus {
     // SAFETY: forwarded contract above.
-    unsafe { write_copied(m, data, count, |m, v| { m.dims = v.into(); Ok(()) }) }
+    unsafe { assign(m, data, count, |m| &mut m.dims) }
 }
 
 /// `onnx.TensorShapeProto` (opaque handle).
@@ -8873,7 +8875,7 @@ pub unsafe extern "C" fn onnxl_tensor_shape_proto_clear_unknown_fields(m: *mut O
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_tensor_shape_proto_dim_size(m: *const OnnxlTensorShapeProto) -> usize {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { read(m, 0, |m| Ok(m.dim.len())) }
+    unsafe { len(m, |m| &m.dim) }
 }
 
 /// Removes every `dim` element.
@@ -8885,7 +8887,7 @@ pub unsafe extern "C" fn onnxl_tensor_shape_proto_dim_size(m: *const OnnxlTensor
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_tensor_shape_proto_clear_dim(m: *mut OnnxlTensorShapeProto) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { write(m, |m| { m.dim.clear(); Ok(()) }) }
+    unsafe { clear_all(m, |m| &mut m.dim) }
 }
 
 /// Removes `dim` element `i`; later elements move down by one (`ONNXL_STATUS_OUT_OF_RANGE` when `i` >= size).
@@ -8897,7 +8899,7 @@ pub unsafe extern "C" fn onnxl_tensor_shape_proto_clear_dim(m: *mut OnnxlTensorS
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_tensor_shape_proto_remove_dim(m: *mut OnnxlTensorShapeProto, i: usize) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { write(m, |m| remove_at(&mut m.dim, i, "TensorShapeProto.dim")) }
+    unsafe { remove(m, i, "TensorShapeProto.dim", |m| &mut m.dim) }
 }
 
 /// `dim` element `i` (read-only); NULL when `i` >= size or `m` is NULL.
@@ -8909,7 +8911,7 @@ pub unsafe extern "C" fn onnxl_tensor_shape_proto_remove_dim(m: *mut OnnxlTensor
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_tensor_shape_proto_dim(m: *const OnnxlTensorShapeProto, i: usize) -> *const OnnxlTensorShapeProtoDimension {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { child::<OnnxlTensorShapeProto, OnnxlTensorShapeProtoDimension>(m, |m| elem(&m.dim, i, "TensorShapeProto.dim")) }
+    unsafe { elem_message::<OnnxlTensorShapeProto, OnnxlTensorShapeProtoDimension>(m, i, "TensorShapeProto.dim", |m| &m.dim) }
 }
 
 /// `dim` element `i` for writing; NULL when `i` >= size or `m` is NULL.
@@ -8921,7 +8923,7 @@ pub unsafe extern "C" fn onnxl_tensor_shape_proto_dim(m: *const OnnxlTensorShape
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_tensor_shape_proto_mutable_dim(m: *mut OnnxlTensorShapeProto, i: usize) -> *mut OnnxlTensorShapeProtoDimension {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { child_mut::<OnnxlTensorShapeProto, OnnxlTensorShapeProtoDimension>(m, |m| elem_mut(&mut m.dim, i, "TensorShapeProto.dim")) }
+    unsafe { mutable_elem_message::<OnnxlTensorShapeProto, OnnxlTensorShapeProtoDimension>(m, i, "TensorShapeProto.dim", |m| &mut m.dim) }
 }
 
 /// Appends an empty `TensorShapeProto.Dimension` to `dim` and returns it for writing; NULL only when `m` is NULL.
@@ -8933,7 +8935,7 @@ pub unsafe extern "C" fn onnxl_tensor_shape_proto_mutable_dim(m: *mut OnnxlTenso
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_tensor_shape_proto_add_dim(m: *mut OnnxlTensorShapeProto) -> *mut OnnxlTensorShapeProtoDimension {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { child_mut::<OnnxlTensorShapeProto, OnnxlTensorShapeProtoDimension>(m, |m| { m.dim.push(TensorShapeProtoDimension::new()); Ok(m.dim.last_mut().expect("just pushed")) }) }
+    unsafe { add_message::<OnnxlTensorShapeProto, OnnxlTensorShapeProtoDimension>(m, |m| &mut m.dim) }
 }
 
 /// `onnx.TensorShapeProto.Dimension` (opaque handle).
@@ -9185,7 +9187,7 @@ pub unsafe extern "C" fn onnxl_tensor_shape_proto_dimension_set_dim_param(m: *mu
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_tensor_shape_proto_dimension_has_denotation(m: *const OnnxlTensorShapeProtoDimension) -> bool {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { read(m, false, |m| Ok(m.denotation.is_some())) }
+    unsafe { has(m, |m| &m.denotation) }
 }
 
 /// Unsets `denotation`.
@@ -9197,7 +9199,7 @@ pub unsafe extern "C" fn onnxl_tensor_shape_proto_dimension_has_denotation(m: *c
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_tensor_shape_proto_dimension_clear_denotation(m: *mut OnnxlTensorShapeProtoDimension) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { write(m, |m| { m.denotation = None; Ok(()) }) }
+    unsafe { clear(m, |m| &mut m.denotation) }
 }
 
 /// A view of `denotation` (empty when unset; `data` NULL only when `m` is NULL).
@@ -9209,7 +9211,7 @@ pub unsafe extern "C" fn onnxl_tensor_shape_proto_dimension_clear_denotation(m: 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_tensor_shape_proto_dimension_denotation(m: *const OnnxlTensorShapeProtoDimension) -> OnnxlStr {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { read(m, OnnxlStr::FAILED, |m| Ok(OnnxlStr::of(m.denotation.as_deref().unwrap_or_default()))) }
+    unsafe { string(m, |m| &m.denotation) }
 }
 
 /// Sets `denotation` to a copy of `len` bytes at `data`.
@@ -9221,7 +9223,7 @@ pub unsafe extern "C" fn onnxl_tensor_shape_proto_dimension_denotation(m: *const
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_tensor_shape_proto_dimension_set_denotation(m: *mut OnnxlTensorShapeProtoDimension, data: *const c_char, len: usize) -> OnnxlStatus {
     // SAFETY: forwarded contract above.
-    unsafe { write_copied(m, data.cast::<u8>(), len, |m, v| { m.denotation = Some(ProtoString::from(v)); Ok(()) }) }
+    unsafe { set_bytes(m, data, len, |m| &mut m.denotation) }
 }
 
 /// `onnx.TypeProto` (opaque handle).
@@ -9401,7 +9403,7 @@ pub unsafe extern "C" fn onnxl_type_proto_clear_tensor_type(m: *mut OnnxlTypePro
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_type_proto_tensor_type(m: *const OnnxlTypeProto) -> *const OnnxlTypeProtoTensor {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { child::<OnnxlTypeProto, OnnxlTypeProtoTensor>(m, |m| Ok(m.tensor_type())) }
+    unsafe { message::<OnnxlTypeProto, OnnxlTypeProtoTensor>(m, |m| m.tensor_type()) }
 }
 
 /// `tensor_type` for writing, set to an empty `TypeProto.Tensor` first if unset; switches the oneof to it. NULL only when `m` is NULL.
@@ -9413,7 +9415,7 @@ pub unsafe extern "C" fn onnxl_type_proto_tensor_type(m: *const OnnxlTypeProto) 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_type_proto_mutable_tensor_type(m: *mut OnnxlTypeProto) -> *mut OnnxlTypeProtoTensor {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { child_mut::<OnnxlTypeProto, OnnxlTypeProtoTensor>(m, |m| Ok(m.mutable_tensor_type())) }
+    unsafe { mutable_message::<OnnxlTypeProto, OnnxlTypeProtoTensor>(m, |m| m.mutable_tensor_type()) }
 }
 
 /// True when `oneof value` holds `sequence_type`.
@@ -9449,7 +9451,7 @@ pub unsafe extern "C" fn onnxl_type_proto_clear_sequence_type(m: *mut OnnxlTypeP
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_type_proto_sequence_type(m: *const OnnxlTypeProto) -> *const OnnxlTypeProtoSequence {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { child::<OnnxlTypeProto, OnnxlTypeProtoSequence>(m, |m| Ok(m.sequence_type())) }
+    unsafe { message::<OnnxlTypeProto, OnnxlTypeProtoSequence>(m, |m| m.sequence_type()) }
 }
 
 /// `sequence_type` for writing, set to an empty `TypeProto.Sequence` first if unset; switches the oneof to it. NULL only when `m` is NULL.
@@ -9461,7 +9463,7 @@ pub unsafe extern "C" fn onnxl_type_proto_sequence_type(m: *const OnnxlTypeProto
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_type_proto_mutable_sequence_type(m: *mut OnnxlTypeProto) -> *mut OnnxlTypeProtoSequence {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { child_mut::<OnnxlTypeProto, OnnxlTypeProtoSequence>(m, |m| Ok(m.mutable_sequence_type())) }
+    unsafe { mutable_message::<OnnxlTypeProto, OnnxlTypeProtoSequence>(m, |m| m.mutable_sequence_type()) }
 }
 
 /// True when `oneof value` holds `map_type`.
@@ -9497,7 +9499,7 @@ pub unsafe extern "C" fn onnxl_type_proto_clear_map_type(m: *mut OnnxlTypeProto)
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_type_proto_map_type(m: *const OnnxlTypeProto) -> *const OnnxlTypeProtoMap {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { child::<OnnxlTypeProto, OnnxlTypeProtoMap>(m, |m| Ok(m.map_type())) }
+    unsafe { message::<OnnxlTypeProto, OnnxlTypeProtoMap>(m, |m| m.map_type()) }
 }
 
 /// `map_type` for writing, set to an empty `TypeProto.Map` first if unset; switches the oneof to it. NULL only when `m` is NULL.
@@ -9509,7 +9511,7 @@ pub unsafe extern "C" fn onnxl_type_proto_map_type(m: *const OnnxlTypeProto) -> 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_type_proto_mutable_map_type(m: *mut OnnxlTypeProto) -> *mut OnnxlTypeProtoMap {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { child_mut::<OnnxlTypeProto, OnnxlTypeProtoMap>(m, |m| Ok(m.mutable_map_type())) }
+    unsafe { mutable_message::<OnnxlTypeProto, OnnxlTypeProtoMap>(m, |m| m.mutable_map_type()) }
 }
 
 /// True when `oneof value` holds `optional_type`.
@@ -9545,7 +9547,7 @@ pub unsafe extern "C" fn onnxl_type_proto_clear_optional_type(m: *mut OnnxlTypeP
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_type_proto_optional_type(m: *const OnnxlTypeProto) -> *const OnnxlTypeProtoOptional {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { child::<OnnxlTypeProto, OnnxlTypeProtoOptional>(m, |m| Ok(m.optional_type())) }
+    unsafe { message::<OnnxlTypeProto, OnnxlTypeProtoOptional>(m, |m| m.optional_type()) }
 }
 
 /// `optional_type` for writing, set to an empty `TypeProto.Optional` first if unset; switches the oneof to it. NULL only when `m` is NULL.
@@ -9557,7 +9559,7 @@ pub unsafe extern "C" fn onnxl_type_proto_optional_type(m: *const OnnxlTypeProto
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_type_proto_mutable_optional_type(m: *mut OnnxlTypeProto) -> *mut OnnxlTypeProtoOptional {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { child_mut::<OnnxlTypeProto, OnnxlTypeProtoOptional>(m, |m| Ok(m.mutable_optional_type())) }
+    unsafe { mutable_message::<OnnxlTypeProto, OnnxlTypeProtoOptional>(m, |m| m.mutable_optional_type()) }
 }
 
 /// True when `oneof value` holds `sparse_tensor_type`.
@@ -9593,7 +9595,7 @@ pub unsafe extern "C" fn onnxl_type_proto_clear_sparse_tensor_type(m: *mut Onnxl
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_type_proto_sparse_tensor_type(m: *const OnnxlTypeProto) -> *const OnnxlTypeProtoSparseTensor {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { child::<OnnxlTypeProto, OnnxlTypeProtoSparseTensor>(m, |m| Ok(m.sparse_tensor_type())) }
+    unsafe { message::<OnnxlTypeProto, OnnxlTypeProtoSparseTensor>(m, |m| m.sparse_tensor_type()) }
 }
 
 /// `sparse_tensor_type` for writing, set to an empty `TypeProto.SparseTensor` first if unset; switches the oneof to it. NULL only when `m` is NULL.
@@ -9605,7 +9607,7 @@ pub unsafe extern "C" fn onnxl_type_proto_sparse_tensor_type(m: *const OnnxlType
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_type_proto_mutable_sparse_tensor_type(m: *mut OnnxlTypeProto) -> *mut OnnxlTypeProtoSparseTensor {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { child_mut::<OnnxlTypeProto, OnnxlTypeProtoSparseTensor>(m, |m| Ok(m.mutable_sparse_tensor_type())) }
+    unsafe { mutable_message::<OnnxlTypeProto, OnnxlTypeProtoSparseTensor>(m, |m| m.mutable_sparse_tensor_type()) }
 }
 
 /// True when `oneof value` holds `opaque_type`.
@@ -9641,7 +9643,7 @@ pub unsafe extern "C" fn onnxl_type_proto_clear_opaque_type(m: *mut OnnxlTypePro
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_type_proto_opaque_type(m: *const OnnxlTypeProto) -> *const OnnxlTypeProtoOpaque {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { child::<OnnxlTypeProto, OnnxlTypeProtoOpaque>(m, |m| Ok(m.opaque_type())) }
+    unsafe { message::<OnnxlTypeProto, OnnxlTypeProtoOpaque>(m, |m| m.opaque_type()) }
 }
 
 /// `opaque_type` for writing, set to an empty `TypeProto.Opaque` first if unset; switches the oneof to it. NULL only when `m` is NULL.
@@ -9653,7 +9655,7 @@ pub unsafe extern "C" fn onnxl_type_proto_opaque_type(m: *const OnnxlTypeProto) 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_type_proto_mutable_opaque_type(m: *mut OnnxlTypeProto) -> *mut OnnxlTypeProtoOpaque {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { child_mut::<OnnxlTypeProto, OnnxlTypeProtoOpaque>(m, |m| Ok(m.mutable_opaque_type())) }
+    unsafe { mutable_message::<OnnxlTypeProto, OnnxlTypeProtoOpaque>(m, |m| m.mutable_opaque_type()) }
 }
 
 /// True when `denotation` is set (proto2 presence: set to its default still counts).
@@ -9665,7 +9667,7 @@ pub unsafe extern "C" fn onnxl_type_proto_mutable_opaque_type(m: *mut OnnxlTypeP
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_type_proto_has_denotation(m: *const OnnxlTypeProto) -> bool {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { read(m, false, |m| Ok(m.denotation.is_some())) }
+    unsafe { has(m, |m| &m.denotation) }
 }
 
 /// Unsets `denotation`.
@@ -9677,7 +9679,7 @@ pub unsafe extern "C" fn onnxl_type_proto_has_denotation(m: *const OnnxlTypeProt
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_type_proto_clear_denotation(m: *mut OnnxlTypeProto) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { write(m, |m| { m.denotation = None; Ok(()) }) }
+    unsafe { clear(m, |m| &mut m.denotation) }
 }
 
 /// A view of `denotation` (empty when unset; `data` NULL only when `m` is NULL).
@@ -9689,7 +9691,7 @@ pub unsafe extern "C" fn onnxl_type_proto_clear_denotation(m: *mut OnnxlTypeProt
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_type_proto_denotation(m: *const OnnxlTypeProto) -> OnnxlStr {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { read(m, OnnxlStr::FAILED, |m| Ok(OnnxlStr::of(m.denotation.as_deref().unwrap_or_default()))) }
+    unsafe { string(m, |m| &m.denotation) }
 }
 
 /// Sets `denotation` to a copy of `len` bytes at `data`.
@@ -9701,7 +9703,7 @@ pub unsafe extern "C" fn onnxl_type_proto_denotation(m: *const OnnxlTypeProto) -
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_type_proto_set_denotation(m: *mut OnnxlTypeProto, data: *const c_char, len: usize) -> OnnxlStatus {
     // SAFETY: forwarded contract above.
-    unsafe { write_copied(m, data.cast::<u8>(), len, |m, v| { m.denotation = Some(ProtoString::from(v)); Ok(()) }) }
+    unsafe { set_bytes(m, data, len, |m| &mut m.denotation) }
 }
 
 /// `onnx.TypeProto.Tensor` (opaque handle).
@@ -9847,7 +9849,7 @@ pub unsafe extern "C" fn onnxl_type_proto_tensor_clear_unknown_fields(m: *mut On
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_type_proto_tensor_has_elem_type(m: *const OnnxlTypeProtoTensor) -> bool {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { read(m, false, |m| Ok(m.elem_type.is_some())) }
+    unsafe { has(m, |m| &m.elem_type) }
 }
 
 /// Unsets `elem_type`.
@@ -9859,7 +9861,7 @@ pub unsafe extern "C" fn onnxl_type_proto_tensor_has_elem_type(m: *const OnnxlTy
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_type_proto_tensor_clear_elem_type(m: *mut OnnxlTypeProtoTensor) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { write(m, |m| { m.elem_type = None; Ok(()) }) }
+    unsafe { clear(m, |m| &mut m.elem_type) }
 }
 
 /// The value of `elem_type`; 0 when unset or `m` is NULL.
@@ -9871,7 +9873,7 @@ pub unsafe extern "C" fn onnxl_type_proto_tensor_clear_elem_type(m: *mut OnnxlTy
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_type_proto_tensor_elem_type(m: *const OnnxlTypeProtoTensor) -> i32 {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { read(m, Default::default(), |m| Ok(m.elem_type.unwrap_or_default())) }
+    unsafe { value(m, |m| &m.elem_type) }
 }
 
 /// Sets `elem_type` to `v`.
@@ -9883,7 +9885,7 @@ pub unsafe extern "C" fn onnxl_type_proto_tensor_elem_type(m: *const OnnxlTypePr
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_type_proto_tensor_set_elem_type(m: *mut OnnxlTypeProtoTensor, v: i32) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { write(m, |m| { m.elem_type = Some(v); Ok(()) }) }
+    unsafe { set_value(m, v, |m| &mut m.elem_type) }
 }
 
 /// True when `shape` is set (proto2 presence: set to its default still counts).
@@ -9895,7 +9897,7 @@ pub unsafe extern "C" fn onnxl_type_proto_tensor_set_elem_type(m: *mut OnnxlType
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_type_proto_tensor_has_shape(m: *const OnnxlTypeProtoTensor) -> bool {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { read(m, false, |m| Ok(m.shape.is_some())) }
+    unsafe { has(m, |m| &m.shape) }
 }
 
 /// Unsets `shape`.
@@ -9907,7 +9909,7 @@ pub unsafe extern "C" fn onnxl_type_proto_tensor_has_shape(m: *const OnnxlTypePr
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_type_proto_tensor_clear_shape(m: *mut OnnxlTypeProtoTensor) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { write(m, |m| { m.shape = None; Ok(()) }) }
+    unsafe { clear(m, |m| &mut m.shape) }
 }
 
 /// `shape` (read-only); when unset, a shared empty default `TensorShapeProto`. NULL only when `m` is NULL.
@@ -9919,7 +9921,7 @@ pub unsafe extern "C" fn onnxl_type_proto_tensor_clear_shape(m: *mut OnnxlTypePr
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_type_proto_tensor_shape(m: *const OnnxlTypeProtoTensor) -> *const OnnxlTensorShapeProto {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { child::<OnnxlTypeProtoTensor, OnnxlTensorShapeProto>(m, |m| Ok(m.shape())) }
+    unsafe { message::<OnnxlTypeProtoTensor, OnnxlTensorShapeProto>(m, |m| m.shape()) }
 }
 
 /// `shape` for writing, set to an empty `TensorShapeProto` first if unset. NULL only when `m` is NULL.
@@ -9931,7 +9933,7 @@ pub unsafe extern "C" fn onnxl_type_proto_tensor_shape(m: *const OnnxlTypeProtoT
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_type_proto_tensor_mutable_shape(m: *mut OnnxlTypeProtoTensor) -> *mut OnnxlTensorShapeProto {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { child_mut::<OnnxlTypeProtoTensor, OnnxlTensorShapeProto>(m, |m| Ok(m.mutable_shape())) }
+    unsafe { mutable_message::<OnnxlTypeProtoTensor, OnnxlTensorShapeProto>(m, |m| m.mutable_shape()) }
 }
 
 /// `onnx.TypeProto.Sequence` (opaque handle).
@@ -10077,7 +10079,7 @@ pub unsafe extern "C" fn onnxl_type_proto_sequence_clear_unknown_fields(m: *mut 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_type_proto_sequence_has_elem_type(m: *const OnnxlTypeProtoSequence) -> bool {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { read(m, false, |m| Ok(m.elem_type.is_some())) }
+    unsafe { has(m, |m| &m.elem_type) }
 }
 
 /// Unsets `elem_type`.
@@ -10089,7 +10091,7 @@ pub unsafe extern "C" fn onnxl_type_proto_sequence_has_elem_type(m: *const Onnxl
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_type_proto_sequence_clear_elem_type(m: *mut OnnxlTypeProtoSequence) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { write(m, |m| { m.elem_type = None; Ok(()) }) }
+    unsafe { clear(m, |m| &mut m.elem_type) }
 }
 
 /// `elem_type` (read-only); when unset, a shared empty default `TypeProto`. NULL only when `m` is NULL.
@@ -10101,7 +10103,7 @@ pub unsafe extern "C" fn onnxl_type_proto_sequence_clear_elem_type(m: *mut Onnxl
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_type_proto_sequence_elem_type(m: *const OnnxlTypeProtoSequence) -> *const OnnxlTypeProto {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { child::<OnnxlTypeProtoSequence, OnnxlTypeProto>(m, |m| Ok(m.elem_type())) }
+    unsafe { message::<OnnxlTypeProtoSequence, OnnxlTypeProto>(m, |m| m.elem_type()) }
 }
 
 /// `elem_type` for writing, set to an empty `TypeProto` first if unset. NULL only when `m` is NULL.
@@ -10113,7 +10115,7 @@ pub unsafe extern "C" fn onnxl_type_proto_sequence_elem_type(m: *const OnnxlType
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_type_proto_sequence_mutable_elem_type(m: *mut OnnxlTypeProtoSequence) -> *mut OnnxlTypeProto {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { child_mut::<OnnxlTypeProtoSequence, OnnxlTypeProto>(m, |m| Ok(m.mutable_elem_type())) }
+    unsafe { mutable_message::<OnnxlTypeProtoSequence, OnnxlTypeProto>(m, |m| m.mutable_elem_type()) }
 }
 
 /// `onnx.TypeProto.Map` (opaque handle).
@@ -10259,7 +10261,7 @@ pub unsafe extern "C" fn onnxl_type_proto_map_clear_unknown_fields(m: *mut Onnxl
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_type_proto_map_has_key_type(m: *const OnnxlTypeProtoMap) -> bool {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { read(m, false, |m| Ok(m.key_type.is_some())) }
+    unsafe { has(m, |m| &m.key_type) }
 }
 
 /// Unsets `key_type`.
@@ -10271,7 +10273,7 @@ pub unsafe extern "C" fn onnxl_type_proto_map_has_key_type(m: *const OnnxlTypePr
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_type_proto_map_clear_key_type(m: *mut OnnxlTypeProtoMap) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { write(m, |m| { m.key_type = None; Ok(()) }) }
+    unsafe { clear(m, |m| &mut m.key_type) }
 }
 
 /// The value of `key_type`; 0 when unset or `m` is NULL.
@@ -10283,7 +10285,7 @@ pub unsafe extern "C" fn onnxl_type_proto_map_clear_key_type(m: *mut OnnxlTypePr
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_type_proto_map_key_type(m: *const OnnxlTypeProtoMap) -> i32 {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { read(m, Default::default(), |m| Ok(m.key_type.unwrap_or_default())) }
+    unsafe { value(m, |m| &m.key_type) }
 }
 
 /// Sets `key_type` to `v`.
@@ -10295,7 +10297,7 @@ pub unsafe extern "C" fn onnxl_type_proto_map_key_type(m: *const OnnxlTypeProtoM
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_type_proto_map_set_key_type(m: *mut OnnxlTypeProtoMap, v: i32) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { write(m, |m| { m.key_type = Some(v); Ok(()) }) }
+    unsafe { set_value(m, v, |m| &mut m.key_type) }
 }
 
 /// True when `value_type` is set (proto2 presence: set to its default still counts).
@@ -10307,7 +10309,7 @@ pub unsafe extern "C" fn onnxl_type_proto_map_set_key_type(m: *mut OnnxlTypeProt
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_type_proto_map_has_value_type(m: *const OnnxlTypeProtoMap) -> bool {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { read(m, false, |m| Ok(m.value_type.is_some())) }
+    unsafe { has(m, |m| &m.value_type) }
 }
 
 /// Unsets `value_type`.
@@ -10319,7 +10321,7 @@ pub unsafe extern "C" fn onnxl_type_proto_map_has_value_type(m: *const OnnxlType
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_type_proto_map_clear_value_type(m: *mut OnnxlTypeProtoMap) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { write(m, |m| { m.value_type = None; Ok(()) }) }
+    unsafe { clear(m, |m| &mut m.value_type) }
 }
 
 /// `value_type` (read-only); when unset, a shared empty default `TypeProto`. NULL only when `m` is NULL.
@@ -10331,7 +10333,7 @@ pub unsafe extern "C" fn onnxl_type_proto_map_clear_value_type(m: *mut OnnxlType
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_type_proto_map_value_type(m: *const OnnxlTypeProtoMap) -> *const OnnxlTypeProto {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { child::<OnnxlTypeProtoMap, OnnxlTypeProto>(m, |m| Ok(m.value_type())) }
+    unsafe { message::<OnnxlTypeProtoMap, OnnxlTypeProto>(m, |m| m.value_type()) }
 }
 
 /// `value_type` for writing, set to an empty `TypeProto` first if unset. NULL only when `m` is NULL.
@@ -10343,7 +10345,7 @@ pub unsafe extern "C" fn onnxl_type_proto_map_value_type(m: *const OnnxlTypeProt
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_type_proto_map_mutable_value_type(m: *mut OnnxlTypeProtoMap) -> *mut OnnxlTypeProto {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { child_mut::<OnnxlTypeProtoMap, OnnxlTypeProto>(m, |m| Ok(m.mutable_value_type())) }
+    unsafe { mutable_message::<OnnxlTypeProtoMap, OnnxlTypeProto>(m, |m| m.mutable_value_type()) }
 }
 
 /// `onnx.TypeProto.Optional` (opaque handle).
@@ -10489,7 +10491,7 @@ pub unsafe extern "C" fn onnxl_type_proto_optional_clear_unknown_fields(m: *mut 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_type_proto_optional_has_elem_type(m: *const OnnxlTypeProtoOptional) -> bool {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { read(m, false, |m| Ok(m.elem_type.is_some())) }
+    unsafe { has(m, |m| &m.elem_type) }
 }
 
 /// Unsets `elem_type`.
@@ -10501,7 +10503,7 @@ pub unsafe extern "C" fn onnxl_type_proto_optional_has_elem_type(m: *const Onnxl
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_type_proto_optional_clear_elem_type(m: *mut OnnxlTypeProtoOptional) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { write(m, |m| { m.elem_type = None; Ok(()) }) }
+    unsafe { clear(m, |m| &mut m.elem_type) }
 }
 
 /// `elem_type` (read-only); when unset, a shared empty default `TypeProto`. NULL only when `m` is NULL.
@@ -10513,7 +10515,7 @@ pub unsafe extern "C" fn onnxl_type_proto_optional_clear_elem_type(m: *mut Onnxl
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_type_proto_optional_elem_type(m: *const OnnxlTypeProtoOptional) -> *const OnnxlTypeProto {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { child::<OnnxlTypeProtoOptional, OnnxlTypeProto>(m, |m| Ok(m.elem_type())) }
+    unsafe { message::<OnnxlTypeProtoOptional, OnnxlTypeProto>(m, |m| m.elem_type()) }
 }
 
 /// `elem_type` for writing, set to an empty `TypeProto` first if unset. NULL only when `m` is NULL.
@@ -10525,7 +10527,7 @@ pub unsafe extern "C" fn onnxl_type_proto_optional_elem_type(m: *const OnnxlType
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_type_proto_optional_mutable_elem_type(m: *mut OnnxlTypeProtoOptional) -> *mut OnnxlTypeProto {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { child_mut::<OnnxlTypeProtoOptional, OnnxlTypeProto>(m, |m| Ok(m.mutable_elem_type())) }
+    unsafe { mutable_message::<OnnxlTypeProtoOptional, OnnxlTypeProto>(m, |m| m.mutable_elem_type()) }
 }
 
 /// `onnx.TypeProto.SparseTensor` (opaque handle).
@@ -10671,7 +10673,7 @@ pub unsafe extern "C" fn onnxl_type_proto_sparse_tensor_clear_unknown_fields(m: 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_type_proto_sparse_tensor_has_elem_type(m: *const OnnxlTypeProtoSparseTensor) -> bool {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { read(m, false, |m| Ok(m.elem_type.is_some())) }
+    unsafe { has(m, |m| &m.elem_type) }
 }
 
 /// Unsets `elem_type`.
@@ -10683,7 +10685,7 @@ pub unsafe extern "C" fn onnxl_type_proto_sparse_tensor_has_elem_type(m: *const 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_type_proto_sparse_tensor_clear_elem_type(m: *mut OnnxlTypeProtoSparseTensor) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { write(m, |m| { m.elem_type = None; Ok(()) }) }
+    unsafe { clear(m, |m| &mut m.elem_type) }
 }
 
 /// The value of `elem_type`; 0 when unset or `m` is NULL.
@@ -10695,7 +10697,7 @@ pub unsafe extern "C" fn onnxl_type_proto_sparse_tensor_clear_elem_type(m: *mut 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_type_proto_sparse_tensor_elem_type(m: *const OnnxlTypeProtoSparseTensor) -> i32 {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { read(m, Default::default(), |m| Ok(m.elem_type.unwrap_or_default())) }
+    unsafe { value(m, |m| &m.elem_type) }
 }
 
 /// Sets `elem_type` to `v`.
@@ -10707,7 +10709,7 @@ pub unsafe extern "C" fn onnxl_type_proto_sparse_tensor_elem_type(m: *const Onnx
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_type_proto_sparse_tensor_set_elem_type(m: *mut OnnxlTypeProtoSparseTensor, v: i32) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { write(m, |m| { m.elem_type = Some(v); Ok(()) }) }
+    unsafe { set_value(m, v, |m| &mut m.elem_type) }
 }
 
 /// True when `shape` is set (proto2 presence: set to its default still counts).
@@ -10719,7 +10721,7 @@ pub unsafe extern "C" fn onnxl_type_proto_sparse_tensor_set_elem_type(m: *mut On
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_type_proto_sparse_tensor_has_shape(m: *const OnnxlTypeProtoSparseTensor) -> bool {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { read(m, false, |m| Ok(m.shape.is_some())) }
+    unsafe { has(m, |m| &m.shape) }
 }
 
 /// Unsets `shape`.
@@ -10731,7 +10733,7 @@ pub unsafe extern "C" fn onnxl_type_proto_sparse_tensor_has_shape(m: *const Onnx
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_type_proto_sparse_tensor_clear_shape(m: *mut OnnxlTypeProtoSparseTensor) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { write(m, |m| { m.shape = None; Ok(()) }) }
+    unsafe { clear(m, |m| &mut m.shape) }
 }
 
 /// `shape` (read-only); when unset, a shared empty default `TensorShapeProto`. NULL only when `m` is NULL.
@@ -10743,7 +10745,7 @@ pub unsafe extern "C" fn onnxl_type_proto_sparse_tensor_clear_shape(m: *mut Onnx
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_type_proto_sparse_tensor_shape(m: *const OnnxlTypeProtoSparseTensor) -> *const OnnxlTensorShapeProto {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { child::<OnnxlTypeProtoSparseTensor, OnnxlTensorShapeProto>(m, |m| Ok(m.shape())) }
+    unsafe { message::<OnnxlTypeProtoSparseTensor, OnnxlTensorShapeProto>(m, |m| m.shape()) }
 }
 
 /// `shape` for writing, set to an empty `TensorShapeProto` first if unset. NULL only when `m` is NULL.
@@ -10755,7 +10757,7 @@ pub unsafe extern "C" fn onnxl_type_proto_sparse_tensor_shape(m: *const OnnxlTyp
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_type_proto_sparse_tensor_mutable_shape(m: *mut OnnxlTypeProtoSparseTensor) -> *mut OnnxlTensorShapeProto {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { child_mut::<OnnxlTypeProtoSparseTensor, OnnxlTensorShapeProto>(m, |m| Ok(m.mutable_shape())) }
+    unsafe { mutable_message::<OnnxlTypeProtoSparseTensor, OnnxlTensorShapeProto>(m, |m| m.mutable_shape()) }
 }
 
 /// `onnx.TypeProto.Opaque` (opaque handle).
@@ -10901,7 +10903,7 @@ pub unsafe extern "C" fn onnxl_type_proto_opaque_clear_unknown_fields(m: *mut On
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_type_proto_opaque_has_domain(m: *const OnnxlTypeProtoOpaque) -> bool {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { read(m, false, |m| Ok(m.domain.is_some())) }
+    unsafe { has(m, |m| &m.domain) }
 }
 
 /// Unsets `domain`.
@@ -10913,7 +10915,7 @@ pub unsafe extern "C" fn onnxl_type_proto_opaque_has_domain(m: *const OnnxlTypeP
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_type_proto_opaque_clear_domain(m: *mut OnnxlTypeProtoOpaque) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { write(m, |m| { m.domain = None; Ok(()) }) }
+    unsafe { clear(m, |m| &mut m.domain) }
 }
 
 /// A view of `domain` (empty when unset; `data` NULL only when `m` is NULL).
@@ -10925,7 +10927,7 @@ pub unsafe extern "C" fn onnxl_type_proto_opaque_clear_domain(m: *mut OnnxlTypeP
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_type_proto_opaque_domain(m: *const OnnxlTypeProtoOpaque) -> OnnxlStr {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { read(m, OnnxlStr::FAILED, |m| Ok(OnnxlStr::of(m.domain.as_deref().unwrap_or_default()))) }
+    unsafe { string(m, |m| &m.domain) }
 }
 
 /// Sets `domain` to a copy of `len` bytes at `data`.
@@ -10937,7 +10939,7 @@ pub unsafe extern "C" fn onnxl_type_proto_opaque_domain(m: *const OnnxlTypeProto
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_type_proto_opaque_set_domain(m: *mut OnnxlTypeProtoOpaque, data: *const c_char, len: usize) -> OnnxlStatus {
     // SAFETY: forwarded contract above.
-    unsafe { write_copied(m, data.cast::<u8>(), len, |m, v| { m.domain = Some(ProtoString::from(v)); Ok(()) }) }
+    unsafe { set_bytes(m, data, len, |m| &mut m.domain) }
 }
 
 /// True when `name` is set (proto2 presence: set to its default still counts).
@@ -10949,7 +10951,7 @@ pub unsafe extern "C" fn onnxl_type_proto_opaque_set_domain(m: *mut OnnxlTypePro
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_type_proto_opaque_has_name(m: *const OnnxlTypeProtoOpaque) -> bool {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { read(m, false, |m| Ok(m.name.is_some())) }
+    unsafe { has(m, |m| &m.name) }
 }
 
 /// Unsets `name`.
@@ -10961,7 +10963,7 @@ pub unsafe extern "C" fn onnxl_type_proto_opaque_has_name(m: *const OnnxlTypePro
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_type_proto_opaque_clear_name(m: *mut OnnxlTypeProtoOpaque) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { write(m, |m| { m.name = None; Ok(()) }) }
+    unsafe { clear(m, |m| &mut m.name) }
 }
 
 /// A view of `name` (empty when unset; `data` NULL only when `m` is NULL).
@@ -10973,7 +10975,7 @@ pub unsafe extern "C" fn onnxl_type_proto_opaque_clear_name(m: *mut OnnxlTypePro
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_type_proto_opaque_name(m: *const OnnxlTypeProtoOpaque) -> OnnxlStr {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { read(m, OnnxlStr::FAILED, |m| Ok(OnnxlStr::of(m.name.as_deref().unwrap_or_default()))) }
+    unsafe { string(m, |m| &m.name) }
 }
 
 /// Sets `name` to a copy of `len` bytes at `data`.
@@ -10985,7 +10987,7 @@ pub unsafe extern "C" fn onnxl_type_proto_opaque_name(m: *const OnnxlTypeProtoOp
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_type_proto_opaque_set_name(m: *mut OnnxlTypeProtoOpaque, data: *const c_char, len: usize) -> OnnxlStatus {
     // SAFETY: forwarded contract above.
-    unsafe { write_copied(m, data.cast::<u8>(), len, |m, v| { m.name = Some(ProtoString::from(v)); Ok(()) }) }
+    unsafe { set_bytes(m, data, len, |m| &mut m.name) }
 }
 
 /// `onnx.OperatorSetIdProto` (opaque handle).
@@ -11131,7 +11133,7 @@ pub unsafe extern "C" fn onnxl_operator_set_id_proto_clear_unknown_fields(m: *mu
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_operator_set_id_proto_has_domain(m: *const OnnxlOperatorSetIdProto) -> bool {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { read(m, false, |m| Ok(m.domain.is_some())) }
+    unsafe { has(m, |m| &m.domain) }
 }
 
 /// Unsets `domain`.
@@ -11143,7 +11145,7 @@ pub unsafe extern "C" fn onnxl_operator_set_id_proto_has_domain(m: *const OnnxlO
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_operator_set_id_proto_clear_domain(m: *mut OnnxlOperatorSetIdProto) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { write(m, |m| { m.domain = None; Ok(()) }) }
+    unsafe { clear(m, |m| &mut m.domain) }
 }
 
 /// A view of `domain` (empty when unset; `data` NULL only when `m` is NULL).
@@ -11155,7 +11157,7 @@ pub unsafe extern "C" fn onnxl_operator_set_id_proto_clear_domain(m: *mut OnnxlO
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_operator_set_id_proto_domain(m: *const OnnxlOperatorSetIdProto) -> OnnxlStr {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { read(m, OnnxlStr::FAILED, |m| Ok(OnnxlStr::of(m.domain.as_deref().unwrap_or_default()))) }
+    unsafe { string(m, |m| &m.domain) }
 }
 
 /// Sets `domain` to a copy of `len` bytes at `data`.
@@ -11167,7 +11169,7 @@ pub unsafe extern "C" fn onnxl_operator_set_id_proto_domain(m: *const OnnxlOpera
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_operator_set_id_proto_set_domain(m: *mut OnnxlOperatorSetIdProto, data: *const c_char, len: usize) -> OnnxlStatus {
     // SAFETY: forwarded contract above.
-    unsafe { write_copied(m, data.cast::<u8>(), len, |m, v| { m.domain = Some(ProtoString::from(v)); Ok(()) }) }
+    unsafe { set_bytes(m, data, len, |m| &mut m.domain) }
 }
 
 /// True when `version` is set (proto2 presence: set to its default still counts).
@@ -11179,7 +11181,7 @@ pub unsafe extern "C" fn onnxl_operator_set_id_proto_set_domain(m: *mut OnnxlOpe
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_operator_set_id_proto_has_version(m: *const OnnxlOperatorSetIdProto) -> bool {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { read(m, false, |m| Ok(m.version.is_some())) }
+    unsafe { has(m, |m| &m.version) }
 }
 
 /// Unsets `version`.
@@ -11191,7 +11193,7 @@ pub unsafe extern "C" fn onnxl_operator_set_id_proto_has_version(m: *const Onnxl
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_operator_set_id_proto_clear_version(m: *mut OnnxlOperatorSetIdProto) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { write(m, |m| { m.version = None; Ok(()) }) }
+    unsafe { clear(m, |m| &mut m.version) }
 }
 
 /// The value of `version`; 0 when unset or `m` is NULL.
@@ -11203,7 +11205,7 @@ pub unsafe extern "C" fn onnxl_operator_set_id_proto_clear_version(m: *mut Onnxl
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_operator_set_id_proto_version(m: *const OnnxlOperatorSetIdProto) -> i64 {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { read(m, Default::default(), |m| Ok(m.version.unwrap_or_default())) }
+    unsafe { value(m, |m| &m.version) }
 }
 
 /// Sets `version` to `v`.
@@ -11215,7 +11217,7 @@ pub unsafe extern "C" fn onnxl_operator_set_id_proto_version(m: *const OnnxlOper
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_operator_set_id_proto_set_version(m: *mut OnnxlOperatorSetIdProto, v: i64) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { write(m, |m| { m.version = Some(v); Ok(()) }) }
+    unsafe { set_value(m, v, |m| &mut m.version) }
 }
 
 /// `onnx.FunctionProto` (opaque handle).
@@ -11361,7 +11363,7 @@ pub unsafe extern "C" fn onnxl_function_proto_clear_unknown_fields(m: *mut Onnxl
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_function_proto_has_name(m: *const OnnxlFunctionProto) -> bool {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { read(m, false, |m| Ok(m.name.is_some())) }
+    unsafe { has(m, |m| &m.name) }
 }
 
 /// Unsets `name`.
@@ -11373,7 +11375,7 @@ pub unsafe extern "C" fn onnxl_function_proto_has_name(m: *const OnnxlFunctionPr
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_function_proto_clear_name(m: *mut OnnxlFunctionProto) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { write(m, |m| { m.name = None; Ok(()) }) }
+    unsafe { clear(m, |m| &mut m.name) }
 }
 
 /// A view of `name` (empty when unset; `data` NULL only when `m` is NULL).
@@ -11385,7 +11387,7 @@ pub unsafe extern "C" fn onnxl_function_proto_clear_name(m: *mut OnnxlFunctionPr
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_function_proto_name(m: *const OnnxlFunctionProto) -> OnnxlStr {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { read(m, OnnxlStr::FAILED, |m| Ok(OnnxlStr::of(m.name.as_deref().unwrap_or_default()))) }
+    unsafe { string(m, |m| &m.name) }
 }
 
 /// Sets `name` to a copy of `len` bytes at `data`.
@@ -11397,7 +11399,7 @@ pub unsafe extern "C" fn onnxl_function_proto_name(m: *const OnnxlFunctionProto)
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_function_proto_set_name(m: *mut OnnxlFunctionProto, data: *const c_char, len: usize) -> OnnxlStatus {
     // SAFETY: forwarded contract above.
-    unsafe { write_copied(m, data.cast::<u8>(), len, |m, v| { m.name = Some(ProtoString::from(v)); Ok(()) }) }
+    unsafe { set_bytes(m, data, len, |m| &mut m.name) }
 }
 
 /// Number of `input` elements (0 when `m` is NULL).
@@ -11409,7 +11411,7 @@ pub unsafe extern "C" fn onnxl_function_proto_set_name(m: *mut OnnxlFunctionProt
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_function_proto_input_size(m: *const OnnxlFunctionProto) -> usize {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { read(m, 0, |m| Ok(m.input.len())) }
+    unsafe { len(m, |m| &m.input) }
 }
 
 /// Removes every `input` element.
@@ -11421,7 +11423,7 @@ pub unsafe extern "C" fn onnxl_function_proto_input_size(m: *const OnnxlFunction
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_function_proto_clear_input(m: *mut OnnxlFunctionProto) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { write(m, |m| { m.input.clear(); Ok(()) }) }
+    unsafe { clear_all(m, |m| &mut m.input) }
 }
 
 /// Removes `input` element `i`; later elements move down by one (`ONNXL_STATUS_OUT_OF_RANGE` when `i` >= size).
@@ -11433,7 +11435,7 @@ pub unsafe extern "C" fn onnxl_function_proto_clear_input(m: *mut OnnxlFunctionP
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_function_proto_remove_input(m: *mut OnnxlFunctionProto, i: usize) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { write(m, |m| remove_at(&mut m.input, i, "FunctionProto.input")) }
+    unsafe { remove(m, i, "FunctionProto.input", |m| &mut m.input) }
 }
 
 /// A view of `input` element `i` (`data` NULL when `i` >= size or `m` is NULL).
@@ -11445,7 +11447,7 @@ pub unsafe extern "C" fn onnxl_function_proto_remove_input(m: *mut OnnxlFunction
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_function_proto_input(m: *const OnnxlFunctionProto, i: usize) -> OnnxlStr {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { read(m, OnnxlStr::FAILED, |m| Ok(OnnxlStr::of(elem(&m.input, i, "FunctionProto.input")?))) }
+    unsafe { elem_string(m, i, "FunctionProto.input", |m| &m.input) }
 }
 
 /// Sets `input` element `i` to a copy of `len` bytes at `data` (`ONNXL_STATUS_OUT_OF_RANGE` when `i` >= size).
@@ -11457,7 +11459,7 @@ pub unsafe extern "C" fn onnxl_function_proto_input(m: *const OnnxlFunctionProto
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_function_proto_set_input(m: *mut OnnxlFunctionProto, i: usize, data: *const c_char, len: usize) -> OnnxlStatus {
     // SAFETY: forwarded contract above.
-    unsafe { write_copied(m, data.cast::<u8>(), len, |m, v| { *elem_mut(&mut m.input, i, "FunctionProto.input")? = ProtoString::from(v); Ok(()) }) }
+    unsafe { set_elem_bytes(m, i, data, len, "FunctionProto.input", |m| &mut m.input) }
 }
 
 /// Appends a copy of `len` bytes at `data` to `input`.
@@ -11469,7 +11471,7 @@ pub unsafe extern "C" fn onnxl_function_proto_set_input(m: *mut OnnxlFunctionPro
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_function_proto_add_input(m: *mut OnnxlFunctionProto, data: *const c_char, len: usize) -> OnnxlStatus {
     // SAFETY: forwarded contract above.
-    unsafe { write_copied(m, data.cast::<u8>(), len, |m, v| { m.input.push(ProtoString::from(v)); Ok(()) }) }
+    unsafe { push_bytes(m, data, len, |m| &mut m.input) }
 }
 
 /// Number of `output` elements (0 when `m` is NULL).
@@ -11481,7 +11483,7 @@ pub unsafe extern "C" fn onnxl_function_proto_add_input(m: *mut OnnxlFunctionPro
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_function_proto_output_size(m: *const OnnxlFunctionProto) -> usize {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { read(m, 0, |m| Ok(m.output.len())) }
+    unsafe { len(m, |m| &m.output) }
 }
 
 /// Removes every `output` element.
@@ -11493,7 +11495,7 @@ pub unsafe extern "C" fn onnxl_function_proto_output_size(m: *const OnnxlFunctio
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_function_proto_clear_output(m: *mut OnnxlFunctionProto) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { write(m, |m| { m.output.clear(); Ok(()) }) }
+    unsafe { clear_all(m, |m| &mut m.output) }
 }
 
 /// Removes `output` element `i`; later elements move down by one (`ONNXL_STATUS_OUT_OF_RANGE` when `i` >= size).
@@ -11505,7 +11507,7 @@ pub unsafe extern "C" fn onnxl_function_proto_clear_output(m: *mut OnnxlFunction
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_function_proto_remove_output(m: *mut OnnxlFunctionProto, i: usize) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { write(m, |m| remove_at(&mut m.output, i, "FunctionProto.output")) }
+    unsafe { remove(m, i, "FunctionProto.output", |m| &mut m.output) }
 }
 
 /// A view of `output` element `i` (`data` NULL when `i` >= size or `m` is NULL).
@@ -11517,7 +11519,7 @@ pub unsafe extern "C" fn onnxl_function_proto_remove_output(m: *mut OnnxlFunctio
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_function_proto_output(m: *const OnnxlFunctionProto, i: usize) -> OnnxlStr {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { read(m, OnnxlStr::FAILED, |m| Ok(OnnxlStr::of(elem(&m.output, i, "FunctionProto.output")?))) }
+    unsafe { elem_string(m, i, "FunctionProto.output", |m| &m.output) }
 }
 
 /// Sets `output` element `i` to a copy of `len` bytes at `data` (`ONNXL_STATUS_OUT_OF_RANGE` when `i` >= size).
@@ -11529,7 +11531,7 @@ pub unsafe extern "C" fn onnxl_function_proto_output(m: *const OnnxlFunctionProt
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_function_proto_set_output(m: *mut OnnxlFunctionProto, i: usize, data: *const c_char, len: usize) -> OnnxlStatus {
     // SAFETY: forwarded contract above.
-    unsafe { write_copied(m, data.cast::<u8>(), len, |m, v| { *elem_mut(&mut m.output, i, "FunctionProto.output")? = ProtoString::from(v); Ok(()) }) }
+    unsafe { set_elem_bytes(m, i, data, len, "FunctionProto.output", |m| &mut m.output) }
 }
 
 /// Appends a copy of `len` bytes at `data` to `output`.
@@ -11541,7 +11543,7 @@ pub unsafe extern "C" fn onnxl_function_proto_set_output(m: *mut OnnxlFunctionPr
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_function_proto_add_output(m: *mut OnnxlFunctionProto, data: *const c_char, len: usize) -> OnnxlStatus {
     // SAFETY: forwarded contract above.
-    unsafe { write_copied(m, data.cast::<u8>(), len, |m, v| { m.output.push(ProtoString::from(v)); Ok(()) }) }
+    unsafe { push_bytes(m, data, len, |m| &mut m.output) }
 }
 
 /// Number of `attribute` elements (0 when `m` is NULL).
@@ -11553,7 +11555,7 @@ pub unsafe extern "C" fn onnxl_function_proto_add_output(m: *mut OnnxlFunctionPr
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_function_proto_attribute_size(m: *const OnnxlFunctionProto) -> usize {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { read(m, 0, |m| Ok(m.attribute.len())) }
+    unsafe { len(m, |m| &m.attribute) }
 }
 
 /// Removes every `attribute` element.
@@ -11565,7 +11567,7 @@ pub unsafe extern "C" fn onnxl_function_proto_attribute_size(m: *const OnnxlFunc
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_function_proto_clear_attribute(m: *mut OnnxlFunctionProto) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { write(m, |m| { m.attribute.clear(); Ok(()) }) }
+    unsafe { clear_all(m, |m| &mut m.attribute) }
 }
 
 /// Removes `attribute` element `i`; later elements move down by one (`ONNXL_STATUS_OUT_OF_RANGE` when `i` >= size).
@@ -11577,7 +11579,7 @@ pub unsafe extern "C" fn onnxl_function_proto_clear_attribute(m: *mut OnnxlFunct
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_function_proto_remove_attribute(m: *mut OnnxlFunctionProto, i: usize) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { write(m, |m| remove_at(&mut m.attribute, i, "FunctionProto.attribute")) }
+    unsafe { remove(m, i, "FunctionProto.attribute", |m| &mut m.attribute) }
 }
 
 /// A view of `attribute` element `i` (`data` NULL when `i` >= size or `m` is NULL).
@@ -11589,7 +11591,7 @@ pub unsafe extern "C" fn onnxl_function_proto_remove_attribute(m: *mut OnnxlFunc
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_function_proto_attribute(m: *const OnnxlFunctionProto, i: usize) -> OnnxlStr {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { read(m, OnnxlStr::FAILED, |m| Ok(OnnxlStr::of(elem(&m.attribute, i, "FunctionProto.attribute")?))) }
+    unsafe { elem_string(m, i, "FunctionProto.attribute", |m| &m.attribute) }
 }
 
 /// Sets `attribute` element `i` to a copy of `len` bytes at `data` (`ONNXL_STATUS_OUT_OF_RANGE` when `i` >= size).
@@ -11601,7 +11603,7 @@ pub unsafe extern "C" fn onnxl_function_proto_attribute(m: *const OnnxlFunctionP
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_function_proto_set_attribute(m: *mut OnnxlFunctionProto, i: usize, data: *const c_char, len: usize) -> OnnxlStatus {
     // SAFETY: forwarded contract above.
-    unsafe { write_copied(m, data.cast::<u8>(), len, |m, v| { *elem_mut(&mut m.attribute, i, "FunctionProto.attribute")? = ProtoString::from(v); Ok(()) }) }
+    unsafe { set_elem_bytes(m, i, data, len, "FunctionProto.attribute", |m| &mut m.attribute) }
 }
 
 /// Appends a copy of `len` bytes at `data` to `attribute`.
@@ -11613,7 +11615,7 @@ pub unsafe extern "C" fn onnxl_function_proto_set_attribute(m: *mut OnnxlFunctio
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_function_proto_add_attribute(m: *mut OnnxlFunctionProto, data: *const c_char, len: usize) -> OnnxlStatus {
     // SAFETY: forwarded contract above.
-    unsafe { write_copied(m, data.cast::<u8>(), len, |m, v| { m.attribute.push(ProtoString::from(v)); Ok(()) }) }
+    unsafe { push_bytes(m, data, len, |m| &mut m.attribute) }
 }
 
 /// Number of `attribute_proto` elements (0 when `m` is NULL).
@@ -11625,7 +11627,7 @@ pub unsafe extern "C" fn onnxl_function_proto_add_attribute(m: *mut OnnxlFunctio
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_function_proto_attribute_proto_size(m: *const OnnxlFunctionProto) -> usize {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { read(m, 0, |m| Ok(m.attribute_proto.len())) }
+    unsafe { len(m, |m| &m.attribute_proto) }
 }
 
 /// Removes every `attribute_proto` element.
@@ -11637,7 +11639,7 @@ pub unsafe extern "C" fn onnxl_function_proto_attribute_proto_size(m: *const Onn
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_function_proto_clear_attribute_proto(m: *mut OnnxlFunctionProto) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { write(m, |m| { m.attribute_proto.clear(); Ok(()) }) }
+    unsafe { clear_all(m, |m| &mut m.attribute_proto) }
 }
 
 /// Removes `attribute_proto` element `i`; later elements move down by one (`ONNXL_STATUS_OUT_OF_RANGE` when `i` >= size).
@@ -11649,7 +11651,7 @@ pub unsafe extern "C" fn onnxl_function_proto_clear_attribute_proto(m: *mut Onnx
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_function_proto_remove_attribute_proto(m: *mut OnnxlFunctionProto, i: usize) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { write(m, |m| remove_at(&mut m.attribute_proto, i, "FunctionProto.attribute_proto")) }
+    unsafe { remove(m, i, "FunctionProto.attribute_proto", |m| &mut m.attribute_proto) }
 }
 
 /// `attribute_proto` element `i` (read-only); NULL when `i` >= size or `m` is NULL.
@@ -11661,7 +11663,7 @@ pub unsafe extern "C" fn onnxl_function_proto_remove_attribute_proto(m: *mut Onn
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_function_proto_attribute_proto(m: *const OnnxlFunctionProto, i: usize) -> *const OnnxlAttributeProto {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { child::<OnnxlFunctionProto, OnnxlAttributeProto>(m, |m| elem(&m.attribute_proto, i, "FunctionProto.attribute_proto")) }
+    unsafe { elem_message::<OnnxlFunctionProto, OnnxlAttributeProto>(m, i, "FunctionProto.attribute_proto", |m| &m.attribute_proto) }
 }
 
 /// `attribute_proto` element `i` for writing; NULL when `i` >= size or `m` is NULL.
@@ -11673,7 +11675,7 @@ pub unsafe extern "C" fn onnxl_function_proto_attribute_proto(m: *const OnnxlFun
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_function_proto_mutable_attribute_proto(m: *mut OnnxlFunctionProto, i: usize) -> *mut OnnxlAttributeProto {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { child_mut::<OnnxlFunctionProto, OnnxlAttributeProto>(m, |m| elem_mut(&mut m.attribute_proto, i, "FunctionProto.attribute_proto")) }
+    unsafe { mutable_elem_message::<OnnxlFunctionProto, OnnxlAttributeProto>(m, i, "FunctionProto.attribute_proto", |m| &mut m.attribute_proto) }
 }
 
 /// Appends an empty `AttributeProto` to `attribute_proto` and returns it for writing; NULL only when `m` is NULL.
@@ -11685,7 +11687,7 @@ pub unsafe extern "C" fn onnxl_function_proto_mutable_attribute_proto(m: *mut On
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_function_proto_add_attribute_proto(m: *mut OnnxlFunctionProto) -> *mut OnnxlAttributeProto {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { child_mut::<OnnxlFunctionProto, OnnxlAttributeProto>(m, |m| { m.attribute_proto.push(AttributeProto::new()); Ok(m.attribute_proto.last_mut().expect("just pushed")) }) }
+    unsafe { add_message::<OnnxlFunctionProto, OnnxlAttributeProto>(m, |m| &mut m.attribute_proto) }
 }
 
 /// Number of `node` elements (0 when `m` is NULL).
@@ -11697,7 +11699,7 @@ pub unsafe extern "C" fn onnxl_function_proto_add_attribute_proto(m: *mut OnnxlF
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_function_proto_node_size(m: *const OnnxlFunctionProto) -> usize {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { read(m, 0, |m| Ok(m.node.len())) }
+    unsafe { len(m, |m| &m.node) }
 }
 
 /// Removes every `node` element.
@@ -11709,7 +11711,7 @@ pub unsafe extern "C" fn onnxl_function_proto_node_size(m: *const OnnxlFunctionP
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_function_proto_clear_node(m: *mut OnnxlFunctionProto) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { write(m, |m| { m.node.clear(); Ok(()) }) }
+    unsafe { clear_all(m, |m| &mut m.node) }
 }
 
 /// Removes `node` element `i`; later elements move down by one (`ONNXL_STATUS_OUT_OF_RANGE` when `i` >= size).
@@ -11721,7 +11723,7 @@ pub unsafe extern "C" fn onnxl_function_proto_clear_node(m: *mut OnnxlFunctionPr
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_function_proto_remove_node(m: *mut OnnxlFunctionProto, i: usize) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { write(m, |m| remove_at(&mut m.node, i, "FunctionProto.node")) }
+    unsafe { remove(m, i, "FunctionProto.node", |m| &mut m.node) }
 }
 
 /// `node` element `i` (read-only); NULL when `i` >= size or `m` is NULL.
@@ -11733,7 +11735,7 @@ pub unsafe extern "C" fn onnxl_function_proto_remove_node(m: *mut OnnxlFunctionP
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_function_proto_node(m: *const OnnxlFunctionProto, i: usize) -> *const OnnxlNodeProto {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { child::<OnnxlFunctionProto, OnnxlNodeProto>(m, |m| elem(&m.node, i, "FunctionProto.node")) }
+    unsafe { elem_message::<OnnxlFunctionProto, OnnxlNodeProto>(m, i, "FunctionProto.node", |m| &m.node) }
 }
 
 /// `node` element `i` for writing; NULL when `i` >= size or `m` is NULL.
@@ -11745,7 +11747,7 @@ pub unsafe extern "C" fn onnxl_function_proto_node(m: *const OnnxlFunctionProto,
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_function_proto_mutable_node(m: *mut OnnxlFunctionProto, i: usize) -> *mut OnnxlNodeProto {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { child_mut::<OnnxlFunctionProto, OnnxlNodeProto>(m, |m| elem_mut(&mut m.node, i, "FunctionProto.node")) }
+    unsafe { mutable_elem_message::<OnnxlFunctionProto, OnnxlNodeProto>(m, i, "FunctionProto.node", |m| &mut m.node) }
 }
 
 /// Appends an empty `NodeProto` to `node` and returns it for writing; NULL only when `m` is NULL.
@@ -11757,7 +11759,7 @@ pub unsafe extern "C" fn onnxl_function_proto_mutable_node(m: *mut OnnxlFunction
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_function_proto_add_node(m: *mut OnnxlFunctionProto) -> *mut OnnxlNodeProto {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { child_mut::<OnnxlFunctionProto, OnnxlNodeProto>(m, |m| { m.node.push(NodeProto::new()); Ok(m.node.last_mut().expect("just pushed")) }) }
+    unsafe { add_message::<OnnxlFunctionProto, OnnxlNodeProto>(m, |m| &mut m.node) }
 }
 
 /// True when `doc_string` is set (proto2 presence: set to its default still counts).
@@ -11769,7 +11771,7 @@ pub unsafe extern "C" fn onnxl_function_proto_add_node(m: *mut OnnxlFunctionProt
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_function_proto_has_doc_string(m: *const OnnxlFunctionProto) -> bool {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { read(m, false, |m| Ok(m.doc_string.is_some())) }
+    unsafe { has(m, |m| &m.doc_string) }
 }
 
 /// Unsets `doc_string`.
@@ -11781,7 +11783,7 @@ pub unsafe extern "C" fn onnxl_function_proto_has_doc_string(m: *const OnnxlFunc
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_function_proto_clear_doc_string(m: *mut OnnxlFunctionProto) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { write(m, |m| { m.doc_string = None; Ok(()) }) }
+    unsafe { clear(m, |m| &mut m.doc_string) }
 }
 
 /// A view of `doc_string` (empty when unset; `data` NULL only when `m` is NULL).
@@ -11793,7 +11795,7 @@ pub unsafe extern "C" fn onnxl_function_proto_clear_doc_string(m: *mut OnnxlFunc
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_function_proto_doc_string(m: *const OnnxlFunctionProto) -> OnnxlStr {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { read(m, OnnxlStr::FAILED, |m| Ok(OnnxlStr::of(m.doc_string.as_deref().unwrap_or_default()))) }
+    unsafe { string(m, |m| &m.doc_string) }
 }
 
 /// Sets `doc_string` to a copy of `len` bytes at `data`.
@@ -11805,7 +11807,7 @@ pub unsafe extern "C" fn onnxl_function_proto_doc_string(m: *const OnnxlFunction
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_function_proto_set_doc_string(m: *mut OnnxlFunctionProto, data: *const c_char, len: usize) -> OnnxlStatus {
     // SAFETY: forwarded contract above.
-    unsafe { write_copied(m, data.cast::<u8>(), len, |m, v| { m.doc_string = Some(ProtoString::from(v)); Ok(()) }) }
+    unsafe { set_bytes(m, data, len, |m| &mut m.doc_string) }
 }
 
 /// Number of `opset_import` elements (0 when `m` is NULL).
@@ -11817,7 +11819,7 @@ pub unsafe extern "C" fn onnxl_function_proto_set_doc_string(m: *mut OnnxlFuncti
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_function_proto_opset_import_size(m: *const OnnxlFunctionProto) -> usize {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { read(m, 0, |m| Ok(m.opset_import.len())) }
+    unsafe { len(m, |m| &m.opset_import) }
 }
 
 /// Removes every `opset_import` element.
@@ -11829,7 +11831,7 @@ pub unsafe extern "C" fn onnxl_function_proto_opset_import_size(m: *const OnnxlF
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_function_proto_clear_opset_import(m: *mut OnnxlFunctionProto) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { write(m, |m| { m.opset_import.clear(); Ok(()) }) }
+    unsafe { clear_all(m, |m| &mut m.opset_import) }
 }
 
 /// Removes `opset_import` element `i`; later elements move down by one (`ONNXL_STATUS_OUT_OF_RANGE` when `i` >= size).
@@ -11841,7 +11843,7 @@ pub unsafe extern "C" fn onnxl_function_proto_clear_opset_import(m: *mut OnnxlFu
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_function_proto_remove_opset_import(m: *mut OnnxlFunctionProto, i: usize) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { write(m, |m| remove_at(&mut m.opset_import, i, "FunctionProto.opset_import")) }
+    unsafe { remove(m, i, "FunctionProto.opset_import", |m| &mut m.opset_import) }
 }
 
 /// `opset_import` element `i` (read-only); NULL when `i` >= size or `m` is NULL.
@@ -11853,7 +11855,7 @@ pub unsafe extern "C" fn onnxl_function_proto_remove_opset_import(m: *mut OnnxlF
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_function_proto_opset_import(m: *const OnnxlFunctionProto, i: usize) -> *const OnnxlOperatorSetIdProto {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { child::<OnnxlFunctionProto, OnnxlOperatorSetIdProto>(m, |m| elem(&m.opset_import, i, "FunctionProto.opset_import")) }
+    unsafe { elem_message::<OnnxlFunctionProto, OnnxlOperatorSetIdProto>(m, i, "FunctionProto.opset_import", |m| &m.opset_import) }
 }
 
 /// `opset_import` element `i` for writing; NULL when `i` >= size or `m` is NULL.
@@ -11865,7 +11867,7 @@ pub unsafe extern "C" fn onnxl_function_proto_opset_import(m: *const OnnxlFuncti
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_function_proto_mutable_opset_import(m: *mut OnnxlFunctionProto, i: usize) -> *mut OnnxlOperatorSetIdProto {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { child_mut::<OnnxlFunctionProto, OnnxlOperatorSetIdProto>(m, |m| elem_mut(&mut m.opset_import, i, "FunctionProto.opset_import")) }
+    unsafe { mutable_elem_message::<OnnxlFunctionProto, OnnxlOperatorSetIdProto>(m, i, "FunctionProto.opset_import", |m| &mut m.opset_import) }
 }
 
 /// Appends an empty `OperatorSetIdProto` to `opset_import` and returns it for writing; NULL only when `m` is NULL.
@@ -11877,7 +11879,7 @@ pub unsafe extern "C" fn onnxl_function_proto_mutable_opset_import(m: *mut Onnxl
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_function_proto_add_opset_import(m: *mut OnnxlFunctionProto) -> *mut OnnxlOperatorSetIdProto {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { child_mut::<OnnxlFunctionProto, OnnxlOperatorSetIdProto>(m, |m| { m.opset_import.push(OperatorSetIdProto::new()); Ok(m.opset_import.last_mut().expect("just pushed")) }) }
+    unsafe { add_message::<OnnxlFunctionProto, OnnxlOperatorSetIdProto>(m, |m| &mut m.opset_import) }
 }
 
 /// True when `domain` is set (proto2 presence: set to its default still counts).
@@ -11889,7 +11891,7 @@ pub unsafe extern "C" fn onnxl_function_proto_add_opset_import(m: *mut OnnxlFunc
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_function_proto_has_domain(m: *const OnnxlFunctionProto) -> bool {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { read(m, false, |m| Ok(m.domain.is_some())) }
+    unsafe { has(m, |m| &m.domain) }
 }
 
 /// Unsets `domain`.
@@ -11901,7 +11903,7 @@ pub unsafe extern "C" fn onnxl_function_proto_has_domain(m: *const OnnxlFunction
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_function_proto_clear_domain(m: *mut OnnxlFunctionProto) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { write(m, |m| { m.domain = None; Ok(()) }) }
+    unsafe { clear(m, |m| &mut m.domain) }
 }
 
 /// A view of `domain` (empty when unset; `data` NULL only when `m` is NULL).
@@ -11913,7 +11915,7 @@ pub unsafe extern "C" fn onnxl_function_proto_clear_domain(m: *mut OnnxlFunction
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_function_proto_domain(m: *const OnnxlFunctionProto) -> OnnxlStr {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { read(m, OnnxlStr::FAILED, |m| Ok(OnnxlStr::of(m.domain.as_deref().unwrap_or_default()))) }
+    unsafe { string(m, |m| &m.domain) }
 }
 
 /// Sets `domain` to a copy of `len` bytes at `data`.
@@ -11925,7 +11927,7 @@ pub unsafe extern "C" fn onnxl_function_proto_domain(m: *const OnnxlFunctionProt
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_function_proto_set_domain(m: *mut OnnxlFunctionProto, data: *const c_char, len: usize) -> OnnxlStatus {
     // SAFETY: forwarded contract above.
-    unsafe { write_copied(m, data.cast::<u8>(), len, |m, v| { m.domain = Some(ProtoString::from(v)); Ok(()) }) }
+    unsafe { set_bytes(m, data, len, |m| &mut m.domain) }
 }
 
 /// True when `overload` is set (proto2 presence: set to its default still counts).
@@ -11937,7 +11939,7 @@ pub unsafe extern "C" fn onnxl_function_proto_set_domain(m: *mut OnnxlFunctionPr
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_function_proto_has_overload(m: *const OnnxlFunctionProto) -> bool {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { read(m, false, |m| Ok(m.overload.is_some())) }
+    unsafe { has(m, |m| &m.overload) }
 }
 
 /// Unsets `overload`.
@@ -11949,7 +11951,7 @@ pub unsafe extern "C" fn onnxl_function_proto_has_overload(m: *const OnnxlFuncti
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_function_proto_clear_overload(m: *mut OnnxlFunctionProto) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { write(m, |m| { m.overload = None; Ok(()) }) }
+    unsafe { clear(m, |m| &mut m.overload) }
 }
 
 /// A view of `overload` (empty when unset; `data` NULL only when `m` is NULL).
@@ -11961,7 +11963,7 @@ pub unsafe extern "C" fn onnxl_function_proto_clear_overload(m: *mut OnnxlFuncti
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_function_proto_overload(m: *const OnnxlFunctionProto) -> OnnxlStr {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { read(m, OnnxlStr::FAILED, |m| Ok(OnnxlStr::of(m.overload.as_deref().unwrap_or_default()))) }
+    unsafe { string(m, |m| &m.overload) }
 }
 
 /// Sets `overload` to a copy of `len` bytes at `data`.
@@ -11973,7 +11975,7 @@ pub unsafe extern "C" fn onnxl_function_proto_overload(m: *const OnnxlFunctionPr
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_function_proto_set_overload(m: *mut OnnxlFunctionProto, data: *const c_char, len: usize) -> OnnxlStatus {
     // SAFETY: forwarded contract above.
-    unsafe { write_copied(m, data.cast::<u8>(), len, |m, v| { m.overload = Some(ProtoString::from(v)); Ok(()) }) }
+    unsafe { set_bytes(m, data, len, |m| &mut m.overload) }
 }
 
 /// Number of `value_info` elements (0 when `m` is NULL).
@@ -11985,7 +11987,7 @@ pub unsafe extern "C" fn onnxl_function_proto_set_overload(m: *mut OnnxlFunction
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_function_proto_value_info_size(m: *const OnnxlFunctionProto) -> usize {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { read(m, 0, |m| Ok(m.value_info.len())) }
+    unsafe { len(m, |m| &m.value_info) }
 }
 
 /// Removes every `value_info` element.
@@ -11997,7 +11999,7 @@ pub unsafe extern "C" fn onnxl_function_proto_value_info_size(m: *const OnnxlFun
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_function_proto_clear_value_info(m: *mut OnnxlFunctionProto) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { write(m, |m| { m.value_info.clear(); Ok(()) }) }
+    unsafe { clear_all(m, |m| &mut m.value_info) }
 }
 
 /// Removes `value_info` element `i`; later elements move down by one (`ONNXL_STATUS_OUT_OF_RANGE` when `i` >= size).
@@ -12009,7 +12011,7 @@ pub unsafe extern "C" fn onnxl_function_proto_clear_value_info(m: *mut OnnxlFunc
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_function_proto_remove_value_info(m: *mut OnnxlFunctionProto, i: usize) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { write(m, |m| remove_at(&mut m.value_info, i, "FunctionProto.value_info")) }
+    unsafe { remove(m, i, "FunctionProto.value_info", |m| &mut m.value_info) }
 }
 
 /// `value_info` element `i` (read-only); NULL when `i` >= size or `m` is NULL.
@@ -12021,7 +12023,7 @@ pub unsafe extern "C" fn onnxl_function_proto_remove_value_info(m: *mut OnnxlFun
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_function_proto_value_info(m: *const OnnxlFunctionProto, i: usize) -> *const OnnxlValueInfoProto {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { child::<OnnxlFunctionProto, OnnxlValueInfoProto>(m, |m| elem(&m.value_info, i, "FunctionProto.value_info")) }
+    unsafe { elem_message::<OnnxlFunctionProto, OnnxlValueInfoProto>(m, i, "FunctionProto.value_info", |m| &m.value_info) }
 }
 
 /// `value_info` element `i` for writing; NULL when `i` >= size or `m` is NULL.
@@ -12033,7 +12035,7 @@ pub unsafe extern "C" fn onnxl_function_proto_value_info(m: *const OnnxlFunction
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_function_proto_mutable_value_info(m: *mut OnnxlFunctionProto, i: usize) -> *mut OnnxlValueInfoProto {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { child_mut::<OnnxlFunctionProto, OnnxlValueInfoProto>(m, |m| elem_mut(&mut m.value_info, i, "FunctionProto.value_info")) }
+    unsafe { mutable_elem_message::<OnnxlFunctionProto, OnnxlValueInfoProto>(m, i, "FunctionProto.value_info", |m| &mut m.value_info) }
 }
 
 /// Appends an empty `ValueInfoProto` to `value_info` and returns it for writing; NULL only when `m` is NULL.
@@ -12045,7 +12047,7 @@ pub unsafe extern "C" fn onnxl_function_proto_mutable_value_info(m: *mut OnnxlFu
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_function_proto_add_value_info(m: *mut OnnxlFunctionProto) -> *mut OnnxlValueInfoProto {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { child_mut::<OnnxlFunctionProto, OnnxlValueInfoProto>(m, |m| { m.value_info.push(ValueInfoProto::new()); Ok(m.value_info.last_mut().expect("just pushed")) }) }
+    unsafe { add_message::<OnnxlFunctionProto, OnnxlValueInfoProto>(m, |m| &mut m.value_info) }
 }
 
 /// Number of `metadata_props` elements (0 when `m` is NULL).
@@ -12057,7 +12059,7 @@ pub unsafe extern "C" fn onnxl_function_proto_add_value_info(m: *mut OnnxlFuncti
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_function_proto_metadata_props_size(m: *const OnnxlFunctionProto) -> usize {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { read(m, 0, |m| Ok(m.metadata_props.len())) }
+    unsafe { len(m, |m| &m.metadata_props) }
 }
 
 /// Removes every `metadata_props` element.
@@ -12069,7 +12071,7 @@ pub unsafe extern "C" fn onnxl_function_proto_metadata_props_size(m: *const Onnx
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_function_proto_clear_metadata_props(m: *mut OnnxlFunctionProto) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { write(m, |m| { m.metadata_props.clear(); Ok(()) }) }
+    unsafe { clear_all(m, |m| &mut m.metadata_props) }
 }
 
 /// Removes `metadata_props` element `i`; later elements move down by one (`ONNXL_STATUS_OUT_OF_RANGE` when `i` >= size).
@@ -12081,7 +12083,7 @@ pub unsafe extern "C" fn onnxl_function_proto_clear_metadata_props(m: *mut Onnxl
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_function_proto_remove_metadata_props(m: *mut OnnxlFunctionProto, i: usize) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { write(m, |m| remove_at(&mut m.metadata_props, i, "FunctionProto.metadata_props")) }
+    unsafe { remove(m, i, "FunctionProto.metadata_props", |m| &mut m.metadata_props) }
 }
 
 /// `metadata_props` element `i` (read-only); NULL when `i` >= size or `m` is NULL.
@@ -12093,7 +12095,7 @@ pub unsafe extern "C" fn onnxl_function_proto_remove_metadata_props(m: *mut Onnx
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_function_proto_metadata_props(m: *const OnnxlFunctionProto, i: usize) -> *const OnnxlStringStringEntryProto {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { child::<OnnxlFunctionProto, OnnxlStringStringEntryProto>(m, |m| elem(&m.metadata_props, i, "FunctionProto.metadata_props")) }
+    unsafe { elem_message::<OnnxlFunctionProto, OnnxlStringStringEntryProto>(m, i, "FunctionProto.metadata_props", |m| &m.metadata_props) }
 }
 
 /// `metadata_props` element `i` for writing; NULL when `i` >= size or `m` is NULL.
@@ -12105,7 +12107,7 @@ pub unsafe extern "C" fn onnxl_function_proto_metadata_props(m: *const OnnxlFunc
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_function_proto_mutable_metadata_props(m: *mut OnnxlFunctionProto, i: usize) -> *mut OnnxlStringStringEntryProto {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { child_mut::<OnnxlFunctionProto, OnnxlStringStringEntryProto>(m, |m| elem_mut(&mut m.metadata_props, i, "FunctionProto.metadata_props")) }
+    unsafe { mutable_elem_message::<OnnxlFunctionProto, OnnxlStringStringEntryProto>(m, i, "FunctionProto.metadata_props", |m| &mut m.metadata_props) }
 }
 
 /// Appends an empty `StringStringEntryProto` to `metadata_props` and returns it for writing; NULL only when `m` is NULL.
@@ -12117,7 +12119,7 @@ pub unsafe extern "C" fn onnxl_function_proto_mutable_metadata_props(m: *mut Onn
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_function_proto_add_metadata_props(m: *mut OnnxlFunctionProto) -> *mut OnnxlStringStringEntryProto {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { child_mut::<OnnxlFunctionProto, OnnxlStringStringEntryProto>(m, |m| { m.metadata_props.push(StringStringEntryProto::new()); Ok(m.metadata_props.last_mut().expect("just pushed")) }) }
+    unsafe { add_message::<OnnxlFunctionProto, OnnxlStringStringEntryProto>(m, |m| &mut m.metadata_props) }
 }
 
 /// `onnx.SequenceProto` (opaque handle).
@@ -12263,7 +12265,7 @@ pub unsafe extern "C" fn onnxl_sequence_proto_clear_unknown_fields(m: *mut Onnxl
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_sequence_proto_has_name(m: *const OnnxlSequenceProto) -> bool {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { read(m, false, |m| Ok(m.name.is_some())) }
+    unsafe { has(m, |m| &m.name) }
 }
 
 /// Unsets `name`.
@@ -12275,7 +12277,7 @@ pub unsafe extern "C" fn onnxl_sequence_proto_has_name(m: *const OnnxlSequencePr
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_sequence_proto_clear_name(m: *mut OnnxlSequenceProto) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { write(m, |m| { m.name = None; Ok(()) }) }
+    unsafe { clear(m, |m| &mut m.name) }
 }
 
 /// A view of `name` (empty when unset; `data` NULL only when `m` is NULL).
@@ -12287,7 +12289,7 @@ pub unsafe extern "C" fn onnxl_sequence_proto_clear_name(m: *mut OnnxlSequencePr
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_sequence_proto_name(m: *const OnnxlSequenceProto) -> OnnxlStr {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { read(m, OnnxlStr::FAILED, |m| Ok(OnnxlStr::of(m.name.as_deref().unwrap_or_default()))) }
+    unsafe { string(m, |m| &m.name) }
 }
 
 /// Sets `name` to a copy of `len` bytes at `data`.
@@ -12299,7 +12301,7 @@ pub unsafe extern "C" fn onnxl_sequence_proto_name(m: *const OnnxlSequenceProto)
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_sequence_proto_set_name(m: *mut OnnxlSequenceProto, data: *const c_char, len: usize) -> OnnxlStatus {
     // SAFETY: forwarded contract above.
-    unsafe { write_copied(m, data.cast::<u8>(), len, |m, v| { m.name = Some(ProtoString::from(v)); Ok(()) }) }
+    unsafe { set_bytes(m, data, len, |m| &mut m.name) }
 }
 
 /// True when `elem_type` is set (proto2 presence: set to its default still counts).
@@ -12311,7 +12313,7 @@ pub unsafe extern "C" fn onnxl_sequence_proto_set_name(m: *mut OnnxlSequenceProt
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_sequence_proto_has_elem_type(m: *const OnnxlSequenceProto) -> bool {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { read(m, false, |m| Ok(m.elem_type.is_some())) }
+    unsafe { has(m, |m| &m.elem_type) }
 }
 
 /// Unsets `elem_type`.
@@ -12323,7 +12325,7 @@ pub unsafe extern "C" fn onnxl_sequence_proto_has_elem_type(m: *const OnnxlSeque
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_sequence_proto_clear_elem_type(m: *mut OnnxlSequenceProto) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { write(m, |m| { m.elem_type = None; Ok(()) }) }
+    unsafe { clear(m, |m| &mut m.elem_type) }
 }
 
 /// The value of `elem_type`; 0 when unset or `m` is NULL.
@@ -12335,7 +12337,7 @@ pub unsafe extern "C" fn onnxl_sequence_proto_clear_elem_type(m: *mut OnnxlSeque
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_sequence_proto_elem_type(m: *const OnnxlSequenceProto) -> i32 {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { read(m, Default::default(), |m| Ok(m.elem_type.unwrap_or_default())) }
+    unsafe { value(m, |m| &m.elem_type) }
 }
 
 /// Sets `elem_type` to `v`.
@@ -12347,7 +12349,7 @@ pub unsafe extern "C" fn onnxl_sequence_proto_elem_type(m: *const OnnxlSequenceP
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_sequence_proto_set_elem_type(m: *mut OnnxlSequenceProto, v: i32) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { write(m, |m| { m.elem_type = Some(v); Ok(()) }) }
+    unsafe { set_value(m, v, |m| &mut m.elem_type) }
 }
 
 /// Number of `tensor_values` elements (0 when `m` is NULL).
@@ -12359,7 +12361,7 @@ pub unsafe extern "C" fn onnxl_sequence_proto_set_elem_type(m: *mut OnnxlSequenc
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_sequence_proto_tensor_values_size(m: *const OnnxlSequenceProto) -> usize {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { read(m, 0, |m| Ok(m.tensor_values.len())) }
+    unsafe { len(m, |m| &m.tensor_values) }
 }
 
 /// Removes every `tensor_values` element.
@@ -12371,7 +12373,7 @@ pub unsafe extern "C" fn onnxl_sequence_proto_tensor_values_size(m: *const Onnxl
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_sequence_proto_clear_tensor_values(m: *mut OnnxlSequenceProto) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { write(m, |m| { m.tensor_values.clear(); Ok(()) }) }
+    unsafe { clear_all(m, |m| &mut m.tensor_values) }
 }
 
 /// Removes `tensor_values` element `i`; later elements move down by one (`ONNXL_STATUS_OUT_OF_RANGE` when `i` >= size).
@@ -12383,7 +12385,7 @@ pub unsafe extern "C" fn onnxl_sequence_proto_clear_tensor_values(m: *mut OnnxlS
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_sequence_proto_remove_tensor_values(m: *mut OnnxlSequenceProto, i: usize) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { write(m, |m| remove_at(&mut m.tensor_values, i, "SequenceProto.tensor_values")) }
+    unsafe { remove(m, i, "SequenceProto.tensor_values", |m| &mut m.tensor_values) }
 }
 
 /// `tensor_values` element `i` (read-only); NULL when `i` >= size or `m` is NULL.
@@ -12395,7 +12397,7 @@ pub unsafe extern "C" fn onnxl_sequence_proto_remove_tensor_values(m: *mut Onnxl
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_sequence_proto_tensor_values(m: *const OnnxlSequenceProto, i: usize) -> *const OnnxlTensorProto {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { child::<OnnxlSequenceProto, OnnxlTensorProto>(m, |m| elem(&m.tensor_values, i, "SequenceProto.tensor_values")) }
+    unsafe { elem_message::<OnnxlSequenceProto, OnnxlTensorProto>(m, i, "SequenceProto.tensor_values", |m| &m.tensor_values) }
 }
 
 /// `tensor_values` element `i` for writing; NULL when `i` >= size or `m` is NULL.
@@ -12407,7 +12409,7 @@ pub unsafe extern "C" fn onnxl_sequence_proto_tensor_values(m: *const OnnxlSeque
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_sequence_proto_mutable_tensor_values(m: *mut OnnxlSequenceProto, i: usize) -> *mut OnnxlTensorProto {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { child_mut::<OnnxlSequenceProto, OnnxlTensorProto>(m, |m| elem_mut(&mut m.tensor_values, i, "SequenceProto.tensor_values")) }
+    unsafe { mutable_elem_message::<OnnxlSequenceProto, OnnxlTensorProto>(m, i, "SequenceProto.tensor_values", |m| &mut m.tensor_values) }
 }
 
 /// Appends an empty `TensorProto` to `tensor_values` and returns it for writing; NULL only when `m` is NULL.
@@ -12419,7 +12421,7 @@ pub unsafe extern "C" fn onnxl_sequence_proto_mutable_tensor_values(m: *mut Onnx
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_sequence_proto_add_tensor_values(m: *mut OnnxlSequenceProto) -> *mut OnnxlTensorProto {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { child_mut::<OnnxlSequenceProto, OnnxlTensorProto>(m, |m| { m.tensor_values.push(TensorProto::new()); Ok(m.tensor_values.last_mut().expect("just pushed")) }) }
+    unsafe { add_message::<OnnxlSequenceProto, OnnxlTensorProto>(m, |m| &mut m.tensor_values) }
 }
 
 /// Number of `sparse_tensor_values` elements (0 when `m` is NULL).
@@ -12431,7 +12433,7 @@ pub unsafe extern "C" fn onnxl_sequence_proto_add_tensor_values(m: *mut OnnxlSeq
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_sequence_proto_sparse_tensor_values_size(m: *const OnnxlSequenceProto) -> usize {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { read(m, 0, |m| Ok(m.sparse_tensor_values.len())) }
+    unsafe { len(m, |m| &m.sparse_tensor_values) }
 }
 
 /// Removes every `sparse_tensor_values` element.
@@ -12443,7 +12445,7 @@ pub unsafe extern "C" fn onnxl_sequence_proto_sparse_tensor_values_size(m: *cons
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_sequence_proto_clear_sparse_tensor_values(m: *mut OnnxlSequenceProto) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { write(m, |m| { m.sparse_tensor_values.clear(); Ok(()) }) }
+    unsafe { clear_all(m, |m| &mut m.sparse_tensor_values) }
 }
 
 /// Removes `sparse_tensor_values` element `i`; later elements move down by one (`ONNXL_STATUS_OUT_OF_RANGE` when `i` >= size).
@@ -12455,7 +12457,7 @@ pub unsafe extern "C" fn onnxl_sequence_proto_clear_sparse_tensor_values(m: *mut
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_sequence_proto_remove_sparse_tensor_values(m: *mut OnnxlSequenceProto, i: usize) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { write(m, |m| remove_at(&mut m.sparse_tensor_values, i, "SequenceProto.sparse_tensor_values")) }
+    unsafe { remove(m, i, "SequenceProto.sparse_tensor_values", |m| &mut m.sparse_tensor_values) }
 }
 
 /// `sparse_tensor_values` element `i` (read-only); NULL when `i` >= size or `m` is NULL.
@@ -12467,7 +12469,7 @@ pub unsafe extern "C" fn onnxl_sequence_proto_remove_sparse_tensor_values(m: *mu
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_sequence_proto_sparse_tensor_values(m: *const OnnxlSequenceProto, i: usize) -> *const OnnxlSparseTensorProto {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { child::<OnnxlSequenceProto, OnnxlSparseTensorProto>(m, |m| elem(&m.sparse_tensor_values, i, "SequenceProto.sparse_tensor_values")) }
+    unsafe { elem_message::<OnnxlSequenceProto, OnnxlSparseTensorProto>(m, i, "SequenceProto.sparse_tensor_values", |m| &m.sparse_tensor_values) }
 }
 
 /// `sparse_tensor_values` element `i` for writing; NULL when `i` >= size or `m` is NULL.
@@ -12479,7 +12481,7 @@ pub unsafe extern "C" fn onnxl_sequence_proto_sparse_tensor_values(m: *const Onn
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_sequence_proto_mutable_sparse_tensor_values(m: *mut OnnxlSequenceProto, i: usize) -> *mut OnnxlSparseTensorProto {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { child_mut::<OnnxlSequenceProto, OnnxlSparseTensorProto>(m, |m| elem_mut(&mut m.sparse_tensor_values, i, "SequenceProto.sparse_tensor_values")) }
+    unsafe { mutable_elem_message::<OnnxlSequenceProto, OnnxlSparseTensorProto>(m, i, "SequenceProto.sparse_tensor_values", |m| &mut m.sparse_tensor_values) }
 }
 
 /// Appends an empty `SparseTensorProto` to `sparse_tensor_values` and returns it for writing; NULL only when `m` is NULL.
@@ -12491,7 +12493,7 @@ pub unsafe extern "C" fn onnxl_sequence_proto_mutable_sparse_tensor_values(m: *m
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_sequence_proto_add_sparse_tensor_values(m: *mut OnnxlSequenceProto) -> *mut OnnxlSparseTensorProto {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { child_mut::<OnnxlSequenceProto, OnnxlSparseTensorProto>(m, |m| { m.sparse_tensor_values.push(SparseTensorProto::new()); Ok(m.sparse_tensor_values.last_mut().expect("just pushed")) }) }
+    unsafe { add_message::<OnnxlSequenceProto, OnnxlSparseTensorProto>(m, |m| &mut m.sparse_tensor_values) }
 }
 
 /// Number of `sequence_values` elements (0 when `m` is NULL).
@@ -12503,7 +12505,7 @@ pub unsafe extern "C" fn onnxl_sequence_proto_add_sparse_tensor_values(m: *mut O
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_sequence_proto_sequence_values_size(m: *const OnnxlSequenceProto) -> usize {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { read(m, 0, |m| Ok(m.sequence_values.len())) }
+    unsafe { len(m, |m| &m.sequence_values) }
 }
 
 /// Removes every `sequence_values` element.
@@ -12515,7 +12517,7 @@ pub unsafe extern "C" fn onnxl_sequence_proto_sequence_values_size(m: *const Onn
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_sequence_proto_clear_sequence_values(m: *mut OnnxlSequenceProto) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { write(m, |m| { m.sequence_values.clear(); Ok(()) }) }
+    unsafe { clear_all(m, |m| &mut m.sequence_values) }
 }
 
 /// Removes `sequence_values` element `i`; later elements move down by one (`ONNXL_STATUS_OUT_OF_RANGE` when `i` >= size).
@@ -12527,7 +12529,7 @@ pub unsafe extern "C" fn onnxl_sequence_proto_clear_sequence_values(m: *mut Onnx
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_sequence_proto_remove_sequence_values(m: *mut OnnxlSequenceProto, i: usize) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { write(m, |m| remove_at(&mut m.sequence_values, i, "SequenceProto.sequence_values")) }
+    unsafe { remove(m, i, "SequenceProto.sequence_values", |m| &mut m.sequence_values) }
 }
 
 /// `sequence_values` element `i` (read-only); NULL when `i` >= size or `m` is NULL.
@@ -12539,7 +12541,7 @@ pub unsafe extern "C" fn onnxl_sequence_proto_remove_sequence_values(m: *mut Onn
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_sequence_proto_sequence_values(m: *const OnnxlSequenceProto, i: usize) -> *const OnnxlSequenceProto {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { child::<OnnxlSequenceProto, OnnxlSequenceProto>(m, |m| elem(&m.sequence_values, i, "SequenceProto.sequence_values")) }
+    unsafe { elem_message::<OnnxlSequenceProto, OnnxlSequenceProto>(m, i, "SequenceProto.sequence_values", |m| &m.sequence_values) }
 }
 
 /// `sequence_values` element `i` for writing; NULL when `i` >= size or `m` is NULL.
@@ -12551,7 +12553,7 @@ pub unsafe extern "C" fn onnxl_sequence_proto_sequence_values(m: *const OnnxlSeq
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_sequence_proto_mutable_sequence_values(m: *mut OnnxlSequenceProto, i: usize) -> *mut OnnxlSequenceProto {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { child_mut::<OnnxlSequenceProto, OnnxlSequenceProto>(m, |m| elem_mut(&mut m.sequence_values, i, "SequenceProto.sequence_values")) }
+    unsafe { mutable_elem_message::<OnnxlSequenceProto, OnnxlSequenceProto>(m, i, "SequenceProto.sequence_values", |m| &mut m.sequence_values) }
 }
 
 /// Appends an empty `SequenceProto` to `sequence_values` and returns it for writing; NULL only when `m` is NULL.
@@ -12563,7 +12565,7 @@ pub unsafe extern "C" fn onnxl_sequence_proto_mutable_sequence_values(m: *mut On
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_sequence_proto_add_sequence_values(m: *mut OnnxlSequenceProto) -> *mut OnnxlSequenceProto {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { child_mut::<OnnxlSequenceProto, OnnxlSequenceProto>(m, |m| { m.sequence_values.push(SequenceProto::new()); Ok(m.sequence_values.last_mut().expect("just pushed")) }) }
+    unsafe { add_message::<OnnxlSequenceProto, OnnxlSequenceProto>(m, |m| &mut m.sequence_values) }
 }
 
 /// Number of `map_values` elements (0 when `m` is NULL).
@@ -12575,7 +12577,7 @@ pub unsafe extern "C" fn onnxl_sequence_proto_add_sequence_values(m: *mut OnnxlS
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_sequence_proto_map_values_size(m: *const OnnxlSequenceProto) -> usize {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { read(m, 0, |m| Ok(m.map_values.len())) }
+    unsafe { len(m, |m| &m.map_values) }
 }
 
 /// Removes every `map_values` element.
@@ -12587,7 +12589,7 @@ pub unsafe extern "C" fn onnxl_sequence_proto_map_values_size(m: *const OnnxlSeq
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_sequence_proto_clear_map_values(m: *mut OnnxlSequenceProto) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { write(m, |m| { m.map_values.clear(); Ok(()) }) }
+    unsafe { clear_all(m, |m| &mut m.map_values) }
 }
 
 /// Removes `map_values` element `i`; later elements move down by one (`ONNXL_STATUS_OUT_OF_RANGE` when `i` >= size).
@@ -12599,7 +12601,7 @@ pub unsafe extern "C" fn onnxl_sequence_proto_clear_map_values(m: *mut OnnxlSequ
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_sequence_proto_remove_map_values(m: *mut OnnxlSequenceProto, i: usize) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { write(m, |m| remove_at(&mut m.map_values, i, "SequenceProto.map_values")) }
+    unsafe { remove(m, i, "SequenceProto.map_values", |m| &mut m.map_values) }
 }
 
 /// `map_values` element `i` (read-only); NULL when `i` >= size or `m` is NULL.
@@ -12611,7 +12613,7 @@ pub unsafe extern "C" fn onnxl_sequence_proto_remove_map_values(m: *mut OnnxlSeq
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_sequence_proto_map_values(m: *const OnnxlSequenceProto, i: usize) -> *const OnnxlMapProto {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { child::<OnnxlSequenceProto, OnnxlMapProto>(m, |m| elem(&m.map_values, i, "SequenceProto.map_values")) }
+    unsafe { elem_message::<OnnxlSequenceProto, OnnxlMapProto>(m, i, "SequenceProto.map_values", |m| &m.map_values) }
 }
 
 /// `map_values` element `i` for writing; NULL when `i` >= size or `m` is NULL.
@@ -12623,7 +12625,7 @@ pub unsafe extern "C" fn onnxl_sequence_proto_map_values(m: *const OnnxlSequence
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_sequence_proto_mutable_map_values(m: *mut OnnxlSequenceProto, i: usize) -> *mut OnnxlMapProto {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { child_mut::<OnnxlSequenceProto, OnnxlMapProto>(m, |m| elem_mut(&mut m.map_values, i, "SequenceProto.map_values")) }
+    unsafe { mutable_elem_message::<OnnxlSequenceProto, OnnxlMapProto>(m, i, "SequenceProto.map_values", |m| &mut m.map_values) }
 }
 
 /// Appends an empty `MapProto` to `map_values` and returns it for writing; NULL only when `m` is NULL.
@@ -12635,7 +12637,7 @@ pub unsafe extern "C" fn onnxl_sequence_proto_mutable_map_values(m: *mut OnnxlSe
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_sequence_proto_add_map_values(m: *mut OnnxlSequenceProto) -> *mut OnnxlMapProto {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { child_mut::<OnnxlSequenceProto, OnnxlMapProto>(m, |m| { m.map_values.push(MapProto::new()); Ok(m.map_values.last_mut().expect("just pushed")) }) }
+    unsafe { add_message::<OnnxlSequenceProto, OnnxlMapProto>(m, |m| &mut m.map_values) }
 }
 
 /// Number of `optional_values` elements (0 when `m` is NULL).
@@ -12647,7 +12649,7 @@ pub unsafe extern "C" fn onnxl_sequence_proto_add_map_values(m: *mut OnnxlSequen
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_sequence_proto_optional_values_size(m: *const OnnxlSequenceProto) -> usize {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { read(m, 0, |m| Ok(m.optional_values.len())) }
+    unsafe { len(m, |m| &m.optional_values) }
 }
 
 /// Removes every `optional_values` element.
@@ -12659,7 +12661,7 @@ pub unsafe extern "C" fn onnxl_sequence_proto_optional_values_size(m: *const Onn
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_sequence_proto_clear_optional_values(m: *mut OnnxlSequenceProto) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { write(m, |m| { m.optional_values.clear(); Ok(()) }) }
+    unsafe { clear_all(m, |m| &mut m.optional_values) }
 }
 
 /// Removes `optional_values` element `i`; later elements move down by one (`ONNXL_STATUS_OUT_OF_RANGE` when `i` >= size).
@@ -12671,7 +12673,7 @@ pub unsafe extern "C" fn onnxl_sequence_proto_clear_optional_values(m: *mut Onnx
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_sequence_proto_remove_optional_values(m: *mut OnnxlSequenceProto, i: usize) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { write(m, |m| remove_at(&mut m.optional_values, i, "SequenceProto.optional_values")) }
+    unsafe { remove(m, i, "SequenceProto.optional_values", |m| &mut m.optional_values) }
 }
 
 /// `optional_values` element `i` (read-only); NULL when `i` >= size or `m` is NULL.
@@ -12683,7 +12685,7 @@ pub unsafe extern "C" fn onnxl_sequence_proto_remove_optional_values(m: *mut Onn
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_sequence_proto_optional_values(m: *const OnnxlSequenceProto, i: usize) -> *const OnnxlOptionalProto {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { child::<OnnxlSequenceProto, OnnxlOptionalProto>(m, |m| elem(&m.optional_values, i, "SequenceProto.optional_values")) }
+    unsafe { elem_message::<OnnxlSequenceProto, OnnxlOptionalProto>(m, i, "SequenceProto.optional_values", |m| &m.optional_values) }
 }
 
 /// `optional_values` element `i` for writing; NULL when `i` >= size or `m` is NULL.
@@ -12695,7 +12697,7 @@ pub unsafe extern "C" fn onnxl_sequence_proto_optional_values(m: *const OnnxlSeq
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_sequence_proto_mutable_optional_values(m: *mut OnnxlSequenceProto, i: usize) -> *mut OnnxlOptionalProto {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { child_mut::<OnnxlSequenceProto, OnnxlOptionalProto>(m, |m| elem_mut(&mut m.optional_values, i, "SequenceProto.optional_values")) }
+    unsafe { mutable_elem_message::<OnnxlSequenceProto, OnnxlOptionalProto>(m, i, "SequenceProto.optional_values", |m| &mut m.optional_values) }
 }
 
 /// Appends an empty `OptionalProto` to `optional_values` and returns it for writing; NULL only when `m` is NULL.
@@ -12707,7 +12709,7 @@ pub unsafe extern "C" fn onnxl_sequence_proto_mutable_optional_values(m: *mut On
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_sequence_proto_add_optional_values(m: *mut OnnxlSequenceProto) -> *mut OnnxlOptionalProto {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { child_mut::<OnnxlSequenceProto, OnnxlOptionalProto>(m, |m| { m.optional_values.push(OptionalProto::new()); Ok(m.optional_values.last_mut().expect("just pushed")) }) }
+    unsafe { add_message::<OnnxlSequenceProto, OnnxlOptionalProto>(m, |m| &mut m.optional_values) }
 }
 
 /// `onnx.MapProto` (opaque handle).
@@ -12853,7 +12855,7 @@ pub unsafe extern "C" fn onnxl_map_proto_clear_unknown_fields(m: *mut OnnxlMapPr
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_map_proto_has_name(m: *const OnnxlMapProto) -> bool {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { read(m, false, |m| Ok(m.name.is_some())) }
+    unsafe { has(m, |m| &m.name) }
 }
 
 /// Unsets `name`.
@@ -12865,7 +12867,7 @@ pub unsafe extern "C" fn onnxl_map_proto_has_name(m: *const OnnxlMapProto) -> bo
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_map_proto_clear_name(m: *mut OnnxlMapProto) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { write(m, |m| { m.name = None; Ok(()) }) }
+    unsafe { clear(m, |m| &mut m.name) }
 }
 
 /// A view of `name` (empty when unset; `data` NULL only when `m` is NULL).
@@ -12877,7 +12879,7 @@ pub unsafe extern "C" fn onnxl_map_proto_clear_name(m: *mut OnnxlMapProto) -> On
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_map_proto_name(m: *const OnnxlMapProto) -> OnnxlStr {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { read(m, OnnxlStr::FAILED, |m| Ok(OnnxlStr::of(m.name.as_deref().unwrap_or_default()))) }
+    unsafe { string(m, |m| &m.name) }
 }
 
 /// Sets `name` to a copy of `len` bytes at `data`.
@@ -12889,7 +12891,7 @@ pub unsafe extern "C" fn onnxl_map_proto_name(m: *const OnnxlMapProto) -> OnnxlS
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_map_proto_set_name(m: *mut OnnxlMapProto, data: *const c_char, len: usize) -> OnnxlStatus {
     // SAFETY: forwarded contract above.
-    unsafe { write_copied(m, data.cast::<u8>(), len, |m, v| { m.name = Some(ProtoString::from(v)); Ok(()) }) }
+    unsafe { set_bytes(m, data, len, |m| &mut m.name) }
 }
 
 /// True when `key_type` is set (proto2 presence: set to its default still counts).
@@ -12901,7 +12903,7 @@ pub unsafe extern "C" fn onnxl_map_proto_set_name(m: *mut OnnxlMapProto, data: *
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_map_proto_has_key_type(m: *const OnnxlMapProto) -> bool {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { read(m, false, |m| Ok(m.key_type.is_some())) }
+    unsafe { has(m, |m| &m.key_type) }
 }
 
 /// Unsets `key_type`.
@@ -12913,7 +12915,7 @@ pub unsafe extern "C" fn onnxl_map_proto_has_key_type(m: *const OnnxlMapProto) -
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_map_proto_clear_key_type(m: *mut OnnxlMapProto) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { write(m, |m| { m.key_type = None; Ok(()) }) }
+    unsafe { clear(m, |m| &mut m.key_type) }
 }
 
 /// The value of `key_type`; 0 when unset or `m` is NULL.
@@ -12925,7 +12927,7 @@ pub unsafe extern "C" fn onnxl_map_proto_clear_key_type(m: *mut OnnxlMapProto) -
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_map_proto_key_type(m: *const OnnxlMapProto) -> i32 {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { read(m, Default::default(), |m| Ok(m.key_type.unwrap_or_default())) }
+    unsafe { value(m, |m| &m.key_type) }
 }
 
 /// Sets `key_type` to `v`.
@@ -12937,7 +12939,7 @@ pub unsafe extern "C" fn onnxl_map_proto_key_type(m: *const OnnxlMapProto) -> i3
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_map_proto_set_key_type(m: *mut OnnxlMapProto, v: i32) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { write(m, |m| { m.key_type = Some(v); Ok(()) }) }
+    unsafe { set_value(m, v, |m| &mut m.key_type) }
 }
 
 /// Number of `keys` elements (0 when `m` is NULL).
@@ -12949,7 +12951,7 @@ pub unsafe extern "C" fn onnxl_map_proto_set_key_type(m: *mut OnnxlMapProto, v: 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_map_proto_keys_size(m: *const OnnxlMapProto) -> usize {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { read(m, 0, |m| Ok(m.keys.len())) }
+    unsafe { len(m, |m| &m.keys) }
 }
 
 /// Removes every `keys` element.
@@ -12961,7 +12963,7 @@ pub unsafe extern "C" fn onnxl_map_proto_keys_size(m: *const OnnxlMapProto) -> u
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_map_proto_clear_keys(m: *mut OnnxlMapProto) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { write(m, |m| { m.keys.clear(); Ok(()) }) }
+    unsafe { clear_all(m, |m| &mut m.keys) }
 }
 
 /// Removes `keys` element `i`; later elements move down by one (`ONNXL_STATUS_OUT_OF_RANGE` when `i` >= size).
@@ -12973,7 +12975,7 @@ pub unsafe extern "C" fn onnxl_map_proto_clear_keys(m: *mut OnnxlMapProto) -> On
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_map_proto_remove_keys(m: *mut OnnxlMapProto, i: usize) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { write(m, |m| remove_at(&mut m.keys, i, "MapProto.keys")) }
+    unsafe { remove(m, i, "MapProto.keys", |m| &mut m.keys) }
 }
 
 /// `keys` element `i`; 0 (with `ONNXL_STATUS_OUT_OF_RANGE` as last error) when `i` >= size or `m` is NULL.
@@ -12985,7 +12987,7 @@ pub unsafe extern "C" fn onnxl_map_proto_remove_keys(m: *mut OnnxlMapProto, i: u
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_map_proto_keys(m: *const OnnxlMapProto, i: usize) -> i64 {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { read(m, Default::default(), |m| Ok(*elem(&m.keys, i, "MapProto.keys")?)) }
+    unsafe { elem_value(m, i, "MapProto.keys", |m| &m.keys) }
 }
 
 /// The `keys` elements as a contiguous array of `onnxl_map_proto_keys_size(m)` values (NULL only when `m` is NULL; not to be read when the size is 0).
@@ -12997,7 +12999,7 @@ pub unsafe extern "C" fn onnxl_map_proto_keys(m: *const OnnxlMapProto, i: usize)
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_map_proto_keys_data(m: *const OnnxlMapProto) -> *const i64 {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { read(m, std::ptr::null(), |m| Ok(m.keys.as_ptr())) }
+    unsafe { data(m, |m| &m.keys) }
 }
 
 /// The `keys` elements for in-place writing (NULL only when `m` is NULL).
@@ -13009,7 +13011,7 @@ pub unsafe extern "C" fn onnxl_map_proto_keys_data(m: *const OnnxlMapProto) -> *
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_map_proto_mutable_keys_data(m: *mut OnnxlMapProto) -> *mut i64 {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { super::panic::ffi_value(std::ptr::null_mut(), || Ok(super::handle::try_mut(m, "message")?.keys.as_mut_ptr())) }
+    unsafe { mutable_data(m, |m| &mut m.keys) }
 }
 
 /// Sets `keys` element `i` to `v` (`ONNXL_STATUS_OUT_OF_RANGE` when `i` >= size).
@@ -13021,7 +13023,7 @@ pub unsafe extern "C" fn onnxl_map_proto_mutable_keys_data(m: *mut OnnxlMapProto
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_map_proto_set_keys(m: *mut OnnxlMapProto, i: usize, v: i64) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { write(m, |m| { *elem_mut(&mut m.keys, i, "MapProto.keys")? = v; Ok(()) }) }
+    unsafe { set_elem_value(m, i, v, "MapProto.keys", |m| &mut m.keys) }
 }
 
 /// Appends `v` to `keys`.
@@ -13033,7 +13035,7 @@ pub unsafe extern "C" fn onnxl_map_proto_set_keys(m: *mut OnnxlMapProto, i: usiz
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_map_proto_add_keys(m: *mut OnnxlMapProto, v: i64) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { write(m, |m| { m.keys.push(v); Ok(()) }) }
+    unsafe { push_value(m, v, |m| &mut m.keys) }
 }
 
 /// Replaces every `keys` element with a copy of the `count` values at `data`.
@@ -13045,7 +13047,7 @@ pub unsafe extern "C" fn onnxl_map_proto_add_keys(m: *mut OnnxlMapProto, v: i64)
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_map_proto_assign_keys(m: *mut OnnxlMapProto, data: *const i64, count: usize) -> OnnxlStatus {
     // SAFETY: forwarded contract above.
-    unsafe { write_copied(m, data, count, |m, v| { m.keys = v.into(); Ok(()) }) }
+    unsafe { assign(m, data, count, |m| &mut m.keys) }
 }
 
 /// Number of `string_keys` elements (0 when `m` is NULL).
@@ -13057,7 +13059,7 @@ pub unsafe extern "C" fn onnxl_map_proto_assign_keys(m: *mut OnnxlMapProto, data
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_map_proto_string_keys_size(m: *const OnnxlMapProto) -> usize {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { read(m, 0, |m| Ok(m.string_keys.len())) }
+    unsafe { len(m, |m| &m.string_keys) }
 }
 
 /// Removes every `string_keys` element.
@@ -13069,7 +13071,7 @@ pub unsafe extern "C" fn onnxl_map_proto_string_keys_size(m: *const OnnxlMapProt
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_map_proto_clear_string_keys(m: *mut OnnxlMapProto) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { write(m, |m| { m.string_keys.clear(); Ok(()) }) }
+    unsafe { clear_all(m, |m| &mut m.string_keys) }
 }
 
 /// Removes `string_keys` element `i`; later elements move down by one (`ONNXL_STATUS_OUT_OF_RANGE` when `i` >= size).
@@ -13081,7 +13083,7 @@ pub unsafe extern "C" fn onnxl_map_proto_clear_string_keys(m: *mut OnnxlMapProto
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_map_proto_remove_string_keys(m: *mut OnnxlMapProto, i: usize) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { write(m, |m| remove_at(&mut m.string_keys, i, "MapProto.string_keys")) }
+    unsafe { remove(m, i, "MapProto.string_keys", |m| &mut m.string_keys) }
 }
 
 /// A view of `string_keys` element `i` (`data` NULL when `i` >= size or `m` is NULL).
@@ -13093,7 +13095,7 @@ pub unsafe extern "C" fn onnxl_map_proto_remove_string_keys(m: *mut OnnxlMapProt
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_map_proto_string_keys(m: *const OnnxlMapProto, i: usize) -> OnnxlBytes {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { read(m, OnnxlBytes::FAILED, |m| Ok(OnnxlBytes::of(elem(&m.string_keys, i, "MapProto.string_keys")?))) }
+    unsafe { elem_bytes(m, i, "MapProto.string_keys", |m| &m.string_keys) }
 }
 
 /// Sets `string_keys` element `i` to a copy of `len` bytes at `data` (`ONNXL_STATUS_OUT_OF_RANGE` when `i` >= size).
@@ -13105,7 +13107,7 @@ pub unsafe extern "C" fn onnxl_map_proto_string_keys(m: *const OnnxlMapProto, i:
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_map_proto_set_string_keys(m: *mut OnnxlMapProto, i: usize, data: *const u8, len: usize) -> OnnxlStatus {
     // SAFETY: forwarded contract above.
-    unsafe { write_copied(m, data.cast::<u8>(), len, |m, v| { *elem_mut(&mut m.string_keys, i, "MapProto.string_keys")? = ProtoString::from(v); Ok(()) }) }
+    unsafe { set_elem_bytes(m, i, data, len, "MapProto.string_keys", |m| &mut m.string_keys) }
 }
 
 /// Appends a copy of `len` bytes at `data` to `string_keys`.
@@ -13117,7 +13119,7 @@ pub unsafe extern "C" fn onnxl_map_proto_set_string_keys(m: *mut OnnxlMapProto, 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_map_proto_add_string_keys(m: *mut OnnxlMapProto, data: *const u8, len: usize) -> OnnxlStatus {
     // SAFETY: forwarded contract above.
-    unsafe { write_copied(m, data.cast::<u8>(), len, |m, v| { m.string_keys.push(ProtoString::from(v)); Ok(()) }) }
+    unsafe { push_bytes(m, data, len, |m| &mut m.string_keys) }
 }
 
 /// True when `values` is set (proto2 presence: set to its default still counts).
@@ -13129,7 +13131,7 @@ pub unsafe extern "C" fn onnxl_map_proto_add_string_keys(m: *mut OnnxlMapProto, 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_map_proto_has_values(m: *const OnnxlMapProto) -> bool {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { read(m, false, |m| Ok(m.values.is_some())) }
+    unsafe { has(m, |m| &m.values) }
 }
 
 /// Unsets `values`.
@@ -13141,7 +13143,7 @@ pub unsafe extern "C" fn onnxl_map_proto_has_values(m: *const OnnxlMapProto) -> 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_map_proto_clear_values(m: *mut OnnxlMapProto) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { write(m, |m| { m.values = None; Ok(()) }) }
+    unsafe { clear(m, |m| &mut m.values) }
 }
 
 /// `values` (read-only); when unset, a shared empty default `SequenceProto`. NULL only when `m` is NULL.
@@ -13153,7 +13155,7 @@ pub unsafe extern "C" fn onnxl_map_proto_clear_values(m: *mut OnnxlMapProto) -> 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_map_proto_values(m: *const OnnxlMapProto) -> *const OnnxlSequenceProto {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { child::<OnnxlMapProto, OnnxlSequenceProto>(m, |m| Ok(m.values())) }
+    unsafe { message::<OnnxlMapProto, OnnxlSequenceProto>(m, |m| m.values()) }
 }
 
 /// `values` for writing, set to an empty `SequenceProto` first if unset. NULL only when `m` is NULL.
@@ -13165,7 +13167,7 @@ pub unsafe extern "C" fn onnxl_map_proto_values(m: *const OnnxlMapProto) -> *con
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_map_proto_mutable_values(m: *mut OnnxlMapProto) -> *mut OnnxlSequenceProto {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { child_mut::<OnnxlMapProto, OnnxlSequenceProto>(m, |m| Ok(m.mutable_values())) }
+    unsafe { mutable_message::<OnnxlMapProto, OnnxlSequenceProto>(m, |m| m.mutable_values()) }
 }
 
 /// `onnx.OptionalProto` (opaque handle).
@@ -13311,7 +13313,7 @@ pub unsafe extern "C" fn onnxl_optional_proto_clear_unknown_fields(m: *mut Onnxl
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_optional_proto_has_name(m: *const OnnxlOptionalProto) -> bool {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { read(m, false, |m| Ok(m.name.is_some())) }
+    unsafe { has(m, |m| &m.name) }
 }
 
 /// Unsets `name`.
@@ -13323,7 +13325,7 @@ pub unsafe extern "C" fn onnxl_optional_proto_has_name(m: *const OnnxlOptionalPr
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_optional_proto_clear_name(m: *mut OnnxlOptionalProto) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { write(m, |m| { m.name = None; Ok(()) }) }
+    unsafe { clear(m, |m| &mut m.name) }
 }
 
 /// A view of `name` (empty when unset; `data` NULL only when `m` is NULL).
@@ -13335,7 +13337,7 @@ pub unsafe extern "C" fn onnxl_optional_proto_clear_name(m: *mut OnnxlOptionalPr
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_optional_proto_name(m: *const OnnxlOptionalProto) -> OnnxlStr {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { read(m, OnnxlStr::FAILED, |m| Ok(OnnxlStr::of(m.name.as_deref().unwrap_or_default()))) }
+    unsafe { string(m, |m| &m.name) }
 }
 
 /// Sets `name` to a copy of `len` bytes at `data`.
@@ -13347,7 +13349,7 @@ pub unsafe extern "C" fn onnxl_optional_proto_name(m: *const OnnxlOptionalProto)
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_optional_proto_set_name(m: *mut OnnxlOptionalProto, data: *const c_char, len: usize) -> OnnxlStatus {
     // SAFETY: forwarded contract above.
-    unsafe { write_copied(m, data.cast::<u8>(), len, |m, v| { m.name = Some(ProtoString::from(v)); Ok(()) }) }
+    unsafe { set_bytes(m, data, len, |m| &mut m.name) }
 }
 
 /// True when `elem_type` is set (proto2 presence: set to its default still counts).
@@ -13359,7 +13361,7 @@ pub unsafe extern "C" fn onnxl_optional_proto_set_name(m: *mut OnnxlOptionalProt
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_optional_proto_has_elem_type(m: *const OnnxlOptionalProto) -> bool {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { read(m, false, |m| Ok(m.elem_type.is_some())) }
+    unsafe { has(m, |m| &m.elem_type) }
 }
 
 /// Unsets `elem_type`.
@@ -13371,7 +13373,7 @@ pub unsafe extern "C" fn onnxl_optional_proto_has_elem_type(m: *const OnnxlOptio
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_optional_proto_clear_elem_type(m: *mut OnnxlOptionalProto) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { write(m, |m| { m.elem_type = None; Ok(()) }) }
+    unsafe { clear(m, |m| &mut m.elem_type) }
 }
 
 /// The value of `elem_type`; 0 when unset or `m` is NULL.
@@ -13383,7 +13385,7 @@ pub unsafe extern "C" fn onnxl_optional_proto_clear_elem_type(m: *mut OnnxlOptio
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_optional_proto_elem_type(m: *const OnnxlOptionalProto) -> i32 {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { read(m, Default::default(), |m| Ok(m.elem_type.unwrap_or_default())) }
+    unsafe { value(m, |m| &m.elem_type) }
 }
 
 /// Sets `elem_type` to `v`.
@@ -13395,7 +13397,7 @@ pub unsafe extern "C" fn onnxl_optional_proto_elem_type(m: *const OnnxlOptionalP
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_optional_proto_set_elem_type(m: *mut OnnxlOptionalProto, v: i32) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { write(m, |m| { m.elem_type = Some(v); Ok(()) }) }
+    unsafe { set_value(m, v, |m| &mut m.elem_type) }
 }
 
 /// True when `tensor_value` is set (proto2 presence: set to its default still counts).
@@ -13407,7 +13409,7 @@ pub unsafe extern "C" fn onnxl_optional_proto_set_elem_type(m: *mut OnnxlOptiona
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_optional_proto_has_tensor_value(m: *const OnnxlOptionalProto) -> bool {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { read(m, false, |m| Ok(m.tensor_value.is_some())) }
+    unsafe { has(m, |m| &m.tensor_value) }
 }
 
 /// Unsets `tensor_value`.
@@ -13419,7 +13421,7 @@ pub unsafe extern "C" fn onnxl_optional_proto_has_tensor_value(m: *const OnnxlOp
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_optional_proto_clear_tensor_value(m: *mut OnnxlOptionalProto) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { write(m, |m| { m.tensor_value = None; Ok(()) }) }
+    unsafe { clear(m, |m| &mut m.tensor_value) }
 }
 
 /// `tensor_value` (read-only); when unset, a shared empty default `TensorProto`. NULL only when `m` is NULL.
@@ -13431,7 +13433,7 @@ pub unsafe extern "C" fn onnxl_optional_proto_clear_tensor_value(m: *mut OnnxlOp
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_optional_proto_tensor_value(m: *const OnnxlOptionalProto) -> *const OnnxlTensorProto {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { child::<OnnxlOptionalProto, OnnxlTensorProto>(m, |m| Ok(m.tensor_value())) }
+    unsafe { message::<OnnxlOptionalProto, OnnxlTensorProto>(m, |m| m.tensor_value()) }
 }
 
 /// `tensor_value` for writing, set to an empty `TensorProto` first if unset. NULL only when `m` is NULL.
@@ -13443,7 +13445,7 @@ pub unsafe extern "C" fn onnxl_optional_proto_tensor_value(m: *const OnnxlOption
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_optional_proto_mutable_tensor_value(m: *mut OnnxlOptionalProto) -> *mut OnnxlTensorProto {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { child_mut::<OnnxlOptionalProto, OnnxlTensorProto>(m, |m| Ok(m.mutable_tensor_value())) }
+    unsafe { mutable_message::<OnnxlOptionalProto, OnnxlTensorProto>(m, |m| m.mutable_tensor_value()) }
 }
 
 /// True when `sparse_tensor_value` is set (proto2 presence: set to its default still counts).
@@ -13455,7 +13457,7 @@ pub unsafe extern "C" fn onnxl_optional_proto_mutable_tensor_value(m: *mut Onnxl
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_optional_proto_has_sparse_tensor_value(m: *const OnnxlOptionalProto) -> bool {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { read(m, false, |m| Ok(m.sparse_tensor_value.is_some())) }
+    unsafe { has(m, |m| &m.sparse_tensor_value) }
 }
 
 /// Unsets `sparse_tensor_value`.
@@ -13467,7 +13469,7 @@ pub unsafe extern "C" fn onnxl_optional_proto_has_sparse_tensor_value(m: *const 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_optional_proto_clear_sparse_tensor_value(m: *mut OnnxlOptionalProto) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { write(m, |m| { m.sparse_tensor_value = None; Ok(()) }) }
+    unsafe { clear(m, |m| &mut m.sparse_tensor_value) }
 }
 
 /// `sparse_tensor_value` (read-only); when unset, a shared empty default `SparseTensorProto`. NULL only when `m` is NULL.
@@ -13479,7 +13481,7 @@ pub unsafe extern "C" fn onnxl_optional_proto_clear_sparse_tensor_value(m: *mut 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_optional_proto_sparse_tensor_value(m: *const OnnxlOptionalProto) -> *const OnnxlSparseTensorProto {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { child::<OnnxlOptionalProto, OnnxlSparseTensorProto>(m, |m| Ok(m.sparse_tensor_value())) }
+    unsafe { message::<OnnxlOptionalProto, OnnxlSparseTensorProto>(m, |m| m.sparse_tensor_value()) }
 }
 
 /// `sparse_tensor_value` for writing, set to an empty `SparseTensorProto` first if unset. NULL only when `m` is NULL.
@@ -13491,7 +13493,7 @@ pub unsafe extern "C" fn onnxl_optional_proto_sparse_tensor_value(m: *const Onnx
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_optional_proto_mutable_sparse_tensor_value(m: *mut OnnxlOptionalProto) -> *mut OnnxlSparseTensorProto {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { child_mut::<OnnxlOptionalProto, OnnxlSparseTensorProto>(m, |m| Ok(m.mutable_sparse_tensor_value())) }
+    unsafe { mutable_message::<OnnxlOptionalProto, OnnxlSparseTensorProto>(m, |m| m.mutable_sparse_tensor_value()) }
 }
 
 /// True when `sequence_value` is set (proto2 presence: set to its default still counts).
@@ -13503,7 +13505,7 @@ pub unsafe extern "C" fn onnxl_optional_proto_mutable_sparse_tensor_value(m: *mu
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_optional_proto_has_sequence_value(m: *const OnnxlOptionalProto) -> bool {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { read(m, false, |m| Ok(m.sequence_value.is_some())) }
+    unsafe { has(m, |m| &m.sequence_value) }
 }
 
 /// Unsets `sequence_value`.
@@ -13515,7 +13517,7 @@ pub unsafe extern "C" fn onnxl_optional_proto_has_sequence_value(m: *const Onnxl
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_optional_proto_clear_sequence_value(m: *mut OnnxlOptionalProto) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { write(m, |m| { m.sequence_value = None; Ok(()) }) }
+    unsafe { clear(m, |m| &mut m.sequence_value) }
 }
 
 /// `sequence_value` (read-only); when unset, a shared empty default `SequenceProto`. NULL only when `m` is NULL.
@@ -13527,7 +13529,7 @@ pub unsafe extern "C" fn onnxl_optional_proto_clear_sequence_value(m: *mut Onnxl
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_optional_proto_sequence_value(m: *const OnnxlOptionalProto) -> *const OnnxlSequenceProto {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { child::<OnnxlOptionalProto, OnnxlSequenceProto>(m, |m| Ok(m.sequence_value())) }
+    unsafe { message::<OnnxlOptionalProto, OnnxlSequenceProto>(m, |m| m.sequence_value()) }
 }
 
 /// `sequence_value` for writing, set to an empty `SequenceProto` first if unset. NULL only when `m` is NULL.
@@ -13539,7 +13541,7 @@ pub unsafe extern "C" fn onnxl_optional_proto_sequence_value(m: *const OnnxlOpti
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_optional_proto_mutable_sequence_value(m: *mut OnnxlOptionalProto) -> *mut OnnxlSequenceProto {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { child_mut::<OnnxlOptionalProto, OnnxlSequenceProto>(m, |m| Ok(m.mutable_sequence_value())) }
+    unsafe { mutable_message::<OnnxlOptionalProto, OnnxlSequenceProto>(m, |m| m.mutable_sequence_value()) }
 }
 
 /// True when `map_value` is set (proto2 presence: set to its default still counts).
@@ -13551,7 +13553,7 @@ pub unsafe extern "C" fn onnxl_optional_proto_mutable_sequence_value(m: *mut Onn
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_optional_proto_has_map_value(m: *const OnnxlOptionalProto) -> bool {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { read(m, false, |m| Ok(m.map_value.is_some())) }
+    unsafe { has(m, |m| &m.map_value) }
 }
 
 /// Unsets `map_value`.
@@ -13563,7 +13565,7 @@ pub unsafe extern "C" fn onnxl_optional_proto_has_map_value(m: *const OnnxlOptio
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_optional_proto_clear_map_value(m: *mut OnnxlOptionalProto) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { write(m, |m| { m.map_value = None; Ok(()) }) }
+    unsafe { clear(m, |m| &mut m.map_value) }
 }
 
 /// `map_value` (read-only); when unset, a shared empty default `MapProto`. NULL only when `m` is NULL.
@@ -13575,7 +13577,7 @@ pub unsafe extern "C" fn onnxl_optional_proto_clear_map_value(m: *mut OnnxlOptio
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_optional_proto_map_value(m: *const OnnxlOptionalProto) -> *const OnnxlMapProto {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { child::<OnnxlOptionalProto, OnnxlMapProto>(m, |m| Ok(m.map_value())) }
+    unsafe { message::<OnnxlOptionalProto, OnnxlMapProto>(m, |m| m.map_value()) }
 }
 
 /// `map_value` for writing, set to an empty `MapProto` first if unset. NULL only when `m` is NULL.
@@ -13587,7 +13589,7 @@ pub unsafe extern "C" fn onnxl_optional_proto_map_value(m: *const OnnxlOptionalP
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_optional_proto_mutable_map_value(m: *mut OnnxlOptionalProto) -> *mut OnnxlMapProto {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { child_mut::<OnnxlOptionalProto, OnnxlMapProto>(m, |m| Ok(m.mutable_map_value())) }
+    unsafe { mutable_message::<OnnxlOptionalProto, OnnxlMapProto>(m, |m| m.mutable_map_value()) }
 }
 
 /// True when `optional_value` is set (proto2 presence: set to its default still counts).
@@ -13599,7 +13601,7 @@ pub unsafe extern "C" fn onnxl_optional_proto_mutable_map_value(m: *mut OnnxlOpt
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_optional_proto_has_optional_value(m: *const OnnxlOptionalProto) -> bool {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { read(m, false, |m| Ok(m.optional_value.is_some())) }
+    unsafe { has(m, |m| &m.optional_value) }
 }
 
 /// Unsets `optional_value`.
@@ -13611,7 +13613,7 @@ pub unsafe extern "C" fn onnxl_optional_proto_has_optional_value(m: *const Onnxl
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_optional_proto_clear_optional_value(m: *mut OnnxlOptionalProto) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { write(m, |m| { m.optional_value = None; Ok(()) }) }
+    unsafe { clear(m, |m| &mut m.optional_value) }
 }
 
 /// `optional_value` (read-only); when unset, a shared empty default `OptionalProto`. NULL only when `m` is NULL.
@@ -13623,7 +13625,7 @@ pub unsafe extern "C" fn onnxl_optional_proto_clear_optional_value(m: *mut Onnxl
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_optional_proto_optional_value(m: *const OnnxlOptionalProto) -> *const OnnxlOptionalProto {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { child::<OnnxlOptionalProto, OnnxlOptionalProto>(m, |m| Ok(m.optional_value())) }
+    unsafe { message::<OnnxlOptionalProto, OnnxlOptionalProto>(m, |m| m.optional_value()) }
 }
 
 /// `optional_value` for writing, set to an empty `OptionalProto` first if unset. NULL only when `m` is NULL.
@@ -13635,6 +13637,6 @@ pub unsafe extern "C" fn onnxl_optional_proto_optional_value(m: *const OnnxlOpti
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_optional_proto_mutable_optional_value(m: *mut OnnxlOptionalProto) -> *mut OnnxlOptionalProto {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { child_mut::<OnnxlOptionalProto, OnnxlOptionalProto>(m, |m| Ok(m.mutable_optional_value())) }
+    unsafe { mutable_message::<OnnxlOptionalProto, OnnxlOptionalProto>(m, |m| m.mutable_optional_value()) }
 }
 

@@ -76,6 +76,7 @@ pub unsafe extern "C" fn onnxl_tensor_proto_to_dlpack_versioned(
     out: *mut *mut DLManagedTensorVersioned,
 ) -> OnnxlStatus {
     ffi_status(|| {
+        crate::error::require_feature(cfg!(feature = "dlpack"), "dlpack")?;
         check_out(out, "out")?;
         let opts = export_options(flags)?;
         // SAFETY: forwarded contract.
@@ -103,6 +104,7 @@ pub unsafe extern "C" fn onnxl_tensor_proto_to_dlpack(
     out: *mut *mut DLManagedTensor,
 ) -> OnnxlStatus {
     ffi_status(|| {
+        crate::error::require_feature(cfg!(feature = "dlpack"), "dlpack")?;
         check_out(out, "out")?;
         let opts = export_options(flags)?;
         // SAFETY: forwarded contract.
@@ -124,6 +126,7 @@ unsafe fn import<M: ManagedTensor>(
     out: *mut *mut OnnxlTensorProto,
 ) -> OnnxlStatus {
     ffi_status(|| {
+        crate::error::require_feature(cfg!(feature = "dlpack"), "dlpack")?;
         check_out(out, "out")?;
         // Not dropped on failure (nor on a panic): the caller keeps the tensor then.
         // SAFETY: forwarded contract.

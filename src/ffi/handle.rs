@@ -11,7 +11,7 @@ use crate::proto::RepeatedField;
 use std::ffi::{CStr, c_char};
 use std::path::PathBuf;
 
-use super::panic::{ffi_status, ffi_value};
+use super::panic::{ffi_status, ffi_status_on, ffi_value_on};
 use super::status::{FfiError, OnnxlStatus};
 
 /// Ties an opaque C-facing type to the Rust type its pointers really point at.
@@ -114,16 +114,6 @@ pub(crate) unsafe fn try_mut<'a, C: Castable>(
     Ok(unsafe { &mut *p.cast::<C::Rust>() })
 }
 
-/// The handle of a Rust object.
-pub(crate) fn as_c<C: Castable>(r: &C::Rust) -> *const C {
-    (r as *const C::Rust).cast()
-}
-
-/// The mutable handle of a Rust object.
-pub(crate) fn as_c_mut<C: Castable>(r: &mut C::Rust) -> *mut C {
-    (r as *mut C::Rust).cast()
-}
-
 /// Moves `v` to the heap and returns its owning handle (freed by [`free_box`]).
 pub(crate) fn into_raw<C: Castable>(v: C::Rust) -> *mut C {
     Box::into_raw(Box::new(v)).cast()
@@ -211,80 +201,67 @@ pub(crate) unsafe fn c_path(p: *const c_char, what: &str) -> Result<PathBuf, Ffi
     }
 }
 
-/// The operations accessors need from a repeated field (`Vec` for scalars and strings,
-/// [`RepeatedField`] for messages).
-pub(crate) trait Seq<T> {
+/// The operations accessors need from a repeated field ([`InlineVec`](crate::proto::InlineVec)
+/// for scalars and strings, [`RepeatedField`] for messages).
+pub(crate) trait Seq {
+    /// The element type.
+    type Elem;
     fn seq_len(&self) -> usize;
-    fn seq_get(&self, i: usize) -> Option<&T>;
-    fn seq_get_mut(&mut self, i: usize) -> Option<&mut T>;
+    fn seq_get(&self, i: usize) -> Option<&Self::Elem>;
+    fn seq_get_mut(&mut self, i: usize) -> Option<&mut Self::Elem>;
     fn seq_remove(&mut self, i: usize);
+    fn seq_push(&mut self, v: Self::Elem);
+    fn seq_clear(&mut self);
 }
 
-impl<T> Seq<T> for Vec<T> {
-    fn seq_len(&self) -> usize {
-        self.len()
-    }
-    fn seq_get(&self, i: usize) -> Option<&T> {
-        self.get(i)
-    }
-    fn seq_get_mut(&mut self, i: usize) -> Option<&mut T> {
-        self.get_mut(i)
-    }
-    fn seq_remove(&mut self, i: usize) {
-        self.remove(i);
-    }
+/// [`Seq`] of the types that are one: the same methods under the same names.
+macro_rules! impl_seq {
+    ($([$($g:tt)*] $t:ty),*) => {$(
+        impl<$($g)*> Seq for $t {
+            type Elem = T;
+            fn seq_len(&self) -> usize {
+                self.len()
+            }
+            fn seq_get(&self, i: usize) -> Option<&T> {
+                self.get(i)
+            }
+            fn seq_get_mut(&mut self, i: usize) -> Option<&mut T> {
+                self.get_mut(i)
+            }
+            fn seq_remove(&mut self, i: usize) {
+                self.remove(i);
+            }
+            fn seq_push(&mut self, v: T) {
+                self.push(v);
+            }
+            fn seq_clear(&mut self) {
+                self.clear();
+            }
+        }
+    )*};
 }
-
-impl<T, const N: usize> Seq<T> for crate::proto::InlineVec<T, N> {
-    fn seq_len(&self) -> usize {
-        self.len()
-    }
-    fn seq_get(&self, i: usize) -> Option<&T> {
-        self.get(i)
-    }
-    fn seq_get_mut(&mut self, i: usize) -> Option<&mut T> {
-        self.get_mut(i)
-    }
-    fn seq_remove(&mut self, i: usize) {
-        self.remove(i);
-    }
-}
-
-impl<T> Seq<T> for RepeatedField<T> {
-    fn seq_len(&self) -> usize {
-        self.len()
-    }
-    fn seq_get(&self, i: usize) -> Option<&T> {
-        self.get(i)
-    }
-    fn seq_get_mut(&mut self, i: usize) -> Option<&mut T> {
-        self.get_mut(i)
-    }
-    fn seq_remove(&mut self, i: usize) {
-        self.remove(i);
-    }
-}
+impl_seq!([T] Vec<T>, [T, const N: usize] crate::proto::InlineVec<T, N>, [T] RepeatedField<T>);
 
 /// Element `i` of a repeated field.
-pub(crate) fn elem<'a, T>(v: &'a impl Seq<T>, i: usize, field: &str) -> Result<&'a T, FfiError> {
+pub(crate) fn elem<'a, S: Seq>(v: &'a S, i: usize, field: &str) -> Result<&'a S::Elem, FfiError> {
     let len = v.seq_len();
     v.seq_get(i)
         .ok_or_else(|| FfiError::out_of_range(field, i, len))
 }
 
 /// Element `i` of a repeated field, for writing.
-pub(crate) fn elem_mut<'a, T>(
-    v: &'a mut impl Seq<T>,
+pub(crate) fn elem_mut<'a, S: Seq>(
+    v: &'a mut S,
     i: usize,
     field: &str,
-) -> Result<&'a mut T, FfiError> {
+) -> Result<&'a mut S::Elem, FfiError> {
     let len = v.seq_len();
     v.seq_get_mut(i)
         .ok_or_else(|| FfiError::out_of_range(field, i, len))
 }
 
 /// Removes element `i` of a repeated field (later elements move down by one).
-pub(crate) fn remove_at<T>(v: &mut impl Seq<T>, i: usize, field: &str) -> Result<(), FfiError> {
+pub(crate) fn remove_at<S: Seq>(v: &mut S, i: usize, field: &str) -> Result<(), FfiError> {
     if i >= v.seq_len() {
         return Err(FfiError::out_of_range(field, i, v.seq_len()));
     }
@@ -312,8 +289,10 @@ pub(crate) unsafe fn read<C: Castable, R>(
     failure: R,
     f: impl FnOnce(&C::Rust) -> Result<R, FfiError>,
 ) -> R {
-    // SAFETY: forwarded contract.
-    ffi_value(failure, || f(unsafe { try_ref(p, "message") }?))
+    // SAFETY: the catcher passes `p` on only when it is not NULL: a live `C::Rust` (contract).
+    ffi_value_on(p.cast_mut().cast(), failure, |m| {
+        f(unsafe { &*m.cast::<C::Rust>() })
+    })
 }
 
 /// Modifies a handle; returns the status.
@@ -324,36 +303,9 @@ pub(crate) unsafe fn write<C: Castable>(
     p: *mut C,
     f: impl FnOnce(&mut C::Rust) -> Result<(), FfiError>,
 ) -> OnnxlStatus {
-    // SAFETY: forwarded contract.
-    ffi_status(|| f(unsafe { try_mut(p, "message") }?))
-}
-
-/// A borrowed child of a handle, or NULL on failure.
-///
-/// # Safety
-/// See the module contract.
-pub(crate) unsafe fn child<C: Castable, D: Castable>(
-    p: *const C,
-    f: impl for<'a> FnOnce(&'a C::Rust) -> Result<&'a D::Rust, FfiError>,
-) -> *const D {
-    // SAFETY: forwarded contract.
-    ffi_value(std::ptr::null(), || {
-        Ok(as_c::<D>(f(unsafe { try_ref(p, "message") }?)?))
-    })
-}
-
-/// A borrowed, writable child of a handle, or NULL on failure.
-///
-/// # Safety
-/// See the module contract.
-pub(crate) unsafe fn child_mut<C: Castable, D: Castable>(
-    p: *mut C,
-    f: impl for<'a> FnOnce(&'a mut C::Rust) -> Result<&'a mut D::Rust, FfiError>,
-) -> *mut D {
-    // SAFETY: forwarded contract.
-    ffi_value(std::ptr::null_mut(), || {
-        Ok(as_c_mut::<D>(f(unsafe { try_mut(p, "message") }?)?))
-    })
+    // SAFETY: the catcher passes `p` on only when it is not NULL: a live `C::Rust` that no one
+    // else uses (contract).
+    ffi_status_on(p.cast(), |m| f(unsafe { &mut *m.cast::<C::Rust>() }))
 }
 
 /// Copies `len` elements at `data` (before touching the handle, so `data` may point into the

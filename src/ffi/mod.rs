@@ -42,6 +42,7 @@ pub mod cxx_messages;
 pub mod cxx_text;
 pub mod dlpack;
 pub mod external;
+pub(crate) mod fields;
 pub mod handle;
 pub mod message;
 pub mod model;

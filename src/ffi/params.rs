@@ -60,6 +60,7 @@ pub unsafe extern "C" fn onnxl_save_params(
     out: *mut *mut OnnxlBuffer,
 ) -> OnnxlStatus {
     ffi_status(|| {
+        crate::error::require_feature(cfg!(feature = "params"), "params")?;
         check_out(out, "out")?;
         // SAFETY: forwarded contract.
         let model = unsafe { try_ref(model, "model") }?;
@@ -85,6 +86,7 @@ pub unsafe extern "C" fn onnxl_save_params_file(
     n_names: usize,
 ) -> OnnxlStatus {
     ffi_status(|| {
+        crate::error::require_feature(cfg!(feature = "params"), "params")?;
         // SAFETY: forwarded contract.
         let model = unsafe { try_ref(model, "model") }?;
         // SAFETY: forwarded contract.
@@ -117,6 +119,7 @@ pub unsafe extern "C" fn onnxl_load_params_into_model(
     len: usize,
 ) -> OnnxlStatus {
     ffi_status(|| {
+        crate::error::require_feature(cfg!(feature = "params"), "params")?;
         // SAFETY: forwarded contract.
         let bytes = unsafe { c_bytes(data, len, "data") }?;
         // SAFETY: forwarded contract.
@@ -138,6 +141,7 @@ pub unsafe extern "C" fn onnxl_load_params_file_into_model(
     path: *const c_char,
 ) -> OnnxlStatus {
     ffi_status(|| {
+        crate::error::require_feature(cfg!(feature = "params"), "params")?;
         // SAFETY: forwarded contract.
         let path = unsafe { c_path(path, "path") }?;
         // SAFETY: forwarded contract.

@@ -321,6 +321,7 @@ pub unsafe extern "C" fn onnxl_load_model_with_prepacked(
     blobs_out: *mut *mut OnnxlPrepackedBlobs,
 ) -> OnnxlStatus {
     ffi_status(|| {
+        crate::error::require_feature(cfg!(feature = "prepacked"), "prepacked")?;
         check_out(out, "out")?;
         check_out(blobs_out, "blobs_out")?;
         // SAFETY: forwarded contract.

@@ -575,7 +575,6 @@ fn parse_new<M: Message>(s: &mut Stream) -> Result<M, FfiError> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::handle::as_c;
     use super::*;
     use crate::proto::{ModelProto, TensorProto};
 
@@ -755,7 +754,11 @@ mod tests {
             // A tensor stream round trip.
             assert_eq!(onnxl_stream_new_memory(&mut s), OnnxlStatus::Ok);
             assert_eq!(
-                onnxl_serialize_tensor_proto_to_stream(as_c(t), s, std::ptr::null()),
+                onnxl_serialize_tensor_proto_to_stream(
+                    std::ptr::from_ref(t).cast(),
+                    s,
+                    std::ptr::null()
+                ),
                 OnnxlStatus::Ok
             );
             assert_eq!(

@@ -116,25 +116,27 @@ mod imp {
     /// Bytes of one direct write call, and the size of a copy buffer (a multiple of any
     /// alignment accepted below).
     const DIRECT_CALL: usize = 8 << 20;
-    /// Largest direct-I/O alignment used (that of the copy buffers, which are whole pages); a
-    /// file system asking for more is written through the page cache.
-    const MAX_ALIGN: u64 = 4096;
+    /// Alignment of the file offsets and lengths of every direct write, and the largest memory
+    /// alignment accepted (that of the copy buffers, which are whole pages); a file system
+    /// asking for more is written through the page cache. Offsets are aligned to whole pages
+    /// (= file system blocks on ext4 and xfs) even when the device takes 512-byte sectors: a
+    /// direct write of part of a block makes the file system zero the rest of it and serialize
+    /// the writes around it.
+    const DIRECT_ALIGN: u64 = 4096;
 
-    /// A second open of a destination, with `O_DIRECT`, and the alignments its writes need.
+    /// A second open of a destination, with `O_DIRECT`, and the memory alignment its writes need.
     struct DirectFile {
         fd: i32,
         direct: File,
-        /// Alignment of file offsets and lengths.
-        offset_align: u64,
         /// Alignment of the source memory.
         mem_align: usize,
         /// A direct write was refused: the file's remaining pieces wait for the buffered pass.
         refused: AtomicBool,
     }
 
-    /// The alignments of direct writes into `file` (offsets, memory) when its file system reports
-    /// what it needs.
-    fn dio_alignment(file: &File) -> Option<(u64, usize)> {
+    /// The memory alignment of direct writes into `file`, when its file system reports what it
+    /// needs and accepts writes at [`DIRECT_ALIGN`]ed offsets.
+    fn dio_mem_alignment(file: &File) -> Option<usize> {
         // SAFETY: `statx` is plain data; zeroed is a valid value and the call only writes it.
         let mut st: libc::statx = unsafe { std::mem::zeroed() };
         // SAFETY: a valid descriptor, an empty NUL-terminated path with AT_EMPTY_PATH (the
@@ -155,16 +157,13 @@ mod imp {
             u64::from(st.stx_dio_offset_align),
             u64::from(st.stx_dio_mem_align),
         );
-        let ok = |a: u64| a.is_power_of_two() && a <= MAX_ALIGN;
-        // File offsets are aligned to whole pages (= file system blocks on ext4 and xfs) even
-        // when the device takes 512-byte sectors: a direct write of part of a block makes the
-        // file system zero the rest of it and serialize the writes around it.
-        (ok(off) && ok(mem)).then_some((MAX_ALIGN, mem as usize))
+        let ok = |a: u64| a.is_power_of_two() && a <= DIRECT_ALIGN;
+        (ok(off) && ok(mem)).then_some(mem as usize)
     }
 
     /// Opens `file` again with `O_DIRECT` (through `/proc/self/fd`, which names the open file
     /// itself, not a path someone could swap), after flushing its dirty pages to disk.
-    fn open_direct(file: &File, (offset_align, mem_align): (u64, usize)) -> Option<DirectFile> {
+    fn open_direct(file: &File, mem_align: usize) -> Option<DirectFile> {
         let fd = file.as_raw_fd();
         let path = std::ffi::CString::new(format!("/proc/self/fd/{fd}")).ok()?;
         // SAFETY: a NUL-terminated path; the returned descriptor is owned by the `File` below.
@@ -192,15 +191,15 @@ mod imp {
         Some(DirectFile {
             fd,
             direct,
-            offset_align,
             mem_align,
             refused: AtomicBool::new(false),
         })
     }
 
-    /// The aligned middle `[start, end)` (offsets into the piece's bytes) of a piece of a file
-    /// whose direct writes need `align`; `None` when it has no whole aligned block.
-    fn aligned_middle(p: &Piece<'_>, align: u64) -> Option<(usize, usize)> {
+    /// The [`DIRECT_ALIGN`]ed middle `[start, end)` (offsets into the piece's bytes) of a piece;
+    /// `None` when it has no whole aligned block.
+    fn aligned_middle(p: &Piece<'_>) -> Option<(usize, usize)> {
+        let align = DIRECT_ALIGN;
         let end = p.offset + p.bytes.len() as u64;
         let first = p.offset.next_multiple_of(align);
         let last = end / align * align;
@@ -303,15 +302,14 @@ mod imp {
             let Some(p) = pieces.iter().find(|p| p.file.as_raw_fd() == fd) else {
                 continue;
             };
-            let Some(alignment) = dio_alignment(p.file) else {
+            let Some(mem_align) = dio_mem_alignment(p.file) else {
                 continue;
             };
-            let align = alignment.0;
             for (i, p) in pieces.iter().enumerate() {
                 if p.file.as_raw_fd() != fd {
                     continue;
                 }
-                let (head, tail) = aligned_middle(p, align).unwrap_or((p.bytes.len(), 0));
+                let (head, tail) = aligned_middle(p).unwrap_or((p.bytes.len(), 0));
                 let ends = [(0, head), (tail.max(head), p.bytes.len())];
                 for (a, b) in ends {
                     if b > a {
@@ -321,7 +319,7 @@ mod imp {
                 }
             }
             // When this fails, the middles go through the page cache below.
-            direct.extend(open_direct(p.file, alignment));
+            direct.extend(open_direct(p.file, mem_align));
         }
         let direct_of = |p: &Piece<'_>| direct.iter().find(|d| d.fd == p.file.as_raw_fd());
         let bounces = Bounces {
@@ -337,7 +335,7 @@ mod imp {
                 written(i);
                 return Ok(());
             };
-            let Some((a, b)) = aligned_middle(p, df.offset_align) else {
+            let Some((a, b)) = aligned_middle(p) else {
                 written(i); // its bytes were written with the ends
                 return Ok(());
             };
@@ -367,8 +365,7 @@ mod imp {
         let deferred = deferred.into_inner().unwrap_or_else(|e| e.into_inner());
         for i in deferred {
             let p = &pieces[i];
-            let align = direct_of(p).map_or(1, |d| d.offset_align);
-            if let Some((a, b)) = aligned_middle(p, align) {
+            if let Some((a, b)) = aligned_middle(p) {
                 write_all_at(p.file, &p.bytes[a..b], p.offset + a as u64).map_err(|e| (i, e))?;
             }
             written(i);
