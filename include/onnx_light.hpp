@@ -107,6 +107,8 @@ void onnxl_cxx_ValueInfoProto_list_delete(void* f, size_t start, size_t n);
 void onnxl_cxx_ValueInfoProto_list_swap(void* f, size_t i, size_t j);
 void onnxl_cxx_ValueInfoProto_list_truncate(void* f, size_t n);
 void onnxl_cxx_ValueInfoProto_list_reserve(void* f, size_t n);
+void* onnxl_cxx_ValueInfoProto_rare_mut(void* p);
+const void* onnxl_cxx_ValueInfoProto_rare_empty(void);
 void onnxl_cxx_NodeProto_init(void* p);
 void onnxl_cxx_NodeProto_drop(void* p);
 void onnxl_cxx_NodeProto_init_copy(void* p, const void* src);
@@ -122,6 +124,8 @@ void onnxl_cxx_NodeProto_list_delete(void* f, size_t start, size_t n);
 void onnxl_cxx_NodeProto_list_swap(void* f, size_t i, size_t j);
 void onnxl_cxx_NodeProto_list_truncate(void* f, size_t n);
 void onnxl_cxx_NodeProto_list_reserve(void* f, size_t n);
+void* onnxl_cxx_NodeProto_rare_mut(void* p);
+const void* onnxl_cxx_NodeProto_rare_empty(void);
 void onnxl_cxx_IntIntListEntryProto_init(void* p);
 void onnxl_cxx_IntIntListEntryProto_drop(void* p);
 void onnxl_cxx_IntIntListEntryProto_init_copy(void* p, const void* src);
@@ -371,6 +375,8 @@ void onnxl_cxx_TensorShapeProto_Dimension_list_delete(void* f, size_t start, siz
 void onnxl_cxx_TensorShapeProto_Dimension_list_swap(void* f, size_t i, size_t j);
 void onnxl_cxx_TensorShapeProto_Dimension_list_truncate(void* f, size_t n);
 void onnxl_cxx_TensorShapeProto_Dimension_list_reserve(void* f, size_t n);
+void* onnxl_cxx_TensorShapeProto_Dimension_rare_mut(void* p);
+const void* onnxl_cxx_TensorShapeProto_Dimension_rare_empty(void);
 uint32_t onnxl_cxx_TensorShapeProto_Dimension_value_case(const void* p);
 void onnxl_cxx_TensorShapeProto_Dimension_clear_value(void* p);
 int64_t onnxl_cxx_TensorShapeProto_Dimension_dim_value_get(const void* p);
@@ -395,6 +401,8 @@ void onnxl_cxx_TypeProto_list_delete(void* f, size_t start, size_t n);
 void onnxl_cxx_TypeProto_list_swap(void* f, size_t i, size_t j);
 void onnxl_cxx_TypeProto_list_truncate(void* f, size_t n);
 void onnxl_cxx_TypeProto_list_reserve(void* f, size_t n);
+void* onnxl_cxx_TypeProto_rare_mut(void* p);
+const void* onnxl_cxx_TypeProto_rare_empty(void);
 uint32_t onnxl_cxx_TypeProto_value_case(const void* p);
 void onnxl_cxx_TypeProto_clear_value(void* p);
 const void* onnxl_cxx_TypeProto_tensor_type_get(const void* p);
@@ -599,7 +607,7 @@ constexpr uint8_t kOptionalStringNone = 5;
 constexpr std::size_t kStringSize = 32;
 constexpr std::size_t kRepeatedOrderAt = 0;
 constexpr std::size_t kRepeatedLenAt = 8;
-constexpr uint64_t kLayoutFingerprint = 0x37de7a180f0a1f88ull;
+constexpr uint64_t kLayoutFingerprint = 0x0c4b7b116541d62dull;
 }  // namespace detail
 
 /// An error of the library: the C status and the message of onnxl_last_error_message().
@@ -2322,7 +2330,7 @@ class ValueInfoProto final {
   std::string& ref_name() { return *mutable_name(); }
 
   // optional TypeProto type = 2;
-  bool has_type() const { return detail::load<const void*>(detail::at(this, 80)) != nullptr; }
+  bool has_type() const { return detail::load<const void*>(detail::at(this, 32)) != nullptr; }
   const TypeProto& type() const;
   TypeProto* mutable_type();
   void clear_type();
@@ -2334,23 +2342,23 @@ class ValueInfoProto final {
   TypeProto& ref_type() { return *mutable_type(); }
 
   // optional string doc_string = 3;
-  bool has_doc_string() const { return detail::optional_string_has(detail::at(this, 32)); }
-  const std::string& doc_string() const { return detail::optional_string(detail::at(this, 32)); }
-  std::string* mutable_doc_string() { return static_cast<std::string*>(onnxl_cxx_ostr_mutable(detail::at(this, 32))); }
-  void set_doc_string(const std::string& v) { onnxl_cxx_ostr_set(detail::at(this, 32), reinterpret_cast<const uint8_t*>(v.data()), v.size()); }
-  void set_doc_string(std::string&& v) { onnxl_cxx_ostr_set(detail::at(this, 32), reinterpret_cast<const uint8_t*>(v.data()), v.size()); }
-  void set_doc_string(const char* v) { onnxl_cxx_ostr_set(detail::at(this, 32), reinterpret_cast<const uint8_t*>(v), std::strlen(v)); }
-  void set_doc_string(const char* v, std::size_t n) { onnxl_cxx_ostr_set(detail::at(this, 32), reinterpret_cast<const uint8_t*>(v), n); }
-  void set_doc_string(const void* v, std::size_t n) { onnxl_cxx_ostr_set(detail::at(this, 32), reinterpret_cast<const uint8_t*>(static_cast<const char*>(v)), n); }
-  void clear_doc_string() { onnxl_cxx_ostr_clear(detail::at(this, 32)); }
-  std::string* release_doc_string() { return static_cast<std::string*>(onnxl_cxx_ostr_release(detail::at(this, 32))); }
-  void set_allocated_doc_string(std::string* v) { onnxl_cxx_ostr_set_allocated(detail::at(this, 32), v); }
+  bool has_doc_string() const { return detail::optional_string_has(rare_at(0)); }
+  const std::string& doc_string() const { return detail::optional_string(rare_at(0)); }
+  std::string* mutable_doc_string() { return static_cast<std::string*>(onnxl_cxx_ostr_mutable(rare_at(0))); }
+  void set_doc_string(const std::string& v) { onnxl_cxx_ostr_set(rare_at(0), reinterpret_cast<const uint8_t*>(v.data()), v.size()); }
+  void set_doc_string(std::string&& v) { onnxl_cxx_ostr_set(rare_at(0), reinterpret_cast<const uint8_t*>(v.data()), v.size()); }
+  void set_doc_string(const char* v) { onnxl_cxx_ostr_set(rare_at(0), reinterpret_cast<const uint8_t*>(v), std::strlen(v)); }
+  void set_doc_string(const char* v, std::size_t n) { onnxl_cxx_ostr_set(rare_at(0), reinterpret_cast<const uint8_t*>(v), n); }
+  void set_doc_string(const void* v, std::size_t n) { onnxl_cxx_ostr_set(rare_at(0), reinterpret_cast<const uint8_t*>(static_cast<const char*>(v)), n); }
+  void clear_doc_string() { onnxl_cxx_ostr_clear(rare_at(0)); }
+  std::string* release_doc_string() { return static_cast<std::string*>(onnxl_cxx_ostr_release(rare_at(0))); }
+  void set_allocated_doc_string(std::string* v) { onnxl_cxx_ostr_set_allocated(rare_at(0), v); }
   const std::string& ref_doc_string() const { return doc_string(); }
   std::string& ref_doc_string() { return *mutable_doc_string(); }
 
   // repeated StringStringEntryProto metadata_props = 4;
-  const RepeatedPtrField<StringStringEntryProto>& metadata_props() const { return *reinterpret_cast<const RepeatedPtrField<StringStringEntryProto>*>(detail::at(this, 64)); }
-  RepeatedPtrField<StringStringEntryProto>* mutable_metadata_props() { return reinterpret_cast<RepeatedPtrField<StringStringEntryProto>*>(detail::at(this, 64)); }
+  const RepeatedPtrField<StringStringEntryProto>& metadata_props() const { return *reinterpret_cast<const RepeatedPtrField<StringStringEntryProto>*>(rare_at(32)); }
+  RepeatedPtrField<StringStringEntryProto>* mutable_metadata_props() { return reinterpret_cast<RepeatedPtrField<StringStringEntryProto>*>(rare_at(32)); }
   int metadata_props_size() const { return metadata_props().size(); }
   const StringStringEntryProto& metadata_props(int i) const;
   StringStringEntryProto* mutable_metadata_props(int i);
@@ -2360,9 +2368,11 @@ class ValueInfoProto final {
   RepeatedPtrField<StringStringEntryProto>& ref_metadata_props() { return *mutable_metadata_props(); }
 
  private:
-  alignas(8) unsigned char storage_[96];
+  const unsigned char* rare_at(std::size_t off) const { const void* r = detail::load<const void*>(detail::at(this, 40)); return detail::at(r ? r : onnxl_cxx_ValueInfoProto_rare_empty(), off); }
+  unsigned char* rare_at(std::size_t off) { return detail::at(onnxl_cxx_ValueInfoProto_rare_mut(this), off); }
+  alignas(8) unsigned char storage_[56];
 };
-static_assert(sizeof(ValueInfoProto) == 96 && alignof(ValueInfoProto) == 8, "layout of ValueInfoProto");
+static_assert(sizeof(ValueInfoProto) == 56 && alignof(ValueInfoProto) == 8, "layout of ValueInfoProto");
 
 /// `onnx.NodeProto`.
 class NodeProto final {
@@ -2413,8 +2423,8 @@ class NodeProto final {
   static NodeProto* from_c(OnnxlNodeProto* p) noexcept { (void)detail::init(); return reinterpret_cast<NodeProto*>(p); }
 
   // repeated string input = 1;
-  const RepeatedPtrField<std::string>& input() const { return *reinterpret_cast<const RepeatedPtrField<std::string>*>(detail::at(this, 208)); }
-  RepeatedPtrField<std::string>* mutable_input() { return reinterpret_cast<RepeatedPtrField<std::string>*>(detail::at(this, 208)); }
+  const RepeatedPtrField<std::string>& input() const { return *reinterpret_cast<const RepeatedPtrField<std::string>*>(detail::at(this, 144)); }
+  RepeatedPtrField<std::string>* mutable_input() { return reinterpret_cast<RepeatedPtrField<std::string>*>(detail::at(this, 144)); }
   int input_size() const { return input().size(); }
   const std::string& input(int i) const { return input().Get(i); }
   std::string* mutable_input(int i) { return mutable_input()->Mutable(i); }
@@ -2424,18 +2434,18 @@ class NodeProto final {
   void set_input(int i, const char* v, std::size_t n) { mutable_input(i)->assign(v, n); }
   void set_input(int i, const void* v, std::size_t n) { mutable_input(i)->assign(static_cast<const char*>(v), n); }
   std::string* add_input() { return mutable_input()->Add(); }
-  void add_input(const std::string& v) { onnxl_cxx_strs_add(detail::at(this, 208), reinterpret_cast<const uint8_t*>(v.data()), v.size()); }
-  void add_input(std::string&& v) { onnxl_cxx_strs_add(detail::at(this, 208), reinterpret_cast<const uint8_t*>(v.data()), v.size()); }
-  void add_input(const char* v) { onnxl_cxx_strs_add(detail::at(this, 208), reinterpret_cast<const uint8_t*>(v), std::strlen(v)); }
-  void add_input(const char* v, std::size_t n) { onnxl_cxx_strs_add(detail::at(this, 208), reinterpret_cast<const uint8_t*>(v), n); }
-  void add_input(const void* v, std::size_t n) { onnxl_cxx_strs_add(detail::at(this, 208), reinterpret_cast<const uint8_t*>(static_cast<const char*>(v)), n); }
+  void add_input(const std::string& v) { onnxl_cxx_strs_add(detail::at(this, 144), reinterpret_cast<const uint8_t*>(v.data()), v.size()); }
+  void add_input(std::string&& v) { onnxl_cxx_strs_add(detail::at(this, 144), reinterpret_cast<const uint8_t*>(v.data()), v.size()); }
+  void add_input(const char* v) { onnxl_cxx_strs_add(detail::at(this, 144), reinterpret_cast<const uint8_t*>(v), std::strlen(v)); }
+  void add_input(const char* v, std::size_t n) { onnxl_cxx_strs_add(detail::at(this, 144), reinterpret_cast<const uint8_t*>(v), n); }
+  void add_input(const void* v, std::size_t n) { onnxl_cxx_strs_add(detail::at(this, 144), reinterpret_cast<const uint8_t*>(static_cast<const char*>(v)), n); }
   void clear_input() { mutable_input()->Clear(); }
   const RepeatedPtrField<std::string>& ref_input() const { return input(); }
   RepeatedPtrField<std::string>& ref_input() { return *mutable_input(); }
 
   // repeated string output = 2;
-  const RepeatedPtrField<std::string>& output() const { return *reinterpret_cast<const RepeatedPtrField<std::string>*>(detail::at(this, 288)); }
-  RepeatedPtrField<std::string>* mutable_output() { return reinterpret_cast<RepeatedPtrField<std::string>*>(detail::at(this, 288)); }
+  const RepeatedPtrField<std::string>& output() const { return *reinterpret_cast<const RepeatedPtrField<std::string>*>(detail::at(this, 224)); }
+  RepeatedPtrField<std::string>* mutable_output() { return reinterpret_cast<RepeatedPtrField<std::string>*>(detail::at(this, 224)); }
   int output_size() const { return output().size(); }
   const std::string& output(int i) const { return output().Get(i); }
   std::string* mutable_output(int i) { return mutable_output()->Mutable(i); }
@@ -2445,11 +2455,11 @@ class NodeProto final {
   void set_output(int i, const char* v, std::size_t n) { mutable_output(i)->assign(v, n); }
   void set_output(int i, const void* v, std::size_t n) { mutable_output(i)->assign(static_cast<const char*>(v), n); }
   std::string* add_output() { return mutable_output()->Add(); }
-  void add_output(const std::string& v) { onnxl_cxx_strs_add(detail::at(this, 288), reinterpret_cast<const uint8_t*>(v.data()), v.size()); }
-  void add_output(std::string&& v) { onnxl_cxx_strs_add(detail::at(this, 288), reinterpret_cast<const uint8_t*>(v.data()), v.size()); }
-  void add_output(const char* v) { onnxl_cxx_strs_add(detail::at(this, 288), reinterpret_cast<const uint8_t*>(v), std::strlen(v)); }
-  void add_output(const char* v, std::size_t n) { onnxl_cxx_strs_add(detail::at(this, 288), reinterpret_cast<const uint8_t*>(v), n); }
-  void add_output(const void* v, std::size_t n) { onnxl_cxx_strs_add(detail::at(this, 288), reinterpret_cast<const uint8_t*>(static_cast<const char*>(v)), n); }
+  void add_output(const std::string& v) { onnxl_cxx_strs_add(detail::at(this, 224), reinterpret_cast<const uint8_t*>(v.data()), v.size()); }
+  void add_output(std::string&& v) { onnxl_cxx_strs_add(detail::at(this, 224), reinterpret_cast<const uint8_t*>(v.data()), v.size()); }
+  void add_output(const char* v) { onnxl_cxx_strs_add(detail::at(this, 224), reinterpret_cast<const uint8_t*>(v), std::strlen(v)); }
+  void add_output(const char* v, std::size_t n) { onnxl_cxx_strs_add(detail::at(this, 224), reinterpret_cast<const uint8_t*>(v), n); }
+  void add_output(const void* v, std::size_t n) { onnxl_cxx_strs_add(detail::at(this, 224), reinterpret_cast<const uint8_t*>(static_cast<const char*>(v)), n); }
   void clear_output() { mutable_output()->Clear(); }
   const RepeatedPtrField<std::string>& ref_output() const { return output(); }
   RepeatedPtrField<std::string>& ref_output() { return *mutable_output(); }
@@ -2500,23 +2510,23 @@ class NodeProto final {
   std::string& ref_domain() { return *mutable_domain(); }
 
   // optional string overload = 8;
-  bool has_overload() const { return detail::optional_string_has(detail::at(this, 96)); }
-  const std::string& overload() const { return detail::optional_string(detail::at(this, 96)); }
-  std::string* mutable_overload() { return static_cast<std::string*>(onnxl_cxx_ostr_mutable(detail::at(this, 96))); }
-  void set_overload(const std::string& v) { onnxl_cxx_ostr_set(detail::at(this, 96), reinterpret_cast<const uint8_t*>(v.data()), v.size()); }
-  void set_overload(std::string&& v) { onnxl_cxx_ostr_set(detail::at(this, 96), reinterpret_cast<const uint8_t*>(v.data()), v.size()); }
-  void set_overload(const char* v) { onnxl_cxx_ostr_set(detail::at(this, 96), reinterpret_cast<const uint8_t*>(v), std::strlen(v)); }
-  void set_overload(const char* v, std::size_t n) { onnxl_cxx_ostr_set(detail::at(this, 96), reinterpret_cast<const uint8_t*>(v), n); }
-  void set_overload(const void* v, std::size_t n) { onnxl_cxx_ostr_set(detail::at(this, 96), reinterpret_cast<const uint8_t*>(static_cast<const char*>(v)), n); }
-  void clear_overload() { onnxl_cxx_ostr_clear(detail::at(this, 96)); }
-  std::string* release_overload() { return static_cast<std::string*>(onnxl_cxx_ostr_release(detail::at(this, 96))); }
-  void set_allocated_overload(std::string* v) { onnxl_cxx_ostr_set_allocated(detail::at(this, 96), v); }
+  bool has_overload() const { return detail::optional_string_has(rare_at(0)); }
+  const std::string& overload() const { return detail::optional_string(rare_at(0)); }
+  std::string* mutable_overload() { return static_cast<std::string*>(onnxl_cxx_ostr_mutable(rare_at(0))); }
+  void set_overload(const std::string& v) { onnxl_cxx_ostr_set(rare_at(0), reinterpret_cast<const uint8_t*>(v.data()), v.size()); }
+  void set_overload(std::string&& v) { onnxl_cxx_ostr_set(rare_at(0), reinterpret_cast<const uint8_t*>(v.data()), v.size()); }
+  void set_overload(const char* v) { onnxl_cxx_ostr_set(rare_at(0), reinterpret_cast<const uint8_t*>(v), std::strlen(v)); }
+  void set_overload(const char* v, std::size_t n) { onnxl_cxx_ostr_set(rare_at(0), reinterpret_cast<const uint8_t*>(v), n); }
+  void set_overload(const void* v, std::size_t n) { onnxl_cxx_ostr_set(rare_at(0), reinterpret_cast<const uint8_t*>(static_cast<const char*>(v)), n); }
+  void clear_overload() { onnxl_cxx_ostr_clear(rare_at(0)); }
+  std::string* release_overload() { return static_cast<std::string*>(onnxl_cxx_ostr_release(rare_at(0))); }
+  void set_allocated_overload(std::string* v) { onnxl_cxx_ostr_set_allocated(rare_at(0), v); }
   const std::string& ref_overload() const { return overload(); }
   std::string& ref_overload() { return *mutable_overload(); }
 
   // repeated AttributeProto attribute = 5;
-  const RepeatedPtrField<AttributeProto>& attribute() const { return *reinterpret_cast<const RepeatedPtrField<AttributeProto>*>(detail::at(this, 160)); }
-  RepeatedPtrField<AttributeProto>* mutable_attribute() { return reinterpret_cast<RepeatedPtrField<AttributeProto>*>(detail::at(this, 160)); }
+  const RepeatedPtrField<AttributeProto>& attribute() const { return *reinterpret_cast<const RepeatedPtrField<AttributeProto>*>(detail::at(this, 128)); }
+  RepeatedPtrField<AttributeProto>* mutable_attribute() { return reinterpret_cast<RepeatedPtrField<AttributeProto>*>(detail::at(this, 128)); }
   int attribute_size() const { return attribute().size(); }
   const AttributeProto& attribute(int i) const;
   AttributeProto* mutable_attribute(int i);
@@ -2526,23 +2536,23 @@ class NodeProto final {
   RepeatedPtrField<AttributeProto>& ref_attribute() { return *mutable_attribute(); }
 
   // optional string doc_string = 6;
-  bool has_doc_string() const { return detail::optional_string_has(detail::at(this, 128)); }
-  const std::string& doc_string() const { return detail::optional_string(detail::at(this, 128)); }
-  std::string* mutable_doc_string() { return static_cast<std::string*>(onnxl_cxx_ostr_mutable(detail::at(this, 128))); }
-  void set_doc_string(const std::string& v) { onnxl_cxx_ostr_set(detail::at(this, 128), reinterpret_cast<const uint8_t*>(v.data()), v.size()); }
-  void set_doc_string(std::string&& v) { onnxl_cxx_ostr_set(detail::at(this, 128), reinterpret_cast<const uint8_t*>(v.data()), v.size()); }
-  void set_doc_string(const char* v) { onnxl_cxx_ostr_set(detail::at(this, 128), reinterpret_cast<const uint8_t*>(v), std::strlen(v)); }
-  void set_doc_string(const char* v, std::size_t n) { onnxl_cxx_ostr_set(detail::at(this, 128), reinterpret_cast<const uint8_t*>(v), n); }
-  void set_doc_string(const void* v, std::size_t n) { onnxl_cxx_ostr_set(detail::at(this, 128), reinterpret_cast<const uint8_t*>(static_cast<const char*>(v)), n); }
-  void clear_doc_string() { onnxl_cxx_ostr_clear(detail::at(this, 128)); }
-  std::string* release_doc_string() { return static_cast<std::string*>(onnxl_cxx_ostr_release(detail::at(this, 128))); }
-  void set_allocated_doc_string(std::string* v) { onnxl_cxx_ostr_set_allocated(detail::at(this, 128), v); }
+  bool has_doc_string() const { return detail::optional_string_has(detail::at(this, 96)); }
+  const std::string& doc_string() const { return detail::optional_string(detail::at(this, 96)); }
+  std::string* mutable_doc_string() { return static_cast<std::string*>(onnxl_cxx_ostr_mutable(detail::at(this, 96))); }
+  void set_doc_string(const std::string& v) { onnxl_cxx_ostr_set(detail::at(this, 96), reinterpret_cast<const uint8_t*>(v.data()), v.size()); }
+  void set_doc_string(std::string&& v) { onnxl_cxx_ostr_set(detail::at(this, 96), reinterpret_cast<const uint8_t*>(v.data()), v.size()); }
+  void set_doc_string(const char* v) { onnxl_cxx_ostr_set(detail::at(this, 96), reinterpret_cast<const uint8_t*>(v), std::strlen(v)); }
+  void set_doc_string(const char* v, std::size_t n) { onnxl_cxx_ostr_set(detail::at(this, 96), reinterpret_cast<const uint8_t*>(v), n); }
+  void set_doc_string(const void* v, std::size_t n) { onnxl_cxx_ostr_set(detail::at(this, 96), reinterpret_cast<const uint8_t*>(static_cast<const char*>(v)), n); }
+  void clear_doc_string() { onnxl_cxx_ostr_clear(detail::at(this, 96)); }
+  std::string* release_doc_string() { return static_cast<std::string*>(onnxl_cxx_ostr_release(detail::at(this, 96))); }
+  void set_allocated_doc_string(std::string* v) { onnxl_cxx_ostr_set_allocated(detail::at(this, 96), v); }
   const std::string& ref_doc_string() const { return doc_string(); }
   std::string& ref_doc_string() { return *mutable_doc_string(); }
 
   // repeated StringStringEntryProto metadata_props = 9;
-  const RepeatedPtrField<StringStringEntryProto>& metadata_props() const { return *reinterpret_cast<const RepeatedPtrField<StringStringEntryProto>*>(detail::at(this, 176)); }
-  RepeatedPtrField<StringStringEntryProto>* mutable_metadata_props() { return reinterpret_cast<RepeatedPtrField<StringStringEntryProto>*>(detail::at(this, 176)); }
+  const RepeatedPtrField<StringStringEntryProto>& metadata_props() const { return *reinterpret_cast<const RepeatedPtrField<StringStringEntryProto>*>(rare_at(32)); }
+  RepeatedPtrField<StringStringEntryProto>* mutable_metadata_props() { return reinterpret_cast<RepeatedPtrField<StringStringEntryProto>*>(rare_at(32)); }
   int metadata_props_size() const { return metadata_props().size(); }
   const StringStringEntryProto& metadata_props(int i) const;
   StringStringEntryProto* mutable_metadata_props(int i);
@@ -2552,8 +2562,8 @@ class NodeProto final {
   RepeatedPtrField<StringStringEntryProto>& ref_metadata_props() { return *mutable_metadata_props(); }
 
   // repeated NodeDeviceConfigurationProto device_configurations = 10;
-  const RepeatedPtrField<NodeDeviceConfigurationProto>& device_configurations() const { return *reinterpret_cast<const RepeatedPtrField<NodeDeviceConfigurationProto>*>(detail::at(this, 192)); }
-  RepeatedPtrField<NodeDeviceConfigurationProto>* mutable_device_configurations() { return reinterpret_cast<RepeatedPtrField<NodeDeviceConfigurationProto>*>(detail::at(this, 192)); }
+  const RepeatedPtrField<NodeDeviceConfigurationProto>& device_configurations() const { return *reinterpret_cast<const RepeatedPtrField<NodeDeviceConfigurationProto>*>(rare_at(48)); }
+  RepeatedPtrField<NodeDeviceConfigurationProto>* mutable_device_configurations() { return reinterpret_cast<RepeatedPtrField<NodeDeviceConfigurationProto>*>(rare_at(48)); }
   int device_configurations_size() const { return device_configurations().size(); }
   const NodeDeviceConfigurationProto& device_configurations(int i) const;
   NodeDeviceConfigurationProto* mutable_device_configurations(int i);
@@ -2563,9 +2573,11 @@ class NodeProto final {
   RepeatedPtrField<NodeDeviceConfigurationProto>& ref_device_configurations() { return *mutable_device_configurations(); }
 
  private:
-  alignas(8) unsigned char storage_[344];
+  const unsigned char* rare_at(std::size_t off) const { const void* r = detail::load<const void*>(detail::at(this, 272)); return detail::at(r ? r : onnxl_cxx_NodeProto_rare_empty(), off); }
+  unsigned char* rare_at(std::size_t off) { return detail::at(onnxl_cxx_NodeProto_rare_mut(this), off); }
+  alignas(8) unsigned char storage_[288];
 };
-static_assert(sizeof(NodeProto) == 344 && alignof(NodeProto) == 8, "layout of NodeProto");
+static_assert(sizeof(NodeProto) == 288 && alignof(NodeProto) == 8, "layout of NodeProto");
 
 /// `onnx.IntIntListEntryProto`.
 class IntIntListEntryProto final {
@@ -4286,17 +4298,17 @@ class TensorShapeProto_Dimension final {
   std::string& ref_dim_param() { return *mutable_dim_param(); }
 
   // optional string denotation = 3;
-  bool has_denotation() const { return detail::optional_string_has(detail::at(this, 40)); }
-  const std::string& denotation() const { return detail::optional_string(detail::at(this, 40)); }
-  std::string* mutable_denotation() { return static_cast<std::string*>(onnxl_cxx_ostr_mutable(detail::at(this, 40))); }
-  void set_denotation(const std::string& v) { onnxl_cxx_ostr_set(detail::at(this, 40), reinterpret_cast<const uint8_t*>(v.data()), v.size()); }
-  void set_denotation(std::string&& v) { onnxl_cxx_ostr_set(detail::at(this, 40), reinterpret_cast<const uint8_t*>(v.data()), v.size()); }
-  void set_denotation(const char* v) { onnxl_cxx_ostr_set(detail::at(this, 40), reinterpret_cast<const uint8_t*>(v), std::strlen(v)); }
-  void set_denotation(const char* v, std::size_t n) { onnxl_cxx_ostr_set(detail::at(this, 40), reinterpret_cast<const uint8_t*>(v), n); }
-  void set_denotation(const void* v, std::size_t n) { onnxl_cxx_ostr_set(detail::at(this, 40), reinterpret_cast<const uint8_t*>(static_cast<const char*>(v)), n); }
-  void clear_denotation() { onnxl_cxx_ostr_clear(detail::at(this, 40)); }
-  std::string* release_denotation() { return static_cast<std::string*>(onnxl_cxx_ostr_release(detail::at(this, 40))); }
-  void set_allocated_denotation(std::string* v) { onnxl_cxx_ostr_set_allocated(detail::at(this, 40), v); }
+  bool has_denotation() const { return detail::optional_string_has(rare_at(0)); }
+  const std::string& denotation() const { return detail::optional_string(rare_at(0)); }
+  std::string* mutable_denotation() { return static_cast<std::string*>(onnxl_cxx_ostr_mutable(rare_at(0))); }
+  void set_denotation(const std::string& v) { onnxl_cxx_ostr_set(rare_at(0), reinterpret_cast<const uint8_t*>(v.data()), v.size()); }
+  void set_denotation(std::string&& v) { onnxl_cxx_ostr_set(rare_at(0), reinterpret_cast<const uint8_t*>(v.data()), v.size()); }
+  void set_denotation(const char* v) { onnxl_cxx_ostr_set(rare_at(0), reinterpret_cast<const uint8_t*>(v), std::strlen(v)); }
+  void set_denotation(const char* v, std::size_t n) { onnxl_cxx_ostr_set(rare_at(0), reinterpret_cast<const uint8_t*>(v), n); }
+  void set_denotation(const void* v, std::size_t n) { onnxl_cxx_ostr_set(rare_at(0), reinterpret_cast<const uint8_t*>(static_cast<const char*>(v)), n); }
+  void clear_denotation() { onnxl_cxx_ostr_clear(rare_at(0)); }
+  std::string* release_denotation() { return static_cast<std::string*>(onnxl_cxx_ostr_release(rare_at(0))); }
+  void set_allocated_denotation(std::string* v) { onnxl_cxx_ostr_set_allocated(rare_at(0), v); }
   const std::string& ref_denotation() const { return denotation(); }
   std::string& ref_denotation() { return *mutable_denotation(); }
 
@@ -4310,9 +4322,11 @@ class TensorShapeProto_Dimension final {
   void clear_value() { onnxl_cxx_TensorShapeProto_Dimension_clear_value(this); }
 
  private:
-  alignas(8) unsigned char storage_[80];
+  const unsigned char* rare_at(std::size_t off) const { const void* r = detail::load<const void*>(detail::at(this, 40)); return detail::at(r ? r : onnxl_cxx_TensorShapeProto_Dimension_rare_empty(), off); }
+  unsigned char* rare_at(std::size_t off) { return detail::at(onnxl_cxx_TensorShapeProto_Dimension_rare_mut(this), off); }
+  alignas(8) unsigned char storage_[56];
 };
-static_assert(sizeof(TensorShapeProto_Dimension) == 80 && alignof(TensorShapeProto_Dimension) == 8, "layout of TensorShapeProto_Dimension");
+static_assert(sizeof(TensorShapeProto_Dimension) == 56 && alignof(TensorShapeProto_Dimension) == 8, "layout of TensorShapeProto_Dimension");
 
 /// `onnx.TypeProto`.
 class TypeProto final {
@@ -4441,17 +4455,17 @@ class TypeProto final {
   TypeProto_Opaque& ref_opaque_type() { return *mutable_opaque_type(); }
 
   // optional string denotation = 6;
-  bool has_denotation() const { return detail::optional_string_has(detail::at(this, 16)); }
-  const std::string& denotation() const { return detail::optional_string(detail::at(this, 16)); }
-  std::string* mutable_denotation() { return static_cast<std::string*>(onnxl_cxx_ostr_mutable(detail::at(this, 16))); }
-  void set_denotation(const std::string& v) { onnxl_cxx_ostr_set(detail::at(this, 16), reinterpret_cast<const uint8_t*>(v.data()), v.size()); }
-  void set_denotation(std::string&& v) { onnxl_cxx_ostr_set(detail::at(this, 16), reinterpret_cast<const uint8_t*>(v.data()), v.size()); }
-  void set_denotation(const char* v) { onnxl_cxx_ostr_set(detail::at(this, 16), reinterpret_cast<const uint8_t*>(v), std::strlen(v)); }
-  void set_denotation(const char* v, std::size_t n) { onnxl_cxx_ostr_set(detail::at(this, 16), reinterpret_cast<const uint8_t*>(v), n); }
-  void set_denotation(const void* v, std::size_t n) { onnxl_cxx_ostr_set(detail::at(this, 16), reinterpret_cast<const uint8_t*>(static_cast<const char*>(v)), n); }
-  void clear_denotation() { onnxl_cxx_ostr_clear(detail::at(this, 16)); }
-  std::string* release_denotation() { return static_cast<std::string*>(onnxl_cxx_ostr_release(detail::at(this, 16))); }
-  void set_allocated_denotation(std::string* v) { onnxl_cxx_ostr_set_allocated(detail::at(this, 16), v); }
+  bool has_denotation() const { return detail::optional_string_has(rare_at(0)); }
+  const std::string& denotation() const { return detail::optional_string(rare_at(0)); }
+  std::string* mutable_denotation() { return static_cast<std::string*>(onnxl_cxx_ostr_mutable(rare_at(0))); }
+  void set_denotation(const std::string& v) { onnxl_cxx_ostr_set(rare_at(0), reinterpret_cast<const uint8_t*>(v.data()), v.size()); }
+  void set_denotation(std::string&& v) { onnxl_cxx_ostr_set(rare_at(0), reinterpret_cast<const uint8_t*>(v.data()), v.size()); }
+  void set_denotation(const char* v) { onnxl_cxx_ostr_set(rare_at(0), reinterpret_cast<const uint8_t*>(v), std::strlen(v)); }
+  void set_denotation(const char* v, std::size_t n) { onnxl_cxx_ostr_set(rare_at(0), reinterpret_cast<const uint8_t*>(v), n); }
+  void set_denotation(const void* v, std::size_t n) { onnxl_cxx_ostr_set(rare_at(0), reinterpret_cast<const uint8_t*>(static_cast<const char*>(v)), n); }
+  void clear_denotation() { onnxl_cxx_ostr_clear(rare_at(0)); }
+  std::string* release_denotation() { return static_cast<std::string*>(onnxl_cxx_ostr_release(rare_at(0))); }
+  void set_allocated_denotation(std::string* v) { onnxl_cxx_ostr_set_allocated(rare_at(0), v); }
   const std::string& ref_denotation() const { return denotation(); }
   std::string& ref_denotation() { return *mutable_denotation(); }
 
@@ -4469,9 +4483,11 @@ class TypeProto final {
   void clear_value() { onnxl_cxx_TypeProto_clear_value(this); }
 
  private:
-  alignas(8) unsigned char storage_[56];
+  const unsigned char* rare_at(std::size_t off) const { const void* r = detail::load<const void*>(detail::at(this, 16)); return detail::at(r ? r : onnxl_cxx_TypeProto_rare_empty(), off); }
+  unsigned char* rare_at(std::size_t off) { return detail::at(onnxl_cxx_TypeProto_rare_mut(this), off); }
+  alignas(8) unsigned char storage_[32];
 };
-static_assert(sizeof(TypeProto) == 56 && alignof(TypeProto) == 8, "layout of TypeProto");
+static_assert(sizeof(TypeProto) == 32 && alignof(TypeProto) == 8, "layout of TypeProto");
 
 /// `onnx.TypeProto.Tensor`.
 class TypeProto_Tensor final {
@@ -5650,11 +5666,11 @@ inline SparseTensorProto* AttributeProto::add_sparse_tensors() { return mutable_
 inline const TypeProto& AttributeProto::type_protos(int i) const { return type_protos().Get(i); }
 inline TypeProto* AttributeProto::mutable_type_protos(int i) { return mutable_type_protos()->Mutable(i); }
 inline TypeProto* AttributeProto::add_type_protos() { return mutable_type_protos()->Add(); }
-inline const TypeProto& ValueInfoProto::type() const { const TypeProto* v = detail::load<const TypeProto*>(detail::at(this, 80)); return v ? *v : TypeProto::default_instance(); }
-inline TypeProto* ValueInfoProto::mutable_type() { TypeProto* v = detail::load<TypeProto*>(detail::at(this, 80)); if (!v) { v = new TypeProto; detail::store(detail::at(this, 80), v); } return v; }
-inline void ValueInfoProto::clear_type() { TypeProto* v = detail::load<TypeProto*>(detail::at(this, 80)); detail::store<TypeProto*>(detail::at(this, 80), nullptr); delete v; }
-inline TypeProto* ValueInfoProto::release_type() { TypeProto* v = detail::load<TypeProto*>(detail::at(this, 80)); detail::store<TypeProto*>(detail::at(this, 80), nullptr); return v; }
-inline void ValueInfoProto::set_allocated_type(TypeProto* v) { TypeProto* old = detail::load<TypeProto*>(detail::at(this, 80)); if (old == v) return; detail::store(detail::at(this, 80), v); delete old; }
+inline const TypeProto& ValueInfoProto::type() const { const TypeProto* v = detail::load<const TypeProto*>(detail::at(this, 32)); return v ? *v : TypeProto::default_instance(); }
+inline TypeProto* ValueInfoProto::mutable_type() { TypeProto* v = detail::load<TypeProto*>(detail::at(this, 32)); if (!v) { v = new TypeProto; detail::store(detail::at(this, 32), v); } return v; }
+inline void ValueInfoProto::clear_type() { TypeProto* v = detail::load<TypeProto*>(detail::at(this, 32)); detail::store<TypeProto*>(detail::at(this, 32), nullptr); delete v; }
+inline TypeProto* ValueInfoProto::release_type() { TypeProto* v = detail::load<TypeProto*>(detail::at(this, 32)); detail::store<TypeProto*>(detail::at(this, 32), nullptr); return v; }
+inline void ValueInfoProto::set_allocated_type(TypeProto* v) { TypeProto* old = detail::load<TypeProto*>(detail::at(this, 32)); if (old == v) return; detail::store(detail::at(this, 32), v); delete old; }
 inline const StringStringEntryProto& ValueInfoProto::metadata_props(int i) const { return metadata_props().Get(i); }
 inline StringStringEntryProto* ValueInfoProto::mutable_metadata_props(int i) { return mutable_metadata_props()->Mutable(i); }
 inline StringStringEntryProto* ValueInfoProto::add_metadata_props() { return mutable_metadata_props()->Add(); }

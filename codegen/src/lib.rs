@@ -139,21 +139,30 @@ pub fn inline_list_capacity(m: &schema::MessageDef, f: &schema::FieldDef) -> Opt
 /// Fields that are set in few real models, held in one lazily allocated box per message (the
 /// `rare` member, a `Rare<{Msg}Rare>`) instead of inline, so that the common message is small:
 /// `(message, fields)`. Oneof members cannot be rare.
-pub const RARE_FIELDS: &[(&str, &[&str])] = &[(
-    "AttributeProto",
-    &[
-        "ref_attr_name",
-        "doc_string",
-        "t",
-        "g",
-        "sparse_tensor",
-        "tp",
-        "tensors",
-        "graphs",
-        "sparse_tensors",
-        "type_protos",
-    ],
-)];
+pub const RARE_FIELDS: &[(&str, &[&str])] = &[
+    (
+        "AttributeProto",
+        &[
+            "ref_attr_name",
+            "doc_string",
+            "t",
+            "g",
+            "sparse_tensor",
+            "tp",
+            "tensors",
+            "graphs",
+            "sparse_tensors",
+            "type_protos",
+        ],
+    ),
+    (
+        "NodeProto",
+        &["overload", "metadata_props", "device_configurations"],
+    ),
+    ("ValueInfoProto", &["doc_string", "metadata_props"]),
+    ("TensorShapeProto.Dimension", &["denotation"]),
+    ("TypeProto", &["denotation"]),
+];
 
 /// True when field `f` of `m` is held in the message's `rare` box.
 pub fn is_rare(m: &schema::MessageDef, f: &schema::FieldDef) -> bool {

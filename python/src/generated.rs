@@ -390,7 +390,7 @@ impl Walk for ValueInfoProto {
     fn walk(&self, f: &mut dyn FnMut(usize, u16)) {
         f(ops::addr(self), 1);
         self.r#type.walk(f);
-        self.metadata_props.walk(f);
+        self.rare.metadata_props.walk(f);
     }
 }
 
@@ -407,13 +407,13 @@ impl Msg for ValueInfoProto {
         if src.has_doc_string() { dst.set_doc_string(src.doc_string().clone()); }
         dst.unknown_fields.push_raw(src.unknown_fields.as_bytes());
         if let Some(v) = src.r#type.take() { <TypeProto as Msg>::merge(ctx, dst.mutable_type(), ops::Unbox::unbox(v)); }
-        if !src.metadata_props.is_empty() { dst.metadata_props.extend(std::mem::take(&mut src.metadata_props)); }
+        if !src.rare.metadata_props.is_empty() { dst.rare.metadata_props.extend(std::mem::take(&mut src.rare.metadata_props)); }
     }
     fn text(&self, out: &mut TextOut) {
         if self.has_name() { out.string("name", self.name().as_bytes()); }
         if self.has_type() { { out.begin("type"); self.r#type().text(out); out.end(); }; }
         if self.has_doc_string() { out.string("doc_string", self.doc_string().as_bytes()); }
-        for v in self.metadata_props.iter() { { out.begin("metadata_props"); v.text(out); out.end(); }; }
+        for v in self.rare.metadata_props.iter() { { out.begin("metadata_props"); v.text(out); out.end(); }; }
     }
 }
 
@@ -432,9 +432,9 @@ fn value_info_proto_doc_string_get(s: &Bound<'_, Message>) -> PyResult<Py<PyAny>
 fn value_info_proto_doc_string_set(s: &Bound<'_, Message>, v: &Bound<'_, PyAny>) -> PyResult<()> { ops::set_with::<ValueInfoProto, _>(s, v, |v: &Bound<'_, PyAny>| ops::to_str_bytes(v).map(ProtoString::from), |_, m, v| m.set_doc_string(v)) }
 unsafe fn value_info_proto_doc_string_clear(_ctx: &Ctx<'_>, p: *mut ()) { unsafe { &mut *(p as *mut ValueInfoProto) }.clear_doc_string(); }
 
-static VALUE_INFO_PROTO_METADATA_PROPS_LIST: MsgListOps = crate::msg_list!("ValueInfoProto.metadata_props", ValueInfoProto, metadata_props, StringStringEntryProto, &STRING_STRING_ENTRY_PROTO_INFO);
+static VALUE_INFO_PROTO_METADATA_PROPS_LIST: MsgListOps = crate::msg_list!("ValueInfoProto.metadata_props", ValueInfoProto, rare.metadata_props, StringStringEntryProto, &STRING_STRING_ENTRY_PROTO_INFO);
 fn value_info_proto_metadata_props_get(s: &Bound<'_, Message>) -> PyResult<Py<PyAny>> { Ok(Py::new(s.py(), RepeatedCompositeContainer { parent: s.clone().unbind(), ops: &VALUE_INFO_PROTO_METADATA_PROPS_LIST })?.into_any()) }
-unsafe fn value_info_proto_metadata_props_clear(ctx: &Ctx<'_>, p: *mut ()) { ops::take_detach(ctx, &mut unsafe { &mut *(p as *mut ValueInfoProto) }.metadata_props); }
+unsafe fn value_info_proto_metadata_props_clear(ctx: &Ctx<'_>, p: *mut ()) { ops::take_detach(ctx, &mut unsafe { &mut *(p as *mut ValueInfoProto) }.rare.metadata_props); }
 
 static VALUE_INFO_PROTO_OPS: MsgOps = ops::ops_of::<ValueInfoProto>();
 
@@ -496,8 +496,8 @@ impl Walk for NodeProto {
     fn walk(&self, f: &mut dyn FnMut(usize, u16)) {
         f(ops::addr(self), 2);
         self.attribute.walk(f);
-        self.metadata_props.walk(f);
-        self.device_configurations.walk(f);
+        self.rare.metadata_props.walk(f);
+        self.rare.device_configurations.walk(f);
     }
 }
 
@@ -519,8 +519,8 @@ impl Msg for NodeProto {
         if !src.input.is_empty() { dst.input.extend(std::mem::take(&mut src.input)); }
         if !src.output.is_empty() { dst.output.extend(std::mem::take(&mut src.output)); }
         if !src.attribute.is_empty() { dst.attribute.extend(std::mem::take(&mut src.attribute)); }
-        if !src.metadata_props.is_empty() { dst.metadata_props.extend(std::mem::take(&mut src.metadata_props)); }
-        if !src.device_configurations.is_empty() { dst.device_configurations.extend(std::mem::take(&mut src.device_configurations)); }
+        if !src.rare.metadata_props.is_empty() { dst.rare.metadata_props.extend(std::mem::take(&mut src.rare.metadata_props)); }
+        if !src.rare.device_configurations.is_empty() { dst.rare.device_configurations.extend(std::mem::take(&mut src.rare.device_configurations)); }
     }
     fn text(&self, out: &mut TextOut) {
         for v in self.input.iter() { out.string("input", v.as_bytes()); }
@@ -531,8 +531,8 @@ impl Msg for NodeProto {
         if self.has_doc_string() { out.string("doc_string", self.doc_string().as_bytes()); }
         if self.has_domain() { out.string("domain", self.domain().as_bytes()); }
         if self.has_overload() { out.string("overload", self.overload().as_bytes()); }
-        for v in self.metadata_props.iter() { { out.begin("metadata_props"); v.text(out); out.end(); }; }
-        for v in self.device_configurations.iter() { { out.begin("device_configurations"); v.text(out); out.end(); }; }
+        for v in self.rare.metadata_props.iter() { { out.begin("metadata_props"); v.text(out); out.end(); }; }
+        for v in self.rare.device_configurations.iter() { { out.begin("device_configurations"); v.text(out); out.end(); }; }
     }
 }
 
@@ -568,13 +568,13 @@ fn node_proto_doc_string_get(s: &Bound<'_, Message>) -> PyResult<Py<PyAny>> { op
 fn node_proto_doc_string_set(s: &Bound<'_, Message>, v: &Bound<'_, PyAny>) -> PyResult<()> { ops::set_with::<NodeProto, _>(s, v, |v: &Bound<'_, PyAny>| ops::to_str_bytes(v).map(ProtoString::from), |_, m, v| m.set_doc_string(v)) }
 unsafe fn node_proto_doc_string_clear(_ctx: &Ctx<'_>, p: *mut ()) { unsafe { &mut *(p as *mut NodeProto) }.clear_doc_string(); }
 
-static NODE_PROTO_METADATA_PROPS_LIST: MsgListOps = crate::msg_list!("NodeProto.metadata_props", NodeProto, metadata_props, StringStringEntryProto, &STRING_STRING_ENTRY_PROTO_INFO);
+static NODE_PROTO_METADATA_PROPS_LIST: MsgListOps = crate::msg_list!("NodeProto.metadata_props", NodeProto, rare.metadata_props, StringStringEntryProto, &STRING_STRING_ENTRY_PROTO_INFO);
 fn node_proto_metadata_props_get(s: &Bound<'_, Message>) -> PyResult<Py<PyAny>> { Ok(Py::new(s.py(), RepeatedCompositeContainer { parent: s.clone().unbind(), ops: &NODE_PROTO_METADATA_PROPS_LIST })?.into_any()) }
-unsafe fn node_proto_metadata_props_clear(ctx: &Ctx<'_>, p: *mut ()) { ops::take_detach(ctx, &mut unsafe { &mut *(p as *mut NodeProto) }.metadata_props); }
+unsafe fn node_proto_metadata_props_clear(ctx: &Ctx<'_>, p: *mut ()) { ops::take_detach(ctx, &mut unsafe { &mut *(p as *mut NodeProto) }.rare.metadata_props); }
 
-static NODE_PROTO_DEVICE_CONFIGURATIONS_LIST: MsgListOps = crate::msg_list!("NodeProto.device_configurations", NodeProto, device_configurations, NodeDeviceConfigurationProto, &NODE_DEVICE_CONFIGURATION_PROTO_INFO);
+static NODE_PROTO_DEVICE_CONFIGURATIONS_LIST: MsgListOps = crate::msg_list!("NodeProto.device_configurations", NodeProto, rare.device_configurations, NodeDeviceConfigurationProto, &NODE_DEVICE_CONFIGURATION_PROTO_INFO);
 fn node_proto_device_configurations_get(s: &Bound<'_, Message>) -> PyResult<Py<PyAny>> { Ok(Py::new(s.py(), RepeatedCompositeContainer { parent: s.clone().unbind(), ops: &NODE_PROTO_DEVICE_CONFIGURATIONS_LIST })?.into_any()) }
-unsafe fn node_proto_device_configurations_clear(ctx: &Ctx<'_>, p: *mut ()) { ops::take_detach(ctx, &mut unsafe { &mut *(p as *mut NodeProto) }.device_configurations); }
+unsafe fn node_proto_device_configurations_clear(ctx: &Ctx<'_>, p: *mut ()) { ops::take_detach(ctx, &mut unsafe { &mut *(p as *mut NodeProto) }.rare.device_configurations); }
 
 static NODE_PROTO_OPS: MsgOps = ops::ops_of::<NodeProto>();
 

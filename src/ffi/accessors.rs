@@ -1633,7 +1633,7 @@ pub unsafe extern "C" fn onnxl_value_info_proto_mutable_type(m: *mut OnnxlValueI
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_value_info_proto_has_doc_string(m: *const OnnxlValueInfoProto) -> bool {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { has(m, |m| &m.doc_string) }
+    unsafe { has(m, |m| &m.rare.doc_string) }
 }
 
 /// Unsets `doc_string`.
@@ -1645,7 +1645,7 @@ pub unsafe extern "C" fn onnxl_value_info_proto_has_doc_string(m: *const OnnxlVa
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_value_info_proto_clear_doc_string(m: *mut OnnxlValueInfoProto) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { clear(m, |m| &mut m.doc_string) }
+    unsafe { clear(m, |m| &mut m.rare.doc_string) }
 }
 
 /// A view of `doc_string` (empty when unset; `data` NULL only when `m` is NULL).
@@ -1657,7 +1657,7 @@ pub unsafe extern "C" fn onnxl_value_info_proto_clear_doc_string(m: *mut OnnxlVa
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_value_info_proto_doc_string(m: *const OnnxlValueInfoProto) -> OnnxlStr {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { string(m, |m| &m.doc_string) }
+    unsafe { string(m, |m| &m.rare.doc_string) }
 }
 
 /// Sets `doc_string` to a copy of `len` bytes at `data`.
@@ -1669,7 +1669,7 @@ pub unsafe extern "C" fn onnxl_value_info_proto_doc_string(m: *const OnnxlValueI
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_value_info_proto_set_doc_string(m: *mut OnnxlValueInfoProto, data: *const c_char, len: usize) -> OnnxlStatus {
     // SAFETY: forwarded contract above.
-    unsafe { set_bytes(m, data, len, |m| &mut m.doc_string) }
+    unsafe { set_bytes(m, data, len, |m| &mut m.rare.doc_string) }
 }
 
 /// Number of `metadata_props` elements (0 when `m` is NULL).
@@ -1681,7 +1681,7 @@ pub unsafe extern "C" fn onnxl_value_info_proto_set_doc_string(m: *mut OnnxlValu
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_value_info_proto_metadata_props_size(m: *const OnnxlValueInfoProto) -> usize {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { len(m, |m| &m.metadata_props) }
+    unsafe { len(m, |m| &m.rare.metadata_props) }
 }
 
 /// Removes every `metadata_props` element.
@@ -1693,7 +1693,7 @@ pub unsafe extern "C" fn onnxl_value_info_proto_metadata_props_size(m: *const On
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_value_info_proto_clear_metadata_props(m: *mut OnnxlValueInfoProto) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { clear_all(m, |m| &mut m.metadata_props) }
+    unsafe { clear_all(m, |m| &mut m.rare.metadata_props) }
 }
 
 /// Removes `metadata_props` element `i`; later elements move down by one (`ONNXL_STATUS_OUT_OF_RANGE` when `i` >= size).
@@ -1705,7 +1705,7 @@ pub unsafe extern "C" fn onnxl_value_info_proto_clear_metadata_props(m: *mut Onn
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_value_info_proto_remove_metadata_props(m: *mut OnnxlValueInfoProto, i: usize) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { remove(m, i, "ValueInfoProto.metadata_props", |m| &mut m.metadata_props) }
+    unsafe { remove(m, i, "ValueInfoProto.metadata_props", |m| &mut m.rare.metadata_props) }
 }
 
 /// `metadata_props` element `i` (read-only); NULL when `i` >= size or `m` is NULL.
@@ -1717,7 +1717,7 @@ pub unsafe extern "C" fn onnxl_value_info_proto_remove_metadata_props(m: *mut On
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_value_info_proto_metadata_props(m: *const OnnxlValueInfoProto, i: usize) -> *const OnnxlStringStringEntryProto {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { elem_message::<OnnxlValueInfoProto, OnnxlStringStringEntryProto>(m, i, "ValueInfoProto.metadata_props", |m| &m.metadata_props) }
+    unsafe { elem_message::<OnnxlValueInfoProto, OnnxlStringStringEntryProto>(m, i, "ValueInfoProto.metadata_props", |m| &m.rare.metadata_props) }
 }
 
 /// `metadata_props` element `i` for writing; NULL when `i` >= size or `m` is NULL.
@@ -1729,7 +1729,7 @@ pub unsafe extern "C" fn onnxl_value_info_proto_metadata_props(m: *const OnnxlVa
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_value_info_proto_mutable_metadata_props(m: *mut OnnxlValueInfoProto, i: usize) -> *mut OnnxlStringStringEntryProto {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { mutable_elem_message::<OnnxlValueInfoProto, OnnxlStringStringEntryProto>(m, i, "ValueInfoProto.metadata_props", |m| &mut m.metadata_props) }
+    unsafe { mutable_elem_message::<OnnxlValueInfoProto, OnnxlStringStringEntryProto>(m, i, "ValueInfoProto.metadata_props", |m| &mut m.rare.metadata_props) }
 }
 
 /// Appends an empty `StringStringEntryProto` to `metadata_props` and returns it for writing; NULL only when `m` is NULL.
@@ -1741,7 +1741,7 @@ pub unsafe extern "C" fn onnxl_value_info_proto_mutable_metadata_props(m: *mut O
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_value_info_proto_add_metadata_props(m: *mut OnnxlValueInfoProto) -> *mut OnnxlStringStringEntryProto {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { add_message::<OnnxlValueInfoProto, OnnxlStringStringEntryProto>(m, |m| &mut m.metadata_props) }
+    unsafe { add_message::<OnnxlValueInfoProto, OnnxlStringStringEntryProto>(m, |m| &mut m.rare.metadata_props) }
 }
 
 /// `onnx.NodeProto` (opaque handle).
@@ -2175,7 +2175,7 @@ pub unsafe extern "C" fn onnxl_node_proto_set_domain(m: *mut OnnxlNodeProto, dat
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_node_proto_has_overload(m: *const OnnxlNodeProto) -> bool {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { has(m, |m| &m.overload) }
+    unsafe { has(m, |m| &m.rare.overload) }
 }
 
 /// Unsets `overload`.
@@ -2187,7 +2187,7 @@ pub unsafe extern "C" fn onnxl_node_proto_has_overload(m: *const OnnxlNodeProto)
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_node_proto_clear_overload(m: *mut OnnxlNodeProto) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { clear(m, |m| &mut m.overload) }
+    unsafe { clear(m, |m| &mut m.rare.overload) }
 }
 
 /// A view of `overload` (empty when unset; `data` NULL only when `m` is NULL).
@@ -2199,7 +2199,7 @@ pub unsafe extern "C" fn onnxl_node_proto_clear_overload(m: *mut OnnxlNodeProto)
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_node_proto_overload(m: *const OnnxlNodeProto) -> OnnxlStr {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { string(m, |m| &m.overload) }
+    unsafe { string(m, |m| &m.rare.overload) }
 }
 
 /// Sets `overload` to a copy of `len` bytes at `data`.
@@ -2211,7 +2211,7 @@ pub unsafe extern "C" fn onnxl_node_proto_overload(m: *const OnnxlNodeProto) -> 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_node_proto_set_overload(m: *mut OnnxlNodeProto, data: *const c_char, len: usize) -> OnnxlStatus {
     // SAFETY: forwarded contract above.
-    unsafe { set_bytes(m, data, len, |m| &mut m.overload) }
+    unsafe { set_bytes(m, data, len, |m| &mut m.rare.overload) }
 }
 
 /// Number of `attribute` elements (0 when `m` is NULL).
@@ -2343,7 +2343,7 @@ pub unsafe extern "C" fn onnxl_node_proto_set_doc_string(m: *mut OnnxlNodeProto,
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_node_proto_metadata_props_size(m: *const OnnxlNodeProto) -> usize {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { len(m, |m| &m.metadata_props) }
+    unsafe { len(m, |m| &m.rare.metadata_props) }
 }
 
 /// Removes every `metadata_props` element.
@@ -2355,7 +2355,7 @@ pub unsafe extern "C" fn onnxl_node_proto_metadata_props_size(m: *const OnnxlNod
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_node_proto_clear_metadata_props(m: *mut OnnxlNodeProto) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { clear_all(m, |m| &mut m.metadata_props) }
+    unsafe { clear_all(m, |m| &mut m.rare.metadata_props) }
 }
 
 /// Removes `metadata_props` element `i`; later elements move down by one (`ONNXL_STATUS_OUT_OF_RANGE` when `i` >= size).
@@ -2367,7 +2367,7 @@ pub unsafe extern "C" fn onnxl_node_proto_clear_metadata_props(m: *mut OnnxlNode
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_node_proto_remove_metadata_props(m: *mut OnnxlNodeProto, i: usize) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { remove(m, i, "NodeProto.metadata_props", |m| &mut m.metadata_props) }
+    unsafe { remove(m, i, "NodeProto.metadata_props", |m| &mut m.rare.metadata_props) }
 }
 
 /// `metadata_props` element `i` (read-only); NULL when `i` >= size or `m` is NULL.
@@ -2379,7 +2379,7 @@ pub unsafe extern "C" fn onnxl_node_proto_remove_metadata_props(m: *mut OnnxlNod
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_node_proto_metadata_props(m: *const OnnxlNodeProto, i: usize) -> *const OnnxlStringStringEntryProto {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { elem_message::<OnnxlNodeProto, OnnxlStringStringEntryProto>(m, i, "NodeProto.metadata_props", |m| &m.metadata_props) }
+    unsafe { elem_message::<OnnxlNodeProto, OnnxlStringStringEntryProto>(m, i, "NodeProto.metadata_props", |m| &m.rare.metadata_props) }
 }
 
 /// `metadata_props` element `i` for writing; NULL when `i` >= size or `m` is NULL.
@@ -2391,7 +2391,7 @@ pub unsafe extern "C" fn onnxl_node_proto_metadata_props(m: *const OnnxlNodeProt
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_node_proto_mutable_metadata_props(m: *mut OnnxlNodeProto, i: usize) -> *mut OnnxlStringStringEntryProto {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { mutable_elem_message::<OnnxlNodeProto, OnnxlStringStringEntryProto>(m, i, "NodeProto.metadata_props", |m| &mut m.metadata_props) }
+    unsafe { mutable_elem_message::<OnnxlNodeProto, OnnxlStringStringEntryProto>(m, i, "NodeProto.metadata_props", |m| &mut m.rare.metadata_props) }
 }
 
 /// Appends an empty `StringStringEntryProto` to `metadata_props` and returns it for writing; NULL only when `m` is NULL.
@@ -2403,7 +2403,7 @@ pub unsafe extern "C" fn onnxl_node_proto_mutable_metadata_props(m: *mut OnnxlNo
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_node_proto_add_metadata_props(m: *mut OnnxlNodeProto) -> *mut OnnxlStringStringEntryProto {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { add_message::<OnnxlNodeProto, OnnxlStringStringEntryProto>(m, |m| &mut m.metadata_props) }
+    unsafe { add_message::<OnnxlNodeProto, OnnxlStringStringEntryProto>(m, |m| &mut m.rare.metadata_props) }
 }
 
 /// Number of `device_configurations` elements (0 when `m` is NULL).
@@ -2415,7 +2415,7 @@ pub unsafe extern "C" fn onnxl_node_proto_add_metadata_props(m: *mut OnnxlNodePr
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_node_proto_device_configurations_size(m: *const OnnxlNodeProto) -> usize {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { len(m, |m| &m.device_configurations) }
+    unsafe { len(m, |m| &m.rare.device_configurations) }
 }
 
 /// Removes every `device_configurations` element.
@@ -2427,7 +2427,7 @@ pub unsafe extern "C" fn onnxl_node_proto_device_configurations_size(m: *const O
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_node_proto_clear_device_configurations(m: *mut OnnxlNodeProto) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { clear_all(m, |m| &mut m.device_configurations) }
+    unsafe { clear_all(m, |m| &mut m.rare.device_configurations) }
 }
 
 /// Removes `device_configurations` element `i`; later elements move down by one (`ONNXL_STATUS_OUT_OF_RANGE` when `i` >= size).
@@ -2439,7 +2439,7 @@ pub unsafe extern "C" fn onnxl_node_proto_clear_device_configurations(m: *mut On
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_node_proto_remove_device_configurations(m: *mut OnnxlNodeProto, i: usize) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { remove(m, i, "NodeProto.device_configurations", |m| &mut m.device_configurations) }
+    unsafe { remove(m, i, "NodeProto.device_configurations", |m| &mut m.rare.device_configurations) }
 }
 
 /// `device_configurations` element `i` (read-only); NULL when `i` >= size or `m` is NULL.
@@ -2451,7 +2451,7 @@ pub unsafe extern "C" fn onnxl_node_proto_remove_device_configurations(m: *mut O
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_node_proto_device_configurations(m: *const OnnxlNodeProto, i: usize) -> *const OnnxlNodeDeviceConfigurationProto {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { elem_message::<OnnxlNodeProto, OnnxlNodeDeviceConfigurationProto>(m, i, "NodeProto.device_configurations", |m| &m.device_configurations) }
+    unsafe { elem_message::<OnnxlNodeProto, OnnxlNodeDeviceConfigurationProto>(m, i, "NodeProto.device_configurations", |m| &m.rare.device_configurations) }
 }
 
 /// `device_configurations` element `i` for writing; NULL when `i` >= size or `m` is NULL.
@@ -2463,7 +2463,7 @@ pub unsafe extern "C" fn onnxl_node_proto_device_configurations(m: *const OnnxlN
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_node_proto_mutable_device_configurations(m: *mut OnnxlNodeProto, i: usize) -> *mut OnnxlNodeDeviceConfigurationProto {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { mutable_elem_message::<OnnxlNodeProto, OnnxlNodeDeviceConfigurationProto>(m, i, "NodeProto.device_configurations", |m| &mut m.device_configurations) }
+    unsafe { mutable_elem_message::<OnnxlNodeProto, OnnxlNodeDeviceConfigurationProto>(m, i, "NodeProto.device_configurations", |m| &mut m.rare.device_configurations) }
 }
 
 /// Appends an empty `NodeDeviceConfigurationProto` to `device_configurations` and returns it for writing; NULL only when `m` is NULL.
@@ -2475,7 +2475,7 @@ pub unsafe extern "C" fn onnxl_node_proto_mutable_device_configurations(m: *mut 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_node_proto_add_device_configurations(m: *mut OnnxlNodeProto) -> *mut OnnxlNodeDeviceConfigurationProto {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { add_message::<OnnxlNodeProto, OnnxlNodeDeviceConfigurationProto>(m, |m| &mut m.device_configurations) }
+    unsafe { add_message::<OnnxlNodeProto, OnnxlNodeDeviceConfigurationProto>(m, |m| &mut m.rare.device_configurations) }
 }
 
 /// `onnx.IntIntListEntryProto` (opaque handle).
@@ -9187,7 +9187,7 @@ pub unsafe extern "C" fn onnxl_tensor_shape_proto_dimension_set_dim_param(m: *mu
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_tensor_shape_proto_dimension_has_denotation(m: *const OnnxlTensorShapeProtoDimension) -> bool {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { has(m, |m| &m.denotation) }
+    unsafe { has(m, |m| &m.rare.denotation) }
 }
 
 /// Unsets `denotation`.
@@ -9199,7 +9199,7 @@ pub unsafe extern "C" fn onnxl_tensor_shape_proto_dimension_has_denotation(m: *c
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_tensor_shape_proto_dimension_clear_denotation(m: *mut OnnxlTensorShapeProtoDimension) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { clear(m, |m| &mut m.denotation) }
+    unsafe { clear(m, |m| &mut m.rare.denotation) }
 }
 
 /// A view of `denotation` (empty when unset; `data` NULL only when `m` is NULL).
@@ -9211,7 +9211,7 @@ pub unsafe extern "C" fn onnxl_tensor_shape_proto_dimension_clear_denotation(m: 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_tensor_shape_proto_dimension_denotation(m: *const OnnxlTensorShapeProtoDimension) -> OnnxlStr {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { string(m, |m| &m.denotation) }
+    unsafe { string(m, |m| &m.rare.denotation) }
 }
 
 /// Sets `denotation` to a copy of `len` bytes at `data`.
@@ -9223,7 +9223,7 @@ pub unsafe extern "C" fn onnxl_tensor_shape_proto_dimension_denotation(m: *const
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_tensor_shape_proto_dimension_set_denotation(m: *mut OnnxlTensorShapeProtoDimension, data: *const c_char, len: usize) -> OnnxlStatus {
     // SAFETY: forwarded contract above.
-    unsafe { set_bytes(m, data, len, |m| &mut m.denotation) }
+    unsafe { set_bytes(m, data, len, |m| &mut m.rare.denotation) }
 }
 
 /// `onnx.TypeProto` (opaque handle).
@@ -9667,7 +9667,7 @@ pub unsafe extern "C" fn onnxl_type_proto_mutable_opaque_type(m: *mut OnnxlTypeP
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_type_proto_has_denotation(m: *const OnnxlTypeProto) -> bool {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { has(m, |m| &m.denotation) }
+    unsafe { has(m, |m| &m.rare.denotation) }
 }
 
 /// Unsets `denotation`.
@@ -9679,7 +9679,7 @@ pub unsafe extern "C" fn onnxl_type_proto_has_denotation(m: *const OnnxlTypeProt
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_type_proto_clear_denotation(m: *mut OnnxlTypeProto) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { clear(m, |m| &mut m.denotation) }
+    unsafe { clear(m, |m| &mut m.rare.denotation) }
 }
 
 /// A view of `denotation` (empty when unset; `data` NULL only when `m` is NULL).
@@ -9691,7 +9691,7 @@ pub unsafe extern "C" fn onnxl_type_proto_clear_denotation(m: *mut OnnxlTypeProt
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_type_proto_denotation(m: *const OnnxlTypeProto) -> OnnxlStr {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { string(m, |m| &m.denotation) }
+    unsafe { string(m, |m| &m.rare.denotation) }
 }
 
 /// Sets `denotation` to a copy of `len` bytes at `data`.
@@ -9703,7 +9703,7 @@ pub unsafe extern "C" fn onnxl_type_proto_denotation(m: *const OnnxlTypeProto) -
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_type_proto_set_denotation(m: *mut OnnxlTypeProto, data: *const c_char, len: usize) -> OnnxlStatus {
     // SAFETY: forwarded contract above.
-    unsafe { set_bytes(m, data, len, |m| &mut m.denotation) }
+    unsafe { set_bytes(m, data, len, |m| &mut m.rare.denotation) }
 }
 
 /// `onnx.TypeProto.Tensor` (opaque handle).

@@ -826,10 +826,8 @@ pub struct ValueInfoProto {
     pub name: Option<ProtoString>,
     /// `optional TypeProto type = 2;`
     pub r#type: Option<Box<TypeProto>>,
-    /// `optional string doc_string = 3;`
-    pub doc_string: Option<ProtoString>,
-    /// `repeated StringStringEntryProto metadata_props = 4;`
-    pub metadata_props: RepeatedField<StringStringEntryProto>,
+    /// The fields few models set (`ValueInfoProtoRare`), in a box allocated on first write.
+    pub rare: Rare<ValueInfoProtoRare>,
     /// Fields not in the schema, as read (written back after the known ones).
     pub unknown_fields: UnknownFields,
 }
@@ -840,10 +838,35 @@ impl ValueInfoProto {
         Self {
             name: None,
             r#type: None,
-            doc_string: None,
-            metadata_props: RepeatedField::new(),
+            rare: Rare::new(),
             unknown_fields: UnknownFields::new(),
         }
+    }
+}
+
+/// The rare fields of `onnx.ValueInfoProto` (its `rare` member).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ValueInfoProtoRare {
+    /// `optional string doc_string = 3;`
+    pub doc_string: Option<ProtoString>,
+    /// `repeated StringStringEntryProto metadata_props = 4;`
+    pub metadata_props: RepeatedField<StringStringEntryProto>,
+}
+
+impl ValueInfoProtoRare {
+    /// Every rare field unset.
+    pub const fn new() -> Self {
+        Self {
+            doc_string: None,
+            metadata_props: RepeatedField::new(),
+        }
+    }
+}
+
+impl RareFields for ValueInfoProtoRare {
+    fn empty() -> &'static Self {
+        static EMPTY: ValueInfoProtoRare = ValueInfoProtoRare::new();
+        &EMPTY
     }
 }
 
@@ -855,11 +878,17 @@ impl Message for ValueInfoProto {
             match tag {
                 10 => r.read_string_into(&mut self.name).map_err(|e| e.at("name", None))?,
                 18 => r.read_message_into(&mut self.r#type).map_err(|e| e.at("type", None))?,
-                26 => r.read_string_into(&mut self.doc_string).map_err(|e| e.at("doc_string", None))?,
+                26 => {
+                    r.alloc_rare(&mut self.rare)?;
+                    r.read_string_into(&mut self.rare.doc_string).map_err(|e| e.at("doc_string", None))?
+                }
                 34 => {
-                    let i = self.metadata_props.len();
-                    let m = r.push_message(&mut self.metadata_props, 34).map_err(|e| e.at("metadata_props", Some(i)))?;
+                    r.alloc_rare(&mut self.rare)?;
+                    {
+                    let i = self.rare.metadata_props.len();
+                    let m = r.push_message(&mut self.rare.metadata_props, 34).map_err(|e| e.at("metadata_props", Some(i)))?;
                     r.read_message(m).map_err(|e| e.at("metadata_props", Some(i)))?;
+                }
                 }
                 _ => r.skip_unknown(tag, &mut self.unknown_fields)?,
             }
@@ -869,22 +898,24 @@ impl Message for ValueInfoProto {
 
     fn compute_size(&self, sizes: &mut SizeTable) -> u64 {
         let mut n: u64 = self.unknown_fields.len() as u64;
+        let rare = &*self.rare;
         if let Some(v) = &self.name {
             n += 1 + len_delimited_size(v.len() as u64);
         }
         if let Some(m) = &self.r#type {
             n += 1 + len_delimited_size(sizes.nested::<TypeProto>(m));
         }
-        if let Some(v) = &self.doc_string {
+        if let Some(v) = &rare.doc_string {
             n += 1 + len_delimited_size(v.len() as u64);
         }
-        for m in self.metadata_props.iter_prefetching() {
+        for m in rare.metadata_props.iter_prefetching() {
             n += 1 + len_delimited_size(sizes.nested::<StringStringEntryProto>(m));
         }
         n
     }
 
     fn encode_to<S: Sink + ?Sized>(&self, s: &mut S, c: &mut SizeCursor<'_>) {
+        let rare = &*self.rare;
         if let Some(v) = &self.name {
             s.put(&[0x0a]);
             put_varint(s, v.len() as u64);
@@ -895,12 +926,12 @@ impl Message for ValueInfoProto {
             put_varint(s, c.next_size());
             m.encode_to(s, c);
         }
-        if let Some(v) = &self.doc_string {
+        if let Some(v) = &rare.doc_string {
             s.put(&[0x1a]);
             put_varint(s, v.len() as u64);
             s.put(v);
         }
-        for m in &self.metadata_props {
+        for m in &rare.metadata_props {
             s.put(&[0x22]);
             put_varint(s, c.next_size());
             m.encode_to(s, c);
@@ -925,7 +956,6 @@ impl Message for ValueInfoProto {
         if let Some(m) = &self.r#type {
             crate::wire::prefetch::prefetch_value::<_>(&**m);
         }
-        self.metadata_props.prefetch_head();
     }
 }
 
@@ -970,32 +1000,36 @@ impl ValueInfoProto {
     }
     /// True when `doc_string` is set.
     pub fn has_doc_string(&self) -> bool {
-        self.doc_string.is_some()
+        self.rare.doc_string.is_some()
     }
     /// Unsets `doc_string`.
     pub fn clear_doc_string(&mut self) {
-        self.doc_string = None;
+        if let Some(rare) = self.rare.get_mut() {
+            rare.doc_string = None;
+        }
     }
     /// `doc_string`, or empty when unset.
     pub fn doc_string(&self) -> &ProtoString {
         static DEFAULT: ProtoString = ProtoString::new();
-        self.doc_string.as_ref().unwrap_or(&DEFAULT)
+        self.rare.doc_string.as_ref().unwrap_or(&DEFAULT)
     }
     /// Sets `doc_string`.
     pub fn set_doc_string(&mut self, v: impl Into<ProtoString>) {
-        self.doc_string = Some(v.into());
+        self.rare.doc_string = Some(v.into());
     }
     /// Number of `metadata_props` elements.
     pub fn metadata_props_size(&self) -> usize {
-        self.metadata_props.len()
+        self.rare.metadata_props.len()
     }
     /// Removes every `metadata_props` element.
     pub fn clear_metadata_props(&mut self) {
-        self.metadata_props.clear();
+        if let Some(rare) = self.rare.get_mut() {
+            rare.metadata_props.clear();
+        }
     }
     /// Appends an empty `metadata_props` element and returns it.
     pub fn add_metadata_props(&mut self) -> &mut StringStringEntryProto {
-        self.metadata_props.push_default()
+        self.rare.metadata_props.push_default()
     }
 }
 
@@ -1012,10 +1046,15 @@ impl Recycle for ValueInfoProto {
             v.recycle(rec, strings);
             TypeProto::pool(rec).push_back(v);
         }
-        if let Some(mut v) = self.doc_string.take() {
-            strings.keep(&mut v);
+        if let Some(rare) = self.rare.get_mut() {
+            if let Some(mut v) = rare.doc_string.take() {
+                strings.keep(&mut v);
+            }
         }
-        self.metadata_props.recycle_elements(|e| e.recycle(rec, strings));
+        if let Some(rare) = self.rare.get_mut() {
+            rare.metadata_props.recycle_elements(|e| e.recycle(rec, strings));
+        }
+        self.rare.clear();
         self.unknown_fields.clear();
     }
 }
@@ -1033,16 +1072,12 @@ pub struct NodeProto {
     pub op_type: Option<ProtoString>,
     /// `optional string domain = 7;`
     pub domain: Option<ProtoString>,
-    /// `optional string overload = 8;`
-    pub overload: Option<ProtoString>,
     /// `repeated AttributeProto attribute = 5;`
     pub attribute: RepeatedField<AttributeProto>,
     /// `optional string doc_string = 6;`
     pub doc_string: Option<ProtoString>,
-    /// `repeated StringStringEntryProto metadata_props = 9;`
-    pub metadata_props: RepeatedField<StringStringEntryProto>,
-    /// `repeated NodeDeviceConfigurationProto device_configurations = 10;`
-    pub device_configurations: RepeatedField<NodeDeviceConfigurationProto>,
+    /// The fields few models set (`NodeProtoRare`), in a box allocated on first write.
+    pub rare: Rare<NodeProtoRare>,
     /// Fields not in the schema, as read (written back after the known ones).
     pub unknown_fields: UnknownFields,
 }
@@ -1056,13 +1091,40 @@ impl NodeProto {
             name: None,
             op_type: None,
             domain: None,
-            overload: None,
             attribute: RepeatedField::new(),
             doc_string: None,
-            metadata_props: RepeatedField::new(),
-            device_configurations: RepeatedField::new(),
+            rare: Rare::new(),
             unknown_fields: UnknownFields::new(),
         }
+    }
+}
+
+/// The rare fields of `onnx.NodeProto` (its `rare` member).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct NodeProtoRare {
+    /// `optional string overload = 8;`
+    pub overload: Option<ProtoString>,
+    /// `repeated StringStringEntryProto metadata_props = 9;`
+    pub metadata_props: RepeatedField<StringStringEntryProto>,
+    /// `repeated NodeDeviceConfigurationProto device_configurations = 10;`
+    pub device_configurations: RepeatedField<NodeDeviceConfigurationProto>,
+}
+
+impl NodeProtoRare {
+    /// Every rare field unset.
+    pub const fn new() -> Self {
+        Self {
+            overload: None,
+            metadata_props: RepeatedField::new(),
+            device_configurations: RepeatedField::new(),
+        }
+    }
+}
+
+impl RareFields for NodeProtoRare {
+    fn empty() -> &'static Self {
+        static EMPTY: NodeProtoRare = NodeProtoRare::new();
+        &EMPTY
     }
 }
 
@@ -1083,7 +1145,10 @@ impl Message for NodeProto {
                 26 => r.read_string_into(&mut self.name).map_err(|e| e.at("name", None))?,
                 34 => r.read_string_into(&mut self.op_type).map_err(|e| e.at("op_type", None))?,
                 58 => r.read_string_into(&mut self.domain).map_err(|e| e.at("domain", None))?,
-                66 => r.read_string_into(&mut self.overload).map_err(|e| e.at("overload", None))?,
+                66 => {
+                    r.alloc_rare(&mut self.rare)?;
+                    r.read_string_into(&mut self.rare.overload).map_err(|e| e.at("overload", None))?
+                }
                 42 => {
                     let i = self.attribute.len();
                     let m = r.push_message(&mut self.attribute, 42).map_err(|e| e.at("attribute", Some(i)))?;
@@ -1091,14 +1156,20 @@ impl Message for NodeProto {
                 }
                 50 => r.read_string_into(&mut self.doc_string).map_err(|e| e.at("doc_string", None))?,
                 74 => {
-                    let i = self.metadata_props.len();
-                    let m = r.push_message(&mut self.metadata_props, 74).map_err(|e| e.at("metadata_props", Some(i)))?;
+                    r.alloc_rare(&mut self.rare)?;
+                    {
+                    let i = self.rare.metadata_props.len();
+                    let m = r.push_message(&mut self.rare.metadata_props, 74).map_err(|e| e.at("metadata_props", Some(i)))?;
                     r.read_message(m).map_err(|e| e.at("metadata_props", Some(i)))?;
                 }
+                }
                 82 => {
-                    let i = self.device_configurations.len();
-                    let m = r.push_message(&mut self.device_configurations, 82).map_err(|e| e.at("device_configurations", Some(i)))?;
+                    r.alloc_rare(&mut self.rare)?;
+                    {
+                    let i = self.rare.device_configurations.len();
+                    let m = r.push_message(&mut self.rare.device_configurations, 82).map_err(|e| e.at("device_configurations", Some(i)))?;
                     r.read_message(m).map_err(|e| e.at("device_configurations", Some(i)))?;
+                }
                 }
                 _ => r.skip_unknown(tag, &mut self.unknown_fields)?,
             }
@@ -1108,6 +1179,7 @@ impl Message for NodeProto {
 
     fn compute_size(&self, sizes: &mut SizeTable) -> u64 {
         let mut n: u64 = self.unknown_fields.len() as u64;
+        let rare = &*self.rare;
         n += self.input.iter().map(|v| 1 + len_delimited_size(v.len() as u64)).sum::<u64>();
         n += self.output.iter().map(|v| 1 + len_delimited_size(v.len() as u64)).sum::<u64>();
         if let Some(v) = &self.name {
@@ -1125,19 +1197,20 @@ impl Message for NodeProto {
         if let Some(v) = &self.domain {
             n += 1 + len_delimited_size(v.len() as u64);
         }
-        if let Some(v) = &self.overload {
+        if let Some(v) = &rare.overload {
             n += 1 + len_delimited_size(v.len() as u64);
         }
-        for m in self.metadata_props.iter_prefetching() {
+        for m in rare.metadata_props.iter_prefetching() {
             n += 1 + len_delimited_size(sizes.nested::<StringStringEntryProto>(m));
         }
-        for m in self.device_configurations.iter_prefetching() {
+        for m in rare.device_configurations.iter_prefetching() {
             n += 1 + len_delimited_size(sizes.nested::<NodeDeviceConfigurationProto>(m));
         }
         n
     }
 
     fn encode_to<S: Sink + ?Sized>(&self, s: &mut S, c: &mut SizeCursor<'_>) {
+        let rare = &*self.rare;
         for v in &self.input {
             s.put(&[0x0a]);
             put_varint(s, v.len() as u64);
@@ -1173,17 +1246,17 @@ impl Message for NodeProto {
             put_varint(s, v.len() as u64);
             s.put(v);
         }
-        if let Some(v) = &self.overload {
+        if let Some(v) = &rare.overload {
             s.put(&[0x42]);
             put_varint(s, v.len() as u64);
             s.put(v);
         }
-        for m in &self.metadata_props {
+        for m in &rare.metadata_props {
             s.put(&[0x4a]);
             put_varint(s, c.next_size());
             m.encode_to(s, c);
         }
-        for m in &self.device_configurations {
+        for m in &rare.device_configurations {
             s.put(&[0x52]);
             put_varint(s, c.next_size());
             m.encode_to(s, c);
@@ -1206,8 +1279,6 @@ impl Message for NodeProto {
     #[inline(always)]
     fn prefetch_children(&self) {
         self.attribute.prefetch_head();
-        self.metadata_props.prefetch_head();
-        self.device_configurations.prefetch_head();
     }
 
     fn without_payloads(&self, min_len: u64) -> Option<Self> {
@@ -1293,20 +1364,22 @@ impl NodeProto {
     }
     /// True when `overload` is set.
     pub fn has_overload(&self) -> bool {
-        self.overload.is_some()
+        self.rare.overload.is_some()
     }
     /// Unsets `overload`.
     pub fn clear_overload(&mut self) {
-        self.overload = None;
+        if let Some(rare) = self.rare.get_mut() {
+            rare.overload = None;
+        }
     }
     /// `overload`, or empty when unset.
     pub fn overload(&self) -> &ProtoString {
         static DEFAULT: ProtoString = ProtoString::new();
-        self.overload.as_ref().unwrap_or(&DEFAULT)
+        self.rare.overload.as_ref().unwrap_or(&DEFAULT)
     }
     /// Sets `overload`.
     pub fn set_overload(&mut self, v: impl Into<ProtoString>) {
-        self.overload = Some(v.into());
+        self.rare.overload = Some(v.into());
     }
     /// Number of `attribute` elements.
     pub fn attribute_size(&self) -> usize {
@@ -1339,27 +1412,31 @@ impl NodeProto {
     }
     /// Number of `metadata_props` elements.
     pub fn metadata_props_size(&self) -> usize {
-        self.metadata_props.len()
+        self.rare.metadata_props.len()
     }
     /// Removes every `metadata_props` element.
     pub fn clear_metadata_props(&mut self) {
-        self.metadata_props.clear();
+        if let Some(rare) = self.rare.get_mut() {
+            rare.metadata_props.clear();
+        }
     }
     /// Appends an empty `metadata_props` element and returns it.
     pub fn add_metadata_props(&mut self) -> &mut StringStringEntryProto {
-        self.metadata_props.push_default()
+        self.rare.metadata_props.push_default()
     }
     /// Number of `device_configurations` elements.
     pub fn device_configurations_size(&self) -> usize {
-        self.device_configurations.len()
+        self.rare.device_configurations.len()
     }
     /// Removes every `device_configurations` element.
     pub fn clear_device_configurations(&mut self) {
-        self.device_configurations.clear();
+        if let Some(rare) = self.rare.get_mut() {
+            rare.device_configurations.clear();
+        }
     }
     /// Appends an empty `device_configurations` element and returns it.
     pub fn add_device_configurations(&mut self) -> &mut NodeDeviceConfigurationProto {
-        self.device_configurations.push_default()
+        self.rare.device_configurations.push_default()
     }
 }
 
@@ -1390,11 +1467,18 @@ impl Recycle for NodeProto {
         if let Some(mut v) = self.domain.take() {
             strings.keep(&mut v);
         }
-        if let Some(mut v) = self.overload.take() {
-            strings.keep(&mut v);
+        if let Some(rare) = self.rare.get_mut() {
+            if let Some(mut v) = rare.overload.take() {
+                strings.keep(&mut v);
+            }
         }
-        self.metadata_props.recycle_elements(|e| e.recycle(rec, strings));
-        self.device_configurations.recycle_elements(|e| e.recycle(rec, strings));
+        if let Some(rare) = self.rare.get_mut() {
+            rare.metadata_props.recycle_elements(|e| e.recycle(rec, strings));
+        }
+        if let Some(rare) = self.rare.get_mut() {
+            rare.device_configurations.recycle_elements(|e| e.recycle(rec, strings));
+        }
+        self.rare.clear();
         self.unknown_fields.clear();
     }
 }
@@ -4552,8 +4636,8 @@ impl Recycle for TensorShapeProto {
 pub struct TensorShapeProtoDimension {
     /// `oneof value`.
     pub value: Option<TensorShapeProtoDimensionValue>,
-    /// `optional string denotation = 3;`
-    pub denotation: Option<ProtoString>,
+    /// The fields few models set (`TensorShapeProtoDimensionRare`), in a box allocated on first write.
+    pub rare: Rare<TensorShapeProtoDimensionRare>,
     /// Fields not in the schema, as read (written back after the known ones).
     pub unknown_fields: UnknownFields,
 }
@@ -4563,9 +4647,32 @@ impl TensorShapeProtoDimension {
     pub const fn new() -> Self {
         Self {
             value: None,
-            denotation: None,
+            rare: Rare::new(),
             unknown_fields: UnknownFields::new(),
         }
+    }
+}
+
+/// The rare fields of `onnx.TensorShapeProto.Dimension` (its `rare` member).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct TensorShapeProtoDimensionRare {
+    /// `optional string denotation = 3;`
+    pub denotation: Option<ProtoString>,
+}
+
+impl TensorShapeProtoDimensionRare {
+    /// Every rare field unset.
+    pub const fn new() -> Self {
+        Self {
+            denotation: None,
+        }
+    }
+}
+
+impl RareFields for TensorShapeProtoDimensionRare {
+    fn empty() -> &'static Self {
+        static EMPTY: TensorShapeProtoDimensionRare = TensorShapeProtoDimensionRare::new();
+        &EMPTY
     }
 }
 
@@ -4595,7 +4702,10 @@ impl Message for TensorShapeProtoDimension {
                         _ => unreachable!("just set"),
                     }
                 }).map_err(|e| e.at("dim_param", None))?,
-                26 => r.read_string_into(&mut self.denotation).map_err(|e| e.at("denotation", None))?,
+                26 => {
+                    r.alloc_rare(&mut self.rare)?;
+                    r.read_string_into(&mut self.rare.denotation).map_err(|e| e.at("denotation", None))?
+                }
                 _ => r.skip_unknown(tag, &mut self.unknown_fields)?,
             }
         }
@@ -4604,19 +4714,21 @@ impl Message for TensorShapeProtoDimension {
 
     fn compute_size(&self, sizes: &mut SizeTable) -> u64 {
         let mut n: u64 = self.unknown_fields.len() as u64;
+        let rare = &*self.rare;
         if let Some(TensorShapeProtoDimensionValue::DimValue(v)) = &self.value {
             n += 1 + varint_len(*v as u64);
         }
         if let Some(TensorShapeProtoDimensionValue::DimParam(v)) = &self.value {
             n += 1 + len_delimited_size(v.len() as u64);
         }
-        if let Some(v) = &self.denotation {
+        if let Some(v) = &rare.denotation {
             n += 1 + len_delimited_size(v.len() as u64);
         }
         n
     }
 
     fn encode_to<S: Sink + ?Sized>(&self, s: &mut S, c: &mut SizeCursor<'_>) {
+        let rare = &*self.rare;
         if let Some(TensorShapeProtoDimensionValue::DimValue(v)) = &self.value {
             s.put(&[0x08]);
             put_varint(s, *v as u64);
@@ -4626,7 +4738,7 @@ impl Message for TensorShapeProtoDimension {
             put_varint(s, v.len() as u64);
             s.put(v);
         }
-        if let Some(v) = &self.denotation {
+        if let Some(v) = &rare.denotation {
             s.put(&[0x1a]);
             put_varint(s, v.len() as u64);
             s.put(v);
@@ -4693,20 +4805,22 @@ impl TensorShapeProtoDimension {
     }
     /// True when `denotation` is set.
     pub fn has_denotation(&self) -> bool {
-        self.denotation.is_some()
+        self.rare.denotation.is_some()
     }
     /// Unsets `denotation`.
     pub fn clear_denotation(&mut self) {
-        self.denotation = None;
+        if let Some(rare) = self.rare.get_mut() {
+            rare.denotation = None;
+        }
     }
     /// `denotation`, or empty when unset.
     pub fn denotation(&self) -> &ProtoString {
         static DEFAULT: ProtoString = ProtoString::new();
-        self.denotation.as_ref().unwrap_or(&DEFAULT)
+        self.rare.denotation.as_ref().unwrap_or(&DEFAULT)
     }
     /// Sets `denotation`.
     pub fn set_denotation(&mut self, v: impl Into<ProtoString>) {
-        self.denotation = Some(v.into());
+        self.rare.denotation = Some(v.into());
     }
 }
 
@@ -4720,9 +4834,12 @@ impl Recycle for TensorShapeProtoDimension {
             Some(TensorShapeProtoDimensionValue::DimParam(mut v)) => strings.keep(&mut v),
             _ => {}
         }
-        if let Some(mut v) = self.denotation.take() {
-            strings.keep(&mut v);
+        if let Some(rare) = self.rare.get_mut() {
+            if let Some(mut v) = rare.denotation.take() {
+                strings.keep(&mut v);
+            }
         }
+        self.rare.clear();
         self.unknown_fields.clear();
     }
 }
@@ -4732,8 +4849,8 @@ impl Recycle for TensorShapeProtoDimension {
 pub struct TypeProto {
     /// `oneof value`.
     pub value: Option<TypeProtoValue>,
-    /// `optional string denotation = 6;`
-    pub denotation: Option<ProtoString>,
+    /// The fields few models set (`TypeProtoRare`), in a box allocated on first write.
+    pub rare: Rare<TypeProtoRare>,
     /// Fields not in the schema, as read (written back after the known ones).
     pub unknown_fields: UnknownFields,
 }
@@ -4743,9 +4860,32 @@ impl TypeProto {
     pub const fn new() -> Self {
         Self {
             value: None,
-            denotation: None,
+            rare: Rare::new(),
             unknown_fields: UnknownFields::new(),
         }
+    }
+}
+
+/// The rare fields of `onnx.TypeProto` (its `rare` member).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct TypeProtoRare {
+    /// `optional string denotation = 6;`
+    pub denotation: Option<ProtoString>,
+}
+
+impl TypeProtoRare {
+    /// Every rare field unset.
+    pub const fn new() -> Self {
+        Self {
+            denotation: None,
+        }
+    }
+}
+
+impl RareFields for TypeProtoRare {
+    fn empty() -> &'static Self {
+        static EMPTY: TypeProtoRare = TypeProtoRare::new();
+        &EMPTY
     }
 }
 
@@ -4821,7 +4961,10 @@ impl Message for TypeProto {
                         r.read_message(m.as_mut()).map_err(|e| e.at("opaque_type", None))?;
                     }
                 }
-                50 => r.read_string_into(&mut self.denotation).map_err(|e| e.at("denotation", None))?,
+                50 => {
+                    r.alloc_rare(&mut self.rare)?;
+                    r.read_string_into(&mut self.rare.denotation).map_err(|e| e.at("denotation", None))?
+                }
                 _ => r.skip_unknown(tag, &mut self.unknown_fields)?,
             }
         }
@@ -4830,6 +4973,7 @@ impl Message for TypeProto {
 
     fn compute_size(&self, sizes: &mut SizeTable) -> u64 {
         let mut n: u64 = self.unknown_fields.len() as u64;
+        let rare = &*self.rare;
         if let Some(TypeProtoValue::TensorType(m)) = &self.value {
             n += 1 + len_delimited_size(sizes.nested::<TypeProtoTensor>(m));
         }
@@ -4839,7 +4983,7 @@ impl Message for TypeProto {
         if let Some(TypeProtoValue::MapType(m)) = &self.value {
             n += 1 + len_delimited_size(sizes.nested::<TypeProtoMap>(m));
         }
-        if let Some(v) = &self.denotation {
+        if let Some(v) = &rare.denotation {
             n += 1 + len_delimited_size(v.len() as u64);
         }
         if let Some(TypeProtoValue::OpaqueType(m)) = &self.value {
@@ -4855,6 +4999,7 @@ impl Message for TypeProto {
     }
 
     fn encode_to<S: Sink + ?Sized>(&self, s: &mut S, c: &mut SizeCursor<'_>) {
+        let rare = &*self.rare;
         if let Some(TypeProtoValue::TensorType(v)) = &self.value {
             s.put(&[0x0a]);
             put_varint(s, c.next_size());
@@ -4870,7 +5015,7 @@ impl Message for TypeProto {
             put_varint(s, c.next_size());
             v.encode_to(s, c);
         }
-        if let Some(v) = &self.denotation {
+        if let Some(v) = &rare.denotation {
             s.put(&[0x32]);
             put_varint(s, v.len() as u64);
             s.put(v);
@@ -5077,20 +5222,22 @@ impl TypeProto {
     }
     /// True when `denotation` is set.
     pub fn has_denotation(&self) -> bool {
-        self.denotation.is_some()
+        self.rare.denotation.is_some()
     }
     /// Unsets `denotation`.
     pub fn clear_denotation(&mut self) {
-        self.denotation = None;
+        if let Some(rare) = self.rare.get_mut() {
+            rare.denotation = None;
+        }
     }
     /// `denotation`, or empty when unset.
     pub fn denotation(&self) -> &ProtoString {
         static DEFAULT: ProtoString = ProtoString::new();
-        self.denotation.as_ref().unwrap_or(&DEFAULT)
+        self.rare.denotation.as_ref().unwrap_or(&DEFAULT)
     }
     /// Sets `denotation`.
     pub fn set_denotation(&mut self, v: impl Into<ProtoString>) {
-        self.denotation = Some(v.into());
+        self.rare.denotation = Some(v.into());
     }
 }
 
@@ -5127,9 +5274,12 @@ impl Recycle for TypeProto {
             }
             _ => {}
         }
-        if let Some(mut v) = self.denotation.take() {
-            strings.keep(&mut v);
+        if let Some(rare) = self.rare.get_mut() {
+            if let Some(mut v) = rare.denotation.take() {
+                strings.keep(&mut v);
+            }
         }
+        self.rare.clear();
         self.unknown_fields.clear();
     }
 }
@@ -8058,11 +8208,9 @@ impl NodeProto {
             name: self.name.clone(),
             op_type: self.op_type.clone(),
             domain: self.domain.clone(),
-            overload: self.overload.clone(),
             attribute,
             doc_string: self.doc_string.clone(),
-            metadata_props: self.metadata_props.clone(),
-            device_configurations: self.device_configurations.clone(),
+            rare: self.rare.map_allocated(move |r| NodeProtoRare { overload: r.overload.clone(), metadata_props: r.metadata_props.clone(), device_configurations: r.device_configurations.clone() }),
             unknown_fields: self.unknown_fields.clone(),
         }
     }
