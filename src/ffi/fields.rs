@@ -32,11 +32,11 @@ use crate::proto::{InlineVec, RepeatedField};
 
 /// A projection with its message type erased: the field of the message at the (non-NULL)
 /// argument.
-type Field<F> = unsafe fn(*mut ()) -> *mut F;
+pub(crate) type Field<F> = unsafe fn(*mut ()) -> *mut F;
 
 /// `f` as a [`Field`].
 #[inline(always)]
-fn erase<M, F>(f: fn(&M) -> &F) -> Field<F> {
+pub(crate) fn erase<M, F>(f: fn(&M) -> &F) -> Field<F> {
     // SAFETY: `&M` and `*mut ()`, `&F` and `*mut F` are ABI-compatible (thin pointers), so `f`
     // may be called through the other signature. Callers pass only pointers to a live `M` and use
     // the result as `&F` for no longer than the handle is borrowed.
@@ -45,7 +45,7 @@ fn erase<M, F>(f: fn(&M) -> &F) -> Field<F> {
 
 /// `f` as a [`Field`] (a projection that may create the field's storage).
 #[inline(always)]
-fn erase_mut<M, F>(f: fn(&mut M) -> &mut F) -> Field<F> {
+pub(crate) fn erase_mut<M, F>(f: fn(&mut M) -> &mut F) -> Field<F> {
     // SAFETY: as in `erase`; callers pass only pointers to a live `M` they may modify.
     unsafe { transmute::<fn(&mut M) -> &mut F, Field<F>>(f) }
 }
