@@ -593,11 +593,11 @@ constexpr uint8_t kOptionalSome4 = 0x01;
 constexpr uint8_t kOptionalNone8 = 0x00;
 constexpr uint8_t kOptionalSome8 = 0x01;
 constexpr uint8_t kStringTagCxx = 3;
-constexpr uint8_t kOptionalStringNone = 4;
+constexpr uint8_t kOptionalStringNone = 5;
 constexpr std::size_t kStringSize = 32;
 constexpr std::size_t kRepeatedOrderAt = 0;
 constexpr std::size_t kRepeatedLenAt = 8;
-constexpr uint64_t kLayoutFingerprint = 0xe0d9e890bda13f2aull;
+constexpr uint64_t kLayoutFingerprint = 0xf96111538daf1f5aull;
 }  // namespace detail
 
 /// An error of the library: the C status and the message of onnxl_last_error_message().
@@ -3884,47 +3884,47 @@ class TensorProto final {
   RepeatedField<int64_t>& ref_int64_data() { return *mutable_int64_data(); }
 
   // optional string name = 8;
-  bool has_name() const { return detail::optional_string_has(detail::at(this, 16)); }
-  const std::string& name() const { return detail::optional_string(detail::at(this, 16)); }
-  std::string* mutable_name() { return static_cast<std::string*>(onnxl_cxx_ostr_mutable(detail::at(this, 16))); }
-  void set_name(const std::string& v) { onnxl_cxx_ostr_set(detail::at(this, 16), reinterpret_cast<const uint8_t*>(v.data()), v.size()); }
-  void set_name(std::string&& v) { onnxl_cxx_ostr_set(detail::at(this, 16), reinterpret_cast<const uint8_t*>(v.data()), v.size()); }
-  void set_name(const char* v) { onnxl_cxx_ostr_set(detail::at(this, 16), reinterpret_cast<const uint8_t*>(v), std::strlen(v)); }
-  void set_name(const char* v, std::size_t n) { onnxl_cxx_ostr_set(detail::at(this, 16), reinterpret_cast<const uint8_t*>(v), n); }
-  void set_name(const void* v, std::size_t n) { onnxl_cxx_ostr_set(detail::at(this, 16), reinterpret_cast<const uint8_t*>(static_cast<const char*>(v)), n); }
-  void clear_name() { onnxl_cxx_ostr_clear(detail::at(this, 16)); }
-  std::string* release_name() { return static_cast<std::string*>(onnxl_cxx_ostr_release(detail::at(this, 16))); }
-  void set_allocated_name(std::string* v) { onnxl_cxx_ostr_set_allocated(detail::at(this, 16), v); }
+  bool has_name() const { return detail::optional_string_has(detail::at(this, 56)); }
+  const std::string& name() const { return detail::optional_string(detail::at(this, 56)); }
+  std::string* mutable_name() { return static_cast<std::string*>(onnxl_cxx_ostr_mutable(detail::at(this, 56))); }
+  void set_name(const std::string& v) { onnxl_cxx_ostr_set(detail::at(this, 56), reinterpret_cast<const uint8_t*>(v.data()), v.size()); }
+  void set_name(std::string&& v) { onnxl_cxx_ostr_set(detail::at(this, 56), reinterpret_cast<const uint8_t*>(v.data()), v.size()); }
+  void set_name(const char* v) { onnxl_cxx_ostr_set(detail::at(this, 56), reinterpret_cast<const uint8_t*>(v), std::strlen(v)); }
+  void set_name(const char* v, std::size_t n) { onnxl_cxx_ostr_set(detail::at(this, 56), reinterpret_cast<const uint8_t*>(v), n); }
+  void set_name(const void* v, std::size_t n) { onnxl_cxx_ostr_set(detail::at(this, 56), reinterpret_cast<const uint8_t*>(static_cast<const char*>(v)), n); }
+  void clear_name() { onnxl_cxx_ostr_clear(detail::at(this, 56)); }
+  std::string* release_name() { return static_cast<std::string*>(onnxl_cxx_ostr_release(detail::at(this, 56))); }
+  void set_allocated_name(std::string* v) { onnxl_cxx_ostr_set_allocated(detail::at(this, 56), v); }
   const std::string& ref_name() const { return name(); }
   std::string& ref_name() { return *mutable_name(); }
 
   // optional string doc_string = 12;
-  bool has_doc_string() const { return detail::optional_string_has(detail::at(this, 48)); }
-  const std::string& doc_string() const { return detail::optional_string(detail::at(this, 48)); }
-  std::string* mutable_doc_string() { return static_cast<std::string*>(onnxl_cxx_ostr_mutable(detail::at(this, 48))); }
-  void set_doc_string(const std::string& v) { onnxl_cxx_ostr_set(detail::at(this, 48), reinterpret_cast<const uint8_t*>(v.data()), v.size()); }
-  void set_doc_string(std::string&& v) { onnxl_cxx_ostr_set(detail::at(this, 48), reinterpret_cast<const uint8_t*>(v.data()), v.size()); }
-  void set_doc_string(const char* v) { onnxl_cxx_ostr_set(detail::at(this, 48), reinterpret_cast<const uint8_t*>(v), std::strlen(v)); }
-  void set_doc_string(const char* v, std::size_t n) { onnxl_cxx_ostr_set(detail::at(this, 48), reinterpret_cast<const uint8_t*>(v), n); }
-  void set_doc_string(const void* v, std::size_t n) { onnxl_cxx_ostr_set(detail::at(this, 48), reinterpret_cast<const uint8_t*>(static_cast<const char*>(v)), n); }
-  void clear_doc_string() { onnxl_cxx_ostr_clear(detail::at(this, 48)); }
-  std::string* release_doc_string() { return static_cast<std::string*>(onnxl_cxx_ostr_release(detail::at(this, 48))); }
-  void set_allocated_doc_string(std::string* v) { onnxl_cxx_ostr_set_allocated(detail::at(this, 48), v); }
+  bool has_doc_string() const { return detail::optional_string_has(detail::at(this, 88)); }
+  const std::string& doc_string() const { return detail::optional_string(detail::at(this, 88)); }
+  std::string* mutable_doc_string() { return static_cast<std::string*>(onnxl_cxx_ostr_mutable(detail::at(this, 88))); }
+  void set_doc_string(const std::string& v) { onnxl_cxx_ostr_set(detail::at(this, 88), reinterpret_cast<const uint8_t*>(v.data()), v.size()); }
+  void set_doc_string(std::string&& v) { onnxl_cxx_ostr_set(detail::at(this, 88), reinterpret_cast<const uint8_t*>(v.data()), v.size()); }
+  void set_doc_string(const char* v) { onnxl_cxx_ostr_set(detail::at(this, 88), reinterpret_cast<const uint8_t*>(v), std::strlen(v)); }
+  void set_doc_string(const char* v, std::size_t n) { onnxl_cxx_ostr_set(detail::at(this, 88), reinterpret_cast<const uint8_t*>(v), n); }
+  void set_doc_string(const void* v, std::size_t n) { onnxl_cxx_ostr_set(detail::at(this, 88), reinterpret_cast<const uint8_t*>(static_cast<const char*>(v)), n); }
+  void clear_doc_string() { onnxl_cxx_ostr_clear(detail::at(this, 88)); }
+  std::string* release_doc_string() { return static_cast<std::string*>(onnxl_cxx_ostr_release(detail::at(this, 88))); }
+  void set_allocated_doc_string(std::string* v) { onnxl_cxx_ostr_set_allocated(detail::at(this, 88), v); }
   const std::string& ref_doc_string() const { return doc_string(); }
   std::string& ref_doc_string() { return *mutable_doc_string(); }
 
   // optional bytes raw_data = 9;
-  bool has_raw_data() const { return onnxl_cxx_payload_has(detail::at(this, 80)); }
-  const std::string& raw_data() const { void* s = onnxl_cxx_payload_get(detail::at(this, 80)); return s ? *static_cast<std::string*>(s) : detail::empty_string(); }
-  std::string* mutable_raw_data() { return static_cast<std::string*>(onnxl_cxx_payload_mutable(detail::at(this, 80))); }
-  void set_raw_data(const std::string& v) { onnxl_cxx_payload_set(detail::at(this, 80), reinterpret_cast<const uint8_t*>(v.data()), v.size()); }
-  void set_raw_data(std::string&& v) { onnxl_cxx_payload_set(detail::at(this, 80), reinterpret_cast<const uint8_t*>(v.data()), v.size()); }
-  void set_raw_data(const char* v) { onnxl_cxx_payload_set(detail::at(this, 80), reinterpret_cast<const uint8_t*>(v), std::strlen(v)); }
-  void set_raw_data(const char* v, std::size_t n) { onnxl_cxx_payload_set(detail::at(this, 80), reinterpret_cast<const uint8_t*>(v), n); }
-  void set_raw_data(const void* v, std::size_t n) { onnxl_cxx_payload_set(detail::at(this, 80), reinterpret_cast<const uint8_t*>(static_cast<const char*>(v)), n); }
-  void clear_raw_data() { onnxl_cxx_payload_clear(detail::at(this, 80)); }
-  std::string* release_raw_data() { return static_cast<std::string*>(onnxl_cxx_payload_release(detail::at(this, 80))); }
-  void set_allocated_raw_data(std::string* v) { onnxl_cxx_payload_set_allocated(detail::at(this, 80), v); }
+  bool has_raw_data() const { return onnxl_cxx_payload_has(detail::at(this, 16)); }
+  const std::string& raw_data() const { void* s = onnxl_cxx_payload_get(detail::at(this, 16)); return s ? *static_cast<std::string*>(s) : detail::empty_string(); }
+  std::string* mutable_raw_data() { return static_cast<std::string*>(onnxl_cxx_payload_mutable(detail::at(this, 16))); }
+  void set_raw_data(const std::string& v) { onnxl_cxx_payload_set(detail::at(this, 16), reinterpret_cast<const uint8_t*>(v.data()), v.size()); }
+  void set_raw_data(std::string&& v) { onnxl_cxx_payload_set(detail::at(this, 16), reinterpret_cast<const uint8_t*>(v.data()), v.size()); }
+  void set_raw_data(const char* v) { onnxl_cxx_payload_set(detail::at(this, 16), reinterpret_cast<const uint8_t*>(v), std::strlen(v)); }
+  void set_raw_data(const char* v, std::size_t n) { onnxl_cxx_payload_set(detail::at(this, 16), reinterpret_cast<const uint8_t*>(v), n); }
+  void set_raw_data(const void* v, std::size_t n) { onnxl_cxx_payload_set(detail::at(this, 16), reinterpret_cast<const uint8_t*>(static_cast<const char*>(v)), n); }
+  void clear_raw_data() { onnxl_cxx_payload_clear(detail::at(this, 16)); }
+  std::string* release_raw_data() { return static_cast<std::string*>(onnxl_cxx_payload_release(detail::at(this, 16))); }
+  void set_allocated_raw_data(std::string* v) { onnxl_cxx_payload_set_allocated(detail::at(this, 16), v); }
   /// The bytes without copying them into a std::string (a borrowed view of a no_copy load stays one).
   std::string_view raw_data_view() const { const uint8_t* d = nullptr; std::size_t len = 0; detail::check(onnxl_tensor_proto_raw_data(c_ptr(), &d, &len)); return std::string_view(reinterpret_cast<const char*>(d), len); }
   /// True when the bytes are borrowed from a file map or caller memory (not copied).

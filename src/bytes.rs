@@ -6,6 +6,7 @@ use std::ffi::c_void;
 use std::fmt;
 use std::ops::Deref;
 use std::ptr::NonNull;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 
 /// Anything that can keep bytes alive: a memory map, a `Vec<u8>`, a caller's buffer.
@@ -391,6 +392,68 @@ enum StrRepr {
     },
     /// A C++ `std::string` that the C++ layer made of the value (see [`CxxString`]).
     Cxx(CxxString),
+    /// Bytes cut from a block of a parse's metadata memory (longer strings of a model parsed
+    /// in copy mode: no allocation of their own).
+    Block(BlockBytes),
+}
+
+/// The live count of a block of memory that a parse cuts parts of its model from (the
+/// metadata blocks of `wire`): each part holds one share, and the block's `free` runs when
+/// the last share is given back.
+#[repr(C)]
+pub(crate) struct SharedBlock {
+    pub(crate) live: AtomicUsize,
+    /// Frees the block (its count is zero).
+    pub(crate) free: unsafe fn(NonNull<SharedBlock>),
+}
+
+impl SharedBlock {
+    /// Takes `shares` off the live count of `block`, and frees the block when none is left.
+    ///
+    /// # Safety
+    /// `block` is live and the caller holds `shares` of its count, not used again.
+    #[inline]
+    pub(crate) unsafe fn release(block: NonNull<Self>, shares: usize) {
+        // SAFETY: the block is live until its count reaches zero, which only this call can see.
+        unsafe {
+            let live = &(*block.as_ptr()).live;
+            if live.fetch_sub(shares, Ordering::Release) != shares {
+                return;
+            }
+            // Every other thread's use of the block happened before their release (a load
+            // rather than a fence, which ThreadSanitizer does not model, as `Arc` does).
+            live.load(Ordering::Acquire);
+            ((*block.as_ptr()).free)(block);
+        }
+    }
+}
+
+/// Immutable bytes inside a [`SharedBlock`], holding one share of it.
+pub(crate) struct BlockBytes {
+    ptr: NonNull<u8>,
+    len: usize,
+    block: NonNull<SharedBlock>,
+}
+
+impl BlockBytes {
+    /// # Safety
+    /// `len` bytes at `ptr`, written and never modified again, lie in `block`, and the caller
+    /// hands this value one share of the block's count.
+    pub(crate) unsafe fn new(ptr: NonNull<u8>, len: usize, block: NonNull<SharedBlock>) -> Self {
+        Self { ptr, len, block }
+    }
+
+    fn as_bytes(&self) -> &[u8] {
+        // SAFETY: `new`'s contract: the share held keeps the bytes alive and unmodified.
+        unsafe { std::slice::from_raw_parts(self.ptr.as_ptr(), self.len) }
+    }
+}
+
+impl Drop for BlockBytes {
+    fn drop(&mut self) {
+        // SAFETY: this value holds one share of the live block (see `new`), given back once.
+        unsafe { SharedBlock::release(self.block, 1) }
+    }
 }
 
 impl Clone for StrRepr {
@@ -408,6 +471,7 @@ impl Clone for StrRepr {
                 Self::Heap(unsafe { std::slice::from_raw_parts(*ptr, *len) }.into())
             }
             Self::Cxx(s) => ProtoString::from_bytes(s.as_bytes()).0,
+            Self::Block(b) => Self::Heap(b.as_bytes().into()),
         }
     }
 }
@@ -432,8 +496,9 @@ impl ThinOwner {
 #[derive(Clone)]
 pub struct ProtoString(StrRepr);
 
-// SAFETY: the `Shared` variant points at immutable bytes kept alive by a `Send + Sync` owner;
-// the other variants own their bytes. Shared access only reads; mutation replaces the value.
+// SAFETY: the `Shared` variant points at immutable bytes kept alive by a `Send + Sync` owner,
+// the `Block` variant at immutable bytes kept alive by its share of an atomically counted
+// block; the other variants own their bytes. Shared access only reads; mutation replaces the value.
 unsafe impl Send for ProtoString {}
 // SAFETY: see `Send`.
 unsafe impl Sync for ProtoString {}
@@ -500,6 +565,15 @@ impl ProtoString {
         Ok(Self(StrRepr::Heap(v.into())))
     }
 
+    /// A string of bytes cut from a shared block (short values are stored inline instead, and
+    /// their share given back).
+    pub(crate) fn from_block(bytes: BlockBytes) -> Self {
+        if bytes.len <= INLINE_CAPACITY {
+            return Self::from_bytes(bytes.as_bytes());
+        }
+        Self(StrRepr::Block(bytes))
+    }
+
     /// A string over `len` bytes at `ptr` that `owner` keeps alive (short values are copied
     /// inline instead).
     ///
@@ -528,6 +602,7 @@ impl ProtoString {
             // unmodified.
             StrRepr::Shared { ptr, len, .. } => unsafe { std::slice::from_raw_parts(*ptr, *len) },
             StrRepr::Cxx(s) => s.as_bytes(),
+            StrRepr::Block(b) => b.as_bytes(),
         }
     }
 
@@ -557,9 +632,10 @@ impl ProtoString {
     pub fn into_bytes(self) -> Vec<u8> {
         match self.0 {
             StrRepr::Heap(b) => b.into_vec(),
-            StrRepr::Inline { .. } | StrRepr::Shared { .. } | StrRepr::Cxx(_) => {
-                self.as_bytes().to_vec()
-            }
+            StrRepr::Inline { .. }
+            | StrRepr::Shared { .. }
+            | StrRepr::Cxx(_)
+            | StrRepr::Block(_) => self.as_bytes().to_vec(),
         }
     }
 }

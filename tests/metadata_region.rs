@@ -1,7 +1,11 @@
-//! The blocks a parse cuts repeated-field chunks from (docs/design.md, "Metadata memory"):
-//! elements keep their address through any mutation, parts of a model outlive it, and the
-//! blocks of a dropped model are taken back by the next parse instead of growing the process.
-//! One test in this binary: the memory-reuse store is process-wide.
+//! The blocks a parse cuts repeated-field chunks and long strings from (docs/design.md,
+//! "Metadata memory"): elements keep their address through any mutation, parts of a model
+//! outlive it, and the blocks of a dropped model are taken back by the next parse instead of
+//! growing the process. One test in this binary: the memory-reuse store is process-wide (and
+//! the allocation counter is too).
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use onnx_light::proto::{GraphProto, ModelProto, NodeProto};
 use onnx_light::{
@@ -9,17 +13,45 @@ use onnx_light::{
     set_memory_reuse_limit,
 };
 
+/// Counts the allocations of the global allocator.
+struct Counting;
+
+static ALLOCATIONS: AtomicUsize = AtomicUsize::new(0);
+
+// SAFETY: forwards every call to the system allocator unchanged.
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+        // SAFETY: same contract as the caller's.
+        unsafe { System.alloc(layout) }
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        // SAFETY: same contract as the caller's.
+        unsafe { System.dealloc(ptr, layout) }
+    }
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+        // SAFETY: same contract as the caller's.
+        unsafe { System.realloc(ptr, layout, new_size) }
+    }
+}
+
+#[global_allocator]
+static COUNTING: Counting = Counting;
+
 const NODES: usize = 30_000;
 
 /// Node `i`: name, op type, input, output and two attributes (a float and an int list), so
-/// that every node has a repeated message field of its own.
+/// that every node has a repeated message field of its own; its input and output names are
+/// longer than a string holds inline.
 fn node(i: usize) -> NodeProto {
     let mut n = NodeProto::new();
     n.set_name(format!("/model/layers.{}/Op_{i}", i / 1000));
     n.set_op_type("LeakyRelu");
-    n.input.push(format!("x{i}").into());
+    n.input
+        .push(format!("/model/layers.{}/self_attn/x_{i}", i / 1000).into());
     n.output
-        .push(format!("/model/layers.{}/act_{i}", i / 1000).into());
+        .push(format!("/model/layers.{}/self_attn/act_{i}", i / 1000).into());
     let a = n.add_attribute();
     a.set_name("alpha");
     a.set_f(i as f32);
@@ -59,10 +91,19 @@ fn parsed_chunks_keep_their_address_outlive_their_model_and_are_reused() {
     release_memory_held_for_reuse();
     let bytes = model_bytes();
     for threads in [1, 2] {
+        // The long names are copied into the blocks too: a parse makes a few allocations, not
+        // two per node.
+        let before = ALLOCATIONS.load(Ordering::Relaxed);
         let mut m = parse(&bytes, threads);
+        let allocations = ALLOCATIONS.load(Ordering::Relaxed) - before;
+        assert!(
+            allocations < NODES / 100,
+            "{threads} threads: {allocations} allocations for {NODES} nodes"
+        );
         let g = graph(&mut m);
         assert_eq!(g.node.len(), NODES);
         assert!(g.node.iter().enumerate().all(|(i, n)| *n == node(i)));
+        assert!(g.node[9].output[0].len() > 30);
 
         // Addresses survive growth, removal and reordering of parsed fields.
         let kept: *const NodeProto = &g.node[7];
@@ -81,15 +122,25 @@ fn parsed_chunks_keep_their_address_outlive_their_model_and_are_reused() {
         // parse while they live), and stay mutable.
         let mut taken = std::mem::take(&mut g.node[500]);
         let moved_attrs = std::mem::take(&mut g.node[501].attribute);
+        let long_name = std::mem::take(&mut g.node[502].output[0]);
+        let cloned_name = g.node[503].input[0].clone();
+        g.node[504].input[0].push_bytes(b"/more");
+        // (Node 3 was removed above: `g.node[k]` is `node(k + 1)` from there on.)
+        assert_eq!(
+            g.node[504].input[0],
+            *format!("{}/more", node(505).input[0])
+        );
         drop(m);
         let again = parse(&bytes, threads);
         assert_eq!(taken, node(501));
+        assert_eq!(long_name, node(503).output[0]);
+        assert_eq!(cloned_name, node(504).input[0]);
         assert_eq!(moved_attrs.len(), 2);
         assert_eq!(moved_attrs[1].ints.as_slice(), &[502, 1, 2]);
         taken.attribute.remove(0);
         taken.add_attribute().set_name("late");
         assert_eq!(taken.attribute[1].name(), "late");
-        drop((taken, moved_attrs, removed, again));
+        drop((taken, moved_attrs, removed, again, long_name, cloned_name));
 
         // Dropped models give their blocks back; the next parses take them again, so the
         // memory kept does not grow with the number of parses.

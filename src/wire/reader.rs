@@ -593,7 +593,8 @@ impl<'a> Reader<'a> {
     }
 
     /// A string longer than the inline capacity (or at the very end of the input): borrowed
-    /// from the input when the decode settings share strings, else copied (fallibly).
+    /// from the input when the decode settings share strings, else copied (fallibly) into the
+    /// reader's metadata blocks, or on its own when they cannot hold it.
     #[inline(never)]
     fn long_string(&self, bytes: &[u8], at: usize) -> DResult<ProtoString> {
         match &self.config.string_owner {
@@ -602,9 +603,14 @@ impl<'a> Reader<'a> {
             Some(owner) => {
                 Ok(unsafe { ProtoString::from_owned_by(bytes.as_ptr(), bytes.len(), owner) })
             }
-            None => {
-                ProtoString::try_from_bytes(bytes).map_err(|_| self.alloc_error(bytes.len(), at))
-            }
+            None => match (bytes.len() > INLINE_CAPACITY)
+                .then(|| self.chunks.copy_bytes(bytes))
+                .flatten()
+            {
+                Some(copy) => Ok(ProtoString::from_block(copy)),
+                None => ProtoString::try_from_bytes(bytes)
+                    .map_err(|_| self.alloc_error(bytes.len(), at)),
+            },
         }
     }
 

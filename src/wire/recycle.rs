@@ -35,9 +35,15 @@ use memmap2::MmapMut;
 #[cfg(any(target_os = "linux", target_os = "android"))]
 const HUGE_PAGE_MIN_BYTES: usize = 2 << 20;
 
+/// A mapping kept for reuse, and how many of its first bytes were written (resident) before.
+struct Kept {
+    map: MmapMut,
+    written: usize,
+}
+
 /// The kept mappings, oldest first, their total size and the limit (`None`: the default).
 struct Store {
-    kept: Vec<MmapMut>,
+    kept: Vec<Kept>,
     bytes: usize,
     limit: Option<usize>,
 }
@@ -172,33 +178,32 @@ impl Store {
         self.limit.unwrap_or_else(default_limit)
     }
 
-    /// The smallest kept mapping that holds `len` bytes and is at most an eighth larger, the
-    /// newest of equal ones, removed. (A parse gives its blocks back last one first, when the
-    /// model is dropped: the newest of a size is then its first, fully written one, and its
-    /// partly written last block is taken back last.)
-    fn take(&mut self, len: usize) -> Option<MmapMut> {
-        let fits = |m: &MmapMut| m.len() >= len && m.len() - len <= len / 8;
+    /// The smallest kept mapping that holds `len` bytes and is at most an eighth larger, of
+    /// equal ones the one with the most bytes written (so a parse takes back its fully written
+    /// blocks first, and the partly written last one last: it does not fault in new pages while
+    /// written ones stay idle), then the newest; removed, with its written size.
+    fn take(&mut self, len: usize) -> Option<Kept> {
+        let fits = |k: &Kept| k.map.len() >= len && k.map.len() - len <= len / 8;
         let (i, _) = self
             .kept
             .iter()
             .enumerate()
-            .rev()
-            .filter(|(_, m)| fits(m))
-            .min_by_key(|(_, m)| m.len())?;
-        let m = self.kept.remove(i);
-        self.bytes -= m.len();
-        Some(m)
+            .filter(|(_, k)| fits(k))
+            .min_by_key(|&(i, k)| (k.map.len(), std::cmp::Reverse((k.written, i))))?;
+        let k = self.kept.remove(i);
+        self.bytes -= k.map.len();
+        Some(k)
     }
 
     /// Keeps `map` (newest); returns what no longer fits the limit (oldest first), `map` itself
     /// when it alone is over the limit.
-    fn keep(&mut self, map: MmapMut) -> Vec<MmapMut> {
+    fn keep(&mut self, map: MmapMut, written: usize) -> Vec<MmapMut> {
         let limit = self.limit();
         if map.len() > limit {
             return vec![map];
         }
         self.bytes += map.len();
-        self.kept.push(map);
+        self.kept.push(Kept { map, written });
         self.trim(limit)
     }
 
@@ -207,9 +212,9 @@ impl Store {
     fn trim(&mut self, limit: usize) -> Vec<MmapMut> {
         let mut out = Vec::new();
         while self.bytes > limit && !self.kept.is_empty() {
-            let m = self.kept.remove(0);
-            self.bytes -= m.len();
-            out.push(m);
+            let k = self.kept.remove(0);
+            self.bytes -= k.map.len();
+            out.push(k.map);
         }
         out
     }
@@ -244,7 +249,7 @@ pub fn release_memory_held_for_reuse() -> usize {
         s.bytes = 0;
         std::mem::take(&mut s.kept)
     };
-    dropped.iter().map(|m| m.len()).sum()
+    dropped.iter().map(|k| k.map.len()).sum()
 }
 
 /// A writable anonymous mapping of `len` bytes for tensor payloads: a kept one taken back
@@ -254,6 +259,8 @@ pub(crate) struct ReusableMap {
     len: usize,
     /// Kept resident when given back (not advised `MADV_FREE`): see [`ReusableMap::resident`].
     resident: bool,
+    /// Bytes from the start known to be written (resident), this time or by an earlier user.
+    written: usize,
 }
 
 impl ReusableMap {
@@ -274,11 +281,12 @@ impl ReusableMap {
     }
 
     fn make(len: usize, resident: bool) -> std::io::Result<Self> {
-        if let Some(map) = take(len) {
+        if let Some(k) = take(len) {
             return Ok(Self {
-                map: Some(map),
+                map: Some(k.map),
                 len,
                 resident,
+                written: k.written,
             });
         }
         let map = MmapMut::map_anon(len)?;
@@ -290,7 +298,14 @@ impl ReusableMap {
             map: Some(map),
             len,
             resident,
+            written: 0,
         })
+    }
+
+    /// Records that the first `bytes` bytes were written (the store then prefers this mapping
+    /// to an equal one less written: see `Store::take`).
+    pub(crate) fn note_written(&mut self, bytes: usize) {
+        self.written = self.written.max(bytes.min(self.len));
     }
 }
 
@@ -310,19 +325,19 @@ impl DerefMut for ReusableMap {
 impl Drop for ReusableMap {
     fn drop(&mut self) {
         if let Some(map) = self.map.take() {
-            give_back(map, self.resident);
+            give_back(map, self.resident, self.written);
         }
     }
 }
 
 /// A kept mapping for `len` bytes, taken out of the store.
-fn take(len: usize) -> Option<MmapMut> {
+fn take(len: usize) -> Option<Kept> {
     store().take(len)
 }
 
 /// Keeps `map` for reuse when the limit allows (unmapping the oldest kept ones to make room),
 /// or unmaps it; advised `MADV_FREE` unless `resident`.
-fn give_back(map: MmapMut, resident: bool) {
+fn give_back(map: MmapMut, resident: bool, written: usize) {
     if map.len() > memory_reuse_limit() {
         return;
     }
@@ -337,7 +352,9 @@ fn give_back(map: MmapMut, resident: bool) {
     }
     #[cfg(not(any(target_os = "linux", target_os = "android")))]
     let _ = resident;
-    let dropped = store().keep(map);
+    // Pages of a mapping advised `MADV_FREE` may be gone: none counts as written.
+    let written = if resident { written } else { 0 };
+    let dropped = store().keep(map, written);
     drop(dropped);
 }
 
@@ -362,19 +379,19 @@ mod tests {
         let mut s = store_with_limit(64 << 20);
         let m = map(8 << 20);
         let addr = m.as_ptr() as usize;
-        assert!(s.keep(m).is_empty());
+        assert!(s.keep(m, 0).is_empty());
         assert_eq!(s.bytes, 8 << 20);
         // More than an eighth would be wasted, or too small: not taken.
         assert!(s.take(4 << 20).is_none());
         assert!(s.take((8 << 20) + 1).is_none());
-        let m = s.take((8 << 20) - 4096).expect("within an eighth");
+        let m = s.take((8 << 20) - 4096).expect("within an eighth").map;
         assert_eq!(m.as_ptr() as usize, addr);
         assert_eq!(s.bytes, 0);
         // The smallest fitting one is chosen.
-        assert!(s.keep(map(9 << 20)).is_empty());
-        assert!(s.keep(m).is_empty());
-        assert_eq!(s.take(8 << 20).unwrap().as_ptr() as usize, addr);
-        assert_eq!(s.take(8 << 20).unwrap().len(), 9 << 20);
+        assert!(s.keep(map(9 << 20), 0).is_empty());
+        assert!(s.keep(m, 0).is_empty());
+        assert_eq!(s.take(8 << 20).unwrap().map.as_ptr() as usize, addr);
+        assert_eq!(s.take(8 << 20).unwrap().map.len(), 9 << 20);
         assert_eq!(s.bytes, 0);
     }
 
@@ -382,19 +399,46 @@ mod tests {
     fn the_limit_bounds_what_is_kept_oldest_first() {
         let mut s = store_with_limit(10 << 20);
         for i in 1..=3 {
-            assert!(s.keep(map(i << 20)).is_empty());
+            assert!(s.keep(map(i << 20), 0).is_empty());
         }
         assert_eq!(s.bytes, 6 << 20);
-        let over = s.keep(map(11 << 20));
+        let over = s.keep(map(11 << 20), 0);
         assert_eq!(over.len(), 1, "over the limit on its own: not kept");
         assert_eq!(s.bytes, 6 << 20);
-        let gone: Vec<usize> = s.keep(map(6 << 20)).iter().map(|m| m.len()).collect();
+        let gone: Vec<usize> = s.keep(map(6 << 20), 0).iter().map(|m| m.len()).collect();
         assert_eq!(gone, [1 << 20, 2 << 20], "the oldest go first");
         assert_eq!(s.bytes, 9 << 20);
         assert_eq!(s.trim(0).len(), 2);
         assert_eq!(s.bytes, 0);
         let mut off = store_with_limit(0);
-        assert_eq!(off.keep(map(4096)).len(), 1, "limit 0: nothing kept");
+        assert_eq!(off.keep(map(4096), 0).len(), 1, "limit 0: nothing kept");
+    }
+
+    #[test]
+    fn of_equal_mappings_the_most_written_is_taken_first() {
+        let mut s = store_with_limit(64 << 20);
+        let (full, part, fresh) = (map(4 << 20), map(4 << 20), map(4 << 20));
+        let addrs = [&full, &part, &fresh].map(|m| m.as_ptr() as usize);
+        // Given back in an order where neither the oldest nor the newest is the fullest.
+        assert!(s.keep(part, 1 << 20).is_empty());
+        assert!(s.keep(full, 4 << 20).is_empty());
+        assert!(s.keep(fresh, 0).is_empty());
+        let taken: Vec<(usize, usize)> = (0..3)
+            .map(|_| {
+                let k = s.take(4 << 20).unwrap();
+                (k.map.as_ptr() as usize, k.written)
+            })
+            .collect();
+        assert_eq!(
+            taken,
+            [(addrs[0], 4 << 20), (addrs[1], 1 << 20), (addrs[2], 0)]
+        );
+        // Equally written: the newest first.
+        let (a, b) = (map(1 << 20), map(1 << 20));
+        let b_addr = b.as_ptr() as usize;
+        assert!(s.keep(a, 0).is_empty());
+        assert!(s.keep(b, 0).is_empty());
+        assert_eq!(s.take(1 << 20).unwrap().map.as_ptr() as usize, b_addr);
     }
 
     #[test]

@@ -10,6 +10,10 @@
 //! write into the kept blocks without faults, and every parse saves the allocator's
 //! per-allocation work.
 //!
+//! The longer strings of a parse in copy mode (more than the 30 bytes a `ProtoString` holds
+//! inline) are copied into the same blocks, each holding a share of its block as a chunk does,
+//! instead of one allocation each.
+//!
 //! The rule, for any mutation: a chunk keeps its address until its field drops it; a block is
 //! given back when the last chunk cut from it is freed. Memory a mutation frees inside a block
 //! is not handed out again before that, so a model's blocks never hold more than the chunks
@@ -20,9 +24,10 @@
 use std::cell::Cell;
 use std::mem::ManuallyDrop;
 use std::ptr::{self, NonNull};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::AtomicUsize;
 
 use super::recycle::ReusableMap;
+use crate::bytes::{BlockBytes, SharedBlock};
 
 /// The smallest and the largest block.
 const MIN_BLOCK_BYTES: usize = 256 << 10;
@@ -39,9 +44,10 @@ pub static REGIONS_OFF: std::sync::atomic::AtomicBool = std::sync::atomic::Atomi
 /// The start of every block.
 #[repr(C)]
 pub(crate) struct BlockHeader {
-    /// Chunks of the block not yet freed (plus [`CUTTING`] while a region cuts from it).
-    live: AtomicUsize,
-    /// The mapping of the block itself, given back when `live` reaches zero.
+    /// Chunks and strings of the block not yet freed (plus [`CUTTING`] while a region cuts
+    /// from it); frees the block (see [`free_block`]) when it reaches zero.
+    shared: SharedBlock,
+    /// The mapping of the block itself, given back when the count reaches zero.
     map: ManuallyDrop<ReusableMap>,
 }
 
@@ -109,12 +115,26 @@ impl ChunkRegion {
         }
     }
 
+    /// A copy of `bytes` (a string value) cut from the region, holding one share of its block;
+    /// `None` when the region cannot hold it (the caller then allocates the copy).
+    #[inline]
+    pub(crate) fn copy_bytes(&self, bytes: &[u8]) -> Option<BlockBytes> {
+        let (p, block) = self.alloc(bytes.len(), 1)?;
+        // SAFETY: `p` is `bytes.len()` fresh bytes of the block (cut above, not overlapping
+        // `bytes`, which is the parse input); the cut's share goes to the value, which frees it
+        // once when dropped, and nothing writes the bytes again.
+        unsafe {
+            ptr::copy_nonoverlapping(bytes.as_ptr(), p.as_ptr(), bytes.len());
+            Some(BlockBytes::new(p, bytes.len(), block.cast()))
+        }
+    }
+
     /// Lets go of the block in use and maps the next one.
     #[cold]
     #[inline(never)]
     fn new_block(&self) -> Option<()> {
         #[cfg(feature = "test-hooks")]
-        if REGIONS_OFF.load(Ordering::Relaxed) {
+        if REGIONS_OFF.load(std::sync::atomic::Ordering::Relaxed) {
             return None;
         }
         let bytes = self.next_block_bytes.get();
@@ -127,7 +147,10 @@ impl ChunkRegion {
         // first bytes (it does not move when the `ReusableMap` value does).
         unsafe {
             header.write(BlockHeader {
-                live: AtomicUsize::new(CUTTING),
+                shared: SharedBlock {
+                    live: AtomicUsize::new(CUTTING),
+                    free: free_block,
+                },
                 map: ManuallyDrop::new(map),
             });
             self.next.set(base.add(size_of::<BlockHeader>()));
@@ -142,11 +165,17 @@ impl ChunkRegion {
     /// Lets go of the block in use, if any (freeing it when all its chunks are freed already).
     fn retire(&self) {
         let block = self.block.replace(ptr::null_mut());
-        self.next.set(ptr::null_mut());
+        let next = self.next.replace(ptr::null_mut());
         self.end.set(ptr::null_mut());
         if let Some(block) = NonNull::new(block) {
-            // SAFETY: the block is live: this region still holds its `CUTTING` share.
-            unsafe { release(block, CUTTING - self.cut.get()) };
+            // SAFETY: the block is live: this region still holds its `CUTTING` share. Only the
+            // last holder of a share reads the mapping, after this region's release; the bytes
+            // before `next` were written (the recycle store reuses the most written first).
+            unsafe {
+                let written = next as usize - block.as_ptr() as usize;
+                (*block.as_ptr()).map.note_written(written);
+                release(block, CUTTING - self.cut.get());
+            }
         }
     }
 }
@@ -173,16 +202,21 @@ pub(crate) unsafe fn free_chunk(block: NonNull<BlockHeader>) {
 /// # Safety
 /// `block` is live and the caller holds `shares` of its count, not used again.
 unsafe fn release(block: NonNull<BlockHeader>, shares: usize) {
-    // SAFETY: the block is live until its count reaches zero, which only this call can see.
+    // SAFETY: the caller's contract; the count is the header's first field (`repr(C)`).
+    unsafe { SharedBlock::release(block.cast(), shares) }
+}
+
+/// Gives back the mapping of a block whose count reached zero.
+///
+/// # Safety
+/// `block` is the `shared` field (the start) of a [`BlockHeader`] whose count is zero: nothing
+/// uses the block any more.
+unsafe fn free_block(block: NonNull<SharedBlock>) {
+    let header = block.cast::<BlockHeader>();
+    // SAFETY: the caller's contract; the mapping is read out of the block once, then dropped
+    // (it unmaps or keeps the memory the header itself lives in, read no more after this).
     unsafe {
-        let live = &(*block.as_ptr()).live;
-        if live.fetch_sub(shares, Ordering::Release) != shares {
-            return;
-        }
-        // Every other thread's use of the block's chunks happened before their release (a load
-        // rather than a fence, which ThreadSanitizer does not model, as `Arc` does).
-        live.load(Ordering::Acquire);
-        let mut map = ptr::read(&(*block.as_ptr()).map);
+        let mut map = ptr::read(&(*header.as_ptr()).map);
         ManuallyDrop::drop(&mut map);
     }
 }
