@@ -90,6 +90,8 @@ void onnxl_cxx_AttributeProto_list_delete(void* f, size_t start, size_t n);
 void onnxl_cxx_AttributeProto_list_swap(void* f, size_t i, size_t j);
 void onnxl_cxx_AttributeProto_list_truncate(void* f, size_t n);
 void onnxl_cxx_AttributeProto_list_reserve(void* f, size_t n);
+void* onnxl_cxx_AttributeProto_rare_mut(void* p);
+const void* onnxl_cxx_AttributeProto_rare_empty(void);
 void onnxl_cxx_ValueInfoProto_init(void* p);
 void onnxl_cxx_ValueInfoProto_drop(void* p);
 void onnxl_cxx_ValueInfoProto_init_copy(void* p, const void* src);
@@ -597,7 +599,7 @@ constexpr uint8_t kOptionalStringNone = 5;
 constexpr std::size_t kStringSize = 32;
 constexpr std::size_t kRepeatedOrderAt = 0;
 constexpr std::size_t kRepeatedLenAt = 8;
-constexpr uint64_t kLayoutFingerprint = 0xf96111538daf1f5aull;
+constexpr uint64_t kLayoutFingerprint = 0x37de7a180f0a1f88ull;
 }  // namespace detail
 
 /// An error of the library: the C status and the message of onnxl_last_error_message().
@@ -2049,32 +2051,32 @@ class AttributeProto final {
   std::string& ref_name() { return *mutable_name(); }
 
   // optional string ref_attr_name = 21;
-  bool has_ref_attr_name() const { return detail::optional_string_has(detail::at(this, 64)); }
-  const std::string& ref_attr_name() const { return detail::optional_string(detail::at(this, 64)); }
-  std::string* mutable_ref_attr_name() { return static_cast<std::string*>(onnxl_cxx_ostr_mutable(detail::at(this, 64))); }
-  void set_ref_attr_name(const std::string& v) { onnxl_cxx_ostr_set(detail::at(this, 64), reinterpret_cast<const uint8_t*>(v.data()), v.size()); }
-  void set_ref_attr_name(std::string&& v) { onnxl_cxx_ostr_set(detail::at(this, 64), reinterpret_cast<const uint8_t*>(v.data()), v.size()); }
-  void set_ref_attr_name(const char* v) { onnxl_cxx_ostr_set(detail::at(this, 64), reinterpret_cast<const uint8_t*>(v), std::strlen(v)); }
-  void set_ref_attr_name(const char* v, std::size_t n) { onnxl_cxx_ostr_set(detail::at(this, 64), reinterpret_cast<const uint8_t*>(v), n); }
-  void set_ref_attr_name(const void* v, std::size_t n) { onnxl_cxx_ostr_set(detail::at(this, 64), reinterpret_cast<const uint8_t*>(static_cast<const char*>(v)), n); }
-  void clear_ref_attr_name() { onnxl_cxx_ostr_clear(detail::at(this, 64)); }
-  std::string* release_ref_attr_name() { return static_cast<std::string*>(onnxl_cxx_ostr_release(detail::at(this, 64))); }
-  void set_allocated_ref_attr_name(std::string* v) { onnxl_cxx_ostr_set_allocated(detail::at(this, 64), v); }
+  bool has_ref_attr_name() const { return detail::optional_string_has(rare_at(0)); }
+  const std::string& ref_attr_name() const { return detail::optional_string(rare_at(0)); }
+  std::string* mutable_ref_attr_name() { return static_cast<std::string*>(onnxl_cxx_ostr_mutable(rare_at(0))); }
+  void set_ref_attr_name(const std::string& v) { onnxl_cxx_ostr_set(rare_at(0), reinterpret_cast<const uint8_t*>(v.data()), v.size()); }
+  void set_ref_attr_name(std::string&& v) { onnxl_cxx_ostr_set(rare_at(0), reinterpret_cast<const uint8_t*>(v.data()), v.size()); }
+  void set_ref_attr_name(const char* v) { onnxl_cxx_ostr_set(rare_at(0), reinterpret_cast<const uint8_t*>(v), std::strlen(v)); }
+  void set_ref_attr_name(const char* v, std::size_t n) { onnxl_cxx_ostr_set(rare_at(0), reinterpret_cast<const uint8_t*>(v), n); }
+  void set_ref_attr_name(const void* v, std::size_t n) { onnxl_cxx_ostr_set(rare_at(0), reinterpret_cast<const uint8_t*>(static_cast<const char*>(v)), n); }
+  void clear_ref_attr_name() { onnxl_cxx_ostr_clear(rare_at(0)); }
+  std::string* release_ref_attr_name() { return static_cast<std::string*>(onnxl_cxx_ostr_release(rare_at(0))); }
+  void set_allocated_ref_attr_name(std::string* v) { onnxl_cxx_ostr_set_allocated(rare_at(0), v); }
   const std::string& ref_ref_attr_name() const { return ref_attr_name(); }
   std::string& ref_ref_attr_name() { return *mutable_ref_attr_name(); }
 
   // optional string doc_string = 13;
-  bool has_doc_string() const { return detail::optional_string_has(detail::at(this, 96)); }
-  const std::string& doc_string() const { return detail::optional_string(detail::at(this, 96)); }
-  std::string* mutable_doc_string() { return static_cast<std::string*>(onnxl_cxx_ostr_mutable(detail::at(this, 96))); }
-  void set_doc_string(const std::string& v) { onnxl_cxx_ostr_set(detail::at(this, 96), reinterpret_cast<const uint8_t*>(v.data()), v.size()); }
-  void set_doc_string(std::string&& v) { onnxl_cxx_ostr_set(detail::at(this, 96), reinterpret_cast<const uint8_t*>(v.data()), v.size()); }
-  void set_doc_string(const char* v) { onnxl_cxx_ostr_set(detail::at(this, 96), reinterpret_cast<const uint8_t*>(v), std::strlen(v)); }
-  void set_doc_string(const char* v, std::size_t n) { onnxl_cxx_ostr_set(detail::at(this, 96), reinterpret_cast<const uint8_t*>(v), n); }
-  void set_doc_string(const void* v, std::size_t n) { onnxl_cxx_ostr_set(detail::at(this, 96), reinterpret_cast<const uint8_t*>(static_cast<const char*>(v)), n); }
-  void clear_doc_string() { onnxl_cxx_ostr_clear(detail::at(this, 96)); }
-  std::string* release_doc_string() { return static_cast<std::string*>(onnxl_cxx_ostr_release(detail::at(this, 96))); }
-  void set_allocated_doc_string(std::string* v) { onnxl_cxx_ostr_set_allocated(detail::at(this, 96), v); }
+  bool has_doc_string() const { return detail::optional_string_has(rare_at(32)); }
+  const std::string& doc_string() const { return detail::optional_string(rare_at(32)); }
+  std::string* mutable_doc_string() { return static_cast<std::string*>(onnxl_cxx_ostr_mutable(rare_at(32))); }
+  void set_doc_string(const std::string& v) { onnxl_cxx_ostr_set(rare_at(32), reinterpret_cast<const uint8_t*>(v.data()), v.size()); }
+  void set_doc_string(std::string&& v) { onnxl_cxx_ostr_set(rare_at(32), reinterpret_cast<const uint8_t*>(v.data()), v.size()); }
+  void set_doc_string(const char* v) { onnxl_cxx_ostr_set(rare_at(32), reinterpret_cast<const uint8_t*>(v), std::strlen(v)); }
+  void set_doc_string(const char* v, std::size_t n) { onnxl_cxx_ostr_set(rare_at(32), reinterpret_cast<const uint8_t*>(v), n); }
+  void set_doc_string(const void* v, std::size_t n) { onnxl_cxx_ostr_set(rare_at(32), reinterpret_cast<const uint8_t*>(static_cast<const char*>(v)), n); }
+  void clear_doc_string() { onnxl_cxx_ostr_clear(rare_at(32)); }
+  std::string* release_doc_string() { return static_cast<std::string*>(onnxl_cxx_ostr_release(rare_at(32))); }
+  void set_allocated_doc_string(std::string* v) { onnxl_cxx_ostr_set_allocated(rare_at(32), v); }
   const std::string& ref_doc_string() const { return doc_string(); }
   std::string& ref_doc_string() { return *mutable_doc_string(); }
 
@@ -2100,22 +2102,22 @@ class AttributeProto final {
   int64_t ref_i() const { return i(); }
 
   // optional bytes s = 4;
-  bool has_s() const { return detail::optional_string_has(detail::at(this, 128)); }
-  const std::string& s() const { return detail::optional_string(detail::at(this, 128)); }
-  std::string* mutable_s() { return static_cast<std::string*>(onnxl_cxx_ostr_mutable(detail::at(this, 128))); }
-  void set_s(const std::string& v) { onnxl_cxx_ostr_set(detail::at(this, 128), reinterpret_cast<const uint8_t*>(v.data()), v.size()); }
-  void set_s(std::string&& v) { onnxl_cxx_ostr_set(detail::at(this, 128), reinterpret_cast<const uint8_t*>(v.data()), v.size()); }
-  void set_s(const char* v) { onnxl_cxx_ostr_set(detail::at(this, 128), reinterpret_cast<const uint8_t*>(v), std::strlen(v)); }
-  void set_s(const char* v, std::size_t n) { onnxl_cxx_ostr_set(detail::at(this, 128), reinterpret_cast<const uint8_t*>(v), n); }
-  void set_s(const void* v, std::size_t n) { onnxl_cxx_ostr_set(detail::at(this, 128), reinterpret_cast<const uint8_t*>(static_cast<const char*>(v)), n); }
-  void clear_s() { onnxl_cxx_ostr_clear(detail::at(this, 128)); }
-  std::string* release_s() { return static_cast<std::string*>(onnxl_cxx_ostr_release(detail::at(this, 128))); }
-  void set_allocated_s(std::string* v) { onnxl_cxx_ostr_set_allocated(detail::at(this, 128), v); }
+  bool has_s() const { return detail::optional_string_has(detail::at(this, 64)); }
+  const std::string& s() const { return detail::optional_string(detail::at(this, 64)); }
+  std::string* mutable_s() { return static_cast<std::string*>(onnxl_cxx_ostr_mutable(detail::at(this, 64))); }
+  void set_s(const std::string& v) { onnxl_cxx_ostr_set(detail::at(this, 64), reinterpret_cast<const uint8_t*>(v.data()), v.size()); }
+  void set_s(std::string&& v) { onnxl_cxx_ostr_set(detail::at(this, 64), reinterpret_cast<const uint8_t*>(v.data()), v.size()); }
+  void set_s(const char* v) { onnxl_cxx_ostr_set(detail::at(this, 64), reinterpret_cast<const uint8_t*>(v), std::strlen(v)); }
+  void set_s(const char* v, std::size_t n) { onnxl_cxx_ostr_set(detail::at(this, 64), reinterpret_cast<const uint8_t*>(v), n); }
+  void set_s(const void* v, std::size_t n) { onnxl_cxx_ostr_set(detail::at(this, 64), reinterpret_cast<const uint8_t*>(static_cast<const char*>(v)), n); }
+  void clear_s() { onnxl_cxx_ostr_clear(detail::at(this, 64)); }
+  std::string* release_s() { return static_cast<std::string*>(onnxl_cxx_ostr_release(detail::at(this, 64))); }
+  void set_allocated_s(std::string* v) { onnxl_cxx_ostr_set_allocated(detail::at(this, 64), v); }
   const std::string& ref_s() const { return s(); }
   std::string& ref_s() { return *mutable_s(); }
 
   // optional TensorProto t = 5;
-  bool has_t() const { return detail::load<const void*>(detail::at(this, 224)) != nullptr; }
+  bool has_t() const { return detail::load<const void*>(rare_at(128)) != nullptr; }
   const TensorProto& t() const;
   TensorProto* mutable_t();
   void clear_t();
@@ -2127,7 +2129,7 @@ class AttributeProto final {
   TensorProto& ref_t() { return *mutable_t(); }
 
   // optional GraphProto g = 6;
-  bool has_g() const { return detail::load<const void*>(detail::at(this, 232)) != nullptr; }
+  bool has_g() const { return detail::load<const void*>(rare_at(136)) != nullptr; }
   const GraphProto& g() const;
   GraphProto* mutable_g();
   void clear_g();
@@ -2139,7 +2141,7 @@ class AttributeProto final {
   GraphProto& ref_g() { return *mutable_g(); }
 
   // optional SparseTensorProto sparse_tensor = 22;
-  bool has_sparse_tensor() const { return detail::load<const void*>(detail::at(this, 240)) != nullptr; }
+  bool has_sparse_tensor() const { return detail::load<const void*>(rare_at(144)) != nullptr; }
   const SparseTensorProto& sparse_tensor() const;
   SparseTensorProto* mutable_sparse_tensor();
   void clear_sparse_tensor();
@@ -2151,7 +2153,7 @@ class AttributeProto final {
   SparseTensorProto& ref_sparse_tensor() { return *mutable_sparse_tensor(); }
 
   // optional TypeProto tp = 14;
-  bool has_tp() const { return detail::load<const void*>(detail::at(this, 248)) != nullptr; }
+  bool has_tp() const { return detail::load<const void*>(rare_at(152)) != nullptr; }
   const TypeProto& tp() const;
   TypeProto* mutable_tp();
   void clear_tp();
@@ -2163,8 +2165,8 @@ class AttributeProto final {
   TypeProto& ref_tp() { return *mutable_tp(); }
 
   // repeated float floats = 7;
-  const RepeatedField<float>& floats() const { return *reinterpret_cast<const RepeatedField<float>*>(detail::at(this, 256)); }
-  RepeatedField<float>* mutable_floats() { return reinterpret_cast<RepeatedField<float>*>(detail::at(this, 256)); }
+  const RepeatedField<float>& floats() const { return *reinterpret_cast<const RepeatedField<float>*>(detail::at(this, 96)); }
+  RepeatedField<float>* mutable_floats() { return reinterpret_cast<RepeatedField<float>*>(detail::at(this, 96)); }
   int floats_size() const { return floats().size(); }
   float floats(int i) const { return floats().Get(i); }
   void set_floats(int i, float v) { mutable_floats()->Set(i, v); }
@@ -2174,8 +2176,8 @@ class AttributeProto final {
   RepeatedField<float>& ref_floats() { return *mutable_floats(); }
 
   // repeated int64 ints = 8;
-  const RepeatedField<int64_t>& ints() const { return *reinterpret_cast<const RepeatedField<int64_t>*>(detail::at(this, 280)); }
-  RepeatedField<int64_t>* mutable_ints() { return reinterpret_cast<RepeatedField<int64_t>*>(detail::at(this, 280)); }
+  const RepeatedField<int64_t>& ints() const { return *reinterpret_cast<const RepeatedField<int64_t>*>(detail::at(this, 120)); }
+  RepeatedField<int64_t>* mutable_ints() { return reinterpret_cast<RepeatedField<int64_t>*>(detail::at(this, 120)); }
   int ints_size() const { return ints().size(); }
   int64_t ints(int i) const { return ints().Get(i); }
   void set_ints(int i, int64_t v) { mutable_ints()->Set(i, v); }
@@ -2185,8 +2187,8 @@ class AttributeProto final {
   RepeatedField<int64_t>& ref_ints() { return *mutable_ints(); }
 
   // repeated bytes strings = 9;
-  const RepeatedPtrField<std::string>& strings() const { return *reinterpret_cast<const RepeatedPtrField<std::string>*>(detail::at(this, 328)); }
-  RepeatedPtrField<std::string>* mutable_strings() { return reinterpret_cast<RepeatedPtrField<std::string>*>(detail::at(this, 328)); }
+  const RepeatedPtrField<std::string>& strings() const { return *reinterpret_cast<const RepeatedPtrField<std::string>*>(detail::at(this, 168)); }
+  RepeatedPtrField<std::string>* mutable_strings() { return reinterpret_cast<RepeatedPtrField<std::string>*>(detail::at(this, 168)); }
   int strings_size() const { return strings().size(); }
   const std::string& strings(int i) const { return strings().Get(i); }
   std::string* mutable_strings(int i) { return mutable_strings()->Mutable(i); }
@@ -2196,18 +2198,18 @@ class AttributeProto final {
   void set_strings(int i, const char* v, std::size_t n) { mutable_strings(i)->assign(v, n); }
   void set_strings(int i, const void* v, std::size_t n) { mutable_strings(i)->assign(static_cast<const char*>(v), n); }
   std::string* add_strings() { return mutable_strings()->Add(); }
-  void add_strings(const std::string& v) { onnxl_cxx_strs_add(detail::at(this, 328), reinterpret_cast<const uint8_t*>(v.data()), v.size()); }
-  void add_strings(std::string&& v) { onnxl_cxx_strs_add(detail::at(this, 328), reinterpret_cast<const uint8_t*>(v.data()), v.size()); }
-  void add_strings(const char* v) { onnxl_cxx_strs_add(detail::at(this, 328), reinterpret_cast<const uint8_t*>(v), std::strlen(v)); }
-  void add_strings(const char* v, std::size_t n) { onnxl_cxx_strs_add(detail::at(this, 328), reinterpret_cast<const uint8_t*>(v), n); }
-  void add_strings(const void* v, std::size_t n) { onnxl_cxx_strs_add(detail::at(this, 328), reinterpret_cast<const uint8_t*>(static_cast<const char*>(v)), n); }
+  void add_strings(const std::string& v) { onnxl_cxx_strs_add(detail::at(this, 168), reinterpret_cast<const uint8_t*>(v.data()), v.size()); }
+  void add_strings(std::string&& v) { onnxl_cxx_strs_add(detail::at(this, 168), reinterpret_cast<const uint8_t*>(v.data()), v.size()); }
+  void add_strings(const char* v) { onnxl_cxx_strs_add(detail::at(this, 168), reinterpret_cast<const uint8_t*>(v), std::strlen(v)); }
+  void add_strings(const char* v, std::size_t n) { onnxl_cxx_strs_add(detail::at(this, 168), reinterpret_cast<const uint8_t*>(v), n); }
+  void add_strings(const void* v, std::size_t n) { onnxl_cxx_strs_add(detail::at(this, 168), reinterpret_cast<const uint8_t*>(static_cast<const char*>(v)), n); }
   void clear_strings() { mutable_strings()->Clear(); }
   const RepeatedPtrField<std::string>& ref_strings() const { return strings(); }
   RepeatedPtrField<std::string>& ref_strings() { return *mutable_strings(); }
 
   // repeated TensorProto tensors = 10;
-  const RepeatedPtrField<TensorProto>& tensors() const { return *reinterpret_cast<const RepeatedPtrField<TensorProto>*>(detail::at(this, 160)); }
-  RepeatedPtrField<TensorProto>* mutable_tensors() { return reinterpret_cast<RepeatedPtrField<TensorProto>*>(detail::at(this, 160)); }
+  const RepeatedPtrField<TensorProto>& tensors() const { return *reinterpret_cast<const RepeatedPtrField<TensorProto>*>(rare_at(64)); }
+  RepeatedPtrField<TensorProto>* mutable_tensors() { return reinterpret_cast<RepeatedPtrField<TensorProto>*>(rare_at(64)); }
   int tensors_size() const { return tensors().size(); }
   const TensorProto& tensors(int i) const;
   TensorProto* mutable_tensors(int i);
@@ -2217,8 +2219,8 @@ class AttributeProto final {
   RepeatedPtrField<TensorProto>& ref_tensors() { return *mutable_tensors(); }
 
   // repeated GraphProto graphs = 11;
-  const RepeatedPtrField<GraphProto>& graphs() const { return *reinterpret_cast<const RepeatedPtrField<GraphProto>*>(detail::at(this, 176)); }
-  RepeatedPtrField<GraphProto>* mutable_graphs() { return reinterpret_cast<RepeatedPtrField<GraphProto>*>(detail::at(this, 176)); }
+  const RepeatedPtrField<GraphProto>& graphs() const { return *reinterpret_cast<const RepeatedPtrField<GraphProto>*>(rare_at(80)); }
+  RepeatedPtrField<GraphProto>* mutable_graphs() { return reinterpret_cast<RepeatedPtrField<GraphProto>*>(rare_at(80)); }
   int graphs_size() const { return graphs().size(); }
   const GraphProto& graphs(int i) const;
   GraphProto* mutable_graphs(int i);
@@ -2228,8 +2230,8 @@ class AttributeProto final {
   RepeatedPtrField<GraphProto>& ref_graphs() { return *mutable_graphs(); }
 
   // repeated SparseTensorProto sparse_tensors = 23;
-  const RepeatedPtrField<SparseTensorProto>& sparse_tensors() const { return *reinterpret_cast<const RepeatedPtrField<SparseTensorProto>*>(detail::at(this, 192)); }
-  RepeatedPtrField<SparseTensorProto>* mutable_sparse_tensors() { return reinterpret_cast<RepeatedPtrField<SparseTensorProto>*>(detail::at(this, 192)); }
+  const RepeatedPtrField<SparseTensorProto>& sparse_tensors() const { return *reinterpret_cast<const RepeatedPtrField<SparseTensorProto>*>(rare_at(96)); }
+  RepeatedPtrField<SparseTensorProto>* mutable_sparse_tensors() { return reinterpret_cast<RepeatedPtrField<SparseTensorProto>*>(rare_at(96)); }
   int sparse_tensors_size() const { return sparse_tensors().size(); }
   const SparseTensorProto& sparse_tensors(int i) const;
   SparseTensorProto* mutable_sparse_tensors(int i);
@@ -2239,8 +2241,8 @@ class AttributeProto final {
   RepeatedPtrField<SparseTensorProto>& ref_sparse_tensors() { return *mutable_sparse_tensors(); }
 
   // repeated TypeProto type_protos = 15;
-  const RepeatedPtrField<TypeProto>& type_protos() const { return *reinterpret_cast<const RepeatedPtrField<TypeProto>*>(detail::at(this, 208)); }
-  RepeatedPtrField<TypeProto>* mutable_type_protos() { return reinterpret_cast<RepeatedPtrField<TypeProto>*>(detail::at(this, 208)); }
+  const RepeatedPtrField<TypeProto>& type_protos() const { return *reinterpret_cast<const RepeatedPtrField<TypeProto>*>(rare_at(112)); }
+  RepeatedPtrField<TypeProto>* mutable_type_protos() { return reinterpret_cast<RepeatedPtrField<TypeProto>*>(rare_at(112)); }
   int type_protos_size() const { return type_protos().size(); }
   const TypeProto& type_protos(int i) const;
   TypeProto* mutable_type_protos(int i);
@@ -2250,9 +2252,11 @@ class AttributeProto final {
   RepeatedPtrField<TypeProto>& ref_type_protos() { return *mutable_type_protos(); }
 
  private:
-  alignas(8) unsigned char storage_[360];
+  const unsigned char* rare_at(std::size_t off) const { const void* r = detail::load<const void*>(detail::at(this, 192)); return detail::at(r ? r : onnxl_cxx_AttributeProto_rare_empty(), off); }
+  unsigned char* rare_at(std::size_t off) { return detail::at(onnxl_cxx_AttributeProto_rare_mut(this), off); }
+  alignas(8) unsigned char storage_[208];
 };
-static_assert(sizeof(AttributeProto) == 360 && alignof(AttributeProto) == 8, "layout of AttributeProto");
+static_assert(sizeof(AttributeProto) == 208 && alignof(AttributeProto) == 8, "layout of AttributeProto");
 
 /// `onnx.ValueInfoProto`.
 class ValueInfoProto final {
@@ -5614,26 +5618,26 @@ class OptionalProto final {
 };
 static_assert(sizeof(OptionalProto) == 88 && alignof(OptionalProto) == 8, "layout of OptionalProto");
 
-inline const TensorProto& AttributeProto::t() const { const TensorProto* v = detail::load<const TensorProto*>(detail::at(this, 224)); return v ? *v : TensorProto::default_instance(); }
-inline TensorProto* AttributeProto::mutable_t() { TensorProto* v = detail::load<TensorProto*>(detail::at(this, 224)); if (!v) { v = new TensorProto; detail::store(detail::at(this, 224), v); } return v; }
-inline void AttributeProto::clear_t() { TensorProto* v = detail::load<TensorProto*>(detail::at(this, 224)); detail::store<TensorProto*>(detail::at(this, 224), nullptr); delete v; }
-inline TensorProto* AttributeProto::release_t() { TensorProto* v = detail::load<TensorProto*>(detail::at(this, 224)); detail::store<TensorProto*>(detail::at(this, 224), nullptr); return v; }
-inline void AttributeProto::set_allocated_t(TensorProto* v) { TensorProto* old = detail::load<TensorProto*>(detail::at(this, 224)); if (old == v) return; detail::store(detail::at(this, 224), v); delete old; }
-inline const GraphProto& AttributeProto::g() const { const GraphProto* v = detail::load<const GraphProto*>(detail::at(this, 232)); return v ? *v : GraphProto::default_instance(); }
-inline GraphProto* AttributeProto::mutable_g() { GraphProto* v = detail::load<GraphProto*>(detail::at(this, 232)); if (!v) { v = new GraphProto; detail::store(detail::at(this, 232), v); } return v; }
-inline void AttributeProto::clear_g() { GraphProto* v = detail::load<GraphProto*>(detail::at(this, 232)); detail::store<GraphProto*>(detail::at(this, 232), nullptr); delete v; }
-inline GraphProto* AttributeProto::release_g() { GraphProto* v = detail::load<GraphProto*>(detail::at(this, 232)); detail::store<GraphProto*>(detail::at(this, 232), nullptr); return v; }
-inline void AttributeProto::set_allocated_g(GraphProto* v) { GraphProto* old = detail::load<GraphProto*>(detail::at(this, 232)); if (old == v) return; detail::store(detail::at(this, 232), v); delete old; }
-inline const SparseTensorProto& AttributeProto::sparse_tensor() const { const SparseTensorProto* v = detail::load<const SparseTensorProto*>(detail::at(this, 240)); return v ? *v : SparseTensorProto::default_instance(); }
-inline SparseTensorProto* AttributeProto::mutable_sparse_tensor() { SparseTensorProto* v = detail::load<SparseTensorProto*>(detail::at(this, 240)); if (!v) { v = new SparseTensorProto; detail::store(detail::at(this, 240), v); } return v; }
-inline void AttributeProto::clear_sparse_tensor() { SparseTensorProto* v = detail::load<SparseTensorProto*>(detail::at(this, 240)); detail::store<SparseTensorProto*>(detail::at(this, 240), nullptr); delete v; }
-inline SparseTensorProto* AttributeProto::release_sparse_tensor() { SparseTensorProto* v = detail::load<SparseTensorProto*>(detail::at(this, 240)); detail::store<SparseTensorProto*>(detail::at(this, 240), nullptr); return v; }
-inline void AttributeProto::set_allocated_sparse_tensor(SparseTensorProto* v) { SparseTensorProto* old = detail::load<SparseTensorProto*>(detail::at(this, 240)); if (old == v) return; detail::store(detail::at(this, 240), v); delete old; }
-inline const TypeProto& AttributeProto::tp() const { const TypeProto* v = detail::load<const TypeProto*>(detail::at(this, 248)); return v ? *v : TypeProto::default_instance(); }
-inline TypeProto* AttributeProto::mutable_tp() { TypeProto* v = detail::load<TypeProto*>(detail::at(this, 248)); if (!v) { v = new TypeProto; detail::store(detail::at(this, 248), v); } return v; }
-inline void AttributeProto::clear_tp() { TypeProto* v = detail::load<TypeProto*>(detail::at(this, 248)); detail::store<TypeProto*>(detail::at(this, 248), nullptr); delete v; }
-inline TypeProto* AttributeProto::release_tp() { TypeProto* v = detail::load<TypeProto*>(detail::at(this, 248)); detail::store<TypeProto*>(detail::at(this, 248), nullptr); return v; }
-inline void AttributeProto::set_allocated_tp(TypeProto* v) { TypeProto* old = detail::load<TypeProto*>(detail::at(this, 248)); if (old == v) return; detail::store(detail::at(this, 248), v); delete old; }
+inline const TensorProto& AttributeProto::t() const { const TensorProto* v = detail::load<const TensorProto*>(rare_at(128)); return v ? *v : TensorProto::default_instance(); }
+inline TensorProto* AttributeProto::mutable_t() { TensorProto* v = detail::load<TensorProto*>(rare_at(128)); if (!v) { v = new TensorProto; detail::store(rare_at(128), v); } return v; }
+inline void AttributeProto::clear_t() { TensorProto* v = detail::load<TensorProto*>(rare_at(128)); detail::store<TensorProto*>(rare_at(128), nullptr); delete v; }
+inline TensorProto* AttributeProto::release_t() { TensorProto* v = detail::load<TensorProto*>(rare_at(128)); detail::store<TensorProto*>(rare_at(128), nullptr); return v; }
+inline void AttributeProto::set_allocated_t(TensorProto* v) { TensorProto* old = detail::load<TensorProto*>(rare_at(128)); if (old == v) return; detail::store(rare_at(128), v); delete old; }
+inline const GraphProto& AttributeProto::g() const { const GraphProto* v = detail::load<const GraphProto*>(rare_at(136)); return v ? *v : GraphProto::default_instance(); }
+inline GraphProto* AttributeProto::mutable_g() { GraphProto* v = detail::load<GraphProto*>(rare_at(136)); if (!v) { v = new GraphProto; detail::store(rare_at(136), v); } return v; }
+inline void AttributeProto::clear_g() { GraphProto* v = detail::load<GraphProto*>(rare_at(136)); detail::store<GraphProto*>(rare_at(136), nullptr); delete v; }
+inline GraphProto* AttributeProto::release_g() { GraphProto* v = detail::load<GraphProto*>(rare_at(136)); detail::store<GraphProto*>(rare_at(136), nullptr); return v; }
+inline void AttributeProto::set_allocated_g(GraphProto* v) { GraphProto* old = detail::load<GraphProto*>(rare_at(136)); if (old == v) return; detail::store(rare_at(136), v); delete old; }
+inline const SparseTensorProto& AttributeProto::sparse_tensor() const { const SparseTensorProto* v = detail::load<const SparseTensorProto*>(rare_at(144)); return v ? *v : SparseTensorProto::default_instance(); }
+inline SparseTensorProto* AttributeProto::mutable_sparse_tensor() { SparseTensorProto* v = detail::load<SparseTensorProto*>(rare_at(144)); if (!v) { v = new SparseTensorProto; detail::store(rare_at(144), v); } return v; }
+inline void AttributeProto::clear_sparse_tensor() { SparseTensorProto* v = detail::load<SparseTensorProto*>(rare_at(144)); detail::store<SparseTensorProto*>(rare_at(144), nullptr); delete v; }
+inline SparseTensorProto* AttributeProto::release_sparse_tensor() { SparseTensorProto* v = detail::load<SparseTensorProto*>(rare_at(144)); detail::store<SparseTensorProto*>(rare_at(144), nullptr); return v; }
+inline void AttributeProto::set_allocated_sparse_tensor(SparseTensorProto* v) { SparseTensorProto* old = detail::load<SparseTensorProto*>(rare_at(144)); if (old == v) return; detail::store(rare_at(144), v); delete old; }
+inline const TypeProto& AttributeProto::tp() const { const TypeProto* v = detail::load<const TypeProto*>(rare_at(152)); return v ? *v : TypeProto::default_instance(); }
+inline TypeProto* AttributeProto::mutable_tp() { TypeProto* v = detail::load<TypeProto*>(rare_at(152)); if (!v) { v = new TypeProto; detail::store(rare_at(152), v); } return v; }
+inline void AttributeProto::clear_tp() { TypeProto* v = detail::load<TypeProto*>(rare_at(152)); detail::store<TypeProto*>(rare_at(152), nullptr); delete v; }
+inline TypeProto* AttributeProto::release_tp() { TypeProto* v = detail::load<TypeProto*>(rare_at(152)); detail::store<TypeProto*>(rare_at(152), nullptr); return v; }
+inline void AttributeProto::set_allocated_tp(TypeProto* v) { TypeProto* old = detail::load<TypeProto*>(rare_at(152)); if (old == v) return; detail::store(rare_at(152), v); delete old; }
 inline const TensorProto& AttributeProto::tensors(int i) const { return tensors().Get(i); }
 inline TensorProto* AttributeProto::mutable_tensors(int i) { return mutable_tensors()->Mutable(i); }
 inline TensorProto* AttributeProto::add_tensors() { return mutable_tensors()->Add(); }

@@ -126,7 +126,7 @@ fn base_model() -> ModelProto {
     let mut a = AttributeProto::new();
     a.set_name("then_branch");
     a.set_type(5);
-    a.g = Some(Box::new(sub));
+    a.rare.g = Some(Box::new(sub));
     n.attribute.push(a);
     let mut c = TensorProto::new();
     c.set_name("const");
@@ -135,7 +135,7 @@ fn base_model() -> ModelProto {
     let mut a = AttributeProto::new();
     a.set_name("value");
     a.set_type(4);
-    a.t = Some(Box::new(c));
+    a.rare.t = Some(Box::new(c));
     n.attribute.push(a);
     m
 }

@@ -158,8 +158,8 @@ fn rich_model() -> Vec<u8> {
         *a.mutable_g() = sub.clone();
         let b = n.add_attribute();
         b.set_name("branches");
-        b.graphs.push(sub.clone());
-        b.graphs.push(sub);
+        b.rare.graphs.push(sub.clone());
+        b.rare.graphs.push(sub);
         sub = outer;
     }
     let n = g.add_node();
@@ -190,7 +190,7 @@ fn rich_model() -> Vec<u8> {
     attr.add_ints(300);
     attr.add_floats(0.5);
     attr.add_strings("s");
-    attr.tensors.push(t);
+    attr.rare.tensors.push(t);
     n.attribute.push(attr);
     let mut bytes = m.serialize_to_vec();
     // An unknown field (number 100, LEN) at the top level.

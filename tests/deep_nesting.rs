@@ -147,7 +147,7 @@ fn api_nested_graphs(levels: usize) -> ModelProto {
     for _ in 0..levels {
         let mut a = AttributeProto::new();
         a.set_name("body");
-        a.g = Some(Box::new(g));
+        a.rare.g = Some(Box::new(g));
         let mut n = NodeProto::new();
         n.attribute.push(a);
         g = GraphProto::new();

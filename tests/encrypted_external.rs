@@ -48,7 +48,7 @@ fn model() -> ModelProto {
     let mut a = onnx_light::proto::AttributeProto::new();
     a.set_name("then_branch");
     a.set_type(5);
-    a.g = Some(Box::new(sub));
+    a.rare.g = Some(Box::new(sub));
     node.attribute.push(a);
     g.node.push(node);
     m

@@ -94,7 +94,7 @@ fn attr_t(name: &str, t: TensorProto) -> AttributeProto {
     let mut a = AttributeProto::new();
     a.set_name(name);
     a.set_type(4);
-    a.t = Some(Box::new(t));
+    a.rare.t = Some(Box::new(t));
     a
 }
 
@@ -131,21 +131,21 @@ fn every_place_model() -> ModelProto {
     node.attribute.push(attr_t("t", tensor("attr.t", BIG, 9)));
     let mut a = AttributeProto::new();
     a.set_name("tensors");
-    a.tensors.push(tensor("attr.tensors0", BIG, 10));
-    a.tensors.push(tensor("attr.tensors1", BIG, 11));
+    a.rare.tensors.push(tensor("attr.tensors0", BIG, 10));
+    a.rare.tensors.push(tensor("attr.tensors1", BIG, 11));
     node.attribute.push(a);
     let mut a = AttributeProto::new();
     a.set_name("sparse");
-    a.sparse_tensor = Some(Box::new(sparse("attr.sparse", BIG, 12)));
-    a.sparse_tensors.push(sparse("attr.sparses", BIG, 13));
+    a.rare.sparse_tensor = Some(Box::new(sparse("attr.sparse", BIG, 12)));
+    a.rare.sparse_tensors.push(sparse("attr.sparses", BIG, 13));
     node.attribute.push(a);
     let mut a = AttributeProto::new();
     a.set_name("body");
-    a.g = Some(Box::new(sub));
+    a.rare.g = Some(Box::new(sub));
     node.attribute.push(a);
     let mut a = AttributeProto::new();
     a.set_name("branches");
-    a.graphs.push(sub2);
+    a.rare.graphs.push(sub2);
     node.attribute.push(a);
     g.node.push(node);
 

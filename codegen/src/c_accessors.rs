@@ -519,7 +519,7 @@ fn gen_field(out: &mut Out, m: &MessageDef, f: &FieldDef) {
     let ct = c_type(m.name);
     let p = c_prefix(m.name);
     let n = f.name;
-    let rf = rust_field(f);
+    let rf = crate::field_path(f);
     let decl = format!("`{}` of `{}`", proto_decl(f), m.name);
     let fq = format!("{}.{}", m.name, n);
     let sh = shape(f);
@@ -749,7 +749,7 @@ fn gen_field(out: &mut Out, m: &MessageDef, f: &FieldDef) {
             let sct = c_type(sub);
             let (get, mutable) = match oneof {
                 Some(_) => (format!("m.{n}()"), format!("m.mutable_{n}()")),
-                None => (format!("m.{rf}()"), format!("m.mutable_{n}()")),
+                None => (format!("m.{}()", rust_field(f)), format!("m.mutable_{n}()")),
             };
             let unset = if oneof.is_some() {
                 "when another member (or none) of the oneof is set"
@@ -981,7 +981,7 @@ fn gen_payload(out: &mut Out, m: &MessageDef, f: &FieldDef) {
     let ct = c_type(m.name);
     let p = c_prefix(m.name);
     let n = f.name;
-    let rf = rust_field(f);
+    let rf = crate::field_path(f);
     let decl = format!("`{}` of `{}`", proto_decl(f), m.name);
     out.func(Func {
         name: format!("{p}_{n}"),

@@ -47,6 +47,16 @@ struct Layout {
     facts: HashMap<String, HashMap<String, String>>,
     /// `Message.oneof` -> (offset, member -> (tag, value offset)).
     oneofs: HashMap<String, Oneof>,
+    /// Message -> offset of its `rare` box pointer.
+    rares: HashMap<String, usize>,
+    /// The `Message.field`s whose offset is in the message's rare struct.
+    rare_fields: std::collections::HashSet<String>,
+}
+
+/// Where a field lives: at an offset in the message, or in its rare struct.
+enum Place {
+    Inline(usize),
+    Rare(usize),
 }
 
 /// Where a oneof lives in its message and how its case is told.
@@ -62,6 +72,8 @@ impl Layout {
             fields: HashMap::new(),
             facts: HashMap::new(),
             oneofs: HashMap::new(),
+            rares: HashMap::new(),
+            rare_fields: Default::default(),
         };
         for line in LAYOUT.lines() {
             let mut words = line.split(' ');
@@ -78,7 +90,15 @@ impl Layout {
                 "field" => {
                     let name = words.next().unwrap().to_string();
                     l.fields
-                        .insert(name, words.next().unwrap().parse().unwrap());
+                        .insert(name.clone(), words.next().unwrap().parse().unwrap());
+                    if words.next() == Some("rare") {
+                        l.rare_fields.insert(name);
+                    }
+                }
+                "rare" => {
+                    let name = words.next().unwrap().to_string();
+                    let kv: HashMap<_, _> = words.filter_map(|w| w.split_once('=')).collect();
+                    l.rares.insert(name, kv["offset"].parse().unwrap());
                 }
                 "oneof" => {
                     let name = words.next().unwrap().to_string();
@@ -125,11 +145,21 @@ impl Layout {
         })
     }
 
-    fn offset(&self, m: &MessageDef, f: &FieldDef) -> usize {
+    fn place(&self, m: &MessageDef, f: &FieldDef) -> Place {
         let key = format!("{}.{}", cpp_name(m.name), f.name);
-        *self.fields.get(&key).unwrap_or_else(|| {
+        let off = *self.fields.get(&key).unwrap_or_else(|| {
             panic!("codegen/cxx_layout.txt has no field {key}: regenerate it (see tests/generated_files.rs)")
-        })
+        });
+        assert_eq!(
+            self.rare_fields.contains(&key),
+            crate::is_rare(m, f),
+            "codegen/cxx_layout.txt: {key} is not where the schema puts it: regenerate it"
+        );
+        if crate::is_rare(m, f) {
+            Place::Rare(off)
+        } else {
+            Place::Inline(off)
+        }
     }
 
     /// The representation facts the runtime relies on, as C++ constants; panics when the
@@ -416,6 +446,13 @@ fn extern_declarations() -> String {
             "void {p}_init(void* p);\nvoid {p}_drop(void* p);\nvoid {p}_init_copy(void* p, const void* src);\nvoid {p}_copy_from(void* p, const void* src);\nvoid {p}_merge_from(void* p, const void* src);\nvoid {p}_clear(void* p);\nbool {p}_parse(void* p, const uint8_t* data, size_t len, bool merge);\nbool {p}_serialize(const void* p, uint8_t* (*alloc)(void* ctx, size_t size), void* ctx);\nsize_t {p}_byte_size(const void* p);\nvoid* {p}_list_add(void* f);\nvoid* {p}_list_add_copy(void* f, const void* src);\nvoid {p}_list_delete(void* f, size_t start, size_t n);\nvoid {p}_list_swap(void* f, size_t i, size_t j);\nvoid {p}_list_truncate(void* f, size_t n);\nvoid {p}_list_reserve(void* f, size_t n);"
         )
         .unwrap();
+        if crate::has_rare(m) {
+            writeln!(
+                o,
+                "void* {p}_rare_mut(void* p);\nconst void* {p}_rare_empty(void);"
+            )
+            .unwrap();
+        }
         for oneof in oneofs(m) {
             writeln!(
                 o,
@@ -623,7 +660,12 @@ fn gen_class(
         if let Some(oneof) = f.oneof {
             oneof_member(&mut ms, m, f, layout.oneof(m, oneof));
         } else {
-            offset_field(&mut ms, f, layout.offset(m, f));
+            // A rare field is reached through `rare_at` (see below).
+            let at = match layout.place(m, f) {
+                Place::Inline(off) => format!("detail::at(this, {off})"),
+                Place::Rare(off) => format!("rare_at({off})"),
+            };
+            offset_field(&mut ms, f, &at);
         }
         ref_accessor(&mut ms, f);
     }
@@ -650,9 +692,23 @@ fn gen_class(
         ));
     }
     o.push_str(&ms.decls);
+    o.push_str("\n private:\n");
+    if crate::has_rare(m) {
+        // The rare fields: read in the box, or in the shared empty ones when it is unallocated
+        // (const); written in the box, allocated first (non-const).
+        let rare = layout
+            .rares
+            .get(&cn)
+            .unwrap_or_else(|| panic!("codegen/cxx_layout.txt has no rare {cn}: regenerate it"));
+        writeln!(
+            o,
+            "  const unsigned char* rare_at(std::size_t off) const {{ const void* r = detail::load<const void*>(detail::at(this, {rare})); return detail::at(r ? r : {p}_rare_empty(), off); }}\n  unsigned char* rare_at(std::size_t off) {{ return detail::at({p}_rare_mut(this), off); }}"
+        )
+        .unwrap();
+    }
     writeln!(
         o,
-        "\n private:\n  alignas({align}) unsigned char storage_[{size}];\n}};\nstatic_assert(sizeof({cn}) == {size} && alignof({cn}) == {align}, \"layout of {cn}\");\n"
+        "  alignas({align}) unsigned char storage_[{size}];\n}};\nstatic_assert(sizeof({cn}) == {size} && alignof({cn}) == {align}, \"layout of {cn}\");\n"
     )
     .unwrap();
     defs.push_str(&ms.defs);
@@ -684,9 +740,8 @@ fn string_setters(ms: &mut Members<'_>, name: &str, lead: &str, call: &str) {
 }
 
 /// A field reached at its offset in the message.
-fn offset_field(ms: &mut Members<'_>, f: &FieldDef, off: usize) {
+fn offset_field(ms: &mut Members<'_>, f: &FieldDef, at: &str) {
     let n = f.name;
-    let at = format!("detail::at(this, {off})");
     match (f.label, f.kind) {
         (Label::Optional, Kind::Message(t)) => {
             let t = cpp_name(t);

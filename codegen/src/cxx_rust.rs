@@ -7,7 +7,7 @@ use std::fmt::Write;
 
 use crate::rust_messages::{boxed, oneof_enum_name};
 use crate::schema::{FieldDef, Kind, MESSAGES, MessageDef};
-use crate::{camel, oneofs, rust_type_name};
+use crate::{camel, has_rare, is_rare, oneofs, rust_type_name};
 
 /// The C++ class name of a message: `TensorProto.Segment` -> `TensorProto_Segment`.
 pub fn cpp_name(full: &str) -> String {
@@ -183,6 +183,20 @@ fn gen_message(o: &mut String, m: &MessageDef) {
             params.replace("{T}", &rt),
             body.replace("{T}", &rt),
             ret = ret.replace("{T}", &rt)
+        )
+        .unwrap();
+    }
+    if has_rare(m) {
+        emit(
+            o,
+            &format!("{p}_rare_mut"),
+            &format!("p: *mut {rt}"),
+            &format!(" -> *mut {rt}Rare"),
+            "(*p).rare.make_mut()",
+        );
+        writeln!(
+            o,
+            "/// The rare fields every unallocated `rare` box of a `{rt}` reads as.\n#[unsafe(no_mangle)]\npub extern \"C\" fn {p}_rare_empty() -> *const {rt}Rare {{\n    <{rt}Rare as RareFields>::empty()\n}}\n"
         )
         .unwrap();
     }
@@ -376,10 +390,23 @@ fn gen_layout(o: &mut String) {
             "    writeln!(o, \"message {cn} size={{}} align={{}}\", size_of::<{rt}>(), align_of::<{rt}>()).unwrap();"
         )
         .unwrap();
-        for f in m.fields.iter().filter(|f| by_offset(f)) {
+        if has_rare(m) {
             writeln!(
                 o,
-                "    writeln!(o, \"field {cn}.{} {{}}\", std::mem::offset_of!({rt}, {})).unwrap();",
+                "    writeln!(o, \"rare {cn} offset={{}}\", std::mem::offset_of!({rt}, rare)).unwrap();"
+            )
+            .unwrap();
+        }
+        for f in m.fields.iter().filter(|f| by_offset(f)) {
+            // A rare field's offset is in the rare struct (marked `rare`).
+            let (owner, mark) = if is_rare(m, f) {
+                (format!("{rt}Rare"), " rare")
+            } else {
+                (rt.clone(), "")
+            };
+            writeln!(
+                o,
+                "    writeln!(o, \"field {cn}.{} {{}}{mark}\", std::mem::offset_of!({owner}, {})).unwrap();",
                 f.name,
                 rust_field(f)
             )

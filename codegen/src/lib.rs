@@ -136,6 +136,64 @@ pub fn inline_list_capacity(m: &schema::MessageDef, f: &schema::FieldDef) -> Opt
         .map(|&(_, _, n)| n)
 }
 
+/// Fields that are set in few real models, held in one lazily allocated box per message (the
+/// `rare` member, a `Rare<{Msg}Rare>`) instead of inline, so that the common message is small:
+/// `(message, fields)`. Oneof members cannot be rare.
+pub const RARE_FIELDS: &[(&str, &[&str])] = &[(
+    "AttributeProto",
+    &[
+        "ref_attr_name",
+        "doc_string",
+        "t",
+        "g",
+        "sparse_tensor",
+        "tp",
+        "tensors",
+        "graphs",
+        "sparse_tensors",
+        "type_protos",
+    ],
+)];
+
+/// True when field `f` of `m` is held in the message's `rare` box.
+pub fn is_rare(m: &schema::MessageDef, f: &schema::FieldDef) -> bool {
+    RARE_FIELDS
+        .iter()
+        .any(|&(msg, fields)| msg == m.name && fields.contains(&f.name))
+}
+
+/// True when message `m` has a `rare` box.
+pub fn has_rare(m: &schema::MessageDef) -> bool {
+    RARE_FIELDS.iter().any(|&(msg, _)| msg == m.name)
+}
+
+/// The message declaring `f` (a field of the schema table, found by its address).
+pub fn owner_of(f: &schema::FieldDef) -> &'static schema::MessageDef {
+    schema::MESSAGES
+        .iter()
+        .find(|m| m.fields.iter().any(|g| std::ptr::eq(g, f)))
+        .expect("a field of the schema table")
+}
+
+/// The Rust struct field of `f` (`r#type` for `type`), without the path to it.
+pub fn rust_member(f: &schema::FieldDef) -> String {
+    match f.name {
+        "type" => "r#type".to_string(),
+        n => n.to_string(),
+    }
+}
+
+/// The path from a message value to field `f`: `rare.t` for a rare field (read through the box,
+/// or the empty one when unallocated; written through `DerefMut`, which allocates it), else the
+/// member itself.
+pub fn field_path(f: &schema::FieldDef) -> String {
+    if is_rare(owner_of(f), f) {
+        format!("rare.{}", rust_member(f))
+    } else {
+        rust_member(f)
+    }
+}
+
 /// The oneofs of a message, in declaration order.
 pub fn oneofs(m: &schema::MessageDef) -> Vec<&'static str> {
     let mut out: Vec<&'static str> = Vec::new();

@@ -158,7 +158,7 @@ fn gen_message(o: &mut String, m: &MessageDef, tag: usize) {
     writeln!(o, "        f(ops::addr(self), {tag});").unwrap();
     for f in m.fields {
         if matches!(f.kind, Kind::Message(_)) && f.oneof.is_none() {
-            writeln!(o, "        self.{}.walk(f);", rust_field(f)).unwrap();
+            writeln!(o, "        self.{}.walk(f);", crate::field_path(f)).unwrap();
         }
     }
     for oneof in oneofs(m) {
@@ -306,7 +306,7 @@ fn gen_merge(o: &mut String, m: &MessageDef, ty: &str) {
     )
     .unwrap();
     for f in m.fields {
-        let r = rust_field(f);
+        let r = crate::field_path(f);
         match (f.label, f.kind, f.oneof) {
             (Label::Optional, Kind::Payload, None) => writeln!(
                 o,
@@ -327,9 +327,11 @@ fn gen_merge(o: &mut String, m: &MessageDef, ty: &str) {
                 )
                 .unwrap()
             }
-            (Label::Repeated, _, _) => {
-                writeln!(o, "        dst.{r}.extend(std::mem::take(&mut src.{r}));").unwrap()
-            }
+            (Label::Repeated, _, _) => writeln!(
+                o,
+                "        if !src.{r}.is_empty() {{ dst.{r}.extend(std::mem::take(&mut src.{r})); }}"
+            )
+            .unwrap(),
             _ => {}
         }
     }
@@ -377,6 +379,7 @@ fn gen_text(o: &mut String, m: &MessageDef) {
     fields.sort_by_key(|f| f.number);
     for f in fields {
         let r = rust_field(f);
+        let path = crate::field_path(f);
         let n = f.name;
         let emit = |v: &str| -> String {
             match f.kind {
@@ -416,7 +419,7 @@ fn gen_text(o: &mut String, m: &MessageDef) {
                 } else {
                     "*v"
                 };
-                writeln!(o, "        for v in self.{r}.iter() {{ {}; }}", emit(v)).unwrap()
+                writeln!(o, "        for v in self.{path}.iter() {{ {}; }}", emit(v)).unwrap()
             }
         }
     }
@@ -426,7 +429,8 @@ fn gen_text(o: &mut String, m: &MessageDef) {
 fn gen_field(o: &mut String, m: &MessageDef, f: &FieldDef, ty: &str, it: &str) {
     let fi = format!("{it}_{}", f.name);
     let fs = fi.to_uppercase();
-    let r = rust_field(f);
+    let r = crate::field_path(f);
+    let acc = rust_field(f);
     let n = f.name;
     let qual = format!("{}.{}", m.name, f.name);
     match (f.label, f.kind) {
@@ -441,7 +445,7 @@ fn gen_field(o: &mut String, m: &MessageDef, f: &FieldDef, ty: &str, it: &str) {
             writeln!(o, "static {fs}_SUB: SubField = SubField {{").unwrap();
             writeln!(
                 o,
-                "    get: |p| {{ let m = unsafe {{ &*(p as *const {ty}) }}; if m.has_{n}() {{ m.{r}() as *const {ct} as *const () }} else {{ std::ptr::null() }} }},"
+                "    get: |p| {{ let m = unsafe {{ &*(p as *const {ty}) }}; if m.has_{n}() {{ m.{acc}() as *const {ct} as *const () }} else {{ std::ptr::null() }} }},"
             )
             .unwrap();
             writeln!(
@@ -470,7 +474,7 @@ fn gen_field(o: &mut String, m: &MessageDef, f: &FieldDef, ty: &str, it: &str) {
         }
         (Label::Optional, k) => {
             let (to_py, from_py) = conv(k);
-            let get = format!("let v = m.{r}(); {to_py}");
+            let get = format!("let v = m.{acc}(); {to_py}");
             writeln!(
                 o,
                 "fn {fi}_get(s: &Bound<'_, Message>) -> PyResult<Py<PyAny>> {{ ops::get_with::<{ty}>(s, |py, m| {{ {get} }}) }}"

@@ -4,8 +4,8 @@ use std::fmt::Write;
 
 use crate::schema::{FieldDef, Kind, Label, MESSAGES, MessageDef};
 use crate::{
-    camel, cycle_fields, inline_list_capacity, is_cycle_field, oneofs, proto_decl, rust_type_name,
-    snake, varint_bytes,
+    camel, cycle_fields, field_path, has_rare, inline_list_capacity, is_cycle_field, is_rare,
+    oneofs, proto_decl, rust_type_name, snake, varint_bytes,
 };
 
 /// Repeated message fields whose elements may be parsed ahead of time, in parallel.
@@ -165,7 +165,7 @@ pub fn generate() -> String {
          //! Message structs, codec and accessors generated from the schema table.\n\n\
          use crate::bytes::{ByteSpan, CxxStringPool, ProtoString, UnknownFields};\n\
          use crate::error::DecodeError;\n\
-         use crate::proto::{InlineVec, Message, RepeatedField};\n\
+         use crate::proto::{InlineVec, Message, Rare, RareFields, RepeatedField};\n\
          use crate::wire::{Reader, SizeCursor, SizeTable, Sink, len_delimited_size, put_varint, varint_len};\n\n",
     );
     for m in MESSAGES {
@@ -251,16 +251,24 @@ fn gen_tensor_visitors(o: &mut String) {
                 } else {
                     format!("v.visit_tensors{suffix}(f)")
                 };
+                // A mutable walk must not allocate an unallocated rare box.
+                let (target, close) = if is_rare(m, fd) && !suffix.is_empty() {
+                    writeln!(o, "        if let Some(rare) = self.rare.get_mut() {{").unwrap();
+                    (format!("rare.{name}"), "        }\n")
+                } else {
+                    (format!("self.{}", field_path(fd)), "")
+                };
                 match fd.label {
                     Label::Optional => {
-                        writeln!(o, "        if let Some(v) = {refm}self.{name} {{").unwrap();
+                        writeln!(o, "        if let Some(v) = {refm}{target} {{").unwrap();
                         writeln!(o, "            {visit};\n        }}").unwrap();
                     }
                     Label::Repeated => {
-                        writeln!(o, "        for v in {refm}self.{name} {{").unwrap();
+                        writeln!(o, "        for v in {refm}{target} {{").unwrap();
                         writeln!(o, "            {visit};\n        }}").unwrap();
                     }
                 }
+                o.push_str(close);
             }
             writeln!(o, "    }}").unwrap();
         }
@@ -394,7 +402,7 @@ pub(crate) struct TensorPlace {{
         )
         .unwrap();
         for (fm, fd, variant) in fields.iter().filter(|(fm, _, _)| fm.name == m.name) {
-            let name = rust_field_name(fd);
+            let name = field_path(fd);
             let Kind::Message(t) = fd.kind else {
                 unreachable!()
             };
@@ -457,6 +465,7 @@ fn gen_tensor_rewriters(o: &mut String) {
         }
         // Tensor-bearing fields first, in declaration order (the visitor's), then the struct.
         let mut members: Vec<String> = Vec::new();
+        let mut rare_members: Vec<String> = Vec::new();
         let mut done_oneofs: Vec<&str> = Vec::new();
         for fd in m.fields {
             if let Some(oneof) = fd.oneof {
@@ -473,12 +482,18 @@ fn gen_tensor_rewriters(o: &mut String) {
                 continue;
             }
             let name = rust_field_name(fd);
+            // Rare fields are members of the rare struct, cloned from `r` (its fields).
+            let (members, src) = if is_rare(m, fd) {
+                (&mut rare_members, "r")
+            } else {
+                (&mut members, "self")
+            };
             let Kind::Message(t) = fd.kind else {
-                members.push(format!("{name}: self.{name}.clone()"));
+                members.push(format!("{name}: {src}.{name}.clone()"));
                 continue;
             };
             if !set.contains(&t) {
-                members.push(format!("{name}: self.{name}.clone()"));
+                members.push(format!("{name}: {src}.{name}.clone()"));
                 continue;
             }
             let call = if is_cycle_field(m.name, fd.name) {
@@ -486,15 +501,22 @@ fn gen_tensor_rewriters(o: &mut String) {
             } else {
                 "v.clone_with_tensors(f)".to_string()
             };
+            let path = field_path(fd);
             let expr = match fd.label {
                 Label::Optional if boxed(m, fd) => {
-                    format!("self.{name}.as_ref().map(|v| Box::new({call}))")
+                    format!("self.{path}.as_ref().map(|v| Box::new({call}))")
                 }
-                Label::Optional => format!("self.{name}.as_ref().map(|v| {call})"),
-                Label::Repeated => format!("self.{name}.iter().map(|v| {call}).collect()"),
+                Label::Optional => format!("self.{path}.as_ref().map(|v| {call})"),
+                Label::Repeated => format!("self.{path}.iter().map(|v| {call}).collect()"),
             };
             writeln!(o, "        let {name} = {expr};").unwrap();
             members.push(name);
+        }
+        if has_rare(m) {
+            members.push(format!(
+                "rare: self.rare.map_allocated(move |r| {rn}Rare {{ {} }})",
+                rare_members.join(", ")
+            ));
         }
         members.push("unknown_fields: self.unknown_fields.clone()".into());
         writeln!(o, "        Self {{").unwrap();
@@ -547,15 +569,80 @@ fn gen_struct(o: &mut String, m: &MessageDef) {
         writeln!(o, "#[derive(Clone, Debug, Default, PartialEq)]").unwrap();
     }
     writeln!(o, "pub struct {rn} {{").unwrap();
+    struct_fields(o, m, false);
+    if has_rare(m) {
+        writeln!(
+            o,
+            "    /// The fields few models set (`{rn}Rare`), in a box allocated on first write."
+        )
+        .unwrap();
+        writeln!(o, "    pub rare: Rare<{rn}Rare>,").unwrap();
+    }
+    writeln!(
+        o,
+        "    /// Fields not in the schema, as read (written back after the known ones)."
+    )
+    .unwrap();
+    writeln!(o, "    pub unknown_fields: UnknownFields,").unwrap();
+    writeln!(o, "}}\n").unwrap();
+
+    // const constructor (for static defaults)
+    writeln!(o, "impl {rn} {{").unwrap();
+    writeln!(o, "    /// An empty message (every field unset).").unwrap();
+    writeln!(o, "    pub const fn new() -> Self {{").unwrap();
+    writeln!(o, "        Self {{").unwrap();
+    struct_inits(o, m, false);
+    if has_rare(m) {
+        writeln!(o, "            rare: Rare::new(),").unwrap();
+    }
+    writeln!(o, "            unknown_fields: UnknownFields::new(),").unwrap();
+    writeln!(o, "        }}\n    }}\n}}\n").unwrap();
+    if has_rare(m) {
+        writeln!(
+            o,
+            "/// The rare fields of `onnx.{}` (its `rare` member).\n#[derive(Clone, Debug, Default, PartialEq)]\npub struct {rn}Rare {{",
+            m.name
+        )
+        .unwrap();
+        struct_fields(o, m, true);
+        writeln!(o, "}}\n").unwrap();
+        writeln!(o, "impl {rn}Rare {{").unwrap();
+        writeln!(o, "    /// Every rare field unset.").unwrap();
+        writeln!(o, "    pub const fn new() -> Self {{").unwrap();
+        writeln!(o, "        Self {{").unwrap();
+        struct_inits(o, m, true);
+        writeln!(o, "        }}\n    }}\n}}\n").unwrap();
+        writeln!(
+            o,
+            "impl RareFields for {rn}Rare {{\n    fn empty() -> &'static Self {{\n        static EMPTY: {rn}Rare = {rn}Rare::new();\n        &EMPTY\n    }}\n}}\n"
+        )
+        .unwrap();
+    }
+    if has_cycle_fields(m) {
+        gen_guarded_traits(o, m);
+    }
+}
+
+/// The member declarations of the common (`rare == false`) or rare fields of `m`.
+fn struct_fields(o: &mut String, m: &MessageDef, rare: bool) {
     let mut done_oneofs: Vec<&str> = Vec::new();
     for f in m.fields {
         if let Some(oneof) = f.oneof {
-            if done_oneofs.contains(&oneof) {
+            assert!(
+                !is_rare(m, f),
+                "{}.{}: a oneof member cannot be rare",
+                m.name,
+                f.name
+            );
+            if rare || done_oneofs.contains(&oneof) {
                 continue;
             }
             done_oneofs.push(oneof);
             writeln!(o, "    /// `oneof {oneof}`.").unwrap();
             writeln!(o, "    pub {oneof}: Option<{}>,", oneof_enum_name(m, oneof)).unwrap();
+            continue;
+        }
+        if is_rare(m, f) != rare {
             continue;
         }
         let vt = value_type(f.kind);
@@ -573,26 +660,20 @@ fn gen_struct(o: &mut String, m: &MessageDef) {
         writeln!(o, "    /// `{}`", proto_decl(f)).unwrap();
         writeln!(o, "    pub {}: {ty},", rust_field_name(f)).unwrap();
     }
-    writeln!(
-        o,
-        "    /// Fields not in the schema, as read (written back after the known ones)."
-    )
-    .unwrap();
-    writeln!(o, "    pub unknown_fields: UnknownFields,").unwrap();
-    writeln!(o, "}}\n").unwrap();
+}
 
-    // const constructor (for static defaults)
-    writeln!(o, "impl {rn} {{").unwrap();
-    writeln!(o, "    /// An empty message (every field unset).").unwrap();
-    writeln!(o, "    pub const fn new() -> Self {{").unwrap();
-    writeln!(o, "        Self {{").unwrap();
+/// The `new()` initializers of the common (`rare == false`) or rare fields of `m`.
+fn struct_inits(o: &mut String, m: &MessageDef, rare: bool) {
     let mut done_oneofs: Vec<&str> = Vec::new();
     for f in m.fields {
         if let Some(oneof) = f.oneof {
-            if !done_oneofs.contains(&oneof) {
+            if !rare && !done_oneofs.contains(&oneof) {
                 done_oneofs.push(oneof);
                 writeln!(o, "            {oneof}: None,").unwrap();
             }
+            continue;
+        }
+        if is_rare(m, f) != rare {
             continue;
         }
         let init = match f.label {
@@ -601,11 +682,6 @@ fn gen_struct(o: &mut String, m: &MessageDef) {
             Label::Optional => "None",
         };
         writeln!(o, "            {}: {init},", rust_field_name(f)).unwrap();
-    }
-    writeln!(o, "            unknown_fields: UnknownFields::new(),").unwrap();
-    writeln!(o, "        }}\n    }}\n}}\n").unwrap();
-    if has_cycle_fields(m) {
-        gen_guarded_traits(o, m);
     }
 }
 
@@ -621,8 +697,12 @@ fn struct_members(m: &MessageDef) -> Vec<(String, &'static str)> {
         match f.oneof {
             Some(oneof) if out.iter().any(|(n, _)| n == oneof) => {}
             Some(oneof) => out.push((oneof.to_string(), oneof)),
+            None if is_rare(m, f) => {}
             None => out.push((rust_field_name(f), plain_name(f))),
         }
+    }
+    if has_rare(m) {
+        out.push(("rare".to_string(), "rare"));
     }
     out.push(("unknown_fields".to_string(), "unknown_fields"));
     out
@@ -641,8 +721,8 @@ fn gen_guarded_traits(o: &mut String, m: &MessageDef) {
         .iter()
         .filter(|f| is_cycle_field(m.name, f.name))
         .map(|f| match f.label {
-            Label::Optional => format!("self.{}.is_some()", rust_field_name(f)),
-            Label::Repeated => format!("!self.{}.is_empty()", rust_field_name(f)),
+            Label::Optional => format!("self.{}.is_some()", field_path(f)),
+            Label::Repeated => format!("!self.{}.is_empty()", field_path(f)),
         })
         .collect();
     writeln!(o, "impl {rn} {{").unwrap();
@@ -709,7 +789,16 @@ fn gen_guarded_traits(o: &mut String, m: &MessageDef) {
             f.name
         );
         let name = rust_field_name(f);
-        writeln!(o, "            drop(std::mem::take(&mut self.{name}));").unwrap();
+        if is_rare(m, f) {
+            // Taken out of an allocated box only (nothing to drop in an unallocated one).
+            writeln!(
+                o,
+                "            if let Some(rare) = self.rare.get_mut() {{\n                drop(std::mem::take(&mut rare.{name}));\n            }}"
+            )
+            .unwrap();
+        } else {
+            writeln!(o, "            drop(std::mem::take(&mut self.{name}));").unwrap();
+        }
     }
     writeln!(o, "        }})\n    }}\n}}\n").unwrap();
 }
@@ -756,7 +845,13 @@ fn gen_codec(o: &mut String, m: &MessageDef) {
     writeln!(o, "        while let Some(tag) = r.read_tag()? {{").unwrap();
     writeln!(o, "            match tag {{").unwrap();
     for f in m.fields {
-        gen_decode_arms(o, m, f);
+        if is_rare(m, f) {
+            let mut arms = String::new();
+            gen_decode_arms(&mut arms, m, f);
+            o.push_str(&allocating_rare(&arms));
+        } else {
+            gen_decode_arms(o, m, f);
+        }
     }
     writeln!(
         o,
@@ -776,9 +871,11 @@ fn gen_codec(o: &mut String, m: &MessageDef) {
         "        let mut n: u64 = self.unknown_fields.len() as u64;"
     )
     .unwrap();
+    let mut body = String::new();
     for f in sorted_fields(m) {
-        gen_size(o, m, f);
+        gen_size(&mut body, m, f);
     }
+    o.push_str(&through_rare(m, &body));
     writeln!(o, "        n\n    }}\n").unwrap();
 
     // ---- encode
@@ -787,9 +884,11 @@ fn gen_codec(o: &mut String, m: &MessageDef) {
         "    fn encode_to<S: Sink + ?Sized>(&self, s: &mut S, c: &mut SizeCursor<'_>) {{"
     )
     .unwrap();
+    let mut body = String::new();
     for f in sorted_fields(m) {
-        gen_encode(o, m, f);
+        gen_encode(&mut body, m, f);
     }
+    o.push_str(&through_rare(m, &body));
     writeln!(o, "        s.put(self.unknown_fields.as_bytes());").unwrap();
     writeln!(o, "    }}\n").unwrap();
 
@@ -820,13 +919,54 @@ fn gen_codec(o: &mut String, m: &MessageDef) {
     writeln!(o, "}}\n").unwrap();
 }
 
+/// Decode arms of a rare field, each allocating the rare box first (fallibly: the writes through
+/// `DerefMut` after it do not allocate).
+fn allocating_rare(arms: &str) -> String {
+    const ARM: &str = "                ";
+    let mut starts: Vec<usize> = Vec::new();
+    let mut at = 0;
+    for line in arms.split_inclusive('\n') {
+        let rest = line.strip_prefix(ARM).unwrap_or("");
+        if rest.starts_with(|c: char| c.is_ascii_digit()) && rest.contains(" => ") {
+            starts.push(at);
+        }
+        at += line.len();
+    }
+    starts.push(arms.len());
+    let mut out = String::new();
+    for w in starts.windows(2) {
+        let arm = &arms[w[0]..w[1]];
+        let (head, body) = arm.split_once(" => ").expect("a match arm");
+        let body = body.trim_end();
+        let body = body.strip_suffix(',').unwrap_or(body);
+        writeln!(
+            out,
+            "{head} => {{\n{ARM}    r.alloc_rare(&mut self.rare)?;\n{ARM}    {body}\n{ARM}}}"
+        )
+        .unwrap();
+    }
+    out
+}
+
+/// A function body reading the rare fields of `m` through one reference to them (the box's
+/// fields, or the empty ones), made once at its start.
+fn through_rare(m: &MessageDef, body: &str) -> String {
+    if !has_rare(m) || !body.contains("self.rare.") {
+        return body.to_string();
+    }
+    format!(
+        "        let rare = &*self.rare;\n{}",
+        body.replace("self.rare.", "rare.")
+    )
+}
+
 /// `prefetch_children` of `m`, for a message with sub-message fields (outside a `oneof`):
 /// fetches the storage of each repeated one and the box of each set optional one.
 fn gen_prefetch_children(o: &mut String, m: &MessageDef) {
     let fields: Vec<&FieldDef> = m
         .fields
         .iter()
-        .filter(|f| f.oneof.is_none() && matches!(f.kind, Kind::Message(_)))
+        .filter(|f| f.oneof.is_none() && matches!(f.kind, Kind::Message(_)) && !is_rare(m, f))
         .collect();
     if fields.is_empty() {
         return;
@@ -880,7 +1020,7 @@ fn encode_message(m: &MessageDef, f: &FieldDef, v: &str) -> String {
 }
 
 fn gen_decode_arms(o: &mut String, m: &MessageDef, f: &FieldDef) {
-    let name = rust_field_name(f);
+    let name = field_path(f);
     let t = |wt| tag_value(f, wt);
     let path = at(f, None);
     if let Some(oneof) = f.oneof {
@@ -1147,7 +1287,7 @@ fn message_size(o: &mut String, msg: &MessageDef, f: &FieldDef, head: &str, tl: 
 }
 
 fn gen_size(o: &mut String, m: &MessageDef, f: &FieldDef) {
-    let name = rust_field_name(f);
+    let name = field_path(f);
     if let Some(oneof) = f.oneof {
         let en = oneof_enum_name(m, oneof);
         let var = camel(f.name);
@@ -1282,7 +1422,7 @@ fn put_scalar(k: Kind, v: &str) -> String {
 }
 
 fn gen_encode(o: &mut String, m: &MessageDef, f: &FieldDef) {
-    let name = rust_field_name(f);
+    let name = field_path(f);
     if let Some(oneof) = f.oneof {
         let en = oneof_enum_name(m, oneof);
         let var = camel(f.name);
@@ -1397,6 +1537,7 @@ fn gen_accessors(o: &mut String, m: &MessageDef) {
     writeln!(o, "impl {rn} {{").unwrap();
     for f in m.fields {
         let name = rust_field_name(f);
+        let path = field_path(f);
         let base = f.name;
         let vt = value_type(f.kind);
         if let Some(oneof) = f.oneof {
@@ -1466,15 +1607,23 @@ fn gen_accessors(o: &mut String, m: &MessageDef) {
                 writeln!(o, "    /// True when `{base}` is set.").unwrap();
                 writeln!(
                     o,
-                    "    pub fn has_{base}(&self) -> bool {{\n        self.{name}.is_some()\n    }}"
+                    "    pub fn has_{base}(&self) -> bool {{\n        self.{path}.is_some()\n    }}"
                 )
                 .unwrap();
                 writeln!(o, "    /// Unsets `{base}`.").unwrap();
-                writeln!(
-                    o,
-                    "    pub fn clear_{base}(&mut self) {{\n        self.{name} = None;\n    }}"
-                )
-                .unwrap();
+                if is_rare(m, f) {
+                    writeln!(
+                        o,
+                        "    pub fn clear_{base}(&mut self) {{\n        if let Some(rare) = self.rare.get_mut() {{\n            rare.{name} = None;\n        }}\n    }}"
+                    )
+                    .unwrap();
+                } else {
+                    writeln!(
+                        o,
+                        "    pub fn clear_{base}(&mut self) {{\n        self.{path} = None;\n    }}"
+                    )
+                    .unwrap();
+                }
                 match f.kind {
                     Kind::Message(_) => {
                         writeln!(o, "    /// `{base}`, or the empty message when unset.").unwrap();
@@ -1482,7 +1631,7 @@ fn gen_accessors(o: &mut String, m: &MessageDef) {
                         writeln!(o, "        static DEFAULT: {vt} = {vt}::new();").unwrap();
                         writeln!(
                             o,
-                            "        self.{name}.{}.unwrap_or(&DEFAULT)\n    }}",
+                            "        self.{path}.{}.unwrap_or(&DEFAULT)\n    }}",
                             if boxed(m, f) {
                                 "as_deref()"
                             } else {
@@ -1502,10 +1651,10 @@ fn gen_accessors(o: &mut String, m: &MessageDef) {
                         } else {
                             (format!("{vt}::new"), "v")
                         };
-                        writeln!(o, "        self.{name}.get_or_insert_with({empty})\n    }}")
+                        writeln!(o, "        self.{path}.get_or_insert_with({empty})\n    }}")
                             .unwrap();
                         writeln!(o, "    /// Sets `{base}`.").unwrap();
-                        writeln!(o, "    pub fn set_{base}(&mut self, v: {vt}) {{\n        self.{name} = Some({value});\n    }}")
+                        writeln!(o, "    pub fn set_{base}(&mut self, v: {vt}) {{\n        self.{path} = Some({value});\n    }}")
                             .unwrap();
                     }
                     Kind::String | Kind::Bytes => {
@@ -1518,26 +1667,26 @@ fn gen_accessors(o: &mut String, m: &MessageDef) {
                         .unwrap();
                         writeln!(
                             o,
-                            "        self.{name}.as_ref().unwrap_or(&DEFAULT)\n    }}"
+                            "        self.{path}.as_ref().unwrap_or(&DEFAULT)\n    }}"
                         )
                         .unwrap();
                         writeln!(o, "    /// Sets `{base}`.").unwrap();
-                        writeln!(o, "    pub fn set_{base}(&mut self, v: impl Into<ProtoString>) {{\n        self.{name} = Some(v.into());\n    }}")
+                        writeln!(o, "    pub fn set_{base}(&mut self, v: impl Into<ProtoString>) {{\n        self.{path} = Some(v.into());\n    }}")
                             .unwrap();
                     }
                     Kind::Payload => {
                         writeln!(o, "    /// `{base}` bytes, or empty when unset.").unwrap();
                         writeln!(o, "    pub fn {base}(&self) -> &[u8] {{").unwrap();
-                        writeln!(o, "        self.{name}.as_ref().map(|b| b.as_slice()).unwrap_or(&[])\n    }}").unwrap();
+                        writeln!(o, "        self.{path}.as_ref().map(|b| b.as_slice()).unwrap_or(&[])\n    }}").unwrap();
                         writeln!(o, "    /// Sets `{base}` (owned or borrowed span).").unwrap();
-                        writeln!(o, "    pub fn set_{base}(&mut self, v: impl Into<ByteSpan>) {{\n        self.{name} = Some(v.into());\n    }}")
+                        writeln!(o, "    pub fn set_{base}(&mut self, v: impl Into<ByteSpan>) {{\n        self.{path} = Some(v.into());\n    }}")
                             .unwrap();
                     }
                     _ => {
                         writeln!(o, "    /// `{base}`, or 0 when unset.").unwrap();
-                        writeln!(o, "    pub fn {name}(&self) -> {vt} {{\n        self.{name}.unwrap_or_default()\n    }}").unwrap();
+                        writeln!(o, "    pub fn {name}(&self) -> {vt} {{\n        self.{path}.unwrap_or_default()\n    }}").unwrap();
                         writeln!(o, "    /// Sets `{base}`.").unwrap();
-                        writeln!(o, "    pub fn set_{base}(&mut self, v: {vt}) {{\n        self.{name} = Some(v);\n    }}").unwrap();
+                        writeln!(o, "    pub fn set_{base}(&mut self, v: {vt}) {{\n        self.{path} = Some(v);\n    }}").unwrap();
                     }
                 }
             }
@@ -1545,15 +1694,23 @@ fn gen_accessors(o: &mut String, m: &MessageDef) {
                 writeln!(o, "    /// Number of `{base}` elements.").unwrap();
                 writeln!(
                     o,
-                    "    pub fn {base}_size(&self) -> usize {{\n        self.{name}.len()\n    }}"
+                    "    pub fn {base}_size(&self) -> usize {{\n        self.{path}.len()\n    }}"
                 )
                 .unwrap();
                 writeln!(o, "    /// Removes every `{base}` element.").unwrap();
-                writeln!(
-                    o,
-                    "    pub fn clear_{base}(&mut self) {{\n        self.{name}.clear();\n    }}"
-                )
-                .unwrap();
+                if is_rare(m, f) {
+                    writeln!(
+                        o,
+                        "    pub fn clear_{base}(&mut self) {{\n        if let Some(rare) = self.rare.get_mut() {{\n            rare.{name}.clear();\n        }}\n    }}"
+                    )
+                    .unwrap();
+                } else {
+                    writeln!(
+                        o,
+                        "    pub fn clear_{base}(&mut self) {{\n        self.{path}.clear();\n    }}"
+                    )
+                    .unwrap();
+                }
                 match f.kind {
                     Kind::Message(_) => {
                         writeln!(
@@ -1562,16 +1719,16 @@ fn gen_accessors(o: &mut String, m: &MessageDef) {
                         )
                         .unwrap();
                         writeln!(o, "    pub fn add_{base}(&mut self) -> &mut {vt} {{").unwrap();
-                        writeln!(o, "        self.{name}.push_default()\n    }}").unwrap();
+                        writeln!(o, "        self.{path}.push_default()\n    }}").unwrap();
                     }
                     Kind::String | Kind::Bytes => {
                         writeln!(o, "    /// Appends a `{base}` element.").unwrap();
-                        writeln!(o, "    pub fn add_{base}(&mut self, v: impl Into<ProtoString>) {{\n        self.{name}.push(v.into());\n    }}")
+                        writeln!(o, "    pub fn add_{base}(&mut self, v: impl Into<ProtoString>) {{\n        self.{path}.push(v.into());\n    }}")
                             .unwrap();
                     }
                     _ => {
                         writeln!(o, "    /// Appends a `{base}` element.").unwrap();
-                        writeln!(o, "    pub fn add_{base}(&mut self, v: {vt}) {{\n        self.{name}.push(v);\n    }}").unwrap();
+                        writeln!(o, "    pub fn add_{base}(&mut self, v: {vt}) {{\n        self.{path}.push(v);\n    }}").unwrap();
                     }
                 }
             }
@@ -1583,17 +1740,17 @@ fn gen_accessors(o: &mut String, m: &MessageDef) {
 /// `Recycle` for `m`: empties the message, in field-number order (the order of the encoding, so
 /// the order in which a parse of it meets its parts), handing its `std::string`s and boxed
 /// sub-messages (themselves emptied first) to the pools and keeping list memory in place.
-fn gen_recycle(o: &mut String, m: &MessageDef) {
+fn gen_recycle(out: &mut String, m: &MessageDef) {
     let rt = rust_type_name(m.name);
     let pool = snake(m.name);
-    writeln!(o, "impl Recycle for {rt} {{").unwrap();
+    writeln!(out, "impl Recycle for {rt} {{").unwrap();
     writeln!(
-        o,
+        out,
         "    fn pool(rec: &mut Recycler) -> &mut std::collections::VecDeque<Box<Self>> {{\n        &mut rec.{pool}\n    }}\n"
     )
     .unwrap();
     writeln!(
-        o,
+        out,
         "    fn recycle(&mut self, rec: &mut Recycler, strings: &mut CxxStringPool) {{"
     )
     .unwrap();
@@ -1613,7 +1770,7 @@ fn gen_recycle(o: &mut String, m: &MessageDef) {
             }
             oneofs_done.push(oneof);
             let en = oneof_enum_name(m, oneof);
-            writeln!(o, "        match self.{oneof}.take() {{").unwrap();
+            writeln!(out, "        match self.{oneof}.take() {{").unwrap();
             for mf in m.fields.iter().filter(|x| x.oneof == Some(oneof)) {
                 let var = camel(mf.name);
                 match mf.kind {
@@ -1621,7 +1778,7 @@ fn gen_recycle(o: &mut String, m: &MessageDef) {
                         let mt = rust_type_name(mt);
                         assert!(boxed(m, mf), "oneof message members are boxed");
                         writeln!(
-                            o,
+                            out,
                             "            Some({en}::{var}(mut v)) => {{\n                {};\n                {mt}::pool(rec).push_back(v);\n            }}",
                             recurse(mf, "v")
                         )
@@ -1629,7 +1786,7 @@ fn gen_recycle(o: &mut String, m: &MessageDef) {
                     }
                     Kind::String | Kind::Bytes => {
                         writeln!(
-                            o,
+                            out,
                             "            Some({en}::{var}(mut v)) => strings.keep(&mut v),"
                         )
                         .unwrap();
@@ -1637,9 +1794,11 @@ fn gen_recycle(o: &mut String, m: &MessageDef) {
                     _ => {}
                 }
             }
-            writeln!(o, "            _ => {{}}\n        }}").unwrap();
+            writeln!(out, "            _ => {{}}\n        }}").unwrap();
             continue;
         }
+        // A rare field is emptied in an allocated box (the box is freed at the end).
+        let o = &mut String::new();
         match (f.label, f.kind) {
             (Label::Optional, Kind::String | Kind::Bytes) => writeln!(
                 o,
@@ -1671,8 +1830,24 @@ fn gen_recycle(o: &mut String, m: &MessageDef) {
             (Label::Repeated, _) => writeln!(o, "        self.{name}.clear();"),
         }
         .unwrap();
+        if is_rare(m, f) {
+            let inner = o
+                .replace("self.", "rare.")
+                .replace("\n        ", "\n            ");
+            writeln!(
+                out,
+                "        if let Some(rare) = self.rare.get_mut() {{\n    {}        }}",
+                inner
+            )
+            .unwrap();
+        } else {
+            out.push_str(o);
+        }
     }
-    writeln!(o, "        self.unknown_fields.clear();\n    }}\n}}\n").unwrap();
+    if has_rare(m) {
+        writeln!(out, "        self.rare.clear();").unwrap();
+    }
+    writeln!(out, "        self.unknown_fields.clear();\n    }}\n}}\n").unwrap();
 }
 
 /// The pools of `Recycle` (one per message type), the trait, and `recycled`.

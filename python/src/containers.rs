@@ -35,25 +35,25 @@ pub struct ScalarListOps {
 /// `$to_py(py, &elem)` and `$from_py(&obj)`.
 #[macro_export]
 macro_rules! scalar_list {
-    ($name:expr, $M:ty, $field:ident, $to_py:expr, $from_py:expr) => {
+    ($name:expr, $M:ty, $($field:ident).+, $to_py:expr, $from_py:expr) => {
         $crate::containers::ScalarListOps {
             name: $name,
-            len: |s| Ok($crate::ops::read::<$M>(s)?.$field.len()),
+            len: |s| Ok($crate::ops::read::<$M>(s)?.$($field).+.len()),
             get: |s, i| {
                 let m = $crate::ops::read::<$M>(s)?;
-                match m.$field.get(i) {
+                match m.$($field).+.get(i) {
                     Some(v) => ($to_py)(s.py(), v),
                     None => Err($crate::containers::index_error()),
                 }
             },
             get_all: |s| {
                 let m = $crate::ops::read::<$M>(s)?;
-                m.$field.iter().map(|v| ($to_py)(s.py(), v)).collect()
+                m.$($field).+.iter().map(|v| ($to_py)(s.py(), v)).collect()
             },
             set: |s, i, v| {
                 let v = ($from_py)(v)?;
                 let (m, _) = $crate::ops::write::<$M>(s)?;
-                match m.$field.get_mut(i) {
+                match m.$($field).+.get_mut(i) {
                     Some(x) => {
                         *x = v;
                         Ok(())
@@ -64,14 +64,14 @@ macro_rules! scalar_list {
             insert: |s, i, v| {
                 let v = ($from_py)(v)?;
                 let (m, _) = $crate::ops::write::<$M>(s)?;
-                let i = i.min(m.$field.len());
-                m.$field.insert(i, v);
+                let i = i.min(m.$($field).+.len());
+                m.$($field).+.insert(i, v);
                 Ok(())
             },
             remove: |s, i| {
                 let (m, _) = $crate::ops::write::<$M>(s)?;
-                if i < m.$field.len() {
-                    m.$field.remove(i);
+                if i < m.$($field).+.len() {
+                    m.$($field).+.remove(i);
                     Ok(())
                 } else {
                     Err($crate::containers::index_error())
@@ -83,7 +83,7 @@ macro_rules! scalar_list {
                     .map(|v| ($from_py)(v))
                     .collect::<PyResult<Vec<_>>>()?;
                 let (m, _) = $crate::ops::write::<$M>(s)?;
-                m.$field.extend(vs);
+                m.$($field).+.extend(vs);
                 Ok(())
             },
             assign: |s, vs| {
@@ -92,12 +92,12 @@ macro_rules! scalar_list {
                     .map(|v| ($from_py)(v))
                     .collect::<PyResult<Vec<_>>>()?;
                 let (m, _) = $crate::ops::write::<$M>(s)?;
-                m.$field.clear();
-                m.$field.extend(vs);
+                m.$($field).+.clear();
+                m.$($field).+.extend(vs);
                 Ok(())
             },
             // SAFETY: the caller passes a live `$M`.
-            raw_len: |p| unsafe { &*(p as *const $M) }.$field.len(),
+            raw_len: |p| unsafe { &*(p as *const $M) }.$($field).+.len(),
         }
     };
 }
@@ -126,35 +126,35 @@ pub struct MsgListOps {
 /// The operations of repeated message field `$field` (elements `$C`) of `$M`.
 #[macro_export]
 macro_rules! msg_list {
-    ($name:expr, $M:ty, $field:ident, $C:ty, $info:expr) => {
+    ($name:expr, $M:ty, $($field:ident).+, $C:ty, $info:expr) => {
         $crate::containers::MsgListOps {
             name: $name,
             elem: $info,
             // SAFETY (all below): the caller passes a live `$M`, writable for the mutating ones.
-            len: |p| unsafe { &*(p as *const $M) }.$field.len(),
+            len: |p| unsafe { &*(p as *const $M) }.$($field).+.len(),
             ptr: |p, i| {
                 unsafe { &*(p as *const $M) }
-                    .$field
+                    .$($field).+
                     .get(i)
                     .map_or(std::ptr::null_mut(), |e| e as *const $C as *mut ())
             },
-            add: |p| unsafe { &mut *(p as *mut $M) }.$field.push_default() as *mut $C as *mut (),
+            add: |p| unsafe { &mut *(p as *mut $M) }.$($field).+.push_default() as *mut $C as *mut (),
             remove: |ctx, p, i| {
                 let m = unsafe { &mut *(p as *mut $M) };
-                let at = $crate::ops::addr(&m.$field[i]);
-                let old = m.$field.remove(i);
+                let at = $crate::ops::addr(&m.$($field).+[i]);
+                let old = m.$($field).+.remove(i);
                 ctx.detach(old, at);
             },
             clear: |ctx, p| {
-                $crate::ops::take_detach(ctx, &mut unsafe { &mut *(p as *mut $M) }.$field)
+                $crate::ops::take_detach(ctx, &mut unsafe { &mut *(p as *mut $M) }.$($field).+)
             },
             insert: |p, i, v| {
                 let v = *v.downcast::<$C>().expect("element type");
                 let m = unsafe { &mut *(p as *mut $M) };
-                let i = i.min(m.$field.len());
-                m.$field.insert(i, v);
+                let i = i.min(m.$($field).+.len());
+                m.$($field).+.insert(i, v);
             },
-            swap: |p, a, b| unsafe { &mut *(p as *mut $M) }.$field.swap(a, b),
+            swap: |p, a, b| unsafe { &mut *(p as *mut $M) }.$($field).+.swap(a, b),
         }
     };
 }

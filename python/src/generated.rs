@@ -52,14 +52,14 @@ pub static MESSAGE_INFOS: &[&MsgInfo] = &[
 impl Walk for AttributeProto {
     fn walk(&self, f: &mut dyn FnMut(usize, u16)) {
         f(ops::addr(self), 0);
-        self.t.walk(f);
-        self.g.walk(f);
-        self.sparse_tensor.walk(f);
-        self.tp.walk(f);
-        self.tensors.walk(f);
-        self.graphs.walk(f);
-        self.sparse_tensors.walk(f);
-        self.type_protos.walk(f);
+        self.rare.t.walk(f);
+        self.rare.g.walk(f);
+        self.rare.sparse_tensor.walk(f);
+        self.rare.tp.walk(f);
+        self.rare.tensors.walk(f);
+        self.rare.graphs.walk(f);
+        self.rare.sparse_tensors.walk(f);
+        self.rare.type_protos.walk(f);
     }
 }
 
@@ -80,17 +80,17 @@ impl Msg for AttributeProto {
         if src.has_i() { dst.set_i(src.i()); }
         if src.has_s() { dst.set_s(src.s().clone()); }
         dst.unknown_fields.push_raw(src.unknown_fields.as_bytes());
-        if let Some(v) = src.t.take() { <TensorProto as Msg>::merge(ctx, dst.mutable_t(), ops::Unbox::unbox(v)); }
-        if let Some(v) = src.g.take() { onnx_light::wire::guard_stack(|| <GraphProto as Msg>::merge(ctx, dst.mutable_g(), ops::Unbox::unbox(v))); }
-        if let Some(v) = src.sparse_tensor.take() { <SparseTensorProto as Msg>::merge(ctx, dst.mutable_sparse_tensor(), ops::Unbox::unbox(v)); }
-        if let Some(v) = src.tp.take() { <TypeProto as Msg>::merge(ctx, dst.mutable_tp(), ops::Unbox::unbox(v)); }
-        dst.floats.extend(std::mem::take(&mut src.floats));
-        dst.ints.extend(std::mem::take(&mut src.ints));
-        dst.strings.extend(std::mem::take(&mut src.strings));
-        dst.tensors.extend(std::mem::take(&mut src.tensors));
-        dst.graphs.extend(std::mem::take(&mut src.graphs));
-        dst.sparse_tensors.extend(std::mem::take(&mut src.sparse_tensors));
-        dst.type_protos.extend(std::mem::take(&mut src.type_protos));
+        if let Some(v) = src.rare.t.take() { <TensorProto as Msg>::merge(ctx, dst.mutable_t(), ops::Unbox::unbox(v)); }
+        if let Some(v) = src.rare.g.take() { onnx_light::wire::guard_stack(|| <GraphProto as Msg>::merge(ctx, dst.mutable_g(), ops::Unbox::unbox(v))); }
+        if let Some(v) = src.rare.sparse_tensor.take() { <SparseTensorProto as Msg>::merge(ctx, dst.mutable_sparse_tensor(), ops::Unbox::unbox(v)); }
+        if let Some(v) = src.rare.tp.take() { <TypeProto as Msg>::merge(ctx, dst.mutable_tp(), ops::Unbox::unbox(v)); }
+        if !src.floats.is_empty() { dst.floats.extend(std::mem::take(&mut src.floats)); }
+        if !src.ints.is_empty() { dst.ints.extend(std::mem::take(&mut src.ints)); }
+        if !src.strings.is_empty() { dst.strings.extend(std::mem::take(&mut src.strings)); }
+        if !src.rare.tensors.is_empty() { dst.rare.tensors.extend(std::mem::take(&mut src.rare.tensors)); }
+        if !src.rare.graphs.is_empty() { dst.rare.graphs.extend(std::mem::take(&mut src.rare.graphs)); }
+        if !src.rare.sparse_tensors.is_empty() { dst.rare.sparse_tensors.extend(std::mem::take(&mut src.rare.sparse_tensors)); }
+        if !src.rare.type_protos.is_empty() { dst.rare.type_protos.extend(std::mem::take(&mut src.rare.type_protos)); }
     }
     fn text(&self, out: &mut TextOut) {
         if self.has_name() { out.string("name", self.name().as_bytes()); }
@@ -102,15 +102,15 @@ impl Msg for AttributeProto {
         for v in self.floats.iter() { out.float("floats", *v as f64); }
         for v in self.ints.iter() { out.num("ints", *v); }
         for v in self.strings.iter() { out.bytes("strings", v.as_bytes()); }
-        for v in self.tensors.iter() { { out.begin("tensors"); v.text(out); out.end(); }; }
-        for v in self.graphs.iter() { { out.begin("graphs"); onnx_light::wire::guard_stack(|| v.text(out)); out.end(); }; }
+        for v in self.rare.tensors.iter() { { out.begin("tensors"); v.text(out); out.end(); }; }
+        for v in self.rare.graphs.iter() { { out.begin("graphs"); onnx_light::wire::guard_stack(|| v.text(out)); out.end(); }; }
         if self.has_doc_string() { out.string("doc_string", self.doc_string().as_bytes()); }
         if self.has_tp() { { out.begin("tp"); self.tp().text(out); out.end(); }; }
-        for v in self.type_protos.iter() { { out.begin("type_protos"); v.text(out); out.end(); }; }
+        for v in self.rare.type_protos.iter() { { out.begin("type_protos"); v.text(out); out.end(); }; }
         if self.has_type() { out.enumeration("type", self.r#type(), &[("UNDEFINED", 0), ("FLOAT", 1), ("INT", 2), ("STRING", 3), ("TENSOR", 4), ("GRAPH", 5), ("SPARSE_TENSOR", 11), ("TYPE_PROTO", 13), ("FLOATS", 6), ("INTS", 7), ("STRINGS", 8), ("TENSORS", 9), ("GRAPHS", 10), ("SPARSE_TENSORS", 12), ("TYPE_PROTOS", 14)]); }
         if self.has_ref_attr_name() { out.string("ref_attr_name", self.ref_attr_name().as_bytes()); }
         if self.has_sparse_tensor() { { out.begin("sparse_tensor"); self.sparse_tensor().text(out); out.end(); }; }
-        for v in self.sparse_tensors.iter() { { out.begin("sparse_tensors"); v.text(out); out.end(); }; }
+        for v in self.rare.sparse_tensors.iter() { { out.begin("sparse_tensors"); v.text(out); out.end(); }; }
     }
 }
 
@@ -147,28 +147,28 @@ static ATTRIBUTE_PROTO_T_SUB: SubField = SubField {
     make: |ctx, p| { let m = unsafe { &mut *(p as *mut AttributeProto) }; m.mutable_t() as *mut TensorProto as *mut () },
 };
 fn attribute_proto_t_get(s: &Bound<'_, Message>) -> PyResult<Py<PyAny>> { ops::get_message::<AttributeProto>(s, &ATTRIBUTE_PROTO_T_SUB, &TENSOR_PROTO_INFO) }
-unsafe fn attribute_proto_t_clear(ctx: &Ctx<'_>, p: *mut ()) { let m = unsafe { &mut *(p as *mut AttributeProto) }; ops::take_detach(ctx, &mut m.t); }
+unsafe fn attribute_proto_t_clear(ctx: &Ctx<'_>, p: *mut ()) { let m = unsafe { &mut *(p as *mut AttributeProto) }; ops::take_detach(ctx, &mut m.rare.t); }
 
 static ATTRIBUTE_PROTO_G_SUB: SubField = SubField {
     get: |p| { let m = unsafe { &*(p as *const AttributeProto) }; if m.has_g() { m.g() as *const GraphProto as *const () } else { std::ptr::null() } },
     make: |ctx, p| { let m = unsafe { &mut *(p as *mut AttributeProto) }; m.mutable_g() as *mut GraphProto as *mut () },
 };
 fn attribute_proto_g_get(s: &Bound<'_, Message>) -> PyResult<Py<PyAny>> { ops::get_message::<AttributeProto>(s, &ATTRIBUTE_PROTO_G_SUB, &GRAPH_PROTO_INFO) }
-unsafe fn attribute_proto_g_clear(ctx: &Ctx<'_>, p: *mut ()) { let m = unsafe { &mut *(p as *mut AttributeProto) }; ops::take_detach(ctx, &mut m.g); }
+unsafe fn attribute_proto_g_clear(ctx: &Ctx<'_>, p: *mut ()) { let m = unsafe { &mut *(p as *mut AttributeProto) }; ops::take_detach(ctx, &mut m.rare.g); }
 
 static ATTRIBUTE_PROTO_SPARSE_TENSOR_SUB: SubField = SubField {
     get: |p| { let m = unsafe { &*(p as *const AttributeProto) }; if m.has_sparse_tensor() { m.sparse_tensor() as *const SparseTensorProto as *const () } else { std::ptr::null() } },
     make: |ctx, p| { let m = unsafe { &mut *(p as *mut AttributeProto) }; m.mutable_sparse_tensor() as *mut SparseTensorProto as *mut () },
 };
 fn attribute_proto_sparse_tensor_get(s: &Bound<'_, Message>) -> PyResult<Py<PyAny>> { ops::get_message::<AttributeProto>(s, &ATTRIBUTE_PROTO_SPARSE_TENSOR_SUB, &SPARSE_TENSOR_PROTO_INFO) }
-unsafe fn attribute_proto_sparse_tensor_clear(ctx: &Ctx<'_>, p: *mut ()) { let m = unsafe { &mut *(p as *mut AttributeProto) }; ops::take_detach(ctx, &mut m.sparse_tensor); }
+unsafe fn attribute_proto_sparse_tensor_clear(ctx: &Ctx<'_>, p: *mut ()) { let m = unsafe { &mut *(p as *mut AttributeProto) }; ops::take_detach(ctx, &mut m.rare.sparse_tensor); }
 
 static ATTRIBUTE_PROTO_TP_SUB: SubField = SubField {
     get: |p| { let m = unsafe { &*(p as *const AttributeProto) }; if m.has_tp() { m.tp() as *const TypeProto as *const () } else { std::ptr::null() } },
     make: |ctx, p| { let m = unsafe { &mut *(p as *mut AttributeProto) }; m.mutable_tp() as *mut TypeProto as *mut () },
 };
 fn attribute_proto_tp_get(s: &Bound<'_, Message>) -> PyResult<Py<PyAny>> { ops::get_message::<AttributeProto>(s, &ATTRIBUTE_PROTO_TP_SUB, &TYPE_PROTO_INFO) }
-unsafe fn attribute_proto_tp_clear(ctx: &Ctx<'_>, p: *mut ()) { let m = unsafe { &mut *(p as *mut AttributeProto) }; ops::take_detach(ctx, &mut m.tp); }
+unsafe fn attribute_proto_tp_clear(ctx: &Ctx<'_>, p: *mut ()) { let m = unsafe { &mut *(p as *mut AttributeProto) }; ops::take_detach(ctx, &mut m.rare.tp); }
 
 static ATTRIBUTE_PROTO_FLOATS_LIST: ScalarListOps = crate::scalar_list!("AttributeProto.floats", AttributeProto, floats, |py: Python<'_>, v: &f32| { let v = *v; ops::py_f32(py, v) }, ops::to_f32);
 fn attribute_proto_floats_get(s: &Bound<'_, Message>) -> PyResult<Py<PyAny>> { Ok(Py::new(s.py(), RepeatedScalarContainer { parent: s.clone().unbind(), ops: &ATTRIBUTE_PROTO_FLOATS_LIST })?.into_any()) }
@@ -182,21 +182,21 @@ static ATTRIBUTE_PROTO_STRINGS_LIST: ScalarListOps = crate::scalar_list!("Attrib
 fn attribute_proto_strings_get(s: &Bound<'_, Message>) -> PyResult<Py<PyAny>> { Ok(Py::new(s.py(), RepeatedScalarContainer { parent: s.clone().unbind(), ops: &ATTRIBUTE_PROTO_STRINGS_LIST })?.into_any()) }
 unsafe fn attribute_proto_strings_clear(_ctx: &Ctx<'_>, p: *mut ()) { unsafe { &mut *(p as *mut AttributeProto) }.strings.clear(); }
 
-static ATTRIBUTE_PROTO_TENSORS_LIST: MsgListOps = crate::msg_list!("AttributeProto.tensors", AttributeProto, tensors, TensorProto, &TENSOR_PROTO_INFO);
+static ATTRIBUTE_PROTO_TENSORS_LIST: MsgListOps = crate::msg_list!("AttributeProto.tensors", AttributeProto, rare.tensors, TensorProto, &TENSOR_PROTO_INFO);
 fn attribute_proto_tensors_get(s: &Bound<'_, Message>) -> PyResult<Py<PyAny>> { Ok(Py::new(s.py(), RepeatedCompositeContainer { parent: s.clone().unbind(), ops: &ATTRIBUTE_PROTO_TENSORS_LIST })?.into_any()) }
-unsafe fn attribute_proto_tensors_clear(ctx: &Ctx<'_>, p: *mut ()) { ops::take_detach(ctx, &mut unsafe { &mut *(p as *mut AttributeProto) }.tensors); }
+unsafe fn attribute_proto_tensors_clear(ctx: &Ctx<'_>, p: *mut ()) { ops::take_detach(ctx, &mut unsafe { &mut *(p as *mut AttributeProto) }.rare.tensors); }
 
-static ATTRIBUTE_PROTO_GRAPHS_LIST: MsgListOps = crate::msg_list!("AttributeProto.graphs", AttributeProto, graphs, GraphProto, &GRAPH_PROTO_INFO);
+static ATTRIBUTE_PROTO_GRAPHS_LIST: MsgListOps = crate::msg_list!("AttributeProto.graphs", AttributeProto, rare.graphs, GraphProto, &GRAPH_PROTO_INFO);
 fn attribute_proto_graphs_get(s: &Bound<'_, Message>) -> PyResult<Py<PyAny>> { Ok(Py::new(s.py(), RepeatedCompositeContainer { parent: s.clone().unbind(), ops: &ATTRIBUTE_PROTO_GRAPHS_LIST })?.into_any()) }
-unsafe fn attribute_proto_graphs_clear(ctx: &Ctx<'_>, p: *mut ()) { ops::take_detach(ctx, &mut unsafe { &mut *(p as *mut AttributeProto) }.graphs); }
+unsafe fn attribute_proto_graphs_clear(ctx: &Ctx<'_>, p: *mut ()) { ops::take_detach(ctx, &mut unsafe { &mut *(p as *mut AttributeProto) }.rare.graphs); }
 
-static ATTRIBUTE_PROTO_SPARSE_TENSORS_LIST: MsgListOps = crate::msg_list!("AttributeProto.sparse_tensors", AttributeProto, sparse_tensors, SparseTensorProto, &SPARSE_TENSOR_PROTO_INFO);
+static ATTRIBUTE_PROTO_SPARSE_TENSORS_LIST: MsgListOps = crate::msg_list!("AttributeProto.sparse_tensors", AttributeProto, rare.sparse_tensors, SparseTensorProto, &SPARSE_TENSOR_PROTO_INFO);
 fn attribute_proto_sparse_tensors_get(s: &Bound<'_, Message>) -> PyResult<Py<PyAny>> { Ok(Py::new(s.py(), RepeatedCompositeContainer { parent: s.clone().unbind(), ops: &ATTRIBUTE_PROTO_SPARSE_TENSORS_LIST })?.into_any()) }
-unsafe fn attribute_proto_sparse_tensors_clear(ctx: &Ctx<'_>, p: *mut ()) { ops::take_detach(ctx, &mut unsafe { &mut *(p as *mut AttributeProto) }.sparse_tensors); }
+unsafe fn attribute_proto_sparse_tensors_clear(ctx: &Ctx<'_>, p: *mut ()) { ops::take_detach(ctx, &mut unsafe { &mut *(p as *mut AttributeProto) }.rare.sparse_tensors); }
 
-static ATTRIBUTE_PROTO_TYPE_PROTOS_LIST: MsgListOps = crate::msg_list!("AttributeProto.type_protos", AttributeProto, type_protos, TypeProto, &TYPE_PROTO_INFO);
+static ATTRIBUTE_PROTO_TYPE_PROTOS_LIST: MsgListOps = crate::msg_list!("AttributeProto.type_protos", AttributeProto, rare.type_protos, TypeProto, &TYPE_PROTO_INFO);
 fn attribute_proto_type_protos_get(s: &Bound<'_, Message>) -> PyResult<Py<PyAny>> { Ok(Py::new(s.py(), RepeatedCompositeContainer { parent: s.clone().unbind(), ops: &ATTRIBUTE_PROTO_TYPE_PROTOS_LIST })?.into_any()) }
-unsafe fn attribute_proto_type_protos_clear(ctx: &Ctx<'_>, p: *mut ()) { ops::take_detach(ctx, &mut unsafe { &mut *(p as *mut AttributeProto) }.type_protos); }
+unsafe fn attribute_proto_type_protos_clear(ctx: &Ctx<'_>, p: *mut ()) { ops::take_detach(ctx, &mut unsafe { &mut *(p as *mut AttributeProto) }.rare.type_protos); }
 
 static ATTRIBUTE_PROTO_OPS: MsgOps = ops::ops_of::<AttributeProto>();
 
@@ -407,7 +407,7 @@ impl Msg for ValueInfoProto {
         if src.has_doc_string() { dst.set_doc_string(src.doc_string().clone()); }
         dst.unknown_fields.push_raw(src.unknown_fields.as_bytes());
         if let Some(v) = src.r#type.take() { <TypeProto as Msg>::merge(ctx, dst.mutable_type(), ops::Unbox::unbox(v)); }
-        dst.metadata_props.extend(std::mem::take(&mut src.metadata_props));
+        if !src.metadata_props.is_empty() { dst.metadata_props.extend(std::mem::take(&mut src.metadata_props)); }
     }
     fn text(&self, out: &mut TextOut) {
         if self.has_name() { out.string("name", self.name().as_bytes()); }
@@ -516,11 +516,11 @@ impl Msg for NodeProto {
         if src.has_overload() { dst.set_overload(src.overload().clone()); }
         if src.has_doc_string() { dst.set_doc_string(src.doc_string().clone()); }
         dst.unknown_fields.push_raw(src.unknown_fields.as_bytes());
-        dst.input.extend(std::mem::take(&mut src.input));
-        dst.output.extend(std::mem::take(&mut src.output));
-        dst.attribute.extend(std::mem::take(&mut src.attribute));
-        dst.metadata_props.extend(std::mem::take(&mut src.metadata_props));
-        dst.device_configurations.extend(std::mem::take(&mut src.device_configurations));
+        if !src.input.is_empty() { dst.input.extend(std::mem::take(&mut src.input)); }
+        if !src.output.is_empty() { dst.output.extend(std::mem::take(&mut src.output)); }
+        if !src.attribute.is_empty() { dst.attribute.extend(std::mem::take(&mut src.attribute)); }
+        if !src.metadata_props.is_empty() { dst.metadata_props.extend(std::mem::take(&mut src.metadata_props)); }
+        if !src.device_configurations.is_empty() { dst.device_configurations.extend(std::mem::take(&mut src.device_configurations)); }
     }
     fn text(&self, out: &mut TextOut) {
         for v in self.input.iter() { out.string("input", v.as_bytes()); }
@@ -685,7 +685,7 @@ impl Msg for IntIntListEntryProto {
     fn merge(ctx: &Ctx<'_>, dst: &mut Self, mut src: Self) {
         if src.has_key() { dst.set_key(src.key()); }
         dst.unknown_fields.push_raw(src.unknown_fields.as_bytes());
-        dst.value.extend(std::mem::take(&mut src.value));
+        if !src.value.is_empty() { dst.value.extend(std::mem::take(&mut src.value)); }
     }
     fn text(&self, out: &mut TextOut) {
         if self.has_key() { out.num("key", self.key()); }
@@ -764,7 +764,7 @@ impl Msg for NodeDeviceConfigurationProto {
         if src.has_configuration_id() { dst.set_configuration_id(src.configuration_id().clone()); }
         if src.has_pipeline_stage() { dst.set_pipeline_stage(src.pipeline_stage()); }
         dst.unknown_fields.push_raw(src.unknown_fields.as_bytes());
-        dst.sharding_spec.extend(std::mem::take(&mut src.sharding_spec));
+        if !src.sharding_spec.is_empty() { dst.sharding_spec.extend(std::mem::take(&mut src.sharding_spec)); }
     }
     fn text(&self, out: &mut TextOut) {
         if self.has_configuration_id() { out.string("configuration_id", self.configuration_id().as_bytes()); }
@@ -854,9 +854,9 @@ impl Msg for ShardingSpecProto {
     fn merge(ctx: &Ctx<'_>, dst: &mut Self, mut src: Self) {
         if src.has_tensor_name() { dst.set_tensor_name(src.tensor_name().clone()); }
         dst.unknown_fields.push_raw(src.unknown_fields.as_bytes());
-        dst.device.extend(std::mem::take(&mut src.device));
-        dst.index_to_device_group_map.extend(std::mem::take(&mut src.index_to_device_group_map));
-        dst.sharded_dim.extend(std::mem::take(&mut src.sharded_dim));
+        if !src.device.is_empty() { dst.device.extend(std::mem::take(&mut src.device)); }
+        if !src.index_to_device_group_map.is_empty() { dst.index_to_device_group_map.extend(std::mem::take(&mut src.index_to_device_group_map)); }
+        if !src.sharded_dim.is_empty() { dst.sharded_dim.extend(std::mem::take(&mut src.sharded_dim)); }
     }
     fn text(&self, out: &mut TextOut) {
         if self.has_tensor_name() { out.string("tensor_name", self.tensor_name().as_bytes()); }
@@ -956,7 +956,7 @@ impl Msg for ShardedDimProto {
     fn merge(ctx: &Ctx<'_>, dst: &mut Self, mut src: Self) {
         if src.has_axis() { dst.set_axis(src.axis()); }
         dst.unknown_fields.push_raw(src.unknown_fields.as_bytes());
-        dst.simple_sharding.extend(std::mem::take(&mut src.simple_sharding));
+        if !src.simple_sharding.is_empty() { dst.simple_sharding.extend(std::mem::take(&mut src.simple_sharding)); }
     }
     fn text(&self, out: &mut TextOut) {
         if self.has_axis() { out.num("axis", self.axis()); }
@@ -1130,8 +1130,8 @@ impl Msg for TrainingInfoProto {
         dst.unknown_fields.push_raw(src.unknown_fields.as_bytes());
         if let Some(v) = src.initialization.take() { <GraphProto as Msg>::merge(ctx, dst.mutable_initialization(), ops::Unbox::unbox(v)); }
         if let Some(v) = src.algorithm.take() { <GraphProto as Msg>::merge(ctx, dst.mutable_algorithm(), ops::Unbox::unbox(v)); }
-        dst.initialization_binding.extend(std::mem::take(&mut src.initialization_binding));
-        dst.update_binding.extend(std::mem::take(&mut src.update_binding));
+        if !src.initialization_binding.is_empty() { dst.initialization_binding.extend(std::mem::take(&mut src.initialization_binding)); }
+        if !src.update_binding.is_empty() { dst.update_binding.extend(std::mem::take(&mut src.update_binding)); }
     }
     fn text(&self, out: &mut TextOut) {
         if self.has_initialization() { { out.begin("initialization"); self.initialization().text(out); out.end(); }; }
@@ -1247,12 +1247,12 @@ impl Msg for ModelProto {
         if src.has_model_version() { dst.set_model_version(src.model_version()); }
         if src.has_doc_string() { dst.set_doc_string(src.doc_string().clone()); }
         dst.unknown_fields.push_raw(src.unknown_fields.as_bytes());
-        dst.opset_import.extend(std::mem::take(&mut src.opset_import));
+        if !src.opset_import.is_empty() { dst.opset_import.extend(std::mem::take(&mut src.opset_import)); }
         if let Some(v) = src.graph.take() { <GraphProto as Msg>::merge(ctx, dst.mutable_graph(), ops::Unbox::unbox(v)); }
-        dst.metadata_props.extend(std::mem::take(&mut src.metadata_props));
-        dst.training_info.extend(std::mem::take(&mut src.training_info));
-        dst.functions.extend(std::mem::take(&mut src.functions));
-        dst.configuration.extend(std::mem::take(&mut src.configuration));
+        if !src.metadata_props.is_empty() { dst.metadata_props.extend(std::mem::take(&mut src.metadata_props)); }
+        if !src.training_info.is_empty() { dst.training_info.extend(std::mem::take(&mut src.training_info)); }
+        if !src.functions.is_empty() { dst.functions.extend(std::mem::take(&mut src.functions)); }
+        if !src.configuration.is_empty() { dst.configuration.extend(std::mem::take(&mut src.configuration)); }
     }
     fn text(&self, out: &mut TextOut) {
         if self.has_ir_version() { out.num("ir_version", self.ir_version()); }
@@ -1443,7 +1443,7 @@ impl Msg for DeviceConfigurationProto {
         if src.has_name() { dst.set_name(src.name().clone()); }
         if src.has_num_devices() { dst.set_num_devices(src.num_devices()); }
         dst.unknown_fields.push_raw(src.unknown_fields.as_bytes());
-        dst.device.extend(std::mem::take(&mut src.device));
+        if !src.device.is_empty() { dst.device.extend(std::mem::take(&mut src.device)); }
     }
     fn text(&self, out: &mut TextOut) {
         if self.has_name() { out.string("name", self.name().as_bytes()); }
@@ -1609,7 +1609,7 @@ impl Msg for TensorAnnotation {
     fn merge(ctx: &Ctx<'_>, dst: &mut Self, mut src: Self) {
         if src.has_tensor_name() { dst.set_tensor_name(src.tensor_name().clone()); }
         dst.unknown_fields.push_raw(src.unknown_fields.as_bytes());
-        dst.quant_parameter_tensor_names.extend(std::mem::take(&mut src.quant_parameter_tensor_names));
+        if !src.quant_parameter_tensor_names.is_empty() { dst.quant_parameter_tensor_names.extend(std::mem::take(&mut src.quant_parameter_tensor_names)); }
     }
     fn text(&self, out: &mut TextOut) {
         if self.has_tensor_name() { out.string("tensor_name", self.tensor_name().as_bytes()); }
@@ -1695,14 +1695,14 @@ impl Msg for GraphProto {
         if src.has_name() { dst.set_name(src.name().clone()); }
         if src.has_doc_string() { dst.set_doc_string(src.doc_string().clone()); }
         dst.unknown_fields.push_raw(src.unknown_fields.as_bytes());
-        dst.node.extend(std::mem::take(&mut src.node));
-        dst.initializer.extend(std::mem::take(&mut src.initializer));
-        dst.sparse_initializer.extend(std::mem::take(&mut src.sparse_initializer));
-        dst.input.extend(std::mem::take(&mut src.input));
-        dst.output.extend(std::mem::take(&mut src.output));
-        dst.value_info.extend(std::mem::take(&mut src.value_info));
-        dst.quantization_annotation.extend(std::mem::take(&mut src.quantization_annotation));
-        dst.metadata_props.extend(std::mem::take(&mut src.metadata_props));
+        if !src.node.is_empty() { dst.node.extend(std::mem::take(&mut src.node)); }
+        if !src.initializer.is_empty() { dst.initializer.extend(std::mem::take(&mut src.initializer)); }
+        if !src.sparse_initializer.is_empty() { dst.sparse_initializer.extend(std::mem::take(&mut src.sparse_initializer)); }
+        if !src.input.is_empty() { dst.input.extend(std::mem::take(&mut src.input)); }
+        if !src.output.is_empty() { dst.output.extend(std::mem::take(&mut src.output)); }
+        if !src.value_info.is_empty() { dst.value_info.extend(std::mem::take(&mut src.value_info)); }
+        if !src.quantization_annotation.is_empty() { dst.quantization_annotation.extend(std::mem::take(&mut src.quantization_annotation)); }
+        if !src.metadata_props.is_empty() { dst.metadata_props.extend(std::mem::take(&mut src.metadata_props)); }
     }
     fn text(&self, out: &mut TextOut) {
         for v in self.node.iter() { { out.begin("node"); v.text(out); out.end(); }; }
@@ -1873,17 +1873,17 @@ impl Msg for TensorProto {
         if src.has_doc_string() { dst.set_doc_string(src.doc_string().clone()); }
         if src.has_data_location() { dst.set_data_location(src.data_location()); }
         dst.unknown_fields.push_raw(src.unknown_fields.as_bytes());
-        dst.dims.extend(std::mem::take(&mut src.dims));
+        if !src.dims.is_empty() { dst.dims.extend(std::mem::take(&mut src.dims)); }
         if let Some(v) = src.segment.take() { <TensorProtoSegment as Msg>::merge(ctx, dst.mutable_segment(), ops::Unbox::unbox(v)); }
-        dst.float_data.extend(std::mem::take(&mut src.float_data));
-        dst.int32_data.extend(std::mem::take(&mut src.int32_data));
-        dst.string_data.extend(std::mem::take(&mut src.string_data));
-        dst.int64_data.extend(std::mem::take(&mut src.int64_data));
+        if !src.float_data.is_empty() { dst.float_data.extend(std::mem::take(&mut src.float_data)); }
+        if !src.int32_data.is_empty() { dst.int32_data.extend(std::mem::take(&mut src.int32_data)); }
+        if !src.string_data.is_empty() { dst.string_data.extend(std::mem::take(&mut src.string_data)); }
+        if !src.int64_data.is_empty() { dst.int64_data.extend(std::mem::take(&mut src.int64_data)); }
         if let Some(v) = src.raw_data.take() { dst.set_raw_data(v); }
-        dst.external_data.extend(std::mem::take(&mut src.external_data));
-        dst.double_data.extend(std::mem::take(&mut src.double_data));
-        dst.uint64_data.extend(std::mem::take(&mut src.uint64_data));
-        dst.metadata_props.extend(std::mem::take(&mut src.metadata_props));
+        if !src.external_data.is_empty() { dst.external_data.extend(std::mem::take(&mut src.external_data)); }
+        if !src.double_data.is_empty() { dst.double_data.extend(std::mem::take(&mut src.double_data)); }
+        if !src.uint64_data.is_empty() { dst.uint64_data.extend(std::mem::take(&mut src.uint64_data)); }
+        if !src.metadata_props.is_empty() { dst.metadata_props.extend(std::mem::take(&mut src.metadata_props)); }
     }
     fn text(&self, out: &mut TextOut) {
         for v in self.dims.iter() { out.num("dims", *v); }
@@ -2198,7 +2198,7 @@ impl Msg for SparseTensorProto {
         dst.unknown_fields.push_raw(src.unknown_fields.as_bytes());
         if let Some(v) = src.values.take() { <TensorProto as Msg>::merge(ctx, dst.mutable_values(), ops::Unbox::unbox(v)); }
         if let Some(v) = src.indices.take() { <TensorProto as Msg>::merge(ctx, dst.mutable_indices(), ops::Unbox::unbox(v)); }
-        dst.dims.extend(std::mem::take(&mut src.dims));
+        if !src.dims.is_empty() { dst.dims.extend(std::mem::take(&mut src.dims)); }
     }
     fn text(&self, out: &mut TextOut) {
         if self.has_values() { { out.begin("values"); self.values().text(out); out.end(); }; }
@@ -2292,7 +2292,7 @@ impl Msg for TensorShapeProto {
     #[allow(unused_variables, unused_mut)]
     fn merge(ctx: &Ctx<'_>, dst: &mut Self, mut src: Self) {
         dst.unknown_fields.push_raw(src.unknown_fields.as_bytes());
-        dst.dim.extend(std::mem::take(&mut src.dim));
+        if !src.dim.is_empty() { dst.dim.extend(std::mem::take(&mut src.dim)); }
     }
     fn text(&self, out: &mut TextOut) {
         for v in self.dim.iter() { { out.begin("dim"); v.text(out); out.end(); }; }
@@ -3186,14 +3186,14 @@ impl Msg for FunctionProto {
         if src.has_domain() { dst.set_domain(src.domain().clone()); }
         if src.has_overload() { dst.set_overload(src.overload().clone()); }
         dst.unknown_fields.push_raw(src.unknown_fields.as_bytes());
-        dst.input.extend(std::mem::take(&mut src.input));
-        dst.output.extend(std::mem::take(&mut src.output));
-        dst.attribute.extend(std::mem::take(&mut src.attribute));
-        dst.attribute_proto.extend(std::mem::take(&mut src.attribute_proto));
-        dst.node.extend(std::mem::take(&mut src.node));
-        dst.opset_import.extend(std::mem::take(&mut src.opset_import));
-        dst.value_info.extend(std::mem::take(&mut src.value_info));
-        dst.metadata_props.extend(std::mem::take(&mut src.metadata_props));
+        if !src.input.is_empty() { dst.input.extend(std::mem::take(&mut src.input)); }
+        if !src.output.is_empty() { dst.output.extend(std::mem::take(&mut src.output)); }
+        if !src.attribute.is_empty() { dst.attribute.extend(std::mem::take(&mut src.attribute)); }
+        if !src.attribute_proto.is_empty() { dst.attribute_proto.extend(std::mem::take(&mut src.attribute_proto)); }
+        if !src.node.is_empty() { dst.node.extend(std::mem::take(&mut src.node)); }
+        if !src.opset_import.is_empty() { dst.opset_import.extend(std::mem::take(&mut src.opset_import)); }
+        if !src.value_info.is_empty() { dst.value_info.extend(std::mem::take(&mut src.value_info)); }
+        if !src.metadata_props.is_empty() { dst.metadata_props.extend(std::mem::take(&mut src.metadata_props)); }
     }
     fn text(&self, out: &mut TextOut) {
         if self.has_name() { out.string("name", self.name().as_bytes()); }
@@ -3386,11 +3386,11 @@ impl Msg for SequenceProto {
         if src.has_name() { dst.set_name(src.name().clone()); }
         if src.has_elem_type() { dst.set_elem_type(src.elem_type()); }
         dst.unknown_fields.push_raw(src.unknown_fields.as_bytes());
-        dst.tensor_values.extend(std::mem::take(&mut src.tensor_values));
-        dst.sparse_tensor_values.extend(std::mem::take(&mut src.sparse_tensor_values));
-        dst.sequence_values.extend(std::mem::take(&mut src.sequence_values));
-        dst.map_values.extend(std::mem::take(&mut src.map_values));
-        dst.optional_values.extend(std::mem::take(&mut src.optional_values));
+        if !src.tensor_values.is_empty() { dst.tensor_values.extend(std::mem::take(&mut src.tensor_values)); }
+        if !src.sparse_tensor_values.is_empty() { dst.sparse_tensor_values.extend(std::mem::take(&mut src.sparse_tensor_values)); }
+        if !src.sequence_values.is_empty() { dst.sequence_values.extend(std::mem::take(&mut src.sequence_values)); }
+        if !src.map_values.is_empty() { dst.map_values.extend(std::mem::take(&mut src.map_values)); }
+        if !src.optional_values.is_empty() { dst.optional_values.extend(std::mem::take(&mut src.optional_values)); }
     }
     fn text(&self, out: &mut TextOut) {
         if self.has_name() { out.string("name", self.name().as_bytes()); }
@@ -3524,8 +3524,8 @@ impl Msg for MapProto {
         if src.has_name() { dst.set_name(src.name().clone()); }
         if src.has_key_type() { dst.set_key_type(src.key_type()); }
         dst.unknown_fields.push_raw(src.unknown_fields.as_bytes());
-        dst.keys.extend(std::mem::take(&mut src.keys));
-        dst.string_keys.extend(std::mem::take(&mut src.string_keys));
+        if !src.keys.is_empty() { dst.keys.extend(std::mem::take(&mut src.keys)); }
+        if !src.string_keys.is_empty() { dst.string_keys.extend(std::mem::take(&mut src.string_keys)); }
         if let Some(v) = src.values.take() { onnx_light::wire::guard_stack(|| <SequenceProto as Msg>::merge(ctx, dst.mutable_values(), ops::Unbox::unbox(v))); }
     }
     fn text(&self, out: &mut TextOut) {

@@ -347,7 +347,7 @@ pub unsafe extern "C" fn onnxl_attribute_proto_set_name(m: *mut OnnxlAttributePr
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_attribute_proto_has_ref_attr_name(m: *const OnnxlAttributeProto) -> bool {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { has(m, |m| &m.ref_attr_name) }
+    unsafe { has(m, |m| &m.rare.ref_attr_name) }
 }
 
 /// Unsets `ref_attr_name`.
@@ -359,7 +359,7 @@ pub unsafe extern "C" fn onnxl_attribute_proto_has_ref_attr_name(m: *const Onnxl
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_attribute_proto_clear_ref_attr_name(m: *mut OnnxlAttributeProto) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { clear(m, |m| &mut m.ref_attr_name) }
+    unsafe { clear(m, |m| &mut m.rare.ref_attr_name) }
 }
 
 /// A view of `ref_attr_name` (empty when unset; `data` NULL only when `m` is NULL).
@@ -371,7 +371,7 @@ pub unsafe extern "C" fn onnxl_attribute_proto_clear_ref_attr_name(m: *mut Onnxl
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_attribute_proto_ref_attr_name(m: *const OnnxlAttributeProto) -> OnnxlStr {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { string(m, |m| &m.ref_attr_name) }
+    unsafe { string(m, |m| &m.rare.ref_attr_name) }
 }
 
 /// Sets `ref_attr_name` to a copy of `len` bytes at `data`.
@@ -383,7 +383,7 @@ pub unsafe extern "C" fn onnxl_attribute_proto_ref_attr_name(m: *const OnnxlAttr
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_attribute_proto_set_ref_attr_name(m: *mut OnnxlAttributeProto, data: *const c_char, len: usize) -> OnnxlStatus {
     // SAFETY: forwarded contract above.
-    unsafe { set_bytes(m, data, len, |m| &mut m.ref_attr_name) }
+    unsafe { set_bytes(m, data, len, |m| &mut m.rare.ref_attr_name) }
 }
 
 /// True when `doc_string` is set (proto2 presence: set to its default still counts).
@@ -395,7 +395,7 @@ pub unsafe extern "C" fn onnxl_attribute_proto_set_ref_attr_name(m: *mut OnnxlAt
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_attribute_proto_has_doc_string(m: *const OnnxlAttributeProto) -> bool {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { has(m, |m| &m.doc_string) }
+    unsafe { has(m, |m| &m.rare.doc_string) }
 }
 
 /// Unsets `doc_string`.
@@ -407,7 +407,7 @@ pub unsafe extern "C" fn onnxl_attribute_proto_has_doc_string(m: *const OnnxlAtt
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_attribute_proto_clear_doc_string(m: *mut OnnxlAttributeProto) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { clear(m, |m| &mut m.doc_string) }
+    unsafe { clear(m, |m| &mut m.rare.doc_string) }
 }
 
 /// A view of `doc_string` (empty when unset; `data` NULL only when `m` is NULL).
@@ -419,7 +419,7 @@ pub unsafe extern "C" fn onnxl_attribute_proto_clear_doc_string(m: *mut OnnxlAtt
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_attribute_proto_doc_string(m: *const OnnxlAttributeProto) -> OnnxlStr {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { string(m, |m| &m.doc_string) }
+    unsafe { string(m, |m| &m.rare.doc_string) }
 }
 
 /// Sets `doc_string` to a copy of `len` bytes at `data`.
@@ -431,7 +431,7 @@ pub unsafe extern "C" fn onnxl_attribute_proto_doc_string(m: *const OnnxlAttribu
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_attribute_proto_set_doc_string(m: *mut OnnxlAttributeProto, data: *const c_char, len: usize) -> OnnxlStatus {
     // SAFETY: forwarded contract above.
-    unsafe { set_bytes(m, data, len, |m| &mut m.doc_string) }
+    unsafe { set_bytes(m, data, len, |m| &mut m.rare.doc_string) }
 }
 
 /// True when `type` is set (proto2 presence: set to its default still counts).
@@ -635,7 +635,7 @@ pub unsafe extern "C" fn onnxl_attribute_proto_set_s(m: *mut OnnxlAttributeProto
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_attribute_proto_has_t(m: *const OnnxlAttributeProto) -> bool {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { has(m, |m| &m.t) }
+    unsafe { has(m, |m| &m.rare.t) }
 }
 
 /// Unsets `t`.
@@ -647,7 +647,7 @@ pub unsafe extern "C" fn onnxl_attribute_proto_has_t(m: *const OnnxlAttributePro
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_attribute_proto_clear_t(m: *mut OnnxlAttributeProto) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { clear(m, |m| &mut m.t) }
+    unsafe { clear(m, |m| &mut m.rare.t) }
 }
 
 /// `t` (read-only); when unset, a shared empty default `TensorProto`. NULL only when `m` is NULL.
@@ -683,7 +683,7 @@ pub unsafe extern "C" fn onnxl_attribute_proto_mutable_t(m: *mut OnnxlAttributeP
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_attribute_proto_has_g(m: *const OnnxlAttributeProto) -> bool {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { has(m, |m| &m.g) }
+    unsafe { has(m, |m| &m.rare.g) }
 }
 
 /// Unsets `g`.
@@ -695,7 +695,7 @@ pub unsafe extern "C" fn onnxl_attribute_proto_has_g(m: *const OnnxlAttributePro
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_attribute_proto_clear_g(m: *mut OnnxlAttributeProto) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { clear(m, |m| &mut m.g) }
+    unsafe { clear(m, |m| &mut m.rare.g) }
 }
 
 /// `g` (read-only); when unset, a shared empty default `GraphProto`. NULL only when `m` is NULL.
@@ -731,7 +731,7 @@ pub unsafe extern "C" fn onnxl_attribute_proto_mutable_g(m: *mut OnnxlAttributeP
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_attribute_proto_has_sparse_tensor(m: *const OnnxlAttributeProto) -> bool {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { has(m, |m| &m.sparse_tensor) }
+    unsafe { has(m, |m| &m.rare.sparse_tensor) }
 }
 
 /// Unsets `sparse_tensor`.
@@ -743,7 +743,7 @@ pub unsafe extern "C" fn onnxl_attribute_proto_has_sparse_tensor(m: *const Onnxl
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_attribute_proto_clear_sparse_tensor(m: *mut OnnxlAttributeProto) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { clear(m, |m| &mut m.sparse_tensor) }
+    unsafe { clear(m, |m| &mut m.rare.sparse_tensor) }
 }
 
 /// `sparse_tensor` (read-only); when unset, a shared empty default `SparseTensorProto`. NULL only when `m` is NULL.
@@ -779,7 +779,7 @@ pub unsafe extern "C" fn onnxl_attribute_proto_mutable_sparse_tensor(m: *mut Onn
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_attribute_proto_has_tp(m: *const OnnxlAttributeProto) -> bool {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { has(m, |m| &m.tp) }
+    unsafe { has(m, |m| &m.rare.tp) }
 }
 
 /// Unsets `tp`.
@@ -791,7 +791,7 @@ pub unsafe extern "C" fn onnxl_attribute_proto_has_tp(m: *const OnnxlAttributePr
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_attribute_proto_clear_tp(m: *mut OnnxlAttributeProto) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { clear(m, |m| &mut m.tp) }
+    unsafe { clear(m, |m| &mut m.rare.tp) }
 }
 
 /// `tp` (read-only); when unset, a shared empty default `TypeProto`. NULL only when `m` is NULL.
@@ -1115,7 +1115,7 @@ pub unsafe extern "C" fn onnxl_attribute_proto_add_strings(m: *mut OnnxlAttribut
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_attribute_proto_tensors_size(m: *const OnnxlAttributeProto) -> usize {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { len(m, |m| &m.tensors) }
+    unsafe { len(m, |m| &m.rare.tensors) }
 }
 
 /// Removes every `tensors` element.
@@ -1127,7 +1127,7 @@ pub unsafe extern "C" fn onnxl_attribute_proto_tensors_size(m: *const OnnxlAttri
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_attribute_proto_clear_tensors(m: *mut OnnxlAttributeProto) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { clear_all(m, |m| &mut m.tensors) }
+    unsafe { clear_all(m, |m| &mut m.rare.tensors) }
 }
 
 /// Removes `tensors` element `i`; later elements move down by one (`ONNXL_STATUS_OUT_OF_RANGE` when `i` >= size).
@@ -1139,7 +1139,7 @@ pub unsafe extern "C" fn onnxl_attribute_proto_clear_tensors(m: *mut OnnxlAttrib
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_attribute_proto_remove_tensors(m: *mut OnnxlAttributeProto, i: usize) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { remove(m, i, "AttributeProto.tensors", |m| &mut m.tensors) }
+    unsafe { remove(m, i, "AttributeProto.tensors", |m| &mut m.rare.tensors) }
 }
 
 /// `tensors` element `i` (read-only); NULL when `i` >= size or `m` is NULL.
@@ -1151,7 +1151,7 @@ pub unsafe extern "C" fn onnxl_attribute_proto_remove_tensors(m: *mut OnnxlAttri
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_attribute_proto_tensors(m: *const OnnxlAttributeProto, i: usize) -> *const OnnxlTensorProto {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { elem_message::<OnnxlAttributeProto, OnnxlTensorProto>(m, i, "AttributeProto.tensors", |m| &m.tensors) }
+    unsafe { elem_message::<OnnxlAttributeProto, OnnxlTensorProto>(m, i, "AttributeProto.tensors", |m| &m.rare.tensors) }
 }
 
 /// `tensors` element `i` for writing; NULL when `i` >= size or `m` is NULL.
@@ -1163,7 +1163,7 @@ pub unsafe extern "C" fn onnxl_attribute_proto_tensors(m: *const OnnxlAttributeP
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_attribute_proto_mutable_tensors(m: *mut OnnxlAttributeProto, i: usize) -> *mut OnnxlTensorProto {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { mutable_elem_message::<OnnxlAttributeProto, OnnxlTensorProto>(m, i, "AttributeProto.tensors", |m| &mut m.tensors) }
+    unsafe { mutable_elem_message::<OnnxlAttributeProto, OnnxlTensorProto>(m, i, "AttributeProto.tensors", |m| &mut m.rare.tensors) }
 }
 
 /// Appends an empty `TensorProto` to `tensors` and returns it for writing; NULL only when `m` is NULL.
@@ -1175,7 +1175,7 @@ pub unsafe extern "C" fn onnxl_attribute_proto_mutable_tensors(m: *mut OnnxlAttr
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_attribute_proto_add_tensors(m: *mut OnnxlAttributeProto) -> *mut OnnxlTensorProto {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { add_message::<OnnxlAttributeProto, OnnxlTensorProto>(m, |m| &mut m.tensors) }
+    unsafe { add_message::<OnnxlAttributeProto, OnnxlTensorProto>(m, |m| &mut m.rare.tensors) }
 }
 
 /// Number of `graphs` elements (0 when `m` is NULL).
@@ -1187,7 +1187,7 @@ pub unsafe extern "C" fn onnxl_attribute_proto_add_tensors(m: *mut OnnxlAttribut
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_attribute_proto_graphs_size(m: *const OnnxlAttributeProto) -> usize {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { len(m, |m| &m.graphs) }
+    unsafe { len(m, |m| &m.rare.graphs) }
 }
 
 /// Removes every `graphs` element.
@@ -1199,7 +1199,7 @@ pub unsafe extern "C" fn onnxl_attribute_proto_graphs_size(m: *const OnnxlAttrib
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_attribute_proto_clear_graphs(m: *mut OnnxlAttributeProto) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { clear_all(m, |m| &mut m.graphs) }
+    unsafe { clear_all(m, |m| &mut m.rare.graphs) }
 }
 
 /// Removes `graphs` element `i`; later elements move down by one (`ONNXL_STATUS_OUT_OF_RANGE` when `i` >= size).
@@ -1211,7 +1211,7 @@ pub unsafe extern "C" fn onnxl_attribute_proto_clear_graphs(m: *mut OnnxlAttribu
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_attribute_proto_remove_graphs(m: *mut OnnxlAttributeProto, i: usize) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { remove(m, i, "AttributeProto.graphs", |m| &mut m.graphs) }
+    unsafe { remove(m, i, "AttributeProto.graphs", |m| &mut m.rare.graphs) }
 }
 
 /// `graphs` element `i` (read-only); NULL when `i` >= size or `m` is NULL.
@@ -1223,7 +1223,7 @@ pub unsafe extern "C" fn onnxl_attribute_proto_remove_graphs(m: *mut OnnxlAttrib
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_attribute_proto_graphs(m: *const OnnxlAttributeProto, i: usize) -> *const OnnxlGraphProto {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { elem_message::<OnnxlAttributeProto, OnnxlGraphProto>(m, i, "AttributeProto.graphs", |m| &m.graphs) }
+    unsafe { elem_message::<OnnxlAttributeProto, OnnxlGraphProto>(m, i, "AttributeProto.graphs", |m| &m.rare.graphs) }
 }
 
 /// `graphs` element `i` for writing; NULL when `i` >= size or `m` is NULL.
@@ -1235,7 +1235,7 @@ pub unsafe extern "C" fn onnxl_attribute_proto_graphs(m: *const OnnxlAttributePr
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_attribute_proto_mutable_graphs(m: *mut OnnxlAttributeProto, i: usize) -> *mut OnnxlGraphProto {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { mutable_elem_message::<OnnxlAttributeProto, OnnxlGraphProto>(m, i, "AttributeProto.graphs", |m| &mut m.graphs) }
+    unsafe { mutable_elem_message::<OnnxlAttributeProto, OnnxlGraphProto>(m, i, "AttributeProto.graphs", |m| &mut m.rare.graphs) }
 }
 
 /// Appends an empty `GraphProto` to `graphs` and returns it for writing; NULL only when `m` is NULL.
@@ -1247,7 +1247,7 @@ pub unsafe extern "C" fn onnxl_attribute_proto_mutable_graphs(m: *mut OnnxlAttri
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_attribute_proto_add_graphs(m: *mut OnnxlAttributeProto) -> *mut OnnxlGraphProto {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { add_message::<OnnxlAttributeProto, OnnxlGraphProto>(m, |m| &mut m.graphs) }
+    unsafe { add_message::<OnnxlAttributeProto, OnnxlGraphProto>(m, |m| &mut m.rare.graphs) }
 }
 
 /// Number of `sparse_tensors` elements (0 when `m` is NULL).
@@ -1259,7 +1259,7 @@ pub unsafe extern "C" fn onnxl_attribute_proto_add_graphs(m: *mut OnnxlAttribute
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_attribute_proto_sparse_tensors_size(m: *const OnnxlAttributeProto) -> usize {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { len(m, |m| &m.sparse_tensors) }
+    unsafe { len(m, |m| &m.rare.sparse_tensors) }
 }
 
 /// Removes every `sparse_tensors` element.
@@ -1271,7 +1271,7 @@ pub unsafe extern "C" fn onnxl_attribute_proto_sparse_tensors_size(m: *const Onn
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_attribute_proto_clear_sparse_tensors(m: *mut OnnxlAttributeProto) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { clear_all(m, |m| &mut m.sparse_tensors) }
+    unsafe { clear_all(m, |m| &mut m.rare.sparse_tensors) }
 }
 
 /// Removes `sparse_tensors` element `i`; later elements move down by one (`ONNXL_STATUS_OUT_OF_RANGE` when `i` >= size).
@@ -1283,7 +1283,7 @@ pub unsafe extern "C" fn onnxl_attribute_proto_clear_sparse_tensors(m: *mut Onnx
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_attribute_proto_remove_sparse_tensors(m: *mut OnnxlAttributeProto, i: usize) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { remove(m, i, "AttributeProto.sparse_tensors", |m| &mut m.sparse_tensors) }
+    unsafe { remove(m, i, "AttributeProto.sparse_tensors", |m| &mut m.rare.sparse_tensors) }
 }
 
 /// `sparse_tensors` element `i` (read-only); NULL when `i` >= size or `m` is NULL.
@@ -1295,7 +1295,7 @@ pub unsafe extern "C" fn onnxl_attribute_proto_remove_sparse_tensors(m: *mut Onn
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_attribute_proto_sparse_tensors(m: *const OnnxlAttributeProto, i: usize) -> *const OnnxlSparseTensorProto {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { elem_message::<OnnxlAttributeProto, OnnxlSparseTensorProto>(m, i, "AttributeProto.sparse_tensors", |m| &m.sparse_tensors) }
+    unsafe { elem_message::<OnnxlAttributeProto, OnnxlSparseTensorProto>(m, i, "AttributeProto.sparse_tensors", |m| &m.rare.sparse_tensors) }
 }
 
 /// `sparse_tensors` element `i` for writing; NULL when `i` >= size or `m` is NULL.
@@ -1307,7 +1307,7 @@ pub unsafe extern "C" fn onnxl_attribute_proto_sparse_tensors(m: *const OnnxlAtt
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_attribute_proto_mutable_sparse_tensors(m: *mut OnnxlAttributeProto, i: usize) -> *mut OnnxlSparseTensorProto {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { mutable_elem_message::<OnnxlAttributeProto, OnnxlSparseTensorProto>(m, i, "AttributeProto.sparse_tensors", |m| &mut m.sparse_tensors) }
+    unsafe { mutable_elem_message::<OnnxlAttributeProto, OnnxlSparseTensorProto>(m, i, "AttributeProto.sparse_tensors", |m| &mut m.rare.sparse_tensors) }
 }
 
 /// Appends an empty `SparseTensorProto` to `sparse_tensors` and returns it for writing; NULL only when `m` is NULL.
@@ -1319,7 +1319,7 @@ pub unsafe extern "C" fn onnxl_attribute_proto_mutable_sparse_tensors(m: *mut On
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_attribute_proto_add_sparse_tensors(m: *mut OnnxlAttributeProto) -> *mut OnnxlSparseTensorProto {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { add_message::<OnnxlAttributeProto, OnnxlSparseTensorProto>(m, |m| &mut m.sparse_tensors) }
+    unsafe { add_message::<OnnxlAttributeProto, OnnxlSparseTensorProto>(m, |m| &mut m.rare.sparse_tensors) }
 }
 
 /// Number of `type_protos` elements (0 when `m` is NULL).
@@ -1331,7 +1331,7 @@ pub unsafe extern "C" fn onnxl_attribute_proto_add_sparse_tensors(m: *mut OnnxlA
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_attribute_proto_type_protos_size(m: *const OnnxlAttributeProto) -> usize {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { len(m, |m| &m.type_protos) }
+    unsafe { len(m, |m| &m.rare.type_protos) }
 }
 
 /// Removes every `type_protos` element.
@@ -1343,7 +1343,7 @@ pub unsafe extern "C" fn onnxl_attribute_proto_type_protos_size(m: *const OnnxlA
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_attribute_proto_clear_type_protos(m: *mut OnnxlAttributeProto) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { clear_all(m, |m| &mut m.type_protos) }
+    unsafe { clear_all(m, |m| &mut m.rare.type_protos) }
 }
 
 /// Removes `type_protos` element `i`; later elements move down by one (`ONNXL_STATUS_OUT_OF_RANGE` when `i` >= size).
@@ -1355,7 +1355,7 @@ pub unsafe extern "C" fn onnxl_attribute_proto_clear_type_protos(m: *mut OnnxlAt
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_attribute_proto_remove_type_protos(m: *mut OnnxlAttributeProto, i: usize) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { remove(m, i, "AttributeProto.type_protos", |m| &mut m.type_protos) }
+    unsafe { remove(m, i, "AttributeProto.type_protos", |m| &mut m.rare.type_protos) }
 }
 
 /// `type_protos` element `i` (read-only); NULL when `i` >= size or `m` is NULL.
@@ -1367,7 +1367,7 @@ pub unsafe extern "C" fn onnxl_attribute_proto_remove_type_protos(m: *mut OnnxlA
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_attribute_proto_type_protos(m: *const OnnxlAttributeProto, i: usize) -> *const OnnxlTypeProto {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { elem_message::<OnnxlAttributeProto, OnnxlTypeProto>(m, i, "AttributeProto.type_protos", |m| &m.type_protos) }
+    unsafe { elem_message::<OnnxlAttributeProto, OnnxlTypeProto>(m, i, "AttributeProto.type_protos", |m| &m.rare.type_protos) }
 }
 
 /// `type_protos` element `i` for writing; NULL when `i` >= size or `m` is NULL.
@@ -1379,7 +1379,7 @@ pub unsafe extern "C" fn onnxl_attribute_proto_type_protos(m: *const OnnxlAttrib
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_attribute_proto_mutable_type_protos(m: *mut OnnxlAttributeProto, i: usize) -> *mut OnnxlTypeProto {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { mutable_elem_message::<OnnxlAttributeProto, OnnxlTypeProto>(m, i, "AttributeProto.type_protos", |m| &mut m.type_protos) }
+    unsafe { mutable_elem_message::<OnnxlAttributeProto, OnnxlTypeProto>(m, i, "AttributeProto.type_protos", |m| &mut m.rare.type_protos) }
 }
 
 /// Appends an empty `TypeProto` to `type_protos` and returns it for writing; NULL only when `m` is NULL.
@@ -1391,7 +1391,7 @@ pub unsafe extern "C" fn onnxl_attribute_proto_mutable_type_protos(m: *mut Onnxl
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_attribute_proto_add_type_protos(m: *mut OnnxlAttributeProto) -> *mut OnnxlTypeProto {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { add_message::<OnnxlAttributeProto, OnnxlTypeProto>(m, |m| &mut m.type_protos) }
+    unsafe { add_message::<OnnxlAttributeProto, OnnxlTypeProto>(m, |m| &mut m.rare.type_protos) }
 }
 
 /// `onnx.ValueInfoProto` (opaque handle).

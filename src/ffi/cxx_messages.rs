@@ -110,6 +110,18 @@ pub unsafe extern "C" fn onnxl_cxx_AttributeProto_list_reserve(f: *mut RepeatedF
     unsafe { list_reserve(f, n) }
 }
 
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn onnxl_cxx_AttributeProto_rare_mut(p: *mut AttributeProto) -> *mut AttributeProtoRare {
+    // SAFETY: module contract.
+    unsafe { (*p).rare.make_mut() }
+}
+
+/// The rare fields every unallocated `rare` box of a `AttributeProto` reads as.
+#[unsafe(no_mangle)]
+pub extern "C" fn onnxl_cxx_AttributeProto_rare_empty() -> *const AttributeProtoRare {
+    <AttributeProtoRare as RareFields>::empty()
+}
+
 // ---- ValueInfoProto
 
 #[unsafe(no_mangle)]
@@ -3143,24 +3155,25 @@ pub unsafe extern "C" fn onnxl_cxx_OptionalProto_list_reserve(f: *mut RepeatedFi
 pub fn layout_text() -> String {
     let mut o = String::new();
     writeln!(o, "message AttributeProto size={} align={}", size_of::<AttributeProto>(), align_of::<AttributeProto>()).unwrap();
+    writeln!(o, "rare AttributeProto offset={}", std::mem::offset_of!(AttributeProto, rare)).unwrap();
     writeln!(o, "field AttributeProto.name {}", std::mem::offset_of!(AttributeProto, name)).unwrap();
-    writeln!(o, "field AttributeProto.ref_attr_name {}", std::mem::offset_of!(AttributeProto, ref_attr_name)).unwrap();
-    writeln!(o, "field AttributeProto.doc_string {}", std::mem::offset_of!(AttributeProto, doc_string)).unwrap();
+    writeln!(o, "field AttributeProto.ref_attr_name {} rare", std::mem::offset_of!(AttributeProtoRare, ref_attr_name)).unwrap();
+    writeln!(o, "field AttributeProto.doc_string {} rare", std::mem::offset_of!(AttributeProtoRare, doc_string)).unwrap();
     writeln!(o, "field AttributeProto.type {}", std::mem::offset_of!(AttributeProto, r#type)).unwrap();
     writeln!(o, "field AttributeProto.f {}", std::mem::offset_of!(AttributeProto, f)).unwrap();
     writeln!(o, "field AttributeProto.i {}", std::mem::offset_of!(AttributeProto, i)).unwrap();
     writeln!(o, "field AttributeProto.s {}", std::mem::offset_of!(AttributeProto, s)).unwrap();
-    writeln!(o, "field AttributeProto.t {}", std::mem::offset_of!(AttributeProto, t)).unwrap();
-    writeln!(o, "field AttributeProto.g {}", std::mem::offset_of!(AttributeProto, g)).unwrap();
-    writeln!(o, "field AttributeProto.sparse_tensor {}", std::mem::offset_of!(AttributeProto, sparse_tensor)).unwrap();
-    writeln!(o, "field AttributeProto.tp {}", std::mem::offset_of!(AttributeProto, tp)).unwrap();
+    writeln!(o, "field AttributeProto.t {} rare", std::mem::offset_of!(AttributeProtoRare, t)).unwrap();
+    writeln!(o, "field AttributeProto.g {} rare", std::mem::offset_of!(AttributeProtoRare, g)).unwrap();
+    writeln!(o, "field AttributeProto.sparse_tensor {} rare", std::mem::offset_of!(AttributeProtoRare, sparse_tensor)).unwrap();
+    writeln!(o, "field AttributeProto.tp {} rare", std::mem::offset_of!(AttributeProtoRare, tp)).unwrap();
     writeln!(o, "field AttributeProto.floats {}", std::mem::offset_of!(AttributeProto, floats)).unwrap();
     writeln!(o, "field AttributeProto.ints {}", std::mem::offset_of!(AttributeProto, ints)).unwrap();
     writeln!(o, "field AttributeProto.strings {}", std::mem::offset_of!(AttributeProto, strings)).unwrap();
-    writeln!(o, "field AttributeProto.tensors {}", std::mem::offset_of!(AttributeProto, tensors)).unwrap();
-    writeln!(o, "field AttributeProto.graphs {}", std::mem::offset_of!(AttributeProto, graphs)).unwrap();
-    writeln!(o, "field AttributeProto.sparse_tensors {}", std::mem::offset_of!(AttributeProto, sparse_tensors)).unwrap();
-    writeln!(o, "field AttributeProto.type_protos {}", std::mem::offset_of!(AttributeProto, type_protos)).unwrap();
+    writeln!(o, "field AttributeProto.tensors {} rare", std::mem::offset_of!(AttributeProtoRare, tensors)).unwrap();
+    writeln!(o, "field AttributeProto.graphs {} rare", std::mem::offset_of!(AttributeProtoRare, graphs)).unwrap();
+    writeln!(o, "field AttributeProto.sparse_tensors {} rare", std::mem::offset_of!(AttributeProtoRare, sparse_tensors)).unwrap();
+    writeln!(o, "field AttributeProto.type_protos {} rare", std::mem::offset_of!(AttributeProtoRare, type_protos)).unwrap();
     writeln!(o, "message ValueInfoProto size={} align={}", size_of::<ValueInfoProto>(), align_of::<ValueInfoProto>()).unwrap();
     writeln!(o, "field ValueInfoProto.name {}", std::mem::offset_of!(ValueInfoProto, name)).unwrap();
     writeln!(o, "field ValueInfoProto.type {}", std::mem::offset_of!(ValueInfoProto, r#type)).unwrap();

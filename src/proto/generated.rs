@@ -3,7 +3,7 @@
 
 use crate::bytes::{ByteSpan, CxxStringPool, ProtoString, UnknownFields};
 use crate::error::DecodeError;
-use crate::proto::{InlineVec, Message, RepeatedField};
+use crate::proto::{InlineVec, Message, Rare, RareFields, RepeatedField};
 use crate::wire::{Reader, SizeCursor, SizeTable, Sink, len_delimited_size, put_varint, varint_len};
 
 /// `onnx.AttributeProto`.
@@ -11,10 +11,6 @@ use crate::wire::{Reader, SizeCursor, SizeTable, Sink, len_delimited_size, put_v
 pub struct AttributeProto {
     /// `optional string name = 1;`
     pub name: Option<ProtoString>,
-    /// `optional string ref_attr_name = 21;`
-    pub ref_attr_name: Option<ProtoString>,
-    /// `optional string doc_string = 13;`
-    pub doc_string: Option<ProtoString>,
     /// `optional AttributeProto.AttributeType type = 20;`
     pub r#type: Option<i32>,
     /// `optional float f = 2;`
@@ -23,28 +19,14 @@ pub struct AttributeProto {
     pub i: Option<i64>,
     /// `optional bytes s = 4;`
     pub s: Option<ProtoString>,
-    /// `optional TensorProto t = 5;`
-    pub t: Option<Box<TensorProto>>,
-    /// `optional GraphProto g = 6;`
-    pub g: Option<Box<GraphProto>>,
-    /// `optional SparseTensorProto sparse_tensor = 22;`
-    pub sparse_tensor: Option<Box<SparseTensorProto>>,
-    /// `optional TypeProto tp = 14;`
-    pub tp: Option<Box<TypeProto>>,
     /// `repeated float floats = 7;`
     pub floats: InlineVec<f32>,
     /// `repeated int64 ints = 8;`
     pub ints: InlineVec<i64, 4>,
     /// `repeated bytes strings = 9;`
     pub strings: InlineVec<ProtoString>,
-    /// `repeated TensorProto tensors = 10;`
-    pub tensors: RepeatedField<TensorProto>,
-    /// `repeated GraphProto graphs = 11;`
-    pub graphs: RepeatedField<GraphProto>,
-    /// `repeated SparseTensorProto sparse_tensors = 23;`
-    pub sparse_tensors: RepeatedField<SparseTensorProto>,
-    /// `repeated TypeProto type_protos = 15;`
-    pub type_protos: RepeatedField<TypeProto>,
+    /// The fields few models set (`AttributeProtoRare`), in a box allocated on first write.
+    pub rare: Rare<AttributeProtoRare>,
     /// Fields not in the schema, as read (written back after the known ones).
     pub unknown_fields: UnknownFields,
 }
@@ -54,25 +36,66 @@ impl AttributeProto {
     pub const fn new() -> Self {
         Self {
             name: None,
-            ref_attr_name: None,
-            doc_string: None,
             r#type: None,
             f: None,
             i: None,
             s: None,
+            floats: InlineVec::new(),
+            ints: InlineVec::new(),
+            strings: InlineVec::new(),
+            rare: Rare::new(),
+            unknown_fields: UnknownFields::new(),
+        }
+    }
+}
+
+/// The rare fields of `onnx.AttributeProto` (its `rare` member).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct AttributeProtoRare {
+    /// `optional string ref_attr_name = 21;`
+    pub ref_attr_name: Option<ProtoString>,
+    /// `optional string doc_string = 13;`
+    pub doc_string: Option<ProtoString>,
+    /// `optional TensorProto t = 5;`
+    pub t: Option<Box<TensorProto>>,
+    /// `optional GraphProto g = 6;`
+    pub g: Option<Box<GraphProto>>,
+    /// `optional SparseTensorProto sparse_tensor = 22;`
+    pub sparse_tensor: Option<Box<SparseTensorProto>>,
+    /// `optional TypeProto tp = 14;`
+    pub tp: Option<Box<TypeProto>>,
+    /// `repeated TensorProto tensors = 10;`
+    pub tensors: RepeatedField<TensorProto>,
+    /// `repeated GraphProto graphs = 11;`
+    pub graphs: RepeatedField<GraphProto>,
+    /// `repeated SparseTensorProto sparse_tensors = 23;`
+    pub sparse_tensors: RepeatedField<SparseTensorProto>,
+    /// `repeated TypeProto type_protos = 15;`
+    pub type_protos: RepeatedField<TypeProto>,
+}
+
+impl AttributeProtoRare {
+    /// Every rare field unset.
+    pub const fn new() -> Self {
+        Self {
+            ref_attr_name: None,
+            doc_string: None,
             t: None,
             g: None,
             sparse_tensor: None,
             tp: None,
-            floats: InlineVec::new(),
-            ints: InlineVec::new(),
-            strings: InlineVec::new(),
             tensors: RepeatedField::new(),
             graphs: RepeatedField::new(),
             sparse_tensors: RepeatedField::new(),
             type_protos: RepeatedField::new(),
-            unknown_fields: UnknownFields::new(),
         }
+    }
+}
+
+impl RareFields for AttributeProtoRare {
+    fn empty() -> &'static Self {
+        static EMPTY: AttributeProtoRare = AttributeProtoRare::new();
+        &EMPTY
     }
 }
 
@@ -80,7 +103,7 @@ impl AttributeProto {
     /// True when a field that closes a cycle of the schema is set.
     #[inline]
     fn has_nested_cycle(&self) -> bool {
-        self.g.is_some() || !self.graphs.is_empty()
+        self.rare.g.is_some() || !self.rare.graphs.is_empty()
     }
 }
 
@@ -88,23 +111,14 @@ impl Clone for AttributeProto {
     fn clone(&self) -> Self {
         let clone = || Self {
             name: self.name.clone(),
-            ref_attr_name: self.ref_attr_name.clone(),
-            doc_string: self.doc_string.clone(),
             r#type: self.r#type.clone(),
             f: self.f.clone(),
             i: self.i.clone(),
             s: self.s.clone(),
-            t: self.t.clone(),
-            g: self.g.clone(),
-            sparse_tensor: self.sparse_tensor.clone(),
-            tp: self.tp.clone(),
             floats: self.floats.clone(),
             ints: self.ints.clone(),
             strings: self.strings.clone(),
-            tensors: self.tensors.clone(),
-            graphs: self.graphs.clone(),
-            sparse_tensors: self.sparse_tensors.clone(),
-            type_protos: self.type_protos.clone(),
+            rare: self.rare.clone(),
             unknown_fields: self.unknown_fields.clone(),
         };
         if self.has_nested_cycle() {
@@ -119,23 +133,14 @@ impl PartialEq for AttributeProto {
     fn eq(&self, other: &Self) -> bool {
         crate::wire::guard_stack(|| {
             self.name == other.name
-                && self.ref_attr_name == other.ref_attr_name
-                && self.doc_string == other.doc_string
                 && self.r#type == other.r#type
                 && self.f == other.f
                 && self.i == other.i
                 && self.s == other.s
-                && self.t == other.t
-                && self.g == other.g
-                && self.sparse_tensor == other.sparse_tensor
-                && self.tp == other.tp
                 && self.floats == other.floats
                 && self.ints == other.ints
                 && self.strings == other.strings
-                && self.tensors == other.tensors
-                && self.graphs == other.graphs
-                && self.sparse_tensors == other.sparse_tensors
-                && self.type_protos == other.type_protos
+                && self.rare == other.rare
                 && self.unknown_fields == other.unknown_fields
         })
     }
@@ -146,23 +151,14 @@ impl std::fmt::Debug for AttributeProto {
         crate::wire::guard_stack(|| {
             f.debug_struct("AttributeProto")
                 .field("name", &self.name)
-                .field("ref_attr_name", &self.ref_attr_name)
-                .field("doc_string", &self.doc_string)
                 .field("type", &self.r#type)
                 .field("f", &self.f)
                 .field("i", &self.i)
                 .field("s", &self.s)
-                .field("t", &self.t)
-                .field("g", &self.g)
-                .field("sparse_tensor", &self.sparse_tensor)
-                .field("tp", &self.tp)
                 .field("floats", &self.floats)
                 .field("ints", &self.ints)
                 .field("strings", &self.strings)
-                .field("tensors", &self.tensors)
-                .field("graphs", &self.graphs)
-                .field("sparse_tensors", &self.sparse_tensors)
-                .field("type_protos", &self.type_protos)
+                .field("rare", &self.rare)
                 .field("unknown_fields", &self.unknown_fields)
                 .finish()
         })
@@ -175,8 +171,12 @@ impl Drop for AttributeProto {
             return;
         }
         crate::wire::stack::guard_drop(|| {
-            drop(std::mem::take(&mut self.g));
-            drop(std::mem::take(&mut self.graphs));
+            if let Some(rare) = self.rare.get_mut() {
+                drop(std::mem::take(&mut rare.g));
+            }
+            if let Some(rare) = self.rare.get_mut() {
+                drop(std::mem::take(&mut rare.graphs));
+            }
         })
     }
 }
@@ -188,8 +188,14 @@ impl Message for AttributeProto {
         while let Some(tag) = r.read_tag()? {
             match tag {
                 10 => r.read_string_into(&mut self.name).map_err(|e| e.at("name", None))?,
-                170 => r.read_string_into(&mut self.ref_attr_name).map_err(|e| e.at("ref_attr_name", None))?,
-                106 => r.read_string_into(&mut self.doc_string).map_err(|e| e.at("doc_string", None))?,
+                170 => {
+                    r.alloc_rare(&mut self.rare)?;
+                    r.read_string_into(&mut self.rare.ref_attr_name).map_err(|e| e.at("ref_attr_name", None))?
+                }
+                106 => {
+                    r.alloc_rare(&mut self.rare)?;
+                    r.read_string_into(&mut self.rare.doc_string).map_err(|e| e.at("doc_string", None))?
+                }
                 160 => {
                     let v = r.read_varint().map_err(|e| e.at("type", None))?;
                     if matches!(v as i32, 0 | 1 | 2 | 3 | 4 | 5 | 11 | 13 | 6 | 7 | 8 | 9 | 10 | 12 | 14) {
@@ -201,10 +207,22 @@ impl Message for AttributeProto {
                 21 => self.f = Some(f32::from_bits(r.read_fixed32().map_err(|e| e.at("f", None))?)),
                 24 => self.i = Some(r.read_varint().map_err(|e| e.at("i", None))? as i64),
                 34 => r.read_string_into(&mut self.s).map_err(|e| e.at("s", None))?,
-                42 => r.read_message_into(&mut self.t).map_err(|e| e.at("t", None))?,
-                50 => r.guarded(|r| r.read_message_into(&mut self.g)).map_err(|e| e.at("g", None))?,
-                178 => r.read_message_into(&mut self.sparse_tensor).map_err(|e| e.at("sparse_tensor", None))?,
-                114 => r.read_message_into(&mut self.tp).map_err(|e| e.at("tp", None))?,
+                42 => {
+                    r.alloc_rare(&mut self.rare)?;
+                    r.read_message_into(&mut self.rare.t).map_err(|e| e.at("t", None))?
+                }
+                50 => {
+                    r.alloc_rare(&mut self.rare)?;
+                    r.guarded(|r| r.read_message_into(&mut self.rare.g)).map_err(|e| e.at("g", None))?
+                }
+                178 => {
+                    r.alloc_rare(&mut self.rare)?;
+                    r.read_message_into(&mut self.rare.sparse_tensor).map_err(|e| e.at("sparse_tensor", None))?
+                }
+                114 => {
+                    r.alloc_rare(&mut self.rare)?;
+                    r.read_message_into(&mut self.rare.tp).map_err(|e| e.at("tp", None))?
+                }
                 61 => {
                     r.reserve_run(&mut self.floats, 61).map_err(|e| e.at("floats", None))?;
                     self.floats.push(f32::from_bits(r.read_fixed32().map_err(|e| e.at("floats", None))?));
@@ -224,24 +242,36 @@ impl Message for AttributeProto {
                     r.push_string(&mut self.strings).map_err(|e| e.at("strings", None))?;
                 }
                 82 => {
-                    let i = self.tensors.len();
-                    let m = r.push_message(&mut self.tensors, 82).map_err(|e| e.at("tensors", Some(i)))?;
+                    r.alloc_rare(&mut self.rare)?;
+                    {
+                    let i = self.rare.tensors.len();
+                    let m = r.push_message(&mut self.rare.tensors, 82).map_err(|e| e.at("tensors", Some(i)))?;
                     r.read_message(m).map_err(|e| e.at("tensors", Some(i)))?;
                 }
+                }
                 90 => {
-                    let i = self.graphs.len();
-                    let m = r.push_message(&mut self.graphs, 90).map_err(|e| e.at("graphs", Some(i)))?;
+                    r.alloc_rare(&mut self.rare)?;
+                    {
+                    let i = self.rare.graphs.len();
+                    let m = r.push_message(&mut self.rare.graphs, 90).map_err(|e| e.at("graphs", Some(i)))?;
                     r.guarded(|r| r.read_message(m)).map_err(|e| e.at("graphs", Some(i)))?;
                 }
+                }
                 186 => {
-                    let i = self.sparse_tensors.len();
-                    let m = r.push_message(&mut self.sparse_tensors, 186).map_err(|e| e.at("sparse_tensors", Some(i)))?;
+                    r.alloc_rare(&mut self.rare)?;
+                    {
+                    let i = self.rare.sparse_tensors.len();
+                    let m = r.push_message(&mut self.rare.sparse_tensors, 186).map_err(|e| e.at("sparse_tensors", Some(i)))?;
                     r.read_message(m).map_err(|e| e.at("sparse_tensors", Some(i)))?;
                 }
+                }
                 122 => {
-                    let i = self.type_protos.len();
-                    let m = r.push_message(&mut self.type_protos, 122).map_err(|e| e.at("type_protos", Some(i)))?;
+                    r.alloc_rare(&mut self.rare)?;
+                    {
+                    let i = self.rare.type_protos.len();
+                    let m = r.push_message(&mut self.rare.type_protos, 122).map_err(|e| e.at("type_protos", Some(i)))?;
                     r.read_message(m).map_err(|e| e.at("type_protos", Some(i)))?;
+                }
                 }
                 _ => r.skip_unknown(tag, &mut self.unknown_fields)?,
             }
@@ -251,6 +281,7 @@ impl Message for AttributeProto {
 
     fn compute_size(&self, sizes: &mut SizeTable) -> u64 {
         let mut n: u64 = self.unknown_fields.len() as u64;
+        let rare = &*self.rare;
         if let Some(v) = &self.name {
             n += 1 + len_delimited_size(v.len() as u64);
         }
@@ -263,46 +294,47 @@ impl Message for AttributeProto {
         if let Some(v) = &self.s {
             n += 1 + len_delimited_size(v.len() as u64);
         }
-        if let Some(m) = &self.t {
+        if let Some(m) = &rare.t {
             n += 1 + len_delimited_size(sizes.nested::<TensorProto>(m));
         }
-        if let Some(m) = &self.g {
+        if let Some(m) = &rare.g {
             n += 1 + len_delimited_size(sizes.nested_deep::<GraphProto>(m));
         }
         n += self.floats.len() as u64 * (1 + 4);
         n += self.ints.iter().map(|&v| 1 + varint_len(v as u64)).sum::<u64>();
         n += self.strings.iter().map(|v| 1 + len_delimited_size(v.len() as u64)).sum::<u64>();
-        for m in self.tensors.iter_prefetching() {
+        for m in rare.tensors.iter_prefetching() {
             n += 1 + len_delimited_size(sizes.nested::<TensorProto>(m));
         }
-        for m in self.graphs.iter_prefetching() {
+        for m in rare.graphs.iter_prefetching() {
             n += 1 + len_delimited_size(sizes.nested_deep::<GraphProto>(m));
         }
-        if let Some(v) = &self.doc_string {
+        if let Some(v) = &rare.doc_string {
             n += 1 + len_delimited_size(v.len() as u64);
         }
-        if let Some(m) = &self.tp {
+        if let Some(m) = &rare.tp {
             n += 1 + len_delimited_size(sizes.nested::<TypeProto>(m));
         }
-        for m in self.type_protos.iter_prefetching() {
+        for m in rare.type_protos.iter_prefetching() {
             n += 1 + len_delimited_size(sizes.nested::<TypeProto>(m));
         }
         if let Some(v) = self.r#type {
             n += 2 + varint_len(v as i64 as u64);
         }
-        if let Some(v) = &self.ref_attr_name {
+        if let Some(v) = &rare.ref_attr_name {
             n += 2 + len_delimited_size(v.len() as u64);
         }
-        if let Some(m) = &self.sparse_tensor {
+        if let Some(m) = &rare.sparse_tensor {
             n += 2 + len_delimited_size(sizes.nested::<SparseTensorProto>(m));
         }
-        for m in self.sparse_tensors.iter_prefetching() {
+        for m in rare.sparse_tensors.iter_prefetching() {
             n += 2 + len_delimited_size(sizes.nested::<SparseTensorProto>(m));
         }
         n
     }
 
     fn encode_to<S: Sink + ?Sized>(&self, s: &mut S, c: &mut SizeCursor<'_>) {
+        let rare = &*self.rare;
         if let Some(v) = &self.name {
             s.put(&[0x0a]);
             put_varint(s, v.len() as u64);
@@ -321,12 +353,12 @@ impl Message for AttributeProto {
             put_varint(s, v.len() as u64);
             s.put(v);
         }
-        if let Some(m) = &self.t {
+        if let Some(m) = &rare.t {
             s.put(&[0x2a]);
             put_varint(s, c.next_size());
             m.encode_to(s, c);
         }
-        if let Some(m) = &self.g {
+        if let Some(m) = &rare.g {
             s.put(&[0x32]);
             put_varint(s, c.next_size());
             crate::wire::guard_stack(|| m.encode_to(s, c));
@@ -344,27 +376,27 @@ impl Message for AttributeProto {
             put_varint(s, v.len() as u64);
             s.put(v);
         }
-        for m in &self.tensors {
+        for m in &rare.tensors {
             s.put(&[0x52]);
             put_varint(s, c.next_size());
             m.encode_to(s, c);
         }
-        for m in &self.graphs {
+        for m in &rare.graphs {
             s.put(&[0x5a]);
             put_varint(s, c.next_size());
             crate::wire::guard_stack(|| m.encode_to(s, c));
         }
-        if let Some(v) = &self.doc_string {
+        if let Some(v) = &rare.doc_string {
             s.put(&[0x6a]);
             put_varint(s, v.len() as u64);
             s.put(v);
         }
-        if let Some(m) = &self.tp {
+        if let Some(m) = &rare.tp {
             s.put(&[0x72]);
             put_varint(s, c.next_size());
             m.encode_to(s, c);
         }
-        for m in &self.type_protos {
+        for m in &rare.type_protos {
             s.put(&[0x7a]);
             put_varint(s, c.next_size());
             m.encode_to(s, c);
@@ -373,17 +405,17 @@ impl Message for AttributeProto {
             s.put(&[0xa0, 0x01]);
             put_varint(s, v as i64 as u64);
         }
-        if let Some(v) = &self.ref_attr_name {
+        if let Some(v) = &rare.ref_attr_name {
             s.put(&[0xaa, 0x01]);
             put_varint(s, v.len() as u64);
             s.put(v);
         }
-        if let Some(m) = &self.sparse_tensor {
+        if let Some(m) = &rare.sparse_tensor {
             s.put(&[0xb2, 0x01]);
             put_varint(s, c.next_size());
             m.encode_to(s, c);
         }
-        for m in &self.sparse_tensors {
+        for m in &rare.sparse_tensors {
             s.put(&[0xba, 0x01]);
             put_varint(s, c.next_size());
             m.encode_to(s, c);
@@ -401,26 +433,6 @@ impl Message for AttributeProto {
 
     fn take_recycled(r: &Reader<'_>) -> Option<Box<Self>> {
         recycled(r)
-    }
-
-    #[inline(always)]
-    fn prefetch_children(&self) {
-        if let Some(m) = &self.t {
-            crate::wire::prefetch::prefetch_value::<_>(&**m);
-        }
-        if let Some(m) = &self.g {
-            crate::wire::prefetch::prefetch_value::<_>(&**m);
-        }
-        if let Some(m) = &self.sparse_tensor {
-            crate::wire::prefetch::prefetch_value::<_>(&**m);
-        }
-        if let Some(m) = &self.tp {
-            crate::wire::prefetch::prefetch_value::<_>(&**m);
-        }
-        self.tensors.prefetch_head();
-        self.graphs.prefetch_head();
-        self.sparse_tensors.prefetch_head();
-        self.type_protos.prefetch_head();
     }
 
     fn without_payloads(&self, min_len: u64) -> Option<Self> {
@@ -448,37 +460,41 @@ impl AttributeProto {
     }
     /// True when `ref_attr_name` is set.
     pub fn has_ref_attr_name(&self) -> bool {
-        self.ref_attr_name.is_some()
+        self.rare.ref_attr_name.is_some()
     }
     /// Unsets `ref_attr_name`.
     pub fn clear_ref_attr_name(&mut self) {
-        self.ref_attr_name = None;
+        if let Some(rare) = self.rare.get_mut() {
+            rare.ref_attr_name = None;
+        }
     }
     /// `ref_attr_name`, or empty when unset.
     pub fn ref_attr_name(&self) -> &ProtoString {
         static DEFAULT: ProtoString = ProtoString::new();
-        self.ref_attr_name.as_ref().unwrap_or(&DEFAULT)
+        self.rare.ref_attr_name.as_ref().unwrap_or(&DEFAULT)
     }
     /// Sets `ref_attr_name`.
     pub fn set_ref_attr_name(&mut self, v: impl Into<ProtoString>) {
-        self.ref_attr_name = Some(v.into());
+        self.rare.ref_attr_name = Some(v.into());
     }
     /// True when `doc_string` is set.
     pub fn has_doc_string(&self) -> bool {
-        self.doc_string.is_some()
+        self.rare.doc_string.is_some()
     }
     /// Unsets `doc_string`.
     pub fn clear_doc_string(&mut self) {
-        self.doc_string = None;
+        if let Some(rare) = self.rare.get_mut() {
+            rare.doc_string = None;
+        }
     }
     /// `doc_string`, or empty when unset.
     pub fn doc_string(&self) -> &ProtoString {
         static DEFAULT: ProtoString = ProtoString::new();
-        self.doc_string.as_ref().unwrap_or(&DEFAULT)
+        self.rare.doc_string.as_ref().unwrap_or(&DEFAULT)
     }
     /// Sets `doc_string`.
     pub fn set_doc_string(&mut self, v: impl Into<ProtoString>) {
-        self.doc_string = Some(v.into());
+        self.rare.doc_string = Some(v.into());
     }
     /// True when `type` is set.
     pub fn has_type(&self) -> bool {
@@ -547,87 +563,95 @@ impl AttributeProto {
     }
     /// True when `t` is set.
     pub fn has_t(&self) -> bool {
-        self.t.is_some()
+        self.rare.t.is_some()
     }
     /// Unsets `t`.
     pub fn clear_t(&mut self) {
-        self.t = None;
+        if let Some(rare) = self.rare.get_mut() {
+            rare.t = None;
+        }
     }
     /// `t`, or the empty message when unset.
     pub fn t(&self) -> &TensorProto {
         static DEFAULT: TensorProto = TensorProto::new();
-        self.t.as_deref().unwrap_or(&DEFAULT)
+        self.rare.t.as_deref().unwrap_or(&DEFAULT)
     }
     /// `t` for writing (set to an empty message first if unset).
     pub fn mutable_t(&mut self) -> &mut TensorProto {
-        self.t.get_or_insert_with(|| Box::new(TensorProto::new()))
+        self.rare.t.get_or_insert_with(|| Box::new(TensorProto::new()))
     }
     /// Sets `t`.
     pub fn set_t(&mut self, v: TensorProto) {
-        self.t = Some(Box::new(v));
+        self.rare.t = Some(Box::new(v));
     }
     /// True when `g` is set.
     pub fn has_g(&self) -> bool {
-        self.g.is_some()
+        self.rare.g.is_some()
     }
     /// Unsets `g`.
     pub fn clear_g(&mut self) {
-        self.g = None;
+        if let Some(rare) = self.rare.get_mut() {
+            rare.g = None;
+        }
     }
     /// `g`, or the empty message when unset.
     pub fn g(&self) -> &GraphProto {
         static DEFAULT: GraphProto = GraphProto::new();
-        self.g.as_deref().unwrap_or(&DEFAULT)
+        self.rare.g.as_deref().unwrap_or(&DEFAULT)
     }
     /// `g` for writing (set to an empty message first if unset).
     pub fn mutable_g(&mut self) -> &mut GraphProto {
-        self.g.get_or_insert_with(|| Box::new(GraphProto::new()))
+        self.rare.g.get_or_insert_with(|| Box::new(GraphProto::new()))
     }
     /// Sets `g`.
     pub fn set_g(&mut self, v: GraphProto) {
-        self.g = Some(Box::new(v));
+        self.rare.g = Some(Box::new(v));
     }
     /// True when `sparse_tensor` is set.
     pub fn has_sparse_tensor(&self) -> bool {
-        self.sparse_tensor.is_some()
+        self.rare.sparse_tensor.is_some()
     }
     /// Unsets `sparse_tensor`.
     pub fn clear_sparse_tensor(&mut self) {
-        self.sparse_tensor = None;
+        if let Some(rare) = self.rare.get_mut() {
+            rare.sparse_tensor = None;
+        }
     }
     /// `sparse_tensor`, or the empty message when unset.
     pub fn sparse_tensor(&self) -> &SparseTensorProto {
         static DEFAULT: SparseTensorProto = SparseTensorProto::new();
-        self.sparse_tensor.as_deref().unwrap_or(&DEFAULT)
+        self.rare.sparse_tensor.as_deref().unwrap_or(&DEFAULT)
     }
     /// `sparse_tensor` for writing (set to an empty message first if unset).
     pub fn mutable_sparse_tensor(&mut self) -> &mut SparseTensorProto {
-        self.sparse_tensor.get_or_insert_with(|| Box::new(SparseTensorProto::new()))
+        self.rare.sparse_tensor.get_or_insert_with(|| Box::new(SparseTensorProto::new()))
     }
     /// Sets `sparse_tensor`.
     pub fn set_sparse_tensor(&mut self, v: SparseTensorProto) {
-        self.sparse_tensor = Some(Box::new(v));
+        self.rare.sparse_tensor = Some(Box::new(v));
     }
     /// True when `tp` is set.
     pub fn has_tp(&self) -> bool {
-        self.tp.is_some()
+        self.rare.tp.is_some()
     }
     /// Unsets `tp`.
     pub fn clear_tp(&mut self) {
-        self.tp = None;
+        if let Some(rare) = self.rare.get_mut() {
+            rare.tp = None;
+        }
     }
     /// `tp`, or the empty message when unset.
     pub fn tp(&self) -> &TypeProto {
         static DEFAULT: TypeProto = TypeProto::new();
-        self.tp.as_deref().unwrap_or(&DEFAULT)
+        self.rare.tp.as_deref().unwrap_or(&DEFAULT)
     }
     /// `tp` for writing (set to an empty message first if unset).
     pub fn mutable_tp(&mut self) -> &mut TypeProto {
-        self.tp.get_or_insert_with(|| Box::new(TypeProto::new()))
+        self.rare.tp.get_or_insert_with(|| Box::new(TypeProto::new()))
     }
     /// Sets `tp`.
     pub fn set_tp(&mut self, v: TypeProto) {
-        self.tp = Some(Box::new(v));
+        self.rare.tp = Some(Box::new(v));
     }
     /// Number of `floats` elements.
     pub fn floats_size(&self) -> usize {
@@ -667,51 +691,59 @@ impl AttributeProto {
     }
     /// Number of `tensors` elements.
     pub fn tensors_size(&self) -> usize {
-        self.tensors.len()
+        self.rare.tensors.len()
     }
     /// Removes every `tensors` element.
     pub fn clear_tensors(&mut self) {
-        self.tensors.clear();
+        if let Some(rare) = self.rare.get_mut() {
+            rare.tensors.clear();
+        }
     }
     /// Appends an empty `tensors` element and returns it.
     pub fn add_tensors(&mut self) -> &mut TensorProto {
-        self.tensors.push_default()
+        self.rare.tensors.push_default()
     }
     /// Number of `graphs` elements.
     pub fn graphs_size(&self) -> usize {
-        self.graphs.len()
+        self.rare.graphs.len()
     }
     /// Removes every `graphs` element.
     pub fn clear_graphs(&mut self) {
-        self.graphs.clear();
+        if let Some(rare) = self.rare.get_mut() {
+            rare.graphs.clear();
+        }
     }
     /// Appends an empty `graphs` element and returns it.
     pub fn add_graphs(&mut self) -> &mut GraphProto {
-        self.graphs.push_default()
+        self.rare.graphs.push_default()
     }
     /// Number of `sparse_tensors` elements.
     pub fn sparse_tensors_size(&self) -> usize {
-        self.sparse_tensors.len()
+        self.rare.sparse_tensors.len()
     }
     /// Removes every `sparse_tensors` element.
     pub fn clear_sparse_tensors(&mut self) {
-        self.sparse_tensors.clear();
+        if let Some(rare) = self.rare.get_mut() {
+            rare.sparse_tensors.clear();
+        }
     }
     /// Appends an empty `sparse_tensors` element and returns it.
     pub fn add_sparse_tensors(&mut self) -> &mut SparseTensorProto {
-        self.sparse_tensors.push_default()
+        self.rare.sparse_tensors.push_default()
     }
     /// Number of `type_protos` elements.
     pub fn type_protos_size(&self) -> usize {
-        self.type_protos.len()
+        self.rare.type_protos.len()
     }
     /// Removes every `type_protos` element.
     pub fn clear_type_protos(&mut self) {
-        self.type_protos.clear();
+        if let Some(rare) = self.rare.get_mut() {
+            rare.type_protos.clear();
+        }
     }
     /// Appends an empty `type_protos` element and returns it.
     pub fn add_type_protos(&mut self) -> &mut TypeProto {
-        self.type_protos.push_default()
+        self.rare.type_protos.push_default()
     }
 }
 
@@ -729,13 +761,17 @@ impl Recycle for AttributeProto {
         if let Some(mut v) = self.s.take() {
             strings.keep(&mut v);
         }
-        if let Some(mut v) = self.t.take() {
-            v.recycle(rec, strings);
-            TensorProto::pool(rec).push_back(v);
+        if let Some(rare) = self.rare.get_mut() {
+            if let Some(mut v) = rare.t.take() {
+                v.recycle(rec, strings);
+                TensorProto::pool(rec).push_back(v);
+            }
         }
-        if let Some(mut v) = self.g.take() {
-            crate::wire::guard_stack(|| v.recycle(rec, strings));
-            GraphProto::pool(rec).push_back(v);
+        if let Some(rare) = self.rare.get_mut() {
+            if let Some(mut v) = rare.g.take() {
+                crate::wire::guard_stack(|| v.recycle(rec, strings));
+                GraphProto::pool(rec).push_back(v);
+            }
         }
         self.floats.clear();
         self.ints.clear();
@@ -743,25 +779,42 @@ impl Recycle for AttributeProto {
             strings.keep(v);
         }
         self.strings.clear();
-        self.tensors.recycle_elements(|e| e.recycle(rec, strings));
-        self.graphs.recycle_elements(|e| crate::wire::guard_stack(|| e.recycle(rec, strings)));
-        if let Some(mut v) = self.doc_string.take() {
-            strings.keep(&mut v);
+        if let Some(rare) = self.rare.get_mut() {
+            rare.tensors.recycle_elements(|e| e.recycle(rec, strings));
         }
-        if let Some(mut v) = self.tp.take() {
-            v.recycle(rec, strings);
-            TypeProto::pool(rec).push_back(v);
+        if let Some(rare) = self.rare.get_mut() {
+            rare.graphs.recycle_elements(|e| crate::wire::guard_stack(|| e.recycle(rec, strings)));
         }
-        self.type_protos.recycle_elements(|e| e.recycle(rec, strings));
+        if let Some(rare) = self.rare.get_mut() {
+            if let Some(mut v) = rare.doc_string.take() {
+                strings.keep(&mut v);
+            }
+        }
+        if let Some(rare) = self.rare.get_mut() {
+            if let Some(mut v) = rare.tp.take() {
+                v.recycle(rec, strings);
+                TypeProto::pool(rec).push_back(v);
+            }
+        }
+        if let Some(rare) = self.rare.get_mut() {
+            rare.type_protos.recycle_elements(|e| e.recycle(rec, strings));
+        }
         self.r#type = None;
-        if let Some(mut v) = self.ref_attr_name.take() {
-            strings.keep(&mut v);
+        if let Some(rare) = self.rare.get_mut() {
+            if let Some(mut v) = rare.ref_attr_name.take() {
+                strings.keep(&mut v);
+            }
         }
-        if let Some(mut v) = self.sparse_tensor.take() {
-            v.recycle(rec, strings);
-            SparseTensorProto::pool(rec).push_back(v);
+        if let Some(rare) = self.rare.get_mut() {
+            if let Some(mut v) = rare.sparse_tensor.take() {
+                v.recycle(rec, strings);
+                SparseTensorProto::pool(rec).push_back(v);
+            }
         }
-        self.sparse_tensors.recycle_elements(|e| e.recycle(rec, strings));
+        if let Some(rare) = self.rare.get_mut() {
+            rare.sparse_tensors.recycle_elements(|e| e.recycle(rec, strings));
+        }
+        self.rare.clear();
         self.unknown_fields.clear();
     }
 }
@@ -7658,45 +7711,57 @@ impl AttributeProto {
     /// Calls `f` on every `TensorProto` reachable from this message, depth-first in
     /// schema order (the message itself, for a `TensorProto`).
     pub fn visit_tensors(self: &Self, f: &mut dyn FnMut(&TensorProto)) {
-        if let Some(v) = &self.t {
+        if let Some(v) = &self.rare.t {
             v.visit_tensors(f);
         }
-        if let Some(v) = &self.g {
+        if let Some(v) = &self.rare.g {
             crate::wire::guard_stack(|| v.visit_tensors(f));
         }
-        if let Some(v) = &self.sparse_tensor {
+        if let Some(v) = &self.rare.sparse_tensor {
             v.visit_tensors(f);
         }
-        for v in &self.tensors {
+        for v in &self.rare.tensors {
             v.visit_tensors(f);
         }
-        for v in &self.graphs {
+        for v in &self.rare.graphs {
             crate::wire::guard_stack(|| v.visit_tensors(f));
         }
-        for v in &self.sparse_tensors {
+        for v in &self.rare.sparse_tensors {
             v.visit_tensors(f);
         }
     }
     /// Calls `f` on every `TensorProto` reachable from this message, depth-first in
     /// schema order (the message itself, for a `TensorProto`).
     pub fn visit_tensors_mut(self: &mut Self, f: &mut dyn FnMut(&mut TensorProto)) {
-        if let Some(v) = &mut self.t {
+        if let Some(rare) = self.rare.get_mut() {
+        if let Some(v) = &mut rare.t {
             v.visit_tensors_mut(f);
         }
-        if let Some(v) = &mut self.g {
+        }
+        if let Some(rare) = self.rare.get_mut() {
+        if let Some(v) = &mut rare.g {
             crate::wire::guard_stack(|| v.visit_tensors_mut(f));
         }
-        if let Some(v) = &mut self.sparse_tensor {
+        }
+        if let Some(rare) = self.rare.get_mut() {
+        if let Some(v) = &mut rare.sparse_tensor {
             v.visit_tensors_mut(f);
         }
-        for v in &mut self.tensors {
+        }
+        if let Some(rare) = self.rare.get_mut() {
+        for v in &mut rare.tensors {
             v.visit_tensors_mut(f);
         }
-        for v in &mut self.graphs {
+        }
+        if let Some(rare) = self.rare.get_mut() {
+        for v in &mut rare.graphs {
             crate::wire::guard_stack(|| v.visit_tensors_mut(f));
         }
-        for v in &mut self.sparse_tensors {
+        }
+        if let Some(rare) = self.rare.get_mut() {
+        for v in &mut rare.sparse_tensors {
             v.visit_tensors_mut(f);
+        }
         }
     }
 }
@@ -7961,31 +8026,22 @@ impl AttributeProto {
     /// A copy in which every `TensorProto` reachable from this message is `f(original)`,
     /// called in the order of `visit_tensors`; every other field is cloned.
     pub fn clone_with_tensors(&self, f: &mut dyn FnMut(&TensorProto) -> TensorProto) -> Self {
-        let t = self.t.as_ref().map(|v| Box::new(v.clone_with_tensors(f)));
-        let g = self.g.as_ref().map(|v| Box::new(crate::wire::guard_stack(|| v.clone_with_tensors(f))));
-        let sparse_tensor = self.sparse_tensor.as_ref().map(|v| Box::new(v.clone_with_tensors(f)));
-        let tensors = self.tensors.iter().map(|v| v.clone_with_tensors(f)).collect();
-        let graphs = self.graphs.iter().map(|v| crate::wire::guard_stack(|| v.clone_with_tensors(f))).collect();
-        let sparse_tensors = self.sparse_tensors.iter().map(|v| v.clone_with_tensors(f)).collect();
+        let t = self.rare.t.as_ref().map(|v| Box::new(v.clone_with_tensors(f)));
+        let g = self.rare.g.as_ref().map(|v| Box::new(crate::wire::guard_stack(|| v.clone_with_tensors(f))));
+        let sparse_tensor = self.rare.sparse_tensor.as_ref().map(|v| Box::new(v.clone_with_tensors(f)));
+        let tensors = self.rare.tensors.iter().map(|v| v.clone_with_tensors(f)).collect();
+        let graphs = self.rare.graphs.iter().map(|v| crate::wire::guard_stack(|| v.clone_with_tensors(f))).collect();
+        let sparse_tensors = self.rare.sparse_tensors.iter().map(|v| v.clone_with_tensors(f)).collect();
         Self {
             name: self.name.clone(),
-            ref_attr_name: self.ref_attr_name.clone(),
-            doc_string: self.doc_string.clone(),
             r#type: self.r#type.clone(),
             f: self.f.clone(),
             i: self.i.clone(),
             s: self.s.clone(),
-            t,
-            g,
-            sparse_tensor,
-            tp: self.tp.clone(),
             floats: self.floats.clone(),
             ints: self.ints.clone(),
             strings: self.strings.clone(),
-            tensors,
-            graphs,
-            sparse_tensors,
-            type_protos: self.type_protos.clone(),
+            rare: self.rare.map_allocated(move |r| AttributeProtoRare { ref_attr_name: r.ref_attr_name.clone(), doc_string: r.doc_string.clone(), t, g, sparse_tensor, tp: r.tp.clone(), tensors, graphs, sparse_tensors, type_protos: r.type_protos.clone() }),
             unknown_fields: self.unknown_fields.clone(),
         }
     }
@@ -8273,22 +8329,22 @@ impl AttributeProto {
         parent: Option<TensorField>,
         f: &mut dyn FnMut(&'a TensorProto, TensorPlace),
     ) {
-        if let Some(v) = &self.t {
+        if let Some(v) = &self.rare.t {
             f(v, TensorPlace { field: TensorField::AttributeT, parent });
         }
-        if let Some(v) = &self.g {
+        if let Some(v) = &self.rare.g {
             crate::wire::guard_stack(|| v.visit_tensors_placed(Some(TensorField::AttributeG), f));
         }
-        if let Some(v) = &self.sparse_tensor {
+        if let Some(v) = &self.rare.sparse_tensor {
             v.visit_tensors_placed(Some(TensorField::AttributeSparseTensor), f);
         }
-        for v in &self.tensors {
+        for v in &self.rare.tensors {
             f(v, TensorPlace { field: TensorField::AttributeTensors, parent });
         }
-        for v in &self.graphs {
+        for v in &self.rare.graphs {
             crate::wire::guard_stack(|| v.visit_tensors_placed(Some(TensorField::AttributeGraphs), f));
         }
-        for v in &self.sparse_tensors {
+        for v in &self.rare.sparse_tensors {
             v.visit_tensors_placed(Some(TensorField::AttributeSparseTensors), f);
         }
     }

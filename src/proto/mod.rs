@@ -10,7 +10,7 @@ mod payload;
 pub mod schema;
 pub mod text_format;
 
-pub use crate::wire::{InlineVec, Message, MessageVisitor, RepeatedField};
+pub use crate::wire::{InlineVec, Message, MessageVisitor, Rare, RareFields, RepeatedField};
 pub use data_type::DataType;
 pub use generated::*;
 

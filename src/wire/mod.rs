@@ -7,6 +7,7 @@ pub mod inline_vec;
 pub(crate) mod message;
 mod placement;
 pub(crate) mod prefetch;
+pub mod rare;
 mod reader;
 mod recycle;
 mod region;
@@ -21,6 +22,7 @@ pub(crate) use message::{DynMessage, encode_streaming};
 pub(crate) use placement::PayloadPool;
 #[doc(hidden)]
 pub use placement::REGION_OWNER_BYTES;
+pub use rare::{Rare, RareFields};
 pub use reader::{
     AUTO_METADATA_BASE_BYTES, AUTO_METADATA_BYTES_PER_INPUT_BYTE, DecodeConfig, PayloadMode,
     Reader, ReleaseSource, metadata_budget,

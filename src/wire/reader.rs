@@ -828,6 +828,18 @@ impl<'a> Reader<'a> {
         self.read_message(m)
     }
 
+    /// Allocates the box of the rare fields of the message being parsed when it is not (a rare
+    /// field was met), or `OutOfMemory`.
+    #[inline]
+    pub fn alloc_rare<T: Default>(&self, rare: &mut super::Rare<T>) -> DResult<()> {
+        if !rare.is_allocated() {
+            let b = crate::error::try_box(T::default())
+                .map_err(|l| self.alloc_error(l.size(), self.tag_start))?;
+            rare.put(b);
+        }
+        Ok(())
+    }
+
     /// A boxed empty message (a oneof member being parsed), or `OutOfMemory`: one the parse
     /// reuses (see `Reader::recycle_from`) when there is one.
     #[inline]
