@@ -20,8 +20,8 @@ source scripts/lib/library-sizes.sh
 # Budgets in bytes of the stripped x86-64 Linux library: the sizes measured when they were set
 # plus ~3%, so that growth beyond that fails here and must be looked at. The targets are
 # 3 000 000 (full: met) and 1 500 000 (minimal: not met yet).
-FULL_BUDGET=2882000
-MINIMAL_BUDGET=2386000
+FULL_BUDGET=2730000
+MINIMAL_BUDGET=2209000
 
 cargo clippy --release -p onnx_light --lib --no-default-features -- -D warnings
 

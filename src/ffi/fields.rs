@@ -5,8 +5,9 @@
 //! non-capturing closure from the message to the field: the only code that names the field) to a
 //! function here. The `#[inline(always)]` wrappers erase the projection's message type (a
 //! `fn(&M) -> &F` is called as an `unsafe fn(*mut ()) -> *mut F`: the same ABI), so each body is
-//! compiled once per field TYPE instead of once per field, and runs inside the one panic catcher
-//! (`panic::run_caught`). The behaviour (values, errors and their messages) is that of the
+//! compiled once per field TYPE instead of once per field. The bodies that modify run inside the
+//! one panic catcher (`panic::run_caught`); the reads, which cannot panic, check the handle
+//! themselves ([`read_on`]): the C walk reads every field. The behaviour (values, errors and their messages) is that of the
 //! closures over `handle::read` / `write` these shims replaced.
 //!
 //! The bodies are `extern "C"` (Rust calls them, never C) because such functions cannot unwind:
@@ -26,17 +27,17 @@ use super::handle::{
     Castable, OnnxlBytes, OnnxlStr, Seq, c_bytes, check_enum, elem, elem_mut, remove_at,
 };
 use super::panic::{ffi_status, ffi_status_on, ffi_value_on};
-use super::status::{FfiError, OnnxlStatus};
+use super::status::{FfiError, OnnxlStatus, set_last_error};
 use crate::bytes::ProtoString;
 use crate::proto::{InlineVec, RepeatedField};
 
 /// A projection with its message type erased: the field of the message at the (non-NULL)
 /// argument.
-type Field<F> = unsafe fn(*mut ()) -> *mut F;
+pub(crate) type Field<F> = unsafe fn(*mut ()) -> *mut F;
 
 /// `f` as a [`Field`].
 #[inline(always)]
-fn erase<M, F>(f: fn(&M) -> &F) -> Field<F> {
+pub(crate) fn erase<M, F>(f: fn(&M) -> &F) -> Field<F> {
     // SAFETY: `&M` and `*mut ()`, `&F` and `*mut F` are ABI-compatible (thin pointers), so `f`
     // may be called through the other signature. Callers pass only pointers to a live `M` and use
     // the result as `&F` for no longer than the handle is borrowed.
@@ -45,7 +46,7 @@ fn erase<M, F>(f: fn(&M) -> &F) -> Field<F> {
 
 /// `f` as a [`Field`] (a projection that may create the field's storage).
 #[inline(always)]
-fn erase_mut<M, F>(f: fn(&mut M) -> &mut F) -> Field<F> {
+pub(crate) fn erase_mut<M, F>(f: fn(&mut M) -> &mut F) -> Field<F> {
     // SAFETY: as in `erase`; callers pass only pointers to a live `M` they may modify.
     unsafe { transmute::<fn(&mut M) -> &mut F, Field<F>>(f) }
 }
@@ -92,6 +93,27 @@ unsafe fn store_copied<T: Copy>(
     })
 }
 
+/// Runs a read `f` on the handle `m` without the panic catcher: `f`'s value, or `failure` with
+/// the error recorded (a NULL `m`: "message is NULL", as the catcher reports it).
+///
+/// Only for reads, which cannot panic (address arithmetic, loads, a recorded error): being
+/// called from `extern "C"` bodies, a panic would abort instead of unwinding into C. Skipping
+/// `catch_unwind` keeps a read a call and a projection (the C walk reads every field).
+#[inline(always)]
+fn read_on<R>(m: *mut (), failure: R, f: impl FnOnce(*mut ()) -> Result<R, FfiError>) -> R {
+    if m.is_null() {
+        set_last_error(FfiError::null("message"));
+        return failure;
+    }
+    match f(m) {
+        Ok(v) => v,
+        Err(e) => {
+            set_last_error(e);
+            failure
+        }
+    }
+}
+
 // ---- optional fields ----
 
 /// True when the optional field is set.
@@ -106,8 +128,8 @@ pub(crate) unsafe fn has<C: Castable, T>(m: *const C, field: fn(&C::Rust) -> &Op
 
 #[inline(never)]
 unsafe extern "C" fn has_body<T>(m: *mut (), field: Field<Option<T>>) -> bool {
-    // SAFETY: the catcher passes a non-NULL live handle.
-    ffi_value_on(m, false, |m| Ok(unsafe { get(m, field) }.is_some()))
+    // SAFETY: `read_on` passes a non-NULL live handle.
+    read_on(m, false, |m| Ok(unsafe { get(m, field) }.is_some()))
 }
 
 /// Unsets the optional field.
@@ -147,8 +169,8 @@ pub(crate) unsafe fn value<C: Castable, T: Copy + Default>(
 
 #[inline(never)]
 unsafe extern "C" fn value_body<T: Copy + Default>(m: *mut (), field: Field<Option<T>>) -> T {
-    // SAFETY: the catcher passes a non-NULL live handle.
-    ffi_value_on(m, T::default(), |m| {
+    // SAFETY: `read_on` passes a non-NULL live handle.
+    read_on(m, T::default(), |m| {
         Ok(unsafe { get(m, field) }.unwrap_or_default())
     })
 }
@@ -249,8 +271,8 @@ fn str_of(b: OnnxlBytes) -> OnnxlStr {
 
 #[inline(never)]
 unsafe extern "C" fn bytes_body(m: *mut (), field: Field<Option<ProtoString>>) -> OnnxlBytes {
-    ffi_value_on(m, OnnxlBytes::FAILED, |m| {
-        // SAFETY: the catcher passes a non-NULL live handle.
+    read_on(m, OnnxlBytes::FAILED, |m| {
+        // SAFETY: `read_on` passes a non-NULL live handle.
         let v = unsafe { get(m, field) };
         Ok(OnnxlBytes::of(v.as_deref().unwrap_or_default()))
     })
@@ -303,8 +325,8 @@ pub(crate) unsafe fn message<C: Castable, D: Castable>(
 
 #[inline(never)]
 unsafe extern "C" fn message_body<F>(m: *mut (), field: Field<F>) -> *const F {
-    // SAFETY: the catcher passes a non-NULL live handle.
-    ffi_value_on(
+    // SAFETY: `read_on` passes a non-NULL live handle.
+    read_on(
         m,
         std::ptr::null(),
         |m| Ok(unsafe { field(m) }.cast_const()),
@@ -344,8 +366,8 @@ pub(crate) unsafe fn len<C: Castable, S: Seq>(m: *const C, field: fn(&C::Rust) -
 
 #[inline(never)]
 unsafe extern "C" fn len_body<S: Seq>(m: *mut (), field: Field<S>) -> usize {
-    // SAFETY: the catcher passes a non-NULL live handle.
-    ffi_value_on(m, 0, |m| Ok(unsafe { get(m, field) }.seq_len()))
+    // SAFETY: `read_on` passes a non-NULL live handle.
+    read_on(m, 0, |m| Ok(unsafe { get(m, field) }.seq_len()))
 }
 
 /// Removes every element.
@@ -419,8 +441,8 @@ unsafe extern "C" fn elem_value_body<S: Seq<Elem: Copy + Default>>(
     name: &'static str,
     field: Field<S>,
 ) -> S::Elem {
-    // SAFETY: the catcher passes a non-NULL live handle.
-    ffi_value_on(m, Default::default(), |m| {
+    // SAFETY: `read_on` passes a non-NULL live handle.
+    read_on(m, Default::default(), |m| {
         Ok(*elem(unsafe { get(m, field) }, i, name)?)
     })
 }
@@ -443,8 +465,8 @@ unsafe extern "C" fn data_body<T, const N: usize>(
     m: *mut (),
     field: Field<InlineVec<T, N>>,
 ) -> *const T {
-    // SAFETY: the catcher passes a non-NULL live handle.
-    ffi_value_on(m, std::ptr::null(), |m| {
+    // SAFETY: `read_on` passes a non-NULL live handle.
+    read_on(m, std::ptr::null(), |m| {
         Ok(unsafe { get(m, field) }.as_ptr())
     })
 }
@@ -602,8 +624,8 @@ unsafe extern "C" fn elem_bytes_body<S: Seq<Elem = ProtoString>>(
     name: &'static str,
     field: Field<S>,
 ) -> OnnxlBytes {
-    // SAFETY: the catcher passes a non-NULL live handle.
-    ffi_value_on(m, OnnxlBytes::FAILED, |m| {
+    // SAFETY: `read_on` passes a non-NULL live handle.
+    read_on(m, OnnxlBytes::FAILED, |m| {
         Ok(OnnxlBytes::of(elem(unsafe { get(m, field) }, i, name)?))
     })
 }
@@ -697,8 +719,8 @@ unsafe extern "C" fn elem_message_body<T>(
     name: &'static str,
     field: Field<RepeatedField<T>>,
 ) -> *const T {
-    // SAFETY: the catcher passes a non-NULL live handle.
-    ffi_value_on(m, std::ptr::null(), |m| {
+    // SAFETY: `read_on` passes a non-NULL live handle.
+    read_on(m, std::ptr::null(), |m| {
         Ok(std::ptr::from_ref(elem(unsafe { get(m, field) }, i, name)?))
     })
 }

@@ -1,13 +1,18 @@
 //! The generic per-message bodies (`_new`, `_free`, `_parse_from_bytes`, `_serialize`,
 //! `_copy_from`, `_clear`, `_byte_size`, unknown fields) that the generated accessors call, one
-//! generic function each.
+//! generic function each. The unknown-fields ones are, as the field accessors (`fields.rs`), one
+//! body for every message type, given the projection to the message's unknown fields.
+
+// The bodies are `extern "C"` to be nounwind (see `fields.rs`).
+#![allow(improper_ctypes_definitions)]
 
 use super::buffer::{OnnxlBuffer, new_buffer};
+use super::fields::{Field, erase, erase_mut};
 use super::handle::{
     Castable, OnnxlBytes, c_bytes, check_out, free_box, into_raw, read, try_mut, try_ref, write_out,
 };
 use super::options::{OnnxlParseOptions, OnnxlSerializeOptions, parse_options, serialize_options};
-use super::panic::{ffi_status, ffi_value};
+use super::panic::{ffi_status, ffi_status_on, ffi_value, ffi_value_on};
 use super::status::{FfiError, OnnxlStatus};
 use crate::bytes::UnknownFields;
 use crate::codec;
@@ -178,14 +183,18 @@ where
     C::Rust: Message,
 {
     // SAFETY: forwarded contract.
-    unsafe {
-        read(m, OnnxlBytes::FAILED, |m| {
-            Ok(OnnxlBytes::of(m.unknown_fields().as_bytes()))
-        })
-    }
+    unsafe { unknown_fields_body(m.cast_mut().cast(), erase(|m: &C::Rust| m.unknown_fields())) }
 }
 
-/// Checks that `bytes` is a sequence of complete, well-formed protobuf fields.
+/// [`msg_unknown_fields`] for every message type, given the projection to its unknown fields.
+#[inline(never)]
+unsafe extern "C" fn unknown_fields_body(m: *mut (), field: Field<UnknownFields>) -> OnnxlBytes {
+    ffi_value_on(m, OnnxlBytes::FAILED, |m| {
+        // SAFETY: the catcher passes a non-NULL live handle.
+        Ok(OnnxlBytes::of(unsafe { &*field(m) }.as_bytes()))
+    })
+}
+
 fn check_wire_fields(bytes: &[u8]) -> Result<(), FfiError> {
     let cfg = DecodeConfig::default();
     let mut r = Reader::new(bytes, &cfg);
@@ -224,31 +233,64 @@ pub(crate) unsafe fn msg_add_unknown_fields<C: Castable>(
 where
     C::Rust: Message,
 {
+    // SAFETY: forwarded contract.
+    unsafe {
+        add_unknown_fields_body(
+            m.cast(),
+            data,
+            len,
+            erase_mut(|m: &mut C::Rust| m.unknown_fields_mut()),
+        )
+    }
+}
+
+/// [`msg_add_unknown_fields`] for every message type.
+#[inline(never)]
+unsafe extern "C" fn add_unknown_fields_body(
+    m: *mut (),
+    data: *const u8,
+    len: usize,
+    field: Field<UnknownFields>,
+) -> OnnxlStatus {
     ffi_status(|| {
         // SAFETY: forwarded contract.
         let bytes = unsafe { c_bytes(data, len, "data") }?;
         check_wire_fields(bytes)?;
-        // SAFETY: forwarded contract.
-        unsafe { try_mut(m, "message") }?
-            .unknown_fields_mut()
-            .push_raw(bytes);
+        if m.is_null() {
+            return Err(FfiError::null("message"));
+        }
+        // SAFETY: a non-NULL live handle used by no one else (contract).
+        unsafe { &mut *field(m) }.push_raw(bytes);
         Ok(())
     })
 }
 
-/// `onnxl_<message>_clear_unknown_fields`.
+/// Drops the unknown fields of `m`.
 ///
 /// # Safety
-/// `m` is NULL or a live handle used by no one else.
+/// `m` is NULL or a live handle used by no one else during the call.
 pub(crate) unsafe fn msg_clear_unknown_fields<C: Castable>(m: *mut C) -> OnnxlStatus
 where
     C::Rust: Message,
 {
     // SAFETY: forwarded contract.
-    ffi_status(|| {
-        unsafe { try_mut(m, "message") }?
-            .unknown_fields_mut()
-            .clear();
+    unsafe {
+        clear_unknown_fields_body(
+            m.cast(),
+            erase_mut(|m: &mut C::Rust| m.unknown_fields_mut()),
+        )
+    }
+}
+
+/// [`msg_clear_unknown_fields`] for every message type.
+#[inline(never)]
+unsafe extern "C" fn clear_unknown_fields_body(
+    m: *mut (),
+    field: Field<UnknownFields>,
+) -> OnnxlStatus {
+    ffi_status_on(m, |m| {
+        // SAFETY: the catcher passes a non-NULL live handle.
+        unsafe { &mut *field(m) }.clear();
         Ok(())
     })
 }

@@ -80,13 +80,112 @@ unsafe impl<T: Sync> Sync for RepeatedField<T> {}
 
 /// Layout of a chunk with an order array of `order_cap` pointers and `cap` slots, and the
 /// offsets of the order array and of the first slot.
+#[inline(always)]
 fn chunk_layout<T>(order_cap: usize, cap: usize) -> (Layout, usize, usize) {
+    chunk_layout_of(Layout::new::<T>(), order_cap, cap)
+}
+
+/// [`chunk_layout`] for elements of layout `elem`.
+#[inline(always)]
+fn chunk_layout_of(elem: Layout, order_cap: usize, cap: usize) -> (Layout, usize, usize) {
     let overflow = "repeated field chunk size overflows";
-    let order = Layout::array::<NonNull<T>>(order_cap).expect(overflow);
-    let slots = Layout::array::<T>(cap).expect(overflow);
+    let order = Layout::array::<NonNull<u8>>(order_cap).expect(overflow);
+    // `Layout::array` for an element of layout `elem` (whose size is a multiple of its align).
+    let slots = elem
+        .size()
+        .checked_mul(cap)
+        .and_then(|n| Layout::from_size_align(n, elem.align()).ok())
+        .expect(overflow);
     let (with_order, order_at) = Layout::new::<ChunkHeader>().extend(order).expect(overflow);
     let (layout, slots_at) = with_order.extend(slots).expect(overflow);
     (layout, order_at, slots_at)
+}
+
+/// The header of the chunk holding the order array `order` (not dangling): it starts right
+/// before the array (`chunk_layout`: the header's size is a multiple of a pointer's alignment).
+///
+/// # Safety
+/// `order` is the order array of a live chunk.
+#[inline(always)]
+unsafe fn header_of_order(order: NonNull<u8>) -> NonNull<ChunkHeader> {
+    // SAFETY: contract above.
+    unsafe { order.sub(size_of::<ChunkHeader>()).cast() }
+}
+
+/// The growth of a field (the part of `try_take_slot` that makes a new chunk), with the element
+/// type erased so that one body serves every `RepeatedField<T>`: a new chunk of at least
+/// `min_cap` slots of layout `elem` (at most `most`; its order array takes over when the one in
+/// use is too small); returns its first slot, or the layout the allocator refused.
+///
+/// # Safety
+/// `order` and `len` are the fields of a `RepeatedField<T>` with `Layout::new::<T>() == elem`;
+/// its newest chunk (if any) is full with no free slot, `old_total` is that chunk's `total` and
+/// `live_order_cap` the `order_cap` of the chunk holding the order array in use (both 0 without
+/// chunks).
+#[inline(never)]
+#[allow(clippy::too_many_arguments)]
+unsafe fn grow(
+    order: &mut NonNull<NonNull<u8>>,
+    len: usize,
+    old_total: usize,
+    live_order_cap: usize,
+    elem: Layout,
+    most: usize,
+    min_cap: usize,
+    region: Option<&ChunkRegion>,
+) -> Result<NonNull<u8>, Layout> {
+    let has_chunk = *order != NonNull::dangling();
+    // SAFETY: a non-dangling order array is that of a live chunk, which names the newest one.
+    let old_newest = has_chunk
+        .then(|| unsafe { (*header_of_order(order.cast()).as_ptr()).newest })
+        .flatten();
+    let cap = len.clamp(1, most).max(min_cap);
+    let total = old_total
+        .checked_add(cap)
+        .expect("repeated field size overflows");
+    // A new order array (in this chunk) only when the one in use cannot hold `total`
+    // pointers; it doubles, so all order arrays together stay within twice the last one.
+    let order_cap = if live_order_cap >= total {
+        0
+    } else {
+        total.max(live_order_cap.saturating_mul(2))
+    };
+    let (cap32, order_cap32, total32) = (count(cap), count(order_cap), count(total));
+    let (layout, order_at, slots_at) = chunk_layout_of(elem, order_cap, cap);
+    debug_assert_eq!(order_at, size_of::<ChunkHeader>(), "see `order_chunk`");
+    let (raw, block) = match region.and_then(|r| r.alloc(layout.size(), layout.align())) {
+        Some((p, block)) => (p.as_ptr(), Some(block)),
+        // SAFETY: the layout has a non-zero size (it starts with the header).
+        None => (unsafe { alloc::alloc(layout) }, None),
+    };
+    let Some(h) = NonNull::new(raw.cast::<ChunkHeader>()) else {
+        return Err(layout);
+    };
+    // SAFETY: fresh memory of the chunk's layout: header, order array, slots. A new order
+    // array receives the `len <= old_total < order_cap` pointers of the old one (older
+    // chunks, and so the old array, stay allocated until the field is dropped).
+    unsafe {
+        h.as_ptr().write(ChunkHeader {
+            next: old_newest,
+            block,
+            free: ptr::null_mut(),
+            newest: Some(h),
+            cap: cap32,
+            used: 1,
+            order_cap: order_cap32,
+            total: total32,
+            spare: 0,
+        });
+        if order_cap > 0 {
+            let new_order = raw.add(order_at).cast::<NonNull<u8>>();
+            ptr::copy_nonoverlapping(order.as_ptr(), new_order, len);
+            *order = NonNull::new_unchecked(new_order);
+        } else {
+            // The order array in use stays where it is; its chunk names the new newest.
+            (*header_of_order(order.cast()).as_ptr()).newest = Some(h);
+        }
+        Ok(NonNull::new_unchecked(raw.add(slots_at)))
+    }
 }
 
 /// Puts a slot whose element was moved out or dropped on the free list of `chunks`.
@@ -128,18 +227,8 @@ impl<T> RepeatedField<T> {
         if self.order == NonNull::dangling() {
             return None;
         }
-        // SAFETY: a non-dangling order pointer is the order array of a live chunk, which starts
-        // right after the chunk's header (`chunk_layout`: the header's size is a multiple of a
-        // pointer's alignment).
-        Some(unsafe {
-            NonNull::new_unchecked(
-                self.order
-                    .as_ptr()
-                    .cast::<u8>()
-                    .sub(size_of::<ChunkHeader>())
-                    .cast::<ChunkHeader>(),
-            )
-        })
+        // SAFETY: a non-dangling order pointer is the order array of a live chunk.
+        Some(unsafe { header_of_order(self.order.cast()) })
     }
     /// The newest chunk, if any.
     #[inline(always)]
@@ -237,54 +326,22 @@ impl<T> RepeatedField<T> {
                 live_order_cap = (*order_chunk.as_ptr()).order_cap as usize;
             }
         }
-        let most = Self::max_chunk_slots();
-        let cap = self.len.clamp(1, most).max(min_cap);
-        let total = old_total
-            .checked_add(cap)
-            .expect("repeated field size overflows");
-        // A new order array (in this chunk) only when the one in use cannot hold `total`
-        // pointers; it doubles, so all order arrays together stay within twice the last one.
-        let order_cap = if live_order_cap >= total {
-            0
-        } else {
-            total.max(live_order_cap.saturating_mul(2))
-        };
-        let (cap32, order_cap32, total32) = (count(cap), count(order_cap), count(total));
-        let (layout, order_at, slots_at) = chunk_layout::<T>(order_cap, cap);
-        debug_assert_eq!(order_at, size_of::<ChunkHeader>(), "see `order_chunk`");
-        let (raw, block) = match region.and_then(|r| r.alloc(layout.size(), layout.align())) {
-            Some((p, block)) => (p.as_ptr(), Some(block)),
-            // SAFETY: the layout has a non-zero size (it starts with the header).
-            None => (unsafe { alloc::alloc(layout) }, None),
-        };
-        let Some(h) = NonNull::new(raw.cast::<ChunkHeader>()) else {
-            return Err(layout);
-        };
-        // SAFETY: fresh memory of the chunk's layout: header, order array, slots. A new order
-        // array receives the `len <= old_total < order_cap` pointers of the old one (older
-        // chunks, and so the old array, stay allocated until the field is dropped).
+        // SAFETY: `NonNull<NonNull<T>>` and `NonNull<NonNull<u8>>` are the same pointer; the
+        // newest chunk (if any) is full with no free slot (both checked above) and the totals are
+        // read from the chunks (`grow`'s contract).
         unsafe {
-            h.as_ptr().write(ChunkHeader {
-                next: old_newest,
-                block,
-                free: ptr::null_mut(),
-                newest: Some(h),
-                cap: cap32,
-                used: 1,
-                order_cap: order_cap32,
-                total: total32,
-                spare: 0,
-            });
-            if order_cap > 0 {
-                let order = raw.add(order_at).cast::<NonNull<T>>();
-                ptr::copy_nonoverlapping(self.order.as_ptr(), order, self.len);
-                self.order = NonNull::new_unchecked(order);
-            } else {
-                // The order array in use stays where it is; its chunk names the new newest.
-                (*self.order_chunk().unwrap_unchecked().as_ptr()).newest = Some(h);
-            }
-            Ok(NonNull::new_unchecked(raw.add(slots_at).cast::<T>()))
+            grow(
+                &mut *(&raw mut self.order).cast::<NonNull<NonNull<u8>>>(),
+                self.len,
+                old_total,
+                live_order_cap,
+                Layout::new::<T>(),
+                Self::max_chunk_slots(),
+                min_cap,
+                region,
+            )
         }
+        .map(NonNull::cast)
     }
 
     /// Stores `value` in an unoccupied slot, not yet in the order.
