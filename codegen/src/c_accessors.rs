@@ -11,7 +11,7 @@ use std::fmt::Write;
 
 pub(crate) use crate::oneofs;
 use crate::schema::{EnumDef, FieldDef, Kind, Label, MESSAGES, MessageDef};
-use crate::{camel, proto_decl, rust_type_name, snake};
+use crate::{camel, proto_decl, rust_member, rust_type_name, snake};
 
 #[path = "../../src/proto/data_type.rs"]
 #[allow(dead_code)]
@@ -123,14 +123,6 @@ pub(crate) fn scalar_c(k: Kind) -> &'static str {
         Kind::Float => "float",
         Kind::Double => "double",
         _ => unreachable!("not a scalar: {k:?}"),
-    }
-}
-
-/// The Rust struct field of `f` (`r#type` for `type`).
-fn rust_field(f: &FieldDef) -> String {
-    match f.name {
-        "type" => "r#type".to_string(),
-        n => n.to_string(),
     }
 }
 
@@ -749,7 +741,10 @@ fn gen_field(out: &mut Out, m: &MessageDef, f: &FieldDef) {
             let sct = c_type(sub);
             let (get, mutable) = match oneof {
                 Some(_) => (format!("m.{n}()"), format!("m.mutable_{n}()")),
-                None => (format!("m.{}()", rust_field(f)), format!("m.mutable_{n}()")),
+                None => (
+                    format!("m.{}()", rust_member(f)),
+                    format!("m.mutable_{n}()"),
+                ),
             };
             let unset = if oneof.is_some() {
                 "when another member (or none) of the oneof is set"

@@ -7,20 +7,11 @@ use std::fmt::Write;
 
 use crate::rust_messages::{boxed, oneof_enum_name};
 use crate::schema::{FieldDef, Kind, MESSAGES, MessageDef};
-use crate::{camel, has_rare, is_rare, oneofs, rust_type_name};
+use crate::{camel, has_rare, is_rare, oneofs, rust_member, rust_type_name};
 
 /// The C++ class name of a message: `TensorProto.Segment` -> `TensorProto_Segment`.
 pub fn cpp_name(full: &str) -> String {
     full.replace('.', "_")
-}
-
-/// The Rust field name (`type` is a keyword).
-pub fn rust_field(f: &FieldDef) -> String {
-    if f.name == "type" {
-        "r#type".into()
-    } else {
-        f.name.into()
-    }
 }
 
 /// Panics unless every sub-message field is boxed (`rust_messages::boxed`): the C++ classes
@@ -408,7 +399,7 @@ fn gen_layout(o: &mut String) {
                 o,
                 "    writeln!(o, \"field {cn}.{} {{}}{mark}\", std::mem::offset_of!({owner}, {})).unwrap();",
                 f.name,
-                rust_field(f)
+                rust_member(f)
             )
             .unwrap();
         }

@@ -11,15 +11,7 @@
 use std::fmt::Write;
 
 use crate::schema::{FieldDef, Kind, Label, MESSAGES, MessageDef};
-use crate::{camel, is_cycle_field, oneofs, rust_type_name, snake};
-
-/// The Rust field (or accessor) name of `f` (`type` is a keyword).
-fn rust_field(f: &FieldDef) -> String {
-    match f.name {
-        "type" => "r#type".to_string(),
-        n => n.to_string(),
-    }
-}
+use crate::{camel, is_cycle_field, oneofs, rust_member, rust_type_name, snake};
 
 /// The class name Python sees: the last part of the full name (`TensorProto.Segment` -> `Segment`).
 fn py_name(full: &str) -> &str {
@@ -287,14 +279,14 @@ fn gen_merge(o: &mut String, m: &MessageDef, ty: &str) {
                     o,
                     "        if src.has_{n}() {{ dst.set_{n}(src.{r}().clone()); }}",
                     n = f.name,
-                    r = rust_field(f)
+                    r = rust_member(f)
                 )
                 .unwrap(),
                 _ => writeln!(
                     o,
                     "        if src.has_{n}() {{ dst.set_{n}(src.{r}()); }}",
                     n = f.name,
-                    r = rust_field(f)
+                    r = rust_member(f)
                 )
                 .unwrap(),
             }
@@ -378,7 +370,7 @@ fn gen_text(o: &mut String, m: &MessageDef) {
     let mut fields: Vec<&FieldDef> = m.fields.iter().collect();
     fields.sort_by_key(|f| f.number);
     for f in fields {
-        let r = rust_field(f);
+        let r = rust_member(f);
         let path = crate::field_path(f);
         let n = f.name;
         let emit = |v: &str| -> String {
@@ -430,7 +422,7 @@ fn gen_field(o: &mut String, m: &MessageDef, f: &FieldDef, ty: &str, it: &str) {
     let fi = format!("{it}_{}", f.name);
     let fs = fi.to_uppercase();
     let r = crate::field_path(f);
-    let acc = rust_field(f);
+    let acc = rust_member(f);
     let n = f.name;
     let qual = format!("{}.{}", m.name, f.name);
     match (f.label, f.kind) {

@@ -5,7 +5,7 @@ use std::fmt::Write;
 use crate::schema::{FieldDef, Kind, Label, MESSAGES, MessageDef};
 use crate::{
     camel, cycle_fields, field_path, has_rare, inline_list_capacity, is_cycle_field, is_rare,
-    oneofs, proto_decl, rust_type_name, snake, varint_bytes,
+    oneofs, proto_decl, rust_member, rust_type_name, snake, varint_bytes,
 };
 
 /// Repeated message fields whose elements may be parsed ahead of time, in parallel.
@@ -71,13 +71,6 @@ fn inline_fields_are_acyclic() {
     }
     for m in MESSAGES {
         visit(m.name, &mut Vec::new());
-    }
-}
-
-fn rust_field_name(f: &FieldDef) -> String {
-    match f.name {
-        "type" => "r#type".to_string(),
-        n => n.to_string(),
     }
 }
 
@@ -234,7 +227,7 @@ fn gen_tensor_visitors(o: &mut String) {
                 if !set.contains(&t) {
                     continue;
                 }
-                let name = rust_field_name(fd);
+                let name = rust_member(fd);
                 if let Some(oneof) = fd.oneof {
                     let en = oneof_enum_name(m, oneof);
                     writeln!(
@@ -481,7 +474,7 @@ fn gen_tensor_rewriters(o: &mut String) {
                 }
                 continue;
             }
-            let name = rust_field_name(fd);
+            let name = rust_member(fd);
             // Rare fields are members of the rare struct, cloned from `r` (its fields).
             let (members, src) = if is_rare(m, fd) {
                 (&mut rare_members, "r")
@@ -658,7 +651,7 @@ fn struct_fields(o: &mut String, m: &MessageDef, rare: bool) {
             (Label::Optional, _) => format!("Option<{vt}>"),
         };
         writeln!(o, "    /// `{}`", proto_decl(f)).unwrap();
-        writeln!(o, "    pub {}: {ty},", rust_field_name(f)).unwrap();
+        writeln!(o, "    pub {}: {ty},", rust_member(f)).unwrap();
     }
 }
 
@@ -681,7 +674,7 @@ fn struct_inits(o: &mut String, m: &MessageDef, rare: bool) {
             Label::Repeated => "InlineVec::new()",
             Label::Optional => "None",
         };
-        writeln!(o, "            {}: {init},", rust_field_name(f)).unwrap();
+        writeln!(o, "            {}: {init},", rust_member(f)).unwrap();
     }
 }
 
@@ -698,7 +691,7 @@ fn struct_members(m: &MessageDef) -> Vec<(String, &'static str)> {
             Some(oneof) if out.iter().any(|(n, _)| n == oneof) => {}
             Some(oneof) => out.push((oneof.to_string(), oneof)),
             None if is_rare(m, f) => {}
-            None => out.push((rust_field_name(f), plain_name(f))),
+            None => out.push((rust_member(f), plain_name(f))),
         }
     }
     if has_rare(m) {
@@ -788,7 +781,7 @@ fn gen_guarded_traits(o: &mut String, m: &MessageDef) {
             m.name,
             f.name
         );
-        let name = rust_field_name(f);
+        let name = rust_member(f);
         if is_rare(m, f) {
             // Taken out of an allocated box only (nothing to drop in an unallocated one).
             writeln!(
@@ -977,7 +970,7 @@ fn gen_prefetch_children(o: &mut String, m: &MessageDef) {
     )
     .unwrap();
     for f in fields {
-        let name = rust_field_name(f);
+        let name = rust_member(f);
         if f.label == Label::Repeated {
             writeln!(o, "        self.{name}.prefetch_head();").unwrap();
         } else if boxed(m, f) {
@@ -1536,7 +1529,7 @@ fn gen_accessors(o: &mut String, m: &MessageDef) {
     let rn = rust_type_name(m.name);
     writeln!(o, "impl {rn} {{").unwrap();
     for f in m.fields {
-        let name = rust_field_name(f);
+        let name = rust_member(f);
         let path = field_path(f);
         let base = f.name;
         let vt = value_type(f.kind);
@@ -1763,7 +1756,7 @@ fn gen_recycle(out: &mut String, m: &MessageDef) {
         }
     };
     for f in sorted_fields(m) {
-        let name = rust_field_name(f);
+        let name = rust_member(f);
         if let Some(oneof) = f.oneof {
             if oneofs_done.contains(&oneof) {
                 continue;
