@@ -7141,7 +7141,7 @@ pub unsafe extern "C" fn onnxl_tensor_proto_set_data_type(m: *mut OnnxlTensorPro
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_tensor_proto_has_segment(m: *const OnnxlTensorProto) -> bool {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { has(m, |m| &m.segment) }
+    unsafe { has(m, |m| &m.rare.segment) }
 }
 
 /// Unsets `segment`.
@@ -7153,7 +7153,7 @@ pub unsafe extern "C" fn onnxl_tensor_proto_has_segment(m: *const OnnxlTensorPro
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_tensor_proto_clear_segment(m: *mut OnnxlTensorProto) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { clear(m, |m| &mut m.segment) }
+    unsafe { clear(m, |m| &mut m.rare.segment) }
 }
 
 /// `segment` (read-only); when unset, a shared empty default `TensorProto.Segment`. NULL only when `m` is NULL.
@@ -7405,7 +7405,7 @@ pub unsafe extern "C" fn onnxl_tensor_proto_assign_int32_data(m: *mut OnnxlTenso
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_tensor_proto_string_data_size(m: *const OnnxlTensorProto) -> usize {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { len(m, |m| &m.string_data) }
+    unsafe { len(m, |m| &m.rare.string_data) }
 }
 
 /// Removes every `string_data` element.
@@ -7417,7 +7417,7 @@ pub unsafe extern "C" fn onnxl_tensor_proto_string_data_size(m: *const OnnxlTens
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_tensor_proto_clear_string_data(m: *mut OnnxlTensorProto) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { clear_all(m, |m| &mut m.string_data) }
+    unsafe { clear_all(m, |m| &mut m.rare.string_data) }
 }
 
 /// Removes `string_data` element `i`; later elements move down by one (`ONNXL_STATUS_OUT_OF_RANGE` when `i` >= size).
@@ -7429,7 +7429,7 @@ pub unsafe extern "C" fn onnxl_tensor_proto_clear_string_data(m: *mut OnnxlTenso
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_tensor_proto_remove_string_data(m: *mut OnnxlTensorProto, i: usize) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { remove(m, i, "TensorProto.string_data", |m| &mut m.string_data) }
+    unsafe { remove(m, i, "TensorProto.string_data", |m| &mut m.rare.string_data) }
 }
 
 /// A view of `string_data` element `i` (`data` NULL when `i` >= size or `m` is NULL).
@@ -7441,7 +7441,7 @@ pub unsafe extern "C" fn onnxl_tensor_proto_remove_string_data(m: *mut OnnxlTens
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_tensor_proto_string_data(m: *const OnnxlTensorProto, i: usize) -> OnnxlBytes {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { elem_bytes(m, i, "TensorProto.string_data", |m| &m.string_data) }
+    unsafe { elem_bytes(m, i, "TensorProto.string_data", |m| &m.rare.string_data) }
 }
 
 /// Sets `string_data` element `i` to a copy of `len` bytes at `data` (`ONNXL_STATUS_OUT_OF_RANGE` when `i` >= size).
@@ -7453,7 +7453,7 @@ pub unsafe extern "C" fn onnxl_tensor_proto_string_data(m: *const OnnxlTensorPro
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_tensor_proto_set_string_data(m: *mut OnnxlTensorProto, i: usize, data: *const u8, len: usize) -> OnnxlStatus {
     // SAFETY: forwarded contract above.
-    unsafe { set_elem_bytes(m, i, data, len, "TensorProto.string_data", |m| &mut m.string_data) }
+    unsafe { set_elem_bytes(m, i, data, len, "TensorProto.string_data", |m| &mut m.rare.string_data) }
 }
 
 /// Appends a copy of `len` bytes at `data` to `string_data`.
@@ -7465,7 +7465,7 @@ pub unsafe extern "C" fn onnxl_tensor_proto_set_string_data(m: *mut OnnxlTensorP
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_tensor_proto_add_string_data(m: *mut OnnxlTensorProto, data: *const u8, len: usize) -> OnnxlStatus {
     // SAFETY: forwarded contract above.
-    unsafe { push_bytes(m, data, len, |m| &mut m.string_data) }
+    unsafe { push_bytes(m, data, len, |m| &mut m.rare.string_data) }
 }
 
 /// Number of `int64_data` elements (0 when `m` is NULL).
@@ -7633,7 +7633,7 @@ pub unsafe extern "C" fn onnxl_tensor_proto_set_name(m: *mut OnnxlTensorProto, d
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_tensor_proto_has_doc_string(m: *const OnnxlTensorProto) -> bool {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { has(m, |m| &m.doc_string) }
+    unsafe { has(m, |m| &m.rare.doc_string) }
 }
 
 /// Unsets `doc_string`.
@@ -7645,7 +7645,7 @@ pub unsafe extern "C" fn onnxl_tensor_proto_has_doc_string(m: *const OnnxlTensor
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_tensor_proto_clear_doc_string(m: *mut OnnxlTensorProto) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { clear(m, |m| &mut m.doc_string) }
+    unsafe { clear(m, |m| &mut m.rare.doc_string) }
 }
 
 /// A view of `doc_string` (empty when unset; `data` NULL only when `m` is NULL).
@@ -7657,7 +7657,7 @@ pub unsafe extern "C" fn onnxl_tensor_proto_clear_doc_string(m: *mut OnnxlTensor
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_tensor_proto_doc_string(m: *const OnnxlTensorProto) -> OnnxlStr {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { string(m, |m| &m.doc_string) }
+    unsafe { string(m, |m| &m.rare.doc_string) }
 }
 
 /// Sets `doc_string` to a copy of `len` bytes at `data`.
@@ -7669,7 +7669,7 @@ pub unsafe extern "C" fn onnxl_tensor_proto_doc_string(m: *const OnnxlTensorProt
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_tensor_proto_set_doc_string(m: *mut OnnxlTensorProto, data: *const c_char, len: usize) -> OnnxlStatus {
     // SAFETY: forwarded contract above.
-    unsafe { set_bytes(m, data, len, |m| &mut m.doc_string) }
+    unsafe { set_bytes(m, data, len, |m| &mut m.rare.doc_string) }
 }
 
 /// True when `raw_data` is set (proto2 presence: set to its default still counts).
@@ -7885,7 +7885,7 @@ pub unsafe extern "C" fn onnxl_tensor_proto_set_data_location(m: *mut OnnxlTenso
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_tensor_proto_double_data_size(m: *const OnnxlTensorProto) -> usize {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { len(m, |m| &m.double_data) }
+    unsafe { len(m, |m| &m.rare.double_data) }
 }
 
 /// Removes every `double_data` element.
@@ -7897,7 +7897,7 @@ pub unsafe extern "C" fn onnxl_tensor_proto_double_data_size(m: *const OnnxlTens
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_tensor_proto_clear_double_data(m: *mut OnnxlTensorProto) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { clear_all(m, |m| &mut m.double_data) }
+    unsafe { clear_all(m, |m| &mut m.rare.double_data) }
 }
 
 /// Removes `double_data` element `i`; later elements move down by one (`ONNXL_STATUS_OUT_OF_RANGE` when `i` >= size).
@@ -7909,7 +7909,7 @@ pub unsafe extern "C" fn onnxl_tensor_proto_clear_double_data(m: *mut OnnxlTenso
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_tensor_proto_remove_double_data(m: *mut OnnxlTensorProto, i: usize) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { remove(m, i, "TensorProto.double_data", |m| &mut m.double_data) }
+    unsafe { remove(m, i, "TensorProto.double_data", |m| &mut m.rare.double_data) }
 }
 
 /// `double_data` element `i`; 0 (with `ONNXL_STATUS_OUT_OF_RANGE` as last error) when `i` >= size or `m` is NULL.
@@ -7921,7 +7921,7 @@ pub unsafe extern "C" fn onnxl_tensor_proto_remove_double_data(m: *mut OnnxlTens
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_tensor_proto_double_data(m: *const OnnxlTensorProto, i: usize) -> f64 {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { elem_value(m, i, "TensorProto.double_data", |m| &m.double_data) }
+    unsafe { elem_value(m, i, "TensorProto.double_data", |m| &m.rare.double_data) }
 }
 
 /// The `double_data` elements as a contiguous array of `onnxl_tensor_proto_double_data_size(m)` values (NULL only when `m` is NULL; not to be read when the size is 0).
@@ -7933,7 +7933,7 @@ pub unsafe extern "C" fn onnxl_tensor_proto_double_data(m: *const OnnxlTensorPro
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_tensor_proto_double_data_data(m: *const OnnxlTensorProto) -> *const f64 {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { data(m, |m| &m.double_data) }
+    unsafe { data(m, |m| &m.rare.double_data) }
 }
 
 /// The `double_data` elements for in-place writing (NULL only when `m` is NULL).
@@ -7945,7 +7945,7 @@ pub unsafe extern "C" fn onnxl_tensor_proto_double_data_data(m: *const OnnxlTens
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_tensor_proto_mutable_double_data_data(m: *mut OnnxlTensorProto) -> *mut f64 {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { mutable_data(m, |m| &mut m.double_data) }
+    unsafe { mutable_data(m, |m| &mut m.rare.double_data) }
 }
 
 /// Sets `double_data` element `i` to `v` (`ONNXL_STATUS_OUT_OF_RANGE` when `i` >= size).
@@ -7957,7 +7957,7 @@ pub unsafe extern "C" fn onnxl_tensor_proto_mutable_double_data_data(m: *mut Onn
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_tensor_proto_set_double_data(m: *mut OnnxlTensorProto, i: usize, v: f64) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { set_elem_value(m, i, v, "TensorProto.double_data", |m| &mut m.double_data) }
+    unsafe { set_elem_value(m, i, v, "TensorProto.double_data", |m| &mut m.rare.double_data) }
 }
 
 /// Appends `v` to `double_data`.
@@ -7969,7 +7969,7 @@ pub unsafe extern "C" fn onnxl_tensor_proto_set_double_data(m: *mut OnnxlTensorP
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_tensor_proto_add_double_data(m: *mut OnnxlTensorProto, v: f64) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { push_value(m, v, |m| &mut m.double_data) }
+    unsafe { push_value(m, v, |m| &mut m.rare.double_data) }
 }
 
 /// Replaces every `double_data` element with a copy of the `count` values at `data`.
@@ -7981,7 +7981,7 @@ pub unsafe extern "C" fn onnxl_tensor_proto_add_double_data(m: *mut OnnxlTensorP
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_tensor_proto_assign_double_data(m: *mut OnnxlTensorProto, data: *const f64, count: usize) -> OnnxlStatus {
     // SAFETY: forwarded contract above.
-    unsafe { assign(m, data, count, |m| &mut m.double_data) }
+    unsafe { assign(m, data, count, |m| &mut m.rare.double_data) }
 }
 
 /// Number of `uint64_data` elements (0 when `m` is NULL).
@@ -7993,7 +7993,7 @@ pub unsafe extern "C" fn onnxl_tensor_proto_assign_double_data(m: *mut OnnxlTens
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_tensor_proto_uint64_data_size(m: *const OnnxlTensorProto) -> usize {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { len(m, |m| &m.uint64_data) }
+    unsafe { len(m, |m| &m.rare.uint64_data) }
 }
 
 /// Removes every `uint64_data` element.
@@ -8005,7 +8005,7 @@ pub unsafe extern "C" fn onnxl_tensor_proto_uint64_data_size(m: *const OnnxlTens
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_tensor_proto_clear_uint64_data(m: *mut OnnxlTensorProto) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { clear_all(m, |m| &mut m.uint64_data) }
+    unsafe { clear_all(m, |m| &mut m.rare.uint64_data) }
 }
 
 /// Removes `uint64_data` element `i`; later elements move down by one (`ONNXL_STATUS_OUT_OF_RANGE` when `i` >= size).
@@ -8017,7 +8017,7 @@ pub unsafe extern "C" fn onnxl_tensor_proto_clear_uint64_data(m: *mut OnnxlTenso
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_tensor_proto_remove_uint64_data(m: *mut OnnxlTensorProto, i: usize) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { remove(m, i, "TensorProto.uint64_data", |m| &mut m.uint64_data) }
+    unsafe { remove(m, i, "TensorProto.uint64_data", |m| &mut m.rare.uint64_data) }
 }
 
 /// `uint64_data` element `i`; 0 (with `ONNXL_STATUS_OUT_OF_RANGE` as last error) when `i` >= size or `m` is NULL.
@@ -8029,7 +8029,7 @@ pub unsafe extern "C" fn onnxl_tensor_proto_remove_uint64_data(m: *mut OnnxlTens
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_tensor_proto_uint64_data(m: *const OnnxlTensorProto, i: usize) -> u64 {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { elem_value(m, i, "TensorProto.uint64_data", |m| &m.uint64_data) }
+    unsafe { elem_value(m, i, "TensorProto.uint64_data", |m| &m.rare.uint64_data) }
 }
 
 /// The `uint64_data` elements as a contiguous array of `onnxl_tensor_proto_uint64_data_size(m)` values (NULL only when `m` is NULL; not to be read when the size is 0).
@@ -8041,7 +8041,7 @@ pub unsafe extern "C" fn onnxl_tensor_proto_uint64_data(m: *const OnnxlTensorPro
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_tensor_proto_uint64_data_data(m: *const OnnxlTensorProto) -> *const u64 {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { data(m, |m| &m.uint64_data) }
+    unsafe { data(m, |m| &m.rare.uint64_data) }
 }
 
 /// The `uint64_data` elements for in-place writing (NULL only when `m` is NULL).
@@ -8053,7 +8053,7 @@ pub unsafe extern "C" fn onnxl_tensor_proto_uint64_data_data(m: *const OnnxlTens
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_tensor_proto_mutable_uint64_data_data(m: *mut OnnxlTensorProto) -> *mut u64 {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { mutable_data(m, |m| &mut m.uint64_data) }
+    unsafe { mutable_data(m, |m| &mut m.rare.uint64_data) }
 }
 
 /// Sets `uint64_data` element `i` to `v` (`ONNXL_STATUS_OUT_OF_RANGE` when `i` >= size).
@@ -8065,7 +8065,7 @@ pub unsafe extern "C" fn onnxl_tensor_proto_mutable_uint64_data_data(m: *mut Onn
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_tensor_proto_set_uint64_data(m: *mut OnnxlTensorProto, i: usize, v: u64) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { set_elem_value(m, i, v, "TensorProto.uint64_data", |m| &mut m.uint64_data) }
+    unsafe { set_elem_value(m, i, v, "TensorProto.uint64_data", |m| &mut m.rare.uint64_data) }
 }
 
 /// Appends `v` to `uint64_data`.
@@ -8077,7 +8077,7 @@ pub unsafe extern "C" fn onnxl_tensor_proto_set_uint64_data(m: *mut OnnxlTensorP
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_tensor_proto_add_uint64_data(m: *mut OnnxlTensorProto, v: u64) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { push_value(m, v, |m| &mut m.uint64_data) }
+    unsafe { push_value(m, v, |m| &mut m.rare.uint64_data) }
 }
 
 /// Replaces every `uint64_data` element with a copy of the `count` values at `data`.
@@ -8089,7 +8089,7 @@ pub unsafe extern "C" fn onnxl_tensor_proto_add_uint64_data(m: *mut OnnxlTensorP
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_tensor_proto_assign_uint64_data(m: *mut OnnxlTensorProto, data: *const u64, count: usize) -> OnnxlStatus {
     // SAFETY: forwarded contract above.
-    unsafe { assign(m, data, count, |m| &mut m.uint64_data) }
+    unsafe { assign(m, data, count, |m| &mut m.rare.uint64_data) }
 }
 
 /// Number of `metadata_props` elements (0 when `m` is NULL).
@@ -8101,7 +8101,7 @@ pub unsafe extern "C" fn onnxl_tensor_proto_assign_uint64_data(m: *mut OnnxlTens
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_tensor_proto_metadata_props_size(m: *const OnnxlTensorProto) -> usize {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { len(m, |m| &m.metadata_props) }
+    unsafe { len(m, |m| &m.rare.metadata_props) }
 }
 
 /// Removes every `metadata_props` element.
@@ -8113,7 +8113,7 @@ pub unsafe extern "C" fn onnxl_tensor_proto_metadata_props_size(m: *const OnnxlT
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_tensor_proto_clear_metadata_props(m: *mut OnnxlTensorProto) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { clear_all(m, |m| &mut m.metadata_props) }
+    unsafe { clear_all(m, |m| &mut m.rare.metadata_props) }
 }
 
 /// Removes `metadata_props` element `i`; later elements move down by one (`ONNXL_STATUS_OUT_OF_RANGE` when `i` >= size).
@@ -8125,7 +8125,7 @@ pub unsafe extern "C" fn onnxl_tensor_proto_clear_metadata_props(m: *mut OnnxlTe
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_tensor_proto_remove_metadata_props(m: *mut OnnxlTensorProto, i: usize) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { remove(m, i, "TensorProto.metadata_props", |m| &mut m.metadata_props) }
+    unsafe { remove(m, i, "TensorProto.metadata_props", |m| &mut m.rare.metadata_props) }
 }
 
 /// `metadata_props` element `i` (read-only); NULL when `i` >= size or `m` is NULL.
@@ -8137,7 +8137,7 @@ pub unsafe extern "C" fn onnxl_tensor_proto_remove_metadata_props(m: *mut OnnxlT
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_tensor_proto_metadata_props(m: *const OnnxlTensorProto, i: usize) -> *const OnnxlStringStringEntryProto {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { elem_message::<OnnxlTensorProto, OnnxlStringStringEntryProto>(m, i, "TensorProto.metadata_props", |m| &m.metadata_props) }
+    unsafe { elem_message::<OnnxlTensorProto, OnnxlStringStringEntryProto>(m, i, "TensorProto.metadata_props", |m| &m.rare.metadata_props) }
 }
 
 /// `metadata_props` element `i` for writing; NULL when `i` >= size or `m` is NULL.
@@ -8149,7 +8149,7 @@ pub unsafe extern "C" fn onnxl_tensor_proto_metadata_props(m: *const OnnxlTensor
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_tensor_proto_mutable_metadata_props(m: *mut OnnxlTensorProto, i: usize) -> *mut OnnxlStringStringEntryProto {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { mutable_elem_message::<OnnxlTensorProto, OnnxlStringStringEntryProto>(m, i, "TensorProto.metadata_props", |m| &mut m.metadata_props) }
+    unsafe { mutable_elem_message::<OnnxlTensorProto, OnnxlStringStringEntryProto>(m, i, "TensorProto.metadata_props", |m| &mut m.rare.metadata_props) }
 }
 
 /// Appends an empty `StringStringEntryProto` to `metadata_props` and returns it for writing; NULL only when `m` is NULL.
@@ -8161,7 +8161,7 @@ pub unsafe extern "C" fn onnxl_tensor_proto_mutable_metadata_props(m: *mut Onnxl
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_tensor_proto_add_metadata_props(m: *mut OnnxlTensorProto) -> *mut OnnxlStringStringEntryProto {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { add_message::<OnnxlTensorProto, OnnxlStringStringEntryProto>(m, |m| &mut m.metadata_props) }
+    unsafe { add_message::<OnnxlTensorProto, OnnxlStringStringEntryProto>(m, |m| &mut m.rare.metadata_props) }
 }
 
 /// `onnx.TensorProto.Segment` (opaque handle).

@@ -1489,6 +1489,18 @@ pub unsafe extern "C" fn onnxl_cxx_TensorProto_list_reserve(f: *mut RepeatedFiel
     unsafe { list_reserve(f, n) }
 }
 
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn onnxl_cxx_TensorProto_rare_mut(p: *mut TensorProto) -> *mut TensorProtoRare {
+    // SAFETY: module contract.
+    unsafe { (*p).rare.make_mut() }
+}
+
+/// The rare fields every unallocated `rare` box of a `TensorProto` reads as.
+#[unsafe(no_mangle)]
+pub extern "C" fn onnxl_cxx_TensorProto_rare_empty() -> *const TensorProtoRare {
+    <TensorProtoRare as RareFields>::empty()
+}
+
 // ---- TensorProto.Segment
 
 #[unsafe(no_mangle)]
@@ -3297,21 +3309,22 @@ pub fn layout_text() -> String {
     writeln!(o, "field GraphProto.quantization_annotation {}", std::mem::offset_of!(GraphProto, quantization_annotation)).unwrap();
     writeln!(o, "field GraphProto.metadata_props {}", std::mem::offset_of!(GraphProto, metadata_props)).unwrap();
     writeln!(o, "message TensorProto size={} align={}", size_of::<TensorProto>(), align_of::<TensorProto>()).unwrap();
+    writeln!(o, "rare TensorProto offset={}", std::mem::offset_of!(TensorProto, rare)).unwrap();
     writeln!(o, "field TensorProto.dims {}", std::mem::offset_of!(TensorProto, dims)).unwrap();
     writeln!(o, "field TensorProto.data_type {}", std::mem::offset_of!(TensorProto, data_type)).unwrap();
-    writeln!(o, "field TensorProto.segment {}", std::mem::offset_of!(TensorProto, segment)).unwrap();
+    writeln!(o, "field TensorProto.segment {} rare", std::mem::offset_of!(TensorProtoRare, segment)).unwrap();
     writeln!(o, "field TensorProto.float_data {}", std::mem::offset_of!(TensorProto, float_data)).unwrap();
     writeln!(o, "field TensorProto.int32_data {}", std::mem::offset_of!(TensorProto, int32_data)).unwrap();
-    writeln!(o, "field TensorProto.string_data {}", std::mem::offset_of!(TensorProto, string_data)).unwrap();
+    writeln!(o, "field TensorProto.string_data {} rare", std::mem::offset_of!(TensorProtoRare, string_data)).unwrap();
     writeln!(o, "field TensorProto.int64_data {}", std::mem::offset_of!(TensorProto, int64_data)).unwrap();
     writeln!(o, "field TensorProto.name {}", std::mem::offset_of!(TensorProto, name)).unwrap();
-    writeln!(o, "field TensorProto.doc_string {}", std::mem::offset_of!(TensorProto, doc_string)).unwrap();
+    writeln!(o, "field TensorProto.doc_string {} rare", std::mem::offset_of!(TensorProtoRare, doc_string)).unwrap();
     writeln!(o, "field TensorProto.raw_data {}", std::mem::offset_of!(TensorProto, raw_data)).unwrap();
     writeln!(o, "field TensorProto.external_data {}", std::mem::offset_of!(TensorProto, external_data)).unwrap();
     writeln!(o, "field TensorProto.data_location {}", std::mem::offset_of!(TensorProto, data_location)).unwrap();
-    writeln!(o, "field TensorProto.double_data {}", std::mem::offset_of!(TensorProto, double_data)).unwrap();
-    writeln!(o, "field TensorProto.uint64_data {}", std::mem::offset_of!(TensorProto, uint64_data)).unwrap();
-    writeln!(o, "field TensorProto.metadata_props {}", std::mem::offset_of!(TensorProto, metadata_props)).unwrap();
+    writeln!(o, "field TensorProto.double_data {} rare", std::mem::offset_of!(TensorProtoRare, double_data)).unwrap();
+    writeln!(o, "field TensorProto.uint64_data {} rare", std::mem::offset_of!(TensorProtoRare, uint64_data)).unwrap();
+    writeln!(o, "field TensorProto.metadata_props {} rare", std::mem::offset_of!(TensorProtoRare, metadata_props)).unwrap();
     writeln!(o, "message TensorProto_Segment size={} align={}", size_of::<TensorProtoSegment>(), align_of::<TensorProtoSegment>()).unwrap();
     writeln!(o, "field TensorProto_Segment.begin {}", std::mem::offset_of!(TensorProtoSegment, begin)).unwrap();
     writeln!(o, "field TensorProto_Segment.end {}", std::mem::offset_of!(TensorProtoSegment, end)).unwrap();

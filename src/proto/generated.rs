@@ -20,7 +20,7 @@ pub struct AttributeProto {
     /// `optional bytes s = 4;`
     pub s: Option<ProtoString>,
     /// `repeated float floats = 7;`
-    pub floats: InlineVec<f32>,
+    pub floats: InlineVec<f32, 2>,
     /// `repeated int64 ints = 8;`
     pub ints: InlineVec<i64, 4>,
     /// `repeated bytes strings = 9;`
@@ -1489,7 +1489,7 @@ pub struct IntIntListEntryProto {
     /// `optional int64 key = 1;`
     pub key: Option<i64>,
     /// `repeated int64 value = 2;`
-    pub value: InlineVec<i64>,
+    pub value: InlineVec<i64, 1>,
     /// Fields not in the schema, as read (written back after the known ones).
     pub unknown_fields: UnknownFields,
 }
@@ -1763,7 +1763,7 @@ pub struct ShardingSpecProto {
     /// `optional string tensor_name = 1;`
     pub tensor_name: Option<ProtoString>,
     /// `repeated int64 device = 2;`
-    pub device: InlineVec<i64>,
+    pub device: InlineVec<i64, 1>,
     /// `repeated IntIntListEntryProto index_to_device_group_map = 3;`
     pub index_to_device_group_map: RepeatedField<IntIntListEntryProto>,
     /// `repeated ShardedDimProto sharded_dim = 4;`
@@ -3694,32 +3694,22 @@ pub struct TensorProto {
     pub dims: InlineVec<i64, 4>,
     /// `optional int32 data_type = 2;`
     pub data_type: Option<i32>,
-    /// `optional TensorProto.Segment segment = 3;`
-    pub segment: Option<Box<TensorProtoSegment>>,
     /// `repeated float float_data = 4 [packed = true];`
-    pub float_data: InlineVec<f32>,
+    pub float_data: InlineVec<f32, 2>,
     /// `repeated int32 int32_data = 5 [packed = true];`
-    pub int32_data: InlineVec<i32>,
-    /// `repeated bytes string_data = 6;`
-    pub string_data: InlineVec<ProtoString>,
+    pub int32_data: InlineVec<i32, 2>,
     /// `repeated int64 int64_data = 7 [packed = true];`
-    pub int64_data: InlineVec<i64>,
+    pub int64_data: InlineVec<i64, 1>,
     /// `optional string name = 8;`
     pub name: Option<ProtoString>,
-    /// `optional string doc_string = 12;`
-    pub doc_string: Option<ProtoString>,
     /// `optional bytes raw_data = 9;`
     pub raw_data: Option<ByteSpan>,
     /// `repeated StringStringEntryProto external_data = 13;`
     pub external_data: RepeatedField<StringStringEntryProto>,
     /// `optional TensorProto.DataLocation data_location = 14;`
     pub data_location: Option<i32>,
-    /// `repeated double double_data = 10 [packed = true];`
-    pub double_data: InlineVec<f64>,
-    /// `repeated uint64 uint64_data = 11 [packed = true];`
-    pub uint64_data: InlineVec<u64>,
-    /// `repeated StringStringEntryProto metadata_props = 16;`
-    pub metadata_props: RepeatedField<StringStringEntryProto>,
+    /// The fields few models set (`TensorProtoRare`), in a box allocated on first write.
+    pub rare: Rare<TensorProtoRare>,
     /// Fields not in the schema, as read (written back after the known ones).
     pub unknown_fields: UnknownFields,
 }
@@ -3730,21 +3720,54 @@ impl TensorProto {
         Self {
             dims: InlineVec::new(),
             data_type: None,
-            segment: None,
             float_data: InlineVec::new(),
             int32_data: InlineVec::new(),
-            string_data: InlineVec::new(),
             int64_data: InlineVec::new(),
             name: None,
-            doc_string: None,
             raw_data: None,
             external_data: RepeatedField::new(),
             data_location: None,
+            rare: Rare::new(),
+            unknown_fields: UnknownFields::new(),
+        }
+    }
+}
+
+/// The rare fields of `onnx.TensorProto` (its `rare` member).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct TensorProtoRare {
+    /// `optional TensorProto.Segment segment = 3;`
+    pub segment: Option<Box<TensorProtoSegment>>,
+    /// `repeated bytes string_data = 6;`
+    pub string_data: InlineVec<ProtoString>,
+    /// `optional string doc_string = 12;`
+    pub doc_string: Option<ProtoString>,
+    /// `repeated double double_data = 10 [packed = true];`
+    pub double_data: InlineVec<f64, 1>,
+    /// `repeated uint64 uint64_data = 11 [packed = true];`
+    pub uint64_data: InlineVec<u64, 1>,
+    /// `repeated StringStringEntryProto metadata_props = 16;`
+    pub metadata_props: RepeatedField<StringStringEntryProto>,
+}
+
+impl TensorProtoRare {
+    /// Every rare field unset.
+    pub const fn new() -> Self {
+        Self {
+            segment: None,
+            string_data: InlineVec::new(),
+            doc_string: None,
             double_data: InlineVec::new(),
             uint64_data: InlineVec::new(),
             metadata_props: RepeatedField::new(),
-            unknown_fields: UnknownFields::new(),
         }
+    }
+}
+
+impl RareFields for TensorProtoRare {
+    fn empty() -> &'static Self {
+        static EMPTY: TensorProtoRare = TensorProtoRare::new();
+        &EMPTY
     }
 }
 
@@ -3760,7 +3783,10 @@ impl Message for TensorProto {
                 }
                 10 => r.read_packed_varints_into(&mut self.dims, |v| v as i64).map_err(|e| e.at("dims", None))?,
                 16 => self.data_type = Some(r.read_varint().map_err(|e| e.at("data_type", None))? as i32),
-                26 => r.read_message_into(&mut self.segment).map_err(|e| e.at("segment", None))?,
+                26 => {
+                    r.alloc_rare(&mut self.rare)?;
+                    r.read_message_into(&mut self.rare.segment).map_err(|e| e.at("segment", None))?
+                }
                 37 => {
                     r.reserve_run(&mut self.float_data, 37).map_err(|e| e.at("float_data", None))?;
                     self.float_data.push(f32::from_bits(r.read_fixed32().map_err(|e| e.at("float_data", None))?));
@@ -3776,8 +3802,11 @@ impl Message for TensorProto {
                 }
                 42 => r.read_packed_varints_into(&mut self.int32_data, |v| v as i32).map_err(|e| e.at("int32_data", None))?,
                 50 => {
-                    r.reserve_run(&mut self.string_data, 50).map_err(|e| e.at("string_data", None))?;
-                    r.push_string(&mut self.string_data).map_err(|e| e.at("string_data", None))?;
+                    r.alloc_rare(&mut self.rare)?;
+                    {
+                    r.reserve_run(&mut self.rare.string_data, 50).map_err(|e| e.at("string_data", None))?;
+                    r.push_string(&mut self.rare.string_data).map_err(|e| e.at("string_data", None))?;
+                }
                 }
                 56 => {
                     r.reserve_run(&mut self.int64_data, 56).map_err(|e| e.at("int64_data", None))?;
@@ -3785,7 +3814,10 @@ impl Message for TensorProto {
                 }
                 58 => r.read_packed_varints_into(&mut self.int64_data, |v| v as i64).map_err(|e| e.at("int64_data", None))?,
                 66 => r.read_string_into(&mut self.name).map_err(|e| e.at("name", None))?,
-                98 => r.read_string_into(&mut self.doc_string).map_err(|e| e.at("doc_string", None))?,
+                98 => {
+                    r.alloc_rare(&mut self.rare)?;
+                    r.read_string_into(&mut self.rare.doc_string).map_err(|e| e.at("doc_string", None))?
+                }
                 74 => self.raw_data = r.read_payload().map_err(|e| e.at("raw_data", None))?,
                 106 => {
                     let i = self.external_data.len();
@@ -3801,23 +3833,38 @@ impl Message for TensorProto {
                     }
                 }
                 81 => {
-                    r.reserve_run(&mut self.double_data, 81).map_err(|e| e.at("double_data", None))?;
-                    self.double_data.push(f64::from_bits(r.read_fixed64().map_err(|e| e.at("double_data", None))?));
+                    r.alloc_rare(&mut self.rare)?;
+                    {
+                    r.reserve_run(&mut self.rare.double_data, 81).map_err(|e| e.at("double_data", None))?;
+                    self.rare.double_data.push(f64::from_bits(r.read_fixed64().map_err(|e| e.at("double_data", None))?));
+                }
                 }
                 82 => {
+                    r.alloc_rare(&mut self.rare)?;
+                    {
                     let b = r.read_packed_fixed(8).map_err(|e| e.at("double_data", None))?;
-                    r.reserve_elements(&mut self.double_data, b.len() / 8).map_err(|e| e.at("double_data", None))?;
-                    self.double_data.extend(b.chunks_exact(8).map(|c| f64::from_bits(u64::from_le_bytes(c.try_into().unwrap()))));
+                    r.reserve_elements(&mut self.rare.double_data, b.len() / 8).map_err(|e| e.at("double_data", None))?;
+                    self.rare.double_data.extend(b.chunks_exact(8).map(|c| f64::from_bits(u64::from_le_bytes(c.try_into().unwrap()))));
+                }
                 }
                 88 => {
-                    r.reserve_run(&mut self.uint64_data, 88).map_err(|e| e.at("uint64_data", None))?;
-                    self.uint64_data.push(r.read_varint().map_err(|e| e.at("uint64_data", None))?);
+                    r.alloc_rare(&mut self.rare)?;
+                    {
+                    r.reserve_run(&mut self.rare.uint64_data, 88).map_err(|e| e.at("uint64_data", None))?;
+                    self.rare.uint64_data.push(r.read_varint().map_err(|e| e.at("uint64_data", None))?);
                 }
-                90 => r.read_packed_varints_into(&mut self.uint64_data, |v| v).map_err(|e| e.at("uint64_data", None))?,
+                }
+                90 => {
+                    r.alloc_rare(&mut self.rare)?;
+                    r.read_packed_varints_into(&mut self.rare.uint64_data, |v| v).map_err(|e| e.at("uint64_data", None))?
+                }
                 130 => {
-                    let i = self.metadata_props.len();
-                    let m = r.push_message(&mut self.metadata_props, 130).map_err(|e| e.at("metadata_props", Some(i)))?;
+                    r.alloc_rare(&mut self.rare)?;
+                    {
+                    let i = self.rare.metadata_props.len();
+                    let m = r.push_message(&mut self.rare.metadata_props, 130).map_err(|e| e.at("metadata_props", Some(i)))?;
                     r.read_message(m).map_err(|e| e.at("metadata_props", Some(i)))?;
+                }
                 }
                 _ => r.skip_unknown(tag, &mut self.unknown_fields)?,
             }
@@ -3827,11 +3874,12 @@ impl Message for TensorProto {
 
     fn compute_size(&self, sizes: &mut SizeTable) -> u64 {
         let mut n: u64 = self.unknown_fields.len() as u64;
+        let rare = &*self.rare;
         n += self.dims.iter().map(|&v| 1 + varint_len(v as u64)).sum::<u64>();
         if let Some(v) = self.data_type {
             n += 1 + varint_len(v as i64 as u64);
         }
-        if let Some(m) = &self.segment {
+        if let Some(m) = &rare.segment {
             n += 1 + len_delimited_size(sizes.nested::<TensorProtoSegment>(m));
         }
         if !self.float_data.is_empty() {
@@ -3843,7 +3891,7 @@ impl Message for TensorProto {
             sizes.push(s);
             n += 1 + len_delimited_size(s);
         }
-        n += self.string_data.iter().map(|v| 1 + len_delimited_size(v.len() as u64)).sum::<u64>();
+        n += rare.string_data.iter().map(|v| 1 + len_delimited_size(v.len() as u64)).sum::<u64>();
         if !self.int64_data.is_empty() {
             let s: u64 = self.int64_data.iter().map(|&v| varint_len(v as u64)).sum();
             sizes.push(s);
@@ -3855,16 +3903,16 @@ impl Message for TensorProto {
         if let Some(v) = &self.raw_data {
             n += 1 + len_delimited_size(v.len() as u64);
         }
-        if !self.double_data.is_empty() {
-            let s = self.double_data.len() as u64 * 8;
+        if !rare.double_data.is_empty() {
+            let s = rare.double_data.len() as u64 * 8;
             n += 1 + len_delimited_size(s);
         }
-        if !self.uint64_data.is_empty() {
-            let s: u64 = self.uint64_data.iter().map(|&v| varint_len(v)).sum();
+        if !rare.uint64_data.is_empty() {
+            let s: u64 = rare.uint64_data.iter().map(|&v| varint_len(v)).sum();
             sizes.push(s);
             n += 1 + len_delimited_size(s);
         }
-        if let Some(v) = &self.doc_string {
+        if let Some(v) = &rare.doc_string {
             n += 1 + len_delimited_size(v.len() as u64);
         }
         for m in self.external_data.iter_prefetching() {
@@ -3873,13 +3921,14 @@ impl Message for TensorProto {
         if let Some(v) = self.data_location {
             n += 1 + varint_len(v as i64 as u64);
         }
-        for m in self.metadata_props.iter_prefetching() {
+        for m in rare.metadata_props.iter_prefetching() {
             n += 2 + len_delimited_size(sizes.nested::<StringStringEntryProto>(m));
         }
         n
     }
 
     fn encode_to<S: Sink + ?Sized>(&self, s: &mut S, c: &mut SizeCursor<'_>) {
+        let rare = &*self.rare;
         for &v in &self.dims {
             s.put(&[0x08]);
             put_varint(s, v as u64);
@@ -3888,7 +3937,7 @@ impl Message for TensorProto {
             s.put(&[0x10]);
             put_varint(s, v as i64 as u64);
         }
-        if let Some(m) = &self.segment {
+        if let Some(m) = &rare.segment {
             s.put(&[0x1a]);
             put_varint(s, c.next_size());
             m.encode_to(s, c);
@@ -3905,7 +3954,7 @@ impl Message for TensorProto {
                 put_varint(s, v as i64 as u64);
             }
         }
-        for v in &self.string_data {
+        for v in &rare.string_data {
             s.put(&[0x32]);
             put_varint(s, v.len() as u64);
             s.put(v);
@@ -3927,19 +3976,19 @@ impl Message for TensorProto {
             put_varint(s, v.len() as u64);
             s.put_payload(v);
         }
-        if !self.double_data.is_empty() {
+        if !rare.double_data.is_empty() {
             s.put(&[0x52]);
-            put_varint(s, self.double_data.len() as u64 * 8);
-            crate::proto::put_packed_fixed(s, &self.double_data);
+            put_varint(s, rare.double_data.len() as u64 * 8);
+            crate::proto::put_packed_fixed(s, &rare.double_data);
         }
-        if !self.uint64_data.is_empty() {
+        if !rare.uint64_data.is_empty() {
             s.put(&[0x5a]);
             put_varint(s, c.next_size());
-            for &v in &self.uint64_data {
+            for &v in &rare.uint64_data {
                 put_varint(s, v);
             }
         }
-        if let Some(v) = &self.doc_string {
+        if let Some(v) = &rare.doc_string {
             s.put(&[0x62]);
             put_varint(s, v.len() as u64);
             s.put(v);
@@ -3953,7 +4002,7 @@ impl Message for TensorProto {
             s.put(&[0x70]);
             put_varint(s, v as i64 as u64);
         }
-        for m in &self.metadata_props {
+        for m in &rare.metadata_props {
             s.put(&[0x82, 0x01]);
             put_varint(s, c.next_size());
             m.encode_to(s, c);
@@ -3975,11 +4024,7 @@ impl Message for TensorProto {
 
     #[inline(always)]
     fn prefetch_children(&self) {
-        if let Some(m) = &self.segment {
-            crate::wire::prefetch::prefetch_value::<_>(&**m);
-        }
         self.external_data.prefetch_head();
-        self.metadata_props.prefetch_head();
     }
 
     fn without_payloads(&self, min_len: u64) -> Option<Self> {
@@ -4018,24 +4063,26 @@ impl TensorProto {
     }
     /// True when `segment` is set.
     pub fn has_segment(&self) -> bool {
-        self.segment.is_some()
+        self.rare.segment.is_some()
     }
     /// Unsets `segment`.
     pub fn clear_segment(&mut self) {
-        self.segment = None;
+        if let Some(rare) = self.rare.get_mut() {
+            rare.segment = None;
+        }
     }
     /// `segment`, or the empty message when unset.
     pub fn segment(&self) -> &TensorProtoSegment {
         static DEFAULT: TensorProtoSegment = TensorProtoSegment::new();
-        self.segment.as_deref().unwrap_or(&DEFAULT)
+        self.rare.segment.as_deref().unwrap_or(&DEFAULT)
     }
     /// `segment` for writing (set to an empty message first if unset).
     pub fn mutable_segment(&mut self) -> &mut TensorProtoSegment {
-        self.segment.get_or_insert_with(|| Box::new(TensorProtoSegment::new()))
+        self.rare.segment.get_or_insert_with(|| Box::new(TensorProtoSegment::new()))
     }
     /// Sets `segment`.
     pub fn set_segment(&mut self, v: TensorProtoSegment) {
-        self.segment = Some(Box::new(v));
+        self.rare.segment = Some(Box::new(v));
     }
     /// Number of `float_data` elements.
     pub fn float_data_size(&self) -> usize {
@@ -4063,15 +4110,17 @@ impl TensorProto {
     }
     /// Number of `string_data` elements.
     pub fn string_data_size(&self) -> usize {
-        self.string_data.len()
+        self.rare.string_data.len()
     }
     /// Removes every `string_data` element.
     pub fn clear_string_data(&mut self) {
-        self.string_data.clear();
+        if let Some(rare) = self.rare.get_mut() {
+            rare.string_data.clear();
+        }
     }
     /// Appends a `string_data` element.
     pub fn add_string_data(&mut self, v: impl Into<ProtoString>) {
-        self.string_data.push(v.into());
+        self.rare.string_data.push(v.into());
     }
     /// Number of `int64_data` elements.
     pub fn int64_data_size(&self) -> usize {
@@ -4104,20 +4153,22 @@ impl TensorProto {
     }
     /// True when `doc_string` is set.
     pub fn has_doc_string(&self) -> bool {
-        self.doc_string.is_some()
+        self.rare.doc_string.is_some()
     }
     /// Unsets `doc_string`.
     pub fn clear_doc_string(&mut self) {
-        self.doc_string = None;
+        if let Some(rare) = self.rare.get_mut() {
+            rare.doc_string = None;
+        }
     }
     /// `doc_string`, or empty when unset.
     pub fn doc_string(&self) -> &ProtoString {
         static DEFAULT: ProtoString = ProtoString::new();
-        self.doc_string.as_ref().unwrap_or(&DEFAULT)
+        self.rare.doc_string.as_ref().unwrap_or(&DEFAULT)
     }
     /// Sets `doc_string`.
     pub fn set_doc_string(&mut self, v: impl Into<ProtoString>) {
-        self.doc_string = Some(v.into());
+        self.rare.doc_string = Some(v.into());
     }
     /// True when `raw_data` is set.
     pub fn has_raw_data(&self) -> bool {
@@ -4165,39 +4216,45 @@ impl TensorProto {
     }
     /// Number of `double_data` elements.
     pub fn double_data_size(&self) -> usize {
-        self.double_data.len()
+        self.rare.double_data.len()
     }
     /// Removes every `double_data` element.
     pub fn clear_double_data(&mut self) {
-        self.double_data.clear();
+        if let Some(rare) = self.rare.get_mut() {
+            rare.double_data.clear();
+        }
     }
     /// Appends a `double_data` element.
     pub fn add_double_data(&mut self, v: f64) {
-        self.double_data.push(v);
+        self.rare.double_data.push(v);
     }
     /// Number of `uint64_data` elements.
     pub fn uint64_data_size(&self) -> usize {
-        self.uint64_data.len()
+        self.rare.uint64_data.len()
     }
     /// Removes every `uint64_data` element.
     pub fn clear_uint64_data(&mut self) {
-        self.uint64_data.clear();
+        if let Some(rare) = self.rare.get_mut() {
+            rare.uint64_data.clear();
+        }
     }
     /// Appends a `uint64_data` element.
     pub fn add_uint64_data(&mut self, v: u64) {
-        self.uint64_data.push(v);
+        self.rare.uint64_data.push(v);
     }
     /// Number of `metadata_props` elements.
     pub fn metadata_props_size(&self) -> usize {
-        self.metadata_props.len()
+        self.rare.metadata_props.len()
     }
     /// Removes every `metadata_props` element.
     pub fn clear_metadata_props(&mut self) {
-        self.metadata_props.clear();
+        if let Some(rare) = self.rare.get_mut() {
+            rare.metadata_props.clear();
+        }
     }
     /// Appends an empty `metadata_props` element and returns it.
     pub fn add_metadata_props(&mut self) -> &mut StringStringEntryProto {
-        self.metadata_props.push_default()
+        self.rare.metadata_props.push_default()
     }
 }
 
@@ -4209,16 +4266,20 @@ impl Recycle for TensorProto {
     fn recycle(&mut self, rec: &mut Recycler, strings: &mut CxxStringPool) {
         self.dims.clear();
         self.data_type = None;
-        if let Some(mut v) = self.segment.take() {
-            v.recycle(rec, strings);
-            TensorProtoSegment::pool(rec).push_back(v);
+        if let Some(rare) = self.rare.get_mut() {
+            if let Some(mut v) = rare.segment.take() {
+                v.recycle(rec, strings);
+                TensorProtoSegment::pool(rec).push_back(v);
+            }
         }
         self.float_data.clear();
         self.int32_data.clear();
-        for v in self.string_data.iter_mut() {
-            strings.keep(v);
+        if let Some(rare) = self.rare.get_mut() {
+            for v in rare.string_data.iter_mut() {
+                strings.keep(v);
+            }
+            rare.string_data.clear();
         }
-        self.string_data.clear();
         self.int64_data.clear();
         if let Some(mut v) = self.name.take() {
             strings.keep(&mut v);
@@ -4226,14 +4287,23 @@ impl Recycle for TensorProto {
         if let Some(mut v) = self.raw_data.take() {
             strings.keep_payload(&mut v);
         }
-        self.double_data.clear();
-        self.uint64_data.clear();
-        if let Some(mut v) = self.doc_string.take() {
-            strings.keep(&mut v);
+        if let Some(rare) = self.rare.get_mut() {
+            rare.double_data.clear();
+        }
+        if let Some(rare) = self.rare.get_mut() {
+            rare.uint64_data.clear();
+        }
+        if let Some(rare) = self.rare.get_mut() {
+            if let Some(mut v) = rare.doc_string.take() {
+                strings.keep(&mut v);
+            }
         }
         self.external_data.recycle_elements(|e| e.recycle(rec, strings));
         self.data_location = None;
-        self.metadata_props.recycle_elements(|e| e.recycle(rec, strings));
+        if let Some(rare) = self.rare.get_mut() {
+            rare.metadata_props.recycle_elements(|e| e.recycle(rec, strings));
+        }
+        self.rare.clear();
         self.unknown_fields.clear();
     }
 }
@@ -4365,7 +4435,7 @@ pub struct SparseTensorProto {
     /// `optional TensorProto indices = 2;`
     pub indices: Option<Box<TensorProto>>,
     /// `repeated int64 dims = 3;`
-    pub dims: InlineVec<i64>,
+    pub dims: InlineVec<i64, 1>,
     /// Fields not in the schema, as read (written back after the known ones).
     pub unknown_fields: UnknownFields,
 }
@@ -7111,7 +7181,7 @@ pub struct MapProto {
     /// `optional int32 key_type = 2;`
     pub key_type: Option<i32>,
     /// `repeated int64 keys = 3;`
-    pub keys: InlineVec<i64>,
+    pub keys: InlineVec<i64, 1>,
     /// `repeated bytes string_keys = 4;`
     pub string_keys: InlineVec<ProtoString>,
     /// `optional SequenceProto values = 5;`
