@@ -107,6 +107,8 @@ void onnxl_cxx_ValueInfoProto_list_delete(void* f, size_t start, size_t n);
 void onnxl_cxx_ValueInfoProto_list_swap(void* f, size_t i, size_t j);
 void onnxl_cxx_ValueInfoProto_list_truncate(void* f, size_t n);
 void onnxl_cxx_ValueInfoProto_list_reserve(void* f, size_t n);
+void* onnxl_cxx_ValueInfoProto_rare_mut(void* p);
+const void* onnxl_cxx_ValueInfoProto_rare_empty(void);
 void onnxl_cxx_NodeProto_init(void* p);
 void onnxl_cxx_NodeProto_drop(void* p);
 void onnxl_cxx_NodeProto_init_copy(void* p, const void* src);
@@ -122,6 +124,8 @@ void onnxl_cxx_NodeProto_list_delete(void* f, size_t start, size_t n);
 void onnxl_cxx_NodeProto_list_swap(void* f, size_t i, size_t j);
 void onnxl_cxx_NodeProto_list_truncate(void* f, size_t n);
 void onnxl_cxx_NodeProto_list_reserve(void* f, size_t n);
+void* onnxl_cxx_NodeProto_rare_mut(void* p);
+const void* onnxl_cxx_NodeProto_rare_empty(void);
 void onnxl_cxx_IntIntListEntryProto_init(void* p);
 void onnxl_cxx_IntIntListEntryProto_drop(void* p);
 void onnxl_cxx_IntIntListEntryProto_init_copy(void* p, const void* src);
@@ -311,6 +315,8 @@ void onnxl_cxx_TensorProto_list_delete(void* f, size_t start, size_t n);
 void onnxl_cxx_TensorProto_list_swap(void* f, size_t i, size_t j);
 void onnxl_cxx_TensorProto_list_truncate(void* f, size_t n);
 void onnxl_cxx_TensorProto_list_reserve(void* f, size_t n);
+void* onnxl_cxx_TensorProto_rare_mut(void* p);
+const void* onnxl_cxx_TensorProto_rare_empty(void);
 void onnxl_cxx_TensorProto_Segment_init(void* p);
 void onnxl_cxx_TensorProto_Segment_drop(void* p);
 void onnxl_cxx_TensorProto_Segment_init_copy(void* p, const void* src);
@@ -371,6 +377,8 @@ void onnxl_cxx_TensorShapeProto_Dimension_list_delete(void* f, size_t start, siz
 void onnxl_cxx_TensorShapeProto_Dimension_list_swap(void* f, size_t i, size_t j);
 void onnxl_cxx_TensorShapeProto_Dimension_list_truncate(void* f, size_t n);
 void onnxl_cxx_TensorShapeProto_Dimension_list_reserve(void* f, size_t n);
+void* onnxl_cxx_TensorShapeProto_Dimension_rare_mut(void* p);
+const void* onnxl_cxx_TensorShapeProto_Dimension_rare_empty(void);
 uint32_t onnxl_cxx_TensorShapeProto_Dimension_value_case(const void* p);
 void onnxl_cxx_TensorShapeProto_Dimension_clear_value(void* p);
 int64_t onnxl_cxx_TensorShapeProto_Dimension_dim_value_get(const void* p);
@@ -395,6 +403,8 @@ void onnxl_cxx_TypeProto_list_delete(void* f, size_t start, size_t n);
 void onnxl_cxx_TypeProto_list_swap(void* f, size_t i, size_t j);
 void onnxl_cxx_TypeProto_list_truncate(void* f, size_t n);
 void onnxl_cxx_TypeProto_list_reserve(void* f, size_t n);
+void* onnxl_cxx_TypeProto_rare_mut(void* p);
+const void* onnxl_cxx_TypeProto_rare_empty(void);
 uint32_t onnxl_cxx_TypeProto_value_case(const void* p);
 void onnxl_cxx_TypeProto_clear_value(void* p);
 const void* onnxl_cxx_TypeProto_tensor_type_get(const void* p);
@@ -599,7 +609,7 @@ constexpr uint8_t kOptionalStringNone = 5;
 constexpr std::size_t kStringSize = 32;
 constexpr std::size_t kRepeatedOrderAt = 0;
 constexpr std::size_t kRepeatedLenAt = 8;
-constexpr uint64_t kLayoutFingerprint = 0x37de7a180f0a1f88ull;
+constexpr uint64_t kLayoutFingerprint = 0x177994628409576aull;
 }  // namespace detail
 
 /// An error of the library: the C status and the message of onnxl_last_error_message().
@@ -2322,7 +2332,7 @@ class ValueInfoProto final {
   std::string& ref_name() { return *mutable_name(); }
 
   // optional TypeProto type = 2;
-  bool has_type() const { return detail::load<const void*>(detail::at(this, 80)) != nullptr; }
+  bool has_type() const { return detail::load<const void*>(detail::at(this, 32)) != nullptr; }
   const TypeProto& type() const;
   TypeProto* mutable_type();
   void clear_type();
@@ -2334,23 +2344,23 @@ class ValueInfoProto final {
   TypeProto& ref_type() { return *mutable_type(); }
 
   // optional string doc_string = 3;
-  bool has_doc_string() const { return detail::optional_string_has(detail::at(this, 32)); }
-  const std::string& doc_string() const { return detail::optional_string(detail::at(this, 32)); }
-  std::string* mutable_doc_string() { return static_cast<std::string*>(onnxl_cxx_ostr_mutable(detail::at(this, 32))); }
-  void set_doc_string(const std::string& v) { onnxl_cxx_ostr_set(detail::at(this, 32), reinterpret_cast<const uint8_t*>(v.data()), v.size()); }
-  void set_doc_string(std::string&& v) { onnxl_cxx_ostr_set(detail::at(this, 32), reinterpret_cast<const uint8_t*>(v.data()), v.size()); }
-  void set_doc_string(const char* v) { onnxl_cxx_ostr_set(detail::at(this, 32), reinterpret_cast<const uint8_t*>(v), std::strlen(v)); }
-  void set_doc_string(const char* v, std::size_t n) { onnxl_cxx_ostr_set(detail::at(this, 32), reinterpret_cast<const uint8_t*>(v), n); }
-  void set_doc_string(const void* v, std::size_t n) { onnxl_cxx_ostr_set(detail::at(this, 32), reinterpret_cast<const uint8_t*>(static_cast<const char*>(v)), n); }
-  void clear_doc_string() { onnxl_cxx_ostr_clear(detail::at(this, 32)); }
-  std::string* release_doc_string() { return static_cast<std::string*>(onnxl_cxx_ostr_release(detail::at(this, 32))); }
-  void set_allocated_doc_string(std::string* v) { onnxl_cxx_ostr_set_allocated(detail::at(this, 32), v); }
+  bool has_doc_string() const { return detail::optional_string_has(rare_at(0)); }
+  const std::string& doc_string() const { return detail::optional_string(rare_at(0)); }
+  std::string* mutable_doc_string() { return static_cast<std::string*>(onnxl_cxx_ostr_mutable(rare_at(0))); }
+  void set_doc_string(const std::string& v) { onnxl_cxx_ostr_set(rare_at(0), reinterpret_cast<const uint8_t*>(v.data()), v.size()); }
+  void set_doc_string(std::string&& v) { onnxl_cxx_ostr_set(rare_at(0), reinterpret_cast<const uint8_t*>(v.data()), v.size()); }
+  void set_doc_string(const char* v) { onnxl_cxx_ostr_set(rare_at(0), reinterpret_cast<const uint8_t*>(v), std::strlen(v)); }
+  void set_doc_string(const char* v, std::size_t n) { onnxl_cxx_ostr_set(rare_at(0), reinterpret_cast<const uint8_t*>(v), n); }
+  void set_doc_string(const void* v, std::size_t n) { onnxl_cxx_ostr_set(rare_at(0), reinterpret_cast<const uint8_t*>(static_cast<const char*>(v)), n); }
+  void clear_doc_string() { onnxl_cxx_ostr_clear(rare_at(0)); }
+  std::string* release_doc_string() { return static_cast<std::string*>(onnxl_cxx_ostr_release(rare_at(0))); }
+  void set_allocated_doc_string(std::string* v) { onnxl_cxx_ostr_set_allocated(rare_at(0), v); }
   const std::string& ref_doc_string() const { return doc_string(); }
   std::string& ref_doc_string() { return *mutable_doc_string(); }
 
   // repeated StringStringEntryProto metadata_props = 4;
-  const RepeatedPtrField<StringStringEntryProto>& metadata_props() const { return *reinterpret_cast<const RepeatedPtrField<StringStringEntryProto>*>(detail::at(this, 64)); }
-  RepeatedPtrField<StringStringEntryProto>* mutable_metadata_props() { return reinterpret_cast<RepeatedPtrField<StringStringEntryProto>*>(detail::at(this, 64)); }
+  const RepeatedPtrField<StringStringEntryProto>& metadata_props() const { return *reinterpret_cast<const RepeatedPtrField<StringStringEntryProto>*>(rare_at(32)); }
+  RepeatedPtrField<StringStringEntryProto>* mutable_metadata_props() { return reinterpret_cast<RepeatedPtrField<StringStringEntryProto>*>(rare_at(32)); }
   int metadata_props_size() const { return metadata_props().size(); }
   const StringStringEntryProto& metadata_props(int i) const;
   StringStringEntryProto* mutable_metadata_props(int i);
@@ -2360,9 +2370,11 @@ class ValueInfoProto final {
   RepeatedPtrField<StringStringEntryProto>& ref_metadata_props() { return *mutable_metadata_props(); }
 
  private:
-  alignas(8) unsigned char storage_[96];
+  const unsigned char* rare_at(std::size_t off) const { const void* r = detail::load<const void*>(detail::at(this, 40)); return detail::at(r ? r : onnxl_cxx_ValueInfoProto_rare_empty(), off); }
+  unsigned char* rare_at(std::size_t off) { return detail::at(onnxl_cxx_ValueInfoProto_rare_mut(this), off); }
+  alignas(8) unsigned char storage_[56];
 };
-static_assert(sizeof(ValueInfoProto) == 96 && alignof(ValueInfoProto) == 8, "layout of ValueInfoProto");
+static_assert(sizeof(ValueInfoProto) == 56 && alignof(ValueInfoProto) == 8, "layout of ValueInfoProto");
 
 /// `onnx.NodeProto`.
 class NodeProto final {
@@ -2413,8 +2425,8 @@ class NodeProto final {
   static NodeProto* from_c(OnnxlNodeProto* p) noexcept { (void)detail::init(); return reinterpret_cast<NodeProto*>(p); }
 
   // repeated string input = 1;
-  const RepeatedPtrField<std::string>& input() const { return *reinterpret_cast<const RepeatedPtrField<std::string>*>(detail::at(this, 208)); }
-  RepeatedPtrField<std::string>* mutable_input() { return reinterpret_cast<RepeatedPtrField<std::string>*>(detail::at(this, 208)); }
+  const RepeatedPtrField<std::string>& input() const { return *reinterpret_cast<const RepeatedPtrField<std::string>*>(detail::at(this, 144)); }
+  RepeatedPtrField<std::string>* mutable_input() { return reinterpret_cast<RepeatedPtrField<std::string>*>(detail::at(this, 144)); }
   int input_size() const { return input().size(); }
   const std::string& input(int i) const { return input().Get(i); }
   std::string* mutable_input(int i) { return mutable_input()->Mutable(i); }
@@ -2424,18 +2436,18 @@ class NodeProto final {
   void set_input(int i, const char* v, std::size_t n) { mutable_input(i)->assign(v, n); }
   void set_input(int i, const void* v, std::size_t n) { mutable_input(i)->assign(static_cast<const char*>(v), n); }
   std::string* add_input() { return mutable_input()->Add(); }
-  void add_input(const std::string& v) { onnxl_cxx_strs_add(detail::at(this, 208), reinterpret_cast<const uint8_t*>(v.data()), v.size()); }
-  void add_input(std::string&& v) { onnxl_cxx_strs_add(detail::at(this, 208), reinterpret_cast<const uint8_t*>(v.data()), v.size()); }
-  void add_input(const char* v) { onnxl_cxx_strs_add(detail::at(this, 208), reinterpret_cast<const uint8_t*>(v), std::strlen(v)); }
-  void add_input(const char* v, std::size_t n) { onnxl_cxx_strs_add(detail::at(this, 208), reinterpret_cast<const uint8_t*>(v), n); }
-  void add_input(const void* v, std::size_t n) { onnxl_cxx_strs_add(detail::at(this, 208), reinterpret_cast<const uint8_t*>(static_cast<const char*>(v)), n); }
+  void add_input(const std::string& v) { onnxl_cxx_strs_add(detail::at(this, 144), reinterpret_cast<const uint8_t*>(v.data()), v.size()); }
+  void add_input(std::string&& v) { onnxl_cxx_strs_add(detail::at(this, 144), reinterpret_cast<const uint8_t*>(v.data()), v.size()); }
+  void add_input(const char* v) { onnxl_cxx_strs_add(detail::at(this, 144), reinterpret_cast<const uint8_t*>(v), std::strlen(v)); }
+  void add_input(const char* v, std::size_t n) { onnxl_cxx_strs_add(detail::at(this, 144), reinterpret_cast<const uint8_t*>(v), n); }
+  void add_input(const void* v, std::size_t n) { onnxl_cxx_strs_add(detail::at(this, 144), reinterpret_cast<const uint8_t*>(static_cast<const char*>(v)), n); }
   void clear_input() { mutable_input()->Clear(); }
   const RepeatedPtrField<std::string>& ref_input() const { return input(); }
   RepeatedPtrField<std::string>& ref_input() { return *mutable_input(); }
 
   // repeated string output = 2;
-  const RepeatedPtrField<std::string>& output() const { return *reinterpret_cast<const RepeatedPtrField<std::string>*>(detail::at(this, 288)); }
-  RepeatedPtrField<std::string>* mutable_output() { return reinterpret_cast<RepeatedPtrField<std::string>*>(detail::at(this, 288)); }
+  const RepeatedPtrField<std::string>& output() const { return *reinterpret_cast<const RepeatedPtrField<std::string>*>(detail::at(this, 224)); }
+  RepeatedPtrField<std::string>* mutable_output() { return reinterpret_cast<RepeatedPtrField<std::string>*>(detail::at(this, 224)); }
   int output_size() const { return output().size(); }
   const std::string& output(int i) const { return output().Get(i); }
   std::string* mutable_output(int i) { return mutable_output()->Mutable(i); }
@@ -2445,11 +2457,11 @@ class NodeProto final {
   void set_output(int i, const char* v, std::size_t n) { mutable_output(i)->assign(v, n); }
   void set_output(int i, const void* v, std::size_t n) { mutable_output(i)->assign(static_cast<const char*>(v), n); }
   std::string* add_output() { return mutable_output()->Add(); }
-  void add_output(const std::string& v) { onnxl_cxx_strs_add(detail::at(this, 288), reinterpret_cast<const uint8_t*>(v.data()), v.size()); }
-  void add_output(std::string&& v) { onnxl_cxx_strs_add(detail::at(this, 288), reinterpret_cast<const uint8_t*>(v.data()), v.size()); }
-  void add_output(const char* v) { onnxl_cxx_strs_add(detail::at(this, 288), reinterpret_cast<const uint8_t*>(v), std::strlen(v)); }
-  void add_output(const char* v, std::size_t n) { onnxl_cxx_strs_add(detail::at(this, 288), reinterpret_cast<const uint8_t*>(v), n); }
-  void add_output(const void* v, std::size_t n) { onnxl_cxx_strs_add(detail::at(this, 288), reinterpret_cast<const uint8_t*>(static_cast<const char*>(v)), n); }
+  void add_output(const std::string& v) { onnxl_cxx_strs_add(detail::at(this, 224), reinterpret_cast<const uint8_t*>(v.data()), v.size()); }
+  void add_output(std::string&& v) { onnxl_cxx_strs_add(detail::at(this, 224), reinterpret_cast<const uint8_t*>(v.data()), v.size()); }
+  void add_output(const char* v) { onnxl_cxx_strs_add(detail::at(this, 224), reinterpret_cast<const uint8_t*>(v), std::strlen(v)); }
+  void add_output(const char* v, std::size_t n) { onnxl_cxx_strs_add(detail::at(this, 224), reinterpret_cast<const uint8_t*>(v), n); }
+  void add_output(const void* v, std::size_t n) { onnxl_cxx_strs_add(detail::at(this, 224), reinterpret_cast<const uint8_t*>(static_cast<const char*>(v)), n); }
   void clear_output() { mutable_output()->Clear(); }
   const RepeatedPtrField<std::string>& ref_output() const { return output(); }
   RepeatedPtrField<std::string>& ref_output() { return *mutable_output(); }
@@ -2500,23 +2512,23 @@ class NodeProto final {
   std::string& ref_domain() { return *mutable_domain(); }
 
   // optional string overload = 8;
-  bool has_overload() const { return detail::optional_string_has(detail::at(this, 96)); }
-  const std::string& overload() const { return detail::optional_string(detail::at(this, 96)); }
-  std::string* mutable_overload() { return static_cast<std::string*>(onnxl_cxx_ostr_mutable(detail::at(this, 96))); }
-  void set_overload(const std::string& v) { onnxl_cxx_ostr_set(detail::at(this, 96), reinterpret_cast<const uint8_t*>(v.data()), v.size()); }
-  void set_overload(std::string&& v) { onnxl_cxx_ostr_set(detail::at(this, 96), reinterpret_cast<const uint8_t*>(v.data()), v.size()); }
-  void set_overload(const char* v) { onnxl_cxx_ostr_set(detail::at(this, 96), reinterpret_cast<const uint8_t*>(v), std::strlen(v)); }
-  void set_overload(const char* v, std::size_t n) { onnxl_cxx_ostr_set(detail::at(this, 96), reinterpret_cast<const uint8_t*>(v), n); }
-  void set_overload(const void* v, std::size_t n) { onnxl_cxx_ostr_set(detail::at(this, 96), reinterpret_cast<const uint8_t*>(static_cast<const char*>(v)), n); }
-  void clear_overload() { onnxl_cxx_ostr_clear(detail::at(this, 96)); }
-  std::string* release_overload() { return static_cast<std::string*>(onnxl_cxx_ostr_release(detail::at(this, 96))); }
-  void set_allocated_overload(std::string* v) { onnxl_cxx_ostr_set_allocated(detail::at(this, 96), v); }
+  bool has_overload() const { return detail::optional_string_has(rare_at(0)); }
+  const std::string& overload() const { return detail::optional_string(rare_at(0)); }
+  std::string* mutable_overload() { return static_cast<std::string*>(onnxl_cxx_ostr_mutable(rare_at(0))); }
+  void set_overload(const std::string& v) { onnxl_cxx_ostr_set(rare_at(0), reinterpret_cast<const uint8_t*>(v.data()), v.size()); }
+  void set_overload(std::string&& v) { onnxl_cxx_ostr_set(rare_at(0), reinterpret_cast<const uint8_t*>(v.data()), v.size()); }
+  void set_overload(const char* v) { onnxl_cxx_ostr_set(rare_at(0), reinterpret_cast<const uint8_t*>(v), std::strlen(v)); }
+  void set_overload(const char* v, std::size_t n) { onnxl_cxx_ostr_set(rare_at(0), reinterpret_cast<const uint8_t*>(v), n); }
+  void set_overload(const void* v, std::size_t n) { onnxl_cxx_ostr_set(rare_at(0), reinterpret_cast<const uint8_t*>(static_cast<const char*>(v)), n); }
+  void clear_overload() { onnxl_cxx_ostr_clear(rare_at(0)); }
+  std::string* release_overload() { return static_cast<std::string*>(onnxl_cxx_ostr_release(rare_at(0))); }
+  void set_allocated_overload(std::string* v) { onnxl_cxx_ostr_set_allocated(rare_at(0), v); }
   const std::string& ref_overload() const { return overload(); }
   std::string& ref_overload() { return *mutable_overload(); }
 
   // repeated AttributeProto attribute = 5;
-  const RepeatedPtrField<AttributeProto>& attribute() const { return *reinterpret_cast<const RepeatedPtrField<AttributeProto>*>(detail::at(this, 160)); }
-  RepeatedPtrField<AttributeProto>* mutable_attribute() { return reinterpret_cast<RepeatedPtrField<AttributeProto>*>(detail::at(this, 160)); }
+  const RepeatedPtrField<AttributeProto>& attribute() const { return *reinterpret_cast<const RepeatedPtrField<AttributeProto>*>(detail::at(this, 128)); }
+  RepeatedPtrField<AttributeProto>* mutable_attribute() { return reinterpret_cast<RepeatedPtrField<AttributeProto>*>(detail::at(this, 128)); }
   int attribute_size() const { return attribute().size(); }
   const AttributeProto& attribute(int i) const;
   AttributeProto* mutable_attribute(int i);
@@ -2526,23 +2538,23 @@ class NodeProto final {
   RepeatedPtrField<AttributeProto>& ref_attribute() { return *mutable_attribute(); }
 
   // optional string doc_string = 6;
-  bool has_doc_string() const { return detail::optional_string_has(detail::at(this, 128)); }
-  const std::string& doc_string() const { return detail::optional_string(detail::at(this, 128)); }
-  std::string* mutable_doc_string() { return static_cast<std::string*>(onnxl_cxx_ostr_mutable(detail::at(this, 128))); }
-  void set_doc_string(const std::string& v) { onnxl_cxx_ostr_set(detail::at(this, 128), reinterpret_cast<const uint8_t*>(v.data()), v.size()); }
-  void set_doc_string(std::string&& v) { onnxl_cxx_ostr_set(detail::at(this, 128), reinterpret_cast<const uint8_t*>(v.data()), v.size()); }
-  void set_doc_string(const char* v) { onnxl_cxx_ostr_set(detail::at(this, 128), reinterpret_cast<const uint8_t*>(v), std::strlen(v)); }
-  void set_doc_string(const char* v, std::size_t n) { onnxl_cxx_ostr_set(detail::at(this, 128), reinterpret_cast<const uint8_t*>(v), n); }
-  void set_doc_string(const void* v, std::size_t n) { onnxl_cxx_ostr_set(detail::at(this, 128), reinterpret_cast<const uint8_t*>(static_cast<const char*>(v)), n); }
-  void clear_doc_string() { onnxl_cxx_ostr_clear(detail::at(this, 128)); }
-  std::string* release_doc_string() { return static_cast<std::string*>(onnxl_cxx_ostr_release(detail::at(this, 128))); }
-  void set_allocated_doc_string(std::string* v) { onnxl_cxx_ostr_set_allocated(detail::at(this, 128), v); }
+  bool has_doc_string() const { return detail::optional_string_has(detail::at(this, 96)); }
+  const std::string& doc_string() const { return detail::optional_string(detail::at(this, 96)); }
+  std::string* mutable_doc_string() { return static_cast<std::string*>(onnxl_cxx_ostr_mutable(detail::at(this, 96))); }
+  void set_doc_string(const std::string& v) { onnxl_cxx_ostr_set(detail::at(this, 96), reinterpret_cast<const uint8_t*>(v.data()), v.size()); }
+  void set_doc_string(std::string&& v) { onnxl_cxx_ostr_set(detail::at(this, 96), reinterpret_cast<const uint8_t*>(v.data()), v.size()); }
+  void set_doc_string(const char* v) { onnxl_cxx_ostr_set(detail::at(this, 96), reinterpret_cast<const uint8_t*>(v), std::strlen(v)); }
+  void set_doc_string(const char* v, std::size_t n) { onnxl_cxx_ostr_set(detail::at(this, 96), reinterpret_cast<const uint8_t*>(v), n); }
+  void set_doc_string(const void* v, std::size_t n) { onnxl_cxx_ostr_set(detail::at(this, 96), reinterpret_cast<const uint8_t*>(static_cast<const char*>(v)), n); }
+  void clear_doc_string() { onnxl_cxx_ostr_clear(detail::at(this, 96)); }
+  std::string* release_doc_string() { return static_cast<std::string*>(onnxl_cxx_ostr_release(detail::at(this, 96))); }
+  void set_allocated_doc_string(std::string* v) { onnxl_cxx_ostr_set_allocated(detail::at(this, 96), v); }
   const std::string& ref_doc_string() const { return doc_string(); }
   std::string& ref_doc_string() { return *mutable_doc_string(); }
 
   // repeated StringStringEntryProto metadata_props = 9;
-  const RepeatedPtrField<StringStringEntryProto>& metadata_props() const { return *reinterpret_cast<const RepeatedPtrField<StringStringEntryProto>*>(detail::at(this, 176)); }
-  RepeatedPtrField<StringStringEntryProto>* mutable_metadata_props() { return reinterpret_cast<RepeatedPtrField<StringStringEntryProto>*>(detail::at(this, 176)); }
+  const RepeatedPtrField<StringStringEntryProto>& metadata_props() const { return *reinterpret_cast<const RepeatedPtrField<StringStringEntryProto>*>(rare_at(32)); }
+  RepeatedPtrField<StringStringEntryProto>* mutable_metadata_props() { return reinterpret_cast<RepeatedPtrField<StringStringEntryProto>*>(rare_at(32)); }
   int metadata_props_size() const { return metadata_props().size(); }
   const StringStringEntryProto& metadata_props(int i) const;
   StringStringEntryProto* mutable_metadata_props(int i);
@@ -2552,8 +2564,8 @@ class NodeProto final {
   RepeatedPtrField<StringStringEntryProto>& ref_metadata_props() { return *mutable_metadata_props(); }
 
   // repeated NodeDeviceConfigurationProto device_configurations = 10;
-  const RepeatedPtrField<NodeDeviceConfigurationProto>& device_configurations() const { return *reinterpret_cast<const RepeatedPtrField<NodeDeviceConfigurationProto>*>(detail::at(this, 192)); }
-  RepeatedPtrField<NodeDeviceConfigurationProto>* mutable_device_configurations() { return reinterpret_cast<RepeatedPtrField<NodeDeviceConfigurationProto>*>(detail::at(this, 192)); }
+  const RepeatedPtrField<NodeDeviceConfigurationProto>& device_configurations() const { return *reinterpret_cast<const RepeatedPtrField<NodeDeviceConfigurationProto>*>(rare_at(48)); }
+  RepeatedPtrField<NodeDeviceConfigurationProto>* mutable_device_configurations() { return reinterpret_cast<RepeatedPtrField<NodeDeviceConfigurationProto>*>(rare_at(48)); }
   int device_configurations_size() const { return device_configurations().size(); }
   const NodeDeviceConfigurationProto& device_configurations(int i) const;
   NodeDeviceConfigurationProto* mutable_device_configurations(int i);
@@ -2563,9 +2575,11 @@ class NodeProto final {
   RepeatedPtrField<NodeDeviceConfigurationProto>& ref_device_configurations() { return *mutable_device_configurations(); }
 
  private:
-  alignas(8) unsigned char storage_[344];
+  const unsigned char* rare_at(std::size_t off) const { const void* r = detail::load<const void*>(detail::at(this, 272)); return detail::at(r ? r : onnxl_cxx_NodeProto_rare_empty(), off); }
+  unsigned char* rare_at(std::size_t off) { return detail::at(onnxl_cxx_NodeProto_rare_mut(this), off); }
+  alignas(8) unsigned char storage_[288];
 };
-static_assert(sizeof(NodeProto) == 344 && alignof(NodeProto) == 8, "layout of NodeProto");
+static_assert(sizeof(NodeProto) == 288 && alignof(NodeProto) == 8, "layout of NodeProto");
 
 /// `onnx.IntIntListEntryProto`.
 class IntIntListEntryProto final {
@@ -3804,8 +3818,8 @@ class TensorProto final {
   static TensorProto* from_c(OnnxlTensorProto* p) noexcept { (void)detail::init(); return reinterpret_cast<TensorProto*>(p); }
 
   // repeated int64 dims = 1;
-  const RepeatedField<int64_t>& dims() const { return *reinterpret_cast<const RepeatedField<int64_t>*>(detail::at(this, 152)); }
-  RepeatedField<int64_t>* mutable_dims() { return reinterpret_cast<RepeatedField<int64_t>*>(detail::at(this, 152)); }
+  const RepeatedField<int64_t>& dims() const { return *reinterpret_cast<const RepeatedField<int64_t>*>(detail::at(this, 104)); }
+  RepeatedField<int64_t>* mutable_dims() { return reinterpret_cast<RepeatedField<int64_t>*>(detail::at(this, 104)); }
   int dims_size() const { return dims().size(); }
   int64_t dims(int i) const { return dims().Get(i); }
   void set_dims(int i, int64_t v) { mutable_dims()->Set(i, v); }
@@ -3822,7 +3836,7 @@ class TensorProto final {
   int32_t ref_data_type() const { return data_type(); }
 
   // optional TensorProto.Segment segment = 3;
-  bool has_segment() const { return detail::load<const void*>(detail::at(this, 200)) != nullptr; }
+  bool has_segment() const { return detail::load<const void*>(rare_at(48)) != nullptr; }
   const TensorProto_Segment& segment() const;
   TensorProto_Segment* mutable_segment();
   void clear_segment();
@@ -3834,8 +3848,8 @@ class TensorProto final {
   TensorProto_Segment& ref_segment() { return *mutable_segment(); }
 
   // repeated float float_data = 4 [packed = true];
-  const RepeatedField<float>& float_data() const { return *reinterpret_cast<const RepeatedField<float>*>(detail::at(this, 208)); }
-  RepeatedField<float>* mutable_float_data() { return reinterpret_cast<RepeatedField<float>*>(detail::at(this, 208)); }
+  const RepeatedField<float>& float_data() const { return *reinterpret_cast<const RepeatedField<float>*>(detail::at(this, 152)); }
+  RepeatedField<float>* mutable_float_data() { return reinterpret_cast<RepeatedField<float>*>(detail::at(this, 152)); }
   int float_data_size() const { return float_data().size(); }
   float float_data(int i) const { return float_data().Get(i); }
   void set_float_data(int i, float v) { mutable_float_data()->Set(i, v); }
@@ -3845,8 +3859,8 @@ class TensorProto final {
   RepeatedField<float>& ref_float_data() { return *mutable_float_data(); }
 
   // repeated int32 int32_data = 5 [packed = true];
-  const RepeatedField<int32_t>& int32_data() const { return *reinterpret_cast<const RepeatedField<int32_t>*>(detail::at(this, 232)); }
-  RepeatedField<int32_t>* mutable_int32_data() { return reinterpret_cast<RepeatedField<int32_t>*>(detail::at(this, 232)); }
+  const RepeatedField<int32_t>& int32_data() const { return *reinterpret_cast<const RepeatedField<int32_t>*>(detail::at(this, 176)); }
+  RepeatedField<int32_t>* mutable_int32_data() { return reinterpret_cast<RepeatedField<int32_t>*>(detail::at(this, 176)); }
   int int32_data_size() const { return int32_data().size(); }
   int32_t int32_data(int i) const { return int32_data().Get(i); }
   void set_int32_data(int i, int32_t v) { mutable_int32_data()->Set(i, v); }
@@ -3856,8 +3870,8 @@ class TensorProto final {
   RepeatedField<int32_t>& ref_int32_data() { return *mutable_int32_data(); }
 
   // repeated bytes string_data = 6;
-  const RepeatedPtrField<std::string>& string_data() const { return *reinterpret_cast<const RepeatedPtrField<std::string>*>(detail::at(this, 256)); }
-  RepeatedPtrField<std::string>* mutable_string_data() { return reinterpret_cast<RepeatedPtrField<std::string>*>(detail::at(this, 256)); }
+  const RepeatedPtrField<std::string>& string_data() const { return *reinterpret_cast<const RepeatedPtrField<std::string>*>(rare_at(56)); }
+  RepeatedPtrField<std::string>* mutable_string_data() { return reinterpret_cast<RepeatedPtrField<std::string>*>(rare_at(56)); }
   int string_data_size() const { return string_data().size(); }
   const std::string& string_data(int i) const { return string_data().Get(i); }
   std::string* mutable_string_data(int i) { return mutable_string_data()->Mutable(i); }
@@ -3867,18 +3881,18 @@ class TensorProto final {
   void set_string_data(int i, const char* v, std::size_t n) { mutable_string_data(i)->assign(v, n); }
   void set_string_data(int i, const void* v, std::size_t n) { mutable_string_data(i)->assign(static_cast<const char*>(v), n); }
   std::string* add_string_data() { return mutable_string_data()->Add(); }
-  void add_string_data(const std::string& v) { onnxl_cxx_strs_add(detail::at(this, 256), reinterpret_cast<const uint8_t*>(v.data()), v.size()); }
-  void add_string_data(std::string&& v) { onnxl_cxx_strs_add(detail::at(this, 256), reinterpret_cast<const uint8_t*>(v.data()), v.size()); }
-  void add_string_data(const char* v) { onnxl_cxx_strs_add(detail::at(this, 256), reinterpret_cast<const uint8_t*>(v), std::strlen(v)); }
-  void add_string_data(const char* v, std::size_t n) { onnxl_cxx_strs_add(detail::at(this, 256), reinterpret_cast<const uint8_t*>(v), n); }
-  void add_string_data(const void* v, std::size_t n) { onnxl_cxx_strs_add(detail::at(this, 256), reinterpret_cast<const uint8_t*>(static_cast<const char*>(v)), n); }
+  void add_string_data(const std::string& v) { onnxl_cxx_strs_add(rare_at(56), reinterpret_cast<const uint8_t*>(v.data()), v.size()); }
+  void add_string_data(std::string&& v) { onnxl_cxx_strs_add(rare_at(56), reinterpret_cast<const uint8_t*>(v.data()), v.size()); }
+  void add_string_data(const char* v) { onnxl_cxx_strs_add(rare_at(56), reinterpret_cast<const uint8_t*>(v), std::strlen(v)); }
+  void add_string_data(const char* v, std::size_t n) { onnxl_cxx_strs_add(rare_at(56), reinterpret_cast<const uint8_t*>(v), n); }
+  void add_string_data(const void* v, std::size_t n) { onnxl_cxx_strs_add(rare_at(56), reinterpret_cast<const uint8_t*>(static_cast<const char*>(v)), n); }
   void clear_string_data() { mutable_string_data()->Clear(); }
   const RepeatedPtrField<std::string>& ref_string_data() const { return string_data(); }
   RepeatedPtrField<std::string>& ref_string_data() { return *mutable_string_data(); }
 
   // repeated int64 int64_data = 7 [packed = true];
-  const RepeatedField<int64_t>& int64_data() const { return *reinterpret_cast<const RepeatedField<int64_t>*>(detail::at(this, 280)); }
-  RepeatedField<int64_t>* mutable_int64_data() { return reinterpret_cast<RepeatedField<int64_t>*>(detail::at(this, 280)); }
+  const RepeatedField<int64_t>& int64_data() const { return *reinterpret_cast<const RepeatedField<int64_t>*>(detail::at(this, 200)); }
+  RepeatedField<int64_t>* mutable_int64_data() { return reinterpret_cast<RepeatedField<int64_t>*>(detail::at(this, 200)); }
   int int64_data_size() const { return int64_data().size(); }
   int64_t int64_data(int i) const { return int64_data().Get(i); }
   void set_int64_data(int i, int64_t v) { mutable_int64_data()->Set(i, v); }
@@ -3903,17 +3917,17 @@ class TensorProto final {
   std::string& ref_name() { return *mutable_name(); }
 
   // optional string doc_string = 12;
-  bool has_doc_string() const { return detail::optional_string_has(detail::at(this, 88)); }
-  const std::string& doc_string() const { return detail::optional_string(detail::at(this, 88)); }
-  std::string* mutable_doc_string() { return static_cast<std::string*>(onnxl_cxx_ostr_mutable(detail::at(this, 88))); }
-  void set_doc_string(const std::string& v) { onnxl_cxx_ostr_set(detail::at(this, 88), reinterpret_cast<const uint8_t*>(v.data()), v.size()); }
-  void set_doc_string(std::string&& v) { onnxl_cxx_ostr_set(detail::at(this, 88), reinterpret_cast<const uint8_t*>(v.data()), v.size()); }
-  void set_doc_string(const char* v) { onnxl_cxx_ostr_set(detail::at(this, 88), reinterpret_cast<const uint8_t*>(v), std::strlen(v)); }
-  void set_doc_string(const char* v, std::size_t n) { onnxl_cxx_ostr_set(detail::at(this, 88), reinterpret_cast<const uint8_t*>(v), n); }
-  void set_doc_string(const void* v, std::size_t n) { onnxl_cxx_ostr_set(detail::at(this, 88), reinterpret_cast<const uint8_t*>(static_cast<const char*>(v)), n); }
-  void clear_doc_string() { onnxl_cxx_ostr_clear(detail::at(this, 88)); }
-  std::string* release_doc_string() { return static_cast<std::string*>(onnxl_cxx_ostr_release(detail::at(this, 88))); }
-  void set_allocated_doc_string(std::string* v) { onnxl_cxx_ostr_set_allocated(detail::at(this, 88), v); }
+  bool has_doc_string() const { return detail::optional_string_has(rare_at(0)); }
+  const std::string& doc_string() const { return detail::optional_string(rare_at(0)); }
+  std::string* mutable_doc_string() { return static_cast<std::string*>(onnxl_cxx_ostr_mutable(rare_at(0))); }
+  void set_doc_string(const std::string& v) { onnxl_cxx_ostr_set(rare_at(0), reinterpret_cast<const uint8_t*>(v.data()), v.size()); }
+  void set_doc_string(std::string&& v) { onnxl_cxx_ostr_set(rare_at(0), reinterpret_cast<const uint8_t*>(v.data()), v.size()); }
+  void set_doc_string(const char* v) { onnxl_cxx_ostr_set(rare_at(0), reinterpret_cast<const uint8_t*>(v), std::strlen(v)); }
+  void set_doc_string(const char* v, std::size_t n) { onnxl_cxx_ostr_set(rare_at(0), reinterpret_cast<const uint8_t*>(v), n); }
+  void set_doc_string(const void* v, std::size_t n) { onnxl_cxx_ostr_set(rare_at(0), reinterpret_cast<const uint8_t*>(static_cast<const char*>(v)), n); }
+  void clear_doc_string() { onnxl_cxx_ostr_clear(rare_at(0)); }
+  std::string* release_doc_string() { return static_cast<std::string*>(onnxl_cxx_ostr_release(rare_at(0))); }
+  void set_allocated_doc_string(std::string* v) { onnxl_cxx_ostr_set_allocated(rare_at(0), v); }
   const std::string& ref_doc_string() const { return doc_string(); }
   std::string& ref_doc_string() { return *mutable_doc_string(); }
 
@@ -3940,8 +3954,8 @@ class TensorProto final {
   std::string& ref_raw_data() { return *mutable_raw_data(); }
 
   // repeated StringStringEntryProto external_data = 13;
-  const RepeatedPtrField<StringStringEntryProto>& external_data() const { return *reinterpret_cast<const RepeatedPtrField<StringStringEntryProto>*>(detail::at(this, 120)); }
-  RepeatedPtrField<StringStringEntryProto>* mutable_external_data() { return reinterpret_cast<RepeatedPtrField<StringStringEntryProto>*>(detail::at(this, 120)); }
+  const RepeatedPtrField<StringStringEntryProto>& external_data() const { return *reinterpret_cast<const RepeatedPtrField<StringStringEntryProto>*>(detail::at(this, 88)); }
+  RepeatedPtrField<StringStringEntryProto>* mutable_external_data() { return reinterpret_cast<RepeatedPtrField<StringStringEntryProto>*>(detail::at(this, 88)); }
   int external_data_size() const { return external_data().size(); }
   const StringStringEntryProto& external_data(int i) const;
   StringStringEntryProto* mutable_external_data(int i);
@@ -3958,8 +3972,8 @@ class TensorProto final {
   TensorProto_DataLocation ref_data_location() const { return data_location(); }
 
   // repeated double double_data = 10 [packed = true];
-  const RepeatedField<double>& double_data() const { return *reinterpret_cast<const RepeatedField<double>*>(detail::at(this, 304)); }
-  RepeatedField<double>* mutable_double_data() { return reinterpret_cast<RepeatedField<double>*>(detail::at(this, 304)); }
+  const RepeatedField<double>& double_data() const { return *reinterpret_cast<const RepeatedField<double>*>(rare_at(80)); }
+  RepeatedField<double>* mutable_double_data() { return reinterpret_cast<RepeatedField<double>*>(rare_at(80)); }
   int double_data_size() const { return double_data().size(); }
   double double_data(int i) const { return double_data().Get(i); }
   void set_double_data(int i, double v) { mutable_double_data()->Set(i, v); }
@@ -3969,8 +3983,8 @@ class TensorProto final {
   RepeatedField<double>& ref_double_data() { return *mutable_double_data(); }
 
   // repeated uint64 uint64_data = 11 [packed = true];
-  const RepeatedField<uint64_t>& uint64_data() const { return *reinterpret_cast<const RepeatedField<uint64_t>*>(detail::at(this, 328)); }
-  RepeatedField<uint64_t>* mutable_uint64_data() { return reinterpret_cast<RepeatedField<uint64_t>*>(detail::at(this, 328)); }
+  const RepeatedField<uint64_t>& uint64_data() const { return *reinterpret_cast<const RepeatedField<uint64_t>*>(rare_at(104)); }
+  RepeatedField<uint64_t>* mutable_uint64_data() { return reinterpret_cast<RepeatedField<uint64_t>*>(rare_at(104)); }
   int uint64_data_size() const { return uint64_data().size(); }
   uint64_t uint64_data(int i) const { return uint64_data().Get(i); }
   void set_uint64_data(int i, uint64_t v) { mutable_uint64_data()->Set(i, v); }
@@ -3980,8 +3994,8 @@ class TensorProto final {
   RepeatedField<uint64_t>& ref_uint64_data() { return *mutable_uint64_data(); }
 
   // repeated StringStringEntryProto metadata_props = 16;
-  const RepeatedPtrField<StringStringEntryProto>& metadata_props() const { return *reinterpret_cast<const RepeatedPtrField<StringStringEntryProto>*>(detail::at(this, 136)); }
-  RepeatedPtrField<StringStringEntryProto>* mutable_metadata_props() { return reinterpret_cast<RepeatedPtrField<StringStringEntryProto>*>(detail::at(this, 136)); }
+  const RepeatedPtrField<StringStringEntryProto>& metadata_props() const { return *reinterpret_cast<const RepeatedPtrField<StringStringEntryProto>*>(rare_at(32)); }
+  RepeatedPtrField<StringStringEntryProto>* mutable_metadata_props() { return reinterpret_cast<RepeatedPtrField<StringStringEntryProto>*>(rare_at(32)); }
   int metadata_props_size() const { return metadata_props().size(); }
   const StringStringEntryProto& metadata_props(int i) const;
   StringStringEntryProto* mutable_metadata_props(int i);
@@ -3991,9 +4005,11 @@ class TensorProto final {
   RepeatedPtrField<StringStringEntryProto>& ref_metadata_props() { return *mutable_metadata_props(); }
 
  private:
-  alignas(8) unsigned char storage_[360];
+  const unsigned char* rare_at(std::size_t off) const { const void* r = detail::load<const void*>(detail::at(this, 224)); return detail::at(r ? r : onnxl_cxx_TensorProto_rare_empty(), off); }
+  unsigned char* rare_at(std::size_t off) { return detail::at(onnxl_cxx_TensorProto_rare_mut(this), off); }
+  alignas(8) unsigned char storage_[240];
 };
-static_assert(sizeof(TensorProto) == 360 && alignof(TensorProto) == 8, "layout of TensorProto");
+static_assert(sizeof(TensorProto) == 240 && alignof(TensorProto) == 8, "layout of TensorProto");
 
 /// `onnx.TensorProto.Segment`.
 class TensorProto_Segment final {
@@ -4286,17 +4302,17 @@ class TensorShapeProto_Dimension final {
   std::string& ref_dim_param() { return *mutable_dim_param(); }
 
   // optional string denotation = 3;
-  bool has_denotation() const { return detail::optional_string_has(detail::at(this, 40)); }
-  const std::string& denotation() const { return detail::optional_string(detail::at(this, 40)); }
-  std::string* mutable_denotation() { return static_cast<std::string*>(onnxl_cxx_ostr_mutable(detail::at(this, 40))); }
-  void set_denotation(const std::string& v) { onnxl_cxx_ostr_set(detail::at(this, 40), reinterpret_cast<const uint8_t*>(v.data()), v.size()); }
-  void set_denotation(std::string&& v) { onnxl_cxx_ostr_set(detail::at(this, 40), reinterpret_cast<const uint8_t*>(v.data()), v.size()); }
-  void set_denotation(const char* v) { onnxl_cxx_ostr_set(detail::at(this, 40), reinterpret_cast<const uint8_t*>(v), std::strlen(v)); }
-  void set_denotation(const char* v, std::size_t n) { onnxl_cxx_ostr_set(detail::at(this, 40), reinterpret_cast<const uint8_t*>(v), n); }
-  void set_denotation(const void* v, std::size_t n) { onnxl_cxx_ostr_set(detail::at(this, 40), reinterpret_cast<const uint8_t*>(static_cast<const char*>(v)), n); }
-  void clear_denotation() { onnxl_cxx_ostr_clear(detail::at(this, 40)); }
-  std::string* release_denotation() { return static_cast<std::string*>(onnxl_cxx_ostr_release(detail::at(this, 40))); }
-  void set_allocated_denotation(std::string* v) { onnxl_cxx_ostr_set_allocated(detail::at(this, 40), v); }
+  bool has_denotation() const { return detail::optional_string_has(rare_at(0)); }
+  const std::string& denotation() const { return detail::optional_string(rare_at(0)); }
+  std::string* mutable_denotation() { return static_cast<std::string*>(onnxl_cxx_ostr_mutable(rare_at(0))); }
+  void set_denotation(const std::string& v) { onnxl_cxx_ostr_set(rare_at(0), reinterpret_cast<const uint8_t*>(v.data()), v.size()); }
+  void set_denotation(std::string&& v) { onnxl_cxx_ostr_set(rare_at(0), reinterpret_cast<const uint8_t*>(v.data()), v.size()); }
+  void set_denotation(const char* v) { onnxl_cxx_ostr_set(rare_at(0), reinterpret_cast<const uint8_t*>(v), std::strlen(v)); }
+  void set_denotation(const char* v, std::size_t n) { onnxl_cxx_ostr_set(rare_at(0), reinterpret_cast<const uint8_t*>(v), n); }
+  void set_denotation(const void* v, std::size_t n) { onnxl_cxx_ostr_set(rare_at(0), reinterpret_cast<const uint8_t*>(static_cast<const char*>(v)), n); }
+  void clear_denotation() { onnxl_cxx_ostr_clear(rare_at(0)); }
+  std::string* release_denotation() { return static_cast<std::string*>(onnxl_cxx_ostr_release(rare_at(0))); }
+  void set_allocated_denotation(std::string* v) { onnxl_cxx_ostr_set_allocated(rare_at(0), v); }
   const std::string& ref_denotation() const { return denotation(); }
   std::string& ref_denotation() { return *mutable_denotation(); }
 
@@ -4310,9 +4326,11 @@ class TensorShapeProto_Dimension final {
   void clear_value() { onnxl_cxx_TensorShapeProto_Dimension_clear_value(this); }
 
  private:
-  alignas(8) unsigned char storage_[80];
+  const unsigned char* rare_at(std::size_t off) const { const void* r = detail::load<const void*>(detail::at(this, 40)); return detail::at(r ? r : onnxl_cxx_TensorShapeProto_Dimension_rare_empty(), off); }
+  unsigned char* rare_at(std::size_t off) { return detail::at(onnxl_cxx_TensorShapeProto_Dimension_rare_mut(this), off); }
+  alignas(8) unsigned char storage_[56];
 };
-static_assert(sizeof(TensorShapeProto_Dimension) == 80 && alignof(TensorShapeProto_Dimension) == 8, "layout of TensorShapeProto_Dimension");
+static_assert(sizeof(TensorShapeProto_Dimension) == 56 && alignof(TensorShapeProto_Dimension) == 8, "layout of TensorShapeProto_Dimension");
 
 /// `onnx.TypeProto`.
 class TypeProto final {
@@ -4441,17 +4459,17 @@ class TypeProto final {
   TypeProto_Opaque& ref_opaque_type() { return *mutable_opaque_type(); }
 
   // optional string denotation = 6;
-  bool has_denotation() const { return detail::optional_string_has(detail::at(this, 16)); }
-  const std::string& denotation() const { return detail::optional_string(detail::at(this, 16)); }
-  std::string* mutable_denotation() { return static_cast<std::string*>(onnxl_cxx_ostr_mutable(detail::at(this, 16))); }
-  void set_denotation(const std::string& v) { onnxl_cxx_ostr_set(detail::at(this, 16), reinterpret_cast<const uint8_t*>(v.data()), v.size()); }
-  void set_denotation(std::string&& v) { onnxl_cxx_ostr_set(detail::at(this, 16), reinterpret_cast<const uint8_t*>(v.data()), v.size()); }
-  void set_denotation(const char* v) { onnxl_cxx_ostr_set(detail::at(this, 16), reinterpret_cast<const uint8_t*>(v), std::strlen(v)); }
-  void set_denotation(const char* v, std::size_t n) { onnxl_cxx_ostr_set(detail::at(this, 16), reinterpret_cast<const uint8_t*>(v), n); }
-  void set_denotation(const void* v, std::size_t n) { onnxl_cxx_ostr_set(detail::at(this, 16), reinterpret_cast<const uint8_t*>(static_cast<const char*>(v)), n); }
-  void clear_denotation() { onnxl_cxx_ostr_clear(detail::at(this, 16)); }
-  std::string* release_denotation() { return static_cast<std::string*>(onnxl_cxx_ostr_release(detail::at(this, 16))); }
-  void set_allocated_denotation(std::string* v) { onnxl_cxx_ostr_set_allocated(detail::at(this, 16), v); }
+  bool has_denotation() const { return detail::optional_string_has(rare_at(0)); }
+  const std::string& denotation() const { return detail::optional_string(rare_at(0)); }
+  std::string* mutable_denotation() { return static_cast<std::string*>(onnxl_cxx_ostr_mutable(rare_at(0))); }
+  void set_denotation(const std::string& v) { onnxl_cxx_ostr_set(rare_at(0), reinterpret_cast<const uint8_t*>(v.data()), v.size()); }
+  void set_denotation(std::string&& v) { onnxl_cxx_ostr_set(rare_at(0), reinterpret_cast<const uint8_t*>(v.data()), v.size()); }
+  void set_denotation(const char* v) { onnxl_cxx_ostr_set(rare_at(0), reinterpret_cast<const uint8_t*>(v), std::strlen(v)); }
+  void set_denotation(const char* v, std::size_t n) { onnxl_cxx_ostr_set(rare_at(0), reinterpret_cast<const uint8_t*>(v), n); }
+  void set_denotation(const void* v, std::size_t n) { onnxl_cxx_ostr_set(rare_at(0), reinterpret_cast<const uint8_t*>(static_cast<const char*>(v)), n); }
+  void clear_denotation() { onnxl_cxx_ostr_clear(rare_at(0)); }
+  std::string* release_denotation() { return static_cast<std::string*>(onnxl_cxx_ostr_release(rare_at(0))); }
+  void set_allocated_denotation(std::string* v) { onnxl_cxx_ostr_set_allocated(rare_at(0), v); }
   const std::string& ref_denotation() const { return denotation(); }
   std::string& ref_denotation() { return *mutable_denotation(); }
 
@@ -4469,9 +4487,11 @@ class TypeProto final {
   void clear_value() { onnxl_cxx_TypeProto_clear_value(this); }
 
  private:
-  alignas(8) unsigned char storage_[56];
+  const unsigned char* rare_at(std::size_t off) const { const void* r = detail::load<const void*>(detail::at(this, 16)); return detail::at(r ? r : onnxl_cxx_TypeProto_rare_empty(), off); }
+  unsigned char* rare_at(std::size_t off) { return detail::at(onnxl_cxx_TypeProto_rare_mut(this), off); }
+  alignas(8) unsigned char storage_[32];
 };
-static_assert(sizeof(TypeProto) == 56 && alignof(TypeProto) == 8, "layout of TypeProto");
+static_assert(sizeof(TypeProto) == 32 && alignof(TypeProto) == 8, "layout of TypeProto");
 
 /// `onnx.TypeProto.Tensor`.
 class TypeProto_Tensor final {
@@ -5650,11 +5670,11 @@ inline SparseTensorProto* AttributeProto::add_sparse_tensors() { return mutable_
 inline const TypeProto& AttributeProto::type_protos(int i) const { return type_protos().Get(i); }
 inline TypeProto* AttributeProto::mutable_type_protos(int i) { return mutable_type_protos()->Mutable(i); }
 inline TypeProto* AttributeProto::add_type_protos() { return mutable_type_protos()->Add(); }
-inline const TypeProto& ValueInfoProto::type() const { const TypeProto* v = detail::load<const TypeProto*>(detail::at(this, 80)); return v ? *v : TypeProto::default_instance(); }
-inline TypeProto* ValueInfoProto::mutable_type() { TypeProto* v = detail::load<TypeProto*>(detail::at(this, 80)); if (!v) { v = new TypeProto; detail::store(detail::at(this, 80), v); } return v; }
-inline void ValueInfoProto::clear_type() { TypeProto* v = detail::load<TypeProto*>(detail::at(this, 80)); detail::store<TypeProto*>(detail::at(this, 80), nullptr); delete v; }
-inline TypeProto* ValueInfoProto::release_type() { TypeProto* v = detail::load<TypeProto*>(detail::at(this, 80)); detail::store<TypeProto*>(detail::at(this, 80), nullptr); return v; }
-inline void ValueInfoProto::set_allocated_type(TypeProto* v) { TypeProto* old = detail::load<TypeProto*>(detail::at(this, 80)); if (old == v) return; detail::store(detail::at(this, 80), v); delete old; }
+inline const TypeProto& ValueInfoProto::type() const { const TypeProto* v = detail::load<const TypeProto*>(detail::at(this, 32)); return v ? *v : TypeProto::default_instance(); }
+inline TypeProto* ValueInfoProto::mutable_type() { TypeProto* v = detail::load<TypeProto*>(detail::at(this, 32)); if (!v) { v = new TypeProto; detail::store(detail::at(this, 32), v); } return v; }
+inline void ValueInfoProto::clear_type() { TypeProto* v = detail::load<TypeProto*>(detail::at(this, 32)); detail::store<TypeProto*>(detail::at(this, 32), nullptr); delete v; }
+inline TypeProto* ValueInfoProto::release_type() { TypeProto* v = detail::load<TypeProto*>(detail::at(this, 32)); detail::store<TypeProto*>(detail::at(this, 32), nullptr); return v; }
+inline void ValueInfoProto::set_allocated_type(TypeProto* v) { TypeProto* old = detail::load<TypeProto*>(detail::at(this, 32)); if (old == v) return; detail::store(detail::at(this, 32), v); delete old; }
 inline const StringStringEntryProto& ValueInfoProto::metadata_props(int i) const { return metadata_props().Get(i); }
 inline StringStringEntryProto* ValueInfoProto::mutable_metadata_props(int i) { return mutable_metadata_props()->Mutable(i); }
 inline StringStringEntryProto* ValueInfoProto::add_metadata_props() { return mutable_metadata_props()->Add(); }
@@ -5742,11 +5762,11 @@ inline TensorAnnotation* GraphProto::add_quantization_annotation() { return muta
 inline const StringStringEntryProto& GraphProto::metadata_props(int i) const { return metadata_props().Get(i); }
 inline StringStringEntryProto* GraphProto::mutable_metadata_props(int i) { return mutable_metadata_props()->Mutable(i); }
 inline StringStringEntryProto* GraphProto::add_metadata_props() { return mutable_metadata_props()->Add(); }
-inline const TensorProto_Segment& TensorProto::segment() const { const TensorProto_Segment* v = detail::load<const TensorProto_Segment*>(detail::at(this, 200)); return v ? *v : TensorProto_Segment::default_instance(); }
-inline TensorProto_Segment* TensorProto::mutable_segment() { TensorProto_Segment* v = detail::load<TensorProto_Segment*>(detail::at(this, 200)); if (!v) { v = new TensorProto_Segment; detail::store(detail::at(this, 200), v); } return v; }
-inline void TensorProto::clear_segment() { TensorProto_Segment* v = detail::load<TensorProto_Segment*>(detail::at(this, 200)); detail::store<TensorProto_Segment*>(detail::at(this, 200), nullptr); delete v; }
-inline TensorProto_Segment* TensorProto::release_segment() { TensorProto_Segment* v = detail::load<TensorProto_Segment*>(detail::at(this, 200)); detail::store<TensorProto_Segment*>(detail::at(this, 200), nullptr); return v; }
-inline void TensorProto::set_allocated_segment(TensorProto_Segment* v) { TensorProto_Segment* old = detail::load<TensorProto_Segment*>(detail::at(this, 200)); if (old == v) return; detail::store(detail::at(this, 200), v); delete old; }
+inline const TensorProto_Segment& TensorProto::segment() const { const TensorProto_Segment* v = detail::load<const TensorProto_Segment*>(rare_at(48)); return v ? *v : TensorProto_Segment::default_instance(); }
+inline TensorProto_Segment* TensorProto::mutable_segment() { TensorProto_Segment* v = detail::load<TensorProto_Segment*>(rare_at(48)); if (!v) { v = new TensorProto_Segment; detail::store(rare_at(48), v); } return v; }
+inline void TensorProto::clear_segment() { TensorProto_Segment* v = detail::load<TensorProto_Segment*>(rare_at(48)); detail::store<TensorProto_Segment*>(rare_at(48), nullptr); delete v; }
+inline TensorProto_Segment* TensorProto::release_segment() { TensorProto_Segment* v = detail::load<TensorProto_Segment*>(rare_at(48)); detail::store<TensorProto_Segment*>(rare_at(48), nullptr); return v; }
+inline void TensorProto::set_allocated_segment(TensorProto_Segment* v) { TensorProto_Segment* old = detail::load<TensorProto_Segment*>(rare_at(48)); if (old == v) return; detail::store(rare_at(48), v); delete old; }
 inline Owner TensorProto::raw_data_owner() { return Owner(detail::check_ptr(onnxl_tensor_proto_raw_data_owner(c_ptr()))); }
 inline const StringStringEntryProto& TensorProto::external_data(int i) const { return external_data().Get(i); }
 inline StringStringEntryProto* TensorProto::mutable_external_data(int i) { return mutable_external_data()->Mutable(i); }

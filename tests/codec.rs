@@ -708,3 +708,43 @@ fn serialize_skip_raw_data_writes_what_a_skipping_parse_reads() {
     }
     assert_eq!(m, before, "the model is not changed");
 }
+
+/// A tensor's rarely set fields (string, double and uint64 data, segment, doc string, metadata)
+/// live in its rare box, allocated only when one is set or read; a list of one or two 4-byte
+/// scalars (one 8-byte scalar) stays inside the message, in the word of its heap pointer.
+#[test]
+fn tensors_box_their_rare_fields_and_keep_short_scalar_lists_inline() {
+    use onnx_light::proto::TensorProto;
+    assert!(
+        size_of::<TensorProto>() <= 240,
+        "TensorProto is {} bytes",
+        size_of::<TensorProto>()
+    );
+    // A constant as exporters write it (`ConstantOfShape`'s value): dims [1], one float.
+    let mut t = TensorProto::new();
+    t.set_name("value");
+    t.set_data_type(1);
+    t.dims.push(1);
+    t.float_data.push(0.5);
+    t.int64_data.push(7);
+    let parsed: TensorProto =
+        onnx_light::parse_from_bytes(&t.serialize_to_vec(), &ParseOptions::default()).unwrap();
+    assert_eq!(parsed, t);
+    assert!(!parsed.rare.is_allocated(), "no rare field: no box");
+    assert_eq!(parsed.float_data.capacity(), 2, "one float stays inline");
+    assert_eq!(parsed.int64_data.capacity(), 1, "one int64 stays inline");
+
+    // Rare fields round trip, in field-number order with the common ones.
+    let mut r = t.clone();
+    r.set_doc_string("a tensor");
+    r.rare.double_data.push(2.5);
+    r.rare.uint64_data.extend([1, 2, 3]);
+    let bytes = r.serialize_to_vec();
+    let parsed: TensorProto =
+        onnx_light::parse_from_bytes(&bytes, &ParseOptions::default()).unwrap();
+    assert!(parsed.rare.is_allocated());
+    assert_eq!(parsed, r);
+    assert_eq!(parsed.doc_string(), "a tensor");
+    assert_eq!(parsed.rare.uint64_data.as_slice(), &[1, 2, 3]);
+    assert_eq!(parsed.serialize_to_vec(), bytes);
+}

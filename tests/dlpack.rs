@@ -428,17 +428,17 @@ fn typed_fields_are_refused_or_copied_when_asked() {
         ),
         (
             12,
-            Box::new(|t| t.uint64_data = vec![5, 0xFFFF_FFFF].into()),
+            Box::new(|t| t.rare.uint64_data = vec![5, 0xFFFF_FFFF].into()),
             [5u32.to_le_bytes(), 0xFFFF_FFFFu32.to_le_bytes()].concat(),
         ),
         (
             13,
-            Box::new(|t| t.uint64_data = vec![u64::MAX, 9].into()),
+            Box::new(|t| t.rare.uint64_data = vec![u64::MAX, 9].into()),
             [u64::MAX.to_le_bytes(), 9u64.to_le_bytes()].concat(),
         ),
         (
             11,
-            Box::new(|t| t.double_data = vec![0.5, -1.0].into()),
+            Box::new(|t| t.rare.double_data = vec![0.5, -1.0].into()),
             [0.5f64.to_le_bytes(), (-1.0f64).to_le_bytes()].concat(),
         ),
         (

@@ -119,8 +119,9 @@ pub fn proto_decl(f: &schema::FieldDef) -> String {
 /// Repeated scalar and string fields that keep their first elements inside the message (a
 /// `InlineVec` with this inline capacity) instead of in a heap allocation: lists that are short in
 /// nearly every real model (a node's inputs and outputs, a tensor's dims, an attribute's ints),
-/// where an allocation each would cost more than parsing them. Every other repeated scalar or
-/// string field is a `Vec`.
+/// where an allocation each would cost more than parsing them. Every other repeated scalar field
+/// keeps as many elements inline as fit in the word its heap pointer takes anyway (see
+/// [`free_inline_capacity`]); every other string list is a `Vec`.
 pub const INLINE_LIST_FIELDS: &[(&str, &str, usize)] = &[
     ("NodeProto", "input", 2),
     ("NodeProto", "output", 1),
@@ -128,32 +129,68 @@ pub const INLINE_LIST_FIELDS: &[(&str, &str, usize)] = &[
     ("AttributeProto", "ints", 4),
 ];
 
-/// The inline capacity of repeated field `f` of `m`, when it is one of [`INLINE_LIST_FIELDS`].
+/// The inline capacity of repeated field `f` of `m`: its entry of [`INLINE_LIST_FIELDS`], else
+/// [`free_inline_capacity`] of its kind (`None`: a plain vector).
 pub fn inline_list_capacity(m: &schema::MessageDef, f: &schema::FieldDef) -> Option<usize> {
     INLINE_LIST_FIELDS
         .iter()
         .find(|&&(msg, field, _)| msg == m.name && field == f.name)
         .map(|&(_, _, n)| n)
+        .or_else(|| free_inline_capacity(f.kind))
+}
+
+/// The elements of a scalar kind that fit in the 8-byte heap pointer of an `InlineVec`, which
+/// holds either (2 of 4 bytes, 1 of 8): a list that short (a constant tensor's one value, an
+/// attribute's one or two floats) then needs no allocation, at no cost in size.
+pub fn free_inline_capacity(kind: schema::Kind) -> Option<usize> {
+    use schema::Kind::*;
+    match kind {
+        Int32 | Enum(_) | Float => Some(2),
+        Int64 | UInt64 | Double => Some(1),
+        String | Bytes | Payload | Message(_) => None,
+    }
 }
 
 /// Fields that are set in few real models, held in one lazily allocated box per message (the
 /// `rare` member, a `Rare<{Msg}Rare>`) instead of inline, so that the common message is small:
 /// `(message, fields)`. Oneof members cannot be rare.
-pub const RARE_FIELDS: &[(&str, &[&str])] = &[(
-    "AttributeProto",
-    &[
-        "ref_attr_name",
-        "doc_string",
-        "t",
-        "g",
-        "sparse_tensor",
-        "tp",
-        "tensors",
-        "graphs",
-        "sparse_tensors",
-        "type_protos",
-    ],
-)];
+pub const RARE_FIELDS: &[(&str, &[&str])] = &[
+    (
+        "AttributeProto",
+        &[
+            "ref_attr_name",
+            "doc_string",
+            "t",
+            "g",
+            "sparse_tensor",
+            "tp",
+            "tensors",
+            "graphs",
+            "sparse_tensors",
+            "type_protos",
+        ],
+    ),
+    (
+        "NodeProto",
+        &["overload", "metadata_props", "device_configurations"],
+    ),
+    ("ValueInfoProto", &["doc_string", "metadata_props"]),
+    ("TensorShapeProto.Dimension", &["denotation"]),
+    ("TypeProto", &["denotation"]),
+    // Exporters write tensors as `raw_data` (or `float_data` / `int64_data` / `int32_data` for
+    // small constants), with their name, dims and type, and `external_data` for large models.
+    (
+        "TensorProto",
+        &[
+            "segment",
+            "string_data",
+            "doc_string",
+            "double_data",
+            "uint64_data",
+            "metadata_props",
+        ],
+    ),
+];
 
 /// True when field `f` of `m` is held in the message's `rare` box.
 pub fn is_rare(m: &schema::MessageDef, f: &schema::FieldDef) -> bool {

@@ -390,7 +390,7 @@ impl Walk for ValueInfoProto {
     fn walk(&self, f: &mut dyn FnMut(usize, u16)) {
         f(ops::addr(self), 1);
         self.r#type.walk(f);
-        self.metadata_props.walk(f);
+        self.rare.metadata_props.walk(f);
     }
 }
 
@@ -407,13 +407,13 @@ impl Msg for ValueInfoProto {
         if src.has_doc_string() { dst.set_doc_string(src.doc_string().clone()); }
         dst.unknown_fields.push_raw(src.unknown_fields.as_bytes());
         if let Some(v) = src.r#type.take() { <TypeProto as Msg>::merge(ctx, dst.mutable_type(), ops::Unbox::unbox(v)); }
-        if !src.metadata_props.is_empty() { dst.metadata_props.extend(std::mem::take(&mut src.metadata_props)); }
+        if !src.rare.metadata_props.is_empty() { dst.rare.metadata_props.extend(std::mem::take(&mut src.rare.metadata_props)); }
     }
     fn text(&self, out: &mut TextOut) {
         if self.has_name() { out.string("name", self.name().as_bytes()); }
         if self.has_type() { { out.begin("type"); self.r#type().text(out); out.end(); }; }
         if self.has_doc_string() { out.string("doc_string", self.doc_string().as_bytes()); }
-        for v in self.metadata_props.iter() { { out.begin("metadata_props"); v.text(out); out.end(); }; }
+        for v in self.rare.metadata_props.iter() { { out.begin("metadata_props"); v.text(out); out.end(); }; }
     }
 }
 
@@ -432,9 +432,9 @@ fn value_info_proto_doc_string_get(s: &Bound<'_, Message>) -> PyResult<Py<PyAny>
 fn value_info_proto_doc_string_set(s: &Bound<'_, Message>, v: &Bound<'_, PyAny>) -> PyResult<()> { ops::set_with::<ValueInfoProto, _>(s, v, |v: &Bound<'_, PyAny>| ops::to_str_bytes(v).map(ProtoString::from), |_, m, v| m.set_doc_string(v)) }
 unsafe fn value_info_proto_doc_string_clear(_ctx: &Ctx<'_>, p: *mut ()) { unsafe { &mut *(p as *mut ValueInfoProto) }.clear_doc_string(); }
 
-static VALUE_INFO_PROTO_METADATA_PROPS_LIST: MsgListOps = crate::msg_list!("ValueInfoProto.metadata_props", ValueInfoProto, metadata_props, StringStringEntryProto, &STRING_STRING_ENTRY_PROTO_INFO);
+static VALUE_INFO_PROTO_METADATA_PROPS_LIST: MsgListOps = crate::msg_list!("ValueInfoProto.metadata_props", ValueInfoProto, rare.metadata_props, StringStringEntryProto, &STRING_STRING_ENTRY_PROTO_INFO);
 fn value_info_proto_metadata_props_get(s: &Bound<'_, Message>) -> PyResult<Py<PyAny>> { Ok(Py::new(s.py(), RepeatedCompositeContainer { parent: s.clone().unbind(), ops: &VALUE_INFO_PROTO_METADATA_PROPS_LIST })?.into_any()) }
-unsafe fn value_info_proto_metadata_props_clear(ctx: &Ctx<'_>, p: *mut ()) { ops::take_detach(ctx, &mut unsafe { &mut *(p as *mut ValueInfoProto) }.metadata_props); }
+unsafe fn value_info_proto_metadata_props_clear(ctx: &Ctx<'_>, p: *mut ()) { ops::take_detach(ctx, &mut unsafe { &mut *(p as *mut ValueInfoProto) }.rare.metadata_props); }
 
 static VALUE_INFO_PROTO_OPS: MsgOps = ops::ops_of::<ValueInfoProto>();
 
@@ -496,8 +496,8 @@ impl Walk for NodeProto {
     fn walk(&self, f: &mut dyn FnMut(usize, u16)) {
         f(ops::addr(self), 2);
         self.attribute.walk(f);
-        self.metadata_props.walk(f);
-        self.device_configurations.walk(f);
+        self.rare.metadata_props.walk(f);
+        self.rare.device_configurations.walk(f);
     }
 }
 
@@ -519,8 +519,8 @@ impl Msg for NodeProto {
         if !src.input.is_empty() { dst.input.extend(std::mem::take(&mut src.input)); }
         if !src.output.is_empty() { dst.output.extend(std::mem::take(&mut src.output)); }
         if !src.attribute.is_empty() { dst.attribute.extend(std::mem::take(&mut src.attribute)); }
-        if !src.metadata_props.is_empty() { dst.metadata_props.extend(std::mem::take(&mut src.metadata_props)); }
-        if !src.device_configurations.is_empty() { dst.device_configurations.extend(std::mem::take(&mut src.device_configurations)); }
+        if !src.rare.metadata_props.is_empty() { dst.rare.metadata_props.extend(std::mem::take(&mut src.rare.metadata_props)); }
+        if !src.rare.device_configurations.is_empty() { dst.rare.device_configurations.extend(std::mem::take(&mut src.rare.device_configurations)); }
     }
     fn text(&self, out: &mut TextOut) {
         for v in self.input.iter() { out.string("input", v.as_bytes()); }
@@ -531,8 +531,8 @@ impl Msg for NodeProto {
         if self.has_doc_string() { out.string("doc_string", self.doc_string().as_bytes()); }
         if self.has_domain() { out.string("domain", self.domain().as_bytes()); }
         if self.has_overload() { out.string("overload", self.overload().as_bytes()); }
-        for v in self.metadata_props.iter() { { out.begin("metadata_props"); v.text(out); out.end(); }; }
-        for v in self.device_configurations.iter() { { out.begin("device_configurations"); v.text(out); out.end(); }; }
+        for v in self.rare.metadata_props.iter() { { out.begin("metadata_props"); v.text(out); out.end(); }; }
+        for v in self.rare.device_configurations.iter() { { out.begin("device_configurations"); v.text(out); out.end(); }; }
     }
 }
 
@@ -568,13 +568,13 @@ fn node_proto_doc_string_get(s: &Bound<'_, Message>) -> PyResult<Py<PyAny>> { op
 fn node_proto_doc_string_set(s: &Bound<'_, Message>, v: &Bound<'_, PyAny>) -> PyResult<()> { ops::set_with::<NodeProto, _>(s, v, |v: &Bound<'_, PyAny>| ops::to_str_bytes(v).map(ProtoString::from), |_, m, v| m.set_doc_string(v)) }
 unsafe fn node_proto_doc_string_clear(_ctx: &Ctx<'_>, p: *mut ()) { unsafe { &mut *(p as *mut NodeProto) }.clear_doc_string(); }
 
-static NODE_PROTO_METADATA_PROPS_LIST: MsgListOps = crate::msg_list!("NodeProto.metadata_props", NodeProto, metadata_props, StringStringEntryProto, &STRING_STRING_ENTRY_PROTO_INFO);
+static NODE_PROTO_METADATA_PROPS_LIST: MsgListOps = crate::msg_list!("NodeProto.metadata_props", NodeProto, rare.metadata_props, StringStringEntryProto, &STRING_STRING_ENTRY_PROTO_INFO);
 fn node_proto_metadata_props_get(s: &Bound<'_, Message>) -> PyResult<Py<PyAny>> { Ok(Py::new(s.py(), RepeatedCompositeContainer { parent: s.clone().unbind(), ops: &NODE_PROTO_METADATA_PROPS_LIST })?.into_any()) }
-unsafe fn node_proto_metadata_props_clear(ctx: &Ctx<'_>, p: *mut ()) { ops::take_detach(ctx, &mut unsafe { &mut *(p as *mut NodeProto) }.metadata_props); }
+unsafe fn node_proto_metadata_props_clear(ctx: &Ctx<'_>, p: *mut ()) { ops::take_detach(ctx, &mut unsafe { &mut *(p as *mut NodeProto) }.rare.metadata_props); }
 
-static NODE_PROTO_DEVICE_CONFIGURATIONS_LIST: MsgListOps = crate::msg_list!("NodeProto.device_configurations", NodeProto, device_configurations, NodeDeviceConfigurationProto, &NODE_DEVICE_CONFIGURATION_PROTO_INFO);
+static NODE_PROTO_DEVICE_CONFIGURATIONS_LIST: MsgListOps = crate::msg_list!("NodeProto.device_configurations", NodeProto, rare.device_configurations, NodeDeviceConfigurationProto, &NODE_DEVICE_CONFIGURATION_PROTO_INFO);
 fn node_proto_device_configurations_get(s: &Bound<'_, Message>) -> PyResult<Py<PyAny>> { Ok(Py::new(s.py(), RepeatedCompositeContainer { parent: s.clone().unbind(), ops: &NODE_PROTO_DEVICE_CONFIGURATIONS_LIST })?.into_any()) }
-unsafe fn node_proto_device_configurations_clear(ctx: &Ctx<'_>, p: *mut ()) { ops::take_detach(ctx, &mut unsafe { &mut *(p as *mut NodeProto) }.device_configurations); }
+unsafe fn node_proto_device_configurations_clear(ctx: &Ctx<'_>, p: *mut ()) { ops::take_detach(ctx, &mut unsafe { &mut *(p as *mut NodeProto) }.rare.device_configurations); }
 
 static NODE_PROTO_OPS: MsgOps = ops::ops_of::<NodeProto>();
 
@@ -1853,9 +1853,9 @@ impl PyGraphProto {
 impl Walk for TensorProto {
     fn walk(&self, f: &mut dyn FnMut(usize, u16)) {
         f(ops::addr(self), 14);
-        self.segment.walk(f);
+        self.rare.segment.walk(f);
         self.external_data.walk(f);
-        self.metadata_props.walk(f);
+        self.rare.metadata_props.walk(f);
     }
 }
 
@@ -1874,16 +1874,16 @@ impl Msg for TensorProto {
         if src.has_data_location() { dst.set_data_location(src.data_location()); }
         dst.unknown_fields.push_raw(src.unknown_fields.as_bytes());
         if !src.dims.is_empty() { dst.dims.extend(std::mem::take(&mut src.dims)); }
-        if let Some(v) = src.segment.take() { <TensorProtoSegment as Msg>::merge(ctx, dst.mutable_segment(), ops::Unbox::unbox(v)); }
+        if let Some(v) = src.rare.segment.take() { <TensorProtoSegment as Msg>::merge(ctx, dst.mutable_segment(), ops::Unbox::unbox(v)); }
         if !src.float_data.is_empty() { dst.float_data.extend(std::mem::take(&mut src.float_data)); }
         if !src.int32_data.is_empty() { dst.int32_data.extend(std::mem::take(&mut src.int32_data)); }
-        if !src.string_data.is_empty() { dst.string_data.extend(std::mem::take(&mut src.string_data)); }
+        if !src.rare.string_data.is_empty() { dst.rare.string_data.extend(std::mem::take(&mut src.rare.string_data)); }
         if !src.int64_data.is_empty() { dst.int64_data.extend(std::mem::take(&mut src.int64_data)); }
         if let Some(v) = src.raw_data.take() { dst.set_raw_data(v); }
         if !src.external_data.is_empty() { dst.external_data.extend(std::mem::take(&mut src.external_data)); }
-        if !src.double_data.is_empty() { dst.double_data.extend(std::mem::take(&mut src.double_data)); }
-        if !src.uint64_data.is_empty() { dst.uint64_data.extend(std::mem::take(&mut src.uint64_data)); }
-        if !src.metadata_props.is_empty() { dst.metadata_props.extend(std::mem::take(&mut src.metadata_props)); }
+        if !src.rare.double_data.is_empty() { dst.rare.double_data.extend(std::mem::take(&mut src.rare.double_data)); }
+        if !src.rare.uint64_data.is_empty() { dst.rare.uint64_data.extend(std::mem::take(&mut src.rare.uint64_data)); }
+        if !src.rare.metadata_props.is_empty() { dst.rare.metadata_props.extend(std::mem::take(&mut src.rare.metadata_props)); }
     }
     fn text(&self, out: &mut TextOut) {
         for v in self.dims.iter() { out.num("dims", *v); }
@@ -1891,16 +1891,16 @@ impl Msg for TensorProto {
         if self.has_segment() { { out.begin("segment"); self.segment().text(out); out.end(); }; }
         for v in self.float_data.iter() { out.float("float_data", *v as f64); }
         for v in self.int32_data.iter() { out.num("int32_data", *v); }
-        for v in self.string_data.iter() { out.bytes("string_data", v.as_bytes()); }
+        for v in self.rare.string_data.iter() { out.bytes("string_data", v.as_bytes()); }
         for v in self.int64_data.iter() { out.num("int64_data", *v); }
         if self.has_name() { out.string("name", self.name().as_bytes()); }
         if self.has_raw_data() { out.bytes("raw_data", self.raw_data()); }
-        for v in self.double_data.iter() { out.float("double_data", *v); }
-        for v in self.uint64_data.iter() { out.num("uint64_data", *v); }
+        for v in self.rare.double_data.iter() { out.float("double_data", *v); }
+        for v in self.rare.uint64_data.iter() { out.num("uint64_data", *v); }
         if self.has_doc_string() { out.string("doc_string", self.doc_string().as_bytes()); }
         for v in self.external_data.iter() { { out.begin("external_data"); v.text(out); out.end(); }; }
         if self.has_data_location() { out.enumeration("data_location", self.data_location(), &[("DEFAULT", 0), ("EXTERNAL", 1)]); }
-        for v in self.metadata_props.iter() { { out.begin("metadata_props"); v.text(out); out.end(); }; }
+        for v in self.rare.metadata_props.iter() { { out.begin("metadata_props"); v.text(out); out.end(); }; }
     }
 }
 
@@ -1917,7 +1917,7 @@ static TENSOR_PROTO_SEGMENT_SUB: SubField = SubField {
     make: |ctx, p| { let m = unsafe { &mut *(p as *mut TensorProto) }; m.mutable_segment() as *mut TensorProtoSegment as *mut () },
 };
 fn tensor_proto_segment_get(s: &Bound<'_, Message>) -> PyResult<Py<PyAny>> { ops::get_message::<TensorProto>(s, &TENSOR_PROTO_SEGMENT_SUB, &TENSOR_PROTO_SEGMENT_INFO) }
-unsafe fn tensor_proto_segment_clear(ctx: &Ctx<'_>, p: *mut ()) { let m = unsafe { &mut *(p as *mut TensorProto) }; ops::take_detach(ctx, &mut m.segment); }
+unsafe fn tensor_proto_segment_clear(ctx: &Ctx<'_>, p: *mut ()) { let m = unsafe { &mut *(p as *mut TensorProto) }; ops::take_detach(ctx, &mut m.rare.segment); }
 
 static TENSOR_PROTO_FLOAT_DATA_LIST: ScalarListOps = crate::scalar_list!("TensorProto.float_data", TensorProto, float_data, |py: Python<'_>, v: &f32| { let v = *v; ops::py_f32(py, v) }, ops::to_f32);
 fn tensor_proto_float_data_get(s: &Bound<'_, Message>) -> PyResult<Py<PyAny>> { Ok(Py::new(s.py(), RepeatedScalarContainer { parent: s.clone().unbind(), ops: &TENSOR_PROTO_FLOAT_DATA_LIST })?.into_any()) }
@@ -1927,9 +1927,9 @@ static TENSOR_PROTO_INT32_DATA_LIST: ScalarListOps = crate::scalar_list!("Tensor
 fn tensor_proto_int32_data_get(s: &Bound<'_, Message>) -> PyResult<Py<PyAny>> { Ok(Py::new(s.py(), RepeatedScalarContainer { parent: s.clone().unbind(), ops: &TENSOR_PROTO_INT32_DATA_LIST })?.into_any()) }
 unsafe fn tensor_proto_int32_data_clear(_ctx: &Ctx<'_>, p: *mut ()) { unsafe { &mut *(p as *mut TensorProto) }.int32_data.clear(); }
 
-static TENSOR_PROTO_STRING_DATA_LIST: ScalarListOps = crate::scalar_list!("TensorProto.string_data", TensorProto, string_data, |py: Python<'_>, v: &ProtoString| { let v = v; Ok(ops::py_bytes(py, v.as_bytes())) }, |v: &Bound<'_, PyAny>| ops::to_bytes(v).map(ProtoString::from));
+static TENSOR_PROTO_STRING_DATA_LIST: ScalarListOps = crate::scalar_list!("TensorProto.string_data", TensorProto, rare.string_data, |py: Python<'_>, v: &ProtoString| { let v = v; Ok(ops::py_bytes(py, v.as_bytes())) }, |v: &Bound<'_, PyAny>| ops::to_bytes(v).map(ProtoString::from));
 fn tensor_proto_string_data_get(s: &Bound<'_, Message>) -> PyResult<Py<PyAny>> { Ok(Py::new(s.py(), RepeatedScalarContainer { parent: s.clone().unbind(), ops: &TENSOR_PROTO_STRING_DATA_LIST })?.into_any()) }
-unsafe fn tensor_proto_string_data_clear(_ctx: &Ctx<'_>, p: *mut ()) { unsafe { &mut *(p as *mut TensorProto) }.string_data.clear(); }
+unsafe fn tensor_proto_string_data_clear(_ctx: &Ctx<'_>, p: *mut ()) { unsafe { &mut *(p as *mut TensorProto) }.rare.string_data.clear(); }
 
 static TENSOR_PROTO_INT64_DATA_LIST: ScalarListOps = crate::scalar_list!("TensorProto.int64_data", TensorProto, int64_data, |py: Python<'_>, v: &i64| { let v = *v; ops::py_val(py, v) }, ops::to_i64);
 fn tensor_proto_int64_data_get(s: &Bound<'_, Message>) -> PyResult<Py<PyAny>> { Ok(Py::new(s.py(), RepeatedScalarContainer { parent: s.clone().unbind(), ops: &TENSOR_PROTO_INT64_DATA_LIST })?.into_any()) }
@@ -1955,17 +1955,17 @@ fn tensor_proto_data_location_get(s: &Bound<'_, Message>) -> PyResult<Py<PyAny>>
 fn tensor_proto_data_location_set(s: &Bound<'_, Message>, v: &Bound<'_, PyAny>) -> PyResult<()> { ops::set_with::<TensorProto, _>(s, v, |v: &Bound<'_, PyAny>| ops::to_enum(v, &[0, 1]), |_, m, v| m.set_data_location(v)) }
 unsafe fn tensor_proto_data_location_clear(_ctx: &Ctx<'_>, p: *mut ()) { unsafe { &mut *(p as *mut TensorProto) }.clear_data_location(); }
 
-static TENSOR_PROTO_DOUBLE_DATA_LIST: ScalarListOps = crate::scalar_list!("TensorProto.double_data", TensorProto, double_data, |py: Python<'_>, v: &f64| { let v = *v; ops::py_val(py, v) }, ops::to_f64);
+static TENSOR_PROTO_DOUBLE_DATA_LIST: ScalarListOps = crate::scalar_list!("TensorProto.double_data", TensorProto, rare.double_data, |py: Python<'_>, v: &f64| { let v = *v; ops::py_val(py, v) }, ops::to_f64);
 fn tensor_proto_double_data_get(s: &Bound<'_, Message>) -> PyResult<Py<PyAny>> { Ok(Py::new(s.py(), RepeatedScalarContainer { parent: s.clone().unbind(), ops: &TENSOR_PROTO_DOUBLE_DATA_LIST })?.into_any()) }
-unsafe fn tensor_proto_double_data_clear(_ctx: &Ctx<'_>, p: *mut ()) { unsafe { &mut *(p as *mut TensorProto) }.double_data.clear(); }
+unsafe fn tensor_proto_double_data_clear(_ctx: &Ctx<'_>, p: *mut ()) { unsafe { &mut *(p as *mut TensorProto) }.rare.double_data.clear(); }
 
-static TENSOR_PROTO_UINT64_DATA_LIST: ScalarListOps = crate::scalar_list!("TensorProto.uint64_data", TensorProto, uint64_data, |py: Python<'_>, v: &u64| { let v = *v; ops::py_val(py, v) }, ops::to_u64);
+static TENSOR_PROTO_UINT64_DATA_LIST: ScalarListOps = crate::scalar_list!("TensorProto.uint64_data", TensorProto, rare.uint64_data, |py: Python<'_>, v: &u64| { let v = *v; ops::py_val(py, v) }, ops::to_u64);
 fn tensor_proto_uint64_data_get(s: &Bound<'_, Message>) -> PyResult<Py<PyAny>> { Ok(Py::new(s.py(), RepeatedScalarContainer { parent: s.clone().unbind(), ops: &TENSOR_PROTO_UINT64_DATA_LIST })?.into_any()) }
-unsafe fn tensor_proto_uint64_data_clear(_ctx: &Ctx<'_>, p: *mut ()) { unsafe { &mut *(p as *mut TensorProto) }.uint64_data.clear(); }
+unsafe fn tensor_proto_uint64_data_clear(_ctx: &Ctx<'_>, p: *mut ()) { unsafe { &mut *(p as *mut TensorProto) }.rare.uint64_data.clear(); }
 
-static TENSOR_PROTO_METADATA_PROPS_LIST: MsgListOps = crate::msg_list!("TensorProto.metadata_props", TensorProto, metadata_props, StringStringEntryProto, &STRING_STRING_ENTRY_PROTO_INFO);
+static TENSOR_PROTO_METADATA_PROPS_LIST: MsgListOps = crate::msg_list!("TensorProto.metadata_props", TensorProto, rare.metadata_props, StringStringEntryProto, &STRING_STRING_ENTRY_PROTO_INFO);
 fn tensor_proto_metadata_props_get(s: &Bound<'_, Message>) -> PyResult<Py<PyAny>> { Ok(Py::new(s.py(), RepeatedCompositeContainer { parent: s.clone().unbind(), ops: &TENSOR_PROTO_METADATA_PROPS_LIST })?.into_any()) }
-unsafe fn tensor_proto_metadata_props_clear(ctx: &Ctx<'_>, p: *mut ()) { ops::take_detach(ctx, &mut unsafe { &mut *(p as *mut TensorProto) }.metadata_props); }
+unsafe fn tensor_proto_metadata_props_clear(ctx: &Ctx<'_>, p: *mut ()) { ops::take_detach(ctx, &mut unsafe { &mut *(p as *mut TensorProto) }.rare.metadata_props); }
 
 static TENSOR_PROTO_OPS: MsgOps = ops::ops_of::<TensorProto>();
 

@@ -116,9 +116,9 @@ pub(crate) fn typed_field(t: &TensorProto) -> Option<&'static str> {
         (!t.float_data.is_empty(), "float_data"),
         (!t.int32_data.is_empty(), "int32_data"),
         (!t.int64_data.is_empty(), "int64_data"),
-        (!t.double_data.is_empty(), "double_data"),
-        (!t.uint64_data.is_empty(), "uint64_data"),
-        (!t.string_data.is_empty(), "string_data"),
+        (!t.rare.double_data.is_empty(), "double_data"),
+        (!t.rare.uint64_data.is_empty(), "uint64_data"),
+        (!t.rare.string_data.is_empty(), "string_data"),
     ]
     .into_iter()
     .find(|(set, _)| *set)
@@ -153,10 +153,10 @@ pub(crate) fn typed_bytes(t: &TensorProto, c: &Checked) -> Result<Vec<u8>> {
     let (field, have, want) = match c.data_type {
         Float => ("float_data", t.float_data.len(), n),
         Complex64 => ("float_data", t.float_data.len(), n.saturating_mul(2)),
-        Double => ("double_data", t.double_data.len(), n),
-        Complex128 => ("double_data", t.double_data.len(), n.saturating_mul(2)),
+        Double => ("double_data", t.rare.double_data.len(), n),
+        Complex128 => ("double_data", t.rare.double_data.len(), n.saturating_mul(2)),
         Int64 => ("int64_data", t.int64_data.len(), n),
-        Uint64 | Uint32 => ("uint64_data", t.uint64_data.len(), n),
+        Uint64 | Uint32 => ("uint64_data", t.rare.uint64_data.len(), n),
         // One packed byte per value.
         Int4 | Uint4 | Float4e2m1 | Int2 | Uint2 => {
             ("int32_data", t.int32_data.len(), c.byte_len as u64)
@@ -177,6 +177,7 @@ pub(crate) fn typed_bytes(t: &TensorProto, c: &Checked) -> Result<Vec<u8>> {
             .iter()
             .for_each(|v| out.extend_from_slice(&v.to_le_bytes())),
         Double | Complex128 => t
+            .rare
             .double_data
             .iter()
             .for_each(|v| out.extend_from_slice(&v.to_le_bytes())),
@@ -185,11 +186,13 @@ pub(crate) fn typed_bytes(t: &TensorProto, c: &Checked) -> Result<Vec<u8>> {
             .iter()
             .for_each(|v| out.extend_from_slice(&v.to_le_bytes())),
         Uint64 => t
+            .rare
             .uint64_data
             .iter()
             .for_each(|v| out.extend_from_slice(&v.to_le_bytes())),
         // onnx stores UINT32 in uint64_data; to_array truncates with astype.
         Uint32 => t
+            .rare
             .uint64_data
             .iter()
             .for_each(|v| out.extend_from_slice(&(*v as u32).to_le_bytes())),

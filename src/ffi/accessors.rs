@@ -1633,7 +1633,7 @@ pub unsafe extern "C" fn onnxl_value_info_proto_mutable_type(m: *mut OnnxlValueI
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_value_info_proto_has_doc_string(m: *const OnnxlValueInfoProto) -> bool {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { has(m, |m| &m.doc_string) }
+    unsafe { has(m, |m| &m.rare.doc_string) }
 }
 
 /// Unsets `doc_string`.
@@ -1645,7 +1645,7 @@ pub unsafe extern "C" fn onnxl_value_info_proto_has_doc_string(m: *const OnnxlVa
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_value_info_proto_clear_doc_string(m: *mut OnnxlValueInfoProto) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { clear(m, |m| &mut m.doc_string) }
+    unsafe { clear(m, |m| &mut m.rare.doc_string) }
 }
 
 /// A view of `doc_string` (empty when unset; `data` NULL only when `m` is NULL).
@@ -1657,7 +1657,7 @@ pub unsafe extern "C" fn onnxl_value_info_proto_clear_doc_string(m: *mut OnnxlVa
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_value_info_proto_doc_string(m: *const OnnxlValueInfoProto) -> OnnxlStr {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { string(m, |m| &m.doc_string) }
+    unsafe { string(m, |m| &m.rare.doc_string) }
 }
 
 /// Sets `doc_string` to a copy of `len` bytes at `data`.
@@ -1669,7 +1669,7 @@ pub unsafe extern "C" fn onnxl_value_info_proto_doc_string(m: *const OnnxlValueI
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_value_info_proto_set_doc_string(m: *mut OnnxlValueInfoProto, data: *const c_char, len: usize) -> OnnxlStatus {
     // SAFETY: forwarded contract above.
-    unsafe { set_bytes(m, data, len, |m| &mut m.doc_string) }
+    unsafe { set_bytes(m, data, len, |m| &mut m.rare.doc_string) }
 }
 
 /// Number of `metadata_props` elements (0 when `m` is NULL).
@@ -1681,7 +1681,7 @@ pub unsafe extern "C" fn onnxl_value_info_proto_set_doc_string(m: *mut OnnxlValu
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_value_info_proto_metadata_props_size(m: *const OnnxlValueInfoProto) -> usize {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { len(m, |m| &m.metadata_props) }
+    unsafe { len(m, |m| &m.rare.metadata_props) }
 }
 
 /// Removes every `metadata_props` element.
@@ -1693,7 +1693,7 @@ pub unsafe extern "C" fn onnxl_value_info_proto_metadata_props_size(m: *const On
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_value_info_proto_clear_metadata_props(m: *mut OnnxlValueInfoProto) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { clear_all(m, |m| &mut m.metadata_props) }
+    unsafe { clear_all(m, |m| &mut m.rare.metadata_props) }
 }
 
 /// Removes `metadata_props` element `i`; later elements move down by one (`ONNXL_STATUS_OUT_OF_RANGE` when `i` >= size).
@@ -1705,7 +1705,7 @@ pub unsafe extern "C" fn onnxl_value_info_proto_clear_metadata_props(m: *mut Onn
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_value_info_proto_remove_metadata_props(m: *mut OnnxlValueInfoProto, i: usize) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { remove(m, i, "ValueInfoProto.metadata_props", |m| &mut m.metadata_props) }
+    unsafe { remove(m, i, "ValueInfoProto.metadata_props", |m| &mut m.rare.metadata_props) }
 }
 
 /// `metadata_props` element `i` (read-only); NULL when `i` >= size or `m` is NULL.
@@ -1717,7 +1717,7 @@ pub unsafe extern "C" fn onnxl_value_info_proto_remove_metadata_props(m: *mut On
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_value_info_proto_metadata_props(m: *const OnnxlValueInfoProto, i: usize) -> *const OnnxlStringStringEntryProto {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { elem_message::<OnnxlValueInfoProto, OnnxlStringStringEntryProto>(m, i, "ValueInfoProto.metadata_props", |m| &m.metadata_props) }
+    unsafe { elem_message::<OnnxlValueInfoProto, OnnxlStringStringEntryProto>(m, i, "ValueInfoProto.metadata_props", |m| &m.rare.metadata_props) }
 }
 
 /// `metadata_props` element `i` for writing; NULL when `i` >= size or `m` is NULL.
@@ -1729,7 +1729,7 @@ pub unsafe extern "C" fn onnxl_value_info_proto_metadata_props(m: *const OnnxlVa
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_value_info_proto_mutable_metadata_props(m: *mut OnnxlValueInfoProto, i: usize) -> *mut OnnxlStringStringEntryProto {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { mutable_elem_message::<OnnxlValueInfoProto, OnnxlStringStringEntryProto>(m, i, "ValueInfoProto.metadata_props", |m| &mut m.metadata_props) }
+    unsafe { mutable_elem_message::<OnnxlValueInfoProto, OnnxlStringStringEntryProto>(m, i, "ValueInfoProto.metadata_props", |m| &mut m.rare.metadata_props) }
 }
 
 /// Appends an empty `StringStringEntryProto` to `metadata_props` and returns it for writing; NULL only when `m` is NULL.
@@ -1741,7 +1741,7 @@ pub unsafe extern "C" fn onnxl_value_info_proto_mutable_metadata_props(m: *mut O
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_value_info_proto_add_metadata_props(m: *mut OnnxlValueInfoProto) -> *mut OnnxlStringStringEntryProto {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { add_message::<OnnxlValueInfoProto, OnnxlStringStringEntryProto>(m, |m| &mut m.metadata_props) }
+    unsafe { add_message::<OnnxlValueInfoProto, OnnxlStringStringEntryProto>(m, |m| &mut m.rare.metadata_props) }
 }
 
 /// `onnx.NodeProto` (opaque handle).
@@ -2175,7 +2175,7 @@ pub unsafe extern "C" fn onnxl_node_proto_set_domain(m: *mut OnnxlNodeProto, dat
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_node_proto_has_overload(m: *const OnnxlNodeProto) -> bool {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { has(m, |m| &m.overload) }
+    unsafe { has(m, |m| &m.rare.overload) }
 }
 
 /// Unsets `overload`.
@@ -2187,7 +2187,7 @@ pub unsafe extern "C" fn onnxl_node_proto_has_overload(m: *const OnnxlNodeProto)
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_node_proto_clear_overload(m: *mut OnnxlNodeProto) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { clear(m, |m| &mut m.overload) }
+    unsafe { clear(m, |m| &mut m.rare.overload) }
 }
 
 /// A view of `overload` (empty when unset; `data` NULL only when `m` is NULL).
@@ -2199,7 +2199,7 @@ pub unsafe extern "C" fn onnxl_node_proto_clear_overload(m: *mut OnnxlNodeProto)
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_node_proto_overload(m: *const OnnxlNodeProto) -> OnnxlStr {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { string(m, |m| &m.overload) }
+    unsafe { string(m, |m| &m.rare.overload) }
 }
 
 /// Sets `overload` to a copy of `len` bytes at `data`.
@@ -2211,7 +2211,7 @@ pub unsafe extern "C" fn onnxl_node_proto_overload(m: *const OnnxlNodeProto) -> 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_node_proto_set_overload(m: *mut OnnxlNodeProto, data: *const c_char, len: usize) -> OnnxlStatus {
     // SAFETY: forwarded contract above.
-    unsafe { set_bytes(m, data, len, |m| &mut m.overload) }
+    unsafe { set_bytes(m, data, len, |m| &mut m.rare.overload) }
 }
 
 /// Number of `attribute` elements (0 when `m` is NULL).
@@ -2343,7 +2343,7 @@ pub unsafe extern "C" fn onnxl_node_proto_set_doc_string(m: *mut OnnxlNodeProto,
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_node_proto_metadata_props_size(m: *const OnnxlNodeProto) -> usize {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { len(m, |m| &m.metadata_props) }
+    unsafe { len(m, |m| &m.rare.metadata_props) }
 }
 
 /// Removes every `metadata_props` element.
@@ -2355,7 +2355,7 @@ pub unsafe extern "C" fn onnxl_node_proto_metadata_props_size(m: *const OnnxlNod
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_node_proto_clear_metadata_props(m: *mut OnnxlNodeProto) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { clear_all(m, |m| &mut m.metadata_props) }
+    unsafe { clear_all(m, |m| &mut m.rare.metadata_props) }
 }
 
 /// Removes `metadata_props` element `i`; later elements move down by one (`ONNXL_STATUS_OUT_OF_RANGE` when `i` >= size).
@@ -2367,7 +2367,7 @@ pub unsafe extern "C" fn onnxl_node_proto_clear_metadata_props(m: *mut OnnxlNode
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_node_proto_remove_metadata_props(m: *mut OnnxlNodeProto, i: usize) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { remove(m, i, "NodeProto.metadata_props", |m| &mut m.metadata_props) }
+    unsafe { remove(m, i, "NodeProto.metadata_props", |m| &mut m.rare.metadata_props) }
 }
 
 /// `metadata_props` element `i` (read-only); NULL when `i` >= size or `m` is NULL.
@@ -2379,7 +2379,7 @@ pub unsafe extern "C" fn onnxl_node_proto_remove_metadata_props(m: *mut OnnxlNod
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_node_proto_metadata_props(m: *const OnnxlNodeProto, i: usize) -> *const OnnxlStringStringEntryProto {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { elem_message::<OnnxlNodeProto, OnnxlStringStringEntryProto>(m, i, "NodeProto.metadata_props", |m| &m.metadata_props) }
+    unsafe { elem_message::<OnnxlNodeProto, OnnxlStringStringEntryProto>(m, i, "NodeProto.metadata_props", |m| &m.rare.metadata_props) }
 }
 
 /// `metadata_props` element `i` for writing; NULL when `i` >= size or `m` is NULL.
@@ -2391,7 +2391,7 @@ pub unsafe extern "C" fn onnxl_node_proto_metadata_props(m: *const OnnxlNodeProt
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_node_proto_mutable_metadata_props(m: *mut OnnxlNodeProto, i: usize) -> *mut OnnxlStringStringEntryProto {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { mutable_elem_message::<OnnxlNodeProto, OnnxlStringStringEntryProto>(m, i, "NodeProto.metadata_props", |m| &mut m.metadata_props) }
+    unsafe { mutable_elem_message::<OnnxlNodeProto, OnnxlStringStringEntryProto>(m, i, "NodeProto.metadata_props", |m| &mut m.rare.metadata_props) }
 }
 
 /// Appends an empty `StringStringEntryProto` to `metadata_props` and returns it for writing; NULL only when `m` is NULL.
@@ -2403,7 +2403,7 @@ pub unsafe extern "C" fn onnxl_node_proto_mutable_metadata_props(m: *mut OnnxlNo
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_node_proto_add_metadata_props(m: *mut OnnxlNodeProto) -> *mut OnnxlStringStringEntryProto {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { add_message::<OnnxlNodeProto, OnnxlStringStringEntryProto>(m, |m| &mut m.metadata_props) }
+    unsafe { add_message::<OnnxlNodeProto, OnnxlStringStringEntryProto>(m, |m| &mut m.rare.metadata_props) }
 }
 
 /// Number of `device_configurations` elements (0 when `m` is NULL).
@@ -2415,7 +2415,7 @@ pub unsafe extern "C" fn onnxl_node_proto_add_metadata_props(m: *mut OnnxlNodePr
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_node_proto_device_configurations_size(m: *const OnnxlNodeProto) -> usize {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { len(m, |m| &m.device_configurations) }
+    unsafe { len(m, |m| &m.rare.device_configurations) }
 }
 
 /// Removes every `device_configurations` element.
@@ -2427,7 +2427,7 @@ pub unsafe extern "C" fn onnxl_node_proto_device_configurations_size(m: *const O
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_node_proto_clear_device_configurations(m: *mut OnnxlNodeProto) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { clear_all(m, |m| &mut m.device_configurations) }
+    unsafe { clear_all(m, |m| &mut m.rare.device_configurations) }
 }
 
 /// Removes `device_configurations` element `i`; later elements move down by one (`ONNXL_STATUS_OUT_OF_RANGE` when `i` >= size).
@@ -2439,7 +2439,7 @@ pub unsafe extern "C" fn onnxl_node_proto_clear_device_configurations(m: *mut On
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_node_proto_remove_device_configurations(m: *mut OnnxlNodeProto, i: usize) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { remove(m, i, "NodeProto.device_configurations", |m| &mut m.device_configurations) }
+    unsafe { remove(m, i, "NodeProto.device_configurations", |m| &mut m.rare.device_configurations) }
 }
 
 /// `device_configurations` element `i` (read-only); NULL when `i` >= size or `m` is NULL.
@@ -2451,7 +2451,7 @@ pub unsafe extern "C" fn onnxl_node_proto_remove_device_configurations(m: *mut O
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_node_proto_device_configurations(m: *const OnnxlNodeProto, i: usize) -> *const OnnxlNodeDeviceConfigurationProto {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { elem_message::<OnnxlNodeProto, OnnxlNodeDeviceConfigurationProto>(m, i, "NodeProto.device_configurations", |m| &m.device_configurations) }
+    unsafe { elem_message::<OnnxlNodeProto, OnnxlNodeDeviceConfigurationProto>(m, i, "NodeProto.device_configurations", |m| &m.rare.device_configurations) }
 }
 
 /// `device_configurations` element `i` for writing; NULL when `i` >= size or `m` is NULL.
@@ -2463,7 +2463,7 @@ pub unsafe extern "C" fn onnxl_node_proto_device_configurations(m: *const OnnxlN
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_node_proto_mutable_device_configurations(m: *mut OnnxlNodeProto, i: usize) -> *mut OnnxlNodeDeviceConfigurationProto {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { mutable_elem_message::<OnnxlNodeProto, OnnxlNodeDeviceConfigurationProto>(m, i, "NodeProto.device_configurations", |m| &mut m.device_configurations) }
+    unsafe { mutable_elem_message::<OnnxlNodeProto, OnnxlNodeDeviceConfigurationProto>(m, i, "NodeProto.device_configurations", |m| &mut m.rare.device_configurations) }
 }
 
 /// Appends an empty `NodeDeviceConfigurationProto` to `device_configurations` and returns it for writing; NULL only when `m` is NULL.
@@ -2475,7 +2475,7 @@ pub unsafe extern "C" fn onnxl_node_proto_mutable_device_configurations(m: *mut 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_node_proto_add_device_configurations(m: *mut OnnxlNodeProto) -> *mut OnnxlNodeDeviceConfigurationProto {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { add_message::<OnnxlNodeProto, OnnxlNodeDeviceConfigurationProto>(m, |m| &mut m.device_configurations) }
+    unsafe { add_message::<OnnxlNodeProto, OnnxlNodeDeviceConfigurationProto>(m, |m| &mut m.rare.device_configurations) }
 }
 
 /// `onnx.IntIntListEntryProto` (opaque handle).
@@ -7141,7 +7141,7 @@ pub unsafe extern "C" fn onnxl_tensor_proto_set_data_type(m: *mut OnnxlTensorPro
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_tensor_proto_has_segment(m: *const OnnxlTensorProto) -> bool {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { has(m, |m| &m.segment) }
+    unsafe { has(m, |m| &m.rare.segment) }
 }
 
 /// Unsets `segment`.
@@ -7153,7 +7153,7 @@ pub unsafe extern "C" fn onnxl_tensor_proto_has_segment(m: *const OnnxlTensorPro
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_tensor_proto_clear_segment(m: *mut OnnxlTensorProto) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { clear(m, |m| &mut m.segment) }
+    unsafe { clear(m, |m| &mut m.rare.segment) }
 }
 
 /// `segment` (read-only); when unset, a shared empty default `TensorProto.Segment`. NULL only when `m` is NULL.
@@ -7405,7 +7405,7 @@ pub unsafe extern "C" fn onnxl_tensor_proto_assign_int32_data(m: *mut OnnxlTenso
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_tensor_proto_string_data_size(m: *const OnnxlTensorProto) -> usize {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { len(m, |m| &m.string_data) }
+    unsafe { len(m, |m| &m.rare.string_data) }
 }
 
 /// Removes every `string_data` element.
@@ -7417,7 +7417,7 @@ pub unsafe extern "C" fn onnxl_tensor_proto_string_data_size(m: *const OnnxlTens
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_tensor_proto_clear_string_data(m: *mut OnnxlTensorProto) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { clear_all(m, |m| &mut m.string_data) }
+    unsafe { clear_all(m, |m| &mut m.rare.string_data) }
 }
 
 /// Removes `string_data` element `i`; later elements move down by one (`ONNXL_STATUS_OUT_OF_RANGE` when `i` >= size).
@@ -7429,7 +7429,7 @@ pub unsafe extern "C" fn onnxl_tensor_proto_clear_string_data(m: *mut OnnxlTenso
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_tensor_proto_remove_string_data(m: *mut OnnxlTensorProto, i: usize) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { remove(m, i, "TensorProto.string_data", |m| &mut m.string_data) }
+    unsafe { remove(m, i, "TensorProto.string_data", |m| &mut m.rare.string_data) }
 }
 
 /// A view of `string_data` element `i` (`data` NULL when `i` >= size or `m` is NULL).
@@ -7441,7 +7441,7 @@ pub unsafe extern "C" fn onnxl_tensor_proto_remove_string_data(m: *mut OnnxlTens
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_tensor_proto_string_data(m: *const OnnxlTensorProto, i: usize) -> OnnxlBytes {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { elem_bytes(m, i, "TensorProto.string_data", |m| &m.string_data) }
+    unsafe { elem_bytes(m, i, "TensorProto.string_data", |m| &m.rare.string_data) }
 }
 
 /// Sets `string_data` element `i` to a copy of `len` bytes at `data` (`ONNXL_STATUS_OUT_OF_RANGE` when `i` >= size).
@@ -7453,7 +7453,7 @@ pub unsafe extern "C" fn onnxl_tensor_proto_string_data(m: *const OnnxlTensorPro
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_tensor_proto_set_string_data(m: *mut OnnxlTensorProto, i: usize, data: *const u8, len: usize) -> OnnxlStatus {
     // SAFETY: forwarded contract above.
-    unsafe { set_elem_bytes(m, i, data, len, "TensorProto.string_data", |m| &mut m.string_data) }
+    unsafe { set_elem_bytes(m, i, data, len, "TensorProto.string_data", |m| &mut m.rare.string_data) }
 }
 
 /// Appends a copy of `len` bytes at `data` to `string_data`.
@@ -7465,7 +7465,7 @@ pub unsafe extern "C" fn onnxl_tensor_proto_set_string_data(m: *mut OnnxlTensorP
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_tensor_proto_add_string_data(m: *mut OnnxlTensorProto, data: *const u8, len: usize) -> OnnxlStatus {
     // SAFETY: forwarded contract above.
-    unsafe { push_bytes(m, data, len, |m| &mut m.string_data) }
+    unsafe { push_bytes(m, data, len, |m| &mut m.rare.string_data) }
 }
 
 /// Number of `int64_data` elements (0 when `m` is NULL).
@@ -7633,7 +7633,7 @@ pub unsafe extern "C" fn onnxl_tensor_proto_set_name(m: *mut OnnxlTensorProto, d
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_tensor_proto_has_doc_string(m: *const OnnxlTensorProto) -> bool {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { has(m, |m| &m.doc_string) }
+    unsafe { has(m, |m| &m.rare.doc_string) }
 }
 
 /// Unsets `doc_string`.
@@ -7645,7 +7645,7 @@ pub unsafe extern "C" fn onnxl_tensor_proto_has_doc_string(m: *const OnnxlTensor
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_tensor_proto_clear_doc_string(m: *mut OnnxlTensorProto) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { clear(m, |m| &mut m.doc_string) }
+    unsafe { clear(m, |m| &mut m.rare.doc_string) }
 }
 
 /// A view of `doc_string` (empty when unset; `data` NULL only when `m` is NULL).
@@ -7657,7 +7657,7 @@ pub unsafe extern "C" fn onnxl_tensor_proto_clear_doc_string(m: *mut OnnxlTensor
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_tensor_proto_doc_string(m: *const OnnxlTensorProto) -> OnnxlStr {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { string(m, |m| &m.doc_string) }
+    unsafe { string(m, |m| &m.rare.doc_string) }
 }
 
 /// Sets `doc_string` to a copy of `len` bytes at `data`.
@@ -7669,7 +7669,7 @@ pub unsafe extern "C" fn onnxl_tensor_proto_doc_string(m: *const OnnxlTensorProt
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_tensor_proto_set_doc_string(m: *mut OnnxlTensorProto, data: *const c_char, len: usize) -> OnnxlStatus {
     // SAFETY: forwarded contract above.
-    unsafe { set_bytes(m, data, len, |m| &mut m.doc_string) }
+    unsafe { set_bytes(m, data, len, |m| &mut m.rare.doc_string) }
 }
 
 /// True when `raw_data` is set (proto2 presence: set to its default still counts).
@@ -7885,7 +7885,7 @@ pub unsafe extern "C" fn onnxl_tensor_proto_set_data_location(m: *mut OnnxlTenso
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_tensor_proto_double_data_size(m: *const OnnxlTensorProto) -> usize {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { len(m, |m| &m.double_data) }
+    unsafe { len(m, |m| &m.rare.double_data) }
 }
 
 /// Removes every `double_data` element.
@@ -7897,7 +7897,7 @@ pub unsafe extern "C" fn onnxl_tensor_proto_double_data_size(m: *const OnnxlTens
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_tensor_proto_clear_double_data(m: *mut OnnxlTensorProto) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { clear_all(m, |m| &mut m.double_data) }
+    unsafe { clear_all(m, |m| &mut m.rare.double_data) }
 }
 
 /// Removes `double_data` element `i`; later elements move down by one (`ONNXL_STATUS_OUT_OF_RANGE` when `i` >= size).
@@ -7909,7 +7909,7 @@ pub unsafe extern "C" fn onnxl_tensor_proto_clear_double_data(m: *mut OnnxlTenso
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_tensor_proto_remove_double_data(m: *mut OnnxlTensorProto, i: usize) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { remove(m, i, "TensorProto.double_data", |m| &mut m.double_data) }
+    unsafe { remove(m, i, "TensorProto.double_data", |m| &mut m.rare.double_data) }
 }
 
 /// `double_data` element `i`; 0 (with `ONNXL_STATUS_OUT_OF_RANGE` as last error) when `i` >= size or `m` is NULL.
@@ -7921,7 +7921,7 @@ pub unsafe extern "C" fn onnxl_tensor_proto_remove_double_data(m: *mut OnnxlTens
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_tensor_proto_double_data(m: *const OnnxlTensorProto, i: usize) -> f64 {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { elem_value(m, i, "TensorProto.double_data", |m| &m.double_data) }
+    unsafe { elem_value(m, i, "TensorProto.double_data", |m| &m.rare.double_data) }
 }
 
 /// The `double_data` elements as a contiguous array of `onnxl_tensor_proto_double_data_size(m)` values (NULL only when `m` is NULL; not to be read when the size is 0).
@@ -7933,7 +7933,7 @@ pub unsafe extern "C" fn onnxl_tensor_proto_double_data(m: *const OnnxlTensorPro
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_tensor_proto_double_data_data(m: *const OnnxlTensorProto) -> *const f64 {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { data(m, |m| &m.double_data) }
+    unsafe { data(m, |m| &m.rare.double_data) }
 }
 
 /// The `double_data` elements for in-place writing (NULL only when `m` is NULL).
@@ -7945,7 +7945,7 @@ pub unsafe extern "C" fn onnxl_tensor_proto_double_data_data(m: *const OnnxlTens
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_tensor_proto_mutable_double_data_data(m: *mut OnnxlTensorProto) -> *mut f64 {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { mutable_data(m, |m| &mut m.double_data) }
+    unsafe { mutable_data(m, |m| &mut m.rare.double_data) }
 }
 
 /// Sets `double_data` element `i` to `v` (`ONNXL_STATUS_OUT_OF_RANGE` when `i` >= size).
@@ -7957,7 +7957,7 @@ pub unsafe extern "C" fn onnxl_tensor_proto_mutable_double_data_data(m: *mut Onn
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_tensor_proto_set_double_data(m: *mut OnnxlTensorProto, i: usize, v: f64) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { set_elem_value(m, i, v, "TensorProto.double_data", |m| &mut m.double_data) }
+    unsafe { set_elem_value(m, i, v, "TensorProto.double_data", |m| &mut m.rare.double_data) }
 }
 
 /// Appends `v` to `double_data`.
@@ -7969,7 +7969,7 @@ pub unsafe extern "C" fn onnxl_tensor_proto_set_double_data(m: *mut OnnxlTensorP
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_tensor_proto_add_double_data(m: *mut OnnxlTensorProto, v: f64) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { push_value(m, v, |m| &mut m.double_data) }
+    unsafe { push_value(m, v, |m| &mut m.rare.double_data) }
 }
 
 /// Replaces every `double_data` element with a copy of the `count` values at `data`.
@@ -7981,7 +7981,7 @@ pub unsafe extern "C" fn onnxl_tensor_proto_add_double_data(m: *mut OnnxlTensorP
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_tensor_proto_assign_double_data(m: *mut OnnxlTensorProto, data: *const f64, count: usize) -> OnnxlStatus {
     // SAFETY: forwarded contract above.
-    unsafe { assign(m, data, count, |m| &mut m.double_data) }
+    unsafe { assign(m, data, count, |m| &mut m.rare.double_data) }
 }
 
 /// Number of `uint64_data` elements (0 when `m` is NULL).
@@ -7993,7 +7993,7 @@ pub unsafe extern "C" fn onnxl_tensor_proto_assign_double_data(m: *mut OnnxlTens
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_tensor_proto_uint64_data_size(m: *const OnnxlTensorProto) -> usize {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { len(m, |m| &m.uint64_data) }
+    unsafe { len(m, |m| &m.rare.uint64_data) }
 }
 
 /// Removes every `uint64_data` element.
@@ -8005,7 +8005,7 @@ pub unsafe extern "C" fn onnxl_tensor_proto_uint64_data_size(m: *const OnnxlTens
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_tensor_proto_clear_uint64_data(m: *mut OnnxlTensorProto) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { clear_all(m, |m| &mut m.uint64_data) }
+    unsafe { clear_all(m, |m| &mut m.rare.uint64_data) }
 }
 
 /// Removes `uint64_data` element `i`; later elements move down by one (`ONNXL_STATUS_OUT_OF_RANGE` when `i` >= size).
@@ -8017,7 +8017,7 @@ pub unsafe extern "C" fn onnxl_tensor_proto_clear_uint64_data(m: *mut OnnxlTenso
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_tensor_proto_remove_uint64_data(m: *mut OnnxlTensorProto, i: usize) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { remove(m, i, "TensorProto.uint64_data", |m| &mut m.uint64_data) }
+    unsafe { remove(m, i, "TensorProto.uint64_data", |m| &mut m.rare.uint64_data) }
 }
 
 /// `uint64_data` element `i`; 0 (with `ONNXL_STATUS_OUT_OF_RANGE` as last error) when `i` >= size or `m` is NULL.
@@ -8029,7 +8029,7 @@ pub unsafe extern "C" fn onnxl_tensor_proto_remove_uint64_data(m: *mut OnnxlTens
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_tensor_proto_uint64_data(m: *const OnnxlTensorProto, i: usize) -> u64 {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { elem_value(m, i, "TensorProto.uint64_data", |m| &m.uint64_data) }
+    unsafe { elem_value(m, i, "TensorProto.uint64_data", |m| &m.rare.uint64_data) }
 }
 
 /// The `uint64_data` elements as a contiguous array of `onnxl_tensor_proto_uint64_data_size(m)` values (NULL only when `m` is NULL; not to be read when the size is 0).
@@ -8041,7 +8041,7 @@ pub unsafe extern "C" fn onnxl_tensor_proto_uint64_data(m: *const OnnxlTensorPro
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_tensor_proto_uint64_data_data(m: *const OnnxlTensorProto) -> *const u64 {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { data(m, |m| &m.uint64_data) }
+    unsafe { data(m, |m| &m.rare.uint64_data) }
 }
 
 /// The `uint64_data` elements for in-place writing (NULL only when `m` is NULL).
@@ -8053,7 +8053,7 @@ pub unsafe extern "C" fn onnxl_tensor_proto_uint64_data_data(m: *const OnnxlTens
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_tensor_proto_mutable_uint64_data_data(m: *mut OnnxlTensorProto) -> *mut u64 {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { mutable_data(m, |m| &mut m.uint64_data) }
+    unsafe { mutable_data(m, |m| &mut m.rare.uint64_data) }
 }
 
 /// Sets `uint64_data` element `i` to `v` (`ONNXL_STATUS_OUT_OF_RANGE` when `i` >= size).
@@ -8065,7 +8065,7 @@ pub unsafe extern "C" fn onnxl_tensor_proto_mutable_uint64_data_data(m: *mut Onn
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_tensor_proto_set_uint64_data(m: *mut OnnxlTensorProto, i: usize, v: u64) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { set_elem_value(m, i, v, "TensorProto.uint64_data", |m| &mut m.uint64_data) }
+    unsafe { set_elem_value(m, i, v, "TensorProto.uint64_data", |m| &mut m.rare.uint64_data) }
 }
 
 /// Appends `v` to `uint64_data`.
@@ -8077,7 +8077,7 @@ pub unsafe extern "C" fn onnxl_tensor_proto_set_uint64_data(m: *mut OnnxlTensorP
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_tensor_proto_add_uint64_data(m: *mut OnnxlTensorProto, v: u64) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { push_value(m, v, |m| &mut m.uint64_data) }
+    unsafe { push_value(m, v, |m| &mut m.rare.uint64_data) }
 }
 
 /// Replaces every `uint64_data` element with a copy of the `count` values at `data`.
@@ -8089,7 +8089,7 @@ pub unsafe extern "C" fn onnxl_tensor_proto_add_uint64_data(m: *mut OnnxlTensorP
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_tensor_proto_assign_uint64_data(m: *mut OnnxlTensorProto, data: *const u64, count: usize) -> OnnxlStatus {
     // SAFETY: forwarded contract above.
-    unsafe { assign(m, data, count, |m| &mut m.uint64_data) }
+    unsafe { assign(m, data, count, |m| &mut m.rare.uint64_data) }
 }
 
 /// Number of `metadata_props` elements (0 when `m` is NULL).
@@ -8101,7 +8101,7 @@ pub unsafe extern "C" fn onnxl_tensor_proto_assign_uint64_data(m: *mut OnnxlTens
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_tensor_proto_metadata_props_size(m: *const OnnxlTensorProto) -> usize {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { len(m, |m| &m.metadata_props) }
+    unsafe { len(m, |m| &m.rare.metadata_props) }
 }
 
 /// Removes every `metadata_props` element.
@@ -8113,7 +8113,7 @@ pub unsafe extern "C" fn onnxl_tensor_proto_metadata_props_size(m: *const OnnxlT
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_tensor_proto_clear_metadata_props(m: *mut OnnxlTensorProto) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { clear_all(m, |m| &mut m.metadata_props) }
+    unsafe { clear_all(m, |m| &mut m.rare.metadata_props) }
 }
 
 /// Removes `metadata_props` element `i`; later elements move down by one (`ONNXL_STATUS_OUT_OF_RANGE` when `i` >= size).
@@ -8125,7 +8125,7 @@ pub unsafe extern "C" fn onnxl_tensor_proto_clear_metadata_props(m: *mut OnnxlTe
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_tensor_proto_remove_metadata_props(m: *mut OnnxlTensorProto, i: usize) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { remove(m, i, "TensorProto.metadata_props", |m| &mut m.metadata_props) }
+    unsafe { remove(m, i, "TensorProto.metadata_props", |m| &mut m.rare.metadata_props) }
 }
 
 /// `metadata_props` element `i` (read-only); NULL when `i` >= size or `m` is NULL.
@@ -8137,7 +8137,7 @@ pub unsafe extern "C" fn onnxl_tensor_proto_remove_metadata_props(m: *mut OnnxlT
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_tensor_proto_metadata_props(m: *const OnnxlTensorProto, i: usize) -> *const OnnxlStringStringEntryProto {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { elem_message::<OnnxlTensorProto, OnnxlStringStringEntryProto>(m, i, "TensorProto.metadata_props", |m| &m.metadata_props) }
+    unsafe { elem_message::<OnnxlTensorProto, OnnxlStringStringEntryProto>(m, i, "TensorProto.metadata_props", |m| &m.rare.metadata_props) }
 }
 
 /// `metadata_props` element `i` for writing; NULL when `i` >= size or `m` is NULL.
@@ -8149,7 +8149,7 @@ pub unsafe extern "C" fn onnxl_tensor_proto_metadata_props(m: *const OnnxlTensor
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_tensor_proto_mutable_metadata_props(m: *mut OnnxlTensorProto, i: usize) -> *mut OnnxlStringStringEntryProto {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { mutable_elem_message::<OnnxlTensorProto, OnnxlStringStringEntryProto>(m, i, "TensorProto.metadata_props", |m| &mut m.metadata_props) }
+    unsafe { mutable_elem_message::<OnnxlTensorProto, OnnxlStringStringEntryProto>(m, i, "TensorProto.metadata_props", |m| &mut m.rare.metadata_props) }
 }
 
 /// Appends an empty `StringStringEntryProto` to `metadata_props` and returns it for writing; NULL only when `m` is NULL.
@@ -8161,7 +8161,7 @@ pub unsafe extern "C" fn onnxl_tensor_proto_mutable_metadata_props(m: *mut Onnxl
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_tensor_proto_add_metadata_props(m: *mut OnnxlTensorProto) -> *mut OnnxlStringStringEntryProto {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { add_message::<OnnxlTensorProto, OnnxlStringStringEntryProto>(m, |m| &mut m.metadata_props) }
+    unsafe { add_message::<OnnxlTensorProto, OnnxlStringStringEntryProto>(m, |m| &mut m.rare.metadata_props) }
 }
 
 /// `onnx.TensorProto.Segment` (opaque handle).
@@ -9187,7 +9187,7 @@ pub unsafe extern "C" fn onnxl_tensor_shape_proto_dimension_set_dim_param(m: *mu
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_tensor_shape_proto_dimension_has_denotation(m: *const OnnxlTensorShapeProtoDimension) -> bool {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { has(m, |m| &m.denotation) }
+    unsafe { has(m, |m| &m.rare.denotation) }
 }
 
 /// Unsets `denotation`.
@@ -9199,7 +9199,7 @@ pub unsafe extern "C" fn onnxl_tensor_shape_proto_dimension_has_denotation(m: *c
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_tensor_shape_proto_dimension_clear_denotation(m: *mut OnnxlTensorShapeProtoDimension) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { clear(m, |m| &mut m.denotation) }
+    unsafe { clear(m, |m| &mut m.rare.denotation) }
 }
 
 /// A view of `denotation` (empty when unset; `data` NULL only when `m` is NULL).
@@ -9211,7 +9211,7 @@ pub unsafe extern "C" fn onnxl_tensor_shape_proto_dimension_clear_denotation(m: 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_tensor_shape_proto_dimension_denotation(m: *const OnnxlTensorShapeProtoDimension) -> OnnxlStr {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { string(m, |m| &m.denotation) }
+    unsafe { string(m, |m| &m.rare.denotation) }
 }
 
 /// Sets `denotation` to a copy of `len` bytes at `data`.
@@ -9223,7 +9223,7 @@ pub unsafe extern "C" fn onnxl_tensor_shape_proto_dimension_denotation(m: *const
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_tensor_shape_proto_dimension_set_denotation(m: *mut OnnxlTensorShapeProtoDimension, data: *const c_char, len: usize) -> OnnxlStatus {
     // SAFETY: forwarded contract above.
-    unsafe { set_bytes(m, data, len, |m| &mut m.denotation) }
+    unsafe { set_bytes(m, data, len, |m| &mut m.rare.denotation) }
 }
 
 /// `onnx.TypeProto` (opaque handle).
@@ -9667,7 +9667,7 @@ pub unsafe extern "C" fn onnxl_type_proto_mutable_opaque_type(m: *mut OnnxlTypeP
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_type_proto_has_denotation(m: *const OnnxlTypeProto) -> bool {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { has(m, |m| &m.denotation) }
+    unsafe { has(m, |m| &m.rare.denotation) }
 }
 
 /// Unsets `denotation`.
@@ -9679,7 +9679,7 @@ pub unsafe extern "C" fn onnxl_type_proto_has_denotation(m: *const OnnxlTypeProt
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_type_proto_clear_denotation(m: *mut OnnxlTypeProto) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { clear(m, |m| &mut m.denotation) }
+    unsafe { clear(m, |m| &mut m.rare.denotation) }
 }
 
 /// A view of `denotation` (empty when unset; `data` NULL only when `m` is NULL).
@@ -9691,7 +9691,7 @@ pub unsafe extern "C" fn onnxl_type_proto_clear_denotation(m: *mut OnnxlTypeProt
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_type_proto_denotation(m: *const OnnxlTypeProto) -> OnnxlStr {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { string(m, |m| &m.denotation) }
+    unsafe { string(m, |m| &m.rare.denotation) }
 }
 
 /// Sets `denotation` to a copy of `len` bytes at `data`.
@@ -9703,7 +9703,7 @@ pub unsafe extern "C" fn onnxl_type_proto_denotation(m: *const OnnxlTypeProto) -
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_type_proto_set_denotation(m: *mut OnnxlTypeProto, data: *const c_char, len: usize) -> OnnxlStatus {
     // SAFETY: forwarded contract above.
-    unsafe { set_bytes(m, data, len, |m| &mut m.denotation) }
+    unsafe { set_bytes(m, data, len, |m| &mut m.rare.denotation) }
 }
 
 /// `onnx.TypeProto.Tensor` (opaque handle).

@@ -214,6 +214,18 @@ pub unsafe extern "C" fn onnxl_cxx_ValueInfoProto_list_reserve(f: *mut RepeatedF
     unsafe { list_reserve(f, n) }
 }
 
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn onnxl_cxx_ValueInfoProto_rare_mut(p: *mut ValueInfoProto) -> *mut ValueInfoProtoRare {
+    // SAFETY: module contract.
+    unsafe { (*p).rare.make_mut() }
+}
+
+/// The rare fields every unallocated `rare` box of a `ValueInfoProto` reads as.
+#[unsafe(no_mangle)]
+pub extern "C" fn onnxl_cxx_ValueInfoProto_rare_empty() -> *const ValueInfoProtoRare {
+    <ValueInfoProtoRare as RareFields>::empty()
+}
+
 // ---- NodeProto
 
 #[unsafe(no_mangle)]
@@ -304,6 +316,18 @@ pub unsafe extern "C" fn onnxl_cxx_NodeProto_list_truncate(f: *mut RepeatedField
 pub unsafe extern "C" fn onnxl_cxx_NodeProto_list_reserve(f: *mut RepeatedField<NodeProto>, n: usize) {
     // SAFETY: module contract.
     unsafe { list_reserve(f, n) }
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn onnxl_cxx_NodeProto_rare_mut(p: *mut NodeProto) -> *mut NodeProtoRare {
+    // SAFETY: module contract.
+    unsafe { (*p).rare.make_mut() }
+}
+
+/// The rare fields every unallocated `rare` box of a `NodeProto` reads as.
+#[unsafe(no_mangle)]
+pub extern "C" fn onnxl_cxx_NodeProto_rare_empty() -> *const NodeProtoRare {
+    <NodeProtoRare as RareFields>::empty()
 }
 
 // ---- IntIntListEntryProto
@@ -1465,6 +1489,18 @@ pub unsafe extern "C" fn onnxl_cxx_TensorProto_list_reserve(f: *mut RepeatedFiel
     unsafe { list_reserve(f, n) }
 }
 
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn onnxl_cxx_TensorProto_rare_mut(p: *mut TensorProto) -> *mut TensorProtoRare {
+    // SAFETY: module contract.
+    unsafe { (*p).rare.make_mut() }
+}
+
+/// The rare fields every unallocated `rare` box of a `TensorProto` reads as.
+#[unsafe(no_mangle)]
+pub extern "C" fn onnxl_cxx_TensorProto_rare_empty() -> *const TensorProtoRare {
+    <TensorProtoRare as RareFields>::empty()
+}
+
 // ---- TensorProto.Segment
 
 #[unsafe(no_mangle)]
@@ -1834,6 +1870,18 @@ pub unsafe extern "C" fn onnxl_cxx_TensorShapeProto_Dimension_list_reserve(f: *m
 }
 
 #[unsafe(no_mangle)]
+pub unsafe extern "C" fn onnxl_cxx_TensorShapeProto_Dimension_rare_mut(p: *mut TensorShapeProtoDimension) -> *mut TensorShapeProtoDimensionRare {
+    // SAFETY: module contract.
+    unsafe { (*p).rare.make_mut() }
+}
+
+/// The rare fields every unallocated `rare` box of a `TensorShapeProtoDimension` reads as.
+#[unsafe(no_mangle)]
+pub extern "C" fn onnxl_cxx_TensorShapeProto_Dimension_rare_empty() -> *const TensorShapeProtoDimensionRare {
+    <TensorShapeProtoDimensionRare as RareFields>::empty()
+}
+
+#[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_cxx_TensorShapeProto_Dimension_value_case(p: *const TensorShapeProtoDimension) -> u32 {
     // SAFETY: module contract.
     unsafe { match &(*p).value { Some(TensorShapeProtoDimensionValue::DimValue(_)) => 1, Some(TensorShapeProtoDimensionValue::DimParam(_)) => 2, None => 0 } }
@@ -1978,6 +2026,18 @@ pub unsafe extern "C" fn onnxl_cxx_TypeProto_list_truncate(f: *mut RepeatedField
 pub unsafe extern "C" fn onnxl_cxx_TypeProto_list_reserve(f: *mut RepeatedField<TypeProto>, n: usize) {
     // SAFETY: module contract.
     unsafe { list_reserve(f, n) }
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn onnxl_cxx_TypeProto_rare_mut(p: *mut TypeProto) -> *mut TypeProtoRare {
+    // SAFETY: module contract.
+    unsafe { (*p).rare.make_mut() }
+}
+
+/// The rare fields every unallocated `rare` box of a `TypeProto` reads as.
+#[unsafe(no_mangle)]
+pub extern "C" fn onnxl_cxx_TypeProto_rare_empty() -> *const TypeProtoRare {
+    <TypeProtoRare as RareFields>::empty()
 }
 
 #[unsafe(no_mangle)]
@@ -3175,21 +3235,23 @@ pub fn layout_text() -> String {
     writeln!(o, "field AttributeProto.sparse_tensors {} rare", std::mem::offset_of!(AttributeProtoRare, sparse_tensors)).unwrap();
     writeln!(o, "field AttributeProto.type_protos {} rare", std::mem::offset_of!(AttributeProtoRare, type_protos)).unwrap();
     writeln!(o, "message ValueInfoProto size={} align={}", size_of::<ValueInfoProto>(), align_of::<ValueInfoProto>()).unwrap();
+    writeln!(o, "rare ValueInfoProto offset={}", std::mem::offset_of!(ValueInfoProto, rare)).unwrap();
     writeln!(o, "field ValueInfoProto.name {}", std::mem::offset_of!(ValueInfoProto, name)).unwrap();
     writeln!(o, "field ValueInfoProto.type {}", std::mem::offset_of!(ValueInfoProto, r#type)).unwrap();
-    writeln!(o, "field ValueInfoProto.doc_string {}", std::mem::offset_of!(ValueInfoProto, doc_string)).unwrap();
-    writeln!(o, "field ValueInfoProto.metadata_props {}", std::mem::offset_of!(ValueInfoProto, metadata_props)).unwrap();
+    writeln!(o, "field ValueInfoProto.doc_string {} rare", std::mem::offset_of!(ValueInfoProtoRare, doc_string)).unwrap();
+    writeln!(o, "field ValueInfoProto.metadata_props {} rare", std::mem::offset_of!(ValueInfoProtoRare, metadata_props)).unwrap();
     writeln!(o, "message NodeProto size={} align={}", size_of::<NodeProto>(), align_of::<NodeProto>()).unwrap();
+    writeln!(o, "rare NodeProto offset={}", std::mem::offset_of!(NodeProto, rare)).unwrap();
     writeln!(o, "field NodeProto.input {}", std::mem::offset_of!(NodeProto, input)).unwrap();
     writeln!(o, "field NodeProto.output {}", std::mem::offset_of!(NodeProto, output)).unwrap();
     writeln!(o, "field NodeProto.name {}", std::mem::offset_of!(NodeProto, name)).unwrap();
     writeln!(o, "field NodeProto.op_type {}", std::mem::offset_of!(NodeProto, op_type)).unwrap();
     writeln!(o, "field NodeProto.domain {}", std::mem::offset_of!(NodeProto, domain)).unwrap();
-    writeln!(o, "field NodeProto.overload {}", std::mem::offset_of!(NodeProto, overload)).unwrap();
+    writeln!(o, "field NodeProto.overload {} rare", std::mem::offset_of!(NodeProtoRare, overload)).unwrap();
     writeln!(o, "field NodeProto.attribute {}", std::mem::offset_of!(NodeProto, attribute)).unwrap();
     writeln!(o, "field NodeProto.doc_string {}", std::mem::offset_of!(NodeProto, doc_string)).unwrap();
-    writeln!(o, "field NodeProto.metadata_props {}", std::mem::offset_of!(NodeProto, metadata_props)).unwrap();
-    writeln!(o, "field NodeProto.device_configurations {}", std::mem::offset_of!(NodeProto, device_configurations)).unwrap();
+    writeln!(o, "field NodeProto.metadata_props {} rare", std::mem::offset_of!(NodeProtoRare, metadata_props)).unwrap();
+    writeln!(o, "field NodeProto.device_configurations {} rare", std::mem::offset_of!(NodeProtoRare, device_configurations)).unwrap();
     writeln!(o, "message IntIntListEntryProto size={} align={}", size_of::<IntIntListEntryProto>(), align_of::<IntIntListEntryProto>()).unwrap();
     writeln!(o, "field IntIntListEntryProto.key {}", std::mem::offset_of!(IntIntListEntryProto, key)).unwrap();
     writeln!(o, "field IntIntListEntryProto.value {}", std::mem::offset_of!(IntIntListEntryProto, value)).unwrap();
@@ -3247,21 +3309,22 @@ pub fn layout_text() -> String {
     writeln!(o, "field GraphProto.quantization_annotation {}", std::mem::offset_of!(GraphProto, quantization_annotation)).unwrap();
     writeln!(o, "field GraphProto.metadata_props {}", std::mem::offset_of!(GraphProto, metadata_props)).unwrap();
     writeln!(o, "message TensorProto size={} align={}", size_of::<TensorProto>(), align_of::<TensorProto>()).unwrap();
+    writeln!(o, "rare TensorProto offset={}", std::mem::offset_of!(TensorProto, rare)).unwrap();
     writeln!(o, "field TensorProto.dims {}", std::mem::offset_of!(TensorProto, dims)).unwrap();
     writeln!(o, "field TensorProto.data_type {}", std::mem::offset_of!(TensorProto, data_type)).unwrap();
-    writeln!(o, "field TensorProto.segment {}", std::mem::offset_of!(TensorProto, segment)).unwrap();
+    writeln!(o, "field TensorProto.segment {} rare", std::mem::offset_of!(TensorProtoRare, segment)).unwrap();
     writeln!(o, "field TensorProto.float_data {}", std::mem::offset_of!(TensorProto, float_data)).unwrap();
     writeln!(o, "field TensorProto.int32_data {}", std::mem::offset_of!(TensorProto, int32_data)).unwrap();
-    writeln!(o, "field TensorProto.string_data {}", std::mem::offset_of!(TensorProto, string_data)).unwrap();
+    writeln!(o, "field TensorProto.string_data {} rare", std::mem::offset_of!(TensorProtoRare, string_data)).unwrap();
     writeln!(o, "field TensorProto.int64_data {}", std::mem::offset_of!(TensorProto, int64_data)).unwrap();
     writeln!(o, "field TensorProto.name {}", std::mem::offset_of!(TensorProto, name)).unwrap();
-    writeln!(o, "field TensorProto.doc_string {}", std::mem::offset_of!(TensorProto, doc_string)).unwrap();
+    writeln!(o, "field TensorProto.doc_string {} rare", std::mem::offset_of!(TensorProtoRare, doc_string)).unwrap();
     writeln!(o, "field TensorProto.raw_data {}", std::mem::offset_of!(TensorProto, raw_data)).unwrap();
     writeln!(o, "field TensorProto.external_data {}", std::mem::offset_of!(TensorProto, external_data)).unwrap();
     writeln!(o, "field TensorProto.data_location {}", std::mem::offset_of!(TensorProto, data_location)).unwrap();
-    writeln!(o, "field TensorProto.double_data {}", std::mem::offset_of!(TensorProto, double_data)).unwrap();
-    writeln!(o, "field TensorProto.uint64_data {}", std::mem::offset_of!(TensorProto, uint64_data)).unwrap();
-    writeln!(o, "field TensorProto.metadata_props {}", std::mem::offset_of!(TensorProto, metadata_props)).unwrap();
+    writeln!(o, "field TensorProto.double_data {} rare", std::mem::offset_of!(TensorProtoRare, double_data)).unwrap();
+    writeln!(o, "field TensorProto.uint64_data {} rare", std::mem::offset_of!(TensorProtoRare, uint64_data)).unwrap();
+    writeln!(o, "field TensorProto.metadata_props {} rare", std::mem::offset_of!(TensorProtoRare, metadata_props)).unwrap();
     writeln!(o, "message TensorProto_Segment size={} align={}", size_of::<TensorProtoSegment>(), align_of::<TensorProtoSegment>()).unwrap();
     writeln!(o, "field TensorProto_Segment.begin {}", std::mem::offset_of!(TensorProtoSegment, begin)).unwrap();
     writeln!(o, "field TensorProto_Segment.end {}", std::mem::offset_of!(TensorProtoSegment, end)).unwrap();
@@ -3272,9 +3335,11 @@ pub fn layout_text() -> String {
     writeln!(o, "message TensorShapeProto size={} align={}", size_of::<TensorShapeProto>(), align_of::<TensorShapeProto>()).unwrap();
     writeln!(o, "field TensorShapeProto.dim {}", std::mem::offset_of!(TensorShapeProto, dim)).unwrap();
     writeln!(o, "message TensorShapeProto_Dimension size={} align={}", size_of::<TensorShapeProtoDimension>(), align_of::<TensorShapeProtoDimension>()).unwrap();
-    writeln!(o, "field TensorShapeProto_Dimension.denotation {}", std::mem::offset_of!(TensorShapeProtoDimension, denotation)).unwrap();
+    writeln!(o, "rare TensorShapeProto_Dimension offset={}", std::mem::offset_of!(TensorShapeProtoDimension, rare)).unwrap();
+    writeln!(o, "field TensorShapeProto_Dimension.denotation {} rare", std::mem::offset_of!(TensorShapeProtoDimensionRare, denotation)).unwrap();
     writeln!(o, "message TypeProto size={} align={}", size_of::<TypeProto>(), align_of::<TypeProto>()).unwrap();
-    writeln!(o, "field TypeProto.denotation {}", std::mem::offset_of!(TypeProto, denotation)).unwrap();
+    writeln!(o, "rare TypeProto offset={}", std::mem::offset_of!(TypeProto, rare)).unwrap();
+    writeln!(o, "field TypeProto.denotation {} rare", std::mem::offset_of!(TypeProtoRare, denotation)).unwrap();
     writeln!(o, "message TypeProto_Tensor size={} align={}", size_of::<TypeProtoTensor>(), align_of::<TypeProtoTensor>()).unwrap();
     writeln!(o, "field TypeProto_Tensor.elem_type {}", std::mem::offset_of!(TypeProtoTensor, elem_type)).unwrap();
     writeln!(o, "field TypeProto_Tensor.shape {}", std::mem::offset_of!(TypeProtoTensor, shape)).unwrap();

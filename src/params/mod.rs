@@ -643,11 +643,13 @@ pub fn merge_into_model(
                 init.raw_data = t.raw_data;
                 init.float_data.clear();
                 init.int32_data.clear();
-                init.string_data.clear();
                 init.int64_data.clear();
-                init.double_data.clear();
-                init.uint64_data.clear();
-                init.segment = None;
+                if let Some(rare) = init.rare.get_mut() {
+                    rare.string_data.clear();
+                    rare.double_data.clear();
+                    rare.uint64_data.clear();
+                    rare.segment = None;
+                }
                 init.external_data.clear();
                 init.data_location = None;
                 report.replaced += 1;

@@ -20,7 +20,7 @@ pub struct AttributeProto {
     /// `optional bytes s = 4;`
     pub s: Option<ProtoString>,
     /// `repeated float floats = 7;`
-    pub floats: InlineVec<f32>,
+    pub floats: InlineVec<f32, 2>,
     /// `repeated int64 ints = 8;`
     pub ints: InlineVec<i64, 4>,
     /// `repeated bytes strings = 9;`
@@ -826,10 +826,8 @@ pub struct ValueInfoProto {
     pub name: Option<ProtoString>,
     /// `optional TypeProto type = 2;`
     pub r#type: Option<Box<TypeProto>>,
-    /// `optional string doc_string = 3;`
-    pub doc_string: Option<ProtoString>,
-    /// `repeated StringStringEntryProto metadata_props = 4;`
-    pub metadata_props: RepeatedField<StringStringEntryProto>,
+    /// The fields few models set (`ValueInfoProtoRare`), in a box allocated on first write.
+    pub rare: Rare<ValueInfoProtoRare>,
     /// Fields not in the schema, as read (written back after the known ones).
     pub unknown_fields: UnknownFields,
 }
@@ -840,10 +838,35 @@ impl ValueInfoProto {
         Self {
             name: None,
             r#type: None,
-            doc_string: None,
-            metadata_props: RepeatedField::new(),
+            rare: Rare::new(),
             unknown_fields: UnknownFields::new(),
         }
+    }
+}
+
+/// The rare fields of `onnx.ValueInfoProto` (its `rare` member).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ValueInfoProtoRare {
+    /// `optional string doc_string = 3;`
+    pub doc_string: Option<ProtoString>,
+    /// `repeated StringStringEntryProto metadata_props = 4;`
+    pub metadata_props: RepeatedField<StringStringEntryProto>,
+}
+
+impl ValueInfoProtoRare {
+    /// Every rare field unset.
+    pub const fn new() -> Self {
+        Self {
+            doc_string: None,
+            metadata_props: RepeatedField::new(),
+        }
+    }
+}
+
+impl RareFields for ValueInfoProtoRare {
+    fn empty() -> &'static Self {
+        static EMPTY: ValueInfoProtoRare = ValueInfoProtoRare::new();
+        &EMPTY
     }
 }
 
@@ -855,11 +878,17 @@ impl Message for ValueInfoProto {
             match tag {
                 10 => r.read_string_into(&mut self.name).map_err(|e| e.at("name", None))?,
                 18 => r.read_message_into(&mut self.r#type).map_err(|e| e.at("type", None))?,
-                26 => r.read_string_into(&mut self.doc_string).map_err(|e| e.at("doc_string", None))?,
+                26 => {
+                    r.alloc_rare(&mut self.rare)?;
+                    r.read_string_into(&mut self.rare.doc_string).map_err(|e| e.at("doc_string", None))?
+                }
                 34 => {
-                    let i = self.metadata_props.len();
-                    let m = r.push_message(&mut self.metadata_props, 34).map_err(|e| e.at("metadata_props", Some(i)))?;
+                    r.alloc_rare(&mut self.rare)?;
+                    {
+                    let i = self.rare.metadata_props.len();
+                    let m = r.push_message(&mut self.rare.metadata_props, 34).map_err(|e| e.at("metadata_props", Some(i)))?;
                     r.read_message(m).map_err(|e| e.at("metadata_props", Some(i)))?;
+                }
                 }
                 _ => r.skip_unknown(tag, &mut self.unknown_fields)?,
             }
@@ -869,22 +898,24 @@ impl Message for ValueInfoProto {
 
     fn compute_size(&self, sizes: &mut SizeTable) -> u64 {
         let mut n: u64 = self.unknown_fields.len() as u64;
+        let rare = &*self.rare;
         if let Some(v) = &self.name {
             n += 1 + len_delimited_size(v.len() as u64);
         }
         if let Some(m) = &self.r#type {
             n += 1 + len_delimited_size(sizes.nested::<TypeProto>(m));
         }
-        if let Some(v) = &self.doc_string {
+        if let Some(v) = &rare.doc_string {
             n += 1 + len_delimited_size(v.len() as u64);
         }
-        for m in self.metadata_props.iter_prefetching() {
+        for m in rare.metadata_props.iter_prefetching() {
             n += 1 + len_delimited_size(sizes.nested::<StringStringEntryProto>(m));
         }
         n
     }
 
     fn encode_to<S: Sink + ?Sized>(&self, s: &mut S, c: &mut SizeCursor<'_>) {
+        let rare = &*self.rare;
         if let Some(v) = &self.name {
             s.put(&[0x0a]);
             put_varint(s, v.len() as u64);
@@ -895,12 +926,12 @@ impl Message for ValueInfoProto {
             put_varint(s, c.next_size());
             m.encode_to(s, c);
         }
-        if let Some(v) = &self.doc_string {
+        if let Some(v) = &rare.doc_string {
             s.put(&[0x1a]);
             put_varint(s, v.len() as u64);
             s.put(v);
         }
-        for m in &self.metadata_props {
+        for m in &rare.metadata_props {
             s.put(&[0x22]);
             put_varint(s, c.next_size());
             m.encode_to(s, c);
@@ -925,7 +956,6 @@ impl Message for ValueInfoProto {
         if let Some(m) = &self.r#type {
             crate::wire::prefetch::prefetch_value::<_>(&**m);
         }
-        self.metadata_props.prefetch_head();
     }
 }
 
@@ -970,32 +1000,36 @@ impl ValueInfoProto {
     }
     /// True when `doc_string` is set.
     pub fn has_doc_string(&self) -> bool {
-        self.doc_string.is_some()
+        self.rare.doc_string.is_some()
     }
     /// Unsets `doc_string`.
     pub fn clear_doc_string(&mut self) {
-        self.doc_string = None;
+        if let Some(rare) = self.rare.get_mut() {
+            rare.doc_string = None;
+        }
     }
     /// `doc_string`, or empty when unset.
     pub fn doc_string(&self) -> &ProtoString {
         static DEFAULT: ProtoString = ProtoString::new();
-        self.doc_string.as_ref().unwrap_or(&DEFAULT)
+        self.rare.doc_string.as_ref().unwrap_or(&DEFAULT)
     }
     /// Sets `doc_string`.
     pub fn set_doc_string(&mut self, v: impl Into<ProtoString>) {
-        self.doc_string = Some(v.into());
+        self.rare.doc_string = Some(v.into());
     }
     /// Number of `metadata_props` elements.
     pub fn metadata_props_size(&self) -> usize {
-        self.metadata_props.len()
+        self.rare.metadata_props.len()
     }
     /// Removes every `metadata_props` element.
     pub fn clear_metadata_props(&mut self) {
-        self.metadata_props.clear();
+        if let Some(rare) = self.rare.get_mut() {
+            rare.metadata_props.clear();
+        }
     }
     /// Appends an empty `metadata_props` element and returns it.
     pub fn add_metadata_props(&mut self) -> &mut StringStringEntryProto {
-        self.metadata_props.push_default()
+        self.rare.metadata_props.push_default()
     }
 }
 
@@ -1012,10 +1046,15 @@ impl Recycle for ValueInfoProto {
             v.recycle(rec, strings);
             TypeProto::pool(rec).push_back(v);
         }
-        if let Some(mut v) = self.doc_string.take() {
-            strings.keep(&mut v);
+        if let Some(rare) = self.rare.get_mut() {
+            if let Some(mut v) = rare.doc_string.take() {
+                strings.keep(&mut v);
+            }
         }
-        self.metadata_props.recycle_elements(|e| e.recycle(rec, strings));
+        if let Some(rare) = self.rare.get_mut() {
+            rare.metadata_props.recycle_elements(|e| e.recycle(rec, strings));
+        }
+        self.rare.clear();
         self.unknown_fields.clear();
     }
 }
@@ -1033,16 +1072,12 @@ pub struct NodeProto {
     pub op_type: Option<ProtoString>,
     /// `optional string domain = 7;`
     pub domain: Option<ProtoString>,
-    /// `optional string overload = 8;`
-    pub overload: Option<ProtoString>,
     /// `repeated AttributeProto attribute = 5;`
     pub attribute: RepeatedField<AttributeProto>,
     /// `optional string doc_string = 6;`
     pub doc_string: Option<ProtoString>,
-    /// `repeated StringStringEntryProto metadata_props = 9;`
-    pub metadata_props: RepeatedField<StringStringEntryProto>,
-    /// `repeated NodeDeviceConfigurationProto device_configurations = 10;`
-    pub device_configurations: RepeatedField<NodeDeviceConfigurationProto>,
+    /// The fields few models set (`NodeProtoRare`), in a box allocated on first write.
+    pub rare: Rare<NodeProtoRare>,
     /// Fields not in the schema, as read (written back after the known ones).
     pub unknown_fields: UnknownFields,
 }
@@ -1056,13 +1091,40 @@ impl NodeProto {
             name: None,
             op_type: None,
             domain: None,
-            overload: None,
             attribute: RepeatedField::new(),
             doc_string: None,
-            metadata_props: RepeatedField::new(),
-            device_configurations: RepeatedField::new(),
+            rare: Rare::new(),
             unknown_fields: UnknownFields::new(),
         }
+    }
+}
+
+/// The rare fields of `onnx.NodeProto` (its `rare` member).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct NodeProtoRare {
+    /// `optional string overload = 8;`
+    pub overload: Option<ProtoString>,
+    /// `repeated StringStringEntryProto metadata_props = 9;`
+    pub metadata_props: RepeatedField<StringStringEntryProto>,
+    /// `repeated NodeDeviceConfigurationProto device_configurations = 10;`
+    pub device_configurations: RepeatedField<NodeDeviceConfigurationProto>,
+}
+
+impl NodeProtoRare {
+    /// Every rare field unset.
+    pub const fn new() -> Self {
+        Self {
+            overload: None,
+            metadata_props: RepeatedField::new(),
+            device_configurations: RepeatedField::new(),
+        }
+    }
+}
+
+impl RareFields for NodeProtoRare {
+    fn empty() -> &'static Self {
+        static EMPTY: NodeProtoRare = NodeProtoRare::new();
+        &EMPTY
     }
 }
 
@@ -1083,7 +1145,10 @@ impl Message for NodeProto {
                 26 => r.read_string_into(&mut self.name).map_err(|e| e.at("name", None))?,
                 34 => r.read_string_into(&mut self.op_type).map_err(|e| e.at("op_type", None))?,
                 58 => r.read_string_into(&mut self.domain).map_err(|e| e.at("domain", None))?,
-                66 => r.read_string_into(&mut self.overload).map_err(|e| e.at("overload", None))?,
+                66 => {
+                    r.alloc_rare(&mut self.rare)?;
+                    r.read_string_into(&mut self.rare.overload).map_err(|e| e.at("overload", None))?
+                }
                 42 => {
                     let i = self.attribute.len();
                     let m = r.push_message(&mut self.attribute, 42).map_err(|e| e.at("attribute", Some(i)))?;
@@ -1091,14 +1156,20 @@ impl Message for NodeProto {
                 }
                 50 => r.read_string_into(&mut self.doc_string).map_err(|e| e.at("doc_string", None))?,
                 74 => {
-                    let i = self.metadata_props.len();
-                    let m = r.push_message(&mut self.metadata_props, 74).map_err(|e| e.at("metadata_props", Some(i)))?;
+                    r.alloc_rare(&mut self.rare)?;
+                    {
+                    let i = self.rare.metadata_props.len();
+                    let m = r.push_message(&mut self.rare.metadata_props, 74).map_err(|e| e.at("metadata_props", Some(i)))?;
                     r.read_message(m).map_err(|e| e.at("metadata_props", Some(i)))?;
                 }
+                }
                 82 => {
-                    let i = self.device_configurations.len();
-                    let m = r.push_message(&mut self.device_configurations, 82).map_err(|e| e.at("device_configurations", Some(i)))?;
+                    r.alloc_rare(&mut self.rare)?;
+                    {
+                    let i = self.rare.device_configurations.len();
+                    let m = r.push_message(&mut self.rare.device_configurations, 82).map_err(|e| e.at("device_configurations", Some(i)))?;
                     r.read_message(m).map_err(|e| e.at("device_configurations", Some(i)))?;
+                }
                 }
                 _ => r.skip_unknown(tag, &mut self.unknown_fields)?,
             }
@@ -1108,6 +1179,7 @@ impl Message for NodeProto {
 
     fn compute_size(&self, sizes: &mut SizeTable) -> u64 {
         let mut n: u64 = self.unknown_fields.len() as u64;
+        let rare = &*self.rare;
         n += self.input.iter().map(|v| 1 + len_delimited_size(v.len() as u64)).sum::<u64>();
         n += self.output.iter().map(|v| 1 + len_delimited_size(v.len() as u64)).sum::<u64>();
         if let Some(v) = &self.name {
@@ -1125,19 +1197,20 @@ impl Message for NodeProto {
         if let Some(v) = &self.domain {
             n += 1 + len_delimited_size(v.len() as u64);
         }
-        if let Some(v) = &self.overload {
+        if let Some(v) = &rare.overload {
             n += 1 + len_delimited_size(v.len() as u64);
         }
-        for m in self.metadata_props.iter_prefetching() {
+        for m in rare.metadata_props.iter_prefetching() {
             n += 1 + len_delimited_size(sizes.nested::<StringStringEntryProto>(m));
         }
-        for m in self.device_configurations.iter_prefetching() {
+        for m in rare.device_configurations.iter_prefetching() {
             n += 1 + len_delimited_size(sizes.nested::<NodeDeviceConfigurationProto>(m));
         }
         n
     }
 
     fn encode_to<S: Sink + ?Sized>(&self, s: &mut S, c: &mut SizeCursor<'_>) {
+        let rare = &*self.rare;
         for v in &self.input {
             s.put(&[0x0a]);
             put_varint(s, v.len() as u64);
@@ -1173,17 +1246,17 @@ impl Message for NodeProto {
             put_varint(s, v.len() as u64);
             s.put(v);
         }
-        if let Some(v) = &self.overload {
+        if let Some(v) = &rare.overload {
             s.put(&[0x42]);
             put_varint(s, v.len() as u64);
             s.put(v);
         }
-        for m in &self.metadata_props {
+        for m in &rare.metadata_props {
             s.put(&[0x4a]);
             put_varint(s, c.next_size());
             m.encode_to(s, c);
         }
-        for m in &self.device_configurations {
+        for m in &rare.device_configurations {
             s.put(&[0x52]);
             put_varint(s, c.next_size());
             m.encode_to(s, c);
@@ -1206,8 +1279,6 @@ impl Message for NodeProto {
     #[inline(always)]
     fn prefetch_children(&self) {
         self.attribute.prefetch_head();
-        self.metadata_props.prefetch_head();
-        self.device_configurations.prefetch_head();
     }
 
     fn without_payloads(&self, min_len: u64) -> Option<Self> {
@@ -1293,20 +1364,22 @@ impl NodeProto {
     }
     /// True when `overload` is set.
     pub fn has_overload(&self) -> bool {
-        self.overload.is_some()
+        self.rare.overload.is_some()
     }
     /// Unsets `overload`.
     pub fn clear_overload(&mut self) {
-        self.overload = None;
+        if let Some(rare) = self.rare.get_mut() {
+            rare.overload = None;
+        }
     }
     /// `overload`, or empty when unset.
     pub fn overload(&self) -> &ProtoString {
         static DEFAULT: ProtoString = ProtoString::new();
-        self.overload.as_ref().unwrap_or(&DEFAULT)
+        self.rare.overload.as_ref().unwrap_or(&DEFAULT)
     }
     /// Sets `overload`.
     pub fn set_overload(&mut self, v: impl Into<ProtoString>) {
-        self.overload = Some(v.into());
+        self.rare.overload = Some(v.into());
     }
     /// Number of `attribute` elements.
     pub fn attribute_size(&self) -> usize {
@@ -1339,27 +1412,31 @@ impl NodeProto {
     }
     /// Number of `metadata_props` elements.
     pub fn metadata_props_size(&self) -> usize {
-        self.metadata_props.len()
+        self.rare.metadata_props.len()
     }
     /// Removes every `metadata_props` element.
     pub fn clear_metadata_props(&mut self) {
-        self.metadata_props.clear();
+        if let Some(rare) = self.rare.get_mut() {
+            rare.metadata_props.clear();
+        }
     }
     /// Appends an empty `metadata_props` element and returns it.
     pub fn add_metadata_props(&mut self) -> &mut StringStringEntryProto {
-        self.metadata_props.push_default()
+        self.rare.metadata_props.push_default()
     }
     /// Number of `device_configurations` elements.
     pub fn device_configurations_size(&self) -> usize {
-        self.device_configurations.len()
+        self.rare.device_configurations.len()
     }
     /// Removes every `device_configurations` element.
     pub fn clear_device_configurations(&mut self) {
-        self.device_configurations.clear();
+        if let Some(rare) = self.rare.get_mut() {
+            rare.device_configurations.clear();
+        }
     }
     /// Appends an empty `device_configurations` element and returns it.
     pub fn add_device_configurations(&mut self) -> &mut NodeDeviceConfigurationProto {
-        self.device_configurations.push_default()
+        self.rare.device_configurations.push_default()
     }
 }
 
@@ -1390,11 +1467,18 @@ impl Recycle for NodeProto {
         if let Some(mut v) = self.domain.take() {
             strings.keep(&mut v);
         }
-        if let Some(mut v) = self.overload.take() {
-            strings.keep(&mut v);
+        if let Some(rare) = self.rare.get_mut() {
+            if let Some(mut v) = rare.overload.take() {
+                strings.keep(&mut v);
+            }
         }
-        self.metadata_props.recycle_elements(|e| e.recycle(rec, strings));
-        self.device_configurations.recycle_elements(|e| e.recycle(rec, strings));
+        if let Some(rare) = self.rare.get_mut() {
+            rare.metadata_props.recycle_elements(|e| e.recycle(rec, strings));
+        }
+        if let Some(rare) = self.rare.get_mut() {
+            rare.device_configurations.recycle_elements(|e| e.recycle(rec, strings));
+        }
+        self.rare.clear();
         self.unknown_fields.clear();
     }
 }
@@ -1405,7 +1489,7 @@ pub struct IntIntListEntryProto {
     /// `optional int64 key = 1;`
     pub key: Option<i64>,
     /// `repeated int64 value = 2;`
-    pub value: InlineVec<i64>,
+    pub value: InlineVec<i64, 1>,
     /// Fields not in the schema, as read (written back after the known ones).
     pub unknown_fields: UnknownFields,
 }
@@ -1679,7 +1763,7 @@ pub struct ShardingSpecProto {
     /// `optional string tensor_name = 1;`
     pub tensor_name: Option<ProtoString>,
     /// `repeated int64 device = 2;`
-    pub device: InlineVec<i64>,
+    pub device: InlineVec<i64, 1>,
     /// `repeated IntIntListEntryProto index_to_device_group_map = 3;`
     pub index_to_device_group_map: RepeatedField<IntIntListEntryProto>,
     /// `repeated ShardedDimProto sharded_dim = 4;`
@@ -3610,32 +3694,22 @@ pub struct TensorProto {
     pub dims: InlineVec<i64, 4>,
     /// `optional int32 data_type = 2;`
     pub data_type: Option<i32>,
-    /// `optional TensorProto.Segment segment = 3;`
-    pub segment: Option<Box<TensorProtoSegment>>,
     /// `repeated float float_data = 4 [packed = true];`
-    pub float_data: InlineVec<f32>,
+    pub float_data: InlineVec<f32, 2>,
     /// `repeated int32 int32_data = 5 [packed = true];`
-    pub int32_data: InlineVec<i32>,
-    /// `repeated bytes string_data = 6;`
-    pub string_data: InlineVec<ProtoString>,
+    pub int32_data: InlineVec<i32, 2>,
     /// `repeated int64 int64_data = 7 [packed = true];`
-    pub int64_data: InlineVec<i64>,
+    pub int64_data: InlineVec<i64, 1>,
     /// `optional string name = 8;`
     pub name: Option<ProtoString>,
-    /// `optional string doc_string = 12;`
-    pub doc_string: Option<ProtoString>,
     /// `optional bytes raw_data = 9;`
     pub raw_data: Option<ByteSpan>,
     /// `repeated StringStringEntryProto external_data = 13;`
     pub external_data: RepeatedField<StringStringEntryProto>,
     /// `optional TensorProto.DataLocation data_location = 14;`
     pub data_location: Option<i32>,
-    /// `repeated double double_data = 10 [packed = true];`
-    pub double_data: InlineVec<f64>,
-    /// `repeated uint64 uint64_data = 11 [packed = true];`
-    pub uint64_data: InlineVec<u64>,
-    /// `repeated StringStringEntryProto metadata_props = 16;`
-    pub metadata_props: RepeatedField<StringStringEntryProto>,
+    /// The fields few models set (`TensorProtoRare`), in a box allocated on first write.
+    pub rare: Rare<TensorProtoRare>,
     /// Fields not in the schema, as read (written back after the known ones).
     pub unknown_fields: UnknownFields,
 }
@@ -3646,21 +3720,54 @@ impl TensorProto {
         Self {
             dims: InlineVec::new(),
             data_type: None,
-            segment: None,
             float_data: InlineVec::new(),
             int32_data: InlineVec::new(),
-            string_data: InlineVec::new(),
             int64_data: InlineVec::new(),
             name: None,
-            doc_string: None,
             raw_data: None,
             external_data: RepeatedField::new(),
             data_location: None,
+            rare: Rare::new(),
+            unknown_fields: UnknownFields::new(),
+        }
+    }
+}
+
+/// The rare fields of `onnx.TensorProto` (its `rare` member).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct TensorProtoRare {
+    /// `optional TensorProto.Segment segment = 3;`
+    pub segment: Option<Box<TensorProtoSegment>>,
+    /// `repeated bytes string_data = 6;`
+    pub string_data: InlineVec<ProtoString>,
+    /// `optional string doc_string = 12;`
+    pub doc_string: Option<ProtoString>,
+    /// `repeated double double_data = 10 [packed = true];`
+    pub double_data: InlineVec<f64, 1>,
+    /// `repeated uint64 uint64_data = 11 [packed = true];`
+    pub uint64_data: InlineVec<u64, 1>,
+    /// `repeated StringStringEntryProto metadata_props = 16;`
+    pub metadata_props: RepeatedField<StringStringEntryProto>,
+}
+
+impl TensorProtoRare {
+    /// Every rare field unset.
+    pub const fn new() -> Self {
+        Self {
+            segment: None,
+            string_data: InlineVec::new(),
+            doc_string: None,
             double_data: InlineVec::new(),
             uint64_data: InlineVec::new(),
             metadata_props: RepeatedField::new(),
-            unknown_fields: UnknownFields::new(),
         }
+    }
+}
+
+impl RareFields for TensorProtoRare {
+    fn empty() -> &'static Self {
+        static EMPTY: TensorProtoRare = TensorProtoRare::new();
+        &EMPTY
     }
 }
 
@@ -3676,7 +3783,10 @@ impl Message for TensorProto {
                 }
                 10 => r.read_packed_varints_into(&mut self.dims, |v| v as i64).map_err(|e| e.at("dims", None))?,
                 16 => self.data_type = Some(r.read_varint().map_err(|e| e.at("data_type", None))? as i32),
-                26 => r.read_message_into(&mut self.segment).map_err(|e| e.at("segment", None))?,
+                26 => {
+                    r.alloc_rare(&mut self.rare)?;
+                    r.read_message_into(&mut self.rare.segment).map_err(|e| e.at("segment", None))?
+                }
                 37 => {
                     r.reserve_run(&mut self.float_data, 37).map_err(|e| e.at("float_data", None))?;
                     self.float_data.push(f32::from_bits(r.read_fixed32().map_err(|e| e.at("float_data", None))?));
@@ -3692,8 +3802,11 @@ impl Message for TensorProto {
                 }
                 42 => r.read_packed_varints_into(&mut self.int32_data, |v| v as i32).map_err(|e| e.at("int32_data", None))?,
                 50 => {
-                    r.reserve_run(&mut self.string_data, 50).map_err(|e| e.at("string_data", None))?;
-                    r.push_string(&mut self.string_data).map_err(|e| e.at("string_data", None))?;
+                    r.alloc_rare(&mut self.rare)?;
+                    {
+                    r.reserve_run(&mut self.rare.string_data, 50).map_err(|e| e.at("string_data", None))?;
+                    r.push_string(&mut self.rare.string_data).map_err(|e| e.at("string_data", None))?;
+                }
                 }
                 56 => {
                     r.reserve_run(&mut self.int64_data, 56).map_err(|e| e.at("int64_data", None))?;
@@ -3701,7 +3814,10 @@ impl Message for TensorProto {
                 }
                 58 => r.read_packed_varints_into(&mut self.int64_data, |v| v as i64).map_err(|e| e.at("int64_data", None))?,
                 66 => r.read_string_into(&mut self.name).map_err(|e| e.at("name", None))?,
-                98 => r.read_string_into(&mut self.doc_string).map_err(|e| e.at("doc_string", None))?,
+                98 => {
+                    r.alloc_rare(&mut self.rare)?;
+                    r.read_string_into(&mut self.rare.doc_string).map_err(|e| e.at("doc_string", None))?
+                }
                 74 => self.raw_data = r.read_payload().map_err(|e| e.at("raw_data", None))?,
                 106 => {
                     let i = self.external_data.len();
@@ -3717,23 +3833,38 @@ impl Message for TensorProto {
                     }
                 }
                 81 => {
-                    r.reserve_run(&mut self.double_data, 81).map_err(|e| e.at("double_data", None))?;
-                    self.double_data.push(f64::from_bits(r.read_fixed64().map_err(|e| e.at("double_data", None))?));
+                    r.alloc_rare(&mut self.rare)?;
+                    {
+                    r.reserve_run(&mut self.rare.double_data, 81).map_err(|e| e.at("double_data", None))?;
+                    self.rare.double_data.push(f64::from_bits(r.read_fixed64().map_err(|e| e.at("double_data", None))?));
+                }
                 }
                 82 => {
+                    r.alloc_rare(&mut self.rare)?;
+                    {
                     let b = r.read_packed_fixed(8).map_err(|e| e.at("double_data", None))?;
-                    r.reserve_elements(&mut self.double_data, b.len() / 8).map_err(|e| e.at("double_data", None))?;
-                    self.double_data.extend(b.chunks_exact(8).map(|c| f64::from_bits(u64::from_le_bytes(c.try_into().unwrap()))));
+                    r.reserve_elements(&mut self.rare.double_data, b.len() / 8).map_err(|e| e.at("double_data", None))?;
+                    self.rare.double_data.extend(b.chunks_exact(8).map(|c| f64::from_bits(u64::from_le_bytes(c.try_into().unwrap()))));
+                }
                 }
                 88 => {
-                    r.reserve_run(&mut self.uint64_data, 88).map_err(|e| e.at("uint64_data", None))?;
-                    self.uint64_data.push(r.read_varint().map_err(|e| e.at("uint64_data", None))?);
+                    r.alloc_rare(&mut self.rare)?;
+                    {
+                    r.reserve_run(&mut self.rare.uint64_data, 88).map_err(|e| e.at("uint64_data", None))?;
+                    self.rare.uint64_data.push(r.read_varint().map_err(|e| e.at("uint64_data", None))?);
                 }
-                90 => r.read_packed_varints_into(&mut self.uint64_data, |v| v).map_err(|e| e.at("uint64_data", None))?,
+                }
+                90 => {
+                    r.alloc_rare(&mut self.rare)?;
+                    r.read_packed_varints_into(&mut self.rare.uint64_data, |v| v).map_err(|e| e.at("uint64_data", None))?
+                }
                 130 => {
-                    let i = self.metadata_props.len();
-                    let m = r.push_message(&mut self.metadata_props, 130).map_err(|e| e.at("metadata_props", Some(i)))?;
+                    r.alloc_rare(&mut self.rare)?;
+                    {
+                    let i = self.rare.metadata_props.len();
+                    let m = r.push_message(&mut self.rare.metadata_props, 130).map_err(|e| e.at("metadata_props", Some(i)))?;
                     r.read_message(m).map_err(|e| e.at("metadata_props", Some(i)))?;
+                }
                 }
                 _ => r.skip_unknown(tag, &mut self.unknown_fields)?,
             }
@@ -3743,11 +3874,12 @@ impl Message for TensorProto {
 
     fn compute_size(&self, sizes: &mut SizeTable) -> u64 {
         let mut n: u64 = self.unknown_fields.len() as u64;
+        let rare = &*self.rare;
         n += self.dims.iter().map(|&v| 1 + varint_len(v as u64)).sum::<u64>();
         if let Some(v) = self.data_type {
             n += 1 + varint_len(v as i64 as u64);
         }
-        if let Some(m) = &self.segment {
+        if let Some(m) = &rare.segment {
             n += 1 + len_delimited_size(sizes.nested::<TensorProtoSegment>(m));
         }
         if !self.float_data.is_empty() {
@@ -3759,7 +3891,7 @@ impl Message for TensorProto {
             sizes.push(s);
             n += 1 + len_delimited_size(s);
         }
-        n += self.string_data.iter().map(|v| 1 + len_delimited_size(v.len() as u64)).sum::<u64>();
+        n += rare.string_data.iter().map(|v| 1 + len_delimited_size(v.len() as u64)).sum::<u64>();
         if !self.int64_data.is_empty() {
             let s: u64 = self.int64_data.iter().map(|&v| varint_len(v as u64)).sum();
             sizes.push(s);
@@ -3771,16 +3903,16 @@ impl Message for TensorProto {
         if let Some(v) = &self.raw_data {
             n += 1 + len_delimited_size(v.len() as u64);
         }
-        if !self.double_data.is_empty() {
-            let s = self.double_data.len() as u64 * 8;
+        if !rare.double_data.is_empty() {
+            let s = rare.double_data.len() as u64 * 8;
             n += 1 + len_delimited_size(s);
         }
-        if !self.uint64_data.is_empty() {
-            let s: u64 = self.uint64_data.iter().map(|&v| varint_len(v)).sum();
+        if !rare.uint64_data.is_empty() {
+            let s: u64 = rare.uint64_data.iter().map(|&v| varint_len(v)).sum();
             sizes.push(s);
             n += 1 + len_delimited_size(s);
         }
-        if let Some(v) = &self.doc_string {
+        if let Some(v) = &rare.doc_string {
             n += 1 + len_delimited_size(v.len() as u64);
         }
         for m in self.external_data.iter_prefetching() {
@@ -3789,13 +3921,14 @@ impl Message for TensorProto {
         if let Some(v) = self.data_location {
             n += 1 + varint_len(v as i64 as u64);
         }
-        for m in self.metadata_props.iter_prefetching() {
+        for m in rare.metadata_props.iter_prefetching() {
             n += 2 + len_delimited_size(sizes.nested::<StringStringEntryProto>(m));
         }
         n
     }
 
     fn encode_to<S: Sink + ?Sized>(&self, s: &mut S, c: &mut SizeCursor<'_>) {
+        let rare = &*self.rare;
         for &v in &self.dims {
             s.put(&[0x08]);
             put_varint(s, v as u64);
@@ -3804,7 +3937,7 @@ impl Message for TensorProto {
             s.put(&[0x10]);
             put_varint(s, v as i64 as u64);
         }
-        if let Some(m) = &self.segment {
+        if let Some(m) = &rare.segment {
             s.put(&[0x1a]);
             put_varint(s, c.next_size());
             m.encode_to(s, c);
@@ -3821,7 +3954,7 @@ impl Message for TensorProto {
                 put_varint(s, v as i64 as u64);
             }
         }
-        for v in &self.string_data {
+        for v in &rare.string_data {
             s.put(&[0x32]);
             put_varint(s, v.len() as u64);
             s.put(v);
@@ -3843,19 +3976,19 @@ impl Message for TensorProto {
             put_varint(s, v.len() as u64);
             s.put_payload(v);
         }
-        if !self.double_data.is_empty() {
+        if !rare.double_data.is_empty() {
             s.put(&[0x52]);
-            put_varint(s, self.double_data.len() as u64 * 8);
-            crate::proto::put_packed_fixed(s, &self.double_data);
+            put_varint(s, rare.double_data.len() as u64 * 8);
+            crate::proto::put_packed_fixed(s, &rare.double_data);
         }
-        if !self.uint64_data.is_empty() {
+        if !rare.uint64_data.is_empty() {
             s.put(&[0x5a]);
             put_varint(s, c.next_size());
-            for &v in &self.uint64_data {
+            for &v in &rare.uint64_data {
                 put_varint(s, v);
             }
         }
-        if let Some(v) = &self.doc_string {
+        if let Some(v) = &rare.doc_string {
             s.put(&[0x62]);
             put_varint(s, v.len() as u64);
             s.put(v);
@@ -3869,7 +4002,7 @@ impl Message for TensorProto {
             s.put(&[0x70]);
             put_varint(s, v as i64 as u64);
         }
-        for m in &self.metadata_props {
+        for m in &rare.metadata_props {
             s.put(&[0x82, 0x01]);
             put_varint(s, c.next_size());
             m.encode_to(s, c);
@@ -3891,11 +4024,7 @@ impl Message for TensorProto {
 
     #[inline(always)]
     fn prefetch_children(&self) {
-        if let Some(m) = &self.segment {
-            crate::wire::prefetch::prefetch_value::<_>(&**m);
-        }
         self.external_data.prefetch_head();
-        self.metadata_props.prefetch_head();
     }
 
     fn without_payloads(&self, min_len: u64) -> Option<Self> {
@@ -3934,24 +4063,26 @@ impl TensorProto {
     }
     /// True when `segment` is set.
     pub fn has_segment(&self) -> bool {
-        self.segment.is_some()
+        self.rare.segment.is_some()
     }
     /// Unsets `segment`.
     pub fn clear_segment(&mut self) {
-        self.segment = None;
+        if let Some(rare) = self.rare.get_mut() {
+            rare.segment = None;
+        }
     }
     /// `segment`, or the empty message when unset.
     pub fn segment(&self) -> &TensorProtoSegment {
         static DEFAULT: TensorProtoSegment = TensorProtoSegment::new();
-        self.segment.as_deref().unwrap_or(&DEFAULT)
+        self.rare.segment.as_deref().unwrap_or(&DEFAULT)
     }
     /// `segment` for writing (set to an empty message first if unset).
     pub fn mutable_segment(&mut self) -> &mut TensorProtoSegment {
-        self.segment.get_or_insert_with(|| Box::new(TensorProtoSegment::new()))
+        self.rare.segment.get_or_insert_with(|| Box::new(TensorProtoSegment::new()))
     }
     /// Sets `segment`.
     pub fn set_segment(&mut self, v: TensorProtoSegment) {
-        self.segment = Some(Box::new(v));
+        self.rare.segment = Some(Box::new(v));
     }
     /// Number of `float_data` elements.
     pub fn float_data_size(&self) -> usize {
@@ -3979,15 +4110,17 @@ impl TensorProto {
     }
     /// Number of `string_data` elements.
     pub fn string_data_size(&self) -> usize {
-        self.string_data.len()
+        self.rare.string_data.len()
     }
     /// Removes every `string_data` element.
     pub fn clear_string_data(&mut self) {
-        self.string_data.clear();
+        if let Some(rare) = self.rare.get_mut() {
+            rare.string_data.clear();
+        }
     }
     /// Appends a `string_data` element.
     pub fn add_string_data(&mut self, v: impl Into<ProtoString>) {
-        self.string_data.push(v.into());
+        self.rare.string_data.push(v.into());
     }
     /// Number of `int64_data` elements.
     pub fn int64_data_size(&self) -> usize {
@@ -4020,20 +4153,22 @@ impl TensorProto {
     }
     /// True when `doc_string` is set.
     pub fn has_doc_string(&self) -> bool {
-        self.doc_string.is_some()
+        self.rare.doc_string.is_some()
     }
     /// Unsets `doc_string`.
     pub fn clear_doc_string(&mut self) {
-        self.doc_string = None;
+        if let Some(rare) = self.rare.get_mut() {
+            rare.doc_string = None;
+        }
     }
     /// `doc_string`, or empty when unset.
     pub fn doc_string(&self) -> &ProtoString {
         static DEFAULT: ProtoString = ProtoString::new();
-        self.doc_string.as_ref().unwrap_or(&DEFAULT)
+        self.rare.doc_string.as_ref().unwrap_or(&DEFAULT)
     }
     /// Sets `doc_string`.
     pub fn set_doc_string(&mut self, v: impl Into<ProtoString>) {
-        self.doc_string = Some(v.into());
+        self.rare.doc_string = Some(v.into());
     }
     /// True when `raw_data` is set.
     pub fn has_raw_data(&self) -> bool {
@@ -4081,39 +4216,45 @@ impl TensorProto {
     }
     /// Number of `double_data` elements.
     pub fn double_data_size(&self) -> usize {
-        self.double_data.len()
+        self.rare.double_data.len()
     }
     /// Removes every `double_data` element.
     pub fn clear_double_data(&mut self) {
-        self.double_data.clear();
+        if let Some(rare) = self.rare.get_mut() {
+            rare.double_data.clear();
+        }
     }
     /// Appends a `double_data` element.
     pub fn add_double_data(&mut self, v: f64) {
-        self.double_data.push(v);
+        self.rare.double_data.push(v);
     }
     /// Number of `uint64_data` elements.
     pub fn uint64_data_size(&self) -> usize {
-        self.uint64_data.len()
+        self.rare.uint64_data.len()
     }
     /// Removes every `uint64_data` element.
     pub fn clear_uint64_data(&mut self) {
-        self.uint64_data.clear();
+        if let Some(rare) = self.rare.get_mut() {
+            rare.uint64_data.clear();
+        }
     }
     /// Appends a `uint64_data` element.
     pub fn add_uint64_data(&mut self, v: u64) {
-        self.uint64_data.push(v);
+        self.rare.uint64_data.push(v);
     }
     /// Number of `metadata_props` elements.
     pub fn metadata_props_size(&self) -> usize {
-        self.metadata_props.len()
+        self.rare.metadata_props.len()
     }
     /// Removes every `metadata_props` element.
     pub fn clear_metadata_props(&mut self) {
-        self.metadata_props.clear();
+        if let Some(rare) = self.rare.get_mut() {
+            rare.metadata_props.clear();
+        }
     }
     /// Appends an empty `metadata_props` element and returns it.
     pub fn add_metadata_props(&mut self) -> &mut StringStringEntryProto {
-        self.metadata_props.push_default()
+        self.rare.metadata_props.push_default()
     }
 }
 
@@ -4125,16 +4266,20 @@ impl Recycle for TensorProto {
     fn recycle(&mut self, rec: &mut Recycler, strings: &mut CxxStringPool) {
         self.dims.clear();
         self.data_type = None;
-        if let Some(mut v) = self.segment.take() {
-            v.recycle(rec, strings);
-            TensorProtoSegment::pool(rec).push_back(v);
+        if let Some(rare) = self.rare.get_mut() {
+            if let Some(mut v) = rare.segment.take() {
+                v.recycle(rec, strings);
+                TensorProtoSegment::pool(rec).push_back(v);
+            }
         }
         self.float_data.clear();
         self.int32_data.clear();
-        for v in self.string_data.iter_mut() {
-            strings.keep(v);
+        if let Some(rare) = self.rare.get_mut() {
+            for v in rare.string_data.iter_mut() {
+                strings.keep(v);
+            }
+            rare.string_data.clear();
         }
-        self.string_data.clear();
         self.int64_data.clear();
         if let Some(mut v) = self.name.take() {
             strings.keep(&mut v);
@@ -4142,14 +4287,23 @@ impl Recycle for TensorProto {
         if let Some(mut v) = self.raw_data.take() {
             strings.keep_payload(&mut v);
         }
-        self.double_data.clear();
-        self.uint64_data.clear();
-        if let Some(mut v) = self.doc_string.take() {
-            strings.keep(&mut v);
+        if let Some(rare) = self.rare.get_mut() {
+            rare.double_data.clear();
+        }
+        if let Some(rare) = self.rare.get_mut() {
+            rare.uint64_data.clear();
+        }
+        if let Some(rare) = self.rare.get_mut() {
+            if let Some(mut v) = rare.doc_string.take() {
+                strings.keep(&mut v);
+            }
         }
         self.external_data.recycle_elements(|e| e.recycle(rec, strings));
         self.data_location = None;
-        self.metadata_props.recycle_elements(|e| e.recycle(rec, strings));
+        if let Some(rare) = self.rare.get_mut() {
+            rare.metadata_props.recycle_elements(|e| e.recycle(rec, strings));
+        }
+        self.rare.clear();
         self.unknown_fields.clear();
     }
 }
@@ -4281,7 +4435,7 @@ pub struct SparseTensorProto {
     /// `optional TensorProto indices = 2;`
     pub indices: Option<Box<TensorProto>>,
     /// `repeated int64 dims = 3;`
-    pub dims: InlineVec<i64>,
+    pub dims: InlineVec<i64, 1>,
     /// Fields not in the schema, as read (written back after the known ones).
     pub unknown_fields: UnknownFields,
 }
@@ -4552,8 +4706,8 @@ impl Recycle for TensorShapeProto {
 pub struct TensorShapeProtoDimension {
     /// `oneof value`.
     pub value: Option<TensorShapeProtoDimensionValue>,
-    /// `optional string denotation = 3;`
-    pub denotation: Option<ProtoString>,
+    /// The fields few models set (`TensorShapeProtoDimensionRare`), in a box allocated on first write.
+    pub rare: Rare<TensorShapeProtoDimensionRare>,
     /// Fields not in the schema, as read (written back after the known ones).
     pub unknown_fields: UnknownFields,
 }
@@ -4563,9 +4717,32 @@ impl TensorShapeProtoDimension {
     pub const fn new() -> Self {
         Self {
             value: None,
-            denotation: None,
+            rare: Rare::new(),
             unknown_fields: UnknownFields::new(),
         }
+    }
+}
+
+/// The rare fields of `onnx.TensorShapeProto.Dimension` (its `rare` member).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct TensorShapeProtoDimensionRare {
+    /// `optional string denotation = 3;`
+    pub denotation: Option<ProtoString>,
+}
+
+impl TensorShapeProtoDimensionRare {
+    /// Every rare field unset.
+    pub const fn new() -> Self {
+        Self {
+            denotation: None,
+        }
+    }
+}
+
+impl RareFields for TensorShapeProtoDimensionRare {
+    fn empty() -> &'static Self {
+        static EMPTY: TensorShapeProtoDimensionRare = TensorShapeProtoDimensionRare::new();
+        &EMPTY
     }
 }
 
@@ -4595,7 +4772,10 @@ impl Message for TensorShapeProtoDimension {
                         _ => unreachable!("just set"),
                     }
                 }).map_err(|e| e.at("dim_param", None))?,
-                26 => r.read_string_into(&mut self.denotation).map_err(|e| e.at("denotation", None))?,
+                26 => {
+                    r.alloc_rare(&mut self.rare)?;
+                    r.read_string_into(&mut self.rare.denotation).map_err(|e| e.at("denotation", None))?
+                }
                 _ => r.skip_unknown(tag, &mut self.unknown_fields)?,
             }
         }
@@ -4604,19 +4784,21 @@ impl Message for TensorShapeProtoDimension {
 
     fn compute_size(&self, sizes: &mut SizeTable) -> u64 {
         let mut n: u64 = self.unknown_fields.len() as u64;
+        let rare = &*self.rare;
         if let Some(TensorShapeProtoDimensionValue::DimValue(v)) = &self.value {
             n += 1 + varint_len(*v as u64);
         }
         if let Some(TensorShapeProtoDimensionValue::DimParam(v)) = &self.value {
             n += 1 + len_delimited_size(v.len() as u64);
         }
-        if let Some(v) = &self.denotation {
+        if let Some(v) = &rare.denotation {
             n += 1 + len_delimited_size(v.len() as u64);
         }
         n
     }
 
     fn encode_to<S: Sink + ?Sized>(&self, s: &mut S, c: &mut SizeCursor<'_>) {
+        let rare = &*self.rare;
         if let Some(TensorShapeProtoDimensionValue::DimValue(v)) = &self.value {
             s.put(&[0x08]);
             put_varint(s, *v as u64);
@@ -4626,7 +4808,7 @@ impl Message for TensorShapeProtoDimension {
             put_varint(s, v.len() as u64);
             s.put(v);
         }
-        if let Some(v) = &self.denotation {
+        if let Some(v) = &rare.denotation {
             s.put(&[0x1a]);
             put_varint(s, v.len() as u64);
             s.put(v);
@@ -4693,20 +4875,22 @@ impl TensorShapeProtoDimension {
     }
     /// True when `denotation` is set.
     pub fn has_denotation(&self) -> bool {
-        self.denotation.is_some()
+        self.rare.denotation.is_some()
     }
     /// Unsets `denotation`.
     pub fn clear_denotation(&mut self) {
-        self.denotation = None;
+        if let Some(rare) = self.rare.get_mut() {
+            rare.denotation = None;
+        }
     }
     /// `denotation`, or empty when unset.
     pub fn denotation(&self) -> &ProtoString {
         static DEFAULT: ProtoString = ProtoString::new();
-        self.denotation.as_ref().unwrap_or(&DEFAULT)
+        self.rare.denotation.as_ref().unwrap_or(&DEFAULT)
     }
     /// Sets `denotation`.
     pub fn set_denotation(&mut self, v: impl Into<ProtoString>) {
-        self.denotation = Some(v.into());
+        self.rare.denotation = Some(v.into());
     }
 }
 
@@ -4720,9 +4904,12 @@ impl Recycle for TensorShapeProtoDimension {
             Some(TensorShapeProtoDimensionValue::DimParam(mut v)) => strings.keep(&mut v),
             _ => {}
         }
-        if let Some(mut v) = self.denotation.take() {
-            strings.keep(&mut v);
+        if let Some(rare) = self.rare.get_mut() {
+            if let Some(mut v) = rare.denotation.take() {
+                strings.keep(&mut v);
+            }
         }
+        self.rare.clear();
         self.unknown_fields.clear();
     }
 }
@@ -4732,8 +4919,8 @@ impl Recycle for TensorShapeProtoDimension {
 pub struct TypeProto {
     /// `oneof value`.
     pub value: Option<TypeProtoValue>,
-    /// `optional string denotation = 6;`
-    pub denotation: Option<ProtoString>,
+    /// The fields few models set (`TypeProtoRare`), in a box allocated on first write.
+    pub rare: Rare<TypeProtoRare>,
     /// Fields not in the schema, as read (written back after the known ones).
     pub unknown_fields: UnknownFields,
 }
@@ -4743,9 +4930,32 @@ impl TypeProto {
     pub const fn new() -> Self {
         Self {
             value: None,
-            denotation: None,
+            rare: Rare::new(),
             unknown_fields: UnknownFields::new(),
         }
+    }
+}
+
+/// The rare fields of `onnx.TypeProto` (its `rare` member).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct TypeProtoRare {
+    /// `optional string denotation = 6;`
+    pub denotation: Option<ProtoString>,
+}
+
+impl TypeProtoRare {
+    /// Every rare field unset.
+    pub const fn new() -> Self {
+        Self {
+            denotation: None,
+        }
+    }
+}
+
+impl RareFields for TypeProtoRare {
+    fn empty() -> &'static Self {
+        static EMPTY: TypeProtoRare = TypeProtoRare::new();
+        &EMPTY
     }
 }
 
@@ -4821,7 +5031,10 @@ impl Message for TypeProto {
                         r.read_message(m.as_mut()).map_err(|e| e.at("opaque_type", None))?;
                     }
                 }
-                50 => r.read_string_into(&mut self.denotation).map_err(|e| e.at("denotation", None))?,
+                50 => {
+                    r.alloc_rare(&mut self.rare)?;
+                    r.read_string_into(&mut self.rare.denotation).map_err(|e| e.at("denotation", None))?
+                }
                 _ => r.skip_unknown(tag, &mut self.unknown_fields)?,
             }
         }
@@ -4830,6 +5043,7 @@ impl Message for TypeProto {
 
     fn compute_size(&self, sizes: &mut SizeTable) -> u64 {
         let mut n: u64 = self.unknown_fields.len() as u64;
+        let rare = &*self.rare;
         if let Some(TypeProtoValue::TensorType(m)) = &self.value {
             n += 1 + len_delimited_size(sizes.nested::<TypeProtoTensor>(m));
         }
@@ -4839,7 +5053,7 @@ impl Message for TypeProto {
         if let Some(TypeProtoValue::MapType(m)) = &self.value {
             n += 1 + len_delimited_size(sizes.nested::<TypeProtoMap>(m));
         }
-        if let Some(v) = &self.denotation {
+        if let Some(v) = &rare.denotation {
             n += 1 + len_delimited_size(v.len() as u64);
         }
         if let Some(TypeProtoValue::OpaqueType(m)) = &self.value {
@@ -4855,6 +5069,7 @@ impl Message for TypeProto {
     }
 
     fn encode_to<S: Sink + ?Sized>(&self, s: &mut S, c: &mut SizeCursor<'_>) {
+        let rare = &*self.rare;
         if let Some(TypeProtoValue::TensorType(v)) = &self.value {
             s.put(&[0x0a]);
             put_varint(s, c.next_size());
@@ -4870,7 +5085,7 @@ impl Message for TypeProto {
             put_varint(s, c.next_size());
             v.encode_to(s, c);
         }
-        if let Some(v) = &self.denotation {
+        if let Some(v) = &rare.denotation {
             s.put(&[0x32]);
             put_varint(s, v.len() as u64);
             s.put(v);
@@ -5077,20 +5292,22 @@ impl TypeProto {
     }
     /// True when `denotation` is set.
     pub fn has_denotation(&self) -> bool {
-        self.denotation.is_some()
+        self.rare.denotation.is_some()
     }
     /// Unsets `denotation`.
     pub fn clear_denotation(&mut self) {
-        self.denotation = None;
+        if let Some(rare) = self.rare.get_mut() {
+            rare.denotation = None;
+        }
     }
     /// `denotation`, or empty when unset.
     pub fn denotation(&self) -> &ProtoString {
         static DEFAULT: ProtoString = ProtoString::new();
-        self.denotation.as_ref().unwrap_or(&DEFAULT)
+        self.rare.denotation.as_ref().unwrap_or(&DEFAULT)
     }
     /// Sets `denotation`.
     pub fn set_denotation(&mut self, v: impl Into<ProtoString>) {
-        self.denotation = Some(v.into());
+        self.rare.denotation = Some(v.into());
     }
 }
 
@@ -5127,9 +5344,12 @@ impl Recycle for TypeProto {
             }
             _ => {}
         }
-        if let Some(mut v) = self.denotation.take() {
-            strings.keep(&mut v);
+        if let Some(rare) = self.rare.get_mut() {
+            if let Some(mut v) = rare.denotation.take() {
+                strings.keep(&mut v);
+            }
         }
+        self.rare.clear();
         self.unknown_fields.clear();
     }
 }
@@ -6961,7 +7181,7 @@ pub struct MapProto {
     /// `optional int32 key_type = 2;`
     pub key_type: Option<i32>,
     /// `repeated int64 keys = 3;`
-    pub keys: InlineVec<i64>,
+    pub keys: InlineVec<i64, 1>,
     /// `repeated bytes string_keys = 4;`
     pub string_keys: InlineVec<ProtoString>,
     /// `optional SequenceProto values = 5;`
@@ -8058,11 +8278,9 @@ impl NodeProto {
             name: self.name.clone(),
             op_type: self.op_type.clone(),
             domain: self.domain.clone(),
-            overload: self.overload.clone(),
             attribute,
             doc_string: self.doc_string.clone(),
-            metadata_props: self.metadata_props.clone(),
-            device_configurations: self.device_configurations.clone(),
+            rare: self.rare.map_allocated(move |r| NodeProtoRare { overload: r.overload.clone(), metadata_props: r.metadata_props.clone(), device_configurations: r.device_configurations.clone() }),
             unknown_fields: self.unknown_fields.clone(),
         }
     }
