@@ -76,10 +76,12 @@ unsafe fn call_status<F: FnOnce(*mut ()) -> Result<(), FfiError>>(
     f(handle)
 }
 
-/// The closure of a body that returns a value, and the place of that value.
+/// The closure of a body that returns a value, the place of that value, and whether it was
+/// written (the status alone does not say: an error may carry any status).
 struct ValueState<F, R> {
     f: ManuallyDrop<F>,
     value: MaybeUninit<R>,
+    written: bool,
 }
 
 /// Calls the closure in `state` (moving it out) with `handle` and stores its value.
@@ -95,6 +97,7 @@ unsafe fn call_value<F: FnOnce(*mut ()) -> Result<R, FfiError>, R>(
     // SAFETY: the closure is taken once (contract above).
     let f = unsafe { ManuallyDrop::take(&mut state.f) };
     state.value.write(f(handle)?);
+    state.written = true;
     Ok(())
 }
 
@@ -153,11 +156,14 @@ fn value_caught<R, F: FnOnce(*mut ()) -> Result<R, FfiError>>(
     let mut state = ValueState {
         f: ManuallyDrop::new(f),
         value: MaybeUninit::uninit(),
+        written: false,
     };
-    match catcher(handle, (&raw mut state).cast(), call_value::<F, R>) {
-        // SAFETY: the trampoline returned `Ok`, so it wrote the value.
-        OnnxlStatus::Ok => unsafe { state.value.assume_init() },
-        _ => failure,
+    catcher(handle, (&raw mut state).cast(), call_value::<F, R>);
+    if state.written {
+        // SAFETY: `written` is set right after the value is.
+        unsafe { state.value.assume_init() }
+    } else {
+        failure
     }
 }
 
