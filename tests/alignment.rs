@@ -135,7 +135,7 @@ fn base_model() -> ModelProto {
     let mut a = AttributeProto::new();
     a.set_name("value");
     a.set_type(4);
-    a.rare.t = Some(Box::new(c));
+    a.t = Some(Box::new(c));
     n.attribute.push(a);
     m
 }

@@ -582,7 +582,7 @@ fn model_with_tensors_everywhere() -> ModelProto {
     let mut a = AttributeProto::new();
     a.set_name("value");
     a.set_type(4);
-    a.rare.t = Some(Box::new(tensor("const", 200, 7)));
+    a.t = Some(Box::new(tensor("const", 200, 7)));
     n.attribute.push(a);
     m.mutable_graph()
         .sparse_initializer
@@ -599,7 +599,7 @@ fn model_with_tensors_everywhere() -> ModelProto {
     let mut a = AttributeProto::new();
     a.set_name("value");
     a.set_type(4);
-    a.rare.t = Some(Box::new(tensor("fn_const", 700, 13)));
+    a.t = Some(Box::new(tensor("fn_const", 700, 13)));
     fnode.attribute.push(a);
     f.node.push(fnode);
     m.functions.push(f);

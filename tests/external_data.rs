@@ -94,7 +94,7 @@ fn attr_t(name: &str, t: TensorProto) -> AttributeProto {
     let mut a = AttributeProto::new();
     a.set_name(name);
     a.set_type(4);
-    a.rare.t = Some(Box::new(t));
+    a.t = Some(Box::new(t));
     a
 }
 

@@ -160,7 +160,8 @@ pub const RARE_FIELDS: &[(&str, &[&str])] = &[
         &[
             "ref_attr_name",
             "doc_string",
-            "t",
+            // `t` stays inline: every ConstantOfShape / Constant node of an export sets it, and
+            // a box of its own beside the tensor's would cost more than the 8 bytes it saves.
             "g",
             "sparse_tensor",
             "tp",

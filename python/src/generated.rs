@@ -52,7 +52,7 @@ pub static MESSAGE_INFOS: &[&MsgInfo] = &[
 impl Walk for AttributeProto {
     fn walk(&self, f: &mut dyn FnMut(usize, u16)) {
         f(ops::addr(self), 0);
-        self.rare.t.walk(f);
+        self.t.walk(f);
         self.rare.g.walk(f);
         self.rare.sparse_tensor.walk(f);
         self.rare.tp.walk(f);
@@ -80,7 +80,7 @@ impl Msg for AttributeProto {
         if src.has_i() { dst.set_i(src.i()); }
         if src.has_s() { dst.set_s(src.s().clone()); }
         dst.unknown_fields.push_raw(src.unknown_fields.as_bytes());
-        if let Some(v) = src.rare.t.take() { <TensorProto as Msg>::merge(ctx, dst.mutable_t(), ops::Unbox::unbox(v)); }
+        if let Some(v) = src.t.take() { <TensorProto as Msg>::merge(ctx, dst.mutable_t(), ops::Unbox::unbox(v)); }
         if let Some(v) = src.rare.g.take() { onnx_light::wire::guard_stack(|| <GraphProto as Msg>::merge(ctx, dst.mutable_g(), ops::Unbox::unbox(v))); }
         if let Some(v) = src.rare.sparse_tensor.take() { <SparseTensorProto as Msg>::merge(ctx, dst.mutable_sparse_tensor(), ops::Unbox::unbox(v)); }
         if let Some(v) = src.rare.tp.take() { <TypeProto as Msg>::merge(ctx, dst.mutable_tp(), ops::Unbox::unbox(v)); }
@@ -147,7 +147,7 @@ static ATTRIBUTE_PROTO_T_SUB: SubField = SubField {
     make: |ctx, p| { let m = unsafe { &mut *(p as *mut AttributeProto) }; m.mutable_t() as *mut TensorProto as *mut () },
 };
 fn attribute_proto_t_get(s: &Bound<'_, Message>) -> PyResult<Py<PyAny>> { ops::get_message::<AttributeProto>(s, &ATTRIBUTE_PROTO_T_SUB, &TENSOR_PROTO_INFO) }
-unsafe fn attribute_proto_t_clear(ctx: &Ctx<'_>, p: *mut ()) { let m = unsafe { &mut *(p as *mut AttributeProto) }; ops::take_detach(ctx, &mut m.rare.t); }
+unsafe fn attribute_proto_t_clear(ctx: &Ctx<'_>, p: *mut ()) { let m = unsafe { &mut *(p as *mut AttributeProto) }; ops::take_detach(ctx, &mut m.t); }
 
 static ATTRIBUTE_PROTO_G_SUB: SubField = SubField {
     get: |p| { let m = unsafe { &*(p as *const AttributeProto) }; if m.has_g() { m.g() as *const GraphProto as *const () } else { std::ptr::null() } },

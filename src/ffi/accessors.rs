@@ -635,7 +635,7 @@ pub unsafe extern "C" fn onnxl_attribute_proto_set_s(m: *mut OnnxlAttributeProto
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_attribute_proto_has_t(m: *const OnnxlAttributeProto) -> bool {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { has(m, |m| &m.rare.t) }
+    unsafe { has(m, |m| &m.t) }
 }
 
 /// Unsets `t`.
@@ -647,7 +647,7 @@ pub unsafe extern "C" fn onnxl_attribute_proto_has_t(m: *const OnnxlAttributePro
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_attribute_proto_clear_t(m: *mut OnnxlAttributeProto) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { clear(m, |m| &mut m.rare.t) }
+    unsafe { clear(m, |m| &mut m.t) }
 }
 
 /// `t` (read-only); when unset, a shared empty default `TensorProto`. NULL only when `m` is NULL.

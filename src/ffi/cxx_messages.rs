@@ -3223,7 +3223,7 @@ pub fn layout_text() -> String {
     writeln!(o, "field AttributeProto.f {}", std::mem::offset_of!(AttributeProto, f)).unwrap();
     writeln!(o, "field AttributeProto.i {}", std::mem::offset_of!(AttributeProto, i)).unwrap();
     writeln!(o, "field AttributeProto.s {}", std::mem::offset_of!(AttributeProto, s)).unwrap();
-    writeln!(o, "field AttributeProto.t {} rare", std::mem::offset_of!(AttributeProtoRare, t)).unwrap();
+    writeln!(o, "field AttributeProto.t {}", std::mem::offset_of!(AttributeProto, t)).unwrap();
     writeln!(o, "field AttributeProto.g {} rare", std::mem::offset_of!(AttributeProtoRare, g)).unwrap();
     writeln!(o, "field AttributeProto.sparse_tensor {} rare", std::mem::offset_of!(AttributeProtoRare, sparse_tensor)).unwrap();
     writeln!(o, "field AttributeProto.tp {} rare", std::mem::offset_of!(AttributeProtoRare, tp)).unwrap();

@@ -19,6 +19,8 @@ pub struct AttributeProto {
     pub i: Option<i64>,
     /// `optional bytes s = 4;`
     pub s: Option<ProtoString>,
+    /// `optional TensorProto t = 5;`
+    pub t: Option<Box<TensorProto>>,
     /// `repeated float floats = 7;`
     pub floats: InlineVec<f32, 2>,
     /// `repeated int64 ints = 8;`
@@ -40,6 +42,7 @@ impl AttributeProto {
             f: None,
             i: None,
             s: None,
+            t: None,
             floats: InlineVec::new(),
             ints: InlineVec::new(),
             strings: InlineVec::new(),
@@ -56,8 +59,6 @@ pub struct AttributeProtoRare {
     pub ref_attr_name: Option<ProtoString>,
     /// `optional string doc_string = 13;`
     pub doc_string: Option<ProtoString>,
-    /// `optional TensorProto t = 5;`
-    pub t: Option<Box<TensorProto>>,
     /// `optional GraphProto g = 6;`
     pub g: Option<Box<GraphProto>>,
     /// `optional SparseTensorProto sparse_tensor = 22;`
@@ -80,7 +81,6 @@ impl AttributeProtoRare {
         Self {
             ref_attr_name: None,
             doc_string: None,
-            t: None,
             g: None,
             sparse_tensor: None,
             tp: None,
@@ -115,6 +115,7 @@ impl Clone for AttributeProto {
             f: self.f.clone(),
             i: self.i.clone(),
             s: self.s.clone(),
+            t: self.t.clone(),
             floats: self.floats.clone(),
             ints: self.ints.clone(),
             strings: self.strings.clone(),
@@ -137,6 +138,7 @@ impl PartialEq for AttributeProto {
                 && self.f == other.f
                 && self.i == other.i
                 && self.s == other.s
+                && self.t == other.t
                 && self.floats == other.floats
                 && self.ints == other.ints
                 && self.strings == other.strings
@@ -155,6 +157,7 @@ impl std::fmt::Debug for AttributeProto {
                 .field("f", &self.f)
                 .field("i", &self.i)
                 .field("s", &self.s)
+                .field("t", &self.t)
                 .field("floats", &self.floats)
                 .field("ints", &self.ints)
                 .field("strings", &self.strings)
@@ -207,10 +210,7 @@ impl Message for AttributeProto {
                 21 => self.f = Some(f32::from_bits(r.read_fixed32().map_err(|e| e.at("f", None))?)),
                 24 => self.i = Some(r.read_varint().map_err(|e| e.at("i", None))? as i64),
                 34 => r.read_string_into(&mut self.s).map_err(|e| e.at("s", None))?,
-                42 => {
-                    r.alloc_rare(&mut self.rare)?;
-                    r.read_message_into(&mut self.rare.t).map_err(|e| e.at("t", None))?
-                }
+                42 => r.read_message_into(&mut self.t).map_err(|e| e.at("t", None))?,
                 50 => {
                     r.alloc_rare(&mut self.rare)?;
                     r.guarded(|r| r.read_message_into(&mut self.rare.g)).map_err(|e| e.at("g", None))?
@@ -294,7 +294,7 @@ impl Message for AttributeProto {
         if let Some(v) = &self.s {
             n += 1 + len_delimited_size(v.len() as u64);
         }
-        if let Some(m) = &rare.t {
+        if let Some(m) = &self.t {
             n += 1 + len_delimited_size(sizes.nested::<TensorProto>(m));
         }
         if let Some(m) = &rare.g {
@@ -353,7 +353,7 @@ impl Message for AttributeProto {
             put_varint(s, v.len() as u64);
             s.put(v);
         }
-        if let Some(m) = &rare.t {
+        if let Some(m) = &self.t {
             s.put(&[0x2a]);
             put_varint(s, c.next_size());
             m.encode_to(s, c);
@@ -433,6 +433,13 @@ impl Message for AttributeProto {
 
     fn take_recycled(r: &Reader<'_>) -> Option<Box<Self>> {
         recycled(r)
+    }
+
+    #[inline(always)]
+    fn prefetch_children(&self) {
+        if let Some(m) = &self.t {
+            crate::wire::prefetch::prefetch_value::<_>(&**m);
+        }
     }
 
     fn without_payloads(&self, min_len: u64) -> Option<Self> {
@@ -563,26 +570,24 @@ impl AttributeProto {
     }
     /// True when `t` is set.
     pub fn has_t(&self) -> bool {
-        self.rare.t.is_some()
+        self.t.is_some()
     }
     /// Unsets `t`.
     pub fn clear_t(&mut self) {
-        if let Some(rare) = self.rare.get_mut() {
-            rare.t = None;
-        }
+        self.t = None;
     }
     /// `t`, or the empty message when unset.
     pub fn t(&self) -> &TensorProto {
         static DEFAULT: TensorProto = TensorProto::new();
-        self.rare.t.as_deref().unwrap_or(&DEFAULT)
+        self.t.as_deref().unwrap_or(&DEFAULT)
     }
     /// `t` for writing (set to an empty message first if unset).
     pub fn mutable_t(&mut self) -> &mut TensorProto {
-        self.rare.t.get_or_insert_with(|| Box::new(TensorProto::new()))
+        self.t.get_or_insert_with(|| Box::new(TensorProto::new()))
     }
     /// Sets `t`.
     pub fn set_t(&mut self, v: TensorProto) {
-        self.rare.t = Some(Box::new(v));
+        self.t = Some(Box::new(v));
     }
     /// True when `g` is set.
     pub fn has_g(&self) -> bool {
@@ -761,11 +766,9 @@ impl Recycle for AttributeProto {
         if let Some(mut v) = self.s.take() {
             strings.keep(&mut v);
         }
-        if let Some(rare) = self.rare.get_mut() {
-            if let Some(mut v) = rare.t.take() {
-                v.recycle(rec, strings);
-                TensorProto::pool(rec).push_back(v);
-            }
+        if let Some(mut v) = self.t.take() {
+            v.recycle(rec, strings);
+            TensorProto::pool(rec).push_back(v);
         }
         if let Some(rare) = self.rare.get_mut() {
             if let Some(mut v) = rare.g.take() {
@@ -7931,7 +7934,7 @@ impl AttributeProto {
     /// Calls `f` on every `TensorProto` reachable from this message, depth-first in
     /// schema order (the message itself, for a `TensorProto`).
     pub fn visit_tensors(self: &Self, f: &mut dyn FnMut(&TensorProto)) {
-        if let Some(v) = &self.rare.t {
+        if let Some(v) = &self.t {
             v.visit_tensors(f);
         }
         if let Some(v) = &self.rare.g {
@@ -7953,10 +7956,8 @@ impl AttributeProto {
     /// Calls `f` on every `TensorProto` reachable from this message, depth-first in
     /// schema order (the message itself, for a `TensorProto`).
     pub fn visit_tensors_mut(self: &mut Self, f: &mut dyn FnMut(&mut TensorProto)) {
-        if let Some(rare) = self.rare.get_mut() {
-        if let Some(v) = &mut rare.t {
+        if let Some(v) = &mut self.t {
             v.visit_tensors_mut(f);
-        }
         }
         if let Some(rare) = self.rare.get_mut() {
         if let Some(v) = &mut rare.g {
@@ -8246,7 +8247,7 @@ impl AttributeProto {
     /// A copy in which every `TensorProto` reachable from this message is `f(original)`,
     /// called in the order of `visit_tensors`; every other field is cloned.
     pub fn clone_with_tensors(&self, f: &mut dyn FnMut(&TensorProto) -> TensorProto) -> Self {
-        let t = self.rare.t.as_ref().map(|v| Box::new(v.clone_with_tensors(f)));
+        let t = self.t.as_ref().map(|v| Box::new(v.clone_with_tensors(f)));
         let g = self.rare.g.as_ref().map(|v| Box::new(crate::wire::guard_stack(|| v.clone_with_tensors(f))));
         let sparse_tensor = self.rare.sparse_tensor.as_ref().map(|v| Box::new(v.clone_with_tensors(f)));
         let tensors = self.rare.tensors.iter().map(|v| v.clone_with_tensors(f)).collect();
@@ -8258,10 +8259,11 @@ impl AttributeProto {
             f: self.f.clone(),
             i: self.i.clone(),
             s: self.s.clone(),
+            t,
             floats: self.floats.clone(),
             ints: self.ints.clone(),
             strings: self.strings.clone(),
-            rare: self.rare.map_allocated(move |r| AttributeProtoRare { ref_attr_name: r.ref_attr_name.clone(), doc_string: r.doc_string.clone(), t, g, sparse_tensor, tp: r.tp.clone(), tensors, graphs, sparse_tensors, type_protos: r.type_protos.clone() }),
+            rare: self.rare.map_allocated(move |r| AttributeProtoRare { ref_attr_name: r.ref_attr_name.clone(), doc_string: r.doc_string.clone(), g, sparse_tensor, tp: r.tp.clone(), tensors, graphs, sparse_tensors, type_protos: r.type_protos.clone() }),
             unknown_fields: self.unknown_fields.clone(),
         }
     }
@@ -8547,7 +8549,7 @@ impl AttributeProto {
         parent: Option<TensorField>,
         f: &mut dyn FnMut(&'a TensorProto, TensorPlace),
     ) {
-        if let Some(v) = &self.rare.t {
+        if let Some(v) = &self.t {
             f(v, TensorPlace { field: TensorField::AttributeT, parent });
         }
         if let Some(v) = &self.rare.g {
