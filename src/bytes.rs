@@ -565,12 +565,10 @@ impl ProtoString {
         Ok(Self(StrRepr::Heap(v.into())))
     }
 
-    /// A string of bytes cut from a shared block (short values are stored inline instead, and
-    /// their share given back).
+    /// A string of bytes cut from a shared block; only for values longer than
+    /// [`INLINE_CAPACITY`] (shorter ones are stored inline, never cut from a block).
     pub(crate) fn from_block(bytes: BlockBytes) -> Self {
-        if bytes.len <= INLINE_CAPACITY {
-            return Self::from_bytes(bytes.as_bytes());
-        }
+        debug_assert!(bytes.len > INLINE_CAPACITY);
         Self(StrRepr::Block(bytes))
     }
 
