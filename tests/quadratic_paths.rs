@@ -1,8 +1,10 @@
 //! No operation takes quadratic time in a count that a file controls. Each case runs at N and
-//! 4N and compares the times (the least CPU time of this thread over five runs: other processes
-//! taking the core do not count): linear work grows about 4x (up to 7x measured, when the larger
-//! input no longer fits the caches), quadratic 16x; the bound is 10x. A ratio, not a duration,
-//! so a slow or loaded machine does not fail it.
+//! 16N and compares the times (the least CPU time of this thread over five runs: other processes
+//! taking the core do not count): quadratic work grows 256x, linear work 16x plus what the
+//! larger input costs in cache misses and page faults (27x measured on an idle machine, and
+//! linear cases have reached 2.6x per element on a loaded 2-core machine); the bound is 80x. A
+//! ratio, not a duration, so a slow or loaded machine does not fail it, and the wide factor
+//! keeps both kinds of work far from the bound.
 
 mod common;
 
@@ -11,15 +13,18 @@ use onnx_light::external::prepacked_blobs_of;
 use onnx_light::proto::{Message, ModelProto, StringStringEntryProto, TensorProto};
 use onnx_light::{ParseOptions, check_external_data, load_model_with_prepacked};
 
-/// Asserts that `run(4n)` takes less than 10 times `run(n)`.
+/// How much larger the second input of each case is.
+const FACTOR: usize = 16;
+
+/// Asserts that `run(FACTOR * n)` takes less than 80 times `run(n)`.
 fn assert_linear(what: &str, n: usize, mut run: impl FnMut(usize)) {
     let small = best_cpu_of(5, || run(n));
-    let large = best_cpu_of(5, || run(4 * n));
+    let large = best_cpu_of(5, || run(FACTOR * n));
     let ratio = large.as_secs_f64() / small.as_secs_f64().max(1e-6);
-    println!("{what}: N = {n}: {small:?}, 4N: {large:?} (x{ratio:.1})");
+    println!("{what}: N = {n}: {small:?}, {FACTOR}N: {large:?} (x{ratio:.1})");
     assert!(
-        ratio < 10.0,
-        "{what}: 4x the input took {ratio:.1}x the time ({small:?} -> {large:?}): quadratic"
+        ratio < 80.0,
+        "{what}: {FACTOR}x the input took {ratio:.1}x the time ({small:?} -> {large:?}): quadratic"
     );
 }
 
@@ -33,9 +38,9 @@ fn prepacked_entries(n: usize) -> Vec<(String, String)> {
 #[test]
 fn distinct_prepacked_keys_are_merged_in_linear_time() {
     // The entries are built before the timing: what is timed is the merge alone (building and
-    // freeing 80 000 strings costs more than 4x 20 000 through the allocator and page faults).
-    let inputs = [prepacked_entries(20_000), prepacked_entries(80_000)];
-    assert_linear("prepacked_blobs_of", 20_000, |n| {
+    // freeing 80 000 strings costs more than 16x 5 000 through the allocator and page faults).
+    let inputs = [prepacked_entries(5_000), prepacked_entries(FACTOR * 5_000)];
+    assert_linear("prepacked_blobs_of", 5_000, |n| {
         let entries = inputs.iter().find(|e| e.len() == n).unwrap();
         let blobs = prepacked_blobs_of(entries).unwrap();
         assert_eq!(blobs.len(), n);
@@ -85,9 +90,9 @@ fn model_with_prepacked(dir: &TempDir, n: usize) -> std::path::PathBuf {
 #[test]
 fn models_with_many_prepacked_blobs_load_and_check_in_linear_time() {
     let dir = TempDir::new("quadratic");
-    let n = 20_000;
+    let n = 5_000;
     let small = model_with_prepacked(&dir, n);
-    let large = model_with_prepacked(&dir, 4 * n);
+    let large = model_with_prepacked(&dir, FACTOR * n);
     let path_of = |k: usize| if k == n { &small } else { &large };
     assert_linear("load_model_with_prepacked", n, |k| {
         let (_, blobs) = load_model_with_prepacked(path_of(k), &ParseOptions::default()).unwrap();
