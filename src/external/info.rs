@@ -104,32 +104,33 @@ fn parse_ort_length(s: &str) -> Result<u64, String> {
 ///   the checksum field is kept verbatim;
 /// - a key whose pieces were all skipped is ignored (`Ok(None)`).
 pub fn parse_prepacked(value: &str) -> Result<Option<(String, Vec<PrepackedRange>)>, String> {
+    Ok(parse_prepacked_borrowed(value)?.map(|(key, buffers)| (key.to_string(), buffers)))
+}
+
+/// [`parse_prepacked`] with the key borrowed from `value`.
+fn parse_prepacked_borrowed(value: &str) -> Result<Option<(&str, Vec<PrepackedRange>)>, String> {
     let mut fields = split_non_empty(value, '|');
     let Some(key) = fields.next() else {
         return Ok(None);
     };
-    let rest: Vec<&str> = fields.collect();
-    if rest.is_empty() {
-        return Ok(None);
-    }
     let mut buffers = Vec::new();
-    for piece in rest {
-        let parts: Vec<&str> = split_non_empty(piece, ';').collect();
-        if parts.len() != 3 {
+    for piece in fields {
+        let mut parts = split_non_empty(piece, ';');
+        let (Some(offset), Some(length), Some(checksum), None) =
+            (parts.next(), parts.next(), parts.next(), parts.next())
+        else {
             continue;
-        }
-        let offset = parse_ort_offset(parts[0])?;
-        let length = parse_ort_length(parts[1])?;
+        };
         buffers.push(PrepackedRange {
-            offset,
-            length,
-            checksum: parts[2].to_string(),
+            offset: parse_ort_offset(offset)?,
+            length: parse_ort_length(length)?,
+            checksum: checksum.to_string(),
         });
     }
     if buffers.is_empty() {
         return Ok(None);
     }
-    Ok(Some((key.to_string(), buffers)))
+    Ok(Some((key, buffers)))
 }
 
 /// The blobs of a tensor's `prepacked*` entries (`(key, value)` in order), merged as ONNX Runtime
@@ -140,16 +141,18 @@ pub fn prepacked_blobs_of(
     let mut out: Vec<(String, Vec<PrepackedRange>)> = Vec::new();
     // Position of each key in `out`: a file may name hundreds of thousands of keys, so the
     // lookup must not scan the keys seen so far.
-    let mut index: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
+    let mut index: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
     for (k, v) in entries {
-        let Some((key, buffers)) = parse_prepacked(v).map_err(|e| format!("'{k}': {e}"))? else {
+        let Some((key, buffers)) =
+            parse_prepacked_borrowed(v).map_err(|e| format!("'{k}': {e}"))?
+        else {
             continue;
         };
-        match index.get(&key) {
-            Some(&i) => out[i].1.extend(buffers),
-            None => {
-                index.insert(key.clone(), out.len());
-                out.push((key, buffers));
+        match index.entry(key) {
+            std::collections::hash_map::Entry::Occupied(i) => out[*i.get()].1.extend(buffers),
+            std::collections::hash_map::Entry::Vacant(slot) => {
+                slot.insert(out.len());
+                out.push((key.to_string(), buffers));
             }
         }
     }

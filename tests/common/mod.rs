@@ -127,53 +127,94 @@ pub fn nested_graphs(levels: usize) -> Vec<u8> {
     wrap(7, &g)
 }
 
-/// The least CPU time of this thread over `n` runs of `f` (for time ratios of single-threaded
-/// work: unlike wall time, it does not count the time other processes take the core away, so
-/// the ratio holds on a loaded machine).
+/// The least CPU time of this thread per run of `f` over `n` measurements (for time ratios of
+/// single-threaded work: unlike wall time, it does not count the time other processes take the
+/// core away, so the ratio holds on a loaded machine). A measurement runs `f` as many times as
+/// it takes to span at least [`CLOCK_STEPS`] steps of the clock and divides: Linux's thread
+/// clock counts nanoseconds (one run per measurement), Wine's `GetThreadTimes` advances in 10 ms
+/// steps, which would read a 5 ms run as 0 or 10 ms.
 pub fn best_cpu_of(n: usize, mut f: impl FnMut()) -> std::time::Duration {
-    #[cfg(unix)]
-    fn now() -> std::time::Duration {
-        let mut ts = libc::timespec {
-            tv_sec: 0,
-            tv_nsec: 0,
-        };
-        // SAFETY: `ts` is a valid out-pointer; the clock id is a constant the kernel knows.
-        let rc = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
-        assert_eq!(rc, 0, "clock_gettime(CLOCK_THREAD_CPUTIME_ID)");
-        std::time::Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
-    }
-    #[cfg(windows)]
-    fn now() -> std::time::Duration {
-        use windows_sys::Win32::Foundation::FILETIME;
-        use windows_sys::Win32::System::Threading::{GetCurrentThread, GetThreadTimes};
-        let zero = FILETIME {
-            dwLowDateTime: 0,
-            dwHighDateTime: 0,
-        };
-        let (mut created, mut exited, mut kernel, mut user) = (zero, zero, zero, zero);
-        // SAFETY: the pseudo-handle of the current thread and four valid out-pointers.
-        let ok = unsafe {
-            GetThreadTimes(
-                GetCurrentThread(),
-                &mut created,
-                &mut exited,
-                &mut kernel,
-                &mut user,
-            )
-        };
-        assert_ne!(ok, 0, "GetThreadTimes");
-        // FILETIME counts 100 ns units.
-        let ticks = |t: FILETIME| (u64::from(t.dwHighDateTime) << 32) | u64::from(t.dwLowDateTime);
-        std::time::Duration::from_nanos((ticks(kernel) + ticks(user)) * 100)
-    }
+    let span = CLOCK_STEPS * thread_cpu_clock_step();
     (0..n)
         .map(|_| {
-            let t = now();
-            f();
-            now() - t
+            let t = thread_cpu_now();
+            let mut runs = 0u32;
+            let mut elapsed;
+            loop {
+                f();
+                runs += 1;
+                elapsed = thread_cpu_now() - t;
+                if elapsed >= span {
+                    break elapsed / runs;
+                }
+            }
         })
         .min()
         .unwrap()
+}
+
+/// The least number of clock steps one measurement of [`best_cpu_of`] spans: a clock that
+/// advances in steps reads an interval off by less than one step, here less than 1/20.
+pub const CLOCK_STEPS: u32 = 20;
+
+/// The smallest step of this thread's CPU clock, measured once (the least of a few observed
+/// steps, spinning until the clock moves).
+pub fn thread_cpu_clock_step() -> std::time::Duration {
+    static STEP: std::sync::OnceLock<std::time::Duration> = std::sync::OnceLock::new();
+    *STEP.get_or_init(|| {
+        let mut step = std::time::Duration::MAX;
+        let mut last = thread_cpu_now();
+        for _ in 0..4 {
+            let next = loop {
+                let now = thread_cpu_now();
+                if now != last {
+                    break now;
+                }
+            };
+            step = step.min(next - last);
+            last = next;
+        }
+        step
+    })
+}
+
+/// This thread's CPU time (user and system) so far.
+#[cfg(unix)]
+pub fn thread_cpu_now() -> std::time::Duration {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid out-pointer; the clock id is a constant the kernel knows.
+    let rc = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    assert_eq!(rc, 0, "clock_gettime(CLOCK_THREAD_CPUTIME_ID)");
+    std::time::Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
+}
+
+/// This thread's CPU time (user and kernel) so far.
+#[cfg(windows)]
+pub fn thread_cpu_now() -> std::time::Duration {
+    use windows_sys::Win32::Foundation::FILETIME;
+    use windows_sys::Win32::System::Threading::{GetCurrentThread, GetThreadTimes};
+    let zero = FILETIME {
+        dwLowDateTime: 0,
+        dwHighDateTime: 0,
+    };
+    let (mut created, mut exited, mut kernel, mut user) = (zero, zero, zero, zero);
+    // SAFETY: the pseudo-handle of the current thread and four valid out-pointers.
+    let ok = unsafe {
+        GetThreadTimes(
+            GetCurrentThread(),
+            &mut created,
+            &mut exited,
+            &mut kernel,
+            &mut user,
+        )
+    };
+    assert_ne!(ok, 0, "GetThreadTimes");
+    // FILETIME counts 100 ns units.
+    let ticks = |t: FILETIME| (u64::from(t.dwHighDateTime) << 32) | u64::from(t.dwLowDateTime);
+    std::time::Duration::from_nanos((ticks(kernel) + ticks(user)) * 100)
 }
 
 /// name → raw bytes (None: no `raw_data`) of every tensor of `m`, subgraphs included.
