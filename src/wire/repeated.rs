@@ -5,7 +5,8 @@
 //! gives their order. An element therefore never moves while it is in the field — as with
 //! protobuf C++'s `RepeatedPtrField`, a reference or a C pointer to it stays valid when other
 //! elements are added, removed or reordered — yet a field of `n` elements costs about `log n`
-//! allocations instead of one per element (one for a field of one element).
+//! allocations instead of one per element (one for a field of one element). The first chunk a
+//! parse makes for a short field has a one-word header (see [`CompactHeader`]).
 
 use super::{Message, prefetch};
 use std::alloc::{self, Layout};
@@ -19,17 +20,16 @@ use super::region::{BlockHeader, ChunkRegion, free_chunk};
 /// Largest chunk, in bytes of element slots (a chunk holds at least one element).
 const MAX_CHUNK_BYTES: usize = 64 * 1024;
 
-/// Header at the start of every chunk; the chunks of a field form a list, newest first. A chunk
-/// is the header, then an order array of `order_cap` pointers (often none: a new order array,
-/// twice as large, is made only when the one in use is full), then `cap` element slots. The
-/// counts are `u32` (a field holds fewer than 2^32 elements) so that the header is 56 bytes: a
-/// parsed model has a chunk for nearly every node's attribute list and every shape.
+/// Header at the start of every chunk but a compact one (see [`CompactHeader`]); the chunks of a
+/// field form a list, newest first. A chunk is the header, then an order array of `order_cap`
+/// pointers (often none: a new order array, twice as large, is made only when the one in use is
+/// full), then `cap` element slots. The counts are `u32` (a field holds fewer than 2^32
+/// elements) so that the header is 56 bytes. Its first word (`next`) and its last (`block`) are
+/// addresses with bit 0 clear: that bit tells it from a compact header, from either end.
+#[repr(C)]
 struct ChunkHeader {
     /// The previous (older, full) chunk.
     next: Option<NonNull<ChunkHeader>>,
-    /// The region block the chunk was cut from (see `region.rs`), or `None`: the global
-    /// allocator's.
-    block: Option<NonNull<BlockHeader>>,
     /// Head of the list of freed slots (kept in the newest chunk's header only); each free slot
     /// holds the address of the next one in its first bytes.
     free: *mut u8,
@@ -50,6 +50,227 @@ struct ChunkHeader {
     /// ones in the order array, `order[len..len + spare]` (see
     /// [`RepeatedField::recycle_elements`]).
     spare: u32,
+    /// The region block the chunk was cut from (see `region.rs`), or `None`: the global
+    /// allocator's. Last, right before the order array (see the type's documentation).
+    block: Option<NonNull<BlockHeader>>,
+}
+
+const _: () = assert!(
+    std::mem::offset_of!(ChunkHeader, next) == 0
+        && std::mem::offset_of!(ChunkHeader, block) + size_of::<usize>()
+            == size_of::<ChunkHeader>()
+);
+
+/// The one-word header of a compact chunk: the first chunk a parse makes for a field of at most
+/// [`CompactHeader::MAX_CAP`] elements (a node's attribute list, a shape's dimensions), cut from
+/// the parse's region. Most lists of a parsed model are that chunk and nothing else, and the
+/// 48 bytes it saves over a [`ChunkHeader`] are a fifth of a one-attribute list.
+///
+/// The word is the address of the chunk's region block (page-aligned) with its low bits holding
+/// a tag (bit 0, set), the slot count, the slots handed out and the spare elements. A compact
+/// chunk has no free list: a slot freed in it stays unused until the field is dropped (at most
+/// `MAX_CAP` per field, within the parse's own memory); it is only ever the oldest chunk of its
+/// field, and the only one holding its order array until the field grows past it.
+#[repr(transparent)]
+struct CompactHeader {
+    word: usize,
+}
+
+impl CompactHeader {
+    const TAG: usize = 1;
+    /// Width of each count, and the largest compact chunk.
+    const COUNT_BITS: u32 = 3;
+    const MAX_CAP: usize = (1 << Self::COUNT_BITS) - 1;
+    const CAP_SHIFT: u32 = 1;
+    const USED_SHIFT: u32 = Self::CAP_SHIFT + Self::COUNT_BITS;
+    const SPARE_SHIFT: u32 = Self::USED_SHIFT + Self::COUNT_BITS;
+    /// The bits below the block address (a block is at least this aligned).
+    const LOW_BITS: usize = (1 << (Self::SPARE_SHIFT + Self::COUNT_BITS)) - 1;
+
+    /// The header of a chunk of `cap` slots (one handed out) cut from `block`, or `None` when
+    /// `cap` is too large or the block not aligned enough for its address to share the word.
+    fn new(block: NonNull<BlockHeader>, cap: usize) -> Option<Self> {
+        let addr = block.as_ptr() as usize;
+        (cap <= Self::MAX_CAP && addr & Self::LOW_BITS == 0).then_some(Self {
+            word: addr | Self::TAG | cap << Self::CAP_SHIFT | 1 << Self::USED_SHIFT,
+        })
+    }
+    #[inline(always)]
+    fn count(&self, shift: u32) -> usize {
+        (self.word >> shift) & Self::MAX_CAP
+    }
+    #[inline(always)]
+    fn set_count(&mut self, shift: u32, n: usize) {
+        debug_assert!(n <= Self::MAX_CAP);
+        self.word = (self.word & !(Self::MAX_CAP << shift)) | n << shift;
+    }
+    #[inline(always)]
+    fn cap(&self) -> usize {
+        self.count(Self::CAP_SHIFT)
+    }
+    #[inline(always)]
+    fn used(&self) -> usize {
+        self.count(Self::USED_SHIFT)
+    }
+    #[inline(always)]
+    fn spare(&self) -> usize {
+        self.count(Self::SPARE_SHIFT)
+    }
+    fn block(&self) -> NonNull<BlockHeader> {
+        // SAFETY: the word holds a block address (non-null) in its high bits.
+        unsafe { NonNull::new_unchecked((self.word & !Self::LOW_BITS) as *mut BlockHeader) }
+    }
+}
+
+/// A chunk of either kind, by its header.
+#[derive(Clone, Copy)]
+enum Chunk {
+    Full(NonNull<ChunkHeader>),
+    Compact(NonNull<CompactHeader>),
+}
+
+impl Chunk {
+    /// The chunk whose header starts at `h` (a link of the chunk list).
+    ///
+    /// # Safety
+    /// `h` is the header of a live chunk.
+    #[inline(always)]
+    unsafe fn at(h: NonNull<ChunkHeader>) -> Self {
+        // SAFETY: both headers start with a word (see `ChunkHeader`).
+        if unsafe { h.cast::<usize>().read() } & CompactHeader::TAG != 0 {
+            Self::Compact(h.cast())
+        } else {
+            Self::Full(h)
+        }
+    }
+
+    /// The chunk holding the order array `order`.
+    ///
+    /// # Safety
+    /// `order` is the order array of a live chunk.
+    #[inline(always)]
+    unsafe fn of_order(order: NonNull<u8>) -> Self {
+        // SAFETY: both headers end with a word right before the order array.
+        unsafe {
+            let last = order.cast::<usize>().sub(1);
+            if last.read() & CompactHeader::TAG != 0 {
+                Self::Compact(last.cast())
+            } else {
+                Self::Full(order.sub(size_of::<ChunkHeader>()).cast())
+            }
+        }
+    }
+
+    /// The header as a link of the chunk list.
+    fn link(self) -> NonNull<ChunkHeader> {
+        match self {
+            Self::Full(h) => h,
+            Self::Compact(c) => c.cast(),
+        }
+    }
+
+    /// Spare elements (meaningful in the newest chunk).
+    ///
+    /// # Safety
+    /// The chunk is live.
+    #[inline(always)]
+    unsafe fn spare(self) -> usize {
+        // SAFETY: the caller's contract.
+        unsafe {
+            match self {
+                Self::Full(h) => (*h.as_ptr()).spare as usize,
+                Self::Compact(c) => (*c.as_ptr()).spare(),
+            }
+        }
+    }
+
+    /// Sets the spare count (of the newest chunk).
+    ///
+    /// # Safety
+    /// The chunk is live; `n` is at most its field's capacity.
+    #[inline(always)]
+    unsafe fn set_spare(self, n: usize) {
+        // SAFETY: the caller's contract.
+        unsafe {
+            match self {
+                Self::Full(h) => (*h.as_ptr()).spare = n as u32,
+                Self::Compact(c) => (*c.as_ptr()).set_count(CompactHeader::SPARE_SHIFT, n),
+            }
+        }
+    }
+
+    /// True when the chunk has neither a freed nor an unused slot.
+    ///
+    /// # Safety
+    /// The chunk is live.
+    unsafe fn is_full(self) -> bool {
+        // SAFETY: the caller's contract.
+        unsafe {
+            match self {
+                Self::Full(h) => {
+                    (*h.as_ptr()).free.is_null() && (*h.as_ptr()).used == (*h.as_ptr()).cap
+                }
+                Self::Compact(c) => (*c.as_ptr()).used() == (*c.as_ptr()).cap(),
+            }
+        }
+    }
+
+    /// Slots never handed out yet.
+    ///
+    /// # Safety
+    /// The chunk is live.
+    unsafe fn unused(self) -> usize {
+        // SAFETY: the caller's contract.
+        unsafe {
+            match self {
+                Self::Full(h) => ((*h.as_ptr()).cap - (*h.as_ptr()).used) as usize,
+                Self::Compact(c) => (*c.as_ptr()).cap() - (*c.as_ptr()).used(),
+            }
+        }
+    }
+
+    /// A slot for an element of layout `elem`: a freed one, else the next unused one, else
+    /// `None`.
+    ///
+    /// # Safety
+    /// The chunk is live, the newest of a field with elements of layout `elem`.
+    #[inline(always)]
+    unsafe fn take_slot(self, elem: Layout) -> Option<NonNull<u8>> {
+        // SAFETY: the caller's contract; a non-null `free` is an unoccupied slot holding the
+        // next link (see `RepeatedField::release_slot`), and `used < cap` names an unused one.
+        unsafe {
+            match self {
+                Self::Full(h) => {
+                    let h = h.as_ptr();
+                    if let Some(p) = NonNull::new((*h).free) {
+                        (*h).free = p.cast::<*mut u8>().as_ptr().read_unaligned();
+                        return Some(p);
+                    }
+                    if (*h).used == (*h).cap {
+                        return None;
+                    }
+                    let (_, _, slots_at) =
+                        chunk_layout_of(elem, (*h).order_cap as usize, (*h).cap as usize);
+                    let p = h
+                        .cast::<u8>()
+                        .add(slots_at + elem.size() * (*h).used as usize);
+                    (*h).used += 1;
+                    Some(NonNull::new_unchecked(p))
+                }
+                Self::Compact(c) => {
+                    let c = &mut *c.as_ptr();
+                    let (cap, used) = (c.cap(), c.used());
+                    if used == cap {
+                        return None;
+                    }
+                    let (_, _, slots_at) = compact_layout_of(elem, cap);
+                    c.set_count(CompactHeader::USED_SHIFT, used + 1);
+                    let p = (c as *mut CompactHeader).cast::<u8>();
+                    Some(NonNull::new_unchecked(p.add(slots_at + elem.size() * used)))
+                }
+            }
+        }
+    }
 }
 
 /// A count as stored in a chunk header.
@@ -101,15 +322,19 @@ fn chunk_layout_of(elem: Layout, order_cap: usize, cap: usize) -> (Layout, usize
     (layout, order_at, slots_at)
 }
 
-/// The header of the chunk holding the order array `order` (not dangling): it starts right
-/// before the array (`chunk_layout`: the header's size is a multiple of a pointer's alignment).
-///
-/// # Safety
-/// `order` is the order array of a live chunk.
+/// Layout of a compact chunk (see [`CompactHeader`]) of `cap` slots of layout `elem` (and as
+/// many order pointers), and the offsets of the order array and of the first slot.
 #[inline(always)]
-unsafe fn header_of_order(order: NonNull<u8>) -> NonNull<ChunkHeader> {
-    // SAFETY: contract above.
-    unsafe { order.sub(size_of::<ChunkHeader>()).cast() }
+fn compact_layout_of(elem: Layout, cap: usize) -> (Layout, usize, usize) {
+    let (layout, _, slots_at) = chunk_layout_of(elem, cap, cap);
+    let shorter = size_of::<ChunkHeader>() - size_of::<CompactHeader>();
+    // The same chunk without the 48 bytes a compact header saves: every part keeps its
+    // alignment (the headers' sizes are multiples of a pointer's alignment, and the slots are
+    // aligned again below when their alignment is larger).
+    let slots_at = (slots_at - shorter).next_multiple_of(elem.align());
+    let size = slots_at + elem.size() * cap;
+    let layout = Layout::from_size_align(size, layout.align()).expect("a smaller layout");
+    (layout, size_of::<CompactHeader>(), slots_at)
 }
 
 /// The growth of a field (the part of `try_take_slot` that makes a new chunk), with the element
@@ -135,11 +360,37 @@ unsafe fn grow(
     region: Option<&ChunkRegion>,
 ) -> Result<NonNull<u8>, Layout> {
     let has_chunk = *order != NonNull::dangling();
-    // SAFETY: a non-dangling order array is that of a live chunk, which names the newest one.
+    // SAFETY: a non-dangling order array is that of a live chunk, which names the newest one
+    // (a compact chunk is its own newest).
     let old_newest = has_chunk
-        .then(|| unsafe { (*header_of_order(order.cast()).as_ptr()).newest })
+        .then(|| unsafe {
+            match Chunk::of_order(order.cast()) {
+                Chunk::Full(h) => (*h.as_ptr()).newest,
+                c @ Chunk::Compact(_) => Some(c.link()),
+            }
+        })
         .flatten();
     let cap = len.clamp(1, most).max(min_cap);
+    if !has_chunk
+        && cap <= CompactHeader::MAX_CAP
+        && let Some(region) = region
+    {
+        let (layout, order_at, slots_at) = compact_layout_of(elem, cap);
+        if let Some((p, block)) = region.alloc(layout.size(), layout.align()) {
+            match CompactHeader::new(block, cap) {
+                // SAFETY: fresh memory of the compact chunk's layout: header, order array (of
+                // `cap` pointers, none in use yet: the field is empty) and slots.
+                Some(header) => unsafe {
+                    p.cast::<CompactHeader>().write(header);
+                    *order = p.add(order_at).cast();
+                    return Ok(p.add(slots_at));
+                },
+                // (Never: region blocks are page-aligned.) The cut goes unused.
+                // SAFETY: the cut's block, whose share is freed once.
+                None => unsafe { free_chunk(block) },
+            }
+        }
+    }
     let total = old_total
         .checked_add(cap)
         .expect("repeated field size overflows");
@@ -181,25 +432,14 @@ unsafe fn grow(
             ptr::copy_nonoverlapping(order.as_ptr(), new_order, len);
             *order = NonNull::new_unchecked(new_order);
         } else {
-            // The order array in use stays where it is; its chunk names the new newest.
-            (*header_of_order(order.cast()).as_ptr()).newest = Some(h);
+            // The order array in use stays where it is; its chunk names the new newest. (It is
+            // not a compact chunk's: the field outgrows a compact order array with its chunk.)
+            match Chunk::of_order(order.cast()) {
+                Chunk::Full(o) => (*o.as_ptr()).newest = Some(h),
+                Chunk::Compact(_) => unreachable!("a compact order array holds its chunk only"),
+            }
         }
         Ok(NonNull::new_unchecked(raw.add(slots_at)))
-    }
-}
-
-/// Puts a slot whose element was moved out or dropped on the free list of `chunks`.
-///
-/// # Safety
-/// `p` must be an unoccupied slot of a chunk of the list headed by `chunks` (which is then not
-/// `None`), not already on the free list.
-unsafe fn release_slot<T>(chunks: Option<NonNull<ChunkHeader>>, p: NonNull<T>) {
-    let head = chunks.expect("a slot implies a chunk").as_ptr();
-    // SAFETY: `head` is live; the slot is unoccupied and at least pointer-sized (checked when
-    // the slot was handed out), so its first bytes may hold the link.
-    unsafe {
-        p.cast::<*mut u8>().as_ptr().write_unaligned((*head).free);
-        (*head).free = p.cast::<u8>().as_ptr();
     }
 }
 
@@ -221,21 +461,41 @@ impl<T> RepeatedField<T> {
             _owns: PhantomData,
         }
     }
-    /// The header of the chunk holding the order array in use, if there is a chunk.
+    /// The chunk holding the order array in use, if there is a chunk.
     #[inline(always)]
-    fn order_chunk(&self) -> Option<NonNull<ChunkHeader>> {
+    fn order_chunk(&self) -> Option<Chunk> {
         if self.order == NonNull::dangling() {
             return None;
         }
         // SAFETY: a non-dangling order pointer is the order array of a live chunk.
-        Some(unsafe { header_of_order(self.order.cast()) })
+        Some(unsafe { Chunk::of_order(self.order.cast()) })
     }
     /// The newest chunk, if any.
     #[inline(always)]
-    fn chunks(&self) -> Option<NonNull<ChunkHeader>> {
-        // SAFETY: the chunk holding the order array in use is live and names the newest one.
-        self.order_chunk()
-            .and_then(|h| unsafe { (*h.as_ptr()).newest })
+    fn chunks(&self) -> Option<Chunk> {
+        match self.order_chunk()? {
+            // SAFETY: the chunk holding the order array in use is live and names the newest
+            // one, a full chunk (a compact one is only ever the oldest).
+            Chunk::Full(h) => unsafe { (*h.as_ptr()).newest.map(Chunk::Full) },
+            c @ Chunk::Compact(_) => Some(c),
+        }
+    }
+    /// Puts a slot whose element was moved out or dropped on the free list of the newest chunk
+    /// (a compact chunk has none: the slot stays unused, see [`CompactHeader`]).
+    ///
+    /// # Safety
+    /// `p` must be an unoccupied slot of one of the field's chunks, not already on the free
+    /// list.
+    unsafe fn release_slot(&self, p: NonNull<T>) {
+        if let Some(Chunk::Full(head)) = self.chunks() {
+            let head = head.as_ptr();
+            // SAFETY: `head` is live; the slot is unoccupied and at least pointer-sized
+            // (checked when the slot was handed out), so its first bytes may hold the link.
+            unsafe {
+                p.cast::<*mut u8>().as_ptr().write_unaligned((*head).free);
+                (*head).free = p.cast::<u8>().as_ptr();
+            }
+        }
     }
     /// Number of elements.
     #[inline]
@@ -300,30 +560,24 @@ impl<T> RepeatedField<T> {
             )
         };
         let (mut old_total, mut live_order_cap) = (0, 0);
-        let old_newest = self.chunks();
-        if let Some(h) = old_newest {
-            let h = h.as_ptr();
-            // SAFETY: `h` is the live newest chunk; a non-null `free` is an unoccupied slot
-            // holding the next link (see `release_slot`), and `used < cap` names an unused one.
+        if let Some(newest) = self.chunks() {
+            // SAFETY: the newest chunk and the one holding the order array in use are live.
             unsafe {
-                if let Some(p) = NonNull::new((*h).free) {
-                    (*h).free = p.cast::<*mut u8>().as_ptr().read_unaligned();
+                if let Some(p) = newest.take_slot(Layout::new::<T>()) {
                     return Ok(p.cast());
                 }
-                let (_, _, slots_at) =
-                    chunk_layout::<T>((*h).order_cap as usize, (*h).cap as usize);
-                if (*h).used < (*h).cap {
-                    let p = h
-                        .cast::<u8>()
-                        .add(slots_at)
-                        .cast::<T>()
-                        .add((*h).used as usize);
-                    (*h).used += 1;
-                    return Ok(NonNull::new_unchecked(p));
-                }
-                old_total = (*h).total as usize;
-                let order_chunk = self.order_chunk().unwrap_unchecked();
-                live_order_cap = (*order_chunk.as_ptr()).order_cap as usize;
+                (old_total, live_order_cap) = match (newest, self.order_chunk().unwrap_unchecked())
+                {
+                    (Chunk::Full(h), Chunk::Full(o)) => (
+                        (*h.as_ptr()).total as usize,
+                        (*o.as_ptr()).order_cap as usize,
+                    ),
+                    // A compact chunk is the field's only one, its order array as long as it.
+                    (Chunk::Compact(c), _) => ((*c.as_ptr()).cap(), (*c.as_ptr()).cap()),
+                    (Chunk::Full(_), Chunk::Compact(_)) => {
+                        unreachable!("a compact order array holds its chunk only")
+                    }
+                };
             }
         }
         // SAFETY: `NonNull<NonNull<T>>` and `NonNull<NonNull<u8>>` are the same pointer; the
@@ -388,8 +642,7 @@ impl<T> RepeatedField<T> {
     #[inline]
     fn spare(&self) -> usize {
         // SAFETY: the newest chunk is live.
-        self.chunks()
-            .map_or(0, |h| unsafe { (*h.as_ptr()).spare as usize })
+        self.chunks().map_or(0, |h| unsafe { h.spare() })
     }
 
     /// Drops the spare elements (their slots go back to the free list). Every change of the
@@ -397,19 +650,18 @@ impl<T> RepeatedField<T> {
     /// array past `len` is free for it to use.
     fn drop_spares(&mut self) {
         let Some(h) = self.chunks() else { return };
-        let h = h.as_ptr();
         // SAFETY: `h` is the live newest chunk; `order[len..len + spare]` are live spare
         // elements owned by the field (dropped once: the count is reset first).
         unsafe {
-            let n = (*h).spare as usize;
+            let n = h.spare();
             if n == 0 {
                 return;
             }
-            (*h).spare = 0;
+            h.set_spare(0);
             for i in self.len..self.len + n {
                 let p = self.order.as_ptr().add(i).read();
                 ptr::drop_in_place(p.as_ptr());
-                release_slot(self.chunks(), p);
+                self.release_slot(p);
             }
         }
     }
@@ -426,8 +678,8 @@ impl<T> RepeatedField<T> {
         if let Some(h) = self.chunks() {
             // SAFETY: the newest chunk is live; the live elements become the first spares,
             // followed by the older spares (already cleared).
-            // (`len + spare` is at most the field's `total`, a `u32`.)
-            unsafe { (*h.as_ptr()).spare += self.len as u32 };
+            // (`len + spare` is at most the field's capacity.)
+            unsafe { h.set_spare(h.spare() + self.len) };
             self.len = 0;
         }
     }
@@ -454,7 +706,7 @@ impl<T> RepeatedField<T> {
         // the slot is unoccupied and goes back to the free list.
         unsafe {
             let v = p.as_ptr().read();
-            release_slot(self.chunks(), p);
+            self.release_slot(p);
             v
         }
     }
@@ -483,16 +735,13 @@ impl<T> RepeatedField<T> {
     }
     /// Reserves room for `additional` more elements.
     pub fn reserve(&mut self, additional: usize) {
-        let room = self.chunks().map_or(0, |h| {
-            // SAFETY: the newest chunk is live.
-            let h = unsafe { &*h.as_ptr() };
-            h.cap - h.used
-        });
+        // SAFETY: the newest chunk is live.
+        let room = self.chunks().map_or(0, |h| unsafe { h.unused() });
         if room == 0 && additional > 1 {
             // Start a chunk big enough, and give its first slot back.
             let p = self.take_slot(additional);
             // SAFETY: `p` is an unoccupied slot of the newest chunk.
-            unsafe { release_slot(self.chunks(), p) };
+            unsafe { self.release_slot(p) };
         }
     }
     /// Keeps the elements for which `f` is true.
@@ -512,7 +761,7 @@ impl<T> RepeatedField<T> {
                     self.len += 1;
                 } else {
                     ptr::drop_in_place(p.as_ptr());
-                    release_slot(self.chunks(), p);
+                    self.release_slot(p);
                 }
             }
         }
@@ -607,30 +856,21 @@ impl<T: Default> RepeatedField<T> {
         run: impl FnOnce(usize) -> usize,
         region: Option<&ChunkRegion>,
     ) -> Result<&mut T, Layout> {
-        // The common case of a parse, kept short: the newest chunk has an unused slot, and no
-        // spare or freed one comes first.
+        // The common case of a parse, kept short: the newest chunk has a free or unused slot,
+        // and no spare comes first.
         if let Some(h) = self.chunks() {
-            let h = h.as_ptr();
-            // SAFETY: `h` is the live newest chunk; slot `used < cap` is unused, sized and
-            // aligned for `T`; the order array in use holds a pointer per slot of all chunks
+            // SAFETY: `h` is the live newest chunk; the slot it hands out is unoccupied, sized
+            // and aligned for `T`; the order array in use holds a pointer per slot of all chunks
             // and `len` counts occupied slots only, so `order[len]` is free (no spares).
             unsafe {
-                if (*h).spare == 0 && (*h).free.is_null() && (*h).used < (*h).cap {
-                    let (_, _, slots_at) =
-                        chunk_layout::<T>((*h).order_cap as usize, (*h).cap as usize);
-                    let p = h
-                        .cast::<u8>()
-                        .add(slots_at)
-                        .cast::<T>()
-                        .add((*h).used as usize);
-                    (*h).used += 1;
-                    p.write(T::default());
-                    self.order
-                        .as_ptr()
-                        .add(self.len)
-                        .write(NonNull::new_unchecked(p));
+                if h.spare() == 0
+                    && let Some(p) = h.take_slot(Layout::new::<T>())
+                {
+                    let p = p.cast::<T>();
+                    p.as_ptr().write(T::default());
+                    self.order.as_ptr().add(self.len).write(p);
                     self.len += 1;
-                    return Ok(&mut *p);
+                    return Ok(&mut *p.as_ptr());
                 }
             }
         }
@@ -649,17 +889,15 @@ impl<T: Default> RepeatedField<T> {
             // SAFETY: `order[len]` is the first spare, a live cleared element owned by `self`;
             // it becomes the last live one.
             unsafe {
-                (*self.chunks().unwrap_unchecked().as_ptr()).spare -= 1;
+                let h = self.chunks().unwrap_unchecked();
+                h.set_spare(h.spare() - 1);
                 let p = self.order.as_ptr().add(self.len).read();
                 self.len += 1;
                 return Ok(&mut *p.as_ptr());
             }
         }
-        let full = self.chunks().is_none_or(|h| {
-            // SAFETY: the newest chunk is live.
-            let h = unsafe { &*h.as_ptr() };
-            h.free.is_null() && h.used == h.cap
-        });
+        // SAFETY: the newest chunk is live.
+        let full = self.chunks().is_none_or(|h| unsafe { h.is_full() });
         let most = Self::max_chunk_slots();
         let min_cap = if full { run(most).min(most) } else { 1 };
         let mut p = self.try_take_slot(min_cap, region)?;
@@ -698,12 +936,18 @@ impl<T> Drop for RepeatedField<T> {
             }
         }
         let mut next = self.chunks();
-        while let Some(h) = next {
-            // SAFETY: `h` is a live chunk allocated with this layout; no element lives in it any
-            // more.
+        while let Some(chunk) = next {
+            // SAFETY: `chunk` is a live chunk allocated with this layout; no element lives in it
+            // any more. A compact chunk is the oldest (the last of the list).
             unsafe {
-                let h = h.as_ptr();
-                next = (*h).next;
+                let h = match chunk {
+                    Chunk::Full(h) => h.as_ptr(),
+                    Chunk::Compact(c) => {
+                        free_chunk((*c.as_ptr()).block());
+                        break;
+                    }
+                };
+                next = (*h).next.map(|n| Chunk::at(n));
                 match (*h).block {
                     Some(block) => free_chunk(block),
                     None => {
@@ -1065,6 +1309,81 @@ mod tests {
     }
 
     #[test]
+    fn a_parse_makes_short_lists_compact_and_they_change_as_any_other() {
+        let alive = Rc::new(());
+        let region = ChunkRegion::new();
+        let mut kept = Vec::new();
+        for run in 1..=CompactHeader::MAX_CAP + 2 {
+            let mut r: RepeatedField<Vec<Rc<()>>> = RepeatedField::new();
+            for _ in 0..run {
+                r.try_push_default_sized_in(|_| run, Some(&region))
+                    .unwrap()
+                    .push(alive.clone());
+            }
+            let compact = run <= CompactHeader::MAX_CAP;
+            assert_eq!(chunk_list(&r), [(run, run, compact)], "run {run}");
+            let first = &r[0] as *const Vec<Rc<()>>;
+            if compact {
+                // One word of header, the order array, then the slots.
+                // SAFETY: the field's order array and the slots right after it (only addresses
+                // are compared, and the header word is read).
+                unsafe {
+                    assert_eq!(
+                        r.order.as_ptr().add(run).cast::<Vec<Rc<()>>>(),
+                        first.cast_mut()
+                    );
+                    let header = &*r.order.as_ptr().cast::<CompactHeader>().sub(1);
+                    assert_eq!((header.cap(), header.used(), header.spare()), (run, run, 0));
+                }
+            }
+            // Recycled elements come back in place (a compact chunk keeps spares too).
+            r.recycle_elements(Vec::clear);
+            assert_eq!((r.len(), r.spare()), (0, run));
+            for _ in 0..run {
+                r.push_default_sized(|_| 1).push(alive.clone());
+            }
+            assert_eq!(&r[0] as *const _, first);
+            assert_eq!(chunk_count(&r), 1);
+            // Growth, removal, insertion and reordering keep every address.
+            let addresses: Vec<*const Vec<Rc<()>>> = r.iter().map(|e| e as *const _).collect();
+            for _ in 0..20 {
+                r.push(vec![alive.clone()]);
+            }
+            assert_eq!(chunk_list(&r).last(), Some(&(run, run, compact)));
+            let removed = r.remove(0);
+            r.insert(1, removed);
+            r.swap(0, 1);
+            assert!(
+                addresses
+                    .iter()
+                    .all(|&a| r.iter().any(|e| std::ptr::eq(e, a)))
+            );
+            r.retain(|_| true);
+            kept.push(r);
+        }
+        // Removing from a compact chunk loses the slot until the field is dropped, and the next
+        // pushes grow the field by one chunk whose freed slots are reused.
+        let mut r: RepeatedField<Vec<Rc<()>>> = RepeatedField::new();
+        for _ in 0..2 {
+            r.try_push_default_sized_in(|_| 2, Some(&region))
+                .unwrap()
+                .push(alive.clone());
+        }
+        for _ in 0..1000 {
+            drop(r.remove(0));
+            r.push(vec![alive.clone()]);
+        }
+        assert_eq!(chunk_list(&r).len(), 2);
+        assert_eq!(r.len(), 2);
+        kept.push(r);
+        drop(region);
+        let elements: usize = kept.iter().map(RepeatedField::len).sum();
+        assert_eq!(Rc::strong_count(&alive), 1 + elements);
+        drop(kept);
+        assert_eq!(Rc::strong_count(&alive), 1);
+    }
+
+    #[test]
     fn element_addresses_survive_growth() {
         let mut r: RepeatedField<[u64; 8]> = RepeatedField::new();
         r.push([1; 8]);
@@ -1115,15 +1434,33 @@ mod tests {
         assert_eq!(chunk_count(&r), chunks_before, "push after clear allocated");
     }
 
-    fn chunk_count<T>(r: &RepeatedField<T>) -> usize {
-        let mut n = 0;
+    /// The field's chunks, newest first: slots and order pointers of each, and whether it is
+    /// compact.
+    fn chunk_list<T>(r: &RepeatedField<T>) -> Vec<(usize, usize, bool)> {
+        let mut list = Vec::new();
         let mut next = r.chunks();
-        while let Some(h) = next {
-            n += 1;
-            // SAFETY: the chunks of a live field.
-            next = unsafe { (*h.as_ptr()).next };
+        // SAFETY: the chunks of a live field.
+        while let Some(chunk) = next {
+            unsafe {
+                match chunk {
+                    Chunk::Full(h) => {
+                        let h = &*h.as_ptr();
+                        list.push((h.cap as usize, h.order_cap as usize, false));
+                        next = h.next.map(|n| Chunk::at(n));
+                    }
+                    Chunk::Compact(c) => {
+                        let cap = (*c.as_ptr()).cap();
+                        list.push((cap, cap, true));
+                        next = None;
+                    }
+                }
+            }
         }
-        n
+        list
+    }
+
+    fn chunk_count<T>(r: &RepeatedField<T>) -> usize {
+        chunk_list(r).len()
     }
 
     #[test]
@@ -1153,13 +1490,9 @@ mod tests {
             r.push([i; 32]);
         }
         let (mut slots, mut order) = (0, 0);
-        let mut next = r.chunks();
-        while let Some(h) = next {
-            // SAFETY: the chunks of a live field.
-            let h = unsafe { &*h.as_ptr() };
-            slots += h.cap;
-            order += h.order_cap;
-            next = h.next;
+        for (cap, order_cap, _) in chunk_list(&r) {
+            slots += cap;
+            order += order_cap;
         }
         assert!(slots < 200_000 + 300, "{slots} slots");
         assert!(order <= 4 * 200_000, "{order} order pointers: not linear");
