@@ -141,10 +141,9 @@ mkdir -p "target/$WINDOWS/release/deps"
 x86_64-w64-mingw32-gcc -shared -O2 -o "target/$WINDOWS/release/deps/bcryptprimitives.dll" \
   "$work/prng.c" -ladvapi32
 phase "Windows: unit tests (Windows path rules and save lock included) and integration tests (Wine)"
-# The integration tests that run on Windows, less three whose subject is Linux behaviour: weight
+# The integration tests that run on Windows, less two whose subject is Linux behaviour: weight
 # files replaced while this process maps them (Windows refuses to replace or remove a mapped
-# file: the re-save keeps its alternate weight-file names), and a hard-linked weight file
-# (refused on Windows by the path rules). direct_writes runs its buffered path (direct writes
+# file: the re-save keeps its alternate weight-file names). direct_writes runs its buffered path (direct writes
 # are Linux-only). (The tests that look for a file's mappings read /proc/self/maps on Linux and
 # the mapped views on Windows; the CPU-time comparisons repeat a run until it spans 20 steps of
 # Wine's 10 ms thread clock: tests/common.)
@@ -152,8 +151,7 @@ WINDOWS_TESTS=(codec input_files hostile_inputs allocation_failures concurrency 
                direct_writes documented_defaults encrypted_external encryption external_data
                fuzz_regressions metadata_budget metadata_region onnxcry1 params prepacked
                quadratic_paths alignment memory_reuse thread_pools crash_safe_save windows_paths)
-WINDOWS_SKIPS=(resave_over_own_mapped_files per_tensor_resave_keeps_names
-               the_next_save_removes_what_a_killed_save_left)
+WINDOWS_SKIPS=(resave_over_own_mapped_files per_tensor_resave_keeps_names)
 # tests/crash_safe_save.rs fills a small file system (a 12 MiB tmpfs, mounted here: the step runs
 # as root) through Wine's drive Z: to see saves fail cleanly with ERROR_DISK_FULL.
 mkdir -p "$work/full"

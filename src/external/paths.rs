@@ -200,7 +200,7 @@ fn check_opened(
 }
 
 /// Directory entries read at most when looking for the other links of a file.
-#[cfg(unix)]
+#[cfg(any(unix, windows))]
 const MAX_LINK_SCAN: usize = 1 << 16;
 
 /// Whether every hard link of the file `rel` (whose metadata is `meta`) is an entry of its own
@@ -746,9 +746,10 @@ mod imp {
     //! before opening; symbolic links, junctions and every other reparse point are refused. Not
     //! race-free against a concurrent attacker in the directory for the parents, but the file
     //! itself is opened without following a reparse point (`FILE_FLAG_OPEN_REPARSE_POINT`) and
-    //! checked on the handle: not a reparse point, one hard link, and the handle's final path
-    //! (`GetFinalPathNameByHandleW`) inside the model directory. The destination of a save is
-    //! replaced with `MoveFileExW(MOVEFILE_REPLACE_EXISTING | MOVEFILE_WRITE_THROUGH)`.
+    //! checked on the handle: not a reparse point, one hard link (two when both are in its own
+    //! directory), and the handle's final path (`GetFinalPathNameByHandleW`) inside the model
+    //! directory. The destination of a save is replaced with
+    //! `MoveFileExW(MOVEFILE_REPLACE_EXISTING | MOVEFILE_WRITE_THROUGH)`.
     use super::{OpenError, file_name_of};
     use std::fs::File;
     use std::io;
@@ -788,8 +789,10 @@ mod imp {
         options.open(path)
     }
 
-    /// The rules checked on the opened file itself: not a reparse point, one hard link.
-    fn check_handle(file: &File) -> Result<(), OpenError> {
+    /// The rules checked on the opened file `rel` beneath `dir` itself: not a reparse point, and
+    /// one hard link, or two both in its own directory (a save moving a weight file to its
+    /// final name holds two links for a moment, see [`link_over`]).
+    fn check_handle(file: &File, dir: &Path, rel: &Path) -> Result<(), OpenError> {
         if is_link_like(&file.metadata()?) {
             return Err(OpenError::Refused(
                 "the location is a symbolic link, junction or other reparse point (never followed)"
@@ -798,17 +801,10 @@ mod imp {
         }
         #[cfg(windows)]
         {
-            use std::os::windows::io::AsRawHandle;
-            use windows_sys::Win32::Storage::FileSystem::{
-                BY_HANDLE_FILE_INFORMATION, GetFileInformationByHandle,
-            };
-            // SAFETY: plain integers; all-zero is a valid value, overwritten on success.
-            let mut info: BY_HANDLE_FILE_INFORMATION = unsafe { std::mem::zeroed() };
-            // SAFETY: a live file handle and a properly sized output structure.
-            if unsafe { GetFileInformationByHandle(file.as_raw_handle(), &mut info) } == 0 {
-                return Err(OpenError::Io(io::Error::last_os_error()));
-            }
-            if info.nNumberOfLinks > 1 {
+            let info = handle_info(file).map_err(OpenError::Io)?;
+            if info.nNumberOfLinks > 1
+                && !(info.nNumberOfLinks == 2 && both_links_beside(dir, rel, &info))
+            {
                 return Err(OpenError::Refused(format!(
                     "the file has {} hard links (a hard link can point outside the model \
                      directory)",
@@ -816,7 +812,68 @@ mod imp {
                 )));
             }
         }
+        #[cfg(not(windows))]
+        let _ = (dir, rel);
         Ok(())
+    }
+
+    /// The volume, file index, size and link count of an open file.
+    #[cfg(windows)]
+    fn handle_info(
+        file: &File,
+    ) -> io::Result<windows_sys::Win32::Storage::FileSystem::BY_HANDLE_FILE_INFORMATION> {
+        use std::os::windows::io::AsRawHandle;
+        use windows_sys::Win32::Storage::FileSystem::{
+            BY_HANDLE_FILE_INFORMATION, GetFileInformationByHandle,
+        };
+        // SAFETY: plain integers; all-zero is a valid value, overwritten on success.
+        let mut info: BY_HANDLE_FILE_INFORMATION = unsafe { std::mem::zeroed() };
+        // SAFETY: a live file handle and a properly sized output structure.
+        if unsafe { GetFileInformationByHandle(file.as_raw_handle(), &mut info) } == 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(info)
+    }
+
+    /// Whether the two links of the file `rel` beneath `dir` (`info`: its handle's information)
+    /// are both entries of its own directory: among at most [`super::MAX_LINK_SCAN`] entries,
+    /// the regular files of its size are opened (no access asked, any sharing, reparse points
+    /// not followed) and compared by volume and file index.
+    #[cfg(windows)]
+    fn both_links_beside(
+        dir: &Path,
+        rel: &Path,
+        info: &windows_sys::Win32::Storage::FileSystem::BY_HANDLE_FILE_INFORMATION,
+    ) -> bool {
+        use std::os::windows::fs::OpenOptionsExt;
+        use windows_sys::Win32::Storage::FileSystem::{
+            FILE_FLAG_OPEN_REPARSE_POINT, FILE_SHARE_DELETE, FILE_SHARE_READ, FILE_SHARE_WRITE,
+        };
+        let size = (u64::from(info.nFileSizeHigh) << 32) | u64::from(info.nFileSizeLow);
+        let Ok(entries) = std::fs::read_dir(dir.join(rel.parent().unwrap_or(Path::new("")))) else {
+            return false;
+        };
+        let mut found = 0;
+        for entry in entries.take(super::MAX_LINK_SCAN).flatten() {
+            // The listing's own metadata (no open): only regular files of the same size.
+            match entry.metadata() {
+                Ok(m) if m.is_file() && !is_link_like(&m) && m.len() == size => {}
+                _ => continue,
+            }
+            let opened = std::fs::OpenOptions::new()
+                .access_mode(0)
+                .share_mode(FILE_SHARE_READ | FILE_SHARE_WRITE | FILE_SHARE_DELETE)
+                .custom_flags(FILE_FLAG_OPEN_REPARSE_POINT)
+                .open(entry.path());
+            if let Ok(other) = opened.and_then(|f| handle_info(&f))
+                && other.dwVolumeSerialNumber == info.dwVolumeSerialNumber
+                && other.nFileIndexHigh == info.nFileIndexHigh
+                && other.nFileIndexLow == info.nFileIndexLow
+            {
+                found += 1;
+            }
+        }
+        found == 2
     }
 
     /// Renames `from` over `to`, replacing it atomically (Windows: `MoveFileExW` with
@@ -888,7 +945,7 @@ mod imp {
             ));
         }
         let file = open_no_follow(&p)?;
-        check_handle(&file)?;
+        check_handle(&file, dir, rel)?;
         Ok(file)
     }
 
@@ -1280,6 +1337,20 @@ mod windows_tests {
         assert!(refused(open("sub")).contains("not a regular file"));
         std::fs::hard_link(root.join("out/s.bin"), dir.join("hard.bin")).unwrap();
         assert!(refused(open("hard.bin")).contains("hard links"));
+        // Two links, both in the file's own directory (a save between its two commits): both
+        // names open. A third link, or a second one in another directory, is refused.
+        std::fs::write(dir.join("sub/twin.bin"), b"tw").unwrap();
+        std::fs::hard_link(dir.join("sub/twin.bin"), dir.join("sub/twin_1.bin")).unwrap();
+        // Another file of the same size in the directory (opened and compared, not counted).
+        std::fs::write(dir.join("sub/same.bin"), b"xy").unwrap();
+        assert_eq!(open("sub/twin.bin").unwrap().len, 2);
+        assert_eq!(open("sub/twin_1.bin").unwrap().len, 2);
+        std::fs::hard_link(dir.join("sub/twin.bin"), dir.join("sub/twin_2.bin")).unwrap();
+        assert!(refused(open("sub/twin.bin")).contains("3 hard links"));
+        std::fs::write(dir.join("sub/pair.bin"), b"pp").unwrap();
+        std::fs::hard_link(dir.join("sub/pair.bin"), dir.join("pair.bin")).unwrap();
+        assert!(refused(open("sub/pair.bin")).contains("2 hard links"));
+        assert!(refused(open("pair.bin")).contains("2 hard links"));
         // Symbolic links and junctions are not created here: Wine has no real reparse points.
         let _ = std::fs::remove_dir_all(&root);
     }
