@@ -19,6 +19,8 @@ use super::region::{BlockHeader, ChunkRegion, free_chunk};
 
 /// Largest chunk, in bytes of element slots (a chunk holds at least one element).
 const MAX_CHUNK_BYTES: usize = 64 * 1024;
+/// Order arrays of at least this many pointers (32 KiB) grow eightfold, smaller ones double.
+const LARGE_ORDER_ARRAY: usize = 4096;
 
 /// Header at the start of every chunk but a compact one (see [`CompactHeader`]); the chunks of a
 /// field form a list, newest first. A chunk is the header, then an order array of `order_cap`
@@ -395,11 +397,20 @@ unsafe fn grow(
         .checked_add(cap)
         .expect("repeated field size overflows");
     // A new order array (in this chunk) only when the one in use cannot hold `total`
-    // pointers; it doubles, so all order arrays together stay within twice the last one.
+    // pointers; it doubles, so all order arrays together stay within twice the last one. A
+    // large one grows eightfold instead: the older arrays, left behind written in their
+    // chunks, then add up to a seventh of the new one instead of as much as it, and the part of
+    // the new one not yet written costs address space, not memory (its pages are touched as
+    // elements are added).
+    let growth = if live_order_cap >= LARGE_ORDER_ARRAY {
+        8
+    } else {
+        2
+    };
     let order_cap = if live_order_cap >= total {
         0
     } else {
-        total.max(live_order_cap.saturating_mul(2))
+        total.max(live_order_cap.saturating_mul(growth))
     };
     let (cap32, order_cap32, total32) = (count(cap), count(order_cap), count(total));
     let (layout, order_at, slots_at) = chunk_layout_of(elem, order_cap, cap);
@@ -1489,13 +1500,20 @@ mod tests {
         for i in 0..200_000 {
             r.push([i; 32]);
         }
-        let (mut slots, mut order) = (0, 0);
+        let (mut slots, mut order, mut largest) = (0, 0, 0);
         for (cap, order_cap, _) in chunk_list(&r) {
             slots += cap;
             order += order_cap;
+            largest = largest.max(order_cap);
         }
         assert!(slots < 200_000 + 300, "{slots} slots");
         assert!(order <= 4 * 200_000, "{order} order pointers: not linear");
+        // The order arrays left behind (written, in older chunks) are a fraction of the field.
+        assert!(
+            order - largest <= 200_000 / 4,
+            "{} order pointers left behind",
+            order - largest
+        );
         assert!(r.iter().enumerate().all(|(i, v)| v[0] == i as u64));
     }
 
