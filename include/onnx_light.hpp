@@ -609,7 +609,7 @@ constexpr uint8_t kOptionalStringNone = 5;
 constexpr std::size_t kStringSize = 32;
 constexpr std::size_t kRepeatedOrderAt = 0;
 constexpr std::size_t kRepeatedLenAt = 8;
-constexpr uint64_t kLayoutFingerprint = 0xedafb20389ef8677ull;
+constexpr uint64_t kLayoutFingerprint = 0xfafb70029d6f0034ull;
 }  // namespace detail
 
 /// An error of the library: the C status and the message of onnxl_last_error_message().
@@ -2175,8 +2175,8 @@ class AttributeProto final {
   TypeProto& ref_tp() { return *mutable_tp(); }
 
   // repeated float floats = 7;
-  const RepeatedField<float>& floats() const { return *reinterpret_cast<const RepeatedField<float>*>(detail::at(this, 104)); }
-  RepeatedField<float>* mutable_floats() { return reinterpret_cast<RepeatedField<float>*>(detail::at(this, 104)); }
+  const RepeatedField<float>& floats() const { return *reinterpret_cast<const RepeatedField<float>*>(rare_at(152)); }
+  RepeatedField<float>* mutable_floats() { return reinterpret_cast<RepeatedField<float>*>(rare_at(152)); }
   int floats_size() const { return floats().size(); }
   float floats(int i) const { return floats().Get(i); }
   void set_floats(int i, float v) { mutable_floats()->Set(i, v); }
@@ -2186,8 +2186,8 @@ class AttributeProto final {
   RepeatedField<float>& ref_floats() { return *mutable_floats(); }
 
   // repeated int64 ints = 8;
-  const RepeatedField<int64_t>& ints() const { return *reinterpret_cast<const RepeatedField<int64_t>*>(detail::at(this, 128)); }
-  RepeatedField<int64_t>* mutable_ints() { return reinterpret_cast<RepeatedField<int64_t>*>(detail::at(this, 128)); }
+  const RepeatedField<int64_t>& ints() const { return *reinterpret_cast<const RepeatedField<int64_t>*>(detail::at(this, 104)); }
+  RepeatedField<int64_t>* mutable_ints() { return reinterpret_cast<RepeatedField<int64_t>*>(detail::at(this, 104)); }
   int ints_size() const { return ints().size(); }
   int64_t ints(int i) const { return ints().Get(i); }
   void set_ints(int i, int64_t v) { mutable_ints()->Set(i, v); }
@@ -2197,8 +2197,8 @@ class AttributeProto final {
   RepeatedField<int64_t>& ref_ints() { return *mutable_ints(); }
 
   // repeated bytes strings = 9;
-  const RepeatedPtrField<std::string>& strings() const { return *reinterpret_cast<const RepeatedPtrField<std::string>*>(detail::at(this, 176)); }
-  RepeatedPtrField<std::string>* mutable_strings() { return reinterpret_cast<RepeatedPtrField<std::string>*>(detail::at(this, 176)); }
+  const RepeatedPtrField<std::string>& strings() const { return *reinterpret_cast<const RepeatedPtrField<std::string>*>(rare_at(176)); }
+  RepeatedPtrField<std::string>* mutable_strings() { return reinterpret_cast<RepeatedPtrField<std::string>*>(rare_at(176)); }
   int strings_size() const { return strings().size(); }
   const std::string& strings(int i) const { return strings().Get(i); }
   std::string* mutable_strings(int i) { return mutable_strings()->Mutable(i); }
@@ -2208,11 +2208,11 @@ class AttributeProto final {
   void set_strings(int i, const char* v, std::size_t n) { mutable_strings(i)->assign(v, n); }
   void set_strings(int i, const void* v, std::size_t n) { mutable_strings(i)->assign(static_cast<const char*>(v), n); }
   std::string* add_strings() { return mutable_strings()->Add(); }
-  void add_strings(const std::string& v) { onnxl_cxx_strs_add(detail::at(this, 176), reinterpret_cast<const uint8_t*>(v.data()), v.size()); }
-  void add_strings(std::string&& v) { onnxl_cxx_strs_add(detail::at(this, 176), reinterpret_cast<const uint8_t*>(v.data()), v.size()); }
-  void add_strings(const char* v) { onnxl_cxx_strs_add(detail::at(this, 176), reinterpret_cast<const uint8_t*>(v), std::strlen(v)); }
-  void add_strings(const char* v, std::size_t n) { onnxl_cxx_strs_add(detail::at(this, 176), reinterpret_cast<const uint8_t*>(v), n); }
-  void add_strings(const void* v, std::size_t n) { onnxl_cxx_strs_add(detail::at(this, 176), reinterpret_cast<const uint8_t*>(static_cast<const char*>(v)), n); }
+  void add_strings(const std::string& v) { onnxl_cxx_strs_add(rare_at(176), reinterpret_cast<const uint8_t*>(v.data()), v.size()); }
+  void add_strings(std::string&& v) { onnxl_cxx_strs_add(rare_at(176), reinterpret_cast<const uint8_t*>(v.data()), v.size()); }
+  void add_strings(const char* v) { onnxl_cxx_strs_add(rare_at(176), reinterpret_cast<const uint8_t*>(v), std::strlen(v)); }
+  void add_strings(const char* v, std::size_t n) { onnxl_cxx_strs_add(rare_at(176), reinterpret_cast<const uint8_t*>(v), n); }
+  void add_strings(const void* v, std::size_t n) { onnxl_cxx_strs_add(rare_at(176), reinterpret_cast<const uint8_t*>(static_cast<const char*>(v)), n); }
   void clear_strings() { mutable_strings()->Clear(); }
   const RepeatedPtrField<std::string>& ref_strings() const { return strings(); }
   RepeatedPtrField<std::string>& ref_strings() { return *mutable_strings(); }
@@ -2262,11 +2262,11 @@ class AttributeProto final {
   RepeatedPtrField<TypeProto>& ref_type_protos() { return *mutable_type_protos(); }
 
  private:
-  const unsigned char* rare_at(std::size_t off) const { const void* r = detail::load<const void*>(detail::at(this, 200)); return detail::at(r ? r : onnxl_cxx_AttributeProto_rare_empty(), off); }
+  const unsigned char* rare_at(std::size_t off) const { const void* r = detail::load<const void*>(detail::at(this, 152)); return detail::at(r ? r : onnxl_cxx_AttributeProto_rare_empty(), off); }
   unsigned char* rare_at(std::size_t off) { return detail::at(onnxl_cxx_AttributeProto_rare_mut(this), off); }
-  alignas(8) unsigned char storage_[216];
+  alignas(8) unsigned char storage_[168];
 };
-static_assert(sizeof(AttributeProto) == 216 && alignof(AttributeProto) == 8, "layout of AttributeProto");
+static_assert(sizeof(AttributeProto) == 168 && alignof(AttributeProto) == 8, "layout of AttributeProto");
 
 /// `onnx.ValueInfoProto`.
 class ValueInfoProto final {

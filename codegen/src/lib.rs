@@ -165,6 +165,12 @@ pub const RARE_FIELDS: &[(&str, &[&str])] = &[
             "g",
             "sparse_tensor",
             "tp",
+            // Lists of floats and of strings: few operators take them (`Constant`'s
+            // `value_floats` / `value_strings`, LSTM's `activations`, the ML domain's trees and
+            // label encoders, whose few attributes hold long lists), while ints lists are
+            // everywhere (`perm`, `axes`, `pads`, `kernel_shape`, ...).
+            "floats",
+            "strings",
             "tensors",
             "graphs",
             "sparse_tensors",

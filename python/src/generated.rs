@@ -84,9 +84,9 @@ impl Msg for AttributeProto {
         if let Some(v) = src.rare.g.take() { onnx_light::wire::guard_stack(|| <GraphProto as Msg>::merge(ctx, dst.mutable_g(), ops::Unbox::unbox(v))); }
         if let Some(v) = src.rare.sparse_tensor.take() { <SparseTensorProto as Msg>::merge(ctx, dst.mutable_sparse_tensor(), ops::Unbox::unbox(v)); }
         if let Some(v) = src.rare.tp.take() { <TypeProto as Msg>::merge(ctx, dst.mutable_tp(), ops::Unbox::unbox(v)); }
-        if !src.floats.is_empty() { dst.floats.extend(std::mem::take(&mut src.floats)); }
+        if !src.rare.floats.is_empty() { dst.rare.floats.extend(std::mem::take(&mut src.rare.floats)); }
         if !src.ints.is_empty() { dst.ints.extend(std::mem::take(&mut src.ints)); }
-        if !src.strings.is_empty() { dst.strings.extend(std::mem::take(&mut src.strings)); }
+        if !src.rare.strings.is_empty() { dst.rare.strings.extend(std::mem::take(&mut src.rare.strings)); }
         if !src.rare.tensors.is_empty() { dst.rare.tensors.extend(std::mem::take(&mut src.rare.tensors)); }
         if !src.rare.graphs.is_empty() { dst.rare.graphs.extend(std::mem::take(&mut src.rare.graphs)); }
         if !src.rare.sparse_tensors.is_empty() { dst.rare.sparse_tensors.extend(std::mem::take(&mut src.rare.sparse_tensors)); }
@@ -99,9 +99,9 @@ impl Msg for AttributeProto {
         if self.has_s() { out.bytes("s", self.s().as_bytes()); }
         if self.has_t() { { out.begin("t"); self.t().text(out); out.end(); }; }
         if self.has_g() { { out.begin("g"); onnx_light::wire::guard_stack(|| self.g().text(out)); out.end(); }; }
-        for v in self.floats.iter() { out.float("floats", *v as f64); }
+        for v in self.rare.floats.iter() { out.float("floats", *v as f64); }
         for v in self.ints.iter() { out.num("ints", *v); }
-        for v in self.strings.iter() { out.bytes("strings", v.as_bytes()); }
+        for v in self.rare.strings.iter() { out.bytes("strings", v.as_bytes()); }
         for v in self.rare.tensors.iter() { { out.begin("tensors"); v.text(out); out.end(); }; }
         for v in self.rare.graphs.iter() { { out.begin("graphs"); onnx_light::wire::guard_stack(|| v.text(out)); out.end(); }; }
         if self.has_doc_string() { out.string("doc_string", self.doc_string().as_bytes()); }
@@ -170,17 +170,17 @@ static ATTRIBUTE_PROTO_TP_SUB: SubField = SubField {
 fn attribute_proto_tp_get(s: &Bound<'_, Message>) -> PyResult<Py<PyAny>> { ops::get_message::<AttributeProto>(s, &ATTRIBUTE_PROTO_TP_SUB, &TYPE_PROTO_INFO) }
 unsafe fn attribute_proto_tp_clear(ctx: &Ctx<'_>, p: *mut ()) { let m = unsafe { &mut *(p as *mut AttributeProto) }; ops::take_detach(ctx, &mut m.rare.tp); }
 
-static ATTRIBUTE_PROTO_FLOATS_LIST: ScalarListOps = crate::scalar_list!("AttributeProto.floats", AttributeProto, floats, |py: Python<'_>, v: &f32| { let v = *v; ops::py_f32(py, v) }, ops::to_f32);
+static ATTRIBUTE_PROTO_FLOATS_LIST: ScalarListOps = crate::scalar_list!("AttributeProto.floats", AttributeProto, rare.floats, |py: Python<'_>, v: &f32| { let v = *v; ops::py_f32(py, v) }, ops::to_f32);
 fn attribute_proto_floats_get(s: &Bound<'_, Message>) -> PyResult<Py<PyAny>> { Ok(Py::new(s.py(), RepeatedScalarContainer { parent: s.clone().unbind(), ops: &ATTRIBUTE_PROTO_FLOATS_LIST })?.into_any()) }
-unsafe fn attribute_proto_floats_clear(_ctx: &Ctx<'_>, p: *mut ()) { unsafe { &mut *(p as *mut AttributeProto) }.floats.clear(); }
+unsafe fn attribute_proto_floats_clear(_ctx: &Ctx<'_>, p: *mut ()) { unsafe { &mut *(p as *mut AttributeProto) }.rare.floats.clear(); }
 
 static ATTRIBUTE_PROTO_INTS_LIST: ScalarListOps = crate::scalar_list!("AttributeProto.ints", AttributeProto, ints, |py: Python<'_>, v: &i64| { let v = *v; ops::py_val(py, v) }, ops::to_i64);
 fn attribute_proto_ints_get(s: &Bound<'_, Message>) -> PyResult<Py<PyAny>> { Ok(Py::new(s.py(), RepeatedScalarContainer { parent: s.clone().unbind(), ops: &ATTRIBUTE_PROTO_INTS_LIST })?.into_any()) }
 unsafe fn attribute_proto_ints_clear(_ctx: &Ctx<'_>, p: *mut ()) { unsafe { &mut *(p as *mut AttributeProto) }.ints.clear(); }
 
-static ATTRIBUTE_PROTO_STRINGS_LIST: ScalarListOps = crate::scalar_list!("AttributeProto.strings", AttributeProto, strings, |py: Python<'_>, v: &ProtoString| { let v = v; Ok(ops::py_bytes(py, v.as_bytes())) }, |v: &Bound<'_, PyAny>| ops::to_bytes(v).map(ProtoString::from));
+static ATTRIBUTE_PROTO_STRINGS_LIST: ScalarListOps = crate::scalar_list!("AttributeProto.strings", AttributeProto, rare.strings, |py: Python<'_>, v: &ProtoString| { let v = v; Ok(ops::py_bytes(py, v.as_bytes())) }, |v: &Bound<'_, PyAny>| ops::to_bytes(v).map(ProtoString::from));
 fn attribute_proto_strings_get(s: &Bound<'_, Message>) -> PyResult<Py<PyAny>> { Ok(Py::new(s.py(), RepeatedScalarContainer { parent: s.clone().unbind(), ops: &ATTRIBUTE_PROTO_STRINGS_LIST })?.into_any()) }
-unsafe fn attribute_proto_strings_clear(_ctx: &Ctx<'_>, p: *mut ()) { unsafe { &mut *(p as *mut AttributeProto) }.strings.clear(); }
+unsafe fn attribute_proto_strings_clear(_ctx: &Ctx<'_>, p: *mut ()) { unsafe { &mut *(p as *mut AttributeProto) }.rare.strings.clear(); }
 
 static ATTRIBUTE_PROTO_TENSORS_LIST: MsgListOps = crate::msg_list!("AttributeProto.tensors", AttributeProto, rare.tensors, TensorProto, &TENSOR_PROTO_INFO);
 fn attribute_proto_tensors_get(s: &Bound<'_, Message>) -> PyResult<Py<PyAny>> { Ok(Py::new(s.py(), RepeatedCompositeContainer { parent: s.clone().unbind(), ops: &ATTRIBUTE_PROTO_TENSORS_LIST })?.into_any()) }

@@ -827,7 +827,7 @@ pub unsafe extern "C" fn onnxl_attribute_proto_mutable_tp(m: *mut OnnxlAttribute
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_attribute_proto_floats_size(m: *const OnnxlAttributeProto) -> usize {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { len(m, |m| &m.floats) }
+    unsafe { len(m, |m| &m.rare.floats) }
 }
 
 /// Removes every `floats` element.
@@ -839,7 +839,7 @@ pub unsafe extern "C" fn onnxl_attribute_proto_floats_size(m: *const OnnxlAttrib
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_attribute_proto_clear_floats(m: *mut OnnxlAttributeProto) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { clear_all(m, |m| &mut m.floats) }
+    unsafe { clear_all(m, |m| &mut m.rare.floats) }
 }
 
 /// Removes `floats` element `i`; later elements move down by one (`ONNXL_STATUS_OUT_OF_RANGE` when `i` >= size).
@@ -851,7 +851,7 @@ pub unsafe extern "C" fn onnxl_attribute_proto_clear_floats(m: *mut OnnxlAttribu
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_attribute_proto_remove_floats(m: *mut OnnxlAttributeProto, i: usize) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { remove(m, i, "AttributeProto.floats", |m| &mut m.floats) }
+    unsafe { remove(m, i, "AttributeProto.floats", |m| &mut m.rare.floats) }
 }
 
 /// `floats` element `i`; 0 (with `ONNXL_STATUS_OUT_OF_RANGE` as last error) when `i` >= size or `m` is NULL.
@@ -863,7 +863,7 @@ pub unsafe extern "C" fn onnxl_attribute_proto_remove_floats(m: *mut OnnxlAttrib
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_attribute_proto_floats(m: *const OnnxlAttributeProto, i: usize) -> f32 {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { elem_value(m, i, "AttributeProto.floats", |m| &m.floats) }
+    unsafe { elem_value(m, i, "AttributeProto.floats", |m| &m.rare.floats) }
 }
 
 /// The `floats` elements as a contiguous array of `onnxl_attribute_proto_floats_size(m)` values (NULL only when `m` is NULL; not to be read when the size is 0).
@@ -875,7 +875,7 @@ pub unsafe extern "C" fn onnxl_attribute_proto_floats(m: *const OnnxlAttributePr
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_attribute_proto_floats_data(m: *const OnnxlAttributeProto) -> *const f32 {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { data(m, |m| &m.floats) }
+    unsafe { data(m, |m| &m.rare.floats) }
 }
 
 /// The `floats` elements for in-place writing (NULL only when `m` is NULL).
@@ -887,7 +887,7 @@ pub unsafe extern "C" fn onnxl_attribute_proto_floats_data(m: *const OnnxlAttrib
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_attribute_proto_mutable_floats_data(m: *mut OnnxlAttributeProto) -> *mut f32 {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { mutable_data(m, |m| &mut m.floats) }
+    unsafe { mutable_data(m, |m| &mut m.rare.floats) }
 }
 
 /// Sets `floats` element `i` to `v` (`ONNXL_STATUS_OUT_OF_RANGE` when `i` >= size).
@@ -899,7 +899,7 @@ pub unsafe extern "C" fn onnxl_attribute_proto_mutable_floats_data(m: *mut Onnxl
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_attribute_proto_set_floats(m: *mut OnnxlAttributeProto, i: usize, v: f32) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { set_elem_value(m, i, v, "AttributeProto.floats", |m| &mut m.floats) }
+    unsafe { set_elem_value(m, i, v, "AttributeProto.floats", |m| &mut m.rare.floats) }
 }
 
 /// Appends `v` to `floats`.
@@ -911,7 +911,7 @@ pub unsafe extern "C" fn onnxl_attribute_proto_set_floats(m: *mut OnnxlAttribute
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_attribute_proto_add_floats(m: *mut OnnxlAttributeProto, v: f32) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { push_value(m, v, |m| &mut m.floats) }
+    unsafe { push_value(m, v, |m| &mut m.rare.floats) }
 }
 
 /// Replaces every `floats` element with a copy of the `count` values at `data`.
@@ -923,7 +923,7 @@ pub unsafe extern "C" fn onnxl_attribute_proto_add_floats(m: *mut OnnxlAttribute
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_attribute_proto_assign_floats(m: *mut OnnxlAttributeProto, data: *const f32, count: usize) -> OnnxlStatus {
     // SAFETY: forwarded contract above.
-    unsafe { assign(m, data, count, |m| &mut m.floats) }
+    unsafe { assign(m, data, count, |m| &mut m.rare.floats) }
 }
 
 /// Number of `ints` elements (0 when `m` is NULL).
@@ -1043,7 +1043,7 @@ pub unsafe extern "C" fn onnxl_attribute_proto_assign_ints(m: *mut OnnxlAttribut
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_attribute_proto_strings_size(m: *const OnnxlAttributeProto) -> usize {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { len(m, |m| &m.strings) }
+    unsafe { len(m, |m| &m.rare.strings) }
 }
 
 /// Removes every `strings` element.
@@ -1055,7 +1055,7 @@ pub unsafe extern "C" fn onnxl_attribute_proto_strings_size(m: *const OnnxlAttri
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_attribute_proto_clear_strings(m: *mut OnnxlAttributeProto) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { clear_all(m, |m| &mut m.strings) }
+    unsafe { clear_all(m, |m| &mut m.rare.strings) }
 }
 
 /// Removes `strings` element `i`; later elements move down by one (`ONNXL_STATUS_OUT_OF_RANGE` when `i` >= size).
@@ -1067,7 +1067,7 @@ pub unsafe extern "C" fn onnxl_attribute_proto_clear_strings(m: *mut OnnxlAttrib
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_attribute_proto_remove_strings(m: *mut OnnxlAttributeProto, i: usize) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { remove(m, i, "AttributeProto.strings", |m| &mut m.strings) }
+    unsafe { remove(m, i, "AttributeProto.strings", |m| &mut m.rare.strings) }
 }
 
 /// A view of `strings` element `i` (`data` NULL when `i` >= size or `m` is NULL).
@@ -1079,7 +1079,7 @@ pub unsafe extern "C" fn onnxl_attribute_proto_remove_strings(m: *mut OnnxlAttri
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_attribute_proto_strings(m: *const OnnxlAttributeProto, i: usize) -> OnnxlBytes {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { elem_bytes(m, i, "AttributeProto.strings", |m| &m.strings) }
+    unsafe { elem_bytes(m, i, "AttributeProto.strings", |m| &m.rare.strings) }
 }
 
 /// Sets `strings` element `i` to a copy of `len` bytes at `data` (`ONNXL_STATUS_OUT_OF_RANGE` when `i` >= size).
@@ -1091,7 +1091,7 @@ pub unsafe extern "C" fn onnxl_attribute_proto_strings(m: *const OnnxlAttributeP
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_attribute_proto_set_strings(m: *mut OnnxlAttributeProto, i: usize, data: *const u8, len: usize) -> OnnxlStatus {
     // SAFETY: forwarded contract above.
-    unsafe { set_elem_bytes(m, i, data, len, "AttributeProto.strings", |m| &mut m.strings) }
+    unsafe { set_elem_bytes(m, i, data, len, "AttributeProto.strings", |m| &mut m.rare.strings) }
 }
 
 /// Appends a copy of `len` bytes at `data` to `strings`.
@@ -1103,7 +1103,7 @@ pub unsafe extern "C" fn onnxl_attribute_proto_set_strings(m: *mut OnnxlAttribut
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_attribute_proto_add_strings(m: *mut OnnxlAttributeProto, data: *const u8, len: usize) -> OnnxlStatus {
     // SAFETY: forwarded contract above.
-    unsafe { push_bytes(m, data, len, |m| &mut m.strings) }
+    unsafe { push_bytes(m, data, len, |m| &mut m.rare.strings) }
 }
 
 /// Number of `tensors` elements (0 when `m` is NULL).

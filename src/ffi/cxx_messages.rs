@@ -3227,9 +3227,9 @@ pub fn layout_text() -> String {
     writeln!(o, "field AttributeProto.g {} rare", std::mem::offset_of!(AttributeProtoRare, g)).unwrap();
     writeln!(o, "field AttributeProto.sparse_tensor {} rare", std::mem::offset_of!(AttributeProtoRare, sparse_tensor)).unwrap();
     writeln!(o, "field AttributeProto.tp {} rare", std::mem::offset_of!(AttributeProtoRare, tp)).unwrap();
-    writeln!(o, "field AttributeProto.floats {}", std::mem::offset_of!(AttributeProto, floats)).unwrap();
+    writeln!(o, "field AttributeProto.floats {} rare", std::mem::offset_of!(AttributeProtoRare, floats)).unwrap();
     writeln!(o, "field AttributeProto.ints {}", std::mem::offset_of!(AttributeProto, ints)).unwrap();
-    writeln!(o, "field AttributeProto.strings {}", std::mem::offset_of!(AttributeProto, strings)).unwrap();
+    writeln!(o, "field AttributeProto.strings {} rare", std::mem::offset_of!(AttributeProtoRare, strings)).unwrap();
     writeln!(o, "field AttributeProto.tensors {} rare", std::mem::offset_of!(AttributeProtoRare, tensors)).unwrap();
     writeln!(o, "field AttributeProto.graphs {} rare", std::mem::offset_of!(AttributeProtoRare, graphs)).unwrap();
     writeln!(o, "field AttributeProto.sparse_tensors {} rare", std::mem::offset_of!(AttributeProtoRare, sparse_tensors)).unwrap();

@@ -21,12 +21,8 @@ pub struct AttributeProto {
     pub s: Option<ProtoString>,
     /// `optional TensorProto t = 5;`
     pub t: Option<Box<TensorProto>>,
-    /// `repeated float floats = 7;`
-    pub floats: InlineVec<f32, 2>,
     /// `repeated int64 ints = 8;`
     pub ints: InlineVec<i64, 4>,
-    /// `repeated bytes strings = 9;`
-    pub strings: InlineVec<ProtoString>,
     /// The fields few models set (`AttributeProtoRare`), in a box allocated on first write.
     pub rare: Rare<AttributeProtoRare>,
     /// Fields not in the schema, as read (written back after the known ones).
@@ -43,9 +39,7 @@ impl AttributeProto {
             i: None,
             s: None,
             t: None,
-            floats: InlineVec::new(),
             ints: InlineVec::new(),
-            strings: InlineVec::new(),
             rare: Rare::new(),
             unknown_fields: UnknownFields::new(),
         }
@@ -65,6 +59,10 @@ pub struct AttributeProtoRare {
     pub sparse_tensor: Option<Box<SparseTensorProto>>,
     /// `optional TypeProto tp = 14;`
     pub tp: Option<Box<TypeProto>>,
+    /// `repeated float floats = 7;`
+    pub floats: InlineVec<f32, 2>,
+    /// `repeated bytes strings = 9;`
+    pub strings: InlineVec<ProtoString>,
     /// `repeated TensorProto tensors = 10;`
     pub tensors: RepeatedField<TensorProto>,
     /// `repeated GraphProto graphs = 11;`
@@ -84,6 +82,8 @@ impl AttributeProtoRare {
             g: None,
             sparse_tensor: None,
             tp: None,
+            floats: InlineVec::new(),
+            strings: InlineVec::new(),
             tensors: RepeatedField::new(),
             graphs: RepeatedField::new(),
             sparse_tensors: RepeatedField::new(),
@@ -116,9 +116,7 @@ impl Clone for AttributeProto {
             i: self.i.clone(),
             s: self.s.clone(),
             t: self.t.clone(),
-            floats: self.floats.clone(),
             ints: self.ints.clone(),
-            strings: self.strings.clone(),
             rare: self.rare.clone(),
             unknown_fields: self.unknown_fields.clone(),
         };
@@ -139,9 +137,7 @@ impl PartialEq for AttributeProto {
                 && self.i == other.i
                 && self.s == other.s
                 && self.t == other.t
-                && self.floats == other.floats
                 && self.ints == other.ints
-                && self.strings == other.strings
                 && self.rare == other.rare
                 && self.unknown_fields == other.unknown_fields
         })
@@ -158,9 +154,7 @@ impl std::fmt::Debug for AttributeProto {
                 .field("i", &self.i)
                 .field("s", &self.s)
                 .field("t", &self.t)
-                .field("floats", &self.floats)
                 .field("ints", &self.ints)
-                .field("strings", &self.strings)
                 .field("rare", &self.rare)
                 .field("unknown_fields", &self.unknown_fields)
                 .finish()
@@ -224,13 +218,19 @@ impl Message for AttributeProto {
                     r.read_message_into(&mut self.rare.tp).map_err(|e| e.at("tp", None))?
                 }
                 61 => {
-                    r.reserve_run(&mut self.floats, 61).map_err(|e| e.at("floats", None))?;
-                    self.floats.push(f32::from_bits(r.read_fixed32().map_err(|e| e.at("floats", None))?));
+                    r.alloc_rare(&mut self.rare)?;
+                    {
+                    r.reserve_run(&mut self.rare.floats, 61).map_err(|e| e.at("floats", None))?;
+                    self.rare.floats.push(f32::from_bits(r.read_fixed32().map_err(|e| e.at("floats", None))?));
+                }
                 }
                 58 => {
+                    r.alloc_rare(&mut self.rare)?;
+                    {
                     let b = r.read_packed_fixed(4).map_err(|e| e.at("floats", None))?;
-                    r.reserve_elements(&mut self.floats, b.len() / 4).map_err(|e| e.at("floats", None))?;
-                    self.floats.extend(b.chunks_exact(4).map(|c| f32::from_bits(u32::from_le_bytes(c.try_into().unwrap()))));
+                    r.reserve_elements(&mut self.rare.floats, b.len() / 4).map_err(|e| e.at("floats", None))?;
+                    self.rare.floats.extend(b.chunks_exact(4).map(|c| f32::from_bits(u32::from_le_bytes(c.try_into().unwrap()))));
+                }
                 }
                 64 => {
                     r.reserve_run(&mut self.ints, 64).map_err(|e| e.at("ints", None))?;
@@ -238,8 +238,11 @@ impl Message for AttributeProto {
                 }
                 66 => r.read_packed_varints_into(&mut self.ints, |v| v as i64).map_err(|e| e.at("ints", None))?,
                 74 => {
-                    r.reserve_run(&mut self.strings, 74).map_err(|e| e.at("strings", None))?;
-                    r.push_string(&mut self.strings).map_err(|e| e.at("strings", None))?;
+                    r.alloc_rare(&mut self.rare)?;
+                    {
+                    r.reserve_run(&mut self.rare.strings, 74).map_err(|e| e.at("strings", None))?;
+                    r.push_string(&mut self.rare.strings).map_err(|e| e.at("strings", None))?;
+                }
                 }
                 82 => {
                     r.alloc_rare(&mut self.rare)?;
@@ -300,9 +303,9 @@ impl Message for AttributeProto {
         if let Some(m) = &rare.g {
             n += 1 + len_delimited_size(sizes.nested_deep::<GraphProto>(m));
         }
-        n += self.floats.len() as u64 * (1 + 4);
+        n += rare.floats.len() as u64 * (1 + 4);
         n += self.ints.iter().map(|&v| 1 + varint_len(v as u64)).sum::<u64>();
-        n += self.strings.iter().map(|v| 1 + len_delimited_size(v.len() as u64)).sum::<u64>();
+        n += rare.strings.iter().map(|v| 1 + len_delimited_size(v.len() as u64)).sum::<u64>();
         for m in rare.tensors.iter_prefetching() {
             n += 1 + len_delimited_size(sizes.nested::<TensorProto>(m));
         }
@@ -363,7 +366,7 @@ impl Message for AttributeProto {
             put_varint(s, c.next_size());
             crate::wire::guard_stack(|| m.encode_to(s, c));
         }
-        for &v in &self.floats {
+        for &v in &rare.floats {
             s.put(&[0x3d]);
             s.put(&v.to_le_bytes());
         }
@@ -371,7 +374,7 @@ impl Message for AttributeProto {
             s.put(&[0x40]);
             put_varint(s, v as u64);
         }
-        for v in &self.strings {
+        for v in &rare.strings {
             s.put(&[0x4a]);
             put_varint(s, v.len() as u64);
             s.put(v);
@@ -660,15 +663,17 @@ impl AttributeProto {
     }
     /// Number of `floats` elements.
     pub fn floats_size(&self) -> usize {
-        self.floats.len()
+        self.rare.floats.len()
     }
     /// Removes every `floats` element.
     pub fn clear_floats(&mut self) {
-        self.floats.clear();
+        if let Some(rare) = self.rare.get_mut() {
+            rare.floats.clear();
+        }
     }
     /// Appends a `floats` element.
     pub fn add_floats(&mut self, v: f32) {
-        self.floats.push(v);
+        self.rare.floats.push(v);
     }
     /// Number of `ints` elements.
     pub fn ints_size(&self) -> usize {
@@ -684,15 +689,17 @@ impl AttributeProto {
     }
     /// Number of `strings` elements.
     pub fn strings_size(&self) -> usize {
-        self.strings.len()
+        self.rare.strings.len()
     }
     /// Removes every `strings` element.
     pub fn clear_strings(&mut self) {
-        self.strings.clear();
+        if let Some(rare) = self.rare.get_mut() {
+            rare.strings.clear();
+        }
     }
     /// Appends a `strings` element.
     pub fn add_strings(&mut self, v: impl Into<ProtoString>) {
-        self.strings.push(v.into());
+        self.rare.strings.push(v.into());
     }
     /// Number of `tensors` elements.
     pub fn tensors_size(&self) -> usize {
@@ -776,12 +783,16 @@ impl Recycle for AttributeProto {
                 GraphProto::pool(rec).push_back(v);
             }
         }
-        self.floats.clear();
-        self.ints.clear();
-        for v in self.strings.iter_mut() {
-            strings.keep(v);
+        if let Some(rare) = self.rare.get_mut() {
+            rare.floats.clear();
         }
-        self.strings.clear();
+        self.ints.clear();
+        if let Some(rare) = self.rare.get_mut() {
+            for v in rare.strings.iter_mut() {
+                strings.keep(v);
+            }
+            rare.strings.clear();
+        }
         if let Some(rare) = self.rare.get_mut() {
             rare.tensors.recycle_elements(|e| e.recycle(rec, strings));
         }
@@ -8260,10 +8271,8 @@ impl AttributeProto {
             i: self.i.clone(),
             s: self.s.clone(),
             t,
-            floats: self.floats.clone(),
             ints: self.ints.clone(),
-            strings: self.strings.clone(),
-            rare: self.rare.map_allocated(move |r| AttributeProtoRare { ref_attr_name: r.ref_attr_name.clone(), doc_string: r.doc_string.clone(), g, sparse_tensor, tp: r.tp.clone(), tensors, graphs, sparse_tensors, type_protos: r.type_protos.clone() }),
+            rare: self.rare.map_allocated(move |r| AttributeProtoRare { ref_attr_name: r.ref_attr_name.clone(), doc_string: r.doc_string.clone(), g, sparse_tensor, tp: r.tp.clone(), floats: r.floats.clone(), strings: r.strings.clone(), tensors, graphs, sparse_tensors, type_protos: r.type_protos.clone() }),
             unknown_fields: self.unknown_fields.clone(),
         }
     }
