@@ -358,13 +358,20 @@ fn known_answer_vectors() {
     let dir = TempDir::new("kat");
     let input = dir.path("kat.onnx");
     std::fs::write(&input, &plain).unwrap();
-    let stale: Vec<String> = kat_cases()
-        .iter()
-        .filter_map(|(name, expected, opts, key)| {
-            let got = testing::encrypt_bytes_with(&plain, key, opts, salt, iv).unwrap();
-            (hex(&got) != *expected).then(|| format!("{name}: {}", hex(&got)))
-        })
-        .collect();
+    // The vectors are written and read with the formats' 100 000 iterations, also under an
+    // emulator (where the other derivations of the test process use fewer: the comparisons
+    // of the entry points below then hold at that count).
+    let stale: Vec<String> = testing::with_real_pbkdf2(|| {
+        kat_cases()
+            .iter()
+            .filter_map(|(name, expected, opts, key)| {
+                let got = testing::encrypt_bytes_with(&plain, key, opts, salt, iv).unwrap();
+                let decrypted = crypto::decrypt_bytes(&unhex(expected), key).unwrap();
+                assert_eq!(&decrypted[..], &plain[..], "{name}: the vector decrypts");
+                (hex(&got) != *expected).then(|| format!("{name}: {}", hex(&got)))
+            })
+            .collect()
+    });
     assert!(
         stale.is_empty(),
         "known-answer vectors differ:\n{}",
@@ -372,7 +379,9 @@ fn known_answer_vectors() {
     );
     for (name, expected, opts, key) in kat_cases() {
         let got = testing::encrypt_bytes_with(&plain, key, &opts, salt, iv).unwrap();
-        assert_eq!(hex(&got), expected, "{name}");
+        if !testing::emulated() {
+            assert_eq!(hex(&got), expected, "{name}");
+        }
         // The model entry point and the file entry point give the same bytes.
         let via_model =
             testing::save_encrypted_model_to_bytes_with(&kat_model(), key, &opts, salt, iv)
@@ -382,13 +391,12 @@ fn known_answer_vectors() {
         testing::encrypt_file_with(&input, &out, key, &opts, salt, iv).unwrap();
         assert_eq!(std::fs::read(&out).unwrap(), got, "{name}");
         // And they decrypt.
-        let vector = unhex(expected);
         assert_eq!(
-            &crypto::decrypt_bytes(&vector, key).unwrap()[..],
+            &crypto::decrypt_bytes(&got, key).unwrap()[..],
             &plain[..],
             "{name}"
         );
-        let m = onnx_light::load_encrypted_model_from_bytes(&vector, key, &ParseOptions::default())
+        let m = onnx_light::load_encrypted_model_from_bytes(&got, key, &ParseOptions::default())
             .unwrap();
         assert_eq!(m.producer_name(), "onnx_light-kat");
     }

@@ -3,7 +3,7 @@
 # (x86_64-pc-windows-gnu, MinGW), macOS and Windows MSVC (checks only) and runs the fast part of
 # the test suite:
 # - aarch64 under qemu-user: the library's unit tests and the fast integration tests
-#   (AARCH64_TESTS below; tests/alignment.rs's encrypted cases thinned: ONNXL_TEST_EMULATED),
+#   (AARCH64_TESTS below; fewer PBKDF2 iterations in the test processes: ONNXL_TEST_EMULATED),
 #   then the C tests (c_tests/test_*.c) built with aarch64-linux-gnu-gcc against the
 #   cross-built libonnx_light.so, whose exports are checked (onnxl_* only);
 # - Windows under Wine: the library's unit tests (the Windows path rules, open / atomic-replace
@@ -57,20 +57,25 @@ export CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_LINKER=aarch64-linux-gnu-gcc
 export CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_RUNNER="qemu-aarch64 -L /usr/aarch64-linux-gnu"
 phase "aarch64: unit tests and the fast integration tests (qemu-user)"
 # The integration tests run there: all but those over 2 GB (large_*), the source checks
-# (generated_files, layers, stands_alone: the same on every target), out_of_memory (qemu-user does
-# not apply its RLIMIT_AS to the guest's memory: allocations that must fail succeed) and the
-# encryption-heavy ones, where each PBKDF2 derivation takes about a second under emulation
-# (encryption over 400 s, encrypted_external 115 s, prepacked 53 s, onnxcry1 37 s);
+# (generated_files, layers, stands_alone: the same on every target) and out_of_memory (qemu-user
+# does not apply its RLIMIT_AS to the guest's memory: allocations that must fail succeed);
 # crash_safe_save without its kill test. direct_writes runs its buffered path only: qemu 7.2
 # passes statx through without the direct-I/O alignment (STATX_DIOALIGN reads 0), so the
 # library, like the test, sees a file system that does not take direct writes.
 # quadratic_paths compares thread CPU times, which emulation slows alike.
-# ONNXL_TEST_EMULATED: tests/alignment.rs thins its encrypted cases. ONNXL_TEST_RUNNER: tests
-# that re-run their own binary in a child process run it under qemu too.
+# ONNXL_TEST_EMULATED=1: a PBKDF2 derivation with the formats' 100 000 iterations takes about a
+# second under qemu and the encryption tests make hundreds (encryption took over 400 s,
+# encrypted_external 115 s), so in these test processes (built with the test-hooks feature,
+# never the shipped library) derivations use 1 000 iterations, except the known-answer vectors,
+# which are written and decrypted with 100 000 (crypto::testing::with_real_pbkdf2); the C test
+# test_encryption decrypts one of them through the shipped libonnx_light.so, which shows that
+# it derives with 100 000. tests/alignment.rs also thins its encrypted cases there (emulated
+# decryption is slow too). ONNXL_TEST_RUNNER: tests that re-run their own binary in a child
+# process run it under qemu too.
 AARCH64_TESTS=(codec alignment allocation_failures concurrency crash_safe_save deep_nesting dlpack
-               direct_writes documented_defaults external_data fuzz_regressions hostile_inputs
-               input_files memory_reuse metadata_budget metadata_region params quadratic_paths
-               thread_pools)
+               direct_writes documented_defaults encrypted_external encryption external_data
+               fuzz_regressions hostile_inputs input_files memory_reuse metadata_budget
+               metadata_region onnxcry1 params prepacked quadratic_paths thread_pools)
 ONNXL_TEST_EMULATED=1 ONNXL_TEST_RUNNER="$CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_RUNNER" \
   cargo test -p onnx_light --release --target "$AARCH64" --lib "${AARCH64_TESTS[@]/#/--test=}" -- \
   --skip kill_during_save_never_breaks_the_model

@@ -34,10 +34,24 @@ impl DerivedKey {
 
 /// Derives the 32-byte key of `passphrase` (any bytes, empty included) and `salt`.
 pub(crate) fn derive_key(passphrase: &[u8], salt: &[u8; SALT_LEN]) -> DerivedKey {
+    derive_key_with(passphrase, salt, iterations())
+}
+
+/// The PBKDF2 iteration count of a derivation: [`PBKDF2_ITERATIONS`], except in fuzz builds
+/// (`--cfg fuzzing`, set by cargo-fuzz: one iteration, so that the decryption target is not
+/// bound by the KDF) and in this crate's tests under an emulator (`test-hooks` builds only, see
+/// [`super::testing::pbkdf2_iterations`]); the formats' code paths are otherwise the same.
+fn iterations() -> u32 {
+    #[cfg(feature = "test-hooks")]
+    let n = super::testing::pbkdf2_iterations();
+    #[cfg(not(feature = "test-hooks"))]
+    let n = PBKDF2_ITERATIONS;
+    if cfg!(fuzzing) { 1 } else { n }
+}
+
+/// [`derive_key`] with `n` iterations.
+fn derive_key_with(passphrase: &[u8], salt: &[u8; SALT_LEN], n: u32) -> DerivedKey {
     let mut key = Zeroizing::new([0u8; KEY_LEN]);
-    // Fuzz builds (`--cfg fuzzing`, set by cargo-fuzz) derive with one iteration so that the
-    // decryption target is not bound by the KDF; the formats' code paths are otherwise the same.
-    let n = if cfg!(fuzzing) { 1 } else { PBKDF2_ITERATIONS };
     let iterations = NonZeroU32::new(n).unwrap_or(NonZeroU32::MIN);
     // Without the `encryption` feature no cipher can use a key (every entry point of the ciphers
     // fails first with `Error::Unsupported`): the key stays zero.
@@ -74,11 +88,32 @@ mod tests {
         // Computed independently with Python:
         // hashlib.pbkdf2_hmac("sha256", b"password", b"0123456789abcdef", 100000, 32).hex()
         let salt: [u8; SALT_LEN] = *b"0123456789abcdef";
-        let key = derive_key(b"password", &salt);
+        let key = derive_key_with(b"password", &salt, PBKDF2_ITERATIONS);
         assert_eq!(
             hex(key.bytes()),
             "a75190a792cd59d6d9c8c3a63b11c276ad449972b7886e1c2d819c286053366f",
         );
+    }
+
+    /// Derivations use the formats' count: always without the test hooks; with them, unless
+    /// the test process runs under an emulator (then only inside `with_real_pbkdf2`).
+    #[test]
+    fn derivations_use_100_000_iterations() {
+        #[cfg(not(feature = "test-hooks"))]
+        assert_eq!(iterations(), PBKDF2_ITERATIONS);
+        #[cfg(feature = "test-hooks")]
+        {
+            use crate::crypto::testing;
+            let expected = if testing::emulated() {
+                testing::EMULATED_PBKDF2_ITERATIONS
+            } else {
+                PBKDF2_ITERATIONS
+            };
+            assert_eq!(iterations(), expected);
+            assert_eq!(testing::with_real_pbkdf2(iterations), PBKDF2_ITERATIONS);
+            assert_eq!(iterations(), expected, "restored");
+        }
+        assert_eq!(PBKDF2_ITERATIONS, 100_000);
     }
 
     fn hex(b: &[u8]) -> String {
