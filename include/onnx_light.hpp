@@ -609,7 +609,7 @@ constexpr uint8_t kOptionalStringNone = 5;
 constexpr std::size_t kStringSize = 32;
 constexpr std::size_t kRepeatedOrderAt = 0;
 constexpr std::size_t kRepeatedLenAt = 8;
-constexpr uint64_t kLayoutFingerprint = 0xfafb70029d6f0034ull;
+constexpr uint64_t kLayoutFingerprint = 0xb16e4b01533d1956ull;
 }  // namespace detail
 
 /// An error of the library: the C status and the message of onnxl_last_error_message().
@@ -2112,22 +2112,22 @@ class AttributeProto final {
   int64_t ref_i() const { return i(); }
 
   // optional bytes s = 4;
-  bool has_s() const { return detail::optional_string_has(detail::at(this, 64)); }
-  const std::string& s() const { return detail::optional_string(detail::at(this, 64)); }
-  std::string* mutable_s() { return static_cast<std::string*>(onnxl_cxx_ostr_mutable(detail::at(this, 64))); }
-  void set_s(const std::string& v) { onnxl_cxx_ostr_set(detail::at(this, 64), reinterpret_cast<const uint8_t*>(v.data()), v.size()); }
-  void set_s(std::string&& v) { onnxl_cxx_ostr_set(detail::at(this, 64), reinterpret_cast<const uint8_t*>(v.data()), v.size()); }
-  void set_s(const char* v) { onnxl_cxx_ostr_set(detail::at(this, 64), reinterpret_cast<const uint8_t*>(v), std::strlen(v)); }
-  void set_s(const char* v, std::size_t n) { onnxl_cxx_ostr_set(detail::at(this, 64), reinterpret_cast<const uint8_t*>(v), n); }
-  void set_s(const void* v, std::size_t n) { onnxl_cxx_ostr_set(detail::at(this, 64), reinterpret_cast<const uint8_t*>(static_cast<const char*>(v)), n); }
-  void clear_s() { onnxl_cxx_ostr_clear(detail::at(this, 64)); }
-  std::string* release_s() { return static_cast<std::string*>(onnxl_cxx_ostr_release(detail::at(this, 64))); }
-  void set_allocated_s(std::string* v) { onnxl_cxx_ostr_set_allocated(detail::at(this, 64), v); }
+  bool has_s() const { return detail::optional_string_has(rare_at(64)); }
+  const std::string& s() const { return detail::optional_string(rare_at(64)); }
+  std::string* mutable_s() { return static_cast<std::string*>(onnxl_cxx_ostr_mutable(rare_at(64))); }
+  void set_s(const std::string& v) { onnxl_cxx_ostr_set(rare_at(64), reinterpret_cast<const uint8_t*>(v.data()), v.size()); }
+  void set_s(std::string&& v) { onnxl_cxx_ostr_set(rare_at(64), reinterpret_cast<const uint8_t*>(v.data()), v.size()); }
+  void set_s(const char* v) { onnxl_cxx_ostr_set(rare_at(64), reinterpret_cast<const uint8_t*>(v), std::strlen(v)); }
+  void set_s(const char* v, std::size_t n) { onnxl_cxx_ostr_set(rare_at(64), reinterpret_cast<const uint8_t*>(v), n); }
+  void set_s(const void* v, std::size_t n) { onnxl_cxx_ostr_set(rare_at(64), reinterpret_cast<const uint8_t*>(static_cast<const char*>(v)), n); }
+  void clear_s() { onnxl_cxx_ostr_clear(rare_at(64)); }
+  std::string* release_s() { return static_cast<std::string*>(onnxl_cxx_ostr_release(rare_at(64))); }
+  void set_allocated_s(std::string* v) { onnxl_cxx_ostr_set_allocated(rare_at(64), v); }
   const std::string& ref_s() const { return s(); }
   std::string& ref_s() { return *mutable_s(); }
 
   // optional TensorProto t = 5;
-  bool has_t() const { return detail::load<const void*>(detail::at(this, 96)) != nullptr; }
+  bool has_t() const { return detail::load<const void*>(detail::at(this, 64)) != nullptr; }
   const TensorProto& t() const;
   TensorProto* mutable_t();
   void clear_t();
@@ -2139,7 +2139,7 @@ class AttributeProto final {
   TensorProto& ref_t() { return *mutable_t(); }
 
   // optional GraphProto g = 6;
-  bool has_g() const { return detail::load<const void*>(rare_at(128)) != nullptr; }
+  bool has_g() const { return detail::load<const void*>(rare_at(160)) != nullptr; }
   const GraphProto& g() const;
   GraphProto* mutable_g();
   void clear_g();
@@ -2151,7 +2151,7 @@ class AttributeProto final {
   GraphProto& ref_g() { return *mutable_g(); }
 
   // optional SparseTensorProto sparse_tensor = 22;
-  bool has_sparse_tensor() const { return detail::load<const void*>(rare_at(136)) != nullptr; }
+  bool has_sparse_tensor() const { return detail::load<const void*>(rare_at(168)) != nullptr; }
   const SparseTensorProto& sparse_tensor() const;
   SparseTensorProto* mutable_sparse_tensor();
   void clear_sparse_tensor();
@@ -2163,7 +2163,7 @@ class AttributeProto final {
   SparseTensorProto& ref_sparse_tensor() { return *mutable_sparse_tensor(); }
 
   // optional TypeProto tp = 14;
-  bool has_tp() const { return detail::load<const void*>(rare_at(144)) != nullptr; }
+  bool has_tp() const { return detail::load<const void*>(rare_at(176)) != nullptr; }
   const TypeProto& tp() const;
   TypeProto* mutable_tp();
   void clear_tp();
@@ -2175,8 +2175,8 @@ class AttributeProto final {
   TypeProto& ref_tp() { return *mutable_tp(); }
 
   // repeated float floats = 7;
-  const RepeatedField<float>& floats() const { return *reinterpret_cast<const RepeatedField<float>*>(rare_at(152)); }
-  RepeatedField<float>* mutable_floats() { return reinterpret_cast<RepeatedField<float>*>(rare_at(152)); }
+  const RepeatedField<float>& floats() const { return *reinterpret_cast<const RepeatedField<float>*>(rare_at(184)); }
+  RepeatedField<float>* mutable_floats() { return reinterpret_cast<RepeatedField<float>*>(rare_at(184)); }
   int floats_size() const { return floats().size(); }
   float floats(int i) const { return floats().Get(i); }
   void set_floats(int i, float v) { mutable_floats()->Set(i, v); }
@@ -2186,8 +2186,8 @@ class AttributeProto final {
   RepeatedField<float>& ref_floats() { return *mutable_floats(); }
 
   // repeated int64 ints = 8;
-  const RepeatedField<int64_t>& ints() const { return *reinterpret_cast<const RepeatedField<int64_t>*>(detail::at(this, 104)); }
-  RepeatedField<int64_t>* mutable_ints() { return reinterpret_cast<RepeatedField<int64_t>*>(detail::at(this, 104)); }
+  const RepeatedField<int64_t>& ints() const { return *reinterpret_cast<const RepeatedField<int64_t>*>(detail::at(this, 72)); }
+  RepeatedField<int64_t>* mutable_ints() { return reinterpret_cast<RepeatedField<int64_t>*>(detail::at(this, 72)); }
   int ints_size() const { return ints().size(); }
   int64_t ints(int i) const { return ints().Get(i); }
   void set_ints(int i, int64_t v) { mutable_ints()->Set(i, v); }
@@ -2197,8 +2197,8 @@ class AttributeProto final {
   RepeatedField<int64_t>& ref_ints() { return *mutable_ints(); }
 
   // repeated bytes strings = 9;
-  const RepeatedPtrField<std::string>& strings() const { return *reinterpret_cast<const RepeatedPtrField<std::string>*>(rare_at(176)); }
-  RepeatedPtrField<std::string>* mutable_strings() { return reinterpret_cast<RepeatedPtrField<std::string>*>(rare_at(176)); }
+  const RepeatedPtrField<std::string>& strings() const { return *reinterpret_cast<const RepeatedPtrField<std::string>*>(rare_at(208)); }
+  RepeatedPtrField<std::string>* mutable_strings() { return reinterpret_cast<RepeatedPtrField<std::string>*>(rare_at(208)); }
   int strings_size() const { return strings().size(); }
   const std::string& strings(int i) const { return strings().Get(i); }
   std::string* mutable_strings(int i) { return mutable_strings()->Mutable(i); }
@@ -2208,18 +2208,18 @@ class AttributeProto final {
   void set_strings(int i, const char* v, std::size_t n) { mutable_strings(i)->assign(v, n); }
   void set_strings(int i, const void* v, std::size_t n) { mutable_strings(i)->assign(static_cast<const char*>(v), n); }
   std::string* add_strings() { return mutable_strings()->Add(); }
-  void add_strings(const std::string& v) { onnxl_cxx_strs_add(rare_at(176), reinterpret_cast<const uint8_t*>(v.data()), v.size()); }
-  void add_strings(std::string&& v) { onnxl_cxx_strs_add(rare_at(176), reinterpret_cast<const uint8_t*>(v.data()), v.size()); }
-  void add_strings(const char* v) { onnxl_cxx_strs_add(rare_at(176), reinterpret_cast<const uint8_t*>(v), std::strlen(v)); }
-  void add_strings(const char* v, std::size_t n) { onnxl_cxx_strs_add(rare_at(176), reinterpret_cast<const uint8_t*>(v), n); }
-  void add_strings(const void* v, std::size_t n) { onnxl_cxx_strs_add(rare_at(176), reinterpret_cast<const uint8_t*>(static_cast<const char*>(v)), n); }
+  void add_strings(const std::string& v) { onnxl_cxx_strs_add(rare_at(208), reinterpret_cast<const uint8_t*>(v.data()), v.size()); }
+  void add_strings(std::string&& v) { onnxl_cxx_strs_add(rare_at(208), reinterpret_cast<const uint8_t*>(v.data()), v.size()); }
+  void add_strings(const char* v) { onnxl_cxx_strs_add(rare_at(208), reinterpret_cast<const uint8_t*>(v), std::strlen(v)); }
+  void add_strings(const char* v, std::size_t n) { onnxl_cxx_strs_add(rare_at(208), reinterpret_cast<const uint8_t*>(v), n); }
+  void add_strings(const void* v, std::size_t n) { onnxl_cxx_strs_add(rare_at(208), reinterpret_cast<const uint8_t*>(static_cast<const char*>(v)), n); }
   void clear_strings() { mutable_strings()->Clear(); }
   const RepeatedPtrField<std::string>& ref_strings() const { return strings(); }
   RepeatedPtrField<std::string>& ref_strings() { return *mutable_strings(); }
 
   // repeated TensorProto tensors = 10;
-  const RepeatedPtrField<TensorProto>& tensors() const { return *reinterpret_cast<const RepeatedPtrField<TensorProto>*>(rare_at(64)); }
-  RepeatedPtrField<TensorProto>* mutable_tensors() { return reinterpret_cast<RepeatedPtrField<TensorProto>*>(rare_at(64)); }
+  const RepeatedPtrField<TensorProto>& tensors() const { return *reinterpret_cast<const RepeatedPtrField<TensorProto>*>(rare_at(96)); }
+  RepeatedPtrField<TensorProto>* mutable_tensors() { return reinterpret_cast<RepeatedPtrField<TensorProto>*>(rare_at(96)); }
   int tensors_size() const { return tensors().size(); }
   const TensorProto& tensors(int i) const;
   TensorProto* mutable_tensors(int i);
@@ -2229,8 +2229,8 @@ class AttributeProto final {
   RepeatedPtrField<TensorProto>& ref_tensors() { return *mutable_tensors(); }
 
   // repeated GraphProto graphs = 11;
-  const RepeatedPtrField<GraphProto>& graphs() const { return *reinterpret_cast<const RepeatedPtrField<GraphProto>*>(rare_at(80)); }
-  RepeatedPtrField<GraphProto>* mutable_graphs() { return reinterpret_cast<RepeatedPtrField<GraphProto>*>(rare_at(80)); }
+  const RepeatedPtrField<GraphProto>& graphs() const { return *reinterpret_cast<const RepeatedPtrField<GraphProto>*>(rare_at(112)); }
+  RepeatedPtrField<GraphProto>* mutable_graphs() { return reinterpret_cast<RepeatedPtrField<GraphProto>*>(rare_at(112)); }
   int graphs_size() const { return graphs().size(); }
   const GraphProto& graphs(int i) const;
   GraphProto* mutable_graphs(int i);
@@ -2240,8 +2240,8 @@ class AttributeProto final {
   RepeatedPtrField<GraphProto>& ref_graphs() { return *mutable_graphs(); }
 
   // repeated SparseTensorProto sparse_tensors = 23;
-  const RepeatedPtrField<SparseTensorProto>& sparse_tensors() const { return *reinterpret_cast<const RepeatedPtrField<SparseTensorProto>*>(rare_at(96)); }
-  RepeatedPtrField<SparseTensorProto>* mutable_sparse_tensors() { return reinterpret_cast<RepeatedPtrField<SparseTensorProto>*>(rare_at(96)); }
+  const RepeatedPtrField<SparseTensorProto>& sparse_tensors() const { return *reinterpret_cast<const RepeatedPtrField<SparseTensorProto>*>(rare_at(128)); }
+  RepeatedPtrField<SparseTensorProto>* mutable_sparse_tensors() { return reinterpret_cast<RepeatedPtrField<SparseTensorProto>*>(rare_at(128)); }
   int sparse_tensors_size() const { return sparse_tensors().size(); }
   const SparseTensorProto& sparse_tensors(int i) const;
   SparseTensorProto* mutable_sparse_tensors(int i);
@@ -2251,8 +2251,8 @@ class AttributeProto final {
   RepeatedPtrField<SparseTensorProto>& ref_sparse_tensors() { return *mutable_sparse_tensors(); }
 
   // repeated TypeProto type_protos = 15;
-  const RepeatedPtrField<TypeProto>& type_protos() const { return *reinterpret_cast<const RepeatedPtrField<TypeProto>*>(rare_at(112)); }
-  RepeatedPtrField<TypeProto>* mutable_type_protos() { return reinterpret_cast<RepeatedPtrField<TypeProto>*>(rare_at(112)); }
+  const RepeatedPtrField<TypeProto>& type_protos() const { return *reinterpret_cast<const RepeatedPtrField<TypeProto>*>(rare_at(144)); }
+  RepeatedPtrField<TypeProto>* mutable_type_protos() { return reinterpret_cast<RepeatedPtrField<TypeProto>*>(rare_at(144)); }
   int type_protos_size() const { return type_protos().size(); }
   const TypeProto& type_protos(int i) const;
   TypeProto* mutable_type_protos(int i);
@@ -2262,11 +2262,11 @@ class AttributeProto final {
   RepeatedPtrField<TypeProto>& ref_type_protos() { return *mutable_type_protos(); }
 
  private:
-  const unsigned char* rare_at(std::size_t off) const { const void* r = detail::load<const void*>(detail::at(this, 152)); return detail::at(r ? r : onnxl_cxx_AttributeProto_rare_empty(), off); }
+  const unsigned char* rare_at(std::size_t off) const { const void* r = detail::load<const void*>(detail::at(this, 120)); return detail::at(r ? r : onnxl_cxx_AttributeProto_rare_empty(), off); }
   unsigned char* rare_at(std::size_t off) { return detail::at(onnxl_cxx_AttributeProto_rare_mut(this), off); }
-  alignas(8) unsigned char storage_[168];
+  alignas(8) unsigned char storage_[136];
 };
-static_assert(sizeof(AttributeProto) == 168 && alignof(AttributeProto) == 8, "layout of AttributeProto");
+static_assert(sizeof(AttributeProto) == 136 && alignof(AttributeProto) == 8, "layout of AttributeProto");
 
 /// `onnx.ValueInfoProto`.
 class ValueInfoProto final {
@@ -5638,26 +5638,26 @@ class OptionalProto final {
 };
 static_assert(sizeof(OptionalProto) == 88 && alignof(OptionalProto) == 8, "layout of OptionalProto");
 
-inline const TensorProto& AttributeProto::t() const { const TensorProto* v = detail::load<const TensorProto*>(detail::at(this, 96)); return v ? *v : TensorProto::default_instance(); }
-inline TensorProto* AttributeProto::mutable_t() { TensorProto* v = detail::load<TensorProto*>(detail::at(this, 96)); if (!v) { v = new TensorProto; detail::store(detail::at(this, 96), v); } return v; }
-inline void AttributeProto::clear_t() { TensorProto* v = detail::load<TensorProto*>(detail::at(this, 96)); detail::store<TensorProto*>(detail::at(this, 96), nullptr); delete v; }
-inline TensorProto* AttributeProto::release_t() { TensorProto* v = detail::load<TensorProto*>(detail::at(this, 96)); detail::store<TensorProto*>(detail::at(this, 96), nullptr); return v; }
-inline void AttributeProto::set_allocated_t(TensorProto* v) { TensorProto* old = detail::load<TensorProto*>(detail::at(this, 96)); if (old == v) return; detail::store(detail::at(this, 96), v); delete old; }
-inline const GraphProto& AttributeProto::g() const { const GraphProto* v = detail::load<const GraphProto*>(rare_at(128)); return v ? *v : GraphProto::default_instance(); }
-inline GraphProto* AttributeProto::mutable_g() { GraphProto* v = detail::load<GraphProto*>(rare_at(128)); if (!v) { v = new GraphProto; detail::store(rare_at(128), v); } return v; }
-inline void AttributeProto::clear_g() { GraphProto* v = detail::load<GraphProto*>(rare_at(128)); detail::store<GraphProto*>(rare_at(128), nullptr); delete v; }
-inline GraphProto* AttributeProto::release_g() { GraphProto* v = detail::load<GraphProto*>(rare_at(128)); detail::store<GraphProto*>(rare_at(128), nullptr); return v; }
-inline void AttributeProto::set_allocated_g(GraphProto* v) { GraphProto* old = detail::load<GraphProto*>(rare_at(128)); if (old == v) return; detail::store(rare_at(128), v); delete old; }
-inline const SparseTensorProto& AttributeProto::sparse_tensor() const { const SparseTensorProto* v = detail::load<const SparseTensorProto*>(rare_at(136)); return v ? *v : SparseTensorProto::default_instance(); }
-inline SparseTensorProto* AttributeProto::mutable_sparse_tensor() { SparseTensorProto* v = detail::load<SparseTensorProto*>(rare_at(136)); if (!v) { v = new SparseTensorProto; detail::store(rare_at(136), v); } return v; }
-inline void AttributeProto::clear_sparse_tensor() { SparseTensorProto* v = detail::load<SparseTensorProto*>(rare_at(136)); detail::store<SparseTensorProto*>(rare_at(136), nullptr); delete v; }
-inline SparseTensorProto* AttributeProto::release_sparse_tensor() { SparseTensorProto* v = detail::load<SparseTensorProto*>(rare_at(136)); detail::store<SparseTensorProto*>(rare_at(136), nullptr); return v; }
-inline void AttributeProto::set_allocated_sparse_tensor(SparseTensorProto* v) { SparseTensorProto* old = detail::load<SparseTensorProto*>(rare_at(136)); if (old == v) return; detail::store(rare_at(136), v); delete old; }
-inline const TypeProto& AttributeProto::tp() const { const TypeProto* v = detail::load<const TypeProto*>(rare_at(144)); return v ? *v : TypeProto::default_instance(); }
-inline TypeProto* AttributeProto::mutable_tp() { TypeProto* v = detail::load<TypeProto*>(rare_at(144)); if (!v) { v = new TypeProto; detail::store(rare_at(144), v); } return v; }
-inline void AttributeProto::clear_tp() { TypeProto* v = detail::load<TypeProto*>(rare_at(144)); detail::store<TypeProto*>(rare_at(144), nullptr); delete v; }
-inline TypeProto* AttributeProto::release_tp() { TypeProto* v = detail::load<TypeProto*>(rare_at(144)); detail::store<TypeProto*>(rare_at(144), nullptr); return v; }
-inline void AttributeProto::set_allocated_tp(TypeProto* v) { TypeProto* old = detail::load<TypeProto*>(rare_at(144)); if (old == v) return; detail::store(rare_at(144), v); delete old; }
+inline const TensorProto& AttributeProto::t() const { const TensorProto* v = detail::load<const TensorProto*>(detail::at(this, 64)); return v ? *v : TensorProto::default_instance(); }
+inline TensorProto* AttributeProto::mutable_t() { TensorProto* v = detail::load<TensorProto*>(detail::at(this, 64)); if (!v) { v = new TensorProto; detail::store(detail::at(this, 64), v); } return v; }
+inline void AttributeProto::clear_t() { TensorProto* v = detail::load<TensorProto*>(detail::at(this, 64)); detail::store<TensorProto*>(detail::at(this, 64), nullptr); delete v; }
+inline TensorProto* AttributeProto::release_t() { TensorProto* v = detail::load<TensorProto*>(detail::at(this, 64)); detail::store<TensorProto*>(detail::at(this, 64), nullptr); return v; }
+inline void AttributeProto::set_allocated_t(TensorProto* v) { TensorProto* old = detail::load<TensorProto*>(detail::at(this, 64)); if (old == v) return; detail::store(detail::at(this, 64), v); delete old; }
+inline const GraphProto& AttributeProto::g() const { const GraphProto* v = detail::load<const GraphProto*>(rare_at(160)); return v ? *v : GraphProto::default_instance(); }
+inline GraphProto* AttributeProto::mutable_g() { GraphProto* v = detail::load<GraphProto*>(rare_at(160)); if (!v) { v = new GraphProto; detail::store(rare_at(160), v); } return v; }
+inline void AttributeProto::clear_g() { GraphProto* v = detail::load<GraphProto*>(rare_at(160)); detail::store<GraphProto*>(rare_at(160), nullptr); delete v; }
+inline GraphProto* AttributeProto::release_g() { GraphProto* v = detail::load<GraphProto*>(rare_at(160)); detail::store<GraphProto*>(rare_at(160), nullptr); return v; }
+inline void AttributeProto::set_allocated_g(GraphProto* v) { GraphProto* old = detail::load<GraphProto*>(rare_at(160)); if (old == v) return; detail::store(rare_at(160), v); delete old; }
+inline const SparseTensorProto& AttributeProto::sparse_tensor() const { const SparseTensorProto* v = detail::load<const SparseTensorProto*>(rare_at(168)); return v ? *v : SparseTensorProto::default_instance(); }
+inline SparseTensorProto* AttributeProto::mutable_sparse_tensor() { SparseTensorProto* v = detail::load<SparseTensorProto*>(rare_at(168)); if (!v) { v = new SparseTensorProto; detail::store(rare_at(168), v); } return v; }
+inline void AttributeProto::clear_sparse_tensor() { SparseTensorProto* v = detail::load<SparseTensorProto*>(rare_at(168)); detail::store<SparseTensorProto*>(rare_at(168), nullptr); delete v; }
+inline SparseTensorProto* AttributeProto::release_sparse_tensor() { SparseTensorProto* v = detail::load<SparseTensorProto*>(rare_at(168)); detail::store<SparseTensorProto*>(rare_at(168), nullptr); return v; }
+inline void AttributeProto::set_allocated_sparse_tensor(SparseTensorProto* v) { SparseTensorProto* old = detail::load<SparseTensorProto*>(rare_at(168)); if (old == v) return; detail::store(rare_at(168), v); delete old; }
+inline const TypeProto& AttributeProto::tp() const { const TypeProto* v = detail::load<const TypeProto*>(rare_at(176)); return v ? *v : TypeProto::default_instance(); }
+inline TypeProto* AttributeProto::mutable_tp() { TypeProto* v = detail::load<TypeProto*>(rare_at(176)); if (!v) { v = new TypeProto; detail::store(rare_at(176), v); } return v; }
+inline void AttributeProto::clear_tp() { TypeProto* v = detail::load<TypeProto*>(rare_at(176)); detail::store<TypeProto*>(rare_at(176), nullptr); delete v; }
+inline TypeProto* AttributeProto::release_tp() { TypeProto* v = detail::load<TypeProto*>(rare_at(176)); detail::store<TypeProto*>(rare_at(176), nullptr); return v; }
+inline void AttributeProto::set_allocated_tp(TypeProto* v) { TypeProto* old = detail::load<TypeProto*>(rare_at(176)); if (old == v) return; detail::store(rare_at(176), v); delete old; }
 inline const TensorProto& AttributeProto::tensors(int i) const { return tensors().Get(i); }
 inline TensorProto* AttributeProto::mutable_tensors(int i) { return mutable_tensors()->Mutable(i); }
 inline TensorProto* AttributeProto::add_tensors() { return mutable_tensors()->Add(); }

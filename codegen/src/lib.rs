@@ -165,10 +165,13 @@ pub const RARE_FIELDS: &[(&str, &[&str])] = &[
             "g",
             "sparse_tensor",
             "tp",
-            // Lists of floats and of strings: few operators take them (`Constant`'s
-            // `value_floats` / `value_strings`, LSTM's `activations`, the ML domain's trees and
-            // label encoders, whose few attributes hold long lists), while ints lists are
-            // everywhere (`perm`, `axes`, `pads`, `kernel_shape`, ...).
+            // A string and lists of floats and of strings: few operators take them (`Resize`'s
+            // and `Pad`'s modes, `Einsum`'s equation, `Constant`'s `value_floats` /
+            // `value_strings`, LSTM's `activations`, the ML domain's trees and label encoders,
+            // whose few attributes hold long lists; the onnx wheel's real models have none),
+            // while ints, ints lists and floats are everywhere (`axis`, `perm`, `pads`,
+            // `kernel_shape`, `epsilon`, ...).
+            "s",
             "floats",
             "strings",
             "tensors",

@@ -587,7 +587,7 @@ pub unsafe extern "C" fn onnxl_attribute_proto_set_i(m: *mut OnnxlAttributeProto
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_attribute_proto_has_s(m: *const OnnxlAttributeProto) -> bool {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { has(m, |m| &m.s) }
+    unsafe { has(m, |m| &m.rare.s) }
 }
 
 /// Unsets `s`.
@@ -599,7 +599,7 @@ pub unsafe extern "C" fn onnxl_attribute_proto_has_s(m: *const OnnxlAttributePro
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_attribute_proto_clear_s(m: *mut OnnxlAttributeProto) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { clear(m, |m| &mut m.s) }
+    unsafe { clear(m, |m| &mut m.rare.s) }
 }
 
 /// A view of `s` (empty when unset; `data` NULL only when `m` is NULL).
@@ -611,7 +611,7 @@ pub unsafe extern "C" fn onnxl_attribute_proto_clear_s(m: *mut OnnxlAttributePro
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_attribute_proto_s(m: *const OnnxlAttributeProto) -> OnnxlBytes {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { bytes(m, |m| &m.s) }
+    unsafe { bytes(m, |m| &m.rare.s) }
 }
 
 /// Sets `s` to a copy of `len` bytes at `data`.
@@ -623,7 +623,7 @@ pub unsafe extern "C" fn onnxl_attribute_proto_s(m: *const OnnxlAttributeProto) 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_attribute_proto_set_s(m: *mut OnnxlAttributeProto, data: *const u8, len: usize) -> OnnxlStatus {
     // SAFETY: forwarded contract above.
-    unsafe { set_bytes(m, data, len, |m| &mut m.s) }
+    unsafe { set_bytes(m, data, len, |m| &mut m.rare.s) }
 }
 
 /// True when `t` is set (proto2 presence: set to its default still counts).

@@ -3222,7 +3222,7 @@ pub fn layout_text() -> String {
     writeln!(o, "field AttributeProto.type {}", std::mem::offset_of!(AttributeProto, r#type)).unwrap();
     writeln!(o, "field AttributeProto.f {}", std::mem::offset_of!(AttributeProto, f)).unwrap();
     writeln!(o, "field AttributeProto.i {}", std::mem::offset_of!(AttributeProto, i)).unwrap();
-    writeln!(o, "field AttributeProto.s {}", std::mem::offset_of!(AttributeProto, s)).unwrap();
+    writeln!(o, "field AttributeProto.s {} rare", std::mem::offset_of!(AttributeProtoRare, s)).unwrap();
     writeln!(o, "field AttributeProto.t {}", std::mem::offset_of!(AttributeProto, t)).unwrap();
     writeln!(o, "field AttributeProto.g {} rare", std::mem::offset_of!(AttributeProtoRare, g)).unwrap();
     writeln!(o, "field AttributeProto.sparse_tensor {} rare", std::mem::offset_of!(AttributeProtoRare, sparse_tensor)).unwrap();

@@ -17,8 +17,6 @@ pub struct AttributeProto {
     pub f: Option<f32>,
     /// `optional int64 i = 3;`
     pub i: Option<i64>,
-    /// `optional bytes s = 4;`
-    pub s: Option<ProtoString>,
     /// `optional TensorProto t = 5;`
     pub t: Option<Box<TensorProto>>,
     /// `repeated int64 ints = 8;`
@@ -37,7 +35,6 @@ impl AttributeProto {
             r#type: None,
             f: None,
             i: None,
-            s: None,
             t: None,
             ints: InlineVec::new(),
             rare: Rare::new(),
@@ -53,6 +50,8 @@ pub struct AttributeProtoRare {
     pub ref_attr_name: Option<ProtoString>,
     /// `optional string doc_string = 13;`
     pub doc_string: Option<ProtoString>,
+    /// `optional bytes s = 4;`
+    pub s: Option<ProtoString>,
     /// `optional GraphProto g = 6;`
     pub g: Option<Box<GraphProto>>,
     /// `optional SparseTensorProto sparse_tensor = 22;`
@@ -79,6 +78,7 @@ impl AttributeProtoRare {
         Self {
             ref_attr_name: None,
             doc_string: None,
+            s: None,
             g: None,
             sparse_tensor: None,
             tp: None,
@@ -114,7 +114,6 @@ impl Clone for AttributeProto {
             r#type: self.r#type.clone(),
             f: self.f.clone(),
             i: self.i.clone(),
-            s: self.s.clone(),
             t: self.t.clone(),
             ints: self.ints.clone(),
             rare: self.rare.clone(),
@@ -135,7 +134,6 @@ impl PartialEq for AttributeProto {
                 && self.r#type == other.r#type
                 && self.f == other.f
                 && self.i == other.i
-                && self.s == other.s
                 && self.t == other.t
                 && self.ints == other.ints
                 && self.rare == other.rare
@@ -152,7 +150,6 @@ impl std::fmt::Debug for AttributeProto {
                 .field("type", &self.r#type)
                 .field("f", &self.f)
                 .field("i", &self.i)
-                .field("s", &self.s)
                 .field("t", &self.t)
                 .field("ints", &self.ints)
                 .field("rare", &self.rare)
@@ -203,7 +200,10 @@ impl Message for AttributeProto {
                 }
                 21 => self.f = Some(f32::from_bits(r.read_fixed32().map_err(|e| e.at("f", None))?)),
                 24 => self.i = Some(r.read_varint().map_err(|e| e.at("i", None))? as i64),
-                34 => r.read_string_into(&mut self.s).map_err(|e| e.at("s", None))?,
+                34 => {
+                    r.alloc_rare(&mut self.rare)?;
+                    r.read_string_into(&mut self.rare.s).map_err(|e| e.at("s", None))?
+                }
                 42 => r.read_message_into(&mut self.t).map_err(|e| e.at("t", None))?,
                 50 => {
                     r.alloc_rare(&mut self.rare)?;
@@ -294,7 +294,7 @@ impl Message for AttributeProto {
         if let Some(v) = self.i {
             n += 1 + varint_len(v as u64);
         }
-        if let Some(v) = &self.s {
+        if let Some(v) = &rare.s {
             n += 1 + len_delimited_size(v.len() as u64);
         }
         if let Some(m) = &self.t {
@@ -351,7 +351,7 @@ impl Message for AttributeProto {
             s.put(&[0x18]);
             put_varint(s, v as u64);
         }
-        if let Some(v) = &self.s {
+        if let Some(v) = &rare.s {
             s.put(&[0x22]);
             put_varint(s, v.len() as u64);
             s.put(v);
@@ -556,20 +556,22 @@ impl AttributeProto {
     }
     /// True when `s` is set.
     pub fn has_s(&self) -> bool {
-        self.s.is_some()
+        self.rare.s.is_some()
     }
     /// Unsets `s`.
     pub fn clear_s(&mut self) {
-        self.s = None;
+        if let Some(rare) = self.rare.get_mut() {
+            rare.s = None;
+        }
     }
     /// `s`, or empty when unset.
     pub fn s(&self) -> &ProtoString {
         static DEFAULT: ProtoString = ProtoString::new();
-        self.s.as_ref().unwrap_or(&DEFAULT)
+        self.rare.s.as_ref().unwrap_or(&DEFAULT)
     }
     /// Sets `s`.
     pub fn set_s(&mut self, v: impl Into<ProtoString>) {
-        self.s = Some(v.into());
+        self.rare.s = Some(v.into());
     }
     /// True when `t` is set.
     pub fn has_t(&self) -> bool {
@@ -770,8 +772,10 @@ impl Recycle for AttributeProto {
         }
         self.f = None;
         self.i = None;
-        if let Some(mut v) = self.s.take() {
-            strings.keep(&mut v);
+        if let Some(rare) = self.rare.get_mut() {
+            if let Some(mut v) = rare.s.take() {
+                strings.keep(&mut v);
+            }
         }
         if let Some(mut v) = self.t.take() {
             v.recycle(rec, strings);
@@ -8269,10 +8273,9 @@ impl AttributeProto {
             r#type: self.r#type.clone(),
             f: self.f.clone(),
             i: self.i.clone(),
-            s: self.s.clone(),
             t,
             ints: self.ints.clone(),
-            rare: self.rare.map_allocated(move |r| AttributeProtoRare { ref_attr_name: r.ref_attr_name.clone(), doc_string: r.doc_string.clone(), g, sparse_tensor, tp: r.tp.clone(), floats: r.floats.clone(), strings: r.strings.clone(), tensors, graphs, sparse_tensors, type_protos: r.type_protos.clone() }),
+            rare: self.rare.map_allocated(move |r| AttributeProtoRare { ref_attr_name: r.ref_attr_name.clone(), doc_string: r.doc_string.clone(), s: r.s.clone(), g, sparse_tensor, tp: r.tp.clone(), floats: r.floats.clone(), strings: r.strings.clone(), tensors, graphs, sparse_tensors, type_protos: r.type_protos.clone() }),
             unknown_fields: self.unknown_fields.clone(),
         }
     }
