@@ -157,19 +157,16 @@ phase "Windows: unit tests (Windows path rules and save lock included) and integ
 # - out_of_memory: it limits RLIMIT_AS, and Wine 8 enforces no job-object memory limit (a
 #   process in a job with JOB_OBJECT_LIMIT_PROCESS_MEMORY of 256 MiB commits 512 MiB); filling
 #   its address space with reservations instead got the Wine process killed;
-# - crash_safe_save's kill and RLIMIT_FSIZE tests (Linux-only in the file);
-# - two functions about re-saving over weight files this process maps (WINDOWS_SKIPS): Windows
-#   cannot replace or remove a mapped file, so the re-save keeps its alternate names and the
-#   old file stays, and a second re-save while the old file is still mapped fails ("Access
-#   denied" renaming over it).
-# direct_writes takes its buffered path (direct writes are Linux-only). The tests that look for
+# - crash_safe_save's kill and RLIMIT_FSIZE tests (Linux-only in the file).
+# direct_writes takes its buffered path (direct writes are Linux-only); the re-saves over weight
+# files this process maps check the Windows outcome (a mapped file can be neither replaced nor
+# removed: the new files keep their alternate names, the mapped ones stay beside them). The tests that look for
 # a file's mappings read /proc/self/maps on Linux and the mapped views on Windows; the CPU-time
 # comparisons repeat a run until it spans 20 steps of Wine's 10 ms thread clock (tests/common).
 WINDOWS_TESTS=(codec input_files hostile_inputs allocation_failures concurrency deep_nesting dlpack
                direct_writes documented_defaults encrypted_external encryption external_data
                fuzz_regressions metadata_budget metadata_region onnxcry1 params prepacked
                quadratic_paths alignment memory_reuse thread_pools crash_safe_save windows_paths)
-WINDOWS_SKIPS=(resave_over_own_mapped_files per_tensor_resave_keeps_names)
 # tests/crash_safe_save.rs fills a small file system (a 12 MiB tmpfs, mounted here: the step runs
 # as root) through Wine's drive Z: to see saves fail cleanly with ERROR_DISK_FULL.
 mkdir -p "$work/full"
@@ -177,7 +174,7 @@ mount -t tmpfs -o size=12m tmpfs "$work/full" \
   || { echo "70-cross: cannot mount a tmpfs for the disk-full test (needs root)" >&2; exit 1; }
 ONNXL_TEST_FULL_DIR="Z:${work//\//\\}\\full" \
 cargo test -p onnx_light --release --target "$WINDOWS" --lib "${WINDOWS_TESTS[@]/#/--test=}" -- \
-  --skip child_process_ "${WINDOWS_SKIPS[@]/#/--skip=}"
+  --skip child_process_
 
 phase "Windows: onnx_light.dll exports and C tests (Wine)"
 cargo build --release --target "$WINDOWS" --lib
