@@ -40,10 +40,10 @@ pub(crate) fn derive_key(passphrase: &[u8], salt: &[u8; SALT_LEN]) -> DerivedKey
 /// The PBKDF2 iteration count of a derivation: [`PBKDF2_ITERATIONS`], except in fuzz builds
 /// (`--cfg fuzzing`, set by cargo-fuzz: one iteration, so that the decryption target is not
 /// bound by the KDF) and in this crate's tests under an emulator (`test-hooks` builds only, see
-/// [`super::testing::pbkdf2_iterations`]); the formats' code paths are otherwise the same.
+/// `crypto::testing::pbkdf2_iterations`); the formats' code paths are otherwise the same.
 fn iterations() -> u32 {
     #[cfg(feature = "test-hooks")]
-    let n = super::testing::pbkdf2_iterations();
+    let n = pbkdf2_iterations();
     #[cfg(not(feature = "test-hooks"))]
     let n = PBKDF2_ITERATIONS;
     if cfg!(fuzzing) { 1 } else { n }
@@ -66,6 +66,58 @@ fn derive_key_with(passphrase: &[u8], salt: &[u8; SALT_LEN], n: u32) -> DerivedK
         &mut key[..],
     );
     DerivedKey(key)
+}
+
+// Test hooks (the `test-hooks` feature only; `crypto::testing` re-exports them): fewer
+// iterations for this crate's tests run under an emulator.
+/// PBKDF2 iterations of the derivations of a test process run under an emulator (see
+/// [`emulated`]): 1/100 of the formats' count. Under qemu-user a derivation with the real count
+/// takes about a second, and the encryption tests make hundreds.
+#[cfg(feature = "test-hooks")]
+pub const EMULATED_PBKDF2_ITERATIONS: u32 = PBKDF2_ITERATIONS / 100;
+
+/// Whether this test process runs under an emulator: the environment variable
+/// `ONNXL_TEST_EMULATED` is `1` (read once; the cross-target test step sets it for its
+/// qemu-user runs).
+#[cfg(feature = "test-hooks")]
+pub fn emulated() -> bool {
+    static EMULATED: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *EMULATED.get_or_init(|| std::env::var_os("ONNXL_TEST_EMULATED").is_some_and(|v| v == "1"))
+}
+
+#[cfg(feature = "test-hooks")]
+thread_local! {
+    /// Inside [`with_real_pbkdf2`] on this thread.
+    static REAL_COUNT: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// The PBKDF2 iteration count of a derivation made now on this thread:
+/// [`EMULATED_PBKDF2_ITERATIONS`] under an emulator, outside [`with_real_pbkdf2`]; else the
+/// formats' 100 000. Keys derived this way agree with each other, so encrypting and decrypting
+/// in one test process run the formats' code paths unchanged.
+#[cfg(feature = "test-hooks")]
+pub fn pbkdf2_iterations() -> u32 {
+    if emulated() && !REAL_COUNT.with(std::cell::Cell::get) {
+        EMULATED_PBKDF2_ITERATIONS
+    } else {
+        PBKDF2_ITERATIONS
+    }
+}
+
+/// Runs `f` with the formats' iteration count for the derivations it makes on this thread
+/// (vectors that must decrypt as written: known answers, files of the reference
+/// implementation).
+#[cfg(feature = "test-hooks")]
+pub fn with_real_pbkdf2<T>(f: impl FnOnce() -> T) -> T {
+    /// Restores the previous state, also when `f` panics.
+    struct Restore(bool);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            REAL_COUNT.with(|c| c.set(self.0));
+        }
+    }
+    let _restore = Restore(REAL_COUNT.with(|c| c.replace(true)));
+    f()
 }
 
 /// `N` bytes from the operating system's random number generator.
@@ -103,14 +155,13 @@ mod tests {
         assert_eq!(iterations(), PBKDF2_ITERATIONS);
         #[cfg(feature = "test-hooks")]
         {
-            use crate::crypto::testing;
-            let expected = if testing::emulated() {
-                testing::EMULATED_PBKDF2_ITERATIONS
+            let expected = if emulated() {
+                EMULATED_PBKDF2_ITERATIONS
             } else {
                 PBKDF2_ITERATIONS
             };
             assert_eq!(iterations(), expected);
-            assert_eq!(testing::with_real_pbkdf2(iterations), PBKDF2_ITERATIONS);
+            assert_eq!(with_real_pbkdf2(iterations), PBKDF2_ITERATIONS);
             assert_eq!(iterations(), expected, "restored");
         }
         assert_eq!(PBKDF2_ITERATIONS, 100_000);
