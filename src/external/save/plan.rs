@@ -650,8 +650,8 @@ fn check_kept_references(
 }
 
 /// Names of the first commit: a wanted name the previous model references (or, when its
-/// references are unknown, one that exists) is not written over before the new model is
-/// committed; the file is written under an alternate name instead (the commit phase moves it to
+/// references are unknown, and on Windows, one that exists) is not written over before the new
+/// model is committed; the file is written under an alternate name instead (the commit phase moves it to
 /// the wanted name afterwards). One weight file and its split parts move together, to the first
 /// alternate `k` that is free for all of them (`w.bin` -> `w_1.bin`, `w_1.bin.1`, ...).
 fn choose_first_commit_names(
@@ -661,11 +661,14 @@ fn choose_first_commit_names(
     dir: &Path,
     previous: &Previous,
 ) {
+    // On Windows also any existing file: one mapped (by this process or another) cannot be
+    // replaced, so it is never written over in place; the second commit replaces it when it can.
+    let exists = |rel: &Path| std::fs::symlink_metadata(dir.join(rel)).is_ok();
     let clash = |rel: &Path| {
         let l = location_string(rel).to_ascii_lowercase();
         previous.refs.contains_key(&l)
             || l == model_name.to_ascii_lowercase()
-            || (previous.unknown && std::fs::symlink_metadata(dir.join(rel)).is_ok())
+            || ((previous.unknown || cfg!(windows)) && exists(rel))
     };
     match primary {
         Some(base) => {
