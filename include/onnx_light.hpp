@@ -609,7 +609,7 @@ constexpr uint8_t kOptionalStringNone = 5;
 constexpr std::size_t kStringSize = 32;
 constexpr std::size_t kRepeatedOrderAt = 0;
 constexpr std::size_t kRepeatedLenAt = 8;
-constexpr uint64_t kLayoutFingerprint = 0xb16e4b01533d1956ull;
+constexpr uint64_t kLayoutFingerprint = 0xace2bf750e6752c7ull;
 }  // namespace detail
 
 /// An error of the library: the C status and the message of onnxl_last_error_message().
@@ -2264,9 +2264,9 @@ class AttributeProto final {
  private:
   const unsigned char* rare_at(std::size_t off) const { const void* r = detail::load<const void*>(detail::at(this, 120)); return detail::at(r ? r : onnxl_cxx_AttributeProto_rare_empty(), off); }
   unsigned char* rare_at(std::size_t off) { return detail::at(onnxl_cxx_AttributeProto_rare_mut(this), off); }
-  alignas(8) unsigned char storage_[136];
+  alignas(8) unsigned char storage_[128];
 };
-static_assert(sizeof(AttributeProto) == 136 && alignof(AttributeProto) == 8, "layout of AttributeProto");
+static_assert(sizeof(AttributeProto) == 128 && alignof(AttributeProto) == 8, "layout of AttributeProto");
 
 /// `onnx.ValueInfoProto`.
 class ValueInfoProto final {
@@ -2372,9 +2372,9 @@ class ValueInfoProto final {
  private:
   const unsigned char* rare_at(std::size_t off) const { const void* r = detail::load<const void*>(detail::at(this, 40)); return detail::at(r ? r : onnxl_cxx_ValueInfoProto_rare_empty(), off); }
   unsigned char* rare_at(std::size_t off) { return detail::at(onnxl_cxx_ValueInfoProto_rare_mut(this), off); }
-  alignas(8) unsigned char storage_[56];
+  alignas(8) unsigned char storage_[48];
 };
-static_assert(sizeof(ValueInfoProto) == 56 && alignof(ValueInfoProto) == 8, "layout of ValueInfoProto");
+static_assert(sizeof(ValueInfoProto) == 48 && alignof(ValueInfoProto) == 8, "layout of ValueInfoProto");
 
 /// `onnx.NodeProto`.
 class NodeProto final {
@@ -2577,9 +2577,9 @@ class NodeProto final {
  private:
   const unsigned char* rare_at(std::size_t off) const { const void* r = detail::load<const void*>(detail::at(this, 272)); return detail::at(r ? r : onnxl_cxx_NodeProto_rare_empty(), off); }
   unsigned char* rare_at(std::size_t off) { return detail::at(onnxl_cxx_NodeProto_rare_mut(this), off); }
-  alignas(8) unsigned char storage_[288];
+  alignas(8) unsigned char storage_[280];
 };
-static_assert(sizeof(NodeProto) == 288 && alignof(NodeProto) == 8, "layout of NodeProto");
+static_assert(sizeof(NodeProto) == 280 && alignof(NodeProto) == 8, "layout of NodeProto");
 
 /// `onnx.IntIntListEntryProto`.
 class IntIntListEntryProto final {
@@ -4007,9 +4007,9 @@ class TensorProto final {
  private:
   const unsigned char* rare_at(std::size_t off) const { const void* r = detail::load<const void*>(detail::at(this, 224)); return detail::at(r ? r : onnxl_cxx_TensorProto_rare_empty(), off); }
   unsigned char* rare_at(std::size_t off) { return detail::at(onnxl_cxx_TensorProto_rare_mut(this), off); }
-  alignas(8) unsigned char storage_[240];
+  alignas(8) unsigned char storage_[232];
 };
-static_assert(sizeof(TensorProto) == 240 && alignof(TensorProto) == 8, "layout of TensorProto");
+static_assert(sizeof(TensorProto) == 232 && alignof(TensorProto) == 8, "layout of TensorProto");
 
 /// `onnx.TensorProto.Segment`.
 class TensorProto_Segment final {
@@ -4328,9 +4328,9 @@ class TensorShapeProto_Dimension final {
  private:
   const unsigned char* rare_at(std::size_t off) const { const void* r = detail::load<const void*>(detail::at(this, 40)); return detail::at(r ? r : onnxl_cxx_TensorShapeProto_Dimension_rare_empty(), off); }
   unsigned char* rare_at(std::size_t off) { return detail::at(onnxl_cxx_TensorShapeProto_Dimension_rare_mut(this), off); }
-  alignas(8) unsigned char storage_[56];
+  alignas(8) unsigned char storage_[48];
 };
-static_assert(sizeof(TensorShapeProto_Dimension) == 56 && alignof(TensorShapeProto_Dimension) == 8, "layout of TensorShapeProto_Dimension");
+static_assert(sizeof(TensorShapeProto_Dimension) == 48 && alignof(TensorShapeProto_Dimension) == 8, "layout of TensorShapeProto_Dimension");
 
 /// `onnx.TypeProto`.
 class TypeProto final {
@@ -4489,9 +4489,9 @@ class TypeProto final {
  private:
   const unsigned char* rare_at(std::size_t off) const { const void* r = detail::load<const void*>(detail::at(this, 16)); return detail::at(r ? r : onnxl_cxx_TypeProto_rare_empty(), off); }
   unsigned char* rare_at(std::size_t off) { return detail::at(onnxl_cxx_TypeProto_rare_mut(this), off); }
-  alignas(8) unsigned char storage_[32];
+  alignas(8) unsigned char storage_[24];
 };
-static_assert(sizeof(TypeProto) == 32 && alignof(TypeProto) == 8, "layout of TypeProto");
+static_assert(sizeof(TypeProto) == 24 && alignof(TypeProto) == 8, "layout of TypeProto");
 
 /// `onnx.TypeProto.Tensor`.
 class TypeProto_Tensor final {
