@@ -1,5 +1,5 @@
 /* The optional parts of the library (parallel work, encryption, DLPack, parameter dictionaries,
- * pre-packed blobs) as a C program sees them, in a full and in a minimal build (`cargo build
+ * pre-packed blobs, protobuf's text format) as a C program sees them, in a full and in a minimal build (`cargo build
  * --no-default-features`): onnxl_has_feature() tells which are compiled in, the functions of a
  * missing part are still exported and fail with ONNXL_STATUS_UNSUPPORTED naming the part, and
  * the codec works in both. Run by scripts/test.d/45-size-budget.sh against both builds.
@@ -7,7 +7,20 @@
  * usage: test_optional_features full|minimal MODEL.onnx */
 #include "test_util.h"
 
-static const char *const PARTS[] = {"parallel", "encryption", "dlpack", "params", "prepacked"};
+static const char *const PARTS[] = {"parallel", "encryption", "dlpack", "params", "prepacked",
+                                    "text-format"};
+
+/* The text format's entry point, declared by include/onnx_light.hpp (the C++ classes'
+ * DebugString()), not by the C header. */
+typedef uint8_t *(*TextAlloc)(void *ctx, size_t size);
+bool onnxl_cxx_debug_string(const char *message, const uint8_t *data, size_t len, uint32_t style,
+                            TextAlloc alloc, void *ctx);
+
+static char text[64];
+static uint8_t *text_alloc(void *ctx, size_t size) {
+  (void)ctx;
+  return size < sizeof text ? (uint8_t *)text : NULL;
+}
 
 int main(int argc, char **argv) {
   int full;
@@ -54,6 +67,21 @@ int main(int argc, char **argv) {
     onnxl_buffer_free(buf);
     buf = NULL;
     onnxl_model_proto_free(again);
+  }
+
+  {
+    /* OperatorSetIdProto{domain: "ai", version: 7} */
+    static const uint8_t opset[] = {0x0a, 0x02, 'a', 'i', 0x10, 0x07};
+    bool printed;
+    memset(text, 0, sizeof text);
+    printed = onnxl_cxx_debug_string("OperatorSetIdProto", opset, sizeof opset, 1, text_alloc, NULL);
+    if (full) {
+      CHECK(printed && strcmp(text, "domain: \"ai\" version: 7") == 0);
+    } else {
+      CHECK(!printed && text[0] == 0);
+      CHECK(onnxl_last_error_status() == ONNXL_STATUS_UNSUPPORTED);
+      CHECK(strstr(onnxl_last_error_message(), "without the `text-format` feature") != NULL);
+    }
   }
 
   if (full) {

@@ -13718,11 +13718,11 @@ const char *onnxl_version(void);
 
 /**
  * True when the optional part `name` (NUL-terminated: `"parallel"`, `"encryption"`, `"dlpack"`,
- * `"params"`, `"prepacked"`) is compiled into this library; false for other names and NULL. A
- * library built without one (the minimal build, `cargo build --no-default-features`) still
- * exports every function of the header: those of a missing part return
- * `ONNXL_STATUS_UNSUPPORTED`, except that without `"parallel"` a `num_threads` above 1 is
- * accepted and the work runs on the calling thread.
+ * `"params"`, `"prepacked"`, `"text-format"`) is compiled into this library; false for other
+ * names and NULL. A library built without one (the minimal build, `cargo build
+ * --no-default-features`) still exports every function of the header: those of a missing part
+ * return `ONNXL_STATUS_UNSUPPORTED`, except that without `"parallel"` a `num_threads` above 1
+ * is accepted and the work runs on the calling thread.
  *
  * # Safety
  * `name` is NULL or a NUL-terminated string.

@@ -69,7 +69,7 @@ size_row() { # label, file, target
   echo
   echo "### Library size"
   echo
-  echo "Stripped shared libraries (\`strip\`; x86-64 Linux); onnx_light in its shipping profile \`dist\` (LTO, 1 codegen unit)."
+  echo "Stripped shared libraries (\`strip\`; x86-64 Linux); onnx_light in its shipping profiles: \`dist\` (LTO, 1 codegen unit), the minimal one \`dist-min\` (\`dist\` optimized for size)."
   echo
   echo "| library | bytes | size | target |"
   echo "|---|---|---|---|"

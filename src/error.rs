@@ -297,23 +297,24 @@ impl Error {
     }
 }
 
-/// Whether the optional part `name` (`"parallel"`, `"encryption"`, `"dlpack"`, `"params"`, `"prepacked"`) is
-/// compiled into this build; false for any other name.
+/// Whether the optional part `name` (`"parallel"`, `"encryption"`, `"dlpack"`, `"params"`,
+/// `"prepacked"`, `"text-format"`) is compiled into this build; false for any other name.
 pub fn has_feature(name: &str) -> bool {
-    const OPTIONAL: [(&str, bool); 5] = [
+    const OPTIONAL: [(&str, bool); 6] = [
         ("parallel", cfg!(feature = "parallel")),
         ("encryption", cfg!(feature = "encryption")),
         ("dlpack", cfg!(feature = "dlpack")),
         ("params", cfg!(feature = "params")),
         ("prepacked", cfg!(feature = "prepacked")),
+        ("text-format", cfg!(feature = "text-format")),
     ];
     OPTIONAL.iter().any(|&(n, on)| on && n == name)
 }
 
-/// `Ok` when the optional part `feature` (`encryption`, `dlpack`, `params`, `prepacked`) is
-/// compiled in, else [`Error::feature_missing`]. The entry points of each optional part call it
-/// first: without the feature the rest of their body is dead code the compiler drops, while the
-/// API (and the C header) stays the same in every build.
+/// `Ok` when the optional part `feature` (`encryption`, `dlpack`, `params`, `prepacked`,
+/// `text-format`) is compiled in, else [`Error::feature_missing`]. The entry points of each
+/// optional part call it first: without the feature the rest of their body is dead code the
+/// compiler drops, while the API (and the C header) stays the same in every build.
 #[inline(always)]
 pub fn require_feature(enabled: bool, feature: &str) -> Result<()> {
     if enabled {

@@ -180,4 +180,14 @@ fn cxx_layout_table_is_up_to_date() {
     if let Some(stale) = check("codegen/cxx_layout.txt", &text) {
         panic!("{stale}");
     }
+    // The fingerprint the C++ header's start-up check compares (hashed partly at compile time)
+    // is FNV-1a of that text.
+    let fnv1a = text.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
+    });
+    assert_eq!(
+        onnx_light::ffi::cxx_messages::layout_fingerprint(),
+        fnv1a,
+        "layout_fingerprint() is not FNV-1a of layout_text()"
+    );
 }

@@ -364,29 +364,43 @@ fn gen_oneof_layout(o: &mut String, m: &MessageDef, oneof: &str) {
     writeln!(o, "        writeln!(o).unwrap();\n    }}").unwrap();
 }
 
-/// `layout_text()`: the facts the C++ header relies on, one per line.
-fn gen_layout(o: &mut String) {
-    o.push_str(
-        "/// The layout table of the C++ classes: each message's size and alignment and the offset\n\
-         /// of each field the C++ code reaches in place, then the representation facts of\n\
-         /// `cxx::layout_facts`. `codegen/cxx_layout.txt` holds a copy the header was\n\
-         /// generated from; a test keeps them equal.\n\
-         pub fn layout_text() -> String {\n    let mut o = String::new();\n",
-    );
+/// One line of the message part of the layout table: literal text and numbers (Rust constant
+/// expressions) in turn, ending with a literal.
+struct LayoutLine {
+    parts: Vec<(String, Option<String>)>,
+}
+
+impl LayoutLine {
+    fn new() -> Self {
+        LayoutLine { parts: Vec::new() }
+    }
+    fn text(mut self, t: &str) -> Self {
+        self.parts.push((t.to_string(), None));
+        self
+    }
+    fn num(mut self, t: &str, expr: String) -> Self {
+        self.parts.push((t.to_string(), Some(expr)));
+        self
+    }
+}
+
+/// The lines of the message part of the layout table: each message's size and alignment, the
+/// offset of its rare box, and the offsets of the fields the C++ code reaches in place.
+fn message_layout_lines() -> Vec<LayoutLine> {
+    let mut lines = Vec::new();
     for m in MESSAGES {
         let rt = rust_type_name(m.name);
         let cn = cpp_name(m.name);
-        writeln!(
-            o,
-            "    writeln!(o, \"message {cn} size={{}} align={{}}\", size_of::<{rt}>(), align_of::<{rt}>()).unwrap();"
-        )
-        .unwrap();
+        lines.push(
+            LayoutLine::new()
+                .num(&format!("message {cn} size="), format!("size_of::<{rt}>()"))
+                .num(" align=", format!("align_of::<{rt}>()")),
+        );
         if has_rare(m) {
-            writeln!(
-                o,
-                "    writeln!(o, \"rare {cn} offset={{}}\", std::mem::offset_of!({rt}, rare)).unwrap();"
-            )
-            .unwrap();
+            lines.push(LayoutLine::new().num(
+                &format!("rare {cn} offset="),
+                format!("std::mem::offset_of!({rt}, rare)"),
+            ));
         }
         for f in m.fields.iter().filter(|f| by_offset(f)) {
             // A rare field's offset is in the rare struct (marked `rare`).
@@ -395,15 +409,52 @@ fn gen_layout(o: &mut String) {
             } else {
                 (rt.clone(), "")
             };
-            writeln!(
-                o,
-                "    writeln!(o, \"field {cn}.{} {{}}{mark}\", std::mem::offset_of!({owner}, {})).unwrap();",
-                f.name,
-                rust_member(f)
-            )
-            .unwrap();
+            lines.push(
+                LayoutLine::new()
+                    .num(
+                        &format!("field {cn}.{} ", f.name),
+                        format!("std::mem::offset_of!({owner}, {})", rust_member(f)),
+                    )
+                    .text(mark),
+            );
         }
     }
+    lines
+}
+
+/// `layout_text()`: the facts the C++ header relies on, one per line; `layout_fingerprint()`,
+/// its FNV-1a, with the hash of the message part computed at compile time.
+fn gen_layout(o: &mut String) {
+    let lines = message_layout_lines();
+    o.push_str(
+        "/// The layout table of the C++ classes: each message's size and alignment and the offset\n\
+         /// of each field the C++ code reaches in place, then [`layout_tail`]. `codegen/cxx_layout.txt`\n\
+         /// holds a copy the header was generated from; a test keeps them equal.\n\
+         pub fn layout_text() -> String {\n    let mut o = String::new();\n",
+    );
+    for line in &lines {
+        let mut format = String::new();
+        let mut args = Vec::new();
+        for (text, expr) in &line.parts {
+            format.push_str(text);
+            if let Some(e) = expr {
+                format.push_str("{}");
+                args.push(e.as_str());
+            }
+        }
+        writeln!(
+            o,
+            "    writeln!(o, \"{format}\", {}).unwrap();",
+            args.join(", ")
+        )
+        .unwrap();
+    }
+    o.push_str("    o.push_str(&layout_tail());\n    o\n}\n\n");
+    o.push_str(
+        "/// The end of [`layout_text`], probed at run time: the oneofs' tags and value offsets,\n\
+         /// then the representation facts of `cxx::layout_facts`.\n\
+         fn layout_tail() -> String {\n    let mut o = String::new();\n",
+    );
     for m in MESSAGES {
         for oneof in oneofs(m) {
             gen_oneof_layout(o, m, oneof);
@@ -411,9 +462,27 @@ fn gen_layout(o: &mut String) {
     }
     o.push_str("    o.push_str(&layout_facts());\n    o\n}\n\n");
     o.push_str(
-        "/// FNV-1a of [`layout_text`] (computed once).\n\
+        "/// FNV-1a of the message part of [`layout_text`], computed at compile time.\n\
+         const MESSAGE_LAYOUT_HASH: Fnv1a = Fnv1a::NEW\n",
+    );
+    let mut calls = Vec::new();
+    for line in &lines {
+        for (text, expr) in &line.parts {
+            if !text.is_empty() {
+                calls.push(format!("    .text({text:?})"));
+            }
+            if let Some(e) = expr {
+                calls.push(format!("    .decimal({e})"));
+            }
+        }
+        calls.push("    .text(\"\\n\")".to_string());
+    }
+    o.push_str(&calls.join("\n"));
+    o.push_str(
+        ";\n\n\
+         /// FNV-1a of [`layout_text`] (its run-time tail hashed once).\n\
          pub fn layout_fingerprint() -> u64 {\n    \
          static F: std::sync::OnceLock<u64> = std::sync::OnceLock::new();\n    \
-         *F.get_or_init(|| fnv1a(layout_text().as_bytes()))\n}\n",
+         *F.get_or_init(|| MESSAGE_LAYOUT_HASH.bytes(layout_tail().as_bytes()).finish())\n}\n",
     );
 }

@@ -1,20 +1,21 @@
 # Shared by scripts/test.d/45-size-budget.sh and scripts/bench.sh: builds the shipping C library
-# (cargo profile `dist`: LTO, one codegen unit) in its full and minimal (`--no-default-features`)
-# variants and measures them stripped. Sourced, not run; the caller defines die() and runs from
-# the repository root.
+# (cargo profile `dist`: LTO, one codegen unit; `dist-min` for the minimal one) in its full and
+# minimal (`--no-default-features`) variants and measures them stripped. Sourced, not run; the
+# caller defines die() and runs from the repository root.
 
 # Builds both variants and copies them to OUT/full/ and OUT/minimal/ as libonnx_light.so (plus
 # the SONAME name, so that programs linked against them run with an rpath). The full one is
-# target/dist/libonnx_light.so (what CMake's `-DONNXL_CARGO_PROFILE=dist` stages); the minimal one
-# has a target dir of its own, target/minimal: a cdylib's file name does not depend on the
-# features, so in one target dir each variant would rebuild the other's (two LTO links per call).
+# target/dist/libonnx_light.so (what CMake's `-DONNXL_CARGO_PROFILE=dist` stages), the minimal
+# one target/dist-min/libonnx_light.so (profile `dist-min`: `dist` optimized for size; CMake
+# `-DONNXL_MINIMAL=ON -DONNXL_CARGO_PROFILE=dist-min`). Their profiles differ, so they do not
+# overwrite each other's library (a cdylib's file name does not depend on the features).
 build_library_variants() {
   local out=$1 variant soname lib
   soname=$(awk -F'"' '/^version = / { split($2, v, "."); print (v[1] == "0") ? "0." v[2] : v[1]; exit }' Cargo.toml)
   for variant in full minimal; do
     if [ "$variant" = minimal ]; then
-      cargo build --profile dist -p onnx_light --lib --no-default-features --target-dir target/minimal
-      lib=target/minimal/dist/libonnx_light.so
+      cargo build --profile dist-min -p onnx_light --lib --no-default-features
+      lib=target/dist-min/libonnx_light.so
     else
       cargo build --profile dist -p onnx_light --lib
       lib=target/dist/libonnx_light.so

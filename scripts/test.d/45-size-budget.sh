@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The size budget of the C library and its minimal build (run by scripts/test-all.sh):
-# 1. builds the shipping library (cargo profile `dist`) in its full and minimal
+# 1. builds the shipping library (cargo profiles `dist` and `dist-min`) in its full and minimal
 #    (`--no-default-features`: codec, external data, C ABI) variants; clippy of the minimal one;
 # 2. fails when a stripped library exceeds its budget below (the numbers, and where the bytes go:
 #    docs/benchmarks.md, "Library size");
@@ -20,8 +20,8 @@ source scripts/lib/library-sizes.sh
 # Budgets in bytes of the stripped x86-64 Linux library: the sizes measured when they were set
 # plus ~3%, so that growth beyond that fails here and must be looked at. The targets are
 # 3 000 000 (full: met) and 1 500 000 (minimal: not met yet).
-FULL_BUDGET=2730000
-MINIMAL_BUDGET=2209000
+FULL_BUDGET=2750000
+MINIMAL_BUDGET=1891000
 
 cargo clippy --release -p onnx_light --lib --no-default-features -- -D warnings
 

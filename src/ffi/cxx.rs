@@ -608,16 +608,52 @@ pub(crate) unsafe fn list_add_copy<M: Message>(f: *mut RepeatedField<M>, src: *c
     }
 }
 
-/// FNV-1a of `text`: the layout fingerprint.
-pub(crate) const fn fnv1a(text: &[u8]) -> u64 {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    let mut i = 0;
-    while i < text.len() {
-        h ^= text[i] as u64;
-        h = h.wrapping_mul(0x0000_0100_0000_01b3);
-        i += 1;
+/// An FNV-1a hash being fed (the layout fingerprint), usable in constants: the layout table's
+/// sizes and offsets are hashed at compile time, as the text `layout_text` prints.
+#[derive(Clone, Copy)]
+pub(crate) struct Fnv1a(u64);
+
+impl Fnv1a {
+    /// The hash of no bytes.
+    pub(crate) const NEW: Fnv1a = Fnv1a(0xcbf2_9ce4_8422_2325);
+
+    /// The hash after `bytes` more.
+    pub(crate) const fn bytes(self, bytes: &[u8]) -> Fnv1a {
+        let mut h = self.0;
+        let mut i = 0;
+        while i < bytes.len() {
+            h ^= bytes[i] as u64;
+            h = h.wrapping_mul(0x0000_0100_0000_01b3);
+            i += 1;
+        }
+        Fnv1a(h)
     }
-    h
+
+    /// The hash after `text` more.
+    pub(crate) const fn text(self, text: &str) -> Fnv1a {
+        self.bytes(text.as_bytes())
+    }
+
+    /// The hash after `n` in decimal (as `{}` prints it).
+    pub(crate) const fn decimal(self, mut n: usize) -> Fnv1a {
+        let mut digits = [0u8; 20];
+        let mut start = digits.len();
+        loop {
+            start -= 1;
+            digits[start] = b'0' + (n % 10) as u8;
+            n /= 10;
+            if n == 0 {
+                break;
+            }
+        }
+        let (_, used) = digits.split_at(start);
+        self.bytes(used)
+    }
+
+    /// The hash value.
+    pub(crate) const fn finish(self) -> u64 {
+        self.0
+    }
 }
 
 /// The representation facts the C++ header relies on, one per line (the end of the layout
@@ -716,4 +752,23 @@ fn option_scalar<T: Copy + PartialEq + std::fmt::Debug>(o: &mut String, name: &s
         hex(&some)
     )
     .unwrap();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Fnv1a;
+
+    #[test]
+    fn fnv1a_of_a_number_is_that_of_its_decimal_text() {
+        for n in [0, 7, 10, 99, 100, 123_456, usize::MAX] {
+            let digits = n.to_string();
+            assert_eq!(
+                Fnv1a::NEW.decimal(n).finish(),
+                Fnv1a::NEW.text(&digits).finish(),
+                "{n}"
+            );
+        }
+        // FNV-1a's published value for "a".
+        assert_eq!(Fnv1a::NEW.text("a").finish(), 0xaf63_dc4c_8601_ec8c);
+    }
 }

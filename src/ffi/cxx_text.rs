@@ -21,7 +21,8 @@ pub type OnnxlCxxAlloc = unsafe extern "C" fn(ctx: *mut c_void, size: usize) -> 
 /// On success `alloc(ctx, n)` is called exactly once with the length `n` of the text and the text
 /// is written into the `n` bytes it returns (not NUL-terminated); it may return NULL only when
 /// `n` is 0. Returns false on failure (unknown message name or style, bytes protobuf would not
-/// parse, NULL arguments, `alloc` returning NULL), with the reason as the last error
+/// parse, NULL arguments, `alloc` returning NULL; `ONNXL_STATUS_UNSUPPORTED` in a library built
+/// without the `text-format` feature), with the reason as the last error
 /// (`onnxl_last_error_message`); `alloc` is then not called or its buffer left unwritten.
 ///
 /// # Safety

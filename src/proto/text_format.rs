@@ -30,7 +30,7 @@
 //! - the short style on one line: `name: value ` and `name { ` ... `} `, the final space removed.
 
 use super::schema::{self, FieldDef, Kind, Label, MessageDef};
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, require_feature};
 use crate::wire::{self, DecodeConfig, Message, MessageVisitor, Reader};
 
 /// Which of protobuf's three debug strings to print.
@@ -53,7 +53,8 @@ pub enum TextStyle {
 /// fields hold valid UTF-8; protobuf copies invalid sequences too, which a Rust `String` cannot
 /// hold, so here they become U+FFFD ([`debug_bytes`] returns protobuf's exact bytes).
 ///
-/// Errors: an unknown message name, or bytes protobuf would not parse as that message.
+/// Errors: an unknown message name, or bytes protobuf would not parse as that message;
+/// [`Error::Unsupported`] in a build without the `text-format` feature.
 pub fn debug_string(message: &str, encoded: &[u8], style: TextStyle) -> Result<String> {
     let text = debug_bytes(message, encoded, style)?;
     Ok(match String::from_utf8(text) {
@@ -65,6 +66,8 @@ pub fn debug_string(message: &str, encoded: &[u8], style: TextStyle) -> Result<S
 /// [`debug_string`] as the exact bytes protobuf prints (the `Utf8` style copies the bytes of
 /// `string` fields of 0x80 and above unchanged, valid UTF-8 or not).
 pub fn debug_bytes(message: &str, encoded: &[u8], style: TextStyle) -> Result<Vec<u8>> {
+    // Without the feature the rest is dead code, left out of the library with the printer.
+    require_feature(cfg!(feature = "text-format"), "text-format")?;
     let unknown = || Error::InvalidArgument(format!("unknown message type {message:?}"));
     let def = schema::message(message).ok_or_else(unknown)?;
     let canonical =
