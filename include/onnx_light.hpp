@@ -609,7 +609,7 @@ constexpr uint8_t kOptionalStringNone = 5;
 constexpr std::size_t kStringSize = 32;
 constexpr std::size_t kRepeatedOrderAt = 0;
 constexpr std::size_t kRepeatedLenAt = 8;
-constexpr uint64_t kLayoutFingerprint = 0x084c804d939b74a8ull;
+constexpr uint64_t kLayoutFingerprint = 0x31e751e324dad814ull;
 }  // namespace detail
 
 /// An error of the library: the C status and the message of onnxl_last_error_message().
@@ -2269,9 +2269,9 @@ class AttributeProto final {
  private:
   const unsigned char* rare_at(std::size_t off) const { const void* r = detail::load<const void*>(detail::at(this, 112)); return detail::at(r ? r : onnxl_cxx_AttributeProto_rare_empty(), off); }
   unsigned char* rare_at(std::size_t off) { return detail::at(onnxl_cxx_AttributeProto_rare_mut(this), off); }
-  alignas(8) unsigned char storage_[128];
+  alignas(8) unsigned char storage_[120];
 };
-static_assert(sizeof(AttributeProto) == 128 && alignof(AttributeProto) == 8, "layout of AttributeProto");
+static_assert(sizeof(AttributeProto) == 120 && alignof(AttributeProto) == 8, "layout of AttributeProto");
 
 /// `onnx.ValueInfoProto`.
 class ValueInfoProto final {
@@ -2377,9 +2377,9 @@ class ValueInfoProto final {
  private:
   const unsigned char* rare_at(std::size_t off) const { const void* r = detail::load<const void*>(detail::at(this, 40)); return detail::at(r ? r : onnxl_cxx_ValueInfoProto_rare_empty(), off); }
   unsigned char* rare_at(std::size_t off) { return detail::at(onnxl_cxx_ValueInfoProto_rare_mut(this), off); }
-  alignas(8) unsigned char storage_[56];
+  alignas(8) unsigned char storage_[48];
 };
-static_assert(sizeof(ValueInfoProto) == 56 && alignof(ValueInfoProto) == 8, "layout of ValueInfoProto");
+static_assert(sizeof(ValueInfoProto) == 48 && alignof(ValueInfoProto) == 8, "layout of ValueInfoProto");
 
 /// `onnx.NodeProto`.
 class NodeProto final {
@@ -2582,9 +2582,9 @@ class NodeProto final {
  private:
   const unsigned char* rare_at(std::size_t off) const { const void* r = detail::load<const void*>(detail::at(this, 256)); return detail::at(r ? r : onnxl_cxx_NodeProto_rare_empty(), off); }
   unsigned char* rare_at(std::size_t off) { return detail::at(onnxl_cxx_NodeProto_rare_mut(this), off); }
-  alignas(8) unsigned char storage_[272];
+  alignas(8) unsigned char storage_[264];
 };
-static_assert(sizeof(NodeProto) == 272 && alignof(NodeProto) == 8, "layout of NodeProto");
+static_assert(sizeof(NodeProto) == 264 && alignof(NodeProto) == 8, "layout of NodeProto");
 
 /// `onnx.IntIntListEntryProto`.
 class IntIntListEntryProto final {
@@ -4012,9 +4012,9 @@ class TensorProto final {
  private:
   const unsigned char* rare_at(std::size_t off) const { const void* r = detail::load<const void*>(detail::at(this, 192)); return detail::at(r ? r : onnxl_cxx_TensorProto_rare_empty(), off); }
   unsigned char* rare_at(std::size_t off) { return detail::at(onnxl_cxx_TensorProto_rare_mut(this), off); }
-  alignas(8) unsigned char storage_[208];
+  alignas(8) unsigned char storage_[200];
 };
-static_assert(sizeof(TensorProto) == 208 && alignof(TensorProto) == 8, "layout of TensorProto");
+static_assert(sizeof(TensorProto) == 200 && alignof(TensorProto) == 8, "layout of TensorProto");
 
 /// `onnx.TensorProto.Segment`.
 class TensorProto_Segment final {
@@ -4333,9 +4333,9 @@ class TensorShapeProto_Dimension final {
  private:
   const unsigned char* rare_at(std::size_t off) const { const void* r = detail::load<const void*>(detail::at(this, 40)); return detail::at(r ? r : onnxl_cxx_TensorShapeProto_Dimension_rare_empty(), off); }
   unsigned char* rare_at(std::size_t off) { return detail::at(onnxl_cxx_TensorShapeProto_Dimension_rare_mut(this), off); }
-  alignas(8) unsigned char storage_[56];
+  alignas(8) unsigned char storage_[48];
 };
-static_assert(sizeof(TensorShapeProto_Dimension) == 56 && alignof(TensorShapeProto_Dimension) == 8, "layout of TensorShapeProto_Dimension");
+static_assert(sizeof(TensorShapeProto_Dimension) == 48 && alignof(TensorShapeProto_Dimension) == 8, "layout of TensorShapeProto_Dimension");
 
 /// `onnx.TypeProto`.
 class TypeProto final {
@@ -4494,9 +4494,9 @@ class TypeProto final {
  private:
   const unsigned char* rare_at(std::size_t off) const { const void* r = detail::load<const void*>(detail::at(this, 16)); return detail::at(r ? r : onnxl_cxx_TypeProto_rare_empty(), off); }
   unsigned char* rare_at(std::size_t off) { return detail::at(onnxl_cxx_TypeProto_rare_mut(this), off); }
-  alignas(8) unsigned char storage_[32];
+  alignas(8) unsigned char storage_[24];
 };
-static_assert(sizeof(TypeProto) == 32 && alignof(TypeProto) == 8, "layout of TypeProto");
+static_assert(sizeof(TypeProto) == 24 && alignof(TypeProto) == 8, "layout of TypeProto");
 
 /// `onnx.TypeProto.Tensor`.
 class TypeProto_Tensor final {

@@ -130,7 +130,7 @@ fn print_sizes() {
     use onnx_light::wire::RepeatedField;
     use onnx_light::{InlineVec, ProtoString, UnknownFields};
     use std::mem::size_of;
-    let rows: [(&str, usize); 14] = [
+    let rows: [(&str, usize); 20] = [
         ("NodeProto", size_of::<g::NodeProto>()),
         ("ValueInfoProto", size_of::<g::ValueInfoProto>()),
         ("TypeProto", size_of::<g::TypeProto>()),
@@ -142,6 +142,16 @@ fn print_sizes() {
         ),
         ("AttributeProto", size_of::<g::AttributeProto>()),
         ("TensorProto", size_of::<g::TensorProto>()),
+        // The rare boxes (allocated when a rare or an unknown field is set).
+        ("NodeProtoRare", size_of::<g::NodeProtoRare>()),
+        ("ValueInfoProtoRare", size_of::<g::ValueInfoProtoRare>()),
+        ("TypeProtoRare", size_of::<g::TypeProtoRare>()),
+        (
+            "TensorShapeProtoDimensionRare",
+            size_of::<g::TensorShapeProtoDimensionRare>(),
+        ),
+        ("AttributeProtoRare", size_of::<g::AttributeProtoRare>()),
+        ("TensorProtoRare", size_of::<g::TensorProtoRare>()),
         ("ProtoString", size_of::<ProtoString>()),
         ("Option<ProtoString>", size_of::<Option<ProtoString>>()),
         ("UnknownFields", size_of::<UnknownFields>()),

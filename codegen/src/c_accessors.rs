@@ -11,7 +11,7 @@ use std::fmt::Write;
 
 pub(crate) use crate::oneofs;
 use crate::schema::{EnumDef, FieldDef, Kind, Label, MESSAGES, MessageDef};
-use crate::{camel, proto_decl, rust_member, rust_type_name, snake};
+use crate::{camel, proto_decl, rust_member, rust_type_name, snake, unknown_fields_path};
 
 #[path = "../../src/proto/data_type.rs"]
 #[allow(dead_code)]
@@ -445,7 +445,10 @@ fn gen_lifecycle(out: &mut Out, m: &MessageDef) {
         params: format!("m: *const {ct}"),
         ret: "bool".into(),
         safety_comment: SAFETY_READ,
-        body: "read(m, false, |m| Ok(!m.unknown_fields.is_empty()))".into(),
+        body: format!(
+            "read(m, false, |m| Ok(!m.{}.is_empty()))",
+            unknown_fields_path(m)
+        ),
     });
     out.func(Func {
         name: format!("{p}_unknown_fields"),

@@ -241,6 +241,17 @@ pub fn field_path(f: &schema::FieldDef) -> String {
     }
 }
 
+/// The path from a value of `m` to its unknown fields: `rare.unknown_fields` when `m` has a rare
+/// box (unknown fields are rare too: they cost such a message no inline bytes), else the
+/// `unknown_fields` member.
+pub fn unknown_fields_path(m: &schema::MessageDef) -> &'static str {
+    if has_rare(m) {
+        "rare.unknown_fields"
+    } else {
+        "unknown_fields"
+    }
+}
+
 /// The oneofs of a message, in declaration order.
 pub fn oneofs(m: &schema::MessageDef) -> Vec<&'static str> {
     let mut out: Vec<&'static str> = Vec::new();

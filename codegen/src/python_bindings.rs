@@ -292,9 +292,11 @@ fn gen_merge(o: &mut String, m: &MessageDef, ty: &str) {
             }
         }
     }
+    // Guarded: an empty push would allocate the rare box that holds them.
     writeln!(
         o,
-        "        dst.unknown_fields.push_raw(src.unknown_fields.as_bytes());"
+        "        if !src.{u}.is_empty() {{ dst.{u}.push_raw(src.{u}.as_bytes()); }}",
+        u = crate::unknown_fields_path(m)
     )
     .unwrap();
     for f in m.fields {

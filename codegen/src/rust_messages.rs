@@ -5,7 +5,7 @@ use std::fmt::Write;
 use crate::schema::{FieldDef, Kind, Label, MESSAGES, MessageDef};
 use crate::{
     camel, cycle_fields, field_path, has_rare, inline_list_capacity, is_cycle_field, is_rare,
-    oneofs, proto_decl, rust_member, rust_type_name, snake, varint_bytes,
+    oneofs, proto_decl, rust_member, rust_type_name, snake, unknown_fields_path, varint_bytes,
 };
 
 /// Repeated message fields whose elements may be parsed ahead of time, in parallel.
@@ -506,12 +506,14 @@ fn gen_tensor_rewriters(o: &mut String) {
             members.push(name);
         }
         if has_rare(m) {
+            rare_members.push("unknown_fields: r.unknown_fields.clone()".into());
             members.push(format!(
                 "rare: self.rare.map_allocated(move |r| {rn}Rare {{ {} }})",
                 rare_members.join(", ")
             ));
+        } else {
+            members.push("unknown_fields: self.unknown_fields.clone()".into());
         }
-        members.push("unknown_fields: self.unknown_fields.clone()".into());
         writeln!(o, "        Self {{").unwrap();
         for mem in members {
             writeln!(o, "            {mem},").unwrap();
@@ -552,6 +554,10 @@ fn gen_dispatch(o: &mut String) {
     writeln!(o, "        _ => return None,\n    }})\n}}").unwrap();
 }
 
+/// The doc comment of the `unknown_fields` member (of the message, or of its rare struct).
+const UNKNOWN_FIELDS_DOC: &str = "    /// Fields not in the schema, as read (written back after the known ones); read and \
+     write them\n    /// through `Message::unknown_fields` / `Message::unknown_fields_mut`.";
+
 fn gen_struct(o: &mut String, m: &MessageDef) {
     let rn = rust_type_name(m.name);
     writeln!(o, "/// `onnx.{}`.", m.name).unwrap();
@@ -570,13 +576,10 @@ fn gen_struct(o: &mut String, m: &MessageDef) {
         )
         .unwrap();
         writeln!(o, "    pub rare: Rare<{rn}Rare>,").unwrap();
+    } else {
+        writeln!(o, "{UNKNOWN_FIELDS_DOC}").unwrap();
+        writeln!(o, "    pub unknown_fields: UnknownFields,").unwrap();
     }
-    writeln!(
-        o,
-        "    /// Fields not in the schema, as read (written back after the known ones)."
-    )
-    .unwrap();
-    writeln!(o, "    pub unknown_fields: UnknownFields,").unwrap();
     writeln!(o, "}}\n").unwrap();
 
     // const constructor (for static defaults)
@@ -587,8 +590,9 @@ fn gen_struct(o: &mut String, m: &MessageDef) {
     struct_inits(o, m, false);
     if has_rare(m) {
         writeln!(o, "            rare: Rare::new(),").unwrap();
+    } else {
+        writeln!(o, "            unknown_fields: UnknownFields::new(),").unwrap();
     }
-    writeln!(o, "            unknown_fields: UnknownFields::new(),").unwrap();
     writeln!(o, "        }}\n    }}\n}}\n").unwrap();
     if has_rare(m) {
         writeln!(
@@ -598,12 +602,15 @@ fn gen_struct(o: &mut String, m: &MessageDef) {
         )
         .unwrap();
         struct_fields(o, m, true);
+        writeln!(o, "{UNKNOWN_FIELDS_DOC}").unwrap();
+        writeln!(o, "    pub unknown_fields: UnknownFields,").unwrap();
         writeln!(o, "}}\n").unwrap();
         writeln!(o, "impl {rn}Rare {{").unwrap();
         writeln!(o, "    /// Every rare field unset.").unwrap();
         writeln!(o, "    pub const fn new() -> Self {{").unwrap();
         writeln!(o, "        Self {{").unwrap();
         struct_inits(o, m, true);
+        writeln!(o, "            unknown_fields: UnknownFields::new(),").unwrap();
         writeln!(o, "        }}\n    }}\n}}\n").unwrap();
         writeln!(
             o,
@@ -695,9 +702,11 @@ fn struct_members(m: &MessageDef) -> Vec<(String, &'static str)> {
         }
     }
     if has_rare(m) {
+        // The rare struct holds the unknown fields.
         out.push(("rare".to_string(), "rare"));
+    } else {
+        out.push(("unknown_fields".to_string(), "unknown_fields"));
     }
-    out.push(("unknown_fields".to_string(), "unknown_fields"));
     out
 }
 
@@ -846,11 +855,20 @@ fn gen_codec(o: &mut String, m: &MessageDef) {
             gen_decode_arms(o, m, f);
         }
     }
-    writeln!(
-        o,
-        "                _ => r.skip_unknown(tag, &mut self.unknown_fields)?,"
-    )
-    .unwrap();
+    if has_rare(m) {
+        // The first unknown field allocates the rare box, which holds them.
+        writeln!(
+            o,
+            "                _ => {{\n                    r.alloc_rare(&mut self.rare)?;\n                    r.skip_unknown(tag, &mut self.rare.unknown_fields)?\n                }}"
+        )
+        .unwrap();
+    } else {
+        writeln!(
+            o,
+            "                _ => r.skip_unknown(tag, &mut self.unknown_fields)?,"
+        )
+        .unwrap();
+    }
     writeln!(o, "            }}\n        }}\n        Ok(())\n    }}\n").unwrap();
 
     // ---- size
@@ -859,12 +877,8 @@ fn gen_codec(o: &mut String, m: &MessageDef) {
         "    fn compute_size(&self, sizes: &mut SizeTable) -> u64 {{"
     )
     .unwrap();
-    writeln!(
-        o,
-        "        let mut n: u64 = self.unknown_fields.len() as u64;"
-    )
-    .unwrap();
-    let mut body = String::new();
+    let unknown = unknown_fields_path(m);
+    let mut body = format!("        let mut n: u64 = self.{unknown}.len() as u64;\n");
     for f in sorted_fields(m) {
         gen_size(&mut body, m, f);
     }
@@ -881,18 +895,19 @@ fn gen_codec(o: &mut String, m: &MessageDef) {
     for f in sorted_fields(m) {
         gen_encode(&mut body, m, f);
     }
+    writeln!(body, "        s.put(self.{unknown}.as_bytes());").unwrap();
     o.push_str(&through_rare(m, &body));
-    writeln!(o, "        s.put(self.unknown_fields.as_bytes());").unwrap();
     writeln!(o, "    }}\n").unwrap();
 
     writeln!(
         o,
-        "    fn unknown_fields(&self) -> &UnknownFields {{\n        &self.unknown_fields\n    }}\n"
+        "    fn unknown_fields(&self) -> &UnknownFields {{\n        &self.{unknown}\n    }}\n"
     )
     .unwrap();
+    // Through `DerefMut` for a rare box: allocates it.
     writeln!(
         o,
-        "    fn unknown_fields_mut(&mut self) -> &mut UnknownFields {{\n        &mut self.unknown_fields\n    }}"
+        "    fn unknown_fields_mut(&mut self) -> &mut UnknownFields {{\n        &mut self.{unknown}\n    }}"
     )
     .unwrap();
     writeln!(
@@ -1092,9 +1107,13 @@ fn gen_decode_arms(o: &mut String, m: &MessageDef, f: &FieldDef) {
             .unwrap();
             writeln!(o, "                        self.{name} = Some(v as i32);").unwrap();
             writeln!(o, "                    }} else {{").unwrap();
+            if has_rare(m) {
+                writeln!(o, "                        r.alloc_rare(&mut self.rare)?;").unwrap();
+            }
             writeln!(
                 o,
-                "                        r.push_unknown_enum(&mut self.unknown_fields, {}, v){path}?;",
+                "                        r.push_unknown_enum(&mut self.{}, {}, v){path}?;",
+                unknown_fields_path(m),
                 f.number
             )
             .unwrap();
@@ -1838,9 +1857,12 @@ fn gen_recycle(out: &mut String, m: &MessageDef) {
         }
     }
     if has_rare(m) {
+        // Frees the box, unknown fields included.
         writeln!(out, "        self.rare.clear();").unwrap();
+    } else {
+        writeln!(out, "        self.unknown_fields.clear();").unwrap();
     }
-    writeln!(out, "        self.unknown_fields.clear();\n    }}\n}}\n").unwrap();
+    writeln!(out, "    }}\n}}\n").unwrap();
 }
 
 /// The pools of `Recycle` (one per message type), the trait, and `recycled`.

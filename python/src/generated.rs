@@ -79,7 +79,7 @@ impl Msg for AttributeProto {
         if src.has_f() { dst.set_f(src.f()); }
         if src.has_i() { dst.set_i(src.i()); }
         if src.has_s() { dst.set_s(src.s().clone()); }
-        dst.unknown_fields.push_raw(src.unknown_fields.as_bytes());
+        if !src.rare.unknown_fields.is_empty() { dst.rare.unknown_fields.push_raw(src.rare.unknown_fields.as_bytes()); }
         if let Some(v) = src.t.take() { <TensorProto as Msg>::merge(ctx, dst.mutable_t(), ops::Unbox::unbox(v)); }
         if let Some(v) = src.rare.g.take() { onnx_light::wire::guard_stack(|| <GraphProto as Msg>::merge(ctx, dst.mutable_g(), ops::Unbox::unbox(v))); }
         if let Some(v) = src.rare.sparse_tensor.take() { <SparseTensorProto as Msg>::merge(ctx, dst.mutable_sparse_tensor(), ops::Unbox::unbox(v)); }
@@ -405,7 +405,7 @@ impl Msg for ValueInfoProto {
     fn merge(ctx: &Ctx<'_>, dst: &mut Self, mut src: Self) {
         if src.has_name() { dst.set_name(src.name().clone()); }
         if src.has_doc_string() { dst.set_doc_string(src.doc_string().clone()); }
-        dst.unknown_fields.push_raw(src.unknown_fields.as_bytes());
+        if !src.rare.unknown_fields.is_empty() { dst.rare.unknown_fields.push_raw(src.rare.unknown_fields.as_bytes()); }
         if let Some(v) = src.r#type.take() { <TypeProto as Msg>::merge(ctx, dst.mutable_type(), ops::Unbox::unbox(v)); }
         if !src.rare.metadata_props.is_empty() { dst.rare.metadata_props.extend(std::mem::take(&mut src.rare.metadata_props)); }
     }
@@ -515,7 +515,7 @@ impl Msg for NodeProto {
         if src.has_domain() { dst.set_domain(src.domain().clone()); }
         if src.has_overload() { dst.set_overload(src.overload().clone()); }
         if src.has_doc_string() { dst.set_doc_string(src.doc_string().clone()); }
-        dst.unknown_fields.push_raw(src.unknown_fields.as_bytes());
+        if !src.rare.unknown_fields.is_empty() { dst.rare.unknown_fields.push_raw(src.rare.unknown_fields.as_bytes()); }
         if !src.input.is_empty() { dst.input.extend(std::mem::take(&mut src.input)); }
         if !src.output.is_empty() { dst.output.extend(std::mem::take(&mut src.output)); }
         if !src.attribute.is_empty() { dst.attribute.extend(std::mem::take(&mut src.attribute)); }
@@ -684,7 +684,7 @@ impl Msg for IntIntListEntryProto {
     #[allow(unused_variables, unused_mut)]
     fn merge(ctx: &Ctx<'_>, dst: &mut Self, mut src: Self) {
         if src.has_key() { dst.set_key(src.key()); }
-        dst.unknown_fields.push_raw(src.unknown_fields.as_bytes());
+        if !src.unknown_fields.is_empty() { dst.unknown_fields.push_raw(src.unknown_fields.as_bytes()); }
         if !src.value.is_empty() { dst.value.extend(std::mem::take(&mut src.value)); }
     }
     fn text(&self, out: &mut TextOut) {
@@ -763,7 +763,7 @@ impl Msg for NodeDeviceConfigurationProto {
     fn merge(ctx: &Ctx<'_>, dst: &mut Self, mut src: Self) {
         if src.has_configuration_id() { dst.set_configuration_id(src.configuration_id().clone()); }
         if src.has_pipeline_stage() { dst.set_pipeline_stage(src.pipeline_stage()); }
-        dst.unknown_fields.push_raw(src.unknown_fields.as_bytes());
+        if !src.unknown_fields.is_empty() { dst.unknown_fields.push_raw(src.unknown_fields.as_bytes()); }
         if !src.sharding_spec.is_empty() { dst.sharding_spec.extend(std::mem::take(&mut src.sharding_spec)); }
     }
     fn text(&self, out: &mut TextOut) {
@@ -853,7 +853,7 @@ impl Msg for ShardingSpecProto {
     #[allow(unused_variables, unused_mut)]
     fn merge(ctx: &Ctx<'_>, dst: &mut Self, mut src: Self) {
         if src.has_tensor_name() { dst.set_tensor_name(src.tensor_name().clone()); }
-        dst.unknown_fields.push_raw(src.unknown_fields.as_bytes());
+        if !src.unknown_fields.is_empty() { dst.unknown_fields.push_raw(src.unknown_fields.as_bytes()); }
         if !src.device.is_empty() { dst.device.extend(std::mem::take(&mut src.device)); }
         if !src.index_to_device_group_map.is_empty() { dst.index_to_device_group_map.extend(std::mem::take(&mut src.index_to_device_group_map)); }
         if !src.sharded_dim.is_empty() { dst.sharded_dim.extend(std::mem::take(&mut src.sharded_dim)); }
@@ -955,7 +955,7 @@ impl Msg for ShardedDimProto {
     #[allow(unused_variables, unused_mut)]
     fn merge(ctx: &Ctx<'_>, dst: &mut Self, mut src: Self) {
         if src.has_axis() { dst.set_axis(src.axis()); }
-        dst.unknown_fields.push_raw(src.unknown_fields.as_bytes());
+        if !src.unknown_fields.is_empty() { dst.unknown_fields.push_raw(src.unknown_fields.as_bytes()); }
         if !src.simple_sharding.is_empty() { dst.simple_sharding.extend(std::mem::take(&mut src.simple_sharding)); }
     }
     fn text(&self, out: &mut TextOut) {
@@ -1032,7 +1032,7 @@ impl Msg for SimpleShardedDimProto {
     #[allow(unused_variables, unused_mut)]
     fn merge(ctx: &Ctx<'_>, dst: &mut Self, mut src: Self) {
         if src.has_num_shards() { dst.set_num_shards(src.num_shards()); }
-        dst.unknown_fields.push_raw(src.unknown_fields.as_bytes());
+        if !src.unknown_fields.is_empty() { dst.unknown_fields.push_raw(src.unknown_fields.as_bytes()); }
         match src.dim.take() {
             Some(SimpleShardedDimProtoDim::DimValue(v)) => dst.set_dim_value(v),
             Some(SimpleShardedDimProtoDim::DimParam(v)) => dst.set_dim_param(v),
@@ -1127,7 +1127,7 @@ impl Msg for TrainingInfoProto {
     }
     #[allow(unused_variables, unused_mut)]
     fn merge(ctx: &Ctx<'_>, dst: &mut Self, mut src: Self) {
-        dst.unknown_fields.push_raw(src.unknown_fields.as_bytes());
+        if !src.unknown_fields.is_empty() { dst.unknown_fields.push_raw(src.unknown_fields.as_bytes()); }
         if let Some(v) = src.initialization.take() { <GraphProto as Msg>::merge(ctx, dst.mutable_initialization(), ops::Unbox::unbox(v)); }
         if let Some(v) = src.algorithm.take() { <GraphProto as Msg>::merge(ctx, dst.mutable_algorithm(), ops::Unbox::unbox(v)); }
         if !src.initialization_binding.is_empty() { dst.initialization_binding.extend(std::mem::take(&mut src.initialization_binding)); }
@@ -1246,7 +1246,7 @@ impl Msg for ModelProto {
         if src.has_domain() { dst.set_domain(src.domain().clone()); }
         if src.has_model_version() { dst.set_model_version(src.model_version()); }
         if src.has_doc_string() { dst.set_doc_string(src.doc_string().clone()); }
-        dst.unknown_fields.push_raw(src.unknown_fields.as_bytes());
+        if !src.unknown_fields.is_empty() { dst.unknown_fields.push_raw(src.unknown_fields.as_bytes()); }
         if !src.opset_import.is_empty() { dst.opset_import.extend(std::mem::take(&mut src.opset_import)); }
         if let Some(v) = src.graph.take() { <GraphProto as Msg>::merge(ctx, dst.mutable_graph(), ops::Unbox::unbox(v)); }
         if !src.metadata_props.is_empty() { dst.metadata_props.extend(std::mem::take(&mut src.metadata_props)); }
@@ -1442,7 +1442,7 @@ impl Msg for DeviceConfigurationProto {
     fn merge(ctx: &Ctx<'_>, dst: &mut Self, mut src: Self) {
         if src.has_name() { dst.set_name(src.name().clone()); }
         if src.has_num_devices() { dst.set_num_devices(src.num_devices()); }
-        dst.unknown_fields.push_raw(src.unknown_fields.as_bytes());
+        if !src.unknown_fields.is_empty() { dst.unknown_fields.push_raw(src.unknown_fields.as_bytes()); }
         if !src.device.is_empty() { dst.device.extend(std::mem::take(&mut src.device)); }
     }
     fn text(&self, out: &mut TextOut) {
@@ -1531,7 +1531,7 @@ impl Msg for StringStringEntryProto {
     fn merge(ctx: &Ctx<'_>, dst: &mut Self, mut src: Self) {
         if src.has_key() { dst.set_key(src.key().clone()); }
         if src.has_value() { dst.set_value(src.value().clone()); }
-        dst.unknown_fields.push_raw(src.unknown_fields.as_bytes());
+        if !src.unknown_fields.is_empty() { dst.unknown_fields.push_raw(src.unknown_fields.as_bytes()); }
     }
     fn text(&self, out: &mut TextOut) {
         if self.has_key() { out.string("key", self.key().as_bytes()); }
@@ -1608,7 +1608,7 @@ impl Msg for TensorAnnotation {
     #[allow(unused_variables, unused_mut)]
     fn merge(ctx: &Ctx<'_>, dst: &mut Self, mut src: Self) {
         if src.has_tensor_name() { dst.set_tensor_name(src.tensor_name().clone()); }
-        dst.unknown_fields.push_raw(src.unknown_fields.as_bytes());
+        if !src.unknown_fields.is_empty() { dst.unknown_fields.push_raw(src.unknown_fields.as_bytes()); }
         if !src.quant_parameter_tensor_names.is_empty() { dst.quant_parameter_tensor_names.extend(std::mem::take(&mut src.quant_parameter_tensor_names)); }
     }
     fn text(&self, out: &mut TextOut) {
@@ -1694,7 +1694,7 @@ impl Msg for GraphProto {
     fn merge(ctx: &Ctx<'_>, dst: &mut Self, mut src: Self) {
         if src.has_name() { dst.set_name(src.name().clone()); }
         if src.has_doc_string() { dst.set_doc_string(src.doc_string().clone()); }
-        dst.unknown_fields.push_raw(src.unknown_fields.as_bytes());
+        if !src.unknown_fields.is_empty() { dst.unknown_fields.push_raw(src.unknown_fields.as_bytes()); }
         if !src.node.is_empty() { dst.node.extend(std::mem::take(&mut src.node)); }
         if !src.initializer.is_empty() { dst.initializer.extend(std::mem::take(&mut src.initializer)); }
         if !src.sparse_initializer.is_empty() { dst.sparse_initializer.extend(std::mem::take(&mut src.sparse_initializer)); }
@@ -1872,7 +1872,7 @@ impl Msg for TensorProto {
         if src.has_name() { dst.set_name(src.name().clone()); }
         if src.has_doc_string() { dst.set_doc_string(src.doc_string().clone()); }
         if src.has_data_location() { dst.set_data_location(src.data_location()); }
-        dst.unknown_fields.push_raw(src.unknown_fields.as_bytes());
+        if !src.rare.unknown_fields.is_empty() { dst.rare.unknown_fields.push_raw(src.rare.unknown_fields.as_bytes()); }
         if !src.dims.is_empty() { dst.dims.extend(std::mem::take(&mut src.dims)); }
         if let Some(v) = src.rare.segment.take() { <TensorProtoSegment as Msg>::merge(ctx, dst.mutable_segment(), ops::Unbox::unbox(v)); }
         if !src.float_data.is_empty() { dst.float_data.extend(std::mem::take(&mut src.float_data)); }
@@ -2118,7 +2118,7 @@ impl Msg for TensorProtoSegment {
     fn merge(ctx: &Ctx<'_>, dst: &mut Self, mut src: Self) {
         if src.has_begin() { dst.set_begin(src.begin()); }
         if src.has_end() { dst.set_end(src.end()); }
-        dst.unknown_fields.push_raw(src.unknown_fields.as_bytes());
+        if !src.unknown_fields.is_empty() { dst.unknown_fields.push_raw(src.unknown_fields.as_bytes()); }
     }
     fn text(&self, out: &mut TextOut) {
         if self.has_begin() { out.num("begin", self.begin()); }
@@ -2195,7 +2195,7 @@ impl Msg for SparseTensorProto {
     }
     #[allow(unused_variables, unused_mut)]
     fn merge(ctx: &Ctx<'_>, dst: &mut Self, mut src: Self) {
-        dst.unknown_fields.push_raw(src.unknown_fields.as_bytes());
+        if !src.unknown_fields.is_empty() { dst.unknown_fields.push_raw(src.unknown_fields.as_bytes()); }
         if let Some(v) = src.values.take() { <TensorProto as Msg>::merge(ctx, dst.mutable_values(), ops::Unbox::unbox(v)); }
         if let Some(v) = src.indices.take() { <TensorProto as Msg>::merge(ctx, dst.mutable_indices(), ops::Unbox::unbox(v)); }
         if !src.dims.is_empty() { dst.dims.extend(std::mem::take(&mut src.dims)); }
@@ -2291,7 +2291,7 @@ impl Msg for TensorShapeProto {
     }
     #[allow(unused_variables, unused_mut)]
     fn merge(ctx: &Ctx<'_>, dst: &mut Self, mut src: Self) {
-        dst.unknown_fields.push_raw(src.unknown_fields.as_bytes());
+        if !src.unknown_fields.is_empty() { dst.unknown_fields.push_raw(src.unknown_fields.as_bytes()); }
         if !src.dim.is_empty() { dst.dim.extend(std::mem::take(&mut src.dim)); }
     }
     fn text(&self, out: &mut TextOut) {
@@ -2360,7 +2360,7 @@ impl Msg for TensorShapeProtoDimension {
     #[allow(unused_variables, unused_mut)]
     fn merge(ctx: &Ctx<'_>, dst: &mut Self, mut src: Self) {
         if src.has_denotation() { dst.set_denotation(src.denotation().clone()); }
-        dst.unknown_fields.push_raw(src.unknown_fields.as_bytes());
+        if !src.rare.unknown_fields.is_empty() { dst.rare.unknown_fields.push_raw(src.rare.unknown_fields.as_bytes()); }
         match src.value.take() {
             Some(TensorShapeProtoDimensionValue::DimValue(v)) => dst.set_dim_value(v),
             Some(TensorShapeProtoDimensionValue::DimParam(v)) => dst.set_dim_param(v),
@@ -2466,7 +2466,7 @@ impl Msg for TypeProto {
     #[allow(unused_variables, unused_mut)]
     fn merge(ctx: &Ctx<'_>, dst: &mut Self, mut src: Self) {
         if src.has_denotation() { dst.set_denotation(src.denotation().clone()); }
-        dst.unknown_fields.push_raw(src.unknown_fields.as_bytes());
+        if !src.rare.unknown_fields.is_empty() { dst.rare.unknown_fields.push_raw(src.rare.unknown_fields.as_bytes()); }
         match src.value.take() {
             Some(TypeProtoValue::TensorType(v)) => { if !dst.has_tensor_type() { ops::take_detach(ctx, &mut dst.value); } <TypeProtoTensor as Msg>::merge(ctx, dst.mutable_tensor_type(), ops::Unbox::unbox(v)); }
             Some(TypeProtoValue::SequenceType(v)) => { if !dst.has_sequence_type() { ops::take_detach(ctx, &mut dst.value); } <TypeProtoSequence as Msg>::merge(ctx, dst.mutable_sequence_type(), ops::Unbox::unbox(v)); }
@@ -2643,7 +2643,7 @@ impl Msg for TypeProtoTensor {
     #[allow(unused_variables, unused_mut)]
     fn merge(ctx: &Ctx<'_>, dst: &mut Self, mut src: Self) {
         if src.has_elem_type() { dst.set_elem_type(src.elem_type()); }
-        dst.unknown_fields.push_raw(src.unknown_fields.as_bytes());
+        if !src.unknown_fields.is_empty() { dst.unknown_fields.push_raw(src.unknown_fields.as_bytes()); }
         if let Some(v) = src.shape.take() { <TensorShapeProto as Msg>::merge(ctx, dst.mutable_shape(), ops::Unbox::unbox(v)); }
     }
     fn text(&self, out: &mut TextOut) {
@@ -2723,7 +2723,7 @@ impl Msg for TypeProtoSequence {
     }
     #[allow(unused_variables, unused_mut)]
     fn merge(ctx: &Ctx<'_>, dst: &mut Self, mut src: Self) {
-        dst.unknown_fields.push_raw(src.unknown_fields.as_bytes());
+        if !src.unknown_fields.is_empty() { dst.unknown_fields.push_raw(src.unknown_fields.as_bytes()); }
         if let Some(v) = src.elem_type.take() { onnx_light::wire::guard_stack(|| <TypeProto as Msg>::merge(ctx, dst.mutable_elem_type(), ops::Unbox::unbox(v))); }
     }
     fn text(&self, out: &mut TextOut) {
@@ -2793,7 +2793,7 @@ impl Msg for TypeProtoMap {
     #[allow(unused_variables, unused_mut)]
     fn merge(ctx: &Ctx<'_>, dst: &mut Self, mut src: Self) {
         if src.has_key_type() { dst.set_key_type(src.key_type()); }
-        dst.unknown_fields.push_raw(src.unknown_fields.as_bytes());
+        if !src.unknown_fields.is_empty() { dst.unknown_fields.push_raw(src.unknown_fields.as_bytes()); }
         if let Some(v) = src.value_type.take() { onnx_light::wire::guard_stack(|| <TypeProto as Msg>::merge(ctx, dst.mutable_value_type(), ops::Unbox::unbox(v))); }
     }
     fn text(&self, out: &mut TextOut) {
@@ -2873,7 +2873,7 @@ impl Msg for TypeProtoOptional {
     }
     #[allow(unused_variables, unused_mut)]
     fn merge(ctx: &Ctx<'_>, dst: &mut Self, mut src: Self) {
-        dst.unknown_fields.push_raw(src.unknown_fields.as_bytes());
+        if !src.unknown_fields.is_empty() { dst.unknown_fields.push_raw(src.unknown_fields.as_bytes()); }
         if let Some(v) = src.elem_type.take() { onnx_light::wire::guard_stack(|| <TypeProto as Msg>::merge(ctx, dst.mutable_elem_type(), ops::Unbox::unbox(v))); }
     }
     fn text(&self, out: &mut TextOut) {
@@ -2943,7 +2943,7 @@ impl Msg for TypeProtoSparseTensor {
     #[allow(unused_variables, unused_mut)]
     fn merge(ctx: &Ctx<'_>, dst: &mut Self, mut src: Self) {
         if src.has_elem_type() { dst.set_elem_type(src.elem_type()); }
-        dst.unknown_fields.push_raw(src.unknown_fields.as_bytes());
+        if !src.unknown_fields.is_empty() { dst.unknown_fields.push_raw(src.unknown_fields.as_bytes()); }
         if let Some(v) = src.shape.take() { <TensorShapeProto as Msg>::merge(ctx, dst.mutable_shape(), ops::Unbox::unbox(v)); }
     }
     fn text(&self, out: &mut TextOut) {
@@ -3024,7 +3024,7 @@ impl Msg for TypeProtoOpaque {
     fn merge(ctx: &Ctx<'_>, dst: &mut Self, mut src: Self) {
         if src.has_domain() { dst.set_domain(src.domain().clone()); }
         if src.has_name() { dst.set_name(src.name().clone()); }
-        dst.unknown_fields.push_raw(src.unknown_fields.as_bytes());
+        if !src.unknown_fields.is_empty() { dst.unknown_fields.push_raw(src.unknown_fields.as_bytes()); }
     }
     fn text(&self, out: &mut TextOut) {
         if self.has_domain() { out.string("domain", self.domain().as_bytes()); }
@@ -3101,7 +3101,7 @@ impl Msg for OperatorSetIdProto {
     fn merge(ctx: &Ctx<'_>, dst: &mut Self, mut src: Self) {
         if src.has_domain() { dst.set_domain(src.domain().clone()); }
         if src.has_version() { dst.set_version(src.version()); }
-        dst.unknown_fields.push_raw(src.unknown_fields.as_bytes());
+        if !src.unknown_fields.is_empty() { dst.unknown_fields.push_raw(src.unknown_fields.as_bytes()); }
     }
     fn text(&self, out: &mut TextOut) {
         if self.has_domain() { out.string("domain", self.domain().as_bytes()); }
@@ -3185,7 +3185,7 @@ impl Msg for FunctionProto {
         if src.has_doc_string() { dst.set_doc_string(src.doc_string().clone()); }
         if src.has_domain() { dst.set_domain(src.domain().clone()); }
         if src.has_overload() { dst.set_overload(src.overload().clone()); }
-        dst.unknown_fields.push_raw(src.unknown_fields.as_bytes());
+        if !src.unknown_fields.is_empty() { dst.unknown_fields.push_raw(src.unknown_fields.as_bytes()); }
         if !src.input.is_empty() { dst.input.extend(std::mem::take(&mut src.input)); }
         if !src.output.is_empty() { dst.output.extend(std::mem::take(&mut src.output)); }
         if !src.attribute.is_empty() { dst.attribute.extend(std::mem::take(&mut src.attribute)); }
@@ -3385,7 +3385,7 @@ impl Msg for SequenceProto {
     fn merge(ctx: &Ctx<'_>, dst: &mut Self, mut src: Self) {
         if src.has_name() { dst.set_name(src.name().clone()); }
         if src.has_elem_type() { dst.set_elem_type(src.elem_type()); }
-        dst.unknown_fields.push_raw(src.unknown_fields.as_bytes());
+        if !src.unknown_fields.is_empty() { dst.unknown_fields.push_raw(src.unknown_fields.as_bytes()); }
         if !src.tensor_values.is_empty() { dst.tensor_values.extend(std::mem::take(&mut src.tensor_values)); }
         if !src.sparse_tensor_values.is_empty() { dst.sparse_tensor_values.extend(std::mem::take(&mut src.sparse_tensor_values)); }
         if !src.sequence_values.is_empty() { dst.sequence_values.extend(std::mem::take(&mut src.sequence_values)); }
@@ -3523,7 +3523,7 @@ impl Msg for MapProto {
     fn merge(ctx: &Ctx<'_>, dst: &mut Self, mut src: Self) {
         if src.has_name() { dst.set_name(src.name().clone()); }
         if src.has_key_type() { dst.set_key_type(src.key_type()); }
-        dst.unknown_fields.push_raw(src.unknown_fields.as_bytes());
+        if !src.unknown_fields.is_empty() { dst.unknown_fields.push_raw(src.unknown_fields.as_bytes()); }
         if !src.keys.is_empty() { dst.keys.extend(std::mem::take(&mut src.keys)); }
         if !src.string_keys.is_empty() { dst.string_keys.extend(std::mem::take(&mut src.string_keys)); }
         if let Some(v) = src.values.take() { onnx_light::wire::guard_stack(|| <SequenceProto as Msg>::merge(ctx, dst.mutable_values(), ops::Unbox::unbox(v))); }
@@ -3644,7 +3644,7 @@ impl Msg for OptionalProto {
     fn merge(ctx: &Ctx<'_>, dst: &mut Self, mut src: Self) {
         if src.has_name() { dst.set_name(src.name().clone()); }
         if src.has_elem_type() { dst.set_elem_type(src.elem_type()); }
-        dst.unknown_fields.push_raw(src.unknown_fields.as_bytes());
+        if !src.unknown_fields.is_empty() { dst.unknown_fields.push_raw(src.unknown_fields.as_bytes()); }
         if let Some(v) = src.tensor_value.take() { <TensorProto as Msg>::merge(ctx, dst.mutable_tensor_value(), ops::Unbox::unbox(v)); }
         if let Some(v) = src.sparse_tensor_value.take() { <SparseTensorProto as Msg>::merge(ctx, dst.mutable_sparse_tensor_value(), ops::Unbox::unbox(v)); }
         if let Some(v) = src.sequence_value.take() { onnx_light::wire::guard_stack(|| <SequenceProto as Msg>::merge(ctx, dst.mutable_sequence_value(), ops::Unbox::unbox(v))); }

@@ -253,7 +253,7 @@ pub unsafe extern "C" fn onnxl_attribute_proto_byte_size(m: *const OnnxlAttribut
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_attribute_proto_has_unknown_fields(m: *const OnnxlAttributeProto) -> bool {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { read(m, false, |m| Ok(!m.unknown_fields.is_empty())) }
+    unsafe { read(m, false, |m| Ok(!m.rare.unknown_fields.is_empty())) }
 }
 
 /// The raw wire bytes (tags included) of the fields the schema does not know, in the order they were read.
@@ -1491,7 +1491,7 @@ pub unsafe extern "C" fn onnxl_value_info_proto_byte_size(m: *const OnnxlValueIn
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_value_info_proto_has_unknown_fields(m: *const OnnxlValueInfoProto) -> bool {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { read(m, false, |m| Ok(!m.unknown_fields.is_empty())) }
+    unsafe { read(m, false, |m| Ok(!m.rare.unknown_fields.is_empty())) }
 }
 
 /// The raw wire bytes (tags included) of the fields the schema does not know, in the order they were read.
@@ -1841,7 +1841,7 @@ pub unsafe extern "C" fn onnxl_node_proto_byte_size(m: *const OnnxlNodeProto) ->
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_node_proto_has_unknown_fields(m: *const OnnxlNodeProto) -> bool {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { read(m, false, |m| Ok(!m.unknown_fields.is_empty())) }
+    unsafe { read(m, false, |m| Ok(!m.rare.unknown_fields.is_empty())) }
 }
 
 /// The raw wire bytes (tags included) of the fields the schema does not know, in the order they were read.
@@ -6939,7 +6939,7 @@ pub unsafe extern "C" fn onnxl_tensor_proto_byte_size(m: *const OnnxlTensorProto
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_tensor_proto_has_unknown_fields(m: *const OnnxlTensorProto) -> bool {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { read(m, false, |m| Ok(!m.unknown_fields.is_empty())) }
+    unsafe { read(m, false, |m| Ok(!m.rare.unknown_fields.is_empty())) }
 }
 
 /// The raw wire bytes (tags included) of the fields the schema does not know, in the order they were read.
@@ -9035,7 +9035,7 @@ pub unsafe extern "C" fn onnxl_tensor_shape_proto_dimension_byte_size(m: *const 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_tensor_shape_proto_dimension_has_unknown_fields(m: *const OnnxlTensorShapeProtoDimension) -> bool {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { read(m, false, |m| Ok(!m.unknown_fields.is_empty())) }
+    unsafe { read(m, false, |m| Ok(!m.rare.unknown_fields.is_empty())) }
 }
 
 /// The raw wire bytes (tags included) of the fields the schema does not know, in the order they were read.
@@ -9323,7 +9323,7 @@ pub unsafe extern "C" fn onnxl_type_proto_byte_size(m: *const OnnxlTypeProto) ->
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_type_proto_has_unknown_fields(m: *const OnnxlTypeProto) -> bool {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { read(m, false, |m| Ok(!m.unknown_fields.is_empty())) }
+    unsafe { read(m, false, |m| Ok(!m.rare.unknown_fields.is_empty())) }
 }
 
 /// The raw wire bytes (tags included) of the fields the schema does not know, in the order they were read.

@@ -23,8 +23,6 @@ pub struct AttributeProto {
     pub ints: InlineVec<i64, 4>,
     /// The fields few models set (`AttributeProtoRare`), in a box allocated on first write.
     pub rare: Rare<AttributeProtoRare>,
-    /// Fields not in the schema, as read (written back after the known ones).
-    pub unknown_fields: UnknownFields,
 }
 
 impl AttributeProto {
@@ -38,7 +36,6 @@ impl AttributeProto {
             t: None,
             ints: InlineVec::new(),
             rare: Rare::new(),
-            unknown_fields: UnknownFields::new(),
         }
     }
 }
@@ -70,6 +67,9 @@ pub struct AttributeProtoRare {
     pub sparse_tensors: RepeatedField<SparseTensorProto>,
     /// `repeated TypeProto type_protos = 15;`
     pub type_protos: RepeatedField<TypeProto>,
+    /// Fields not in the schema, as read (written back after the known ones); read and write them
+    /// through `Message::unknown_fields` / `Message::unknown_fields_mut`.
+    pub unknown_fields: UnknownFields,
 }
 
 impl AttributeProtoRare {
@@ -88,6 +88,7 @@ impl AttributeProtoRare {
             graphs: RepeatedField::new(),
             sparse_tensors: RepeatedField::new(),
             type_protos: RepeatedField::new(),
+            unknown_fields: UnknownFields::new(),
         }
     }
 }
@@ -117,7 +118,6 @@ impl Clone for AttributeProto {
             t: self.t.clone(),
             ints: self.ints.clone(),
             rare: self.rare.clone(),
-            unknown_fields: self.unknown_fields.clone(),
         };
         if self.has_nested_cycle() {
             crate::wire::guard_stack(clone)
@@ -137,7 +137,6 @@ impl PartialEq for AttributeProto {
                 && self.t == other.t
                 && self.ints == other.ints
                 && self.rare == other.rare
-                && self.unknown_fields == other.unknown_fields
         })
     }
 }
@@ -153,7 +152,6 @@ impl std::fmt::Debug for AttributeProto {
                 .field("t", &self.t)
                 .field("ints", &self.ints)
                 .field("rare", &self.rare)
-                .field("unknown_fields", &self.unknown_fields)
                 .finish()
         })
     }
@@ -195,7 +193,8 @@ impl Message for AttributeProto {
                     if matches!(v as i32, 0 | 1 | 2 | 3 | 4 | 5 | 11 | 13 | 6 | 7 | 8 | 9 | 10 | 12 | 14) {
                         self.r#type = Some(v as i32);
                     } else {
-                        r.push_unknown_enum(&mut self.unknown_fields, 20, v).map_err(|e| e.at("type", None))?;
+                        r.alloc_rare(&mut self.rare)?;
+                        r.push_unknown_enum(&mut self.rare.unknown_fields, 20, v).map_err(|e| e.at("type", None))?;
                     }
                 }
                 21 => self.f = Some(f32::from_bits(r.read_fixed32().map_err(|e| e.at("f", None))?)),
@@ -276,15 +275,18 @@ impl Message for AttributeProto {
                     r.read_message(m).map_err(|e| e.at("type_protos", Some(i)))?;
                 }
                 }
-                _ => r.skip_unknown(tag, &mut self.unknown_fields)?,
+                _ => {
+                    r.alloc_rare(&mut self.rare)?;
+                    r.skip_unknown(tag, &mut self.rare.unknown_fields)?
+                }
             }
         }
         Ok(())
     }
 
     fn compute_size(&self, sizes: &mut SizeTable) -> u64 {
-        let mut n: u64 = self.unknown_fields.len() as u64;
         let rare = &*self.rare;
+        let mut n: u64 = rare.unknown_fields.len() as u64;
         if let Some(v) = &self.name {
             n += 1 + len_delimited_size(v.len() as u64);
         }
@@ -423,15 +425,15 @@ impl Message for AttributeProto {
             put_varint(s, c.next_size());
             m.encode_to(s, c);
         }
-        s.put(self.unknown_fields.as_bytes());
+        s.put(rare.unknown_fields.as_bytes());
     }
 
     fn unknown_fields(&self) -> &UnknownFields {
-        &self.unknown_fields
+        &self.rare.unknown_fields
     }
 
     fn unknown_fields_mut(&mut self) -> &mut UnknownFields {
-        &mut self.unknown_fields
+        &mut self.rare.unknown_fields
     }
 
     fn take_recycled(r: &Reader<'_>) -> Option<Box<Self>> {
@@ -833,7 +835,6 @@ impl Recycle for AttributeProto {
             rare.sparse_tensors.recycle_elements(|e| e.recycle(rec, strings));
         }
         self.rare.clear();
-        self.unknown_fields.clear();
     }
 }
 
@@ -846,8 +847,6 @@ pub struct ValueInfoProto {
     pub r#type: Option<Box<TypeProto>>,
     /// The fields few models set (`ValueInfoProtoRare`), in a box allocated on first write.
     pub rare: Rare<ValueInfoProtoRare>,
-    /// Fields not in the schema, as read (written back after the known ones).
-    pub unknown_fields: UnknownFields,
 }
 
 impl ValueInfoProto {
@@ -857,7 +856,6 @@ impl ValueInfoProto {
             name: None,
             r#type: None,
             rare: Rare::new(),
-            unknown_fields: UnknownFields::new(),
         }
     }
 }
@@ -869,6 +867,9 @@ pub struct ValueInfoProtoRare {
     pub doc_string: Option<ProtoString>,
     /// `repeated StringStringEntryProto metadata_props = 4;`
     pub metadata_props: RepeatedField<StringStringEntryProto>,
+    /// Fields not in the schema, as read (written back after the known ones); read and write them
+    /// through `Message::unknown_fields` / `Message::unknown_fields_mut`.
+    pub unknown_fields: UnknownFields,
 }
 
 impl ValueInfoProtoRare {
@@ -877,6 +878,7 @@ impl ValueInfoProtoRare {
         Self {
             doc_string: None,
             metadata_props: RepeatedField::new(),
+            unknown_fields: UnknownFields::new(),
         }
     }
 }
@@ -908,15 +910,18 @@ impl Message for ValueInfoProto {
                     r.read_message(m).map_err(|e| e.at("metadata_props", Some(i)))?;
                 }
                 }
-                _ => r.skip_unknown(tag, &mut self.unknown_fields)?,
+                _ => {
+                    r.alloc_rare(&mut self.rare)?;
+                    r.skip_unknown(tag, &mut self.rare.unknown_fields)?
+                }
             }
         }
         Ok(())
     }
 
     fn compute_size(&self, sizes: &mut SizeTable) -> u64 {
-        let mut n: u64 = self.unknown_fields.len() as u64;
         let rare = &*self.rare;
+        let mut n: u64 = rare.unknown_fields.len() as u64;
         if let Some(v) = &self.name {
             n += 1 + len_delimited_size(v.len() as u64);
         }
@@ -954,15 +959,15 @@ impl Message for ValueInfoProto {
             put_varint(s, c.next_size());
             m.encode_to(s, c);
         }
-        s.put(self.unknown_fields.as_bytes());
+        s.put(rare.unknown_fields.as_bytes());
     }
 
     fn unknown_fields(&self) -> &UnknownFields {
-        &self.unknown_fields
+        &self.rare.unknown_fields
     }
 
     fn unknown_fields_mut(&mut self) -> &mut UnknownFields {
-        &mut self.unknown_fields
+        &mut self.rare.unknown_fields
     }
 
     fn take_recycled(r: &Reader<'_>) -> Option<Box<Self>> {
@@ -1073,7 +1078,6 @@ impl Recycle for ValueInfoProto {
             rare.metadata_props.recycle_elements(|e| e.recycle(rec, strings));
         }
         self.rare.clear();
-        self.unknown_fields.clear();
     }
 }
 
@@ -1096,8 +1100,6 @@ pub struct NodeProto {
     pub doc_string: Option<ProtoString>,
     /// The fields few models set (`NodeProtoRare`), in a box allocated on first write.
     pub rare: Rare<NodeProtoRare>,
-    /// Fields not in the schema, as read (written back after the known ones).
-    pub unknown_fields: UnknownFields,
 }
 
 impl NodeProto {
@@ -1112,7 +1114,6 @@ impl NodeProto {
             attribute: RepeatedField::new(),
             doc_string: None,
             rare: Rare::new(),
-            unknown_fields: UnknownFields::new(),
         }
     }
 }
@@ -1126,6 +1127,9 @@ pub struct NodeProtoRare {
     pub metadata_props: RepeatedField<StringStringEntryProto>,
     /// `repeated NodeDeviceConfigurationProto device_configurations = 10;`
     pub device_configurations: RepeatedField<NodeDeviceConfigurationProto>,
+    /// Fields not in the schema, as read (written back after the known ones); read and write them
+    /// through `Message::unknown_fields` / `Message::unknown_fields_mut`.
+    pub unknown_fields: UnknownFields,
 }
 
 impl NodeProtoRare {
@@ -1135,6 +1139,7 @@ impl NodeProtoRare {
             overload: None,
             metadata_props: RepeatedField::new(),
             device_configurations: RepeatedField::new(),
+            unknown_fields: UnknownFields::new(),
         }
     }
 }
@@ -1189,15 +1194,18 @@ impl Message for NodeProto {
                     r.read_message(m).map_err(|e| e.at("device_configurations", Some(i)))?;
                 }
                 }
-                _ => r.skip_unknown(tag, &mut self.unknown_fields)?,
+                _ => {
+                    r.alloc_rare(&mut self.rare)?;
+                    r.skip_unknown(tag, &mut self.rare.unknown_fields)?
+                }
             }
         }
         Ok(())
     }
 
     fn compute_size(&self, sizes: &mut SizeTable) -> u64 {
-        let mut n: u64 = self.unknown_fields.len() as u64;
         let rare = &*self.rare;
+        let mut n: u64 = rare.unknown_fields.len() as u64;
         n += self.input.iter().map(|v| 1 + len_delimited_size(v.len() as u64)).sum::<u64>();
         n += self.output.iter().map(|v| 1 + len_delimited_size(v.len() as u64)).sum::<u64>();
         if let Some(v) = &self.name {
@@ -1279,15 +1287,15 @@ impl Message for NodeProto {
             put_varint(s, c.next_size());
             m.encode_to(s, c);
         }
-        s.put(self.unknown_fields.as_bytes());
+        s.put(rare.unknown_fields.as_bytes());
     }
 
     fn unknown_fields(&self) -> &UnknownFields {
-        &self.unknown_fields
+        &self.rare.unknown_fields
     }
 
     fn unknown_fields_mut(&mut self) -> &mut UnknownFields {
-        &mut self.unknown_fields
+        &mut self.rare.unknown_fields
     }
 
     fn take_recycled(r: &Reader<'_>) -> Option<Box<Self>> {
@@ -1497,7 +1505,6 @@ impl Recycle for NodeProto {
             rare.device_configurations.recycle_elements(|e| e.recycle(rec, strings));
         }
         self.rare.clear();
-        self.unknown_fields.clear();
     }
 }
 
@@ -1508,7 +1515,8 @@ pub struct IntIntListEntryProto {
     pub key: Option<i64>,
     /// `repeated int64 value = 2;`
     pub value: InlineVec<i64, 1>,
-    /// Fields not in the schema, as read (written back after the known ones).
+    /// Fields not in the schema, as read (written back after the known ones); read and write them
+    /// through `Message::unknown_fields` / `Message::unknown_fields_mut`.
     pub unknown_fields: UnknownFields,
 }
 
@@ -1627,7 +1635,8 @@ pub struct NodeDeviceConfigurationProto {
     pub sharding_spec: RepeatedField<ShardingSpecProto>,
     /// `optional int32 pipeline_stage = 3;`
     pub pipeline_stage: Option<i32>,
-    /// Fields not in the schema, as read (written back after the known ones).
+    /// Fields not in the schema, as read (written back after the known ones); read and write them
+    /// through `Message::unknown_fields` / `Message::unknown_fields_mut`.
     pub unknown_fields: UnknownFields,
 }
 
@@ -1786,7 +1795,8 @@ pub struct ShardingSpecProto {
     pub index_to_device_group_map: RepeatedField<IntIntListEntryProto>,
     /// `repeated ShardedDimProto sharded_dim = 4;`
     pub sharded_dim: RepeatedField<ShardedDimProto>,
-    /// Fields not in the schema, as read (written back after the known ones).
+    /// Fields not in the schema, as read (written back after the known ones); read and write them
+    /// through `Message::unknown_fields` / `Message::unknown_fields_mut`.
     pub unknown_fields: UnknownFields,
 }
 
@@ -1967,7 +1977,8 @@ pub struct ShardedDimProto {
     pub axis: Option<i64>,
     /// `repeated SimpleShardedDimProto simple_sharding = 2;`
     pub simple_sharding: RepeatedField<SimpleShardedDimProto>,
-    /// Fields not in the schema, as read (written back after the known ones).
+    /// Fields not in the schema, as read (written back after the known ones); read and write them
+    /// through `Message::unknown_fields` / `Message::unknown_fields_mut`.
     pub unknown_fields: UnknownFields,
 }
 
@@ -2092,7 +2103,8 @@ pub struct SimpleShardedDimProto {
     pub dim: Option<SimpleShardedDimProtoDim>,
     /// `optional int64 num_shards = 3;`
     pub num_shards: Option<i64>,
-    /// Fields not in the schema, as read (written back after the known ones).
+    /// Fields not in the schema, as read (written back after the known ones); read and write them
+    /// through `Message::unknown_fields` / `Message::unknown_fields_mut`.
     pub unknown_fields: UnknownFields,
 }
 
@@ -2272,7 +2284,8 @@ pub struct TrainingInfoProto {
     pub initialization_binding: RepeatedField<StringStringEntryProto>,
     /// `repeated StringStringEntryProto update_binding = 4;`
     pub update_binding: RepeatedField<StringStringEntryProto>,
-    /// Fields not in the schema, as read (written back after the known ones).
+    /// Fields not in the schema, as read (written back after the known ones); read and write them
+    /// through `Message::unknown_fields` / `Message::unknown_fields_mut`.
     pub unknown_fields: UnknownFields,
 }
 
@@ -2499,7 +2512,8 @@ pub struct ModelProto {
     pub functions: RepeatedField<FunctionProto>,
     /// `repeated DeviceConfigurationProto configuration = 26;`
     pub configuration: RepeatedField<DeviceConfigurationProto>,
-    /// Fields not in the schema, as read (written back after the known ones).
+    /// Fields not in the schema, as read (written back after the known ones); read and write them
+    /// through `Message::unknown_fields` / `Message::unknown_fields_mut`.
     pub unknown_fields: UnknownFields,
 }
 
@@ -2926,7 +2940,8 @@ pub struct DeviceConfigurationProto {
     pub num_devices: Option<i32>,
     /// `repeated string device = 3;`
     pub device: InlineVec<ProtoString>,
-    /// Fields not in the schema, as read (written back after the known ones).
+    /// Fields not in the schema, as read (written back after the known ones); read and write them
+    /// through `Message::unknown_fields` / `Message::unknown_fields_mut`.
     pub unknown_fields: UnknownFields,
 }
 
@@ -3076,7 +3091,8 @@ pub struct StringStringEntryProto {
     pub key: Option<ProtoString>,
     /// `optional string value = 2;`
     pub value: Option<ProtoString>,
-    /// Fields not in the schema, as read (written back after the known ones).
+    /// Fields not in the schema, as read (written back after the known ones); read and write them
+    /// through `Message::unknown_fields` / `Message::unknown_fields_mut`.
     pub unknown_fields: UnknownFields,
 }
 
@@ -3203,7 +3219,8 @@ pub struct TensorAnnotation {
     pub tensor_name: Option<ProtoString>,
     /// `repeated StringStringEntryProto quant_parameter_tensor_names = 2;`
     pub quant_parameter_tensor_names: RepeatedField<StringStringEntryProto>,
-    /// Fields not in the schema, as read (written back after the known ones).
+    /// Fields not in the schema, as read (written back after the known ones); read and write them
+    /// through `Message::unknown_fields` / `Message::unknown_fields_mut`.
     pub unknown_fields: UnknownFields,
 }
 
@@ -3348,7 +3365,8 @@ pub struct GraphProto {
     pub quantization_annotation: RepeatedField<TensorAnnotation>,
     /// `repeated StringStringEntryProto metadata_props = 16;`
     pub metadata_props: RepeatedField<StringStringEntryProto>,
-    /// Fields not in the schema, as read (written back after the known ones).
+    /// Fields not in the schema, as read (written back after the known ones); read and write them
+    /// through `Message::unknown_fields` / `Message::unknown_fields_mut`.
     pub unknown_fields: UnknownFields,
 }
 
@@ -3728,8 +3746,6 @@ pub struct TensorProto {
     pub data_location: Option<i32>,
     /// The fields few models set (`TensorProtoRare`), in a box allocated on first write.
     pub rare: Rare<TensorProtoRare>,
-    /// Fields not in the schema, as read (written back after the known ones).
-    pub unknown_fields: UnknownFields,
 }
 
 impl TensorProto {
@@ -3746,7 +3762,6 @@ impl TensorProto {
             external_data: RepeatedField::new(),
             data_location: None,
             rare: Rare::new(),
-            unknown_fields: UnknownFields::new(),
         }
     }
 }
@@ -3766,6 +3781,9 @@ pub struct TensorProtoRare {
     pub uint64_data: InlineVec<u64, 1>,
     /// `repeated StringStringEntryProto metadata_props = 16;`
     pub metadata_props: RepeatedField<StringStringEntryProto>,
+    /// Fields not in the schema, as read (written back after the known ones); read and write them
+    /// through `Message::unknown_fields` / `Message::unknown_fields_mut`.
+    pub unknown_fields: UnknownFields,
 }
 
 impl TensorProtoRare {
@@ -3778,6 +3796,7 @@ impl TensorProtoRare {
             double_data: InlineVec::new(),
             uint64_data: InlineVec::new(),
             metadata_props: RepeatedField::new(),
+            unknown_fields: UnknownFields::new(),
         }
     }
 }
@@ -3847,7 +3866,8 @@ impl Message for TensorProto {
                     if matches!(v as i32, 0 | 1) {
                         self.data_location = Some(v as i32);
                     } else {
-                        r.push_unknown_enum(&mut self.unknown_fields, 14, v).map_err(|e| e.at("data_location", None))?;
+                        r.alloc_rare(&mut self.rare)?;
+                        r.push_unknown_enum(&mut self.rare.unknown_fields, 14, v).map_err(|e| e.at("data_location", None))?;
                     }
                 }
                 81 => {
@@ -3884,15 +3904,18 @@ impl Message for TensorProto {
                     r.read_message(m).map_err(|e| e.at("metadata_props", Some(i)))?;
                 }
                 }
-                _ => r.skip_unknown(tag, &mut self.unknown_fields)?,
+                _ => {
+                    r.alloc_rare(&mut self.rare)?;
+                    r.skip_unknown(tag, &mut self.rare.unknown_fields)?
+                }
             }
         }
         Ok(())
     }
 
     fn compute_size(&self, sizes: &mut SizeTable) -> u64 {
-        let mut n: u64 = self.unknown_fields.len() as u64;
         let rare = &*self.rare;
+        let mut n: u64 = rare.unknown_fields.len() as u64;
         n += self.dims.iter().map(|&v| 1 + varint_len(v as u64)).sum::<u64>();
         if let Some(v) = self.data_type {
             n += 1 + varint_len(v as i64 as u64);
@@ -4025,15 +4048,15 @@ impl Message for TensorProto {
             put_varint(s, c.next_size());
             m.encode_to(s, c);
         }
-        s.put(self.unknown_fields.as_bytes());
+        s.put(rare.unknown_fields.as_bytes());
     }
 
     fn unknown_fields(&self) -> &UnknownFields {
-        &self.unknown_fields
+        &self.rare.unknown_fields
     }
 
     fn unknown_fields_mut(&mut self) -> &mut UnknownFields {
-        &mut self.unknown_fields
+        &mut self.rare.unknown_fields
     }
 
     fn take_recycled(r: &Reader<'_>) -> Option<Box<Self>> {
@@ -4322,7 +4345,6 @@ impl Recycle for TensorProto {
             rare.metadata_props.recycle_elements(|e| e.recycle(rec, strings));
         }
         self.rare.clear();
-        self.unknown_fields.clear();
     }
 }
 
@@ -4333,7 +4355,8 @@ pub struct TensorProtoSegment {
     pub begin: Option<i64>,
     /// `optional int64 end = 2;`
     pub end: Option<i64>,
-    /// Fields not in the schema, as read (written back after the known ones).
+    /// Fields not in the schema, as read (written back after the known ones); read and write them
+    /// through `Message::unknown_fields` / `Message::unknown_fields_mut`.
     pub unknown_fields: UnknownFields,
 }
 
@@ -4454,7 +4477,8 @@ pub struct SparseTensorProto {
     pub indices: Option<Box<TensorProto>>,
     /// `repeated int64 dims = 3;`
     pub dims: InlineVec<i64, 1>,
-    /// Fields not in the schema, as read (written back after the known ones).
+    /// Fields not in the schema, as read (written back after the known ones); read and write them
+    /// through `Message::unknown_fields` / `Message::unknown_fields_mut`.
     pub unknown_fields: UnknownFields,
 }
 
@@ -4627,7 +4651,8 @@ impl Recycle for SparseTensorProto {
 pub struct TensorShapeProto {
     /// `repeated TensorShapeProto.Dimension dim = 1;`
     pub dim: RepeatedField<TensorShapeProtoDimension>,
-    /// Fields not in the schema, as read (written back after the known ones).
+    /// Fields not in the schema, as read (written back after the known ones); read and write them
+    /// through `Message::unknown_fields` / `Message::unknown_fields_mut`.
     pub unknown_fields: UnknownFields,
 }
 
@@ -4726,8 +4751,6 @@ pub struct TensorShapeProtoDimension {
     pub value: Option<TensorShapeProtoDimensionValue>,
     /// The fields few models set (`TensorShapeProtoDimensionRare`), in a box allocated on first write.
     pub rare: Rare<TensorShapeProtoDimensionRare>,
-    /// Fields not in the schema, as read (written back after the known ones).
-    pub unknown_fields: UnknownFields,
 }
 
 impl TensorShapeProtoDimension {
@@ -4736,7 +4759,6 @@ impl TensorShapeProtoDimension {
         Self {
             value: None,
             rare: Rare::new(),
-            unknown_fields: UnknownFields::new(),
         }
     }
 }
@@ -4746,6 +4768,9 @@ impl TensorShapeProtoDimension {
 pub struct TensorShapeProtoDimensionRare {
     /// `optional string denotation = 3;`
     pub denotation: Option<ProtoString>,
+    /// Fields not in the schema, as read (written back after the known ones); read and write them
+    /// through `Message::unknown_fields` / `Message::unknown_fields_mut`.
+    pub unknown_fields: UnknownFields,
 }
 
 impl TensorShapeProtoDimensionRare {
@@ -4753,6 +4778,7 @@ impl TensorShapeProtoDimensionRare {
     pub const fn new() -> Self {
         Self {
             denotation: None,
+            unknown_fields: UnknownFields::new(),
         }
     }
 }
@@ -4794,15 +4820,18 @@ impl Message for TensorShapeProtoDimension {
                     r.alloc_rare(&mut self.rare)?;
                     r.read_string_into(&mut self.rare.denotation).map_err(|e| e.at("denotation", None))?
                 }
-                _ => r.skip_unknown(tag, &mut self.unknown_fields)?,
+                _ => {
+                    r.alloc_rare(&mut self.rare)?;
+                    r.skip_unknown(tag, &mut self.rare.unknown_fields)?
+                }
             }
         }
         Ok(())
     }
 
     fn compute_size(&self, sizes: &mut SizeTable) -> u64 {
-        let mut n: u64 = self.unknown_fields.len() as u64;
         let rare = &*self.rare;
+        let mut n: u64 = rare.unknown_fields.len() as u64;
         if let Some(TensorShapeProtoDimensionValue::DimValue(v)) = &self.value {
             n += 1 + varint_len(*v as u64);
         }
@@ -4831,15 +4860,15 @@ impl Message for TensorShapeProtoDimension {
             put_varint(s, v.len() as u64);
             s.put(v);
         }
-        s.put(self.unknown_fields.as_bytes());
+        s.put(rare.unknown_fields.as_bytes());
     }
 
     fn unknown_fields(&self) -> &UnknownFields {
-        &self.unknown_fields
+        &self.rare.unknown_fields
     }
 
     fn unknown_fields_mut(&mut self) -> &mut UnknownFields {
-        &mut self.unknown_fields
+        &mut self.rare.unknown_fields
     }
 
     fn take_recycled(r: &Reader<'_>) -> Option<Box<Self>> {
@@ -4928,7 +4957,6 @@ impl Recycle for TensorShapeProtoDimension {
             }
         }
         self.rare.clear();
-        self.unknown_fields.clear();
     }
 }
 
@@ -4939,8 +4967,6 @@ pub struct TypeProto {
     pub value: Option<TypeProtoValue>,
     /// The fields few models set (`TypeProtoRare`), in a box allocated on first write.
     pub rare: Rare<TypeProtoRare>,
-    /// Fields not in the schema, as read (written back after the known ones).
-    pub unknown_fields: UnknownFields,
 }
 
 impl TypeProto {
@@ -4949,7 +4975,6 @@ impl TypeProto {
         Self {
             value: None,
             rare: Rare::new(),
-            unknown_fields: UnknownFields::new(),
         }
     }
 }
@@ -4959,6 +4984,9 @@ impl TypeProto {
 pub struct TypeProtoRare {
     /// `optional string denotation = 6;`
     pub denotation: Option<ProtoString>,
+    /// Fields not in the schema, as read (written back after the known ones); read and write them
+    /// through `Message::unknown_fields` / `Message::unknown_fields_mut`.
+    pub unknown_fields: UnknownFields,
 }
 
 impl TypeProtoRare {
@@ -4966,6 +4994,7 @@ impl TypeProtoRare {
     pub const fn new() -> Self {
         Self {
             denotation: None,
+            unknown_fields: UnknownFields::new(),
         }
     }
 }
@@ -5053,15 +5082,18 @@ impl Message for TypeProto {
                     r.alloc_rare(&mut self.rare)?;
                     r.read_string_into(&mut self.rare.denotation).map_err(|e| e.at("denotation", None))?
                 }
-                _ => r.skip_unknown(tag, &mut self.unknown_fields)?,
+                _ => {
+                    r.alloc_rare(&mut self.rare)?;
+                    r.skip_unknown(tag, &mut self.rare.unknown_fields)?
+                }
             }
         }
         Ok(())
     }
 
     fn compute_size(&self, sizes: &mut SizeTable) -> u64 {
-        let mut n: u64 = self.unknown_fields.len() as u64;
         let rare = &*self.rare;
+        let mut n: u64 = rare.unknown_fields.len() as u64;
         if let Some(TypeProtoValue::TensorType(m)) = &self.value {
             n += 1 + len_delimited_size(sizes.nested::<TypeProtoTensor>(m));
         }
@@ -5123,15 +5155,15 @@ impl Message for TypeProto {
             put_varint(s, c.next_size());
             v.encode_to(s, c);
         }
-        s.put(self.unknown_fields.as_bytes());
+        s.put(rare.unknown_fields.as_bytes());
     }
 
     fn unknown_fields(&self) -> &UnknownFields {
-        &self.unknown_fields
+        &self.rare.unknown_fields
     }
 
     fn unknown_fields_mut(&mut self) -> &mut UnknownFields {
-        &mut self.unknown_fields
+        &mut self.rare.unknown_fields
     }
 
     fn take_recycled(r: &Reader<'_>) -> Option<Box<Self>> {
@@ -5368,7 +5400,6 @@ impl Recycle for TypeProto {
             }
         }
         self.rare.clear();
-        self.unknown_fields.clear();
     }
 }
 
@@ -5379,7 +5410,8 @@ pub struct TypeProtoTensor {
     pub elem_type: Option<i32>,
     /// `optional TensorShapeProto shape = 2;`
     pub shape: Option<Box<TensorShapeProto>>,
-    /// Fields not in the schema, as read (written back after the known ones).
+    /// Fields not in the schema, as read (written back after the known ones); read and write them
+    /// through `Message::unknown_fields` / `Message::unknown_fields_mut`.
     pub unknown_fields: UnknownFields,
 }
 
@@ -5512,7 +5544,8 @@ impl Recycle for TypeProtoTensor {
 pub struct TypeProtoSequence {
     /// `optional TypeProto elem_type = 1;`
     pub elem_type: Option<Box<TypeProto>>,
-    /// Fields not in the schema, as read (written back after the known ones).
+    /// Fields not in the schema, as read (written back after the known ones); read and write them
+    /// through `Message::unknown_fields` / `Message::unknown_fields_mut`.
     pub unknown_fields: UnknownFields,
 }
 
@@ -5674,7 +5707,8 @@ pub struct TypeProtoMap {
     pub key_type: Option<i32>,
     /// `optional TypeProto value_type = 2;`
     pub value_type: Option<Box<TypeProto>>,
-    /// Fields not in the schema, as read (written back after the known ones).
+    /// Fields not in the schema, as read (written back after the known ones); read and write them
+    /// through `Message::unknown_fields` / `Message::unknown_fields_mut`.
     pub unknown_fields: UnknownFields,
 }
 
@@ -5863,7 +5897,8 @@ impl Recycle for TypeProtoMap {
 pub struct TypeProtoOptional {
     /// `optional TypeProto elem_type = 1;`
     pub elem_type: Option<Box<TypeProto>>,
-    /// Fields not in the schema, as read (written back after the known ones).
+    /// Fields not in the schema, as read (written back after the known ones); read and write them
+    /// through `Message::unknown_fields` / `Message::unknown_fields_mut`.
     pub unknown_fields: UnknownFields,
 }
 
@@ -6025,7 +6060,8 @@ pub struct TypeProtoSparseTensor {
     pub elem_type: Option<i32>,
     /// `optional TensorShapeProto shape = 2;`
     pub shape: Option<Box<TensorShapeProto>>,
-    /// Fields not in the schema, as read (written back after the known ones).
+    /// Fields not in the schema, as read (written back after the known ones); read and write them
+    /// through `Message::unknown_fields` / `Message::unknown_fields_mut`.
     pub unknown_fields: UnknownFields,
 }
 
@@ -6160,7 +6196,8 @@ pub struct TypeProtoOpaque {
     pub domain: Option<ProtoString>,
     /// `optional string name = 2;`
     pub name: Option<ProtoString>,
-    /// Fields not in the schema, as read (written back after the known ones).
+    /// Fields not in the schema, as read (written back after the known ones); read and write them
+    /// through `Message::unknown_fields` / `Message::unknown_fields_mut`.
     pub unknown_fields: UnknownFields,
 }
 
@@ -6287,7 +6324,8 @@ pub struct OperatorSetIdProto {
     pub domain: Option<ProtoString>,
     /// `optional int64 version = 2;`
     pub version: Option<i64>,
-    /// Fields not in the schema, as read (written back after the known ones).
+    /// Fields not in the schema, as read (written back after the known ones); read and write them
+    /// through `Message::unknown_fields` / `Message::unknown_fields_mut`.
     pub unknown_fields: UnknownFields,
 }
 
@@ -6430,7 +6468,8 @@ pub struct FunctionProto {
     pub value_info: RepeatedField<ValueInfoProto>,
     /// `repeated StringStringEntryProto metadata_props = 14;`
     pub metadata_props: RepeatedField<StringStringEntryProto>,
-    /// Fields not in the schema, as read (written back after the known ones).
+    /// Fields not in the schema, as read (written back after the known ones); read and write them
+    /// through `Message::unknown_fields` / `Message::unknown_fields_mut`.
     pub unknown_fields: UnknownFields,
 }
 
@@ -6856,7 +6895,8 @@ pub struct SequenceProto {
     pub map_values: RepeatedField<MapProto>,
     /// `repeated OptionalProto optional_values = 7;`
     pub optional_values: RepeatedField<OptionalProto>,
-    /// Fields not in the schema, as read (written back after the known ones).
+    /// Fields not in the schema, as read (written back after the known ones); read and write them
+    /// through `Message::unknown_fields` / `Message::unknown_fields_mut`.
     pub unknown_fields: UnknownFields,
 }
 
@@ -7204,7 +7244,8 @@ pub struct MapProto {
     pub string_keys: InlineVec<ProtoString>,
     /// `optional SequenceProto values = 5;`
     pub values: Option<Box<SequenceProto>>,
-    /// Fields not in the schema, as read (written back after the known ones).
+    /// Fields not in the schema, as read (written back after the known ones); read and write them
+    /// through `Message::unknown_fields` / `Message::unknown_fields_mut`.
     pub unknown_fields: UnknownFields,
 }
 
@@ -7499,7 +7540,8 @@ pub struct OptionalProto {
     pub map_value: Option<Box<MapProto>>,
     /// `optional OptionalProto optional_value = 7;`
     pub optional_value: Option<Box<OptionalProto>>,
-    /// Fields not in the schema, as read (written back after the known ones).
+    /// Fields not in the schema, as read (written back after the known ones); read and write them
+    /// through `Message::unknown_fields` / `Message::unknown_fields_mut`.
     pub unknown_fields: UnknownFields,
 }
 
@@ -8275,8 +8317,7 @@ impl AttributeProto {
             i: self.i.clone(),
             t,
             ints: self.ints.clone(),
-            rare: self.rare.map_allocated(move |r| AttributeProtoRare { ref_attr_name: r.ref_attr_name.clone(), doc_string: r.doc_string.clone(), s: r.s.clone(), g, sparse_tensor, tp: r.tp.clone(), floats: r.floats.clone(), strings: r.strings.clone(), tensors, graphs, sparse_tensors, type_protos: r.type_protos.clone() }),
-            unknown_fields: self.unknown_fields.clone(),
+            rare: self.rare.map_allocated(move |r| AttributeProtoRare { ref_attr_name: r.ref_attr_name.clone(), doc_string: r.doc_string.clone(), s: r.s.clone(), g, sparse_tensor, tp: r.tp.clone(), floats: r.floats.clone(), strings: r.strings.clone(), tensors, graphs, sparse_tensors, type_protos: r.type_protos.clone(), unknown_fields: r.unknown_fields.clone() }),
         }
     }
 }
@@ -8294,8 +8335,7 @@ impl NodeProto {
             domain: self.domain.clone(),
             attribute,
             doc_string: self.doc_string.clone(),
-            rare: self.rare.map_allocated(move |r| NodeProtoRare { overload: r.overload.clone(), metadata_props: r.metadata_props.clone(), device_configurations: r.device_configurations.clone() }),
-            unknown_fields: self.unknown_fields.clone(),
+            rare: self.rare.map_allocated(move |r| NodeProtoRare { overload: r.overload.clone(), metadata_props: r.metadata_props.clone(), device_configurations: r.device_configurations.clone(), unknown_fields: r.unknown_fields.clone() }),
         }
     }
 }

@@ -19,7 +19,6 @@ impl TensorProto {
             external_data,
             data_location,
             rare,
-            unknown_fields,
         } = self;
         TensorProto {
             dims: dims.clone(),
@@ -31,9 +30,8 @@ impl TensorProto {
             raw_data: None,
             external_data: external_data.clone(),
             data_location: *data_location,
-            // The rare fields hold no payload.
+            // The rare fields (unknown fields included) hold no payload.
             rare: rare.clone(),
-            unknown_fields: unknown_fields.clone(),
         }
     }
 
