@@ -21,7 +21,7 @@ source scripts/lib/library-sizes.sh
 # plus ~3%, so that growth beyond that fails here and must be looked at. The targets are
 # 3 000 000 (full: met) and 1 500 000 (minimal: not met yet).
 FULL_BUDGET=2750000
-MINIMAL_BUDGET=1891000
+MINIMAL_BUDGET=1805000
 
 cargo clippy --release -p onnx_light --lib --no-default-features -- -D warnings
 

@@ -522,8 +522,10 @@ impl<'a> Reader<'a> {
     }
 
     /// Reads a `string` / `bytes` field (charged to the metadata budget). Inlined into every
-    /// field's decoder, so that a short string is built in its destination, not moved there.
-    #[inline(always)]
+    /// field's decoder, so that a short string is built in its destination, not moved there
+    /// (left to the optimizer in size-optimized builds, `cfg(onnxl_small)`: see build.rs).
+    #[cfg_attr(not(onnxl_small), inline(always))]
+    #[cfg_attr(onnxl_small, inline)]
     pub fn read_string(&mut self) -> DResult<ProtoString> {
         match self.string_source()? {
             StringSource::Short(window, len) => Ok(ProtoString::inline_from_window(window, len)),
@@ -533,14 +535,16 @@ impl<'a> Reader<'a> {
 
     /// [`Reader::read_string`] into an optional string field, in place (see
     /// [`Reader::read_string_in`]).
-    #[inline(always)]
+    #[cfg_attr(not(onnxl_small), inline(always))]
+    #[cfg_attr(onnxl_small, inline)]
     pub fn read_string_into(&mut self, slot: &mut Option<ProtoString>) -> DResult<()> {
         self.read_string_in(|| slot.get_or_insert_with(ProtoString::new))
     }
 
     /// [`Reader::read_string`] appended to a repeated string field, in place (see
     /// [`Reader::read_string_in`]).
-    #[inline(always)]
+    #[cfg_attr(not(onnxl_small), inline(always))]
+    #[cfg_attr(onnxl_small, inline)]
     pub fn push_string<V: GrowableList<Item = ProtoString>>(
         &mut self,
         list: &mut V,
@@ -551,7 +555,8 @@ impl<'a> Reader<'a> {
     /// [`Reader::read_string`] into the string `slot()` returns (called once, when the value is
     /// read without error). A short string is copied from the input straight into it
     /// (`ProtoString::set_inline_from_window`), never built elsewhere and moved.
-    #[inline(always)]
+    #[cfg_attr(not(onnxl_small), inline(always))]
+    #[cfg_attr(onnxl_small, inline)]
     pub fn read_string_in<'s>(
         &mut self,
         slot: impl FnOnce() -> &'s mut ProtoString,
@@ -568,7 +573,8 @@ impl<'a> Reader<'a> {
 
     /// Reads and charges a string's bytes: a short one as the fixed-size window of the input
     /// that starts with it (the window may run past the string, not past the input).
-    #[inline(always)]
+    #[cfg_attr(not(onnxl_small), inline(always))]
+    #[cfg_attr(onnxl_small, inline)]
     fn string_source(&mut self) -> DResult<StringSource<'a>> {
         let at = self.pos;
         let bytes = self.read_bytes()?;
@@ -855,7 +861,8 @@ impl<'a> Reader<'a> {
     /// Appends an empty element to a repeated message field for the value whose tag was just
     /// read (a new chunk sized by the run of values ahead, see [`Reader::run_length`]), or
     /// `OutOfMemory`.
-    #[inline(always)]
+    #[cfg_attr(not(onnxl_small), inline(always))]
+    #[cfg_attr(onnxl_small, inline)]
     pub fn push_message<'f, M: Default>(
         &self,
         field: &'f mut RepeatedField<M>,
@@ -904,7 +911,8 @@ impl<'a> Reader<'a> {
     /// Runs `f` (the parse of a sub-message of a field that closes a cycle of the schema) on a
     /// new stack segment when the stack runs low (see [`super::stack`]); a segment that cannot
     /// be mapped is `OutOfMemory`.
-    #[inline(always)]
+    #[cfg_attr(not(onnxl_small), inline(always))]
+    #[cfg_attr(onnxl_small, inline)]
     pub fn guarded<R>(&mut self, f: impl FnOnce(&mut Self) -> DResult<R>) -> DResult<R> {
         match super::try_guard_stack(|| f(self)) {
             Ok(r) => r,
@@ -915,7 +923,8 @@ impl<'a> Reader<'a> {
     /// Makes room in `v` for the run of field `tag` values that starts here (see
     /// [`Reader::run_length`]) when `v` is full: exactly the run when `v` is empty, else at least
     /// the run (amortized growth). A refused allocation is `OutOfMemory`.
-    #[inline(always)]
+    #[cfg_attr(not(onnxl_small), inline(always))]
+    #[cfg_attr(onnxl_small, inline)]
     pub fn reserve_run<V: GrowableList>(&self, v: &mut V, tag: u32) -> DResult<()> {
         if v.len() == v.capacity() {
             return self.grow_for_run(v, tag);
@@ -1151,7 +1160,8 @@ macro_rules! growable_list {
             fn push(&mut self, x: $element) {
                 <$list>::push(self, x)
             }
-            #[inline(always)]
+            #[cfg_attr(not(onnxl_small), inline(always))]
+            #[cfg_attr(onnxl_small, inline)]
             fn push_with(&mut self, make: impl FnOnce() -> $element) -> &mut $element {
                 $push_with(self, make)
             }
@@ -1181,7 +1191,8 @@ growable_list! {
 }
 
 /// `InlineVec::push_with` for a `Vec`.
-#[inline(always)]
+#[cfg_attr(not(onnxl_small), inline(always))]
+#[cfg_attr(onnxl_small, inline)]
 fn vec_push_with<T>(v: &mut Vec<T>, make: impl FnOnce() -> T) -> &mut T {
     v.push(make());
     v.last_mut().expect("just pushed")

@@ -253,8 +253,11 @@ fn overflow() -> ! {
     panic!("{}", OVERFLOW)
 }
 
+// `put` and `put_varint` are inlined into every field's encoder, except in size-optimized builds
+// (`cfg(onnxl_small)`: see build.rs).
 impl Sink for SliceWriter<'_> {
-    #[inline(always)]
+    #[cfg_attr(not(onnxl_small), inline(always))]
+    #[cfg_attr(onnxl_small, inline)]
     fn put(&mut self, bytes: &[u8]) {
         if bytes.len() > self.room() {
             self.put_slow(bytes);
@@ -277,7 +280,8 @@ impl Sink for SliceWriter<'_> {
         }
     }
 
-    #[inline(always)]
+    #[cfg_attr(not(onnxl_small), inline(always))]
+    #[cfg_attr(onnxl_small, inline)]
     fn put_varint(&mut self, v: u64) {
         if self.room() < 10 {
             let mut buf = [0u8; 10];
@@ -304,7 +308,8 @@ impl Sink for SliceWriter<'_> {
 ///
 /// # Safety
 /// `dst` is valid for `src.len()` bytes of writes and does not overlap `src`.
-#[inline(always)]
+#[cfg_attr(not(onnxl_small), inline(always))]
+#[cfg_attr(onnxl_small, inline)]
 unsafe fn copy_short(src: &[u8], dst: *mut u8) {
     use std::ptr::{read_unaligned as rd, write_unaligned as wr};
     let n = src.len();
