@@ -1059,6 +1059,22 @@ impl<'a> Reader<'a> {
             .map_err(|_| self.alloc_error(self.pos - start, start))
     }
 
+    /// [`Reader::skip_unknown`] into the unknown fields that a message keeps in its rare box
+    /// (`unknown` projects the box's fields to them), allocating the box first. Out of line: an
+    /// unknown field is rare, and the parse's loop over the known ones stays small.
+    #[cold]
+    #[inline(never)]
+    pub fn skip_unknown_into_rare<T: Default>(
+        &mut self,
+        tag: u32,
+        rare: &mut super::Rare<T>,
+        unknown: fn(&mut T) -> &mut UnknownFields,
+    ) -> DResult<()> {
+        self.alloc_rare(rare)?;
+        let fields = rare.get_mut().expect("allocated above");
+        self.skip_unknown(tag, unknown(fields))
+    }
+
     /// Skips the value of a field whose tag was just read (groups recursively).
     pub fn skip_value(&mut self, tag: u32) -> DResult<()> {
         match tag & 7 {
