@@ -190,7 +190,7 @@ pub const RARE_FIELDS: &[(&str, &[&str])] = &[
     // Exporters write tensors as `raw_data` (or `float_data` / `int64_data` for small
     // constants), with their name, dims and type: of the 4 160 tensors of the onnx wheel's
     // backend test models, none holds `int32_data`, `external_data` or `data_location`. A model
-    // with external data has few tensors, each holding far more than its rare box (184 bytes).
+    // with external data has few tensors, each holding far more than its rare box (152 bytes).
     (
         "TensorProto",
         &[
