@@ -567,7 +567,8 @@ enum OnnxlStatus
    */
   ONNXL_STATUS_UNSUPPORTED = 9,
   /**
-   * A configured limit was exceeded (recursion depth, tensor size, serialized size).
+   * A configured limit was exceeded (recursion depth, tensor size, serialized size), or a
+   * repeated field would hold more than its 2^31 - 1 elements.
    */
   ONNXL_STATUS_LIMIT_EXCEEDED = 10,
   /**

@@ -68,11 +68,11 @@ bool onnxl_cxx_payload_has(const void* f);
 void* onnxl_cxx_strs_add(void* f, const uint8_t* data, size_t len);
 void onnxl_cxx_strs_truncate(void* f, size_t n);
 void onnxl_cxx_strs_delete(void* f, size_t start, size_t n);
-void onnxl_cxx_strs_reserve(void* f, size_t n);
-void onnxl_cxx_scalars32_add(void* f, uint32_t value);
-void onnxl_cxx_scalars64_add(void* f, uint64_t value);
-void onnxl_cxx_scalars32_reserve(void* f, size_t n);
-void onnxl_cxx_scalars64_reserve(void* f, size_t n);
+bool onnxl_cxx_strs_reserve(void* f, size_t n);
+bool onnxl_cxx_scalars32_add(void* f, uint32_t value);
+bool onnxl_cxx_scalars64_add(void* f, uint64_t value);
+bool onnxl_cxx_scalars32_reserve(void* f, size_t n);
+bool onnxl_cxx_scalars64_reserve(void* f, size_t n);
 bool onnxl_cxx_debug_string(const char* message, const uint8_t* data, size_t len, uint32_t style,
                             uint8_t* (*alloc)(void* ctx, size_t size), void* ctx);
 void onnxl_cxx_AttributeProto_init(void* p);
@@ -609,7 +609,7 @@ constexpr uint8_t kOptionalStringNone = 5;
 constexpr std::size_t kStringSize = 32;
 constexpr std::size_t kRepeatedOrderAt = 0;
 constexpr std::size_t kRepeatedLenAt = 8;
-constexpr uint64_t kLayoutFingerprint = 0xace2bf750e6752c7ull;
+constexpr uint64_t kLayoutFingerprint = 0x31e751e324dad814ull;
 }  // namespace detail
 
 /// An error of the library: the C status and the message of onnxl_last_error_message().
@@ -747,15 +747,22 @@ ONNXL_OPTIONAL_SCALAR(uint64_t, 8, kOptionalSome8)
 ONNXL_OPTIONAL_SCALAR(double, 8, kOptionalSome8)
 #undef ONNXL_OPTIONAL_SCALAR
 
-/// Lists (the header of an InlineVec: length, capacity with the spilled bit, then the inline
-/// elements or the heap pointer).
-constexpr std::size_t kSpilled = std::size_t(1) << (sizeof(std::size_t) * 8 - 1);
-inline std::size_t list_len(const void* f) noexcept { return load<std::size_t>(f); }
-inline void list_set_len(void* f, std::size_t n) noexcept { store<std::size_t>(f, n); }
+/// Lists (the header of an InlineVec: a uint32_t length, a uint32_t capacity with the spilled
+/// bit, then at offset 8 the inline elements or the heap pointer). At most 2^31 - 1 elements,
+/// as protobuf's int-counted fields: the functions that add elements fail past it.
+constexpr uint32_t kSpilled = uint32_t(1) << 31;
+inline std::size_t list_len(const void* f) noexcept { return load<uint32_t>(f); }
+inline void list_set_len(void* f, std::size_t n) noexcept { store<uint32_t>(f, static_cast<uint32_t>(n)); }
+inline std::size_t list_capacity(const void* f) noexcept { return load<uint32_t>(at(f, 4)) & ~kSpilled; }
 inline unsigned char* list_data(const void* f) noexcept {
-  std::size_t cap = load<std::size_t>(at(f, sizeof(std::size_t)));
-  const unsigned char* d = at(f, 2 * sizeof(std::size_t));
+  uint32_t cap = load<uint32_t>(at(f, 4));
+  const unsigned char* d = at(f, 8);
   return (cap & kSpilled) ? load<unsigned char*>(d) : const_cast<unsigned char*>(d);
+}
+/// Throws the library's error (ONNXL_STATUS_LIMIT_EXCEEDED past 2^31 - 1 elements,
+/// ONNXL_STATUS_OUT_OF_MEMORY) when a list could not grow.
+inline void check_grown(bool ok) {
+  if (!ok) check_ptr<void>(nullptr);
 }
 
 [[noreturn]] inline void out_of_range(const char* what, long long i, std::size_t size) {
@@ -906,9 +913,7 @@ class RepeatedField {
 
   int size() const noexcept { return static_cast<int>(detail::list_len(this)); }
   bool empty() const noexcept { return size() == 0; }
-  int Capacity() const noexcept {
-    return static_cast<int>(detail::load<std::size_t>(detail::at(this, sizeof(std::size_t))) & ~detail::kSpilled);
-  }
+  int Capacity() const noexcept { return static_cast<int>(detail::list_capacity(this)); }
   const T* data() const noexcept { return reinterpret_cast<const T*>(detail::list_data(this)); }
   T* mutable_data() noexcept { return reinterpret_cast<T*>(detail::list_data(this)); }
   const T& Get(int i) const { return data()[check(i)]; }
@@ -963,7 +968,7 @@ class RepeatedField {
   }
   void MergeFrom(const RepeatedField& o) {
     int n = o.size();
-    Reserve(size() + n);
+    reserve(static_cast<std::size_t>(n));
     for (int i = 0; i < n; ++i) push(o.data()[i]);
   }
 
@@ -987,16 +992,16 @@ class RepeatedField {
   }
   void push(T v) {
     if (sizeof(T) == 4) {
-      onnxl_cxx_scalars32_add(this, detail::load<uint32_t>(&v));
+      detail::check_grown(onnxl_cxx_scalars32_add(this, detail::load<uint32_t>(&v)));
     } else {
-      onnxl_cxx_scalars64_add(this, detail::load<uint64_t>(&v));
+      detail::check_grown(onnxl_cxx_scalars64_add(this, detail::load<uint64_t>(&v)));
     }
   }
   void reserve(std::size_t n) {
     if (sizeof(T) == 4) {
-      onnxl_cxx_scalars32_reserve(this, n);
+      detail::check_grown(onnxl_cxx_scalars32_reserve(this, n));
     } else {
-      onnxl_cxx_scalars64_reserve(this, n);
+      detail::check_grown(onnxl_cxx_scalars64_reserve(this, n));
     }
   }
 };
@@ -1045,7 +1050,7 @@ class RepeatedPtrField<std::string> {
   }
   void Set(int i, const std::string& v) { onnxl_cxx_str_set(slot(check(i)), reinterpret_cast<const uint8_t*>(v.data()), v.size()); }
   void Reserve(int n) {
-    if (n > size()) onnxl_cxx_strs_reserve(this, static_cast<std::size_t>(n - size()));
+    if (n > size()) detail::check_grown(onnxl_cxx_strs_reserve(this, static_cast<std::size_t>(n - size())));
   }
   void RemoveLast() {
     if (empty()) detail::out_of_range("RepeatedPtrField::RemoveLast", 0, 0);
@@ -1071,7 +1076,7 @@ class RepeatedPtrField<std::string> {
   }
   void MergeFrom(const RepeatedPtrField& o) {
     int n = o.size();
-    Reserve(size() + n);
+    detail::check_grown(onnxl_cxx_strs_reserve(this, static_cast<std::size_t>(n)));
     for (int i = 0; i < n; ++i) Add(o.Get(i));
   }
 
@@ -1099,7 +1104,7 @@ class RepeatedPtrField<std::string> {
   }
   void* slot(std::size_t i) const noexcept { return detail::list_data(this) + i * detail::kStringSize; }
   void* push(const char* data, std::size_t len) {
-    return onnxl_cxx_strs_add(this, reinterpret_cast<const uint8_t*>(data), len);
+    return detail::check_ptr(onnxl_cxx_strs_add(this, reinterpret_cast<const uint8_t*>(data), len));
   }
 };
 
@@ -2197,8 +2202,8 @@ class AttributeProto final {
   RepeatedField<int64_t>& ref_ints() { return *mutable_ints(); }
 
   // repeated bytes strings = 9;
-  const RepeatedPtrField<std::string>& strings() const { return *reinterpret_cast<const RepeatedPtrField<std::string>*>(rare_at(208)); }
-  RepeatedPtrField<std::string>* mutable_strings() { return reinterpret_cast<RepeatedPtrField<std::string>*>(rare_at(208)); }
+  const RepeatedPtrField<std::string>& strings() const { return *reinterpret_cast<const RepeatedPtrField<std::string>*>(rare_at(200)); }
+  RepeatedPtrField<std::string>* mutable_strings() { return reinterpret_cast<RepeatedPtrField<std::string>*>(rare_at(200)); }
   int strings_size() const { return strings().size(); }
   const std::string& strings(int i) const { return strings().Get(i); }
   std::string* mutable_strings(int i) { return mutable_strings()->Mutable(i); }
@@ -2208,11 +2213,11 @@ class AttributeProto final {
   void set_strings(int i, const char* v, std::size_t n) { mutable_strings(i)->assign(v, n); }
   void set_strings(int i, const void* v, std::size_t n) { mutable_strings(i)->assign(static_cast<const char*>(v), n); }
   std::string* add_strings() { return mutable_strings()->Add(); }
-  void add_strings(const std::string& v) { onnxl_cxx_strs_add(rare_at(208), reinterpret_cast<const uint8_t*>(v.data()), v.size()); }
-  void add_strings(std::string&& v) { onnxl_cxx_strs_add(rare_at(208), reinterpret_cast<const uint8_t*>(v.data()), v.size()); }
-  void add_strings(const char* v) { onnxl_cxx_strs_add(rare_at(208), reinterpret_cast<const uint8_t*>(v), std::strlen(v)); }
-  void add_strings(const char* v, std::size_t n) { onnxl_cxx_strs_add(rare_at(208), reinterpret_cast<const uint8_t*>(v), n); }
-  void add_strings(const void* v, std::size_t n) { onnxl_cxx_strs_add(rare_at(208), reinterpret_cast<const uint8_t*>(static_cast<const char*>(v)), n); }
+  void add_strings(const std::string& v) { detail::check_ptr(onnxl_cxx_strs_add(rare_at(200), reinterpret_cast<const uint8_t*>(v.data()), v.size())); }
+  void add_strings(std::string&& v) { detail::check_ptr(onnxl_cxx_strs_add(rare_at(200), reinterpret_cast<const uint8_t*>(v.data()), v.size())); }
+  void add_strings(const char* v) { detail::check_ptr(onnxl_cxx_strs_add(rare_at(200), reinterpret_cast<const uint8_t*>(v), std::strlen(v))); }
+  void add_strings(const char* v, std::size_t n) { detail::check_ptr(onnxl_cxx_strs_add(rare_at(200), reinterpret_cast<const uint8_t*>(v), n)); }
+  void add_strings(const void* v, std::size_t n) { detail::check_ptr(onnxl_cxx_strs_add(rare_at(200), reinterpret_cast<const uint8_t*>(static_cast<const char*>(v)), n)); }
   void clear_strings() { mutable_strings()->Clear(); }
   const RepeatedPtrField<std::string>& ref_strings() const { return strings(); }
   RepeatedPtrField<std::string>& ref_strings() { return *mutable_strings(); }
@@ -2262,11 +2267,11 @@ class AttributeProto final {
   RepeatedPtrField<TypeProto>& ref_type_protos() { return *mutable_type_protos(); }
 
  private:
-  const unsigned char* rare_at(std::size_t off) const { const void* r = detail::load<const void*>(detail::at(this, 120)); return detail::at(r ? r : onnxl_cxx_AttributeProto_rare_empty(), off); }
+  const unsigned char* rare_at(std::size_t off) const { const void* r = detail::load<const void*>(detail::at(this, 112)); return detail::at(r ? r : onnxl_cxx_AttributeProto_rare_empty(), off); }
   unsigned char* rare_at(std::size_t off) { return detail::at(onnxl_cxx_AttributeProto_rare_mut(this), off); }
-  alignas(8) unsigned char storage_[128];
+  alignas(8) unsigned char storage_[120];
 };
-static_assert(sizeof(AttributeProto) == 128 && alignof(AttributeProto) == 8, "layout of AttributeProto");
+static_assert(sizeof(AttributeProto) == 120 && alignof(AttributeProto) == 8, "layout of AttributeProto");
 
 /// `onnx.ValueInfoProto`.
 class ValueInfoProto final {
@@ -2436,18 +2441,18 @@ class NodeProto final {
   void set_input(int i, const char* v, std::size_t n) { mutable_input(i)->assign(v, n); }
   void set_input(int i, const void* v, std::size_t n) { mutable_input(i)->assign(static_cast<const char*>(v), n); }
   std::string* add_input() { return mutable_input()->Add(); }
-  void add_input(const std::string& v) { onnxl_cxx_strs_add(detail::at(this, 144), reinterpret_cast<const uint8_t*>(v.data()), v.size()); }
-  void add_input(std::string&& v) { onnxl_cxx_strs_add(detail::at(this, 144), reinterpret_cast<const uint8_t*>(v.data()), v.size()); }
-  void add_input(const char* v) { onnxl_cxx_strs_add(detail::at(this, 144), reinterpret_cast<const uint8_t*>(v), std::strlen(v)); }
-  void add_input(const char* v, std::size_t n) { onnxl_cxx_strs_add(detail::at(this, 144), reinterpret_cast<const uint8_t*>(v), n); }
-  void add_input(const void* v, std::size_t n) { onnxl_cxx_strs_add(detail::at(this, 144), reinterpret_cast<const uint8_t*>(static_cast<const char*>(v)), n); }
+  void add_input(const std::string& v) { detail::check_ptr(onnxl_cxx_strs_add(detail::at(this, 144), reinterpret_cast<const uint8_t*>(v.data()), v.size())); }
+  void add_input(std::string&& v) { detail::check_ptr(onnxl_cxx_strs_add(detail::at(this, 144), reinterpret_cast<const uint8_t*>(v.data()), v.size())); }
+  void add_input(const char* v) { detail::check_ptr(onnxl_cxx_strs_add(detail::at(this, 144), reinterpret_cast<const uint8_t*>(v), std::strlen(v))); }
+  void add_input(const char* v, std::size_t n) { detail::check_ptr(onnxl_cxx_strs_add(detail::at(this, 144), reinterpret_cast<const uint8_t*>(v), n)); }
+  void add_input(const void* v, std::size_t n) { detail::check_ptr(onnxl_cxx_strs_add(detail::at(this, 144), reinterpret_cast<const uint8_t*>(static_cast<const char*>(v)), n)); }
   void clear_input() { mutable_input()->Clear(); }
   const RepeatedPtrField<std::string>& ref_input() const { return input(); }
   RepeatedPtrField<std::string>& ref_input() { return *mutable_input(); }
 
   // repeated string output = 2;
-  const RepeatedPtrField<std::string>& output() const { return *reinterpret_cast<const RepeatedPtrField<std::string>*>(detail::at(this, 224)); }
-  RepeatedPtrField<std::string>* mutable_output() { return reinterpret_cast<RepeatedPtrField<std::string>*>(detail::at(this, 224)); }
+  const RepeatedPtrField<std::string>& output() const { return *reinterpret_cast<const RepeatedPtrField<std::string>*>(detail::at(this, 216)); }
+  RepeatedPtrField<std::string>* mutable_output() { return reinterpret_cast<RepeatedPtrField<std::string>*>(detail::at(this, 216)); }
   int output_size() const { return output().size(); }
   const std::string& output(int i) const { return output().Get(i); }
   std::string* mutable_output(int i) { return mutable_output()->Mutable(i); }
@@ -2457,11 +2462,11 @@ class NodeProto final {
   void set_output(int i, const char* v, std::size_t n) { mutable_output(i)->assign(v, n); }
   void set_output(int i, const void* v, std::size_t n) { mutable_output(i)->assign(static_cast<const char*>(v), n); }
   std::string* add_output() { return mutable_output()->Add(); }
-  void add_output(const std::string& v) { onnxl_cxx_strs_add(detail::at(this, 224), reinterpret_cast<const uint8_t*>(v.data()), v.size()); }
-  void add_output(std::string&& v) { onnxl_cxx_strs_add(detail::at(this, 224), reinterpret_cast<const uint8_t*>(v.data()), v.size()); }
-  void add_output(const char* v) { onnxl_cxx_strs_add(detail::at(this, 224), reinterpret_cast<const uint8_t*>(v), std::strlen(v)); }
-  void add_output(const char* v, std::size_t n) { onnxl_cxx_strs_add(detail::at(this, 224), reinterpret_cast<const uint8_t*>(v), n); }
-  void add_output(const void* v, std::size_t n) { onnxl_cxx_strs_add(detail::at(this, 224), reinterpret_cast<const uint8_t*>(static_cast<const char*>(v)), n); }
+  void add_output(const std::string& v) { detail::check_ptr(onnxl_cxx_strs_add(detail::at(this, 216), reinterpret_cast<const uint8_t*>(v.data()), v.size())); }
+  void add_output(std::string&& v) { detail::check_ptr(onnxl_cxx_strs_add(detail::at(this, 216), reinterpret_cast<const uint8_t*>(v.data()), v.size())); }
+  void add_output(const char* v) { detail::check_ptr(onnxl_cxx_strs_add(detail::at(this, 216), reinterpret_cast<const uint8_t*>(v), std::strlen(v))); }
+  void add_output(const char* v, std::size_t n) { detail::check_ptr(onnxl_cxx_strs_add(detail::at(this, 216), reinterpret_cast<const uint8_t*>(v), n)); }
+  void add_output(const void* v, std::size_t n) { detail::check_ptr(onnxl_cxx_strs_add(detail::at(this, 216), reinterpret_cast<const uint8_t*>(static_cast<const char*>(v)), n)); }
   void clear_output() { mutable_output()->Clear(); }
   const RepeatedPtrField<std::string>& ref_output() const { return output(); }
   RepeatedPtrField<std::string>& ref_output() { return *mutable_output(); }
@@ -2575,11 +2580,11 @@ class NodeProto final {
   RepeatedPtrField<NodeDeviceConfigurationProto>& ref_device_configurations() { return *mutable_device_configurations(); }
 
  private:
-  const unsigned char* rare_at(std::size_t off) const { const void* r = detail::load<const void*>(detail::at(this, 272)); return detail::at(r ? r : onnxl_cxx_NodeProto_rare_empty(), off); }
+  const unsigned char* rare_at(std::size_t off) const { const void* r = detail::load<const void*>(detail::at(this, 256)); return detail::at(r ? r : onnxl_cxx_NodeProto_rare_empty(), off); }
   unsigned char* rare_at(std::size_t off) { return detail::at(onnxl_cxx_NodeProto_rare_mut(this), off); }
-  alignas(8) unsigned char storage_[280];
+  alignas(8) unsigned char storage_[264];
 };
-static_assert(sizeof(NodeProto) == 280 && alignof(NodeProto) == 8, "layout of NodeProto");
+static_assert(sizeof(NodeProto) == 264 && alignof(NodeProto) == 8, "layout of NodeProto");
 
 /// `onnx.IntIntListEntryProto`.
 class IntIntListEntryProto final {
@@ -2648,9 +2653,9 @@ class IntIntListEntryProto final {
   RepeatedField<int64_t>& ref_value() { return *mutable_value(); }
 
  private:
-  alignas(8) unsigned char storage_[48];
+  alignas(8) unsigned char storage_[40];
 };
-static_assert(sizeof(IntIntListEntryProto) == 48 && alignof(IntIntListEntryProto) == 8, "layout of IntIntListEntryProto");
+static_assert(sizeof(IntIntListEntryProto) == 40 && alignof(IntIntListEntryProto) == 8, "layout of IntIntListEntryProto");
 
 /// `onnx.NodeDeviceConfigurationProto`.
 class NodeDeviceConfigurationProto final {
@@ -2835,9 +2840,9 @@ class ShardingSpecProto final {
   RepeatedPtrField<ShardedDimProto>& ref_sharded_dim() { return *mutable_sharded_dim(); }
 
  private:
-  alignas(8) unsigned char storage_[96];
+  alignas(8) unsigned char storage_[88];
 };
-static_assert(sizeof(ShardingSpecProto) == 96 && alignof(ShardingSpecProto) == 8, "layout of ShardingSpecProto");
+static_assert(sizeof(ShardingSpecProto) == 88 && alignof(ShardingSpecProto) == 8, "layout of ShardingSpecProto");
 
 /// `onnx.ShardedDimProto`.
 class ShardedDimProto final {
@@ -3376,19 +3381,19 @@ class DeviceConfigurationProto final {
   void set_device(int i, const char* v, std::size_t n) { mutable_device(i)->assign(v, n); }
   void set_device(int i, const void* v, std::size_t n) { mutable_device(i)->assign(static_cast<const char*>(v), n); }
   std::string* add_device() { return mutable_device()->Add(); }
-  void add_device(const std::string& v) { onnxl_cxx_strs_add(detail::at(this, 40), reinterpret_cast<const uint8_t*>(v.data()), v.size()); }
-  void add_device(std::string&& v) { onnxl_cxx_strs_add(detail::at(this, 40), reinterpret_cast<const uint8_t*>(v.data()), v.size()); }
-  void add_device(const char* v) { onnxl_cxx_strs_add(detail::at(this, 40), reinterpret_cast<const uint8_t*>(v), std::strlen(v)); }
-  void add_device(const char* v, std::size_t n) { onnxl_cxx_strs_add(detail::at(this, 40), reinterpret_cast<const uint8_t*>(v), n); }
-  void add_device(const void* v, std::size_t n) { onnxl_cxx_strs_add(detail::at(this, 40), reinterpret_cast<const uint8_t*>(static_cast<const char*>(v)), n); }
+  void add_device(const std::string& v) { detail::check_ptr(onnxl_cxx_strs_add(detail::at(this, 40), reinterpret_cast<const uint8_t*>(v.data()), v.size())); }
+  void add_device(std::string&& v) { detail::check_ptr(onnxl_cxx_strs_add(detail::at(this, 40), reinterpret_cast<const uint8_t*>(v.data()), v.size())); }
+  void add_device(const char* v) { detail::check_ptr(onnxl_cxx_strs_add(detail::at(this, 40), reinterpret_cast<const uint8_t*>(v), std::strlen(v))); }
+  void add_device(const char* v, std::size_t n) { detail::check_ptr(onnxl_cxx_strs_add(detail::at(this, 40), reinterpret_cast<const uint8_t*>(v), n)); }
+  void add_device(const void* v, std::size_t n) { detail::check_ptr(onnxl_cxx_strs_add(detail::at(this, 40), reinterpret_cast<const uint8_t*>(static_cast<const char*>(v)), n)); }
   void clear_device() { mutable_device()->Clear(); }
   const RepeatedPtrField<std::string>& ref_device() const { return device(); }
   RepeatedPtrField<std::string>& ref_device() { return *mutable_device(); }
 
  private:
-  alignas(8) unsigned char storage_[72];
+  alignas(8) unsigned char storage_[64];
 };
-static_assert(sizeof(DeviceConfigurationProto) == 72 && alignof(DeviceConfigurationProto) == 8, "layout of DeviceConfigurationProto");
+static_assert(sizeof(DeviceConfigurationProto) == 64 && alignof(DeviceConfigurationProto) == 8, "layout of DeviceConfigurationProto");
 
 /// `onnx.StringStringEntryProto`.
 class StringStringEntryProto final {
@@ -3848,8 +3853,8 @@ class TensorProto final {
   TensorProto_Segment& ref_segment() { return *mutable_segment(); }
 
   // repeated float float_data = 4 [packed = true];
-  const RepeatedField<float>& float_data() const { return *reinterpret_cast<const RepeatedField<float>*>(detail::at(this, 152)); }
-  RepeatedField<float>* mutable_float_data() { return reinterpret_cast<RepeatedField<float>*>(detail::at(this, 152)); }
+  const RepeatedField<float>& float_data() const { return *reinterpret_cast<const RepeatedField<float>*>(detail::at(this, 144)); }
+  RepeatedField<float>* mutable_float_data() { return reinterpret_cast<RepeatedField<float>*>(detail::at(this, 144)); }
   int float_data_size() const { return float_data().size(); }
   float float_data(int i) const { return float_data().Get(i); }
   void set_float_data(int i, float v) { mutable_float_data()->Set(i, v); }
@@ -3859,8 +3864,8 @@ class TensorProto final {
   RepeatedField<float>& ref_float_data() { return *mutable_float_data(); }
 
   // repeated int32 int32_data = 5 [packed = true];
-  const RepeatedField<int32_t>& int32_data() const { return *reinterpret_cast<const RepeatedField<int32_t>*>(detail::at(this, 176)); }
-  RepeatedField<int32_t>* mutable_int32_data() { return reinterpret_cast<RepeatedField<int32_t>*>(detail::at(this, 176)); }
+  const RepeatedField<int32_t>& int32_data() const { return *reinterpret_cast<const RepeatedField<int32_t>*>(detail::at(this, 160)); }
+  RepeatedField<int32_t>* mutable_int32_data() { return reinterpret_cast<RepeatedField<int32_t>*>(detail::at(this, 160)); }
   int int32_data_size() const { return int32_data().size(); }
   int32_t int32_data(int i) const { return int32_data().Get(i); }
   void set_int32_data(int i, int32_t v) { mutable_int32_data()->Set(i, v); }
@@ -3881,18 +3886,18 @@ class TensorProto final {
   void set_string_data(int i, const char* v, std::size_t n) { mutable_string_data(i)->assign(v, n); }
   void set_string_data(int i, const void* v, std::size_t n) { mutable_string_data(i)->assign(static_cast<const char*>(v), n); }
   std::string* add_string_data() { return mutable_string_data()->Add(); }
-  void add_string_data(const std::string& v) { onnxl_cxx_strs_add(rare_at(56), reinterpret_cast<const uint8_t*>(v.data()), v.size()); }
-  void add_string_data(std::string&& v) { onnxl_cxx_strs_add(rare_at(56), reinterpret_cast<const uint8_t*>(v.data()), v.size()); }
-  void add_string_data(const char* v) { onnxl_cxx_strs_add(rare_at(56), reinterpret_cast<const uint8_t*>(v), std::strlen(v)); }
-  void add_string_data(const char* v, std::size_t n) { onnxl_cxx_strs_add(rare_at(56), reinterpret_cast<const uint8_t*>(v), n); }
-  void add_string_data(const void* v, std::size_t n) { onnxl_cxx_strs_add(rare_at(56), reinterpret_cast<const uint8_t*>(static_cast<const char*>(v)), n); }
+  void add_string_data(const std::string& v) { detail::check_ptr(onnxl_cxx_strs_add(rare_at(56), reinterpret_cast<const uint8_t*>(v.data()), v.size())); }
+  void add_string_data(std::string&& v) { detail::check_ptr(onnxl_cxx_strs_add(rare_at(56), reinterpret_cast<const uint8_t*>(v.data()), v.size())); }
+  void add_string_data(const char* v) { detail::check_ptr(onnxl_cxx_strs_add(rare_at(56), reinterpret_cast<const uint8_t*>(v), std::strlen(v))); }
+  void add_string_data(const char* v, std::size_t n) { detail::check_ptr(onnxl_cxx_strs_add(rare_at(56), reinterpret_cast<const uint8_t*>(v), n)); }
+  void add_string_data(const void* v, std::size_t n) { detail::check_ptr(onnxl_cxx_strs_add(rare_at(56), reinterpret_cast<const uint8_t*>(static_cast<const char*>(v)), n)); }
   void clear_string_data() { mutable_string_data()->Clear(); }
   const RepeatedPtrField<std::string>& ref_string_data() const { return string_data(); }
   RepeatedPtrField<std::string>& ref_string_data() { return *mutable_string_data(); }
 
   // repeated int64 int64_data = 7 [packed = true];
-  const RepeatedField<int64_t>& int64_data() const { return *reinterpret_cast<const RepeatedField<int64_t>*>(detail::at(this, 200)); }
-  RepeatedField<int64_t>* mutable_int64_data() { return reinterpret_cast<RepeatedField<int64_t>*>(detail::at(this, 200)); }
+  const RepeatedField<int64_t>& int64_data() const { return *reinterpret_cast<const RepeatedField<int64_t>*>(detail::at(this, 176)); }
+  RepeatedField<int64_t>* mutable_int64_data() { return reinterpret_cast<RepeatedField<int64_t>*>(detail::at(this, 176)); }
   int int64_data_size() const { return int64_data().size(); }
   int64_t int64_data(int i) const { return int64_data().Get(i); }
   void set_int64_data(int i, int64_t v) { mutable_int64_data()->Set(i, v); }
@@ -3972,8 +3977,8 @@ class TensorProto final {
   TensorProto_DataLocation ref_data_location() const { return data_location(); }
 
   // repeated double double_data = 10 [packed = true];
-  const RepeatedField<double>& double_data() const { return *reinterpret_cast<const RepeatedField<double>*>(rare_at(80)); }
-  RepeatedField<double>* mutable_double_data() { return reinterpret_cast<RepeatedField<double>*>(rare_at(80)); }
+  const RepeatedField<double>& double_data() const { return *reinterpret_cast<const RepeatedField<double>*>(rare_at(72)); }
+  RepeatedField<double>* mutable_double_data() { return reinterpret_cast<RepeatedField<double>*>(rare_at(72)); }
   int double_data_size() const { return double_data().size(); }
   double double_data(int i) const { return double_data().Get(i); }
   void set_double_data(int i, double v) { mutable_double_data()->Set(i, v); }
@@ -3983,8 +3988,8 @@ class TensorProto final {
   RepeatedField<double>& ref_double_data() { return *mutable_double_data(); }
 
   // repeated uint64 uint64_data = 11 [packed = true];
-  const RepeatedField<uint64_t>& uint64_data() const { return *reinterpret_cast<const RepeatedField<uint64_t>*>(rare_at(104)); }
-  RepeatedField<uint64_t>* mutable_uint64_data() { return reinterpret_cast<RepeatedField<uint64_t>*>(rare_at(104)); }
+  const RepeatedField<uint64_t>& uint64_data() const { return *reinterpret_cast<const RepeatedField<uint64_t>*>(rare_at(88)); }
+  RepeatedField<uint64_t>* mutable_uint64_data() { return reinterpret_cast<RepeatedField<uint64_t>*>(rare_at(88)); }
   int uint64_data_size() const { return uint64_data().size(); }
   uint64_t uint64_data(int i) const { return uint64_data().Get(i); }
   void set_uint64_data(int i, uint64_t v) { mutable_uint64_data()->Set(i, v); }
@@ -4005,11 +4010,11 @@ class TensorProto final {
   RepeatedPtrField<StringStringEntryProto>& ref_metadata_props() { return *mutable_metadata_props(); }
 
  private:
-  const unsigned char* rare_at(std::size_t off) const { const void* r = detail::load<const void*>(detail::at(this, 224)); return detail::at(r ? r : onnxl_cxx_TensorProto_rare_empty(), off); }
+  const unsigned char* rare_at(std::size_t off) const { const void* r = detail::load<const void*>(detail::at(this, 192)); return detail::at(r ? r : onnxl_cxx_TensorProto_rare_empty(), off); }
   unsigned char* rare_at(std::size_t off) { return detail::at(onnxl_cxx_TensorProto_rare_mut(this), off); }
-  alignas(8) unsigned char storage_[232];
+  alignas(8) unsigned char storage_[200];
 };
-static_assert(sizeof(TensorProto) == 232 && alignof(TensorProto) == 8, "layout of TensorProto");
+static_assert(sizeof(TensorProto) == 200 && alignof(TensorProto) == 8, "layout of TensorProto");
 
 /// `onnx.TensorProto.Segment`.
 class TensorProto_Segment final {
@@ -4127,7 +4132,7 @@ class SparseTensorProto final {
   static SparseTensorProto* from_c(OnnxlSparseTensorProto* p) noexcept { (void)detail::init(); return reinterpret_cast<SparseTensorProto*>(p); }
 
   // optional TensorProto values = 1;
-  bool has_values() const { return detail::load<const void*>(detail::at(this, 0)) != nullptr; }
+  bool has_values() const { return detail::load<const void*>(detail::at(this, 16)) != nullptr; }
   const TensorProto& values() const;
   TensorProto* mutable_values();
   void clear_values();
@@ -4139,7 +4144,7 @@ class SparseTensorProto final {
   TensorProto& ref_values() { return *mutable_values(); }
 
   // optional TensorProto indices = 2;
-  bool has_indices() const { return detail::load<const void*>(detail::at(this, 8)) != nullptr; }
+  bool has_indices() const { return detail::load<const void*>(detail::at(this, 24)) != nullptr; }
   const TensorProto& indices() const;
   TensorProto* mutable_indices();
   void clear_indices();
@@ -4151,8 +4156,8 @@ class SparseTensorProto final {
   TensorProto& ref_indices() { return *mutable_indices(); }
 
   // repeated int64 dims = 3;
-  const RepeatedField<int64_t>& dims() const { return *reinterpret_cast<const RepeatedField<int64_t>*>(detail::at(this, 16)); }
-  RepeatedField<int64_t>* mutable_dims() { return reinterpret_cast<RepeatedField<int64_t>*>(detail::at(this, 16)); }
+  const RepeatedField<int64_t>& dims() const { return *reinterpret_cast<const RepeatedField<int64_t>*>(detail::at(this, 0)); }
+  RepeatedField<int64_t>* mutable_dims() { return reinterpret_cast<RepeatedField<int64_t>*>(detail::at(this, 0)); }
   int dims_size() const { return dims().size(); }
   int64_t dims(int i) const { return dims().Get(i); }
   void set_dims(int i, int64_t v) { mutable_dims()->Set(i, v); }
@@ -4162,9 +4167,9 @@ class SparseTensorProto final {
   RepeatedField<int64_t>& ref_dims() { return *mutable_dims(); }
 
  private:
-  alignas(8) unsigned char storage_[48];
+  alignas(8) unsigned char storage_[40];
 };
-static_assert(sizeof(SparseTensorProto) == 48 && alignof(SparseTensorProto) == 8, "layout of SparseTensorProto");
+static_assert(sizeof(SparseTensorProto) == 40 && alignof(SparseTensorProto) == 8, "layout of SparseTensorProto");
 
 /// `onnx.TensorShapeProto`.
 class TensorShapeProto final {
@@ -5072,18 +5077,18 @@ class FunctionProto final {
   void set_input(int i, const char* v, std::size_t n) { mutable_input(i)->assign(v, n); }
   void set_input(int i, const void* v, std::size_t n) { mutable_input(i)->assign(static_cast<const char*>(v), n); }
   std::string* add_input() { return mutable_input()->Add(); }
-  void add_input(const std::string& v) { onnxl_cxx_strs_add(detail::at(this, 208), reinterpret_cast<const uint8_t*>(v.data()), v.size()); }
-  void add_input(std::string&& v) { onnxl_cxx_strs_add(detail::at(this, 208), reinterpret_cast<const uint8_t*>(v.data()), v.size()); }
-  void add_input(const char* v) { onnxl_cxx_strs_add(detail::at(this, 208), reinterpret_cast<const uint8_t*>(v), std::strlen(v)); }
-  void add_input(const char* v, std::size_t n) { onnxl_cxx_strs_add(detail::at(this, 208), reinterpret_cast<const uint8_t*>(v), n); }
-  void add_input(const void* v, std::size_t n) { onnxl_cxx_strs_add(detail::at(this, 208), reinterpret_cast<const uint8_t*>(static_cast<const char*>(v)), n); }
+  void add_input(const std::string& v) { detail::check_ptr(onnxl_cxx_strs_add(detail::at(this, 208), reinterpret_cast<const uint8_t*>(v.data()), v.size())); }
+  void add_input(std::string&& v) { detail::check_ptr(onnxl_cxx_strs_add(detail::at(this, 208), reinterpret_cast<const uint8_t*>(v.data()), v.size())); }
+  void add_input(const char* v) { detail::check_ptr(onnxl_cxx_strs_add(detail::at(this, 208), reinterpret_cast<const uint8_t*>(v), std::strlen(v))); }
+  void add_input(const char* v, std::size_t n) { detail::check_ptr(onnxl_cxx_strs_add(detail::at(this, 208), reinterpret_cast<const uint8_t*>(v), n)); }
+  void add_input(const void* v, std::size_t n) { detail::check_ptr(onnxl_cxx_strs_add(detail::at(this, 208), reinterpret_cast<const uint8_t*>(static_cast<const char*>(v)), n)); }
   void clear_input() { mutable_input()->Clear(); }
   const RepeatedPtrField<std::string>& ref_input() const { return input(); }
   RepeatedPtrField<std::string>& ref_input() { return *mutable_input(); }
 
   // repeated string output = 5;
-  const RepeatedPtrField<std::string>& output() const { return *reinterpret_cast<const RepeatedPtrField<std::string>*>(detail::at(this, 232)); }
-  RepeatedPtrField<std::string>* mutable_output() { return reinterpret_cast<RepeatedPtrField<std::string>*>(detail::at(this, 232)); }
+  const RepeatedPtrField<std::string>& output() const { return *reinterpret_cast<const RepeatedPtrField<std::string>*>(detail::at(this, 224)); }
+  RepeatedPtrField<std::string>* mutable_output() { return reinterpret_cast<RepeatedPtrField<std::string>*>(detail::at(this, 224)); }
   int output_size() const { return output().size(); }
   const std::string& output(int i) const { return output().Get(i); }
   std::string* mutable_output(int i) { return mutable_output()->Mutable(i); }
@@ -5093,18 +5098,18 @@ class FunctionProto final {
   void set_output(int i, const char* v, std::size_t n) { mutable_output(i)->assign(v, n); }
   void set_output(int i, const void* v, std::size_t n) { mutable_output(i)->assign(static_cast<const char*>(v), n); }
   std::string* add_output() { return mutable_output()->Add(); }
-  void add_output(const std::string& v) { onnxl_cxx_strs_add(detail::at(this, 232), reinterpret_cast<const uint8_t*>(v.data()), v.size()); }
-  void add_output(std::string&& v) { onnxl_cxx_strs_add(detail::at(this, 232), reinterpret_cast<const uint8_t*>(v.data()), v.size()); }
-  void add_output(const char* v) { onnxl_cxx_strs_add(detail::at(this, 232), reinterpret_cast<const uint8_t*>(v), std::strlen(v)); }
-  void add_output(const char* v, std::size_t n) { onnxl_cxx_strs_add(detail::at(this, 232), reinterpret_cast<const uint8_t*>(v), n); }
-  void add_output(const void* v, std::size_t n) { onnxl_cxx_strs_add(detail::at(this, 232), reinterpret_cast<const uint8_t*>(static_cast<const char*>(v)), n); }
+  void add_output(const std::string& v) { detail::check_ptr(onnxl_cxx_strs_add(detail::at(this, 224), reinterpret_cast<const uint8_t*>(v.data()), v.size())); }
+  void add_output(std::string&& v) { detail::check_ptr(onnxl_cxx_strs_add(detail::at(this, 224), reinterpret_cast<const uint8_t*>(v.data()), v.size())); }
+  void add_output(const char* v) { detail::check_ptr(onnxl_cxx_strs_add(detail::at(this, 224), reinterpret_cast<const uint8_t*>(v), std::strlen(v))); }
+  void add_output(const char* v, std::size_t n) { detail::check_ptr(onnxl_cxx_strs_add(detail::at(this, 224), reinterpret_cast<const uint8_t*>(v), n)); }
+  void add_output(const void* v, std::size_t n) { detail::check_ptr(onnxl_cxx_strs_add(detail::at(this, 224), reinterpret_cast<const uint8_t*>(static_cast<const char*>(v)), n)); }
   void clear_output() { mutable_output()->Clear(); }
   const RepeatedPtrField<std::string>& ref_output() const { return output(); }
   RepeatedPtrField<std::string>& ref_output() { return *mutable_output(); }
 
   // repeated string attribute = 6;
-  const RepeatedPtrField<std::string>& attribute() const { return *reinterpret_cast<const RepeatedPtrField<std::string>*>(detail::at(this, 256)); }
-  RepeatedPtrField<std::string>* mutable_attribute() { return reinterpret_cast<RepeatedPtrField<std::string>*>(detail::at(this, 256)); }
+  const RepeatedPtrField<std::string>& attribute() const { return *reinterpret_cast<const RepeatedPtrField<std::string>*>(detail::at(this, 240)); }
+  RepeatedPtrField<std::string>* mutable_attribute() { return reinterpret_cast<RepeatedPtrField<std::string>*>(detail::at(this, 240)); }
   int attribute_size() const { return attribute().size(); }
   const std::string& attribute(int i) const { return attribute().Get(i); }
   std::string* mutable_attribute(int i) { return mutable_attribute()->Mutable(i); }
@@ -5114,11 +5119,11 @@ class FunctionProto final {
   void set_attribute(int i, const char* v, std::size_t n) { mutable_attribute(i)->assign(v, n); }
   void set_attribute(int i, const void* v, std::size_t n) { mutable_attribute(i)->assign(static_cast<const char*>(v), n); }
   std::string* add_attribute() { return mutable_attribute()->Add(); }
-  void add_attribute(const std::string& v) { onnxl_cxx_strs_add(detail::at(this, 256), reinterpret_cast<const uint8_t*>(v.data()), v.size()); }
-  void add_attribute(std::string&& v) { onnxl_cxx_strs_add(detail::at(this, 256), reinterpret_cast<const uint8_t*>(v.data()), v.size()); }
-  void add_attribute(const char* v) { onnxl_cxx_strs_add(detail::at(this, 256), reinterpret_cast<const uint8_t*>(v), std::strlen(v)); }
-  void add_attribute(const char* v, std::size_t n) { onnxl_cxx_strs_add(detail::at(this, 256), reinterpret_cast<const uint8_t*>(v), n); }
-  void add_attribute(const void* v, std::size_t n) { onnxl_cxx_strs_add(detail::at(this, 256), reinterpret_cast<const uint8_t*>(static_cast<const char*>(v)), n); }
+  void add_attribute(const std::string& v) { detail::check_ptr(onnxl_cxx_strs_add(detail::at(this, 240), reinterpret_cast<const uint8_t*>(v.data()), v.size())); }
+  void add_attribute(std::string&& v) { detail::check_ptr(onnxl_cxx_strs_add(detail::at(this, 240), reinterpret_cast<const uint8_t*>(v.data()), v.size())); }
+  void add_attribute(const char* v) { detail::check_ptr(onnxl_cxx_strs_add(detail::at(this, 240), reinterpret_cast<const uint8_t*>(v), std::strlen(v))); }
+  void add_attribute(const char* v, std::size_t n) { detail::check_ptr(onnxl_cxx_strs_add(detail::at(this, 240), reinterpret_cast<const uint8_t*>(v), n)); }
+  void add_attribute(const void* v, std::size_t n) { detail::check_ptr(onnxl_cxx_strs_add(detail::at(this, 240), reinterpret_cast<const uint8_t*>(static_cast<const char*>(v)), n)); }
   void clear_attribute() { mutable_attribute()->Clear(); }
   const RepeatedPtrField<std::string>& ref_attribute() const { return attribute(); }
   RepeatedPtrField<std::string>& ref_attribute() { return *mutable_attribute(); }
@@ -5224,9 +5229,9 @@ class FunctionProto final {
   RepeatedPtrField<StringStringEntryProto>& ref_metadata_props() { return *mutable_metadata_props(); }
 
  private:
-  alignas(8) unsigned char storage_[288];
+  alignas(8) unsigned char storage_[264];
 };
-static_assert(sizeof(FunctionProto) == 288 && alignof(FunctionProto) == 8, "layout of FunctionProto");
+static_assert(sizeof(FunctionProto) == 264 && alignof(FunctionProto) == 8, "layout of FunctionProto");
 
 /// `onnx.SequenceProto`.
 class SequenceProto final {
@@ -5453,8 +5458,8 @@ class MapProto final {
   RepeatedField<int64_t>& ref_keys() { return *mutable_keys(); }
 
   // repeated bytes string_keys = 4;
-  const RepeatedPtrField<std::string>& string_keys() const { return *reinterpret_cast<const RepeatedPtrField<std::string>*>(detail::at(this, 64)); }
-  RepeatedPtrField<std::string>* mutable_string_keys() { return reinterpret_cast<RepeatedPtrField<std::string>*>(detail::at(this, 64)); }
+  const RepeatedPtrField<std::string>& string_keys() const { return *reinterpret_cast<const RepeatedPtrField<std::string>*>(detail::at(this, 56)); }
+  RepeatedPtrField<std::string>* mutable_string_keys() { return reinterpret_cast<RepeatedPtrField<std::string>*>(detail::at(this, 56)); }
   int string_keys_size() const { return string_keys().size(); }
   const std::string& string_keys(int i) const { return string_keys().Get(i); }
   std::string* mutable_string_keys(int i) { return mutable_string_keys()->Mutable(i); }
@@ -5464,17 +5469,17 @@ class MapProto final {
   void set_string_keys(int i, const char* v, std::size_t n) { mutable_string_keys(i)->assign(v, n); }
   void set_string_keys(int i, const void* v, std::size_t n) { mutable_string_keys(i)->assign(static_cast<const char*>(v), n); }
   std::string* add_string_keys() { return mutable_string_keys()->Add(); }
-  void add_string_keys(const std::string& v) { onnxl_cxx_strs_add(detail::at(this, 64), reinterpret_cast<const uint8_t*>(v.data()), v.size()); }
-  void add_string_keys(std::string&& v) { onnxl_cxx_strs_add(detail::at(this, 64), reinterpret_cast<const uint8_t*>(v.data()), v.size()); }
-  void add_string_keys(const char* v) { onnxl_cxx_strs_add(detail::at(this, 64), reinterpret_cast<const uint8_t*>(v), std::strlen(v)); }
-  void add_string_keys(const char* v, std::size_t n) { onnxl_cxx_strs_add(detail::at(this, 64), reinterpret_cast<const uint8_t*>(v), n); }
-  void add_string_keys(const void* v, std::size_t n) { onnxl_cxx_strs_add(detail::at(this, 64), reinterpret_cast<const uint8_t*>(static_cast<const char*>(v)), n); }
+  void add_string_keys(const std::string& v) { detail::check_ptr(onnxl_cxx_strs_add(detail::at(this, 56), reinterpret_cast<const uint8_t*>(v.data()), v.size())); }
+  void add_string_keys(std::string&& v) { detail::check_ptr(onnxl_cxx_strs_add(detail::at(this, 56), reinterpret_cast<const uint8_t*>(v.data()), v.size())); }
+  void add_string_keys(const char* v) { detail::check_ptr(onnxl_cxx_strs_add(detail::at(this, 56), reinterpret_cast<const uint8_t*>(v), std::strlen(v))); }
+  void add_string_keys(const char* v, std::size_t n) { detail::check_ptr(onnxl_cxx_strs_add(detail::at(this, 56), reinterpret_cast<const uint8_t*>(v), n)); }
+  void add_string_keys(const void* v, std::size_t n) { detail::check_ptr(onnxl_cxx_strs_add(detail::at(this, 56), reinterpret_cast<const uint8_t*>(static_cast<const char*>(v)), n)); }
   void clear_string_keys() { mutable_string_keys()->Clear(); }
   const RepeatedPtrField<std::string>& ref_string_keys() const { return string_keys(); }
   RepeatedPtrField<std::string>& ref_string_keys() { return *mutable_string_keys(); }
 
   // optional SequenceProto values = 5;
-  bool has_values() const { return detail::load<const void*>(detail::at(this, 88)) != nullptr; }
+  bool has_values() const { return detail::load<const void*>(detail::at(this, 72)) != nullptr; }
   const SequenceProto& values() const;
   SequenceProto* mutable_values();
   void clear_values();
@@ -5486,9 +5491,9 @@ class MapProto final {
   SequenceProto& ref_values() { return *mutable_values(); }
 
  private:
-  alignas(8) unsigned char storage_[104];
+  alignas(8) unsigned char storage_[88];
 };
-static_assert(sizeof(MapProto) == 104 && alignof(MapProto) == 8, "layout of MapProto");
+static_assert(sizeof(MapProto) == 88 && alignof(MapProto) == 8, "layout of MapProto");
 
 /// `onnx.OptionalProto`.
 class OptionalProto final {
@@ -5774,16 +5779,16 @@ inline StringStringEntryProto* TensorProto::add_external_data() { return mutable
 inline const StringStringEntryProto& TensorProto::metadata_props(int i) const { return metadata_props().Get(i); }
 inline StringStringEntryProto* TensorProto::mutable_metadata_props(int i) { return mutable_metadata_props()->Mutable(i); }
 inline StringStringEntryProto* TensorProto::add_metadata_props() { return mutable_metadata_props()->Add(); }
-inline const TensorProto& SparseTensorProto::values() const { const TensorProto* v = detail::load<const TensorProto*>(detail::at(this, 0)); return v ? *v : TensorProto::default_instance(); }
-inline TensorProto* SparseTensorProto::mutable_values() { TensorProto* v = detail::load<TensorProto*>(detail::at(this, 0)); if (!v) { v = new TensorProto; detail::store(detail::at(this, 0), v); } return v; }
-inline void SparseTensorProto::clear_values() { TensorProto* v = detail::load<TensorProto*>(detail::at(this, 0)); detail::store<TensorProto*>(detail::at(this, 0), nullptr); delete v; }
-inline TensorProto* SparseTensorProto::release_values() { TensorProto* v = detail::load<TensorProto*>(detail::at(this, 0)); detail::store<TensorProto*>(detail::at(this, 0), nullptr); return v; }
-inline void SparseTensorProto::set_allocated_values(TensorProto* v) { TensorProto* old = detail::load<TensorProto*>(detail::at(this, 0)); if (old == v) return; detail::store(detail::at(this, 0), v); delete old; }
-inline const TensorProto& SparseTensorProto::indices() const { const TensorProto* v = detail::load<const TensorProto*>(detail::at(this, 8)); return v ? *v : TensorProto::default_instance(); }
-inline TensorProto* SparseTensorProto::mutable_indices() { TensorProto* v = detail::load<TensorProto*>(detail::at(this, 8)); if (!v) { v = new TensorProto; detail::store(detail::at(this, 8), v); } return v; }
-inline void SparseTensorProto::clear_indices() { TensorProto* v = detail::load<TensorProto*>(detail::at(this, 8)); detail::store<TensorProto*>(detail::at(this, 8), nullptr); delete v; }
-inline TensorProto* SparseTensorProto::release_indices() { TensorProto* v = detail::load<TensorProto*>(detail::at(this, 8)); detail::store<TensorProto*>(detail::at(this, 8), nullptr); return v; }
-inline void SparseTensorProto::set_allocated_indices(TensorProto* v) { TensorProto* old = detail::load<TensorProto*>(detail::at(this, 8)); if (old == v) return; detail::store(detail::at(this, 8), v); delete old; }
+inline const TensorProto& SparseTensorProto::values() const { const TensorProto* v = detail::load<const TensorProto*>(detail::at(this, 16)); return v ? *v : TensorProto::default_instance(); }
+inline TensorProto* SparseTensorProto::mutable_values() { TensorProto* v = detail::load<TensorProto*>(detail::at(this, 16)); if (!v) { v = new TensorProto; detail::store(detail::at(this, 16), v); } return v; }
+inline void SparseTensorProto::clear_values() { TensorProto* v = detail::load<TensorProto*>(detail::at(this, 16)); detail::store<TensorProto*>(detail::at(this, 16), nullptr); delete v; }
+inline TensorProto* SparseTensorProto::release_values() { TensorProto* v = detail::load<TensorProto*>(detail::at(this, 16)); detail::store<TensorProto*>(detail::at(this, 16), nullptr); return v; }
+inline void SparseTensorProto::set_allocated_values(TensorProto* v) { TensorProto* old = detail::load<TensorProto*>(detail::at(this, 16)); if (old == v) return; detail::store(detail::at(this, 16), v); delete old; }
+inline const TensorProto& SparseTensorProto::indices() const { const TensorProto* v = detail::load<const TensorProto*>(detail::at(this, 24)); return v ? *v : TensorProto::default_instance(); }
+inline TensorProto* SparseTensorProto::mutable_indices() { TensorProto* v = detail::load<TensorProto*>(detail::at(this, 24)); if (!v) { v = new TensorProto; detail::store(detail::at(this, 24), v); } return v; }
+inline void SparseTensorProto::clear_indices() { TensorProto* v = detail::load<TensorProto*>(detail::at(this, 24)); detail::store<TensorProto*>(detail::at(this, 24), nullptr); delete v; }
+inline TensorProto* SparseTensorProto::release_indices() { TensorProto* v = detail::load<TensorProto*>(detail::at(this, 24)); detail::store<TensorProto*>(detail::at(this, 24), nullptr); return v; }
+inline void SparseTensorProto::set_allocated_indices(TensorProto* v) { TensorProto* old = detail::load<TensorProto*>(detail::at(this, 24)); if (old == v) return; detail::store(detail::at(this, 24), v); delete old; }
 inline const TensorShapeProto_Dimension& TensorShapeProto::dim(int i) const { return dim().Get(i); }
 inline TensorShapeProto_Dimension* TensorShapeProto::mutable_dim(int i) { return mutable_dim()->Mutable(i); }
 inline TensorShapeProto_Dimension* TensorShapeProto::add_dim() { return mutable_dim()->Add(); }
@@ -5866,11 +5871,11 @@ inline MapProto* SequenceProto::add_map_values() { return mutable_map_values()->
 inline const OptionalProto& SequenceProto::optional_values(int i) const { return optional_values().Get(i); }
 inline OptionalProto* SequenceProto::mutable_optional_values(int i) { return mutable_optional_values()->Mutable(i); }
 inline OptionalProto* SequenceProto::add_optional_values() { return mutable_optional_values()->Add(); }
-inline const SequenceProto& MapProto::values() const { const SequenceProto* v = detail::load<const SequenceProto*>(detail::at(this, 88)); return v ? *v : SequenceProto::default_instance(); }
-inline SequenceProto* MapProto::mutable_values() { SequenceProto* v = detail::load<SequenceProto*>(detail::at(this, 88)); if (!v) { v = new SequenceProto; detail::store(detail::at(this, 88), v); } return v; }
-inline void MapProto::clear_values() { SequenceProto* v = detail::load<SequenceProto*>(detail::at(this, 88)); detail::store<SequenceProto*>(detail::at(this, 88), nullptr); delete v; }
-inline SequenceProto* MapProto::release_values() { SequenceProto* v = detail::load<SequenceProto*>(detail::at(this, 88)); detail::store<SequenceProto*>(detail::at(this, 88), nullptr); return v; }
-inline void MapProto::set_allocated_values(SequenceProto* v) { SequenceProto* old = detail::load<SequenceProto*>(detail::at(this, 88)); if (old == v) return; detail::store(detail::at(this, 88), v); delete old; }
+inline const SequenceProto& MapProto::values() const { const SequenceProto* v = detail::load<const SequenceProto*>(detail::at(this, 72)); return v ? *v : SequenceProto::default_instance(); }
+inline SequenceProto* MapProto::mutable_values() { SequenceProto* v = detail::load<SequenceProto*>(detail::at(this, 72)); if (!v) { v = new SequenceProto; detail::store(detail::at(this, 72), v); } return v; }
+inline void MapProto::clear_values() { SequenceProto* v = detail::load<SequenceProto*>(detail::at(this, 72)); detail::store<SequenceProto*>(detail::at(this, 72), nullptr); delete v; }
+inline SequenceProto* MapProto::release_values() { SequenceProto* v = detail::load<SequenceProto*>(detail::at(this, 72)); detail::store<SequenceProto*>(detail::at(this, 72), nullptr); return v; }
+inline void MapProto::set_allocated_values(SequenceProto* v) { SequenceProto* old = detail::load<SequenceProto*>(detail::at(this, 72)); if (old == v) return; detail::store(detail::at(this, 72), v); delete old; }
 inline const TensorProto& OptionalProto::tensor_value() const { const TensorProto* v = detail::load<const TensorProto*>(detail::at(this, 40)); return v ? *v : TensorProto::default_instance(); }
 inline TensorProto* OptionalProto::mutable_tensor_value() { TensorProto* v = detail::load<TensorProto*>(detail::at(this, 40)); if (!v) { v = new TensorProto; detail::store(detail::at(this, 40), v); } return v; }
 inline void OptionalProto::clear_tensor_value() { TensorProto* v = detail::load<TensorProto*>(detail::at(this, 40)); detail::store<TensorProto*>(detail::at(this, 40), nullptr); delete v; }

@@ -46,6 +46,12 @@ pub enum DecodeErrorKind {
         /// The budget in bytes.
         limit: u64,
     },
+    /// A repeated field with more elements than its list holds (2^31 − 1, see
+    /// [`crate::wire::inline_vec::MAX_LEN`]; protobuf's limit too).
+    TooManyElements {
+        /// The most elements the field holds.
+        limit: u64,
+    },
     /// An allocation sized by the input failed (the process is out of memory or address
     /// space); converted to [`Error::OutOfMemory`].
     OutOfMemory {
@@ -81,6 +87,9 @@ impl fmt::Display for DecodeErrorKind {
                 f,
                 "parsed metadata would take more than max_metadata_bytes {limit} bytes of memory"
             ),
+            Self::TooManyElements { limit } => {
+                write!(f, "repeated field with more than {limit} elements")
+            }
             Self::OutOfMemory { bytes } => write!(f, "cannot allocate {bytes} bytes"),
         }
     }

@@ -168,7 +168,12 @@ impl Layout {
         assert_eq!(self.fact("string", "pointer_at_8"), "true");
         assert_eq!(self.fact("option_string", "payload"), "0");
         assert_eq!(self.fact("option_box", "null_is_none"), "true");
-        assert_eq!(self.fact("inline_vec", "inline_cap_word"), "2");
+        // The list header the runtime's `list_*` functions read: u32 length, u32 capacity (an
+        // inline list of 2 with one element, `7`, reads 1, 2, 7).
+        assert_eq!(self.fact("inline_vec", "len_u32_at0"), "1");
+        assert_eq!(self.fact("inline_vec", "cap_u32_at4"), "2");
+        assert_eq!(self.fact("inline_vec", "data_at8"), "7");
+        assert_eq!(self.fact("inline_vec", "max_len"), "2147483647");
         let mut o = String::new();
         for (bytes, names) in [(4, ["i32", "f32"].as_slice()), (8, &["i64", "u64", "f64"])] {
             let line = format!("option_{}", names[0]);
@@ -431,11 +436,11 @@ fn extern_declarations() -> String {
         "void* onnxl_cxx_strs_add(void* f, const uint8_t* data, size_t len);\n\
          void onnxl_cxx_strs_truncate(void* f, size_t n);\n\
          void onnxl_cxx_strs_delete(void* f, size_t start, size_t n);\n\
-         void onnxl_cxx_strs_reserve(void* f, size_t n);\n\
-         void onnxl_cxx_scalars32_add(void* f, uint32_t value);\n\
-         void onnxl_cxx_scalars64_add(void* f, uint64_t value);\n\
-         void onnxl_cxx_scalars32_reserve(void* f, size_t n);\n\
-         void onnxl_cxx_scalars64_reserve(void* f, size_t n);\n\
+         bool onnxl_cxx_strs_reserve(void* f, size_t n);\n\
+         bool onnxl_cxx_scalars32_add(void* f, uint32_t value);\n\
+         bool onnxl_cxx_scalars64_add(void* f, uint64_t value);\n\
+         bool onnxl_cxx_scalars32_reserve(void* f, size_t n);\n\
+         bool onnxl_cxx_scalars64_reserve(void* f, size_t n);\n\
          bool onnxl_cxx_debug_string(const char* message, const uint8_t* data, size_t len, uint32_t style,\n\
          \x20                           uint8_t* (*alloc)(void* ctx, size_t size), void* ctx);\n",
     );
@@ -919,7 +924,7 @@ fn offset_field(ms: &mut Members<'_>, f: &FieldDef, at: &str) {
                 &format!("add_{n}"),
                 "",
                 &format!(
-                    "onnxl_cxx_strs_add({at}, reinterpret_cast<const uint8_t*>({{D}}), {{N}});"
+                    "detail::check_ptr(onnxl_cxx_strs_add({at}, reinterpret_cast<const uint8_t*>({{D}}), {{N}}));"
                 ),
             );
             ms.inline(&format!("void clear_{n}() {{ mutable_{n}()->Clear(); }}"));

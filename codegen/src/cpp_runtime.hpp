@@ -137,15 +137,22 @@ ONNXL_OPTIONAL_SCALAR(uint64_t, 8, kOptionalSome8)
 ONNXL_OPTIONAL_SCALAR(double, 8, kOptionalSome8)
 #undef ONNXL_OPTIONAL_SCALAR
 
-/// Lists (the header of an InlineVec: length, capacity with the spilled bit, then the inline
-/// elements or the heap pointer).
-constexpr std::size_t kSpilled = std::size_t(1) << (sizeof(std::size_t) * 8 - 1);
-inline std::size_t list_len(const void* f) noexcept { return load<std::size_t>(f); }
-inline void list_set_len(void* f, std::size_t n) noexcept { store<std::size_t>(f, n); }
+/// Lists (the header of an InlineVec: a uint32_t length, a uint32_t capacity with the spilled
+/// bit, then at offset 8 the inline elements or the heap pointer). At most 2^31 - 1 elements,
+/// as protobuf's int-counted fields: the functions that add elements fail past it.
+constexpr uint32_t kSpilled = uint32_t(1) << 31;
+inline std::size_t list_len(const void* f) noexcept { return load<uint32_t>(f); }
+inline void list_set_len(void* f, std::size_t n) noexcept { store<uint32_t>(f, static_cast<uint32_t>(n)); }
+inline std::size_t list_capacity(const void* f) noexcept { return load<uint32_t>(at(f, 4)) & ~kSpilled; }
 inline unsigned char* list_data(const void* f) noexcept {
-  std::size_t cap = load<std::size_t>(at(f, sizeof(std::size_t)));
-  const unsigned char* d = at(f, 2 * sizeof(std::size_t));
+  uint32_t cap = load<uint32_t>(at(f, 4));
+  const unsigned char* d = at(f, 8);
   return (cap & kSpilled) ? load<unsigned char*>(d) : const_cast<unsigned char*>(d);
+}
+/// Throws the library's error (ONNXL_STATUS_LIMIT_EXCEEDED past 2^31 - 1 elements,
+/// ONNXL_STATUS_OUT_OF_MEMORY) when a list could not grow.
+inline void check_grown(bool ok) {
+  if (!ok) check_ptr<void>(nullptr);
 }
 
 [[noreturn]] inline void out_of_range(const char* what, long long i, std::size_t size) {
@@ -296,9 +303,7 @@ class RepeatedField {
 
   int size() const noexcept { return static_cast<int>(detail::list_len(this)); }
   bool empty() const noexcept { return size() == 0; }
-  int Capacity() const noexcept {
-    return static_cast<int>(detail::load<std::size_t>(detail::at(this, sizeof(std::size_t))) & ~detail::kSpilled);
-  }
+  int Capacity() const noexcept { return static_cast<int>(detail::list_capacity(this)); }
   const T* data() const noexcept { return reinterpret_cast<const T*>(detail::list_data(this)); }
   T* mutable_data() noexcept { return reinterpret_cast<T*>(detail::list_data(this)); }
   const T& Get(int i) const { return data()[check(i)]; }
@@ -353,7 +358,7 @@ class RepeatedField {
   }
   void MergeFrom(const RepeatedField& o) {
     int n = o.size();
-    Reserve(size() + n);
+    reserve(static_cast<std::size_t>(n));
     for (int i = 0; i < n; ++i) push(o.data()[i]);
   }
 
@@ -377,16 +382,16 @@ class RepeatedField {
   }
   void push(T v) {
     if (sizeof(T) == 4) {
-      onnxl_cxx_scalars32_add(this, detail::load<uint32_t>(&v));
+      detail::check_grown(onnxl_cxx_scalars32_add(this, detail::load<uint32_t>(&v)));
     } else {
-      onnxl_cxx_scalars64_add(this, detail::load<uint64_t>(&v));
+      detail::check_grown(onnxl_cxx_scalars64_add(this, detail::load<uint64_t>(&v)));
     }
   }
   void reserve(std::size_t n) {
     if (sizeof(T) == 4) {
-      onnxl_cxx_scalars32_reserve(this, n);
+      detail::check_grown(onnxl_cxx_scalars32_reserve(this, n));
     } else {
-      onnxl_cxx_scalars64_reserve(this, n);
+      detail::check_grown(onnxl_cxx_scalars64_reserve(this, n));
     }
   }
 };
@@ -435,7 +440,7 @@ class RepeatedPtrField<std::string> {
   }
   void Set(int i, const std::string& v) { onnxl_cxx_str_set(slot(check(i)), reinterpret_cast<const uint8_t*>(v.data()), v.size()); }
   void Reserve(int n) {
-    if (n > size()) onnxl_cxx_strs_reserve(this, static_cast<std::size_t>(n - size()));
+    if (n > size()) detail::check_grown(onnxl_cxx_strs_reserve(this, static_cast<std::size_t>(n - size())));
   }
   void RemoveLast() {
     if (empty()) detail::out_of_range("RepeatedPtrField::RemoveLast", 0, 0);
@@ -461,7 +466,7 @@ class RepeatedPtrField<std::string> {
   }
   void MergeFrom(const RepeatedPtrField& o) {
     int n = o.size();
-    Reserve(size() + n);
+    detail::check_grown(onnxl_cxx_strs_reserve(this, static_cast<std::size_t>(n)));
     for (int i = 0; i < n; ++i) Add(o.Get(i));
   }
 
@@ -489,7 +494,7 @@ class RepeatedPtrField<std::string> {
   }
   void* slot(std::size_t i) const noexcept { return detail::list_data(this) + i * detail::kStringSize; }
   void* push(const char* data, std::size_t len) {
-    return onnxl_cxx_strs_add(this, reinterpret_cast<const uint8_t*>(data), len);
+    return detail::check_ptr(onnxl_cxx_strs_add(this, reinterpret_cast<const uint8_t*>(data), len));
   }
 };
 

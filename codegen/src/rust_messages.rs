@@ -859,7 +859,7 @@ fn gen_codec(o: &mut String, m: &MessageDef) {
         // The first unknown field allocates the rare box, which holds them.
         writeln!(
             o,
-            "                _ => {{\n                    r.alloc_rare(&mut self.rare)?;\n                    r.skip_unknown(tag, &mut self.rare.unknown_fields)?\n                }}"
+            "                _ => r.skip_unknown_into_rare(tag, &mut self.rare, |r| &mut r.unknown_fields)?,"
         )
         .unwrap();
     } else {

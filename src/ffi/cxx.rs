@@ -297,7 +297,9 @@ pub unsafe extern "C" fn onnxl_cxx_payload_has(f: *const Option<ByteSpan>) -> bo
 
 type StrList = InlineVec<ProtoString>;
 
-/// Appends a copy of `len` bytes at `data` to a repeated string field; returns the element.
+/// Appends a copy of `len` bytes at `data` to a repeated string field; returns the element, or
+/// NULL and the last error when the list cannot grow (`ONNXL_STATUS_LIMIT_EXCEEDED` past 2^31 − 1
+/// elements, `ONNXL_STATUS_OUT_OF_MEMORY`).
 ///
 /// # Safety
 /// `f` is a live repeated string field that nothing else accesses; `data` readable.
@@ -311,10 +313,22 @@ pub unsafe extern "C" fn onnxl_cxx_strs_add(
     let h = f.cast::<raw::Header<ProtoString>>();
     // SAFETY: contract; every `InlineVec<ProtoString, N>` starts with this header.
     unsafe {
+        if let Err(e) = raw::reserve(h, 1, false) {
+            grow_failed(e);
+            return std::ptr::null_mut();
+        }
         let s = ProtoString::from_bytes(bytes(data, len));
-        raw::push(h, s).unwrap_or_else(|e| e.raise());
+        raw::push(h, s).expect("room reserved");
         raw::data(h).add(raw::len(h) - 1)
     }
+}
+
+/// Records why a list could not grow as the last error; false.
+#[cold]
+#[inline(never)]
+fn grow_failed(e: crate::wire::inline_vec::raw::GrowError) -> bool {
+    super::status::set_last_error(e.into());
+    false
 }
 
 /// Keeps the first `n` elements of a repeated string field.
@@ -339,73 +353,76 @@ pub unsafe extern "C" fn onnxl_cxx_strs_delete(f: *mut StrList, start: usize, n:
     unsafe { raw::delete_range(f.cast::<raw::Header<ProtoString>>(), start, n) }
 }
 
-/// Makes room for `n` more elements of a repeated string field.
+/// Makes room for `n` more elements of a repeated string field; false (and the last error) as
+/// [`onnxl_cxx_strs_add`].
 ///
 /// # Safety
 /// As [`onnxl_cxx_strs_add`].
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn onnxl_cxx_strs_reserve(f: *mut StrList, n: usize) {
-    use crate::wire::inline_vec::raw;
+pub unsafe extern "C" fn onnxl_cxx_strs_reserve(f: *mut StrList, n: usize) -> bool {
     // SAFETY: contract.
-    unsafe {
-        raw::reserve(f.cast::<raw::Header<ProtoString>>(), n, true).unwrap_or_else(|e| e.raise())
-    }
+    unsafe { reserve_list::<ProtoString>(f.cast(), n) }
 }
 
-/// Appends `value` (the bits of a 4-byte scalar) to a repeated 4-byte scalar field.
+/// Appends `value` (the bits of a 4-byte scalar) to a repeated 4-byte scalar field; false (and
+/// the last error) when the list cannot grow (`ONNXL_STATUS_LIMIT_EXCEEDED` past 2^31 − 1
+/// elements, `ONNXL_STATUS_OUT_OF_MEMORY`).
 ///
 /// # Safety
 /// `f` is a live `InlineVec` of a 4-byte scalar that nothing else accesses.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn onnxl_cxx_scalars32_add(f: *mut c_void, value: u32) {
+pub unsafe extern "C" fn onnxl_cxx_scalars32_add(f: *mut c_void, value: u32) -> bool {
     // SAFETY: contract; i32 / f32 lists have the layout of u32 lists.
     unsafe { push_scalar::<u32>(f, value) }
 }
 
-/// Appends `value` (the bits of an 8-byte scalar) to a repeated 8-byte scalar field.
+/// Appends `value` (the bits of an 8-byte scalar) to a repeated 8-byte scalar field; false as
+/// [`onnxl_cxx_scalars32_add`].
 ///
 /// # Safety
 /// As [`onnxl_cxx_scalars32_add`], for 8-byte scalars.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn onnxl_cxx_scalars64_add(f: *mut c_void, value: u64) {
+pub unsafe extern "C" fn onnxl_cxx_scalars64_add(f: *mut c_void, value: u64) -> bool {
     // SAFETY: contract; i64 / u64 / f64 lists have the layout of u64 lists.
     unsafe { push_scalar::<u64>(f, value) }
 }
 
-/// Makes room for `n` more elements of a repeated 4-byte scalar field.
+/// Makes room for `n` more elements of a repeated 4-byte scalar field; false as
+/// [`onnxl_cxx_scalars32_add`].
 ///
 /// # Safety
 /// As [`onnxl_cxx_scalars32_add`].
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn onnxl_cxx_scalars32_reserve(f: *mut c_void, n: usize) {
+pub unsafe extern "C" fn onnxl_cxx_scalars32_reserve(f: *mut c_void, n: usize) -> bool {
     // SAFETY: contract.
-    unsafe { reserve_scalars::<u32>(f, n) }
+    unsafe { reserve_list::<u32>(f, n) }
 }
 
-/// Makes room for `n` more elements of a repeated 8-byte scalar field.
+/// Makes room for `n` more elements of a repeated 8-byte scalar field; false as
+/// [`onnxl_cxx_scalars32_add`].
 ///
 /// # Safety
 /// As [`onnxl_cxx_scalars64_add`].
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn onnxl_cxx_scalars64_reserve(f: *mut c_void, n: usize) {
+pub unsafe extern "C" fn onnxl_cxx_scalars64_reserve(f: *mut c_void, n: usize) -> bool {
     // SAFETY: contract.
-    unsafe { reserve_scalars::<u64>(f, n) }
+    unsafe { reserve_list::<u64>(f, n) }
 }
 
 /// # Safety
 /// `f` is a live `InlineVec<T, N>` (any `N`) that nothing else accesses.
-unsafe fn push_scalar<T>(f: *mut c_void, value: T) {
+unsafe fn push_scalar<T>(f: *mut c_void, value: T) -> bool {
     use crate::wire::inline_vec::raw;
     // SAFETY: contract.
-    unsafe { raw::push(f.cast::<raw::Header<T>>(), value).unwrap_or_else(|e| e.raise()) }
+    unsafe { raw::push(f.cast::<raw::Header<T>>(), value).map_or_else(grow_failed, |()| true) }
 }
 
 /// # Safety
 /// As [`push_scalar`].
-unsafe fn reserve_scalars<T>(f: *mut c_void, n: usize) {
+unsafe fn reserve_list<T>(f: *mut c_void, n: usize) -> bool {
     use crate::wire::inline_vec::raw;
     // SAFETY: contract.
-    unsafe { raw::reserve(f.cast::<raw::Header<T>>(), n, true).unwrap_or_else(|e| e.raise()) }
+    unsafe { raw::reserve(f.cast::<raw::Header<T>>(), n, true).map_or_else(grow_failed, |()| true) }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -684,19 +701,18 @@ pub(crate) fn layout_facts() -> String {
         size_of::<Option<Box<crate::proto::ModelProto>>>() == size_of::<usize>()
     )
     .unwrap();
-    let list: InlineVec<u64, 2> = InlineVec::new();
+    let list: InlineVec<u64, 2> = [7].into();
+    // SAFETY: the header is two u32 (repr(C): len, cap), then the inline elements.
+    let (len, cap, first) = unsafe {
+        let p = (&list as *const InlineVec<u64, 2>).cast::<u32>();
+        (p.read(), p.add(1).read(), p.add(2).cast::<u64>().read())
+    };
     writeln!(
         o,
-        "inline_vec size_n0={} size_u64_n2={} inline_cap_word={}",
+        "inline_vec size_n0={} size_u64_n2={} len_u32_at0={len} cap_u32_at4={cap} data_at8={first} max_len={}",
         size_of::<InlineVec<u64>>(),
         size_of::<InlineVec<u64, 2>>(),
-        // SAFETY: the header's second word is the capacity (repr(C): len, cap, data).
-        unsafe {
-            (&list as *const InlineVec<u64, 2>)
-                .cast::<usize>()
-                .add(1)
-                .read()
-        }
+        crate::wire::inline_vec::MAX_LEN,
     )
     .unwrap();
     let (order, len) = RepeatedField::<u64>::layout();

@@ -549,18 +549,18 @@ unsafe extern "C" fn push_value_body<S: Seq<Elem: Copy>>(
 ) -> OnnxlStatus {
     ffi_status_on(m, |m| {
         // SAFETY: the catcher passes a non-NULL live handle.
-        unsafe { get_mut(m, field) }.seq_push(v);
-        Ok(())
+        unsafe { get_mut(m, field) }.seq_push(v)
     })
 }
 
 /// Replaces every element of a repeated number field with a copy of the `count` values at
-/// `data` (which may point into `m`).
+/// `data` (which may point into `m`); `ONNXL_STATUS_LIMIT_EXCEEDED`, before anything is read,
+/// when `count` is more than the field holds.
 ///
 /// # Safety
 /// See the module contract; `data` is readable for `count` values (NULL only with `count` 0).
 #[inline(always)]
-pub(crate) unsafe fn assign<C: Castable, T: Copy, S: From<Vec<T>>>(
+pub(crate) unsafe fn assign<C: Castable, T: Copy, S: Seq<Elem = T> + From<Vec<T>>>(
     m: *mut C,
     data: *const T,
     count: usize,
@@ -571,12 +571,15 @@ pub(crate) unsafe fn assign<C: Castable, T: Copy, S: From<Vec<T>>>(
 }
 
 #[inline(never)]
-unsafe extern "C" fn assign_body<T: Copy, S: From<Vec<T>>>(
+unsafe extern "C" fn assign_body<T: Copy, S: Seq<Elem = T> + From<Vec<T>>>(
     m: *mut (),
     data: *const T,
     count: usize,
     field: Field<S>,
 ) -> OnnxlStatus {
+    if count > S::MAX_LEN {
+        return set_last_error(FfiError::too_many_elements(S::MAX_LEN));
+    }
     // SAFETY: forwarded contract; `store_copied` passes a non-NULL live handle.
     unsafe {
         store_copied(m, data, count, |m, v| {
@@ -691,8 +694,7 @@ unsafe extern "C" fn push_bytes_body<S: Seq<Elem = ProtoString>>(
     // SAFETY: forwarded contract; `store_copied` passes a non-NULL live handle.
     unsafe {
         store_copied(m, data, len, |m, v| {
-            get_mut(m, field).seq_push(ProtoString::from(v));
-            Ok(())
+            get_mut(m, field).seq_push(ProtoString::from(v))
         })
     }
 }

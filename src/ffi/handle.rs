@@ -206,19 +206,32 @@ pub(crate) unsafe fn c_path(p: *const c_char, what: &str) -> Result<PathBuf, Ffi
 pub(crate) trait Seq {
     /// The element type.
     type Elem;
+    /// The most elements the field holds.
+    const MAX_LEN: usize;
     fn seq_len(&self) -> usize;
     fn seq_get(&self, i: usize) -> Option<&Self::Elem>;
     fn seq_get_mut(&mut self, i: usize) -> Option<&mut Self::Elem>;
     fn seq_remove(&mut self, i: usize);
-    fn seq_push(&mut self, v: Self::Elem);
+    /// Appends `v`; `ONNXL_STATUS_LIMIT_EXCEEDED` when the field already holds
+    /// [`Seq::MAX_LEN`] elements.
+    fn seq_push(&mut self, v: Self::Elem) -> Result<(), FfiError> {
+        if self.seq_len() >= Self::MAX_LEN {
+            return Err(FfiError::too_many_elements(Self::MAX_LEN));
+        }
+        self.seq_push_unchecked(v);
+        Ok(())
+    }
+    /// Appends `v` (panics past [`Seq::MAX_LEN`] elements).
+    fn seq_push_unchecked(&mut self, v: Self::Elem);
     fn seq_clear(&mut self);
 }
 
 /// [`Seq`] of the types that are one: the same methods under the same names.
 macro_rules! impl_seq {
-    ($([$($g:tt)*] $t:ty),*) => {$(
+    ($([$($g:tt)*] $t:ty => $max_len:expr),*) => {$(
         impl<$($g)*> Seq for $t {
             type Elem = T;
+            const MAX_LEN: usize = $max_len;
             fn seq_len(&self) -> usize {
                 self.len()
             }
@@ -231,7 +244,7 @@ macro_rules! impl_seq {
             fn seq_remove(&mut self, i: usize) {
                 self.remove(i);
             }
-            fn seq_push(&mut self, v: T) {
+            fn seq_push_unchecked(&mut self, v: T) {
                 self.push(v);
             }
             fn seq_clear(&mut self) {
@@ -240,7 +253,11 @@ macro_rules! impl_seq {
         }
     )*};
 }
-impl_seq!([T] Vec<T>, [T, const N: usize] crate::proto::InlineVec<T, N>, [T] RepeatedField<T>);
+impl_seq!(
+    [T] Vec<T> => crate::wire::inline_vec::vec_max_len::<T>(),
+    [T, const N: usize] crate::proto::InlineVec<T, N> => crate::wire::inline_vec::MAX_LEN,
+    [T] RepeatedField<T> => crate::wire::inline_vec::vec_max_len::<T>()
+);
 
 /// Element `i` of a repeated field.
 pub(crate) fn elem<'a, S: Seq>(v: &'a S, i: usize, field: &str) -> Result<&'a S::Elem, FfiError> {

@@ -36,7 +36,8 @@ pub enum OnnxlStatus {
     Authentication = 8,
     /// The operation is not supported (e.g. writing to a read-only stream).
     Unsupported = 9,
-    /// A configured limit was exceeded (recursion depth, tensor size, serialized size).
+    /// A configured limit was exceeded (recursion depth, tensor size, serialized size), or a
+    /// repeated field would hold more than its 2^31 - 1 elements.
     LimitExceeded = 10,
     /// Memory could not be allocated.
     OutOfMemory = 11,
@@ -114,6 +115,15 @@ impl FfiError {
     pub(crate) fn invalid(message: impl Into<String>) -> Self {
         Self::new(OnnxlStatus::InvalidArgument, message)
     }
+    /// A list that already holds `max_len` elements, or would hold more.
+    #[cold]
+    #[inline(never)]
+    pub(crate) fn too_many_elements(max_len: usize) -> Self {
+        Self::new(
+            OnnxlStatus::LimitExceeded,
+            format!("a repeated field holds at most {max_len} elements"),
+        )
+    }
     #[cold]
     #[inline(never)]
     pub(crate) fn out_of_range(field: &str, index: usize, len: usize) -> Self {
@@ -124,13 +134,30 @@ impl FfiError {
     }
 }
 
+impl From<crate::wire::inline_vec::raw::GrowError> for FfiError {
+    /// A list that could not grow: `ONNXL_STATUS_LIMIT_EXCEEDED` past its 2^31 − 1 elements,
+    /// else `ONNXL_STATUS_OUT_OF_MEMORY`.
+    #[cold]
+    #[inline(never)]
+    fn from(e: crate::wire::inline_vec::raw::GrowError) -> Self {
+        use crate::wire::inline_vec::{MAX_LEN, raw::GrowError};
+        match e {
+            GrowError::CapacityOverflow => Self::too_many_elements(MAX_LEN),
+            GrowError::Alloc(layout) => {
+                crate::Error::alloc_failed(layout.size(), "a repeated field").into()
+            }
+        }
+    }
+}
+
 /// The status of a library error: the ONE place where [`Error`] variants map to [`OnnxlStatus`].
 pub(crate) fn status_of(e: &Error) -> OnnxlStatus {
     match e {
         Error::Decode(d) => match d.kind {
             DecodeErrorKind::RecursionLimit(_)
             | DecodeErrorKind::TensorTooLarge { .. }
-            | DecodeErrorKind::MetadataLimit { .. } => OnnxlStatus::LimitExceeded,
+            | DecodeErrorKind::MetadataLimit { .. }
+            | DecodeErrorKind::TooManyElements { .. } => OnnxlStatus::LimitExceeded,
             DecodeErrorKind::OutOfMemory { .. } => OnnxlStatus::OutOfMemory,
             _ => OnnxlStatus::Parse,
         },

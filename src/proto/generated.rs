@@ -275,10 +275,7 @@ impl Message for AttributeProto {
                     r.read_message(m).map_err(|e| e.at("type_protos", Some(i)))?;
                 }
                 }
-                _ => {
-                    r.alloc_rare(&mut self.rare)?;
-                    r.skip_unknown(tag, &mut self.rare.unknown_fields)?
-                }
+                _ => r.skip_unknown_into_rare(tag, &mut self.rare, |r| &mut r.unknown_fields)?,
             }
         }
         Ok(())
@@ -910,10 +907,7 @@ impl Message for ValueInfoProto {
                     r.read_message(m).map_err(|e| e.at("metadata_props", Some(i)))?;
                 }
                 }
-                _ => {
-                    r.alloc_rare(&mut self.rare)?;
-                    r.skip_unknown(tag, &mut self.rare.unknown_fields)?
-                }
+                _ => r.skip_unknown_into_rare(tag, &mut self.rare, |r| &mut r.unknown_fields)?,
             }
         }
         Ok(())
@@ -1194,10 +1188,7 @@ impl Message for NodeProto {
                     r.read_message(m).map_err(|e| e.at("device_configurations", Some(i)))?;
                 }
                 }
-                _ => {
-                    r.alloc_rare(&mut self.rare)?;
-                    r.skip_unknown(tag, &mut self.rare.unknown_fields)?
-                }
+                _ => r.skip_unknown_into_rare(tag, &mut self.rare, |r| &mut r.unknown_fields)?,
             }
         }
         Ok(())
@@ -3904,10 +3895,7 @@ impl Message for TensorProto {
                     r.read_message(m).map_err(|e| e.at("metadata_props", Some(i)))?;
                 }
                 }
-                _ => {
-                    r.alloc_rare(&mut self.rare)?;
-                    r.skip_unknown(tag, &mut self.rare.unknown_fields)?
-                }
+                _ => r.skip_unknown_into_rare(tag, &mut self.rare, |r| &mut r.unknown_fields)?,
             }
         }
         Ok(())
@@ -4820,10 +4808,7 @@ impl Message for TensorShapeProtoDimension {
                     r.alloc_rare(&mut self.rare)?;
                     r.read_string_into(&mut self.rare.denotation).map_err(|e| e.at("denotation", None))?
                 }
-                _ => {
-                    r.alloc_rare(&mut self.rare)?;
-                    r.skip_unknown(tag, &mut self.rare.unknown_fields)?
-                }
+                _ => r.skip_unknown_into_rare(tag, &mut self.rare, |r| &mut r.unknown_fields)?,
             }
         }
         Ok(())
@@ -5082,10 +5067,7 @@ impl Message for TypeProto {
                     r.alloc_rare(&mut self.rare)?;
                     r.read_string_into(&mut self.rare.denotation).map_err(|e| e.at("denotation", None))?
                 }
-                _ => {
-                    r.alloc_rare(&mut self.rare)?;
-                    r.skip_unknown(tag, &mut self.rare.unknown_fields)?
-                }
+                _ => r.skip_unknown_into_rare(tag, &mut self.rare, |r| &mut r.unknown_fields)?,
             }
         }
         Ok(())

@@ -2,10 +2,29 @@
 //!
 //! A `Vec` that keeps its first `N` elements inside the message (no allocation for the short
 //! lists nearly every node, tensor and attribute has) and whose layout does not depend on `N`:
-//! a `#[repr(C)]` header `len, cap` followed by either the inline elements or the heap pointer.
-//! Every operation except construction reads the capacity from the header, so code that only
-//! knows the element type (the C++ classes' `RepeatedField<T>` / `RepeatedPtrField<std::string>`,
-//! through [`raw`]) can work on a field of any inline capacity.
+//! a `#[repr(C)]` header `len: u32, cap: u32` followed by either the inline elements or the heap
+//! pointer. Every operation except construction reads the capacity from the header, so code that
+//! only knows the element type (the C++ classes' `RepeatedField<T>` /
+//! `RepeatedPtrField<std::string>`, through [`raw`]) can work on a field of any inline capacity.
+//!
+//! # At most 2^31 − 1 elements
+//!
+//! The counts are 32-bit (the top bit of `cap` says "spilled"), so a list holds at most
+//! [`MAX_LEN`] = 2^31 − 1 elements: protobuf's own `RepeatedField` counts in an `int`, with the
+//! same limit. This header is 8 bytes where two `usize` would take 16, and every message has
+//! several lists (a node its inputs and outputs, a tensor its dims and three typed data lists):
+//! 16 bytes less per node, 32 per tensor, 8 per attribute, which is memory every parse touches.
+//! (Keeping `usize` counts in a header of the heap allocation, as `thin-vec` does, would save the
+//! same bytes but put a second layout, and a branch, in every length read of a spilled list;
+//! the limit is no loss: more elements in one field take at least 2 GB of input for packed
+//! varints, 8 GB for 4-byte values, and no real model has them — tensor payloads that large are
+//! `raw_data` bytes, not lists.)
+//!
+//! Going past the limit is refused as `Vec` refuses a capacity overflow: [`InlineVec::push`] and
+//! [`InlineVec::reserve`] panic ("capacity overflow"), [`InlineVec::try_reserve`] returns an
+//! error, a parse fails with [`TooManyElements`](crate::DecodeErrorKind::TooManyElements) naming
+//! the field and offset before it reserves anything, and the C and C++ functions that add
+//! elements return a status.
 
 use std::fmt;
 use std::mem::{ManuallyDrop, MaybeUninit};
@@ -13,7 +32,19 @@ use std::ops::{Deref, DerefMut};
 use std::ptr;
 
 /// Set in `cap` when the elements live in a heap allocation.
-const SPILLED: usize = 1 << (usize::BITS - 1);
+const SPILLED: u32 = 1 << 31;
+
+/// The most elements a list holds: 2^31 − 1 (as protobuf's `int`-counted `RepeatedField`).
+pub const MAX_LEN: usize = (SPILLED - 1) as usize;
+
+/// The most elements a `Vec<T>` holds (its allocation is at most `isize::MAX` bytes), for code
+/// that handles both list types.
+pub(crate) const fn vec_max_len<T>() -> usize {
+    match size_of::<T>() {
+        0 => usize::MAX,
+        n => isize::MAX as usize / n,
+    }
+}
 
 /// A growable list with `N` elements of inline storage; derefs to a slice.
 ///
@@ -21,10 +52,10 @@ const SPILLED: usize = 1 << (usize::BITS - 1);
 /// to one heap allocation (and never move back). With `N = 0` it is a plain vector, three words.
 #[repr(C)]
 pub struct InlineVec<T, const N: usize = 0> {
-    /// Number of elements.
-    len: usize,
+    /// Number of elements (at most [`MAX_LEN`]).
+    len: u32,
     /// Capacity (`N` while inline), with [`SPILLED`] set for a heap allocation.
-    cap: usize,
+    cap: u32,
     data: Storage<T, N>,
 }
 
@@ -42,9 +73,14 @@ unsafe impl<T: Sync, const N: usize> Sync for InlineVec<T, N> {}
 impl<T, const N: usize> InlineVec<T, N> {
     /// An empty list.
     pub const fn new() -> Self {
+        const {
+            assert!(N <= MAX_LEN, "inline capacity above MAX_LEN");
+            // The elements start right after the 8-byte header, where `raw::Header` expects them.
+            assert!(align_of::<T>() <= align_of::<*mut T>());
+        }
         Self {
             len: 0,
-            cap: N,
+            cap: N as u32,
             data: Storage {
                 inline: ManuallyDrop::new([const { MaybeUninit::uninit() }; N]),
             },
@@ -67,7 +103,7 @@ impl<T, const N: usize> InlineVec<T, N> {
     /// Number of elements.
     #[inline]
     pub fn len(&self) -> usize {
-        self.len
+        self.len as usize
     }
 
     /// True when there are no elements.
@@ -79,7 +115,7 @@ impl<T, const N: usize> InlineVec<T, N> {
     /// Number of elements it can hold without growing.
     #[inline]
     pub fn capacity(&self) -> usize {
-        self.cap & !SPILLED
+        (self.cap & !SPILLED) as usize
     }
 
     /// True when the elements live in a heap allocation (the list outgrew its inline slots).
@@ -107,20 +143,21 @@ impl<T, const N: usize> InlineVec<T, N> {
     pub fn as_slice(&self) -> &[T] {
         // SAFETY: the first `len` elements at `as_ptr()` are initialized (the list's invariant);
         // the pointer is non-null and aligned also for an empty list.
-        unsafe { std::slice::from_raw_parts(self.as_ptr(), self.len) }
+        unsafe { std::slice::from_raw_parts(self.as_ptr(), self.len()) }
     }
 
     /// The elements, mutably.
     #[inline]
     pub fn as_mut_slice(&mut self) -> &mut [T] {
-        let len = self.len;
+        let len = self.len();
         // SAFETY: as `as_slice`, borrowed exclusively.
         unsafe { std::slice::from_raw_parts_mut(self.as_mut_ptr(), len) }
     }
 
     /// Room for at least `additional` more elements (amortized growth).
     ///
-    /// Panics when the size overflows; aborts when memory runs out (as `Vec`).
+    /// Panics when the list would hold more than [`MAX_LEN`] elements or the size in bytes
+    /// overflows; aborts when memory runs out (as `Vec`).
     pub fn reserve(&mut self, additional: usize) {
         // SAFETY: `self` is a valid list, borrowed exclusively.
         unsafe { raw::reserve(self.raw(), additional, false) }.unwrap_or_else(|e| e.raise())
@@ -132,17 +169,14 @@ impl<T, const N: usize> InlineVec<T, N> {
         unsafe { raw::reserve(self.raw(), additional, true) }.unwrap_or_else(|e| e.raise())
     }
 
-    /// Room for at least `additional` more elements, or an error instead of a panic or abort.
+    /// Room for at least `additional` more elements, or an error instead of a panic or abort
+    /// (a `CapacityOverflow` error past [`MAX_LEN`] elements).
     pub fn try_reserve(
         &mut self,
         additional: usize,
     ) -> Result<(), std::collections::TryReserveError> {
-        // Let `Vec` produce the error value: the only public way to build one.
         // SAFETY: as `reserve`.
-        match unsafe { raw::reserve(self.raw(), additional, false) } {
-            Ok(()) => Ok(()),
-            Err(_) => Vec::<T>::new().try_reserve(usize::MAX),
-        }
+        unsafe { raw::reserve(self.raw(), additional, false) }.map_err(|_| try_reserve_error())
     }
 
     /// Room for exactly `additional` more elements, or an error instead of a panic or abort.
@@ -151,13 +185,12 @@ impl<T, const N: usize> InlineVec<T, N> {
         additional: usize,
     ) -> Result<(), std::collections::TryReserveError> {
         // SAFETY: as `reserve`.
-        match unsafe { raw::reserve(self.raw(), additional, true) } {
-            Ok(()) => Ok(()),
-            Err(_) => Vec::<T>::new().try_reserve(usize::MAX),
-        }
+        unsafe { raw::reserve(self.raw(), additional, true) }.map_err(|_| try_reserve_error())
     }
 
     /// Appends `value`.
+    ///
+    /// Panics when the list already holds [`MAX_LEN`] elements (see [`InlineVec::reserve`]).
     #[inline]
     pub fn push(&mut self, value: T) {
         self.push_with(|| value);
@@ -166,14 +199,14 @@ impl<T, const N: usize> InlineVec<T, N> {
     /// Appends `make()`, made once there is room for it, and returns it.
     #[inline(always)]
     pub fn push_with(&mut self, make: impl FnOnce() -> T) -> &mut T {
-        if self.len == self.capacity() {
+        if self.len == self.cap & !SPILLED {
             self.reserve(1);
         }
         let value = make();
         // SAFETY: there is room for one more element past `len`; it is initialized here and
         // borrowed with `self`.
         unsafe {
-            let p = self.as_mut_ptr().add(self.len);
+            let p = self.as_mut_ptr().add(self.len());
             p.write(value);
             self.len += 1;
             &mut *p
@@ -187,26 +220,26 @@ impl<T, const N: usize> InlineVec<T, N> {
         }
         self.len -= 1;
         // SAFETY: the element at the old `len - 1` is initialized and no longer counted.
-        Some(unsafe { self.as_ptr().add(self.len).read() })
+        Some(unsafe { self.as_ptr().add(self.len()).read() })
     }
 
     /// Inserts `value` at `index`, shifting the later elements.
     ///
     /// Panics when `index > len`.
     pub fn insert(&mut self, index: usize, value: T) {
+        let len = self.len();
         assert!(
-            index <= self.len,
-            "insertion index {index} out of range (len {})",
-            self.len
+            index <= len,
+            "insertion index {index} out of range (len {len})"
         );
-        if self.len == self.capacity() {
+        if len == self.capacity() {
             self.reserve(1);
         }
         // SAFETY: room for one more; elements `index..len` move up by one, then `index` is
         // written.
         unsafe {
             let p = self.as_mut_ptr().add(index);
-            ptr::copy(p, p.add(1), self.len - index);
+            ptr::copy(p, p.add(1), len - index);
             p.write(value);
         }
         self.len += 1;
@@ -216,16 +249,16 @@ impl<T, const N: usize> InlineVec<T, N> {
     ///
     /// Panics when `index >= len`.
     pub fn remove(&mut self, index: usize) -> T {
+        let len = self.len();
         assert!(
-            index < self.len,
-            "removal index {index} out of range (len {})",
-            self.len
+            index < len,
+            "removal index {index} out of range (len {len})"
         );
         // SAFETY: `index` is initialized; it is read out, then the tail moves down over it.
         unsafe {
             let p = self.as_mut_ptr().add(index);
             let v = p.read();
-            ptr::copy(p.add(1), p, self.len - index - 1);
+            ptr::copy(p.add(1), p, len - index - 1);
             self.len -= 1;
             v
         }
@@ -236,7 +269,7 @@ impl<T, const N: usize> InlineVec<T, N> {
     /// Panics when `index >= len`.
     pub fn swap_remove(&mut self, index: usize) -> T {
         let last = self
-            .len
+            .len()
             .checked_sub(1)
             .expect("swap_remove on an empty list");
         self.as_mut_slice().swap(index, last);
@@ -257,7 +290,7 @@ impl<T, const N: usize> InlineVec<T, N> {
     /// Keeps the elements for which `keep` returns true, in order.
     pub fn retain(&mut self, mut keep: impl FnMut(&T) -> bool) {
         let mut kept = 0;
-        for i in 0..self.len {
+        for i in 0..self.len() {
             if keep(&self[i]) {
                 self.as_mut_slice().swap(kept, i);
                 kept += 1;
@@ -268,13 +301,13 @@ impl<T, const N: usize> InlineVec<T, N> {
 
     /// Removes the elements of `range`, shifting the later ones down.
     pub fn drain_range(&mut self, range: std::ops::Range<usize>) {
+        let len = self.len();
         assert!(
-            range.start <= range.end && range.end <= self.len,
-            "range {range:?} out of bounds (len {})",
-            self.len
+            range.start <= range.end && range.end <= len,
+            "range {range:?} out of bounds (len {len})"
         );
         self.as_mut_slice()[range.start..].rotate_left(range.end - range.start);
-        self.truncate(self.len - (range.end - range.start));
+        self.truncate(len - (range.end - range.start));
     }
 
     /// Appends clones of `items`.
@@ -293,11 +326,11 @@ impl<T, const N: usize> InlineVec<T, N> {
     where
         T: Clone,
     {
-        if len <= self.len {
+        if len <= self.len() {
             self.truncate(len);
         } else {
-            self.reserve(len - self.len);
-            while self.len < len {
+            self.reserve(len - self.len());
+            while self.len() < len {
                 self.push(value.clone());
             }
         }
@@ -305,17 +338,26 @@ impl<T, const N: usize> InlineVec<T, N> {
 
     /// The elements as a `Vec` (moved, no clone).
     pub fn into_vec(mut self) -> Vec<T> {
-        let mut out = Vec::with_capacity(self.len);
+        let mut out = Vec::with_capacity(self.len());
         // SAFETY: the `len` elements are moved into `out`; `len` is set to 0 first so they are
         // not dropped again by `self`.
         unsafe {
-            let n = self.len;
+            let n = self.len();
             self.len = 0;
             ptr::copy_nonoverlapping(self.as_ptr(), out.as_mut_ptr(), n);
             out.set_len(n);
         }
         out
     }
+}
+
+/// The error of a refused `try_reserve`: `Vec` produces it (the only public way to build one),
+/// asked for more bytes than any allocation may have.
+#[cold]
+fn try_reserve_error() -> std::collections::TryReserveError {
+    Vec::<u8>::new()
+        .try_reserve(usize::MAX)
+        .expect_err("more than isize::MAX bytes")
 }
 
 impl<T, const N: usize> Drop for InlineVec<T, N> {
@@ -482,15 +524,15 @@ pub mod raw {
     /// the heap pointer start at `data`.
     #[repr(C)]
     pub struct Header<T> {
-        len: usize,
-        cap: usize,
+        len: u32,
+        cap: u32,
         data: MaybeUninit<*mut T>,
     }
 
     /// Why a list could not grow.
     #[derive(Debug)]
     pub enum GrowError {
-        /// The size in bytes overflows.
+        /// More than [`MAX_LEN`] elements, or a size in bytes that overflows.
         CapacityOverflow,
         /// The allocator refused (the layout of the refused allocation).
         Alloc(Layout),
@@ -532,10 +574,11 @@ pub mod raw {
     #[inline]
     pub unsafe fn len<T>(h: *const Header<T>) -> usize {
         // SAFETY: `h` is valid.
-        unsafe { (*h).len }
+        unsafe { (*h).len as usize }
     }
 
-    /// Makes room for `additional` more elements (exactly, or with amortized doubling).
+    /// Makes room for `additional` more elements (exactly, or with amortized doubling, capped at
+    /// [`MAX_LEN`]); `CapacityOverflow` when the list would hold more than [`MAX_LEN`].
     ///
     /// # Safety
     /// `h` points to a valid list that nothing else accesses during the call.
@@ -546,10 +589,11 @@ pub mod raw {
     ) -> Result<(), GrowError> {
         // SAFETY: `h` is valid and exclusive (caller).
         unsafe {
-            let len = (*h).len;
-            let cap = (*h).cap & !SPILLED;
+            let len = (*h).len as usize;
+            let cap = ((*h).cap & !SPILLED) as usize;
             let need = len
                 .checked_add(additional)
+                .filter(|&n| n <= MAX_LEN)
                 .ok_or(GrowError::CapacityOverflow)?;
             if need <= cap {
                 return Ok(());
@@ -557,33 +601,33 @@ pub mod raw {
             let new_cap = if exact {
                 need
             } else {
-                need.max(cap.saturating_mul(2)).max(4)
+                need.max(cap * 2).clamp(4, MAX_LEN)
             };
             grow_to(h, new_cap)
         }
     }
 
-    /// Moves the elements to a heap allocation of `new_cap` (> the capacity) elements.
+    /// Moves the elements to a heap allocation of `new_cap` (> the capacity, <= [`MAX_LEN`])
+    /// elements.
     ///
     /// # Safety
     /// As [`reserve`].
     unsafe fn grow_to<T>(h: *mut Header<T>, new_cap: usize) -> Result<(), GrowError> {
+        debug_assert!(new_cap <= MAX_LEN);
         let layout = Layout::array::<T>(new_cap).map_err(|_| GrowError::CapacityOverflow)?;
-        if new_cap > SPILLED - 1 {
-            return Err(GrowError::CapacityOverflow);
-        }
         // SAFETY: `h` is valid and exclusive (caller).
         unsafe {
             let old = data(h);
             let new = if size_of::<T>() == 0 {
                 ptr::NonNull::<T>::dangling().as_ptr()
             } else if (*h).cap & SPILLED != 0 {
-                let old_layout = Layout::array::<T>((*h).cap & !SPILLED).expect("was allocated");
+                let old_layout =
+                    Layout::array::<T>(((*h).cap & !SPILLED) as usize).expect("was allocated");
                 alloc::realloc(old.cast(), old_layout, layout.size()).cast::<T>()
             } else {
                 let p = alloc::alloc(layout).cast::<T>();
                 if !p.is_null() {
-                    ptr::copy_nonoverlapping(old, p, (*h).len);
+                    ptr::copy_nonoverlapping(old, p, (*h).len as usize);
                 }
                 p
             };
@@ -591,7 +635,7 @@ pub mod raw {
                 return Err(GrowError::Alloc(layout));
             }
             ptr::addr_of_mut!((*h).data).cast::<*mut T>().write(new);
-            (*h).cap = new_cap | SPILLED;
+            (*h).cap = new_cap as u32 | SPILLED;
         }
         Ok(())
     }
@@ -604,7 +648,7 @@ pub mod raw {
         // SAFETY: `h` is valid and exclusive; after `reserve` there is room at `len`.
         unsafe {
             reserve(h, 1, false)?;
-            data(h).add((*h).len).write(value);
+            data(h).add((*h).len as usize).write(value);
             (*h).len += 1;
         }
         Ok(())
@@ -618,11 +662,11 @@ pub mod raw {
         // SAFETY: `h` is valid and exclusive; elements `len..old` are initialized and dropped
         // once, after `len` is lowered (so a panicking drop cannot cause a double drop).
         unsafe {
-            let old = (*h).len;
+            let old = (*h).len as usize;
             if len >= old {
                 return;
             }
-            (*h).len = len;
+            (*h).len = len as u32;
             let tail = ptr::slice_from_raw_parts_mut(data(h).add(len), old - len);
             ptr::drop_in_place(tail);
         }
@@ -638,7 +682,8 @@ pub mod raw {
         unsafe {
             truncate(h, 0);
             if (*h).cap & SPILLED != 0 && size_of::<T>() != 0 {
-                let layout = Layout::array::<T>((*h).cap & !SPILLED).expect("was allocated");
+                let layout =
+                    Layout::array::<T>(((*h).cap & !SPILLED) as usize).expect("was allocated");
                 alloc::dealloc(data(h).cast(), layout);
             }
         }
@@ -652,7 +697,7 @@ pub mod raw {
     pub unsafe fn delete_range<T>(h: *mut Header<T>, start: usize, n: usize) {
         // SAFETY: `h` is valid and exclusive; the slice covers the initialized elements.
         unsafe {
-            let len = (*h).len;
+            let len = (*h).len as usize;
             let start = start.min(len);
             let n = n.min(len - start);
             std::slice::from_raw_parts_mut(data(h), len)[start..].rotate_left(n);
@@ -684,9 +729,10 @@ mod tests {
 
     #[test]
     fn header_layout_does_not_depend_on_n() {
-        assert_eq!(size_of::<InlineVec<i64>>(), 24);
-        assert_eq!(size_of::<InlineVec<i64, 4>>(), 16 + 32);
-        assert_eq!(size_of::<InlineVec<crate::ProtoString, 2>>(), 16 + 64);
+        assert_eq!(size_of::<InlineVec<i64>>(), 16);
+        assert_eq!(size_of::<InlineVec<i64, 4>>(), 8 + 32);
+        assert_eq!(size_of::<InlineVec<i32, 2>>(), 16);
+        assert_eq!(size_of::<InlineVec<crate::ProtoString, 2>>(), 8 + 64);
         // The raw operations see the same elements through a header of any `N`.
         let mut a: InlineVec<u32, 3> = [1, 2].into();
         let h = (&mut a as *mut InlineVec<u32, 3>).cast::<raw::Header<u32>>();
@@ -699,6 +745,41 @@ mod tests {
         }
         assert!(a.spilled());
         assert_eq!(a, [1, 4]);
+    }
+
+    #[test]
+    fn refuses_more_than_max_len_elements_as_vec_refuses_a_capacity_overflow() {
+        // Zero-sized elements take no memory, so a list can be at the limit for real.
+        let mut full: InlineVec<(), 2> = InlineVec::new();
+        full.reserve_exact(MAX_LEN);
+        assert_eq!(full.capacity(), MAX_LEN);
+        full.len = MAX_LEN as u32; // `()` needs no initialization
+        assert_eq!(full.len(), MAX_LEN);
+        assert!(full.try_reserve(1).is_err());
+        assert!(full.try_reserve_exact(1).is_err());
+        full.try_reserve(0).expect("no more room needed");
+        let pushed = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| full.push(())));
+        let message = pushed.expect_err("a push past MAX_LEN panics");
+        assert_eq!(
+            message.downcast_ref::<&str>(),
+            Some(&"InlineVec capacity overflow")
+        );
+        assert_eq!(full.len(), MAX_LEN, "nothing was added");
+        full.pop();
+        full.push(());
+        assert_eq!(full.len(), MAX_LEN);
+
+        // Sizes that would take memory are refused before anything is allocated.
+        let mut v: InlineVec<u32, 2> = [1, 2, 3].into();
+        assert!(v.try_reserve(MAX_LEN - 2).is_err());
+        assert!(v.try_reserve_exact(usize::MAX).is_err());
+        // Amortized growth near the limit stops at the limit instead of failing.
+        let mut z: InlineVec<()> = InlineVec::new();
+        z.reserve_exact(MAX_LEN / 2 + 1);
+        z.len = (MAX_LEN / 2 + 1) as u32;
+        z.reserve(MAX_LEN / 2);
+        assert_eq!(z.capacity(), MAX_LEN);
+        assert_eq!(v, [1, 2, 3]);
     }
 
     #[test]

@@ -939,6 +939,7 @@ impl<'a> Reader<'a> {
         let affordable = self.meta_left / V::ELEMENT_BYTES.max(1) as u64;
         let max = usize::try_from(affordable).unwrap_or(usize::MAX).max(1);
         let n = self.run_length(tag, max);
+        self.check_room(v, n)?;
         let r = if v.is_empty() {
             v.try_reserve_exact(n)
         } else {
@@ -951,8 +952,30 @@ impl<'a> Reader<'a> {
     /// `OutOfMemory`.
     #[inline]
     pub fn reserve_elements<V: GrowableList>(&self, v: &mut V, n: usize) -> DResult<()> {
+        self.check_room(v, n)?;
         v.try_reserve(n)
             .map_err(|_| self.alloc_error(n.saturating_mul(V::ELEMENT_BYTES), self.tag_start))
+    }
+
+    /// `TooManyElements` (at the field's tag) when `n` more elements would not fit in `v`, before
+    /// anything is reserved.
+    #[inline]
+    fn check_room<V: GrowableList>(&self, v: &V, n: usize) -> DResult<()> {
+        if n > V::MAX_LEN - v.len() {
+            return Err(self.too_many_elements::<V>());
+        }
+        Ok(())
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn too_many_elements<V: GrowableList>(&self) -> Box<DecodeError> {
+        self.err(
+            DecodeErrorKind::TooManyElements {
+                limit: V::MAX_LEN as u64,
+            },
+            self.tag_start,
+        )
     }
 
     /// Reads a packed run of varints into `v`, converting each with `conv`; the room for all of
@@ -1036,6 +1059,22 @@ impl<'a> Reader<'a> {
             .map_err(|_| self.alloc_error(self.pos - start, start))
     }
 
+    /// [`Reader::skip_unknown`] into the unknown fields that a message keeps in its rare box
+    /// (`unknown` projects the box's fields to them), allocating the box first. Out of line: an
+    /// unknown field is rare, and the parse's loop over the known ones stays small.
+    #[cold]
+    #[inline(never)]
+    pub fn skip_unknown_into_rare<T: Default>(
+        &mut self,
+        tag: u32,
+        rare: &mut super::Rare<T>,
+        unknown: fn(&mut T) -> &mut UnknownFields,
+    ) -> DResult<()> {
+        self.alloc_rare(rare)?;
+        let fields = rare.get_mut().expect("allocated above");
+        self.skip_unknown(tag, unknown(fields))
+    }
+
     /// Skips the value of a field whose tag was just read (groups recursively).
     pub fn skip_value(&mut self, tag: u32) -> DResult<()> {
         match tag & 7 {
@@ -1106,6 +1145,8 @@ pub trait GrowableList {
     type Item;
     /// Size of one element in memory.
     const ELEMENT_BYTES: usize;
+    /// The most elements the list holds.
+    const MAX_LEN: usize;
     /// Appends an element.
     fn push(&mut self, x: Self::Item);
     /// Appends `make()`, made once there is room for it, and returns it.
@@ -1126,10 +1167,11 @@ pub trait GrowableList {
 
 /// `GrowableList` for list types whose inherent methods of those names do the work.
 macro_rules! growable_list {
-    ($([$($generics:tt)*] $list:ty => $element:ty, $push_with:path;)*) => {$(
+    ($([$($generics:tt)*] $list:ty => $element:ty, $push_with:path, $max_len:expr;)*) => {$(
         impl<$($generics)*> GrowableList for $list {
             type Item = $element;
             const ELEMENT_BYTES: usize = size_of::<$element>();
+            const MAX_LEN: usize = $max_len;
             #[inline]
             fn push(&mut self, x: $element) {
                 <$list>::push(self, x)
@@ -1159,8 +1201,9 @@ macro_rules! growable_list {
 }
 
 growable_list! {
-    [T] Vec<T> => T, vec_push_with;
-    [T, const N: usize] super::InlineVec<T, N> => T, super::InlineVec::push_with;
+    [T] Vec<T> => T, vec_push_with, super::inline_vec::vec_max_len::<T>();
+    [T, const N: usize] super::InlineVec<T, N> => T, super::InlineVec::push_with,
+        super::inline_vec::MAX_LEN;
 }
 
 /// `InlineVec::push_with` for a `Vec`.
@@ -1286,5 +1329,76 @@ mod tests {
         let mut roomy: Vec<u8> = Vec::with_capacity(10);
         r.reserve_run(&mut roomy, tag).unwrap();
         assert_eq!(roomy.capacity(), 10);
+    }
+
+    /// A list of at most 3 elements: the element limit of a list, reached without gigabytes.
+    struct Capped(Vec<u64>);
+
+    impl GrowableList for Capped {
+        type Item = u64;
+        const ELEMENT_BYTES: usize = 8;
+        const MAX_LEN: usize = 3;
+        fn push(&mut self, x: u64) {
+            assert!(self.0.len() < Self::MAX_LEN, "pushed past the limit");
+            self.0.push(x)
+        }
+        fn push_with(&mut self, make: impl FnOnce() -> u64) -> &mut u64 {
+            vec_push_with(&mut self.0, make)
+        }
+        fn len(&self) -> usize {
+            self.0.len()
+        }
+        fn capacity(&self) -> usize {
+            self.0.capacity()
+        }
+        fn try_reserve_exact(&mut self, n: usize) -> Result<(), std::collections::TryReserveError> {
+            self.0.try_reserve_exact(n)
+        }
+        fn try_reserve(&mut self, n: usize) -> Result<(), std::collections::TryReserveError> {
+            self.0.try_reserve(n)
+        }
+    }
+
+    #[test]
+    fn a_run_past_the_list_limit_is_refused_at_its_tag_before_anything_is_reserved() {
+        let config = DecodeConfig::default();
+        let too_many = DecodeErrorKind::TooManyElements { limit: 3 };
+        // Unpacked: four values of field 1 after a first field.
+        let buf = b"\x10\x00\x08\x01\x08\x02\x08\x03\x08\x04";
+        let mut r = Reader::new(buf, &config);
+        r.read_tag().unwrap();
+        r.read_varint().unwrap();
+        let tag = r.read_tag().unwrap().unwrap();
+        let mut v = Capped(Vec::new());
+        let e = r.reserve_run(&mut v, tag).unwrap_err();
+        assert_eq!((e.kind, e.offset), (too_many.clone(), 2));
+        assert_eq!(v.capacity(), 0, "nothing reserved");
+        // Three fit.
+        let (r, tag) = after_first_tag(&buf[2..8], &config);
+        r.reserve_run(&mut v, tag).unwrap();
+        assert_eq!(v.capacity(), 3);
+
+        // Packed varints: four elements refused, three read.
+        let mut v = Capped(Vec::new());
+        let (mut r, _) = after_first_tag(b"\x12\x04\x01\x02\x03\x04", &config);
+        let e = r.read_packed_varints_into(&mut v, |x| x).unwrap_err();
+        assert_eq!((e.kind, e.offset), (too_many.clone(), 0));
+        assert!(v.0.is_empty() && v.capacity() == 0);
+        let (mut r, _) = after_first_tag(b"\x12\x03\x01\x02\x03", &config);
+        r.read_packed_varints_into(&mut v, |x| x).unwrap();
+        assert_eq!(v.0, [1, 2, 3]);
+
+        // Packed fixed-size elements (the count known from the length): one more than the room.
+        let mut v = Capped(vec![9, 9]);
+        let (mut r, _) = after_first_tag(b"\x1a\x08\x00\x00\x80\x3f\x00\x00\x00\x40", &config);
+        let b = r.read_packed_fixed(4).unwrap();
+        let e = r.reserve_elements(&mut v, b.len() / 4).unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("repeated field with more than 3 elements"),
+            "{e}"
+        );
+        assert_eq!((e.kind, e.offset), (too_many, 0));
+        r.reserve_elements(&mut v, 1).unwrap();
     }
 }
