@@ -609,7 +609,7 @@ constexpr uint8_t kOptionalStringNone = 5;
 constexpr std::size_t kStringSize = 32;
 constexpr std::size_t kRepeatedOrderAt = 0;
 constexpr std::size_t kRepeatedLenAt = 8;
-constexpr uint64_t kLayoutFingerprint = 0x31e751e324dad814ull;
+constexpr uint64_t kLayoutFingerprint = 0x957b357da5b59ba2ull;
 }  // namespace detail
 
 /// An error of the library: the C status and the message of onnxl_last_error_message().
@@ -3823,8 +3823,8 @@ class TensorProto final {
   static TensorProto* from_c(OnnxlTensorProto* p) noexcept { (void)detail::init(); return reinterpret_cast<TensorProto*>(p); }
 
   // repeated int64 dims = 1;
-  const RepeatedField<int64_t>& dims() const { return *reinterpret_cast<const RepeatedField<int64_t>*>(detail::at(this, 104)); }
-  RepeatedField<int64_t>* mutable_dims() { return reinterpret_cast<RepeatedField<int64_t>*>(detail::at(this, 104)); }
+  const RepeatedField<int64_t>& dims() const { return *reinterpret_cast<const RepeatedField<int64_t>*>(detail::at(this, 80)); }
+  RepeatedField<int64_t>* mutable_dims() { return reinterpret_cast<RepeatedField<int64_t>*>(detail::at(this, 80)); }
   int dims_size() const { return dims().size(); }
   int64_t dims(int i) const { return dims().Get(i); }
   void set_dims(int i, int64_t v) { mutable_dims()->Set(i, v); }
@@ -3841,7 +3841,7 @@ class TensorProto final {
   int32_t ref_data_type() const { return data_type(); }
 
   // optional TensorProto.Segment segment = 3;
-  bool has_segment() const { return detail::load<const void*>(rare_at(48)) != nullptr; }
+  bool has_segment() const { return detail::load<const void*>(rare_at(72)) != nullptr; }
   const TensorProto_Segment& segment() const;
   TensorProto_Segment* mutable_segment();
   void clear_segment();
@@ -3853,8 +3853,8 @@ class TensorProto final {
   TensorProto_Segment& ref_segment() { return *mutable_segment(); }
 
   // repeated float float_data = 4 [packed = true];
-  const RepeatedField<float>& float_data() const { return *reinterpret_cast<const RepeatedField<float>*>(detail::at(this, 144)); }
-  RepeatedField<float>* mutable_float_data() { return reinterpret_cast<RepeatedField<float>*>(detail::at(this, 144)); }
+  const RepeatedField<float>& float_data() const { return *reinterpret_cast<const RepeatedField<float>*>(detail::at(this, 120)); }
+  RepeatedField<float>* mutable_float_data() { return reinterpret_cast<RepeatedField<float>*>(detail::at(this, 120)); }
   int float_data_size() const { return float_data().size(); }
   float float_data(int i) const { return float_data().Get(i); }
   void set_float_data(int i, float v) { mutable_float_data()->Set(i, v); }
@@ -3864,8 +3864,8 @@ class TensorProto final {
   RepeatedField<float>& ref_float_data() { return *mutable_float_data(); }
 
   // repeated int32 int32_data = 5 [packed = true];
-  const RepeatedField<int32_t>& int32_data() const { return *reinterpret_cast<const RepeatedField<int32_t>*>(detail::at(this, 160)); }
-  RepeatedField<int32_t>* mutable_int32_data() { return reinterpret_cast<RepeatedField<int32_t>*>(detail::at(this, 160)); }
+  const RepeatedField<int32_t>& int32_data() const { return *reinterpret_cast<const RepeatedField<int32_t>*>(rare_at(80)); }
+  RepeatedField<int32_t>* mutable_int32_data() { return reinterpret_cast<RepeatedField<int32_t>*>(rare_at(80)); }
   int int32_data_size() const { return int32_data().size(); }
   int32_t int32_data(int i) const { return int32_data().Get(i); }
   void set_int32_data(int i, int32_t v) { mutable_int32_data()->Set(i, v); }
@@ -3875,8 +3875,8 @@ class TensorProto final {
   RepeatedField<int32_t>& ref_int32_data() { return *mutable_int32_data(); }
 
   // repeated bytes string_data = 6;
-  const RepeatedPtrField<std::string>& string_data() const { return *reinterpret_cast<const RepeatedPtrField<std::string>*>(rare_at(56)); }
-  RepeatedPtrField<std::string>* mutable_string_data() { return reinterpret_cast<RepeatedPtrField<std::string>*>(rare_at(56)); }
+  const RepeatedPtrField<std::string>& string_data() const { return *reinterpret_cast<const RepeatedPtrField<std::string>*>(rare_at(96)); }
+  RepeatedPtrField<std::string>* mutable_string_data() { return reinterpret_cast<RepeatedPtrField<std::string>*>(rare_at(96)); }
   int string_data_size() const { return string_data().size(); }
   const std::string& string_data(int i) const { return string_data().Get(i); }
   std::string* mutable_string_data(int i) { return mutable_string_data()->Mutable(i); }
@@ -3886,18 +3886,18 @@ class TensorProto final {
   void set_string_data(int i, const char* v, std::size_t n) { mutable_string_data(i)->assign(v, n); }
   void set_string_data(int i, const void* v, std::size_t n) { mutable_string_data(i)->assign(static_cast<const char*>(v), n); }
   std::string* add_string_data() { return mutable_string_data()->Add(); }
-  void add_string_data(const std::string& v) { detail::check_ptr(onnxl_cxx_strs_add(rare_at(56), reinterpret_cast<const uint8_t*>(v.data()), v.size())); }
-  void add_string_data(std::string&& v) { detail::check_ptr(onnxl_cxx_strs_add(rare_at(56), reinterpret_cast<const uint8_t*>(v.data()), v.size())); }
-  void add_string_data(const char* v) { detail::check_ptr(onnxl_cxx_strs_add(rare_at(56), reinterpret_cast<const uint8_t*>(v), std::strlen(v))); }
-  void add_string_data(const char* v, std::size_t n) { detail::check_ptr(onnxl_cxx_strs_add(rare_at(56), reinterpret_cast<const uint8_t*>(v), n)); }
-  void add_string_data(const void* v, std::size_t n) { detail::check_ptr(onnxl_cxx_strs_add(rare_at(56), reinterpret_cast<const uint8_t*>(static_cast<const char*>(v)), n)); }
+  void add_string_data(const std::string& v) { detail::check_ptr(onnxl_cxx_strs_add(rare_at(96), reinterpret_cast<const uint8_t*>(v.data()), v.size())); }
+  void add_string_data(std::string&& v) { detail::check_ptr(onnxl_cxx_strs_add(rare_at(96), reinterpret_cast<const uint8_t*>(v.data()), v.size())); }
+  void add_string_data(const char* v) { detail::check_ptr(onnxl_cxx_strs_add(rare_at(96), reinterpret_cast<const uint8_t*>(v), std::strlen(v))); }
+  void add_string_data(const char* v, std::size_t n) { detail::check_ptr(onnxl_cxx_strs_add(rare_at(96), reinterpret_cast<const uint8_t*>(v), n)); }
+  void add_string_data(const void* v, std::size_t n) { detail::check_ptr(onnxl_cxx_strs_add(rare_at(96), reinterpret_cast<const uint8_t*>(static_cast<const char*>(v)), n)); }
   void clear_string_data() { mutable_string_data()->Clear(); }
   const RepeatedPtrField<std::string>& ref_string_data() const { return string_data(); }
   RepeatedPtrField<std::string>& ref_string_data() { return *mutable_string_data(); }
 
   // repeated int64 int64_data = 7 [packed = true];
-  const RepeatedField<int64_t>& int64_data() const { return *reinterpret_cast<const RepeatedField<int64_t>*>(detail::at(this, 176)); }
-  RepeatedField<int64_t>* mutable_int64_data() { return reinterpret_cast<RepeatedField<int64_t>*>(detail::at(this, 176)); }
+  const RepeatedField<int64_t>& int64_data() const { return *reinterpret_cast<const RepeatedField<int64_t>*>(detail::at(this, 136)); }
+  RepeatedField<int64_t>* mutable_int64_data() { return reinterpret_cast<RepeatedField<int64_t>*>(detail::at(this, 136)); }
   int int64_data_size() const { return int64_data().size(); }
   int64_t int64_data(int i) const { return int64_data().Get(i); }
   void set_int64_data(int i, int64_t v) { mutable_int64_data()->Set(i, v); }
@@ -3907,47 +3907,47 @@ class TensorProto final {
   RepeatedField<int64_t>& ref_int64_data() { return *mutable_int64_data(); }
 
   // optional string name = 8;
-  bool has_name() const { return detail::optional_string_has(detail::at(this, 56)); }
-  const std::string& name() const { return detail::optional_string(detail::at(this, 56)); }
-  std::string* mutable_name() { return static_cast<std::string*>(onnxl_cxx_ostr_mutable(detail::at(this, 56))); }
-  void set_name(const std::string& v) { onnxl_cxx_ostr_set(detail::at(this, 56), reinterpret_cast<const uint8_t*>(v.data()), v.size()); }
-  void set_name(std::string&& v) { onnxl_cxx_ostr_set(detail::at(this, 56), reinterpret_cast<const uint8_t*>(v.data()), v.size()); }
-  void set_name(const char* v) { onnxl_cxx_ostr_set(detail::at(this, 56), reinterpret_cast<const uint8_t*>(v), std::strlen(v)); }
-  void set_name(const char* v, std::size_t n) { onnxl_cxx_ostr_set(detail::at(this, 56), reinterpret_cast<const uint8_t*>(v), n); }
-  void set_name(const void* v, std::size_t n) { onnxl_cxx_ostr_set(detail::at(this, 56), reinterpret_cast<const uint8_t*>(static_cast<const char*>(v)), n); }
-  void clear_name() { onnxl_cxx_ostr_clear(detail::at(this, 56)); }
-  std::string* release_name() { return static_cast<std::string*>(onnxl_cxx_ostr_release(detail::at(this, 56))); }
-  void set_allocated_name(std::string* v) { onnxl_cxx_ostr_set_allocated(detail::at(this, 56), v); }
+  bool has_name() const { return detail::optional_string_has(detail::at(this, 48)); }
+  const std::string& name() const { return detail::optional_string(detail::at(this, 48)); }
+  std::string* mutable_name() { return static_cast<std::string*>(onnxl_cxx_ostr_mutable(detail::at(this, 48))); }
+  void set_name(const std::string& v) { onnxl_cxx_ostr_set(detail::at(this, 48), reinterpret_cast<const uint8_t*>(v.data()), v.size()); }
+  void set_name(std::string&& v) { onnxl_cxx_ostr_set(detail::at(this, 48), reinterpret_cast<const uint8_t*>(v.data()), v.size()); }
+  void set_name(const char* v) { onnxl_cxx_ostr_set(detail::at(this, 48), reinterpret_cast<const uint8_t*>(v), std::strlen(v)); }
+  void set_name(const char* v, std::size_t n) { onnxl_cxx_ostr_set(detail::at(this, 48), reinterpret_cast<const uint8_t*>(v), n); }
+  void set_name(const void* v, std::size_t n) { onnxl_cxx_ostr_set(detail::at(this, 48), reinterpret_cast<const uint8_t*>(static_cast<const char*>(v)), n); }
+  void clear_name() { onnxl_cxx_ostr_clear(detail::at(this, 48)); }
+  std::string* release_name() { return static_cast<std::string*>(onnxl_cxx_ostr_release(detail::at(this, 48))); }
+  void set_allocated_name(std::string* v) { onnxl_cxx_ostr_set_allocated(detail::at(this, 48), v); }
   const std::string& ref_name() const { return name(); }
   std::string& ref_name() { return *mutable_name(); }
 
   // optional string doc_string = 12;
-  bool has_doc_string() const { return detail::optional_string_has(rare_at(0)); }
-  const std::string& doc_string() const { return detail::optional_string(rare_at(0)); }
-  std::string* mutable_doc_string() { return static_cast<std::string*>(onnxl_cxx_ostr_mutable(rare_at(0))); }
-  void set_doc_string(const std::string& v) { onnxl_cxx_ostr_set(rare_at(0), reinterpret_cast<const uint8_t*>(v.data()), v.size()); }
-  void set_doc_string(std::string&& v) { onnxl_cxx_ostr_set(rare_at(0), reinterpret_cast<const uint8_t*>(v.data()), v.size()); }
-  void set_doc_string(const char* v) { onnxl_cxx_ostr_set(rare_at(0), reinterpret_cast<const uint8_t*>(v), std::strlen(v)); }
-  void set_doc_string(const char* v, std::size_t n) { onnxl_cxx_ostr_set(rare_at(0), reinterpret_cast<const uint8_t*>(v), n); }
-  void set_doc_string(const void* v, std::size_t n) { onnxl_cxx_ostr_set(rare_at(0), reinterpret_cast<const uint8_t*>(static_cast<const char*>(v)), n); }
-  void clear_doc_string() { onnxl_cxx_ostr_clear(rare_at(0)); }
-  std::string* release_doc_string() { return static_cast<std::string*>(onnxl_cxx_ostr_release(rare_at(0))); }
-  void set_allocated_doc_string(std::string* v) { onnxl_cxx_ostr_set_allocated(rare_at(0), v); }
+  bool has_doc_string() const { return detail::optional_string_has(rare_at(8)); }
+  const std::string& doc_string() const { return detail::optional_string(rare_at(8)); }
+  std::string* mutable_doc_string() { return static_cast<std::string*>(onnxl_cxx_ostr_mutable(rare_at(8))); }
+  void set_doc_string(const std::string& v) { onnxl_cxx_ostr_set(rare_at(8), reinterpret_cast<const uint8_t*>(v.data()), v.size()); }
+  void set_doc_string(std::string&& v) { onnxl_cxx_ostr_set(rare_at(8), reinterpret_cast<const uint8_t*>(v.data()), v.size()); }
+  void set_doc_string(const char* v) { onnxl_cxx_ostr_set(rare_at(8), reinterpret_cast<const uint8_t*>(v), std::strlen(v)); }
+  void set_doc_string(const char* v, std::size_t n) { onnxl_cxx_ostr_set(rare_at(8), reinterpret_cast<const uint8_t*>(v), n); }
+  void set_doc_string(const void* v, std::size_t n) { onnxl_cxx_ostr_set(rare_at(8), reinterpret_cast<const uint8_t*>(static_cast<const char*>(v)), n); }
+  void clear_doc_string() { onnxl_cxx_ostr_clear(rare_at(8)); }
+  std::string* release_doc_string() { return static_cast<std::string*>(onnxl_cxx_ostr_release(rare_at(8))); }
+  void set_allocated_doc_string(std::string* v) { onnxl_cxx_ostr_set_allocated(rare_at(8), v); }
   const std::string& ref_doc_string() const { return doc_string(); }
   std::string& ref_doc_string() { return *mutable_doc_string(); }
 
   // optional bytes raw_data = 9;
-  bool has_raw_data() const { return onnxl_cxx_payload_has(detail::at(this, 16)); }
-  const std::string& raw_data() const { void* s = onnxl_cxx_payload_get(detail::at(this, 16)); return s ? *static_cast<std::string*>(s) : detail::empty_string(); }
-  std::string* mutable_raw_data() { return static_cast<std::string*>(onnxl_cxx_payload_mutable(detail::at(this, 16))); }
-  void set_raw_data(const std::string& v) { onnxl_cxx_payload_set(detail::at(this, 16), reinterpret_cast<const uint8_t*>(v.data()), v.size()); }
-  void set_raw_data(std::string&& v) { onnxl_cxx_payload_set(detail::at(this, 16), reinterpret_cast<const uint8_t*>(v.data()), v.size()); }
-  void set_raw_data(const char* v) { onnxl_cxx_payload_set(detail::at(this, 16), reinterpret_cast<const uint8_t*>(v), std::strlen(v)); }
-  void set_raw_data(const char* v, std::size_t n) { onnxl_cxx_payload_set(detail::at(this, 16), reinterpret_cast<const uint8_t*>(v), n); }
-  void set_raw_data(const void* v, std::size_t n) { onnxl_cxx_payload_set(detail::at(this, 16), reinterpret_cast<const uint8_t*>(static_cast<const char*>(v)), n); }
-  void clear_raw_data() { onnxl_cxx_payload_clear(detail::at(this, 16)); }
-  std::string* release_raw_data() { return static_cast<std::string*>(onnxl_cxx_payload_release(detail::at(this, 16))); }
-  void set_allocated_raw_data(std::string* v) { onnxl_cxx_payload_set_allocated(detail::at(this, 16), v); }
+  bool has_raw_data() const { return onnxl_cxx_payload_has(detail::at(this, 8)); }
+  const std::string& raw_data() const { void* s = onnxl_cxx_payload_get(detail::at(this, 8)); return s ? *static_cast<std::string*>(s) : detail::empty_string(); }
+  std::string* mutable_raw_data() { return static_cast<std::string*>(onnxl_cxx_payload_mutable(detail::at(this, 8))); }
+  void set_raw_data(const std::string& v) { onnxl_cxx_payload_set(detail::at(this, 8), reinterpret_cast<const uint8_t*>(v.data()), v.size()); }
+  void set_raw_data(std::string&& v) { onnxl_cxx_payload_set(detail::at(this, 8), reinterpret_cast<const uint8_t*>(v.data()), v.size()); }
+  void set_raw_data(const char* v) { onnxl_cxx_payload_set(detail::at(this, 8), reinterpret_cast<const uint8_t*>(v), std::strlen(v)); }
+  void set_raw_data(const char* v, std::size_t n) { onnxl_cxx_payload_set(detail::at(this, 8), reinterpret_cast<const uint8_t*>(v), n); }
+  void set_raw_data(const void* v, std::size_t n) { onnxl_cxx_payload_set(detail::at(this, 8), reinterpret_cast<const uint8_t*>(static_cast<const char*>(v)), n); }
+  void clear_raw_data() { onnxl_cxx_payload_clear(detail::at(this, 8)); }
+  std::string* release_raw_data() { return static_cast<std::string*>(onnxl_cxx_payload_release(detail::at(this, 8))); }
+  void set_allocated_raw_data(std::string* v) { onnxl_cxx_payload_set_allocated(detail::at(this, 8), v); }
   /// The bytes without copying them into a std::string (a borrowed view of a no_copy load stays one).
   std::string_view raw_data_view() const { const uint8_t* d = nullptr; std::size_t len = 0; detail::check(onnxl_tensor_proto_raw_data(c_ptr(), &d, &len)); return std::string_view(reinterpret_cast<const char*>(d), len); }
   /// True when the bytes are borrowed from a file map or caller memory (not copied).
@@ -3959,8 +3959,8 @@ class TensorProto final {
   std::string& ref_raw_data() { return *mutable_raw_data(); }
 
   // repeated StringStringEntryProto external_data = 13;
-  const RepeatedPtrField<StringStringEntryProto>& external_data() const { return *reinterpret_cast<const RepeatedPtrField<StringStringEntryProto>*>(detail::at(this, 88)); }
-  RepeatedPtrField<StringStringEntryProto>* mutable_external_data() { return reinterpret_cast<RepeatedPtrField<StringStringEntryProto>*>(detail::at(this, 88)); }
+  const RepeatedPtrField<StringStringEntryProto>& external_data() const { return *reinterpret_cast<const RepeatedPtrField<StringStringEntryProto>*>(rare_at(40)); }
+  RepeatedPtrField<StringStringEntryProto>* mutable_external_data() { return reinterpret_cast<RepeatedPtrField<StringStringEntryProto>*>(rare_at(40)); }
   int external_data_size() const { return external_data().size(); }
   const StringStringEntryProto& external_data(int i) const;
   StringStringEntryProto* mutable_external_data(int i);
@@ -3970,15 +3970,15 @@ class TensorProto final {
   RepeatedPtrField<StringStringEntryProto>& ref_external_data() { return *mutable_external_data(); }
 
   // optional TensorProto.DataLocation data_location = 14;
-  bool has_data_location() const { return detail::OptionalScalar<int32_t>::has(detail::at(this, 8)); }
-  TensorProto_DataLocation data_location() const { return static_cast<TensorProto_DataLocation>(detail::OptionalScalar<int32_t>::get(detail::at(this, 8), int32_t())); }
-  void set_data_location(TensorProto_DataLocation v) { detail::OptionalScalar<int32_t>::set(detail::at(this, 8), static_cast<int32_t>(v)); }
-  void clear_data_location() { detail::OptionalScalar<int32_t>::clear(detail::at(this, 8)); }
+  bool has_data_location() const { return detail::OptionalScalar<int32_t>::has(rare_at(0)); }
+  TensorProto_DataLocation data_location() const { return static_cast<TensorProto_DataLocation>(detail::OptionalScalar<int32_t>::get(rare_at(0), int32_t())); }
+  void set_data_location(TensorProto_DataLocation v) { detail::OptionalScalar<int32_t>::set(rare_at(0), static_cast<int32_t>(v)); }
+  void clear_data_location() { detail::OptionalScalar<int32_t>::clear(rare_at(0)); }
   TensorProto_DataLocation ref_data_location() const { return data_location(); }
 
   // repeated double double_data = 10 [packed = true];
-  const RepeatedField<double>& double_data() const { return *reinterpret_cast<const RepeatedField<double>*>(rare_at(72)); }
-  RepeatedField<double>* mutable_double_data() { return reinterpret_cast<RepeatedField<double>*>(rare_at(72)); }
+  const RepeatedField<double>& double_data() const { return *reinterpret_cast<const RepeatedField<double>*>(rare_at(112)); }
+  RepeatedField<double>* mutable_double_data() { return reinterpret_cast<RepeatedField<double>*>(rare_at(112)); }
   int double_data_size() const { return double_data().size(); }
   double double_data(int i) const { return double_data().Get(i); }
   void set_double_data(int i, double v) { mutable_double_data()->Set(i, v); }
@@ -3988,8 +3988,8 @@ class TensorProto final {
   RepeatedField<double>& ref_double_data() { return *mutable_double_data(); }
 
   // repeated uint64 uint64_data = 11 [packed = true];
-  const RepeatedField<uint64_t>& uint64_data() const { return *reinterpret_cast<const RepeatedField<uint64_t>*>(rare_at(88)); }
-  RepeatedField<uint64_t>* mutable_uint64_data() { return reinterpret_cast<RepeatedField<uint64_t>*>(rare_at(88)); }
+  const RepeatedField<uint64_t>& uint64_data() const { return *reinterpret_cast<const RepeatedField<uint64_t>*>(rare_at(128)); }
+  RepeatedField<uint64_t>* mutable_uint64_data() { return reinterpret_cast<RepeatedField<uint64_t>*>(rare_at(128)); }
   int uint64_data_size() const { return uint64_data().size(); }
   uint64_t uint64_data(int i) const { return uint64_data().Get(i); }
   void set_uint64_data(int i, uint64_t v) { mutable_uint64_data()->Set(i, v); }
@@ -3999,8 +3999,8 @@ class TensorProto final {
   RepeatedField<uint64_t>& ref_uint64_data() { return *mutable_uint64_data(); }
 
   // repeated StringStringEntryProto metadata_props = 16;
-  const RepeatedPtrField<StringStringEntryProto>& metadata_props() const { return *reinterpret_cast<const RepeatedPtrField<StringStringEntryProto>*>(rare_at(32)); }
-  RepeatedPtrField<StringStringEntryProto>* mutable_metadata_props() { return reinterpret_cast<RepeatedPtrField<StringStringEntryProto>*>(rare_at(32)); }
+  const RepeatedPtrField<StringStringEntryProto>& metadata_props() const { return *reinterpret_cast<const RepeatedPtrField<StringStringEntryProto>*>(rare_at(56)); }
+  RepeatedPtrField<StringStringEntryProto>* mutable_metadata_props() { return reinterpret_cast<RepeatedPtrField<StringStringEntryProto>*>(rare_at(56)); }
   int metadata_props_size() const { return metadata_props().size(); }
   const StringStringEntryProto& metadata_props(int i) const;
   StringStringEntryProto* mutable_metadata_props(int i);
@@ -4010,11 +4010,11 @@ class TensorProto final {
   RepeatedPtrField<StringStringEntryProto>& ref_metadata_props() { return *mutable_metadata_props(); }
 
  private:
-  const unsigned char* rare_at(std::size_t off) const { const void* r = detail::load<const void*>(detail::at(this, 192)); return detail::at(r ? r : onnxl_cxx_TensorProto_rare_empty(), off); }
+  const unsigned char* rare_at(std::size_t off) const { const void* r = detail::load<const void*>(detail::at(this, 152)); return detail::at(r ? r : onnxl_cxx_TensorProto_rare_empty(), off); }
   unsigned char* rare_at(std::size_t off) { return detail::at(onnxl_cxx_TensorProto_rare_mut(this), off); }
-  alignas(8) unsigned char storage_[200];
+  alignas(8) unsigned char storage_[160];
 };
-static_assert(sizeof(TensorProto) == 200 && alignof(TensorProto) == 8, "layout of TensorProto");
+static_assert(sizeof(TensorProto) == 160 && alignof(TensorProto) == 8, "layout of TensorProto");
 
 /// `onnx.TensorProto.Segment`.
 class TensorProto_Segment final {
@@ -5767,11 +5767,11 @@ inline TensorAnnotation* GraphProto::add_quantization_annotation() { return muta
 inline const StringStringEntryProto& GraphProto::metadata_props(int i) const { return metadata_props().Get(i); }
 inline StringStringEntryProto* GraphProto::mutable_metadata_props(int i) { return mutable_metadata_props()->Mutable(i); }
 inline StringStringEntryProto* GraphProto::add_metadata_props() { return mutable_metadata_props()->Add(); }
-inline const TensorProto_Segment& TensorProto::segment() const { const TensorProto_Segment* v = detail::load<const TensorProto_Segment*>(rare_at(48)); return v ? *v : TensorProto_Segment::default_instance(); }
-inline TensorProto_Segment* TensorProto::mutable_segment() { TensorProto_Segment* v = detail::load<TensorProto_Segment*>(rare_at(48)); if (!v) { v = new TensorProto_Segment; detail::store(rare_at(48), v); } return v; }
-inline void TensorProto::clear_segment() { TensorProto_Segment* v = detail::load<TensorProto_Segment*>(rare_at(48)); detail::store<TensorProto_Segment*>(rare_at(48), nullptr); delete v; }
-inline TensorProto_Segment* TensorProto::release_segment() { TensorProto_Segment* v = detail::load<TensorProto_Segment*>(rare_at(48)); detail::store<TensorProto_Segment*>(rare_at(48), nullptr); return v; }
-inline void TensorProto::set_allocated_segment(TensorProto_Segment* v) { TensorProto_Segment* old = detail::load<TensorProto_Segment*>(rare_at(48)); if (old == v) return; detail::store(rare_at(48), v); delete old; }
+inline const TensorProto_Segment& TensorProto::segment() const { const TensorProto_Segment* v = detail::load<const TensorProto_Segment*>(rare_at(72)); return v ? *v : TensorProto_Segment::default_instance(); }
+inline TensorProto_Segment* TensorProto::mutable_segment() { TensorProto_Segment* v = detail::load<TensorProto_Segment*>(rare_at(72)); if (!v) { v = new TensorProto_Segment; detail::store(rare_at(72), v); } return v; }
+inline void TensorProto::clear_segment() { TensorProto_Segment* v = detail::load<TensorProto_Segment*>(rare_at(72)); detail::store<TensorProto_Segment*>(rare_at(72), nullptr); delete v; }
+inline TensorProto_Segment* TensorProto::release_segment() { TensorProto_Segment* v = detail::load<TensorProto_Segment*>(rare_at(72)); detail::store<TensorProto_Segment*>(rare_at(72), nullptr); return v; }
+inline void TensorProto::set_allocated_segment(TensorProto_Segment* v) { TensorProto_Segment* old = detail::load<TensorProto_Segment*>(rare_at(72)); if (old == v) return; detail::store(rare_at(72), v); delete old; }
 inline Owner TensorProto::raw_data_owner() { return Owner(detail::check_ptr(onnxl_tensor_proto_raw_data_owner(c_ptr()))); }
 inline const StringStringEntryProto& TensorProto::external_data(int i) const { return external_data().Get(i); }
 inline StringStringEntryProto* TensorProto::mutable_external_data(int i) { return mutable_external_data()->Mutable(i); }

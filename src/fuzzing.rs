@@ -283,7 +283,7 @@ pub fn external_data(data: &[u8]) {
     );
     if no_copy.is_ok() {
         for (t, (location, offset, length)) in borrowed.graph().initializer.iter().zip(&expected) {
-            if t.external_data.is_empty() && t.data_location() == 0 && t.raw_data.is_some() {
+            if t.rare.external_data.is_empty() && t.data_location() == 0 && t.raw_data.is_some() {
                 let file = match location.trim_start_matches("./") {
                     "w.bin" | "sub/../w.bin" | "inlink" => weight_bytes(4096),
                     "sub/x.bin" => vec![0x5a; 100],

@@ -811,14 +811,15 @@ fn serialize_skip_raw_data_writes_what_a_skipping_parse_reads() {
     assert_eq!(m, before, "the model is not changed");
 }
 
-/// A tensor's rarely set fields (string, double and uint64 data, segment, doc string, metadata)
-/// live in its rare box, allocated only when one is set or read; a list of one or two 4-byte
-/// scalars (one 8-byte scalar) stays inside the message, in the word of its heap pointer.
+/// A tensor's rarely set fields (int32, string, double and uint64 data, segment, external data
+/// references and location, doc string, metadata) live in its rare box, allocated only when one
+/// is set; a list of one or two 4-byte scalars (one 8-byte scalar) stays inside the message, in
+/// the word of its heap pointer.
 #[test]
 fn tensors_box_their_rare_fields_and_keep_short_scalar_lists_inline() {
     use onnx_light::proto::TensorProto;
     assert!(
-        size_of::<TensorProto>() <= 232,
+        size_of::<TensorProto>() <= 184,
         "TensorProto is {} bytes",
         size_of::<TensorProto>()
     );
@@ -848,5 +849,24 @@ fn tensors_box_their_rare_fields_and_keep_short_scalar_lists_inline() {
     assert_eq!(parsed, r);
     assert_eq!(parsed.doc_string(), "a tensor");
     assert_eq!(parsed.rare.uint64_data.as_slice(), &[1, 2, 3]);
+    assert_eq!(parsed.serialize_to_vec(), bytes);
+
+    // A tensor whose bytes are in a file: its references and location are in the box.
+    let mut e = TensorProto::new();
+    e.set_name("w");
+    e.set_data_type(1);
+    e.dims.push(1024);
+    e.set_data_location(1);
+    let entry = e.add_external_data();
+    entry.set_key("location");
+    entry.set_value("w.bin");
+    e.rare.int32_data.push(5);
+    let bytes = e.serialize_to_vec();
+    let parsed: TensorProto =
+        onnx_light::parse_from_bytes(&bytes, &ParseOptions::default()).unwrap();
+    assert!(parsed.rare.is_allocated());
+    assert_eq!(parsed, e);
+    assert_eq!(parsed.data_location(), 1);
+    assert_eq!(parsed.rare.external_data[0].value(), "w.bin");
     assert_eq!(parsed.serialize_to_vec(), bytes);
 }

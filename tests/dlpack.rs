@@ -410,22 +410,22 @@ fn typed_fields_are_refused_or_copied_when_asked() {
     let cases: Vec<(i32, Fill, Vec<u8>)> = vec![
         (
             10,
-            Box::new(|t| t.int32_data = vec![0x3C00, 0xC000].into()),
+            Box::new(|t| t.rare.int32_data = vec![0x3C00, 0xC000].into()),
             vec![0x00, 0x3C, 0x00, 0xC0],
         ),
         (
             3,
-            Box::new(|t| t.int32_data = vec![-1, 127].into()),
+            Box::new(|t| t.rare.int32_data = vec![-1, 127].into()),
             vec![0xFF, 0x7F],
         ),
         (
             9,
-            Box::new(|t| t.int32_data = vec![1, 0].into()),
+            Box::new(|t| t.rare.int32_data = vec![1, 0].into()),
             vec![1, 0],
         ),
         (
             6,
-            Box::new(|t| t.int32_data = vec![-2, 7].into()),
+            Box::new(|t| t.rare.int32_data = vec![-2, 7].into()),
             [(-2i32).to_le_bytes(), 7i32.to_le_bytes()].concat(),
         ),
         (
@@ -459,7 +459,7 @@ fn typed_fields_are_refused_or_copied_when_asked() {
         // INT4: one packed byte per int32 value (2 elements, 1 byte).
         (
             22,
-            Box::new(|t| t.int32_data = vec![0x7F].into()),
+            Box::new(|t| t.rare.int32_data = vec![0x7F].into()),
             vec![0x7F],
         ),
     ];

@@ -861,7 +861,8 @@ fn external_data_plaintext_or_encrypted_weights() {
         .find(|t| t.name() == "big")
         .unwrap();
     let entry = |k: &str| -> u64 {
-        big.external_data
+        big.rare
+            .external_data
             .iter()
             .find(|e| e.key().as_bytes() == k.as_bytes())
             .map(|e| e.value().to_string_lossy().parse().unwrap())

@@ -177,7 +177,10 @@ fn tensors_of(m: &ModelProto) -> BTreeMap<String, (Option<Vec<u8>>, Option<i32>)
     m.visit_tensors(&mut |t| {
         out.insert(
             t.name().to_string(),
-            (t.raw_data.as_ref().map(|r| r.to_vec()), t.data_location),
+            (
+                t.raw_data.as_ref().map(|r| r.to_vec()),
+                t.rare.data_location,
+            ),
         );
     });
     out
@@ -206,9 +209,9 @@ fn external_model(entries: &[(&str, &str)], data_type: i32, n: i64) -> ModelProt
     t.set_name("w");
     t.set_data_type(data_type);
     t.add_dims(n);
-    t.data_location = Some(DATA_LOCATION_EXTERNAL);
+    t.rare.data_location = Some(DATA_LOCATION_EXTERNAL);
     for (k, v) in entries {
-        t.external_data.push(entry(k, v));
+        t.rare.external_data.push(entry(k, v));
     }
     m.mutable_graph().initializer.push(t);
     m
@@ -270,7 +273,7 @@ fn every_place_round_trips_in_one_file() {
     let mut expected = m.clone();
     expected.visit_tensors_mut(&mut |t| {
         if ext.contains_key(t.name().to_string().as_str()) {
-            t.data_location = Some(0);
+            t.rare.data_location = Some(0);
         }
     });
     assert_eq!(loaded, expected);
@@ -323,8 +326,8 @@ fn saving_does_not_mutate_the_model() {
         let mut now = Vec::new();
         m.visit_tensors(&mut |t| {
             now.push(t.raw_data.as_ref().map(|r| (r.as_ptr(), r.is_borrowed())));
-            assert_ne!(t.data_location, Some(DATA_LOCATION_EXTERNAL));
-            assert!(t.external_data.is_empty());
+            assert_ne!(t.rare.data_location, Some(DATA_LOCATION_EXTERNAL));
+            assert!(t.rare.external_data.is_empty());
         });
         assert_eq!(now, ptrs, "payloads neither moved nor changed mode");
     }
@@ -804,7 +807,8 @@ fn dir_names(dir: &Path) -> Vec<String> {
 fn relocated(m: &ModelProto, f: impl Fn(&str) -> String) -> ModelProto {
     let mut m = m.clone();
     m.visit_tensors_mut(&mut |t| {
-        for e in t.external_data.iter_mut() {
+        let Some(rare) = t.rare.get_mut() else { return };
+        for e in rare.external_data.iter_mut() {
             if e.key() == "location" {
                 let new = f(&e.value().to_string());
                 e.set_value(new);
@@ -968,8 +972,8 @@ fn keys_in_any_order_unknown_keys_basepath_and_length_to_end() {
         &data[1000..],
         "length absent: to the end of the file"
     );
-    assert!(t.external_data.is_empty());
-    assert_eq!(t.data_location, Some(0));
+    assert!(t.rare.external_data.is_empty());
+    assert_eq!(t.rare.data_location, Some(0));
     // prepacked entries are kept in the report.
     let m = external_model(
         &[("location", "w.bin"), ("prepacked_0", "key|0;16;0|16;16;0")],
@@ -1458,7 +1462,7 @@ fn check_reports_every_problem() {
         );
     }
     assert_eq!(r.files.len(), 1);
-    assert!(!m.graph().initializer[0].external_data.is_empty());
+    assert!(!m.graph().initializer[0].rare.external_data.is_empty());
     let _ = Message::encoded_len(&m);
 }
 

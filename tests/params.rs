@@ -271,7 +271,7 @@ fn model() -> ModelProto {
     typed.set_name("typed");
     typed.set_data_type(6);
     typed.dims = vec![3].into();
-    typed.int32_data = vec![-1, 0, 7].into();
+    typed.rare.int32_data = vec![-1, 0, 7].into();
     g.initializer.push(typed);
     m
 }

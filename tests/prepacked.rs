@@ -48,7 +48,7 @@ fn infos(m: &ModelProto) -> BTreeMap<String, ExternalDataInfo> {
     m.graph()
         .initializer
         .iter()
-        .filter(|t| t.data_location == Some(DATA_LOCATION_EXTERNAL))
+        .filter(|t| t.rare.data_location == Some(DATA_LOCATION_EXTERNAL))
         .map(|t| (t.name().to_string(), ExternalDataInfo::parse(t).unwrap()))
         .collect()
 }
@@ -118,7 +118,7 @@ fn saved_as_onnxruntime_records_them_aligned_after_the_initializer() {
     assert!(i["B"].offset >= r1[0].offset as u64 + 5000);
     // Only the keys ONNX Runtime accepts are written.
     for t in &saved.graph().initializer {
-        for e in &t.external_data {
+        for e in &t.rare.external_data {
             let k = e.key.as_ref().unwrap().to_string();
             assert!(
                 ["location", "offset", "length"].contains(&k.as_str())
@@ -211,7 +211,7 @@ fn copy_load_gives_equal_bytes_and_round_trips_again() {
             .graph()
             .initializer
             .iter()
-            .all(|t| t.external_data.is_empty())
+            .all(|t| t.rare.external_data.is_empty())
     );
     // Save again (per-tensor files this time): same keys, same bytes.
     let d2 = Dir::new("copy2");
@@ -254,7 +254,8 @@ fn checksums_are_written_and_verified() {
     let mut saved = onnx_light::load_model(d.path("m.onnx"), &no_load()).unwrap();
     let mut k1 = None;
     for t in saved.mutable_graph().initializer.iter_mut() {
-        t.external_data
+        t.rare
+            .external_data
             .retain(|e| e.key.as_ref().unwrap().as_bytes() != b"checksum");
         if t.name() == "W" {
             let i = ExternalDataInfo::parse(t).unwrap();
@@ -301,12 +302,12 @@ fn external_model(location: &str, extra: &[(&str, &str)]) -> ModelProto {
     t.set_name("w");
     t.set_data_type(2);
     t.add_dims(64);
-    t.data_location = Some(DATA_LOCATION_EXTERNAL);
-    t.external_data.push(entry("location", location));
-    t.external_data.push(entry("offset", "0"));
-    t.external_data.push(entry("length", "64"));
+    t.rare.data_location = Some(DATA_LOCATION_EXTERNAL);
+    t.rare.external_data.push(entry("location", location));
+    t.rare.external_data.push(entry("offset", "0"));
+    t.rare.external_data.push(entry("length", "64"));
     for (k, v) in extra {
-        t.external_data.push(entry(k, v));
+        t.rare.external_data.push(entry(k, v));
     }
     m.mutable_graph().initializer.push(t);
     m

@@ -72,11 +72,11 @@ fn model_with_prepacked(dir: &TempDir, n: usize) -> std::path::PathBuf {
         value: Some(v.into()),
         ..Default::default()
     };
-    t.external_data.push(entry("location", "w.bin"));
-    t.external_data.push(entry("offset", "0"));
-    t.external_data.push(entry("length", "4"));
+    t.rare.external_data.push(entry("location", "w.bin"));
+    t.rare.external_data.push(entry("offset", "0"));
+    t.rare.external_data.push(entry("length", "4"));
     for (k, v) in prepacked_entries(n) {
-        t.external_data.push(entry(&k, &v));
+        t.rare.external_data.push(entry(&k, &v));
     }
     let mut m = ModelProto::new();
     m.set_ir_version(8);

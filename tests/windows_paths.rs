@@ -27,8 +27,8 @@ fn model_at(location: &str) -> ModelProto {
     t.set_name("w");
     t.set_data_type(2);
     t.add_dims(LEN as i64);
-    t.data_location = Some(DATA_LOCATION_EXTERNAL);
-    t.external_data.push(StringStringEntryProto {
+    t.rare.data_location = Some(DATA_LOCATION_EXTERNAL);
+    t.rare.external_data.push(StringStringEntryProto {
         key: Some("location".into()),
         value: Some(location.into()),
         ..Default::default()

@@ -113,7 +113,7 @@ pub fn tensor_field_buffer(t: &Bound<'_, PyAny>, field: &str) -> PyResult<RawBuf
     let m = ops::read::<TensorProto>(v)?;
     Ok(match field {
         "float_data" => RawBuffer::copied(m.float_data.to_vec()),
-        "int32_data" => RawBuffer::copied(m.int32_data.to_vec()),
+        "int32_data" => RawBuffer::copied(m.rare.int32_data.to_vec()),
         "int64_data" => RawBuffer::copied(m.int64_data.to_vec()),
         "double_data" => RawBuffer::copied(m.rare.double_data.to_vec()),
         "uint64_data" => RawBuffer::copied(m.rare.uint64_data.to_vec()),

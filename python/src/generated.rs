@@ -1854,7 +1854,7 @@ impl Walk for TensorProto {
     fn walk(&self, f: &mut dyn FnMut(usize, u16)) {
         f(ops::addr(self), 14);
         self.rare.segment.walk(f);
-        self.external_data.walk(f);
+        self.rare.external_data.walk(f);
         self.rare.metadata_props.walk(f);
     }
 }
@@ -1876,11 +1876,11 @@ impl Msg for TensorProto {
         if !src.dims.is_empty() { dst.dims.extend(std::mem::take(&mut src.dims)); }
         if let Some(v) = src.rare.segment.take() { <TensorProtoSegment as Msg>::merge(ctx, dst.mutable_segment(), ops::Unbox::unbox(v)); }
         if !src.float_data.is_empty() { dst.float_data.extend(std::mem::take(&mut src.float_data)); }
-        if !src.int32_data.is_empty() { dst.int32_data.extend(std::mem::take(&mut src.int32_data)); }
+        if !src.rare.int32_data.is_empty() { dst.rare.int32_data.extend(std::mem::take(&mut src.rare.int32_data)); }
         if !src.rare.string_data.is_empty() { dst.rare.string_data.extend(std::mem::take(&mut src.rare.string_data)); }
         if !src.int64_data.is_empty() { dst.int64_data.extend(std::mem::take(&mut src.int64_data)); }
         if let Some(v) = src.raw_data.take() { dst.set_raw_data(v); }
-        if !src.external_data.is_empty() { dst.external_data.extend(std::mem::take(&mut src.external_data)); }
+        if !src.rare.external_data.is_empty() { dst.rare.external_data.extend(std::mem::take(&mut src.rare.external_data)); }
         if !src.rare.double_data.is_empty() { dst.rare.double_data.extend(std::mem::take(&mut src.rare.double_data)); }
         if !src.rare.uint64_data.is_empty() { dst.rare.uint64_data.extend(std::mem::take(&mut src.rare.uint64_data)); }
         if !src.rare.metadata_props.is_empty() { dst.rare.metadata_props.extend(std::mem::take(&mut src.rare.metadata_props)); }
@@ -1890,7 +1890,7 @@ impl Msg for TensorProto {
         if self.has_data_type() { out.num("data_type", self.data_type()); }
         if self.has_segment() { { out.begin("segment"); self.segment().text(out); out.end(); }; }
         for v in self.float_data.iter() { out.float("float_data", *v as f64); }
-        for v in self.int32_data.iter() { out.num("int32_data", *v); }
+        for v in self.rare.int32_data.iter() { out.num("int32_data", *v); }
         for v in self.rare.string_data.iter() { out.bytes("string_data", v.as_bytes()); }
         for v in self.int64_data.iter() { out.num("int64_data", *v); }
         if self.has_name() { out.string("name", self.name().as_bytes()); }
@@ -1898,7 +1898,7 @@ impl Msg for TensorProto {
         for v in self.rare.double_data.iter() { out.float("double_data", *v); }
         for v in self.rare.uint64_data.iter() { out.num("uint64_data", *v); }
         if self.has_doc_string() { out.string("doc_string", self.doc_string().as_bytes()); }
-        for v in self.external_data.iter() { { out.begin("external_data"); v.text(out); out.end(); }; }
+        for v in self.rare.external_data.iter() { { out.begin("external_data"); v.text(out); out.end(); }; }
         if self.has_data_location() { out.enumeration("data_location", self.data_location(), &[("DEFAULT", 0), ("EXTERNAL", 1)]); }
         for v in self.rare.metadata_props.iter() { { out.begin("metadata_props"); v.text(out); out.end(); }; }
     }
@@ -1923,9 +1923,9 @@ static TENSOR_PROTO_FLOAT_DATA_LIST: ScalarListOps = crate::scalar_list!("Tensor
 fn tensor_proto_float_data_get(s: &Bound<'_, Message>) -> PyResult<Py<PyAny>> { Ok(Py::new(s.py(), RepeatedScalarContainer { parent: s.clone().unbind(), ops: &TENSOR_PROTO_FLOAT_DATA_LIST })?.into_any()) }
 unsafe fn tensor_proto_float_data_clear(_ctx: &Ctx<'_>, p: *mut ()) { unsafe { &mut *(p as *mut TensorProto) }.float_data.clear(); }
 
-static TENSOR_PROTO_INT32_DATA_LIST: ScalarListOps = crate::scalar_list!("TensorProto.int32_data", TensorProto, int32_data, |py: Python<'_>, v: &i32| { let v = *v; ops::py_val(py, v) }, ops::to_i32);
+static TENSOR_PROTO_INT32_DATA_LIST: ScalarListOps = crate::scalar_list!("TensorProto.int32_data", TensorProto, rare.int32_data, |py: Python<'_>, v: &i32| { let v = *v; ops::py_val(py, v) }, ops::to_i32);
 fn tensor_proto_int32_data_get(s: &Bound<'_, Message>) -> PyResult<Py<PyAny>> { Ok(Py::new(s.py(), RepeatedScalarContainer { parent: s.clone().unbind(), ops: &TENSOR_PROTO_INT32_DATA_LIST })?.into_any()) }
-unsafe fn tensor_proto_int32_data_clear(_ctx: &Ctx<'_>, p: *mut ()) { unsafe { &mut *(p as *mut TensorProto) }.int32_data.clear(); }
+unsafe fn tensor_proto_int32_data_clear(_ctx: &Ctx<'_>, p: *mut ()) { unsafe { &mut *(p as *mut TensorProto) }.rare.int32_data.clear(); }
 
 static TENSOR_PROTO_STRING_DATA_LIST: ScalarListOps = crate::scalar_list!("TensorProto.string_data", TensorProto, rare.string_data, |py: Python<'_>, v: &ProtoString| { let v = v; Ok(ops::py_bytes(py, v.as_bytes())) }, |v: &Bound<'_, PyAny>| ops::to_bytes(v).map(ProtoString::from));
 fn tensor_proto_string_data_get(s: &Bound<'_, Message>) -> PyResult<Py<PyAny>> { Ok(Py::new(s.py(), RepeatedScalarContainer { parent: s.clone().unbind(), ops: &TENSOR_PROTO_STRING_DATA_LIST })?.into_any()) }
@@ -1947,9 +1947,9 @@ fn tensor_proto_raw_data_get(s: &Bound<'_, Message>) -> PyResult<Py<PyAny>> { op
 fn tensor_proto_raw_data_set(s: &Bound<'_, Message>, v: &Bound<'_, PyAny>) -> PyResult<()> { ops::set_with::<TensorProto, _>(s, v, |v: &Bound<'_, PyAny>| ops::to_bytes(v).map(ByteSpan::from_vec), |_, m, v| m.set_raw_data(v)) }
 unsafe fn tensor_proto_raw_data_clear(_ctx: &Ctx<'_>, p: *mut ()) { unsafe { &mut *(p as *mut TensorProto) }.clear_raw_data(); }
 
-static TENSOR_PROTO_EXTERNAL_DATA_LIST: MsgListOps = crate::msg_list!("TensorProto.external_data", TensorProto, external_data, StringStringEntryProto, &STRING_STRING_ENTRY_PROTO_INFO);
+static TENSOR_PROTO_EXTERNAL_DATA_LIST: MsgListOps = crate::msg_list!("TensorProto.external_data", TensorProto, rare.external_data, StringStringEntryProto, &STRING_STRING_ENTRY_PROTO_INFO);
 fn tensor_proto_external_data_get(s: &Bound<'_, Message>) -> PyResult<Py<PyAny>> { Ok(Py::new(s.py(), RepeatedCompositeContainer { parent: s.clone().unbind(), ops: &TENSOR_PROTO_EXTERNAL_DATA_LIST })?.into_any()) }
-unsafe fn tensor_proto_external_data_clear(ctx: &Ctx<'_>, p: *mut ()) { ops::take_detach(ctx, &mut unsafe { &mut *(p as *mut TensorProto) }.external_data); }
+unsafe fn tensor_proto_external_data_clear(ctx: &Ctx<'_>, p: *mut ()) { ops::take_detach(ctx, &mut unsafe { &mut *(p as *mut TensorProto) }.rare.external_data); }
 
 fn tensor_proto_data_location_get(s: &Bound<'_, Message>) -> PyResult<Py<PyAny>> { ops::get_with::<TensorProto>(s, |py, m| { let v = m.data_location(); ops::py_val(py, v) }) }
 fn tensor_proto_data_location_set(s: &Bound<'_, Message>, v: &Bound<'_, PyAny>) -> PyResult<()> { ops::set_with::<TensorProto, _>(s, v, |v: &Bound<'_, PyAny>| ops::to_enum(v, &[0, 1]), |_, m, v| m.set_data_location(v)) }

@@ -41,10 +41,10 @@ fn with_model_mut<R: Send>(
     if !root.registry(py).is_empty() {
         let ctx = Ctx { py, root: &root };
         m.visit_tensors_mut(&mut |t: &mut TensorProto| {
-            if !t.external_data.is_empty() {
-                let copy = t.external_data.clone();
-                ops::take_detach(&ctx, &mut t.external_data);
-                t.external_data = copy;
+            if !t.rare.external_data.is_empty() {
+                let copy = t.rare.external_data.clone();
+                ops::take_detach(&ctx, &mut t.rare.external_data);
+                t.rare.external_data = copy;
             }
         });
     }
@@ -175,8 +175,8 @@ pub fn convert_model_from_external_data(model: &Bound<'_, PyAny>) -> PyResult<us
         let mut n = 0;
         m.visit_tensors_mut(&mut |t| {
             if onnx_light::external::uses_external_data(t) {
-                t.external_data.clear();
-                t.data_location = Some(0);
+                t.rare.external_data.clear();
+                t.rare.data_location = Some(0);
                 n += 1;
             }
         });
@@ -361,12 +361,12 @@ pub fn split_large_payloads<'py>(
     copy.visit_tensors_mut(&mut |t: &mut TensorProto| {
         if t.raw_data.as_ref().is_some_and(|s| s.len() >= threshold) {
             t.raw_data = None;
-            t.data_location = Some(1);
+            t.rare.data_location = Some(1);
             let mut e = onnx_light::proto::StringStringEntryProto::new();
             e.set_key("location");
             e.set_value(format!("onnx_light:{index}"));
-            t.external_data.clear();
-            t.external_data.push(e);
+            t.rare.external_data.clear();
+            t.rare.external_data.push(e);
             index += 1;
         }
     });

@@ -62,7 +62,7 @@ pub(crate) fn check(t: &TensorProto) -> Result<Checked> {
             "{label} is a segment of a larger tensor"
         )));
     }
-    if t.data_location == Some(DATA_LOCATION_EXTERNAL) {
+    if t.rare.data_location == Some(DATA_LOCATION_EXTERNAL) {
         return Err(Error::Unsupported(format!(
             "{label} has its data in an external file that is not loaded (load the model with \
              its external data first)"
@@ -114,7 +114,7 @@ fn with_label(e: Error, label: &str) -> Error {
 pub(crate) fn typed_field(t: &TensorProto) -> Option<&'static str> {
     [
         (!t.float_data.is_empty(), "float_data"),
-        (!t.int32_data.is_empty(), "int32_data"),
+        (!t.rare.int32_data.is_empty(), "int32_data"),
         (!t.int64_data.is_empty(), "int64_data"),
         (!t.rare.double_data.is_empty(), "double_data"),
         (!t.rare.uint64_data.is_empty(), "uint64_data"),
@@ -159,9 +159,9 @@ pub(crate) fn typed_bytes(t: &TensorProto, c: &Checked) -> Result<Vec<u8>> {
         Uint64 | Uint32 => ("uint64_data", t.rare.uint64_data.len(), n),
         // One packed byte per value.
         Int4 | Uint4 | Float4e2m1 | Int2 | Uint2 => {
-            ("int32_data", t.int32_data.len(), c.byte_len as u64)
+            ("int32_data", t.rare.int32_data.len(), c.byte_len as u64)
         }
-        _ => ("int32_data", t.int32_data.len(), n),
+        _ => ("int32_data", t.rare.int32_data.len(), n),
     };
     if have as u64 != want {
         return Err(Error::InvalidArgument(format!(
@@ -197,16 +197,18 @@ pub(crate) fn typed_bytes(t: &TensorProto, c: &Checked) -> Result<Vec<u8>> {
             .iter()
             .for_each(|v| out.extend_from_slice(&(*v as u32).to_le_bytes())),
         Int32 => t
+            .rare
             .int32_data
             .iter()
             .for_each(|v| out.extend_from_slice(&v.to_le_bytes())),
         Int16 | Uint16 | Float16 | Bfloat16 => t
+            .rare
             .int32_data
             .iter()
             .for_each(|v| out.extend_from_slice(&(*v as u16).to_le_bytes())),
         Int8 | Uint8 | Bool | Float8e4m3fn | Float8e4m3fnuz | Float8e5m2 | Float8e5m2fnuz
         | Float8e8m0 | Int4 | Uint4 | Float4e2m1 | Int2 | Uint2 => {
-            out.extend(t.int32_data.iter().map(|v| *v as u8))
+            out.extend(t.rare.int32_data.iter().map(|v| *v as u8))
         }
         Undefined | String | Float6e2m3 | Float6e3m2 => {
             unreachable!("refused by check(): no DLPack type")

@@ -3,14 +3,14 @@
 
 use crate::proto::{StringStringEntryProto, TensorProto};
 
-/// `TensorProto.data_location` value of tensors whose bytes live in a file.
+/// `TensorProto.rare.data_location` value of tensors whose bytes live in a file.
 pub const DATA_LOCATION_EXTERNAL: i32 = 1;
-/// `TensorProto.data_location` value of tensors whose bytes are in the message.
+/// `TensorProto.rare.data_location` value of tensors whose bytes are in the message.
 pub const DATA_LOCATION_DEFAULT: i32 = 0;
 
 /// True when the tensor's bytes live in an external file (`data_location == EXTERNAL`).
 pub fn uses_external_data(t: &TensorProto) -> bool {
-    t.data_location == Some(DATA_LOCATION_EXTERNAL)
+    t.rare.data_location == Some(DATA_LOCATION_EXTERNAL)
 }
 
 /// The parsed `external_data` entries of one tensor.
@@ -165,7 +165,7 @@ impl ExternalDataInfo {
     pub fn parse(t: &TensorProto) -> Result<Self, String> {
         let mut info = ExternalDataInfo::default();
         let mut location = None;
-        for e in &t.external_data {
+        for e in &t.rare.external_data {
             let key = e.key.as_deref().unwrap_or_default();
             let value = e.value.as_deref().unwrap_or_default();
             let text = |what: &str| {
@@ -220,8 +220,8 @@ impl ExternalDataInfo {
     /// Makes `t` an external tensor described by `self`: the entries replace the old ones,
     /// `data_location` becomes EXTERNAL and `raw_data` is cleared.
     pub fn apply_to(&self, t: &mut TensorProto) {
-        t.external_data = self.entries().into_iter().collect();
-        t.data_location = Some(DATA_LOCATION_EXTERNAL);
+        t.rare.external_data = self.entries().into_iter().collect();
+        t.rare.data_location = Some(DATA_LOCATION_EXTERNAL);
         t.raw_data = None;
     }
 }
@@ -252,13 +252,13 @@ mod tests {
     fn tensor(entries: &[(&str, &str)]) -> TensorProto {
         let mut t = TensorProto::new();
         for (k, v) in entries {
-            t.external_data.push(StringStringEntryProto {
+            t.rare.external_data.push(StringStringEntryProto {
                 key: Some((*k).into()),
                 value: Some((*v).into()),
                 ..Default::default()
             });
         }
-        t.data_location = Some(DATA_LOCATION_EXTERNAL);
+        t.rare.data_location = Some(DATA_LOCATION_EXTERNAL);
         t
     }
 

@@ -1047,8 +1047,8 @@ pub fn load_external_data_for_model(
     model.visit_tensors_mut(&mut |t| {
         if let Some(span) = slots.get_mut(index).and_then(Option::take) {
             t.raw_data = Some(span);
-            t.external_data.clear();
-            t.data_location = Some(DATA_LOCATION_DEFAULT);
+            t.rare.external_data.clear();
+            t.rare.data_location = Some(DATA_LOCATION_DEFAULT);
         }
         index += 1;
     });

@@ -7297,7 +7297,7 @@ pub unsafe extern "C" fn onnxl_tensor_proto_assign_float_data(m: *mut OnnxlTenso
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_tensor_proto_int32_data_size(m: *const OnnxlTensorProto) -> usize {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { len(m, |m| &m.int32_data) }
+    unsafe { len(m, |m| &m.rare.int32_data) }
 }
 
 /// Removes every `int32_data` element.
@@ -7309,7 +7309,7 @@ pub unsafe extern "C" fn onnxl_tensor_proto_int32_data_size(m: *const OnnxlTenso
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_tensor_proto_clear_int32_data(m: *mut OnnxlTensorProto) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { clear_all(m, |m| &mut m.int32_data) }
+    unsafe { clear_all(m, |m| &mut m.rare.int32_data) }
 }
 
 /// Removes `int32_data` element `i`; later elements move down by one (`ONNXL_STATUS_OUT_OF_RANGE` when `i` >= size).
@@ -7321,7 +7321,7 @@ pub unsafe extern "C" fn onnxl_tensor_proto_clear_int32_data(m: *mut OnnxlTensor
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_tensor_proto_remove_int32_data(m: *mut OnnxlTensorProto, i: usize) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { remove(m, i, "TensorProto.int32_data", |m| &mut m.int32_data) }
+    unsafe { remove(m, i, "TensorProto.int32_data", |m| &mut m.rare.int32_data) }
 }
 
 /// `int32_data` element `i`; 0 (with `ONNXL_STATUS_OUT_OF_RANGE` as last error) when `i` >= size or `m` is NULL.
@@ -7333,7 +7333,7 @@ pub unsafe extern "C" fn onnxl_tensor_proto_remove_int32_data(m: *mut OnnxlTenso
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_tensor_proto_int32_data(m: *const OnnxlTensorProto, i: usize) -> i32 {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { elem_value(m, i, "TensorProto.int32_data", |m| &m.int32_data) }
+    unsafe { elem_value(m, i, "TensorProto.int32_data", |m| &m.rare.int32_data) }
 }
 
 /// The `int32_data` elements as a contiguous array of `onnxl_tensor_proto_int32_data_size(m)` values (NULL only when `m` is NULL; not to be read when the size is 0).
@@ -7345,7 +7345,7 @@ pub unsafe extern "C" fn onnxl_tensor_proto_int32_data(m: *const OnnxlTensorProt
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_tensor_proto_int32_data_data(m: *const OnnxlTensorProto) -> *const i32 {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { data(m, |m| &m.int32_data) }
+    unsafe { data(m, |m| &m.rare.int32_data) }
 }
 
 /// The `int32_data` elements for in-place writing (NULL only when `m` is NULL).
@@ -7357,7 +7357,7 @@ pub unsafe extern "C" fn onnxl_tensor_proto_int32_data_data(m: *const OnnxlTenso
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_tensor_proto_mutable_int32_data_data(m: *mut OnnxlTensorProto) -> *mut i32 {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { mutable_data(m, |m| &mut m.int32_data) }
+    unsafe { mutable_data(m, |m| &mut m.rare.int32_data) }
 }
 
 /// Sets `int32_data` element `i` to `v` (`ONNXL_STATUS_OUT_OF_RANGE` when `i` >= size).
@@ -7369,7 +7369,7 @@ pub unsafe extern "C" fn onnxl_tensor_proto_mutable_int32_data_data(m: *mut Onnx
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_tensor_proto_set_int32_data(m: *mut OnnxlTensorProto, i: usize, v: i32) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { set_elem_value(m, i, v, "TensorProto.int32_data", |m| &mut m.int32_data) }
+    unsafe { set_elem_value(m, i, v, "TensorProto.int32_data", |m| &mut m.rare.int32_data) }
 }
 
 /// Appends `v` to `int32_data`.
@@ -7381,7 +7381,7 @@ pub unsafe extern "C" fn onnxl_tensor_proto_set_int32_data(m: *mut OnnxlTensorPr
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_tensor_proto_add_int32_data(m: *mut OnnxlTensorProto, v: i32) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { push_value(m, v, |m| &mut m.int32_data) }
+    unsafe { push_value(m, v, |m| &mut m.rare.int32_data) }
 }
 
 /// Replaces every `int32_data` element with a copy of the `count` values at `data`.
@@ -7393,7 +7393,7 @@ pub unsafe extern "C" fn onnxl_tensor_proto_add_int32_data(m: *mut OnnxlTensorPr
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_tensor_proto_assign_int32_data(m: *mut OnnxlTensorProto, data: *const i32, count: usize) -> OnnxlStatus {
     // SAFETY: forwarded contract above.
-    unsafe { assign(m, data, count, |m| &mut m.int32_data) }
+    unsafe { assign(m, data, count, |m| &mut m.rare.int32_data) }
 }
 
 /// Number of `string_data` elements (0 when `m` is NULL).
@@ -7765,7 +7765,7 @@ pub unsafe extern "C" fn onnxl_tensor_proto_raw_data_is_borrowed(m: *const Onnxl
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_tensor_proto_external_data_size(m: *const OnnxlTensorProto) -> usize {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { len(m, |m| &m.external_data) }
+    unsafe { len(m, |m| &m.rare.external_data) }
 }
 
 /// Removes every `external_data` element.
@@ -7777,7 +7777,7 @@ pub unsafe extern "C" fn onnxl_tensor_proto_external_data_size(m: *const OnnxlTe
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_tensor_proto_clear_external_data(m: *mut OnnxlTensorProto) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { clear_all(m, |m| &mut m.external_data) }
+    unsafe { clear_all(m, |m| &mut m.rare.external_data) }
 }
 
 /// Removes `external_data` element `i`; later elements move down by one (`ONNXL_STATUS_OUT_OF_RANGE` when `i` >= size).
@@ -7789,7 +7789,7 @@ pub unsafe extern "C" fn onnxl_tensor_proto_clear_external_data(m: *mut OnnxlTen
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_tensor_proto_remove_external_data(m: *mut OnnxlTensorProto, i: usize) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { remove(m, i, "TensorProto.external_data", |m| &mut m.external_data) }
+    unsafe { remove(m, i, "TensorProto.external_data", |m| &mut m.rare.external_data) }
 }
 
 /// `external_data` element `i` (read-only); NULL when `i` >= size or `m` is NULL.
@@ -7801,7 +7801,7 @@ pub unsafe extern "C" fn onnxl_tensor_proto_remove_external_data(m: *mut OnnxlTe
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_tensor_proto_external_data(m: *const OnnxlTensorProto, i: usize) -> *const OnnxlStringStringEntryProto {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { elem_message::<OnnxlTensorProto, OnnxlStringStringEntryProto>(m, i, "TensorProto.external_data", |m| &m.external_data) }
+    unsafe { elem_message::<OnnxlTensorProto, OnnxlStringStringEntryProto>(m, i, "TensorProto.external_data", |m| &m.rare.external_data) }
 }
 
 /// `external_data` element `i` for writing; NULL when `i` >= size or `m` is NULL.
@@ -7813,7 +7813,7 @@ pub unsafe extern "C" fn onnxl_tensor_proto_external_data(m: *const OnnxlTensorP
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_tensor_proto_mutable_external_data(m: *mut OnnxlTensorProto, i: usize) -> *mut OnnxlStringStringEntryProto {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { mutable_elem_message::<OnnxlTensorProto, OnnxlStringStringEntryProto>(m, i, "TensorProto.external_data", |m| &mut m.external_data) }
+    unsafe { mutable_elem_message::<OnnxlTensorProto, OnnxlStringStringEntryProto>(m, i, "TensorProto.external_data", |m| &mut m.rare.external_data) }
 }
 
 /// Appends an empty `StringStringEntryProto` to `external_data` and returns it for writing; NULL only when `m` is NULL.
@@ -7825,7 +7825,7 @@ pub unsafe extern "C" fn onnxl_tensor_proto_mutable_external_data(m: *mut OnnxlT
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_tensor_proto_add_external_data(m: *mut OnnxlTensorProto) -> *mut OnnxlStringStringEntryProto {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { add_message::<OnnxlTensorProto, OnnxlStringStringEntryProto>(m, |m| &mut m.external_data) }
+    unsafe { add_message::<OnnxlTensorProto, OnnxlStringStringEntryProto>(m, |m| &mut m.rare.external_data) }
 }
 
 /// True when `data_location` is set (proto2 presence: set to its default still counts).
@@ -7837,7 +7837,7 @@ pub unsafe extern "C" fn onnxl_tensor_proto_add_external_data(m: *mut OnnxlTenso
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_tensor_proto_has_data_location(m: *const OnnxlTensorProto) -> bool {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { has(m, |m| &m.data_location) }
+    unsafe { has(m, |m| &m.rare.data_location) }
 }
 
 /// Unsets `data_location`.
@@ -7849,7 +7849,7 @@ pub unsafe extern "C" fn onnxl_tensor_proto_has_data_location(m: *const OnnxlTen
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_tensor_proto_clear_data_location(m: *mut OnnxlTensorProto) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { clear(m, |m| &mut m.data_location) }
+    unsafe { clear(m, |m| &mut m.rare.data_location) }
 }
 
 /// The value of `data_location`; 0 when unset or `m` is NULL.
@@ -7861,7 +7861,7 @@ pub unsafe extern "C" fn onnxl_tensor_proto_clear_data_location(m: *mut OnnxlTen
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_tensor_proto_data_location(m: *const OnnxlTensorProto) -> i32 {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { value(m, |m| &m.data_location) }
+    unsafe { value(m, |m| &m.rare.data_location) }
 }
 
 /// Sets `data_location` to `v`. `v` must be a value of `TensorProto.DataLocation` (`ONNXL_TENSOR_PROTO_DATA_LOCATION_*`), else `ONNXL_STATUS_INVALID_ARGUMENT`.
@@ -7873,7 +7873,7 @@ pub unsafe extern "C" fn onnxl_tensor_proto_data_location(m: *const OnnxlTensorP
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_tensor_proto_set_data_location(m: *mut OnnxlTensorProto, v: i32) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { set_enum(m, v, &[0, 1], "TensorProto.data_location", |m| &mut m.data_location) }
+    unsafe { set_enum(m, v, &[0, 1], "TensorProto.data_location", |m| &mut m.rare.data_location) }
 }
 
 /// Number of `double_data` elements (0 when `m` is NULL).

@@ -3313,14 +3313,14 @@ pub fn layout_text() -> String {
     writeln!(o, "field TensorProto.data_type {}", std::mem::offset_of!(TensorProto, data_type)).unwrap();
     writeln!(o, "field TensorProto.segment {} rare", std::mem::offset_of!(TensorProtoRare, segment)).unwrap();
     writeln!(o, "field TensorProto.float_data {}", std::mem::offset_of!(TensorProto, float_data)).unwrap();
-    writeln!(o, "field TensorProto.int32_data {}", std::mem::offset_of!(TensorProto, int32_data)).unwrap();
+    writeln!(o, "field TensorProto.int32_data {} rare", std::mem::offset_of!(TensorProtoRare, int32_data)).unwrap();
     writeln!(o, "field TensorProto.string_data {} rare", std::mem::offset_of!(TensorProtoRare, string_data)).unwrap();
     writeln!(o, "field TensorProto.int64_data {}", std::mem::offset_of!(TensorProto, int64_data)).unwrap();
     writeln!(o, "field TensorProto.name {}", std::mem::offset_of!(TensorProto, name)).unwrap();
     writeln!(o, "field TensorProto.doc_string {} rare", std::mem::offset_of!(TensorProtoRare, doc_string)).unwrap();
     writeln!(o, "field TensorProto.raw_data {}", std::mem::offset_of!(TensorProto, raw_data)).unwrap();
-    writeln!(o, "field TensorProto.external_data {}", std::mem::offset_of!(TensorProto, external_data)).unwrap();
-    writeln!(o, "field TensorProto.data_location {}", std::mem::offset_of!(TensorProto, data_location)).unwrap();
+    writeln!(o, "field TensorProto.external_data {} rare", std::mem::offset_of!(TensorProtoRare, external_data)).unwrap();
+    writeln!(o, "field TensorProto.data_location {} rare", std::mem::offset_of!(TensorProtoRare, data_location)).unwrap();
     writeln!(o, "field TensorProto.double_data {} rare", std::mem::offset_of!(TensorProtoRare, double_data)).unwrap();
     writeln!(o, "field TensorProto.uint64_data {} rare", std::mem::offset_of!(TensorProtoRare, uint64_data)).unwrap();
     writeln!(o, "field TensorProto.metadata_props {} rare", std::mem::offset_of!(TensorProtoRare, metadata_props)).unwrap();
@@ -3807,7 +3807,8 @@ const MESSAGE_LAYOUT_HASH: Fnv1a = Fnv1a::NEW
     .decimal(std::mem::offset_of!(TensorProto, float_data))
     .text("\n")
     .text("field TensorProto.int32_data ")
-    .decimal(std::mem::offset_of!(TensorProto, int32_data))
+    .decimal(std::mem::offset_of!(TensorProtoRare, int32_data))
+    .text(" rare")
     .text("\n")
     .text("field TensorProto.string_data ")
     .decimal(std::mem::offset_of!(TensorProtoRare, string_data))
@@ -3827,10 +3828,12 @@ const MESSAGE_LAYOUT_HASH: Fnv1a = Fnv1a::NEW
     .decimal(std::mem::offset_of!(TensorProto, raw_data))
     .text("\n")
     .text("field TensorProto.external_data ")
-    .decimal(std::mem::offset_of!(TensorProto, external_data))
+    .decimal(std::mem::offset_of!(TensorProtoRare, external_data))
+    .text(" rare")
     .text("\n")
     .text("field TensorProto.data_location ")
-    .decimal(std::mem::offset_of!(TensorProto, data_location))
+    .decimal(std::mem::offset_of!(TensorProtoRare, data_location))
+    .text(" rare")
     .text("\n")
     .text("field TensorProto.double_data ")
     .decimal(std::mem::offset_of!(TensorProtoRare, double_data))

@@ -642,16 +642,16 @@ pub fn merge_into_model(
                 init.data_type = t.data_type;
                 init.raw_data = t.raw_data;
                 init.float_data.clear();
-                init.int32_data.clear();
                 init.int64_data.clear();
                 if let Some(rare) = init.rare.get_mut() {
+                    rare.int32_data.clear();
                     rare.string_data.clear();
                     rare.double_data.clear();
                     rare.uint64_data.clear();
                     rare.segment = None;
+                    rare.external_data.clear();
+                    rare.data_location = None;
                 }
-                init.external_data.clear();
-                init.data_location = None;
                 report.replaced += 1;
             }
             None => {

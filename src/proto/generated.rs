@@ -3723,18 +3723,12 @@ pub struct TensorProto {
     pub data_type: Option<i32>,
     /// `repeated float float_data = 4 [packed = true];`
     pub float_data: InlineVec<f32, 2>,
-    /// `repeated int32 int32_data = 5 [packed = true];`
-    pub int32_data: InlineVec<i32, 2>,
     /// `repeated int64 int64_data = 7 [packed = true];`
     pub int64_data: InlineVec<i64, 1>,
     /// `optional string name = 8;`
     pub name: Option<ProtoString>,
     /// `optional bytes raw_data = 9;`
     pub raw_data: Option<ByteSpan>,
-    /// `repeated StringStringEntryProto external_data = 13;`
-    pub external_data: RepeatedField<StringStringEntryProto>,
-    /// `optional TensorProto.DataLocation data_location = 14;`
-    pub data_location: Option<i32>,
     /// The fields few models set (`TensorProtoRare`), in a box allocated on first write.
     pub rare: Rare<TensorProtoRare>,
 }
@@ -3746,12 +3740,9 @@ impl TensorProto {
             dims: InlineVec::new(),
             data_type: None,
             float_data: InlineVec::new(),
-            int32_data: InlineVec::new(),
             int64_data: InlineVec::new(),
             name: None,
             raw_data: None,
-            external_data: RepeatedField::new(),
-            data_location: None,
             rare: Rare::new(),
         }
     }
@@ -3762,10 +3753,16 @@ impl TensorProto {
 pub struct TensorProtoRare {
     /// `optional TensorProto.Segment segment = 3;`
     pub segment: Option<Box<TensorProtoSegment>>,
+    /// `repeated int32 int32_data = 5 [packed = true];`
+    pub int32_data: InlineVec<i32, 2>,
     /// `repeated bytes string_data = 6;`
     pub string_data: InlineVec<ProtoString>,
     /// `optional string doc_string = 12;`
     pub doc_string: Option<ProtoString>,
+    /// `repeated StringStringEntryProto external_data = 13;`
+    pub external_data: RepeatedField<StringStringEntryProto>,
+    /// `optional TensorProto.DataLocation data_location = 14;`
+    pub data_location: Option<i32>,
     /// `repeated double double_data = 10 [packed = true];`
     pub double_data: InlineVec<f64, 1>,
     /// `repeated uint64 uint64_data = 11 [packed = true];`
@@ -3782,8 +3779,11 @@ impl TensorProtoRare {
     pub const fn new() -> Self {
         Self {
             segment: None,
+            int32_data: InlineVec::new(),
             string_data: InlineVec::new(),
             doc_string: None,
+            external_data: RepeatedField::new(),
+            data_location: None,
             double_data: InlineVec::new(),
             uint64_data: InlineVec::new(),
             metadata_props: RepeatedField::new(),
@@ -3825,10 +3825,16 @@ impl Message for TensorProto {
                     self.float_data.extend(b.chunks_exact(4).map(|c| f32::from_bits(u32::from_le_bytes(c.try_into().unwrap()))));
                 }
                 40 => {
-                    r.reserve_run(&mut self.int32_data, 40).map_err(|e| e.at("int32_data", None))?;
-                    self.int32_data.push(r.read_varint().map_err(|e| e.at("int32_data", None))? as i32);
+                    r.alloc_rare(&mut self.rare)?;
+                    {
+                    r.reserve_run(&mut self.rare.int32_data, 40).map_err(|e| e.at("int32_data", None))?;
+                    self.rare.int32_data.push(r.read_varint().map_err(|e| e.at("int32_data", None))? as i32);
                 }
-                42 => r.read_packed_varints_into(&mut self.int32_data, |v| v as i32).map_err(|e| e.at("int32_data", None))?,
+                }
+                42 => {
+                    r.alloc_rare(&mut self.rare)?;
+                    r.read_packed_varints_into(&mut self.rare.int32_data, |v| v as i32).map_err(|e| e.at("int32_data", None))?
+                }
                 50 => {
                     r.alloc_rare(&mut self.rare)?;
                     {
@@ -3848,18 +3854,24 @@ impl Message for TensorProto {
                 }
                 74 => self.raw_data = r.read_payload().map_err(|e| e.at("raw_data", None))?,
                 106 => {
-                    let i = self.external_data.len();
-                    let m = r.push_message(&mut self.external_data, 106).map_err(|e| e.at("external_data", Some(i)))?;
+                    r.alloc_rare(&mut self.rare)?;
+                    {
+                    let i = self.rare.external_data.len();
+                    let m = r.push_message(&mut self.rare.external_data, 106).map_err(|e| e.at("external_data", Some(i)))?;
                     r.read_message(m).map_err(|e| e.at("external_data", Some(i)))?;
                 }
+                }
                 112 => {
+                    r.alloc_rare(&mut self.rare)?;
+                    {
                     let v = r.read_varint().map_err(|e| e.at("data_location", None))?;
                     if matches!(v as i32, 0 | 1) {
-                        self.data_location = Some(v as i32);
+                        self.rare.data_location = Some(v as i32);
                     } else {
                         r.alloc_rare(&mut self.rare)?;
                         r.push_unknown_enum(&mut self.rare.unknown_fields, 14, v).map_err(|e| e.at("data_location", None))?;
                     }
+                }
                 }
                 81 => {
                     r.alloc_rare(&mut self.rare)?;
@@ -3915,8 +3927,8 @@ impl Message for TensorProto {
             let s = self.float_data.len() as u64 * 4;
             n += 1 + len_delimited_size(s);
         }
-        if !self.int32_data.is_empty() {
-            let s: u64 = self.int32_data.iter().map(|&v| varint_len(v as i64 as u64)).sum();
+        if !rare.int32_data.is_empty() {
+            let s: u64 = rare.int32_data.iter().map(|&v| varint_len(v as i64 as u64)).sum();
             sizes.push(s);
             n += 1 + len_delimited_size(s);
         }
@@ -3944,10 +3956,10 @@ impl Message for TensorProto {
         if let Some(v) = &rare.doc_string {
             n += 1 + len_delimited_size(v.len() as u64);
         }
-        for m in self.external_data.iter_prefetching() {
+        for m in rare.external_data.iter_prefetching() {
             n += 1 + len_delimited_size(sizes.nested::<StringStringEntryProto>(m));
         }
-        if let Some(v) = self.data_location {
+        if let Some(v) = rare.data_location {
             n += 1 + varint_len(v as i64 as u64);
         }
         for m in rare.metadata_props.iter_prefetching() {
@@ -3976,10 +3988,10 @@ impl Message for TensorProto {
             put_varint(s, self.float_data.len() as u64 * 4);
             crate::proto::put_packed_fixed(s, &self.float_data);
         }
-        if !self.int32_data.is_empty() {
+        if !rare.int32_data.is_empty() {
             s.put(&[0x2a]);
             put_varint(s, c.next_size());
-            for &v in &self.int32_data {
+            for &v in &rare.int32_data {
                 put_varint(s, v as i64 as u64);
             }
         }
@@ -4022,12 +4034,12 @@ impl Message for TensorProto {
             put_varint(s, v.len() as u64);
             s.put(v);
         }
-        for m in &self.external_data {
+        for m in &rare.external_data {
             s.put(&[0x6a]);
             put_varint(s, c.next_size());
             m.encode_to(s, c);
         }
-        if let Some(v) = self.data_location {
+        if let Some(v) = rare.data_location {
             s.put(&[0x70]);
             put_varint(s, v as i64 as u64);
         }
@@ -4049,11 +4061,6 @@ impl Message for TensorProto {
 
     fn take_recycled(r: &Reader<'_>) -> Option<Box<Self>> {
         recycled(r)
-    }
-
-    #[inline(always)]
-    fn prefetch_children(&self) {
-        self.external_data.prefetch_head();
     }
 
     fn without_payloads(&self, min_len: u64) -> Option<Self> {
@@ -4127,15 +4134,17 @@ impl TensorProto {
     }
     /// Number of `int32_data` elements.
     pub fn int32_data_size(&self) -> usize {
-        self.int32_data.len()
+        self.rare.int32_data.len()
     }
     /// Removes every `int32_data` element.
     pub fn clear_int32_data(&mut self) {
-        self.int32_data.clear();
+        if let Some(rare) = self.rare.get_mut() {
+            rare.int32_data.clear();
+        }
     }
     /// Appends a `int32_data` element.
     pub fn add_int32_data(&mut self, v: i32) {
-        self.int32_data.push(v);
+        self.rare.int32_data.push(v);
     }
     /// Number of `string_data` elements.
     pub fn string_data_size(&self) -> usize {
@@ -4217,31 +4226,35 @@ impl TensorProto {
     }
     /// Number of `external_data` elements.
     pub fn external_data_size(&self) -> usize {
-        self.external_data.len()
+        self.rare.external_data.len()
     }
     /// Removes every `external_data` element.
     pub fn clear_external_data(&mut self) {
-        self.external_data.clear();
+        if let Some(rare) = self.rare.get_mut() {
+            rare.external_data.clear();
+        }
     }
     /// Appends an empty `external_data` element and returns it.
     pub fn add_external_data(&mut self) -> &mut StringStringEntryProto {
-        self.external_data.push_default()
+        self.rare.external_data.push_default()
     }
     /// True when `data_location` is set.
     pub fn has_data_location(&self) -> bool {
-        self.data_location.is_some()
+        self.rare.data_location.is_some()
     }
     /// Unsets `data_location`.
     pub fn clear_data_location(&mut self) {
-        self.data_location = None;
+        if let Some(rare) = self.rare.get_mut() {
+            rare.data_location = None;
+        }
     }
     /// `data_location`, or 0 when unset.
     pub fn data_location(&self) -> i32 {
-        self.data_location.unwrap_or_default()
+        self.rare.data_location.unwrap_or_default()
     }
     /// Sets `data_location`.
     pub fn set_data_location(&mut self, v: i32) {
-        self.data_location = Some(v);
+        self.rare.data_location = Some(v);
     }
     /// Number of `double_data` elements.
     pub fn double_data_size(&self) -> usize {
@@ -4302,7 +4315,9 @@ impl Recycle for TensorProto {
             }
         }
         self.float_data.clear();
-        self.int32_data.clear();
+        if let Some(rare) = self.rare.get_mut() {
+            rare.int32_data.clear();
+        }
         if let Some(rare) = self.rare.get_mut() {
             for v in rare.string_data.iter_mut() {
                 strings.keep(v);
@@ -4327,8 +4342,12 @@ impl Recycle for TensorProto {
                 strings.keep(&mut v);
             }
         }
-        self.external_data.recycle_elements(|e| e.recycle(rec, strings));
-        self.data_location = None;
+        if let Some(rare) = self.rare.get_mut() {
+            rare.external_data.recycle_elements(|e| e.recycle(rec, strings));
+        }
+        if let Some(rare) = self.rare.get_mut() {
+            rare.data_location = None;
+        }
         if let Some(rare) = self.rare.get_mut() {
             rare.metadata_props.recycle_elements(|e| e.recycle(rec, strings));
         }

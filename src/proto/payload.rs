@@ -12,25 +12,20 @@ impl TensorProto {
             dims,
             data_type,
             float_data,
-            int32_data,
             int64_data,
             name,
             raw_data: _,
-            external_data,
-            data_location,
             rare,
         } = self;
         TensorProto {
             dims: dims.clone(),
             data_type: *data_type,
             float_data: float_data.clone(),
-            int32_data: int32_data.clone(),
             int64_data: int64_data.clone(),
             name: name.clone(),
             raw_data: None,
-            external_data: external_data.clone(),
-            data_location: *data_location,
-            // The rare fields (unknown fields included) hold no payload.
+            // The rare fields (external data references and unknown fields included) hold no
+            // payload.
             rare: rare.clone(),
         }
     }

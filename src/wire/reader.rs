@@ -839,10 +839,19 @@ impl<'a> Reader<'a> {
     #[inline]
     pub fn alloc_rare<T: Default>(&self, rare: &mut super::Rare<T>) -> DResult<()> {
         if !rare.is_allocated() {
-            let b = crate::error::try_box(T::default())
-                .map_err(|l| self.alloc_error(l.size(), self.tag_start))?;
-            rare.put(b);
+            return self.alloc_rare_box(rare);
         }
+        Ok(())
+    }
+
+    /// The allocation of [`Reader::alloc_rare`], out of line: most messages never allocate
+    /// their box, and the parse loop of each message stays small.
+    #[cold]
+    #[inline(never)]
+    fn alloc_rare_box<T: Default>(&self, rare: &mut super::Rare<T>) -> DResult<()> {
+        let b = crate::error::try_box(T::default())
+            .map_err(|l| self.alloc_error(l.size(), self.tag_start))?;
+        rare.put(b);
         Ok(())
     }
 

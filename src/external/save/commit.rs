@@ -69,16 +69,16 @@ fn metadata_copy(
         } else if let Some(span) = unloaded.get(&key) {
             // Still external in memory, small enough to go inline now.
             c.raw_data = Some(ByteSpan::from_vec(span.to_vec()));
-            c.external_data.clear();
-            c.data_location = Some(DATA_LOCATION_DEFAULT);
+            c.rare.external_data.clear();
+            c.rare.data_location = Some(DATA_LOCATION_DEFAULT);
         } else if let Some(r) = &t.raw_data {
             // SAFETY: the copy lives only inside the commit phase, while `model` (which keeps
             // these bytes alive and unchanged) is borrowed; the span is dropped with the copy.
             c.raw_data = Some(unsafe { ByteSpan::from_raw_parts(r.as_ptr(), r.len()) });
             if uses_external_data(t) {
                 // Bytes in memory win over stale external metadata.
-                c.external_data.clear();
-                c.data_location = Some(DATA_LOCATION_DEFAULT);
+                c.rare.external_data.clear();
+                c.rare.data_location = Some(DATA_LOCATION_DEFAULT);
             }
         }
         c
@@ -144,7 +144,9 @@ pub(crate) fn commit(
                 })
                 .collect();
             copy.visit_tensors_mut(&mut |t| {
-                for e in t.external_data.iter_mut() {
+                // Only tensors with external data have entries (and a rare box to hold them).
+                let Some(rare) = t.rare.get_mut() else { return };
+                for e in rare.external_data.iter_mut() {
                     if e.key.as_ref().and_then(|k| k.as_str()) == Some("location")
                         && let Some(new) = e
                             .value

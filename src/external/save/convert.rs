@@ -144,14 +144,14 @@ pub fn populate_external_data(
         HashMap::new();
     model.visit_tensors(&mut |t| {
         if uses_external_data(t) {
-            references.insert(t as *const _, t.external_data.clone());
+            references.insert(t as *const _, t.rare.external_data.clone());
         }
     });
     let report = load_external_data_for_model(model, base_dir, opts)?;
     model.visit_tensors_mut(&mut |t| {
         if let Some(entries) = references.remove(&(t as *const TensorProto)) {
-            t.external_data = entries;
-            t.data_location = Some(crate::external::info::DATA_LOCATION_EXTERNAL);
+            t.rare.external_data = entries;
+            t.rare.data_location = Some(crate::external::info::DATA_LOCATION_EXTERNAL);
         }
     });
     Ok(report.tensors)
