@@ -56,7 +56,8 @@ trap 'WINEPREFIX="$work/wine" /usr/lib/wine/wineserver -k 2>/dev/null || true
 export CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_LINKER=aarch64-linux-gnu-gcc
 export CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_RUNNER="qemu-aarch64 -L /usr/aarch64-linux-gnu"
 phase "aarch64: unit tests and the fast integration tests (qemu-user)"
-# The integration tests run there: all but those over 2 GB (large_*) and the source checks
+# The integration tests run there: all but those over 2 GB (large_*; list_limit's 8 GiB sparse
+# model) and the source checks
 # (generated_files, layers, stands_alone: the same on every target); crash_safe_save without its
 # kill test.
 # - out_of_memory: qemu-user does not apply RLIMIT_AS to the guest (allocations that must fail
@@ -152,7 +153,8 @@ mkdir -p "target/$WINDOWS/release/deps"
 x86_64-w64-mingw32-gcc -shared -O2 -o "target/$WINDOWS/release/deps/bcryptprimitives.dll" \
   "$work/prng.c" -ladvapi32
 phase "Windows: unit tests (Windows path rules and save lock included) and integration tests (Wine)"
-# The integration tests that run on Windows: all but the over-2 GB ones, the source checks and
+# The integration tests that run on Windows: all but the over-2 GB ones (large_*, list_limit), the
+# source checks and
 # - the slow encryption tests (#[ignore]d: about 3 min of PBKDF2 with the formats' count);
 # - out_of_memory: it limits RLIMIT_AS, and Wine 8 enforces no job-object memory limit (a
 #   process in a job with JOB_OBJECT_LIMIT_PROCESS_MEMORY of 256 MiB commits 512 MiB); filling

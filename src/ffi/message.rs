@@ -274,11 +274,21 @@ where
     C::Rust: Message,
 {
     // SAFETY: forwarded contract.
-    unsafe {
-        clear_unknown_fields_body(
-            m.cast(),
-            erase_mut(|m: &mut C::Rust| m.unknown_fields_mut()),
-        )
+    unsafe { clear_unknown_fields_body(m.cast(), unknown_fields_if_any::<C::Rust>) }
+}
+
+/// The unknown fields of the message at `m` for clearing, or NULL when it has none: a message
+/// that keeps them in its rare box would otherwise allocate that box only to clear it.
+///
+/// # Safety
+/// `m` points to a live `M` used by no one else during the call.
+unsafe fn unknown_fields_if_any<M: Message>(m: *mut ()) -> *mut UnknownFields {
+    // SAFETY: the caller's contract.
+    let m = unsafe { &mut *m.cast::<M>() };
+    if m.unknown_fields().is_empty() {
+        std::ptr::null_mut()
+    } else {
+        m.unknown_fields_mut()
     }
 }
 
@@ -289,8 +299,10 @@ unsafe extern "C" fn clear_unknown_fields_body(
     field: Field<UnknownFields>,
 ) -> OnnxlStatus {
     ffi_status_on(m, |m| {
-        // SAFETY: the catcher passes a non-NULL live handle.
-        unsafe { &mut *field(m) }.clear();
+        // SAFETY: the catcher passes a non-NULL live handle; the field is NULL when it is empty.
+        if let Some(unknown) = unsafe { field(m).as_mut() } {
+            unknown.clear();
+        }
         Ok(())
     })
 }

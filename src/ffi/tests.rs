@@ -493,6 +493,26 @@ fn unknown_fields_are_kept_and_checked() {
 }
 
 #[test]
+fn clearing_absent_unknown_fields_allocates_nothing() {
+    // A node keeps its unknown fields in its rare box: clearing none must not make the box.
+    let mut node = crate::proto::NodeProto::default();
+    let m = (&mut node as *mut crate::proto::NodeProto).cast::<OnnxlNodeProto>();
+    // SAFETY: a live node used by nothing else during the call.
+    assert_eq!(
+        unsafe { onnxl_node_proto_clear_unknown_fields(m) },
+        OnnxlStatus::Ok
+    );
+    assert!(!node.rare.is_allocated());
+    node.unknown_fields_mut().push_raw(&[0x98, 0x06, 0x05]);
+    // SAFETY: as above.
+    assert_eq!(
+        unsafe { onnxl_node_proto_clear_unknown_fields(m) },
+        OnnxlStatus::Ok
+    );
+    assert!(node.unknown_fields().is_empty());
+}
+
+#[test]
 fn save_and_load_files() {
     let dir = std::env::temp_dir().join(format!("onnxl-ffi-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
