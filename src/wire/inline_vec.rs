@@ -49,7 +49,8 @@ pub(crate) const fn vec_max_len<T>() -> usize {
 /// A growable list with `N` elements of inline storage; derefs to a slice.
 ///
 /// The `N` inline slots hold the elements until the list grows past them; then all elements move
-/// to one heap allocation (and never move back). With `N = 0` it is a plain vector, three words.
+/// to one heap allocation (and never move back). With `N = 0` it is a plain vector of 16 bytes
+/// (the header and the pointer).
 #[repr(C)]
 pub struct InlineVec<T, const N: usize = 0> {
     /// Number of elements (at most [`MAX_LEN`]).
