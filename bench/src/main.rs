@@ -1115,7 +1115,8 @@ fn report(r: &Runner, models: &[Model], machine: &str, secs: f64, load_start: &s
     }
     writeln!(
         s,
-        "\nEach cell: best wall time · peak RSS of the process (VmHWM, largest over the runs); \
+        "\nEach cell: best wall time · peak RSS of the process (VmHWM, or the RSS right after a repetition when higher; \
+         largest over the runs); \
          onnx_light's no-copy loads add the number of tensors copied because their bytes were not \
          aligned to `ParseOptions::alignment` (default 64) in the file (\"realigned\").\n"
     )
@@ -1480,8 +1481,9 @@ fn report(r: &Runner, models: &[Model], machine: &str, secs: f64, load_start: &s
 
 /// The metadata targets against upb, per model parsed and serialized in memory: warm (best
 /// repetition in a process, each model freed before the next) and cold (first repetition in a
-/// fresh process) times, and the peak RSS the operation adds to its process (VmHWM − RSS
-/// before the first run: the interpreter of the Python row is not counted).
+/// fresh process) times, and the peak RSS the operation adds to its process (peak − RSS before
+/// the first run, the peak as in `cases::peak_kb`: the interpreter of the Python row is not
+/// counted).
 fn metadata_targets(s: &mut String, r: &Runner, meta: &[&Model]) {
     writeln!(
         s,
