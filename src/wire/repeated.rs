@@ -301,14 +301,8 @@ unsafe impl<T: Send> Send for RepeatedField<T> {}
 // SAFETY: `&RepeatedField<T>` only gives out `&T`.
 unsafe impl<T: Sync> Sync for RepeatedField<T> {}
 
-/// Layout of a chunk with an order array of `order_cap` pointers and `cap` slots, and the
-/// offsets of the order array and of the first slot.
-#[inline(always)]
-fn chunk_layout<T>(order_cap: usize, cap: usize) -> (Layout, usize, usize) {
-    chunk_layout_of(Layout::new::<T>(), order_cap, cap)
-}
-
-/// [`chunk_layout`] for elements of layout `elem`.
+/// Layout of a chunk with an order array of `order_cap` pointers and `cap` slots of layout
+/// `elem`, and the offsets of the order array and of the first slot.
 #[inline(always)]
 fn chunk_layout_of(elem: Layout, order_cap: usize, cap: usize) -> (Layout, usize, usize) {
     let overflow = "repeated field chunk size overflows";
@@ -454,24 +448,53 @@ unsafe fn grow(
     }
 }
 
-impl<T> RepeatedField<T> {
-    /// Offsets of the order array pointer and of the length (`repr(C)`): the C++ classes read
-    /// both in place.
-    pub(crate) fn layout() -> (usize, usize) {
-        (
-            std::mem::offset_of!(Self, order),
-            std::mem::offset_of!(Self, len),
-        )
-    }
+/// What the type-erased bodies of [`RawField`] need of an element type: one static table per
+/// type, so that those bodies exist once instead of once per element type.
+struct ElemInfo {
+    /// The element's layout.
+    layout: Layout,
+    /// Slots of the largest chunk.
+    most: usize,
+    /// Drops the element at the address (`ptr::drop_in_place`).
+    drop: unsafe fn(*mut u8),
+}
 
-    /// An empty field.
-    pub const fn new() -> Self {
-        Self {
-            order: NonNull::dangling(),
-            len: 0,
-            _owns: PhantomData,
+impl ElemInfo {
+    /// The table of `T`.
+    #[inline(always)]
+    fn of<T>() -> &'static Self {
+        /// Drops the `T` at `p`.
+        ///
+        /// # Safety
+        /// `p` is a live `T`, not used again.
+        unsafe fn drop_elem<T>(p: *mut u8) {
+            // SAFETY: the caller's contract.
+            unsafe { ptr::drop_in_place(p.cast::<T>()) }
+        }
+        const {
+            assert!(
+                size_of::<T>() >= size_of::<*mut u8>(),
+                "a free slot holds a pointer"
+            );
+            &Self {
+                layout: Layout::new::<T>(),
+                most: RepeatedField::<T>::max_chunk_slots(),
+                drop: drop_elem::<T>,
+            }
         }
     }
+}
+
+/// A [`RepeatedField`] with its element type erased: the same `repr(C)` fields (the order
+/// pointer, the length), for the bodies that move element pointers and chunks but never an
+/// element's value, written once for every element type (they take its [`ElemInfo`]).
+#[repr(C)]
+struct RawField {
+    order: NonNull<NonNull<u8>>,
+    len: usize,
+}
+
+impl RawField {
     /// The chunk holding the order array in use, if there is a chunk.
     #[inline(always)]
     fn order_chunk(&self) -> Option<Chunk> {
@@ -491,6 +514,256 @@ impl<T> RepeatedField<T> {
             c @ Chunk::Compact(_) => Some(c),
         }
     }
+    /// See [`RepeatedField::release_slot`].
+    ///
+    /// # Safety
+    /// `p` must be an unoccupied slot of one of the field's chunks, not already on the free
+    /// list.
+    unsafe fn release_slot(&self, p: NonNull<u8>) {
+        if let Some(Chunk::Full(head)) = self.chunks() {
+            let head = head.as_ptr();
+            // SAFETY: `head` is live; the slot is unoccupied and at least pointer-sized
+            // (checked when the slot was handed out), so its first bytes may hold the link.
+            unsafe {
+                p.cast::<*mut u8>().as_ptr().write_unaligned((*head).free);
+                (*head).free = p.as_ptr();
+            }
+        }
+    }
+    /// The element pointers, in order, for reordering.
+    #[inline]
+    fn order_mut(&mut self) -> &mut [NonNull<u8>] {
+        // SAFETY: `order` holds `len` initialized pointers (or is dangling with `len == 0`),
+        // borrowed exclusively.
+        unsafe { std::slice::from_raw_parts_mut(self.order.as_ptr(), self.len) }
+    }
+    /// Number of spare elements (see [`RepeatedField::recycle_elements`]).
+    #[inline]
+    fn spare(&self) -> usize {
+        // SAFETY: the newest chunk is live.
+        self.chunks().map_or(0, |h| unsafe { h.spare() })
+    }
+    /// See [`RepeatedField::drop_spares`].
+    fn drop_spares(&mut self, e: &ElemInfo) {
+        let Some(h) = self.chunks() else { return };
+        // SAFETY: `h` is the live newest chunk; `order[len..len + spare]` are live spare
+        // elements owned by the field (dropped once: the count is reset first).
+        unsafe {
+            let n = h.spare();
+            if n == 0 {
+                return;
+            }
+            h.set_spare(0);
+            for i in self.len..self.len + n {
+                let p = self.order.as_ptr().add(i).read();
+                (e.drop)(p.as_ptr());
+                self.release_slot(p);
+            }
+        }
+    }
+    /// See [`RepeatedField::take_slot`].
+    fn take_slot(&mut self, min_cap: usize, e: &ElemInfo) -> NonNull<u8> {
+        match self.try_take_slot(min_cap, None, e) {
+            Ok(p) => p,
+            Err(layout) => alloc::handle_alloc_error(layout),
+        }
+    }
+    /// See [`RepeatedField::try_take_slot`].
+    fn try_take_slot(
+        &mut self,
+        min_cap: usize,
+        region: Option<&ChunkRegion>,
+        e: &ElemInfo,
+    ) -> Result<NonNull<u8>, Layout> {
+        self.drop_spares(e);
+        let (mut old_total, mut live_order_cap) = (0, 0);
+        if let Some(newest) = self.chunks() {
+            // SAFETY: the newest chunk and the one holding the order array in use are live.
+            unsafe {
+                if let Some(p) = newest.take_slot(e.layout) {
+                    return Ok(p);
+                }
+                (old_total, live_order_cap) = match (newest, self.order_chunk().unwrap_unchecked())
+                {
+                    (Chunk::Full(h), Chunk::Full(o)) => (
+                        (*h.as_ptr()).total as usize,
+                        (*o.as_ptr()).order_cap as usize,
+                    ),
+                    // A compact chunk is the field's only one, its order array as long as it.
+                    (Chunk::Compact(c), _) => ((*c.as_ptr()).cap(), (*c.as_ptr()).cap()),
+                    (Chunk::Full(_), Chunk::Compact(_)) => {
+                        unreachable!("a compact order array holds its chunk only")
+                    }
+                };
+            }
+        }
+        // SAFETY: the newest chunk (if any) is full with no free slot (both checked above) and
+        // the totals are read from the chunks (`grow`'s contract).
+        unsafe {
+            grow(
+                &mut self.order,
+                self.len,
+                old_total,
+                live_order_cap,
+                e.layout,
+                e.most,
+                min_cap,
+                region,
+            )
+        }
+    }
+    /// See [`RepeatedField::place`].
+    fn place(&mut self, index: usize, p: NonNull<u8>, e: &ElemInfo) {
+        debug_assert!(index <= self.len);
+        self.drop_spares(e);
+        // SAFETY: the order array in use holds at least one pointer per slot of all chunks, and
+        // `p` occupies a slot not yet counted in `len`, so `len + 1` pointers fit.
+        unsafe {
+            let at = self.order.as_ptr().add(index);
+            ptr::copy(at, at.add(1), self.len - index);
+            at.write(p);
+        }
+        self.len += 1;
+    }
+    /// See [`RepeatedField::unplace`].
+    fn unplace(&mut self, index: usize, e: &ElemInfo) -> NonNull<u8> {
+        self.drop_spares(e);
+        assert!(
+            index < self.len,
+            "index {index} out of range (len {})",
+            self.len
+        );
+        // SAFETY: `index < len`; the later pointers move down by one.
+        unsafe {
+            let at = self.order.as_ptr().add(index);
+            let p = at.read();
+            ptr::copy(at.add(1), at, self.len - index - 1);
+            self.len -= 1;
+            p
+        }
+    }
+    /// See [`RepeatedField::truncate`].
+    fn truncate(&mut self, len: usize, e: &ElemInfo) {
+        while self.len > len {
+            let p = self.unplace(self.len - 1, e);
+            // SAFETY: `p` held a live element that nothing refers to any more (it left the
+            // order); dropped once, then its slot is unoccupied.
+            unsafe {
+                (e.drop)(p.as_ptr());
+                self.release_slot(p);
+            }
+        }
+    }
+    /// See [`RepeatedField::reserve`].
+    fn reserve(&mut self, additional: usize, e: &ElemInfo) {
+        // SAFETY: the newest chunk is live.
+        let room = self.chunks().map_or(0, |h| unsafe { h.unused() });
+        if room == 0 && additional > 1 {
+            // Start a chunk big enough, and give its first slot back.
+            let p = self.take_slot(additional, e);
+            // SAFETY: `p` is an unoccupied slot of the newest chunk.
+            unsafe { self.release_slot(p) };
+        }
+    }
+    /// The part of [`RepeatedField::try_push_default_sized_slow`] that does not touch an
+    /// element's value: the first spare, made the last live element (`false`), or an unoccupied
+    /// slot not yet in the order (`true`), from a new chunk sized by `run` when the newest one
+    /// is full.
+    fn push_slot_slow(
+        &mut self,
+        run: &mut dyn FnMut(usize) -> usize,
+        region: Option<&ChunkRegion>,
+        e: &ElemInfo,
+    ) -> Result<(NonNull<u8>, bool), Layout> {
+        if self.spare() > 0 {
+            // SAFETY: `order[len]` is the first spare, a live cleared element owned by `self`;
+            // it becomes the last live one.
+            unsafe {
+                let h = self.chunks().unwrap_unchecked();
+                h.set_spare(h.spare() - 1);
+                let p = self.order.as_ptr().add(self.len).read();
+                self.len += 1;
+                return Ok((p, false));
+            }
+        }
+        // SAFETY: the newest chunk is live.
+        let full = self.chunks().is_none_or(|h| unsafe { h.is_full() });
+        let min_cap = if full { run(e.most).min(e.most) } else { 1 };
+        Ok((self.try_take_slot(min_cap, region, e)?, true))
+    }
+    /// See [`RepeatedField`]'s `drop`: drops the elements and frees the chunks.
+    fn drop_all(&mut self, e: &ElemInfo) {
+        self.drop_spares(e);
+        while self.len > 0 {
+            // SAFETY: every pointer of the order is a live element, dropped once here (`len`
+            // shrinks first, so a panicking `drop` leaks the rest instead of a double drop).
+            unsafe {
+                self.len -= 1;
+                (e.drop)(self.order.as_ptr().add(self.len).read().as_ptr());
+            }
+        }
+        let mut next = self.chunks();
+        while let Some(chunk) = next {
+            // SAFETY: `chunk` is a live chunk allocated with this layout; no element lives in it
+            // any more. A compact chunk is the oldest (the last of the list).
+            unsafe {
+                let h = match chunk {
+                    Chunk::Full(h) => h.as_ptr(),
+                    Chunk::Compact(c) => {
+                        free_chunk((*c.as_ptr()).block());
+                        break;
+                    }
+                };
+                next = (*h).next.map(|n| Chunk::at(n));
+                match (*h).block {
+                    Some(block) => free_chunk(block),
+                    None => {
+                        let (layout, _, _) =
+                            chunk_layout_of(e.layout, (*h).order_cap as usize, (*h).cap as usize);
+                        alloc::dealloc(h.cast(), layout);
+                    }
+                }
+            }
+        }
+    }
+}
+
+impl<T> RepeatedField<T> {
+    /// Offsets of the order array pointer and of the length (`repr(C)`): the C++ classes read
+    /// both in place.
+    pub(crate) fn layout() -> (usize, usize) {
+        (
+            std::mem::offset_of!(Self, order),
+            std::mem::offset_of!(Self, len),
+        )
+    }
+
+    /// An empty field.
+    pub const fn new() -> Self {
+        Self {
+            order: NonNull::dangling(),
+            len: 0,
+            _owns: PhantomData,
+        }
+    }
+    /// The field with its element type erased (see [`RawField`]).
+    #[inline(always)]
+    fn raw(&self) -> &RawField {
+        // SAFETY: `RawField` is this type's `repr(C)` layout without the zero-sized marker.
+        unsafe { &*(self as *const Self).cast::<RawField>() }
+    }
+    /// [`Self::raw`], for changes.
+    #[inline(always)]
+    fn raw_mut(&mut self) -> &mut RawField {
+        // SAFETY: as `raw`; the erased bodies keep the field's invariants for elements of
+        // `ElemInfo::of::<T>()`.
+        unsafe { &mut *(self as *mut Self).cast::<RawField>() }
+    }
+    /// The newest chunk, if any.
+    #[inline(always)]
+    fn chunks(&self) -> Option<Chunk> {
+        self.raw().chunks()
+    }
     /// Puts a slot whose element was moved out or dropped on the free list of the newest chunk
     /// (a compact chunk has none: the slot stays unused, see [`CompactHeader`]).
     ///
@@ -498,15 +771,8 @@ impl<T> RepeatedField<T> {
     /// `p` must be an unoccupied slot of one of the field's chunks, not already on the free
     /// list.
     unsafe fn release_slot(&self, p: NonNull<T>) {
-        if let Some(Chunk::Full(head)) = self.chunks() {
-            let head = head.as_ptr();
-            // SAFETY: `head` is live; the slot is unoccupied and at least pointer-sized
-            // (checked when the slot was handed out), so its first bytes may hold the link.
-            unsafe {
-                p.cast::<*mut u8>().as_ptr().write_unaligned((*head).free);
-                (*head).free = p.cast::<u8>().as_ptr();
-            }
-        }
+        // SAFETY: the caller's contract.
+        unsafe { self.raw().release_slot(p.cast()) }
     }
     /// Number of elements.
     #[inline]
@@ -533,12 +799,6 @@ impl<T> RepeatedField<T> {
             prefetch::prefetch_lines(self.order.as_ptr().cast::<u8>(), prefetch::MAX_LINES);
         }
     }
-    /// The element pointers, in order, for reordering.
-    #[inline]
-    fn order_mut(&mut self) -> &mut [NonNull<T>] {
-        // SAFETY: as `order`, borrowed exclusively.
-        unsafe { std::slice::from_raw_parts_mut(self.order.as_ptr(), self.len) }
-    }
 
     /// Slots of the largest chunk.
     const fn max_chunk_slots() -> usize {
@@ -549,10 +809,9 @@ impl<T> RepeatedField<T> {
     /// An unoccupied slot: a freed one, else the next unused one of the newest chunk, else the
     /// first of a new chunk of at least `min_cap` slots (whose order array takes over).
     fn take_slot(&mut self, min_cap: usize) -> NonNull<T> {
-        match self.try_take_slot(min_cap, None) {
-            Ok(p) => p,
-            Err(layout) => alloc::handle_alloc_error(layout),
-        }
+        self.raw_mut()
+            .take_slot(min_cap, ElemInfo::of::<T>())
+            .cast()
     }
 
     /// [`Self::take_slot`] (a new chunk from `region` when given and it can), or the layout of
@@ -563,50 +822,9 @@ impl<T> RepeatedField<T> {
         min_cap: usize,
         region: Option<&ChunkRegion>,
     ) -> Result<NonNull<T>, Layout> {
-        self.drop_spares();
-        const {
-            assert!(
-                size_of::<T>() >= size_of::<*mut u8>(),
-                "a free slot holds a pointer"
-            )
-        };
-        let (mut old_total, mut live_order_cap) = (0, 0);
-        if let Some(newest) = self.chunks() {
-            // SAFETY: the newest chunk and the one holding the order array in use are live.
-            unsafe {
-                if let Some(p) = newest.take_slot(Layout::new::<T>()) {
-                    return Ok(p.cast());
-                }
-                (old_total, live_order_cap) = match (newest, self.order_chunk().unwrap_unchecked())
-                {
-                    (Chunk::Full(h), Chunk::Full(o)) => (
-                        (*h.as_ptr()).total as usize,
-                        (*o.as_ptr()).order_cap as usize,
-                    ),
-                    // A compact chunk is the field's only one, its order array as long as it.
-                    (Chunk::Compact(c), _) => ((*c.as_ptr()).cap(), (*c.as_ptr()).cap()),
-                    (Chunk::Full(_), Chunk::Compact(_)) => {
-                        unreachable!("a compact order array holds its chunk only")
-                    }
-                };
-            }
-        }
-        // SAFETY: `NonNull<NonNull<T>>` and `NonNull<NonNull<u8>>` are the same pointer; the
-        // newest chunk (if any) is full with no free slot (both checked above) and the totals are
-        // read from the chunks (`grow`'s contract).
-        unsafe {
-            grow(
-                &mut *(&raw mut self.order).cast::<NonNull<NonNull<u8>>>(),
-                self.len,
-                old_total,
-                live_order_cap,
-                Layout::new::<T>(),
-                Self::max_chunk_slots(),
-                min_cap,
-                region,
-            )
-        }
-        .map(NonNull::cast)
+        self.raw_mut()
+            .try_take_slot(min_cap, region, ElemInfo::of::<T>())
+            .map(NonNull::cast)
     }
 
     /// Stores `value` in an unoccupied slot, not yet in the order.
@@ -619,67 +837,30 @@ impl<T> RepeatedField<T> {
 
     /// Puts the stored element `p` at `index` of the order.
     fn place(&mut self, index: usize, p: NonNull<T>) {
-        debug_assert!(index <= self.len);
-        self.drop_spares();
-        // SAFETY: the order array in use holds at least one pointer per slot of all chunks, and
-        // `p` occupies a slot not yet counted in `len`, so `len + 1` pointers fit.
-        unsafe {
-            let at = self.order.as_ptr().add(index);
-            ptr::copy(at, at.add(1), self.len - index);
-            at.write(p);
-        }
-        self.len += 1;
+        self.raw_mut().place(index, p.cast(), ElemInfo::of::<T>());
     }
 
     /// Takes the pointer at `index` out of the order.
     fn unplace(&mut self, index: usize) -> NonNull<T> {
-        self.drop_spares();
-        assert!(
-            index < self.len,
-            "index {index} out of range (len {})",
-            self.len
-        );
-        // SAFETY: `index < len`; the later pointers move down by one.
-        unsafe {
-            let at = self.order.as_ptr().add(index);
-            let p = at.read();
-            ptr::copy(at.add(1), at, self.len - index - 1);
-            self.len -= 1;
-            p
-        }
+        self.raw_mut().unplace(index, ElemInfo::of::<T>()).cast()
     }
 
     /// Number of spare elements (see [`RepeatedField::recycle_elements`]).
-    #[inline]
+    #[cfg(test)]
     fn spare(&self) -> usize {
-        // SAFETY: the newest chunk is live.
-        self.chunks().map_or(0, |h| unsafe { h.spare() })
+        self.raw().spare()
     }
 
     /// Drops the spare elements (their slots go back to the free list). Every change of the
-    /// field other than [`RepeatedField::push_default_sized`] starts with it, so that the order
+    /// field other than [`RepeatedField::try_push_default_sized_in`] starts with it, so that the order
     /// array past `len` is free for it to use.
     fn drop_spares(&mut self) {
-        let Some(h) = self.chunks() else { return };
-        // SAFETY: `h` is the live newest chunk; `order[len..len + spare]` are live spare
-        // elements owned by the field (dropped once: the count is reset first).
-        unsafe {
-            let n = h.spare();
-            if n == 0 {
-                return;
-            }
-            h.set_spare(0);
-            for i in self.len..self.len + n {
-                let p = self.order.as_ptr().add(i).read();
-                ptr::drop_in_place(p.as_ptr());
-                self.release_slot(p);
-            }
-        }
+        self.raw_mut().drop_spares(ElemInfo::of::<T>());
     }
 
     /// Empties the field but keeps its elements, after `clear` emptied each of them (it must
     /// leave a value equal to the default one, minus the memory it keeps), as spares that
-    /// [`RepeatedField::push_default_sized`] hands out again, in the same order: the C++
+    /// [`RepeatedField::try_push_default_sized_in`] hands out again, in the same order: the C++
     /// classes' parse reuses a message's memory as protobuf does when it parses into it again.
     pub(crate) fn recycle_elements(&mut self, mut clear: impl FnMut(&mut T)) {
         for p in self.order() {
@@ -740,20 +921,11 @@ impl<T> RepeatedField<T> {
     }
     /// Keeps the first `len` elements.
     pub fn truncate(&mut self, len: usize) {
-        while self.len > len {
-            drop(self.pop());
-        }
+        self.raw_mut().truncate(len, ElemInfo::of::<T>());
     }
     /// Reserves room for `additional` more elements.
     pub fn reserve(&mut self, additional: usize) {
-        // SAFETY: the newest chunk is live.
-        let room = self.chunks().map_or(0, |h| unsafe { h.unused() });
-        if room == 0 && additional > 1 {
-            // Start a chunk big enough, and give its first slot back.
-            let p = self.take_slot(additional);
-            // SAFETY: `p` is an unoccupied slot of the newest chunk.
-            unsafe { self.release_slot(p) };
-        }
+        self.raw_mut().reserve(additional, ElemInfo::of::<T>());
     }
     /// Keeps the elements for which `f` is true.
     pub fn retain(&mut self, mut f: impl FnMut(&T) -> bool) {
@@ -779,7 +951,7 @@ impl<T> RepeatedField<T> {
     }
     /// Swaps two elements.
     pub fn swap(&mut self, a: usize, b: usize) {
-        self.order_mut().swap(a, b);
+        self.raw_mut().order_mut().swap(a, b);
     }
     /// Element `index`.
     #[inline]
@@ -791,9 +963,7 @@ impl<T> RepeatedField<T> {
     #[inline]
     pub fn get_mut(&mut self, index: usize) -> Option<&mut T> {
         // SAFETY: as `get`; `&mut self` makes the access exclusive.
-        self.order_mut()
-            .get_mut(index)
-            .map(|p| unsafe { p.as_mut() })
+        self.order().get(index).map(|p| unsafe { &mut *p.as_ptr() })
     }
     /// The first element.
     pub fn first(&self) -> Option<&T> {
@@ -834,33 +1004,28 @@ impl<T> RepeatedField<T> {
 
 impl<T: Default> RepeatedField<T> {
     /// Appends a default element and returns it for writing.
-    #[inline]
     pub fn push_default(&mut self) -> &mut T {
-        self.push_default_sized(|_| 1)
-    }
-
-    /// [`RepeatedField::push_default`] for decoding: when a new chunk is needed, `run(max)`
-    /// tells how many elements (at most `max`, the largest chunk) are about to be added, and the
-    /// chunk gets room for all of them.
-    #[inline]
-    pub(crate) fn push_default_sized(&mut self, run: impl FnOnce(usize) -> usize) -> &mut T {
-        match self.try_push_default_sized(run) {
+        match self.try_push_default_sized_slow(&mut |_| 1, None) {
             Ok(p) => p,
             Err(layout) => alloc::handle_alloc_error(layout),
         }
     }
 
-    /// [`Self::push_default_sized`], or (nothing added) the layout of the chunk the allocator
-    /// refused.
-    #[inline(always)]
-    pub(crate) fn try_push_default_sized(
-        &mut self,
-        run: impl FnOnce(usize) -> usize,
-    ) -> Result<&mut T, Layout> {
-        self.try_push_default_sized_in(run, None)
+    /// [`RepeatedField::push_default`] for decoding: when a new chunk is needed, `run(max)`
+    /// tells how many elements (at most `max`, the largest chunk) are about to be added, and the
+    /// chunk gets room for all of them.
+    #[cfg(test)]
+    pub(crate) fn push_default_sized(&mut self, run: impl FnOnce(usize) -> usize) -> &mut T {
+        match self.try_push_default_sized_in(run, None) {
+            Ok(p) => p,
+            Err(layout) => alloc::handle_alloc_error(layout),
+        }
     }
 
-    /// [`Self::try_push_default_sized`], a new chunk cut from `region` when given (a parse's).
+    /// [`RepeatedField::push_default`] for decoding, or (nothing added) the layout of the chunk
+    /// the allocator refused: when a new chunk is needed, `run(max)` tells how many elements (at
+    /// most `max`, the largest chunk) are about to be added, and the chunk gets room for all of
+    /// them; it is cut from `region` when given (a parse's).
     #[inline(always)]
     pub(crate) fn try_push_default_sized_in(
         &mut self,
@@ -885,38 +1050,30 @@ impl<T: Default> RepeatedField<T> {
                 }
             }
         }
-        self.try_push_default_sized_slow(run, region)
+        let mut run = Some(run);
+        self.try_push_default_sized_slow(&mut |most| run.take().map_or(1, |f| f(most)), region)
     }
 
-    /// [`Self::try_push_default_sized`] when the newest chunk has no unused slot to hand out
-    /// first.
+    /// [`Self::try_push_default_sized_in`] when the newest chunk has no unused slot to hand out
+    /// first (and [`Self::push_default`]: it hands out any slot).
     #[inline(never)]
     fn try_push_default_sized_slow(
         &mut self,
-        run: impl FnOnce(usize) -> usize,
+        run: &mut dyn FnMut(usize) -> usize,
         region: Option<&ChunkRegion>,
     ) -> Result<&mut T, Layout> {
-        if self.spare() > 0 {
-            // SAFETY: `order[len]` is the first spare, a live cleared element owned by `self`;
-            // it becomes the last live one.
-            unsafe {
-                let h = self.chunks().unwrap_unchecked();
-                h.set_spare(h.spare() - 1);
-                let p = self.order.as_ptr().add(self.len).read();
-                self.len += 1;
-                return Ok(&mut *p.as_ptr());
-            }
+        let (p, fresh) = self
+            .raw_mut()
+            .push_slot_slow(run, region, ElemInfo::of::<T>())?;
+        let p = p.cast::<T>();
+        if fresh {
+            // SAFETY: an unoccupied slot, sized and aligned for `T`, not yet in the order.
+            unsafe { p.as_ptr().write(T::default()) };
+            self.place(self.len, p);
         }
-        // SAFETY: the newest chunk is live.
-        let full = self.chunks().is_none_or(|h| unsafe { h.is_full() });
-        let most = Self::max_chunk_slots();
-        let min_cap = if full { run(most).min(most) } else { 1 };
-        let mut p = self.try_take_slot(min_cap, region)?;
-        // SAFETY: an unoccupied slot, sized and aligned for `T`.
-        unsafe { p.as_ptr().write(T::default()) };
-        self.place(self.len, p);
-        // SAFETY: the slot was just filled and is owned by `self`, borrowed mutably.
-        Ok(unsafe { p.as_mut() })
+        // SAFETY: a live element (a spare or the one just written) owned by `self`, borrowed
+        // mutably through it.
+        Ok(unsafe { &mut *p.as_ptr() })
     }
 
     /// [`Self::push`] (a new chunk cut from `region` when given: a parse's), or (`value` dropped,
@@ -937,38 +1094,7 @@ impl<T: Default> RepeatedField<T> {
 
 impl<T> Drop for RepeatedField<T> {
     fn drop(&mut self) {
-        self.drop_spares();
-        while self.len > 0 {
-            // SAFETY: every pointer of the order is a live element, dropped once here (`len`
-            // shrinks first, so a panicking `drop` leaks the rest instead of a double drop).
-            unsafe {
-                self.len -= 1;
-                ptr::drop_in_place(self.order.as_ptr().add(self.len).read().as_ptr());
-            }
-        }
-        let mut next = self.chunks();
-        while let Some(chunk) = next {
-            // SAFETY: `chunk` is a live chunk allocated with this layout; no element lives in it
-            // any more. A compact chunk is the oldest (the last of the list).
-            unsafe {
-                let h = match chunk {
-                    Chunk::Full(h) => h.as_ptr(),
-                    Chunk::Compact(c) => {
-                        free_chunk((*c.as_ptr()).block());
-                        break;
-                    }
-                };
-                next = (*h).next.map(|n| Chunk::at(n));
-                match (*h).block {
-                    Some(block) => free_chunk(block),
-                    None => {
-                        let (layout, _, _) =
-                            chunk_layout::<T>((*h).order_cap as usize, (*h).cap as usize);
-                        alloc::dealloc(h.cast(), layout);
-                    }
-                }
-            }
-        }
+        self.raw_mut().drop_all(ElemInfo::of::<T>());
     }
 }
 
@@ -1015,7 +1141,7 @@ impl<T> IndexMut<usize> for RepeatedField<T> {
     #[inline]
     fn index_mut(&mut self, index: usize) -> &mut T {
         // SAFETY: as `index`; `&mut self` makes the access exclusive.
-        unsafe { self.order_mut()[index].as_mut() }
+        unsafe { self.raw_mut().order_mut()[index].cast::<T>().as_mut() }
     }
 }
 
