@@ -1,7 +1,8 @@
 //! Aligned homes for tensor payloads that a parse copies: every payload pointer a load hands
 //! out is aligned to at least the requested alignment (64 bytes by default: a cache line, and
 //! the widest SIMD load, AVX-512, so `raw_data` can be cast to `float*` and read with aligned
-//! vector loads). Small payloads share 64 KiB chunks; larger ones get a region of their own (an
+//! vector loads). Small payloads share 64 KiB chunks (anonymous mappings kept for reuse, see
+//! [`AlignedRegion::shared_chunk`]); larger ones get a region of their own (an
 //! anonymous mapping, with transparent huge pages where the kernel allows, from 2 MiB, reused by
 //! later loads once freed: see `recycle.rs`). Each payload is an exclusive range of its region,
 //! which is freed with its last payload.
@@ -64,6 +65,26 @@ impl AlignedRegion {
             ptr,
             storage: Storage::Heap(layout),
         })
+    }
+
+    /// A chunk of `len` bytes that small payloads share (see [`PayloadPool`]). A chunk of the
+    /// largest size is a mapping kept resident for reuse when freed (`recycle.rs`), as the
+    /// parse's metadata blocks are: from malloc's heap, the chunk a parsed model freed was split
+    /// by the next parse's small allocations before its own chunk was asked for, and every
+    /// repeated parse grew the heap (light_densenet121: 20 parses in a process added 212 KiB
+    /// to the heap; as a mapping, 0). Smaller chunks (inputs under ~26 KB) come from the heap.
+    fn shared_chunk(len: usize, align: usize) -> Option<Self> {
+        if len == CHUNK_BYTES
+            && align <= 4096
+            && let Ok(mut map) = ReusableMap::resident(len)
+        {
+            let ptr = map.as_mut_ptr();
+            return Some(Self {
+                ptr,
+                storage: Storage::Map(map),
+            });
+        }
+        Self::new(len, align)
     }
 
     /// The first byte.
@@ -156,7 +177,7 @@ impl PayloadPool {
         // `used <= chunk_bytes` and `len, align <= shared_max`: no overflow.
         let mut start = self.used.next_multiple_of(self.align);
         if self.chunk.is_none() || start + len > self.chunk_bytes {
-            let region = Arc::new(AlignedRegion::new(self.chunk_bytes, self.align)?);
+            let region = Arc::new(AlignedRegion::shared_chunk(self.chunk_bytes, self.align)?);
             let owner: Owner = region.clone();
             self.chunk = Some((region, owner));
             start = 0;

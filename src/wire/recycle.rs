@@ -1,9 +1,9 @@
 //! Anonymous memory that loads reuse. The large regions a copy load puts tensor payloads in
 //! (one per payload of at least 2 MiB, and the one arena of a model's external data), and the
 //! blocks a parse cuts repeated-field chunks from (`region.rs`), are anonymous mappings of their
-//! own. When the last payload of one is dropped, the mapping is kept
-//! in a bounded, process-wide store instead of being unmapped, and a later load that needs a
-//! region of about that size takes it back. Fresh anonymous memory is zeroed by the kernel page
+//! own, as are the 64 KiB chunks small payloads share (`placement.rs`). When the last payload
+//! of one is dropped, the mapping is kept in a bounded, process-wide store instead of being
+//! unmapped, and a later load that needs a region of about that size takes it back. Fresh anonymous memory is zeroed by the kernel page
 //! by page as it is first touched, which costs a copy load more than the copy itself (more still
 //! in a virtual machine on a busy host); memory taken back is written in place.
 //!
@@ -270,8 +270,9 @@ impl ReusableMap {
     }
 
     /// [`ReusableMap::new`] for many small writes whose memory is reused soon (the blocks of
-    /// a parse's repeated-field chunks): no huge pages advised, and kept resident when given
-    /// back. Measured on the 2-core VM of docs/benchmarks.md: pages taken back after
+    /// a parse's repeated-field chunks, the chunks small payloads share): no huge pages
+    /// advised, and kept resident when given back. Measured on the 2-core VM of
+    /// docs/benchmarks.md: pages taken back after
     /// `MADV_FREE` cost a metadata parse ~70% more CPU than pages kept as they were (the kernel
     /// handles each again), and fresh transparent huge pages cost anything from 0.2× to 5× the
     /// time of 4 KiB pages (the host backs them lazily: free-page reporting returns the
