@@ -536,14 +536,20 @@ impl Runner {
                 Some(((ns, first, cpu, hwm, base), n)) => {
                     realigned = realigned.or(n);
                     best = Some(match best {
-                        // Best times; the largest peak RSS seen (a conservative figure).
-                        Some((bns, bfirst, bcpu, bhwm, bbase)) => (
-                            bns.min(ns),
-                            bfirst.min(first),
-                            bcpu.min(cpu),
-                            bhwm.max(hwm),
-                            bbase.max(base),
-                        ),
+                        // Best times; the peak RSS and the RSS before of the process whose
+                        // peak added the most (a conservative figure). Both from one process:
+                        // the RSS before differs between processes of one case (by up to ~0.4
+                        // MiB for the Rust cases), so the largest peak less the largest RSS
+                        // before, of two processes, is neither one's growth.
+                        Some((bns, bfirst, bcpu, bhwm, bbase)) => {
+                            let (hwm, base) =
+                                if hwm.saturating_sub(base) > bhwm.saturating_sub(bbase) {
+                                    (hwm, base)
+                                } else {
+                                    (bhwm, bbase)
+                                };
+                            (bns.min(ns), bfirst.min(first), bcpu.min(cpu), hwm, base)
+                        }
                         None => (ns, first, cpu, hwm, base),
                     });
                 }
@@ -1116,7 +1122,7 @@ fn report(r: &Runner, models: &[Model], machine: &str, secs: f64, load_start: &s
     writeln!(
         s,
         "\nEach cell: best wall time · peak RSS of the process (VmHWM, or the RSS right after a repetition when higher; \
-         largest over the runs); \
+         of the run whose peak added the most to its RSS before); \
          onnx_light's no-copy loads add the number of tensors copied because their bytes were not \
          aligned to `ParseOptions::alignment` (default 64) in the file (\"realigned\").\n"
     )
