@@ -870,3 +870,81 @@ fn tensors_box_their_rare_fields_and_keep_short_scalar_lists_inline() {
     assert_eq!(parsed.rare.external_data[0].value(), "w.bin");
     assert_eq!(parsed.serialize_to_vec(), bytes);
 }
+
+/// Exporters write an empty `doc_string` on every node: a parse holds it in a shared read-only
+/// value instead of a rare box per node, and every read, write, clone and round trip behaves as
+/// if the node had its own.
+#[test]
+fn empty_node_doc_strings_share_a_preset() {
+    let node = |doc: Option<&str>, overload: Option<&str>| {
+        let mut n = NodeProto::new();
+        n.set_op_type("Relu");
+        if let Some(d) = doc {
+            n.set_doc_string(d);
+        }
+        if let Some(o) = overload {
+            n.set_overload(o);
+        }
+        n
+    };
+    let mut g = GraphProto::new();
+    g.node.push(node(Some(""), None));
+    g.node.push(node(Some(""), None));
+    g.node.push(node(Some("doc"), None));
+    g.node.push(node(Some(""), Some("o")));
+    g.node.push(node(None, None));
+    let bytes = g.serialize_to_vec();
+    let m: GraphProto = parse_from_bytes(&bytes, &ParseOptions::default()).unwrap();
+    assert_eq!(m.serialize_to_vec(), bytes);
+    assert_eq!(m, g);
+    let (a, b) = (&m.node[0], &m.node[1]);
+    // No box: both point at the one preset, which reads as a set, empty doc string.
+    assert!(!a.rare.is_allocated() && !b.rare.is_allocated());
+    assert!(std::ptr::eq(&*a.rare, &*b.rare));
+    assert!(a.has_doc_string() && a.doc_string().is_empty());
+    assert_eq!(a.rare.doc_string.as_deref(), Some(&b""[..]));
+    // Other values, and an empty one beside another rare field, have boxes of their own.
+    assert!(m.node[2].rare.is_allocated() && m.node[3].rare.is_allocated());
+    assert_eq!(m.node[2].doc_string().as_bytes(), b"doc");
+    assert!(m.node[3].has_doc_string() && m.node[3].overload().as_bytes() == b"o");
+    assert!(!m.node[4].rare.is_allocated() && !m.node[4].has_doc_string());
+
+    // Writes copy the preset into a box; the other nodes keep reading it.
+    let mut w = m.clone();
+    assert!(std::ptr::eq(&*w.node[0].rare, &*a.rare));
+    w.node[0].set_doc_string("written");
+    w.node[1].clear_doc_string();
+    assert!(w.node[0].rare.is_allocated());
+    assert_eq!(w.node[0].doc_string().as_bytes(), b"written");
+    assert!(!w.node[1].has_doc_string());
+    assert!(a.has_doc_string() && a.doc_string().is_empty());
+    let mut o = m.node[0].clone();
+    o.rare.overload = Some("x".into());
+    assert!(o.has_doc_string() && o.doc_string().is_empty());
+    let mut e = NodeProto::new();
+    e.set_op_type("Relu");
+    e.set_doc_string("");
+    e.set_overload("x");
+    assert_eq!(o, e);
+
+    // A later value replaces the empty one, and an empty one a former value.
+    let mut twice = Vec::new();
+    let mut n = NodeProto::new();
+    n.set_doc_string("");
+    twice.extend(n.serialize_to_vec());
+    n.set_doc_string("then");
+    twice.extend(n.serialize_to_vec());
+    let p: NodeProto = parse_from_bytes(&twice, &ParseOptions::default()).unwrap();
+    assert_eq!(p.doc_string().as_bytes(), b"then");
+    let mut back = n.serialize_to_vec();
+    back.extend(node(Some(""), None).serialize_to_vec());
+    let q: NodeProto = parse_from_bytes(&back, &ParseOptions::default()).unwrap();
+    assert!(q.has_doc_string() && q.doc_string().is_empty());
+    assert_eq!(q.op_type().as_bytes(), b"Relu");
+
+    // A node ending with the tag of its doc string has no length byte, even when the byte after
+    // the node is a zero.
+    let cut = [0x0a, 0x01, 0x32, 0x00];
+    let e = decode_err(parse_from_bytes::<GraphProto>(&cut, &ParseOptions::default()).unwrap_err());
+    assert!(matches!(e.kind, DecodeErrorKind::Truncated), "{e:?}");
+}

@@ -330,6 +330,52 @@ void unknown_fields() {
   out("unknown: Clear size=%zu", m.ByteSizeLong());
 }
 
+/// Empty node doc strings, as exporters write them on every node (onnx_light parses them into a
+/// shared read-only value): read, written, cleared, copied and read from two threads at once.
+void empty_doc_strings() {
+  onnx::GraphProto g;
+  for (int i = 0; i < 4; ++i) {
+    onnx::NodeProto* n = g.add_node();
+    n->set_op_type("Relu");
+    n->set_doc_string(i == 3 ? "doc" : "");
+  }
+  g.add_node()->set_op_type("NoDoc");
+  const std::string bytes = g.SerializeAsString();
+  onnx::GraphProto m;
+  bool ok = m.ParseFromString(bytes);
+  out("empty doc: parse=%d same=%d", static_cast<int>(ok), static_cast<int>(m.SerializeAsString() == bytes));
+  std::vector<std::thread> readers;
+  std::vector<std::size_t> seen(2);
+  for (int t = 0; t < 2; ++t) {
+    readers.emplace_back([&m, &seen, t] {
+      for (int k = 0; k < 1000; ++k) {
+        for (const onnx::NodeProto& n : m.node()) {
+          seen[t] += n.doc_string().size() + static_cast<std::size_t>(n.has_doc_string());
+        }
+      }
+    });
+  }
+  for (std::thread& r : readers) {
+    r.join();
+  }
+  out("empty doc: concurrent reads=%zu %zu", seen[0], seen[1]);
+  for (const onnx::NodeProto& n : m.node()) {
+    out("empty doc: has=%d doc=\"%s\"", static_cast<int>(n.has_doc_string()), esc(n.doc_string()).c_str());
+  }
+  m.mutable_node(0)->mutable_doc_string()->append("written");
+  m.mutable_node(1)->clear_doc_string();
+  onnx::NodeProto copy(m.node(2));
+  copy.set_overload("o");
+  onnx::NodeProto assigned;
+  assigned = m.node(2);
+  const std::vector<const onnx::NodeProto*> nodes = {&m.node(0), &m.node(1), &m.node(2), &copy, &assigned};
+  for (const onnx::NodeProto* n : nodes) {
+    out("empty doc: after writes has=%d doc=\"%s\" text=%s", static_cast<int>(n->has_doc_string()),
+        esc(n->doc_string()).c_str(), esc(n->ShortDebugString()).c_str());
+  }
+  out("empty doc: reserialized=%s", hex(m.SerializeAsString()).c_str());
+}
+
 /// Parses, walks, rebuilds and changes every model listed in `list` (paths relative to `root`).
 void backend_models(const std::string& list, const std::string& root) {
   std::istringstream names(compat::read_file(list));
@@ -422,6 +468,8 @@ int main(int argc, char** argv) {
   parse_and_serialize();
   out("== unknown fields");
   unknown_fields();
+  out("== empty doc strings");
+  empty_doc_strings();
   out("== backend models");
   backend_models(argv[1], argv[2]);
   out("== failures: %d", compat::failures());

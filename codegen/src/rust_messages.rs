@@ -5,7 +5,8 @@ use std::fmt::Write;
 use crate::schema::{FieldDef, Kind, Label, MESSAGES, MessageDef};
 use crate::{
     camel, cycle_fields, field_path, has_rare, inline_list_capacity, is_cycle_field, is_rare,
-    oneofs, proto_decl, rust_member, rust_type_name, snake, unknown_fields_path, varint_bytes,
+    oneofs, proto_decl, rare_preset, rust_member, rust_type_name, snake, unknown_fields_path,
+    varint_bytes,
 };
 
 /// Repeated message fields whose elements may be parsed ahead of time, in parallel.
@@ -173,7 +174,28 @@ pub fn generate() -> String {
     gen_tensor_rewriters(&mut o);
     gen_placed_tensor_walk(&mut o);
     gen_dispatch(&mut o);
+    gen_preset_strings(&mut o);
     o
+}
+
+/// `is_preset_string`: whether a string is the one of a message's shared rare preset.
+fn gen_preset_strings(o: &mut String) {
+    let mut checks = Vec::new();
+    for m in MESSAGES {
+        if let Some(f) = rare_preset(m) {
+            checks.push(format!(
+                "<{}Rare as RareFields>::preset().and_then(|r| r.{}.as_ref()).is_some_and(|s| std::ptr::eq(s, p))",
+                rust_type_name(m.name),
+                rust_member(f)
+            ));
+        }
+    }
+    writeln!(
+        o,
+        "\n/// True when `p` is the string of a message's shared rare preset (`RareFields::preset`): a\n/// static never written, which the C++ classes read without converting it in place.\npub(crate) fn is_preset_string(p: *const ProtoString) -> bool {{\n    {}\n}}",
+        if checks.is_empty() { "let _ = p;\n    false".to_string() } else { checks.join("\n        || ") }
+    )
+    .unwrap();
 }
 
 /// Names of the messages from which a `TensorProto` can be reached (TensorProto included).
@@ -614,9 +636,26 @@ fn gen_struct(o: &mut String, m: &MessageDef) {
         writeln!(o, "        }}\n    }}\n}}\n").unwrap();
         writeln!(
             o,
-            "impl RareFields for {rn}Rare {{\n    fn empty() -> &'static Self {{\n        static EMPTY: {rn}Rare = {rn}Rare::new();\n        &EMPTY\n    }}\n}}\n"
+            "impl RareFields for {rn}Rare {{\n    fn empty() -> &'static Self {{\n        static EMPTY: {rn}Rare = {rn}Rare::new();\n        &EMPTY\n    }}"
         )
         .unwrap();
+        if let Some(pf) = rare_preset(m) {
+            let mut inits = String::new();
+            struct_inits(&mut inits, m, true);
+            let member = rust_member(pf);
+            let from = format!("            {member}: None,\n");
+            assert!(inits.contains(&from));
+            let inits = inits.replace(
+                &from,
+                &format!("            {member}: Some(ProtoString::new()),\n"),
+            );
+            writeln!(
+                o,
+                "\n    fn preset() -> Option<&'static Self> {{\n        static PRESET: {rn}Rare = {rn}Rare {{\n{inits}            unknown_fields: UnknownFields::new(),\n        }};\n        Some(&PRESET)\n    }}"
+            )
+            .unwrap();
+        }
+        writeln!(o, "}}\n").unwrap();
     }
     if has_cycle_fields(m) {
         gen_guarded_traits(o, m);
@@ -847,7 +886,17 @@ fn gen_codec(o: &mut String, m: &MessageDef) {
     writeln!(o, "        while let Some(tag) = r.read_tag()? {{").unwrap();
     writeln!(o, "            match tag {{").unwrap();
     for f in m.fields {
-        if is_rare(m, f) {
+        if rare_preset(m).is_some_and(|p| std::ptr::eq(p, f)) {
+            // An empty value points the box to the preset (see `RARE_PRESETS`).
+            writeln!(
+                o,
+                "                {} => r.read_preset_string(&mut self.rare, |r| &mut r.{}){}?,",
+                (f.number << 3) | 2,
+                rust_member(f),
+                at(f, None)
+            )
+            .unwrap();
+        } else if is_rare(m, f) {
             let mut arms = String::new();
             gen_decode_arms(&mut arms, m, f);
             o.push_str(&allocating_rare(&arms));
@@ -1766,6 +1815,14 @@ fn gen_recycle(out: &mut String, m: &MessageDef) {
         "    fn recycle(&mut self, rec: &mut Recycler, strings: &mut CxxStringPool) {{"
     )
     .unwrap();
+    if rare_preset(m).is_some() {
+        // The shared preset holds nothing to keep: let go of it without copying it into a box.
+        writeln!(
+            out,
+            "        if !self.rare.is_allocated() {{\n            self.rare.clear();\n        }}"
+        )
+        .unwrap();
+    }
     let mut oneofs_done: Vec<&str> = Vec::new();
     let recurse = |f: &FieldDef, v: &str| -> String {
         if is_cycle_field(m.name, f.name) {

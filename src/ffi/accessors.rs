@@ -2295,7 +2295,7 @@ pub unsafe extern "C" fn onnxl_node_proto_add_attribute(m: *mut OnnxlNodeProto) 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_node_proto_has_doc_string(m: *const OnnxlNodeProto) -> bool {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { has(m, |m| &m.doc_string) }
+    unsafe { has(m, |m| &m.rare.doc_string) }
 }
 
 /// Unsets `doc_string`.
@@ -2307,7 +2307,7 @@ pub unsafe extern "C" fn onnxl_node_proto_has_doc_string(m: *const OnnxlNodeProt
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_node_proto_clear_doc_string(m: *mut OnnxlNodeProto) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { clear(m, |m| &mut m.doc_string) }
+    unsafe { clear(m, |m| &mut m.rare.doc_string) }
 }
 
 /// A view of `doc_string` (empty when unset; `data` NULL only when `m` is NULL).
@@ -2319,7 +2319,7 @@ pub unsafe extern "C" fn onnxl_node_proto_clear_doc_string(m: *mut OnnxlNodeProt
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_node_proto_doc_string(m: *const OnnxlNodeProto) -> OnnxlStr {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { string(m, |m| &m.doc_string) }
+    unsafe { string(m, |m| &m.rare.doc_string) }
 }
 
 /// Sets `doc_string` to a copy of `len` bytes at `data`.
@@ -2331,7 +2331,7 @@ pub unsafe extern "C" fn onnxl_node_proto_doc_string(m: *const OnnxlNodeProto) -
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_node_proto_set_doc_string(m: *mut OnnxlNodeProto, data: *const c_char, len: usize) -> OnnxlStatus {
     // SAFETY: forwarded contract above.
-    unsafe { set_bytes(m, data, len, |m| &mut m.doc_string) }
+    unsafe { set_bytes(m, data, len, |m| &mut m.rare.doc_string) }
 }
 
 /// Number of `metadata_props` elements (0 when `m` is NULL).

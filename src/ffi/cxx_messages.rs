@@ -3248,7 +3248,7 @@ pub fn layout_text() -> String {
     writeln!(o, "field NodeProto.domain {}", std::mem::offset_of!(NodeProto, domain)).unwrap();
     writeln!(o, "field NodeProto.overload {} rare", std::mem::offset_of!(NodeProtoRare, overload)).unwrap();
     writeln!(o, "field NodeProto.attribute {}", std::mem::offset_of!(NodeProto, attribute)).unwrap();
-    writeln!(o, "field NodeProto.doc_string {}", std::mem::offset_of!(NodeProto, doc_string)).unwrap();
+    writeln!(o, "field NodeProto.doc_string {} rare", std::mem::offset_of!(NodeProtoRare, doc_string)).unwrap();
     writeln!(o, "field NodeProto.metadata_props {} rare", std::mem::offset_of!(NodeProtoRare, metadata_props)).unwrap();
     writeln!(o, "field NodeProto.device_configurations {} rare", std::mem::offset_of!(NodeProtoRare, device_configurations)).unwrap();
     writeln!(o, "message IntIntListEntryProto size={} align={}", size_of::<IntIntListEntryProto>(), align_of::<IntIntListEntryProto>()).unwrap();
@@ -3585,7 +3585,8 @@ const MESSAGE_LAYOUT_HASH: Fnv1a = Fnv1a::NEW
     .decimal(std::mem::offset_of!(NodeProto, attribute))
     .text("\n")
     .text("field NodeProto.doc_string ")
-    .decimal(std::mem::offset_of!(NodeProto, doc_string))
+    .decimal(std::mem::offset_of!(NodeProtoRare, doc_string))
+    .text(" rare")
     .text("\n")
     .text("field NodeProto.metadata_props ")
     .decimal(std::mem::offset_of!(NodeProtoRare, metadata_props))

@@ -1090,8 +1090,6 @@ pub struct NodeProto {
     pub domain: Option<ProtoString>,
     /// `repeated AttributeProto attribute = 5;`
     pub attribute: RepeatedField<AttributeProto>,
-    /// `optional string doc_string = 6;`
-    pub doc_string: Option<ProtoString>,
     /// The fields few models set (`NodeProtoRare`), in a box allocated on first write.
     pub rare: Rare<NodeProtoRare>,
 }
@@ -1106,7 +1104,6 @@ impl NodeProto {
             op_type: None,
             domain: None,
             attribute: RepeatedField::new(),
-            doc_string: None,
             rare: Rare::new(),
         }
     }
@@ -1117,6 +1114,8 @@ impl NodeProto {
 pub struct NodeProtoRare {
     /// `optional string overload = 8;`
     pub overload: Option<ProtoString>,
+    /// `optional string doc_string = 6;`
+    pub doc_string: Option<ProtoString>,
     /// `repeated StringStringEntryProto metadata_props = 9;`
     pub metadata_props: RepeatedField<StringStringEntryProto>,
     /// `repeated NodeDeviceConfigurationProto device_configurations = 10;`
@@ -1131,6 +1130,7 @@ impl NodeProtoRare {
     pub const fn new() -> Self {
         Self {
             overload: None,
+            doc_string: None,
             metadata_props: RepeatedField::new(),
             device_configurations: RepeatedField::new(),
             unknown_fields: UnknownFields::new(),
@@ -1142,6 +1142,17 @@ impl RareFields for NodeProtoRare {
     fn empty() -> &'static Self {
         static EMPTY: NodeProtoRare = NodeProtoRare::new();
         &EMPTY
+    }
+
+    fn preset() -> Option<&'static Self> {
+        static PRESET: NodeProtoRare = NodeProtoRare {
+            overload: None,
+            doc_string: Some(ProtoString::new()),
+            metadata_props: RepeatedField::new(),
+            device_configurations: RepeatedField::new(),
+            unknown_fields: UnknownFields::new(),
+        };
+        Some(&PRESET)
     }
 }
 
@@ -1171,7 +1182,7 @@ impl Message for NodeProto {
                     let m = r.push_message(&mut self.attribute, 42).map_err(|e| e.at("attribute", Some(i)))?;
                     r.read_message(m).map_err(|e| e.at("attribute", Some(i)))?;
                 }
-                50 => r.read_string_into(&mut self.doc_string).map_err(|e| e.at("doc_string", None))?,
+                50 => r.read_preset_string(&mut self.rare, |r| &mut r.doc_string).map_err(|e| e.at("doc_string", None))?,
                 74 => {
                     r.alloc_rare(&mut self.rare)?;
                     {
@@ -1208,7 +1219,7 @@ impl Message for NodeProto {
         for m in self.attribute.iter_prefetching() {
             n += 1 + len_delimited_size(sizes.nested::<AttributeProto>(m));
         }
-        if let Some(v) = &self.doc_string {
+        if let Some(v) = &rare.doc_string {
             n += 1 + len_delimited_size(v.len() as u64);
         }
         if let Some(v) = &self.domain {
@@ -1253,7 +1264,7 @@ impl Message for NodeProto {
             put_varint(s, c.next_size());
             m.encode_to(s, c);
         }
-        if let Some(v) = &self.doc_string {
+        if let Some(v) = &rare.doc_string {
             s.put(&[0x32]);
             put_varint(s, v.len() as u64);
             s.put(v);
@@ -1412,20 +1423,22 @@ impl NodeProto {
     }
     /// True when `doc_string` is set.
     pub fn has_doc_string(&self) -> bool {
-        self.doc_string.is_some()
+        self.rare.doc_string.is_some()
     }
     /// Unsets `doc_string`.
     pub fn clear_doc_string(&mut self) {
-        self.doc_string = None;
+        if let Some(rare) = self.rare.get_mut() {
+            rare.doc_string = None;
+        }
     }
     /// `doc_string`, or empty when unset.
     pub fn doc_string(&self) -> &ProtoString {
         static DEFAULT: ProtoString = ProtoString::new();
-        self.doc_string.as_ref().unwrap_or(&DEFAULT)
+        self.rare.doc_string.as_ref().unwrap_or(&DEFAULT)
     }
     /// Sets `doc_string`.
     pub fn set_doc_string(&mut self, v: impl Into<ProtoString>) {
-        self.doc_string = Some(v.into());
+        self.rare.doc_string = Some(v.into());
     }
     /// Number of `metadata_props` elements.
     pub fn metadata_props_size(&self) -> usize {
@@ -1463,6 +1476,9 @@ impl Recycle for NodeProto {
     }
 
     fn recycle(&mut self, rec: &mut Recycler, strings: &mut CxxStringPool) {
+        if !self.rare.is_allocated() {
+            self.rare.clear();
+        }
         for v in self.input.iter_mut() {
             strings.keep(v);
         }
@@ -1478,8 +1494,10 @@ impl Recycle for NodeProto {
             strings.keep(&mut v);
         }
         self.attribute.recycle_elements(|e| e.recycle(rec, strings));
-        if let Some(mut v) = self.doc_string.take() {
-            strings.keep(&mut v);
+        if let Some(rare) = self.rare.get_mut() {
+            if let Some(mut v) = rare.doc_string.take() {
+                strings.keep(&mut v);
+            }
         }
         if let Some(mut v) = self.domain.take() {
             strings.keep(&mut v);
@@ -8335,8 +8353,7 @@ impl NodeProto {
             op_type: self.op_type.clone(),
             domain: self.domain.clone(),
             attribute,
-            doc_string: self.doc_string.clone(),
-            rare: self.rare.map_allocated(move |r| NodeProtoRare { overload: r.overload.clone(), metadata_props: r.metadata_props.clone(), device_configurations: r.device_configurations.clone(), unknown_fields: r.unknown_fields.clone() }),
+            rare: self.rare.map_allocated(move |r| NodeProtoRare { overload: r.overload.clone(), doc_string: r.doc_string.clone(), metadata_props: r.metadata_props.clone(), device_configurations: r.device_configurations.clone(), unknown_fields: r.unknown_fields.clone() }),
         }
     }
 }
@@ -8765,4 +8782,10 @@ pub fn visit_message_type<V: crate::proto::MessageVisitor>(name: &str, v: V) -> 
         "OptionalProto" => v.visit::<OptionalProto>(),
         _ => return None,
     })
+}
+
+/// True when `p` is the string of a message's shared rare preset (`RareFields::preset`): a
+/// static never written, which the C++ classes read without converting it in place.
+pub(crate) fn is_preset_string(p: *const ProtoString) -> bool {
+    <NodeProtoRare as RareFields>::preset().and_then(|r| r.doc_string.as_ref()).is_some_and(|s| std::ptr::eq(s, p))
 }

@@ -837,7 +837,7 @@ impl<'a> Reader<'a> {
     /// Allocates the box of the rare fields of the message being parsed when it is not (a rare
     /// field was met), or `OutOfMemory`.
     #[inline]
-    pub fn alloc_rare<T: Default>(&self, rare: &mut super::Rare<T>) -> DResult<()> {
+    pub fn alloc_rare<T: super::RareFields>(&self, rare: &mut super::Rare<T>) -> DResult<()> {
         if !rare.is_allocated() {
             return self.alloc_rare_box(rare);
         }
@@ -848,11 +848,33 @@ impl<'a> Reader<'a> {
     /// their box, and the parse loop of each message stays small.
     #[cold]
     #[inline(never)]
-    fn alloc_rare_box<T: Default>(&self, rare: &mut super::Rare<T>) -> DResult<()> {
-        let b = crate::error::try_box(T::default())
+    fn alloc_rare_box<T: super::RareFields>(&self, rare: &mut super::Rare<T>) -> DResult<()> {
+        let b = crate::error::try_box(rare.unallocated_value())
             .map_err(|l| self.alloc_error(l.size(), self.tag_start))?;
         rare.put(b);
         Ok(())
+    }
+
+    /// Reads the rare string `field` of a message with a preset ([`super::RareFields::preset`]:
+    /// the rare fields with only that string set, to the empty string): an empty value while
+    /// the box is unallocated points it to the preset, allocating nothing; any other value
+    /// goes into the box, allocated as by [`Reader::alloc_rare`].
+    #[inline]
+    pub fn read_preset_string<T: super::RareFields>(
+        &mut self,
+        rare: &mut super::Rare<T>,
+        field: fn(&mut T) -> &mut Option<ProtoString>,
+    ) -> DResult<()> {
+        if self.pos < self.limit && self.buf[self.pos] == 0 && !rare.is_allocated() {
+            let at = self.pos;
+            self.pos += 1;
+            self.charge(string_charge(0), at)?;
+            rare.set_preset();
+            return Ok(());
+        }
+        self.alloc_rare(rare)?;
+        let fields = rare.get_mut().expect("allocated above");
+        self.read_string_into(field(fields))
     }
 
     /// A boxed empty message (a oneof member being parsed), or `OutOfMemory`: one the parse
@@ -1073,7 +1095,7 @@ impl<'a> Reader<'a> {
     /// unknown field is rare, and the parse's loop over the known ones stays small.
     #[cold]
     #[inline(never)]
-    pub fn skip_unknown_into_rare<T: Default>(
+    pub fn skip_unknown_into_rare<T: super::RareFields>(
         &mut self,
         tag: u32,
         rare: &mut super::Rare<T>,
