@@ -7,7 +7,13 @@
 # 3. the minimal library has none of the cipher code (no `ring`, `aes` symbols); both have full
 #    RELRO (BIND_NOW and a RELRO segment);
 # 4. c_tests/test_optional_features.c against each: onnxl_has_feature(), the codec, and the
-#    functions of a missing part failing with ONNXL_STATUS_UNSUPPORTED.
+#    functions of a missing part failing with ONNXL_STATUS_UNSUPPORTED;
+# 5. the walker (c_tests/walk_main.c, generated/walk_copy.c) against the minimal library: the
+#    onnx wheel's backend test models parsed three ways, every field read and the model rebuilt
+#    with the setters, serialized byte-identical to the file. That library is built differently
+#    from every other tested one (opt-level "s", `cfg(onnxl_small)`: a push into a repeated field
+#    always takes the slow path; linked with packed relocations and identical code folding, see
+#    build.rs), so its codec is checked here.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 ROOT=$PWD
@@ -15,14 +21,19 @@ die() { echo "45-size-budget: $*" >&2; exit 1; }
 for tool in strip nm readelf "${CC:-cc}"; do
   command -v "$tool" >/dev/null 2>&1 || die "$tool is required (binutils, a C compiler)"
 done
+PY="$ROOT/.venv/bin/python"
+[ -x "$PY" ] || die "$PY is missing (scripts/test-all.sh creates the venv)"
+BACKEND_DATA=$("$PY" -c "import onnx, os; print(os.path.join(os.path.dirname(onnx.__file__), 'backend', 'test', 'data'))")
+[ -d "$BACKEND_DATA" ] || die "no onnx backend test data at $BACKEND_DATA"
 # shellcheck source=scripts/lib/library-sizes.sh
 source scripts/lib/library-sizes.sh
 
 # Budgets in bytes of the stripped x86-64 Linux library: the sizes measured when they were set
-# plus ~3%, so that growth beyond that fails here and must be looked at. The targets are
-# 3 000 000 (full: met) and 1 500 000 (minimal: not met yet).
-FULL_BUDGET=2717000
-MINIMAL_BUDGET=1742000
+# (full 2 520 480, minimal 1 482 992) plus ~2.5%, so that growth beyond that fails here and must be
+# looked at; the minimal one is capped at its target, 1 500 000 (met; the full target, 3 000 000,
+# too).
+FULL_BUDGET=2583000
+MINIMAL_BUDGET=1500000
 
 cargo clippy --release -p onnx_light --lib --no-default-features -- -D warnings
 
@@ -61,4 +72,9 @@ for variant in full minimal; do
     -o "$dir/test_optional_features" -L"$dir" -lonnx_light -Wl,-rpath,"$dir"
   "$dir/test_optional_features" "$variant" "$ROOT/samples/mlp.onnx"
 done
+
+dir="$work/minimal"
+"${CC:-cc}" -std=c11 -O1 -Wall -Werror -Iinclude -Ic_tests c_tests/walk_main.c c_tests/generated/walk_copy.c \
+  -o "$dir/walk_copy" -L"$dir" -lonnx_light -Wl,-rpath,"$dir"
+"$dir/walk_copy" --require-canonical --min-files 100 "$BACKEND_DATA" "$ROOT/samples/mlp.onnx"
 echo "45-size-budget: ok"

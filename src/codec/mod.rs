@@ -330,10 +330,21 @@ pub(crate) fn skip_payloads<M: Message>(
 
 /// Serializes `m` into a new buffer (byte-identical to protobuf's `SerializeToString`).
 pub fn serialize_to_vec<M: Message>(m: &M, opts: &SerializeOptions) -> Result<Vec<u8>> {
-    match skip_payloads(m, opts) {
-        Some((copy, opts)) => serialize_any_to_vec(&copy, &opts),
-        None => serialize_any_to_vec(m, opts),
+    serialize_dyn_to_vec(m, opts)
+}
+
+/// [`serialize_to_vec`] for every message type (one body).
+pub(crate) fn serialize_dyn_to_vec(m: &dyn DynMessage, opts: &SerializeOptions) -> Result<Vec<u8>> {
+    if opts.skip_raw_data
+        && let Some(copy) = m.without_payloads_dyn(opts.raw_data_threshold)
+    {
+        let opts = SerializeOptions {
+            skip_raw_data: false,
+            ..opts.clone()
+        };
+        return serialize_any_to_vec(&*copy, &opts);
     }
+    serialize_any_to_vec(m, opts)
 }
 
 /// [`serialize_to_vec`] once the payloads to skip are gone (one copy for every message type).

@@ -1009,8 +1009,16 @@ pub fn load_external_data_for_model(
     base_dir: impl AsRef<Path>,
     opts: &ParseOptions,
 ) -> Result<ExternalLoadReport> {
+    load_external_data_in(model, base_dir.as_ref(), opts)
+}
+
+/// [`load_external_data_for_model`] (one body for every path type).
+fn load_external_data_in(
+    model: &mut ModelProto,
+    dir: &Path,
+    opts: &ParseOptions,
+) -> Result<ExternalLoadReport> {
     opts.validate()?;
-    let dir = base_dir.as_ref();
     let mut stop = |e: Error| Err(e);
     let mut plan = plan(model, dir, opts, false, &mut stop)?;
     if plan.refs.is_empty() {

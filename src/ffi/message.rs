@@ -162,12 +162,26 @@ pub(crate) unsafe fn msg_serialize<C: Castable>(
 where
     C::Rust: Message,
 {
+    // SAFETY: forwarded contract.
+    unsafe { serialize_body(m.cast::<C::Rust>(), opts, out) }
+}
+
+/// [`msg_serialize`] for every message type.
+///
+/// # Safety
+/// As [`msg_serialize`].
+unsafe fn serialize_body(
+    m: *const dyn DynMessage,
+    opts: *const OnnxlSerializeOptions,
+    out: *mut *mut OnnxlBuffer,
+) -> OnnxlStatus {
     ffi_status(|| {
         check_out(out, "out")?;
         // SAFETY: forwarded contract.
         let opts = unsafe { serialize_options(opts) }?;
-        // SAFETY: forwarded contract.
-        let bytes = codec::serialize_to_vec(unsafe { try_ref(m, "message") }?, &opts)?;
+        // SAFETY: NULL or a live handle (contract).
+        let m = unsafe { m.as_ref() }.ok_or_else(|| FfiError::null("message"))?;
+        let bytes = codec::serialize_dyn_to_vec(m, &opts)?;
         // SAFETY: `out` checked above.
         unsafe { write_out(out, new_buffer(bytes)) };
         Ok(())

@@ -62,22 +62,17 @@ pub trait Message: Default + Clone + Send + Sync + 'static {
     ///
     /// `config` must not borrow payloads without an owner (see [`Reader::new_unowned`]).
     fn merge_from_bytes(&mut self, bytes: &[u8], config: &DecodeConfig) -> Result<()> {
-        let mut r = Reader::new(bytes, config);
-        decode_top(self, &mut r)
+        merge_from_bytes_dyn(self, bytes, config)
     }
 
     /// Size of the encoded message in bytes.
     fn encoded_len(&self) -> u64 {
-        self.compute_size(&mut SizeTable::new())
+        encoded_len_dyn(self)
     }
 
     /// Encodes into a new buffer, like protobuf's `SerializeToString`.
     fn serialize_to_vec(&self) -> Vec<u8> {
-        let mut sizes = SizeTable::new();
-        let len = self.compute_size(&mut sizes);
-        let mut out = Vec::with_capacity(len as usize);
-        encode_into_spare(self, &sizes, &mut out, len as usize);
-        out
+        serialize_to_vec_dyn(self)
     }
 
     /// Encodes into `sink`; returns the number of bytes written.
@@ -87,6 +82,26 @@ pub trait Message: Default + Clone + Send + Sync + 'static {
         self.encode_to(sink, &mut SizeCursor::new(sizes.as_slice()));
         len
     }
+}
+
+/// [`Message::merge_from_bytes`] (one body for every message type).
+fn merge_from_bytes_dyn(m: &mut dyn DynMessage, bytes: &[u8], config: &DecodeConfig) -> Result<()> {
+    let mut r = Reader::new(bytes, config);
+    m.decode_from(&mut r)
+}
+
+/// [`Message::encoded_len`] (one body for every message type).
+fn encoded_len_dyn(m: &dyn DynMessage) -> u64 {
+    m.size_into(&mut SizeTable::new())
+}
+
+/// [`Message::serialize_to_vec`] (one body for every message type).
+fn serialize_to_vec_dyn(m: &dyn DynMessage) -> Vec<u8> {
+    let mut sizes = SizeTable::new();
+    let len = m.size_into(&mut sizes);
+    let mut out = Vec::with_capacity(len as usize);
+    encode_into_spare(m, &sizes, &mut out, len as usize);
+    out
 }
 
 /// A [`Message`] without its type: the parsers and serializers (`codec`, the C ABI) work on
@@ -106,6 +121,8 @@ pub(crate) trait DynMessage {
     fn size_into(&self, sizes: &mut SizeTable) -> u64;
     /// [`Message::encode_to`] through the one sink type every serializer uses.
     fn encode_into(&self, w: &mut SliceWriter<'_>, c: &mut SizeCursor<'_>);
+    /// [`Message::without_payloads`], boxed.
+    fn without_payloads_dyn(&self, min_len: u64) -> Option<Box<dyn DynMessage>>;
 }
 
 impl<M: Message> DynMessage for M {
@@ -129,6 +146,10 @@ impl<M: Message> DynMessage for M {
     }
     fn encode_into(&self, w: &mut SliceWriter<'_>, c: &mut SizeCursor<'_>) {
         self.encode_to(w, c);
+    }
+    fn without_payloads_dyn(&self, min_len: u64) -> Option<Box<dyn DynMessage>> {
+        self.without_payloads(min_len)
+            .map(|m| Box::new(m) as Box<dyn DynMessage>)
     }
 }
 

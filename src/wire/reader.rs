@@ -523,9 +523,9 @@ impl<'a> Reader<'a> {
 
     /// Reads a `string` / `bytes` field (charged to the metadata budget). Inlined into every
     /// field's decoder, so that a short string is built in its destination, not moved there
-    /// (left to the optimizer in size-optimized builds, `cfg(onnxl_small)`: see build.rs).
+    /// (out of line in size-optimized builds, `cfg(onnxl_small)`: see build.rs).
     #[cfg_attr(not(onnxl_small), inline(always))]
-    #[cfg_attr(onnxl_small, inline)]
+    #[cfg_attr(onnxl_small, inline(never))]
     pub fn read_string(&mut self) -> DResult<ProtoString> {
         match self.string_source()? {
             StringSource::Short(window, len) => Ok(ProtoString::inline_from_window(window, len)),
@@ -536,7 +536,7 @@ impl<'a> Reader<'a> {
     /// [`Reader::read_string`] into an optional string field, in place (see
     /// [`Reader::read_string_in`]).
     #[cfg_attr(not(onnxl_small), inline(always))]
-    #[cfg_attr(onnxl_small, inline)]
+    #[cfg_attr(onnxl_small, inline(never))]
     pub fn read_string_into(&mut self, slot: &mut Option<ProtoString>) -> DResult<()> {
         self.read_string_in(|| slot.get_or_insert_with(ProtoString::new))
     }
@@ -544,7 +544,7 @@ impl<'a> Reader<'a> {
     /// [`Reader::read_string`] appended to a repeated string field, in place (see
     /// [`Reader::read_string_in`]).
     #[cfg_attr(not(onnxl_small), inline(always))]
-    #[cfg_attr(onnxl_small, inline)]
+    #[cfg_attr(onnxl_small, inline(never))]
     pub fn push_string<V: GrowableList<Item = ProtoString>>(
         &mut self,
         list: &mut V,
@@ -556,7 +556,7 @@ impl<'a> Reader<'a> {
     /// read without error). A short string is copied from the input straight into it
     /// (`ProtoString::set_inline_from_window`), never built elsewhere and moved.
     #[cfg_attr(not(onnxl_small), inline(always))]
-    #[cfg_attr(onnxl_small, inline)]
+    #[cfg_attr(onnxl_small, inline(never))]
     pub fn read_string_in<'s>(
         &mut self,
         slot: impl FnOnce() -> &'s mut ProtoString,
@@ -574,7 +574,7 @@ impl<'a> Reader<'a> {
     /// Reads and charges a string's bytes: a short one as the fixed-size window of the input
     /// that starts with it (the window may run past the string, not past the input).
     #[cfg_attr(not(onnxl_small), inline(always))]
-    #[cfg_attr(onnxl_small, inline)]
+    #[cfg_attr(onnxl_small, inline(never))]
     fn string_source(&mut self) -> DResult<StringSource<'a>> {
         let at = self.pos;
         let bytes = self.read_bytes()?;
@@ -893,7 +893,7 @@ impl<'a> Reader<'a> {
     /// read (a new chunk sized by the run of values ahead, see [`Reader::run_length`]), or
     /// `OutOfMemory`.
     #[cfg_attr(not(onnxl_small), inline(always))]
-    #[cfg_attr(onnxl_small, inline)]
+    #[cfg_attr(onnxl_small, inline(never))]
     pub fn push_message<'f, M: Default>(
         &self,
         field: &'f mut RepeatedField<M>,
@@ -943,7 +943,7 @@ impl<'a> Reader<'a> {
     /// new stack segment when the stack runs low (see [`super::stack`]); a segment that cannot
     /// be mapped is `OutOfMemory`.
     #[cfg_attr(not(onnxl_small), inline(always))]
-    #[cfg_attr(onnxl_small, inline)]
+    #[cfg_attr(onnxl_small, inline(never))]
     pub fn guarded<R>(&mut self, f: impl FnOnce(&mut Self) -> DResult<R>) -> DResult<R> {
         match super::try_guard_stack(|| f(self)) {
             Ok(r) => r,
@@ -955,7 +955,7 @@ impl<'a> Reader<'a> {
     /// [`Reader::run_length`]) when `v` is full: exactly the run when `v` is empty, else at least
     /// the run (amortized growth). A refused allocation is `OutOfMemory`.
     #[cfg_attr(not(onnxl_small), inline(always))]
-    #[cfg_attr(onnxl_small, inline)]
+    #[cfg_attr(onnxl_small, inline(never))]
     pub fn reserve_run<V: GrowableList>(&self, v: &mut V, tag: u32) -> DResult<()> {
         if v.len() == v.capacity() {
             return self.grow_for_run(v, tag);
@@ -1208,7 +1208,7 @@ macro_rules! growable_list {
                 <$list>::push(self, x)
             }
             #[cfg_attr(not(onnxl_small), inline(always))]
-            #[cfg_attr(onnxl_small, inline)]
+            #[cfg_attr(onnxl_small, inline(never))]
             fn push_with(&mut self, make: impl FnOnce() -> $element) -> &mut $element {
                 $push_with(self, make)
             }
@@ -1239,7 +1239,7 @@ growable_list! {
 
 /// `InlineVec::push_with` for a `Vec`.
 #[cfg_attr(not(onnxl_small), inline(always))]
-#[cfg_attr(onnxl_small, inline)]
+#[cfg_attr(onnxl_small, inline(never))]
 fn vec_push_with<T>(v: &mut Vec<T>, make: impl FnOnce() -> T) -> &mut T {
     v.push(make());
     v.last_mut().expect("just pushed")

@@ -1033,7 +1033,11 @@ impl<T: Default> RepeatedField<T> {
         region: Option<&ChunkRegion>,
     ) -> Result<&mut T, Layout> {
         // The common case of a parse, kept short: the newest chunk has a free or unused slot,
-        // and no spare comes first.
+        // and no spare comes first. (Not in size-optimized builds, `cfg(onnxl_small)`: there
+        // every push takes the slow path, which handles that case too, so that the element's
+        // default value is written in one place per type instead of once more in each parse
+        // of the field.)
+        #[cfg(not(onnxl_small))]
         if let Some(h) = self.chunks() {
             // SAFETY: `h` is the live newest chunk; the slot it hands out is unoccupied, sized
             // and aligned for `T`; the order array in use holds a pointer per slot of all chunks

@@ -24,6 +24,18 @@ pub const SEGMENT: usize = 2 << 20;
 /// Runs `f`, on a new stack segment when less than [`RED_ZONE`] bytes of stack are left.
 #[inline(always)]
 pub fn guard_stack<R>(f: impl FnOnce() -> R) -> R {
+    let mut f = Some(f);
+    let mut r = None;
+    on_guarded_stack(&mut || r = f.take().map(|f| f()));
+    // SAFETY: `on_guarded_stack` runs the closure (which sets `r`) before it returns; when it
+    // cannot (no segment), it panics instead of returning.
+    unsafe { r.unwrap_unchecked() }
+}
+
+/// The body of [`guard_stack`], one for every guarded call (the check, and the segment taken
+/// when the red zone is reached), given the call as a closure: runs it exactly once.
+#[inline(never)]
+fn on_guarded_stack(f: &mut dyn FnMut()) {
     stacker::maybe_grow(RED_ZONE, SEGMENT, f)
 }
 
@@ -51,8 +63,21 @@ pub fn guard_drop(f: impl FnOnce()) {
 /// itself propagates.
 #[inline(always)]
 pub fn try_guard_stack<R>(f: impl FnOnce() -> R) -> Result<R, usize> {
+    let mut f = Some(f);
+    let mut r = None;
+    on_guarded_stack_fallibly(&mut || r = f.take().map(|f| f()))?;
+    // SAFETY: `on_guarded_stack_fallibly` returns `Ok` only after running the closure (which
+    // sets `r`).
+    Ok(unsafe { r.unwrap_unchecked() })
+}
+
+/// The body of [`try_guard_stack`], one for every guarded call, given the call as a closure:
+/// runs it once and returns `Ok`, or returns `Err(bytes)` without running it.
+#[inline(never)]
+fn on_guarded_stack_fallibly(f: &mut dyn FnMut()) -> Result<(), usize> {
     if stacker::remaining_stack().is_some_and(|left| left >= RED_ZONE) {
-        return Ok(f());
+        f();
+        return Ok(());
     }
     grow_fallibly(f)
 }
@@ -60,7 +85,7 @@ pub fn try_guard_stack<R>(f: impl FnOnce() -> R) -> Result<R, usize> {
 /// The slow path of [`try_guard_stack`]: runs `f` on a new segment, if one can be had.
 #[cold]
 #[inline(never)]
-fn grow_fallibly<R>(f: impl FnOnce() -> R) -> Result<R, usize> {
+fn grow_fallibly(f: &mut dyn FnMut()) -> Result<(), usize> {
     if !segment_available() {
         return Err(SEGMENT);
     }
@@ -74,7 +99,7 @@ fn grow_fallibly<R>(f: impl FnOnce() -> R) -> Result<R, usize> {
         })
     }));
     match run {
-        Ok(r) => Ok(r),
+        Ok(()) => Ok(()),
         Err(_) if !started => Err(SEGMENT),
         Err(panic) => std::panic::resume_unwind(panic),
     }

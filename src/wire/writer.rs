@@ -257,7 +257,7 @@ fn overflow() -> ! {
 // (`cfg(onnxl_small)`: see build.rs).
 impl Sink for SliceWriter<'_> {
     #[cfg_attr(not(onnxl_small), inline(always))]
-    #[cfg_attr(onnxl_small, inline)]
+    #[cfg_attr(onnxl_small, inline(never))]
     fn put(&mut self, bytes: &[u8]) {
         if bytes.len() > self.room() {
             self.put_slow(bytes);
@@ -281,7 +281,7 @@ impl Sink for SliceWriter<'_> {
     }
 
     #[cfg_attr(not(onnxl_small), inline(always))]
-    #[cfg_attr(onnxl_small, inline)]
+    #[cfg_attr(onnxl_small, inline(never))]
     fn put_varint(&mut self, v: u64) {
         if self.room() < 10 {
             let mut buf = [0u8; 10];
@@ -309,7 +309,7 @@ impl Sink for SliceWriter<'_> {
 /// # Safety
 /// `dst` is valid for `src.len()` bytes of writes and does not overlap `src`.
 #[cfg_attr(not(onnxl_small), inline(always))]
-#[cfg_attr(onnxl_small, inline)]
+#[cfg_attr(onnxl_small, inline(never))]
 unsafe fn copy_short(src: &[u8], dst: *mut u8) {
     use std::ptr::{read_unaligned as rd, write_unaligned as wr};
     let n = src.len();
