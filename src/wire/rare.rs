@@ -24,8 +24,8 @@ pub trait RareFields: Default + Clone + 'static {
     /// The shared value with every field unset (what an unallocated box reads as).
     fn empty() -> &'static Self;
 
-    /// A shared value that a `Rare` may point to instead of a box of its own (see
-    /// [`Rare::set_preset`]): the rare fields of a message that sets only one rare string, to
+    /// A shared value that a `Rare` may point to instead of a box of its own (set by the
+    /// parser): the rare fields of a message that sets only one rare string, to
     /// the empty string (`NodeProto.doc_string = ""`, written by exporters on every node).
     /// `None` for the messages without one.
     fn preset() -> Option<&'static Self> {
