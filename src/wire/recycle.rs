@@ -3,9 +3,10 @@
 //! blocks a parse cuts repeated-field chunks from (`region.rs`), are anonymous mappings of their
 //! own, as are the 64 KiB chunks small payloads share (`placement.rs`). When the last payload
 //! of one is dropped, the mapping is kept in a bounded, process-wide store instead of being
-//! unmapped, and a later load that needs a region of about that size takes it back. Fresh anonymous memory is zeroed by the kernel page
-//! by page as it is first touched, which costs a copy load more than the copy itself (more still
-//! in a virtual machine on a busy host); memory taken back is written in place.
+//! unmapped, and a later load that needs a region of about that size takes it back. Fresh
+//! anonymous memory is zeroed by the kernel page by page as it is first touched, which costs a
+//! copy load more than the copy itself (more still in a virtual machine on a busy host); memory
+//! taken back is written in place.
 //!
 //! - The store holds at most [`memory_reuse_limit`] bytes (default: a quarter of the physical
 //!   memory; [`set_memory_reuse_limit`], 0 turns reuse off); the oldest mappings go first.

@@ -27,9 +27,9 @@ pub fn guard_stack<R>(f: impl FnOnce() -> R) -> R {
     let mut f = Some(f);
     let mut r = None;
     on_guarded_stack(&mut || r = f.take().map(|f| f()));
-    // SAFETY: `on_guarded_stack` runs the closure (which sets `r`) before it returns; when it
-    // cannot (no segment), it panics instead of returning.
-    unsafe { r.unwrap_unchecked() }
+    // `stacker::maybe_grow` runs the closure before it returns (or panics when it cannot map a
+    // segment): a promise of that crate, not of this one, so it is checked, not assumed.
+    r.expect("the guarded call ran")
 }
 
 /// The body of [`guard_stack`], one for every guarded call (the check, and the segment taken
