@@ -443,7 +443,7 @@ impl BlockBytes {
         Self { ptr, len, block }
     }
 
-    fn as_bytes(&self) -> &[u8] {
+    pub(crate) fn as_bytes(&self) -> &[u8] {
         // SAFETY: `new`'s contract: the share held keeps the bytes alive and unmodified.
         unsafe { std::slice::from_raw_parts(self.ptr.as_ptr(), self.len) }
     }

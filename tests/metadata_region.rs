@@ -43,13 +43,19 @@ const NODES: usize = 30_000;
 
 /// Node `i`: name, op type, input, output and two attributes (a float and an int list), so
 /// that every node has a repeated message field of its own; its input and output names are
-/// longer than a string holds inline.
+/// longer than a string holds inline, and its input is the previous node's output.
 fn node(i: usize) -> NodeProto {
     let mut n = NodeProto::new();
     n.set_name(format!("/model/layers.{}/Op_{i}", i / 1000));
     n.set_op_type("LeakyRelu");
-    n.input
-        .push(format!("/model/layers.{}/self_attn/x_{i}", i / 1000).into());
+    n.input.push(
+        format!(
+            "/model/layers.{}/self_attn/act_{}",
+            i / 1000,
+            i.wrapping_sub(1)
+        )
+        .into(),
+    );
     n.output
         .push(format!("/model/layers.{}/self_attn/act_{i}", i / 1000).into());
     let a = n.add_attribute();
@@ -104,6 +110,18 @@ fn parsed_chunks_keep_their_address_outlive_their_model_and_are_reused() {
         assert_eq!(g.node.len(), NODES);
         assert!(g.node.iter().enumerate().all(|(i, n)| *n == node(i)));
         assert!(g.node[9].output[0].len() > 30);
+        // A node's input shares the copy of the previous node's output (equal strings read
+        // shortly after one another), except across the blocks of the parse.
+        let shared = (1..NODES)
+            .filter(|&i| {
+                let (out, input) = (&g.node[i - 1].output[0], &g.node[i].input[0]);
+                std::ptr::eq(out.as_bytes().as_ptr(), input.as_bytes().as_ptr())
+            })
+            .count();
+        assert!(
+            shared > NODES * 9 / 10,
+            "{threads} threads: {shared} shared"
+        );
 
         // Addresses survive growth, removal and reordering of parsed fields.
         let kept: *const NodeProto = &g.node[7];
@@ -130,6 +148,8 @@ fn parsed_chunks_keep_their_address_outlive_their_model_and_are_reused() {
             g.node[504].input[0],
             *format!("{}/more", node(505).input[0])
         );
+        // The output whose copy that input shared is unchanged.
+        assert_eq!(g.node[503].output[0], node(504).output[0]);
         drop(m);
         let again = parse(&bytes, threads);
         assert_eq!(taken, node(501));

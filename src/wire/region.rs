@@ -51,6 +51,40 @@ pub(crate) struct BlockHeader {
     map: ManuallyDrop<ReusableMap>,
 }
 
+/// Slots of the table of strings recently copied into the block in use (a power of two).
+const RECENT_SLOTS: usize = 256;
+
+/// A string copied into the block in use: where its bytes are (null: an empty slot).
+#[derive(Clone, Copy)]
+struct RecentString {
+    ptr: *const u8,
+    /// The length (0 for an empty slot) and the hash of the bytes, in one word.
+    len_and_hash: u64,
+}
+
+const NO_STRING: RecentString = RecentString {
+    ptr: ptr::null(),
+    len_and_hash: 0,
+};
+
+/// Whether `a` and `b` (of equal length, at least 8 bytes) hold the same bytes: words compared
+/// in line (the strings compared here are names of 31 to ~100 bytes, where a call to `memcmp`
+/// costs more than the comparison).
+#[inline]
+fn same_bytes(a: &[u8], b: &[u8]) -> bool {
+    debug_assert!(a.len() == b.len() && a.len() >= 8);
+    let word = |s: &[u8], at: usize| u64::from_le_bytes(s[at..at + 8].try_into().unwrap());
+    let last = a.len() - 8;
+    let mut at = 0;
+    while at < last {
+        if word(a, at) != word(b, at) {
+            return false;
+        }
+        at += 8;
+    }
+    word(a, last) == word(b, last)
+}
+
 /// The chunk-cutting state of one reader: the block in use and the free part of it. Not
 /// shared between threads (each parallel part has its own).
 pub(crate) struct ChunkRegion {
@@ -62,6 +96,10 @@ pub(crate) struct ChunkRegion {
     cut: Cell<usize>,
     /// Size of the next block.
     next_block_bytes: Cell<usize>,
+    /// Strings copied into the block in use, by a hash of their bytes (allocated with the first
+    /// copy, emptied with each new block): an equal string read soon after (a node's output,
+    /// then the next node's input) shares the copy instead of making another.
+    recent: Cell<Option<NonNull<[RecentString; RECENT_SLOTS]>>>,
 }
 
 // SAFETY: the region is used by one thread at a time (a `Reader` moves between threads, never
@@ -78,6 +116,7 @@ impl ChunkRegion {
             end: Cell::new(ptr::null_mut()),
             cut: Cell::new(0),
             next_block_bytes: Cell::new(MIN_BLOCK_BYTES),
+            recent: Cell::new(None),
         }
     }
 
@@ -115,18 +154,74 @@ impl ChunkRegion {
         }
     }
 
-    /// A copy of `bytes` (a string value) cut from the region, holding one share of its block;
-    /// `None` when the region cannot hold it (the caller then allocates the copy).
+    /// A copy of `bytes` (a string value of more than 24 bytes) cut from the region, holding
+    /// one share of its block; the copy of an equal string made shortly before in the same
+    /// block when there is one. `None` when the region cannot hold it (the caller then
+    /// allocates the copy).
     #[inline]
     pub(crate) fn copy_bytes(&self, bytes: &[u8]) -> Option<BlockBytes> {
-        let (p, block) = self.alloc(bytes.len(), 1)?;
-        // SAFETY: `p` is `bytes.len()` fresh bytes of the block (cut above, not overlapping
-        // `bytes`, which is the parse input); the cut's share goes to the value, which frees it
-        // once when dropped, and nothing writes the bytes again.
-        unsafe {
-            ptr::copy_nonoverlapping(bytes.as_ptr(), p.as_ptr(), bytes.len());
-            Some(BlockBytes::new(p, bytes.len(), block.cast()))
+        let len = bytes.len();
+        debug_assert!(len > 24);
+        let recent = match self.recent.get() {
+            Some(table) => table,
+            None => self.new_recent_table()?,
+        };
+        // Names differ in their middle (a layer number) more than at their start or end: three
+        // words of it are hashed (8..32 and the 8 bytes before the last 8 overlap for short
+        // names).
+        let word = |at: usize| u64::from_le_bytes(bytes[at..at + 8].try_into().unwrap());
+        let hash =
+            (word(8) ^ word(16).rotate_left(21) ^ word(len - 16).rotate_left(42) ^ len as u64)
+                .wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        let slot = (hash >> (64 - RECENT_SLOTS.trailing_zeros())) as usize;
+        // Strings of up to 4 GiB are looked up (longer ones never match: their key is not
+        // stored).
+        let key = (len as u64) << 32 | (hash & 0xFFFF_FFFF);
+        // SAFETY: the table is this region's own allocation, used by one thread at a time.
+        let entry = unsafe { &mut (*recent.as_ptr())[slot] };
+        // SAFETY: a non-empty slot holds bytes copied into the block in use (the table is
+        // emptied with each new block), which this region's `CUTTING` share keeps alive, and
+        // which nothing writes again.
+        if entry.len_and_hash == key
+            && same_bytes(unsafe { std::slice::from_raw_parts(entry.ptr, len) }, bytes)
+        {
+            self.cut.set(self.cut.get() + 1);
+            // SAFETY: the bytes lie in the block in use (above); the value gets the new share.
+            return Some(unsafe {
+                BlockBytes::new(
+                    NonNull::new_unchecked(entry.ptr.cast_mut()),
+                    len,
+                    NonNull::new_unchecked(self.block.get()).cast(),
+                )
+            });
         }
+        let (p, block) = self.alloc(len, 1)?;
+        // SAFETY: `p` is `len` fresh bytes of the block (cut above, not overlapping `bytes`,
+        // which is the parse input); the cut's share goes to the value, which frees it once
+        // when dropped, and nothing writes the bytes again.
+        unsafe {
+            ptr::copy_nonoverlapping(bytes.as_ptr(), p.as_ptr(), len);
+            // `alloc` may have emptied the table (a new block): the slot is written after it.
+            if len <= u32::MAX as usize {
+                (*recent.as_ptr())[slot] = RecentString {
+                    ptr: p.as_ptr(),
+                    len_and_hash: key,
+                };
+            }
+            Some(BlockBytes::new(p, len, block.cast()))
+        }
+    }
+
+    /// Allocates the table of recent strings (`None` when it cannot be allocated: the caller
+    /// then allocates the copy on its own).
+    #[cold]
+    #[inline(never)]
+    fn new_recent_table(&self) -> Option<NonNull<[RecentString; RECENT_SLOTS]>> {
+        let layout = std::alloc::Layout::new::<[RecentString; RECENT_SLOTS]>();
+        // SAFETY: the layout is not zero-sized; all-zero bytes are empty slots.
+        let table = NonNull::new(unsafe { std::alloc::alloc_zeroed(layout) })?.cast();
+        self.recent.set(Some(table));
+        Some(table)
     }
 
     /// Lets go of the block in use and maps the next one.
@@ -158,6 +253,10 @@ impl ChunkRegion {
         }
         self.block.set(header);
         self.cut.set(0);
+        if let Some(table) = self.recent.get() {
+            // SAFETY: the region's own table; its strings were in the block let go of above.
+            unsafe { (*table.as_ptr()).fill(NO_STRING) };
+        }
         self.next_block_bytes.set((bytes * 2).min(MAX_BLOCK_BYTES));
         Some(())
     }
@@ -183,6 +282,15 @@ impl ChunkRegion {
 impl Drop for ChunkRegion {
     fn drop(&mut self) {
         self.retire();
+        if let Some(table) = self.recent.take() {
+            // SAFETY: allocated by `new_recent_table` with this layout, freed once.
+            unsafe {
+                std::alloc::dealloc(
+                    table.as_ptr().cast(),
+                    std::alloc::Layout::new::<[RecentString; RECENT_SLOTS]>(),
+                )
+            };
+        }
     }
 }
 
@@ -218,5 +326,53 @@ unsafe fn free_block(block: NonNull<SharedBlock>) {
     unsafe {
         let mut map = ptr::read(&(*header.as_ptr()).map);
         ManuallyDrop::drop(&mut map);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn equal_strings_share_a_copy_within_a_block() {
+        let region = ChunkRegion::new();
+        let a = b"/model/layers.0/self_attn/q_proj/MatMul_output_0";
+        let b = b"/model/layers.1/self_attn/q_proj/MatMul_output_0";
+        let first = region.copy_bytes(a).unwrap();
+        let other = region.copy_bytes(b).unwrap();
+        let again = region.copy_bytes(a).unwrap();
+        assert_eq!(first.as_bytes(), a);
+        assert_eq!(other.as_bytes(), b);
+        assert_eq!(again.as_bytes(), a);
+        assert_eq!(first.as_bytes().as_ptr(), again.as_bytes().as_ptr());
+        assert_ne!(first.as_bytes().as_ptr(), other.as_bytes().as_ptr());
+        // A copy whose value was dropped still lends its bytes (the block holds them until the
+        // region lets go of it), and the shares keep the block alive past the region.
+        drop((first, again));
+        let third = region.copy_bytes(a).unwrap();
+        assert_eq!(third.as_bytes(), a);
+        drop(region);
+        assert_eq!(third.as_bytes(), a);
+        assert_eq!(other.as_bytes(), b);
+    }
+
+    #[test]
+    fn strings_are_not_shared_across_blocks() {
+        let region = ChunkRegion::new();
+        let name = [b'n'; 40];
+        let first = region.copy_bytes(&name).unwrap();
+        let block = region.block.get();
+        // Fill the first block with chunks until a new one is mapped.
+        let mut chunks = Vec::new();
+        while region.block.get() == block {
+            chunks.push(region.alloc(4096, 8).unwrap().1);
+        }
+        let second = region.copy_bytes(&name).unwrap();
+        assert_eq!(second.as_bytes(), &name[..]);
+        assert_ne!(first.as_bytes().as_ptr(), second.as_bytes().as_ptr());
+        for block in chunks {
+            // SAFETY: each chunk was cut above and is freed once.
+            unsafe { free_chunk(block) };
+        }
     }
 }
