@@ -100,6 +100,9 @@ pub(crate) struct ChunkRegion {
     /// copy, emptied with each new block): an equal string read soon after (a node's output,
     /// then the next node's input) shares the copy instead of making another.
     recent: Cell<Option<NonNull<[RecentString; RECENT_SLOTS]>>>,
+    /// The bytes and length of the last string copied into the block in use (null: none): a
+    /// string that starts it (a node's name after its output `{name}_output_0`) shares them.
+    last_copy: Cell<(*const u8, usize)>,
 }
 
 // SAFETY: the region is used by one thread at a time (a `Reader` moves between threads, never
@@ -117,6 +120,7 @@ impl ChunkRegion {
             cut: Cell::new(0),
             next_block_bytes: Cell::new(MIN_BLOCK_BYTES),
             recent: Cell::new(None),
+            last_copy: Cell::new((ptr::null(), 0)),
         }
     }
 
@@ -156,12 +160,19 @@ impl ChunkRegion {
 
     /// A copy of `bytes` (a string value of more than 24 bytes) cut from the region, holding
     /// one share of its block; the copy of an equal string made shortly before in the same
-    /// block when there is one. `None` when the region cannot hold it (the caller then
-    /// allocates the copy).
+    /// block, or the start of the last string copied, when there is one. `None` when the region
+    /// cannot hold it (the caller then allocates the copy).
     #[inline]
     pub(crate) fn copy_bytes(&self, bytes: &[u8]) -> Option<BlockBytes> {
         let len = bytes.len();
         debug_assert!(len > 24);
+        let (last, last_len) = self.last_copy.get();
+        // SAFETY: a non-null last copy lies in the block in use (emptied with each new block),
+        // which this region's `CUTTING` share keeps alive, and nothing writes it again.
+        if len < last_len && same_bytes(unsafe { std::slice::from_raw_parts(last, len) }, bytes) {
+            // SAFETY: as above.
+            return Some(unsafe { self.share(last, len) });
+        }
         let recent = match self.recent.get() {
             Some(table) => table,
             None => self.new_recent_table()?,
@@ -185,15 +196,8 @@ impl ChunkRegion {
         if entry.len_and_hash == key
             && same_bytes(unsafe { std::slice::from_raw_parts(entry.ptr, len) }, bytes)
         {
-            self.cut.set(self.cut.get() + 1);
-            // SAFETY: the bytes lie in the block in use (above); the value gets the new share.
-            return Some(unsafe {
-                BlockBytes::new(
-                    NonNull::new_unchecked(entry.ptr.cast_mut()),
-                    len,
-                    NonNull::new_unchecked(self.block.get()).cast(),
-                )
-            });
+            // SAFETY: the bytes lie in the block in use (above).
+            return Some(unsafe { self.share(entry.ptr, len) });
         }
         let (p, block) = self.alloc(len, 1)?;
         // SAFETY: `p` is `len` fresh bytes of the block (cut above, not overlapping `bytes`,
@@ -201,6 +205,7 @@ impl ChunkRegion {
         // when dropped, and nothing writes the bytes again.
         unsafe {
             ptr::copy_nonoverlapping(bytes.as_ptr(), p.as_ptr(), len);
+            self.last_copy.set((p.as_ptr(), len));
             // `alloc` may have emptied the table (a new block): the slot is written after it.
             if len <= u32::MAX as usize {
                 (*recent.as_ptr())[slot] = RecentString {
@@ -209,6 +214,23 @@ impl ChunkRegion {
                 };
             }
             Some(BlockBytes::new(p, len, block.cast()))
+        }
+    }
+
+    /// Another share of the `len` bytes at `ptr`, a copy in the block in use.
+    ///
+    /// # Safety
+    /// The bytes lie in the block in use and are never written again.
+    #[inline]
+    unsafe fn share(&self, ptr: *const u8, len: usize) -> BlockBytes {
+        self.cut.set(self.cut.get() + 1);
+        // SAFETY: the caller's contract; the value gets the share counted above.
+        unsafe {
+            BlockBytes::new(
+                NonNull::new_unchecked(ptr.cast_mut()),
+                len,
+                NonNull::new_unchecked(self.block.get()).cast(),
+            )
         }
     }
 
@@ -257,6 +279,7 @@ impl ChunkRegion {
             // SAFETY: the region's own table; its strings were in the block let go of above.
             unsafe { (*table.as_ptr()).fill(NO_STRING) };
         }
+        self.last_copy.set((ptr::null(), 0));
         self.next_block_bytes.set((bytes * 2).min(MAX_BLOCK_BYTES));
         Some(())
     }
@@ -354,6 +377,23 @@ mod tests {
         drop(region);
         assert_eq!(third.as_bytes(), a);
         assert_eq!(other.as_bytes(), b);
+    }
+
+    #[test]
+    fn a_string_that_starts_the_last_copy_shares_it() {
+        let region = ChunkRegion::new();
+        let output = b"/model/layers.0/self_attn/q_proj/MatMul_output_0";
+        let name = &output[..39];
+        let out = region.copy_bytes(output).unwrap();
+        let n = region.copy_bytes(name).unwrap();
+        assert_eq!(n.as_bytes(), name);
+        assert_eq!(n.as_bytes().as_ptr(), out.as_bytes().as_ptr());
+        // Not a start of it: a copy of its own.
+        let other = region.copy_bytes(&output[1..40]).unwrap();
+        assert_eq!(other.as_bytes(), &output[1..40]);
+        assert_ne!(other.as_bytes().as_ptr(), out.as_bytes().as_ptr());
+        drop((out, region));
+        assert_eq!(n.as_bytes(), name);
     }
 
     #[test]
