@@ -12,7 +12,8 @@
 //!
 //! The longer strings of a parse in copy mode (more than the 30 bytes a `ProtoString` holds
 //! inline) are copied into the same blocks, each holding a share of its block as a chunk does,
-//! instead of one allocation each.
+//! instead of one allocation each; an equal string copied shortly before in the same block, or
+//! a string that starts the last one copied, shares that copy.
 //!
 //! The rule, for any mutation: a chunk keeps its address until its field drops it; a block is
 //! given back when the last chunk cut from it is freed. Memory a mutation frees inside a block
