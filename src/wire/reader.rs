@@ -563,10 +563,7 @@ impl<'a> Reader<'a> {
     ) -> DResult<()> {
         match self.string_source()? {
             StringSource::Short(window, len) => slot().set_inline_from_window(window, len),
-            StringSource::Other(bytes, at) => {
-                let value = self.string_value(bytes, at)?;
-                *slot() = value;
-            }
+            StringSource::Other(bytes, at) => self.string_value_into(bytes, at, slot())?,
         }
         Ok(())
     }
@@ -598,11 +595,36 @@ impl<'a> Reader<'a> {
         self.long_string(bytes, at)
     }
 
+    /// [`Reader::string_value`] written into `dest`: built where it goes, not returned and
+    /// then moved (its stores and the loads of the move do not line up, which stalls the CPU
+    /// on every long name). On an error `dest` is left as it was.
+    #[inline]
+    fn string_value_into(&self, bytes: &[u8], at: usize, dest: &mut ProtoString) -> DResult<()> {
+        if !self.cxx_strings.is_null() {
+            *dest = self.cxx_string(bytes);
+            return Ok(());
+        }
+        self.long_string_into(bytes, at, dest)
+    }
+
+    /// [`Reader::long_string`] written into `dest` (see [`Reader::string_value_into`]).
+    #[inline(never)]
+    fn long_string_into(&self, bytes: &[u8], at: usize, dest: &mut ProtoString) -> DResult<()> {
+        *dest = self.long_string_value(bytes, at)?;
+        Ok(())
+    }
+
+    /// [`Reader::long_string_value`], out of line (for values returned, not written in place).
+    #[inline(never)]
+    fn long_string(&self, bytes: &[u8], at: usize) -> DResult<ProtoString> {
+        self.long_string_value(bytes, at)
+    }
+
     /// A string longer than the inline capacity (or at the very end of the input): borrowed
     /// from the input when the decode settings share strings, else copied (fallibly) into the
     /// reader's metadata blocks, or on its own when they cannot hold it.
-    #[inline(never)]
-    fn long_string(&self, bytes: &[u8], at: usize) -> DResult<ProtoString> {
+    #[inline(always)]
+    fn long_string_value(&self, bytes: &[u8], at: usize) -> DResult<ProtoString> {
         match &self.config.string_owner {
             // SAFETY: `share_strings`' contract: the owner keeps the input alive and these bytes
             // unmodified.
