@@ -201,22 +201,6 @@ impl Chunk {
         }
     }
 
-    /// True when the chunk has neither a freed nor an unused slot.
-    ///
-    /// # Safety
-    /// The chunk is live.
-    unsafe fn is_full(self) -> bool {
-        // SAFETY: the caller's contract.
-        unsafe {
-            match self {
-                Self::Full(h) => {
-                    (*h.as_ptr()).free.is_null() && (*h.as_ptr()).used == (*h.as_ptr()).cap
-                }
-                Self::Compact(c) => (*c.as_ptr()).used() == (*c.as_ptr()).cap(),
-            }
-        }
-    }
-
     /// Slots never handed out yet.
     ///
     /// # Safety
@@ -332,13 +316,6 @@ fn compact_layout_of(elem: Layout, cap: usize) -> (Layout, usize, usize) {
     let layout = Layout::from_size_align(size, layout.align()).expect("a smaller layout");
     (layout, size_of::<CompactHeader>(), slots_at)
 }
-
-/// The most elements a parse counts ahead to size a new chunk (`run` of the pushes that size
-/// it): exact sizes for the short lists of most fields (a node's attributes, a shape's
-/// dimensions); a longer list grows by doubling from there. Counting further (up to the
-/// largest chunk) read the input far ahead of the parse, out of the cache again before the
-/// parse got there: 8% of a parse of model (f)'s 58 000 nodes.
-const LOOK_AHEAD_MOST: usize = 16;
 
 /// The growth of a field (the part of `try_take_slot` that makes a new chunk), with the element
 /// type erased so that one body serves every `RepeatedField<T>`: a new chunk of at least
@@ -693,12 +670,13 @@ impl RawField {
                 return Ok((p, false));
             }
         }
-        // SAFETY: the newest chunk is live.
-        let full = self.chunks().is_none_or(|h| unsafe { h.is_full() });
-        let min_cap = if full {
-            run(e.most.min(LOOK_AHEAD_MOST)).min(e.most)
-        } else {
-            1
+        // Only the first chunk is sized by counting the values that follow (exactly, for the
+        // short lists of most fields and a small model's nodes); later chunks double. Counting
+        // ahead for every new chunk read each element of a long list twice: 8% of the parse
+        // of a 200 000-node graph.
+        let min_cap = match self.chunks() {
+            None => run(e.most).min(e.most),
+            Some(_) => 1,
         };
         Ok((self.try_take_slot(min_cap, region, e)?, true))
     }
@@ -1394,24 +1372,23 @@ mod tests {
                 5
             })[0] = i;
         }
-        // Asked once (the first chunk has room for all five), with the look-ahead as bound.
-        assert_eq!(
-            asked,
-            [RepeatedField::<[u64; 4]>::max_chunk_slots().min(LOOK_AHEAD_MOST)]
-        );
+        // Asked once (the first chunk has room for all five), with the largest chunk as bound.
+        assert_eq!(asked, [RepeatedField::<[u64; 4]>::max_chunk_slots()]);
         let base = &r[0] as *const [u64; 4];
         for i in 0..5 {
             assert_eq!(r[i][0], i as u64);
             // SAFETY: only pointer arithmetic for the comparison; nothing is read.
             assert_eq!(&r[i] as *const [u64; 4], unsafe { base.add(i) });
         }
-        // A run larger than the bound is capped by it (no overflowing layout).
+        // Later chunks double without counting ahead.
+        for i in 5..40 {
+            r.push_default_sized(|_| unreachable!("asked again"))[0] = i;
+        }
+        assert!((0..40).all(|i| r[i][0] == i as u64));
+        // A run larger than the largest chunk is capped by it (no overflowing layout).
         let mut big: RepeatedField<Vec<[u8; 16 * 1024]>> = RepeatedField::new();
         big.push_default_sized(|max| {
-            assert_eq!(
-                max,
-                (MAX_CHUNK_BYTES / size_of::<Vec<u8>>()).min(LOOK_AHEAD_MOST)
-            );
+            assert_eq!(max, MAX_CHUNK_BYTES / size_of::<Vec<u8>>());
             usize::MAX
         });
         assert_eq!(big.len(), 1);
