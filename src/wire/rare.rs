@@ -118,15 +118,19 @@ impl<T: RareFields> Rare<T> {
         }
     }
 
+    /// A box of its own holding `fields`.
+    fn owning(fields: T) -> Self {
+        Self(
+            Some(NonNull::from(Box::leak(Box::new(fields)))),
+            PhantomData,
+        )
+    }
+
     /// A box holding `f(fields)` when this one is allocated or holds the preset, else an
     /// unallocated one.
     pub fn map_allocated(&self, f: impl FnOnce(&T) -> T) -> Self {
         match self.0 {
-            Some(_) => {
-                let mut r = Self::new();
-                r.put(Box::new(f(self)));
-                r
-            }
+            Some(_) => Self::owning(f(self)),
             None => Self::new(),
         }
     }
@@ -178,11 +182,7 @@ impl<T: RareFields> Default for Rare<T> {
 impl<T: RareFields> Clone for Rare<T> {
     fn clone(&self) -> Self {
         match self.get() {
-            Some(b) => {
-                let mut r = Self::new();
-                r.put(Box::new(b.clone()));
-                r
-            }
+            Some(b) => Self::owning(b.clone()),
             // Unallocated, or the shared preset: shared again.
             None => Self(self.0, PhantomData),
         }

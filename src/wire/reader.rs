@@ -529,7 +529,11 @@ impl<'a> Reader<'a> {
     pub fn read_string(&mut self) -> DResult<ProtoString> {
         match self.string_source()? {
             StringSource::Short(window, len) => Ok(ProtoString::inline_from_window(window, len)),
-            StringSource::Other(bytes, at) => self.string_value(bytes, at),
+            StringSource::Other(bytes, at) => {
+                let mut s = ProtoString::new();
+                self.string_value_into(bytes, at, &mut s)?;
+                Ok(s)
+            }
         }
     }
 
@@ -586,18 +590,10 @@ impl<'a> Reader<'a> {
         Ok(StringSource::Other(bytes, at))
     }
 
-    /// The value of a string other than [`StringSource::Short`]: `bytes`, read at `at`.
-    #[inline]
-    fn string_value(&self, bytes: &[u8], at: usize) -> DResult<ProtoString> {
-        if !self.cxx_strings.is_null() {
-            return Ok(self.cxx_string(bytes));
-        }
-        self.long_string(bytes, at)
-    }
-
-    /// [`Reader::string_value`] written into `dest`: built where it goes, not returned and
-    /// then moved (its stores and the loads of the move do not line up, which stalls the CPU
-    /// on every long name). On an error `dest` is left as it was.
+    /// The value of a string other than [`StringSource::Short`] (`bytes`, read at `at`), written
+    /// into `dest`: built where it goes, not returned and then moved (the stores that build it
+    /// and the loads of the move do not line up, which stalls the CPU on every long name). On
+    /// an error `dest` is left as it was.
     #[inline]
     fn string_value_into(&self, bytes: &[u8], at: usize, dest: &mut ProtoString) -> DResult<()> {
         if !self.cxx_strings.is_null() {
@@ -607,39 +603,27 @@ impl<'a> Reader<'a> {
         self.long_string_into(bytes, at, dest)
     }
 
-    /// [`Reader::long_string`] written into `dest` (see [`Reader::string_value_into`]).
+    /// A string longer than the inline capacity (or at the very end of the input), written into
+    /// `dest`: borrowed from the input when the decode settings share strings, else copied
+    /// (fallibly) into the reader's metadata blocks, or on its own when they cannot hold it.
     #[inline(never)]
     fn long_string_into(&self, bytes: &[u8], at: usize, dest: &mut ProtoString) -> DResult<()> {
-        *dest = self.long_string_value(bytes, at)?;
-        Ok(())
-    }
-
-    /// [`Reader::long_string_value`], out of line (for values returned, not written in place).
-    #[inline(never)]
-    fn long_string(&self, bytes: &[u8], at: usize) -> DResult<ProtoString> {
-        self.long_string_value(bytes, at)
-    }
-
-    /// A string longer than the inline capacity (or at the very end of the input): borrowed
-    /// from the input when the decode settings share strings, else copied (fallibly) into the
-    /// reader's metadata blocks, or on its own when they cannot hold it.
-    #[inline(always)]
-    fn long_string_value(&self, bytes: &[u8], at: usize) -> DResult<ProtoString> {
-        match &self.config.string_owner {
+        *dest = match &self.config.string_owner {
             // SAFETY: `share_strings`' contract: the owner keeps the input alive and these bytes
             // unmodified.
-            Some(owner) => {
-                Ok(unsafe { ProtoString::from_owned_by(bytes.as_ptr(), bytes.len(), owner) })
-            }
+            Some(owner) => unsafe {
+                ProtoString::from_owned_by(bytes.as_ptr(), bytes.len(), owner)
+            },
             None => match (bytes.len() > INLINE_CAPACITY)
                 .then(|| self.chunks.copy_bytes(bytes))
                 .flatten()
             {
-                Some(copy) => Ok(ProtoString::from_block(copy)),
+                Some(copy) => ProtoString::from_block(copy),
                 None => ProtoString::try_from_bytes(bytes)
-                    .map_err(|_| self.alloc_error(bytes.len(), at)),
+                    .map_err(|_| self.alloc_error(bytes.len(), at))?,
             },
-        }
+        };
+        Ok(())
     }
 
     /// Reads a tensor payload, copied or borrowed per the decode settings. Returns `None` when

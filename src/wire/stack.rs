@@ -66,9 +66,9 @@ pub fn try_guard_stack<R>(f: impl FnOnce() -> R) -> Result<R, usize> {
     let mut f = Some(f);
     let mut r = None;
     on_guarded_stack_fallibly(&mut || r = f.take().map(|f| f()))?;
-    // SAFETY: `on_guarded_stack_fallibly` returns `Ok` only after running the closure (which
-    // sets `r`).
-    Ok(unsafe { r.unwrap_unchecked() })
+    // `Ok` from a new segment rests on `stacker::grow` running the closure before it returns:
+    // checked, as in `guard_stack`.
+    Ok(r.expect("the guarded call ran"))
 }
 
 /// The body of [`try_guard_stack`], one for every guarded call, given the call as a closure:
