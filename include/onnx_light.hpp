@@ -609,7 +609,7 @@ constexpr uint8_t kOptionalStringNone = 5;
 constexpr std::size_t kStringSize = 32;
 constexpr std::size_t kRepeatedOrderAt = 0;
 constexpr std::size_t kRepeatedLenAt = 8;
-constexpr uint64_t kLayoutFingerprint = 0xbd4660d19b21bfc4ull;
+constexpr uint64_t kLayoutFingerprint = 0x0958ea517472a5a2ull;
 }  // namespace detail
 
 /// An error of the library: the C status and the message of onnxl_last_error_message().
@@ -2430,8 +2430,8 @@ class NodeProto final {
   static NodeProto* from_c(OnnxlNodeProto* p) noexcept { (void)detail::init(); return reinterpret_cast<NodeProto*>(p); }
 
   // repeated string input = 1;
-  const RepeatedPtrField<std::string>& input() const { return *reinterpret_cast<const RepeatedPtrField<std::string>*>(detail::at(this, 112)); }
-  RepeatedPtrField<std::string>* mutable_input() { return reinterpret_cast<RepeatedPtrField<std::string>*>(detail::at(this, 112)); }
+  const RepeatedPtrField<std::string>& input() const { return *reinterpret_cast<const RepeatedPtrField<std::string>*>(detail::at(this, 80)); }
+  RepeatedPtrField<std::string>* mutable_input() { return reinterpret_cast<RepeatedPtrField<std::string>*>(detail::at(this, 80)); }
   int input_size() const { return input().size(); }
   const std::string& input(int i) const { return input().Get(i); }
   std::string* mutable_input(int i) { return mutable_input()->Mutable(i); }
@@ -2441,18 +2441,18 @@ class NodeProto final {
   void set_input(int i, const char* v, std::size_t n) { mutable_input(i)->assign(v, n); }
   void set_input(int i, const void* v, std::size_t n) { mutable_input(i)->assign(static_cast<const char*>(v), n); }
   std::string* add_input() { return mutable_input()->Add(); }
-  void add_input(const std::string& v) { detail::check_ptr(onnxl_cxx_strs_add(detail::at(this, 112), reinterpret_cast<const uint8_t*>(v.data()), v.size())); }
-  void add_input(std::string&& v) { detail::check_ptr(onnxl_cxx_strs_add(detail::at(this, 112), reinterpret_cast<const uint8_t*>(v.data()), v.size())); }
-  void add_input(const char* v) { detail::check_ptr(onnxl_cxx_strs_add(detail::at(this, 112), reinterpret_cast<const uint8_t*>(v), std::strlen(v))); }
-  void add_input(const char* v, std::size_t n) { detail::check_ptr(onnxl_cxx_strs_add(detail::at(this, 112), reinterpret_cast<const uint8_t*>(v), n)); }
-  void add_input(const void* v, std::size_t n) { detail::check_ptr(onnxl_cxx_strs_add(detail::at(this, 112), reinterpret_cast<const uint8_t*>(static_cast<const char*>(v)), n)); }
+  void add_input(const std::string& v) { detail::check_ptr(onnxl_cxx_strs_add(detail::at(this, 80), reinterpret_cast<const uint8_t*>(v.data()), v.size())); }
+  void add_input(std::string&& v) { detail::check_ptr(onnxl_cxx_strs_add(detail::at(this, 80), reinterpret_cast<const uint8_t*>(v.data()), v.size())); }
+  void add_input(const char* v) { detail::check_ptr(onnxl_cxx_strs_add(detail::at(this, 80), reinterpret_cast<const uint8_t*>(v), std::strlen(v))); }
+  void add_input(const char* v, std::size_t n) { detail::check_ptr(onnxl_cxx_strs_add(detail::at(this, 80), reinterpret_cast<const uint8_t*>(v), n)); }
+  void add_input(const void* v, std::size_t n) { detail::check_ptr(onnxl_cxx_strs_add(detail::at(this, 80), reinterpret_cast<const uint8_t*>(static_cast<const char*>(v)), n)); }
   void clear_input() { mutable_input()->Clear(); }
   const RepeatedPtrField<std::string>& ref_input() const { return input(); }
   RepeatedPtrField<std::string>& ref_input() { return *mutable_input(); }
 
   // repeated string output = 2;
-  const RepeatedPtrField<std::string>& output() const { return *reinterpret_cast<const RepeatedPtrField<std::string>*>(detail::at(this, 184)); }
-  RepeatedPtrField<std::string>* mutable_output() { return reinterpret_cast<RepeatedPtrField<std::string>*>(detail::at(this, 184)); }
+  const RepeatedPtrField<std::string>& output() const { return *reinterpret_cast<const RepeatedPtrField<std::string>*>(detail::at(this, 152)); }
+  RepeatedPtrField<std::string>* mutable_output() { return reinterpret_cast<RepeatedPtrField<std::string>*>(detail::at(this, 152)); }
   int output_size() const { return output().size(); }
   const std::string& output(int i) const { return output().Get(i); }
   std::string* mutable_output(int i) { return mutable_output()->Mutable(i); }
@@ -2462,11 +2462,11 @@ class NodeProto final {
   void set_output(int i, const char* v, std::size_t n) { mutable_output(i)->assign(v, n); }
   void set_output(int i, const void* v, std::size_t n) { mutable_output(i)->assign(static_cast<const char*>(v), n); }
   std::string* add_output() { return mutable_output()->Add(); }
-  void add_output(const std::string& v) { detail::check_ptr(onnxl_cxx_strs_add(detail::at(this, 184), reinterpret_cast<const uint8_t*>(v.data()), v.size())); }
-  void add_output(std::string&& v) { detail::check_ptr(onnxl_cxx_strs_add(detail::at(this, 184), reinterpret_cast<const uint8_t*>(v.data()), v.size())); }
-  void add_output(const char* v) { detail::check_ptr(onnxl_cxx_strs_add(detail::at(this, 184), reinterpret_cast<const uint8_t*>(v), std::strlen(v))); }
-  void add_output(const char* v, std::size_t n) { detail::check_ptr(onnxl_cxx_strs_add(detail::at(this, 184), reinterpret_cast<const uint8_t*>(v), n)); }
-  void add_output(const void* v, std::size_t n) { detail::check_ptr(onnxl_cxx_strs_add(detail::at(this, 184), reinterpret_cast<const uint8_t*>(static_cast<const char*>(v)), n)); }
+  void add_output(const std::string& v) { detail::check_ptr(onnxl_cxx_strs_add(detail::at(this, 152), reinterpret_cast<const uint8_t*>(v.data()), v.size())); }
+  void add_output(std::string&& v) { detail::check_ptr(onnxl_cxx_strs_add(detail::at(this, 152), reinterpret_cast<const uint8_t*>(v.data()), v.size())); }
+  void add_output(const char* v) { detail::check_ptr(onnxl_cxx_strs_add(detail::at(this, 152), reinterpret_cast<const uint8_t*>(v), std::strlen(v))); }
+  void add_output(const char* v, std::size_t n) { detail::check_ptr(onnxl_cxx_strs_add(detail::at(this, 152), reinterpret_cast<const uint8_t*>(v), n)); }
+  void add_output(const void* v, std::size_t n) { detail::check_ptr(onnxl_cxx_strs_add(detail::at(this, 152), reinterpret_cast<const uint8_t*>(static_cast<const char*>(v)), n)); }
   void clear_output() { mutable_output()->Clear(); }
   const RepeatedPtrField<std::string>& ref_output() const { return output(); }
   RepeatedPtrField<std::string>& ref_output() { return *mutable_output(); }
@@ -2502,38 +2502,38 @@ class NodeProto final {
   std::string& ref_op_type() { return *mutable_op_type(); }
 
   // optional string domain = 7;
-  bool has_domain() const { return detail::optional_string_has(detail::at(this, 64)); }
-  const std::string& domain() const { return detail::optional_string(detail::at(this, 64)); }
-  std::string* mutable_domain() { return static_cast<std::string*>(onnxl_cxx_ostr_mutable(detail::at(this, 64))); }
-  void set_domain(const std::string& v) { onnxl_cxx_ostr_set(detail::at(this, 64), reinterpret_cast<const uint8_t*>(v.data()), v.size()); }
-  void set_domain(std::string&& v) { onnxl_cxx_ostr_set(detail::at(this, 64), reinterpret_cast<const uint8_t*>(v.data()), v.size()); }
-  void set_domain(const char* v) { onnxl_cxx_ostr_set(detail::at(this, 64), reinterpret_cast<const uint8_t*>(v), std::strlen(v)); }
-  void set_domain(const char* v, std::size_t n) { onnxl_cxx_ostr_set(detail::at(this, 64), reinterpret_cast<const uint8_t*>(v), n); }
-  void set_domain(const void* v, std::size_t n) { onnxl_cxx_ostr_set(detail::at(this, 64), reinterpret_cast<const uint8_t*>(static_cast<const char*>(v)), n); }
-  void clear_domain() { onnxl_cxx_ostr_clear(detail::at(this, 64)); }
-  std::string* release_domain() { return static_cast<std::string*>(onnxl_cxx_ostr_release(detail::at(this, 64))); }
-  void set_allocated_domain(std::string* v) { onnxl_cxx_ostr_set_allocated(detail::at(this, 64), v); }
+  bool has_domain() const { return detail::optional_string_has(rare_at(0)); }
+  const std::string& domain() const { return detail::optional_string(rare_at(0)); }
+  std::string* mutable_domain() { return static_cast<std::string*>(onnxl_cxx_ostr_mutable(rare_at(0))); }
+  void set_domain(const std::string& v) { onnxl_cxx_ostr_set(rare_at(0), reinterpret_cast<const uint8_t*>(v.data()), v.size()); }
+  void set_domain(std::string&& v) { onnxl_cxx_ostr_set(rare_at(0), reinterpret_cast<const uint8_t*>(v.data()), v.size()); }
+  void set_domain(const char* v) { onnxl_cxx_ostr_set(rare_at(0), reinterpret_cast<const uint8_t*>(v), std::strlen(v)); }
+  void set_domain(const char* v, std::size_t n) { onnxl_cxx_ostr_set(rare_at(0), reinterpret_cast<const uint8_t*>(v), n); }
+  void set_domain(const void* v, std::size_t n) { onnxl_cxx_ostr_set(rare_at(0), reinterpret_cast<const uint8_t*>(static_cast<const char*>(v)), n); }
+  void clear_domain() { onnxl_cxx_ostr_clear(rare_at(0)); }
+  std::string* release_domain() { return static_cast<std::string*>(onnxl_cxx_ostr_release(rare_at(0))); }
+  void set_allocated_domain(std::string* v) { onnxl_cxx_ostr_set_allocated(rare_at(0), v); }
   const std::string& ref_domain() const { return domain(); }
   std::string& ref_domain() { return *mutable_domain(); }
 
   // optional string overload = 8;
-  bool has_overload() const { return detail::optional_string_has(rare_at(0)); }
-  const std::string& overload() const { return detail::optional_string(rare_at(0)); }
-  std::string* mutable_overload() { return static_cast<std::string*>(onnxl_cxx_ostr_mutable(rare_at(0))); }
-  void set_overload(const std::string& v) { onnxl_cxx_ostr_set(rare_at(0), reinterpret_cast<const uint8_t*>(v.data()), v.size()); }
-  void set_overload(std::string&& v) { onnxl_cxx_ostr_set(rare_at(0), reinterpret_cast<const uint8_t*>(v.data()), v.size()); }
-  void set_overload(const char* v) { onnxl_cxx_ostr_set(rare_at(0), reinterpret_cast<const uint8_t*>(v), std::strlen(v)); }
-  void set_overload(const char* v, std::size_t n) { onnxl_cxx_ostr_set(rare_at(0), reinterpret_cast<const uint8_t*>(v), n); }
-  void set_overload(const void* v, std::size_t n) { onnxl_cxx_ostr_set(rare_at(0), reinterpret_cast<const uint8_t*>(static_cast<const char*>(v)), n); }
-  void clear_overload() { onnxl_cxx_ostr_clear(rare_at(0)); }
-  std::string* release_overload() { return static_cast<std::string*>(onnxl_cxx_ostr_release(rare_at(0))); }
-  void set_allocated_overload(std::string* v) { onnxl_cxx_ostr_set_allocated(rare_at(0), v); }
+  bool has_overload() const { return detail::optional_string_has(rare_at(32)); }
+  const std::string& overload() const { return detail::optional_string(rare_at(32)); }
+  std::string* mutable_overload() { return static_cast<std::string*>(onnxl_cxx_ostr_mutable(rare_at(32))); }
+  void set_overload(const std::string& v) { onnxl_cxx_ostr_set(rare_at(32), reinterpret_cast<const uint8_t*>(v.data()), v.size()); }
+  void set_overload(std::string&& v) { onnxl_cxx_ostr_set(rare_at(32), reinterpret_cast<const uint8_t*>(v.data()), v.size()); }
+  void set_overload(const char* v) { onnxl_cxx_ostr_set(rare_at(32), reinterpret_cast<const uint8_t*>(v), std::strlen(v)); }
+  void set_overload(const char* v, std::size_t n) { onnxl_cxx_ostr_set(rare_at(32), reinterpret_cast<const uint8_t*>(v), n); }
+  void set_overload(const void* v, std::size_t n) { onnxl_cxx_ostr_set(rare_at(32), reinterpret_cast<const uint8_t*>(static_cast<const char*>(v)), n); }
+  void clear_overload() { onnxl_cxx_ostr_clear(rare_at(32)); }
+  std::string* release_overload() { return static_cast<std::string*>(onnxl_cxx_ostr_release(rare_at(32))); }
+  void set_allocated_overload(std::string* v) { onnxl_cxx_ostr_set_allocated(rare_at(32), v); }
   const std::string& ref_overload() const { return overload(); }
   std::string& ref_overload() { return *mutable_overload(); }
 
   // repeated AttributeProto attribute = 5;
-  const RepeatedPtrField<AttributeProto>& attribute() const { return *reinterpret_cast<const RepeatedPtrField<AttributeProto>*>(detail::at(this, 96)); }
-  RepeatedPtrField<AttributeProto>* mutable_attribute() { return reinterpret_cast<RepeatedPtrField<AttributeProto>*>(detail::at(this, 96)); }
+  const RepeatedPtrField<AttributeProto>& attribute() const { return *reinterpret_cast<const RepeatedPtrField<AttributeProto>*>(detail::at(this, 64)); }
+  RepeatedPtrField<AttributeProto>* mutable_attribute() { return reinterpret_cast<RepeatedPtrField<AttributeProto>*>(detail::at(this, 64)); }
   int attribute_size() const { return attribute().size(); }
   const AttributeProto& attribute(int i) const;
   AttributeProto* mutable_attribute(int i);
@@ -2543,23 +2543,23 @@ class NodeProto final {
   RepeatedPtrField<AttributeProto>& ref_attribute() { return *mutable_attribute(); }
 
   // optional string doc_string = 6;
-  bool has_doc_string() const { return detail::optional_string_has(rare_at(32)); }
-  const std::string& doc_string() const { return detail::optional_string(rare_at(32)); }
-  std::string* mutable_doc_string() { return static_cast<std::string*>(onnxl_cxx_ostr_mutable(rare_at(32))); }
-  void set_doc_string(const std::string& v) { onnxl_cxx_ostr_set(rare_at(32), reinterpret_cast<const uint8_t*>(v.data()), v.size()); }
-  void set_doc_string(std::string&& v) { onnxl_cxx_ostr_set(rare_at(32), reinterpret_cast<const uint8_t*>(v.data()), v.size()); }
-  void set_doc_string(const char* v) { onnxl_cxx_ostr_set(rare_at(32), reinterpret_cast<const uint8_t*>(v), std::strlen(v)); }
-  void set_doc_string(const char* v, std::size_t n) { onnxl_cxx_ostr_set(rare_at(32), reinterpret_cast<const uint8_t*>(v), n); }
-  void set_doc_string(const void* v, std::size_t n) { onnxl_cxx_ostr_set(rare_at(32), reinterpret_cast<const uint8_t*>(static_cast<const char*>(v)), n); }
-  void clear_doc_string() { onnxl_cxx_ostr_clear(rare_at(32)); }
-  std::string* release_doc_string() { return static_cast<std::string*>(onnxl_cxx_ostr_release(rare_at(32))); }
-  void set_allocated_doc_string(std::string* v) { onnxl_cxx_ostr_set_allocated(rare_at(32), v); }
+  bool has_doc_string() const { return detail::optional_string_has(rare_at(64)); }
+  const std::string& doc_string() const { return detail::optional_string(rare_at(64)); }
+  std::string* mutable_doc_string() { return static_cast<std::string*>(onnxl_cxx_ostr_mutable(rare_at(64))); }
+  void set_doc_string(const std::string& v) { onnxl_cxx_ostr_set(rare_at(64), reinterpret_cast<const uint8_t*>(v.data()), v.size()); }
+  void set_doc_string(std::string&& v) { onnxl_cxx_ostr_set(rare_at(64), reinterpret_cast<const uint8_t*>(v.data()), v.size()); }
+  void set_doc_string(const char* v) { onnxl_cxx_ostr_set(rare_at(64), reinterpret_cast<const uint8_t*>(v), std::strlen(v)); }
+  void set_doc_string(const char* v, std::size_t n) { onnxl_cxx_ostr_set(rare_at(64), reinterpret_cast<const uint8_t*>(v), n); }
+  void set_doc_string(const void* v, std::size_t n) { onnxl_cxx_ostr_set(rare_at(64), reinterpret_cast<const uint8_t*>(static_cast<const char*>(v)), n); }
+  void clear_doc_string() { onnxl_cxx_ostr_clear(rare_at(64)); }
+  std::string* release_doc_string() { return static_cast<std::string*>(onnxl_cxx_ostr_release(rare_at(64))); }
+  void set_allocated_doc_string(std::string* v) { onnxl_cxx_ostr_set_allocated(rare_at(64), v); }
   const std::string& ref_doc_string() const { return doc_string(); }
   std::string& ref_doc_string() { return *mutable_doc_string(); }
 
   // repeated StringStringEntryProto metadata_props = 9;
-  const RepeatedPtrField<StringStringEntryProto>& metadata_props() const { return *reinterpret_cast<const RepeatedPtrField<StringStringEntryProto>*>(rare_at(64)); }
-  RepeatedPtrField<StringStringEntryProto>* mutable_metadata_props() { return reinterpret_cast<RepeatedPtrField<StringStringEntryProto>*>(rare_at(64)); }
+  const RepeatedPtrField<StringStringEntryProto>& metadata_props() const { return *reinterpret_cast<const RepeatedPtrField<StringStringEntryProto>*>(rare_at(96)); }
+  RepeatedPtrField<StringStringEntryProto>* mutable_metadata_props() { return reinterpret_cast<RepeatedPtrField<StringStringEntryProto>*>(rare_at(96)); }
   int metadata_props_size() const { return metadata_props().size(); }
   const StringStringEntryProto& metadata_props(int i) const;
   StringStringEntryProto* mutable_metadata_props(int i);
@@ -2569,8 +2569,8 @@ class NodeProto final {
   RepeatedPtrField<StringStringEntryProto>& ref_metadata_props() { return *mutable_metadata_props(); }
 
   // repeated NodeDeviceConfigurationProto device_configurations = 10;
-  const RepeatedPtrField<NodeDeviceConfigurationProto>& device_configurations() const { return *reinterpret_cast<const RepeatedPtrField<NodeDeviceConfigurationProto>*>(rare_at(80)); }
-  RepeatedPtrField<NodeDeviceConfigurationProto>* mutable_device_configurations() { return reinterpret_cast<RepeatedPtrField<NodeDeviceConfigurationProto>*>(rare_at(80)); }
+  const RepeatedPtrField<NodeDeviceConfigurationProto>& device_configurations() const { return *reinterpret_cast<const RepeatedPtrField<NodeDeviceConfigurationProto>*>(rare_at(112)); }
+  RepeatedPtrField<NodeDeviceConfigurationProto>* mutable_device_configurations() { return reinterpret_cast<RepeatedPtrField<NodeDeviceConfigurationProto>*>(rare_at(112)); }
   int device_configurations_size() const { return device_configurations().size(); }
   const NodeDeviceConfigurationProto& device_configurations(int i) const;
   NodeDeviceConfigurationProto* mutable_device_configurations(int i);
@@ -2580,11 +2580,11 @@ class NodeProto final {
   RepeatedPtrField<NodeDeviceConfigurationProto>& ref_device_configurations() { return *mutable_device_configurations(); }
 
  private:
-  const unsigned char* rare_at(std::size_t off) const { const void* r = detail::load<const void*>(detail::at(this, 224)); return detail::at(r ? r : onnxl_cxx_NodeProto_rare_empty(), off); }
+  const unsigned char* rare_at(std::size_t off) const { const void* r = detail::load<const void*>(detail::at(this, 192)); return detail::at(r ? r : onnxl_cxx_NodeProto_rare_empty(), off); }
   unsigned char* rare_at(std::size_t off) { return detail::at(onnxl_cxx_NodeProto_rare_mut(this), off); }
-  alignas(8) unsigned char storage_[232];
+  alignas(8) unsigned char storage_[200];
 };
-static_assert(sizeof(NodeProto) == 232 && alignof(NodeProto) == 8, "layout of NodeProto");
+static_assert(sizeof(NodeProto) == 200 && alignof(NodeProto) == 8, "layout of NodeProto");
 
 /// `onnx.IntIntListEntryProto`.
 class IntIntListEntryProto final {

@@ -512,6 +512,22 @@ impl ProtoString {
         })
     }
 
+    /// An inline string holding `s` (at most 30 bytes), for statics.
+    pub(crate) const fn inline_const(s: &str) -> Self {
+        let b = s.as_bytes();
+        assert!(b.len() <= INLINE_CAPACITY, "longer than an inline string");
+        let mut buf = [0; INLINE_CAPACITY];
+        let mut i = 0;
+        while i < b.len() {
+            buf[i] = b[i];
+            i += 1;
+        }
+        Self(StrRepr::Inline {
+            len: b.len() as u8,
+            buf,
+        })
+    }
+
     /// A string holding the first `len` bytes of `window` (at most [`INLINE_CAPACITY`]), copied
     /// as one fixed-size block; the bytes of `window` past `len` are kept but never read.
     #[inline(always)]

@@ -948,3 +948,96 @@ fn empty_node_doc_strings_share_a_preset() {
     let e = decode_err(parse_from_bytes::<GraphProto>(&cut, &ParseOptions::default()).unwrap_err());
     assert!(matches!(e.kind, DecodeErrorKind::Truncated), "{e:?}");
 }
+
+/// Exporters write a `domain` on every node (`""`, or that of contrib operators such as
+/// `com.microsoft`): a parse points the node to a shared read-only value holding it (and an
+/// empty doc string when there is one) instead of a rare box per node; other domains get a box.
+#[test]
+fn node_domains_share_presets() {
+    let node = |domain: Option<&str>, doc: Option<&str>| {
+        let mut n = NodeProto::new();
+        n.set_op_type("MatMulNBits");
+        if let Some(d) = domain {
+            n.set_domain(d);
+        }
+        if let Some(d) = doc {
+            n.set_doc_string(d);
+        }
+        n
+    };
+    let cases = [
+        (Some(""), Some("")),
+        (Some("com.microsoft"), Some("")),
+        (Some("com.microsoft"), None),
+        (Some("ai.onnx.ml"), Some("")),
+        (Some(""), None),
+        (None, Some("")),
+        (Some("my.domain"), Some("")),
+        (Some("com.microsoft"), Some("doc")),
+        (None, None),
+    ];
+    let mut g = GraphProto::new();
+    for (domain, doc) in cases {
+        g.node.push(node(domain, doc));
+        g.node.push(node(domain, doc));
+    }
+    let bytes = g.serialize_to_vec();
+    for threads in [1, 2] {
+        let opts = ParseOptions {
+            num_threads: threads,
+            min_parallel_block_size: 0,
+            ..ParseOptions::default()
+        };
+        let m: GraphProto = parse_from_bytes(&bytes, &opts).unwrap();
+        assert_eq!(m, g);
+        assert_eq!(m.serialize_to_vec(), bytes);
+        for (i, &(domain, doc)) in cases.iter().enumerate() {
+            let (a, b) = (&m.node[2 * i], &m.node[2 * i + 1]);
+            assert_eq!(a.has_domain(), domain.is_some(), "{domain:?} {doc:?}");
+            assert_eq!(a.domain().as_bytes(), domain.unwrap_or("").as_bytes());
+            assert_eq!(a.has_doc_string(), doc.is_some());
+            assert_eq!(a.doc_string().as_bytes(), doc.unwrap_or("").as_bytes());
+            let boxed = domain == Some("my.domain") || doc == Some("doc");
+            assert_eq!(a.rare.is_allocated(), boxed, "{domain:?} {doc:?}");
+            // Equal nodes without a box share one preset (none at all when both are unset).
+            if !boxed {
+                assert!(std::ptr::eq(&*a.rare, &*b.rare), "{domain:?} {doc:?}");
+            }
+        }
+        // Presets differ by what they hold.
+        assert!(!std::ptr::eq(&*m.node[0].rare, &*m.node[2].rare));
+        assert!(!std::ptr::eq(&*m.node[2].rare, &*m.node[4].rare));
+
+        // A write copies the preset into a box; the node sharing it keeps reading it.
+        let mut w = m.clone();
+        w.node[2].set_domain("ai.onnx");
+        assert!(w.node[2].rare.is_allocated());
+        assert_eq!(w.node[2].domain().as_bytes(), b"ai.onnx");
+        assert!(w.node[2].has_doc_string());
+        assert_eq!(w.node[3].domain().as_bytes(), b"com.microsoft");
+        w.node[0].clear_domain();
+        assert!(!w.node[0].has_domain() && w.node[0].has_doc_string());
+        assert_eq!(m.node[0].domain().as_bytes(), b"");
+        assert!(m.node[0].has_domain());
+    }
+
+    // A later value replaces an earlier one, preset or not, in either order.
+    let mut twice = node(Some("my.domain"), None).serialize_to_vec();
+    twice.extend(node(Some("com.microsoft"), Some("")).serialize_to_vec());
+    let p: NodeProto = parse_from_bytes(&twice, &ParseOptions::default()).unwrap();
+    assert_eq!(p.domain().as_bytes(), b"com.microsoft");
+    assert!(p.has_doc_string());
+    let mut back = node(Some("com.microsoft"), None).serialize_to_vec();
+    back.extend(node(Some("ai.onnx"), None).serialize_to_vec());
+    let q: NodeProto = parse_from_bytes(&back, &ParseOptions::default()).unwrap();
+    assert!(!q.rare.is_allocated());
+    assert_eq!(q.domain().as_bytes(), b"ai.onnx");
+
+    // A domain whose length runs past the node is an error, not a preset.
+    let cut = [0x0a, 0x03, 0x3a, 0x05, 0x61];
+    let e = decode_err(parse_from_bytes::<GraphProto>(&cut, &ParseOptions::default()).unwrap_err());
+    assert!(
+        matches!(e.kind, DecodeErrorKind::LengthPastEnd { length: 5, .. }),
+        "{e:?}"
+    );
+}

@@ -330,16 +330,22 @@ void unknown_fields() {
   out("unknown: Clear size=%zu", m.ByteSizeLong());
 }
 
-/// Empty node doc strings, as exporters write them on every node (onnx_light parses them into a
-/// shared read-only value): read, written, cleared, copied and read from two threads at once.
+/// Empty node doc strings and domains, as exporters write them on every node (onnx_light parses
+/// the common values into shared read-only values): read, written, cleared, copied and read from
+/// two threads at once.
 void empty_doc_strings() {
   onnx::GraphProto g;
-  for (int i = 0; i < 4; ++i) {
+  const char* domains[] = {"", "com.microsoft", "", "my.domain", nullptr, "ai.onnx.ml"};
+  for (int i = 0; i < 6; ++i) {
     onnx::NodeProto* n = g.add_node();
     n->set_op_type("Relu");
     n->set_doc_string(i == 3 ? "doc" : "");
+    if (domains[i] != nullptr) {
+      n->set_domain(domains[i]);
+    }
   }
   g.add_node()->set_op_type("NoDoc");
+  g.add_node()->set_domain("com.microsoft");
   const std::string bytes = g.SerializeAsString();
   onnx::GraphProto m;
   bool ok = m.ParseFromString(bytes);
@@ -350,7 +356,8 @@ void empty_doc_strings() {
     readers.emplace_back([&m, &seen, t] {
       for (int k = 0; k < 1000; ++k) {
         for (const onnx::NodeProto& n : m.node()) {
-          seen[t] += n.doc_string().size() + static_cast<std::size_t>(n.has_doc_string());
+          seen[t] += n.doc_string().size() + static_cast<std::size_t>(n.has_doc_string()) + n.domain().size() +
+                     static_cast<std::size_t>(n.has_domain());
         }
       }
     });
@@ -360,18 +367,24 @@ void empty_doc_strings() {
   }
   out("empty doc: concurrent reads=%zu %zu", seen[0], seen[1]);
   for (const onnx::NodeProto& n : m.node()) {
-    out("empty doc: has=%d doc=\"%s\"", static_cast<int>(n.has_doc_string()), esc(n.doc_string()).c_str());
+    out("empty doc: has=%d doc=\"%s\" has domain=%d domain=\"%s\"", static_cast<int>(n.has_doc_string()),
+        esc(n.doc_string()).c_str(), static_cast<int>(n.has_domain()), esc(n.domain()).c_str());
   }
   m.mutable_node(0)->mutable_doc_string()->append("written");
   m.mutable_node(1)->clear_doc_string();
+  m.mutable_node(1)->mutable_domain()->append(".more");
+  m.mutable_node(2)->clear_domain();
+  m.mutable_node(5)->set_domain("ai.onnx");
   onnx::NodeProto copy(m.node(2));
   copy.set_overload("o");
   onnx::NodeProto assigned;
   assigned = m.node(2);
-  const std::vector<const onnx::NodeProto*> nodes = {&m.node(0), &m.node(1), &m.node(2), &copy, &assigned};
+  onnx::NodeProto shared_copy(m.node(7));
+  const std::vector<const onnx::NodeProto*> nodes = {&m.node(0), &m.node(1), &m.node(2), &m.node(5),
+                                                     &m.node(7), &copy,      &assigned,  &shared_copy};
   for (const onnx::NodeProto* n : nodes) {
-    out("empty doc: after writes has=%d doc=\"%s\" text=%s", static_cast<int>(n->has_doc_string()),
-        esc(n->doc_string()).c_str(), esc(n->ShortDebugString()).c_str());
+    out("empty doc: after writes has=%d doc=\"%s\" domain=\"%s\" text=%s", static_cast<int>(n->has_doc_string()),
+        esc(n->doc_string()).c_str(), esc(n->domain()).c_str(), esc(n->ShortDebugString()).c_str());
   }
   out("empty doc: reserialized=%s", hex(m.SerializeAsString()).c_str());
 }

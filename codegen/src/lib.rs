@@ -182,10 +182,12 @@ pub const RARE_FIELDS: &[(&str, &[&str])] = &[
     ),
     (
         "NodeProto",
-        // `doc_string`: exporters write it on every node, nearly always empty, which the
-        // message's preset (`RARE_PRESETS`) holds without a box.
+        // `doc_string` and `domain`: exporters write them on every node, nearly always empty
+        // or a well-known domain, which the message's presets (`RARE_PRESETS`) hold without a
+        // box.
         &[
             "doc_string",
+            "domain",
             "overload",
             "metadata_props",
             "device_configurations",
@@ -214,29 +216,62 @@ pub const RARE_FIELDS: &[(&str, &[&str])] = &[
     ),
 ];
 
-/// Rare string fields that a parse sets to the empty string without allocating the box:
-/// `(message, field)`. The message's rare fields then point to a shared static value with only
-/// that field set, to `""` (`RareFields::preset`), copied into a box on the first write.
-/// PyTorch's exporter writes an empty `doc_string` on every node: 32 bytes per node less than
-/// an inline member, at no cost for the nodes of exports without it.
-pub const RARE_PRESETS: &[(&str, &str)] = &[("NodeProto", "doc_string")];
+/// A preset string of [`RARE_PRESETS`]: a field and the values its presets hold.
+pub type PresetString = (&'static str, &'static [&'static str]);
 
-/// The rare string field of `m` that its preset sets (see [`RARE_PRESETS`]).
-pub fn rare_preset(m: &schema::MessageDef) -> Option<&'static schema::FieldDef> {
-    let &(_, field) = RARE_PRESETS.iter().find(|&&(msg, _)| msg == m.name)?;
-    let f = m
-        .fields
+/// Rare string fields that a parse sets to one of a few common values without allocating the
+/// box: `(message, [(field, values)])`. The message's rare fields then point to a shared static
+/// value (`RareFields::presets`: one for every combination of these fields' states, unset or one
+/// of their values) copied into a box on the first write. PyTorch's exporter writes an empty
+/// `doc_string` and a `domain` on every node (`""` for the standard operators, the domain of
+/// contrib operators otherwise): 64 bytes per node less than two inline members, at no cost
+/// for the nodes of exports without them. The domains are those of the onnx standard and of
+/// the contrib operators onnxruntime, PyTorch and onnxscript write.
+pub const RARE_PRESETS: &[(&str, &[PresetString])] = &[(
+    "NodeProto",
+    &[
+        ("doc_string", &[""]),
+        (
+            "domain",
+            &[
+                "",
+                "ai.onnx",
+                "ai.onnx.ml",
+                "ai.onnx.preview.training",
+                "com.microsoft",
+                "com.microsoft.nchwc",
+                "org.pytorch.aten",
+                "pkg.onnxscript.torch_lib",
+            ],
+        ),
+    ],
+)];
+
+/// The preset strings of `m` (see [`RARE_PRESETS`]) with their values, in order (empty for a
+/// message without presets).
+pub fn rare_presets(m: &schema::MessageDef) -> Vec<(&schema::FieldDef, &'static [&'static str])> {
+    let Some(&(_, fields)) = RARE_PRESETS.iter().find(|&&(msg, _)| msg == m.name) else {
+        return Vec::new();
+    };
+    fields
         .iter()
-        .find(|f| f.name == field)
-        .expect("a field of the message");
-    assert!(
-        is_rare(m, f)
-            && matches!(f.kind, schema::Kind::String)
-            && f.label == schema::Label::Optional,
-        "{}.{field}: a preset is an optional rare string",
-        m.name
-    );
-    Some(f)
+        .map(|&(field, values)| {
+            let f = m
+                .fields
+                .iter()
+                .find(|f| f.name == field)
+                .expect("a field of the message");
+            assert!(
+                is_rare(m, f)
+                    && matches!(f.kind, schema::Kind::String)
+                    && f.label == schema::Label::Optional
+                    && values.iter().all(|v| v.len() <= 30),
+                "{}.{field}: a preset string is an optional rare string of inline values",
+                m.name
+            );
+            (f, values)
+        })
+        .collect()
 }
 
 /// True when field `f` of `m` is held in the message's `rare` box.

@@ -5,7 +5,7 @@ use std::fmt::Write;
 use crate::schema::{FieldDef, Kind, Label, MESSAGES, MessageDef};
 use crate::{
     camel, cycle_fields, field_path, has_rare, inline_list_capacity, is_cycle_field, is_rare,
-    oneofs, proto_decl, rare_preset, rust_member, rust_type_name, snake, unknown_fields_path,
+    oneofs, proto_decl, rare_presets, rust_member, rust_type_name, snake, unknown_fields_path,
     varint_bytes,
 };
 
@@ -178,22 +178,39 @@ pub fn generate() -> String {
     o
 }
 
-/// `is_preset_string`: whether a string is the one of a message's shared rare preset.
+/// `is_preset_string`: whether a string is in a message's shared rare presets; and
+/// `PRESET_STRINGS`, every value a preset string holds.
 fn gen_preset_strings(o: &mut String) {
     let mut checks = Vec::new();
+    let mut values: Vec<&str> = Vec::new();
     for m in MESSAGES {
-        if let Some(f) = rare_preset(m) {
-            checks.push(format!(
-                "<{}Rare as RareFields>::preset().and_then(|r| r.{}.as_ref()).is_some_and(|s| std::ptr::eq(s, p))",
-                rust_type_name(m.name),
-                rust_member(f)
-            ));
+        let presets = rare_presets(m);
+        if presets.is_empty() {
+            continue;
+        }
+        checks.push(format!(
+            "crate::wire::in_presets::<{}Rare>(p.cast())",
+            rust_type_name(m.name)
+        ));
+        for (_, vs) in presets {
+            for v in vs {
+                if !values.contains(v) {
+                    values.push(v);
+                }
+            }
         }
     }
     writeln!(
         o,
-        "\n/// True when `p` is the string of a message's shared rare preset (`RareFields::preset`): a\n/// static never written, which the C++ classes read without converting it in place.\npub(crate) fn is_preset_string(p: *const ProtoString) -> bool {{\n    {}\n}}",
+        "\n/// True when `p` is a string of a message's shared rare presets (`RareFields::presets`): a\n/// static never written, which the C++ classes read without converting it in place.\npub(crate) fn is_preset_string(p: *const ProtoString) -> bool {{\n    {}\n}}",
         if checks.is_empty() { "let _ = p;\n    false".to_string() } else { checks.join("\n        || ") }
+    )
+    .unwrap();
+    let list: Vec<String> = values.iter().map(|v| format!("b{v:?}")).collect();
+    writeln!(
+        o,
+        "\n/// Every value a preset string holds (see `is_preset_string`).\npub(crate) const PRESET_STRINGS: &[&[u8]] = &[{}];",
+        list.join(", ")
     )
     .unwrap();
 }
@@ -639,27 +656,68 @@ fn gen_struct(o: &mut String, m: &MessageDef) {
             "impl RareFields for {rn}Rare {{\n    fn empty() -> &'static Self {{\n        static EMPTY: {rn}Rare = {rn}Rare::new();\n        &EMPTY\n    }}"
         )
         .unwrap();
-        if let Some(pf) = rare_preset(m) {
-            let mut inits = String::new();
-            struct_inits(&mut inits, m, true);
-            let member = rust_member(pf);
-            let from = format!("            {member}: None,\n");
-            assert!(inits.contains(&from));
-            let inits = inits.replace(
-                &from,
-                &format!("            {member}: Some(ProtoString::new()),\n"),
-            );
-            writeln!(
-                o,
-                "\n    fn preset() -> Option<&'static Self> {{\n        static PRESET: {rn}Rare = {rn}Rare {{\n{inits}            unknown_fields: UnknownFields::new(),\n        }};\n        Some(&PRESET)\n    }}"
-            )
-            .unwrap();
+        let presets = rare_presets(m);
+        if !presets.is_empty() {
+            gen_presets(o, m, &rn, &presets);
         }
         writeln!(o, "}}\n").unwrap();
     }
     if has_cycle_fields(m) {
         gen_guarded_traits(o, m);
     }
+}
+
+/// `RareFields::PRESET_VALUES` and `RareFields::presets` of a message with preset strings
+/// (see `RARE_PRESETS`): the preset numbered `c` sets field `k` to its state `c`'s `k`-th digit
+/// (0: unset, `j + 1`: its `j`-th value; each digit in base one more than the field's values).
+fn gen_presets(o: &mut String, m: &MessageDef, rn: &str, presets: &[(&FieldDef, &[&str])]) {
+    let mut inits = String::new();
+    struct_inits(&mut inits, m, true);
+    let values: Vec<String> = presets
+        .iter()
+        .map(|(_, vs)| {
+            let vs: Vec<String> = vs.iter().map(|v| format!("b{v:?}")).collect();
+            format!("&[{}]", vs.join(", "))
+        })
+        .collect();
+    let count: usize = presets
+        .iter()
+        .map(|(_, vs)| vs.len() + 1)
+        .product::<usize>()
+        - 1;
+    let mut items = String::new();
+    for c in 1..=count {
+        let mut item = inits.clone();
+        let mut stride = 1;
+        for (f, vs) in presets {
+            let state = (c / stride) % (vs.len() + 1);
+            stride *= vs.len() + 1;
+            if state > 0 {
+                let member = rust_member(f);
+                let from = format!("            {member}: None,\n");
+                assert!(item.contains(&from));
+                item = item.replace(
+                    &from,
+                    &format!(
+                        "            {member}: Some(ProtoString::inline_const({:?})),\n",
+                        vs[state - 1]
+                    ),
+                );
+            }
+        }
+        let fields: String = item.lines().map(|l| format!("    {l}\n")).collect();
+        writeln!(
+            items,
+            "            {rn}Rare {{\n{fields}                unknown_fields: UnknownFields::new(),\n            }},"
+        )
+        .unwrap();
+    }
+    writeln!(
+        o,
+        "\n    const PRESET_VALUES: &'static [&'static [&'static [u8]]] = &[{}];\n\n    fn presets() -> &'static [Self] {{\n        static PRESETS: [{rn}Rare; {count}] = [\n{items}        ];\n        &PRESETS\n    }}",
+        values.join(", ")
+    )
+    .unwrap();
 }
 
 /// The member declarations of the common (`rare == false`) or rare fields of `m`.
@@ -886,11 +944,14 @@ fn gen_codec(o: &mut String, m: &MessageDef) {
     writeln!(o, "        while let Some(tag) = r.read_tag()? {{").unwrap();
     writeln!(o, "            match tag {{").unwrap();
     for f in m.fields {
-        if rare_preset(m).is_some_and(|p| std::ptr::eq(p, f)) {
-            // An empty value points the box to the preset (see `RARE_PRESETS`).
+        if let Some(index) = rare_presets(m)
+            .iter()
+            .position(|(p, _)| std::ptr::eq(*p, f))
+        {
+            // A preset value points the box to a preset (see `RARE_PRESETS`).
             writeln!(
                 o,
-                "                {} => r.read_preset_string(&mut self.rare, |r| &mut r.{}){}?,",
+                "                {} => r.read_preset_string(&mut self.rare, {index}, |r| &mut r.{}){}?,",
                 (f.number << 3) | 2,
                 rust_member(f),
                 at(f, None)
@@ -1815,8 +1876,8 @@ fn gen_recycle(out: &mut String, m: &MessageDef) {
         "    fn recycle(&mut self, rec: &mut Recycler, strings: &mut CxxStringPool) {{"
     )
     .unwrap();
-    if rare_preset(m).is_some() {
-        // The shared preset holds nothing to keep: let go of it without copying it into a box.
+    if !rare_presets(m).is_empty() {
+        // A shared preset holds nothing to keep: let go of it without copying it into a box.
         writeln!(
             out,
             "        if !self.rare.is_allocated() {{\n            self.rare.clear();\n        }}"

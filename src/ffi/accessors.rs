@@ -2127,7 +2127,7 @@ pub unsafe extern "C" fn onnxl_node_proto_set_op_type(m: *mut OnnxlNodeProto, da
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_node_proto_has_domain(m: *const OnnxlNodeProto) -> bool {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { has(m, |m| &m.domain) }
+    unsafe { has(m, |m| &m.rare.domain) }
 }
 
 /// Unsets `domain`.
@@ -2139,7 +2139,7 @@ pub unsafe extern "C" fn onnxl_node_proto_has_domain(m: *const OnnxlNodeProto) -
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_node_proto_clear_domain(m: *mut OnnxlNodeProto) -> OnnxlStatus {
     // SAFETY: `m` is NULL or a live handle used by no one else during the call (contract above).
-    unsafe { clear(m, |m| &mut m.domain) }
+    unsafe { clear(m, |m| &mut m.rare.domain) }
 }
 
 /// A view of `domain` (empty when unset; `data` NULL only when `m` is NULL).
@@ -2151,7 +2151,7 @@ pub unsafe extern "C" fn onnxl_node_proto_clear_domain(m: *mut OnnxlNodeProto) -
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_node_proto_domain(m: *const OnnxlNodeProto) -> OnnxlStr {
     // SAFETY: `m` is NULL or a live handle, not modified elsewhere during the call (contract above).
-    unsafe { string(m, |m| &m.domain) }
+    unsafe { string(m, |m| &m.rare.domain) }
 }
 
 /// Sets `domain` to a copy of `len` bytes at `data`.
@@ -2163,7 +2163,7 @@ pub unsafe extern "C" fn onnxl_node_proto_domain(m: *const OnnxlNodeProto) -> On
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_node_proto_set_domain(m: *mut OnnxlNodeProto, data: *const c_char, len: usize) -> OnnxlStatus {
     // SAFETY: forwarded contract above.
-    unsafe { set_bytes(m, data, len, |m| &mut m.domain) }
+    unsafe { set_bytes(m, data, len, |m| &mut m.rare.domain) }
 }
 
 /// True when `overload` is set (proto2 presence: set to its default still counts).

@@ -74,19 +74,30 @@ pub unsafe extern "C" fn onnxl_cxx_free(p: *mut c_void, size: usize, align: usiz
 /// `s` is a live string that no other thread modifies or reads except through this function.
 unsafe fn string_of(s: *const ProtoString) -> *mut c_void {
     if crate::proto::is_preset_string(s) {
-        // The empty string of a shared static preset (read only: every write to a rare field
-        // copies the preset into a box first) is never converted in place.
-        return shared_empty_string();
+        // A string of a shared static preset (read only: every write to a rare field copies
+        // the preset into a box first) is never converted in place.
+        // SAFETY: a live string (contract), never written.
+        return preset_std_string(unsafe { (*s).as_bytes() });
     }
     // SAFETY: contract.
     unsafe { ProtoString::cxx_string_shared(s) }
 }
 
-/// One `std::string`, empty, never freed: what the C++ classes read for the string of a shared
-/// rare preset (see `Rare::set_preset`).
-fn shared_empty_string() -> *mut c_void {
-    static EMPTY: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
-    *EMPTY.get_or_init(|| CxxString::new(b"").into_raw() as usize) as *mut c_void
+/// The `std::string` holding `value`, one of the values of the shared rare presets
+/// (`PRESET_STRINGS`): made once for each, never freed.
+fn preset_std_string(value: &[u8]) -> *mut c_void {
+    static STRINGS: std::sync::OnceLock<Vec<usize>> = std::sync::OnceLock::new();
+    let strings = STRINGS.get_or_init(|| {
+        crate::proto::PRESET_STRINGS
+            .iter()
+            .map(|v| CxxString::new(v).into_raw() as usize)
+            .collect()
+    });
+    let i = crate::proto::PRESET_STRINGS
+        .iter()
+        .position(|v| *v == value)
+        .expect("a preset string holds a preset value");
+    strings[i] as *mut c_void
 }
 
 /// A string element's `std::string` (repeated string fields: `x(i)`, `mutable_x(i)`).

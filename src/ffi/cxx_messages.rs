@@ -3245,7 +3245,7 @@ pub fn layout_text() -> String {
     writeln!(o, "field NodeProto.output {}", std::mem::offset_of!(NodeProto, output)).unwrap();
     writeln!(o, "field NodeProto.name {}", std::mem::offset_of!(NodeProto, name)).unwrap();
     writeln!(o, "field NodeProto.op_type {}", std::mem::offset_of!(NodeProto, op_type)).unwrap();
-    writeln!(o, "field NodeProto.domain {}", std::mem::offset_of!(NodeProto, domain)).unwrap();
+    writeln!(o, "field NodeProto.domain {} rare", std::mem::offset_of!(NodeProtoRare, domain)).unwrap();
     writeln!(o, "field NodeProto.overload {} rare", std::mem::offset_of!(NodeProtoRare, overload)).unwrap();
     writeln!(o, "field NodeProto.attribute {}", std::mem::offset_of!(NodeProto, attribute)).unwrap();
     writeln!(o, "field NodeProto.doc_string {} rare", std::mem::offset_of!(NodeProtoRare, doc_string)).unwrap();
@@ -3575,7 +3575,8 @@ const MESSAGE_LAYOUT_HASH: Fnv1a = Fnv1a::NEW
     .decimal(std::mem::offset_of!(NodeProto, op_type))
     .text("\n")
     .text("field NodeProto.domain ")
-    .decimal(std::mem::offset_of!(NodeProto, domain))
+    .decimal(std::mem::offset_of!(NodeProtoRare, domain))
+    .text(" rare")
     .text("\n")
     .text("field NodeProto.overload ")
     .decimal(std::mem::offset_of!(NodeProtoRare, overload))

@@ -1086,8 +1086,6 @@ pub struct NodeProto {
     pub name: Option<ProtoString>,
     /// `optional string op_type = 4;`
     pub op_type: Option<ProtoString>,
-    /// `optional string domain = 7;`
-    pub domain: Option<ProtoString>,
     /// `repeated AttributeProto attribute = 5;`
     pub attribute: RepeatedField<AttributeProto>,
     /// The fields few models set (`NodeProtoRare`), in a box allocated on first write.
@@ -1102,7 +1100,6 @@ impl NodeProto {
             output: InlineVec::new(),
             name: None,
             op_type: None,
-            domain: None,
             attribute: RepeatedField::new(),
             rare: Rare::new(),
         }
@@ -1112,6 +1109,8 @@ impl NodeProto {
 /// The rare fields of `onnx.NodeProto` (its `rare` member).
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct NodeProtoRare {
+    /// `optional string domain = 7;`
+    pub domain: Option<ProtoString>,
     /// `optional string overload = 8;`
     pub overload: Option<ProtoString>,
     /// `optional string doc_string = 6;`
@@ -1129,6 +1128,7 @@ impl NodeProtoRare {
     /// Every rare field unset.
     pub const fn new() -> Self {
         Self {
+            domain: None,
             overload: None,
             doc_string: None,
             metadata_props: RepeatedField::new(),
@@ -1144,15 +1144,148 @@ impl RareFields for NodeProtoRare {
         &EMPTY
     }
 
-    fn preset() -> Option<&'static Self> {
-        static PRESET: NodeProtoRare = NodeProtoRare {
-            overload: None,
-            doc_string: Some(ProtoString::new()),
-            metadata_props: RepeatedField::new(),
-            device_configurations: RepeatedField::new(),
-            unknown_fields: UnknownFields::new(),
-        };
-        Some(&PRESET)
+    const PRESET_VALUES: &'static [&'static [&'static [u8]]] = &[&[b""], &[b"", b"ai.onnx", b"ai.onnx.ml", b"ai.onnx.preview.training", b"com.microsoft", b"com.microsoft.nchwc", b"org.pytorch.aten", b"pkg.onnxscript.torch_lib"]];
+
+    fn presets() -> &'static [Self] {
+        static PRESETS: [NodeProtoRare; 17] = [
+            NodeProtoRare {
+                domain: None,
+                overload: None,
+                doc_string: Some(ProtoString::inline_const("")),
+                metadata_props: RepeatedField::new(),
+                device_configurations: RepeatedField::new(),
+                unknown_fields: UnknownFields::new(),
+            },
+            NodeProtoRare {
+                domain: Some(ProtoString::inline_const("")),
+                overload: None,
+                doc_string: None,
+                metadata_props: RepeatedField::new(),
+                device_configurations: RepeatedField::new(),
+                unknown_fields: UnknownFields::new(),
+            },
+            NodeProtoRare {
+                domain: Some(ProtoString::inline_const("")),
+                overload: None,
+                doc_string: Some(ProtoString::inline_const("")),
+                metadata_props: RepeatedField::new(),
+                device_configurations: RepeatedField::new(),
+                unknown_fields: UnknownFields::new(),
+            },
+            NodeProtoRare {
+                domain: Some(ProtoString::inline_const("ai.onnx")),
+                overload: None,
+                doc_string: None,
+                metadata_props: RepeatedField::new(),
+                device_configurations: RepeatedField::new(),
+                unknown_fields: UnknownFields::new(),
+            },
+            NodeProtoRare {
+                domain: Some(ProtoString::inline_const("ai.onnx")),
+                overload: None,
+                doc_string: Some(ProtoString::inline_const("")),
+                metadata_props: RepeatedField::new(),
+                device_configurations: RepeatedField::new(),
+                unknown_fields: UnknownFields::new(),
+            },
+            NodeProtoRare {
+                domain: Some(ProtoString::inline_const("ai.onnx.ml")),
+                overload: None,
+                doc_string: None,
+                metadata_props: RepeatedField::new(),
+                device_configurations: RepeatedField::new(),
+                unknown_fields: UnknownFields::new(),
+            },
+            NodeProtoRare {
+                domain: Some(ProtoString::inline_const("ai.onnx.ml")),
+                overload: None,
+                doc_string: Some(ProtoString::inline_const("")),
+                metadata_props: RepeatedField::new(),
+                device_configurations: RepeatedField::new(),
+                unknown_fields: UnknownFields::new(),
+            },
+            NodeProtoRare {
+                domain: Some(ProtoString::inline_const("ai.onnx.preview.training")),
+                overload: None,
+                doc_string: None,
+                metadata_props: RepeatedField::new(),
+                device_configurations: RepeatedField::new(),
+                unknown_fields: UnknownFields::new(),
+            },
+            NodeProtoRare {
+                domain: Some(ProtoString::inline_const("ai.onnx.preview.training")),
+                overload: None,
+                doc_string: Some(ProtoString::inline_const("")),
+                metadata_props: RepeatedField::new(),
+                device_configurations: RepeatedField::new(),
+                unknown_fields: UnknownFields::new(),
+            },
+            NodeProtoRare {
+                domain: Some(ProtoString::inline_const("com.microsoft")),
+                overload: None,
+                doc_string: None,
+                metadata_props: RepeatedField::new(),
+                device_configurations: RepeatedField::new(),
+                unknown_fields: UnknownFields::new(),
+            },
+            NodeProtoRare {
+                domain: Some(ProtoString::inline_const("com.microsoft")),
+                overload: None,
+                doc_string: Some(ProtoString::inline_const("")),
+                metadata_props: RepeatedField::new(),
+                device_configurations: RepeatedField::new(),
+                unknown_fields: UnknownFields::new(),
+            },
+            NodeProtoRare {
+                domain: Some(ProtoString::inline_const("com.microsoft.nchwc")),
+                overload: None,
+                doc_string: None,
+                metadata_props: RepeatedField::new(),
+                device_configurations: RepeatedField::new(),
+                unknown_fields: UnknownFields::new(),
+            },
+            NodeProtoRare {
+                domain: Some(ProtoString::inline_const("com.microsoft.nchwc")),
+                overload: None,
+                doc_string: Some(ProtoString::inline_const("")),
+                metadata_props: RepeatedField::new(),
+                device_configurations: RepeatedField::new(),
+                unknown_fields: UnknownFields::new(),
+            },
+            NodeProtoRare {
+                domain: Some(ProtoString::inline_const("org.pytorch.aten")),
+                overload: None,
+                doc_string: None,
+                metadata_props: RepeatedField::new(),
+                device_configurations: RepeatedField::new(),
+                unknown_fields: UnknownFields::new(),
+            },
+            NodeProtoRare {
+                domain: Some(ProtoString::inline_const("org.pytorch.aten")),
+                overload: None,
+                doc_string: Some(ProtoString::inline_const("")),
+                metadata_props: RepeatedField::new(),
+                device_configurations: RepeatedField::new(),
+                unknown_fields: UnknownFields::new(),
+            },
+            NodeProtoRare {
+                domain: Some(ProtoString::inline_const("pkg.onnxscript.torch_lib")),
+                overload: None,
+                doc_string: None,
+                metadata_props: RepeatedField::new(),
+                device_configurations: RepeatedField::new(),
+                unknown_fields: UnknownFields::new(),
+            },
+            NodeProtoRare {
+                domain: Some(ProtoString::inline_const("pkg.onnxscript.torch_lib")),
+                overload: None,
+                doc_string: Some(ProtoString::inline_const("")),
+                metadata_props: RepeatedField::new(),
+                device_configurations: RepeatedField::new(),
+                unknown_fields: UnknownFields::new(),
+            },
+        ];
+        &PRESETS
     }
 }
 
@@ -1172,7 +1305,7 @@ impl Message for NodeProto {
                 }
                 26 => r.read_string_into(&mut self.name).map_err(|e| e.at("name", None))?,
                 34 => r.read_string_into(&mut self.op_type).map_err(|e| e.at("op_type", None))?,
-                58 => r.read_string_into(&mut self.domain).map_err(|e| e.at("domain", None))?,
+                58 => r.read_preset_string(&mut self.rare, 1, |r| &mut r.domain).map_err(|e| e.at("domain", None))?,
                 66 => {
                     r.alloc_rare(&mut self.rare)?;
                     r.read_string_into(&mut self.rare.overload).map_err(|e| e.at("overload", None))?
@@ -1182,7 +1315,7 @@ impl Message for NodeProto {
                     let m = r.push_message(&mut self.attribute, 42).map_err(|e| e.at("attribute", Some(i)))?;
                     r.read_message(m).map_err(|e| e.at("attribute", Some(i)))?;
                 }
-                50 => r.read_preset_string(&mut self.rare, |r| &mut r.doc_string).map_err(|e| e.at("doc_string", None))?,
+                50 => r.read_preset_string(&mut self.rare, 0, |r| &mut r.doc_string).map_err(|e| e.at("doc_string", None))?,
                 74 => {
                     r.alloc_rare(&mut self.rare)?;
                     {
@@ -1222,7 +1355,7 @@ impl Message for NodeProto {
         if let Some(v) = &rare.doc_string {
             n += 1 + len_delimited_size(v.len() as u64);
         }
-        if let Some(v) = &self.domain {
+        if let Some(v) = &rare.domain {
             n += 1 + len_delimited_size(v.len() as u64);
         }
         if let Some(v) = &rare.overload {
@@ -1269,7 +1402,7 @@ impl Message for NodeProto {
             put_varint(s, v.len() as u64);
             s.put(v);
         }
-        if let Some(v) = &self.domain {
+        if let Some(v) = &rare.domain {
             s.put(&[0x3a]);
             put_varint(s, v.len() as u64);
             s.put(v);
@@ -1375,20 +1508,22 @@ impl NodeProto {
     }
     /// True when `domain` is set.
     pub fn has_domain(&self) -> bool {
-        self.domain.is_some()
+        self.rare.domain.is_some()
     }
     /// Unsets `domain`.
     pub fn clear_domain(&mut self) {
-        self.domain = None;
+        if let Some(rare) = self.rare.get_mut() {
+            rare.domain = None;
+        }
     }
     /// `domain`, or empty when unset.
     pub fn domain(&self) -> &ProtoString {
         static DEFAULT: ProtoString = ProtoString::new();
-        self.domain.as_ref().unwrap_or(&DEFAULT)
+        self.rare.domain.as_ref().unwrap_or(&DEFAULT)
     }
     /// Sets `domain`.
     pub fn set_domain(&mut self, v: impl Into<ProtoString>) {
-        self.domain = Some(v.into());
+        self.rare.domain = Some(v.into());
     }
     /// True when `overload` is set.
     pub fn has_overload(&self) -> bool {
@@ -1499,8 +1634,10 @@ impl Recycle for NodeProto {
                 strings.keep(&mut v);
             }
         }
-        if let Some(mut v) = self.domain.take() {
-            strings.keep(&mut v);
+        if let Some(rare) = self.rare.get_mut() {
+            if let Some(mut v) = rare.domain.take() {
+                strings.keep(&mut v);
+            }
         }
         if let Some(rare) = self.rare.get_mut() {
             if let Some(mut v) = rare.overload.take() {
@@ -8351,9 +8488,8 @@ impl NodeProto {
             output: self.output.clone(),
             name: self.name.clone(),
             op_type: self.op_type.clone(),
-            domain: self.domain.clone(),
             attribute,
-            rare: self.rare.map_allocated(move |r| NodeProtoRare { overload: r.overload.clone(), doc_string: r.doc_string.clone(), metadata_props: r.metadata_props.clone(), device_configurations: r.device_configurations.clone(), unknown_fields: r.unknown_fields.clone() }),
+            rare: self.rare.map_allocated(move |r| NodeProtoRare { domain: r.domain.clone(), overload: r.overload.clone(), doc_string: r.doc_string.clone(), metadata_props: r.metadata_props.clone(), device_configurations: r.device_configurations.clone(), unknown_fields: r.unknown_fields.clone() }),
         }
     }
 }
@@ -8784,8 +8920,11 @@ pub fn visit_message_type<V: crate::proto::MessageVisitor>(name: &str, v: V) -> 
     })
 }
 
-/// True when `p` is the string of a message's shared rare preset (`RareFields::preset`): a
+/// True when `p` is a string of a message's shared rare presets (`RareFields::presets`): a
 /// static never written, which the C++ classes read without converting it in place.
 pub(crate) fn is_preset_string(p: *const ProtoString) -> bool {
-    <NodeProtoRare as RareFields>::preset().and_then(|r| r.doc_string.as_ref()).is_some_and(|s| std::ptr::eq(s, p))
+    crate::wire::in_presets::<NodeProtoRare>(p.cast())
 }
+
+/// Every value a preset string holds (see `is_preset_string`).
+pub(crate) const PRESET_STRINGS: &[&[u8]] = &[b"", b"ai.onnx", b"ai.onnx.ml", b"ai.onnx.preview.training", b"com.microsoft", b"com.microsoft.nchwc", b"org.pytorch.aten", b"pkg.onnxscript.torch_lib"];

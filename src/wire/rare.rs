@@ -8,12 +8,14 @@
 //! message holds its preset. An allocated box whose fields are all unset is equal to an
 //! unallocated one and serializes as nothing.
 //!
-//! A message may have a *preset* ([`RareFields::preset`]): a shared static value of its rare
-//! fields with one string set to the empty string, which the parse points the box to instead of
-//! allocating one. Exporters write `NodeProto.doc_string = ""` on every node: with the field
-//! rare and the preset, such a node pays the 8-byte pointer instead of a 32-byte string member
-//! or a box. The preset is read in place like a box and copied into a box of its own on the
-//! first write.
+//! A message may have *presets* ([`RareFields::presets`]): shared static values of its rare
+//! fields in which some strings hold one of a few common values (its *preset strings*,
+//! [`RareFields::PRESET_VALUES`]) and every other field is unset. The parse points the box to the
+//! preset matching what it read instead of allocating one. Exporters write `NodeProto.doc_string
+//! = ""` and a `domain` (`""`, `com.microsoft`, ...) on every node: with both fields rare and
+//! the presets, such a node pays the 8-byte pointer instead of two 32-byte string members or a
+//! box. A preset is read in place like a box and copied into a box of its own on the first
+//! write.
 
 use std::marker::PhantomData;
 use std::ops::{Deref, DerefMut};
@@ -24,19 +26,68 @@ pub trait RareFields: Default + Clone + 'static {
     /// The shared value with every field unset (what an unallocated box reads as).
     fn empty() -> &'static Self;
 
-    /// A shared value that a `Rare` may point to instead of a box of its own (set by the
-    /// parser): the rare fields of a message that sets only one rare string, to
-    /// the empty string (`NodeProto.doc_string = ""`, written by exporters on every node).
-    /// `None` for the messages without one.
-    fn preset() -> Option<&'static Self> {
-        None
+    /// For each preset string of the message (in order), the values a preset holds it at
+    /// (empty for the messages without presets).
+    const PRESET_VALUES: &'static [&'static [&'static [u8]]] = &[];
+
+    /// The shared values that a `Rare` may point to instead of a box of its own (set by the
+    /// parser): one for every combination of the preset strings' states (unset, or one of
+    /// their [`RareFields::PRESET_VALUES`]) but the one with all unset, each other field unset.
+    /// The combination numbered `c` (see [`preset_number`]) is at index `c - 1`.
+    fn presets() -> &'static [Self] {
+        &[]
     }
+}
+
+/// The combinations of preset-string states a message with preset values `values` has (the
+/// all-unset one included): the product of one more than each field's value count.
+pub const fn preset_combinations(values: &[&[&[u8]]]) -> usize {
+    let mut n = 1;
+    let mut k = 0;
+    while k < values.len() {
+        n *= values[k].len() + 1;
+        k += 1;
+    }
+    n
+}
+
+/// The number of the combination `c` with preset string `field` in state `state` (0: unset,
+/// `j + 1`: its `j`-th value): the states are the digits of `c`, the first field's the lowest,
+/// each in base one more than the field's value count.
+pub fn preset_number(values: &[&[&[u8]]], c: usize, field: usize, state: usize) -> usize {
+    let stride: usize = values[..field].iter().map(|v| v.len() + 1).product();
+    let base = values[field].len() + 1;
+    c - (c / stride) % base * stride + state * stride
+}
+
+/// Whether `a` and `b` hold the same bytes, compared in line (preset values are at most 30
+/// bytes, mostly empty: a call to `memcmp` for each would cost more than the comparison).
+#[inline(always)]
+fn same_short_bytes(a: &[u8], b: &[u8]) -> bool {
+    if a.len() != b.len() {
+        return false;
+    }
+    let mut at = 0;
+    while at + 8 <= a.len() {
+        let word = |s: &[u8]| u64::from_le_bytes(s[at..at + 8].try_into().unwrap());
+        if word(a) != word(b) {
+            return false;
+        }
+        at += 8;
+    }
+    a[at..].iter().zip(&b[at..]).all(|(x, y)| x == y)
+}
+
+/// True when `p` points into the presets of `T` (a static, never written or freed).
+pub fn in_presets<T: RareFields>(p: *const u8) -> bool {
+    let r = T::presets().as_ptr_range();
+    (r.start as usize..r.end as usize).contains(&(p as usize))
 }
 
 /// The rare fields of a message: a box allocated on first write (see the module documentation).
 /// Its representation is one pointer (the C++ classes read it in place): null while
-/// unallocated, the box, or the message's shared [`RareFields::preset`] (read in place as a
-/// box; never written or freed: the first write copies it into a box of its own).
+/// unallocated, the box, or one of the message's shared [`RareFields::presets`] (read in place
+/// as a box; never written or freed: the first write copies it into a box of its own).
 #[repr(transparent)]
 pub struct Rare<T: RareFields>(Option<NonNull<T>>, PhantomData<Box<T>>);
 
@@ -52,10 +103,24 @@ impl<T: RareFields> Rare<T> {
         Self(None, PhantomData)
     }
 
-    /// True when `p` is the shared preset (never freed, never written).
+    /// True when `p` is one of the shared presets (never freed, never written).
     #[inline]
     fn is_preset(p: NonNull<T>) -> bool {
-        T::preset().is_some_and(|q| std::ptr::eq(q, p.as_ptr()))
+        T::presets()
+            .as_ptr_range()
+            .contains(&p.as_ptr().cast_const())
+    }
+
+    /// The number of the preset combination the fields hold (0: unallocated), or `None` for a
+    /// box of their own.
+    #[inline]
+    fn preset_combination(&self) -> Option<usize> {
+        let Some(p) = self.0 else { return Some(0) };
+        let presets = T::presets();
+        Self::is_preset(p).then(|| {
+            // The offset of a preset in the array is a multiple of its size.
+            (p.as_ptr() as usize - presets.as_ptr() as usize) / size_of::<T>().max(1) + 1
+        })
     }
 
     /// The box, when one of its own is allocated (not the shared preset).
@@ -101,12 +166,24 @@ impl<T: RareFields> Rare<T> {
         self.0 = Some(NonNull::from(Box::leak(b)));
     }
 
-    /// Points the fields at the shared preset (the message's only rare field set is its one
-    /// preset string, to the empty string); frees the box if one is allocated.
-    pub(crate) fn set_preset(&mut self) {
-        let preset = T::preset().expect("a message with a preset");
-        self.clear();
-        self.0 = Some(NonNull::from(preset));
+    /// Sets preset string `field` (an index into [`RareFields::PRESET_VALUES`]) to `value`
+    /// by pointing the fields at a shared preset, when they are unallocated or a preset and
+    /// `value` is one of the field's preset values; returns whether it did (else nothing
+    /// changed: the caller sets the field in a box).
+    #[inline]
+    pub(crate) fn try_set_preset_string(&mut self, field: usize, value: &[u8]) -> bool {
+        let Some(c) = self.preset_combination() else {
+            return false;
+        };
+        let Some(j) = T::PRESET_VALUES[field]
+            .iter()
+            .position(|v| same_short_bytes(v, value))
+        else {
+            return false;
+        };
+        let n = preset_number(T::PRESET_VALUES, c, field, j + 1);
+        self.0 = Some(NonNull::from(&T::presets()[n - 1]));
+        true
     }
 
     /// What an allocation of the box starts from: a copy of the preset when the fields point to
@@ -259,37 +336,85 @@ mod tests {
 
     #[derive(Default, Debug, Clone, PartialEq)]
     struct WithPreset {
-        doc: Option<u32>,
+        doc: Option<&'static [u8]>,
+        domain: Option<&'static [u8]>,
         list: Vec<u8>,
+    }
+
+    const fn with(doc: Option<&'static [u8]>, domain: Option<&'static [u8]>) -> WithPreset {
+        WithPreset {
+            doc,
+            domain,
+            list: Vec::new(),
+        }
     }
 
     impl RareFields for WithPreset {
         fn empty() -> &'static Self {
-            static EMPTY: WithPreset = WithPreset {
-                doc: None,
-                list: Vec::new(),
-            };
+            static EMPTY: WithPreset = with(None, None);
             &EMPTY
         }
-        fn preset() -> Option<&'static Self> {
-            static PRESET: WithPreset = WithPreset {
-                doc: Some(0),
-                list: Vec::new(),
-            };
-            Some(&PRESET)
+        const PRESET_VALUES: &'static [&'static [&'static [u8]]] = &[&[b""], &[b"", b"x"]];
+        fn presets() -> &'static [Self] {
+            // Combination c: doc's state is c % 2, domain's c / 2.
+            static PRESETS: [WithPreset; 5] = [
+                with(Some(b""), None),
+                with(None, Some(b"")),
+                with(Some(b""), Some(b"")),
+                with(None, Some(b"x")),
+                with(Some(b""), Some(b"x")),
+            ];
+            &PRESETS
         }
+    }
+
+    #[test]
+    fn preset_numbers_are_the_digits_of_the_states() {
+        let v = WithPreset::PRESET_VALUES;
+        assert_eq!(preset_combinations(v), 6);
+        assert_eq!(preset_number(v, 0, 0, 1), 1);
+        assert_eq!(preset_number(v, 0, 1, 2), 4);
+        assert_eq!(preset_number(v, 4, 0, 1), 5);
+        assert_eq!(preset_number(v, 5, 1, 1), 3);
+        assert_eq!(preset_number(v, 5, 1, 0), 1);
+        assert_eq!(preset_number(v, 3, 0, 0), 2);
+    }
+
+    #[test]
+    fn preset_strings_move_between_presets_without_allocating() {
+        let mut r: Rare<WithPreset> = Rare::new();
+        assert!(r.try_set_preset_string(1, b"x"));
+        assert!(!r.is_allocated());
+        assert_eq!(*r, with(None, Some(b"x")));
+        assert!(r.try_set_preset_string(0, b""));
+        assert_eq!(*r, with(Some(b""), Some(b"x")));
+        assert!(r.try_set_preset_string(1, b""));
+        assert_eq!(*r, with(Some(b""), Some(b"")));
+        assert!(!r.is_allocated());
+        assert!(in_presets::<WithPreset>((&raw const *r).cast()));
+        // A value that no preset holds changes nothing.
+        assert!(!r.try_set_preset_string(1, b"y"));
+        assert!(!r.try_set_preset_string(0, b"x"));
+        assert_eq!(*r, with(Some(b""), Some(b"")));
+        // Neither does any value once the fields have a box of their own.
+        r.list.push(1);
+        assert!(r.is_allocated());
+        assert!(!in_presets::<WithPreset>((&raw const *r).cast()));
+        assert!(!r.try_set_preset_string(1, b"x"));
+        assert_eq!(r.domain, Some(&b""[..]));
     }
 
     #[test]
     fn the_preset_is_shared_until_written() {
         let mut r: Rare<WithPreset> = Rare::new();
-        r.set_preset();
-        assert_eq!(r.doc, Some(0));
+        assert!(r.try_set_preset_string(0, b""));
+        let preset = &WithPreset::presets()[0];
+        assert_eq!(r.doc, Some(&b""[..]));
         assert!(!r.is_allocated());
         assert!(r.get().is_none());
         // A clone shares it too.
         let c = r.clone();
-        assert!(std::ptr::eq(&*c, WithPreset::preset().unwrap()));
+        assert!(std::ptr::eq(&*c, preset));
         assert_eq!(c, r);
         // The first write copies it into a box of its own; the preset is unchanged.
         r.list.push(1);
@@ -297,29 +422,30 @@ mod tests {
         assert_eq!(
             *r,
             WithPreset {
-                doc: Some(0),
+                doc: Some(b""),
+                domain: None,
                 list: vec![1]
             }
         );
-        assert_eq!(WithPreset::preset().unwrap().list, []);
-        assert_eq!(c.doc, Some(0));
+        assert_eq!(preset.list, []);
+        assert_eq!(c.doc, Some(&b""[..]));
         // `get_mut` copies it as well (clearing what it sets then works).
         let mut d = c.clone();
         d.get_mut().expect("the preset's fields").doc = None;
         assert!(d.is_allocated());
         assert_eq!(d, Rare::<WithPreset>::new());
-        assert_eq!(c.doc, Some(0));
+        assert_eq!(c.doc, Some(&b""[..]));
         // Clearing and dropping never free the static.
         let mut e = c.clone();
         e.clear();
         assert_eq!(e.doc, None);
         let m = c.map_allocated(|f| WithPreset {
-            doc: f.doc.map(|v| v + 5),
-            list: Vec::new(),
+            domain: f.doc,
+            ..WithPreset::default()
         });
-        assert_eq!(m.doc, Some(5));
+        assert_eq!(m.domain, Some(&b""[..]));
         assert!(m.is_allocated());
         drop(c);
-        assert_eq!(WithPreset::preset().unwrap().doc, Some(0));
+        assert_eq!(preset.doc, Some(&b""[..]));
     }
 }

@@ -866,22 +866,28 @@ impl<'a> Reader<'a> {
         Ok(())
     }
 
-    /// Reads the rare string `field` of a message with a preset ([`super::RareFields::preset`]:
-    /// the rare fields with only that string set, to the empty string): an empty value while
-    /// the box is unallocated points it to the preset, allocating nothing; any other value
+    /// Reads preset string `index` (of [`super::RareFields::PRESET_VALUES`]), the rare string
+    /// `field`, of a message with presets: a value that a preset holds, while the fields are
+    /// unallocated or a preset, points them to that preset, allocating nothing; any other value
     /// goes into the box, allocated as by [`Reader::alloc_rare`].
     #[inline]
     pub fn read_preset_string<T: super::RareFields>(
         &mut self,
         rare: &mut super::Rare<T>,
+        index: usize,
         field: fn(&mut T) -> &mut Option<ProtoString>,
     ) -> DResult<()> {
-        if self.pos < self.limit && self.buf[self.pos] == 0 && !rare.is_allocated() {
-            let at = self.pos;
-            self.pos += 1;
-            self.charge(string_charge(0), at)?;
-            rare.set_preset();
-            return Ok(());
+        if self.pos < self.limit {
+            // Preset values are short: a one-byte length.
+            let (at, len) = (self.pos, self.buf[self.pos] as usize);
+            if len < 0x80
+                && len < self.limit - at
+                && rare.try_set_preset_string(index, &self.buf[at + 1..at + 1 + len])
+            {
+                self.pos = at + 1 + len;
+                self.charge(string_charge(len), at)?;
+                return Ok(());
+            }
         }
         self.alloc_rare(rare)?;
         let fields = rare.get_mut().expect("allocated above");
