@@ -871,17 +871,26 @@ fn tensors_box_their_rare_fields_and_keep_short_scalar_lists_inline() {
     assert_eq!(parsed.serialize_to_vec(), bytes);
 }
 
+/// A `Relu` node with `domain` and `doc_string` set when given.
+fn node_with_strings(domain: Option<&str>, doc: Option<&str>) -> NodeProto {
+    let mut n = NodeProto::new();
+    n.set_op_type("Relu");
+    if let Some(d) = domain {
+        n.set_domain(d);
+    }
+    if let Some(d) = doc {
+        n.set_doc_string(d);
+    }
+    n
+}
+
 /// Exporters write an empty `doc_string` on every node: a parse holds it in a shared read-only
 /// value instead of a rare box per node, and every read, write, clone and round trip behaves as
 /// if the node had its own.
 #[test]
 fn empty_node_doc_strings_share_a_preset() {
     let node = |doc: Option<&str>, overload: Option<&str>| {
-        let mut n = NodeProto::new();
-        n.set_op_type("Relu");
-        if let Some(d) = doc {
-            n.set_doc_string(d);
-        }
+        let mut n = node_with_strings(None, doc);
         if let Some(o) = overload {
             n.set_overload(o);
         }
@@ -954,17 +963,7 @@ fn empty_node_doc_strings_share_a_preset() {
 /// empty doc string when there is one) instead of a rare box per node; other domains get a box.
 #[test]
 fn node_domains_share_presets() {
-    let node = |domain: Option<&str>, doc: Option<&str>| {
-        let mut n = NodeProto::new();
-        n.set_op_type("MatMulNBits");
-        if let Some(d) = domain {
-            n.set_domain(d);
-        }
-        if let Some(d) = doc {
-            n.set_doc_string(d);
-        }
-        n
-    };
+    let node = node_with_strings;
     let cases = [
         (Some(""), Some("")),
         (Some("com.microsoft"), Some("")),
