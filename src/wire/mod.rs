@@ -22,7 +22,8 @@ pub(crate) use message::{DynMessage, encode_streaming};
 pub(crate) use placement::PayloadPool;
 #[doc(hidden)]
 pub use placement::REGION_OWNER_BYTES;
-pub use rare::{Rare, RareFields, in_presets, preset_combinations, preset_number};
+pub(crate) use rare::in_presets;
+pub use rare::{Rare, RareFields};
 pub use reader::{
     AUTO_METADATA_BASE_BYTES, AUTO_METADATA_BYTES_PER_INPUT_BYTE, DecodeConfig, PayloadMode,
     Reader, ReleaseSource, metadata_budget,

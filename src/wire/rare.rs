@@ -33,28 +33,17 @@ pub trait RareFields: Default + Clone + 'static {
     /// The shared values that a `Rare` may point to instead of a box of its own (set by the
     /// parser): one for every combination of the preset strings' states (unset, or one of
     /// their [`RareFields::PRESET_VALUES`]) but the one with all unset, each other field unset.
-    /// The combination numbered `c` (see [`preset_number`]) is at index `c - 1`.
+    /// The combination numbered `c` is at index `c - 1`, where the states are the digits of
+    /// `c`, the first field's the lowest, each in base one more than the field's value count.
     fn presets() -> &'static [Self] {
         &[]
     }
 }
 
-/// The combinations of preset-string states a message with preset values `values` has (the
-/// all-unset one included): the product of one more than each field's value count.
-pub const fn preset_combinations(values: &[&[&[u8]]]) -> usize {
-    let mut n = 1;
-    let mut k = 0;
-    while k < values.len() {
-        n *= values[k].len() + 1;
-        k += 1;
-    }
-    n
-}
-
 /// The number of the combination `c` with preset string `field` in state `state` (0: unset,
 /// `j + 1`: its `j`-th value): the states are the digits of `c`, the first field's the lowest,
 /// each in base one more than the field's value count.
-pub fn preset_number(values: &[&[&[u8]]], c: usize, field: usize, state: usize) -> usize {
+pub(crate) fn preset_number(values: &[&[&[u8]]], c: usize, field: usize, state: usize) -> usize {
     let stride: usize = values[..field].iter().map(|v| v.len() + 1).product();
     let base = values[field].len() + 1;
     c - (c / stride) % base * stride + state * stride
@@ -79,7 +68,7 @@ fn same_short_bytes(a: &[u8], b: &[u8]) -> bool {
 }
 
 /// True when `p` points into the presets of `T` (a static, never written or freed).
-pub fn in_presets<T: RareFields>(p: *const u8) -> bool {
+pub(crate) fn in_presets<T: RareFields>(p: *const u8) -> bool {
     let r = T::presets().as_ptr_range();
     (r.start as usize..r.end as usize).contains(&(p as usize))
 }
@@ -371,7 +360,7 @@ mod tests {
     #[test]
     fn preset_numbers_are_the_digits_of_the_states() {
         let v = WithPreset::PRESET_VALUES;
-        assert_eq!(preset_combinations(v), 6);
+        assert_eq!(WithPreset::presets().len(), 2 * 3 - 1);
         assert_eq!(preset_number(v, 0, 0, 1), 1);
         assert_eq!(preset_number(v, 0, 1, 2), 4);
         assert_eq!(preset_number(v, 4, 0, 1), 5);
