@@ -609,7 +609,7 @@ constexpr uint8_t kOptionalStringNone = 5;
 constexpr std::size_t kStringSize = 32;
 constexpr std::size_t kRepeatedOrderAt = 0;
 constexpr std::size_t kRepeatedLenAt = 8;
-constexpr uint64_t kLayoutFingerprint = 0x0958ea517472a5a2ull;
+constexpr uint64_t kLayoutFingerprint = 0x8f9bdcb88789f65eull;
 }  // namespace detail
 
 /// An error of the library: the C status and the message of onnxl_last_error_message().

@@ -11,6 +11,7 @@
 
 mod common;
 
+use onnx_light::proto::MsgBox;
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -109,8 +110,8 @@ fn base_model() -> ModelProto {
             .collect::<Vec<u8>>(),
     );
     g.sparse_initializer.push(SparseTensorProto {
-        values: Some(Box::new(values)),
-        indices: Some(Box::new(indices)),
+        values: Some(MsgBox::new(values)),
+        indices: Some(MsgBox::new(indices)),
         dims: vec![1500].into(),
         ..Default::default()
     });
@@ -126,7 +127,7 @@ fn base_model() -> ModelProto {
     let mut a = AttributeProto::new();
     a.set_name("then_branch");
     a.set_type(5);
-    a.rare.g = Some(Box::new(sub));
+    a.rare.g = Some(MsgBox::new(sub));
     n.attribute.push(a);
     let mut c = TensorProto::new();
     c.set_name("const");
@@ -135,7 +136,7 @@ fn base_model() -> ModelProto {
     let mut a = AttributeProto::new();
     a.set_name("value");
     a.set_type(4);
-    a.t = Some(Box::new(c));
+    a.t = Some(MsgBox::new(c));
     n.attribute.push(a);
     m
 }

@@ -2,6 +2,7 @@
 //! offsets and field paths, ownership of tensor bytes (the README's table), parallel == sequential,
 //! option validation and atomic saves.
 
+use onnx_light::proto::MsgBox;
 use std::sync::Arc;
 
 use onnx_light::proto::{
@@ -160,7 +161,7 @@ fn recursion_limit_is_enforced_and_configurable() {
         let mut outer = TypeProto::new();
         let mut seq = TypeProtoSequence::new();
         seq.set_elem_type(t);
-        outer.value = Some(TypeProtoValue::SequenceType(Box::new(seq)));
+        outer.value = Some(TypeProtoValue::SequenceType(MsgBox::new(seq)));
         t = outer;
     }
     let bytes = t.serialize_to_vec();
@@ -679,18 +680,18 @@ fn model_with_tensors_everywhere() -> ModelProto {
     let mut a = AttributeProto::new();
     a.set_name("then_branch");
     a.set_type(5);
-    a.rare.g = Some(Box::new(sub));
+    a.rare.g = Some(MsgBox::new(sub));
     n.attribute.push(a);
     let mut a = AttributeProto::new();
     a.set_name("value");
     a.set_type(4);
-    a.t = Some(Box::new(tensor("const", 200, 7)));
+    a.t = Some(MsgBox::new(tensor("const", 200, 7)));
     n.attribute.push(a);
     m.mutable_graph()
         .sparse_initializer
         .push(onnx_light::proto::SparseTensorProto {
-            values: Some(Box::new(tensor("sparse_values", 100, 9))),
-            indices: Some(Box::new(tensor("sparse_indices", 800, 11))),
+            values: Some(MsgBox::new(tensor("sparse_values", 100, 9))),
+            indices: Some(MsgBox::new(tensor("sparse_indices", 800, 11))),
             dims: vec![1000].into(),
             ..Default::default()
         });
@@ -701,7 +702,7 @@ fn model_with_tensors_everywhere() -> ModelProto {
     let mut a = AttributeProto::new();
     a.set_name("value");
     a.set_type(4);
-    a.t = Some(Box::new(tensor("fn_const", 700, 13)));
+    a.t = Some(MsgBox::new(tensor("fn_const", 700, 13)));
     fnode.attribute.push(a);
     f.node.push(fnode);
     m.functions.push(f);

@@ -9,6 +9,7 @@ mod common;
 use common::{
     TempDir, is_encrypted, starts_with_chunked_magic, tensors_of, uint8_tensor as tensor, with_key,
 };
+use onnx_light::proto::MsgBox;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -48,7 +49,7 @@ fn model() -> ModelProto {
     let mut a = onnx_light::proto::AttributeProto::new();
     a.set_name("then_branch");
     a.set_type(5);
-    a.rare.g = Some(Box::new(sub));
+    a.rare.g = Some(MsgBox::new(sub));
     node.attribute.push(a);
     g.node.push(node);
     m

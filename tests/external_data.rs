@@ -5,6 +5,7 @@
 
 mod common;
 use common::{pattern, uint8_tensor as tensor};
+use onnx_light::proto::MsgBox;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -82,10 +83,10 @@ impl Drop for Sandbox {
 
 fn sparse(prefix: &str, n: usize, seed: u8) -> SparseTensorProto {
     let mut s = SparseTensorProto::new();
-    s.values = Some(Box::new(tensor(&format!("{prefix}.values"), n, seed)));
+    s.values = Some(MsgBox::new(tensor(&format!("{prefix}.values"), n, seed)));
     let mut idx = tensor(&format!("{prefix}.indices"), n, seed ^ 0x40);
     idx.set_data_type(2);
-    s.indices = Some(Box::new(idx));
+    s.indices = Some(MsgBox::new(idx));
     s.dims = vec![n as i64 * 2].into();
     s
 }
@@ -94,7 +95,7 @@ fn attr_t(name: &str, t: TensorProto) -> AttributeProto {
     let mut a = AttributeProto::new();
     a.set_name(name);
     a.set_type(4);
-    a.t = Some(Box::new(t));
+    a.t = Some(MsgBox::new(t));
     a
 }
 
@@ -136,12 +137,12 @@ fn every_place_model() -> ModelProto {
     node.attribute.push(a);
     let mut a = AttributeProto::new();
     a.set_name("sparse");
-    a.rare.sparse_tensor = Some(Box::new(sparse("attr.sparse", BIG, 12)));
+    a.rare.sparse_tensor = Some(MsgBox::new(sparse("attr.sparse", BIG, 12)));
     a.rare.sparse_tensors.push(sparse("attr.sparses", BIG, 13));
     node.attribute.push(a);
     let mut a = AttributeProto::new();
     a.set_name("body");
-    a.rare.g = Some(Box::new(sub));
+    a.rare.g = Some(MsgBox::new(sub));
     node.attribute.push(a);
     let mut a = AttributeProto::new();
     a.set_name("branches");
@@ -165,8 +166,8 @@ fn every_place_model() -> ModelProto {
     init.initializer.push(tensor("train.init", BIG, 16));
     let mut algo = GraphProto::new();
     algo.initializer.push(tensor("train.algo", BIG, 17));
-    ti.initialization = Some(Box::new(init));
-    ti.algorithm = Some(Box::new(algo));
+    ti.initialization = Some(MsgBox::new(init));
+    ti.algorithm = Some(MsgBox::new(algo));
     m.training_info.push(ti);
     m
 }

@@ -6,6 +6,7 @@
 mod common;
 
 use common::{TempDir, pattern, uint8_tensor};
+use onnx_light::proto::MsgBox;
 use onnx_light::proto::{GraphProto, ModelProto};
 use onnx_light::{
     Message, ParseOptions, SaveExternalOptions, memory_held_for_reuse, memory_reuse_limit,
@@ -33,7 +34,7 @@ fn model(seed: u8) -> ModelProto {
     g.initializer.push(uint8_tensor("small", 100, seed));
     let mut m = ModelProto::new();
     m.set_ir_version(10);
-    m.graph = Some(Box::new(g));
+    m.graph = Some(MsgBox::new(g));
     m
 }
 

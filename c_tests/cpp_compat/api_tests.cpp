@@ -7,6 +7,7 @@
 // Prints the compared output on stdout; exits 1 when a check failed.
 #include <algorithm>
 #include <istream>
+#include <memory>
 #include <thread>
 #include <vector>
 
@@ -390,6 +391,88 @@ void empty_doc_strings() {
 }
 
 /// Parses, walks, rebuilds and changes every model listed in `list` (paths relative to `root`).
+/// The sub-messages of a parsed model handed to and from C++ as single objects: released and
+/// deleted (after the model, on another thread), replaced by `new` objects, moved between
+/// models and into repeated fields, a oneof switched. onnx_light cuts a parse's sub-messages
+/// from its metadata blocks; protobuf allocates each one: the results must be the same.
+void parsed_sub_messages() {
+  onnx::ModelProto source = small_model();
+  onnx::NodeProto* constant = source.mutable_graph()->add_node();
+  constant->set_op_type("ConstantOfShape");
+  onnx::AttributeProto* value = constant->add_attribute();
+  value->set_name("value");
+  value->set_type(onnx::AttributeProto::TENSOR);
+  value->mutable_t()->set_data_type(onnx::TensorProto::FLOAT);
+  value->mutable_t()->add_dims(1);
+  value->mutable_t()->add_float_data(0.25f);
+  for (int i = 0; i < 40; ++i) {
+    onnx::ValueInfoProto* vi = source.mutable_graph()->add_value_info();
+    vi->set_name("v" + std::to_string(i));
+    onnx::TensorShapeProto* shape = vi->mutable_type()->mutable_tensor_type()->mutable_shape();
+    shape->add_dim()->set_dim_value(i + 1);
+    shape->add_dim()->set_dim_param("batch");
+  }
+  const std::string bytes = source.SerializeAsString();
+
+  onnx::TypeProto* kept;
+  onnx::TensorProto* tensor;
+  onnx::TypeProto* other_thread;
+  std::string kept_bytes;
+  {
+    auto parsed = std::make_unique<onnx::ModelProto>();
+    COMPAT_CHECK(parsed->ParseFromString(bytes));
+    onnx::GraphProto* graph = parsed->mutable_graph();
+    // Released: the same object, no longer in the model.
+    const onnx::TypeProto* before = &graph->value_info(0).type();
+    kept = graph->mutable_value_info(0)->release_type();
+    kept_bytes = kept->SerializeAsString();
+    out("release_type: same=%d has_type=%d", static_cast<int>(kept == before),
+        static_cast<int>(graph->value_info(0).has_type()));
+    other_thread = graph->mutable_value_info(1)->release_type();
+    tensor = graph->mutable_node(1)->mutable_attribute(0)->release_t();
+    // A parsed box replaced by a `new` object, and cleared.
+    onnx::TypeProto* fresh = new onnx::TypeProto;
+    fresh->mutable_tensor_type()->set_elem_type(onnx::TensorProto::INT64);
+    graph->mutable_value_info(2)->set_allocated_type(fresh);
+    out("set_allocated_type: same=%d elem=%d", static_cast<int>(graph->mutable_value_info(2)->mutable_type() == fresh),
+        graph->value_info(2).type().tensor_type().elem_type());
+    graph->mutable_value_info(3)->clear_type();
+    // A parsed oneof member moved to another parsed type, then that oneof switched.
+    onnx::TypeProto_Tensor* moved = graph->mutable_value_info(4)->mutable_type()->release_tensor_type();
+    graph->mutable_value_info(5)->mutable_type()->set_allocated_tensor_type(moved);
+    out("oneof moved: same=%d dims=%d case4=%d", static_cast<int>(&graph->value_info(5).type().tensor_type() == moved),
+        graph->value_info(5).type().tensor_type().shape().dim_size(),
+        static_cast<int>(graph->value_info(4).type().value_case()));
+    graph->mutable_value_info(6)->mutable_type()->mutable_sequence_type()->mutable_elem_type();
+    // A parsed shape moved between parsed tensor types, the one it replaces deleted.
+    graph->mutable_value_info(7)->mutable_type()->mutable_tensor_type()->set_allocated_shape(
+        graph->mutable_value_info(8)->mutable_type()->mutable_tensor_type()->release_shape());
+    out("parsed model after changes: %s", hash(parsed->SerializeAsString()).c_str());
+    // A copy of the changed model is the same; the model (and its blocks' other parts) freed.
+    onnx::ModelProto copy(*parsed);
+    COMPAT_CHECK(copy.SerializeAsString() == parsed->SerializeAsString());
+  }
+  // What was released outlives its model.
+  out("kept after the model: same=%d dims=%d", static_cast<int>(kept->SerializeAsString() == kept_bytes),
+      kept->tensor_type().shape().dim_size());
+  onnx::GraphProto holder;
+  holder.mutable_initializer()->AddAllocated(tensor);
+  out("released tensor in a repeated field: %s", hash(holder.SerializeAsString()).c_str());
+  delete kept;
+  std::thread deleter([other_thread] {
+    out("deleted on another thread: dims=%d", other_thread->tensor_type().shape().dim_size());
+    delete other_thread;
+  });
+  deleter.join();
+  // Parsing into a message whose sub-messages were released and replaced reuses or frees the rest.
+  onnx::ModelProto again;
+  COMPAT_CHECK(again.ParseFromString(bytes) && again.ParseFromString(bytes) && again.SerializeAsString() == bytes);
+  onnx::ModelProto merged;
+  merged.MergeFrom(again);
+  merged.mutable_graph()->mutable_value_info(0)->set_allocated_type(again.mutable_graph()->mutable_value_info(1)->release_type());
+  out("merged and moved: %s", hash(merged.SerializeAsString()).c_str());
+}
+
 void backend_models(const std::string& list, const std::string& root) {
   std::istringstream names(compat::read_file(list));
   std::string name;
@@ -483,6 +566,8 @@ int main(int argc, char** argv) {
   unknown_fields();
   out("== empty doc strings");
   empty_doc_strings();
+  out("== sub-messages of a parsed model");
+  parsed_sub_messages();
   out("== backend models");
   backend_models(argv[1], argv[2]);
   out("== failures: %d", compat::failures());

@@ -168,6 +168,9 @@ impl Layout {
         assert_eq!(self.fact("string", "pointer_at_8"), "true");
         assert_eq!(self.fact("option_string", "payload"), "0");
         assert_eq!(self.fact("option_box", "null_is_none"), "true");
+        // `operator new` / `operator delete` go through `onnxl_cxx_alloc` / `onnxl_cxx_free`,
+        // which keep the origin word of a Rust `MsgBox` before every object.
+        assert_eq!(self.fact("option_box", "origin_word_before"), "8");
         // The list header the runtime's `list_*` functions read: u32 length, u32 capacity (an
         // inline list of 2 with one element, `7`, reads 1, 2, 7).
         assert_eq!(self.fact("inline_vec", "len_u32_at0"), "1");

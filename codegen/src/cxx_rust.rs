@@ -28,7 +28,7 @@ pub fn assert_sub_messages_are_boxed() {
             assert!(
                 boxed(m, f),
                 "{}.{} is stored inline (rust_messages::INLINE_MESSAGE_FIELDS), but the C++ \
-                 classes need every sub-message field boxed: its Box pointer is the C++ object",
+                 classes need every sub-message field boxed: its MsgBox pointer is the C++ object",
                 m.name,
                 f.name
             );
@@ -249,7 +249,7 @@ fn gen_oneof(o: &mut String, m: &MessageDef, oneof: &str) {
                     &format!("p: *mut {rt}"),
                     &format!(" -> *mut {vt}"),
                     &format!(
-                        "if !matches!({slot}, Some({v}(_))) {{ {slot} = Some({v}(Box::new({vt}::new()))); }} match &mut {slot} {{ Some({v}(v)) => &mut **v, _ => unreachable!() }}"
+                        "if !matches!({slot}, Some({v}(_))) {{ {slot} = Some({v}(MsgBox::new({vt}::new()))); }} match &mut {slot} {{ Some({v}(v)) => &mut **v, _ => unreachable!() }}"
                     ),
                 );
                 emit(
@@ -258,7 +258,7 @@ fn gen_oneof(o: &mut String, m: &MessageDef, oneof: &str) {
                     &format!("p: *mut {rt}"),
                     &format!(" -> *mut {vt}"),
                     &format!(
-                        "if !matches!({slot}, Some({v}(_))) {{ return std::ptr::null_mut(); }} match {slot}.take() {{ Some({v}(v)) => Box::into_raw(v), _ => unreachable!() }}"
+                        "if !matches!({slot}, Some({v}(_))) {{ return std::ptr::null_mut(); }} match {slot}.take() {{ Some({v}(v)) => MsgBox::into_raw(v), _ => unreachable!() }}"
                     ),
                 );
                 emit(
@@ -267,7 +267,7 @@ fn gen_oneof(o: &mut String, m: &MessageDef, oneof: &str) {
                     &format!("p: *mut {rt}, v: *mut {vt}"),
                     "",
                     &format!(
-                        "if v.is_null() {{ if matches!({slot}, Some({v}(_))) {{ {slot} = None; }} }} else {{ {slot} = Some({v}(Box::from_raw(v))); }}"
+                        "if v.is_null() {{ if matches!({slot}, Some({v}(_))) {{ {slot} = None; }} }} else {{ {slot} = Some({v}(MsgBox::from_raw(v))); }}"
                     ),
                 );
             }

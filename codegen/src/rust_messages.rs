@@ -20,7 +20,7 @@ const PARALLEL_FIELDS: &[(&str, &str)] = &[("GraphProto", "initializer")];
 /// The generator refuses to run while any is listed (`cxx_rust::assert_sub_messages_are_boxed`).
 const INLINE_MESSAGE_FIELDS: &[(&str, &str)] = &[];
 
-/// True when sub-message field `f` of `m` is stored in a `Box`.
+/// True when sub-message field `f` of `m` is stored in a `MsgBox`.
 pub(crate) fn boxed(m: &MessageDef, f: &FieldDef) -> bool {
     !INLINE_MESSAGE_FIELDS.contains(&(m.name, f.name))
 }
@@ -28,7 +28,7 @@ pub(crate) fn boxed(m: &MessageDef, f: &FieldDef) -> bool {
 /// The storage type of sub-message field `f` of `m` holding a `vt`.
 fn message_storage(m: &MessageDef, f: &FieldDef, vt: &str) -> String {
     if boxed(m, f) {
-        format!("Box<{vt}>")
+        format!("MsgBox<{vt}>")
     } else {
         vt.to_string()
     }
@@ -37,7 +37,7 @@ fn message_storage(m: &MessageDef, f: &FieldDef, vt: &str) -> String {
 /// An expression making an empty `vt` stored as field `f` of `m` (boxed or not).
 fn new_message(m: &MessageDef, f: &FieldDef, vt: &str) -> String {
     if boxed(m, f) {
-        format!("Box::new({vt}::new())")
+        format!("MsgBox::new({vt}::new())")
     } else {
         format!("{vt}::new()")
     }
@@ -159,7 +159,7 @@ pub fn generate() -> String {
          //! Message structs, codec and accessors generated from the schema table.\n\n\
          use crate::bytes::{ByteSpan, CxxStringPool, ProtoString, UnknownFields};\n\
          use crate::error::DecodeError;\n\
-         use crate::proto::{InlineVec, Message, Rare, RareFields, RepeatedField};\n\
+         use crate::proto::{InlineVec, Message, MsgBox, Rare, RareFields, RepeatedField};\n\
          use crate::wire::{Reader, SizeCursor, SizeTable, Sink, len_delimited_size, put_varint, varint_len};\n\n",
     );
     for m in MESSAGES {
@@ -536,7 +536,7 @@ fn gen_tensor_rewriters(o: &mut String) {
             let path = field_path(fd);
             let expr = match fd.label {
                 Label::Optional if boxed(m, fd) => {
-                    format!("self.{path}.as_ref().map(|v| Box::new({call}))")
+                    format!("self.{path}.as_ref().map(|v| MsgBox::new({call}))")
                 }
                 Label::Optional => format!("self.{path}.as_ref().map(|v| {call})"),
                 Label::Repeated => format!("self.{path}.iter().map(|v| {call}).collect()"),
@@ -1022,7 +1022,7 @@ fn gen_codec(o: &mut String, m: &MessageDef) {
     .unwrap();
     writeln!(
         o,
-        "\n    fn take_recycled(r: &Reader<'_>) -> Option<Box<Self>> {{\n        recycled(r)\n    }}"
+        "\n    fn take_recycled(r: &Reader<'_>) -> Option<MsgBox<Self>> {{\n        recycled(r)\n    }}"
     )
     .unwrap();
     gen_prefetch_children(o, m);
@@ -1769,7 +1769,7 @@ fn gen_accessors(o: &mut String, m: &MessageDef) {
                         writeln!(o, "    pub fn mutable_{base}(&mut self) -> &mut {vt} {{")
                             .unwrap();
                         let (empty, value) = if boxed(m, f) {
-                            (format!("|| Box::new({vt}::new())"), "Box::new(v)")
+                            (format!("|| MsgBox::new({vt}::new())"), "MsgBox::new(v)")
                         } else {
                             (format!("{vt}::new"), "v")
                         };
@@ -1868,7 +1868,7 @@ fn gen_recycle(out: &mut String, m: &MessageDef) {
     writeln!(out, "impl Recycle for {rt} {{").unwrap();
     writeln!(
         out,
-        "    fn pool(rec: &mut Recycler) -> &mut std::collections::VecDeque<Box<Self>> {{\n        &mut rec.{pool}\n    }}\n"
+        "    fn pool(rec: &mut Recycler) -> &mut std::collections::VecDeque<MsgBox<Self>> {{\n        &mut rec.{pool}\n    }}\n"
     )
     .unwrap();
     writeln!(
@@ -1996,7 +1996,7 @@ fn gen_recycler(o: &mut String) {
     for m in MESSAGES {
         writeln!(
             o,
-            "    {}: std::collections::VecDeque<Box<{}>>,",
+            "    {}: std::collections::VecDeque<MsgBox<{}>>,",
             snake(m.name),
             rust_type_name(m.name)
         )
@@ -2007,7 +2007,7 @@ fn gen_recycler(o: &mut String) {
          /// A message whose content can be handed to a [`Recycler`] for a parse to reuse.\n\
          pub(crate) trait Recycle: Message {\n    \
          /// The pool of this type.\n    \
-         fn pool(rec: &mut Recycler) -> &mut std::collections::VecDeque<Box<Self>>;\n    \
+         fn pool(rec: &mut Recycler) -> &mut std::collections::VecDeque<MsgBox<Self>>;\n    \
          /// Empties the message (as `*self = Self::new()` would, keeping memory): its\n    \
          /// `std::string`s go to `strings`, its boxed sub-messages (emptied) to `rec`, and its\n    \
          /// lists keep their buffers (repeated messages their elements, as spares).\n    \
@@ -2015,7 +2015,7 @@ fn gen_recycler(o: &mut String) {
          }\n\n\
          /// An emptied boxed `M` of the [`Recycler`] of the parse of `r`, if it has one.\n\
          #[inline]\n\
-         fn recycled<M: Recycle>(r: &Reader<'_>) -> Option<Box<M>> {\n    \
+         fn recycled<M: Recycle>(r: &Reader<'_>) -> Option<MsgBox<M>> {\n    \
          let rec = r.recycler().cast::<Recycler>();\n    \
          if rec.is_null() {\n        \
          return None;\n    \

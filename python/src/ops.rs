@@ -338,8 +338,8 @@ impl<T> Unbox<T> for T {
         self
     }
 }
-impl<T> Unbox<T> for Box<T> {
+impl<T> Unbox<T> for onnx_light::proto::MsgBox<T> {
     fn unbox(self) -> T {
-        *self
+        onnx_light::proto::MsgBox::into_inner(self)
     }
 }

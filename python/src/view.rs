@@ -107,6 +107,11 @@ impl<T: Walk> Walk for Box<T> {
         (**self).walk(f)
     }
 }
+impl<T: Walk> Walk for onnx_light::proto::MsgBox<T> {
+    fn walk(&self, f: &mut dyn FnMut(usize, Tag)) {
+        (**self).walk(f)
+    }
+}
 impl<T: Walk> Walk for onnx_light::proto::RepeatedField<T> {
     fn walk(&self, f: &mut dyn FnMut(usize, Tag)) {
         for v in self.iter() {

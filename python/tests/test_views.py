@@ -311,3 +311,38 @@ def test_pickle_copy_and_repr():
     t = ol.TensorProto(raw_data=b"\x01" * 100000)
     assert len(repr(t)) < 1000 and "100000 bytes" in repr(t)
     assert len(str(t)) > 100000
+
+
+def test_sub_messages_of_a_parsed_model():
+    """A parse cuts its sub-messages (a value_info's type, tensor_type and shape, an attribute's
+    tensor) from its metadata blocks: views of them outlive the model, and removing, replacing,
+    switching and merging them behaves as protobuf does."""
+    data = build(onnx)
+    for i in range(30):
+        vi = data.graph.value_info.add(name=f"v{i}")
+        vi.type.tensor_type.elem_type = 1
+        vi.type.tensor_type.shape.dim.add(dim_value=i)
+        vi.type.tensor_type.shape.dim.add(dim_param="batch")
+    blob = data.SerializeToString()
+    ours, ref = ol.ModelProto.FromString(blob), onnx.ModelProto.FromString(blob)
+    got = []
+    for mod, m in ((ol, ours), (onnx, ref)):
+        g = m.graph
+        shape = g.value_info[3].type.tensor_type.shape
+        tensor = g.node[2].attribute[1].t
+        tt = g.value_info[4].type.tensor_type
+        g.value_info[3].ClearField("type")
+        g.node[2].attribute[1].ClearField("t")
+        g.value_info[4].type.sequence_type.elem_type.tensor_type.elem_type = 7  # switches the oneof
+        g.value_info[5].type.CopyFrom(g.value_info[6].type)
+        src = mod.TypeProto()
+        src.optional_type.elem_type.tensor_type.elem_type = 3
+        g.value_info[7].type.MergeFrom(src)
+        got.append((shape, tensor, tt, g.value_info[8].type.tensor_type.shape))
+    check_same(ours, ref)
+    views, ref_views = got
+    del ours, got
+    gc.collect()
+    for a, b in zip(views, ref_views):
+        check_same(a, b)
+    assert views[3].dim[0].dim_value == 8 and views[3].dim[1].dim_param == "batch"

@@ -23,7 +23,7 @@ use std::sync::Mutex;
 use super::panic::ffi_value;
 use super::status::FfiError;
 use crate::bytes::{CxxString, CxxStringPool};
-use crate::proto::{Message, Recycle, Recycler, RepeatedField};
+use crate::proto::{Message, MsgBox, Recycle, Recycler, RepeatedField};
 use crate::wire::{
     DecodeConfig, DynMessage, InlineVec, Reader, SizeCursor, SizeTable, SliceWriter,
 };
@@ -36,31 +36,28 @@ fn convert_lock() -> std::sync::MutexGuard<'static, ()> {
     CONVERT.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// Memory for a C++ message object (`operator new`): the Rust allocator, so that objects
-/// made by `new` can be owned by Rust (`set_allocated_x`) and Rust boxes deleted by C++
-/// (`release_x`). NULL on failure.
+/// Memory for a C++ message object (`operator new`): a heap `MsgBox`'s memory (its origin word
+/// written), so that objects made by `new` can be owned by Rust (`set_allocated_x`) and Rust
+/// boxes, heap or cut from a parse's blocks, deleted by C++ (`release_x`). NULL on failure.
 #[unsafe(no_mangle)]
 pub extern "C" fn onnxl_cxx_alloc(size: usize, align: usize) -> *mut c_void {
-    match std::alloc::Layout::from_size_align(size.max(1), align) {
-        // SAFETY: non-zero size.
-        Ok(l) => unsafe { std::alloc::alloc(l).cast() },
-        Err(_) => std::ptr::null_mut(),
+    if !align.is_power_of_two() {
+        return std::ptr::null_mut();
     }
+    crate::wire::alloc_raw(size, align).cast()
 }
 
-/// Frees memory of [`onnxl_cxx_alloc`] (`operator delete`).
+/// Frees the memory of a C++ message object whose value is dropped (`operator delete`): a heap
+/// allocation, or the share of a parse's block the object held.
 ///
 /// # Safety
-/// `p` came from `onnxl_cxx_alloc(size, align)` (or a Rust `Box` of that layout) and is not
-/// used again.
+/// `p` came from `onnxl_cxx_alloc(size, align)` or is the value of a `MsgBox` of that size and
+/// alignment, and is not used again.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_cxx_free(p: *mut c_void, size: usize, align: usize) {
-    if let (false, Ok(l)) = (
-        p.is_null(),
-        std::alloc::Layout::from_size_align(size.max(1), align),
-    ) {
-        // SAFETY: allocated with this layout (contract).
-        unsafe { std::alloc::dealloc(p.cast(), l) }
+    if !p.is_null() && align.is_power_of_two() {
+        // SAFETY: the caller's contract.
+        unsafe { crate::wire::free_raw(p.cast(), size, align) }
     }
 }
 
@@ -719,9 +716,12 @@ pub(crate) fn layout_facts() -> String {
     option_scalar::<f64>(&mut o, "f64", 7.0);
     writeln!(
         o,
-        "option_box size={} null_is_none={}",
-        size_of::<Option<Box<crate::proto::ModelProto>>>(),
-        size_of::<Option<Box<crate::proto::ModelProto>>>() == size_of::<usize>()
+        "option_box size={} null_is_none={} origin_word_before={}",
+        size_of::<Option<MsgBox<crate::proto::ModelProto>>>(),
+        size_of::<Option<MsgBox<crate::proto::ModelProto>>>() == size_of::<usize>(),
+        // The box's origin word (`wire::MsgBox`): the 8 bytes before every message object,
+        // written by `onnxl_cxx_alloc`, read by `onnxl_cxx_free`.
+        8
     )
     .unwrap();
     let list: InlineVec<u64, 2> = [7].into();

@@ -2061,19 +2061,19 @@ pub unsafe extern "C" fn onnxl_cxx_TypeProto_tensor_type_get(p: *const TypeProto
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_cxx_TypeProto_tensor_type_mutable(p: *mut TypeProto) -> *mut TypeProtoTensor {
     // SAFETY: module contract.
-    unsafe { if !matches!((*p).value, Some(TypeProtoValue::TensorType(_))) { (*p).value = Some(TypeProtoValue::TensorType(Box::new(TypeProtoTensor::new()))); } match &mut (*p).value { Some(TypeProtoValue::TensorType(v)) => &mut **v, _ => unreachable!() } }
+    unsafe { if !matches!((*p).value, Some(TypeProtoValue::TensorType(_))) { (*p).value = Some(TypeProtoValue::TensorType(MsgBox::new(TypeProtoTensor::new()))); } match &mut (*p).value { Some(TypeProtoValue::TensorType(v)) => &mut **v, _ => unreachable!() } }
 }
 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_cxx_TypeProto_tensor_type_release(p: *mut TypeProto) -> *mut TypeProtoTensor {
     // SAFETY: module contract.
-    unsafe { if !matches!((*p).value, Some(TypeProtoValue::TensorType(_))) { return std::ptr::null_mut(); } match (*p).value.take() { Some(TypeProtoValue::TensorType(v)) => Box::into_raw(v), _ => unreachable!() } }
+    unsafe { if !matches!((*p).value, Some(TypeProtoValue::TensorType(_))) { return std::ptr::null_mut(); } match (*p).value.take() { Some(TypeProtoValue::TensorType(v)) => MsgBox::into_raw(v), _ => unreachable!() } }
 }
 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_cxx_TypeProto_tensor_type_set_allocated(p: *mut TypeProto, v: *mut TypeProtoTensor) {
     // SAFETY: module contract.
-    unsafe { if v.is_null() { if matches!((*p).value, Some(TypeProtoValue::TensorType(_))) { (*p).value = None; } } else { (*p).value = Some(TypeProtoValue::TensorType(Box::from_raw(v))); } }
+    unsafe { if v.is_null() { if matches!((*p).value, Some(TypeProtoValue::TensorType(_))) { (*p).value = None; } } else { (*p).value = Some(TypeProtoValue::TensorType(MsgBox::from_raw(v))); } }
 }
 
 #[unsafe(no_mangle)]
@@ -2085,19 +2085,19 @@ pub unsafe extern "C" fn onnxl_cxx_TypeProto_sequence_type_get(p: *const TypePro
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_cxx_TypeProto_sequence_type_mutable(p: *mut TypeProto) -> *mut TypeProtoSequence {
     // SAFETY: module contract.
-    unsafe { if !matches!((*p).value, Some(TypeProtoValue::SequenceType(_))) { (*p).value = Some(TypeProtoValue::SequenceType(Box::new(TypeProtoSequence::new()))); } match &mut (*p).value { Some(TypeProtoValue::SequenceType(v)) => &mut **v, _ => unreachable!() } }
+    unsafe { if !matches!((*p).value, Some(TypeProtoValue::SequenceType(_))) { (*p).value = Some(TypeProtoValue::SequenceType(MsgBox::new(TypeProtoSequence::new()))); } match &mut (*p).value { Some(TypeProtoValue::SequenceType(v)) => &mut **v, _ => unreachable!() } }
 }
 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_cxx_TypeProto_sequence_type_release(p: *mut TypeProto) -> *mut TypeProtoSequence {
     // SAFETY: module contract.
-    unsafe { if !matches!((*p).value, Some(TypeProtoValue::SequenceType(_))) { return std::ptr::null_mut(); } match (*p).value.take() { Some(TypeProtoValue::SequenceType(v)) => Box::into_raw(v), _ => unreachable!() } }
+    unsafe { if !matches!((*p).value, Some(TypeProtoValue::SequenceType(_))) { return std::ptr::null_mut(); } match (*p).value.take() { Some(TypeProtoValue::SequenceType(v)) => MsgBox::into_raw(v), _ => unreachable!() } }
 }
 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_cxx_TypeProto_sequence_type_set_allocated(p: *mut TypeProto, v: *mut TypeProtoSequence) {
     // SAFETY: module contract.
-    unsafe { if v.is_null() { if matches!((*p).value, Some(TypeProtoValue::SequenceType(_))) { (*p).value = None; } } else { (*p).value = Some(TypeProtoValue::SequenceType(Box::from_raw(v))); } }
+    unsafe { if v.is_null() { if matches!((*p).value, Some(TypeProtoValue::SequenceType(_))) { (*p).value = None; } } else { (*p).value = Some(TypeProtoValue::SequenceType(MsgBox::from_raw(v))); } }
 }
 
 #[unsafe(no_mangle)]
@@ -2109,19 +2109,19 @@ pub unsafe extern "C" fn onnxl_cxx_TypeProto_map_type_get(p: *const TypeProto) -
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_cxx_TypeProto_map_type_mutable(p: *mut TypeProto) -> *mut TypeProtoMap {
     // SAFETY: module contract.
-    unsafe { if !matches!((*p).value, Some(TypeProtoValue::MapType(_))) { (*p).value = Some(TypeProtoValue::MapType(Box::new(TypeProtoMap::new()))); } match &mut (*p).value { Some(TypeProtoValue::MapType(v)) => &mut **v, _ => unreachable!() } }
+    unsafe { if !matches!((*p).value, Some(TypeProtoValue::MapType(_))) { (*p).value = Some(TypeProtoValue::MapType(MsgBox::new(TypeProtoMap::new()))); } match &mut (*p).value { Some(TypeProtoValue::MapType(v)) => &mut **v, _ => unreachable!() } }
 }
 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_cxx_TypeProto_map_type_release(p: *mut TypeProto) -> *mut TypeProtoMap {
     // SAFETY: module contract.
-    unsafe { if !matches!((*p).value, Some(TypeProtoValue::MapType(_))) { return std::ptr::null_mut(); } match (*p).value.take() { Some(TypeProtoValue::MapType(v)) => Box::into_raw(v), _ => unreachable!() } }
+    unsafe { if !matches!((*p).value, Some(TypeProtoValue::MapType(_))) { return std::ptr::null_mut(); } match (*p).value.take() { Some(TypeProtoValue::MapType(v)) => MsgBox::into_raw(v), _ => unreachable!() } }
 }
 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_cxx_TypeProto_map_type_set_allocated(p: *mut TypeProto, v: *mut TypeProtoMap) {
     // SAFETY: module contract.
-    unsafe { if v.is_null() { if matches!((*p).value, Some(TypeProtoValue::MapType(_))) { (*p).value = None; } } else { (*p).value = Some(TypeProtoValue::MapType(Box::from_raw(v))); } }
+    unsafe { if v.is_null() { if matches!((*p).value, Some(TypeProtoValue::MapType(_))) { (*p).value = None; } } else { (*p).value = Some(TypeProtoValue::MapType(MsgBox::from_raw(v))); } }
 }
 
 #[unsafe(no_mangle)]
@@ -2133,19 +2133,19 @@ pub unsafe extern "C" fn onnxl_cxx_TypeProto_optional_type_get(p: *const TypePro
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_cxx_TypeProto_optional_type_mutable(p: *mut TypeProto) -> *mut TypeProtoOptional {
     // SAFETY: module contract.
-    unsafe { if !matches!((*p).value, Some(TypeProtoValue::OptionalType(_))) { (*p).value = Some(TypeProtoValue::OptionalType(Box::new(TypeProtoOptional::new()))); } match &mut (*p).value { Some(TypeProtoValue::OptionalType(v)) => &mut **v, _ => unreachable!() } }
+    unsafe { if !matches!((*p).value, Some(TypeProtoValue::OptionalType(_))) { (*p).value = Some(TypeProtoValue::OptionalType(MsgBox::new(TypeProtoOptional::new()))); } match &mut (*p).value { Some(TypeProtoValue::OptionalType(v)) => &mut **v, _ => unreachable!() } }
 }
 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_cxx_TypeProto_optional_type_release(p: *mut TypeProto) -> *mut TypeProtoOptional {
     // SAFETY: module contract.
-    unsafe { if !matches!((*p).value, Some(TypeProtoValue::OptionalType(_))) { return std::ptr::null_mut(); } match (*p).value.take() { Some(TypeProtoValue::OptionalType(v)) => Box::into_raw(v), _ => unreachable!() } }
+    unsafe { if !matches!((*p).value, Some(TypeProtoValue::OptionalType(_))) { return std::ptr::null_mut(); } match (*p).value.take() { Some(TypeProtoValue::OptionalType(v)) => MsgBox::into_raw(v), _ => unreachable!() } }
 }
 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_cxx_TypeProto_optional_type_set_allocated(p: *mut TypeProto, v: *mut TypeProtoOptional) {
     // SAFETY: module contract.
-    unsafe { if v.is_null() { if matches!((*p).value, Some(TypeProtoValue::OptionalType(_))) { (*p).value = None; } } else { (*p).value = Some(TypeProtoValue::OptionalType(Box::from_raw(v))); } }
+    unsafe { if v.is_null() { if matches!((*p).value, Some(TypeProtoValue::OptionalType(_))) { (*p).value = None; } } else { (*p).value = Some(TypeProtoValue::OptionalType(MsgBox::from_raw(v))); } }
 }
 
 #[unsafe(no_mangle)]
@@ -2157,19 +2157,19 @@ pub unsafe extern "C" fn onnxl_cxx_TypeProto_sparse_tensor_type_get(p: *const Ty
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_cxx_TypeProto_sparse_tensor_type_mutable(p: *mut TypeProto) -> *mut TypeProtoSparseTensor {
     // SAFETY: module contract.
-    unsafe { if !matches!((*p).value, Some(TypeProtoValue::SparseTensorType(_))) { (*p).value = Some(TypeProtoValue::SparseTensorType(Box::new(TypeProtoSparseTensor::new()))); } match &mut (*p).value { Some(TypeProtoValue::SparseTensorType(v)) => &mut **v, _ => unreachable!() } }
+    unsafe { if !matches!((*p).value, Some(TypeProtoValue::SparseTensorType(_))) { (*p).value = Some(TypeProtoValue::SparseTensorType(MsgBox::new(TypeProtoSparseTensor::new()))); } match &mut (*p).value { Some(TypeProtoValue::SparseTensorType(v)) => &mut **v, _ => unreachable!() } }
 }
 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_cxx_TypeProto_sparse_tensor_type_release(p: *mut TypeProto) -> *mut TypeProtoSparseTensor {
     // SAFETY: module contract.
-    unsafe { if !matches!((*p).value, Some(TypeProtoValue::SparseTensorType(_))) { return std::ptr::null_mut(); } match (*p).value.take() { Some(TypeProtoValue::SparseTensorType(v)) => Box::into_raw(v), _ => unreachable!() } }
+    unsafe { if !matches!((*p).value, Some(TypeProtoValue::SparseTensorType(_))) { return std::ptr::null_mut(); } match (*p).value.take() { Some(TypeProtoValue::SparseTensorType(v)) => MsgBox::into_raw(v), _ => unreachable!() } }
 }
 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_cxx_TypeProto_sparse_tensor_type_set_allocated(p: *mut TypeProto, v: *mut TypeProtoSparseTensor) {
     // SAFETY: module contract.
-    unsafe { if v.is_null() { if matches!((*p).value, Some(TypeProtoValue::SparseTensorType(_))) { (*p).value = None; } } else { (*p).value = Some(TypeProtoValue::SparseTensorType(Box::from_raw(v))); } }
+    unsafe { if v.is_null() { if matches!((*p).value, Some(TypeProtoValue::SparseTensorType(_))) { (*p).value = None; } } else { (*p).value = Some(TypeProtoValue::SparseTensorType(MsgBox::from_raw(v))); } }
 }
 
 #[unsafe(no_mangle)]
@@ -2181,19 +2181,19 @@ pub unsafe extern "C" fn onnxl_cxx_TypeProto_opaque_type_get(p: *const TypeProto
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_cxx_TypeProto_opaque_type_mutable(p: *mut TypeProto) -> *mut TypeProtoOpaque {
     // SAFETY: module contract.
-    unsafe { if !matches!((*p).value, Some(TypeProtoValue::OpaqueType(_))) { (*p).value = Some(TypeProtoValue::OpaqueType(Box::new(TypeProtoOpaque::new()))); } match &mut (*p).value { Some(TypeProtoValue::OpaqueType(v)) => &mut **v, _ => unreachable!() } }
+    unsafe { if !matches!((*p).value, Some(TypeProtoValue::OpaqueType(_))) { (*p).value = Some(TypeProtoValue::OpaqueType(MsgBox::new(TypeProtoOpaque::new()))); } match &mut (*p).value { Some(TypeProtoValue::OpaqueType(v)) => &mut **v, _ => unreachable!() } }
 }
 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_cxx_TypeProto_opaque_type_release(p: *mut TypeProto) -> *mut TypeProtoOpaque {
     // SAFETY: module contract.
-    unsafe { if !matches!((*p).value, Some(TypeProtoValue::OpaqueType(_))) { return std::ptr::null_mut(); } match (*p).value.take() { Some(TypeProtoValue::OpaqueType(v)) => Box::into_raw(v), _ => unreachable!() } }
+    unsafe { if !matches!((*p).value, Some(TypeProtoValue::OpaqueType(_))) { return std::ptr::null_mut(); } match (*p).value.take() { Some(TypeProtoValue::OpaqueType(v)) => MsgBox::into_raw(v), _ => unreachable!() } }
 }
 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_cxx_TypeProto_opaque_type_set_allocated(p: *mut TypeProto, v: *mut TypeProtoOpaque) {
     // SAFETY: module contract.
-    unsafe { if v.is_null() { if matches!((*p).value, Some(TypeProtoValue::OpaqueType(_))) { (*p).value = None; } } else { (*p).value = Some(TypeProtoValue::OpaqueType(Box::from_raw(v))); } }
+    unsafe { if v.is_null() { if matches!((*p).value, Some(TypeProtoValue::OpaqueType(_))) { (*p).value = None; } } else { (*p).value = Some(TypeProtoValue::OpaqueType(MsgBox::from_raw(v))); } }
 }
 
 // ---- TypeProto.Tensor

@@ -3,7 +3,7 @@
 
 use crate::bytes::{ByteSpan, CxxStringPool, ProtoString, UnknownFields};
 use crate::error::DecodeError;
-use crate::proto::{InlineVec, Message, Rare, RareFields, RepeatedField};
+use crate::proto::{InlineVec, Message, MsgBox, Rare, RareFields, RepeatedField};
 use crate::wire::{Reader, SizeCursor, SizeTable, Sink, len_delimited_size, put_varint, varint_len};
 
 /// `onnx.AttributeProto`.
@@ -18,7 +18,7 @@ pub struct AttributeProto {
     /// `optional int64 i = 3;`
     pub i: Option<i64>,
     /// `optional TensorProto t = 5;`
-    pub t: Option<Box<TensorProto>>,
+    pub t: Option<MsgBox<TensorProto>>,
     /// `repeated int64 ints = 8;`
     pub ints: InlineVec<i64, 4>,
     /// The fields few models set (`AttributeProtoRare`), in a box allocated on first write.
@@ -50,11 +50,11 @@ pub struct AttributeProtoRare {
     /// `optional bytes s = 4;`
     pub s: Option<ProtoString>,
     /// `optional GraphProto g = 6;`
-    pub g: Option<Box<GraphProto>>,
+    pub g: Option<MsgBox<GraphProto>>,
     /// `optional SparseTensorProto sparse_tensor = 22;`
-    pub sparse_tensor: Option<Box<SparseTensorProto>>,
+    pub sparse_tensor: Option<MsgBox<SparseTensorProto>>,
     /// `optional TypeProto tp = 14;`
-    pub tp: Option<Box<TypeProto>>,
+    pub tp: Option<MsgBox<TypeProto>>,
     /// `repeated float floats = 7;`
     pub floats: InlineVec<f32, 2>,
     /// `repeated bytes strings = 9;`
@@ -433,7 +433,7 @@ impl Message for AttributeProto {
         &mut self.rare.unknown_fields
     }
 
-    fn take_recycled(r: &Reader<'_>) -> Option<Box<Self>> {
+    fn take_recycled(r: &Reader<'_>) -> Option<MsgBox<Self>> {
         recycled(r)
     }
 
@@ -587,11 +587,11 @@ impl AttributeProto {
     }
     /// `t` for writing (set to an empty message first if unset).
     pub fn mutable_t(&mut self) -> &mut TensorProto {
-        self.t.get_or_insert_with(|| Box::new(TensorProto::new()))
+        self.t.get_or_insert_with(|| MsgBox::new(TensorProto::new()))
     }
     /// Sets `t`.
     pub fn set_t(&mut self, v: TensorProto) {
-        self.t = Some(Box::new(v));
+        self.t = Some(MsgBox::new(v));
     }
     /// True when `g` is set.
     pub fn has_g(&self) -> bool {
@@ -610,11 +610,11 @@ impl AttributeProto {
     }
     /// `g` for writing (set to an empty message first if unset).
     pub fn mutable_g(&mut self) -> &mut GraphProto {
-        self.rare.g.get_or_insert_with(|| Box::new(GraphProto::new()))
+        self.rare.g.get_or_insert_with(|| MsgBox::new(GraphProto::new()))
     }
     /// Sets `g`.
     pub fn set_g(&mut self, v: GraphProto) {
-        self.rare.g = Some(Box::new(v));
+        self.rare.g = Some(MsgBox::new(v));
     }
     /// True when `sparse_tensor` is set.
     pub fn has_sparse_tensor(&self) -> bool {
@@ -633,11 +633,11 @@ impl AttributeProto {
     }
     /// `sparse_tensor` for writing (set to an empty message first if unset).
     pub fn mutable_sparse_tensor(&mut self) -> &mut SparseTensorProto {
-        self.rare.sparse_tensor.get_or_insert_with(|| Box::new(SparseTensorProto::new()))
+        self.rare.sparse_tensor.get_or_insert_with(|| MsgBox::new(SparseTensorProto::new()))
     }
     /// Sets `sparse_tensor`.
     pub fn set_sparse_tensor(&mut self, v: SparseTensorProto) {
-        self.rare.sparse_tensor = Some(Box::new(v));
+        self.rare.sparse_tensor = Some(MsgBox::new(v));
     }
     /// True when `tp` is set.
     pub fn has_tp(&self) -> bool {
@@ -656,11 +656,11 @@ impl AttributeProto {
     }
     /// `tp` for writing (set to an empty message first if unset).
     pub fn mutable_tp(&mut self) -> &mut TypeProto {
-        self.rare.tp.get_or_insert_with(|| Box::new(TypeProto::new()))
+        self.rare.tp.get_or_insert_with(|| MsgBox::new(TypeProto::new()))
     }
     /// Sets `tp`.
     pub fn set_tp(&mut self, v: TypeProto) {
-        self.rare.tp = Some(Box::new(v));
+        self.rare.tp = Some(MsgBox::new(v));
     }
     /// Number of `floats` elements.
     pub fn floats_size(&self) -> usize {
@@ -761,7 +761,7 @@ impl AttributeProto {
 }
 
 impl Recycle for AttributeProto {
-    fn pool(rec: &mut Recycler) -> &mut std::collections::VecDeque<Box<Self>> {
+    fn pool(rec: &mut Recycler) -> &mut std::collections::VecDeque<MsgBox<Self>> {
         &mut rec.attribute_proto
     }
 
@@ -841,7 +841,7 @@ pub struct ValueInfoProto {
     /// `optional string name = 1;`
     pub name: Option<ProtoString>,
     /// `optional TypeProto type = 2;`
-    pub r#type: Option<Box<TypeProto>>,
+    pub r#type: Option<MsgBox<TypeProto>>,
     /// The fields few models set (`ValueInfoProtoRare`), in a box allocated on first write.
     pub rare: Rare<ValueInfoProtoRare>,
 }
@@ -964,7 +964,7 @@ impl Message for ValueInfoProto {
         &mut self.rare.unknown_fields
     }
 
-    fn take_recycled(r: &Reader<'_>) -> Option<Box<Self>> {
+    fn take_recycled(r: &Reader<'_>) -> Option<MsgBox<Self>> {
         recycled(r)
     }
 
@@ -1009,11 +1009,11 @@ impl ValueInfoProto {
     }
     /// `type` for writing (set to an empty message first if unset).
     pub fn mutable_type(&mut self) -> &mut TypeProto {
-        self.r#type.get_or_insert_with(|| Box::new(TypeProto::new()))
+        self.r#type.get_or_insert_with(|| MsgBox::new(TypeProto::new()))
     }
     /// Sets `type`.
     pub fn set_type(&mut self, v: TypeProto) {
-        self.r#type = Some(Box::new(v));
+        self.r#type = Some(MsgBox::new(v));
     }
     /// True when `doc_string` is set.
     pub fn has_doc_string(&self) -> bool {
@@ -1051,7 +1051,7 @@ impl ValueInfoProto {
 }
 
 impl Recycle for ValueInfoProto {
-    fn pool(rec: &mut Recycler) -> &mut std::collections::VecDeque<Box<Self>> {
+    fn pool(rec: &mut Recycler) -> &mut std::collections::VecDeque<MsgBox<Self>> {
         &mut rec.value_info_proto
     }
 
@@ -1433,7 +1433,7 @@ impl Message for NodeProto {
         &mut self.rare.unknown_fields
     }
 
-    fn take_recycled(r: &Reader<'_>) -> Option<Box<Self>> {
+    fn take_recycled(r: &Reader<'_>) -> Option<MsgBox<Self>> {
         recycled(r)
     }
 
@@ -1606,7 +1606,7 @@ impl NodeProto {
 }
 
 impl Recycle for NodeProto {
-    fn pool(rec: &mut Recycler) -> &mut std::collections::VecDeque<Box<Self>> {
+    fn pool(rec: &mut Recycler) -> &mut std::collections::VecDeque<MsgBox<Self>> {
         &mut rec.node_proto
     }
 
@@ -1724,7 +1724,7 @@ impl Message for IntIntListEntryProto {
         &mut self.unknown_fields
     }
 
-    fn take_recycled(r: &Reader<'_>) -> Option<Box<Self>> {
+    fn take_recycled(r: &Reader<'_>) -> Option<MsgBox<Self>> {
         recycled(r)
     }
 }
@@ -1761,7 +1761,7 @@ impl IntIntListEntryProto {
 }
 
 impl Recycle for IntIntListEntryProto {
-    fn pool(rec: &mut Recycler) -> &mut std::collections::VecDeque<Box<Self>> {
+    fn pool(rec: &mut Recycler) -> &mut std::collections::VecDeque<MsgBox<Self>> {
         &mut rec.int_int_list_entry_proto
     }
 
@@ -1857,7 +1857,7 @@ impl Message for NodeDeviceConfigurationProto {
         &mut self.unknown_fields
     }
 
-    fn take_recycled(r: &Reader<'_>) -> Option<Box<Self>> {
+    fn take_recycled(r: &Reader<'_>) -> Option<MsgBox<Self>> {
         recycled(r)
     }
 
@@ -1916,7 +1916,7 @@ impl NodeDeviceConfigurationProto {
 }
 
 impl Recycle for NodeDeviceConfigurationProto {
-    fn pool(rec: &mut Recycler) -> &mut std::collections::VecDeque<Box<Self>> {
+    fn pool(rec: &mut Recycler) -> &mut std::collections::VecDeque<MsgBox<Self>> {
         &mut rec.node_device_configuration_proto
     }
 
@@ -2033,7 +2033,7 @@ impl Message for ShardingSpecProto {
         &mut self.unknown_fields
     }
 
-    fn take_recycled(r: &Reader<'_>) -> Option<Box<Self>> {
+    fn take_recycled(r: &Reader<'_>) -> Option<MsgBox<Self>> {
         recycled(r)
     }
 
@@ -2101,7 +2101,7 @@ impl ShardingSpecProto {
 }
 
 impl Recycle for ShardingSpecProto {
-    fn pool(rec: &mut Recycler) -> &mut std::collections::VecDeque<Box<Self>> {
+    fn pool(rec: &mut Recycler) -> &mut std::collections::VecDeque<MsgBox<Self>> {
         &mut rec.sharding_spec_proto
     }
 
@@ -2189,7 +2189,7 @@ impl Message for ShardedDimProto {
         &mut self.unknown_fields
     }
 
-    fn take_recycled(r: &Reader<'_>) -> Option<Box<Self>> {
+    fn take_recycled(r: &Reader<'_>) -> Option<MsgBox<Self>> {
         recycled(r)
     }
 
@@ -2231,7 +2231,7 @@ impl ShardedDimProto {
 }
 
 impl Recycle for ShardedDimProto {
-    fn pool(rec: &mut Recycler) -> &mut std::collections::VecDeque<Box<Self>> {
+    fn pool(rec: &mut Recycler) -> &mut std::collections::VecDeque<MsgBox<Self>> {
         &mut rec.sharded_dim_proto
     }
 
@@ -2337,7 +2337,7 @@ impl Message for SimpleShardedDimProto {
         &mut self.unknown_fields
     }
 
-    fn take_recycled(r: &Reader<'_>) -> Option<Box<Self>> {
+    fn take_recycled(r: &Reader<'_>) -> Option<MsgBox<Self>> {
         recycled(r)
     }
 }
@@ -2405,7 +2405,7 @@ impl SimpleShardedDimProto {
 }
 
 impl Recycle for SimpleShardedDimProto {
-    fn pool(rec: &mut Recycler) -> &mut std::collections::VecDeque<Box<Self>> {
+    fn pool(rec: &mut Recycler) -> &mut std::collections::VecDeque<MsgBox<Self>> {
         &mut rec.simple_sharded_dim_proto
     }
 
@@ -2423,9 +2423,9 @@ impl Recycle for SimpleShardedDimProto {
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct TrainingInfoProto {
     /// `optional GraphProto initialization = 1;`
-    pub initialization: Option<Box<GraphProto>>,
+    pub initialization: Option<MsgBox<GraphProto>>,
     /// `optional GraphProto algorithm = 2;`
-    pub algorithm: Option<Box<GraphProto>>,
+    pub algorithm: Option<MsgBox<GraphProto>>,
     /// `repeated StringStringEntryProto initialization_binding = 3;`
     pub initialization_binding: RepeatedField<StringStringEntryProto>,
     /// `repeated StringStringEntryProto update_binding = 4;`
@@ -2521,7 +2521,7 @@ impl Message for TrainingInfoProto {
         &mut self.unknown_fields
     }
 
-    fn take_recycled(r: &Reader<'_>) -> Option<Box<Self>> {
+    fn take_recycled(r: &Reader<'_>) -> Option<MsgBox<Self>> {
         recycled(r)
     }
 
@@ -2558,11 +2558,11 @@ impl TrainingInfoProto {
     }
     /// `initialization` for writing (set to an empty message first if unset).
     pub fn mutable_initialization(&mut self) -> &mut GraphProto {
-        self.initialization.get_or_insert_with(|| Box::new(GraphProto::new()))
+        self.initialization.get_or_insert_with(|| MsgBox::new(GraphProto::new()))
     }
     /// Sets `initialization`.
     pub fn set_initialization(&mut self, v: GraphProto) {
-        self.initialization = Some(Box::new(v));
+        self.initialization = Some(MsgBox::new(v));
     }
     /// True when `algorithm` is set.
     pub fn has_algorithm(&self) -> bool {
@@ -2579,11 +2579,11 @@ impl TrainingInfoProto {
     }
     /// `algorithm` for writing (set to an empty message first if unset).
     pub fn mutable_algorithm(&mut self) -> &mut GraphProto {
-        self.algorithm.get_or_insert_with(|| Box::new(GraphProto::new()))
+        self.algorithm.get_or_insert_with(|| MsgBox::new(GraphProto::new()))
     }
     /// Sets `algorithm`.
     pub fn set_algorithm(&mut self, v: GraphProto) {
-        self.algorithm = Some(Box::new(v));
+        self.algorithm = Some(MsgBox::new(v));
     }
     /// Number of `initialization_binding` elements.
     pub fn initialization_binding_size(&self) -> usize {
@@ -2612,7 +2612,7 @@ impl TrainingInfoProto {
 }
 
 impl Recycle for TrainingInfoProto {
-    fn pool(rec: &mut Recycler) -> &mut std::collections::VecDeque<Box<Self>> {
+    fn pool(rec: &mut Recycler) -> &mut std::collections::VecDeque<MsgBox<Self>> {
         &mut rec.training_info_proto
     }
 
@@ -2649,7 +2649,7 @@ pub struct ModelProto {
     /// `optional string doc_string = 6;`
     pub doc_string: Option<ProtoString>,
     /// `optional GraphProto graph = 7;`
-    pub graph: Option<Box<GraphProto>>,
+    pub graph: Option<MsgBox<GraphProto>>,
     /// `repeated StringStringEntryProto metadata_props = 14;`
     pub metadata_props: RepeatedField<StringStringEntryProto>,
     /// `repeated TrainingInfoProto training_info = 20;`
@@ -2839,7 +2839,7 @@ impl Message for ModelProto {
         &mut self.unknown_fields
     }
 
-    fn take_recycled(r: &Reader<'_>) -> Option<Box<Self>> {
+    fn take_recycled(r: &Reader<'_>) -> Option<MsgBox<Self>> {
         recycled(r)
     }
 
@@ -2988,11 +2988,11 @@ impl ModelProto {
     }
     /// `graph` for writing (set to an empty message first if unset).
     pub fn mutable_graph(&mut self) -> &mut GraphProto {
-        self.graph.get_or_insert_with(|| Box::new(GraphProto::new()))
+        self.graph.get_or_insert_with(|| MsgBox::new(GraphProto::new()))
     }
     /// Sets `graph`.
     pub fn set_graph(&mut self, v: GraphProto) {
-        self.graph = Some(Box::new(v));
+        self.graph = Some(MsgBox::new(v));
     }
     /// Number of `metadata_props` elements.
     pub fn metadata_props_size(&self) -> usize {
@@ -3045,7 +3045,7 @@ impl ModelProto {
 }
 
 impl Recycle for ModelProto {
-    fn pool(rec: &mut Recycler) -> &mut std::collections::VecDeque<Box<Self>> {
+    fn pool(rec: &mut Recycler) -> &mut std::collections::VecDeque<MsgBox<Self>> {
         &mut rec.model_proto
     }
 
@@ -3159,7 +3159,7 @@ impl Message for DeviceConfigurationProto {
         &mut self.unknown_fields
     }
 
-    fn take_recycled(r: &Reader<'_>) -> Option<Box<Self>> {
+    fn take_recycled(r: &Reader<'_>) -> Option<MsgBox<Self>> {
         recycled(r)
     }
 }
@@ -3213,7 +3213,7 @@ impl DeviceConfigurationProto {
 }
 
 impl Recycle for DeviceConfigurationProto {
-    fn pool(rec: &mut Recycler) -> &mut std::collections::VecDeque<Box<Self>> {
+    fn pool(rec: &mut Recycler) -> &mut std::collections::VecDeque<MsgBox<Self>> {
         &mut rec.device_configuration_proto
     }
 
@@ -3300,7 +3300,7 @@ impl Message for StringStringEntryProto {
         &mut self.unknown_fields
     }
 
-    fn take_recycled(r: &Reader<'_>) -> Option<Box<Self>> {
+    fn take_recycled(r: &Reader<'_>) -> Option<MsgBox<Self>> {
         recycled(r)
     }
 }
@@ -3343,7 +3343,7 @@ impl StringStringEntryProto {
 }
 
 impl Recycle for StringStringEntryProto {
-    fn pool(rec: &mut Recycler) -> &mut std::collections::VecDeque<Box<Self>> {
+    fn pool(rec: &mut Recycler) -> &mut std::collections::VecDeque<MsgBox<Self>> {
         &mut rec.string_string_entry_proto
     }
 
@@ -3432,7 +3432,7 @@ impl Message for TensorAnnotation {
         &mut self.unknown_fields
     }
 
-    fn take_recycled(r: &Reader<'_>) -> Option<Box<Self>> {
+    fn take_recycled(r: &Reader<'_>) -> Option<MsgBox<Self>> {
         recycled(r)
     }
 
@@ -3475,7 +3475,7 @@ impl TensorAnnotation {
 }
 
 impl Recycle for TensorAnnotation {
-    fn pool(rec: &mut Recycler) -> &mut std::collections::VecDeque<Box<Self>> {
+    fn pool(rec: &mut Recycler) -> &mut std::collections::VecDeque<MsgBox<Self>> {
         &mut rec.tensor_annotation
     }
 
@@ -3691,7 +3691,7 @@ impl Message for GraphProto {
         &mut self.unknown_fields
     }
 
-    fn take_recycled(r: &Reader<'_>) -> Option<Box<Self>> {
+    fn take_recycled(r: &Reader<'_>) -> Option<MsgBox<Self>> {
         recycled(r)
     }
 
@@ -3846,7 +3846,7 @@ impl GraphProto {
 }
 
 impl Recycle for GraphProto {
-    fn pool(rec: &mut Recycler) -> &mut std::collections::VecDeque<Box<Self>> {
+    fn pool(rec: &mut Recycler) -> &mut std::collections::VecDeque<MsgBox<Self>> {
         &mut rec.graph_proto
     }
 
@@ -3907,7 +3907,7 @@ impl TensorProto {
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct TensorProtoRare {
     /// `optional TensorProto.Segment segment = 3;`
-    pub segment: Option<Box<TensorProtoSegment>>,
+    pub segment: Option<MsgBox<TensorProtoSegment>>,
     /// `repeated int32 int32_data = 5 [packed = true];`
     pub int32_data: InlineVec<i32, 2>,
     /// `repeated bytes string_data = 6;`
@@ -4214,7 +4214,7 @@ impl Message for TensorProto {
         &mut self.rare.unknown_fields
     }
 
-    fn take_recycled(r: &Reader<'_>) -> Option<Box<Self>> {
+    fn take_recycled(r: &Reader<'_>) -> Option<MsgBox<Self>> {
         recycled(r)
     }
 
@@ -4269,11 +4269,11 @@ impl TensorProto {
     }
     /// `segment` for writing (set to an empty message first if unset).
     pub fn mutable_segment(&mut self) -> &mut TensorProtoSegment {
-        self.rare.segment.get_or_insert_with(|| Box::new(TensorProtoSegment::new()))
+        self.rare.segment.get_or_insert_with(|| MsgBox::new(TensorProtoSegment::new()))
     }
     /// Sets `segment`.
     pub fn set_segment(&mut self, v: TensorProtoSegment) {
-        self.rare.segment = Some(Box::new(v));
+        self.rare.segment = Some(MsgBox::new(v));
     }
     /// Number of `float_data` elements.
     pub fn float_data_size(&self) -> usize {
@@ -4456,7 +4456,7 @@ impl TensorProto {
 }
 
 impl Recycle for TensorProto {
-    fn pool(rec: &mut Recycler) -> &mut std::collections::VecDeque<Box<Self>> {
+    fn pool(rec: &mut Recycler) -> &mut std::collections::VecDeque<MsgBox<Self>> {
         &mut rec.tensor_proto
     }
 
@@ -4578,7 +4578,7 @@ impl Message for TensorProtoSegment {
         &mut self.unknown_fields
     }
 
-    fn take_recycled(r: &Reader<'_>) -> Option<Box<Self>> {
+    fn take_recycled(r: &Reader<'_>) -> Option<MsgBox<Self>> {
         recycled(r)
     }
 }
@@ -4619,7 +4619,7 @@ impl TensorProtoSegment {
 }
 
 impl Recycle for TensorProtoSegment {
-    fn pool(rec: &mut Recycler) -> &mut std::collections::VecDeque<Box<Self>> {
+    fn pool(rec: &mut Recycler) -> &mut std::collections::VecDeque<MsgBox<Self>> {
         &mut rec.tensor_proto_segment
     }
 
@@ -4634,9 +4634,9 @@ impl Recycle for TensorProtoSegment {
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct SparseTensorProto {
     /// `optional TensorProto values = 1;`
-    pub values: Option<Box<TensorProto>>,
+    pub values: Option<MsgBox<TensorProto>>,
     /// `optional TensorProto indices = 2;`
-    pub indices: Option<Box<TensorProto>>,
+    pub indices: Option<MsgBox<TensorProto>>,
     /// `repeated int64 dims = 3;`
     pub dims: InlineVec<i64, 1>,
     /// Fields not in the schema, as read (written back after the known ones); read and write them
@@ -4713,7 +4713,7 @@ impl Message for SparseTensorProto {
         &mut self.unknown_fields
     }
 
-    fn take_recycled(r: &Reader<'_>) -> Option<Box<Self>> {
+    fn take_recycled(r: &Reader<'_>) -> Option<MsgBox<Self>> {
         recycled(r)
     }
 
@@ -4748,11 +4748,11 @@ impl SparseTensorProto {
     }
     /// `values` for writing (set to an empty message first if unset).
     pub fn mutable_values(&mut self) -> &mut TensorProto {
-        self.values.get_or_insert_with(|| Box::new(TensorProto::new()))
+        self.values.get_or_insert_with(|| MsgBox::new(TensorProto::new()))
     }
     /// Sets `values`.
     pub fn set_values(&mut self, v: TensorProto) {
-        self.values = Some(Box::new(v));
+        self.values = Some(MsgBox::new(v));
     }
     /// True when `indices` is set.
     pub fn has_indices(&self) -> bool {
@@ -4769,11 +4769,11 @@ impl SparseTensorProto {
     }
     /// `indices` for writing (set to an empty message first if unset).
     pub fn mutable_indices(&mut self) -> &mut TensorProto {
-        self.indices.get_or_insert_with(|| Box::new(TensorProto::new()))
+        self.indices.get_or_insert_with(|| MsgBox::new(TensorProto::new()))
     }
     /// Sets `indices`.
     pub fn set_indices(&mut self, v: TensorProto) {
-        self.indices = Some(Box::new(v));
+        self.indices = Some(MsgBox::new(v));
     }
     /// Number of `dims` elements.
     pub fn dims_size(&self) -> usize {
@@ -4790,7 +4790,7 @@ impl SparseTensorProto {
 }
 
 impl Recycle for SparseTensorProto {
-    fn pool(rec: &mut Recycler) -> &mut std::collections::VecDeque<Box<Self>> {
+    fn pool(rec: &mut Recycler) -> &mut std::collections::VecDeque<MsgBox<Self>> {
         &mut rec.sparse_tensor_proto
     }
 
@@ -4870,7 +4870,7 @@ impl Message for TensorShapeProto {
         &mut self.unknown_fields
     }
 
-    fn take_recycled(r: &Reader<'_>) -> Option<Box<Self>> {
+    fn take_recycled(r: &Reader<'_>) -> Option<MsgBox<Self>> {
         recycled(r)
     }
 
@@ -4896,7 +4896,7 @@ impl TensorShapeProto {
 }
 
 impl Recycle for TensorShapeProto {
-    fn pool(rec: &mut Recycler) -> &mut std::collections::VecDeque<Box<Self>> {
+    fn pool(rec: &mut Recycler) -> &mut std::collections::VecDeque<MsgBox<Self>> {
         &mut rec.tensor_shape_proto
     }
 
@@ -5030,7 +5030,7 @@ impl Message for TensorShapeProtoDimension {
         &mut self.rare.unknown_fields
     }
 
-    fn take_recycled(r: &Reader<'_>) -> Option<Box<Self>> {
+    fn take_recycled(r: &Reader<'_>) -> Option<MsgBox<Self>> {
         recycled(r)
     }
 }
@@ -5101,7 +5101,7 @@ impl TensorShapeProtoDimension {
 }
 
 impl Recycle for TensorShapeProtoDimension {
-    fn pool(rec: &mut Recycler) -> &mut std::collections::VecDeque<Box<Self>> {
+    fn pool(rec: &mut Recycler) -> &mut std::collections::VecDeque<MsgBox<Self>> {
         &mut rec.tensor_shape_proto_dimension
     }
 
@@ -5170,17 +5170,17 @@ impl RareFields for TypeProtoRare {
 #[repr(u32)]
 pub enum TypeProtoValue {
     /// `TypeProto.Tensor tensor_type = 1;`
-    TensorType(Box<TypeProtoTensor>),
+    TensorType(MsgBox<TypeProtoTensor>),
     /// `TypeProto.Sequence sequence_type = 4;`
-    SequenceType(Box<TypeProtoSequence>),
+    SequenceType(MsgBox<TypeProtoSequence>),
     /// `TypeProto.Map map_type = 5;`
-    MapType(Box<TypeProtoMap>),
+    MapType(MsgBox<TypeProtoMap>),
     /// `TypeProto.Optional optional_type = 9;`
-    OptionalType(Box<TypeProtoOptional>),
+    OptionalType(MsgBox<TypeProtoOptional>),
     /// `TypeProto.SparseTensor sparse_tensor_type = 8;`
-    SparseTensorType(Box<TypeProtoSparseTensor>),
+    SparseTensorType(MsgBox<TypeProtoSparseTensor>),
     /// `TypeProto.Opaque opaque_type = 7;`
-    OpaqueType(Box<TypeProtoOpaque>),
+    OpaqueType(MsgBox<TypeProtoOpaque>),
 }
 
 impl Message for TypeProto {
@@ -5322,7 +5322,7 @@ impl Message for TypeProto {
         &mut self.rare.unknown_fields
     }
 
-    fn take_recycled(r: &Reader<'_>) -> Option<Box<Self>> {
+    fn take_recycled(r: &Reader<'_>) -> Option<MsgBox<Self>> {
         recycled(r)
     }
 }
@@ -5343,7 +5343,7 @@ impl TypeProto {
     /// `tensor_type` for writing; switches the oneof to it.
     pub fn mutable_tensor_type(&mut self) -> &mut TypeProtoTensor {
         if !self.has_tensor_type() {
-            self.value = Some(TypeProtoValue::TensorType(Box::new(TypeProtoTensor::new())));
+            self.value = Some(TypeProtoValue::TensorType(MsgBox::new(TypeProtoTensor::new())));
         }
         match &mut self.value {
             Some(TypeProtoValue::TensorType(v)) => v,
@@ -5371,7 +5371,7 @@ impl TypeProto {
     /// `sequence_type` for writing; switches the oneof to it.
     pub fn mutable_sequence_type(&mut self) -> &mut TypeProtoSequence {
         if !self.has_sequence_type() {
-            self.value = Some(TypeProtoValue::SequenceType(Box::new(TypeProtoSequence::new())));
+            self.value = Some(TypeProtoValue::SequenceType(MsgBox::new(TypeProtoSequence::new())));
         }
         match &mut self.value {
             Some(TypeProtoValue::SequenceType(v)) => v,
@@ -5399,7 +5399,7 @@ impl TypeProto {
     /// `map_type` for writing; switches the oneof to it.
     pub fn mutable_map_type(&mut self) -> &mut TypeProtoMap {
         if !self.has_map_type() {
-            self.value = Some(TypeProtoValue::MapType(Box::new(TypeProtoMap::new())));
+            self.value = Some(TypeProtoValue::MapType(MsgBox::new(TypeProtoMap::new())));
         }
         match &mut self.value {
             Some(TypeProtoValue::MapType(v)) => v,
@@ -5427,7 +5427,7 @@ impl TypeProto {
     /// `optional_type` for writing; switches the oneof to it.
     pub fn mutable_optional_type(&mut self) -> &mut TypeProtoOptional {
         if !self.has_optional_type() {
-            self.value = Some(TypeProtoValue::OptionalType(Box::new(TypeProtoOptional::new())));
+            self.value = Some(TypeProtoValue::OptionalType(MsgBox::new(TypeProtoOptional::new())));
         }
         match &mut self.value {
             Some(TypeProtoValue::OptionalType(v)) => v,
@@ -5455,7 +5455,7 @@ impl TypeProto {
     /// `sparse_tensor_type` for writing; switches the oneof to it.
     pub fn mutable_sparse_tensor_type(&mut self) -> &mut TypeProtoSparseTensor {
         if !self.has_sparse_tensor_type() {
-            self.value = Some(TypeProtoValue::SparseTensorType(Box::new(TypeProtoSparseTensor::new())));
+            self.value = Some(TypeProtoValue::SparseTensorType(MsgBox::new(TypeProtoSparseTensor::new())));
         }
         match &mut self.value {
             Some(TypeProtoValue::SparseTensorType(v)) => v,
@@ -5483,7 +5483,7 @@ impl TypeProto {
     /// `opaque_type` for writing; switches the oneof to it.
     pub fn mutable_opaque_type(&mut self) -> &mut TypeProtoOpaque {
         if !self.has_opaque_type() {
-            self.value = Some(TypeProtoValue::OpaqueType(Box::new(TypeProtoOpaque::new())));
+            self.value = Some(TypeProtoValue::OpaqueType(MsgBox::new(TypeProtoOpaque::new())));
         }
         match &mut self.value {
             Some(TypeProtoValue::OpaqueType(v)) => v,
@@ -5518,7 +5518,7 @@ impl TypeProto {
 }
 
 impl Recycle for TypeProto {
-    fn pool(rec: &mut Recycler) -> &mut std::collections::VecDeque<Box<Self>> {
+    fn pool(rec: &mut Recycler) -> &mut std::collections::VecDeque<MsgBox<Self>> {
         &mut rec.type_proto
     }
 
@@ -5565,7 +5565,7 @@ pub struct TypeProtoTensor {
     /// `optional int32 elem_type = 1;`
     pub elem_type: Option<i32>,
     /// `optional TensorShapeProto shape = 2;`
-    pub shape: Option<Box<TensorShapeProto>>,
+    pub shape: Option<MsgBox<TensorShapeProto>>,
     /// Fields not in the schema, as read (written back after the known ones); read and write them
     /// through `Message::unknown_fields` / `Message::unknown_fields_mut`.
     pub unknown_fields: UnknownFields,
@@ -5628,7 +5628,7 @@ impl Message for TypeProtoTensor {
         &mut self.unknown_fields
     }
 
-    fn take_recycled(r: &Reader<'_>) -> Option<Box<Self>> {
+    fn take_recycled(r: &Reader<'_>) -> Option<MsgBox<Self>> {
         recycled(r)
     }
 
@@ -5672,16 +5672,16 @@ impl TypeProtoTensor {
     }
     /// `shape` for writing (set to an empty message first if unset).
     pub fn mutable_shape(&mut self) -> &mut TensorShapeProto {
-        self.shape.get_or_insert_with(|| Box::new(TensorShapeProto::new()))
+        self.shape.get_or_insert_with(|| MsgBox::new(TensorShapeProto::new()))
     }
     /// Sets `shape`.
     pub fn set_shape(&mut self, v: TensorShapeProto) {
-        self.shape = Some(Box::new(v));
+        self.shape = Some(MsgBox::new(v));
     }
 }
 
 impl Recycle for TypeProtoTensor {
-    fn pool(rec: &mut Recycler) -> &mut std::collections::VecDeque<Box<Self>> {
+    fn pool(rec: &mut Recycler) -> &mut std::collections::VecDeque<MsgBox<Self>> {
         &mut rec.type_proto_tensor
     }
 
@@ -5699,7 +5699,7 @@ impl Recycle for TypeProtoTensor {
 #[derive(Default)]
 pub struct TypeProtoSequence {
     /// `optional TypeProto elem_type = 1;`
-    pub elem_type: Option<Box<TypeProto>>,
+    pub elem_type: Option<MsgBox<TypeProto>>,
     /// Fields not in the schema, as read (written back after the known ones); read and write them
     /// through `Message::unknown_fields` / `Message::unknown_fields_mut`.
     pub unknown_fields: UnknownFields,
@@ -5806,7 +5806,7 @@ impl Message for TypeProtoSequence {
         &mut self.unknown_fields
     }
 
-    fn take_recycled(r: &Reader<'_>) -> Option<Box<Self>> {
+    fn take_recycled(r: &Reader<'_>) -> Option<MsgBox<Self>> {
         recycled(r)
     }
 
@@ -5834,16 +5834,16 @@ impl TypeProtoSequence {
     }
     /// `elem_type` for writing (set to an empty message first if unset).
     pub fn mutable_elem_type(&mut self) -> &mut TypeProto {
-        self.elem_type.get_or_insert_with(|| Box::new(TypeProto::new()))
+        self.elem_type.get_or_insert_with(|| MsgBox::new(TypeProto::new()))
     }
     /// Sets `elem_type`.
     pub fn set_elem_type(&mut self, v: TypeProto) {
-        self.elem_type = Some(Box::new(v));
+        self.elem_type = Some(MsgBox::new(v));
     }
 }
 
 impl Recycle for TypeProtoSequence {
-    fn pool(rec: &mut Recycler) -> &mut std::collections::VecDeque<Box<Self>> {
+    fn pool(rec: &mut Recycler) -> &mut std::collections::VecDeque<MsgBox<Self>> {
         &mut rec.type_proto_sequence
     }
 
@@ -5862,7 +5862,7 @@ pub struct TypeProtoMap {
     /// `optional int32 key_type = 1;`
     pub key_type: Option<i32>,
     /// `optional TypeProto value_type = 2;`
-    pub value_type: Option<Box<TypeProto>>,
+    pub value_type: Option<MsgBox<TypeProto>>,
     /// Fields not in the schema, as read (written back after the known ones); read and write them
     /// through `Message::unknown_fields` / `Message::unknown_fields_mut`.
     pub unknown_fields: UnknownFields,
@@ -5981,7 +5981,7 @@ impl Message for TypeProtoMap {
         &mut self.unknown_fields
     }
 
-    fn take_recycled(r: &Reader<'_>) -> Option<Box<Self>> {
+    fn take_recycled(r: &Reader<'_>) -> Option<MsgBox<Self>> {
         recycled(r)
     }
 
@@ -6025,16 +6025,16 @@ impl TypeProtoMap {
     }
     /// `value_type` for writing (set to an empty message first if unset).
     pub fn mutable_value_type(&mut self) -> &mut TypeProto {
-        self.value_type.get_or_insert_with(|| Box::new(TypeProto::new()))
+        self.value_type.get_or_insert_with(|| MsgBox::new(TypeProto::new()))
     }
     /// Sets `value_type`.
     pub fn set_value_type(&mut self, v: TypeProto) {
-        self.value_type = Some(Box::new(v));
+        self.value_type = Some(MsgBox::new(v));
     }
 }
 
 impl Recycle for TypeProtoMap {
-    fn pool(rec: &mut Recycler) -> &mut std::collections::VecDeque<Box<Self>> {
+    fn pool(rec: &mut Recycler) -> &mut std::collections::VecDeque<MsgBox<Self>> {
         &mut rec.type_proto_map
     }
 
@@ -6052,7 +6052,7 @@ impl Recycle for TypeProtoMap {
 #[derive(Default)]
 pub struct TypeProtoOptional {
     /// `optional TypeProto elem_type = 1;`
-    pub elem_type: Option<Box<TypeProto>>,
+    pub elem_type: Option<MsgBox<TypeProto>>,
     /// Fields not in the schema, as read (written back after the known ones); read and write them
     /// through `Message::unknown_fields` / `Message::unknown_fields_mut`.
     pub unknown_fields: UnknownFields,
@@ -6159,7 +6159,7 @@ impl Message for TypeProtoOptional {
         &mut self.unknown_fields
     }
 
-    fn take_recycled(r: &Reader<'_>) -> Option<Box<Self>> {
+    fn take_recycled(r: &Reader<'_>) -> Option<MsgBox<Self>> {
         recycled(r)
     }
 
@@ -6187,16 +6187,16 @@ impl TypeProtoOptional {
     }
     /// `elem_type` for writing (set to an empty message first if unset).
     pub fn mutable_elem_type(&mut self) -> &mut TypeProto {
-        self.elem_type.get_or_insert_with(|| Box::new(TypeProto::new()))
+        self.elem_type.get_or_insert_with(|| MsgBox::new(TypeProto::new()))
     }
     /// Sets `elem_type`.
     pub fn set_elem_type(&mut self, v: TypeProto) {
-        self.elem_type = Some(Box::new(v));
+        self.elem_type = Some(MsgBox::new(v));
     }
 }
 
 impl Recycle for TypeProtoOptional {
-    fn pool(rec: &mut Recycler) -> &mut std::collections::VecDeque<Box<Self>> {
+    fn pool(rec: &mut Recycler) -> &mut std::collections::VecDeque<MsgBox<Self>> {
         &mut rec.type_proto_optional
     }
 
@@ -6215,7 +6215,7 @@ pub struct TypeProtoSparseTensor {
     /// `optional int32 elem_type = 1;`
     pub elem_type: Option<i32>,
     /// `optional TensorShapeProto shape = 2;`
-    pub shape: Option<Box<TensorShapeProto>>,
+    pub shape: Option<MsgBox<TensorShapeProto>>,
     /// Fields not in the schema, as read (written back after the known ones); read and write them
     /// through `Message::unknown_fields` / `Message::unknown_fields_mut`.
     pub unknown_fields: UnknownFields,
@@ -6278,7 +6278,7 @@ impl Message for TypeProtoSparseTensor {
         &mut self.unknown_fields
     }
 
-    fn take_recycled(r: &Reader<'_>) -> Option<Box<Self>> {
+    fn take_recycled(r: &Reader<'_>) -> Option<MsgBox<Self>> {
         recycled(r)
     }
 
@@ -6322,16 +6322,16 @@ impl TypeProtoSparseTensor {
     }
     /// `shape` for writing (set to an empty message first if unset).
     pub fn mutable_shape(&mut self) -> &mut TensorShapeProto {
-        self.shape.get_or_insert_with(|| Box::new(TensorShapeProto::new()))
+        self.shape.get_or_insert_with(|| MsgBox::new(TensorShapeProto::new()))
     }
     /// Sets `shape`.
     pub fn set_shape(&mut self, v: TensorShapeProto) {
-        self.shape = Some(Box::new(v));
+        self.shape = Some(MsgBox::new(v));
     }
 }
 
 impl Recycle for TypeProtoSparseTensor {
-    fn pool(rec: &mut Recycler) -> &mut std::collections::VecDeque<Box<Self>> {
+    fn pool(rec: &mut Recycler) -> &mut std::collections::VecDeque<MsgBox<Self>> {
         &mut rec.type_proto_sparse_tensor
     }
 
@@ -6415,7 +6415,7 @@ impl Message for TypeProtoOpaque {
         &mut self.unknown_fields
     }
 
-    fn take_recycled(r: &Reader<'_>) -> Option<Box<Self>> {
+    fn take_recycled(r: &Reader<'_>) -> Option<MsgBox<Self>> {
         recycled(r)
     }
 }
@@ -6458,7 +6458,7 @@ impl TypeProtoOpaque {
 }
 
 impl Recycle for TypeProtoOpaque {
-    fn pool(rec: &mut Recycler) -> &mut std::collections::VecDeque<Box<Self>> {
+    fn pool(rec: &mut Recycler) -> &mut std::collections::VecDeque<MsgBox<Self>> {
         &mut rec.type_proto_opaque
     }
 
@@ -6542,7 +6542,7 @@ impl Message for OperatorSetIdProto {
         &mut self.unknown_fields
     }
 
-    fn take_recycled(r: &Reader<'_>) -> Option<Box<Self>> {
+    fn take_recycled(r: &Reader<'_>) -> Option<MsgBox<Self>> {
         recycled(r)
     }
 }
@@ -6584,7 +6584,7 @@ impl OperatorSetIdProto {
 }
 
 impl Recycle for OperatorSetIdProto {
-    fn pool(rec: &mut Recycler) -> &mut std::collections::VecDeque<Box<Self>> {
+    fn pool(rec: &mut Recycler) -> &mut std::collections::VecDeque<MsgBox<Self>> {
         &mut rec.operator_set_id_proto
     }
 
@@ -6810,7 +6810,7 @@ impl Message for FunctionProto {
         &mut self.unknown_fields
     }
 
-    fn take_recycled(r: &Reader<'_>) -> Option<Box<Self>> {
+    fn take_recycled(r: &Reader<'_>) -> Option<MsgBox<Self>> {
         recycled(r)
     }
 
@@ -6996,7 +6996,7 @@ impl FunctionProto {
 }
 
 impl Recycle for FunctionProto {
-    fn pool(rec: &mut Recycler) -> &mut std::collections::VecDeque<Box<Self>> {
+    fn pool(rec: &mut Recycler) -> &mut std::collections::VecDeque<MsgBox<Self>> {
         &mut rec.function_proto
     }
 
@@ -7254,7 +7254,7 @@ impl Message for SequenceProto {
         &mut self.unknown_fields
     }
 
-    fn take_recycled(r: &Reader<'_>) -> Option<Box<Self>> {
+    fn take_recycled(r: &Reader<'_>) -> Option<MsgBox<Self>> {
         recycled(r)
     }
 
@@ -7369,7 +7369,7 @@ impl SequenceProto {
 }
 
 impl Recycle for SequenceProto {
-    fn pool(rec: &mut Recycler) -> &mut std::collections::VecDeque<Box<Self>> {
+    fn pool(rec: &mut Recycler) -> &mut std::collections::VecDeque<MsgBox<Self>> {
         &mut rec.sequence_proto
     }
 
@@ -7399,7 +7399,7 @@ pub struct MapProto {
     /// `repeated bytes string_keys = 4;`
     pub string_keys: InlineVec<ProtoString>,
     /// `optional SequenceProto values = 5;`
-    pub values: Option<Box<SequenceProto>>,
+    pub values: Option<MsgBox<SequenceProto>>,
     /// Fields not in the schema, as read (written back after the known ones); read and write them
     /// through `Message::unknown_fields` / `Message::unknown_fields_mut`.
     pub unknown_fields: UnknownFields,
@@ -7559,7 +7559,7 @@ impl Message for MapProto {
         &mut self.unknown_fields
     }
 
-    fn take_recycled(r: &Reader<'_>) -> Option<Box<Self>> {
+    fn take_recycled(r: &Reader<'_>) -> Option<MsgBox<Self>> {
         recycled(r)
     }
 
@@ -7648,16 +7648,16 @@ impl MapProto {
     }
     /// `values` for writing (set to an empty message first if unset).
     pub fn mutable_values(&mut self) -> &mut SequenceProto {
-        self.values.get_or_insert_with(|| Box::new(SequenceProto::new()))
+        self.values.get_or_insert_with(|| MsgBox::new(SequenceProto::new()))
     }
     /// Sets `values`.
     pub fn set_values(&mut self, v: SequenceProto) {
-        self.values = Some(Box::new(v));
+        self.values = Some(MsgBox::new(v));
     }
 }
 
 impl Recycle for MapProto {
-    fn pool(rec: &mut Recycler) -> &mut std::collections::VecDeque<Box<Self>> {
+    fn pool(rec: &mut Recycler) -> &mut std::collections::VecDeque<MsgBox<Self>> {
         &mut rec.map_proto
     }
 
@@ -7687,15 +7687,15 @@ pub struct OptionalProto {
     /// `optional int32 elem_type = 2;`
     pub elem_type: Option<i32>,
     /// `optional TensorProto tensor_value = 3;`
-    pub tensor_value: Option<Box<TensorProto>>,
+    pub tensor_value: Option<MsgBox<TensorProto>>,
     /// `optional SparseTensorProto sparse_tensor_value = 4;`
-    pub sparse_tensor_value: Option<Box<SparseTensorProto>>,
+    pub sparse_tensor_value: Option<MsgBox<SparseTensorProto>>,
     /// `optional SequenceProto sequence_value = 5;`
-    pub sequence_value: Option<Box<SequenceProto>>,
+    pub sequence_value: Option<MsgBox<SequenceProto>>,
     /// `optional MapProto map_value = 6;`
-    pub map_value: Option<Box<MapProto>>,
+    pub map_value: Option<MsgBox<MapProto>>,
     /// `optional OptionalProto optional_value = 7;`
-    pub optional_value: Option<Box<OptionalProto>>,
+    pub optional_value: Option<MsgBox<OptionalProto>>,
     /// Fields not in the schema, as read (written back after the known ones); read and write them
     /// through `Message::unknown_fields` / `Message::unknown_fields_mut`.
     pub unknown_fields: UnknownFields,
@@ -7880,7 +7880,7 @@ impl Message for OptionalProto {
         &mut self.unknown_fields
     }
 
-    fn take_recycled(r: &Reader<'_>) -> Option<Box<Self>> {
+    fn take_recycled(r: &Reader<'_>) -> Option<MsgBox<Self>> {
         recycled(r)
     }
 
@@ -7957,11 +7957,11 @@ impl OptionalProto {
     }
     /// `tensor_value` for writing (set to an empty message first if unset).
     pub fn mutable_tensor_value(&mut self) -> &mut TensorProto {
-        self.tensor_value.get_or_insert_with(|| Box::new(TensorProto::new()))
+        self.tensor_value.get_or_insert_with(|| MsgBox::new(TensorProto::new()))
     }
     /// Sets `tensor_value`.
     pub fn set_tensor_value(&mut self, v: TensorProto) {
-        self.tensor_value = Some(Box::new(v));
+        self.tensor_value = Some(MsgBox::new(v));
     }
     /// True when `sparse_tensor_value` is set.
     pub fn has_sparse_tensor_value(&self) -> bool {
@@ -7978,11 +7978,11 @@ impl OptionalProto {
     }
     /// `sparse_tensor_value` for writing (set to an empty message first if unset).
     pub fn mutable_sparse_tensor_value(&mut self) -> &mut SparseTensorProto {
-        self.sparse_tensor_value.get_or_insert_with(|| Box::new(SparseTensorProto::new()))
+        self.sparse_tensor_value.get_or_insert_with(|| MsgBox::new(SparseTensorProto::new()))
     }
     /// Sets `sparse_tensor_value`.
     pub fn set_sparse_tensor_value(&mut self, v: SparseTensorProto) {
-        self.sparse_tensor_value = Some(Box::new(v));
+        self.sparse_tensor_value = Some(MsgBox::new(v));
     }
     /// True when `sequence_value` is set.
     pub fn has_sequence_value(&self) -> bool {
@@ -7999,11 +7999,11 @@ impl OptionalProto {
     }
     /// `sequence_value` for writing (set to an empty message first if unset).
     pub fn mutable_sequence_value(&mut self) -> &mut SequenceProto {
-        self.sequence_value.get_or_insert_with(|| Box::new(SequenceProto::new()))
+        self.sequence_value.get_or_insert_with(|| MsgBox::new(SequenceProto::new()))
     }
     /// Sets `sequence_value`.
     pub fn set_sequence_value(&mut self, v: SequenceProto) {
-        self.sequence_value = Some(Box::new(v));
+        self.sequence_value = Some(MsgBox::new(v));
     }
     /// True when `map_value` is set.
     pub fn has_map_value(&self) -> bool {
@@ -8020,11 +8020,11 @@ impl OptionalProto {
     }
     /// `map_value` for writing (set to an empty message first if unset).
     pub fn mutable_map_value(&mut self) -> &mut MapProto {
-        self.map_value.get_or_insert_with(|| Box::new(MapProto::new()))
+        self.map_value.get_or_insert_with(|| MsgBox::new(MapProto::new()))
     }
     /// Sets `map_value`.
     pub fn set_map_value(&mut self, v: MapProto) {
-        self.map_value = Some(Box::new(v));
+        self.map_value = Some(MsgBox::new(v));
     }
     /// True when `optional_value` is set.
     pub fn has_optional_value(&self) -> bool {
@@ -8041,16 +8041,16 @@ impl OptionalProto {
     }
     /// `optional_value` for writing (set to an empty message first if unset).
     pub fn mutable_optional_value(&mut self) -> &mut OptionalProto {
-        self.optional_value.get_or_insert_with(|| Box::new(OptionalProto::new()))
+        self.optional_value.get_or_insert_with(|| MsgBox::new(OptionalProto::new()))
     }
     /// Sets `optional_value`.
     pub fn set_optional_value(&mut self, v: OptionalProto) {
-        self.optional_value = Some(Box::new(v));
+        self.optional_value = Some(MsgBox::new(v));
     }
 }
 
 impl Recycle for OptionalProto {
-    fn pool(rec: &mut Recycler) -> &mut std::collections::VecDeque<Box<Self>> {
+    fn pool(rec: &mut Recycler) -> &mut std::collections::VecDeque<MsgBox<Self>> {
         &mut rec.optional_proto
     }
 
@@ -8089,43 +8089,43 @@ impl Recycle for OptionalProto {
 /// parses into it again. What is left is freed with it.
 #[derive(Default)]
 pub(crate) struct Recycler {
-    attribute_proto: std::collections::VecDeque<Box<AttributeProto>>,
-    value_info_proto: std::collections::VecDeque<Box<ValueInfoProto>>,
-    node_proto: std::collections::VecDeque<Box<NodeProto>>,
-    int_int_list_entry_proto: std::collections::VecDeque<Box<IntIntListEntryProto>>,
-    node_device_configuration_proto: std::collections::VecDeque<Box<NodeDeviceConfigurationProto>>,
-    sharding_spec_proto: std::collections::VecDeque<Box<ShardingSpecProto>>,
-    sharded_dim_proto: std::collections::VecDeque<Box<ShardedDimProto>>,
-    simple_sharded_dim_proto: std::collections::VecDeque<Box<SimpleShardedDimProto>>,
-    training_info_proto: std::collections::VecDeque<Box<TrainingInfoProto>>,
-    model_proto: std::collections::VecDeque<Box<ModelProto>>,
-    device_configuration_proto: std::collections::VecDeque<Box<DeviceConfigurationProto>>,
-    string_string_entry_proto: std::collections::VecDeque<Box<StringStringEntryProto>>,
-    tensor_annotation: std::collections::VecDeque<Box<TensorAnnotation>>,
-    graph_proto: std::collections::VecDeque<Box<GraphProto>>,
-    tensor_proto: std::collections::VecDeque<Box<TensorProto>>,
-    tensor_proto_segment: std::collections::VecDeque<Box<TensorProtoSegment>>,
-    sparse_tensor_proto: std::collections::VecDeque<Box<SparseTensorProto>>,
-    tensor_shape_proto: std::collections::VecDeque<Box<TensorShapeProto>>,
-    tensor_shape_proto_dimension: std::collections::VecDeque<Box<TensorShapeProtoDimension>>,
-    type_proto: std::collections::VecDeque<Box<TypeProto>>,
-    type_proto_tensor: std::collections::VecDeque<Box<TypeProtoTensor>>,
-    type_proto_sequence: std::collections::VecDeque<Box<TypeProtoSequence>>,
-    type_proto_map: std::collections::VecDeque<Box<TypeProtoMap>>,
-    type_proto_optional: std::collections::VecDeque<Box<TypeProtoOptional>>,
-    type_proto_sparse_tensor: std::collections::VecDeque<Box<TypeProtoSparseTensor>>,
-    type_proto_opaque: std::collections::VecDeque<Box<TypeProtoOpaque>>,
-    operator_set_id_proto: std::collections::VecDeque<Box<OperatorSetIdProto>>,
-    function_proto: std::collections::VecDeque<Box<FunctionProto>>,
-    sequence_proto: std::collections::VecDeque<Box<SequenceProto>>,
-    map_proto: std::collections::VecDeque<Box<MapProto>>,
-    optional_proto: std::collections::VecDeque<Box<OptionalProto>>,
+    attribute_proto: std::collections::VecDeque<MsgBox<AttributeProto>>,
+    value_info_proto: std::collections::VecDeque<MsgBox<ValueInfoProto>>,
+    node_proto: std::collections::VecDeque<MsgBox<NodeProto>>,
+    int_int_list_entry_proto: std::collections::VecDeque<MsgBox<IntIntListEntryProto>>,
+    node_device_configuration_proto: std::collections::VecDeque<MsgBox<NodeDeviceConfigurationProto>>,
+    sharding_spec_proto: std::collections::VecDeque<MsgBox<ShardingSpecProto>>,
+    sharded_dim_proto: std::collections::VecDeque<MsgBox<ShardedDimProto>>,
+    simple_sharded_dim_proto: std::collections::VecDeque<MsgBox<SimpleShardedDimProto>>,
+    training_info_proto: std::collections::VecDeque<MsgBox<TrainingInfoProto>>,
+    model_proto: std::collections::VecDeque<MsgBox<ModelProto>>,
+    device_configuration_proto: std::collections::VecDeque<MsgBox<DeviceConfigurationProto>>,
+    string_string_entry_proto: std::collections::VecDeque<MsgBox<StringStringEntryProto>>,
+    tensor_annotation: std::collections::VecDeque<MsgBox<TensorAnnotation>>,
+    graph_proto: std::collections::VecDeque<MsgBox<GraphProto>>,
+    tensor_proto: std::collections::VecDeque<MsgBox<TensorProto>>,
+    tensor_proto_segment: std::collections::VecDeque<MsgBox<TensorProtoSegment>>,
+    sparse_tensor_proto: std::collections::VecDeque<MsgBox<SparseTensorProto>>,
+    tensor_shape_proto: std::collections::VecDeque<MsgBox<TensorShapeProto>>,
+    tensor_shape_proto_dimension: std::collections::VecDeque<MsgBox<TensorShapeProtoDimension>>,
+    type_proto: std::collections::VecDeque<MsgBox<TypeProto>>,
+    type_proto_tensor: std::collections::VecDeque<MsgBox<TypeProtoTensor>>,
+    type_proto_sequence: std::collections::VecDeque<MsgBox<TypeProtoSequence>>,
+    type_proto_map: std::collections::VecDeque<MsgBox<TypeProtoMap>>,
+    type_proto_optional: std::collections::VecDeque<MsgBox<TypeProtoOptional>>,
+    type_proto_sparse_tensor: std::collections::VecDeque<MsgBox<TypeProtoSparseTensor>>,
+    type_proto_opaque: std::collections::VecDeque<MsgBox<TypeProtoOpaque>>,
+    operator_set_id_proto: std::collections::VecDeque<MsgBox<OperatorSetIdProto>>,
+    function_proto: std::collections::VecDeque<MsgBox<FunctionProto>>,
+    sequence_proto: std::collections::VecDeque<MsgBox<SequenceProto>>,
+    map_proto: std::collections::VecDeque<MsgBox<MapProto>>,
+    optional_proto: std::collections::VecDeque<MsgBox<OptionalProto>>,
 }
 
 /// A message whose content can be handed to a [`Recycler`] for a parse to reuse.
 pub(crate) trait Recycle: Message {
     /// The pool of this type.
-    fn pool(rec: &mut Recycler) -> &mut std::collections::VecDeque<Box<Self>>;
+    fn pool(rec: &mut Recycler) -> &mut std::collections::VecDeque<MsgBox<Self>>;
     /// Empties the message (as `*self = Self::new()` would, keeping memory): its
     /// `std::string`s go to `strings`, its boxed sub-messages (emptied) to `rec`, and its
     /// lists keep their buffers (repeated messages their elements, as spares).
@@ -8134,7 +8134,7 @@ pub(crate) trait Recycle: Message {
 
 /// An emptied boxed `M` of the [`Recycler`] of the parse of `r`, if it has one.
 #[inline]
-fn recycled<M: Recycle>(r: &Reader<'_>) -> Option<Box<M>> {
+fn recycled<M: Recycle>(r: &Reader<'_>) -> Option<MsgBox<M>> {
     let rec = r.recycler().cast::<Recycler>();
     if rec.is_null() {
         return None;
@@ -8460,9 +8460,9 @@ impl AttributeProto {
     /// A copy in which every `TensorProto` reachable from this message is `f(original)`,
     /// called in the order of `visit_tensors`; every other field is cloned.
     pub fn clone_with_tensors(&self, f: &mut dyn FnMut(&TensorProto) -> TensorProto) -> Self {
-        let t = self.t.as_ref().map(|v| Box::new(v.clone_with_tensors(f)));
-        let g = self.rare.g.as_ref().map(|v| Box::new(crate::wire::guard_stack(|| v.clone_with_tensors(f))));
-        let sparse_tensor = self.rare.sparse_tensor.as_ref().map(|v| Box::new(v.clone_with_tensors(f)));
+        let t = self.t.as_ref().map(|v| MsgBox::new(v.clone_with_tensors(f)));
+        let g = self.rare.g.as_ref().map(|v| MsgBox::new(crate::wire::guard_stack(|| v.clone_with_tensors(f))));
+        let sparse_tensor = self.rare.sparse_tensor.as_ref().map(|v| MsgBox::new(v.clone_with_tensors(f)));
         let tensors = self.rare.tensors.iter().map(|v| v.clone_with_tensors(f)).collect();
         let graphs = self.rare.graphs.iter().map(|v| crate::wire::guard_stack(|| v.clone_with_tensors(f))).collect();
         let sparse_tensors = self.rare.sparse_tensors.iter().map(|v| v.clone_with_tensors(f)).collect();
@@ -8498,8 +8498,8 @@ impl TrainingInfoProto {
     /// A copy in which every `TensorProto` reachable from this message is `f(original)`,
     /// called in the order of `visit_tensors`; every other field is cloned.
     pub fn clone_with_tensors(&self, f: &mut dyn FnMut(&TensorProto) -> TensorProto) -> Self {
-        let initialization = self.initialization.as_ref().map(|v| Box::new(v.clone_with_tensors(f)));
-        let algorithm = self.algorithm.as_ref().map(|v| Box::new(v.clone_with_tensors(f)));
+        let initialization = self.initialization.as_ref().map(|v| MsgBox::new(v.clone_with_tensors(f)));
+        let algorithm = self.algorithm.as_ref().map(|v| MsgBox::new(v.clone_with_tensors(f)));
         Self {
             initialization,
             algorithm,
@@ -8514,7 +8514,7 @@ impl ModelProto {
     /// A copy in which every `TensorProto` reachable from this message is `f(original)`,
     /// called in the order of `visit_tensors`; every other field is cloned.
     pub fn clone_with_tensors(&self, f: &mut dyn FnMut(&TensorProto) -> TensorProto) -> Self {
-        let graph = self.graph.as_ref().map(|v| Box::new(v.clone_with_tensors(f)));
+        let graph = self.graph.as_ref().map(|v| MsgBox::new(v.clone_with_tensors(f)));
         let training_info = self.training_info.iter().map(|v| v.clone_with_tensors(f)).collect();
         let functions = self.functions.iter().map(|v| v.clone_with_tensors(f)).collect();
         Self {
@@ -8570,8 +8570,8 @@ impl SparseTensorProto {
     /// A copy in which every `TensorProto` reachable from this message is `f(original)`,
     /// called in the order of `visit_tensors`; every other field is cloned.
     pub fn clone_with_tensors(&self, f: &mut dyn FnMut(&TensorProto) -> TensorProto) -> Self {
-        let values = self.values.as_ref().map(|v| Box::new(v.clone_with_tensors(f)));
-        let indices = self.indices.as_ref().map(|v| Box::new(v.clone_with_tensors(f)));
+        let values = self.values.as_ref().map(|v| MsgBox::new(v.clone_with_tensors(f)));
+        let indices = self.indices.as_ref().map(|v| MsgBox::new(v.clone_with_tensors(f)));
         Self {
             values,
             indices,
@@ -8631,7 +8631,7 @@ impl MapProto {
     /// A copy in which every `TensorProto` reachable from this message is `f(original)`,
     /// called in the order of `visit_tensors`; every other field is cloned.
     pub fn clone_with_tensors(&self, f: &mut dyn FnMut(&TensorProto) -> TensorProto) -> Self {
-        let values = self.values.as_ref().map(|v| Box::new(crate::wire::guard_stack(|| v.clone_with_tensors(f))));
+        let values = self.values.as_ref().map(|v| MsgBox::new(crate::wire::guard_stack(|| v.clone_with_tensors(f))));
         Self {
             name: self.name.clone(),
             key_type: self.key_type.clone(),
@@ -8647,11 +8647,11 @@ impl OptionalProto {
     /// A copy in which every `TensorProto` reachable from this message is `f(original)`,
     /// called in the order of `visit_tensors`; every other field is cloned.
     pub fn clone_with_tensors(&self, f: &mut dyn FnMut(&TensorProto) -> TensorProto) -> Self {
-        let tensor_value = self.tensor_value.as_ref().map(|v| Box::new(v.clone_with_tensors(f)));
-        let sparse_tensor_value = self.sparse_tensor_value.as_ref().map(|v| Box::new(v.clone_with_tensors(f)));
-        let sequence_value = self.sequence_value.as_ref().map(|v| Box::new(crate::wire::guard_stack(|| v.clone_with_tensors(f))));
-        let map_value = self.map_value.as_ref().map(|v| Box::new(v.clone_with_tensors(f)));
-        let optional_value = self.optional_value.as_ref().map(|v| Box::new(crate::wire::guard_stack(|| v.clone_with_tensors(f))));
+        let tensor_value = self.tensor_value.as_ref().map(|v| MsgBox::new(v.clone_with_tensors(f)));
+        let sparse_tensor_value = self.sparse_tensor_value.as_ref().map(|v| MsgBox::new(v.clone_with_tensors(f)));
+        let sequence_value = self.sequence_value.as_ref().map(|v| MsgBox::new(crate::wire::guard_stack(|| v.clone_with_tensors(f))));
+        let map_value = self.map_value.as_ref().map(|v| MsgBox::new(v.clone_with_tensors(f)));
+        let optional_value = self.optional_value.as_ref().map(|v| MsgBox::new(crate::wire::guard_stack(|| v.clone_with_tensors(f))));
         Self {
             name: self.name.clone(),
             elem_type: self.elem_type.clone(),

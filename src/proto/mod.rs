@@ -10,7 +10,9 @@ mod payload;
 pub mod schema;
 pub mod text_format;
 
-pub use crate::wire::{InlineVec, Message, MessageVisitor, Rare, RareFields, RepeatedField};
+pub use crate::wire::{
+    InlineVec, Message, MessageVisitor, MsgBox, Rare, RareFields, RepeatedField,
+};
 pub use data_type::DataType;
 pub use generated::*;
 

@@ -39,7 +39,7 @@ pub trait Message: Default + Clone + Send + Sync + 'static {
     /// Internal to the C++ classes' parse, not API.
     #[doc(hidden)]
     #[inline]
-    fn take_recycled(r: &Reader<'_>) -> Option<Box<Self>> {
+    fn take_recycled(r: &Reader<'_>) -> Option<super::MsgBox<Self>> {
         let _ = r;
         None
     }

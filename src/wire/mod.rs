@@ -5,6 +5,7 @@
 
 pub mod inline_vec;
 pub(crate) mod message;
+mod msg_box;
 mod placement;
 pub(crate) mod prefetch;
 pub mod rare;
@@ -17,8 +18,10 @@ mod writer;
 
 pub use inline_vec::InlineVec;
 pub use message::{Message, MessageVisitor, SizeTable};
+pub use msg_box::MsgBox;
 
 pub(crate) use message::{DynMessage, encode_streaming};
+pub(crate) use msg_box::{alloc_raw, free_raw};
 pub(crate) use placement::PayloadPool;
 #[doc(hidden)]
 pub use placement::REGION_OWNER_BYTES;

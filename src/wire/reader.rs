@@ -826,7 +826,7 @@ impl<'a> Reader<'a> {
     #[inline]
     pub fn message_slot<'m, M: super::Message>(
         &self,
-        slot: &'m mut Option<Box<M>>,
+        slot: &'m mut Option<super::MsgBox<M>>,
     ) -> DResult<&'m mut M> {
         if slot.is_none() {
             *slot = Some(self.new_boxed()?);
@@ -839,7 +839,7 @@ impl<'a> Reader<'a> {
     #[inline]
     pub fn read_message_into<M: super::Message>(
         &mut self,
-        slot: &mut Option<Box<M>>,
+        slot: &mut Option<super::MsgBox<M>>,
     ) -> DResult<()> {
         let m = self.message_slot(slot)?;
         self.read_message(m)
@@ -896,16 +896,18 @@ impl<'a> Reader<'a> {
         Ok(())
     }
 
-    /// A boxed empty message (a oneof member being parsed), or `OutOfMemory`: one the parse
-    /// reuses (see `Reader::recycle_from`) when there is one.
+    /// A boxed empty message (a sub-message or oneof member being parsed), or `OutOfMemory`:
+    /// one the parse reuses (see `Reader::recycle_from`) when there is one, else one cut from
+    /// the parse's blocks (the heap when they have no room).
     #[inline]
-    pub fn new_boxed<M: super::Message>(&self) -> DResult<Box<M>> {
+    pub fn new_boxed<M: super::Message>(&self) -> DResult<super::MsgBox<M>> {
         if !self.recycler.is_null()
             && let Some(b) = M::take_recycled(self)
         {
             return Ok(b);
         }
-        crate::error::try_box(M::default()).map_err(|l| self.alloc_error(l.size(), self.tag_start))
+        super::MsgBox::try_new_in(M::default(), &self.chunks)
+            .map_err(|l| self.alloc_error(l.size(), self.tag_start))
     }
 
     /// Appends an empty element to a repeated message field for the value whose tag was just

@@ -52,6 +52,14 @@ pub(crate) struct BlockHeader {
     map: ManuallyDrop<ReusableMap>,
 }
 
+/// Whether parses cut from blocks at all: not when the environment variable
+/// `ONNXL_METADATA_BLOCKS` is `0` (read once), for memory checkers (AddressSanitizer, Valgrind)
+/// and heap profilers, which then see every chunk, box and string as an allocation of its own.
+fn blocks_enabled() -> bool {
+    static ENABLED: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *ENABLED.get_or_init(|| std::env::var_os("ONNXL_METADATA_BLOCKS").is_none_or(|v| v != "0"))
+}
+
 /// Slots of the table of strings recently copied into the block in use (a power of two).
 const RECENT_SLOTS: usize = 256;
 
@@ -257,6 +265,9 @@ impl ChunkRegion {
     fn new_block(&self) -> Option<()> {
         #[cfg(feature = "test-hooks")]
         if REGIONS_OFF.load(std::sync::atomic::Ordering::Relaxed) {
+            return None;
+        }
+        if !blocks_enabled() {
             return None;
         }
         let bytes = self.next_block_bytes.get();
