@@ -633,8 +633,13 @@ impl Runner {
                 }
                 continue;
             }
-            for row in ROWS {
-                self.case(row, m, op, m.runs);
+            // The rows take turns, one fresh process each per round, so that a disturbance of
+            // the machine lasting seconds (it happens on the shared VM) slows every library's
+            // best run alike instead of all runs of one.
+            for _ in 0..m.runs {
+                for row in ROWS {
+                    self.case(row, m, op, 1);
+                }
             }
         }
         for f in &m.generated {
