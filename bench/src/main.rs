@@ -1070,7 +1070,7 @@ fn report(r: &Runner, models: &[Model], machine: &str, secs: f64, load_start: &s
     writeln!(
         s,
         "{machine}- each case: best time of {} runs for (a) and (b), {} for (c) and (d), every run a \
-         fresh process; full run took {:.0} s; load average (1/5/15 min) at start {load_start}, at end {}\n",
+         fresh process, the libraries taking turns; full run took {:.0} s; load average (1/5/15 min) at start {load_start}, at end {}\n",
         r.runs,
         r.runs + 2,
         secs,
