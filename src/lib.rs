@@ -113,6 +113,27 @@ pub use storage::{max_threads, release_thread_pools};
 /// assert!(n.input.spilled());
 /// ```
 pub use wire::InlineVec;
+/// The box of a sub-message field (`Option<MsgBox<M>>`), used as `Box` is; a parse cuts it from
+/// its metadata blocks instead of allocating it.
+///
+/// ```
+/// use onnx_light::{GraphProto, Message, ModelProto, MsgBox, ParseOptions};
+///
+/// let mut m = ModelProto::new();
+/// m.graph = Some(MsgBox::new(GraphProto::new()));
+/// m.graph.as_mut().unwrap().set_name("g");
+/// let bytes = m.serialize_to_vec();
+///
+/// let mut parsed: ModelProto = onnx_light::parse_from_bytes(&bytes, &ParseOptions::default())?;
+/// let graph = parsed.graph.take().unwrap();
+/// assert!(MsgBox::in_block(&graph)); // cut from the parse's blocks
+/// drop(parsed); // the graph keeps its block alive
+/// assert_eq!(graph.name(), "g");
+/// let owned: GraphProto = MsgBox::into_inner(graph);
+/// assert_eq!(owned.name(), "g");
+/// # Ok::<(), onnx_light::Error>(())
+/// ```
+pub use wire::MsgBox;
 pub use wire::{
     memory_held_for_reuse, memory_reuse_limit, release_memory_held_for_reuse,
     set_memory_reuse_limit,
