@@ -52,7 +52,7 @@ fn main() {
             | "illumos"
     ) {
         // SONAME as cargo-c sets it: lib<name>.so.<major>, or .so.0.<minor> before 1.0 (the CMake
-        // package installs libonnx_light.so.0.1.0 with the .so.0.1 and .so links).
+        // package installs libonnx_light.so.0.2.0 with the .so.0.2 and .so links).
         let major = std::env::var("CARGO_PKG_VERSION_MAJOR").expect("cargo sets the version");
         let minor = std::env::var("CARGO_PKG_VERSION_MINOR").expect("cargo sets the version");
         let soversion = if major == "0" {

@@ -1,7 +1,7 @@
 # Helpers of the top-level CMakeLists.txt: the version from Cargo.toml, the cargo and rustc
 # programs, and the native libraries a Rust static library needs.
 
-# Sets ${out_var} to the [package] version of the Cargo.toml at ${manifest} ("0.1.0").
+# Sets ${out_var} to the [package] version of the Cargo.toml at ${manifest} ("0.2.0").
 function(onnxl_cargo_version manifest out_var)
   file(STRINGS "${manifest}" lines)
   set(in_package FALSE)

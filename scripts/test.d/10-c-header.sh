@@ -62,7 +62,7 @@ grep -q "needs C++17" "$work/cxx14.err" || { cat "$work/cxx14.err" >&2; exit 1; 
 echo "C++ wrapper round trip"
 "$CXX" -std=c++17 "${WARN[@]}" -Iinclude c_tests/cpp_wrapper_roundtrip.cpp \
   -L"$ROOT/target/release" -lonnx_light -Wl,-rpath,"$work" -o "$work/cpp_wrapper_roundtrip"
-# The library's SONAME (libonnx_light.so.0.1) is what the program asks the loader for.
+# The library's SONAME (libonnx_light.so.0.2) is what the program asks the loader for.
 ln -s "$LIB" "$work/$(readelf -d "$LIB" | sed -n 's/.*(SONAME).*\[\(.*\)\]/\1/p')"
 command -v valgrind >/dev/null 2>&1 || { echo "valgrind is required (apt-get install valgrind)" >&2; exit 1; }
 valgrind -q --error-exitcode=1 --leak-check=full --errors-for-leak-kinds=definite,indirect \

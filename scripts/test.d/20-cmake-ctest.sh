@@ -94,7 +94,7 @@ mv "$PREFIX" "$WORK/moved-prefix"
 PREFIX="$WORK/moved-prefix"
 LIBDIR="$PREFIX/lib"
 consume "$PREFIX" "$WORK/consumer-moved"
-echo "consumer: find_package(onnx_light 0.1) works from the install prefix and after moving it"
+echo "consumer: find_package(onnx_light 0.2) works from the install prefix and after moving it"
 
 # ---- 5. pkg-config ----------------------------------------------------------------------------------
 PC="$LIBDIR/pkgconfig/onnx_light.pc"
