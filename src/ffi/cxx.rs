@@ -41,9 +41,6 @@ fn convert_lock() -> std::sync::MutexGuard<'static, ()> {
 /// boxes, heap or cut from a parse's blocks, deleted by C++ (`release_x`). NULL on failure.
 #[unsafe(no_mangle)]
 pub extern "C" fn onnxl_cxx_alloc(size: usize, align: usize) -> *mut c_void {
-    if !align.is_power_of_two() {
-        return std::ptr::null_mut();
-    }
     crate::wire::alloc_raw(size, align).cast()
 }
 
@@ -719,9 +716,9 @@ pub(crate) fn layout_facts() -> String {
         "option_box size={} null_is_none={} origin_word_before={}",
         size_of::<Option<MsgBox<crate::proto::ModelProto>>>(),
         size_of::<Option<MsgBox<crate::proto::ModelProto>>>() == size_of::<usize>(),
-        // The box's origin word (`wire::MsgBox`): the 8 bytes before every message object,
-        // written by `onnxl_cxx_alloc`, read by `onnxl_cxx_free`.
-        8
+        // The box's origin word (`wire::MsgBox`), right before every message object: written
+        // by `onnxl_cxx_alloc`, read by `onnxl_cxx_free`.
+        crate::wire::ORIGIN_WORD_BEFORE
     )
     .unwrap();
     let list: InlineVec<u64, 2> = [7].into();

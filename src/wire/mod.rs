@@ -21,7 +21,7 @@ pub use message::{Message, MessageVisitor, SizeTable};
 pub use msg_box::MsgBox;
 
 pub(crate) use message::{DynMessage, encode_streaming};
-pub(crate) use msg_box::{alloc_raw, free_raw};
+pub(crate) use msg_box::{ORIGIN_WORD_BEFORE, alloc_raw, free_raw};
 pub(crate) use placement::PayloadPool;
 #[doc(hidden)]
 pub use placement::REGION_OWNER_BYTES;

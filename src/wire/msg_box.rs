@@ -36,11 +36,29 @@ unsafe impl<T: Send> Send for MsgBox<T> {}
 // SAFETY: as above (shared access only reads `T`).
 unsafe impl<T: Sync> Sync for MsgBox<T> {}
 
-/// The room before an object of alignment `align` for its origin word (the word is its last 8
+/// How far before a message object its origin word starts (the C++ header's layout table records
+/// it: `origin_word_before`).
+pub(crate) const ORIGIN_WORD_BEFORE: usize = size_of::<usize>();
+
+/// The room before an object of alignment `align` for its origin word (the word is its last
 /// bytes), which is also the alignment of the allocation.
 #[inline(always)]
 const fn header(align: usize) -> usize {
-    if align > 8 { align } else { 8 }
+    if align > ORIGIN_WORD_BEFORE {
+        align
+    } else {
+        ORIGIN_WORD_BEFORE
+    }
+}
+
+/// The origin word of the object at `p`.
+///
+/// # Safety
+/// `p` is a message object made by [`alloc_raw`] or [`MsgBox::try_new_in`] (being made or live).
+#[inline(always)]
+unsafe fn origin_word(p: *mut u8) -> *mut usize {
+    // SAFETY: the caller's contract: the word lies right before the object, aligned.
+    unsafe { p.sub(ORIGIN_WORD_BEFORE).cast::<usize>() }
 }
 
 /// The heap allocation of an object of `size` bytes aligned to `align`, origin word included.
@@ -62,11 +80,10 @@ pub(crate) fn alloc_raw(size: usize, align: usize) -> *mut u8 {
     if base.is_null() {
         return base;
     }
-    // SAFETY: `base + header` is within the allocation; the origin word is the 8 bytes before it,
-    // aligned (the header is a multiple of 8).
+    // SAFETY: `base + header` is within the allocation, its origin word the bytes before it.
     unsafe {
         let p = base.add(header(align));
-        p.sub(8).cast::<usize>().write(0);
+        origin_word(p).write(0);
         p
     }
 }
@@ -78,7 +95,7 @@ pub(crate) fn alloc_raw(size: usize, align: usize) -> *mut u8 {
 /// `p` is such an object's address, of `size` bytes aligned to `align`, not used again.
 pub(crate) unsafe fn free_raw(p: *mut u8, size: usize, align: usize) {
     // SAFETY: the caller's contract: the origin word precedes the object.
-    let origin = unsafe { p.sub(8).cast::<usize>().read() };
+    let origin = unsafe { origin_word(p).read() };
     match NonNull::new(origin as *mut SharedBlock) {
         // SAFETY: the box held one share of this block, given back once.
         Some(block) => unsafe { SharedBlock::release(block, 1) },
@@ -115,10 +132,10 @@ impl<T> MsgBox<T> {
         let h = header(align_of::<T>());
         match region.alloc(size_of::<T>() + h, h) {
             // SAFETY: `size + h` fresh bytes of the block aligned to `h`, one share of it counted
-            // for this box: the origin word is the 8 bytes before `p + h`, the value after.
+            // for this box: the origin word is right before `p + h`, the value after.
             Some((p, block)) => unsafe {
                 let p = p.as_ptr().add(h);
-                p.sub(8).cast::<usize>().write(block.as_ptr() as usize);
+                origin_word(p).write(block.as_ptr() as usize);
                 Ok(Self::write(NonNull::new_unchecked(p.cast()), value))
             },
             None => Self::try_new(value),
@@ -166,7 +183,7 @@ impl<T> MsgBox<T> {
     /// Whether the box was cut from a parse's metadata block (not from the global allocator).
     pub fn in_block(b: &Self) -> bool {
         // SAFETY: a live box's origin word precedes its value.
-        unsafe { b.0.as_ptr().cast::<u8>().sub(8).cast::<usize>().read() != 0 }
+        unsafe { origin_word(b.0.as_ptr().cast()).read() != 0 }
     }
 }
 

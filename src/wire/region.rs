@@ -54,8 +54,13 @@ pub(crate) struct BlockHeader {
 
 /// Whether parses cut from blocks at all: not when the environment variable
 /// `ONNXL_METADATA_BLOCKS` is `0` (read once), for memory checkers (AddressSanitizer, Valgrind)
-/// and heap profilers, which then see every chunk, box and string as an allocation of its own.
+/// and heap profilers, which then see every chunk, box and string as an allocation of its own;
+/// nor while the test hook [`REGIONS_OFF`] is set.
 fn blocks_enabled() -> bool {
+    #[cfg(feature = "test-hooks")]
+    if REGIONS_OFF.load(std::sync::atomic::Ordering::Relaxed) {
+        return false;
+    }
     static ENABLED: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
     *ENABLED.get_or_init(|| std::env::var_os("ONNXL_METADATA_BLOCKS").is_none_or(|v| v != "0"))
 }
@@ -263,10 +268,6 @@ impl ChunkRegion {
     #[cold]
     #[inline(never)]
     fn new_block(&self) -> Option<()> {
-        #[cfg(feature = "test-hooks")]
-        if REGIONS_OFF.load(std::sync::atomic::Ordering::Relaxed) {
-            return None;
-        }
         if !blocks_enabled() {
             return None;
         }
