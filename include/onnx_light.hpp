@@ -609,7 +609,7 @@ constexpr uint8_t kOptionalStringNone = 5;
 constexpr std::size_t kStringSize = 32;
 constexpr std::size_t kRepeatedOrderAt = 0;
 constexpr std::size_t kRepeatedLenAt = 8;
-constexpr uint64_t kLayoutFingerprint = 0x8f9bdcb88789f65eull;
+constexpr uint64_t kLayoutFingerprint = 0x6fa32a16e74fd17eull;
 }  // namespace detail
 
 /// An error of the library: the C status and the message of onnxl_last_error_message().
@@ -2267,11 +2267,11 @@ class AttributeProto final {
   RepeatedPtrField<TypeProto>& ref_type_protos() { return *mutable_type_protos(); }
 
  private:
-  const unsigned char* rare_at(std::size_t off) const { const void* r = detail::load<const void*>(detail::at(this, 112)); return detail::at(r ? r : onnxl_cxx_AttributeProto_rare_empty(), off); }
+  const unsigned char* rare_at(std::size_t off) const { const void* r = detail::load<const void*>(detail::at(this, 88)); return detail::at(r ? r : onnxl_cxx_AttributeProto_rare_empty(), off); }
   unsigned char* rare_at(std::size_t off) { return detail::at(onnxl_cxx_AttributeProto_rare_mut(this), off); }
-  alignas(8) unsigned char storage_[120];
+  alignas(8) unsigned char storage_[96];
 };
-static_assert(sizeof(AttributeProto) == 120 && alignof(AttributeProto) == 8, "layout of AttributeProto");
+static_assert(sizeof(AttributeProto) == 96 && alignof(AttributeProto) == 8, "layout of AttributeProto");
 
 /// `onnx.ValueInfoProto`.
 class ValueInfoProto final {

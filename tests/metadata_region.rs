@@ -59,6 +59,10 @@ fn node(i: usize) -> NodeProto {
         )
         .into(),
     );
+    if i % 7 == 0 {
+        // Past the two inputs a node holds inline.
+        n.input.extend(["scale".into(), "bias".into()]);
+    }
     n.output
         .push(format!("/model/layers.{}/self_attn/act_{i}", i / 1000).into());
     let a = n.add_attribute();
@@ -145,6 +149,10 @@ fn parsed_chunks_keep_their_address_outlive_their_model_and_are_reused() {
             MsgBox::in_block(ty) && MsgBox::in_block(g.node[20].attribute[2].t.as_ref().unwrap())
         );
         assert!(MsgBox::in_block(tensor.shape.as_ref().unwrap()));
+        // Lists past their inline slots (an attribute's ints, a node's third input) are cut
+        // from the blocks too.
+        assert!(g.node[9].attribute[1].ints.in_block() && g.node[14].input.in_block());
+        assert!(!g.node[15].input.spilled());
         assert!(g.node[9].output[0].len() > 30);
         // A node's input shares the copy of the previous node's output (equal strings read
         // shortly after one another), except across the blocks of the parse.
@@ -191,6 +199,12 @@ fn parsed_chunks_keep_their_address_outlive_their_model_and_are_reused() {
         ));
         let mut unboxed = MsgBox::into_inner(g.value_info[703].r#type.take().unwrap());
         let cloned_name = g.node[503].input[0].clone();
+        // A parsed list holds exactly its values; grown by a mutation, it moves to the heap.
+        let ints = &mut g.node[505].attribute[1].ints;
+        assert_eq!(ints.capacity(), 3);
+        ints.push(9);
+        assert!(ints.spilled() && !ints.in_block());
+        assert_eq!(ints[..], [506, 1, 2, 9]);
         g.node[504].input[0].push_bytes(b"/more");
         // (Node 3 was removed above: `g.node[k]` is `node(k + 1)` from there on.)
         assert_eq!(
@@ -276,6 +290,8 @@ fn child_process_blocks_off() {
             .all(|(i, v)| *v == value_info(i))
     );
     assert!(!MsgBox::in_block(g.value_info[9].r#type.as_ref().unwrap()));
+    let ints = &g.node[9].attribute[1].ints;
+    assert!(ints.spilled() && !ints.in_block());
     drop(m);
     assert_eq!(memory_held_for_reuse(), 0);
 }

@@ -405,6 +405,12 @@ void parsed_sub_messages() {
   value->mutable_t()->set_data_type(onnx::TensorProto::FLOAT);
   value->mutable_t()->add_dims(1);
   value->mutable_t()->add_float_data(0.25f);
+  // Lists longer than onnx_light keeps inline: a parse cuts them from its blocks.
+  for (const char* name : {"shape", "scale", "bias", "extra"}) constant->add_input(name);
+  onnx::AttributeProto* perm = constant->add_attribute();
+  perm->set_name("perm");
+  perm->set_type(onnx::AttributeProto::INTS);
+  for (int64_t v : {0, 2, 1, 3}) perm->add_ints(v);
   for (int i = 0; i < 40; ++i) {
     onnx::ValueInfoProto* vi = source.mutable_graph()->add_value_info();
     vi->set_name("v" + std::to_string(i));
@@ -417,6 +423,7 @@ void parsed_sub_messages() {
   onnx::TypeProto* kept;
   onnx::TensorProto* tensor;
   onnx::TypeProto* other_thread;
+  onnx::NodeProto swapped;
   std::string kept_bytes;
   {
     auto parsed = std::make_unique<onnx::ModelProto>();
@@ -437,6 +444,20 @@ void parsed_sub_messages() {
     out("set_allocated_type: same=%d elem=%d", static_cast<int>(graph->mutable_value_info(2)->mutable_type() == fresh),
         graph->value_info(2).type().tensor_type().elem_type());
     graph->mutable_value_info(3)->clear_type();
+    // Parsed lists past their inline slots: read, grown, changed, truncated, swapped out.
+    onnx::NodeProto* lists = graph->mutable_node(1);
+    const int64_t* ints_before = lists->attribute(1).ints().data();
+    lists->mutable_attribute(1)->set_ints(0, 7);
+    out("parsed lists: inputs=%d %s ints=%d same=%d", lists->input_size(), lists->input(3).c_str(),
+        lists->attribute(1).ints_size(), static_cast<int>(lists->attribute(1).ints().data() == ints_before));
+    lists->add_input("grown");
+    for (int64_t v = 10; v < 20; ++v) lists->mutable_attribute(1)->add_ints(v);
+    lists->mutable_input()->RemoveLast();
+    lists->mutable_attribute(1)->mutable_ints()->Truncate(6);
+    out("grown lists: inputs=%d %s ints=%d %lld %lld", lists->input_size(), lists->input(3).c_str(),
+        lists->attribute(1).ints_size(), static_cast<long long>(lists->attribute(1).ints(0)),
+        static_cast<long long>(lists->attribute(1).ints(5)));
+    swapped.Swap(graph->mutable_node(1));
     // A parsed oneof member moved to another parsed type, then that oneof switched.
     onnx::TypeProto_Tensor* moved = graph->mutable_value_info(4)->mutable_type()->release_tensor_type();
     graph->mutable_value_info(5)->mutable_type()->set_allocated_tensor_type(moved);
@@ -464,6 +485,7 @@ void parsed_sub_messages() {
     delete other_thread;
   });
   deleter.join();
+  out("swapped out of the model: %s", hash(swapped.SerializeAsString()).c_str());
   // Parsing into a message whose sub-messages were released and replaced reuses or frees the rest.
   onnx::ModelProto again;
   COMPAT_CHECK(again.ParseFromString(bytes) && again.ParseFromString(bytes) && again.SerializeAsString() == bytes);

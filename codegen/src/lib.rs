@@ -126,7 +126,6 @@ pub const INLINE_LIST_FIELDS: &[(&str, &str, usize)] = &[
     ("NodeProto", "input", 2),
     ("NodeProto", "output", 1),
     ("TensorProto", "dims", 4),
-    ("AttributeProto", "ints", 4),
 ];
 
 /// The inline capacity of repeated field `f` of `m`: its entry of [`INLINE_LIST_FIELDS`], else

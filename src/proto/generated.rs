@@ -20,7 +20,7 @@ pub struct AttributeProto {
     /// `optional TensorProto t = 5;`
     pub t: Option<MsgBox<TensorProto>>,
     /// `repeated int64 ints = 8;`
-    pub ints: InlineVec<i64, 4>,
+    pub ints: InlineVec<i64, 1>,
     /// The fields few models set (`AttributeProtoRare`), in a box allocated on first write.
     pub rare: Rare<AttributeProtoRare>,
 }

@@ -31,6 +31,9 @@ use std::mem::{ManuallyDrop, MaybeUninit};
 use std::ops::{Deref, DerefMut};
 use std::ptr;
 
+use super::origin;
+use super::region::ChunkRegion;
+
 /// Set in `cap` when the elements live in a heap allocation.
 const SPILLED: u32 = 1 << 31;
 
@@ -49,7 +52,10 @@ pub(crate) const fn vec_max_len<T>() -> usize {
 /// A growable list with `N` elements of inline storage; derefs to a slice.
 ///
 /// The `N` inline slots hold the elements until the list grows past them; then all elements move
-/// to one heap allocation (and never move back). With `N = 0` it is a plain vector of 16 bytes
+/// to one allocation (and never move back): cut from the parse's metadata blocks when a parse
+/// grows the list, from the global allocator otherwise. The word before the elements records
+/// which (see `origin.rs`), so the list frees either kind, and one that grows again after its
+/// parse moves to the heap. With `N = 0` it is a plain vector of 16 bytes
 /// (the header and the pointer).
 #[repr(C)]
 pub struct InlineVec<T, const N: usize = 0> {
@@ -119,10 +125,20 @@ impl<T, const N: usize> InlineVec<T, N> {
         (self.cap & !SPILLED) as usize
     }
 
-    /// True when the elements live in a heap allocation (the list outgrew its inline slots).
+    /// True when the elements live outside the list (it outgrew its inline slots): in a heap
+    /// allocation, or in memory cut from a parse's metadata block (see [`InlineVec::in_block`]).
     #[inline]
     pub fn spilled(&self) -> bool {
         self.cap & SPILLED != 0
+    }
+
+    /// True when the elements live in memory a parse cut from its metadata blocks (a list that
+    /// outgrew its inline slots while being parsed); a list that grows further moves to the heap.
+    pub fn in_block(&self) -> bool {
+        // SAFETY: spilled elements of a non-zero-sized type are memory with an origin word.
+        self.spilled()
+            && size_of::<T>() != 0
+            && unsafe { origin::in_block(self.as_ptr().cast_mut().cast()) }
     }
 
     /// Pointer to the first element.
@@ -187,6 +203,19 @@ impl<T, const N: usize> InlineVec<T, N> {
     ) -> Result<(), std::collections::TryReserveError> {
         // SAFETY: as `reserve`.
         unsafe { raw::reserve(self.raw(), additional, true) }.map_err(|_| try_reserve_error())
+    }
+
+    /// [`InlineVec::try_reserve`] (or `_exact`) for a parse: a list that leaves its inline slots
+    /// moves to memory cut from the parse's `region`.
+    pub(crate) fn try_reserve_in(
+        &mut self,
+        additional: usize,
+        exact: bool,
+        region: &ChunkRegion,
+    ) -> Result<(), std::collections::TryReserveError> {
+        // SAFETY: as `reserve`.
+        unsafe { raw::reserve_in(self.raw(), additional, exact, Some(region)) }
+            .map_err(|_| try_reserve_error())
     }
 
     /// Appends `value`.
@@ -588,6 +617,22 @@ pub mod raw {
         additional: usize,
         exact: bool,
     ) -> Result<(), GrowError> {
+        // SAFETY: the caller's contract.
+        unsafe { reserve_in(h, additional, exact, None) }
+    }
+
+    /// As [`reserve`]; a list that leaves its inline slots moves to memory cut from `region`
+    /// (a parse's block) when one is given and has room.
+    ///
+    /// # Safety
+    /// As [`reserve`].
+    #[inline]
+    pub(crate) unsafe fn reserve_in<T>(
+        h: *mut Header<T>,
+        additional: usize,
+        exact: bool,
+        region: Option<&ChunkRegion>,
+    ) -> Result<(), GrowError> {
         // SAFETY: `h` is valid and exclusive (caller).
         unsafe {
             let len = (*h).len as usize;
@@ -604,36 +649,48 @@ pub mod raw {
             } else {
                 need.max(cap * 2).clamp(4, MAX_LEN)
             };
-            grow_to(h, new_cap)
+            grow_to(h, new_cap, region)
         }
     }
 
-    /// Moves the elements to a heap allocation of `new_cap` (> the capacity, <= [`MAX_LEN`])
-    /// elements.
+    /// Moves the elements to spilled memory of `new_cap` (> the capacity, <= [`MAX_LEN`])
+    /// elements: cut from `region` when the list is inline and a region with room is given,
+    /// else from the global allocator (see `origin.rs`: the word before the elements says which).
     ///
     /// # Safety
     /// As [`reserve`].
-    unsafe fn grow_to<T>(h: *mut Header<T>, new_cap: usize) -> Result<(), GrowError> {
+    unsafe fn grow_to<T>(
+        h: *mut Header<T>,
+        new_cap: usize,
+        region: Option<&ChunkRegion>,
+    ) -> Result<(), GrowError> {
         debug_assert!(new_cap <= MAX_LEN);
         let layout = Layout::array::<T>(new_cap).map_err(|_| GrowError::CapacityOverflow)?;
+        let align = align_of::<T>();
         // SAFETY: `h` is valid and exclusive (caller).
         unsafe {
             let old = data(h);
+            let len = (*h).len as usize;
             let new = if size_of::<T>() == 0 {
                 ptr::NonNull::<T>::dangling().as_ptr()
             } else if (*h).cap & SPILLED != 0 {
-                let old_layout =
-                    Layout::array::<T>(((*h).cap & !SPILLED) as usize).expect("was allocated");
-                alloc::realloc(old.cast(), old_layout, layout.size()).cast::<T>()
+                let old_bytes = ((*h).cap & !SPILLED) as usize * size_of::<T>();
+                let live = len * size_of::<T>();
+                origin::realloc_raw(old.cast(), old_bytes, layout.size(), live, align).cast::<T>()
             } else {
-                let p = alloc::alloc(layout).cast::<T>();
+                let p = match region {
+                    Some(region) => origin::alloc_raw_in(layout.size(), align, region),
+                    None => origin::alloc_raw(layout.size(), align),
+                }
+                .cast::<T>();
                 if !p.is_null() {
-                    ptr::copy_nonoverlapping(old, p, (*h).len as usize);
+                    ptr::copy_nonoverlapping(old, p, len);
                 }
                 p
             };
             if new.is_null() {
-                return Err(GrowError::Alloc(layout));
+                let refused = origin::heap_layout(layout.size(), align).unwrap_or(layout);
+                return Err(GrowError::Alloc(refused));
             }
             ptr::addr_of_mut!((*h).data).cast::<*mut T>().write(new);
             (*h).cap = new_cap as u32 | SPILLED;
@@ -683,9 +740,8 @@ pub mod raw {
         unsafe {
             truncate(h, 0);
             if (*h).cap & SPILLED != 0 && size_of::<T>() != 0 {
-                let layout =
-                    Layout::array::<T>(((*h).cap & !SPILLED) as usize).expect("was allocated");
-                alloc::dealloc(data(h).cast(), layout);
+                let bytes = ((*h).cap & !SPILLED) as usize * size_of::<T>();
+                origin::free_raw(data(h).cast(), bytes, align_of::<T>());
             }
         }
     }
@@ -711,6 +767,66 @@ pub mod raw {
 mod tests {
     use super::*;
     use std::rc::Rc;
+
+    #[test]
+    fn a_parse_spills_into_its_block_and_later_growth_moves_to_the_heap() {
+        let region = ChunkRegion::new();
+        let mut lists: Vec<InlineVec<String, 1>> = (0..50)
+            .map(|i| {
+                let mut v = InlineVec::new();
+                v.push(format!("a{i}"));
+                v.try_reserve_in(3, false, &region).unwrap();
+                v.push(format!("b{i}"));
+                v
+            })
+            .collect();
+        assert!(
+            lists
+                .iter()
+                .all(|v| v.spilled() && v.in_block() && v.capacity() == 4)
+        );
+        // One after the other in the block: the elements and the origin word before them.
+        let step = lists[1].as_ptr() as usize - lists[0].as_ptr() as usize;
+        assert_eq!(step, 4 * size_of::<String>() + 8);
+        // Room left: pushes stay in the block.
+        lists[0].push("c0".into());
+        assert!(lists[0].in_block());
+        // Growing past the block's memory moves the elements to the heap.
+        for k in 0..10 {
+            lists[1].push(format!("x{k}"));
+        }
+        assert!(lists[1].spilled() && !lists[1].in_block());
+        assert_eq!(lists[1][..3], ["a1", "b1", "x0"]);
+        drop(region);
+        // The lists outlive the region (each holds a share of the block), on any thread.
+        let tail = lists.split_off(25);
+        std::thread::spawn(move || drop(tail)).join().unwrap();
+        assert_eq!(lists[0][..], ["a0", "b0", "c0"]);
+        assert_eq!(lists[24].clone()[..], ["a24", "b24"]);
+        assert_eq!(lists.pop().unwrap().into_vec(), ["a24", "b24"]);
+        lists[2].clear();
+        lists[2].extend(["p".to_string(), "q".into(), "r".into()]);
+        assert!(lists[2].in_block(), "cleared room is reused");
+    }
+
+    #[test]
+    fn lists_without_a_region_spill_to_the_heap_and_short_ones_stay_inline() {
+        let region = ChunkRegion::new();
+        let mut short: InlineVec<u64, 2> = InlineVec::new();
+        short.try_reserve_in(2, true, &region).unwrap();
+        assert!(!short.spilled() && !short.in_block());
+        let mut heap: InlineVec<u64, 1> = InlineVec::new();
+        heap.try_reserve(3).unwrap();
+        assert!(heap.spilled() && !heap.in_block());
+        let mut cut: InlineVec<u64, 1> = InlineVec::new();
+        cut.try_reserve_in(3, true, &region).unwrap();
+        assert!(cut.in_block() && cut.capacity() == 3);
+        // Zero-sized elements take no memory from either.
+        let mut units: InlineVec<(), 1> = InlineVec::new();
+        units.try_reserve_in(5, true, &region).unwrap();
+        units.extend([(), (), ()]);
+        assert!(units.spilled() && !units.in_block());
+    }
 
     #[test]
     fn stays_inline_up_to_n_then_spills_once() {

@@ -6,6 +6,7 @@
 pub mod inline_vec;
 pub(crate) mod message;
 mod msg_box;
+mod origin;
 mod placement;
 pub(crate) mod prefetch;
 pub mod rare;
@@ -21,7 +22,7 @@ pub use message::{Message, MessageVisitor, SizeTable};
 pub use msg_box::MsgBox;
 
 pub(crate) use message::{DynMessage, encode_streaming};
-pub(crate) use msg_box::{ORIGIN_WORD_BEFORE, alloc_raw, free_raw};
+pub(crate) use origin::{ORIGIN_WORD_BEFORE, alloc_raw, free_raw};
 pub(crate) use placement::PayloadPool;
 #[doc(hidden)]
 pub use placement::REGION_OWNER_BYTES;

@@ -3,10 +3,10 @@
 //!
 //! A `std` box must come from the global allocator, so a parse that boxed every `TypeProto`,
 //! `TensorShapeProto` and `TensorProto` value took one `malloc` each. A `MsgBox` records where its
-//! memory came from in an **origin word**, the 8 bytes (or the type's alignment, when larger)
-//! right before the message: `0` for the global allocator, otherwise the address of the region
-//! block (`region.rs`) the box holds one share of. Dropping the box reads the word: a heap box
-//! frees its allocation, a block box gives back its share (the block is freed with its last).
+//! memory came from in an **origin word** right before the message (`origin.rs`): `0` for the
+//! global allocator, otherwise the address of the region block the box holds one share of.
+//! Dropping the box reads the word: a heap box frees its allocation, a block box gives back its
+//! share (the block is freed with its last).
 //!
 //! The C++ classes' `operator new` / `operator delete` (`onnxl_cxx_alloc` / `onnxl_cxx_free`)
 //! allocate and free through [`alloc_raw`] / [`free_raw`], so a `T*` is the same object whether
@@ -22,8 +22,8 @@ use std::marker::PhantomData;
 use std::ops::{Deref, DerefMut};
 use std::ptr::NonNull;
 
+use super::origin::{alloc_raw, alloc_raw_in, free_raw, heap_layout};
 use super::region::ChunkRegion;
-use crate::bytes::SharedBlock;
 
 /// An owned sub-message, on the heap or in a parse's metadata block (see the module docs):
 /// used as `Box<T>` is (`Deref`, `DerefMut`, `Clone`, `Debug`, `PartialEq`); make one with
@@ -35,77 +35,6 @@ pub struct MsgBox<T>(NonNull<T>, PhantomData<T>);
 unsafe impl<T: Send> Send for MsgBox<T> {}
 // SAFETY: as above (shared access only reads `T`).
 unsafe impl<T: Sync> Sync for MsgBox<T> {}
-
-/// How far before a message object its origin word starts (the C++ header's layout table records
-/// it: `origin_word_before`).
-pub(crate) const ORIGIN_WORD_BEFORE: usize = size_of::<usize>();
-
-/// The room before an object of alignment `align` for its origin word (the word is its last
-/// bytes), which is also the alignment of the allocation.
-#[inline(always)]
-const fn header(align: usize) -> usize {
-    if align > ORIGIN_WORD_BEFORE {
-        align
-    } else {
-        ORIGIN_WORD_BEFORE
-    }
-}
-
-/// The origin word of the object at `p`.
-///
-/// # Safety
-/// `p` is a message object made by [`alloc_raw`] or [`MsgBox::try_new_in`] (being made or live).
-#[inline(always)]
-unsafe fn origin_word(p: *mut u8) -> *mut usize {
-    // SAFETY: the caller's contract: the word lies right before the object, aligned.
-    unsafe { p.sub(ORIGIN_WORD_BEFORE).cast::<usize>() }
-}
-
-/// The heap allocation of an object of `size` bytes aligned to `align`, origin word included.
-#[inline]
-fn heap_layout(size: usize, align: usize) -> Option<Layout> {
-    let h = header(align);
-    Layout::from_size_align(size.checked_add(h)?, h).ok()
-}
-
-/// Memory for an object of `size` bytes aligned to `align` from the global allocator, its origin
-/// word written (`0`); null when the allocator refuses or the layout is impossible. Freed by
-/// [`free_raw`] or owned by a `MsgBox<T>` of that size and alignment.
-pub(crate) fn alloc_raw(size: usize, align: usize) -> *mut u8 {
-    let Some(layout) = heap_layout(size, align) else {
-        return std::ptr::null_mut();
-    };
-    // SAFETY: the layout has a non-zero size (the header).
-    let base = unsafe { std::alloc::alloc(layout) };
-    if base.is_null() {
-        return base;
-    }
-    // SAFETY: `base + header` is within the allocation, its origin word the bytes before it.
-    unsafe {
-        let p = base.add(header(align));
-        origin_word(p).write(0);
-        p
-    }
-}
-
-/// Frees the memory of an object made by [`alloc_raw`] or owned by a `MsgBox` (a heap allocation
-/// or a block's share, as its origin word says); its value is dropped already.
-///
-/// # Safety
-/// `p` is such an object's address, of `size` bytes aligned to `align`, not used again.
-pub(crate) unsafe fn free_raw(p: *mut u8, size: usize, align: usize) {
-    // SAFETY: the caller's contract: the origin word precedes the object.
-    let origin = unsafe { origin_word(p).read() };
-    match NonNull::new(origin as *mut SharedBlock) {
-        // SAFETY: the box held one share of this block, given back once.
-        Some(block) => unsafe { SharedBlock::release(block, 1) },
-        None => {
-            let layout = heap_layout(size, align).expect("the layout it was allocated with");
-            // SAFETY: allocated by `alloc_raw` with this layout, at `p - header`.
-            unsafe { std::alloc::dealloc(p.sub(header(align)), layout) }
-        }
-    }
-}
 
 impl<T> MsgBox<T> {
     /// `value` in a new heap box (aborts when out of memory, as `Box::new` does).
@@ -129,16 +58,11 @@ impl<T> MsgBox<T> {
     /// `value` in a box cut from `region`'s block in use (holding one share of it), or on the heap
     /// when the region has no room for it; the layout the allocator refused otherwise.
     pub(crate) fn try_new_in(value: T, region: &ChunkRegion) -> Result<Self, Layout> {
-        let h = header(align_of::<T>());
-        match region.alloc(size_of::<T>() + h, h) {
-            // SAFETY: `size + h` fresh bytes of the block aligned to `h`, one share of it counted
-            // for this box: the origin word is right before `p + h`, the value after.
-            Some((p, block)) => unsafe {
-                let p = p.as_ptr().add(h);
-                origin_word(p).write(block.as_ptr() as usize);
-                Ok(Self::write(NonNull::new_unchecked(p.cast()), value))
-            },
-            None => Self::try_new(value),
+        let p = alloc_raw_in(size_of::<T>(), align_of::<T>(), region);
+        match NonNull::new(p.cast::<T>()) {
+            // SAFETY: fresh memory for a `T`, its origin word written.
+            Some(p) => Ok(unsafe { Self::write(p, value) }),
+            None => Err(heap_layout(size_of::<T>(), align_of::<T>()).unwrap_or(Layout::new::<T>())),
         }
     }
 
@@ -183,7 +107,7 @@ impl<T> MsgBox<T> {
     /// Whether the box was cut from a parse's metadata block (not from the global allocator).
     pub fn in_block(b: &Self) -> bool {
         // SAFETY: a live box's origin word precedes its value.
-        unsafe { origin_word(b.0.as_ptr().cast()).read() != 0 }
+        unsafe { super::origin::in_block(b.0.as_ptr().cast()) }
     }
 }
 

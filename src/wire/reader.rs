@@ -973,8 +973,9 @@ impl<'a> Reader<'a> {
     }
 
     /// Makes room in `v` for the run of field `tag` values that starts here (see
-    /// [`Reader::run_length`]) when `v` is full: exactly the run when `v` is empty, else at least
-    /// the run (amortized growth). A refused allocation is `OutOfMemory`.
+    /// [`Reader::run_length`]) when `v` is full: exactly the run when `v` has no memory of its own
+    /// yet (empty, or full inline slots), else at least the run (amortized growth). A refused
+    /// allocation is `OutOfMemory`.
     #[cfg_attr(not(onnxl_small), inline(always))]
     #[cfg_attr(onnxl_small, inline(never))]
     pub fn reserve_run<V: GrowableList>(&self, v: &mut V, tag: u32) -> DResult<()> {
@@ -992,12 +993,8 @@ impl<'a> Reader<'a> {
         let max = usize::try_from(affordable).unwrap_or(usize::MAX).max(1);
         let n = self.run_length(tag, max);
         self.check_room(v, n)?;
-        let r = if v.is_empty() {
-            v.try_reserve_exact(n)
-        } else {
-            v.try_reserve(n)
-        };
-        r.map_err(|_| self.alloc_error(n.saturating_mul(V::ELEMENT_BYTES), self.tag_start))
+        v.try_reserve_for(n, !v.spilled(), self)
+            .map_err(|_| self.alloc_error(n.saturating_mul(V::ELEMENT_BYTES), self.tag_start))
     }
 
     /// Makes room in `v` for `n` more elements (the elements of a packed field just read), or
@@ -1005,7 +1002,7 @@ impl<'a> Reader<'a> {
     #[inline]
     pub fn reserve_elements<V: GrowableList>(&self, v: &mut V, n: usize) -> DResult<()> {
         self.check_room(v, n)?;
-        v.try_reserve(n)
+        v.try_reserve_for(n, !v.spilled(), self)
             .map_err(|_| self.alloc_error(n.saturating_mul(V::ELEMENT_BYTES), self.tag_start))
     }
 
@@ -1211,15 +1208,22 @@ pub trait GrowableList {
     }
     /// Elements it holds without growing.
     fn capacity(&self) -> usize;
-    /// Room for exactly `n` more, or an error.
-    fn try_reserve_exact(&mut self, n: usize) -> Result<(), std::collections::TryReserveError>;
-    /// Room for at least `n` more (amortized growth), or an error.
-    fn try_reserve(&mut self, n: usize) -> Result<(), std::collections::TryReserveError>;
+    /// Whether the elements are in memory of the list's own (not empty or inline).
+    fn spilled(&self) -> bool;
+    /// Room for `n` more (exactly, or at least `n` with amortized growth) for `reader`'s parse,
+    /// which may cut the memory from its blocks where the list type can hold such memory.
+    fn try_reserve_for(
+        &mut self,
+        n: usize,
+        exact: bool,
+        reader: &Reader,
+    ) -> Result<(), std::collections::TryReserveError>;
 }
 
 /// `GrowableList` for list types whose inherent methods of those names do the work.
 macro_rules! growable_list {
-    ($([$($generics:tt)*] $list:ty => $element:ty, $push_with:path, $max_len:expr;)*) => {$(
+    ($([$($generics:tt)*] $list:ty => $element:ty, $push_with:path, $spilled:path,
+        $reserve_in:path, $max_len:expr;)*) => {$(
         impl<$($generics)*> GrowableList for $list {
             type Item = $element;
             const ELEMENT_BYTES: usize = size_of::<$element>();
@@ -1239,23 +1243,45 @@ macro_rules! growable_list {
             fn capacity(&self) -> usize {
                 <$list>::capacity(self)
             }
-            fn try_reserve_exact(
+            fn spilled(&self) -> bool {
+                $spilled(self)
+            }
+            fn try_reserve_for(
                 &mut self,
                 n: usize,
+                exact: bool,
+                reader: &Reader,
             ) -> Result<(), std::collections::TryReserveError> {
-                <$list>::try_reserve_exact(self, n)
-            }
-            fn try_reserve(&mut self, n: usize) -> Result<(), std::collections::TryReserveError> {
-                <$list>::try_reserve(self, n)
+                $reserve_in(self, n, exact, &reader.chunks)
             }
         }
     )*};
 }
 
 growable_list! {
-    [T] Vec<T> => T, vec_push_with, super::inline_vec::vec_max_len::<T>();
+    [T] Vec<T> => T, vec_push_with, vec_spilled, vec_reserve_in,
+        super::inline_vec::vec_max_len::<T>();
     [T, const N: usize] super::InlineVec<T, N> => T, super::InlineVec::push_with,
-        super::inline_vec::MAX_LEN;
+        super::InlineVec::spilled, super::InlineVec::try_reserve_in, super::inline_vec::MAX_LEN;
+}
+
+/// `InlineVec::spilled` for a `Vec`: whether it has an allocation.
+fn vec_spilled<T>(v: &Vec<T>) -> bool {
+    v.capacity() > 0
+}
+
+/// `InlineVec::try_reserve_in` for a `Vec` (which holds heap memory only).
+fn vec_reserve_in<T>(
+    v: &mut Vec<T>,
+    n: usize,
+    exact: bool,
+    _region: &ChunkRegion,
+) -> Result<(), std::collections::TryReserveError> {
+    if exact {
+        v.try_reserve_exact(n)
+    } else {
+        v.try_reserve(n)
+    }
 }
 
 /// `InlineVec::push_with` for a `Vec`.
@@ -1403,11 +1429,16 @@ mod tests {
         fn capacity(&self) -> usize {
             self.0.capacity()
         }
-        fn try_reserve_exact(&mut self, n: usize) -> Result<(), std::collections::TryReserveError> {
-            self.0.try_reserve_exact(n)
+        fn spilled(&self) -> bool {
+            vec_spilled(&self.0)
         }
-        fn try_reserve(&mut self, n: usize) -> Result<(), std::collections::TryReserveError> {
-            self.0.try_reserve(n)
+        fn try_reserve_for(
+            &mut self,
+            n: usize,
+            exact: bool,
+            reader: &Reader,
+        ) -> Result<(), std::collections::TryReserveError> {
+            vec_reserve_in(&mut self.0, n, exact, &reader.chunks)
         }
     }
 
