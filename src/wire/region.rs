@@ -13,7 +13,8 @@
 //! The longer strings of a parse in copy mode (more than the 30 bytes a `ProtoString` holds
 //! inline) are copied into the same blocks, each holding a share of its block as a chunk does,
 //! instead of one allocation each; an equal string copied shortly before in the same block, or
-//! a string that starts the last one copied, shares that copy.
+//! a string that starts the last one copied, shares that copy. So are the sub-message boxes of
+//! a parse and the elements of its lists past their inline slots (`origin.rs`).
 //!
 //! The rule, for any mutation: a chunk keeps its address until its field drops it; a block is
 //! given back when the last chunk cut from it is freed. Memory a mutation frees inside a block
@@ -54,7 +55,8 @@ pub(crate) struct BlockHeader {
 
 /// Whether parses cut from blocks at all: not when the environment variable
 /// `ONNXL_METADATA_BLOCKS` is `0` (read once), for memory checkers (AddressSanitizer, Valgrind)
-/// and heap profilers, which then see every chunk, box and string as an allocation of its own;
+/// and heap profilers, which then see every chunk, box, list and string as an allocation of its
+/// own;
 /// nor while the test hook [`REGIONS_OFF`] is set.
 fn blocks_enabled() -> bool {
     #[cfg(feature = "test-hooks")]
