@@ -34,7 +34,7 @@ use std::ptr;
 use super::origin;
 use super::region::ChunkRegion;
 
-/// Set in `cap` when the elements live in a heap allocation.
+/// Set in `cap` when the elements live outside the list (on the heap or in a parse's block).
 const SPILLED: u32 = 1 << 31;
 
 /// The most elements a list holds: 2^31 − 1 (as protobuf's `int`-counted `RepeatedField`).
@@ -61,7 +61,7 @@ pub(crate) const fn vec_max_len<T>() -> usize {
 pub struct InlineVec<T, const N: usize = 0> {
     /// Number of elements (at most [`MAX_LEN`]).
     len: u32,
-    /// Capacity (`N` while inline), with [`SPILLED`] set for a heap allocation.
+    /// Capacity (`N` while inline), with [`SPILLED`] set once the elements live outside the list.
     cap: u32,
     data: Storage<T, N>,
 }
@@ -578,7 +578,7 @@ pub mod raw {
         }
     }
 
-    /// Pointer to the first element (inline slots or heap).
+    /// Pointer to the first element (inline slots or spilled memory).
     ///
     /// # Safety
     /// `h` points to a valid list.
@@ -730,7 +730,8 @@ pub mod raw {
         }
     }
 
-    /// Drops every element and frees the heap allocation; the list is then empty.
+    /// Drops every element and frees the spilled memory (a heap allocation or a block's share);
+    /// the list is then empty.
     ///
     /// # Safety
     /// As [`reserve`]. The list must not be used again except by dropping its memory (its
