@@ -47,18 +47,19 @@ impl<T> MsgBox<T> {
 
     /// `value` in a new heap box, or the layout the allocator refused (`value` dropped).
     pub fn try_new(value: T) -> Result<Self, Layout> {
-        let p = alloc_raw(size_of::<T>(), align_of::<T>());
-        match NonNull::new(p.cast::<T>()) {
-            // SAFETY: fresh memory for a `T`, its origin word written.
-            Some(p) => Ok(unsafe { Self::write(p, value) }),
-            None => Err(heap_layout(size_of::<T>(), align_of::<T>()).unwrap_or(Layout::new::<T>())),
-        }
+        Self::place(alloc_raw(size_of::<T>(), align_of::<T>()), value)
     }
 
     /// `value` in a box cut from `region`'s block in use (holding one share of it), or on the heap
     /// when the region has no room for it; the layout the allocator refused otherwise.
     pub(crate) fn try_new_in(value: T, region: &ChunkRegion) -> Result<Self, Layout> {
-        let p = alloc_raw_in(size_of::<T>(), align_of::<T>(), region);
+        Self::place(alloc_raw_in(size_of::<T>(), align_of::<T>(), region), value)
+    }
+
+    /// `value` moved into `p`, fresh memory of a `T` with its origin word (from [`alloc_raw`] or
+    /// [`alloc_raw_in`]); when `p` is null (the allocator refused), the layout asked for.
+    #[inline]
+    fn place(p: *mut u8, value: T) -> Result<Self, Layout> {
         match NonNull::new(p.cast::<T>()) {
             // SAFETY: fresh memory for a `T`, its origin word written.
             Some(p) => Ok(unsafe { Self::write(p, value) }),
