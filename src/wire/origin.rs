@@ -118,12 +118,11 @@ pub(crate) unsafe fn realloc_raw(
     live: usize,
     align: usize,
 ) -> *mut u8 {
-    // SAFETY: the caller's contract: the origin word precedes the object.
-    let in_block = unsafe { origin_word(p).read() } != 0;
     let Some(new_layout) = heap_layout(new_size, align) else {
         return ptr::null_mut();
     };
-    if in_block {
+    // SAFETY: the caller's contract: `p` is live memory with an origin word.
+    if unsafe { in_block(p) } {
         let q = alloc_raw(new_size, align);
         if !q.is_null() {
             // SAFETY: `live` bytes of both objects; the old one is not used again.

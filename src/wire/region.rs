@@ -56,8 +56,7 @@ pub(crate) struct BlockHeader {
 /// Whether parses cut from blocks at all: not when the environment variable
 /// `ONNXL_METADATA_BLOCKS` is `0` (read once), for memory checkers (AddressSanitizer, Valgrind)
 /// and heap profilers, which then see every chunk, box, list and string as an allocation of its
-/// own;
-/// nor while the test hook [`REGIONS_OFF`] is set.
+/// own; nor while the test hook [`REGIONS_OFF`] is set.
 fn blocks_enabled() -> bool {
     #[cfg(feature = "test-hooks")]
     if REGIONS_OFF.load(std::sync::atomic::Ordering::Relaxed) {
