@@ -122,7 +122,7 @@ impl PayloadPool {
             align: align.max(1),
             chunk_bytes,
             chunk: None,
-            used: usize::MAX,
+            used: 0,
         }
     }
 
@@ -174,7 +174,8 @@ impl PayloadPool {
             let initialized = matches!(region.storage, Storage::Map(_));
             return Some((region.base(), region as Owner, initialized));
         }
-        // `used <= chunk_bytes` and `len, align <= shared_max`: no overflow.
+        // `used <= chunk_bytes` (0 before the first chunk) and `len, align <= shared_max`: no
+        // overflow.
         let mut start = self.used.next_multiple_of(self.align);
         if self.chunk.is_none() || start + len > self.chunk_bytes {
             let region = Arc::new(AlignedRegion::shared_chunk(self.chunk_bytes, self.align)?);
