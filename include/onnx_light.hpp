@@ -49,16 +49,17 @@ bool onnxl_cxx_init(const OnnxlCxxStringOps* ops, uint64_t fingerprint);
 uint64_t onnxl_cxx_layout_fingerprint(void);
 void* onnxl_cxx_alloc(size_t size, size_t align);
 void onnxl_cxx_free(void* p, size_t size, size_t align);
-void* onnxl_cxx_str_get(const void* s);
+const uint8_t* onnxl_cxx_str_bytes(const void* s, size_t* len);
+void* onnxl_cxx_str_mutable(void* s);
+void* onnxl_cxx_payload_slot(const void* f);
+const uint8_t* onnxl_cxx_payload_bytes(const void* f, size_t* len);
 void onnxl_cxx_str_set(void* s, const uint8_t* data, size_t len);
-void* onnxl_cxx_ostr_get(const void* f);
 void* onnxl_cxx_ostr_mutable(void* f);
 void onnxl_cxx_ostr_set(void* f, const uint8_t* data, size_t len);
 void onnxl_cxx_ostr_clear(void* f);
 void* onnxl_cxx_ostr_release(void* f);
 void onnxl_cxx_ostr_set_allocated(void* f, void* s);
 bool onnxl_cxx_ostr_has(const void* f);
-void* onnxl_cxx_payload_get(const void* f);
 void* onnxl_cxx_payload_mutable(void* f);
 void onnxl_cxx_payload_set(void* f, const uint8_t* data, size_t len);
 void onnxl_cxx_payload_clear(void* f);
@@ -604,12 +605,13 @@ constexpr uint8_t kOptionalNone4 = 0x00;
 constexpr uint8_t kOptionalSome4 = 0x01;
 constexpr uint8_t kOptionalNone8 = 0x00;
 constexpr uint8_t kOptionalSome8 = 0x01;
+constexpr std::size_t kStringSlotAt = 24;
 constexpr uint8_t kStringTagCxx = 3;
-constexpr uint8_t kOptionalStringNone = 5;
+constexpr uint8_t kOptionalStringNone = 6;
 constexpr std::size_t kStringSize = 32;
 constexpr std::size_t kRepeatedOrderAt = 0;
 constexpr std::size_t kRepeatedLenAt = 8;
-constexpr uint64_t kLayoutFingerprint = 0x6fa32a16e74fd17eull;
+constexpr uint64_t kLayoutFingerprint = 0x133e5fc5557296c9ull;
 }  // namespace detail
 
 /// An error of the library: the C status and the message of onnxl_last_error_message().
@@ -698,26 +700,62 @@ inline const std::string& empty_string() noexcept {
   return empty;
 }
 
-/// The std::string of a string whose C++ form may not exist yet (converted by the library).
-inline std::string* string_at(const void* s) noexcept {
-  if (__atomic_load_n(static_cast<const uint8_t*>(s), __ATOMIC_ACQUIRE) == kStringTagCxx) {
-    return load<std::string*>(at(s, 8));
+/// Publishes `fresh` in a string's or payload's slot unless another thread did first, and
+/// returns the std::string in the slot (the other's, when it won: `fresh` is deleted).
+inline std::string* publish(std::string* const* slot, std::string* fresh) noexcept {
+  std::string* expected = nullptr;
+  if (__atomic_compare_exchange_n(const_cast<std::string**>(slot), &expected, fresh, false, __ATOMIC_ACQ_REL,
+                                  __ATOMIC_ACQUIRE)) {
+    return fresh;
   }
-  return static_cast<std::string*>(onnxl_cxx_str_get(s));
+  delete fresh;
+  return expected;
+}
+/// The std::string C++ reads a string through, in the slot at the end of the string: a field the
+/// classes parsed or set holds its value there; for any other, the first read publishes a copy
+/// of the value there and the value stays as it is (so concurrent const reads, and pointers into
+/// the value taken before, are safe).
+inline std::string* string_at(const void* s) {
+  auto slot = reinterpret_cast<std::string* const*>(at(s, kStringSlotAt));
+  std::string* p = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
+  if (p != nullptr) {
+    return p;
+  }
+  std::size_t n = 0;
+  const uint8_t* d = onnxl_cxx_str_bytes(s, &n);
+  return publish(slot, new std::string(reinterpret_cast<const char*>(d), n));
+}
+/// The std::string of a string element, for writes through it: the value moves into it (in
+/// place already when the tag says so).
+inline std::string* mutable_string_at(void* s) {
+  if (*static_cast<const uint8_t*>(s) == kStringTagCxx) {
+    return load<std::string*>(at(s, kStringSlotAt));
+  }
+  return static_cast<std::string*>(onnxl_cxx_str_mutable(s));
 }
 /// An optional string field: its std::string, or the empty string when unset.
-inline const std::string& optional_string(const void* f) noexcept {
-  uint8_t tag = __atomic_load_n(static_cast<const uint8_t*>(f), __ATOMIC_ACQUIRE);
-  if (tag == kStringTagCxx) {
-    return *load<std::string*>(at(f, 8));
-  }
-  if (tag == kOptionalStringNone) {
+inline const std::string& optional_string(const void* f) {
+  if (*static_cast<const uint8_t*>(f) == kOptionalStringNone) {
     return empty_string();
   }
-  return *static_cast<std::string*>(onnxl_cxx_str_get(f));
+  return *string_at(f);
 }
 inline bool optional_string_has(const void* f) noexcept {
-  return __atomic_load_n(static_cast<const uint8_t*>(f), __ATOMIC_ACQUIRE) != kOptionalStringNone;
+  return *static_cast<const uint8_t*>(f) != kOptionalStringNone;
+}
+/// A payload field (`raw_data`) as a std::string, published as `string_at` does.
+inline const std::string& payload(const void* f) {
+  auto slot = static_cast<std::string* const*>(onnxl_cxx_payload_slot(f));
+  if (slot == nullptr) {
+    return empty_string();
+  }
+  std::string* p = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
+  if (p != nullptr) {
+    return *p;
+  }
+  std::size_t n = 0;
+  const uint8_t* d = onnxl_cxx_payload_bytes(f, &n);
+  return *publish(slot, new std::string(reinterpret_cast<const char*>(d), n));
 }
 
 /// Optional scalars: a tag before the value (see the layout table).
@@ -1034,13 +1072,13 @@ class RepeatedPtrField<std::string> {
   int size() const noexcept { return static_cast<int>(detail::list_len(this)); }
   bool empty() const noexcept { return size() == 0; }
   const std::string& Get(int i) const { return *detail::string_at(slot(check(i))); }
-  std::string* Mutable(int i) { return detail::string_at(slot(check(i))); }
+  std::string* Mutable(int i) { return detail::mutable_string_at(slot(check(i))); }
   const std::string& operator[](int i) const { return Get(i); }
   std::string& operator[](int i) { return *Mutable(i); }
   const std::string& at(int i) const { return Get(i); }
   std::string& at(int i) { return *Mutable(i); }
   /// Appends an empty string and returns it.
-  std::string* Add() { return detail::string_at(push("", 0)); }
+  std::string* Add() { return detail::mutable_string_at(push("", 0)); }
   void Add(const std::string& v) { push(v.data(), v.size()); }
   void Add(std::string&& v) { push(v.data(), v.size()); }
   void Add(const char* v) { push(v, std::strlen(v)); }
@@ -1093,7 +1131,7 @@ class RepeatedPtrField<std::string> {
 
   // Element access of the iterators.
   const std::string& element(std::ptrdiff_t i) const { return *detail::string_at(slot(static_cast<std::size_t>(i))); }
-  std::string& element(std::ptrdiff_t i) { return *detail::string_at(slot(static_cast<std::size_t>(i))); }
+  std::string& element(std::ptrdiff_t i) { return *detail::mutable_string_at(slot(static_cast<std::size_t>(i))); }
 
  private:
   RepeatedPtrField() = delete;
@@ -3823,8 +3861,8 @@ class TensorProto final {
   static TensorProto* from_c(OnnxlTensorProto* p) noexcept { (void)detail::init(); return reinterpret_cast<TensorProto*>(p); }
 
   // repeated int64 dims = 1;
-  const RepeatedField<int64_t>& dims() const { return *reinterpret_cast<const RepeatedField<int64_t>*>(detail::at(this, 80)); }
-  RepeatedField<int64_t>* mutable_dims() { return reinterpret_cast<RepeatedField<int64_t>*>(detail::at(this, 80)); }
+  const RepeatedField<int64_t>& dims() const { return *reinterpret_cast<const RepeatedField<int64_t>*>(detail::at(this, 88)); }
+  RepeatedField<int64_t>* mutable_dims() { return reinterpret_cast<RepeatedField<int64_t>*>(detail::at(this, 88)); }
   int dims_size() const { return dims().size(); }
   int64_t dims(int i) const { return dims().Get(i); }
   void set_dims(int i, int64_t v) { mutable_dims()->Set(i, v); }
@@ -3853,8 +3891,8 @@ class TensorProto final {
   TensorProto_Segment& ref_segment() { return *mutable_segment(); }
 
   // repeated float float_data = 4 [packed = true];
-  const RepeatedField<float>& float_data() const { return *reinterpret_cast<const RepeatedField<float>*>(detail::at(this, 120)); }
-  RepeatedField<float>* mutable_float_data() { return reinterpret_cast<RepeatedField<float>*>(detail::at(this, 120)); }
+  const RepeatedField<float>& float_data() const { return *reinterpret_cast<const RepeatedField<float>*>(detail::at(this, 128)); }
+  RepeatedField<float>* mutable_float_data() { return reinterpret_cast<RepeatedField<float>*>(detail::at(this, 128)); }
   int float_data_size() const { return float_data().size(); }
   float float_data(int i) const { return float_data().Get(i); }
   void set_float_data(int i, float v) { mutable_float_data()->Set(i, v); }
@@ -3896,8 +3934,8 @@ class TensorProto final {
   RepeatedPtrField<std::string>& ref_string_data() { return *mutable_string_data(); }
 
   // repeated int64 int64_data = 7 [packed = true];
-  const RepeatedField<int64_t>& int64_data() const { return *reinterpret_cast<const RepeatedField<int64_t>*>(detail::at(this, 136)); }
-  RepeatedField<int64_t>* mutable_int64_data() { return reinterpret_cast<RepeatedField<int64_t>*>(detail::at(this, 136)); }
+  const RepeatedField<int64_t>& int64_data() const { return *reinterpret_cast<const RepeatedField<int64_t>*>(detail::at(this, 144)); }
+  RepeatedField<int64_t>* mutable_int64_data() { return reinterpret_cast<RepeatedField<int64_t>*>(detail::at(this, 144)); }
   int int64_data_size() const { return int64_data().size(); }
   int64_t int64_data(int i) const { return int64_data().Get(i); }
   void set_int64_data(int i, int64_t v) { mutable_int64_data()->Set(i, v); }
@@ -3907,17 +3945,17 @@ class TensorProto final {
   RepeatedField<int64_t>& ref_int64_data() { return *mutable_int64_data(); }
 
   // optional string name = 8;
-  bool has_name() const { return detail::optional_string_has(detail::at(this, 48)); }
-  const std::string& name() const { return detail::optional_string(detail::at(this, 48)); }
-  std::string* mutable_name() { return static_cast<std::string*>(onnxl_cxx_ostr_mutable(detail::at(this, 48))); }
-  void set_name(const std::string& v) { onnxl_cxx_ostr_set(detail::at(this, 48), reinterpret_cast<const uint8_t*>(v.data()), v.size()); }
-  void set_name(std::string&& v) { onnxl_cxx_ostr_set(detail::at(this, 48), reinterpret_cast<const uint8_t*>(v.data()), v.size()); }
-  void set_name(const char* v) { onnxl_cxx_ostr_set(detail::at(this, 48), reinterpret_cast<const uint8_t*>(v), std::strlen(v)); }
-  void set_name(const char* v, std::size_t n) { onnxl_cxx_ostr_set(detail::at(this, 48), reinterpret_cast<const uint8_t*>(v), n); }
-  void set_name(const void* v, std::size_t n) { onnxl_cxx_ostr_set(detail::at(this, 48), reinterpret_cast<const uint8_t*>(static_cast<const char*>(v)), n); }
-  void clear_name() { onnxl_cxx_ostr_clear(detail::at(this, 48)); }
-  std::string* release_name() { return static_cast<std::string*>(onnxl_cxx_ostr_release(detail::at(this, 48))); }
-  void set_allocated_name(std::string* v) { onnxl_cxx_ostr_set_allocated(detail::at(this, 48), v); }
+  bool has_name() const { return detail::optional_string_has(detail::at(this, 56)); }
+  const std::string& name() const { return detail::optional_string(detail::at(this, 56)); }
+  std::string* mutable_name() { return static_cast<std::string*>(onnxl_cxx_ostr_mutable(detail::at(this, 56))); }
+  void set_name(const std::string& v) { onnxl_cxx_ostr_set(detail::at(this, 56), reinterpret_cast<const uint8_t*>(v.data()), v.size()); }
+  void set_name(std::string&& v) { onnxl_cxx_ostr_set(detail::at(this, 56), reinterpret_cast<const uint8_t*>(v.data()), v.size()); }
+  void set_name(const char* v) { onnxl_cxx_ostr_set(detail::at(this, 56), reinterpret_cast<const uint8_t*>(v), std::strlen(v)); }
+  void set_name(const char* v, std::size_t n) { onnxl_cxx_ostr_set(detail::at(this, 56), reinterpret_cast<const uint8_t*>(v), n); }
+  void set_name(const void* v, std::size_t n) { onnxl_cxx_ostr_set(detail::at(this, 56), reinterpret_cast<const uint8_t*>(static_cast<const char*>(v)), n); }
+  void clear_name() { onnxl_cxx_ostr_clear(detail::at(this, 56)); }
+  std::string* release_name() { return static_cast<std::string*>(onnxl_cxx_ostr_release(detail::at(this, 56))); }
+  void set_allocated_name(std::string* v) { onnxl_cxx_ostr_set_allocated(detail::at(this, 56), v); }
   const std::string& ref_name() const { return name(); }
   std::string& ref_name() { return *mutable_name(); }
 
@@ -3938,7 +3976,7 @@ class TensorProto final {
 
   // optional bytes raw_data = 9;
   bool has_raw_data() const { return onnxl_cxx_payload_has(detail::at(this, 8)); }
-  const std::string& raw_data() const { void* s = onnxl_cxx_payload_get(detail::at(this, 8)); return s ? *static_cast<std::string*>(s) : detail::empty_string(); }
+  const std::string& raw_data() const { return detail::payload(detail::at(this, 8)); }
   std::string* mutable_raw_data() { return static_cast<std::string*>(onnxl_cxx_payload_mutable(detail::at(this, 8))); }
   void set_raw_data(const std::string& v) { onnxl_cxx_payload_set(detail::at(this, 8), reinterpret_cast<const uint8_t*>(v.data()), v.size()); }
   void set_raw_data(std::string&& v) { onnxl_cxx_payload_set(detail::at(this, 8), reinterpret_cast<const uint8_t*>(v.data()), v.size()); }
@@ -4010,11 +4048,11 @@ class TensorProto final {
   RepeatedPtrField<StringStringEntryProto>& ref_metadata_props() { return *mutable_metadata_props(); }
 
  private:
-  const unsigned char* rare_at(std::size_t off) const { const void* r = detail::load<const void*>(detail::at(this, 152)); return detail::at(r ? r : onnxl_cxx_TensorProto_rare_empty(), off); }
+  const unsigned char* rare_at(std::size_t off) const { const void* r = detail::load<const void*>(detail::at(this, 160)); return detail::at(r ? r : onnxl_cxx_TensorProto_rare_empty(), off); }
   unsigned char* rare_at(std::size_t off) { return detail::at(onnxl_cxx_TensorProto_rare_mut(this), off); }
-  alignas(8) unsigned char storage_[160];
+  alignas(8) unsigned char storage_[168];
 };
-static_assert(sizeof(TensorProto) == 160 && alignof(TensorProto) == 8, "layout of TensorProto");
+static_assert(sizeof(TensorProto) == 168 && alignof(TensorProto) == 8, "layout of TensorProto");
 
 /// `onnx.TensorProto.Segment`.
 class TensorProto_Segment final {

@@ -6,7 +6,7 @@ use std::ffi::c_void;
 use std::fmt;
 use std::ops::Deref;
 use std::ptr::NonNull;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 
 /// Anything that can keep bytes alive: a memory map, a `Vec<u8>`, a caller's buffer.
@@ -35,8 +35,8 @@ enum Repr {
         len: usize,
         owner: Option<Owner>,
     },
-    /// A C++ `std::string` that the C++ layer made of the bytes (see [`CxxString`]).
-    Cxx(CxxString),
+    /// The bytes are the `std::string` of the span's [`CxxSlot`] (made by the C++ layer).
+    Cxx,
 }
 
 /// Tensor payload bytes (`TensorProto.raw_data`): owned, or borrowed pointer + length with an
@@ -50,6 +50,8 @@ enum Repr {
 ///   the caller keeps them alive.
 pub struct ByteSpan {
     repr: Repr,
+    /// The `std::string` the C++ classes read `raw_data()` through (see [`CxxSlot`]).
+    cxx: CxxSlot,
 }
 
 // SAFETY: every variant either owns its bytes (Vec, or an exclusive range of an arena kept alive
@@ -70,6 +72,7 @@ impl ByteSpan {
     /// An empty owned span.
     pub const fn new() -> Self {
         Self {
+            cxx: CxxSlot::empty(),
             repr: Repr::Owned(Vec::new()),
         }
     }
@@ -77,6 +80,7 @@ impl ByteSpan {
     /// Takes ownership of `bytes`.
     pub fn from_vec(bytes: Vec<u8>) -> Self {
         Self {
+            cxx: CxxSlot::empty(),
             repr: Repr::Owned(bytes),
         }
     }
@@ -91,6 +95,7 @@ impl ByteSpan {
         let slice = &(*data).as_ref()[range];
         let (ptr, len) = (slice.as_ptr(), slice.len());
         Self {
+            cxx: CxxSlot::empty(),
             repr: Repr::Borrowed {
                 ptr,
                 len,
@@ -105,6 +110,7 @@ impl ByteSpan {
     /// The bytes must stay valid and unmodified while any clone of `owner` lives.
     pub unsafe fn from_owner_raw(ptr: *const u8, len: usize, owner: Owner) -> Self {
         Self {
+            cxx: CxxSlot::empty(),
             repr: Repr::Borrowed {
                 ptr,
                 len,
@@ -119,6 +125,7 @@ impl ByteSpan {
     /// The bytes must stay valid and unmodified for as long as this span (or a clone) is used.
     pub unsafe fn from_raw_parts(ptr: *const u8, len: usize) -> Self {
         Self {
+            cxx: CxxSlot::empty(),
             repr: Repr::Borrowed {
                 ptr,
                 len,
@@ -134,6 +141,7 @@ impl ByteSpan {
     /// through any other span or reference.
     pub(crate) unsafe fn from_arena_range(ptr: *mut u8, len: usize, arena: Owner) -> Self {
         Self {
+            cxx: CxxSlot::empty(),
             repr: Repr::OwnedRange {
                 ptr,
                 len,
@@ -150,6 +158,7 @@ impl ByteSpan {
     /// As [`ByteSpan::from_arena_range`].
     pub(crate) unsafe fn from_realigned_range(ptr: *mut u8, len: usize, arena: Owner) -> Self {
         Self {
+            cxx: CxxSlot::empty(),
             repr: Repr::OwnedRange {
                 ptr,
                 len,
@@ -182,14 +191,17 @@ impl ByteSpan {
             // SAFETY: kept alive by `owner`, or by the caller for unowned spans (constructor
             // contract).
             Repr::Borrowed { ptr, len, .. } => unsafe { slice_or_empty(*ptr, *len) },
-            Repr::Cxx(s) => s.as_bytes(),
+            Repr::Cxx => self.cxx.bytes(),
         }
     }
 
-    /// Mutable access; borrowed bytes are first copied into an owned buffer.
+    /// Mutable access; borrowed bytes are first copied into an owned buffer. With a C++
+    /// `std::string` present, the bytes move into it (C++ references see the writes).
     pub fn as_mut_slice(&mut self) -> &mut [u8] {
-        if let Repr::Borrowed { .. } = self.repr {
-            *self = Self::from_vec(self.as_slice().to_vec());
+        if self.cxx.is_set() {
+            self.repr = Repr::Cxx;
+        } else if let Repr::Borrowed { .. } = self.repr {
+            self.repr = Repr::Owned(self.as_slice().to_vec());
         }
         match &mut self.repr {
             Repr::Owned(v) => v,
@@ -201,7 +213,7 @@ impl ByteSpan {
                     std::slice::from_raw_parts_mut(*ptr, *len)
                 }
             },
-            Repr::Cxx(s) => s.as_mut_bytes(),
+            Repr::Cxx => self.cxx.bytes_mut(),
             Repr::Borrowed { .. } => unreachable!("converted to owned above"),
         }
     }
@@ -212,7 +224,7 @@ impl ByteSpan {
         match &self.repr {
             Repr::Owned(v) => v.len(),
             Repr::OwnedRange { len, .. } | Repr::Borrowed { len, .. } => *len,
-            Repr::Cxx(s) => s.as_bytes().len(),
+            Repr::Cxx => self.cxx.bytes().len(),
         }
     }
 
@@ -231,7 +243,7 @@ impl ByteSpan {
     /// range; `None` for a private buffer and for unowned borrowed bytes.
     pub fn owner(&self) -> Option<Owner> {
         match &self.repr {
-            Repr::Owned(_) | Repr::Cxx(_) => None,
+            Repr::Owned(_) | Repr::Cxx => None,
             Repr::OwnedRange { arena, .. } => Some(arena.clone()),
             Repr::Borrowed { owner, .. } => owner.clone(),
         }
@@ -251,8 +263,9 @@ impl ByteSpan {
     /// for borrowed bytes without an owner: their lifetime is the caller's (see
     /// [`ByteSpan::from_raw_parts`]) and no token can extend it.
     pub fn share(&mut self) -> Option<Owner> {
-        if let Repr::Cxx(s) = &self.repr {
-            self.repr = Repr::Owned(s.as_bytes().to_vec());
+        if let Repr::Cxx = self.repr {
+            // The `std::string` stays, as a copy C++ references still read.
+            self.repr = Repr::Owned(self.cxx.bytes().to_vec());
         }
         match &mut self.repr {
             Repr::Owned(v) => {
@@ -278,7 +291,7 @@ impl ByteSpan {
                 Some(owner)
             }
             Repr::Borrowed { owner, .. } => owner.clone(),
-            Repr::Cxx(_) => unreachable!("converted to owned above"),
+            Repr::Cxx => unreachable!("converted to owned above"),
         }
     }
 
@@ -288,9 +301,9 @@ impl ByteSpan {
     }
 
     /// Converts into an owned `Vec`, copying if needed.
-    pub fn into_vec(self) -> Vec<u8> {
-        match self.repr {
-            Repr::Owned(v) => v,
+    pub fn into_vec(mut self) -> Vec<u8> {
+        match &mut self.repr {
+            Repr::Owned(v) => std::mem::take(v),
             _ => self.as_slice().to_vec(),
         }
     }
@@ -315,8 +328,9 @@ impl Clone for ByteSpan {
     fn clone(&self) -> Self {
         match &self.repr {
             Repr::Owned(v) => Self::from_vec(v.clone()),
-            Repr::OwnedRange { .. } | Repr::Cxx(_) => Self::from_vec(self.as_slice().to_vec()),
+            Repr::OwnedRange { .. } | Repr::Cxx => Self::from_vec(self.as_slice().to_vec()),
             Repr::Borrowed { ptr, len, owner } => Self {
+                cxx: CxxSlot::empty(),
                 repr: Repr::Borrowed {
                     ptr: *ptr,
                     len: *len,
@@ -362,7 +376,7 @@ impl From<&[u8]> for ByteSpan {
 impl fmt::Debug for ByteSpan {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let mode = match &self.repr {
-            Repr::Owned(_) | Repr::OwnedRange { .. } | Repr::Cxx(_) => "owned",
+            Repr::Owned(_) | Repr::OwnedRange { .. } | Repr::Cxx => "owned",
             Repr::Borrowed { owner: Some(_), .. } => "borrowed+owner",
             Repr::Borrowed { owner: None, .. } => "borrowed",
         };
@@ -371,10 +385,10 @@ impl fmt::Debug for ByteSpan {
 }
 
 /// Bytes stored inline in a [`ProtoString`] (no allocation): most ONNX names fit.
-pub(crate) const INLINE_CAPACITY: usize = 30;
+pub(crate) const INLINE_CAPACITY: usize = 22;
 
-/// `repr(u8)`: the tag is the first byte and [`StrRepr::Cxx`]'s string pointer the second word,
-/// which the C++ layer reads directly (the layout table of the C++ classes records both).
+/// The value of a [`ProtoString`]: 24 bytes, `repr(u8)` (the tag is the first byte, which
+/// `Option<ProtoString>` uses for `None`; the C++ layer reads that byte).
 #[repr(u8)]
 enum StrRepr {
     Inline {
@@ -383,18 +397,38 @@ enum StrRepr {
     },
     Heap(Box<[u8]>),
     /// Immutable bytes of a parse input, kept alive by `owner` (longer strings of a model
-    /// parsed in copy mode point into its private input copy instead of allocating each).
+    /// parsed in no-copy mode point into its input instead of allocating each).
     Shared {
+        len: u32,
         ptr: *const u8,
-        len: usize,
         /// Held only to keep the bytes alive.
         _owner: ThinOwner,
     },
-    /// A C++ `std::string` that the C++ layer made of the value (see [`CxxString`]).
-    Cxx(CxxString),
+    /// The value is the `std::string` of the string's [`CxxSlot`] (made by the C++ layer).
+    Cxx,
     /// Bytes cut from a block of a parse's metadata memory (longer strings of a model parsed
-    /// in copy mode: no allocation of their own).
-    Block(BlockBytes),
+    /// in copy mode: no allocation of their own); one share of `block`.
+    Block {
+        len: u32,
+        bytes: BlockShare,
+    },
+    /// Bytes of the program (statics: the shared presets of rare fields).
+    Static(&'static [u8]),
+}
+
+/// The start of bytes inside a [`SharedBlock`] and one share of it (a [`BlockBytes`] whose
+/// length is kept by its owner).
+struct BlockShare {
+    ptr: NonNull<u8>,
+    block: NonNull<SharedBlock>,
+}
+
+impl Drop for BlockShare {
+    fn drop(&mut self) {
+        // SAFETY: the value holds one share of the live block (`ProtoString::from_block`),
+        // given back once.
+        unsafe { SharedBlock::release(self.block, 1) }
+    }
 }
 
 /// The live count of a block of memory that a parse cuts parts of its model from (the
@@ -456,22 +490,21 @@ impl Drop for BlockBytes {
     }
 }
 
-impl Clone for StrRepr {
+impl Clone for ProtoString {
     /// A clone of a borrowing string is a private copy: clones (names put in maps, say) never
-    /// keep a whole parse input alive after its model is dropped.
+    /// keep a whole parse input alive after its model is dropped. Clones have no `std::string`.
     fn clone(&self) -> Self {
-        match self {
-            Self::Inline { len, buf } => Self::Inline {
+        match &self.repr {
+            StrRepr::Inline { len, buf } => Self::of(StrRepr::Inline {
                 len: *len,
                 buf: *buf,
-            },
-            Self::Heap(b) => Self::Heap(b.clone()),
-            // SAFETY: see `ProtoString::as_bytes`.
-            Self::Shared { ptr, len, .. } => {
-                Self::Heap(unsafe { std::slice::from_raw_parts(*ptr, *len) }.into())
+            }),
+            StrRepr::Heap(b) => Self::of(StrRepr::Heap(b.clone())),
+            StrRepr::Static(b) => Self::of(StrRepr::Static(b)),
+            StrRepr::Shared { .. } | StrRepr::Block { .. } => {
+                Self::of(StrRepr::Heap(self.as_bytes().into()))
             }
-            Self::Cxx(s) => ProtoString::from_bytes(s.as_bytes()).0,
-            Self::Block(b) => Self::Heap(b.as_bytes().into()),
+            StrRepr::Cxx => Self::from_bytes(self.as_bytes()),
         }
     }
 }
@@ -489,40 +522,85 @@ impl ThinOwner {
 }
 
 /// A proto2 `string` or `bytes` value. proto2 does not require UTF-8, so the bytes are kept as
-/// they are; [`ProtoString::as_str`] checks. Values up to 30 bytes are stored inline, without an
+/// they are; [`ProtoString::as_str`] checks. Values up to 22 bytes are stored inline, without an
 /// allocation (models hold millions of short names); longer values of a model parsed in copy or
-/// no-copy mode point into the parse input (kept alive by the string), and a clone of such a
-/// value is a private copy.
-#[derive(Clone)]
-pub struct ProtoString(StrRepr);
+/// no-copy mode point into the parse's memory or input (kept alive by the string), and a clone
+/// of such a value is a private copy.
+///
+/// 32 bytes, `repr(C)`: the value (24 bytes, its tag first), then the [`CxxSlot`] that the C++
+/// classes read their `const std::string&` from (offset [`CXX_SLOT_AT`]).
+#[repr(C)]
+pub struct ProtoString {
+    repr: StrRepr,
+    cxx: CxxSlot,
+}
+
+const _: () = assert!(size_of::<ProtoString>() == 32 && size_of::<StrRepr>() == 24);
+const _: () = assert!(size_of::<Option<ProtoString>>() == 32);
+
+/// Offset of a [`ProtoString`]'s [`CxxSlot`] (the C++ layer reads it in place).
+pub(crate) const CXX_SLOT_AT: usize = std::mem::offset_of!(ProtoString, cxx);
+
+/// The first byte of a [`ProtoString`] whose value is the `std::string` of its slot (the C++
+/// layer reads it in place: such a string is written through that `std::string`).
+pub(crate) const STRING_TAG_CXX: u8 = {
+    let s = ProtoString::of(StrRepr::Cxx);
+    // SAFETY: `StrRepr` is `repr(u8)`: its first byte is the tag, initialized.
+    let b = unsafe { *(&raw const s).cast::<u8>() };
+    std::mem::forget(s);
+    b
+};
+
+/// The first byte of an unset `Option<ProtoString>` (the C++ layer reads it in place): the
+/// first value after the tags of [`StrRepr`]'s variants.
+pub(crate) const OPTIONAL_STRING_NONE: u8 = {
+    let none: Option<ProtoString> = None;
+    // SAFETY: the first byte of `None` is its niche tag, initialized (`StrRepr` is `repr(u8)`).
+    let b = unsafe { *(&raw const none).cast::<u8>() };
+    std::mem::forget(none);
+    b
+};
 
 // SAFETY: the `Shared` variant points at immutable bytes kept alive by a `Send + Sync` owner,
 // the `Block` variant at immutable bytes kept alive by its share of an atomically counted
-// block; the other variants own their bytes. Shared access only reads; mutation replaces the value.
+// block; the other variants own their bytes, and the slot's `std::string` is published
+// atomically. Shared access only reads (and fills an empty slot with compare-and-swap);
+// mutation needs `&mut`.
 unsafe impl Send for ProtoString {}
 // SAFETY: see `Send`.
 unsafe impl Sync for ProtoString {}
 
 impl ProtoString {
+    /// A string of `repr`, without a `std::string`.
+    #[inline(always)]
+    const fn of(repr: StrRepr) -> Self {
+        Self {
+            repr,
+            cxx: CxxSlot::empty(),
+        }
+    }
+
     /// An empty string.
     pub const fn new() -> Self {
-        Self(StrRepr::Inline {
+        Self::of(StrRepr::Inline {
             len: 0,
             buf: [0; INLINE_CAPACITY],
         })
     }
 
-    /// An inline string holding `s` (at most 30 bytes), for statics.
-    pub(crate) const fn inline_const(s: &str) -> Self {
+    /// A string holding `s`, for statics: inline up to 22 bytes, else pointing at `s`.
+    pub(crate) const fn inline_const(s: &'static str) -> Self {
         let b = s.as_bytes();
-        assert!(b.len() <= INLINE_CAPACITY, "longer than an inline string");
+        if b.len() > INLINE_CAPACITY {
+            return Self::of(StrRepr::Static(b));
+        }
         let mut buf = [0; INLINE_CAPACITY];
         let mut i = 0;
         while i < b.len() {
             buf[i] = b[i];
             i += 1;
         }
-        Self(StrRepr::Inline {
+        Self::of(StrRepr::Inline {
             len: b.len() as u8,
             buf,
         })
@@ -533,7 +611,7 @@ impl ProtoString {
     #[inline(always)]
     pub(crate) fn inline_from_window(window: &[u8; INLINE_CAPACITY], len: usize) -> Self {
         debug_assert!(len <= INLINE_CAPACITY);
-        Self(StrRepr::Inline {
+        Self::of(StrRepr::Inline {
             len: len as u8,
             buf: *window,
         })
@@ -546,13 +624,23 @@ impl ProtoString {
     #[inline(always)]
     pub(crate) fn set_inline_from_window(&mut self, window: &[u8; INLINE_CAPACITY], len: usize) {
         debug_assert!(len <= INLINE_CAPACITY);
-        match &mut self.0 {
+        if self.cxx.is_set() {
+            return self.set_bytes(&window[..len]);
+        }
+        match &mut self.repr {
             StrRepr::Inline { len: l, buf } => {
                 *l = len as u8;
                 buf.copy_from_slice(window);
             }
-            other => *other = Self::inline_from_window(window, len).0,
+            other => *other = Self::inline_from_window(window, len).into_repr(),
         }
+    }
+
+    /// The value, for a string without a `std::string`.
+    #[inline(always)]
+    fn into_repr(self) -> StrRepr {
+        debug_assert!(!self.cxx.is_set());
+        self.repr
     }
 
     /// A string holding a copy of `bytes`.
@@ -561,12 +649,12 @@ impl ProtoString {
         if bytes.len() <= INLINE_CAPACITY {
             let mut buf = [0u8; INLINE_CAPACITY];
             buf[..bytes.len()].copy_from_slice(bytes);
-            Self(StrRepr::Inline {
+            Self::of(StrRepr::Inline {
                 len: bytes.len() as u8,
                 buf,
             })
         } else {
-            Self(StrRepr::Heap(bytes.into()))
+            Self::of(StrRepr::Heap(bytes.into()))
         }
     }
 
@@ -578,45 +666,64 @@ impl ProtoString {
         let mut v = Vec::new();
         v.try_reserve_exact(bytes.len())?;
         v.extend_from_slice(bytes);
-        Ok(Self(StrRepr::Heap(v.into())))
+        Ok(Self::of(StrRepr::Heap(v.into())))
     }
 
     /// A string of bytes cut from a shared block; only for values longer than
     /// [`INLINE_CAPACITY`] (shorter ones are stored inline, never cut from a block).
     pub(crate) fn from_block(bytes: BlockBytes) -> Self {
         debug_assert!(bytes.len > INLINE_CAPACITY);
-        Self(StrRepr::Block(bytes))
+        match u32::try_from(bytes.len) {
+            Ok(len) => {
+                let bytes = std::mem::ManuallyDrop::new(bytes);
+                // The share `bytes` held moves to the value.
+                Self::of(StrRepr::Block {
+                    len,
+                    bytes: BlockShare {
+                        ptr: bytes.ptr,
+                        block: bytes.block,
+                    },
+                })
+            }
+            Err(_) => Self::of(StrRepr::Heap(bytes.as_bytes().into())),
+        }
     }
 
-    /// A string over `len` bytes at `ptr` that `owner` keeps alive (short values are copied
-    /// inline instead).
+    /// A string over `len` bytes at `ptr` that `owner` keeps alive (short values, and values
+    /// of 4 GiB or more, are copied instead).
     ///
     /// # Safety
     /// The bytes must stay valid and unmodified while any clone of `owner` lives.
     #[inline]
     pub(crate) unsafe fn from_owned_by(ptr: *const u8, len: usize, owner: &ThinOwner) -> Self {
-        if len <= INLINE_CAPACITY {
+        match u32::try_from(len) {
+            Ok(l) if len > INLINE_CAPACITY => Self::of(StrRepr::Shared {
+                len: l,
+                ptr,
+                _owner: owner.clone(),
+            }),
             // SAFETY: the caller guarantees `len` readable bytes at `ptr`.
-            return Self::from_bytes(unsafe { std::slice::from_raw_parts(ptr, len) });
+            _ => Self::from_bytes(unsafe { std::slice::from_raw_parts(ptr, len) }),
         }
-        Self(StrRepr::Shared {
-            ptr,
-            len,
-            _owner: owner.clone(),
-        })
     }
 
     /// The raw bytes.
     #[inline]
     pub fn as_bytes(&self) -> &[u8] {
-        match &self.0 {
+        match &self.repr {
             StrRepr::Inline { len, buf } => &buf[..*len as usize],
             StrRepr::Heap(b) => b,
             // SAFETY: `from_owned_by`'s contract: the owner held here keeps the bytes alive and
             // unmodified.
-            StrRepr::Shared { ptr, len, .. } => unsafe { std::slice::from_raw_parts(*ptr, *len) },
-            StrRepr::Cxx(s) => s.as_bytes(),
-            StrRepr::Block(b) => b.as_bytes(),
+            StrRepr::Shared { ptr, len, .. } => unsafe {
+                std::slice::from_raw_parts(*ptr, *len as usize)
+            },
+            StrRepr::Cxx => self.cxx.bytes(),
+            StrRepr::Static(b) => b,
+            // SAFETY: `from_block`: the share held keeps the bytes alive and unmodified.
+            StrRepr::Block { len, bytes } => unsafe {
+                std::slice::from_raw_parts(bytes.ptr.as_ptr(), *len as usize)
+            },
         }
     }
 
@@ -630,26 +737,33 @@ impl ProtoString {
         String::from_utf8_lossy(self.as_bytes())
     }
 
-    /// Replaces the value with a copy of `bytes`.
+    /// Replaces the value with a copy of `bytes` (inside its `std::string` when C++ has one:
+    /// C++ references to the field see the new value, as with protobuf).
     pub fn set_bytes(&mut self, bytes: &[u8]) {
-        *self = Self::from_bytes(bytes);
+        if self.cxx.is_set() {
+            self.cxx.assign(bytes);
+            self.repr = StrRepr::Cxx;
+        } else {
+            self.repr = Self::from_bytes(bytes).into_repr();
+        }
     }
 
     /// Appends `bytes`.
     pub fn push_bytes(&mut self, bytes: &[u8]) {
         let mut v = self.as_bytes().to_vec();
         v.extend_from_slice(bytes);
-        *self = Self::from(v);
+        if self.cxx.is_set() {
+            self.set_bytes(&v);
+        } else {
+            self.repr = Self::from(v).into_repr();
+        }
     }
 
     /// The bytes, by value.
     pub fn into_bytes(self) -> Vec<u8> {
-        match self.0 {
+        match self.repr {
             StrRepr::Heap(b) => b.into_vec(),
-            StrRepr::Inline { .. }
-            | StrRepr::Shared { .. }
-            | StrRepr::Cxx(_)
-            | StrRepr::Block(_) => self.as_bytes().to_vec(),
+            _ => self.as_bytes().to_vec(),
         }
     }
 }
@@ -722,7 +836,7 @@ impl From<Vec<u8>> for ProtoString {
         if v.len() <= INLINE_CAPACITY {
             Self::from_bytes(&v)
         } else {
-            Self(StrRepr::Heap(v.into_boxed_slice()))
+            Self::of(StrRepr::Heap(v.into_boxed_slice()))
         }
     }
 }
@@ -831,9 +945,8 @@ fn cxx_ops() -> &'static CxxStringOps {
         .expect("C++ strings exist only after the C++ layer registered its functions")
 }
 
-/// A heap `std::string` owned by a [`ProtoString`] or a [`ByteSpan`]: made by the C++ layer
-/// when a getter hands out `const std::string&` (protobuf's contract: the reference aliases the
-/// field), or adopted from C++ (`set_allocated_x`).
+/// A heap `std::string` made by the C++ layer (or adopted from C++: `set_allocated_x`), owned
+/// by the holder of this value.
 #[repr(C)]
 pub(crate) struct CxxString(NonNull<c_void>);
 
@@ -853,45 +966,40 @@ impl CxxString {
         Self(p)
     }
 
-    /// The `std::string`, for the C++ layer.
-    pub(crate) fn as_ptr(&self) -> *mut c_void {
-        self.0.as_ptr()
-    }
-
     /// Gives up ownership: the caller deletes the `std::string`.
     pub(crate) fn into_raw(self) -> *mut c_void {
         std::mem::ManuallyDrop::new(self).0.as_ptr()
     }
 
-    fn as_bytes(&self) -> &[u8] {
-        let ops = cxx_ops();
-        // SAFETY: the string is live while `self` is; `data()` points at `size()` bytes.
-        unsafe { slice_or_empty((ops.data)(self.as_ptr()), (ops.size)(self.as_ptr())) }
+    /// Deletes the `std::string` at `p`.
+    ///
+    /// # Safety
+    /// `p` is a live heap `std::string` owned by the caller, not used again.
+    unsafe fn destroy(p: *mut c_void) {
+        // SAFETY: the caller's contract.
+        unsafe { (cxx_ops().destroy)(p) }
     }
 
-    fn as_mut_bytes(&mut self) -> &mut [u8] {
+    /// The bytes of the `std::string` at `p`.
+    ///
+    /// # Safety
+    /// `p` is a live `std::string` that stays alive and unmodified for `'a`.
+    unsafe fn bytes_at<'a>(p: *mut c_void) -> &'a [u8] {
         let ops = cxx_ops();
-        // SAFETY: as `as_bytes`, borrowed exclusively; `data()` of a non-const string is writable.
-        unsafe {
-            let (p, n) = ((ops.data)(self.as_ptr()), (ops.size)(self.as_ptr()));
-            if n == 0 {
-                &mut []
-            } else {
-                std::slice::from_raw_parts_mut(p, n)
-            }
-        }
+        // SAFETY: the caller's contract; `data()` points at `size()` bytes.
+        unsafe { slice_or_empty((ops.data)(p), (ops.size)(p)) }
     }
 
     fn assign(&mut self, bytes: &[u8]) {
         // SAFETY: live string, exclusive; `assign` copies (and copes with overlap).
-        unsafe { (cxx_ops().assign)(self.as_ptr(), bytes.as_ptr(), bytes.len()) }
+        unsafe { (cxx_ops().assign)(self.0.as_ptr(), bytes.as_ptr(), bytes.len()) }
     }
 }
 
 impl Drop for CxxString {
     fn drop(&mut self) {
         // SAFETY: the string is owned by `self` and dropped once.
-        unsafe { (cxx_ops().destroy)(self.as_ptr()) }
+        unsafe { Self::destroy(self.0.as_ptr()) }
     }
 }
 
@@ -899,6 +1007,114 @@ impl Drop for CxxString {
 unsafe impl Send for CxxString {}
 // SAFETY: see `Send`.
 unsafe impl Sync for CxxString {}
+
+/// The `std::string` through which the C++ classes read a string or payload field, one pointer
+/// word at the end of a [`ProtoString`] / [`ByteSpan`]: null until C++ asks for the field.
+///
+/// The design rule (protobuf's thread contract): no read changes what another read sees, and no
+/// read invalidates a pointer handed out before.
+/// - A const C++ getter on a field without a `std::string` makes one holding a copy of the
+///   value and publishes it with compare-and-swap (the header's `detail::publish`, so that
+///   ThreadSanitizer sees both sides of it in the program's own code). The value itself
+///   is not touched, so Rust and C readers of it (a serializer on another thread, a pointer
+///   from `onnxl_node_proto_name` or `raw_data_view()` taken before) are unaffected; the
+///   `std::string` is a second copy, freed with the field.
+/// - When the value lives in the `std::string` (strings of the C++ classes' parse and setters,
+///   `mutable_x()`, `set_allocated_x()`), the holder's tag says so (`StrRepr::Cxx`,
+///   `Repr::Cxx`) and Rust reads it there.
+/// - Writes (`&mut`) with a `std::string` present assign into it, so C++ references taken
+///   before see the new value, as with protobuf.
+#[repr(transparent)]
+pub(crate) struct CxxSlot(AtomicPtr<c_void>);
+
+impl CxxSlot {
+    /// No `std::string`.
+    pub(crate) const fn empty() -> CxxSlot {
+        CxxSlot(AtomicPtr::new(std::ptr::null_mut()))
+    }
+
+    /// A slot owning `s`.
+    fn with(s: CxxString) -> Self {
+        Self(AtomicPtr::new(s.into_raw()))
+    }
+
+    /// The `std::string`, if there is one.
+    #[inline]
+    fn get(&self) -> Option<NonNull<c_void>> {
+        NonNull::new(self.0.load(Ordering::Acquire))
+    }
+
+    /// True when there is a `std::string`.
+    #[inline(always)]
+    fn is_set(&self) -> bool {
+        !self.0.load(Ordering::Relaxed).is_null()
+    }
+
+    /// The `std::string`, made of `bytes` if there is none (exclusive access).
+    fn get_or_make(&mut self, bytes: &[u8]) -> *mut c_void {
+        let p = self.0.get_mut();
+        if p.is_null() {
+            *p = CxxString::new(bytes).into_raw();
+        }
+        *p
+    }
+
+    /// The address of the slot, where the C++ header reads the `std::string` and publishes the
+    /// one it makes with compare-and-swap (shared access).
+    fn as_ptr(&self) -> *mut c_void {
+        self.0.as_ptr().cast()
+    }
+
+    /// The bytes of the `std::string` (which must exist).
+    #[inline]
+    fn bytes(&self) -> &[u8] {
+        let p = self.get().expect("a Cxx value has its std::string");
+        // SAFETY: owned by this slot, alive while `self` is; changed only through `&mut`.
+        unsafe { CxxString::bytes_at(p.as_ptr()) }
+    }
+
+    /// The writable bytes of the `std::string` (which must exist).
+    fn bytes_mut(&mut self) -> &mut [u8] {
+        let p = *self.0.get_mut();
+        assert!(!p.is_null(), "a Cxx value has its std::string");
+        let ops = cxx_ops();
+        // SAFETY: owned by this slot and borrowed exclusively; `data()` of a non-const string is
+        // writable for `size()` bytes.
+        unsafe {
+            let (d, n) = ((ops.data)(p), (ops.size)(p));
+            if n == 0 {
+                &mut []
+            } else {
+                std::slice::from_raw_parts_mut(d, n)
+            }
+        }
+    }
+
+    /// Assigns `bytes` to the `std::string` (which must exist).
+    fn assign(&mut self, bytes: &[u8]) {
+        let p = *self.0.get_mut();
+        assert!(!p.is_null(), "assign needs a std::string");
+        // SAFETY: owned by this slot, borrowed exclusively; `assign` copies.
+        unsafe { (cxx_ops().assign)(p, bytes.as_ptr(), bytes.len()) }
+    }
+
+    /// Takes the `std::string` out (the slot becomes empty).
+    fn take(&mut self) -> Option<CxxString> {
+        let p = std::mem::replace(self.0.get_mut(), std::ptr::null_mut());
+        // SAFETY: the slot owned it; now the returned value does.
+        NonNull::new(p).map(|p| unsafe { CxxString::adopt(p) })
+    }
+}
+
+impl Drop for CxxSlot {
+    fn drop(&mut self) {
+        let p = *self.0.get_mut();
+        if !p.is_null() {
+            // SAFETY: owned by this slot, dropped once.
+            unsafe { CxxString::destroy(p) }
+        }
+    }
+}
 
 /// The `std::string`s of the strings a C++ parse replaces, in the order it met them, reused
 /// first-in first-out by the strings it decodes: a parse of the same bytes into the same
@@ -910,16 +1126,16 @@ pub(crate) struct CxxStringPool(std::collections::VecDeque<CxxString>);
 impl CxxStringPool {
     /// Keeps the `std::string` of `s`, if it has one (`s` becomes empty).
     pub(crate) fn keep(&mut self, s: &mut ProtoString) {
-        if let Some(c) = s.take_cxx() {
+        if let Some(c) = s.cxx.take() {
+            s.repr = ProtoString::new().into_repr();
             self.0.push_back(c);
         }
     }
 
     /// Keeps the `std::string` of tensor bytes `b`, if they have one (`b` becomes empty).
     pub(crate) fn keep_payload(&mut self, b: &mut ByteSpan) {
-        if matches!(b.repr, Repr::Cxx(_))
-            && let Repr::Cxx(c) = std::mem::replace(&mut b.repr, Repr::Owned(Vec::new()))
-        {
+        if let Some(c) = b.cxx.take() {
+            b.repr = Repr::Owned(Vec::new());
             self.0.push_back(c);
         }
     }
@@ -936,9 +1152,9 @@ impl CxxStringPool {
     }
 
     /// A string held in a `std::string` from the start (the C++ classes' parse, whose getters
-    /// then never convert it).
+    /// then find it in place).
     pub(crate) fn string(&mut self, bytes: &[u8]) -> ProtoString {
-        ProtoString(StrRepr::Cxx(self.take(bytes)))
+        ProtoString::from_cxx(self.take(bytes))
     }
 
     /// Tensor bytes held in a `std::string` from the start (as [`CxxStringPool::string`]).
@@ -947,158 +1163,84 @@ impl CxxStringPool {
     }
 }
 
-/// Tag of `StrRepr::Cxx`, the first byte of a converted [`ProtoString`] (the C++ layer reads
-/// it; `cxx_layout` tests record it).
-pub const CXX_STRING_TAG: u8 = 3;
-
 impl ProtoString {
-    /// The `std::string` of a value the C++ layer already converted.
-    #[inline]
-    pub(crate) fn cxx_ptr(&self) -> Option<*mut c_void> {
-        match &self.0 {
-            StrRepr::Cxx(s) => Some(s.as_ptr()),
-            _ => None,
-        }
-    }
-
-    /// Converts the value in place into a `std::string` (once) and returns it. The string's
-    /// address is written before the tag that makes it visible, with release ordering, so a C++
-    /// reader that loads the tag with acquire ordering and sees [`CXX_STRING_TAG`] may read it;
-    /// concurrent converters must be serialized by the caller.
+    /// The value moved into its `std::string` (made if needed), for writes through it
+    /// (`mutable_x()`): later writes through the `std::string` are the value.
     pub(crate) fn make_cxx(&mut self) -> *mut c_void {
-        if let Some(p) = self.cxx_ptr() {
-            return p;
+        if matches!(self.repr, StrRepr::Cxx) {
+            return self.cxx.get_or_make(&[]);
         }
-        let s = CxxString::new(self.as_bytes()).into_raw();
-        let me: *mut Self = self;
-        // SAFETY: `old` takes over the previous value (dropped below, after the bytes of `self`
-        // were overwritten, so it is dropped exactly once). `StrRepr` is `repr(u8)`: a `Cxx`
-        // value is the tag byte then, at offset 8, the `CxxString` pointer (checked by the
-        // `cxx_string_layout` test), so the two writes make a valid `Cxx` value.
-        unsafe {
-            let old = std::ptr::read(me);
-            me.cast::<u8>().add(8).cast::<*mut c_void>().write(s);
-            std::sync::atomic::AtomicU8::from_ptr(me.cast::<u8>())
-                .store(CXX_STRING_TAG, std::sync::atomic::Ordering::Release);
-            drop(old);
-        }
-        s
-    }
-
-    /// [`ProtoString::make_cxx`] for a string other threads may read (or convert) at the same
-    /// time through this function, as concurrent C++ const getters do: the tag byte is first
-    /// switched to a "converting" value with compare-and-swap, so exactly one thread converts
-    /// while the others wait for [`CXX_STRING_TAG`] to appear.
-    ///
-    /// # Safety
-    /// `p` is a live string that nothing modifies during the call except this function on other
-    /// threads, and that nothing reads during the call except through this function (a Rust
-    /// reader could see the "converting" tag).
-    pub(crate) unsafe fn cxx_string_shared(p: *const Self) -> *mut c_void {
-        use std::sync::atomic::{AtomicU8, Ordering};
-        const CONVERTING: u8 = 0xff;
-        let p = p.cast_mut();
-        // SAFETY: `StrRepr` is `repr(u8)`: the tag is the first byte, and a `Cxx` value is that
-        // tag plus the `std::string` pointer at offset 8 (the `cxx_string_layout` facts).
-        unsafe {
-            let tag = AtomicU8::from_ptr(p.cast::<u8>());
-            let mut spins = 0u32;
-            loop {
-                let t = tag.load(Ordering::Acquire);
-                if t == CXX_STRING_TAG {
-                    return p.cast::<u8>().add(8).cast::<*mut c_void>().read();
-                }
-                if t != CONVERTING
-                    && tag
-                        .compare_exchange_weak(t, CONVERTING, Ordering::Acquire, Ordering::Relaxed)
-                        .is_ok()
-                {
-                    // This thread owns the string now. A bitwise copy with the tag it had is the
-                    // old value (dropped once, below, after the string no longer holds it).
-                    let mut old = std::mem::MaybeUninit::<Self>::uninit();
-                    std::ptr::copy_nonoverlapping(p, old.as_mut_ptr(), 1);
-                    old.as_mut_ptr().cast::<u8>().write(t);
-                    let old = old.assume_init();
-                    let s = CxxString::new(old.as_bytes()).into_raw();
-                    p.cast::<u8>().add(8).cast::<*mut c_void>().write(s);
-                    tag.store(CXX_STRING_TAG, Ordering::Release);
-                    drop(old);
-                    return s;
-                }
-                spins += 1;
-                if spins > 64 {
-                    std::thread::yield_now();
-                } else {
-                    std::hint::spin_loop();
-                }
-            }
-        }
+        let value = std::mem::replace(&mut self.repr, StrRepr::Cxx);
+        self.cxx.get_or_make(Self::of(value).as_bytes())
     }
 
     /// Replaces the value with a copy of `bytes`, inside the same `std::string` when it has one
     /// (C++ references to the field see the new value, as with protobuf).
     pub(crate) fn assign(&mut self, bytes: &[u8]) {
-        match &mut self.0 {
-            StrRepr::Cxx(s) => s.assign(bytes),
-            _ => self.set_bytes(bytes),
-        }
-    }
-
-    /// Takes the `std::string` out of a converted value (which becomes empty).
-    pub(crate) fn take_cxx(&mut self) -> Option<CxxString> {
-        if !matches!(self.0, StrRepr::Cxx(_)) {
-            return None;
-        }
-        match std::mem::replace(&mut self.0, Self::new().0) {
-            StrRepr::Cxx(s) => Some(s),
-            _ => unreachable!("checked above"),
-        }
+        self.set_bytes(bytes)
     }
 
     /// A value that owns the `std::string` `s` (C++ `set_allocated_x`).
     pub(crate) fn from_cxx(s: CxxString) -> Self {
-        Self(StrRepr::Cxx(s))
+        Self {
+            repr: StrRepr::Cxx,
+            cxx: CxxSlot::with(s),
+        }
     }
 
     /// The value as a heap `std::string` the caller owns (C++ `release_x`).
-    pub(crate) fn into_cxx(self) -> *mut c_void {
-        match self.0 {
-            StrRepr::Cxx(s) => s.into_raw(),
-            _ => CxxString::new(self.as_bytes()).into_raw(),
+    pub(crate) fn into_cxx(mut self) -> *mut c_void {
+        match self.cxx.take() {
+            // The value, or a copy of it.
+            Some(s) => s.into_raw(),
+            None => CxxString::new(self.as_bytes()).into_raw(),
         }
     }
 }
 
 impl ByteSpan {
-    /// Converts the bytes into a `std::string` (copying them, once) and returns it.
+    /// The address of the slot of the `std::string` that C++ reads the bytes through (see
+    /// [`CxxSlot`]).
+    pub(crate) fn cxx_slot(&self) -> *mut c_void {
+        self.cxx.as_ptr()
+    }
+
+    /// The bytes moved into their `std::string` (made if needed), for writes through it.
     pub(crate) fn make_cxx(&mut self) -> *mut c_void {
-        if let Repr::Cxx(s) = &self.repr {
-            return s.as_ptr();
+        if matches!(self.repr, Repr::Cxx) {
+            return self.cxx.get_or_make(&[]);
         }
-        let s = CxxString::new(self.as_slice());
-        let p = s.as_ptr();
-        self.repr = Repr::Cxx(s);
-        p
+        let value = std::mem::replace(&mut self.repr, Repr::Cxx);
+        let old = ByteSpan {
+            repr: value,
+            cxx: CxxSlot::empty(),
+        };
+        self.cxx.get_or_make(old.as_slice())
     }
 
     /// Replaces the bytes with a copy of `bytes`, inside the same `std::string` when it has one.
     pub(crate) fn assign(&mut self, bytes: &[u8]) {
-        match &mut self.repr {
-            Repr::Cxx(s) => s.assign(bytes),
-            _ => *self = Self::from_vec(bytes.to_vec()),
+        if self.cxx.is_set() {
+            self.cxx.assign(bytes);
+            self.repr = Repr::Cxx;
+        } else {
+            self.repr = Repr::Owned(bytes.to_vec());
         }
     }
 
     /// Bytes that own the `std::string` `s`.
     pub(crate) fn from_cxx(s: CxxString) -> Self {
-        Self { repr: Repr::Cxx(s) }
+        Self {
+            repr: Repr::Cxx,
+            cxx: CxxSlot::with(s),
+        }
     }
 
     /// The bytes as a heap `std::string` the caller owns.
-    pub(crate) fn into_cxx(self) -> *mut c_void {
-        match self.repr {
-            Repr::Cxx(s) => s.into_raw(),
-            _ => CxxString::new(self.as_slice()).into_raw(),
+    pub(crate) fn into_cxx(mut self) -> *mut c_void {
+        match self.cxx.take() {
+            Some(s) => s.into_raw(),
+            None => CxxString::new(self.as_slice()).into_raw(),
         }
     }
 }

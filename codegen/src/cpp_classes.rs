@@ -165,8 +165,11 @@ impl Layout {
     /// The representation facts the runtime relies on, as C++ constants; panics when the
     /// table shows a representation the runtime does not handle.
     fn constants(&self) -> String {
-        assert_eq!(self.fact("string", "pointer_at_8"), "true");
-        assert_eq!(self.fact("option_string", "payload"), "0");
+        assert_eq!(self.fact("string", "option_payload"), "0");
+        assert_eq!(
+            self.fact("string", "option_size"),
+            self.fact("string", "size")
+        );
         assert_eq!(self.fact("option_box", "null_is_none"), "true");
         // `operator new` / `operator delete` go through `onnxl_cxx_alloc` / `onnxl_cxx_free`,
         // which keep the origin word of a Rust `MsgBox` before every object.
@@ -201,9 +204,10 @@ impl Layout {
         }
         writeln!(
             o,
-            "constexpr uint8_t kStringTagCxx = {};\nconstexpr uint8_t kOptionalStringNone = {};\nconstexpr std::size_t kStringSize = {};\nconstexpr std::size_t kRepeatedOrderAt = {};\nconstexpr std::size_t kRepeatedLenAt = {};\nconstexpr uint64_t kLayoutFingerprint = 0x{:016x}ull;",
+            "constexpr std::size_t kStringSlotAt = {};\nconstexpr uint8_t kStringTagCxx = {};\nconstexpr uint8_t kOptionalStringNone = {};\nconstexpr std::size_t kStringSize = {};\nconstexpr std::size_t kRepeatedOrderAt = {};\nconstexpr std::size_t kRepeatedLenAt = {};\nconstexpr uint64_t kLayoutFingerprint = 0x{:016x}ull;",
+            self.fact("string", "cxx_slot_at"),
             self.fact("string", "tag_cxx"),
-            self.fact("option_string", "none_byte0"),
+            self.fact("string", "none_byte0"),
             self.fact("string", "size"),
             self.fact("repeated_field", "order"),
             self.fact("repeated_field", "len"),
@@ -424,14 +428,17 @@ fn extern_declarations() -> String {
          uint64_t onnxl_cxx_layout_fingerprint(void);\n\
          void* onnxl_cxx_alloc(size_t size, size_t align);\n\
          void onnxl_cxx_free(void* p, size_t size, size_t align);\n\
-         void* onnxl_cxx_str_get(const void* s);\n\
+         const uint8_t* onnxl_cxx_str_bytes(const void* s, size_t* len);\n\
+         void* onnxl_cxx_str_mutable(void* s);\n\
+         void* onnxl_cxx_payload_slot(const void* f);\n\
+         const uint8_t* onnxl_cxx_payload_bytes(const void* f, size_t* len);\n\
          void onnxl_cxx_str_set(void* s, const uint8_t* data, size_t len);\n",
     );
     for (kind, ty) in [("ostr", "string"), ("payload", "payload")] {
         let _ = ty;
         writeln!(
             o,
-            "void* onnxl_cxx_{kind}_get(const void* f);\nvoid* onnxl_cxx_{kind}_mutable(void* f);\nvoid onnxl_cxx_{kind}_set(void* f, const uint8_t* data, size_t len);\nvoid onnxl_cxx_{kind}_clear(void* f);\nvoid* onnxl_cxx_{kind}_release(void* f);\nvoid onnxl_cxx_{kind}_set_allocated(void* f, void* s);\nbool onnxl_cxx_{kind}_has(const void* f);"
+            "void* onnxl_cxx_{kind}_mutable(void* f);\nvoid onnxl_cxx_{kind}_set(void* f, const uint8_t* data, size_t len);\nvoid onnxl_cxx_{kind}_clear(void* f);\nvoid* onnxl_cxx_{kind}_release(void* f);\nvoid onnxl_cxx_{kind}_set_allocated(void* f, void* s);\nbool onnxl_cxx_{kind}_has(const void* f);"
         )
         .unwrap();
     }
@@ -804,7 +811,7 @@ fn offset_field(ms: &mut Members<'_>, f: &FieldDef, at: &str) {
                     "bool has_{n}() const {{ return onnxl_cxx_payload_has({at}); }}"
                 ));
                 ms.inline(&format!(
-                    "const std::string& {n}() const {{ void* s = onnxl_cxx_payload_get({at}); return s ? *static_cast<std::string*>(s) : detail::empty_string(); }}"
+                    "const std::string& {n}() const {{ return detail::payload({at}); }}"
                 ));
             } else {
                 ms.inline(&format!(

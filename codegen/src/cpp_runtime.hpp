@@ -88,26 +88,62 @@ inline const std::string& empty_string() noexcept {
   return empty;
 }
 
-/// The std::string of a string whose C++ form may not exist yet (converted by the library).
-inline std::string* string_at(const void* s) noexcept {
-  if (__atomic_load_n(static_cast<const uint8_t*>(s), __ATOMIC_ACQUIRE) == kStringTagCxx) {
-    return load<std::string*>(at(s, 8));
+/// Publishes `fresh` in a string's or payload's slot unless another thread did first, and
+/// returns the std::string in the slot (the other's, when it won: `fresh` is deleted).
+inline std::string* publish(std::string* const* slot, std::string* fresh) noexcept {
+  std::string* expected = nullptr;
+  if (__atomic_compare_exchange_n(const_cast<std::string**>(slot), &expected, fresh, false, __ATOMIC_ACQ_REL,
+                                  __ATOMIC_ACQUIRE)) {
+    return fresh;
   }
-  return static_cast<std::string*>(onnxl_cxx_str_get(s));
+  delete fresh;
+  return expected;
+}
+/// The std::string C++ reads a string through, in the slot at the end of the string: a field the
+/// classes parsed or set holds its value there; for any other, the first read publishes a copy
+/// of the value there and the value stays as it is (so concurrent const reads, and pointers into
+/// the value taken before, are safe).
+inline std::string* string_at(const void* s) {
+  auto slot = reinterpret_cast<std::string* const*>(at(s, kStringSlotAt));
+  std::string* p = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
+  if (p != nullptr) {
+    return p;
+  }
+  std::size_t n = 0;
+  const uint8_t* d = onnxl_cxx_str_bytes(s, &n);
+  return publish(slot, new std::string(reinterpret_cast<const char*>(d), n));
+}
+/// The std::string of a string element, for writes through it: the value moves into it (in
+/// place already when the tag says so).
+inline std::string* mutable_string_at(void* s) {
+  if (*static_cast<const uint8_t*>(s) == kStringTagCxx) {
+    return load<std::string*>(at(s, kStringSlotAt));
+  }
+  return static_cast<std::string*>(onnxl_cxx_str_mutable(s));
 }
 /// An optional string field: its std::string, or the empty string when unset.
-inline const std::string& optional_string(const void* f) noexcept {
-  uint8_t tag = __atomic_load_n(static_cast<const uint8_t*>(f), __ATOMIC_ACQUIRE);
-  if (tag == kStringTagCxx) {
-    return *load<std::string*>(at(f, 8));
-  }
-  if (tag == kOptionalStringNone) {
+inline const std::string& optional_string(const void* f) {
+  if (*static_cast<const uint8_t*>(f) == kOptionalStringNone) {
     return empty_string();
   }
-  return *static_cast<std::string*>(onnxl_cxx_str_get(f));
+  return *string_at(f);
 }
 inline bool optional_string_has(const void* f) noexcept {
-  return __atomic_load_n(static_cast<const uint8_t*>(f), __ATOMIC_ACQUIRE) != kOptionalStringNone;
+  return *static_cast<const uint8_t*>(f) != kOptionalStringNone;
+}
+/// A payload field (`raw_data`) as a std::string, published as `string_at` does.
+inline const std::string& payload(const void* f) {
+  auto slot = static_cast<std::string* const*>(onnxl_cxx_payload_slot(f));
+  if (slot == nullptr) {
+    return empty_string();
+  }
+  std::string* p = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
+  if (p != nullptr) {
+    return *p;
+  }
+  std::size_t n = 0;
+  const uint8_t* d = onnxl_cxx_payload_bytes(f, &n);
+  return *publish(slot, new std::string(reinterpret_cast<const char*>(d), n));
 }
 
 /// Optional scalars: a tag before the value (see the layout table).
@@ -424,13 +460,13 @@ class RepeatedPtrField<std::string> {
   int size() const noexcept { return static_cast<int>(detail::list_len(this)); }
   bool empty() const noexcept { return size() == 0; }
   const std::string& Get(int i) const { return *detail::string_at(slot(check(i))); }
-  std::string* Mutable(int i) { return detail::string_at(slot(check(i))); }
+  std::string* Mutable(int i) { return detail::mutable_string_at(slot(check(i))); }
   const std::string& operator[](int i) const { return Get(i); }
   std::string& operator[](int i) { return *Mutable(i); }
   const std::string& at(int i) const { return Get(i); }
   std::string& at(int i) { return *Mutable(i); }
   /// Appends an empty string and returns it.
-  std::string* Add() { return detail::string_at(push("", 0)); }
+  std::string* Add() { return detail::mutable_string_at(push("", 0)); }
   void Add(const std::string& v) { push(v.data(), v.size()); }
   void Add(std::string&& v) { push(v.data(), v.size()); }
   void Add(const char* v) { push(v, std::strlen(v)); }
@@ -483,7 +519,7 @@ class RepeatedPtrField<std::string> {
 
   // Element access of the iterators.
   const std::string& element(std::ptrdiff_t i) const { return *detail::string_at(slot(static_cast<std::size_t>(i))); }
-  std::string& element(std::ptrdiff_t i) { return *detail::string_at(slot(static_cast<std::size_t>(i))); }
+  std::string& element(std::ptrdiff_t i) { return *detail::mutable_string_at(slot(static_cast<std::size_t>(i))); }
 
  private:
   RepeatedPtrField() = delete;

@@ -274,15 +274,6 @@ fn gen_oneof(o: &mut String, m: &MessageDef, oneof: &str) {
             Kind::String | Kind::Bytes => {
                 emit(
                     o,
-                    &format!("{p}_get"),
-                    &format!("p: *const {rt}"),
-                    " -> *mut c_void",
-                    &format!(
-                        "match &{slot} {{ Some({v}(s)) => onnxl_cxx_str_get(s), _ => std::ptr::null_mut() }}"
-                    ),
-                );
-                emit(
-                    o,
                     &format!("{p}_mutable"),
                     &format!("p: *mut {rt}"),
                     " -> *mut c_void",

@@ -263,9 +263,8 @@ pub fn rare_presets(m: &schema::MessageDef) -> Vec<(&schema::FieldDef, &'static 
             assert!(
                 is_rare(m, f)
                     && matches!(f.kind, schema::Kind::String)
-                    && f.label == schema::Label::Optional
-                    && values.iter().all(|v| v.len() <= 30),
-                "{}.{field}: a preset string is an optional rare string of inline values",
+                    && f.label == schema::Label::Optional,
+                "{}.{field}: a preset string is an optional rare string",
                 m.name
             );
             (f, values)

@@ -174,45 +174,7 @@ pub fn generate() -> String {
     gen_tensor_rewriters(&mut o);
     gen_placed_tensor_walk(&mut o);
     gen_dispatch(&mut o);
-    gen_preset_strings(&mut o);
     o
-}
-
-/// `is_preset_string`: whether a string is in a message's shared rare presets; and
-/// `PRESET_STRINGS`, every value a preset string holds.
-fn gen_preset_strings(o: &mut String) {
-    let mut checks = Vec::new();
-    let mut values: Vec<&str> = Vec::new();
-    for m in MESSAGES {
-        let presets = rare_presets(m);
-        if presets.is_empty() {
-            continue;
-        }
-        checks.push(format!(
-            "crate::wire::in_presets::<{}Rare>(p.cast())",
-            rust_type_name(m.name)
-        ));
-        for (_, vs) in presets {
-            for v in vs {
-                if !values.contains(v) {
-                    values.push(v);
-                }
-            }
-        }
-    }
-    writeln!(
-        o,
-        "\n/// True when `p` is a string of a message's shared rare presets (`RareFields::presets`): a\n/// static never written, which the C++ classes read without converting it in place.\npub(crate) fn is_preset_string(p: *const ProtoString) -> bool {{\n    {}\n}}",
-        if checks.is_empty() { "let _ = p;\n    false".to_string() } else { checks.join("\n        || ") }
-    )
-    .unwrap();
-    let list: Vec<String> = values.iter().map(|v| format!("b{v:?}")).collect();
-    writeln!(
-        o,
-        "\n/// Every value a preset string holds (see `is_preset_string`).\npub(crate) const PRESET_STRINGS: &[&[u8]] = &[{}];",
-        list.join(", ")
-    )
-    .unwrap();
 }
 
 /// Names of the messages from which a `TensorProto` can be reached (TensorProto included).

@@ -14,7 +14,11 @@
 #        with the parse's metadata blocks and without (ONNXL_METADATA_BLOCKS=0);
 # 5. runs both on every model of the wheel's backend test data; their outputs must be
 #    byte-identical (and side (a) is run twice: its output must be deterministic);
-# 6. builds walk_bench (-O2, no sanitizer) on both sides and runs it at a small scale (the digest
+# 6. builds c_tests/cpp_compat/thread_tests.cpp four times (protobuf and onnx_light, each under
+#    ThreadSanitizer and under AddressSanitizer + UBSan) and runs them on the same models:
+#    concurrent const calls (a serializer thread and a walker thread on one const message) and
+#    views taken before the first getter call (still valid after it); one output for all four;
+# 7. builds walk_bench (-O2, no sanitizer) on both sides and runs it at a small scale (the digest
 #    must match; times are printed, not checked: scripts/bench.sh reports them).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -106,7 +110,39 @@ for blocks in 1 0; do
   echo "ok: identical output ($lines lines), ASan/UBSan/LSan clean"
 done
 
-# ---- 6. walk benchmark at a small scale -------------------------------------------------------
+# ---- 6. threads and lifetimes: concurrent const calls under ThreadSanitizer, views taken before
+# the first getter call under AddressSanitizer; four programs (protobuf and onnx_light, each
+# with either sanitizer), one output.
+THREAD_ROUNDS=${CPP_COMPAT_THREAD_ROUNDS:-2}
+PB_SOURCES=("$BUILD/gen/onnx/onnx.pb.cc" "$BUILD/gen/onnx/onnx-data.pb.cc")
+for san in thread address; do
+  SANF=(-fsanitize=$san -fno-omit-frame-pointer -g)
+  [ "$san" = address ] && SANF+=(-fsanitize=undefined -fno-sanitize-recover=all)
+  OBJ="$BUILD/obj-threads-protobuf-$san"
+  mkdir -p "$OBJ"
+  FLAGS=("${COMMON[@]}" -O1 -isystem "$BUILD/gen" "${SANF[@]}")
+  compile_all c_tests/cpp_compat/thread_tests.cpp "$BUILD/gen/schema_ops.cpp" "${PB_SOURCES[@]}"
+  "$CXX" "${SANF[@]}" -o "$BUILD/threads-protobuf-$san" "$OBJ"/*.o -lprotobuf -pthread
+  OBJ="$BUILD/obj-threads-onnxl-$san"
+  mkdir -p "$OBJ"
+  FLAGS=("${COMMON[@]}" -O1 -DONNXL_SIDE=1 -Iinclude "${SANF[@]}")
+  compile_all c_tests/cpp_compat/thread_tests.cpp "$BUILD/gen/schema_ops.cpp"
+  "$CXX" "${SANF[@]}" -o "$BUILD/threads-onnxl-$san" "$OBJ"/*.o -L"$ROOT/target/release" -lonnx_light -pthread \
+    -Wl,-rpath,"$BUILD"
+done
+for prog in threads-protobuf-thread threads-protobuf-address threads-onnxl-thread threads-onnxl-address; do
+  echo "running $prog"
+  status=0
+  TSAN_OPTIONS=halt_on_error=1:exitcode=66 ASAN_OPTIONS=detect_leaks=1:halt_on_error=1 \
+    UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+    "$BUILD/$prog" "$BUILD/models.txt" "$DATA" "$THREAD_ROUNDS" >"$BUILD/out-$prog.txt" || status=$?
+  [ "$status" -eq 0 ] || die "$prog exited with status $status (sanitizer report or failed check above; output: $BUILD/out-$prog.txt)"
+  cmp "$BUILD/out-threads-protobuf-thread.txt" "$BUILD/out-$prog.txt" ||
+    die "$prog: output differs from the protobuf build's (diff $BUILD/out-threads-protobuf-thread.txt $BUILD/out-$prog.txt)"
+done
+echo "ok: concurrent const calls and views before getters: $(grep -c '^model ' "$BUILD/out-threads-protobuf-thread.txt") models, four builds, same output, sanitizers clean"
+
+# ---- 7. walk benchmark at a small scale -------------------------------------------------------
 BENCH_FLAGS=("${COMMON[@]}" -O2 -DNDEBUG)
 "$CXX" "${BENCH_FLAGS[@]}" -isystem "$BUILD/gen" -o "$BUILD/walk_bench-protobuf" c_tests/cpp_compat/walk_bench.cpp \
   "$BUILD/gen/schema_ops.cpp" "$BUILD/obj-protobuf/onnx.pb.o" "$BUILD/obj-protobuf/onnx-data.pb.o" -lprotobuf -pthread

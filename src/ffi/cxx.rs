@@ -10,15 +10,16 @@
 //! kind; the per-message ones (construction, copy, parse, ...) are generated in
 //! `cxx_messages.rs` on the generic bodies of this module.
 //!
-//! Strings: protobuf's getters return `const std::string&` that alias the field. A string
-//! field becomes a heap `std::string` (made by the C++ layer's functions, registered by
-//! `onnxl_cxx_init`) the first time C++ asks for it, and stays one; later reads find it in
-//! place (its tag byte, read with acquire ordering, says so). A conversion first claims the
-//! string with compare-and-swap on that byte, so concurrent const access from C++ threads is
-//! safe, as with protobuf. (Tensor payloads, converted rarely, take one lock.)
+//! Strings: protobuf's getters return `const std::string&` that alias the field. Every string
+//! and payload field ends in a slot for a heap `std::string` (made by the C++ layer's
+//! functions, registered by `onnxl_cxx_init`), which the C++ getters read in place with acquire
+//! ordering. A field the C++ classes parsed or set holds its value there; for any other, the
+//! first const read publishes a copy there with compare-and-swap and leaves the value as it is
+//! (`bytes::CxxSlot`): no read changes what another read sees, so const access from any number
+//! of threads, and from Rust and C at the same time, is safe, and pointers handed out before
+//! stay valid.
 
 use std::ffi::c_void;
-use std::sync::Mutex;
 
 use super::panic::ffi_value;
 use super::status::FfiError;
@@ -28,13 +29,6 @@ use crate::wire::{
     DecodeConfig, DynMessage, InlineVec, Reader, SizeCursor, SizeTable, SliceWriter,
 };
 use crate::{ByteSpan, ProtoString};
-
-/// Serializes in-place conversions of tensor payloads into `std::string`.
-static CONVERT: Mutex<()> = Mutex::new(());
-
-fn convert_lock() -> std::sync::MutexGuard<'static, ()> {
-    CONVERT.lock().unwrap_or_else(|e| e.into_inner())
-}
 
 /// Memory for a C++ message object (`operator new`): a heap `MsgBox`'s memory (its origin word
 /// written), so that objects made by `new` can be owned by Rust (`set_allocated_x`) and Rust
@@ -61,47 +55,30 @@ pub unsafe extern "C" fn onnxl_cxx_free(p: *mut c_void, size: usize, align: usiz
 // ---------------------------------------------------------------------------------------------
 // Strings.
 
-/// The `std::string` of `s`, converting it in place the first time (see
-/// `ProtoString::cxx_string_shared`: concurrent C++ readers are safe).
+/// The bytes of a string (its `std::string` is made and published by the C++ header's
+/// `string_at`: see `bytes::CxxSlot`).
 ///
 /// # Safety
-/// `s` is a live string that no other thread modifies or reads except through this function.
-unsafe fn string_of(s: *const ProtoString) -> *mut c_void {
-    if crate::proto::is_preset_string(s) {
-        // A string of a shared static preset (read only: every write to a rare field copies
-        // the preset into a box first) is never converted in place.
-        // SAFETY: a live string (contract), never written.
-        return preset_std_string(unsafe { (*s).as_bytes() });
-    }
-    // SAFETY: contract.
-    unsafe { ProtoString::cxx_string_shared(s) }
-}
-
-/// The `std::string` holding `value`, one of the values of the shared rare presets
-/// (`PRESET_STRINGS`): made once for each, never freed.
-fn preset_std_string(value: &[u8]) -> *mut c_void {
-    static STRINGS: std::sync::OnceLock<Vec<usize>> = std::sync::OnceLock::new();
-    let strings = STRINGS.get_or_init(|| {
-        crate::proto::PRESET_STRINGS
-            .iter()
-            .map(|v| CxxString::new(v).into_raw() as usize)
-            .collect()
-    });
-    let i = crate::proto::PRESET_STRINGS
-        .iter()
-        .position(|v| *v == value)
-        .expect("a preset string holds a preset value");
-    strings[i] as *mut c_void
-}
-
-/// A string element's `std::string` (repeated string fields: `x(i)`, `mutable_x(i)`).
-///
-/// # Safety
-/// `s` is a live element of a repeated string field.
+/// `s` is a live string that no other thread modifies; `len` is writable.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn onnxl_cxx_str_get(s: *const ProtoString) -> *mut c_void {
+pub unsafe extern "C" fn onnxl_cxx_str_bytes(s: *const ProtoString, len: *mut usize) -> *const u8 {
     // SAFETY: contract.
-    unsafe { string_of(s) }
+    unsafe {
+        let b = (*s).as_bytes();
+        *len = b.len();
+        b.as_ptr()
+    }
+}
+
+/// A string element's `std::string`, for writes through it (`mutable_x(i)`): the value moves
+/// into it.
+///
+/// # Safety
+/// `s` is a live element that nothing else accesses.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn onnxl_cxx_str_mutable(s: *mut ProtoString) -> *mut c_void {
+    // SAFETY: contract.
+    unsafe { (*s).make_cxx() }
 }
 
 /// Sets a string element to a copy of `len` bytes at `data`.
@@ -124,21 +101,6 @@ unsafe fn bytes<'a>(data: *const u8, len: usize) -> &'a [u8] {
     } else {
         // SAFETY: contract.
         unsafe { std::slice::from_raw_parts(data, len) }
-    }
-}
-
-/// The `std::string` of an optional string field, NULL when it is unset.
-///
-/// # Safety
-/// `f` is a live `optional string`/`bytes` field.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn onnxl_cxx_ostr_get(f: *const Option<ProtoString>) -> *mut c_void {
-    // SAFETY: contract.
-    unsafe {
-        match &*f {
-            Some(s) => string_of(s),
-            None => std::ptr::null_mut(),
-        }
     }
 }
 
@@ -221,19 +183,34 @@ pub unsafe extern "C" fn onnxl_cxx_ostr_has(f: *const Option<ProtoString>) -> bo
 // ---------------------------------------------------------------------------------------------
 // Tensor payloads (`optional bytes raw_data`).
 
-/// The `std::string` of a payload field (its bytes copied into it once), NULL when unset.
+/// The `std::string` slot of a payload field (see `bytes::CxxSlot`; the C++ header's `payload`
+/// reads it and publishes a copy of the bytes there the first time), NULL when unset.
 ///
 /// # Safety
 /// `f` is a live payload field that no other thread modifies.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn onnxl_cxx_payload_get(f: *const Option<ByteSpan>) -> *mut c_void {
-    let _g = convert_lock();
-    // SAFETY: contract; conversions are serialized by the lock.
+pub unsafe extern "C" fn onnxl_cxx_payload_slot(f: *const Option<ByteSpan>) -> *mut c_void {
+    // SAFETY: contract.
     unsafe {
-        match &mut *f.cast_mut() {
-            Some(b) => b.make_cxx(),
-            None => std::ptr::null_mut(),
-        }
+        (*f).as_ref()
+            .map_or(std::ptr::null_mut(), ByteSpan::cxx_slot)
+    }
+}
+
+/// The bytes of a set payload field.
+///
+/// # Safety
+/// `f` is a live, set payload field that no other thread modifies; `len` is writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn onnxl_cxx_payload_bytes(
+    f: *const Option<ByteSpan>,
+    len: *mut usize,
+) -> *const u8 {
+    // SAFETY: contract.
+    unsafe {
+        let b = (*f).as_ref().map_or(&[][..], ByteSpan::as_slice);
+        *len = b.len();
+        b.as_ptr()
     }
 }
 
@@ -679,31 +656,18 @@ impl Fnv1a {
 pub(crate) fn layout_facts() -> String {
     use std::fmt::Write;
     let mut o = String::new();
-    // A converted string: tag byte, then the `std::string*` at offset 8. Probed on a value that
-    // is never dropped or read through (its pointer is dangling).
-    let probe = std::mem::ManuallyDrop::new(ProtoString::from_cxx(
-        // SAFETY: the value is never dropped, so the pointer is never used.
-        unsafe { CxxString::adopt(std::ptr::NonNull::dangling()) },
-    ));
-    let base = (&*probe as *const ProtoString).cast::<u8>();
-    // SAFETY: a `Cxx` value is initialized in its tag byte and its pointer word.
-    let (tag, word) = unsafe { (*base, base.add(8).cast::<usize>().read()) };
-    writeln!(
-        o,
-        "string size={} tag_cxx={tag} pointer_at_8={}",
-        size_of::<ProtoString>(),
-        word == std::ptr::NonNull::<c_void>::dangling().as_ptr() as usize
-    )
-    .unwrap();
+    // A string: its tag byte first, the `std::string*` that C++ reads at `cxx_slot_at`; the
+    // first byte of an unset optional string.
     let some = Some(ProtoString::new());
-    let none: Option<ProtoString> = None;
     writeln!(
         o,
-        "option_string size={} payload={} none_byte0={}",
+        "string size={} cxx_slot_at={} tag_cxx={} option_size={} option_payload={} none_byte0={}",
+        size_of::<ProtoString>(),
+        crate::bytes::CXX_SLOT_AT,
+        crate::bytes::STRING_TAG_CXX,
         size_of::<Option<ProtoString>>(),
         offset_in(&some, some.as_ref().unwrap()),
-        // SAFETY: the first byte of `None` is its niche tag, initialized.
-        unsafe { *(&none as *const Option<ProtoString>).cast::<u8>() }
+        crate::bytes::OPTIONAL_STRING_NONE,
     )
     .unwrap();
     option_scalar::<i32>(&mut o, "i32", 7);

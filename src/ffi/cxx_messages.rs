@@ -815,12 +815,6 @@ pub unsafe extern "C" fn onnxl_cxx_SimpleShardedDimProto_dim_value_set(p: *mut S
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn onnxl_cxx_SimpleShardedDimProto_dim_param_get(p: *const SimpleShardedDimProto) -> *mut c_void {
-    // SAFETY: module contract.
-    unsafe { match &(*p).dim { Some(SimpleShardedDimProtoDim::DimParam(s)) => onnxl_cxx_str_get(s), _ => std::ptr::null_mut() } }
-}
-
-#[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_cxx_SimpleShardedDimProto_dim_param_mutable(p: *mut SimpleShardedDimProto) -> *mut c_void {
     // SAFETY: module contract.
     unsafe { if !matches!((*p).dim, Some(SimpleShardedDimProtoDim::DimParam(_))) { (*p).dim = Some(SimpleShardedDimProtoDim::DimParam(ProtoString::new())); } match &mut (*p).dim { Some(SimpleShardedDimProtoDim::DimParam(s)) => s.make_cxx(), _ => unreachable!() } }
@@ -1903,12 +1897,6 @@ pub unsafe extern "C" fn onnxl_cxx_TensorShapeProto_Dimension_dim_value_get(p: *
 pub unsafe extern "C" fn onnxl_cxx_TensorShapeProto_Dimension_dim_value_set(p: *mut TensorShapeProtoDimension, x: i64) {
     // SAFETY: module contract.
     unsafe { (*p).value = Some(TensorShapeProtoDimensionValue::DimValue(x)) }
-}
-
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn onnxl_cxx_TensorShapeProto_Dimension_dim_param_get(p: *const TensorShapeProtoDimension) -> *mut c_void {
-    // SAFETY: module contract.
-    unsafe { match &(*p).value { Some(TensorShapeProtoDimensionValue::DimParam(s)) => onnxl_cxx_str_get(s), _ => std::ptr::null_mut() } }
 }
 
 #[unsafe(no_mangle)]

@@ -8919,12 +8919,3 @@ pub fn visit_message_type<V: crate::proto::MessageVisitor>(name: &str, v: V) -> 
         _ => return None,
     })
 }
-
-/// True when `p` is a string of a message's shared rare presets (`RareFields::presets`): a
-/// static never written, which the C++ classes read without converting it in place.
-pub(crate) fn is_preset_string(p: *const ProtoString) -> bool {
-    crate::wire::in_presets::<NodeProtoRare>(p.cast())
-}
-
-/// Every value a preset string holds (see `is_preset_string`).
-pub(crate) const PRESET_STRINGS: &[&[u8]] = &[b"", b"ai.onnx", b"ai.onnx.ml", b"ai.onnx.preview.training", b"com.microsoft", b"com.microsoft.nchwc", b"org.pytorch.aten", b"pkg.onnxscript.torch_lib"];

@@ -26,7 +26,6 @@ pub(crate) use origin::{ORIGIN_WORD_BEFORE, alloc_raw, free_raw};
 pub(crate) use placement::PayloadPool;
 #[doc(hidden)]
 pub use placement::REGION_OWNER_BYTES;
-pub(crate) use rare::in_presets;
 pub use rare::{Rare, RareFields};
 pub use reader::{
     AUTO_METADATA_BASE_BYTES, AUTO_METADATA_BYTES_PER_INPUT_BYTE, DecodeConfig, PayloadMode,

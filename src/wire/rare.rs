@@ -67,7 +67,8 @@ fn same_short_bytes(a: &[u8], b: &[u8]) -> bool {
     a[at..].iter().zip(&b[at..]).all(|(x, y)| x == y)
 }
 
-/// True when `p` points into the presets of `T` (a static, never written or freed).
+/// True when `p` points into the presets of `T` (a static, never freed).
+#[cfg(test)]
 pub(crate) fn in_presets<T: RareFields>(p: *const u8) -> bool {
     let r = T::presets().as_ptr_range();
     (r.start as usize..r.end as usize).contains(&(p as usize))

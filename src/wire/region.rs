@@ -10,7 +10,7 @@
 //! write into the kept blocks without faults, and every parse saves the allocator's
 //! per-allocation work.
 //!
-//! The longer strings of a parse in copy mode (more than the 30 bytes a `ProtoString` holds
+//! The longer strings of a parse in copy mode (more than the 22 bytes a `ProtoString` holds
 //! inline) are copied into the same blocks, each holding a share of its block as a chunk does,
 //! instead of one allocation each; an equal string copied shortly before in the same block, or
 //! a string that starts the last one copied, shares that copy. So are the sub-message boxes of
@@ -83,7 +83,7 @@ const NO_STRING: RecentString = RecentString {
 };
 
 /// Whether `a` and `b` (of equal length, at least 8 bytes) hold the same bytes: words compared
-/// in line (the strings compared here are names of 31 to ~100 bytes, where a call to `memcmp`
+/// in line (the strings compared here are names of 23 to ~100 bytes, where a call to `memcmp`
 /// costs more than the comparison).
 #[inline]
 fn same_bytes(a: &[u8], b: &[u8]) -> bool {
@@ -177,14 +177,14 @@ impl ChunkRegion {
         }
     }
 
-    /// A copy of `bytes` (a string value of more than 24 bytes) cut from the region, holding
+    /// A copy of `bytes` (a string value longer than the inline capacity of 22 bytes) cut from the region, holding
     /// one share of its block; the copy of an equal string made shortly before in the same
     /// block, or the start of the last string copied, when there is one. `None` when the region
     /// cannot hold it (the caller then allocates the copy).
     #[inline]
     pub(crate) fn copy_bytes(&self, bytes: &[u8]) -> Option<BlockBytes> {
         let len = bytes.len();
-        debug_assert!(len > 24);
+        debug_assert!(len > 22);
         let (last, last_len) = self.last_copy.get();
         // SAFETY: a non-null last copy lies in the block in use (emptied with each new block),
         // which this region's `CUTTING` share keeps alive, and nothing writes it again.
@@ -197,11 +197,11 @@ impl ChunkRegion {
             None => self.new_recent_table()?,
         };
         // Names differ in their middle (a layer number) more than at their start or end: three
-        // words of it are hashed (8..32 and the 8 bytes before the last 8 overlap for short
-        // names).
+        // words of it are hashed (8..16, the last 8 bytes and the 8 before them, which overlap
+        // for short names).
         let word = |at: usize| u64::from_le_bytes(bytes[at..at + 8].try_into().unwrap());
         let hash =
-            (word(8) ^ word(16).rotate_left(21) ^ word(len - 16).rotate_left(42) ^ len as u64)
+            (word(8) ^ word(len - 8).rotate_left(21) ^ word(len - 16).rotate_left(42) ^ len as u64)
                 .wrapping_mul(0x9E37_79B9_7F4A_7C15);
         let slot = (hash >> (64 - RECENT_SLOTS.trailing_zeros())) as usize;
         // Strings of up to 4 GiB are looked up (longer ones never match: their key is not
