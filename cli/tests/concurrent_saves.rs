@@ -94,3 +94,39 @@ fn two_processes_saving_to_one_path_never_mix_generations() {
         );
     }
 }
+
+/// `onnx-light roundtrip` takes the save lock of each output: while another process holds it
+/// (`flock` on the lock file beside the output, as the library's saves take it), the tool waits,
+/// and once it is released the output is written.
+#[cfg(unix)]
+#[test]
+fn roundtrip_waits_for_the_save_lock() {
+    use std::os::fd::AsRawFd;
+    use std::process::Command;
+    let tmp = TempDir::new("roundtrip-lock");
+    let dir = tmp.0.clone();
+    let input = dir.join("in.onnx");
+    onnx_light::save_model(&model(3), &input, &SerializeOptions::default()).unwrap();
+    let out_dir = dir.join("out");
+    std::fs::create_dir_all(&out_dir).unwrap();
+    let lock = std::fs::File::create(out_dir.join(".0.pb.lock")).unwrap();
+    // SAFETY: a valid descriptor, held by `lock`.
+    assert_eq!(unsafe { libc::flock(lock.as_raw_fd(), libc::LOCK_EX) }, 0);
+    let mut child = Command::new(env!("CARGO_BIN_EXE_onnx-light"))
+        .arg("roundtrip")
+        .arg("--out-dir")
+        .arg(&out_dir)
+        .arg(&input)
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    assert!(
+        child.try_wait().unwrap().is_none(),
+        "roundtrip did not wait for the save lock"
+    );
+    assert!(!out_dir.join("0.pb").exists());
+    drop(lock);
+    assert!(child.wait().unwrap().success());
+    let saved = onnx_light::load_model(out_dir.join("0.pb"), &ParseOptions::default()).unwrap();
+    check_seed(&saved, 3);
+}

@@ -437,13 +437,16 @@ fn serialize_any_to_spill(
 }
 
 /// Serializes `m` to `path` atomically: a temporary file in the same directory is written,
-/// synced and renamed over `path`; on any failure `path` is left as it was.
+/// synced and renamed over `path`; on any failure `path` is left as it was. Takes the
+/// destination's save lock first, so concurrent saves of this library to one path (any
+/// process) run one after the other (`docs/hardening.md`).
 pub fn save_to_file<M: Message>(
     m: &M,
     path: impl AsRef<Path>,
     opts: &SerializeOptions,
 ) -> Result<()> {
     let path = path.as_ref();
+    let _lock = crate::storage::SaveLock::for_file(path)?;
     match skip_payloads(m, opts) {
         Some((copy, opts)) => save_any_to_file(&copy, path, &opts),
         None => save_any_to_file(m, path, opts),

@@ -42,7 +42,6 @@ pub use load::{
 pub use options::{ExternalEncryption, SaveExternalOptions};
 pub use paths::{ORT_MEM_ADDR_TAG, model_dir, normalize_location};
 pub use prepacked::{PrepackedBlob, PrepackedBlobs};
-pub(crate) use save::SaveLock;
 pub use save::{
     ConvertExternalOptions, Progress, SaveReport, SaveRequest, SavedFile, clear_external_data,
     convert_model_to_external_data, populate_external_data,

@@ -547,6 +547,53 @@ fn save_and_load_files() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+/// The C saves (`onnxl_save_model`, `onnxl_save_tensor_proto`) take the destination's save lock:
+/// while another holder has it, they wait; once it is released they complete.
+#[cfg(unix)]
+#[test]
+fn c_saves_wait_for_the_save_lock() {
+    let dir = std::env::temp_dir().join(format!("onnxl-ffi-lock-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let m = load(None) as usize;
+    let held = [
+        crate::storage::SaveLock::for_file(&dir.join("m.onnx")).unwrap(),
+        crate::storage::SaveLock::for_file(&dir.join("t.pb")).unwrap(),
+    ];
+    let saves: Vec<_> = ["m.onnx", "t.pb"]
+        .into_iter()
+        .map(|name| {
+            let path = CString::new(dir.join(name).to_str().unwrap()).unwrap();
+            std::thread::spawn(move || {
+                let m = m as *const OnnxlModelProto;
+                // SAFETY: the model lives until both threads are joined; only read here.
+                unsafe {
+                    if name == "m.onnx" {
+                        onnxl_save_model(m, path.as_ptr(), null())
+                    } else {
+                        let t = onnxl_graph_proto_initializer(onnxl_model_proto_graph(m), 0);
+                        onnxl_save_tensor_proto(t, path.as_ptr(), null())
+                    }
+                }
+            })
+        })
+        .collect();
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    assert!(
+        saves.iter().all(|t| !t.is_finished()),
+        "a C save did not wait for the lock"
+    );
+    assert!(!dir.join("m.onnx").exists() && !dir.join("t.pb").exists());
+    drop(held);
+    for t in saves {
+        assert_eq!(t.join().unwrap(), OnnxlStatus::Ok);
+    }
+    assert_eq!(std::fs::read(dir.join("m.onnx")).unwrap(), sample_bytes());
+    assert!(dir.join("t.pb").exists());
+    // SAFETY: made by `load`, freed once.
+    unsafe { onnxl_model_proto_free(m as *mut OnnxlModelProto) };
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 #[test]
 fn version_and_messages_are_c_strings() {
     // SAFETY: static NUL-terminated strings.

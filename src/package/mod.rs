@@ -7,7 +7,7 @@ use std::path::Path;
 use crate::codec::{ParseOptions, SerializeOptions, parse_file, parse_from_bytes, save_to_file};
 use crate::crypto::{decrypt_model, decrypt_model_from_bytes};
 use crate::error::Result;
-use crate::external::{PrepackedBlobs, SaveLock, load_after_parse, model_dir};
+use crate::external::{PrepackedBlobs, load_after_parse};
 use crate::proto::{Message, ModelProto};
 
 /// Parses a file.
@@ -77,14 +77,6 @@ pub fn save_model(
     path: impl AsRef<Path>,
     opts: &SerializeOptions,
 ) -> Result<()> {
-    let path = path.as_ref();
-    let _lock = match path.file_name() {
-        Some(name) => Some(SaveLock::acquire(
-            &model_dir(path),
-            &name.to_string_lossy(),
-        )?),
-        None => None,
-    };
     save_to_file(model, path, opts)
 }
 

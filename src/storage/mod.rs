@@ -3,6 +3,7 @@
 //! writes, and the thread pools of parallel I/O.
 
 mod direct;
+mod lock;
 pub(crate) mod par;
 mod positional;
 mod threads;
@@ -11,6 +12,7 @@ mod threads;
 #[doc(hidden)]
 pub use direct::hooks::{direct_written_bytes, fail_next_direct_writes};
 pub(crate) use direct::{DIRECT_MIN_BYTES, Piece, write_pieces};
+pub(crate) use lock::SaveLock;
 pub(crate) use positional::{presize, read_exact_at};
 pub use threads::{MIN_THREAD_CAP, max_threads, release_thread_pools};
 pub(crate) use threads::{cores, thread_pool};

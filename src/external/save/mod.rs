@@ -2,7 +2,8 @@
 //! optionally pre-packed blobs, an encrypted `.onnx` and a progress callback), carried out in
 //! phases, one file each:
 //!
-//! - [`lock`]: saves to one destination are serialized across processes;
+//! - the save lock (`storage::SaveLock`): saves to one destination are serialized across
+//!   processes;
 //! - [`plan`]: which tensors go where (one file, split files or one file per tensor; aligned
 //!   offsets), under which names;
 //! - [`write`]: the weight files (pre-sized, positional writes in parallel, temporary file +
@@ -17,7 +18,6 @@
 
 mod commit;
 mod convert;
-mod lock;
 mod plan;
 mod write;
 
@@ -28,12 +28,12 @@ use crate::external::options::SaveExternalOptions;
 use crate::external::paths::{AtomicOut, OpenError, model_dir, remove_stale_temps};
 use crate::external::prepacked::PrepackedBlobs;
 use crate::proto::ModelProto;
+use crate::storage::SaveLock;
 
 pub use convert::{
     ConvertExternalOptions, clear_external_data, convert_model_to_external_data,
     populate_external_data,
 };
-pub(crate) use lock::SaveLock;
 
 /// One weight file written by a save.
 #[derive(Debug, Clone, PartialEq, Eq)]

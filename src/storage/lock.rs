@@ -23,6 +23,21 @@ pub(crate) struct SaveLock {
     path: PathBuf,
 }
 
+impl SaveLock {
+    /// Waits for and takes the lock of the file at `path` (`None` for a path without a file
+    /// name, which no save can write).
+    pub(crate) fn for_file(path: &Path) -> Result<Option<Self>> {
+        let Some(name) = path.file_name() else {
+            return Ok(None);
+        };
+        let dir = match path.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p,
+            _ => Path::new("."),
+        };
+        Self::acquire(dir, &name.to_string_lossy()).map(Some)
+    }
+}
+
 /// The lock file of the model `model_name` in `dir`.
 fn lock_path(dir: &Path, model_name: &str) -> PathBuf {
     dir.join(format!(".{model_name}.lock"))
