@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the cargo-fuzz targets (fuzz/) and runs each for N seconds, one after the other, on one
-# core. NOT part of scripts/test-all.sh: the test command only replays fuzz/regressions/ through
-# `cargo test` (tests/fuzz_regressions.rs).
+# core. The test command runs it for 10 s per target (scripts/test.d/35-fuzz.sh); longer runs
+# are for finding new bugs.
 #
 #   bash scripts/fuzz.sh [SECONDS_PER_TARGET=60] [TARGET...]
 #
