@@ -4,9 +4,8 @@ use std::fmt::Write;
 
 use crate::schema::{FieldDef, Kind, Label, MESSAGES, MessageDef};
 use crate::{
-    camel, cycle_fields, field_path, has_rare, inline_list_capacity, is_cycle_field, is_rare,
-    oneofs, proto_decl, rare_presets, rust_member, rust_type_name, snake, unknown_fields_path,
-    varint_bytes,
+    camel, cycle_fields, field_path, has_rare, is_cycle_field, is_rare, oneofs, proto_decl,
+    rare_presets, rust_member, rust_type_name, snake, unknown_fields_path, varint_bytes,
 };
 
 /// Repeated message fields whose elements may be parsed ahead of time, in parallel.
@@ -555,10 +554,6 @@ fn gen_dispatch(o: &mut String) {
     writeln!(o, "        _ => return None,\n    }})\n}}").unwrap();
 }
 
-/// The doc comment of the `unknown_fields` member (of the message, or of its rare struct).
-const UNKNOWN_FIELDS_DOC: &str = "    /// Fields not in the schema, as read (written back after the known ones); read and \
-     write them\n    /// through `Message::unknown_fields` / `Message::unknown_fields_mut`.";
-
 fn gen_struct(o: &mut String, m: &MessageDef) {
     let rn = rust_type_name(m.name);
     writeln!(o, "/// `onnx.{}`.", m.name).unwrap();
@@ -568,20 +563,11 @@ fn gen_struct(o: &mut String, m: &MessageDef) {
     } else {
         writeln!(o, "#[derive(Clone, Debug, Default, PartialEq)]").unwrap();
     }
-    writeln!(o, "pub struct {rn} {{").unwrap();
-    struct_fields(o, m, false);
-    if has_rare(m) {
-        writeln!(
-            o,
-            "    /// The fields few models set (`{rn}Rare`), in a box allocated on first write."
-        )
-        .unwrap();
-        writeln!(o, "    pub rare: Rare<{rn}Rare>,").unwrap();
-    } else {
-        writeln!(o, "{UNKNOWN_FIELDS_DOC}").unwrap();
-        writeln!(o, "    pub unknown_fields: UnknownFields,").unwrap();
-    }
+    writeln!(o, "#[repr(C)]\npub struct {rn} {{").unwrap();
+    let common = crate::layout::layout(m, false);
+    struct_fields(o, &common);
     writeln!(o, "}}\n").unwrap();
+    o.push_str(&crate::layout::assertions(&rn, &common));
 
     // const constructor (for static defaults)
     writeln!(o, "impl {rn} {{").unwrap();
@@ -598,14 +584,14 @@ fn gen_struct(o: &mut String, m: &MessageDef) {
     if has_rare(m) {
         writeln!(
             o,
-            "/// The rare fields of `onnx.{}` (its `rare` member).\n#[derive(Clone, Debug, Default, PartialEq)]\npub struct {rn}Rare {{",
+            "/// The rare fields of `onnx.{}` (its `rare` member).\n#[derive(Clone, Debug, Default, PartialEq)]\n#[repr(C)]\npub struct {rn}Rare {{",
             m.name
         )
         .unwrap();
-        struct_fields(o, m, true);
-        writeln!(o, "{UNKNOWN_FIELDS_DOC}").unwrap();
-        writeln!(o, "    pub unknown_fields: UnknownFields,").unwrap();
+        let rare = crate::layout::layout(m, true);
+        struct_fields(o, &rare);
         writeln!(o, "}}\n").unwrap();
+        o.push_str(&crate::layout::assertions(&format!("{rn}Rare"), &rare));
         writeln!(o, "impl {rn}Rare {{").unwrap();
         writeln!(o, "    /// Every rare field unset.").unwrap();
         writeln!(o, "    pub const fn new() -> Self {{").unwrap();
@@ -682,42 +668,13 @@ fn gen_presets(o: &mut String, m: &MessageDef, rn: &str, presets: &[(&FieldDef, 
     .unwrap();
 }
 
-/// The member declarations of the common (`rare == false`) or rare fields of `m`.
-fn struct_fields(o: &mut String, m: &MessageDef, rare: bool) {
-    let mut done_oneofs: Vec<&str> = Vec::new();
-    for f in m.fields {
-        if let Some(oneof) = f.oneof {
-            assert!(
-                !is_rare(m, f),
-                "{}.{}: a oneof member cannot be rare",
-                m.name,
-                f.name
-            );
-            if rare || done_oneofs.contains(&oneof) {
-                continue;
-            }
-            done_oneofs.push(oneof);
-            writeln!(o, "    /// `oneof {oneof}`.").unwrap();
-            writeln!(o, "    pub {oneof}: Option<{}>,", oneof_enum_name(m, oneof)).unwrap();
-            continue;
+/// The member declarations of a struct, in layout order (`crate::layout`).
+fn struct_fields(o: &mut String, l: &crate::layout::StructLayout) {
+    for (x, _) in &l.members {
+        for d in &x.doc {
+            writeln!(o, "    ///{d}").unwrap();
         }
-        if is_rare(m, f) != rare {
-            continue;
-        }
-        let vt = value_type(f.kind);
-        let ty = match (f.label, f.kind) {
-            (Label::Repeated, Kind::Message(_)) => format!("RepeatedField<{vt}>"),
-            (Label::Repeated, _) => match inline_list_capacity(m, f) {
-                Some(n) => format!("InlineVec<{vt}, {n}>"),
-                None => format!("InlineVec<{vt}>"),
-            },
-            (Label::Optional, Kind::Message(_)) => {
-                format!("Option<{}>", message_storage(m, f, &vt))
-            }
-            (Label::Optional, _) => format!("Option<{vt}>"),
-        };
-        writeln!(o, "    /// `{}`", proto_decl(f)).unwrap();
-        writeln!(o, "    pub {}: {ty},", rust_member(f)).unwrap();
+        writeln!(o, "    pub {}: {},", x.name, x.ty).unwrap();
     }
 }
 

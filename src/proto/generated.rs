@@ -8,13 +8,10 @@ use crate::wire::{Reader, SizeCursor, SizeTable, Sink, len_delimited_size, put_v
 
 /// `onnx.AttributeProto`.
 #[derive(Default)]
+#[repr(C)]
 pub struct AttributeProto {
     /// `optional string name = 1;`
     pub name: Option<ProtoString>,
-    /// `optional AttributeProto.AttributeType type = 20;`
-    pub r#type: Option<i32>,
-    /// `optional float f = 2;`
-    pub f: Option<f32>,
     /// `optional int64 i = 3;`
     pub i: Option<i64>,
     /// `optional TensorProto t = 5;`
@@ -23,7 +20,22 @@ pub struct AttributeProto {
     pub ints: InlineVec<i64, 1>,
     /// The fields few models set (`AttributeProtoRare`), in a box allocated on first write.
     pub rare: Rare<AttributeProtoRare>,
+    /// `optional AttributeProto.AttributeType type = 20;`
+    pub r#type: Option<i32>,
+    /// `optional float f = 2;`
+    pub f: Option<f32>,
 }
+
+const _: () = {
+    assert!(size_of::<AttributeProto>() == 96 && align_of::<AttributeProto>() == 8);
+    assert!(size_of::<Option<ProtoString>>() == 32 && align_of::<Option<ProtoString>>() == 8 && std::mem::offset_of!(AttributeProto, name) == 0);
+    assert!(size_of::<Option<i64>>() == 16 && align_of::<Option<i64>>() == 8 && std::mem::offset_of!(AttributeProto, i) == 32);
+    assert!(size_of::<Option<MsgBox<TensorProto>>>() == 8 && align_of::<Option<MsgBox<TensorProto>>>() == 8 && std::mem::offset_of!(AttributeProto, t) == 48);
+    assert!(size_of::<InlineVec<i64, 1>>() == 16 && align_of::<InlineVec<i64, 1>>() == 8 && std::mem::offset_of!(AttributeProto, ints) == 56);
+    assert!(size_of::<Rare<AttributeProtoRare>>() == 8 && align_of::<Rare<AttributeProtoRare>>() == 8 && std::mem::offset_of!(AttributeProto, rare) == 72);
+    assert!(size_of::<Option<i32>>() == 8 && align_of::<Option<i32>>() == 4 && std::mem::offset_of!(AttributeProto, r#type) == 80);
+    assert!(size_of::<Option<f32>>() == 8 && align_of::<Option<f32>>() == 4 && std::mem::offset_of!(AttributeProto, f) == 88);
+};
 
 impl AttributeProto {
     /// An empty message (every field unset).
@@ -42,6 +54,7 @@ impl AttributeProto {
 
 /// The rare fields of `onnx.AttributeProto` (its `rare` member).
 #[derive(Clone, Debug, Default, PartialEq)]
+#[repr(C)]
 pub struct AttributeProtoRare {
     /// `optional string ref_attr_name = 21;`
     pub ref_attr_name: Option<ProtoString>,
@@ -71,6 +84,23 @@ pub struct AttributeProtoRare {
     /// through `Message::unknown_fields` / `Message::unknown_fields_mut`.
     pub unknown_fields: UnknownFields,
 }
+
+const _: () = {
+    assert!(size_of::<AttributeProtoRare>() == 224 && align_of::<AttributeProtoRare>() == 8);
+    assert!(size_of::<Option<ProtoString>>() == 32 && align_of::<Option<ProtoString>>() == 8 && std::mem::offset_of!(AttributeProtoRare, ref_attr_name) == 0);
+    assert!(size_of::<Option<ProtoString>>() == 32 && align_of::<Option<ProtoString>>() == 8 && std::mem::offset_of!(AttributeProtoRare, doc_string) == 32);
+    assert!(size_of::<Option<ProtoString>>() == 32 && align_of::<Option<ProtoString>>() == 8 && std::mem::offset_of!(AttributeProtoRare, s) == 64);
+    assert!(size_of::<Option<MsgBox<GraphProto>>>() == 8 && align_of::<Option<MsgBox<GraphProto>>>() == 8 && std::mem::offset_of!(AttributeProtoRare, g) == 96);
+    assert!(size_of::<Option<MsgBox<SparseTensorProto>>>() == 8 && align_of::<Option<MsgBox<SparseTensorProto>>>() == 8 && std::mem::offset_of!(AttributeProtoRare, sparse_tensor) == 104);
+    assert!(size_of::<Option<MsgBox<TypeProto>>>() == 8 && align_of::<Option<MsgBox<TypeProto>>>() == 8 && std::mem::offset_of!(AttributeProtoRare, tp) == 112);
+    assert!(size_of::<InlineVec<f32, 2>>() == 16 && align_of::<InlineVec<f32, 2>>() == 8 && std::mem::offset_of!(AttributeProtoRare, floats) == 120);
+    assert!(size_of::<InlineVec<ProtoString>>() == 16 && align_of::<InlineVec<ProtoString>>() == 8 && std::mem::offset_of!(AttributeProtoRare, strings) == 136);
+    assert!(size_of::<RepeatedField<TensorProto>>() == 16 && align_of::<RepeatedField<TensorProto>>() == 8 && std::mem::offset_of!(AttributeProtoRare, tensors) == 152);
+    assert!(size_of::<RepeatedField<GraphProto>>() == 16 && align_of::<RepeatedField<GraphProto>>() == 8 && std::mem::offset_of!(AttributeProtoRare, graphs) == 168);
+    assert!(size_of::<RepeatedField<SparseTensorProto>>() == 16 && align_of::<RepeatedField<SparseTensorProto>>() == 8 && std::mem::offset_of!(AttributeProtoRare, sparse_tensors) == 184);
+    assert!(size_of::<RepeatedField<TypeProto>>() == 16 && align_of::<RepeatedField<TypeProto>>() == 8 && std::mem::offset_of!(AttributeProtoRare, type_protos) == 200);
+    assert!(size_of::<UnknownFields>() == 8 && align_of::<UnknownFields>() == 8 && std::mem::offset_of!(AttributeProtoRare, unknown_fields) == 216);
+};
 
 impl AttributeProtoRare {
     /// Every rare field unset.
@@ -837,6 +867,7 @@ impl Recycle for AttributeProto {
 
 /// `onnx.ValueInfoProto`.
 #[derive(Clone, Debug, Default, PartialEq)]
+#[repr(C)]
 pub struct ValueInfoProto {
     /// `optional string name = 1;`
     pub name: Option<ProtoString>,
@@ -845,6 +876,13 @@ pub struct ValueInfoProto {
     /// The fields few models set (`ValueInfoProtoRare`), in a box allocated on first write.
     pub rare: Rare<ValueInfoProtoRare>,
 }
+
+const _: () = {
+    assert!(size_of::<ValueInfoProto>() == 48 && align_of::<ValueInfoProto>() == 8);
+    assert!(size_of::<Option<ProtoString>>() == 32 && align_of::<Option<ProtoString>>() == 8 && std::mem::offset_of!(ValueInfoProto, name) == 0);
+    assert!(size_of::<Option<MsgBox<TypeProto>>>() == 8 && align_of::<Option<MsgBox<TypeProto>>>() == 8 && std::mem::offset_of!(ValueInfoProto, r#type) == 32);
+    assert!(size_of::<Rare<ValueInfoProtoRare>>() == 8 && align_of::<Rare<ValueInfoProtoRare>>() == 8 && std::mem::offset_of!(ValueInfoProto, rare) == 40);
+};
 
 impl ValueInfoProto {
     /// An empty message (every field unset).
@@ -859,6 +897,7 @@ impl ValueInfoProto {
 
 /// The rare fields of `onnx.ValueInfoProto` (its `rare` member).
 #[derive(Clone, Debug, Default, PartialEq)]
+#[repr(C)]
 pub struct ValueInfoProtoRare {
     /// `optional string doc_string = 3;`
     pub doc_string: Option<ProtoString>,
@@ -868,6 +907,13 @@ pub struct ValueInfoProtoRare {
     /// through `Message::unknown_fields` / `Message::unknown_fields_mut`.
     pub unknown_fields: UnknownFields,
 }
+
+const _: () = {
+    assert!(size_of::<ValueInfoProtoRare>() == 56 && align_of::<ValueInfoProtoRare>() == 8);
+    assert!(size_of::<Option<ProtoString>>() == 32 && align_of::<Option<ProtoString>>() == 8 && std::mem::offset_of!(ValueInfoProtoRare, doc_string) == 0);
+    assert!(size_of::<RepeatedField<StringStringEntryProto>>() == 16 && align_of::<RepeatedField<StringStringEntryProto>>() == 8 && std::mem::offset_of!(ValueInfoProtoRare, metadata_props) == 32);
+    assert!(size_of::<UnknownFields>() == 8 && align_of::<UnknownFields>() == 8 && std::mem::offset_of!(ValueInfoProtoRare, unknown_fields) == 48);
+};
 
 impl ValueInfoProtoRare {
     /// Every rare field unset.
@@ -1077,6 +1123,7 @@ impl Recycle for ValueInfoProto {
 
 /// `onnx.NodeProto`.
 #[derive(Clone, Debug, Default, PartialEq)]
+#[repr(C)]
 pub struct NodeProto {
     /// `repeated string input = 1;`
     pub input: InlineVec<ProtoString, 2>,
@@ -1091,6 +1138,16 @@ pub struct NodeProto {
     /// The fields few models set (`NodeProtoRare`), in a box allocated on first write.
     pub rare: Rare<NodeProtoRare>,
 }
+
+const _: () = {
+    assert!(size_of::<NodeProto>() == 200 && align_of::<NodeProto>() == 8);
+    assert!(size_of::<InlineVec<ProtoString, 2>>() == 72 && align_of::<InlineVec<ProtoString, 2>>() == 8 && std::mem::offset_of!(NodeProto, input) == 0);
+    assert!(size_of::<InlineVec<ProtoString, 1>>() == 40 && align_of::<InlineVec<ProtoString, 1>>() == 8 && std::mem::offset_of!(NodeProto, output) == 72);
+    assert!(size_of::<Option<ProtoString>>() == 32 && align_of::<Option<ProtoString>>() == 8 && std::mem::offset_of!(NodeProto, name) == 112);
+    assert!(size_of::<Option<ProtoString>>() == 32 && align_of::<Option<ProtoString>>() == 8 && std::mem::offset_of!(NodeProto, op_type) == 144);
+    assert!(size_of::<RepeatedField<AttributeProto>>() == 16 && align_of::<RepeatedField<AttributeProto>>() == 8 && std::mem::offset_of!(NodeProto, attribute) == 176);
+    assert!(size_of::<Rare<NodeProtoRare>>() == 8 && align_of::<Rare<NodeProtoRare>>() == 8 && std::mem::offset_of!(NodeProto, rare) == 192);
+};
 
 impl NodeProto {
     /// An empty message (every field unset).
@@ -1108,6 +1165,7 @@ impl NodeProto {
 
 /// The rare fields of `onnx.NodeProto` (its `rare` member).
 #[derive(Clone, Debug, Default, PartialEq)]
+#[repr(C)]
 pub struct NodeProtoRare {
     /// `optional string domain = 7;`
     pub domain: Option<ProtoString>,
@@ -1123,6 +1181,16 @@ pub struct NodeProtoRare {
     /// through `Message::unknown_fields` / `Message::unknown_fields_mut`.
     pub unknown_fields: UnknownFields,
 }
+
+const _: () = {
+    assert!(size_of::<NodeProtoRare>() == 136 && align_of::<NodeProtoRare>() == 8);
+    assert!(size_of::<Option<ProtoString>>() == 32 && align_of::<Option<ProtoString>>() == 8 && std::mem::offset_of!(NodeProtoRare, domain) == 0);
+    assert!(size_of::<Option<ProtoString>>() == 32 && align_of::<Option<ProtoString>>() == 8 && std::mem::offset_of!(NodeProtoRare, overload) == 32);
+    assert!(size_of::<Option<ProtoString>>() == 32 && align_of::<Option<ProtoString>>() == 8 && std::mem::offset_of!(NodeProtoRare, doc_string) == 64);
+    assert!(size_of::<RepeatedField<StringStringEntryProto>>() == 16 && align_of::<RepeatedField<StringStringEntryProto>>() == 8 && std::mem::offset_of!(NodeProtoRare, metadata_props) == 96);
+    assert!(size_of::<RepeatedField<NodeDeviceConfigurationProto>>() == 16 && align_of::<RepeatedField<NodeDeviceConfigurationProto>>() == 8 && std::mem::offset_of!(NodeProtoRare, device_configurations) == 112);
+    assert!(size_of::<UnknownFields>() == 8 && align_of::<UnknownFields>() == 8 && std::mem::offset_of!(NodeProtoRare, unknown_fields) == 128);
+};
 
 impl NodeProtoRare {
     /// Every rare field unset.
@@ -1656,6 +1724,7 @@ impl Recycle for NodeProto {
 
 /// `onnx.IntIntListEntryProto`.
 #[derive(Clone, Debug, Default, PartialEq)]
+#[repr(C)]
 pub struct IntIntListEntryProto {
     /// `optional int64 key = 1;`
     pub key: Option<i64>,
@@ -1665,6 +1734,13 @@ pub struct IntIntListEntryProto {
     /// through `Message::unknown_fields` / `Message::unknown_fields_mut`.
     pub unknown_fields: UnknownFields,
 }
+
+const _: () = {
+    assert!(size_of::<IntIntListEntryProto>() == 40 && align_of::<IntIntListEntryProto>() == 8);
+    assert!(size_of::<Option<i64>>() == 16 && align_of::<Option<i64>>() == 8 && std::mem::offset_of!(IntIntListEntryProto, key) == 0);
+    assert!(size_of::<InlineVec<i64, 1>>() == 16 && align_of::<InlineVec<i64, 1>>() == 8 && std::mem::offset_of!(IntIntListEntryProto, value) == 16);
+    assert!(size_of::<UnknownFields>() == 8 && align_of::<UnknownFields>() == 8 && std::mem::offset_of!(IntIntListEntryProto, unknown_fields) == 32);
+};
 
 impl IntIntListEntryProto {
     /// An empty message (every field unset).
@@ -1774,17 +1850,26 @@ impl Recycle for IntIntListEntryProto {
 
 /// `onnx.NodeDeviceConfigurationProto`.
 #[derive(Clone, Debug, Default, PartialEq)]
+#[repr(C)]
 pub struct NodeDeviceConfigurationProto {
     /// `optional string configuration_id = 1;`
     pub configuration_id: Option<ProtoString>,
     /// `repeated ShardingSpecProto sharding_spec = 2;`
     pub sharding_spec: RepeatedField<ShardingSpecProto>,
-    /// `optional int32 pipeline_stage = 3;`
-    pub pipeline_stage: Option<i32>,
     /// Fields not in the schema, as read (written back after the known ones); read and write them
     /// through `Message::unknown_fields` / `Message::unknown_fields_mut`.
     pub unknown_fields: UnknownFields,
+    /// `optional int32 pipeline_stage = 3;`
+    pub pipeline_stage: Option<i32>,
 }
+
+const _: () = {
+    assert!(size_of::<NodeDeviceConfigurationProto>() == 64 && align_of::<NodeDeviceConfigurationProto>() == 8);
+    assert!(size_of::<Option<ProtoString>>() == 32 && align_of::<Option<ProtoString>>() == 8 && std::mem::offset_of!(NodeDeviceConfigurationProto, configuration_id) == 0);
+    assert!(size_of::<RepeatedField<ShardingSpecProto>>() == 16 && align_of::<RepeatedField<ShardingSpecProto>>() == 8 && std::mem::offset_of!(NodeDeviceConfigurationProto, sharding_spec) == 32);
+    assert!(size_of::<UnknownFields>() == 8 && align_of::<UnknownFields>() == 8 && std::mem::offset_of!(NodeDeviceConfigurationProto, unknown_fields) == 48);
+    assert!(size_of::<Option<i32>>() == 8 && align_of::<Option<i32>>() == 4 && std::mem::offset_of!(NodeDeviceConfigurationProto, pipeline_stage) == 56);
+};
 
 impl NodeDeviceConfigurationProto {
     /// An empty message (every field unset).
@@ -1932,6 +2017,7 @@ impl Recycle for NodeDeviceConfigurationProto {
 
 /// `onnx.ShardingSpecProto`.
 #[derive(Clone, Debug, Default, PartialEq)]
+#[repr(C)]
 pub struct ShardingSpecProto {
     /// `optional string tensor_name = 1;`
     pub tensor_name: Option<ProtoString>,
@@ -1945,6 +2031,15 @@ pub struct ShardingSpecProto {
     /// through `Message::unknown_fields` / `Message::unknown_fields_mut`.
     pub unknown_fields: UnknownFields,
 }
+
+const _: () = {
+    assert!(size_of::<ShardingSpecProto>() == 88 && align_of::<ShardingSpecProto>() == 8);
+    assert!(size_of::<Option<ProtoString>>() == 32 && align_of::<Option<ProtoString>>() == 8 && std::mem::offset_of!(ShardingSpecProto, tensor_name) == 0);
+    assert!(size_of::<InlineVec<i64, 1>>() == 16 && align_of::<InlineVec<i64, 1>>() == 8 && std::mem::offset_of!(ShardingSpecProto, device) == 32);
+    assert!(size_of::<RepeatedField<IntIntListEntryProto>>() == 16 && align_of::<RepeatedField<IntIntListEntryProto>>() == 8 && std::mem::offset_of!(ShardingSpecProto, index_to_device_group_map) == 48);
+    assert!(size_of::<RepeatedField<ShardedDimProto>>() == 16 && align_of::<RepeatedField<ShardedDimProto>>() == 8 && std::mem::offset_of!(ShardingSpecProto, sharded_dim) == 64);
+    assert!(size_of::<UnknownFields>() == 8 && align_of::<UnknownFields>() == 8 && std::mem::offset_of!(ShardingSpecProto, unknown_fields) == 80);
+};
 
 impl ShardingSpecProto {
     /// An empty message (every field unset).
@@ -2118,6 +2213,7 @@ impl Recycle for ShardingSpecProto {
 
 /// `onnx.ShardedDimProto`.
 #[derive(Clone, Debug, Default, PartialEq)]
+#[repr(C)]
 pub struct ShardedDimProto {
     /// `optional int64 axis = 1;`
     pub axis: Option<i64>,
@@ -2127,6 +2223,13 @@ pub struct ShardedDimProto {
     /// through `Message::unknown_fields` / `Message::unknown_fields_mut`.
     pub unknown_fields: UnknownFields,
 }
+
+const _: () = {
+    assert!(size_of::<ShardedDimProto>() == 40 && align_of::<ShardedDimProto>() == 8);
+    assert!(size_of::<Option<i64>>() == 16 && align_of::<Option<i64>>() == 8 && std::mem::offset_of!(ShardedDimProto, axis) == 0);
+    assert!(size_of::<RepeatedField<SimpleShardedDimProto>>() == 16 && align_of::<RepeatedField<SimpleShardedDimProto>>() == 8 && std::mem::offset_of!(ShardedDimProto, simple_sharding) == 16);
+    assert!(size_of::<UnknownFields>() == 8 && align_of::<UnknownFields>() == 8 && std::mem::offset_of!(ShardedDimProto, unknown_fields) == 32);
+};
 
 impl ShardedDimProto {
     /// An empty message (every field unset).
@@ -2244,6 +2347,7 @@ impl Recycle for ShardedDimProto {
 
 /// `onnx.SimpleShardedDimProto`.
 #[derive(Clone, Debug, Default, PartialEq)]
+#[repr(C)]
 pub struct SimpleShardedDimProto {
     /// `oneof dim`.
     pub dim: Option<SimpleShardedDimProtoDim>,
@@ -2253,6 +2357,13 @@ pub struct SimpleShardedDimProto {
     /// through `Message::unknown_fields` / `Message::unknown_fields_mut`.
     pub unknown_fields: UnknownFields,
 }
+
+const _: () = {
+    assert!(size_of::<SimpleShardedDimProto>() == 64 && align_of::<SimpleShardedDimProto>() == 8);
+    assert!(size_of::<Option<SimpleShardedDimProtoDim>>() == 40 && align_of::<Option<SimpleShardedDimProtoDim>>() == 8 && std::mem::offset_of!(SimpleShardedDimProto, dim) == 0);
+    assert!(size_of::<Option<i64>>() == 16 && align_of::<Option<i64>>() == 8 && std::mem::offset_of!(SimpleShardedDimProto, num_shards) == 40);
+    assert!(size_of::<UnknownFields>() == 8 && align_of::<UnknownFields>() == 8 && std::mem::offset_of!(SimpleShardedDimProto, unknown_fields) == 56);
+};
 
 impl SimpleShardedDimProto {
     /// An empty message (every field unset).
@@ -2421,6 +2532,7 @@ impl Recycle for SimpleShardedDimProto {
 
 /// `onnx.TrainingInfoProto`.
 #[derive(Clone, Debug, Default, PartialEq)]
+#[repr(C)]
 pub struct TrainingInfoProto {
     /// `optional GraphProto initialization = 1;`
     pub initialization: Option<MsgBox<GraphProto>>,
@@ -2434,6 +2546,15 @@ pub struct TrainingInfoProto {
     /// through `Message::unknown_fields` / `Message::unknown_fields_mut`.
     pub unknown_fields: UnknownFields,
 }
+
+const _: () = {
+    assert!(size_of::<TrainingInfoProto>() == 56 && align_of::<TrainingInfoProto>() == 8);
+    assert!(size_of::<Option<MsgBox<GraphProto>>>() == 8 && align_of::<Option<MsgBox<GraphProto>>>() == 8 && std::mem::offset_of!(TrainingInfoProto, initialization) == 0);
+    assert!(size_of::<Option<MsgBox<GraphProto>>>() == 8 && align_of::<Option<MsgBox<GraphProto>>>() == 8 && std::mem::offset_of!(TrainingInfoProto, algorithm) == 8);
+    assert!(size_of::<RepeatedField<StringStringEntryProto>>() == 16 && align_of::<RepeatedField<StringStringEntryProto>>() == 8 && std::mem::offset_of!(TrainingInfoProto, initialization_binding) == 16);
+    assert!(size_of::<RepeatedField<StringStringEntryProto>>() == 16 && align_of::<RepeatedField<StringStringEntryProto>>() == 8 && std::mem::offset_of!(TrainingInfoProto, update_binding) == 32);
+    assert!(size_of::<UnknownFields>() == 8 && align_of::<UnknownFields>() == 8 && std::mem::offset_of!(TrainingInfoProto, unknown_fields) == 48);
+};
 
 impl TrainingInfoProto {
     /// An empty message (every field unset).
@@ -2633,6 +2754,7 @@ impl Recycle for TrainingInfoProto {
 
 /// `onnx.ModelProto`.
 #[derive(Clone, Debug, Default, PartialEq)]
+#[repr(C)]
 pub struct ModelProto {
     /// `optional int64 ir_version = 1;`
     pub ir_version: Option<i64>,
@@ -2662,6 +2784,23 @@ pub struct ModelProto {
     /// through `Message::unknown_fields` / `Message::unknown_fields_mut`.
     pub unknown_fields: UnknownFields,
 }
+
+const _: () = {
+    assert!(size_of::<ModelProto>() == 256 && align_of::<ModelProto>() == 8);
+    assert!(size_of::<Option<i64>>() == 16 && align_of::<Option<i64>>() == 8 && std::mem::offset_of!(ModelProto, ir_version) == 0);
+    assert!(size_of::<RepeatedField<OperatorSetIdProto>>() == 16 && align_of::<RepeatedField<OperatorSetIdProto>>() == 8 && std::mem::offset_of!(ModelProto, opset_import) == 16);
+    assert!(size_of::<Option<ProtoString>>() == 32 && align_of::<Option<ProtoString>>() == 8 && std::mem::offset_of!(ModelProto, producer_name) == 32);
+    assert!(size_of::<Option<ProtoString>>() == 32 && align_of::<Option<ProtoString>>() == 8 && std::mem::offset_of!(ModelProto, producer_version) == 64);
+    assert!(size_of::<Option<ProtoString>>() == 32 && align_of::<Option<ProtoString>>() == 8 && std::mem::offset_of!(ModelProto, domain) == 96);
+    assert!(size_of::<Option<i64>>() == 16 && align_of::<Option<i64>>() == 8 && std::mem::offset_of!(ModelProto, model_version) == 128);
+    assert!(size_of::<Option<ProtoString>>() == 32 && align_of::<Option<ProtoString>>() == 8 && std::mem::offset_of!(ModelProto, doc_string) == 144);
+    assert!(size_of::<Option<MsgBox<GraphProto>>>() == 8 && align_of::<Option<MsgBox<GraphProto>>>() == 8 && std::mem::offset_of!(ModelProto, graph) == 176);
+    assert!(size_of::<RepeatedField<StringStringEntryProto>>() == 16 && align_of::<RepeatedField<StringStringEntryProto>>() == 8 && std::mem::offset_of!(ModelProto, metadata_props) == 184);
+    assert!(size_of::<RepeatedField<TrainingInfoProto>>() == 16 && align_of::<RepeatedField<TrainingInfoProto>>() == 8 && std::mem::offset_of!(ModelProto, training_info) == 200);
+    assert!(size_of::<RepeatedField<FunctionProto>>() == 16 && align_of::<RepeatedField<FunctionProto>>() == 8 && std::mem::offset_of!(ModelProto, functions) == 216);
+    assert!(size_of::<RepeatedField<DeviceConfigurationProto>>() == 16 && align_of::<RepeatedField<DeviceConfigurationProto>>() == 8 && std::mem::offset_of!(ModelProto, configuration) == 232);
+    assert!(size_of::<UnknownFields>() == 8 && align_of::<UnknownFields>() == 8 && std::mem::offset_of!(ModelProto, unknown_fields) == 248);
+};
 
 impl ModelProto {
     /// An empty message (every field unset).
@@ -3079,17 +3218,26 @@ impl Recycle for ModelProto {
 
 /// `onnx.DeviceConfigurationProto`.
 #[derive(Clone, Debug, Default, PartialEq)]
+#[repr(C)]
 pub struct DeviceConfigurationProto {
     /// `optional string name = 1;`
     pub name: Option<ProtoString>,
-    /// `optional int32 num_devices = 2;`
-    pub num_devices: Option<i32>,
     /// `repeated string device = 3;`
     pub device: InlineVec<ProtoString>,
     /// Fields not in the schema, as read (written back after the known ones); read and write them
     /// through `Message::unknown_fields` / `Message::unknown_fields_mut`.
     pub unknown_fields: UnknownFields,
+    /// `optional int32 num_devices = 2;`
+    pub num_devices: Option<i32>,
 }
+
+const _: () = {
+    assert!(size_of::<DeviceConfigurationProto>() == 64 && align_of::<DeviceConfigurationProto>() == 8);
+    assert!(size_of::<Option<ProtoString>>() == 32 && align_of::<Option<ProtoString>>() == 8 && std::mem::offset_of!(DeviceConfigurationProto, name) == 0);
+    assert!(size_of::<InlineVec<ProtoString>>() == 16 && align_of::<InlineVec<ProtoString>>() == 8 && std::mem::offset_of!(DeviceConfigurationProto, device) == 32);
+    assert!(size_of::<UnknownFields>() == 8 && align_of::<UnknownFields>() == 8 && std::mem::offset_of!(DeviceConfigurationProto, unknown_fields) == 48);
+    assert!(size_of::<Option<i32>>() == 8 && align_of::<Option<i32>>() == 4 && std::mem::offset_of!(DeviceConfigurationProto, num_devices) == 56);
+};
 
 impl DeviceConfigurationProto {
     /// An empty message (every field unset).
@@ -3232,6 +3380,7 @@ impl Recycle for DeviceConfigurationProto {
 
 /// `onnx.StringStringEntryProto`.
 #[derive(Clone, Debug, Default, PartialEq)]
+#[repr(C)]
 pub struct StringStringEntryProto {
     /// `optional string key = 1;`
     pub key: Option<ProtoString>,
@@ -3241,6 +3390,13 @@ pub struct StringStringEntryProto {
     /// through `Message::unknown_fields` / `Message::unknown_fields_mut`.
     pub unknown_fields: UnknownFields,
 }
+
+const _: () = {
+    assert!(size_of::<StringStringEntryProto>() == 72 && align_of::<StringStringEntryProto>() == 8);
+    assert!(size_of::<Option<ProtoString>>() == 32 && align_of::<Option<ProtoString>>() == 8 && std::mem::offset_of!(StringStringEntryProto, key) == 0);
+    assert!(size_of::<Option<ProtoString>>() == 32 && align_of::<Option<ProtoString>>() == 8 && std::mem::offset_of!(StringStringEntryProto, value) == 32);
+    assert!(size_of::<UnknownFields>() == 8 && align_of::<UnknownFields>() == 8 && std::mem::offset_of!(StringStringEntryProto, unknown_fields) == 64);
+};
 
 impl StringStringEntryProto {
     /// An empty message (every field unset).
@@ -3360,6 +3516,7 @@ impl Recycle for StringStringEntryProto {
 
 /// `onnx.TensorAnnotation`.
 #[derive(Clone, Debug, Default, PartialEq)]
+#[repr(C)]
 pub struct TensorAnnotation {
     /// `optional string tensor_name = 1;`
     pub tensor_name: Option<ProtoString>,
@@ -3369,6 +3526,13 @@ pub struct TensorAnnotation {
     /// through `Message::unknown_fields` / `Message::unknown_fields_mut`.
     pub unknown_fields: UnknownFields,
 }
+
+const _: () = {
+    assert!(size_of::<TensorAnnotation>() == 56 && align_of::<TensorAnnotation>() == 8);
+    assert!(size_of::<Option<ProtoString>>() == 32 && align_of::<Option<ProtoString>>() == 8 && std::mem::offset_of!(TensorAnnotation, tensor_name) == 0);
+    assert!(size_of::<RepeatedField<StringStringEntryProto>>() == 16 && align_of::<RepeatedField<StringStringEntryProto>>() == 8 && std::mem::offset_of!(TensorAnnotation, quant_parameter_tensor_names) == 32);
+    assert!(size_of::<UnknownFields>() == 8 && align_of::<UnknownFields>() == 8 && std::mem::offset_of!(TensorAnnotation, unknown_fields) == 48);
+};
 
 impl TensorAnnotation {
     /// An empty message (every field unset).
@@ -3490,6 +3654,7 @@ impl Recycle for TensorAnnotation {
 
 /// `onnx.GraphProto`.
 #[derive(Clone, Debug, Default, PartialEq)]
+#[repr(C)]
 pub struct GraphProto {
     /// `repeated NodeProto node = 1;`
     pub node: RepeatedField<NodeProto>,
@@ -3515,6 +3680,21 @@ pub struct GraphProto {
     /// through `Message::unknown_fields` / `Message::unknown_fields_mut`.
     pub unknown_fields: UnknownFields,
 }
+
+const _: () = {
+    assert!(size_of::<GraphProto>() == 200 && align_of::<GraphProto>() == 8);
+    assert!(size_of::<RepeatedField<NodeProto>>() == 16 && align_of::<RepeatedField<NodeProto>>() == 8 && std::mem::offset_of!(GraphProto, node) == 0);
+    assert!(size_of::<Option<ProtoString>>() == 32 && align_of::<Option<ProtoString>>() == 8 && std::mem::offset_of!(GraphProto, name) == 16);
+    assert!(size_of::<RepeatedField<TensorProto>>() == 16 && align_of::<RepeatedField<TensorProto>>() == 8 && std::mem::offset_of!(GraphProto, initializer) == 48);
+    assert!(size_of::<RepeatedField<SparseTensorProto>>() == 16 && align_of::<RepeatedField<SparseTensorProto>>() == 8 && std::mem::offset_of!(GraphProto, sparse_initializer) == 64);
+    assert!(size_of::<Option<ProtoString>>() == 32 && align_of::<Option<ProtoString>>() == 8 && std::mem::offset_of!(GraphProto, doc_string) == 80);
+    assert!(size_of::<RepeatedField<ValueInfoProto>>() == 16 && align_of::<RepeatedField<ValueInfoProto>>() == 8 && std::mem::offset_of!(GraphProto, input) == 112);
+    assert!(size_of::<RepeatedField<ValueInfoProto>>() == 16 && align_of::<RepeatedField<ValueInfoProto>>() == 8 && std::mem::offset_of!(GraphProto, output) == 128);
+    assert!(size_of::<RepeatedField<ValueInfoProto>>() == 16 && align_of::<RepeatedField<ValueInfoProto>>() == 8 && std::mem::offset_of!(GraphProto, value_info) == 144);
+    assert!(size_of::<RepeatedField<TensorAnnotation>>() == 16 && align_of::<RepeatedField<TensorAnnotation>>() == 8 && std::mem::offset_of!(GraphProto, quantization_annotation) == 160);
+    assert!(size_of::<RepeatedField<StringStringEntryProto>>() == 16 && align_of::<RepeatedField<StringStringEntryProto>>() == 8 && std::mem::offset_of!(GraphProto, metadata_props) == 176);
+    assert!(size_of::<UnknownFields>() == 8 && align_of::<UnknownFields>() == 8 && std::mem::offset_of!(GraphProto, unknown_fields) == 192);
+};
 
 impl GraphProto {
     /// An empty message (every field unset).
@@ -3871,11 +4051,10 @@ impl Recycle for GraphProto {
 
 /// `onnx.TensorProto`.
 #[derive(Clone, Debug, Default, PartialEq)]
+#[repr(C)]
 pub struct TensorProto {
     /// `repeated int64 dims = 1;`
     pub dims: InlineVec<i64, 4>,
-    /// `optional int32 data_type = 2;`
-    pub data_type: Option<i32>,
     /// `repeated float float_data = 4 [packed = true];`
     pub float_data: InlineVec<f32, 2>,
     /// `repeated int64 int64_data = 7 [packed = true];`
@@ -3886,7 +4065,20 @@ pub struct TensorProto {
     pub raw_data: Option<ByteSpan>,
     /// The fields few models set (`TensorProtoRare`), in a box allocated on first write.
     pub rare: Rare<TensorProtoRare>,
+    /// `optional int32 data_type = 2;`
+    pub data_type: Option<i32>,
 }
+
+const _: () = {
+    assert!(size_of::<TensorProto>() == 168 && align_of::<TensorProto>() == 8);
+    assert!(size_of::<InlineVec<i64, 4>>() == 40 && align_of::<InlineVec<i64, 4>>() == 8 && std::mem::offset_of!(TensorProto, dims) == 0);
+    assert!(size_of::<InlineVec<f32, 2>>() == 16 && align_of::<InlineVec<f32, 2>>() == 8 && std::mem::offset_of!(TensorProto, float_data) == 40);
+    assert!(size_of::<InlineVec<i64, 1>>() == 16 && align_of::<InlineVec<i64, 1>>() == 8 && std::mem::offset_of!(TensorProto, int64_data) == 56);
+    assert!(size_of::<Option<ProtoString>>() == 32 && align_of::<Option<ProtoString>>() == 8 && std::mem::offset_of!(TensorProto, name) == 72);
+    assert!(size_of::<Option<ByteSpan>>() == 48 && align_of::<Option<ByteSpan>>() == 8 && std::mem::offset_of!(TensorProto, raw_data) == 104);
+    assert!(size_of::<Rare<TensorProtoRare>>() == 8 && align_of::<Rare<TensorProtoRare>>() == 8 && std::mem::offset_of!(TensorProto, rare) == 152);
+    assert!(size_of::<Option<i32>>() == 8 && align_of::<Option<i32>>() == 4 && std::mem::offset_of!(TensorProto, data_type) == 160);
+};
 
 impl TensorProto {
     /// An empty message (every field unset).
@@ -3905,6 +4097,7 @@ impl TensorProto {
 
 /// The rare fields of `onnx.TensorProto` (its `rare` member).
 #[derive(Clone, Debug, Default, PartialEq)]
+#[repr(C)]
 pub struct TensorProtoRare {
     /// `optional TensorProto.Segment segment = 3;`
     pub segment: Option<MsgBox<TensorProtoSegment>>,
@@ -3916,8 +4109,6 @@ pub struct TensorProtoRare {
     pub doc_string: Option<ProtoString>,
     /// `repeated StringStringEntryProto external_data = 13;`
     pub external_data: RepeatedField<StringStringEntryProto>,
-    /// `optional TensorProto.DataLocation data_location = 14;`
-    pub data_location: Option<i32>,
     /// `repeated double double_data = 10 [packed = true];`
     pub double_data: InlineVec<f64, 1>,
     /// `repeated uint64 uint64_data = 11 [packed = true];`
@@ -3927,7 +4118,23 @@ pub struct TensorProtoRare {
     /// Fields not in the schema, as read (written back after the known ones); read and write them
     /// through `Message::unknown_fields` / `Message::unknown_fields_mut`.
     pub unknown_fields: UnknownFields,
+    /// `optional TensorProto.DataLocation data_location = 14;`
+    pub data_location: Option<i32>,
 }
+
+const _: () = {
+    assert!(size_of::<TensorProtoRare>() == 152 && align_of::<TensorProtoRare>() == 8);
+    assert!(size_of::<Option<MsgBox<TensorProtoSegment>>>() == 8 && align_of::<Option<MsgBox<TensorProtoSegment>>>() == 8 && std::mem::offset_of!(TensorProtoRare, segment) == 0);
+    assert!(size_of::<InlineVec<i32, 2>>() == 16 && align_of::<InlineVec<i32, 2>>() == 8 && std::mem::offset_of!(TensorProtoRare, int32_data) == 8);
+    assert!(size_of::<InlineVec<ProtoString>>() == 16 && align_of::<InlineVec<ProtoString>>() == 8 && std::mem::offset_of!(TensorProtoRare, string_data) == 24);
+    assert!(size_of::<Option<ProtoString>>() == 32 && align_of::<Option<ProtoString>>() == 8 && std::mem::offset_of!(TensorProtoRare, doc_string) == 40);
+    assert!(size_of::<RepeatedField<StringStringEntryProto>>() == 16 && align_of::<RepeatedField<StringStringEntryProto>>() == 8 && std::mem::offset_of!(TensorProtoRare, external_data) == 72);
+    assert!(size_of::<InlineVec<f64, 1>>() == 16 && align_of::<InlineVec<f64, 1>>() == 8 && std::mem::offset_of!(TensorProtoRare, double_data) == 88);
+    assert!(size_of::<InlineVec<u64, 1>>() == 16 && align_of::<InlineVec<u64, 1>>() == 8 && std::mem::offset_of!(TensorProtoRare, uint64_data) == 104);
+    assert!(size_of::<RepeatedField<StringStringEntryProto>>() == 16 && align_of::<RepeatedField<StringStringEntryProto>>() == 8 && std::mem::offset_of!(TensorProtoRare, metadata_props) == 120);
+    assert!(size_of::<UnknownFields>() == 8 && align_of::<UnknownFields>() == 8 && std::mem::offset_of!(TensorProtoRare, unknown_fields) == 136);
+    assert!(size_of::<Option<i32>>() == 8 && align_of::<Option<i32>>() == 4 && std::mem::offset_of!(TensorProtoRare, data_location) == 144);
+};
 
 impl TensorProtoRare {
     /// Every rare field unset.
@@ -4512,6 +4719,7 @@ impl Recycle for TensorProto {
 
 /// `onnx.TensorProto.Segment`.
 #[derive(Clone, Debug, Default, PartialEq)]
+#[repr(C)]
 pub struct TensorProtoSegment {
     /// `optional int64 begin = 1;`
     pub begin: Option<i64>,
@@ -4521,6 +4729,13 @@ pub struct TensorProtoSegment {
     /// through `Message::unknown_fields` / `Message::unknown_fields_mut`.
     pub unknown_fields: UnknownFields,
 }
+
+const _: () = {
+    assert!(size_of::<TensorProtoSegment>() == 40 && align_of::<TensorProtoSegment>() == 8);
+    assert!(size_of::<Option<i64>>() == 16 && align_of::<Option<i64>>() == 8 && std::mem::offset_of!(TensorProtoSegment, begin) == 0);
+    assert!(size_of::<Option<i64>>() == 16 && align_of::<Option<i64>>() == 8 && std::mem::offset_of!(TensorProtoSegment, end) == 16);
+    assert!(size_of::<UnknownFields>() == 8 && align_of::<UnknownFields>() == 8 && std::mem::offset_of!(TensorProtoSegment, unknown_fields) == 32);
+};
 
 impl TensorProtoSegment {
     /// An empty message (every field unset).
@@ -4632,6 +4847,7 @@ impl Recycle for TensorProtoSegment {
 
 /// `onnx.SparseTensorProto`.
 #[derive(Clone, Debug, Default, PartialEq)]
+#[repr(C)]
 pub struct SparseTensorProto {
     /// `optional TensorProto values = 1;`
     pub values: Option<MsgBox<TensorProto>>,
@@ -4643,6 +4859,14 @@ pub struct SparseTensorProto {
     /// through `Message::unknown_fields` / `Message::unknown_fields_mut`.
     pub unknown_fields: UnknownFields,
 }
+
+const _: () = {
+    assert!(size_of::<SparseTensorProto>() == 40 && align_of::<SparseTensorProto>() == 8);
+    assert!(size_of::<Option<MsgBox<TensorProto>>>() == 8 && align_of::<Option<MsgBox<TensorProto>>>() == 8 && std::mem::offset_of!(SparseTensorProto, values) == 0);
+    assert!(size_of::<Option<MsgBox<TensorProto>>>() == 8 && align_of::<Option<MsgBox<TensorProto>>>() == 8 && std::mem::offset_of!(SparseTensorProto, indices) == 8);
+    assert!(size_of::<InlineVec<i64, 1>>() == 16 && align_of::<InlineVec<i64, 1>>() == 8 && std::mem::offset_of!(SparseTensorProto, dims) == 16);
+    assert!(size_of::<UnknownFields>() == 8 && align_of::<UnknownFields>() == 8 && std::mem::offset_of!(SparseTensorProto, unknown_fields) == 32);
+};
 
 impl SparseTensorProto {
     /// An empty message (every field unset).
@@ -4810,6 +5034,7 @@ impl Recycle for SparseTensorProto {
 
 /// `onnx.TensorShapeProto`.
 #[derive(Clone, Debug, Default, PartialEq)]
+#[repr(C)]
 pub struct TensorShapeProto {
     /// `repeated TensorShapeProto.Dimension dim = 1;`
     pub dim: RepeatedField<TensorShapeProtoDimension>,
@@ -4817,6 +5042,12 @@ pub struct TensorShapeProto {
     /// through `Message::unknown_fields` / `Message::unknown_fields_mut`.
     pub unknown_fields: UnknownFields,
 }
+
+const _: () = {
+    assert!(size_of::<TensorShapeProto>() == 24 && align_of::<TensorShapeProto>() == 8);
+    assert!(size_of::<RepeatedField<TensorShapeProtoDimension>>() == 16 && align_of::<RepeatedField<TensorShapeProtoDimension>>() == 8 && std::mem::offset_of!(TensorShapeProto, dim) == 0);
+    assert!(size_of::<UnknownFields>() == 8 && align_of::<UnknownFields>() == 8 && std::mem::offset_of!(TensorShapeProto, unknown_fields) == 16);
+};
 
 impl TensorShapeProto {
     /// An empty message (every field unset).
@@ -4908,12 +5139,19 @@ impl Recycle for TensorShapeProto {
 
 /// `onnx.TensorShapeProto.Dimension`.
 #[derive(Clone, Debug, Default, PartialEq)]
+#[repr(C)]
 pub struct TensorShapeProtoDimension {
     /// `oneof value`.
     pub value: Option<TensorShapeProtoDimensionValue>,
     /// The fields few models set (`TensorShapeProtoDimensionRare`), in a box allocated on first write.
     pub rare: Rare<TensorShapeProtoDimensionRare>,
 }
+
+const _: () = {
+    assert!(size_of::<TensorShapeProtoDimension>() == 48 && align_of::<TensorShapeProtoDimension>() == 8);
+    assert!(size_of::<Option<TensorShapeProtoDimensionValue>>() == 40 && align_of::<Option<TensorShapeProtoDimensionValue>>() == 8 && std::mem::offset_of!(TensorShapeProtoDimension, value) == 0);
+    assert!(size_of::<Rare<TensorShapeProtoDimensionRare>>() == 8 && align_of::<Rare<TensorShapeProtoDimensionRare>>() == 8 && std::mem::offset_of!(TensorShapeProtoDimension, rare) == 40);
+};
 
 impl TensorShapeProtoDimension {
     /// An empty message (every field unset).
@@ -4927,6 +5165,7 @@ impl TensorShapeProtoDimension {
 
 /// The rare fields of `onnx.TensorShapeProto.Dimension` (its `rare` member).
 #[derive(Clone, Debug, Default, PartialEq)]
+#[repr(C)]
 pub struct TensorShapeProtoDimensionRare {
     /// `optional string denotation = 3;`
     pub denotation: Option<ProtoString>,
@@ -4934,6 +5173,12 @@ pub struct TensorShapeProtoDimensionRare {
     /// through `Message::unknown_fields` / `Message::unknown_fields_mut`.
     pub unknown_fields: UnknownFields,
 }
+
+const _: () = {
+    assert!(size_of::<TensorShapeProtoDimensionRare>() == 40 && align_of::<TensorShapeProtoDimensionRare>() == 8);
+    assert!(size_of::<Option<ProtoString>>() == 32 && align_of::<Option<ProtoString>>() == 8 && std::mem::offset_of!(TensorShapeProtoDimensionRare, denotation) == 0);
+    assert!(size_of::<UnknownFields>() == 8 && align_of::<UnknownFields>() == 8 && std::mem::offset_of!(TensorShapeProtoDimensionRare, unknown_fields) == 32);
+};
 
 impl TensorShapeProtoDimensionRare {
     /// Every rare field unset.
@@ -5121,12 +5366,19 @@ impl Recycle for TensorShapeProtoDimension {
 
 /// `onnx.TypeProto`.
 #[derive(Clone, Debug, Default, PartialEq)]
+#[repr(C)]
 pub struct TypeProto {
     /// `oneof value`.
     pub value: Option<TypeProtoValue>,
     /// The fields few models set (`TypeProtoRare`), in a box allocated on first write.
     pub rare: Rare<TypeProtoRare>,
 }
+
+const _: () = {
+    assert!(size_of::<TypeProto>() == 24 && align_of::<TypeProto>() == 8);
+    assert!(size_of::<Option<TypeProtoValue>>() == 16 && align_of::<Option<TypeProtoValue>>() == 8 && std::mem::offset_of!(TypeProto, value) == 0);
+    assert!(size_of::<Rare<TypeProtoRare>>() == 8 && align_of::<Rare<TypeProtoRare>>() == 8 && std::mem::offset_of!(TypeProto, rare) == 16);
+};
 
 impl TypeProto {
     /// An empty message (every field unset).
@@ -5140,6 +5392,7 @@ impl TypeProto {
 
 /// The rare fields of `onnx.TypeProto` (its `rare` member).
 #[derive(Clone, Debug, Default, PartialEq)]
+#[repr(C)]
 pub struct TypeProtoRare {
     /// `optional string denotation = 6;`
     pub denotation: Option<ProtoString>,
@@ -5147,6 +5400,12 @@ pub struct TypeProtoRare {
     /// through `Message::unknown_fields` / `Message::unknown_fields_mut`.
     pub unknown_fields: UnknownFields,
 }
+
+const _: () = {
+    assert!(size_of::<TypeProtoRare>() == 40 && align_of::<TypeProtoRare>() == 8);
+    assert!(size_of::<Option<ProtoString>>() == 32 && align_of::<Option<ProtoString>>() == 8 && std::mem::offset_of!(TypeProtoRare, denotation) == 0);
+    assert!(size_of::<UnknownFields>() == 8 && align_of::<UnknownFields>() == 8 && std::mem::offset_of!(TypeProtoRare, unknown_fields) == 32);
+};
 
 impl TypeProtoRare {
     /// Every rare field unset.
@@ -5561,15 +5820,23 @@ impl Recycle for TypeProto {
 
 /// `onnx.TypeProto.Tensor`.
 #[derive(Clone, Debug, Default, PartialEq)]
+#[repr(C)]
 pub struct TypeProtoTensor {
-    /// `optional int32 elem_type = 1;`
-    pub elem_type: Option<i32>,
     /// `optional TensorShapeProto shape = 2;`
     pub shape: Option<MsgBox<TensorShapeProto>>,
     /// Fields not in the schema, as read (written back after the known ones); read and write them
     /// through `Message::unknown_fields` / `Message::unknown_fields_mut`.
     pub unknown_fields: UnknownFields,
+    /// `optional int32 elem_type = 1;`
+    pub elem_type: Option<i32>,
 }
+
+const _: () = {
+    assert!(size_of::<TypeProtoTensor>() == 24 && align_of::<TypeProtoTensor>() == 8);
+    assert!(size_of::<Option<MsgBox<TensorShapeProto>>>() == 8 && align_of::<Option<MsgBox<TensorShapeProto>>>() == 8 && std::mem::offset_of!(TypeProtoTensor, shape) == 0);
+    assert!(size_of::<UnknownFields>() == 8 && align_of::<UnknownFields>() == 8 && std::mem::offset_of!(TypeProtoTensor, unknown_fields) == 8);
+    assert!(size_of::<Option<i32>>() == 8 && align_of::<Option<i32>>() == 4 && std::mem::offset_of!(TypeProtoTensor, elem_type) == 16);
+};
 
 impl TypeProtoTensor {
     /// An empty message (every field unset).
@@ -5697,6 +5964,7 @@ impl Recycle for TypeProtoTensor {
 
 /// `onnx.TypeProto.Sequence`.
 #[derive(Default)]
+#[repr(C)]
 pub struct TypeProtoSequence {
     /// `optional TypeProto elem_type = 1;`
     pub elem_type: Option<MsgBox<TypeProto>>,
@@ -5704,6 +5972,12 @@ pub struct TypeProtoSequence {
     /// through `Message::unknown_fields` / `Message::unknown_fields_mut`.
     pub unknown_fields: UnknownFields,
 }
+
+const _: () = {
+    assert!(size_of::<TypeProtoSequence>() == 16 && align_of::<TypeProtoSequence>() == 8);
+    assert!(size_of::<Option<MsgBox<TypeProto>>>() == 8 && align_of::<Option<MsgBox<TypeProto>>>() == 8 && std::mem::offset_of!(TypeProtoSequence, elem_type) == 0);
+    assert!(size_of::<UnknownFields>() == 8 && align_of::<UnknownFields>() == 8 && std::mem::offset_of!(TypeProtoSequence, unknown_fields) == 8);
+};
 
 impl TypeProtoSequence {
     /// An empty message (every field unset).
@@ -5858,15 +6132,23 @@ impl Recycle for TypeProtoSequence {
 
 /// `onnx.TypeProto.Map`.
 #[derive(Default)]
+#[repr(C)]
 pub struct TypeProtoMap {
-    /// `optional int32 key_type = 1;`
-    pub key_type: Option<i32>,
     /// `optional TypeProto value_type = 2;`
     pub value_type: Option<MsgBox<TypeProto>>,
     /// Fields not in the schema, as read (written back after the known ones); read and write them
     /// through `Message::unknown_fields` / `Message::unknown_fields_mut`.
     pub unknown_fields: UnknownFields,
+    /// `optional int32 key_type = 1;`
+    pub key_type: Option<i32>,
 }
+
+const _: () = {
+    assert!(size_of::<TypeProtoMap>() == 24 && align_of::<TypeProtoMap>() == 8);
+    assert!(size_of::<Option<MsgBox<TypeProto>>>() == 8 && align_of::<Option<MsgBox<TypeProto>>>() == 8 && std::mem::offset_of!(TypeProtoMap, value_type) == 0);
+    assert!(size_of::<UnknownFields>() == 8 && align_of::<UnknownFields>() == 8 && std::mem::offset_of!(TypeProtoMap, unknown_fields) == 8);
+    assert!(size_of::<Option<i32>>() == 8 && align_of::<Option<i32>>() == 4 && std::mem::offset_of!(TypeProtoMap, key_type) == 16);
+};
 
 impl TypeProtoMap {
     /// An empty message (every field unset).
@@ -6050,6 +6332,7 @@ impl Recycle for TypeProtoMap {
 
 /// `onnx.TypeProto.Optional`.
 #[derive(Default)]
+#[repr(C)]
 pub struct TypeProtoOptional {
     /// `optional TypeProto elem_type = 1;`
     pub elem_type: Option<MsgBox<TypeProto>>,
@@ -6057,6 +6340,12 @@ pub struct TypeProtoOptional {
     /// through `Message::unknown_fields` / `Message::unknown_fields_mut`.
     pub unknown_fields: UnknownFields,
 }
+
+const _: () = {
+    assert!(size_of::<TypeProtoOptional>() == 16 && align_of::<TypeProtoOptional>() == 8);
+    assert!(size_of::<Option<MsgBox<TypeProto>>>() == 8 && align_of::<Option<MsgBox<TypeProto>>>() == 8 && std::mem::offset_of!(TypeProtoOptional, elem_type) == 0);
+    assert!(size_of::<UnknownFields>() == 8 && align_of::<UnknownFields>() == 8 && std::mem::offset_of!(TypeProtoOptional, unknown_fields) == 8);
+};
 
 impl TypeProtoOptional {
     /// An empty message (every field unset).
@@ -6211,15 +6500,23 @@ impl Recycle for TypeProtoOptional {
 
 /// `onnx.TypeProto.SparseTensor`.
 #[derive(Clone, Debug, Default, PartialEq)]
+#[repr(C)]
 pub struct TypeProtoSparseTensor {
-    /// `optional int32 elem_type = 1;`
-    pub elem_type: Option<i32>,
     /// `optional TensorShapeProto shape = 2;`
     pub shape: Option<MsgBox<TensorShapeProto>>,
     /// Fields not in the schema, as read (written back after the known ones); read and write them
     /// through `Message::unknown_fields` / `Message::unknown_fields_mut`.
     pub unknown_fields: UnknownFields,
+    /// `optional int32 elem_type = 1;`
+    pub elem_type: Option<i32>,
 }
+
+const _: () = {
+    assert!(size_of::<TypeProtoSparseTensor>() == 24 && align_of::<TypeProtoSparseTensor>() == 8);
+    assert!(size_of::<Option<MsgBox<TensorShapeProto>>>() == 8 && align_of::<Option<MsgBox<TensorShapeProto>>>() == 8 && std::mem::offset_of!(TypeProtoSparseTensor, shape) == 0);
+    assert!(size_of::<UnknownFields>() == 8 && align_of::<UnknownFields>() == 8 && std::mem::offset_of!(TypeProtoSparseTensor, unknown_fields) == 8);
+    assert!(size_of::<Option<i32>>() == 8 && align_of::<Option<i32>>() == 4 && std::mem::offset_of!(TypeProtoSparseTensor, elem_type) == 16);
+};
 
 impl TypeProtoSparseTensor {
     /// An empty message (every field unset).
@@ -6347,6 +6644,7 @@ impl Recycle for TypeProtoSparseTensor {
 
 /// `onnx.TypeProto.Opaque`.
 #[derive(Clone, Debug, Default, PartialEq)]
+#[repr(C)]
 pub struct TypeProtoOpaque {
     /// `optional string domain = 1;`
     pub domain: Option<ProtoString>,
@@ -6356,6 +6654,13 @@ pub struct TypeProtoOpaque {
     /// through `Message::unknown_fields` / `Message::unknown_fields_mut`.
     pub unknown_fields: UnknownFields,
 }
+
+const _: () = {
+    assert!(size_of::<TypeProtoOpaque>() == 72 && align_of::<TypeProtoOpaque>() == 8);
+    assert!(size_of::<Option<ProtoString>>() == 32 && align_of::<Option<ProtoString>>() == 8 && std::mem::offset_of!(TypeProtoOpaque, domain) == 0);
+    assert!(size_of::<Option<ProtoString>>() == 32 && align_of::<Option<ProtoString>>() == 8 && std::mem::offset_of!(TypeProtoOpaque, name) == 32);
+    assert!(size_of::<UnknownFields>() == 8 && align_of::<UnknownFields>() == 8 && std::mem::offset_of!(TypeProtoOpaque, unknown_fields) == 64);
+};
 
 impl TypeProtoOpaque {
     /// An empty message (every field unset).
@@ -6475,6 +6780,7 @@ impl Recycle for TypeProtoOpaque {
 
 /// `onnx.OperatorSetIdProto`.
 #[derive(Clone, Debug, Default, PartialEq)]
+#[repr(C)]
 pub struct OperatorSetIdProto {
     /// `optional string domain = 1;`
     pub domain: Option<ProtoString>,
@@ -6484,6 +6790,13 @@ pub struct OperatorSetIdProto {
     /// through `Message::unknown_fields` / `Message::unknown_fields_mut`.
     pub unknown_fields: UnknownFields,
 }
+
+const _: () = {
+    assert!(size_of::<OperatorSetIdProto>() == 56 && align_of::<OperatorSetIdProto>() == 8);
+    assert!(size_of::<Option<ProtoString>>() == 32 && align_of::<Option<ProtoString>>() == 8 && std::mem::offset_of!(OperatorSetIdProto, domain) == 0);
+    assert!(size_of::<Option<i64>>() == 16 && align_of::<Option<i64>>() == 8 && std::mem::offset_of!(OperatorSetIdProto, version) == 32);
+    assert!(size_of::<UnknownFields>() == 8 && align_of::<UnknownFields>() == 8 && std::mem::offset_of!(OperatorSetIdProto, unknown_fields) == 48);
+};
 
 impl OperatorSetIdProto {
     /// An empty message (every field unset).
@@ -6599,6 +6912,7 @@ impl Recycle for OperatorSetIdProto {
 
 /// `onnx.FunctionProto`.
 #[derive(Clone, Debug, Default, PartialEq)]
+#[repr(C)]
 pub struct FunctionProto {
     /// `optional string name = 1;`
     pub name: Option<ProtoString>,
@@ -6628,6 +6942,23 @@ pub struct FunctionProto {
     /// through `Message::unknown_fields` / `Message::unknown_fields_mut`.
     pub unknown_fields: UnknownFields,
 }
+
+const _: () = {
+    assert!(size_of::<FunctionProto>() == 264 && align_of::<FunctionProto>() == 8);
+    assert!(size_of::<Option<ProtoString>>() == 32 && align_of::<Option<ProtoString>>() == 8 && std::mem::offset_of!(FunctionProto, name) == 0);
+    assert!(size_of::<InlineVec<ProtoString>>() == 16 && align_of::<InlineVec<ProtoString>>() == 8 && std::mem::offset_of!(FunctionProto, input) == 32);
+    assert!(size_of::<InlineVec<ProtoString>>() == 16 && align_of::<InlineVec<ProtoString>>() == 8 && std::mem::offset_of!(FunctionProto, output) == 48);
+    assert!(size_of::<InlineVec<ProtoString>>() == 16 && align_of::<InlineVec<ProtoString>>() == 8 && std::mem::offset_of!(FunctionProto, attribute) == 64);
+    assert!(size_of::<RepeatedField<AttributeProto>>() == 16 && align_of::<RepeatedField<AttributeProto>>() == 8 && std::mem::offset_of!(FunctionProto, attribute_proto) == 80);
+    assert!(size_of::<RepeatedField<NodeProto>>() == 16 && align_of::<RepeatedField<NodeProto>>() == 8 && std::mem::offset_of!(FunctionProto, node) == 96);
+    assert!(size_of::<Option<ProtoString>>() == 32 && align_of::<Option<ProtoString>>() == 8 && std::mem::offset_of!(FunctionProto, doc_string) == 112);
+    assert!(size_of::<RepeatedField<OperatorSetIdProto>>() == 16 && align_of::<RepeatedField<OperatorSetIdProto>>() == 8 && std::mem::offset_of!(FunctionProto, opset_import) == 144);
+    assert!(size_of::<Option<ProtoString>>() == 32 && align_of::<Option<ProtoString>>() == 8 && std::mem::offset_of!(FunctionProto, domain) == 160);
+    assert!(size_of::<Option<ProtoString>>() == 32 && align_of::<Option<ProtoString>>() == 8 && std::mem::offset_of!(FunctionProto, overload) == 192);
+    assert!(size_of::<RepeatedField<ValueInfoProto>>() == 16 && align_of::<RepeatedField<ValueInfoProto>>() == 8 && std::mem::offset_of!(FunctionProto, value_info) == 224);
+    assert!(size_of::<RepeatedField<StringStringEntryProto>>() == 16 && align_of::<RepeatedField<StringStringEntryProto>>() == 8 && std::mem::offset_of!(FunctionProto, metadata_props) == 240);
+    assert!(size_of::<UnknownFields>() == 8 && align_of::<UnknownFields>() == 8 && std::mem::offset_of!(FunctionProto, unknown_fields) == 256);
+};
 
 impl FunctionProto {
     /// An empty message (every field unset).
@@ -7036,11 +7367,10 @@ impl Recycle for FunctionProto {
 
 /// `onnx.SequenceProto`.
 #[derive(Default)]
+#[repr(C)]
 pub struct SequenceProto {
     /// `optional string name = 1;`
     pub name: Option<ProtoString>,
-    /// `optional int32 elem_type = 2;`
-    pub elem_type: Option<i32>,
     /// `repeated TensorProto tensor_values = 3;`
     pub tensor_values: RepeatedField<TensorProto>,
     /// `repeated SparseTensorProto sparse_tensor_values = 4;`
@@ -7054,7 +7384,21 @@ pub struct SequenceProto {
     /// Fields not in the schema, as read (written back after the known ones); read and write them
     /// through `Message::unknown_fields` / `Message::unknown_fields_mut`.
     pub unknown_fields: UnknownFields,
+    /// `optional int32 elem_type = 2;`
+    pub elem_type: Option<i32>,
 }
+
+const _: () = {
+    assert!(size_of::<SequenceProto>() == 128 && align_of::<SequenceProto>() == 8);
+    assert!(size_of::<Option<ProtoString>>() == 32 && align_of::<Option<ProtoString>>() == 8 && std::mem::offset_of!(SequenceProto, name) == 0);
+    assert!(size_of::<RepeatedField<TensorProto>>() == 16 && align_of::<RepeatedField<TensorProto>>() == 8 && std::mem::offset_of!(SequenceProto, tensor_values) == 32);
+    assert!(size_of::<RepeatedField<SparseTensorProto>>() == 16 && align_of::<RepeatedField<SparseTensorProto>>() == 8 && std::mem::offset_of!(SequenceProto, sparse_tensor_values) == 48);
+    assert!(size_of::<RepeatedField<SequenceProto>>() == 16 && align_of::<RepeatedField<SequenceProto>>() == 8 && std::mem::offset_of!(SequenceProto, sequence_values) == 64);
+    assert!(size_of::<RepeatedField<MapProto>>() == 16 && align_of::<RepeatedField<MapProto>>() == 8 && std::mem::offset_of!(SequenceProto, map_values) == 80);
+    assert!(size_of::<RepeatedField<OptionalProto>>() == 16 && align_of::<RepeatedField<OptionalProto>>() == 8 && std::mem::offset_of!(SequenceProto, optional_values) == 96);
+    assert!(size_of::<UnknownFields>() == 8 && align_of::<UnknownFields>() == 8 && std::mem::offset_of!(SequenceProto, unknown_fields) == 112);
+    assert!(size_of::<Option<i32>>() == 8 && align_of::<Option<i32>>() == 4 && std::mem::offset_of!(SequenceProto, elem_type) == 120);
+};
 
 impl SequenceProto {
     /// An empty message (every field unset).
@@ -7389,11 +7733,10 @@ impl Recycle for SequenceProto {
 
 /// `onnx.MapProto`.
 #[derive(Default)]
+#[repr(C)]
 pub struct MapProto {
     /// `optional string name = 1;`
     pub name: Option<ProtoString>,
-    /// `optional int32 key_type = 2;`
-    pub key_type: Option<i32>,
     /// `repeated int64 keys = 3;`
     pub keys: InlineVec<i64, 1>,
     /// `repeated bytes string_keys = 4;`
@@ -7403,7 +7746,19 @@ pub struct MapProto {
     /// Fields not in the schema, as read (written back after the known ones); read and write them
     /// through `Message::unknown_fields` / `Message::unknown_fields_mut`.
     pub unknown_fields: UnknownFields,
+    /// `optional int32 key_type = 2;`
+    pub key_type: Option<i32>,
 }
+
+const _: () = {
+    assert!(size_of::<MapProto>() == 88 && align_of::<MapProto>() == 8);
+    assert!(size_of::<Option<ProtoString>>() == 32 && align_of::<Option<ProtoString>>() == 8 && std::mem::offset_of!(MapProto, name) == 0);
+    assert!(size_of::<InlineVec<i64, 1>>() == 16 && align_of::<InlineVec<i64, 1>>() == 8 && std::mem::offset_of!(MapProto, keys) == 32);
+    assert!(size_of::<InlineVec<ProtoString>>() == 16 && align_of::<InlineVec<ProtoString>>() == 8 && std::mem::offset_of!(MapProto, string_keys) == 48);
+    assert!(size_of::<Option<MsgBox<SequenceProto>>>() == 8 && align_of::<Option<MsgBox<SequenceProto>>>() == 8 && std::mem::offset_of!(MapProto, values) == 64);
+    assert!(size_of::<UnknownFields>() == 8 && align_of::<UnknownFields>() == 8 && std::mem::offset_of!(MapProto, unknown_fields) == 72);
+    assert!(size_of::<Option<i32>>() == 8 && align_of::<Option<i32>>() == 4 && std::mem::offset_of!(MapProto, key_type) == 80);
+};
 
 impl MapProto {
     /// An empty message (every field unset).
@@ -7681,11 +8036,10 @@ impl Recycle for MapProto {
 
 /// `onnx.OptionalProto`.
 #[derive(Default)]
+#[repr(C)]
 pub struct OptionalProto {
     /// `optional string name = 1;`
     pub name: Option<ProtoString>,
-    /// `optional int32 elem_type = 2;`
-    pub elem_type: Option<i32>,
     /// `optional TensorProto tensor_value = 3;`
     pub tensor_value: Option<MsgBox<TensorProto>>,
     /// `optional SparseTensorProto sparse_tensor_value = 4;`
@@ -7699,7 +8053,21 @@ pub struct OptionalProto {
     /// Fields not in the schema, as read (written back after the known ones); read and write them
     /// through `Message::unknown_fields` / `Message::unknown_fields_mut`.
     pub unknown_fields: UnknownFields,
+    /// `optional int32 elem_type = 2;`
+    pub elem_type: Option<i32>,
 }
+
+const _: () = {
+    assert!(size_of::<OptionalProto>() == 88 && align_of::<OptionalProto>() == 8);
+    assert!(size_of::<Option<ProtoString>>() == 32 && align_of::<Option<ProtoString>>() == 8 && std::mem::offset_of!(OptionalProto, name) == 0);
+    assert!(size_of::<Option<MsgBox<TensorProto>>>() == 8 && align_of::<Option<MsgBox<TensorProto>>>() == 8 && std::mem::offset_of!(OptionalProto, tensor_value) == 32);
+    assert!(size_of::<Option<MsgBox<SparseTensorProto>>>() == 8 && align_of::<Option<MsgBox<SparseTensorProto>>>() == 8 && std::mem::offset_of!(OptionalProto, sparse_tensor_value) == 40);
+    assert!(size_of::<Option<MsgBox<SequenceProto>>>() == 8 && align_of::<Option<MsgBox<SequenceProto>>>() == 8 && std::mem::offset_of!(OptionalProto, sequence_value) == 48);
+    assert!(size_of::<Option<MsgBox<MapProto>>>() == 8 && align_of::<Option<MsgBox<MapProto>>>() == 8 && std::mem::offset_of!(OptionalProto, map_value) == 56);
+    assert!(size_of::<Option<MsgBox<OptionalProto>>>() == 8 && align_of::<Option<MsgBox<OptionalProto>>>() == 8 && std::mem::offset_of!(OptionalProto, optional_value) == 64);
+    assert!(size_of::<UnknownFields>() == 8 && align_of::<UnknownFields>() == 8 && std::mem::offset_of!(OptionalProto, unknown_fields) == 72);
+    assert!(size_of::<Option<i32>>() == 8 && align_of::<Option<i32>>() == 4 && std::mem::offset_of!(OptionalProto, elem_type) == 80);
+};
 
 impl OptionalProto {
     /// An empty message (every field unset).
