@@ -5,8 +5,7 @@
 use crate::error::{Error, Result};
 use crate::storage::{MIN_THREAD_CAP, max_threads};
 
-/// Deepest nesting `max_recursion_depth` may allow: deeper would risk the native stack.
-pub const MAX_RECURSION_DEPTH_LIMIT: u32 = 1000;
+pub use crate::wire::MAX_RECURSION_DEPTH_LIMIT;
 
 /// Options shared by operations that place tensor bytes in buffers.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]

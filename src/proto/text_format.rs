@@ -92,7 +92,16 @@ struct Canonical<'a>(&'a [u8]);
 impl MessageVisitor for Canonical<'_> {
     type Output = Result<Vec<u8>>;
     fn visit<M: Message>(self) -> Result<Vec<u8>> {
-        Ok(M::parse_from_bytes(self.0)?.serialize_to_vec())
+        // The message being printed may nest deeper than a parse's default limit (100): C++
+        // setters build any depth, and protobuf prints whatever it holds. Up to the deepest
+        // nesting a decode supports.
+        let config = DecodeConfig {
+            max_depth: wire::MAX_RECURSION_DEPTH_LIMIT,
+            ..DecodeConfig::default()
+        };
+        let mut m = M::default();
+        m.merge_from_bytes(self.0, &config)?;
+        Ok(m.serialize_to_vec())
     }
 }
 
@@ -870,6 +879,23 @@ mod tests {
             printed > 1000 && printed < 20_000,
             "{printed} of the mutated inputs printed"
         );
+    }
+
+    #[test]
+    fn prints_messages_deeper_than_a_parse_allows_by_default() {
+        // A graph nested 150 levels (node -> attribute g -> graph -> ...): deeper than the 100
+        // levels a parse allows by default, as C++ setters can build. protobuf prints it all.
+        let mut g = crate::proto::GraphProto::new();
+        g.set_name("leaf");
+        for _ in 0..150 {
+            let mut outer = crate::proto::GraphProto::new();
+            outer.add_node().add_attribute().set_g(g);
+            g = outer;
+        }
+        let text = debug_bytes("GraphProto", &g.serialize_to_vec(), TextStyle::Debug).unwrap();
+        let text = String::from_utf8(text).unwrap();
+        assert_eq!(text.matches("g {").count(), 150);
+        assert!(text.contains("name: \"leaf\""));
     }
 
     #[test]

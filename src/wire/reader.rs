@@ -40,6 +40,10 @@ pub type ReleaseSource = std::sync::Arc<dyn Fn(usize, usize) + Send + Sync>;
 /// the input maps); `false` when it could not.
 pub type ReadSource = std::sync::Arc<dyn Fn(usize, &mut [u8]) -> bool + Send + Sync>;
 
+/// Deepest nesting a decode may be allowed (`max_recursion_depth`): deeper would risk the
+/// native stack.
+pub const MAX_RECURSION_DEPTH_LIMIT: u32 = 1000;
+
 /// Settings of one decode.
 #[derive(Clone)]
 pub struct DecodeConfig {
