@@ -131,6 +131,34 @@ fn thread_counts_are_capped_and_pools_are_bounded() {
         "{peak} threads alive (baseline {baseline}, cap {cap}): pools pile up"
     );
 
+    // Churn: three sizes in turn (each call retires a pool and starts one), 1 000 times. A
+    // retired idle pool's threads end before the new pool starts, so the count stays bounded
+    // (before, threads of retired pools piled up faster than they ended: 536 seen).
+    let small = {
+        let mut m = ModelProto::new();
+        m.mutable_graph()
+            .initializer
+            .push(uint8_tensor("w", 1024, 1));
+        m
+    };
+    let small_bytes = small.serialize_to_vec();
+    let mut churn_peak = 0;
+    for i in 0..1000 {
+        let opts = SerializeOptions {
+            num_threads: (cap - 2 + i % 3) as i32,
+            ..Default::default()
+        };
+        assert_eq!(
+            onnx_light::serialize_to_vec(&small, &opts).unwrap(),
+            small_bytes
+        );
+        churn_peak = churn_peak.max(live_threads());
+    }
+    assert!(
+        churn_peak <= bound,
+        "{churn_peak} threads alive while pool sizes churn (baseline {baseline}, cap {cap})"
+    );
+
     // Released on request: back to the baseline.
     release_thread_pools();
     let after = wait_for_threads(baseline);
