@@ -527,8 +527,8 @@ impl ThinOwner {
 /// no-copy mode point into the parse's memory or input (kept alive by the string), and a clone
 /// of such a value is a private copy.
 ///
-/// 32 bytes, `repr(C)`: the value (24 bytes, its tag first), then the [`CxxSlot`] that the C++
-/// classes read their `const std::string&` from (offset [`CXX_SLOT_AT`]).
+/// 32 bytes, `repr(C)`: the value (24 bytes, its tag first), then the slot (`CxxSlot`) that the C++
+/// classes read their `const std::string&` from (offset `CXX_SLOT_AT`).
 #[repr(C)]
 pub struct ProtoString {
     repr: StrRepr,
