@@ -447,6 +447,16 @@ pub fn save_to_file<M: Message>(
 ) -> Result<()> {
     let path = path.as_ref();
     let _lock = crate::storage::SaveLock::for_file(path)?;
+    save_to_file_locked(m, path, opts)
+}
+
+/// [`save_to_file`] for a caller that already holds the destination's save lock (the commit of
+/// a save with external data): a second lock from the same process would wait for itself.
+pub(crate) fn save_to_file_locked<M: Message>(
+    m: &M,
+    path: &Path,
+    opts: &SerializeOptions,
+) -> Result<()> {
     match skip_payloads(m, opts) {
         Some((copy, opts)) => save_any_to_file(&copy, path, &opts),
         None => save_any_to_file(m, path, opts),

@@ -91,7 +91,8 @@ fn write_model(copy: &ModelProto, input: &CommitInput<'_>) -> Result<()> {
         (Some(me), Some(e)) => {
             crate::crypto::save_encrypted_model(copy, input.path, e.key.as_bytes(), me)
         }
-        _ => crate::codec::save_to_file(
+        // The save holds the destination's lock already.
+        _ => crate::codec::save_to_file_locked(
             copy,
             input.path,
             &SerializeOptions {
