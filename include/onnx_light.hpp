@@ -16,6 +16,7 @@
 #endif
 
 #include <algorithm>
+#include <cassert>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -85,6 +86,8 @@ void onnxl_cxx_AttributeProto_clear(void* p);
 bool onnxl_cxx_AttributeProto_parse(void* p, const uint8_t* data, size_t len, bool merge);
 bool onnxl_cxx_AttributeProto_serialize(const void* p, uint8_t* (*alloc)(void* ctx, size_t size), void* ctx);
 size_t onnxl_cxx_AttributeProto_byte_size(const void* p);
+void onnxl_cxx_AttributeProto_list_init(void* f);
+void onnxl_cxx_AttributeProto_list_drop(void* f);
 void* onnxl_cxx_AttributeProto_list_add(void* f);
 void* onnxl_cxx_AttributeProto_list_add_copy(void* f, const void* src);
 void onnxl_cxx_AttributeProto_list_delete(void* f, size_t start, size_t n);
@@ -102,6 +105,8 @@ void onnxl_cxx_ValueInfoProto_clear(void* p);
 bool onnxl_cxx_ValueInfoProto_parse(void* p, const uint8_t* data, size_t len, bool merge);
 bool onnxl_cxx_ValueInfoProto_serialize(const void* p, uint8_t* (*alloc)(void* ctx, size_t size), void* ctx);
 size_t onnxl_cxx_ValueInfoProto_byte_size(const void* p);
+void onnxl_cxx_ValueInfoProto_list_init(void* f);
+void onnxl_cxx_ValueInfoProto_list_drop(void* f);
 void* onnxl_cxx_ValueInfoProto_list_add(void* f);
 void* onnxl_cxx_ValueInfoProto_list_add_copy(void* f, const void* src);
 void onnxl_cxx_ValueInfoProto_list_delete(void* f, size_t start, size_t n);
@@ -119,6 +124,8 @@ void onnxl_cxx_NodeProto_clear(void* p);
 bool onnxl_cxx_NodeProto_parse(void* p, const uint8_t* data, size_t len, bool merge);
 bool onnxl_cxx_NodeProto_serialize(const void* p, uint8_t* (*alloc)(void* ctx, size_t size), void* ctx);
 size_t onnxl_cxx_NodeProto_byte_size(const void* p);
+void onnxl_cxx_NodeProto_list_init(void* f);
+void onnxl_cxx_NodeProto_list_drop(void* f);
 void* onnxl_cxx_NodeProto_list_add(void* f);
 void* onnxl_cxx_NodeProto_list_add_copy(void* f, const void* src);
 void onnxl_cxx_NodeProto_list_delete(void* f, size_t start, size_t n);
@@ -136,6 +143,8 @@ void onnxl_cxx_IntIntListEntryProto_clear(void* p);
 bool onnxl_cxx_IntIntListEntryProto_parse(void* p, const uint8_t* data, size_t len, bool merge);
 bool onnxl_cxx_IntIntListEntryProto_serialize(const void* p, uint8_t* (*alloc)(void* ctx, size_t size), void* ctx);
 size_t onnxl_cxx_IntIntListEntryProto_byte_size(const void* p);
+void onnxl_cxx_IntIntListEntryProto_list_init(void* f);
+void onnxl_cxx_IntIntListEntryProto_list_drop(void* f);
 void* onnxl_cxx_IntIntListEntryProto_list_add(void* f);
 void* onnxl_cxx_IntIntListEntryProto_list_add_copy(void* f, const void* src);
 void onnxl_cxx_IntIntListEntryProto_list_delete(void* f, size_t start, size_t n);
@@ -151,6 +160,8 @@ void onnxl_cxx_NodeDeviceConfigurationProto_clear(void* p);
 bool onnxl_cxx_NodeDeviceConfigurationProto_parse(void* p, const uint8_t* data, size_t len, bool merge);
 bool onnxl_cxx_NodeDeviceConfigurationProto_serialize(const void* p, uint8_t* (*alloc)(void* ctx, size_t size), void* ctx);
 size_t onnxl_cxx_NodeDeviceConfigurationProto_byte_size(const void* p);
+void onnxl_cxx_NodeDeviceConfigurationProto_list_init(void* f);
+void onnxl_cxx_NodeDeviceConfigurationProto_list_drop(void* f);
 void* onnxl_cxx_NodeDeviceConfigurationProto_list_add(void* f);
 void* onnxl_cxx_NodeDeviceConfigurationProto_list_add_copy(void* f, const void* src);
 void onnxl_cxx_NodeDeviceConfigurationProto_list_delete(void* f, size_t start, size_t n);
@@ -166,6 +177,8 @@ void onnxl_cxx_ShardingSpecProto_clear(void* p);
 bool onnxl_cxx_ShardingSpecProto_parse(void* p, const uint8_t* data, size_t len, bool merge);
 bool onnxl_cxx_ShardingSpecProto_serialize(const void* p, uint8_t* (*alloc)(void* ctx, size_t size), void* ctx);
 size_t onnxl_cxx_ShardingSpecProto_byte_size(const void* p);
+void onnxl_cxx_ShardingSpecProto_list_init(void* f);
+void onnxl_cxx_ShardingSpecProto_list_drop(void* f);
 void* onnxl_cxx_ShardingSpecProto_list_add(void* f);
 void* onnxl_cxx_ShardingSpecProto_list_add_copy(void* f, const void* src);
 void onnxl_cxx_ShardingSpecProto_list_delete(void* f, size_t start, size_t n);
@@ -181,6 +194,8 @@ void onnxl_cxx_ShardedDimProto_clear(void* p);
 bool onnxl_cxx_ShardedDimProto_parse(void* p, const uint8_t* data, size_t len, bool merge);
 bool onnxl_cxx_ShardedDimProto_serialize(const void* p, uint8_t* (*alloc)(void* ctx, size_t size), void* ctx);
 size_t onnxl_cxx_ShardedDimProto_byte_size(const void* p);
+void onnxl_cxx_ShardedDimProto_list_init(void* f);
+void onnxl_cxx_ShardedDimProto_list_drop(void* f);
 void* onnxl_cxx_ShardedDimProto_list_add(void* f);
 void* onnxl_cxx_ShardedDimProto_list_add_copy(void* f, const void* src);
 void onnxl_cxx_ShardedDimProto_list_delete(void* f, size_t start, size_t n);
@@ -196,6 +211,8 @@ void onnxl_cxx_SimpleShardedDimProto_clear(void* p);
 bool onnxl_cxx_SimpleShardedDimProto_parse(void* p, const uint8_t* data, size_t len, bool merge);
 bool onnxl_cxx_SimpleShardedDimProto_serialize(const void* p, uint8_t* (*alloc)(void* ctx, size_t size), void* ctx);
 size_t onnxl_cxx_SimpleShardedDimProto_byte_size(const void* p);
+void onnxl_cxx_SimpleShardedDimProto_list_init(void* f);
+void onnxl_cxx_SimpleShardedDimProto_list_drop(void* f);
 void* onnxl_cxx_SimpleShardedDimProto_list_add(void* f);
 void* onnxl_cxx_SimpleShardedDimProto_list_add_copy(void* f, const void* src);
 void onnxl_cxx_SimpleShardedDimProto_list_delete(void* f, size_t start, size_t n);
@@ -220,6 +237,8 @@ void onnxl_cxx_TrainingInfoProto_clear(void* p);
 bool onnxl_cxx_TrainingInfoProto_parse(void* p, const uint8_t* data, size_t len, bool merge);
 bool onnxl_cxx_TrainingInfoProto_serialize(const void* p, uint8_t* (*alloc)(void* ctx, size_t size), void* ctx);
 size_t onnxl_cxx_TrainingInfoProto_byte_size(const void* p);
+void onnxl_cxx_TrainingInfoProto_list_init(void* f);
+void onnxl_cxx_TrainingInfoProto_list_drop(void* f);
 void* onnxl_cxx_TrainingInfoProto_list_add(void* f);
 void* onnxl_cxx_TrainingInfoProto_list_add_copy(void* f, const void* src);
 void onnxl_cxx_TrainingInfoProto_list_delete(void* f, size_t start, size_t n);
@@ -235,6 +254,8 @@ void onnxl_cxx_ModelProto_clear(void* p);
 bool onnxl_cxx_ModelProto_parse(void* p, const uint8_t* data, size_t len, bool merge);
 bool onnxl_cxx_ModelProto_serialize(const void* p, uint8_t* (*alloc)(void* ctx, size_t size), void* ctx);
 size_t onnxl_cxx_ModelProto_byte_size(const void* p);
+void onnxl_cxx_ModelProto_list_init(void* f);
+void onnxl_cxx_ModelProto_list_drop(void* f);
 void* onnxl_cxx_ModelProto_list_add(void* f);
 void* onnxl_cxx_ModelProto_list_add_copy(void* f, const void* src);
 void onnxl_cxx_ModelProto_list_delete(void* f, size_t start, size_t n);
@@ -250,6 +271,8 @@ void onnxl_cxx_DeviceConfigurationProto_clear(void* p);
 bool onnxl_cxx_DeviceConfigurationProto_parse(void* p, const uint8_t* data, size_t len, bool merge);
 bool onnxl_cxx_DeviceConfigurationProto_serialize(const void* p, uint8_t* (*alloc)(void* ctx, size_t size), void* ctx);
 size_t onnxl_cxx_DeviceConfigurationProto_byte_size(const void* p);
+void onnxl_cxx_DeviceConfigurationProto_list_init(void* f);
+void onnxl_cxx_DeviceConfigurationProto_list_drop(void* f);
 void* onnxl_cxx_DeviceConfigurationProto_list_add(void* f);
 void* onnxl_cxx_DeviceConfigurationProto_list_add_copy(void* f, const void* src);
 void onnxl_cxx_DeviceConfigurationProto_list_delete(void* f, size_t start, size_t n);
@@ -265,6 +288,8 @@ void onnxl_cxx_StringStringEntryProto_clear(void* p);
 bool onnxl_cxx_StringStringEntryProto_parse(void* p, const uint8_t* data, size_t len, bool merge);
 bool onnxl_cxx_StringStringEntryProto_serialize(const void* p, uint8_t* (*alloc)(void* ctx, size_t size), void* ctx);
 size_t onnxl_cxx_StringStringEntryProto_byte_size(const void* p);
+void onnxl_cxx_StringStringEntryProto_list_init(void* f);
+void onnxl_cxx_StringStringEntryProto_list_drop(void* f);
 void* onnxl_cxx_StringStringEntryProto_list_add(void* f);
 void* onnxl_cxx_StringStringEntryProto_list_add_copy(void* f, const void* src);
 void onnxl_cxx_StringStringEntryProto_list_delete(void* f, size_t start, size_t n);
@@ -280,6 +305,8 @@ void onnxl_cxx_TensorAnnotation_clear(void* p);
 bool onnxl_cxx_TensorAnnotation_parse(void* p, const uint8_t* data, size_t len, bool merge);
 bool onnxl_cxx_TensorAnnotation_serialize(const void* p, uint8_t* (*alloc)(void* ctx, size_t size), void* ctx);
 size_t onnxl_cxx_TensorAnnotation_byte_size(const void* p);
+void onnxl_cxx_TensorAnnotation_list_init(void* f);
+void onnxl_cxx_TensorAnnotation_list_drop(void* f);
 void* onnxl_cxx_TensorAnnotation_list_add(void* f);
 void* onnxl_cxx_TensorAnnotation_list_add_copy(void* f, const void* src);
 void onnxl_cxx_TensorAnnotation_list_delete(void* f, size_t start, size_t n);
@@ -295,6 +322,8 @@ void onnxl_cxx_GraphProto_clear(void* p);
 bool onnxl_cxx_GraphProto_parse(void* p, const uint8_t* data, size_t len, bool merge);
 bool onnxl_cxx_GraphProto_serialize(const void* p, uint8_t* (*alloc)(void* ctx, size_t size), void* ctx);
 size_t onnxl_cxx_GraphProto_byte_size(const void* p);
+void onnxl_cxx_GraphProto_list_init(void* f);
+void onnxl_cxx_GraphProto_list_drop(void* f);
 void* onnxl_cxx_GraphProto_list_add(void* f);
 void* onnxl_cxx_GraphProto_list_add_copy(void* f, const void* src);
 void onnxl_cxx_GraphProto_list_delete(void* f, size_t start, size_t n);
@@ -310,6 +339,8 @@ void onnxl_cxx_TensorProto_clear(void* p);
 bool onnxl_cxx_TensorProto_parse(void* p, const uint8_t* data, size_t len, bool merge);
 bool onnxl_cxx_TensorProto_serialize(const void* p, uint8_t* (*alloc)(void* ctx, size_t size), void* ctx);
 size_t onnxl_cxx_TensorProto_byte_size(const void* p);
+void onnxl_cxx_TensorProto_list_init(void* f);
+void onnxl_cxx_TensorProto_list_drop(void* f);
 void* onnxl_cxx_TensorProto_list_add(void* f);
 void* onnxl_cxx_TensorProto_list_add_copy(void* f, const void* src);
 void onnxl_cxx_TensorProto_list_delete(void* f, size_t start, size_t n);
@@ -327,6 +358,8 @@ void onnxl_cxx_TensorProto_Segment_clear(void* p);
 bool onnxl_cxx_TensorProto_Segment_parse(void* p, const uint8_t* data, size_t len, bool merge);
 bool onnxl_cxx_TensorProto_Segment_serialize(const void* p, uint8_t* (*alloc)(void* ctx, size_t size), void* ctx);
 size_t onnxl_cxx_TensorProto_Segment_byte_size(const void* p);
+void onnxl_cxx_TensorProto_Segment_list_init(void* f);
+void onnxl_cxx_TensorProto_Segment_list_drop(void* f);
 void* onnxl_cxx_TensorProto_Segment_list_add(void* f);
 void* onnxl_cxx_TensorProto_Segment_list_add_copy(void* f, const void* src);
 void onnxl_cxx_TensorProto_Segment_list_delete(void* f, size_t start, size_t n);
@@ -342,6 +375,8 @@ void onnxl_cxx_SparseTensorProto_clear(void* p);
 bool onnxl_cxx_SparseTensorProto_parse(void* p, const uint8_t* data, size_t len, bool merge);
 bool onnxl_cxx_SparseTensorProto_serialize(const void* p, uint8_t* (*alloc)(void* ctx, size_t size), void* ctx);
 size_t onnxl_cxx_SparseTensorProto_byte_size(const void* p);
+void onnxl_cxx_SparseTensorProto_list_init(void* f);
+void onnxl_cxx_SparseTensorProto_list_drop(void* f);
 void* onnxl_cxx_SparseTensorProto_list_add(void* f);
 void* onnxl_cxx_SparseTensorProto_list_add_copy(void* f, const void* src);
 void onnxl_cxx_SparseTensorProto_list_delete(void* f, size_t start, size_t n);
@@ -357,6 +392,8 @@ void onnxl_cxx_TensorShapeProto_clear(void* p);
 bool onnxl_cxx_TensorShapeProto_parse(void* p, const uint8_t* data, size_t len, bool merge);
 bool onnxl_cxx_TensorShapeProto_serialize(const void* p, uint8_t* (*alloc)(void* ctx, size_t size), void* ctx);
 size_t onnxl_cxx_TensorShapeProto_byte_size(const void* p);
+void onnxl_cxx_TensorShapeProto_list_init(void* f);
+void onnxl_cxx_TensorShapeProto_list_drop(void* f);
 void* onnxl_cxx_TensorShapeProto_list_add(void* f);
 void* onnxl_cxx_TensorShapeProto_list_add_copy(void* f, const void* src);
 void onnxl_cxx_TensorShapeProto_list_delete(void* f, size_t start, size_t n);
@@ -372,6 +409,8 @@ void onnxl_cxx_TensorShapeProto_Dimension_clear(void* p);
 bool onnxl_cxx_TensorShapeProto_Dimension_parse(void* p, const uint8_t* data, size_t len, bool merge);
 bool onnxl_cxx_TensorShapeProto_Dimension_serialize(const void* p, uint8_t* (*alloc)(void* ctx, size_t size), void* ctx);
 size_t onnxl_cxx_TensorShapeProto_Dimension_byte_size(const void* p);
+void onnxl_cxx_TensorShapeProto_Dimension_list_init(void* f);
+void onnxl_cxx_TensorShapeProto_Dimension_list_drop(void* f);
 void* onnxl_cxx_TensorShapeProto_Dimension_list_add(void* f);
 void* onnxl_cxx_TensorShapeProto_Dimension_list_add_copy(void* f, const void* src);
 void onnxl_cxx_TensorShapeProto_Dimension_list_delete(void* f, size_t start, size_t n);
@@ -398,6 +437,8 @@ void onnxl_cxx_TypeProto_clear(void* p);
 bool onnxl_cxx_TypeProto_parse(void* p, const uint8_t* data, size_t len, bool merge);
 bool onnxl_cxx_TypeProto_serialize(const void* p, uint8_t* (*alloc)(void* ctx, size_t size), void* ctx);
 size_t onnxl_cxx_TypeProto_byte_size(const void* p);
+void onnxl_cxx_TypeProto_list_init(void* f);
+void onnxl_cxx_TypeProto_list_drop(void* f);
 void* onnxl_cxx_TypeProto_list_add(void* f);
 void* onnxl_cxx_TypeProto_list_add_copy(void* f, const void* src);
 void onnxl_cxx_TypeProto_list_delete(void* f, size_t start, size_t n);
@@ -441,6 +482,8 @@ void onnxl_cxx_TypeProto_Tensor_clear(void* p);
 bool onnxl_cxx_TypeProto_Tensor_parse(void* p, const uint8_t* data, size_t len, bool merge);
 bool onnxl_cxx_TypeProto_Tensor_serialize(const void* p, uint8_t* (*alloc)(void* ctx, size_t size), void* ctx);
 size_t onnxl_cxx_TypeProto_Tensor_byte_size(const void* p);
+void onnxl_cxx_TypeProto_Tensor_list_init(void* f);
+void onnxl_cxx_TypeProto_Tensor_list_drop(void* f);
 void* onnxl_cxx_TypeProto_Tensor_list_add(void* f);
 void* onnxl_cxx_TypeProto_Tensor_list_add_copy(void* f, const void* src);
 void onnxl_cxx_TypeProto_Tensor_list_delete(void* f, size_t start, size_t n);
@@ -456,6 +499,8 @@ void onnxl_cxx_TypeProto_Sequence_clear(void* p);
 bool onnxl_cxx_TypeProto_Sequence_parse(void* p, const uint8_t* data, size_t len, bool merge);
 bool onnxl_cxx_TypeProto_Sequence_serialize(const void* p, uint8_t* (*alloc)(void* ctx, size_t size), void* ctx);
 size_t onnxl_cxx_TypeProto_Sequence_byte_size(const void* p);
+void onnxl_cxx_TypeProto_Sequence_list_init(void* f);
+void onnxl_cxx_TypeProto_Sequence_list_drop(void* f);
 void* onnxl_cxx_TypeProto_Sequence_list_add(void* f);
 void* onnxl_cxx_TypeProto_Sequence_list_add_copy(void* f, const void* src);
 void onnxl_cxx_TypeProto_Sequence_list_delete(void* f, size_t start, size_t n);
@@ -471,6 +516,8 @@ void onnxl_cxx_TypeProto_Map_clear(void* p);
 bool onnxl_cxx_TypeProto_Map_parse(void* p, const uint8_t* data, size_t len, bool merge);
 bool onnxl_cxx_TypeProto_Map_serialize(const void* p, uint8_t* (*alloc)(void* ctx, size_t size), void* ctx);
 size_t onnxl_cxx_TypeProto_Map_byte_size(const void* p);
+void onnxl_cxx_TypeProto_Map_list_init(void* f);
+void onnxl_cxx_TypeProto_Map_list_drop(void* f);
 void* onnxl_cxx_TypeProto_Map_list_add(void* f);
 void* onnxl_cxx_TypeProto_Map_list_add_copy(void* f, const void* src);
 void onnxl_cxx_TypeProto_Map_list_delete(void* f, size_t start, size_t n);
@@ -486,6 +533,8 @@ void onnxl_cxx_TypeProto_Optional_clear(void* p);
 bool onnxl_cxx_TypeProto_Optional_parse(void* p, const uint8_t* data, size_t len, bool merge);
 bool onnxl_cxx_TypeProto_Optional_serialize(const void* p, uint8_t* (*alloc)(void* ctx, size_t size), void* ctx);
 size_t onnxl_cxx_TypeProto_Optional_byte_size(const void* p);
+void onnxl_cxx_TypeProto_Optional_list_init(void* f);
+void onnxl_cxx_TypeProto_Optional_list_drop(void* f);
 void* onnxl_cxx_TypeProto_Optional_list_add(void* f);
 void* onnxl_cxx_TypeProto_Optional_list_add_copy(void* f, const void* src);
 void onnxl_cxx_TypeProto_Optional_list_delete(void* f, size_t start, size_t n);
@@ -501,6 +550,8 @@ void onnxl_cxx_TypeProto_SparseTensor_clear(void* p);
 bool onnxl_cxx_TypeProto_SparseTensor_parse(void* p, const uint8_t* data, size_t len, bool merge);
 bool onnxl_cxx_TypeProto_SparseTensor_serialize(const void* p, uint8_t* (*alloc)(void* ctx, size_t size), void* ctx);
 size_t onnxl_cxx_TypeProto_SparseTensor_byte_size(const void* p);
+void onnxl_cxx_TypeProto_SparseTensor_list_init(void* f);
+void onnxl_cxx_TypeProto_SparseTensor_list_drop(void* f);
 void* onnxl_cxx_TypeProto_SparseTensor_list_add(void* f);
 void* onnxl_cxx_TypeProto_SparseTensor_list_add_copy(void* f, const void* src);
 void onnxl_cxx_TypeProto_SparseTensor_list_delete(void* f, size_t start, size_t n);
@@ -516,6 +567,8 @@ void onnxl_cxx_TypeProto_Opaque_clear(void* p);
 bool onnxl_cxx_TypeProto_Opaque_parse(void* p, const uint8_t* data, size_t len, bool merge);
 bool onnxl_cxx_TypeProto_Opaque_serialize(const void* p, uint8_t* (*alloc)(void* ctx, size_t size), void* ctx);
 size_t onnxl_cxx_TypeProto_Opaque_byte_size(const void* p);
+void onnxl_cxx_TypeProto_Opaque_list_init(void* f);
+void onnxl_cxx_TypeProto_Opaque_list_drop(void* f);
 void* onnxl_cxx_TypeProto_Opaque_list_add(void* f);
 void* onnxl_cxx_TypeProto_Opaque_list_add_copy(void* f, const void* src);
 void onnxl_cxx_TypeProto_Opaque_list_delete(void* f, size_t start, size_t n);
@@ -531,6 +584,8 @@ void onnxl_cxx_OperatorSetIdProto_clear(void* p);
 bool onnxl_cxx_OperatorSetIdProto_parse(void* p, const uint8_t* data, size_t len, bool merge);
 bool onnxl_cxx_OperatorSetIdProto_serialize(const void* p, uint8_t* (*alloc)(void* ctx, size_t size), void* ctx);
 size_t onnxl_cxx_OperatorSetIdProto_byte_size(const void* p);
+void onnxl_cxx_OperatorSetIdProto_list_init(void* f);
+void onnxl_cxx_OperatorSetIdProto_list_drop(void* f);
 void* onnxl_cxx_OperatorSetIdProto_list_add(void* f);
 void* onnxl_cxx_OperatorSetIdProto_list_add_copy(void* f, const void* src);
 void onnxl_cxx_OperatorSetIdProto_list_delete(void* f, size_t start, size_t n);
@@ -546,6 +601,8 @@ void onnxl_cxx_FunctionProto_clear(void* p);
 bool onnxl_cxx_FunctionProto_parse(void* p, const uint8_t* data, size_t len, bool merge);
 bool onnxl_cxx_FunctionProto_serialize(const void* p, uint8_t* (*alloc)(void* ctx, size_t size), void* ctx);
 size_t onnxl_cxx_FunctionProto_byte_size(const void* p);
+void onnxl_cxx_FunctionProto_list_init(void* f);
+void onnxl_cxx_FunctionProto_list_drop(void* f);
 void* onnxl_cxx_FunctionProto_list_add(void* f);
 void* onnxl_cxx_FunctionProto_list_add_copy(void* f, const void* src);
 void onnxl_cxx_FunctionProto_list_delete(void* f, size_t start, size_t n);
@@ -561,6 +618,8 @@ void onnxl_cxx_SequenceProto_clear(void* p);
 bool onnxl_cxx_SequenceProto_parse(void* p, const uint8_t* data, size_t len, bool merge);
 bool onnxl_cxx_SequenceProto_serialize(const void* p, uint8_t* (*alloc)(void* ctx, size_t size), void* ctx);
 size_t onnxl_cxx_SequenceProto_byte_size(const void* p);
+void onnxl_cxx_SequenceProto_list_init(void* f);
+void onnxl_cxx_SequenceProto_list_drop(void* f);
 void* onnxl_cxx_SequenceProto_list_add(void* f);
 void* onnxl_cxx_SequenceProto_list_add_copy(void* f, const void* src);
 void onnxl_cxx_SequenceProto_list_delete(void* f, size_t start, size_t n);
@@ -576,6 +635,8 @@ void onnxl_cxx_MapProto_clear(void* p);
 bool onnxl_cxx_MapProto_parse(void* p, const uint8_t* data, size_t len, bool merge);
 bool onnxl_cxx_MapProto_serialize(const void* p, uint8_t* (*alloc)(void* ctx, size_t size), void* ctx);
 size_t onnxl_cxx_MapProto_byte_size(const void* p);
+void onnxl_cxx_MapProto_list_init(void* f);
+void onnxl_cxx_MapProto_list_drop(void* f);
 void* onnxl_cxx_MapProto_list_add(void* f);
 void* onnxl_cxx_MapProto_list_add_copy(void* f, const void* src);
 void onnxl_cxx_MapProto_list_delete(void* f, size_t start, size_t n);
@@ -591,6 +652,8 @@ void onnxl_cxx_OptionalProto_clear(void* p);
 bool onnxl_cxx_OptionalProto_parse(void* p, const uint8_t* data, size_t len, bool merge);
 bool onnxl_cxx_OptionalProto_serialize(const void* p, uint8_t* (*alloc)(void* ctx, size_t size), void* ctx);
 size_t onnxl_cxx_OptionalProto_byte_size(const void* p);
+void onnxl_cxx_OptionalProto_list_init(void* f);
+void onnxl_cxx_OptionalProto_list_drop(void* f);
 void* onnxl_cxx_OptionalProto_list_add(void* f);
 void* onnxl_cxx_OptionalProto_list_add_copy(void* f, const void* src);
 void onnxl_cxx_OptionalProto_list_delete(void* f, size_t start, size_t n);
@@ -611,6 +674,7 @@ constexpr uint8_t kOptionalStringNone = 6;
 constexpr std::size_t kStringSize = 32;
 constexpr std::size_t kRepeatedOrderAt = 0;
 constexpr std::size_t kRepeatedLenAt = 8;
+constexpr std::size_t kRepeatedFieldSize = 16;
 constexpr uint64_t kLayoutFingerprint = 0x484985dfd9669053ull;
 }  // namespace detail
 
@@ -1161,7 +1225,21 @@ class RepeatedPtrField {
   using reverse_iterator = std::reverse_iterator<iterator>;
   using const_reverse_iterator = std::reverse_iterator<const_iterator>;
 
-  RepeatedPtrField(const RepeatedPtrField&) = delete;
+  /// A standalone list (not a field of a message): empty, and owning its elements.
+  RepeatedPtrField() noexcept {
+    static_assert(sizeof(RepeatedPtrField) == detail::kRepeatedFieldSize && alignof(RepeatedPtrField) == 8,
+                  "RepeatedPtrField<M> is exactly the Rust RepeatedField<M> (codegen/cxx_layout.txt)");
+    detail::ListOps<M>::init(storage_);
+  }
+  /// A deep copy of `o`'s elements.
+  RepeatedPtrField(const RepeatedPtrField& o) : RepeatedPtrField() { MergeFrom(o); }
+  /// Takes `o`'s elements (they keep their addresses); `o` is left empty.
+  RepeatedPtrField(RepeatedPtrField&& o) noexcept : RepeatedPtrField() { Swap(&o); }
+  ~RepeatedPtrField() { detail::ListOps<M>::drop(storage_); }
+  RepeatedPtrField& operator=(RepeatedPtrField&& o) noexcept {
+    if (this != &o) Swap(&o);
+    return *this;
+  }
   RepeatedPtrField& operator=(const RepeatedPtrField& o) {
     if (this != &o) CopyFrom(o);
     return *this;
@@ -1208,6 +1286,24 @@ class RepeatedPtrField {
     if (start < 0 || num < 0 || start + num > size()) detail::out_of_range("RepeatedPtrField::DeleteSubrange", start, static_cast<std::size_t>(size()));
     detail::ListOps<M>::erase(this, static_cast<std::size_t>(start), static_cast<std::size_t>(num));
   }
+  /// Exchanges the contents of two lists (fields or standalone ones) in O(1); the elements keep
+  /// their addresses. The list is a Rust value with no pointer into itself, so its bytes move.
+  void Swap(RepeatedPtrField* o) noexcept {
+    if (o == this) return;
+    unsigned char tmp[sizeof storage_];
+    std::memcpy(tmp, storage_, sizeof tmp);
+    std::memcpy(storage_, o->storage_, sizeof tmp);
+    std::memcpy(o->storage_, tmp, sizeof tmp);
+  }
+  void swap(RepeatedPtrField& o) noexcept { Swap(&o); }
+  /// Removes the element at `pos`; returns an iterator to the element after it.
+  iterator erase(const_iterator pos) { return erase(pos, pos + 1); }
+  /// Removes [first, last); returns an iterator to the element after them.
+  iterator erase(const_iterator first, const_iterator last) {
+    int i = static_cast<int>(first.index());
+    DeleteSubrange(i, static_cast<int>(last.index() - first.index()));
+    return iterator(this, i);
+  }
   void SwapElements(int i, int j) { detail::ListOps<M>::swap(this, check(i), check(j)); }
   void CopyFrom(const RepeatedPtrField& o) {
     if (this == &o) return;
@@ -1236,8 +1332,9 @@ class RepeatedPtrField {
   M& element(std::ptrdiff_t i) { return *ptr(static_cast<std::size_t>(i)); }
 
  private:
-  RepeatedPtrField() = delete;
-  ~RepeatedPtrField() = delete;
+  // The field's bytes: a Rust RepeatedField<M> (`repeated_field` in codegen/cxx_layout.txt). A
+  // field of a message is this class laid over the field; a standalone list holds its own.
+  alignas(8) unsigned char storage_[detail::kRepeatedFieldSize];
   std::size_t check(int i) const {
     if (i < 0 || i >= size()) detail::out_of_range("RepeatedPtrField", i, static_cast<std::size_t>(size()));
     return static_cast<std::size_t>(i);
@@ -1246,6 +1343,165 @@ class RepeatedPtrField {
     M* const* order = detail::load<M* const*>(detail::at(this, detail::kRepeatedOrderAt));
     return order[i];
   }
+};
+
+// protobuf's io streams, the subset that code reading a buffer into a message uses (onnx's
+// ParseProtoFromBytes: ArrayInputStream -> CodedInputStream -> SetTotalBytesLimit ->
+// ParseFromCodedStream). Aliased as google::protobuf::io in <onnx_light/onnx_pb.h>.
+namespace io {
+/// An input stream handing out its bytes in buffers it owns (protobuf's interface).
+class ZeroCopyInputStream {
+ public:
+  virtual ~ZeroCopyInputStream() = default;
+  virtual bool Next(const void** data, int* size) = 0;
+  virtual void BackUp(int count) = 0;
+  virtual bool Skip(int count) = 0;
+  virtual int64_t ByteCount() const = 0;
+};
+
+/// A stream over a caller's buffer, in blocks of `block_size` bytes (the whole buffer when not
+/// positive).
+class ArrayInputStream final : public ZeroCopyInputStream {
+ public:
+  ArrayInputStream(const void* data, int size, int block_size = -1) noexcept
+      : data_(static_cast<const char*>(data)),
+        size_(size < 0 ? 0 : size),
+        block_(block_size > 0 ? block_size : (size < 0 ? 0 : size)) {}
+  ArrayInputStream(const ArrayInputStream&) = delete;
+  ArrayInputStream& operator=(const ArrayInputStream&) = delete;
+  bool Next(const void** data, int* size) override {
+    if (pos_ >= size_) {
+      last_ = 0;
+      return false;
+    }
+    last_ = std::min(block_, size_ - pos_);
+    *data = data_ + pos_;
+    *size = last_;
+    pos_ += last_;
+    return true;
+  }
+  void BackUp(int count) override {
+    pos_ -= std::min(count, last_);
+    last_ = 0;
+  }
+  bool Skip(int count) override {
+    last_ = 0;
+    if (count > size_ - pos_) {
+      pos_ = size_;
+      return false;
+    }
+    pos_ += count;
+    return true;
+  }
+  int64_t ByteCount() const override { return pos_; }
+
+ private:
+  const char* data_;
+  int size_;
+  int block_;
+  int pos_ = 0;
+  int last_ = 0;
+};
+
+/// A reader of a ZeroCopyInputStream or a buffer, with a total bytes limit (INT_MAX by
+/// default). Messages read the rest of it with ParseFromCodedStream / MergeFromCodedStream.
+/// Unlike protobuf, a message read fails when the input is longer than the limit, wherever the
+/// limit falls (protobuf reads up to the limit and fails only when that cuts a field).
+class CodedInputStream {
+ public:
+  explicit CodedInputStream(ZeroCopyInputStream* in) noexcept : in_(in) {}
+  CodedInputStream(const uint8_t* buffer, int size) noexcept : buf_(buffer), buf_size_(size < 0 ? 0 : size) {}
+  CodedInputStream(const CodedInputStream&) = delete;
+  CodedInputStream& operator=(const CodedInputStream&) = delete;
+  void SetTotalBytesLimit(int total_bytes_limit) noexcept { limit_ = total_bytes_limit; }
+  /// protobuf before 3.11 (onnx's proto_utils.h uses it when GOOGLE_PROTOBUF_VERSION is not
+  /// defined); the threshold is ignored.
+  void SetTotalBytesLimit(int total_bytes_limit, int /*warning_threshold*/) noexcept { limit_ = total_bytes_limit; }
+  int BytesUntilTotalBytesLimit() const noexcept { return limit_ - consumed_; }
+  int CurrentPosition() const noexcept { return consumed_; }
+  /// onnx_light: everything left, up to the total bytes limit, as one span (the caller's
+  /// memory when the source is contiguous, else gathered into *scratch). false when the input
+  /// is longer than the limit.
+  bool ReadRest(const uint8_t** data, std::size_t* size, std::string* scratch) {
+    *data = nullptr;
+    *size = 0;
+    if (buf_ != nullptr) {
+      if (buf_size_ > limit_ - consumed_) return false;
+      *data = buf_;
+      *size = static_cast<std::size_t>(buf_size_);
+      consumed_ += buf_size_;
+      buf_ = nullptr;
+      buf_size_ = 0;
+      return true;
+    }
+    const void* p = nullptr;
+    int n = 0;
+    int chunks = 0;
+    while (in_ != nullptr && in_->Next(&p, &n)) {
+      if (n <= 0) continue;
+      if (n > limit_ - consumed_) return false;
+      consumed_ += n;
+      if (chunks++ == 0) {
+        *data = static_cast<const uint8_t*>(p);
+        *size = static_cast<std::size_t>(n);
+        continue;
+      }
+      if (chunks == 2) scratch->assign(reinterpret_cast<const char*>(*data), *size);
+      scratch->append(static_cast<const char*>(p), static_cast<std::size_t>(n));
+    }
+    if (chunks > 1) {
+      *data = reinterpret_cast<const uint8_t*>(scratch->data());
+      *size = scratch->size();
+    }
+    return true;
+  }
+
+ private:
+  ZeroCopyInputStream* in_ = nullptr;
+  const uint8_t* buf_ = nullptr;
+  int buf_size_ = 0;
+  int limit_ = 2147483647;
+  int consumed_ = 0;
+};
+}  // namespace io
+
+/// protobuf's MessageLite, as a view: the message classes have no common base (a base with
+/// virtual functions would move `this` off the Rust value), so any message converts implicitly
+/// to a `const MessageLite&` / `const Message&` that forwards this const API to it. There is no
+/// `Message*` conversion, no reflection and no dynamic_cast.
+class MessageLite {
+ public:
+  template <class M, class = decltype(std::declval<const M&>().c_ptr()),
+            class = decltype(std::declval<const M&>().ShortDebugString())>
+  MessageLite(const M& m) noexcept  // NOLINT: implicit, as a derived-to-base conversion is
+      : p_(&m),
+        short_([](const void* p) { return static_cast<const M*>(p)->ShortDebugString(); }),
+        debug_([](const void* p) { return static_cast<const M*>(p)->DebugString(); }),
+        bytes_([](const void* p) { return static_cast<const M*>(p)->SerializeAsString(); }),
+        name_([](const void* p) { return static_cast<const M*>(p)->GetTypeName(); }) {}
+  std::string ShortDebugString() const { return short_(p_); }
+  std::string DebugString() const { return debug_(p_); }
+  std::string SerializeAsString() const { return bytes_(p_); }
+  bool SerializeToString(std::string* out) const {
+    *out = bytes_(p_);
+    return true;
+  }
+  std::size_t ByteSizeLong() const { return bytes_(p_).size(); }
+  std::string GetTypeName() const { return name_(p_); }
+  bool IsInitialized() const { return true; }
+
+ private:
+  const void* p_;
+  std::string (*short_)(const void*);
+  std::string (*debug_)(const void*);
+  std::string (*bytes_)(const void*);
+  std::string (*name_)(const void*);
+};
+
+/// protobuf's Message, as a view (see MessageLite).
+class Message : public MessageLite {
+ public:
+  using MessageLite::MessageLite;
 };
 
 /// `AttributeProto.AttributeType`.
@@ -1737,6 +1993,8 @@ class OptionalProto;
 namespace detail {
 template <>
 struct ListOps<AttributeProto> {
+  static void init(void* f) { onnxl_cxx_AttributeProto_list_init(f); }
+  static void drop(void* f) { onnxl_cxx_AttributeProto_list_drop(f); }
   static void* add(void* f) { return onnxl_cxx_AttributeProto_list_add(f); }
   static void add_copy(void* f, const void* v) { onnxl_cxx_AttributeProto_list_add_copy(f, v); }
   static void erase(void* f, std::size_t start, std::size_t n) { onnxl_cxx_AttributeProto_list_delete(f, start, n); }
@@ -1746,6 +2004,8 @@ struct ListOps<AttributeProto> {
 };
 template <>
 struct ListOps<ValueInfoProto> {
+  static void init(void* f) { onnxl_cxx_ValueInfoProto_list_init(f); }
+  static void drop(void* f) { onnxl_cxx_ValueInfoProto_list_drop(f); }
   static void* add(void* f) { return onnxl_cxx_ValueInfoProto_list_add(f); }
   static void add_copy(void* f, const void* v) { onnxl_cxx_ValueInfoProto_list_add_copy(f, v); }
   static void erase(void* f, std::size_t start, std::size_t n) { onnxl_cxx_ValueInfoProto_list_delete(f, start, n); }
@@ -1755,6 +2015,8 @@ struct ListOps<ValueInfoProto> {
 };
 template <>
 struct ListOps<NodeProto> {
+  static void init(void* f) { onnxl_cxx_NodeProto_list_init(f); }
+  static void drop(void* f) { onnxl_cxx_NodeProto_list_drop(f); }
   static void* add(void* f) { return onnxl_cxx_NodeProto_list_add(f); }
   static void add_copy(void* f, const void* v) { onnxl_cxx_NodeProto_list_add_copy(f, v); }
   static void erase(void* f, std::size_t start, std::size_t n) { onnxl_cxx_NodeProto_list_delete(f, start, n); }
@@ -1764,6 +2026,8 @@ struct ListOps<NodeProto> {
 };
 template <>
 struct ListOps<IntIntListEntryProto> {
+  static void init(void* f) { onnxl_cxx_IntIntListEntryProto_list_init(f); }
+  static void drop(void* f) { onnxl_cxx_IntIntListEntryProto_list_drop(f); }
   static void* add(void* f) { return onnxl_cxx_IntIntListEntryProto_list_add(f); }
   static void add_copy(void* f, const void* v) { onnxl_cxx_IntIntListEntryProto_list_add_copy(f, v); }
   static void erase(void* f, std::size_t start, std::size_t n) { onnxl_cxx_IntIntListEntryProto_list_delete(f, start, n); }
@@ -1773,6 +2037,8 @@ struct ListOps<IntIntListEntryProto> {
 };
 template <>
 struct ListOps<NodeDeviceConfigurationProto> {
+  static void init(void* f) { onnxl_cxx_NodeDeviceConfigurationProto_list_init(f); }
+  static void drop(void* f) { onnxl_cxx_NodeDeviceConfigurationProto_list_drop(f); }
   static void* add(void* f) { return onnxl_cxx_NodeDeviceConfigurationProto_list_add(f); }
   static void add_copy(void* f, const void* v) { onnxl_cxx_NodeDeviceConfigurationProto_list_add_copy(f, v); }
   static void erase(void* f, std::size_t start, std::size_t n) { onnxl_cxx_NodeDeviceConfigurationProto_list_delete(f, start, n); }
@@ -1782,6 +2048,8 @@ struct ListOps<NodeDeviceConfigurationProto> {
 };
 template <>
 struct ListOps<ShardingSpecProto> {
+  static void init(void* f) { onnxl_cxx_ShardingSpecProto_list_init(f); }
+  static void drop(void* f) { onnxl_cxx_ShardingSpecProto_list_drop(f); }
   static void* add(void* f) { return onnxl_cxx_ShardingSpecProto_list_add(f); }
   static void add_copy(void* f, const void* v) { onnxl_cxx_ShardingSpecProto_list_add_copy(f, v); }
   static void erase(void* f, std::size_t start, std::size_t n) { onnxl_cxx_ShardingSpecProto_list_delete(f, start, n); }
@@ -1791,6 +2059,8 @@ struct ListOps<ShardingSpecProto> {
 };
 template <>
 struct ListOps<ShardedDimProto> {
+  static void init(void* f) { onnxl_cxx_ShardedDimProto_list_init(f); }
+  static void drop(void* f) { onnxl_cxx_ShardedDimProto_list_drop(f); }
   static void* add(void* f) { return onnxl_cxx_ShardedDimProto_list_add(f); }
   static void add_copy(void* f, const void* v) { onnxl_cxx_ShardedDimProto_list_add_copy(f, v); }
   static void erase(void* f, std::size_t start, std::size_t n) { onnxl_cxx_ShardedDimProto_list_delete(f, start, n); }
@@ -1800,6 +2070,8 @@ struct ListOps<ShardedDimProto> {
 };
 template <>
 struct ListOps<SimpleShardedDimProto> {
+  static void init(void* f) { onnxl_cxx_SimpleShardedDimProto_list_init(f); }
+  static void drop(void* f) { onnxl_cxx_SimpleShardedDimProto_list_drop(f); }
   static void* add(void* f) { return onnxl_cxx_SimpleShardedDimProto_list_add(f); }
   static void add_copy(void* f, const void* v) { onnxl_cxx_SimpleShardedDimProto_list_add_copy(f, v); }
   static void erase(void* f, std::size_t start, std::size_t n) { onnxl_cxx_SimpleShardedDimProto_list_delete(f, start, n); }
@@ -1809,6 +2081,8 @@ struct ListOps<SimpleShardedDimProto> {
 };
 template <>
 struct ListOps<TrainingInfoProto> {
+  static void init(void* f) { onnxl_cxx_TrainingInfoProto_list_init(f); }
+  static void drop(void* f) { onnxl_cxx_TrainingInfoProto_list_drop(f); }
   static void* add(void* f) { return onnxl_cxx_TrainingInfoProto_list_add(f); }
   static void add_copy(void* f, const void* v) { onnxl_cxx_TrainingInfoProto_list_add_copy(f, v); }
   static void erase(void* f, std::size_t start, std::size_t n) { onnxl_cxx_TrainingInfoProto_list_delete(f, start, n); }
@@ -1818,6 +2092,8 @@ struct ListOps<TrainingInfoProto> {
 };
 template <>
 struct ListOps<ModelProto> {
+  static void init(void* f) { onnxl_cxx_ModelProto_list_init(f); }
+  static void drop(void* f) { onnxl_cxx_ModelProto_list_drop(f); }
   static void* add(void* f) { return onnxl_cxx_ModelProto_list_add(f); }
   static void add_copy(void* f, const void* v) { onnxl_cxx_ModelProto_list_add_copy(f, v); }
   static void erase(void* f, std::size_t start, std::size_t n) { onnxl_cxx_ModelProto_list_delete(f, start, n); }
@@ -1827,6 +2103,8 @@ struct ListOps<ModelProto> {
 };
 template <>
 struct ListOps<DeviceConfigurationProto> {
+  static void init(void* f) { onnxl_cxx_DeviceConfigurationProto_list_init(f); }
+  static void drop(void* f) { onnxl_cxx_DeviceConfigurationProto_list_drop(f); }
   static void* add(void* f) { return onnxl_cxx_DeviceConfigurationProto_list_add(f); }
   static void add_copy(void* f, const void* v) { onnxl_cxx_DeviceConfigurationProto_list_add_copy(f, v); }
   static void erase(void* f, std::size_t start, std::size_t n) { onnxl_cxx_DeviceConfigurationProto_list_delete(f, start, n); }
@@ -1836,6 +2114,8 @@ struct ListOps<DeviceConfigurationProto> {
 };
 template <>
 struct ListOps<StringStringEntryProto> {
+  static void init(void* f) { onnxl_cxx_StringStringEntryProto_list_init(f); }
+  static void drop(void* f) { onnxl_cxx_StringStringEntryProto_list_drop(f); }
   static void* add(void* f) { return onnxl_cxx_StringStringEntryProto_list_add(f); }
   static void add_copy(void* f, const void* v) { onnxl_cxx_StringStringEntryProto_list_add_copy(f, v); }
   static void erase(void* f, std::size_t start, std::size_t n) { onnxl_cxx_StringStringEntryProto_list_delete(f, start, n); }
@@ -1845,6 +2125,8 @@ struct ListOps<StringStringEntryProto> {
 };
 template <>
 struct ListOps<TensorAnnotation> {
+  static void init(void* f) { onnxl_cxx_TensorAnnotation_list_init(f); }
+  static void drop(void* f) { onnxl_cxx_TensorAnnotation_list_drop(f); }
   static void* add(void* f) { return onnxl_cxx_TensorAnnotation_list_add(f); }
   static void add_copy(void* f, const void* v) { onnxl_cxx_TensorAnnotation_list_add_copy(f, v); }
   static void erase(void* f, std::size_t start, std::size_t n) { onnxl_cxx_TensorAnnotation_list_delete(f, start, n); }
@@ -1854,6 +2136,8 @@ struct ListOps<TensorAnnotation> {
 };
 template <>
 struct ListOps<GraphProto> {
+  static void init(void* f) { onnxl_cxx_GraphProto_list_init(f); }
+  static void drop(void* f) { onnxl_cxx_GraphProto_list_drop(f); }
   static void* add(void* f) { return onnxl_cxx_GraphProto_list_add(f); }
   static void add_copy(void* f, const void* v) { onnxl_cxx_GraphProto_list_add_copy(f, v); }
   static void erase(void* f, std::size_t start, std::size_t n) { onnxl_cxx_GraphProto_list_delete(f, start, n); }
@@ -1863,6 +2147,8 @@ struct ListOps<GraphProto> {
 };
 template <>
 struct ListOps<TensorProto> {
+  static void init(void* f) { onnxl_cxx_TensorProto_list_init(f); }
+  static void drop(void* f) { onnxl_cxx_TensorProto_list_drop(f); }
   static void* add(void* f) { return onnxl_cxx_TensorProto_list_add(f); }
   static void add_copy(void* f, const void* v) { onnxl_cxx_TensorProto_list_add_copy(f, v); }
   static void erase(void* f, std::size_t start, std::size_t n) { onnxl_cxx_TensorProto_list_delete(f, start, n); }
@@ -1872,6 +2158,8 @@ struct ListOps<TensorProto> {
 };
 template <>
 struct ListOps<TensorProto_Segment> {
+  static void init(void* f) { onnxl_cxx_TensorProto_Segment_list_init(f); }
+  static void drop(void* f) { onnxl_cxx_TensorProto_Segment_list_drop(f); }
   static void* add(void* f) { return onnxl_cxx_TensorProto_Segment_list_add(f); }
   static void add_copy(void* f, const void* v) { onnxl_cxx_TensorProto_Segment_list_add_copy(f, v); }
   static void erase(void* f, std::size_t start, std::size_t n) { onnxl_cxx_TensorProto_Segment_list_delete(f, start, n); }
@@ -1881,6 +2169,8 @@ struct ListOps<TensorProto_Segment> {
 };
 template <>
 struct ListOps<SparseTensorProto> {
+  static void init(void* f) { onnxl_cxx_SparseTensorProto_list_init(f); }
+  static void drop(void* f) { onnxl_cxx_SparseTensorProto_list_drop(f); }
   static void* add(void* f) { return onnxl_cxx_SparseTensorProto_list_add(f); }
   static void add_copy(void* f, const void* v) { onnxl_cxx_SparseTensorProto_list_add_copy(f, v); }
   static void erase(void* f, std::size_t start, std::size_t n) { onnxl_cxx_SparseTensorProto_list_delete(f, start, n); }
@@ -1890,6 +2180,8 @@ struct ListOps<SparseTensorProto> {
 };
 template <>
 struct ListOps<TensorShapeProto> {
+  static void init(void* f) { onnxl_cxx_TensorShapeProto_list_init(f); }
+  static void drop(void* f) { onnxl_cxx_TensorShapeProto_list_drop(f); }
   static void* add(void* f) { return onnxl_cxx_TensorShapeProto_list_add(f); }
   static void add_copy(void* f, const void* v) { onnxl_cxx_TensorShapeProto_list_add_copy(f, v); }
   static void erase(void* f, std::size_t start, std::size_t n) { onnxl_cxx_TensorShapeProto_list_delete(f, start, n); }
@@ -1899,6 +2191,8 @@ struct ListOps<TensorShapeProto> {
 };
 template <>
 struct ListOps<TensorShapeProto_Dimension> {
+  static void init(void* f) { onnxl_cxx_TensorShapeProto_Dimension_list_init(f); }
+  static void drop(void* f) { onnxl_cxx_TensorShapeProto_Dimension_list_drop(f); }
   static void* add(void* f) { return onnxl_cxx_TensorShapeProto_Dimension_list_add(f); }
   static void add_copy(void* f, const void* v) { onnxl_cxx_TensorShapeProto_Dimension_list_add_copy(f, v); }
   static void erase(void* f, std::size_t start, std::size_t n) { onnxl_cxx_TensorShapeProto_Dimension_list_delete(f, start, n); }
@@ -1908,6 +2202,8 @@ struct ListOps<TensorShapeProto_Dimension> {
 };
 template <>
 struct ListOps<TypeProto> {
+  static void init(void* f) { onnxl_cxx_TypeProto_list_init(f); }
+  static void drop(void* f) { onnxl_cxx_TypeProto_list_drop(f); }
   static void* add(void* f) { return onnxl_cxx_TypeProto_list_add(f); }
   static void add_copy(void* f, const void* v) { onnxl_cxx_TypeProto_list_add_copy(f, v); }
   static void erase(void* f, std::size_t start, std::size_t n) { onnxl_cxx_TypeProto_list_delete(f, start, n); }
@@ -1917,6 +2213,8 @@ struct ListOps<TypeProto> {
 };
 template <>
 struct ListOps<TypeProto_Tensor> {
+  static void init(void* f) { onnxl_cxx_TypeProto_Tensor_list_init(f); }
+  static void drop(void* f) { onnxl_cxx_TypeProto_Tensor_list_drop(f); }
   static void* add(void* f) { return onnxl_cxx_TypeProto_Tensor_list_add(f); }
   static void add_copy(void* f, const void* v) { onnxl_cxx_TypeProto_Tensor_list_add_copy(f, v); }
   static void erase(void* f, std::size_t start, std::size_t n) { onnxl_cxx_TypeProto_Tensor_list_delete(f, start, n); }
@@ -1926,6 +2224,8 @@ struct ListOps<TypeProto_Tensor> {
 };
 template <>
 struct ListOps<TypeProto_Sequence> {
+  static void init(void* f) { onnxl_cxx_TypeProto_Sequence_list_init(f); }
+  static void drop(void* f) { onnxl_cxx_TypeProto_Sequence_list_drop(f); }
   static void* add(void* f) { return onnxl_cxx_TypeProto_Sequence_list_add(f); }
   static void add_copy(void* f, const void* v) { onnxl_cxx_TypeProto_Sequence_list_add_copy(f, v); }
   static void erase(void* f, std::size_t start, std::size_t n) { onnxl_cxx_TypeProto_Sequence_list_delete(f, start, n); }
@@ -1935,6 +2235,8 @@ struct ListOps<TypeProto_Sequence> {
 };
 template <>
 struct ListOps<TypeProto_Map> {
+  static void init(void* f) { onnxl_cxx_TypeProto_Map_list_init(f); }
+  static void drop(void* f) { onnxl_cxx_TypeProto_Map_list_drop(f); }
   static void* add(void* f) { return onnxl_cxx_TypeProto_Map_list_add(f); }
   static void add_copy(void* f, const void* v) { onnxl_cxx_TypeProto_Map_list_add_copy(f, v); }
   static void erase(void* f, std::size_t start, std::size_t n) { onnxl_cxx_TypeProto_Map_list_delete(f, start, n); }
@@ -1944,6 +2246,8 @@ struct ListOps<TypeProto_Map> {
 };
 template <>
 struct ListOps<TypeProto_Optional> {
+  static void init(void* f) { onnxl_cxx_TypeProto_Optional_list_init(f); }
+  static void drop(void* f) { onnxl_cxx_TypeProto_Optional_list_drop(f); }
   static void* add(void* f) { return onnxl_cxx_TypeProto_Optional_list_add(f); }
   static void add_copy(void* f, const void* v) { onnxl_cxx_TypeProto_Optional_list_add_copy(f, v); }
   static void erase(void* f, std::size_t start, std::size_t n) { onnxl_cxx_TypeProto_Optional_list_delete(f, start, n); }
@@ -1953,6 +2257,8 @@ struct ListOps<TypeProto_Optional> {
 };
 template <>
 struct ListOps<TypeProto_SparseTensor> {
+  static void init(void* f) { onnxl_cxx_TypeProto_SparseTensor_list_init(f); }
+  static void drop(void* f) { onnxl_cxx_TypeProto_SparseTensor_list_drop(f); }
   static void* add(void* f) { return onnxl_cxx_TypeProto_SparseTensor_list_add(f); }
   static void add_copy(void* f, const void* v) { onnxl_cxx_TypeProto_SparseTensor_list_add_copy(f, v); }
   static void erase(void* f, std::size_t start, std::size_t n) { onnxl_cxx_TypeProto_SparseTensor_list_delete(f, start, n); }
@@ -1962,6 +2268,8 @@ struct ListOps<TypeProto_SparseTensor> {
 };
 template <>
 struct ListOps<TypeProto_Opaque> {
+  static void init(void* f) { onnxl_cxx_TypeProto_Opaque_list_init(f); }
+  static void drop(void* f) { onnxl_cxx_TypeProto_Opaque_list_drop(f); }
   static void* add(void* f) { return onnxl_cxx_TypeProto_Opaque_list_add(f); }
   static void add_copy(void* f, const void* v) { onnxl_cxx_TypeProto_Opaque_list_add_copy(f, v); }
   static void erase(void* f, std::size_t start, std::size_t n) { onnxl_cxx_TypeProto_Opaque_list_delete(f, start, n); }
@@ -1971,6 +2279,8 @@ struct ListOps<TypeProto_Opaque> {
 };
 template <>
 struct ListOps<OperatorSetIdProto> {
+  static void init(void* f) { onnxl_cxx_OperatorSetIdProto_list_init(f); }
+  static void drop(void* f) { onnxl_cxx_OperatorSetIdProto_list_drop(f); }
   static void* add(void* f) { return onnxl_cxx_OperatorSetIdProto_list_add(f); }
   static void add_copy(void* f, const void* v) { onnxl_cxx_OperatorSetIdProto_list_add_copy(f, v); }
   static void erase(void* f, std::size_t start, std::size_t n) { onnxl_cxx_OperatorSetIdProto_list_delete(f, start, n); }
@@ -1980,6 +2290,8 @@ struct ListOps<OperatorSetIdProto> {
 };
 template <>
 struct ListOps<FunctionProto> {
+  static void init(void* f) { onnxl_cxx_FunctionProto_list_init(f); }
+  static void drop(void* f) { onnxl_cxx_FunctionProto_list_drop(f); }
   static void* add(void* f) { return onnxl_cxx_FunctionProto_list_add(f); }
   static void add_copy(void* f, const void* v) { onnxl_cxx_FunctionProto_list_add_copy(f, v); }
   static void erase(void* f, std::size_t start, std::size_t n) { onnxl_cxx_FunctionProto_list_delete(f, start, n); }
@@ -1989,6 +2301,8 @@ struct ListOps<FunctionProto> {
 };
 template <>
 struct ListOps<SequenceProto> {
+  static void init(void* f) { onnxl_cxx_SequenceProto_list_init(f); }
+  static void drop(void* f) { onnxl_cxx_SequenceProto_list_drop(f); }
   static void* add(void* f) { return onnxl_cxx_SequenceProto_list_add(f); }
   static void add_copy(void* f, const void* v) { onnxl_cxx_SequenceProto_list_add_copy(f, v); }
   static void erase(void* f, std::size_t start, std::size_t n) { onnxl_cxx_SequenceProto_list_delete(f, start, n); }
@@ -1998,6 +2312,8 @@ struct ListOps<SequenceProto> {
 };
 template <>
 struct ListOps<MapProto> {
+  static void init(void* f) { onnxl_cxx_MapProto_list_init(f); }
+  static void drop(void* f) { onnxl_cxx_MapProto_list_drop(f); }
   static void* add(void* f) { return onnxl_cxx_MapProto_list_add(f); }
   static void add_copy(void* f, const void* v) { onnxl_cxx_MapProto_list_add_copy(f, v); }
   static void erase(void* f, std::size_t start, std::size_t n) { onnxl_cxx_MapProto_list_delete(f, start, n); }
@@ -2007,6 +2323,8 @@ struct ListOps<MapProto> {
 };
 template <>
 struct ListOps<OptionalProto> {
+  static void init(void* f) { onnxl_cxx_OptionalProto_list_init(f); }
+  static void drop(void* f) { onnxl_cxx_OptionalProto_list_drop(f); }
   static void* add(void* f) { return onnxl_cxx_OptionalProto_list_add(f); }
   static void add_copy(void* f, const void* v) { onnxl_cxx_OptionalProto_list_add_copy(f, v); }
   static void erase(void* f, std::size_t start, std::size_t n) { onnxl_cxx_OptionalProto_list_delete(f, start, n); }
@@ -2071,6 +2389,9 @@ class AttributeProto final {
   bool MergeFromArray(const void* data, int size) { return size >= 0 && onnxl_cxx_AttributeProto_parse(this, static_cast<const uint8_t*>(data), static_cast<std::size_t>(size), true); }
   bool ParseFromIstream(std::istream* in) { std::string s; return detail::read_all(in, &s) && ParseFromString(s); }
   bool ParsePartialFromIstream(std::istream* in) { return ParseFromIstream(in); }
+  bool ParseFromCodedStream(io::CodedInputStream* in) { const uint8_t* d; std::size_t n; std::string t; return in->ReadRest(&d, &n, &t) && n <= 2147483647u && ParseFromArray(d, static_cast<int>(n)); }
+  bool ParsePartialFromCodedStream(io::CodedInputStream* in) { return ParseFromCodedStream(in); }
+  bool MergeFromCodedStream(io::CodedInputStream* in) { const uint8_t* d; std::size_t n; std::string t; return in->ReadRest(&d, &n, &t) && n <= 2147483647u && MergeFromArray(d, static_cast<int>(n)); }
   bool AppendToString(std::string* out) const { detail::Appender a{out, out->size()}; return onnxl_cxx_AttributeProto_serialize(this, detail::Appender::grow, &a); }
   bool SerializeToString(std::string* out) const { out->clear(); return AppendToString(out); }
   bool SerializePartialToString(std::string* out) const { return SerializeToString(out); }
@@ -2342,6 +2663,9 @@ class ValueInfoProto final {
   bool MergeFromArray(const void* data, int size) { return size >= 0 && onnxl_cxx_ValueInfoProto_parse(this, static_cast<const uint8_t*>(data), static_cast<std::size_t>(size), true); }
   bool ParseFromIstream(std::istream* in) { std::string s; return detail::read_all(in, &s) && ParseFromString(s); }
   bool ParsePartialFromIstream(std::istream* in) { return ParseFromIstream(in); }
+  bool ParseFromCodedStream(io::CodedInputStream* in) { const uint8_t* d; std::size_t n; std::string t; return in->ReadRest(&d, &n, &t) && n <= 2147483647u && ParseFromArray(d, static_cast<int>(n)); }
+  bool ParsePartialFromCodedStream(io::CodedInputStream* in) { return ParseFromCodedStream(in); }
+  bool MergeFromCodedStream(io::CodedInputStream* in) { const uint8_t* d; std::size_t n; std::string t; return in->ReadRest(&d, &n, &t) && n <= 2147483647u && MergeFromArray(d, static_cast<int>(n)); }
   bool AppendToString(std::string* out) const { detail::Appender a{out, out->size()}; return onnxl_cxx_ValueInfoProto_serialize(this, detail::Appender::grow, &a); }
   bool SerializeToString(std::string* out) const { out->clear(); return AppendToString(out); }
   bool SerializePartialToString(std::string* out) const { return SerializeToString(out); }
@@ -2450,6 +2774,9 @@ class NodeProto final {
   bool MergeFromArray(const void* data, int size) { return size >= 0 && onnxl_cxx_NodeProto_parse(this, static_cast<const uint8_t*>(data), static_cast<std::size_t>(size), true); }
   bool ParseFromIstream(std::istream* in) { std::string s; return detail::read_all(in, &s) && ParseFromString(s); }
   bool ParsePartialFromIstream(std::istream* in) { return ParseFromIstream(in); }
+  bool ParseFromCodedStream(io::CodedInputStream* in) { const uint8_t* d; std::size_t n; std::string t; return in->ReadRest(&d, &n, &t) && n <= 2147483647u && ParseFromArray(d, static_cast<int>(n)); }
+  bool ParsePartialFromCodedStream(io::CodedInputStream* in) { return ParseFromCodedStream(in); }
+  bool MergeFromCodedStream(io::CodedInputStream* in) { const uint8_t* d; std::size_t n; std::string t; return in->ReadRest(&d, &n, &t) && n <= 2147483647u && MergeFromArray(d, static_cast<int>(n)); }
   bool AppendToString(std::string* out) const { detail::Appender a{out, out->size()}; return onnxl_cxx_NodeProto_serialize(this, detail::Appender::grow, &a); }
   bool SerializeToString(std::string* out) const { out->clear(); return AppendToString(out); }
   bool SerializePartialToString(std::string* out) const { return SerializeToString(out); }
@@ -2655,6 +2982,9 @@ class IntIntListEntryProto final {
   bool MergeFromArray(const void* data, int size) { return size >= 0 && onnxl_cxx_IntIntListEntryProto_parse(this, static_cast<const uint8_t*>(data), static_cast<std::size_t>(size), true); }
   bool ParseFromIstream(std::istream* in) { std::string s; return detail::read_all(in, &s) && ParseFromString(s); }
   bool ParsePartialFromIstream(std::istream* in) { return ParseFromIstream(in); }
+  bool ParseFromCodedStream(io::CodedInputStream* in) { const uint8_t* d; std::size_t n; std::string t; return in->ReadRest(&d, &n, &t) && n <= 2147483647u && ParseFromArray(d, static_cast<int>(n)); }
+  bool ParsePartialFromCodedStream(io::CodedInputStream* in) { return ParseFromCodedStream(in); }
+  bool MergeFromCodedStream(io::CodedInputStream* in) { const uint8_t* d; std::size_t n; std::string t; return in->ReadRest(&d, &n, &t) && n <= 2147483647u && MergeFromArray(d, static_cast<int>(n)); }
   bool AppendToString(std::string* out) const { detail::Appender a{out, out->size()}; return onnxl_cxx_IntIntListEntryProto_serialize(this, detail::Appender::grow, &a); }
   bool SerializeToString(std::string* out) const { out->clear(); return AppendToString(out); }
   bool SerializePartialToString(std::string* out) const { return SerializeToString(out); }
@@ -2726,6 +3056,9 @@ class NodeDeviceConfigurationProto final {
   bool MergeFromArray(const void* data, int size) { return size >= 0 && onnxl_cxx_NodeDeviceConfigurationProto_parse(this, static_cast<const uint8_t*>(data), static_cast<std::size_t>(size), true); }
   bool ParseFromIstream(std::istream* in) { std::string s; return detail::read_all(in, &s) && ParseFromString(s); }
   bool ParsePartialFromIstream(std::istream* in) { return ParseFromIstream(in); }
+  bool ParseFromCodedStream(io::CodedInputStream* in) { const uint8_t* d; std::size_t n; std::string t; return in->ReadRest(&d, &n, &t) && n <= 2147483647u && ParseFromArray(d, static_cast<int>(n)); }
+  bool ParsePartialFromCodedStream(io::CodedInputStream* in) { return ParseFromCodedStream(in); }
+  bool MergeFromCodedStream(io::CodedInputStream* in) { const uint8_t* d; std::size_t n; std::string t; return in->ReadRest(&d, &n, &t) && n <= 2147483647u && MergeFromArray(d, static_cast<int>(n)); }
   bool AppendToString(std::string* out) const { detail::Appender a{out, out->size()}; return onnxl_cxx_NodeDeviceConfigurationProto_serialize(this, detail::Appender::grow, &a); }
   bool SerializeToString(std::string* out) const { out->clear(); return AppendToString(out); }
   bool SerializePartialToString(std::string* out) const { return SerializeToString(out); }
@@ -2812,6 +3145,9 @@ class ShardingSpecProto final {
   bool MergeFromArray(const void* data, int size) { return size >= 0 && onnxl_cxx_ShardingSpecProto_parse(this, static_cast<const uint8_t*>(data), static_cast<std::size_t>(size), true); }
   bool ParseFromIstream(std::istream* in) { std::string s; return detail::read_all(in, &s) && ParseFromString(s); }
   bool ParsePartialFromIstream(std::istream* in) { return ParseFromIstream(in); }
+  bool ParseFromCodedStream(io::CodedInputStream* in) { const uint8_t* d; std::size_t n; std::string t; return in->ReadRest(&d, &n, &t) && n <= 2147483647u && ParseFromArray(d, static_cast<int>(n)); }
+  bool ParsePartialFromCodedStream(io::CodedInputStream* in) { return ParseFromCodedStream(in); }
+  bool MergeFromCodedStream(io::CodedInputStream* in) { const uint8_t* d; std::size_t n; std::string t; return in->ReadRest(&d, &n, &t) && n <= 2147483647u && MergeFromArray(d, static_cast<int>(n)); }
   bool AppendToString(std::string* out) const { detail::Appender a{out, out->size()}; return onnxl_cxx_ShardingSpecProto_serialize(this, detail::Appender::grow, &a); }
   bool SerializeToString(std::string* out) const { out->clear(); return AppendToString(out); }
   bool SerializePartialToString(std::string* out) const { return SerializeToString(out); }
@@ -2913,6 +3249,9 @@ class ShardedDimProto final {
   bool MergeFromArray(const void* data, int size) { return size >= 0 && onnxl_cxx_ShardedDimProto_parse(this, static_cast<const uint8_t*>(data), static_cast<std::size_t>(size), true); }
   bool ParseFromIstream(std::istream* in) { std::string s; return detail::read_all(in, &s) && ParseFromString(s); }
   bool ParsePartialFromIstream(std::istream* in) { return ParseFromIstream(in); }
+  bool ParseFromCodedStream(io::CodedInputStream* in) { const uint8_t* d; std::size_t n; std::string t; return in->ReadRest(&d, &n, &t) && n <= 2147483647u && ParseFromArray(d, static_cast<int>(n)); }
+  bool ParsePartialFromCodedStream(io::CodedInputStream* in) { return ParseFromCodedStream(in); }
+  bool MergeFromCodedStream(io::CodedInputStream* in) { const uint8_t* d; std::size_t n; std::string t; return in->ReadRest(&d, &n, &t) && n <= 2147483647u && MergeFromArray(d, static_cast<int>(n)); }
   bool AppendToString(std::string* out) const { detail::Appender a{out, out->size()}; return onnxl_cxx_ShardedDimProto_serialize(this, detail::Appender::grow, &a); }
   bool SerializeToString(std::string* out) const { out->clear(); return AppendToString(out); }
   bool SerializePartialToString(std::string* out) const { return SerializeToString(out); }
@@ -2984,6 +3323,9 @@ class SimpleShardedDimProto final {
   bool MergeFromArray(const void* data, int size) { return size >= 0 && onnxl_cxx_SimpleShardedDimProto_parse(this, static_cast<const uint8_t*>(data), static_cast<std::size_t>(size), true); }
   bool ParseFromIstream(std::istream* in) { std::string s; return detail::read_all(in, &s) && ParseFromString(s); }
   bool ParsePartialFromIstream(std::istream* in) { return ParseFromIstream(in); }
+  bool ParseFromCodedStream(io::CodedInputStream* in) { const uint8_t* d; std::size_t n; std::string t; return in->ReadRest(&d, &n, &t) && n <= 2147483647u && ParseFromArray(d, static_cast<int>(n)); }
+  bool ParsePartialFromCodedStream(io::CodedInputStream* in) { return ParseFromCodedStream(in); }
+  bool MergeFromCodedStream(io::CodedInputStream* in) { const uint8_t* d; std::size_t n; std::string t; return in->ReadRest(&d, &n, &t) && n <= 2147483647u && MergeFromArray(d, static_cast<int>(n)); }
   bool AppendToString(std::string* out) const { detail::Appender a{out, out->size()}; return onnxl_cxx_SimpleShardedDimProto_serialize(this, detail::Appender::grow, &a); }
   bool SerializeToString(std::string* out) const { out->clear(); return AppendToString(out); }
   bool SerializePartialToString(std::string* out) const { return SerializeToString(out); }
@@ -3075,6 +3417,9 @@ class TrainingInfoProto final {
   bool MergeFromArray(const void* data, int size) { return size >= 0 && onnxl_cxx_TrainingInfoProto_parse(this, static_cast<const uint8_t*>(data), static_cast<std::size_t>(size), true); }
   bool ParseFromIstream(std::istream* in) { std::string s; return detail::read_all(in, &s) && ParseFromString(s); }
   bool ParsePartialFromIstream(std::istream* in) { return ParseFromIstream(in); }
+  bool ParseFromCodedStream(io::CodedInputStream* in) { const uint8_t* d; std::size_t n; std::string t; return in->ReadRest(&d, &n, &t) && n <= 2147483647u && ParseFromArray(d, static_cast<int>(n)); }
+  bool ParsePartialFromCodedStream(io::CodedInputStream* in) { return ParseFromCodedStream(in); }
+  bool MergeFromCodedStream(io::CodedInputStream* in) { const uint8_t* d; std::size_t n; std::string t; return in->ReadRest(&d, &n, &t) && n <= 2147483647u && MergeFromArray(d, static_cast<int>(n)); }
   bool AppendToString(std::string* out) const { detail::Appender a{out, out->size()}; return onnxl_cxx_TrainingInfoProto_serialize(this, detail::Appender::grow, &a); }
   bool SerializeToString(std::string* out) const { out->clear(); return AppendToString(out); }
   bool SerializePartialToString(std::string* out) const { return SerializeToString(out); }
@@ -3174,6 +3519,9 @@ class ModelProto final {
   bool MergeFromArray(const void* data, int size) { return size >= 0 && onnxl_cxx_ModelProto_parse(this, static_cast<const uint8_t*>(data), static_cast<std::size_t>(size), true); }
   bool ParseFromIstream(std::istream* in) { std::string s; return detail::read_all(in, &s) && ParseFromString(s); }
   bool ParsePartialFromIstream(std::istream* in) { return ParseFromIstream(in); }
+  bool ParseFromCodedStream(io::CodedInputStream* in) { const uint8_t* d; std::size_t n; std::string t; return in->ReadRest(&d, &n, &t) && n <= 2147483647u && ParseFromArray(d, static_cast<int>(n)); }
+  bool ParsePartialFromCodedStream(io::CodedInputStream* in) { return ParseFromCodedStream(in); }
+  bool MergeFromCodedStream(io::CodedInputStream* in) { const uint8_t* d; std::size_t n; std::string t; return in->ReadRest(&d, &n, &t) && n <= 2147483647u && MergeFromArray(d, static_cast<int>(n)); }
   bool AppendToString(std::string* out) const { detail::Appender a{out, out->size()}; return onnxl_cxx_ModelProto_serialize(this, detail::Appender::grow, &a); }
   bool SerializeToString(std::string* out) const { out->clear(); return AppendToString(out); }
   bool SerializePartialToString(std::string* out) const { return SerializeToString(out); }
@@ -3368,6 +3716,9 @@ class DeviceConfigurationProto final {
   bool MergeFromArray(const void* data, int size) { return size >= 0 && onnxl_cxx_DeviceConfigurationProto_parse(this, static_cast<const uint8_t*>(data), static_cast<std::size_t>(size), true); }
   bool ParseFromIstream(std::istream* in) { std::string s; return detail::read_all(in, &s) && ParseFromString(s); }
   bool ParsePartialFromIstream(std::istream* in) { return ParseFromIstream(in); }
+  bool ParseFromCodedStream(io::CodedInputStream* in) { const uint8_t* d; std::size_t n; std::string t; return in->ReadRest(&d, &n, &t) && n <= 2147483647u && ParseFromArray(d, static_cast<int>(n)); }
+  bool ParsePartialFromCodedStream(io::CodedInputStream* in) { return ParseFromCodedStream(in); }
+  bool MergeFromCodedStream(io::CodedInputStream* in) { const uint8_t* d; std::size_t n; std::string t; return in->ReadRest(&d, &n, &t) && n <= 2147483647u && MergeFromArray(d, static_cast<int>(n)); }
   bool AppendToString(std::string* out) const { detail::Appender a{out, out->size()}; return onnxl_cxx_DeviceConfigurationProto_serialize(this, detail::Appender::grow, &a); }
   bool SerializeToString(std::string* out) const { out->clear(); return AppendToString(out); }
   bool SerializePartialToString(std::string* out) const { return SerializeToString(out); }
@@ -3464,6 +3815,9 @@ class StringStringEntryProto final {
   bool MergeFromArray(const void* data, int size) { return size >= 0 && onnxl_cxx_StringStringEntryProto_parse(this, static_cast<const uint8_t*>(data), static_cast<std::size_t>(size), true); }
   bool ParseFromIstream(std::istream* in) { std::string s; return detail::read_all(in, &s) && ParseFromString(s); }
   bool ParsePartialFromIstream(std::istream* in) { return ParseFromIstream(in); }
+  bool ParseFromCodedStream(io::CodedInputStream* in) { const uint8_t* d; std::size_t n; std::string t; return in->ReadRest(&d, &n, &t) && n <= 2147483647u && ParseFromArray(d, static_cast<int>(n)); }
+  bool ParsePartialFromCodedStream(io::CodedInputStream* in) { return ParseFromCodedStream(in); }
+  bool MergeFromCodedStream(io::CodedInputStream* in) { const uint8_t* d; std::size_t n; std::string t; return in->ReadRest(&d, &n, &t) && n <= 2147483647u && MergeFromArray(d, static_cast<int>(n)); }
   bool AppendToString(std::string* out) const { detail::Appender a{out, out->size()}; return onnxl_cxx_StringStringEntryProto_serialize(this, detail::Appender::grow, &a); }
   bool SerializeToString(std::string* out) const { out->clear(); return AppendToString(out); }
   bool SerializePartialToString(std::string* out) const { return SerializeToString(out); }
@@ -3547,6 +3901,9 @@ class TensorAnnotation final {
   bool MergeFromArray(const void* data, int size) { return size >= 0 && onnxl_cxx_TensorAnnotation_parse(this, static_cast<const uint8_t*>(data), static_cast<std::size_t>(size), true); }
   bool ParseFromIstream(std::istream* in) { std::string s; return detail::read_all(in, &s) && ParseFromString(s); }
   bool ParsePartialFromIstream(std::istream* in) { return ParseFromIstream(in); }
+  bool ParseFromCodedStream(io::CodedInputStream* in) { const uint8_t* d; std::size_t n; std::string t; return in->ReadRest(&d, &n, &t) && n <= 2147483647u && ParseFromArray(d, static_cast<int>(n)); }
+  bool ParsePartialFromCodedStream(io::CodedInputStream* in) { return ParseFromCodedStream(in); }
+  bool MergeFromCodedStream(io::CodedInputStream* in) { const uint8_t* d; std::size_t n; std::string t; return in->ReadRest(&d, &n, &t) && n <= 2147483647u && MergeFromArray(d, static_cast<int>(n)); }
   bool AppendToString(std::string* out) const { detail::Appender a{out, out->size()}; return onnxl_cxx_TensorAnnotation_serialize(this, detail::Appender::grow, &a); }
   bool SerializeToString(std::string* out) const { out->clear(); return AppendToString(out); }
   bool SerializePartialToString(std::string* out) const { return SerializeToString(out); }
@@ -3626,6 +3983,9 @@ class GraphProto final {
   bool MergeFromArray(const void* data, int size) { return size >= 0 && onnxl_cxx_GraphProto_parse(this, static_cast<const uint8_t*>(data), static_cast<std::size_t>(size), true); }
   bool ParseFromIstream(std::istream* in) { std::string s; return detail::read_all(in, &s) && ParseFromString(s); }
   bool ParsePartialFromIstream(std::istream* in) { return ParseFromIstream(in); }
+  bool ParseFromCodedStream(io::CodedInputStream* in) { const uint8_t* d; std::size_t n; std::string t; return in->ReadRest(&d, &n, &t) && n <= 2147483647u && ParseFromArray(d, static_cast<int>(n)); }
+  bool ParsePartialFromCodedStream(io::CodedInputStream* in) { return ParseFromCodedStream(in); }
+  bool MergeFromCodedStream(io::CodedInputStream* in) { const uint8_t* d; std::size_t n; std::string t; return in->ReadRest(&d, &n, &t) && n <= 2147483647u && MergeFromArray(d, static_cast<int>(n)); }
   bool AppendToString(std::string* out) const { detail::Appender a{out, out->size()}; return onnxl_cxx_GraphProto_serialize(this, detail::Appender::grow, &a); }
   bool SerializeToString(std::string* out) const { out->clear(); return AppendToString(out); }
   bool SerializePartialToString(std::string* out) const { return SerializeToString(out); }
@@ -3843,6 +4203,9 @@ class TensorProto final {
   bool MergeFromArray(const void* data, int size) { return size >= 0 && onnxl_cxx_TensorProto_parse(this, static_cast<const uint8_t*>(data), static_cast<std::size_t>(size), true); }
   bool ParseFromIstream(std::istream* in) { std::string s; return detail::read_all(in, &s) && ParseFromString(s); }
   bool ParsePartialFromIstream(std::istream* in) { return ParseFromIstream(in); }
+  bool ParseFromCodedStream(io::CodedInputStream* in) { const uint8_t* d; std::size_t n; std::string t; return in->ReadRest(&d, &n, &t) && n <= 2147483647u && ParseFromArray(d, static_cast<int>(n)); }
+  bool ParsePartialFromCodedStream(io::CodedInputStream* in) { return ParseFromCodedStream(in); }
+  bool MergeFromCodedStream(io::CodedInputStream* in) { const uint8_t* d; std::size_t n; std::string t; return in->ReadRest(&d, &n, &t) && n <= 2147483647u && MergeFromArray(d, static_cast<int>(n)); }
   bool AppendToString(std::string* out) const { detail::Appender a{out, out->size()}; return onnxl_cxx_TensorProto_serialize(this, detail::Appender::grow, &a); }
   bool SerializeToString(std::string* out) const { out->clear(); return AppendToString(out); }
   bool SerializePartialToString(std::string* out) const { return SerializeToString(out); }
@@ -4085,6 +4448,9 @@ class TensorProto_Segment final {
   bool MergeFromArray(const void* data, int size) { return size >= 0 && onnxl_cxx_TensorProto_Segment_parse(this, static_cast<const uint8_t*>(data), static_cast<std::size_t>(size), true); }
   bool ParseFromIstream(std::istream* in) { std::string s; return detail::read_all(in, &s) && ParseFromString(s); }
   bool ParsePartialFromIstream(std::istream* in) { return ParseFromIstream(in); }
+  bool ParseFromCodedStream(io::CodedInputStream* in) { const uint8_t* d; std::size_t n; std::string t; return in->ReadRest(&d, &n, &t) && n <= 2147483647u && ParseFromArray(d, static_cast<int>(n)); }
+  bool ParsePartialFromCodedStream(io::CodedInputStream* in) { return ParseFromCodedStream(in); }
+  bool MergeFromCodedStream(io::CodedInputStream* in) { const uint8_t* d; std::size_t n; std::string t; return in->ReadRest(&d, &n, &t) && n <= 2147483647u && MergeFromArray(d, static_cast<int>(n)); }
   bool AppendToString(std::string* out) const { detail::Appender a{out, out->size()}; return onnxl_cxx_TensorProto_Segment_serialize(this, detail::Appender::grow, &a); }
   bool SerializeToString(std::string* out) const { out->clear(); return AppendToString(out); }
   bool SerializePartialToString(std::string* out) const { return SerializeToString(out); }
@@ -4152,6 +4518,9 @@ class SparseTensorProto final {
   bool MergeFromArray(const void* data, int size) { return size >= 0 && onnxl_cxx_SparseTensorProto_parse(this, static_cast<const uint8_t*>(data), static_cast<std::size_t>(size), true); }
   bool ParseFromIstream(std::istream* in) { std::string s; return detail::read_all(in, &s) && ParseFromString(s); }
   bool ParsePartialFromIstream(std::istream* in) { return ParseFromIstream(in); }
+  bool ParseFromCodedStream(io::CodedInputStream* in) { const uint8_t* d; std::size_t n; std::string t; return in->ReadRest(&d, &n, &t) && n <= 2147483647u && ParseFromArray(d, static_cast<int>(n)); }
+  bool ParsePartialFromCodedStream(io::CodedInputStream* in) { return ParseFromCodedStream(in); }
+  bool MergeFromCodedStream(io::CodedInputStream* in) { const uint8_t* d; std::size_t n; std::string t; return in->ReadRest(&d, &n, &t) && n <= 2147483647u && MergeFromArray(d, static_cast<int>(n)); }
   bool AppendToString(std::string* out) const { detail::Appender a{out, out->size()}; return onnxl_cxx_SparseTensorProto_serialize(this, detail::Appender::grow, &a); }
   bool SerializeToString(std::string* out) const { out->clear(); return AppendToString(out); }
   bool SerializePartialToString(std::string* out) const { return SerializeToString(out); }
@@ -4241,6 +4610,9 @@ class TensorShapeProto final {
   bool MergeFromArray(const void* data, int size) { return size >= 0 && onnxl_cxx_TensorShapeProto_parse(this, static_cast<const uint8_t*>(data), static_cast<std::size_t>(size), true); }
   bool ParseFromIstream(std::istream* in) { std::string s; return detail::read_all(in, &s) && ParseFromString(s); }
   bool ParsePartialFromIstream(std::istream* in) { return ParseFromIstream(in); }
+  bool ParseFromCodedStream(io::CodedInputStream* in) { const uint8_t* d; std::size_t n; std::string t; return in->ReadRest(&d, &n, &t) && n <= 2147483647u && ParseFromArray(d, static_cast<int>(n)); }
+  bool ParsePartialFromCodedStream(io::CodedInputStream* in) { return ParseFromCodedStream(in); }
+  bool MergeFromCodedStream(io::CodedInputStream* in) { const uint8_t* d; std::size_t n; std::string t; return in->ReadRest(&d, &n, &t) && n <= 2147483647u && MergeFromArray(d, static_cast<int>(n)); }
   bool AppendToString(std::string* out) const { detail::Appender a{out, out->size()}; return onnxl_cxx_TensorShapeProto_serialize(this, detail::Appender::grow, &a); }
   bool SerializeToString(std::string* out) const { out->clear(); return AppendToString(out); }
   bool SerializePartialToString(std::string* out) const { return SerializeToString(out); }
@@ -4305,6 +4677,9 @@ class TensorShapeProto_Dimension final {
   bool MergeFromArray(const void* data, int size) { return size >= 0 && onnxl_cxx_TensorShapeProto_Dimension_parse(this, static_cast<const uint8_t*>(data), static_cast<std::size_t>(size), true); }
   bool ParseFromIstream(std::istream* in) { std::string s; return detail::read_all(in, &s) && ParseFromString(s); }
   bool ParsePartialFromIstream(std::istream* in) { return ParseFromIstream(in); }
+  bool ParseFromCodedStream(io::CodedInputStream* in) { const uint8_t* d; std::size_t n; std::string t; return in->ReadRest(&d, &n, &t) && n <= 2147483647u && ParseFromArray(d, static_cast<int>(n)); }
+  bool ParsePartialFromCodedStream(io::CodedInputStream* in) { return ParseFromCodedStream(in); }
+  bool MergeFromCodedStream(io::CodedInputStream* in) { const uint8_t* d; std::size_t n; std::string t; return in->ReadRest(&d, &n, &t) && n <= 2147483647u && MergeFromArray(d, static_cast<int>(n)); }
   bool AppendToString(std::string* out) const { detail::Appender a{out, out->size()}; return onnxl_cxx_TensorShapeProto_Dimension_serialize(this, detail::Appender::grow, &a); }
   bool SerializeToString(std::string* out) const { out->clear(); return AppendToString(out); }
   bool SerializePartialToString(std::string* out) const { return SerializeToString(out); }
@@ -4412,6 +4787,9 @@ class TypeProto final {
   bool MergeFromArray(const void* data, int size) { return size >= 0 && onnxl_cxx_TypeProto_parse(this, static_cast<const uint8_t*>(data), static_cast<std::size_t>(size), true); }
   bool ParseFromIstream(std::istream* in) { std::string s; return detail::read_all(in, &s) && ParseFromString(s); }
   bool ParsePartialFromIstream(std::istream* in) { return ParseFromIstream(in); }
+  bool ParseFromCodedStream(io::CodedInputStream* in) { const uint8_t* d; std::size_t n; std::string t; return in->ReadRest(&d, &n, &t) && n <= 2147483647u && ParseFromArray(d, static_cast<int>(n)); }
+  bool ParsePartialFromCodedStream(io::CodedInputStream* in) { return ParseFromCodedStream(in); }
+  bool MergeFromCodedStream(io::CodedInputStream* in) { const uint8_t* d; std::size_t n; std::string t; return in->ReadRest(&d, &n, &t) && n <= 2147483647u && MergeFromArray(d, static_cast<int>(n)); }
   bool AppendToString(std::string* out) const { detail::Appender a{out, out->size()}; return onnxl_cxx_TypeProto_serialize(this, detail::Appender::grow, &a); }
   bool SerializeToString(std::string* out) const { out->clear(); return AppendToString(out); }
   bool SerializePartialToString(std::string* out) const { return SerializeToString(out); }
@@ -4567,6 +4945,9 @@ class TypeProto_Tensor final {
   bool MergeFromArray(const void* data, int size) { return size >= 0 && onnxl_cxx_TypeProto_Tensor_parse(this, static_cast<const uint8_t*>(data), static_cast<std::size_t>(size), true); }
   bool ParseFromIstream(std::istream* in) { std::string s; return detail::read_all(in, &s) && ParseFromString(s); }
   bool ParsePartialFromIstream(std::istream* in) { return ParseFromIstream(in); }
+  bool ParseFromCodedStream(io::CodedInputStream* in) { const uint8_t* d; std::size_t n; std::string t; return in->ReadRest(&d, &n, &t) && n <= 2147483647u && ParseFromArray(d, static_cast<int>(n)); }
+  bool ParsePartialFromCodedStream(io::CodedInputStream* in) { return ParseFromCodedStream(in); }
+  bool MergeFromCodedStream(io::CodedInputStream* in) { const uint8_t* d; std::size_t n; std::string t; return in->ReadRest(&d, &n, &t) && n <= 2147483647u && MergeFromArray(d, static_cast<int>(n)); }
   bool AppendToString(std::string* out) const { detail::Appender a{out, out->size()}; return onnxl_cxx_TypeProto_Tensor_serialize(this, detail::Appender::grow, &a); }
   bool SerializeToString(std::string* out) const { out->clear(); return AppendToString(out); }
   bool SerializePartialToString(std::string* out) const { return SerializeToString(out); }
@@ -4639,6 +5020,9 @@ class TypeProto_Sequence final {
   bool MergeFromArray(const void* data, int size) { return size >= 0 && onnxl_cxx_TypeProto_Sequence_parse(this, static_cast<const uint8_t*>(data), static_cast<std::size_t>(size), true); }
   bool ParseFromIstream(std::istream* in) { std::string s; return detail::read_all(in, &s) && ParseFromString(s); }
   bool ParsePartialFromIstream(std::istream* in) { return ParseFromIstream(in); }
+  bool ParseFromCodedStream(io::CodedInputStream* in) { const uint8_t* d; std::size_t n; std::string t; return in->ReadRest(&d, &n, &t) && n <= 2147483647u && ParseFromArray(d, static_cast<int>(n)); }
+  bool ParsePartialFromCodedStream(io::CodedInputStream* in) { return ParseFromCodedStream(in); }
+  bool MergeFromCodedStream(io::CodedInputStream* in) { const uint8_t* d; std::size_t n; std::string t; return in->ReadRest(&d, &n, &t) && n <= 2147483647u && MergeFromArray(d, static_cast<int>(n)); }
   bool AppendToString(std::string* out) const { detail::Appender a{out, out->size()}; return onnxl_cxx_TypeProto_Sequence_serialize(this, detail::Appender::grow, &a); }
   bool SerializeToString(std::string* out) const { out->clear(); return AppendToString(out); }
   bool SerializePartialToString(std::string* out) const { return SerializeToString(out); }
@@ -4704,6 +5088,9 @@ class TypeProto_Map final {
   bool MergeFromArray(const void* data, int size) { return size >= 0 && onnxl_cxx_TypeProto_Map_parse(this, static_cast<const uint8_t*>(data), static_cast<std::size_t>(size), true); }
   bool ParseFromIstream(std::istream* in) { std::string s; return detail::read_all(in, &s) && ParseFromString(s); }
   bool ParsePartialFromIstream(std::istream* in) { return ParseFromIstream(in); }
+  bool ParseFromCodedStream(io::CodedInputStream* in) { const uint8_t* d; std::size_t n; std::string t; return in->ReadRest(&d, &n, &t) && n <= 2147483647u && ParseFromArray(d, static_cast<int>(n)); }
+  bool ParsePartialFromCodedStream(io::CodedInputStream* in) { return ParseFromCodedStream(in); }
+  bool MergeFromCodedStream(io::CodedInputStream* in) { const uint8_t* d; std::size_t n; std::string t; return in->ReadRest(&d, &n, &t) && n <= 2147483647u && MergeFromArray(d, static_cast<int>(n)); }
   bool AppendToString(std::string* out) const { detail::Appender a{out, out->size()}; return onnxl_cxx_TypeProto_Map_serialize(this, detail::Appender::grow, &a); }
   bool SerializeToString(std::string* out) const { out->clear(); return AppendToString(out); }
   bool SerializePartialToString(std::string* out) const { return SerializeToString(out); }
@@ -4776,6 +5163,9 @@ class TypeProto_Optional final {
   bool MergeFromArray(const void* data, int size) { return size >= 0 && onnxl_cxx_TypeProto_Optional_parse(this, static_cast<const uint8_t*>(data), static_cast<std::size_t>(size), true); }
   bool ParseFromIstream(std::istream* in) { std::string s; return detail::read_all(in, &s) && ParseFromString(s); }
   bool ParsePartialFromIstream(std::istream* in) { return ParseFromIstream(in); }
+  bool ParseFromCodedStream(io::CodedInputStream* in) { const uint8_t* d; std::size_t n; std::string t; return in->ReadRest(&d, &n, &t) && n <= 2147483647u && ParseFromArray(d, static_cast<int>(n)); }
+  bool ParsePartialFromCodedStream(io::CodedInputStream* in) { return ParseFromCodedStream(in); }
+  bool MergeFromCodedStream(io::CodedInputStream* in) { const uint8_t* d; std::size_t n; std::string t; return in->ReadRest(&d, &n, &t) && n <= 2147483647u && MergeFromArray(d, static_cast<int>(n)); }
   bool AppendToString(std::string* out) const { detail::Appender a{out, out->size()}; return onnxl_cxx_TypeProto_Optional_serialize(this, detail::Appender::grow, &a); }
   bool SerializeToString(std::string* out) const { out->clear(); return AppendToString(out); }
   bool SerializePartialToString(std::string* out) const { return SerializeToString(out); }
@@ -4841,6 +5231,9 @@ class TypeProto_SparseTensor final {
   bool MergeFromArray(const void* data, int size) { return size >= 0 && onnxl_cxx_TypeProto_SparseTensor_parse(this, static_cast<const uint8_t*>(data), static_cast<std::size_t>(size), true); }
   bool ParseFromIstream(std::istream* in) { std::string s; return detail::read_all(in, &s) && ParseFromString(s); }
   bool ParsePartialFromIstream(std::istream* in) { return ParseFromIstream(in); }
+  bool ParseFromCodedStream(io::CodedInputStream* in) { const uint8_t* d; std::size_t n; std::string t; return in->ReadRest(&d, &n, &t) && n <= 2147483647u && ParseFromArray(d, static_cast<int>(n)); }
+  bool ParsePartialFromCodedStream(io::CodedInputStream* in) { return ParseFromCodedStream(in); }
+  bool MergeFromCodedStream(io::CodedInputStream* in) { const uint8_t* d; std::size_t n; std::string t; return in->ReadRest(&d, &n, &t) && n <= 2147483647u && MergeFromArray(d, static_cast<int>(n)); }
   bool AppendToString(std::string* out) const { detail::Appender a{out, out->size()}; return onnxl_cxx_TypeProto_SparseTensor_serialize(this, detail::Appender::grow, &a); }
   bool SerializeToString(std::string* out) const { out->clear(); return AppendToString(out); }
   bool SerializePartialToString(std::string* out) const { return SerializeToString(out); }
@@ -4913,6 +5306,9 @@ class TypeProto_Opaque final {
   bool MergeFromArray(const void* data, int size) { return size >= 0 && onnxl_cxx_TypeProto_Opaque_parse(this, static_cast<const uint8_t*>(data), static_cast<std::size_t>(size), true); }
   bool ParseFromIstream(std::istream* in) { std::string s; return detail::read_all(in, &s) && ParseFromString(s); }
   bool ParsePartialFromIstream(std::istream* in) { return ParseFromIstream(in); }
+  bool ParseFromCodedStream(io::CodedInputStream* in) { const uint8_t* d; std::size_t n; std::string t; return in->ReadRest(&d, &n, &t) && n <= 2147483647u && ParseFromArray(d, static_cast<int>(n)); }
+  bool ParsePartialFromCodedStream(io::CodedInputStream* in) { return ParseFromCodedStream(in); }
+  bool MergeFromCodedStream(io::CodedInputStream* in) { const uint8_t* d; std::size_t n; std::string t; return in->ReadRest(&d, &n, &t) && n <= 2147483647u && MergeFromArray(d, static_cast<int>(n)); }
   bool AppendToString(std::string* out) const { detail::Appender a{out, out->size()}; return onnxl_cxx_TypeProto_Opaque_serialize(this, detail::Appender::grow, &a); }
   bool SerializeToString(std::string* out) const { out->clear(); return AppendToString(out); }
   bool SerializePartialToString(std::string* out) const { return SerializeToString(out); }
@@ -4996,6 +5392,9 @@ class OperatorSetIdProto final {
   bool MergeFromArray(const void* data, int size) { return size >= 0 && onnxl_cxx_OperatorSetIdProto_parse(this, static_cast<const uint8_t*>(data), static_cast<std::size_t>(size), true); }
   bool ParseFromIstream(std::istream* in) { std::string s; return detail::read_all(in, &s) && ParseFromString(s); }
   bool ParsePartialFromIstream(std::istream* in) { return ParseFromIstream(in); }
+  bool ParseFromCodedStream(io::CodedInputStream* in) { const uint8_t* d; std::size_t n; std::string t; return in->ReadRest(&d, &n, &t) && n <= 2147483647u && ParseFromArray(d, static_cast<int>(n)); }
+  bool ParsePartialFromCodedStream(io::CodedInputStream* in) { return ParseFromCodedStream(in); }
+  bool MergeFromCodedStream(io::CodedInputStream* in) { const uint8_t* d; std::size_t n; std::string t; return in->ReadRest(&d, &n, &t) && n <= 2147483647u && MergeFromArray(d, static_cast<int>(n)); }
   bool AppendToString(std::string* out) const { detail::Appender a{out, out->size()}; return onnxl_cxx_OperatorSetIdProto_serialize(this, detail::Appender::grow, &a); }
   bool SerializeToString(std::string* out) const { out->clear(); return AppendToString(out); }
   bool SerializePartialToString(std::string* out) const { return SerializeToString(out); }
@@ -5071,6 +5470,9 @@ class FunctionProto final {
   bool MergeFromArray(const void* data, int size) { return size >= 0 && onnxl_cxx_FunctionProto_parse(this, static_cast<const uint8_t*>(data), static_cast<std::size_t>(size), true); }
   bool ParseFromIstream(std::istream* in) { std::string s; return detail::read_all(in, &s) && ParseFromString(s); }
   bool ParsePartialFromIstream(std::istream* in) { return ParseFromIstream(in); }
+  bool ParseFromCodedStream(io::CodedInputStream* in) { const uint8_t* d; std::size_t n; std::string t; return in->ReadRest(&d, &n, &t) && n <= 2147483647u && ParseFromArray(d, static_cast<int>(n)); }
+  bool ParsePartialFromCodedStream(io::CodedInputStream* in) { return ParseFromCodedStream(in); }
+  bool MergeFromCodedStream(io::CodedInputStream* in) { const uint8_t* d; std::size_t n; std::string t; return in->ReadRest(&d, &n, &t) && n <= 2147483647u && MergeFromArray(d, static_cast<int>(n)); }
   bool AppendToString(std::string* out) const { detail::Appender a{out, out->size()}; return onnxl_cxx_FunctionProto_serialize(this, detail::Appender::grow, &a); }
   bool SerializeToString(std::string* out) const { out->clear(); return AppendToString(out); }
   bool SerializePartialToString(std::string* out) const { return SerializeToString(out); }
@@ -5315,6 +5717,9 @@ class SequenceProto final {
   bool MergeFromArray(const void* data, int size) { return size >= 0 && onnxl_cxx_SequenceProto_parse(this, static_cast<const uint8_t*>(data), static_cast<std::size_t>(size), true); }
   bool ParseFromIstream(std::istream* in) { std::string s; return detail::read_all(in, &s) && ParseFromString(s); }
   bool ParsePartialFromIstream(std::istream* in) { return ParseFromIstream(in); }
+  bool ParseFromCodedStream(io::CodedInputStream* in) { const uint8_t* d; std::size_t n; std::string t; return in->ReadRest(&d, &n, &t) && n <= 2147483647u && ParseFromArray(d, static_cast<int>(n)); }
+  bool ParsePartialFromCodedStream(io::CodedInputStream* in) { return ParseFromCodedStream(in); }
+  bool MergeFromCodedStream(io::CodedInputStream* in) { const uint8_t* d; std::size_t n; std::string t; return in->ReadRest(&d, &n, &t) && n <= 2147483647u && MergeFromArray(d, static_cast<int>(n)); }
   bool AppendToString(std::string* out) const { detail::Appender a{out, out->size()}; return onnxl_cxx_SequenceProto_serialize(this, detail::Appender::grow, &a); }
   bool SerializeToString(std::string* out) const { out->clear(); return AppendToString(out); }
   bool SerializePartialToString(std::string* out) const { return SerializeToString(out); }
@@ -5445,6 +5850,9 @@ class MapProto final {
   bool MergeFromArray(const void* data, int size) { return size >= 0 && onnxl_cxx_MapProto_parse(this, static_cast<const uint8_t*>(data), static_cast<std::size_t>(size), true); }
   bool ParseFromIstream(std::istream* in) { std::string s; return detail::read_all(in, &s) && ParseFromString(s); }
   bool ParsePartialFromIstream(std::istream* in) { return ParseFromIstream(in); }
+  bool ParseFromCodedStream(io::CodedInputStream* in) { const uint8_t* d; std::size_t n; std::string t; return in->ReadRest(&d, &n, &t) && n <= 2147483647u && ParseFromArray(d, static_cast<int>(n)); }
+  bool ParsePartialFromCodedStream(io::CodedInputStream* in) { return ParseFromCodedStream(in); }
+  bool MergeFromCodedStream(io::CodedInputStream* in) { const uint8_t* d; std::size_t n; std::string t; return in->ReadRest(&d, &n, &t) && n <= 2147483647u && MergeFromArray(d, static_cast<int>(n)); }
   bool AppendToString(std::string* out) const { detail::Appender a{out, out->size()}; return onnxl_cxx_MapProto_serialize(this, detail::Appender::grow, &a); }
   bool SerializeToString(std::string* out) const { out->clear(); return AppendToString(out); }
   bool SerializePartialToString(std::string* out) const { return SerializeToString(out); }
@@ -5577,6 +5985,9 @@ class OptionalProto final {
   bool MergeFromArray(const void* data, int size) { return size >= 0 && onnxl_cxx_OptionalProto_parse(this, static_cast<const uint8_t*>(data), static_cast<std::size_t>(size), true); }
   bool ParseFromIstream(std::istream* in) { std::string s; return detail::read_all(in, &s) && ParseFromString(s); }
   bool ParsePartialFromIstream(std::istream* in) { return ParseFromIstream(in); }
+  bool ParseFromCodedStream(io::CodedInputStream* in) { const uint8_t* d; std::size_t n; std::string t; return in->ReadRest(&d, &n, &t) && n <= 2147483647u && ParseFromArray(d, static_cast<int>(n)); }
+  bool ParsePartialFromCodedStream(io::CodedInputStream* in) { return ParseFromCodedStream(in); }
+  bool MergeFromCodedStream(io::CodedInputStream* in) { const uint8_t* d; std::size_t n; std::string t; return in->ReadRest(&d, &n, &t) && n <= 2147483647u && MergeFromArray(d, static_cast<int>(n)); }
   bool AppendToString(std::string* out) const { detail::Appender a{out, out->size()}; return onnxl_cxx_OptionalProto_serialize(this, detail::Appender::grow, &a); }
   bool SerializeToString(std::string* out) const { out->clear(); return AppendToString(out); }
   bool SerializePartialToString(std::string* out) const { return SerializeToString(out); }

@@ -209,13 +209,14 @@ impl Layout {
         }
         writeln!(
             o,
-            "constexpr std::size_t kStringSlotAt = {};\nconstexpr uint8_t kStringTagCxx = {};\nconstexpr uint8_t kOptionalStringNone = {};\nconstexpr std::size_t kStringSize = {};\nconstexpr std::size_t kRepeatedOrderAt = {};\nconstexpr std::size_t kRepeatedLenAt = {};\nconstexpr uint64_t kLayoutFingerprint = 0x{:016x}ull;",
+            "constexpr std::size_t kStringSlotAt = {};\nconstexpr uint8_t kStringTagCxx = {};\nconstexpr uint8_t kOptionalStringNone = {};\nconstexpr std::size_t kStringSize = {};\nconstexpr std::size_t kRepeatedOrderAt = {};\nconstexpr std::size_t kRepeatedLenAt = {};\nconstexpr std::size_t kRepeatedFieldSize = {};\nconstexpr uint64_t kLayoutFingerprint = 0x{:016x}ull;",
             self.fact("string", "cxx_slot_at"),
             self.fact("string", "tag_cxx"),
             self.fact("string", "none_byte0"),
             self.fact("string", "size"),
             self.fact("repeated_field", "order"),
             self.fact("repeated_field", "len"),
+            self.fact("repeated_field", "size"),
             fnv1a(layout_table())
         )
         .unwrap();
@@ -385,7 +386,7 @@ pub fn generate() -> String {
          #ifndef ONNX_LIGHT_HPP\n#define ONNX_LIGHT_HPP\n\n\
          #if !defined(__cplusplus) || __cplusplus < 201703L\n\
          #error \"onnx_light.hpp needs C++17 or later (-std=c++17)\"\n#endif\n\n\
-         #include <algorithm>\n#include <cstddef>\n#include <cstdint>\n#include <cstdio>\n#include <cstdlib>\n\
+         #include <algorithm>\n#include <cassert>\n#include <cstddef>\n#include <cstdint>\n#include <cstdio>\n#include <cstdlib>\n\
          #include <cstring>\n#include <istream>\n#include <iterator>\n#include <new>\n#include <ostream>\n\
          #include <stdexcept>\n#include <string>\n#include <string_view>\n#include <type_traits>\n\
          #include <utility>\n#include <vector>\n\n#include \"onnx_light.h\"\n\n\
@@ -408,7 +409,7 @@ pub fn generate() -> String {
         let cn = cpp_name(m.name);
         writeln!(
             o,
-            "template <>\nstruct ListOps<{cn}> {{\n  static void* add(void* f) {{ return onnxl_cxx_{cn}_list_add(f); }}\n  static void add_copy(void* f, const void* v) {{ onnxl_cxx_{cn}_list_add_copy(f, v); }}\n  static void erase(void* f, std::size_t start, std::size_t n) {{ onnxl_cxx_{cn}_list_delete(f, start, n); }}\n  static void swap(void* f, std::size_t i, std::size_t j) {{ onnxl_cxx_{cn}_list_swap(f, i, j); }}\n  static void truncate(void* f, std::size_t n) {{ onnxl_cxx_{cn}_list_truncate(f, n); }}\n  static void reserve(void* f, std::size_t n) {{ onnxl_cxx_{cn}_list_reserve(f, n); }}\n}};"
+            "template <>\nstruct ListOps<{cn}> {{\n  static void init(void* f) {{ onnxl_cxx_{cn}_list_init(f); }}\n  static void drop(void* f) {{ onnxl_cxx_{cn}_list_drop(f); }}\n  static void* add(void* f) {{ return onnxl_cxx_{cn}_list_add(f); }}\n  static void add_copy(void* f, const void* v) {{ onnxl_cxx_{cn}_list_add_copy(f, v); }}\n  static void erase(void* f, std::size_t start, std::size_t n) {{ onnxl_cxx_{cn}_list_delete(f, start, n); }}\n  static void swap(void* f, std::size_t i, std::size_t j) {{ onnxl_cxx_{cn}_list_swap(f, i, j); }}\n  static void truncate(void* f, std::size_t n) {{ onnxl_cxx_{cn}_list_truncate(f, n); }}\n  static void reserve(void* f, std::size_t n) {{ onnxl_cxx_{cn}_list_reserve(f, n); }}\n}};"
         )
         .unwrap();
     }
@@ -463,7 +464,7 @@ fn extern_declarations() -> String {
         let p = format!("onnxl_cxx_{}", cpp_name(m.name));
         writeln!(
             o,
-            "void {p}_init(void* p);\nvoid {p}_drop(void* p);\nvoid {p}_init_copy(void* p, const void* src);\nvoid {p}_copy_from(void* p, const void* src);\nvoid {p}_merge_from(void* p, const void* src);\nvoid {p}_clear(void* p);\nbool {p}_parse(void* p, const uint8_t* data, size_t len, bool merge);\nbool {p}_serialize(const void* p, uint8_t* (*alloc)(void* ctx, size_t size), void* ctx);\nsize_t {p}_byte_size(const void* p);\nvoid* {p}_list_add(void* f);\nvoid* {p}_list_add_copy(void* f, const void* src);\nvoid {p}_list_delete(void* f, size_t start, size_t n);\nvoid {p}_list_swap(void* f, size_t i, size_t j);\nvoid {p}_list_truncate(void* f, size_t n);\nvoid {p}_list_reserve(void* f, size_t n);"
+            "void {p}_init(void* p);\nvoid {p}_drop(void* p);\nvoid {p}_init_copy(void* p, const void* src);\nvoid {p}_copy_from(void* p, const void* src);\nvoid {p}_merge_from(void* p, const void* src);\nvoid {p}_clear(void* p);\nbool {p}_parse(void* p, const uint8_t* data, size_t len, bool merge);\nbool {p}_serialize(const void* p, uint8_t* (*alloc)(void* ctx, size_t size), void* ctx);\nsize_t {p}_byte_size(const void* p);\nvoid {p}_list_init(void* f);\nvoid {p}_list_drop(void* f);\nvoid* {p}_list_add(void* f);\nvoid* {p}_list_add_copy(void* f, const void* src);\nvoid {p}_list_delete(void* f, size_t start, size_t n);\nvoid {p}_list_swap(void* f, size_t i, size_t j);\nvoid {p}_list_truncate(void* f, size_t n);\nvoid {p}_list_reserve(void* f, size_t n);"
         )
         .unwrap();
         if crate::has_rare(m) {
@@ -635,6 +636,9 @@ fn gen_class(
     ));
     ms.inline("bool ParseFromIstream(std::istream* in) { std::string s; return detail::read_all(in, &s) && ParseFromString(s); }");
     ms.inline("bool ParsePartialFromIstream(std::istream* in) { return ParseFromIstream(in); }");
+    ms.inline("bool ParseFromCodedStream(io::CodedInputStream* in) { const uint8_t* d; std::size_t n; std::string t; return in->ReadRest(&d, &n, &t) && n <= 2147483647u && ParseFromArray(d, static_cast<int>(n)); }");
+    ms.inline("bool ParsePartialFromCodedStream(io::CodedInputStream* in) { return ParseFromCodedStream(in); }");
+    ms.inline("bool MergeFromCodedStream(io::CodedInputStream* in) { const uint8_t* d; std::size_t n; std::string t; return in->ReadRest(&d, &n, &t) && n <= 2147483647u && MergeFromArray(d, static_cast<int>(n)); }");
     ms.inline(&format!(
         "bool AppendToString(std::string* out) const {{ detail::Appender a{{out, out->size()}}; return {p}_serialize(this, detail::Appender::grow, &a); }}"
     ));
@@ -1102,6 +1106,9 @@ pub fn generate_compat() -> String {
     o.push_str(
         "}  // namespace onnx\n\n#ifndef ONNX_LIGHT_NO_PROTOBUF_NAMES\nnamespace google {\nnamespace protobuf {\n\
          using ::onnx_light::RepeatedField;\nusing ::onnx_light::RepeatedPtrField;\n\
+         using ::onnx_light::Message;\nusing ::onnx_light::MessageLite;\n\
+         namespace io {\nusing ::onnx_light::io::ArrayInputStream;\nusing ::onnx_light::io::CodedInputStream;\n\
+         using ::onnx_light::io::ZeroCopyInputStream;\n}  // namespace io\n\
          }  // namespace protobuf\n}  // namespace google\n#endif\n\n#endif  // ONNX_LIGHT_ONNX_PB_H\n",
     );
     o

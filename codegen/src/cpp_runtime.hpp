@@ -549,7 +549,21 @@ class RepeatedPtrField {
   using reverse_iterator = std::reverse_iterator<iterator>;
   using const_reverse_iterator = std::reverse_iterator<const_iterator>;
 
-  RepeatedPtrField(const RepeatedPtrField&) = delete;
+  /// A standalone list (not a field of a message): empty, and owning its elements.
+  RepeatedPtrField() noexcept {
+    static_assert(sizeof(RepeatedPtrField) == detail::kRepeatedFieldSize && alignof(RepeatedPtrField) == 8,
+                  "RepeatedPtrField<M> is exactly the Rust RepeatedField<M> (codegen/cxx_layout.txt)");
+    detail::ListOps<M>::init(storage_);
+  }
+  /// A deep copy of `o`'s elements.
+  RepeatedPtrField(const RepeatedPtrField& o) : RepeatedPtrField() { MergeFrom(o); }
+  /// Takes `o`'s elements (they keep their addresses); `o` is left empty.
+  RepeatedPtrField(RepeatedPtrField&& o) noexcept : RepeatedPtrField() { Swap(&o); }
+  ~RepeatedPtrField() { detail::ListOps<M>::drop(storage_); }
+  RepeatedPtrField& operator=(RepeatedPtrField&& o) noexcept {
+    if (this != &o) Swap(&o);
+    return *this;
+  }
   RepeatedPtrField& operator=(const RepeatedPtrField& o) {
     if (this != &o) CopyFrom(o);
     return *this;
@@ -596,6 +610,24 @@ class RepeatedPtrField {
     if (start < 0 || num < 0 || start + num > size()) detail::out_of_range("RepeatedPtrField::DeleteSubrange", start, static_cast<std::size_t>(size()));
     detail::ListOps<M>::erase(this, static_cast<std::size_t>(start), static_cast<std::size_t>(num));
   }
+  /// Exchanges the contents of two lists (fields or standalone ones) in O(1); the elements keep
+  /// their addresses. The list is a Rust value with no pointer into itself, so its bytes move.
+  void Swap(RepeatedPtrField* o) noexcept {
+    if (o == this) return;
+    unsigned char tmp[sizeof storage_];
+    std::memcpy(tmp, storage_, sizeof tmp);
+    std::memcpy(storage_, o->storage_, sizeof tmp);
+    std::memcpy(o->storage_, tmp, sizeof tmp);
+  }
+  void swap(RepeatedPtrField& o) noexcept { Swap(&o); }
+  /// Removes the element at `pos`; returns an iterator to the element after it.
+  iterator erase(const_iterator pos) { return erase(pos, pos + 1); }
+  /// Removes [first, last); returns an iterator to the element after them.
+  iterator erase(const_iterator first, const_iterator last) {
+    int i = static_cast<int>(first.index());
+    DeleteSubrange(i, static_cast<int>(last.index() - first.index()));
+    return iterator(this, i);
+  }
   void SwapElements(int i, int j) { detail::ListOps<M>::swap(this, check(i), check(j)); }
   void CopyFrom(const RepeatedPtrField& o) {
     if (this == &o) return;
@@ -624,8 +656,9 @@ class RepeatedPtrField {
   M& element(std::ptrdiff_t i) { return *ptr(static_cast<std::size_t>(i)); }
 
  private:
-  RepeatedPtrField() = delete;
-  ~RepeatedPtrField() = delete;
+  // The field's bytes: a Rust RepeatedField<M> (`repeated_field` in codegen/cxx_layout.txt). A
+  // field of a message is this class laid over the field; a standalone list holds its own.
+  alignas(8) unsigned char storage_[detail::kRepeatedFieldSize];
   std::size_t check(int i) const {
     if (i < 0 || i >= size()) detail::out_of_range("RepeatedPtrField", i, static_cast<std::size_t>(size()));
     return static_cast<std::size_t>(i);
@@ -634,4 +667,163 @@ class RepeatedPtrField {
     M* const* order = detail::load<M* const*>(detail::at(this, detail::kRepeatedOrderAt));
     return order[i];
   }
+};
+
+// protobuf's io streams, the subset that code reading a buffer into a message uses (onnx's
+// ParseProtoFromBytes: ArrayInputStream -> CodedInputStream -> SetTotalBytesLimit ->
+// ParseFromCodedStream). Aliased as google::protobuf::io in <onnx_light/onnx_pb.h>.
+namespace io {
+/// An input stream handing out its bytes in buffers it owns (protobuf's interface).
+class ZeroCopyInputStream {
+ public:
+  virtual ~ZeroCopyInputStream() = default;
+  virtual bool Next(const void** data, int* size) = 0;
+  virtual void BackUp(int count) = 0;
+  virtual bool Skip(int count) = 0;
+  virtual int64_t ByteCount() const = 0;
+};
+
+/// A stream over a caller's buffer, in blocks of `block_size` bytes (the whole buffer when not
+/// positive).
+class ArrayInputStream final : public ZeroCopyInputStream {
+ public:
+  ArrayInputStream(const void* data, int size, int block_size = -1) noexcept
+      : data_(static_cast<const char*>(data)),
+        size_(size < 0 ? 0 : size),
+        block_(block_size > 0 ? block_size : (size < 0 ? 0 : size)) {}
+  ArrayInputStream(const ArrayInputStream&) = delete;
+  ArrayInputStream& operator=(const ArrayInputStream&) = delete;
+  bool Next(const void** data, int* size) override {
+    if (pos_ >= size_) {
+      last_ = 0;
+      return false;
+    }
+    last_ = std::min(block_, size_ - pos_);
+    *data = data_ + pos_;
+    *size = last_;
+    pos_ += last_;
+    return true;
+  }
+  void BackUp(int count) override {
+    pos_ -= std::min(count, last_);
+    last_ = 0;
+  }
+  bool Skip(int count) override {
+    last_ = 0;
+    if (count > size_ - pos_) {
+      pos_ = size_;
+      return false;
+    }
+    pos_ += count;
+    return true;
+  }
+  int64_t ByteCount() const override { return pos_; }
+
+ private:
+  const char* data_;
+  int size_;
+  int block_;
+  int pos_ = 0;
+  int last_ = 0;
+};
+
+/// A reader of a ZeroCopyInputStream or a buffer, with a total bytes limit (INT_MAX by
+/// default). Messages read the rest of it with ParseFromCodedStream / MergeFromCodedStream.
+/// Unlike protobuf, a message read fails when the input is longer than the limit, wherever the
+/// limit falls (protobuf reads up to the limit and fails only when that cuts a field).
+class CodedInputStream {
+ public:
+  explicit CodedInputStream(ZeroCopyInputStream* in) noexcept : in_(in) {}
+  CodedInputStream(const uint8_t* buffer, int size) noexcept : buf_(buffer), buf_size_(size < 0 ? 0 : size) {}
+  CodedInputStream(const CodedInputStream&) = delete;
+  CodedInputStream& operator=(const CodedInputStream&) = delete;
+  void SetTotalBytesLimit(int total_bytes_limit) noexcept { limit_ = total_bytes_limit; }
+  /// protobuf before 3.11 (onnx's proto_utils.h uses it when GOOGLE_PROTOBUF_VERSION is not
+  /// defined); the threshold is ignored.
+  void SetTotalBytesLimit(int total_bytes_limit, int /*warning_threshold*/) noexcept { limit_ = total_bytes_limit; }
+  int BytesUntilTotalBytesLimit() const noexcept { return limit_ - consumed_; }
+  int CurrentPosition() const noexcept { return consumed_; }
+  /// onnx_light: everything left, up to the total bytes limit, as one span (the caller's
+  /// memory when the source is contiguous, else gathered into *scratch). false when the input
+  /// is longer than the limit.
+  bool ReadRest(const uint8_t** data, std::size_t* size, std::string* scratch) {
+    *data = nullptr;
+    *size = 0;
+    if (buf_ != nullptr) {
+      if (buf_size_ > limit_ - consumed_) return false;
+      *data = buf_;
+      *size = static_cast<std::size_t>(buf_size_);
+      consumed_ += buf_size_;
+      buf_ = nullptr;
+      buf_size_ = 0;
+      return true;
+    }
+    const void* p = nullptr;
+    int n = 0;
+    int chunks = 0;
+    while (in_ != nullptr && in_->Next(&p, &n)) {
+      if (n <= 0) continue;
+      if (n > limit_ - consumed_) return false;
+      consumed_ += n;
+      if (chunks++ == 0) {
+        *data = static_cast<const uint8_t*>(p);
+        *size = static_cast<std::size_t>(n);
+        continue;
+      }
+      if (chunks == 2) scratch->assign(reinterpret_cast<const char*>(*data), *size);
+      scratch->append(static_cast<const char*>(p), static_cast<std::size_t>(n));
+    }
+    if (chunks > 1) {
+      *data = reinterpret_cast<const uint8_t*>(scratch->data());
+      *size = scratch->size();
+    }
+    return true;
+  }
+
+ private:
+  ZeroCopyInputStream* in_ = nullptr;
+  const uint8_t* buf_ = nullptr;
+  int buf_size_ = 0;
+  int limit_ = 2147483647;
+  int consumed_ = 0;
+};
+}  // namespace io
+
+/// protobuf's MessageLite, as a view: the message classes have no common base (a base with
+/// virtual functions would move `this` off the Rust value), so any message converts implicitly
+/// to a `const MessageLite&` / `const Message&` that forwards this const API to it. There is no
+/// `Message*` conversion, no reflection and no dynamic_cast.
+class MessageLite {
+ public:
+  template <class M, class = decltype(std::declval<const M&>().c_ptr()),
+            class = decltype(std::declval<const M&>().ShortDebugString())>
+  MessageLite(const M& m) noexcept  // NOLINT: implicit, as a derived-to-base conversion is
+      : p_(&m),
+        short_([](const void* p) { return static_cast<const M*>(p)->ShortDebugString(); }),
+        debug_([](const void* p) { return static_cast<const M*>(p)->DebugString(); }),
+        bytes_([](const void* p) { return static_cast<const M*>(p)->SerializeAsString(); }),
+        name_([](const void* p) { return static_cast<const M*>(p)->GetTypeName(); }) {}
+  std::string ShortDebugString() const { return short_(p_); }
+  std::string DebugString() const { return debug_(p_); }
+  std::string SerializeAsString() const { return bytes_(p_); }
+  bool SerializeToString(std::string* out) const {
+    *out = bytes_(p_);
+    return true;
+  }
+  std::size_t ByteSizeLong() const { return bytes_(p_).size(); }
+  std::string GetTypeName() const { return name_(p_); }
+  bool IsInitialized() const { return true; }
+
+ private:
+  const void* p_;
+  std::string (*short_)(const void*);
+  std::string (*debug_)(const void*);
+  std::string (*bytes_)(const void*);
+  std::string (*name_)(const void*);
+};
+
+/// protobuf's Message, as a view (see MessageLite).
+class Message : public MessageLite {
+ public:
+  using MessageLite::MessageLite;
 };

@@ -131,6 +131,18 @@ fn gen_message(o: &mut String, m: &MessageDef) {
             "unsafe { (*p).encoded_len() as usize }",
         ),
         (
+            "list_init",
+            "f: *mut RepeatedField<{T}>",
+            "",
+            "unsafe { f.write(RepeatedField::new()) }",
+        ),
+        (
+            "list_drop",
+            "f: *mut RepeatedField<{T}>",
+            "",
+            "unsafe { std::ptr::drop_in_place(f) }",
+        ),
+        (
             "list_add",
             "f: *mut RepeatedField<{T}>",
             " -> *mut {T}",

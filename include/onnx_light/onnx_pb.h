@@ -171,6 +171,13 @@ namespace google {
 namespace protobuf {
 using ::onnx_light::RepeatedField;
 using ::onnx_light::RepeatedPtrField;
+using ::onnx_light::Message;
+using ::onnx_light::MessageLite;
+namespace io {
+using ::onnx_light::io::ArrayInputStream;
+using ::onnx_light::io::CodedInputStream;
+using ::onnx_light::io::ZeroCopyInputStream;
+}  // namespace io
 }  // namespace protobuf
 }  // namespace google
 #endif

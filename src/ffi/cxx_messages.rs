@@ -75,6 +75,18 @@ pub unsafe extern "C" fn onnxl_cxx_AttributeProto_byte_size(p: *const AttributeP
 }
 
 #[unsafe(no_mangle)]
+pub unsafe extern "C" fn onnxl_cxx_AttributeProto_list_init(f: *mut RepeatedField<AttributeProto>) {
+    // SAFETY: module contract.
+    unsafe { f.write(RepeatedField::new()) }
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn onnxl_cxx_AttributeProto_list_drop(f: *mut RepeatedField<AttributeProto>) {
+    // SAFETY: module contract.
+    unsafe { std::ptr::drop_in_place(f) }
+}
+
+#[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_cxx_AttributeProto_list_add(f: *mut RepeatedField<AttributeProto>) -> *mut AttributeProto {
     // SAFETY: module contract.
     unsafe { list_add(f) }
@@ -176,6 +188,18 @@ pub unsafe extern "C" fn onnxl_cxx_ValueInfoProto_serialize(p: *const ValueInfoP
 pub unsafe extern "C" fn onnxl_cxx_ValueInfoProto_byte_size(p: *const ValueInfoProto) -> usize {
     // SAFETY: module contract.
     unsafe { (*p).encoded_len() as usize }
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn onnxl_cxx_ValueInfoProto_list_init(f: *mut RepeatedField<ValueInfoProto>) {
+    // SAFETY: module contract.
+    unsafe { f.write(RepeatedField::new()) }
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn onnxl_cxx_ValueInfoProto_list_drop(f: *mut RepeatedField<ValueInfoProto>) {
+    // SAFETY: module contract.
+    unsafe { std::ptr::drop_in_place(f) }
 }
 
 #[unsafe(no_mangle)]
@@ -283,6 +307,18 @@ pub unsafe extern "C" fn onnxl_cxx_NodeProto_byte_size(p: *const NodeProto) -> u
 }
 
 #[unsafe(no_mangle)]
+pub unsafe extern "C" fn onnxl_cxx_NodeProto_list_init(f: *mut RepeatedField<NodeProto>) {
+    // SAFETY: module contract.
+    unsafe { f.write(RepeatedField::new()) }
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn onnxl_cxx_NodeProto_list_drop(f: *mut RepeatedField<NodeProto>) {
+    // SAFETY: module contract.
+    unsafe { std::ptr::drop_in_place(f) }
+}
+
+#[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_cxx_NodeProto_list_add(f: *mut RepeatedField<NodeProto>) -> *mut NodeProto {
     // SAFETY: module contract.
     unsafe { list_add(f) }
@@ -387,6 +423,18 @@ pub unsafe extern "C" fn onnxl_cxx_IntIntListEntryProto_byte_size(p: *const IntI
 }
 
 #[unsafe(no_mangle)]
+pub unsafe extern "C" fn onnxl_cxx_IntIntListEntryProto_list_init(f: *mut RepeatedField<IntIntListEntryProto>) {
+    // SAFETY: module contract.
+    unsafe { f.write(RepeatedField::new()) }
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn onnxl_cxx_IntIntListEntryProto_list_drop(f: *mut RepeatedField<IntIntListEntryProto>) {
+    // SAFETY: module contract.
+    unsafe { std::ptr::drop_in_place(f) }
+}
+
+#[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_cxx_IntIntListEntryProto_list_add(f: *mut RepeatedField<IntIntListEntryProto>) -> *mut IntIntListEntryProto {
     // SAFETY: module contract.
     unsafe { list_add(f) }
@@ -476,6 +524,18 @@ pub unsafe extern "C" fn onnxl_cxx_NodeDeviceConfigurationProto_serialize(p: *co
 pub unsafe extern "C" fn onnxl_cxx_NodeDeviceConfigurationProto_byte_size(p: *const NodeDeviceConfigurationProto) -> usize {
     // SAFETY: module contract.
     unsafe { (*p).encoded_len() as usize }
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn onnxl_cxx_NodeDeviceConfigurationProto_list_init(f: *mut RepeatedField<NodeDeviceConfigurationProto>) {
+    // SAFETY: module contract.
+    unsafe { f.write(RepeatedField::new()) }
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn onnxl_cxx_NodeDeviceConfigurationProto_list_drop(f: *mut RepeatedField<NodeDeviceConfigurationProto>) {
+    // SAFETY: module contract.
+    unsafe { std::ptr::drop_in_place(f) }
 }
 
 #[unsafe(no_mangle)]
@@ -571,6 +631,18 @@ pub unsafe extern "C" fn onnxl_cxx_ShardingSpecProto_byte_size(p: *const Shardin
 }
 
 #[unsafe(no_mangle)]
+pub unsafe extern "C" fn onnxl_cxx_ShardingSpecProto_list_init(f: *mut RepeatedField<ShardingSpecProto>) {
+    // SAFETY: module contract.
+    unsafe { f.write(RepeatedField::new()) }
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn onnxl_cxx_ShardingSpecProto_list_drop(f: *mut RepeatedField<ShardingSpecProto>) {
+    // SAFETY: module contract.
+    unsafe { std::ptr::drop_in_place(f) }
+}
+
+#[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_cxx_ShardingSpecProto_list_add(f: *mut RepeatedField<ShardingSpecProto>) -> *mut ShardingSpecProto {
     // SAFETY: module contract.
     unsafe { list_add(f) }
@@ -663,6 +735,18 @@ pub unsafe extern "C" fn onnxl_cxx_ShardedDimProto_byte_size(p: *const ShardedDi
 }
 
 #[unsafe(no_mangle)]
+pub unsafe extern "C" fn onnxl_cxx_ShardedDimProto_list_init(f: *mut RepeatedField<ShardedDimProto>) {
+    // SAFETY: module contract.
+    unsafe { f.write(RepeatedField::new()) }
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn onnxl_cxx_ShardedDimProto_list_drop(f: *mut RepeatedField<ShardedDimProto>) {
+    // SAFETY: module contract.
+    unsafe { std::ptr::drop_in_place(f) }
+}
+
+#[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_cxx_ShardedDimProto_list_add(f: *mut RepeatedField<ShardedDimProto>) -> *mut ShardedDimProto {
     // SAFETY: module contract.
     unsafe { list_add(f) }
@@ -752,6 +836,18 @@ pub unsafe extern "C" fn onnxl_cxx_SimpleShardedDimProto_serialize(p: *const Sim
 pub unsafe extern "C" fn onnxl_cxx_SimpleShardedDimProto_byte_size(p: *const SimpleShardedDimProto) -> usize {
     // SAFETY: module contract.
     unsafe { (*p).encoded_len() as usize }
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn onnxl_cxx_SimpleShardedDimProto_list_init(f: *mut RepeatedField<SimpleShardedDimProto>) {
+    // SAFETY: module contract.
+    unsafe { f.write(RepeatedField::new()) }
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn onnxl_cxx_SimpleShardedDimProto_list_drop(f: *mut RepeatedField<SimpleShardedDimProto>) {
+    // SAFETY: module contract.
+    unsafe { std::ptr::drop_in_place(f) }
 }
 
 #[unsafe(no_mangle)]
@@ -896,6 +992,18 @@ pub unsafe extern "C" fn onnxl_cxx_TrainingInfoProto_byte_size(p: *const Trainin
 }
 
 #[unsafe(no_mangle)]
+pub unsafe extern "C" fn onnxl_cxx_TrainingInfoProto_list_init(f: *mut RepeatedField<TrainingInfoProto>) {
+    // SAFETY: module contract.
+    unsafe { f.write(RepeatedField::new()) }
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn onnxl_cxx_TrainingInfoProto_list_drop(f: *mut RepeatedField<TrainingInfoProto>) {
+    // SAFETY: module contract.
+    unsafe { std::ptr::drop_in_place(f) }
+}
+
+#[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_cxx_TrainingInfoProto_list_add(f: *mut RepeatedField<TrainingInfoProto>) -> *mut TrainingInfoProto {
     // SAFETY: module contract.
     unsafe { list_add(f) }
@@ -985,6 +1093,18 @@ pub unsafe extern "C" fn onnxl_cxx_ModelProto_serialize(p: *const ModelProto, al
 pub unsafe extern "C" fn onnxl_cxx_ModelProto_byte_size(p: *const ModelProto) -> usize {
     // SAFETY: module contract.
     unsafe { (*p).encoded_len() as usize }
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn onnxl_cxx_ModelProto_list_init(f: *mut RepeatedField<ModelProto>) {
+    // SAFETY: module contract.
+    unsafe { f.write(RepeatedField::new()) }
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn onnxl_cxx_ModelProto_list_drop(f: *mut RepeatedField<ModelProto>) {
+    // SAFETY: module contract.
+    unsafe { std::ptr::drop_in_place(f) }
 }
 
 #[unsafe(no_mangle)]
@@ -1080,6 +1200,18 @@ pub unsafe extern "C" fn onnxl_cxx_DeviceConfigurationProto_byte_size(p: *const 
 }
 
 #[unsafe(no_mangle)]
+pub unsafe extern "C" fn onnxl_cxx_DeviceConfigurationProto_list_init(f: *mut RepeatedField<DeviceConfigurationProto>) {
+    // SAFETY: module contract.
+    unsafe { f.write(RepeatedField::new()) }
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn onnxl_cxx_DeviceConfigurationProto_list_drop(f: *mut RepeatedField<DeviceConfigurationProto>) {
+    // SAFETY: module contract.
+    unsafe { std::ptr::drop_in_place(f) }
+}
+
+#[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_cxx_DeviceConfigurationProto_list_add(f: *mut RepeatedField<DeviceConfigurationProto>) -> *mut DeviceConfigurationProto {
     // SAFETY: module contract.
     unsafe { list_add(f) }
@@ -1169,6 +1301,18 @@ pub unsafe extern "C" fn onnxl_cxx_StringStringEntryProto_serialize(p: *const St
 pub unsafe extern "C" fn onnxl_cxx_StringStringEntryProto_byte_size(p: *const StringStringEntryProto) -> usize {
     // SAFETY: module contract.
     unsafe { (*p).encoded_len() as usize }
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn onnxl_cxx_StringStringEntryProto_list_init(f: *mut RepeatedField<StringStringEntryProto>) {
+    // SAFETY: module contract.
+    unsafe { f.write(RepeatedField::new()) }
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn onnxl_cxx_StringStringEntryProto_list_drop(f: *mut RepeatedField<StringStringEntryProto>) {
+    // SAFETY: module contract.
+    unsafe { std::ptr::drop_in_place(f) }
 }
 
 #[unsafe(no_mangle)]
@@ -1264,6 +1408,18 @@ pub unsafe extern "C" fn onnxl_cxx_TensorAnnotation_byte_size(p: *const TensorAn
 }
 
 #[unsafe(no_mangle)]
+pub unsafe extern "C" fn onnxl_cxx_TensorAnnotation_list_init(f: *mut RepeatedField<TensorAnnotation>) {
+    // SAFETY: module contract.
+    unsafe { f.write(RepeatedField::new()) }
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn onnxl_cxx_TensorAnnotation_list_drop(f: *mut RepeatedField<TensorAnnotation>) {
+    // SAFETY: module contract.
+    unsafe { std::ptr::drop_in_place(f) }
+}
+
+#[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_cxx_TensorAnnotation_list_add(f: *mut RepeatedField<TensorAnnotation>) -> *mut TensorAnnotation {
     // SAFETY: module contract.
     unsafe { list_add(f) }
@@ -1356,6 +1512,18 @@ pub unsafe extern "C" fn onnxl_cxx_GraphProto_byte_size(p: *const GraphProto) ->
 }
 
 #[unsafe(no_mangle)]
+pub unsafe extern "C" fn onnxl_cxx_GraphProto_list_init(f: *mut RepeatedField<GraphProto>) {
+    // SAFETY: module contract.
+    unsafe { f.write(RepeatedField::new()) }
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn onnxl_cxx_GraphProto_list_drop(f: *mut RepeatedField<GraphProto>) {
+    // SAFETY: module contract.
+    unsafe { std::ptr::drop_in_place(f) }
+}
+
+#[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_cxx_GraphProto_list_add(f: *mut RepeatedField<GraphProto>) -> *mut GraphProto {
     // SAFETY: module contract.
     unsafe { list_add(f) }
@@ -1445,6 +1613,18 @@ pub unsafe extern "C" fn onnxl_cxx_TensorProto_serialize(p: *const TensorProto, 
 pub unsafe extern "C" fn onnxl_cxx_TensorProto_byte_size(p: *const TensorProto) -> usize {
     // SAFETY: module contract.
     unsafe { (*p).encoded_len() as usize }
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn onnxl_cxx_TensorProto_list_init(f: *mut RepeatedField<TensorProto>) {
+    // SAFETY: module contract.
+    unsafe { f.write(RepeatedField::new()) }
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn onnxl_cxx_TensorProto_list_drop(f: *mut RepeatedField<TensorProto>) {
+    // SAFETY: module contract.
+    unsafe { std::ptr::drop_in_place(f) }
 }
 
 #[unsafe(no_mangle)]
@@ -1552,6 +1732,18 @@ pub unsafe extern "C" fn onnxl_cxx_TensorProto_Segment_byte_size(p: *const Tenso
 }
 
 #[unsafe(no_mangle)]
+pub unsafe extern "C" fn onnxl_cxx_TensorProto_Segment_list_init(f: *mut RepeatedField<TensorProtoSegment>) {
+    // SAFETY: module contract.
+    unsafe { f.write(RepeatedField::new()) }
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn onnxl_cxx_TensorProto_Segment_list_drop(f: *mut RepeatedField<TensorProtoSegment>) {
+    // SAFETY: module contract.
+    unsafe { std::ptr::drop_in_place(f) }
+}
+
+#[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_cxx_TensorProto_Segment_list_add(f: *mut RepeatedField<TensorProtoSegment>) -> *mut TensorProtoSegment {
     // SAFETY: module contract.
     unsafe { list_add(f) }
@@ -1641,6 +1833,18 @@ pub unsafe extern "C" fn onnxl_cxx_SparseTensorProto_serialize(p: *const SparseT
 pub unsafe extern "C" fn onnxl_cxx_SparseTensorProto_byte_size(p: *const SparseTensorProto) -> usize {
     // SAFETY: module contract.
     unsafe { (*p).encoded_len() as usize }
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn onnxl_cxx_SparseTensorProto_list_init(f: *mut RepeatedField<SparseTensorProto>) {
+    // SAFETY: module contract.
+    unsafe { f.write(RepeatedField::new()) }
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn onnxl_cxx_SparseTensorProto_list_drop(f: *mut RepeatedField<SparseTensorProto>) {
+    // SAFETY: module contract.
+    unsafe { std::ptr::drop_in_place(f) }
 }
 
 #[unsafe(no_mangle)]
@@ -1736,6 +1940,18 @@ pub unsafe extern "C" fn onnxl_cxx_TensorShapeProto_byte_size(p: *const TensorSh
 }
 
 #[unsafe(no_mangle)]
+pub unsafe extern "C" fn onnxl_cxx_TensorShapeProto_list_init(f: *mut RepeatedField<TensorShapeProto>) {
+    // SAFETY: module contract.
+    unsafe { f.write(RepeatedField::new()) }
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn onnxl_cxx_TensorShapeProto_list_drop(f: *mut RepeatedField<TensorShapeProto>) {
+    // SAFETY: module contract.
+    unsafe { std::ptr::drop_in_place(f) }
+}
+
+#[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_cxx_TensorShapeProto_list_add(f: *mut RepeatedField<TensorShapeProto>) -> *mut TensorShapeProto {
     // SAFETY: module contract.
     unsafe { list_add(f) }
@@ -1825,6 +2041,18 @@ pub unsafe extern "C" fn onnxl_cxx_TensorShapeProto_Dimension_serialize(p: *cons
 pub unsafe extern "C" fn onnxl_cxx_TensorShapeProto_Dimension_byte_size(p: *const TensorShapeProtoDimension) -> usize {
     // SAFETY: module contract.
     unsafe { (*p).encoded_len() as usize }
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn onnxl_cxx_TensorShapeProto_Dimension_list_init(f: *mut RepeatedField<TensorShapeProtoDimension>) {
+    // SAFETY: module contract.
+    unsafe { f.write(RepeatedField::new()) }
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn onnxl_cxx_TensorShapeProto_Dimension_list_drop(f: *mut RepeatedField<TensorShapeProtoDimension>) {
+    // SAFETY: module contract.
+    unsafe { std::ptr::drop_in_place(f) }
 }
 
 #[unsafe(no_mangle)]
@@ -1978,6 +2206,18 @@ pub unsafe extern "C" fn onnxl_cxx_TypeProto_serialize(p: *const TypeProto, allo
 pub unsafe extern "C" fn onnxl_cxx_TypeProto_byte_size(p: *const TypeProto) -> usize {
     // SAFETY: module contract.
     unsafe { (*p).encoded_len() as usize }
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn onnxl_cxx_TypeProto_list_init(f: *mut RepeatedField<TypeProto>) {
+    // SAFETY: module contract.
+    unsafe { f.write(RepeatedField::new()) }
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn onnxl_cxx_TypeProto_list_drop(f: *mut RepeatedField<TypeProto>) {
+    // SAFETY: module contract.
+    unsafe { std::ptr::drop_in_place(f) }
 }
 
 #[unsafe(no_mangle)]
@@ -2241,6 +2481,18 @@ pub unsafe extern "C" fn onnxl_cxx_TypeProto_Tensor_byte_size(p: *const TypeProt
 }
 
 #[unsafe(no_mangle)]
+pub unsafe extern "C" fn onnxl_cxx_TypeProto_Tensor_list_init(f: *mut RepeatedField<TypeProtoTensor>) {
+    // SAFETY: module contract.
+    unsafe { f.write(RepeatedField::new()) }
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn onnxl_cxx_TypeProto_Tensor_list_drop(f: *mut RepeatedField<TypeProtoTensor>) {
+    // SAFETY: module contract.
+    unsafe { std::ptr::drop_in_place(f) }
+}
+
+#[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_cxx_TypeProto_Tensor_list_add(f: *mut RepeatedField<TypeProtoTensor>) -> *mut TypeProtoTensor {
     // SAFETY: module contract.
     unsafe { list_add(f) }
@@ -2330,6 +2582,18 @@ pub unsafe extern "C" fn onnxl_cxx_TypeProto_Sequence_serialize(p: *const TypePr
 pub unsafe extern "C" fn onnxl_cxx_TypeProto_Sequence_byte_size(p: *const TypeProtoSequence) -> usize {
     // SAFETY: module contract.
     unsafe { (*p).encoded_len() as usize }
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn onnxl_cxx_TypeProto_Sequence_list_init(f: *mut RepeatedField<TypeProtoSequence>) {
+    // SAFETY: module contract.
+    unsafe { f.write(RepeatedField::new()) }
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn onnxl_cxx_TypeProto_Sequence_list_drop(f: *mut RepeatedField<TypeProtoSequence>) {
+    // SAFETY: module contract.
+    unsafe { std::ptr::drop_in_place(f) }
 }
 
 #[unsafe(no_mangle)]
@@ -2425,6 +2689,18 @@ pub unsafe extern "C" fn onnxl_cxx_TypeProto_Map_byte_size(p: *const TypeProtoMa
 }
 
 #[unsafe(no_mangle)]
+pub unsafe extern "C" fn onnxl_cxx_TypeProto_Map_list_init(f: *mut RepeatedField<TypeProtoMap>) {
+    // SAFETY: module contract.
+    unsafe { f.write(RepeatedField::new()) }
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn onnxl_cxx_TypeProto_Map_list_drop(f: *mut RepeatedField<TypeProtoMap>) {
+    // SAFETY: module contract.
+    unsafe { std::ptr::drop_in_place(f) }
+}
+
+#[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_cxx_TypeProto_Map_list_add(f: *mut RepeatedField<TypeProtoMap>) -> *mut TypeProtoMap {
     // SAFETY: module contract.
     unsafe { list_add(f) }
@@ -2514,6 +2790,18 @@ pub unsafe extern "C" fn onnxl_cxx_TypeProto_Optional_serialize(p: *const TypePr
 pub unsafe extern "C" fn onnxl_cxx_TypeProto_Optional_byte_size(p: *const TypeProtoOptional) -> usize {
     // SAFETY: module contract.
     unsafe { (*p).encoded_len() as usize }
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn onnxl_cxx_TypeProto_Optional_list_init(f: *mut RepeatedField<TypeProtoOptional>) {
+    // SAFETY: module contract.
+    unsafe { f.write(RepeatedField::new()) }
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn onnxl_cxx_TypeProto_Optional_list_drop(f: *mut RepeatedField<TypeProtoOptional>) {
+    // SAFETY: module contract.
+    unsafe { std::ptr::drop_in_place(f) }
 }
 
 #[unsafe(no_mangle)]
@@ -2609,6 +2897,18 @@ pub unsafe extern "C" fn onnxl_cxx_TypeProto_SparseTensor_byte_size(p: *const Ty
 }
 
 #[unsafe(no_mangle)]
+pub unsafe extern "C" fn onnxl_cxx_TypeProto_SparseTensor_list_init(f: *mut RepeatedField<TypeProtoSparseTensor>) {
+    // SAFETY: module contract.
+    unsafe { f.write(RepeatedField::new()) }
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn onnxl_cxx_TypeProto_SparseTensor_list_drop(f: *mut RepeatedField<TypeProtoSparseTensor>) {
+    // SAFETY: module contract.
+    unsafe { std::ptr::drop_in_place(f) }
+}
+
+#[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_cxx_TypeProto_SparseTensor_list_add(f: *mut RepeatedField<TypeProtoSparseTensor>) -> *mut TypeProtoSparseTensor {
     // SAFETY: module contract.
     unsafe { list_add(f) }
@@ -2698,6 +2998,18 @@ pub unsafe extern "C" fn onnxl_cxx_TypeProto_Opaque_serialize(p: *const TypeProt
 pub unsafe extern "C" fn onnxl_cxx_TypeProto_Opaque_byte_size(p: *const TypeProtoOpaque) -> usize {
     // SAFETY: module contract.
     unsafe { (*p).encoded_len() as usize }
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn onnxl_cxx_TypeProto_Opaque_list_init(f: *mut RepeatedField<TypeProtoOpaque>) {
+    // SAFETY: module contract.
+    unsafe { f.write(RepeatedField::new()) }
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn onnxl_cxx_TypeProto_Opaque_list_drop(f: *mut RepeatedField<TypeProtoOpaque>) {
+    // SAFETY: module contract.
+    unsafe { std::ptr::drop_in_place(f) }
 }
 
 #[unsafe(no_mangle)]
@@ -2793,6 +3105,18 @@ pub unsafe extern "C" fn onnxl_cxx_OperatorSetIdProto_byte_size(p: *const Operat
 }
 
 #[unsafe(no_mangle)]
+pub unsafe extern "C" fn onnxl_cxx_OperatorSetIdProto_list_init(f: *mut RepeatedField<OperatorSetIdProto>) {
+    // SAFETY: module contract.
+    unsafe { f.write(RepeatedField::new()) }
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn onnxl_cxx_OperatorSetIdProto_list_drop(f: *mut RepeatedField<OperatorSetIdProto>) {
+    // SAFETY: module contract.
+    unsafe { std::ptr::drop_in_place(f) }
+}
+
+#[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_cxx_OperatorSetIdProto_list_add(f: *mut RepeatedField<OperatorSetIdProto>) -> *mut OperatorSetIdProto {
     // SAFETY: module contract.
     unsafe { list_add(f) }
@@ -2882,6 +3206,18 @@ pub unsafe extern "C" fn onnxl_cxx_FunctionProto_serialize(p: *const FunctionPro
 pub unsafe extern "C" fn onnxl_cxx_FunctionProto_byte_size(p: *const FunctionProto) -> usize {
     // SAFETY: module contract.
     unsafe { (*p).encoded_len() as usize }
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn onnxl_cxx_FunctionProto_list_init(f: *mut RepeatedField<FunctionProto>) {
+    // SAFETY: module contract.
+    unsafe { f.write(RepeatedField::new()) }
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn onnxl_cxx_FunctionProto_list_drop(f: *mut RepeatedField<FunctionProto>) {
+    // SAFETY: module contract.
+    unsafe { std::ptr::drop_in_place(f) }
 }
 
 #[unsafe(no_mangle)]
@@ -2977,6 +3313,18 @@ pub unsafe extern "C" fn onnxl_cxx_SequenceProto_byte_size(p: *const SequencePro
 }
 
 #[unsafe(no_mangle)]
+pub unsafe extern "C" fn onnxl_cxx_SequenceProto_list_init(f: *mut RepeatedField<SequenceProto>) {
+    // SAFETY: module contract.
+    unsafe { f.write(RepeatedField::new()) }
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn onnxl_cxx_SequenceProto_list_drop(f: *mut RepeatedField<SequenceProto>) {
+    // SAFETY: module contract.
+    unsafe { std::ptr::drop_in_place(f) }
+}
+
+#[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_cxx_SequenceProto_list_add(f: *mut RepeatedField<SequenceProto>) -> *mut SequenceProto {
     // SAFETY: module contract.
     unsafe { list_add(f) }
@@ -3069,6 +3417,18 @@ pub unsafe extern "C" fn onnxl_cxx_MapProto_byte_size(p: *const MapProto) -> usi
 }
 
 #[unsafe(no_mangle)]
+pub unsafe extern "C" fn onnxl_cxx_MapProto_list_init(f: *mut RepeatedField<MapProto>) {
+    // SAFETY: module contract.
+    unsafe { f.write(RepeatedField::new()) }
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn onnxl_cxx_MapProto_list_drop(f: *mut RepeatedField<MapProto>) {
+    // SAFETY: module contract.
+    unsafe { std::ptr::drop_in_place(f) }
+}
+
+#[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_cxx_MapProto_list_add(f: *mut RepeatedField<MapProto>) -> *mut MapProto {
     // SAFETY: module contract.
     unsafe { list_add(f) }
@@ -3158,6 +3518,18 @@ pub unsafe extern "C" fn onnxl_cxx_OptionalProto_serialize(p: *const OptionalPro
 pub unsafe extern "C" fn onnxl_cxx_OptionalProto_byte_size(p: *const OptionalProto) -> usize {
     // SAFETY: module contract.
     unsafe { (*p).encoded_len() as usize }
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn onnxl_cxx_OptionalProto_list_init(f: *mut RepeatedField<OptionalProto>) {
+    // SAFETY: module contract.
+    unsafe { f.write(RepeatedField::new()) }
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn onnxl_cxx_OptionalProto_list_drop(f: *mut RepeatedField<OptionalProto>) {
+    // SAFETY: module contract.
+    unsafe { std::ptr::drop_in_place(f) }
 }
 
 #[unsafe(no_mangle)]

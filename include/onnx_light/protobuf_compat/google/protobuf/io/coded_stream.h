@@ -1,0 +1,3 @@
+#pragma once
+// onnx_light stand-in for <google/protobuf/io/coded_stream.h> (opt-in: -I include/onnx_light/protobuf_compat; see docs/cpp.md).
+#include <onnx_light/onnx_pb.h>
