@@ -11,6 +11,13 @@
 #include <thread>
 #include <vector>
 
+#ifndef ONNXL_SIDE
+#include <google/protobuf/io/coded_stream.h>
+#include <google/protobuf/io/zero_copy_stream_impl_lite.h>
+#include <google/protobuf/message.h>
+#include <google/protobuf/message_lite.h>
+#endif
+
 #include "schema_ops.h"
 
 using compat::esc;
@@ -495,6 +502,122 @@ void parsed_sub_messages() {
   out("merged and moved: %s", hash(merged.SerializeAsString()).c_str());
 }
 
+/// Names of the nodes of a list, for printing.
+std::string node_names(const google::protobuf::RepeatedPtrField<onnx::NodeProto>& nodes) {
+  std::string s = "[";
+  for (const onnx::NodeProto& n : nodes) {
+    if (s.size() > 1) s += ",";
+    s += n.op_type();
+  }
+  return s + "]";
+}
+
+std::string short_of(const google::protobuf::Message& m) { return m.ShortDebugString(); }
+std::string type_of(const google::protobuf::MessageLite& m) { return m.GetTypeName(); }
+
+/// The protobuf API onnx's C++ library uses beyond the generated classes: io streams with a
+/// total bytes limit and ParseFromCodedStream (onnx/proto_utils.h), Message / MessageLite
+/// references to a message, and RepeatedPtrField<M> as a value of its own (inliner, parser).
+void protobuf_library_api() {
+  const std::string bytes = small_model().SerializeAsString();
+  const int size = static_cast<int>(bytes.size());
+  for (int block : {-1, 7}) {
+    for (int limit : {size + 10, size, size - 1}) {
+      google::protobuf::io::ArrayInputStream array(bytes.data(), size, block);
+      google::protobuf::io::CodedInputStream coded(&array);
+      coded.SetTotalBytesLimit(limit);
+      onnx::ModelProto m = small_model();
+      m.set_doc_string("replaced");
+      bool ok = m.ParseFromCodedStream(&coded);
+      out("ParseFromCodedStream block=%d limit=size%+d ok=%d same=%d", block, limit - size, static_cast<int>(ok),
+          static_cast<int>(ok && m.SerializeAsString() == bytes));
+    }
+  }
+  {
+    google::protobuf::io::CodedInputStream coded(reinterpret_cast<const uint8_t*>(bytes.data()), size);
+    onnx::ModelProto m;
+    bool ok = m.ParsePartialFromCodedStream(&coded);
+    out("ParsePartialFromCodedStream(buffer) ok=%d same=%d", static_cast<int>(ok), static_cast<int>(m.SerializeAsString() == bytes));
+  }
+  {
+    google::protobuf::io::ArrayInputStream array(bytes.data(), size, 5);
+    google::protobuf::io::CodedInputStream coded(&array);
+    onnx::ModelProto m;
+    m.set_doc_string("kept");
+    m.set_ir_version(3);
+    onnx::ModelProto expected = m;
+    bool ok = m.MergeFromCodedStream(&coded);
+    bool merged = expected.MergeFromString(bytes);
+    out("MergeFromCodedStream ok=%d merged=%d same=%d doc=%s", static_cast<int>(ok), static_cast<int>(merged),
+        static_cast<int>(m.SerializeAsString() == expected.SerializeAsString()), m.doc_string().c_str());
+  }
+  {
+    const std::string bad("\x12\x05" "ab", 4);
+    google::protobuf::io::ArrayInputStream array(bad.data(), static_cast<int>(bad.size()));
+    google::protobuf::io::CodedInputStream coded(&array);
+    onnx::ModelProto m;
+    out("ParseFromCodedStream(malformed)=%d", static_cast<int>(m.ParseFromCodedStream(&coded)));
+  }
+
+  // Message / MessageLite references.
+  onnx::ModelProto model = small_model();
+  const google::protobuf::Message& message = model;
+  const google::protobuf::MessageLite& lite = model.graph().node(0);
+  std::string serialized;
+  bool ok = message.SerializeToString(&serialized);
+  out("Message ShortDebugString=%s", esc(message.ShortDebugString()).c_str());
+  out("Message DebugString hash=%s", hash(message.DebugString()).c_str());
+  out("Message SerializeAsString same=%d SerializeToString=%d same=%d ByteSizeLong=%zu type=%s init=%d",
+      static_cast<int>(message.SerializeAsString() == bytes), static_cast<int>(ok), static_cast<int>(serialized == bytes),
+      message.ByteSizeLong(), message.GetTypeName().c_str(), static_cast<int>(message.IsInitialized()));
+  out("MessageLite SerializeAsString=%s ByteSizeLong=%zu type=%s", hex(lite.SerializeAsString()).c_str(), lite.ByteSizeLong(),
+      lite.GetTypeName().c_str());
+  out("by reference: %s / %s", esc(short_of(model.graph().node(0))).c_str(), type_of(model.graph()).c_str());
+
+  // RepeatedPtrField<NodeProto> as a value.
+  using NodeList = google::protobuf::RepeatedPtrField<onnx::NodeProto>;
+  NodeList list;
+  out("default size=%d empty=%d", list.size(), static_cast<int>(list.empty()));
+  for (const char* op : {"A", "B", "C", "D", "E"}) list.Add()->set_op_type(op);
+  onnx::NodeProto f;
+  f.set_op_type("F");
+  *list.Add() = f;
+  out("added %s", node_names(list).c_str());
+  NodeList copy(list);
+  copy.Mutable(0)->set_op_type("a");
+  out("copy %s original %s", node_names(copy).c_str(), node_names(list).c_str());
+  const onnx::NodeProto* second = &list.Get(1);
+  NodeList moved(std::move(list));
+  out("moved %s same element=%d", node_names(moved).c_str(), static_cast<int>(&moved.Get(1) == second));
+  NodeList from_field = model.graph().node();
+  out("copy of a field %s", node_names(from_field).c_str());
+  NodeList assigned;
+  assigned.Add()->set_op_type("X");
+  assigned = std::move(copy);
+  out("move-assigned %s", node_names(assigned).c_str());
+  assigned.Swap(model.mutable_graph()->mutable_node());
+  out("Swap: local %s field %s", node_names(assigned).c_str(), node_names(model.graph().node()).c_str());
+  std::swap(assigned, *model.mutable_graph()->mutable_node());
+  out("std::swap back: local %s field %s", node_names(assigned).c_str(), node_names(model.graph().node()).c_str());
+  NodeList::iterator it = moved.erase(moved.begin() + 1);
+  out("erase(1) %s next=%s", node_names(moved).c_str(), it->op_type().c_str());
+  it = moved.erase(moved.cbegin() + 1, moved.cbegin() + 3);
+  out("erase(1,3) %s next=%s", node_names(moved).c_str(), it->op_type().c_str());
+  it = moved.erase(moved.cbegin() + 1, moved.cend());
+  out("erase(1,end) %s at end=%d", node_names(moved).c_str(), static_cast<int>(it == moved.end()));
+  model.mutable_graph()->mutable_node()->Swap(&moved);
+  out("field after Swap %s model=%s", node_names(model.graph().node()).c_str(), esc(model.ShortDebugString()).c_str());
+  {
+    NodeList scoped;
+    scoped.Add()->add_attribute()->set_name("dropped");
+    *scoped.Add() = model.graph().node(0);
+  }
+  auto heap = std::make_unique<NodeList>(moved);
+  heap->Add()->set_op_type("H");
+  out("heap %s", node_names(*heap).c_str());
+  heap.reset();
+}
+
 void backend_models(const std::string& list, const std::string& root) {
   std::istringstream names(compat::read_file(list));
   std::string name;
@@ -590,6 +713,8 @@ int main(int argc, char** argv) {
   empty_doc_strings();
   out("== sub-messages of a parsed model");
   parsed_sub_messages();
+  out("== protobuf library API (io streams, Message, standalone RepeatedPtrField)");
+  protobuf_library_api();
   out("== backend models");
   backend_models(argv[1], argv[2]);
   out("== failures: %d", compat::failures());
