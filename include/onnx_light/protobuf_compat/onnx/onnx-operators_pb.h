@@ -1,3 +1,0 @@
-#pragma once
-// onnx_light stand-in for <onnx/onnx-operators_pb.h> (opt-in: -I include/onnx_light/protobuf_compat; see docs/cpp.md).
-#include <onnx_light/onnx_pb.h>
