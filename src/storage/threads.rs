@@ -25,14 +25,14 @@ pub(crate) fn cores() -> usize {
 const KEPT_POOLS: usize = 2;
 
 /// The number of threads of one pool still running, and a signal when it drops; on Linux also
-/// their thread ids, to see them leave the process (a thread still exists for a moment after
+/// their `/proc` entries, to see them leave the process (a thread still exists for a moment after
 /// its exit handler ran).
 #[derive(Default)]
 struct LiveThreads {
     n: Mutex<usize>,
     changed: Condvar,
     #[cfg(target_os = "linux")]
-    tids: Mutex<Vec<libc::pid_t>>,
+    tasks: Mutex<Vec<std::path::PathBuf>>,
 }
 
 /// A kept pool: its size, the pool, and the count of its running threads.
@@ -68,15 +68,14 @@ impl Kept {
         }
         drop(n);
         #[cfg(target_os = "linux")]
-        for tid in self
+        for task in self
             .live
-            .tids
+            .tasks
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .iter()
         {
-            let task = format!("/proc/self/task/{tid}");
-            while std::path::Path::new(&task).exists() && std::time::Instant::now() < deadline {
+            while task.exists() && std::time::Instant::now() < deadline {
                 std::thread::yield_now();
             }
         }
@@ -126,12 +125,14 @@ fn build_pool(n: usize, live: &Arc<LiveThreads>) -> Option<super::par::ThreadPoo
     rayon::ThreadPoolBuilder::new()
         .num_threads(n)
         .start_handler(move |_| {
+            // The thread's own /proc entry (`/proc/PID/task/TID`), gone once it has exited.
             #[cfg(target_os = "linux")]
-            // SAFETY: gettid has no preconditions.
-            up.tids
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .push(unsafe { libc::gettid() });
+            if let Ok(task) = std::fs::read_link("/proc/thread-self") {
+                up.tasks
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .push(std::path::Path::new("/proc").join(task));
+            }
             let _ = &up;
         })
         .exit_handler(move |_| {
