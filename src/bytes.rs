@@ -1174,12 +1174,6 @@ impl ProtoString {
         self.cxx.get_or_make(Self::of(value).as_bytes())
     }
 
-    /// Replaces the value with a copy of `bytes`, inside the same `std::string` when it has one
-    /// (C++ references to the field see the new value, as with protobuf).
-    pub(crate) fn assign(&mut self, bytes: &[u8]) {
-        self.set_bytes(bytes)
-    }
-
     /// A value that owns the `std::string` `s` (C++ `set_allocated_x`).
     pub(crate) fn from_cxx(s: CxxString) -> Self {
         Self {

@@ -88,7 +88,7 @@ pub unsafe extern "C" fn onnxl_cxx_str_mutable(s: *mut ProtoString) -> *mut c_vo
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn onnxl_cxx_str_set(s: *mut ProtoString, data: *const u8, len: usize) {
     // SAFETY: contract.
-    unsafe { (*s).assign(bytes(data, len)) }
+    unsafe { (*s).set_bytes(bytes(data, len)) }
 }
 
 /// `len` bytes at `data` (any pointer when `len` is 0).
@@ -128,7 +128,7 @@ pub unsafe extern "C" fn onnxl_cxx_ostr_set(
     unsafe {
         let b = bytes(data, len);
         match &mut *f {
-            Some(s) => s.assign(b),
+            Some(s) => s.set_bytes(b),
             None => *f = Some(ProtoString::from_bytes(b)),
         }
     }
