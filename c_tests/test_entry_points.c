@@ -41,6 +41,8 @@ static void test_version_and_status_names(void) {
       "ONNXL_STATUS_PATH_REFUSED", "ONNXL_STATUS_CRYPTO",           "ONNXL_STATUS_AUTHENTICATION",
       "ONNXL_STATUS_UNSUPPORTED",  "ONNXL_STATUS_LIMIT_EXCEEDED",   "ONNXL_STATUS_OUT_OF_MEMORY",
       "ONNXL_STATUS_PANIC",        "ONNXL_STATUS_OUT_OF_RANGE",     "ONNXL_STATUS_INTERNAL",
+      "ONNXL_STATUS_VALIDATION",   "ONNXL_STATUS_INFERENCE",        "ONNXL_STATUS_CONVERSION",
+      "ONNXL_STATUS_NOT_FOUND",
   };
   CHECK(strcmp(onnxl_version(), ONNXL_EXPECTED_VERSION) == 0);
   for (uint32_t i = 0; i < sizeof names / sizeof names[0]; ++i) {
@@ -49,6 +51,12 @@ static void test_version_and_status_names(void) {
   CHECK(ONNXL_STATUS_OK == 0 && ONNXL_STATUS_PARSE == 4 && ONNXL_STATUS_PANIC == 12);
   CHECK(strcmp(onnxl_status_name(999), "ONNXL_STATUS_UNKNOWN") == 0);
   CHECK(onnxl_last_error_message() != NULL);
+  /* Libraries built on this one report through the same thread-local error. */
+  CHECK(onnxl_set_last_error(ONNXL_STATUS_VALIDATION, "bad\xffmodel", 9) == ONNXL_STATUS_VALIDATION);
+  CHECK(onnxl_last_error_status() == ONNXL_STATUS_VALIDATION);
+  CHECK(strcmp(onnxl_last_error_message(), "bad\xef\xbf\xbdmodel") == 0);
+  CHECK(onnxl_set_last_error(ONNXL_STATUS_OK, NULL, 0) == ONNXL_STATUS_INTERNAL);
+  CHECK(onnxl_last_error_message()[0] == '\0');
 }
 
 static void test_options_defaults(void) {

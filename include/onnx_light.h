@@ -587,6 +587,25 @@ enum OnnxlStatus
    * An error the C ABI does not classify yet.
    */
   ONNXL_STATUS_INTERNAL = 14,
+  /**
+   * The model failed onnx's checker (the onnx component's `onnxl_check_model`; onnx's
+   * `ValidationError`).
+   */
+  ONNXL_STATUS_VALIDATION = 15,
+  /**
+   * Shape inference failed (the onnx component's `onnxl_infer_shapes`; onnx's
+   * `InferenceError`).
+   */
+  ONNXL_STATUS_INFERENCE = 16,
+  /**
+   * The version converter failed (the onnx component's `onnxl_convert_version`; onnx's
+   * `ConvertError`).
+   */
+  ONNXL_STATUS_CONVERSION = 17,
+  /**
+   * No such entry: no operator schema of that name, domain and version.
+   */
+  ONNXL_STATUS_NOT_FOUND = 18,
 };
 #ifndef __cplusplus
 #if __STDC_VERSION__ >= 202311L
@@ -13695,6 +13714,18 @@ OnnxlStatus onnxl_last_error_status(void);
  * never to be freed. Successful calls do not clear it, so read it only after a failure.
  */
 const char *onnxl_last_error_message(void);
+
+/**
+ * Records a failure as the calling thread's last error and returns `status`: for libraries
+ * built on this one (the onnx component) whose functions report through
+ * `onnxl_last_error_message` like the library's own. `message` is `len` bytes of UTF-8 (invalid
+ * sequences are replaced); NULL means an empty message. `ONNXL_STATUS_OK` or an unknown value is
+ * recorded as `ONNXL_STATUS_INTERNAL`.
+ *
+ * # Safety
+ * `message` is NULL or points at `len` readable bytes.
+ */
+OnnxlStatus onnxl_set_last_error(uint32_t status, const char *message, size_t len);
 
 /**
  * Length in bytes (without the terminating NUL) of `onnxl_last_error_message()`.

@@ -86,6 +86,33 @@ pub fn to_py(e: onnx_light::Error) -> PyErr {
     }
 }
 
+// onnx's exception types of its C++ library, under onnx's names (`onnx_light.checker`,
+// `onnx_light.shape_inference`, `onnx_light.version_converter`, `onnx_light.defs`).
+create_exception!(
+    onnx_light,
+    ValidationError,
+    pyo3::exceptions::PyException,
+    "A model failed onnx's checker (onnx.checker.ValidationError)."
+);
+create_exception!(
+    onnx_light,
+    InferenceError,
+    pyo3::exceptions::PyException,
+    "Shape inference failed (onnx.shape_inference.InferenceError)."
+);
+create_exception!(
+    onnx_light,
+    ConvertError,
+    pyo3::exceptions::PyException,
+    "The version converter failed (onnx.version_converter.ConvertError)."
+);
+create_exception!(
+    onnx_light,
+    SchemaError,
+    pyo3::exceptions::PyException,
+    "No such operator schema (onnx.defs.SchemaError)."
+);
+
 /// `Result<T, onnx_light::Error>` → `PyResult<T>`.
 pub trait IntoPyResult<T> {
     /// Maps the error to its Python exception.
@@ -113,5 +140,9 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("EncryptionError", py.get_type::<EncryptionError>())?;
     m.add("WrongKeyError", py.get_type::<WrongKeyError>())?;
     m.add("ParamsError", py.get_type::<ParamsError>())?;
+    m.add("ValidationError", py.get_type::<ValidationError>())?;
+    m.add("InferenceError", py.get_type::<InferenceError>())?;
+    m.add("ConvertError", py.get_type::<ConvertError>())?;
+    m.add("SchemaError", py.get_type::<SchemaError>())?;
     Ok(())
 }

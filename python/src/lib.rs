@@ -12,6 +12,8 @@ mod errors;
 mod generated;
 mod gil;
 mod message;
+#[cfg(feature = "onnx")]
+mod onnx_cxx;
 mod ops;
 mod root;
 mod schema;
@@ -60,6 +62,11 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(tools::release_memory_held_for_reuse, m)?)?;
     m.add_function(wrap_pyfunction!(schema::schema_table, m)?)?;
     add_data_types(m)?;
+    // onnx's C++ library (checker, shape inference, version converter, schemas): linked in by
+    // the `onnx` feature.
+    m.add("HAS_ONNX_CXX", cfg!(feature = "onnx"))?;
+    #[cfg(feature = "onnx")]
+    onnx_cxx::register(m)?;
     Ok(())
 }
 

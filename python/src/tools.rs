@@ -36,6 +36,14 @@ fn with_model_mut<R: Send>(
     model: &Bound<'_, PyAny>,
     f: impl FnOnce(&mut ModelProto) -> onnx_light::Result<R> + Send,
 ) -> PyResult<R> {
+    with_model_mut_plain(model, f)?.py()
+}
+
+/// [`with_model_mut`] for any result of `f`.
+pub(crate) fn with_model_mut_plain<R: Send>(
+    model: &Bound<'_, PyAny>,
+    f: impl FnOnce(&mut ModelProto) -> R + Send,
+) -> PyResult<R> {
     let py = model.py();
     let (m, root) = ops::write::<ModelProto>(model_view(model)?)?;
     if !root.registry(py).is_empty() {
@@ -50,13 +58,12 @@ fn with_model_mut<R: Send>(
     }
     let _busy = root.begin_write(py);
     let p = SendMutModel(m as *mut ModelProto);
-    py.detach(move || {
+    Ok(py.detach(move || {
         let p = p;
         // SAFETY: the root is marked busy by a writer: no other code reads or writes the model
         // until `_busy` drops.
         f(unsafe { &mut *p.0 })
-    })
-    .py()
+    }))
 }
 
 /// Runs `f` on the model of `model` without the GIL, its root marked busy for reading (Python

@@ -47,11 +47,22 @@ pub enum OnnxlStatus {
     OutOfRange = 13,
     /// An error the C ABI does not classify yet.
     Internal = 14,
+    /// The model failed onnx's checker (the onnx component's `onnxl_check_model`; onnx's
+    /// `ValidationError`).
+    Validation = 15,
+    /// Shape inference failed (the onnx component's `onnxl_infer_shapes`; onnx's
+    /// `InferenceError`).
+    Inference = 16,
+    /// The version converter failed (the onnx component's `onnxl_convert_version`; onnx's
+    /// `ConvertError`).
+    Conversion = 17,
+    /// No such entry: no operator schema of that name, domain and version.
+    NotFound = 18,
 }
 
 impl OnnxlStatus {
     /// Every status, in value order (used by `onnxl_status_name` and the tests).
-    pub(crate) const ALL: [OnnxlStatus; 15] = [
+    pub(crate) const ALL: [OnnxlStatus; 19] = [
         Self::Ok,
         Self::InvalidArgument,
         Self::NullPointer,
@@ -67,6 +78,10 @@ impl OnnxlStatus {
         Self::Panic,
         Self::OutOfRange,
         Self::Internal,
+        Self::Validation,
+        Self::Inference,
+        Self::Conversion,
+        Self::NotFound,
     ];
 
     /// The C enumerator name, NUL-terminated.
@@ -87,6 +102,10 @@ impl OnnxlStatus {
             Self::Panic => "ONNXL_STATUS_PANIC\0",
             Self::OutOfRange => "ONNXL_STATUS_OUT_OF_RANGE\0",
             Self::Internal => "ONNXL_STATUS_INTERNAL\0",
+            Self::Validation => "ONNXL_STATUS_VALIDATION\0",
+            Self::Inference => "ONNXL_STATUS_INFERENCE\0",
+            Self::Conversion => "ONNXL_STATUS_CONVERSION\0",
+            Self::NotFound => "ONNXL_STATUS_NOT_FOUND\0",
         }
     }
 }
@@ -241,6 +260,35 @@ pub extern "C" fn onnxl_last_error_message() -> *const c_char {
     }
 }
 
+/// Records a failure as the calling thread's last error and returns `status`: for libraries
+/// built on this one (the onnx component) whose functions report through
+/// `onnxl_last_error_message` like the library's own. `message` is `len` bytes of UTF-8 (invalid
+/// sequences are replaced); NULL means an empty message. `ONNXL_STATUS_OK` or an unknown value is
+/// recorded as `ONNXL_STATUS_INTERNAL`.
+///
+/// # Safety
+/// `message` is NULL or points at `len` readable bytes.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn onnxl_set_last_error(
+    status: u32,
+    message: *const c_char,
+    len: usize,
+) -> OnnxlStatus {
+    let status = OnnxlStatus::ALL
+        .iter()
+        .copied()
+        .find(|s| *s as u32 == status && *s != OnnxlStatus::Ok)
+        .unwrap_or(OnnxlStatus::Internal);
+    let text = if message.is_null() {
+        String::new()
+    } else {
+        // SAFETY: non-NULL, `len` readable bytes (contract above).
+        let bytes = unsafe { std::slice::from_raw_parts(message.cast::<u8>(), len) };
+        String::from_utf8_lossy(bytes).into_owned()
+    };
+    set_last_error(FfiError::new(status, text))
+}
+
 /// Length in bytes (without the terminating NUL) of `onnxl_last_error_message()`.
 #[unsafe(no_mangle)]
 pub extern "C" fn onnxl_last_error_message_length() -> usize {
@@ -327,6 +375,7 @@ mod tests {
         assert_eq!(name(0), "ONNXL_STATUS_OK");
         assert_eq!(name(4), "ONNXL_STATUS_PARSE");
         assert_eq!(name(14), "ONNXL_STATUS_INTERNAL");
+        assert_eq!(name(18), "ONNXL_STATUS_NOT_FOUND");
         assert_eq!(name(999), "ONNXL_STATUS_UNKNOWN");
     }
 

@@ -1,0 +1,194 @@
+/*
+ * onnx_light_onnx.h: onnx's checker, shape inference, version converter and operator schemas
+ * over onnx_light models, as a C ABI. The functions live in the optional onnx component
+ * (library onnx_light_onnx: onnx's own C++ sources built against <onnx_light/onnx_pb.h>; CMake
+ * find_package(onnx_light COMPONENTS onnx), target onnx_light::onnx), not in the core library.
+ * See docs/cpp.md, "onnx's C++ library on onnx_light".
+ *
+ * Conventions are the core library's (onnx_light.h): fallible functions return OnnxlStatus and
+ * write out-parameters only on success; onnxl_last_error_message() describes the failure, with
+ * onnx's own message where onnx gives one (ONNXL_STATUS_VALIDATION for onnx's ValidationError,
+ * ONNXL_STATUS_INFERENCE for InferenceError, ONNXL_STATUS_CONVERSION for ConvertError,
+ * ONNXL_STATUS_NOT_FOUND for an unknown schema). No C++ exception crosses the boundary. Options
+ * pointers may be NULL (defaults). Models are read in place: nothing is serialized or copied
+ * to check them, and models over 2 GB work.
+ */
+#ifndef ONNX_LIGHT_ONNX_H
+#define ONNX_LIGHT_ONNX_H
+
+#include "onnx_light.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** The onnx release whose C++ library the component is built from, e.g. "1.23.2". */
+const char *onnxl_onnx_version(void);
+
+/**
+ * The highest opset version of `domain` ("" or "ai.onnx": the default domain) that onnx's
+ * registry knows (onnx.defs.onnx_opset_version() for the default domain); -1 and
+ * ONNXL_STATUS_NOT_FOUND for an unknown domain.
+ */
+int64_t onnxl_onnx_opset_version(const char *domain);
+
+/** Options of onnxl_check_model (onnx.checker.check_model's arguments). */
+typedef struct OnnxlCheckOptions {
+  /** sizeof(OnnxlCheckOptions) as compiled by the caller (set by the default function). */
+  size_t struct_size;
+  /** Also run strict shape inference over the model (onnx's full_check). */
+  bool full_check;
+  /** Skip the check that each node's opset exists for its operator. */
+  bool skip_opset_compatibility_check;
+  /** Also check nodes of custom domains against the schemas registered for them. */
+  bool check_custom_domain;
+} OnnxlCheckOptions;
+
+/** The defaults: everything false (onnx's). */
+OnnxlCheckOptions onnxl_check_options_default(void);
+
+/** Runs onnx's checker (onnx::checker::check_model) over `model`, in place. */
+OnnxlStatus onnxl_check_model(const OnnxlModelProto *model, const OnnxlCheckOptions *options);
+
+/**
+ * Runs onnx's checker over the model file at `path` (NUL-terminated), as
+ * onnx.checker.check_model(path): external data is checked against the model's directory.
+ */
+OnnxlStatus onnxl_check_model_path(const char *path, const OnnxlCheckOptions *options);
+
+/** Options of shape inference (onnx.shape_inference.infer_shapes' arguments). */
+typedef struct OnnxlShapeInferenceOptions {
+  /** sizeof(OnnxlShapeInferenceOptions) as compiled by the caller. */
+  size_t struct_size;
+  /** Check the types of inputs and outputs against the schemas. */
+  bool check_type;
+  /** Fail on the first inference error instead of skipping the node. */
+  bool strict_mode;
+  /** Propagate constant data for shape computations (data propagation). */
+  bool data_prop;
+} OnnxlShapeInferenceOptions;
+
+/** The defaults: everything false (onnx's). */
+OnnxlShapeInferenceOptions onnxl_shape_inference_options_default(void);
+
+/**
+ * Infers shapes into `model` itself (onnx::shape_inference::InferShapes): value_info gains the
+ * inferred types. Nothing is copied.
+ */
+OnnxlStatus onnxl_infer_shapes_in_place(OnnxlModelProto *model, const OnnxlShapeInferenceOptions *options);
+
+/**
+ * Infers shapes into a copy of `model`, written to `*out` (free with onnxl_model_proto_free),
+ * as onnx.shape_inference.infer_shapes. The copy is a full one (payloads borrowed from a no-copy
+ * load stay borrowed); onnxl_infer_shapes_in_place avoids it.
+ */
+OnnxlStatus onnxl_infer_shapes(const OnnxlModelProto *model, const OnnxlShapeInferenceOptions *options,
+                               OnnxlModelProto **out);
+
+/** Infers shapes of the model file `model_path` and writes the result to `output_path`. */
+OnnxlStatus onnxl_infer_shapes_path(const char *model_path, const char *output_path,
+                                    const OnnxlShapeInferenceOptions *options);
+
+/**
+ * Converts `model` to the default domain's opset `target_version`
+ * (onnx::version_conversion::ConvertVersion); the result goes to `*out` (free with
+ * onnxl_model_proto_free).
+ */
+OnnxlStatus onnxl_convert_version(const OnnxlModelProto *model, int64_t target_version, OnnxlModelProto **out);
+
+/** An operator schema of onnx's registry; lives as long as the process. */
+typedef struct OnnxlOpSchema OnnxlOpSchema;
+
+/**
+ * The schema of `op_type` in `domain` ("" or "ai.onnx" is the default domain) with the highest
+ * since_version not above `max_inclusive_version` (negative: the latest). ONNXL_STATUS_NOT_FOUND,
+ * with onnx's message, when there is none.
+ */
+OnnxlStatus onnxl_get_schema(const char *op_type, int64_t max_inclusive_version, const char *domain,
+                             const OnnxlOpSchema **out);
+
+/** The number of schemas of every operator and every version (onnx's get_all_schemas_with_history). */
+size_t onnxl_schema_count(void);
+
+/** Schema `i` of that list (NULL and ONNXL_STATUS_OUT_OF_RANGE past the end); the order is onnx's. */
+const OnnxlOpSchema *onnxl_schema_at(size_t i);
+
+/** How a formal parameter takes values (onnx's OpSchema.FormalParameterOption). */
+typedef enum OnnxlParameterOption {
+  ONNXL_PARAMETER_SINGLE = 0,
+  ONNXL_PARAMETER_OPTIONAL = 1,
+  ONNXL_PARAMETER_VARIADIC = 2,
+} OnnxlParameterOption;
+
+/** An input or output of an operator. The strings belong to the schema. */
+typedef struct OnnxlFormalParameter {
+  const char *name;
+  /** A type ("tensor(float)") or the name of a type constraint ("T"). */
+  const char *type_str;
+  const char *description;
+  OnnxlParameterOption option;
+  /** Variadic only: whether all values have the same type. */
+  bool is_homogeneous;
+  /** Variadic only: the minimum number of values. */
+  int32_t min_arity;
+  /** onnx's OpSchema.DifferentiationCategory: 0 unknown, 1 differentiable, 2 not. */
+  int32_t differentiation_category;
+} OnnxlFormalParameter;
+
+/** A type constraint: a type parameter and the types it allows. */
+typedef struct OnnxlTypeConstraint {
+  const char *type_param_str;
+  const char *description;
+  /** The number of allowed types (onnxl_op_schema_allowed_type). */
+  size_t allowed_type_count;
+} OnnxlTypeConstraint;
+
+/** An attribute of an operator. */
+typedef struct OnnxlAttributeSchema {
+  const char *name;
+  const char *description;
+  /** The AttributeProto type (ONNXL_ATTRIBUTE_PROTO_ATTRIBUTE_TYPE_*). */
+  int32_t type;
+  bool required;
+  /** The default value, or NULL when the attribute has none; belongs to the schema. */
+  const OnnxlAttributeProto *default_value;
+} OnnxlAttributeSchema;
+
+/** Scalar facts of a schema (onnx's OpSchema properties of the same names). */
+typedef struct OnnxlOpSchemaInfo {
+  const char *name;
+  /** "" for the default domain, as onnx reports it. */
+  const char *domain;
+  /** The documentation text ("" when the build dropped it). */
+  const char *doc;
+  int32_t since_version;
+  bool deprecated;
+  /** 0 common, 1 experimental (onnx's OpSchema.SupportType). */
+  int32_t support_level;
+  int32_t min_input;
+  int32_t max_input;
+  int32_t min_output;
+  int32_t max_output;
+  bool has_function;
+  bool has_context_dependent_function;
+  bool has_type_and_shape_inference_function;
+  size_t input_count;
+  size_t output_count;
+  size_t type_constraint_count;
+  /** Attributes are indexed in name order. */
+  size_t attribute_count;
+} OnnxlOpSchemaInfo;
+
+OnnxlStatus onnxl_op_schema_info(const OnnxlOpSchema *schema, OnnxlOpSchemaInfo *out);
+OnnxlStatus onnxl_op_schema_input(const OnnxlOpSchema *schema, size_t i, OnnxlFormalParameter *out);
+OnnxlStatus onnxl_op_schema_output(const OnnxlOpSchema *schema, size_t i, OnnxlFormalParameter *out);
+OnnxlStatus onnxl_op_schema_type_constraint(const OnnxlOpSchema *schema, size_t i, OnnxlTypeConstraint *out);
+/** Allowed type `j` of type constraint `i` ("tensor(float)"); NULL past the end. */
+const char *onnxl_op_schema_allowed_type(const OnnxlOpSchema *schema, size_t i, size_t j);
+OnnxlStatus onnxl_op_schema_attribute(const OnnxlOpSchema *schema, size_t i, OnnxlAttributeSchema *out);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* ONNX_LIGHT_ONNX_H */
