@@ -13390,6 +13390,20 @@ size_t onnxl_model_realigned_tensors(const struct OnnxlModelProto *model);
 size_t onnxl_model_misaligned_tensors(const struct OnnxlModelProto *model, uint64_t alignment);
 
 /**
+ * Frees the `std::string` copies of tensor payloads (`raw_data`) that const reads through the
+ * C++ classes made, in every tensor of `m` (initializers, attributes, subgraphs, functions).
+ * A const read of a payload that was not set or parsed through C++ (`raw_data()`, e.g. by
+ * onnx's checker or shape inference) copies it into a `std::string` that lives as long as the
+ * model, so that the reference it returns stays valid; after such a call on a large model this
+ * gives the memory back. The model is unchanged otherwise.
+ *
+ * # Safety
+ * `m` is NULL or a live model that no other thread uses during the call, and no reference a
+ * C++ getter returned for one of its payloads is used afterwards.
+ */
+OnnxlStatus onnxl_model_proto_release_cxx_copies(struct OnnxlModelProto *m);
+
+/**
  * The default parse options (same values as the C++ library), with `struct_size` set.
  */
 struct OnnxlParseOptions onnxl_parse_options_default(void);

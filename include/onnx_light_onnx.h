@@ -26,7 +26,7 @@ extern "C" {
 const char *onnxl_onnx_version(void);
 
 /**
- * The highest opset version of `domain` ("" or "ai.onnx": the default domain) that onnx's
+ * The highest opset version of `domain` ("" is the default domain, as in onnx) that onnx's
  * registry knows (onnx.defs.onnx_opset_version() for the default domain); -1 and
  * ONNXL_STATUS_NOT_FOUND for an unknown domain.
  */
@@ -47,7 +47,13 @@ typedef struct OnnxlCheckOptions {
 /** The defaults: everything false (onnx's). */
 OnnxlCheckOptions onnxl_check_options_default(void);
 
-/** Runs onnx's checker (onnx::checker::check_model) over `model`, in place. */
+/**
+ * Runs onnx's checker (onnx::checker::check_model) over `model`, in place; any number of threads
+ * may check the same model at once. onnx's code reads tensor payloads as `const std::string&`:
+ * each payload not already held in a std::string is copied into one that stays with the model
+ * (see onnxl_model_proto_release_cxx_copies, which gives that memory back once no thread reads
+ * the model through the C++ classes).
+ */
 OnnxlStatus onnxl_check_model(const OnnxlModelProto *model, const OnnxlCheckOptions *options);
 
 /**
@@ -73,7 +79,8 @@ OnnxlShapeInferenceOptions onnxl_shape_inference_options_default(void);
 
 /**
  * Infers shapes into `model` itself (onnx::shape_inference::InferShapes): value_info gains the
- * inferred types. Nothing is copied.
+ * inferred types. The model is not copied; the payload copies onnx's reads make (see
+ * onnxl_check_model) are freed before the call returns.
  */
 OnnxlStatus onnxl_infer_shapes_in_place(OnnxlModelProto *model, const OnnxlShapeInferenceOptions *options);
 
@@ -100,7 +107,7 @@ OnnxlStatus onnxl_convert_version(const OnnxlModelProto *model, int64_t target_v
 typedef struct OnnxlOpSchema OnnxlOpSchema;
 
 /**
- * The schema of `op_type` in `domain` ("" or "ai.onnx" is the default domain) with the highest
+ * The schema of `op_type` in `domain` ("" is the default domain; NULL means "") with the highest
  * since_version not above `max_inclusive_version` (negative: the latest). ONNXL_STATUS_NOT_FOUND,
  * with onnx's message, when there is none.
  */

@@ -1222,6 +1222,16 @@ impl ByteSpan {
         }
     }
 
+    /// Frees the `std::string` copy that a const read through the C++ classes made of these
+    /// bytes (kept until then, so that the reference it returned stays valid). Nothing changes
+    /// when the bytes live in their `std::string` (set or parsed through C++) or no copy was
+    /// made.
+    pub fn release_cxx_copy(&mut self) {
+        if !matches!(self.repr, Repr::Cxx) {
+            drop(self.cxx.take());
+        }
+    }
+
     /// Bytes that own the `std::string` `s`.
     pub(crate) fn from_cxx(s: CxxString) -> Self {
         Self {

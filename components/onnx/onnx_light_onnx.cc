@@ -59,6 +59,7 @@ OnnxlStatus guarded(F&& body) noexcept {
 // version's size is refused. Fields added later are read only when the caller's struct has them.
 template <class T>
 bool read_options(const T* in, T* out, const char* what) {
+  *out = T{};
   out->struct_size = sizeof(T);
   if (in == nullptr) return true;
   if (in->struct_size < sizeof(T)) {
@@ -133,7 +134,6 @@ const char* onnxl_onnx_version(void) {
 
 int64_t onnxl_onnx_opset_version(const char* domain) {
   std::string d = domain == nullptr ? std::string() : std::string(domain);
-  if (d == "ai.onnx") d.clear();
   const auto& map = onnx::OpSchemaRegistry::DomainToVersionRange::Instance().Map();
   auto it = map.find(d);
   if (it == map.end()) {
@@ -179,10 +179,13 @@ OnnxlStatus onnxl_infer_shapes_in_place(OnnxlModelProto* model, const OnnxlShape
   if (model == nullptr) return fail(ONNXL_STATUS_NULL_POINTER, "model is NULL");
   OnnxlShapeInferenceOptions o;
   if (!read_options(options, &o, "OnnxlShapeInferenceOptions")) return onnxl_last_error_status();
-  return guarded([&] {
+  OnnxlStatus status = guarded([&] {
     onnx::shape_inference::InferShapes(*onnx::ModelProto::from_c(model), onnx::OpSchemaRegistry::Instance(),
                                        inference_options(o));
   });
+  // The payload copies inference's reads made are dropped: the model is this call's alone.
+  onnxl_model_proto_release_cxx_copies(model);
+  return status;
 }
 
 OnnxlStatus onnxl_infer_shapes(const OnnxlModelProto* model, const OnnxlShapeInferenceOptions* options,
@@ -237,7 +240,6 @@ OnnxlStatus onnxl_get_schema(const char* op_type, int64_t max_inclusive_version,
                              const OnnxlOpSchema** out) {
   if (op_type == nullptr || out == nullptr) return fail(ONNXL_STATUS_NULL_POINTER, "op_type or out is NULL");
   std::string d = domain == nullptr ? std::string() : std::string(domain);
-  if (d == "ai.onnx") d.clear();
   const onnx::OpSchema* s = nullptr;
   OnnxlStatus status = guarded([&] {
     if (max_inclusive_version < 0) {

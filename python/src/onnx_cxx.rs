@@ -233,10 +233,24 @@ pub fn check_model(
     };
     // SAFETY: a live model, read-only for the call (its root is marked busy for reading); the
     // component's const reads are safe alongside other readers.
-    with_model(model, move |m| {
+    let checked = with_model(model, move |m| {
         status(unsafe { onnxl_check_model(std::ptr::from_ref(m).cast(), &opts) })
-    })??;
-    Ok(())
+    })?;
+    // Also after a failure: the reads before it made copies too.
+    release_copies(model)?;
+    Ok(checked?)
+}
+
+/// Frees the `std::string` copies of payloads that onnx's const reads made in `model` (its
+/// root is taken for writing: every other reader has finished).
+fn release_copies(model: &Bound<'_, PyAny>) -> PyResult<()> {
+    with_model_mut_plain(model, |m| {
+        m.visit_tensors_mut(&mut |t| {
+            if let Some(d) = t.raw_data.as_mut() {
+                d.release_cxx_copy();
+            }
+        })
+    })
 }
 
 /// onnx's checker on a model file (external data checked against its directory).
@@ -284,6 +298,7 @@ pub fn infer_shapes(
         let mut copy = Box::new(m.clone());
         // SAFETY: `copy` is a live model this thread owns.
         let p = std::ptr::from_mut::<ModelProto>(&mut copy).cast();
+        // (The call frees the payload copies its reads made in `copy`.)
         status(unsafe { onnxl_infer_shapes_in_place(p, &opts) }).map(|()| copy)
     })??;
     owning_view(model.py(), copy, &MODEL_PROTO_INFO)
@@ -338,8 +353,9 @@ pub fn convert_version(model: &Bound<'_, PyAny>, target_version: i64) -> PyResul
             onnxl_convert_version(std::ptr::from_ref(m).cast(), target_version, &mut out)
         })
         .map(|()| unsafe { Box::from_raw(out.cast::<ModelProto>()) })
-    })??;
-    owning_view(model.py(), converted, &MODEL_PROTO_INFO)
+    })?;
+    release_copies(model)?;
+    owning_view(model.py(), converted?, &MODEL_PROTO_INFO)
 }
 
 /// A schema's facts as a dict (the Python layer wraps it in `onnx_light.defs.OpSchema`).

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The Python package (python/, run by scripts/test-all.sh): rustfmt and clippy of its crate, the
 # abi3 wheel built with maturin, installed into the project venv (.venv), and its pytest suite
-# (python/tests), which checks it against the onnx wheel and onnxruntime.
+# (python/tests), which checks it against the onnx wheel and onnxruntime (onnx's checker, shape
+# inference, version converter and schemas too: python/tests/test_onnx_cxx.py).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 ROOT=$PWD
@@ -11,16 +12,22 @@ if [ ! -x "$PY" ]; then
 fi
 "$PY" -m pip install --quiet --disable-pip-version-check -r scripts/requirements-test.txt
 
+# The extension links onnx's C++ library (its `onnx` feature): the static library of the onnx
+# component that 15-onnx-component.sh built and installed.
+export ONNX_LIGHT_ONNX_LIB_DIR="$ROOT/build/onnx-component/prefix/lib"
+[ -f "$ONNX_LIGHT_ONNX_LIB_DIR/libonnx_light_onnx.a" ] ||
+  { echo "50-python: no onnx component in $ONNX_LIGHT_ONNX_LIB_DIR (scripts/test.d/15-onnx-component.sh)" >&2; exit 1; }
+
 cargo fmt --manifest-path python/Cargo.toml -- --check
-cargo clippy --manifest-path python/Cargo.toml --release --all-targets -- -D warnings
+cargo clippy --manifest-path python/Cargo.toml --release --all-targets --features onnx -- -D warnings
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-"$PY" -m maturin build --release --quiet -m python/Cargo.toml --out "$work/dist"
+"$PY" -m maturin build --release --quiet -m python/Cargo.toml --features onnx --out "$work/dist"
 "$PY" -m pip install --quiet --disable-pip-version-check --force-reinstall --no-deps "$work"/dist/onnx_light-*-abi3-*.whl
 # Run from outside the source tree, so that the installed wheel is what is imported.
 cd "$work"
-"$PY" -c 'import onnx_light, os; assert "site-packages" in onnx_light.__file__, onnx_light.__file__'
+"$PY" -c 'import onnx_light, os; assert "site-packages" in onnx_light.__file__, onnx_light.__file__; assert onnx_light._native.HAS_ONNX_CXX'
 "$PY" -m pytest -q -p no:cacheprovider "$ROOT/python/tests"
 
 # The package's benchmark at a tiny scale, so that it cannot rot: every case must produce a row

@@ -1,15 +1,19 @@
 #!/usr/bin/env bash
 # onnx's own C++ library on onnx_light (run by scripts/test-all.sh): the C++ sources of the
 # pinned onnx release (checker, shape inference, version converter, operator schemas, inliner,
-# parser, printer) and onnx's C++ unit tests (tests/cpp, gtest), built twice, unchanged:
+# parser, printer) and onnx's C++ unit tests (tests/cpp, gtest), compared two ways:
 #   (a) against protobuf (protoc 3.21 on the sdist's .proto files, libprotobuf-lite), the
-#       reference;
-#   (b) against onnx_light: <onnx_light/onnx_pb.h> through the forwarding headers of
-#       include/onnx_light/protobuf_compat/ and target/release/libonnx_light.so. The depfiles
-#       must name no protobuf header and the program must not link libprotobuf.
-# Both test programs run; their lists of passed, failed and skipped tests must be the same.
-# onnx's sources come from its source distribution on PyPI (pip download, sha256 checked) into
-# target/onnx-cxx/ and are never committed. Patches to onnx: none.
+#       reference: the library and tests compiled here;
+#   (b) against onnx_light: the onnx component as 15-onnx-component.sh built and installed it
+#       without protobuf (build/onnx-component/prefix); only the test sources are compiled here,
+#       through the installed headers. The depfiles must name no protobuf header and the program
+#       must not link libprotobuf.
+# Both test programs run; their lists of passed, failed and skipped tests must be the same. Then
+# c_tests/onnx_consumer/onnx_api.cpp (onnx's checker, shape inference and version converter over
+# every backend model, printing verdicts and digests of the serialized results) is built against
+# (a) and its output must equal the component's (15-onnx-component.sh wrote it).
+# onnx's sources come from its source distribution on PyPI (scripts/lib/onnx-sdist.sh) and are
+# never committed. Patches to onnx: none.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 ROOT=$PWD
@@ -17,24 +21,15 @@ CXX=${CXX:-g++}
 PY="$ROOT/.venv/bin/python"
 die() { echo "60-onnx-cxx: $*" >&2; exit 1; }
 [ -x "$PY" ] || die "$PY is missing (scripts/test-all.sh creates the venv)"
-ONNX_VERSION=1.23.2
-ONNX_SHA256=008cb0467b2bbee41448acc7da8b6f4e704624cb0d327a2d5adafc7ce19bc5b8
+. scripts/lib/onnx-sdist.sh
+fetch_onnx_sdist
+COMPONENT="$ROOT/build/onnx-component"
+[ -f "$COMPONENT/prefix/lib/libonnx_light_onnx.so" ] ||
+  die "the onnx component is not installed in $COMPONENT/prefix (scripts/test.d/15-onnx-component.sh)"
 W="$ROOT/target/onnx-cxx"
 SRC="$W/onnx-$ONNX_VERSION"
 mkdir -p "$W"
-
-# ---- 1. onnx's sources, gtest, protoc ----------------------------------------------------------
-TARBALL="$W/dl/onnx-$ONNX_VERSION.tar.gz"
-if ! echo "$ONNX_SHA256  $TARBALL" | sha256sum -c --status - 2>/dev/null; then
-  # pip prepares the sdist's metadata, which needs onnx's build backend (scikit-build-core) and
-  # cmake >= 3.26 (both in the venv); nothing is built.
-  "$PY" -m pip install --quiet --disable-pip-version-check scikit-build-core==1.1.2
-  rm -rf "$W/dl"
-  PATH="$ROOT/.venv/bin:$PATH" "$PY" -m pip download --quiet --disable-pip-version-check \
-    --no-binary :all: --no-deps --no-build-isolation "onnx==$ONNX_VERSION" -d "$W/dl"
-  echo "$ONNX_SHA256  $TARBALL" | sha256sum -c - || die "checksum of $TARBALL"
-fi
-rm -rf "$SRC" && tar xzf "$TARBALL" -C "$W"
+rm -rf "$SRC" && tar xzf "$ONNX_SDIST" -C "$W"
 . scripts/lib/protobuf-onnx.sh
 require_protobuf
 if [ ! -f /usr/include/gtest/gtest.h ] || [ ! -f /usr/lib/x86_64-linux-gnu/libgtest.a ]; then
@@ -86,22 +81,24 @@ build_objects "$PB/obj" -I"$PB/gen" -I"$GEN" -I.
 (cd "$PB" && ./onnx_cpp_tests >"$PB/run.txt" 2>&1) || true
 outcomes "$PB/run.txt" >"$W/outcomes-protobuf.txt"
 
-# ---- 3. (b) against onnx_light ----------------------------------------------------------------
-echo "(b) onnx $ONNX_VERSION against onnx_light"
-cargo build --release --lib -q
-LIBDIR="$ROOT/target/release"
-SONAME=$(readelf -d "$LIBDIR/libonnx_light.so" | sed -n 's/.*(SONAME).*\[\(.*\)\]/\1/p')
+# ---- 3. (b) against onnx_light: the installed component ----------------------------------------
+echo "(b) onnx $ONNX_VERSION against onnx_light (the installed onnx component)"
+PREFIX="$COMPONENT/prefix"
 OL="$W/ol"
 rm -rf "$OL" && mkdir -p "$OL"
-ln -sf "$LIBDIR/libonnx_light.so" "$OL/$SONAME"
+LIB_SOURCES=""
 EXTRA_SOURCES=()
-build_objects "$OL/obj" -I"$ROOT/include/onnx_light/protobuf_compat" -I"$GEN" -I"$ROOT/include" -I.
+build_objects "$OL/obj" -I"$PREFIX/include/onnx_light/protobuf_compat" -I"$PREFIX/include/onnx_light/onnx_cxx" \
+  -I"$PREFIX/include" -I.
 if grep -h 'google/protobuf' "$OL"/obj/*.d | grep -v "include/onnx_light/protobuf_compat/" | grep -q .; then
   grep -h 'google/protobuf' "$OL"/obj/*.d | grep -v "include/onnx_light/protobuf_compat/" | head -5 >&2
   die "a protobuf header was read in the onnx_light build"
 fi
-"$CXX" -o "$OL/onnx_cpp_tests" "$OL"/obj/*.o -L"$LIBDIR" -lonnx_light -lgtest -pthread -Wl,-rpath,"$OL"
-if ldd "$OL/onnx_cpp_tests" | grep -q protobuf || nm -D --undefined-only "$OL/onnx_cpp_tests" | grep -qi protobuf; then
+"$CXX" -o "$OL/onnx_cpp_tests" "$OL"/obj/*.o -L"$PREFIX/lib" -lonnx_light_onnx -lonnx_light -lgtest -pthread \
+  -Wl,-rpath,"$PREFIX/lib"
+deps=$(ldd "$OL/onnx_cpp_tests")
+undefined=$(nm -D --undefined-only "$OL/onnx_cpp_tests")
+if grep -qi protobuf <<<"$deps$undefined"; then
   die "the onnx_light build links protobuf"
 fi
 (cd "$OL" && ./onnx_cpp_tests >"$OL/run.txt" 2>&1) || true
@@ -115,3 +112,13 @@ diff -u "$W/outcomes-protobuf.txt" "$W/outcomes-onnxl.txt" ||
 echo "ok: onnx $ONNX_VERSION's C++ library and tests unchanged on onnx_light: $(wc -l <"$W/outcomes-onnxl.txt") tests," \
   "$passed passed, $(grep -c '^FAILED ' "$W/outcomes-onnxl.txt" || true) failed," \
   "$(grep -c '^SKIPPED ' "$W/outcomes-onnxl.txt" || true) skipped, as with protobuf; no protobuf header read or library linked"
+
+# ---- 5. onnx's API over the backend models: protobuf build vs the component --------------------
+"$CXX" "${FLAGS[@]}" -I"$PB/gen" -I"$GEN" -I"$SRC" -c c_tests/onnx_consumer/onnx_api.cpp -o "$PB/onnx_api.o"
+"$CXX" -o "$PB/onnx_api" "$PB/onnx_api.o" "$PB"/obj/onnx_*.o "$PB"/obj/_*.pb.cc.o -lprotobuf-lite -pthread
+BACKEND_DATA=$("$PY" -c "import onnx, os; print(os.path.join(os.path.dirname(onnx.__file__), 'backend', 'test', 'data'))")
+mapfile -t MODELS < <(find "$BACKEND_DATA" -name '*.onnx' | LC_ALL=C sort)
+"$PB/onnx_api" "${MODELS[@]}" >"$W/onnx_api-protobuf.txt" || die "onnx_api (protobuf) failed"
+diff -u "$W/onnx_api-protobuf.txt" "$COMPONENT/onnx_api.txt" ||
+  die "onnx's checker, shape inference or version converter differ between protobuf and onnx_light"
+echo "ok: onnx's checker, shape inference (bytes) and version converter (bytes) agree on ${#MODELS[@]} backend models"

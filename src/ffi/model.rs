@@ -203,3 +203,30 @@ pub unsafe extern "C" fn onnxl_model_misaligned_tensors(
         Ok(codec::misaligned_tensors(m, alignment))
     })
 }
+
+/// Frees the `std::string` copies of tensor payloads (`raw_data`) that const reads through the
+/// C++ classes made, in every tensor of `m` (initializers, attributes, subgraphs, functions).
+/// A const read of a payload that was not set or parsed through C++ (`raw_data()`, e.g. by
+/// onnx's checker or shape inference) copies it into a `std::string` that lives as long as the
+/// model, so that the reference it returns stays valid; after such a call on a large model this
+/// gives the memory back. The model is unchanged otherwise.
+///
+/// # Safety
+/// `m` is NULL or a live model that no other thread uses during the call, and no reference a
+/// C++ getter returned for one of its payloads is used afterwards.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn onnxl_model_proto_release_cxx_copies(
+    m: *mut OnnxlModelProto,
+) -> OnnxlStatus {
+    // SAFETY: forwarded contract.
+    unsafe {
+        super::handle::write(m, |m: &mut ModelProto| {
+            m.visit_tensors_mut(&mut |t| {
+                if let Some(d) = t.raw_data.as_mut() {
+                    d.release_cxx_copy();
+                }
+            });
+            Ok(())
+        })
+    }
+}

@@ -1,0 +1,107 @@
+#!/usr/bin/env bash
+# The onnx component (components/onnx; run by scripts/test-all.sh): onnx's own C++ library built
+# unchanged against onnx_light through CMake, with no protobuf on the machine for the build:
+# 1. configure, build and install (-DONNXL_WITH_ONNX=ON, onnx's sdist from PyPI) inside a private
+#    mount namespace where protobuf's headers, libraries and protoc are empty (when the machine has
+#    them at all), so nothing can reach protobuf; the installed library names no protobuf symbol
+#    or library;
+# 2. the consumer project (c_tests/onnx_consumer) finds it with
+#    find_package(onnx_light COMPONENTS onnx), in the same namespace: a program written only
+#    against onnx's headers (checker, shape inference, version converter, schema registry; shared
+#    and static) runs over every model of the onnx wheel's backend test data, and the tests of the
+#    C ABI (onnx_light_onnx.h) and of its C++ names (onnx_light_onnx.hpp) pass.
+# The install prefix (build/onnx-component/prefix) is reused by the later steps: the Python
+# package links its libonnx_light_onnx.a (50-python.sh) and onnx's C++ tests run on it and the
+# consumer's output is compared with the protobuf build's (60-onnx-cxx.sh).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+ROOT=$PWD
+PY="$ROOT/.venv/bin/python"
+JOBS=$(nproc 2>/dev/null || echo 2)
+die() { echo "15-onnx-component: $*" >&2; exit 1; }
+[ -x "$PY" ] || die "$PY is missing (scripts/test-all.sh creates the venv)"
+export PATH="$ROOT/.venv/bin:$PATH"   # the pinned cmake
+command -v unshare >/dev/null || die "unshare (util-linux) is required"
+. scripts/lib/onnx-sdist.sh
+fetch_onnx_sdist
+BUILD="$ROOT/build/onnx-component"
+PREFIX="$BUILD/prefix"
+BACKEND_DATA=$("$PY" -c "import onnx, os; print(os.path.join(os.path.dirname(onnx.__file__), 'backend', 'test', 'data'))")
+mkdir -p "$BUILD"
+# A model whose strict shape inference fails (Add of [2] and [3]), for the C ABI test.
+"$PY" - "$BUILD/bad_shapes.onnx" <<'PYEOF'
+import sys
+from onnx import TensorProto, helper, save
+x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])
+y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [3])
+z = helper.make_tensor_value_info("z", TensorProto.FLOAT, None)
+g = helper.make_graph([helper.make_node("Add", ["x", "y"], ["z"])], "g", [x, y], [z])
+save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 18)]), sys.argv[1])
+PYEOF
+
+# ---- 1 + 2, with protobuf out of reach --------------------------------------------------------
+export ROOT BUILD PREFIX JOBS ONNX_SDIST BACKEND_DATA
+unshare --mount bash -euo pipefail -c '
+die() { echo "15-onnx-component: $*" >&2; exit 1; }
+hidden=0
+for d in /usr/include/google /usr/local/include/google; do
+  [ -d "$d" ] && { mount -t tmpfs none "$d"; hidden=$((hidden + 1)); }
+done
+for f in /usr/lib/*/libprotobuf* /usr/lib/*/libprotoc* /usr/lib/libprotobuf* /usr/local/lib/libprotobuf* \
+         /usr/bin/protoc* /usr/local/bin/protoc*; do
+  [ -e "$f" ] && [ ! -L "$f" ] && { mount --bind /dev/null "$f"; hidden=$((hidden + 1)); }
+done
+echo "protobuf hidden for this step: $hidden paths"
+if echo "#include <google/protobuf/message_lite.h>" | "${CXX:-c++}" -x c++ -E - >/dev/null 2>&1; then
+  die "protobuf headers are still reachable"
+fi
+if command -v protoc >/dev/null && protoc --version >/dev/null 2>&1; then die "protoc still runs"; fi
+
+cd "$ROOT"
+cmake -S . -B "$BUILD/tree" -DCMAKE_BUILD_TYPE=Release -DONNXL_WITH_ONNX=ON -DONNXL_ONNX_SDIST="$ONNX_SDIST" >/dev/null
+cmake --build "$BUILD/tree" -j "$JOBS"
+rm -rf "$PREFIX"
+cmake --install "$BUILD/tree" --prefix "$PREFIX" >/dev/null
+
+rm -rf "$BUILD/consumer"
+cmake -S c_tests/onnx_consumer -B "$BUILD/consumer" -DCMAKE_PREFIX_PATH="$PREFIX" -DCMAKE_BUILD_TYPE=Release >/dev/null
+cmake --build "$BUILD/consumer" -j "$JOBS" >/dev/null
+'
+
+# ---- checks of the installed component --------------------------------------------------------
+LIB="$PREFIX/lib/libonnx_light_onnx.so"
+for f in "$LIB" "$PREFIX/lib/libonnx_light_onnx.a" "$PREFIX/include/onnx_light_onnx.h" "$PREFIX/include/onnx_light_onnx.hpp" \
+         "$PREFIX/include/onnx_light/onnx_cxx/onnx/checker.h" \
+         "$PREFIX/include/onnx_light/onnx_cxx/onnx/shape_inference/implementation.h" \
+         "$PREFIX/include/onnx_light/onnx_cxx/onnx/version_converter/convert.h" \
+         "$PREFIX/include/onnx_light/onnx_cxx/onnx/defs/schema.h" \
+         "$PREFIX/include/onnx_light/onnx_cxx/onnx/common/version.h" \
+         "$PREFIX/lib/cmake/onnx_light/onnx_light_onnxTargets.cmake"; do
+  [ -e "$f" ] || die "not installed: $f"
+done
+# (Outputs are captured first: `grep -q` in a pipe would end the writer early under pipefail.)
+deps=$(ldd "$LIB")
+undefined=$(nm -D --undefined-only "$LIB")
+defined=$(nm -DC --defined-only "$LIB")
+if grep -qi protobuf <<<"$deps$undefined"; then die "$LIB needs protobuf"; fi
+grep -q "libonnx_light.so" <<<"$deps" || die "$LIB does not link the core library"
+grep -q "onnx::checker::check_model(onnx_light::ModelProto const&" <<<"$defined" ||
+  die "$LIB lacks onnx::checker::check_model over onnx_light's ModelProto"
+grep -q " T onnxl_check_model$" <<<"$defined" || die "$LIB lacks onnxl_check_model"
+
+# ---- the consumer programs --------------------------------------------------------------------
+mapfile -t MODELS < <(find "$BACKEND_DATA" -name '*.onnx' | LC_ALL=C sort)
+[ "${#MODELS[@]}" -ge 100 ] || die "only ${#MODELS[@]} backend models under $BACKEND_DATA"
+"$BUILD/consumer/onnx_api" "${MODELS[@]}" >"$BUILD/onnx_api.txt" || die "onnx_api failed ($BUILD/onnx_api.txt)"
+"$BUILD/consumer/onnx_api_static" "${MODELS[@]}" >"$BUILD/onnx_api_static.txt"
+diff -q "$BUILD/onnx_api.txt" "$BUILD/onnx_api_static.txt" >/dev/null || die "the static build's output differs"
+if readelf -d "$BUILD/consumer/onnx_api_static" | grep "NEEDED.*onnx_light"; then
+  die "onnx_api_static needs a shared onnx_light"
+fi
+valid=$(grep -c ": valid, inferred" "$BUILD/onnx_api.txt" || true)
+[ "$valid" -ge 100 ] || die "only $valid backend models passed the full check ($BUILD/onnx_api.txt)"
+"$BUILD/consumer/onnx_api" --schema Conv | grep -q "^Conv since [0-9]* inputs X:T W:T B:T attributes 6$" ||
+  die "onnx_api --schema Conv: $("$BUILD/consumer/onnx_api" --schema Conv)"
+"$BUILD/consumer/onnx_light_api" "$BACKEND_DATA/light/light_resnet50.onnx"
+"$BUILD/consumer/onnx_c_abi" samples/mlp.onnx "$BACKEND_DATA/light/light_resnet50.onnx" --bad-shapes "$BUILD/bad_shapes.onnx"
+echo "15-onnx-component: ok: built and installed without protobuf; onnx's API over ${#MODELS[@]} backend models ($valid pass the full check), the C ABI test"
