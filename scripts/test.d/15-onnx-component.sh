@@ -10,9 +10,13 @@
 #    against onnx's headers (checker, shape inference, version converter, schema registry; shared
 #    and static) runs over every model of the onnx wheel's backend test data, and the tests of the
 #    C ABI (onnx_light_onnx.h) and of its C++ names (onnx_light_onnx.hpp) pass.
+# 3. the Rust binding (components/onnx/rust) linking the installed libonnx_light_onnx.a, and the
+#    `onnx-light` tool built with it (feature `onnx`): `check` gives onnx's verdicts and
+#    messages, `check --infer-shapes` writes onnx's strict inference result byte for byte.
 # The install prefix (build/onnx-component/prefix) is reused by the later steps: the Python
 # package links its libonnx_light_onnx.a (50-python.sh) and onnx's C++ tests run on it and the
-# consumer's output is compared with the protobuf build's (60-onnx-cxx.sh).
+# consumer's output is compared with the protobuf build's (60-onnx-cxx.sh); the tool built here
+# (target/release/onnx-light, with onnx's checker) is the one the later steps run.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 ROOT=$PWD
@@ -104,4 +108,40 @@ valid=$(grep -c ": valid, inferred" "$BUILD/onnx_api.txt" || true)
   die "onnx_api --schema Conv: $("$BUILD/consumer/onnx_api" --schema Conv)"
 "$BUILD/consumer/onnx_light_api" "$BACKEND_DATA/light/light_resnet50.onnx"
 "$BUILD/consumer/onnx_c_abi" samples/mlp.onnx "$BACKEND_DATA/light/light_resnet50.onnx" --bad-shapes "$BUILD/bad_shapes.onnx"
+# ---- 3. the Rust binding (components/onnx/rust) and the tool's `check` with onnx's checker ----
+export ONNX_LIGHT_ONNX_LIB_DIR="$PREFIX/lib"
+cargo fmt --manifest-path components/onnx/rust/Cargo.toml -- --check
+CARGO_TARGET_DIR="$ROOT/target/onnx-rust" cargo clippy -q --manifest-path components/onnx/rust/Cargo.toml \
+  --release --all-targets -- -D warnings
+cargo fmt --manifest-path cli/Cargo.toml -- --check
+cargo clippy -q --release -p onnx-light-cli --features onnx -- -D warnings
+# The tool with onnx's checker replaces the plain build: the later steps use it.
+cargo build -q --release -p onnx-light-cli --features onnx
+BIN="$ROOT/target/release/onnx-light"
+"$PY" - "$BIN" "$BUILD" "$BACKEND_DATA/light/light_resnet50.onnx" <<'PYEOF'
+import subprocess, sys
+import onnx
+from onnx import helper, shape_inference
+bin, work, good = sys.argv[1:4]
+run = lambda *a: subprocess.run([bin, "check", *a], capture_output=True, text=True)
+# A valid model: onnx's full check passes, and --infer-shapes writes what onnx's strict inference
+# gives, byte for byte.
+r = run(good, "--infer-shapes", f"{work}/inferred.onnx")
+assert r.returncode == 0 and "checker (full check): valid" in r.stdout, r
+expected = shape_inference.infer_shapes(onnx.load(good), strict_mode=True).SerializeToString()
+assert open(f"{work}/inferred.onnx", "rb").read() == expected, "inferred model differs from onnx's"
+# An invalid one: the exit status says so, with onnx's own message.
+bad = f"{work}/bad_shapes.onnx"
+try:
+    onnx.checker.check_model(bad, full_check=True)
+    raise SystemExit("onnx accepted the bad model")
+except onnx.checker.ValidationError as e:
+    message = str(e)
+r = run(bad)
+assert r.returncode != 0 and message.splitlines()[0] in r.stdout, (message, r)
+r = run(bad, "--infer-shapes", f"{work}/never.onnx")
+assert r.returncode != 0, r
+print("onnx-light check: onnx's verdicts and strict inference, as the onnx wheel")
+PYEOF
+
 echo "15-onnx-component: ok: built and installed without protobuf; onnx's API over ${#MODELS[@]} backend models ($valid pass the full check), the C ABI test"

@@ -1,5 +1,7 @@
-//! `onnx-light check MODEL`: the model parses, and every external reference is resolvable under
-//! the path rules, lies inside its file, matches its tensor's size, and matches its checksum.
+//! `onnx-light check MODEL`: the model parses, passes onnx's own checker (full check: built with
+//! the `onnx` feature), and every external reference is resolvable under the path rules, lies
+//! inside its file, matches its tensor's size, and matches its checksum. `--infer-shapes OUT`
+//! writes the model with the types onnx's shape inference found.
 
 use std::path::PathBuf;
 
@@ -21,6 +23,9 @@ pub struct Args {
     /// The passphrase of encrypted weight files.
     #[command(flatten)]
     key: super::crypt::OptionalKeySource,
+    /// Write the model with onnx's inferred shapes (strict inference) to this file.
+    #[arg(long, value_name = "OUT")]
+    infer_shapes: Option<PathBuf>,
 }
 
 /// Runs the subcommand.
@@ -43,9 +48,18 @@ pub fn run(args: &Args) -> Result<()> {
         tensors,
         model.graph().node.len()
     );
-    let basics = onnx_basics(&model);
+    let mut basics = onnx_basics(&model);
     for p in &basics {
         outln!("problem: {p}");
+    }
+    if basics.is_empty() {
+        basics.extend(onnx_checker(&model, args.infer_shapes.as_deref())?);
+    } else if args.infer_shapes.is_some() {
+        return Err(Error::InvalidArgument(format!(
+            "{}: not a usable ONNX model: {}",
+            args.model.display(),
+            basics[0]
+        )));
     }
     // Size of the checksum work, for the progress bar.
     let pre = check_external_data(&model, &dir, &opts, false, None);
@@ -110,4 +124,56 @@ fn onnx_basics(m: &ModelProto) -> Vec<String> {
         problems.push("no opset_import (required from IR version 3 on)".into());
     }
     problems
+}
+
+/// onnx's own checker (full check, which includes strict shape inference), and with `infer_to`
+/// the model with the inferred shapes written there. Returns the checker's problem, if any.
+#[cfg(feature = "onnx")]
+fn onnx_checker(model: &ModelProto, infer_to: Option<&std::path::Path>) -> Result<Vec<String>> {
+    use onnx_light_onnx::{CheckOptions, ShapeInferenceOptions};
+    let full = CheckOptions {
+        full_check: true,
+        ..Default::default()
+    };
+    let version = onnx_light_onnx::onnx_version();
+    let problems = match onnx_light_onnx::check_model(model, &full) {
+        Ok(()) => {
+            outln!("onnx {version} checker (full check): valid");
+            Vec::new()
+        }
+        Err(e) => {
+            outln!("onnx {version} checker (full check): {e}");
+            vec![format!("onnx's checker: {e}")]
+        }
+    };
+    if let Some(out) = infer_to {
+        let mut inferred = model.clone();
+        let strict = ShapeInferenceOptions {
+            strict_mode: true,
+            ..Default::default()
+        };
+        onnx_light_onnx::infer_shapes_in_place(&mut inferred, &strict)
+            .map_err(|e| Error::InvalidArgument(format!("shape inference: {e}")))?;
+        onnx_light::save_model(&inferred, out, &onnx_light::SerializeOptions::default())?;
+        outln!(
+            "inferred shapes: {} value_info entries, written to {}",
+            inferred.graph().value_info.len(),
+            out.display()
+        );
+    }
+    Ok(problems)
+}
+
+/// Without onnx's C++ library only the checks above run; `--infer-shapes` needs it.
+#[cfg(not(feature = "onnx"))]
+fn onnx_checker(_model: &ModelProto, infer_to: Option<&std::path::Path>) -> Result<Vec<String>> {
+    if infer_to.is_some() {
+        return Err(Error::Unsupported(
+            "--infer-shapes needs onnx's C++ library: build onnx-light with `--features onnx` \
+             (docs/cpp.md)"
+                .into(),
+        ));
+    }
+    outln!("onnx checker: not built in (build onnx-light with `--features onnx`)");
+    Ok(Vec::new())
 }

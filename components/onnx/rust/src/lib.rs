@@ -1,0 +1,567 @@
+//! onnx's checker, shape inference, version converter and operator schemas on onnx_light's
+//! models: Rust bindings of the onnx component's C ABI (`include/onnx_light_onnx.h`), which
+//! runs onnx's own C++ library built against onnx_light. Models are read in place: nothing is
+//! serialized, models over 2 GB work. Errors carry onnx's messages.
+
+use std::ffi::{CStr, CString, c_char, c_void};
+use std::fmt;
+use std::path::Path;
+
+use onnx_light::proto::{AttributeProto, ModelProto};
+
+/// What kind of failure onnx reported (the C status).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ErrorKind {
+    /// The model failed the checker (onnx's `ValidationError`).
+    Validation,
+    /// Shape inference failed (onnx's `InferenceError`).
+    Inference,
+    /// The version converter failed (onnx's `ConvertError`).
+    Conversion,
+    /// No such schema or opset domain.
+    NotFound,
+    /// Memory could not be allocated.
+    OutOfMemory,
+    /// An argument was refused (a path that is not UTF-8 or holds NUL, a version out of range).
+    InvalidArgument,
+    /// Another failure of onnx's code (a `std::runtime_error`, e.g. one of its assertions; onnx's
+    /// Python raises `RuntimeError`), or of the library, with its C status.
+    Other(u32),
+}
+
+/// A failure: its kind and onnx's message.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Error {
+    pub kind: ErrorKind,
+    pub message: String,
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for Error {}
+
+/// `Result` with this crate's [`Error`].
+pub type Result<T> = std::result::Result<T, Error>;
+
+/// Options of [`check_model`] (onnx.checker.check_model's arguments); all false by default.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct CheckOptions {
+    /// Also run strict shape inference over the model.
+    pub full_check: bool,
+    /// Skip the check that each node's opset exists for its operator.
+    pub skip_opset_compatibility_check: bool,
+    /// Also check nodes of custom domains.
+    pub check_custom_domain: bool,
+}
+
+/// Options of shape inference (onnx.shape_inference.infer_shapes' arguments); all false by
+/// default.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ShapeInferenceOptions {
+    /// Check the types of inputs and outputs against the schemas.
+    pub check_type: bool,
+    /// Fail on the first inference error instead of skipping the node.
+    pub strict_mode: bool,
+    /// Propagate constant data for shape computations.
+    pub data_prop: bool,
+}
+
+mod sys {
+    //! The C ABI of `include/onnx_light_onnx.h` (and the two core functions it reports through).
+    use std::ffi::{c_char, c_void};
+
+    #[repr(C)]
+    pub struct CheckOptions {
+        pub struct_size: usize,
+        pub full_check: bool,
+        pub skip_opset_compatibility_check: bool,
+        pub check_custom_domain: bool,
+    }
+
+    #[repr(C)]
+    pub struct InferenceOptions {
+        pub struct_size: usize,
+        pub check_type: bool,
+        pub strict_mode: bool,
+        pub data_prop: bool,
+    }
+
+    #[repr(C)]
+    pub struct FormalParameter {
+        pub name: *const c_char,
+        pub type_str: *const c_char,
+        pub description: *const c_char,
+        pub option: u32,
+        pub is_homogeneous: bool,
+        pub min_arity: i32,
+        pub differentiation_category: i32,
+    }
+
+    #[repr(C)]
+    pub struct TypeConstraint {
+        pub type_param_str: *const c_char,
+        pub description: *const c_char,
+        pub allowed_type_count: usize,
+    }
+
+    #[repr(C)]
+    pub struct AttributeSchema {
+        pub name: *const c_char,
+        pub description: *const c_char,
+        pub attr_type: i32,
+        pub required: bool,
+        pub default_value: *const c_void,
+    }
+
+    #[repr(C)]
+    pub struct SchemaInfo {
+        pub name: *const c_char,
+        pub domain: *const c_char,
+        pub doc: *const c_char,
+        pub since_version: i32,
+        pub deprecated: bool,
+        pub support_level: i32,
+        pub min_input: i32,
+        pub max_input: i32,
+        pub min_output: i32,
+        pub max_output: i32,
+        pub has_function: bool,
+        pub has_context_dependent_function: bool,
+        pub has_type_and_shape_inference_function: bool,
+        pub input_count: usize,
+        pub output_count: usize,
+        pub type_constraint_count: usize,
+        pub attribute_count: usize,
+    }
+
+    /// `OnnxlOpSchema` (opaque).
+    #[derive(Debug)]
+    #[repr(C)]
+    pub struct OpSchema {
+        _private: [u8; 0],
+    }
+
+    pub type ParamFn = unsafe extern "C" fn(*const OpSchema, usize, *mut FormalParameter) -> u32;
+
+    unsafe extern "C" {
+        pub fn onnxl_onnx_version() -> *const c_char;
+        pub fn onnxl_onnx_opset_version(domain: *const c_char) -> i64;
+        pub fn onnxl_check_model(model: *const c_void, options: *const CheckOptions) -> u32;
+        pub fn onnxl_check_model_path(path: *const c_char, options: *const CheckOptions) -> u32;
+        pub fn onnxl_infer_shapes_in_place(
+            model: *mut c_void,
+            options: *const InferenceOptions,
+        ) -> u32;
+        pub fn onnxl_infer_shapes_path(
+            model_path: *const c_char,
+            output_path: *const c_char,
+            options: *const InferenceOptions,
+        ) -> u32;
+        pub fn onnxl_convert_version(
+            model: *const c_void,
+            target_version: i64,
+            out: *mut *mut c_void,
+        ) -> u32;
+        pub fn onnxl_model_proto_release_cxx_copies(model: *mut c_void) -> u32;
+        pub fn onnxl_get_schema(
+            op_type: *const c_char,
+            max_inclusive_version: i64,
+            domain: *const c_char,
+            out: *mut *const OpSchema,
+        ) -> u32;
+        pub fn onnxl_schema_count() -> usize;
+        pub fn onnxl_schema_at(i: usize) -> *const OpSchema;
+        pub fn onnxl_op_schema_info(schema: *const OpSchema, out: *mut SchemaInfo) -> u32;
+        pub fn onnxl_op_schema_input(
+            schema: *const OpSchema,
+            i: usize,
+            out: *mut FormalParameter,
+        ) -> u32;
+        pub fn onnxl_op_schema_output(
+            schema: *const OpSchema,
+            i: usize,
+            out: *mut FormalParameter,
+        ) -> u32;
+        pub fn onnxl_op_schema_type_constraint(
+            schema: *const OpSchema,
+            i: usize,
+            out: *mut TypeConstraint,
+        ) -> u32;
+        pub fn onnxl_op_schema_allowed_type(
+            schema: *const OpSchema,
+            i: usize,
+            j: usize,
+        ) -> *const c_char;
+        pub fn onnxl_op_schema_attribute(
+            schema: *const OpSchema,
+            i: usize,
+            out: *mut AttributeSchema,
+        ) -> u32;
+        pub fn onnxl_last_error_message() -> *const c_char;
+        pub fn onnxl_last_error_message_length() -> usize;
+    }
+}
+
+// The statuses of onnx_light.h the component reports.
+const STATUS_INVALID_ARGUMENT: u32 = 1;
+const STATUS_OUT_OF_MEMORY: u32 = 11;
+const STATUS_VALIDATION: u32 = 15;
+const STATUS_INFERENCE: u32 = 16;
+const STATUS_CONVERSION: u32 = 17;
+const STATUS_NOT_FOUND: u32 = 18;
+
+/// `Ok` for `ONNXL_STATUS_OK`, else the status with the calling thread's last error message.
+fn status(s: u32) -> Result<()> {
+    if s == 0 {
+        return Ok(());
+    }
+    // SAFETY: the message is thread-local text of `length` bytes, valid until the next call on
+    // this thread; it is copied at once.
+    let bytes = unsafe {
+        std::slice::from_raw_parts(
+            sys::onnxl_last_error_message().cast::<u8>(),
+            sys::onnxl_last_error_message_length(),
+        )
+    };
+    let kind = match s {
+        STATUS_VALIDATION => ErrorKind::Validation,
+        STATUS_INFERENCE => ErrorKind::Inference,
+        STATUS_CONVERSION => ErrorKind::Conversion,
+        STATUS_NOT_FOUND => ErrorKind::NotFound,
+        STATUS_OUT_OF_MEMORY => ErrorKind::OutOfMemory,
+        STATUS_INVALID_ARGUMENT => ErrorKind::InvalidArgument,
+        other => ErrorKind::Other(other),
+    };
+    Err(Error {
+        kind,
+        message: String::from_utf8_lossy(bytes).into_owned(),
+    })
+}
+
+fn invalid(message: String) -> Error {
+    Error {
+        kind: ErrorKind::InvalidArgument,
+        message,
+    }
+}
+
+fn c_string(what: &str, s: &str) -> Result<CString> {
+    CString::new(s).map_err(|_| invalid(format!("{what} contains a NUL character")))
+}
+
+fn c_path(what: &str, p: &Path) -> Result<CString> {
+    let s = p
+        .to_str()
+        .ok_or_else(|| invalid(format!("{what} {} is not valid UTF-8", p.display())))?;
+    c_string(what, s)
+}
+
+/// Text owned by onnx's registry (static), or "" for NULL.
+fn text(p: *const c_char) -> &'static str {
+    if p.is_null() {
+        return "";
+    }
+    // SAFETY: non-NULL NUL-terminated strings of the schema registry, alive for the process.
+    unsafe { CStr::from_ptr(p) }.to_str().unwrap_or("")
+}
+
+fn c_check_options(o: &CheckOptions) -> sys::CheckOptions {
+    sys::CheckOptions {
+        struct_size: size_of::<sys::CheckOptions>(),
+        full_check: o.full_check,
+        skip_opset_compatibility_check: o.skip_opset_compatibility_check,
+        check_custom_domain: o.check_custom_domain,
+    }
+}
+
+fn c_inference_options(o: &ShapeInferenceOptions) -> sys::InferenceOptions {
+    sys::InferenceOptions {
+        struct_size: size_of::<sys::InferenceOptions>(),
+        check_type: o.check_type,
+        strict_mode: o.strict_mode,
+        data_prop: o.data_prop,
+    }
+}
+
+/// The onnx release the component was built from (e.g. "1.23.2").
+pub fn onnx_version() -> &'static str {
+    // SAFETY: a static string.
+    text(unsafe { sys::onnxl_onnx_version() })
+}
+
+/// The highest opset of `domain` ("" is the default domain) in onnx's registry.
+pub fn opset_version(domain: &str) -> Result<i64> {
+    let d = c_string("domain", domain)?;
+    // SAFETY: a NUL-terminated string.
+    let v = unsafe { sys::onnxl_onnx_opset_version(d.as_ptr()) };
+    if v < 0 {
+        status(STATUS_NOT_FOUND)?;
+    }
+    Ok(v)
+}
+
+/// Runs onnx's checker over `model` (onnx.checker.check_model). Any number of threads may
+/// check one model at once; the payload copies onnx's reads make stay with the model until
+/// [`release_cxx_copies`].
+pub fn check_model(model: &ModelProto, options: &CheckOptions) -> Result<()> {
+    let o = c_check_options(options);
+    // SAFETY: a live model (a C++ ModelProto is the Rust one), read only; valid options.
+    status(unsafe { sys::onnxl_check_model(std::ptr::from_ref(model).cast(), &o) })
+}
+
+/// Runs onnx's checker over the model file at `path` (external data checked against its
+/// directory).
+pub fn check_model_path(path: &Path, options: &CheckOptions) -> Result<()> {
+    let p = c_path("path", path)?;
+    let o = c_check_options(options);
+    // SAFETY: a NUL-terminated path and valid options.
+    status(unsafe { sys::onnxl_check_model_path(p.as_ptr(), &o) })
+}
+
+/// Infers shapes into `model` (onnx.shape_inference.infer_shapes, in place); the payload copies
+/// onnx's reads make are freed before it returns.
+pub fn infer_shapes_in_place(
+    model: &mut ModelProto,
+    options: &ShapeInferenceOptions,
+) -> Result<()> {
+    let o = c_inference_options(options);
+    // SAFETY: a live model this call borrows exclusively; valid options.
+    status(unsafe { sys::onnxl_infer_shapes_in_place(std::ptr::from_mut(model).cast(), &o) })
+}
+
+/// Infers the shapes of the model file `model_path` and writes the result to `output_path`.
+pub fn infer_shapes_path(
+    model_path: &Path,
+    output_path: &Path,
+    options: &ShapeInferenceOptions,
+) -> Result<()> {
+    let (i, out) = (
+        c_path("model_path", model_path)?,
+        c_path("output_path", output_path)?,
+    );
+    let o = c_inference_options(options);
+    // SAFETY: NUL-terminated paths and valid options.
+    status(unsafe { sys::onnxl_infer_shapes_path(i.as_ptr(), out.as_ptr(), &o) })
+}
+
+/// `model` converted to the default domain's opset `target_version`
+/// (onnx.version_converter.convert_version).
+pub fn convert_version(model: &ModelProto, target_version: i64) -> Result<ModelProto> {
+    let mut out: *mut c_void = std::ptr::null_mut();
+    // SAFETY: a live model read in place; `out` receives a model of `onnxl_model_proto_new`, a
+    // `Box<ModelProto>` of the onnx_light this program links (the same allocator).
+    status(unsafe {
+        sys::onnxl_convert_version(std::ptr::from_ref(model).cast(), target_version, &mut out)
+    })?;
+    // SAFETY: see above; ownership moves here.
+    Ok(*unsafe { Box::from_raw(out.cast::<ModelProto>()) })
+}
+
+/// Frees the `std::string` copies of tensor payloads that onnx's const reads made in `model`.
+pub fn release_cxx_copies(model: &mut ModelProto) {
+    // SAFETY: a live model this call borrows exclusively (so no reference into a copy is used
+    // afterwards); the call cannot fail on a non-NULL model.
+    unsafe { sys::onnxl_model_proto_release_cxx_copies(std::ptr::from_mut(model).cast()) };
+}
+
+/// An input or output of an operator.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FormalParameter {
+    pub name: &'static str,
+    /// A type ("tensor(float)") or the name of a type constraint ("T").
+    pub type_str: &'static str,
+    pub description: &'static str,
+    /// 0 single, 1 optional, 2 variadic.
+    pub option: u32,
+    pub is_homogeneous: bool,
+    pub min_arity: i32,
+    /// 0 unknown, 1 differentiable, 2 not differentiable.
+    pub differentiation_category: i32,
+}
+
+/// A type parameter and the types it allows.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TypeConstraint {
+    pub type_param_str: &'static str,
+    pub description: &'static str,
+    pub allowed_type_strs: Vec<&'static str>,
+}
+
+/// An attribute of an operator.
+#[derive(Debug, Clone)]
+pub struct AttributeSchema {
+    pub name: &'static str,
+    pub description: &'static str,
+    /// The AttributeProto type.
+    pub attr_type: i32,
+    pub required: bool,
+    /// The default value (onnx's registry owns it).
+    pub default_value: Option<&'static AttributeProto>,
+}
+
+/// Scalar facts of a schema, with onnx's OpSchema property names.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SchemaInfo {
+    pub name: &'static str,
+    /// "" for the default domain.
+    pub domain: &'static str,
+    pub doc: &'static str,
+    pub since_version: i32,
+    pub deprecated: bool,
+    /// 0 common, 1 experimental.
+    pub support_level: i32,
+    pub min_input: i32,
+    pub max_input: i32,
+    pub min_output: i32,
+    pub max_output: i32,
+    pub has_function: bool,
+    pub has_context_dependent_function: bool,
+    pub has_type_and_shape_inference_function: bool,
+}
+
+/// An operator schema of onnx's registry (which lives as long as the process).
+#[derive(Debug, Clone, Copy)]
+pub struct OpSchema(&'static sys::OpSchema);
+
+// SAFETY: schemas are immutable after registration; every accessor only reads.
+unsafe impl Send for OpSchema {}
+// SAFETY: as above.
+unsafe impl Sync for OpSchema {}
+
+/// The schema of `op_type` in `domain` ("" is the default domain) with the highest since_version
+/// not above `max_inclusive_version` (`None`: the latest); onnx's message when there is none.
+pub fn get_schema(
+    op_type: &str,
+    max_inclusive_version: Option<i64>,
+    domain: &str,
+) -> Result<OpSchema> {
+    let (op, dom) = (c_string("op_type", op_type)?, c_string("domain", domain)?);
+    let mut s: *const sys::OpSchema = std::ptr::null();
+    let v = max_inclusive_version.unwrap_or(-1);
+    // SAFETY: NUL-terminated strings; `s` receives a static schema on success.
+    status(unsafe { sys::onnxl_get_schema(op.as_ptr(), v, dom.as_ptr(), &mut s) })?;
+    // SAFETY: non-NULL on success, static.
+    Ok(OpSchema(unsafe { &*s }))
+}
+
+/// Every schema of every operator and version, in onnx's order.
+pub fn all_schemas_with_history() -> Vec<OpSchema> {
+    // SAFETY: indices below the count give static non-NULL schemas.
+    (0..unsafe { sys::onnxl_schema_count() })
+        .filter_map(|i| unsafe { sys::onnxl_schema_at(i).as_ref() })
+        .map(OpSchema)
+        .collect()
+}
+
+impl OpSchema {
+    fn info_raw(&self) -> sys::SchemaInfo {
+        // SAFETY: an all-zero SchemaInfo is valid (NULL pointers, zeros, false); the call fills
+        // it from a valid schema and cannot fail on non-NULL arguments.
+        unsafe {
+            let mut info: sys::SchemaInfo = std::mem::zeroed();
+            sys::onnxl_op_schema_info(self.0, &mut info);
+            info
+        }
+    }
+
+    /// The scalar facts.
+    pub fn info(&self) -> SchemaInfo {
+        let i = self.info_raw();
+        SchemaInfo {
+            name: text(i.name),
+            domain: text(i.domain),
+            doc: text(i.doc),
+            since_version: i.since_version,
+            deprecated: i.deprecated,
+            support_level: i.support_level,
+            min_input: i.min_input,
+            max_input: i.max_input,
+            min_output: i.min_output,
+            max_output: i.max_output,
+            has_function: i.has_function,
+            has_context_dependent_function: i.has_context_dependent_function,
+            has_type_and_shape_inference_function: i.has_type_and_shape_inference_function,
+        }
+    }
+
+    fn params(&self, n: usize, get: sys::ParamFn) -> Vec<FormalParameter> {
+        (0..n)
+            .map(|i| {
+                // SAFETY: an all-zero parameter is valid; `i` is below the count, so the call
+                // fills it.
+                let p = unsafe {
+                    let mut p: sys::FormalParameter = std::mem::zeroed();
+                    get(self.0, i, &mut p);
+                    p
+                };
+                FormalParameter {
+                    name: text(p.name),
+                    type_str: text(p.type_str),
+                    description: text(p.description),
+                    option: p.option,
+                    is_homogeneous: p.is_homogeneous,
+                    min_arity: p.min_arity,
+                    differentiation_category: p.differentiation_category,
+                }
+            })
+            .collect()
+    }
+
+    /// The inputs, in order.
+    pub fn inputs(&self) -> Vec<FormalParameter> {
+        self.params(self.info_raw().input_count, sys::onnxl_op_schema_input)
+    }
+
+    /// The outputs, in order.
+    pub fn outputs(&self) -> Vec<FormalParameter> {
+        self.params(self.info_raw().output_count, sys::onnxl_op_schema_output)
+    }
+
+    /// The type constraints, in order.
+    pub fn type_constraints(&self) -> Vec<TypeConstraint> {
+        (0..self.info_raw().type_constraint_count)
+            .map(|i| {
+                // SAFETY: as in `params`; the allowed types are indexed below their count.
+                let c = unsafe {
+                    let mut c: sys::TypeConstraint = std::mem::zeroed();
+                    sys::onnxl_op_schema_type_constraint(self.0, i, &mut c);
+                    c
+                };
+                TypeConstraint {
+                    type_param_str: text(c.type_param_str),
+                    description: text(c.description),
+                    allowed_type_strs: (0..c.allowed_type_count)
+                        .map(|j| text(unsafe { sys::onnxl_op_schema_allowed_type(self.0, i, j) }))
+                        .collect(),
+                }
+            })
+            .collect()
+    }
+
+    /// The attributes, in name order.
+    pub fn attributes(&self) -> Vec<AttributeSchema> {
+        (0..self.info_raw().attribute_count)
+            .map(|i| {
+                // SAFETY: as in `params`.
+                let a = unsafe {
+                    let mut a: sys::AttributeSchema = std::mem::zeroed();
+                    sys::onnxl_op_schema_attribute(self.0, i, &mut a);
+                    a
+                };
+                AttributeSchema {
+                    name: text(a.name),
+                    description: text(a.description),
+                    attr_type: a.attr_type,
+                    required: a.required,
+                    // SAFETY: NULL or the registry's AttributeProto (a C++ AttributeProto is the
+                    // Rust one), static and never written.
+                    default_value: unsafe { a.default_value.cast::<AttributeProto>().as_ref() },
+                }
+            })
+            .collect()
+    }
+}
