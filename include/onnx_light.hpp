@@ -24,6 +24,7 @@
 #include <cstring>
 #include <istream>
 #include <iterator>
+#include <memory>
 #include <new>
 #include <ostream>
 #include <stdexcept>
@@ -873,15 +874,56 @@ inline void check_grown(bool ok) {
   throw std::out_of_range(buf);
 }
 
-/// Reads a whole stream; false when it fails before its end.
-inline bool read_all(std::istream* in, std::string* out) {
-  char buf[65536];
-  while (in->read(buf, sizeof buf) || in->gcount() > 0) {
-    out->append(buf, static_cast<std::size_t>(in->gcount()));
-    if (in->eof()) break;
+/// The rest of a stream in memory, for ParseFromIstream. A seekable stream (a file) is read
+/// with one call into a buffer of its exact size: no growth, no zero fill, and std::filebuf
+/// reads a large request straight into it. Any other stream, and whatever follows the size a
+/// seek reported, is read in 64 KiB steps. Afterwards the stream is at its end with eofbit and
+/// failbit set, as after protobuf's reads; false when it fails before its end.
+class StreamBytes {
+ public:
+  bool read(std::istream* in) {
+    std::streambuf* sb = in->rdbuf();
+    if (!in->good() || sb == nullptr) {
+      in->setstate(std::ios::failbit);
+      return false;
+    }
+    const std::streampos cur = sb->pubseekoff(0, std::ios::cur, std::ios::in);
+    const std::streampos end =
+        cur == std::streampos(-1) ? cur : sb->pubseekoff(0, std::ios::end, std::ios::in);
+    if (end != std::streampos(-1) && end >= cur && sb->pubseekpos(cur, std::ios::in) == cur) {
+      const std::size_t want = static_cast<std::size_t>(end - cur);
+      reserve(want);
+      while (size_ < want) {
+        const std::streamsize n = sb->sgetn(data_.get() + size_, static_cast<std::streamsize>(want - size_));
+        if (n <= 0) break;
+        size_ += static_cast<std::size_t>(n);
+      }
+    }
+    for (;;) {  // the rest, if any (not seekable, or grown since)
+      reserve(size_ + 65536);
+      const std::streamsize n = sb->sgetn(data_.get() + size_, static_cast<std::streamsize>(capacity_ - size_));
+      if (n <= 0) break;
+      size_ += static_cast<std::size_t>(n);
+    }
+    in->setstate(std::ios::eofbit | std::ios::failbit);
+    return true;
   }
-  return !in->bad();
-}
+  const uint8_t* data() const noexcept { return reinterpret_cast<const uint8_t*>(data_.get()); }
+  std::size_t size() const noexcept { return size_; }
+
+ private:
+  void reserve(std::size_t n) {
+    if (n <= capacity_) return;
+    std::size_t cap = capacity_ == 0 ? n : std::max(n, capacity_ + capacity_ / 2);
+    std::unique_ptr<char[]> bigger(new char[cap]);
+    if (size_ != 0) std::memcpy(bigger.get(), data_.get(), size_);
+    data_ = std::move(bigger);
+    capacity_ = cap;
+  }
+  std::unique_ptr<char[]> data_;
+  std::size_t size_ = 0;
+  std::size_t capacity_ = 0;
+};
 
 /// Serializing into std::string: the library asks once for room for the whole encoding.
 struct Appender {
@@ -2387,7 +2429,7 @@ class AttributeProto final {
   bool ParsePartialFromString(const std::string& s) { return ParseFromString(s); }
   bool MergeFromString(const std::string& s) { return onnxl_cxx_AttributeProto_parse(this, reinterpret_cast<const uint8_t*>(s.data()), s.size(), true); }
   bool MergeFromArray(const void* data, int size) { return size >= 0 && onnxl_cxx_AttributeProto_parse(this, static_cast<const uint8_t*>(data), static_cast<std::size_t>(size), true); }
-  bool ParseFromIstream(std::istream* in) { std::string s; return detail::read_all(in, &s) && ParseFromString(s); }
+  bool ParseFromIstream(std::istream* in) { detail::StreamBytes b; return b.read(in) && onnxl_cxx_AttributeProto_parse(this, b.data(), b.size(), false); }
   bool ParsePartialFromIstream(std::istream* in) { return ParseFromIstream(in); }
   bool ParseFromCodedStream(io::CodedInputStream* in) { const uint8_t* d; std::size_t n; std::string t; return in->ReadRest(&d, &n, &t) && n <= 2147483647u && ParseFromArray(d, static_cast<int>(n)); }
   bool ParsePartialFromCodedStream(io::CodedInputStream* in) { return ParseFromCodedStream(in); }
@@ -2661,7 +2703,7 @@ class ValueInfoProto final {
   bool ParsePartialFromString(const std::string& s) { return ParseFromString(s); }
   bool MergeFromString(const std::string& s) { return onnxl_cxx_ValueInfoProto_parse(this, reinterpret_cast<const uint8_t*>(s.data()), s.size(), true); }
   bool MergeFromArray(const void* data, int size) { return size >= 0 && onnxl_cxx_ValueInfoProto_parse(this, static_cast<const uint8_t*>(data), static_cast<std::size_t>(size), true); }
-  bool ParseFromIstream(std::istream* in) { std::string s; return detail::read_all(in, &s) && ParseFromString(s); }
+  bool ParseFromIstream(std::istream* in) { detail::StreamBytes b; return b.read(in) && onnxl_cxx_ValueInfoProto_parse(this, b.data(), b.size(), false); }
   bool ParsePartialFromIstream(std::istream* in) { return ParseFromIstream(in); }
   bool ParseFromCodedStream(io::CodedInputStream* in) { const uint8_t* d; std::size_t n; std::string t; return in->ReadRest(&d, &n, &t) && n <= 2147483647u && ParseFromArray(d, static_cast<int>(n)); }
   bool ParsePartialFromCodedStream(io::CodedInputStream* in) { return ParseFromCodedStream(in); }
@@ -2772,7 +2814,7 @@ class NodeProto final {
   bool ParsePartialFromString(const std::string& s) { return ParseFromString(s); }
   bool MergeFromString(const std::string& s) { return onnxl_cxx_NodeProto_parse(this, reinterpret_cast<const uint8_t*>(s.data()), s.size(), true); }
   bool MergeFromArray(const void* data, int size) { return size >= 0 && onnxl_cxx_NodeProto_parse(this, static_cast<const uint8_t*>(data), static_cast<std::size_t>(size), true); }
-  bool ParseFromIstream(std::istream* in) { std::string s; return detail::read_all(in, &s) && ParseFromString(s); }
+  bool ParseFromIstream(std::istream* in) { detail::StreamBytes b; return b.read(in) && onnxl_cxx_NodeProto_parse(this, b.data(), b.size(), false); }
   bool ParsePartialFromIstream(std::istream* in) { return ParseFromIstream(in); }
   bool ParseFromCodedStream(io::CodedInputStream* in) { const uint8_t* d; std::size_t n; std::string t; return in->ReadRest(&d, &n, &t) && n <= 2147483647u && ParseFromArray(d, static_cast<int>(n)); }
   bool ParsePartialFromCodedStream(io::CodedInputStream* in) { return ParseFromCodedStream(in); }
@@ -2980,7 +3022,7 @@ class IntIntListEntryProto final {
   bool ParsePartialFromString(const std::string& s) { return ParseFromString(s); }
   bool MergeFromString(const std::string& s) { return onnxl_cxx_IntIntListEntryProto_parse(this, reinterpret_cast<const uint8_t*>(s.data()), s.size(), true); }
   bool MergeFromArray(const void* data, int size) { return size >= 0 && onnxl_cxx_IntIntListEntryProto_parse(this, static_cast<const uint8_t*>(data), static_cast<std::size_t>(size), true); }
-  bool ParseFromIstream(std::istream* in) { std::string s; return detail::read_all(in, &s) && ParseFromString(s); }
+  bool ParseFromIstream(std::istream* in) { detail::StreamBytes b; return b.read(in) && onnxl_cxx_IntIntListEntryProto_parse(this, b.data(), b.size(), false); }
   bool ParsePartialFromIstream(std::istream* in) { return ParseFromIstream(in); }
   bool ParseFromCodedStream(io::CodedInputStream* in) { const uint8_t* d; std::size_t n; std::string t; return in->ReadRest(&d, &n, &t) && n <= 2147483647u && ParseFromArray(d, static_cast<int>(n)); }
   bool ParsePartialFromCodedStream(io::CodedInputStream* in) { return ParseFromCodedStream(in); }
@@ -3054,7 +3096,7 @@ class NodeDeviceConfigurationProto final {
   bool ParsePartialFromString(const std::string& s) { return ParseFromString(s); }
   bool MergeFromString(const std::string& s) { return onnxl_cxx_NodeDeviceConfigurationProto_parse(this, reinterpret_cast<const uint8_t*>(s.data()), s.size(), true); }
   bool MergeFromArray(const void* data, int size) { return size >= 0 && onnxl_cxx_NodeDeviceConfigurationProto_parse(this, static_cast<const uint8_t*>(data), static_cast<std::size_t>(size), true); }
-  bool ParseFromIstream(std::istream* in) { std::string s; return detail::read_all(in, &s) && ParseFromString(s); }
+  bool ParseFromIstream(std::istream* in) { detail::StreamBytes b; return b.read(in) && onnxl_cxx_NodeDeviceConfigurationProto_parse(this, b.data(), b.size(), false); }
   bool ParsePartialFromIstream(std::istream* in) { return ParseFromIstream(in); }
   bool ParseFromCodedStream(io::CodedInputStream* in) { const uint8_t* d; std::size_t n; std::string t; return in->ReadRest(&d, &n, &t) && n <= 2147483647u && ParseFromArray(d, static_cast<int>(n)); }
   bool ParsePartialFromCodedStream(io::CodedInputStream* in) { return ParseFromCodedStream(in); }
@@ -3143,7 +3185,7 @@ class ShardingSpecProto final {
   bool ParsePartialFromString(const std::string& s) { return ParseFromString(s); }
   bool MergeFromString(const std::string& s) { return onnxl_cxx_ShardingSpecProto_parse(this, reinterpret_cast<const uint8_t*>(s.data()), s.size(), true); }
   bool MergeFromArray(const void* data, int size) { return size >= 0 && onnxl_cxx_ShardingSpecProto_parse(this, static_cast<const uint8_t*>(data), static_cast<std::size_t>(size), true); }
-  bool ParseFromIstream(std::istream* in) { std::string s; return detail::read_all(in, &s) && ParseFromString(s); }
+  bool ParseFromIstream(std::istream* in) { detail::StreamBytes b; return b.read(in) && onnxl_cxx_ShardingSpecProto_parse(this, b.data(), b.size(), false); }
   bool ParsePartialFromIstream(std::istream* in) { return ParseFromIstream(in); }
   bool ParseFromCodedStream(io::CodedInputStream* in) { const uint8_t* d; std::size_t n; std::string t; return in->ReadRest(&d, &n, &t) && n <= 2147483647u && ParseFromArray(d, static_cast<int>(n)); }
   bool ParsePartialFromCodedStream(io::CodedInputStream* in) { return ParseFromCodedStream(in); }
@@ -3247,7 +3289,7 @@ class ShardedDimProto final {
   bool ParsePartialFromString(const std::string& s) { return ParseFromString(s); }
   bool MergeFromString(const std::string& s) { return onnxl_cxx_ShardedDimProto_parse(this, reinterpret_cast<const uint8_t*>(s.data()), s.size(), true); }
   bool MergeFromArray(const void* data, int size) { return size >= 0 && onnxl_cxx_ShardedDimProto_parse(this, static_cast<const uint8_t*>(data), static_cast<std::size_t>(size), true); }
-  bool ParseFromIstream(std::istream* in) { std::string s; return detail::read_all(in, &s) && ParseFromString(s); }
+  bool ParseFromIstream(std::istream* in) { detail::StreamBytes b; return b.read(in) && onnxl_cxx_ShardedDimProto_parse(this, b.data(), b.size(), false); }
   bool ParsePartialFromIstream(std::istream* in) { return ParseFromIstream(in); }
   bool ParseFromCodedStream(io::CodedInputStream* in) { const uint8_t* d; std::size_t n; std::string t; return in->ReadRest(&d, &n, &t) && n <= 2147483647u && ParseFromArray(d, static_cast<int>(n)); }
   bool ParsePartialFromCodedStream(io::CodedInputStream* in) { return ParseFromCodedStream(in); }
@@ -3321,7 +3363,7 @@ class SimpleShardedDimProto final {
   bool ParsePartialFromString(const std::string& s) { return ParseFromString(s); }
   bool MergeFromString(const std::string& s) { return onnxl_cxx_SimpleShardedDimProto_parse(this, reinterpret_cast<const uint8_t*>(s.data()), s.size(), true); }
   bool MergeFromArray(const void* data, int size) { return size >= 0 && onnxl_cxx_SimpleShardedDimProto_parse(this, static_cast<const uint8_t*>(data), static_cast<std::size_t>(size), true); }
-  bool ParseFromIstream(std::istream* in) { std::string s; return detail::read_all(in, &s) && ParseFromString(s); }
+  bool ParseFromIstream(std::istream* in) { detail::StreamBytes b; return b.read(in) && onnxl_cxx_SimpleShardedDimProto_parse(this, b.data(), b.size(), false); }
   bool ParsePartialFromIstream(std::istream* in) { return ParseFromIstream(in); }
   bool ParseFromCodedStream(io::CodedInputStream* in) { const uint8_t* d; std::size_t n; std::string t; return in->ReadRest(&d, &n, &t) && n <= 2147483647u && ParseFromArray(d, static_cast<int>(n)); }
   bool ParsePartialFromCodedStream(io::CodedInputStream* in) { return ParseFromCodedStream(in); }
@@ -3415,7 +3457,7 @@ class TrainingInfoProto final {
   bool ParsePartialFromString(const std::string& s) { return ParseFromString(s); }
   bool MergeFromString(const std::string& s) { return onnxl_cxx_TrainingInfoProto_parse(this, reinterpret_cast<const uint8_t*>(s.data()), s.size(), true); }
   bool MergeFromArray(const void* data, int size) { return size >= 0 && onnxl_cxx_TrainingInfoProto_parse(this, static_cast<const uint8_t*>(data), static_cast<std::size_t>(size), true); }
-  bool ParseFromIstream(std::istream* in) { std::string s; return detail::read_all(in, &s) && ParseFromString(s); }
+  bool ParseFromIstream(std::istream* in) { detail::StreamBytes b; return b.read(in) && onnxl_cxx_TrainingInfoProto_parse(this, b.data(), b.size(), false); }
   bool ParsePartialFromIstream(std::istream* in) { return ParseFromIstream(in); }
   bool ParseFromCodedStream(io::CodedInputStream* in) { const uint8_t* d; std::size_t n; std::string t; return in->ReadRest(&d, &n, &t) && n <= 2147483647u && ParseFromArray(d, static_cast<int>(n)); }
   bool ParsePartialFromCodedStream(io::CodedInputStream* in) { return ParseFromCodedStream(in); }
@@ -3517,7 +3559,7 @@ class ModelProto final {
   bool ParsePartialFromString(const std::string& s) { return ParseFromString(s); }
   bool MergeFromString(const std::string& s) { return onnxl_cxx_ModelProto_parse(this, reinterpret_cast<const uint8_t*>(s.data()), s.size(), true); }
   bool MergeFromArray(const void* data, int size) { return size >= 0 && onnxl_cxx_ModelProto_parse(this, static_cast<const uint8_t*>(data), static_cast<std::size_t>(size), true); }
-  bool ParseFromIstream(std::istream* in) { std::string s; return detail::read_all(in, &s) && ParseFromString(s); }
+  bool ParseFromIstream(std::istream* in) { detail::StreamBytes b; return b.read(in) && onnxl_cxx_ModelProto_parse(this, b.data(), b.size(), false); }
   bool ParsePartialFromIstream(std::istream* in) { return ParseFromIstream(in); }
   bool ParseFromCodedStream(io::CodedInputStream* in) { const uint8_t* d; std::size_t n; std::string t; return in->ReadRest(&d, &n, &t) && n <= 2147483647u && ParseFromArray(d, static_cast<int>(n)); }
   bool ParsePartialFromCodedStream(io::CodedInputStream* in) { return ParseFromCodedStream(in); }
@@ -3714,7 +3756,7 @@ class DeviceConfigurationProto final {
   bool ParsePartialFromString(const std::string& s) { return ParseFromString(s); }
   bool MergeFromString(const std::string& s) { return onnxl_cxx_DeviceConfigurationProto_parse(this, reinterpret_cast<const uint8_t*>(s.data()), s.size(), true); }
   bool MergeFromArray(const void* data, int size) { return size >= 0 && onnxl_cxx_DeviceConfigurationProto_parse(this, static_cast<const uint8_t*>(data), static_cast<std::size_t>(size), true); }
-  bool ParseFromIstream(std::istream* in) { std::string s; return detail::read_all(in, &s) && ParseFromString(s); }
+  bool ParseFromIstream(std::istream* in) { detail::StreamBytes b; return b.read(in) && onnxl_cxx_DeviceConfigurationProto_parse(this, b.data(), b.size(), false); }
   bool ParsePartialFromIstream(std::istream* in) { return ParseFromIstream(in); }
   bool ParseFromCodedStream(io::CodedInputStream* in) { const uint8_t* d; std::size_t n; std::string t; return in->ReadRest(&d, &n, &t) && n <= 2147483647u && ParseFromArray(d, static_cast<int>(n)); }
   bool ParsePartialFromCodedStream(io::CodedInputStream* in) { return ParseFromCodedStream(in); }
@@ -3813,7 +3855,7 @@ class StringStringEntryProto final {
   bool ParsePartialFromString(const std::string& s) { return ParseFromString(s); }
   bool MergeFromString(const std::string& s) { return onnxl_cxx_StringStringEntryProto_parse(this, reinterpret_cast<const uint8_t*>(s.data()), s.size(), true); }
   bool MergeFromArray(const void* data, int size) { return size >= 0 && onnxl_cxx_StringStringEntryProto_parse(this, static_cast<const uint8_t*>(data), static_cast<std::size_t>(size), true); }
-  bool ParseFromIstream(std::istream* in) { std::string s; return detail::read_all(in, &s) && ParseFromString(s); }
+  bool ParseFromIstream(std::istream* in) { detail::StreamBytes b; return b.read(in) && onnxl_cxx_StringStringEntryProto_parse(this, b.data(), b.size(), false); }
   bool ParsePartialFromIstream(std::istream* in) { return ParseFromIstream(in); }
   bool ParseFromCodedStream(io::CodedInputStream* in) { const uint8_t* d; std::size_t n; std::string t; return in->ReadRest(&d, &n, &t) && n <= 2147483647u && ParseFromArray(d, static_cast<int>(n)); }
   bool ParsePartialFromCodedStream(io::CodedInputStream* in) { return ParseFromCodedStream(in); }
@@ -3899,7 +3941,7 @@ class TensorAnnotation final {
   bool ParsePartialFromString(const std::string& s) { return ParseFromString(s); }
   bool MergeFromString(const std::string& s) { return onnxl_cxx_TensorAnnotation_parse(this, reinterpret_cast<const uint8_t*>(s.data()), s.size(), true); }
   bool MergeFromArray(const void* data, int size) { return size >= 0 && onnxl_cxx_TensorAnnotation_parse(this, static_cast<const uint8_t*>(data), static_cast<std::size_t>(size), true); }
-  bool ParseFromIstream(std::istream* in) { std::string s; return detail::read_all(in, &s) && ParseFromString(s); }
+  bool ParseFromIstream(std::istream* in) { detail::StreamBytes b; return b.read(in) && onnxl_cxx_TensorAnnotation_parse(this, b.data(), b.size(), false); }
   bool ParsePartialFromIstream(std::istream* in) { return ParseFromIstream(in); }
   bool ParseFromCodedStream(io::CodedInputStream* in) { const uint8_t* d; std::size_t n; std::string t; return in->ReadRest(&d, &n, &t) && n <= 2147483647u && ParseFromArray(d, static_cast<int>(n)); }
   bool ParsePartialFromCodedStream(io::CodedInputStream* in) { return ParseFromCodedStream(in); }
@@ -3981,7 +4023,7 @@ class GraphProto final {
   bool ParsePartialFromString(const std::string& s) { return ParseFromString(s); }
   bool MergeFromString(const std::string& s) { return onnxl_cxx_GraphProto_parse(this, reinterpret_cast<const uint8_t*>(s.data()), s.size(), true); }
   bool MergeFromArray(const void* data, int size) { return size >= 0 && onnxl_cxx_GraphProto_parse(this, static_cast<const uint8_t*>(data), static_cast<std::size_t>(size), true); }
-  bool ParseFromIstream(std::istream* in) { std::string s; return detail::read_all(in, &s) && ParseFromString(s); }
+  bool ParseFromIstream(std::istream* in) { detail::StreamBytes b; return b.read(in) && onnxl_cxx_GraphProto_parse(this, b.data(), b.size(), false); }
   bool ParsePartialFromIstream(std::istream* in) { return ParseFromIstream(in); }
   bool ParseFromCodedStream(io::CodedInputStream* in) { const uint8_t* d; std::size_t n; std::string t; return in->ReadRest(&d, &n, &t) && n <= 2147483647u && ParseFromArray(d, static_cast<int>(n)); }
   bool ParsePartialFromCodedStream(io::CodedInputStream* in) { return ParseFromCodedStream(in); }
@@ -4201,7 +4243,7 @@ class TensorProto final {
   bool ParsePartialFromString(const std::string& s) { return ParseFromString(s); }
   bool MergeFromString(const std::string& s) { return onnxl_cxx_TensorProto_parse(this, reinterpret_cast<const uint8_t*>(s.data()), s.size(), true); }
   bool MergeFromArray(const void* data, int size) { return size >= 0 && onnxl_cxx_TensorProto_parse(this, static_cast<const uint8_t*>(data), static_cast<std::size_t>(size), true); }
-  bool ParseFromIstream(std::istream* in) { std::string s; return detail::read_all(in, &s) && ParseFromString(s); }
+  bool ParseFromIstream(std::istream* in) { detail::StreamBytes b; return b.read(in) && onnxl_cxx_TensorProto_parse(this, b.data(), b.size(), false); }
   bool ParsePartialFromIstream(std::istream* in) { return ParseFromIstream(in); }
   bool ParseFromCodedStream(io::CodedInputStream* in) { const uint8_t* d; std::size_t n; std::string t; return in->ReadRest(&d, &n, &t) && n <= 2147483647u && ParseFromArray(d, static_cast<int>(n)); }
   bool ParsePartialFromCodedStream(io::CodedInputStream* in) { return ParseFromCodedStream(in); }
@@ -4446,7 +4488,7 @@ class TensorProto_Segment final {
   bool ParsePartialFromString(const std::string& s) { return ParseFromString(s); }
   bool MergeFromString(const std::string& s) { return onnxl_cxx_TensorProto_Segment_parse(this, reinterpret_cast<const uint8_t*>(s.data()), s.size(), true); }
   bool MergeFromArray(const void* data, int size) { return size >= 0 && onnxl_cxx_TensorProto_Segment_parse(this, static_cast<const uint8_t*>(data), static_cast<std::size_t>(size), true); }
-  bool ParseFromIstream(std::istream* in) { std::string s; return detail::read_all(in, &s) && ParseFromString(s); }
+  bool ParseFromIstream(std::istream* in) { detail::StreamBytes b; return b.read(in) && onnxl_cxx_TensorProto_Segment_parse(this, b.data(), b.size(), false); }
   bool ParsePartialFromIstream(std::istream* in) { return ParseFromIstream(in); }
   bool ParseFromCodedStream(io::CodedInputStream* in) { const uint8_t* d; std::size_t n; std::string t; return in->ReadRest(&d, &n, &t) && n <= 2147483647u && ParseFromArray(d, static_cast<int>(n)); }
   bool ParsePartialFromCodedStream(io::CodedInputStream* in) { return ParseFromCodedStream(in); }
@@ -4516,7 +4558,7 @@ class SparseTensorProto final {
   bool ParsePartialFromString(const std::string& s) { return ParseFromString(s); }
   bool MergeFromString(const std::string& s) { return onnxl_cxx_SparseTensorProto_parse(this, reinterpret_cast<const uint8_t*>(s.data()), s.size(), true); }
   bool MergeFromArray(const void* data, int size) { return size >= 0 && onnxl_cxx_SparseTensorProto_parse(this, static_cast<const uint8_t*>(data), static_cast<std::size_t>(size), true); }
-  bool ParseFromIstream(std::istream* in) { std::string s; return detail::read_all(in, &s) && ParseFromString(s); }
+  bool ParseFromIstream(std::istream* in) { detail::StreamBytes b; return b.read(in) && onnxl_cxx_SparseTensorProto_parse(this, b.data(), b.size(), false); }
   bool ParsePartialFromIstream(std::istream* in) { return ParseFromIstream(in); }
   bool ParseFromCodedStream(io::CodedInputStream* in) { const uint8_t* d; std::size_t n; std::string t; return in->ReadRest(&d, &n, &t) && n <= 2147483647u && ParseFromArray(d, static_cast<int>(n)); }
   bool ParsePartialFromCodedStream(io::CodedInputStream* in) { return ParseFromCodedStream(in); }
@@ -4608,7 +4650,7 @@ class TensorShapeProto final {
   bool ParsePartialFromString(const std::string& s) { return ParseFromString(s); }
   bool MergeFromString(const std::string& s) { return onnxl_cxx_TensorShapeProto_parse(this, reinterpret_cast<const uint8_t*>(s.data()), s.size(), true); }
   bool MergeFromArray(const void* data, int size) { return size >= 0 && onnxl_cxx_TensorShapeProto_parse(this, static_cast<const uint8_t*>(data), static_cast<std::size_t>(size), true); }
-  bool ParseFromIstream(std::istream* in) { std::string s; return detail::read_all(in, &s) && ParseFromString(s); }
+  bool ParseFromIstream(std::istream* in) { detail::StreamBytes b; return b.read(in) && onnxl_cxx_TensorShapeProto_parse(this, b.data(), b.size(), false); }
   bool ParsePartialFromIstream(std::istream* in) { return ParseFromIstream(in); }
   bool ParseFromCodedStream(io::CodedInputStream* in) { const uint8_t* d; std::size_t n; std::string t; return in->ReadRest(&d, &n, &t) && n <= 2147483647u && ParseFromArray(d, static_cast<int>(n)); }
   bool ParsePartialFromCodedStream(io::CodedInputStream* in) { return ParseFromCodedStream(in); }
@@ -4675,7 +4717,7 @@ class TensorShapeProto_Dimension final {
   bool ParsePartialFromString(const std::string& s) { return ParseFromString(s); }
   bool MergeFromString(const std::string& s) { return onnxl_cxx_TensorShapeProto_Dimension_parse(this, reinterpret_cast<const uint8_t*>(s.data()), s.size(), true); }
   bool MergeFromArray(const void* data, int size) { return size >= 0 && onnxl_cxx_TensorShapeProto_Dimension_parse(this, static_cast<const uint8_t*>(data), static_cast<std::size_t>(size), true); }
-  bool ParseFromIstream(std::istream* in) { std::string s; return detail::read_all(in, &s) && ParseFromString(s); }
+  bool ParseFromIstream(std::istream* in) { detail::StreamBytes b; return b.read(in) && onnxl_cxx_TensorShapeProto_Dimension_parse(this, b.data(), b.size(), false); }
   bool ParsePartialFromIstream(std::istream* in) { return ParseFromIstream(in); }
   bool ParseFromCodedStream(io::CodedInputStream* in) { const uint8_t* d; std::size_t n; std::string t; return in->ReadRest(&d, &n, &t) && n <= 2147483647u && ParseFromArray(d, static_cast<int>(n)); }
   bool ParsePartialFromCodedStream(io::CodedInputStream* in) { return ParseFromCodedStream(in); }
@@ -4785,7 +4827,7 @@ class TypeProto final {
   bool ParsePartialFromString(const std::string& s) { return ParseFromString(s); }
   bool MergeFromString(const std::string& s) { return onnxl_cxx_TypeProto_parse(this, reinterpret_cast<const uint8_t*>(s.data()), s.size(), true); }
   bool MergeFromArray(const void* data, int size) { return size >= 0 && onnxl_cxx_TypeProto_parse(this, static_cast<const uint8_t*>(data), static_cast<std::size_t>(size), true); }
-  bool ParseFromIstream(std::istream* in) { std::string s; return detail::read_all(in, &s) && ParseFromString(s); }
+  bool ParseFromIstream(std::istream* in) { detail::StreamBytes b; return b.read(in) && onnxl_cxx_TypeProto_parse(this, b.data(), b.size(), false); }
   bool ParsePartialFromIstream(std::istream* in) { return ParseFromIstream(in); }
   bool ParseFromCodedStream(io::CodedInputStream* in) { const uint8_t* d; std::size_t n; std::string t; return in->ReadRest(&d, &n, &t) && n <= 2147483647u && ParseFromArray(d, static_cast<int>(n)); }
   bool ParsePartialFromCodedStream(io::CodedInputStream* in) { return ParseFromCodedStream(in); }
@@ -4943,7 +4985,7 @@ class TypeProto_Tensor final {
   bool ParsePartialFromString(const std::string& s) { return ParseFromString(s); }
   bool MergeFromString(const std::string& s) { return onnxl_cxx_TypeProto_Tensor_parse(this, reinterpret_cast<const uint8_t*>(s.data()), s.size(), true); }
   bool MergeFromArray(const void* data, int size) { return size >= 0 && onnxl_cxx_TypeProto_Tensor_parse(this, static_cast<const uint8_t*>(data), static_cast<std::size_t>(size), true); }
-  bool ParseFromIstream(std::istream* in) { std::string s; return detail::read_all(in, &s) && ParseFromString(s); }
+  bool ParseFromIstream(std::istream* in) { detail::StreamBytes b; return b.read(in) && onnxl_cxx_TypeProto_Tensor_parse(this, b.data(), b.size(), false); }
   bool ParsePartialFromIstream(std::istream* in) { return ParseFromIstream(in); }
   bool ParseFromCodedStream(io::CodedInputStream* in) { const uint8_t* d; std::size_t n; std::string t; return in->ReadRest(&d, &n, &t) && n <= 2147483647u && ParseFromArray(d, static_cast<int>(n)); }
   bool ParsePartialFromCodedStream(io::CodedInputStream* in) { return ParseFromCodedStream(in); }
@@ -5018,7 +5060,7 @@ class TypeProto_Sequence final {
   bool ParsePartialFromString(const std::string& s) { return ParseFromString(s); }
   bool MergeFromString(const std::string& s) { return onnxl_cxx_TypeProto_Sequence_parse(this, reinterpret_cast<const uint8_t*>(s.data()), s.size(), true); }
   bool MergeFromArray(const void* data, int size) { return size >= 0 && onnxl_cxx_TypeProto_Sequence_parse(this, static_cast<const uint8_t*>(data), static_cast<std::size_t>(size), true); }
-  bool ParseFromIstream(std::istream* in) { std::string s; return detail::read_all(in, &s) && ParseFromString(s); }
+  bool ParseFromIstream(std::istream* in) { detail::StreamBytes b; return b.read(in) && onnxl_cxx_TypeProto_Sequence_parse(this, b.data(), b.size(), false); }
   bool ParsePartialFromIstream(std::istream* in) { return ParseFromIstream(in); }
   bool ParseFromCodedStream(io::CodedInputStream* in) { const uint8_t* d; std::size_t n; std::string t; return in->ReadRest(&d, &n, &t) && n <= 2147483647u && ParseFromArray(d, static_cast<int>(n)); }
   bool ParsePartialFromCodedStream(io::CodedInputStream* in) { return ParseFromCodedStream(in); }
@@ -5086,7 +5128,7 @@ class TypeProto_Map final {
   bool ParsePartialFromString(const std::string& s) { return ParseFromString(s); }
   bool MergeFromString(const std::string& s) { return onnxl_cxx_TypeProto_Map_parse(this, reinterpret_cast<const uint8_t*>(s.data()), s.size(), true); }
   bool MergeFromArray(const void* data, int size) { return size >= 0 && onnxl_cxx_TypeProto_Map_parse(this, static_cast<const uint8_t*>(data), static_cast<std::size_t>(size), true); }
-  bool ParseFromIstream(std::istream* in) { std::string s; return detail::read_all(in, &s) && ParseFromString(s); }
+  bool ParseFromIstream(std::istream* in) { detail::StreamBytes b; return b.read(in) && onnxl_cxx_TypeProto_Map_parse(this, b.data(), b.size(), false); }
   bool ParsePartialFromIstream(std::istream* in) { return ParseFromIstream(in); }
   bool ParseFromCodedStream(io::CodedInputStream* in) { const uint8_t* d; std::size_t n; std::string t; return in->ReadRest(&d, &n, &t) && n <= 2147483647u && ParseFromArray(d, static_cast<int>(n)); }
   bool ParsePartialFromCodedStream(io::CodedInputStream* in) { return ParseFromCodedStream(in); }
@@ -5161,7 +5203,7 @@ class TypeProto_Optional final {
   bool ParsePartialFromString(const std::string& s) { return ParseFromString(s); }
   bool MergeFromString(const std::string& s) { return onnxl_cxx_TypeProto_Optional_parse(this, reinterpret_cast<const uint8_t*>(s.data()), s.size(), true); }
   bool MergeFromArray(const void* data, int size) { return size >= 0 && onnxl_cxx_TypeProto_Optional_parse(this, static_cast<const uint8_t*>(data), static_cast<std::size_t>(size), true); }
-  bool ParseFromIstream(std::istream* in) { std::string s; return detail::read_all(in, &s) && ParseFromString(s); }
+  bool ParseFromIstream(std::istream* in) { detail::StreamBytes b; return b.read(in) && onnxl_cxx_TypeProto_Optional_parse(this, b.data(), b.size(), false); }
   bool ParsePartialFromIstream(std::istream* in) { return ParseFromIstream(in); }
   bool ParseFromCodedStream(io::CodedInputStream* in) { const uint8_t* d; std::size_t n; std::string t; return in->ReadRest(&d, &n, &t) && n <= 2147483647u && ParseFromArray(d, static_cast<int>(n)); }
   bool ParsePartialFromCodedStream(io::CodedInputStream* in) { return ParseFromCodedStream(in); }
@@ -5229,7 +5271,7 @@ class TypeProto_SparseTensor final {
   bool ParsePartialFromString(const std::string& s) { return ParseFromString(s); }
   bool MergeFromString(const std::string& s) { return onnxl_cxx_TypeProto_SparseTensor_parse(this, reinterpret_cast<const uint8_t*>(s.data()), s.size(), true); }
   bool MergeFromArray(const void* data, int size) { return size >= 0 && onnxl_cxx_TypeProto_SparseTensor_parse(this, static_cast<const uint8_t*>(data), static_cast<std::size_t>(size), true); }
-  bool ParseFromIstream(std::istream* in) { std::string s; return detail::read_all(in, &s) && ParseFromString(s); }
+  bool ParseFromIstream(std::istream* in) { detail::StreamBytes b; return b.read(in) && onnxl_cxx_TypeProto_SparseTensor_parse(this, b.data(), b.size(), false); }
   bool ParsePartialFromIstream(std::istream* in) { return ParseFromIstream(in); }
   bool ParseFromCodedStream(io::CodedInputStream* in) { const uint8_t* d; std::size_t n; std::string t; return in->ReadRest(&d, &n, &t) && n <= 2147483647u && ParseFromArray(d, static_cast<int>(n)); }
   bool ParsePartialFromCodedStream(io::CodedInputStream* in) { return ParseFromCodedStream(in); }
@@ -5304,7 +5346,7 @@ class TypeProto_Opaque final {
   bool ParsePartialFromString(const std::string& s) { return ParseFromString(s); }
   bool MergeFromString(const std::string& s) { return onnxl_cxx_TypeProto_Opaque_parse(this, reinterpret_cast<const uint8_t*>(s.data()), s.size(), true); }
   bool MergeFromArray(const void* data, int size) { return size >= 0 && onnxl_cxx_TypeProto_Opaque_parse(this, static_cast<const uint8_t*>(data), static_cast<std::size_t>(size), true); }
-  bool ParseFromIstream(std::istream* in) { std::string s; return detail::read_all(in, &s) && ParseFromString(s); }
+  bool ParseFromIstream(std::istream* in) { detail::StreamBytes b; return b.read(in) && onnxl_cxx_TypeProto_Opaque_parse(this, b.data(), b.size(), false); }
   bool ParsePartialFromIstream(std::istream* in) { return ParseFromIstream(in); }
   bool ParseFromCodedStream(io::CodedInputStream* in) { const uint8_t* d; std::size_t n; std::string t; return in->ReadRest(&d, &n, &t) && n <= 2147483647u && ParseFromArray(d, static_cast<int>(n)); }
   bool ParsePartialFromCodedStream(io::CodedInputStream* in) { return ParseFromCodedStream(in); }
@@ -5390,7 +5432,7 @@ class OperatorSetIdProto final {
   bool ParsePartialFromString(const std::string& s) { return ParseFromString(s); }
   bool MergeFromString(const std::string& s) { return onnxl_cxx_OperatorSetIdProto_parse(this, reinterpret_cast<const uint8_t*>(s.data()), s.size(), true); }
   bool MergeFromArray(const void* data, int size) { return size >= 0 && onnxl_cxx_OperatorSetIdProto_parse(this, static_cast<const uint8_t*>(data), static_cast<std::size_t>(size), true); }
-  bool ParseFromIstream(std::istream* in) { std::string s; return detail::read_all(in, &s) && ParseFromString(s); }
+  bool ParseFromIstream(std::istream* in) { detail::StreamBytes b; return b.read(in) && onnxl_cxx_OperatorSetIdProto_parse(this, b.data(), b.size(), false); }
   bool ParsePartialFromIstream(std::istream* in) { return ParseFromIstream(in); }
   bool ParseFromCodedStream(io::CodedInputStream* in) { const uint8_t* d; std::size_t n; std::string t; return in->ReadRest(&d, &n, &t) && n <= 2147483647u && ParseFromArray(d, static_cast<int>(n)); }
   bool ParsePartialFromCodedStream(io::CodedInputStream* in) { return ParseFromCodedStream(in); }
@@ -5468,7 +5510,7 @@ class FunctionProto final {
   bool ParsePartialFromString(const std::string& s) { return ParseFromString(s); }
   bool MergeFromString(const std::string& s) { return onnxl_cxx_FunctionProto_parse(this, reinterpret_cast<const uint8_t*>(s.data()), s.size(), true); }
   bool MergeFromArray(const void* data, int size) { return size >= 0 && onnxl_cxx_FunctionProto_parse(this, static_cast<const uint8_t*>(data), static_cast<std::size_t>(size), true); }
-  bool ParseFromIstream(std::istream* in) { std::string s; return detail::read_all(in, &s) && ParseFromString(s); }
+  bool ParseFromIstream(std::istream* in) { detail::StreamBytes b; return b.read(in) && onnxl_cxx_FunctionProto_parse(this, b.data(), b.size(), false); }
   bool ParsePartialFromIstream(std::istream* in) { return ParseFromIstream(in); }
   bool ParseFromCodedStream(io::CodedInputStream* in) { const uint8_t* d; std::size_t n; std::string t; return in->ReadRest(&d, &n, &t) && n <= 2147483647u && ParseFromArray(d, static_cast<int>(n)); }
   bool ParsePartialFromCodedStream(io::CodedInputStream* in) { return ParseFromCodedStream(in); }
@@ -5715,7 +5757,7 @@ class SequenceProto final {
   bool ParsePartialFromString(const std::string& s) { return ParseFromString(s); }
   bool MergeFromString(const std::string& s) { return onnxl_cxx_SequenceProto_parse(this, reinterpret_cast<const uint8_t*>(s.data()), s.size(), true); }
   bool MergeFromArray(const void* data, int size) { return size >= 0 && onnxl_cxx_SequenceProto_parse(this, static_cast<const uint8_t*>(data), static_cast<std::size_t>(size), true); }
-  bool ParseFromIstream(std::istream* in) { std::string s; return detail::read_all(in, &s) && ParseFromString(s); }
+  bool ParseFromIstream(std::istream* in) { detail::StreamBytes b; return b.read(in) && onnxl_cxx_SequenceProto_parse(this, b.data(), b.size(), false); }
   bool ParsePartialFromIstream(std::istream* in) { return ParseFromIstream(in); }
   bool ParseFromCodedStream(io::CodedInputStream* in) { const uint8_t* d; std::size_t n; std::string t; return in->ReadRest(&d, &n, &t) && n <= 2147483647u && ParseFromArray(d, static_cast<int>(n)); }
   bool ParsePartialFromCodedStream(io::CodedInputStream* in) { return ParseFromCodedStream(in); }
@@ -5848,7 +5890,7 @@ class MapProto final {
   bool ParsePartialFromString(const std::string& s) { return ParseFromString(s); }
   bool MergeFromString(const std::string& s) { return onnxl_cxx_MapProto_parse(this, reinterpret_cast<const uint8_t*>(s.data()), s.size(), true); }
   bool MergeFromArray(const void* data, int size) { return size >= 0 && onnxl_cxx_MapProto_parse(this, static_cast<const uint8_t*>(data), static_cast<std::size_t>(size), true); }
-  bool ParseFromIstream(std::istream* in) { std::string s; return detail::read_all(in, &s) && ParseFromString(s); }
+  bool ParseFromIstream(std::istream* in) { detail::StreamBytes b; return b.read(in) && onnxl_cxx_MapProto_parse(this, b.data(), b.size(), false); }
   bool ParsePartialFromIstream(std::istream* in) { return ParseFromIstream(in); }
   bool ParseFromCodedStream(io::CodedInputStream* in) { const uint8_t* d; std::size_t n; std::string t; return in->ReadRest(&d, &n, &t) && n <= 2147483647u && ParseFromArray(d, static_cast<int>(n)); }
   bool ParsePartialFromCodedStream(io::CodedInputStream* in) { return ParseFromCodedStream(in); }
@@ -5983,7 +6025,7 @@ class OptionalProto final {
   bool ParsePartialFromString(const std::string& s) { return ParseFromString(s); }
   bool MergeFromString(const std::string& s) { return onnxl_cxx_OptionalProto_parse(this, reinterpret_cast<const uint8_t*>(s.data()), s.size(), true); }
   bool MergeFromArray(const void* data, int size) { return size >= 0 && onnxl_cxx_OptionalProto_parse(this, static_cast<const uint8_t*>(data), static_cast<std::size_t>(size), true); }
-  bool ParseFromIstream(std::istream* in) { std::string s; return detail::read_all(in, &s) && ParseFromString(s); }
+  bool ParseFromIstream(std::istream* in) { detail::StreamBytes b; return b.read(in) && onnxl_cxx_OptionalProto_parse(this, b.data(), b.size(), false); }
   bool ParsePartialFromIstream(std::istream* in) { return ParseFromIstream(in); }
   bool ParseFromCodedStream(io::CodedInputStream* in) { const uint8_t* d; std::size_t n; std::string t; return in->ReadRest(&d, &n, &t) && n <= 2147483647u && ParseFromArray(d, static_cast<int>(n)); }
   bool ParsePartialFromCodedStream(io::CodedInputStream* in) { return ParseFromCodedStream(in); }

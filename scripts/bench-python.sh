@@ -2,11 +2,13 @@
 # The benchmark of the Python package (not a test): onnx_light against onnx and onnx-ir in one
 # Python process (python/bench/bench.py), on the models of scripts/bench.sh's generators
 # (bench/'s `onnx-bench gen`): (a) ~0.5 GB inline, (b) ~3 GB with external data, (c) 200 000
-# nodes. Prints a markdown table and the ratios of the package's targets (docs/benchmarks.md).
+# nodes. Prints a markdown table and the ratios of the package's targets (docs/benchmarks.md),
+# and onnx's checker and shape inference through onnx_light against the onnx package.
 #
 # environment:
 #   BENCH_RUNS=3      runs per case (the first is reported as "cold", the best of the rest "warm")
 #   BENCH_SCALE=1     < 1 shrinks the models (quick check of the script)
+#   BENCH_ONLY=a,b,c,d  the models to run
 #   BENCH_WORK_DIR    where the models are generated (default: $TMPDIR or /tmp); needs ~4 GB
 #   BENCH_OUT         where the report is also written (default: python/target/bench-python.md)
 set -euo pipefail
@@ -23,8 +25,14 @@ mkdir -p "$BASE"
 WORK=$(mktemp -d "$BASE/onnx-bench-py.XXXXXX")
 trap 'rm -rf "$WORK"' EXIT
 
-# The package, as users get it: the release wheel.
-"$PY" -m maturin build --release --quiet -m python/Cargo.toml --out "$WORK/dist"
+# The package, as users get it: the release wheel, with onnx's C++ library (the onnx component's
+# static library; scripts/test.d/15-onnx-component.sh builds it into build/onnx-component).
+export ONNX_LIGHT_ONNX_LIB_DIR=${ONNX_LIGHT_ONNX_LIB_DIR:-$ROOT/build/onnx-component/prefix/lib}
+[ -f "$ONNX_LIGHT_ONNX_LIB_DIR/libonnx_light_onnx.a" ] || {
+  echo "bench-python: no libonnx_light_onnx.a in $ONNX_LIGHT_ONNX_LIB_DIR: run scripts/test.d/15-onnx-component.sh" >&2
+  exit 1
+}
+"$PY" -m maturin build --release --quiet -m python/Cargo.toml --features onnx --out "$WORK/dist"
 "$PY" -m pip install --quiet --disable-pip-version-check --force-reinstall --no-deps "$WORK"/dist/onnx_light-*-abi3-*.whl
 
 cargo build --release --quiet --manifest-path bench/Cargo.toml
@@ -37,5 +45,5 @@ SCALE=${BENCH_SCALE:-1}
 OUT=${BENCH_OUT:-$ROOT/python/target/bench-python.md}
 mkdir -p "$(dirname "$OUT")"
 cd "$WORK"
-"$PY" "$ROOT/python/bench/bench.py" --models "$WORK" --runs "${BENCH_RUNS:-3}" --out "$OUT"
+"$PY" "$ROOT/python/bench/bench.py" --models "$WORK" --runs "${BENCH_RUNS:-3}" --only "${BENCH_ONLY:-a,b,c,d}" --out "$OUT"
 echo "report also written to $OUT" >&2

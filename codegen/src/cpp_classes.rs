@@ -387,7 +387,7 @@ pub fn generate() -> String {
          #if !defined(__cplusplus) || __cplusplus < 201703L\n\
          #error \"onnx_light.hpp needs C++17 or later (-std=c++17)\"\n#endif\n\n\
          #include <algorithm>\n#include <cassert>\n#include <cstddef>\n#include <cstdint>\n#include <cstdio>\n#include <cstdlib>\n\
-         #include <cstring>\n#include <istream>\n#include <iterator>\n#include <new>\n#include <ostream>\n\
+         #include <cstring>\n#include <istream>\n#include <iterator>\n#include <memory>\n#include <new>\n#include <ostream>\n\
          #include <stdexcept>\n#include <string>\n#include <string_view>\n#include <type_traits>\n\
          #include <utility>\n#include <vector>\n\n#include \"onnx_light.h\"\n\n\
          static_assert(sizeof(void*) == 8, \"the onnx_light C++ classes need a 64-bit target\");\n\n",
@@ -634,7 +634,9 @@ fn gen_class(
     ms.inline(&format!(
         "bool MergeFromArray(const void* data, int size) {{ return size >= 0 && {p}_parse(this, static_cast<const uint8_t*>(data), static_cast<std::size_t>(size), true); }}"
     ));
-    ms.inline("bool ParseFromIstream(std::istream* in) { std::string s; return detail::read_all(in, &s) && ParseFromString(s); }");
+    ms.inline(&format!(
+        "bool ParseFromIstream(std::istream* in) {{ detail::StreamBytes b; return b.read(in) && {p}_parse(this, b.data(), b.size(), false); }}"
+    ));
     ms.inline("bool ParsePartialFromIstream(std::istream* in) { return ParseFromIstream(in); }");
     ms.inline("bool ParseFromCodedStream(io::CodedInputStream* in) { const uint8_t* d; std::size_t n; std::string t; return in->ReadRest(&d, &n, &t) && n <= 2147483647u && ParseFromArray(d, static_cast<int>(n)); }");
     ms.inline("bool ParsePartialFromCodedStream(io::CodedInputStream* in) { return ParseFromCodedStream(in); }");

@@ -197,15 +197,56 @@ inline void check_grown(bool ok) {
   throw std::out_of_range(buf);
 }
 
-/// Reads a whole stream; false when it fails before its end.
-inline bool read_all(std::istream* in, std::string* out) {
-  char buf[65536];
-  while (in->read(buf, sizeof buf) || in->gcount() > 0) {
-    out->append(buf, static_cast<std::size_t>(in->gcount()));
-    if (in->eof()) break;
+/// The rest of a stream in memory, for ParseFromIstream. A seekable stream (a file) is read
+/// with one call into a buffer of its exact size: no growth, no zero fill, and std::filebuf
+/// reads a large request straight into it. Any other stream, and whatever follows the size a
+/// seek reported, is read in 64 KiB steps. Afterwards the stream is at its end with eofbit and
+/// failbit set, as after protobuf's reads; false when it fails before its end.
+class StreamBytes {
+ public:
+  bool read(std::istream* in) {
+    std::streambuf* sb = in->rdbuf();
+    if (!in->good() || sb == nullptr) {
+      in->setstate(std::ios::failbit);
+      return false;
+    }
+    const std::streampos cur = sb->pubseekoff(0, std::ios::cur, std::ios::in);
+    const std::streampos end =
+        cur == std::streampos(-1) ? cur : sb->pubseekoff(0, std::ios::end, std::ios::in);
+    if (end != std::streampos(-1) && end >= cur && sb->pubseekpos(cur, std::ios::in) == cur) {
+      const std::size_t want = static_cast<std::size_t>(end - cur);
+      reserve(want);
+      while (size_ < want) {
+        const std::streamsize n = sb->sgetn(data_.get() + size_, static_cast<std::streamsize>(want - size_));
+        if (n <= 0) break;
+        size_ += static_cast<std::size_t>(n);
+      }
+    }
+    for (;;) {  // the rest, if any (not seekable, or grown since)
+      reserve(size_ + 65536);
+      const std::streamsize n = sb->sgetn(data_.get() + size_, static_cast<std::streamsize>(capacity_ - size_));
+      if (n <= 0) break;
+      size_ += static_cast<std::size_t>(n);
+    }
+    in->setstate(std::ios::eofbit | std::ios::failbit);
+    return true;
   }
-  return !in->bad();
-}
+  const uint8_t* data() const noexcept { return reinterpret_cast<const uint8_t*>(data_.get()); }
+  std::size_t size() const noexcept { return size_; }
+
+ private:
+  void reserve(std::size_t n) {
+    if (n <= capacity_) return;
+    std::size_t cap = capacity_ == 0 ? n : std::max(n, capacity_ + capacity_ / 2);
+    std::unique_ptr<char[]> bigger(new char[cap]);
+    if (size_ != 0) std::memcpy(bigger.get(), data_.get(), size_);
+    data_ = std::move(bigger);
+    capacity_ = cap;
+  }
+  std::unique_ptr<char[]> data_;
+  std::size_t size_ = 0;
+  std::size_t capacity_ = 0;
+};
 
 /// Serializing into std::string: the library asks once for room for the whole encoding.
 struct Appender {

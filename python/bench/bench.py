@@ -140,6 +140,22 @@ def main() -> int:
     def reuse_on():
         ol.set_memory_reuse_limit(reuse_limit)
 
+    def checker_cases(model, m_ol, m_onnx, reps=1):
+        """onnx's checker and shape inference: onnx_light's (onnx's C++ code on the model in
+        place) against the onnx package's (which serializes the model and parses it again in
+        C++ on every call); none when the extension lacks onnx's C++ library."""
+        if not ol._native.HAS_ONNX_CXX:
+            return []
+        from onnx_light import checker as ol_checker
+        from onnx_light import shape_inference as ol_shapes
+
+        return [
+            Case(model, "check_model", "onnx_light", lambda: ol_checker.check_model(m_ol), reps=reps),
+            Case(model, "check_model", "onnx", lambda: onnx.checker.check_model(m_onnx), reps=reps),
+            Case(model, "infer_shapes", "onnx_light", lambda: ol_shapes.infer_shapes(m_ol), reps=reps),
+            Case(model, "infer_shapes", "onnx", lambda: onnx.shape_inference.infer_shapes(m_onnx), reps=reps),
+        ]
+
     # (a) ~0.5 GB, weights inline
     if "a" in only:
         a = os.path.join(d, "a.onnx")
@@ -175,6 +191,7 @@ def main() -> int:
             Case("a", "save", "onnx", save_onnx, clean),
             Case("a", "save", "onnx_ir", save_ir, clean),
         ])
+        run(checker_cases("a", m_ol, m_onnx))
         del m_ol, m_onnx, m_ir
 
     # (b) ~3 GB, external data
@@ -265,6 +282,7 @@ def main() -> int:
             Case("c", "SerializeToString", "onnx_light", lambda: m_ol.SerializeToString()),
             Case("c", "SerializeToString", "onnx", lambda: m_onnx.SerializeToString()),
         ])
+        run(checker_cases("c", m_ol, m_onnx))
         del m_ol, m_onnx, m_ir
     # (d) small models (the onnx wheel's test data): the fixed cost of a call
     if "d" in only:
@@ -286,6 +304,7 @@ def main() -> int:
                 Case(key, "SerializeToString", "onnx_light", m_ol.SerializeToString, reps=reps),
                 Case(key, "SerializeToString", "onnx", m_onnx.SerializeToString, reps=reps),
             ])
+            run(checker_cases(key, m_ol, m_onnx, reps=max(5, reps // 20)))
             del m_ol, m_onnx
     shutil.rmtree(scratch, ignore_errors=True)
 
@@ -357,6 +376,12 @@ def main() -> int:
             rc = ratio(model, case, "onnx_light", case, "onnx", key="cpu")
             if r is not None:
                 lines.append(f"- ({model}, {size(model)}) {case} per call vs onnx: {r:.2f}× (CPU time: {rc:.2f}×)")
+    for model in sizes:
+        for case in ("check_model", "infer_shapes"):
+            r = ratio(model, case, "onnx_light", case, "onnx")
+            rc = ratio(model, case, "onnx_light", case, "onnx", key="cpu")
+            if r is not None:
+                lines.append(f"- ({model}, {size(model)}) {case} vs onnx (> 1×): {r:.2f}× (CPU time: {rc:.2f}×)")
     text = "\n".join(lines) + "\n"
     print(text)
     if args.out:

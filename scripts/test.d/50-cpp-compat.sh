@@ -18,7 +18,8 @@
 #    ThreadSanitizer and under AddressSanitizer + UBSan) and runs them on the same models:
 #    concurrent const calls (a serializer thread and a walker thread on one const message) and
 #    views taken before the first getter call (still valid after it); one output for all four;
-# 7. builds walk_bench (-O2, no sanitizer) on both sides and runs it at a small scale (the digest
+# 7. builds walk_bench and parse_bench (-O2, no sanitizer) on both sides and runs them at a small
+#    scale (parse_bench: the parsed sizes must match; walk_bench: the digest
 #    must match; times are printed, not checked: scripts/bench.sh reports them).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -151,4 +152,16 @@ BENCH_FLAGS=("${COMMON[@]}" -O2 -DNDEBUG)
   "$BUILD/gen/schema_ops.cpp" -L"$ROOT/target/release" -lonnx_light -pthread -Wl,-rpath,"$BUILD"
 "$BUILD/walk_bench-onnxl" "$BUILD/models.txt" "$DATA" "$WALK_ROUNDS" >"$BUILD/bench-onnxl.txt"
 cmp "$BUILD/bench-protobuf.txt" "$BUILD/bench-onnxl.txt" || die "walk_bench digests differ"
+# The parse entry points' benchmark (scripts/bench-cpp.sh runs it at full size): both builds parse
+# the largest backend models through each entry point to the same sizes.
+"$CXX" "${BENCH_FLAGS[@]}" -isystem "$BUILD/gen" -o "$BUILD/parse_bench-protobuf" c_tests/cpp_compat/parse_bench.cpp \
+  "$BUILD/obj-protobuf/onnx.pb.o" "$BUILD/obj-protobuf/onnx-data.pb.o" -lprotobuf -pthread
+"$CXX" "${BENCH_FLAGS[@]}" -DONNXL_SIDE=1 -Iinclude -o "$BUILD/parse_bench-onnxl" c_tests/cpp_compat/parse_bench.cpp \
+  -L"$ROOT/target/release" -lonnx_light -pthread -Wl,-rpath,"$BUILD"
+mapfile -t LARGEST < <(cd "$DATA" && ls -S light/*.onnx | head -2 | sed "s|^|$DATA/|")
+for side in protobuf onnxl; do
+  "$BUILD/parse_bench-$side" 2 "${LARGEST[@]}" | awk '{ print $1, $2, $5 }' >"$BUILD/parse-$side.txt"
+done
+[ "$(wc -l <"$BUILD/parse-onnxl.txt")" -eq 8 ] || die "parse_bench: expected 8 rows"
+cmp "$BUILD/parse-protobuf.txt" "$BUILD/parse-onnxl.txt" || die "parse_bench: the parsed sizes differ"
 cat "$BUILD/bench-protobuf.txt"

@@ -38,7 +38,8 @@ for row in "| load | onnx_light |" "| load | onnx |" "| load no_copy | onnx_ligh
   "| save external | onnx |" "| save external | onnx_ir |" "| op_type + len(input) | onnx_light |" \
   "| op_type + len(input) | onnx |" "| load | onnx_light (memory reuse off) |" \
   "| load_from_string | onnx_light |" "| load_from_string | onnx |" "| SerializeToString | onnx_light |" \
-  "| ParseFromString | onnx_light |" "| ParseFromString | onnx |" "| load (path) | onnx_light |" "| load (path) | onnx |"; do
+  "| ParseFromString | onnx_light |" "| ParseFromString | onnx |" "| load (path) | onnx_light |" "| load (path) | onnx |" \
+  "| check_model | onnx_light |" "| check_model | onnx |" "| infer_shapes | onnx_light |" "| infer_shapes | onnx |"; do
   grep -qF "$row" "$work/bench.md" || { echo "50-python: bench report lacks $row" >&2; cat "$work/bench.md" >&2; exit 1; }
 done
 grep -q "reading op_type and input of every node" "$work/bench.md"
