@@ -365,7 +365,7 @@ fn write_model(graph: &Graph, path: &Path, layout: Layout<'_>) -> std::io::Resul
     }
     let mut tail = Vec::new();
     let mut opset = Vec::new();
-    put_int(&mut opset, 2, 17);
+    put_int(&mut opset, 2, 18);
     put_len(&mut tail, 8, &opset);
     w.write_all(&tail)?;
     written += tail.len() as u64;
