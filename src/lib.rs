@@ -17,6 +17,9 @@
 #[doc = include_str!("../README.md")]
 struct ReadmeQuickStart;
 #[cfg(doctest)]
+#[doc = include_str!("../docs/rust.md")]
+struct RustDocExamples;
+#[cfg(doctest)]
 #[doc = include_str!("../docs/encryption.md")]
 struct EncryptionDocExamples;
 #[cfg(doctest)]
