@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # The onnx component (components/onnx; run by scripts/test-all.sh): onnx's own C++ library built
 # unchanged against onnx_light through CMake, with no protobuf on the machine for the build:
-# 1. configure, build and install (-DONNXL_WITH_ONNX=ON, onnx's sdist from PyPI) inside a private
-#    mount namespace where protobuf's headers, libraries and protoc are empty (when the machine has
-#    them at all), so nothing can reach protobuf; the installed library names no protobuf symbol
-#    or library;
+# 1. configure, build and install (-DONNXL_WITH_ONNX=ON, onnx's sdist from PyPI) with protobuf out
+#    of reach: when the machine has protobuf, inside a private mount namespace where its headers,
+#    libraries and protoc are empty; either way the step checks that no protobuf header is found
+#    and protoc does not run, and the installed library names no protobuf symbol or library;
 # 2. the consumer project (c_tests/onnx_consumer) finds it with
 #    find_package(onnx_light COMPONENTS onnx), in the same namespace: a program written only
 #    against onnx's headers (checker, shape inference, version converter, schema registry; shared
@@ -25,7 +25,6 @@ JOBS=$(nproc 2>/dev/null || echo 2)
 die() { echo "15-onnx-component: $*" >&2; exit 1; }
 [ -x "$PY" ] || die "$PY is missing (scripts/test-all.sh creates the venv)"
 export PATH="$ROOT/.venv/bin:$PATH"   # the pinned cmake
-command -v unshare >/dev/null || die "unshare (util-linux) is required"
 . scripts/lib/onnx-sdist.sh
 fetch_onnx_sdist
 BUILD="$ROOT/build/onnx-component"
@@ -44,18 +43,35 @@ save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 18)]), sys.argv
 PYEOF
 
 # ---- 1 + 2, with protobuf out of reach --------------------------------------------------------
-export ROOT BUILD PREFIX JOBS ONNX_SDIST BACKEND_DATA
-unshare --mount bash -euo pipefail -c '
+# Where the machine has protobuf (an earlier run's Debian packages), the step runs in a mount
+# namespace of its own that hides it; where it has none, there is nothing to hide and no
+# namespace is needed (one cannot always be made, e.g. in an unprivileged container).
+protobuf_present=0
+for f in /usr/include/google/protobuf /usr/local/include/google/protobuf /usr/bin/protoc /usr/local/bin/protoc \
+         /usr/lib/*/libprotobuf*; do
+  [ -e "$f" ] && protobuf_present=1
+done
+if [ "$protobuf_present" = 1 ]; then
+  command -v unshare >/dev/null || die "protobuf is installed and unshare (util-linux) is missing to hide it"
+  unshare --mount true 2>/dev/null || die "protobuf is installed and no mount namespace can be made to hide it"
+  IN_STEP=(unshare --mount bash -euo pipefail -c)
+else
+  IN_STEP=(bash -euo pipefail -c)
+fi
+export ROOT BUILD PREFIX JOBS ONNX_SDIST BACKEND_DATA protobuf_present
+"${IN_STEP[@]}" '
 die() { echo "15-onnx-component: $*" >&2; exit 1; }
 hidden=0
-for d in /usr/include/google /usr/local/include/google; do
-  [ -d "$d" ] && { mount -t tmpfs none "$d"; hidden=$((hidden + 1)); }
-done
-for f in /usr/lib/*/libprotobuf* /usr/lib/*/libprotoc* /usr/lib/libprotobuf* /usr/local/lib/libprotobuf* \
-         /usr/bin/protoc* /usr/local/bin/protoc*; do
-  [ -e "$f" ] && [ ! -L "$f" ] && { mount --bind /dev/null "$f"; hidden=$((hidden + 1)); }
-done
-echo "protobuf hidden for this step: $hidden paths"
+if [ "$protobuf_present" = 1 ]; then
+  for d in /usr/include/google /usr/local/include/google; do
+    [ -d "$d" ] && { mount -t tmpfs none "$d"; hidden=$((hidden + 1)); }
+  done
+  for f in /usr/lib/*/libprotobuf* /usr/lib/*/libprotoc* /usr/lib/libprotobuf* /usr/local/lib/libprotobuf* \
+           /usr/bin/protoc* /usr/local/bin/protoc*; do
+    [ -e "$f" ] && [ ! -L "$f" ] && { mount --bind /dev/null "$f"; hidden=$((hidden + 1)); }
+  done
+fi
+echo "protobuf on the machine: $protobuf_present; paths hidden for this step: $hidden"
 if echo "#include <google/protobuf/message_lite.h>" | "${CXX:-c++}" -x c++ -E - >/dev/null 2>&1; then
   die "protobuf headers are still reachable"
 fi
