@@ -52,6 +52,28 @@ pub fn opset_version(domain: &str) -> PyResult<i64> {
     onnx::opset_version(domain).py()
 }
 
+/// onnx.checker.check_model's flags.
+fn check_options(full: bool, skip_opset_compatibility: bool, custom_domain: bool) -> CheckOptions {
+    CheckOptions {
+        full_check: full,
+        skip_opset_compatibility_check: skip_opset_compatibility,
+        check_custom_domain: custom_domain,
+    }
+}
+
+/// onnx.shape_inference.infer_shapes' flags.
+fn inference_options(
+    check_type: bool,
+    strict_mode: bool,
+    data_prop: bool,
+) -> ShapeInferenceOptions {
+    ShapeInferenceOptions {
+        check_type,
+        strict_mode,
+        data_prop,
+    }
+}
+
 /// Frees the `std::string` copies of payloads that onnx's const reads made in `model` (its
 /// root is taken for writing: every other reader has finished).
 fn release_copies(model: &Bound<'_, PyAny>) -> PyResult<()> {
@@ -67,11 +89,11 @@ pub fn check_model(
     skip_opset_compatibility_check: bool,
     check_custom_domain: bool,
 ) -> PyResult<()> {
-    let opts = CheckOptions {
+    let opts = check_options(
         full_check,
         skip_opset_compatibility_check,
         check_custom_domain,
-    };
+    );
     let checked = with_model(model, move |m| onnx::check_model(m, &opts))?;
     // Also after a failure: the reads before it made copies too.
     release_copies(model)?;
@@ -88,11 +110,11 @@ pub fn check_model_path(
     skip_opset_compatibility_check: bool,
     check_custom_domain: bool,
 ) -> PyResult<()> {
-    let opts = CheckOptions {
+    let opts = check_options(
         full_check,
         skip_opset_compatibility_check,
         check_custom_domain,
-    };
+    );
     py.detach(move || onnx::check_model_path(&path, &opts)).py()
 }
 
@@ -105,11 +127,7 @@ pub fn infer_shapes(
     strict_mode: bool,
     data_prop: bool,
 ) -> PyResult<Py<PyAny>> {
-    let opts = ShapeInferenceOptions {
-        check_type,
-        strict_mode,
-        data_prop,
-    };
+    let opts = inference_options(check_type, strict_mode, data_prop);
     let copy = with_model(model, move |m| {
         let mut copy = Box::new(m.clone());
         onnx::infer_shapes_in_place(&mut copy, &opts).map(|()| copy)
@@ -127,11 +145,7 @@ pub fn infer_shapes_in_place(
     strict_mode: bool,
     data_prop: bool,
 ) -> PyResult<()> {
-    let opts = ShapeInferenceOptions {
-        check_type,
-        strict_mode,
-        data_prop,
-    };
+    let opts = inference_options(check_type, strict_mode, data_prop);
     with_model_mut_plain(model, move |m| onnx::infer_shapes_in_place(m, &opts))?.py()
 }
 
@@ -146,11 +160,7 @@ pub fn infer_shapes_path(
     strict_mode: bool,
     data_prop: bool,
 ) -> PyResult<()> {
-    let opts = ShapeInferenceOptions {
-        check_type,
-        strict_mode,
-        data_prop,
-    };
+    let opts = inference_options(check_type, strict_mode, data_prop);
     py.detach(move || onnx::infer_shapes_path(&model_path, &output_path, &opts))
         .py()
 }

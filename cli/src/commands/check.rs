@@ -35,7 +35,7 @@ pub fn run(args: &Args) -> Result<()> {
         external_data_key: args.key.read()?,
         ..Default::default()
     };
-    let model = onnx_light::load_model(&args.model, &opts)?;
+    let mut model = onnx_light::load_model(&args.model, &opts)?;
     let dir = args
         .data_dir
         .clone()
@@ -53,7 +53,7 @@ pub fn run(args: &Args) -> Result<()> {
         outln!("problem: {p}");
     }
     if basics.is_empty() {
-        basics.extend(onnx_checker(&model, args.infer_shapes.as_deref())?);
+        basics.extend(onnx_checker(&mut model, args.infer_shapes.as_deref())?);
     } else if args.infer_shapes.is_some() {
         return Err(Error::InvalidArgument(format!(
             "{}: not a usable ONNX model: {}",
@@ -127,16 +127,20 @@ fn onnx_basics(m: &ModelProto) -> Vec<String> {
 }
 
 /// onnx's own checker (full check, which includes strict shape inference), and with `infer_to`
-/// the model with the inferred shapes written there. Returns the checker's problem, if any.
+/// the model with the inferred shapes written there (inferred into `model` itself: the checks
+/// after this one read nothing inference adds). Returns the checker's problem, if any.
 #[cfg(feature = "onnx")]
-fn onnx_checker(model: &ModelProto, infer_to: Option<&std::path::Path>) -> Result<Vec<String>> {
+fn onnx_checker(model: &mut ModelProto, infer_to: Option<&std::path::Path>) -> Result<Vec<String>> {
     use onnx_light_onnx::{CheckOptions, ShapeInferenceOptions};
     let full = CheckOptions {
         full_check: true,
         ..Default::default()
     };
     let version = onnx_light_onnx::onnx_version();
-    let problems = match onnx_light_onnx::check_model(model, &full) {
+    let checked = onnx_light_onnx::check_model(model, &full);
+    // The payload copies onnx's reads made go back before the external-data checks run.
+    onnx_light_onnx::release_cxx_copies(model);
+    let problems = match checked {
         Ok(()) => {
             outln!("onnx {version} checker (full check): valid");
             Vec::new()
@@ -147,17 +151,16 @@ fn onnx_checker(model: &ModelProto, infer_to: Option<&std::path::Path>) -> Resul
         }
     };
     if let Some(out) = infer_to {
-        let mut inferred = model.clone();
         let strict = ShapeInferenceOptions {
             strict_mode: true,
             ..Default::default()
         };
-        onnx_light_onnx::infer_shapes_in_place(&mut inferred, &strict)
+        onnx_light_onnx::infer_shapes_in_place(model, &strict)
             .map_err(|e| Error::InvalidArgument(format!("shape inference: {e}")))?;
-        onnx_light::save_model(&inferred, out, &onnx_light::SerializeOptions::default())?;
+        onnx_light::save_model(model, out, &onnx_light::SerializeOptions::default())?;
         outln!(
             "inferred shapes: {} value_info entries, written to {}",
-            inferred.graph().value_info.len(),
+            model.graph().value_info.len(),
             out.display()
         );
     }
@@ -166,7 +169,10 @@ fn onnx_checker(model: &ModelProto, infer_to: Option<&std::path::Path>) -> Resul
 
 /// Without onnx's C++ library only the checks above run; `--infer-shapes` needs it.
 #[cfg(not(feature = "onnx"))]
-fn onnx_checker(_model: &ModelProto, infer_to: Option<&std::path::Path>) -> Result<Vec<String>> {
+fn onnx_checker(
+    _model: &mut ModelProto,
+    infer_to: Option<&std::path::Path>,
+) -> Result<Vec<String>> {
     if infer_to.is_some() {
         return Err(Error::Unsupported(
             "--infer-shapes needs onnx's C++ library: build onnx-light with `--features onnx` \

@@ -423,6 +423,18 @@ pub struct SchemaInfo {
     pub has_type_and_shape_inference_function: bool,
 }
 
+/// A C out-parameter filled by `fill`, which is given zeroed memory.
+///
+/// # Safety
+/// `T` is one of `sys`'s C structs of pointers, integers and bools (all-zero is a valid value),
+/// and `fill` leaves a valid `T` there.
+unsafe fn out_param<T>(fill: impl FnOnce(*mut T) -> u32) -> T {
+    let mut v = std::mem::MaybeUninit::<T>::zeroed();
+    fill(v.as_mut_ptr());
+    // SAFETY: zeroed memory is a valid `T` and `fill` keeps it valid (the caller's contract).
+    unsafe { v.assume_init() }
+}
+
 /// An operator schema of onnx's registry (which lives as long as the process).
 #[derive(Debug, Clone, Copy)]
 pub struct OpSchema(&'static sys::OpSchema);
@@ -459,13 +471,8 @@ pub fn all_schemas_with_history() -> Vec<OpSchema> {
 
 impl OpSchema {
     fn info_raw(&self) -> sys::SchemaInfo {
-        // SAFETY: an all-zero SchemaInfo is valid (NULL pointers, zeros, false); the call fills
-        // it from a valid schema and cannot fail on non-NULL arguments.
-        unsafe {
-            let mut info: sys::SchemaInfo = std::mem::zeroed();
-            sys::onnxl_op_schema_info(self.0, &mut info);
-            info
-        }
+        // SAFETY: a plain C struct; a valid schema, so the call fills it.
+        unsafe { out_param(|p| sys::onnxl_op_schema_info(self.0, p)) }
     }
 
     /// The scalar facts.
@@ -491,13 +498,8 @@ impl OpSchema {
     fn params(&self, n: usize, get: sys::ParamFn) -> Vec<FormalParameter> {
         (0..n)
             .map(|i| {
-                // SAFETY: an all-zero parameter is valid; `i` is below the count, so the call
-                // fills it.
-                let p = unsafe {
-                    let mut p: sys::FormalParameter = std::mem::zeroed();
-                    get(self.0, i, &mut p);
-                    p
-                };
+                // SAFETY: a plain C struct; `i` is below the count, so the call fills it.
+                let p = unsafe { out_param(|p| get(self.0, i, p)) };
                 FormalParameter {
                     name: text(p.name),
                     type_str: text(p.type_str),
@@ -526,11 +528,8 @@ impl OpSchema {
         (0..self.info_raw().type_constraint_count)
             .map(|i| {
                 // SAFETY: as in `params`; the allowed types are indexed below their count.
-                let c = unsafe {
-                    let mut c: sys::TypeConstraint = std::mem::zeroed();
-                    sys::onnxl_op_schema_type_constraint(self.0, i, &mut c);
-                    c
-                };
+                let c =
+                    unsafe { out_param(|c| sys::onnxl_op_schema_type_constraint(self.0, i, c)) };
                 TypeConstraint {
                     type_param_str: text(c.type_param_str),
                     description: text(c.description),
@@ -547,11 +546,7 @@ impl OpSchema {
         (0..self.info_raw().attribute_count)
             .map(|i| {
                 // SAFETY: as in `params`.
-                let a = unsafe {
-                    let mut a: sys::AttributeSchema = std::mem::zeroed();
-                    sys::onnxl_op_schema_attribute(self.0, i, &mut a);
-                    a
-                };
+                let a = unsafe { out_param(|a| sys::onnxl_op_schema_attribute(self.0, i, a)) };
                 AttributeSchema {
                     name: text(a.name),
                     description: text(a.description),
