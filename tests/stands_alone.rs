@@ -1,7 +1,8 @@
 //! The repository stands alone: its code, docs, tests and scripts name formats and behaviour by
 //! their own names. A reader has no access to the project's planning material, so no text may
 //! point at it — no relative links out of the repository, no planning "seed" numbers, no issue or
-//! work-session numbers.
+//! work-session numbers. And the two pages a newcomer reads first stay short: the README is an
+//! overview, docs/benchmarks.md the method and the current tables (history lives in git).
 
 use std::path::{Path, PathBuf};
 
@@ -148,4 +149,15 @@ fn the_check_catches_what_it_is_for() {
     assert!(outside_reference("ort.InferenceSession(path)").is_none());
     assert!(outside_reference("the random seed of the fuzzer").is_none());
     assert!(outside_reference("an issue with the header").is_none());
+}
+
+#[test]
+fn the_overview_pages_stay_short() {
+    for (page, limit) in [("README.md", 150), ("docs/benchmarks.md", 400)] {
+        let lines = std::fs::read_to_string(root().join(page))
+            .unwrap()
+            .lines()
+            .count();
+        assert!(lines <= limit, "{page} has {lines} lines; at most {limit}");
+    }
 }
