@@ -119,10 +119,33 @@ def _key_bytes(key: Any) -> Optional[bytes]:
     return bytes(key)
 
 
+def _file_path(f: Any) -> Optional[str]:
+    """The absolute path of ``f``: a path, or the ``name`` of a file object (as onnx finds it)."""
+    if isinstance(f, (str, os.PathLike)):
+        return os.path.abspath(f)
+    if hasattr(f, "name"):
+        return os.path.abspath(f.name)
+    return None
+
+
+def _serializer(fmt: Optional[str], f: Any = None) -> Any:
+    """The serializer of ``fmt``, else of the extension of ``f``'s path, else protobuf's."""
+    if fmt is None:
+        path = _file_path(f)
+        if path is not None:
+            fmt = serialization.registry.get_format_from_file_extension(os.path.splitext(path)[1])
+    return serialization.registry.get(fmt or "protobuf")
+
+
+def _is_binary(serializer: Any) -> bool:
+    return serializer.supported_format == "protobuf"
+
+
 def load(
     f: Union[PathLike, bytes, IO[bytes]],
-    *,
+    format: Optional[str] = None,  # noqa: A002
     load_external_data: bool = True,
+    *,
     base_dir: Optional[PathLike] = None,
     no_copy: bool = False,
     num_threads: Optional[int] = None,
@@ -133,6 +156,8 @@ def load(
 
     Args:
         f: a path, the model's bytes, or a file object opened for binary reading.
+        format: ``"protobuf"``, ``"textproto"``, ``"json"`` or ``"onnxtxt"``
+            (:mod:`onnx_light.serialization`); default: from the file's extension, else protobuf.
         load_external_data: read the tensors stored in external files (resolved against
             ``base_dir``, else the model's directory).
         base_dir: directory of the external data.
@@ -148,12 +173,26 @@ def load(
     opts = dict(load_external_data=load_external_data, base_dir=base_dir, no_copy=no_copy,
                 num_threads=num_threads, key=key, alignment=alignment)
     if isinstance(f, (bytes, bytearray, memoryview)):
-        return load_from_string(f, **opts)
+        return load_from_string(f, format or "protobuf", **opts)
+    serializer = _serializer(format, f)
+    if not _is_binary(serializer):
+        model = serializer.deserialize_proto(_read_all(f), ModelProto())
+        path = _file_path(f)
+        if load_external_data and (base_dir is not None or path is not None):
+            load_external_data_for_model(model, base_dir or os.path.dirname(path))
+        return model
     if isinstance(f, (str, os.PathLike)):
         return _native.load_path(os.fspath(f), **_native_opts(**opts))
     if base_dir is None and isinstance(getattr(f, "name", None), str):
         opts["base_dir"] = os.path.dirname(os.path.abspath(f.name))
     return load_from_string(f.read(), **opts)
+
+
+def _read_all(f: Union[PathLike, IO[bytes]]) -> bytes:
+    if isinstance(f, (str, os.PathLike)):
+        with open(f, "rb") as fh:
+            return fh.read()
+    return f.read()
 
 
 def _native_opts(load_external_data, base_dir, no_copy, num_threads, key, alignment) -> dict:
@@ -172,6 +211,7 @@ load_model = load
 
 def load_from_string(
     s: bytes,
+    format: str = "protobuf",  # noqa: A002
     *,
     load_external_data: bool = True,
     base_dir: Optional[PathLike] = None,
@@ -180,7 +220,10 @@ def load_from_string(
     key: Any = None,
     alignment: Optional[int] = None,
 ) -> ModelProto:
-    """Parses a model from bytes (``onnx.load_from_string``); see :func:`load`."""
+    """Parses a model from bytes (``onnx.load_from_string``), or from the text of ``format``;
+    see :func:`load`."""
+    if format != "protobuf":
+        return serialization.registry.get(format).deserialize_proto(s, ModelProto())
     if (base_dir is None and not no_copy and num_threads is None and key is None
             and alignment is None):
         # The common call, without building keyword arguments (a small model parses in a few
@@ -193,24 +236,22 @@ def load_from_string(
 load_model_from_string = load_from_string
 
 
-def load_tensor(f: Union[PathLike, IO[bytes]]) -> TensorProto:
+def load_tensor(f: Union[PathLike, IO[bytes]], format: Optional[str] = None) -> TensorProto:  # noqa: A002
     """Loads a serialized TensorProto from a path or a file object (``onnx.load_tensor``)."""
-    if isinstance(f, (str, os.PathLike)):
-        with open(f, "rb") as fh:
-            data = fh.read()
-    else:
-        data = f.read()
-    return load_tensor_from_string(data)
+    return _serializer(format, f).deserialize_proto(_read_all(f), TensorProto())
 
 
-def load_tensor_from_string(s: bytes) -> TensorProto:
+def load_tensor_from_string(s: bytes, format: str = "protobuf") -> TensorProto:  # noqa: A002
     """Parses a serialized TensorProto (``onnx.load_tensor_from_string``)."""
-    return _native.load_bytes(s, cls=TensorProto)
+    if format == "protobuf":
+        return _native.load_bytes(s, cls=TensorProto)
+    return serialization.registry.get(format).deserialize_proto(s, TensorProto())
 
 
 def save(
-    model: ModelProto,
+    proto: Union[ModelProto, bytes],
     f: Union[PathLike, IO[bytes]],
+    format: Optional[str] = None,  # noqa: A002
     *,
     save_as_external_data: bool = False,
     all_tensors_to_one_file: bool = True,
@@ -224,44 +265,168 @@ def save(
     num_threads: Optional[int] = None,
     source_dir: Optional[PathLike] = None,
 ) -> None:
-    """Saves a model (``onnx.save``), atomically when ``f`` is a path.
+    """Saves a model (``onnx.save``), atomically when ``f`` is a path, and leaves the model as
+    onnx's save does (:func:`write_model` saves without changing it).
 
-    With ``save_as_external_data``, tensors of at least ``size_threshold`` bytes go to weight
-    files beside the model (``location``, default: the model file name + ``.data``; one file per
-    tensor when ``all_tensors_to_one_file`` is false; a new part ``LOCATION.1``, ... when a file
-    would exceed ``max_file_size``; offsets aligned to ``alignment``; SHA-1 ``checksum``
-    entries). The model object is not modified. ``key`` encrypts the model (and its weight files).
-    Tensors whose external data was not loaded are read from ``source_dir`` (default: the
-    directory ``f`` is in, where onnx's save leaves their files too).
+    With ``save_as_external_data``, tensors whose ``sys.getsizeof(raw_data)`` (the length plus
+    33) is at least ``size_threshold`` go to weight files beside the model (``location``,
+    default: the model file name + ``.data``; one file per tensor when
+    ``all_tensors_to_one_file`` is false; a new part ``LOCATION.1``, ... when a file would exceed
+    ``max_file_size``; offsets aligned to ``alignment``, default 4096; SHA-1 ``checksum``
+    entries), and in the model object they become external references without their bytes, as
+    onnx leaves them. Without it, tensors the model marks external that hold their bytes
+    (:func:`convert_model_to_external_data`) are written to their files first, as onnx does.
+    ``key`` encrypts the model (and its weight files). Tensors whose external data was not
+    loaded are read from ``source_dir`` (default: the directory ``f`` is in). ``format``: see
+    :func:`load`.
     """
-    key = _key_bytes(key)
-    if not isinstance(f, (str, os.PathLike)):
-        if save_as_external_data:
-            raise ValueError("save_as_external_data needs a path, not a file object")
-        f.write(_native.serialize(model, key=key, num_threads=num_threads))
-        return
-    external = None
+    model = _as_model(proto)
+    path = _file_path(f)
+    serializer = _serializer(format, path)
     if save_as_external_data:
-        external = dict(
-            location=location,
-            size_threshold=size_threshold,
-            all_tensors_to_one_file=all_tensors_to_one_file,
-            convert_attribute=convert_attribute,
-            max_file_size=max_file_size,
-            alignment=alignment,
-            checksum=checksum,
-            source_dir=os.fspath(source_dir) if source_dir is not None
-            else os.path.dirname(os.path.abspath(f)),
-        )
-    _native.save_path(model, os.fspath(f), external=external, key=key, num_threads=num_threads)
+        if location is not None and os.path.isabs(location):
+            raise ValueError("location must be a relative path that is relative to the model path.")
+        if path is None:
+            raise ValueError("save_as_external_data needs a path or a file object with a name")
+    if isinstance(f, (str, os.PathLike)) and _is_binary(serializer):
+        if save_as_external_data:
+            external = _external_options(path, location, size_threshold, all_tensors_to_one_file,
+                                         convert_attribute, max_file_size, alignment, checksum,
+                                         source_dir)
+            _native.save_path(model, path, external=external, key=_key_bytes(key),
+                              num_threads=num_threads)
+            _mark_as_saved(model, path, key)
+            return
+        external_data_helper.write_external_data_tensors(model, os.path.dirname(path))
+        _native.save_path(model, path, external=None, key=_key_bytes(key), num_threads=num_threads)
+        return
+    # A file object, or a text format: onnx's sequence.
+    if save_as_external_data:
+        external_data_helper.convert_model_to_external_data(
+            model, all_tensors_to_one_file, location, size_threshold, convert_attribute)
+    if path is not None:
+        external_data_helper.write_external_data_tensors(model, os.path.dirname(path))
+    if _is_binary(serializer):
+        data = _native.serialize(model, key=_key_bytes(key), num_threads=num_threads)
+    elif key is not None:
+        raise ValueError(f"key encrypts the protobuf format only, not {serializer.supported_format}")
+    else:
+        data = serializer.serialize_proto(model)
+    if isinstance(f, (str, os.PathLike)):
+        with open(f, "wb") as fh:
+            fh.write(data)
+    else:
+        f.write(data)
 
 
 save_model = save
 
 
-def save_tensor(tensor: TensorProto, f: Union[PathLike, IO[bytes]]) -> None:
+def write_model(
+    proto: Union[ModelProto, bytes],
+    f: Union[PathLike, IO[bytes]],
+    format: Optional[str] = None,  # noqa: A002
+    *,
+    save_as_external_data: bool = False,
+    all_tensors_to_one_file: bool = True,
+    location: Optional[str] = None,
+    size_threshold: int = 1024,
+    convert_attribute: bool = False,
+    max_file_size: Optional[int] = None,
+    alignment: Optional[int] = None,
+    checksum: bool = False,
+    key: Any = None,
+    num_threads: Optional[int] = None,
+    source_dir: Optional[PathLike] = None,
+) -> None:
+    """Saves a model as :func:`save` does but never changes the model object.
+
+    With ``save_as_external_data`` (a path only) the model stays as it was: tensors keep their
+    bytes. Without it, a tensor the model marks external while holding its bytes is a
+    ``ValueError`` (writing its weight file would mean recording where it went: use
+    :func:`save`, or ``save_as_external_data``), so no saved model references a file that was
+    not written. An absolute ``location`` is reduced to its file name.
+    """
+    model = _as_model(proto)
+    path = _file_path(f)
+    serializer = _serializer(format, path)
+    if save_as_external_data:
+        if not isinstance(f, (str, os.PathLike)) or not _is_binary(serializer):
+            raise ValueError("save_as_external_data needs a path and the protobuf format")
+        external = _external_options(path, location, size_threshold, all_tensors_to_one_file,
+                                     convert_attribute, max_file_size, alignment, checksum,
+                                     source_dir)
+        _native.save_path(model, path, external=external, key=_key_bytes(key),
+                          num_threads=num_threads)
+        return
+    for t in external_data_helper._get_all_tensors(model):
+        if external_data_helper.uses_external_data(t) and t.HasField("raw_data"):
+            where = external_data_helper.ExternalDataInfo(t).location
+            raise ValueError(
+                f"tensor {t.name!r} is marked external (location {where!r}) and holds its bytes: "
+                "write_model does not write weight files for such marks; use save (which writes "
+                "them, as onnx does) or save_as_external_data=True")
+    if not _is_binary(serializer):
+        if key is not None:
+            raise ValueError("key encrypts the protobuf format only")
+        data = serializer.serialize_proto(model)
+    elif isinstance(f, (str, os.PathLike)):
+        _native.save_path(model, path, external=None, key=_key_bytes(key), num_threads=num_threads)
+        return
+    else:
+        data = _native.serialize(model, key=_key_bytes(key), num_threads=num_threads)
+    if isinstance(f, (str, os.PathLike)):
+        with open(f, "wb") as fh:
+            fh.write(data)
+    else:
+        f.write(data)
+
+
+def _as_model(proto: Any) -> ModelProto:
+    if isinstance(proto, (bytes, bytearray, memoryview)):
+        return load_from_string(proto, load_external_data=False)
+    if isinstance(proto, ModelProto):
+        return proto
+    if getattr(getattr(proto, "DESCRIPTOR", None), "full_name", None) == "onnx.ModelProto":
+        return from_onnx(proto)  # the onnx package's model (a copy: see to_onnx)
+    raise TypeError(f"expected onnx_light.ModelProto, an onnx.ModelProto or bytes, got "
+                    f"{type(proto).__module__}.{type(proto).__qualname__}")
+
+
+# onnx's size threshold counts sys.getsizeof(raw_data): the length plus this.
+_BYTES_OBJECT_OVERHEAD = 33
+
+
+def _external_options(path, location, size_threshold, all_tensors_to_one_file, convert_attribute,
+                      max_file_size, alignment, checksum, source_dir) -> dict:
+    return dict(
+        location=location,
+        size_threshold=max(size_threshold - _BYTES_OBJECT_OVERHEAD, 0),
+        all_tensors_to_one_file=all_tensors_to_one_file,
+        convert_attribute=convert_attribute,
+        max_file_size=max_file_size,
+        alignment=alignment,
+        checksum=checksum,
+        source_dir=os.fspath(source_dir) if source_dir is not None else os.path.dirname(path),
+    )
+
+
+def _mark_as_saved(model: ModelProto, path: str, key: Any) -> None:
+    """Makes the tensors that a save put in weight files external references without their
+    bytes, with the entries the saved model has (what onnx's save leaves in memory)."""
+    saved = _native.load_path(path, **_native_opts(False, None, True, None, key, None))
+    uses = external_data_helper.uses_external_data
+    for mine, theirs in zip(_iter_tensors(model), _iter_tensors(saved)):
+        if uses(theirs):
+            del mine.external_data[:]
+            mine.external_data.extend(theirs.external_data)
+            mine.data_location = TensorProto.EXTERNAL
+            mine.ClearField("raw_data")
+
+
+def save_tensor(proto: TensorProto, f: Union[PathLike, IO[bytes]], format: Optional[str] = None) -> None:  # noqa: A002
     """Saves a serialized TensorProto to a path or a file object (``onnx.save_tensor``)."""
-    data = tensor.SerializeToString()
+    data = _serializer(format, f).serialize_proto(proto)
     if isinstance(f, (str, os.PathLike)):
         with open(f, "wb") as fh:
             fh.write(data)
@@ -271,7 +436,11 @@ def save_tensor(tensor: TensorProto, f: Union[PathLike, IO[bytes]]) -> None:
 
 # ---- NumPy, DLPack and onnx interoperability
 
-from . import external_data_helper, helper, numpy_helper  # noqa: E402
+from . import external_data_helper, helper, numpy_helper, serialization  # noqa: E402
+from .external_data_helper import (  # noqa: E402
+    convert_model_to_external_data,
+    write_external_data_tensors,
+)
 
 
 def _tensor_dlpack(self: TensorProto, *, stream: Any = None, max_version: Any = None,
@@ -494,3 +663,97 @@ def info(f: Union[PathLike, ModelProto]) -> str:
         "operators: " + ", ".join(f"{k} x{v}" for k, v in sorted(ops.items(), key=lambda kv: (-kv[1], kv[0]))),
     ]
     return "\n".join(lines)
+
+
+# ---- onnx's short repr of models, graphs and functions (their text can be megabytes)
+
+def _opsets_repr(protos: Any) -> str:
+    return repr({p.domain: p.version for p in protos})
+
+
+def _model_repr(self: ModelProto) -> str:
+    parts = [f"ir_version={self.ir_version}"]
+    if self.opset_import:
+        parts.append(f"opset_import={_opsets_repr(self.opset_import)}")
+    for name in ("domain", "producer_name", "producer_version"):
+        if getattr(self, name):
+            parts.append(f"{name}='{getattr(self, name)}'")
+    parts.append(f"graph={self.graph!r}")
+    if self.functions:
+        parts.append(f"functions=<{len(self.functions)} functions>")
+    return f"ModelProto({', '.join(parts)})"
+
+
+def _counts(self: Any, fields: list) -> str:
+    return "".join(f", {field}=<{len(getattr(self, field))} {label}>"
+                   for field, label in fields if len(getattr(self, field)))
+
+
+def _graph_repr(self: GraphProto) -> str:
+    return f"GraphProto('{self.name}'" + _counts(self, [
+        ("input", "inputs"), ("output", "outputs"), ("initializer", "initializers"),
+        ("node", "nodes"), ("value_info", "value_info")]) + ")"
+
+
+def _function_repr(self: FunctionProto) -> str:
+    out = f"FunctionProto('{self.name}'"
+    if self.domain:
+        out += f", domain='{self.domain}'"
+    if self.overload:
+        out += f", overload='{self.overload}'"
+    if self.opset_import:
+        out += f", opset_import={_opsets_repr(self.opset_import)}"
+    out += _counts(self, [("input", "inputs"), ("output", "outputs")])
+    if self.attribute:
+        out += f", attribute={self.attribute}"
+    return out + _counts(self, [("node", "nodes")]) + ")"
+
+
+ModelProto.__repr__ = _model_repr
+GraphProto.__repr__ = _graph_repr
+FunctionProto.__repr__ = _function_repr
+
+
+# ---- onnx's modules
+
+from . import checker, defs, shape_inference, version_converter  # noqa: E402
+
+# Modules that run the onnx package's Python code: imported on first use (they need onnx).
+_ONNX_PYTHON_MODULES = ("compose", "reference", "utils")
+
+
+def __getattr__(name: str) -> Any:
+    if name in _ONNX_PYTHON_MODULES:
+        import importlib
+
+        return importlib.import_module(f".{name}", __name__)
+    raise AttributeError(f"module 'onnx_light' has no attribute {name!r}")
+
+
+__all__ = [
+    # onnx's names
+    "AttributeProto", "DeviceConfigurationProto", "EXPERIMENTAL", "FunctionProto", "GraphProto",
+    "IR_VERSION", "IntIntListEntryProto", "MapProto", "ModelProto", "NodeDeviceConfigurationProto",
+    "NodeProto", "OperatorSetIdProto", "OperatorStatus", "OptionalProto", "STABLE",
+    "SequenceProto", "ShardedDimProto", "ShardingSpecProto", "SimpleShardedDimProto",
+    "SparseTensorProto", "StringStringEntryProto", "TensorAnnotation", "TensorProto",
+    "TensorShapeProto", "TrainingInfoProto", "TypeProto", "ValueInfoProto", "Version",
+    *[k for k, _ in Version.items() if k.startswith("IR_VERSION_")],
+    "checker", "compose", "convert_model_to_external_data", "defs", "external_data_helper",
+    "helper", "load", "load_external_data_for_model", "load_from_string", "load_model",
+    "load_model_from_string", "load_tensor", "load_tensor_from_string", "numpy_helper",
+    "reference", "save", "save_model", "save_tensor", "serialization", "shape_inference",
+    "utils", "version_converter", "write_external_data_tensors",
+    # onnx_light's own
+    "DecodeError", "EncryptionError", "EnumTypeWrapper", "ExternalDataError",
+    "InvalidArgumentError", "LimitExceededError", "Message", "ParamsError", "PathRefusedError",
+    "RepeatedCompositeContainer", "RepeatedScalarContainer", "UnsupportedError", "WrongKeyError",
+    "check_external_data", "consolidate_tensors", "decrypt_file", "descriptor", "encrypt_file",
+    "from_onnx", "info", "load_params", "load_with_prepacked", "memory_held_for_reuse",
+    "memory_reuse_limit", "release_memory_held_for_reuse", "save_params",
+    "set_memory_reuse_limit", "to_onnx", "write_model",
+]
+
+
+def __dir__() -> list:
+    return sorted(set(__all__) | {"__version__"})

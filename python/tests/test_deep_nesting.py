@@ -66,7 +66,7 @@ def nested_types(levels):
 def walks(m, full_text):
     """Every walk of the package over `m`; returns what the checks need."""
     text = str(m) if full_text else None
-    r = repr(m)
+    r = repr(m.graph.node[0])
     c = copy.copy(m)
     d = copy.deepcopy(m)
     same = c == m and d == m
@@ -82,7 +82,7 @@ def test_walks_at_the_maximum_parse_depth_on_a_small_stack():
     m = nested_graphs(333)  # depth 1000: the deepest max_recursion_depth allows
     text, r, same, copied, merged_depth, size = on_small_stack(lambda: walks(m, True))
     assert text.count("innermost") == 1 and text.count("g {") == 333
-    assert r.startswith("ModelProto(") and "..." in r
+    assert r.startswith("NodeProto(") and "..." in r
     assert same and copied and merged_depth == 333
     data = on_small_stack(m.SerializeToString)
     assert len(data) == size
@@ -95,7 +95,7 @@ def test_walks_far_past_the_maximum_depth_on_a_small_stack():
     m = nested_graphs(3000)  # depth 9001
     assert depth_of(m) == 3000
     _, r, same, copied, merged_depth, _ = on_small_stack(lambda: walks(m, False))
-    assert r.startswith("ModelProto(") and same and copied and merged_depth == 3000
+    assert r.startswith("NodeProto(") and same and copied and merged_depth == 3000
     # No parse accepts such a model: serializing it is refused, not written.
     with pytest.raises(ol.LimitExceededError, match="1000 levels"):
         on_small_stack(m.SerializeToString)

@@ -232,7 +232,8 @@ def test_locations_outside_the_model_directory_are_refused(tmp_path, location):
 
 
 def test_save_never_writes_outside_the_model_directory(tmp_path):
-    """onnx refuses these save locations; onnx_light refuses `..` and reduces an absolute
+    """onnx refuses these save locations; onnx_light's save refuses them too (`..` with
+    PathRefusedError, an absolute one with onnx's ValueError), and write_model reduces an absolute
     location to its file name, written beside the model (as its C++ library does)."""
     (tmp_path / "save_copy").mkdir()
     (tmp_path / "invalid_external_data").mkdir()
@@ -246,7 +247,9 @@ def test_save_never_writes_outside_the_model_directory(tmp_path):
     with pytest.raises(ValueError):
         onnx.save_model(small_model(), str(tmp_path / "save_copy" / "ref.onnx"), save_as_external_data=True,
                         size_threshold=0, location=absolute)
-    ol.save(m, path, save_as_external_data=True, size_threshold=0, location=absolute)
+    with pytest.raises(ValueError, match="relative path"):
+        ol.save(m, path, save_as_external_data=True, size_threshold=0, location=absolute)
+    ol.write_model(m, path, save_as_external_data=True, size_threshold=0, location=absolute)
     assert os.listdir(tmp_path / "invalid_external_data") == []
     assert sorted(os.listdir(tmp_path / "save_copy")) == ["model.onnx", "tensors.bin"]
     assert [loc for _, loc in locations(path)] == ["tensors.bin", None]
