@@ -297,14 +297,15 @@ def save(
                               num_threads=num_threads)
             _mark_as_saved(model, path, key)
             return
-        external_data_helper.write_external_data_tensors(model, os.path.dirname(path))
+        if _native.has_marked_external_bytes(model):
+            external_data_helper.write_external_data_tensors(model, os.path.dirname(path))
         _native.save_path(model, path, external=None, key=_key_bytes(key), num_threads=num_threads)
         return
     # A file object, or a text format: onnx's sequence.
     if save_as_external_data:
         external_data_helper.convert_model_to_external_data(
             model, all_tensors_to_one_file, location, size_threshold, convert_attribute)
-    if path is not None:
+    if path is not None and _native.has_marked_external_bytes(model):
         external_data_helper.write_external_data_tensors(model, os.path.dirname(path))
     if _is_binary(serializer):
         data = _native.serialize(model, key=_key_bytes(key), num_threads=num_threads)
@@ -359,7 +360,8 @@ def write_model(
         _native.save_path(model, path, external=external, key=_key_bytes(key),
                           num_threads=num_threads)
         return
-    for t in external_data_helper._get_all_tensors(model):
+    for t in (external_data_helper._get_all_tensors(model)
+              if _native.has_marked_external_bytes(model) else ()):
         if external_data_helper.uses_external_data(t) and t.HasField("raw_data"):
             where = external_data_helper.ExternalDataInfo(t).location
             raise ValueError(
@@ -415,13 +417,7 @@ def _mark_as_saved(model: ModelProto, path: str, key: Any) -> None:
     """Makes the tensors that a save put in weight files external references without their
     bytes, with the entries the saved model has (what onnx's save leaves in memory)."""
     saved = _native.load_path(path, **_native_opts(False, None, True, None, key, None))
-    uses = external_data_helper.uses_external_data
-    for mine, theirs in zip(_iter_tensors(model), _iter_tensors(saved)):
-        if uses(theirs):
-            del mine.external_data[:]
-            mine.external_data.extend(theirs.external_data)
-            mine.data_location = TensorProto.EXTERNAL
-            mine.ClearField("raw_data")
+    _native.adopt_external_references(model, saved)
 
 
 def save_tensor(proto: TensorProto, f: Union[PathLike, IO[bytes]], format: Optional[str] = None) -> None:  # noqa: A002

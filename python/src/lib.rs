@@ -42,9 +42,10 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(arrays::tensor_dlpack, m)?)?;
     m.add_function(wrap_pyfunction!(tools::load_external_data_for_model, m)?)?;
     m.add_function(wrap_pyfunction!(tools::check_external_data, m)?)?;
-    m.add_function(wrap_pyfunction!(tools::convert_model_to_external_data, m)?)?;
     m.add_function(wrap_pyfunction!(tools::populate_external_data, m)?)?;
     m.add_function(wrap_pyfunction!(tools::clear_external_data, m)?)?;
+    m.add_function(wrap_pyfunction!(tools::has_marked_external_bytes, m)?)?;
+    m.add_function(wrap_pyfunction!(tools::adopt_external_references, m)?)?;
     m.add_function(wrap_pyfunction!(
         tools::convert_model_from_external_data,
         m

@@ -108,29 +108,6 @@ pub fn load_external_data_for_model(
     })
 }
 
-/// Marks the tensors a save would move to weight files as external, in place (location,
-/// offset and length a save would record; the bytes stay): the library's
-/// `convert_model_to_external_data`. `size_threshold` counts bytes. Returns the tensors marked.
-#[pyfunction]
-#[pyo3(signature = (model, *, all_tensors_to_one_file, location, size_threshold, convert_attribute))]
-pub fn convert_model_to_external_data(
-    model: &Bound<'_, PyAny>,
-    all_tensors_to_one_file: bool,
-    location: Option<String>,
-    size_threshold: u64,
-    convert_attribute: bool,
-) -> PyResult<usize> {
-    let opts = onnx_light::external::ConvertExternalOptions {
-        all_tensors_to_one_file,
-        location,
-        size_threshold,
-        convert_attribute,
-    };
-    with_model_mut(model, move |m| {
-        onnx_light::external::convert_model_to_external_data(m, &opts).map(|r| r.external_tensors)
-    })
-}
-
 /// Reads the bytes of the external tensors of a model in place and keeps their references
 /// (the library's `populate_external_data`); returns the tensors read.
 #[pyfunction]
@@ -154,6 +131,59 @@ pub fn populate_external_data(
 #[pyfunction]
 pub fn clear_external_data(model: &Bound<'_, PyAny>) -> PyResult<usize> {
     with_model_mut(model, |m| Ok(onnx_light::external::clear_external_data(m)))
+}
+
+/// Whether a tensor of the model is marked external while holding its bytes (what onnx's save
+/// writes to the tensor's file first).
+#[pyfunction]
+pub fn has_marked_external_bytes(model: &Bound<'_, PyAny>) -> PyResult<bool> {
+    with_model(model, |m| {
+        let mut found = false;
+        m.visit_tensors(&mut |t| {
+            found |= onnx_light::external::uses_external_data(t) && t.raw_data.is_some();
+        });
+        found
+    })
+}
+
+/// Gives each tensor of `model` that `saved` (the metadata of the model as a save wrote it:
+/// the same tensors in the same order) has external the entries and `data_location` of
+/// `saved`'s, and drops its bytes: the model as onnx's save leaves it. Returns the tensors changed.
+#[pyfunction]
+pub fn adopt_external_references(
+    model: &Bound<'_, PyAny>,
+    saved: &Bound<'_, PyAny>,
+) -> PyResult<usize> {
+    let refs = with_model(saved, |m| {
+        let mut refs = Vec::new();
+        m.visit_tensors(&mut |t| {
+            refs.push(
+                onnx_light::external::uses_external_data(t)
+                    .then(|| (t.rare.external_data.clone(), t.rare.data_location)),
+            );
+        });
+        refs
+    })?;
+    let (changed, seen) = with_model_mut_plain(model, move |m| {
+        let (mut i, mut changed) = (0, 0);
+        m.visit_tensors_mut(&mut |t| {
+            if let Some(Some((entries, location))) = refs.get(i) {
+                t.rare.external_data = entries.clone();
+                t.rare.data_location = *location;
+                t.raw_data = None;
+                changed += 1;
+            }
+            i += 1;
+        });
+        (changed, (i, refs.len()))
+    })?;
+    if seen.0 != seen.1 {
+        return Err(pyo3::exceptions::PyValueError::new_err(format!(
+            "the saved model has {} tensors, the model {}",
+            seen.1, seen.0
+        )));
+    }
+    Ok(changed)
 }
 
 /// Makes every external tensor of a model inline, in place, as onnx's
