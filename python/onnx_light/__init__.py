@@ -9,7 +9,7 @@ without the GIL. Names follow the ``onnx`` package: ``load``, ``save``, ``ModelP
 from __future__ import annotations
 
 import os
-from typing import IO, Any, Optional, Union
+from typing import IO, Any, Callable, Optional, Union
 
 from . import _native
 from ._native import (  # noqa: F401
@@ -264,6 +264,7 @@ def save(
     key: Any = None,
     num_threads: Optional[int] = None,
     source_dir: Optional[PathLike] = None,
+    progress: Optional[Callable[[int, int], Any]] = None,
 ) -> None:
     """Saves a model (``onnx.save``), atomically when ``f`` is a path, and leaves the model as
     onnx's save does (:func:`write_model` saves without changing it).
@@ -277,8 +278,10 @@ def save(
     onnx leaves them. Without it, tensors the model marks external that hold their bytes
     (:func:`convert_model_to_external_data`) are written to their files first, as onnx does.
     ``key`` encrypts the model (and its weight files). Tensors whose external data was not
-    loaded are read from ``source_dir`` (default: the directory ``f`` is in). ``format``: see
-    :func:`load`.
+    loaded are read from ``source_dir`` (default: the directory ``f`` is in). ``progress``
+    (with ``save_as_external_data``) is called as ``progress(bytes_written, total_bytes)`` while
+    the weight files are written (from the writing threads; it must not change the model; what it
+    raises is raised after the save). ``format``: see :func:`load`.
     """
     model = _as_model(proto)
     path = _file_path(f)
@@ -294,7 +297,7 @@ def save(
                                          convert_attribute, max_file_size, alignment, checksum,
                                          source_dir)
             _native.save_path(model, path, external=external, key=_key_bytes(key),
-                              num_threads=num_threads)
+                              num_threads=num_threads, progress=progress)
             _mark_as_saved(model, path, key)
             return
         if _native.has_marked_external_bytes(model):
@@ -339,6 +342,7 @@ def write_model(
     key: Any = None,
     num_threads: Optional[int] = None,
     source_dir: Optional[PathLike] = None,
+    progress: Optional[Callable[[int, int], Any]] = None,
 ) -> None:
     """Saves a model as :func:`save` does but never changes the model object.
 
@@ -358,7 +362,7 @@ def write_model(
                                      convert_attribute, max_file_size, alignment, checksum,
                                      source_dir)
         _native.save_path(model, path, external=external, key=_key_bytes(key),
-                          num_threads=num_threads)
+                          num_threads=num_threads, progress=progress)
         return
     for t in (external_data_helper._get_all_tensors(model)
               if _native.has_marked_external_bytes(model) else ()):

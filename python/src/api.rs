@@ -181,22 +181,38 @@ pub fn load_bytes(
 }
 
 /// Saves a model without the GIL: atomically to `path`, with its weights in external files
-/// (`external`: a dict of `SaveExternalOptions` fields), encrypted with `key`.
+/// (`external`: a dict of `SaveExternalOptions` fields), encrypted with `key`. `progress`
+/// (with `external`) is called as `progress(bytes_written, total_bytes)` from the writing
+/// threads, with the GIL taken for the call; what it raises is raised when the save is done.
 #[pyfunction]
-#[pyo3(signature = (model, path, *, external = None, key = None, num_threads = None))]
+#[pyo3(signature = (model, path, *, external = None, key = None, num_threads = None, progress = None))]
 pub fn save_path(
     model: &Bound<'_, PyAny>,
     path: PathBuf,
     external: Option<&Bound<'_, PyDict>>,
     key: Option<Vec<u8>>,
     num_threads: Option<i32>,
+    progress: Option<Py<PyAny>>,
 ) -> PyResult<()> {
     let ext = external.map(external_options).transpose()?;
     let ser = SerializeOptions {
         num_threads: num_threads.unwrap_or(-1),
         ..Default::default()
     };
-    with_model(model, move |m| match (ext, key) {
+    let failure: std::sync::Mutex<Option<PyErr>> = std::sync::Mutex::new(None);
+    let report = |done: u64, total: u64| {
+        if let Some(cb) = &progress {
+            Python::attach(|py| {
+                if let Err(e) = cb.call1(py, (done, total)) {
+                    failure
+                        .lock()
+                        .unwrap_or_else(|p| p.into_inner())
+                        .get_or_insert(e);
+                }
+            });
+        }
+    };
+    let saved = with_model(model, |m| match (ext, key) {
         (None, None) => onnx_light::save_model(m, &path, &ser),
         (None, Some(k)) => {
             let opts = onnx_light::EncryptionOptions {
@@ -205,26 +221,40 @@ pub fn save_path(
             };
             onnx_light::save_encrypted_model(m, &path, &k, &opts)
         }
-        (Some(mut e), None) => {
+        (Some(mut e), key) => {
             if num_threads.is_some() {
                 e.num_threads = ser.num_threads;
             }
-            onnx_light::save_model_with_external_data(m, &path, &e).map(|_| ())
-        }
-        (Some(mut e), Some(k)) => {
-            e.encryption = Some(onnx_light::ExternalEncryption::new(k.as_slice()));
-            onnx_light::external::save_encrypted_model_with_external_data(
-                m,
-                &onnx_light::PrepackedBlobs::new(),
-                &path,
-                &e,
-                &onnx_light::EncryptionOptions::default(),
-                None,
-            )
+            let report = progress
+                .as_ref()
+                .map(|_| &report as onnx_light::external::Progress<'_>);
+            match key {
+                None => {
+                    let mut request = onnx_light::external::SaveRequest::new(m, &path, &e);
+                    if let Some(p) = report {
+                        request = request.progress(p);
+                    }
+                    request.save()
+                }
+                Some(k) => {
+                    e.encryption = Some(onnx_light::ExternalEncryption::new(k.as_slice()));
+                    onnx_light::external::save_encrypted_model_with_external_data(
+                        m,
+                        &onnx_light::PrepackedBlobs::new(),
+                        &path,
+                        &e,
+                        &onnx_light::EncryptionOptions::default(),
+                        report,
+                    )
+                }
+            }
             .map(|_| ())
         }
-    })?
-    .py()
+    })?;
+    if let Some(e) = failure.into_inner().unwrap_or_else(|p| p.into_inner()) {
+        return Err(e);
+    }
+    saved.py()
 }
 
 /// `SaveExternalOptions` from a dict of its field names.

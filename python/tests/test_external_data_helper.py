@@ -167,3 +167,24 @@ def test_write_model_leaves_the_model_unchanged(tmp_path):
     with pytest.raises(ValueError, match="w1.*w.bin"):
         onnx_light.write_model(ours, tmp_path / "n.onnx")
     assert not (tmp_path / "n.onnx").exists()
+
+
+def test_save_progress(tmp_path):
+    """progress(done, total) reports the weight bytes as they are written: increasing, ending at
+    the total; an exception it raises comes out of save, after the save."""
+    _, ours = both(make_model())
+    calls = []
+    onnx_light.write_model(ours, tmp_path / "m.onnx", save_as_external_data=True, size_threshold=0,
+                           progress=lambda done, total: calls.append((done, total)))
+    assert calls and calls[-1][0] == calls[-1][1]
+    assert [d for d, _ in calls] == sorted(d for d, _ in calls)
+    total = sum(len(t.raw_data) for t in tensors(onnx_light.to_onnx(ours)).values()
+                if t.name != "c_value")
+    assert calls[-1][1] == total
+
+    def fail(done, total):
+        raise KeyError("stop")
+
+    with pytest.raises(KeyError, match="stop"):
+        onnx_light.save(ours, tmp_path / "n.onnx", save_as_external_data=True, size_threshold=0,
+                        progress=fail)
