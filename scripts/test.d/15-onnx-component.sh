@@ -124,6 +124,7 @@ valid=$(grep -c ": valid, inferred" "$BUILD/onnx_api.txt" || true)
   die "onnx_api --schema Conv: $("$BUILD/consumer/onnx_api" --schema Conv)"
 "$BUILD/consumer/onnx_light_api" "$BACKEND_DATA/light/light_resnet50.onnx"
 "$BUILD/consumer/onnx_c_abi" samples/mlp.onnx "$BACKEND_DATA/light/light_resnet50.onnx" --bad-shapes "$BUILD/bad_shapes.onnx"
+"$BUILD/consumer/onnx_large"
 # ---- 3. the Rust binding (components/onnx/rust) and the tool's `check` with onnx's checker ----
 export ONNX_LIGHT_ONNX_LIB_DIR="$PREFIX/lib"
 cargo fmt --manifest-path components/onnx/rust/Cargo.toml -- --check
