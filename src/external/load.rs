@@ -787,7 +787,11 @@ fn piece_end(off: u64, end: u64, chunk: Option<u64>) -> u64 {
 /// Copy mode: every tensor gets an exclusive range of one arena, filled by positional reads
 /// (in parallel on `threads` threads).
 fn fill_copy(plan: &Plan, which: &[usize], threads: usize, align: u64) -> Result<Vec<ByteSpan>> {
-    let refs: Vec<&Ref> = which.iter().map(|&i| &plan.refs[i]).collect();
+    let all: Vec<&Ref> = which.iter().map(|&i| &plan.refs[i]).collect();
+    // Tensors that name the same range of the same file share one copy of it (so a small model
+    // cannot make the load copy one range many times over).
+    let (firsts, dup_of) = first_of_each_range(&all);
+    let refs: Vec<&Ref> = firsts.iter().map(|&i| all[i]).collect();
     let mut starts = Vec::with_capacity(refs.len());
     let mut total = 0u64;
     for r in &refs {
@@ -799,7 +803,7 @@ fn fill_copy(plan: &Plan, which: &[usize], threads: usize, align: u64) -> Result
     }
     let total = usize::try_from(total).map_err(|_| too_big())?;
     if total == 0 {
-        return Ok(refs.iter().map(|_| ByteSpan::new()).collect());
+        return Ok(all.iter().map(|_| ByteSpan::new()).collect());
     }
     let secret = refs.iter().any(|r| plan.files[r.file].info.encrypted);
     let mut map =
@@ -871,7 +875,7 @@ fn fill_copy(plan: &Plan, which: &[usize], threads: usize, align: u64) -> Result
     }
     let base = map.as_mut_ptr();
     let owner: Owner = Arc::new(LoadArena { map, secret });
-    Ok(refs
+    let unique: Vec<ByteSpan> = refs
         .iter()
         .zip(&starts)
         .map(|(r, &start)| {
@@ -882,7 +886,49 @@ fn fill_copy(plan: &Plan, which: &[usize], threads: usize, align: u64) -> Result
                 ByteSpan::from_arena_range(base.add(start as usize), r.len as usize, owner.clone())
             }
         })
-        .collect())
+        .collect();
+    Ok(spread(unique, &dup_of))
+}
+
+/// For each ref, the index (in `refs`) of the first ref naming the same (file, offset, length):
+/// returns the indices of those first refs, in order, and for every ref the position of its
+/// first ref in that list.
+fn first_of_each_range(refs: &[&Ref]) -> (Vec<usize>, Vec<usize>) {
+    let mut seen: HashMap<(usize, u64, u64), usize> = HashMap::new();
+    let mut firsts = Vec::new();
+    let dup_of = refs
+        .iter()
+        .enumerate()
+        .map(|(i, r)| {
+            *seen.entry((r.file, r.offset, r.len)).or_insert_with(|| {
+                firsts.push(i);
+                firsts.len() - 1
+            })
+        })
+        .collect();
+    (firsts, dup_of)
+}
+
+/// One span per ref from the spans of the distinct ranges: a range named more than once is
+/// shared (read-only: a write to any of its tensors copies first), never copied again.
+fn spread(mut unique: Vec<ByteSpan>, dup_of: &[usize]) -> Vec<ByteSpan> {
+    let mut uses = vec![0usize; unique.len()];
+    for &u in dup_of {
+        uses[u] += 1;
+    }
+    for (span, &n) in unique.iter_mut().zip(&uses) {
+        if n > 1 {
+            span.share();
+        }
+    }
+    dup_of
+        .iter()
+        .map(|&u| match uses[u] {
+            // (the only user takes the span as it is: an exclusive range stays writable)
+            1 => std::mem::take(&mut unique[u]),
+            _ => unique[u].clone(),
+        })
+        .collect()
 }
 
 fn too_big() -> Error {
@@ -902,9 +948,12 @@ fn fill_no_copy(
     let mut pool =
         crate::wire::PayloadPool::new(usize::try_from(align.max(16)).unwrap_or(64), 64 << 10);
     let mut maps: Maps = vec![None; plan.files.len()];
-    let mut out = Vec::with_capacity(which.len());
-    let mut borrowed = 0;
-    for r in which.iter().map(|&i| &plan.refs[i]) {
+    // (ranges named by several tensors are mapped or copied once, see `fill_copy`)
+    let all: Vec<&Ref> = which.iter().map(|&i| &plan.refs[i]).collect();
+    let (firsts, dup_of) = first_of_each_range(&all);
+    let mut out = Vec::with_capacity(firsts.len());
+    let mut lent = Vec::with_capacity(firsts.len());
+    for r in firsts.iter().map(|&i| all[i]) {
         let f = &mut plan.files[r.file];
         let map = match &maps[r.file] {
             Some(m) => m.clone(),
@@ -938,9 +987,10 @@ fn fill_no_copy(
             ));
         }
         let large = r.len >= threshold;
-        if large && (bytes[start..].as_ptr() as u64) % align == 0 {
+        let lend = large && (bytes[start..].as_ptr() as u64) % align == 0;
+        lent.push(lend);
+        if lend {
             out.push(ByteSpan::from_shared(map.clone(), start..end));
-            borrowed += 1;
         } else {
             // Small, or not aligned in the file: an aligned copy (counted as realigned when
             // it would have been borrowed).
@@ -950,7 +1000,8 @@ fn fill_no_copy(
             out.push(copy);
         }
     }
-    Ok((out, borrowed, maps))
+    let borrowed = dup_of.iter().filter(|&&u| lent[u]).count();
+    Ok((spread(out, &dup_of), borrowed, maps))
 }
 
 /// The bytes of every planned tensor (in `plan.refs` order): copy mode, or no-copy mode with

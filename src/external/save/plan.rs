@@ -490,6 +490,7 @@ pub(crate) fn plan<'a>(input: PlanInput<'a, '_>) -> Result<Plan<'a>> {
     let mut current: Option<usize> = None;
     let mut split_index = 0usize;
     let mut plan_error: Option<Error> = None;
+    let mut placed_once: HashMap<(*const u8, usize), (usize, u64)> = HashMap::new();
     walk_model(model, &mut |t, place| {
         if plan_error.is_some() {
             return;
@@ -511,6 +512,18 @@ pub(crate) fn plan<'a>(input: PlanInput<'a, '_>) -> Result<Plan<'a>> {
             _ => 0,
         };
         let files = &mut out.files;
+        // Bytes that another tensor already placed in the weight file (tensors sharing one
+        // range of a loaded file) are referenced there, not written again.
+        let key = (bytes.as_ptr(), bytes.len());
+        if carried.is_none() && primary.is_some() && len > 0 {
+            if let Some(&(file, offset)) = placed_once.get(&key) {
+                files[file].tensors += 1;
+                out.placements
+                    .insert(t as *const _, Placement { file, offset, len });
+                out.externals += 1;
+                return;
+            }
+        }
         let (file, offset) = match &primary {
             Some(rel) => {
                 let a = alignment_for(len, opts);
@@ -551,6 +564,9 @@ pub(crate) fn plan<'a>(input: PlanInput<'a, '_>) -> Result<Plan<'a>> {
         };
         files[file].place(bytes, offset);
         files[file].tensors += 1;
+        if carried.is_none() && primary.is_some() && len > 0 {
+            placed_once.insert(key, (file, offset));
+        }
         out.placements
             .insert(t as *const _, Placement { file, offset, len });
         out.externals += 1;
