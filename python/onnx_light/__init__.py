@@ -57,6 +57,9 @@ from ._native import (  # noqa: F401
 
 __version__ = "0.1.0"
 
+#: onnx's operator sets of the ai.onnx.ml domain are there (the onnx component is built with them).
+ONNX_ML = True
+
 # ---- reflection and the names of onnx.proto outside its messages
 
 from . import descriptor as _descriptor  # noqa: E402
@@ -733,7 +736,7 @@ def __getattr__(name: str) -> Any:
 __all__ = [
     # onnx's names
     "AttributeProto", "DeviceConfigurationProto", "EXPERIMENTAL", "FunctionProto", "GraphProto",
-    "IR_VERSION", "IntIntListEntryProto", "MapProto", "ModelProto", "NodeDeviceConfigurationProto",
+    "IR_VERSION", "IntIntListEntryProto", "ONNX_ML", "MapProto", "ModelProto", "NodeDeviceConfigurationProto",
     "NodeProto", "OperatorSetIdProto", "OperatorStatus", "OptionalProto", "STABLE",
     "SequenceProto", "ShardedDimProto", "ShardingSpecProto", "SimpleShardedDimProto",
     "SparseTensorProto", "StringStringEntryProto", "TensorAnnotation", "TensorProto",
