@@ -1,17 +1,19 @@
 /*
- * onnx_light_onnx.h: onnx's checker, shape inference, version converter and operator schemas
- * over onnx_light models, as a C ABI. The functions live in the optional onnx component
- * (library onnx_light_onnx: onnx's own C++ sources built against <onnx_light/onnx_pb.h>; CMake
- * find_package(onnx_light COMPONENTS onnx), target onnx_light::onnx), not in the core library.
- * See docs/cpp.md, "onnx's C++ library on onnx_light".
+ * onnx_light_onnx.h: onnx's checker, shape inference, version converter, operator schemas and
+ * text format (parser, printer) over onnx_light models, as a C ABI. The functions live in the
+ * optional onnx component (library onnx_light_onnx: onnx's own C++ sources built against
+ * <onnx_light/onnx_pb.h>; CMake find_package(onnx_light COMPONENTS onnx), target
+ * onnx_light::onnx), not in the core library. See docs/cpp.md, "onnx's C++ library on
+ * onnx_light".
  *
  * Conventions are the core library's (onnx_light.h): fallible functions return OnnxlStatus and
  * write out-parameters only on success; onnxl_last_error_message() describes the failure, with
  * onnx's own message where onnx gives one (ONNXL_STATUS_VALIDATION for onnx's ValidationError,
  * ONNXL_STATUS_INFERENCE for InferenceError, ONNXL_STATUS_CONVERSION for ConvertError,
- * ONNXL_STATUS_NOT_FOUND for an unknown schema). No C++ exception crosses the boundary. Options
- * pointers may be NULL (defaults). Models are read in place: nothing is serialized or copied
- * to check them, and models over 2 GB work.
+ * ONNXL_STATUS_NOT_FOUND for an unknown schema, ONNXL_STATUS_PARSE for text onnx's parser
+ * refuses). No C++ exception crosses the boundary. Options pointers may be NULL (defaults).
+ * Models are read in place: nothing is serialized or copied to check them, and models over 2 GB
+ * work.
  */
 #ifndef ONNX_LIGHT_ONNX_H
 #define ONNX_LIGHT_ONNX_H
@@ -193,6 +195,38 @@ OnnxlStatus onnxl_op_schema_type_constraint(const OnnxlOpSchema *schema, size_t 
 /** Allowed type `j` of type constraint `i` ("tensor(float)"); NULL past the end. */
 const char *onnxl_op_schema_allowed_type(const OnnxlOpSchema *schema, size_t i, size_t j);
 OnnxlStatus onnxl_op_schema_attribute(const OnnxlOpSchema *schema, size_t i, OnnxlAttributeSchema *out);
+
+/*
+ * onnx's text format (onnx.parser / onnx.printer): onnx's OnnxParser and printer
+ * (onnx/defs/parser.h, onnx/defs/printer.h) on onnx_light messages.
+ *
+ * The parse functions read NUL-terminated text, as onnx's OnnxParser(const char*) does, and write
+ * a new message to `*out` (free it with the message's _free function). Text that does not parse
+ * is ONNXL_STATUS_PARSE with onnx's message ("[ParseError at position (line: 1 column: 9)]\n
+ * Error context: ...\n..."). Where onnx's parser throws instead, the status says what it threw:
+ * ONNXL_STATUS_OUT_OF_RANGE for std::out_of_range (an integer literal past int64, onnx's Python
+ * raises IndexError), ONNXL_STATUS_INVALID_ARGUMENT for std::invalid_argument,
+ * ONNXL_STATUS_INTERNAL for other runtime errors (an unrepresentable float literal, RuntimeError).
+ */
+OnnxlStatus onnxl_parse_model_text(const char *text, OnnxlModelProto **out);
+OnnxlStatus onnxl_parse_graph_text(const char *text, OnnxlGraphProto **out);
+OnnxlStatus onnxl_parse_function_text(const char *text, OnnxlFunctionProto **out);
+OnnxlStatus onnxl_parse_node_text(const char *text, OnnxlNodeProto **out);
+
+/*
+ * onnx's text of a message (onnx.printer.to_text; onnx::ProtoToString), written to `*out`: a
+ * NUL-terminated string of `*length` bytes (`length` may be NULL; the text holds a NUL byte only
+ * where a string attribute does), freed with onnxl_text_free. The message is read in place; as
+ * with onnxl_check_model, tensor payloads the printer reads are copied into std::strings that stay
+ * with the message (onnxl_model_proto_release_cxx_copies gives a model's back).
+ */
+OnnxlStatus onnxl_model_to_text(const OnnxlModelProto *model, char **out, size_t *length);
+OnnxlStatus onnxl_graph_to_text(const OnnxlGraphProto *graph, char **out, size_t *length);
+OnnxlStatus onnxl_function_to_text(const OnnxlFunctionProto *function, char **out, size_t *length);
+OnnxlStatus onnxl_node_to_text(const OnnxlNodeProto *node, char **out, size_t *length);
+
+/** Frees a text of onnxl_*_to_text (NULL is ignored). */
+void onnxl_text_free(char *text);
 
 #ifdef __cplusplus
 }

@@ -1,7 +1,7 @@
 // onnx_light_onnx.hpp: the C++ names of the onnx component's functions (onnx_light_onnx.h) on
 // onnx_light's C++ classes: check a model, infer its shapes, convert its opset, look up operator
-// schemas. Each is a thin layer over one C function; a failure throws onnx_light::Error with the
-// C status (ONNXL_STATUS_VALIDATION, _INFERENCE, _CONVERSION, _NOT_FOUND, ...) and onnx's
+// schemas, parse and print onnx's text format. Each is a thin layer over one C function; a failure throws onnx_light::Error with the
+// C status (ONNXL_STATUS_VALIDATION, _INFERENCE, _CONVERSION, _NOT_FOUND, _PARSE, ...) and onnx's
 // message. Programs written for onnx's own C++ API (<onnx/checker.h>, ...) use that directly;
 // both need the onnx component (CMake: onnx_light::onnx). See docs/cpp.md.
 #ifndef ONNX_LIGHT_ONNX_HPP
@@ -75,6 +75,49 @@ inline OnnxlOpSchemaInfo schema_info(const OnnxlOpSchema& schema) {
   detail::check(onnxl_op_schema_info(&schema, &info));
   return info;
 }
+
+namespace detail {
+template <class M, class C>
+M parse_text(const std::string& text, OnnxlStatus (*parse)(const char*, C**), void (*free_handle)(C*)) {
+  C* out = nullptr;
+  check(parse(text.c_str(), &out));
+  return adopt<M>(out, free_handle);
+}
+
+template <class C>
+std::string print_text(const C* message, OnnxlStatus (*print)(const C*, char**, size_t*)) {
+  char* text = nullptr;
+  size_t length = 0;
+  check(print(message, &text, &length));
+  std::string out(text, length);
+  onnxl_text_free(text);
+  return out;
+}
+}  // namespace detail
+
+/// onnx's text format parsed into a model (onnx.parser.parse_model); a text onnx refuses throws
+/// ONNXL_STATUS_PARSE with onnx's message. The text is read up to its first NUL, as onnx's.
+inline ModelProto parse_model(const std::string& text) {
+  return detail::parse_text<ModelProto>(text, onnxl_parse_model_text, onnxl_model_proto_free);
+}
+/// onnx.parser.parse_graph.
+inline GraphProto parse_graph(const std::string& text) {
+  return detail::parse_text<GraphProto>(text, onnxl_parse_graph_text, onnxl_graph_proto_free);
+}
+/// onnx.parser.parse_function.
+inline FunctionProto parse_function(const std::string& text) {
+  return detail::parse_text<FunctionProto>(text, onnxl_parse_function_text, onnxl_function_proto_free);
+}
+/// onnx.parser.parse_node.
+inline NodeProto parse_node(const std::string& text) {
+  return detail::parse_text<NodeProto>(text, onnxl_parse_node_text, onnxl_node_proto_free);
+}
+
+/// onnx's text of a message (onnx.printer.to_text).
+inline std::string to_text(const ModelProto& m) { return detail::print_text(m.c_ptr(), onnxl_model_to_text); }
+inline std::string to_text(const GraphProto& m) { return detail::print_text(m.c_ptr(), onnxl_graph_to_text); }
+inline std::string to_text(const FunctionProto& m) { return detail::print_text(m.c_ptr(), onnxl_function_to_text); }
+inline std::string to_text(const NodeProto& m) { return detail::print_text(m.c_ptr(), onnxl_node_to_text); }
 
 }  // namespace onnx_light
 

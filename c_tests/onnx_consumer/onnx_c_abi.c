@@ -4,7 +4,9 @@
  *     bytes), converts it, then checks the errors: a model without ir_version, strict inference
  *     of BAD.onnx (Add of shapes [2] and [3]), a
  *                          conversion to an unknown opset, unknown schemas, NULL arguments,
- *                          too-small options, and the schema accessors. */
+ *                          too-small options, and the schema accessors; and onnx's text format:
+ *                          parse and print a model, graph, function and node (the texts are
+ *                          the onnx wheel's), and a text onnx's parser refuses. */
 #include <onnx_light_onnx.h>
 
 #include <stdio.h>
@@ -151,6 +153,81 @@ static void test_schemas(void) {
          (long long)onnxl_onnx_opset_version(""));
 }
 
+/* onnx's text format: the expected texts and message are what the onnx wheel's onnx.printer and
+ * onnx.parser give for the same input. */
+static const char MODEL_TEXT[] =
+    "<\n   ir_version: 8,\n   opset_import: [\"\" : 18]\n>\n"
+    "agraph (float[N] x, float[N] y) => (float[N] z) {\n   t = Add (x, y)\n   z = Relu (t)\n}";
+
+static void test_text(void) {
+  OnnxlModelProto *m = NULL;
+  CHECK(onnxl_parse_model_text("<ir_version: 8, opset_import: [\"\" : 18]>\n"
+                               "agraph (float[N] x, float[N] y) => (float[N] z) {\n"
+                               "  t = Add(x, y)\n  z = Relu(t)\n}",
+                               &m) == ONNXL_STATUS_OK);
+  CHECK(m != NULL);
+  if (m == NULL) return;
+  CHECK(onnxl_model_proto_ir_version(m) == 8);
+  CHECK(onnxl_check_model(m, NULL) == ONNXL_STATUS_OK);
+  char *text = NULL;
+  size_t length = 0;
+  CHECK(onnxl_model_to_text(m, &text, &length) == ONNXL_STATUS_OK);
+  CHECK(text != NULL && length == strlen(MODEL_TEXT) && strcmp(text, MODEL_TEXT) == 0);
+  /* The printed text parses back to the same model. */
+  OnnxlModelProto *again = NULL;
+  CHECK(text != NULL && onnxl_parse_model_text(text, &again) == ONNXL_STATUS_OK);
+  CHECK(again != NULL && same_bytes(again, m));
+  onnxl_model_proto_free(again);
+  onnxl_text_free(text);
+  text = NULL;
+  const OnnxlGraphProto *g = onnxl_model_proto_graph(m);
+  CHECK(onnxl_graph_proto_node_size(g) == 2);
+  CHECK(onnxl_node_to_text(onnxl_graph_proto_node(g, 0), &text, NULL) == ONNXL_STATUS_OK);
+  CHECK(text != NULL && strcmp(text, "   t = Add (x, y)\n") == 0);
+  onnxl_text_free(text);
+  onnxl_text_free(NULL);
+  onnxl_model_proto_free(m);
+
+  OnnxlGraphProto *graph = NULL;
+  CHECK(onnxl_parse_graph_text("g (float x) => (float y) { y = Neg(x) }", &graph) == ONNXL_STATUS_OK);
+  text = NULL;
+  CHECK(graph != NULL && onnxl_graph_to_text(graph, &text, &length) == ONNXL_STATUS_OK);
+  CHECK(text != NULL && strcmp(text, "g (float x) => (float y) {\n   y = Neg (x)\n}") == 0);
+  onnxl_text_free(text);
+  onnxl_graph_proto_free(graph);
+  OnnxlFunctionProto *f = NULL;
+  CHECK(onnxl_parse_function_text("<domain: \"d\", opset_import: [\"\" : 18]> f (x) => (y) { y = Neg(x) }", &f) ==
+        ONNXL_STATUS_OK);
+  text = NULL;
+  CHECK(f != NULL && onnxl_function_to_text(f, &text, NULL) == ONNXL_STATUS_OK);
+  CHECK(text != NULL && strcmp(text,
+                               "<\n  domain: \"d\",\n  opset_import: [\"\" : 18]\n>\n"
+                               "f (x) => (y)\n{\n   y = Neg (x)\n}") == 0);
+  onnxl_text_free(text);
+  onnxl_function_proto_free(f);
+  OnnxlNodeProto *node = NULL;
+  CHECK(onnxl_parse_node_text("x = Foo(y)", &node) == ONNXL_STATUS_OK);
+  OnnxlStr op = onnxl_node_proto_op_type(node);
+  CHECK(op.len == 3 && memcmp(op.data, "Foo", 3) == 0);
+  onnxl_node_proto_free(node);
+
+  /* A refused text: ONNXL_STATUS_PARSE with onnx's message; nothing is written to out. */
+  m = NULL;
+  CHECK(onnxl_parse_model_text("<ir_version: 8> g (float x) => (float y) { y = Neg(x ", &m) == ONNXL_STATUS_PARSE);
+  CHECK(m == NULL);
+  CHECK(strcmp(onnxl_last_error_message(),
+               "[ParseError at position (line: 1 column: 54)]\n"
+               "Error context: <ir_version: 8> g (float x) => (float y) { y = Neg(x \n"
+               "Expected character ) not found.") == 0);
+  CHECK(onnxl_last_error_status() == ONNXL_STATUS_PARSE);
+  /* An integer literal past int64: onnx's parser throws std::out_of_range. */
+  node = NULL;
+  CHECK(onnxl_parse_node_text("x = F<a=99999999999999999999>(y)", &node) == ONNXL_STATUS_OUT_OF_RANGE);
+  CHECK(node == NULL && strcmp(onnxl_last_error_message(), "stoll") == 0);
+  CHECK(onnxl_parse_node_text(NULL, &node) == ONNXL_STATUS_NULL_POINTER);
+  CHECK(onnxl_node_to_text(NULL, &text, NULL) == ONNXL_STATUS_NULL_POINTER);
+}
+
 int main(int argc, char **argv) {
   const char *bad_shapes = NULL;
   for (int i = 1; i < argc; ++i) {
@@ -166,6 +243,7 @@ int main(int argc, char **argv) {
   }
   test_errors(bad_shapes);
   test_schemas();
+  test_text();
   if (failures) {
     fprintf(stderr, "%d checks failed\n", failures);
     return 1;

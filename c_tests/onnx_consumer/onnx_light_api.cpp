@@ -1,6 +1,7 @@
 // The onnx component through onnx_light's C++ names (onnx_light_onnx.hpp):
 //   onnx_light_api MODEL.onnx   checks, infers (copy and in place: the same bytes), converts,
-//                               looks up a schema, and checks the errors' statuses and messages.
+//                               looks up a schema, parses and prints onnx's text format, and
+//                               checks the errors' statuses and messages.
 #include <onnx_light_onnx.hpp>
 
 #include <cstring>
@@ -51,6 +52,21 @@ int main(int argc, char** argv) {
 
   OnnxlOpSchemaInfo info = onnx_light::schema_info(onnx_light::get_schema("Conv", 10));
   CHECK(std::strcmp(info.name, "Conv") == 0 && info.since_version == 1 && info.input_count == 3);
+
+  // onnx's text format: the model's text parses back to a model of the same text; a refused text
+  // throws ONNXL_STATUS_PARSE with onnx's message.
+  std::string text = onnx_light::to_text(model);
+  CHECK(text.find(" => (") != std::string::npos);
+  CHECK(onnx_light::to_text(onnx_light::parse_model(text)) == text);
+  std::string graph_text = onnx_light::to_text(model.graph());
+  CHECK(onnx_light::to_text(onnx_light::parse_graph(graph_text)) == graph_text);
+  onnx_light::NodeProto node = onnx_light::parse_node("x = Foo <alpha = 2.5> (y)");
+  CHECK(node.op_type() == "Foo" && onnx_light::to_text(node) == "   x = Foo <alpha: float = 2.5> (y)\n");
+  onnx_light::FunctionProto f = onnx_light::parse_function("<domain: \"d\"> f (x) => (y) { y = Neg(x) }");
+  CHECK(f.domain() == "d" && onnx_light::to_text(f).find("f (x) => (y)") != std::string::npos);
+  CHECK(status_of([&] { onnx_light::parse_node("x = Foo("); }, &message) == ONNXL_STATUS_PARSE);
+  CHECK(message.find("[ParseError at position (line: 1 column: 9)]\nError context: x = Foo(\nExpected character ) not "
+                     "found.") != std::string::npos);
   if (failures) return 1;
   std::cout << "onnx_light_api: all checks passed\n";
   return 0;

@@ -1,19 +1,23 @@
 // The C ABI of the onnx component (include/onnx_light_onnx.h): onnx's checker, shape inference,
-// version converter and schema registry, called on onnx_light models in place. Every entry point
+// version converter, schema registry, parser and printer, called on onnx_light models in place. Every entry point
 // catches what onnx throws and reports it through the core library's last error
 // (onnxl_set_last_error), so no exception crosses the C boundary.
 #include "onnx_light_onnx.h"
 
 #include <algorithm>
 #include <cstring>
+#include <cstdlib>
 #include <exception>
 #include <new>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "onnx/checker.h"
 #include "onnx/common/ir_pb_converter.h"
 #include "onnx/common/version.h"
+#include "onnx/defs/parser.h"
+#include "onnx/defs/printer.h"
 #include "onnx/defs/schema.h"
 #include "onnx/defs/shape_inference.h"
 #include "onnx/shape_inference/implementation.h"
@@ -121,6 +125,52 @@ OnnxlStatus formal_parameter(const OnnxlOpSchema* schema, size_t i, OnnxlFormalP
   out->is_homogeneous = p.GetIsHomogeneous();
   out->min_arity = p.GetMinArity();
   out->differentiation_category = static_cast<int32_t>(p.GetDifferentiationCategory());
+  return ONNXL_STATUS_OK;
+}
+
+// Parses `text` with onnx's OnnxParser into a new message of `New()` (freed with `Free` on
+// failure). A refused text is ONNXL_STATUS_PARSE with onnx's message; what the parser throws
+// keeps its kind where onnx's Python tells it apart (std::out_of_range: IndexError,
+// std::invalid_argument: ValueError), the rest goes through `guarded`.
+template <class Proto, class C>
+OnnxlStatus parse_text(const char* text, C** out, C* (*make)(), void (*destroy)(C*)) {
+  if (text == nullptr || out == nullptr) return fail(ONNXL_STATUS_NULL_POINTER, "text or out is NULL");
+  C* result = make();
+  if (result == nullptr) return onnxl_last_error_status();
+  OnnxlStatus thrown = ONNXL_STATUS_OK;
+  OnnxlStatus status = guarded([&] {
+    try {
+      onnx::OnnxParser parser(text);
+      auto parsed = parser.Parse(*Proto::from_c(result));
+      if (!parsed.IsOK()) thrown = fail(ONNXL_STATUS_PARSE, parsed.ErrorMessage());
+    } catch (const std::out_of_range& e) {
+      thrown = fail(ONNXL_STATUS_OUT_OF_RANGE, e.what());
+    } catch (const std::invalid_argument& e) {
+      thrown = fail(ONNXL_STATUS_INVALID_ARGUMENT, e.what());
+    }
+  });
+  if (status == ONNXL_STATUS_OK) status = thrown;
+  if (status != ONNXL_STATUS_OK) {
+    destroy(result);
+    return status;
+  }
+  *out = result;
+  return ONNXL_STATUS_OK;
+}
+
+// onnx's text of `message` (onnx::ProtoToString) into a malloc'ed NUL-terminated string.
+template <class Proto, class C>
+OnnxlStatus to_text(const C* message, char** out, size_t* length) {
+  if (message == nullptr || out == nullptr) return fail(ONNXL_STATUS_NULL_POINTER, "message or out is NULL");
+  std::string text;
+  OnnxlStatus status = guarded([&] { text = onnx::ProtoToString(*Proto::from_c(message)); });
+  if (status != ONNXL_STATUS_OK) return status;
+  char* copy = static_cast<char*>(std::malloc(text.size() + 1));
+  if (copy == nullptr) return fail(ONNXL_STATUS_OUT_OF_MEMORY, "out of memory for the text");
+  std::memcpy(copy, text.data(), text.size());
+  copy[text.size()] = '\0';
+  *out = copy;
+  if (length != nullptr) *length = text.size();
   return ONNXL_STATUS_OK;
 }
 
@@ -357,6 +407,42 @@ OnnxlStatus onnxl_op_schema_attribute(const OnnxlOpSchema* schema, size_t i, Onn
   // onnx stores an attribute without a default as an AttributeProto with no name.
   out->default_value = a.default_value.has_name() ? a.default_value.c_ptr() : nullptr;
   return ONNXL_STATUS_OK;
+}
+
+OnnxlStatus onnxl_parse_model_text(const char* text, OnnxlModelProto** out) {
+  return parse_text<onnx::ModelProto>(text, out, onnxl_model_proto_new, onnxl_model_proto_free);
+}
+
+OnnxlStatus onnxl_parse_graph_text(const char* text, OnnxlGraphProto** out) {
+  return parse_text<onnx::GraphProto>(text, out, onnxl_graph_proto_new, onnxl_graph_proto_free);
+}
+
+OnnxlStatus onnxl_parse_function_text(const char* text, OnnxlFunctionProto** out) {
+  return parse_text<onnx::FunctionProto>(text, out, onnxl_function_proto_new, onnxl_function_proto_free);
+}
+
+OnnxlStatus onnxl_parse_node_text(const char* text, OnnxlNodeProto** out) {
+  return parse_text<onnx::NodeProto>(text, out, onnxl_node_proto_new, onnxl_node_proto_free);
+}
+
+OnnxlStatus onnxl_model_to_text(const OnnxlModelProto* model, char** out, size_t* length) {
+  return to_text<onnx::ModelProto>(model, out, length);
+}
+
+OnnxlStatus onnxl_graph_to_text(const OnnxlGraphProto* graph, char** out, size_t* length) {
+  return to_text<onnx::GraphProto>(graph, out, length);
+}
+
+OnnxlStatus onnxl_function_to_text(const OnnxlFunctionProto* function, char** out, size_t* length) {
+  return to_text<onnx::FunctionProto>(function, out, length);
+}
+
+OnnxlStatus onnxl_node_to_text(const OnnxlNodeProto* node, char** out, size_t* length) {
+  return to_text<onnx::NodeProto>(node, out, length);
+}
+
+void onnxl_text_free(char* text) {
+  std::free(text);
 }
 
 }  // extern "C"

@@ -1,21 +1,26 @@
-//! onnx's checker, shape inference, version converter and schema registry on the models of
-//! this package (the onnx component through `onnx_light_onnx`, linked with the `onnx` feature).
+//! onnx's checker, shape inference, version converter, schema registry, parser and printer on
+//! the models of this package (the onnx component through `onnx_light_onnx`, linked with the `onnx` feature).
 //! The model is read in place without the GIL: nothing is serialized, and models over 2 GB
-//! work. `onnx_light/checker.py`, `shape_inference.py`, `version_converter.py` and `defs.py`
-//! give these functions the onnx package's names.
+//! work. `onnx_light/checker.py`, `shape_inference.py`, `version_converter.py`, `defs.py`,
+//! `parser.py` and `printer.py` give these functions the onnx package's names.
 
 use std::path::PathBuf;
 
 use onnx_light::Message as _;
-use onnx_light_onnx::{self as onnx, CheckOptions, ErrorKind, OpSchema, ShapeInferenceOptions};
-use pyo3::exceptions::{PyMemoryError, PyRuntimeError, PyValueError};
+use onnx_light::proto::{FunctionProto, GraphProto, ModelProto, NodeProto, TensorProto};
+use onnx_light_onnx::{
+    self as onnx, CheckOptions, ErrorKind, OpSchema, ShapeInferenceOptions, TextFormat,
+};
+use pyo3::exceptions::{PyIndexError, PyMemoryError, PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList};
 
 use crate::errors::{ConvertError, InferenceError, SchemaError, ValidationError};
 use crate::generated::MODEL_PROTO_INFO;
+use crate::ops::{self, Msg};
+use crate::root::SendPtr;
 use crate::tools::{with_model, with_model_mut_plain};
-use crate::view::owning_view;
+use crate::view::{Message, owning_view};
 
 /// onnx's exception types for onnx's errors, with onnx's messages.
 fn py_err(e: onnx::Error) -> PyErr {
@@ -24,6 +29,10 @@ fn py_err(e: onnx::Error) -> PyErr {
         ErrorKind::Inference => InferenceError::new_err(e.message),
         ErrorKind::Conversion => ConvertError::new_err(e.message),
         ErrorKind::NotFound => SchemaError::new_err(e.message),
+        // The parser's refusals are returned, not raised (see `parse_text`); what it throws
+        // becomes the exception nanobind makes of it in onnx's Python.
+        ErrorKind::Parse => PyValueError::new_err(e.message),
+        ErrorKind::OutOfRange => PyIndexError::new_err(e.message),
         ErrorKind::OutOfMemory => PyMemoryError::new_err(e.message),
         ErrorKind::InvalidArgument => PyValueError::new_err(e.message),
         ErrorKind::Other(_) => PyRuntimeError::new_err(e.message),
@@ -275,6 +284,120 @@ pub fn all_schemas_with_history(py: Python<'_>) -> PyResult<Bound<'_, PyList>> {
     Ok(list)
 }
 
+/// A new message of type `M` parsed from onnx's text format, as onnx's C++ `parser.parse_*`
+/// gives it: `(True, b"", message)`, or `(False, onnx's message, None)` when onnx's parser refuses
+/// the text.
+fn parse_as<M: Msg + TextFormat + Send + Sync + 'static>(
+    py: Python<'_>,
+    text: &str,
+) -> PyResult<(bool, Py<PyBytes>, Option<Py<PyAny>>)> {
+    let text = text.to_owned();
+    match py.detach(move || onnx::parse::<M>(&text)) {
+        Ok(m) => Ok((
+            true,
+            PyBytes::new(py, b"").unbind(),
+            Some(owning_view(py, Box::new(m), M::INFO)?),
+        )),
+        Err(e) if e.kind == ErrorKind::Parse => {
+            Ok((false, PyBytes::new(py, e.message.as_bytes()).unbind(), None))
+        }
+        Err(e) => Err(py_err(e)),
+    }
+}
+
+/// onnx's parser: `kind` is "model", "graph", "function" or "node"; `text` holds no NUL (onnx's
+/// parser reads up to the first one: the Python layer cuts it there).
+#[pyfunction]
+pub fn parse_text(
+    py: Python<'_>,
+    kind: &str,
+    text: &str,
+) -> PyResult<(bool, Py<PyBytes>, Option<Py<PyAny>>)> {
+    match kind {
+        "model" => parse_as::<ModelProto>(py, text),
+        "graph" => parse_as::<GraphProto>(py, text),
+        "function" => parse_as::<FunctionProto>(py, text),
+        "node" => parse_as::<NodeProto>(py, text),
+        _ => Err(PyValueError::new_err(format!(
+            "no text format for {kind:?}"
+        ))),
+    }
+}
+
+/// The messages onnx's printer takes, with their tensor walks.
+trait Printable: Msg + TextFormat + Sync {
+    fn tensors(&self, f: &mut dyn FnMut(&TensorProto));
+    fn tensors_mut(&mut self, f: &mut dyn FnMut(&mut TensorProto));
+}
+
+macro_rules! printable {
+    ($($t:ty),*) => {$(
+        impl Printable for $t {
+            fn tensors(&self, f: &mut dyn FnMut(&TensorProto)) {
+                self.visit_tensors(f)
+            }
+            fn tensors_mut(&mut self, f: &mut dyn FnMut(&mut TensorProto)) {
+                self.visit_tensors_mut(f)
+            }
+        }
+    )*};
+}
+
+printable!(ModelProto, GraphProto, FunctionProto, NodeProto);
+
+/// onnx's text of the message of `view`, read in place without the GIL; afterwards the payload
+/// copies the printer's reads made are given back (only when it has payloads: taking an unset
+/// sub-message for writing would set it).
+fn print_in_place<M: Printable>(view: &Bound<'_, Message>) -> PyResult<Vec<u8>> {
+    let py = view.py();
+    let (m, root) = ops::read_with_root::<M>(view)?;
+    let (text, has_payloads) = {
+        let _busy = root.map(|r| r.begin_read(py));
+        let p = SendPtr(m as *const M);
+        py.detach(move || {
+            let p = p;
+            // SAFETY: the root is marked busy (read) until `_busy` drops (or the message is
+            // the static default instance of an unset sub-message, which nothing writes).
+            let m = unsafe { &*p.0 };
+            let mut has_payloads = false;
+            m.tensors(&mut |t| has_payloads |= t.raw_data.is_some());
+            (onnx::to_text_bytes(m), has_payloads)
+        })
+    };
+    if has_payloads {
+        let (m, _root) = ops::write::<M>(view)?;
+        m.tensors_mut(&mut |t| {
+            if let Some(d) = t.raw_data.as_mut() {
+                d.release_cxx_copy();
+            }
+        });
+    }
+    text.py()
+}
+
+/// onnx's printer (onnx.printer.to_text) on a ModelProto, GraphProto, FunctionProto or
+/// NodeProto of this package, as bytes (the Python layer decodes them as nanobind does).
+#[pyfunction]
+pub fn to_text<'py>(message: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyBytes>> {
+    let py = message.py();
+    let view = message
+        .cast::<Message>()
+        .map_err(|_| PyTypeError::new_err("Unsupported argument type."))?;
+    let tag = view.get().info.tag;
+    let text = if tag == ModelProto::TAG {
+        print_in_place::<ModelProto>(view)?
+    } else if tag == GraphProto::TAG {
+        print_in_place::<GraphProto>(view)?
+    } else if tag == FunctionProto::TAG {
+        print_in_place::<FunctionProto>(view)?
+    } else if tag == NodeProto::TAG {
+        print_in_place::<NodeProto>(view)?
+    } else {
+        return Err(PyTypeError::new_err("Unsupported argument type."));
+    };
+    Ok(PyBytes::new(py, &text))
+}
+
 /// Adds the functions to the native module.
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(onnx_cxx_version, m)?)?;
@@ -288,5 +411,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(get_schema, m)?)?;
     m.add_function(wrap_pyfunction!(has_schema, m)?)?;
     m.add_function(wrap_pyfunction!(all_schemas_with_history, m)?)?;
+    m.add_function(wrap_pyfunction!(parse_text, m)?)?;
+    m.add_function(wrap_pyfunction!(to_text, m)?)?;
     Ok(())
 }

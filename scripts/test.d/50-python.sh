@@ -2,7 +2,8 @@
 # The Python package (python/, run by scripts/test-all.sh): rustfmt and clippy of its crate, the
 # abi3 wheel built with maturin, installed into the project venv (.venv), and its pytest suite
 # (python/tests), which checks it against the onnx wheel and onnxruntime (onnx's checker, shape
-# inference, version converter and schemas too: python/tests/test_onnx_cxx.py).
+# inference, version converter and schemas too: python/tests/test_onnx_cxx.py; its text parser and
+# printer: python/tests/test_parser_printer.py).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 ROOT=$PWD

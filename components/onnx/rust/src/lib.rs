@@ -1,5 +1,5 @@
-//! onnx's checker, shape inference, version converter and operator schemas on onnx_light's
-//! models: Rust bindings of the onnx component's C ABI (`include/onnx_light_onnx.h`), which
+//! onnx's checker, shape inference, version converter, operator schemas and text format
+//! (parser, printer) on onnx_light's models: Rust bindings of the onnx component's C ABI (`include/onnx_light_onnx.h`), which
 //! runs onnx's own C++ library built against onnx_light. Models are read in place: nothing is
 //! serialized, models over 2 GB work. Errors carry onnx's messages.
 
@@ -7,7 +7,7 @@ use std::ffi::{CStr, CString, c_char, c_void};
 use std::fmt;
 use std::path::Path;
 
-use onnx_light::proto::{AttributeProto, ModelProto};
+use onnx_light::proto::{AttributeProto, FunctionProto, GraphProto, ModelProto, NodeProto};
 
 /// What kind of failure onnx reported (the C status).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -20,6 +20,12 @@ pub enum ErrorKind {
     Conversion,
     /// No such schema or opset domain.
     NotFound,
+    /// onnx's parser refused the text (its message says where and why; onnx's Python raises
+    /// `onnx.parser.ParseError`).
+    Parse,
+    /// onnx's parser threw `std::out_of_range` (an integer literal past int64; onnx's Python
+    /// raises `IndexError`).
+    OutOfRange,
     /// Memory could not be allocated.
     OutOfMemory,
     /// An argument was refused (a path that is not UTF-8 or holds NUL, a version out of range).
@@ -201,6 +207,21 @@ mod sys {
             i: usize,
             out: *mut AttributeSchema,
         ) -> u32;
+        pub fn onnxl_parse_model_text(text: *const c_char, out: *mut *mut c_void) -> u32;
+        pub fn onnxl_parse_graph_text(text: *const c_char, out: *mut *mut c_void) -> u32;
+        pub fn onnxl_parse_function_text(text: *const c_char, out: *mut *mut c_void) -> u32;
+        pub fn onnxl_parse_node_text(text: *const c_char, out: *mut *mut c_void) -> u32;
+        pub fn onnxl_model_to_text(m: *const c_void, out: *mut *mut c_char, len: *mut usize)
+        -> u32;
+        pub fn onnxl_graph_to_text(m: *const c_void, out: *mut *mut c_char, len: *mut usize)
+        -> u32;
+        pub fn onnxl_function_to_text(
+            m: *const c_void,
+            out: *mut *mut c_char,
+            len: *mut usize,
+        ) -> u32;
+        pub fn onnxl_node_to_text(m: *const c_void, out: *mut *mut c_char, len: *mut usize) -> u32;
+        pub fn onnxl_text_free(text: *mut c_char);
         pub fn onnxl_last_error_message() -> *const c_char;
         pub fn onnxl_last_error_message_length() -> usize;
     }
@@ -208,7 +229,9 @@ mod sys {
 
 // The statuses of onnx_light.h the component reports.
 const STATUS_INVALID_ARGUMENT: u32 = 1;
+const STATUS_PARSE: u32 = 4;
 const STATUS_OUT_OF_MEMORY: u32 = 11;
+const STATUS_OUT_OF_RANGE: u32 = 13;
 const STATUS_VALIDATION: u32 = 15;
 const STATUS_INFERENCE: u32 = 16;
 const STATUS_CONVERSION: u32 = 17;
@@ -232,6 +255,8 @@ fn status(s: u32) -> Result<()> {
         STATUS_INFERENCE => ErrorKind::Inference,
         STATUS_CONVERSION => ErrorKind::Conversion,
         STATUS_NOT_FOUND => ErrorKind::NotFound,
+        STATUS_PARSE => ErrorKind::Parse,
+        STATUS_OUT_OF_RANGE => ErrorKind::OutOfRange,
         STATUS_OUT_OF_MEMORY => ErrorKind::OutOfMemory,
         STATUS_INVALID_ARGUMENT => ErrorKind::InvalidArgument,
         other => ErrorKind::Other(other),
@@ -558,5 +583,138 @@ impl OpSchema {
                 }
             })
             .collect()
+    }
+}
+
+mod text_format {
+    /// Keeps [`super::TextFormat`] to the four messages of onnx's text format.
+    pub trait Sealed {}
+}
+
+/// A message of onnx's text format: [`ModelProto`], [`GraphProto`], [`FunctionProto`],
+/// [`NodeProto`] (what onnx.parser and onnx.printer take).
+pub trait TextFormat: text_format::Sealed + Sized {
+    #[doc(hidden)]
+    const PARSE: unsafe extern "C" fn(*const c_char, *mut *mut c_void) -> u32;
+    #[doc(hidden)]
+    const PRINT: unsafe extern "C" fn(*const c_void, *mut *mut c_char, *mut usize) -> u32;
+}
+
+macro_rules! text_format {
+    ($($t:ty => $parse:ident, $print:ident;)*) => {$(
+        impl text_format::Sealed for $t {}
+        impl TextFormat for $t {
+            const PARSE: unsafe extern "C" fn(*const c_char, *mut *mut c_void) -> u32 =
+                sys::$parse;
+            const PRINT: unsafe extern "C" fn(*const c_void, *mut *mut c_char, *mut usize) -> u32 =
+                sys::$print;
+        }
+    )*};
+}
+
+text_format! {
+    ModelProto => onnxl_parse_model_text, onnxl_model_to_text;
+    GraphProto => onnxl_parse_graph_text, onnxl_graph_to_text;
+    FunctionProto => onnxl_parse_function_text, onnxl_function_to_text;
+    NodeProto => onnxl_parse_node_text, onnxl_node_to_text;
+}
+
+/// Parses onnx's text format into a message (onnx's `OnnxParser`; onnx.parser.parse_model,
+/// `parse_graph`, `parse_function`, `parse_node`). A text onnx refuses is [`ErrorKind::Parse`]
+/// with onnx's message; a text holding a NUL character is [`ErrorKind::InvalidArgument`] (onnx's
+/// C++ parser reads up to the first NUL).
+pub fn parse<M: TextFormat>(text: &str) -> Result<M> {
+    let t = c_string("text", text)?;
+    let mut out: *mut c_void = std::ptr::null_mut();
+    // SAFETY: a NUL-terminated text; `out` receives a message of `onnxl_<message>_new`, a
+    // `Box<M>` of the onnx_light this program links (the same allocator).
+    status(unsafe { M::PARSE(t.as_ptr(), &mut out) })?;
+    // SAFETY: see above; ownership moves here.
+    Ok(*unsafe { Box::from_raw(out.cast::<M>()) })
+}
+
+/// [`parse`] of a model (onnx.parser.parse_model).
+pub fn parse_model(text: &str) -> Result<ModelProto> {
+    parse(text)
+}
+
+/// [`parse`] of a graph (onnx.parser.parse_graph).
+pub fn parse_graph(text: &str) -> Result<GraphProto> {
+    parse(text)
+}
+
+/// [`parse`] of a function (onnx.parser.parse_function).
+pub fn parse_function(text: &str) -> Result<FunctionProto> {
+    parse(text)
+}
+
+/// [`parse`] of a node (onnx.parser.parse_node).
+pub fn parse_node(text: &str) -> Result<NodeProto> {
+    parse(text)
+}
+
+/// onnx's text of a message (onnx.printer.to_text), as bytes: string attributes are printed as
+/// they are, so the text is not UTF-8 where one of them is not. The message is read in place
+/// (for a model, [`release_cxx_copies`] gives back the payload copies the printer's reads made).
+pub fn to_text_bytes<M: TextFormat>(message: &M) -> Result<Vec<u8>> {
+    let mut out: *mut c_char = std::ptr::null_mut();
+    let mut len = 0usize;
+    // SAFETY: a live message (a C++ message is the Rust one), read only; on success `out` is a
+    // malloc'ed text of `len` bytes.
+    status(unsafe { M::PRINT(std::ptr::from_ref(message).cast(), &mut out, &mut len) })?;
+    // SAFETY: as above; the text is copied, then freed once with the component's free function.
+    let bytes = unsafe { std::slice::from_raw_parts(out.cast::<u8>(), len) }.to_vec();
+    // SAFETY: `out` came from the printer above and is not used again.
+    unsafe { sys::onnxl_text_free(out) };
+    Ok(bytes)
+}
+
+/// onnx's text of a message (onnx.printer.to_text); bytes that are not UTF-8 (see
+/// [`to_text_bytes`]) become U+FFFD.
+pub fn to_text<M: TextFormat>(message: &M) -> Result<String> {
+    to_text_bytes(message).map(|b| match String::from_utf8(b) {
+        Ok(s) => s,
+        Err(e) => String::from_utf8_lossy(e.as_bytes()).into_owned(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parse_and_print() {
+        let node: NodeProto = parse("x = Foo <alpha = 2.5> (y)").unwrap();
+        assert_eq!(node.op_type().as_str(), Some("Foo"));
+        assert_eq!(
+            to_text(&node).unwrap(),
+            "   x = Foo <alpha: float = 2.5> (y)\n"
+        );
+        let model = parse_model(
+            "<ir_version: 8, opset_import: [\"\" : 18]> g (float[2] x) => (float[2] y) { y = Neg(x) }",
+        )
+        .unwrap();
+        check_model(&model, &CheckOptions::default()).unwrap();
+        let again = parse_model(&to_text(&model).unwrap()).unwrap();
+        assert_eq!(again, model);
+    }
+
+    #[test]
+    fn errors() {
+        let e = parse_node("x = Foo(").unwrap_err();
+        assert_eq!(e.kind, ErrorKind::Parse);
+        assert_eq!(
+            e.message,
+            "[ParseError at position (line: 1 column: 9)]\nError context: x = Foo(\nExpected character ) not found."
+        );
+        let e = parse_node("x = F<a=99999999999999999999>(y)").unwrap_err();
+        assert_eq!(
+            (e.kind, e.message.as_str()),
+            (ErrorKind::OutOfRange, "stoll")
+        );
+        assert_eq!(
+            parse_node("x\0").unwrap_err().kind,
+            ErrorKind::InvalidArgument
+        );
     }
 }
