@@ -378,8 +378,8 @@ fn gen_text(o: &mut String, m: &MessageDef) {
         let emit = |v: &str| -> String {
             match f.kind {
                 Kind::Int64 | Kind::Int32 | Kind::UInt64 => format!("out.num(\"{n}\", {v})"),
-                Kind::Float => format!("out.float(\"{n}\", {v} as f64)"),
-                Kind::Double => format!("out.float(\"{n}\", {v})"),
+                Kind::Float => format!("out.float32(\"{n}\", {v})"),
+                Kind::Double => format!("out.double(\"{n}\", {v})"),
                 Kind::Enum(e) => {
                     let vals: Vec<String> = e
                         .values
