@@ -65,11 +65,9 @@ _FIELD_DTYPES = {
 
 
 def tensor_dtype_to_np_dtype(data_type: int) -> np.dtype:
-    """The NumPy dtype of an ONNX data type (``onnx.helper.tensor_dtype_to_np_dtype``)."""
-    try:
-        return _TYPES[data_type][0]
-    except KeyError:
-        raise ValueError(f"unsupported tensor data type {data_type}") from None
+    """The NumPy dtype of an ONNX data type (``onnx.helper.tensor_dtype_to_np_dtype``); KeyError
+    for an unknown one."""
+    return _TYPES[data_type][0]  # KeyError for an unknown type, as onnx
 
 
 def _bytes_array(buf: Any) -> np.ndarray:
