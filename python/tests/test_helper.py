@@ -456,6 +456,14 @@ def test_public_functions_of_onnx_helper():
               and isinstance(v, types.FunctionType) and v.__module__ == oh.__name__}
     missing = {n for n in theirs if not callable(getattr(lh, n, None))}
     assert not missing
+    # Same parameters: names, kinds and defaults.
+    import inspect
+
+    def params(f):
+        return [(p.name, p.kind, p.default) for p in inspect.signature(f).parameters.values()]
+
+    for n in sorted(theirs):
+        assert params(getattr(lh, n)) == params(getattr(oh, n)), n
     for name in ("VERSION_TABLE", "OP_SET_ID_VERSION_MAP", "VersionRowType", "VersionTableType",
                  "VersionMapType", "AssignmentBindingType"):
         assert hasattr(lh, name), name

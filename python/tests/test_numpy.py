@@ -370,3 +370,11 @@ def test_public_names_of_onnx_numpy_helper():
               and isinstance(v, types.FunctionType) and v.__module__ == onh.__name__}
     missing = {n for n in theirs if not callable(getattr(nh, n, None))}
     assert not missing
+    # Same parameters: names, kinds and defaults.
+    import inspect
+
+    def params(f):
+        return [(p.name, p.kind, p.default) for p in inspect.signature(f).parameters.values()]
+
+    for n in sorted(theirs):
+        assert params(getattr(nh, n)) == params(getattr(onh, n)), n

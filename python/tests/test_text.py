@@ -45,6 +45,13 @@ def test_every_model_prints_the_same():
             raise AssertionError(name) from None
 
 
+def test_models_loaded_without_copy_print_the_same():
+    """Payloads viewed in a memory-mapped file print as copied ones do."""
+    for path in backend_data.models():
+        ours = ol.load(path, load_external_data=False, no_copy=True)
+        assert str(ours) == str(onnx.load(path, load_external_data=False)), str(path)
+
+
 def test_every_proto_file_prints_the_same():
     for path, cls_name in backend_data.protos():
         try:
