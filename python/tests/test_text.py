@@ -266,3 +266,17 @@ def test_repr_body_is_the_text():
     theirs = onnx.TensorProto.FromString(data)
     assert repr(ours) == "TensorProto(\n" + str(theirs).rstrip("\n") + "\n)"
     assert repr(ol.TensorProto()) == "TensorProto()"
+
+
+@pytest.mark.parametrize("cls_name, fields", [
+    ("TensorProto", dict(data_type=0, name="", raw_data=b"", data_location=0, dims=[0])),
+    ("AttributeProto", dict(f=0.0, i=0, s=b"", type=0, floats=[0.0, -0.0])),
+    ("TypeProto", dict(denotation="")),
+    ("ModelProto", dict(ir_version=0, graph=dict(node=[dict()]))),
+], ids=lambda x: x if isinstance(x, str) else "")
+def test_fields_set_to_defaults_print_the_same(cls_name, fields):
+    """Fields present with their default values print (proto2 presence), as in protobuf."""
+    theirs = getattr(onnx, cls_name)(**fields)
+    ours = getattr(ol, cls_name)(**fields)
+    assert str(ours) == str(theirs)
+    _same_text(cls_name, theirs.SerializeToString())
