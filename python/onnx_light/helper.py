@@ -180,6 +180,96 @@ def make_model(graph: GraphProto, **kwargs: Any) -> ModelProto:
     return model
 
 
+VersionRowType = Union[tuple[str, int, int, int], tuple[str, int, int, int, int]]
+VersionTableType = list[VersionRowType]
+VersionMapType = dict[tuple[str, int], int]
+AssignmentBindingType = list[tuple[str, str]]
+
+#: onnx's releases (``onnx.helper.VERSION_TABLE``): release, IR version, ai.onnx opset,
+#: ai.onnx.ml opset and (from 1.7.0) ai.onnx.training opset.
+VERSION_TABLE: VersionTableType = [
+    ("1.0", 3, 1, 1),
+    ("1.1", 3, 5, 1),
+    ("1.1.2", 3, 6, 1),
+    ("1.2", 3, 7, 1),
+    ("1.3", 3, 8, 1),
+    ("1.4.1", 4, 9, 1),
+    ("1.5.0", 5, 10, 1),
+    ("1.6.0", 6, 11, 2),
+    ("1.7.0", 7, 12, 2, 1),
+    ("1.8.0", 7, 13, 2, 1),
+    ("1.8.1", 7, 13, 2, 1),
+    ("1.9.0", 7, 14, 2, 1),
+    ("1.10.0", 8, 15, 2, 1),
+    ("1.10.1", 8, 15, 2, 1),
+    ("1.10.2", 8, 15, 2, 1),
+    ("1.11.0", 8, 16, 3, 1),
+    ("1.12.0", 8, 17, 3, 1),
+    ("1.13.0", 8, 18, 3, 1),
+    ("1.13.1", 8, 18, 3, 1),
+    ("1.14.0", 9, 19, 3, 1),
+    ("1.14.1", 9, 19, 3, 1),
+    ("1.15.0", 9, 20, 4, 1),
+    ("1.16.0", 10, 21, 5, 1),
+    ("1.16.1", 10, 21, 5, 1),
+    ("1.16.2", 10, 21, 5, 1),
+    ("1.17.0", 10, 22, 5, 1),
+    ("1.18.0", 11, 23, 5, 1),
+    ("1.19.0", 12, 24, 5, 1),
+    ("1.19.1", 12, 24, 5, 1),
+    ("1.20.0", 13, 25, 5, 1),
+    ("1.20.1", 13, 25, 5, 1),
+    ("1.21.0", 13, 26, 5, 1),
+    ("1.22.0", 13, 27, 5, 1),
+    ("1.23.0", 14, 28, 5, 1),
+]
+
+
+def _op_set_id_version_map(table: VersionTableType) -> VersionMapType:
+    """(domain, opset version) -> the first IR version released with it; the preview domains
+    follow ai.onnx and ai.onnx.training."""
+    result: VersionMapType = {}
+    for row in table:
+        ir_version = row[1]
+        for key in zip(("ai.onnx", "ai.onnx.ml", "ai.onnx.training"), row[2:]):
+            if key in result:
+                continue
+            result[key] = ir_version
+            if key[0] == "ai.onnx":
+                result["ai.onnx.preview", key[1]] = ir_version
+            elif key[0] == "ai.onnx.training":
+                result["ai.onnx.preview.training", key[1]] = ir_version
+    return result
+
+
+#: (domain, opset version) -> minimum IR version (``onnx.helper.OP_SET_ID_VERSION_MAP``).
+OP_SET_ID_VERSION_MAP = _op_set_id_version_map(VERSION_TABLE)
+
+
+def find_min_ir_version_for(opsetidlist: Sequence[OperatorSetIdProto], ignore_unknown: bool = False) -> int:
+    """The lowest IR version that supports every opset of ``opsetidlist`` (3 for none); an
+    unknown (domain, version) raises ValueError, or counts as 3 with ``ignore_unknown``."""
+    def one(domain: Optional[str], version: int) -> int:
+        key = (domain or "ai.onnx", version)
+        if key in OP_SET_ID_VERSION_MAP:
+            return OP_SET_ID_VERSION_MAP[key]
+        if ignore_unknown:
+            return 3
+        raise ValueError("Unsupported opset-version.")
+
+    if not opsetidlist:
+        return 3
+    return max(one(o.domain, o.version) for o in opsetidlist)
+
+
+def make_model_gen_version(graph: GraphProto, **kwargs: Any) -> ModelProto:
+    """:func:`make_model` with ``ir_version`` (unless given) the lowest one supporting the
+    ``opset_imports`` (see :func:`find_min_ir_version_for`)."""
+    if "ir_version" not in kwargs:
+        kwargs["ir_version"] = find_min_ir_version_for(kwargs.get("opset_imports", []))
+    return make_model(graph, **kwargs)
+
+
 def set_metadata_props(proto: Any, dict_value: dict) -> None:
     """Replaces the ``metadata_props`` of ``proto`` by the entries of ``dict_value``."""
     del proto.metadata_props[:]
@@ -235,10 +325,31 @@ def tensor_dtype_to_np_dtype(tensor_dtype: int) -> np.dtype:
 
 
 def np_dtype_to_tensor_dtype(np_dtype: Any) -> int:
-    """The ONNX data type of a NumPy dtype (str arrays are STRING)."""
-    if np.issubdtype(np.dtype(np_dtype), np.str_):
+    """The ONNX data type of a NumPy dtype (str and object arrays are STRING)."""
+    dtype = np.dtype(np_dtype)
+    if dtype == object or np.issubdtype(dtype, np.str_):
         return T.STRING
-    return _nh.np_dtype_to_tensor_dtype(np_dtype)
+    try:
+        return _nh.np_dtype_to_tensor_dtype(dtype)
+    except ValueError:
+        raise ValueError(f"Unable to convert type {dtype!r} into TensorProto element type.") from None
+
+
+_STORAGE_TYPES = {
+    "float_data": T.FLOAT, "int32_data": T.INT32, "int64_data": T.INT64, "double_data": T.DOUBLE,
+    "uint64_data": T.UINT64, "string_data": T.STRING,
+}
+
+
+def tensor_dtype_to_storage_tensor_dtype(tensor_dtype: int) -> int:
+    """The data type whose field stores values of ``tensor_dtype`` outside ``raw_data`` (INT32
+    for the 8- and 16-bit and smaller types, FLOAT for COMPLEX64, ...); KeyError if unknown."""
+    return _STORAGE_TYPES[_nh._TYPES[tensor_dtype][1]]
+
+
+def get_all_tensor_dtypes() -> Any:
+    """Every data type with a NumPy dtype (a keys view, in onnx's order)."""
+    return _nh._TYPES.keys()
 
 
 def tensor_dtype_to_field(tensor_dtype: int) -> str:
@@ -249,6 +360,7 @@ def tensor_dtype_to_field(tensor_dtype: int) -> str:
 
 def tensor_dtype_to_string(tensor_dtype: int) -> str:
     """``TensorProto.<NAME>`` of a data type."""
+    tensor_dtype_to_np_dtype(tensor_dtype)  # unknown types (UNDEFINED too) raise KeyError
     return f"TensorProto.{T.DataType.Name(tensor_dtype)}"
 
 

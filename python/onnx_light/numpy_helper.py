@@ -17,7 +17,7 @@ import ml_dtypes
 import numpy as np
 
 from . import _native
-from ._native import TensorProto
+from ._native import MapProto, OptionalProto, SequenceProto, TensorProto
 
 T = TensorProto
 
@@ -65,11 +65,9 @@ _FIELD_DTYPES = {
 
 
 def tensor_dtype_to_np_dtype(data_type: int) -> np.dtype:
-    """The NumPy dtype of an ONNX data type (``onnx.helper.tensor_dtype_to_np_dtype``)."""
-    try:
-        return _TYPES[data_type][0]
-    except KeyError:
-        raise ValueError(f"unsupported tensor data type {data_type}") from None
+    """The NumPy dtype of an ONNX data type (``onnx.helper.tensor_dtype_to_np_dtype``); KeyError
+    for an unknown one."""
+    return _TYPES[data_type][0]  # KeyError for an unknown type, as onnx
 
 
 def _bytes_array(buf: Any) -> np.ndarray:
@@ -253,3 +251,232 @@ def from_array(array: np.ndarray, /, name: Optional[str] = None) -> TensorProto:
     tensor.raw_data = np.ascontiguousarray(array).tobytes()
     tensor.data_type = data_type
     return tensor
+
+
+def _message(value: Any, cls: type) -> Any:
+    from .helper import _ours
+
+    return _ours(value, cls)
+
+
+def _same_type(values: list, first: Any) -> bool:
+    return all(isinstance(v, type(first)) for v in values)
+
+
+def from_list(lst: list[Any], name: Optional[str] = None, dtype: Optional[int] = None) -> SequenceProto:
+    """A SequenceProto of the list's values (``onnx.numpy_helper.from_list``): arrays become
+    tensors, lists sequences and dicts maps; ``dtype`` (a ``SequenceProto.DataType``) gives the
+    element kind of an empty list (TENSOR by default)."""
+    seq = SequenceProto()
+    if name:
+        seq.name = name
+    if dtype is not None:
+        elem_type = dtype
+    elif lst and isinstance(lst[0], dict):
+        elem_type = SequenceProto.MAP
+    elif lst and isinstance(lst[0], list):
+        elem_type = SequenceProto.SEQUENCE
+    else:
+        elem_type = SequenceProto.TENSOR
+    seq.elem_type = elem_type
+    if lst and not _same_type(lst, lst[0]):
+        raise TypeError(
+            "The element type in the input list is not the same "
+            "for all elements and therefore is not supported as a sequence."
+        )
+    if elem_type == SequenceProto.TENSOR:
+        seq.tensor_values.extend([from_array(np.asarray(v)) for v in lst])
+    elif elem_type == SequenceProto.SEQUENCE:
+        seq.sequence_values.extend([from_list(v) for v in lst])
+    elif elem_type == SequenceProto.MAP:
+        seq.map_values.extend([from_dict(v) for v in lst])
+    else:
+        raise TypeError(
+            "The element type in the input list is not a tensor, "
+            "sequence, or map and is not supported."
+        )
+    return seq
+
+
+def to_list(sequence: SequenceProto) -> list[Any]:
+    """The values of a SequenceProto as a list (``onnx.numpy_helper.to_list``)."""
+    sequence = _message(sequence, SequenceProto)
+    kind = sequence.elem_type
+    if kind == SequenceProto.TENSOR:
+        return [to_array(v) for v in sequence.tensor_values]
+    if kind == SequenceProto.SPARSE_TENSOR:
+        return [to_array(v) for v in sequence.sparse_tensor_values]
+    if kind == SequenceProto.SEQUENCE:
+        return [to_list(v) for v in sequence.sequence_values]
+    if kind == SequenceProto.MAP:
+        return [to_dict(v) for v in sequence.map_values]
+    raise TypeError("The element type in the input sequence is not supported.")
+
+
+_MAP_INT_KEYS = {T.INT8, T.INT16, T.INT32, T.INT64, T.UINT8, T.UINT16, T.UINT32, T.UINT64}
+
+
+def from_dict(dict_: dict[Any, Any], name: Optional[str] = None) -> MapProto:
+    """A MapProto of the dict (``onnx.numpy_helper.from_dict``): integer or string keys of one
+    type, values of one type (stored as a sequence, see :func:`from_list`)."""
+    from .helper import np_dtype_to_tensor_dtype as key_dtype
+
+    result = MapProto()
+    if name:
+        result.name = name
+    if not dict_:
+        raise ValueError("Cannot convert an empty dictionary to MapProto.")
+    keys = list(dict_)
+    key_np_type = np.result_type(keys[0])
+    key_type = key_dtype(key_np_type)
+    if any(np.result_type(k) != key_np_type for k in keys):
+        raise TypeError(
+            "The key type in the input dictionary is not the same "
+            "for all keys and therefore is not valid as a map."
+        )
+    values = list(dict_.values())
+    value_np_type = np.result_type(values[0])
+    if any(np.result_type(v) != value_np_type for v in values):
+        raise TypeError(
+            "The value type in the input dictionary is not the same "
+            "for all values and therefore is not valid as a map."
+        )
+    seq = from_list(values)
+    result.key_type = key_type
+    if key_type == T.STRING:
+        result.string_keys.extend(keys)
+    elif key_type in _MAP_INT_KEYS:
+        result.keys.extend(keys)
+    else:
+        raise TypeError(f"Unsupported map key type: {key_type}")
+    result.values.CopyFrom(seq)
+    return result
+
+
+def to_dict(map_proto: MapProto) -> dict[Any, Any]:
+    """The entries of a MapProto as a dict (``onnx.numpy_helper.to_dict``)."""
+    map_proto = _message(map_proto, MapProto)
+    keys = list(map_proto.string_keys if map_proto.key_type == T.STRING else map_proto.keys)
+    values = to_list(map_proto.values)
+    if len(keys) != len(values):
+        raise IndexError(
+            f"Length of keys and values for MapProto (map name: {map_proto.name}) are not the same."
+        )
+    return dict(zip(keys, values))
+
+
+def from_optional(opt: Optional[Any], name: Optional[str] = None, dtype: Optional[int] = None) -> OptionalProto:
+    """An OptionalProto of ``opt`` (``onnx.numpy_helper.from_optional``): None is empty (kind
+    UNDEFINED unless ``dtype``, an ``OptionalProto.DataType``, says otherwise), dicts are maps,
+    lists sequences, anything else a tensor."""
+    result = OptionalProto()
+    if name:
+        result.name = name
+    if dtype is not None:
+        if dtype not in OptionalProto.DataType.values():
+            raise TypeError(f"{dtype} must be a valid OptionalProto.DataType.")
+        elem_type = dtype
+    elif isinstance(opt, dict):
+        elem_type = OptionalProto.MAP
+    elif isinstance(opt, list):
+        elem_type = OptionalProto.SEQUENCE
+    elif opt is None:
+        elem_type = OptionalProto.UNDEFINED
+    else:
+        elem_type = OptionalProto.TENSOR
+    result.elem_type = elem_type
+    if opt is None:
+        return result
+    if elem_type == OptionalProto.TENSOR:
+        result.tensor_value.CopyFrom(from_array(opt))
+    elif elem_type == OptionalProto.SEQUENCE:
+        result.sequence_value.CopyFrom(from_list(opt))
+    elif elem_type == OptionalProto.MAP:
+        result.map_value.CopyFrom(from_dict(opt))
+    else:
+        raise TypeError(
+            "The element type in the input is not a tensor, "
+            "sequence, or map and is not supported."
+        )
+    return result
+
+
+def to_optional(optional: OptionalProto) -> Optional[Any]:
+    """The value of an OptionalProto, None when empty (``onnx.numpy_helper.to_optional``)."""
+    optional = _message(optional, OptionalProto)
+    kind = optional.elem_type
+    if kind == OptionalProto.UNDEFINED:
+        return None
+    if kind == OptionalProto.TENSOR:
+        return to_array(optional.tensor_value)
+    if kind == OptionalProto.SPARSE_TENSOR:
+        return to_array(optional.sparse_tensor_value)
+    if kind == OptionalProto.SEQUENCE:
+        return to_list(optional.sequence_value)
+    if kind == OptionalProto.MAP:
+        return to_dict(optional.map_value)
+    if kind == OptionalProto.OPTIONAL:
+        return to_optional(optional.optional_value)
+    raise TypeError("The element type in the input optional is not supported.")
+
+
+def tobytes_little_endian(array: np.ndarray) -> bytes:
+    """The array's bytes in little-endian order (``onnx.numpy_helper.tobytes_little_endian``)."""
+    order = array.dtype.byteorder
+    if order == ">" or (order == "=" and sys.byteorder == "big"):
+        array = array.astype(array.dtype.newbyteorder("<"))
+    return array.tobytes()
+
+
+_SUB_BYTE_INTS = (ml_dtypes.int4, ml_dtypes.uint4, ml_dtypes.int2, ml_dtypes.uint2)
+
+
+def saturate_cast(x: np.ndarray, dtype: np.dtype) -> np.ndarray:
+    """``x`` cast to ``dtype`` with values clamped to its finite range; integer targets round
+    first (``onnx.numpy_helper.saturate_cast``)."""
+    if np.issubdtype(dtype, np.integer) or dtype in _SUB_BYTE_INTS:
+        info: Any = ml_dtypes.iinfo(dtype)
+        x = np.round(x)
+    else:
+        info = ml_dtypes.finfo(dtype)
+    return np.clip(x, info.min, info.max).astype(dtype)
+
+
+def to_float8e8m0(x: np.ndarray, saturate: bool = True, round_mode: str = "up") -> np.ndarray:
+    """float32 values as float8e8m0 (``onnx.numpy_helper.to_float8e8m0``): the exponent of each
+    value, rounded by ``round_mode`` ("up", "down" or "nearest"); NaN and infinity become NaN;
+    with ``saturate`` rounding never goes past the largest finite value."""
+    bits = np.asarray(x, dtype=np.float32).view(np.uint32)
+    exponent = ((bits >> 23) & 0xFF).astype(np.uint16)
+    special = exponent == 0xFF
+    normal = ~special
+    if round_mode == "nearest":
+        guard = (bits & 0x400000) != 0
+        rest = (bits & 0x3FFFFF) != 0
+        up = guard & (rest | (exponent > 0)) & normal
+    elif round_mode == "up":
+        up = ((bits & 0x7FFFFF) != 0) & normal
+    elif round_mode == "down":
+        up = np.zeros(exponent.shape, dtype=bool)
+    else:
+        raise ValueError(f"Unsupported rounding mode: {round_mode}")
+    if saturate:
+        up &= exponent != 0xFE
+    exponent = (exponent + up.astype(np.uint16)).astype(np.uint8)
+    out = np.where(special, np.uint8(0xFF), exponent).astype(np.uint8)
+    return out.view(ml_dtypes.float8_e8m0fnu)
+
+
+_RANDOM_INT_TYPES = (np.uint8, np.uint16, np.uint32, np.uint64, np.int8, np.int16, np.int32, np.int64)
+
+
+def create_random_int(input_shape: tuple[int], dtype: np.dtype, seed: int = 1) -> np.ndarray:
+    """Random integers of ``dtype`` within int32's range, from ``np.random.seed(seed)``
+    (``onnx.numpy_helper.create_random_int``)."""
+    np.random.seed(seed)
+    if dtype not in _RANDOM_INT_TYPES:
+        raise TypeError(f"{dtype} is not supported by create_random_int.")
+    i32 = np.iinfo(np.int32)
+    high = min(np.iinfo(dtype).max, i32.max)
+    low = max(np.iinfo(dtype).min, i32.min)
+    return np.random.randint(low, high, size=input_shape).astype(dtype)

@@ -94,12 +94,12 @@ impl Msg for AttributeProto {
     }
     fn text(&self, out: &mut TextOut) {
         if self.has_name() { out.string("name", self.name().as_bytes()); }
-        if self.has_f() { out.float("f", self.f() as f64); }
+        if self.has_f() { out.float32("f", self.f()); }
         if self.has_i() { out.num("i", self.i()); }
         if self.has_s() { out.bytes("s", self.s().as_bytes()); }
         if self.has_t() { { out.begin("t"); self.t().text(out); out.end(); }; }
         if self.has_g() { { out.begin("g"); onnx_light::wire::guard_stack(|| self.g().text(out)); out.end(); }; }
-        for v in self.rare.floats.iter() { out.float("floats", *v as f64); }
+        for v in self.rare.floats.iter() { out.float32("floats", *v); }
         for v in self.ints.iter() { out.num("ints", *v); }
         for v in self.rare.strings.iter() { out.bytes("strings", v.as_bytes()); }
         for v in self.rare.tensors.iter() { { out.begin("tensors"); v.text(out); out.end(); }; }
@@ -1889,13 +1889,13 @@ impl Msg for TensorProto {
         for v in self.dims.iter() { out.num("dims", *v); }
         if self.has_data_type() { out.num("data_type", self.data_type()); }
         if self.has_segment() { { out.begin("segment"); self.segment().text(out); out.end(); }; }
-        for v in self.float_data.iter() { out.float("float_data", *v as f64); }
+        for v in self.float_data.iter() { out.float32("float_data", *v); }
         for v in self.rare.int32_data.iter() { out.num("int32_data", *v); }
         for v in self.rare.string_data.iter() { out.bytes("string_data", v.as_bytes()); }
         for v in self.int64_data.iter() { out.num("int64_data", *v); }
         if self.has_name() { out.string("name", self.name().as_bytes()); }
         if self.has_raw_data() { out.bytes("raw_data", self.raw_data()); }
-        for v in self.rare.double_data.iter() { out.float("double_data", *v); }
+        for v in self.rare.double_data.iter() { out.double("double_data", *v); }
         for v in self.rare.uint64_data.iter() { out.num("uint64_data", *v); }
         if self.has_doc_string() { out.string("doc_string", self.doc_string().as_bytes()); }
         for v in self.rare.external_data.iter() { { out.begin("external_data"); v.text(out); out.end(); }; }

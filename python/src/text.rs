@@ -57,17 +57,34 @@ impl TextOut {
         }
     }
 
-    /// A float or double field.
-    pub fn float(&mut self, name: &str, v: f64) {
+    /// A `float` field, printed as protobuf's text encoder does: `%.6g` if that reads back as
+    /// the same `f32`, else `%.9g`.
+    pub fn float32(&mut self, name: &str, v: f32) {
         if self.line(name) {
-            let s = if v.is_nan() {
-                "nan".to_string()
-            } else if v.is_infinite() {
-                if v > 0.0 { "inf" } else { "-inf" }.to_string()
+            self.buf.push_str(": ");
+            if v.is_nan() {
+                self.buf.push_str("nan");
             } else {
-                format!("{v}")
-            };
-            let _ = writeln!(self.buf, ": {s}");
+                round_trip(&mut self.buf, v as f64, [6, 9], |s| {
+                    s.parse::<f32>().is_ok_and(|x| x == v)
+                });
+            }
+            self.buf.push('\n');
+        }
+    }
+
+    /// A `double` field: `%.15g` if that reads back as the same `f64`, else `%.17g`.
+    pub fn double(&mut self, name: &str, v: f64) {
+        if self.line(name) {
+            self.buf.push_str(": ");
+            if v.is_nan() {
+                self.buf.push_str("nan");
+            } else {
+                round_trip(&mut self.buf, v, [15, 17], |s| {
+                    s.parse::<f64>().is_ok_and(|x| x == v)
+                });
+            }
+            self.buf.push('\n');
         }
     }
 
@@ -102,42 +119,33 @@ impl TextOut {
             Some(m) if v.len() > m => &v[..m],
             _ => v,
         };
-        let text = if utf8 {
-            std::str::from_utf8(shown).ok()
-        } else {
-            None
-        };
-        match text {
-            Some(t) => {
-                for c in t.chars() {
-                    match c {
-                        '"' => self.buf.push_str("\\\""),
-                        '\\' => self.buf.push_str("\\\\"),
-                        '\n' => self.buf.push_str("\\n"),
-                        '\r' => self.buf.push_str("\\r"),
-                        '\t' => self.buf.push_str("\\t"),
-                        c if (c as u32) < 0x20 => {
-                            let _ = write!(self.buf, "\\{:03o}", c as u32);
-                        }
-                        c => self.buf.push(c),
+        if utf8 {
+            // Valid UTF-8 sequences pass through, bytes of invalid ones are escaped one by one.
+            let mut rest = shown;
+            while !rest.is_empty() {
+                let (valid, bad) = match std::str::from_utf8(rest) {
+                    Ok(t) => (t, false),
+                    Err(e) => (
+                        std::str::from_utf8(&rest[..e.valid_up_to()]).unwrap_or_default(),
+                        true,
+                    ),
+                };
+                for c in valid.chars() {
+                    if c.is_ascii() {
+                        escape_ascii(&mut self.buf, c as u8);
+                    } else {
+                        self.buf.push(c);
                     }
+                }
+                rest = &rest[valid.len()..];
+                if bad {
+                    let _ = write!(self.buf, "\\{:03o}", rest[0]);
+                    rest = &rest[1..];
                 }
             }
-            None => {
-                for &b in shown {
-                    match b {
-                        b'"' => self.buf.push_str("\\\""),
-                        b'\\' => self.buf.push_str("\\\\"),
-                        b'\n' => self.buf.push_str("\\n"),
-                        b'\r' => self.buf.push_str("\\r"),
-                        b'\t' => self.buf.push_str("\\t"),
-                        b'\'' => self.buf.push_str("\\'"),
-                        0x20..=0x7e => self.buf.push(b as char),
-                        _ => {
-                            let _ = write!(self.buf, "\\{b:03o}");
-                        }
-                    }
-                }
+        } else {
+            for &b in shown {
+                escape_ascii(&mut self.buf, b);
             }
         }
         self.buf.push('"');
@@ -161,5 +169,68 @@ impl TextOut {
         if self.line("") {
             self.buf.push_str("}\n");
         }
+    }
+}
+
+/// One byte of a quoted value: printable ASCII as is (quotes and backslash escaped), `\n`,
+/// `\r`, `\t` by name, everything else in octal.
+fn escape_ascii(buf: &mut String, b: u8) {
+    match b {
+        b'\n' => buf.push_str("\\n"),
+        b'\r' => buf.push_str("\\r"),
+        b'\t' => buf.push_str("\\t"),
+        b'"' => buf.push_str("\\\""),
+        b'\'' => buf.push_str("\\'"),
+        b'\\' => buf.push_str("\\\\"),
+        0x20..=0x7e => buf.push(b as char),
+        _ => {
+            let _ = write!(buf, "\\{b:03o}");
+        }
+    }
+}
+
+/// Appends `v` as C's `%.{p}g` with the short precision `p` if `reads` accepts that text, else
+/// with the long one, as protobuf's text encoder prints floating-point values.
+fn round_trip(buf: &mut String, v: f64, [short, long]: [usize; 2], reads: impl Fn(&str) -> bool) {
+    let mut s = String::new();
+    format_g(&mut s, v, short);
+    if !reads(&s) {
+        s.clear();
+        format_g(&mut s, v, long);
+    }
+    buf.push_str(&s);
+}
+
+/// C's `printf("%.{p}g", v)` for a finite or infinite `v` (correctly rounded, as glibc is).
+fn format_g(out: &mut String, v: f64, p: usize) {
+    if v.is_infinite() {
+        out.push_str(if v > 0.0 { "inf" } else { "-inf" });
+        return;
+    }
+    let p = p.max(1);
+    // The exponent is the one of `%.{p-1}e`, after rounding.
+    let sci = format!("{:.*e}", p - 1, v);
+    let (mant, exp) = sci.split_once('e').expect("exponent");
+    let x: i32 = exp.parse().expect("exponent");
+    if x < -4 || x >= p as i32 {
+        out.push_str(strip_zeros(mant));
+        let _ = write!(
+            out,
+            "e{}{:02}",
+            if x < 0 { '-' } else { '+' },
+            x.unsigned_abs()
+        );
+    } else {
+        let fixed = format!("{:.*}", (p as i32 - 1 - x) as usize, v);
+        out.push_str(strip_zeros(&fixed));
+    }
+}
+
+/// `%g`'s removal of trailing zeros after a decimal point (and of the point itself).
+fn strip_zeros(s: &str) -> &str {
+    if s.contains('.') {
+        s.trim_end_matches('0').trim_end_matches('.')
+    } else {
+        s
     }
 }

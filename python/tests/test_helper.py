@@ -353,3 +353,117 @@ def test_a_built_model_runs_in_onnxruntime(tmp_path):
     (y,) = ort.InferenceSession(str(tmp_path / "m.onnx")).run(None, {"x": x})
     expected = x * np.array([1.0, -2.0, 0.5], np.float32)
     np.testing.assert_allclose(y, np.where(expected > 0, expected, 0.1 * expected), rtol=1e-6)
+
+
+def test_version_table_and_opset_map_are_onnx_s():
+    assert lh.VERSION_TABLE == oh.VERSION_TABLE
+    assert lh.OP_SET_ID_VERSION_MAP == oh.OP_SET_ID_VERSION_MAP
+
+
+def _opsets(pairs):
+    return [oh.make_opsetid(d, v) for d, v in pairs]
+
+
+OPSET_LISTS = [
+    [],
+    [("", 1)],
+    [("", 13)],
+    [("ai.onnx", 28)],
+    [("", 21), ("ai.onnx.ml", 5)],
+    [("ai.onnx.ml", 3), ("ai.onnx.training", 1)],
+    [("ai.onnx.preview", 19)],
+    [("ai.onnx.preview.training", 1), ("", 9)],
+]
+
+
+@pytest.mark.parametrize("pairs", OPSET_LISTS, ids=repr)
+def test_find_min_ir_version_for(pairs):
+    theirs = oh.find_min_ir_version_for(_opsets(pairs))
+    assert lh.find_min_ir_version_for(_opsets(pairs)) == theirs
+    assert lh.find_min_ir_version_for([ours(o) for o in _opsets(pairs)]) == theirs
+
+
+def test_find_min_ir_version_for_unknown_opsets():
+    for pairs in ([("", 99)], [("com.example", 1)], [("", 13), ("custom", 2)]):
+        with pytest.raises(ValueError):
+            oh.find_min_ir_version_for(_opsets(pairs))
+        with pytest.raises(ValueError):
+            lh.find_min_ir_version_for(_opsets(pairs))
+        assert lh.find_min_ir_version_for(_opsets(pairs), ignore_unknown=True) == (
+            oh.find_min_ir_version_for(_opsets(pairs), ignore_unknown=True)
+        )
+        assert lh.find_min_ir_version_for(_opsets(pairs), True) == oh.find_min_ir_version_for(_opsets(pairs), True)
+
+
+@pytest.mark.parametrize("pairs", OPSET_LISTS, ids=repr)
+def test_make_model_gen_version(pairs):
+    g = sub_graph("g")
+    both("make_model_gen_version", g, opset_imports=_opsets(pairs))
+    both("make_model_gen_version", g, opset_imports=_opsets(pairs), ir_version=5, producer_name="p")
+    theirs = oh.make_model_gen_version(g, opset_imports=_opsets(pairs))
+    same(theirs, lh.make_model_gen_version(ours(g), opset_imports=[ours(o) for o in _opsets(pairs)]))
+
+
+def test_make_model_gen_version_defaults_and_errors():
+    g = sub_graph("g")
+    both("make_model_gen_version", g)
+    both("make_model_gen_version", g, doc_string="d")
+    with pytest.raises(ValueError):
+        oh.make_model_gen_version(g, opset_imports=_opsets([("", 99)]))
+    with pytest.raises(ValueError):
+        lh.make_model_gen_version(g, opset_imports=_opsets([("", 99)]))
+
+
+def test_dtype_helpers_for_every_data_type():
+    assert list(lh.get_all_tensor_dtypes()) == list(oh.get_all_tensor_dtypes())
+    for t in oh.get_all_tensor_dtypes():
+        assert lh.tensor_dtype_to_storage_tensor_dtype(t) == oh.tensor_dtype_to_storage_tensor_dtype(t)
+        assert lh.tensor_dtype_to_np_dtype(t) == oh.tensor_dtype_to_np_dtype(t)
+        assert lh.tensor_dtype_to_field(t) == oh.tensor_dtype_to_field(t)
+        assert lh.tensor_dtype_to_string(t) == oh.tensor_dtype_to_string(t)
+    for bad in (0, 99, -1):
+        for f in ("tensor_dtype_to_storage_tensor_dtype", "tensor_dtype_to_np_dtype",
+                  "tensor_dtype_to_field", "tensor_dtype_to_string"):
+            with pytest.raises(KeyError):
+                getattr(oh, f)(bad)
+            with pytest.raises(KeyError):
+                getattr(lh, f)(bad)
+        t = OT(data_type=bad, dims=[1], raw_data=b"\x00" * 8)
+        expected = KeyError if bad else TypeError  # UNDEFINED has its own message
+        with pytest.raises(expected):
+            onnx.numpy_helper.to_array(t)
+        with pytest.raises(expected):
+            ol.numpy_helper.to_array(ours(t))
+
+
+@pytest.mark.parametrize("dtype", ["<U3", "O", "S2", "datetime64[s]", "V4", ">f4", "float32", "int4"])
+def test_np_dtype_to_tensor_dtype_values_and_errors(dtype):
+    dtype = np.dtype(getattr(ml_dtypes, dtype, dtype))
+
+    def outcome(module):
+        try:
+            return module.np_dtype_to_tensor_dtype(dtype)
+        except Exception as e:  # noqa: BLE001 - type and message are compared
+            return type(e), str(e)
+
+    assert outcome(lh) == outcome(oh)
+
+
+def test_public_functions_of_onnx_helper():
+    import types
+
+    theirs = {n for n, v in vars(oh).items() if not n.startswith("_")
+              and isinstance(v, types.FunctionType) and v.__module__ == oh.__name__}
+    missing = {n for n in theirs if not callable(getattr(lh, n, None))}
+    assert not missing
+    # Same parameters: names, kinds and defaults.
+    import inspect
+
+    def params(f):
+        return [(p.name, p.kind, p.default) for p in inspect.signature(f).parameters.values()]
+
+    for n in sorted(theirs):
+        assert params(getattr(lh, n)) == params(getattr(oh, n)), n
+    for name in ("VERSION_TABLE", "OP_SET_ID_VERSION_MAP", "VersionRowType", "VersionTableType",
+                 "VersionMapType", "AssignmentBindingType"):
+        assert hasattr(lh, name), name

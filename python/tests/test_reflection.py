@@ -217,3 +217,99 @@ def test_type_stubs_name_every_public_attribute():
     for a in dir(ol._native):
         if not a.startswith("_"):
             assert a in module_names, a
+
+
+def _stub_classes() -> dict:
+    """Every class of _native.pyi by dotted name: its ast.ClassDef."""
+    import ast
+    import pathlib
+
+    tree = ast.parse((pathlib.Path(ol.__file__).parent / "_native.pyi").read_text())
+    classes = {}
+
+    def collect(body, prefix=""):
+        for node in body:
+            if isinstance(node, ast.ClassDef):
+                classes[prefix + node.name] = node
+                collect(node.body, prefix + node.name + ".")
+
+    collect(tree.body)
+    return classes
+
+
+def _expected_annotation(field) -> str:
+    """The stub annotation of an onnx field descriptor: element types of repeated fields,
+    message and enum types by their names relative to the onnx package."""
+    from google.protobuf.descriptor import FieldDescriptor as FD
+
+    if field.type == FD.TYPE_MESSAGE:
+        t = field.message_type.full_name[len("onnx."):]
+    elif field.type == FD.TYPE_ENUM:
+        t = field.enum_type.full_name[len("onnx."):]
+    elif field.type in (FD.TYPE_FLOAT, FD.TYPE_DOUBLE):
+        t = "float"
+    elif field.type == FD.TYPE_STRING:
+        t = "str"
+    elif field.type == FD.TYPE_BYTES:
+        t = "bytes"
+    elif field.type == FD.TYPE_BOOL:
+        t = "bool"
+    else:
+        t = "int"
+    if field.is_repeated:
+        kind = "Composite" if field.type == FD.TYPE_MESSAGE else "Scalar"
+        return f"Repeated{kind}Container[{t}]"
+    return t
+
+
+def test_type_stubs_type_every_field_as_the_schema():
+    """Each field of each message class in _native.pyi is annotated with its type from onnx's
+    descriptors: repeated fields with their element type, sub-messages and enums by name."""
+    import ast
+
+    classes = _stub_classes()
+    checked = 0
+    for ocls, _ in message_pairs():
+        name = ocls.DESCRIPTOR.full_name[len("onnx."):]
+        stub = classes[name]
+        annotations = {
+            n.target.id: ast.unparse(n.annotation) for n in stub.body if isinstance(n, ast.AnnAssign)
+        }
+        for field in ocls.DESCRIPTOR.fields:
+            assert annotations.get(field.name) == _expected_annotation(field), (name, field.name)
+            checked += 1
+        # Every type a field names is a class of the stubs.
+        for field in ocls.DESCRIPTOR.fields:
+            for sub in (field.message_type, field.enum_type):
+                if sub is not None:
+                    assert sub.full_name[len("onnx."):] in classes
+    assert checked > 100
+
+
+def test_type_stubs_declare_enums_with_their_values():
+    """Each enum of onnx's messages is an int class with metaclass EnumTypeWrapper in the stubs,
+    declaring every value in the enum and in its message, and the containers are generic."""
+    import ast
+
+    classes = _stub_classes()
+    enums = []
+    for ocls, _ in message_pairs():
+        for e in ocls.DESCRIPTOR.enum_types:
+            enums.append((ocls.DESCRIPTOR.full_name[len("onnx."):], e))
+    assert {e.name for _, e in enums} >= {"DataType", "DataLocation", "AttributeType"}
+    for owner, e in enums:
+        full = f"{owner}.{e.name}"
+        stub = classes[full]
+        assert [ast.unparse(b) for b in stub.bases] == ["int"]
+        assert [(k.arg, ast.unparse(k.value)) for k in stub.keywords] == [("metaclass", "EnumTypeWrapper")]
+        inner = {n.target.id: ast.unparse(n.annotation) for n in stub.body if isinstance(n, ast.AnnAssign)}
+        outer = {
+            n.target.id: ast.unparse(n.annotation) for n in classes[owner].body if isinstance(n, ast.AnnAssign)
+        }
+        for v in e.values:
+            assert inner[v.name] == f"ClassVar[{full}]", (full, v.name)
+            assert outer[v.name] == full, (full, v.name)
+        assert set(inner) == {v.name for v in e.values}
+    for container in ("RepeatedScalarContainer", "RepeatedCompositeContainer"):
+        assert [ast.unparse(b) for b in classes[container].bases][0].startswith("Generic[")
+    assert [ast.unparse(b) for b in classes["EnumTypeWrapper"].bases] == ["type"]
