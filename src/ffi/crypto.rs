@@ -16,7 +16,9 @@ use std::ffi::c_char;
 use super::accessors::OnnxlModelProto;
 use super::buffer::{OnnxlBuffer, new_buffer};
 use super::handle::{c_bytes, c_path, check_out, into_raw, try_ref, write_out};
-use super::options::{OnnxlParseOptions, OnnxlSerializeOptions, parse_options, serialize_options};
+use super::options::{
+    OnnxlParseOptions, OnnxlSerializeOptions, parse_options, read_versioned, serialize_options,
+};
 use super::panic::ffi_status;
 use super::status::{FfiError, OnnxlStatus};
 use crate::crypto::{self, ChunkCipher, DEFAULT_CHUNK_SIZE, EncryptionFormat, EncryptionOptions};
@@ -86,17 +88,16 @@ unsafe fn encryption_options(
     if p.is_null() {
         return Ok(EncryptionOptions::default());
     }
-    // SAFETY: non-NULL; every options struct starts with `size_t struct_size` (contract).
-    let size = unsafe { p.cast::<usize>().read() };
-    if !ENCRYPTION_OPTIONS_SIZES.contains(&size) {
-        return Err(FfiError::invalid(format!(
-            "OnnxlEncryptionOptions.struct_size is {size}, this library knows \
-             {ENCRYPTION_OPTIONS_SIZES:?} (initialize the struct with \
-             onnxl_encryption_options_default())"
-        )));
-    }
-    // SAFETY: the size is the full current struct (the only published one).
-    let o = unsafe { &*p };
+    // SAFETY: non-NULL with `struct_size` readable bytes (contract).
+    let current = unsafe {
+        read_versioned(
+            p,
+            onnxl_encryption_options_default(),
+            ENCRYPTION_OPTIONS_SIZES,
+            "OnnxlEncryptionOptions",
+        )
+    }?;
+    let o = &current;
     if o.reserved != 0 {
         return Err(FfiError::invalid(
             "OnnxlEncryptionOptions.reserved must be zero",

@@ -187,23 +187,6 @@ pub(crate) fn flag(v: u8, field: &str) -> Result<bool, FfiError> {
     }
 }
 
-/// Reads the leading `struct_size` of an options struct and checks it is a published size.
-///
-/// # Safety
-/// `p` is non-NULL and readable for at least a `usize`.
-unsafe fn checked_size<T>(p: *const T, known: &[usize], what: &str) -> Result<usize, FfiError> {
-    // SAFETY: every options struct starts with `size_t struct_size` (contract).
-    let size = unsafe { p.cast::<usize>().read() };
-    if known.contains(&size) {
-        Ok(size)
-    } else {
-        Err(FfiError::invalid(format!(
-            "{what}.struct_size is {size}, this library knows {known:?} (initialize the struct with \
-             its _default() function; a larger size means a header newer than the library)"
-        )))
-    }
-}
-
 /// The parse options behind a C pointer (NULL = defaults), validated.
 ///
 /// # Safety
@@ -212,22 +195,16 @@ pub(crate) unsafe fn parse_options(p: *const OnnxlParseOptions) -> Result<ParseO
     if p.is_null() {
         return Ok(ParseOptions::default());
     }
-    // SAFETY: non-NULL options (contract).
-    let size = unsafe { checked_size(p, PARSE_OPTIONS_SIZES, "OnnxlParseOptions") }?;
-    // An older caller's struct is a prefix of the current one: copy its `size` bytes over the
-    // defaults, so the fields it does not have keep their default values.
-    let mut current = onnxl_parse_options_default();
-    // SAFETY: `size` bytes are readable at `p` (contract) and `size` is a published size, at
-    // most `size_of::<OnnxlParseOptions>()`, so the copy stays inside `current`; every field
-    // is plain data, valid for any bytes except `bool`s, which sit inside every published size
-    // and are read from the caller's struct of the same layout.
-    unsafe {
-        std::ptr::copy_nonoverlapping(
-            p.cast::<u8>(),
-            (&mut current as *mut OnnxlParseOptions).cast::<u8>(),
-            size,
-        );
-    }
+    // SAFETY: non-NULL with `struct_size` readable bytes (contract); an older caller's struct
+    // is a prefix of the current one, the fields it lacks keep their defaults.
+    let current = unsafe {
+        read_versioned(
+            p,
+            onnxl_parse_options_default(),
+            PARSE_OPTIONS_SIZES,
+            "OnnxlParseOptions",
+        )
+    }?;
     let o = &current;
     if o.reserved != 0 {
         return Err(FfiError::invalid("OnnxlParseOptions.reserved must be zero"));
@@ -326,7 +303,7 @@ pub(crate) unsafe fn read_versioned<T: Copy>(
     if !known.contains(&size) {
         return Err(FfiError::invalid(format!(
             "{what}.struct_size is {size}, this library knows {known:?} (initialize the struct with \
-             its _default() function)"
+             its _default() function; a larger size means a header newer than the library)"
         )));
     }
     debug_assert!(size <= size_of::<T>());
