@@ -24,6 +24,13 @@ pub fn set_metadata_regions_off(off: bool) {
     crate::wire::set_regions_off(off);
 }
 
+/// Test hook: files the atomic writers synced so far (see `storage::FILE_SYNCS`).
+#[cfg(feature = "test-hooks")]
+#[doc(hidden)]
+pub fn file_sync_count() -> usize {
+    crate::storage::FILE_SYNCS.load(std::sync::atomic::Ordering::Relaxed)
+}
+
 #[cfg(feature = "test-hooks")]
 #[doc(hidden)]
 pub fn parallel_parse_count() -> usize {
@@ -447,26 +454,33 @@ pub fn save_to_file<M: Message>(
 ) -> Result<()> {
     let path = path.as_ref();
     let _lock = crate::storage::SaveLock::for_file(path)?;
-    save_to_file_locked(m, path, opts)
+    save_to_file_locked(m, path, opts, true)
 }
 
 /// [`save_to_file`] for a caller that already holds the destination's save lock (the commit of
 /// a save with external data): a second lock from the same process would wait for itself.
+/// `sync`: fsync the file before it replaces the old one.
 pub(crate) fn save_to_file_locked<M: Message>(
     m: &M,
     path: &Path,
     opts: &SerializeOptions,
+    sync: bool,
 ) -> Result<()> {
     match skip_payloads(m, opts) {
-        Some((copy, opts)) => save_any_to_file(&copy, path, &opts),
-        None => save_any_to_file(m, path, opts),
+        Some((copy, opts)) => save_any_to_file(&copy, path, &opts, sync),
+        None => save_any_to_file(m, path, opts, sync),
     }
 }
 
 /// [`save_to_file`] once the payloads to skip are gone (one copy for every message type).
-fn save_any_to_file(m: &dyn DynMessage, path: &Path, opts: &SerializeOptions) -> Result<()> {
+fn save_any_to_file(
+    m: &dyn DynMessage,
+    path: &Path,
+    opts: &SerializeOptions,
+    sync: bool,
+) -> Result<()> {
     let (len, sizes) = plan(m, opts)?;
-    let mut out = AtomicFile::create(path)?;
+    let mut out = AtomicFile::create_with(path, sync)?;
     let pool = if opts.threads() > 1 {
         thread_pool(opts.threads())
     } else {

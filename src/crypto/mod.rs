@@ -38,6 +38,7 @@ pub use crate::secret::{Passphrase, SecretBytes};
 pub use format::{ChunkCipher, EncryptionFormat};
 pub(crate) use kdf::{DerivedKey, derive_key};
 pub use kdf::{KEY_LEN, PBKDF2_ITERATIONS, SALT_LEN};
+pub(crate) use model::save_encrypted_model_with;
 pub(crate) use model::{decrypt_model, decrypt_model_from_bytes};
 pub use model::{save_encrypted_model, save_encrypted_model_to_bytes};
 pub(crate) use stream::KeyCache;

@@ -69,7 +69,17 @@ pub fn save_encrypted_model(
     key: &[u8],
     opts: &EncryptionOptions,
 ) -> Result<()> {
-    let path = path.as_ref();
+    save_encrypted_model_with(model, path.as_ref(), key, opts, true)
+}
+
+/// [`save_encrypted_model`]; `sync`: fsync the file before it replaces the old one.
+pub(crate) fn save_encrypted_model_with(
+    model: &ModelProto,
+    path: &Path,
+    key: &[u8],
+    opts: &EncryptionOptions,
+    sync: bool,
+) -> Result<()> {
     require_encryption()?;
     opts.validate()?;
     if let Some((copy, serialize)) = skip_payloads(model, &opts.serialize) {
@@ -77,19 +87,19 @@ pub fn save_encrypted_model(
             serialize,
             ..opts.clone()
         };
-        return save_encrypted_model(&copy, path, key, &opts);
+        return save_encrypted_model_with(&copy, path, key, &opts, sync);
     }
     let params = Params::random()?;
     if opts.format != EncryptionFormat::Chunked {
         let bytes = save_to_bytes_with(model, key, opts, &params)?;
-        let mut out = AtomicFile::create(path)?;
+        let mut out = AtomicFile::create_with(path, sync)?;
         out.file()
             .write_all(&bytes)
             .map_err(|e| Error::io(path, e))?;
         return out.commit();
     }
     let (len, sizes) = plan(model, &opts.serialize)?;
-    let mut out = AtomicFile::create(path)?;
+    let mut out = AtomicFile::create_with(path, sync)?;
     {
         let mut enc = StreamEncryptor::with_params(
             std::io::BufWriter::with_capacity(1 << 16, &mut *out.file()),

@@ -714,6 +714,7 @@ mod imp {
             let file = self.file.take().expect("open until commit");
             if sync {
                 file.sync_all()?;
+                crate::storage::note_file_sync();
             }
             drop(file);
             let fd = self.parent.as_raw_fd();
@@ -1113,6 +1114,7 @@ mod imp {
             let file = self.file.take().expect("open until commit");
             if sync {
                 file.sync_all()?;
+                crate::storage::note_file_sync();
             }
             drop(file);
             replace(&self.temp, &self.dest, sync)?;

@@ -272,18 +272,38 @@ impl<W: Write> Sink for WriteSink<W> {
     }
 }
 
+/// How many files the atomic writers synced before their rename (a test hook: tests check that
+/// `sync` false syncs nothing).
+#[cfg(feature = "test-hooks")]
+pub(crate) static FILE_SYNCS: std::sync::atomic::AtomicUsize =
+    std::sync::atomic::AtomicUsize::new(0);
+
+/// Counts one file synced by an atomic writer (test builds only).
+#[inline]
+pub(crate) fn note_file_sync() {
+    #[cfg(feature = "test-hooks")]
+    FILE_SYNCS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+}
+
 /// A file being written under a temporary name beside its destination; [`AtomicFile::commit`]
-/// syncs it and renames it over the destination. Dropped without commit, it is removed, and the
-/// destination is untouched.
+/// syncs it (unless created with `sync` false) and renames it over the destination. Dropped
+/// without commit, it is removed, and the destination is untouched.
 pub struct AtomicFile {
     file: Option<File>,
     temp: PathBuf,
     dest: PathBuf,
+    sync: bool,
 }
 
 impl AtomicFile {
-    /// Creates the temporary file for `dest`.
+    /// Creates the temporary file for `dest`; its commit syncs it.
     pub fn create(dest: &Path) -> Result<Self> {
+        Self::create_with(dest, true)
+    }
+
+    /// Creates the temporary file for `dest`; with `sync` false its commit renames it without
+    /// syncing it first (`SaveExternalOptions::sync`).
+    pub fn create_with(dest: &Path, sync: bool) -> Result<Self> {
         let dir = match dest.parent() {
             Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
             _ => PathBuf::from("."),
@@ -308,6 +328,7 @@ impl AtomicFile {
                         file: Some(file),
                         temp,
                         dest: dest.to_path_buf(),
+                        sync,
                     });
                 }
                 Err(e) if e.kind() == io::ErrorKind::AlreadyExists && attempt < 1000 => {
@@ -328,14 +349,20 @@ impl AtomicFile {
         &self.dest
     }
 
-    /// Syncs the data and renames the temporary file over the destination.
+    /// Syncs the data (when asked) and renames the temporary file over the destination.
     pub fn commit(mut self) -> Result<()> {
         let file = self.file.take().expect("file is open until commit");
-        file.sync_all().map_err(|e| Error::io(&self.temp, e))?;
+        if self.sync {
+            file.sync_all().map_err(|e| Error::io(&self.temp, e))?;
+            note_file_sync();
+        }
         drop(file);
         fs::rename(&self.temp, &self.dest).map_err(|e| Error::io(&self.dest, e))?;
         // Make the rename durable.
-        if let Some(dir) = self.dest.parent().filter(|p| !p.as_os_str().is_empty())
+        if let Some(dir) = self
+            .dest
+            .parent()
+            .filter(|p| self.sync && !p.as_os_str().is_empty())
             && let Ok(d) = File::open(dir)
         {
             let _ = d.sync_all();

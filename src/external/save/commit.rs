@@ -85,11 +85,13 @@ fn metadata_copy(
     })
 }
 
-/// Writes `copy` to `path` atomically (temporary file, sync, rename), encrypted when asked.
+/// Writes `copy` to `path` atomically (temporary file, sync when `opts.sync`, rename),
+/// encrypted when asked.
 fn write_model(copy: &ModelProto, input: &CommitInput<'_>) -> Result<()> {
+    let sync = input.opts.sync;
     match (input.model_encryption, &input.opts.encryption) {
         (Some(me), Some(e)) => {
-            crate::crypto::save_encrypted_model(copy, input.path, e.key.as_bytes(), me)
+            crate::crypto::save_encrypted_model_with(copy, input.path, e.key.as_bytes(), me, sync)
         }
         // The save holds the destination's lock already.
         _ => crate::codec::save_to_file_locked(
@@ -99,6 +101,7 @@ fn write_model(copy: &ModelProto, input: &CommitInput<'_>) -> Result<()> {
                 num_threads: input.opts.num_threads,
                 ..SerializeOptions::default()
             },
+            sync,
         ),
     }
 }
