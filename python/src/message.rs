@@ -443,6 +443,14 @@ impl Message {
         Ok(unsafe { (slf.get().info.ops.encoded_len)(p) })
     }
 
+    /// Marks the message set in its parent (an unset sub-message becomes set, empty), as
+    /// protobuf's `SetInParent` (what `json_format` and `text_format` parsing call).
+    #[allow(non_snake_case)]
+    fn SetInParent(slf: &Bound<'_, Self>) -> PyResult<()> {
+        Message::resolve_write(slf)?;
+        Ok(())
+    }
+
     /// Always True (ONNX messages have no required fields).
     #[allow(non_snake_case)]
     fn IsInitialized(&self) -> bool {

@@ -1,16 +1,19 @@
 """onnx_light's messages mixed with the onnx package's: every function and container that takes
 a message accepts onnx's message of the same type (converted through its serialization), and
 gives what onnx gives with its own; equality compares content across the two; errors name the
-module of each type."""
+module of each type; protobuf's json_format and text_format work on onnx_light's messages with
+the same output."""
 import numpy as np
 import onnx
 import pytest
+from google.protobuf import json_format, text_format
 from onnx import helper, numpy_helper as onh
 
 import onnx_light as ol
 import onnx_light.checker  # noqa: F401
 import onnx_light.external_data_helper  # noqa: F401
 import onnx_light.shape_inference  # noqa: F401
+from conftest import backend_data
 
 
 def onnx_nodes():
@@ -177,3 +180,34 @@ def test_wrong_types_raise_protobufs_errors_naming_modules():
         ol.save(ol.GraphProto(), "never.onnx")
     with pytest.raises(TypeError, match=r"expected onnx_light\.ModelProto, got onnx\.onnx_ml_pb2\.NodeProto"):
         ol._native.serialize(onnx_nodes()[0])
+
+
+def sample_models():
+    """The backend test models (real models: they cover the message types and field kinds)."""
+    return backend_data.models()
+
+
+def test_the_sample_is_large():
+    assert len(sample_models()) > 100
+
+
+@pytest.mark.parametrize("path", sample_models(), ids=lambda p: p.parent.name)
+def test_json_and_text_format_same_output_and_parse_back(path):
+    data = path.read_bytes()
+    theirs = onnx.ModelProto.FromString(data)
+    ours = ol.ModelProto.FromString(data)
+    js = json_format.MessageToJson(theirs)
+    assert json_format.MessageToJson(ours) == js
+    assert json_format.MessageToDict(ours) == json_format.MessageToDict(theirs)
+    txt = text_format.MessageToString(theirs)
+    assert text_format.MessageToString(ours) == txt
+    assert text_format.MessageToString(ours, as_one_line=True) == \
+        text_format.MessageToString(theirs, as_one_line=True)
+    same(json_format.Parse(js, ol.ModelProto()), theirs)
+    same(json_format.ParseDict(json_format.MessageToDict(theirs), ol.ModelProto()), theirs)
+    same(text_format.Parse(txt, ol.ModelProto()), theirs)
+    merged = ol.ModelProto(doc_string="kept")
+    expected = onnx.ModelProto(doc_string="kept")
+    text_format.Merge(txt, merged)
+    text_format.Merge(txt, expected)
+    same(merged, expected)
