@@ -123,8 +123,25 @@ class EnumDescriptor:
         return f"<EnumDescriptor {self.full_name}>"
 
 
+class FileDescriptor:
+    """The file the message types come from (protobuf's ``FileDescriptor``: name and package,
+    which ``json_format`` reads to tell well-known types)."""
+
+    name = "onnx/onnx-ml.proto"
+    package = _PACKAGE
+    syntax = "proto2"
+
+    def __repr__(self) -> str:
+        return f"<FileDescriptor {self.name}>"
+
+
+_FILE = FileDescriptor()
+
+
 class Descriptor:
     """A message type (protobuf's ``Descriptor``): ``ModelProto.DESCRIPTOR``."""
+
+    file = _FILE
 
     has_options = False
     is_extendable = False

@@ -314,7 +314,7 @@ pub fn serialize<'py>(
         }
         None => {
             let (m, root) =
-                crate::ops::read_with_root::<ModelProto>(crate::tools::model_view(model)?)?;
+                crate::ops::read_with_root::<ModelProto>(&crate::tools::model_view(model)?)?;
             let _busy = root.map(|r| r.begin_read(py));
             let p = SendPtr(m as *const ModelProto);
             serialize_to_pybytes(py, move |alloc| {

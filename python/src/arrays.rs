@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use onnx_light::proto::{ModelProto, TensorProto};
 use onnx_light::{Owner, ParseOptions};
-use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
@@ -68,11 +68,8 @@ impl RawBuffer {
     }
 }
 
-fn tensor_view<'a, 'py>(t: &'a Bound<'py, PyAny>) -> PyResult<&'a Bound<'py, Message>> {
-    t.cast::<Message>()
-        .ok()
-        .filter(|m| m.get().info.tag == TensorProto::TAG)
-        .ok_or_else(|| PyTypeError::new_err("expected an onnx_light.TensorProto"))
+fn tensor_view<'py>(t: &Bound<'py, PyAny>) -> PyResult<Bound<'py, Message>> {
+    crate::foreign::as_message(t, TensorProto::INFO, "")
 }
 
 /// Makes the bytes of `span` shareable (owned bytes move into shared storage, not copied) and
@@ -93,7 +90,7 @@ pub fn share(span: &mut onnx_light::ByteSpan) -> Owner {
 #[pyfunction]
 pub fn tensor_raw_buffer(t: &Bound<'_, PyAny>) -> PyResult<Option<RawBuffer>> {
     let v = tensor_view(t)?;
-    let (m, _root) = ops::write::<TensorProto>(v)?;
+    let (m, _root) = ops::write::<TensorProto>(&v)?;
     let Some(span) = m.raw_data.as_mut() else {
         return Ok(None);
     };
@@ -110,7 +107,7 @@ pub fn tensor_raw_buffer(t: &Bound<'_, PyAny>) -> PyResult<Option<RawBuffer>> {
 #[pyfunction]
 pub fn tensor_field_buffer(t: &Bound<'_, PyAny>, field: &str) -> PyResult<RawBuffer> {
     let v = tensor_view(t)?;
-    let m = ops::read::<TensorProto>(v)?;
+    let m = ops::read::<TensorProto>(&v)?;
     Ok(match field {
         "float_data" => RawBuffer::copied(m.float_data.to_vec()),
         "int32_data" => RawBuffer::copied(m.rare.int32_data.to_vec()),
@@ -130,7 +127,7 @@ pub fn tensor_external_buffer(
     base_dir: std::path::PathBuf,
 ) -> PyResult<RawBuffer> {
     let v = tensor_view(t)?;
-    let m = ops::read::<TensorProto>(v)?;
+    let m = ops::read::<TensorProto>(&v)?;
     let mut copy = m.clone();
     copy.raw_data = None;
     let mut model = ModelProto::new();
@@ -189,7 +186,7 @@ pub fn tensor_dlpack(
             None => CopyMode::IfNeeded,
         },
     };
-    let (m, _root) = ops::write::<TensorProto>(v)?;
+    let (m, _root) = ops::write::<TensorProto>(&v)?;
     let (ptr, name): (*mut c_void, &CStr) = if max_version.is_some_and(|(major, _)| major >= 1) {
         let d = onnx_light::dlpack::to_dlpack_versioned(m, &opts).py()?;
         (d.into_raw().cast(), DLTENSOR_VERSIONED)

@@ -432,22 +432,20 @@ impl RepeatedCompositeContainer {
         } else {
             v.clone()
         };
-        let Ok(m) = msg.cast::<Message>() else {
-            return Err(PyTypeError::new_err(format!(
-                "Parameter to {} must be a message of type {}, got {}",
-                self.ops.name,
-                info.name,
-                v.get_type().name()?
-            )));
+        let m = match msg.cast::<Message>() {
+            Ok(m) if m.get().info.tag == info.tag => m,
+            _ => {
+                if let Some(b) = crate::foreign::foreign_box(&msg, info)? {
+                    return Ok(b);
+                }
+                return Err(PyTypeError::new_err(format!(
+                    "Parameter to {} must be a message of type {}, got {}",
+                    self.ops.name,
+                    crate::foreign::expected_name(info),
+                    crate::foreign::type_name(&msg)
+                )));
+            }
         };
-        if m.get().info.tag != info.tag {
-            return Err(PyTypeError::new_err(format!(
-                "Parameter to {} must be a message of type {}, got {}",
-                self.ops.name,
-                info.name,
-                m.get().info.name
-            )));
-        }
         let p = m.get().read_ptr(py)?;
         // SAFETY: a live message of the element type.
         Ok(unsafe { (info.ops.clone_box)(p) })
@@ -607,13 +605,18 @@ impl RepeatedCompositeContainer {
 
     /// Removes the first element equal to `v` (`ValueError` when there is none).
     fn remove(&self, py: Python<'_>, v: &Bound<'_, PyAny>) -> PyResult<()> {
-        let Ok(m) = v.cast::<Message>() else {
-            return Err(PyValueError::new_err("remove(x): x not in list"));
+        let elem = self.ops.elem;
+        let foreign;
+        let target = match v.cast::<Message>() {
+            Ok(m) if m.get().info.tag == elem.tag => m.get().read_ptr(py)?,
+            _ => match crate::foreign::foreign_box(v, elem)? {
+                Some(b) => {
+                    foreign = b;
+                    &*foreign as *const (dyn Any + Send + Sync) as *const ()
+                }
+                None => return Err(PyValueError::new_err("remove(x): x not in list")),
+            },
         };
-        if m.get().info.tag != self.ops.elem.tag {
-            return Err(PyValueError::new_err("remove(x): x not in list"));
-        }
-        let target = m.get().read_ptr(py)?;
         let p = self.parent.bind(py).get().read_ptr(py)?;
         // SAFETY: live messages of the parent's and the element's types (reading only).
         let found = unsafe {

@@ -7,6 +7,7 @@ mod arrays;
 mod containers;
 mod enums;
 mod errors;
+mod foreign;
 #[rustfmt::skip]
 #[allow(clippy::all, unused_unsafe, unused_variables)]
 mod generated;

@@ -64,7 +64,8 @@ pub fn init_fields(s: &Bound<'_, Message>, kw: &Bound<'_, PyDict>) -> PyResult<(
     Ok(())
 }
 
-/// A boxed copy of the message of `src`, which must have the class of `info`.
+/// A boxed copy of the message of `src`, which must have the class of `info` (or be the onnx
+/// package's message of that type).
 fn owned_copy(
     src: &Bound<'_, PyAny>,
     info: &'static MsgInfo,
@@ -75,10 +76,13 @@ fn owned_copy(
         .ok()
         .filter(|m| m.get().info.tag == info.tag);
     let Some(m) = m else {
+        if let Some(b) = crate::foreign::foreign_box(src, info)? {
+            return Ok(b);
+        }
         return Err(PyTypeError::new_err(format!(
             "Parameter to {what}() must be instance of same class: expected {} got {}.",
-            info.name,
-            src.get_type().name()?
+            crate::foreign::expected_name(info),
+            crate::foreign::type_name(src)
         )));
     };
     let p = m.get().read_ptr(src.py())?;
@@ -187,7 +191,7 @@ impl BytesArg<'_> {
 }
 
 /// Parses `data` as a message of `info`'s type (without the GIL when it is large).
-fn parse_released(
+pub(crate) fn parse_released(
     py: Python<'_>,
     info: &'static MsgInfo,
     data: &BytesArg<'_>,
@@ -439,6 +443,14 @@ impl Message {
         Ok(unsafe { (slf.get().info.ops.encoded_len)(p) })
     }
 
+    /// Marks the message set in its parent (an unset sub-message becomes set, empty), as
+    /// protobuf's `SetInParent` (what `json_format` and `text_format` parsing call).
+    #[allow(non_snake_case)]
+    fn SetInParent(slf: &Bound<'_, Self>) -> PyResult<()> {
+        Message::resolve_write(slf)?;
+        Ok(())
+    }
+
     /// Always True (ONNX messages have no required fields).
     #[allow(non_snake_case)]
     fn IsInitialized(&self) -> bool {
@@ -485,16 +497,25 @@ impl Message {
     fn __eq__(slf: &Bound<'_, Self>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
         let py = slf.py();
         let info = slf.get().info;
-        let Ok(o) = other.cast::<Message>() else {
-            return Ok(py.NotImplemented());
-        };
-        if o.get().info.tag != info.tag {
-            return Ok(py.NotImplemented());
-        }
         let a = slf.get().read_ptr(py)?;
-        let b = o.get().read_ptr(py)?;
-        // SAFETY: two live messages of `info`'s type (reading only).
-        let eq = unsafe { (info.ops.eq)(a, b) };
+        let eq = match other.cast::<Message>() {
+            Ok(o) if o.get().info.tag == info.tag => {
+                let b = o.get().read_ptr(py)?;
+                // SAFETY: two live messages of `info`'s type (reading only).
+                unsafe { (info.ops.eq)(a, b) }
+            }
+            Ok(_) => return Ok(py.NotImplemented()),
+            // The onnx package's message of the same type: compared by content.
+            Err(_) => match crate::foreign::foreign_box(other, info)? {
+                Some(b) => {
+                    let a = slf.get().read_ptr(py)?;
+                    let b = &*b as *const (dyn Any + Send + Sync) as *const ();
+                    // SAFETY: two live messages of `info`'s type (reading only).
+                    unsafe { (info.ops.eq)(a, b) }
+                }
+                None => return Ok(py.NotImplemented()),
+            },
+        };
         Ok(eq.into_pyobject(py)?.to_owned().into_any().unbind())
     }
 

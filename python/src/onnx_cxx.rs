@@ -103,6 +103,8 @@ pub fn check_model(
         skip_opset_compatibility_check,
         check_custom_domain,
     );
+    // An onnx package's model is converted once, for the check and the release below.
+    let model = &crate::tools::model_view(model)?.into_any();
     let checked = with_model(model, move |m| onnx::check_model(m, &opts))?;
     // Also after a failure: the reads before it made copies too.
     release_copies(model)?;

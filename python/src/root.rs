@@ -8,12 +8,18 @@
 //! first mark the root busy: `busy > 0` counts such readers (Python may still read; a Python
 //! write waits until they are done), `busy == -1` is one such writer (every Python access waits).
 //! Waiting releases the GIL, so the operation that holds the root can take it back when it ends.
+//!
+//! The protocol is fair to writers: while a Python write (or an operation that writes without the
+//! GIL) waits, `writers_waiting > 0` and new readers without the GIL wait behind it, so a thread
+//! that saves or serializes back to back cannot keep a write waiting for longer than the
+//! operation in progress. A waiting writer stops counting itself only once it holds the GIL
+//! again, and it writes before it releases the GIL, so no new reader can slip in between.
 
 use std::any::Any;
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 use std::ptr::NonNull;
-use std::sync::atomic::{AtomicIsize, Ordering};
+use std::sync::atomic::{AtomicIsize, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 
 use pyo3::prelude::*;
@@ -61,6 +67,9 @@ pub struct Root {
     storage: NonNull<dyn Any + Send + Sync>,
     /// Operations running without the GIL: > 0 readers, -1 one writer, 0 none.
     busy: AtomicIsize,
+    /// Writers (Python writes or operations that write without the GIL) waiting for `busy` to
+    /// become 0; new readers without the GIL wait while it is not 0.
+    writers_waiting: AtomicUsize,
     /// Wakes Python threads waiting for `busy` to change.
     wait_lock: Mutex<()>,
     wait_cv: Condvar,
@@ -99,6 +108,7 @@ impl Root {
             // SAFETY: `Box::into_raw` never returns null.
             storage: unsafe { NonNull::new_unchecked(raw) },
             busy: AtomicIsize::new(0),
+            writers_waiting: AtomicUsize::new(0),
             wait_lock: Mutex::new(()),
             wait_cv: Condvar::new(),
             registry: std::cell::UnsafeCell::new(Registry::default()),
@@ -126,20 +136,47 @@ impl Root {
         self.busy.load(Ordering::Acquire) == 0
     }
 
-    /// Waits, with the GIL released, until `ready(busy)`.
-    pub fn wait(&self, py: Python<'_>, ready: fn(isize) -> bool) {
+    /// Waits, with the GIL released, until `ready()`.
+    fn wait_until(&self, py: Python<'_>, ready: impl Fn() -> bool + Send + Sync) {
         py.detach(|| {
             let mut guard = self.wait_lock.lock().unwrap_or_else(|e| e.into_inner());
-            while !ready(self.busy.load(Ordering::Acquire)) {
+            while !ready() {
                 guard = self.wait_cv.wait(guard).unwrap_or_else(|e| e.into_inner());
             }
         });
     }
 
-    /// Marks the start of a read without the GIL (waits while a writer runs).
+    /// Wakes every thread waiting for the busy state to change.
+    fn notify(&self) {
+        let _guard = self.wait_lock.lock().unwrap_or_else(|e| e.into_inner());
+        self.wait_cv.notify_all();
+    }
+
+    /// Waits, with the GIL released, until no operation without the GIL writes the value (what a
+    /// Python read needs).
+    pub fn wait_for_read(&self, py: Python<'_>) {
+        self.wait_until(py, || self.busy.load(Ordering::Acquire) >= 0);
+    }
+
+    /// Waits, with the GIL released, until no operation without the GIL uses the value (what a
+    /// write needs). Counts as a waiting writer meanwhile, which holds back new readers without
+    /// the GIL; returns with the GIL held, so the caller can write before any new reader starts.
+    pub fn wait_for_write(&self, py: Python<'_>) {
+        self.writers_waiting.fetch_add(1, Ordering::AcqRel);
+        self.wait_until(py, || self.busy.load(Ordering::Acquire) == 0);
+        // Back with the GIL: no reader can start before this thread releases it (after its write).
+        if self.writers_waiting.fetch_sub(1, Ordering::AcqRel) == 1 {
+            self.notify();
+        }
+    }
+
+    /// Marks the start of a read without the GIL (waits while a writer runs or waits).
     pub fn begin_read(self: &Arc<Self>, py: Python<'_>) -> BusyGuard {
-        while self.has_writer() {
-            self.wait(py, |b| b >= 0);
+        while self.has_writer() || self.writers_waiting.load(Ordering::Acquire) > 0 {
+            self.wait_until(py, || {
+                self.busy.load(Ordering::Acquire) >= 0
+                    && self.writers_waiting.load(Ordering::Acquire) == 0
+            });
         }
         // With the GIL held nobody else can start a writer between the check and the increment.
         self.busy.fetch_add(1, Ordering::AcqRel);
@@ -152,7 +189,7 @@ impl Root {
     /// Marks the start of a write without the GIL (waits until nothing else runs).
     pub fn begin_write(self: &Arc<Self>, py: Python<'_>) -> BusyGuard {
         while !self.is_idle() {
-            self.wait(py, |b| b == 0);
+            self.wait_for_write(py);
         }
         self.busy.store(-1, Ordering::Release);
         BusyGuard {
@@ -171,12 +208,7 @@ pub struct BusyGuard {
 impl Drop for BusyGuard {
     fn drop(&mut self) {
         self.root.busy.fetch_add(self.delta, Ordering::AcqRel);
-        let _guard = self
-            .root
-            .wait_lock
-            .lock()
-            .unwrap_or_else(|e| e.into_inner());
-        self.root.wait_cv.notify_all();
+        self.root.notify();
     }
 }
 

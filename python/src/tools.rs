@@ -7,7 +7,6 @@ use std::path::PathBuf;
 use onnx_light::Message as _;
 use onnx_light::proto::{ModelProto, TensorProto};
 use onnx_light::{ParseOptions, TensorBufferOptions};
-use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList};
 
@@ -18,15 +17,9 @@ use crate::ops::{self, Msg};
 use crate::root::SendPtr;
 use crate::view::{Ctx, Message, owning_view};
 
-/// The view of a ModelProto.
-pub(crate) fn model_view<'a, 'py>(
-    model: &'a Bound<'py, PyAny>,
-) -> PyResult<&'a Bound<'py, Message>> {
-    model
-        .cast::<Message>()
-        .ok()
-        .filter(|m| m.get().info.tag == ModelProto::TAG)
-        .ok_or_else(|| PyTypeError::new_err("expected an onnx_light.ModelProto"))
+/// The view of a ModelProto (a new one with the content of an onnx package's ModelProto).
+pub(crate) fn model_view<'py>(model: &Bound<'py, PyAny>) -> PyResult<Bound<'py, Message>> {
+    crate::foreign::as_message(model, ModelProto::INFO, "")
 }
 
 /// Runs `f` on the model of `model` without the GIL, as the only user of its root (every
@@ -45,7 +38,8 @@ pub(crate) fn with_model_mut_plain<R: Send>(
     f: impl FnOnce(&mut ModelProto) -> R + Send,
 ) -> PyResult<R> {
     let py = model.py();
-    let (m, root) = ops::write::<ModelProto>(model_view(model)?)?;
+    let view = model_view(model)?;
+    let (m, root) = ops::write::<ModelProto>(&view)?;
     if !root.registry(py).is_empty() {
         let ctx = Ctx { py, root: &root };
         m.visit_tensors_mut(&mut |t: &mut TensorProto| {
@@ -56,14 +50,18 @@ pub(crate) fn with_model_mut_plain<R: Send>(
             }
         });
     }
-    let _busy = root.begin_write(py);
+    let busy = root.begin_write(py);
     let p = SendMutModel(m as *mut ModelProto);
-    Ok(py.detach(move || {
+    let r = py.detach(move || {
         let p = p;
         // SAFETY: the root is marked busy by a writer: no other code reads or writes the model
-        // until `_busy` drops.
+        // until `busy` drops.
         f(unsafe { &mut *p.0 })
-    }))
+    });
+    drop(busy);
+    // An onnx package's model gets the result (an in-place operation on it).
+    crate::foreign::write_back(model, &view)?;
+    Ok(r)
 }
 
 /// Runs `f` on the model of `model` without the GIL, its root marked busy for reading (Python
@@ -73,7 +71,7 @@ pub fn with_model<R: Send>(
     f: impl FnOnce(&ModelProto) -> R + Send,
 ) -> PyResult<R> {
     let py = model.py();
-    let (m, root) = ops::read_with_root::<ModelProto>(model_view(model)?)?;
+    let (m, root) = ops::read_with_root::<ModelProto>(&model_view(model)?)?;
     let _busy = root.map(|r| r.begin_read(py));
     let p = SendPtr(m as *const ModelProto);
     Ok(py.detach(move || {
@@ -382,7 +380,8 @@ pub fn split_large_payloads<'py>(
 ) -> PyResult<(Bound<'py, PyBytes>, Bound<'py, PyList>)> {
     let py = model.py();
     // Share the large payloads (a write: their storage becomes shareable; no bytes move).
-    let (m, _root) = ops::write::<ModelProto>(model_view(model)?)?;
+    let view = model_view(model)?;
+    let (m, _root) = ops::write::<ModelProto>(&view)?;
     let mut owners = Vec::new();
     m.visit_tensors_mut(&mut |t: &mut TensorProto| {
         if let Some(span) = t.raw_data.as_mut()

@@ -210,7 +210,7 @@ impl Message {
             match self.loc() {
                 Loc::Direct { root, ptr, .. } => {
                     if root.has_writer() {
-                        root.wait(py, |b| b >= 0);
+                        root.wait_for_read(py);
                         continue;
                     }
                     return Ok((*ptr as *const (), Some(root)));
@@ -249,7 +249,7 @@ impl Message {
             match this.loc() {
                 Loc::Direct { root, ptr, .. } => {
                     if !root.is_idle() {
-                        root.wait(py, |b| b == 0);
+                        root.wait_for_write(py);
                         continue;
                     }
                     return Ok((*ptr, root.clone()));

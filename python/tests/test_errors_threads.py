@@ -188,3 +188,62 @@ def test_small_calls_keep_the_gil():
             for _ in range(100):
                 op()
             assert counter[0] == before, name
+
+
+@pytest.mark.parametrize("operation", ["save", "SerializeToString"])
+def test_a_write_waits_only_for_the_operation_in_progress(tmp_path, operation):
+    """A thread saving (or serializing) a 48 MiB model back to back does not starve a write from
+    another thread: once the write waits, the next save waits behind it, so the write waits at
+    most for the save in progress; and the saver keeps going afterwards."""
+    m = ol.load_from_string(big_model_bytes())
+    if operation == "save":
+        def op():
+            ol.save(m, tmp_path / "m.onnx", num_threads=1)
+    else:
+        def op():
+            m.SerializeToString()
+    durations = []
+    stop = threading.Event()
+    errors = []
+
+    def saver():
+        try:
+            while not stop.is_set():
+                t0 = time.perf_counter()
+                op()
+                durations.append(time.perf_counter() - t0)
+        except Exception as e:  # pragma: no cover - reported below
+            errors.append(e)
+
+    waits = []
+    progress = []
+
+    def writer():
+        for k in range(5):
+            t0 = time.perf_counter()
+            m.graph.name = f"g{k}"  # waits for the save in progress
+            waits.append(time.perf_counter() - t0)
+            done = len(durations)
+            deadline = time.perf_counter() + 30
+            while len(durations) < done + 2 and time.perf_counter() < deadline:
+                time.sleep(0.001)
+            progress.append(len(durations) - done)
+
+    t = threading.Thread(target=saver)
+    t.start()
+    try:
+        while len(durations) < 3:
+            time.sleep(0.01)
+        w = threading.Thread(target=writer)
+        w.start()
+        # A starved write would wait forever: stopping the saver lets it end, then fail below.
+        w.join(timeout=120)
+    finally:
+        stop.set()
+        t.join()
+        w.join()
+    assert not errors
+    one = max(durations)
+    assert len(waits) == 5 and max(waits) < 3 * one, (waits, one)
+    assert min(progress) >= 2, progress  # the saver kept saving after each write
+    assert m.graph.name == "g4"
