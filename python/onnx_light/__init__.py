@@ -398,8 +398,9 @@ def _as_model(proto: Any) -> ModelProto:
         return proto
     if getattr(getattr(proto, "DESCRIPTOR", None), "full_name", None) == "onnx.ModelProto":
         return from_onnx(proto)  # the onnx package's model (a copy: see to_onnx)
-    raise TypeError(f"expected onnx_light.ModelProto, an onnx.ModelProto or bytes, got "
-                    f"{type(proto).__module__}.{type(proto).__qualname__}")
+    raise TypeError(f"expected onnx_light.ModelProto, got "
+                    f"{type(proto).__module__}.{type(proto).__qualname__} (an onnx.ModelProto or "
+                    "the bytes of a model are taken too)")
 
 
 # onnx's size threshold counts sys.getsizeof(raw_data): the length plus this.
