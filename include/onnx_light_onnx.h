@@ -105,6 +105,24 @@ OnnxlStatus onnxl_infer_shapes_path(const char *model_path, const char *output_p
  */
 OnnxlStatus onnxl_convert_version(const OnnxlModelProto *model, int64_t target_version, OnnxlModelProto **out);
 
+/**
+ * A copy of `model` with its calls to model-local functions inlined, recursively
+ * (onnx::inliner::InlineLocalFunctions); with `convert_version` non-zero, functions of another
+ * default-domain opset are converted first. The result goes to `*out` (free with
+ * onnxl_model_proto_free).
+ */
+OnnxlStatus onnxl_inline_local_functions(const OnnxlModelProto *model, int convert_version, OnnxlModelProto **out);
+
+/**
+ * A copy of `model` with the calls to the `count` functions (`domains[i]`, `names[i]`) inlined
+ * (with `exclude` non-zero: every function but those); model-local functions only, or also the
+ * functions of operator schemas with `inline_schema_functions` non-zero
+ * (onnx::inliner::InlineSelectedLocalFunctions / InlineSelectedFunctions).
+ */
+OnnxlStatus onnxl_inline_selected_functions(const OnnxlModelProto *model, const char *const *domains,
+                                            const char *const *names, size_t count, int exclude,
+                                            int inline_schema_functions, OnnxlModelProto **out);
+
 /** An operator schema of onnx's registry; lives as long as the process. */
 typedef struct OnnxlOpSchema OnnxlOpSchema;
 

@@ -73,6 +73,21 @@ static void test_model(const char *path) {
   CHECK(strncmp(onnxl_last_error_message(), "/project/onnx/version_converter/convert.h:", 42) == 0);
   CHECK(strstr(onnxl_last_error_message(), "invalid version (must be between 1 and ") != NULL);
   CHECK(onnxl_convert_version(m, -1, &converted) == ONNXL_STATUS_INVALID_ARGUMENT);
+
+  /* The inliner: a model without functions comes back as a copy of itself. */
+  OnnxlModelProto *inlined = NULL;
+  CHECK(onnxl_inline_local_functions(m, 0, &inlined) == ONNXL_STATUS_OK);
+  CHECK(inlined != NULL);
+  onnxl_model_proto_free(inlined);
+  inlined = NULL;
+  const char *domains[] = {"local"};
+  const char *names[] = {"f"};
+  CHECK(onnxl_inline_selected_functions(m, domains, names, 1, 1, 1, &inlined) == ONNXL_STATUS_OK);
+  onnxl_model_proto_free(inlined);
+  inlined = NULL;
+  CHECK(onnxl_inline_selected_functions(m, NULL, names, 1, 0, 0, &inlined) == ONNXL_STATUS_NULL_POINTER);
+  CHECK(inlined == NULL);
+  CHECK(onnxl_inline_local_functions(NULL, 0, &inlined) == ONNXL_STATUS_NULL_POINTER);
   onnxl_model_proto_free(m);
 }
 

@@ -20,6 +20,7 @@
 #include "onnx/defs/printer.h"
 #include "onnx/defs/schema.h"
 #include "onnx/defs/shape_inference.h"
+#include "onnx/inliner/inliner.h"
 #include "onnx/shape_inference/implementation.h"
 #include "onnx/version_converter/convert.h"
 
@@ -174,6 +175,25 @@ OnnxlStatus to_text(const C* message, char** out, size_t* length) {
   return ONNXL_STATUS_OK;
 }
 
+// A copy of `model` changed by `change` (onnx code run on the copy); `*out` only on success.
+template <class F>
+OnnxlStatus on_copy(const OnnxlModelProto* model, OnnxlModelProto** out, F&& change) {
+  if (model == nullptr || out == nullptr) return fail(ONNXL_STATUS_NULL_POINTER, "model or out is NULL");
+  OnnxlModelProto* result = onnxl_model_proto_new();
+  if (result == nullptr) return onnxl_last_error_status();
+  OnnxlStatus status = guarded([&] {
+    onnx::ModelProto* copy = onnx::ModelProto::from_c(result);
+    copy->CopyFrom(*onnx::ModelProto::from_c(model));
+    change(*copy);
+  });
+  if (status != ONNXL_STATUS_OK) {
+    onnxl_model_proto_free(result);
+    return status;
+  }
+  *out = result;
+  return ONNXL_STATUS_OK;
+}
+
 }  // namespace
 
 extern "C" {
@@ -284,6 +304,33 @@ OnnxlStatus onnxl_convert_version(const OnnxlModelProto* model, int64_t target_v
   }
   *out = result;
   return ONNXL_STATUS_OK;
+}
+
+OnnxlStatus onnxl_inline_local_functions(const OnnxlModelProto* model, int convert_version, OnnxlModelProto** out) {
+  return on_copy(model, out, [&](onnx::ModelProto& m) { onnx::inliner::InlineLocalFunctions(m, convert_version != 0); });
+}
+
+OnnxlStatus onnxl_inline_selected_functions(const OnnxlModelProto* model, const char* const* domains,
+                                            const char* const* names, size_t count, int exclude,
+                                            int inline_schema_functions, OnnxlModelProto** out) {
+  if (count != 0 && (domains == nullptr || names == nullptr)) {
+    return fail(ONNXL_STATUS_NULL_POINTER, "domains or names is NULL");
+  }
+  onnx::inliner::FunctionIdVector ids;
+  for (size_t i = 0; i < count; ++i) {
+    if (domains[i] == nullptr || names[i] == nullptr) {
+      return fail(ONNXL_STATUS_NULL_POINTER, "domains[" + std::to_string(i) + "] or names[" + std::to_string(i) + "] is NULL");
+    }
+    ids.emplace_back(domains[i], names[i]);
+  }
+  return on_copy(model, out, [&](onnx::ModelProto& m) {
+    auto selected = onnx::inliner::FunctionIdSet::Create(std::move(ids), exclude != 0);
+    if (inline_schema_functions != 0) {
+      onnx::inliner::InlineSelectedFunctions(m, *selected, nullptr);
+    } else {
+      onnx::inliner::InlineSelectedLocalFunctions(m, *selected);
+    }
+  });
 }
 
 OnnxlStatus onnxl_get_schema(const char* op_type, int64_t max_inclusive_version, const char* domain,

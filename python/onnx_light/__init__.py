@@ -720,7 +720,7 @@ FunctionProto.__repr__ = _function_repr
 
 # ---- onnx's modules
 
-from . import checker, defs, parser, printer, shape_inference, version_converter  # noqa: E402
+from . import checker, defs, inliner, parser, printer, shape_inference, version_converter  # noqa: E402
 
 # Modules that run the onnx package's Python code: imported on first use (they need onnx).
 _ONNX_PYTHON_MODULES = ("compose", "reference", "utils")
@@ -744,7 +744,7 @@ __all__ = [
     "TensorShapeProto", "TrainingInfoProto", "TypeProto", "ValueInfoProto", "Version",
     *[k for k, _ in Version.items() if k.startswith("IR_VERSION_")],
     "checker", "compose", "convert_model_to_external_data", "defs", "external_data_helper",
-    "helper", "load", "load_external_data_for_model", "load_from_string", "load_model",
+    "helper", "inliner", "load", "load_external_data_for_model", "load_from_string", "load_model",
     "load_model_from_string", "load_tensor", "load_tensor_from_string", "numpy_helper", "parser",
     "printer",
     "reference", "save", "save_model", "save_tensor", "serialization", "shape_inference",

@@ -184,6 +184,36 @@ pub fn convert_version(model: &Bound<'_, PyAny>, target_version: i64) -> PyResul
     owning_view(model.py(), Box::new(converted.py()?), &MODEL_PROTO_INFO)
 }
 
+/// onnx's inliner: a new model with the calls to model-local functions inlined.
+#[pyfunction]
+pub fn inline_local_functions(
+    model: &Bound<'_, PyAny>,
+    convert_version: bool,
+) -> PyResult<Py<PyAny>> {
+    let inlined = with_model(model, move |m| {
+        onnx::inline_local_functions(m, convert_version)
+    })?;
+    release_copies(model)?;
+    owning_view(model.py(), Box::new(inlined.py()?), &MODEL_PROTO_INFO)
+}
+
+/// onnx's inliner: a new model with the calls to the functions `ids` ((domain, name) pairs)
+/// inlined, or with `exclude` to every function but those.
+#[pyfunction]
+pub fn inline_selected_functions(
+    model: &Bound<'_, PyAny>,
+    ids: Vec<(String, String)>,
+    exclude: bool,
+    inline_schema_functions: bool,
+) -> PyResult<Py<PyAny>> {
+    let inlined = with_model(model, move |m| {
+        let ids: Vec<(&str, &str)> = ids.iter().map(|(d, n)| (d.as_str(), n.as_str())).collect();
+        onnx::inline_selected_functions(m, &ids, exclude, inline_schema_functions)
+    })?;
+    release_copies(model)?;
+    owning_view(model.py(), Box::new(inlined.py()?), &MODEL_PROTO_INFO)
+}
+
 /// A schema's facts as a dict (the Python layer wraps it in `onnx_light.defs.OpSchema`).
 fn schema_dict<'py>(py: Python<'py>, s: OpSchema) -> PyResult<Bound<'py, PyDict>> {
     let d = PyDict::new(py);
@@ -410,6 +440,8 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(infer_shapes_in_place, m)?)?;
     m.add_function(wrap_pyfunction!(infer_shapes_path, m)?)?;
     m.add_function(wrap_pyfunction!(convert_version, m)?)?;
+    m.add_function(wrap_pyfunction!(inline_local_functions, m)?)?;
+    m.add_function(wrap_pyfunction!(inline_selected_functions, m)?)?;
     m.add_function(wrap_pyfunction!(get_schema, m)?)?;
     m.add_function(wrap_pyfunction!(has_schema, m)?)?;
     m.add_function(wrap_pyfunction!(all_schemas_with_history, m)?)?;

@@ -3,7 +3,7 @@
 //! runs onnx's own C++ library built against onnx_light. Models are read in place: nothing is
 //! serialized, models over 2 GB work. Errors carry onnx's messages.
 
-use std::ffi::{CStr, CString, c_char, c_void};
+use std::ffi::{CStr, CString, c_char, c_int, c_void};
 use std::fmt;
 use std::path::Path;
 
@@ -78,7 +78,7 @@ pub struct ShapeInferenceOptions {
 
 mod sys {
     //! The C ABI of `include/onnx_light_onnx.h` (and the two core functions it reports through).
-    use std::ffi::{c_char, c_void};
+    use std::ffi::{c_char, c_int, c_void};
 
     #[repr(C)]
     pub struct CheckOptions {
@@ -170,6 +170,20 @@ mod sys {
         pub fn onnxl_convert_version(
             model: *const c_void,
             target_version: i64,
+            out: *mut *mut c_void,
+        ) -> u32;
+        pub fn onnxl_inline_local_functions(
+            model: *const c_void,
+            convert_version: c_int,
+            out: *mut *mut c_void,
+        ) -> u32;
+        pub fn onnxl_inline_selected_functions(
+            model: *const c_void,
+            domains: *const *const c_char,
+            names: *const *const c_char,
+            count: usize,
+            exclude: c_int,
+            inline_schema_functions: c_int,
             out: *mut *mut c_void,
         ) -> u32;
         pub fn onnxl_model_proto_release_cxx_copies(model: *mut c_void) -> u32;
@@ -382,8 +396,66 @@ pub fn convert_version(model: &ModelProto, target_version: i64) -> Result<ModelP
     status(unsafe {
         sys::onnxl_convert_version(std::ptr::from_ref(model).cast(), target_version, &mut out)
     })?;
-    // SAFETY: see above; ownership moves here.
-    Ok(*unsafe { Box::from_raw(out.cast::<ModelProto>()) })
+    Ok(owned_model(out))
+}
+
+/// A model of `onnxl_model_proto_new` that an entry point gave to `out`, owned here.
+fn owned_model(out: *mut c_void) -> ModelProto {
+    // SAFETY: `out` is a `Box<ModelProto>` of the onnx_light this program links (the same
+    // allocator), handed over by a successful call; ownership moves here.
+    *unsafe { Box::from_raw(out.cast::<ModelProto>()) }
+}
+
+/// A copy of `model` with its calls to model-local functions inlined, recursively
+/// (onnx.inliner.inline_local_functions); `convert_version`: convert functions of another
+/// default-domain opset first.
+pub fn inline_local_functions(model: &ModelProto, convert_version: bool) -> Result<ModelProto> {
+    let mut out: *mut c_void = std::ptr::null_mut();
+    // SAFETY: a live model read in place; `out` receives a new model on success.
+    status(unsafe {
+        sys::onnxl_inline_local_functions(
+            std::ptr::from_ref(model).cast(),
+            c_int::from(convert_version),
+            &mut out,
+        )
+    })?;
+    Ok(owned_model(out))
+}
+
+/// A copy of `model` with the calls to the functions `ids` ((domain, name) pairs) inlined, or
+/// with `exclude` to every function but those; schema-defined functions too with
+/// `inline_schema_functions` (onnx.inliner.inline_selected_functions).
+pub fn inline_selected_functions(
+    model: &ModelProto,
+    ids: &[(&str, &str)],
+    exclude: bool,
+    inline_schema_functions: bool,
+) -> Result<ModelProto> {
+    let domains = ids
+        .iter()
+        .map(|(d, _)| c_string("a function domain", d))
+        .collect::<Result<Vec<_>>>()?;
+    let names = ids
+        .iter()
+        .map(|(_, n)| c_string("a function name", n))
+        .collect::<Result<Vec<_>>>()?;
+    let domain_ptrs: Vec<*const c_char> = domains.iter().map(|c| c.as_ptr()).collect();
+    let name_ptrs: Vec<*const c_char> = names.iter().map(|c| c.as_ptr()).collect();
+    let mut out: *mut c_void = std::ptr::null_mut();
+    // SAFETY: a live model read in place; `ids.len()` NUL-terminated strings in each array,
+    // alive for the call; `out` receives a new model on success.
+    status(unsafe {
+        sys::onnxl_inline_selected_functions(
+            std::ptr::from_ref(model).cast(),
+            domain_ptrs.as_ptr(),
+            name_ptrs.as_ptr(),
+            ids.len(),
+            c_int::from(exclude),
+            c_int::from(inline_schema_functions),
+            &mut out,
+        )
+    })?;
+    Ok(owned_model(out))
 }
 
 /// Frees the `std::string` copies of tensor payloads that onnx's const reads made in `model`.
