@@ -787,11 +787,7 @@ fn piece_end(off: u64, end: u64, chunk: Option<u64>) -> u64 {
 /// Copy mode: every tensor gets an exclusive range of one arena, filled by positional reads
 /// (in parallel on `threads` threads).
 fn fill_copy(plan: &Plan, which: &[usize], threads: usize, align: u64) -> Result<Vec<ByteSpan>> {
-    let all: Vec<&Ref> = which.iter().map(|&i| &plan.refs[i]).collect();
-    // Tensors that name the same range of the same file share one copy of it (so a small model
-    // cannot make the load copy one range many times over).
-    let (firsts, dup_of) = first_of_each_range(&all);
-    let refs: Vec<&Ref> = firsts.iter().map(|&i| all[i]).collect();
+    let refs: Vec<&Ref> = which.iter().map(|&i| &plan.refs[i]).collect();
     let mut starts = Vec::with_capacity(refs.len());
     let mut total = 0u64;
     for r in &refs {
@@ -803,7 +799,7 @@ fn fill_copy(plan: &Plan, which: &[usize], threads: usize, align: u64) -> Result
     }
     let total = usize::try_from(total).map_err(|_| too_big())?;
     if total == 0 {
-        return Ok(all.iter().map(|_| ByteSpan::new()).collect());
+        return Ok(refs.iter().map(|_| ByteSpan::new()).collect());
     }
     let secret = refs.iter().any(|r| plan.files[r.file].info.encrypted);
     let mut map =
@@ -875,7 +871,7 @@ fn fill_copy(plan: &Plan, which: &[usize], threads: usize, align: u64) -> Result
     }
     let base = map.as_mut_ptr();
     let owner: Owner = Arc::new(LoadArena { map, secret });
-    let unique: Vec<ByteSpan> = refs
+    Ok(refs
         .iter()
         .zip(&starts)
         .map(|(r, &start)| {
@@ -886,49 +882,58 @@ fn fill_copy(plan: &Plan, which: &[usize], threads: usize, align: u64) -> Result
                 ByteSpan::from_arena_range(base.add(start as usize), r.len as usize, owner.clone())
             }
         })
-        .collect();
-    Ok(spread(unique, &dup_of))
+        .collect())
 }
 
 /// For each ref, the index (in `refs`) of the first ref naming the same (file, offset, length):
 /// returns the indices of those first refs, in order, and for every ref the position of its
-/// first ref in that list.
-fn first_of_each_range(refs: &[&Ref]) -> (Vec<usize>, Vec<usize>) {
-    let mut seen: HashMap<(usize, u64, u64), usize> = HashMap::new();
+/// first ref in that list. (Plain loops and the map type of `check_external_data`: this code
+/// is in the minimal library, which has a size budget.)
+fn first_of_each_range(refs: &[Ref]) -> (Vec<usize>, Vec<usize>) {
+    // Keyed by a hash of the range; a collision of two different ranges only means that they
+    // are not shared.
+    let mut seen: HashMap<usize, &Ref> = HashMap::new();
+    // `Ref::index` of each first ref (increasing, as refs are in visitor order).
+    let mut first_index = Vec::new();
     let mut firsts = Vec::new();
-    let dup_of = refs
-        .iter()
-        .enumerate()
-        .map(|(i, r)| {
-            *seen.entry((r.file, r.offset, r.len)).or_insert_with(|| {
-                firsts.push(i);
-                firsts.len() - 1
-            })
-        })
-        .collect();
+    let mut dup_of = Vec::with_capacity(refs.len());
+    for (i, r) in refs.iter().enumerate() {
+        let mut h = (r.file as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ r.offset;
+        h = h.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ r.len;
+        let k = h as usize;
+        match seen.get(&k) {
+            Some(first) if (first.file, first.offset, first.len) == (r.file, r.offset, r.len) => {
+                let at = first_index.binary_search(&first.index).unwrap_or_default();
+                dup_of.push(at);
+                continue;
+            }
+            Some(_) => {}
+            None => {
+                seen.insert(k, r);
+            }
+        }
+        dup_of.push(firsts.len());
+        firsts.push(i);
+        first_index.push(r.index);
+    }
     (firsts, dup_of)
 }
 
-/// One span per ref from the spans of the distinct ranges: a range named more than once is
-/// shared (read-only: a write to any of its tensors copies first), never copied again.
+/// One span per ref from the spans of the distinct ranges. When some range is named more than
+/// once, every span becomes shared (read-only: a write to a tensor copies its bytes first) and
+/// the tensors naming one range get views of one span: never a second copy.
 fn spread(mut unique: Vec<ByteSpan>, dup_of: &[usize]) -> Vec<ByteSpan> {
-    let mut uses = vec![0usize; unique.len()];
+    if unique.len() == dup_of.len() {
+        return unique; // (no range named twice)
+    }
+    for span in &mut unique {
+        span.share();
+    }
+    let mut out = Vec::with_capacity(dup_of.len());
     for &u in dup_of {
-        uses[u] += 1;
+        out.push(unique[u].clone());
     }
-    for (span, &n) in unique.iter_mut().zip(&uses) {
-        if n > 1 {
-            span.share();
-        }
-    }
-    dup_of
-        .iter()
-        .map(|&u| match uses[u] {
-            // (the only user takes the span as it is: an exclusive range stays writable)
-            1 => std::mem::take(&mut unique[u]),
-            _ => unique[u].clone(),
-        })
-        .collect()
+    out
 }
 
 fn too_big() -> Error {
@@ -948,12 +953,9 @@ fn fill_no_copy(
     let mut pool =
         crate::wire::PayloadPool::new(usize::try_from(align.max(16)).unwrap_or(64), 64 << 10);
     let mut maps: Maps = vec![None; plan.files.len()];
-    // (ranges named by several tensors are mapped or copied once, see `fill_copy`)
-    let all: Vec<&Ref> = which.iter().map(|&i| &plan.refs[i]).collect();
-    let (firsts, dup_of) = first_of_each_range(&all);
-    let mut out = Vec::with_capacity(firsts.len());
-    let mut lent = Vec::with_capacity(firsts.len());
-    for r in firsts.iter().map(|&i| all[i]) {
+    let mut out = Vec::with_capacity(which.len());
+    let mut borrowed = 0;
+    for r in which.iter().map(|&i| &plan.refs[i]) {
         let f = &mut plan.files[r.file];
         let map = match &maps[r.file] {
             Some(m) => m.clone(),
@@ -987,10 +989,9 @@ fn fill_no_copy(
             ));
         }
         let large = r.len >= threshold;
-        let lend = large && (bytes[start..].as_ptr() as u64) % align == 0;
-        lent.push(lend);
-        if lend {
+        if large && (bytes[start..].as_ptr() as u64) % align == 0 {
             out.push(ByteSpan::from_shared(map.clone(), start..end));
+            borrowed += 1;
         } else {
             // Small, or not aligned in the file: an aligned copy (counted as realigned when
             // it would have been borrowed).
@@ -1000,8 +1001,7 @@ fn fill_no_copy(
             out.push(copy);
         }
     }
-    let borrowed = dup_of.iter().filter(|&&u| lent[u]).count();
-    Ok((spread(out, &dup_of), borrowed, maps))
+    Ok((out, borrowed, maps))
 }
 
 /// The bytes of every planned tensor (in `plan.refs` order): copy mode, or no-copy mode with
@@ -1011,32 +1011,47 @@ fn fill_no_copy(
 /// Also returns, in no-copy mode, the map of each plaintext file that has one.
 fn fill(plan: &mut Plan, opts: &ParseOptions) -> Result<(Vec<ByteSpan>, usize, Option<Maps>)> {
     let align = opts.payload_alignment().max(64);
-    let all: Vec<usize> = (0..plan.refs.len()).collect();
+    // Tensors that name the same range of the same file share one copy (or view) of it, so a
+    // small model cannot make a load copy or decrypt one range many times over.
+    let (firsts, dup_of) = first_of_each_range(&plan.refs);
     if !opts.no_copy {
-        return Ok((fill_copy(plan, &all, opts.threads(), align)?, 0, None));
+        let unique = fill_copy(plan, &firsts, opts.threads(), align)?;
+        return Ok((spread(unique, &dup_of), 0, None));
     }
-    let (enc, plain): (Vec<usize>, Vec<usize>) = all
-        .into_iter()
-        .partition(|&i| plan.files[plan.refs[i].file].info.encrypted);
-    let (plain_spans, borrowed, maps) = fill_no_copy(
+    // (positions in `firsts`, and the refs there, of the plaintext and the encrypted ranges)
+    let (mut plain, mut plain_refs, mut enc, mut enc_refs) = (vec![], vec![], vec![], vec![]);
+    for (u, &i) in firsts.iter().enumerate() {
+        if plan.files[plan.refs[i].file].info.encrypted {
+            enc.push(u);
+            enc_refs.push(i);
+        } else {
+            plain.push(u);
+            plain_refs.push(i);
+        }
+    }
+    let (plain_spans, mut borrowed, maps) = fill_no_copy(
         plan,
-        &plain,
+        &plain_refs,
         opts.raw_data_threshold,
         opts.payload_alignment(),
     )?;
-    let enc_spans = fill_copy(plan, &enc, opts.threads(), align)?;
-    let mut spans: Vec<Option<ByteSpan>> = vec![None; plan.refs.len()];
-    for (i, s) in plain.into_iter().zip(plain_spans) {
-        spans[i] = Some(s);
+    let enc_spans = fill_copy(plan, &enc_refs, opts.threads(), align)?;
+    let mut unique: Vec<ByteSpan> = Vec::with_capacity(firsts.len());
+    unique.resize_with(firsts.len(), ByteSpan::default);
+    for (u, s) in plain
+        .into_iter()
+        .zip(plain_spans)
+        .chain(enc.into_iter().zip(enc_spans))
+    {
+        unique[u] = s;
     }
-    for (i, s) in enc.into_iter().zip(enc_spans) {
-        spans[i] = Some(s);
+    // (a tensor sharing a borrowed range borrows too)
+    for (i, &u) in dup_of.iter().enumerate() {
+        if firsts[u] != i && unique[u].is_borrowed() {
+            borrowed += 1;
+        }
     }
-    Ok((
-        spans.into_iter().map(Option::unwrap_or_default).collect(),
-        borrowed,
-        Some(maps),
-    ))
+    Ok((spread(unique, &dup_of), borrowed, Some(maps)))
 }
 
 /// Loads the external data of every tensor of `model` (initializers, sparse initializers,
