@@ -490,7 +490,7 @@ pub(crate) fn plan<'a>(input: PlanInput<'a, '_>) -> Result<Plan<'a>> {
     let mut current: Option<usize> = None;
     let mut split_index = 0usize;
     let mut plan_error: Option<Error> = None;
-    let mut placed_once: HashMap<(*const u8, usize), (usize, u64)> = HashMap::new();
+    let mut placed_once: HashMap<*const TensorProto, Placement> = HashMap::new();
     walk_model(model, &mut |t, place| {
         if plan_error.is_some() {
             return;
@@ -513,13 +513,13 @@ pub(crate) fn plan<'a>(input: PlanInput<'a, '_>) -> Result<Plan<'a>> {
         };
         let files = &mut out.files;
         // Bytes that another tensor already placed in the weight file (tensors sharing one
-        // range of a loaded file) are referenced there, not written again.
-        let key = (bytes.as_ptr(), bytes.len());
+        // range of a loaded file) are referenced there, not written again. (Keyed by the
+        // bytes' address in the map type of `placements`, which keeps the library small.)
+        let key = bytes.as_ptr().cast::<TensorProto>();
         if carried.is_none() && primary.is_some() && len > 0 {
-            if let Some(&(file, offset)) = placed_once.get(&key) {
-                files[file].tensors += 1;
-                out.placements
-                    .insert(t as *const _, Placement { file, offset, len });
+            if let Some(&p) = placed_once.get(&key).filter(|p| p.len == len) {
+                files[p.file].tensors += 1;
+                out.placements.insert(t as *const _, p);
                 out.externals += 1;
                 return;
             }
@@ -565,7 +565,7 @@ pub(crate) fn plan<'a>(input: PlanInput<'a, '_>) -> Result<Plan<'a>> {
         files[file].place(bytes, offset);
         files[file].tensors += 1;
         if carried.is_none() && primary.is_some() && len > 0 {
-            placed_once.insert(key, (file, offset));
+            placed_once.insert(key, Placement { file, offset, len });
         }
         out.placements
             .insert(t as *const _, Placement { file, offset, len });
