@@ -191,6 +191,14 @@ def load(
     return load_from_string(f.read(), **opts)
 
 
+def _write_all(f: Union[PathLike, IO[bytes]], data: bytes) -> None:
+    if isinstance(f, (str, os.PathLike)):
+        with open(f, "wb") as fh:
+            fh.write(data)
+    else:
+        f.write(data)
+
+
 def _read_all(f: Union[PathLike, IO[bytes]]) -> bytes:
     if isinstance(f, (str, os.PathLike)):
         with open(f, "rb") as fh:
@@ -313,17 +321,16 @@ def save(
             model, all_tensors_to_one_file, location, size_threshold, convert_attribute)
     if path is not None and _native.has_marked_external_bytes(model):
         external_data_helper.write_external_data_tensors(model, os.path.dirname(path))
+    _write_all(f, _serialized(model, serializer, key, num_threads))
+
+
+def _serialized(model: ModelProto, serializer: Any, key: Any, num_threads: Optional[int]) -> bytes:
+    """The model in the serializer's format (encrypted with ``key``: protobuf only)."""
     if _is_binary(serializer):
-        data = _native.serialize(model, key=_key_bytes(key), num_threads=num_threads)
-    elif key is not None:
+        return _native.serialize(model, key=_key_bytes(key), num_threads=num_threads)
+    if key is not None:
         raise ValueError(f"key encrypts the protobuf format only, not {serializer.supported_format}")
-    else:
-        data = serializer.serialize_proto(model)
-    if isinstance(f, (str, os.PathLike)):
-        with open(f, "wb") as fh:
-            fh.write(data)
-    else:
-        f.write(data)
+    return serializer.serialize_proto(model)
 
 
 save_model = save
@@ -375,20 +382,10 @@ def write_model(
                 f"tensor {t.name!r} is marked external (location {where!r}) and holds its bytes: "
                 "write_model does not write weight files for such marks; use save (which writes "
                 "them, as onnx does) or save_as_external_data=True")
-    if not _is_binary(serializer):
-        if key is not None:
-            raise ValueError("key encrypts the protobuf format only")
-        data = serializer.serialize_proto(model)
-    elif isinstance(f, (str, os.PathLike)):
+    if isinstance(f, (str, os.PathLike)) and _is_binary(serializer):
         _native.save_path(model, path, external=None, key=_key_bytes(key), num_threads=num_threads)
         return
-    else:
-        data = _native.serialize(model, key=_key_bytes(key), num_threads=num_threads)
-    if isinstance(f, (str, os.PathLike)):
-        with open(f, "wb") as fh:
-            fh.write(data)
-    else:
-        f.write(data)
+    _write_all(f, _serialized(model, serializer, key, num_threads))
 
 
 def _as_model(proto: Any) -> ModelProto:
@@ -431,11 +428,7 @@ def _mark_as_saved(model: ModelProto, path: str, key: Any) -> None:
 def save_tensor(proto: TensorProto, f: Union[PathLike, IO[bytes]], format: Optional[str] = None) -> None:  # noqa: A002
     """Saves a serialized TensorProto to a path or a file object (``onnx.save_tensor``)."""
     data = _serializer(format, f).serialize_proto(proto)
-    if isinstance(f, (str, os.PathLike)):
-        with open(f, "wb") as fh:
-            fh.write(data)
-    else:
-        f.write(data)
+    _write_all(f, data)
 
 
 # ---- NumPy, DLPack and onnx interoperability

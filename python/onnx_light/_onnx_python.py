@@ -22,6 +22,15 @@ def _is_protobuf(x: Any) -> bool:
     return hasattr(x, "DESCRIPTOR") and hasattr(x, "SerializeToString") and not _is_ours(x)
 
 
+def _class_of(module: Any, full_name: str) -> Any:
+    """The message class of ``module`` (onnx or onnx_light's native module) named ``full_name``
+    (``onnx.TensorProto.Segment`` -> ``module.TensorProto.Segment``)."""
+    cls = module
+    for part in full_name.split(".")[1:]:
+        cls = getattr(cls, part)
+    return cls
+
+
 def to_pb(x: Any) -> Any:
     """``x`` with every onnx_light message replaced by the onnx package's."""
     if _is_ours(x):
@@ -29,9 +38,9 @@ def to_pb(x: Any) -> Any:
             from . import to_onnx
 
             return to_onnx(x)
-        from .serialization import to_protobuf
+        import onnx
 
-        return to_protobuf(x)
+        return _class_of(onnx, x.DESCRIPTOR.full_name).FromString(x.SerializeToString())
     if isinstance(x, (list, tuple)):
         return type(x)(to_pb(v) for v in x)
     if isinstance(x, dict):
@@ -46,10 +55,7 @@ def from_pb(x: Any) -> Any:
 
         if x.DESCRIPTOR.full_name == "onnx.ModelProto":
             return from_onnx(x)
-        cls: Any = _native
-        for part in x.DESCRIPTOR.full_name.split(".")[1:]:
-            cls = getattr(cls, part)
-        return cls.FromString(x.SerializeToString())
+        return _class_of(_native, x.DESCRIPTOR.full_name).FromString(x.SerializeToString())
     if isinstance(x, (list, tuple)):
         return type(x)(from_pb(v) for v in x)
     if isinstance(x, dict):

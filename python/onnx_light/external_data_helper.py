@@ -151,7 +151,7 @@ def convert_model_from_external_data(model: ModelProto) -> None:
 def load_external_data_for_tensor(tensor: TensorProto, base_dir: str) -> None:
     """Reads an external tensor's bytes from ``base_dir`` into ``raw_data`` and makes it inline."""
     buf = _native.tensor_external_buffer(tensor, os.fspath(base_dir) or ".")
-    tensor.raw_data = np.asarray(buf).tobytes()
+    tensor.raw_data = memoryview(np.asarray(buf))  # (one copy: the setter's)
     tensor.data_location = TensorProto.DEFAULT
     del tensor.external_data[:]
 

@@ -10,8 +10,8 @@
   and printer (:mod:`onnx_light.parser`, :mod:`onnx_light.printer`).
 
 The text and JSON formats are written and read by protobuf's ``text_format`` and
-``json_format`` on the onnx package's messages: the message is converted through its binary
-encoding (a copy), so they need the onnx package; they are meant for small models and tests.
+``json_format`` (the protobuf package) on onnx_light's messages themselves, through their
+protobuf-style reflection; they are meant for small models and tests.
 """
 from __future__ import annotations
 
@@ -61,21 +61,6 @@ class _Registry:
         return self._extension_to_format.get(file_extension)
 
 
-def to_protobuf(message: Any) -> Any:
-    """``message`` as the onnx package's message of the same type (a copy, through its bytes)."""
-    import onnx
-
-    cls: Any = onnx
-    for part in message.DESCRIPTOR.full_name.split(".")[1:]:
-        cls = getattr(cls, part)
-    return cls.FromString(message.SerializeToString())
-
-
-def _from_protobuf(source: Any, into: Any) -> Any:
-    into.ParseFromString(source.SerializeToString())
-    return into
-
-
 def _text(serialized: Any) -> str:
     if not isinstance(serialized, (bytes, str)):
         raise TypeError(
@@ -107,13 +92,12 @@ class _TextProtoSerializer:
     def serialize_proto(self, proto: Any) -> bytes:
         from google.protobuf import text_format
 
-        return text_format.MessageToString(to_protobuf(proto)).encode(_ENCODING)
+        return text_format.MessageToString(proto).encode(_ENCODING)
 
     def deserialize_proto(self, serialized: Any, proto: Any) -> Any:
         from google.protobuf import text_format
 
-        text = _text(serialized)
-        return _from_protobuf(text_format.Parse(text, to_protobuf(type(proto)())), proto)
+        return text_format.Parse(_text(serialized), proto)
 
 
 class _JsonSerializer:
@@ -123,14 +107,13 @@ class _JsonSerializer:
     def serialize_proto(self, proto: Any) -> bytes:
         from google.protobuf import json_format
 
-        text = json_format.MessageToJson(to_protobuf(proto), preserving_proto_field_name=True)
+        text = json_format.MessageToJson(proto, preserving_proto_field_name=True)
         return text.encode(_ENCODING)
 
     def deserialize_proto(self, serialized: Any, proto: Any) -> Any:
         from google.protobuf import json_format
 
-        text = _text(serialized)
-        return _from_protobuf(json_format.Parse(text, to_protobuf(type(proto)())), proto)
+        return json_format.Parse(_text(serialized), proto)
 
 
 class _TextualSerializer:
