@@ -13,12 +13,35 @@ pub fn max_threads() -> usize {
     cores().saturating_mul(4).max(MIN_THREAD_CAP)
 }
 
-/// The cores this process may use (`std::thread::available_parallelism`, 1 when unknown), read
-/// once per process: the look-up reads several files (cgroup limits, the affinity mask), which
-/// cost a small parse or serialize more than its work.
+/// The cores this process may use (1 when unknown), read once per process: the look-up reads
+/// several files (cgroup limits, the affinity mask), which cost a small parse or serialize more
+/// than its work.
 pub(crate) fn cores() -> usize {
     static CORES: OnceLock<usize> = OnceLock::new();
-    *CORES.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+    *CORES.get_or_init(count_cores)
+}
+
+/// `std::thread::available_parallelism`: the affinity mask and cgroup quotas, which size the
+/// thread pools.
+#[cfg(feature = "parallel")]
+fn count_cores() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
+/// Without threads of its own the library needs the count only for the thread-count cap
+/// ([`max_threads`]): the processors online, which spares the minimal build the ~10 kB of
+/// `available_parallelism`'s cgroup parsing.
+#[cfg(all(not(feature = "parallel"), unix))]
+fn count_cores() -> usize {
+    // SAFETY: sysconf reads a system value; no memory is passed.
+    let n = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) };
+    usize::try_from(n).map_or(1, |n| n.max(1))
+}
+
+/// See the Unix variant.
+#[cfg(all(not(feature = "parallel"), not(unix)))]
+fn count_cores() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
 }
 
 /// How many thread pools (of different sizes) are kept between operations.
