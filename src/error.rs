@@ -3,7 +3,7 @@
 //! Every failure is an [`Error`] value; decoding errors carry the absolute byte offset and the
 //! field path (e.g. `graph.initializer[12].dims`) where they happened.
 
-use std::fmt;
+use std::fmt::{self, Write as _};
 use std::path::PathBuf;
 
 /// What went wrong while decoding the protobuf wire format.
@@ -115,39 +115,63 @@ pub struct DecodeError {
     segments_inner_first: Vec<PathSegment>,
     /// The top-level message type being decoded.
     pub message: &'static str,
+    /// Outer segments were left off (no memory to record them).
+    path_cut: bool,
 }
 
 impl DecodeError {
     /// A new error at `offset`, with an empty path.
     pub fn new(kind: DecodeErrorKind, offset: u64) -> Box<Self> {
-        Box::new(Self {
+        let oom = matches!(kind, DecodeErrorKind::OutOfMemory { .. });
+        let e = Self {
             kind,
             offset,
             segments_inner_first: Vec::new(),
             message: "",
-        })
+            path_cut: false,
+        };
+        if oom {
+            reserve::release();
+        }
+        // (Any error may come when memory is short: another thread may have taken it all.)
+        reserve::boxed(e)
     }
 
     /// Adds an enclosing field to the path (called while unwinding out of nested messages).
+    /// When memory runs out, the outer segments are left off (the path then starts with `…`):
+    /// an error is reported, never an abort.
     #[cold]
     pub fn at(mut self: Box<Self>, field: &'static str, index: Option<usize>) -> Box<Self> {
-        self.segments_inner_first.push(PathSegment { field, index });
+        if self.segments_inner_first.try_reserve(1).is_ok() {
+            self.segments_inner_first.push(PathSegment { field, index });
+        } else {
+            self.path_cut = true;
+        }
         self
     }
 
     /// The field path, outermost first, e.g. `graph.initializer[12].dims`.
     pub fn path(&self) -> String {
         let mut out = String::new();
-        for seg in self.segments_inner_first.iter().rev() {
-            if !out.is_empty() {
-                out.push('.');
+        let _ = self.write_path(&mut out);
+        out
+    }
+
+    /// Writes [`DecodeError::path`] without building it.
+    fn write_path(&self, out: &mut impl fmt::Write) -> fmt::Result {
+        if self.path_cut {
+            out.write_str("…")?;
+        }
+        for (n, seg) in self.segments_inner_first.iter().rev().enumerate() {
+            if n > 0 || self.path_cut {
+                out.write_char('.')?;
             }
-            out.push_str(seg.field);
+            out.write_str(seg.field)?;
             if let Some(i) = seg.index {
-                out.push_str(&format!("[{i}]"));
+                write!(out, "[{i}]")?;
             }
         }
-        out
+        Ok(())
     }
 
     /// Path segments, outermost first.
@@ -162,17 +186,17 @@ impl DecodeError {
 
 impl fmt::Display for DecodeError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let path = self.path();
         let msg = if self.message.is_empty() {
             "message"
         } else {
             self.message
         };
-        if path.is_empty() {
-            write!(f, "{msg}: {} at byte {}", self.kind, self.offset)
-        } else {
-            write!(f, "{msg}.{path}: {} at byte {}", self.kind, self.offset)
+        f.write_str(msg)?;
+        if !self.segments_inner_first.is_empty() || self.path_cut {
+            f.write_char('.')?;
+            self.write_path(f)?;
         }
+        write!(f, ": {} at byte {}", self.kind, self.offset)
     }
 }
 
@@ -277,6 +301,7 @@ impl Error {
     /// The error of an allocation of `bytes` bytes for `what` that failed (the one helper for
     /// every fallible reservation; C status `ONNXL_STATUS_OUT_OF_MEMORY`).
     pub fn alloc_failed(bytes: impl fmt::Display, what: &str) -> Self {
+        reserve::release();
         Error::OutOfMemory(format!("cannot allocate {bytes} bytes for {what}"))
     }
 
@@ -355,3 +380,97 @@ pub(crate) fn try_box<T>(value: T) -> std::result::Result<Box<T>, std::alloc::La
 
 /// `Result` with the crate's [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Memory held back for reporting a failed allocation. When an allocation sized by the input
+/// fails, the process may have no room left even for the error (its message, its field path,
+/// the C ABI's copy of it): the reserve is given back to the allocator first, so that reporting
+/// succeeds instead of aborting the host. Every operation re-arms it when it starts (the options'
+/// `validate`), once the failed one has released what it held.
+pub(crate) mod reserve {
+    use super::DecodeError;
+    use std::alloc::{Layout, alloc, dealloc};
+    use std::sync::atomic::{AtomicPtr, Ordering};
+
+    /// The reserve: address space (nothing is written to it, so it takes no memory) for the
+    /// allocator to grow by once more. Large enough that allocators map it on its own and give
+    /// it back to the system when it is released (glibc from 128 KiB; a smaller block returned
+    /// to its heap did not make room for the heap's next growth step).
+    const LAYOUT: Layout = match Layout::from_size_align(2 << 20, 16) {
+        Ok(l) => l,
+        Err(_) => panic!("a valid layout"),
+    };
+
+    static HELD: AtomicPtr<u8> = AtomicPtr::new(std::ptr::null_mut());
+
+    /// Memory for the errors themselves, for threads that run out while another one already
+    /// released the reserve (parallel parses): one per thread that may fail at once.
+    static SPARES: [AtomicPtr<u8>; 4] = [const { AtomicPtr::new(std::ptr::null_mut()) }; 4];
+
+    const SPARE: Layout = Layout::new::<DecodeError>();
+
+    /// Takes the reserve and the spares from the allocator when they are not held (a failure
+    /// to is not an error: the next operation tries again).
+    #[inline]
+    pub(crate) fn arm() {
+        if HELD.load(Ordering::Relaxed).is_null() {
+            arm_slow();
+        }
+    }
+
+    #[cold]
+    fn arm_slow() {
+        hold(&HELD, LAYOUT);
+        for spare in &SPARES {
+            if spare.load(Ordering::Relaxed).is_null() {
+                hold(spare, SPARE);
+            }
+        }
+    }
+
+    /// Allocates `layout` into an empty `slot`.
+    fn hold(slot: &AtomicPtr<u8>, layout: Layout) {
+        // SAFETY: both layouts have a non-zero size.
+        let p = unsafe { alloc(layout) };
+        if !p.is_null()
+            && slot
+                .compare_exchange(std::ptr::null_mut(), p, Ordering::AcqRel, Ordering::Relaxed)
+                .is_err()
+        {
+            // SAFETY: `p` came from `alloc(layout)` above and was not published.
+            unsafe { dealloc(p, layout) };
+        }
+    }
+
+    /// `Box::new(e)`, from a spare when the allocator has no room left.
+    pub(crate) fn boxed(e: DecodeError) -> Box<DecodeError> {
+        // SAFETY: SPARE has a non-zero size.
+        let mut p = unsafe { alloc(SPARE) };
+        for spare in &SPARES {
+            if p.is_null() {
+                p = spare.swap(std::ptr::null_mut(), Ordering::AcqRel);
+            }
+        }
+        if p.is_null() {
+            std::alloc::handle_alloc_error(SPARE);
+        }
+        let p = p.cast::<DecodeError>();
+        // SAFETY: `p` is memory of DecodeError's layout from the global allocator (fresh, or a
+        // spare allocated so and taken out of its slot by the swap), which is what `Box` owns
+        // and frees; it is initialized before the box is made.
+        unsafe {
+            p.write(e);
+            Box::from_raw(p)
+        }
+    }
+
+    /// Gives the reserve back to the allocator (an allocation just failed).
+    #[cold]
+    pub(crate) fn release() {
+        let p = HELD.swap(std::ptr::null_mut(), Ordering::AcqRel);
+        if !p.is_null() {
+            // SAFETY: a non-null HELD was allocated with LAYOUT by `arm_slow`, and the swap
+            // made this call its only owner.
+            unsafe { dealloc(p, LAYOUT) };
+        }
+    }
+}

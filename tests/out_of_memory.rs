@@ -209,6 +209,10 @@ fn child_process_oom() {
             let bytes = std::fs::read(&path).unwrap();
             stack_segment_refused(&bytes)
         }
+        sweep if sweep.starts_with("sweep:") => {
+            let (room, threads) = sweep_case(sweep);
+            sweep_load(&path, room, threads)
+        }
         other => panic!("unknown case {other}"),
     };
     println!("RESULT: {result}");
@@ -255,6 +259,42 @@ fn stack_segment_refused(bytes: &[u8]) -> String {
             .join()
             .unwrap_or_else(|_| "PANIC".into())
     })
+}
+
+/// The room (bytes) and thread count of a `sweep:ROOM_MIB:THREADS` case.
+fn sweep_case(case: &str) -> (usize, i32) {
+    let mut it = case.split(':').skip(1).map(|v| v.parse::<usize>().unwrap());
+    let (room, threads) = (it.next().unwrap(), it.next().unwrap());
+    (room << 20, threads as i32)
+}
+
+/// Loads the model at `path` with `threads` threads once only `room` bytes of address space are
+/// left: through the Rust API with one thread, through the C ABI (status and message) with more.
+fn sweep_load(path: &std::path::Path, room: usize, threads: i32) -> String {
+    if runner_as_option().is_some() {
+        leave_free(room);
+    } else {
+        limit_address_space(address_space_now() + room as u64);
+    }
+    if threads == 1 {
+        let opts = ParseOptions::default();
+        return outcome(onnx_light::load_model(path, &opts));
+    }
+    use onnx_light::ffi::{accessors, model, options, status};
+    let c_path = std::ffi::CString::new(path.to_str().unwrap()).unwrap();
+    let mut opts = options::onnxl_parse_options_default();
+    opts.num_threads = threads;
+    let mut out = std::ptr::null_mut();
+    // SAFETY: a NUL-terminated path, valid options and a writable out pointer.
+    let s = unsafe { model::onnxl_load_model(c_path.as_ptr(), &opts, &mut out) };
+    if !out.is_null() {
+        // SAFETY: the model the call above returned, freed once.
+        unsafe { accessors::onnxl_model_proto_free(out) };
+        return "OK".into();
+    }
+    // SAFETY: the message of this thread's last failure, read before any other call.
+    let message = unsafe { std::ffi::CStr::from_ptr(status::onnxl_last_error_message()) };
+    format!("{s:?} {}", message.to_string_lossy())
 }
 
 /// Runs `case` in a child process; returns its RESULT line (the child must exit normally).
@@ -400,6 +440,51 @@ fn repeated_messages_and_unpacked_scalars_fail_cleanly_without_a_budget() {
     assert!(r.starts_with("OUT_OF_MEMORY"), "unpacked dims: {r}");
     assert!(r.contains("initializer[0].dims"), "{r}");
     std::fs::remove_file(dir.path("input.onnx")).unwrap();
+}
+
+/// A model of 300 000 initializers with 20 empty `external_data` entries each (15.8 MB): its
+/// metadata takes ~400 MB to parse.
+fn many_small_messages() -> Vec<u8> {
+    let mut tensor = wrap(8, b"t"); // TensorProto.name
+    tensor.extend_from_slice(&[0x10, 0x01]); // data_type FLOAT
+    tensor.extend_from_slice(&[0x6a, 0x00].repeat(20)); // external_data (13), empty
+    let init = wrap(5, &tensor);
+    wrap(7, &init.repeat(300_000))
+}
+
+/// However little memory is left, a load ends with a result or an error — never an abort,
+/// also when the error is built while another thread takes the last memory (the reserve and
+/// spare errors of `onnx_light::error`): a sweep of the room left, from too little to map the
+/// file to enough for the metadata budget to refuse the model first.
+#[test]
+fn loads_under_a_sweep_of_address_space_limits_never_abort() {
+    let dir = common::TempDir::new("oom-sweep");
+    std::fs::write(dir.path("input.onnx"), many_small_messages()).unwrap();
+    let emulated = runner_as_option().is_some();
+    let mut kinds = std::collections::BTreeSet::new();
+    for room_mib in (8..=520).step_by(if emulated { 128 } else { 32 }) {
+        for threads in [1, 2] {
+            let r = run_child(&format!("sweep:{room_mib}:{threads}"), &dir.0);
+            assert!(
+                [
+                    "OK",
+                    "OUT_OF_MEMORY",
+                    "METADATA_LIMIT",
+                    "OutOfMemory",
+                    "LimitExceeded"
+                ]
+                .iter()
+                .any(|k| r.starts_with(k)),
+                "room {room_mib} MiB, {threads} threads: {r}"
+            );
+            kinds.insert(r.split(' ').next().unwrap().to_string());
+        }
+    }
+    // Both failures and the outcome of enough room were reached.
+    assert!(
+        kinds.contains("OUT_OF_MEMORY") && kinds.contains("OutOfMemory"),
+        "{kinds:?}"
+    );
 }
 
 #[test]

@@ -139,8 +139,10 @@ impl Default for ParseOptions {
 pub const MAX_PARSE_ALIGNMENT: u64 = 64 << 10;
 
 impl ParseOptions {
-    /// Checks every value.
+    /// Checks every value (and readies the memory reserve that lets an operation report
+    /// running out of memory).
     pub fn validate(&self) -> Result<()> {
+        crate::error::reserve::arm();
         validate_alignment(self.alignment)?;
         if self.alignment > MAX_PARSE_ALIGNMENT {
             return Err(Error::InvalidOption {
@@ -220,8 +222,9 @@ impl Default for SerializeOptions {
 }
 
 impl SerializeOptions {
-    /// Checks every value.
+    /// Checks every value (and readies the memory reserve, as [`ParseOptions::validate`]).
     pub fn validate(&self) -> Result<()> {
+        crate::error::reserve::arm();
         validate_alignment(self.alignment)?;
         validate_threads(self.num_threads)
     }

@@ -4,11 +4,12 @@
 
 use std::any::Any;
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use crate::storage::par::prelude::*;
 
 use super::ParseOptions;
-use crate::error::DecodeError;
+use crate::error::{DecodeError, try_box};
 use crate::proto::{Message, TensorProto};
 use crate::storage::thread_pool;
 use crate::wire::{LEN, Reader, tag};
@@ -44,6 +45,7 @@ fn scan(r: &Reader<'_>) -> Option<Vec<Part>> {
                     let len_at = g.position();
                     let t_body = g.read_bytes().ok()?;
                     let s = t_body.as_ptr() as usize - input.as_ptr() as usize;
+                    parts.try_reserve(1).ok()?;
                     parts.push(Part {
                         len_at,
                         start: s,
@@ -80,22 +82,45 @@ pub(super) fn preparse_initializers(
     // Each part gets a share of the metadata budget in proportion to its size (the shares sum
     // to the budget); the sequential decode charges what each part used (see
     // `Reader::take_preparsed`).
+    //
+    // Everything here is sized by the input and allocated fallibly: when memory runs out, a part
+    // (or the whole) is left to the sequential decode, which reports it as an error.
     let budget = r.metadata_budget() as u128;
-    let readers: Vec<(usize, Reader<'_>)> = parts
-        .iter()
-        .map(|p| {
-            let share = budget * (p.end - p.start) as u128 / total.max(1) as u128;
-            let share = u64::try_from(share).unwrap_or(u64::MAX);
-            (p.len_at, r.sub_reader(p.start, p.end, 2, share))
-        })
-        .collect();
-    let parse = |(len_at, mut sub): (usize, Reader<'_>)| -> (usize, Box<dyn Any + Send>) {
+    let mut readers: Vec<(usize, Reader<'_>)> = Vec::new();
+    readers.try_reserve_exact(parts.len()).ok()?;
+    for p in &parts {
+        let share = budget * (p.end - p.start) as u128 / total.max(1) as u128;
+        let share = u64::try_from(share).unwrap_or(u64::MAX);
+        readers.push((p.len_at, r.sub_reader(p.start, p.end, 2, share)));
+    }
+    let mut map: HashMap<usize, Box<dyn Any + Send>> = HashMap::new();
+    map.try_reserve(parts.len()).ok()?;
+    drop(parts);
+    // After a failure the other parts are left to the sequential decode, which stops at the
+    // first error (errors pile up no further when memory has run out).
+    let failed = AtomicBool::new(false);
+    let parse = |(len_at, mut sub): (usize, Reader<'_>)| {
+        if failed.load(Ordering::Relaxed) {
+            return None;
+        }
         let mut t = TensorProto::new();
         let res: Result<TensorProto, Box<DecodeError>> = t.merge_from(&mut sub).map(|()| t);
-        (len_at, Box::new((res, sub.metadata_used())))
+        if res.is_err() {
+            failed.store(true, Ordering::Relaxed);
+        }
+        let boxed = try_box((res, sub.metadata_used())).ok()?;
+        Some((len_at, boxed as Box<dyn Any + Send>))
     };
     let pool = thread_pool(opts.threads())?;
-    PARALLEL_PARSES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let results: Vec<_> = pool.install(|| readers.into_par_iter().map(parse).collect());
-    Some(results.into_iter().collect())
+    PARALLEL_PARSES.fetch_add(1, Ordering::Relaxed);
+    let mut results = Vec::new();
+    results.try_reserve_exact(readers.len()).ok()?;
+    pool.install(|| {
+        readers
+            .into_par_iter()
+            .map(parse)
+            .collect_into_vec(&mut results)
+    });
+    map.extend(results.into_iter().flatten());
+    Some(map)
 }

@@ -50,5 +50,14 @@ mod sequential {
                 self.chunks_mut(n)
             }
         }
+
+        /// `collect_into_vec`: the items into `v` (cleared first), sequentially.
+        pub(crate) trait CollectIntoVec: Iterator + Sized {
+            fn collect_into_vec(self, v: &mut Vec<Self::Item>) {
+                v.clear();
+                v.extend(self);
+            }
+        }
+        impl<I: Iterator> CollectIntoVec for I {}
     }
 }
