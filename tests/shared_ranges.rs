@@ -123,3 +123,60 @@ fn a_save_writes_a_shared_range_once() {
     assert_eq!(distinct_payloads(&back, 0), 2);
     std::fs::remove_dir_all(&root).unwrap();
 }
+
+/// Pre-packed blobs (ONNX Runtime's `prepacked_N` entries) naming one range many times: one copy
+/// on load (copy mode, 1 and 2 threads), one write on save, the bytes right after a reload.
+#[test]
+fn blobs_naming_one_range_are_read_and_written_once() {
+    let root = std::env::temp_dir().join(format!("onnx_light_shared_blobs_{}", std::process::id()));
+    std::fs::create_dir_all(&root).unwrap();
+    let data: Vec<u8> = (0..2 * RANGE).map(|i| (i % 251) as u8).collect();
+    std::fs::write(root.join("w.bin"), &data).unwrap();
+    let mut m = model(0);
+    // Every initializer gets two blobs over the second range, one of them with two buffers.
+    let range = format!("{RANGE};{RANGE};0");
+    for t in &mut m.mutable_graph().initializer {
+        for (k, v) in [
+            ("prepacked_0", format!("a|{range}")),
+            ("prepacked_1", format!("b|{range}|{range}")),
+        ] {
+            let e = t.add_external_data();
+            e.set_key(k);
+            e.set_value(v);
+        }
+    }
+    let path = root.join("model.onnx");
+    std::fs::write(&path, m.serialize_to_vec()).unwrap();
+    for threads in [1, 2] {
+        let opts = ParseOptions {
+            num_threads: threads,
+            ..Default::default()
+        };
+        let (m, blobs) = onnx_light::load_model_with_prepacked(&path, &opts).unwrap();
+        let mut seen = std::collections::HashSet::new();
+        let mut buffers = 0;
+        for (_, _, blob) in blobs.iter() {
+            for b in &blob.buffers {
+                assert_eq!(b.as_slice(), &data[RANGE..]);
+                seen.insert(b.as_slice().as_ptr());
+                buffers += 1;
+            }
+        }
+        assert_eq!((buffers, seen.len()), (3 * (TENSORS + 1), 1));
+
+        let out = root.join(format!("out{threads}")).join("model.onnx");
+        std::fs::create_dir_all(out.parent().unwrap()).unwrap();
+        let report =
+            onnx_light::external::save_model_with_prepacked(&m, &blobs, &out, &Default::default())
+                .unwrap();
+        assert_eq!(report.prepacked_blobs, 2 * (TENSORS + 1));
+        // The two tensor ranges and the blobs' one.
+        assert_eq!(report.files[0].size, 3 * RANGE as u64);
+        let (back, again) = onnx_light::load_model_with_prepacked(&out, &opts).unwrap();
+        assert_eq!(distinct_payloads(&back, 0), 2);
+        let blob = again.get("w7", "b").unwrap();
+        assert_eq!(blob.buffers.len(), 2);
+        assert_eq!(blob.buffer(1).unwrap(), &data[RANGE..]);
+    }
+    std::fs::remove_dir_all(&root).unwrap();
+}

@@ -598,6 +598,9 @@ fn load_blobs(
     verify: bool,
 ) -> Result<PrepackedBlobs> {
     let mut store = PrepackedBlobs::new();
+    // Each distinct (file, offset, length) is read (or decrypted) and verified once and shared
+    // by every buffer that names it: a small model cannot make a load copy a range many times.
+    let mut read: HashMap<(usize, u64, usize), (ByteSpan, Option<String>)> = HashMap::new();
     for r in plan.refs.iter().filter(|r| !r.blobs.is_empty()) {
         let f = &plan.files[r.file];
         for (key, ranges) in &r.blobs {
@@ -608,6 +611,11 @@ fn load_blobs(
             for range in ranges {
                 // Checked in `plan`: non-negative, inside the file, fits in memory.
                 let (start, len) = (range.offset as u64, range.length as usize);
+                if let Some((span, digest)) = read.get_mut(&(r.file, start, len)) {
+                    verify_blob(r, &f.info.path, key, range, span, digest, verify)?;
+                    buffers.push(span.clone());
+                    continue;
+                }
                 let span = match maps.and_then(|m| m[r.file].clone()) {
                     Some(map) => {
                         let end = start as usize + len;
@@ -623,7 +631,8 @@ fn load_blobs(
                     }
                     None => {
                         // Copy mode, or a file with no map (encrypted: decrypted here).
-                        let mut v = vec![0u8; len];
+                        let mut v = crate::error::try_vec_with_capacity(len, "a pre-packed blob")?;
+                        v.resize(len, 0);
                         if len > 0 {
                             f.reader(plan.keys.as_ref())?.read_at(
                                 &mut v,
@@ -637,26 +646,44 @@ fn load_blobs(
                         span
                     }
                 };
-                if verify && is_sha1_hex(&range.checksum) {
-                    let digest = sha1_hex(span.as_slice());
-                    if !matches(&range.checksum, &digest) {
-                        return Err(ext_err(
-                            &r.tensor,
-                            &f.info.path,
-                            format!(
-                                "pre-packed blob {key:?}: checksum mismatch at offset {start}: \
-                                 recorded SHA-1 {}, the bytes have {digest}",
-                                range.checksum
-                            ),
-                        ));
-                    }
-                }
-                buffers.push(span);
+                let mut digest = None;
+                verify_blob(r, &f.info.path, key, range, &span, &mut digest, verify)?;
+                buffers.push(span.clone());
+                read.insert((r.file, start, len), (span, digest));
             }
             store.insert_first(&r.tensor, key, PrepackedBlob { buffers });
         }
     }
     Ok(store)
+}
+
+/// With `verify`, checks the recorded SHA-1 of one pre-packed buffer (entries without one, e.g.
+/// `0`, are not checked); `digest` is the bytes' SHA-1 once computed (each range is hashed once).
+fn verify_blob(
+    r: &Ref,
+    path: &Path,
+    key: &str,
+    range: &PrepackedRange,
+    span: &ByteSpan,
+    digest: &mut Option<String>,
+    verify: bool,
+) -> Result<()> {
+    if !verify || !is_sha1_hex(&range.checksum) {
+        return Ok(());
+    }
+    let digest = digest.get_or_insert_with(|| sha1_hex(span.as_slice()));
+    if matches(&range.checksum, digest) {
+        return Ok(());
+    }
+    Err(ext_err(
+        &r.tensor,
+        path,
+        format!(
+            "pre-packed blob {key:?}: checksum mismatch at offset {}: recorded SHA-1 {}, the \
+             bytes have {digest}",
+            range.offset, range.checksum
+        ),
+    ))
 }
 
 /// True for 40 hexadecimal digits (a SHA-1).

@@ -515,17 +515,25 @@ pub(crate) fn plan<'a>(input: PlanInput<'a, '_>) -> Result<Plan<'a>> {
         // Bytes that another tensor already placed in the weight file (tensors sharing one
         // range of a loaded file) are referenced there, not written again. (Keyed by the
         // bytes' address in the map type of `placements`, which keeps the library small.)
+        // A tensor that carries blobs reuses bytes only in the file its blobs go to.
         let key = bytes.as_ptr().cast::<TensorProto>();
-        if carried.is_none() && primary.is_some() && len > 0 {
-            if let Some(&p) = placed_once.get(&key).filter(|p| p.len == len) {
-                files[p.file].tensors += 1;
-                out.placements.insert(t as *const _, p);
-                out.externals += 1;
-                return;
-            }
+        let reused = placed_once
+            .get(&key)
+            .filter(|p| {
+                primary.is_some()
+                    && len > 0
+                    && p.len == len
+                    && (carried.is_none() || Some(p.file) == current)
+            })
+            .copied();
+        if let Some(p) = reused {
+            files[p.file].tensors += 1;
+            out.placements.insert(t as *const _, p);
+            out.externals += 1;
         }
-        let (file, offset) = match &primary {
-            Some(rel) => {
+        let (file, offset) = match (reused, &primary) {
+            (Some(p), _) => (p.file, p.offset),
+            (None, Some(rel)) => {
                 let a = alignment_for(len, opts);
                 let mut idx = match current {
                     Some(i) => i,
@@ -549,7 +557,7 @@ pub(crate) fn plan<'a>(input: PlanInput<'a, '_>) -> Result<Plan<'a>> {
                 current = Some(idx);
                 (idx, start)
             }
-            None => {
+            (None, None) => {
                 let safe = safe_file_name(&t.name().to_string_lossy());
                 let name = wanted_names.unique(safe);
                 match normalize_location(&name) {
@@ -562,15 +570,17 @@ pub(crate) fn plan<'a>(input: PlanInput<'a, '_>) -> Result<Plan<'a>> {
                 (files.len() - 1, 0)
             }
         };
-        files[file].place(bytes, offset);
-        files[file].tensors += 1;
-        if carried.is_none() && primary.is_some() && len > 0 {
-            placed_once.insert(key, Placement { file, offset, len });
+        if reused.is_none() {
+            files[file].place(bytes, offset);
+            files[file].tensors += 1;
+            if primary.is_some() && len > 0 {
+                placed_once.insert(key, Placement { file, offset, len });
+            }
+            out.placements
+                .insert(t as *const _, Placement { file, offset, len });
+            out.externals += 1;
+            out.external_bytes += len;
         }
-        out.placements
-            .insert(t as *const _, Placement { file, offset, len });
-        out.externals += 1;
-        out.external_bytes += len;
         // Its blobs, right after it, in key order: ONNX Runtime's `prepacked_N` entries.
         if let (Some(name), Some(store)) = (carried, blobs) {
             let mut entries = Vec::new();
@@ -578,13 +588,33 @@ pub(crate) fn plan<'a>(input: PlanInput<'a, '_>) -> Result<Plan<'a>> {
                 let mut value = key.to_string();
                 for buf in &blob.buffers {
                     let b = buf.as_slice();
+                    let blen = b.len() as u64;
+                    // Bytes already written to this file (blobs sharing one loaded range) are
+                    // referenced again, as tensors are.
+                    let bkey = b.as_ptr().cast::<TensorProto>();
                     let f = &mut files[file];
-                    let at = if b.is_empty() {
-                        f.size
-                    } else {
-                        f.size.next_multiple_of(alignment_for(b.len() as u64, opts))
+                    let at = match placed_once.get(&bkey) {
+                        Some(p) if blen > 0 && p.len == blen && p.file == file => p.offset,
+                        _ => {
+                            let at = if b.is_empty() {
+                                f.size
+                            } else {
+                                f.size.next_multiple_of(alignment_for(blen, opts))
+                            };
+                            f.place(b, at);
+                            if blen > 0 {
+                                placed_once.insert(
+                                    bkey,
+                                    Placement {
+                                        file,
+                                        offset: at,
+                                        len: blen,
+                                    },
+                                );
+                            }
+                            at
+                        }
                     };
-                    f.place(b, at);
                     let checksum = if opts.checksum {
                         sha1_hex(b)
                     } else {
