@@ -816,3 +816,48 @@ fn unsafe_outside_ffi_is_where_design_md_says() {
         "listed in docs/design.md but without `unsafe`: {stale:?}"
     );
 }
+
+/// The import edges between the top-level modules of a crate's `src/` (one file per module, as
+/// the Python binding has): `module -> crate::other` for every path in code, macros' `$crate`
+/// paths included. Names that are not files of `src/` (exported macros) are not modules.
+fn crate_module_edges(src_dir: &Path) -> BTreeMap<(String, String), String> {
+    let mut modules = BTreeMap::new();
+    for entry in std::fs::read_dir(src_dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|e| e == "rs") {
+            let name = path.file_stem().unwrap().to_string_lossy().into_owned();
+            modules.insert(name, std::fs::read_to_string(&path).unwrap());
+        }
+    }
+    let mut edges = BTreeMap::new();
+    for (name, src) in &modules {
+        for path in absolute_paths(src, std::slice::from_ref(name)) {
+            if let Some(to) = path
+                .first()
+                .filter(|t| *t != name && modules.contains_key(*t))
+            {
+                edges
+                    .entry((name.clone(), to.clone()))
+                    .or_insert_with(|| format!("{name}.rs: crate::{}", path.join("::")));
+            }
+        }
+    }
+    edges
+}
+
+#[test]
+fn python_binding_modules_import_no_cycle() {
+    let edges = crate_module_edges(&root().join("python/src"));
+    assert!(edges.len() > 20, "the checker sees the imports: {edges:?}");
+    if let Some(cycle) = find_cycle(edges.keys()) {
+        let shown: Vec<&str> = cycle
+            .windows(2)
+            .map(|w| edges[&(w[0].clone(), w[1].clone())].as_str())
+            .collect();
+        panic!(
+            "python/src modules import each other in a cycle {}: {}",
+            cycle.join(" -> "),
+            shown.join("; ")
+        );
+    }
+}

@@ -120,11 +120,11 @@ pub fn generate() -> String {
          use pyo3::exceptions::PyAttributeError;\n\
          use onnx_light::proto::*;\n\
          use onnx_light::{ByteSpan, ProtoString};\n\n\
-         use crate::containers::{MsgListOps, RepeatedCompositeContainer, RepeatedScalarContainer, ScalarListOps};\n\
+         use crate::containers::{RepeatedCompositeContainer, RepeatedScalarContainer};\n\
          use crate::ops::{self, Msg};\n\
-         use crate::schema::{FieldInfo, FieldKind, MsgInfo, MsgOps};\n\
+         use crate::schema::{Ctx, FieldInfo, FieldKind, Message, MsgInfo, MsgListOps, MsgOps, ScalarListOps, SubField};\n\
          use crate::text::TextOut;\n\
-         use crate::view::{Ctx, Message, SubField, Walk};\n\n",
+         use crate::view::Walk;\n\n",
     );
     o.push_str("/// The message types, by tag.\npub static MESSAGE_INFOS: &[&MsgInfo] = &[\n");
     for m in MESSAGES {

@@ -11,9 +11,9 @@ use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict};
 
+use crate::bytes_io::{BytesArg, serialize_to_pybytes};
 use crate::errors::IntoPyResult;
 use crate::generated::{MESSAGE_INFOS, MODEL_PROTO_INFO};
-use crate::message::{BytesArg, serialize_to_pybytes};
 use crate::ops::Msg;
 use crate::root::{Root, SendPtr};
 use crate::tools::with_model;

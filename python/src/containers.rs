@@ -12,31 +12,15 @@ use pyo3::exceptions::{PyIndexError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PySlice, PyTuple};
 
-use crate::schema::MsgInfo;
+use crate::schema::{MsgListOps, ScalarListOps};
 use crate::view::{Ctx, Message, view_of};
-
-/// Operations of one repeated scalar, string or bytes field (see `scalar_list!`).
-pub struct ScalarListOps {
-    /// `Message.field`, for messages.
-    pub name: &'static str,
-    pub len: fn(&Bound<'_, Message>) -> PyResult<usize>,
-    pub get: fn(&Bound<'_, Message>, usize) -> PyResult<Py<PyAny>>,
-    pub get_all: fn(&Bound<'_, Message>) -> PyResult<Vec<Py<PyAny>>>,
-    pub set: fn(&Bound<'_, Message>, usize, &Bound<'_, PyAny>) -> PyResult<()>,
-    pub insert: fn(&Bound<'_, Message>, usize, &Bound<'_, PyAny>) -> PyResult<()>,
-    pub remove: fn(&Bound<'_, Message>, usize) -> PyResult<()>,
-    pub extend: fn(&Bound<'_, Message>, &[Bound<'_, PyAny>]) -> PyResult<()>,
-    pub assign: fn(&Bound<'_, Message>, &[Bound<'_, PyAny>]) -> PyResult<()>,
-    /// Number of elements of the message at the pointer (for `ListFields`).
-    pub raw_len: unsafe fn(*const ()) -> usize,
-}
 
 /// The operations of repeated scalar field `$field` of `$M`, converting elements with
 /// `$to_py(py, &elem)` and `$from_py(&obj)`.
 #[macro_export]
 macro_rules! scalar_list {
     ($name:expr, $M:ty, $($field:ident).+, $to_py:expr, $from_py:expr) => {
-        $crate::containers::ScalarListOps {
+        $crate::schema::ScalarListOps {
             name: $name,
             len: |s| Ok($crate::ops::read::<$M>(s)?.$($field).+.len()),
             get: |s, i| {
@@ -102,32 +86,11 @@ macro_rules! scalar_list {
     };
 }
 
-/// Operations of one repeated message field (see `msg_list!`).
-pub struct MsgListOps {
-    /// `Message.field`, for messages.
-    pub name: &'static str,
-    /// The element class.
-    pub elem: &'static MsgInfo,
-    pub len: unsafe fn(*const ()) -> usize,
-    /// Element `i`, or null.
-    pub ptr: unsafe fn(*const (), usize) -> *mut (),
-    /// Appends an empty element.
-    pub add: unsafe fn(*mut ()) -> *mut (),
-    /// Removes element `i` (detaching it).
-    pub remove: unsafe fn(&Ctx<'_>, *mut (), usize),
-    /// Removes every element (detaching them).
-    pub clear: unsafe fn(&Ctx<'_>, *mut ()),
-    /// Inserts a boxed element (from `MsgOps::clone_box` of the element type) at `i` (clamped).
-    pub insert: unsafe fn(*mut (), usize, Box<dyn Any + Send + Sync>),
-    /// Swaps two elements (their addresses do not change).
-    pub swap: unsafe fn(*mut (), usize, usize),
-}
-
 /// The operations of repeated message field `$field` (elements `$C`) of `$M`.
 #[macro_export]
 macro_rules! msg_list {
     ($name:expr, $M:ty, $($field:ident).+, $C:ty, $info:expr) => {
-        $crate::containers::MsgListOps {
+        $crate::schema::MsgListOps {
             name: $name,
             elem: $info,
             // SAFETY (all below): the caller passes a live `$M`, writable for the mutating ones.

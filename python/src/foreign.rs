@@ -9,7 +9,7 @@ use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyBytes, PyType};
 
-use crate::message::{BytesArg, parse_released};
+use crate::bytes_io::{BytesArg, parse_released, serialize_released};
 use crate::root::Root;
 use crate::schema::{AnyBox, MsgInfo};
 use crate::view::Message;
@@ -128,7 +128,7 @@ pub fn write_back(original: &Bound<'_, PyAny>, converted: &Bound<'_, Message>) -
     if original.is(converted) {
         return Ok(());
     }
-    let data = crate::message::serialize_released(converted)?;
+    let data = serialize_released(converted)?;
     original.call_method1("ParseFromString", (data,))?;
     Ok(())
 }

@@ -6,11 +6,11 @@ use pyo3::exceptions::PyAttributeError;
 use onnx_light::proto::*;
 use onnx_light::{ByteSpan, ProtoString};
 
-use crate::containers::{MsgListOps, RepeatedCompositeContainer, RepeatedScalarContainer, ScalarListOps};
+use crate::containers::{RepeatedCompositeContainer, RepeatedScalarContainer};
 use crate::ops::{self, Msg};
-use crate::schema::{FieldInfo, FieldKind, MsgInfo, MsgOps};
+use crate::schema::{Ctx, FieldInfo, FieldKind, Message, MsgInfo, MsgListOps, MsgOps, ScalarListOps, SubField};
 use crate::text::TextOut;
-use crate::view::{Ctx, Message, SubField, Walk};
+use crate::view::Walk;
 
 /// The message types, by tag.
 pub static MESSAGE_INFOS: &[&MsgInfo] = &[

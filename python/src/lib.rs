@@ -4,6 +4,7 @@
 
 mod api;
 mod arrays;
+mod bytes_io;
 mod containers;
 mod enums;
 mod errors;

@@ -1,13 +1,17 @@
 //! Run-time description of the message classes (filled by the generated code): each message's
 //! fields with type-erased accessors, used by the generic methods of `Message` (`HasField`,
-//! `ClearField`, keyword construction, `ListFields`) and by the containers.
+//! `ClearField`, keyword construction, `ListFields`) and by the containers; and the types those
+//! accessors take: the `Message` class (a view: its behaviour is in `view`), where its message
+//! is, and the context of a mutation. (They refer to each other, so they are declared together
+//! here, below every module that gives them behaviour.)
 
 use std::any::Any;
+use std::cell::UnsafeCell;
+use std::sync::Arc;
 
 use pyo3::prelude::*;
 
-use crate::root::Tag;
-use crate::view::{Ctx, Message, SubField};
+use crate::root::{Root, Tag};
 
 /// What a field holds.
 pub enum FieldKind {
@@ -16,9 +20,108 @@ pub enum FieldKind {
     /// An optional sub-message.
     Message(&'static MsgInfo, &'static SubField),
     /// A repeated scalar, string or bytes field.
-    RepeatedScalar(&'static crate::containers::ScalarListOps),
+    RepeatedScalar(&'static ScalarListOps),
     /// A repeated sub-message.
-    RepeatedMessage(&'static crate::containers::MsgListOps),
+    RepeatedMessage(&'static MsgListOps),
+}
+
+/// Where a view's message is.
+pub enum Loc {
+    /// At `ptr`, inside `root`'s value. `registered`: listed in the root's registry (every
+    /// direct view is, except the one showing the root's own value, which cannot be removed).
+    Direct {
+        root: Arc<Root>,
+        ptr: *mut (),
+        registered: bool,
+    },
+    /// Field `field` of the message of `parent`, not set when the view was made.
+    Lazy {
+        parent: Py<Message>,
+        field: &'static SubField,
+    },
+}
+
+/// A sub-message field, type-erased: how to find it and how to create it.
+pub struct SubField {
+    /// The sub-message of the parent at the pointer, or null when it is not set.
+    pub get: unsafe fn(*const ()) -> *const (),
+    /// Sets the sub-message (switching a oneof detaches the member it replaces) and returns it.
+    pub make: unsafe fn(&Ctx<'_>, *mut ()) -> *mut (),
+}
+
+/// The base class of every message class: a view of one Rust message.
+#[pyclass(subclass, frozen, module = "onnx_light", name = "Message")]
+pub struct Message {
+    pub(crate) loc: UnsafeCell<Loc>,
+    /// The message type.
+    pub info: &'static MsgInfo,
+}
+
+// SAFETY: `loc` is only read or written with the GIL held (every method takes a `Python` token),
+// which serializes access; the pointer it holds is guarded by the root's busy protocol.
+unsafe impl Sync for Message {}
+// SAFETY: see `Sync`; the contents (`Arc<Root>`, `Py<..>`, a raw pointer into the root) may be
+// dropped on any thread.
+unsafe impl Send for Message {}
+
+impl Drop for Message {
+    fn drop(&mut self) {
+        if let Loc::Direct {
+            root,
+            ptr,
+            registered: true,
+        } = self.loc.get_mut()
+        {
+            // SAFETY: Python deallocates objects with the GIL held.
+            let py = unsafe { Python::assume_attached() };
+            // A registered view is the registry's entry for its key (see `view_of`,
+            // `resolve_write`, `Ctx::detach_except`).
+            root.registry(py).remove(&(*ptr as usize, self.info.tag));
+        }
+    }
+}
+
+/// What a mutation needs: the GIL and the root of the message being changed.
+pub struct Ctx<'a> {
+    pub py: Python<'a>,
+    pub root: &'a Arc<Root>,
+}
+
+/// Operations of one repeated scalar, string or bytes field (see `scalar_list!`).
+pub struct ScalarListOps {
+    /// `Message.field`, for messages.
+    pub name: &'static str,
+    pub len: fn(&Bound<'_, Message>) -> PyResult<usize>,
+    pub get: fn(&Bound<'_, Message>, usize) -> PyResult<Py<PyAny>>,
+    pub get_all: fn(&Bound<'_, Message>) -> PyResult<Vec<Py<PyAny>>>,
+    pub set: fn(&Bound<'_, Message>, usize, &Bound<'_, PyAny>) -> PyResult<()>,
+    pub insert: fn(&Bound<'_, Message>, usize, &Bound<'_, PyAny>) -> PyResult<()>,
+    pub remove: fn(&Bound<'_, Message>, usize) -> PyResult<()>,
+    pub extend: fn(&Bound<'_, Message>, &[Bound<'_, PyAny>]) -> PyResult<()>,
+    pub assign: fn(&Bound<'_, Message>, &[Bound<'_, PyAny>]) -> PyResult<()>,
+    /// Number of elements of the message at the pointer (for `ListFields`).
+    pub raw_len: unsafe fn(*const ()) -> usize,
+}
+
+/// Operations of one repeated message field (see `msg_list!`).
+pub struct MsgListOps {
+    /// `Message.field`, for messages.
+    pub name: &'static str,
+    /// The element class.
+    pub elem: &'static MsgInfo,
+    pub len: unsafe fn(*const ()) -> usize,
+    /// Element `i`, or null.
+    pub ptr: unsafe fn(*const (), usize) -> *mut (),
+    /// Appends an empty element.
+    pub add: unsafe fn(*mut ()) -> *mut (),
+    /// Removes element `i` (detaching it).
+    pub remove: unsafe fn(&Ctx<'_>, *mut (), usize),
+    /// Removes every element (detaching them).
+    pub clear: unsafe fn(&Ctx<'_>, *mut ()),
+    /// Inserts a boxed element (from `MsgOps::clone_box` of the element type) at `i` (clamped).
+    pub insert: unsafe fn(*mut (), usize, Box<dyn Any + Send + Sync>),
+    /// Swaps two elements (their addresses do not change).
+    pub swap: unsafe fn(*mut (), usize, usize),
 }
 
 /// A boxed value of a type known at run time (a message, or a detached part of one).

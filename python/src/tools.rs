@@ -11,8 +11,8 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList};
 
 use crate::arrays::{RawBuffer, share};
+use crate::bytes_io::BytesArg;
 use crate::errors::IntoPyResult;
-use crate::message::BytesArg;
 use crate::ops::{self, Msg};
 use crate::root::SendPtr;
 use crate::view::{Ctx, Message, owning_view};

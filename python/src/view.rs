@@ -26,68 +26,7 @@ use pyo3::prelude::*;
 
 use crate::root::{Root, Tag, ViewKey};
 use crate::schema::MsgInfo;
-
-/// Where a view's message is.
-pub enum Loc {
-    /// At `ptr`, inside `root`'s value. `registered`: listed in the root's registry (every
-    /// direct view is, except the one showing the root's own value, which cannot be removed).
-    Direct {
-        root: Arc<Root>,
-        ptr: *mut (),
-        registered: bool,
-    },
-    /// Field `field` of the message of `parent`, not set when the view was made.
-    Lazy {
-        parent: Py<Message>,
-        field: &'static SubField,
-    },
-}
-
-/// A sub-message field, type-erased: how to find it and how to create it.
-pub struct SubField {
-    /// The sub-message of the parent at the pointer, or null when it is not set.
-    pub get: unsafe fn(*const ()) -> *const (),
-    /// Sets the sub-message (switching a oneof detaches the member it replaces) and returns it.
-    pub make: unsafe fn(&Ctx<'_>, *mut ()) -> *mut (),
-}
-
-/// The base class of every message class: a view of one Rust message.
-#[pyclass(subclass, frozen, module = "onnx_light", name = "Message")]
-pub struct Message {
-    loc: UnsafeCell<Loc>,
-    /// The message type.
-    pub info: &'static MsgInfo,
-}
-
-// SAFETY: `loc` is only read or written with the GIL held (every method takes a `Python` token),
-// which serializes access; the pointer it holds is guarded by the root's busy protocol.
-unsafe impl Sync for Message {}
-// SAFETY: see `Sync`; the contents (`Arc<Root>`, `Py<..>`, a raw pointer into the root) may be
-// dropped on any thread.
-unsafe impl Send for Message {}
-
-impl Drop for Message {
-    fn drop(&mut self) {
-        if let Loc::Direct {
-            root,
-            ptr,
-            registered: true,
-        } = self.loc.get_mut()
-        {
-            // SAFETY: Python deallocates objects with the GIL held.
-            let py = unsafe { Python::assume_attached() };
-            // A registered view is the registry's entry for its key (see `view_of`,
-            // `resolve_write`, `Ctx::detach_except`).
-            root.registry(py).remove(&(*ptr as usize, self.info.tag));
-        }
-    }
-}
-
-/// What a mutation needs: the GIL and the root of the message being changed.
-pub struct Ctx<'a> {
-    pub py: Python<'a>,
-    pub root: &'a Arc<Root>,
-}
+pub use crate::schema::{Ctx, Loc, Message, SubField};
 
 /// Visits every message inside a value: `f(address, type)`.
 pub trait Walk {
