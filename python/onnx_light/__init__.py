@@ -122,8 +122,16 @@ def _key_bytes(key: Any) -> Optional[bytes]:
     return bytes(key)
 
 
+def _is_url(path: str) -> bool:
+    """Whether ``path`` is the URL of a remote model (docs/remote.md)."""
+    return path.lower().startswith(("s3://", "s3a://", "http://", "https://"))
+
+
 def _file_path(f: Any) -> Optional[str]:
-    """The absolute path of ``f``: a path, or the ``name`` of a file object (as onnx finds it)."""
+    """The absolute path of ``f``: a path, or the ``name`` of a file object (as onnx finds it);
+    a URL of a remote model (``s3://``, ``http://``, ``https://``) as it is."""
+    if isinstance(f, str) and _is_url(f):
+        return f
     if isinstance(f, (str, os.PathLike)):
         return os.path.abspath(f)
     if hasattr(f, "name"):

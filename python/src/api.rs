@@ -61,9 +61,11 @@ fn model_view(py: Python<'_>, m: ModelProto) -> PyResult<Py<PyAny>> {
     owning_view(py, Box::new(m), &MODEL_PROTO_INFO)
 }
 
-/// Loads a model file (and its external data) without the GIL.
+/// Loads a model file or URL (and its external data) without the GIL.
+/// With `skip_raw_data`, payloads of at least 1 KiB are dropped (a remote model's are never
+/// fetched).
 #[pyfunction]
-#[pyo3(signature = (path, *, no_copy = false, num_threads = None, load_external_data = true, base_dir = None, key = None, alignment = None))]
+#[pyo3(signature = (path, *, no_copy = false, num_threads = None, load_external_data = true, base_dir = None, key = None, alignment = None, skip_raw_data = false))]
 #[allow(clippy::too_many_arguments)]
 pub fn load_path(
     py: Python<'_>,
@@ -74,14 +76,18 @@ pub fn load_path(
     base_dir: Option<PathBuf>,
     key: Option<Vec<u8>>,
     alignment: Option<u64>,
+    skip_raw_data: bool,
 ) -> PyResult<Py<PyAny>> {
-    let opts = parse_options(
-        no_copy,
-        num_threads,
-        load_external_data,
-        base_dir,
-        alignment,
-    );
+    let opts = ParseOptions {
+        skip_raw_data,
+        ..parse_options(
+            no_copy,
+            num_threads,
+            load_external_data,
+            base_dir,
+            alignment,
+        )
+    };
     let m = py
         .detach(|| match key {
             Some(k) => onnx_light::load_encrypted_model(&path, &k, &opts),
@@ -212,6 +218,19 @@ pub fn save_path(
             });
         }
     };
+    if onnx_light::remote::is_url(&path) {
+        let url = path.to_string_lossy();
+        if key.is_some() {
+            return Err(pyo3::exceptions::PyValueError::new_err(
+                "encrypted models are saved to local files only",
+            ));
+        }
+        let ro = onnx_light::remote::RemoteOptions::from_env().py()?;
+        return with_model(model, |m| {
+            onnx_light::remote::save_model(m, &url, &ser, ext.as_ref(), &ro)
+        })?
+        .py();
+    }
     let saved = with_model(model, |m| match (ext, key) {
         (None, None) => onnx_light::save_model(m, &path, &ser),
         (None, Some(k)) => {

@@ -27,7 +27,7 @@ pub fn parse_from_file<M: Message>(path: impl AsRef<Path>, opts: &ParseOptions) 
     let path = path.as_ref();
     #[cfg(feature = "remote")]
     if let Some(url) = remote_url(path) {
-        return crate::remote::parse(url, opts, &crate::remote::RemoteOptions::default());
+        return crate::remote::parse(url, opts, &crate::remote::RemoteOptions::from_env()?);
     }
     with_external_data(parse_file(path, opts)?, Some(path), opts)
 }
@@ -97,7 +97,7 @@ pub fn save_model(
 ) -> Result<()> {
     #[cfg(feature = "remote")]
     if let Some(url) = remote_url(path.as_ref()) {
-        let ro = crate::remote::RemoteOptions::default();
+        let ro = crate::remote::RemoteOptions::from_env()?;
         return crate::remote::save_model(model, url, opts, None, &ro);
     }
     save_to_file(model, path, opts)
@@ -135,7 +135,7 @@ pub fn load_encrypted_model(
     let path = path.as_ref();
     #[cfg(feature = "remote")]
     if let Some(url) = remote_url(path) {
-        let ro = crate::remote::RemoteOptions::default();
+        let ro = crate::remote::RemoteOptions::from_env()?;
         let data = zeroize::Zeroizing::new(crate::remote::read_object(url, &ro)?);
         let mut model = decrypt_model_from_bytes(&data, key, opts)?;
         crate::remote::load_weights(&mut model, url, opts, &ro)?;

@@ -73,7 +73,20 @@ fn reason(e: &object_store::Error) -> String {
         }
         E::PermissionDenied { source, .. } => format!("access denied (HTTP 403): {source}"),
         E::Unauthenticated { source, .. } => format!("not authenticated (HTTP 401): {source}"),
-        e => e.to_string(),
+        e => {
+            // The causes too: "error sending request" alone does not say that a certificate
+            // was refused.
+            let mut text = e.to_string();
+            let mut cause = std::error::Error::source(e);
+            while let Some(c) = cause {
+                let more = c.to_string();
+                if !text.contains(&more) {
+                    text = format!("{text}: {more}");
+                }
+                cause = c.source();
+            }
+            text
+        }
     }
 }
 

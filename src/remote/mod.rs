@@ -91,6 +91,41 @@ impl std::fmt::Debug for RemoteOptions {
 }
 
 impl RemoteOptions {
+    /// The defaults, with what the environment sets: `ONNXL_REMOTE_CONCURRENCY`,
+    /// `ONNXL_REMOTE_PART_SIZE` (bytes), `ONNXL_REMOTE_RETRIES`, `ONNXL_REMOTE_TIMEOUT`
+    /// (seconds). The loads and saves that take no options (a URL given to
+    /// [`crate::load_model`], the C ABI, Python) use these.
+    pub fn from_env() -> Result<Self> {
+        fn var(name: &'static str) -> Result<Option<u64>> {
+            match std::env::var(name) {
+                Err(_) => Ok(None),
+                Ok(v) => v
+                    .trim()
+                    .parse()
+                    .map(Some)
+                    .map_err(|_| Error::InvalidOption {
+                        name,
+                        reason: format!("{v:?} is not a non-negative integer"),
+                    }),
+            }
+        }
+        let mut ro = Self::default();
+        if let Some(n) = var("ONNXL_REMOTE_CONCURRENCY")? {
+            ro.concurrency = usize::try_from(n).unwrap_or(usize::MAX);
+        }
+        if let Some(n) = var("ONNXL_REMOTE_PART_SIZE")? {
+            ro.part_size = n;
+        }
+        if let Some(n) = var("ONNXL_REMOTE_RETRIES")? {
+            ro.retries = usize::try_from(n).unwrap_or(usize::MAX).min(100);
+        }
+        if let Some(n) = var("ONNXL_REMOTE_TIMEOUT")? {
+            ro.timeout = Duration::from_secs(n.max(1));
+        }
+        ro.validate()?;
+        Ok(ro)
+    }
+
     fn validate(&self) -> Result<()> {
         if self.concurrency == 0 || self.concurrency > 1024 {
             return Err(Error::InvalidOption {

@@ -46,7 +46,8 @@ impl Walker<'_> {
             } else {
                 BLOCK
             };
-            let mut end = (b.max(start + self.ahead)).min(self.obj.size);
+            // (whole blocks: a block is marked present only when all of it was read)
+            let mut end = (b.max(start + self.ahead).div_ceil(BLOCK) * BLOCK).min(self.obj.size);
             // (stop before a block already present)
             let mut last = blk;
             while (last + 1) * BLOCK < end && !self.have[(last + 1) as usize] {
@@ -95,13 +96,16 @@ impl Walker<'_> {
             let Some(tag) = self.varint(&mut pos, end)? else {
                 return self.ensure(pos, end);
             };
-            let next = match tag & 7 {
+            pos = match tag & 7 {
                 0 => match self.varint(&mut pos, end)? {
                     Some(_) => pos,
                     None => return self.ensure(pos, end),
                 },
-                1 => pos + 8,
-                5 => pos + 4,
+                1 | 5 => {
+                    let next = pos + if tag & 7 == 1 { 8 } else { 4 };
+                    self.ensure(pos, next.min(end))?;
+                    next
+                }
                 2 => {
                     let Some(len) = self.varint(&mut pos, end)? else {
                         return self.ensure(pos, end);
@@ -122,8 +126,6 @@ impl Walker<'_> {
                 }
                 _ => return self.ensure(pos, end),
             };
-            self.ensure(pos, next.min(end))?;
-            pos = next;
         }
         Ok(())
     }

@@ -13,7 +13,8 @@ use crate::bytes::{ByteSpan, Owner};
 use crate::codec::ParseOptions;
 use crate::error::{Error, Result};
 use crate::external::{
-    DATA_LOCATION_DEFAULT, ExternalDataInfo, normalize_location, sha1_hex, uses_external_data,
+    DATA_LOCATION_DEFAULT, ExternalDataInfo, checksum_matches as matches, normalize_location,
+    sha1_hex, uses_external_data,
 };
 use crate::proto::ModelProto;
 use crate::wire::ReusableMap;
@@ -239,12 +240,13 @@ fn verify_checksums(refs: &[Ref], files: &[Object], ro: &RemoteOptions) -> Resul
             continue;
         };
         let f = &files[r.file];
-        if !digests.contains_key(&r.file) {
-            let image = f.read_whole(ro)?;
-            digests.insert(r.file, sha1_hex(image.as_ref()));
-        }
-        let digest = &digests[&r.file];
-        if !recorded.trim().eq_ignore_ascii_case(digest) {
+        let digest = match digests.entry(r.file) {
+            std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
+            std::collections::hash_map::Entry::Vacant(e) => {
+                e.insert(sha1_hex(f.read_whole(ro)?.as_ref()))
+            }
+        };
+        if !matches(recorded, digest) {
             return Err(ext_err(
                 &r.tensor,
                 &f.loc.url,

@@ -174,7 +174,10 @@ pub fn run(path: Option<&Path>, threads: i32, key: &super::crypt::OptionalKeySou
     let (model, blobs, source, size) = match path {
         Some(p) if super::remote::url(p).is_some() => {
             let url = super::remote::url(p).unwrap_or_default();
-            let size = onnx_light::remote::object_size(url, &Default::default())?;
+            let size = onnx_light::remote::object_size(
+                url,
+                &onnx_light::remote::RemoteOptions::from_env()?,
+            )?;
             let opts = ParseOptions {
                 skip_raw_data: true,
                 load_external_data: false,

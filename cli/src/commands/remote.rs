@@ -44,7 +44,7 @@ fn with_progress<T>(
                 }
             })
         }),
-        ..Default::default()
+        ..RemoteOptions::from_env()?
     };
     let start = Instant::now();
     let out = job(&ro);
