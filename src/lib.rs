@@ -29,6 +29,9 @@ struct ExternalDataDocExamples;
 #[cfg(doctest)]
 #[doc = include_str!("../docs/prepacked.md")]
 struct PrepackedDocExamples;
+#[cfg(all(doctest, feature = "remote"))]
+#[doc = include_str!("../docs/remote.md")]
+struct RemoteDocExamples;
 
 #[cfg(feature = "global-mimalloc")]
 #[global_allocator]

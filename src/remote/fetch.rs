@@ -78,12 +78,19 @@ fn reason(e: &object_store::Error) -> String {
             // was refused.
             let mut text = e.to_string();
             let mut cause = std::error::Error::source(e);
+            let mut timed_out = false;
             while let Some(c) = cause {
                 let more = c.to_string();
                 if !text.contains(&more) {
                     text = format!("{text}: {more}");
                 }
+                timed_out |= c
+                    .downcast_ref::<reqwest::Error>()
+                    .is_some_and(|r| r.is_timeout());
                 cause = c.source();
+            }
+            if timed_out {
+                text.push_str(" (timed out: see RemoteOptions::timeout, ONNXL_REMOTE_TIMEOUT)");
             }
             text
         }
