@@ -17,6 +17,8 @@
 
 mod fetch;
 mod sparse;
+#[cfg(test)]
+mod tests;
 mod upload;
 mod weights;
 
@@ -351,15 +353,19 @@ where
 /// `opts.external_data_dir` or `opts.external_data_location` names local files.
 pub fn parse<M: Message>(url: &str, opts: &ParseOptions, ro: &RemoteOptions) -> Result<M> {
     opts.validate()?;
-    let loc = open(url, ro)?;
-    let obj = fetch::Object::head(&loc)?;
+    parse_at(&open(url, ro)?, opts, ro)
+}
+
+/// [`parse`] of the object at `loc`.
+fn parse_at<M: Message>(loc: &Location, opts: &ParseOptions, ro: &RemoteOptions) -> Result<M> {
+    let obj = fetch::Object::head(loc)?;
     let image = match message(M::NAME) {
         Some(def) if opts.skip_raw_data => sparse::metadata_image(&obj, def, opts, ro)?,
         _ => obj.read_whole(ro)?,
     };
     let mut m: M = parse_from_shared(Arc::new(image), opts)?;
     if let Some(model) = (&mut m as &mut dyn std::any::Any).downcast_mut::<ModelProto>() {
-        weights_after_parse(model, &loc, opts, ro)?;
+        weights_after_parse(model, loc, opts, ro)?;
     }
     Ok(m)
 }
