@@ -166,7 +166,9 @@ def load(
     """Loads a model from a path, bytes, or a binary file object (``onnx.load``).
 
     Args:
-        f: a path, the model's bytes, or a file object opened for binary reading.
+        f: a path, the model's bytes, or a file object opened for binary reading; a path may be
+            an ``s3://``, ``http://`` or ``https://`` URL (docs/remote.md: credentials from the
+            ``AWS_*`` environment, options from ``ONNXL_REMOTE_*``).
         format: ``"protobuf"``, ``"textproto"``, ``"json"`` or ``"onnxtxt"``
             (:mod:`onnx_light.serialization`); default: from the file's extension, else protobuf.
         load_external_data: read the tensors stored in external files (resolved against
