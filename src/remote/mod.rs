@@ -1,7 +1,7 @@
 //! Models in object storage and behind HTTP(S): `s3://bucket/key`, `http://` and `https://`
 //! URLs wherever a model path is accepted (the `remote` feature; see `docs/remote.md`).
 //!
-//! - [`open`]: a URL becomes an object of an [`object_store`] client (credentials and endpoints
+//! - `open`: a URL becomes an object of an [`object_store`] client (credentials and endpoints
 //!   from the standard `AWS_*` environment and [`RemoteOptions::config`]), its size and ETag read
 //!   once and pinned for the whole load (`fetch`);
 //! - a full load fetches the `.onnx` in parallel ranged reads into one region and parses it
