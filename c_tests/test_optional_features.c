@@ -1,5 +1,5 @@
 /* The optional parts of the library (parallel work, encryption, DLPack, parameter dictionaries,
- * pre-packed blobs, protobuf's text format) as a C program sees them, in a full and in a minimal build (`cargo build
+ * pre-packed blobs, protobuf's text format, remote models) as a C program sees them, in a full and in a minimal build (`cargo build
  * --no-default-features`): onnxl_has_feature() tells which are compiled in, the functions of a
  * missing part are still exported and fail with ONNXL_STATUS_UNSUPPORTED naming the part, and
  * the codec works in both. Run by scripts/test.d/45-size-budget.sh against both builds.
@@ -8,7 +8,7 @@
 #include "test_util.h"
 
 static const char *const PARTS[] = {"parallel", "encryption", "dlpack", "params", "prepacked",
-                                    "text-format"};
+                                    "text-format", "remote"};
 
 /* The text format's entry point, declared by include/onnx_light.hpp (the C++ classes'
  * DebugString()), not by the C header. */

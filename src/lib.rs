@@ -6,7 +6,8 @@
 //! table), [`storage`] (files, memory maps, arenas, atomic replacement, thread pools),
 //! [`secret`] (passphrases, plaintext buffers), [`codec`] (parse and serialize any message with
 //! options), [`crypto`] (encrypted models and files), [`external`] (external data: load, save,
-//! split, align, map, verify, consolidate), [`package`] (a model with its external data, plain
+//! split, align, map, verify, consolidate), `remote` (models in object storage and behind
+//! HTTP(S): the `remote` feature), [`package`] (a model with its external data, plain
 //! or encrypted: [`load_model`] and friends), [`dlpack`] (DLPack export and import),
 //! [`params`] (TVM/CVM parameter dictionaries), then the C ABI (`ffi`, private: `include/onnx_light.h` is its interface). The most used items
 //! are re-exported here.
@@ -28,6 +29,9 @@ struct ExternalDataDocExamples;
 #[cfg(doctest)]
 #[doc = include_str!("../docs/prepacked.md")]
 struct PrepackedDocExamples;
+#[cfg(all(doctest, feature = "remote"))]
+#[doc = include_str!("../docs/remote.md")]
+struct RemoteDocExamples;
 
 #[cfg(feature = "global-mimalloc")]
 #[global_allocator]
@@ -52,6 +56,9 @@ pub mod codec;
 pub mod crypto;
 
 pub mod external;
+
+#[cfg(feature = "remote")]
+pub mod remote;
 
 pub mod package;
 

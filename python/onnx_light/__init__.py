@@ -122,8 +122,16 @@ def _key_bytes(key: Any) -> Optional[bytes]:
     return bytes(key)
 
 
+def _is_url(path: str) -> bool:
+    """Whether ``path`` is the URL of a remote model (docs/remote.md)."""
+    return path.lower().startswith(("s3://", "s3a://", "http://", "https://"))
+
+
 def _file_path(f: Any) -> Optional[str]:
-    """The absolute path of ``f``: a path, or the ``name`` of a file object (as onnx finds it)."""
+    """The absolute path of ``f``: a path, or the ``name`` of a file object (as onnx finds it);
+    a URL of a remote model (``s3://``, ``http://``, ``https://``) as it is."""
+    if isinstance(f, str) and _is_url(f):
+        return f
     if isinstance(f, (str, os.PathLike)):
         return os.path.abspath(f)
     if hasattr(f, "name"):
@@ -154,11 +162,14 @@ def load(
     num_threads: Optional[int] = None,
     key: Any = None,
     alignment: Optional[int] = None,
+    progress: Optional[Callable[[int], Any]] = None,
 ) -> ModelProto:
     """Loads a model from a path, bytes, or a binary file object (``onnx.load``).
 
     Args:
-        f: a path, the model's bytes, or a file object opened for binary reading.
+        f: a path, the model's bytes, or a file object opened for binary reading; a path may be
+            an ``s3://``, ``http://`` or ``https://`` URL (docs/remote.md: credentials from the
+            ``AWS_*`` environment, options from ``ONNXL_REMOTE_*``).
         format: ``"protobuf"``, ``"textproto"``, ``"json"`` or ``"onnxtxt"``
             (:mod:`onnx_light.serialization`); default: from the file's extension, else protobuf.
         load_external_data: read the tensors stored in external files (resolved against
@@ -172,6 +183,8 @@ def load(
             64, a cache line and the widest SIMD load). With ``no_copy``, a tensor the file does
             not place at such an address is copied to one; ``alignment=1`` borrows every
             tensor where it is (NumPy handles any address).
+        progress: for a URL, called as ``progress(bytes)`` with the bytes of each piece
+            received (from the client's threads; what it raises is raised after the load).
     """
     opts = dict(load_external_data=load_external_data, base_dir=base_dir, no_copy=no_copy,
                 num_threads=num_threads, key=key, alignment=alignment)
@@ -185,6 +198,8 @@ def load(
             load_external_data_for_model(model, base_dir or os.path.dirname(path))
         return model
     if isinstance(f, (str, os.PathLike)):
+        if progress is not None:
+            return _native.load_path(os.fspath(f), progress=progress, **_native_opts(**opts))
         return _native.load_path(os.fspath(f), **_native_opts(**opts))
     if base_dir is None and isinstance(getattr(f, "name", None), str):
         opts["base_dir"] = os.path.dirname(os.path.abspath(f.name))

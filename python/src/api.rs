@@ -61,9 +61,13 @@ fn model_view(py: Python<'_>, m: ModelProto) -> PyResult<Py<PyAny>> {
     owning_view(py, Box::new(m), &MODEL_PROTO_INFO)
 }
 
-/// Loads a model file (and its external data) without the GIL.
+/// Loads a model file or URL (and its external data) without the GIL.
+/// With `skip_raw_data`, payloads of at least 1 KiB are dropped (a remote model's are never
+/// fetched). `progress` (a URL without `key`) is called as `progress(bytes)` with the bytes of
+/// each piece received, from the client's threads with the GIL taken; what it raises is raised
+/// when the load is done.
 #[pyfunction]
-#[pyo3(signature = (path, *, no_copy = false, num_threads = None, load_external_data = true, base_dir = None, key = None, alignment = None))]
+#[pyo3(signature = (path, *, no_copy = false, num_threads = None, load_external_data = true, base_dir = None, key = None, alignment = None, skip_raw_data = false, progress = None))]
 #[allow(clippy::too_many_arguments)]
 pub fn load_path(
     py: Python<'_>,
@@ -74,20 +78,64 @@ pub fn load_path(
     base_dir: Option<PathBuf>,
     key: Option<Vec<u8>>,
     alignment: Option<u64>,
+    skip_raw_data: bool,
+    progress: Option<Py<PyAny>>,
 ) -> PyResult<Py<PyAny>> {
-    let opts = parse_options(
-        no_copy,
-        num_threads,
-        load_external_data,
-        base_dir,
-        alignment,
-    );
+    let opts = ParseOptions {
+        skip_raw_data,
+        ..parse_options(
+            no_copy,
+            num_threads,
+            load_external_data,
+            base_dir,
+            alignment,
+        )
+    };
+    if let Some(cb) = progress
+        && key.is_none()
+        && onnx_light::remote::is_url(&path)
+    {
+        return load_url_with_progress(py, &path.to_string_lossy(), &opts, cb);
+    }
     let m = py
         .detach(|| match key {
             Some(k) => onnx_light::load_encrypted_model(&path, &k, &opts),
             None => onnx_light::load_model(&path, &opts),
         })
         .py()?;
+    model_view(py, m)
+}
+
+/// [`load_path`] of a URL with a progress callback.
+fn load_url_with_progress(
+    py: Python<'_>,
+    url: &str,
+    opts: &ParseOptions,
+    cb: Py<PyAny>,
+) -> PyResult<Py<PyAny>> {
+    let failure: Arc<std::sync::Mutex<Option<PyErr>>> = Arc::default();
+    let ro = onnx_light::remote::RemoteOptions {
+        progress: Some({
+            let failure = failure.clone();
+            Arc::new(move |n: u64| {
+                Python::attach(|py| {
+                    if let Err(e) = cb.call1(py, (n,)) {
+                        failure
+                            .lock()
+                            .unwrap_or_else(|p| p.into_inner())
+                            .get_or_insert(e);
+                    }
+                })
+            })
+        }),
+        ..onnx_light::remote::RemoteOptions::from_env().py()?
+    };
+    let m = py
+        .detach(|| onnx_light::remote::load_model(url, opts, &ro))
+        .py()?;
+    if let Some(e) = failure.lock().unwrap_or_else(|p| p.into_inner()).take() {
+        return Err(e);
+    }
     model_view(py, m)
 }
 
@@ -212,6 +260,19 @@ pub fn save_path(
             });
         }
     };
+    if onnx_light::remote::is_url(&path) {
+        let url = path.to_string_lossy();
+        if key.is_some() {
+            return Err(pyo3::exceptions::PyValueError::new_err(
+                "encrypted models are saved to local files only",
+            ));
+        }
+        let ro = onnx_light::remote::RemoteOptions::from_env().py()?;
+        return with_model(model, |m| {
+            onnx_light::remote::save_model(m, &url, &ser, ext.as_ref(), &ro)
+        })?
+        .py();
+    }
     let saved = with_model(model, |m| match (ext, key) {
         (None, None) => onnx_light::save_model(m, &path, &ser),
         (None, Some(k)) => {

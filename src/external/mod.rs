@@ -49,4 +49,6 @@ pub use save::{
     save_model_with_prepacked,
 };
 
+#[cfg(feature = "remote")]
+pub(crate) use checksum::matches as checksum_matches;
 pub(crate) use load::load_after_parse;

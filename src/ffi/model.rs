@@ -113,8 +113,16 @@ pub unsafe extern "C" fn onnxl_save_model(
     path: *const c_char,
     opts: *const OnnxlSerializeOptions,
 ) -> OnnxlStatus {
-    // SAFETY: forwarded contract.
-    unsafe { save_file::<ModelProto, _>(model, path, opts) }
+    ffi_status(|| {
+        // SAFETY: forwarded contract.
+        let m = unsafe { try_ref(model, "message") }?;
+        // SAFETY: forwarded contract.
+        let path = unsafe { c_path(path, "path") }?;
+        // SAFETY: forwarded contract.
+        let opts = unsafe { serialize_options(opts) }?;
+        // (a URL too, with the `remote` feature)
+        Ok(package::save_model(m, &path, &opts)?)
+    })
 }
 
 /// Serializes `model` into a new buffer (byte-identical to protobuf's `SerializeToString`). On

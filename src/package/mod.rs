@@ -20,9 +20,22 @@ use crate::proto::{Message, ModelProto};
 ///
 /// A `ModelProto`'s external data is then loaded (`ParseOptions::load_external_data`, see
 /// [`crate::external`]).
+///
+/// With the `remote` feature, `path` may be an `s3://`, `http://` or `https://` URL (see
+/// [`crate::remote`]).
 pub fn parse_from_file<M: Message>(path: impl AsRef<Path>, opts: &ParseOptions) -> Result<M> {
     let path = path.as_ref();
+    #[cfg(feature = "remote")]
+    if let Some(url) = remote_url(path) {
+        return crate::remote::parse(url, opts, &crate::remote::RemoteOptions::from_env()?);
+    }
     with_external_data(parse_file(path, opts)?, Some(path), opts)
+}
+
+/// `path` as a remote URL, when it is one.
+#[cfg(feature = "remote")]
+fn remote_url(path: &Path) -> Option<&str> {
+    crate::remote::is_url(path).then(|| path.to_str()).flatten()
 }
 
 /// External data of a parsed `ModelProto`: loaded when `opts.load_external_data` and a base
@@ -55,6 +68,11 @@ pub fn load_model_with_prepacked(
 ) -> Result<(ModelProto, PrepackedBlobs)> {
     crate::error::require_feature(cfg!(feature = "prepacked"), "prepacked")?;
     let path = path.as_ref();
+    // (pre-packed blobs are read from local weight files only)
+    #[cfg(feature = "remote")]
+    if remote_url(path).is_some() {
+        return Ok((parse_from_file(path, opts)?, PrepackedBlobs::default()));
+    }
     let mut model: ModelProto = parse_file(path, opts)?;
     let blobs = load_after_parse(&mut model, Some(path), opts)?
         .map(|r| r.blobs)
@@ -77,6 +95,11 @@ pub fn save_model(
     path: impl AsRef<Path>,
     opts: &SerializeOptions,
 ) -> Result<()> {
+    #[cfg(feature = "remote")]
+    if let Some(url) = remote_url(path.as_ref()) {
+        let ro = crate::remote::RemoteOptions::from_env()?;
+        return crate::remote::save_model(model, url, opts, None, &ro);
+    }
     save_to_file(model, path, opts)
 }
 
@@ -110,6 +133,14 @@ pub fn load_encrypted_model(
     opts: &ParseOptions,
 ) -> Result<ModelProto> {
     let path = path.as_ref();
+    #[cfg(feature = "remote")]
+    if let Some(url) = remote_url(path) {
+        let ro = crate::remote::RemoteOptions::from_env()?;
+        let data = zeroize::Zeroizing::new(crate::remote::read_object(url, &ro)?);
+        let mut model = decrypt_model_from_bytes(&data, key, opts)?;
+        crate::remote::load_weights(&mut model, url, opts, &ro)?;
+        return Ok(model);
+    }
     let mut model = decrypt_model(path, key, opts)?;
     load_after_parse(&mut model, Some(path), opts)?;
     Ok(model)

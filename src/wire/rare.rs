@@ -417,7 +417,7 @@ mod tests {
                 list: vec![1]
             }
         );
-        assert_eq!(preset.list, []);
+        assert!(preset.list.is_empty());
         assert_eq!(c.doc, Some(&b""[..]));
         // `get_mut` copies it as well (clearing what it sets then works).
         let mut d = c.clone();

@@ -61,6 +61,9 @@ pub fn run(args: &Args) -> Result<()> {
             basics[0]
         )));
     }
+    if let Some(url) = super::remote::url(&args.model) {
+        return check_remote(url, &model, basics, args);
+    }
     // Size of the checksum work, for the progress bar.
     let pre = check_external_data(&model, &dir, &opts, false, None);
     let hashed: u64 = pre.files.iter().map(|f| f.size).sum();
@@ -105,6 +108,45 @@ pub fn run(args: &Args) -> Result<()> {
         )));
     }
     Err(problems.remove(0))
+}
+
+/// The external data of a remote model: loaded from the store (every location under the path
+/// rules, every range inside its object, checksums verified unless `--no-checksum`).
+fn check_remote(url: &str, model: &ModelProto, basics: Vec<String>, args: &Args) -> Result<()> {
+    let (mut tensors, mut bytes) = (0usize, 0u64);
+    model.visit_tensors(&mut |t| {
+        if onnx_light::external::uses_external_data(t) {
+            tensors += 1;
+            bytes += onnx_light::external::ExternalDataInfo::parse(t)
+                .ok()
+                .and_then(|i| i.length)
+                .unwrap_or(0);
+        }
+    });
+    if tensors > 0 {
+        let opts = ParseOptions {
+            verify_external_checksums: !args.no_checksum,
+            external_data_dir: args.data_dir.clone(),
+            ..Default::default()
+        };
+        super::remote::load(url, &opts)?;
+    }
+    outln!(
+        "external data: {tensors} tensors, {bytes} bytes, all read{}",
+        if args.no_checksum {
+            ""
+        } else {
+            ", recorded checksums verified"
+        }
+    );
+    if let Some(first) = basics.into_iter().next() {
+        outln!("problem: {first}");
+        return Err(Error::InvalidArgument(format!(
+            "{url}: not a usable ONNX model: {first}"
+        )));
+    }
+    outln!("OK");
+    Ok(())
 }
 
 /// What a usable ONNX model must have beyond a valid protobuf encoding (an empty file is a

@@ -101,6 +101,11 @@ pub(crate) fn progress_bar(total: u64, what: &str) -> Option<ProgressBar> {
     Some(bar)
 }
 
+/// Whether the output is to be encrypted (the model or its weights).
+fn model_encryption_asked(args: &Args) -> bool {
+    args.encrypt || args.encrypt_weights
+}
+
 /// Runs the subcommand.
 pub fn run(args: &Args) -> Result<()> {
     let key = args.key.read()?;
@@ -111,7 +116,16 @@ pub fn run(args: &Args) -> Result<()> {
         external_data_key: key.clone(),
         ..Default::default()
     };
-    let (model, blobs) = onnx_light::load_model_with_prepacked(&args.input, &popts)?;
+    let (model, blobs) = match super::remote::url(&args.input) {
+        Some(url) => (super::remote::load(url, &popts)?, Default::default()),
+        None => onnx_light::load_model_with_prepacked(&args.input, &popts)?,
+    };
+    let remote_out = super::remote::url(&args.output);
+    if remote_out.is_some() && (model_encryption_asked(args) || !blobs.is_empty()) {
+        return Err(onnx_light::Error::Unsupported(
+            "encrypted models and pre-packed blobs are written to local files only".into(),
+        ));
+    }
     // `--encrypt`: the model file too, with the weights' passphrase (`requires` makes it given).
     let model_encryption = match (&key, args.encrypt) {
         (Some(k), true) => Some((
@@ -144,7 +158,10 @@ pub fn run(args: &Args) -> Result<()> {
                 format!(", encrypted as {}", mopts.format)
             }
             None => {
-                onnx_light::save_model(&model, &args.output, &sopts)?;
+                match remote_out {
+                    Some(url) => super::remote::save(&model, url, &sopts, None)?,
+                    None => onnx_light::save_model(&model, &args.output, &sopts)?,
+                }
                 String::new()
             }
         };
@@ -172,6 +189,13 @@ pub fn run(args: &Args) -> Result<()> {
         },
         ..Default::default()
     };
+    if let Some(url) = remote_out {
+        let sopts = SerializeOptions {
+            num_threads: args.threads,
+            ..Default::default()
+        };
+        return super::remote::save(&model, url, &sopts, Some(&opts));
+    }
     let mut total = 0u64;
     model.visit_tensors(&mut |t| total += t.raw_data.as_ref().map_or(0, |r| r.len() as u64));
     let bar = progress_bar(total, "writing");

@@ -30,12 +30,14 @@ fn external_files(g: &GraphProto) -> BTreeMap<String, u64> {
     files
 }
 
-/// Renders the summary of `m` (with its pre-packed blobs, when it has any).
+/// Renders the summary of `m` (with its pre-packed blobs, when it has any); without
+/// `payloads` (a metadata-only load) the bytes of the payloads are not known.
 pub fn summary(
     m: &ModelProto,
     blobs: &onnx_light::PrepackedBlobs,
     source: &str,
     file_size: u64,
+    payloads: bool,
 ) -> String {
     let mut out = String::new();
     let g = m.graph();
@@ -93,12 +95,16 @@ pub fn summary(
         .iter()
         .map(|t| t.raw_data().len() as u64)
         .sum();
+    let inline = if payloads {
+        format!("{inline_bytes} bytes inline")
+    } else {
+        "payloads not fetched".to_string()
+    };
     line(
         &mut out,
         format!(
-            "initializers: {} ({} bytes inline), sparse initializers: {}",
+            "initializers: {} ({inline}), sparse initializers: {}",
             g.initializer.len(),
-            inline_bytes,
             g.sparse_initializer.len()
         ),
     );
@@ -122,14 +128,16 @@ pub fn summary(
     if !m.functions.is_empty() {
         line(&mut out, format!("functions: {}", m.functions.len()));
     }
-    line(
-        &mut out,
-        format!(
-            "tensors copied for alignment: {} (by a no-copy load, {}-byte alignment)",
-            copied_for_alignment(m),
-            ParseOptions::default().alignment
-        ),
-    );
+    if payloads {
+        line(
+            &mut out,
+            format!(
+                "tensors copied for alignment: {} (by a no-copy load, {}-byte alignment)",
+                copied_for_alignment(m),
+                ParseOptions::default().alignment
+            ),
+        );
+    }
     for p in &m.metadata_props {
         line(&mut out, format!("metadata: {} = {}", p.key(), p.value()));
     }
@@ -164,6 +172,21 @@ pub fn run(path: Option<&Path>, threads: i32, key: &super::crypt::OptionalKeySou
         ..Default::default()
     };
     let (model, blobs, source, size) = match path {
+        Some(p) if super::remote::url(p).is_some() => {
+            let url = super::remote::url(p).unwrap_or_default();
+            let size = onnx_light::remote::object_size(
+                url,
+                &onnx_light::remote::RemoteOptions::from_env()?,
+            )?;
+            let opts = ParseOptions {
+                skip_raw_data: true,
+                load_external_data: false,
+                ..opts
+            };
+            let m = super::remote::load(url, &opts)?;
+            out!("{}", summary(&m, &Default::default(), url, size, false));
+            return Ok(());
+        }
         Some(p) => {
             let (m, blobs) =
                 onnx_light::load_model_with_prepacked(p, &opts).map_err(|e| match e {
@@ -195,6 +218,6 @@ pub fn run(path: Option<&Path>, threads: i32, key: &super::crypt::OptionalKeySou
             )
         }
     };
-    out!("{}", summary(&model, &blobs, &source, size));
+    out!("{}", summary(&model, &blobs, &source, size, true));
     Ok(())
 }

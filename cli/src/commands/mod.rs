@@ -29,6 +29,7 @@ mod external;
 mod info;
 mod params;
 mod prepack;
+mod remote;
 mod roundtrip;
 
 use std::path::PathBuf;
@@ -47,7 +48,8 @@ struct Cli {
 enum Command {
     /// Summarize a model (the bundled sample model when MODEL is omitted).
     Info {
-        /// Path of an .onnx file.
+        /// Path or URL (s3://, http://, https://) of an .onnx file; a URL is read
+        /// metadata-only (tensor payloads are not fetched).
         model: Option<PathBuf>,
         /// Parse with this many threads (negative: all cores).
         #[arg(long, default_value_t = 1, allow_negative_numbers = true, value_parser = crate::commands::thread_count)]

@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Remote models (run by scripts/test-all.sh, after 50-python.sh has installed the wheel into the
+# venv): tests/remote/test_remote.py against real servers it starts — moto's S3 server (PyPI,
+# pinned in scripts/requirements-test.txt), nginx from Debian over HTTP and HTTPS (a test CA made
+# by the test), and a fault-injecting proxy — through the Python package, the CLI
+# (target/release/onnx-light) and the C ABI (target/release/libonnx_light.so).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+ROOT=$PWD
+die() { echo "52-remote: $*" >&2; exit 1; }
+PY="$ROOT/.venv/bin/python"
+[ -x "$PY" ] || die "$PY is missing (scripts/test-all.sh creates the venv)"
+"$PY" -m pip install --quiet --disable-pip-version-check -r scripts/requirements-test.txt
+
+if ! command -v nginx >/dev/null 2>&1 && [ ! -x /usr/sbin/nginx ]; then
+  [ "$(id -u)" = 0 ] || die "nginx is missing and installing it needs root (apt-get install nginx-light)"
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nginx-light >/dev/null
+fi
+
+# The CLI and the C library of the release build (test-all's "release binary" step built them).
+cargo build --release -q -p onnx_light -p onnx-light-cli
+export ONNX_LIGHT_BIN="$ROOT/target/release/onnx-light"
+export ONNX_LIGHT_CLIB="$ROOT/target/release/libonnx_light.so"
+
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+cd "$work"
+"$PY" -c 'import onnx_light, os; assert "site-packages" in onnx_light.__file__, onnx_light.__file__'
+"$PY" -m pytest -q -p no:cacheprovider "$ROOT/tests/remote"
+echo "52-remote: ok"
