@@ -4,7 +4,7 @@
  * missing part are still exported and fail with ONNXL_STATUS_UNSUPPORTED naming the part, and
  * the codec works in both. Run by scripts/test.d/45-size-budget.sh against both builds.
  *
- * usage: test_optional_features full|minimal MODEL.onnx */
+ * usage: test_optional_features full|remote|minimal MODEL.onnx */
 #include "test_util.h"
 
 static const char *const PARTS[] = {"parallel", "encryption", "dlpack", "params", "prepacked",
@@ -27,14 +27,17 @@ int main(int argc, char **argv) {
   size_t i;
   OnnxlModelProto *model = NULL;
   OnnxlBuffer *buf = NULL;
-  if (argc != 3 || (strcmp(argv[1], "full") != 0 && strcmp(argv[1], "minimal") != 0)) {
-    fprintf(stderr, "usage: %s full|minimal MODEL.onnx\n", argv[0]);
+  if (argc != 3 || (strcmp(argv[1], "full") != 0 && strcmp(argv[1], "remote") != 0 &&
+                    strcmp(argv[1], "minimal") != 0)) {
+    fprintf(stderr, "usage: %s full|remote|minimal MODEL.onnx\n", argv[0]);
     return 2;
   }
-  full = strcmp(argv[1], "full") == 0;
+  /* full: the default features (every part but the opt-in remote); remote: all of them. */
+  full = strcmp(argv[1], "minimal") != 0;
 
   for (i = 0; i < sizeof PARTS / sizeof PARTS[0]; i++) {
-    if (onnxl_has_feature(PARTS[i]) != (full != 0)) {
+    int expected = full && (strcmp(PARTS[i], "remote") != 0 || strcmp(argv[1], "remote") == 0);
+    if (onnxl_has_feature(PARTS[i]) != expected) {
       fprintf(stderr, "onnxl_has_feature(\"%s\") is %d in the %s build\n", PARTS[i],
               (int)onnxl_has_feature(PARTS[i]), argv[1]);
       test_failures += 1;

@@ -3,10 +3,10 @@
 # minimal (`--no-default-features`) variants and measures them stripped. Sourced, not run; the
 # caller defines die() and runs from the repository root.
 
-# Builds the variants and copies them to OUT/full/, OUT/core/ and OUT/minimal/ as
+# Builds the variants and copies them to OUT/full/, OUT/remote/ and OUT/minimal/ as
 # libonnx_light.so (plus the SONAME name, so that programs linked against them run with an
-# rpath). `core` is the full library without the `remote` feature (its client stack is most of
-# the full library's size, so each has its own budget). The full one is
+# rpath). `remote` is the full library with the opt-in `remote` feature (its client stack more
+# than triples the size, so it has a budget of its own). The full one is
 # target/dist/libonnx_light.so (what CMake's `-DONNXL_CARGO_PROFILE=dist` stages), the minimal
 # one target/dist-min/libonnx_light.so (profile `dist-min`: `dist` optimized for size; CMake
 # `-DONNXL_MINIMAL=ON -DONNXL_CARGO_PROFILE=dist-min`). Their profiles differ, so they do not
@@ -14,13 +14,12 @@
 build_library_variants() {
   local out=$1 variant soname lib
   soname=$(awk -F'"' '/^version = / { split($2, v, "."); print (v[1] == "0") ? "0." v[2] : v[1]; exit }' Cargo.toml)
-  for variant in full core minimal; do
+  for variant in full remote minimal; do
     if [ "$variant" = minimal ]; then
       cargo build --profile dist-min -p onnx_light --lib --no-default-features
       lib=target/dist-min/libonnx_light.so
-    elif [ "$variant" = core ]; then
-      cargo build --profile dist -p onnx_light --lib --no-default-features \
-        --features parallel,encryption,dlpack,params,prepacked,text-format
+    elif [ "$variant" = remote ]; then
+      cargo build --profile dist -p onnx_light --lib --features remote
       lib=target/dist/libonnx_light.so
     else
       cargo build --profile dist -p onnx_light --lib
