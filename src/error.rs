@@ -323,15 +323,17 @@ impl Error {
 }
 
 /// Whether the optional part `name` (`"parallel"`, `"encryption"`, `"dlpack"`, `"params"`,
-/// `"prepacked"`, `"text-format"`) is compiled into this build; false for any other name.
+/// `"prepacked"`, `"text-format"`, `"inline-alignment"`) is compiled into this build; false for
+/// any other name.
 pub fn has_feature(name: &str) -> bool {
-    const OPTIONAL: [(&str, bool); 6] = [
+    const OPTIONAL: [(&str, bool); 7] = [
         ("parallel", cfg!(feature = "parallel")),
         ("encryption", cfg!(feature = "encryption")),
         ("dlpack", cfg!(feature = "dlpack")),
         ("params", cfg!(feature = "params")),
         ("prepacked", cfg!(feature = "prepacked")),
         ("text-format", cfg!(feature = "text-format")),
+        ("inline-alignment", cfg!(feature = "inline-alignment")),
     ];
     OPTIONAL.iter().any(|&(n, on)| on && n == name)
 }

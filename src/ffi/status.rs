@@ -323,7 +323,8 @@ pub extern "C" fn onnxl_version() -> *const c_char {
 }
 
 /// True when the optional part `name` (NUL-terminated: `"parallel"`, `"encryption"`, `"dlpack"`,
-/// `"params"`, `"prepacked"`, `"text-format"`) is compiled into this library; false for other
+/// `"params"`, `"prepacked"`, `"text-format"`, `"inline-alignment"`) is compiled into this
+/// library; false for other
 /// names and NULL. A library built without one (the minimal build, `cargo build
 /// --no-default-features`) still exports every function of the header: those of a missing part
 /// return `ONNXL_STATUS_UNSUPPORTED`, except that without `"parallel"` a `num_threads` above 1
