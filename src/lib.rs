@@ -28,6 +28,9 @@ struct ExternalDataDocExamples;
 #[cfg(doctest)]
 #[doc = include_str!("../docs/prepacked.md")]
 struct PrepackedDocExamples;
+#[cfg(doctest)]
+#[doc = include_str!("../docs/aligned-models.md")]
+struct AlignedModelsDocExamples;
 
 #[cfg(feature = "global-mimalloc")]
 #[global_allocator]
