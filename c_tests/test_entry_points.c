@@ -1,6 +1,7 @@
 /* Every model entry point of the C ABI on its success paths: version and status names, options
  * defaults, load (auto / mmap / buffered, sequential and parallel), load from bytes, save
- * (atomic), serialize and buffers, standalone TensorProto load / save, skip_raw_data, and the
+ * (atomic), serialize and buffers, aligned saves, standalone TensorProto load / save,
+ * skip_raw_data, and the
  * lifecycle functions every message has (new, free, clear, copy_from, parse_from_bytes,
  * serialize, byte_size).
  *
@@ -223,6 +224,50 @@ static void test_save_and_serialize(void) {
   }
 }
 
+/* An aligned save (`inline_alignment`): a no-copy load borrows every payload of the file where it
+ * is, none copied for alignment, and the model is the same (the padding is not kept). */
+static void test_aligned_save(void) {
+  OnnxlModelProto *m = NULL, *again = NULL;
+  OnnxlSerializeOptions so = onnxl_serialize_options_default();
+  OnnxlParseOptions po = onnxl_parse_options_default();
+  OnnxlBuffer *b = NULL;
+  char out[1024];
+  snprintf(out, sizeof out, "%s/aligned.onnx", tmp_dir);
+  CHECK(so.inline_alignment == 0 && so.struct_size == 56);
+  CHECK_OK(onnxl_load_model(model_path, NULL, &m));
+  so.raw_data_threshold = 0; /* every payload, however small */
+  so.inline_alignment = 256;
+  CHECK_OK(onnxl_save_model(m, out, &so));
+  po.no_copy = 1;
+  po.file_load_mode = ONNXL_FILE_LOAD_MODE_MMAP;
+  po.raw_data_threshold = 0;
+  po.alignment = 256;
+  CHECK_OK(onnxl_load_model(out, &po, &again));
+  CHECK(again != NULL && onnxl_model_realigned_tensors(again) == 0 && payloads_aligned(again, 256));
+  {
+    const OnnxlGraphProto *g = onnxl_model_proto_graph(again);
+    size_t borrowed = 0;
+    for (size_t k = 0; k < onnxl_graph_proto_initializer_size(g); ++k) {
+      borrowed += onnxl_tensor_proto_raw_data_is_borrowed(onnxl_graph_proto_initializer(g, k));
+    }
+    CHECK(borrowed == 4); /* all four, copied by the same load of the original file */
+  }
+  CHECK(serializes_to(again, file_bytes, file_len));
+  onnxl_model_proto_free(again);
+  /* A caller compiled before the field (struct size 48) gets the default: protobuf's bytes. */
+  so.struct_size = 48;
+  CHECK_OK(onnxl_serialize_model(m, &so, &b));
+  CHECK(b != NULL && onnxl_buffer_size(b) == file_len &&
+        memcmp(onnxl_buffer_data(b), file_bytes, file_len) == 0);
+  onnxl_buffer_free(b);
+  b = NULL;
+  so.struct_size = sizeof so;
+  so.inline_alignment = 100;
+  CHECK_STATUS(onnxl_serialize_model(m, &so, &b), ONNXL_STATUS_INVALID_ARGUMENT, "inline_alignment");
+  CHECK(b == NULL);
+  onnxl_model_proto_free(m);
+}
+
 static void test_tensor_proto_files(void) {
   OnnxlModelProto *m = test_build_model();
   const OnnxlTensorProto *big = test_initializer(m, "big");
@@ -355,6 +400,7 @@ int main(int argc, char **argv) {
   RUN(test_load_modes);
   RUN(test_load_from_bytes_copies);
   RUN(test_save_and_serialize);
+  RUN(test_aligned_save);
   RUN(test_tensor_proto_files);
   RUN(test_skip_raw_data);
   RUN(test_message_lifecycle);

@@ -1,5 +1,5 @@
 /* The optional parts of the library (parallel work, encryption, DLPack, parameter dictionaries,
- * pre-packed blobs, protobuf's text format, remote models) as a C program sees them, in a full and in a minimal build (`cargo build
+ * pre-packed blobs, protobuf's text format, aligned saves, remote models) as a C program sees them, in a full and in a minimal build (`cargo build
  * --no-default-features`): onnxl_has_feature() tells which are compiled in, the functions of a
  * missing part are still exported and fail with ONNXL_STATUS_UNSUPPORTED naming the part, and
  * the codec works in both. Run by scripts/test.d/45-size-budget.sh against both builds.
@@ -7,8 +7,9 @@
  * usage: test_optional_features full|remote|minimal MODEL.onnx */
 #include "test_util.h"
 
-static const char *const PARTS[] = {"parallel", "encryption", "dlpack", "params", "prepacked",
-                                    "text-format", "remote"};
+static const char *const PARTS[] = {"parallel",    "encryption",       "dlpack", "params",
+                                    "prepacked",   "text-format",      "inline-alignment",
+                                    "remote"};
 
 /* The text format's entry point, declared by include/onnx_light.hpp (the C++ classes'
  * DebugString()), not by the C header. */
@@ -85,6 +86,21 @@ int main(int argc, char **argv) {
       CHECK(onnxl_last_error_status() == ONNXL_STATUS_UNSUPPORTED);
       CHECK(strstr(onnxl_last_error_message(), "without the `text-format` feature") != NULL);
     }
+  }
+
+  {
+    OnnxlSerializeOptions sopts = onnxl_serialize_options_default();
+    sopts.inline_alignment = 4096;
+    if (full) {
+      CHECK_OK(onnxl_serialize_model(model, &sopts, &buf));
+      CHECK(buf != NULL);
+    } else {
+      CHECK_STATUS(onnxl_serialize_model(model, &sopts, &buf), ONNXL_STATUS_UNSUPPORTED,
+                   "without the `inline-alignment` feature");
+      CHECK(buf == NULL);
+    }
+    onnxl_buffer_free(buf);
+    buf = NULL;
   }
 
   if (full) {

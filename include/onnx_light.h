@@ -1069,6 +1069,16 @@ typedef struct OnnxlSerializeOptions {
    * this many bytes. Default 0 (no limit). Other writers write one file.
    */
   uint64_t max_external_file_size;
+  /**
+   * (Since struct size 56.) Offset alignment of the `raw_data` payloads left in the
+   * serialized model, a power of two from 64 to 65536: every payload of at least
+   * `raw_data_threshold` bytes starts at a multiple of it from the start of the output,
+   * after a padding field no onnx.proto message uses, so that a no-copy load borrows it from
+   * the file's map (docs/aligned-models.md). Default 0: none, the bytes protobuf writes. A
+   * library without the `"inline-alignment"` feature refuses other values
+   * (`ONNXL_STATUS_UNSUPPORTED`).
+   */
+  uint64_t inline_alignment;
 } OnnxlSerializeOptions;
 
 /**
@@ -13763,9 +13773,9 @@ const char *onnxl_version(void);
 
 /**
  * True when the optional part `name` (NUL-terminated: `"parallel"`, `"encryption"`, `"dlpack"`,
- * `"params"`, `"prepacked"`, `"text-format"`, `"remote"`) is compiled into this library; false
- * for other names and NULL. A library built without one (the minimal build, `cargo build
- * --no-default-features`) still exports every function of the header: those of a missing part
+ * `"params"`, `"prepacked"`, `"text-format"`, `"inline-alignment"`, `"remote"`) is compiled into
+ * this library; false for other names and NULL. A library built without one (the minimal build,
+ * `cargo build --no-default-features`) still exports every function of the header: those of a missing part
  * return `ONNXL_STATUS_UNSUPPORTED`, except that without `"parallel"` a `num_threads` above 1
  * is accepted and the work runs on the calling thread, and without `"remote"` a URL given as a
  * path is a local path (that does not exist).

@@ -323,16 +323,17 @@ impl Error {
 }
 
 /// Whether the optional part `name` (`"parallel"`, `"encryption"`, `"dlpack"`, `"params"`,
-/// `"prepacked"`, `"text-format"`, `"remote"`) is compiled into this build; false for any other
-/// name.
+/// `"prepacked"`, `"text-format"`, `"inline-alignment"`, `"remote"`) is compiled into this build;
+/// false for any other name.
 pub fn has_feature(name: &str) -> bool {
-    const OPTIONAL: [(&str, bool); 7] = [
+    const OPTIONAL: [(&str, bool); 8] = [
         ("parallel", cfg!(feature = "parallel")),
         ("encryption", cfg!(feature = "encryption")),
         ("dlpack", cfg!(feature = "dlpack")),
         ("params", cfg!(feature = "params")),
         ("prepacked", cfg!(feature = "prepacked")),
         ("text-format", cfg!(feature = "text-format")),
+        ("inline-alignment", cfg!(feature = "inline-alignment")),
         ("remote", cfg!(feature = "remote")),
     ];
     OPTIONAL.iter().any(|&(n, on)| on && n == name)

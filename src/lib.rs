@@ -32,6 +32,9 @@ struct PrepackedDocExamples;
 #[cfg(all(doctest, feature = "remote"))]
 #[doc = include_str!("../docs/remote.md")]
 struct RemoteDocExamples;
+#[cfg(doctest)]
+#[doc = include_str!("../docs/aligned-models.md")]
+struct AlignedModelsDocExamples;
 
 #[cfg(feature = "global-mimalloc")]
 #[global_allocator]

@@ -270,6 +270,9 @@ enum Op {
     /// onnx_light only: the loads with `ParseOptions::alignment` 1 (see cases.rs).
     LoadCopyAlign1,
     LoadNoCopyAlign1,
+    /// onnx_light only: the no-copy load (default options) of the model saved with
+    /// `SerializeOptions::inline_alignment` ([`aligned_copy`]).
+    LoadNoCopyAligned,
     LoadMeta,
     Save,
     SaveNoSync,
@@ -284,6 +287,7 @@ impl Op {
             Op::LoadNoCopy => "load_nocopy",
             Op::LoadCopyAlign1 => "load_copy_align1",
             Op::LoadNoCopyAlign1 => "load_nocopy_align1",
+            Op::LoadNoCopyAligned => "load_nocopy",
             Op::LoadMeta => "load_meta",
             Op::Save => "save",
             Op::SaveNoSync => "save_nosync",
@@ -297,6 +301,7 @@ impl Op {
             Op::LoadNoCopy => "load no-copy",
             Op::LoadCopyAlign1 => "load copy, alignment 1",
             Op::LoadNoCopyAlign1 => "load no-copy, alignment 1",
+            Op::LoadNoCopyAligned => "load no-copy of the aligned save",
             Op::LoadMeta => ".onnx only",
             Op::Save => "save",
             Op::SaveNoSync => "save, no fsync",
@@ -389,8 +394,10 @@ struct Runner {
 /// Why a row cannot do an operation on a model (None = it can).
 fn not_available(row: Row, m: &Model, op: Op) -> Option<&'static str> {
     let ext = m.data.is_some();
-    if matches!(op, Op::LoadCopyAlign1 | Op::LoadNoCopyAlign1)
-        && !matches!(row, Row::Light1 | Row::LightN)
+    if matches!(
+        op,
+        Op::LoadCopyAlign1 | Op::LoadNoCopyAlign1 | Op::LoadNoCopyAligned
+    ) && !matches!(row, Row::Light1 | Row::LightN)
     {
         return Some("—");
     }
@@ -452,7 +459,11 @@ impl Runner {
         // Cheap operations on the big models are repeated in-process too, so that both the first
         // (cold) and a warm time are seen.
         let iters = match op {
-            Op::LoadNoCopy | Op::LoadNoCopyAlign1 | Op::LoadMeta if m.iters == 1 => 5,
+            Op::LoadNoCopy | Op::LoadNoCopyAlign1 | Op::LoadNoCopyAligned | Op::LoadMeta
+                if m.iters == 1 =>
+            {
+                5
+            }
             // The aligned-placement comparison: a cold (first) and a warm (best) time each.
             Op::LoadCopy | Op::LoadCopyAlign1 if m.iters == 1 => 3,
             _ => m.iters,
@@ -495,8 +506,12 @@ impl Runner {
                 };
                 let threads = if row == Row::LightN { -1 } else { 1 };
                 let mut c = Command::new(&self.exe);
+                let path = match op {
+                    Op::LoadNoCopyAligned => aligned_copy(&m.path),
+                    _ => m.path.clone(),
+                };
                 c.args(["case", lib, op.arg()])
-                    .arg(&m.path)
+                    .arg(path)
                     .arg("--out")
                     .arg(&out);
                 c.args([
@@ -941,6 +956,14 @@ fn run(opts: &HashMap<String, String>) {
         let t = Instant::now();
         let size = synth::write_transformer_inline(&path, &shape).expect("generate (a)");
         eprintln!("generated (a) in {:.1?}", t.elapsed());
+        let aligned = aligned_copy(&path);
+        let model = onnx_light::load_model(&path, &light_no_copy()).expect("load (a)");
+        let opts = onnx_light::SerializeOptions {
+            inline_alignment: ALIGNED_SAVE,
+            ..Default::default()
+        };
+        onnx_light::save_model(&model, &aligned, &opts).expect("aligned save of (a)");
+        drop(model);
         let m = Model {
             key: "a".into(),
             label: format!(
@@ -954,8 +977,13 @@ fn run(opts: &HashMap<String, String>) {
             iters: 1,
             runs,
             main_ops: main_ops.clone(),
-            extra_ops: vec![Op::SaveNoSync, Op::LoadCopyAlign1, Op::LoadNoCopyAlign1],
-            generated: vec![path],
+            extra_ops: vec![
+                Op::SaveNoSync,
+                Op::LoadCopyAlign1,
+                Op::LoadNoCopyAlign1,
+                Op::LoadNoCopyAligned,
+            ],
+            generated: vec![path, aligned],
             pyir: false,
         };
         r.model(&m);
@@ -1031,7 +1059,9 @@ fn cell_text(r: &Runner, row: Row, m: &Model, op: Op) -> String {
         }) => {
             // No-copy loads: how many tensors were copied because their bytes were misaligned.
             let copied = match (op, realigned) {
-                (Op::LoadNoCopy | Op::LoadNoCopyAlign1, Some(n)) => format!(" · {n} realigned"),
+                (Op::LoadNoCopy | Op::LoadNoCopyAlign1 | Op::LoadNoCopyAligned, Some(n)) => {
+                    format!(" · {n} realigned")
+                }
                 _ => String::new(),
             };
             format!("{} · {}{copied}", fmt_time(*ns), fmt_mib(hwm_kb * 1024))
@@ -1638,6 +1668,22 @@ fn kept_freed_memory(s: &mut String, r: &Runner, meta: &[&Model]) {
     }
 }
 
+/// Alignment of (a)'s aligned save (`SerializeOptions::inline_alignment`).
+const ALIGNED_SAVE: u64 = 4096;
+
+/// Where (a)'s aligned save is: beside it.
+fn aligned_copy(path: &Path) -> PathBuf {
+    path.with_extension("aligned.onnx")
+}
+
+/// A no-copy load with the default options.
+fn light_no_copy() -> onnx_light::ParseOptions {
+    onnx_light::ParseOptions {
+        no_copy: true,
+        ..Default::default()
+    }
+}
+
 /// The aligned-placement section: copy loads of model (a) with `ParseOptions::alignment` 64
 /// (the default: every payload at a multiple of 64) against 1 (payloads wherever they fall),
 /// measured in alternating runs; and what no-copy loads copied for alignment.
@@ -1712,4 +1758,52 @@ fn aligned_placement(s: &mut String, r: &Runner, models: &[Model]) {
         nc(Row::LightN, Op::LoadNoCopyAlign1),
     )
     .unwrap();
+    aligned_save_rows(s, r);
+}
+
+/// No-copy loads (default options: `alignment` 64) of (a) as generated (protobuf's layout) and
+/// saved with `inline_alignment` [`ALIGNED_SAVE`]: cold = first load in a fresh process, warm
+/// = best of 5 in it, with the peak RSS and the tensors copied for alignment.
+fn aligned_save_rows(s: &mut String, r: &Runner) {
+    writeln!(
+        s,
+        "No-copy load (default options) of (a) saved plain (protobuf's layout) vs aligned \
+         (`SerializeOptions::inline_alignment` {ALIGNED_SAVE}), fresh processes. Target: aligned < 1 ms.\n\n\
+         | onnx_light no-copy load of (a) | plain: cold · warm · peak RSS · copied | aligned: cold · warm · peak RSS · copied | verdict (aligned warm < 1 ms) |\n|---|---|---|---|"
+    )
+    .unwrap();
+    let cell = |row: Row, op: Op| match r.results.get(&(row, "a".to_string(), op)) {
+        Some(Cell::Ok {
+            ns,
+            first_ns,
+            hwm_kb,
+            realigned,
+            ..
+        }) => (
+            format!(
+                "{} · {} · {} MiB · {}",
+                fmt_time(*first_ns),
+                fmt_time(*ns),
+                hwm_kb / 1024,
+                realigned.map_or("n/a".into(), |x| x.to_string())
+            ),
+            Some(*ns),
+        ),
+        _ => ("n/a".into(), None),
+    };
+    for (row, who) in [
+        (Row::Light1, "1 thread".to_string()),
+        (Row::LightN, format!("{} threads", r.threads)),
+    ] {
+        let (plain, aligned) = (cell(row, Op::LoadNoCopy), cell(row, Op::LoadNoCopyAligned));
+        writeln!(
+            s,
+            "| {who} | {} | {} | {} |",
+            plain.0,
+            aligned.0,
+            verdict(aligned.1.map(|ns| ns < 1_000_000)),
+        )
+        .unwrap();
+    }
+    writeln!(s).unwrap();
 }

@@ -111,7 +111,9 @@ struct ParseOptions : OnnxlParseOptions {
 
 /// Serialize options (C++ SerializeOptions), initialized to the library defaults: the fields of
 /// OnnxlSerializeOptions (raw_data_threshold, alignment, max_serialized_size_bytes,
-/// num_threads, skip_raw_data, use_external_data_location, max_external_file_size).
+/// num_threads, skip_raw_data, use_external_data_location, max_external_file_size,
+/// inline_alignment: e.g. `opts.inline_alignment = 4096;` before SaveModel aligns every
+/// embedded payload in the file, see docs/aligned-models.md).
 struct SerializeOptions : OnnxlSerializeOptions {
   SerializeOptions() : OnnxlSerializeOptions(onnxl_serialize_options_default()) {}
   /// Its threshold and alignment, as the reference's base class TensorBufferOptions.

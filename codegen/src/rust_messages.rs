@@ -604,6 +604,9 @@ fn gen_struct(o: &mut String, m: &MessageDef) {
             "impl RareFields for {rn}Rare {{\n    fn empty() -> &'static Self {{\n        static EMPTY: {rn}Rare = {rn}Rare::new();\n        &EMPTY\n    }}"
         )
         .unwrap();
+        if m.fields.iter().any(|f| f.kind == Kind::Payload) {
+            writeln!(o, "    const SKIPS_PADDING: bool = true;").unwrap();
+        }
         let presets = rare_presets(m);
         if !presets.is_empty() {
             gen_presets(o, m, &rn, &presets);
@@ -1379,9 +1382,18 @@ fn gen_size(o: &mut String, m: &MessageDef, f: &FieldDef) {
             writeln!(o, "        if let Some(v) = &self.{name} {{").unwrap();
             writeln!(
                 o,
-                "            n += {tl} + len_delimited_size(v.len() as u64);\n        }}"
+                "            n += {tl} + len_delimited_size(v.len() as u64);"
             )
             .unwrap();
+            if f.kind == Kind::Payload {
+                // An aligned save's padding before the payload (`SerializeOptions::inline_alignment`).
+                writeln!(
+                    o,
+                    "            #[cfg(feature = \"inline-alignment\")]\n            {{\n                n += sizes.payload_pad();\n            }}"
+                )
+                .unwrap();
+            }
+            writeln!(o, "        }}").unwrap();
         }
         (Label::Optional, Kind::Message(_)) => {
             let tl = tag_len(f, 2);
@@ -1507,6 +1519,11 @@ fn gen_encode(o: &mut String, m: &MessageDef, f: &FieldDef) {
         (Label::Optional, Kind::Payload) => {
             let tl = tag_lit(f, 2);
             writeln!(o, "        if let Some(v) = &self.{name} {{").unwrap();
+            writeln!(
+                o,
+                "            #[cfg(feature = \"inline-alignment\")]\n            c.put_payload_pad(s);"
+            )
+            .unwrap();
             writeln!(
                 o,
                 "            s.put({tl});\n            put_varint(s, v.len() as u64);\n            s.put_payload(v);\n        }}"

@@ -291,9 +291,17 @@ def save(
     num_threads: Optional[int] = None,
     source_dir: Optional[PathLike] = None,
     progress: Optional[Callable[[int, int], Any]] = None,
+    align: Optional[int] = None,
 ) -> None:
     """Saves a model (``onnx.save``), atomically when ``f`` is a path, and leaves the model as
     onnx's save does (:func:`write_model` saves without changing it).
+
+    ``align`` (a power of two from 64 to 65536; default None: protobuf's bytes) makes every
+    embedded ``raw_data`` payload of at least 64 bytes start at a multiple of it in the saved
+    bytes, after a padding field no ``onnx.proto`` message uses: a no-copy :func:`load` of the
+    file then borrows every payload from the file's map, and the file still loads in onnx and
+    onnxruntime (docs/aligned-models.md). Single-file protobuf saves only (not with
+    ``save_as_external_data``, whose weight files ``alignment`` aligns).
 
     With ``save_as_external_data``, tensors whose ``sys.getsizeof(raw_data)`` (the length plus
     33) is at least ``size_threshold`` go to weight files beside the model (``location``,
@@ -312,6 +320,7 @@ def save(
     model = _as_model(proto)
     path = _file_path(f)
     serializer = _serializer(format, path)
+    _check_align(align, save_as_external_data, serializer)
     if save_as_external_data:
         if location is not None and os.path.isabs(location):
             raise ValueError("location must be a relative path that is relative to the model path.")
@@ -328,7 +337,8 @@ def save(
             return
         if _native.has_marked_external_bytes(model):
             external_data_helper.write_external_data_tensors(model, os.path.dirname(path))
-        _native.save_path(model, path, external=None, key=_key_bytes(key), num_threads=num_threads)
+        _native.save_path(model, path, external=None, key=_key_bytes(key), num_threads=num_threads,
+                          align=align)
         return
     # A file object, or a text format: onnx's sequence.
     if save_as_external_data:
@@ -336,13 +346,26 @@ def save(
             model, all_tensors_to_one_file, location, size_threshold, convert_attribute)
     if path is not None and _native.has_marked_external_bytes(model):
         external_data_helper.write_external_data_tensors(model, os.path.dirname(path))
-    _write_all(f, _serialized(model, serializer, key, num_threads))
+    _write_all(f, _serialized(model, serializer, key, num_threads, align))
 
 
-def _serialized(model: ModelProto, serializer: Any, key: Any, num_threads: Optional[int]) -> bytes:
-    """The model in the serializer's format (encrypted with ``key``: protobuf only)."""
+def _check_align(align: Optional[int], save_as_external_data: bool, serializer: Any) -> None:
+    """``align`` applies to single-file saves in the protobuf format."""
+    if align is None:
+        return
+    if save_as_external_data:
+        raise ValueError("align aligns the payloads of a single-file save; the weight files of "
+                         "save_as_external_data are aligned by alignment")
+    if not _is_binary(serializer):
+        raise ValueError(f"align applies to the protobuf format, not {serializer.supported_format}")
+
+
+def _serialized(model: ModelProto, serializer: Any, key: Any, num_threads: Optional[int],
+                align: Optional[int] = None) -> bytes:
+    """The model in the serializer's format (encrypted with ``key``: protobuf only; payloads
+    aligned to ``align``)."""
     if _is_binary(serializer):
-        return _native.serialize(model, key=_key_bytes(key), num_threads=num_threads)
+        return _native.serialize(model, key=_key_bytes(key), num_threads=num_threads, align=align)
     if key is not None:
         raise ValueError(f"key encrypts the protobuf format only, not {serializer.supported_format}")
     return serializer.serialize_proto(model)
@@ -368,8 +391,9 @@ def write_model(
     num_threads: Optional[int] = None,
     source_dir: Optional[PathLike] = None,
     progress: Optional[Callable[[int, int], Any]] = None,
+    align: Optional[int] = None,
 ) -> None:
-    """Saves a model as :func:`save` does but never changes the model object.
+    """Saves a model as :func:`save` does (``align`` too) but never changes the model object.
 
     With ``save_as_external_data`` (a path only) the model stays as it was: tensors keep their
     bytes. Without it, a tensor the model marks external while holding its bytes is a
@@ -380,6 +404,7 @@ def write_model(
     model = _as_model(proto)
     path = _file_path(f)
     serializer = _serializer(format, path)
+    _check_align(align, save_as_external_data, serializer)
     if save_as_external_data:
         if not isinstance(f, (str, os.PathLike)) or not _is_binary(serializer):
             raise ValueError("save_as_external_data needs a path and the protobuf format")
@@ -398,9 +423,10 @@ def write_model(
                 "write_model does not write weight files for such marks; use save (which writes "
                 "them, as onnx does) or save_as_external_data=True")
     if isinstance(f, (str, os.PathLike)) and _is_binary(serializer):
-        _native.save_path(model, path, external=None, key=_key_bytes(key), num_threads=num_threads)
+        _native.save_path(model, path, external=None, key=_key_bytes(key), num_threads=num_threads,
+                          align=align)
         return
-    _write_all(f, _serialized(model, serializer, key, num_threads))
+    _write_all(f, _serialized(model, serializer, key, num_threads, align))
 
 
 def _as_model(proto: Any) -> ModelProto:

@@ -233,7 +233,7 @@ pub fn load_bytes(
 /// (with `external`) is called as `progress(bytes_written, total_bytes)` from the writing
 /// threads, with the GIL taken for the call; what it raises is raised when the save is done.
 #[pyfunction]
-#[pyo3(signature = (model, path, *, external = None, key = None, num_threads = None, progress = None))]
+#[pyo3(signature = (model, path, *, external = None, key = None, num_threads = None, progress = None, align = None))]
 pub fn save_path(
     model: &Bound<'_, PyAny>,
     path: PathBuf,
@@ -241,10 +241,12 @@ pub fn save_path(
     key: Option<Vec<u8>>,
     num_threads: Option<i32>,
     progress: Option<Py<PyAny>>,
+    align: Option<u64>,
 ) -> PyResult<()> {
     let ext = external.map(external_options).transpose()?;
     let ser = SerializeOptions {
         num_threads: num_threads.unwrap_or(-1),
+        inline_alignment: align.unwrap_or(0),
         ..Default::default()
     };
     let failure: std::sync::Mutex<Option<PyErr>> = std::sync::Mutex::new(None);
@@ -348,17 +350,20 @@ fn external_options(d: &Bound<'_, PyDict>) -> PyResult<SaveExternalOptions> {
     Ok(o)
 }
 
-/// Serializes a model (encrypted with `key`) to bytes without the GIL.
+/// Serializes a model (encrypted with `key`; payloads aligned to `align` in the bytes) without
+/// the GIL.
 #[pyfunction]
-#[pyo3(signature = (model, *, key = None, num_threads = None))]
+#[pyo3(signature = (model, *, key = None, num_threads = None, align = None))]
 pub fn serialize<'py>(
     py: Python<'py>,
     model: &Bound<'py, PyAny>,
     key: Option<Vec<u8>>,
     num_threads: Option<i32>,
+    align: Option<u64>,
 ) -> PyResult<Bound<'py, PyBytes>> {
     let ser = SerializeOptions {
         num_threads: num_threads.unwrap_or(-1),
+        inline_alignment: align.unwrap_or(0),
         ..Default::default()
     };
     match key {

@@ -35,6 +35,8 @@ grep -qE "^\| 1 thread, cold, wall \| [0-9.]+ (ms|µs|s) \| [0-9.]+ (ms|µs|s) \
   fail "aligned placement: no times for alignment 64 and 1"
 grep -qE "tensors copied for alignment\)" "$tmp/report.md" || fail "no count of tensors copied for alignment"
 grep -qE "· [0-9]+ realigned \|" "$tmp/report.md" || fail "no-copy cells lack the realigned count"
+grep -qE "^\| 1 thread \| [^|]+ \| [0-9.]+ (ms|µs|s) · [0-9.]+ (ms|µs|s) · [0-9]+ MiB · 0 \|" "$tmp/report.md" ||
+  fail "aligned save: no row of a no-copy load that copied nothing"
 # Both libraries with malloc keeping freed memory: a parse and a serialize time for each model.
 grep -qF "The same with glibc's malloc keeping freed memory" "$tmp/report.md" ||
   fail "section missing: freed memory kept"

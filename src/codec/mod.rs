@@ -9,8 +9,8 @@ mod parallel_write;
 
 pub use options::TensorBufferOptions;
 pub use options::{
-    FileLoadMode, MAX_ALIGNMENT, MAX_PARSE_ALIGNMENT, MAX_RECURSION_DEPTH_LIMIT, ParseOptions,
-    SerializeOptions,
+    FileLoadMode, MAX_ALIGNMENT, MAX_INLINE_ALIGNMENT, MAX_PARSE_ALIGNMENT,
+    MAX_RECURSION_DEPTH_LIMIT, MIN_INLINE_ALIGNMENT, ParseOptions, SerializeOptions,
 };
 pub(crate) use options::{resolve_threads, validate_alignment, validate_threads};
 
@@ -291,13 +291,15 @@ pub fn parse_from_reader<M: Message>(mut reader: impl Read, opts: &ParseOptions)
     }
 }
 
-/// Computes the sizes of `m`, checking `max_serialized_size_bytes` and refusing messages nested
-/// deeper than any parse accepts ([`MAX_RECURSION_DEPTH_LIMIT`]: only a model built through the
-/// API can be); the sizes are then read with `SizeCursor::new(sizes.as_slice())`.
+/// Computes the sizes of `m` (with the paddings of `inline_alignment`), checking
+/// `max_serialized_size_bytes` and refusing messages nested deeper than any parse accepts
+/// ([`MAX_RECURSION_DEPTH_LIMIT`]: only a model built through the API can be); the sizes are
+/// then read with `sizes.cursor()`.
 pub(crate) fn plan(m: &dyn DynMessage, opts: &SerializeOptions) -> Result<(u64, SizeTable)> {
     opts.validate()?;
     let mut sizes = SizeTable::with_max_depth(MAX_RECURSION_DEPTH_LIMIT);
-    let len = m.size_into(&mut sizes);
+    #[cfg_attr(not(feature = "inline-alignment"), allow(unused_mut))]
+    let mut len = m.size_into(&mut sizes);
     if sizes.too_deep() {
         return Err(Error::LimitExceeded(format!(
             "{} nests messages more than {} levels deep: no parse would accept it (the largest \
@@ -306,6 +308,17 @@ pub(crate) fn plan(m: &dyn DynMessage, opts: &SerializeOptions) -> Result<(u64, 
             sizes.max_depth(),
             MAX_RECURSION_DEPTH_LIMIT
         )));
+    }
+    #[cfg(feature = "inline-alignment")]
+    if opts.inline_alignment != 0 {
+        let align = opts.inline_alignment;
+        len = crate::wire::align_payloads(m, &mut sizes, len, align, opts.raw_data_threshold)
+            .ok_or_else(|| {
+                Error::LimitExceeded(format!(
+                    "no layout of {} aligns its payloads to {align} (inline_alignment)",
+                    m.message_name()
+                ))
+            })?;
     }
     if opts.max_serialized_size_bytes > 0 && len > opts.max_serialized_size_bytes {
         return Err(Error::LimitExceeded(format!(
@@ -363,10 +376,7 @@ fn serialize_any_to_vec(m: &dyn DynMessage, opts: &SerializeOptions) -> Result<V
         && let Some(pool) = thread_pool(opts.threads())
     {
         return Ok(parallel_write::serialize_to_vec_parallel(
-            m,
-            cap,
-            sizes.as_slice(),
-            &pool,
+            m, cap, &sizes, &pool,
         ));
     }
     let mut out = Vec::new();
@@ -413,7 +423,7 @@ fn serialize_any_into<'b>(
     } else {
         None
     };
-    parallel_write::serialize_into_slice(m, out, sizes.as_slice(), pool.as_deref());
+    parallel_write::serialize_into_slice(m, out, &sizes, pool.as_deref());
     Ok(())
 }
 
@@ -439,7 +449,7 @@ fn serialize_any_to_spill(
     spill: &mut dyn Spill,
 ) -> Result<u64> {
     let (len, sizes) = plan(m, opts)?;
-    encode_streaming(m, sizes.as_slice(), len, spill);
+    encode_streaming(m, &sizes, len, spill);
     Ok(len)
 }
 
@@ -489,19 +499,12 @@ fn save_any_to_file(
     // Payloads written at their offsets (in parallel, and past the page cache when large: see
     // `storage::write_pieces`), or everything in order through one buffer.
     if pool.is_some() || len >= crate::storage::DIRECT_MIN_BYTES {
-        parallel_write::write_file_parallel(
-            m,
-            len,
-            sizes.as_slice(),
-            out.file(),
-            path,
-            pool.as_deref(),
-        )?;
+        parallel_write::write_file_parallel(m, len, &sizes, out.file(), path, pool.as_deref())?;
         return out.commit();
     }
     {
         let mut sink = WriteSink::new(out.file());
-        encode_streaming(m, sizes.as_slice(), len, &mut sink);
+        encode_streaming(m, &sizes, len, &mut sink);
         sink.finish().map_err(|e| Error::io(path, e))?;
     }
     out.commit()

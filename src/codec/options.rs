@@ -205,7 +205,21 @@ pub struct SerializeOptions {
     /// when the next tensor would take the current one past this size (0 = no limit, the
     /// default). Other writers write one file.
     pub max_external_file_size: u64,
+    /// Offset alignment of the `raw_data` payloads left in the serialized model: 0 (the
+    /// default) = none, the bytes protobuf writes; otherwise a power of two from 64 to 65536,
+    /// and every payload of at least `raw_data_threshold` (and 1) bytes starts at a multiple of
+    /// it from the start of the output, after a padding field no `onnx.proto` message uses, so
+    /// that a no-copy load of the file borrows every payload from the file's map
+    /// (docs/aligned-models.md). Feature `inline-alignment`.
+    pub inline_alignment: u64,
 }
+
+/// Smallest non-zero [`SerializeOptions::inline_alignment`] (a cache line; the padding field
+/// takes at least 6 bytes).
+pub const MIN_INLINE_ALIGNMENT: u64 = 64;
+
+/// Largest [`SerializeOptions::inline_alignment`] (a page of 64 KiB, the largest in use).
+pub const MAX_INLINE_ALIGNMENT: u64 = 64 << 10;
 
 impl Default for SerializeOptions {
     fn default() -> Self {
@@ -217,6 +231,7 @@ impl Default for SerializeOptions {
             skip_raw_data: false,
             use_external_data_location: false,
             max_external_file_size: 0,
+            inline_alignment: 0,
         }
     }
 }
@@ -226,6 +241,9 @@ impl SerializeOptions {
     pub fn validate(&self) -> Result<()> {
         crate::error::reserve::arm();
         validate_alignment(self.alignment)?;
+        if self.inline_alignment != 0 {
+            validate_inline_alignment(self.inline_alignment)?;
+        }
         validate_threads(self.num_threads)
     }
 
@@ -234,6 +252,20 @@ impl SerializeOptions {
     pub fn threads(&self) -> usize {
         resolve_threads(self.num_threads)
     }
+}
+
+/// A non-zero `inline_alignment`: a power of two in range, in a build that can write it.
+fn validate_inline_alignment(a: u64) -> Result<()> {
+    crate::error::require_feature(cfg!(feature = "inline-alignment"), "inline-alignment")?;
+    if !a.is_power_of_two() || !(MIN_INLINE_ALIGNMENT..=MAX_INLINE_ALIGNMENT).contains(&a) {
+        return Err(Error::InvalidOption {
+            name: "inline_alignment",
+            reason: format!(
+                "{a} is not 0 or a power of two from {MIN_INLINE_ALIGNMENT} to {MAX_INLINE_ALIGNMENT}"
+            ),
+        });
+    }
+    Ok(())
 }
 
 pub(crate) fn validate_threads(n: i32) -> Result<()> {

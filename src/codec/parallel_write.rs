@@ -9,7 +9,7 @@ use crate::storage::par::{ThreadPool, prelude::*};
 
 use crate::error::{Error, Result};
 use crate::storage::Piece;
-use crate::wire::{DynMessage, SizeCursor, SliceWriter, Spill, encode_streaming};
+use crate::wire::{DynMessage, SizeTable, SliceWriter, Spill, encode_streaming};
 
 /// Piece size of the parallel phase (large tensors are split so threads share the work).
 const PIECE_BYTES: usize = 8 << 20;
@@ -100,7 +100,7 @@ fn advise_huge_pages(_buf: &mut [u8]) {}
 pub(super) fn serialize_to_vec_parallel(
     m: &dyn DynMessage,
     len: usize,
-    sizes: &[u64],
+    sizes: &SizeTable,
     pool: &ThreadPool,
 ) -> Vec<u8> {
     // Zeroed allocation: large ones come straight from the kernel, untouched until written, so
@@ -116,14 +116,14 @@ pub(super) fn serialize_to_vec_parallel(
 pub(super) fn serialize_into_slice(
     m: &dyn DynMessage,
     out: &mut [u8],
-    sizes: &[u64],
+    sizes: &SizeTable,
     pool: Option<&ThreadPool>,
 ) {
     let len = out.len();
     let mut deferred = Deferred::default();
     {
         let mut w = SliceWriter::deferring(out, &mut deferred);
-        m.encode_into(&mut w, &mut SizeCursor::new(sizes));
+        m.encode_into(&mut w, &mut sizes.cursor());
         assert_eq!(
             w.written(),
             len,
@@ -199,7 +199,7 @@ impl Spill for FileOut<'_> {
 pub(super) fn write_file_parallel(
     m: &dyn DynMessage,
     len: u64,
-    sizes: &[u64],
+    sizes: &SizeTable,
     file: &File,
     path: &std::path::Path,
     pool: Option<&ThreadPool>,

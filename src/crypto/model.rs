@@ -52,7 +52,7 @@ pub(crate) fn save_to_bytes_with(
     encrypt_to_vec(
         len,
         |s| {
-            encode_streaming(model, sizes.as_slice(), len, s);
+            encode_streaming(model, &sizes, len, s);
         },
         key,
         opts,
@@ -109,7 +109,7 @@ pub(crate) fn save_encrypted_model_with(
             &params,
         )?;
         enc.set_label(path);
-        encode_streaming(model, sizes.as_slice(), len, &mut enc);
+        encode_streaming(model, &sizes, len, &mut enc);
         if enc.plaintext_len() != len {
             return Err(Error::Crypto(
                 "serialized size differs from the planned size".into(),

@@ -110,6 +110,14 @@ pub struct OnnxlSerializeOptions {
     /// (`WEIGHTS.1`, `WEIGHTS.2`, ...) when the next tensor would take the current one past
     /// this many bytes. Default 0 (no limit). Other writers write one file.
     pub max_external_file_size: u64,
+    /// (Since struct size 56.) Offset alignment of the `raw_data` payloads left in the
+    /// serialized model, a power of two from 64 to 65536: every payload of at least
+    /// `raw_data_threshold` bytes starts at a multiple of it from the start of the output,
+    /// after a padding field no onnx.proto message uses, so that a no-copy load borrows it from
+    /// the file's map (docs/aligned-models.md). Default 0: none, the bytes protobuf writes. A
+    /// library without the `"inline-alignment"` feature refuses other values
+    /// (`ONNXL_STATUS_UNSUPPORTED`).
+    pub inline_alignment: u64,
 }
 
 /// Every `struct_size` of `OnnxlParseOptions` ever published (oldest first).
@@ -117,8 +125,8 @@ pub struct OnnxlSerializeOptions {
 const PARSE_OPTIONS_SIZES: &[usize] = &[56, size_of::<OnnxlParseOptions>()];
 /// Every `struct_size` of `OnnxlSerializeOptions` ever published (oldest first).
 /// 40: the first; 48: `max_external_file_size` appended (and two reserved bytes became
-/// `skip_raw_data` and `use_external_data_location`).
-const SERIALIZE_OPTIONS_SIZES: &[usize] = &[40, size_of::<OnnxlSerializeOptions>()];
+/// `skip_raw_data` and `use_external_data_location`); 56: `inline_alignment` appended.
+const SERIALIZE_OPTIONS_SIZES: &[usize] = &[40, 48, size_of::<OnnxlSerializeOptions>()];
 
 /// The default parse options (same values as the C++ library), with `struct_size` set.
 #[unsafe(no_mangle)]
@@ -155,6 +163,7 @@ pub extern "C" fn onnxl_serialize_options_default() -> OnnxlSerializeOptions {
         use_external_data_location: d.use_external_data_location.into(),
         reserved: 0,
         max_external_file_size: d.max_external_file_size,
+        inline_alignment: d.inline_alignment,
     }
 }
 
@@ -282,6 +291,7 @@ pub(crate) unsafe fn serialize_options(
             "OnnxlSerializeOptions.use_external_data_location",
         )?,
         max_external_file_size: o.max_external_file_size,
+        inline_alignment: o.inline_alignment,
     };
     opts.validate()?;
     Ok(opts)
@@ -337,7 +347,7 @@ mod tests {
     #[test]
     fn layout_has_no_tail_padding() {
         assert_eq!(size_of::<OnnxlParseOptions>(), 64);
-        assert_eq!(size_of::<OnnxlSerializeOptions>(), 48);
+        assert_eq!(size_of::<OnnxlSerializeOptions>(), 56);
     }
 
     #[test]
@@ -404,7 +414,17 @@ mod tests {
             let o = serialize_options(&s).unwrap();
             assert_eq!((o.max_external_file_size, o.skip_raw_data), (0, true));
             s.struct_size = 48;
-            assert_eq!(serialize_options(&s).unwrap().max_external_file_size, 4096);
+            s.inline_alignment = 4096;
+            let o = serialize_options(&s).unwrap();
+            // Size 48 (before `inline_alignment`): the field keeps its default.
+            assert_eq!((o.max_external_file_size, o.inline_alignment), (4096, 0));
+            s.struct_size = 56;
+            assert_eq!(serialize_options(&s).unwrap().inline_alignment, 4096);
+            s.inline_alignment = 32;
+            let e = serialize_options(&s).unwrap_err();
+            assert_eq!(e.status, OnnxlStatus::InvalidArgument);
+            assert!(e.message.contains("inline_alignment"), "{}", e.message);
+            s.inline_alignment = 0;
             s.use_external_data_location = 2;
             let e = serialize_options(&s).unwrap_err();
             assert!(

@@ -323,9 +323,9 @@ pub extern "C" fn onnxl_version() -> *const c_char {
 }
 
 /// True when the optional part `name` (NUL-terminated: `"parallel"`, `"encryption"`, `"dlpack"`,
-/// `"params"`, `"prepacked"`, `"text-format"`, `"remote"`) is compiled into this library; false
-/// for other names and NULL. A library built without one (the minimal build, `cargo build
-/// --no-default-features`) still exports every function of the header: those of a missing part
+/// `"params"`, `"prepacked"`, `"text-format"`, `"inline-alignment"`, `"remote"`) is compiled into
+/// this library; false for other names and NULL. A library built without one (the minimal build,
+/// `cargo build --no-default-features`) still exports every function of the header: those of a missing part
 /// return `ONNXL_STATUS_UNSUPPORTED`, except that without `"parallel"` a `num_threads` above 1
 /// is accepted and the work runs on the calling thread, and without `"remote"` a URL given as a
 /// path is a local path (that does not exist).

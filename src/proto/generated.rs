@@ -4159,6 +4159,7 @@ impl RareFields for TensorProtoRare {
         static EMPTY: TensorProtoRare = TensorProtoRare::new();
         &EMPTY
     }
+    const SKIPS_PADDING: bool = true;
 }
 
 impl Message for TensorProto {
@@ -4305,6 +4306,10 @@ impl Message for TensorProto {
         }
         if let Some(v) = &self.raw_data {
             n += 1 + len_delimited_size(v.len() as u64);
+            #[cfg(feature = "inline-alignment")]
+            {
+                n += sizes.payload_pad();
+            }
         }
         if !rare.double_data.is_empty() {
             let s = rare.double_data.len() as u64 * 8;
@@ -4375,6 +4380,8 @@ impl Message for TensorProto {
             s.put(v);
         }
         if let Some(v) = &self.raw_data {
+            #[cfg(feature = "inline-alignment")]
+            c.put_payload_pad(s);
             s.put(&[0x4a]);
             put_varint(s, v.len() as u64);
             s.put_payload(v);

@@ -79,7 +79,7 @@ pub trait Message: Default + Clone + Send + Sync + 'static {
     fn serialize_to_sink<S: Sink + ?Sized>(&self, sink: &mut S) -> u64 {
         let mut sizes = SizeTable::new();
         let len = self.compute_size(&mut sizes);
-        self.encode_to(sink, &mut SizeCursor::new(sizes.as_slice()));
+        self.encode_to(sink, &mut sizes.cursor());
         len
     }
 }
@@ -163,7 +163,7 @@ pub(crate) fn encode_into_spare(
 ) {
     let at = out.len();
     let mut w = SliceWriter::new_uninit(&mut out.spare_capacity_mut()[..len]);
-    m.encode_into(&mut w, &mut SizeCursor::new(sizes.as_slice()));
+    m.encode_into(&mut w, &mut sizes.cursor());
     let written = w.written();
     assert_eq!(written, len, "encoded size differs from the computed size");
     // SAFETY: the writer initialized the first `written` bytes of the spare capacity.
@@ -180,13 +180,13 @@ const STREAM_BUFFER_BYTES: u64 = 1 << 20;
 /// instantiated for one sink type only.
 pub(crate) fn encode_streaming(
     m: &dyn DynMessage,
-    sizes: &[u64],
+    sizes: &SizeTable,
     len: u64,
     spill: &mut dyn Spill,
 ) -> u64 {
     let mut buf = zeroize::Zeroizing::new(vec![0u8; len.min(STREAM_BUFFER_BYTES) as usize]);
     let mut w = SliceWriter::streaming(as_uninit(&mut buf), spill);
-    m.encode_into(&mut w, &mut SizeCursor::new(sizes));
+    m.encode_into(&mut w, &mut sizes.cursor());
     w.finish()
 }
 
@@ -199,6 +199,13 @@ pub struct SizeTable {
     depth: u32,
     max_depth: u32,
     too_deep: bool,
+    /// The padding (total field size, 0 = none) before each `raw_data` payload in encoding
+    /// order, for an aligned save; empty otherwise (see [`super::align_payloads`]).
+    #[cfg(feature = "inline-alignment")]
+    pub(super) pads: Vec<u64>,
+    /// Paddings read so far by [`SizeTable::payload_pad`].
+    #[cfg(feature = "inline-alignment")]
+    pads_read: usize,
 }
 
 impl Default for SizeTable {
@@ -222,7 +229,39 @@ impl SizeTable {
             depth: 0,
             max_depth,
             too_deep: false,
+            #[cfg(feature = "inline-alignment")]
+            pads: Vec::new(),
+            #[cfg(feature = "inline-alignment")]
+            pads_read: 0,
         }
+    }
+
+    /// Recomputes the sizes of `m` (with the current paddings); returns its size.
+    #[cfg(feature = "inline-alignment")]
+    pub(super) fn recompute(&mut self, m: &dyn DynMessage) -> u64 {
+        self.sizes.clear();
+        self.depth = 0;
+        self.too_deep = false;
+        self.pads_read = 0;
+        m.size_into(self)
+    }
+
+    /// The size of the padding before the next `raw_data` payload (0 without alignment).
+    #[cfg(feature = "inline-alignment")]
+    #[doc(hidden)]
+    #[inline]
+    pub fn payload_pad(&mut self) -> u64 {
+        let p = self.pads.get(self.pads_read).copied().unwrap_or(0);
+        self.pads_read += 1;
+        p
+    }
+
+    /// A cursor reading back the sizes (and paddings) in order, for [`Message::encode_to`].
+    pub fn cursor(&self) -> SizeCursor<'_> {
+        #[cfg(feature = "inline-alignment")]
+        return SizeCursor::with_pads(&self.sizes, &self.pads);
+        #[cfg(not(feature = "inline-alignment"))]
+        SizeCursor::new(&self.sizes)
     }
 
     /// Records the size of a packed field.

@@ -7,6 +7,8 @@ pub mod inline_vec;
 pub(crate) mod message;
 mod msg_box;
 mod origin;
+#[cfg(feature = "inline-alignment")]
+mod padding;
 mod placement;
 pub(crate) mod prefetch;
 pub mod rare;
@@ -23,6 +25,8 @@ pub use msg_box::MsgBox;
 
 pub(crate) use message::{DynMessage, encode_streaming};
 pub(crate) use origin::{ORIGIN_WORD_BEFORE, alloc_raw, free_raw};
+#[cfg(feature = "inline-alignment")]
+pub(crate) use padding::align_payloads;
 pub(crate) use placement::PayloadPool;
 #[doc(hidden)]
 pub use placement::REGION_OWNER_BYTES;
@@ -62,6 +66,15 @@ pub const FIXED32: u32 = 5;
 
 /// Largest field number protobuf allows.
 pub const MAX_FIELD_NUMBER: u32 = (1 << 29) - 1;
+
+/// The field of the padding an aligned save writes before a tensor's `raw_data`
+/// (`SerializeOptions::inline_alignment`): a length-delimited field of zero bytes, numbered
+/// [`MAX_FIELD_NUMBER`], which no message of `onnx.proto` uses (docs/aligned-models.md). Parses
+/// skip it in a `TensorProto` (other readers keep it as an unknown field).
+pub const PADDING_FIELD: u32 = MAX_FIELD_NUMBER;
+
+/// The tag of [`PADDING_FIELD`] (wire type 2; 5 bytes as a varint).
+pub const PADDING_TAG: u32 = tag(PADDING_FIELD, LEN);
 
 /// The tag value for `field` with `wire_type`.
 pub const fn tag(field: u32, wire_type: u32) -> u32 {

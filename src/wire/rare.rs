@@ -26,6 +26,10 @@ pub trait RareFields: Default + Clone + 'static {
     /// The shared value with every field unset (what an unallocated box reads as).
     fn empty() -> &'static Self;
 
+    /// Whether the message skips the padding an aligned save writes before a tensor payload
+    /// ([`super::PADDING_TAG`]) instead of keeping it as an unknown field (`TensorProto`).
+    const SKIPS_PADDING: bool = false;
+
     /// For each preset string of the message (in order), the values a preset holds it at
     /// (empty for the messages without presets).
     const PRESET_VALUES: &'static [&'static [&'static [u8]]] = &[];

@@ -1123,6 +1123,10 @@ impl<'a> Reader<'a> {
         rare: &mut super::Rare<T>,
         unknown: fn(&mut T) -> &mut UnknownFields,
     ) -> DResult<()> {
+        if T::SKIPS_PADDING && tag == super::PADDING_TAG {
+            // Layout, not content: not kept (see `RareFields::SKIPS_PADDING`).
+            return self.read_bytes().map(drop);
+        }
         self.alloc_rare(rare)?;
         let fields = rare.get_mut().expect("allocated above");
         self.skip_unknown(tag, unknown(fields))

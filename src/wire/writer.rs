@@ -91,6 +91,9 @@ pub struct SliceWriter<'a> {
     base: u64,
     /// Whether the buffer is reused once its bytes are taken by `spill`.
     streaming: bool,
+    /// Whether every payload, whatever its size, is offered to `spill` (a measuring walk).
+    #[cfg(feature = "inline-alignment")]
+    defer_all: bool,
     spill: Option<&'a mut dyn Spill>,
     _buf: PhantomData<&'a mut [MaybeUninit<u8>]>,
 }
@@ -107,6 +110,8 @@ impl<'a> SliceWriter<'a> {
             start,
             base: 0,
             streaming: false,
+            #[cfg(feature = "inline-alignment")]
+            defer_all: false,
             spill: None,
             _buf: PhantomData,
         }
@@ -134,6 +139,26 @@ impl<'a> SliceWriter<'a> {
             spill: Some(spill),
             ..Self::new_uninit(buf)
         }
+    }
+
+    /// [`SliceWriter::streaming`] offering every payload to `spill`, whatever its size (a walk
+    /// measuring where the payloads are).
+    #[cfg(feature = "inline-alignment")]
+    pub(crate) fn measuring(buf: &'a mut [MaybeUninit<u8>], spill: &'a mut dyn Spill) -> Self {
+        Self {
+            defer_all: true,
+            ..Self::streaming(buf, spill)
+        }
+    }
+
+    /// Whether `bytes` go to the spill as a payload of their own.
+    #[inline(always)]
+    fn defers(&self, bytes: &[u8]) -> bool {
+        #[cfg(feature = "inline-alignment")]
+        let all = self.defer_all;
+        #[cfg(not(feature = "inline-alignment"))]
+        let all = false;
+        (bytes.len() >= LARGE_PAYLOAD_BYTES || all) && self.spill.is_some()
     }
 
     /// Bytes written (or skipped) so far.
@@ -217,7 +242,8 @@ impl<'a> SliceWriter<'a> {
         self.base += bytes.len() as u64;
     }
 
-    /// A payload of at least [`LARGE_PAYLOAD_BYTES`] of a writer with a spill.
+    /// A payload of at least [`LARGE_PAYLOAD_BYTES`] (any, when measuring) of a writer with a
+    /// spill.
     #[inline(never)]
     fn put_large_payload(&mut self, bytes: &[u8]) {
         if self.streaming {
@@ -273,7 +299,7 @@ impl Sink for SliceWriter<'_> {
 
     #[inline]
     fn put_payload(&mut self, bytes: &[u8]) {
-        if bytes.len() >= LARGE_PAYLOAD_BYTES && self.spill.is_some() {
+        if self.defers(bytes) {
             self.put_large_payload(bytes);
         } else {
             self.put(bytes);
@@ -367,12 +393,46 @@ pub fn put_tag<S: Sink + ?Sized>(s: &mut S, tag: u32) {
 pub struct SizeCursor<'a> {
     sizes: &'a [u64],
     next: usize,
+    /// The paddings before `raw_data` payloads (see `SizeTable::payload_pad`), and how many
+    /// were read.
+    #[cfg(feature = "inline-alignment")]
+    pads: &'a [u64],
+    #[cfg(feature = "inline-alignment")]
+    pads_read: usize,
 }
 
 impl<'a> SizeCursor<'a> {
     /// A cursor at the start of `sizes`.
     pub fn new(sizes: &'a [u64]) -> Self {
-        Self { sizes, next: 0 }
+        Self {
+            sizes,
+            next: 0,
+            #[cfg(feature = "inline-alignment")]
+            pads: &[],
+            #[cfg(feature = "inline-alignment")]
+            pads_read: 0,
+        }
+    }
+
+    /// A cursor at the start of `sizes` and of the paddings `pads`.
+    #[cfg(feature = "inline-alignment")]
+    pub(crate) fn with_pads(sizes: &'a [u64], pads: &'a [u64]) -> Self {
+        Self {
+            pads,
+            ..Self::new(sizes)
+        }
+    }
+
+    /// Writes the padding planned before the next `raw_data` payload, if any.
+    #[cfg(feature = "inline-alignment")]
+    #[doc(hidden)]
+    #[inline]
+    pub fn put_payload_pad<S: Sink + ?Sized>(&mut self, s: &mut S) {
+        let p = self.pads.get(self.pads_read).copied().unwrap_or(0);
+        self.pads_read += 1;
+        if p > 0 {
+            super::padding::put_padding(s, p);
+        }
     }
 
     /// The next recorded size.

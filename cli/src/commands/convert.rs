@@ -1,5 +1,6 @@
 //! `onnx-light convert IN OUT`: re-save a model with its weights in external files (one file,
-//! split files, one per tensor; aligned; checksummed) or all inline (`--inline`). The input's own
+//! split files, one per tensor; aligned; checksummed) or all inline (`--inline`; with `--align`,
+//! every embedded payload aligned in the file). The input's own
 //! external data is read with no copy (each weight file mapped once); its pre-packed blobs are
 //! carried over (dropped with `--inline`). `--encrypt` writes a fully encrypted model directory
 //! in one step: the weight files as `--encrypt-weights` does and the `.onnx` itself as `encrypt`
@@ -25,9 +26,13 @@ pub struct Args {
     /// Tensors with at least this many bytes go to the weight file.
     #[arg(long, default_value_t = 1024, value_name = "N")]
     size_threshold: u64,
-    /// Offset alignment of large tensors (power of two; 0 = packed; 65536 for Windows mapping).
-    #[arg(long = "align", default_value_t = 4096, value_name = "N")]
-    alignment: u64,
+    /// Offset alignment of large tensors in the weight file (power of two; 0 = packed; 65536
+    /// for Windows mapping; default 4096). With --inline: every embedded payload of at least
+    /// --size-threshold bytes starts at a multiple of N (64 ..= 65536) in OUT, after a padding
+    /// field, so that a no-copy load borrows it from the file's map (without --align, --inline
+    /// writes protobuf's bytes).
+    #[arg(long = "align", value_name = "N")]
+    alignment: Option<u64>,
     /// Tensors of at least this many bytes are aligned to --align (smaller: up to 16 bytes;
     /// default 0: every tensor).
     #[arg(long, default_value_t = 0, value_name = "N")]
@@ -150,10 +155,17 @@ pub fn run(args: &Args) -> Result<()> {
         }
         let sopts = SerializeOptions {
             num_threads: args.threads,
+            raw_data_threshold: args.size_threshold,
+            inline_alignment: args.alignment.unwrap_or(0),
             ..Default::default()
         };
         let what = match &model_encryption {
             Some((k, mopts)) => {
+                // The paddings align the payloads in the plaintext.
+                let mopts = &onnx_light::EncryptionOptions {
+                    serialize: sopts.clone(),
+                    ..mopts.clone()
+                };
                 onnx_light::save_encrypted_model(&model, &args.output, k.as_bytes(), mopts)?;
                 format!(", encrypted as {}", mopts.format)
             }
@@ -165,14 +177,24 @@ pub fn run(args: &Args) -> Result<()> {
                 String::new()
             }
         };
-        errln!("wrote {} (all tensors inline{what})", args.output.display());
+        let aligned = match sopts.inline_alignment {
+            0 => String::new(),
+            a => format!(
+                ", payloads of at least {} bytes aligned to {a}",
+                args.size_threshold
+            ),
+        };
+        errln!(
+            "wrote {} (all tensors inline{aligned}{what})",
+            args.output.display()
+        );
         return Ok(());
     }
     let opts = SaveExternalOptions {
         location: args.external_data.clone(),
         size_threshold: args.size_threshold,
         all_tensors_to_one_file: !args.per_tensor_files,
-        alignment: args.alignment,
+        alignment: args.alignment.unwrap_or(4096),
         align_threshold: args.align_threshold,
         max_external_file_size: args.max_file_size,
         convert_attribute: args.convert_attribute,
