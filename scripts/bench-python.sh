@@ -3,12 +3,15 @@
 # Python process (python/bench/bench.py), on the models of scripts/bench.sh's generators
 # (bench/'s `onnx-bench gen`): (a) ~0.5 GB inline, (b) ~3 GB with external data, (c) 200 000
 # nodes. Prints a markdown table and the ratios of the package's targets (docs/benchmarks.md),
-# and onnx's checker and shape inference through onnx_light against the onnx package.
+# and onnx's checker and shape inference through onnx_light against the onnx package; then
+# ONNX Runtime sessions, ORT alone against onnx_light.onnxruntime (python/bench/ort_sessions.py:
+# creation time, memory, PSS of several processes).
 #
 # environment:
 #   BENCH_RUNS=3      runs per case (the first is reported as "cold", the best of the rest "warm")
 #   BENCH_SCALE=1     < 1 shrinks the models (quick check of the script)
 #   BENCH_ONLY=a,b,c,d  the models to run
+#   BENCH_PROCESSES=4 processes sharing one model for the PSS column
 #   BENCH_WORK_DIR    where the models are generated (default: $TMPDIR or /tmp); needs ~4 GB
 #   BENCH_OUT         where the report is also written (default: python/target/bench-python.md)
 set -euo pipefail
@@ -36,6 +39,7 @@ export ONNX_LIGHT_ONNX_LIB_DIR=${ONNX_LIGHT_ONNX_LIB_DIR:-$ROOT/build/onnx-compo
 "$PY" -m pip install --quiet --disable-pip-version-check --force-reinstall --no-deps "$WORK"/dist/onnx_light-*-abi3-*.whl
 
 cargo build --release --quiet --manifest-path bench/Cargo.toml
+cargo build --release --quiet --bin onnx-light
 BIN="$ROOT/bench/target/release/onnx-bench"
 SCALE=${BENCH_SCALE:-1}
 "$BIN" gen transformer "$WORK/a.onnx" --scale "$SCALE"
@@ -46,4 +50,15 @@ OUT=${BENCH_OUT:-$ROOT/python/target/bench-python.md}
 mkdir -p "$(dirname "$OUT")"
 cd "$WORK"
 "$PY" "$ROOT/python/bench/bench.py" --models "$WORK" --runs "${BENCH_RUNS:-3}" --only "${BENCH_ONLY:-a,b,c,d}" --out "$OUT"
+
+# ONNX Runtime sessions (fresh processes): ORT alone against onnx_light's, on (a), (b), a model
+# whose every weight is used at run time (e), and (a) and (e) saved aligned (`--align 4096`).
+BYTES=$("$PY" -c "import sys; print(int(512 * 2**20 * float(sys.argv[1])))" "$SCALE")
+"$PY" "$ROOT/python/bench/ort_sessions.py" --gen-adds "$WORK/e.onnx" --bytes "$BYTES"
+"$ROOT/target/release/onnx-light" convert --inline --align 4096 "$WORK/a.onnx" "$WORK/a_aligned.onnx" >/dev/null 2>&1
+"$ROOT/target/release/onnx-light" convert --inline --align 4096 "$WORK/e.onnx" "$WORK/e_aligned.onnx" >/dev/null 2>&1
+"$PY" "$ROOT/python/bench/ort_sessions.py" --runs "${BENCH_RUNS:-3}" --processes "${BENCH_PROCESSES:-4}" --out "$OUT" \
+  --model "(a) 0.5 GB=$WORK/a.onnx" --model "(a) aligned=$WORK/a_aligned.onnx" \
+  --model "(b) 3 GB external=$WORK/b.onnx" --model "(e) 0.5 GB, every weight used=$WORK/e.onnx" \
+  --model "(e) aligned=$WORK/e_aligned.onnx"
 echo "report also written to $OUT" >&2

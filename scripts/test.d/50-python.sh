@@ -34,13 +34,15 @@ cd "$work"
 # The package's benchmark at a tiny scale, so that it cannot rot: every case must produce a row
 # (times are not checked).
 cd "$ROOT"
-BENCH_SCALE=0.002 BENCH_RUNS=2 BENCH_OUT="$work/bench.md" bash scripts/bench-python.sh >/dev/null
+BENCH_SCALE=0.002 BENCH_RUNS=2 BENCH_PROCESSES=2 BENCH_OUT="$work/bench.md" bash scripts/bench-python.sh >/dev/null
 for row in "| load | onnx_light |" "| load | onnx |" "| load no_copy | onnx_light |" "| load no_copy | onnx_light (alignment=1) |" "| load (lazy) | onnx_ir |" \
   "| save external | onnx |" "| save external | onnx_ir |" "| op_type + len(input) | onnx_light |" \
   "| op_type + len(input) | onnx |" "| load | onnx_light (memory reuse off) |" \
   "| load_from_string | onnx_light |" "| load_from_string | onnx |" "| SerializeToString | onnx_light |" \
   "| ParseFromString | onnx_light |" "| ParseFromString | onnx |" "| load (path) | onnx_light |" "| load (path) | onnx |" \
-  "| check_model | onnx_light |" "| check_model | onnx |" "| infer_shapes | onnx_light |" "| infer_shapes | onnx |"; do
+  "| check_model | onnx_light |" "| check_model | onnx |" "| infer_shapes | onnx_light |" "| infer_shapes | onnx |" \
+  "| (a) 0.5 GB | ONNX Runtime alone |" "| (b) 3 GB external | onnx_light.onnxruntime |" \
+  "| (e) aligned | onnx_light.onnxruntime |" "| (e) 0.5 GB, every weight used | ONNX Runtime alone |"; do
   grep -qF "$row" "$work/bench.md" || { echo "50-python: bench report lacks $row" >&2; cat "$work/bench.md" >&2; exit 1; }
 done
 grep -q "reading op_type and input of every node" "$work/bench.md"
