@@ -73,8 +73,8 @@ def chain(op, shape, weights):
     m.ir_version = 10
     return m
 adds = chain("Add", [n], [np.full((n,), i + 1, np.float32) for i in range(4)])
+onnx.save(adds, f"{work}/adds_inline.onnx")  # (first: the external save marks the tensors)
 onnx.save(adds, f"{work}/adds_external.onnx", save_as_external_data=True, location="adds.data")
-onnx.save(adds, f"{work}/adds_inline.onnx")
 rng = np.random.default_rng(0)
 mm = chain("MatMul", [1, 1024], [(rng.standard_normal((1024, 1024)) / 32).astype(np.float32) for _ in range(4)])
 onnx.save(mm, f"{work}/matmul_external.onnx", save_as_external_data=True, location="matmul.data")

@@ -136,7 +136,10 @@ fn external_data_resolves_under_the_model_prefix() {
             std::fs::read(dir.join(&f.location)).unwrap(),
         ));
     }
-    let local = crate::package::load_model(&saved, &Default::default()).unwrap();
+    // (The local load, through the layers below this one: parse, then the external data.)
+    let mut local: crate::proto::ModelProto =
+        crate::codec::parse_file(&saved, &Default::default()).unwrap();
+    crate::external::load_external_data_for_model(&mut local, &dir, &Default::default()).unwrap();
     std::fs::remove_dir_all(&dir).unwrap();
     let store = Arc::new(InMemory::new());
     let refs: Vec<(&str, Vec<u8>)> = objects

@@ -9,6 +9,7 @@ mod msg_box;
 mod origin;
 #[cfg(feature = "inline-alignment")]
 mod padding;
+mod padding_field;
 mod placement;
 pub(crate) mod prefetch;
 pub mod rare;

@@ -13,12 +13,10 @@
 
 use std::mem::MaybeUninit;
 
+use super::SizeTable;
 use super::message::DynMessage;
+use super::padding_field::body_len;
 use super::writer::{SliceWriter, Spill};
-use super::{PADDING_TAG, Sink, SizeTable, put_varint, varint_len};
-
-/// Bytes of the padding field's tag.
-const TAG_LEN: u64 = varint_len(PADDING_TAG as u64);
 
 /// Most rounds of [`align_payloads`] (two or three are the rule; every round but the last
 /// lengthens a varint prefix, of which a model has a bounded number of bytes).
@@ -75,34 +73,6 @@ fn next_pad(base: u64, at_least: u64, align: u64) -> u64 {
     pad
 }
 
-/// The number of zero bytes of a padding field of `total` bytes (tag and length prefix
-/// included; 0 = no field): `None` for the sizes no field has (1 to 5, and the few a longer
-/// length prefix skips, e.g. 134).
-fn body_len(total: u64) -> Option<u64> {
-    if total == 0 {
-        return Some(0);
-    }
-    (1..=10).find_map(|prefix| {
-        let body = total.checked_sub(TAG_LEN + prefix)?;
-        (varint_len(body) == prefix).then_some(body)
-    })
-}
-
-/// Writes a padding field of `total` bytes.
-pub(super) fn put_padding<S: Sink + ?Sized>(s: &mut S, total: u64) {
-    static ZEROS: [u8; 4096] = [0; 4096];
-    let Some(mut body) = body_len(total).filter(|_| total > 0) else {
-        unreachable!("no padding field has {total} bytes");
-    };
-    put_varint(s, PADDING_TAG as u64);
-    put_varint(s, body);
-    while body > 0 {
-        let n = body.min(ZEROS.len() as u64);
-        s.put(&ZEROS[..n as usize]);
-        body -= n;
-    }
-}
-
 /// Where each `raw_data` payload (offset, length) of `m`'s encoding with `sizes` (total `len`)
 /// is, in encoding order: a walk of the encoder whose output, payloads skipped, is dropped.
 fn payload_spans(m: &dyn DynMessage, sizes: &SizeTable, len: u64) -> Vec<(u64, u64)> {
@@ -127,29 +97,6 @@ fn payload_spans(m: &dyn DynMessage, sizes: &SizeTable, len: u64) -> Vec<(u64, u
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn padding_fields_have_every_size_but_a_few() {
-        assert_eq!(TAG_LEN, 5);
-        for total in 0..70_000u64 {
-            let Some(body) = body_len(total) else {
-                assert!(
-                    (1..=5).contains(&total) || total == 134 || total == 16_391,
-                    "{total}"
-                );
-                continue;
-            };
-            if total == 0 {
-                continue;
-            }
-            let mut out = Vec::new();
-            put_padding(&mut out, total);
-            assert_eq!(out.len() as u64, total);
-            assert_eq!(&out[..5], &[0xfa, 0xff, 0xff, 0xff, 0x0f]);
-            assert_eq!(body + TAG_LEN + varint_len(body), total);
-            assert!(out[out.len() - body as usize..].iter().all(|&b| b == 0));
-        }
-    }
 
     #[test]
     fn next_pad_aligns_and_never_shrinks() {

@@ -431,7 +431,7 @@ impl<'a> SizeCursor<'a> {
         let p = self.pads.get(self.pads_read).copied().unwrap_or(0);
         self.pads_read += 1;
         if p > 0 {
-            super::padding::put_padding(s, p);
+            super::padding_field::put_padding(s, p);
         }
     }
 
