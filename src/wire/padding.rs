@@ -13,12 +13,9 @@
 
 use std::mem::MaybeUninit;
 
+use super::SizeTable;
 use super::message::DynMessage;
-use super::writer::{SliceWriter, Spill};
-use super::{PADDING_TAG, Sink, SizeTable, put_varint, varint_len};
-
-/// Bytes of the padding field's tag.
-const TAG_LEN: u64 = varint_len(PADDING_TAG as u64);
+use super::writer::{SliceWriter, Spill, padding_body_len as body_len};
 
 /// Most rounds of [`align_payloads`] (two or three are the rule; every round but the last
 /// lengthens a varint prefix, of which a model has a bounded number of bytes).
@@ -75,34 +72,6 @@ fn next_pad(base: u64, at_least: u64, align: u64) -> u64 {
     pad
 }
 
-/// The number of zero bytes of a padding field of `total` bytes (tag and length prefix
-/// included; 0 = no field): `None` for the sizes no field has (1 to 5, and the few a longer
-/// length prefix skips, e.g. 134).
-fn body_len(total: u64) -> Option<u64> {
-    if total == 0 {
-        return Some(0);
-    }
-    (1..=10).find_map(|prefix| {
-        let body = total.checked_sub(TAG_LEN + prefix)?;
-        (varint_len(body) == prefix).then_some(body)
-    })
-}
-
-/// Writes a padding field of `total` bytes.
-pub(super) fn put_padding<S: Sink + ?Sized>(s: &mut S, total: u64) {
-    static ZEROS: [u8; 4096] = [0; 4096];
-    let Some(mut body) = body_len(total).filter(|_| total > 0) else {
-        unreachable!("no padding field has {total} bytes");
-    };
-    put_varint(s, PADDING_TAG as u64);
-    put_varint(s, body);
-    while body > 0 {
-        let n = body.min(ZEROS.len() as u64);
-        s.put(&ZEROS[..n as usize]);
-        body -= n;
-    }
-}
-
 /// Where each `raw_data` payload (offset, length) of `m`'s encoding with `sizes` (total `len`)
 /// is, in encoding order: a walk of the encoder whose output, payloads skipped, is dropped.
 fn payload_spans(m: &dyn DynMessage, sizes: &SizeTable, len: u64) -> Vec<(u64, u64)> {
@@ -127,6 +96,10 @@ fn payload_spans(m: &dyn DynMessage, sizes: &SizeTable, len: u64) -> Vec<(u64, u
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::wire::writer::put_padding;
+    use crate::wire::{PADDING_TAG, varint_len};
+
+    const TAG_LEN: u64 = varint_len(PADDING_TAG as u64);
 
     #[test]
     fn padding_fields_have_every_size_but_a_few() {

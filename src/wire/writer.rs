@@ -389,6 +389,40 @@ pub fn put_tag<S: Sink + ?Sized>(s: &mut S, tag: u32) {
     put_varint(s, tag as u64);
 }
 
+#[cfg(feature = "inline-alignment")]
+/// Bytes of the padding field's tag.
+const PADDING_TAG_LEN: u64 = super::varint_len(super::PADDING_TAG as u64);
+
+/// The number of zero bytes of a padding field of `total` bytes (tag and length prefix
+/// included; 0 = no field): `None` for the sizes no field has (1 to 5, and the few a longer
+/// length prefix skips, e.g. 134).
+#[cfg(feature = "inline-alignment")]
+pub(super) fn padding_body_len(total: u64) -> Option<u64> {
+    if total == 0 {
+        return Some(0);
+    }
+    (1..=10).find_map(|prefix| {
+        let body = total.checked_sub(PADDING_TAG_LEN + prefix)?;
+        (super::varint_len(body) == prefix).then_some(body)
+    })
+}
+
+/// Writes a padding field ([`super::PADDING_TAG`]) of `total` bytes.
+#[cfg(feature = "inline-alignment")]
+pub(super) fn put_padding<S: Sink + ?Sized>(s: &mut S, total: u64) {
+    static ZEROS: [u8; 4096] = [0; 4096];
+    let Some(mut body) = padding_body_len(total).filter(|_| total > 0) else {
+        unreachable!("no padding field has {total} bytes");
+    };
+    put_varint(s, super::PADDING_TAG as u64);
+    put_varint(s, body);
+    while body > 0 {
+        let n = body.min(ZEROS.len() as u64);
+        s.put(&ZEROS[..n as usize]);
+        body -= n;
+    }
+}
+
 /// Reads back, in order, the message sizes recorded by `compute_size`.
 pub struct SizeCursor<'a> {
     sizes: &'a [u64],
@@ -431,7 +465,7 @@ impl<'a> SizeCursor<'a> {
         let p = self.pads.get(self.pads_read).copied().unwrap_or(0);
         self.pads_read += 1;
         if p > 0 {
-            super::padding::put_padding(s, p);
+            put_padding(s, p);
         }
     }
 
