@@ -10,6 +10,9 @@
 //! directory (the test command sets it; a name that is not a directory is a failure).
 
 mod common;
+// Aligned single-file saves: their payloads are aligned in the file (docs/aligned-models.md).
+#[path = "alignment/saves.rs"]
+mod saves;
 
 use onnx_light::proto::MsgBox;
 use std::collections::BTreeSet;

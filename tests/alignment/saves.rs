@@ -12,11 +12,9 @@
 
 #![cfg_attr(not(feature = "inline-alignment"), allow(dead_code, unused_imports))]
 
-mod common;
-
 use std::path::{Path, PathBuf};
 
-use common::{TempDir, mappings_of, uint8_tensor};
+use crate::common::{TempDir, mappings_of, uint8_tensor};
 use onnx_light::codec::realigned_tensors;
 use onnx_light::proto::{
     AttributeProto, FunctionProto, GraphProto, ModelProto, MsgBox, SparseTensorProto, TensorProto,
@@ -309,7 +307,13 @@ fn backend_models_save_aligned_and_load_without_copies() {
     assert!(files.len() > 100, "only {} models", files.len());
     let tmp = TempDir::new("aligned-backend");
     let (mut padded, mut borrowed) = (0, 0);
-    for f in &files {
+    // Under an emulator (the cross step's qemu-user and Wine runs) every 8th model.
+    let step = if onnx_light::crypto::testing::emulated() {
+        8
+    } else {
+        1
+    };
+    for f in files.iter().step_by(step) {
         let m = onnx_light::load_model(f, &plain()).unwrap();
         for align in [64, 4096] {
             let what = format!("{}, alignment {align}", f.display());
@@ -322,10 +326,11 @@ fn backend_models_save_aligned_and_load_without_copies() {
     }
     eprintln!(
         "{} models: {padded} paddings, {borrowed} payloads borrowed",
-        files.len()
+        files.len().div_ceil(step)
     );
+    // (The models with payloads of 1024 bytes and more are few: the thinned set may have none.)
     assert!(
-        padded > 100 && borrowed > 0,
+        padded > 0 && (step > 1 || (padded > 100 && borrowed > 0)),
         "{padded} paddings, {borrowed} borrowed"
     );
 }
@@ -344,7 +349,9 @@ fn collect(dir: &Path, out: &mut Vec<PathBuf>) {
 /// A model over 2 GB: a tensor of 2^31 + 12345 bytes (borrowed from a sparse file, written as a
 /// hole: the test writes a few KiB) between small ones. Saved aligned, every payload is aligned,
 /// also past 2^31, and a no-copy load borrows them all from the map in metadata time.
-#[cfg(feature = "inline-alignment")]
+/// (Not on Windows, where the cross step runs the tests under Wine: its over-2 GB tests are
+/// Linux-only, see scripts/test.d/70-cross.sh.)
+#[cfg(all(feature = "inline-alignment", not(windows)))]
 #[test]
 fn model_over_2gb_loads_without_copies() {
     use std::io::{Seek, SeekFrom, Write};
