@@ -9,6 +9,7 @@ mod msg_box;
 mod origin;
 #[cfg(feature = "inline-alignment")]
 mod padding;
+#[cfg(feature = "inline-alignment")]
 mod padding_field;
 mod placement;
 pub(crate) mod prefetch;
