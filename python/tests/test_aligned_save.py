@@ -13,6 +13,7 @@ from conftest import backend_data
 
 import onnx_light as ol
 from onnx_light import numpy_helper
+from ort_outputs import same as _same
 
 PROVIDERS = ["CPUExecutionProvider"]
 # The padding field's tag (field 536870911, wire type 2).
@@ -38,14 +39,6 @@ def _run(path, feed):
         return [np.asarray(o) for o in ort.InferenceSession(str(path), providers=PROVIDERS).run(None, feed)]
     except Exception as e:  # noqa: BLE001 - compared by type
         return type(e).__name__
-
-
-def _same(a, b):
-    if isinstance(a, str) or isinstance(b, str):
-        return a == b
-    return len(a) == len(b) and all(
-        x.dtype == y.dtype and x.shape == y.shape and np.array_equal(x, y, equal_nan=x.dtype.kind in "fc")
-        for x, y in zip(a, b))
 
 
 def _tensors(m):

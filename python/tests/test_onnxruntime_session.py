@@ -17,6 +17,7 @@ from conftest import backend_data
 import onnx_light as ol
 from onnx_light import numpy_helper
 from onnx_light.onnxruntime import InferenceSession, shared_initializers
+from ort_outputs import same as _same
 
 PROVIDERS = ["CPUExecutionProvider"]
 
@@ -44,14 +45,6 @@ def _outcome(make, feed, sessions=None):
         return [np.asarray(o) for o in s.run(None, feed)]
     except Exception as e:  # noqa: BLE001 - compared by type
         return type(e).__name__
-
-
-def _same(a, b):
-    if isinstance(a, str) or isinstance(b, str):
-        return a == b
-    return len(a) == len(b) and all(
-        x.dtype == y.dtype and x.shape == y.shape and np.array_equal(x, y, equal_nan=x.dtype.kind in "fc")
-        for x, y in zip(a, b))
 
 
 def _without_initializer_inputs(path, out):
