@@ -21,8 +21,8 @@ use crate::proto::{Message, ModelProto};
 /// A `ModelProto`'s external data is then loaded (`ParseOptions::load_external_data`, see
 /// [`crate::external`]).
 ///
-/// With the `remote` feature, `path` may be an `s3://`, `http://` or `https://` URL (see
-/// [`crate::remote`]).
+/// With the `remote` feature, `path` may be an `s3://`, `http://` or `https://` URL (see the
+/// `remote` module).
 pub fn parse_from_file<M: Message>(path: impl AsRef<Path>, opts: &ParseOptions) -> Result<M> {
     let path = path.as_ref();
     #[cfg(feature = "remote")]
