@@ -9,7 +9,7 @@
 //! every model of the onnx wheel's backend test data when `ONNXL_BACKEND_DATA` names its
 //! directory (the test command sets it; a name that is not a directory is a failure).
 
-mod common;
+use crate::common;
 
 use onnx_light::proto::MsgBox;
 use std::collections::BTreeSet;
