@@ -53,9 +53,11 @@ work=$(mktemp -d)
 trap 'WINEPREFIX="$work/wine" /usr/lib/wine/wineserver -k 2>/dev/null || true
       umount "$work/full" 2>/dev/null || true; rm -rf "$work"' EXIT
 
-# ---- Both targets: the library's unit tests and the two integration-test binaries
-# (tests/integration, tests/process_wide; the source checks are not built for these targets: the
-# same on every target).
+# ---- Build, both targets at once (one cargo run for the tests, one for the shipped libraries:
+# the two targets' compilations share the cores): the library's unit tests and the two
+# integration-test binaries (tests/integration, tests/process_wide; the source checks are not
+# built for these targets: the same on every target), built with the test-hooks feature; then
+# the library as shipped (without it) for the C tests.
 export CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_LINKER=aarch64-linux-gnu-gcc
 export CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_RUNNER="qemu-aarch64 -L /usr/aarch64-linux-gnu"
 # The compiler's full path, as the CMake build below passes it (the same linker setting: cargo
@@ -66,6 +68,9 @@ export CARGO_TARGET_X86_64_PC_WINDOWS_GNU_RUNNER=/usr/lib/wine/wine64
 TESTS=(-p onnx_light --release --lib --test integration --test process_wide)
 # The tests over 2 GB (large_*; list_limit's 8 GiB sparse model) run on neither target.
 SKIP_LARGE=(--skip large_external:: --skip large_model:: --skip list_limit::)
+phase "aarch64 and Windows: build the tests and the libraries"
+cargo test "${TESTS[@]}" --target "$AARCH64" --target "$WINDOWS" --no-run
+cargo build --release --target "$AARCH64" --target "$WINDOWS" --lib
 
 # ---- Linux aarch64 under qemu-user
 phase "aarch64: unit tests and the fast integration tests (qemu-user)"
@@ -95,7 +100,6 @@ ONNXL_TEST_EMULATED=1 ONNXL_TEST_RUNNER="$CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU
   "${SKIP_LARGE[@]}" --skip kill_during_save_never_breaks_the_model
 
 phase "aarch64: shared library exports and C tests (qemu-user)"
-cargo build --release --target "$AARCH64" --lib
 LIB="$ROOT/target/$AARCH64/release/libonnx_light.so"
 others=$(aarch64-linux-gnu-nm -D --defined-only "$LIB" | awk '{print $3}' | grep -v '^onnxl_' || true)
 [ -z "$others" ] || { echo "symbols other than onnxl_* exported:" >&2; echo "$others" >&2; exit 1; }
@@ -176,7 +180,6 @@ ONNXL_TEST_FULL_DIR="Z:${work//\//\\}\\full" \
 cargo test "${TESTS[@]}" --target "$WINDOWS" -- --skip child_process_ "${SKIP_LARGE[@]}"
 
 phase "Windows: onnx_light.dll exports and C tests (Wine)"
-cargo build --release --target "$WINDOWS" --lib
 WIN_OUT="$ROOT/target/$WINDOWS/release"
 exports=$(x86_64-w64-mingw32-objdump -p "$WIN_OUT/onnx_light.dll" \
   | sed -n '/\[Ordinal\/Name Pointer\] Table/,/^$/p' | awk '$1 ~ /^\[/ && $NF !~ /Table/ {print $NF}')
