@@ -304,9 +304,9 @@ static void test_encrypted_external_data(void) {
   onnxl_model_proto_free(m);
 }
 
-/* A copy of the known-answer vector KAT_ONNXCRY3 of tests/encryption.rs (also decrypted by
- * Python's `cryptography` in tests/compat/test_encryption.py): its key is PBKDF2 of the
- * passphrase with the formats' 100 000 iterations, so it decrypts only if this library (as
+/* A copy of the known-answer vector KAT_ONNXCRY3 of tests/integration/encryption.rs (also
+ * decrypted by Python's `cryptography` in tests/compat/test_encryption.py): its key is PBKDF2 of
+ * the passphrase with the formats' 100 000 iterations, so it decrypts only if this library (as
  * shipped: built without test hooks) derives with exactly that count, on every platform the
  * test runs on. */
 static void test_known_answer_vector(void) {

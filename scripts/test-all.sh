@@ -39,7 +39,7 @@ step "generated files are up to date"
 cargo run --release -q -p codegen -- --check
 
 step "cargo test"
-# tests/alignment.rs also runs over every model of the onnx wheel's backend test data.
+# tests/integration/alignment.rs also runs over every model of the onnx wheel's backend test data.
 ONNXL_BACKEND_DATA=$(.venv/bin/python -c 'import onnx, os; print(os.path.join(os.path.dirname(onnx.__file__), "backend", "test", "data"))')
 export ONNXL_BACKEND_DATA
 # Everything, the slow tests included (models over 2 GB, exhaustive tamper and key checks: marked

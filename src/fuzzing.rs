@@ -1,6 +1,6 @@
 //! Fuzz target bodies, NOT public API: shared by the cargo-fuzz project (`fuzz/`) and the
-//! regression replay (`tests/fuzz_regressions.rs`), so a failing input found by the fuzzer
-//! replays with a plain `cargo test`.
+//! regression replay (`tests/integration/fuzz_regressions.rs`), so a failing input found by the
+//! fuzzer replays with a plain `cargo test`.
 //!
 //! Every target takes arbitrary bytes and must never panic, abort, hang or allocate without
 //! bound: errors are values. Where the input parses, the target also checks an oracle (panicking

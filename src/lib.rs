@@ -40,8 +40,8 @@ struct AlignedModelsDocExamples;
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
-// The layers, bottom up: each module uses only the ones before it (tests/layers.rs checks
-// this; docs/design.md describes each one).
+// The layers, bottom up: each module uses only the ones before it (tests/integration/layers.rs
+// checks this; docs/design.md describes each one).
 pub mod error;
 
 pub mod bytes;

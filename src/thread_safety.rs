@@ -51,9 +51,9 @@
 //! ```
 //!
 //! The C ABI states the rule of each handle type in its documentation (`Thread safety:` lines
-//! in `include/onnx_light.h`, checked by `tests/generated_files.rs`): message handles as above,
-//! `OnnxlOwner` and `OnnxlBuffer` fully thread-safe, `OnnxlStream` one thread at a time, the
-//! last error thread-local.
+//! in `include/onnx_light.h`, checked by `tests/integration/generated_files.rs`): message handles
+//! as above, `OnnxlOwner` and `OnnxlBuffer` fully thread-safe, `OnnxlStream` one thread at a time,
+//! the last error thread-local.
 
 #[allow(dead_code)]
 fn assert_send_sync<T: Send + Sync + ?Sized>() {}

@@ -274,7 +274,12 @@ fn model_over_2gb_streams_through_the_cli_with_bounded_memory() {
 
     // In memory: load_encrypted_model with no_copy holds the plaintext once (~1x the model),
     // measured in a child (this test binary, re-executed).
-    let cmd = common::child_process("child_process_big_load", "ONNXL_BIG_CHILD", &enc);
+    let cmd = common::child_process(
+        module_path!(),
+        "child_process_big_load",
+        "ONNXL_BIG_CHILD",
+        &enc,
+    );
     let (o, load_peak_kb) = run_measured(cmd);
     let child_out = String::from_utf8_lossy(&o.stdout);
     assert!(

@@ -1,5 +1,5 @@
 //! Fuzz target `parse_model`: the body is `onnx_light::fuzzing::parse_model`, shared with the regression
-//! replay (tests/fuzz_regressions.rs).
+//! replay (tests/integration/fuzz_regressions.rs).
 #![no_main]
 
 libfuzzer_sys::fuzz_target!(|data: &[u8]| onnx_light::fuzzing::parse_model(data));

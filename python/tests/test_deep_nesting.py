@@ -87,7 +87,8 @@ def test_walks_at_the_maximum_parse_depth_on_a_small_stack():
     data = on_small_stack(m.SerializeToString)
     assert len(data) == size
     # The bytes are those of the same model: parsed back by the library with
-    # max_recursion_depth 1000 in tests/deep_nesting.rs; here, the innermost name is there once.
+    # max_recursion_depth 1000 in tests/integration/deep_nesting.rs; here, the innermost name is
+    # there once.
     assert data.count(b"innermost") == 1
 
 

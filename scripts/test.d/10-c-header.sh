@@ -8,7 +8,8 @@
 #   a missing valgrind is a failure);
 # - the shared library exports only onnxl_* symbols;
 # - every handle type (opaque typedef) and callback type of the header states its thread safety
-#   (a `Thread safety` line in its doc comment; tests/generated_files.rs checks the same).
+#   (a `Thread safety` line in its doc comment; tests/integration/generated_files.rs checks the
+#   same).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 ROOT=$PWD

@@ -3,11 +3,12 @@
 # (x86_64-pc-windows-gnu, MinGW), macOS and Windows MSVC (checks only) and runs the fast part of
 # the test suite:
 # - aarch64 under qemu-user: the library's unit tests and the fast integration tests
-#   (AARCH64_TESTS below; fewer PBKDF2 iterations in the test processes: ONNXL_TEST_EMULATED),
+#   (all but the ones over 2 GB, see below; fewer PBKDF2 iterations in the test processes:
+#   ONNXL_TEST_EMULATED),
 #   then the C tests (c_tests/test_*.c) built with aarch64-linux-gnu-gcc against the
 #   cross-built libonnx_light.so, whose exports are checked (onnxl_* only);
 # - Windows under Wine: the library's unit tests (the Windows path rules, open / atomic-replace
-#   code and save lock included), the fast integration tests (WINDOWS_TESTS below; the disk-full
+#   code and save lock included), the fast integration tests (see below; the disk-full
 #   test of crash_safe_save on a 12 MiB tmpfs mounted here, which needs root), the C tests
 #   built with MinGW against onnx_light.dll (import library libonnx_light.dll.a; exports
 #   checked), and the CMake package built with a MinGW toolchain file, installed (DLL, import
@@ -52,14 +53,31 @@ work=$(mktemp -d)
 trap 'WINEPREFIX="$work/wine" /usr/lib/wine/wineserver -k 2>/dev/null || true
       umount "$work/full" 2>/dev/null || true; rm -rf "$work"' EXIT
 
-# ---- Linux aarch64 under qemu-user
+# ---- Build, both targets at once (one cargo run for the tests, one for the shipped libraries:
+# the two targets' compilations share the cores): the library's unit tests and the two
+# integration-test binaries (tests/integration, tests/process_wide; the source checks are not
+# built for these targets: the same on every target), built with the test-hooks feature; then
+# the library as shipped (without it) for the C tests.
 export CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_LINKER=aarch64-linux-gnu-gcc
 export CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_RUNNER="qemu-aarch64 -L /usr/aarch64-linux-gnu"
+# The compiler's full path, as the CMake build below passes it (the same linker setting: cargo
+# reuses what this step compiled).
+CARGO_TARGET_X86_64_PC_WINDOWS_GNU_LINKER=$(command -v x86_64-w64-mingw32-gcc)
+export CARGO_TARGET_X86_64_PC_WINDOWS_GNU_LINKER
+export CARGO_TARGET_X86_64_PC_WINDOWS_GNU_RUNNER=/usr/lib/wine/wine64
+TESTS=(-p onnx_light --release --lib --test integration --test process_wide)
+# The tests over 2 GB (large_*; list_limit's 8 GiB sparse model; the aligned 2 GB model) run on
+# neither target.
+SKIP_LARGE=(--skip large_external:: --skip large_model:: --skip list_limit::
+  --skip model_over_2gb_loads_without_copies)
+phase "aarch64 and Windows: build the tests and the libraries"
+cargo test "${TESTS[@]}" --target "$AARCH64" --target "$WINDOWS" --no-run
+cargo build --release --target "$AARCH64" --target "$WINDOWS" --lib
+
+# ---- Linux aarch64 under qemu-user
 phase "aarch64: unit tests and the fast integration tests (qemu-user)"
-# The integration tests run there: all but those over 2 GB (large_*; list_limit's 8 GiB sparse
-# model) and the source checks
-# (generated_files, layers, stands_alone: the same on every target); crash_safe_save without its
-# kill test.
+# The integration tests run there: all but the ones over 2 GB; crash_safe_save without its kill
+# test.
 # - out_of_memory: qemu-user does not apply RLIMIT_AS to the guest (allocations that must fail
 #   succeed), so its children run with qemu's -R (the size of the guest's address space) set to
 #   the case's limit (ONNXL_TEST_RUNNER_AS_OPTION).
@@ -75,20 +93,15 @@ phase "aarch64: unit tests and the fast integration tests (qemu-user)"
 #   test_encryption decrypts one through the shipped libonnx_light.so, which shows that it
 #   derives with 100 000. So the slow encryption tests (#[ignore]d: every byte modified, every
 #   truncation, wrong keys; about 3 min natively, PBKDF2-bound) run here too (9 s of CPU under
-#   qemu). tests/alignment.rs still thins its encrypted cases (emulated decryption is slow).
+#   qemu). tests/integration/alignment.rs still thins its encrypted cases (emulated decryption
+#   is slow).
 # - ONNXL_TEST_RUNNER: tests that re-run their own binary in a child process run it under qemu.
-AARCH64_TESTS=(codec alignment allocation_failures concurrency crash_safe_save deep_nesting dlpack
-               direct_writes documented_defaults encrypted_external encryption external_data
-               fuzz_regressions hostile_inputs input_files memory_reuse metadata_budget
-               metadata_region onnxcry1 out_of_memory params prepacked quadratic_paths
-               thread_pools)
 ONNXL_TEST_EMULATED=1 ONNXL_TEST_RUNNER="$CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_RUNNER" \
   ONNXL_TEST_RUNNER_AS_OPTION=-R \
-  cargo test -p onnx_light --release --target "$AARCH64" --lib "${AARCH64_TESTS[@]/#/--test=}" -- \
-  --include-ignored --skip child_process_ --skip kill_during_save_never_breaks_the_model
+  cargo test "${TESTS[@]}" --target "$AARCH64" -- --include-ignored --skip child_process_ \
+  "${SKIP_LARGE[@]}" --skip kill_during_save_never_breaks_the_model
 
 phase "aarch64: shared library exports and C tests (qemu-user)"
-cargo build --release --target "$AARCH64" --lib
 LIB="$ROOT/target/$AARCH64/release/libonnx_light.so"
 others=$(aarch64-linux-gnu-nm -D --defined-only "$LIB" | awk '{print $3}' | grep -v '^onnxl_' || true)
 [ -z "$others" ] || { echo "symbols other than onnxl_* exported:" >&2; echo "$others" >&2; exit 1; }
@@ -123,12 +136,7 @@ C_LIBS="-L$ROOT/target/$AARCH64/release -lonnx_light -lpthread" \
   run_c_tests "$work" aarch64-linux-gnu-gcc "" qemu-aarch64 -L /usr/aarch64-linux-gnu -E LD_LIBRARY_PATH="$work"
 
 # ---- Windows (MinGW) under Wine
-# The compiler's full path, as the CMake build below passes it (the same linker setting: cargo
-# reuses what this step compiled).
-CARGO_TARGET_X86_64_PC_WINDOWS_GNU_LINKER=$(command -v x86_64-w64-mingw32-gcc)
-export CARGO_TARGET_X86_64_PC_WINDOWS_GNU_LINKER
 export WINEPREFIX="$work/wine" WINEDEBUG=-all
-export CARGO_TARGET_X86_64_PC_WINDOWS_GNU_RUNNER=/usr/lib/wine/wine64
 # Create the prefix first and wait for that setup's server to exit, then keep ONE server for the
 # whole step: the tests start many short Wine processes, and a server exiting between them
 # while a new client connects ended a run with "recvmsg: Connection reset by peer".
@@ -153,34 +161,27 @@ mkdir -p "target/$WINDOWS/release/deps"
 x86_64-w64-mingw32-gcc -shared -O2 -o "target/$WINDOWS/release/deps/bcryptprimitives.dll" \
   "$work/prng.c" -ladvapi32
 phase "Windows: unit tests (Windows path rules and save lock included) and integration tests (Wine)"
-# The integration tests that run on Windows: all but the over-2 GB ones (large_*, list_limit, and
-# alignment's model_over_2gb_loads_without_copies, compiled out on Windows), the
-# source checks and
+# The integration tests that run on Windows: all but the over-2 GB ones and
 # - the slow encryption tests (#[ignore]d: about 3 min of PBKDF2 with the formats' count);
-# - out_of_memory: it limits RLIMIT_AS, and Wine 8 enforces no job-object memory limit (a
-#   process in a job with JOB_OBJECT_LIMIT_PROCESS_MEMORY of 256 MiB commits 512 MiB); filling
-#   its address space with reservations instead got the Wine process killed;
+# - out_of_memory (Unix-only: not built there): it limits RLIMIT_AS, and Wine 8 enforces no
+#   job-object memory limit (a process in a job with JOB_OBJECT_LIMIT_PROCESS_MEMORY of 256 MiB
+#   commits 512 MiB); filling its address space with reservations instead got the Wine process
+#   killed;
 # - crash_safe_save's kill and RLIMIT_FSIZE tests (Linux-only in the file).
 # direct_writes takes its buffered path (direct writes are Linux-only); the re-saves over weight
 # files this process maps check the Windows outcome (a mapped file can be neither replaced nor
 # removed: the new files keep their alternate names, the mapped ones stay beside them). The tests that look for
 # a file's mappings read /proc/self/maps on Linux and the mapped views on Windows; the CPU-time
 # comparisons repeat a run until it spans 20 steps of Wine's 10 ms thread clock (tests/common).
-WINDOWS_TESTS=(codec input_files hostile_inputs allocation_failures concurrency deep_nesting dlpack
-               direct_writes documented_defaults encrypted_external encryption external_data
-               fuzz_regressions metadata_budget metadata_region onnxcry1 params prepacked
-               quadratic_paths alignment memory_reuse thread_pools crash_safe_save windows_paths)
-# tests/crash_safe_save.rs fills a small file system (a 12 MiB tmpfs, mounted here: the step runs
-# as root) through Wine's drive Z: to see saves fail cleanly with ERROR_DISK_FULL.
+# tests/integration/crash_safe_save.rs fills a small file system (a 12 MiB tmpfs, mounted here: the
+# step runs as root) through Wine's drive Z: to see saves fail cleanly with ERROR_DISK_FULL.
 mkdir -p "$work/full"
 mount -t tmpfs -o size=12m tmpfs "$work/full" \
   || { echo "70-cross: cannot mount a tmpfs for the disk-full test (needs root)" >&2; exit 1; }
 ONNXL_TEST_FULL_DIR="Z:${work//\//\\}\\full" \
-cargo test -p onnx_light --release --target "$WINDOWS" --lib "${WINDOWS_TESTS[@]/#/--test=}" -- \
-  --skip child_process_
+cargo test "${TESTS[@]}" --target "$WINDOWS" -- --skip child_process_ "${SKIP_LARGE[@]}"
 
 phase "Windows: onnx_light.dll exports and C tests (Wine)"
-cargo build --release --target "$WINDOWS" --lib
 WIN_OUT="$ROOT/target/$WINDOWS/release"
 exports=$(x86_64-w64-mingw32-objdump -p "$WIN_OUT/onnx_light.dll" \
   | sed -n '/\[Ordinal\/Name Pointer\] Table/,/^$/p' | awk '$1 ~ /^\[/ && $NF !~ /Table/ {print $NF}')

@@ -14,8 +14,6 @@ pub use options::{
 };
 pub(crate) use options::{resolve_threads, validate_alignment, validate_threads};
 
-/// How many parses so far parsed initializers in parallel (a test hook: tests check that the
-/// parallel path is exercised).
 /// Test hook: parses cut no repeated-field chunks from blocks of their own while `off` is set
 /// (every chunk then comes from the global allocator).
 #[cfg(feature = "test-hooks")]
@@ -31,10 +29,12 @@ pub fn file_sync_count() -> usize {
     crate::storage::FILE_SYNCS.load(std::sync::atomic::Ordering::Relaxed)
 }
 
+/// How many parses this thread made so far parsed initializers in parallel (a test hook: tests
+/// check that the parallel path is exercised).
 #[cfg(feature = "test-hooks")]
 #[doc(hidden)]
 pub fn parallel_parse_count() -> usize {
-    parallel::PARALLEL_PARSES.load(std::sync::atomic::Ordering::Relaxed)
+    parallel::PARALLEL_PARSES.with(std::cell::Cell::get)
 }
 
 use std::io::{Read, Write};

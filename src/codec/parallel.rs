@@ -17,9 +17,12 @@ use crate::wire::{LEN, Reader, tag};
 const MODEL_GRAPH: u32 = tag(7, LEN);
 const GRAPH_INITIALIZER: u32 = tag(5, LEN);
 
-/// Number of parses that took the parallel path (for tests and diagnostics).
-pub(crate) static PARALLEL_PARSES: std::sync::atomic::AtomicUsize =
-    std::sync::atomic::AtomicUsize::new(0);
+#[cfg(feature = "test-hooks")]
+thread_local! {
+    /// Parses this thread started on the parallel path (a test hook, per thread so that tests
+    /// running at the same time do not count each other's).
+    pub(crate) static PARALLEL_PARSES: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
 
 /// One initializer found by the scan.
 struct Part {
@@ -112,7 +115,8 @@ pub(super) fn preparse_initializers(
         Some((len_at, boxed as Box<dyn Any + Send>))
     };
     let pool = thread_pool(opts.threads())?;
-    PARALLEL_PARSES.fetch_add(1, Ordering::Relaxed);
+    #[cfg(feature = "test-hooks")]
+    PARALLEL_PARSES.with(|n| n.set(n.get() + 1));
     let mut results = Vec::new();
     results.try_reserve_exact(readers.len()).ok()?;
     pool.install(|| {

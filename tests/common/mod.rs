@@ -1,9 +1,8 @@
-//! Helpers shared by the integration tests (each test binary uses a part of them).
+//! Helpers shared by the test binaries (tests/integration and tests/process_wide; each uses a
+//! part of them).
 #![allow(dead_code)]
 
-use std::alloc::{GlobalAlloc, Layout, System};
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicUsize, Ordering};
 
 use onnx_light::proto::TensorProto;
 
@@ -49,62 +48,6 @@ pub fn uint8_tensor(name: &str, n: usize, seed: u8) -> TensorProto {
     t.add_dims(n as i64);
     t.set_raw_data(pattern(n, seed));
     t
-}
-
-/// A global allocator that counts live heap bytes and their peak (all threads). A test binary
-/// installs it with `#[global_allocator] static ALLOC: Counting = Counting;`.
-pub struct Counting;
-static LIVE: AtomicUsize = AtomicUsize::new(0);
-static PEAK: AtomicUsize = AtomicUsize::new(0);
-
-fn grew(n: usize) {
-    let now = LIVE.fetch_add(n, Ordering::Relaxed) + n;
-    PEAK.fetch_max(now, Ordering::Relaxed);
-}
-
-// SAFETY: forwards every call to the system allocator unchanged; only counts sizes.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        // SAFETY: same contract as the caller's.
-        let p = unsafe { System.alloc(layout) };
-        if !p.is_null() {
-            grew(layout.size());
-        }
-        p
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        // SAFETY: same contract as the caller's.
-        unsafe { System.dealloc(ptr, layout) };
-        LIVE.fetch_sub(layout.size(), Ordering::Relaxed);
-    }
-    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        // SAFETY: same contract as the caller's.
-        let p = unsafe { System.alloc_zeroed(layout) };
-        if !p.is_null() {
-            grew(layout.size());
-        }
-        p
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        // SAFETY: same contract as the caller's.
-        let p = unsafe { System.realloc(ptr, layout, new_size) };
-        if !p.is_null() {
-            if new_size >= layout.size() {
-                grew(new_size - layout.size());
-            } else {
-                LIVE.fetch_sub(layout.size() - new_size, Ordering::Relaxed);
-            }
-        }
-        p
-    }
-}
-
-/// Peak heap growth of `f` (bytes above what was live before), with [`Counting`] installed.
-pub fn peak_of<T>(f: impl FnOnce() -> T) -> (T, usize) {
-    let base = LIVE.load(Ordering::Relaxed);
-    PEAK.store(base, Ordering::Relaxed);
-    let out = f();
-    (out, PEAK.load(Ordering::Relaxed).saturating_sub(base))
 }
 
 /// `inner` as field `field` (wire type LEN) of a message: tag, length, bytes.
@@ -249,35 +192,48 @@ pub fn is_encrypted(p: &std::path::Path) -> bool {
     onnx_light::crypto::detect_file_format(p).is_ok()
 }
 
-/// A command that runs the child-process test `name` of this test binary with `spec` in the
-/// environment variable `var`. Child-process tests are named `child_process_*` and marked
-/// `#[ignore]`: they are steps of another test, never tests on their own (the test command skips
-/// them with `--skip child_process_`).
+/// The name the test harness gives test function `function` of the module `module` (its
+/// `module_path!()`): the module path without the crate's name, then the function, as in
+/// `codec::parallel_parse_equals_sequential`.
+pub fn test_name(module: &str, function: &str) -> String {
+    match module.split_once("::") {
+        Some((_crate, path)) => format!("{path}::{function}"),
+        None => function.to_string(),
+    }
+}
+
+/// A command that runs the child-process test `function` of the module `module` (the caller's
+/// `module_path!()`) of this test binary with `spec` in the environment variable `var`.
+/// Child-process tests are named `child_process_*` and marked `#[ignore]`: they are steps of
+/// another test, never tests on their own (the test command skips them with
+/// `--skip child_process_`).
 pub fn child_process(
-    name: &str,
+    module: &str,
+    function: &str,
     var: &str,
     spec: impl AsRef<std::ffi::OsStr>,
 ) -> std::process::Command {
-    child_process_with_runner_args(name, var, spec, &[])
+    child_process_with_runner_args(module, function, var, spec, &[])
 }
 
 /// [`child_process`], with `runner_args` given to the emulator of `ONNXL_TEST_RUNNER`, if any,
 /// before the binary.
 pub fn child_process_with_runner_args(
-    name: &str,
+    module: &str,
+    function: &str,
     var: &str,
     spec: impl AsRef<std::ffi::OsStr>,
     runner_args: &[String],
 ) -> std::process::Command {
     assert!(
-        name.starts_with("child_process_"),
-        "{name}: child-process tests are named child_process_*"
+        function.starts_with("child_process_"),
+        "{function}: child-process tests are named child_process_*"
     );
     let mut cmd = this_test_binary_with_runner_args(runner_args);
     cmd.args([
         "--ignored",
         "--exact",
-        name,
+        &test_name(module, function),
         "--nocapture",
         "--test-threads=1",
     ])
@@ -306,6 +262,13 @@ pub fn this_test_binary_with_runner_args(runner_args: &[String]) -> std::process
         }
         None => std::process::Command::new(exe),
     }
+}
+
+/// Holds the lock that the tests over 2 GB take in turn (models of gigabytes in memory and on
+/// disk): one binary runs them, and two at once would need the sum of their memory and disk.
+pub fn one_large_test_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+    static LARGE: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    LARGE.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// The scenario a child-process test was started with (see [`child_process`]).

@@ -1,8 +1,8 @@
 """Encrypted models, checked against an independent implementation: Python's `cryptography`
 package and `hashlib.pbkdf2_hmac`, written from docs/encryption.md alone (not from the Rust code).
 
-- the known-answer vectors of tests/encryption.rs (the `KAT_*` constants) decrypt here to the
-  KAT plaintext, which the onnx package parses to the original model;
+- the known-answer vectors of tests/integration/encryption.rs (the `KAT_*` constants) decrypt
+  here to the KAT plaintext, which the onnx package parses to the original model;
 - files freshly encrypted by the CLI, in every format, decrypt here to the original model file;
 - files encrypted here, following the document, decrypt with the CLI.
 """
@@ -118,7 +118,7 @@ def encrypt(plaintext: bytes, passphrase: bytes, fmt: str, chunk_size: int = 409
     return b"".join(out)
 
 
-# ---- the known-answer vectors of tests/encryption.rs -------------------------------------------
+# ---- the known-answer vectors of tests/integration/encryption.rs -------------------------------
 
 
 def rust_constants() -> dict:

@@ -9,9 +9,8 @@
 //! every model of the onnx wheel's backend test data when `ONNXL_BACKEND_DATA` names its
 //! directory (the test command sets it; a name that is not a directory is a failure).
 
-mod common;
+use crate::common;
 // Aligned single-file saves: their payloads are aligned in the file (docs/aligned-models.md).
-#[path = "alignment/saves.rs"]
 mod saves;
 
 use onnx_light::proto::MsgBox;

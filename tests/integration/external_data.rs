@@ -3,7 +3,7 @@
 //! files, alignment, checksums, no-copy sharing, re-saving over mapped files, zero-length
 //! tensors, consolidation, and saving without touching the model.
 
-mod common;
+use crate::common;
 use common::{pattern, uint8_tensor as tensor};
 use onnx_light::proto::MsgBox;
 
@@ -1484,7 +1484,7 @@ fn thousands_of_files_with_few_descriptors() {
         let out = common::this_test_binary()
             .args([
                 "--exact",
-                "thousands_of_files_with_few_descriptors",
+                &common::test_name(module_path!(), "thousands_of_files_with_few_descriptors"),
                 "--nocapture",
                 "--test-threads=1",
             ])

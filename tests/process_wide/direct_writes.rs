@@ -6,18 +6,11 @@
 //! writes the same bytes. Whether direct writes happen is checked against what the temporary
 //! directory's file system reports (`statx` `STATX_DIOALIGN`).
 
-mod common;
-
-use std::sync::Mutex;
-
-use common::{TempDir, pattern};
+use crate::common::{TempDir, pattern};
 use onnx_light::external::save_model_with_external_data;
 use onnx_light::proto::{ModelProto, TensorProto};
 use onnx_light::storage::{direct_written_bytes, fail_next_direct_writes};
 use onnx_light::{ParseOptions, SaveExternalOptions, SerializeOptions};
-
-/// The hooks are process-wide: one test at a time.
-static SERIAL: Mutex<()> = Mutex::new(());
 
 /// Payload sizes: unaligned ones, one spanning several 8 MiB pieces, small ones; 41 MiB total.
 const SIZES: [usize; 7] = [
@@ -104,7 +97,7 @@ fn save_one_file(m: &ModelProto, dir: &TempDir, threads: i32, failures: usize) -
 
 #[test]
 fn one_file_saves_write_the_serialized_bytes() {
-    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _alone = crate::alone();
     let dir = TempDir::new("direct-one");
     let direct = takes_direct_writes(&dir.0);
     let m = model();
@@ -133,7 +126,7 @@ fn one_file_saves_write_the_serialized_bytes() {
 
 #[test]
 fn refused_direct_writes_fall_back_to_buffered_ones() {
-    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _alone = crate::alone();
     let dir = TempDir::new("direct-refused");
     let direct = takes_direct_writes(&dir.0);
     let m = model();
@@ -172,7 +165,7 @@ fn files_of(dir: &std::path::Path) -> Vec<(String, Vec<u8>)> {
 
 #[test]
 fn external_data_saves_write_the_same_files_from_every_source() {
-    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _alone = crate::alone();
     let direct = takes_direct_writes(&std::env::temp_dir());
     let m = model();
     let opts = |threads: i32| SaveExternalOptions {

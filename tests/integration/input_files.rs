@@ -3,7 +3,7 @@
 //! a FIFO), with an error naming the path and its kind. External weight files obey the same
 //! rule (through the path rules).
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::time::{Duration, Instant};

@@ -1,12 +1,13 @@
 //! `SaveExternalOptions::sync` is honoured by both files of a save with external data: the
-//! weight files and the `.onnx` are synced before their rename, or neither is. (One test in its
-//! own binary: the sync counter is process-wide.)
+//! weight files and the `.onnx` are synced before their rename, or neither is. (The test has the
+//! process to itself: the sync counter is process-wide.)
 
 use onnx_light::proto::ModelProto;
 use onnx_light::{ParseOptions, SaveExternalOptions};
 
 #[test]
 fn sync_false_syncs_neither_file_and_true_syncs_both() {
+    let _alone = crate::alone();
     let dir = std::env::temp_dir().join(format!("onnx_light_save_sync_{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let mut m = ModelProto::new();

@@ -7,7 +7,7 @@
 //! create one (see the unit test `reparse_points_are_refused_by_their_attribute` in
 //! src/external/paths.rs).
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 

@@ -1,13 +1,11 @@
 //! Thread counts are capped (a documented maximum; above it every options struct is refused
 //! before any thread starts), the worker pools are shared and bounded (serializing with many
 //! different thread counts does not pile up pools), and `release_thread_pools` leaves no
-//! worker thread alive. One test in its own binary: it counts the process's threads.
-
-mod common;
+//! worker thread alive. The test has the process to itself: it counts the process's threads.
 
 use std::time::{Duration, Instant};
 
-use common::{TempDir, uint8_tensor};
+use crate::common::{TempDir, uint8_tensor};
 use onnx_light::proto::Message;
 use onnx_light::{
     Error, ModelProto, ParseOptions, SaveExternalOptions, SerializeOptions, max_threads,
@@ -31,6 +29,20 @@ fn wait_for_threads(at_most: usize) -> usize {
     }
 }
 
+/// The thread count once the pools of the tests before (released by [`crate::alone`]) have
+/// wound down: the count once it has stayed the same for 200 ms (at most 10 s).
+fn settled_threads() -> usize {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let (mut last, mut same) = (live_threads(), 0);
+    while same < 10 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+        let n = live_threads();
+        same = if n == last { same + 1 } else { 0 };
+        last = n;
+    }
+    last
+}
+
 fn is_thread_option_error(e: &Error) -> bool {
     matches!(
         e,
@@ -43,7 +55,8 @@ fn is_thread_option_error(e: &Error) -> bool {
 
 #[test]
 fn thread_counts_are_capped_and_pools_are_bounded() {
-    let baseline = live_threads();
+    let _alone = crate::alone();
+    let baseline = settled_threads();
     let cap = max_threads();
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     assert!(

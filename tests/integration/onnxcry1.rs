@@ -2,7 +2,7 @@
 //! same error after the same work (no padding oracle through timing), and
 //! `reject_unauthenticated` refuses the format on load.
 
-mod common;
+use crate::common;
 
 use common::best_cpu_of;
 use onnx_light::crypto::{EncryptionFormat, EncryptionOptions};

@@ -11,7 +11,7 @@
 //! - a > 2 GB model encrypted and decrypted by the CLI with the chunked format, with peak memory
 //!   (VmHWM of the child process) far under the model size, and loaded in memory at ~1x its size.
 
-mod common;
+use crate::common;
 use common::TempDir;
 
 use std::path::{Path, PathBuf};

@@ -14,7 +14,7 @@ use onnx_light::{
     parse_from_shared,
 };
 
-const SAMPLE: &[u8] = include_bytes!("../samples/mlp.onnx");
+const SAMPLE: &[u8] = include_bytes!("../../samples/mlp.onnx");
 
 fn tensor(name: &str, bytes: usize, seed: u8) -> TensorProto {
     let mut t = TensorProto::new();
@@ -263,7 +263,7 @@ fn ownership_table_of_seed_000() {
     let opts = ParseOptions {
         no_copy: true,
         // Borrow wherever the payload is (with the default 64, a payload that is not aligned
-        // in the input would be an aligned copy: tests/alignment.rs).
+        // in the input would be an aligned copy: tests/integration/alignment.rs).
         alignment: 1,
         ..Default::default()
     };
@@ -308,8 +308,8 @@ fn ownership_table_of_seed_000() {
         let opts = ParseOptions {
             file_load_mode: mode,
             no_copy: true,
-            // Borrow wherever the payload is in the file (see tests/alignment.rs for the
-            // aligned copies of the default).
+            // Borrow wherever the payload is in the file (see tests/integration/alignment.rs for
+            // the aligned copies of the default).
             alignment: 1,
             ..Default::default()
         };

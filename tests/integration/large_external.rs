@@ -6,7 +6,10 @@
 //! 3 GB file stays mapped while its 3 GB replacement is written); everything is removed at the
 //! end.
 
-mod common;
+// `statvfs` and the peak RSS of /proc: not built for Windows.
+#![cfg(unix)]
+
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -110,6 +113,7 @@ struct Probe {
 /// Loads `model` in a fresh process (`mode`: `nocopy` or `copy`), best of 3 load times.
 fn probe(mode: &str, model: &Path) -> Probe {
     let out = common::child_process(
+        module_path!(),
         "child_process_probe",
         CHILD_ENV,
         format!("{mode}:{}", model.display()),
@@ -179,6 +183,7 @@ fn child_process_probe() {
 #[test]
 #[ignore = "slow (a 3 GB model): the test command runs it (cargo test -- --include-ignored)"]
 fn three_gb_model_with_external_data() {
+    let _turn = common::one_large_test_at_a_time();
     let dir = std::env::temp_dir().join(format!("onnxl-large-ext-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();

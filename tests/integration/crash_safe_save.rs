@@ -27,7 +27,7 @@
 // Windows runs the tests without kills and size limits; their helpers are unused there.
 #![cfg_attr(windows, allow(dead_code))]
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Read};
@@ -220,6 +220,7 @@ fn spawn_child(
     fsize_limit: Option<u64>,
 ) -> std::io::Result<Child> {
     let mut cmd = common::child_process(
+        module_path!(),
         "child_process_crash_save",
         CHILD_ENV,
         format!("{scenario:?}:{g}:{}", path.display()),
@@ -728,7 +729,12 @@ fn stale_temporary_files_of_ended_processes_are_removed() {
         .spawn()
         .unwrap();
     assert!(ended.wait().unwrap().success());
-    let mut running = common::child_process("child_process_wait_for_stdin", WAIT_ENV, "1");
+    let mut running = common::child_process(
+        module_path!(),
+        "child_process_wait_for_stdin",
+        WAIT_ENV,
+        "1",
+    );
     let mut running = running
         .stdin(Stdio::piped())
         .stdout(Stdio::null())

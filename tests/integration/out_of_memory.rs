@@ -18,9 +18,13 @@
 //! - a model nested to the maximum depth parsed on a 256 KiB thread stack once the address
 //!   space has no room for a 2 MiB stack segment: `OutOfMemory` naming the segment's size.
 //!
-//! `tests/allocation_failures.rs` refuses every single allocation of a parse in turn.
+//! `tests/process_wide/allocation_failures.rs` refuses every single allocation of a parse in turn.
 
-mod common;
+// `setrlimit` and `mmap`: not built for Windows (where no memory limit can be set that Wine 8
+// enforces, scripts/test.d/70-cross.sh).
+#![cfg(unix)]
+
+use crate::common;
 
 use common::{nested_graphs, wrap};
 
@@ -303,11 +307,16 @@ fn run_child(case: &str, dir: &std::path::Path) -> String {
         Some(option) => vec![option, guest_size(case).to_string()],
         None => Vec::new(),
     };
-    let out =
-        common::child_process_with_runner_args("child_process_oom", CHILD_ENV, case, &runner_args)
-            .env("ONNXL_OOM_DIR", dir)
-            .output()
-            .unwrap();
+    let out = common::child_process_with_runner_args(
+        module_path!(),
+        "child_process_oom",
+        CHILD_ENV,
+        case,
+        &runner_args,
+    )
+    .env("ONNXL_OOM_DIR", dir)
+    .output()
+    .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(

@@ -1,14 +1,10 @@
 //! The blocks a parse cuts repeated-field chunks, sub-message boxes and long strings from (docs/design.md,
 //! "Metadata memory"): elements keep their address through any mutation, parts of a model
 //! outlive it, and the blocks of a dropped model are taken back by the next parse instead of
-//! growing the process. One test in this binary (and a step of it run in a child process): the
-//! memory-reuse store is process-wide (and the allocation counter is too).
-
-mod common;
+//! growing the process. The test has the process to itself (and a step of it runs in a child
+//! process): the memory-reuse store is process-wide (and the allocation counter is too).
 
 use onnx_light::proto::MsgBox;
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::sync::atomic::{AtomicUsize, Ordering};
 
 use onnx_light::proto::{GraphProto, ModelProto, NodeProto, ValueInfoProto};
 use onnx_light::{
@@ -16,31 +12,8 @@ use onnx_light::{
     set_memory_reuse_limit,
 };
 
-/// Counts the allocations of the global allocator.
-struct Counting;
-
-static ALLOCATIONS: AtomicUsize = AtomicUsize::new(0);
-
-// SAFETY: forwards every call to the system allocator unchanged.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
-        // SAFETY: same contract as the caller's.
-        unsafe { System.alloc(layout) }
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        // SAFETY: same contract as the caller's.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
-        // SAFETY: same contract as the caller's.
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-}
-
-#[global_allocator]
-static COUNTING: Counting = Counting;
+use crate::common;
+use crate::heap;
 
 const NODES: usize = 30_000;
 
@@ -121,15 +94,16 @@ fn graph(m: &mut ModelProto) -> &mut GraphProto {
 
 #[test]
 fn parsed_chunks_keep_their_address_outlive_their_model_and_are_reused() {
+    let _alone = crate::alone();
     set_memory_reuse_limit(1 << 30);
     release_memory_held_for_reuse();
     let bytes = model_bytes();
     for threads in [1, 2] {
         // The long names and the sub-message boxes are cut from the blocks too: a parse makes
         // a few allocations, not two per node and three per value_info.
-        let before = ALLOCATIONS.load(Ordering::Relaxed);
+        let before = heap::allocations();
         let mut m = parse(&bytes, threads);
-        let allocations = ALLOCATIONS.load(Ordering::Relaxed) - before;
+        let allocations = heap::allocations() - before;
         assert!(
             allocations < NODES / 100,
             "{threads} threads: {allocations} allocations for {NODES} nodes"
@@ -259,9 +233,14 @@ fn parsed_chunks_keep_their_address_outlive_their_model_and_are_reused() {
     assert_eq!(memory_held_for_reuse(), 0);
 
     // With `ONNXL_METADATA_BLOCKS=0` (for memory checkers) every part is an allocation.
-    let out = common::child_process("child_process_blocks_off", "ONNXL_METADATA_BLOCKS", "0")
-        .output()
-        .unwrap();
+    let out = common::child_process(
+        module_path!(),
+        "child_process_blocks_off",
+        "ONNXL_METADATA_BLOCKS",
+        "0",
+    )
+    .output()
+    .unwrap();
     assert!(
         out.status.success() && String::from_utf8_lossy(&out.stdout).contains("1 passed"),
         "{}{}",
@@ -277,9 +256,9 @@ fn child_process_blocks_off() {
     assert_eq!(common::child_spec("ONNXL_METADATA_BLOCKS"), "0");
     set_memory_reuse_limit(1 << 30);
     let bytes = model_bytes();
-    let before = ALLOCATIONS.load(Ordering::Relaxed);
+    let before = heap::allocations();
     let mut m = parse(&bytes, 1);
-    let allocations = ALLOCATIONS.load(Ordering::Relaxed) - before;
+    let allocations = heap::allocations() - before;
     // Three boxes per value_info, a chunk per attribute list, two long names per node.
     assert!(allocations > NODES * 5, "{allocations} allocations");
     let g = graph(&mut m);

@@ -1,100 +1,19 @@
-//! Every heap allocation of a parse may fail without aborting the process: this test binary's
-//! allocator refuses the k-th allocation made by the parsing thread, for every k from the first
-//! to the last allocation of a successful parse, and each parse must then end in
+//! Every heap allocation of a parse may fail without aborting the process: the test binary's
+//! allocator (`heap`) refuses the k-th allocation made by the parsing thread, for every k from the
+//! first to the last allocation of a successful parse, and each parse must then end in
 //! `Error::OutOfMemory` (C `ONNXL_STATUS_OUT_OF_MEMORY`) naming the size refused — never in an
 //! abort (`handle_alloc_error`), a panic or a wrong result. The models hold every kind of
 //! allocation a parse makes: sub-message boxes (singular fields and oneof members), chunks of
 //! repeated message fields, strings, packed and unpacked scalars, unknown fields and unknown
 //! enum values, payload copies, and nesting through the fields that close a cycle.
 
-mod common;
-
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::cell::Cell;
 use std::sync::Arc;
 
 use onnx_light::proto::{Message, ModelProto};
 use onnx_light::{Error, ParseOptions};
 
-/// Forwards to the system allocator, except that the armed thread's `FAIL_AT`-th allocation
-/// (counting from 0 since it was armed) returns null.
-struct FailingAlloc;
-
-thread_local! {
-    /// Allocations made by this thread since it was armed (`None`: not armed).
-    static COUNT: Cell<Option<usize>> = const { Cell::new(None) };
-    /// Index of the allocation to refuse.
-    static FAIL_AT: Cell<usize> = const { Cell::new(usize::MAX) };
-}
-
-thread_local! {
-    /// Size of the previous allocation of this thread.
-    static LAST_SIZE: Cell<usize> = const { Cell::new(0) };
-}
-
-/// True when this allocation of `size` bytes is the one to refuse (and counts it). Not counted:
-/// the reference-count block of a payload region, made right after the region (at least 512
-/// bytes) and the one allocation of a parse that cannot fail cleanly (see
-/// `onnx_light::wire::REGION_OWNER_BYTES`).
-fn refuse(size: usize) -> bool {
-    // `try_with`: thread-locals may be gone while a thread exits.
-    let last = LAST_SIZE.try_with(|l| l.replace(size)).unwrap_or(0);
-    if size == onnx_light::wire::REGION_OWNER_BYTES && last >= 512 {
-        return false;
-    }
-    COUNT
-        .try_with(|c| {
-            let Some(n) = c.get() else {
-                return false;
-            };
-            c.set(Some(n + 1));
-            FAIL_AT.with(|f| f.get()) == n
-        })
-        .unwrap_or(false)
-}
-
-// SAFETY: forwards every call to the system allocator unchanged, or returns null (allowed: an
-// allocation failure) without allocating.
-unsafe impl GlobalAlloc for FailingAlloc {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        if refuse(layout.size()) {
-            return std::ptr::null_mut();
-        }
-        // SAFETY: same contract as the caller's.
-        unsafe { System.alloc(layout) }
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        // SAFETY: same contract as the caller's.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        if refuse(layout.size()) {
-            return std::ptr::null_mut();
-        }
-        // SAFETY: same contract as the caller's.
-        unsafe { System.alloc_zeroed(layout) }
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        if new_size > layout.size() && refuse(new_size) {
-            return std::ptr::null_mut();
-        }
-        // SAFETY: same contract as the caller's.
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-}
-
-#[global_allocator]
-static ALLOC: FailingAlloc = FailingAlloc;
-
-/// Runs `f` with this thread's allocation number `fail_at` refused; returns its result and the
-/// number of allocations it made.
-fn armed<T>(fail_at: usize, f: impl FnOnce() -> T) -> (T, usize) {
-    FAIL_AT.with(|c| c.set(fail_at));
-    COUNT.with(|c| c.set(Some(0)));
-    let out = f();
-    let n = COUNT.with(|c| c.replace(None)).expect("armed");
-    (out, n)
-}
+use crate::common;
+use crate::heap::armed;
 
 /// A model with every kind of allocation a parse makes (see the module comment).
 fn rich_model() -> Vec<u8> {
@@ -239,6 +158,7 @@ const MODES: &[Mode] = &[
 
 #[test]
 fn every_allocation_of_a_parse_may_fail() {
+    let _alone = crate::alone();
     // As shipped (repeated-field chunks cut from mapped blocks: when a block cannot be had, the
     // chunk falls back to the global allocator), and with every chunk from the global
     // allocator, so that each chunk allocation is refused in turn too.

@@ -1,11 +1,9 @@
 //! Memory reused between loads: the regions of large payloads (and the external-data arena) go
 //! back to a bounded process-wide store when their model is dropped, and a later load of about
-//! the same sizes takes them back, writing its own bytes. One test in this binary: the store is
-//! process-wide, so nothing else may load at the same time.
+//! the same sizes takes them back, writing its own bytes. The store is process-wide, so nothing
+//! else may load at the same time (the test has the process to itself).
 
-mod common;
-
-use common::{TempDir, pattern, uint8_tensor};
+use crate::common::{TempDir, pattern, uint8_tensor};
 use onnx_light::proto::MsgBox;
 use onnx_light::proto::{GraphProto, ModelProto};
 use onnx_light::{
@@ -58,6 +56,7 @@ fn payloads(m: &ModelProto) -> Vec<(String, usize, Vec<u8>)> {
 
 #[test]
 fn loads_take_back_the_memory_of_dropped_models_and_write_their_own_bytes() {
+    let _alone = crate::alone();
     let dir = TempDir::new("reuse");
     let (p1, p2) = (dir.path("one.onnx"), dir.path("two.onnx"));
     save_model(&model(1), &p1, &Default::default()).unwrap();

@@ -5,7 +5,7 @@
 //! and checksums, and the errors — missing passphrase, wrong passphrase, a modified byte,
 //! truncation, extension, a one-shot format — each distinct and naming the file.
 
-mod common;
+use crate::common;
 use common::{
     TempDir, is_encrypted, starts_with_chunked_magic, tensors_of, uint8_tensor as tensor, with_key,
 };

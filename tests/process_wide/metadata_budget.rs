@@ -3,17 +3,13 @@
 //! input each, ~200 heap bytes each without a budget) stays under the budget and fails with
 //! `MetadataLimit`; real models stay well inside the automatic budget.
 //!
-//! One test function, so the allocator measures one parse at a time.
+//! The test has the process to itself, so the allocator measures one parse at a time.
 
-mod common;
-use common::{Counting, peak_of};
+use crate::heap::peak_of;
 
 use onnx_light::proto::{Message, ModelProto};
 use onnx_light::wire::{AUTO_METADATA_BASE_BYTES, AUTO_METADATA_BYTES_PER_INPUT_BYTE, put_varint};
 use onnx_light::{DecodeErrorKind, Error, ParseOptions};
-
-#[global_allocator]
-static ALLOC: Counting = Counting;
 
 /// A ModelProto whose graph holds `n` empty nodes (`0a 00` each).
 fn empty_nodes(n: usize) -> Vec<u8> {
@@ -36,6 +32,7 @@ fn empty_input_names(n: usize) -> Vec<u8> {
 
 #[test]
 fn metadata_budget_bounds_memory() {
+    let _alone = crate::alone();
     let input = empty_nodes(5_000_000); // 10 MB
     let mib = |b: usize| b as f64 / (1 << 20) as f64;
 

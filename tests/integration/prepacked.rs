@@ -3,7 +3,7 @@
 //! shared with the initializers; copy: equal bytes), checksums, and malformed entries handled as
 //! ONNX Runtime's `ExternalDataInfo::Create` handles them.
 
-mod common;
+use crate::common;
 use common::{TempDir as Dir, pattern, uint8_tensor as tensor};
 
 use std::collections::BTreeMap;

@@ -33,6 +33,7 @@ impl Drop for Cleanup {
 #[test]
 #[ignore = "slow (a model over 2 GB): the test command runs it (cargo test -- --include-ignored)"]
 fn model_over_2gb_saves_and_loads() {
+    let _turn = crate::common::one_large_test_at_a_time();
     let dir = std::env::temp_dir().join(format!("onnxl-large-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let _cleanup = Cleanup(dir.clone());
@@ -68,7 +69,7 @@ fn model_over_2gb_saves_and_loads() {
             no_copy,
             num_threads: threads,
             // Borrow the 2 GB payload wherever it is in the file (an aligned copy would double
-            // the memory; tests/alignment.rs covers alignment).
+            // the memory; tests/integration/alignment.rs covers alignment).
             alignment: 1,
             ..Default::default()
         };

@@ -15,8 +15,8 @@ use onnx_light::ffi::external::{
 };
 use onnx_light::ffi::options::{onnxl_parse_options_default, onnxl_serialize_options_default};
 
-const HEADER: &str = include_str!("../include/onnx_light.h");
-const EXTERNAL_DATA_DOC: &str = include_str!("../docs/external-data.md");
+const HEADER: &str = include_str!("../../include/onnx_light.h");
+const EXTERNAL_DATA_DOC: &str = include_str!("../../docs/external-data.md");
 
 /// The value of a documented default: a number with an optional binary unit, a boolean, or an
 /// `ONNXL_*` constant of the header.

@@ -6,7 +6,7 @@
 //! ratio, not a duration, so a slow or loaded machine does not fail it, and the wide factor
 //! keeps both kinds of work far from the bound.
 
-mod common;
+use crate::common;
 
 use common::{TempDir, best_cpu_of};
 use onnx_light::external::prepacked_blobs_of;

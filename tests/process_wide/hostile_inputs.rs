@@ -1,22 +1,19 @@
 //! Hostile inputs: every case must end in the expected ERROR KIND (or a clean
 //! accept where protobuf accepts), never in a panic, an abort, a hang or a large allocation.
 //!
-//! One test runs every case in sequence so that the counting allocator below measures each case
+//! One test runs every case in sequence so that the counting allocator (`heap`) measures each case
 //! alone: a case may not allocate more than `CASE_ALLOC_LIMIT` bytes at its peak. The number of
 //! cases is printed and checked (run with `--nocapture` to see the summary).
 
 use std::path::Path;
 
-mod common;
-use common::{Counting, nested_graphs, peak_of, wrap};
+use crate::common::{nested_graphs, wrap};
+use crate::heap::peak_of;
 
 use onnx_light::proto::schema::{self, Kind, Label};
 use onnx_light::proto::{Message, MessageVisitor, ModelProto, TensorProto, visit_message_type};
 use onnx_light::wire::{put_varint, tag};
 use onnx_light::{DecodeErrorKind, Error, ParseOptions, SaveExternalOptions};
-
-#[global_allocator]
-static ALLOC: Counting = Counting;
 
 /// Largest peak allocation a single hostile case may reach (inputs are at most a few MB).
 const CASE_ALLOC_LIMIT: usize = 64 << 20;
@@ -1256,6 +1253,7 @@ fn adversarial_pass(s: &mut Suite) {
 
 #[test]
 fn hostile_inputs() {
+    let _alone = crate::alone();
     let start = std::time::Instant::now();
     let mut s = Suite {
         counts: Vec::new(),
