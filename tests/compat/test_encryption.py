@@ -122,7 +122,7 @@ def encrypt(plaintext: bytes, passphrase: bytes, fmt: str, chunk_size: int = 409
 
 
 def rust_constants() -> dict:
-    text = (ROOT / "tests" / "encryption.rs").read_text()
+    text = (ROOT / "tests" / "integration" / "encryption.rs").read_text()
     found = dict(re.findall(r'^const (KAT_\w+): &str = "([^"]*)";', text, re.M))
     assert len(found) >= 10, found.keys()
     return found
