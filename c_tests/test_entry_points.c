@@ -1,7 +1,7 @@
 /* Every model entry point of the C ABI on its success paths: version and status names, options
  * defaults, load (auto / mmap / buffered, sequential and parallel), load from bytes, save
  * (atomic), serialize and buffers, aligned saves, standalone TensorProto load / save,
- * skip_raw_data, and the
+ * skip_raw_data, load progress callbacks, and the
  * lifecycle functions every message has (new, free, clear, copy_from, parse_from_bytes,
  * serialize, byte_size).
  *
@@ -9,6 +9,7 @@
 #define _POSIX_C_SOURCE 200809L
 
 #include <dirent.h>
+#include <stdatomic.h>
 #include <sys/stat.h>
 
 #include "test_util.h"
@@ -331,6 +332,71 @@ static void test_skip_raw_data(void) {
   onnxl_model_proto_free(m);
 }
 
+/* The sum of the initializer payload sizes of `m`. */
+static uint64_t payload_bytes(const OnnxlModelProto *m) {
+  const OnnxlGraphProto *g = onnxl_model_proto_graph(m);
+  uint64_t sum = 0;
+  for (size_t i = 0; i < onnxl_graph_proto_initializer_size(g); ++i) {
+    const uint8_t *p = NULL;
+    size_t len = 0;
+    if (onnxl_tensor_proto_raw_data(onnxl_graph_proto_initializer(g, i), &p, &len) == ONNXL_STATUS_OK) {
+      sum += len;
+    }
+  }
+  return sum;
+}
+
+/* The size of the file at `path` (0 when it cannot be read). */
+static uint64_t size_of_file(const char *path) {
+  struct stat st;
+  return stat(path, &st) == 0 ? (uint64_t)st.st_size : 0;
+}
+
+/* A progress callback: adds the bytes reported to the counter at `user_data` (from any thread). */
+static void count_progress(uint64_t bytes, void *user_data) {
+  atomic_fetch_add((_Atomic uint64_t *)user_data, bytes);
+}
+
+/* The progress callback of loads: the calls of a file load sum to the model file's size plus
+ * the external data read (here a packed weights file, one range per tensor), sequential or
+ * parallel, copying or borrowing; a caller compiled before the field existed (struct size 64)
+ * gets no calls. */
+static void test_load_progress(void) {
+  OnnxlModelProto *m = NULL;
+  OnnxlExternalDataOptions e = onnxl_external_data_options_default();
+  char onnx[4096], weights[4096];
+  uint64_t expected;
+  snprintf(onnx, sizeof onnx, "%s", test_path(tmp_dir, "progress.onnx"));
+  snprintf(weights, sizeof weights, "%s", test_path(tmp_dir, "progress.onnx.data"));
+  CHECK_OK(onnxl_load_model(model_path, NULL, &m));
+  e.location = "progress.onnx.data";
+  e.size_threshold = 0;
+  e.alignment = 1;
+  CHECK_OK(onnxl_save_model_with_external_data(m, onnx, &e));
+  onnxl_model_proto_free(m);
+  CHECK(size_of_file(weights) > 0);
+  expected = size_of_file(onnx) + size_of_file(weights);
+  for (int32_t threads = 1; threads <= 2; ++threads) {
+    for (int no_copy = 0; no_copy <= 1; ++no_copy) {
+      _Atomic uint64_t done = 0;
+      OnnxlParseOptions o = onnxl_parse_options_default();
+      o.num_threads = threads;
+      o.no_copy = (uint8_t)no_copy;
+      o.progress = count_progress;
+      o.progress_user_data = (void *)&done;
+      CHECK_OK(onnxl_load_model(onnx, &o, &m));
+      CHECK(payload_bytes(m) == size_of_file(weights)); /* every tensor loaded */
+      onnxl_model_proto_free(m);
+      CHECK(atomic_load(&done) == expected);
+      o.struct_size = 64;
+      atomic_store(&done, 0);
+      CHECK_OK(onnxl_load_model(onnx, &o, &m));
+      onnxl_model_proto_free(m);
+      CHECK(atomic_load(&done) == 0);
+    }
+  }
+}
+
 static void test_message_lifecycle(void) {
   OnnxlModelProto *m = NULL, *copy = onnxl_model_proto_new(), *parsed = onnxl_model_proto_new();
   OnnxlBuffer *b = NULL;
@@ -403,6 +469,7 @@ int main(int argc, char **argv) {
   RUN(test_aligned_save);
   RUN(test_tensor_proto_files);
   RUN(test_skip_raw_data);
+  RUN(test_load_progress);
   RUN(test_message_lifecycle);
   free(file_bytes);
   return test_summary("test_entry_points");

@@ -1015,6 +1015,20 @@ typedef struct OnnxlParseOptions {
    * 16 MiB + 32 × the input size; `UINT64_MAX` = no limit.
    */
   uint64_t max_metadata_bytes;
+  /**
+   * (Since struct size 80.) Called as a load goes, with the bytes of each piece done: the
+   * model file's size once it is parsed, then each piece of external data as it is read (at
+   * most 8 MiB; with `no_copy`, each range as it is mapped); a URL load reports each piece
+   * received. The calls of a file load sum to the bytes it brought in (ranges named by
+   * several tensors count once); loads from bytes or streams report their external data
+   * only. Called from the loading threads, possibly several at once; it must return (no
+   * `longjmp`, no C++ exception). Default NULL: none.
+   */
+  void (*progress)(uint64_t bytes, void *user_data);
+  /**
+   * (Since struct size 80.) Passed to `progress` as it is (default NULL).
+   */
+  void *progress_user_data;
 } OnnxlParseOptions;
 
 /**

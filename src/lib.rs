@@ -86,9 +86,9 @@ pub mod thread_safety;
 
 pub use bytes::{ByteSpan, Owner, ProtoString, UnknownFields};
 pub use codec::{
-    FileLoadMode, ParseOptions, SerializeOptions, TensorBufferOptions, parse_from_bytes,
-    parse_from_bytes_unowned, parse_from_reader, parse_from_shared, save_to_file, serialize_into,
-    serialize_to_vec, serialize_to_writer,
+    FileLoadMode, LoadProgress, ParseOptions, SerializeOptions, TensorBufferOptions,
+    parse_from_bytes, parse_from_bytes_unowned, parse_from_reader, parse_from_shared, save_to_file,
+    serialize_into, serialize_to_vec, serialize_to_writer,
 };
 pub use crypto::{
     EncryptionFormat, EncryptionOptions, Passphrase, save_encrypted_model,

@@ -183,8 +183,12 @@ def load(
             64, a cache line and the widest SIMD load). With ``no_copy``, a tensor the file does
             not place at such an address is copied to one; ``alignment=1`` borrows every
             tensor where it is (NumPy handles any address).
-        progress: for a URL, called as ``progress(bytes)`` with the bytes of each piece
-            received (from the client's threads; what it raises is raised after the load).
+        progress: for a path or URL, called as ``progress(bytes)`` with the bytes of each
+            piece done: the model file's size once it is parsed, then each piece of external
+            data as it is read (at most 8 MiB; with ``no_copy``, each range as it is mapped);
+            for a URL, each piece received. The calls sum to the bytes loaded (ranges shared by
+            several tensors count once). Called from the loading threads; what it raises is
+            raised after the load.
     """
     opts = dict(load_external_data=load_external_data, base_dir=base_dir, no_copy=no_copy,
                 num_threads=num_threads, key=key, alignment=alignment)
@@ -198,9 +202,7 @@ def load(
             load_external_data_for_model(model, base_dir or os.path.dirname(path))
         return model
     if isinstance(f, (str, os.PathLike)):
-        if progress is not None:
-            return _native.load_path(os.fspath(f), progress=progress, **_native_opts(**opts))
-        return _native.load_path(os.fspath(f), **_native_opts(**opts))
+        return _native.load_path(os.fspath(f), progress=progress, **_native_opts(**opts))
     if base_dir is None and isinstance(getattr(f, "name", None), str):
         opts["base_dir"] = os.path.dirname(os.path.abspath(f.name))
     return load_from_string(f.read(), **opts)

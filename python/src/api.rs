@@ -63,8 +63,9 @@ fn model_view(py: Python<'_>, m: ModelProto) -> PyResult<Py<PyAny>> {
 
 /// Loads a model file or URL (and its external data) without the GIL.
 /// With `skip_raw_data`, payloads of at least 1 KiB are dropped (a remote model's are never
-/// fetched). `progress` (a URL without `key`) is called as `progress(bytes)` with the bytes of
-/// each piece received, from the client's threads with the GIL taken; what it raises is raised
+/// fetched). `progress` is called as `progress(bytes)` with the bytes of each piece done (see
+/// `LoadProgress`: the file's size once parsed, then each piece of external data; each piece
+/// received for a URL), from the loading threads with the GIL taken; what it raises is raised
 /// when the load is done.
 #[pyfunction]
 #[pyo3(signature = (path, *, no_copy = false, num_threads = None, load_external_data = true, base_dir = None, key = None, alignment = None, skip_raw_data = false, progress = None))]
@@ -81,43 +82,12 @@ pub fn load_path(
     skip_raw_data: bool,
     progress: Option<Py<PyAny>>,
 ) -> PyResult<Py<PyAny>> {
+    let failure: Arc<std::sync::Mutex<Option<PyErr>>> = Arc::default();
     let opts = ParseOptions {
         skip_raw_data,
-        ..parse_options(
-            no_copy,
-            num_threads,
-            load_external_data,
-            base_dir,
-            alignment,
-        )
-    };
-    if let Some(cb) = progress
-        && key.is_none()
-        && onnx_light::remote::is_url(&path)
-    {
-        return load_url_with_progress(py, &path.to_string_lossy(), &opts, cb);
-    }
-    let m = py
-        .detach(|| match key {
-            Some(k) => onnx_light::load_encrypted_model(&path, &k, &opts),
-            None => onnx_light::load_model(&path, &opts),
-        })
-        .py()?;
-    model_view(py, m)
-}
-
-/// [`load_path`] of a URL with a progress callback.
-fn load_url_with_progress(
-    py: Python<'_>,
-    url: &str,
-    opts: &ParseOptions,
-    cb: Py<PyAny>,
-) -> PyResult<Py<PyAny>> {
-    let failure: Arc<std::sync::Mutex<Option<PyErr>>> = Arc::default();
-    let ro = onnx_light::remote::RemoteOptions {
-        progress: Some({
+        progress: progress.map(|cb| {
             let failure = failure.clone();
-            Arc::new(move |n: u64| {
+            onnx_light::LoadProgress::new(move |n: u64| {
                 Python::attach(|py| {
                     if let Err(e) = cb.call1(py, (n,)) {
                         failure
@@ -128,10 +98,19 @@ fn load_url_with_progress(
                 })
             })
         }),
-        ..onnx_light::remote::RemoteOptions::from_env().py()?
+        ..parse_options(
+            no_copy,
+            num_threads,
+            load_external_data,
+            base_dir,
+            alignment,
+        )
     };
     let m = py
-        .detach(|| onnx_light::remote::load_model(url, opts, &ro))
+        .detach(|| match key {
+            Some(k) => onnx_light::load_encrypted_model(&path, &k, &opts),
+            None => onnx_light::load_model(&path, &opts),
+        })
         .py()?;
     if let Some(e) = failure.lock().unwrap_or_else(|p| p.into_inner()).take() {
         return Err(e);

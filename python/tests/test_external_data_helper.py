@@ -2,6 +2,8 @@
 tensors converted with the same locations (the bytes staying in memory), the same bytes loaded,
 the same inline models after convert_model_from_external_data; populate / clear keep the
 references; a save leaves the model as onnx's does, write_model leaves it as it was."""
+import os
+
 import numpy as np
 import onnx
 import pytest
@@ -188,3 +190,33 @@ def test_save_progress(tmp_path):
     with pytest.raises(KeyError, match="stop"):
         onnx_light.save(ours, tmp_path / "n.onnx", save_as_external_data=True, size_threshold=0,
                         progress=fail)
+
+
+@pytest.mark.parametrize("no_copy", [False, True])
+@pytest.mark.parametrize("num_threads", [1, 2])
+def test_load_progress(tmp_path, no_copy, num_threads):
+    """load(progress=) reports the model file's size, then the external data as it is read: the
+    calls sum to the file's size plus every recorded range; an exception it raises comes out of
+    load, after the load."""
+    _, ours = both(make_model())
+    path = tmp_path / "m.onnx"
+    onnx_light.save(ours, path, save_as_external_data=True, location="m.data", size_threshold=0)
+    calls = []
+    onnx_light.load(path, no_copy=no_copy, num_threads=num_threads, progress=calls.append)
+    assert calls[0] == os.path.getsize(path)
+    lengths = _recorded(path, "length")
+    assert len(lengths) >= 2
+    assert sum(calls) == os.path.getsize(path) + sum(lengths)
+
+    def fail(n):
+        raise KeyError("stop")
+
+    with pytest.raises(KeyError, match="stop"):
+        onnx_light.load(path, no_copy=no_copy, num_threads=num_threads, progress=fail)
+
+
+def _recorded(path, key):
+    """The ``key`` values of the external_data entries of the model at ``path``, as integers."""
+    m = onnx_light.load(path, load_external_data=False)
+    return [int(e.value) for t in tensors(onnx_light.to_onnx(m)).values()
+            for e in t.external_data if e.key == key]

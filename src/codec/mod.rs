@@ -9,7 +9,7 @@ mod parallel_write;
 
 pub use options::TensorBufferOptions;
 pub use options::{
-    FileLoadMode, MAX_ALIGNMENT, MAX_INLINE_ALIGNMENT, MAX_PARSE_ALIGNMENT,
+    FileLoadMode, LoadProgress, MAX_ALIGNMENT, MAX_INLINE_ALIGNMENT, MAX_PARSE_ALIGNMENT,
     MAX_RECURSION_DEPTH_LIMIT, MIN_INLINE_ALIGNMENT, ParseOptions, SerializeOptions,
 };
 pub(crate) use options::{resolve_threads, validate_alignment, validate_threads};

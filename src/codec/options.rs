@@ -2,6 +2,8 @@
 //! `ParseOptions` and `SerializeOptions` (same names, same defaults), and the checks of the
 //! values they share with other options (alignment, thread counts).
 
+use std::sync::Arc;
+
 use crate::error::{Error, Result};
 use crate::storage::{MIN_THREAD_CAP, max_threads};
 
@@ -110,7 +112,45 @@ pub struct ParseOptions {
     /// Refuse encrypted models in a format without authentication (ONNXCRY1, whose tampering
     /// cannot be detected) when loading them (default false: read, as the C++ library does).
     pub reject_unauthenticated: bool,
+    /// Called as a load goes (default None); see [`LoadProgress`].
+    pub progress: Option<LoadProgress>,
 }
+
+/// The progress callback of a load: called with the number of bytes of each piece done, from
+/// the threads doing the work (possibly several at once). The calls of a file load sum to the
+/// bytes it brought in: the model file's size once it is parsed, then every range of external
+/// data as it is read (copy mode, in pieces of at most 8 MiB) or mapped (no-copy mode, one
+/// call per range); a URL load reports each piece received instead. Ranges named by several
+/// tensors count once. Loads from bytes or streams report their external data only.
+#[derive(Clone)]
+pub struct LoadProgress(pub Arc<dyn Fn(u64) + Send + Sync>);
+
+impl LoadProgress {
+    /// A callback from a closure.
+    pub fn new(f: impl Fn(u64) + Send + Sync + 'static) -> Self {
+        Self(Arc::new(f))
+    }
+
+    /// Reports `bytes` done.
+    pub(crate) fn report(&self, bytes: u64) {
+        (self.0)(bytes)
+    }
+}
+
+impl std::fmt::Debug for LoadProgress {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("LoadProgress(..)")
+    }
+}
+
+/// Two callbacks are equal when they are the same one.
+impl PartialEq for LoadProgress {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+}
+
+impl Eq for LoadProgress {}
 
 impl Default for ParseOptions {
     fn default() -> Self {
@@ -131,6 +171,7 @@ impl Default for ParseOptions {
             verify_external_checksums: false,
             external_data_key: None,
             reject_unauthenticated: false,
+            progress: None,
         }
     }
 }

@@ -812,8 +812,10 @@ fn piece_end(off: u64, end: u64, chunk: Option<u64>) -> u64 {
 }
 
 /// Copy mode: every tensor gets an exclusive range of one arena, filled by positional reads
-/// (in parallel on `threads` threads).
-fn fill_copy(plan: &Plan, which: &[usize], threads: usize, align: u64) -> Result<Vec<ByteSpan>> {
+/// (in parallel on `opts.num_threads` threads).
+fn fill_copy(plan: &Plan, which: &[usize], opts: &ParseOptions) -> Result<Vec<ByteSpan>> {
+    // (each tensor at the payload alignment, at least a cache line)
+    let (threads, align) = (opts.threads(), opts.payload_alignment().max(64));
     let refs: Vec<&Ref> = which.iter().map(|&i| &plan.refs[i]).collect();
     let mut starts = Vec::with_capacity(refs.len());
     let mut total = 0u64;
@@ -867,7 +869,11 @@ fn fill_copy(plan: &Plan, which: &[usize], threads: usize, align: u64) -> Result
         let keys = plan.keys.as_ref();
         let read = |reader: &Reader<'_>, (i, off, piece): &mut Task<'_>| -> Result<()> {
             let r = refs[*i];
-            reader.read_at(piece, *off, &r.tensor, &plan.files[r.file].info.path)
+            reader.read_at(piece, *off, &r.tensor, &plan.files[r.file].info.path)?;
+            if let Some(p) = &opts.progress {
+                p.report(piece.len() as u64);
+            }
+            Ok(())
         };
         let read_open = |t: &mut Task<'_>| -> Result<()> {
             let reader = plan.files[refs[t.0].file].reader(keys)?;
@@ -974,9 +980,9 @@ type Maps = Vec<Option<Arc<WeightMap>>>;
 fn fill_no_copy(
     plan: &mut Plan,
     which: &[usize],
-    threshold: u64,
-    align: u64,
+    opts: &ParseOptions,
 ) -> Result<(Vec<ByteSpan>, usize, Maps)> {
+    let (threshold, align) = (opts.raw_data_threshold, opts.payload_alignment());
     let mut pool =
         crate::wire::PayloadPool::new(usize::try_from(align.max(16)).unwrap_or(64), 64 << 10);
     let mut maps: Maps = vec![None; plan.files.len()];
@@ -1027,6 +1033,9 @@ fn fill_no_copy(
                 .ok_or_else(|| Error::alloc_failed(r.len, "a tensor payload"))?;
             out.push(copy);
         }
+        if let Some(p) = &opts.progress {
+            p.report(r.len);
+        }
     }
     Ok((out, borrowed, maps))
 }
@@ -1037,12 +1046,11 @@ fn fill_no_copy(
 ///
 /// Also returns, in no-copy mode, the map of each plaintext file that has one.
 fn fill(plan: &mut Plan, opts: &ParseOptions) -> Result<(Vec<ByteSpan>, usize, Option<Maps>)> {
-    let align = opts.payload_alignment().max(64);
     // Tensors that name the same range of the same file share one copy (or view) of it, so a
     // small model cannot make a load copy or decrypt one range many times over.
     let (firsts, dup_of) = first_of_each_range(&plan.refs);
     if !opts.no_copy {
-        let unique = fill_copy(plan, &firsts, opts.threads(), align)?;
+        let unique = fill_copy(plan, &firsts, opts)?;
         return Ok((spread(unique, &dup_of), 0, None));
     }
     // (positions in `firsts`, and the refs there, of the plaintext and the encrypted ranges)
@@ -1056,13 +1064,8 @@ fn fill(plan: &mut Plan, opts: &ParseOptions) -> Result<(Vec<ByteSpan>, usize, O
             plain_refs.push(i);
         }
     }
-    let (plain_spans, mut borrowed, maps) = fill_no_copy(
-        plan,
-        &plain_refs,
-        opts.raw_data_threshold,
-        opts.payload_alignment(),
-    )?;
-    let enc_spans = fill_copy(plan, &enc_refs, opts.threads(), align)?;
+    let (plain_spans, mut borrowed, maps) = fill_no_copy(plan, &plain_refs, opts)?;
+    let enc_spans = fill_copy(plan, &enc_refs, opts)?;
     let mut unique: Vec<ByteSpan> = Vec::with_capacity(firsts.len());
     unique.resize_with(firsts.len(), ByteSpan::default);
     for (u, s) in plain

@@ -9,12 +9,12 @@
 //! older size always ends exactly at a field boundary. A size the library does not know (e.g.
 //! from a newer header) is `ONNXL_STATUS_INVALID_ARGUMENT`.
 
-use std::ffi::c_char;
+use std::ffi::{c_char, c_void};
 use std::path::PathBuf;
 
 use super::handle::{c_path, check_enum};
 use super::status::FfiError;
-use crate::codec::{FileLoadMode, ParseOptions, SerializeOptions};
+use crate::codec::{FileLoadMode, LoadProgress, ParseOptions, SerializeOptions};
 
 /// How `onnxl_load_model` reads a file (the `file_load_mode` field of `OnnxlParseOptions`).
 #[repr(u32)]
@@ -74,6 +74,16 @@ pub struct OnnxlParseOptions {
     /// enforced while parsing (`ONNXL_STATUS_LIMIT_EXCEEDED` past it): 0 (default) = automatic,
     /// 16 MiB + 32 × the input size; `UINT64_MAX` = no limit.
     pub max_metadata_bytes: u64,
+    /// (Since struct size 80.) Called as a load goes, with the bytes of each piece done: the
+    /// model file's size once it is parsed, then each piece of external data as it is read (at
+    /// most 8 MiB; with `no_copy`, each range as it is mapped); a URL load reports each piece
+    /// received. The calls of a file load sum to the bytes it brought in (ranges named by
+    /// several tensors count once); loads from bytes or streams report their external data
+    /// only. Called from the loading threads, possibly several at once; it must return (no
+    /// `longjmp`, no C++ exception). Default NULL: none.
+    pub progress: Option<unsafe extern "C" fn(bytes: u64, user_data: *mut c_void)>,
+    /// (Since struct size 80.) Passed to `progress` as it is (default NULL).
+    pub progress_user_data: *mut c_void,
 }
 
 /// Options of serializing (C++ `SerializeOptions`). Get the defaults with
@@ -121,8 +131,8 @@ pub struct OnnxlSerializeOptions {
 }
 
 /// Every `struct_size` of `OnnxlParseOptions` ever published (oldest first).
-/// 56: the first; 64: `max_metadata_bytes` appended.
-const PARSE_OPTIONS_SIZES: &[usize] = &[56, size_of::<OnnxlParseOptions>()];
+/// 56: the first; 64: `max_metadata_bytes` appended; 80: `progress` and its user data.
+const PARSE_OPTIONS_SIZES: &[usize] = &[56, 64, size_of::<OnnxlParseOptions>()];
 /// Every `struct_size` of `OnnxlSerializeOptions` ever published (oldest first).
 /// 40: the first; 48: `max_external_file_size` appended (and two reserved bytes became
 /// `skip_raw_data` and `use_external_data_location`); 56: `inline_alignment` appended.
@@ -146,6 +156,8 @@ pub extern "C" fn onnxl_parse_options_default() -> OnnxlParseOptions {
         reject_unauthenticated: d.reject_unauthenticated.into(),
         reserved: 0,
         max_metadata_bytes: d.max_metadata_bytes,
+        progress: None,
+        progress_user_data: std::ptr::null_mut(),
     }
 }
 
@@ -248,11 +260,37 @@ pub(crate) unsafe fn parse_options(p: *const OnnxlParseOptions) -> Result<ParseO
             1 => FileLoadMode::Mmap,
             _ => FileLoadMode::Buffered,
         },
+        progress: o.progress.map(|f| {
+            let c = CProgress {
+                f,
+                data: o.progress_user_data,
+            };
+            LoadProgress::new(move |n| c.call(n))
+        }),
         // External data: defaults (loaded for file loads); see `ffi::external` for control.
         ..ParseOptions::default()
     };
     opts.validate()?;
     Ok(opts)
+}
+
+/// A C progress callback with its user data.
+struct CProgress {
+    f: unsafe extern "C" fn(u64, *mut c_void),
+    data: *mut c_void,
+}
+
+// SAFETY: the user data is only passed back to the callback, which the C contract
+// (`OnnxlParseOptions.progress`) lets the library call from any thread, several at once.
+unsafe impl Send for CProgress {}
+// SAFETY: as for `Send`: shared use is calls of the callback, which may run concurrently.
+unsafe impl Sync for CProgress {}
+
+impl CProgress {
+    fn call(&self, bytes: u64) {
+        // SAFETY: a function pointer the caller gave for this load, with its own user data.
+        unsafe { (self.f)(bytes, self.data) }
+    }
 }
 
 /// The serialize options behind a C pointer (NULL = defaults), validated.

@@ -27,15 +27,33 @@ pub fn parse_from_file<M: Message>(path: impl AsRef<Path>, opts: &ParseOptions) 
     let path = path.as_ref();
     #[cfg(feature = "remote")]
     if let Some(url) = remote_url(path) {
-        return crate::remote::parse(url, opts, &crate::remote::RemoteOptions::from_env()?);
+        return crate::remote::parse(url, opts, &remote_options(opts)?);
     }
-    with_external_data(parse_file(path, opts)?, Some(path), opts)
+    let m = parse_file(path, opts)?;
+    report_file(path, opts);
+    with_external_data(m, Some(path), opts)
+}
+
+/// Reports a parsed model file's size to the progress callback, if any.
+fn report_file(path: &Path, opts: &ParseOptions) {
+    if let Some(p) = &opts.progress {
+        p.report(std::fs::metadata(path).map_or(0, |m| m.len()));
+    }
 }
 
 /// `path` as a remote URL, when it is one.
 #[cfg(feature = "remote")]
 fn remote_url(path: &Path) -> Option<&str> {
     crate::remote::is_url(path).then(|| path.to_str()).flatten()
+}
+
+/// The remote options of a load: from the environment, reporting to `opts.progress`.
+#[cfg(feature = "remote")]
+fn remote_options(opts: &ParseOptions) -> Result<crate::remote::RemoteOptions> {
+    Ok(crate::remote::RemoteOptions {
+        progress: opts.progress.as_ref().map(|p| p.0.clone()),
+        ..crate::remote::RemoteOptions::from_env()?
+    })
 }
 
 /// External data of a parsed `ModelProto`: loaded when `opts.load_external_data` and a base
@@ -74,6 +92,7 @@ pub fn load_model_with_prepacked(
         return Ok((parse_from_file(path, opts)?, PrepackedBlobs::default()));
     }
     let mut model: ModelProto = parse_file(path, opts)?;
+    report_file(path, opts);
     let blobs = load_after_parse(&mut model, Some(path), opts)?
         .map(|r| r.blobs)
         .unwrap_or_default();
@@ -135,13 +154,14 @@ pub fn load_encrypted_model(
     let path = path.as_ref();
     #[cfg(feature = "remote")]
     if let Some(url) = remote_url(path) {
-        let ro = crate::remote::RemoteOptions::from_env()?;
+        let ro = remote_options(opts)?;
         let data = zeroize::Zeroizing::new(crate::remote::read_object(url, &ro)?);
         let mut model = decrypt_model_from_bytes(&data, key, opts)?;
         crate::remote::load_weights(&mut model, url, opts, &ro)?;
         return Ok(model);
     }
     let mut model = decrypt_model(path, key, opts)?;
+    report_file(path, opts);
     load_after_parse(&mut model, Some(path), opts)?;
     Ok(model)
 }

@@ -1644,3 +1644,80 @@ fn use_external_data_location_keeps_the_references_of_unloaded_tensors() {
         assert_eq!(snapshot(&sb.dir()), before, "nothing written");
     }
 }
+
+/// `ParseOptions::progress`: the calls of a file load sum to the model file's size plus every
+/// external range read once (two tensors naming one range count it once), in pieces of at most
+/// 8 MiB when copying and one call per range when mapping, with 1 or 2 threads; a load from
+/// bytes reports its external data only.
+#[test]
+fn progress_reports_every_byte_loaded_once() {
+    let sb = Sandbox::new("progress");
+    let mut m = ModelProto::new();
+    for i in 0..6 {
+        m.mutable_graph()
+            .initializer
+            .push(tensor(&format!("t{i}"), 30_000 + i * 1000, i as u8));
+    }
+    m.mutable_graph()
+        .initializer
+        .push(tensor("big", 20 << 20, 7));
+    let opts = SaveExternalOptions {
+        location: Some("w.bin".into()),
+        max_external_file_size: 100_000,
+        ..Default::default()
+    };
+    save_model_with_external_data(&m, sb.model(), &opts).unwrap();
+    // A second tensor naming t0's range.
+    let mut refs = onnx_light::load_model(sb.model(), &no_load()).unwrap();
+    let mut alias = refs.graph().initializer[0].clone();
+    alias.set_name("alias");
+    refs.mutable_graph().initializer.push(alias);
+    onnx_light::save_model(&refs, sb.model(), &Default::default()).unwrap();
+    let ranges: u64 = infos(&refs)
+        .iter()
+        .filter(|(name, _)| *name != "alias")
+        .map(|(_, i)| i.length.unwrap())
+        .sum();
+    let model_size = std::fs::metadata(sb.model()).unwrap().len();
+    let unique_ranges = 7;
+
+    for threads in [1, 2] {
+        for no_copy in [false, true] {
+            let calls = Arc::new(std::sync::Mutex::new(Vec::new()));
+            let sink = calls.clone();
+            let opts = ParseOptions {
+                num_threads: threads,
+                no_copy,
+                progress: Some(onnx_light::LoadProgress::new(move |n| {
+                    sink.lock().unwrap().push(n)
+                })),
+                ..Default::default()
+            };
+            let loaded = onnx_light::load_model(sb.model(), &opts).unwrap();
+            assert_eq!(loaded.graph().initializer.len(), 8);
+            let calls = calls.lock().unwrap();
+            let case = format!("threads {threads}, no_copy {no_copy}: {calls:?}");
+            assert_eq!(calls.iter().sum::<u64>(), model_size + ranges, "{case}");
+            assert_eq!(calls[0], model_size, "{case}");
+            if no_copy {
+                assert_eq!(calls.len(), 1 + unique_ranges, "{case}");
+            } else {
+                assert!(calls.iter().all(|&n| n <= 8 << 20), "{case}");
+                assert!(calls.len() >= 1 + unique_ranges + 2, "{case}");
+            }
+        }
+    }
+
+    let total = Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let sink = total.clone();
+    let opts = ParseOptions {
+        external_data_dir: Some(sb.dir()),
+        progress: Some(onnx_light::LoadProgress::new(move |n| {
+            sink.fetch_add(n, std::sync::atomic::Ordering::Relaxed);
+        })),
+        ..Default::default()
+    };
+    let bytes = std::fs::read(sb.model()).unwrap();
+    onnx_light::load_model_from_bytes(&bytes, &opts).unwrap();
+    assert_eq!(total.load(std::sync::atomic::Ordering::Relaxed), ranges);
+}
