@@ -384,7 +384,7 @@ mod tests {
 
     #[test]
     fn layout_has_no_tail_padding() {
-        assert_eq!(size_of::<OnnxlParseOptions>(), 64);
+        assert_eq!(size_of::<OnnxlParseOptions>(), 80);
         assert_eq!(size_of::<OnnxlSerializeOptions>(), 56);
     }
 
