@@ -698,6 +698,71 @@ static void test_external_conversions() {
   CHECK(thrown);
 }
 
+#ifdef __linux__
+#include <sys/resource.h>
+
+/* The process's address space now (VmSize), in bytes. */
+static rlim_t address_space_now() {
+  std::ifstream f("/proc/self/status");
+  std::string line;
+  while (std::getline(f, line))
+    if (line.rfind("VmSize:", 0) == 0) return static_cast<rlim_t>(std::stoull(line.substr(7))) << 10;
+  return 0;
+}
+
+/* Copies that run out of memory throw std::bad_alloc (as protobuf's do) and leave the
+ * destination unchanged: a model holding a 64 MiB payload copied (copy construction, CopyFrom,
+ * MergeFrom, a copy added to a repeated field) with 16 MiB of address space left. */
+static void test_copy_out_of_memory() {
+  onnx::ModelProto m;
+  m.set_producer_name("big");
+  m.mutable_graph()->add_initializer()->set_raw_data(std::string(64u << 20, 'w'));
+  onnx::ModelProto dst;
+  dst.set_producer_name("kept");
+  struct rlimit old;
+  CHECK(getrlimit(RLIMIT_AS, &old) == 0);
+  struct rlimit tight = old;
+  tight.rlim_cur = address_space_now() + (16u << 20);
+  CHECK(setrlimit(RLIMIT_AS, &tight) == 0);
+  bool thrown = false;
+  try {
+    onnx::ModelProto copy(m);
+  } catch (const std::bad_alloc&) {
+    thrown = true;
+  }
+  CHECK(thrown);
+  thrown = false;
+  try {
+    dst.CopyFrom(m);
+  } catch (const std::bad_alloc&) {
+    thrown = true;
+  }
+  CHECK(thrown);
+  thrown = false;
+  try {
+    dst.MergeFrom(m);
+  } catch (const std::bad_alloc&) {
+    thrown = true;
+  }
+  CHECK(thrown);
+  onnx::GraphProto graph;
+  thrown = false;
+  try {
+    graph.mutable_initializer()->Add(m.graph().initializer(0));
+  } catch (const std::bad_alloc&) {
+    thrown = true;
+  }
+  CHECK(thrown);
+  CHECK(setrlimit(RLIMIT_AS, &old) == 0);
+  CHECK(graph.initializer_size() == 0);
+  CHECK(dst.producer_name() == "kept" && dst.graph().initializer_size() == 0);
+  dst.CopyFrom(m);
+  CHECK(dst.SerializeAsString() == m.SerializeAsString());
+  onnx::ModelProto copy(m);
+  CHECK(copy.graph().initializer(0).raw_data().size() == (64u << 20));
+}
+#endif
+
 int main(int argc, char** argv) {
   if (argc != 3) {
     std::fprintf(stderr, "usage: %s MODEL.onnx TEMP_DIR\n", argv[0]);
@@ -717,6 +782,9 @@ int main(int argc, char** argv) {
   test_ref_accessors();
   test_options_and_misc();
   test_external_conversions();
+#ifdef __linux__
+  test_copy_out_of_memory();
+#endif
   if (failures != 0) {
     std::fprintf(stderr, "%d check(s) failed\n", failures);
     return 1;

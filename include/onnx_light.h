@@ -1433,7 +1433,7 @@ void onnxl_attribute_proto_free(struct OnnxlAttributeProto *m);
 OnnxlStatus onnxl_attribute_proto_clear(struct OnnxlAttributeProto *m);
 
 /**
- * Makes `dst` a deep copy of `src` (protobuf `CopyFrom()`); copying onto itself does nothing.
+ * Makes `dst` a deep copy of `src` (protobuf `CopyFrom()`); copying onto itself does nothing. When memory runs out: `ONNXL_STATUS_OUT_OF_MEMORY`, `dst` unchanged.
  *
  * Borrowed tensor bytes stay borrowed in the copy and share their owner token (bytes borrowed without an owner stay the caller's to keep alive). Pointers and views taken from `dst` become invalid; `src` is only read.
  *
@@ -2500,7 +2500,7 @@ void onnxl_value_info_proto_free(struct OnnxlValueInfoProto *m);
 OnnxlStatus onnxl_value_info_proto_clear(struct OnnxlValueInfoProto *m);
 
 /**
- * Makes `dst` a deep copy of `src` (protobuf `CopyFrom()`); copying onto itself does nothing.
+ * Makes `dst` a deep copy of `src` (protobuf `CopyFrom()`); copying onto itself does nothing. When memory runs out: `ONNXL_STATUS_OUT_OF_MEMORY`, `dst` unchanged.
  *
  * Borrowed tensor bytes stay borrowed in the copy and share their owner token (bytes borrowed without an owner stay the caller's to keep alive). Pointers and views taken from `dst` become invalid; `src` is only read.
  *
@@ -2796,7 +2796,7 @@ void onnxl_node_proto_free(struct OnnxlNodeProto *m);
 OnnxlStatus onnxl_node_proto_clear(struct OnnxlNodeProto *m);
 
 /**
- * Makes `dst` a deep copy of `src` (protobuf `CopyFrom()`); copying onto itself does nothing.
+ * Makes `dst` a deep copy of `src` (protobuf `CopyFrom()`); copying onto itself does nothing. When memory runs out: `ONNXL_STATUS_OUT_OF_MEMORY`, `dst` unchanged.
  *
  * Borrowed tensor bytes stay borrowed in the copy and share their owner token (bytes borrowed without an owner stay the caller's to keep alive). Pointers and views taken from `dst` become invalid; `src` is only read.
  *
@@ -3438,7 +3438,7 @@ void onnxl_int_int_list_entry_proto_free(struct OnnxlIntIntListEntryProto *m);
 OnnxlStatus onnxl_int_int_list_entry_proto_clear(struct OnnxlIntIntListEntryProto *m);
 
 /**
- * Makes `dst` a deep copy of `src` (protobuf `CopyFrom()`); copying onto itself does nothing.
+ * Makes `dst` a deep copy of `src` (protobuf `CopyFrom()`); copying onto itself does nothing. When memory runs out: `ONNXL_STATUS_OUT_OF_MEMORY`, `dst` unchanged.
  *
  * Borrowed tensor bytes stay borrowed in the copy and share their owner token (bytes borrowed without an owner stay the caller's to keep alive). Pointers and views taken from `dst` become invalid; `src` is only read.
  *
@@ -3684,7 +3684,7 @@ void onnxl_node_device_configuration_proto_free(struct OnnxlNodeDeviceConfigurat
 OnnxlStatus onnxl_node_device_configuration_proto_clear(struct OnnxlNodeDeviceConfigurationProto *m);
 
 /**
- * Makes `dst` a deep copy of `src` (protobuf `CopyFrom()`); copying onto itself does nothing.
+ * Makes `dst` a deep copy of `src` (protobuf `CopyFrom()`); copying onto itself does nothing. When memory runs out: `ONNXL_STATUS_OUT_OF_MEMORY`, `dst` unchanged.
  *
  * Borrowed tensor bytes stay borrowed in the copy and share their owner token (bytes borrowed without an owner stay the caller's to keep alive). Pointers and views taken from `dst` become invalid; `src` is only read.
  *
@@ -3939,7 +3939,7 @@ void onnxl_sharding_spec_proto_free(struct OnnxlShardingSpecProto *m);
 OnnxlStatus onnxl_sharding_spec_proto_clear(struct OnnxlShardingSpecProto *m);
 
 /**
- * Makes `dst` a deep copy of `src` (protobuf `CopyFrom()`); copying onto itself does nothing.
+ * Makes `dst` a deep copy of `src` (protobuf `CopyFrom()`); copying onto itself does nothing. When memory runs out: `ONNXL_STATUS_OUT_OF_MEMORY`, `dst` unchanged.
  *
  * Borrowed tensor bytes stay borrowed in the copy and share their owner token (bytes borrowed without an owner stay the caller's to keep alive). Pointers and views taken from `dst` become invalid; `src` is only read.
  *
@@ -4313,7 +4313,7 @@ void onnxl_sharded_dim_proto_free(struct OnnxlShardedDimProto *m);
 OnnxlStatus onnxl_sharded_dim_proto_clear(struct OnnxlShardedDimProto *m);
 
 /**
- * Makes `dst` a deep copy of `src` (protobuf `CopyFrom()`); copying onto itself does nothing.
+ * Makes `dst` a deep copy of `src` (protobuf `CopyFrom()`); copying onto itself does nothing. When memory runs out: `ONNXL_STATUS_OUT_OF_MEMORY`, `dst` unchanged.
  *
  * Borrowed tensor bytes stay borrowed in the copy and share their owner token (bytes borrowed without an owner stay the caller's to keep alive). Pointers and views taken from `dst` become invalid; `src` is only read.
  *
@@ -4525,7 +4525,7 @@ void onnxl_simple_sharded_dim_proto_free(struct OnnxlSimpleShardedDimProto *m);
 OnnxlStatus onnxl_simple_sharded_dim_proto_clear(struct OnnxlSimpleShardedDimProto *m);
 
 /**
- * Makes `dst` a deep copy of `src` (protobuf `CopyFrom()`); copying onto itself does nothing.
+ * Makes `dst` a deep copy of `src` (protobuf `CopyFrom()`); copying onto itself does nothing. When memory runs out: `ONNXL_STATUS_OUT_OF_MEMORY`, `dst` unchanged.
  *
  * Borrowed tensor bytes stay borrowed in the copy and share their owner token (bytes borrowed without an owner stay the caller's to keep alive). Pointers and views taken from `dst` become invalid; `src` is only read.
  *
@@ -4766,7 +4766,7 @@ void onnxl_training_info_proto_free(struct OnnxlTrainingInfoProto *m);
 OnnxlStatus onnxl_training_info_proto_clear(struct OnnxlTrainingInfoProto *m);
 
 /**
- * Makes `dst` a deep copy of `src` (protobuf `CopyFrom()`); copying onto itself does nothing.
+ * Makes `dst` a deep copy of `src` (protobuf `CopyFrom()`); copying onto itself does nothing. When memory runs out: `ONNXL_STATUS_OUT_OF_MEMORY`, `dst` unchanged.
  *
  * Borrowed tensor bytes stay borrowed in the copy and share their owner token (bytes borrowed without an owner stay the caller's to keep alive). Pointers and views taken from `dst` become invalid; `src` is only read.
  *
@@ -5081,7 +5081,7 @@ void onnxl_model_proto_free(struct OnnxlModelProto *m);
 OnnxlStatus onnxl_model_proto_clear(struct OnnxlModelProto *m);
 
 /**
- * Makes `dst` a deep copy of `src` (protobuf `CopyFrom()`); copying onto itself does nothing.
+ * Makes `dst` a deep copy of `src` (protobuf `CopyFrom()`); copying onto itself does nothing. When memory runs out: `ONNXL_STATUS_OUT_OF_MEMORY`, `dst` unchanged.
  *
  * Borrowed tensor bytes stay borrowed in the copy and share their owner token (bytes borrowed without an owner stay the caller's to keep alive). Pointers and views taken from `dst` become invalid; `src` is only read.
  *
@@ -5793,7 +5793,7 @@ void onnxl_device_configuration_proto_free(struct OnnxlDeviceConfigurationProto 
 OnnxlStatus onnxl_device_configuration_proto_clear(struct OnnxlDeviceConfigurationProto *m);
 
 /**
- * Makes `dst` a deep copy of `src` (protobuf `CopyFrom()`); copying onto itself does nothing.
+ * Makes `dst` a deep copy of `src` (protobuf `CopyFrom()`); copying onto itself does nothing. When memory runs out: `ONNXL_STATUS_OUT_OF_MEMORY`, `dst` unchanged.
  *
  * Borrowed tensor bytes stay borrowed in the copy and share their owner token (bytes borrowed without an owner stay the caller's to keep alive). Pointers and views taken from `dst` become invalid; `src` is only read.
  *
@@ -6052,7 +6052,7 @@ void onnxl_string_string_entry_proto_free(struct OnnxlStringStringEntryProto *m)
 OnnxlStatus onnxl_string_string_entry_proto_clear(struct OnnxlStringStringEntryProto *m);
 
 /**
- * Makes `dst` a deep copy of `src` (protobuf `CopyFrom()`); copying onto itself does nothing.
+ * Makes `dst` a deep copy of `src` (protobuf `CopyFrom()`); copying onto itself does nothing. When memory runs out: `ONNXL_STATUS_OUT_OF_MEMORY`, `dst` unchanged.
  *
  * Borrowed tensor bytes stay borrowed in the copy and share their owner token (bytes borrowed without an owner stay the caller's to keep alive). Pointers and views taken from `dst` become invalid; `src` is only read.
  *
@@ -6245,7 +6245,7 @@ void onnxl_tensor_annotation_free(struct OnnxlTensorAnnotation *m);
 OnnxlStatus onnxl_tensor_annotation_clear(struct OnnxlTensorAnnotation *m);
 
 /**
- * Makes `dst` a deep copy of `src` (protobuf `CopyFrom()`); copying onto itself does nothing.
+ * Makes `dst` a deep copy of `src` (protobuf `CopyFrom()`); copying onto itself does nothing. When memory runs out: `ONNXL_STATUS_OUT_OF_MEMORY`, `dst` unchanged.
  *
  * Borrowed tensor bytes stay borrowed in the copy and share their owner token (bytes borrowed without an owner stay the caller's to keep alive). Pointers and views taken from `dst` become invalid; `src` is only read.
  *
@@ -6459,7 +6459,7 @@ void onnxl_graph_proto_free(struct OnnxlGraphProto *m);
 OnnxlStatus onnxl_graph_proto_clear(struct OnnxlGraphProto *m);
 
 /**
- * Makes `dst` a deep copy of `src` (protobuf `CopyFrom()`); copying onto itself does nothing.
+ * Makes `dst` a deep copy of `src` (protobuf `CopyFrom()`); copying onto itself does nothing. When memory runs out: `ONNXL_STATUS_OUT_OF_MEMORY`, `dst` unchanged.
  *
  * Borrowed tensor bytes stay borrowed in the copy and share their owner token (bytes borrowed without an owner stay the caller's to keep alive). Pointers and views taken from `dst` become invalid; `src` is only read.
  *
@@ -7153,7 +7153,7 @@ void onnxl_tensor_proto_free(struct OnnxlTensorProto *m);
 OnnxlStatus onnxl_tensor_proto_clear(struct OnnxlTensorProto *m);
 
 /**
- * Makes `dst` a deep copy of `src` (protobuf `CopyFrom()`); copying onto itself does nothing.
+ * Makes `dst` a deep copy of `src` (protobuf `CopyFrom()`); copying onto itself does nothing. When memory runs out: `ONNXL_STATUS_OUT_OF_MEMORY`, `dst` unchanged.
  *
  * Borrowed tensor bytes stay borrowed in the copy and share their owner token (bytes borrowed without an owner stay the caller's to keep alive). Pointers and views taken from `dst` become invalid; `src` is only read.
  *
@@ -8308,7 +8308,7 @@ void onnxl_tensor_proto_segment_free(struct OnnxlTensorProtoSegment *m);
 OnnxlStatus onnxl_tensor_proto_segment_clear(struct OnnxlTensorProtoSegment *m);
 
 /**
- * Makes `dst` a deep copy of `src` (protobuf `CopyFrom()`); copying onto itself does nothing.
+ * Makes `dst` a deep copy of `src` (protobuf `CopyFrom()`); copying onto itself does nothing. When memory runs out: `ONNXL_STATUS_OUT_OF_MEMORY`, `dst` unchanged.
  *
  * Borrowed tensor bytes stay borrowed in the copy and share their owner token (bytes borrowed without an owner stay the caller's to keep alive). Pointers and views taken from `dst` become invalid; `src` is only read.
  *
@@ -8497,7 +8497,7 @@ void onnxl_sparse_tensor_proto_free(struct OnnxlSparseTensorProto *m);
 OnnxlStatus onnxl_sparse_tensor_proto_clear(struct OnnxlSparseTensorProto *m);
 
 /**
- * Makes `dst` a deep copy of `src` (protobuf `CopyFrom()`); copying onto itself does nothing.
+ * Makes `dst` a deep copy of `src` (protobuf `CopyFrom()`); copying onto itself does nothing. When memory runs out: `ONNXL_STATUS_OUT_OF_MEMORY`, `dst` unchanged.
  *
  * Borrowed tensor bytes stay borrowed in the copy and share their owner token (bytes borrowed without an owner stay the caller's to keep alive). Pointers and views taken from `dst` become invalid; `src` is only read.
  *
@@ -8783,7 +8783,7 @@ void onnxl_tensor_shape_proto_free(struct OnnxlTensorShapeProto *m);
 OnnxlStatus onnxl_tensor_shape_proto_clear(struct OnnxlTensorShapeProto *m);
 
 /**
- * Makes `dst` a deep copy of `src` (protobuf `CopyFrom()`); copying onto itself does nothing.
+ * Makes `dst` a deep copy of `src` (protobuf `CopyFrom()`); copying onto itself does nothing. When memory runs out: `ONNXL_STATUS_OUT_OF_MEMORY`, `dst` unchanged.
  *
  * Borrowed tensor bytes stay borrowed in the copy and share their owner token (bytes borrowed without an owner stay the caller's to keep alive). Pointers and views taken from `dst` become invalid; `src` is only read.
  *
@@ -8955,7 +8955,7 @@ void onnxl_tensor_shape_proto_dimension_free(struct OnnxlTensorShapeProtoDimensi
 OnnxlStatus onnxl_tensor_shape_proto_dimension_clear(struct OnnxlTensorShapeProtoDimension *m);
 
 /**
- * Makes `dst` a deep copy of `src` (protobuf `CopyFrom()`); copying onto itself does nothing.
+ * Makes `dst` a deep copy of `src` (protobuf `CopyFrom()`); copying onto itself does nothing. When memory runs out: `ONNXL_STATUS_OUT_OF_MEMORY`, `dst` unchanged.
  *
  * Borrowed tensor bytes stay borrowed in the copy and share their owner token (bytes borrowed without an owner stay the caller's to keep alive). Pointers and views taken from `dst` become invalid; `src` is only read.
  *
@@ -9197,7 +9197,7 @@ void onnxl_type_proto_free(struct OnnxlTypeProto *m);
 OnnxlStatus onnxl_type_proto_clear(struct OnnxlTypeProto *m);
 
 /**
- * Makes `dst` a deep copy of `src` (protobuf `CopyFrom()`); copying onto itself does nothing.
+ * Makes `dst` a deep copy of `src` (protobuf `CopyFrom()`); copying onto itself does nothing. When memory runs out: `ONNXL_STATUS_OUT_OF_MEMORY`, `dst` unchanged.
  *
  * Borrowed tensor bytes stay borrowed in the copy and share their owner token (bytes borrowed without an owner stay the caller's to keep alive). Pointers and views taken from `dst` become invalid; `src` is only read.
  *
@@ -9596,7 +9596,7 @@ void onnxl_type_proto_tensor_free(struct OnnxlTypeProtoTensor *m);
 OnnxlStatus onnxl_type_proto_tensor_clear(struct OnnxlTypeProtoTensor *m);
 
 /**
- * Makes `dst` a deep copy of `src` (protobuf `CopyFrom()`); copying onto itself does nothing.
+ * Makes `dst` a deep copy of `src` (protobuf `CopyFrom()`); copying onto itself does nothing. When memory runs out: `ONNXL_STATUS_OUT_OF_MEMORY`, `dst` unchanged.
  *
  * Borrowed tensor bytes stay borrowed in the copy and share their owner token (bytes borrowed without an owner stay the caller's to keep alive). Pointers and views taken from `dst` become invalid; `src` is only read.
  *
@@ -9785,7 +9785,7 @@ void onnxl_type_proto_sequence_free(struct OnnxlTypeProtoSequence *m);
 OnnxlStatus onnxl_type_proto_sequence_clear(struct OnnxlTypeProtoSequence *m);
 
 /**
- * Makes `dst` a deep copy of `src` (protobuf `CopyFrom()`); copying onto itself does nothing.
+ * Makes `dst` a deep copy of `src` (protobuf `CopyFrom()`); copying onto itself does nothing. When memory runs out: `ONNXL_STATUS_OUT_OF_MEMORY`, `dst` unchanged.
  *
  * Borrowed tensor bytes stay borrowed in the copy and share their owner token (bytes borrowed without an owner stay the caller's to keep alive). Pointers and views taken from `dst` become invalid; `src` is only read.
  *
@@ -9934,7 +9934,7 @@ void onnxl_type_proto_map_free(struct OnnxlTypeProtoMap *m);
 OnnxlStatus onnxl_type_proto_map_clear(struct OnnxlTypeProtoMap *m);
 
 /**
- * Makes `dst` a deep copy of `src` (protobuf `CopyFrom()`); copying onto itself does nothing.
+ * Makes `dst` a deep copy of `src` (protobuf `CopyFrom()`); copying onto itself does nothing. When memory runs out: `ONNXL_STATUS_OUT_OF_MEMORY`, `dst` unchanged.
  *
  * Borrowed tensor bytes stay borrowed in the copy and share their owner token (bytes borrowed without an owner stay the caller's to keep alive). Pointers and views taken from `dst` become invalid; `src` is only read.
  *
@@ -10123,7 +10123,7 @@ void onnxl_type_proto_optional_free(struct OnnxlTypeProtoOptional *m);
 OnnxlStatus onnxl_type_proto_optional_clear(struct OnnxlTypeProtoOptional *m);
 
 /**
- * Makes `dst` a deep copy of `src` (protobuf `CopyFrom()`); copying onto itself does nothing.
+ * Makes `dst` a deep copy of `src` (protobuf `CopyFrom()`); copying onto itself does nothing. When memory runs out: `ONNXL_STATUS_OUT_OF_MEMORY`, `dst` unchanged.
  *
  * Borrowed tensor bytes stay borrowed in the copy and share their owner token (bytes borrowed without an owner stay the caller's to keep alive). Pointers and views taken from `dst` become invalid; `src` is only read.
  *
@@ -10272,7 +10272,7 @@ void onnxl_type_proto_sparse_tensor_free(struct OnnxlTypeProtoSparseTensor *m);
 OnnxlStatus onnxl_type_proto_sparse_tensor_clear(struct OnnxlTypeProtoSparseTensor *m);
 
 /**
- * Makes `dst` a deep copy of `src` (protobuf `CopyFrom()`); copying onto itself does nothing.
+ * Makes `dst` a deep copy of `src` (protobuf `CopyFrom()`); copying onto itself does nothing. When memory runs out: `ONNXL_STATUS_OUT_OF_MEMORY`, `dst` unchanged.
  *
  * Borrowed tensor bytes stay borrowed in the copy and share their owner token (bytes borrowed without an owner stay the caller's to keep alive). Pointers and views taken from `dst` become invalid; `src` is only read.
  *
@@ -10462,7 +10462,7 @@ void onnxl_type_proto_opaque_free(struct OnnxlTypeProtoOpaque *m);
 OnnxlStatus onnxl_type_proto_opaque_clear(struct OnnxlTypeProtoOpaque *m);
 
 /**
- * Makes `dst` a deep copy of `src` (protobuf `CopyFrom()`); copying onto itself does nothing.
+ * Makes `dst` a deep copy of `src` (protobuf `CopyFrom()`); copying onto itself does nothing. When memory runs out: `ONNXL_STATUS_OUT_OF_MEMORY`, `dst` unchanged.
  *
  * Borrowed tensor bytes stay borrowed in the copy and share their owner token (bytes borrowed without an owner stay the caller's to keep alive). Pointers and views taken from `dst` become invalid; `src` is only read.
  *
@@ -10655,7 +10655,7 @@ void onnxl_operator_set_id_proto_free(struct OnnxlOperatorSetIdProto *m);
 OnnxlStatus onnxl_operator_set_id_proto_clear(struct OnnxlOperatorSetIdProto *m);
 
 /**
- * Makes `dst` a deep copy of `src` (protobuf `CopyFrom()`); copying onto itself does nothing.
+ * Makes `dst` a deep copy of `src` (protobuf `CopyFrom()`); copying onto itself does nothing. When memory runs out: `ONNXL_STATUS_OUT_OF_MEMORY`, `dst` unchanged.
  *
  * Borrowed tensor bytes stay borrowed in the copy and share their owner token (bytes borrowed without an owner stay the caller's to keep alive). Pointers and views taken from `dst` become invalid; `src` is only read.
  *
@@ -10846,7 +10846,7 @@ void onnxl_function_proto_free(struct OnnxlFunctionProto *m);
 OnnxlStatus onnxl_function_proto_clear(struct OnnxlFunctionProto *m);
 
 /**
- * Makes `dst` a deep copy of `src` (protobuf `CopyFrom()`); copying onto itself does nothing.
+ * Makes `dst` a deep copy of `src` (protobuf `CopyFrom()`); copying onto itself does nothing. When memory runs out: `ONNXL_STATUS_OUT_OF_MEMORY`, `dst` unchanged.
  *
  * Borrowed tensor bytes stay borrowed in the copy and share their owner token (bytes borrowed without an owner stay the caller's to keep alive). Pointers and views taken from `dst` become invalid; `src` is only read.
  *
@@ -11638,7 +11638,7 @@ void onnxl_sequence_proto_free(struct OnnxlSequenceProto *m);
 OnnxlStatus onnxl_sequence_proto_clear(struct OnnxlSequenceProto *m);
 
 /**
- * Makes `dst` a deep copy of `src` (protobuf `CopyFrom()`); copying onto itself does nothing.
+ * Makes `dst` a deep copy of `src` (protobuf `CopyFrom()`); copying onto itself does nothing. When memory runs out: `ONNXL_STATUS_OUT_OF_MEMORY`, `dst` unchanged.
  *
  * Borrowed tensor bytes stay borrowed in the copy and share their owner token (bytes borrowed without an owner stay the caller's to keep alive). Pointers and views taken from `dst` become invalid; `src` is only read.
  *
@@ -12144,7 +12144,7 @@ void onnxl_map_proto_free(struct OnnxlMapProto *m);
 OnnxlStatus onnxl_map_proto_clear(struct OnnxlMapProto *m);
 
 /**
- * Makes `dst` a deep copy of `src` (protobuf `CopyFrom()`); copying onto itself does nothing.
+ * Makes `dst` a deep copy of `src` (protobuf `CopyFrom()`); copying onto itself does nothing. When memory runs out: `ONNXL_STATUS_OUT_OF_MEMORY`, `dst` unchanged.
  *
  * Borrowed tensor bytes stay borrowed in the copy and share their owner token (bytes borrowed without an owner stay the caller's to keep alive). Pointers and views taken from `dst` become invalid; `src` is only read.
  *
@@ -12537,7 +12537,7 @@ void onnxl_optional_proto_free(struct OnnxlOptionalProto *m);
 OnnxlStatus onnxl_optional_proto_clear(struct OnnxlOptionalProto *m);
 
 /**
- * Makes `dst` a deep copy of `src` (protobuf `CopyFrom()`); copying onto itself does nothing.
+ * Makes `dst` a deep copy of `src` (protobuf `CopyFrom()`); copying onto itself does nothing. When memory runs out: `ONNXL_STATUS_OUT_OF_MEMORY`, `dst` unchanged.
  *
  * Borrowed tensor bytes stay borrowed in the copy and share their owner token (bytes borrowed without an owner stay the caller's to keep alive). Pointers and views taken from `dst` become invalid; `src` is only read.
  *

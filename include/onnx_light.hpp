@@ -80,9 +80,9 @@ bool onnxl_cxx_debug_string(const char* message, const uint8_t* data, size_t len
                             uint8_t* (*alloc)(void* ctx, size_t size), void* ctx);
 void onnxl_cxx_AttributeProto_init(void* p);
 void onnxl_cxx_AttributeProto_drop(void* p);
-void onnxl_cxx_AttributeProto_init_copy(void* p, const void* src);
-void onnxl_cxx_AttributeProto_copy_from(void* p, const void* src);
-void onnxl_cxx_AttributeProto_merge_from(void* p, const void* src);
+bool onnxl_cxx_AttributeProto_init_copy(void* p, const void* src);
+bool onnxl_cxx_AttributeProto_copy_from(void* p, const void* src);
+bool onnxl_cxx_AttributeProto_merge_from(void* p, const void* src);
 void onnxl_cxx_AttributeProto_clear(void* p);
 bool onnxl_cxx_AttributeProto_parse(void* p, const uint8_t* data, size_t len, bool merge);
 bool onnxl_cxx_AttributeProto_serialize(const void* p, uint8_t* (*alloc)(void* ctx, size_t size), void* ctx);
@@ -99,9 +99,9 @@ void* onnxl_cxx_AttributeProto_rare_mut(void* p);
 const void* onnxl_cxx_AttributeProto_rare_empty(void);
 void onnxl_cxx_ValueInfoProto_init(void* p);
 void onnxl_cxx_ValueInfoProto_drop(void* p);
-void onnxl_cxx_ValueInfoProto_init_copy(void* p, const void* src);
-void onnxl_cxx_ValueInfoProto_copy_from(void* p, const void* src);
-void onnxl_cxx_ValueInfoProto_merge_from(void* p, const void* src);
+bool onnxl_cxx_ValueInfoProto_init_copy(void* p, const void* src);
+bool onnxl_cxx_ValueInfoProto_copy_from(void* p, const void* src);
+bool onnxl_cxx_ValueInfoProto_merge_from(void* p, const void* src);
 void onnxl_cxx_ValueInfoProto_clear(void* p);
 bool onnxl_cxx_ValueInfoProto_parse(void* p, const uint8_t* data, size_t len, bool merge);
 bool onnxl_cxx_ValueInfoProto_serialize(const void* p, uint8_t* (*alloc)(void* ctx, size_t size), void* ctx);
@@ -118,9 +118,9 @@ void* onnxl_cxx_ValueInfoProto_rare_mut(void* p);
 const void* onnxl_cxx_ValueInfoProto_rare_empty(void);
 void onnxl_cxx_NodeProto_init(void* p);
 void onnxl_cxx_NodeProto_drop(void* p);
-void onnxl_cxx_NodeProto_init_copy(void* p, const void* src);
-void onnxl_cxx_NodeProto_copy_from(void* p, const void* src);
-void onnxl_cxx_NodeProto_merge_from(void* p, const void* src);
+bool onnxl_cxx_NodeProto_init_copy(void* p, const void* src);
+bool onnxl_cxx_NodeProto_copy_from(void* p, const void* src);
+bool onnxl_cxx_NodeProto_merge_from(void* p, const void* src);
 void onnxl_cxx_NodeProto_clear(void* p);
 bool onnxl_cxx_NodeProto_parse(void* p, const uint8_t* data, size_t len, bool merge);
 bool onnxl_cxx_NodeProto_serialize(const void* p, uint8_t* (*alloc)(void* ctx, size_t size), void* ctx);
@@ -137,9 +137,9 @@ void* onnxl_cxx_NodeProto_rare_mut(void* p);
 const void* onnxl_cxx_NodeProto_rare_empty(void);
 void onnxl_cxx_IntIntListEntryProto_init(void* p);
 void onnxl_cxx_IntIntListEntryProto_drop(void* p);
-void onnxl_cxx_IntIntListEntryProto_init_copy(void* p, const void* src);
-void onnxl_cxx_IntIntListEntryProto_copy_from(void* p, const void* src);
-void onnxl_cxx_IntIntListEntryProto_merge_from(void* p, const void* src);
+bool onnxl_cxx_IntIntListEntryProto_init_copy(void* p, const void* src);
+bool onnxl_cxx_IntIntListEntryProto_copy_from(void* p, const void* src);
+bool onnxl_cxx_IntIntListEntryProto_merge_from(void* p, const void* src);
 void onnxl_cxx_IntIntListEntryProto_clear(void* p);
 bool onnxl_cxx_IntIntListEntryProto_parse(void* p, const uint8_t* data, size_t len, bool merge);
 bool onnxl_cxx_IntIntListEntryProto_serialize(const void* p, uint8_t* (*alloc)(void* ctx, size_t size), void* ctx);
@@ -154,9 +154,9 @@ void onnxl_cxx_IntIntListEntryProto_list_truncate(void* f, size_t n);
 void onnxl_cxx_IntIntListEntryProto_list_reserve(void* f, size_t n);
 void onnxl_cxx_NodeDeviceConfigurationProto_init(void* p);
 void onnxl_cxx_NodeDeviceConfigurationProto_drop(void* p);
-void onnxl_cxx_NodeDeviceConfigurationProto_init_copy(void* p, const void* src);
-void onnxl_cxx_NodeDeviceConfigurationProto_copy_from(void* p, const void* src);
-void onnxl_cxx_NodeDeviceConfigurationProto_merge_from(void* p, const void* src);
+bool onnxl_cxx_NodeDeviceConfigurationProto_init_copy(void* p, const void* src);
+bool onnxl_cxx_NodeDeviceConfigurationProto_copy_from(void* p, const void* src);
+bool onnxl_cxx_NodeDeviceConfigurationProto_merge_from(void* p, const void* src);
 void onnxl_cxx_NodeDeviceConfigurationProto_clear(void* p);
 bool onnxl_cxx_NodeDeviceConfigurationProto_parse(void* p, const uint8_t* data, size_t len, bool merge);
 bool onnxl_cxx_NodeDeviceConfigurationProto_serialize(const void* p, uint8_t* (*alloc)(void* ctx, size_t size), void* ctx);
@@ -171,9 +171,9 @@ void onnxl_cxx_NodeDeviceConfigurationProto_list_truncate(void* f, size_t n);
 void onnxl_cxx_NodeDeviceConfigurationProto_list_reserve(void* f, size_t n);
 void onnxl_cxx_ShardingSpecProto_init(void* p);
 void onnxl_cxx_ShardingSpecProto_drop(void* p);
-void onnxl_cxx_ShardingSpecProto_init_copy(void* p, const void* src);
-void onnxl_cxx_ShardingSpecProto_copy_from(void* p, const void* src);
-void onnxl_cxx_ShardingSpecProto_merge_from(void* p, const void* src);
+bool onnxl_cxx_ShardingSpecProto_init_copy(void* p, const void* src);
+bool onnxl_cxx_ShardingSpecProto_copy_from(void* p, const void* src);
+bool onnxl_cxx_ShardingSpecProto_merge_from(void* p, const void* src);
 void onnxl_cxx_ShardingSpecProto_clear(void* p);
 bool onnxl_cxx_ShardingSpecProto_parse(void* p, const uint8_t* data, size_t len, bool merge);
 bool onnxl_cxx_ShardingSpecProto_serialize(const void* p, uint8_t* (*alloc)(void* ctx, size_t size), void* ctx);
@@ -188,9 +188,9 @@ void onnxl_cxx_ShardingSpecProto_list_truncate(void* f, size_t n);
 void onnxl_cxx_ShardingSpecProto_list_reserve(void* f, size_t n);
 void onnxl_cxx_ShardedDimProto_init(void* p);
 void onnxl_cxx_ShardedDimProto_drop(void* p);
-void onnxl_cxx_ShardedDimProto_init_copy(void* p, const void* src);
-void onnxl_cxx_ShardedDimProto_copy_from(void* p, const void* src);
-void onnxl_cxx_ShardedDimProto_merge_from(void* p, const void* src);
+bool onnxl_cxx_ShardedDimProto_init_copy(void* p, const void* src);
+bool onnxl_cxx_ShardedDimProto_copy_from(void* p, const void* src);
+bool onnxl_cxx_ShardedDimProto_merge_from(void* p, const void* src);
 void onnxl_cxx_ShardedDimProto_clear(void* p);
 bool onnxl_cxx_ShardedDimProto_parse(void* p, const uint8_t* data, size_t len, bool merge);
 bool onnxl_cxx_ShardedDimProto_serialize(const void* p, uint8_t* (*alloc)(void* ctx, size_t size), void* ctx);
@@ -205,9 +205,9 @@ void onnxl_cxx_ShardedDimProto_list_truncate(void* f, size_t n);
 void onnxl_cxx_ShardedDimProto_list_reserve(void* f, size_t n);
 void onnxl_cxx_SimpleShardedDimProto_init(void* p);
 void onnxl_cxx_SimpleShardedDimProto_drop(void* p);
-void onnxl_cxx_SimpleShardedDimProto_init_copy(void* p, const void* src);
-void onnxl_cxx_SimpleShardedDimProto_copy_from(void* p, const void* src);
-void onnxl_cxx_SimpleShardedDimProto_merge_from(void* p, const void* src);
+bool onnxl_cxx_SimpleShardedDimProto_init_copy(void* p, const void* src);
+bool onnxl_cxx_SimpleShardedDimProto_copy_from(void* p, const void* src);
+bool onnxl_cxx_SimpleShardedDimProto_merge_from(void* p, const void* src);
 void onnxl_cxx_SimpleShardedDimProto_clear(void* p);
 bool onnxl_cxx_SimpleShardedDimProto_parse(void* p, const uint8_t* data, size_t len, bool merge);
 bool onnxl_cxx_SimpleShardedDimProto_serialize(const void* p, uint8_t* (*alloc)(void* ctx, size_t size), void* ctx);
@@ -231,9 +231,9 @@ void* onnxl_cxx_SimpleShardedDimProto_dim_param_release(void* p);
 void onnxl_cxx_SimpleShardedDimProto_dim_param_set_allocated(void* p, void* s);
 void onnxl_cxx_TrainingInfoProto_init(void* p);
 void onnxl_cxx_TrainingInfoProto_drop(void* p);
-void onnxl_cxx_TrainingInfoProto_init_copy(void* p, const void* src);
-void onnxl_cxx_TrainingInfoProto_copy_from(void* p, const void* src);
-void onnxl_cxx_TrainingInfoProto_merge_from(void* p, const void* src);
+bool onnxl_cxx_TrainingInfoProto_init_copy(void* p, const void* src);
+bool onnxl_cxx_TrainingInfoProto_copy_from(void* p, const void* src);
+bool onnxl_cxx_TrainingInfoProto_merge_from(void* p, const void* src);
 void onnxl_cxx_TrainingInfoProto_clear(void* p);
 bool onnxl_cxx_TrainingInfoProto_parse(void* p, const uint8_t* data, size_t len, bool merge);
 bool onnxl_cxx_TrainingInfoProto_serialize(const void* p, uint8_t* (*alloc)(void* ctx, size_t size), void* ctx);
@@ -248,9 +248,9 @@ void onnxl_cxx_TrainingInfoProto_list_truncate(void* f, size_t n);
 void onnxl_cxx_TrainingInfoProto_list_reserve(void* f, size_t n);
 void onnxl_cxx_ModelProto_init(void* p);
 void onnxl_cxx_ModelProto_drop(void* p);
-void onnxl_cxx_ModelProto_init_copy(void* p, const void* src);
-void onnxl_cxx_ModelProto_copy_from(void* p, const void* src);
-void onnxl_cxx_ModelProto_merge_from(void* p, const void* src);
+bool onnxl_cxx_ModelProto_init_copy(void* p, const void* src);
+bool onnxl_cxx_ModelProto_copy_from(void* p, const void* src);
+bool onnxl_cxx_ModelProto_merge_from(void* p, const void* src);
 void onnxl_cxx_ModelProto_clear(void* p);
 bool onnxl_cxx_ModelProto_parse(void* p, const uint8_t* data, size_t len, bool merge);
 bool onnxl_cxx_ModelProto_serialize(const void* p, uint8_t* (*alloc)(void* ctx, size_t size), void* ctx);
@@ -265,9 +265,9 @@ void onnxl_cxx_ModelProto_list_truncate(void* f, size_t n);
 void onnxl_cxx_ModelProto_list_reserve(void* f, size_t n);
 void onnxl_cxx_DeviceConfigurationProto_init(void* p);
 void onnxl_cxx_DeviceConfigurationProto_drop(void* p);
-void onnxl_cxx_DeviceConfigurationProto_init_copy(void* p, const void* src);
-void onnxl_cxx_DeviceConfigurationProto_copy_from(void* p, const void* src);
-void onnxl_cxx_DeviceConfigurationProto_merge_from(void* p, const void* src);
+bool onnxl_cxx_DeviceConfigurationProto_init_copy(void* p, const void* src);
+bool onnxl_cxx_DeviceConfigurationProto_copy_from(void* p, const void* src);
+bool onnxl_cxx_DeviceConfigurationProto_merge_from(void* p, const void* src);
 void onnxl_cxx_DeviceConfigurationProto_clear(void* p);
 bool onnxl_cxx_DeviceConfigurationProto_parse(void* p, const uint8_t* data, size_t len, bool merge);
 bool onnxl_cxx_DeviceConfigurationProto_serialize(const void* p, uint8_t* (*alloc)(void* ctx, size_t size), void* ctx);
@@ -282,9 +282,9 @@ void onnxl_cxx_DeviceConfigurationProto_list_truncate(void* f, size_t n);
 void onnxl_cxx_DeviceConfigurationProto_list_reserve(void* f, size_t n);
 void onnxl_cxx_StringStringEntryProto_init(void* p);
 void onnxl_cxx_StringStringEntryProto_drop(void* p);
-void onnxl_cxx_StringStringEntryProto_init_copy(void* p, const void* src);
-void onnxl_cxx_StringStringEntryProto_copy_from(void* p, const void* src);
-void onnxl_cxx_StringStringEntryProto_merge_from(void* p, const void* src);
+bool onnxl_cxx_StringStringEntryProto_init_copy(void* p, const void* src);
+bool onnxl_cxx_StringStringEntryProto_copy_from(void* p, const void* src);
+bool onnxl_cxx_StringStringEntryProto_merge_from(void* p, const void* src);
 void onnxl_cxx_StringStringEntryProto_clear(void* p);
 bool onnxl_cxx_StringStringEntryProto_parse(void* p, const uint8_t* data, size_t len, bool merge);
 bool onnxl_cxx_StringStringEntryProto_serialize(const void* p, uint8_t* (*alloc)(void* ctx, size_t size), void* ctx);
@@ -299,9 +299,9 @@ void onnxl_cxx_StringStringEntryProto_list_truncate(void* f, size_t n);
 void onnxl_cxx_StringStringEntryProto_list_reserve(void* f, size_t n);
 void onnxl_cxx_TensorAnnotation_init(void* p);
 void onnxl_cxx_TensorAnnotation_drop(void* p);
-void onnxl_cxx_TensorAnnotation_init_copy(void* p, const void* src);
-void onnxl_cxx_TensorAnnotation_copy_from(void* p, const void* src);
-void onnxl_cxx_TensorAnnotation_merge_from(void* p, const void* src);
+bool onnxl_cxx_TensorAnnotation_init_copy(void* p, const void* src);
+bool onnxl_cxx_TensorAnnotation_copy_from(void* p, const void* src);
+bool onnxl_cxx_TensorAnnotation_merge_from(void* p, const void* src);
 void onnxl_cxx_TensorAnnotation_clear(void* p);
 bool onnxl_cxx_TensorAnnotation_parse(void* p, const uint8_t* data, size_t len, bool merge);
 bool onnxl_cxx_TensorAnnotation_serialize(const void* p, uint8_t* (*alloc)(void* ctx, size_t size), void* ctx);
@@ -316,9 +316,9 @@ void onnxl_cxx_TensorAnnotation_list_truncate(void* f, size_t n);
 void onnxl_cxx_TensorAnnotation_list_reserve(void* f, size_t n);
 void onnxl_cxx_GraphProto_init(void* p);
 void onnxl_cxx_GraphProto_drop(void* p);
-void onnxl_cxx_GraphProto_init_copy(void* p, const void* src);
-void onnxl_cxx_GraphProto_copy_from(void* p, const void* src);
-void onnxl_cxx_GraphProto_merge_from(void* p, const void* src);
+bool onnxl_cxx_GraphProto_init_copy(void* p, const void* src);
+bool onnxl_cxx_GraphProto_copy_from(void* p, const void* src);
+bool onnxl_cxx_GraphProto_merge_from(void* p, const void* src);
 void onnxl_cxx_GraphProto_clear(void* p);
 bool onnxl_cxx_GraphProto_parse(void* p, const uint8_t* data, size_t len, bool merge);
 bool onnxl_cxx_GraphProto_serialize(const void* p, uint8_t* (*alloc)(void* ctx, size_t size), void* ctx);
@@ -333,9 +333,9 @@ void onnxl_cxx_GraphProto_list_truncate(void* f, size_t n);
 void onnxl_cxx_GraphProto_list_reserve(void* f, size_t n);
 void onnxl_cxx_TensorProto_init(void* p);
 void onnxl_cxx_TensorProto_drop(void* p);
-void onnxl_cxx_TensorProto_init_copy(void* p, const void* src);
-void onnxl_cxx_TensorProto_copy_from(void* p, const void* src);
-void onnxl_cxx_TensorProto_merge_from(void* p, const void* src);
+bool onnxl_cxx_TensorProto_init_copy(void* p, const void* src);
+bool onnxl_cxx_TensorProto_copy_from(void* p, const void* src);
+bool onnxl_cxx_TensorProto_merge_from(void* p, const void* src);
 void onnxl_cxx_TensorProto_clear(void* p);
 bool onnxl_cxx_TensorProto_parse(void* p, const uint8_t* data, size_t len, bool merge);
 bool onnxl_cxx_TensorProto_serialize(const void* p, uint8_t* (*alloc)(void* ctx, size_t size), void* ctx);
@@ -352,9 +352,9 @@ void* onnxl_cxx_TensorProto_rare_mut(void* p);
 const void* onnxl_cxx_TensorProto_rare_empty(void);
 void onnxl_cxx_TensorProto_Segment_init(void* p);
 void onnxl_cxx_TensorProto_Segment_drop(void* p);
-void onnxl_cxx_TensorProto_Segment_init_copy(void* p, const void* src);
-void onnxl_cxx_TensorProto_Segment_copy_from(void* p, const void* src);
-void onnxl_cxx_TensorProto_Segment_merge_from(void* p, const void* src);
+bool onnxl_cxx_TensorProto_Segment_init_copy(void* p, const void* src);
+bool onnxl_cxx_TensorProto_Segment_copy_from(void* p, const void* src);
+bool onnxl_cxx_TensorProto_Segment_merge_from(void* p, const void* src);
 void onnxl_cxx_TensorProto_Segment_clear(void* p);
 bool onnxl_cxx_TensorProto_Segment_parse(void* p, const uint8_t* data, size_t len, bool merge);
 bool onnxl_cxx_TensorProto_Segment_serialize(const void* p, uint8_t* (*alloc)(void* ctx, size_t size), void* ctx);
@@ -369,9 +369,9 @@ void onnxl_cxx_TensorProto_Segment_list_truncate(void* f, size_t n);
 void onnxl_cxx_TensorProto_Segment_list_reserve(void* f, size_t n);
 void onnxl_cxx_SparseTensorProto_init(void* p);
 void onnxl_cxx_SparseTensorProto_drop(void* p);
-void onnxl_cxx_SparseTensorProto_init_copy(void* p, const void* src);
-void onnxl_cxx_SparseTensorProto_copy_from(void* p, const void* src);
-void onnxl_cxx_SparseTensorProto_merge_from(void* p, const void* src);
+bool onnxl_cxx_SparseTensorProto_init_copy(void* p, const void* src);
+bool onnxl_cxx_SparseTensorProto_copy_from(void* p, const void* src);
+bool onnxl_cxx_SparseTensorProto_merge_from(void* p, const void* src);
 void onnxl_cxx_SparseTensorProto_clear(void* p);
 bool onnxl_cxx_SparseTensorProto_parse(void* p, const uint8_t* data, size_t len, bool merge);
 bool onnxl_cxx_SparseTensorProto_serialize(const void* p, uint8_t* (*alloc)(void* ctx, size_t size), void* ctx);
@@ -386,9 +386,9 @@ void onnxl_cxx_SparseTensorProto_list_truncate(void* f, size_t n);
 void onnxl_cxx_SparseTensorProto_list_reserve(void* f, size_t n);
 void onnxl_cxx_TensorShapeProto_init(void* p);
 void onnxl_cxx_TensorShapeProto_drop(void* p);
-void onnxl_cxx_TensorShapeProto_init_copy(void* p, const void* src);
-void onnxl_cxx_TensorShapeProto_copy_from(void* p, const void* src);
-void onnxl_cxx_TensorShapeProto_merge_from(void* p, const void* src);
+bool onnxl_cxx_TensorShapeProto_init_copy(void* p, const void* src);
+bool onnxl_cxx_TensorShapeProto_copy_from(void* p, const void* src);
+bool onnxl_cxx_TensorShapeProto_merge_from(void* p, const void* src);
 void onnxl_cxx_TensorShapeProto_clear(void* p);
 bool onnxl_cxx_TensorShapeProto_parse(void* p, const uint8_t* data, size_t len, bool merge);
 bool onnxl_cxx_TensorShapeProto_serialize(const void* p, uint8_t* (*alloc)(void* ctx, size_t size), void* ctx);
@@ -403,9 +403,9 @@ void onnxl_cxx_TensorShapeProto_list_truncate(void* f, size_t n);
 void onnxl_cxx_TensorShapeProto_list_reserve(void* f, size_t n);
 void onnxl_cxx_TensorShapeProto_Dimension_init(void* p);
 void onnxl_cxx_TensorShapeProto_Dimension_drop(void* p);
-void onnxl_cxx_TensorShapeProto_Dimension_init_copy(void* p, const void* src);
-void onnxl_cxx_TensorShapeProto_Dimension_copy_from(void* p, const void* src);
-void onnxl_cxx_TensorShapeProto_Dimension_merge_from(void* p, const void* src);
+bool onnxl_cxx_TensorShapeProto_Dimension_init_copy(void* p, const void* src);
+bool onnxl_cxx_TensorShapeProto_Dimension_copy_from(void* p, const void* src);
+bool onnxl_cxx_TensorShapeProto_Dimension_merge_from(void* p, const void* src);
 void onnxl_cxx_TensorShapeProto_Dimension_clear(void* p);
 bool onnxl_cxx_TensorShapeProto_Dimension_parse(void* p, const uint8_t* data, size_t len, bool merge);
 bool onnxl_cxx_TensorShapeProto_Dimension_serialize(const void* p, uint8_t* (*alloc)(void* ctx, size_t size), void* ctx);
@@ -431,9 +431,9 @@ void* onnxl_cxx_TensorShapeProto_Dimension_dim_param_release(void* p);
 void onnxl_cxx_TensorShapeProto_Dimension_dim_param_set_allocated(void* p, void* s);
 void onnxl_cxx_TypeProto_init(void* p);
 void onnxl_cxx_TypeProto_drop(void* p);
-void onnxl_cxx_TypeProto_init_copy(void* p, const void* src);
-void onnxl_cxx_TypeProto_copy_from(void* p, const void* src);
-void onnxl_cxx_TypeProto_merge_from(void* p, const void* src);
+bool onnxl_cxx_TypeProto_init_copy(void* p, const void* src);
+bool onnxl_cxx_TypeProto_copy_from(void* p, const void* src);
+bool onnxl_cxx_TypeProto_merge_from(void* p, const void* src);
 void onnxl_cxx_TypeProto_clear(void* p);
 bool onnxl_cxx_TypeProto_parse(void* p, const uint8_t* data, size_t len, bool merge);
 bool onnxl_cxx_TypeProto_serialize(const void* p, uint8_t* (*alloc)(void* ctx, size_t size), void* ctx);
@@ -476,9 +476,9 @@ void* onnxl_cxx_TypeProto_opaque_type_release(void* p);
 void onnxl_cxx_TypeProto_opaque_type_set_allocated(void* p, void* v);
 void onnxl_cxx_TypeProto_Tensor_init(void* p);
 void onnxl_cxx_TypeProto_Tensor_drop(void* p);
-void onnxl_cxx_TypeProto_Tensor_init_copy(void* p, const void* src);
-void onnxl_cxx_TypeProto_Tensor_copy_from(void* p, const void* src);
-void onnxl_cxx_TypeProto_Tensor_merge_from(void* p, const void* src);
+bool onnxl_cxx_TypeProto_Tensor_init_copy(void* p, const void* src);
+bool onnxl_cxx_TypeProto_Tensor_copy_from(void* p, const void* src);
+bool onnxl_cxx_TypeProto_Tensor_merge_from(void* p, const void* src);
 void onnxl_cxx_TypeProto_Tensor_clear(void* p);
 bool onnxl_cxx_TypeProto_Tensor_parse(void* p, const uint8_t* data, size_t len, bool merge);
 bool onnxl_cxx_TypeProto_Tensor_serialize(const void* p, uint8_t* (*alloc)(void* ctx, size_t size), void* ctx);
@@ -493,9 +493,9 @@ void onnxl_cxx_TypeProto_Tensor_list_truncate(void* f, size_t n);
 void onnxl_cxx_TypeProto_Tensor_list_reserve(void* f, size_t n);
 void onnxl_cxx_TypeProto_Sequence_init(void* p);
 void onnxl_cxx_TypeProto_Sequence_drop(void* p);
-void onnxl_cxx_TypeProto_Sequence_init_copy(void* p, const void* src);
-void onnxl_cxx_TypeProto_Sequence_copy_from(void* p, const void* src);
-void onnxl_cxx_TypeProto_Sequence_merge_from(void* p, const void* src);
+bool onnxl_cxx_TypeProto_Sequence_init_copy(void* p, const void* src);
+bool onnxl_cxx_TypeProto_Sequence_copy_from(void* p, const void* src);
+bool onnxl_cxx_TypeProto_Sequence_merge_from(void* p, const void* src);
 void onnxl_cxx_TypeProto_Sequence_clear(void* p);
 bool onnxl_cxx_TypeProto_Sequence_parse(void* p, const uint8_t* data, size_t len, bool merge);
 bool onnxl_cxx_TypeProto_Sequence_serialize(const void* p, uint8_t* (*alloc)(void* ctx, size_t size), void* ctx);
@@ -510,9 +510,9 @@ void onnxl_cxx_TypeProto_Sequence_list_truncate(void* f, size_t n);
 void onnxl_cxx_TypeProto_Sequence_list_reserve(void* f, size_t n);
 void onnxl_cxx_TypeProto_Map_init(void* p);
 void onnxl_cxx_TypeProto_Map_drop(void* p);
-void onnxl_cxx_TypeProto_Map_init_copy(void* p, const void* src);
-void onnxl_cxx_TypeProto_Map_copy_from(void* p, const void* src);
-void onnxl_cxx_TypeProto_Map_merge_from(void* p, const void* src);
+bool onnxl_cxx_TypeProto_Map_init_copy(void* p, const void* src);
+bool onnxl_cxx_TypeProto_Map_copy_from(void* p, const void* src);
+bool onnxl_cxx_TypeProto_Map_merge_from(void* p, const void* src);
 void onnxl_cxx_TypeProto_Map_clear(void* p);
 bool onnxl_cxx_TypeProto_Map_parse(void* p, const uint8_t* data, size_t len, bool merge);
 bool onnxl_cxx_TypeProto_Map_serialize(const void* p, uint8_t* (*alloc)(void* ctx, size_t size), void* ctx);
@@ -527,9 +527,9 @@ void onnxl_cxx_TypeProto_Map_list_truncate(void* f, size_t n);
 void onnxl_cxx_TypeProto_Map_list_reserve(void* f, size_t n);
 void onnxl_cxx_TypeProto_Optional_init(void* p);
 void onnxl_cxx_TypeProto_Optional_drop(void* p);
-void onnxl_cxx_TypeProto_Optional_init_copy(void* p, const void* src);
-void onnxl_cxx_TypeProto_Optional_copy_from(void* p, const void* src);
-void onnxl_cxx_TypeProto_Optional_merge_from(void* p, const void* src);
+bool onnxl_cxx_TypeProto_Optional_init_copy(void* p, const void* src);
+bool onnxl_cxx_TypeProto_Optional_copy_from(void* p, const void* src);
+bool onnxl_cxx_TypeProto_Optional_merge_from(void* p, const void* src);
 void onnxl_cxx_TypeProto_Optional_clear(void* p);
 bool onnxl_cxx_TypeProto_Optional_parse(void* p, const uint8_t* data, size_t len, bool merge);
 bool onnxl_cxx_TypeProto_Optional_serialize(const void* p, uint8_t* (*alloc)(void* ctx, size_t size), void* ctx);
@@ -544,9 +544,9 @@ void onnxl_cxx_TypeProto_Optional_list_truncate(void* f, size_t n);
 void onnxl_cxx_TypeProto_Optional_list_reserve(void* f, size_t n);
 void onnxl_cxx_TypeProto_SparseTensor_init(void* p);
 void onnxl_cxx_TypeProto_SparseTensor_drop(void* p);
-void onnxl_cxx_TypeProto_SparseTensor_init_copy(void* p, const void* src);
-void onnxl_cxx_TypeProto_SparseTensor_copy_from(void* p, const void* src);
-void onnxl_cxx_TypeProto_SparseTensor_merge_from(void* p, const void* src);
+bool onnxl_cxx_TypeProto_SparseTensor_init_copy(void* p, const void* src);
+bool onnxl_cxx_TypeProto_SparseTensor_copy_from(void* p, const void* src);
+bool onnxl_cxx_TypeProto_SparseTensor_merge_from(void* p, const void* src);
 void onnxl_cxx_TypeProto_SparseTensor_clear(void* p);
 bool onnxl_cxx_TypeProto_SparseTensor_parse(void* p, const uint8_t* data, size_t len, bool merge);
 bool onnxl_cxx_TypeProto_SparseTensor_serialize(const void* p, uint8_t* (*alloc)(void* ctx, size_t size), void* ctx);
@@ -561,9 +561,9 @@ void onnxl_cxx_TypeProto_SparseTensor_list_truncate(void* f, size_t n);
 void onnxl_cxx_TypeProto_SparseTensor_list_reserve(void* f, size_t n);
 void onnxl_cxx_TypeProto_Opaque_init(void* p);
 void onnxl_cxx_TypeProto_Opaque_drop(void* p);
-void onnxl_cxx_TypeProto_Opaque_init_copy(void* p, const void* src);
-void onnxl_cxx_TypeProto_Opaque_copy_from(void* p, const void* src);
-void onnxl_cxx_TypeProto_Opaque_merge_from(void* p, const void* src);
+bool onnxl_cxx_TypeProto_Opaque_init_copy(void* p, const void* src);
+bool onnxl_cxx_TypeProto_Opaque_copy_from(void* p, const void* src);
+bool onnxl_cxx_TypeProto_Opaque_merge_from(void* p, const void* src);
 void onnxl_cxx_TypeProto_Opaque_clear(void* p);
 bool onnxl_cxx_TypeProto_Opaque_parse(void* p, const uint8_t* data, size_t len, bool merge);
 bool onnxl_cxx_TypeProto_Opaque_serialize(const void* p, uint8_t* (*alloc)(void* ctx, size_t size), void* ctx);
@@ -578,9 +578,9 @@ void onnxl_cxx_TypeProto_Opaque_list_truncate(void* f, size_t n);
 void onnxl_cxx_TypeProto_Opaque_list_reserve(void* f, size_t n);
 void onnxl_cxx_OperatorSetIdProto_init(void* p);
 void onnxl_cxx_OperatorSetIdProto_drop(void* p);
-void onnxl_cxx_OperatorSetIdProto_init_copy(void* p, const void* src);
-void onnxl_cxx_OperatorSetIdProto_copy_from(void* p, const void* src);
-void onnxl_cxx_OperatorSetIdProto_merge_from(void* p, const void* src);
+bool onnxl_cxx_OperatorSetIdProto_init_copy(void* p, const void* src);
+bool onnxl_cxx_OperatorSetIdProto_copy_from(void* p, const void* src);
+bool onnxl_cxx_OperatorSetIdProto_merge_from(void* p, const void* src);
 void onnxl_cxx_OperatorSetIdProto_clear(void* p);
 bool onnxl_cxx_OperatorSetIdProto_parse(void* p, const uint8_t* data, size_t len, bool merge);
 bool onnxl_cxx_OperatorSetIdProto_serialize(const void* p, uint8_t* (*alloc)(void* ctx, size_t size), void* ctx);
@@ -595,9 +595,9 @@ void onnxl_cxx_OperatorSetIdProto_list_truncate(void* f, size_t n);
 void onnxl_cxx_OperatorSetIdProto_list_reserve(void* f, size_t n);
 void onnxl_cxx_FunctionProto_init(void* p);
 void onnxl_cxx_FunctionProto_drop(void* p);
-void onnxl_cxx_FunctionProto_init_copy(void* p, const void* src);
-void onnxl_cxx_FunctionProto_copy_from(void* p, const void* src);
-void onnxl_cxx_FunctionProto_merge_from(void* p, const void* src);
+bool onnxl_cxx_FunctionProto_init_copy(void* p, const void* src);
+bool onnxl_cxx_FunctionProto_copy_from(void* p, const void* src);
+bool onnxl_cxx_FunctionProto_merge_from(void* p, const void* src);
 void onnxl_cxx_FunctionProto_clear(void* p);
 bool onnxl_cxx_FunctionProto_parse(void* p, const uint8_t* data, size_t len, bool merge);
 bool onnxl_cxx_FunctionProto_serialize(const void* p, uint8_t* (*alloc)(void* ctx, size_t size), void* ctx);
@@ -612,9 +612,9 @@ void onnxl_cxx_FunctionProto_list_truncate(void* f, size_t n);
 void onnxl_cxx_FunctionProto_list_reserve(void* f, size_t n);
 void onnxl_cxx_SequenceProto_init(void* p);
 void onnxl_cxx_SequenceProto_drop(void* p);
-void onnxl_cxx_SequenceProto_init_copy(void* p, const void* src);
-void onnxl_cxx_SequenceProto_copy_from(void* p, const void* src);
-void onnxl_cxx_SequenceProto_merge_from(void* p, const void* src);
+bool onnxl_cxx_SequenceProto_init_copy(void* p, const void* src);
+bool onnxl_cxx_SequenceProto_copy_from(void* p, const void* src);
+bool onnxl_cxx_SequenceProto_merge_from(void* p, const void* src);
 void onnxl_cxx_SequenceProto_clear(void* p);
 bool onnxl_cxx_SequenceProto_parse(void* p, const uint8_t* data, size_t len, bool merge);
 bool onnxl_cxx_SequenceProto_serialize(const void* p, uint8_t* (*alloc)(void* ctx, size_t size), void* ctx);
@@ -629,9 +629,9 @@ void onnxl_cxx_SequenceProto_list_truncate(void* f, size_t n);
 void onnxl_cxx_SequenceProto_list_reserve(void* f, size_t n);
 void onnxl_cxx_MapProto_init(void* p);
 void onnxl_cxx_MapProto_drop(void* p);
-void onnxl_cxx_MapProto_init_copy(void* p, const void* src);
-void onnxl_cxx_MapProto_copy_from(void* p, const void* src);
-void onnxl_cxx_MapProto_merge_from(void* p, const void* src);
+bool onnxl_cxx_MapProto_init_copy(void* p, const void* src);
+bool onnxl_cxx_MapProto_copy_from(void* p, const void* src);
+bool onnxl_cxx_MapProto_merge_from(void* p, const void* src);
 void onnxl_cxx_MapProto_clear(void* p);
 bool onnxl_cxx_MapProto_parse(void* p, const uint8_t* data, size_t len, bool merge);
 bool onnxl_cxx_MapProto_serialize(const void* p, uint8_t* (*alloc)(void* ctx, size_t size), void* ctx);
@@ -646,9 +646,9 @@ void onnxl_cxx_MapProto_list_truncate(void* f, size_t n);
 void onnxl_cxx_MapProto_list_reserve(void* f, size_t n);
 void onnxl_cxx_OptionalProto_init(void* p);
 void onnxl_cxx_OptionalProto_drop(void* p);
-void onnxl_cxx_OptionalProto_init_copy(void* p, const void* src);
-void onnxl_cxx_OptionalProto_copy_from(void* p, const void* src);
-void onnxl_cxx_OptionalProto_merge_from(void* p, const void* src);
+bool onnxl_cxx_OptionalProto_init_copy(void* p, const void* src);
+bool onnxl_cxx_OptionalProto_copy_from(void* p, const void* src);
+bool onnxl_cxx_OptionalProto_merge_from(void* p, const void* src);
 void onnxl_cxx_OptionalProto_clear(void* p);
 bool onnxl_cxx_OptionalProto_parse(void* p, const uint8_t* data, size_t len, bool merge);
 bool onnxl_cxx_OptionalProto_serialize(const void* p, uint8_t* (*alloc)(void* ctx, size_t size), void* ctx);
@@ -2038,7 +2038,7 @@ struct ListOps<AttributeProto> {
   static void init(void* f) { onnxl_cxx_AttributeProto_list_init(f); }
   static void drop(void* f) { onnxl_cxx_AttributeProto_list_drop(f); }
   static void* add(void* f) { return onnxl_cxx_AttributeProto_list_add(f); }
-  static void add_copy(void* f, const void* v) { onnxl_cxx_AttributeProto_list_add_copy(f, v); }
+  static void add_copy(void* f, const void* v) { if (!onnxl_cxx_AttributeProto_list_add_copy(f, v)) throw std::bad_alloc(); }
   static void erase(void* f, std::size_t start, std::size_t n) { onnxl_cxx_AttributeProto_list_delete(f, start, n); }
   static void swap(void* f, std::size_t i, std::size_t j) { onnxl_cxx_AttributeProto_list_swap(f, i, j); }
   static void truncate(void* f, std::size_t n) { onnxl_cxx_AttributeProto_list_truncate(f, n); }
@@ -2049,7 +2049,7 @@ struct ListOps<ValueInfoProto> {
   static void init(void* f) { onnxl_cxx_ValueInfoProto_list_init(f); }
   static void drop(void* f) { onnxl_cxx_ValueInfoProto_list_drop(f); }
   static void* add(void* f) { return onnxl_cxx_ValueInfoProto_list_add(f); }
-  static void add_copy(void* f, const void* v) { onnxl_cxx_ValueInfoProto_list_add_copy(f, v); }
+  static void add_copy(void* f, const void* v) { if (!onnxl_cxx_ValueInfoProto_list_add_copy(f, v)) throw std::bad_alloc(); }
   static void erase(void* f, std::size_t start, std::size_t n) { onnxl_cxx_ValueInfoProto_list_delete(f, start, n); }
   static void swap(void* f, std::size_t i, std::size_t j) { onnxl_cxx_ValueInfoProto_list_swap(f, i, j); }
   static void truncate(void* f, std::size_t n) { onnxl_cxx_ValueInfoProto_list_truncate(f, n); }
@@ -2060,7 +2060,7 @@ struct ListOps<NodeProto> {
   static void init(void* f) { onnxl_cxx_NodeProto_list_init(f); }
   static void drop(void* f) { onnxl_cxx_NodeProto_list_drop(f); }
   static void* add(void* f) { return onnxl_cxx_NodeProto_list_add(f); }
-  static void add_copy(void* f, const void* v) { onnxl_cxx_NodeProto_list_add_copy(f, v); }
+  static void add_copy(void* f, const void* v) { if (!onnxl_cxx_NodeProto_list_add_copy(f, v)) throw std::bad_alloc(); }
   static void erase(void* f, std::size_t start, std::size_t n) { onnxl_cxx_NodeProto_list_delete(f, start, n); }
   static void swap(void* f, std::size_t i, std::size_t j) { onnxl_cxx_NodeProto_list_swap(f, i, j); }
   static void truncate(void* f, std::size_t n) { onnxl_cxx_NodeProto_list_truncate(f, n); }
@@ -2071,7 +2071,7 @@ struct ListOps<IntIntListEntryProto> {
   static void init(void* f) { onnxl_cxx_IntIntListEntryProto_list_init(f); }
   static void drop(void* f) { onnxl_cxx_IntIntListEntryProto_list_drop(f); }
   static void* add(void* f) { return onnxl_cxx_IntIntListEntryProto_list_add(f); }
-  static void add_copy(void* f, const void* v) { onnxl_cxx_IntIntListEntryProto_list_add_copy(f, v); }
+  static void add_copy(void* f, const void* v) { if (!onnxl_cxx_IntIntListEntryProto_list_add_copy(f, v)) throw std::bad_alloc(); }
   static void erase(void* f, std::size_t start, std::size_t n) { onnxl_cxx_IntIntListEntryProto_list_delete(f, start, n); }
   static void swap(void* f, std::size_t i, std::size_t j) { onnxl_cxx_IntIntListEntryProto_list_swap(f, i, j); }
   static void truncate(void* f, std::size_t n) { onnxl_cxx_IntIntListEntryProto_list_truncate(f, n); }
@@ -2082,7 +2082,7 @@ struct ListOps<NodeDeviceConfigurationProto> {
   static void init(void* f) { onnxl_cxx_NodeDeviceConfigurationProto_list_init(f); }
   static void drop(void* f) { onnxl_cxx_NodeDeviceConfigurationProto_list_drop(f); }
   static void* add(void* f) { return onnxl_cxx_NodeDeviceConfigurationProto_list_add(f); }
-  static void add_copy(void* f, const void* v) { onnxl_cxx_NodeDeviceConfigurationProto_list_add_copy(f, v); }
+  static void add_copy(void* f, const void* v) { if (!onnxl_cxx_NodeDeviceConfigurationProto_list_add_copy(f, v)) throw std::bad_alloc(); }
   static void erase(void* f, std::size_t start, std::size_t n) { onnxl_cxx_NodeDeviceConfigurationProto_list_delete(f, start, n); }
   static void swap(void* f, std::size_t i, std::size_t j) { onnxl_cxx_NodeDeviceConfigurationProto_list_swap(f, i, j); }
   static void truncate(void* f, std::size_t n) { onnxl_cxx_NodeDeviceConfigurationProto_list_truncate(f, n); }
@@ -2093,7 +2093,7 @@ struct ListOps<ShardingSpecProto> {
   static void init(void* f) { onnxl_cxx_ShardingSpecProto_list_init(f); }
   static void drop(void* f) { onnxl_cxx_ShardingSpecProto_list_drop(f); }
   static void* add(void* f) { return onnxl_cxx_ShardingSpecProto_list_add(f); }
-  static void add_copy(void* f, const void* v) { onnxl_cxx_ShardingSpecProto_list_add_copy(f, v); }
+  static void add_copy(void* f, const void* v) { if (!onnxl_cxx_ShardingSpecProto_list_add_copy(f, v)) throw std::bad_alloc(); }
   static void erase(void* f, std::size_t start, std::size_t n) { onnxl_cxx_ShardingSpecProto_list_delete(f, start, n); }
   static void swap(void* f, std::size_t i, std::size_t j) { onnxl_cxx_ShardingSpecProto_list_swap(f, i, j); }
   static void truncate(void* f, std::size_t n) { onnxl_cxx_ShardingSpecProto_list_truncate(f, n); }
@@ -2104,7 +2104,7 @@ struct ListOps<ShardedDimProto> {
   static void init(void* f) { onnxl_cxx_ShardedDimProto_list_init(f); }
   static void drop(void* f) { onnxl_cxx_ShardedDimProto_list_drop(f); }
   static void* add(void* f) { return onnxl_cxx_ShardedDimProto_list_add(f); }
-  static void add_copy(void* f, const void* v) { onnxl_cxx_ShardedDimProto_list_add_copy(f, v); }
+  static void add_copy(void* f, const void* v) { if (!onnxl_cxx_ShardedDimProto_list_add_copy(f, v)) throw std::bad_alloc(); }
   static void erase(void* f, std::size_t start, std::size_t n) { onnxl_cxx_ShardedDimProto_list_delete(f, start, n); }
   static void swap(void* f, std::size_t i, std::size_t j) { onnxl_cxx_ShardedDimProto_list_swap(f, i, j); }
   static void truncate(void* f, std::size_t n) { onnxl_cxx_ShardedDimProto_list_truncate(f, n); }
@@ -2115,7 +2115,7 @@ struct ListOps<SimpleShardedDimProto> {
   static void init(void* f) { onnxl_cxx_SimpleShardedDimProto_list_init(f); }
   static void drop(void* f) { onnxl_cxx_SimpleShardedDimProto_list_drop(f); }
   static void* add(void* f) { return onnxl_cxx_SimpleShardedDimProto_list_add(f); }
-  static void add_copy(void* f, const void* v) { onnxl_cxx_SimpleShardedDimProto_list_add_copy(f, v); }
+  static void add_copy(void* f, const void* v) { if (!onnxl_cxx_SimpleShardedDimProto_list_add_copy(f, v)) throw std::bad_alloc(); }
   static void erase(void* f, std::size_t start, std::size_t n) { onnxl_cxx_SimpleShardedDimProto_list_delete(f, start, n); }
   static void swap(void* f, std::size_t i, std::size_t j) { onnxl_cxx_SimpleShardedDimProto_list_swap(f, i, j); }
   static void truncate(void* f, std::size_t n) { onnxl_cxx_SimpleShardedDimProto_list_truncate(f, n); }
@@ -2126,7 +2126,7 @@ struct ListOps<TrainingInfoProto> {
   static void init(void* f) { onnxl_cxx_TrainingInfoProto_list_init(f); }
   static void drop(void* f) { onnxl_cxx_TrainingInfoProto_list_drop(f); }
   static void* add(void* f) { return onnxl_cxx_TrainingInfoProto_list_add(f); }
-  static void add_copy(void* f, const void* v) { onnxl_cxx_TrainingInfoProto_list_add_copy(f, v); }
+  static void add_copy(void* f, const void* v) { if (!onnxl_cxx_TrainingInfoProto_list_add_copy(f, v)) throw std::bad_alloc(); }
   static void erase(void* f, std::size_t start, std::size_t n) { onnxl_cxx_TrainingInfoProto_list_delete(f, start, n); }
   static void swap(void* f, std::size_t i, std::size_t j) { onnxl_cxx_TrainingInfoProto_list_swap(f, i, j); }
   static void truncate(void* f, std::size_t n) { onnxl_cxx_TrainingInfoProto_list_truncate(f, n); }
@@ -2137,7 +2137,7 @@ struct ListOps<ModelProto> {
   static void init(void* f) { onnxl_cxx_ModelProto_list_init(f); }
   static void drop(void* f) { onnxl_cxx_ModelProto_list_drop(f); }
   static void* add(void* f) { return onnxl_cxx_ModelProto_list_add(f); }
-  static void add_copy(void* f, const void* v) { onnxl_cxx_ModelProto_list_add_copy(f, v); }
+  static void add_copy(void* f, const void* v) { if (!onnxl_cxx_ModelProto_list_add_copy(f, v)) throw std::bad_alloc(); }
   static void erase(void* f, std::size_t start, std::size_t n) { onnxl_cxx_ModelProto_list_delete(f, start, n); }
   static void swap(void* f, std::size_t i, std::size_t j) { onnxl_cxx_ModelProto_list_swap(f, i, j); }
   static void truncate(void* f, std::size_t n) { onnxl_cxx_ModelProto_list_truncate(f, n); }
@@ -2148,7 +2148,7 @@ struct ListOps<DeviceConfigurationProto> {
   static void init(void* f) { onnxl_cxx_DeviceConfigurationProto_list_init(f); }
   static void drop(void* f) { onnxl_cxx_DeviceConfigurationProto_list_drop(f); }
   static void* add(void* f) { return onnxl_cxx_DeviceConfigurationProto_list_add(f); }
-  static void add_copy(void* f, const void* v) { onnxl_cxx_DeviceConfigurationProto_list_add_copy(f, v); }
+  static void add_copy(void* f, const void* v) { if (!onnxl_cxx_DeviceConfigurationProto_list_add_copy(f, v)) throw std::bad_alloc(); }
   static void erase(void* f, std::size_t start, std::size_t n) { onnxl_cxx_DeviceConfigurationProto_list_delete(f, start, n); }
   static void swap(void* f, std::size_t i, std::size_t j) { onnxl_cxx_DeviceConfigurationProto_list_swap(f, i, j); }
   static void truncate(void* f, std::size_t n) { onnxl_cxx_DeviceConfigurationProto_list_truncate(f, n); }
@@ -2159,7 +2159,7 @@ struct ListOps<StringStringEntryProto> {
   static void init(void* f) { onnxl_cxx_StringStringEntryProto_list_init(f); }
   static void drop(void* f) { onnxl_cxx_StringStringEntryProto_list_drop(f); }
   static void* add(void* f) { return onnxl_cxx_StringStringEntryProto_list_add(f); }
-  static void add_copy(void* f, const void* v) { onnxl_cxx_StringStringEntryProto_list_add_copy(f, v); }
+  static void add_copy(void* f, const void* v) { if (!onnxl_cxx_StringStringEntryProto_list_add_copy(f, v)) throw std::bad_alloc(); }
   static void erase(void* f, std::size_t start, std::size_t n) { onnxl_cxx_StringStringEntryProto_list_delete(f, start, n); }
   static void swap(void* f, std::size_t i, std::size_t j) { onnxl_cxx_StringStringEntryProto_list_swap(f, i, j); }
   static void truncate(void* f, std::size_t n) { onnxl_cxx_StringStringEntryProto_list_truncate(f, n); }
@@ -2170,7 +2170,7 @@ struct ListOps<TensorAnnotation> {
   static void init(void* f) { onnxl_cxx_TensorAnnotation_list_init(f); }
   static void drop(void* f) { onnxl_cxx_TensorAnnotation_list_drop(f); }
   static void* add(void* f) { return onnxl_cxx_TensorAnnotation_list_add(f); }
-  static void add_copy(void* f, const void* v) { onnxl_cxx_TensorAnnotation_list_add_copy(f, v); }
+  static void add_copy(void* f, const void* v) { if (!onnxl_cxx_TensorAnnotation_list_add_copy(f, v)) throw std::bad_alloc(); }
   static void erase(void* f, std::size_t start, std::size_t n) { onnxl_cxx_TensorAnnotation_list_delete(f, start, n); }
   static void swap(void* f, std::size_t i, std::size_t j) { onnxl_cxx_TensorAnnotation_list_swap(f, i, j); }
   static void truncate(void* f, std::size_t n) { onnxl_cxx_TensorAnnotation_list_truncate(f, n); }
@@ -2181,7 +2181,7 @@ struct ListOps<GraphProto> {
   static void init(void* f) { onnxl_cxx_GraphProto_list_init(f); }
   static void drop(void* f) { onnxl_cxx_GraphProto_list_drop(f); }
   static void* add(void* f) { return onnxl_cxx_GraphProto_list_add(f); }
-  static void add_copy(void* f, const void* v) { onnxl_cxx_GraphProto_list_add_copy(f, v); }
+  static void add_copy(void* f, const void* v) { if (!onnxl_cxx_GraphProto_list_add_copy(f, v)) throw std::bad_alloc(); }
   static void erase(void* f, std::size_t start, std::size_t n) { onnxl_cxx_GraphProto_list_delete(f, start, n); }
   static void swap(void* f, std::size_t i, std::size_t j) { onnxl_cxx_GraphProto_list_swap(f, i, j); }
   static void truncate(void* f, std::size_t n) { onnxl_cxx_GraphProto_list_truncate(f, n); }
@@ -2192,7 +2192,7 @@ struct ListOps<TensorProto> {
   static void init(void* f) { onnxl_cxx_TensorProto_list_init(f); }
   static void drop(void* f) { onnxl_cxx_TensorProto_list_drop(f); }
   static void* add(void* f) { return onnxl_cxx_TensorProto_list_add(f); }
-  static void add_copy(void* f, const void* v) { onnxl_cxx_TensorProto_list_add_copy(f, v); }
+  static void add_copy(void* f, const void* v) { if (!onnxl_cxx_TensorProto_list_add_copy(f, v)) throw std::bad_alloc(); }
   static void erase(void* f, std::size_t start, std::size_t n) { onnxl_cxx_TensorProto_list_delete(f, start, n); }
   static void swap(void* f, std::size_t i, std::size_t j) { onnxl_cxx_TensorProto_list_swap(f, i, j); }
   static void truncate(void* f, std::size_t n) { onnxl_cxx_TensorProto_list_truncate(f, n); }
@@ -2203,7 +2203,7 @@ struct ListOps<TensorProto_Segment> {
   static void init(void* f) { onnxl_cxx_TensorProto_Segment_list_init(f); }
   static void drop(void* f) { onnxl_cxx_TensorProto_Segment_list_drop(f); }
   static void* add(void* f) { return onnxl_cxx_TensorProto_Segment_list_add(f); }
-  static void add_copy(void* f, const void* v) { onnxl_cxx_TensorProto_Segment_list_add_copy(f, v); }
+  static void add_copy(void* f, const void* v) { if (!onnxl_cxx_TensorProto_Segment_list_add_copy(f, v)) throw std::bad_alloc(); }
   static void erase(void* f, std::size_t start, std::size_t n) { onnxl_cxx_TensorProto_Segment_list_delete(f, start, n); }
   static void swap(void* f, std::size_t i, std::size_t j) { onnxl_cxx_TensorProto_Segment_list_swap(f, i, j); }
   static void truncate(void* f, std::size_t n) { onnxl_cxx_TensorProto_Segment_list_truncate(f, n); }
@@ -2214,7 +2214,7 @@ struct ListOps<SparseTensorProto> {
   static void init(void* f) { onnxl_cxx_SparseTensorProto_list_init(f); }
   static void drop(void* f) { onnxl_cxx_SparseTensorProto_list_drop(f); }
   static void* add(void* f) { return onnxl_cxx_SparseTensorProto_list_add(f); }
-  static void add_copy(void* f, const void* v) { onnxl_cxx_SparseTensorProto_list_add_copy(f, v); }
+  static void add_copy(void* f, const void* v) { if (!onnxl_cxx_SparseTensorProto_list_add_copy(f, v)) throw std::bad_alloc(); }
   static void erase(void* f, std::size_t start, std::size_t n) { onnxl_cxx_SparseTensorProto_list_delete(f, start, n); }
   static void swap(void* f, std::size_t i, std::size_t j) { onnxl_cxx_SparseTensorProto_list_swap(f, i, j); }
   static void truncate(void* f, std::size_t n) { onnxl_cxx_SparseTensorProto_list_truncate(f, n); }
@@ -2225,7 +2225,7 @@ struct ListOps<TensorShapeProto> {
   static void init(void* f) { onnxl_cxx_TensorShapeProto_list_init(f); }
   static void drop(void* f) { onnxl_cxx_TensorShapeProto_list_drop(f); }
   static void* add(void* f) { return onnxl_cxx_TensorShapeProto_list_add(f); }
-  static void add_copy(void* f, const void* v) { onnxl_cxx_TensorShapeProto_list_add_copy(f, v); }
+  static void add_copy(void* f, const void* v) { if (!onnxl_cxx_TensorShapeProto_list_add_copy(f, v)) throw std::bad_alloc(); }
   static void erase(void* f, std::size_t start, std::size_t n) { onnxl_cxx_TensorShapeProto_list_delete(f, start, n); }
   static void swap(void* f, std::size_t i, std::size_t j) { onnxl_cxx_TensorShapeProto_list_swap(f, i, j); }
   static void truncate(void* f, std::size_t n) { onnxl_cxx_TensorShapeProto_list_truncate(f, n); }
@@ -2236,7 +2236,7 @@ struct ListOps<TensorShapeProto_Dimension> {
   static void init(void* f) { onnxl_cxx_TensorShapeProto_Dimension_list_init(f); }
   static void drop(void* f) { onnxl_cxx_TensorShapeProto_Dimension_list_drop(f); }
   static void* add(void* f) { return onnxl_cxx_TensorShapeProto_Dimension_list_add(f); }
-  static void add_copy(void* f, const void* v) { onnxl_cxx_TensorShapeProto_Dimension_list_add_copy(f, v); }
+  static void add_copy(void* f, const void* v) { if (!onnxl_cxx_TensorShapeProto_Dimension_list_add_copy(f, v)) throw std::bad_alloc(); }
   static void erase(void* f, std::size_t start, std::size_t n) { onnxl_cxx_TensorShapeProto_Dimension_list_delete(f, start, n); }
   static void swap(void* f, std::size_t i, std::size_t j) { onnxl_cxx_TensorShapeProto_Dimension_list_swap(f, i, j); }
   static void truncate(void* f, std::size_t n) { onnxl_cxx_TensorShapeProto_Dimension_list_truncate(f, n); }
@@ -2247,7 +2247,7 @@ struct ListOps<TypeProto> {
   static void init(void* f) { onnxl_cxx_TypeProto_list_init(f); }
   static void drop(void* f) { onnxl_cxx_TypeProto_list_drop(f); }
   static void* add(void* f) { return onnxl_cxx_TypeProto_list_add(f); }
-  static void add_copy(void* f, const void* v) { onnxl_cxx_TypeProto_list_add_copy(f, v); }
+  static void add_copy(void* f, const void* v) { if (!onnxl_cxx_TypeProto_list_add_copy(f, v)) throw std::bad_alloc(); }
   static void erase(void* f, std::size_t start, std::size_t n) { onnxl_cxx_TypeProto_list_delete(f, start, n); }
   static void swap(void* f, std::size_t i, std::size_t j) { onnxl_cxx_TypeProto_list_swap(f, i, j); }
   static void truncate(void* f, std::size_t n) { onnxl_cxx_TypeProto_list_truncate(f, n); }
@@ -2258,7 +2258,7 @@ struct ListOps<TypeProto_Tensor> {
   static void init(void* f) { onnxl_cxx_TypeProto_Tensor_list_init(f); }
   static void drop(void* f) { onnxl_cxx_TypeProto_Tensor_list_drop(f); }
   static void* add(void* f) { return onnxl_cxx_TypeProto_Tensor_list_add(f); }
-  static void add_copy(void* f, const void* v) { onnxl_cxx_TypeProto_Tensor_list_add_copy(f, v); }
+  static void add_copy(void* f, const void* v) { if (!onnxl_cxx_TypeProto_Tensor_list_add_copy(f, v)) throw std::bad_alloc(); }
   static void erase(void* f, std::size_t start, std::size_t n) { onnxl_cxx_TypeProto_Tensor_list_delete(f, start, n); }
   static void swap(void* f, std::size_t i, std::size_t j) { onnxl_cxx_TypeProto_Tensor_list_swap(f, i, j); }
   static void truncate(void* f, std::size_t n) { onnxl_cxx_TypeProto_Tensor_list_truncate(f, n); }
@@ -2269,7 +2269,7 @@ struct ListOps<TypeProto_Sequence> {
   static void init(void* f) { onnxl_cxx_TypeProto_Sequence_list_init(f); }
   static void drop(void* f) { onnxl_cxx_TypeProto_Sequence_list_drop(f); }
   static void* add(void* f) { return onnxl_cxx_TypeProto_Sequence_list_add(f); }
-  static void add_copy(void* f, const void* v) { onnxl_cxx_TypeProto_Sequence_list_add_copy(f, v); }
+  static void add_copy(void* f, const void* v) { if (!onnxl_cxx_TypeProto_Sequence_list_add_copy(f, v)) throw std::bad_alloc(); }
   static void erase(void* f, std::size_t start, std::size_t n) { onnxl_cxx_TypeProto_Sequence_list_delete(f, start, n); }
   static void swap(void* f, std::size_t i, std::size_t j) { onnxl_cxx_TypeProto_Sequence_list_swap(f, i, j); }
   static void truncate(void* f, std::size_t n) { onnxl_cxx_TypeProto_Sequence_list_truncate(f, n); }
@@ -2280,7 +2280,7 @@ struct ListOps<TypeProto_Map> {
   static void init(void* f) { onnxl_cxx_TypeProto_Map_list_init(f); }
   static void drop(void* f) { onnxl_cxx_TypeProto_Map_list_drop(f); }
   static void* add(void* f) { return onnxl_cxx_TypeProto_Map_list_add(f); }
-  static void add_copy(void* f, const void* v) { onnxl_cxx_TypeProto_Map_list_add_copy(f, v); }
+  static void add_copy(void* f, const void* v) { if (!onnxl_cxx_TypeProto_Map_list_add_copy(f, v)) throw std::bad_alloc(); }
   static void erase(void* f, std::size_t start, std::size_t n) { onnxl_cxx_TypeProto_Map_list_delete(f, start, n); }
   static void swap(void* f, std::size_t i, std::size_t j) { onnxl_cxx_TypeProto_Map_list_swap(f, i, j); }
   static void truncate(void* f, std::size_t n) { onnxl_cxx_TypeProto_Map_list_truncate(f, n); }
@@ -2291,7 +2291,7 @@ struct ListOps<TypeProto_Optional> {
   static void init(void* f) { onnxl_cxx_TypeProto_Optional_list_init(f); }
   static void drop(void* f) { onnxl_cxx_TypeProto_Optional_list_drop(f); }
   static void* add(void* f) { return onnxl_cxx_TypeProto_Optional_list_add(f); }
-  static void add_copy(void* f, const void* v) { onnxl_cxx_TypeProto_Optional_list_add_copy(f, v); }
+  static void add_copy(void* f, const void* v) { if (!onnxl_cxx_TypeProto_Optional_list_add_copy(f, v)) throw std::bad_alloc(); }
   static void erase(void* f, std::size_t start, std::size_t n) { onnxl_cxx_TypeProto_Optional_list_delete(f, start, n); }
   static void swap(void* f, std::size_t i, std::size_t j) { onnxl_cxx_TypeProto_Optional_list_swap(f, i, j); }
   static void truncate(void* f, std::size_t n) { onnxl_cxx_TypeProto_Optional_list_truncate(f, n); }
@@ -2302,7 +2302,7 @@ struct ListOps<TypeProto_SparseTensor> {
   static void init(void* f) { onnxl_cxx_TypeProto_SparseTensor_list_init(f); }
   static void drop(void* f) { onnxl_cxx_TypeProto_SparseTensor_list_drop(f); }
   static void* add(void* f) { return onnxl_cxx_TypeProto_SparseTensor_list_add(f); }
-  static void add_copy(void* f, const void* v) { onnxl_cxx_TypeProto_SparseTensor_list_add_copy(f, v); }
+  static void add_copy(void* f, const void* v) { if (!onnxl_cxx_TypeProto_SparseTensor_list_add_copy(f, v)) throw std::bad_alloc(); }
   static void erase(void* f, std::size_t start, std::size_t n) { onnxl_cxx_TypeProto_SparseTensor_list_delete(f, start, n); }
   static void swap(void* f, std::size_t i, std::size_t j) { onnxl_cxx_TypeProto_SparseTensor_list_swap(f, i, j); }
   static void truncate(void* f, std::size_t n) { onnxl_cxx_TypeProto_SparseTensor_list_truncate(f, n); }
@@ -2313,7 +2313,7 @@ struct ListOps<TypeProto_Opaque> {
   static void init(void* f) { onnxl_cxx_TypeProto_Opaque_list_init(f); }
   static void drop(void* f) { onnxl_cxx_TypeProto_Opaque_list_drop(f); }
   static void* add(void* f) { return onnxl_cxx_TypeProto_Opaque_list_add(f); }
-  static void add_copy(void* f, const void* v) { onnxl_cxx_TypeProto_Opaque_list_add_copy(f, v); }
+  static void add_copy(void* f, const void* v) { if (!onnxl_cxx_TypeProto_Opaque_list_add_copy(f, v)) throw std::bad_alloc(); }
   static void erase(void* f, std::size_t start, std::size_t n) { onnxl_cxx_TypeProto_Opaque_list_delete(f, start, n); }
   static void swap(void* f, std::size_t i, std::size_t j) { onnxl_cxx_TypeProto_Opaque_list_swap(f, i, j); }
   static void truncate(void* f, std::size_t n) { onnxl_cxx_TypeProto_Opaque_list_truncate(f, n); }
@@ -2324,7 +2324,7 @@ struct ListOps<OperatorSetIdProto> {
   static void init(void* f) { onnxl_cxx_OperatorSetIdProto_list_init(f); }
   static void drop(void* f) { onnxl_cxx_OperatorSetIdProto_list_drop(f); }
   static void* add(void* f) { return onnxl_cxx_OperatorSetIdProto_list_add(f); }
-  static void add_copy(void* f, const void* v) { onnxl_cxx_OperatorSetIdProto_list_add_copy(f, v); }
+  static void add_copy(void* f, const void* v) { if (!onnxl_cxx_OperatorSetIdProto_list_add_copy(f, v)) throw std::bad_alloc(); }
   static void erase(void* f, std::size_t start, std::size_t n) { onnxl_cxx_OperatorSetIdProto_list_delete(f, start, n); }
   static void swap(void* f, std::size_t i, std::size_t j) { onnxl_cxx_OperatorSetIdProto_list_swap(f, i, j); }
   static void truncate(void* f, std::size_t n) { onnxl_cxx_OperatorSetIdProto_list_truncate(f, n); }
@@ -2335,7 +2335,7 @@ struct ListOps<FunctionProto> {
   static void init(void* f) { onnxl_cxx_FunctionProto_list_init(f); }
   static void drop(void* f) { onnxl_cxx_FunctionProto_list_drop(f); }
   static void* add(void* f) { return onnxl_cxx_FunctionProto_list_add(f); }
-  static void add_copy(void* f, const void* v) { onnxl_cxx_FunctionProto_list_add_copy(f, v); }
+  static void add_copy(void* f, const void* v) { if (!onnxl_cxx_FunctionProto_list_add_copy(f, v)) throw std::bad_alloc(); }
   static void erase(void* f, std::size_t start, std::size_t n) { onnxl_cxx_FunctionProto_list_delete(f, start, n); }
   static void swap(void* f, std::size_t i, std::size_t j) { onnxl_cxx_FunctionProto_list_swap(f, i, j); }
   static void truncate(void* f, std::size_t n) { onnxl_cxx_FunctionProto_list_truncate(f, n); }
@@ -2346,7 +2346,7 @@ struct ListOps<SequenceProto> {
   static void init(void* f) { onnxl_cxx_SequenceProto_list_init(f); }
   static void drop(void* f) { onnxl_cxx_SequenceProto_list_drop(f); }
   static void* add(void* f) { return onnxl_cxx_SequenceProto_list_add(f); }
-  static void add_copy(void* f, const void* v) { onnxl_cxx_SequenceProto_list_add_copy(f, v); }
+  static void add_copy(void* f, const void* v) { if (!onnxl_cxx_SequenceProto_list_add_copy(f, v)) throw std::bad_alloc(); }
   static void erase(void* f, std::size_t start, std::size_t n) { onnxl_cxx_SequenceProto_list_delete(f, start, n); }
   static void swap(void* f, std::size_t i, std::size_t j) { onnxl_cxx_SequenceProto_list_swap(f, i, j); }
   static void truncate(void* f, std::size_t n) { onnxl_cxx_SequenceProto_list_truncate(f, n); }
@@ -2357,7 +2357,7 @@ struct ListOps<MapProto> {
   static void init(void* f) { onnxl_cxx_MapProto_list_init(f); }
   static void drop(void* f) { onnxl_cxx_MapProto_list_drop(f); }
   static void* add(void* f) { return onnxl_cxx_MapProto_list_add(f); }
-  static void add_copy(void* f, const void* v) { onnxl_cxx_MapProto_list_add_copy(f, v); }
+  static void add_copy(void* f, const void* v) { if (!onnxl_cxx_MapProto_list_add_copy(f, v)) throw std::bad_alloc(); }
   static void erase(void* f, std::size_t start, std::size_t n) { onnxl_cxx_MapProto_list_delete(f, start, n); }
   static void swap(void* f, std::size_t i, std::size_t j) { onnxl_cxx_MapProto_list_swap(f, i, j); }
   static void truncate(void* f, std::size_t n) { onnxl_cxx_MapProto_list_truncate(f, n); }
@@ -2368,7 +2368,7 @@ struct ListOps<OptionalProto> {
   static void init(void* f) { onnxl_cxx_OptionalProto_list_init(f); }
   static void drop(void* f) { onnxl_cxx_OptionalProto_list_drop(f); }
   static void* add(void* f) { return onnxl_cxx_OptionalProto_list_add(f); }
-  static void add_copy(void* f, const void* v) { onnxl_cxx_OptionalProto_list_add_copy(f, v); }
+  static void add_copy(void* f, const void* v) { if (!onnxl_cxx_OptionalProto_list_add_copy(f, v)) throw std::bad_alloc(); }
   static void erase(void* f, std::size_t start, std::size_t n) { onnxl_cxx_OptionalProto_list_delete(f, start, n); }
   static void swap(void* f, std::size_t i, std::size_t j) { onnxl_cxx_OptionalProto_list_swap(f, i, j); }
   static void truncate(void* f, std::size_t n) { onnxl_cxx_OptionalProto_list_truncate(f, n); }
@@ -2405,7 +2405,7 @@ class AttributeProto final {
   static inline bool AttributeType_Parse(const std::string& name, AttributeType* value) { return AttributeProto_AttributeType_Parse(name, value); }
   AttributeProto() noexcept { (void)detail::init(); onnxl_cxx_AttributeProto_init(this); }
   ~AttributeProto() { onnxl_cxx_AttributeProto_drop(this); }
-  AttributeProto(const AttributeProto& o) { (void)detail::init(); onnxl_cxx_AttributeProto_init_copy(this, &o); }
+  AttributeProto(const AttributeProto& o) { (void)detail::init(); if (!onnxl_cxx_AttributeProto_init_copy(this, &o)) throw std::bad_alloc(); }
   AttributeProto(AttributeProto&& o) noexcept { std::memcpy(storage_, o.storage_, sizeof storage_); onnxl_cxx_AttributeProto_init(&o); }
   AttributeProto& operator=(const AttributeProto& o) { CopyFrom(o); return *this; }
   AttributeProto& operator=(AttributeProto&& o) noexcept { if (this != &o) Swap(&o); return *this; }
@@ -2414,8 +2414,8 @@ class AttributeProto final {
   static void* operator new(std::size_t, void* where) noexcept { return where; }
   static void operator delete(void*, void*) noexcept {}
   void Swap(AttributeProto* o) noexcept { if (o == this) return; unsigned char t[sizeof storage_]; std::memcpy(t, storage_, sizeof t); std::memcpy(storage_, o->storage_, sizeof t); std::memcpy(o->storage_, t, sizeof t); }
-  void CopyFrom(const AttributeProto& o) { onnxl_cxx_AttributeProto_copy_from(this, &o); }
-  void MergeFrom(const AttributeProto& o) { onnxl_cxx_AttributeProto_merge_from(this, &o); }
+  void CopyFrom(const AttributeProto& o) { if (!onnxl_cxx_AttributeProto_copy_from(this, &o)) throw std::bad_alloc(); }
+  void MergeFrom(const AttributeProto& o) { if (!onnxl_cxx_AttributeProto_merge_from(this, &o)) throw std::bad_alloc(); }
   void Clear() { onnxl_cxx_AttributeProto_clear(this); }
   bool IsInitialized() const { return true; }
   std::size_t ByteSizeLong() const { return onnxl_cxx_AttributeProto_byte_size(this); }
@@ -2679,7 +2679,7 @@ class ValueInfoProto final {
  public:
   ValueInfoProto() noexcept { (void)detail::init(); onnxl_cxx_ValueInfoProto_init(this); }
   ~ValueInfoProto() { onnxl_cxx_ValueInfoProto_drop(this); }
-  ValueInfoProto(const ValueInfoProto& o) { (void)detail::init(); onnxl_cxx_ValueInfoProto_init_copy(this, &o); }
+  ValueInfoProto(const ValueInfoProto& o) { (void)detail::init(); if (!onnxl_cxx_ValueInfoProto_init_copy(this, &o)) throw std::bad_alloc(); }
   ValueInfoProto(ValueInfoProto&& o) noexcept { std::memcpy(storage_, o.storage_, sizeof storage_); onnxl_cxx_ValueInfoProto_init(&o); }
   ValueInfoProto& operator=(const ValueInfoProto& o) { CopyFrom(o); return *this; }
   ValueInfoProto& operator=(ValueInfoProto&& o) noexcept { if (this != &o) Swap(&o); return *this; }
@@ -2688,8 +2688,8 @@ class ValueInfoProto final {
   static void* operator new(std::size_t, void* where) noexcept { return where; }
   static void operator delete(void*, void*) noexcept {}
   void Swap(ValueInfoProto* o) noexcept { if (o == this) return; unsigned char t[sizeof storage_]; std::memcpy(t, storage_, sizeof t); std::memcpy(storage_, o->storage_, sizeof t); std::memcpy(o->storage_, t, sizeof t); }
-  void CopyFrom(const ValueInfoProto& o) { onnxl_cxx_ValueInfoProto_copy_from(this, &o); }
-  void MergeFrom(const ValueInfoProto& o) { onnxl_cxx_ValueInfoProto_merge_from(this, &o); }
+  void CopyFrom(const ValueInfoProto& o) { if (!onnxl_cxx_ValueInfoProto_copy_from(this, &o)) throw std::bad_alloc(); }
+  void MergeFrom(const ValueInfoProto& o) { if (!onnxl_cxx_ValueInfoProto_merge_from(this, &o)) throw std::bad_alloc(); }
   void Clear() { onnxl_cxx_ValueInfoProto_clear(this); }
   bool IsInitialized() const { return true; }
   std::size_t ByteSizeLong() const { return onnxl_cxx_ValueInfoProto_byte_size(this); }
@@ -2790,7 +2790,7 @@ class NodeProto final {
  public:
   NodeProto() noexcept { (void)detail::init(); onnxl_cxx_NodeProto_init(this); }
   ~NodeProto() { onnxl_cxx_NodeProto_drop(this); }
-  NodeProto(const NodeProto& o) { (void)detail::init(); onnxl_cxx_NodeProto_init_copy(this, &o); }
+  NodeProto(const NodeProto& o) { (void)detail::init(); if (!onnxl_cxx_NodeProto_init_copy(this, &o)) throw std::bad_alloc(); }
   NodeProto(NodeProto&& o) noexcept { std::memcpy(storage_, o.storage_, sizeof storage_); onnxl_cxx_NodeProto_init(&o); }
   NodeProto& operator=(const NodeProto& o) { CopyFrom(o); return *this; }
   NodeProto& operator=(NodeProto&& o) noexcept { if (this != &o) Swap(&o); return *this; }
@@ -2799,8 +2799,8 @@ class NodeProto final {
   static void* operator new(std::size_t, void* where) noexcept { return where; }
   static void operator delete(void*, void*) noexcept {}
   void Swap(NodeProto* o) noexcept { if (o == this) return; unsigned char t[sizeof storage_]; std::memcpy(t, storage_, sizeof t); std::memcpy(storage_, o->storage_, sizeof t); std::memcpy(o->storage_, t, sizeof t); }
-  void CopyFrom(const NodeProto& o) { onnxl_cxx_NodeProto_copy_from(this, &o); }
-  void MergeFrom(const NodeProto& o) { onnxl_cxx_NodeProto_merge_from(this, &o); }
+  void CopyFrom(const NodeProto& o) { if (!onnxl_cxx_NodeProto_copy_from(this, &o)) throw std::bad_alloc(); }
+  void MergeFrom(const NodeProto& o) { if (!onnxl_cxx_NodeProto_merge_from(this, &o)) throw std::bad_alloc(); }
   void Clear() { onnxl_cxx_NodeProto_clear(this); }
   bool IsInitialized() const { return true; }
   std::size_t ByteSizeLong() const { return onnxl_cxx_NodeProto_byte_size(this); }
@@ -2998,7 +2998,7 @@ class IntIntListEntryProto final {
  public:
   IntIntListEntryProto() noexcept { (void)detail::init(); onnxl_cxx_IntIntListEntryProto_init(this); }
   ~IntIntListEntryProto() { onnxl_cxx_IntIntListEntryProto_drop(this); }
-  IntIntListEntryProto(const IntIntListEntryProto& o) { (void)detail::init(); onnxl_cxx_IntIntListEntryProto_init_copy(this, &o); }
+  IntIntListEntryProto(const IntIntListEntryProto& o) { (void)detail::init(); if (!onnxl_cxx_IntIntListEntryProto_init_copy(this, &o)) throw std::bad_alloc(); }
   IntIntListEntryProto(IntIntListEntryProto&& o) noexcept { std::memcpy(storage_, o.storage_, sizeof storage_); onnxl_cxx_IntIntListEntryProto_init(&o); }
   IntIntListEntryProto& operator=(const IntIntListEntryProto& o) { CopyFrom(o); return *this; }
   IntIntListEntryProto& operator=(IntIntListEntryProto&& o) noexcept { if (this != &o) Swap(&o); return *this; }
@@ -3007,8 +3007,8 @@ class IntIntListEntryProto final {
   static void* operator new(std::size_t, void* where) noexcept { return where; }
   static void operator delete(void*, void*) noexcept {}
   void Swap(IntIntListEntryProto* o) noexcept { if (o == this) return; unsigned char t[sizeof storage_]; std::memcpy(t, storage_, sizeof t); std::memcpy(storage_, o->storage_, sizeof t); std::memcpy(o->storage_, t, sizeof t); }
-  void CopyFrom(const IntIntListEntryProto& o) { onnxl_cxx_IntIntListEntryProto_copy_from(this, &o); }
-  void MergeFrom(const IntIntListEntryProto& o) { onnxl_cxx_IntIntListEntryProto_merge_from(this, &o); }
+  void CopyFrom(const IntIntListEntryProto& o) { if (!onnxl_cxx_IntIntListEntryProto_copy_from(this, &o)) throw std::bad_alloc(); }
+  void MergeFrom(const IntIntListEntryProto& o) { if (!onnxl_cxx_IntIntListEntryProto_merge_from(this, &o)) throw std::bad_alloc(); }
   void Clear() { onnxl_cxx_IntIntListEntryProto_clear(this); }
   bool IsInitialized() const { return true; }
   std::size_t ByteSizeLong() const { return onnxl_cxx_IntIntListEntryProto_byte_size(this); }
@@ -3072,7 +3072,7 @@ class NodeDeviceConfigurationProto final {
  public:
   NodeDeviceConfigurationProto() noexcept { (void)detail::init(); onnxl_cxx_NodeDeviceConfigurationProto_init(this); }
   ~NodeDeviceConfigurationProto() { onnxl_cxx_NodeDeviceConfigurationProto_drop(this); }
-  NodeDeviceConfigurationProto(const NodeDeviceConfigurationProto& o) { (void)detail::init(); onnxl_cxx_NodeDeviceConfigurationProto_init_copy(this, &o); }
+  NodeDeviceConfigurationProto(const NodeDeviceConfigurationProto& o) { (void)detail::init(); if (!onnxl_cxx_NodeDeviceConfigurationProto_init_copy(this, &o)) throw std::bad_alloc(); }
   NodeDeviceConfigurationProto(NodeDeviceConfigurationProto&& o) noexcept { std::memcpy(storage_, o.storage_, sizeof storage_); onnxl_cxx_NodeDeviceConfigurationProto_init(&o); }
   NodeDeviceConfigurationProto& operator=(const NodeDeviceConfigurationProto& o) { CopyFrom(o); return *this; }
   NodeDeviceConfigurationProto& operator=(NodeDeviceConfigurationProto&& o) noexcept { if (this != &o) Swap(&o); return *this; }
@@ -3081,8 +3081,8 @@ class NodeDeviceConfigurationProto final {
   static void* operator new(std::size_t, void* where) noexcept { return where; }
   static void operator delete(void*, void*) noexcept {}
   void Swap(NodeDeviceConfigurationProto* o) noexcept { if (o == this) return; unsigned char t[sizeof storage_]; std::memcpy(t, storage_, sizeof t); std::memcpy(storage_, o->storage_, sizeof t); std::memcpy(o->storage_, t, sizeof t); }
-  void CopyFrom(const NodeDeviceConfigurationProto& o) { onnxl_cxx_NodeDeviceConfigurationProto_copy_from(this, &o); }
-  void MergeFrom(const NodeDeviceConfigurationProto& o) { onnxl_cxx_NodeDeviceConfigurationProto_merge_from(this, &o); }
+  void CopyFrom(const NodeDeviceConfigurationProto& o) { if (!onnxl_cxx_NodeDeviceConfigurationProto_copy_from(this, &o)) throw std::bad_alloc(); }
+  void MergeFrom(const NodeDeviceConfigurationProto& o) { if (!onnxl_cxx_NodeDeviceConfigurationProto_merge_from(this, &o)) throw std::bad_alloc(); }
   void Clear() { onnxl_cxx_NodeDeviceConfigurationProto_clear(this); }
   bool IsInitialized() const { return true; }
   std::size_t ByteSizeLong() const { return onnxl_cxx_NodeDeviceConfigurationProto_byte_size(this); }
@@ -3161,7 +3161,7 @@ class ShardingSpecProto final {
  public:
   ShardingSpecProto() noexcept { (void)detail::init(); onnxl_cxx_ShardingSpecProto_init(this); }
   ~ShardingSpecProto() { onnxl_cxx_ShardingSpecProto_drop(this); }
-  ShardingSpecProto(const ShardingSpecProto& o) { (void)detail::init(); onnxl_cxx_ShardingSpecProto_init_copy(this, &o); }
+  ShardingSpecProto(const ShardingSpecProto& o) { (void)detail::init(); if (!onnxl_cxx_ShardingSpecProto_init_copy(this, &o)) throw std::bad_alloc(); }
   ShardingSpecProto(ShardingSpecProto&& o) noexcept { std::memcpy(storage_, o.storage_, sizeof storage_); onnxl_cxx_ShardingSpecProto_init(&o); }
   ShardingSpecProto& operator=(const ShardingSpecProto& o) { CopyFrom(o); return *this; }
   ShardingSpecProto& operator=(ShardingSpecProto&& o) noexcept { if (this != &o) Swap(&o); return *this; }
@@ -3170,8 +3170,8 @@ class ShardingSpecProto final {
   static void* operator new(std::size_t, void* where) noexcept { return where; }
   static void operator delete(void*, void*) noexcept {}
   void Swap(ShardingSpecProto* o) noexcept { if (o == this) return; unsigned char t[sizeof storage_]; std::memcpy(t, storage_, sizeof t); std::memcpy(storage_, o->storage_, sizeof t); std::memcpy(o->storage_, t, sizeof t); }
-  void CopyFrom(const ShardingSpecProto& o) { onnxl_cxx_ShardingSpecProto_copy_from(this, &o); }
-  void MergeFrom(const ShardingSpecProto& o) { onnxl_cxx_ShardingSpecProto_merge_from(this, &o); }
+  void CopyFrom(const ShardingSpecProto& o) { if (!onnxl_cxx_ShardingSpecProto_copy_from(this, &o)) throw std::bad_alloc(); }
+  void MergeFrom(const ShardingSpecProto& o) { if (!onnxl_cxx_ShardingSpecProto_merge_from(this, &o)) throw std::bad_alloc(); }
   void Clear() { onnxl_cxx_ShardingSpecProto_clear(this); }
   bool IsInitialized() const { return true; }
   std::size_t ByteSizeLong() const { return onnxl_cxx_ShardingSpecProto_byte_size(this); }
@@ -3265,7 +3265,7 @@ class ShardedDimProto final {
  public:
   ShardedDimProto() noexcept { (void)detail::init(); onnxl_cxx_ShardedDimProto_init(this); }
   ~ShardedDimProto() { onnxl_cxx_ShardedDimProto_drop(this); }
-  ShardedDimProto(const ShardedDimProto& o) { (void)detail::init(); onnxl_cxx_ShardedDimProto_init_copy(this, &o); }
+  ShardedDimProto(const ShardedDimProto& o) { (void)detail::init(); if (!onnxl_cxx_ShardedDimProto_init_copy(this, &o)) throw std::bad_alloc(); }
   ShardedDimProto(ShardedDimProto&& o) noexcept { std::memcpy(storage_, o.storage_, sizeof storage_); onnxl_cxx_ShardedDimProto_init(&o); }
   ShardedDimProto& operator=(const ShardedDimProto& o) { CopyFrom(o); return *this; }
   ShardedDimProto& operator=(ShardedDimProto&& o) noexcept { if (this != &o) Swap(&o); return *this; }
@@ -3274,8 +3274,8 @@ class ShardedDimProto final {
   static void* operator new(std::size_t, void* where) noexcept { return where; }
   static void operator delete(void*, void*) noexcept {}
   void Swap(ShardedDimProto* o) noexcept { if (o == this) return; unsigned char t[sizeof storage_]; std::memcpy(t, storage_, sizeof t); std::memcpy(storage_, o->storage_, sizeof t); std::memcpy(o->storage_, t, sizeof t); }
-  void CopyFrom(const ShardedDimProto& o) { onnxl_cxx_ShardedDimProto_copy_from(this, &o); }
-  void MergeFrom(const ShardedDimProto& o) { onnxl_cxx_ShardedDimProto_merge_from(this, &o); }
+  void CopyFrom(const ShardedDimProto& o) { if (!onnxl_cxx_ShardedDimProto_copy_from(this, &o)) throw std::bad_alloc(); }
+  void MergeFrom(const ShardedDimProto& o) { if (!onnxl_cxx_ShardedDimProto_merge_from(this, &o)) throw std::bad_alloc(); }
   void Clear() { onnxl_cxx_ShardedDimProto_clear(this); }
   bool IsInitialized() const { return true; }
   std::size_t ByteSizeLong() const { return onnxl_cxx_ShardedDimProto_byte_size(this); }
@@ -3339,7 +3339,7 @@ class SimpleShardedDimProto final {
  public:
   SimpleShardedDimProto() noexcept { (void)detail::init(); onnxl_cxx_SimpleShardedDimProto_init(this); }
   ~SimpleShardedDimProto() { onnxl_cxx_SimpleShardedDimProto_drop(this); }
-  SimpleShardedDimProto(const SimpleShardedDimProto& o) { (void)detail::init(); onnxl_cxx_SimpleShardedDimProto_init_copy(this, &o); }
+  SimpleShardedDimProto(const SimpleShardedDimProto& o) { (void)detail::init(); if (!onnxl_cxx_SimpleShardedDimProto_init_copy(this, &o)) throw std::bad_alloc(); }
   SimpleShardedDimProto(SimpleShardedDimProto&& o) noexcept { std::memcpy(storage_, o.storage_, sizeof storage_); onnxl_cxx_SimpleShardedDimProto_init(&o); }
   SimpleShardedDimProto& operator=(const SimpleShardedDimProto& o) { CopyFrom(o); return *this; }
   SimpleShardedDimProto& operator=(SimpleShardedDimProto&& o) noexcept { if (this != &o) Swap(&o); return *this; }
@@ -3348,8 +3348,8 @@ class SimpleShardedDimProto final {
   static void* operator new(std::size_t, void* where) noexcept { return where; }
   static void operator delete(void*, void*) noexcept {}
   void Swap(SimpleShardedDimProto* o) noexcept { if (o == this) return; unsigned char t[sizeof storage_]; std::memcpy(t, storage_, sizeof t); std::memcpy(storage_, o->storage_, sizeof t); std::memcpy(o->storage_, t, sizeof t); }
-  void CopyFrom(const SimpleShardedDimProto& o) { onnxl_cxx_SimpleShardedDimProto_copy_from(this, &o); }
-  void MergeFrom(const SimpleShardedDimProto& o) { onnxl_cxx_SimpleShardedDimProto_merge_from(this, &o); }
+  void CopyFrom(const SimpleShardedDimProto& o) { if (!onnxl_cxx_SimpleShardedDimProto_copy_from(this, &o)) throw std::bad_alloc(); }
+  void MergeFrom(const SimpleShardedDimProto& o) { if (!onnxl_cxx_SimpleShardedDimProto_merge_from(this, &o)) throw std::bad_alloc(); }
   void Clear() { onnxl_cxx_SimpleShardedDimProto_clear(this); }
   bool IsInitialized() const { return true; }
   std::size_t ByteSizeLong() const { return onnxl_cxx_SimpleShardedDimProto_byte_size(this); }
@@ -3433,7 +3433,7 @@ class TrainingInfoProto final {
  public:
   TrainingInfoProto() noexcept { (void)detail::init(); onnxl_cxx_TrainingInfoProto_init(this); }
   ~TrainingInfoProto() { onnxl_cxx_TrainingInfoProto_drop(this); }
-  TrainingInfoProto(const TrainingInfoProto& o) { (void)detail::init(); onnxl_cxx_TrainingInfoProto_init_copy(this, &o); }
+  TrainingInfoProto(const TrainingInfoProto& o) { (void)detail::init(); if (!onnxl_cxx_TrainingInfoProto_init_copy(this, &o)) throw std::bad_alloc(); }
   TrainingInfoProto(TrainingInfoProto&& o) noexcept { std::memcpy(storage_, o.storage_, sizeof storage_); onnxl_cxx_TrainingInfoProto_init(&o); }
   TrainingInfoProto& operator=(const TrainingInfoProto& o) { CopyFrom(o); return *this; }
   TrainingInfoProto& operator=(TrainingInfoProto&& o) noexcept { if (this != &o) Swap(&o); return *this; }
@@ -3442,8 +3442,8 @@ class TrainingInfoProto final {
   static void* operator new(std::size_t, void* where) noexcept { return where; }
   static void operator delete(void*, void*) noexcept {}
   void Swap(TrainingInfoProto* o) noexcept { if (o == this) return; unsigned char t[sizeof storage_]; std::memcpy(t, storage_, sizeof t); std::memcpy(storage_, o->storage_, sizeof t); std::memcpy(o->storage_, t, sizeof t); }
-  void CopyFrom(const TrainingInfoProto& o) { onnxl_cxx_TrainingInfoProto_copy_from(this, &o); }
-  void MergeFrom(const TrainingInfoProto& o) { onnxl_cxx_TrainingInfoProto_merge_from(this, &o); }
+  void CopyFrom(const TrainingInfoProto& o) { if (!onnxl_cxx_TrainingInfoProto_copy_from(this, &o)) throw std::bad_alloc(); }
+  void MergeFrom(const TrainingInfoProto& o) { if (!onnxl_cxx_TrainingInfoProto_merge_from(this, &o)) throw std::bad_alloc(); }
   void Clear() { onnxl_cxx_TrainingInfoProto_clear(this); }
   bool IsInitialized() const { return true; }
   std::size_t ByteSizeLong() const { return onnxl_cxx_TrainingInfoProto_byte_size(this); }
@@ -3535,7 +3535,7 @@ class ModelProto final {
  public:
   ModelProto() noexcept { (void)detail::init(); onnxl_cxx_ModelProto_init(this); }
   ~ModelProto() { onnxl_cxx_ModelProto_drop(this); }
-  ModelProto(const ModelProto& o) { (void)detail::init(); onnxl_cxx_ModelProto_init_copy(this, &o); }
+  ModelProto(const ModelProto& o) { (void)detail::init(); if (!onnxl_cxx_ModelProto_init_copy(this, &o)) throw std::bad_alloc(); }
   ModelProto(ModelProto&& o) noexcept { std::memcpy(storage_, o.storage_, sizeof storage_); onnxl_cxx_ModelProto_init(&o); }
   ModelProto& operator=(const ModelProto& o) { CopyFrom(o); return *this; }
   ModelProto& operator=(ModelProto&& o) noexcept { if (this != &o) Swap(&o); return *this; }
@@ -3544,8 +3544,8 @@ class ModelProto final {
   static void* operator new(std::size_t, void* where) noexcept { return where; }
   static void operator delete(void*, void*) noexcept {}
   void Swap(ModelProto* o) noexcept { if (o == this) return; unsigned char t[sizeof storage_]; std::memcpy(t, storage_, sizeof t); std::memcpy(storage_, o->storage_, sizeof t); std::memcpy(o->storage_, t, sizeof t); }
-  void CopyFrom(const ModelProto& o) { onnxl_cxx_ModelProto_copy_from(this, &o); }
-  void MergeFrom(const ModelProto& o) { onnxl_cxx_ModelProto_merge_from(this, &o); }
+  void CopyFrom(const ModelProto& o) { if (!onnxl_cxx_ModelProto_copy_from(this, &o)) throw std::bad_alloc(); }
+  void MergeFrom(const ModelProto& o) { if (!onnxl_cxx_ModelProto_merge_from(this, &o)) throw std::bad_alloc(); }
   void Clear() { onnxl_cxx_ModelProto_clear(this); }
   bool IsInitialized() const { return true; }
   std::size_t ByteSizeLong() const { return onnxl_cxx_ModelProto_byte_size(this); }
@@ -3732,7 +3732,7 @@ class DeviceConfigurationProto final {
  public:
   DeviceConfigurationProto() noexcept { (void)detail::init(); onnxl_cxx_DeviceConfigurationProto_init(this); }
   ~DeviceConfigurationProto() { onnxl_cxx_DeviceConfigurationProto_drop(this); }
-  DeviceConfigurationProto(const DeviceConfigurationProto& o) { (void)detail::init(); onnxl_cxx_DeviceConfigurationProto_init_copy(this, &o); }
+  DeviceConfigurationProto(const DeviceConfigurationProto& o) { (void)detail::init(); if (!onnxl_cxx_DeviceConfigurationProto_init_copy(this, &o)) throw std::bad_alloc(); }
   DeviceConfigurationProto(DeviceConfigurationProto&& o) noexcept { std::memcpy(storage_, o.storage_, sizeof storage_); onnxl_cxx_DeviceConfigurationProto_init(&o); }
   DeviceConfigurationProto& operator=(const DeviceConfigurationProto& o) { CopyFrom(o); return *this; }
   DeviceConfigurationProto& operator=(DeviceConfigurationProto&& o) noexcept { if (this != &o) Swap(&o); return *this; }
@@ -3741,8 +3741,8 @@ class DeviceConfigurationProto final {
   static void* operator new(std::size_t, void* where) noexcept { return where; }
   static void operator delete(void*, void*) noexcept {}
   void Swap(DeviceConfigurationProto* o) noexcept { if (o == this) return; unsigned char t[sizeof storage_]; std::memcpy(t, storage_, sizeof t); std::memcpy(storage_, o->storage_, sizeof t); std::memcpy(o->storage_, t, sizeof t); }
-  void CopyFrom(const DeviceConfigurationProto& o) { onnxl_cxx_DeviceConfigurationProto_copy_from(this, &o); }
-  void MergeFrom(const DeviceConfigurationProto& o) { onnxl_cxx_DeviceConfigurationProto_merge_from(this, &o); }
+  void CopyFrom(const DeviceConfigurationProto& o) { if (!onnxl_cxx_DeviceConfigurationProto_copy_from(this, &o)) throw std::bad_alloc(); }
+  void MergeFrom(const DeviceConfigurationProto& o) { if (!onnxl_cxx_DeviceConfigurationProto_merge_from(this, &o)) throw std::bad_alloc(); }
   void Clear() { onnxl_cxx_DeviceConfigurationProto_clear(this); }
   bool IsInitialized() const { return true; }
   std::size_t ByteSizeLong() const { return onnxl_cxx_DeviceConfigurationProto_byte_size(this); }
@@ -3831,7 +3831,7 @@ class StringStringEntryProto final {
  public:
   StringStringEntryProto() noexcept { (void)detail::init(); onnxl_cxx_StringStringEntryProto_init(this); }
   ~StringStringEntryProto() { onnxl_cxx_StringStringEntryProto_drop(this); }
-  StringStringEntryProto(const StringStringEntryProto& o) { (void)detail::init(); onnxl_cxx_StringStringEntryProto_init_copy(this, &o); }
+  StringStringEntryProto(const StringStringEntryProto& o) { (void)detail::init(); if (!onnxl_cxx_StringStringEntryProto_init_copy(this, &o)) throw std::bad_alloc(); }
   StringStringEntryProto(StringStringEntryProto&& o) noexcept { std::memcpy(storage_, o.storage_, sizeof storage_); onnxl_cxx_StringStringEntryProto_init(&o); }
   StringStringEntryProto& operator=(const StringStringEntryProto& o) { CopyFrom(o); return *this; }
   StringStringEntryProto& operator=(StringStringEntryProto&& o) noexcept { if (this != &o) Swap(&o); return *this; }
@@ -3840,8 +3840,8 @@ class StringStringEntryProto final {
   static void* operator new(std::size_t, void* where) noexcept { return where; }
   static void operator delete(void*, void*) noexcept {}
   void Swap(StringStringEntryProto* o) noexcept { if (o == this) return; unsigned char t[sizeof storage_]; std::memcpy(t, storage_, sizeof t); std::memcpy(storage_, o->storage_, sizeof t); std::memcpy(o->storage_, t, sizeof t); }
-  void CopyFrom(const StringStringEntryProto& o) { onnxl_cxx_StringStringEntryProto_copy_from(this, &o); }
-  void MergeFrom(const StringStringEntryProto& o) { onnxl_cxx_StringStringEntryProto_merge_from(this, &o); }
+  void CopyFrom(const StringStringEntryProto& o) { if (!onnxl_cxx_StringStringEntryProto_copy_from(this, &o)) throw std::bad_alloc(); }
+  void MergeFrom(const StringStringEntryProto& o) { if (!onnxl_cxx_StringStringEntryProto_merge_from(this, &o)) throw std::bad_alloc(); }
   void Clear() { onnxl_cxx_StringStringEntryProto_clear(this); }
   bool IsInitialized() const { return true; }
   std::size_t ByteSizeLong() const { return onnxl_cxx_StringStringEntryProto_byte_size(this); }
@@ -3917,7 +3917,7 @@ class TensorAnnotation final {
  public:
   TensorAnnotation() noexcept { (void)detail::init(); onnxl_cxx_TensorAnnotation_init(this); }
   ~TensorAnnotation() { onnxl_cxx_TensorAnnotation_drop(this); }
-  TensorAnnotation(const TensorAnnotation& o) { (void)detail::init(); onnxl_cxx_TensorAnnotation_init_copy(this, &o); }
+  TensorAnnotation(const TensorAnnotation& o) { (void)detail::init(); if (!onnxl_cxx_TensorAnnotation_init_copy(this, &o)) throw std::bad_alloc(); }
   TensorAnnotation(TensorAnnotation&& o) noexcept { std::memcpy(storage_, o.storage_, sizeof storage_); onnxl_cxx_TensorAnnotation_init(&o); }
   TensorAnnotation& operator=(const TensorAnnotation& o) { CopyFrom(o); return *this; }
   TensorAnnotation& operator=(TensorAnnotation&& o) noexcept { if (this != &o) Swap(&o); return *this; }
@@ -3926,8 +3926,8 @@ class TensorAnnotation final {
   static void* operator new(std::size_t, void* where) noexcept { return where; }
   static void operator delete(void*, void*) noexcept {}
   void Swap(TensorAnnotation* o) noexcept { if (o == this) return; unsigned char t[sizeof storage_]; std::memcpy(t, storage_, sizeof t); std::memcpy(storage_, o->storage_, sizeof t); std::memcpy(o->storage_, t, sizeof t); }
-  void CopyFrom(const TensorAnnotation& o) { onnxl_cxx_TensorAnnotation_copy_from(this, &o); }
-  void MergeFrom(const TensorAnnotation& o) { onnxl_cxx_TensorAnnotation_merge_from(this, &o); }
+  void CopyFrom(const TensorAnnotation& o) { if (!onnxl_cxx_TensorAnnotation_copy_from(this, &o)) throw std::bad_alloc(); }
+  void MergeFrom(const TensorAnnotation& o) { if (!onnxl_cxx_TensorAnnotation_merge_from(this, &o)) throw std::bad_alloc(); }
   void Clear() { onnxl_cxx_TensorAnnotation_clear(this); }
   bool IsInitialized() const { return true; }
   std::size_t ByteSizeLong() const { return onnxl_cxx_TensorAnnotation_byte_size(this); }
@@ -3999,7 +3999,7 @@ class GraphProto final {
  public:
   GraphProto() noexcept { (void)detail::init(); onnxl_cxx_GraphProto_init(this); }
   ~GraphProto() { onnxl_cxx_GraphProto_drop(this); }
-  GraphProto(const GraphProto& o) { (void)detail::init(); onnxl_cxx_GraphProto_init_copy(this, &o); }
+  GraphProto(const GraphProto& o) { (void)detail::init(); if (!onnxl_cxx_GraphProto_init_copy(this, &o)) throw std::bad_alloc(); }
   GraphProto(GraphProto&& o) noexcept { std::memcpy(storage_, o.storage_, sizeof storage_); onnxl_cxx_GraphProto_init(&o); }
   GraphProto& operator=(const GraphProto& o) { CopyFrom(o); return *this; }
   GraphProto& operator=(GraphProto&& o) noexcept { if (this != &o) Swap(&o); return *this; }
@@ -4008,8 +4008,8 @@ class GraphProto final {
   static void* operator new(std::size_t, void* where) noexcept { return where; }
   static void operator delete(void*, void*) noexcept {}
   void Swap(GraphProto* o) noexcept { if (o == this) return; unsigned char t[sizeof storage_]; std::memcpy(t, storage_, sizeof t); std::memcpy(storage_, o->storage_, sizeof t); std::memcpy(o->storage_, t, sizeof t); }
-  void CopyFrom(const GraphProto& o) { onnxl_cxx_GraphProto_copy_from(this, &o); }
-  void MergeFrom(const GraphProto& o) { onnxl_cxx_GraphProto_merge_from(this, &o); }
+  void CopyFrom(const GraphProto& o) { if (!onnxl_cxx_GraphProto_copy_from(this, &o)) throw std::bad_alloc(); }
+  void MergeFrom(const GraphProto& o) { if (!onnxl_cxx_GraphProto_merge_from(this, &o)) throw std::bad_alloc(); }
   void Clear() { onnxl_cxx_GraphProto_clear(this); }
   bool IsInitialized() const { return true; }
   std::size_t ByteSizeLong() const { return onnxl_cxx_GraphProto_byte_size(this); }
@@ -4219,7 +4219,7 @@ class TensorProto final {
   static inline bool DataType_Parse(const std::string& name, DataType* value) { return TensorProto_DataType_Parse(name, value); }
   TensorProto() noexcept { (void)detail::init(); onnxl_cxx_TensorProto_init(this); }
   ~TensorProto() { onnxl_cxx_TensorProto_drop(this); }
-  TensorProto(const TensorProto& o) { (void)detail::init(); onnxl_cxx_TensorProto_init_copy(this, &o); }
+  TensorProto(const TensorProto& o) { (void)detail::init(); if (!onnxl_cxx_TensorProto_init_copy(this, &o)) throw std::bad_alloc(); }
   TensorProto(TensorProto&& o) noexcept { std::memcpy(storage_, o.storage_, sizeof storage_); onnxl_cxx_TensorProto_init(&o); }
   TensorProto& operator=(const TensorProto& o) { CopyFrom(o); return *this; }
   TensorProto& operator=(TensorProto&& o) noexcept { if (this != &o) Swap(&o); return *this; }
@@ -4228,8 +4228,8 @@ class TensorProto final {
   static void* operator new(std::size_t, void* where) noexcept { return where; }
   static void operator delete(void*, void*) noexcept {}
   void Swap(TensorProto* o) noexcept { if (o == this) return; unsigned char t[sizeof storage_]; std::memcpy(t, storage_, sizeof t); std::memcpy(storage_, o->storage_, sizeof t); std::memcpy(o->storage_, t, sizeof t); }
-  void CopyFrom(const TensorProto& o) { onnxl_cxx_TensorProto_copy_from(this, &o); }
-  void MergeFrom(const TensorProto& o) { onnxl_cxx_TensorProto_merge_from(this, &o); }
+  void CopyFrom(const TensorProto& o) { if (!onnxl_cxx_TensorProto_copy_from(this, &o)) throw std::bad_alloc(); }
+  void MergeFrom(const TensorProto& o) { if (!onnxl_cxx_TensorProto_merge_from(this, &o)) throw std::bad_alloc(); }
   void Clear() { onnxl_cxx_TensorProto_clear(this); }
   bool IsInitialized() const { return true; }
   std::size_t ByteSizeLong() const { return onnxl_cxx_TensorProto_byte_size(this); }
@@ -4464,7 +4464,7 @@ class TensorProto_Segment final {
  public:
   TensorProto_Segment() noexcept { (void)detail::init(); onnxl_cxx_TensorProto_Segment_init(this); }
   ~TensorProto_Segment() { onnxl_cxx_TensorProto_Segment_drop(this); }
-  TensorProto_Segment(const TensorProto_Segment& o) { (void)detail::init(); onnxl_cxx_TensorProto_Segment_init_copy(this, &o); }
+  TensorProto_Segment(const TensorProto_Segment& o) { (void)detail::init(); if (!onnxl_cxx_TensorProto_Segment_init_copy(this, &o)) throw std::bad_alloc(); }
   TensorProto_Segment(TensorProto_Segment&& o) noexcept { std::memcpy(storage_, o.storage_, sizeof storage_); onnxl_cxx_TensorProto_Segment_init(&o); }
   TensorProto_Segment& operator=(const TensorProto_Segment& o) { CopyFrom(o); return *this; }
   TensorProto_Segment& operator=(TensorProto_Segment&& o) noexcept { if (this != &o) Swap(&o); return *this; }
@@ -4473,8 +4473,8 @@ class TensorProto_Segment final {
   static void* operator new(std::size_t, void* where) noexcept { return where; }
   static void operator delete(void*, void*) noexcept {}
   void Swap(TensorProto_Segment* o) noexcept { if (o == this) return; unsigned char t[sizeof storage_]; std::memcpy(t, storage_, sizeof t); std::memcpy(storage_, o->storage_, sizeof t); std::memcpy(o->storage_, t, sizeof t); }
-  void CopyFrom(const TensorProto_Segment& o) { onnxl_cxx_TensorProto_Segment_copy_from(this, &o); }
-  void MergeFrom(const TensorProto_Segment& o) { onnxl_cxx_TensorProto_Segment_merge_from(this, &o); }
+  void CopyFrom(const TensorProto_Segment& o) { if (!onnxl_cxx_TensorProto_Segment_copy_from(this, &o)) throw std::bad_alloc(); }
+  void MergeFrom(const TensorProto_Segment& o) { if (!onnxl_cxx_TensorProto_Segment_merge_from(this, &o)) throw std::bad_alloc(); }
   void Clear() { onnxl_cxx_TensorProto_Segment_clear(this); }
   bool IsInitialized() const { return true; }
   std::size_t ByteSizeLong() const { return onnxl_cxx_TensorProto_Segment_byte_size(this); }
@@ -4534,7 +4534,7 @@ class SparseTensorProto final {
  public:
   SparseTensorProto() noexcept { (void)detail::init(); onnxl_cxx_SparseTensorProto_init(this); }
   ~SparseTensorProto() { onnxl_cxx_SparseTensorProto_drop(this); }
-  SparseTensorProto(const SparseTensorProto& o) { (void)detail::init(); onnxl_cxx_SparseTensorProto_init_copy(this, &o); }
+  SparseTensorProto(const SparseTensorProto& o) { (void)detail::init(); if (!onnxl_cxx_SparseTensorProto_init_copy(this, &o)) throw std::bad_alloc(); }
   SparseTensorProto(SparseTensorProto&& o) noexcept { std::memcpy(storage_, o.storage_, sizeof storage_); onnxl_cxx_SparseTensorProto_init(&o); }
   SparseTensorProto& operator=(const SparseTensorProto& o) { CopyFrom(o); return *this; }
   SparseTensorProto& operator=(SparseTensorProto&& o) noexcept { if (this != &o) Swap(&o); return *this; }
@@ -4543,8 +4543,8 @@ class SparseTensorProto final {
   static void* operator new(std::size_t, void* where) noexcept { return where; }
   static void operator delete(void*, void*) noexcept {}
   void Swap(SparseTensorProto* o) noexcept { if (o == this) return; unsigned char t[sizeof storage_]; std::memcpy(t, storage_, sizeof t); std::memcpy(storage_, o->storage_, sizeof t); std::memcpy(o->storage_, t, sizeof t); }
-  void CopyFrom(const SparseTensorProto& o) { onnxl_cxx_SparseTensorProto_copy_from(this, &o); }
-  void MergeFrom(const SparseTensorProto& o) { onnxl_cxx_SparseTensorProto_merge_from(this, &o); }
+  void CopyFrom(const SparseTensorProto& o) { if (!onnxl_cxx_SparseTensorProto_copy_from(this, &o)) throw std::bad_alloc(); }
+  void MergeFrom(const SparseTensorProto& o) { if (!onnxl_cxx_SparseTensorProto_merge_from(this, &o)) throw std::bad_alloc(); }
   void Clear() { onnxl_cxx_SparseTensorProto_clear(this); }
   bool IsInitialized() const { return true; }
   std::size_t ByteSizeLong() const { return onnxl_cxx_SparseTensorProto_byte_size(this); }
@@ -4626,7 +4626,7 @@ class TensorShapeProto final {
   typedef TensorShapeProto_Dimension Dimension;
   TensorShapeProto() noexcept { (void)detail::init(); onnxl_cxx_TensorShapeProto_init(this); }
   ~TensorShapeProto() { onnxl_cxx_TensorShapeProto_drop(this); }
-  TensorShapeProto(const TensorShapeProto& o) { (void)detail::init(); onnxl_cxx_TensorShapeProto_init_copy(this, &o); }
+  TensorShapeProto(const TensorShapeProto& o) { (void)detail::init(); if (!onnxl_cxx_TensorShapeProto_init_copy(this, &o)) throw std::bad_alloc(); }
   TensorShapeProto(TensorShapeProto&& o) noexcept { std::memcpy(storage_, o.storage_, sizeof storage_); onnxl_cxx_TensorShapeProto_init(&o); }
   TensorShapeProto& operator=(const TensorShapeProto& o) { CopyFrom(o); return *this; }
   TensorShapeProto& operator=(TensorShapeProto&& o) noexcept { if (this != &o) Swap(&o); return *this; }
@@ -4635,8 +4635,8 @@ class TensorShapeProto final {
   static void* operator new(std::size_t, void* where) noexcept { return where; }
   static void operator delete(void*, void*) noexcept {}
   void Swap(TensorShapeProto* o) noexcept { if (o == this) return; unsigned char t[sizeof storage_]; std::memcpy(t, storage_, sizeof t); std::memcpy(storage_, o->storage_, sizeof t); std::memcpy(o->storage_, t, sizeof t); }
-  void CopyFrom(const TensorShapeProto& o) { onnxl_cxx_TensorShapeProto_copy_from(this, &o); }
-  void MergeFrom(const TensorShapeProto& o) { onnxl_cxx_TensorShapeProto_merge_from(this, &o); }
+  void CopyFrom(const TensorShapeProto& o) { if (!onnxl_cxx_TensorShapeProto_copy_from(this, &o)) throw std::bad_alloc(); }
+  void MergeFrom(const TensorShapeProto& o) { if (!onnxl_cxx_TensorShapeProto_merge_from(this, &o)) throw std::bad_alloc(); }
   void Clear() { onnxl_cxx_TensorShapeProto_clear(this); }
   bool IsInitialized() const { return true; }
   std::size_t ByteSizeLong() const { return onnxl_cxx_TensorShapeProto_byte_size(this); }
@@ -4693,7 +4693,7 @@ class TensorShapeProto_Dimension final {
  public:
   TensorShapeProto_Dimension() noexcept { (void)detail::init(); onnxl_cxx_TensorShapeProto_Dimension_init(this); }
   ~TensorShapeProto_Dimension() { onnxl_cxx_TensorShapeProto_Dimension_drop(this); }
-  TensorShapeProto_Dimension(const TensorShapeProto_Dimension& o) { (void)detail::init(); onnxl_cxx_TensorShapeProto_Dimension_init_copy(this, &o); }
+  TensorShapeProto_Dimension(const TensorShapeProto_Dimension& o) { (void)detail::init(); if (!onnxl_cxx_TensorShapeProto_Dimension_init_copy(this, &o)) throw std::bad_alloc(); }
   TensorShapeProto_Dimension(TensorShapeProto_Dimension&& o) noexcept { std::memcpy(storage_, o.storage_, sizeof storage_); onnxl_cxx_TensorShapeProto_Dimension_init(&o); }
   TensorShapeProto_Dimension& operator=(const TensorShapeProto_Dimension& o) { CopyFrom(o); return *this; }
   TensorShapeProto_Dimension& operator=(TensorShapeProto_Dimension&& o) noexcept { if (this != &o) Swap(&o); return *this; }
@@ -4702,8 +4702,8 @@ class TensorShapeProto_Dimension final {
   static void* operator new(std::size_t, void* where) noexcept { return where; }
   static void operator delete(void*, void*) noexcept {}
   void Swap(TensorShapeProto_Dimension* o) noexcept { if (o == this) return; unsigned char t[sizeof storage_]; std::memcpy(t, storage_, sizeof t); std::memcpy(storage_, o->storage_, sizeof t); std::memcpy(o->storage_, t, sizeof t); }
-  void CopyFrom(const TensorShapeProto_Dimension& o) { onnxl_cxx_TensorShapeProto_Dimension_copy_from(this, &o); }
-  void MergeFrom(const TensorShapeProto_Dimension& o) { onnxl_cxx_TensorShapeProto_Dimension_merge_from(this, &o); }
+  void CopyFrom(const TensorShapeProto_Dimension& o) { if (!onnxl_cxx_TensorShapeProto_Dimension_copy_from(this, &o)) throw std::bad_alloc(); }
+  void MergeFrom(const TensorShapeProto_Dimension& o) { if (!onnxl_cxx_TensorShapeProto_Dimension_merge_from(this, &o)) throw std::bad_alloc(); }
   void Clear() { onnxl_cxx_TensorShapeProto_Dimension_clear(this); }
   bool IsInitialized() const { return true; }
   std::size_t ByteSizeLong() const { return onnxl_cxx_TensorShapeProto_Dimension_byte_size(this); }
@@ -4803,7 +4803,7 @@ class TypeProto final {
   typedef TypeProto_Opaque Opaque;
   TypeProto() noexcept { (void)detail::init(); onnxl_cxx_TypeProto_init(this); }
   ~TypeProto() { onnxl_cxx_TypeProto_drop(this); }
-  TypeProto(const TypeProto& o) { (void)detail::init(); onnxl_cxx_TypeProto_init_copy(this, &o); }
+  TypeProto(const TypeProto& o) { (void)detail::init(); if (!onnxl_cxx_TypeProto_init_copy(this, &o)) throw std::bad_alloc(); }
   TypeProto(TypeProto&& o) noexcept { std::memcpy(storage_, o.storage_, sizeof storage_); onnxl_cxx_TypeProto_init(&o); }
   TypeProto& operator=(const TypeProto& o) { CopyFrom(o); return *this; }
   TypeProto& operator=(TypeProto&& o) noexcept { if (this != &o) Swap(&o); return *this; }
@@ -4812,8 +4812,8 @@ class TypeProto final {
   static void* operator new(std::size_t, void* where) noexcept { return where; }
   static void operator delete(void*, void*) noexcept {}
   void Swap(TypeProto* o) noexcept { if (o == this) return; unsigned char t[sizeof storage_]; std::memcpy(t, storage_, sizeof t); std::memcpy(storage_, o->storage_, sizeof t); std::memcpy(o->storage_, t, sizeof t); }
-  void CopyFrom(const TypeProto& o) { onnxl_cxx_TypeProto_copy_from(this, &o); }
-  void MergeFrom(const TypeProto& o) { onnxl_cxx_TypeProto_merge_from(this, &o); }
+  void CopyFrom(const TypeProto& o) { if (!onnxl_cxx_TypeProto_copy_from(this, &o)) throw std::bad_alloc(); }
+  void MergeFrom(const TypeProto& o) { if (!onnxl_cxx_TypeProto_merge_from(this, &o)) throw std::bad_alloc(); }
   void Clear() { onnxl_cxx_TypeProto_clear(this); }
   bool IsInitialized() const { return true; }
   std::size_t ByteSizeLong() const { return onnxl_cxx_TypeProto_byte_size(this); }
@@ -4961,7 +4961,7 @@ class TypeProto_Tensor final {
  public:
   TypeProto_Tensor() noexcept { (void)detail::init(); onnxl_cxx_TypeProto_Tensor_init(this); }
   ~TypeProto_Tensor() { onnxl_cxx_TypeProto_Tensor_drop(this); }
-  TypeProto_Tensor(const TypeProto_Tensor& o) { (void)detail::init(); onnxl_cxx_TypeProto_Tensor_init_copy(this, &o); }
+  TypeProto_Tensor(const TypeProto_Tensor& o) { (void)detail::init(); if (!onnxl_cxx_TypeProto_Tensor_init_copy(this, &o)) throw std::bad_alloc(); }
   TypeProto_Tensor(TypeProto_Tensor&& o) noexcept { std::memcpy(storage_, o.storage_, sizeof storage_); onnxl_cxx_TypeProto_Tensor_init(&o); }
   TypeProto_Tensor& operator=(const TypeProto_Tensor& o) { CopyFrom(o); return *this; }
   TypeProto_Tensor& operator=(TypeProto_Tensor&& o) noexcept { if (this != &o) Swap(&o); return *this; }
@@ -4970,8 +4970,8 @@ class TypeProto_Tensor final {
   static void* operator new(std::size_t, void* where) noexcept { return where; }
   static void operator delete(void*, void*) noexcept {}
   void Swap(TypeProto_Tensor* o) noexcept { if (o == this) return; unsigned char t[sizeof storage_]; std::memcpy(t, storage_, sizeof t); std::memcpy(storage_, o->storage_, sizeof t); std::memcpy(o->storage_, t, sizeof t); }
-  void CopyFrom(const TypeProto_Tensor& o) { onnxl_cxx_TypeProto_Tensor_copy_from(this, &o); }
-  void MergeFrom(const TypeProto_Tensor& o) { onnxl_cxx_TypeProto_Tensor_merge_from(this, &o); }
+  void CopyFrom(const TypeProto_Tensor& o) { if (!onnxl_cxx_TypeProto_Tensor_copy_from(this, &o)) throw std::bad_alloc(); }
+  void MergeFrom(const TypeProto_Tensor& o) { if (!onnxl_cxx_TypeProto_Tensor_merge_from(this, &o)) throw std::bad_alloc(); }
   void Clear() { onnxl_cxx_TypeProto_Tensor_clear(this); }
   bool IsInitialized() const { return true; }
   std::size_t ByteSizeLong() const { return onnxl_cxx_TypeProto_Tensor_byte_size(this); }
@@ -5036,7 +5036,7 @@ class TypeProto_Sequence final {
  public:
   TypeProto_Sequence() noexcept { (void)detail::init(); onnxl_cxx_TypeProto_Sequence_init(this); }
   ~TypeProto_Sequence() { onnxl_cxx_TypeProto_Sequence_drop(this); }
-  TypeProto_Sequence(const TypeProto_Sequence& o) { (void)detail::init(); onnxl_cxx_TypeProto_Sequence_init_copy(this, &o); }
+  TypeProto_Sequence(const TypeProto_Sequence& o) { (void)detail::init(); if (!onnxl_cxx_TypeProto_Sequence_init_copy(this, &o)) throw std::bad_alloc(); }
   TypeProto_Sequence(TypeProto_Sequence&& o) noexcept { std::memcpy(storage_, o.storage_, sizeof storage_); onnxl_cxx_TypeProto_Sequence_init(&o); }
   TypeProto_Sequence& operator=(const TypeProto_Sequence& o) { CopyFrom(o); return *this; }
   TypeProto_Sequence& operator=(TypeProto_Sequence&& o) noexcept { if (this != &o) Swap(&o); return *this; }
@@ -5045,8 +5045,8 @@ class TypeProto_Sequence final {
   static void* operator new(std::size_t, void* where) noexcept { return where; }
   static void operator delete(void*, void*) noexcept {}
   void Swap(TypeProto_Sequence* o) noexcept { if (o == this) return; unsigned char t[sizeof storage_]; std::memcpy(t, storage_, sizeof t); std::memcpy(storage_, o->storage_, sizeof t); std::memcpy(o->storage_, t, sizeof t); }
-  void CopyFrom(const TypeProto_Sequence& o) { onnxl_cxx_TypeProto_Sequence_copy_from(this, &o); }
-  void MergeFrom(const TypeProto_Sequence& o) { onnxl_cxx_TypeProto_Sequence_merge_from(this, &o); }
+  void CopyFrom(const TypeProto_Sequence& o) { if (!onnxl_cxx_TypeProto_Sequence_copy_from(this, &o)) throw std::bad_alloc(); }
+  void MergeFrom(const TypeProto_Sequence& o) { if (!onnxl_cxx_TypeProto_Sequence_merge_from(this, &o)) throw std::bad_alloc(); }
   void Clear() { onnxl_cxx_TypeProto_Sequence_clear(this); }
   bool IsInitialized() const { return true; }
   std::size_t ByteSizeLong() const { return onnxl_cxx_TypeProto_Sequence_byte_size(this); }
@@ -5104,7 +5104,7 @@ class TypeProto_Map final {
  public:
   TypeProto_Map() noexcept { (void)detail::init(); onnxl_cxx_TypeProto_Map_init(this); }
   ~TypeProto_Map() { onnxl_cxx_TypeProto_Map_drop(this); }
-  TypeProto_Map(const TypeProto_Map& o) { (void)detail::init(); onnxl_cxx_TypeProto_Map_init_copy(this, &o); }
+  TypeProto_Map(const TypeProto_Map& o) { (void)detail::init(); if (!onnxl_cxx_TypeProto_Map_init_copy(this, &o)) throw std::bad_alloc(); }
   TypeProto_Map(TypeProto_Map&& o) noexcept { std::memcpy(storage_, o.storage_, sizeof storage_); onnxl_cxx_TypeProto_Map_init(&o); }
   TypeProto_Map& operator=(const TypeProto_Map& o) { CopyFrom(o); return *this; }
   TypeProto_Map& operator=(TypeProto_Map&& o) noexcept { if (this != &o) Swap(&o); return *this; }
@@ -5113,8 +5113,8 @@ class TypeProto_Map final {
   static void* operator new(std::size_t, void* where) noexcept { return where; }
   static void operator delete(void*, void*) noexcept {}
   void Swap(TypeProto_Map* o) noexcept { if (o == this) return; unsigned char t[sizeof storage_]; std::memcpy(t, storage_, sizeof t); std::memcpy(storage_, o->storage_, sizeof t); std::memcpy(o->storage_, t, sizeof t); }
-  void CopyFrom(const TypeProto_Map& o) { onnxl_cxx_TypeProto_Map_copy_from(this, &o); }
-  void MergeFrom(const TypeProto_Map& o) { onnxl_cxx_TypeProto_Map_merge_from(this, &o); }
+  void CopyFrom(const TypeProto_Map& o) { if (!onnxl_cxx_TypeProto_Map_copy_from(this, &o)) throw std::bad_alloc(); }
+  void MergeFrom(const TypeProto_Map& o) { if (!onnxl_cxx_TypeProto_Map_merge_from(this, &o)) throw std::bad_alloc(); }
   void Clear() { onnxl_cxx_TypeProto_Map_clear(this); }
   bool IsInitialized() const { return true; }
   std::size_t ByteSizeLong() const { return onnxl_cxx_TypeProto_Map_byte_size(this); }
@@ -5179,7 +5179,7 @@ class TypeProto_Optional final {
  public:
   TypeProto_Optional() noexcept { (void)detail::init(); onnxl_cxx_TypeProto_Optional_init(this); }
   ~TypeProto_Optional() { onnxl_cxx_TypeProto_Optional_drop(this); }
-  TypeProto_Optional(const TypeProto_Optional& o) { (void)detail::init(); onnxl_cxx_TypeProto_Optional_init_copy(this, &o); }
+  TypeProto_Optional(const TypeProto_Optional& o) { (void)detail::init(); if (!onnxl_cxx_TypeProto_Optional_init_copy(this, &o)) throw std::bad_alloc(); }
   TypeProto_Optional(TypeProto_Optional&& o) noexcept { std::memcpy(storage_, o.storage_, sizeof storage_); onnxl_cxx_TypeProto_Optional_init(&o); }
   TypeProto_Optional& operator=(const TypeProto_Optional& o) { CopyFrom(o); return *this; }
   TypeProto_Optional& operator=(TypeProto_Optional&& o) noexcept { if (this != &o) Swap(&o); return *this; }
@@ -5188,8 +5188,8 @@ class TypeProto_Optional final {
   static void* operator new(std::size_t, void* where) noexcept { return where; }
   static void operator delete(void*, void*) noexcept {}
   void Swap(TypeProto_Optional* o) noexcept { if (o == this) return; unsigned char t[sizeof storage_]; std::memcpy(t, storage_, sizeof t); std::memcpy(storage_, o->storage_, sizeof t); std::memcpy(o->storage_, t, sizeof t); }
-  void CopyFrom(const TypeProto_Optional& o) { onnxl_cxx_TypeProto_Optional_copy_from(this, &o); }
-  void MergeFrom(const TypeProto_Optional& o) { onnxl_cxx_TypeProto_Optional_merge_from(this, &o); }
+  void CopyFrom(const TypeProto_Optional& o) { if (!onnxl_cxx_TypeProto_Optional_copy_from(this, &o)) throw std::bad_alloc(); }
+  void MergeFrom(const TypeProto_Optional& o) { if (!onnxl_cxx_TypeProto_Optional_merge_from(this, &o)) throw std::bad_alloc(); }
   void Clear() { onnxl_cxx_TypeProto_Optional_clear(this); }
   bool IsInitialized() const { return true; }
   std::size_t ByteSizeLong() const { return onnxl_cxx_TypeProto_Optional_byte_size(this); }
@@ -5247,7 +5247,7 @@ class TypeProto_SparseTensor final {
  public:
   TypeProto_SparseTensor() noexcept { (void)detail::init(); onnxl_cxx_TypeProto_SparseTensor_init(this); }
   ~TypeProto_SparseTensor() { onnxl_cxx_TypeProto_SparseTensor_drop(this); }
-  TypeProto_SparseTensor(const TypeProto_SparseTensor& o) { (void)detail::init(); onnxl_cxx_TypeProto_SparseTensor_init_copy(this, &o); }
+  TypeProto_SparseTensor(const TypeProto_SparseTensor& o) { (void)detail::init(); if (!onnxl_cxx_TypeProto_SparseTensor_init_copy(this, &o)) throw std::bad_alloc(); }
   TypeProto_SparseTensor(TypeProto_SparseTensor&& o) noexcept { std::memcpy(storage_, o.storage_, sizeof storage_); onnxl_cxx_TypeProto_SparseTensor_init(&o); }
   TypeProto_SparseTensor& operator=(const TypeProto_SparseTensor& o) { CopyFrom(o); return *this; }
   TypeProto_SparseTensor& operator=(TypeProto_SparseTensor&& o) noexcept { if (this != &o) Swap(&o); return *this; }
@@ -5256,8 +5256,8 @@ class TypeProto_SparseTensor final {
   static void* operator new(std::size_t, void* where) noexcept { return where; }
   static void operator delete(void*, void*) noexcept {}
   void Swap(TypeProto_SparseTensor* o) noexcept { if (o == this) return; unsigned char t[sizeof storage_]; std::memcpy(t, storage_, sizeof t); std::memcpy(storage_, o->storage_, sizeof t); std::memcpy(o->storage_, t, sizeof t); }
-  void CopyFrom(const TypeProto_SparseTensor& o) { onnxl_cxx_TypeProto_SparseTensor_copy_from(this, &o); }
-  void MergeFrom(const TypeProto_SparseTensor& o) { onnxl_cxx_TypeProto_SparseTensor_merge_from(this, &o); }
+  void CopyFrom(const TypeProto_SparseTensor& o) { if (!onnxl_cxx_TypeProto_SparseTensor_copy_from(this, &o)) throw std::bad_alloc(); }
+  void MergeFrom(const TypeProto_SparseTensor& o) { if (!onnxl_cxx_TypeProto_SparseTensor_merge_from(this, &o)) throw std::bad_alloc(); }
   void Clear() { onnxl_cxx_TypeProto_SparseTensor_clear(this); }
   bool IsInitialized() const { return true; }
   std::size_t ByteSizeLong() const { return onnxl_cxx_TypeProto_SparseTensor_byte_size(this); }
@@ -5322,7 +5322,7 @@ class TypeProto_Opaque final {
  public:
   TypeProto_Opaque() noexcept { (void)detail::init(); onnxl_cxx_TypeProto_Opaque_init(this); }
   ~TypeProto_Opaque() { onnxl_cxx_TypeProto_Opaque_drop(this); }
-  TypeProto_Opaque(const TypeProto_Opaque& o) { (void)detail::init(); onnxl_cxx_TypeProto_Opaque_init_copy(this, &o); }
+  TypeProto_Opaque(const TypeProto_Opaque& o) { (void)detail::init(); if (!onnxl_cxx_TypeProto_Opaque_init_copy(this, &o)) throw std::bad_alloc(); }
   TypeProto_Opaque(TypeProto_Opaque&& o) noexcept { std::memcpy(storage_, o.storage_, sizeof storage_); onnxl_cxx_TypeProto_Opaque_init(&o); }
   TypeProto_Opaque& operator=(const TypeProto_Opaque& o) { CopyFrom(o); return *this; }
   TypeProto_Opaque& operator=(TypeProto_Opaque&& o) noexcept { if (this != &o) Swap(&o); return *this; }
@@ -5331,8 +5331,8 @@ class TypeProto_Opaque final {
   static void* operator new(std::size_t, void* where) noexcept { return where; }
   static void operator delete(void*, void*) noexcept {}
   void Swap(TypeProto_Opaque* o) noexcept { if (o == this) return; unsigned char t[sizeof storage_]; std::memcpy(t, storage_, sizeof t); std::memcpy(storage_, o->storage_, sizeof t); std::memcpy(o->storage_, t, sizeof t); }
-  void CopyFrom(const TypeProto_Opaque& o) { onnxl_cxx_TypeProto_Opaque_copy_from(this, &o); }
-  void MergeFrom(const TypeProto_Opaque& o) { onnxl_cxx_TypeProto_Opaque_merge_from(this, &o); }
+  void CopyFrom(const TypeProto_Opaque& o) { if (!onnxl_cxx_TypeProto_Opaque_copy_from(this, &o)) throw std::bad_alloc(); }
+  void MergeFrom(const TypeProto_Opaque& o) { if (!onnxl_cxx_TypeProto_Opaque_merge_from(this, &o)) throw std::bad_alloc(); }
   void Clear() { onnxl_cxx_TypeProto_Opaque_clear(this); }
   bool IsInitialized() const { return true; }
   std::size_t ByteSizeLong() const { return onnxl_cxx_TypeProto_Opaque_byte_size(this); }
@@ -5408,7 +5408,7 @@ class OperatorSetIdProto final {
  public:
   OperatorSetIdProto() noexcept { (void)detail::init(); onnxl_cxx_OperatorSetIdProto_init(this); }
   ~OperatorSetIdProto() { onnxl_cxx_OperatorSetIdProto_drop(this); }
-  OperatorSetIdProto(const OperatorSetIdProto& o) { (void)detail::init(); onnxl_cxx_OperatorSetIdProto_init_copy(this, &o); }
+  OperatorSetIdProto(const OperatorSetIdProto& o) { (void)detail::init(); if (!onnxl_cxx_OperatorSetIdProto_init_copy(this, &o)) throw std::bad_alloc(); }
   OperatorSetIdProto(OperatorSetIdProto&& o) noexcept { std::memcpy(storage_, o.storage_, sizeof storage_); onnxl_cxx_OperatorSetIdProto_init(&o); }
   OperatorSetIdProto& operator=(const OperatorSetIdProto& o) { CopyFrom(o); return *this; }
   OperatorSetIdProto& operator=(OperatorSetIdProto&& o) noexcept { if (this != &o) Swap(&o); return *this; }
@@ -5417,8 +5417,8 @@ class OperatorSetIdProto final {
   static void* operator new(std::size_t, void* where) noexcept { return where; }
   static void operator delete(void*, void*) noexcept {}
   void Swap(OperatorSetIdProto* o) noexcept { if (o == this) return; unsigned char t[sizeof storage_]; std::memcpy(t, storage_, sizeof t); std::memcpy(storage_, o->storage_, sizeof t); std::memcpy(o->storage_, t, sizeof t); }
-  void CopyFrom(const OperatorSetIdProto& o) { onnxl_cxx_OperatorSetIdProto_copy_from(this, &o); }
-  void MergeFrom(const OperatorSetIdProto& o) { onnxl_cxx_OperatorSetIdProto_merge_from(this, &o); }
+  void CopyFrom(const OperatorSetIdProto& o) { if (!onnxl_cxx_OperatorSetIdProto_copy_from(this, &o)) throw std::bad_alloc(); }
+  void MergeFrom(const OperatorSetIdProto& o) { if (!onnxl_cxx_OperatorSetIdProto_merge_from(this, &o)) throw std::bad_alloc(); }
   void Clear() { onnxl_cxx_OperatorSetIdProto_clear(this); }
   bool IsInitialized() const { return true; }
   std::size_t ByteSizeLong() const { return onnxl_cxx_OperatorSetIdProto_byte_size(this); }
@@ -5486,7 +5486,7 @@ class FunctionProto final {
  public:
   FunctionProto() noexcept { (void)detail::init(); onnxl_cxx_FunctionProto_init(this); }
   ~FunctionProto() { onnxl_cxx_FunctionProto_drop(this); }
-  FunctionProto(const FunctionProto& o) { (void)detail::init(); onnxl_cxx_FunctionProto_init_copy(this, &o); }
+  FunctionProto(const FunctionProto& o) { (void)detail::init(); if (!onnxl_cxx_FunctionProto_init_copy(this, &o)) throw std::bad_alloc(); }
   FunctionProto(FunctionProto&& o) noexcept { std::memcpy(storage_, o.storage_, sizeof storage_); onnxl_cxx_FunctionProto_init(&o); }
   FunctionProto& operator=(const FunctionProto& o) { CopyFrom(o); return *this; }
   FunctionProto& operator=(FunctionProto&& o) noexcept { if (this != &o) Swap(&o); return *this; }
@@ -5495,8 +5495,8 @@ class FunctionProto final {
   static void* operator new(std::size_t, void* where) noexcept { return where; }
   static void operator delete(void*, void*) noexcept {}
   void Swap(FunctionProto* o) noexcept { if (o == this) return; unsigned char t[sizeof storage_]; std::memcpy(t, storage_, sizeof t); std::memcpy(storage_, o->storage_, sizeof t); std::memcpy(o->storage_, t, sizeof t); }
-  void CopyFrom(const FunctionProto& o) { onnxl_cxx_FunctionProto_copy_from(this, &o); }
-  void MergeFrom(const FunctionProto& o) { onnxl_cxx_FunctionProto_merge_from(this, &o); }
+  void CopyFrom(const FunctionProto& o) { if (!onnxl_cxx_FunctionProto_copy_from(this, &o)) throw std::bad_alloc(); }
+  void MergeFrom(const FunctionProto& o) { if (!onnxl_cxx_FunctionProto_merge_from(this, &o)) throw std::bad_alloc(); }
   void Clear() { onnxl_cxx_FunctionProto_clear(this); }
   bool IsInitialized() const { return true; }
   std::size_t ByteSizeLong() const { return onnxl_cxx_FunctionProto_byte_size(this); }
@@ -5733,7 +5733,7 @@ class SequenceProto final {
   static inline bool DataType_Parse(const std::string& name, DataType* value) { return SequenceProto_DataType_Parse(name, value); }
   SequenceProto() noexcept { (void)detail::init(); onnxl_cxx_SequenceProto_init(this); }
   ~SequenceProto() { onnxl_cxx_SequenceProto_drop(this); }
-  SequenceProto(const SequenceProto& o) { (void)detail::init(); onnxl_cxx_SequenceProto_init_copy(this, &o); }
+  SequenceProto(const SequenceProto& o) { (void)detail::init(); if (!onnxl_cxx_SequenceProto_init_copy(this, &o)) throw std::bad_alloc(); }
   SequenceProto(SequenceProto&& o) noexcept { std::memcpy(storage_, o.storage_, sizeof storage_); onnxl_cxx_SequenceProto_init(&o); }
   SequenceProto& operator=(const SequenceProto& o) { CopyFrom(o); return *this; }
   SequenceProto& operator=(SequenceProto&& o) noexcept { if (this != &o) Swap(&o); return *this; }
@@ -5742,8 +5742,8 @@ class SequenceProto final {
   static void* operator new(std::size_t, void* where) noexcept { return where; }
   static void operator delete(void*, void*) noexcept {}
   void Swap(SequenceProto* o) noexcept { if (o == this) return; unsigned char t[sizeof storage_]; std::memcpy(t, storage_, sizeof t); std::memcpy(storage_, o->storage_, sizeof t); std::memcpy(o->storage_, t, sizeof t); }
-  void CopyFrom(const SequenceProto& o) { onnxl_cxx_SequenceProto_copy_from(this, &o); }
-  void MergeFrom(const SequenceProto& o) { onnxl_cxx_SequenceProto_merge_from(this, &o); }
+  void CopyFrom(const SequenceProto& o) { if (!onnxl_cxx_SequenceProto_copy_from(this, &o)) throw std::bad_alloc(); }
+  void MergeFrom(const SequenceProto& o) { if (!onnxl_cxx_SequenceProto_merge_from(this, &o)) throw std::bad_alloc(); }
   void Clear() { onnxl_cxx_SequenceProto_clear(this); }
   bool IsInitialized() const { return true; }
   std::size_t ByteSizeLong() const { return onnxl_cxx_SequenceProto_byte_size(this); }
@@ -5866,7 +5866,7 @@ class MapProto final {
  public:
   MapProto() noexcept { (void)detail::init(); onnxl_cxx_MapProto_init(this); }
   ~MapProto() { onnxl_cxx_MapProto_drop(this); }
-  MapProto(const MapProto& o) { (void)detail::init(); onnxl_cxx_MapProto_init_copy(this, &o); }
+  MapProto(const MapProto& o) { (void)detail::init(); if (!onnxl_cxx_MapProto_init_copy(this, &o)) throw std::bad_alloc(); }
   MapProto(MapProto&& o) noexcept { std::memcpy(storage_, o.storage_, sizeof storage_); onnxl_cxx_MapProto_init(&o); }
   MapProto& operator=(const MapProto& o) { CopyFrom(o); return *this; }
   MapProto& operator=(MapProto&& o) noexcept { if (this != &o) Swap(&o); return *this; }
@@ -5875,8 +5875,8 @@ class MapProto final {
   static void* operator new(std::size_t, void* where) noexcept { return where; }
   static void operator delete(void*, void*) noexcept {}
   void Swap(MapProto* o) noexcept { if (o == this) return; unsigned char t[sizeof storage_]; std::memcpy(t, storage_, sizeof t); std::memcpy(storage_, o->storage_, sizeof t); std::memcpy(o->storage_, t, sizeof t); }
-  void CopyFrom(const MapProto& o) { onnxl_cxx_MapProto_copy_from(this, &o); }
-  void MergeFrom(const MapProto& o) { onnxl_cxx_MapProto_merge_from(this, &o); }
+  void CopyFrom(const MapProto& o) { if (!onnxl_cxx_MapProto_copy_from(this, &o)) throw std::bad_alloc(); }
+  void MergeFrom(const MapProto& o) { if (!onnxl_cxx_MapProto_merge_from(this, &o)) throw std::bad_alloc(); }
   void Clear() { onnxl_cxx_MapProto_clear(this); }
   bool IsInitialized() const { return true; }
   std::size_t ByteSizeLong() const { return onnxl_cxx_MapProto_byte_size(this); }
@@ -6001,7 +6001,7 @@ class OptionalProto final {
   static inline bool DataType_Parse(const std::string& name, DataType* value) { return OptionalProto_DataType_Parse(name, value); }
   OptionalProto() noexcept { (void)detail::init(); onnxl_cxx_OptionalProto_init(this); }
   ~OptionalProto() { onnxl_cxx_OptionalProto_drop(this); }
-  OptionalProto(const OptionalProto& o) { (void)detail::init(); onnxl_cxx_OptionalProto_init_copy(this, &o); }
+  OptionalProto(const OptionalProto& o) { (void)detail::init(); if (!onnxl_cxx_OptionalProto_init_copy(this, &o)) throw std::bad_alloc(); }
   OptionalProto(OptionalProto&& o) noexcept { std::memcpy(storage_, o.storage_, sizeof storage_); onnxl_cxx_OptionalProto_init(&o); }
   OptionalProto& operator=(const OptionalProto& o) { CopyFrom(o); return *this; }
   OptionalProto& operator=(OptionalProto&& o) noexcept { if (this != &o) Swap(&o); return *this; }
@@ -6010,8 +6010,8 @@ class OptionalProto final {
   static void* operator new(std::size_t, void* where) noexcept { return where; }
   static void operator delete(void*, void*) noexcept {}
   void Swap(OptionalProto* o) noexcept { if (o == this) return; unsigned char t[sizeof storage_]; std::memcpy(t, storage_, sizeof t); std::memcpy(storage_, o->storage_, sizeof t); std::memcpy(o->storage_, t, sizeof t); }
-  void CopyFrom(const OptionalProto& o) { onnxl_cxx_OptionalProto_copy_from(this, &o); }
-  void MergeFrom(const OptionalProto& o) { onnxl_cxx_OptionalProto_merge_from(this, &o); }
+  void CopyFrom(const OptionalProto& o) { if (!onnxl_cxx_OptionalProto_copy_from(this, &o)) throw std::bad_alloc(); }
+  void MergeFrom(const OptionalProto& o) { if (!onnxl_cxx_OptionalProto_merge_from(this, &o)) throw std::bad_alloc(); }
   void Clear() { onnxl_cxx_OptionalProto_clear(this); }
   bool IsInitialized() const { return true; }
   std::size_t ByteSizeLong() const { return onnxl_cxx_OptionalProto_byte_size(this); }

@@ -341,6 +341,18 @@ impl Clone for ByteSpan {
     }
 }
 
+impl crate::error::TryClone for ByteSpan {
+    /// [`ByteSpan::clone`] (owned bytes copied, borrowed ones shared), reporting a refused
+    /// allocation.
+    #[inline(never)] // one copy per type: the callers are many (every field of every message)
+    fn try_clone(&self) -> Result<Self, std::alloc::Layout> {
+        match &self.repr {
+            Repr::Borrowed { .. } => Ok(self.clone()),
+            _ => Ok(Self::from_vec(try_copy(self.as_slice())?)),
+        }
+    }
+}
+
 impl Deref for ByteSpan {
     type Target = [u8];
     #[inline]
@@ -507,6 +519,32 @@ impl Clone for ProtoString {
             StrRepr::Cxx => Self::from_bytes(self.as_bytes()),
         }
     }
+}
+
+impl crate::error::TryClone for ProtoString {
+    /// [`ProtoString::clone`], reporting a refused allocation.
+    #[inline(never)] // one copy per type: the callers are many (every field of every message)
+    fn try_clone(&self) -> Result<Self, std::alloc::Layout> {
+        match &self.repr {
+            StrRepr::Inline { .. } | StrRepr::Static(_) => Ok(self.clone()),
+            _ => Self::try_from_bytes(self.as_bytes())
+                .map_err(|_| layout_of_bytes(self.as_bytes().len())),
+        }
+    }
+}
+
+/// The layout of a byte buffer of `len` bytes (what a refused copy reports).
+fn layout_of_bytes(len: usize) -> std::alloc::Layout {
+    std::alloc::Layout::array::<u8>(len).unwrap_or(std::alloc::Layout::new::<u8>())
+}
+
+/// A copy of `bytes` in a vector of exactly their length, or the layout the allocator refused.
+fn try_copy(bytes: &[u8]) -> Result<Vec<u8>, std::alloc::Layout> {
+    let mut v = Vec::new();
+    v.try_reserve_exact(bytes.len())
+        .map_err(|_| layout_of_bytes(bytes.len()))?;
+    v.extend_from_slice(bytes);
+    Ok(v)
 }
 
 /// A one-word handle on an [`Owner`] (an `Arc` of the token), so a [`ProtoString`] that borrows
@@ -862,6 +900,16 @@ impl PartialEq<&str> for ProtoString {
 #[derive(Clone, Default, PartialEq, Eq)]
 #[allow(clippy::box_collection)] // boxed on purpose: 8 bytes per message instead of 24
 pub struct UnknownFields(Option<Box<Vec<u8>>>);
+
+impl crate::error::TryClone for UnknownFields {
+    #[inline(never)] // one copy per type: the callers are many (every field of every message)
+    fn try_clone(&self) -> Result<Self, std::alloc::Layout> {
+        match &self.0 {
+            None => Ok(Self(None)),
+            Some(v) => Ok(Self(Some(crate::error::try_box(try_copy(v)?)?))),
+        }
+    }
+}
 
 impl UnknownFields {
     /// No unknown fields.

@@ -381,6 +381,58 @@ pub(crate) fn try_box<T>(value: T) -> std::result::Result<Box<T>, std::alloc::La
     }
 }
 
+/// A deep copy that reports a refused allocation (the layout the allocator refused) instead of
+/// aborting the process: the C++ classes' copies throw `std::bad_alloc` with it. Every message
+/// type has it; its `Clone` is this, aborting on a refusal as `Clone` allocations always do.
+pub trait TryClone: Sized {
+    /// A deep copy, or the layout of the allocation that was refused (nothing leaks).
+    fn try_clone(&self) -> std::result::Result<Self, std::alloc::Layout>;
+
+    /// Copies `self` into `dst`, which holds the default value (on a refusal, `dst` holds part
+    /// of the copy: dropping it frees that part). A message copies each field into its own:
+    /// one call and one check per field.
+    fn try_clone_into(&self, dst: &mut Self) -> std::result::Result<(), std::alloc::Layout> {
+        *dst = self.try_clone()?;
+        Ok(())
+    }
+}
+
+macro_rules! try_clone_by_copy {
+    ($($t:ty),*) => {$(
+        impl TryClone for $t {
+            #[inline]
+            fn try_clone(&self) -> std::result::Result<Self, std::alloc::Layout> {
+                Ok(*self)
+            }
+        }
+    )*};
+}
+try_clone_by_copy!(bool, i32, i64, u32, u64, f32, f64);
+
+impl<T: TryClone> TryClone for Option<T> {
+    fn try_clone(&self) -> std::result::Result<Self, std::alloc::Layout> {
+        match self {
+            Some(v) => Ok(Some(v.try_clone()?)),
+            None => Ok(None),
+        }
+    }
+
+    #[inline(never)] // one copy per type: the callers are many (every field of every message)
+    fn try_clone_into(&self, dst: &mut Self) -> std::result::Result<(), std::alloc::Layout> {
+        if let Some(v) = self {
+            *dst = Some(v.try_clone()?);
+        }
+        Ok(())
+    }
+}
+
+/// `Clone` through [`TryClone`]: a refused allocation aborts, as in every `Clone`.
+#[inline]
+pub(crate) fn clone_or_abort<T: TryClone>(v: &T) -> T {
+    v.try_clone()
+        .unwrap_or_else(|layout| std::alloc::handle_alloc_error(layout))
+}
+
 /// `Result` with the crate's [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 

@@ -380,7 +380,9 @@ fn gen_lifecycle(out: &mut Out, m: &MessageDef) {
     out.func(Func {
         name: format!("{p}_copy_from"),
         doc: vec![
-            "Makes `dst` a deep copy of `src` (protobuf `CopyFrom()`); copying onto itself does nothing.".into(),
+            "Makes `dst` a deep copy of `src` (protobuf `CopyFrom()`); copying onto itself does nothing. \
+             When memory runs out: `ONNXL_STATUS_OUT_OF_MEMORY`, `dst` unchanged."
+                .into(),
             String::new(),
             "Borrowed tensor bytes stay borrowed in the copy and share their owner token (bytes \
              borrowed without an owner stay the caller's to keep alive). Pointers and views taken \

@@ -409,7 +409,7 @@ pub fn generate() -> String {
         let cn = cpp_name(m.name);
         writeln!(
             o,
-            "template <>\nstruct ListOps<{cn}> {{\n  static void init(void* f) {{ onnxl_cxx_{cn}_list_init(f); }}\n  static void drop(void* f) {{ onnxl_cxx_{cn}_list_drop(f); }}\n  static void* add(void* f) {{ return onnxl_cxx_{cn}_list_add(f); }}\n  static void add_copy(void* f, const void* v) {{ onnxl_cxx_{cn}_list_add_copy(f, v); }}\n  static void erase(void* f, std::size_t start, std::size_t n) {{ onnxl_cxx_{cn}_list_delete(f, start, n); }}\n  static void swap(void* f, std::size_t i, std::size_t j) {{ onnxl_cxx_{cn}_list_swap(f, i, j); }}\n  static void truncate(void* f, std::size_t n) {{ onnxl_cxx_{cn}_list_truncate(f, n); }}\n  static void reserve(void* f, std::size_t n) {{ onnxl_cxx_{cn}_list_reserve(f, n); }}\n}};"
+            "template <>\nstruct ListOps<{cn}> {{\n  static void init(void* f) {{ onnxl_cxx_{cn}_list_init(f); }}\n  static void drop(void* f) {{ onnxl_cxx_{cn}_list_drop(f); }}\n  static void* add(void* f) {{ return onnxl_cxx_{cn}_list_add(f); }}\n  static void add_copy(void* f, const void* v) {{ if (!onnxl_cxx_{cn}_list_add_copy(f, v)) throw std::bad_alloc(); }}\n  static void erase(void* f, std::size_t start, std::size_t n) {{ onnxl_cxx_{cn}_list_delete(f, start, n); }}\n  static void swap(void* f, std::size_t i, std::size_t j) {{ onnxl_cxx_{cn}_list_swap(f, i, j); }}\n  static void truncate(void* f, std::size_t n) {{ onnxl_cxx_{cn}_list_truncate(f, n); }}\n  static void reserve(void* f, std::size_t n) {{ onnxl_cxx_{cn}_list_reserve(f, n); }}\n}};"
         )
         .unwrap();
     }
@@ -464,7 +464,7 @@ fn extern_declarations() -> String {
         let p = format!("onnxl_cxx_{}", cpp_name(m.name));
         writeln!(
             o,
-            "void {p}_init(void* p);\nvoid {p}_drop(void* p);\nvoid {p}_init_copy(void* p, const void* src);\nvoid {p}_copy_from(void* p, const void* src);\nvoid {p}_merge_from(void* p, const void* src);\nvoid {p}_clear(void* p);\nbool {p}_parse(void* p, const uint8_t* data, size_t len, bool merge);\nbool {p}_serialize(const void* p, uint8_t* (*alloc)(void* ctx, size_t size), void* ctx);\nsize_t {p}_byte_size(const void* p);\nvoid {p}_list_init(void* f);\nvoid {p}_list_drop(void* f);\nvoid* {p}_list_add(void* f);\nvoid* {p}_list_add_copy(void* f, const void* src);\nvoid {p}_list_delete(void* f, size_t start, size_t n);\nvoid {p}_list_swap(void* f, size_t i, size_t j);\nvoid {p}_list_truncate(void* f, size_t n);\nvoid {p}_list_reserve(void* f, size_t n);"
+            "void {p}_init(void* p);\nvoid {p}_drop(void* p);\nbool {p}_init_copy(void* p, const void* src);\nbool {p}_copy_from(void* p, const void* src);\nbool {p}_merge_from(void* p, const void* src);\nvoid {p}_clear(void* p);\nbool {p}_parse(void* p, const uint8_t* data, size_t len, bool merge);\nbool {p}_serialize(const void* p, uint8_t* (*alloc)(void* ctx, size_t size), void* ctx);\nsize_t {p}_byte_size(const void* p);\nvoid {p}_list_init(void* f);\nvoid {p}_list_drop(void* f);\nvoid* {p}_list_add(void* f);\nvoid* {p}_list_add_copy(void* f, const void* src);\nvoid {p}_list_delete(void* f, size_t start, size_t n);\nvoid {p}_list_swap(void* f, size_t i, size_t j);\nvoid {p}_list_truncate(void* f, size_t n);\nvoid {p}_list_reserve(void* f, size_t n);"
         )
         .unwrap();
         if crate::has_rare(m) {
@@ -577,7 +577,7 @@ fn gen_class(
     ));
     ms.inline(&format!("~{cn}() {{ {p}_drop(this); }}"));
     ms.inline(&format!(
-        "{cn}(const {cn}& o) {{ (void)detail::init(); {p}_init_copy(this, &o); }}"
+        "{cn}(const {cn}& o) {{ (void)detail::init(); if (!{p}_init_copy(this, &o)) throw std::bad_alloc(); }}"
     ));
     ms.inline(&format!(
         "{cn}({cn}&& o) noexcept {{ std::memcpy(storage_, o.storage_, sizeof storage_); {p}_init(&o); }}"
@@ -600,10 +600,10 @@ fn gen_class(
         "void Swap({cn}* o) noexcept {{ if (o == this) return; unsigned char t[sizeof storage_]; std::memcpy(t, storage_, sizeof t); std::memcpy(storage_, o->storage_, sizeof t); std::memcpy(o->storage_, t, sizeof t); }}"
     ));
     ms.inline(&format!(
-        "void CopyFrom(const {cn}& o) {{ {p}_copy_from(this, &o); }}"
+        "void CopyFrom(const {cn}& o) {{ if (!{p}_copy_from(this, &o)) throw std::bad_alloc(); }}"
     ));
     ms.inline(&format!(
-        "void MergeFrom(const {cn}& o) {{ {p}_merge_from(this, &o); }}"
+        "void MergeFrom(const {cn}& o) {{ if (!{p}_merge_from(this, &o)) throw std::bad_alloc(); }}"
     ));
     ms.inline(&format!("void Clear() {{ {p}_clear(this); }}"));
     ms.inline("bool IsInitialized() const { return true; }");

@@ -200,7 +200,7 @@ pub unsafe extern "C" fn onnxl_attribute_proto_clear(m: *mut OnnxlAttributeProto
     unsafe { msg_clear::<OnnxlAttributeProto>(m) }
 }
 
-/// Makes `dst` a deep copy of `src` (protobuf `CopyFrom()`); copying onto itself does nothing.
+/// Makes `dst` a deep copy of `src` (protobuf `CopyFrom()`); copying onto itself does nothing. When memory runs out: `ONNXL_STATUS_OUT_OF_MEMORY`, `dst` unchanged.
 ///
 /// Borrowed tensor bytes stay borrowed in the copy and share their owner token (bytes borrowed without an owner stay the caller's to keep alive). Pointers and views taken from `dst` become invalid; `src` is only read.
 ///
@@ -1438,7 +1438,7 @@ pub unsafe extern "C" fn onnxl_value_info_proto_clear(m: *mut OnnxlValueInfoProt
     unsafe { msg_clear::<OnnxlValueInfoProto>(m) }
 }
 
-/// Makes `dst` a deep copy of `src` (protobuf `CopyFrom()`); copying onto itself does nothing.
+/// Makes `dst` a deep copy of `src` (protobuf `CopyFrom()`); copying onto itself does nothing. When memory runs out: `ONNXL_STATUS_OUT_OF_MEMORY`, `dst` unchanged.
 ///
 /// Borrowed tensor bytes stay borrowed in the copy and share their owner token (bytes borrowed without an owner stay the caller's to keep alive). Pointers and views taken from `dst` become invalid; `src` is only read.
 ///
@@ -1788,7 +1788,7 @@ pub unsafe extern "C" fn onnxl_node_proto_clear(m: *mut OnnxlNodeProto) -> Onnxl
     unsafe { msg_clear::<OnnxlNodeProto>(m) }
 }
 
-/// Makes `dst` a deep copy of `src` (protobuf `CopyFrom()`); copying onto itself does nothing.
+/// Makes `dst` a deep copy of `src` (protobuf `CopyFrom()`); copying onto itself does nothing. When memory runs out: `ONNXL_STATUS_OUT_OF_MEMORY`, `dst` unchanged.
 ///
 /// Borrowed tensor bytes stay borrowed in the copy and share their owner token (bytes borrowed without an owner stay the caller's to keep alive). Pointers and views taken from `dst` become invalid; `src` is only read.
 ///
@@ -2522,7 +2522,7 @@ pub unsafe extern "C" fn onnxl_int_int_list_entry_proto_clear(m: *mut OnnxlIntIn
     unsafe { msg_clear::<OnnxlIntIntListEntryProto>(m) }
 }
 
-/// Makes `dst` a deep copy of `src` (protobuf `CopyFrom()`); copying onto itself does nothing.
+/// Makes `dst` a deep copy of `src` (protobuf `CopyFrom()`); copying onto itself does nothing. When memory runs out: `ONNXL_STATUS_OUT_OF_MEMORY`, `dst` unchanged.
 ///
 /// Borrowed tensor bytes stay borrowed in the copy and share their owner token (bytes borrowed without an owner stay the caller's to keep alive). Pointers and views taken from `dst` become invalid; `src` is only read.
 ///
@@ -2812,7 +2812,7 @@ pub unsafe extern "C" fn onnxl_node_device_configuration_proto_clear(m: *mut Onn
     unsafe { msg_clear::<OnnxlNodeDeviceConfigurationProto>(m) }
 }
 
-/// Makes `dst` a deep copy of `src` (protobuf `CopyFrom()`); copying onto itself does nothing.
+/// Makes `dst` a deep copy of `src` (protobuf `CopyFrom()`); copying onto itself does nothing. When memory runs out: `ONNXL_STATUS_OUT_OF_MEMORY`, `dst` unchanged.
 ///
 /// Borrowed tensor bytes stay borrowed in the copy and share their owner token (bytes borrowed without an owner stay the caller's to keep alive). Pointers and views taken from `dst` become invalid; `src` is only read.
 ///
@@ -3114,7 +3114,7 @@ pub unsafe extern "C" fn onnxl_sharding_spec_proto_clear(m: *mut OnnxlShardingSp
     unsafe { msg_clear::<OnnxlShardingSpecProto>(m) }
 }
 
-/// Makes `dst` a deep copy of `src` (protobuf `CopyFrom()`); copying onto itself does nothing.
+/// Makes `dst` a deep copy of `src` (protobuf `CopyFrom()`); copying onto itself does nothing. When memory runs out: `ONNXL_STATUS_OUT_OF_MEMORY`, `dst` unchanged.
 ///
 /// Borrowed tensor bytes stay borrowed in the copy and share their owner token (bytes borrowed without an owner stay the caller's to keep alive). Pointers and views taken from `dst` become invalid; `src` is only read.
 ///
@@ -3548,7 +3548,7 @@ pub unsafe extern "C" fn onnxl_sharded_dim_proto_clear(m: *mut OnnxlShardedDimPr
     unsafe { msg_clear::<OnnxlShardedDimProto>(m) }
 }
 
-/// Makes `dst` a deep copy of `src` (protobuf `CopyFrom()`); copying onto itself does nothing.
+/// Makes `dst` a deep copy of `src` (protobuf `CopyFrom()`); copying onto itself does nothing. When memory runs out: `ONNXL_STATUS_OUT_OF_MEMORY`, `dst` unchanged.
 ///
 /// Borrowed tensor bytes stay borrowed in the copy and share their owner token (bytes borrowed without an owner stay the caller's to keep alive). Pointers and views taken from `dst` become invalid; `src` is only read.
 ///
@@ -3802,7 +3802,7 @@ pub unsafe extern "C" fn onnxl_simple_sharded_dim_proto_clear(m: *mut OnnxlSimpl
     unsafe { msg_clear::<OnnxlSimpleShardedDimProto>(m) }
 }
 
-/// Makes `dst` a deep copy of `src` (protobuf `CopyFrom()`); copying onto itself does nothing.
+/// Makes `dst` a deep copy of `src` (protobuf `CopyFrom()`); copying onto itself does nothing. When memory runs out: `ONNXL_STATUS_OUT_OF_MEMORY`, `dst` unchanged.
 ///
 /// Borrowed tensor bytes stay borrowed in the copy and share their owner token (bytes borrowed without an owner stay the caller's to keep alive). Pointers and views taken from `dst` become invalid; `src` is only read.
 ///
@@ -4090,7 +4090,7 @@ pub unsafe extern "C" fn onnxl_training_info_proto_clear(m: *mut OnnxlTrainingIn
     unsafe { msg_clear::<OnnxlTrainingInfoProto>(m) }
 }
 
-/// Makes `dst` a deep copy of `src` (protobuf `CopyFrom()`); copying onto itself does nothing.
+/// Makes `dst` a deep copy of `src` (protobuf `CopyFrom()`); copying onto itself does nothing. When memory runs out: `ONNXL_STATUS_OUT_OF_MEMORY`, `dst` unchanged.
 ///
 /// Borrowed tensor bytes stay borrowed in the copy and share their owner token (bytes borrowed without an owner stay the caller's to keep alive). Pointers and views taken from `dst` become invalid; `src` is only read.
 ///
@@ -4464,7 +4464,7 @@ pub unsafe extern "C" fn onnxl_model_proto_clear(m: *mut OnnxlModelProto) -> Onn
     unsafe { msg_clear::<OnnxlModelProto>(m) }
 }
 
-/// Makes `dst` a deep copy of `src` (protobuf `CopyFrom()`); copying onto itself does nothing.
+/// Makes `dst` a deep copy of `src` (protobuf `CopyFrom()`); copying onto itself does nothing. When memory runs out: `ONNXL_STATUS_OUT_OF_MEMORY`, `dst` unchanged.
 ///
 /// Borrowed tensor bytes stay borrowed in the copy and share their owner token (bytes borrowed without an owner stay the caller's to keep alive). Pointers and views taken from `dst` become invalid; `src` is only read.
 ///
@@ -5294,7 +5294,7 @@ pub unsafe extern "C" fn onnxl_device_configuration_proto_clear(m: *mut OnnxlDev
     unsafe { msg_clear::<OnnxlDeviceConfigurationProto>(m) }
 }
 
-/// Makes `dst` a deep copy of `src` (protobuf `CopyFrom()`); copying onto itself does nothing.
+/// Makes `dst` a deep copy of `src` (protobuf `CopyFrom()`); copying onto itself does nothing. When memory runs out: `ONNXL_STATUS_OUT_OF_MEMORY`, `dst` unchanged.
 ///
 /// Borrowed tensor bytes stay borrowed in the copy and share their owner token (bytes borrowed without an owner stay the caller's to keep alive). Pointers and views taken from `dst` become invalid; `src` is only read.
 ///
@@ -5596,7 +5596,7 @@ pub unsafe extern "C" fn onnxl_string_string_entry_proto_clear(m: *mut OnnxlStri
     unsafe { msg_clear::<OnnxlStringStringEntryProto>(m) }
 }
 
-/// Makes `dst` a deep copy of `src` (protobuf `CopyFrom()`); copying onto itself does nothing.
+/// Makes `dst` a deep copy of `src` (protobuf `CopyFrom()`); copying onto itself does nothing. When memory runs out: `ONNXL_STATUS_OUT_OF_MEMORY`, `dst` unchanged.
 ///
 /// Borrowed tensor bytes stay borrowed in the copy and share their owner token (bytes borrowed without an owner stay the caller's to keep alive). Pointers and views taken from `dst` become invalid; `src` is only read.
 ///
@@ -5826,7 +5826,7 @@ pub unsafe extern "C" fn onnxl_tensor_annotation_clear(m: *mut OnnxlTensorAnnota
     unsafe { msg_clear::<OnnxlTensorAnnotation>(m) }
 }
 
-/// Makes `dst` a deep copy of `src` (protobuf `CopyFrom()`); copying onto itself does nothing.
+/// Makes `dst` a deep copy of `src` (protobuf `CopyFrom()`); copying onto itself does nothing. When memory runs out: `ONNXL_STATUS_OUT_OF_MEMORY`, `dst` unchanged.
 ///
 /// Borrowed tensor bytes stay borrowed in the copy and share their owner token (bytes borrowed without an owner stay the caller's to keep alive). Pointers and views taken from `dst` become invalid; `src` is only read.
 ///
@@ -6080,7 +6080,7 @@ pub unsafe extern "C" fn onnxl_graph_proto_clear(m: *mut OnnxlGraphProto) -> Onn
     unsafe { msg_clear::<OnnxlGraphProto>(m) }
 }
 
-/// Makes `dst` a deep copy of `src` (protobuf `CopyFrom()`); copying onto itself does nothing.
+/// Makes `dst` a deep copy of `src` (protobuf `CopyFrom()`); copying onto itself does nothing. When memory runs out: `ONNXL_STATUS_OUT_OF_MEMORY`, `dst` unchanged.
 ///
 /// Borrowed tensor bytes stay borrowed in the copy and share their owner token (bytes borrowed without an owner stay the caller's to keep alive). Pointers and views taken from `dst` become invalid; `src` is only read.
 ///
@@ -6886,7 +6886,7 @@ pub unsafe extern "C" fn onnxl_tensor_proto_clear(m: *mut OnnxlTensorProto) -> O
     unsafe { msg_clear::<OnnxlTensorProto>(m) }
 }
 
-/// Makes `dst` a deep copy of `src` (protobuf `CopyFrom()`); copying onto itself does nothing.
+/// Makes `dst` a deep copy of `src` (protobuf `CopyFrom()`); copying onto itself does nothing. When memory runs out: `ONNXL_STATUS_OUT_OF_MEMORY`, `dst` unchanged.
 ///
 /// Borrowed tensor bytes stay borrowed in the copy and share their owner token (bytes borrowed without an owner stay the caller's to keep alive). Pointers and views taken from `dst` become invalid; `src` is only read.
 ///
@@ -8208,7 +8208,7 @@ pub unsafe extern "C" fn onnxl_tensor_proto_segment_clear(m: *mut OnnxlTensorPro
     unsafe { msg_clear::<OnnxlTensorProtoSegment>(m) }
 }
 
-/// Makes `dst` a deep copy of `src` (protobuf `CopyFrom()`); copying onto itself does nothing.
+/// Makes `dst` a deep copy of `src` (protobuf `CopyFrom()`); copying onto itself does nothing. When memory runs out: `ONNXL_STATUS_OUT_OF_MEMORY`, `dst` unchanged.
 ///
 /// Borrowed tensor bytes stay borrowed in the copy and share their owner token (bytes borrowed without an owner stay the caller's to keep alive). Pointers and views taken from `dst` become invalid; `src` is only read.
 ///
@@ -8438,7 +8438,7 @@ pub unsafe extern "C" fn onnxl_sparse_tensor_proto_clear(m: *mut OnnxlSparseTens
     unsafe { msg_clear::<OnnxlSparseTensorProto>(m) }
 }
 
-/// Makes `dst` a deep copy of `src` (protobuf `CopyFrom()`); copying onto itself does nothing.
+/// Makes `dst` a deep copy of `src` (protobuf `CopyFrom()`); copying onto itself does nothing. When memory runs out: `ONNXL_STATUS_OUT_OF_MEMORY`, `dst` unchanged.
 ///
 /// Borrowed tensor bytes stay borrowed in the copy and share their owner token (bytes borrowed without an owner stay the caller's to keep alive). Pointers and views taken from `dst` become invalid; `src` is only read.
 ///
@@ -8776,7 +8776,7 @@ pub unsafe extern "C" fn onnxl_tensor_shape_proto_clear(m: *mut OnnxlTensorShape
     unsafe { msg_clear::<OnnxlTensorShapeProto>(m) }
 }
 
-/// Makes `dst` a deep copy of `src` (protobuf `CopyFrom()`); copying onto itself does nothing.
+/// Makes `dst` a deep copy of `src` (protobuf `CopyFrom()`); copying onto itself does nothing. When memory runs out: `ONNXL_STATUS_OUT_OF_MEMORY`, `dst` unchanged.
 ///
 /// Borrowed tensor bytes stay borrowed in the copy and share their owner token (bytes borrowed without an owner stay the caller's to keep alive). Pointers and views taken from `dst` become invalid; `src` is only read.
 ///
@@ -8982,7 +8982,7 @@ pub unsafe extern "C" fn onnxl_tensor_shape_proto_dimension_clear(m: *mut OnnxlT
     unsafe { msg_clear::<OnnxlTensorShapeProtoDimension>(m) }
 }
 
-/// Makes `dst` a deep copy of `src` (protobuf `CopyFrom()`); copying onto itself does nothing.
+/// Makes `dst` a deep copy of `src` (protobuf `CopyFrom()`); copying onto itself does nothing. When memory runs out: `ONNXL_STATUS_OUT_OF_MEMORY`, `dst` unchanged.
 ///
 /// Borrowed tensor bytes stay borrowed in the copy and share their owner token (bytes borrowed without an owner stay the caller's to keep alive). Pointers and views taken from `dst` become invalid; `src` is only read.
 ///
@@ -9270,7 +9270,7 @@ pub unsafe extern "C" fn onnxl_type_proto_clear(m: *mut OnnxlTypeProto) -> Onnxl
     unsafe { msg_clear::<OnnxlTypeProto>(m) }
 }
 
-/// Makes `dst` a deep copy of `src` (protobuf `CopyFrom()`); copying onto itself does nothing.
+/// Makes `dst` a deep copy of `src` (protobuf `CopyFrom()`); copying onto itself does nothing. When memory runs out: `ONNXL_STATUS_OUT_OF_MEMORY`, `dst` unchanged.
 ///
 /// Borrowed tensor bytes stay borrowed in the copy and share their owner token (bytes borrowed without an owner stay the caller's to keep alive). Pointers and views taken from `dst` become invalid; `src` is only read.
 ///
@@ -9750,7 +9750,7 @@ pub unsafe extern "C" fn onnxl_type_proto_tensor_clear(m: *mut OnnxlTypeProtoTen
     unsafe { msg_clear::<OnnxlTypeProtoTensor>(m) }
 }
 
-/// Makes `dst` a deep copy of `src` (protobuf `CopyFrom()`); copying onto itself does nothing.
+/// Makes `dst` a deep copy of `src` (protobuf `CopyFrom()`); copying onto itself does nothing. When memory runs out: `ONNXL_STATUS_OUT_OF_MEMORY`, `dst` unchanged.
 ///
 /// Borrowed tensor bytes stay borrowed in the copy and share their owner token (bytes borrowed without an owner stay the caller's to keep alive). Pointers and views taken from `dst` become invalid; `src` is only read.
 ///
@@ -9980,7 +9980,7 @@ pub unsafe extern "C" fn onnxl_type_proto_sequence_clear(m: *mut OnnxlTypeProtoS
     unsafe { msg_clear::<OnnxlTypeProtoSequence>(m) }
 }
 
-/// Makes `dst` a deep copy of `src` (protobuf `CopyFrom()`); copying onto itself does nothing.
+/// Makes `dst` a deep copy of `src` (protobuf `CopyFrom()`); copying onto itself does nothing. When memory runs out: `ONNXL_STATUS_OUT_OF_MEMORY`, `dst` unchanged.
 ///
 /// Borrowed tensor bytes stay borrowed in the copy and share their owner token (bytes borrowed without an owner stay the caller's to keep alive). Pointers and views taken from `dst` become invalid; `src` is only read.
 ///
@@ -10162,7 +10162,7 @@ pub unsafe extern "C" fn onnxl_type_proto_map_clear(m: *mut OnnxlTypeProtoMap) -
     unsafe { msg_clear::<OnnxlTypeProtoMap>(m) }
 }
 
-/// Makes `dst` a deep copy of `src` (protobuf `CopyFrom()`); copying onto itself does nothing.
+/// Makes `dst` a deep copy of `src` (protobuf `CopyFrom()`); copying onto itself does nothing. When memory runs out: `ONNXL_STATUS_OUT_OF_MEMORY`, `dst` unchanged.
 ///
 /// Borrowed tensor bytes stay borrowed in the copy and share their owner token (bytes borrowed without an owner stay the caller's to keep alive). Pointers and views taken from `dst` become invalid; `src` is only read.
 ///
@@ -10392,7 +10392,7 @@ pub unsafe extern "C" fn onnxl_type_proto_optional_clear(m: *mut OnnxlTypeProtoO
     unsafe { msg_clear::<OnnxlTypeProtoOptional>(m) }
 }
 
-/// Makes `dst` a deep copy of `src` (protobuf `CopyFrom()`); copying onto itself does nothing.
+/// Makes `dst` a deep copy of `src` (protobuf `CopyFrom()`); copying onto itself does nothing. When memory runs out: `ONNXL_STATUS_OUT_OF_MEMORY`, `dst` unchanged.
 ///
 /// Borrowed tensor bytes stay borrowed in the copy and share their owner token (bytes borrowed without an owner stay the caller's to keep alive). Pointers and views taken from `dst` become invalid; `src` is only read.
 ///
@@ -10574,7 +10574,7 @@ pub unsafe extern "C" fn onnxl_type_proto_sparse_tensor_clear(m: *mut OnnxlTypeP
     unsafe { msg_clear::<OnnxlTypeProtoSparseTensor>(m) }
 }
 
-/// Makes `dst` a deep copy of `src` (protobuf `CopyFrom()`); copying onto itself does nothing.
+/// Makes `dst` a deep copy of `src` (protobuf `CopyFrom()`); copying onto itself does nothing. When memory runs out: `ONNXL_STATUS_OUT_OF_MEMORY`, `dst` unchanged.
 ///
 /// Borrowed tensor bytes stay borrowed in the copy and share their owner token (bytes borrowed without an owner stay the caller's to keep alive). Pointers and views taken from `dst` become invalid; `src` is only read.
 ///
@@ -10804,7 +10804,7 @@ pub unsafe extern "C" fn onnxl_type_proto_opaque_clear(m: *mut OnnxlTypeProtoOpa
     unsafe { msg_clear::<OnnxlTypeProtoOpaque>(m) }
 }
 
-/// Makes `dst` a deep copy of `src` (protobuf `CopyFrom()`); copying onto itself does nothing.
+/// Makes `dst` a deep copy of `src` (protobuf `CopyFrom()`); copying onto itself does nothing. When memory runs out: `ONNXL_STATUS_OUT_OF_MEMORY`, `dst` unchanged.
 ///
 /// Borrowed tensor bytes stay borrowed in the copy and share their owner token (bytes borrowed without an owner stay the caller's to keep alive). Pointers and views taken from `dst` become invalid; `src` is only read.
 ///
@@ -11034,7 +11034,7 @@ pub unsafe extern "C" fn onnxl_operator_set_id_proto_clear(m: *mut OnnxlOperator
     unsafe { msg_clear::<OnnxlOperatorSetIdProto>(m) }
 }
 
-/// Makes `dst` a deep copy of `src` (protobuf `CopyFrom()`); copying onto itself does nothing.
+/// Makes `dst` a deep copy of `src` (protobuf `CopyFrom()`); copying onto itself does nothing. When memory runs out: `ONNXL_STATUS_OUT_OF_MEMORY`, `dst` unchanged.
 ///
 /// Borrowed tensor bytes stay borrowed in the copy and share their owner token (bytes borrowed without an owner stay the caller's to keep alive). Pointers and views taken from `dst` become invalid; `src` is only read.
 ///
@@ -11264,7 +11264,7 @@ pub unsafe extern "C" fn onnxl_function_proto_clear(m: *mut OnnxlFunctionProto) 
     unsafe { msg_clear::<OnnxlFunctionProto>(m) }
 }
 
-/// Makes `dst` a deep copy of `src` (protobuf `CopyFrom()`); copying onto itself does nothing.
+/// Makes `dst` a deep copy of `src` (protobuf `CopyFrom()`); copying onto itself does nothing. When memory runs out: `ONNXL_STATUS_OUT_OF_MEMORY`, `dst` unchanged.
 ///
 /// Borrowed tensor bytes stay borrowed in the copy and share their owner token (bytes borrowed without an owner stay the caller's to keep alive). Pointers and views taken from `dst` become invalid; `src` is only read.
 ///
@@ -12166,7 +12166,7 @@ pub unsafe extern "C" fn onnxl_sequence_proto_clear(m: *mut OnnxlSequenceProto) 
     unsafe { msg_clear::<OnnxlSequenceProto>(m) }
 }
 
-/// Makes `dst` a deep copy of `src` (protobuf `CopyFrom()`); copying onto itself does nothing.
+/// Makes `dst` a deep copy of `src` (protobuf `CopyFrom()`); copying onto itself does nothing. When memory runs out: `ONNXL_STATUS_OUT_OF_MEMORY`, `dst` unchanged.
 ///
 /// Borrowed tensor bytes stay borrowed in the copy and share their owner token (bytes borrowed without an owner stay the caller's to keep alive). Pointers and views taken from `dst` become invalid; `src` is only read.
 ///
@@ -12756,7 +12756,7 @@ pub unsafe extern "C" fn onnxl_map_proto_clear(m: *mut OnnxlMapProto) -> OnnxlSt
     unsafe { msg_clear::<OnnxlMapProto>(m) }
 }
 
-/// Makes `dst` a deep copy of `src` (protobuf `CopyFrom()`); copying onto itself does nothing.
+/// Makes `dst` a deep copy of `src` (protobuf `CopyFrom()`); copying onto itself does nothing. When memory runs out: `ONNXL_STATUS_OUT_OF_MEMORY`, `dst` unchanged.
 ///
 /// Borrowed tensor bytes stay borrowed in the copy and share their owner token (bytes borrowed without an owner stay the caller's to keep alive). Pointers and views taken from `dst` become invalid; `src` is only read.
 ///
@@ -13214,7 +13214,7 @@ pub unsafe extern "C" fn onnxl_optional_proto_clear(m: *mut OnnxlOptionalProto) 
     unsafe { msg_clear::<OnnxlOptionalProto>(m) }
 }
 
-/// Makes `dst` a deep copy of `src` (protobuf `CopyFrom()`); copying onto itself does nothing.
+/// Makes `dst` a deep copy of `src` (protobuf `CopyFrom()`); copying onto itself does nothing. When memory runs out: `ONNXL_STATUS_OUT_OF_MEMORY`, `dst` unchanged.
 ///
 /// Borrowed tensor bytes stay borrowed in the copy and share their owner token (bytes borrowed without an owner stay the caller's to keep alive). Pointers and views taken from `dst` become invalid; `src` is only read.
 ///

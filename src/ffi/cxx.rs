@@ -24,6 +24,7 @@ use std::ffi::c_void;
 use super::panic::ffi_value;
 use super::status::FfiError;
 use crate::bytes::{CxxString, CxxStringPool};
+use crate::error::TryClone;
 use crate::proto::{Message, MsgBox, Recycle, Recycler, RepeatedField};
 use crate::wire::{
     DecodeConfig, DynMessage, InlineVec, Reader, SizeCursor, SizeTable, SliceWriter,
@@ -524,16 +525,20 @@ unsafe fn serialize_any(
 
 /// Merges `src` into `dst` as protobuf's `MergeFrom` does (scalars overwritten, lists appended,
 /// messages merged): by parsing `src`'s encoding into `dst`, which is that rule by definition.
+/// False when memory runs out (the C++ side throws `std::bad_alloc`).
 ///
 /// # Safety
 /// `dst` and `src` are live; nothing else accesses `dst`; they may be the same object.
-pub(crate) unsafe fn merge_from<M: Message>(dst: *mut M, src: *const M) {
+pub(crate) unsafe fn merge_from<M: Message>(dst: *mut M, src: *const M) -> bool {
     // SAFETY: contract; the bytes are taken before `dst` is borrowed mutably.
     unsafe {
-        let bytes = (*src).serialize_to_vec();
+        // (a message's own encoding parses: the one failure is running out of memory)
+        let Ok(bytes) = crate::codec::serialize_to_vec(&*src, &Default::default()) else {
+            return false;
+        };
         (*dst)
             .merge_from_bytes(&bytes, &DecodeConfig::default())
-            .expect("a message's own encoding parses");
+            .is_ok()
     }
 }
 
@@ -588,14 +593,57 @@ pub(crate) unsafe fn list_reserve<M: Message>(f: *mut RepeatedField<M>, n: usize
     unsafe { (*f).reserve(n) }
 }
 
-/// Appends a copy of `*src` to a repeated message field; returns it.
+/// Writes a copy of `*src` to the uninitialized `p` (C++ copy construction); false, with nothing
+/// written, when memory runs out (the constructor throws `std::bad_alloc`).
+///
+/// # Safety
+/// `p` is writable memory of an `M`; `src` is live.
+pub(crate) unsafe fn init_copy<M: TryClone>(p: *mut M, src: *const M) -> bool {
+    // SAFETY: contract.
+    match unsafe { (*src).try_clone() } {
+        Ok(v) => {
+            // SAFETY: contract.
+            unsafe { p.write(v) };
+            true
+        }
+        Err(_) => false,
+    }
+}
+
+/// Replaces `*p` with a copy of `*src` (`CopyFrom`); false, with `*p` unchanged, when memory runs
+/// out (`CopyFrom` throws `std::bad_alloc`).
+///
+/// # Safety
+/// `p` and `src` are live.
+pub(crate) unsafe fn copy_from<M: TryClone>(p: *mut M, src: *const M) -> bool {
+    if std::ptr::eq(p, src) {
+        return true;
+    }
+    // SAFETY: contract.
+    match unsafe { (*src).try_clone() } {
+        Ok(v) => {
+            // SAFETY: contract.
+            unsafe { *p = v };
+            true
+        }
+        Err(_) => false,
+    }
+}
+
+/// Appends a copy of `*src` to a repeated message field; returns it, or NULL with the field
+/// unchanged when memory runs out (the C++ side throws `std::bad_alloc`).
 ///
 /// # Safety
 /// As [`list_add`]; `src` is live.
-pub(crate) unsafe fn list_add_copy<M: Message>(f: *mut RepeatedField<M>, src: *const M) -> *mut M {
+pub(crate) unsafe fn list_add_copy<M: Message + TryClone>(
+    f: *mut RepeatedField<M>,
+    src: *const M,
+) -> *mut M {
     // SAFETY: contract; the copy is made before the field is borrowed mutably.
     unsafe {
-        let v = (*src).clone();
+        let Ok(v) = (*src).try_clone() else {
+            return std::ptr::null_mut();
+        };
         let p = (*f).push_default();
         *p = v;
         p

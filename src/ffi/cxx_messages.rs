@@ -33,19 +33,19 @@ pub unsafe extern "C" fn onnxl_cxx_AttributeProto_drop(p: *mut AttributeProto) {
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn onnxl_cxx_AttributeProto_init_copy(p: *mut AttributeProto, src: *const AttributeProto) {
+pub unsafe extern "C" fn onnxl_cxx_AttributeProto_init_copy(p: *mut AttributeProto, src: *const AttributeProto) -> bool {
     // SAFETY: module contract.
-    unsafe { p.write((*src).clone()) }
+    unsafe { init_copy(p, src) }
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn onnxl_cxx_AttributeProto_copy_from(p: *mut AttributeProto, src: *const AttributeProto) {
+pub unsafe extern "C" fn onnxl_cxx_AttributeProto_copy_from(p: *mut AttributeProto, src: *const AttributeProto) -> bool {
     // SAFETY: module contract.
-    if !std::ptr::eq(p, src) { unsafe { *p = (*src).clone() } }
+    unsafe { copy_from(p, src) }
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn onnxl_cxx_AttributeProto_merge_from(p: *mut AttributeProto, src: *const AttributeProto) {
+pub unsafe extern "C" fn onnxl_cxx_AttributeProto_merge_from(p: *mut AttributeProto, src: *const AttributeProto) -> bool {
     // SAFETY: module contract.
     unsafe { merge_from(p, src) }
 }
@@ -149,19 +149,19 @@ pub unsafe extern "C" fn onnxl_cxx_ValueInfoProto_drop(p: *mut ValueInfoProto) {
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn onnxl_cxx_ValueInfoProto_init_copy(p: *mut ValueInfoProto, src: *const ValueInfoProto) {
+pub unsafe extern "C" fn onnxl_cxx_ValueInfoProto_init_copy(p: *mut ValueInfoProto, src: *const ValueInfoProto) -> bool {
     // SAFETY: module contract.
-    unsafe { p.write((*src).clone()) }
+    unsafe { init_copy(p, src) }
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn onnxl_cxx_ValueInfoProto_copy_from(p: *mut ValueInfoProto, src: *const ValueInfoProto) {
+pub unsafe extern "C" fn onnxl_cxx_ValueInfoProto_copy_from(p: *mut ValueInfoProto, src: *const ValueInfoProto) -> bool {
     // SAFETY: module contract.
-    if !std::ptr::eq(p, src) { unsafe { *p = (*src).clone() } }
+    unsafe { copy_from(p, src) }
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn onnxl_cxx_ValueInfoProto_merge_from(p: *mut ValueInfoProto, src: *const ValueInfoProto) {
+pub unsafe extern "C" fn onnxl_cxx_ValueInfoProto_merge_from(p: *mut ValueInfoProto, src: *const ValueInfoProto) -> bool {
     // SAFETY: module contract.
     unsafe { merge_from(p, src) }
 }
@@ -265,19 +265,19 @@ pub unsafe extern "C" fn onnxl_cxx_NodeProto_drop(p: *mut NodeProto) {
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn onnxl_cxx_NodeProto_init_copy(p: *mut NodeProto, src: *const NodeProto) {
+pub unsafe extern "C" fn onnxl_cxx_NodeProto_init_copy(p: *mut NodeProto, src: *const NodeProto) -> bool {
     // SAFETY: module contract.
-    unsafe { p.write((*src).clone()) }
+    unsafe { init_copy(p, src) }
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn onnxl_cxx_NodeProto_copy_from(p: *mut NodeProto, src: *const NodeProto) {
+pub unsafe extern "C" fn onnxl_cxx_NodeProto_copy_from(p: *mut NodeProto, src: *const NodeProto) -> bool {
     // SAFETY: module contract.
-    if !std::ptr::eq(p, src) { unsafe { *p = (*src).clone() } }
+    unsafe { copy_from(p, src) }
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn onnxl_cxx_NodeProto_merge_from(p: *mut NodeProto, src: *const NodeProto) {
+pub unsafe extern "C" fn onnxl_cxx_NodeProto_merge_from(p: *mut NodeProto, src: *const NodeProto) -> bool {
     // SAFETY: module contract.
     unsafe { merge_from(p, src) }
 }
@@ -381,19 +381,19 @@ pub unsafe extern "C" fn onnxl_cxx_IntIntListEntryProto_drop(p: *mut IntIntListE
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn onnxl_cxx_IntIntListEntryProto_init_copy(p: *mut IntIntListEntryProto, src: *const IntIntListEntryProto) {
+pub unsafe extern "C" fn onnxl_cxx_IntIntListEntryProto_init_copy(p: *mut IntIntListEntryProto, src: *const IntIntListEntryProto) -> bool {
     // SAFETY: module contract.
-    unsafe { p.write((*src).clone()) }
+    unsafe { init_copy(p, src) }
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn onnxl_cxx_IntIntListEntryProto_copy_from(p: *mut IntIntListEntryProto, src: *const IntIntListEntryProto) {
+pub unsafe extern "C" fn onnxl_cxx_IntIntListEntryProto_copy_from(p: *mut IntIntListEntryProto, src: *const IntIntListEntryProto) -> bool {
     // SAFETY: module contract.
-    if !std::ptr::eq(p, src) { unsafe { *p = (*src).clone() } }
+    unsafe { copy_from(p, src) }
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn onnxl_cxx_IntIntListEntryProto_merge_from(p: *mut IntIntListEntryProto, src: *const IntIntListEntryProto) {
+pub unsafe extern "C" fn onnxl_cxx_IntIntListEntryProto_merge_from(p: *mut IntIntListEntryProto, src: *const IntIntListEntryProto) -> bool {
     // SAFETY: module contract.
     unsafe { merge_from(p, src) }
 }
@@ -485,19 +485,19 @@ pub unsafe extern "C" fn onnxl_cxx_NodeDeviceConfigurationProto_drop(p: *mut Nod
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn onnxl_cxx_NodeDeviceConfigurationProto_init_copy(p: *mut NodeDeviceConfigurationProto, src: *const NodeDeviceConfigurationProto) {
+pub unsafe extern "C" fn onnxl_cxx_NodeDeviceConfigurationProto_init_copy(p: *mut NodeDeviceConfigurationProto, src: *const NodeDeviceConfigurationProto) -> bool {
     // SAFETY: module contract.
-    unsafe { p.write((*src).clone()) }
+    unsafe { init_copy(p, src) }
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn onnxl_cxx_NodeDeviceConfigurationProto_copy_from(p: *mut NodeDeviceConfigurationProto, src: *const NodeDeviceConfigurationProto) {
+pub unsafe extern "C" fn onnxl_cxx_NodeDeviceConfigurationProto_copy_from(p: *mut NodeDeviceConfigurationProto, src: *const NodeDeviceConfigurationProto) -> bool {
     // SAFETY: module contract.
-    if !std::ptr::eq(p, src) { unsafe { *p = (*src).clone() } }
+    unsafe { copy_from(p, src) }
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn onnxl_cxx_NodeDeviceConfigurationProto_merge_from(p: *mut NodeDeviceConfigurationProto, src: *const NodeDeviceConfigurationProto) {
+pub unsafe extern "C" fn onnxl_cxx_NodeDeviceConfigurationProto_merge_from(p: *mut NodeDeviceConfigurationProto, src: *const NodeDeviceConfigurationProto) -> bool {
     // SAFETY: module contract.
     unsafe { merge_from(p, src) }
 }
@@ -589,19 +589,19 @@ pub unsafe extern "C" fn onnxl_cxx_ShardingSpecProto_drop(p: *mut ShardingSpecPr
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn onnxl_cxx_ShardingSpecProto_init_copy(p: *mut ShardingSpecProto, src: *const ShardingSpecProto) {
+pub unsafe extern "C" fn onnxl_cxx_ShardingSpecProto_init_copy(p: *mut ShardingSpecProto, src: *const ShardingSpecProto) -> bool {
     // SAFETY: module contract.
-    unsafe { p.write((*src).clone()) }
+    unsafe { init_copy(p, src) }
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn onnxl_cxx_ShardingSpecProto_copy_from(p: *mut ShardingSpecProto, src: *const ShardingSpecProto) {
+pub unsafe extern "C" fn onnxl_cxx_ShardingSpecProto_copy_from(p: *mut ShardingSpecProto, src: *const ShardingSpecProto) -> bool {
     // SAFETY: module contract.
-    if !std::ptr::eq(p, src) { unsafe { *p = (*src).clone() } }
+    unsafe { copy_from(p, src) }
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn onnxl_cxx_ShardingSpecProto_merge_from(p: *mut ShardingSpecProto, src: *const ShardingSpecProto) {
+pub unsafe extern "C" fn onnxl_cxx_ShardingSpecProto_merge_from(p: *mut ShardingSpecProto, src: *const ShardingSpecProto) -> bool {
     // SAFETY: module contract.
     unsafe { merge_from(p, src) }
 }
@@ -693,19 +693,19 @@ pub unsafe extern "C" fn onnxl_cxx_ShardedDimProto_drop(p: *mut ShardedDimProto)
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn onnxl_cxx_ShardedDimProto_init_copy(p: *mut ShardedDimProto, src: *const ShardedDimProto) {
+pub unsafe extern "C" fn onnxl_cxx_ShardedDimProto_init_copy(p: *mut ShardedDimProto, src: *const ShardedDimProto) -> bool {
     // SAFETY: module contract.
-    unsafe { p.write((*src).clone()) }
+    unsafe { init_copy(p, src) }
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn onnxl_cxx_ShardedDimProto_copy_from(p: *mut ShardedDimProto, src: *const ShardedDimProto) {
+pub unsafe extern "C" fn onnxl_cxx_ShardedDimProto_copy_from(p: *mut ShardedDimProto, src: *const ShardedDimProto) -> bool {
     // SAFETY: module contract.
-    if !std::ptr::eq(p, src) { unsafe { *p = (*src).clone() } }
+    unsafe { copy_from(p, src) }
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn onnxl_cxx_ShardedDimProto_merge_from(p: *mut ShardedDimProto, src: *const ShardedDimProto) {
+pub unsafe extern "C" fn onnxl_cxx_ShardedDimProto_merge_from(p: *mut ShardedDimProto, src: *const ShardedDimProto) -> bool {
     // SAFETY: module contract.
     unsafe { merge_from(p, src) }
 }
@@ -797,19 +797,19 @@ pub unsafe extern "C" fn onnxl_cxx_SimpleShardedDimProto_drop(p: *mut SimpleShar
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn onnxl_cxx_SimpleShardedDimProto_init_copy(p: *mut SimpleShardedDimProto, src: *const SimpleShardedDimProto) {
+pub unsafe extern "C" fn onnxl_cxx_SimpleShardedDimProto_init_copy(p: *mut SimpleShardedDimProto, src: *const SimpleShardedDimProto) -> bool {
     // SAFETY: module contract.
-    unsafe { p.write((*src).clone()) }
+    unsafe { init_copy(p, src) }
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn onnxl_cxx_SimpleShardedDimProto_copy_from(p: *mut SimpleShardedDimProto, src: *const SimpleShardedDimProto) {
+pub unsafe extern "C" fn onnxl_cxx_SimpleShardedDimProto_copy_from(p: *mut SimpleShardedDimProto, src: *const SimpleShardedDimProto) -> bool {
     // SAFETY: module contract.
-    if !std::ptr::eq(p, src) { unsafe { *p = (*src).clone() } }
+    unsafe { copy_from(p, src) }
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn onnxl_cxx_SimpleShardedDimProto_merge_from(p: *mut SimpleShardedDimProto, src: *const SimpleShardedDimProto) {
+pub unsafe extern "C" fn onnxl_cxx_SimpleShardedDimProto_merge_from(p: *mut SimpleShardedDimProto, src: *const SimpleShardedDimProto) -> bool {
     // SAFETY: module contract.
     unsafe { merge_from(p, src) }
 }
@@ -950,19 +950,19 @@ pub unsafe extern "C" fn onnxl_cxx_TrainingInfoProto_drop(p: *mut TrainingInfoPr
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn onnxl_cxx_TrainingInfoProto_init_copy(p: *mut TrainingInfoProto, src: *const TrainingInfoProto) {
+pub unsafe extern "C" fn onnxl_cxx_TrainingInfoProto_init_copy(p: *mut TrainingInfoProto, src: *const TrainingInfoProto) -> bool {
     // SAFETY: module contract.
-    unsafe { p.write((*src).clone()) }
+    unsafe { init_copy(p, src) }
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn onnxl_cxx_TrainingInfoProto_copy_from(p: *mut TrainingInfoProto, src: *const TrainingInfoProto) {
+pub unsafe extern "C" fn onnxl_cxx_TrainingInfoProto_copy_from(p: *mut TrainingInfoProto, src: *const TrainingInfoProto) -> bool {
     // SAFETY: module contract.
-    if !std::ptr::eq(p, src) { unsafe { *p = (*src).clone() } }
+    unsafe { copy_from(p, src) }
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn onnxl_cxx_TrainingInfoProto_merge_from(p: *mut TrainingInfoProto, src: *const TrainingInfoProto) {
+pub unsafe extern "C" fn onnxl_cxx_TrainingInfoProto_merge_from(p: *mut TrainingInfoProto, src: *const TrainingInfoProto) -> bool {
     // SAFETY: module contract.
     unsafe { merge_from(p, src) }
 }
@@ -1054,19 +1054,19 @@ pub unsafe extern "C" fn onnxl_cxx_ModelProto_drop(p: *mut ModelProto) {
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn onnxl_cxx_ModelProto_init_copy(p: *mut ModelProto, src: *const ModelProto) {
+pub unsafe extern "C" fn onnxl_cxx_ModelProto_init_copy(p: *mut ModelProto, src: *const ModelProto) -> bool {
     // SAFETY: module contract.
-    unsafe { p.write((*src).clone()) }
+    unsafe { init_copy(p, src) }
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn onnxl_cxx_ModelProto_copy_from(p: *mut ModelProto, src: *const ModelProto) {
+pub unsafe extern "C" fn onnxl_cxx_ModelProto_copy_from(p: *mut ModelProto, src: *const ModelProto) -> bool {
     // SAFETY: module contract.
-    if !std::ptr::eq(p, src) { unsafe { *p = (*src).clone() } }
+    unsafe { copy_from(p, src) }
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn onnxl_cxx_ModelProto_merge_from(p: *mut ModelProto, src: *const ModelProto) {
+pub unsafe extern "C" fn onnxl_cxx_ModelProto_merge_from(p: *mut ModelProto, src: *const ModelProto) -> bool {
     // SAFETY: module contract.
     unsafe { merge_from(p, src) }
 }
@@ -1158,19 +1158,19 @@ pub unsafe extern "C" fn onnxl_cxx_DeviceConfigurationProto_drop(p: *mut DeviceC
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn onnxl_cxx_DeviceConfigurationProto_init_copy(p: *mut DeviceConfigurationProto, src: *const DeviceConfigurationProto) {
+pub unsafe extern "C" fn onnxl_cxx_DeviceConfigurationProto_init_copy(p: *mut DeviceConfigurationProto, src: *const DeviceConfigurationProto) -> bool {
     // SAFETY: module contract.
-    unsafe { p.write((*src).clone()) }
+    unsafe { init_copy(p, src) }
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn onnxl_cxx_DeviceConfigurationProto_copy_from(p: *mut DeviceConfigurationProto, src: *const DeviceConfigurationProto) {
+pub unsafe extern "C" fn onnxl_cxx_DeviceConfigurationProto_copy_from(p: *mut DeviceConfigurationProto, src: *const DeviceConfigurationProto) -> bool {
     // SAFETY: module contract.
-    if !std::ptr::eq(p, src) { unsafe { *p = (*src).clone() } }
+    unsafe { copy_from(p, src) }
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn onnxl_cxx_DeviceConfigurationProto_merge_from(p: *mut DeviceConfigurationProto, src: *const DeviceConfigurationProto) {
+pub unsafe extern "C" fn onnxl_cxx_DeviceConfigurationProto_merge_from(p: *mut DeviceConfigurationProto, src: *const DeviceConfigurationProto) -> bool {
     // SAFETY: module contract.
     unsafe { merge_from(p, src) }
 }
@@ -1262,19 +1262,19 @@ pub unsafe extern "C" fn onnxl_cxx_StringStringEntryProto_drop(p: *mut StringStr
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn onnxl_cxx_StringStringEntryProto_init_copy(p: *mut StringStringEntryProto, src: *const StringStringEntryProto) {
+pub unsafe extern "C" fn onnxl_cxx_StringStringEntryProto_init_copy(p: *mut StringStringEntryProto, src: *const StringStringEntryProto) -> bool {
     // SAFETY: module contract.
-    unsafe { p.write((*src).clone()) }
+    unsafe { init_copy(p, src) }
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn onnxl_cxx_StringStringEntryProto_copy_from(p: *mut StringStringEntryProto, src: *const StringStringEntryProto) {
+pub unsafe extern "C" fn onnxl_cxx_StringStringEntryProto_copy_from(p: *mut StringStringEntryProto, src: *const StringStringEntryProto) -> bool {
     // SAFETY: module contract.
-    if !std::ptr::eq(p, src) { unsafe { *p = (*src).clone() } }
+    unsafe { copy_from(p, src) }
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn onnxl_cxx_StringStringEntryProto_merge_from(p: *mut StringStringEntryProto, src: *const StringStringEntryProto) {
+pub unsafe extern "C" fn onnxl_cxx_StringStringEntryProto_merge_from(p: *mut StringStringEntryProto, src: *const StringStringEntryProto) -> bool {
     // SAFETY: module contract.
     unsafe { merge_from(p, src) }
 }
@@ -1366,19 +1366,19 @@ pub unsafe extern "C" fn onnxl_cxx_TensorAnnotation_drop(p: *mut TensorAnnotatio
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn onnxl_cxx_TensorAnnotation_init_copy(p: *mut TensorAnnotation, src: *const TensorAnnotation) {
+pub unsafe extern "C" fn onnxl_cxx_TensorAnnotation_init_copy(p: *mut TensorAnnotation, src: *const TensorAnnotation) -> bool {
     // SAFETY: module contract.
-    unsafe { p.write((*src).clone()) }
+    unsafe { init_copy(p, src) }
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn onnxl_cxx_TensorAnnotation_copy_from(p: *mut TensorAnnotation, src: *const TensorAnnotation) {
+pub unsafe extern "C" fn onnxl_cxx_TensorAnnotation_copy_from(p: *mut TensorAnnotation, src: *const TensorAnnotation) -> bool {
     // SAFETY: module contract.
-    if !std::ptr::eq(p, src) { unsafe { *p = (*src).clone() } }
+    unsafe { copy_from(p, src) }
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn onnxl_cxx_TensorAnnotation_merge_from(p: *mut TensorAnnotation, src: *const TensorAnnotation) {
+pub unsafe extern "C" fn onnxl_cxx_TensorAnnotation_merge_from(p: *mut TensorAnnotation, src: *const TensorAnnotation) -> bool {
     // SAFETY: module contract.
     unsafe { merge_from(p, src) }
 }
@@ -1470,19 +1470,19 @@ pub unsafe extern "C" fn onnxl_cxx_GraphProto_drop(p: *mut GraphProto) {
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn onnxl_cxx_GraphProto_init_copy(p: *mut GraphProto, src: *const GraphProto) {
+pub unsafe extern "C" fn onnxl_cxx_GraphProto_init_copy(p: *mut GraphProto, src: *const GraphProto) -> bool {
     // SAFETY: module contract.
-    unsafe { p.write((*src).clone()) }
+    unsafe { init_copy(p, src) }
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn onnxl_cxx_GraphProto_copy_from(p: *mut GraphProto, src: *const GraphProto) {
+pub unsafe extern "C" fn onnxl_cxx_GraphProto_copy_from(p: *mut GraphProto, src: *const GraphProto) -> bool {
     // SAFETY: module contract.
-    if !std::ptr::eq(p, src) { unsafe { *p = (*src).clone() } }
+    unsafe { copy_from(p, src) }
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn onnxl_cxx_GraphProto_merge_from(p: *mut GraphProto, src: *const GraphProto) {
+pub unsafe extern "C" fn onnxl_cxx_GraphProto_merge_from(p: *mut GraphProto, src: *const GraphProto) -> bool {
     // SAFETY: module contract.
     unsafe { merge_from(p, src) }
 }
@@ -1574,19 +1574,19 @@ pub unsafe extern "C" fn onnxl_cxx_TensorProto_drop(p: *mut TensorProto) {
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn onnxl_cxx_TensorProto_init_copy(p: *mut TensorProto, src: *const TensorProto) {
+pub unsafe extern "C" fn onnxl_cxx_TensorProto_init_copy(p: *mut TensorProto, src: *const TensorProto) -> bool {
     // SAFETY: module contract.
-    unsafe { p.write((*src).clone()) }
+    unsafe { init_copy(p, src) }
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn onnxl_cxx_TensorProto_copy_from(p: *mut TensorProto, src: *const TensorProto) {
+pub unsafe extern "C" fn onnxl_cxx_TensorProto_copy_from(p: *mut TensorProto, src: *const TensorProto) -> bool {
     // SAFETY: module contract.
-    if !std::ptr::eq(p, src) { unsafe { *p = (*src).clone() } }
+    unsafe { copy_from(p, src) }
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn onnxl_cxx_TensorProto_merge_from(p: *mut TensorProto, src: *const TensorProto) {
+pub unsafe extern "C" fn onnxl_cxx_TensorProto_merge_from(p: *mut TensorProto, src: *const TensorProto) -> bool {
     // SAFETY: module contract.
     unsafe { merge_from(p, src) }
 }
@@ -1690,19 +1690,19 @@ pub unsafe extern "C" fn onnxl_cxx_TensorProto_Segment_drop(p: *mut TensorProtoS
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn onnxl_cxx_TensorProto_Segment_init_copy(p: *mut TensorProtoSegment, src: *const TensorProtoSegment) {
+pub unsafe extern "C" fn onnxl_cxx_TensorProto_Segment_init_copy(p: *mut TensorProtoSegment, src: *const TensorProtoSegment) -> bool {
     // SAFETY: module contract.
-    unsafe { p.write((*src).clone()) }
+    unsafe { init_copy(p, src) }
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn onnxl_cxx_TensorProto_Segment_copy_from(p: *mut TensorProtoSegment, src: *const TensorProtoSegment) {
+pub unsafe extern "C" fn onnxl_cxx_TensorProto_Segment_copy_from(p: *mut TensorProtoSegment, src: *const TensorProtoSegment) -> bool {
     // SAFETY: module contract.
-    if !std::ptr::eq(p, src) { unsafe { *p = (*src).clone() } }
+    unsafe { copy_from(p, src) }
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn onnxl_cxx_TensorProto_Segment_merge_from(p: *mut TensorProtoSegment, src: *const TensorProtoSegment) {
+pub unsafe extern "C" fn onnxl_cxx_TensorProto_Segment_merge_from(p: *mut TensorProtoSegment, src: *const TensorProtoSegment) -> bool {
     // SAFETY: module contract.
     unsafe { merge_from(p, src) }
 }
@@ -1794,19 +1794,19 @@ pub unsafe extern "C" fn onnxl_cxx_SparseTensorProto_drop(p: *mut SparseTensorPr
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn onnxl_cxx_SparseTensorProto_init_copy(p: *mut SparseTensorProto, src: *const SparseTensorProto) {
+pub unsafe extern "C" fn onnxl_cxx_SparseTensorProto_init_copy(p: *mut SparseTensorProto, src: *const SparseTensorProto) -> bool {
     // SAFETY: module contract.
-    unsafe { p.write((*src).clone()) }
+    unsafe { init_copy(p, src) }
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn onnxl_cxx_SparseTensorProto_copy_from(p: *mut SparseTensorProto, src: *const SparseTensorProto) {
+pub unsafe extern "C" fn onnxl_cxx_SparseTensorProto_copy_from(p: *mut SparseTensorProto, src: *const SparseTensorProto) -> bool {
     // SAFETY: module contract.
-    if !std::ptr::eq(p, src) { unsafe { *p = (*src).clone() } }
+    unsafe { copy_from(p, src) }
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn onnxl_cxx_SparseTensorProto_merge_from(p: *mut SparseTensorProto, src: *const SparseTensorProto) {
+pub unsafe extern "C" fn onnxl_cxx_SparseTensorProto_merge_from(p: *mut SparseTensorProto, src: *const SparseTensorProto) -> bool {
     // SAFETY: module contract.
     unsafe { merge_from(p, src) }
 }
@@ -1898,19 +1898,19 @@ pub unsafe extern "C" fn onnxl_cxx_TensorShapeProto_drop(p: *mut TensorShapeProt
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn onnxl_cxx_TensorShapeProto_init_copy(p: *mut TensorShapeProto, src: *const TensorShapeProto) {
+pub unsafe extern "C" fn onnxl_cxx_TensorShapeProto_init_copy(p: *mut TensorShapeProto, src: *const TensorShapeProto) -> bool {
     // SAFETY: module contract.
-    unsafe { p.write((*src).clone()) }
+    unsafe { init_copy(p, src) }
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn onnxl_cxx_TensorShapeProto_copy_from(p: *mut TensorShapeProto, src: *const TensorShapeProto) {
+pub unsafe extern "C" fn onnxl_cxx_TensorShapeProto_copy_from(p: *mut TensorShapeProto, src: *const TensorShapeProto) -> bool {
     // SAFETY: module contract.
-    if !std::ptr::eq(p, src) { unsafe { *p = (*src).clone() } }
+    unsafe { copy_from(p, src) }
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn onnxl_cxx_TensorShapeProto_merge_from(p: *mut TensorShapeProto, src: *const TensorShapeProto) {
+pub unsafe extern "C" fn onnxl_cxx_TensorShapeProto_merge_from(p: *mut TensorShapeProto, src: *const TensorShapeProto) -> bool {
     // SAFETY: module contract.
     unsafe { merge_from(p, src) }
 }
@@ -2002,19 +2002,19 @@ pub unsafe extern "C" fn onnxl_cxx_TensorShapeProto_Dimension_drop(p: *mut Tenso
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn onnxl_cxx_TensorShapeProto_Dimension_init_copy(p: *mut TensorShapeProtoDimension, src: *const TensorShapeProtoDimension) {
+pub unsafe extern "C" fn onnxl_cxx_TensorShapeProto_Dimension_init_copy(p: *mut TensorShapeProtoDimension, src: *const TensorShapeProtoDimension) -> bool {
     // SAFETY: module contract.
-    unsafe { p.write((*src).clone()) }
+    unsafe { init_copy(p, src) }
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn onnxl_cxx_TensorShapeProto_Dimension_copy_from(p: *mut TensorShapeProtoDimension, src: *const TensorShapeProtoDimension) {
+pub unsafe extern "C" fn onnxl_cxx_TensorShapeProto_Dimension_copy_from(p: *mut TensorShapeProtoDimension, src: *const TensorShapeProtoDimension) -> bool {
     // SAFETY: module contract.
-    if !std::ptr::eq(p, src) { unsafe { *p = (*src).clone() } }
+    unsafe { copy_from(p, src) }
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn onnxl_cxx_TensorShapeProto_Dimension_merge_from(p: *mut TensorShapeProtoDimension, src: *const TensorShapeProtoDimension) {
+pub unsafe extern "C" fn onnxl_cxx_TensorShapeProto_Dimension_merge_from(p: *mut TensorShapeProtoDimension, src: *const TensorShapeProtoDimension) -> bool {
     // SAFETY: module contract.
     unsafe { merge_from(p, src) }
 }
@@ -2167,19 +2167,19 @@ pub unsafe extern "C" fn onnxl_cxx_TypeProto_drop(p: *mut TypeProto) {
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn onnxl_cxx_TypeProto_init_copy(p: *mut TypeProto, src: *const TypeProto) {
+pub unsafe extern "C" fn onnxl_cxx_TypeProto_init_copy(p: *mut TypeProto, src: *const TypeProto) -> bool {
     // SAFETY: module contract.
-    unsafe { p.write((*src).clone()) }
+    unsafe { init_copy(p, src) }
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn onnxl_cxx_TypeProto_copy_from(p: *mut TypeProto, src: *const TypeProto) {
+pub unsafe extern "C" fn onnxl_cxx_TypeProto_copy_from(p: *mut TypeProto, src: *const TypeProto) -> bool {
     // SAFETY: module contract.
-    if !std::ptr::eq(p, src) { unsafe { *p = (*src).clone() } }
+    unsafe { copy_from(p, src) }
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn onnxl_cxx_TypeProto_merge_from(p: *mut TypeProto, src: *const TypeProto) {
+pub unsafe extern "C" fn onnxl_cxx_TypeProto_merge_from(p: *mut TypeProto, src: *const TypeProto) -> bool {
     // SAFETY: module contract.
     unsafe { merge_from(p, src) }
 }
@@ -2439,19 +2439,19 @@ pub unsafe extern "C" fn onnxl_cxx_TypeProto_Tensor_drop(p: *mut TypeProtoTensor
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn onnxl_cxx_TypeProto_Tensor_init_copy(p: *mut TypeProtoTensor, src: *const TypeProtoTensor) {
+pub unsafe extern "C" fn onnxl_cxx_TypeProto_Tensor_init_copy(p: *mut TypeProtoTensor, src: *const TypeProtoTensor) -> bool {
     // SAFETY: module contract.
-    unsafe { p.write((*src).clone()) }
+    unsafe { init_copy(p, src) }
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn onnxl_cxx_TypeProto_Tensor_copy_from(p: *mut TypeProtoTensor, src: *const TypeProtoTensor) {
+pub unsafe extern "C" fn onnxl_cxx_TypeProto_Tensor_copy_from(p: *mut TypeProtoTensor, src: *const TypeProtoTensor) -> bool {
     // SAFETY: module contract.
-    if !std::ptr::eq(p, src) { unsafe { *p = (*src).clone() } }
+    unsafe { copy_from(p, src) }
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn onnxl_cxx_TypeProto_Tensor_merge_from(p: *mut TypeProtoTensor, src: *const TypeProtoTensor) {
+pub unsafe extern "C" fn onnxl_cxx_TypeProto_Tensor_merge_from(p: *mut TypeProtoTensor, src: *const TypeProtoTensor) -> bool {
     // SAFETY: module contract.
     unsafe { merge_from(p, src) }
 }
@@ -2543,19 +2543,19 @@ pub unsafe extern "C" fn onnxl_cxx_TypeProto_Sequence_drop(p: *mut TypeProtoSequ
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn onnxl_cxx_TypeProto_Sequence_init_copy(p: *mut TypeProtoSequence, src: *const TypeProtoSequence) {
+pub unsafe extern "C" fn onnxl_cxx_TypeProto_Sequence_init_copy(p: *mut TypeProtoSequence, src: *const TypeProtoSequence) -> bool {
     // SAFETY: module contract.
-    unsafe { p.write((*src).clone()) }
+    unsafe { init_copy(p, src) }
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn onnxl_cxx_TypeProto_Sequence_copy_from(p: *mut TypeProtoSequence, src: *const TypeProtoSequence) {
+pub unsafe extern "C" fn onnxl_cxx_TypeProto_Sequence_copy_from(p: *mut TypeProtoSequence, src: *const TypeProtoSequence) -> bool {
     // SAFETY: module contract.
-    if !std::ptr::eq(p, src) { unsafe { *p = (*src).clone() } }
+    unsafe { copy_from(p, src) }
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn onnxl_cxx_TypeProto_Sequence_merge_from(p: *mut TypeProtoSequence, src: *const TypeProtoSequence) {
+pub unsafe extern "C" fn onnxl_cxx_TypeProto_Sequence_merge_from(p: *mut TypeProtoSequence, src: *const TypeProtoSequence) -> bool {
     // SAFETY: module contract.
     unsafe { merge_from(p, src) }
 }
@@ -2647,19 +2647,19 @@ pub unsafe extern "C" fn onnxl_cxx_TypeProto_Map_drop(p: *mut TypeProtoMap) {
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn onnxl_cxx_TypeProto_Map_init_copy(p: *mut TypeProtoMap, src: *const TypeProtoMap) {
+pub unsafe extern "C" fn onnxl_cxx_TypeProto_Map_init_copy(p: *mut TypeProtoMap, src: *const TypeProtoMap) -> bool {
     // SAFETY: module contract.
-    unsafe { p.write((*src).clone()) }
+    unsafe { init_copy(p, src) }
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn onnxl_cxx_TypeProto_Map_copy_from(p: *mut TypeProtoMap, src: *const TypeProtoMap) {
+pub unsafe extern "C" fn onnxl_cxx_TypeProto_Map_copy_from(p: *mut TypeProtoMap, src: *const TypeProtoMap) -> bool {
     // SAFETY: module contract.
-    if !std::ptr::eq(p, src) { unsafe { *p = (*src).clone() } }
+    unsafe { copy_from(p, src) }
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn onnxl_cxx_TypeProto_Map_merge_from(p: *mut TypeProtoMap, src: *const TypeProtoMap) {
+pub unsafe extern "C" fn onnxl_cxx_TypeProto_Map_merge_from(p: *mut TypeProtoMap, src: *const TypeProtoMap) -> bool {
     // SAFETY: module contract.
     unsafe { merge_from(p, src) }
 }
@@ -2751,19 +2751,19 @@ pub unsafe extern "C" fn onnxl_cxx_TypeProto_Optional_drop(p: *mut TypeProtoOpti
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn onnxl_cxx_TypeProto_Optional_init_copy(p: *mut TypeProtoOptional, src: *const TypeProtoOptional) {
+pub unsafe extern "C" fn onnxl_cxx_TypeProto_Optional_init_copy(p: *mut TypeProtoOptional, src: *const TypeProtoOptional) -> bool {
     // SAFETY: module contract.
-    unsafe { p.write((*src).clone()) }
+    unsafe { init_copy(p, src) }
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn onnxl_cxx_TypeProto_Optional_copy_from(p: *mut TypeProtoOptional, src: *const TypeProtoOptional) {
+pub unsafe extern "C" fn onnxl_cxx_TypeProto_Optional_copy_from(p: *mut TypeProtoOptional, src: *const TypeProtoOptional) -> bool {
     // SAFETY: module contract.
-    if !std::ptr::eq(p, src) { unsafe { *p = (*src).clone() } }
+    unsafe { copy_from(p, src) }
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn onnxl_cxx_TypeProto_Optional_merge_from(p: *mut TypeProtoOptional, src: *const TypeProtoOptional) {
+pub unsafe extern "C" fn onnxl_cxx_TypeProto_Optional_merge_from(p: *mut TypeProtoOptional, src: *const TypeProtoOptional) -> bool {
     // SAFETY: module contract.
     unsafe { merge_from(p, src) }
 }
@@ -2855,19 +2855,19 @@ pub unsafe extern "C" fn onnxl_cxx_TypeProto_SparseTensor_drop(p: *mut TypeProto
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn onnxl_cxx_TypeProto_SparseTensor_init_copy(p: *mut TypeProtoSparseTensor, src: *const TypeProtoSparseTensor) {
+pub unsafe extern "C" fn onnxl_cxx_TypeProto_SparseTensor_init_copy(p: *mut TypeProtoSparseTensor, src: *const TypeProtoSparseTensor) -> bool {
     // SAFETY: module contract.
-    unsafe { p.write((*src).clone()) }
+    unsafe { init_copy(p, src) }
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn onnxl_cxx_TypeProto_SparseTensor_copy_from(p: *mut TypeProtoSparseTensor, src: *const TypeProtoSparseTensor) {
+pub unsafe extern "C" fn onnxl_cxx_TypeProto_SparseTensor_copy_from(p: *mut TypeProtoSparseTensor, src: *const TypeProtoSparseTensor) -> bool {
     // SAFETY: module contract.
-    if !std::ptr::eq(p, src) { unsafe { *p = (*src).clone() } }
+    unsafe { copy_from(p, src) }
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn onnxl_cxx_TypeProto_SparseTensor_merge_from(p: *mut TypeProtoSparseTensor, src: *const TypeProtoSparseTensor) {
+pub unsafe extern "C" fn onnxl_cxx_TypeProto_SparseTensor_merge_from(p: *mut TypeProtoSparseTensor, src: *const TypeProtoSparseTensor) -> bool {
     // SAFETY: module contract.
     unsafe { merge_from(p, src) }
 }
@@ -2959,19 +2959,19 @@ pub unsafe extern "C" fn onnxl_cxx_TypeProto_Opaque_drop(p: *mut TypeProtoOpaque
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn onnxl_cxx_TypeProto_Opaque_init_copy(p: *mut TypeProtoOpaque, src: *const TypeProtoOpaque) {
+pub unsafe extern "C" fn onnxl_cxx_TypeProto_Opaque_init_copy(p: *mut TypeProtoOpaque, src: *const TypeProtoOpaque) -> bool {
     // SAFETY: module contract.
-    unsafe { p.write((*src).clone()) }
+    unsafe { init_copy(p, src) }
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn onnxl_cxx_TypeProto_Opaque_copy_from(p: *mut TypeProtoOpaque, src: *const TypeProtoOpaque) {
+pub unsafe extern "C" fn onnxl_cxx_TypeProto_Opaque_copy_from(p: *mut TypeProtoOpaque, src: *const TypeProtoOpaque) -> bool {
     // SAFETY: module contract.
-    if !std::ptr::eq(p, src) { unsafe { *p = (*src).clone() } }
+    unsafe { copy_from(p, src) }
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn onnxl_cxx_TypeProto_Opaque_merge_from(p: *mut TypeProtoOpaque, src: *const TypeProtoOpaque) {
+pub unsafe extern "C" fn onnxl_cxx_TypeProto_Opaque_merge_from(p: *mut TypeProtoOpaque, src: *const TypeProtoOpaque) -> bool {
     // SAFETY: module contract.
     unsafe { merge_from(p, src) }
 }
@@ -3063,19 +3063,19 @@ pub unsafe extern "C" fn onnxl_cxx_OperatorSetIdProto_drop(p: *mut OperatorSetId
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn onnxl_cxx_OperatorSetIdProto_init_copy(p: *mut OperatorSetIdProto, src: *const OperatorSetIdProto) {
+pub unsafe extern "C" fn onnxl_cxx_OperatorSetIdProto_init_copy(p: *mut OperatorSetIdProto, src: *const OperatorSetIdProto) -> bool {
     // SAFETY: module contract.
-    unsafe { p.write((*src).clone()) }
+    unsafe { init_copy(p, src) }
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn onnxl_cxx_OperatorSetIdProto_copy_from(p: *mut OperatorSetIdProto, src: *const OperatorSetIdProto) {
+pub unsafe extern "C" fn onnxl_cxx_OperatorSetIdProto_copy_from(p: *mut OperatorSetIdProto, src: *const OperatorSetIdProto) -> bool {
     // SAFETY: module contract.
-    if !std::ptr::eq(p, src) { unsafe { *p = (*src).clone() } }
+    unsafe { copy_from(p, src) }
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn onnxl_cxx_OperatorSetIdProto_merge_from(p: *mut OperatorSetIdProto, src: *const OperatorSetIdProto) {
+pub unsafe extern "C" fn onnxl_cxx_OperatorSetIdProto_merge_from(p: *mut OperatorSetIdProto, src: *const OperatorSetIdProto) -> bool {
     // SAFETY: module contract.
     unsafe { merge_from(p, src) }
 }
@@ -3167,19 +3167,19 @@ pub unsafe extern "C" fn onnxl_cxx_FunctionProto_drop(p: *mut FunctionProto) {
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn onnxl_cxx_FunctionProto_init_copy(p: *mut FunctionProto, src: *const FunctionProto) {
+pub unsafe extern "C" fn onnxl_cxx_FunctionProto_init_copy(p: *mut FunctionProto, src: *const FunctionProto) -> bool {
     // SAFETY: module contract.
-    unsafe { p.write((*src).clone()) }
+    unsafe { init_copy(p, src) }
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn onnxl_cxx_FunctionProto_copy_from(p: *mut FunctionProto, src: *const FunctionProto) {
+pub unsafe extern "C" fn onnxl_cxx_FunctionProto_copy_from(p: *mut FunctionProto, src: *const FunctionProto) -> bool {
     // SAFETY: module contract.
-    if !std::ptr::eq(p, src) { unsafe { *p = (*src).clone() } }
+    unsafe { copy_from(p, src) }
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn onnxl_cxx_FunctionProto_merge_from(p: *mut FunctionProto, src: *const FunctionProto) {
+pub unsafe extern "C" fn onnxl_cxx_FunctionProto_merge_from(p: *mut FunctionProto, src: *const FunctionProto) -> bool {
     // SAFETY: module contract.
     unsafe { merge_from(p, src) }
 }
@@ -3271,19 +3271,19 @@ pub unsafe extern "C" fn onnxl_cxx_SequenceProto_drop(p: *mut SequenceProto) {
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn onnxl_cxx_SequenceProto_init_copy(p: *mut SequenceProto, src: *const SequenceProto) {
+pub unsafe extern "C" fn onnxl_cxx_SequenceProto_init_copy(p: *mut SequenceProto, src: *const SequenceProto) -> bool {
     // SAFETY: module contract.
-    unsafe { p.write((*src).clone()) }
+    unsafe { init_copy(p, src) }
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn onnxl_cxx_SequenceProto_copy_from(p: *mut SequenceProto, src: *const SequenceProto) {
+pub unsafe extern "C" fn onnxl_cxx_SequenceProto_copy_from(p: *mut SequenceProto, src: *const SequenceProto) -> bool {
     // SAFETY: module contract.
-    if !std::ptr::eq(p, src) { unsafe { *p = (*src).clone() } }
+    unsafe { copy_from(p, src) }
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn onnxl_cxx_SequenceProto_merge_from(p: *mut SequenceProto, src: *const SequenceProto) {
+pub unsafe extern "C" fn onnxl_cxx_SequenceProto_merge_from(p: *mut SequenceProto, src: *const SequenceProto) -> bool {
     // SAFETY: module contract.
     unsafe { merge_from(p, src) }
 }
@@ -3375,19 +3375,19 @@ pub unsafe extern "C" fn onnxl_cxx_MapProto_drop(p: *mut MapProto) {
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn onnxl_cxx_MapProto_init_copy(p: *mut MapProto, src: *const MapProto) {
+pub unsafe extern "C" fn onnxl_cxx_MapProto_init_copy(p: *mut MapProto, src: *const MapProto) -> bool {
     // SAFETY: module contract.
-    unsafe { p.write((*src).clone()) }
+    unsafe { init_copy(p, src) }
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn onnxl_cxx_MapProto_copy_from(p: *mut MapProto, src: *const MapProto) {
+pub unsafe extern "C" fn onnxl_cxx_MapProto_copy_from(p: *mut MapProto, src: *const MapProto) -> bool {
     // SAFETY: module contract.
-    if !std::ptr::eq(p, src) { unsafe { *p = (*src).clone() } }
+    unsafe { copy_from(p, src) }
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn onnxl_cxx_MapProto_merge_from(p: *mut MapProto, src: *const MapProto) {
+pub unsafe extern "C" fn onnxl_cxx_MapProto_merge_from(p: *mut MapProto, src: *const MapProto) -> bool {
     // SAFETY: module contract.
     unsafe { merge_from(p, src) }
 }
@@ -3479,19 +3479,19 @@ pub unsafe extern "C" fn onnxl_cxx_OptionalProto_drop(p: *mut OptionalProto) {
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn onnxl_cxx_OptionalProto_init_copy(p: *mut OptionalProto, src: *const OptionalProto) {
+pub unsafe extern "C" fn onnxl_cxx_OptionalProto_init_copy(p: *mut OptionalProto, src: *const OptionalProto) -> bool {
     // SAFETY: module contract.
-    unsafe { p.write((*src).clone()) }
+    unsafe { init_copy(p, src) }
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn onnxl_cxx_OptionalProto_copy_from(p: *mut OptionalProto, src: *const OptionalProto) {
+pub unsafe extern "C" fn onnxl_cxx_OptionalProto_copy_from(p: *mut OptionalProto, src: *const OptionalProto) -> bool {
     // SAFETY: module contract.
-    if !std::ptr::eq(p, src) { unsafe { *p = (*src).clone() } }
+    unsafe { copy_from(p, src) }
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn onnxl_cxx_OptionalProto_merge_from(p: *mut OptionalProto, src: *const OptionalProto) {
+pub unsafe extern "C" fn onnxl_cxx_OptionalProto_merge_from(p: *mut OptionalProto, src: *const OptionalProto) -> bool {
     // SAFETY: module contract.
     unsafe { merge_from(p, src) }
 }

@@ -57,13 +57,14 @@ where
 }
 
 /// `onnxl_<message>_copy_from`: `dst` becomes a deep copy of `src` (borrowed tensor bytes stay
-/// borrowed and share their owner).
+/// borrowed and share their owner); `ONNXL_STATUS_OUT_OF_MEMORY`, `dst` unchanged, when memory
+/// runs out.
 ///
 /// # Safety
 /// `dst` and `src` are NULL or live handles; `dst` is used by no one else during the call.
 pub(crate) unsafe fn msg_copy_from<C: Castable>(dst: *mut C, src: *const C) -> OnnxlStatus
 where
-    C::Rust: Message,
+    C::Rust: Message + crate::error::TryClone,
 {
     ffi_status(|| {
         if dst.is_null() {
@@ -73,7 +74,8 @@ where
             return Ok(());
         }
         // SAFETY: live, distinct handles (contract; equal pointers handled above).
-        let copy = unsafe { try_ref(src, "src") }?.clone();
+        let copy = crate::error::TryClone::try_clone(unsafe { try_ref(src, "src") }?)
+            .map_err(|l| crate::Error::alloc_failed(l.size(), "a copy of the message"))?;
         // SAFETY: see above.
         *unsafe { try_mut(dst, "dst") }? = copy;
         Ok(())

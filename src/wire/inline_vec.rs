@@ -424,6 +424,25 @@ impl<T, const N: usize> AsRef<[T]> for InlineVec<T, N> {
     }
 }
 
+impl<T: crate::error::TryClone, const N: usize> crate::error::TryClone for InlineVec<T, N> {
+    #[inline(never)] // one copy per type: the callers are many (every field of every message)
+    fn try_clone(&self) -> Result<Self, std::alloc::Layout> {
+        let mut v = Self::new();
+        self.try_clone_into(&mut v)?;
+        Ok(v)
+    }
+
+    fn try_clone_into(&self, dst: &mut Self) -> Result<(), std::alloc::Layout> {
+        dst.try_reserve_exact(self.len()).map_err(|_| {
+            std::alloc::Layout::array::<T>(self.len()).unwrap_or(std::alloc::Layout::new::<T>())
+        })?;
+        for x in self.iter() {
+            dst.push(x.try_clone()?);
+        }
+        Ok(())
+    }
+}
+
 impl<T: Clone, const N: usize> Clone for InlineVec<T, N> {
     fn clone(&self) -> Self {
         let mut v = Self::new();

@@ -164,6 +164,14 @@ impl<T> std::borrow::BorrowMut<T> for MsgBox<T> {
     }
 }
 
+impl<T: crate::error::TryClone> crate::error::TryClone for MsgBox<T> {
+    /// A deep copy in a new heap box.
+    #[inline(never)] // one copy per type: the callers are many (every field of every message)
+    fn try_clone(&self) -> Result<Self, Layout> {
+        Self::try_new((**self).try_clone()?)
+    }
+}
+
 impl<T: Clone> Clone for MsgBox<T> {
     /// A deep copy on the heap.
     fn clone(&self) -> Self {

@@ -250,6 +250,30 @@ impl<T: RareFields> Default for Rare<T> {
     }
 }
 
+impl<T: RareFields + crate::error::TryClone> crate::error::TryClone for Rare<T> {
+    #[inline(never)] // one copy per type: the callers are many (every field of every message)
+    fn try_clone(&self) -> Result<Self, std::alloc::Layout> {
+        let mut v = Self::new();
+        self.try_clone_into(&mut v)?;
+        Ok(v)
+    }
+
+    fn try_clone_into(&self, dst: &mut Self) -> Result<(), std::alloc::Layout> {
+        match self.get() {
+            Some(b) => {
+                let fields = crate::error::try_box(T::default())?;
+                *dst = Self(Some(NonNull::from(Box::leak(fields))), PhantomData);
+                b.try_clone_into(dst.get_mut().expect("allocated just now"))
+            }
+            // Unallocated, or the shared preset: shared again.
+            None => {
+                *dst = Self(self.0, PhantomData);
+                Ok(())
+            }
+        }
+    }
+}
+
 impl<T: RareFields> Clone for Rare<T> {
     fn clone(&self) -> Self {
         match self.get() {

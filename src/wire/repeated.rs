@@ -1097,6 +1097,22 @@ impl<T> Default for RepeatedField<T> {
     }
 }
 
+impl<T: crate::error::TryClone + Default> crate::error::TryClone for RepeatedField<T> {
+    #[inline(never)] // one copy per type: the callers are many (every field of every message)
+    fn try_clone(&self) -> Result<Self, Layout> {
+        let mut v = Self::new();
+        self.try_clone_into(&mut v)?;
+        Ok(v)
+    }
+
+    fn try_clone_into(&self, dst: &mut Self) -> Result<(), Layout> {
+        for x in self.iter() {
+            x.try_clone_into(dst.try_push_default_sized_slow(&mut |_| 1, None)?)?;
+        }
+        Ok(())
+    }
+}
+
 impl<T: Clone> Clone for RepeatedField<T> {
     fn clone(&self) -> Self {
         self.iter().cloned().collect()

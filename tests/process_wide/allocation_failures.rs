@@ -220,3 +220,59 @@ fn sweep_every_allocation(regions_off: bool) -> usize {
     }
     swept
 }
+
+/// Every allocation of a deep copy may fail too (`TryClone`, what the C++ classes' copy
+/// constructor and `CopyFrom` and C `onnxl_*_copy_from` use): each refusal is an error carrying
+/// the refused layout (C: `ONNXL_STATUS_OUT_OF_MEMORY`, the destination unchanged), never an
+/// abort; the copies that succeed are equal to the original.
+#[test]
+fn every_allocation_of_a_copy_may_fail() {
+    use onnx_light::error::TryClone;
+    use onnx_light::ffi::{accessors, status::OnnxlStatus};
+    let mut swept = 0;
+    for (name, bytes) in sample_models() {
+        let m =
+            onnx_light::parse_from_bytes::<ModelProto>(&bytes, &ParseOptions::default()).unwrap();
+        let (copy, total) = armed(usize::MAX, || m.try_clone());
+        assert!(copy.unwrap() == m, "{name}: the copy differs");
+        assert!(total > 3, "{name}: only {total} allocations");
+        for k in 0..total {
+            let (r, _) = armed(k, || m.try_clone());
+            let layout = r.expect_err(&format!("{name}: allocation #{k} refused, copy made"));
+            assert!(layout.size() > 0, "{name} #{k}");
+        }
+        // The C ABI: the destination keeps its content.
+        let src = accessors::onnxl_model_proto_new();
+        let dst = accessors::onnxl_model_proto_new();
+        // SAFETY: live handles made above; the bytes are a valid slice.
+        unsafe {
+            assert_eq!(
+                accessors::onnxl_model_proto_parse_from_bytes(
+                    src,
+                    bytes.as_ptr(),
+                    bytes.len(),
+                    std::ptr::null()
+                ),
+                OnnxlStatus::Ok
+            );
+            accessors::onnxl_model_proto_set_producer_name(dst, c"kept".as_ptr().cast(), 4);
+            let (s, _) = armed(total / 2, || {
+                accessors::onnxl_model_proto_copy_from(dst, src)
+            });
+            assert_eq!(s, OnnxlStatus::OutOfMemory, "{name}");
+            let kept = accessors::onnxl_model_proto_producer_name(dst);
+            assert_eq!(
+                std::slice::from_raw_parts(kept.data.cast::<u8>(), kept.len),
+                b"kept"
+            );
+            assert_eq!(
+                accessors::onnxl_model_proto_copy_from(dst, src),
+                OnnxlStatus::Ok
+            );
+            accessors::onnxl_model_proto_free(src);
+            accessors::onnxl_model_proto_free(dst);
+        }
+        swept += total;
+    }
+    assert!(swept >= 100, "{swept} allocations swept");
+}
