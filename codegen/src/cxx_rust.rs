@@ -5,7 +5,7 @@
 
 use std::fmt::Write;
 
-use crate::rust_messages::{boxed, oneof_enum_name};
+use crate::rust_messages::{boxed, oneof_enum_name, oneof_value_type};
 use crate::schema::{FieldDef, Kind, MESSAGES, MessageDef};
 use crate::{camel, has_rare, is_rare, oneofs, rust_member, rust_type_name};
 
@@ -342,29 +342,31 @@ fn gen_oneof(o: &mut String, m: &MessageDef, oneof: &str) {
     }
 }
 
-/// The layout line of a oneof: its offset, the tag of "unset", and for each member its tag and
-/// the offset of its value (`oneof Msg.name offset=O none=T field=T@P ...`). The tag is the
-/// first word of the `repr(u32)` enum (also of its `Option`, whose "unset" is a tag value no
-/// case uses).
-fn gen_oneof_layout(o: &mut String, m: &MessageDef, oneof: &str) {
+/// The layout line of a oneof of `m`: where it lies in the message, the tag word of its `None`
+/// (a niche the compiler chooses, read in a constant), and for each case its tag and where its
+/// value lies, which `repr(u32)` defines (the cases' tags count from 0 in declaration order; a
+/// case is a `repr(C)` struct of the `u32` tag and the value).
+fn oneof_layout_line(m: &MessageDef, oneof: &str) -> LayoutLine {
     let rt = rust_type_name(m.name);
     let en = oneof_enum_name(m, oneof);
-    writeln!(
-        o,
-        "    {{\n        let none: Option<{en}> = None;\n        // SAFETY: the first word of a `repr(u32)` enum (and of its `Option`) is its tag.\n        let tag = |v: &Option<{en}>| unsafe {{ (v as *const Option<{en}>).cast::<u32>().read() }};\n        write!(o, \"oneof {}.{oneof} offset={{}} none={{}}\", std::mem::offset_of!({rt}, {oneof}), tag(&none)).unwrap();",
-        cpp_name(m.name)
-    )
-    .unwrap();
-    for f in m.fields.iter().filter(|f| f.oneof == Some(oneof)) {
-        let v = format!("{en}::{}", camel(f.name));
-        writeln!(
-            o,
-            "        let v = Some({v}(Default::default()));\n        let at = match &v {{ Some({v}(x)) => (x as *const _ as usize) - (&v as *const _ as usize), _ => unreachable!() }};\n        write!(o, \" {}={{}}@{{}}\", tag(&v), at).unwrap();",
-            f.name
+    let mut line = LayoutLine::new()
+        .num(
+            &format!("oneof {}.{oneof} offset=", cpp_name(m.name)),
+            format!("std::mem::offset_of!({rt}, {oneof})"),
         )
-        .unwrap();
+        .num(" none=", format!("none_tag::<{en}>()"));
+    for (tag, f) in m
+        .fields
+        .iter()
+        .filter(|f| f.oneof == Some(oneof))
+        .enumerate()
+    {
+        line = line.num(
+            &format!(" {}={tag}@", f.name),
+            format!("case_value_offset::<{}>()", oneof_value_type(m, f)),
+        );
     }
-    writeln!(o, "        writeln!(o).unwrap();\n    }}").unwrap();
+    line.text("")
 }
 
 /// One line of the message part of the layout table: literal text and numbers (Rust constant
@@ -422,6 +424,11 @@ fn message_layout_lines() -> Vec<LayoutLine> {
             );
         }
     }
+    for m in MESSAGES {
+        for oneof in oneofs(m) {
+            lines.push(oneof_layout_line(m, oneof));
+        }
+    }
     lines
 }
 
@@ -430,9 +437,10 @@ fn message_layout_lines() -> Vec<LayoutLine> {
 fn gen_layout(o: &mut String) {
     let lines = message_layout_lines();
     o.push_str(
-        "/// The layout table of the C++ classes: each message's size and alignment and the offset\n\
-         /// of each field the C++ code reaches in place, then [`layout_tail`]. `codegen/cxx_layout.txt`\n\
-         /// holds a copy the header was generated from; a test keeps them equal.\n\
+        "/// The layout table of the C++ classes: each message's size and alignment, the offset of\n\
+         /// each field the C++ code reaches in place, the oneofs' tags and value offsets, then the\n\
+         /// representation facts of `cxx::layout_facts`. `codegen/cxx_layout.txt` holds a copy the\n\
+         /// header was generated from; a test keeps them equal.\n\
          pub fn layout_text() -> String {\n    let mut o = String::new();\n",
     );
     for line in &lines {
@@ -452,20 +460,9 @@ fn gen_layout(o: &mut String) {
         )
         .unwrap();
     }
-    o.push_str("    o.push_str(&layout_tail());\n    o\n}\n\n");
+    o.push_str("    layout_facts(o)\n}\n\n");
     o.push_str(
-        "/// The end of [`layout_text`], probed at run time: the oneofs' tags and value offsets,\n\
-         /// then the representation facts of `cxx::layout_facts`.\n\
-         fn layout_tail() -> String {\n    let mut o = String::new();\n",
-    );
-    for m in MESSAGES {
-        for oneof in oneofs(m) {
-            gen_oneof_layout(o, m, oneof);
-        }
-    }
-    o.push_str("    o.push_str(&layout_facts());\n    o\n}\n\n");
-    o.push_str(
-        "/// FNV-1a of the message part of [`layout_text`], computed at compile time.\n\
+        "/// FNV-1a of [`layout_text`] up to the representation facts, computed at compile time.\n\
          const MESSAGE_LAYOUT_HASH: Fnv1a = Fnv1a::NEW\n",
     );
     let mut calls = Vec::new();
@@ -483,9 +480,9 @@ fn gen_layout(o: &mut String) {
     o.push_str(&calls.join("\n"));
     o.push_str(
         ";\n\n\
-         /// FNV-1a of [`layout_text`] (its run-time tail hashed once).\n\
+         /// FNV-1a of [`layout_text`] (its run-time tail, the representation facts, hashed once).\n\
          pub fn layout_fingerprint() -> u64 {\n    \
          static F: std::sync::OnceLock<u64> = std::sync::OnceLock::new();\n    \
-         *F.get_or_init(|| MESSAGE_LAYOUT_HASH.bytes(layout_tail().as_bytes()).finish())\n}\n",
+         *F.get_or_init(|| layout_facts(MESSAGE_LAYOUT_HASH).finish())\n}\n",
     );
 }

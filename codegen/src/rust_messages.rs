@@ -858,6 +858,16 @@ fn gen_guarded_traits(o: &mut String, m: &MessageDef) {
     writeln!(o, "        }})\n    }}\n}}\n").unwrap();
 }
 
+/// The Rust type of the value of oneof case `f` of `m`.
+pub(crate) fn oneof_value_type(m: &MessageDef, f: &FieldDef) -> String {
+    let vt = value_type(f.kind);
+    if matches!(f.kind, Kind::Message(_)) {
+        message_storage(m, f, &vt)
+    } else {
+        vt
+    }
+}
+
 fn gen_oneof_enums(o: &mut String, m: &MessageDef) {
     for oneof in oneofs(m) {
         let en = oneof_enum_name(m, oneof);
@@ -868,12 +878,7 @@ fn gen_oneof_enums(o: &mut String, m: &MessageDef) {
         writeln!(o, "pub enum {en} {{").unwrap();
         let mut arms = String::new();
         for f in m.fields.iter().filter(|f| f.oneof == Some(oneof)) {
-            let vt = value_type(f.kind);
-            let ty = if matches!(f.kind, Kind::Message(_)) {
-                message_storage(m, f, &vt)
-            } else {
-                vt
-            };
+            let ty = oneof_value_type(m, f);
             writeln!(o, "    /// `{}`", proto_decl(f)).unwrap();
             writeln!(o, "    {}({ty}),", camel(f.name)).unwrap();
             let v = camel(f.name);

@@ -698,63 +698,125 @@ impl Fnv1a {
     }
 }
 
+/// Where the layout table goes: its text (`String`, for the checked-in copy) or its FNV-1a hash
+/// (the fingerprint); one description of the table feeds both.
+pub(crate) trait LayoutSink: Sized {
+    /// `text` appended.
+    fn text(self, text: &str) -> Self;
+    /// `n` in decimal appended.
+    fn decimal(self, n: usize) -> Self;
+    /// `b` as two lowercase hex digits appended.
+    fn hex_byte(self, b: u8) -> Self {
+        const DIGITS: &[u8; 16] = b"0123456789abcdef";
+        let pair = [DIGITS[usize::from(b >> 4)], DIGITS[usize::from(b & 15)]];
+        self.text(std::str::from_utf8(&pair).unwrap_or("??"))
+    }
+    /// `true` or `false` appended.
+    fn boolean(self, b: bool) -> Self {
+        self.text(if b { "true" } else { "false" })
+    }
+}
+
+impl LayoutSink for Fnv1a {
+    fn text(self, text: &str) -> Self {
+        Fnv1a::text(self, text)
+    }
+    fn decimal(self, n: usize) -> Self {
+        Fnv1a::decimal(self, n)
+    }
+}
+
+impl LayoutSink for String {
+    fn text(mut self, text: &str) -> Self {
+        self.push_str(text);
+        self
+    }
+    fn decimal(mut self, n: usize) -> Self {
+        use std::fmt::Write;
+        let _ = write!(self, "{n}");
+        self
+    }
+}
+
 /// The representation facts the C++ header relies on, one per line (the end of the layout
-/// table): where a converted string keeps its `std::string`, how an optional string and an
-/// optional scalar say "unset", and the headers of the list types.
-pub(crate) fn layout_facts() -> String {
-    use std::fmt::Write;
-    let mut o = String::new();
+/// table), fed to `o`: where a converted string keeps its `std::string`, how an optional string
+/// and an optional scalar say "unset", and the headers of the list types.
+pub(crate) fn layout_facts<S: LayoutSink>(o: S) -> S {
     // A string: its tag byte first, the `std::string*` that C++ reads at `cxx_slot_at`; the
     // first byte of an unset optional string.
     let some = Some(ProtoString::new());
-    writeln!(
-        o,
-        "string size={} cxx_slot_at={} tag_cxx={} option_size={} option_payload={} none_byte0={}",
-        size_of::<ProtoString>(),
-        crate::bytes::CXX_SLOT_AT,
-        crate::bytes::STRING_TAG_CXX,
-        size_of::<Option<ProtoString>>(),
-        offset_in(&some, some.as_ref().unwrap()),
-        crate::bytes::OPTIONAL_STRING_NONE,
-    )
-    .unwrap();
-    option_scalar::<i32>(&mut o, "i32", 7);
-    option_scalar::<i64>(&mut o, "i64", 7);
-    option_scalar::<u64>(&mut o, "u64", 7);
-    option_scalar::<f32>(&mut o, "f32", 7.0);
-    option_scalar::<f64>(&mut o, "f64", 7.0);
-    writeln!(
-        o,
-        "option_box size={} null_is_none={} origin_word_before={}",
-        size_of::<Option<MsgBox<crate::proto::ModelProto>>>(),
-        size_of::<Option<MsgBox<crate::proto::ModelProto>>>() == size_of::<usize>(),
+    let payload = some.as_ref().map_or(0, |s| offset_in(&some, s));
+    let mut o = o
+        .text("string size=")
+        .decimal(size_of::<ProtoString>())
+        .text(" cxx_slot_at=")
+        .decimal(crate::bytes::CXX_SLOT_AT)
+        .text(" tag_cxx=")
+        .decimal(crate::bytes::STRING_TAG_CXX.into())
+        .text(" option_size=")
+        .decimal(size_of::<Option<ProtoString>>())
+        .text(" option_payload=")
+        .decimal(payload)
+        .text(" none_byte0=")
+        .decimal(crate::bytes::OPTIONAL_STRING_NONE.into())
+        .text("\n");
+    o = option_scalar::<i32, S>(o, "i32", 7);
+    o = option_scalar::<i64, S>(o, "i64", 7);
+    o = option_scalar::<u64, S>(o, "u64", 7);
+    o = option_scalar::<f32, S>(o, "f32", 7.0);
+    o = option_scalar::<f64, S>(o, "f64", 7.0);
+    let boxed = size_of::<Option<MsgBox<crate::proto::ModelProto>>>();
+    o = o
+        .text("option_box size=")
+        .decimal(boxed)
+        .text(" null_is_none=")
+        .boolean(boxed == size_of::<usize>())
         // The box's origin word (`wire::MsgBox`), right before every message object: written
         // by `onnxl_cxx_alloc`, read by `onnxl_cxx_free`.
-        crate::wire::ORIGIN_WORD_BEFORE
-    )
-    .unwrap();
+        .text(" origin_word_before=")
+        .decimal(crate::wire::ORIGIN_WORD_BEFORE)
+        .text("\n");
     let list: InlineVec<u64, 2> = [7].into();
     // SAFETY: the header is two u32 (repr(C): len, cap), then the inline elements.
     let (len, cap, first) = unsafe {
         let p = (&list as *const InlineVec<u64, 2>).cast::<u32>();
         (p.read(), p.add(1).read(), p.add(2).cast::<u64>().read())
     };
-    writeln!(
-        o,
-        "inline_vec size_n0={} size_u64_n2={} len_u32_at0={len} cap_u32_at4={cap} data_at8={first} max_len={}",
-        size_of::<InlineVec<u64>>(),
-        size_of::<InlineVec<u64, 2>>(),
-        crate::wire::inline_vec::MAX_LEN,
-    )
-    .unwrap();
-    let (order, len) = RepeatedField::<u64>::layout();
-    writeln!(
-        o,
-        "repeated_field size={} order={order} len={len}",
-        size_of::<RepeatedField<u64>>()
-    )
-    .unwrap();
-    o
+    let (order, rlen) = RepeatedField::<u64>::layout();
+    o.text("inline_vec size_n0=")
+        .decimal(size_of::<InlineVec<u64>>())
+        .text(" size_u64_n2=")
+        .decimal(size_of::<InlineVec<u64, 2>>())
+        .text(" len_u32_at0=")
+        .decimal(len as usize)
+        .text(" cap_u32_at4=")
+        .decimal(cap as usize)
+        .text(" data_at8=")
+        .decimal(first as usize)
+        .text(" max_len=")
+        .decimal(crate::wire::inline_vec::MAX_LEN)
+        .text("\nrepeated_field size=")
+        .decimal(size_of::<RepeatedField<u64>>())
+        .text(" order=")
+        .decimal(order)
+        .text(" len=")
+        .decimal(rlen)
+        .text("\n")
+}
+
+/// The tag word of `None` of a oneof enum (`repr(u32)`, the tag first): the niche value the
+/// compiler chose, read in a constant.
+pub(crate) const fn none_tag<E>() -> usize {
+    let none = std::mem::ManuallyDrop::new(None::<E>);
+    // SAFETY: `ManuallyDrop` is transparent; the first word of an `Option` of a `repr(u32)`
+    // enum is the enum's tag word (`None` stores its niche value there), initialized.
+    unsafe { *(&none as *const std::mem::ManuallyDrop<Option<E>>).cast::<u32>() as usize }
+}
+
+/// Where the value of a oneof case of type `T` lies in the enum: `repr(u32)` makes each case a
+/// `repr(C)` struct of the `u32` tag and the value.
+pub(crate) const fn case_value_offset<T>() -> usize {
+    size_of::<u32>().next_multiple_of(align_of::<T>())
 }
 
 /// Offset of `inner` within `outer`.
@@ -764,26 +826,28 @@ fn offset_in<O, I>(outer: &O, inner: &I) -> usize {
 
 /// `option_T size= value= none= some=`: the bytes before the value (the tag) of `None` and of
 /// `Some`, in hex.
-fn option_scalar<T: Copy + PartialEq + std::fmt::Debug>(o: &mut String, name: &str, v: T) {
-    use std::fmt::Write;
+fn option_scalar<T: Copy, S: LayoutSink>(o: S, name: &str, v: T) -> S {
     let some = Some(v);
     let none: Option<T> = None;
-    let at = offset_in(&some, some.as_ref().unwrap());
-    let hex = |x: &Option<T>| -> String {
+    let at = some.as_ref().map_or(0, |x| offset_in(&some, x));
+    let hex = |mut o: S, x: &Option<T>| -> S {
         let p = (x as *const Option<T>).cast::<u8>();
-        // SAFETY: the bytes before the value are the tag, initialized in both variants.
-        (0..at)
-            .map(|i| format!("{:02x}", unsafe { *p.add(i) }))
-            .collect()
+        for i in 0..at {
+            // SAFETY: the bytes before the value are the tag, initialized in both variants.
+            o = o.hex_byte(unsafe { *p.add(i) });
+        }
+        o
     };
-    writeln!(
-        o,
-        "option_{name} size={} value={at} none={} some={}",
-        size_of::<Option<T>>(),
-        hex(&none),
-        hex(&some)
-    )
-    .unwrap();
+    let o = o
+        .text("option_")
+        .text(name)
+        .text(" size=")
+        .decimal(size_of::<Option<T>>())
+        .text(" value=")
+        .decimal(at)
+        .text(" none=");
+    let o = hex(o, &none).text(" some=");
+    hex(o, &some).text("\n")
 }
 
 #[cfg(test)]

@@ -3568,9 +3568,10 @@ pub unsafe extern "C" fn onnxl_cxx_OptionalProto_list_reserve(f: *mut RepeatedFi
     unsafe { list_reserve(f, n) }
 }
 
-/// The layout table of the C++ classes: each message's size and alignment and the offset
-/// of each field the C++ code reaches in place, then [`layout_tail`]. `codegen/cxx_layout.txt`
-/// holds a copy the header was generated from; a test keeps them equal.
+/// The layout table of the C++ classes: each message's size and alignment, the offset of
+/// each field the C++ code reaches in place, the oneofs' tags and value offsets, then the
+/// representation facts of `cxx::layout_facts`. `codegen/cxx_layout.txt` holds a copy the
+/// header was generated from; a test keeps them equal.
 pub fn layout_text() -> String {
     let mut o = String::new();
     writeln!(o, "message AttributeProto size={} align={}", size_of::<AttributeProto>(), align_of::<AttributeProto>()).unwrap();
@@ -3753,70 +3754,13 @@ pub fn layout_text() -> String {
     writeln!(o, "field OptionalProto.sequence_value {}", std::mem::offset_of!(OptionalProto, sequence_value)).unwrap();
     writeln!(o, "field OptionalProto.map_value {}", std::mem::offset_of!(OptionalProto, map_value)).unwrap();
     writeln!(o, "field OptionalProto.optional_value {}", std::mem::offset_of!(OptionalProto, optional_value)).unwrap();
-    o.push_str(&layout_tail());
-    o
+    writeln!(o, "oneof SimpleShardedDimProto.dim offset={} none={} dim_value=0@{} dim_param=1@{}", std::mem::offset_of!(SimpleShardedDimProto, dim), none_tag::<SimpleShardedDimProtoDim>(), case_value_offset::<i64>(), case_value_offset::<ProtoString>()).unwrap();
+    writeln!(o, "oneof TensorShapeProto_Dimension.value offset={} none={} dim_value=0@{} dim_param=1@{}", std::mem::offset_of!(TensorShapeProtoDimension, value), none_tag::<TensorShapeProtoDimensionValue>(), case_value_offset::<i64>(), case_value_offset::<ProtoString>()).unwrap();
+    writeln!(o, "oneof TypeProto.value offset={} none={} tensor_type=0@{} sequence_type=1@{} map_type=2@{} optional_type=3@{} sparse_tensor_type=4@{} opaque_type=5@{}", std::mem::offset_of!(TypeProto, value), none_tag::<TypeProtoValue>(), case_value_offset::<MsgBox<TypeProtoTensor>>(), case_value_offset::<MsgBox<TypeProtoSequence>>(), case_value_offset::<MsgBox<TypeProtoMap>>(), case_value_offset::<MsgBox<TypeProtoOptional>>(), case_value_offset::<MsgBox<TypeProtoSparseTensor>>(), case_value_offset::<MsgBox<TypeProtoOpaque>>()).unwrap();
+    layout_facts(o)
 }
 
-/// The end of [`layout_text`], probed at run time: the oneofs' tags and value offsets,
-/// then the representation facts of `cxx::layout_facts`.
-fn layout_tail() -> String {
-    let mut o = String::new();
-    {
-        let none: Option<SimpleShardedDimProtoDim> = None;
-        // SAFETY: the first word of a `repr(u32)` enum (and of its `Option`) is its tag.
-        let tag = |v: &Option<SimpleShardedDimProtoDim>| unsafe { (v as *const Option<SimpleShardedDimProtoDim>).cast::<u32>().read() };
-        write!(o, "oneof SimpleShardedDimProto.dim offset={} none={}", std::mem::offset_of!(SimpleShardedDimProto, dim), tag(&none)).unwrap();
-        let v = Some(SimpleShardedDimProtoDim::DimValue(Default::default()));
-        let at = match &v { Some(SimpleShardedDimProtoDim::DimValue(x)) => (x as *const _ as usize) - (&v as *const _ as usize), _ => unreachable!() };
-        write!(o, " dim_value={}@{}", tag(&v), at).unwrap();
-        let v = Some(SimpleShardedDimProtoDim::DimParam(Default::default()));
-        let at = match &v { Some(SimpleShardedDimProtoDim::DimParam(x)) => (x as *const _ as usize) - (&v as *const _ as usize), _ => unreachable!() };
-        write!(o, " dim_param={}@{}", tag(&v), at).unwrap();
-        writeln!(o).unwrap();
-    }
-    {
-        let none: Option<TensorShapeProtoDimensionValue> = None;
-        // SAFETY: the first word of a `repr(u32)` enum (and of its `Option`) is its tag.
-        let tag = |v: &Option<TensorShapeProtoDimensionValue>| unsafe { (v as *const Option<TensorShapeProtoDimensionValue>).cast::<u32>().read() };
-        write!(o, "oneof TensorShapeProto_Dimension.value offset={} none={}", std::mem::offset_of!(TensorShapeProtoDimension, value), tag(&none)).unwrap();
-        let v = Some(TensorShapeProtoDimensionValue::DimValue(Default::default()));
-        let at = match &v { Some(TensorShapeProtoDimensionValue::DimValue(x)) => (x as *const _ as usize) - (&v as *const _ as usize), _ => unreachable!() };
-        write!(o, " dim_value={}@{}", tag(&v), at).unwrap();
-        let v = Some(TensorShapeProtoDimensionValue::DimParam(Default::default()));
-        let at = match &v { Some(TensorShapeProtoDimensionValue::DimParam(x)) => (x as *const _ as usize) - (&v as *const _ as usize), _ => unreachable!() };
-        write!(o, " dim_param={}@{}", tag(&v), at).unwrap();
-        writeln!(o).unwrap();
-    }
-    {
-        let none: Option<TypeProtoValue> = None;
-        // SAFETY: the first word of a `repr(u32)` enum (and of its `Option`) is its tag.
-        let tag = |v: &Option<TypeProtoValue>| unsafe { (v as *const Option<TypeProtoValue>).cast::<u32>().read() };
-        write!(o, "oneof TypeProto.value offset={} none={}", std::mem::offset_of!(TypeProto, value), tag(&none)).unwrap();
-        let v = Some(TypeProtoValue::TensorType(Default::default()));
-        let at = match &v { Some(TypeProtoValue::TensorType(x)) => (x as *const _ as usize) - (&v as *const _ as usize), _ => unreachable!() };
-        write!(o, " tensor_type={}@{}", tag(&v), at).unwrap();
-        let v = Some(TypeProtoValue::SequenceType(Default::default()));
-        let at = match &v { Some(TypeProtoValue::SequenceType(x)) => (x as *const _ as usize) - (&v as *const _ as usize), _ => unreachable!() };
-        write!(o, " sequence_type={}@{}", tag(&v), at).unwrap();
-        let v = Some(TypeProtoValue::MapType(Default::default()));
-        let at = match &v { Some(TypeProtoValue::MapType(x)) => (x as *const _ as usize) - (&v as *const _ as usize), _ => unreachable!() };
-        write!(o, " map_type={}@{}", tag(&v), at).unwrap();
-        let v = Some(TypeProtoValue::OptionalType(Default::default()));
-        let at = match &v { Some(TypeProtoValue::OptionalType(x)) => (x as *const _ as usize) - (&v as *const _ as usize), _ => unreachable!() };
-        write!(o, " optional_type={}@{}", tag(&v), at).unwrap();
-        let v = Some(TypeProtoValue::SparseTensorType(Default::default()));
-        let at = match &v { Some(TypeProtoValue::SparseTensorType(x)) => (x as *const _ as usize) - (&v as *const _ as usize), _ => unreachable!() };
-        write!(o, " sparse_tensor_type={}@{}", tag(&v), at).unwrap();
-        let v = Some(TypeProtoValue::OpaqueType(Default::default()));
-        let at = match &v { Some(TypeProtoValue::OpaqueType(x)) => (x as *const _ as usize) - (&v as *const _ as usize), _ => unreachable!() };
-        write!(o, " opaque_type={}@{}", tag(&v), at).unwrap();
-        writeln!(o).unwrap();
-    }
-    o.push_str(&layout_facts());
-    o
-}
-
-/// FNV-1a of the message part of [`layout_text`], computed at compile time.
+/// FNV-1a of [`layout_text`] up to the representation facts, computed at compile time.
 const MESSAGE_LAYOUT_HASH: Fnv1a = Fnv1a::NEW
     .text("message AttributeProto size=")
     .decimal(size_of::<AttributeProto>())
@@ -4449,10 +4393,45 @@ const MESSAGE_LAYOUT_HASH: Fnv1a = Fnv1a::NEW
     .text("\n")
     .text("field OptionalProto.optional_value ")
     .decimal(std::mem::offset_of!(OptionalProto, optional_value))
+    .text("\n")
+    .text("oneof SimpleShardedDimProto.dim offset=")
+    .decimal(std::mem::offset_of!(SimpleShardedDimProto, dim))
+    .text(" none=")
+    .decimal(none_tag::<SimpleShardedDimProtoDim>())
+    .text(" dim_value=0@")
+    .decimal(case_value_offset::<i64>())
+    .text(" dim_param=1@")
+    .decimal(case_value_offset::<ProtoString>())
+    .text("\n")
+    .text("oneof TensorShapeProto_Dimension.value offset=")
+    .decimal(std::mem::offset_of!(TensorShapeProtoDimension, value))
+    .text(" none=")
+    .decimal(none_tag::<TensorShapeProtoDimensionValue>())
+    .text(" dim_value=0@")
+    .decimal(case_value_offset::<i64>())
+    .text(" dim_param=1@")
+    .decimal(case_value_offset::<ProtoString>())
+    .text("\n")
+    .text("oneof TypeProto.value offset=")
+    .decimal(std::mem::offset_of!(TypeProto, value))
+    .text(" none=")
+    .decimal(none_tag::<TypeProtoValue>())
+    .text(" tensor_type=0@")
+    .decimal(case_value_offset::<MsgBox<TypeProtoTensor>>())
+    .text(" sequence_type=1@")
+    .decimal(case_value_offset::<MsgBox<TypeProtoSequence>>())
+    .text(" map_type=2@")
+    .decimal(case_value_offset::<MsgBox<TypeProtoMap>>())
+    .text(" optional_type=3@")
+    .decimal(case_value_offset::<MsgBox<TypeProtoOptional>>())
+    .text(" sparse_tensor_type=4@")
+    .decimal(case_value_offset::<MsgBox<TypeProtoSparseTensor>>())
+    .text(" opaque_type=5@")
+    .decimal(case_value_offset::<MsgBox<TypeProtoOpaque>>())
     .text("\n");
 
-/// FNV-1a of [`layout_text`] (its run-time tail hashed once).
+/// FNV-1a of [`layout_text`] (its run-time tail, the representation facts, hashed once).
 pub fn layout_fingerprint() -> u64 {
     static F: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
-    *F.get_or_init(|| MESSAGE_LAYOUT_HASH.bytes(layout_tail().as_bytes()).finish())
+    *F.get_or_init(|| layout_facts(MESSAGE_LAYOUT_HASH).finish())
 }
