@@ -41,6 +41,7 @@ use std::io::{Read, Write};
 use std::path::Path;
 use std::sync::Arc;
 
+use crate::bytes::Owner;
 use crate::error::{Error, Result};
 use crate::proto::{Message, ModelProto, encode_into_spare};
 use crate::storage::{AUTO_MMAP_MIN_BYTES, Arena, AtomicFile, MappedFile, WriteSink, thread_pool};
@@ -172,9 +173,25 @@ where
     M: Message,
     T: AsRef<[u8]> + Send + Sync + 'static,
 {
+    let mut m = M::default();
+    let bytes: &[u8] = (*data).as_ref();
+    parse_shared_any(&mut m, bytes, data.clone(), opts, release, read_through)?;
+    Ok(m)
+}
+
+/// [`parse_shared`] into a default message (one copy for every message type): `bytes` are
+/// those `owner` keeps alive.
+fn parse_shared_any(
+    m: &mut dyn DynMessage,
+    bytes: &[u8],
+    owner: Owner,
+    opts: &ParseOptions,
+    release: Option<ReleaseSource>,
+    read_through: bool,
+) -> Result<()> {
     let payload = if opts.no_copy {
         PayloadMode::Borrow {
-            owner: Some(data.clone()),
+            owner: Some(owner.clone()),
         }
     } else {
         PayloadMode::Copy
@@ -183,10 +200,10 @@ where
     cfg.release_source = release;
     cfg.read_through_overruns = read_through;
     if opts.no_copy {
-        // SAFETY: `data` is shared immutably and kept alive by the token.
-        unsafe { cfg.share_strings(data.clone()) };
+        // SAFETY: the bytes are shared immutably and kept alive by the token.
+        unsafe { cfg.share_strings(owner) };
     }
-    decode(Reader::new((*data).as_ref(), &cfg), opts)
+    decode_any(m, &mut Reader::new(bytes, &cfg), opts)
 }
 
 /// Drops the pages of a range of `map` from this process (they are read again from the file
@@ -246,6 +263,13 @@ pub(crate) unsafe fn parse_unowned_replacing(
 ///
 /// A `ModelProto`'s external data is not loaded here (see [`crate::parse_from_file`]).
 pub(crate) fn parse_file<M: Message>(path: &Path, opts: &ParseOptions) -> Result<M> {
+    let mut m = M::default();
+    parse_file_any(&mut m, path, opts)?;
+    Ok(m)
+}
+
+/// [`parse_file`] into a default message (one copy for every message type).
+fn parse_file_any(m: &mut dyn DynMessage, path: &Path, opts: &ParseOptions) -> Result<()> {
     opts.validate()?;
     if !opts.no_copy {
         let map = MappedFile::open(path)?;
@@ -253,7 +277,7 @@ pub(crate) fn parse_file<M: Message>(path: &Path, opts: &ParseOptions) -> Result
         cfg.release_source = Some(releaser(&map));
         let source = map.clone();
         cfg.read_source = Some(Arc::new(move |offset, buf| source.read_at(offset, buf)));
-        return decode(Reader::new(map.bytes(), &cfg), opts);
+        return decode_any(m, &mut Reader::new(map.bytes(), &cfg), opts);
     }
     let use_mmap = match opts.file_load_mode {
         FileLoadMode::Mmap => true,
@@ -271,9 +295,10 @@ pub(crate) fn parse_file<M: Message>(path: &Path, opts: &ParseOptions) -> Result
         // read from the file again when touched).
         let map = MappedFile::open(path)?;
         let release = releaser(&map);
-        parse_shared(map, opts, Some(release), false)
+        parse_shared_any(m, map.bytes(), map.clone(), opts, Some(release), false)
     } else {
-        parse_from_shared(Arena::read_file(path, opts.threads())?, opts)
+        let arena = Arena::read_file(path, opts.threads())?;
+        parse_shared_any(m, (*arena).as_ref(), arena.clone(), opts, None, false)
     }
 }
 
