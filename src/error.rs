@@ -426,6 +426,15 @@ impl<T: TryClone> TryClone for Option<T> {
     }
 }
 
+/// [`TryClone::try_clone`] of a type that copies into a default value with `try_clone_into`.
+pub(crate) fn try_clone_via_default<T: TryClone + Default>(
+    v: &T,
+) -> std::result::Result<T, std::alloc::Layout> {
+    let mut out = T::default();
+    v.try_clone_into(&mut out)?;
+    Ok(out)
+}
+
 /// `Clone` through [`TryClone`]: a refused allocation aborts, as in every `Clone`.
 #[inline]
 pub(crate) fn clone_or_abort<T: TryClone>(v: &T) -> T {

@@ -745,7 +745,7 @@ fn gen_try_clone(o: &mut String, ty: &str, fields: &[String], guarded: Option<&s
     writeln!(o, "    fn try_clone(&self) -> Result<Self, Layout> {{").unwrap();
     writeln!(
         o,
-        "        let mut out = Self::new();\n        self.try_clone_into(&mut out)?;\n        Ok(out)\n    }}\n"
+        "        crate::error::try_clone_via_default(self)\n    }}\n"
     )
     .unwrap();
     writeln!(

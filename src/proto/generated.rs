@@ -106,9 +106,7 @@ const _: () = {
 
 impl TryClone for AttributeProtoRare {
     fn try_clone(&self) -> Result<Self, Layout> {
-        let mut out = Self::new();
-        self.try_clone_into(&mut out)?;
-        Ok(out)
+        crate::error::try_clone_via_default(self)
     }
 
     fn try_clone_into(&self, out: &mut Self) -> Result<(), Layout> {
@@ -173,9 +171,7 @@ impl AttributeProto {
 
 impl TryClone for AttributeProto {
     fn try_clone(&self) -> Result<Self, Layout> {
-        let mut out = Self::new();
-        self.try_clone_into(&mut out)?;
-        Ok(out)
+        crate::error::try_clone_via_default(self)
     }
 
     fn try_clone_into(&self, out: &mut Self) -> Result<(), Layout> {
@@ -932,9 +928,7 @@ const _: () = {
 
 impl TryClone for ValueInfoProto {
     fn try_clone(&self) -> Result<Self, Layout> {
-        let mut out = Self::new();
-        self.try_clone_into(&mut out)?;
-        Ok(out)
+        crate::error::try_clone_via_default(self)
     }
 
     fn try_clone_into(&self, out: &mut Self) -> Result<(), Layout> {
@@ -984,9 +978,7 @@ const _: () = {
 
 impl TryClone for ValueInfoProtoRare {
     fn try_clone(&self) -> Result<Self, Layout> {
-        let mut out = Self::new();
-        self.try_clone_into(&mut out)?;
-        Ok(out)
+        crate::error::try_clone_via_default(self)
     }
 
     fn try_clone_into(&self, out: &mut Self) -> Result<(), Layout> {
@@ -1239,9 +1231,7 @@ const _: () = {
 
 impl TryClone for NodeProto {
     fn try_clone(&self) -> Result<Self, Layout> {
-        let mut out = Self::new();
-        self.try_clone_into(&mut out)?;
-        Ok(out)
+        crate::error::try_clone_via_default(self)
     }
 
     fn try_clone_into(&self, out: &mut Self) -> Result<(), Layout> {
@@ -1306,9 +1296,7 @@ const _: () = {
 
 impl TryClone for NodeProtoRare {
     fn try_clone(&self) -> Result<Self, Layout> {
-        let mut out = Self::new();
-        self.try_clone_into(&mut out)?;
-        Ok(out)
+        crate::error::try_clone_via_default(self)
     }
 
     fn try_clone_into(&self, out: &mut Self) -> Result<(), Layout> {
@@ -1880,9 +1868,7 @@ const _: () = {
 
 impl TryClone for IntIntListEntryProto {
     fn try_clone(&self) -> Result<Self, Layout> {
-        let mut out = Self::new();
-        self.try_clone_into(&mut out)?;
-        Ok(out)
+        crate::error::try_clone_via_default(self)
     }
 
     fn try_clone_into(&self, out: &mut Self) -> Result<(), Layout> {
@@ -2030,9 +2016,7 @@ const _: () = {
 
 impl TryClone for NodeDeviceConfigurationProto {
     fn try_clone(&self) -> Result<Self, Layout> {
-        let mut out = Self::new();
-        self.try_clone_into(&mut out)?;
-        Ok(out)
+        crate::error::try_clone_via_default(self)
     }
 
     fn try_clone_into(&self, out: &mut Self) -> Result<(), Layout> {
@@ -2222,9 +2206,7 @@ const _: () = {
 
 impl TryClone for ShardingSpecProto {
     fn try_clone(&self) -> Result<Self, Layout> {
-        let mut out = Self::new();
-        self.try_clone_into(&mut out)?;
-        Ok(out)
+        crate::error::try_clone_via_default(self)
     }
 
     fn try_clone_into(&self, out: &mut Self) -> Result<(), Layout> {
@@ -2435,9 +2417,7 @@ const _: () = {
 
 impl TryClone for ShardedDimProto {
     fn try_clone(&self) -> Result<Self, Layout> {
-        let mut out = Self::new();
-        self.try_clone_into(&mut out)?;
-        Ok(out)
+        crate::error::try_clone_via_default(self)
     }
 
     fn try_clone_into(&self, out: &mut Self) -> Result<(), Layout> {
@@ -2590,9 +2570,7 @@ const _: () = {
 
 impl TryClone for SimpleShardedDimProto {
     fn try_clone(&self) -> Result<Self, Layout> {
-        let mut out = Self::new();
-        self.try_clone_into(&mut out)?;
-        Ok(out)
+        crate::error::try_clone_via_default(self)
     }
 
     fn try_clone_into(&self, out: &mut Self) -> Result<(), Layout> {
@@ -2817,9 +2795,7 @@ const _: () = {
 
 impl TryClone for TrainingInfoProto {
     fn try_clone(&self) -> Result<Self, Layout> {
-        let mut out = Self::new();
-        self.try_clone_into(&mut out)?;
-        Ok(out)
+        crate::error::try_clone_via_default(self)
     }
 
     fn try_clone_into(&self, out: &mut Self) -> Result<(), Layout> {
@@ -3086,9 +3062,7 @@ const _: () = {
 
 impl TryClone for ModelProto {
     fn try_clone(&self) -> Result<Self, Layout> {
-        let mut out = Self::new();
-        self.try_clone_into(&mut out)?;
-        Ok(out)
+        crate::error::try_clone_via_default(self)
     }
 
     fn try_clone_into(&self, out: &mut Self) -> Result<(), Layout> {
@@ -3554,9 +3528,7 @@ const _: () = {
 
 impl TryClone for DeviceConfigurationProto {
     fn try_clone(&self) -> Result<Self, Layout> {
-        let mut out = Self::new();
-        self.try_clone_into(&mut out)?;
-        Ok(out)
+        crate::error::try_clone_via_default(self)
     }
 
     fn try_clone_into(&self, out: &mut Self) -> Result<(), Layout> {
@@ -3735,9 +3707,7 @@ const _: () = {
 
 impl TryClone for StringStringEntryProto {
     fn try_clone(&self) -> Result<Self, Layout> {
-        let mut out = Self::new();
-        self.try_clone_into(&mut out)?;
-        Ok(out)
+        crate::error::try_clone_via_default(self)
     }
 
     fn try_clone_into(&self, out: &mut Self) -> Result<(), Layout> {
@@ -3892,9 +3862,7 @@ const _: () = {
 
 impl TryClone for TensorAnnotation {
     fn try_clone(&self) -> Result<Self, Layout> {
-        let mut out = Self::new();
-        self.try_clone_into(&mut out)?;
-        Ok(out)
+        crate::error::try_clone_via_default(self)
     }
 
     fn try_clone_into(&self, out: &mut Self) -> Result<(), Layout> {
@@ -4075,9 +4043,7 @@ const _: () = {
 
 impl TryClone for GraphProto {
     fn try_clone(&self) -> Result<Self, Layout> {
-        let mut out = Self::new();
-        self.try_clone_into(&mut out)?;
-        Ok(out)
+        crate::error::try_clone_via_default(self)
     }
 
     fn try_clone_into(&self, out: &mut Self) -> Result<(), Layout> {
@@ -4488,9 +4454,7 @@ const _: () = {
 
 impl TryClone for TensorProto {
     fn try_clone(&self) -> Result<Self, Layout> {
-        let mut out = Self::new();
-        self.try_clone_into(&mut out)?;
-        Ok(out)
+        crate::error::try_clone_via_default(self)
     }
 
     fn try_clone_into(&self, out: &mut Self) -> Result<(), Layout> {
@@ -4569,9 +4533,7 @@ const _: () = {
 
 impl TryClone for TensorProtoRare {
     fn try_clone(&self) -> Result<Self, Layout> {
-        let mut out = Self::new();
-        self.try_clone_into(&mut out)?;
-        Ok(out)
+        crate::error::try_clone_via_default(self)
     }
 
     fn try_clone_into(&self, out: &mut Self) -> Result<(), Layout> {
@@ -5205,9 +5167,7 @@ const _: () = {
 
 impl TryClone for TensorProtoSegment {
     fn try_clone(&self) -> Result<Self, Layout> {
-        let mut out = Self::new();
-        self.try_clone_into(&mut out)?;
-        Ok(out)
+        crate::error::try_clone_via_default(self)
     }
 
     fn try_clone_into(&self, out: &mut Self) -> Result<(), Layout> {
@@ -5357,9 +5317,7 @@ const _: () = {
 
 impl TryClone for SparseTensorProto {
     fn try_clone(&self) -> Result<Self, Layout> {
-        let mut out = Self::new();
-        self.try_clone_into(&mut out)?;
-        Ok(out)
+        crate::error::try_clone_via_default(self)
     }
 
     fn try_clone_into(&self, out: &mut Self) -> Result<(), Layout> {
@@ -5560,9 +5518,7 @@ const _: () = {
 
 impl TryClone for TensorShapeProto {
     fn try_clone(&self) -> Result<Self, Layout> {
-        let mut out = Self::new();
-        self.try_clone_into(&mut out)?;
-        Ok(out)
+        crate::error::try_clone_via_default(self)
     }
 
     fn try_clone_into(&self, out: &mut Self) -> Result<(), Layout> {
@@ -5684,9 +5640,7 @@ const _: () = {
 
 impl TryClone for TensorShapeProtoDimension {
     fn try_clone(&self) -> Result<Self, Layout> {
-        let mut out = Self::new();
-        self.try_clone_into(&mut out)?;
-        Ok(out)
+        crate::error::try_clone_via_default(self)
     }
 
     fn try_clone_into(&self, out: &mut Self) -> Result<(), Layout> {
@@ -5731,9 +5685,7 @@ const _: () = {
 
 impl TryClone for TensorShapeProtoDimensionRare {
     fn try_clone(&self) -> Result<Self, Layout> {
-        let mut out = Self::new();
-        self.try_clone_into(&mut out)?;
-        Ok(out)
+        crate::error::try_clone_via_default(self)
     }
 
     fn try_clone_into(&self, out: &mut Self) -> Result<(), Layout> {
@@ -5966,9 +5918,7 @@ const _: () = {
 
 impl TryClone for TypeProto {
     fn try_clone(&self) -> Result<Self, Layout> {
-        let mut out = Self::new();
-        self.try_clone_into(&mut out)?;
-        Ok(out)
+        crate::error::try_clone_via_default(self)
     }
 
     fn try_clone_into(&self, out: &mut Self) -> Result<(), Layout> {
@@ -6013,9 +5963,7 @@ const _: () = {
 
 impl TryClone for TypeProtoRare {
     fn try_clone(&self) -> Result<Self, Layout> {
-        let mut out = Self::new();
-        self.try_clone_into(&mut out)?;
-        Ok(out)
+        crate::error::try_clone_via_default(self)
     }
 
     fn try_clone_into(&self, out: &mut Self) -> Result<(), Layout> {
@@ -6483,9 +6431,7 @@ const _: () = {
 
 impl TryClone for TypeProtoTensor {
     fn try_clone(&self) -> Result<Self, Layout> {
-        let mut out = Self::new();
-        self.try_clone_into(&mut out)?;
-        Ok(out)
+        crate::error::try_clone_via_default(self)
     }
 
     fn try_clone_into(&self, out: &mut Self) -> Result<(), Layout> {
@@ -6663,9 +6609,7 @@ impl TypeProtoSequence {
 
 impl TryClone for TypeProtoSequence {
     fn try_clone(&self) -> Result<Self, Layout> {
-        let mut out = Self::new();
-        self.try_clone_into(&mut out)?;
-        Ok(out)
+        crate::error::try_clone_via_default(self)
     }
 
     fn try_clone_into(&self, out: &mut Self) -> Result<(), Layout> {
@@ -6848,9 +6792,7 @@ impl TypeProtoMap {
 
 impl TryClone for TypeProtoMap {
     fn try_clone(&self) -> Result<Self, Layout> {
-        let mut out = Self::new();
-        self.try_clone_into(&mut out)?;
-        Ok(out)
+        crate::error::try_clone_via_default(self)
     }
 
     fn try_clone_into(&self, out: &mut Self) -> Result<(), Layout> {
@@ -7057,9 +6999,7 @@ impl TypeProtoOptional {
 
 impl TryClone for TypeProtoOptional {
     fn try_clone(&self) -> Result<Self, Layout> {
-        let mut out = Self::new();
-        self.try_clone_into(&mut out)?;
-        Ok(out)
+        crate::error::try_clone_via_default(self)
     }
 
     fn try_clone_into(&self, out: &mut Self) -> Result<(), Layout> {
@@ -7223,9 +7163,7 @@ const _: () = {
 
 impl TryClone for TypeProtoSparseTensor {
     fn try_clone(&self) -> Result<Self, Layout> {
-        let mut out = Self::new();
-        self.try_clone_into(&mut out)?;
-        Ok(out)
+        crate::error::try_clone_via_default(self)
     }
 
     fn try_clone_into(&self, out: &mut Self) -> Result<(), Layout> {
@@ -7388,9 +7326,7 @@ const _: () = {
 
 impl TryClone for TypeProtoOpaque {
     fn try_clone(&self) -> Result<Self, Layout> {
-        let mut out = Self::new();
-        self.try_clone_into(&mut out)?;
-        Ok(out)
+        crate::error::try_clone_via_default(self)
     }
 
     fn try_clone_into(&self, out: &mut Self) -> Result<(), Layout> {
@@ -7545,9 +7481,7 @@ const _: () = {
 
 impl TryClone for OperatorSetIdProto {
     fn try_clone(&self) -> Result<Self, Layout> {
-        let mut out = Self::new();
-        self.try_clone_into(&mut out)?;
-        Ok(out)
+        crate::error::try_clone_via_default(self)
     }
 
     fn try_clone_into(&self, out: &mut Self) -> Result<(), Layout> {
@@ -7728,9 +7662,7 @@ const _: () = {
 
 impl TryClone for FunctionProto {
     fn try_clone(&self) -> Result<Self, Layout> {
-        let mut out = Self::new();
-        self.try_clone_into(&mut out)?;
-        Ok(out)
+        crate::error::try_clone_via_default(self)
     }
 
     fn try_clone_into(&self, out: &mut Self) -> Result<(), Layout> {
@@ -8223,9 +8155,7 @@ impl SequenceProto {
 
 impl TryClone for SequenceProto {
     fn try_clone(&self) -> Result<Self, Layout> {
-        let mut out = Self::new();
-        self.try_clone_into(&mut out)?;
-        Ok(out)
+        crate::error::try_clone_via_default(self)
     }
 
     fn try_clone_into(&self, out: &mut Self) -> Result<(), Layout> {
@@ -8594,9 +8524,7 @@ impl MapProto {
 
 impl TryClone for MapProto {
     fn try_clone(&self) -> Result<Self, Layout> {
-        let mut out = Self::new();
-        self.try_clone_into(&mut out)?;
-        Ok(out)
+        crate::error::try_clone_via_default(self)
     }
 
     fn try_clone_into(&self, out: &mut Self) -> Result<(), Layout> {
@@ -8918,9 +8846,7 @@ impl OptionalProto {
 
 impl TryClone for OptionalProto {
     fn try_clone(&self) -> Result<Self, Layout> {
-        let mut out = Self::new();
-        self.try_clone_into(&mut out)?;
-        Ok(out)
+        crate::error::try_clone_via_default(self)
     }
 
     fn try_clone_into(&self, out: &mut Self) -> Result<(), Layout> {

@@ -427,9 +427,7 @@ impl<T, const N: usize> AsRef<[T]> for InlineVec<T, N> {
 impl<T: crate::error::TryClone, const N: usize> crate::error::TryClone for InlineVec<T, N> {
     #[inline(never)] // one copy per type: the callers are many (every field of every message)
     fn try_clone(&self) -> Result<Self, std::alloc::Layout> {
-        let mut v = Self::new();
-        self.try_clone_into(&mut v)?;
-        Ok(v)
+        crate::error::try_clone_via_default(self)
     }
 
     fn try_clone_into(&self, dst: &mut Self) -> Result<(), std::alloc::Layout> {

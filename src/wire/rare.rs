@@ -253,9 +253,7 @@ impl<T: RareFields> Default for Rare<T> {
 impl<T: RareFields + crate::error::TryClone> crate::error::TryClone for Rare<T> {
     #[inline(never)] // one copy per type: the callers are many (every field of every message)
     fn try_clone(&self) -> Result<Self, std::alloc::Layout> {
-        let mut v = Self::new();
-        self.try_clone_into(&mut v)?;
-        Ok(v)
+        crate::error::try_clone_via_default(self)
     }
 
     fn try_clone_into(&self, dst: &mut Self) -> Result<(), std::alloc::Layout> {

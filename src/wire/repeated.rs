@@ -1100,9 +1100,7 @@ impl<T> Default for RepeatedField<T> {
 impl<T: crate::error::TryClone + Default> crate::error::TryClone for RepeatedField<T> {
     #[inline(never)] // one copy per type: the callers are many (every field of every message)
     fn try_clone(&self) -> Result<Self, Layout> {
-        let mut v = Self::new();
-        self.try_clone_into(&mut v)?;
-        Ok(v)
+        crate::error::try_clone_via_default(self)
     }
 
     fn try_clone_into(&self, dst: &mut Self) -> Result<(), Layout> {
