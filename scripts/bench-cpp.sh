@@ -51,7 +51,7 @@ MODELS=("$W"/models/ch_PP-OCRv4_det_infer.onnx "$W"/models/ch_PP-OCRv4_rec_infer
 onnx_protos_for_protoc "$ONNX_DIR" "$W/proto"
 mkdir -p "$W/gen"
 (cd "$W/proto" && protoc --cpp_out="$W/gen" onnx/onnx.proto onnx/onnx-data.proto)
-cargo build --release --lib -q
+cargo build --release -p onnx_light --lib -q
 LIB="$ROOT/target/release/libonnx_light.so"
 ln -sf "$LIB" "$W/$(readelf -d "$LIB" | sed -n 's/.*(SONAME).*\[\(.*\)\]/\1/p')"
 FLAGS=(-std=c++17 -O2 -DNDEBUG -w -Ic_tests/cpp_compat -I"$W/gen")

@@ -48,7 +48,10 @@ export ONNXL_BACKEND_DATA
 cargo test --workspace --release -- --include-ignored --skip child_process_
 
 step "release binary"
-cargo build --release
+# The tool (its remote feature on) and the C library as users build it (`-p onnx_light`: at the
+# top level cargo would unify the tool's features into the library).
+cargo build --release -p onnx-light-cli
+cargo build --release -p onnx_light --lib
 export ONNX_LIGHT_BIN="$ROOT/target/release/onnx-light"
 
 step "compatibility with the onnx package (pytest)"

@@ -17,7 +17,7 @@ CC=${CC:-gcc}
 CXX=${CXX:-g++}
 WARN=(-Wall -Wextra -Wpedantic -Werror)
 
-cargo build --release --lib
+cargo build --release -p onnx_light --lib
 LIB="$ROOT/target/release/libonnx_light.so"
 [ -f "$LIB" ] || { echo "missing $LIB" >&2; exit 1; }
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The C ABI through CMake, the way C and C++ users meet it (run by scripts/test-all.sh, after the
 # Rust tests and the release build; PATH has the venv's pinned cmake):
-# 1. configure + build the top-level CMakeLists.txt (it drives `cargo build --release --lib` in
+# 1. configure + build the top-level CMakeLists.txt (it drives `cargo build --release -p onnx_light --lib` in
 #    the repository's target/, so nothing is compiled twice) with BUILD_TESTING=ON;
 # 2. ctest: the C tests (entry points, ownership, error paths, accessors, streams), the C++
 #    wrapper test, THE walker (every field of every message of the onnx wheel's backend test

@@ -16,7 +16,7 @@ CXX=${CXX:-g++}
 WARN=(-Wall -Wextra -Wpedantic -Werror)
 
 command -v valgrind >/dev/null 2>&1 || { echo "30-dlpack: valgrind is required (apt-get install valgrind)" >&2; exit 1; }
-cargo build --release --lib
+cargo build --release -p onnx_light --lib
 LIB="$ROOT/target/release/libonnx_light.so"
 [ -f "$LIB" ] || { echo "30-dlpack: missing $LIB" >&2; exit 1; }
 

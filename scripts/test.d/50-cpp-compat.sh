@@ -73,7 +73,7 @@ compile_all "$BUILD/gen/onnx/onnx.pb.cc" "$BUILD/gen/onnx/onnx-data.pb.cc" "${SO
 "$CXX" -o "$BUILD/test-protobuf" "$OBJ"/*.o -lprotobuf -pthread
 
 [ -f include/onnx_light/onnx_pb.h ] || die "include/onnx_light/onnx_pb.h is missing"
-cargo build --release --lib
+cargo build --release -p onnx_light --lib
 LIB="$ROOT/target/release/libonnx_light.so"
 [ -f "$LIB" ] || die "missing $LIB"
 # The library's SONAME is what the programs ask the loader for.

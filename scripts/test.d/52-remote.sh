@@ -18,8 +18,10 @@ if ! command -v nginx >/dev/null 2>&1 && [ ! -x /usr/sbin/nginx ]; then
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nginx-light >/dev/null
 fi
 
-# The CLI and the C library of the release build (test-all's "release binary" step built them).
-cargo build --release -q -p onnx_light -p onnx-light-cli
+# The CLI (remote is on in the tool) and the C library with the opt-in remote feature (the other
+# C-level steps build it without: `-p onnx_light` keeps the tool's features out of it).
+cargo build --release -q -p onnx-light-cli
+cargo build --release -q -p onnx_light --lib --features remote
 export ONNX_LIGHT_BIN="$ROOT/target/release/onnx-light"
 export ONNX_LIGHT_CLIB="$ROOT/target/release/libonnx_light.so"
 

@@ -42,7 +42,7 @@ onnx_protos_for_protoc "$ONNX_DIR" "$BUILD/proto"
 (cd "$BUILD/proto" && protoc --cpp_out="$BUILD/gen" onnx/onnx.proto onnx/onnx-data.proto)
 
 # ---- 3. the checker ---------------------------------------------------------------------------
-cargo build --release --lib
+cargo build --release -p onnx_light --lib
 LIB="$ROOT/target/release/libonnx_light.so"
 [ -f "$LIB" ] || die "missing $LIB"
 FLAGS=(-std=c++17 -O0 -DNDEBUG -I"$BUILD/gen")

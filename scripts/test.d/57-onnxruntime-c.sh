@@ -24,7 +24,7 @@ ORT_LIB_DIR=$("$PY" -c 'import onnxruntime, os; print(os.path.join(os.path.dirna
 ORT_LIB=$(ls "$ORT_LIB_DIR"/libonnxruntime.so.* 2>/dev/null | head -n 1)
 [ -n "$ORT_LIB" ] || die "no libonnxruntime.so.* in $ORT_LIB_DIR"
 
-cargo build --release --lib
+cargo build --release -p onnx_light --lib
 ONNX_LIGHT_BIN="$ROOT/target/release/onnx-light"
 [ -x "$ONNX_LIGHT_BIN" ] || cargo build --release --bin onnx-light
 LIB="$ROOT/target/release/libonnx_light.so"
