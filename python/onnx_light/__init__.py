@@ -9,7 +9,7 @@ without the GIL. Names follow the ``onnx`` package: ``load``, ``save``, ``ModelP
 from __future__ import annotations
 
 import os
-from typing import IO, Any, Callable, Optional, Union
+from typing import IO, Any, Callable, Dict, Optional, Union
 
 from . import _native
 from ._native import (  # noqa: F401
@@ -163,6 +163,7 @@ def load(
     key: Any = None,
     alignment: Optional[int] = None,
     progress: Optional[Callable[[int], Any]] = None,
+    storage_options: Optional[Dict[str, Any]] = None,
 ) -> ModelProto:
     """Loads a model from a path, bytes, or a binary file object (``onnx.load``).
 
@@ -189,7 +190,12 @@ def load(
             for a URL, each piece received. The calls sum to the bytes loaded (ranges shared by
             several tensors count once). Called from the loading threads; what it raises is
             raised after the load.
+        storage_options: for a URL, options of this call over the environment's
+            (docs/remote.md): ``concurrency``, ``part_size``, ``retries``, ``timeout``,
+            ``connect_timeout``, and ``object_store`` keys such as ``aws_endpoint``,
+            ``aws_region``, ``aws_access_key_id``, ``aws_secret_access_key``, ``allow_http``.
     """
+    storage = _storage_pairs(f, storage_options)
     opts = dict(load_external_data=load_external_data, base_dir=base_dir, no_copy=no_copy,
                 num_threads=num_threads, key=key, alignment=alignment)
     if isinstance(f, (bytes, bytearray, memoryview)):
@@ -202,7 +208,8 @@ def load(
             load_external_data_for_model(model, base_dir or os.path.dirname(path))
         return model
     if isinstance(f, (str, os.PathLike)):
-        return _native.load_path(os.fspath(f), progress=progress, **_native_opts(**opts))
+        return _native.load_path(os.fspath(f), progress=progress, storage_options=storage,
+                                 **_native_opts(**opts))
     if base_dir is None and isinstance(getattr(f, "name", None), str):
         opts["base_dir"] = os.path.dirname(os.path.abspath(f.name))
     return load_from_string(f.read(), **opts)
@@ -221,6 +228,16 @@ def _read_all(f: Union[PathLike, IO[bytes]]) -> bytes:
         with open(f, "rb") as fh:
             return fh.read()
     return f.read()
+
+
+def _storage_pairs(f: Any, storage_options: Optional[Dict[str, Any]]) -> Optional[list]:
+    """``storage_options`` as the (key, text) pairs of the native calls; they apply to URLs only."""
+    if storage_options is None:
+        return None
+    if not (isinstance(f, str) and _is_url(f)):
+        raise ValueError("storage_options apply to s3://, http:// and https:// URLs only")
+    return [(str(k), str(v).lower() if isinstance(v, bool) else str(v))
+            for k, v in storage_options.items()]
 
 
 def _native_opts(load_external_data, base_dir, no_copy, num_threads, key, alignment) -> dict:
@@ -294,6 +311,7 @@ def save(
     source_dir: Optional[PathLike] = None,
     progress: Optional[Callable[[int, int], Any]] = None,
     align: Optional[int] = None,
+    storage_options: Optional[Dict[str, Any]] = None,
 ) -> None:
     """Saves a model (``onnx.save``), atomically when ``f`` is a path, and leaves the model as
     onnx's save does (:func:`write_model` saves without changing it).
@@ -317,8 +335,9 @@ def save(
     loaded are read from ``source_dir`` (default: the directory ``f`` is in). ``progress``
     (with ``save_as_external_data``) is called as ``progress(bytes_written, total_bytes)`` while
     the weight files are written (from the writing threads; it must not change the model; what it
-    raises is raised after the save). ``format``: see :func:`load`.
+    raises is raised after the save). ``format``, ``storage_options`` (a URL): see :func:`load`.
     """
+    storage = _storage_pairs(f, storage_options)
     model = _as_model(proto)
     path = _file_path(f)
     serializer = _serializer(format, path)
@@ -334,13 +353,13 @@ def save(
                                          convert_attribute, max_file_size, alignment, checksum,
                                          source_dir)
             _native.save_path(model, path, external=external, key=_key_bytes(key),
-                              num_threads=num_threads, progress=progress)
-            _mark_as_saved(model, path, key)
+                              num_threads=num_threads, progress=progress, storage_options=storage)
+            _mark_as_saved(model, path, key, storage)
             return
         if _native.has_marked_external_bytes(model):
             external_data_helper.write_external_data_tensors(model, os.path.dirname(path))
         _native.save_path(model, path, external=None, key=_key_bytes(key), num_threads=num_threads,
-                          align=align)
+                          align=align, storage_options=storage)
         return
     # A file object, or a text format: onnx's sequence.
     if save_as_external_data:
@@ -394,8 +413,10 @@ def write_model(
     source_dir: Optional[PathLike] = None,
     progress: Optional[Callable[[int, int], Any]] = None,
     align: Optional[int] = None,
+    storage_options: Optional[Dict[str, Any]] = None,
 ) -> None:
-    """Saves a model as :func:`save` does (``align`` too) but never changes the model object.
+    """Saves a model as :func:`save` does (``align``, ``storage_options`` too) but never changes
+    the model object.
 
     With ``save_as_external_data`` (a path only) the model stays as it was: tensors keep their
     bytes. Without it, a tensor the model marks external while holding its bytes is a
@@ -403,6 +424,7 @@ def write_model(
     :func:`save`, or ``save_as_external_data``), so no saved model references a file that was
     not written. An absolute ``location`` is reduced to its file name.
     """
+    storage = _storage_pairs(f, storage_options)
     model = _as_model(proto)
     path = _file_path(f)
     serializer = _serializer(format, path)
@@ -414,7 +436,7 @@ def write_model(
                                      convert_attribute, max_file_size, alignment, checksum,
                                      source_dir)
         _native.save_path(model, path, external=external, key=_key_bytes(key),
-                          num_threads=num_threads, progress=progress)
+                          num_threads=num_threads, progress=progress, storage_options=storage)
         return
     for t in (external_data_helper._get_all_tensors(model)
               if _native.has_marked_external_bytes(model) else ()):
@@ -426,7 +448,7 @@ def write_model(
                 "them, as onnx does) or save_as_external_data=True")
     if isinstance(f, (str, os.PathLike)) and _is_binary(serializer):
         _native.save_path(model, path, external=None, key=_key_bytes(key), num_threads=num_threads,
-                          align=align)
+                          align=align, storage_options=storage)
         return
     _write_all(f, _serialized(model, serializer, key, num_threads, align))
 
@@ -461,10 +483,11 @@ def _external_options(path, location, size_threshold, all_tensors_to_one_file, c
     )
 
 
-def _mark_as_saved(model: ModelProto, path: str, key: Any) -> None:
+def _mark_as_saved(model: ModelProto, path: str, key: Any, storage: Optional[list]) -> None:
     """Makes the tensors that a save put in weight files external references without their
     bytes, with the entries the saved model has (what onnx's save leaves in memory)."""
-    saved = _native.load_path(path, **_native_opts(False, None, True, None, key, None))
+    saved = _native.load_path(path, storage_options=storage,
+                              **_native_opts(False, None, True, None, key, None))
     _native.adopt_external_references(model, saved)
 
 

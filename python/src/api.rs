@@ -68,7 +68,7 @@ fn model_view(py: Python<'_>, m: ModelProto) -> PyResult<Py<PyAny>> {
 /// received for a URL), from the loading threads with the GIL taken; what it raises is raised
 /// when the load is done.
 #[pyfunction]
-#[pyo3(signature = (path, *, no_copy = false, num_threads = None, load_external_data = true, base_dir = None, key = None, alignment = None, skip_raw_data = false, progress = None))]
+#[pyo3(signature = (path, *, no_copy = false, num_threads = None, load_external_data = true, base_dir = None, key = None, alignment = None, skip_raw_data = false, progress = None, storage_options = None))]
 #[allow(clippy::too_many_arguments)]
 pub fn load_path(
     py: Python<'_>,
@@ -81,6 +81,7 @@ pub fn load_path(
     alignment: Option<u64>,
     skip_raw_data: bool,
     progress: Option<Py<PyAny>>,
+    storage_options: Option<Vec<(String, String)>>,
 ) -> PyResult<Py<PyAny>> {
     let failure: Arc<std::sync::Mutex<Option<PyErr>>> = Arc::default();
     let opts = ParseOptions {
@@ -106,16 +107,48 @@ pub fn load_path(
             alignment,
         )
     };
+    let remote = remote_for(&path, storage_options)?.map(|ro| onnx_light::remote::RemoteOptions {
+        progress: opts.progress.as_ref().map(|p| p.0.clone()),
+        ..ro
+    });
     let m = py
-        .detach(|| match key {
-            Some(k) => onnx_light::load_encrypted_model(&path, &k, &opts),
-            None => onnx_light::load_model(&path, &opts),
+        .detach(|| {
+            let url = path.to_string_lossy();
+            match (key, &remote) {
+                (Some(k), Some(ro)) => {
+                    onnx_light::remote::load_encrypted_model(&url, &k, &opts, ro)
+                }
+                (None, Some(ro)) => onnx_light::remote::load_model(&url, &opts, ro),
+                (Some(k), None) => onnx_light::load_encrypted_model(&path, &k, &opts),
+                (None, None) => onnx_light::load_model(&path, &opts),
+            }
         })
         .py()?;
     if let Some(e) = failure.lock().unwrap_or_else(|p| p.into_inner()).take() {
         return Err(e);
     }
     model_view(py, m)
+}
+
+/// The remote options of a call on `path`: for a URL, the environment's, then `storage_options`
+/// (see `RemoteOptions::with_options`); None for a local path, where `storage_options` is an
+/// error.
+fn remote_for(
+    path: &std::path::Path,
+    storage_options: Option<Vec<(String, String)>>,
+) -> PyResult<Option<onnx_light::remote::RemoteOptions>> {
+    if !onnx_light::remote::is_url(path) {
+        return match storage_options {
+            Some(_) => Err(pyo3::exceptions::PyValueError::new_err(
+                "storage_options apply to s3://, http:// and https:// URLs only",
+            )),
+            None => Ok(None),
+        };
+    }
+    onnx_light::remote::RemoteOptions::from_env()
+        .and_then(|ro| ro.with_options(storage_options.unwrap_or_default()))
+        .map(Some)
+        .py()
 }
 
 /// Parses a message of class `cls` (default ModelProto) from bytes without the GIL; with
@@ -212,7 +245,8 @@ pub fn load_bytes(
 /// (with `external`) is called as `progress(bytes_written, total_bytes)` from the writing
 /// threads, with the GIL taken for the call; what it raises is raised when the save is done.
 #[pyfunction]
-#[pyo3(signature = (model, path, *, external = None, key = None, num_threads = None, progress = None, align = None))]
+#[pyo3(signature = (model, path, *, external = None, key = None, num_threads = None, progress = None, align = None, storage_options = None))]
+#[allow(clippy::too_many_arguments)]
 pub fn save_path(
     model: &Bound<'_, PyAny>,
     path: PathBuf,
@@ -221,6 +255,7 @@ pub fn save_path(
     num_threads: Option<i32>,
     progress: Option<Py<PyAny>>,
     align: Option<u64>,
+    storage_options: Option<Vec<(String, String)>>,
 ) -> PyResult<()> {
     let ext = external.map(external_options).transpose()?;
     let ser = SerializeOptions {
@@ -241,14 +276,13 @@ pub fn save_path(
             });
         }
     };
-    if onnx_light::remote::is_url(&path) {
+    if let Some(ro) = remote_for(&path, storage_options)? {
         let url = path.to_string_lossy();
         if key.is_some() {
             return Err(pyo3::exceptions::PyValueError::new_err(
                 "encrypted models are saved to local files only",
             ));
         }
-        let ro = onnx_light::remote::RemoteOptions::from_env().py()?;
         return with_model(model, |m| {
             onnx_light::remote::save_model(m, &url, &ser, ext.as_ref(), &ro)
         })?

@@ -154,11 +154,7 @@ pub fn load_encrypted_model(
     let path = path.as_ref();
     #[cfg(feature = "remote")]
     if let Some(url) = remote_url(path) {
-        let ro = remote_options(opts)?;
-        let data = zeroize::Zeroizing::new(crate::remote::read_object(url, &ro)?);
-        let mut model = decrypt_model_from_bytes(&data, key, opts)?;
-        crate::remote::load_weights(&mut model, url, opts, &ro)?;
-        return Ok(model);
+        return crate::remote::load_encrypted_model(url, key, opts, &remote_options(opts)?);
     }
     let mut model = decrypt_model(path, key, opts)?;
     report_file(path, opts);

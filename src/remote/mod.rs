@@ -96,36 +96,56 @@ impl RemoteOptions {
     /// The defaults, with what the environment sets: `ONNXL_REMOTE_CONCURRENCY`,
     /// `ONNXL_REMOTE_PART_SIZE` (bytes), `ONNXL_REMOTE_RETRIES`, `ONNXL_REMOTE_TIMEOUT`
     /// (seconds). The loads and saves that take no options (a URL given to
-    /// [`crate::load_model`], the C ABI, Python) use these.
+    /// [`crate::load_model`], the C ABI, Python without `storage_options`) use these.
     pub fn from_env() -> Result<Self> {
-        fn var(name: &'static str) -> Result<Option<u64>> {
-            match std::env::var(name) {
-                Err(_) => Ok(None),
-                Ok(v) => v
-                    .trim()
-                    .parse()
-                    .map(Some)
-                    .map_err(|_| Error::InvalidOption {
-                        name,
-                        reason: format!("{v:?} is not a non-negative integer"),
-                    }),
+        const VARS: [(&str, &str); 4] = [
+            ("ONNXL_REMOTE_CONCURRENCY", "concurrency"),
+            ("ONNXL_REMOTE_PART_SIZE", "part_size"),
+            ("ONNXL_REMOTE_RETRIES", "retries"),
+            ("ONNXL_REMOTE_TIMEOUT", "timeout"),
+        ];
+        let set = VARS
+            .iter()
+            .filter_map(|(var, key)| std::env::var(var).ok().map(|v| (*key, v)));
+        Self::default().with_options(set)
+    }
+
+    /// `self` with per-call options, `(key, value)` pairs as strings: `concurrency`,
+    /// `part_size` (bytes), `retries`, `timeout` and `connect_timeout` (seconds) set those
+    /// fields; any other key is an `object_store` configuration key (e.g. `aws_endpoint`,
+    /// `aws_region`, `aws_access_key_id`, `allow_http`), refused when the URL's store has no
+    /// such key. Python's `storage_options` and the tool's options come through here.
+    pub fn with_options<K: AsRef<str>, V: AsRef<str>>(
+        mut self,
+        options: impl IntoIterator<Item = (K, V)>,
+    ) -> Result<Self> {
+        for (k, v) in options {
+            let (k, v) = (k.as_ref(), v.as_ref());
+            let number = |name: &'static str| -> Result<u64> {
+                v.trim().parse().map_err(|_| Error::InvalidOption {
+                    name,
+                    reason: format!("{v:?} is not a non-negative integer"),
+                })
+            };
+            match k {
+                "concurrency" => {
+                    self.concurrency = usize::try_from(number("concurrency")?).unwrap_or(usize::MAX)
+                }
+                "part_size" => self.part_size = number("part_size")?,
+                "retries" => {
+                    self.retries = usize::try_from(number("retries")?)
+                        .unwrap_or(usize::MAX)
+                        .min(100)
+                }
+                "timeout" => self.timeout = Duration::from_secs(number("timeout")?.max(1)),
+                "connect_timeout" => {
+                    self.connect_timeout = Duration::from_secs(number("connect_timeout")?.max(1))
+                }
+                _ => self.config.push((k.to_string(), v.to_string())),
             }
         }
-        let mut ro = Self::default();
-        if let Some(n) = var("ONNXL_REMOTE_CONCURRENCY")? {
-            ro.concurrency = usize::try_from(n).unwrap_or(usize::MAX);
-        }
-        if let Some(n) = var("ONNXL_REMOTE_PART_SIZE")? {
-            ro.part_size = n;
-        }
-        if let Some(n) = var("ONNXL_REMOTE_RETRIES")? {
-            ro.retries = usize::try_from(n).unwrap_or(usize::MAX).min(100);
-        }
-        if let Some(n) = var("ONNXL_REMOTE_TIMEOUT")? {
-            ro.timeout = Duration::from_secs(n.max(1));
-        }
-        ro.validate()?;
-        Ok(ro)
+        self.validate()?;
+        Ok(self)
     }
 
     fn validate(&self) -> Result<()> {
@@ -401,6 +421,21 @@ pub fn load_weights(
 /// Loads a model from `url` (see [`parse`]).
 pub fn load_model(url: &str, opts: &ParseOptions, ro: &RemoteOptions) -> Result<ModelProto> {
     parse(url, opts, ro)
+}
+
+/// Loads an encrypted model from `url` (any format, by its magic; see
+/// [`crate::load_encrypted_model`]): the object is read whole, decrypted, and its external data
+/// read from beside it.
+pub fn load_encrypted_model(
+    url: &str,
+    key: &[u8],
+    opts: &ParseOptions,
+    ro: &RemoteOptions,
+) -> Result<ModelProto> {
+    let data = zeroize::Zeroizing::new(read_object(url, ro)?);
+    let mut model = crate::crypto::decrypt_model_from_bytes(&data, key, opts)?;
+    load_weights(&mut model, url, opts, ro)?;
+    Ok(model)
 }
 
 /// The size in bytes of the object at `url`.

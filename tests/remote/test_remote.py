@@ -351,6 +351,49 @@ def test_save_to_s3_weights_first(env):
         assert a.read() == c.read()
 
 
+def test_storage_options(env):
+    """storage_options give a call its endpoint, credentials and client settings over the
+    environment's (here: none), for loads and saves; a bad key or value is an error naming it;
+    they apply to URLs only."""
+    m = ol.load_from_string(weights_model(2, 1 << 16).SerializeToString())
+    local = os.path.join(env["work"], "so-local.onnx")
+    ol.write_model(m, local)
+    local_ext = os.path.join(env["work"], "so-local-ext", "model.onnx")
+    os.makedirs(os.path.dirname(local_ext))
+    ol.write_model(m, local_ext, save_as_external_data=True, size_threshold=0)
+    store = {"aws_endpoint": env["moto"].endpoint, "allow_http": True,
+             "aws_access_key_id": "testing", "aws_secret_access_key": "testing",
+             "aws_region": "us-east-1", "retries": 2, "timeout": 20, "concurrency": 4}
+    url = f"s3://{BUCKET}/storage-options/model.onnx"
+    one = f"s3://{BUCKET}/storage-options/one.onnx"
+    saved = dict(os.environ)
+    for k in ("AWS_ENDPOINT_URL", "AWS_ALLOW_HTTP", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY",
+              "AWS_REGION"):
+        del os.environ[k]
+    try:
+        with pytest.raises(Exception):
+            ol.write_model(m, one)  # no endpoint, no credentials: not moto
+        ol.write_model(m, one, storage_options=store)
+        same(ol.load(one, storage_options=store), ol.load(local))
+        # (save leaves the weights as external references: it reads the saved model back)
+        ol.save(m, url, save_as_external_data=True, size_threshold=0, storage_options=store)
+        assert all(t.data_location == 1 for t in m.graph.initializer)
+        got = []
+        same(ol.load(url, storage_options=store, progress=got.append), ol.load(local_ext))
+        assert sum(got) > 2 * 4 * (1 << 16), got
+        with pytest.raises(Exception, match="no_such_key"):
+            ol.load(url, storage_options={**store, "no_such_key": "1"})
+        with pytest.raises(Exception, match="retries"):
+            ol.load(url, storage_options={**store, "retries": "many"})
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+    with pytest.raises(ValueError, match="URLs only"):
+        ol.load(local, storage_options=store)
+    with pytest.raises(ValueError, match="URLs only"):
+        ol.save(m, local, storage_options=store)
+
+
 def test_c_abi(env):
     lib = ctypes.CDLL(CLIB)
     lib.onnxl_load_model.argtypes = [ctypes.c_char_p, ctypes.c_void_p,
