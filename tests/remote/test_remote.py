@@ -394,6 +394,21 @@ def test_storage_options(env):
         ol.save(m, local, storage_options=store)
 
 
+PROGRESS = ctypes.CFUNCTYPE(None, ctypes.c_uint64, ctypes.c_void_p)
+
+
+class ParseOptions(ctypes.Structure):
+    """`OnnxlParseOptions` (include/onnx_light.h), struct size 80."""
+    _fields_ = [("struct_size", ctypes.c_size_t), ("raw_data_threshold", ctypes.c_uint64),
+                ("alignment", ctypes.c_uint64), ("min_parallel_block_size", ctypes.c_uint64),
+                ("max_tensor_size_bytes", ctypes.c_uint64), ("num_threads", ctypes.c_int32),
+                ("max_recursion_depth", ctypes.c_uint32), ("file_load_mode", ctypes.c_uint32),
+                ("no_copy", ctypes.c_uint8), ("skip_raw_data", ctypes.c_uint8),
+                ("reject_unauthenticated", ctypes.c_uint8), ("reserved", ctypes.c_uint8),
+                ("max_metadata_bytes", ctypes.c_uint64), ("progress", PROGRESS),
+                ("progress_user_data", ctypes.c_void_p)]
+
+
 def test_c_abi(env):
     lib = ctypes.CDLL(CLIB)
     lib.onnxl_load_model.argtypes = [ctypes.c_char_p, ctypes.c_void_p,
@@ -419,3 +434,16 @@ def test_c_abi(env):
     m = ctypes.c_void_p()
     assert lib.onnxl_load_model(f"s3://{BUCKET}/nope.onnx".encode(), None, ctypes.byref(m)) != 0
     assert b"s3://models/nope.onnx" in lib.onnxl_last_error_message()
+    # The progress callback of the parse options: the pieces received, the files' bytes plus the
+    # few bytes read to tell an encrypted weight file from a plain one.
+    lib.onnxl_parse_options_default.restype = ParseOptions
+    opts = lib.onnxl_parse_options_default()
+    assert opts.struct_size == ctypes.sizeof(ParseOptions) == 80
+    got = []
+    opts.progress = PROGRESS(lambda n, _user: got.append(n))
+    url = f"s3://{BUCKET}/ext-one_file/model.onnx"
+    assert lib.onnxl_load_model(url.encode(), ctypes.byref(opts), ctypes.byref(m)) == 0, \
+        lib.onnxl_last_error_message()
+    d = os.path.join(env["www"], "ext-one_file")
+    files = sum(os.path.getsize(os.path.join(d, f)) for f in os.listdir(d))
+    assert files <= sum(got) <= files + 64, (files, got)
