@@ -57,7 +57,8 @@ trap 'WINEPREFIX="$work/wine" /usr/lib/wine/wineserver -k 2>/dev/null || true
 # the two targets' compilations share the cores): the library's unit tests and the two
 # integration-test binaries (tests/integration, tests/process_wide; the source checks are not
 # built for these targets: the same on every target), built with the test-hooks feature; then
-# the library as shipped (without it) for the C tests.
+# the library as shipped (without it; `-p onnx_light`: the tool's remote feature stays out) for
+# the C tests.
 export CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_LINKER=aarch64-linux-gnu-gcc
 export CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_RUNNER="qemu-aarch64 -L /usr/aarch64-linux-gnu"
 # The compiler's full path, as the CMake build below passes it (the same linker setting: cargo
@@ -72,7 +73,7 @@ SKIP_LARGE=(--skip large_external:: --skip large_model:: --skip list_limit::
   --skip model_over_2gb_loads_without_copies)
 phase "aarch64 and Windows: build the tests and the libraries"
 cargo test "${TESTS[@]}" --target "$AARCH64" --target "$WINDOWS" --no-run
-cargo build --release --target "$AARCH64" --target "$WINDOWS" --lib
+cargo build --release -p onnx_light --target "$AARCH64" --target "$WINDOWS" --lib
 
 # ---- Linux aarch64 under qemu-user
 phase "aarch64: unit tests and the fast integration tests (qemu-user)"
