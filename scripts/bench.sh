@@ -73,8 +73,8 @@ size_row() { # label, file, target
   echo
   echo "| library | bytes | size | target |"
   echo "|---|---|---|---|"
-  size_row "onnx_light, full (default features, with \`remote\`)" "$WORK/lib/full/libonnx_light.so" "≤ 8.3 MB"
-  size_row "onnx_light, core (default features without \`remote\`)" "$WORK/lib/core/libonnx_light.so" "≤ 3 MB"
+  size_row "onnx_light, full (default features)" "$WORK/lib/full/libonnx_light.so" "≤ 2.6 MB"
+  size_row "onnx_light with the opt-in \`remote\` feature" "$WORK/lib/remote/libonnx_light.so" "≤ 8.3 MB"
   size_row "onnx_light, minimal (\`--no-default-features\`: codec, external data, C ABI)" "$WORK/lib/minimal/libonnx_light.so" "≤ 1.5 MB"
   for name in libprotobuf libprotobuf-lite; do
     lib=$(debian_protobuf_library "$name")
