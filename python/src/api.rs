@@ -56,6 +56,17 @@ fn parse_options(
     }
 }
 
+/// Keeps the first exception a progress callback raised (later ones are dropped), to be raised
+/// when the operation is done.
+fn keep_first_error<T>(failure: &std::sync::Mutex<Option<PyErr>>, result: PyResult<T>) {
+    if let Err(e) = result {
+        failure
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get_or_insert(e);
+    }
+}
+
 /// The owning view of a loaded model.
 fn model_view(py: Python<'_>, m: ModelProto) -> PyResult<Py<PyAny>> {
     owning_view(py, Box::new(m), &MODEL_PROTO_INFO)
@@ -89,14 +100,7 @@ pub fn load_path(
         progress: progress.map(|cb| {
             let failure = failure.clone();
             onnx_light::LoadProgress::new(move |n: u64| {
-                Python::attach(|py| {
-                    if let Err(e) = cb.call1(py, (n,)) {
-                        failure
-                            .lock()
-                            .unwrap_or_else(|p| p.into_inner())
-                            .get_or_insert(e);
-                    }
-                })
+                Python::attach(|py| keep_first_error(&failure, cb.call1(py, (n,))))
             })
         }),
         ..parse_options(
@@ -266,14 +270,7 @@ pub fn save_path(
     let failure: std::sync::Mutex<Option<PyErr>> = std::sync::Mutex::new(None);
     let report = |done: u64, total: u64| {
         if let Some(cb) = &progress {
-            Python::attach(|py| {
-                if let Err(e) = cb.call1(py, (done, total)) {
-                    failure
-                        .lock()
-                        .unwrap_or_else(|p| p.into_inner())
-                        .get_or_insert(e);
-                }
-            });
+            Python::attach(|py| keep_first_error(&failure, cb.call1(py, (done, total))));
         }
     };
     if let Some(ro) = remote_for(&path, storage_options)? {
