@@ -69,12 +69,12 @@ fn derive_key_with(passphrase: &[u8], salt: &[u8; SALT_LEN], n: u32) -> DerivedK
 }
 
 // Test hooks (the `test-hooks` feature only; `crypto::testing` re-exports them): fewer
-// iterations for this crate's tests run under an emulator.
+// iterations for this crate's tests run under an emulator and for its exhaustive tests.
 /// PBKDF2 iterations of the derivations of a test process run under an emulator (see
-/// [`emulated`]): 1/100 of the formats' count. Under qemu-user a derivation with the real count
-/// takes about a second, and the encryption tests make hundreds.
+/// [`emulated`]) and of [`with_few_pbkdf2`]: 1/100 of the formats' count. Under qemu-user a
+/// derivation with the real count takes about a second; the exhaustive tests make thousands.
 #[cfg(feature = "test-hooks")]
-pub const EMULATED_PBKDF2_ITERATIONS: u32 = PBKDF2_ITERATIONS / 100;
+pub const FEW_PBKDF2_ITERATIONS: u32 = PBKDF2_ITERATIONS / 100;
 
 /// Whether this test process runs under an emulator: the environment variable
 /// `ONNXL_TEST_EMULATED` is `1` (read once; the cross-target test step sets it for its
@@ -87,21 +87,35 @@ pub fn emulated() -> bool {
 
 #[cfg(feature = "test-hooks")]
 thread_local! {
-    /// Inside [`with_real_pbkdf2`] on this thread.
-    static REAL_COUNT: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+    /// The count set by [`with_pbkdf2_iterations`] on this thread, if inside it.
+    static COUNT: std::cell::Cell<Option<u32>> = const { std::cell::Cell::new(None) };
 }
 
-/// The PBKDF2 iteration count of a derivation made now on this thread:
-/// [`EMULATED_PBKDF2_ITERATIONS`] under an emulator, outside [`with_real_pbkdf2`]; else the
-/// formats' 100 000. Keys derived this way agree with each other, so encrypting and decrypting
-/// in one test process run the formats' code paths unchanged.
+/// The PBKDF2 iteration count of a derivation made now on this thread: the one of an enclosing
+/// [`with_pbkdf2_iterations`]; else [`FEW_PBKDF2_ITERATIONS`] under an emulator and the
+/// formats' 100 000 otherwise. Keys derived with one count agree with each other, so
+/// encrypting and decrypting in one test process run the formats' code paths unchanged.
 #[cfg(feature = "test-hooks")]
 pub fn pbkdf2_iterations() -> u32 {
-    if emulated() && !REAL_COUNT.with(std::cell::Cell::get) {
-        EMULATED_PBKDF2_ITERATIONS
+    COUNT.with(std::cell::Cell::get).unwrap_or(if emulated() {
+        FEW_PBKDF2_ITERATIONS
     } else {
         PBKDF2_ITERATIONS
+    })
+}
+
+/// Runs `f` with `n` PBKDF2 iterations for the derivations it makes on this thread.
+#[cfg(feature = "test-hooks")]
+pub fn with_pbkdf2_iterations<T>(n: u32, f: impl FnOnce() -> T) -> T {
+    /// Restores the previous state, also when `f` panics.
+    struct Restore(Option<u32>);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            COUNT.with(|c| c.set(self.0));
+        }
     }
+    let _restore = Restore(COUNT.with(|c| c.replace(Some(n))));
+    f()
 }
 
 /// Runs `f` with the formats' iteration count for the derivations it makes on this thread
@@ -109,15 +123,15 @@ pub fn pbkdf2_iterations() -> u32 {
 /// implementation).
 #[cfg(feature = "test-hooks")]
 pub fn with_real_pbkdf2<T>(f: impl FnOnce() -> T) -> T {
-    /// Restores the previous state, also when `f` panics.
-    struct Restore(bool);
-    impl Drop for Restore {
-        fn drop(&mut self) {
-            REAL_COUNT.with(|c| c.set(self.0));
-        }
-    }
-    let _restore = Restore(REAL_COUNT.with(|c| c.replace(true)));
-    f()
+    with_pbkdf2_iterations(PBKDF2_ITERATIONS, f)
+}
+
+/// Runs `f` with [`FEW_PBKDF2_ITERATIONS`] for the derivations it makes on this thread: tests
+/// of what a derivation's count does not change (tampering, truncation, wrong keys), which
+/// make thousands.
+#[cfg(feature = "test-hooks")]
+pub fn with_few_pbkdf2<T>(f: impl FnOnce() -> T) -> T {
+    with_pbkdf2_iterations(FEW_PBKDF2_ITERATIONS, f)
 }
 
 /// `N` bytes from the operating system's random number generator.
@@ -156,13 +170,19 @@ mod tests {
         #[cfg(feature = "test-hooks")]
         {
             let expected = if emulated() {
-                EMULATED_PBKDF2_ITERATIONS
+                FEW_PBKDF2_ITERATIONS
             } else {
                 PBKDF2_ITERATIONS
             };
             assert_eq!(iterations(), expected);
             assert_eq!(with_real_pbkdf2(iterations), PBKDF2_ITERATIONS);
             assert_eq!(iterations(), expected, "restored");
+            assert_eq!(with_few_pbkdf2(iterations), FEW_PBKDF2_ITERATIONS);
+            assert_eq!(
+                with_few_pbkdf2(|| with_real_pbkdf2(iterations)),
+                PBKDF2_ITERATIONS,
+                "the innermost count"
+            );
         }
         assert_eq!(PBKDF2_ITERATIONS, 100_000);
     }

@@ -1,11 +1,14 @@
 //! Test hooks, NOT public API: encryption with a fixed salt and IV / nonce, for known-answer
 //! vectors. Never use a fixed salt or nonce for real data (a repeated nonce under the same key
 //! breaks AES-GCM and ChaCha20-Poly1305). And fewer PBKDF2 iterations for tests run under an
-//! emulator.
+//! emulator and for the exhaustive tests.
 
 use std::path::Path;
 
-pub use super::kdf::{EMULATED_PBKDF2_ITERATIONS, emulated, pbkdf2_iterations, with_real_pbkdf2};
+pub use super::kdf::{
+    FEW_PBKDF2_ITERATIONS, emulated, pbkdf2_iterations, with_few_pbkdf2, with_pbkdf2_iterations,
+    with_real_pbkdf2,
+};
 use super::{EncryptionOptions, Params};
 use crate::error::Result;
 use crate::proto::ModelProto;

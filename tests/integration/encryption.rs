@@ -73,16 +73,20 @@ impl Rng {
     }
 }
 
-/// Runs `f(i)` for `i in 0..n` on two threads (PBKDF2 dominates these loops).
+/// Runs `f(i)` for `i in 0..n` on two threads (PBKDF2 dominates these loops), each deriving
+/// keys with the calling thread's PBKDF2 count.
 fn par_for(n: usize, f: impl Fn(usize) + Sync) {
     let threads = std::thread::available_parallelism().map_or(2, |n| n.get().clamp(2, 4));
+    let count = testing::pbkdf2_iterations();
     std::thread::scope(|s| {
         for t in 0..threads {
             let f = &f;
             s.spawn(move || {
-                for i in (t..n).step_by(threads) {
-                    f(i);
-                }
+                testing::with_pbkdf2_iterations(count, || {
+                    for i in (t..n).step_by(threads) {
+                        f(i);
+                    }
+                })
             });
         }
     });
@@ -403,45 +407,50 @@ fn known_answer_vectors() {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Tampering, wrong keys, truncation, bad input
+// Tampering, wrong keys, truncation, bad input (the exhaustive tests derive thousands of keys:
+// with fewer PBKDF2 iterations, which change none of what they check)
 
 #[test]
-#[ignore = "slow (~2 min: every byte of every format): the test command runs it (cargo test -- --include-ignored)"]
 fn every_single_byte_modification_is_detected() {
-    let model = mlp();
-    let key = b"tamper";
-    let cases = [
-        EncryptionOptions::with_format(EncryptionFormat::ChaCha20Poly1305),
-        EncryptionOptions::with_format(EncryptionFormat::AesGcm),
-        chunked64(ChunkCipher::AesGcm),
-        chunked64(ChunkCipher::ChaCha20Poly1305),
-    ];
-    for opts in cases {
-        let enc = crypto::save_encrypted_model_to_bytes(&model, key, &opts).unwrap();
-        let header = match opts.format {
-            EncryptionFormat::Chunked => 36,
-            _ => 52,
-        };
-        let mut rng = Rng(0x5eed + enc.len() as u64);
-        let masks: Vec<u8> = (0..enc.len()).map(|_| (rng.next() as u8).max(1)).collect();
-        par_for(enc.len(), |i| {
-            let mut bad = enc.clone();
-            bad[i] ^= masks[i];
-            let e =
-                onnx_light::load_encrypted_model_from_bytes(&bad, key, &ParseOptions::default())
-                    .expect_err(&format!(
-                        "{:?}: flip of byte {i} (xor {:#04x}) undetected",
-                        opts.format, masks[i]
-                    ));
-            // A flip in the magic may turn ONNXCRY3 into ONNXCRY2 (an authentication
-            // error) or into no format (bad magic).
-            if i >= header {
-                assert!(is_auth(&e), "{:?} byte {i}: {e}", opts.format);
-            } else {
-                assert!(is_auth(&e) || is_crypto(&e), "byte {i}: {e}");
-            }
-        });
-    }
+    testing::with_few_pbkdf2(|| {
+        let model = mlp();
+        let key = b"tamper";
+        let cases = [
+            EncryptionOptions::with_format(EncryptionFormat::ChaCha20Poly1305),
+            EncryptionOptions::with_format(EncryptionFormat::AesGcm),
+            chunked64(ChunkCipher::AesGcm),
+            chunked64(ChunkCipher::ChaCha20Poly1305),
+        ];
+        for opts in cases {
+            let enc = crypto::save_encrypted_model_to_bytes(&model, key, &opts).unwrap();
+            let header = match opts.format {
+                EncryptionFormat::Chunked => 36,
+                _ => 52,
+            };
+            let mut rng = Rng(0x5eed + enc.len() as u64);
+            let masks: Vec<u8> = (0..enc.len()).map(|_| (rng.next() as u8).max(1)).collect();
+            par_for(enc.len(), |i| {
+                let mut bad = enc.clone();
+                bad[i] ^= masks[i];
+                let e = onnx_light::load_encrypted_model_from_bytes(
+                    &bad,
+                    key,
+                    &ParseOptions::default(),
+                )
+                .expect_err(&format!(
+                    "{:?}: flip of byte {i} (xor {:#04x}) undetected",
+                    opts.format, masks[i]
+                ));
+                // A flip in the magic may turn ONNXCRY3 into ONNXCRY2 (an authentication
+                // error) or into no format (bad magic).
+                if i >= header {
+                    assert!(is_auth(&e), "{:?} byte {i}: {e}", opts.format);
+                } else {
+                    assert!(is_auth(&e) || is_crypto(&e), "byte {i}: {e}");
+                }
+            });
+        }
+    })
 }
 
 #[test]
@@ -501,68 +510,71 @@ fn chunked_format_detects_reordering_truncation_and_extension() {
 }
 
 #[test]
-#[ignore = "slow (~45 s: key derivations): the test command runs it (cargo test -- --include-ignored)"]
 fn wrong_keys_are_always_refused_in_every_format() {
-    const KEYS: usize = 200;
-    let model = mlp();
-    let right = b"the right key".to_vec();
-    for opts in all_options() {
-        let enc = crypto::save_encrypted_model_to_bytes(&model, &right, &opts).unwrap();
-        let mut rng = Rng(0xbad + opts.format as u64 + opts.chunk_cipher as u64);
-        let keys: Vec<Vec<u8>> = (0..KEYS)
-            .map(|i| {
-                if i == 0 {
-                    return Vec::new();
+    testing::with_few_pbkdf2(|| {
+        const KEYS: usize = 200;
+        let model = mlp();
+        let right = b"the right key".to_vec();
+        for opts in all_options() {
+            let enc = crypto::save_encrypted_model_to_bytes(&model, &right, &opts).unwrap();
+            let mut rng = Rng(0xbad + opts.format as u64 + opts.chunk_cipher as u64);
+            let keys: Vec<Vec<u8>> = (0..KEYS)
+                .map(|i| {
+                    if i == 0 {
+                        return Vec::new();
+                    }
+                    let len = (rng.next() % 40) as usize;
+                    rng.bytes(len)
+                })
+                .filter(|k| *k != right)
+                .collect();
+            assert!(keys.len() >= KEYS - 1);
+            par_for(keys.len(), |i| {
+                let r = onnx_light::load_encrypted_model_from_bytes(
+                    &enc,
+                    &keys[i],
+                    &ParseOptions::default(),
+                );
+                match r {
+                    Err(e) => assert!(is_auth(&e), "{:?}: {e}", opts.format),
+                    Ok(_) => panic!("{:?}: wrong key {i} returned a model", opts.format),
                 }
-                let len = (rng.next() % 40) as usize;
-                rng.bytes(len)
-            })
-            .filter(|k| *k != right)
-            .collect();
-        assert!(keys.len() >= KEYS - 1);
-        par_for(keys.len(), |i| {
-            let r = onnx_light::load_encrypted_model_from_bytes(
-                &enc,
-                &keys[i],
-                &ParseOptions::default(),
-            );
-            match r {
-                Err(e) => assert!(is_auth(&e), "{:?}: {e}", opts.format),
-                Ok(_) => panic!("{:?}: wrong key {i} returned a model", opts.format),
-            }
-            if i % 10 == 0 {
-                assert!(is_auth(&crypto::decrypt_bytes(&enc, &keys[i]).unwrap_err()));
-            }
-        });
-    }
+                if i % 10 == 0 {
+                    assert!(is_auth(&crypto::decrypt_bytes(&enc, &keys[i]).unwrap_err()));
+                }
+            });
+        }
+    })
 }
 
 #[test]
-#[ignore = "slow (~15 s: every length of every format): the test command runs it (cargo test -- --include-ignored)"]
 fn truncation_at_every_length_is_an_error() {
-    let model = kat_model();
-    let key = b"trunc";
-    let mut opts = all_options();
-    opts.push(chunked64(ChunkCipher::AesGcm));
-    for o in opts {
-        let enc = crypto::save_encrypted_model_to_bytes(&model, key, &o).unwrap();
-        par_for(enc.len(), |len| {
-            let cut = &enc[..len];
-            let e = onnx_light::load_encrypted_model_from_bytes(cut, key, &ParseOptions::default())
-                .expect_err(&format!("{:?}: truncation to {len} accepted", o.format));
-            let msg = e.to_string();
-            if len == 0 {
-                assert!(is_crypto(&e) && msg.contains("empty"), "{msg}");
-            } else if len < 40 {
-                assert!(is_crypto(&e) && msg.contains("truncated"), "{len}: {msg}");
-            } else {
-                assert!(is_crypto(&e) || is_auth(&e), "{len}: {msg}");
-            }
-            if len % 7 == 0 {
-                assert!(crypto::decrypt_bytes(cut, key).is_err());
-            }
-        });
-    }
+    testing::with_few_pbkdf2(|| {
+        let model = kat_model();
+        let key = b"trunc";
+        let mut opts = all_options();
+        opts.push(chunked64(ChunkCipher::AesGcm));
+        for o in opts {
+            let enc = crypto::save_encrypted_model_to_bytes(&model, key, &o).unwrap();
+            par_for(enc.len(), |len| {
+                let cut = &enc[..len];
+                let e =
+                    onnx_light::load_encrypted_model_from_bytes(cut, key, &ParseOptions::default())
+                        .expect_err(&format!("{:?}: truncation to {len} accepted", o.format));
+                let msg = e.to_string();
+                if len == 0 {
+                    assert!(is_crypto(&e) && msg.contains("empty"), "{msg}");
+                } else if len < 40 {
+                    assert!(is_crypto(&e) && msg.contains("truncated"), "{len}: {msg}");
+                } else {
+                    assert!(is_crypto(&e) || is_auth(&e), "{len}: {msg}");
+                }
+                if len % 7 == 0 {
+                    assert!(crypto::decrypt_bytes(cut, key).is_err());
+                }
+            });
+        }
+    })
 }
 
 #[test]
