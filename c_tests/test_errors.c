@@ -133,8 +133,8 @@ static void test_bad_files(void) {
   {
     OnnxlModelProto *target = onnxl_model_proto_new();
     CHECK_STATUS(onnxl_parse_proto_from_stream(target, s, NULL), ONNXL_STATUS_IO, "/nonexistent/f.onnx");
-    /* (Names the temporary file beside the destination: "/nonexistent/.f.onnx.tmp-..." or, on
-     * Windows, "/nonexistent\.f.onnx.tmp-...".) */
+    /* (Names the missing directory, or on Windows the temporary file that could not be created
+     * in it: "/nonexistent\.f.onnx.tmp-...".) */
     CHECK_STATUS(onnxl_serialize_proto_to_stream(target, s, NULL), ONNXL_STATUS_IO, "/nonexistent");
     onnxl_model_proto_free(target);
   }

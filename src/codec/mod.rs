@@ -22,7 +22,7 @@ pub fn set_metadata_regions_off(off: bool) {
     crate::wire::set_regions_off(off);
 }
 
-/// Test hook: files the atomic writers synced so far (see `storage::FILE_SYNCS`).
+/// Test hook: files the atomic writer synced so far (see `storage::atomic::FILE_SYNCS`).
 #[cfg(feature = "test-hooks")]
 #[doc(hidden)]
 pub fn file_sync_count() -> usize {

@@ -22,6 +22,10 @@ use std::fs::File;
 use std::io;
 use std::path::{Component, Path, PathBuf};
 
+use crate::storage::AtomicFile;
+#[cfg(any(unix, windows))]
+use crate::storage::atomic::temp_owner;
+
 /// Why a file could not be opened: a refusal by a rule, or an ordinary I/O failure.
 #[derive(Debug)]
 pub(crate) enum OpenError {
@@ -265,40 +269,21 @@ fn check_containment(dir: &Path, file: &File, rel: &Path) -> Result<(), OpenErro
     }
 }
 
-/// A weight file being written under a temporary name in its checked directory; `commit`
-/// syncs it (when asked) and renames it over the destination. Dropped without commit, the
-/// temporary file is removed and the destination is untouched.
-pub(crate) struct AtomicOut {
-    inner: imp::AtomicOut,
+/// Checks `rel` (a normalised location) beneath `dir` for writing and creates its temporary
+/// file: the weight file's [`AtomicFile`], committed with `sync` or not. Missing parent
+/// directories inside `dir` are created. Refused: a symbolic link on the way or at the
+/// destination, a destination that is not a regular file or has more than one hard link, a
+/// directory outside `dir`.
+pub(crate) fn create_beneath(dir: &Path, rel: &Path, sync: bool) -> Result<AtomicFile, OpenError> {
+    debug_assert!(rel.components().all(|c| matches!(c, Component::Normal(_))));
+    let (parent, name) = imp::prepare_write(dir, rel)?;
+    Ok(AtomicFile::create_in(parent, &name, dir.join(rel), sync)?)
 }
 
-impl AtomicOut {
-    /// Checks `rel` (a normalised location) beneath `dir` for writing and creates the temporary
-    /// file. Missing parent directories inside `dir` are created. Refused: a symbolic link on
-    /// the way or at the destination, a destination that is not a regular file or has more
-    /// than one hard link, a directory outside `dir`.
-    pub(crate) fn create(dir: &Path, rel: &Path) -> Result<Self, OpenError> {
-        debug_assert!(rel.components().all(|c| matches!(c, Component::Normal(_))));
-        Ok(Self {
-            inner: imp::AtomicOut::create(dir, rel)?,
-        })
-    }
-
-    /// Checks (and creates the parent directories of) a destination like [`AtomicOut::create`]
-    /// without creating anything else or keeping a descriptor open.
-    pub(crate) fn check(dir: &Path, rel: &Path) -> Result<(), OpenError> {
-        imp::AtomicOut::prepare(dir, rel).map(drop)
-    }
-
-    /// The temporary file.
-    pub(crate) fn file(&self) -> &File {
-        self.inner.file()
-    }
-
-    /// Syncs (when `sync`) and renames the temporary file over the destination.
-    pub(crate) fn commit(self, sync: bool) -> io::Result<()> {
-        self.inner.commit(sync)
-    }
+/// Checks (and creates the parent directories of) a destination like [`create_beneath`]
+/// without creating anything else or keeping a descriptor open.
+pub(crate) fn check_writable(dir: &Path, rel: &Path) -> Result<(), OpenError> {
+    imp::prepare_write(dir, rel).map(drop)
 }
 
 /// Removes the regular file `rel` (a normalised location) beneath `dir`, walking the parents
@@ -314,16 +299,6 @@ pub(crate) fn remove_beneath(dir: &Path, rel: &Path) {
 /// elsewhere nothing is removed). Best effort.
 pub(crate) fn remove_stale_temps(dir: &Path, rels: &[PathBuf]) {
     imp::remove_stale_temps(dir, rels);
-}
-
-/// The process id in a temporary file name made by [`temp_name`], if it is one.
-#[cfg(any(unix, windows))]
-fn temp_owner(entry: &std::ffi::OsStr) -> Option<u32> {
-    let entry = entry.to_str()?;
-    let (name, rest) = entry.strip_prefix('.')?.rsplit_once(".tmp-")?;
-    let (pid, attempt) = rest.split_once('-')?;
-    let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
-    (!name.is_empty() && digits(pid) && digits(attempt)).then(|| pid.parse().ok())?
 }
 
 /// The temporary files of other processes in the directories of the files `rels` (normalised
@@ -363,49 +338,17 @@ fn file_name_of(rel: &Path) -> io::Result<OsString> {
         .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "no file name"))
 }
 
-fn temp_name(name: &std::ffi::OsStr, attempt: u32) -> OsString {
-    let mut t = OsString::from(".");
-    t.push(name);
-    t.push(format!(".tmp-{}-{attempt}", std::process::id()));
-    t
-}
-
 #[cfg(unix)]
 mod imp {
-    use super::{OpenError, file_name_of, temp_name};
+    use super::{OpenError, file_name_of};
+    use crate::storage::atomic::{
+        Temp, cstr, open_dir, openat, rename_or_remove, unless_taken, with_free_temp,
+    };
     use std::ffi::{CString, OsStr};
-    use std::fs::{File, OpenOptions};
+    use std::fs::File;
     use std::io;
     use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
-    use std::os::unix::ffi::OsStrExt;
-    use std::os::unix::fs::OpenOptionsExt;
     use std::path::{Component, Path, PathBuf};
-
-    fn cstr(s: &OsStr) -> io::Result<CString> {
-        CString::new(s.as_bytes())
-            .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "path contains a NUL byte"))
-    }
-
-    /// The trusted base directory, opened as a directory.
-    fn open_dir(dir: &Path) -> io::Result<File> {
-        OpenOptions::new()
-            .read(true)
-            .custom_flags(libc::O_DIRECTORY | libc::O_CLOEXEC)
-            .open(dir)
-    }
-
-    /// `openat(dirfd, name, flags)` into an owned descriptor.
-    fn openat(dirfd: &impl AsRawFd, name: &OsStr, flags: i32, mode: u32) -> io::Result<File> {
-        let c = cstr(name)?;
-        // SAFETY: `c` is a NUL-terminated string alive for the call; `dirfd` is an open
-        // descriptor; the result is checked before it is wrapped.
-        let fd = unsafe { libc::openat(dirfd.as_raw_fd(), c.as_ptr(), flags, mode) };
-        if fd < 0 {
-            return Err(io::Error::last_os_error());
-        }
-        // SAFETY: `fd` is a fresh descriptor that nothing else owns.
-        Ok(File::from(unsafe { OwnedFd::from_raw_fd(fd) }))
-    }
 
     /// Maps the errors of a no-follow open to refusals where a rule was hit.
     fn classify(e: io::Error, what: &str) -> OpenError {
@@ -550,33 +493,18 @@ mod imp {
             OpenError::Refused(r) => io::Error::other(r),
         })?;
         let from = cstr(&file_name_of(from)?)?;
-        let name_os = file_name_of(to)?;
-        let name = cstr(&name_os)?;
+        let name = file_name_of(to)?;
         let fd = parent.as_raw_fd();
-        let mut attempt = 0u32;
-        let temp = loop {
-            let temp = cstr(&temp_name(&name_os, attempt))?;
+        let temp = with_free_temp(&name, |temp| {
+            let c = cstr(temp)?;
             // SAFETY: live directory descriptor and NUL-terminated names.
-            if unsafe { libc::linkat(fd, from.as_ptr(), fd, temp.as_ptr(), 0) } == 0 {
-                break temp;
+            if unsafe { libc::linkat(fd, from.as_ptr(), fd, c.as_ptr(), 0) } == 0 {
+                return Ok(Some(()));
             }
-            let e = io::Error::last_os_error();
-            if e.kind() != io::ErrorKind::AlreadyExists || attempt >= 1000 {
-                return Err(e);
-            }
-            attempt += 1;
-        };
-        // SAFETY: live directory descriptor and NUL-terminated names.
-        if unsafe { libc::renameat(fd, temp.as_ptr(), fd, name.as_ptr()) } != 0 {
-            let e = io::Error::last_os_error();
-            // SAFETY: as above.
-            unsafe { libc::unlinkat(fd, temp.as_ptr(), 0) };
-            return Err(e);
-        }
-        if sync {
-            let _ = parent.sync_all();
-        }
-        Ok(())
+            unless_taken(Err(io::Error::last_os_error()))
+        })?
+        .0;
+        rename_or_remove(Temp::new(parent, &temp, &name)?, sync)
     }
 
     /// `fstatat(parent, name)` without following a final symlink; `None` when it fails.
@@ -622,122 +550,53 @@ mod imp {
         }
     }
 
-    pub(super) struct AtomicOut {
-        file: Option<File>,
-        parent: File,
-        temp: CString,
-        name: CString,
-    }
-
-    impl AtomicOut {
-        pub(super) fn create(dir: &Path, rel: &Path) -> Result<Self, OpenError> {
-            let (parent, name_os, name) = Self::prepare(dir, rel)?;
-            let mut attempt = 0u32;
-            loop {
-                let temp_os = temp_name(&name_os, attempt);
-                let flags = libc::O_WRONLY
-                    | libc::O_CREAT
-                    | libc::O_EXCL
-                    | libc::O_NOFOLLOW
-                    | libc::O_CLOEXEC;
-                match openat(&parent, &temp_os, flags, 0o666) {
-                    Ok(file) => {
-                        return Ok(Self {
-                            file: Some(file),
-                            temp: cstr(&temp_os)?,
-                            parent,
-                            name,
-                        });
-                    }
-                    Err(e) if e.kind() == io::ErrorKind::AlreadyExists && attempt < 1000 => {
-                        attempt += 1
-                    }
-                    Err(e) => return Err(OpenError::Io(e)),
-                }
+    /// Walks to (creating) the parent directory of a destination and checks it; returns the
+    /// directory and the destination's name.
+    pub(super) fn prepare_write(
+        dir: &Path,
+        rel: &Path,
+    ) -> Result<(File, std::ffi::OsString), OpenError> {
+        let parent = walk_parents(dir, rel, true)?;
+        // The parent directory must lie inside `dir` (defence in depth: the walk followed
+        // no link).
+        if let Ok(actual) = fd_path(&parent) {
+            let canon = dir.canonicalize()?;
+            if !actual.starts_with(&canon) {
+                return Err(OpenError::Refused(format!(
+                    "directory {} is outside {}",
+                    actual.display(),
+                    canon.display()
+                )));
             }
         }
-
-        /// Walks to (creating) the parent directory and checks the destination; returns the
-        /// directory and the destination's name.
-        pub(super) fn prepare(
-            dir: &Path,
-            rel: &Path,
-        ) -> Result<(File, std::ffi::OsString, CString), OpenError> {
-            let parent = walk_parents(dir, rel, true)?;
-            // The parent directory must lie inside `dir` (defence in depth: the walk followed
-            // no link).
-            if let Ok(actual) = fd_path(&parent) {
-                let canon = dir.canonicalize()?;
-                if !actual.starts_with(&canon) {
-                    return Err(OpenError::Refused(format!(
-                        "directory {} is outside {}",
-                        actual.display(),
-                        canon.display()
-                    )));
-                }
+        let name_os = file_name_of(rel)?;
+        let name = cstr(&name_os)?;
+        // The existing destination, if any, must be a plain file with one link.
+        if let Some(st) = stat_beneath(&parent, &name) {
+            let kind = st.st_mode & libc::S_IFMT;
+            if kind == libc::S_IFLNK {
+                return Err(OpenError::Refused(
+                    "the destination is a symbolic link (never written through)".into(),
+                ));
             }
-            let name_os = file_name_of(rel)?;
-            let name = cstr(&name_os)?;
-            // The existing destination, if any, must be a plain file with one link.
-            if let Some(st) = stat_beneath(&parent, &name) {
-                let kind = st.st_mode & libc::S_IFMT;
-                if kind == libc::S_IFLNK {
-                    return Err(OpenError::Refused(
-                        "the destination is a symbolic link (never written through)".into(),
-                    ));
-                }
-                if kind != libc::S_IFREG {
-                    return Err(OpenError::Refused(
-                        "the destination exists and is not a regular file".into(),
-                    ));
-                }
-                if st.st_nlink > 1 {
-                    return Err(OpenError::Refused(format!(
-                        "the destination has {} hard links",
-                        st.st_nlink
-                    )));
-                }
-            } else {
-                let e = io::Error::last_os_error();
-                if e.raw_os_error() != Some(libc::ENOENT) {
-                    return Err(OpenError::Io(e));
-                }
+            if kind != libc::S_IFREG {
+                return Err(OpenError::Refused(
+                    "the destination exists and is not a regular file".into(),
+                ));
             }
-            Ok((parent, name_os, name))
-        }
-
-        pub(super) fn file(&self) -> &File {
-            self.file.as_ref().expect("open until commit")
-        }
-
-        pub(super) fn commit(mut self, sync: bool) -> io::Result<()> {
-            let file = self.file.take().expect("open until commit");
-            if sync {
-                file.sync_all()?;
-                crate::storage::note_file_sync();
+            if st.st_nlink > 1 {
+                return Err(OpenError::Refused(format!(
+                    "the destination has {} hard links",
+                    st.st_nlink
+                )));
             }
-            drop(file);
-            let fd = self.parent.as_raw_fd();
-            // SAFETY: live directory descriptor and NUL-terminated names.
-            if unsafe { libc::renameat(fd, self.temp.as_ptr(), fd, self.name.as_ptr()) } != 0 {
-                return Err(io::Error::last_os_error());
-            }
-            self.temp = CString::default();
-            if sync {
-                let _ = self.parent.sync_all();
-            }
-            Ok(())
-        }
-    }
-
-    impl Drop for AtomicOut {
-        fn drop(&mut self) {
-            if !self.temp.as_bytes().is_empty() {
-                self.file.take();
-                // SAFETY: live directory descriptor and NUL-terminated name.
-                unsafe { libc::unlinkat(self.parent.as_raw_fd(), self.temp.as_ptr(), 0) };
+        } else {
+            let e = io::Error::last_os_error();
+            if e.raw_os_error() != Some(libc::ENOENT) {
+                return Err(OpenError::Io(e));
             }
         }
+        Ok((parent, name_os))
     }
 }
 
@@ -752,6 +611,7 @@ mod imp {
     //! directory. The destination of a save is replaced with
     //! `MoveFileExW(MOVEFILE_REPLACE_EXISTING | MOVEFILE_WRITE_THROUGH)`.
     use super::{OpenError, file_name_of};
+    use crate::storage::atomic::{Temp, rename_or_remove, unless_taken, with_free_temp};
     use std::fs::File;
     use std::io;
     use std::path::{Path, PathBuf};
@@ -877,36 +737,6 @@ mod imp {
         found == 2
     }
 
-    /// Renames `from` over `to`, replacing it atomically (Windows: `MoveFileExW` with
-    /// `MOVEFILE_REPLACE_EXISTING`, and `MOVEFILE_WRITE_THROUGH` when `sync`).
-    fn replace(from: &Path, to: &Path, sync: bool) -> io::Result<()> {
-        #[cfg(windows)]
-        {
-            use std::os::windows::ffi::OsStrExt;
-            use windows_sys::Win32::Storage::FileSystem::{
-                MOVEFILE_REPLACE_EXISTING, MOVEFILE_WRITE_THROUGH, MoveFileExW,
-            };
-            let wide = |p: &Path| -> Vec<u16> {
-                p.as_os_str()
-                    .encode_wide()
-                    .chain(std::iter::once(0))
-                    .collect()
-            };
-            let (from, to) = (wide(from), wide(to));
-            let flags = MOVEFILE_REPLACE_EXISTING | if sync { MOVEFILE_WRITE_THROUGH } else { 0 };
-            // SAFETY: two NUL-terminated UTF-16 strings alive for the call.
-            if unsafe { MoveFileExW(from.as_ptr(), to.as_ptr(), flags) } == 0 {
-                return Err(io::Error::last_os_error());
-            }
-            Ok(())
-        }
-        #[cfg(not(windows))]
-        {
-            let _ = sync;
-            std::fs::rename(from, to)
-        }
-    }
-
     fn check_components(dir: &Path, rel: &Path, create: bool) -> Result<PathBuf, OpenError> {
         let mut cur = dir.to_path_buf();
         let comps: Vec<_> = rel.components().collect();
@@ -1004,11 +834,12 @@ mod imp {
         let from = check_components(dir, from, false).map_err(map)?;
         let to = check_components(dir, to, false).map_err(map)?;
         let name = to.file_name().unwrap_or_default().to_os_string();
-        let temp = to.with_file_name(super::temp_name(&name, 0));
-        std::fs::hard_link(&from, &temp)?;
-        replace(&temp, &to, sync).inspect_err(|_| {
-            let _ = std::fs::remove_file(&temp);
-        })
+        let parent = to.parent().unwrap_or(dir).to_path_buf();
+        let temp = with_free_temp(&name, |temp| {
+            unless_taken(std::fs::hard_link(&from, parent.join(temp)))
+        })?
+        .0;
+        rename_or_remove(Temp::new(parent, &temp, &name)?, sync)
     }
 
     /// Windows: the temporary files whose process has ended (`OpenProcess` finds no such
@@ -1052,84 +883,26 @@ mod imp {
         read && code != STILL_ACTIVE as u32
     }
 
-    pub(super) struct AtomicOut {
-        file: Option<File>,
-        temp: PathBuf,
-        dest: PathBuf,
-    }
-
-    impl AtomicOut {
-        pub(super) fn prepare(
-            dir: &Path,
-            rel: &Path,
-        ) -> Result<(PathBuf, std::ffi::OsString), OpenError> {
-            let dest = check_components(dir, rel, true)?;
-            let name = file_name_of(rel)?;
-            if let Ok(m) = std::fs::symlink_metadata(&dest)
-                && (!m.is_file() || is_link_like(&m))
-            {
-                return Err(OpenError::Refused(
-                    "the destination exists and is not a regular file (or is a reparse point)"
-                        .into(),
-                ));
-            }
-            let parent = dest.parent().unwrap_or(dir).to_path_buf();
-            if !parent.canonicalize()?.starts_with(dir.canonicalize()?) {
-                return Err(OpenError::Refused("outside the model directory".into()));
-            }
-            Ok((dest, name))
+    /// Checks the components of a destination (creating the missing directories) and the
+    /// destination itself; returns its directory and name.
+    pub(super) fn prepare_write(
+        dir: &Path,
+        rel: &Path,
+    ) -> Result<(PathBuf, std::ffi::OsString), OpenError> {
+        let dest = check_components(dir, rel, true)?;
+        let name = file_name_of(rel)?;
+        if let Ok(m) = std::fs::symlink_metadata(&dest)
+            && (!m.is_file() || is_link_like(&m))
+        {
+            return Err(OpenError::Refused(
+                "the destination exists and is not a regular file (or is a reparse point)".into(),
+            ));
         }
-
-        pub(super) fn create(dir: &Path, rel: &Path) -> Result<Self, OpenError> {
-            let (dest, name) = Self::prepare(dir, rel)?;
-            let parent = dest.parent().unwrap_or(dir).to_path_buf();
-            let mut attempt = 0u32;
-            loop {
-                let temp = parent.join(super::temp_name(&name, attempt));
-                match std::fs::OpenOptions::new()
-                    .write(true)
-                    .create_new(true)
-                    .open(&temp)
-                {
-                    Ok(file) => {
-                        return Ok(Self {
-                            file: Some(file),
-                            temp,
-                            dest,
-                        });
-                    }
-                    Err(e) if e.kind() == io::ErrorKind::AlreadyExists && attempt < 1000 => {
-                        attempt += 1
-                    }
-                    Err(e) => return Err(OpenError::Io(e)),
-                }
-            }
+        let parent = dest.parent().unwrap_or(dir).to_path_buf();
+        if !parent.canonicalize()?.starts_with(dir.canonicalize()?) {
+            return Err(OpenError::Refused("outside the model directory".into()));
         }
-
-        pub(super) fn file(&self) -> &File {
-            self.file.as_ref().expect("open until commit")
-        }
-
-        pub(super) fn commit(mut self, sync: bool) -> io::Result<()> {
-            let file = self.file.take().expect("open until commit");
-            if sync {
-                file.sync_all()?;
-                crate::storage::note_file_sync();
-            }
-            drop(file);
-            replace(&self.temp, &self.dest, sync)?;
-            self.temp = PathBuf::new();
-            Ok(())
-        }
-    }
-
-    impl Drop for AtomicOut {
-        fn drop(&mut self) {
-            if !self.temp.as_os_str().is_empty() {
-                self.file.take();
-                let _ = std::fs::remove_file(&self.temp);
-            }
-        }
+        Ok((parent, name))
     }
 }
 
@@ -1385,20 +1158,20 @@ mod windows_tests {
     }
 
     #[test]
-    fn atomic_out_replaces_or_leaves_the_destination() {
+    fn atomic_writes_replace_or_leave_the_destination() {
         let root = fresh_dir("win-replace");
         let dir = root.join("d");
         let rel = normalize_location("sub/w.bin").unwrap();
         std::fs::write(dir.join(&rel), b"old").unwrap();
         {
-            let out = AtomicOut::create(&dir, &rel).unwrap();
-            std::io::Write::write_all(&mut out.file(), b"abandoned").unwrap();
+            let mut out = create_beneath(&dir, &rel, true).unwrap();
+            std::io::Write::write_all(out.file(), b"abandoned").unwrap();
         }
         assert_eq!(std::fs::read(dir.join(&rel)).unwrap(), b"old");
         for sync in [false, true] {
-            let out = AtomicOut::create(&dir, &rel).unwrap();
-            std::io::Write::write_all(&mut out.file(), b"new").unwrap();
-            out.commit(sync).unwrap();
+            let mut out = create_beneath(&dir, &rel, sync).unwrap();
+            std::io::Write::write_all(out.file(), b"new").unwrap();
+            out.commit().unwrap();
             assert_eq!(std::fs::read(dir.join(&rel)).unwrap(), b"new");
         }
         let names: Vec<_> = std::fs::read_dir(dir.join("sub"))
@@ -1411,7 +1184,7 @@ mod windows_tests {
         assert_eq!(std::fs::read(dir.join(&rel)).unwrap(), b"aa");
         std::fs::create_dir(dir.join("sub/x.bin")).unwrap();
         assert!(matches!(
-            AtomicOut::create(&dir, Path::new("sub/x.bin")),
+            create_beneath(&dir, Path::new("sub/x.bin"), true),
             Err(OpenError::Refused(_))
         ));
         let _ = std::fs::remove_dir_all(&root);

@@ -2,12 +2,16 @@
 //! file replacement (temporary file in the same directory, then rename), positional reads and
 //! writes, and the thread pools of parallel I/O.
 
+pub(crate) mod atomic;
 mod direct;
 mod lock;
 pub(crate) mod par;
 mod positional;
 mod threads;
 
+pub use atomic::AtomicFile;
+#[cfg(feature = "test-hooks")]
+pub(crate) use atomic::FILE_SYNCS;
 #[cfg(feature = "test-hooks")]
 #[doc(hidden)]
 pub use direct::hooks::{direct_written_bytes, fail_next_direct_writes};
@@ -19,7 +23,7 @@ pub(crate) use threads::{cores, thread_pool};
 
 use std::fs::{self, File};
 use std::io::{self, Write};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 
 use memmap2::Mmap;
@@ -268,115 +272,6 @@ impl<W: Write> Sink for WriteSink<W> {
                 Ok(()) => self.written += bytes.len() as u64,
                 Err(e) => self.error = Some(e),
             }
-        }
-    }
-}
-
-/// How many files the atomic writers synced before their rename (a test hook: tests check that
-/// `sync` false syncs nothing).
-#[cfg(feature = "test-hooks")]
-pub(crate) static FILE_SYNCS: std::sync::atomic::AtomicUsize =
-    std::sync::atomic::AtomicUsize::new(0);
-
-/// Counts one file synced by an atomic writer (test builds only).
-#[inline]
-pub(crate) fn note_file_sync() {
-    #[cfg(feature = "test-hooks")]
-    FILE_SYNCS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-}
-
-/// A file being written under a temporary name beside its destination; [`AtomicFile::commit`]
-/// syncs it (unless created with `sync` false) and renames it over the destination. Dropped
-/// without commit, it is removed, and the destination is untouched.
-pub struct AtomicFile {
-    file: Option<File>,
-    temp: PathBuf,
-    dest: PathBuf,
-    sync: bool,
-}
-
-impl AtomicFile {
-    /// Creates the temporary file for `dest`; its commit syncs it.
-    pub fn create(dest: &Path) -> Result<Self> {
-        Self::create_with(dest, true)
-    }
-
-    /// Creates the temporary file for `dest`; with `sync` false its commit renames it without
-    /// syncing it first (`SaveExternalOptions::sync`).
-    pub fn create_with(dest: &Path, sync: bool) -> Result<Self> {
-        let dir = match dest.parent() {
-            Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
-            _ => PathBuf::from("."),
-        };
-        let name = dest.file_name().ok_or_else(|| {
-            Error::InvalidArgument(format!("{} is not a file path", dest.display()))
-        })?;
-        let mut attempt = 0u32;
-        loop {
-            let temp = dir.join(format!(
-                ".{}.tmp-{}-{attempt}",
-                name.to_string_lossy(),
-                std::process::id()
-            ));
-            match fs::OpenOptions::new()
-                .write(true)
-                .create_new(true)
-                .open(&temp)
-            {
-                Ok(file) => {
-                    return Ok(Self {
-                        file: Some(file),
-                        temp,
-                        dest: dest.to_path_buf(),
-                        sync,
-                    });
-                }
-                Err(e) if e.kind() == io::ErrorKind::AlreadyExists && attempt < 1000 => {
-                    attempt += 1
-                }
-                Err(e) => return Err(Error::io(&temp, e)),
-            }
-        }
-    }
-
-    /// The open temporary file.
-    pub fn file(&mut self) -> &mut File {
-        self.file.as_mut().expect("file is open until commit")
-    }
-
-    /// The destination path.
-    pub fn dest(&self) -> &Path {
-        &self.dest
-    }
-
-    /// Syncs the data (when asked) and renames the temporary file over the destination.
-    pub fn commit(mut self) -> Result<()> {
-        let file = self.file.take().expect("file is open until commit");
-        if self.sync {
-            file.sync_all().map_err(|e| Error::io(&self.temp, e))?;
-            note_file_sync();
-        }
-        drop(file);
-        fs::rename(&self.temp, &self.dest).map_err(|e| Error::io(&self.dest, e))?;
-        // Make the rename durable.
-        if let Some(dir) = self
-            .dest
-            .parent()
-            .filter(|p| self.sync && !p.as_os_str().is_empty())
-            && let Ok(d) = File::open(dir)
-        {
-            let _ = d.sync_all();
-        }
-        self.temp = PathBuf::new();
-        Ok(())
-    }
-}
-
-impl Drop for AtomicFile {
-    fn drop(&mut self) {
-        if !self.temp.as_os_str().is_empty() {
-            self.file.take();
-            let _ = fs::remove_file(&self.temp);
         }
     }
 }

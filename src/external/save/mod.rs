@@ -25,7 +25,7 @@ use std::path::Path;
 
 use crate::error::{Error, Result};
 use crate::external::options::SaveExternalOptions;
-use crate::external::paths::{AtomicOut, OpenError, model_dir, remove_stale_temps};
+use crate::external::paths::{OpenError, check_writable, model_dir, remove_stale_temps};
 use crate::external::prepacked::PrepackedBlobs;
 use crate::proto::ModelProto;
 use crate::storage::SaveLock;
@@ -213,7 +213,7 @@ impl<'a> SaveRequest<'a> {
         // Every destination is checked (and its directories created) before anything is
         // written or removed.
         for f in &plan.files {
-            AtomicOut::check(&dir, &f.rel).map_err(|e| match e {
+            check_writable(&dir, &f.rel).map_err(|e| match e {
                 OpenError::Refused(r) => plan::refused(&f.location, format!("save: {r}")),
                 OpenError::Io(e) => Error::io(dir.join(&f.rel), e),
             })?;

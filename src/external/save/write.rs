@@ -10,8 +10,9 @@ use super::plan::{OutFile, refused};
 use crate::error::{Error, Result};
 use crate::external::checksum::Sha1Hasher;
 use crate::external::options::SaveExternalOptions;
-use crate::external::paths::AtomicOut;
+use crate::external::paths::create_beneath;
 use crate::external::paths::{OpenError, remove_beneath};
+use crate::storage::AtomicFile;
 use crate::storage::{Piece, write_pieces};
 
 const PIECE: usize = 8 << 20;
@@ -31,7 +32,7 @@ struct Seal<'a> {
 /// plaintext's. Memory: one chunk per file being written.
 fn write_encrypted_files(
     files: &[OutFile<'_>],
-    outs: &[AtomicOut],
+    outs: &[AtomicFile],
     opts: &SaveExternalOptions,
     progress: &Progress<'_>,
     dir: &Path,
@@ -45,7 +46,7 @@ fn write_encrypted_files(
         let index = u32::try_from(seal.first + i).unwrap_or(u32::MAX);
         params.iv[..4].copy_from_slice(&index.to_be_bytes());
         let mut w = crate::crypto::StreamEncryptor::with_derived(
-            outs[i].file(),
+            outs[i].shared(),
             seal.key,
             seal.enc.cipher,
             seal.enc.chunk_size,
@@ -120,7 +121,7 @@ struct Progress<'a> {
 /// same bytes (padding included) when `checksum` is set.
 fn write_files(
     files: &[OutFile<'_>],
-    outs: &[AtomicOut],
+    outs: &[AtomicFile],
     opts: &SaveExternalOptions,
     progress: &Progress<'_>,
     dir: &Path,
@@ -129,11 +130,12 @@ fn write_files(
     // The weight file of each piece.
     let mut file_of: Vec<usize> = Vec::new();
     for (i, (f, out)) in files.iter().zip(outs).enumerate() {
-        crate::storage::presize(out.file(), f.size).map_err(|e| Error::io(dir.join(&f.rel), e))?;
+        crate::storage::presize(out.shared(), f.size)
+            .map_err(|e| Error::io(dir.join(&f.rel), e))?;
         for &(bytes, offset) in &f.items {
             for (k, bytes) in bytes.chunks(PIECE).enumerate() {
                 pieces.push(Piece {
-                    file: out.file(),
+                    file: out.shared(),
                     offset: offset + (k * PIECE) as u64,
                     bytes,
                 });
@@ -264,7 +266,7 @@ pub(crate) fn write_weight_files<'d>(
     for (b, batch) in files.chunks(OPEN_FILES).enumerate() {
         let outs = batch
             .iter()
-            .map(|f| AtomicOut::create(dir, &f.rel).map_err(|e| err(f, e)))
+            .map(|f| create_beneath(dir, &f.rel, opts.sync).map_err(|e| err(f, e)))
             .collect::<Result<Vec<_>>>()?;
         digests.extend(match &sealing {
             None => write_files(batch, &outs, opts, &progress, dir)?,
@@ -279,8 +281,7 @@ pub(crate) fn write_weight_files<'d>(
             }
         });
         for (out, f) in outs.into_iter().zip(batch) {
-            out.commit(opts.sync)
-                .map_err(|e| Error::io(dir.join(&f.rel), e))?;
+            out.commit()?;
             placed.rels.push(f.rel.clone());
         }
     }
