@@ -1,7 +1,7 @@
 //! The remote layer against `object_store`'s in-memory store (no server): full and
 //! metadata-only loads equal to local ones, the bytes a metadata-only load reads, external data
 //! under the model's prefix, and the path rules. The same paths against real S3 and HTTP(S)
-//! servers, with injected faults: tests/remote/ (scripts/test.d/52-remote.sh).
+//! servers, with injected faults: tests/remote/ (scripts/test.d/65-remote.sh).
 
 use std::path::Path;
 use std::sync::Arc;

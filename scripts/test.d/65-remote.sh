@@ -7,7 +7,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 ROOT=$PWD
-die() { echo "52-remote: $*" >&2; exit 1; }
+die() { echo "65-remote: $*" >&2; exit 1; }
 PY="$ROOT/.venv/bin/python"
 [ -x "$PY" ] || die "$PY is missing (scripts/test-all.sh creates the venv)"
 "$PY" -m pip install --quiet --disable-pip-version-check -r scripts/requirements-test.txt
@@ -30,4 +30,4 @@ trap 'rm -rf "$work"' EXIT
 cd "$work"
 "$PY" -c 'import onnx_light, os; assert "site-packages" in onnx_light.__file__, onnx_light.__file__'
 "$PY" -m pytest -q -p no:cacheprovider "$ROOT/tests/remote"
-echo "52-remote: ok"
+echo "65-remote: ok"
