@@ -347,7 +347,9 @@ mod imp {
     use std::ffi::{CString, OsStr};
     use std::fs::File;
     use std::io;
-    use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+    use std::os::fd::AsRawFd;
+    #[cfg(target_os = "linux")]
+    use std::os::fd::{FromRawFd, OwnedFd};
     use std::path::{Component, Path, PathBuf};
 
     /// Maps the errors of a no-follow open to refusals where a rule was hit.
