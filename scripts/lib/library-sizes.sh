@@ -10,7 +10,10 @@
 # target/dist/libonnx_light.so (what CMake's `-DONNXL_CARGO_PROFILE=dist` stages), the minimal
 # one target/dist-min/libonnx_light.so (profile `dist-min`: `dist` optimized for size; CMake
 # `-DONNXL_MINIMAL=ON -DONNXL_CARGO_PROFILE=dist-min`). Their profiles differ, so they do not
-# overwrite each other's library (a cdylib's file name does not depend on the features).
+# overwrite each other's library; the remote one, of the same profile as the full one, is built
+# in a target directory of its own (target/remote-variant): a cdylib's file name does not depend
+# on the features, so in one directory each of the two builds replaced the other's library and
+# the test command's second call (bench.sh, then 45-size-budget.sh) rebuilt both with LTO.
 build_library_variants() {
   local out=$1 variant soname lib
   soname=$(awk -F'"' '/^version = / { split($2, v, "."); print (v[1] == "0") ? "0." v[2] : v[1]; exit }' Cargo.toml)
@@ -19,8 +22,8 @@ build_library_variants() {
       cargo build --profile dist-min -p onnx_light --lib --no-default-features
       lib=target/dist-min/libonnx_light.so
     elif [ "$variant" = remote ]; then
-      cargo build --profile dist -p onnx_light --lib --features remote
-      lib=target/dist/libonnx_light.so
+      cargo build --profile dist -p onnx_light --lib --features remote --target-dir target/remote-variant
+      lib=target/remote-variant/dist/libonnx_light.so
     else
       cargo build --profile dist -p onnx_light --lib
       lib=target/dist/libonnx_light.so
