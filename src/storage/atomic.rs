@@ -157,10 +157,7 @@ impl AtomicFile {
         }
         drop(file);
         let temp = self.temp.take().expect("renamed once");
-        temp.rename_over(self.sync).map_err(|(e, temp)| {
-            self.temp = Some(temp); // for `Drop` to remove
-            Error::io(&self.dest, e)
-        })
+        rename_or_remove(temp, self.sync).map_err(|e| Error::io(&self.dest, e))
     }
 }
 
