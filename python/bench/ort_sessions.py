@@ -1,6 +1,7 @@
 """ONNX Runtime sessions: ONNX Runtime alone against onnx_light's sessions over its own memory.
 
 usage: ort_sessions.py --model NAME=PATH [--model ...] [--runs N] [--processes 4] [--out FILE]
+                      [--config KEY=VALUE ...]
        ort_sessions.py --gen-adds PATH --bytes N   (writes the model below)
 
 `--gen-adds` writes a model whose every weight is used at run time, so that ONNX Runtime can
@@ -14,7 +15,8 @@ create a session of the same model and wait: the proportional set size (PSS: pag
 between processes counted once, split among them) of each is read from /proc/PID/smaps_rollup.
 The same number of processes that only import the libraries gives the baseline, subtracted: the
 sessions' PSS of N processes is compared with one process's (1.0x: the weights are in memory
-once, whatever the number of processes). Prints a markdown table.
+once, whatever the number of processes). `--config` sets a session configuration entry on both
+sides (e.g. `session.disable_prepacking=1`). Prints a markdown table.
 """
 
 from __future__ import annotations
@@ -35,14 +37,17 @@ def status_kb(field):
                 return int(line.split()[1])
 import onnxruntime as ort
 import onnx_light.onnxruntime as olrt
+so = ort.SessionOptions()
+for entry in sys.argv[4:]:
+    so.add_session_config_entry(*entry.split("=", 1))
 anon = status_kb("RssAnon")
 t = time.perf_counter()
 if mode == "none":
     s = None
 elif mode == "ort":
-    s = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
+    s = ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
 else:
-    s = olrt.InferenceSession(path, providers=["CPUExecutionProvider"])
+    s = olrt.InferenceSession(path, so, providers=["CPUExecutionProvider"])
 t = time.perf_counter() - t
 print(f"{t:.6f} {status_kb('RssAnon') - anon} {status_kb('VmHWM')}", flush=True)
 if wait:
@@ -50,10 +55,11 @@ if wait:
 """
 
 MODES = {"ort": "ONNX Runtime alone", "onnx_light": "onnx_light.onnxruntime"}
+CONFIG: list = []  # session configuration entries (--config)
 
 
 def child(mode: str, path: str, wait: bool) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-c", CHILD, mode, path, "wait" if wait else "go"],
+    return subprocess.Popen([sys.executable, "-c", CHILD, mode, path, "wait" if wait else "go", *CONFIG],
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
 
 
@@ -119,7 +125,9 @@ def main() -> int:
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--processes", type=int, default=4)
     ap.add_argument("--out")
+    ap.add_argument("--config", action="append", default=[], help="KEY=VALUE")
     args = ap.parse_args()
+    CONFIG.extend(args.config)
     if args.gen_adds:
         gen_adds(args.gen_adds, args.bytes)
         return 0
