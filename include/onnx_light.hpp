@@ -46,7 +46,13 @@ typedef struct OnnxlCxxStringOps {
   void (*assign)(void* s, const uint8_t* data, size_t len);
   uint8_t* (*data)(const void* s);
   size_t (*size)(const void* s);
+  uint8_t* (*resize)(void* s, size_t len);
 } OnnxlCxxStringOps;
+typedef struct OnnxlCxxSource {
+  bool (*read)(void* ctx, uint64_t offset, uint8_t* dst, size_t len);
+  void* ctx;
+  uint64_t size;
+} OnnxlCxxSource;
 bool onnxl_cxx_init(const OnnxlCxxStringOps* ops, uint64_t fingerprint);
 uint64_t onnxl_cxx_layout_fingerprint(void);
 void* onnxl_cxx_alloc(size_t size, size_t align);
@@ -84,7 +90,7 @@ bool onnxl_cxx_AttributeProto_init_copy(void* p, const void* src);
 bool onnxl_cxx_AttributeProto_copy_from(void* p, const void* src);
 bool onnxl_cxx_AttributeProto_merge_from(void* p, const void* src);
 void onnxl_cxx_AttributeProto_clear(void* p);
-bool onnxl_cxx_AttributeProto_parse(void* p, const uint8_t* data, size_t len, bool merge);
+bool onnxl_cxx_AttributeProto_parse(void* p, const uint8_t* data, size_t len, bool merge, const OnnxlCxxSource* source);
 bool onnxl_cxx_AttributeProto_serialize(const void* p, uint8_t* (*alloc)(void* ctx, size_t size), void* ctx);
 size_t onnxl_cxx_AttributeProto_byte_size(const void* p);
 void onnxl_cxx_AttributeProto_list_init(void* f);
@@ -103,7 +109,7 @@ bool onnxl_cxx_ValueInfoProto_init_copy(void* p, const void* src);
 bool onnxl_cxx_ValueInfoProto_copy_from(void* p, const void* src);
 bool onnxl_cxx_ValueInfoProto_merge_from(void* p, const void* src);
 void onnxl_cxx_ValueInfoProto_clear(void* p);
-bool onnxl_cxx_ValueInfoProto_parse(void* p, const uint8_t* data, size_t len, bool merge);
+bool onnxl_cxx_ValueInfoProto_parse(void* p, const uint8_t* data, size_t len, bool merge, const OnnxlCxxSource* source);
 bool onnxl_cxx_ValueInfoProto_serialize(const void* p, uint8_t* (*alloc)(void* ctx, size_t size), void* ctx);
 size_t onnxl_cxx_ValueInfoProto_byte_size(const void* p);
 void onnxl_cxx_ValueInfoProto_list_init(void* f);
@@ -122,7 +128,7 @@ bool onnxl_cxx_NodeProto_init_copy(void* p, const void* src);
 bool onnxl_cxx_NodeProto_copy_from(void* p, const void* src);
 bool onnxl_cxx_NodeProto_merge_from(void* p, const void* src);
 void onnxl_cxx_NodeProto_clear(void* p);
-bool onnxl_cxx_NodeProto_parse(void* p, const uint8_t* data, size_t len, bool merge);
+bool onnxl_cxx_NodeProto_parse(void* p, const uint8_t* data, size_t len, bool merge, const OnnxlCxxSource* source);
 bool onnxl_cxx_NodeProto_serialize(const void* p, uint8_t* (*alloc)(void* ctx, size_t size), void* ctx);
 size_t onnxl_cxx_NodeProto_byte_size(const void* p);
 void onnxl_cxx_NodeProto_list_init(void* f);
@@ -141,7 +147,7 @@ bool onnxl_cxx_IntIntListEntryProto_init_copy(void* p, const void* src);
 bool onnxl_cxx_IntIntListEntryProto_copy_from(void* p, const void* src);
 bool onnxl_cxx_IntIntListEntryProto_merge_from(void* p, const void* src);
 void onnxl_cxx_IntIntListEntryProto_clear(void* p);
-bool onnxl_cxx_IntIntListEntryProto_parse(void* p, const uint8_t* data, size_t len, bool merge);
+bool onnxl_cxx_IntIntListEntryProto_parse(void* p, const uint8_t* data, size_t len, bool merge, const OnnxlCxxSource* source);
 bool onnxl_cxx_IntIntListEntryProto_serialize(const void* p, uint8_t* (*alloc)(void* ctx, size_t size), void* ctx);
 size_t onnxl_cxx_IntIntListEntryProto_byte_size(const void* p);
 void onnxl_cxx_IntIntListEntryProto_list_init(void* f);
@@ -158,7 +164,7 @@ bool onnxl_cxx_NodeDeviceConfigurationProto_init_copy(void* p, const void* src);
 bool onnxl_cxx_NodeDeviceConfigurationProto_copy_from(void* p, const void* src);
 bool onnxl_cxx_NodeDeviceConfigurationProto_merge_from(void* p, const void* src);
 void onnxl_cxx_NodeDeviceConfigurationProto_clear(void* p);
-bool onnxl_cxx_NodeDeviceConfigurationProto_parse(void* p, const uint8_t* data, size_t len, bool merge);
+bool onnxl_cxx_NodeDeviceConfigurationProto_parse(void* p, const uint8_t* data, size_t len, bool merge, const OnnxlCxxSource* source);
 bool onnxl_cxx_NodeDeviceConfigurationProto_serialize(const void* p, uint8_t* (*alloc)(void* ctx, size_t size), void* ctx);
 size_t onnxl_cxx_NodeDeviceConfigurationProto_byte_size(const void* p);
 void onnxl_cxx_NodeDeviceConfigurationProto_list_init(void* f);
@@ -175,7 +181,7 @@ bool onnxl_cxx_ShardingSpecProto_init_copy(void* p, const void* src);
 bool onnxl_cxx_ShardingSpecProto_copy_from(void* p, const void* src);
 bool onnxl_cxx_ShardingSpecProto_merge_from(void* p, const void* src);
 void onnxl_cxx_ShardingSpecProto_clear(void* p);
-bool onnxl_cxx_ShardingSpecProto_parse(void* p, const uint8_t* data, size_t len, bool merge);
+bool onnxl_cxx_ShardingSpecProto_parse(void* p, const uint8_t* data, size_t len, bool merge, const OnnxlCxxSource* source);
 bool onnxl_cxx_ShardingSpecProto_serialize(const void* p, uint8_t* (*alloc)(void* ctx, size_t size), void* ctx);
 size_t onnxl_cxx_ShardingSpecProto_byte_size(const void* p);
 void onnxl_cxx_ShardingSpecProto_list_init(void* f);
@@ -192,7 +198,7 @@ bool onnxl_cxx_ShardedDimProto_init_copy(void* p, const void* src);
 bool onnxl_cxx_ShardedDimProto_copy_from(void* p, const void* src);
 bool onnxl_cxx_ShardedDimProto_merge_from(void* p, const void* src);
 void onnxl_cxx_ShardedDimProto_clear(void* p);
-bool onnxl_cxx_ShardedDimProto_parse(void* p, const uint8_t* data, size_t len, bool merge);
+bool onnxl_cxx_ShardedDimProto_parse(void* p, const uint8_t* data, size_t len, bool merge, const OnnxlCxxSource* source);
 bool onnxl_cxx_ShardedDimProto_serialize(const void* p, uint8_t* (*alloc)(void* ctx, size_t size), void* ctx);
 size_t onnxl_cxx_ShardedDimProto_byte_size(const void* p);
 void onnxl_cxx_ShardedDimProto_list_init(void* f);
@@ -209,7 +215,7 @@ bool onnxl_cxx_SimpleShardedDimProto_init_copy(void* p, const void* src);
 bool onnxl_cxx_SimpleShardedDimProto_copy_from(void* p, const void* src);
 bool onnxl_cxx_SimpleShardedDimProto_merge_from(void* p, const void* src);
 void onnxl_cxx_SimpleShardedDimProto_clear(void* p);
-bool onnxl_cxx_SimpleShardedDimProto_parse(void* p, const uint8_t* data, size_t len, bool merge);
+bool onnxl_cxx_SimpleShardedDimProto_parse(void* p, const uint8_t* data, size_t len, bool merge, const OnnxlCxxSource* source);
 bool onnxl_cxx_SimpleShardedDimProto_serialize(const void* p, uint8_t* (*alloc)(void* ctx, size_t size), void* ctx);
 size_t onnxl_cxx_SimpleShardedDimProto_byte_size(const void* p);
 void onnxl_cxx_SimpleShardedDimProto_list_init(void* f);
@@ -235,7 +241,7 @@ bool onnxl_cxx_TrainingInfoProto_init_copy(void* p, const void* src);
 bool onnxl_cxx_TrainingInfoProto_copy_from(void* p, const void* src);
 bool onnxl_cxx_TrainingInfoProto_merge_from(void* p, const void* src);
 void onnxl_cxx_TrainingInfoProto_clear(void* p);
-bool onnxl_cxx_TrainingInfoProto_parse(void* p, const uint8_t* data, size_t len, bool merge);
+bool onnxl_cxx_TrainingInfoProto_parse(void* p, const uint8_t* data, size_t len, bool merge, const OnnxlCxxSource* source);
 bool onnxl_cxx_TrainingInfoProto_serialize(const void* p, uint8_t* (*alloc)(void* ctx, size_t size), void* ctx);
 size_t onnxl_cxx_TrainingInfoProto_byte_size(const void* p);
 void onnxl_cxx_TrainingInfoProto_list_init(void* f);
@@ -252,7 +258,7 @@ bool onnxl_cxx_ModelProto_init_copy(void* p, const void* src);
 bool onnxl_cxx_ModelProto_copy_from(void* p, const void* src);
 bool onnxl_cxx_ModelProto_merge_from(void* p, const void* src);
 void onnxl_cxx_ModelProto_clear(void* p);
-bool onnxl_cxx_ModelProto_parse(void* p, const uint8_t* data, size_t len, bool merge);
+bool onnxl_cxx_ModelProto_parse(void* p, const uint8_t* data, size_t len, bool merge, const OnnxlCxxSource* source);
 bool onnxl_cxx_ModelProto_serialize(const void* p, uint8_t* (*alloc)(void* ctx, size_t size), void* ctx);
 size_t onnxl_cxx_ModelProto_byte_size(const void* p);
 void onnxl_cxx_ModelProto_list_init(void* f);
@@ -269,7 +275,7 @@ bool onnxl_cxx_DeviceConfigurationProto_init_copy(void* p, const void* src);
 bool onnxl_cxx_DeviceConfigurationProto_copy_from(void* p, const void* src);
 bool onnxl_cxx_DeviceConfigurationProto_merge_from(void* p, const void* src);
 void onnxl_cxx_DeviceConfigurationProto_clear(void* p);
-bool onnxl_cxx_DeviceConfigurationProto_parse(void* p, const uint8_t* data, size_t len, bool merge);
+bool onnxl_cxx_DeviceConfigurationProto_parse(void* p, const uint8_t* data, size_t len, bool merge, const OnnxlCxxSource* source);
 bool onnxl_cxx_DeviceConfigurationProto_serialize(const void* p, uint8_t* (*alloc)(void* ctx, size_t size), void* ctx);
 size_t onnxl_cxx_DeviceConfigurationProto_byte_size(const void* p);
 void onnxl_cxx_DeviceConfigurationProto_list_init(void* f);
@@ -286,7 +292,7 @@ bool onnxl_cxx_StringStringEntryProto_init_copy(void* p, const void* src);
 bool onnxl_cxx_StringStringEntryProto_copy_from(void* p, const void* src);
 bool onnxl_cxx_StringStringEntryProto_merge_from(void* p, const void* src);
 void onnxl_cxx_StringStringEntryProto_clear(void* p);
-bool onnxl_cxx_StringStringEntryProto_parse(void* p, const uint8_t* data, size_t len, bool merge);
+bool onnxl_cxx_StringStringEntryProto_parse(void* p, const uint8_t* data, size_t len, bool merge, const OnnxlCxxSource* source);
 bool onnxl_cxx_StringStringEntryProto_serialize(const void* p, uint8_t* (*alloc)(void* ctx, size_t size), void* ctx);
 size_t onnxl_cxx_StringStringEntryProto_byte_size(const void* p);
 void onnxl_cxx_StringStringEntryProto_list_init(void* f);
@@ -303,7 +309,7 @@ bool onnxl_cxx_TensorAnnotation_init_copy(void* p, const void* src);
 bool onnxl_cxx_TensorAnnotation_copy_from(void* p, const void* src);
 bool onnxl_cxx_TensorAnnotation_merge_from(void* p, const void* src);
 void onnxl_cxx_TensorAnnotation_clear(void* p);
-bool onnxl_cxx_TensorAnnotation_parse(void* p, const uint8_t* data, size_t len, bool merge);
+bool onnxl_cxx_TensorAnnotation_parse(void* p, const uint8_t* data, size_t len, bool merge, const OnnxlCxxSource* source);
 bool onnxl_cxx_TensorAnnotation_serialize(const void* p, uint8_t* (*alloc)(void* ctx, size_t size), void* ctx);
 size_t onnxl_cxx_TensorAnnotation_byte_size(const void* p);
 void onnxl_cxx_TensorAnnotation_list_init(void* f);
@@ -320,7 +326,7 @@ bool onnxl_cxx_GraphProto_init_copy(void* p, const void* src);
 bool onnxl_cxx_GraphProto_copy_from(void* p, const void* src);
 bool onnxl_cxx_GraphProto_merge_from(void* p, const void* src);
 void onnxl_cxx_GraphProto_clear(void* p);
-bool onnxl_cxx_GraphProto_parse(void* p, const uint8_t* data, size_t len, bool merge);
+bool onnxl_cxx_GraphProto_parse(void* p, const uint8_t* data, size_t len, bool merge, const OnnxlCxxSource* source);
 bool onnxl_cxx_GraphProto_serialize(const void* p, uint8_t* (*alloc)(void* ctx, size_t size), void* ctx);
 size_t onnxl_cxx_GraphProto_byte_size(const void* p);
 void onnxl_cxx_GraphProto_list_init(void* f);
@@ -337,7 +343,7 @@ bool onnxl_cxx_TensorProto_init_copy(void* p, const void* src);
 bool onnxl_cxx_TensorProto_copy_from(void* p, const void* src);
 bool onnxl_cxx_TensorProto_merge_from(void* p, const void* src);
 void onnxl_cxx_TensorProto_clear(void* p);
-bool onnxl_cxx_TensorProto_parse(void* p, const uint8_t* data, size_t len, bool merge);
+bool onnxl_cxx_TensorProto_parse(void* p, const uint8_t* data, size_t len, bool merge, const OnnxlCxxSource* source);
 bool onnxl_cxx_TensorProto_serialize(const void* p, uint8_t* (*alloc)(void* ctx, size_t size), void* ctx);
 size_t onnxl_cxx_TensorProto_byte_size(const void* p);
 void onnxl_cxx_TensorProto_list_init(void* f);
@@ -356,7 +362,7 @@ bool onnxl_cxx_TensorProto_Segment_init_copy(void* p, const void* src);
 bool onnxl_cxx_TensorProto_Segment_copy_from(void* p, const void* src);
 bool onnxl_cxx_TensorProto_Segment_merge_from(void* p, const void* src);
 void onnxl_cxx_TensorProto_Segment_clear(void* p);
-bool onnxl_cxx_TensorProto_Segment_parse(void* p, const uint8_t* data, size_t len, bool merge);
+bool onnxl_cxx_TensorProto_Segment_parse(void* p, const uint8_t* data, size_t len, bool merge, const OnnxlCxxSource* source);
 bool onnxl_cxx_TensorProto_Segment_serialize(const void* p, uint8_t* (*alloc)(void* ctx, size_t size), void* ctx);
 size_t onnxl_cxx_TensorProto_Segment_byte_size(const void* p);
 void onnxl_cxx_TensorProto_Segment_list_init(void* f);
@@ -373,7 +379,7 @@ bool onnxl_cxx_SparseTensorProto_init_copy(void* p, const void* src);
 bool onnxl_cxx_SparseTensorProto_copy_from(void* p, const void* src);
 bool onnxl_cxx_SparseTensorProto_merge_from(void* p, const void* src);
 void onnxl_cxx_SparseTensorProto_clear(void* p);
-bool onnxl_cxx_SparseTensorProto_parse(void* p, const uint8_t* data, size_t len, bool merge);
+bool onnxl_cxx_SparseTensorProto_parse(void* p, const uint8_t* data, size_t len, bool merge, const OnnxlCxxSource* source);
 bool onnxl_cxx_SparseTensorProto_serialize(const void* p, uint8_t* (*alloc)(void* ctx, size_t size), void* ctx);
 size_t onnxl_cxx_SparseTensorProto_byte_size(const void* p);
 void onnxl_cxx_SparseTensorProto_list_init(void* f);
@@ -390,7 +396,7 @@ bool onnxl_cxx_TensorShapeProto_init_copy(void* p, const void* src);
 bool onnxl_cxx_TensorShapeProto_copy_from(void* p, const void* src);
 bool onnxl_cxx_TensorShapeProto_merge_from(void* p, const void* src);
 void onnxl_cxx_TensorShapeProto_clear(void* p);
-bool onnxl_cxx_TensorShapeProto_parse(void* p, const uint8_t* data, size_t len, bool merge);
+bool onnxl_cxx_TensorShapeProto_parse(void* p, const uint8_t* data, size_t len, bool merge, const OnnxlCxxSource* source);
 bool onnxl_cxx_TensorShapeProto_serialize(const void* p, uint8_t* (*alloc)(void* ctx, size_t size), void* ctx);
 size_t onnxl_cxx_TensorShapeProto_byte_size(const void* p);
 void onnxl_cxx_TensorShapeProto_list_init(void* f);
@@ -407,7 +413,7 @@ bool onnxl_cxx_TensorShapeProto_Dimension_init_copy(void* p, const void* src);
 bool onnxl_cxx_TensorShapeProto_Dimension_copy_from(void* p, const void* src);
 bool onnxl_cxx_TensorShapeProto_Dimension_merge_from(void* p, const void* src);
 void onnxl_cxx_TensorShapeProto_Dimension_clear(void* p);
-bool onnxl_cxx_TensorShapeProto_Dimension_parse(void* p, const uint8_t* data, size_t len, bool merge);
+bool onnxl_cxx_TensorShapeProto_Dimension_parse(void* p, const uint8_t* data, size_t len, bool merge, const OnnxlCxxSource* source);
 bool onnxl_cxx_TensorShapeProto_Dimension_serialize(const void* p, uint8_t* (*alloc)(void* ctx, size_t size), void* ctx);
 size_t onnxl_cxx_TensorShapeProto_Dimension_byte_size(const void* p);
 void onnxl_cxx_TensorShapeProto_Dimension_list_init(void* f);
@@ -435,7 +441,7 @@ bool onnxl_cxx_TypeProto_init_copy(void* p, const void* src);
 bool onnxl_cxx_TypeProto_copy_from(void* p, const void* src);
 bool onnxl_cxx_TypeProto_merge_from(void* p, const void* src);
 void onnxl_cxx_TypeProto_clear(void* p);
-bool onnxl_cxx_TypeProto_parse(void* p, const uint8_t* data, size_t len, bool merge);
+bool onnxl_cxx_TypeProto_parse(void* p, const uint8_t* data, size_t len, bool merge, const OnnxlCxxSource* source);
 bool onnxl_cxx_TypeProto_serialize(const void* p, uint8_t* (*alloc)(void* ctx, size_t size), void* ctx);
 size_t onnxl_cxx_TypeProto_byte_size(const void* p);
 void onnxl_cxx_TypeProto_list_init(void* f);
@@ -480,7 +486,7 @@ bool onnxl_cxx_TypeProto_Tensor_init_copy(void* p, const void* src);
 bool onnxl_cxx_TypeProto_Tensor_copy_from(void* p, const void* src);
 bool onnxl_cxx_TypeProto_Tensor_merge_from(void* p, const void* src);
 void onnxl_cxx_TypeProto_Tensor_clear(void* p);
-bool onnxl_cxx_TypeProto_Tensor_parse(void* p, const uint8_t* data, size_t len, bool merge);
+bool onnxl_cxx_TypeProto_Tensor_parse(void* p, const uint8_t* data, size_t len, bool merge, const OnnxlCxxSource* source);
 bool onnxl_cxx_TypeProto_Tensor_serialize(const void* p, uint8_t* (*alloc)(void* ctx, size_t size), void* ctx);
 size_t onnxl_cxx_TypeProto_Tensor_byte_size(const void* p);
 void onnxl_cxx_TypeProto_Tensor_list_init(void* f);
@@ -497,7 +503,7 @@ bool onnxl_cxx_TypeProto_Sequence_init_copy(void* p, const void* src);
 bool onnxl_cxx_TypeProto_Sequence_copy_from(void* p, const void* src);
 bool onnxl_cxx_TypeProto_Sequence_merge_from(void* p, const void* src);
 void onnxl_cxx_TypeProto_Sequence_clear(void* p);
-bool onnxl_cxx_TypeProto_Sequence_parse(void* p, const uint8_t* data, size_t len, bool merge);
+bool onnxl_cxx_TypeProto_Sequence_parse(void* p, const uint8_t* data, size_t len, bool merge, const OnnxlCxxSource* source);
 bool onnxl_cxx_TypeProto_Sequence_serialize(const void* p, uint8_t* (*alloc)(void* ctx, size_t size), void* ctx);
 size_t onnxl_cxx_TypeProto_Sequence_byte_size(const void* p);
 void onnxl_cxx_TypeProto_Sequence_list_init(void* f);
@@ -514,7 +520,7 @@ bool onnxl_cxx_TypeProto_Map_init_copy(void* p, const void* src);
 bool onnxl_cxx_TypeProto_Map_copy_from(void* p, const void* src);
 bool onnxl_cxx_TypeProto_Map_merge_from(void* p, const void* src);
 void onnxl_cxx_TypeProto_Map_clear(void* p);
-bool onnxl_cxx_TypeProto_Map_parse(void* p, const uint8_t* data, size_t len, bool merge);
+bool onnxl_cxx_TypeProto_Map_parse(void* p, const uint8_t* data, size_t len, bool merge, const OnnxlCxxSource* source);
 bool onnxl_cxx_TypeProto_Map_serialize(const void* p, uint8_t* (*alloc)(void* ctx, size_t size), void* ctx);
 size_t onnxl_cxx_TypeProto_Map_byte_size(const void* p);
 void onnxl_cxx_TypeProto_Map_list_init(void* f);
@@ -531,7 +537,7 @@ bool onnxl_cxx_TypeProto_Optional_init_copy(void* p, const void* src);
 bool onnxl_cxx_TypeProto_Optional_copy_from(void* p, const void* src);
 bool onnxl_cxx_TypeProto_Optional_merge_from(void* p, const void* src);
 void onnxl_cxx_TypeProto_Optional_clear(void* p);
-bool onnxl_cxx_TypeProto_Optional_parse(void* p, const uint8_t* data, size_t len, bool merge);
+bool onnxl_cxx_TypeProto_Optional_parse(void* p, const uint8_t* data, size_t len, bool merge, const OnnxlCxxSource* source);
 bool onnxl_cxx_TypeProto_Optional_serialize(const void* p, uint8_t* (*alloc)(void* ctx, size_t size), void* ctx);
 size_t onnxl_cxx_TypeProto_Optional_byte_size(const void* p);
 void onnxl_cxx_TypeProto_Optional_list_init(void* f);
@@ -548,7 +554,7 @@ bool onnxl_cxx_TypeProto_SparseTensor_init_copy(void* p, const void* src);
 bool onnxl_cxx_TypeProto_SparseTensor_copy_from(void* p, const void* src);
 bool onnxl_cxx_TypeProto_SparseTensor_merge_from(void* p, const void* src);
 void onnxl_cxx_TypeProto_SparseTensor_clear(void* p);
-bool onnxl_cxx_TypeProto_SparseTensor_parse(void* p, const uint8_t* data, size_t len, bool merge);
+bool onnxl_cxx_TypeProto_SparseTensor_parse(void* p, const uint8_t* data, size_t len, bool merge, const OnnxlCxxSource* source);
 bool onnxl_cxx_TypeProto_SparseTensor_serialize(const void* p, uint8_t* (*alloc)(void* ctx, size_t size), void* ctx);
 size_t onnxl_cxx_TypeProto_SparseTensor_byte_size(const void* p);
 void onnxl_cxx_TypeProto_SparseTensor_list_init(void* f);
@@ -565,7 +571,7 @@ bool onnxl_cxx_TypeProto_Opaque_init_copy(void* p, const void* src);
 bool onnxl_cxx_TypeProto_Opaque_copy_from(void* p, const void* src);
 bool onnxl_cxx_TypeProto_Opaque_merge_from(void* p, const void* src);
 void onnxl_cxx_TypeProto_Opaque_clear(void* p);
-bool onnxl_cxx_TypeProto_Opaque_parse(void* p, const uint8_t* data, size_t len, bool merge);
+bool onnxl_cxx_TypeProto_Opaque_parse(void* p, const uint8_t* data, size_t len, bool merge, const OnnxlCxxSource* source);
 bool onnxl_cxx_TypeProto_Opaque_serialize(const void* p, uint8_t* (*alloc)(void* ctx, size_t size), void* ctx);
 size_t onnxl_cxx_TypeProto_Opaque_byte_size(const void* p);
 void onnxl_cxx_TypeProto_Opaque_list_init(void* f);
@@ -582,7 +588,7 @@ bool onnxl_cxx_OperatorSetIdProto_init_copy(void* p, const void* src);
 bool onnxl_cxx_OperatorSetIdProto_copy_from(void* p, const void* src);
 bool onnxl_cxx_OperatorSetIdProto_merge_from(void* p, const void* src);
 void onnxl_cxx_OperatorSetIdProto_clear(void* p);
-bool onnxl_cxx_OperatorSetIdProto_parse(void* p, const uint8_t* data, size_t len, bool merge);
+bool onnxl_cxx_OperatorSetIdProto_parse(void* p, const uint8_t* data, size_t len, bool merge, const OnnxlCxxSource* source);
 bool onnxl_cxx_OperatorSetIdProto_serialize(const void* p, uint8_t* (*alloc)(void* ctx, size_t size), void* ctx);
 size_t onnxl_cxx_OperatorSetIdProto_byte_size(const void* p);
 void onnxl_cxx_OperatorSetIdProto_list_init(void* f);
@@ -599,7 +605,7 @@ bool onnxl_cxx_FunctionProto_init_copy(void* p, const void* src);
 bool onnxl_cxx_FunctionProto_copy_from(void* p, const void* src);
 bool onnxl_cxx_FunctionProto_merge_from(void* p, const void* src);
 void onnxl_cxx_FunctionProto_clear(void* p);
-bool onnxl_cxx_FunctionProto_parse(void* p, const uint8_t* data, size_t len, bool merge);
+bool onnxl_cxx_FunctionProto_parse(void* p, const uint8_t* data, size_t len, bool merge, const OnnxlCxxSource* source);
 bool onnxl_cxx_FunctionProto_serialize(const void* p, uint8_t* (*alloc)(void* ctx, size_t size), void* ctx);
 size_t onnxl_cxx_FunctionProto_byte_size(const void* p);
 void onnxl_cxx_FunctionProto_list_init(void* f);
@@ -616,7 +622,7 @@ bool onnxl_cxx_SequenceProto_init_copy(void* p, const void* src);
 bool onnxl_cxx_SequenceProto_copy_from(void* p, const void* src);
 bool onnxl_cxx_SequenceProto_merge_from(void* p, const void* src);
 void onnxl_cxx_SequenceProto_clear(void* p);
-bool onnxl_cxx_SequenceProto_parse(void* p, const uint8_t* data, size_t len, bool merge);
+bool onnxl_cxx_SequenceProto_parse(void* p, const uint8_t* data, size_t len, bool merge, const OnnxlCxxSource* source);
 bool onnxl_cxx_SequenceProto_serialize(const void* p, uint8_t* (*alloc)(void* ctx, size_t size), void* ctx);
 size_t onnxl_cxx_SequenceProto_byte_size(const void* p);
 void onnxl_cxx_SequenceProto_list_init(void* f);
@@ -633,7 +639,7 @@ bool onnxl_cxx_MapProto_init_copy(void* p, const void* src);
 bool onnxl_cxx_MapProto_copy_from(void* p, const void* src);
 bool onnxl_cxx_MapProto_merge_from(void* p, const void* src);
 void onnxl_cxx_MapProto_clear(void* p);
-bool onnxl_cxx_MapProto_parse(void* p, const uint8_t* data, size_t len, bool merge);
+bool onnxl_cxx_MapProto_parse(void* p, const uint8_t* data, size_t len, bool merge, const OnnxlCxxSource* source);
 bool onnxl_cxx_MapProto_serialize(const void* p, uint8_t* (*alloc)(void* ctx, size_t size), void* ctx);
 size_t onnxl_cxx_MapProto_byte_size(const void* p);
 void onnxl_cxx_MapProto_list_init(void* f);
@@ -650,7 +656,7 @@ bool onnxl_cxx_OptionalProto_init_copy(void* p, const void* src);
 bool onnxl_cxx_OptionalProto_copy_from(void* p, const void* src);
 bool onnxl_cxx_OptionalProto_merge_from(void* p, const void* src);
 void onnxl_cxx_OptionalProto_clear(void* p);
-bool onnxl_cxx_OptionalProto_parse(void* p, const uint8_t* data, size_t len, bool merge);
+bool onnxl_cxx_OptionalProto_parse(void* p, const uint8_t* data, size_t len, bool merge, const OnnxlCxxSource* source);
 bool onnxl_cxx_OptionalProto_serialize(const void* p, uint8_t* (*alloc)(void* ctx, size_t size), void* ctx);
 size_t onnxl_cxx_OptionalProto_byte_size(const void* p);
 void onnxl_cxx_OptionalProto_list_init(void* f);
@@ -676,7 +682,7 @@ constexpr std::size_t kStringSize = 32;
 constexpr std::size_t kRepeatedOrderAt = 0;
 constexpr std::size_t kRepeatedLenAt = 8;
 constexpr std::size_t kRepeatedFieldSize = 16;
-constexpr uint64_t kLayoutFingerprint = 0x484985dfd9669053ull;
+constexpr uint64_t kLayoutFingerprint = 0x91d9db506a73f0fdull;
 }  // namespace detail
 
 /// An error of the library: the C status and the message of onnxl_last_error_message().
@@ -741,11 +747,22 @@ extern "C" inline uint8_t* string_data(const void* s) {
   return reinterpret_cast<uint8_t*>(const_cast<char*>(static_cast<const std::string*>(s)->data()));
 }
 extern "C" inline std::size_t string_size(const void* s) { return static_cast<const std::string*>(s)->size(); }
+/// NULL when the string could not grow.
+extern "C" inline uint8_t* string_resize(void* s, std::size_t len) {
+  try {
+    std::string* str = static_cast<std::string*>(s);
+    str->resize(len);
+    return reinterpret_cast<uint8_t*>(&(*str)[0]);
+  } catch (...) {
+    return nullptr;
+  }
+}
 
 /// Registers the string functions and checks, once per program, that this header was generated
 /// for the library it runs with (same message layouts); aborts otherwise.
 inline bool init() noexcept {
-  static const OnnxlCxxStringOps ops = {string_create, string_destroy, string_assign, string_data, string_size};
+  static const OnnxlCxxStringOps ops = {string_create, string_destroy, string_assign, string_data, string_size,
+                                        string_resize};
   static const bool ok = onnxl_cxx_init(&ops, kLayoutFingerprint);
   if (!ok) {
     std::fprintf(stderr,
@@ -874,39 +891,16 @@ inline void check_grown(bool ok) {
   throw std::out_of_range(buf);
 }
 
-/// The rest of a stream in memory, for ParseFromIstream. A seekable stream (a file) is read
-/// with one call into a buffer of its exact size: no growth, no zero fill, and std::filebuf
-/// reads a large request straight into it. Any other stream, and whatever follows the size a
-/// seek reported, is read in 64 KiB steps. Afterwards the stream is at its end with eofbit and
-/// failbit set, as after protobuf's reads; false when it fails before its end.
+/// A stream that cannot seek, in memory (ParseFromIstream): read in 64 KiB steps to its end.
 class StreamBytes {
  public:
-  bool read(std::istream* in) {
-    std::streambuf* sb = in->rdbuf();
-    if (!in->good() || sb == nullptr) {
-      in->setstate(std::ios::failbit);
-      return false;
-    }
-    const std::streampos cur = sb->pubseekoff(0, std::ios::cur, std::ios::in);
-    const std::streampos end =
-        cur == std::streampos(-1) ? cur : sb->pubseekoff(0, std::ios::end, std::ios::in);
-    if (end != std::streampos(-1) && end >= cur && sb->pubseekpos(cur, std::ios::in) == cur) {
-      const std::size_t want = static_cast<std::size_t>(end - cur);
-      reserve(want);
-      while (size_ < want) {
-        const std::streamsize n = sb->sgetn(data_.get() + size_, static_cast<std::streamsize>(want - size_));
-        if (n <= 0) break;
-        size_ += static_cast<std::size_t>(n);
-      }
-    }
-    for (;;) {  // the rest, if any (not seekable, or grown since)
+  void read(std::streambuf* sb) {
+    for (;;) {
       reserve(size_ + 65536);
       const std::streamsize n = sb->sgetn(data_.get() + size_, static_cast<std::streamsize>(capacity_ - size_));
       if (n <= 0) break;
       size_ += static_cast<std::size_t>(n);
     }
-    in->setstate(std::ios::eofbit | std::ios::failbit);
-    return true;
   }
   const uint8_t* data() const noexcept { return reinterpret_cast<const uint8_t*>(data_.get()); }
   std::size_t size() const noexcept { return size_; }
@@ -924,6 +918,95 @@ class StreamBytes {
   std::size_t size_ = 0;
   std::size_t capacity_ = 0;
 };
+
+/// A seekable stream (a file), from its position to its end, read by the library in the ranges
+/// a parse needs: the message structure, and each large tensor payload straight into its
+/// std::string (so that no buffer of the whole stream is made, as protobuf reads a stream).
+class StreamSource {
+ public:
+  /// False when the stream cannot seek.
+  bool open(std::streambuf* sb) {
+    sb_ = sb;
+    start_ = sb->pubseekoff(0, std::ios::cur, std::ios::in);
+    if (start_ == std::streampos(-1)) return false;
+    const std::streampos end = sb->pubseekoff(0, std::ios::end, std::ios::in);
+    if (end == std::streampos(-1) || end < start_ || sb->pubseekpos(start_, std::ios::in) != start_) return false;
+    source_ = OnnxlCxxSource{&read, this, static_cast<uint64_t>(end - start_)};
+    pos_ = 0;
+    return true;
+  }
+  const OnnxlCxxSource* source() const noexcept { return &source_; }
+  /// Whether the stream ends where it ended when opened (else it grew meanwhile).
+  bool at_end() {
+    return seek(source_.size) && std::char_traits<char>::eq_int_type(sb_->sgetc(), std::char_traits<char>::eof());
+  }
+  /// Back to where the stream was when opened.
+  bool rewind() { return seek(0); }
+
+ private:
+  bool seek(uint64_t offset) {
+    if (offset == pos_) return true;
+    const std::streampos to = start_ + static_cast<std::streamoff>(offset);
+    if (sb_->pubseekpos(to, std::ios::in) != to) return false;
+    pos_ = offset;
+    return true;
+  }
+  static bool read(void* ctx, uint64_t offset, uint8_t* dst, std::size_t len) {
+    StreamSource* s = static_cast<StreamSource*>(ctx);
+    try {
+      if (!s->seek(offset)) return false;
+      while (len > 0) {
+        const std::size_t want = std::min<std::size_t>(len, std::size_t(1) << 30);
+        const std::streamsize n = s->sb_->sgetn(reinterpret_cast<char*>(dst), static_cast<std::streamsize>(want));
+        if (n <= 0) {
+          s->pos_ = UINT64_MAX;  // (unknown: seek before the next read)
+          return false;
+        }
+        dst += n;
+        len -= static_cast<std::size_t>(n);
+        s->pos_ += static_cast<uint64_t>(n);
+      }
+      return true;
+    } catch (...) {  // (a stream buffer that throws: the parse fails)
+      s->pos_ = UINT64_MAX;
+      return false;
+    }
+  }
+  std::streambuf* sb_ = nullptr;
+  std::streampos start_;
+  uint64_t pos_ = 0;
+  OnnxlCxxSource source_{};
+};
+
+using ParseFn = bool (*)(void* m, const uint8_t* data, std::size_t len, bool merge, const OnnxlCxxSource* source);
+
+/// ParseFromIstream of every message class: the stream from its position to its end, read in
+/// the ranges the parse needs when it can seek (StreamSource; read whole again if it grew
+/// meanwhile), else whole. Afterwards the stream is at its end with eofbit and failbit set, as
+/// after protobuf's reads.
+inline bool parse_istream(std::istream* in, void* m, ParseFn parse) {
+  std::streambuf* sb = in->rdbuf();
+  if (!in->good() || sb == nullptr) {
+    in->setstate(std::ios::failbit);
+    return false;
+  }
+  StreamSource source;
+  if (source.open(sb)) {
+    const bool ok = parse(m, nullptr, 0, false, source.source());
+    if (source.at_end()) {
+      in->setstate(std::ios::eofbit | std::ios::failbit);
+      return ok;
+    }
+    if (!source.rewind()) {
+      in->setstate(std::ios::badbit);
+      return false;
+    }
+  }
+  StreamBytes bytes;
+  bytes.read(sb);
+  in->setstate(std::ios::eofbit | std::ios::failbit);
+  return parse(m, bytes.data(), bytes.size(), false, nullptr);
+}
 
 /// Serializing into std::string: the library asks once for room for the whole encoding.
 struct Appender {
@@ -2423,13 +2506,13 @@ class AttributeProto final {
   std::string GetTypeName() const { return "onnx.AttributeProto"; }
   AttributeProto* New() const { return new AttributeProto; }
   static const AttributeProto& default_instance() { static const AttributeProto d; return d; }
-  bool ParseFromArray(const void* data, int size) { return size >= 0 && onnxl_cxx_AttributeProto_parse(this, static_cast<const uint8_t*>(data), static_cast<std::size_t>(size), false); }
-  bool ParseFromString(const std::string& s) { return onnxl_cxx_AttributeProto_parse(this, reinterpret_cast<const uint8_t*>(s.data()), s.size(), false); }
+  bool ParseFromArray(const void* data, int size) { return size >= 0 && onnxl_cxx_AttributeProto_parse(this, static_cast<const uint8_t*>(data), static_cast<std::size_t>(size), false, nullptr); }
+  bool ParseFromString(const std::string& s) { return onnxl_cxx_AttributeProto_parse(this, reinterpret_cast<const uint8_t*>(s.data()), s.size(), false, nullptr); }
   bool ParsePartialFromArray(const void* data, int size) { return ParseFromArray(data, size); }
   bool ParsePartialFromString(const std::string& s) { return ParseFromString(s); }
-  bool MergeFromString(const std::string& s) { return onnxl_cxx_AttributeProto_parse(this, reinterpret_cast<const uint8_t*>(s.data()), s.size(), true); }
-  bool MergeFromArray(const void* data, int size) { return size >= 0 && onnxl_cxx_AttributeProto_parse(this, static_cast<const uint8_t*>(data), static_cast<std::size_t>(size), true); }
-  bool ParseFromIstream(std::istream* in) { detail::StreamBytes b; return b.read(in) && onnxl_cxx_AttributeProto_parse(this, b.data(), b.size(), false); }
+  bool MergeFromString(const std::string& s) { return onnxl_cxx_AttributeProto_parse(this, reinterpret_cast<const uint8_t*>(s.data()), s.size(), true, nullptr); }
+  bool MergeFromArray(const void* data, int size) { return size >= 0 && onnxl_cxx_AttributeProto_parse(this, static_cast<const uint8_t*>(data), static_cast<std::size_t>(size), true, nullptr); }
+  bool ParseFromIstream(std::istream* in) { return detail::parse_istream(in, this, onnxl_cxx_AttributeProto_parse); }
   bool ParsePartialFromIstream(std::istream* in) { return ParseFromIstream(in); }
   bool ParseFromCodedStream(io::CodedInputStream* in) { const uint8_t* d; std::size_t n; std::string t; return in->ReadRest(&d, &n, &t) && n <= 2147483647u && ParseFromArray(d, static_cast<int>(n)); }
   bool ParsePartialFromCodedStream(io::CodedInputStream* in) { return ParseFromCodedStream(in); }
@@ -2697,13 +2780,13 @@ class ValueInfoProto final {
   std::string GetTypeName() const { return "onnx.ValueInfoProto"; }
   ValueInfoProto* New() const { return new ValueInfoProto; }
   static const ValueInfoProto& default_instance() { static const ValueInfoProto d; return d; }
-  bool ParseFromArray(const void* data, int size) { return size >= 0 && onnxl_cxx_ValueInfoProto_parse(this, static_cast<const uint8_t*>(data), static_cast<std::size_t>(size), false); }
-  bool ParseFromString(const std::string& s) { return onnxl_cxx_ValueInfoProto_parse(this, reinterpret_cast<const uint8_t*>(s.data()), s.size(), false); }
+  bool ParseFromArray(const void* data, int size) { return size >= 0 && onnxl_cxx_ValueInfoProto_parse(this, static_cast<const uint8_t*>(data), static_cast<std::size_t>(size), false, nullptr); }
+  bool ParseFromString(const std::string& s) { return onnxl_cxx_ValueInfoProto_parse(this, reinterpret_cast<const uint8_t*>(s.data()), s.size(), false, nullptr); }
   bool ParsePartialFromArray(const void* data, int size) { return ParseFromArray(data, size); }
   bool ParsePartialFromString(const std::string& s) { return ParseFromString(s); }
-  bool MergeFromString(const std::string& s) { return onnxl_cxx_ValueInfoProto_parse(this, reinterpret_cast<const uint8_t*>(s.data()), s.size(), true); }
-  bool MergeFromArray(const void* data, int size) { return size >= 0 && onnxl_cxx_ValueInfoProto_parse(this, static_cast<const uint8_t*>(data), static_cast<std::size_t>(size), true); }
-  bool ParseFromIstream(std::istream* in) { detail::StreamBytes b; return b.read(in) && onnxl_cxx_ValueInfoProto_parse(this, b.data(), b.size(), false); }
+  bool MergeFromString(const std::string& s) { return onnxl_cxx_ValueInfoProto_parse(this, reinterpret_cast<const uint8_t*>(s.data()), s.size(), true, nullptr); }
+  bool MergeFromArray(const void* data, int size) { return size >= 0 && onnxl_cxx_ValueInfoProto_parse(this, static_cast<const uint8_t*>(data), static_cast<std::size_t>(size), true, nullptr); }
+  bool ParseFromIstream(std::istream* in) { return detail::parse_istream(in, this, onnxl_cxx_ValueInfoProto_parse); }
   bool ParsePartialFromIstream(std::istream* in) { return ParseFromIstream(in); }
   bool ParseFromCodedStream(io::CodedInputStream* in) { const uint8_t* d; std::size_t n; std::string t; return in->ReadRest(&d, &n, &t) && n <= 2147483647u && ParseFromArray(d, static_cast<int>(n)); }
   bool ParsePartialFromCodedStream(io::CodedInputStream* in) { return ParseFromCodedStream(in); }
@@ -2808,13 +2891,13 @@ class NodeProto final {
   std::string GetTypeName() const { return "onnx.NodeProto"; }
   NodeProto* New() const { return new NodeProto; }
   static const NodeProto& default_instance() { static const NodeProto d; return d; }
-  bool ParseFromArray(const void* data, int size) { return size >= 0 && onnxl_cxx_NodeProto_parse(this, static_cast<const uint8_t*>(data), static_cast<std::size_t>(size), false); }
-  bool ParseFromString(const std::string& s) { return onnxl_cxx_NodeProto_parse(this, reinterpret_cast<const uint8_t*>(s.data()), s.size(), false); }
+  bool ParseFromArray(const void* data, int size) { return size >= 0 && onnxl_cxx_NodeProto_parse(this, static_cast<const uint8_t*>(data), static_cast<std::size_t>(size), false, nullptr); }
+  bool ParseFromString(const std::string& s) { return onnxl_cxx_NodeProto_parse(this, reinterpret_cast<const uint8_t*>(s.data()), s.size(), false, nullptr); }
   bool ParsePartialFromArray(const void* data, int size) { return ParseFromArray(data, size); }
   bool ParsePartialFromString(const std::string& s) { return ParseFromString(s); }
-  bool MergeFromString(const std::string& s) { return onnxl_cxx_NodeProto_parse(this, reinterpret_cast<const uint8_t*>(s.data()), s.size(), true); }
-  bool MergeFromArray(const void* data, int size) { return size >= 0 && onnxl_cxx_NodeProto_parse(this, static_cast<const uint8_t*>(data), static_cast<std::size_t>(size), true); }
-  bool ParseFromIstream(std::istream* in) { detail::StreamBytes b; return b.read(in) && onnxl_cxx_NodeProto_parse(this, b.data(), b.size(), false); }
+  bool MergeFromString(const std::string& s) { return onnxl_cxx_NodeProto_parse(this, reinterpret_cast<const uint8_t*>(s.data()), s.size(), true, nullptr); }
+  bool MergeFromArray(const void* data, int size) { return size >= 0 && onnxl_cxx_NodeProto_parse(this, static_cast<const uint8_t*>(data), static_cast<std::size_t>(size), true, nullptr); }
+  bool ParseFromIstream(std::istream* in) { return detail::parse_istream(in, this, onnxl_cxx_NodeProto_parse); }
   bool ParsePartialFromIstream(std::istream* in) { return ParseFromIstream(in); }
   bool ParseFromCodedStream(io::CodedInputStream* in) { const uint8_t* d; std::size_t n; std::string t; return in->ReadRest(&d, &n, &t) && n <= 2147483647u && ParseFromArray(d, static_cast<int>(n)); }
   bool ParsePartialFromCodedStream(io::CodedInputStream* in) { return ParseFromCodedStream(in); }
@@ -3016,13 +3099,13 @@ class IntIntListEntryProto final {
   std::string GetTypeName() const { return "onnx.IntIntListEntryProto"; }
   IntIntListEntryProto* New() const { return new IntIntListEntryProto; }
   static const IntIntListEntryProto& default_instance() { static const IntIntListEntryProto d; return d; }
-  bool ParseFromArray(const void* data, int size) { return size >= 0 && onnxl_cxx_IntIntListEntryProto_parse(this, static_cast<const uint8_t*>(data), static_cast<std::size_t>(size), false); }
-  bool ParseFromString(const std::string& s) { return onnxl_cxx_IntIntListEntryProto_parse(this, reinterpret_cast<const uint8_t*>(s.data()), s.size(), false); }
+  bool ParseFromArray(const void* data, int size) { return size >= 0 && onnxl_cxx_IntIntListEntryProto_parse(this, static_cast<const uint8_t*>(data), static_cast<std::size_t>(size), false, nullptr); }
+  bool ParseFromString(const std::string& s) { return onnxl_cxx_IntIntListEntryProto_parse(this, reinterpret_cast<const uint8_t*>(s.data()), s.size(), false, nullptr); }
   bool ParsePartialFromArray(const void* data, int size) { return ParseFromArray(data, size); }
   bool ParsePartialFromString(const std::string& s) { return ParseFromString(s); }
-  bool MergeFromString(const std::string& s) { return onnxl_cxx_IntIntListEntryProto_parse(this, reinterpret_cast<const uint8_t*>(s.data()), s.size(), true); }
-  bool MergeFromArray(const void* data, int size) { return size >= 0 && onnxl_cxx_IntIntListEntryProto_parse(this, static_cast<const uint8_t*>(data), static_cast<std::size_t>(size), true); }
-  bool ParseFromIstream(std::istream* in) { detail::StreamBytes b; return b.read(in) && onnxl_cxx_IntIntListEntryProto_parse(this, b.data(), b.size(), false); }
+  bool MergeFromString(const std::string& s) { return onnxl_cxx_IntIntListEntryProto_parse(this, reinterpret_cast<const uint8_t*>(s.data()), s.size(), true, nullptr); }
+  bool MergeFromArray(const void* data, int size) { return size >= 0 && onnxl_cxx_IntIntListEntryProto_parse(this, static_cast<const uint8_t*>(data), static_cast<std::size_t>(size), true, nullptr); }
+  bool ParseFromIstream(std::istream* in) { return detail::parse_istream(in, this, onnxl_cxx_IntIntListEntryProto_parse); }
   bool ParsePartialFromIstream(std::istream* in) { return ParseFromIstream(in); }
   bool ParseFromCodedStream(io::CodedInputStream* in) { const uint8_t* d; std::size_t n; std::string t; return in->ReadRest(&d, &n, &t) && n <= 2147483647u && ParseFromArray(d, static_cast<int>(n)); }
   bool ParsePartialFromCodedStream(io::CodedInputStream* in) { return ParseFromCodedStream(in); }
@@ -3090,13 +3173,13 @@ class NodeDeviceConfigurationProto final {
   std::string GetTypeName() const { return "onnx.NodeDeviceConfigurationProto"; }
   NodeDeviceConfigurationProto* New() const { return new NodeDeviceConfigurationProto; }
   static const NodeDeviceConfigurationProto& default_instance() { static const NodeDeviceConfigurationProto d; return d; }
-  bool ParseFromArray(const void* data, int size) { return size >= 0 && onnxl_cxx_NodeDeviceConfigurationProto_parse(this, static_cast<const uint8_t*>(data), static_cast<std::size_t>(size), false); }
-  bool ParseFromString(const std::string& s) { return onnxl_cxx_NodeDeviceConfigurationProto_parse(this, reinterpret_cast<const uint8_t*>(s.data()), s.size(), false); }
+  bool ParseFromArray(const void* data, int size) { return size >= 0 && onnxl_cxx_NodeDeviceConfigurationProto_parse(this, static_cast<const uint8_t*>(data), static_cast<std::size_t>(size), false, nullptr); }
+  bool ParseFromString(const std::string& s) { return onnxl_cxx_NodeDeviceConfigurationProto_parse(this, reinterpret_cast<const uint8_t*>(s.data()), s.size(), false, nullptr); }
   bool ParsePartialFromArray(const void* data, int size) { return ParseFromArray(data, size); }
   bool ParsePartialFromString(const std::string& s) { return ParseFromString(s); }
-  bool MergeFromString(const std::string& s) { return onnxl_cxx_NodeDeviceConfigurationProto_parse(this, reinterpret_cast<const uint8_t*>(s.data()), s.size(), true); }
-  bool MergeFromArray(const void* data, int size) { return size >= 0 && onnxl_cxx_NodeDeviceConfigurationProto_parse(this, static_cast<const uint8_t*>(data), static_cast<std::size_t>(size), true); }
-  bool ParseFromIstream(std::istream* in) { detail::StreamBytes b; return b.read(in) && onnxl_cxx_NodeDeviceConfigurationProto_parse(this, b.data(), b.size(), false); }
+  bool MergeFromString(const std::string& s) { return onnxl_cxx_NodeDeviceConfigurationProto_parse(this, reinterpret_cast<const uint8_t*>(s.data()), s.size(), true, nullptr); }
+  bool MergeFromArray(const void* data, int size) { return size >= 0 && onnxl_cxx_NodeDeviceConfigurationProto_parse(this, static_cast<const uint8_t*>(data), static_cast<std::size_t>(size), true, nullptr); }
+  bool ParseFromIstream(std::istream* in) { return detail::parse_istream(in, this, onnxl_cxx_NodeDeviceConfigurationProto_parse); }
   bool ParsePartialFromIstream(std::istream* in) { return ParseFromIstream(in); }
   bool ParseFromCodedStream(io::CodedInputStream* in) { const uint8_t* d; std::size_t n; std::string t; return in->ReadRest(&d, &n, &t) && n <= 2147483647u && ParseFromArray(d, static_cast<int>(n)); }
   bool ParsePartialFromCodedStream(io::CodedInputStream* in) { return ParseFromCodedStream(in); }
@@ -3179,13 +3262,13 @@ class ShardingSpecProto final {
   std::string GetTypeName() const { return "onnx.ShardingSpecProto"; }
   ShardingSpecProto* New() const { return new ShardingSpecProto; }
   static const ShardingSpecProto& default_instance() { static const ShardingSpecProto d; return d; }
-  bool ParseFromArray(const void* data, int size) { return size >= 0 && onnxl_cxx_ShardingSpecProto_parse(this, static_cast<const uint8_t*>(data), static_cast<std::size_t>(size), false); }
-  bool ParseFromString(const std::string& s) { return onnxl_cxx_ShardingSpecProto_parse(this, reinterpret_cast<const uint8_t*>(s.data()), s.size(), false); }
+  bool ParseFromArray(const void* data, int size) { return size >= 0 && onnxl_cxx_ShardingSpecProto_parse(this, static_cast<const uint8_t*>(data), static_cast<std::size_t>(size), false, nullptr); }
+  bool ParseFromString(const std::string& s) { return onnxl_cxx_ShardingSpecProto_parse(this, reinterpret_cast<const uint8_t*>(s.data()), s.size(), false, nullptr); }
   bool ParsePartialFromArray(const void* data, int size) { return ParseFromArray(data, size); }
   bool ParsePartialFromString(const std::string& s) { return ParseFromString(s); }
-  bool MergeFromString(const std::string& s) { return onnxl_cxx_ShardingSpecProto_parse(this, reinterpret_cast<const uint8_t*>(s.data()), s.size(), true); }
-  bool MergeFromArray(const void* data, int size) { return size >= 0 && onnxl_cxx_ShardingSpecProto_parse(this, static_cast<const uint8_t*>(data), static_cast<std::size_t>(size), true); }
-  bool ParseFromIstream(std::istream* in) { detail::StreamBytes b; return b.read(in) && onnxl_cxx_ShardingSpecProto_parse(this, b.data(), b.size(), false); }
+  bool MergeFromString(const std::string& s) { return onnxl_cxx_ShardingSpecProto_parse(this, reinterpret_cast<const uint8_t*>(s.data()), s.size(), true, nullptr); }
+  bool MergeFromArray(const void* data, int size) { return size >= 0 && onnxl_cxx_ShardingSpecProto_parse(this, static_cast<const uint8_t*>(data), static_cast<std::size_t>(size), true, nullptr); }
+  bool ParseFromIstream(std::istream* in) { return detail::parse_istream(in, this, onnxl_cxx_ShardingSpecProto_parse); }
   bool ParsePartialFromIstream(std::istream* in) { return ParseFromIstream(in); }
   bool ParseFromCodedStream(io::CodedInputStream* in) { const uint8_t* d; std::size_t n; std::string t; return in->ReadRest(&d, &n, &t) && n <= 2147483647u && ParseFromArray(d, static_cast<int>(n)); }
   bool ParsePartialFromCodedStream(io::CodedInputStream* in) { return ParseFromCodedStream(in); }
@@ -3283,13 +3366,13 @@ class ShardedDimProto final {
   std::string GetTypeName() const { return "onnx.ShardedDimProto"; }
   ShardedDimProto* New() const { return new ShardedDimProto; }
   static const ShardedDimProto& default_instance() { static const ShardedDimProto d; return d; }
-  bool ParseFromArray(const void* data, int size) { return size >= 0 && onnxl_cxx_ShardedDimProto_parse(this, static_cast<const uint8_t*>(data), static_cast<std::size_t>(size), false); }
-  bool ParseFromString(const std::string& s) { return onnxl_cxx_ShardedDimProto_parse(this, reinterpret_cast<const uint8_t*>(s.data()), s.size(), false); }
+  bool ParseFromArray(const void* data, int size) { return size >= 0 && onnxl_cxx_ShardedDimProto_parse(this, static_cast<const uint8_t*>(data), static_cast<std::size_t>(size), false, nullptr); }
+  bool ParseFromString(const std::string& s) { return onnxl_cxx_ShardedDimProto_parse(this, reinterpret_cast<const uint8_t*>(s.data()), s.size(), false, nullptr); }
   bool ParsePartialFromArray(const void* data, int size) { return ParseFromArray(data, size); }
   bool ParsePartialFromString(const std::string& s) { return ParseFromString(s); }
-  bool MergeFromString(const std::string& s) { return onnxl_cxx_ShardedDimProto_parse(this, reinterpret_cast<const uint8_t*>(s.data()), s.size(), true); }
-  bool MergeFromArray(const void* data, int size) { return size >= 0 && onnxl_cxx_ShardedDimProto_parse(this, static_cast<const uint8_t*>(data), static_cast<std::size_t>(size), true); }
-  bool ParseFromIstream(std::istream* in) { detail::StreamBytes b; return b.read(in) && onnxl_cxx_ShardedDimProto_parse(this, b.data(), b.size(), false); }
+  bool MergeFromString(const std::string& s) { return onnxl_cxx_ShardedDimProto_parse(this, reinterpret_cast<const uint8_t*>(s.data()), s.size(), true, nullptr); }
+  bool MergeFromArray(const void* data, int size) { return size >= 0 && onnxl_cxx_ShardedDimProto_parse(this, static_cast<const uint8_t*>(data), static_cast<std::size_t>(size), true, nullptr); }
+  bool ParseFromIstream(std::istream* in) { return detail::parse_istream(in, this, onnxl_cxx_ShardedDimProto_parse); }
   bool ParsePartialFromIstream(std::istream* in) { return ParseFromIstream(in); }
   bool ParseFromCodedStream(io::CodedInputStream* in) { const uint8_t* d; std::size_t n; std::string t; return in->ReadRest(&d, &n, &t) && n <= 2147483647u && ParseFromArray(d, static_cast<int>(n)); }
   bool ParsePartialFromCodedStream(io::CodedInputStream* in) { return ParseFromCodedStream(in); }
@@ -3357,13 +3440,13 @@ class SimpleShardedDimProto final {
   std::string GetTypeName() const { return "onnx.SimpleShardedDimProto"; }
   SimpleShardedDimProto* New() const { return new SimpleShardedDimProto; }
   static const SimpleShardedDimProto& default_instance() { static const SimpleShardedDimProto d; return d; }
-  bool ParseFromArray(const void* data, int size) { return size >= 0 && onnxl_cxx_SimpleShardedDimProto_parse(this, static_cast<const uint8_t*>(data), static_cast<std::size_t>(size), false); }
-  bool ParseFromString(const std::string& s) { return onnxl_cxx_SimpleShardedDimProto_parse(this, reinterpret_cast<const uint8_t*>(s.data()), s.size(), false); }
+  bool ParseFromArray(const void* data, int size) { return size >= 0 && onnxl_cxx_SimpleShardedDimProto_parse(this, static_cast<const uint8_t*>(data), static_cast<std::size_t>(size), false, nullptr); }
+  bool ParseFromString(const std::string& s) { return onnxl_cxx_SimpleShardedDimProto_parse(this, reinterpret_cast<const uint8_t*>(s.data()), s.size(), false, nullptr); }
   bool ParsePartialFromArray(const void* data, int size) { return ParseFromArray(data, size); }
   bool ParsePartialFromString(const std::string& s) { return ParseFromString(s); }
-  bool MergeFromString(const std::string& s) { return onnxl_cxx_SimpleShardedDimProto_parse(this, reinterpret_cast<const uint8_t*>(s.data()), s.size(), true); }
-  bool MergeFromArray(const void* data, int size) { return size >= 0 && onnxl_cxx_SimpleShardedDimProto_parse(this, static_cast<const uint8_t*>(data), static_cast<std::size_t>(size), true); }
-  bool ParseFromIstream(std::istream* in) { detail::StreamBytes b; return b.read(in) && onnxl_cxx_SimpleShardedDimProto_parse(this, b.data(), b.size(), false); }
+  bool MergeFromString(const std::string& s) { return onnxl_cxx_SimpleShardedDimProto_parse(this, reinterpret_cast<const uint8_t*>(s.data()), s.size(), true, nullptr); }
+  bool MergeFromArray(const void* data, int size) { return size >= 0 && onnxl_cxx_SimpleShardedDimProto_parse(this, static_cast<const uint8_t*>(data), static_cast<std::size_t>(size), true, nullptr); }
+  bool ParseFromIstream(std::istream* in) { return detail::parse_istream(in, this, onnxl_cxx_SimpleShardedDimProto_parse); }
   bool ParsePartialFromIstream(std::istream* in) { return ParseFromIstream(in); }
   bool ParseFromCodedStream(io::CodedInputStream* in) { const uint8_t* d; std::size_t n; std::string t; return in->ReadRest(&d, &n, &t) && n <= 2147483647u && ParseFromArray(d, static_cast<int>(n)); }
   bool ParsePartialFromCodedStream(io::CodedInputStream* in) { return ParseFromCodedStream(in); }
@@ -3451,13 +3534,13 @@ class TrainingInfoProto final {
   std::string GetTypeName() const { return "onnx.TrainingInfoProto"; }
   TrainingInfoProto* New() const { return new TrainingInfoProto; }
   static const TrainingInfoProto& default_instance() { static const TrainingInfoProto d; return d; }
-  bool ParseFromArray(const void* data, int size) { return size >= 0 && onnxl_cxx_TrainingInfoProto_parse(this, static_cast<const uint8_t*>(data), static_cast<std::size_t>(size), false); }
-  bool ParseFromString(const std::string& s) { return onnxl_cxx_TrainingInfoProto_parse(this, reinterpret_cast<const uint8_t*>(s.data()), s.size(), false); }
+  bool ParseFromArray(const void* data, int size) { return size >= 0 && onnxl_cxx_TrainingInfoProto_parse(this, static_cast<const uint8_t*>(data), static_cast<std::size_t>(size), false, nullptr); }
+  bool ParseFromString(const std::string& s) { return onnxl_cxx_TrainingInfoProto_parse(this, reinterpret_cast<const uint8_t*>(s.data()), s.size(), false, nullptr); }
   bool ParsePartialFromArray(const void* data, int size) { return ParseFromArray(data, size); }
   bool ParsePartialFromString(const std::string& s) { return ParseFromString(s); }
-  bool MergeFromString(const std::string& s) { return onnxl_cxx_TrainingInfoProto_parse(this, reinterpret_cast<const uint8_t*>(s.data()), s.size(), true); }
-  bool MergeFromArray(const void* data, int size) { return size >= 0 && onnxl_cxx_TrainingInfoProto_parse(this, static_cast<const uint8_t*>(data), static_cast<std::size_t>(size), true); }
-  bool ParseFromIstream(std::istream* in) { detail::StreamBytes b; return b.read(in) && onnxl_cxx_TrainingInfoProto_parse(this, b.data(), b.size(), false); }
+  bool MergeFromString(const std::string& s) { return onnxl_cxx_TrainingInfoProto_parse(this, reinterpret_cast<const uint8_t*>(s.data()), s.size(), true, nullptr); }
+  bool MergeFromArray(const void* data, int size) { return size >= 0 && onnxl_cxx_TrainingInfoProto_parse(this, static_cast<const uint8_t*>(data), static_cast<std::size_t>(size), true, nullptr); }
+  bool ParseFromIstream(std::istream* in) { return detail::parse_istream(in, this, onnxl_cxx_TrainingInfoProto_parse); }
   bool ParsePartialFromIstream(std::istream* in) { return ParseFromIstream(in); }
   bool ParseFromCodedStream(io::CodedInputStream* in) { const uint8_t* d; std::size_t n; std::string t; return in->ReadRest(&d, &n, &t) && n <= 2147483647u && ParseFromArray(d, static_cast<int>(n)); }
   bool ParsePartialFromCodedStream(io::CodedInputStream* in) { return ParseFromCodedStream(in); }
@@ -3553,13 +3636,13 @@ class ModelProto final {
   std::string GetTypeName() const { return "onnx.ModelProto"; }
   ModelProto* New() const { return new ModelProto; }
   static const ModelProto& default_instance() { static const ModelProto d; return d; }
-  bool ParseFromArray(const void* data, int size) { return size >= 0 && onnxl_cxx_ModelProto_parse(this, static_cast<const uint8_t*>(data), static_cast<std::size_t>(size), false); }
-  bool ParseFromString(const std::string& s) { return onnxl_cxx_ModelProto_parse(this, reinterpret_cast<const uint8_t*>(s.data()), s.size(), false); }
+  bool ParseFromArray(const void* data, int size) { return size >= 0 && onnxl_cxx_ModelProto_parse(this, static_cast<const uint8_t*>(data), static_cast<std::size_t>(size), false, nullptr); }
+  bool ParseFromString(const std::string& s) { return onnxl_cxx_ModelProto_parse(this, reinterpret_cast<const uint8_t*>(s.data()), s.size(), false, nullptr); }
   bool ParsePartialFromArray(const void* data, int size) { return ParseFromArray(data, size); }
   bool ParsePartialFromString(const std::string& s) { return ParseFromString(s); }
-  bool MergeFromString(const std::string& s) { return onnxl_cxx_ModelProto_parse(this, reinterpret_cast<const uint8_t*>(s.data()), s.size(), true); }
-  bool MergeFromArray(const void* data, int size) { return size >= 0 && onnxl_cxx_ModelProto_parse(this, static_cast<const uint8_t*>(data), static_cast<std::size_t>(size), true); }
-  bool ParseFromIstream(std::istream* in) { detail::StreamBytes b; return b.read(in) && onnxl_cxx_ModelProto_parse(this, b.data(), b.size(), false); }
+  bool MergeFromString(const std::string& s) { return onnxl_cxx_ModelProto_parse(this, reinterpret_cast<const uint8_t*>(s.data()), s.size(), true, nullptr); }
+  bool MergeFromArray(const void* data, int size) { return size >= 0 && onnxl_cxx_ModelProto_parse(this, static_cast<const uint8_t*>(data), static_cast<std::size_t>(size), true, nullptr); }
+  bool ParseFromIstream(std::istream* in) { return detail::parse_istream(in, this, onnxl_cxx_ModelProto_parse); }
   bool ParsePartialFromIstream(std::istream* in) { return ParseFromIstream(in); }
   bool ParseFromCodedStream(io::CodedInputStream* in) { const uint8_t* d; std::size_t n; std::string t; return in->ReadRest(&d, &n, &t) && n <= 2147483647u && ParseFromArray(d, static_cast<int>(n)); }
   bool ParsePartialFromCodedStream(io::CodedInputStream* in) { return ParseFromCodedStream(in); }
@@ -3750,13 +3833,13 @@ class DeviceConfigurationProto final {
   std::string GetTypeName() const { return "onnx.DeviceConfigurationProto"; }
   DeviceConfigurationProto* New() const { return new DeviceConfigurationProto; }
   static const DeviceConfigurationProto& default_instance() { static const DeviceConfigurationProto d; return d; }
-  bool ParseFromArray(const void* data, int size) { return size >= 0 && onnxl_cxx_DeviceConfigurationProto_parse(this, static_cast<const uint8_t*>(data), static_cast<std::size_t>(size), false); }
-  bool ParseFromString(const std::string& s) { return onnxl_cxx_DeviceConfigurationProto_parse(this, reinterpret_cast<const uint8_t*>(s.data()), s.size(), false); }
+  bool ParseFromArray(const void* data, int size) { return size >= 0 && onnxl_cxx_DeviceConfigurationProto_parse(this, static_cast<const uint8_t*>(data), static_cast<std::size_t>(size), false, nullptr); }
+  bool ParseFromString(const std::string& s) { return onnxl_cxx_DeviceConfigurationProto_parse(this, reinterpret_cast<const uint8_t*>(s.data()), s.size(), false, nullptr); }
   bool ParsePartialFromArray(const void* data, int size) { return ParseFromArray(data, size); }
   bool ParsePartialFromString(const std::string& s) { return ParseFromString(s); }
-  bool MergeFromString(const std::string& s) { return onnxl_cxx_DeviceConfigurationProto_parse(this, reinterpret_cast<const uint8_t*>(s.data()), s.size(), true); }
-  bool MergeFromArray(const void* data, int size) { return size >= 0 && onnxl_cxx_DeviceConfigurationProto_parse(this, static_cast<const uint8_t*>(data), static_cast<std::size_t>(size), true); }
-  bool ParseFromIstream(std::istream* in) { detail::StreamBytes b; return b.read(in) && onnxl_cxx_DeviceConfigurationProto_parse(this, b.data(), b.size(), false); }
+  bool MergeFromString(const std::string& s) { return onnxl_cxx_DeviceConfigurationProto_parse(this, reinterpret_cast<const uint8_t*>(s.data()), s.size(), true, nullptr); }
+  bool MergeFromArray(const void* data, int size) { return size >= 0 && onnxl_cxx_DeviceConfigurationProto_parse(this, static_cast<const uint8_t*>(data), static_cast<std::size_t>(size), true, nullptr); }
+  bool ParseFromIstream(std::istream* in) { return detail::parse_istream(in, this, onnxl_cxx_DeviceConfigurationProto_parse); }
   bool ParsePartialFromIstream(std::istream* in) { return ParseFromIstream(in); }
   bool ParseFromCodedStream(io::CodedInputStream* in) { const uint8_t* d; std::size_t n; std::string t; return in->ReadRest(&d, &n, &t) && n <= 2147483647u && ParseFromArray(d, static_cast<int>(n)); }
   bool ParsePartialFromCodedStream(io::CodedInputStream* in) { return ParseFromCodedStream(in); }
@@ -3849,13 +3932,13 @@ class StringStringEntryProto final {
   std::string GetTypeName() const { return "onnx.StringStringEntryProto"; }
   StringStringEntryProto* New() const { return new StringStringEntryProto; }
   static const StringStringEntryProto& default_instance() { static const StringStringEntryProto d; return d; }
-  bool ParseFromArray(const void* data, int size) { return size >= 0 && onnxl_cxx_StringStringEntryProto_parse(this, static_cast<const uint8_t*>(data), static_cast<std::size_t>(size), false); }
-  bool ParseFromString(const std::string& s) { return onnxl_cxx_StringStringEntryProto_parse(this, reinterpret_cast<const uint8_t*>(s.data()), s.size(), false); }
+  bool ParseFromArray(const void* data, int size) { return size >= 0 && onnxl_cxx_StringStringEntryProto_parse(this, static_cast<const uint8_t*>(data), static_cast<std::size_t>(size), false, nullptr); }
+  bool ParseFromString(const std::string& s) { return onnxl_cxx_StringStringEntryProto_parse(this, reinterpret_cast<const uint8_t*>(s.data()), s.size(), false, nullptr); }
   bool ParsePartialFromArray(const void* data, int size) { return ParseFromArray(data, size); }
   bool ParsePartialFromString(const std::string& s) { return ParseFromString(s); }
-  bool MergeFromString(const std::string& s) { return onnxl_cxx_StringStringEntryProto_parse(this, reinterpret_cast<const uint8_t*>(s.data()), s.size(), true); }
-  bool MergeFromArray(const void* data, int size) { return size >= 0 && onnxl_cxx_StringStringEntryProto_parse(this, static_cast<const uint8_t*>(data), static_cast<std::size_t>(size), true); }
-  bool ParseFromIstream(std::istream* in) { detail::StreamBytes b; return b.read(in) && onnxl_cxx_StringStringEntryProto_parse(this, b.data(), b.size(), false); }
+  bool MergeFromString(const std::string& s) { return onnxl_cxx_StringStringEntryProto_parse(this, reinterpret_cast<const uint8_t*>(s.data()), s.size(), true, nullptr); }
+  bool MergeFromArray(const void* data, int size) { return size >= 0 && onnxl_cxx_StringStringEntryProto_parse(this, static_cast<const uint8_t*>(data), static_cast<std::size_t>(size), true, nullptr); }
+  bool ParseFromIstream(std::istream* in) { return detail::parse_istream(in, this, onnxl_cxx_StringStringEntryProto_parse); }
   bool ParsePartialFromIstream(std::istream* in) { return ParseFromIstream(in); }
   bool ParseFromCodedStream(io::CodedInputStream* in) { const uint8_t* d; std::size_t n; std::string t; return in->ReadRest(&d, &n, &t) && n <= 2147483647u && ParseFromArray(d, static_cast<int>(n)); }
   bool ParsePartialFromCodedStream(io::CodedInputStream* in) { return ParseFromCodedStream(in); }
@@ -3935,13 +4018,13 @@ class TensorAnnotation final {
   std::string GetTypeName() const { return "onnx.TensorAnnotation"; }
   TensorAnnotation* New() const { return new TensorAnnotation; }
   static const TensorAnnotation& default_instance() { static const TensorAnnotation d; return d; }
-  bool ParseFromArray(const void* data, int size) { return size >= 0 && onnxl_cxx_TensorAnnotation_parse(this, static_cast<const uint8_t*>(data), static_cast<std::size_t>(size), false); }
-  bool ParseFromString(const std::string& s) { return onnxl_cxx_TensorAnnotation_parse(this, reinterpret_cast<const uint8_t*>(s.data()), s.size(), false); }
+  bool ParseFromArray(const void* data, int size) { return size >= 0 && onnxl_cxx_TensorAnnotation_parse(this, static_cast<const uint8_t*>(data), static_cast<std::size_t>(size), false, nullptr); }
+  bool ParseFromString(const std::string& s) { return onnxl_cxx_TensorAnnotation_parse(this, reinterpret_cast<const uint8_t*>(s.data()), s.size(), false, nullptr); }
   bool ParsePartialFromArray(const void* data, int size) { return ParseFromArray(data, size); }
   bool ParsePartialFromString(const std::string& s) { return ParseFromString(s); }
-  bool MergeFromString(const std::string& s) { return onnxl_cxx_TensorAnnotation_parse(this, reinterpret_cast<const uint8_t*>(s.data()), s.size(), true); }
-  bool MergeFromArray(const void* data, int size) { return size >= 0 && onnxl_cxx_TensorAnnotation_parse(this, static_cast<const uint8_t*>(data), static_cast<std::size_t>(size), true); }
-  bool ParseFromIstream(std::istream* in) { detail::StreamBytes b; return b.read(in) && onnxl_cxx_TensorAnnotation_parse(this, b.data(), b.size(), false); }
+  bool MergeFromString(const std::string& s) { return onnxl_cxx_TensorAnnotation_parse(this, reinterpret_cast<const uint8_t*>(s.data()), s.size(), true, nullptr); }
+  bool MergeFromArray(const void* data, int size) { return size >= 0 && onnxl_cxx_TensorAnnotation_parse(this, static_cast<const uint8_t*>(data), static_cast<std::size_t>(size), true, nullptr); }
+  bool ParseFromIstream(std::istream* in) { return detail::parse_istream(in, this, onnxl_cxx_TensorAnnotation_parse); }
   bool ParsePartialFromIstream(std::istream* in) { return ParseFromIstream(in); }
   bool ParseFromCodedStream(io::CodedInputStream* in) { const uint8_t* d; std::size_t n; std::string t; return in->ReadRest(&d, &n, &t) && n <= 2147483647u && ParseFromArray(d, static_cast<int>(n)); }
   bool ParsePartialFromCodedStream(io::CodedInputStream* in) { return ParseFromCodedStream(in); }
@@ -4017,13 +4100,13 @@ class GraphProto final {
   std::string GetTypeName() const { return "onnx.GraphProto"; }
   GraphProto* New() const { return new GraphProto; }
   static const GraphProto& default_instance() { static const GraphProto d; return d; }
-  bool ParseFromArray(const void* data, int size) { return size >= 0 && onnxl_cxx_GraphProto_parse(this, static_cast<const uint8_t*>(data), static_cast<std::size_t>(size), false); }
-  bool ParseFromString(const std::string& s) { return onnxl_cxx_GraphProto_parse(this, reinterpret_cast<const uint8_t*>(s.data()), s.size(), false); }
+  bool ParseFromArray(const void* data, int size) { return size >= 0 && onnxl_cxx_GraphProto_parse(this, static_cast<const uint8_t*>(data), static_cast<std::size_t>(size), false, nullptr); }
+  bool ParseFromString(const std::string& s) { return onnxl_cxx_GraphProto_parse(this, reinterpret_cast<const uint8_t*>(s.data()), s.size(), false, nullptr); }
   bool ParsePartialFromArray(const void* data, int size) { return ParseFromArray(data, size); }
   bool ParsePartialFromString(const std::string& s) { return ParseFromString(s); }
-  bool MergeFromString(const std::string& s) { return onnxl_cxx_GraphProto_parse(this, reinterpret_cast<const uint8_t*>(s.data()), s.size(), true); }
-  bool MergeFromArray(const void* data, int size) { return size >= 0 && onnxl_cxx_GraphProto_parse(this, static_cast<const uint8_t*>(data), static_cast<std::size_t>(size), true); }
-  bool ParseFromIstream(std::istream* in) { detail::StreamBytes b; return b.read(in) && onnxl_cxx_GraphProto_parse(this, b.data(), b.size(), false); }
+  bool MergeFromString(const std::string& s) { return onnxl_cxx_GraphProto_parse(this, reinterpret_cast<const uint8_t*>(s.data()), s.size(), true, nullptr); }
+  bool MergeFromArray(const void* data, int size) { return size >= 0 && onnxl_cxx_GraphProto_parse(this, static_cast<const uint8_t*>(data), static_cast<std::size_t>(size), true, nullptr); }
+  bool ParseFromIstream(std::istream* in) { return detail::parse_istream(in, this, onnxl_cxx_GraphProto_parse); }
   bool ParsePartialFromIstream(std::istream* in) { return ParseFromIstream(in); }
   bool ParseFromCodedStream(io::CodedInputStream* in) { const uint8_t* d; std::size_t n; std::string t; return in->ReadRest(&d, &n, &t) && n <= 2147483647u && ParseFromArray(d, static_cast<int>(n)); }
   bool ParsePartialFromCodedStream(io::CodedInputStream* in) { return ParseFromCodedStream(in); }
@@ -4237,13 +4320,13 @@ class TensorProto final {
   std::string GetTypeName() const { return "onnx.TensorProto"; }
   TensorProto* New() const { return new TensorProto; }
   static const TensorProto& default_instance() { static const TensorProto d; return d; }
-  bool ParseFromArray(const void* data, int size) { return size >= 0 && onnxl_cxx_TensorProto_parse(this, static_cast<const uint8_t*>(data), static_cast<std::size_t>(size), false); }
-  bool ParseFromString(const std::string& s) { return onnxl_cxx_TensorProto_parse(this, reinterpret_cast<const uint8_t*>(s.data()), s.size(), false); }
+  bool ParseFromArray(const void* data, int size) { return size >= 0 && onnxl_cxx_TensorProto_parse(this, static_cast<const uint8_t*>(data), static_cast<std::size_t>(size), false, nullptr); }
+  bool ParseFromString(const std::string& s) { return onnxl_cxx_TensorProto_parse(this, reinterpret_cast<const uint8_t*>(s.data()), s.size(), false, nullptr); }
   bool ParsePartialFromArray(const void* data, int size) { return ParseFromArray(data, size); }
   bool ParsePartialFromString(const std::string& s) { return ParseFromString(s); }
-  bool MergeFromString(const std::string& s) { return onnxl_cxx_TensorProto_parse(this, reinterpret_cast<const uint8_t*>(s.data()), s.size(), true); }
-  bool MergeFromArray(const void* data, int size) { return size >= 0 && onnxl_cxx_TensorProto_parse(this, static_cast<const uint8_t*>(data), static_cast<std::size_t>(size), true); }
-  bool ParseFromIstream(std::istream* in) { detail::StreamBytes b; return b.read(in) && onnxl_cxx_TensorProto_parse(this, b.data(), b.size(), false); }
+  bool MergeFromString(const std::string& s) { return onnxl_cxx_TensorProto_parse(this, reinterpret_cast<const uint8_t*>(s.data()), s.size(), true, nullptr); }
+  bool MergeFromArray(const void* data, int size) { return size >= 0 && onnxl_cxx_TensorProto_parse(this, static_cast<const uint8_t*>(data), static_cast<std::size_t>(size), true, nullptr); }
+  bool ParseFromIstream(std::istream* in) { return detail::parse_istream(in, this, onnxl_cxx_TensorProto_parse); }
   bool ParsePartialFromIstream(std::istream* in) { return ParseFromIstream(in); }
   bool ParseFromCodedStream(io::CodedInputStream* in) { const uint8_t* d; std::size_t n; std::string t; return in->ReadRest(&d, &n, &t) && n <= 2147483647u && ParseFromArray(d, static_cast<int>(n)); }
   bool ParsePartialFromCodedStream(io::CodedInputStream* in) { return ParseFromCodedStream(in); }
@@ -4482,13 +4565,13 @@ class TensorProto_Segment final {
   std::string GetTypeName() const { return "onnx.TensorProto.Segment"; }
   TensorProto_Segment* New() const { return new TensorProto_Segment; }
   static const TensorProto_Segment& default_instance() { static const TensorProto_Segment d; return d; }
-  bool ParseFromArray(const void* data, int size) { return size >= 0 && onnxl_cxx_TensorProto_Segment_parse(this, static_cast<const uint8_t*>(data), static_cast<std::size_t>(size), false); }
-  bool ParseFromString(const std::string& s) { return onnxl_cxx_TensorProto_Segment_parse(this, reinterpret_cast<const uint8_t*>(s.data()), s.size(), false); }
+  bool ParseFromArray(const void* data, int size) { return size >= 0 && onnxl_cxx_TensorProto_Segment_parse(this, static_cast<const uint8_t*>(data), static_cast<std::size_t>(size), false, nullptr); }
+  bool ParseFromString(const std::string& s) { return onnxl_cxx_TensorProto_Segment_parse(this, reinterpret_cast<const uint8_t*>(s.data()), s.size(), false, nullptr); }
   bool ParsePartialFromArray(const void* data, int size) { return ParseFromArray(data, size); }
   bool ParsePartialFromString(const std::string& s) { return ParseFromString(s); }
-  bool MergeFromString(const std::string& s) { return onnxl_cxx_TensorProto_Segment_parse(this, reinterpret_cast<const uint8_t*>(s.data()), s.size(), true); }
-  bool MergeFromArray(const void* data, int size) { return size >= 0 && onnxl_cxx_TensorProto_Segment_parse(this, static_cast<const uint8_t*>(data), static_cast<std::size_t>(size), true); }
-  bool ParseFromIstream(std::istream* in) { detail::StreamBytes b; return b.read(in) && onnxl_cxx_TensorProto_Segment_parse(this, b.data(), b.size(), false); }
+  bool MergeFromString(const std::string& s) { return onnxl_cxx_TensorProto_Segment_parse(this, reinterpret_cast<const uint8_t*>(s.data()), s.size(), true, nullptr); }
+  bool MergeFromArray(const void* data, int size) { return size >= 0 && onnxl_cxx_TensorProto_Segment_parse(this, static_cast<const uint8_t*>(data), static_cast<std::size_t>(size), true, nullptr); }
+  bool ParseFromIstream(std::istream* in) { return detail::parse_istream(in, this, onnxl_cxx_TensorProto_Segment_parse); }
   bool ParsePartialFromIstream(std::istream* in) { return ParseFromIstream(in); }
   bool ParseFromCodedStream(io::CodedInputStream* in) { const uint8_t* d; std::size_t n; std::string t; return in->ReadRest(&d, &n, &t) && n <= 2147483647u && ParseFromArray(d, static_cast<int>(n)); }
   bool ParsePartialFromCodedStream(io::CodedInputStream* in) { return ParseFromCodedStream(in); }
@@ -4552,13 +4635,13 @@ class SparseTensorProto final {
   std::string GetTypeName() const { return "onnx.SparseTensorProto"; }
   SparseTensorProto* New() const { return new SparseTensorProto; }
   static const SparseTensorProto& default_instance() { static const SparseTensorProto d; return d; }
-  bool ParseFromArray(const void* data, int size) { return size >= 0 && onnxl_cxx_SparseTensorProto_parse(this, static_cast<const uint8_t*>(data), static_cast<std::size_t>(size), false); }
-  bool ParseFromString(const std::string& s) { return onnxl_cxx_SparseTensorProto_parse(this, reinterpret_cast<const uint8_t*>(s.data()), s.size(), false); }
+  bool ParseFromArray(const void* data, int size) { return size >= 0 && onnxl_cxx_SparseTensorProto_parse(this, static_cast<const uint8_t*>(data), static_cast<std::size_t>(size), false, nullptr); }
+  bool ParseFromString(const std::string& s) { return onnxl_cxx_SparseTensorProto_parse(this, reinterpret_cast<const uint8_t*>(s.data()), s.size(), false, nullptr); }
   bool ParsePartialFromArray(const void* data, int size) { return ParseFromArray(data, size); }
   bool ParsePartialFromString(const std::string& s) { return ParseFromString(s); }
-  bool MergeFromString(const std::string& s) { return onnxl_cxx_SparseTensorProto_parse(this, reinterpret_cast<const uint8_t*>(s.data()), s.size(), true); }
-  bool MergeFromArray(const void* data, int size) { return size >= 0 && onnxl_cxx_SparseTensorProto_parse(this, static_cast<const uint8_t*>(data), static_cast<std::size_t>(size), true); }
-  bool ParseFromIstream(std::istream* in) { detail::StreamBytes b; return b.read(in) && onnxl_cxx_SparseTensorProto_parse(this, b.data(), b.size(), false); }
+  bool MergeFromString(const std::string& s) { return onnxl_cxx_SparseTensorProto_parse(this, reinterpret_cast<const uint8_t*>(s.data()), s.size(), true, nullptr); }
+  bool MergeFromArray(const void* data, int size) { return size >= 0 && onnxl_cxx_SparseTensorProto_parse(this, static_cast<const uint8_t*>(data), static_cast<std::size_t>(size), true, nullptr); }
+  bool ParseFromIstream(std::istream* in) { return detail::parse_istream(in, this, onnxl_cxx_SparseTensorProto_parse); }
   bool ParsePartialFromIstream(std::istream* in) { return ParseFromIstream(in); }
   bool ParseFromCodedStream(io::CodedInputStream* in) { const uint8_t* d; std::size_t n; std::string t; return in->ReadRest(&d, &n, &t) && n <= 2147483647u && ParseFromArray(d, static_cast<int>(n)); }
   bool ParsePartialFromCodedStream(io::CodedInputStream* in) { return ParseFromCodedStream(in); }
@@ -4644,13 +4727,13 @@ class TensorShapeProto final {
   std::string GetTypeName() const { return "onnx.TensorShapeProto"; }
   TensorShapeProto* New() const { return new TensorShapeProto; }
   static const TensorShapeProto& default_instance() { static const TensorShapeProto d; return d; }
-  bool ParseFromArray(const void* data, int size) { return size >= 0 && onnxl_cxx_TensorShapeProto_parse(this, static_cast<const uint8_t*>(data), static_cast<std::size_t>(size), false); }
-  bool ParseFromString(const std::string& s) { return onnxl_cxx_TensorShapeProto_parse(this, reinterpret_cast<const uint8_t*>(s.data()), s.size(), false); }
+  bool ParseFromArray(const void* data, int size) { return size >= 0 && onnxl_cxx_TensorShapeProto_parse(this, static_cast<const uint8_t*>(data), static_cast<std::size_t>(size), false, nullptr); }
+  bool ParseFromString(const std::string& s) { return onnxl_cxx_TensorShapeProto_parse(this, reinterpret_cast<const uint8_t*>(s.data()), s.size(), false, nullptr); }
   bool ParsePartialFromArray(const void* data, int size) { return ParseFromArray(data, size); }
   bool ParsePartialFromString(const std::string& s) { return ParseFromString(s); }
-  bool MergeFromString(const std::string& s) { return onnxl_cxx_TensorShapeProto_parse(this, reinterpret_cast<const uint8_t*>(s.data()), s.size(), true); }
-  bool MergeFromArray(const void* data, int size) { return size >= 0 && onnxl_cxx_TensorShapeProto_parse(this, static_cast<const uint8_t*>(data), static_cast<std::size_t>(size), true); }
-  bool ParseFromIstream(std::istream* in) { detail::StreamBytes b; return b.read(in) && onnxl_cxx_TensorShapeProto_parse(this, b.data(), b.size(), false); }
+  bool MergeFromString(const std::string& s) { return onnxl_cxx_TensorShapeProto_parse(this, reinterpret_cast<const uint8_t*>(s.data()), s.size(), true, nullptr); }
+  bool MergeFromArray(const void* data, int size) { return size >= 0 && onnxl_cxx_TensorShapeProto_parse(this, static_cast<const uint8_t*>(data), static_cast<std::size_t>(size), true, nullptr); }
+  bool ParseFromIstream(std::istream* in) { return detail::parse_istream(in, this, onnxl_cxx_TensorShapeProto_parse); }
   bool ParsePartialFromIstream(std::istream* in) { return ParseFromIstream(in); }
   bool ParseFromCodedStream(io::CodedInputStream* in) { const uint8_t* d; std::size_t n; std::string t; return in->ReadRest(&d, &n, &t) && n <= 2147483647u && ParseFromArray(d, static_cast<int>(n)); }
   bool ParsePartialFromCodedStream(io::CodedInputStream* in) { return ParseFromCodedStream(in); }
@@ -4711,13 +4794,13 @@ class TensorShapeProto_Dimension final {
   std::string GetTypeName() const { return "onnx.TensorShapeProto.Dimension"; }
   TensorShapeProto_Dimension* New() const { return new TensorShapeProto_Dimension; }
   static const TensorShapeProto_Dimension& default_instance() { static const TensorShapeProto_Dimension d; return d; }
-  bool ParseFromArray(const void* data, int size) { return size >= 0 && onnxl_cxx_TensorShapeProto_Dimension_parse(this, static_cast<const uint8_t*>(data), static_cast<std::size_t>(size), false); }
-  bool ParseFromString(const std::string& s) { return onnxl_cxx_TensorShapeProto_Dimension_parse(this, reinterpret_cast<const uint8_t*>(s.data()), s.size(), false); }
+  bool ParseFromArray(const void* data, int size) { return size >= 0 && onnxl_cxx_TensorShapeProto_Dimension_parse(this, static_cast<const uint8_t*>(data), static_cast<std::size_t>(size), false, nullptr); }
+  bool ParseFromString(const std::string& s) { return onnxl_cxx_TensorShapeProto_Dimension_parse(this, reinterpret_cast<const uint8_t*>(s.data()), s.size(), false, nullptr); }
   bool ParsePartialFromArray(const void* data, int size) { return ParseFromArray(data, size); }
   bool ParsePartialFromString(const std::string& s) { return ParseFromString(s); }
-  bool MergeFromString(const std::string& s) { return onnxl_cxx_TensorShapeProto_Dimension_parse(this, reinterpret_cast<const uint8_t*>(s.data()), s.size(), true); }
-  bool MergeFromArray(const void* data, int size) { return size >= 0 && onnxl_cxx_TensorShapeProto_Dimension_parse(this, static_cast<const uint8_t*>(data), static_cast<std::size_t>(size), true); }
-  bool ParseFromIstream(std::istream* in) { detail::StreamBytes b; return b.read(in) && onnxl_cxx_TensorShapeProto_Dimension_parse(this, b.data(), b.size(), false); }
+  bool MergeFromString(const std::string& s) { return onnxl_cxx_TensorShapeProto_Dimension_parse(this, reinterpret_cast<const uint8_t*>(s.data()), s.size(), true, nullptr); }
+  bool MergeFromArray(const void* data, int size) { return size >= 0 && onnxl_cxx_TensorShapeProto_Dimension_parse(this, static_cast<const uint8_t*>(data), static_cast<std::size_t>(size), true, nullptr); }
+  bool ParseFromIstream(std::istream* in) { return detail::parse_istream(in, this, onnxl_cxx_TensorShapeProto_Dimension_parse); }
   bool ParsePartialFromIstream(std::istream* in) { return ParseFromIstream(in); }
   bool ParseFromCodedStream(io::CodedInputStream* in) { const uint8_t* d; std::size_t n; std::string t; return in->ReadRest(&d, &n, &t) && n <= 2147483647u && ParseFromArray(d, static_cast<int>(n)); }
   bool ParsePartialFromCodedStream(io::CodedInputStream* in) { return ParseFromCodedStream(in); }
@@ -4821,13 +4904,13 @@ class TypeProto final {
   std::string GetTypeName() const { return "onnx.TypeProto"; }
   TypeProto* New() const { return new TypeProto; }
   static const TypeProto& default_instance() { static const TypeProto d; return d; }
-  bool ParseFromArray(const void* data, int size) { return size >= 0 && onnxl_cxx_TypeProto_parse(this, static_cast<const uint8_t*>(data), static_cast<std::size_t>(size), false); }
-  bool ParseFromString(const std::string& s) { return onnxl_cxx_TypeProto_parse(this, reinterpret_cast<const uint8_t*>(s.data()), s.size(), false); }
+  bool ParseFromArray(const void* data, int size) { return size >= 0 && onnxl_cxx_TypeProto_parse(this, static_cast<const uint8_t*>(data), static_cast<std::size_t>(size), false, nullptr); }
+  bool ParseFromString(const std::string& s) { return onnxl_cxx_TypeProto_parse(this, reinterpret_cast<const uint8_t*>(s.data()), s.size(), false, nullptr); }
   bool ParsePartialFromArray(const void* data, int size) { return ParseFromArray(data, size); }
   bool ParsePartialFromString(const std::string& s) { return ParseFromString(s); }
-  bool MergeFromString(const std::string& s) { return onnxl_cxx_TypeProto_parse(this, reinterpret_cast<const uint8_t*>(s.data()), s.size(), true); }
-  bool MergeFromArray(const void* data, int size) { return size >= 0 && onnxl_cxx_TypeProto_parse(this, static_cast<const uint8_t*>(data), static_cast<std::size_t>(size), true); }
-  bool ParseFromIstream(std::istream* in) { detail::StreamBytes b; return b.read(in) && onnxl_cxx_TypeProto_parse(this, b.data(), b.size(), false); }
+  bool MergeFromString(const std::string& s) { return onnxl_cxx_TypeProto_parse(this, reinterpret_cast<const uint8_t*>(s.data()), s.size(), true, nullptr); }
+  bool MergeFromArray(const void* data, int size) { return size >= 0 && onnxl_cxx_TypeProto_parse(this, static_cast<const uint8_t*>(data), static_cast<std::size_t>(size), true, nullptr); }
+  bool ParseFromIstream(std::istream* in) { return detail::parse_istream(in, this, onnxl_cxx_TypeProto_parse); }
   bool ParsePartialFromIstream(std::istream* in) { return ParseFromIstream(in); }
   bool ParseFromCodedStream(io::CodedInputStream* in) { const uint8_t* d; std::size_t n; std::string t; return in->ReadRest(&d, &n, &t) && n <= 2147483647u && ParseFromArray(d, static_cast<int>(n)); }
   bool ParsePartialFromCodedStream(io::CodedInputStream* in) { return ParseFromCodedStream(in); }
@@ -4979,13 +5062,13 @@ class TypeProto_Tensor final {
   std::string GetTypeName() const { return "onnx.TypeProto.Tensor"; }
   TypeProto_Tensor* New() const { return new TypeProto_Tensor; }
   static const TypeProto_Tensor& default_instance() { static const TypeProto_Tensor d; return d; }
-  bool ParseFromArray(const void* data, int size) { return size >= 0 && onnxl_cxx_TypeProto_Tensor_parse(this, static_cast<const uint8_t*>(data), static_cast<std::size_t>(size), false); }
-  bool ParseFromString(const std::string& s) { return onnxl_cxx_TypeProto_Tensor_parse(this, reinterpret_cast<const uint8_t*>(s.data()), s.size(), false); }
+  bool ParseFromArray(const void* data, int size) { return size >= 0 && onnxl_cxx_TypeProto_Tensor_parse(this, static_cast<const uint8_t*>(data), static_cast<std::size_t>(size), false, nullptr); }
+  bool ParseFromString(const std::string& s) { return onnxl_cxx_TypeProto_Tensor_parse(this, reinterpret_cast<const uint8_t*>(s.data()), s.size(), false, nullptr); }
   bool ParsePartialFromArray(const void* data, int size) { return ParseFromArray(data, size); }
   bool ParsePartialFromString(const std::string& s) { return ParseFromString(s); }
-  bool MergeFromString(const std::string& s) { return onnxl_cxx_TypeProto_Tensor_parse(this, reinterpret_cast<const uint8_t*>(s.data()), s.size(), true); }
-  bool MergeFromArray(const void* data, int size) { return size >= 0 && onnxl_cxx_TypeProto_Tensor_parse(this, static_cast<const uint8_t*>(data), static_cast<std::size_t>(size), true); }
-  bool ParseFromIstream(std::istream* in) { detail::StreamBytes b; return b.read(in) && onnxl_cxx_TypeProto_Tensor_parse(this, b.data(), b.size(), false); }
+  bool MergeFromString(const std::string& s) { return onnxl_cxx_TypeProto_Tensor_parse(this, reinterpret_cast<const uint8_t*>(s.data()), s.size(), true, nullptr); }
+  bool MergeFromArray(const void* data, int size) { return size >= 0 && onnxl_cxx_TypeProto_Tensor_parse(this, static_cast<const uint8_t*>(data), static_cast<std::size_t>(size), true, nullptr); }
+  bool ParseFromIstream(std::istream* in) { return detail::parse_istream(in, this, onnxl_cxx_TypeProto_Tensor_parse); }
   bool ParsePartialFromIstream(std::istream* in) { return ParseFromIstream(in); }
   bool ParseFromCodedStream(io::CodedInputStream* in) { const uint8_t* d; std::size_t n; std::string t; return in->ReadRest(&d, &n, &t) && n <= 2147483647u && ParseFromArray(d, static_cast<int>(n)); }
   bool ParsePartialFromCodedStream(io::CodedInputStream* in) { return ParseFromCodedStream(in); }
@@ -5054,13 +5137,13 @@ class TypeProto_Sequence final {
   std::string GetTypeName() const { return "onnx.TypeProto.Sequence"; }
   TypeProto_Sequence* New() const { return new TypeProto_Sequence; }
   static const TypeProto_Sequence& default_instance() { static const TypeProto_Sequence d; return d; }
-  bool ParseFromArray(const void* data, int size) { return size >= 0 && onnxl_cxx_TypeProto_Sequence_parse(this, static_cast<const uint8_t*>(data), static_cast<std::size_t>(size), false); }
-  bool ParseFromString(const std::string& s) { return onnxl_cxx_TypeProto_Sequence_parse(this, reinterpret_cast<const uint8_t*>(s.data()), s.size(), false); }
+  bool ParseFromArray(const void* data, int size) { return size >= 0 && onnxl_cxx_TypeProto_Sequence_parse(this, static_cast<const uint8_t*>(data), static_cast<std::size_t>(size), false, nullptr); }
+  bool ParseFromString(const std::string& s) { return onnxl_cxx_TypeProto_Sequence_parse(this, reinterpret_cast<const uint8_t*>(s.data()), s.size(), false, nullptr); }
   bool ParsePartialFromArray(const void* data, int size) { return ParseFromArray(data, size); }
   bool ParsePartialFromString(const std::string& s) { return ParseFromString(s); }
-  bool MergeFromString(const std::string& s) { return onnxl_cxx_TypeProto_Sequence_parse(this, reinterpret_cast<const uint8_t*>(s.data()), s.size(), true); }
-  bool MergeFromArray(const void* data, int size) { return size >= 0 && onnxl_cxx_TypeProto_Sequence_parse(this, static_cast<const uint8_t*>(data), static_cast<std::size_t>(size), true); }
-  bool ParseFromIstream(std::istream* in) { detail::StreamBytes b; return b.read(in) && onnxl_cxx_TypeProto_Sequence_parse(this, b.data(), b.size(), false); }
+  bool MergeFromString(const std::string& s) { return onnxl_cxx_TypeProto_Sequence_parse(this, reinterpret_cast<const uint8_t*>(s.data()), s.size(), true, nullptr); }
+  bool MergeFromArray(const void* data, int size) { return size >= 0 && onnxl_cxx_TypeProto_Sequence_parse(this, static_cast<const uint8_t*>(data), static_cast<std::size_t>(size), true, nullptr); }
+  bool ParseFromIstream(std::istream* in) { return detail::parse_istream(in, this, onnxl_cxx_TypeProto_Sequence_parse); }
   bool ParsePartialFromIstream(std::istream* in) { return ParseFromIstream(in); }
   bool ParseFromCodedStream(io::CodedInputStream* in) { const uint8_t* d; std::size_t n; std::string t; return in->ReadRest(&d, &n, &t) && n <= 2147483647u && ParseFromArray(d, static_cast<int>(n)); }
   bool ParsePartialFromCodedStream(io::CodedInputStream* in) { return ParseFromCodedStream(in); }
@@ -5122,13 +5205,13 @@ class TypeProto_Map final {
   std::string GetTypeName() const { return "onnx.TypeProto.Map"; }
   TypeProto_Map* New() const { return new TypeProto_Map; }
   static const TypeProto_Map& default_instance() { static const TypeProto_Map d; return d; }
-  bool ParseFromArray(const void* data, int size) { return size >= 0 && onnxl_cxx_TypeProto_Map_parse(this, static_cast<const uint8_t*>(data), static_cast<std::size_t>(size), false); }
-  bool ParseFromString(const std::string& s) { return onnxl_cxx_TypeProto_Map_parse(this, reinterpret_cast<const uint8_t*>(s.data()), s.size(), false); }
+  bool ParseFromArray(const void* data, int size) { return size >= 0 && onnxl_cxx_TypeProto_Map_parse(this, static_cast<const uint8_t*>(data), static_cast<std::size_t>(size), false, nullptr); }
+  bool ParseFromString(const std::string& s) { return onnxl_cxx_TypeProto_Map_parse(this, reinterpret_cast<const uint8_t*>(s.data()), s.size(), false, nullptr); }
   bool ParsePartialFromArray(const void* data, int size) { return ParseFromArray(data, size); }
   bool ParsePartialFromString(const std::string& s) { return ParseFromString(s); }
-  bool MergeFromString(const std::string& s) { return onnxl_cxx_TypeProto_Map_parse(this, reinterpret_cast<const uint8_t*>(s.data()), s.size(), true); }
-  bool MergeFromArray(const void* data, int size) { return size >= 0 && onnxl_cxx_TypeProto_Map_parse(this, static_cast<const uint8_t*>(data), static_cast<std::size_t>(size), true); }
-  bool ParseFromIstream(std::istream* in) { detail::StreamBytes b; return b.read(in) && onnxl_cxx_TypeProto_Map_parse(this, b.data(), b.size(), false); }
+  bool MergeFromString(const std::string& s) { return onnxl_cxx_TypeProto_Map_parse(this, reinterpret_cast<const uint8_t*>(s.data()), s.size(), true, nullptr); }
+  bool MergeFromArray(const void* data, int size) { return size >= 0 && onnxl_cxx_TypeProto_Map_parse(this, static_cast<const uint8_t*>(data), static_cast<std::size_t>(size), true, nullptr); }
+  bool ParseFromIstream(std::istream* in) { return detail::parse_istream(in, this, onnxl_cxx_TypeProto_Map_parse); }
   bool ParsePartialFromIstream(std::istream* in) { return ParseFromIstream(in); }
   bool ParseFromCodedStream(io::CodedInputStream* in) { const uint8_t* d; std::size_t n; std::string t; return in->ReadRest(&d, &n, &t) && n <= 2147483647u && ParseFromArray(d, static_cast<int>(n)); }
   bool ParsePartialFromCodedStream(io::CodedInputStream* in) { return ParseFromCodedStream(in); }
@@ -5197,13 +5280,13 @@ class TypeProto_Optional final {
   std::string GetTypeName() const { return "onnx.TypeProto.Optional"; }
   TypeProto_Optional* New() const { return new TypeProto_Optional; }
   static const TypeProto_Optional& default_instance() { static const TypeProto_Optional d; return d; }
-  bool ParseFromArray(const void* data, int size) { return size >= 0 && onnxl_cxx_TypeProto_Optional_parse(this, static_cast<const uint8_t*>(data), static_cast<std::size_t>(size), false); }
-  bool ParseFromString(const std::string& s) { return onnxl_cxx_TypeProto_Optional_parse(this, reinterpret_cast<const uint8_t*>(s.data()), s.size(), false); }
+  bool ParseFromArray(const void* data, int size) { return size >= 0 && onnxl_cxx_TypeProto_Optional_parse(this, static_cast<const uint8_t*>(data), static_cast<std::size_t>(size), false, nullptr); }
+  bool ParseFromString(const std::string& s) { return onnxl_cxx_TypeProto_Optional_parse(this, reinterpret_cast<const uint8_t*>(s.data()), s.size(), false, nullptr); }
   bool ParsePartialFromArray(const void* data, int size) { return ParseFromArray(data, size); }
   bool ParsePartialFromString(const std::string& s) { return ParseFromString(s); }
-  bool MergeFromString(const std::string& s) { return onnxl_cxx_TypeProto_Optional_parse(this, reinterpret_cast<const uint8_t*>(s.data()), s.size(), true); }
-  bool MergeFromArray(const void* data, int size) { return size >= 0 && onnxl_cxx_TypeProto_Optional_parse(this, static_cast<const uint8_t*>(data), static_cast<std::size_t>(size), true); }
-  bool ParseFromIstream(std::istream* in) { detail::StreamBytes b; return b.read(in) && onnxl_cxx_TypeProto_Optional_parse(this, b.data(), b.size(), false); }
+  bool MergeFromString(const std::string& s) { return onnxl_cxx_TypeProto_Optional_parse(this, reinterpret_cast<const uint8_t*>(s.data()), s.size(), true, nullptr); }
+  bool MergeFromArray(const void* data, int size) { return size >= 0 && onnxl_cxx_TypeProto_Optional_parse(this, static_cast<const uint8_t*>(data), static_cast<std::size_t>(size), true, nullptr); }
+  bool ParseFromIstream(std::istream* in) { return detail::parse_istream(in, this, onnxl_cxx_TypeProto_Optional_parse); }
   bool ParsePartialFromIstream(std::istream* in) { return ParseFromIstream(in); }
   bool ParseFromCodedStream(io::CodedInputStream* in) { const uint8_t* d; std::size_t n; std::string t; return in->ReadRest(&d, &n, &t) && n <= 2147483647u && ParseFromArray(d, static_cast<int>(n)); }
   bool ParsePartialFromCodedStream(io::CodedInputStream* in) { return ParseFromCodedStream(in); }
@@ -5265,13 +5348,13 @@ class TypeProto_SparseTensor final {
   std::string GetTypeName() const { return "onnx.TypeProto.SparseTensor"; }
   TypeProto_SparseTensor* New() const { return new TypeProto_SparseTensor; }
   static const TypeProto_SparseTensor& default_instance() { static const TypeProto_SparseTensor d; return d; }
-  bool ParseFromArray(const void* data, int size) { return size >= 0 && onnxl_cxx_TypeProto_SparseTensor_parse(this, static_cast<const uint8_t*>(data), static_cast<std::size_t>(size), false); }
-  bool ParseFromString(const std::string& s) { return onnxl_cxx_TypeProto_SparseTensor_parse(this, reinterpret_cast<const uint8_t*>(s.data()), s.size(), false); }
+  bool ParseFromArray(const void* data, int size) { return size >= 0 && onnxl_cxx_TypeProto_SparseTensor_parse(this, static_cast<const uint8_t*>(data), static_cast<std::size_t>(size), false, nullptr); }
+  bool ParseFromString(const std::string& s) { return onnxl_cxx_TypeProto_SparseTensor_parse(this, reinterpret_cast<const uint8_t*>(s.data()), s.size(), false, nullptr); }
   bool ParsePartialFromArray(const void* data, int size) { return ParseFromArray(data, size); }
   bool ParsePartialFromString(const std::string& s) { return ParseFromString(s); }
-  bool MergeFromString(const std::string& s) { return onnxl_cxx_TypeProto_SparseTensor_parse(this, reinterpret_cast<const uint8_t*>(s.data()), s.size(), true); }
-  bool MergeFromArray(const void* data, int size) { return size >= 0 && onnxl_cxx_TypeProto_SparseTensor_parse(this, static_cast<const uint8_t*>(data), static_cast<std::size_t>(size), true); }
-  bool ParseFromIstream(std::istream* in) { detail::StreamBytes b; return b.read(in) && onnxl_cxx_TypeProto_SparseTensor_parse(this, b.data(), b.size(), false); }
+  bool MergeFromString(const std::string& s) { return onnxl_cxx_TypeProto_SparseTensor_parse(this, reinterpret_cast<const uint8_t*>(s.data()), s.size(), true, nullptr); }
+  bool MergeFromArray(const void* data, int size) { return size >= 0 && onnxl_cxx_TypeProto_SparseTensor_parse(this, static_cast<const uint8_t*>(data), static_cast<std::size_t>(size), true, nullptr); }
+  bool ParseFromIstream(std::istream* in) { return detail::parse_istream(in, this, onnxl_cxx_TypeProto_SparseTensor_parse); }
   bool ParsePartialFromIstream(std::istream* in) { return ParseFromIstream(in); }
   bool ParseFromCodedStream(io::CodedInputStream* in) { const uint8_t* d; std::size_t n; std::string t; return in->ReadRest(&d, &n, &t) && n <= 2147483647u && ParseFromArray(d, static_cast<int>(n)); }
   bool ParsePartialFromCodedStream(io::CodedInputStream* in) { return ParseFromCodedStream(in); }
@@ -5340,13 +5423,13 @@ class TypeProto_Opaque final {
   std::string GetTypeName() const { return "onnx.TypeProto.Opaque"; }
   TypeProto_Opaque* New() const { return new TypeProto_Opaque; }
   static const TypeProto_Opaque& default_instance() { static const TypeProto_Opaque d; return d; }
-  bool ParseFromArray(const void* data, int size) { return size >= 0 && onnxl_cxx_TypeProto_Opaque_parse(this, static_cast<const uint8_t*>(data), static_cast<std::size_t>(size), false); }
-  bool ParseFromString(const std::string& s) { return onnxl_cxx_TypeProto_Opaque_parse(this, reinterpret_cast<const uint8_t*>(s.data()), s.size(), false); }
+  bool ParseFromArray(const void* data, int size) { return size >= 0 && onnxl_cxx_TypeProto_Opaque_parse(this, static_cast<const uint8_t*>(data), static_cast<std::size_t>(size), false, nullptr); }
+  bool ParseFromString(const std::string& s) { return onnxl_cxx_TypeProto_Opaque_parse(this, reinterpret_cast<const uint8_t*>(s.data()), s.size(), false, nullptr); }
   bool ParsePartialFromArray(const void* data, int size) { return ParseFromArray(data, size); }
   bool ParsePartialFromString(const std::string& s) { return ParseFromString(s); }
-  bool MergeFromString(const std::string& s) { return onnxl_cxx_TypeProto_Opaque_parse(this, reinterpret_cast<const uint8_t*>(s.data()), s.size(), true); }
-  bool MergeFromArray(const void* data, int size) { return size >= 0 && onnxl_cxx_TypeProto_Opaque_parse(this, static_cast<const uint8_t*>(data), static_cast<std::size_t>(size), true); }
-  bool ParseFromIstream(std::istream* in) { detail::StreamBytes b; return b.read(in) && onnxl_cxx_TypeProto_Opaque_parse(this, b.data(), b.size(), false); }
+  bool MergeFromString(const std::string& s) { return onnxl_cxx_TypeProto_Opaque_parse(this, reinterpret_cast<const uint8_t*>(s.data()), s.size(), true, nullptr); }
+  bool MergeFromArray(const void* data, int size) { return size >= 0 && onnxl_cxx_TypeProto_Opaque_parse(this, static_cast<const uint8_t*>(data), static_cast<std::size_t>(size), true, nullptr); }
+  bool ParseFromIstream(std::istream* in) { return detail::parse_istream(in, this, onnxl_cxx_TypeProto_Opaque_parse); }
   bool ParsePartialFromIstream(std::istream* in) { return ParseFromIstream(in); }
   bool ParseFromCodedStream(io::CodedInputStream* in) { const uint8_t* d; std::size_t n; std::string t; return in->ReadRest(&d, &n, &t) && n <= 2147483647u && ParseFromArray(d, static_cast<int>(n)); }
   bool ParsePartialFromCodedStream(io::CodedInputStream* in) { return ParseFromCodedStream(in); }
@@ -5426,13 +5509,13 @@ class OperatorSetIdProto final {
   std::string GetTypeName() const { return "onnx.OperatorSetIdProto"; }
   OperatorSetIdProto* New() const { return new OperatorSetIdProto; }
   static const OperatorSetIdProto& default_instance() { static const OperatorSetIdProto d; return d; }
-  bool ParseFromArray(const void* data, int size) { return size >= 0 && onnxl_cxx_OperatorSetIdProto_parse(this, static_cast<const uint8_t*>(data), static_cast<std::size_t>(size), false); }
-  bool ParseFromString(const std::string& s) { return onnxl_cxx_OperatorSetIdProto_parse(this, reinterpret_cast<const uint8_t*>(s.data()), s.size(), false); }
+  bool ParseFromArray(const void* data, int size) { return size >= 0 && onnxl_cxx_OperatorSetIdProto_parse(this, static_cast<const uint8_t*>(data), static_cast<std::size_t>(size), false, nullptr); }
+  bool ParseFromString(const std::string& s) { return onnxl_cxx_OperatorSetIdProto_parse(this, reinterpret_cast<const uint8_t*>(s.data()), s.size(), false, nullptr); }
   bool ParsePartialFromArray(const void* data, int size) { return ParseFromArray(data, size); }
   bool ParsePartialFromString(const std::string& s) { return ParseFromString(s); }
-  bool MergeFromString(const std::string& s) { return onnxl_cxx_OperatorSetIdProto_parse(this, reinterpret_cast<const uint8_t*>(s.data()), s.size(), true); }
-  bool MergeFromArray(const void* data, int size) { return size >= 0 && onnxl_cxx_OperatorSetIdProto_parse(this, static_cast<const uint8_t*>(data), static_cast<std::size_t>(size), true); }
-  bool ParseFromIstream(std::istream* in) { detail::StreamBytes b; return b.read(in) && onnxl_cxx_OperatorSetIdProto_parse(this, b.data(), b.size(), false); }
+  bool MergeFromString(const std::string& s) { return onnxl_cxx_OperatorSetIdProto_parse(this, reinterpret_cast<const uint8_t*>(s.data()), s.size(), true, nullptr); }
+  bool MergeFromArray(const void* data, int size) { return size >= 0 && onnxl_cxx_OperatorSetIdProto_parse(this, static_cast<const uint8_t*>(data), static_cast<std::size_t>(size), true, nullptr); }
+  bool ParseFromIstream(std::istream* in) { return detail::parse_istream(in, this, onnxl_cxx_OperatorSetIdProto_parse); }
   bool ParsePartialFromIstream(std::istream* in) { return ParseFromIstream(in); }
   bool ParseFromCodedStream(io::CodedInputStream* in) { const uint8_t* d; std::size_t n; std::string t; return in->ReadRest(&d, &n, &t) && n <= 2147483647u && ParseFromArray(d, static_cast<int>(n)); }
   bool ParsePartialFromCodedStream(io::CodedInputStream* in) { return ParseFromCodedStream(in); }
@@ -5504,13 +5587,13 @@ class FunctionProto final {
   std::string GetTypeName() const { return "onnx.FunctionProto"; }
   FunctionProto* New() const { return new FunctionProto; }
   static const FunctionProto& default_instance() { static const FunctionProto d; return d; }
-  bool ParseFromArray(const void* data, int size) { return size >= 0 && onnxl_cxx_FunctionProto_parse(this, static_cast<const uint8_t*>(data), static_cast<std::size_t>(size), false); }
-  bool ParseFromString(const std::string& s) { return onnxl_cxx_FunctionProto_parse(this, reinterpret_cast<const uint8_t*>(s.data()), s.size(), false); }
+  bool ParseFromArray(const void* data, int size) { return size >= 0 && onnxl_cxx_FunctionProto_parse(this, static_cast<const uint8_t*>(data), static_cast<std::size_t>(size), false, nullptr); }
+  bool ParseFromString(const std::string& s) { return onnxl_cxx_FunctionProto_parse(this, reinterpret_cast<const uint8_t*>(s.data()), s.size(), false, nullptr); }
   bool ParsePartialFromArray(const void* data, int size) { return ParseFromArray(data, size); }
   bool ParsePartialFromString(const std::string& s) { return ParseFromString(s); }
-  bool MergeFromString(const std::string& s) { return onnxl_cxx_FunctionProto_parse(this, reinterpret_cast<const uint8_t*>(s.data()), s.size(), true); }
-  bool MergeFromArray(const void* data, int size) { return size >= 0 && onnxl_cxx_FunctionProto_parse(this, static_cast<const uint8_t*>(data), static_cast<std::size_t>(size), true); }
-  bool ParseFromIstream(std::istream* in) { detail::StreamBytes b; return b.read(in) && onnxl_cxx_FunctionProto_parse(this, b.data(), b.size(), false); }
+  bool MergeFromString(const std::string& s) { return onnxl_cxx_FunctionProto_parse(this, reinterpret_cast<const uint8_t*>(s.data()), s.size(), true, nullptr); }
+  bool MergeFromArray(const void* data, int size) { return size >= 0 && onnxl_cxx_FunctionProto_parse(this, static_cast<const uint8_t*>(data), static_cast<std::size_t>(size), true, nullptr); }
+  bool ParseFromIstream(std::istream* in) { return detail::parse_istream(in, this, onnxl_cxx_FunctionProto_parse); }
   bool ParsePartialFromIstream(std::istream* in) { return ParseFromIstream(in); }
   bool ParseFromCodedStream(io::CodedInputStream* in) { const uint8_t* d; std::size_t n; std::string t; return in->ReadRest(&d, &n, &t) && n <= 2147483647u && ParseFromArray(d, static_cast<int>(n)); }
   bool ParsePartialFromCodedStream(io::CodedInputStream* in) { return ParseFromCodedStream(in); }
@@ -5751,13 +5834,13 @@ class SequenceProto final {
   std::string GetTypeName() const { return "onnx.SequenceProto"; }
   SequenceProto* New() const { return new SequenceProto; }
   static const SequenceProto& default_instance() { static const SequenceProto d; return d; }
-  bool ParseFromArray(const void* data, int size) { return size >= 0 && onnxl_cxx_SequenceProto_parse(this, static_cast<const uint8_t*>(data), static_cast<std::size_t>(size), false); }
-  bool ParseFromString(const std::string& s) { return onnxl_cxx_SequenceProto_parse(this, reinterpret_cast<const uint8_t*>(s.data()), s.size(), false); }
+  bool ParseFromArray(const void* data, int size) { return size >= 0 && onnxl_cxx_SequenceProto_parse(this, static_cast<const uint8_t*>(data), static_cast<std::size_t>(size), false, nullptr); }
+  bool ParseFromString(const std::string& s) { return onnxl_cxx_SequenceProto_parse(this, reinterpret_cast<const uint8_t*>(s.data()), s.size(), false, nullptr); }
   bool ParsePartialFromArray(const void* data, int size) { return ParseFromArray(data, size); }
   bool ParsePartialFromString(const std::string& s) { return ParseFromString(s); }
-  bool MergeFromString(const std::string& s) { return onnxl_cxx_SequenceProto_parse(this, reinterpret_cast<const uint8_t*>(s.data()), s.size(), true); }
-  bool MergeFromArray(const void* data, int size) { return size >= 0 && onnxl_cxx_SequenceProto_parse(this, static_cast<const uint8_t*>(data), static_cast<std::size_t>(size), true); }
-  bool ParseFromIstream(std::istream* in) { detail::StreamBytes b; return b.read(in) && onnxl_cxx_SequenceProto_parse(this, b.data(), b.size(), false); }
+  bool MergeFromString(const std::string& s) { return onnxl_cxx_SequenceProto_parse(this, reinterpret_cast<const uint8_t*>(s.data()), s.size(), true, nullptr); }
+  bool MergeFromArray(const void* data, int size) { return size >= 0 && onnxl_cxx_SequenceProto_parse(this, static_cast<const uint8_t*>(data), static_cast<std::size_t>(size), true, nullptr); }
+  bool ParseFromIstream(std::istream* in) { return detail::parse_istream(in, this, onnxl_cxx_SequenceProto_parse); }
   bool ParsePartialFromIstream(std::istream* in) { return ParseFromIstream(in); }
   bool ParseFromCodedStream(io::CodedInputStream* in) { const uint8_t* d; std::size_t n; std::string t; return in->ReadRest(&d, &n, &t) && n <= 2147483647u && ParseFromArray(d, static_cast<int>(n)); }
   bool ParsePartialFromCodedStream(io::CodedInputStream* in) { return ParseFromCodedStream(in); }
@@ -5884,13 +5967,13 @@ class MapProto final {
   std::string GetTypeName() const { return "onnx.MapProto"; }
   MapProto* New() const { return new MapProto; }
   static const MapProto& default_instance() { static const MapProto d; return d; }
-  bool ParseFromArray(const void* data, int size) { return size >= 0 && onnxl_cxx_MapProto_parse(this, static_cast<const uint8_t*>(data), static_cast<std::size_t>(size), false); }
-  bool ParseFromString(const std::string& s) { return onnxl_cxx_MapProto_parse(this, reinterpret_cast<const uint8_t*>(s.data()), s.size(), false); }
+  bool ParseFromArray(const void* data, int size) { return size >= 0 && onnxl_cxx_MapProto_parse(this, static_cast<const uint8_t*>(data), static_cast<std::size_t>(size), false, nullptr); }
+  bool ParseFromString(const std::string& s) { return onnxl_cxx_MapProto_parse(this, reinterpret_cast<const uint8_t*>(s.data()), s.size(), false, nullptr); }
   bool ParsePartialFromArray(const void* data, int size) { return ParseFromArray(data, size); }
   bool ParsePartialFromString(const std::string& s) { return ParseFromString(s); }
-  bool MergeFromString(const std::string& s) { return onnxl_cxx_MapProto_parse(this, reinterpret_cast<const uint8_t*>(s.data()), s.size(), true); }
-  bool MergeFromArray(const void* data, int size) { return size >= 0 && onnxl_cxx_MapProto_parse(this, static_cast<const uint8_t*>(data), static_cast<std::size_t>(size), true); }
-  bool ParseFromIstream(std::istream* in) { detail::StreamBytes b; return b.read(in) && onnxl_cxx_MapProto_parse(this, b.data(), b.size(), false); }
+  bool MergeFromString(const std::string& s) { return onnxl_cxx_MapProto_parse(this, reinterpret_cast<const uint8_t*>(s.data()), s.size(), true, nullptr); }
+  bool MergeFromArray(const void* data, int size) { return size >= 0 && onnxl_cxx_MapProto_parse(this, static_cast<const uint8_t*>(data), static_cast<std::size_t>(size), true, nullptr); }
+  bool ParseFromIstream(std::istream* in) { return detail::parse_istream(in, this, onnxl_cxx_MapProto_parse); }
   bool ParsePartialFromIstream(std::istream* in) { return ParseFromIstream(in); }
   bool ParseFromCodedStream(io::CodedInputStream* in) { const uint8_t* d; std::size_t n; std::string t; return in->ReadRest(&d, &n, &t) && n <= 2147483647u && ParseFromArray(d, static_cast<int>(n)); }
   bool ParsePartialFromCodedStream(io::CodedInputStream* in) { return ParseFromCodedStream(in); }
@@ -6019,13 +6102,13 @@ class OptionalProto final {
   std::string GetTypeName() const { return "onnx.OptionalProto"; }
   OptionalProto* New() const { return new OptionalProto; }
   static const OptionalProto& default_instance() { static const OptionalProto d; return d; }
-  bool ParseFromArray(const void* data, int size) { return size >= 0 && onnxl_cxx_OptionalProto_parse(this, static_cast<const uint8_t*>(data), static_cast<std::size_t>(size), false); }
-  bool ParseFromString(const std::string& s) { return onnxl_cxx_OptionalProto_parse(this, reinterpret_cast<const uint8_t*>(s.data()), s.size(), false); }
+  bool ParseFromArray(const void* data, int size) { return size >= 0 && onnxl_cxx_OptionalProto_parse(this, static_cast<const uint8_t*>(data), static_cast<std::size_t>(size), false, nullptr); }
+  bool ParseFromString(const std::string& s) { return onnxl_cxx_OptionalProto_parse(this, reinterpret_cast<const uint8_t*>(s.data()), s.size(), false, nullptr); }
   bool ParsePartialFromArray(const void* data, int size) { return ParseFromArray(data, size); }
   bool ParsePartialFromString(const std::string& s) { return ParseFromString(s); }
-  bool MergeFromString(const std::string& s) { return onnxl_cxx_OptionalProto_parse(this, reinterpret_cast<const uint8_t*>(s.data()), s.size(), true); }
-  bool MergeFromArray(const void* data, int size) { return size >= 0 && onnxl_cxx_OptionalProto_parse(this, static_cast<const uint8_t*>(data), static_cast<std::size_t>(size), true); }
-  bool ParseFromIstream(std::istream* in) { detail::StreamBytes b; return b.read(in) && onnxl_cxx_OptionalProto_parse(this, b.data(), b.size(), false); }
+  bool MergeFromString(const std::string& s) { return onnxl_cxx_OptionalProto_parse(this, reinterpret_cast<const uint8_t*>(s.data()), s.size(), true, nullptr); }
+  bool MergeFromArray(const void* data, int size) { return size >= 0 && onnxl_cxx_OptionalProto_parse(this, static_cast<const uint8_t*>(data), static_cast<std::size_t>(size), true, nullptr); }
+  bool ParseFromIstream(std::istream* in) { return detail::parse_istream(in, this, onnxl_cxx_OptionalProto_parse); }
   bool ParsePartialFromIstream(std::istream* in) { return ParseFromIstream(in); }
   bool ParseFromCodedStream(io::CodedInputStream* in) { const uint8_t* d; std::size_t n; std::string t; return in->ReadRest(&d, &n, &t) && n <= 2147483647u && ParseFromArray(d, static_cast<int>(n)); }
   bool ParsePartialFromCodedStream(io::CodedInputStream* in) { return ParseFromCodedStream(in); }

@@ -977,6 +977,8 @@ pub struct CxxStringOps {
     pub data: unsafe extern "C" fn(s: *const c_void) -> *mut u8,
     /// `s->size()`.
     pub size: unsafe extern "C" fn(s: *const c_void) -> usize,
+    /// `s->resize(len)`, then `s->data()`; NULL when it could not grow.
+    pub resize: unsafe extern "C" fn(s: *mut c_void, len: usize) -> *mut u8,
 }
 
 static CXX_STRING_OPS: OnceLock<&'static CxxStringOps> = OnceLock::new();
@@ -1208,6 +1210,25 @@ impl CxxStringPool {
     /// Tensor bytes held in a `std::string` from the start (as [`CxxStringPool::string`]).
     pub(crate) fn payload(&mut self, bytes: &[u8]) -> ByteSpan {
         ByteSpan::from_cxx(self.take(bytes))
+    }
+
+    /// Tensor bytes of `len` (> 0) bytes that `fill` writes into their `std::string` (a payload
+    /// read from a stream: no other copy of it is made); `None` when the string cannot grow.
+    pub(crate) fn payload_filled(
+        &mut self,
+        len: usize,
+        fill: impl FnOnce(&mut [u8]),
+    ) -> Option<ByteSpan> {
+        let s = self.0.pop_front().unwrap_or_else(|| CxxString::new(&[]));
+        // SAFETY: a live string owned by `s`.
+        let data = unsafe { (cxx_ops().resize)(s.0.as_ptr(), len) };
+        if data.is_null() || len == 0 {
+            return None;
+        }
+        // SAFETY: after `resize(len)`, `data()` is writable for `len` bytes until the string
+        // changes, which it does not before `fill` returns.
+        fill(unsafe { std::slice::from_raw_parts_mut(data, len) });
+        Some(ByteSpan::from_cxx(s))
     }
 }
 

@@ -298,6 +298,141 @@ std::string varint(uint64_t v) {
   return s;
 }
 
+/// A model whose tensors span the sizes a stream parse treats apart (payloads of 1 KiB to 200 KiB,
+/// in the graph, a node's attribute, a subgraph and a sparse initializer).
+onnx::ModelProto payload_model() {
+  onnx::ModelProto model = small_model();
+  onnx::GraphProto* graph = model.mutable_graph();
+  const std::size_t sizes[] = {200 << 10, 1 << 10, 40 << 10, 32 << 10, (32 << 10) - 1, 100 << 10};
+  for (std::size_t i = 0; i < sizeof sizes / sizeof sizes[0]; ++i) {
+    onnx::TensorProto* t = graph->add_initializer();
+    t->set_name("p" + std::to_string(i));
+    t->set_data_type(onnx::TensorProto::UINT8);
+    t->add_dims(static_cast<int64_t>(sizes[i]));
+    std::string bytes(sizes[i], '\0');
+    for (std::size_t k = 0; k < bytes.size(); ++k) bytes[k] = static_cast<char>((k * 31 + i) & 0xff);
+    t->set_raw_data(bytes);
+  }
+  onnx::AttributeProto* attr = graph->mutable_node(0)->add_attribute();
+  attr->set_name("value");
+  attr->set_type(onnx::AttributeProto::TENSOR);
+  *attr->mutable_t() = graph->initializer(1);
+  attr->mutable_t()->set_raw_data(std::string(64 << 10, 'a'));
+  onnx::AttributeProto* body = graph->mutable_node(0)->add_attribute();
+  body->set_name("body");
+  body->set_type(onnx::AttributeProto::GRAPH);
+  *body->mutable_g()->add_initializer() = graph->initializer(0);
+  onnx::SparseTensorProto* sparse = graph->add_sparse_initializer();
+  *sparse->mutable_values() = graph->initializer(2);
+  sparse->add_dims(40 << 10);
+  return model;
+}
+
+/// A stream buffer over a string that cannot seek (a pipe), or that reports `reported` bytes to
+/// a seek to its end while holding more (a file that grew), or whose reads fail from `fail_at`.
+class TestBuf : public std::streambuf {
+ public:
+  TestBuf(std::string bytes, bool seekable, std::size_t reported, std::size_t fail_at)
+      : bytes_(std::move(bytes)), seekable_(seekable), reported_(reported), fail_at_(fail_at) {}
+
+ protected:
+  int_type underflow() override {
+    if (pos_ >= bytes_.size() || pos_ >= fail_at_) return traits_type::eof();
+    const std::size_t n = std::min({std::size_t(4096), bytes_.size() - pos_, fail_at_ - pos_});
+    setg(&bytes_[pos_], &bytes_[pos_], &bytes_[pos_] + n);
+    pos_ += n;
+    return traits_type::to_int_type(bytes_[pos_ - n]);
+  }
+  pos_type seekoff(off_type off, std::ios::seekdir dir, std::ios::openmode which) override {
+    if (!seekable_) return pos_type(off_type(-1));
+    const off_type here = static_cast<off_type>(pos_) - (egptr() - gptr());
+    const off_type base = dir == std::ios::beg ? 0 : dir == std::ios::cur ? here : static_cast<off_type>(reported_);
+    return seekpos(pos_type(base + off), which);
+  }
+  pos_type seekpos(pos_type to, std::ios::openmode) override {
+    if (!seekable_ || to < 0 || static_cast<std::size_t>(to) > bytes_.size()) return pos_type(off_type(-1));
+    pos_ = static_cast<std::size_t>(to);
+    setg(nullptr, nullptr, nullptr);
+    return to;
+  }
+
+ private:
+  std::string bytes_;
+  bool seekable_;
+  std::size_t reported_;
+  std::size_t fail_at_;
+  std::size_t pos_ = 0;
+};
+
+/// ParseFromIstream on the streams a program meets: a file from a position past its start, a
+/// string stream, a stream that cannot seek, one that grew after its size was taken, one whose
+/// reads fail (before the end, in a large payload, in the structure), a file cut short; the
+/// parsed bytes, the return value and the stream's state afterwards.
+void istream_parses() {
+  const std::string bytes = payload_model().SerializeAsString();
+  auto report = [&](const char* what, std::istream& in) {
+    onnx::ModelProto m = small_model();
+    const bool ok = m.ParseFromIstream(&in);
+    out("istream %-22s ok=%d same=%d eof=%d fail=%d bad=%d", what, static_cast<int>(ok),
+        static_cast<int>(ok && m.SerializeAsString() == bytes), static_cast<int>(in.eof()),
+        static_cast<int>(in.fail()), static_cast<int>(in.bad()));
+  };
+  const std::string path = "cpp_compat_istream.bin";
+  {
+    std::ofstream f(path, std::ios::binary);
+    f << "PREFIX" << bytes;
+  }
+  {
+    std::ifstream f(path, std::ios::binary);
+    f.seekg(6);
+    report("file at offset 6", f);
+  }
+  {
+    std::ofstream f(path, std::ios::binary);
+    f << bytes.substr(0, bytes.size() / 3);
+  }
+  {
+    std::ifstream f(path, std::ios::binary);
+    report("file cut short", f);
+  }
+  std::remove(path.c_str());
+  {
+    std::istringstream in(bytes);
+    report("string stream", in);
+  }
+  const std::size_t none = static_cast<std::size_t>(-1);
+  {
+    TestBuf buf(bytes, false, bytes.size(), none);
+    std::istream in(&buf);
+    report("not seekable", in);
+  }
+  {
+    TestBuf buf(bytes, true, bytes.size() / 2, none);
+    std::istream in(&buf);
+    report("grew", in);
+  }
+  {
+    TestBuf buf(bytes, true, bytes.size(), bytes.size() / 2);
+    std::istream in(&buf);
+    report("fails in the middle", in);
+  }
+  {
+    TestBuf buf(bytes, true, bytes.size(), 100);
+    std::istream in(&buf);
+    report("fails at 100", in);
+  }
+  {
+    TestBuf buf(bytes, true, bytes.size(), bytes.size());
+    std::istream in(&buf);
+    report("seekable buffer", in);
+  }
+  {
+    std::istringstream in(bytes);
+    in.setstate(std::ios::failbit);
+    report("already failed", in);
+  }
+}
+
 void unknown_fields() {
   // Unknown fields of every wire type, between and after known fields.
   std::string unknown;
@@ -707,6 +842,8 @@ int main(int argc, char** argv) {
   aliasing();
   out("== parse and serialize");
   parse_and_serialize();
+  out("== ParseFromIstream on streams");
+  istream_parses();
   out("== unknown fields");
   unknown_fields();
   out("== empty doc strings");

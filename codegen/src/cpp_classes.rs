@@ -429,7 +429,8 @@ pub fn generate() -> String {
 fn extern_declarations() -> String {
     let mut o = String::from(
         "// Entry points of the C++ layer (src/ffi/cxx*.rs; not part of the C API).\nextern \"C\" {\n\
-         typedef struct OnnxlCxxStringOps {\n  void* (*create)(const uint8_t* data, size_t len);\n  void (*destroy)(void* s);\n  void (*assign)(void* s, const uint8_t* data, size_t len);\n  uint8_t* (*data)(const void* s);\n  size_t (*size)(const void* s);\n} OnnxlCxxStringOps;\n\
+         typedef struct OnnxlCxxStringOps {\n  void* (*create)(const uint8_t* data, size_t len);\n  void (*destroy)(void* s);\n  void (*assign)(void* s, const uint8_t* data, size_t len);\n  uint8_t* (*data)(const void* s);\n  size_t (*size)(const void* s);\n  uint8_t* (*resize)(void* s, size_t len);\n} OnnxlCxxStringOps;\n\
+         typedef struct OnnxlCxxSource {\n  bool (*read)(void* ctx, uint64_t offset, uint8_t* dst, size_t len);\n  void* ctx;\n  uint64_t size;\n} OnnxlCxxSource;\n\
          bool onnxl_cxx_init(const OnnxlCxxStringOps* ops, uint64_t fingerprint);\n\
          uint64_t onnxl_cxx_layout_fingerprint(void);\n\
          void* onnxl_cxx_alloc(size_t size, size_t align);\n\
@@ -464,7 +465,7 @@ fn extern_declarations() -> String {
         let p = format!("onnxl_cxx_{}", cpp_name(m.name));
         writeln!(
             o,
-            "void {p}_init(void* p);\nvoid {p}_drop(void* p);\nbool {p}_init_copy(void* p, const void* src);\nbool {p}_copy_from(void* p, const void* src);\nbool {p}_merge_from(void* p, const void* src);\nvoid {p}_clear(void* p);\nbool {p}_parse(void* p, const uint8_t* data, size_t len, bool merge);\nbool {p}_serialize(const void* p, uint8_t* (*alloc)(void* ctx, size_t size), void* ctx);\nsize_t {p}_byte_size(const void* p);\nvoid {p}_list_init(void* f);\nvoid {p}_list_drop(void* f);\nvoid* {p}_list_add(void* f);\nvoid* {p}_list_add_copy(void* f, const void* src);\nvoid {p}_list_delete(void* f, size_t start, size_t n);\nvoid {p}_list_swap(void* f, size_t i, size_t j);\nvoid {p}_list_truncate(void* f, size_t n);\nvoid {p}_list_reserve(void* f, size_t n);"
+            "void {p}_init(void* p);\nvoid {p}_drop(void* p);\nbool {p}_init_copy(void* p, const void* src);\nbool {p}_copy_from(void* p, const void* src);\nbool {p}_merge_from(void* p, const void* src);\nvoid {p}_clear(void* p);\nbool {p}_parse(void* p, const uint8_t* data, size_t len, bool merge, const OnnxlCxxSource* source);\nbool {p}_serialize(const void* p, uint8_t* (*alloc)(void* ctx, size_t size), void* ctx);\nsize_t {p}_byte_size(const void* p);\nvoid {p}_list_init(void* f);\nvoid {p}_list_drop(void* f);\nvoid* {p}_list_add(void* f);\nvoid* {p}_list_add_copy(void* f, const void* src);\nvoid {p}_list_delete(void* f, size_t start, size_t n);\nvoid {p}_list_swap(void* f, size_t i, size_t j);\nvoid {p}_list_truncate(void* f, size_t n);\nvoid {p}_list_reserve(void* f, size_t n);"
         )
         .unwrap();
         if crate::has_rare(m) {
@@ -621,21 +622,21 @@ fn gen_class(
     ));
     // Parsing and serializing.
     ms.inline(&format!(
-        "bool ParseFromArray(const void* data, int size) {{ return size >= 0 && {p}_parse(this, static_cast<const uint8_t*>(data), static_cast<std::size_t>(size), false); }}"
+        "bool ParseFromArray(const void* data, int size) {{ return size >= 0 && {p}_parse(this, static_cast<const uint8_t*>(data), static_cast<std::size_t>(size), false, nullptr); }}"
     ));
     ms.inline(&format!(
-        "bool ParseFromString(const std::string& s) {{ return {p}_parse(this, reinterpret_cast<const uint8_t*>(s.data()), s.size(), false); }}"
+        "bool ParseFromString(const std::string& s) {{ return {p}_parse(this, reinterpret_cast<const uint8_t*>(s.data()), s.size(), false, nullptr); }}"
     ));
     ms.inline("bool ParsePartialFromArray(const void* data, int size) { return ParseFromArray(data, size); }");
     ms.inline("bool ParsePartialFromString(const std::string& s) { return ParseFromString(s); }");
     ms.inline(&format!(
-        "bool MergeFromString(const std::string& s) {{ return {p}_parse(this, reinterpret_cast<const uint8_t*>(s.data()), s.size(), true); }}"
+        "bool MergeFromString(const std::string& s) {{ return {p}_parse(this, reinterpret_cast<const uint8_t*>(s.data()), s.size(), true, nullptr); }}"
     ));
     ms.inline(&format!(
-        "bool MergeFromArray(const void* data, int size) {{ return size >= 0 && {p}_parse(this, static_cast<const uint8_t*>(data), static_cast<std::size_t>(size), true); }}"
+        "bool MergeFromArray(const void* data, int size) {{ return size >= 0 && {p}_parse(this, static_cast<const uint8_t*>(data), static_cast<std::size_t>(size), true, nullptr); }}"
     ));
     ms.inline(&format!(
-        "bool ParseFromIstream(std::istream* in) {{ detail::StreamBytes b; return b.read(in) && {p}_parse(this, b.data(), b.size(), false); }}"
+        "bool ParseFromIstream(std::istream* in) {{ return detail::parse_istream(in, this, {p}_parse); }}"
     ));
     ms.inline("bool ParsePartialFromIstream(std::istream* in) { return ParseFromIstream(in); }");
     ms.inline("bool ParseFromCodedStream(io::CodedInputStream* in) { const uint8_t* d; std::size_t n; std::string t; return in->ReadRest(&d, &n, &t) && n <= 2147483647u && ParseFromArray(d, static_cast<int>(n)); }");

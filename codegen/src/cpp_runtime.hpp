@@ -64,11 +64,22 @@ extern "C" inline uint8_t* string_data(const void* s) {
   return reinterpret_cast<uint8_t*>(const_cast<char*>(static_cast<const std::string*>(s)->data()));
 }
 extern "C" inline std::size_t string_size(const void* s) { return static_cast<const std::string*>(s)->size(); }
+/// NULL when the string could not grow.
+extern "C" inline uint8_t* string_resize(void* s, std::size_t len) {
+  try {
+    std::string* str = static_cast<std::string*>(s);
+    str->resize(len);
+    return reinterpret_cast<uint8_t*>(&(*str)[0]);
+  } catch (...) {
+    return nullptr;
+  }
+}
 
 /// Registers the string functions and checks, once per program, that this header was generated
 /// for the library it runs with (same message layouts); aborts otherwise.
 inline bool init() noexcept {
-  static const OnnxlCxxStringOps ops = {string_create, string_destroy, string_assign, string_data, string_size};
+  static const OnnxlCxxStringOps ops = {string_create, string_destroy, string_assign, string_data, string_size,
+                                        string_resize};
   static const bool ok = onnxl_cxx_init(&ops, kLayoutFingerprint);
   if (!ok) {
     std::fprintf(stderr,
@@ -197,39 +208,16 @@ inline void check_grown(bool ok) {
   throw std::out_of_range(buf);
 }
 
-/// The rest of a stream in memory, for ParseFromIstream. A seekable stream (a file) is read
-/// with one call into a buffer of its exact size: no growth, no zero fill, and std::filebuf
-/// reads a large request straight into it. Any other stream, and whatever follows the size a
-/// seek reported, is read in 64 KiB steps. Afterwards the stream is at its end with eofbit and
-/// failbit set, as after protobuf's reads; false when it fails before its end.
+/// A stream that cannot seek, in memory (ParseFromIstream): read in 64 KiB steps to its end.
 class StreamBytes {
  public:
-  bool read(std::istream* in) {
-    std::streambuf* sb = in->rdbuf();
-    if (!in->good() || sb == nullptr) {
-      in->setstate(std::ios::failbit);
-      return false;
-    }
-    const std::streampos cur = sb->pubseekoff(0, std::ios::cur, std::ios::in);
-    const std::streampos end =
-        cur == std::streampos(-1) ? cur : sb->pubseekoff(0, std::ios::end, std::ios::in);
-    if (end != std::streampos(-1) && end >= cur && sb->pubseekpos(cur, std::ios::in) == cur) {
-      const std::size_t want = static_cast<std::size_t>(end - cur);
-      reserve(want);
-      while (size_ < want) {
-        const std::streamsize n = sb->sgetn(data_.get() + size_, static_cast<std::streamsize>(want - size_));
-        if (n <= 0) break;
-        size_ += static_cast<std::size_t>(n);
-      }
-    }
-    for (;;) {  // the rest, if any (not seekable, or grown since)
+  void read(std::streambuf* sb) {
+    for (;;) {
       reserve(size_ + 65536);
       const std::streamsize n = sb->sgetn(data_.get() + size_, static_cast<std::streamsize>(capacity_ - size_));
       if (n <= 0) break;
       size_ += static_cast<std::size_t>(n);
     }
-    in->setstate(std::ios::eofbit | std::ios::failbit);
-    return true;
   }
   const uint8_t* data() const noexcept { return reinterpret_cast<const uint8_t*>(data_.get()); }
   std::size_t size() const noexcept { return size_; }
@@ -247,6 +235,95 @@ class StreamBytes {
   std::size_t size_ = 0;
   std::size_t capacity_ = 0;
 };
+
+/// A seekable stream (a file), from its position to its end, read by the library in the ranges
+/// a parse needs: the message structure, and each large tensor payload straight into its
+/// std::string (so that no buffer of the whole stream is made, as protobuf reads a stream).
+class StreamSource {
+ public:
+  /// False when the stream cannot seek.
+  bool open(std::streambuf* sb) {
+    sb_ = sb;
+    start_ = sb->pubseekoff(0, std::ios::cur, std::ios::in);
+    if (start_ == std::streampos(-1)) return false;
+    const std::streampos end = sb->pubseekoff(0, std::ios::end, std::ios::in);
+    if (end == std::streampos(-1) || end < start_ || sb->pubseekpos(start_, std::ios::in) != start_) return false;
+    source_ = OnnxlCxxSource{&read, this, static_cast<uint64_t>(end - start_)};
+    pos_ = 0;
+    return true;
+  }
+  const OnnxlCxxSource* source() const noexcept { return &source_; }
+  /// Whether the stream ends where it ended when opened (else it grew meanwhile).
+  bool at_end() {
+    return seek(source_.size) && std::char_traits<char>::eq_int_type(sb_->sgetc(), std::char_traits<char>::eof());
+  }
+  /// Back to where the stream was when opened.
+  bool rewind() { return seek(0); }
+
+ private:
+  bool seek(uint64_t offset) {
+    if (offset == pos_) return true;
+    const std::streampos to = start_ + static_cast<std::streamoff>(offset);
+    if (sb_->pubseekpos(to, std::ios::in) != to) return false;
+    pos_ = offset;
+    return true;
+  }
+  static bool read(void* ctx, uint64_t offset, uint8_t* dst, std::size_t len) {
+    StreamSource* s = static_cast<StreamSource*>(ctx);
+    try {
+      if (!s->seek(offset)) return false;
+      while (len > 0) {
+        const std::size_t want = std::min<std::size_t>(len, std::size_t(1) << 30);
+        const std::streamsize n = s->sb_->sgetn(reinterpret_cast<char*>(dst), static_cast<std::streamsize>(want));
+        if (n <= 0) {
+          s->pos_ = UINT64_MAX;  // (unknown: seek before the next read)
+          return false;
+        }
+        dst += n;
+        len -= static_cast<std::size_t>(n);
+        s->pos_ += static_cast<uint64_t>(n);
+      }
+      return true;
+    } catch (...) {  // (a stream buffer that throws: the parse fails)
+      s->pos_ = UINT64_MAX;
+      return false;
+    }
+  }
+  std::streambuf* sb_ = nullptr;
+  std::streampos start_;
+  uint64_t pos_ = 0;
+  OnnxlCxxSource source_{};
+};
+
+using ParseFn = bool (*)(void* m, const uint8_t* data, std::size_t len, bool merge, const OnnxlCxxSource* source);
+
+/// ParseFromIstream of every message class: the stream from its position to its end, read in
+/// the ranges the parse needs when it can seek (StreamSource; read whole again if it grew
+/// meanwhile), else whole. Afterwards the stream is at its end with eofbit and failbit set, as
+/// after protobuf's reads.
+inline bool parse_istream(std::istream* in, void* m, ParseFn parse) {
+  std::streambuf* sb = in->rdbuf();
+  if (!in->good() || sb == nullptr) {
+    in->setstate(std::ios::failbit);
+    return false;
+  }
+  StreamSource source;
+  if (source.open(sb)) {
+    const bool ok = parse(m, nullptr, 0, false, source.source());
+    if (source.at_end()) {
+      in->setstate(std::ios::eofbit | std::ios::failbit);
+      return ok;
+    }
+    if (!source.rewind()) {
+      in->setstate(std::ios::badbit);
+      return false;
+    }
+  }
+  StreamBytes bytes;
+  bytes.read(sb);
+  in->setstate(std::ios::eofbit | std::ios::failbit);
+  return parse(m, bytes.data(), bytes.size(), false, nullptr);
+}
 
 /// Serializing into std::string: the library asks once for room for the whole encoding.
 struct Appender {

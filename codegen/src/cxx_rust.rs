@@ -63,7 +63,8 @@ pub fn generate() -> String {
          //! # Safety (every function)\n\
          //! Message pointers are live objects of the named type (C++ `this`); a pointer to a\n\
          //! field is that field of a live message; nothing else accesses an object a function\n\
-         //! modifies; byte pointers are readable for their length.\n\n\
+         //! modifies; byte pointers are readable for their length; a source is NULL or a live\n\
+         //! `OnnxlCxxSource`.\n\n\
          #![allow(clippy::missing_safety_doc)]\n\n\
          use std::ffi::c_void;\n\
          use std::fmt::Write;\n\n\
@@ -114,9 +115,9 @@ fn gen_message(o: &mut String, m: &MessageDef) {
         ("clear", "p: *mut {T}", "", "unsafe { *p = {T}::new() }"),
         (
             "parse",
-            "p: *mut {T}, data: *const u8, len: usize, merge: bool",
+            "p: *mut {T}, data: *const u8, len: usize, merge: bool, source: *const OnnxlCxxSource",
             " -> bool",
-            "unsafe { parse(p, data, len, merge) }",
+            "unsafe { parse(p, data, len, merge, source) }",
         ),
         (
             "serialize",

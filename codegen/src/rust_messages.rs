@@ -173,6 +173,7 @@ pub fn generate() -> String {
     gen_tensor_visitors(&mut o);
     gen_tensor_rewriters(&mut o);
     gen_placed_tensor_walk(&mut o);
+    gen_payload_paths(&mut o);
     gen_dispatch(&mut o);
     o
 }
@@ -197,6 +198,50 @@ fn reaches_tensor() -> Vec<&'static str> {
             return set;
         }
     }
+}
+
+/// `PAYLOAD_PATHS` and `payload_walk_index`: the fields of the encoding that lead to tensor
+/// payloads, for walks of the bytes that skip payloads (`codec::sparse`).
+fn gen_payload_paths(o: &mut String) {
+    let reach = reaches_tensor();
+    let walked: Vec<&MessageDef> = MESSAGES
+        .iter()
+        .filter(|m| reach.contains(&m.name))
+        .collect();
+    let index = |name: &str| walked.iter().position(|m| m.name == name).unwrap();
+    o.push_str(
+        "/// The fields of an encoding on the paths to tensor payloads, for walks of the bytes that skip\n\
+         /// payloads (`codec::sparse`): `(message, field number, target)` for each message that can\n\
+         /// hold a `TensorProto` (numbered as [`payload_walk_index`] numbers them), `target` being the\n\
+         /// field's message or [`PAYLOAD_FIELD`] (`TensorProto.raw_data`).\n\
+         pub(crate) const PAYLOAD_PATHS: &[(u8, u32, u8)] = &[\n",
+    );
+    for (i, m) in walked.iter().enumerate() {
+        for f in m.fields {
+            let target = match f.kind {
+                Kind::Payload => "PAYLOAD_FIELD".to_string(),
+                Kind::Message(t) if reach.contains(&t) => index(t).to_string(),
+                _ => continue,
+            };
+            writeln!(
+                o,
+                "    ({i}, {}, {target}), // {}.{}",
+                f.number, m.name, f.name
+            )
+            .unwrap();
+        }
+    }
+    o.push_str(
+        "];\n\n/// The `target` of a tensor payload in [`PAYLOAD_PATHS`].\n\
+         pub(crate) const PAYLOAD_FIELD: u8 = u8::MAX;\n\n\
+         /// The number of the message named `name` in [`PAYLOAD_PATHS`]; `None` when it cannot hold\n\
+         /// a tensor payload.\n\
+         pub(crate) fn payload_walk_index(name: &str) -> Option<u8> {\n    Some(match name {\n",
+    );
+    for (i, m) in walked.iter().enumerate() {
+        writeln!(o, "        \"{}\" => {i},", m.name).unwrap();
+    }
+    o.push_str("        _ => return None,\n    })\n}\n\n");
 }
 
 /// `visit_tensors` / `visit_tensors_mut`: every TensorProto reachable from a message, in field

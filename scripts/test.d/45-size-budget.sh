@@ -35,7 +35,7 @@ source scripts/lib/library-sizes.sh
 # too). The library with the opt-in `remote` feature has its own budget: 8 112 600 measured when
 # the feature came (its `object_store`, `reqwest`, `hyper`, `h2`, `rustls`, `tokio` and `url`
 # stack: +5.56 MB) plus ~2.5%.
-FULL_BUDGET=2583000
+FULL_BUDGET=2591000
 REMOTE_BUDGET=8315000
 MINIMAL_BUDGET=1500000
 

@@ -6,6 +6,7 @@
 mod options;
 mod parallel;
 mod parallel_write;
+pub(crate) mod sparse;
 
 pub use options::TensorBufferOptions;
 pub use options::{

@@ -24,6 +24,8 @@ use std::ffi::c_void;
 use super::panic::ffi_value;
 use super::status::FfiError;
 use crate::bytes::{CxxString, CxxStringPool};
+use crate::codec::sparse::{Image, sparse_image};
+use crate::error::Error;
 use crate::error::TryClone;
 use crate::proto::{Message, MsgBox, Recycle, Recycler, RepeatedField};
 use crate::wire::{
@@ -423,8 +425,41 @@ unsafe fn reserve_list<T>(f: *mut c_void, n: usize) -> bool {
 // ---------------------------------------------------------------------------------------------
 // Generic bodies of the per-message functions (cxx_messages.rs).
 
-/// Parses `len` bytes at `data` into `m` (cleared first unless `merge`), payloads copied;
-/// false (and the last error) when protobuf would refuse the bytes.
+/// A seekable C++ stream (`ParseFromIstream`), read in the ranges a parse needs.
+#[repr(C)]
+pub struct OnnxlCxxSource {
+    /// Reads `len` bytes at `offset` (from where the stream was when the parse began) into
+    /// `dst`; false unless it read all of them.
+    read: unsafe extern "C" fn(ctx: *mut c_void, offset: u64, dst: *mut u8, len: usize) -> bool,
+    ctx: *mut c_void,
+    /// The bytes from there to the stream's end.
+    size: u64,
+}
+
+/// Tensor payloads of at least this many bytes are read from a C++ stream straight into their
+/// `std::string`s: the parse never reads them into the image of the stream (one pass over
+/// their memory, as protobuf's parse from a stream).
+const STREAM_PAYLOAD_MIN: usize = 32 << 10;
+
+/// An [`OnnxlCxxSource`] for the decode settings.
+struct StreamReader(*const OnnxlCxxSource);
+
+// SAFETY: the C++ classes' parse runs on the calling thread only (it never parses in parallel),
+// which is the thread that owns the stream.
+unsafe impl Send for StreamReader {}
+// SAFETY: see `Send`.
+unsafe impl Sync for StreamReader {}
+
+impl StreamReader {
+    fn read(&self, offset: u64, dst: &mut [u8]) -> bool {
+        // SAFETY: `parse`'s contract: the source is live for the parse; `dst` is writable.
+        unsafe { ((*self.0).read)((*self.0).ctx, offset, dst.as_mut_ptr(), dst.len()) }
+    }
+}
+
+/// Parses `len` bytes at `data` — or, when `source` is not NULL, the stream it reads — into
+/// `m` (cleared first unless `merge`), payloads copied; false (and the last error) when
+/// protobuf would refuse the bytes.
 ///
 /// Strings are decoded as `std::string`s (so that the getters never convert them), and, as
 /// protobuf does when it parses into a message again, the memory of the content the parse
@@ -432,15 +467,17 @@ unsafe fn reserve_list<T>(f: *mut c_void, n: usize) -> bool {
 /// order the parse meets them (a parse of the same bytes puts every value where it was).
 ///
 /// # Safety
-/// `m` is a live message that nothing else accesses; `data` readable for `len` bytes.
+/// `m` is a live message that nothing else accesses; `data` readable for `len` bytes, or
+/// `source` a live source used by this thread only.
 pub(crate) unsafe fn parse<M: Message + Recycle>(
     m: *mut M,
     data: *const u8,
     len: usize,
     merge: bool,
+    source: *const OnnxlCxxSource,
 ) -> bool {
     // SAFETY: contract.
-    unsafe { parse_any(m, data, len, merge) }
+    unsafe { parse_any(m, data, len, merge, source) }
 }
 
 /// [`Recycle`] without the message type (for [`parse_any`]).
@@ -458,17 +495,34 @@ impl<M: Recycle> DynRecycle for M {
 ///
 /// # Safety
 /// As [`parse`].
-unsafe fn parse_any(m: *mut dyn DynRecycle, data: *const u8, len: usize, merge: bool) -> bool {
+unsafe fn parse_any(
+    m: *mut dyn DynRecycle,
+    data: *const u8,
+    len: usize,
+    merge: bool,
+    source: *const OnnxlCxxSource,
+) -> bool {
     ffi_value(false, || {
         // SAFETY: contract.
-        let (m, b) = unsafe { (&mut *m, bytes(data, len)) };
+        let m = unsafe { &mut *m };
+        let mut config = DecodeConfig::default();
+        let image;
+        let b = if source.is_null() {
+            // SAFETY: contract.
+            unsafe { bytes(data, len) }
+        } else {
+            image = stream_image(m.message_name(), source, &mut config)?;
+            image.as_ref()
+        };
         let mut strings = CxxStringPool::default();
         let mut recycler = Recycler::default();
         if !merge {
             m.recycle_any(&mut recycler, &mut strings);
         }
-        let config = DecodeConfig::default();
         let mut r = Reader::new(b, &config);
+        if !source.is_null() {
+            r.sparse_input(STREAM_PAYLOAD_MIN);
+        }
         // SAFETY: both pools outlive the reader (dropped after it, below) and are used only
         // through it.
         unsafe { r.recycle_from(&mut strings, (&raw mut recycler).cast()) };
@@ -477,6 +531,37 @@ unsafe fn parse_any(m: *mut dyn DynRecycle, data: *const u8, len: usize, merge: 
         result.map_err(FfiError::from)?;
         Ok(true)
     })
+}
+
+/// The sparse image of the stream `source` holds (a `name` message) without its large
+/// payloads, which `config` then reads from the stream.
+#[inline(never)]
+fn stream_image(
+    name: &str,
+    source: *const OnnxlCxxSource,
+    config: &mut DecodeConfig,
+) -> Result<Image, FfiError> {
+    let stream = StreamReader(source);
+    // SAFETY: `parse`'s contract: the source is live.
+    let size = unsafe { (*source).size };
+    let image = sparse_image(
+        name,
+        size,
+        STREAM_PAYLOAD_MIN as u64,
+        config.max_depth,
+        &mut |offset, dst| match stream.read(offset, dst) {
+            true => Ok(()),
+            false => Err(Error::io(
+                format!("<stream> at offset {offset}"),
+                std::io::ErrorKind::UnexpectedEof.into(),
+            )),
+        },
+        "the stream",
+    )?;
+    config.read_source = Some(std::sync::Arc::new(move |offset, dst| {
+        stream.read(offset as u64, dst)
+    }));
+    Ok(image)
 }
 
 /// Serializes `m` into the buffer `alloc(ctx, size)` returns; false (and the last error) when it
@@ -801,6 +886,9 @@ pub(crate) fn layout_facts<S: LayoutSink>(o: S) -> S {
         .decimal(order)
         .text(" len=")
         .decimal(rlen)
+        // The functions the header registers (`OnnxlCxxStringOps`, in this order).
+        .text("\nstring_ops size=")
+        .decimal(size_of::<crate::bytes::CxxStringOps>())
         .text("\n")
 }
 

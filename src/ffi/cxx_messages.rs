@@ -5,7 +5,8 @@
 //! # Safety (every function)
 //! Message pointers are live objects of the named type (C++ `this`); a pointer to a
 //! field is that field of a live message; nothing else accesses an object a function
-//! modifies; byte pointers are readable for their length.
+//! modifies; byte pointers are readable for their length; a source is NULL or a live
+//! `OnnxlCxxSource`.
 
 #![allow(clippy::missing_safety_doc)]
 
@@ -57,9 +58,9 @@ pub unsafe extern "C" fn onnxl_cxx_AttributeProto_clear(p: *mut AttributeProto) 
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn onnxl_cxx_AttributeProto_parse(p: *mut AttributeProto, data: *const u8, len: usize, merge: bool) -> bool {
+pub unsafe extern "C" fn onnxl_cxx_AttributeProto_parse(p: *mut AttributeProto, data: *const u8, len: usize, merge: bool, source: *const OnnxlCxxSource) -> bool {
     // SAFETY: module contract.
-    unsafe { parse(p, data, len, merge) }
+    unsafe { parse(p, data, len, merge, source) }
 }
 
 #[unsafe(no_mangle)]
@@ -173,9 +174,9 @@ pub unsafe extern "C" fn onnxl_cxx_ValueInfoProto_clear(p: *mut ValueInfoProto) 
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn onnxl_cxx_ValueInfoProto_parse(p: *mut ValueInfoProto, data: *const u8, len: usize, merge: bool) -> bool {
+pub unsafe extern "C" fn onnxl_cxx_ValueInfoProto_parse(p: *mut ValueInfoProto, data: *const u8, len: usize, merge: bool, source: *const OnnxlCxxSource) -> bool {
     // SAFETY: module contract.
-    unsafe { parse(p, data, len, merge) }
+    unsafe { parse(p, data, len, merge, source) }
 }
 
 #[unsafe(no_mangle)]
@@ -289,9 +290,9 @@ pub unsafe extern "C" fn onnxl_cxx_NodeProto_clear(p: *mut NodeProto) {
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn onnxl_cxx_NodeProto_parse(p: *mut NodeProto, data: *const u8, len: usize, merge: bool) -> bool {
+pub unsafe extern "C" fn onnxl_cxx_NodeProto_parse(p: *mut NodeProto, data: *const u8, len: usize, merge: bool, source: *const OnnxlCxxSource) -> bool {
     // SAFETY: module contract.
-    unsafe { parse(p, data, len, merge) }
+    unsafe { parse(p, data, len, merge, source) }
 }
 
 #[unsafe(no_mangle)]
@@ -405,9 +406,9 @@ pub unsafe extern "C" fn onnxl_cxx_IntIntListEntryProto_clear(p: *mut IntIntList
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn onnxl_cxx_IntIntListEntryProto_parse(p: *mut IntIntListEntryProto, data: *const u8, len: usize, merge: bool) -> bool {
+pub unsafe extern "C" fn onnxl_cxx_IntIntListEntryProto_parse(p: *mut IntIntListEntryProto, data: *const u8, len: usize, merge: bool, source: *const OnnxlCxxSource) -> bool {
     // SAFETY: module contract.
-    unsafe { parse(p, data, len, merge) }
+    unsafe { parse(p, data, len, merge, source) }
 }
 
 #[unsafe(no_mangle)]
@@ -509,9 +510,9 @@ pub unsafe extern "C" fn onnxl_cxx_NodeDeviceConfigurationProto_clear(p: *mut No
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn onnxl_cxx_NodeDeviceConfigurationProto_parse(p: *mut NodeDeviceConfigurationProto, data: *const u8, len: usize, merge: bool) -> bool {
+pub unsafe extern "C" fn onnxl_cxx_NodeDeviceConfigurationProto_parse(p: *mut NodeDeviceConfigurationProto, data: *const u8, len: usize, merge: bool, source: *const OnnxlCxxSource) -> bool {
     // SAFETY: module contract.
-    unsafe { parse(p, data, len, merge) }
+    unsafe { parse(p, data, len, merge, source) }
 }
 
 #[unsafe(no_mangle)]
@@ -613,9 +614,9 @@ pub unsafe extern "C" fn onnxl_cxx_ShardingSpecProto_clear(p: *mut ShardingSpecP
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn onnxl_cxx_ShardingSpecProto_parse(p: *mut ShardingSpecProto, data: *const u8, len: usize, merge: bool) -> bool {
+pub unsafe extern "C" fn onnxl_cxx_ShardingSpecProto_parse(p: *mut ShardingSpecProto, data: *const u8, len: usize, merge: bool, source: *const OnnxlCxxSource) -> bool {
     // SAFETY: module contract.
-    unsafe { parse(p, data, len, merge) }
+    unsafe { parse(p, data, len, merge, source) }
 }
 
 #[unsafe(no_mangle)]
@@ -717,9 +718,9 @@ pub unsafe extern "C" fn onnxl_cxx_ShardedDimProto_clear(p: *mut ShardedDimProto
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn onnxl_cxx_ShardedDimProto_parse(p: *mut ShardedDimProto, data: *const u8, len: usize, merge: bool) -> bool {
+pub unsafe extern "C" fn onnxl_cxx_ShardedDimProto_parse(p: *mut ShardedDimProto, data: *const u8, len: usize, merge: bool, source: *const OnnxlCxxSource) -> bool {
     // SAFETY: module contract.
-    unsafe { parse(p, data, len, merge) }
+    unsafe { parse(p, data, len, merge, source) }
 }
 
 #[unsafe(no_mangle)]
@@ -821,9 +822,9 @@ pub unsafe extern "C" fn onnxl_cxx_SimpleShardedDimProto_clear(p: *mut SimpleSha
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn onnxl_cxx_SimpleShardedDimProto_parse(p: *mut SimpleShardedDimProto, data: *const u8, len: usize, merge: bool) -> bool {
+pub unsafe extern "C" fn onnxl_cxx_SimpleShardedDimProto_parse(p: *mut SimpleShardedDimProto, data: *const u8, len: usize, merge: bool, source: *const OnnxlCxxSource) -> bool {
     // SAFETY: module contract.
-    unsafe { parse(p, data, len, merge) }
+    unsafe { parse(p, data, len, merge, source) }
 }
 
 #[unsafe(no_mangle)]
@@ -974,9 +975,9 @@ pub unsafe extern "C" fn onnxl_cxx_TrainingInfoProto_clear(p: *mut TrainingInfoP
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn onnxl_cxx_TrainingInfoProto_parse(p: *mut TrainingInfoProto, data: *const u8, len: usize, merge: bool) -> bool {
+pub unsafe extern "C" fn onnxl_cxx_TrainingInfoProto_parse(p: *mut TrainingInfoProto, data: *const u8, len: usize, merge: bool, source: *const OnnxlCxxSource) -> bool {
     // SAFETY: module contract.
-    unsafe { parse(p, data, len, merge) }
+    unsafe { parse(p, data, len, merge, source) }
 }
 
 #[unsafe(no_mangle)]
@@ -1078,9 +1079,9 @@ pub unsafe extern "C" fn onnxl_cxx_ModelProto_clear(p: *mut ModelProto) {
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn onnxl_cxx_ModelProto_parse(p: *mut ModelProto, data: *const u8, len: usize, merge: bool) -> bool {
+pub unsafe extern "C" fn onnxl_cxx_ModelProto_parse(p: *mut ModelProto, data: *const u8, len: usize, merge: bool, source: *const OnnxlCxxSource) -> bool {
     // SAFETY: module contract.
-    unsafe { parse(p, data, len, merge) }
+    unsafe { parse(p, data, len, merge, source) }
 }
 
 #[unsafe(no_mangle)]
@@ -1182,9 +1183,9 @@ pub unsafe extern "C" fn onnxl_cxx_DeviceConfigurationProto_clear(p: *mut Device
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn onnxl_cxx_DeviceConfigurationProto_parse(p: *mut DeviceConfigurationProto, data: *const u8, len: usize, merge: bool) -> bool {
+pub unsafe extern "C" fn onnxl_cxx_DeviceConfigurationProto_parse(p: *mut DeviceConfigurationProto, data: *const u8, len: usize, merge: bool, source: *const OnnxlCxxSource) -> bool {
     // SAFETY: module contract.
-    unsafe { parse(p, data, len, merge) }
+    unsafe { parse(p, data, len, merge, source) }
 }
 
 #[unsafe(no_mangle)]
@@ -1286,9 +1287,9 @@ pub unsafe extern "C" fn onnxl_cxx_StringStringEntryProto_clear(p: *mut StringSt
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn onnxl_cxx_StringStringEntryProto_parse(p: *mut StringStringEntryProto, data: *const u8, len: usize, merge: bool) -> bool {
+pub unsafe extern "C" fn onnxl_cxx_StringStringEntryProto_parse(p: *mut StringStringEntryProto, data: *const u8, len: usize, merge: bool, source: *const OnnxlCxxSource) -> bool {
     // SAFETY: module contract.
-    unsafe { parse(p, data, len, merge) }
+    unsafe { parse(p, data, len, merge, source) }
 }
 
 #[unsafe(no_mangle)]
@@ -1390,9 +1391,9 @@ pub unsafe extern "C" fn onnxl_cxx_TensorAnnotation_clear(p: *mut TensorAnnotati
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn onnxl_cxx_TensorAnnotation_parse(p: *mut TensorAnnotation, data: *const u8, len: usize, merge: bool) -> bool {
+pub unsafe extern "C" fn onnxl_cxx_TensorAnnotation_parse(p: *mut TensorAnnotation, data: *const u8, len: usize, merge: bool, source: *const OnnxlCxxSource) -> bool {
     // SAFETY: module contract.
-    unsafe { parse(p, data, len, merge) }
+    unsafe { parse(p, data, len, merge, source) }
 }
 
 #[unsafe(no_mangle)]
@@ -1494,9 +1495,9 @@ pub unsafe extern "C" fn onnxl_cxx_GraphProto_clear(p: *mut GraphProto) {
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn onnxl_cxx_GraphProto_parse(p: *mut GraphProto, data: *const u8, len: usize, merge: bool) -> bool {
+pub unsafe extern "C" fn onnxl_cxx_GraphProto_parse(p: *mut GraphProto, data: *const u8, len: usize, merge: bool, source: *const OnnxlCxxSource) -> bool {
     // SAFETY: module contract.
-    unsafe { parse(p, data, len, merge) }
+    unsafe { parse(p, data, len, merge, source) }
 }
 
 #[unsafe(no_mangle)]
@@ -1598,9 +1599,9 @@ pub unsafe extern "C" fn onnxl_cxx_TensorProto_clear(p: *mut TensorProto) {
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn onnxl_cxx_TensorProto_parse(p: *mut TensorProto, data: *const u8, len: usize, merge: bool) -> bool {
+pub unsafe extern "C" fn onnxl_cxx_TensorProto_parse(p: *mut TensorProto, data: *const u8, len: usize, merge: bool, source: *const OnnxlCxxSource) -> bool {
     // SAFETY: module contract.
-    unsafe { parse(p, data, len, merge) }
+    unsafe { parse(p, data, len, merge, source) }
 }
 
 #[unsafe(no_mangle)]
@@ -1714,9 +1715,9 @@ pub unsafe extern "C" fn onnxl_cxx_TensorProto_Segment_clear(p: *mut TensorProto
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn onnxl_cxx_TensorProto_Segment_parse(p: *mut TensorProtoSegment, data: *const u8, len: usize, merge: bool) -> bool {
+pub unsafe extern "C" fn onnxl_cxx_TensorProto_Segment_parse(p: *mut TensorProtoSegment, data: *const u8, len: usize, merge: bool, source: *const OnnxlCxxSource) -> bool {
     // SAFETY: module contract.
-    unsafe { parse(p, data, len, merge) }
+    unsafe { parse(p, data, len, merge, source) }
 }
 
 #[unsafe(no_mangle)]
@@ -1818,9 +1819,9 @@ pub unsafe extern "C" fn onnxl_cxx_SparseTensorProto_clear(p: *mut SparseTensorP
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn onnxl_cxx_SparseTensorProto_parse(p: *mut SparseTensorProto, data: *const u8, len: usize, merge: bool) -> bool {
+pub unsafe extern "C" fn onnxl_cxx_SparseTensorProto_parse(p: *mut SparseTensorProto, data: *const u8, len: usize, merge: bool, source: *const OnnxlCxxSource) -> bool {
     // SAFETY: module contract.
-    unsafe { parse(p, data, len, merge) }
+    unsafe { parse(p, data, len, merge, source) }
 }
 
 #[unsafe(no_mangle)]
@@ -1922,9 +1923,9 @@ pub unsafe extern "C" fn onnxl_cxx_TensorShapeProto_clear(p: *mut TensorShapePro
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn onnxl_cxx_TensorShapeProto_parse(p: *mut TensorShapeProto, data: *const u8, len: usize, merge: bool) -> bool {
+pub unsafe extern "C" fn onnxl_cxx_TensorShapeProto_parse(p: *mut TensorShapeProto, data: *const u8, len: usize, merge: bool, source: *const OnnxlCxxSource) -> bool {
     // SAFETY: module contract.
-    unsafe { parse(p, data, len, merge) }
+    unsafe { parse(p, data, len, merge, source) }
 }
 
 #[unsafe(no_mangle)]
@@ -2026,9 +2027,9 @@ pub unsafe extern "C" fn onnxl_cxx_TensorShapeProto_Dimension_clear(p: *mut Tens
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn onnxl_cxx_TensorShapeProto_Dimension_parse(p: *mut TensorShapeProtoDimension, data: *const u8, len: usize, merge: bool) -> bool {
+pub unsafe extern "C" fn onnxl_cxx_TensorShapeProto_Dimension_parse(p: *mut TensorShapeProtoDimension, data: *const u8, len: usize, merge: bool, source: *const OnnxlCxxSource) -> bool {
     // SAFETY: module contract.
-    unsafe { parse(p, data, len, merge) }
+    unsafe { parse(p, data, len, merge, source) }
 }
 
 #[unsafe(no_mangle)]
@@ -2191,9 +2192,9 @@ pub unsafe extern "C" fn onnxl_cxx_TypeProto_clear(p: *mut TypeProto) {
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn onnxl_cxx_TypeProto_parse(p: *mut TypeProto, data: *const u8, len: usize, merge: bool) -> bool {
+pub unsafe extern "C" fn onnxl_cxx_TypeProto_parse(p: *mut TypeProto, data: *const u8, len: usize, merge: bool, source: *const OnnxlCxxSource) -> bool {
     // SAFETY: module contract.
-    unsafe { parse(p, data, len, merge) }
+    unsafe { parse(p, data, len, merge, source) }
 }
 
 #[unsafe(no_mangle)]
@@ -2463,9 +2464,9 @@ pub unsafe extern "C" fn onnxl_cxx_TypeProto_Tensor_clear(p: *mut TypeProtoTenso
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn onnxl_cxx_TypeProto_Tensor_parse(p: *mut TypeProtoTensor, data: *const u8, len: usize, merge: bool) -> bool {
+pub unsafe extern "C" fn onnxl_cxx_TypeProto_Tensor_parse(p: *mut TypeProtoTensor, data: *const u8, len: usize, merge: bool, source: *const OnnxlCxxSource) -> bool {
     // SAFETY: module contract.
-    unsafe { parse(p, data, len, merge) }
+    unsafe { parse(p, data, len, merge, source) }
 }
 
 #[unsafe(no_mangle)]
@@ -2567,9 +2568,9 @@ pub unsafe extern "C" fn onnxl_cxx_TypeProto_Sequence_clear(p: *mut TypeProtoSeq
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn onnxl_cxx_TypeProto_Sequence_parse(p: *mut TypeProtoSequence, data: *const u8, len: usize, merge: bool) -> bool {
+pub unsafe extern "C" fn onnxl_cxx_TypeProto_Sequence_parse(p: *mut TypeProtoSequence, data: *const u8, len: usize, merge: bool, source: *const OnnxlCxxSource) -> bool {
     // SAFETY: module contract.
-    unsafe { parse(p, data, len, merge) }
+    unsafe { parse(p, data, len, merge, source) }
 }
 
 #[unsafe(no_mangle)]
@@ -2671,9 +2672,9 @@ pub unsafe extern "C" fn onnxl_cxx_TypeProto_Map_clear(p: *mut TypeProtoMap) {
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn onnxl_cxx_TypeProto_Map_parse(p: *mut TypeProtoMap, data: *const u8, len: usize, merge: bool) -> bool {
+pub unsafe extern "C" fn onnxl_cxx_TypeProto_Map_parse(p: *mut TypeProtoMap, data: *const u8, len: usize, merge: bool, source: *const OnnxlCxxSource) -> bool {
     // SAFETY: module contract.
-    unsafe { parse(p, data, len, merge) }
+    unsafe { parse(p, data, len, merge, source) }
 }
 
 #[unsafe(no_mangle)]
@@ -2775,9 +2776,9 @@ pub unsafe extern "C" fn onnxl_cxx_TypeProto_Optional_clear(p: *mut TypeProtoOpt
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn onnxl_cxx_TypeProto_Optional_parse(p: *mut TypeProtoOptional, data: *const u8, len: usize, merge: bool) -> bool {
+pub unsafe extern "C" fn onnxl_cxx_TypeProto_Optional_parse(p: *mut TypeProtoOptional, data: *const u8, len: usize, merge: bool, source: *const OnnxlCxxSource) -> bool {
     // SAFETY: module contract.
-    unsafe { parse(p, data, len, merge) }
+    unsafe { parse(p, data, len, merge, source) }
 }
 
 #[unsafe(no_mangle)]
@@ -2879,9 +2880,9 @@ pub unsafe extern "C" fn onnxl_cxx_TypeProto_SparseTensor_clear(p: *mut TypeProt
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn onnxl_cxx_TypeProto_SparseTensor_parse(p: *mut TypeProtoSparseTensor, data: *const u8, len: usize, merge: bool) -> bool {
+pub unsafe extern "C" fn onnxl_cxx_TypeProto_SparseTensor_parse(p: *mut TypeProtoSparseTensor, data: *const u8, len: usize, merge: bool, source: *const OnnxlCxxSource) -> bool {
     // SAFETY: module contract.
-    unsafe { parse(p, data, len, merge) }
+    unsafe { parse(p, data, len, merge, source) }
 }
 
 #[unsafe(no_mangle)]
@@ -2983,9 +2984,9 @@ pub unsafe extern "C" fn onnxl_cxx_TypeProto_Opaque_clear(p: *mut TypeProtoOpaqu
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn onnxl_cxx_TypeProto_Opaque_parse(p: *mut TypeProtoOpaque, data: *const u8, len: usize, merge: bool) -> bool {
+pub unsafe extern "C" fn onnxl_cxx_TypeProto_Opaque_parse(p: *mut TypeProtoOpaque, data: *const u8, len: usize, merge: bool, source: *const OnnxlCxxSource) -> bool {
     // SAFETY: module contract.
-    unsafe { parse(p, data, len, merge) }
+    unsafe { parse(p, data, len, merge, source) }
 }
 
 #[unsafe(no_mangle)]
@@ -3087,9 +3088,9 @@ pub unsafe extern "C" fn onnxl_cxx_OperatorSetIdProto_clear(p: *mut OperatorSetI
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn onnxl_cxx_OperatorSetIdProto_parse(p: *mut OperatorSetIdProto, data: *const u8, len: usize, merge: bool) -> bool {
+pub unsafe extern "C" fn onnxl_cxx_OperatorSetIdProto_parse(p: *mut OperatorSetIdProto, data: *const u8, len: usize, merge: bool, source: *const OnnxlCxxSource) -> bool {
     // SAFETY: module contract.
-    unsafe { parse(p, data, len, merge) }
+    unsafe { parse(p, data, len, merge, source) }
 }
 
 #[unsafe(no_mangle)]
@@ -3191,9 +3192,9 @@ pub unsafe extern "C" fn onnxl_cxx_FunctionProto_clear(p: *mut FunctionProto) {
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn onnxl_cxx_FunctionProto_parse(p: *mut FunctionProto, data: *const u8, len: usize, merge: bool) -> bool {
+pub unsafe extern "C" fn onnxl_cxx_FunctionProto_parse(p: *mut FunctionProto, data: *const u8, len: usize, merge: bool, source: *const OnnxlCxxSource) -> bool {
     // SAFETY: module contract.
-    unsafe { parse(p, data, len, merge) }
+    unsafe { parse(p, data, len, merge, source) }
 }
 
 #[unsafe(no_mangle)]
@@ -3295,9 +3296,9 @@ pub unsafe extern "C" fn onnxl_cxx_SequenceProto_clear(p: *mut SequenceProto) {
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn onnxl_cxx_SequenceProto_parse(p: *mut SequenceProto, data: *const u8, len: usize, merge: bool) -> bool {
+pub unsafe extern "C" fn onnxl_cxx_SequenceProto_parse(p: *mut SequenceProto, data: *const u8, len: usize, merge: bool, source: *const OnnxlCxxSource) -> bool {
     // SAFETY: module contract.
-    unsafe { parse(p, data, len, merge) }
+    unsafe { parse(p, data, len, merge, source) }
 }
 
 #[unsafe(no_mangle)]
@@ -3399,9 +3400,9 @@ pub unsafe extern "C" fn onnxl_cxx_MapProto_clear(p: *mut MapProto) {
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn onnxl_cxx_MapProto_parse(p: *mut MapProto, data: *const u8, len: usize, merge: bool) -> bool {
+pub unsafe extern "C" fn onnxl_cxx_MapProto_parse(p: *mut MapProto, data: *const u8, len: usize, merge: bool, source: *const OnnxlCxxSource) -> bool {
     // SAFETY: module contract.
-    unsafe { parse(p, data, len, merge) }
+    unsafe { parse(p, data, len, merge, source) }
 }
 
 #[unsafe(no_mangle)]
@@ -3503,9 +3504,9 @@ pub unsafe extern "C" fn onnxl_cxx_OptionalProto_clear(p: *mut OptionalProto) {
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn onnxl_cxx_OptionalProto_parse(p: *mut OptionalProto, data: *const u8, len: usize, merge: bool) -> bool {
+pub unsafe extern "C" fn onnxl_cxx_OptionalProto_parse(p: *mut OptionalProto, data: *const u8, len: usize, merge: bool, source: *const OnnxlCxxSource) -> bool {
     // SAFETY: module contract.
-    unsafe { parse(p, data, len, merge) }
+    unsafe { parse(p, data, len, merge, source) }
 }
 
 #[unsafe(no_mangle)]

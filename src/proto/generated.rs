@@ -10011,6 +10011,66 @@ impl FunctionProto {
     }
 }
 
+/// The fields of an encoding on the paths to tensor payloads, for walks of the bytes that skip
+/// payloads (`codec::sparse`): `(message, field number, target)` for each message that can
+/// hold a `TensorProto` (numbered as [`payload_walk_index`] numbers them), `target` being the
+/// field's message or [`PAYLOAD_FIELD`] (`TensorProto.raw_data`).
+pub(crate) const PAYLOAD_PATHS: &[(u8, u32, u8)] = &[
+    (0, 5, 5), // AttributeProto.t
+    (0, 6, 4), // AttributeProto.g
+    (0, 22, 6), // AttributeProto.sparse_tensor
+    (0, 10, 5), // AttributeProto.tensors
+    (0, 11, 4), // AttributeProto.graphs
+    (0, 23, 6), // AttributeProto.sparse_tensors
+    (1, 5, 0), // NodeProto.attribute
+    (2, 1, 4), // TrainingInfoProto.initialization
+    (2, 2, 4), // TrainingInfoProto.algorithm
+    (3, 7, 4), // ModelProto.graph
+    (3, 20, 2), // ModelProto.training_info
+    (3, 25, 7), // ModelProto.functions
+    (4, 1, 1), // GraphProto.node
+    (4, 5, 5), // GraphProto.initializer
+    (4, 15, 6), // GraphProto.sparse_initializer
+    (5, 9, PAYLOAD_FIELD), // TensorProto.raw_data
+    (6, 1, 5), // SparseTensorProto.values
+    (6, 2, 5), // SparseTensorProto.indices
+    (7, 11, 0), // FunctionProto.attribute_proto
+    (7, 7, 1), // FunctionProto.node
+    (8, 3, 5), // SequenceProto.tensor_values
+    (8, 4, 6), // SequenceProto.sparse_tensor_values
+    (8, 5, 8), // SequenceProto.sequence_values
+    (8, 6, 9), // SequenceProto.map_values
+    (8, 7, 10), // SequenceProto.optional_values
+    (9, 5, 8), // MapProto.values
+    (10, 3, 5), // OptionalProto.tensor_value
+    (10, 4, 6), // OptionalProto.sparse_tensor_value
+    (10, 5, 8), // OptionalProto.sequence_value
+    (10, 6, 9), // OptionalProto.map_value
+    (10, 7, 10), // OptionalProto.optional_value
+];
+
+/// The `target` of a tensor payload in [`PAYLOAD_PATHS`].
+pub(crate) const PAYLOAD_FIELD: u8 = u8::MAX;
+
+/// The number of the message named `name` in [`PAYLOAD_PATHS`]; `None` when it cannot hold
+/// a tensor payload.
+pub(crate) fn payload_walk_index(name: &str) -> Option<u8> {
+    Some(match name {
+        "AttributeProto" => 0,
+        "NodeProto" => 1,
+        "TrainingInfoProto" => 2,
+        "ModelProto" => 3,
+        "GraphProto" => 4,
+        "TensorProto" => 5,
+        "SparseTensorProto" => 6,
+        "FunctionProto" => 7,
+        "SequenceProto" => 8,
+        "MapProto" => 9,
+        "OptionalProto" => 10,
+        _ => return None,
+    })
+}
+
 /// Calls `v.visit::<M>()` with the message type named `name` (schema name such as
 /// `TensorProto.Segment`, or the Rust name `TensorProtoSegment`); `None` for unknown names.
 pub fn visit_message_type<V: crate::proto::MessageVisitor>(name: &str, v: V) -> Option<V::Output> {

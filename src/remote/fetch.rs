@@ -10,6 +10,7 @@ use futures_util::StreamExt;
 use object_store::{GetOptions, GetRange, ObjectStoreExt};
 
 use super::{Location, RemoteOptions, block_on};
+use crate::codec::sparse::Image;
 use crate::error::{Error, Result};
 
 static FETCHED: AtomicU64 = AtomicU64::new(0);
@@ -31,34 +32,6 @@ pub(crate) struct Object {
     pub(crate) size: u64,
     etag: Option<String>,
     version: Option<String>,
-}
-
-/// One region holding a whole object (or the parts of it a load needs): an anonymous mapping,
-/// whose untouched pages cost no memory.
-pub(crate) struct Image {
-    map: Option<memmap2::MmapMut>,
-}
-
-impl Image {
-    /// A zeroed region of `len` bytes.
-    pub(crate) fn new(len: u64, url: &str) -> Result<Self> {
-        if len == 0 {
-            return Ok(Self { map: None });
-        }
-        let n = usize::try_from(len).map_err(|_| Error::alloc_failed(len, url))?;
-        let map = memmap2::MmapMut::map_anon(n).map_err(|_| Error::alloc_failed(len, url))?;
-        Ok(Self { map: Some(map) })
-    }
-
-    pub(crate) fn bytes_mut(&mut self) -> &mut [u8] {
-        self.map.as_deref_mut().unwrap_or(&mut [])
-    }
-}
-
-impl AsRef<[u8]> for Image {
-    fn as_ref(&self) -> &[u8] {
-        self.map.as_deref().unwrap_or(&[])
-    }
 }
 
 /// The reason of a failed request, for a message that already names the URL and the range.

@@ -32,7 +32,6 @@ use object_store::path::Path as ObjectPath;
 use crate::codec::{ParseOptions, SerializeOptions, parse_from_shared};
 use crate::error::{Error, Result};
 use crate::external::SaveExternalOptions;
-use crate::proto::schema::message;
 use crate::proto::{Message, ModelProto};
 
 pub use fetch::{bytes_fetched, requests_made};
@@ -379,9 +378,10 @@ pub fn parse<M: Message>(url: &str, opts: &ParseOptions, ro: &RemoteOptions) -> 
 /// [`parse`] of the object at `loc`.
 fn parse_at<M: Message>(loc: &Location, opts: &ParseOptions, ro: &RemoteOptions) -> Result<M> {
     let obj = fetch::Object::head(loc)?;
-    let image = match message(M::NAME) {
-        Some(def) if opts.skip_raw_data => sparse::metadata_image(&obj, def, opts, ro)?,
-        _ => obj.read_whole(ro)?,
+    let image = if opts.skip_raw_data {
+        sparse::metadata_image(&obj, M::NAME, opts, ro)?
+    } else {
+        obj.read_whole(ro)?
     };
     let mut m: M = parse_from_shared(Arc::new(image), opts)?;
     if let Some(model) = (&mut m as &mut dyn std::any::Any).downcast_mut::<ModelProto>() {

@@ -177,6 +177,8 @@ pub struct Reader<'a> {
     /// The first length prefix that ran past its end, read through (see
     /// [`DecodeConfig::read_through_overruns`]).
     overrun: Option<Box<DecodeError>>,
+    /// When not 0, see [`Reader::sparse_input`].
+    sparse_min: usize,
 }
 
 // SAFETY: the reader's own fields are `Send`; its two pool pointers are null except in a reader
@@ -221,6 +223,7 @@ impl<'a> Reader<'a> {
             cxx_strings: std::ptr::null_mut(),
             recycler: std::ptr::null_mut(),
             overrun: None,
+            sparse_min: 0,
         }
     }
 
@@ -250,6 +253,7 @@ impl<'a> Reader<'a> {
             cxx_strings: std::ptr::null_mut(),
             recycler: std::ptr::null_mut(),
             overrun: None,
+            sparse_min: self.sparse_min,
         }
     }
 
@@ -263,6 +267,13 @@ impl<'a> Reader<'a> {
     pub(crate) unsafe fn recycle_from(&mut self, strings: *mut CxxStringPool, recycler: *mut ()) {
         self.cxx_strings = strings;
         self.recycler = recycler;
+    }
+
+    /// Makes this reader take its input for a sparse image of [`DecodeConfig::read_source`]
+    /// (`codec::sparse`) without the payloads of at least `min` (> 0) bytes: those are read from
+    /// the source, in every payload mode, and a failed read fails the parse.
+    pub(crate) fn sparse_input(&mut self, min: usize) {
+        self.sparse_min = min;
     }
 
     /// The `crate::proto::Recycler` of [`Reader::recycle_from`], or null.
@@ -649,6 +660,9 @@ impl<'a> Reader<'a> {
         if cfg.skip_raw_data && len >= cfg.raw_data_threshold && len > 0 {
             return Ok(None);
         }
+        if self.sparse_min != 0 && len >= self.sparse_min {
+            return self.read_sparse(bytes, start).map(Some);
+        }
         let large = len >= cfg.raw_data_threshold && len > 0;
         match &cfg.payload {
             PayloadMode::Borrow { owner: Some(o) } if large => {
@@ -677,6 +691,30 @@ impl<'a> Reader<'a> {
                 self.release(bytes);
                 Ok(Some(span))
             }
+        }
+    }
+
+    /// A payload missing from a sparse input, read from its source: into a `std::string` for
+    /// the C++ classes, else into an aligned home; the error points at `at`.
+    #[inline(never)]
+    fn read_sparse(&mut self, bytes: &[u8], at: usize) -> DResult<ByteSpan> {
+        let offset = bytes.as_ptr() as usize - self.buf.as_ptr() as usize;
+        let mut ok = false;
+        let Some(read) = &self.config.read_source else {
+            return Err(self.err(DecodeErrorKind::Truncated, at));
+        };
+        let span = if self.cxx_strings.is_null() {
+            self.pool
+                .fill(bytes.len(), false, |dst| ok = read(offset, dst))
+        } else {
+            // SAFETY: `recycle_from`'s contract: the pool is live and used by this reader only.
+            unsafe { (*self.cxx_strings).payload_filled(bytes.len(), |dst| ok = read(offset, dst)) }
+        };
+        let span = span.ok_or_else(|| self.alloc_error(bytes.len(), at))?;
+        if ok {
+            Ok(span)
+        } else {
+            Err(self.err(DecodeErrorKind::Truncated, at))
         }
     }
 
