@@ -41,13 +41,13 @@ OnnxlStatus guarded(F&& body) noexcept {
   try {
     body();
     return ONNXL_STATUS_OK;
-  } catch (const onnx::checker::ValidationError& e) {
+  } catch (const ONNX_NAMESPACE::checker::ValidationError& e) {
     return fail(ONNXL_STATUS_VALIDATION, e.what());
-  } catch (const onnx::InferenceError& e) {
+  } catch (const ONNX_NAMESPACE::InferenceError& e) {
     return fail(ONNXL_STATUS_INFERENCE, e.what());
-  } catch (const onnx::ConvertError& e) {
+  } catch (const ONNX_NAMESPACE::ConvertError& e) {
     return fail(ONNXL_STATUS_CONVERSION, e.what());
-  } catch (const onnx::SchemaError& e) {
+  } catch (const ONNX_NAMESPACE::SchemaError& e) {
     return fail(ONNXL_STATUS_VALIDATION, e.what());
   } catch (const onnx_light::Error& e) {
     return fail(e.status(), e.what());
@@ -77,25 +77,25 @@ bool read_options(const T* in, T* out, const char* what) {
   return true;
 }
 
-onnx::ShapeInferenceOptions inference_options(const OnnxlShapeInferenceOptions& o) {
-  return onnx::ShapeInferenceOptions{o.check_type, o.strict_mode ? 1 : 0, o.data_prop};
+ONNX_NAMESPACE::ShapeInferenceOptions inference_options(const OnnxlShapeInferenceOptions& o) {
+  return ONNX_NAMESPACE::ShapeInferenceOptions{o.check_type, o.strict_mode ? 1 : 0, o.data_prop};
 }
 
-const onnx::OpSchema* schema_of(const OnnxlOpSchema* s) {
-  return reinterpret_cast<const onnx::OpSchema*>(s);
+const ONNX_NAMESPACE::OpSchema* schema_of(const OnnxlOpSchema* s) {
+  return reinterpret_cast<const ONNX_NAMESPACE::OpSchema*>(s);
 }
 
-const OnnxlOpSchema* handle_of(const onnx::OpSchema* s) {
+const OnnxlOpSchema* handle_of(const ONNX_NAMESPACE::OpSchema* s) {
   return reinterpret_cast<const OnnxlOpSchema*>(s);
 }
 
 // Every schema of the registry, every version, in onnx's order (get_all_schemas_with_history
 // copies them; this keeps pointers into the registry, which lives as long as the process).
-const std::vector<const onnx::OpSchema*>& all_schemas() {
-  static const std::vector<const onnx::OpSchema*> list = [] {
-    std::vector<const onnx::OpSchema*> r;
-    for (const auto& copy : onnx::OpSchemaRegistry::get_all_schemas_with_history()) {
-      r.push_back(onnx::OpSchemaRegistry::Schema(copy.Name(), copy.since_version(), copy.domain()));
+const std::vector<const ONNX_NAMESPACE::OpSchema*>& all_schemas() {
+  static const std::vector<const ONNX_NAMESPACE::OpSchema*> list = [] {
+    std::vector<const ONNX_NAMESPACE::OpSchema*> r;
+    for (const auto& copy : ONNX_NAMESPACE::OpSchemaRegistry::get_all_schemas_with_history()) {
+      r.push_back(ONNX_NAMESPACE::OpSchemaRegistry::Schema(copy.Name(), copy.since_version(), copy.domain()));
     }
     return r;
   }();
@@ -103,8 +103,8 @@ const std::vector<const onnx::OpSchema*>& all_schemas() {
 }
 
 // The attributes of a schema in name order (onnx keeps them in a hash map).
-std::vector<const onnx::OpSchema::Attribute*> sorted_attributes(const onnx::OpSchema& s) {
-  std::vector<const onnx::OpSchema::Attribute*> r;
+std::vector<const ONNX_NAMESPACE::OpSchema::Attribute*> sorted_attributes(const ONNX_NAMESPACE::OpSchema& s) {
+  std::vector<const ONNX_NAMESPACE::OpSchema::Attribute*> r;
   r.reserve(s.attributes().size());
   for (const auto& kv : s.attributes()) r.push_back(&kv.second);
   std::sort(r.begin(), r.end(), [](auto* a, auto* b) { return a->name < b->name; });
@@ -141,7 +141,7 @@ OnnxlStatus parse_text(const char* text, C** out, C* (*make)(), void (*destroy)(
   OnnxlStatus thrown = ONNXL_STATUS_OK;
   OnnxlStatus status = guarded([&] {
     try {
-      onnx::OnnxParser parser(text);
+      ONNX_NAMESPACE::OnnxParser parser(text);
       auto parsed = parser.Parse(*Proto::from_c(result));
       if (!parsed.IsOK()) thrown = fail(ONNXL_STATUS_PARSE, parsed.ErrorMessage());
     } catch (const std::out_of_range& e) {
@@ -159,12 +159,12 @@ OnnxlStatus parse_text(const char* text, C** out, C* (*make)(), void (*destroy)(
   return ONNXL_STATUS_OK;
 }
 
-// onnx's text of `message` (onnx::ProtoToString) into a malloc'ed NUL-terminated string.
+// onnx's text of `message` (ONNX_NAMESPACE::ProtoToString) into a malloc'ed NUL-terminated string.
 template <class Proto, class C>
 OnnxlStatus to_text(const C* message, char** out, size_t* length) {
   if (message == nullptr || out == nullptr) return fail(ONNXL_STATUS_NULL_POINTER, "message or out is NULL");
   std::string text;
-  OnnxlStatus status = guarded([&] { text = onnx::ProtoToString(*Proto::from_c(message)); });
+  OnnxlStatus status = guarded([&] { text = ONNX_NAMESPACE::ProtoToString(*Proto::from_c(message)); });
   if (status != ONNXL_STATUS_OK) return status;
   char* copy = static_cast<char*>(std::malloc(text.size() + 1));
   if (copy == nullptr) return fail(ONNXL_STATUS_OUT_OF_MEMORY, "out of memory for the text");
@@ -182,8 +182,8 @@ OnnxlStatus on_copy(const OnnxlModelProto* model, OnnxlModelProto** out, F&& cha
   OnnxlModelProto* result = onnxl_model_proto_new();
   if (result == nullptr) return onnxl_last_error_status();
   OnnxlStatus status = guarded([&] {
-    onnx::ModelProto* copy = onnx::ModelProto::from_c(result);
-    copy->CopyFrom(*onnx::ModelProto::from_c(model));
+    ONNX_NAMESPACE::ModelProto* copy = ONNX_NAMESPACE::ModelProto::from_c(result);
+    copy->CopyFrom(*ONNX_NAMESPACE::ModelProto::from_c(model));
     change(*copy);
   });
   if (status != ONNXL_STATUS_OK) {
@@ -204,7 +204,7 @@ const char* onnxl_onnx_version(void) {
 
 int64_t onnxl_onnx_opset_version(const char* domain) {
   std::string d = domain == nullptr ? std::string() : std::string(domain);
-  const auto& map = onnx::OpSchemaRegistry::DomainToVersionRange::Instance().Map();
+  const auto& map = ONNX_NAMESPACE::OpSchemaRegistry::DomainToVersionRange::Instance().Map();
   auto it = map.find(d);
   if (it == map.end()) {
     fail(ONNXL_STATUS_NOT_FOUND, "no opset of domain '" + d + "' is registered");
@@ -224,7 +224,7 @@ OnnxlStatus onnxl_check_model(const OnnxlModelProto* model, const OnnxlCheckOpti
   OnnxlCheckOptions o;
   if (!read_options(options, &o, "OnnxlCheckOptions")) return onnxl_last_error_status();
   return guarded([&] {
-    onnx::checker::check_model(*onnx::ModelProto::from_c(model), o.full_check, o.skip_opset_compatibility_check,
+    ONNX_NAMESPACE::checker::check_model(*ONNX_NAMESPACE::ModelProto::from_c(model), o.full_check, o.skip_opset_compatibility_check,
                                o.check_custom_domain);
   });
 }
@@ -234,7 +234,7 @@ OnnxlStatus onnxl_check_model_path(const char* path, const OnnxlCheckOptions* op
   OnnxlCheckOptions o;
   if (!read_options(options, &o, "OnnxlCheckOptions")) return onnxl_last_error_status();
   return guarded([&] {
-    onnx::checker::check_model(std::string(path), o.full_check, o.skip_opset_compatibility_check,
+    ONNX_NAMESPACE::checker::check_model(std::string(path), o.full_check, o.skip_opset_compatibility_check,
                                o.check_custom_domain);
   });
 }
@@ -250,7 +250,7 @@ OnnxlStatus onnxl_infer_shapes_in_place(OnnxlModelProto* model, const OnnxlShape
   OnnxlShapeInferenceOptions o;
   if (!read_options(options, &o, "OnnxlShapeInferenceOptions")) return onnxl_last_error_status();
   OnnxlStatus status = guarded([&] {
-    onnx::shape_inference::InferShapes(*onnx::ModelProto::from_c(model), onnx::OpSchemaRegistry::Instance(),
+    ONNX_NAMESPACE::shape_inference::InferShapes(*ONNX_NAMESPACE::ModelProto::from_c(model), ONNX_NAMESPACE::OpSchemaRegistry::Instance(),
                                        inference_options(o));
   });
   // The payload copies inference's reads made are dropped: the model is this call's alone.
@@ -281,8 +281,8 @@ OnnxlStatus onnxl_infer_shapes_path(const char* model_path, const char* output_p
   OnnxlShapeInferenceOptions o;
   if (!read_options(options, &o, "OnnxlShapeInferenceOptions")) return onnxl_last_error_status();
   return guarded([&] {
-    onnx::shape_inference::InferShapes(std::string(model_path), std::string(output_path),
-                                       onnx::OpSchemaRegistry::Instance(), inference_options(o));
+    ONNX_NAMESPACE::shape_inference::InferShapes(std::string(model_path), std::string(output_path),
+                                       ONNX_NAMESPACE::OpSchemaRegistry::Instance(), inference_options(o));
   });
 }
 
@@ -294,9 +294,9 @@ OnnxlStatus onnxl_convert_version(const OnnxlModelProto* model, int64_t target_v
   OnnxlModelProto* result = onnxl_model_proto_new();
   if (result == nullptr) return onnxl_last_error_status();
   OnnxlStatus status = guarded([&] {
-    onnx::ModelProto converted =
-        onnx::version_conversion::ConvertVersion(*onnx::ModelProto::from_c(model), static_cast<int>(target_version));
-    onnx::ModelProto::from_c(result)->Swap(&converted);
+    ONNX_NAMESPACE::ModelProto converted =
+        ONNX_NAMESPACE::version_conversion::ConvertVersion(*ONNX_NAMESPACE::ModelProto::from_c(model), static_cast<int>(target_version));
+    ONNX_NAMESPACE::ModelProto::from_c(result)->Swap(&converted);
   });
   if (status != ONNXL_STATUS_OK) {
     onnxl_model_proto_free(result);
@@ -307,7 +307,7 @@ OnnxlStatus onnxl_convert_version(const OnnxlModelProto* model, int64_t target_v
 }
 
 OnnxlStatus onnxl_inline_local_functions(const OnnxlModelProto* model, int convert_version, OnnxlModelProto** out) {
-  return on_copy(model, out, [&](onnx::ModelProto& m) { onnx::inliner::InlineLocalFunctions(m, convert_version != 0); });
+  return on_copy(model, out, [&](ONNX_NAMESPACE::ModelProto& m) { ONNX_NAMESPACE::inliner::InlineLocalFunctions(m, convert_version != 0); });
 }
 
 OnnxlStatus onnxl_inline_selected_functions(const OnnxlModelProto* model, const char* const* domains,
@@ -316,19 +316,19 @@ OnnxlStatus onnxl_inline_selected_functions(const OnnxlModelProto* model, const 
   if (count != 0 && (domains == nullptr || names == nullptr)) {
     return fail(ONNXL_STATUS_NULL_POINTER, "domains or names is NULL");
   }
-  onnx::inliner::FunctionIdVector ids;
+  ONNX_NAMESPACE::inliner::FunctionIdVector ids;
   for (size_t i = 0; i < count; ++i) {
     if (domains[i] == nullptr || names[i] == nullptr) {
       return fail(ONNXL_STATUS_NULL_POINTER, "domains[" + std::to_string(i) + "] or names[" + std::to_string(i) + "] is NULL");
     }
     ids.emplace_back(domains[i], names[i]);
   }
-  return on_copy(model, out, [&](onnx::ModelProto& m) {
-    auto selected = onnx::inliner::FunctionIdSet::Create(std::move(ids), exclude != 0);
+  return on_copy(model, out, [&](ONNX_NAMESPACE::ModelProto& m) {
+    auto selected = ONNX_NAMESPACE::inliner::FunctionIdSet::Create(std::move(ids), exclude != 0);
     if (inline_schema_functions != 0) {
-      onnx::inliner::InlineSelectedFunctions(m, *selected, nullptr);
+      ONNX_NAMESPACE::inliner::InlineSelectedFunctions(m, *selected, nullptr);
     } else {
-      onnx::inliner::InlineSelectedLocalFunctions(m, *selected);
+      ONNX_NAMESPACE::inliner::InlineSelectedLocalFunctions(m, *selected);
     }
   });
 }
@@ -337,13 +337,13 @@ OnnxlStatus onnxl_get_schema(const char* op_type, int64_t max_inclusive_version,
                              const OnnxlOpSchema** out) {
   if (op_type == nullptr || out == nullptr) return fail(ONNXL_STATUS_NULL_POINTER, "op_type or out is NULL");
   std::string d = domain == nullptr ? std::string() : std::string(domain);
-  const onnx::OpSchema* s = nullptr;
+  const ONNX_NAMESPACE::OpSchema* s = nullptr;
   OnnxlStatus status = guarded([&] {
     if (max_inclusive_version < 0) {
-      s = onnx::OpSchemaRegistry::Schema(op_type, d);
+      s = ONNX_NAMESPACE::OpSchemaRegistry::Schema(op_type, d);
     } else {
       int v = static_cast<int>(std::min<int64_t>(max_inclusive_version, INT32_MAX));
-      s = onnx::OpSchemaRegistry::Schema(op_type, v, d);
+      s = ONNX_NAMESPACE::OpSchemaRegistry::Schema(op_type, v, d);
     }
   });
   if (status != ONNXL_STATUS_OK) return status;
@@ -380,7 +380,7 @@ const OnnxlOpSchema* onnxl_schema_at(size_t i) {
 
 OnnxlStatus onnxl_op_schema_info(const OnnxlOpSchema* schema, OnnxlOpSchemaInfo* out) {
   if (schema == nullptr || out == nullptr) return fail(ONNXL_STATUS_NULL_POINTER, "schema or out is NULL");
-  const onnx::OpSchema& s = *schema_of(schema);
+  const ONNX_NAMESPACE::OpSchema& s = *schema_of(schema);
   OnnxlOpSchemaInfo r{};
   r.name = s.Name().c_str();
   r.domain = s.domain().c_str();
@@ -439,7 +439,7 @@ const char* onnxl_op_schema_allowed_type(const OnnxlOpSchema* schema, size_t i, 
 
 OnnxlStatus onnxl_op_schema_attribute(const OnnxlOpSchema* schema, size_t i, OnnxlAttributeSchema* out) {
   if (schema == nullptr || out == nullptr) return fail(ONNXL_STATUS_NULL_POINTER, "schema or out is NULL");
-  std::vector<const onnx::OpSchema::Attribute*> attrs;
+  std::vector<const ONNX_NAMESPACE::OpSchema::Attribute*> attrs;
   OnnxlStatus status = guarded([&] { attrs = sorted_attributes(*schema_of(schema)); });
   if (status != ONNXL_STATUS_OK) return status;
   if (i >= attrs.size()) {
@@ -457,35 +457,35 @@ OnnxlStatus onnxl_op_schema_attribute(const OnnxlOpSchema* schema, size_t i, Onn
 }
 
 OnnxlStatus onnxl_parse_model_text(const char* text, OnnxlModelProto** out) {
-  return parse_text<onnx::ModelProto>(text, out, onnxl_model_proto_new, onnxl_model_proto_free);
+  return parse_text<ONNX_NAMESPACE::ModelProto>(text, out, onnxl_model_proto_new, onnxl_model_proto_free);
 }
 
 OnnxlStatus onnxl_parse_graph_text(const char* text, OnnxlGraphProto** out) {
-  return parse_text<onnx::GraphProto>(text, out, onnxl_graph_proto_new, onnxl_graph_proto_free);
+  return parse_text<ONNX_NAMESPACE::GraphProto>(text, out, onnxl_graph_proto_new, onnxl_graph_proto_free);
 }
 
 OnnxlStatus onnxl_parse_function_text(const char* text, OnnxlFunctionProto** out) {
-  return parse_text<onnx::FunctionProto>(text, out, onnxl_function_proto_new, onnxl_function_proto_free);
+  return parse_text<ONNX_NAMESPACE::FunctionProto>(text, out, onnxl_function_proto_new, onnxl_function_proto_free);
 }
 
 OnnxlStatus onnxl_parse_node_text(const char* text, OnnxlNodeProto** out) {
-  return parse_text<onnx::NodeProto>(text, out, onnxl_node_proto_new, onnxl_node_proto_free);
+  return parse_text<ONNX_NAMESPACE::NodeProto>(text, out, onnxl_node_proto_new, onnxl_node_proto_free);
 }
 
 OnnxlStatus onnxl_model_to_text(const OnnxlModelProto* model, char** out, size_t* length) {
-  return to_text<onnx::ModelProto>(model, out, length);
+  return to_text<ONNX_NAMESPACE::ModelProto>(model, out, length);
 }
 
 OnnxlStatus onnxl_graph_to_text(const OnnxlGraphProto* graph, char** out, size_t* length) {
-  return to_text<onnx::GraphProto>(graph, out, length);
+  return to_text<ONNX_NAMESPACE::GraphProto>(graph, out, length);
 }
 
 OnnxlStatus onnxl_function_to_text(const OnnxlFunctionProto* function, char** out, size_t* length) {
-  return to_text<onnx::FunctionProto>(function, out, length);
+  return to_text<ONNX_NAMESPACE::FunctionProto>(function, out, length);
 }
 
 OnnxlStatus onnxl_node_to_text(const OnnxlNodeProto* node, char** out, size_t* length) {
-  return to_text<onnx::NodeProto>(node, out, length);
+  return to_text<ONNX_NAMESPACE::NodeProto>(node, out, length);
 }
 
 void onnxl_text_free(char* text) {

@@ -5,6 +5,8 @@
 #    of reach: when the machine has protobuf, inside a private mount namespace where its headers,
 #    libraries and protoc are empty; either way the step checks that no protobuf header is found
 #    and protoc does not run, and the installed library names no protobuf symbol or library;
+#    onnx's main sources and the component's own also compile with ONNX_NAMESPACE=onnx_torch
+#    (as PyTorch builds onnx), syntax only (scripts/lib/onnx_namespace_check.py);
 # 2. the consumer project (c_tests/onnx_consumer) finds it with
 #    find_package(onnx_light COMPONENTS onnx), in the same namespace: a program written only
 #    against onnx's headers (checker, shape inference, version converter, schema registry; shared
@@ -58,7 +60,7 @@ if [ "$protobuf_present" = 1 ]; then
 else
   IN_STEP=(bash -euo pipefail -c)
 fi
-export ROOT BUILD PREFIX JOBS ONNX_SDIST BACKEND_DATA protobuf_present
+export ROOT BUILD PREFIX JOBS ONNX_SDIST BACKEND_DATA protobuf_present PY
 "${IN_STEP[@]}" '
 die() { echo "15-onnx-component: $*" >&2; exit 1; }
 hidden=0
@@ -78,8 +80,10 @@ fi
 if command -v protoc >/dev/null && protoc --version >/dev/null 2>&1; then die "protoc still runs"; fi
 
 cd "$ROOT"
-cmake -S . -B "$BUILD/tree" -DCMAKE_BUILD_TYPE=Release -DONNXL_WITH_ONNX=ON -DONNXL_ONNX_SDIST="$ONNX_SDIST" >/dev/null
+cmake -S . -B "$BUILD/tree" -DCMAKE_BUILD_TYPE=Release -DONNXL_WITH_ONNX=ON -DONNXL_ONNX_SDIST="$ONNX_SDIST" \
+  -DCMAKE_EXPORT_COMPILE_COMMANDS=ON >/dev/null
 cmake --build "$BUILD/tree" -j "$JOBS"
+"$PY" scripts/lib/onnx_namespace_check.py "$BUILD/tree/compile_commands.json" "$JOBS"
 rm -rf "$PREFIX"
 cmake --install "$BUILD/tree" --prefix "$PREFIX" >/dev/null
 
