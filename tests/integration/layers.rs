@@ -817,6 +817,106 @@ fn unsafe_outside_ffi_is_where_design_md_says() {
     );
 }
 
+/// The calls that create, replace or link files in `src` (its code before its test modules,
+/// which come last): `(what, line)`.
+fn file_writers(src: &str) -> Vec<(String, usize)> {
+    let lines: Vec<&str> = src.lines().collect();
+    let code_end = (0..lines.len())
+        .find(|&i| {
+            lines[i].starts_with("#[cfg(")
+                && lines[i].contains("test")
+                && lines.get(i + 1).is_some_and(|l| l.starts_with("mod "))
+        })
+        .unwrap_or(lines.len());
+    let mut out = Vec::new();
+    for (n, line) in lines[..code_end].iter().enumerate() {
+        let toks = tokens(line);
+        let word = |i: usize| ident(toks.get(i));
+        for i in 0..toks.len() {
+            let found = match word(i) {
+                Some(
+                    w @ ("renameat" | "renameat2" | "MoveFileExW" | "MoveFileExA" | "ReplaceFileW"
+                    | "linkat" | "CreateHardLinkW" | "create_new" | "O_CREAT" | "O_TMPFILE"),
+                ) => Some(w.to_string()),
+                Some("fs") if toks.get(i + 1) == Some(&Tok::Path) => match word(i + 2) {
+                    Some(w @ ("rename" | "write" | "copy" | "hard_link")) => {
+                        Some(format!("fs::{w}"))
+                    }
+                    _ => None,
+                },
+                Some("File")
+                    if toks.get(i + 1) == Some(&Tok::Path) && word(i + 2) == Some("create") =>
+                {
+                    Some("File::create".into())
+                }
+                Some("create")
+                    if i > 0
+                        && toks[i - 1] == Tok::Punct('.')
+                        && toks.get(i + 1) == Some(&Tok::Punct('('))
+                        && word(i + 2) == Some("true") =>
+                {
+                    Some(".create(true)".into())
+                }
+                _ => None,
+            };
+            out.extend(found.map(|w| (w, n + 1)));
+        }
+    }
+    out
+}
+
+#[test]
+fn files_are_written_only_through_the_atomic_writer() {
+    // The one writer of every file a save makes; the hard links of a re-save (link_over) in
+    // the path-safe walk; the save lock's lock files.
+    let allowed: &[(&str, &[&str])] = &[
+        (
+            "storage/atomic.rs",
+            &[
+                "renameat",
+                "MoveFileExW",
+                "create_new",
+                "O_CREAT",
+                "fs::rename",
+            ],
+        ),
+        ("external/paths.rs", &["linkat", "fs::hard_link"]),
+        ("storage/lock.rs", &[".create(true)"]),
+    ];
+    let krate = Crate::read(&root().join("src"));
+    let mut seen = BTreeSet::new();
+    let mut stray = Vec::new();
+    for (rel, src) in &krate.files {
+        // (the fuzz targets' fixtures, test-hooks only)
+        if rel == "fuzzing.rs" {
+            continue;
+        }
+        for (what, line) in file_writers(src) {
+            match allowed.iter().find(|(f, _)| f == rel) {
+                Some((_, ok)) if ok.contains(&what.as_str()) => {
+                    seen.insert(what);
+                }
+                _ => stray.push(format!("src/{rel}:{line}: {what}")),
+            }
+        }
+    }
+    assert!(
+        stray.is_empty(),
+        "files written outside storage::atomic::AtomicFile: {stray:?}"
+    );
+    // (the check sees the writer's own calls, so it would see others)
+    for w in ["renameat", "linkat", ".create(true)"] {
+        assert!(seen.contains(w), "{w} not found: {seen:?}");
+    }
+    assert_eq!(
+        file_writers("let f = std::fs::File::create(p)?;\nstd::fs::rename(a, b)?;"),
+        [
+            ("File::create".to_string(), 1),
+            ("fs::rename".to_string(), 2)
+        ]
+    );
+}
+
 /// The import edges between the top-level modules of a crate's `src/` (one file per module, as
 /// the Python binding has): `module -> crate::other` for every path in code, macros' `$crate`
 /// paths included. Names that are not files of `src/` (exported macros) are not modules.
