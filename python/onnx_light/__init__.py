@@ -317,7 +317,8 @@ def save(
     onnx's save does (:func:`write_model` saves without changing it).
 
     ``align`` (a power of two from 64 to 65536; default None: protobuf's bytes) makes every
-    embedded ``raw_data`` payload of at least 64 bytes start at a multiple of it in the saved
+    embedded ``raw_data`` payload of at least ``size_threshold`` bytes (default 1024, the size
+    from which a no-copy load borrows instead of copying) start at a multiple of it in the saved
     bytes, after a padding field no ``onnx.proto`` message uses: a no-copy :func:`load` of the
     file then borrows every payload from the file's map, and the file still loads in onnx and
     onnxruntime (docs/aligned-models.md). Single-file protobuf saves only (not with
@@ -359,7 +360,7 @@ def save(
         if _native.has_marked_external_bytes(model):
             external_data_helper.write_external_data_tensors(model, os.path.dirname(path))
         _native.save_path(model, path, external=None, key=_key_bytes(key), num_threads=num_threads,
-                          align=align, storage_options=storage)
+                          align=align, align_min=size_threshold, storage_options=storage)
         return
     # A file object, or a text format: onnx's sequence.
     if save_as_external_data:
@@ -367,7 +368,7 @@ def save(
             model, all_tensors_to_one_file, location, size_threshold, convert_attribute)
     if path is not None and _native.has_marked_external_bytes(model):
         external_data_helper.write_external_data_tensors(model, os.path.dirname(path))
-    _write_all(f, _serialized(model, serializer, key, num_threads, align))
+    _write_all(f, _serialized(model, serializer, key, num_threads, align, size_threshold))
 
 
 def _check_align(align: Optional[int], save_as_external_data: bool, serializer: Any) -> None:
@@ -382,11 +383,12 @@ def _check_align(align: Optional[int], save_as_external_data: bool, serializer: 
 
 
 def _serialized(model: ModelProto, serializer: Any, key: Any, num_threads: Optional[int],
-                align: Optional[int] = None) -> bytes:
-    """The model in the serializer's format (encrypted with ``key``: protobuf only; payloads
-    aligned to ``align``)."""
+                align: Optional[int] = None, align_min: Optional[int] = None) -> bytes:
+    """The model in the serializer's format (encrypted with ``key``: protobuf only; payloads of
+    at least ``align_min`` bytes aligned to ``align``)."""
     if _is_binary(serializer):
-        return _native.serialize(model, key=_key_bytes(key), num_threads=num_threads, align=align)
+        return _native.serialize(model, key=_key_bytes(key), num_threads=num_threads, align=align,
+                                 align_min=align_min)
     if key is not None:
         raise ValueError(f"key encrypts the protobuf format only, not {serializer.supported_format}")
     return serializer.serialize_proto(model)
@@ -448,9 +450,9 @@ def write_model(
                 "them, as onnx does) or save_as_external_data=True")
     if isinstance(f, (str, os.PathLike)) and _is_binary(serializer):
         _native.save_path(model, path, external=None, key=_key_bytes(key), num_threads=num_threads,
-                          align=align, storage_options=storage)
+                          align=align, align_min=size_threshold, storage_options=storage)
         return
-    _write_all(f, _serialized(model, serializer, key, num_threads, align))
+    _write_all(f, _serialized(model, serializer, key, num_threads, align, size_threshold))
 
 
 def _as_model(proto: Any) -> ModelProto:

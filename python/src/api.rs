@@ -249,7 +249,7 @@ pub fn load_bytes(
 /// (with `external`) is called as `progress(bytes_written, total_bytes)` from the writing
 /// threads, with the GIL taken for the call; what it raises is raised when the save is done.
 #[pyfunction]
-#[pyo3(signature = (model, path, *, external = None, key = None, num_threads = None, progress = None, align = None, storage_options = None))]
+#[pyo3(signature = (model, path, *, external = None, key = None, num_threads = None, progress = None, align = None, align_min = None, storage_options = None))]
 #[allow(clippy::too_many_arguments)]
 pub fn save_path(
     model: &Bound<'_, PyAny>,
@@ -259,14 +259,11 @@ pub fn save_path(
     num_threads: Option<i32>,
     progress: Option<Py<PyAny>>,
     align: Option<u64>,
+    align_min: Option<u64>,
     storage_options: Option<Vec<(String, String)>>,
 ) -> PyResult<()> {
     let ext = external.map(external_options).transpose()?;
-    let ser = SerializeOptions {
-        num_threads: num_threads.unwrap_or(-1),
-        inline_alignment: align.unwrap_or(0),
-        ..Default::default()
-    };
+    let ser = serialize_options(num_threads, align, align_min);
     let failure: std::sync::Mutex<Option<PyErr>> = std::sync::Mutex::new(None);
     let report = |done: u64, total: u64| {
         if let Some(cb) = &progress {
@@ -360,22 +357,35 @@ fn external_options(d: &Bound<'_, PyDict>) -> PyResult<SaveExternalOptions> {
     Ok(o)
 }
 
+/// The serialize options of a save: `align` aligns the embedded payloads of at least
+/// `align_min` bytes (the library's default threshold when `None`).
+fn serialize_options(
+    num_threads: Option<i32>,
+    align: Option<u64>,
+    align_min: Option<u64>,
+) -> SerializeOptions {
+    let defaults = SerializeOptions::default();
+    SerializeOptions {
+        num_threads: num_threads.unwrap_or(-1),
+        inline_alignment: align.unwrap_or(0),
+        raw_data_threshold: align_min.unwrap_or(defaults.raw_data_threshold),
+        ..defaults
+    }
+}
+
 /// Serializes a model (encrypted with `key`; payloads aligned to `align` in the bytes) without
 /// the GIL.
 #[pyfunction]
-#[pyo3(signature = (model, *, key = None, num_threads = None, align = None))]
+#[pyo3(signature = (model, *, key = None, num_threads = None, align = None, align_min = None))]
 pub fn serialize<'py>(
     py: Python<'py>,
     model: &Bound<'py, PyAny>,
     key: Option<Vec<u8>>,
     num_threads: Option<i32>,
     align: Option<u64>,
+    align_min: Option<u64>,
 ) -> PyResult<Bound<'py, PyBytes>> {
-    let ser = SerializeOptions {
-        num_threads: num_threads.unwrap_or(-1),
-        inline_alignment: align.unwrap_or(0),
-        ..Default::default()
-    };
+    let ser = serialize_options(num_threads, align, align_min);
     match key {
         Some(k) => {
             let opts = onnx_light::EncryptionOptions {

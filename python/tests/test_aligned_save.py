@@ -113,7 +113,7 @@ def test_backend_models_load_aligned_in_onnx_and_onnxruntime(tmp_path):
         assert original.read_bytes() == path.read_bytes(), path  # the default: protobuf's bytes
         for align in (64, 4096):
             out = tmp_path / f"{k}-{align}.onnx"
-            ol.save(model, out, align=align)
+            ol.save(model, out, align=align, size_threshold=64)
             data = out.read_bytes()
             _aligned_offsets(data, align)
             padded += data.count(PADDING_TAG)
@@ -182,6 +182,27 @@ def test_a_model_with_sparse_and_attribute_tensors(tmp_path):
     assert buf.getvalue() == data
     ol.write_model(model, tmp_path / "w.onnx", align=4096)
     assert (tmp_path / "w.onnx").read_bytes() == data
+
+
+def test_align_pads_payloads_of_at_least_size_threshold(tmp_path):
+    """Payloads under ``size_threshold`` (default 1024, the CLI's too) keep protobuf's places."""
+    h = ol.helper
+    inits = [numpy_helper.from_array(np.full(n, 1, np.uint8), f"w{n}") for n in (100, 1023, 1024, 5000)]
+    g = h.make_graph([], "g", [], [h.make_tensor_value_info("w100", 2, [100])], inits)
+    m = h.make_model(g, opset_imports=[h.make_opsetid("", 17)])
+    by_threshold = {}
+    for threshold in (None, 64, 2000):
+        kw = {} if threshold is None else {"size_threshold": threshold}
+        out = tmp_path / f"t{threshold}.onnx"
+        ol.save(m, out, align=4096, **kw)
+        data = out.read_bytes()
+        by_threshold[threshold] = data.count(PADDING_TAG)
+        _aligned_offsets(data, 4096, min_len=threshold or 1024)
+        assert ol.load(out) == m
+        buf = io.BytesIO()
+        ol.save(m, buf, align=4096, **kw)
+        assert buf.getvalue() == data
+    assert by_threshold == {None: 2, 64: 4, 2000: 1}, by_threshold
 
 
 def test_bad_align_values_are_errors(tmp_path):
