@@ -234,7 +234,7 @@ static void test_aligned_save(void) {
   OnnxlBuffer *b = NULL;
   char out[1024];
   snprintf(out, sizeof out, "%s/aligned.onnx", tmp_dir);
-  CHECK(so.inline_alignment == 0 && so.struct_size == 56);
+  CHECK(so.inline_alignment == 0 && so.struct_size == 64);
   CHECK_OK(onnxl_load_model(model_path, NULL, &m));
   so.raw_data_threshold = 0; /* every payload, however small */
   so.inline_alignment = 256;

@@ -341,7 +341,7 @@ static void test_model_weights_options(void) {
   OnnxlStream *s = NULL;
   OnnxlBuffer *b = NULL;
   CHECK(so.skip_raw_data == 0 && so.use_external_data_location == 0 && so.max_external_file_size == 0);
-  CHECK(so.struct_size == sizeof(OnnxlSerializeOptions) && sizeof(OnnxlSerializeOptions) == 56);
+  CHECK(so.struct_size == sizeof(OnnxlSerializeOptions) && sizeof(OnnxlSerializeOptions) == 64);
 
   /* Split: "big" (16 KiB) fills the first file, "small" goes to the next. */
   so.raw_data_threshold = 8;

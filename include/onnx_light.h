@@ -1029,6 +1029,14 @@ typedef struct OnnxlParseOptions {
    * (Since struct size 80.) Passed to `progress` as it is (default NULL).
    */
   void *progress_user_data;
+  /**
+   * (Since struct size 88.) Options of a load from a URL (`s3://`, `https://`, ...): NULL
+   * (default), or a NULL-terminated array of key and value strings, e.g. `{"aws_endpoint",
+   * "http://127.0.0.1:9000", "concurrency", "16", NULL}`, applied over the environment's
+   * (docs/remote.md); read during the call only. Ignored for local paths, and by a library
+   * without the `"remote"` feature (which refuses URLs).
+   */
+  const char *const *storage_options;
 } OnnxlParseOptions;
 
 /**
@@ -1093,6 +1101,11 @@ typedef struct OnnxlSerializeOptions {
    * (`ONNXL_STATUS_UNSUPPORTED`).
    */
   uint64_t inline_alignment;
+  /**
+   * (Since struct size 64.) Options of a save to a URL, as
+   * `OnnxlParseOptions.storage_options` (default NULL).
+   */
+  const char *const *storage_options;
 } OnnxlSerializeOptions;
 
 /**

@@ -114,6 +114,12 @@ pub struct ParseOptions {
     pub reject_unauthenticated: bool,
     /// Called as a load goes (default None); see [`LoadProgress`].
     pub progress: Option<LoadProgress>,
+    /// Options of a load from a URL given where a path is taken (`load_model`, the C ABI):
+    /// `(key, value)` pairs applied over the environment's, as
+    /// `remote::RemoteOptions::with_options` reads them (`aws_endpoint`, `aws_region`,
+    /// `concurrency`, `part_size`, ...). Ignored for local paths. Feature `remote`.
+    #[cfg(feature = "remote")]
+    pub storage_options: Vec<(String, String)>,
 }
 
 /// The progress callback of a load: called with the number of bytes of each piece done, from
@@ -172,6 +178,8 @@ impl Default for ParseOptions {
             external_data_key: None,
             reject_unauthenticated: false,
             progress: None,
+            #[cfg(feature = "remote")]
+            storage_options: Vec::new(),
         }
     }
 }
@@ -253,6 +261,10 @@ pub struct SerializeOptions {
     /// that a no-copy load of the file borrows every payload from the file's map
     /// (docs/aligned-models.md). Feature `inline-alignment`.
     pub inline_alignment: u64,
+    /// Options of a save to a URL given where a path is taken (`save_model`, the C ABI), as
+    /// [`ParseOptions::storage_options`]. Feature `remote`.
+    #[cfg(feature = "remote")]
+    pub storage_options: Vec<(String, String)>,
 }
 
 /// Smallest non-zero [`SerializeOptions::inline_alignment`] (a cache line; the padding field
@@ -273,6 +285,8 @@ impl Default for SerializeOptions {
             use_external_data_location: false,
             max_external_file_size: 0,
             inline_alignment: 0,
+            #[cfg(feature = "remote")]
+            storage_options: Vec::new(),
         }
     }
 }

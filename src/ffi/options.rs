@@ -84,6 +84,12 @@ pub struct OnnxlParseOptions {
     pub progress: Option<unsafe extern "C" fn(bytes: u64, user_data: *mut c_void)>,
     /// (Since struct size 80.) Passed to `progress` as it is (default NULL).
     pub progress_user_data: *mut c_void,
+    /// (Since struct size 88.) Options of a load from a URL (`s3://`, `https://`, ...): NULL
+    /// (default), or a NULL-terminated array of key and value strings, e.g. `{"aws_endpoint",
+    /// "http://127.0.0.1:9000", "concurrency", "16", NULL}`, applied over the environment's
+    /// (docs/remote.md); read during the call only. Ignored for local paths, and by a library
+    /// without the `"remote"` feature (which refuses URLs).
+    pub storage_options: *const *const c_char,
 }
 
 /// Options of serializing (C++ `SerializeOptions`). Get the defaults with
@@ -128,15 +134,20 @@ pub struct OnnxlSerializeOptions {
     /// library without the `"inline-alignment"` feature refuses other values
     /// (`ONNXL_STATUS_UNSUPPORTED`).
     pub inline_alignment: u64,
+    /// (Since struct size 64.) Options of a save to a URL, as
+    /// `OnnxlParseOptions.storage_options` (default NULL).
+    pub storage_options: *const *const c_char,
 }
 
 /// Every `struct_size` of `OnnxlParseOptions` ever published (oldest first).
-/// 56: the first; 64: `max_metadata_bytes` appended; 80: `progress` and its user data.
-const PARSE_OPTIONS_SIZES: &[usize] = &[56, 64, size_of::<OnnxlParseOptions>()];
+/// 56: the first; 64: `max_metadata_bytes` appended; 80: `progress` and its user data; 88:
+/// `storage_options`.
+const PARSE_OPTIONS_SIZES: &[usize] = &[56, 64, 80, size_of::<OnnxlParseOptions>()];
 /// Every `struct_size` of `OnnxlSerializeOptions` ever published (oldest first).
 /// 40: the first; 48: `max_external_file_size` appended (and two reserved bytes became
-/// `skip_raw_data` and `use_external_data_location`); 56: `inline_alignment` appended.
-const SERIALIZE_OPTIONS_SIZES: &[usize] = &[40, 48, size_of::<OnnxlSerializeOptions>()];
+/// `skip_raw_data` and `use_external_data_location`); 56: `inline_alignment` appended; 64:
+/// `storage_options`.
+const SERIALIZE_OPTIONS_SIZES: &[usize] = &[40, 48, 56, size_of::<OnnxlSerializeOptions>()];
 
 /// The default parse options (same values as the C++ library), with `struct_size` set.
 #[unsafe(no_mangle)]
@@ -158,6 +169,7 @@ pub extern "C" fn onnxl_parse_options_default() -> OnnxlParseOptions {
         max_metadata_bytes: d.max_metadata_bytes,
         progress: None,
         progress_user_data: std::ptr::null_mut(),
+        storage_options: std::ptr::null(),
     }
 }
 
@@ -176,6 +188,7 @@ pub extern "C" fn onnxl_serialize_options_default() -> OnnxlSerializeOptions {
         reserved: 0,
         max_external_file_size: d.max_external_file_size,
         inline_alignment: d.inline_alignment,
+        storage_options: std::ptr::null(),
     }
 }
 
@@ -267,6 +280,9 @@ pub(crate) unsafe fn parse_options(p: *const OnnxlParseOptions) -> Result<ParseO
             };
             LoadProgress::new(move |n| c.call(n))
         }),
+        #[cfg(feature = "remote")]
+        // SAFETY: NULL or a NULL-terminated array of C strings (contract).
+        storage_options: unsafe { storage_pairs(o.storage_options, "OnnxlParseOptions") }?,
         // External data: defaults (loaded for file loads); see `ffi::external` for control.
         ..ParseOptions::default()
     };
@@ -330,9 +346,57 @@ pub(crate) unsafe fn serialize_options(
         )?,
         max_external_file_size: o.max_external_file_size,
         inline_alignment: o.inline_alignment,
+        #[cfg(feature = "remote")]
+        // SAFETY: NULL or a NULL-terminated array of C strings (contract).
+        storage_options: unsafe { storage_pairs(o.storage_options, "OnnxlSerializeOptions") }?,
     };
     opts.validate()?;
     Ok(opts)
+}
+
+/// The `(key, value)` pairs of a `storage_options` array of `what` (at most 512 pairs: a
+/// missing terminator is refused, not followed).
+///
+/// # Safety
+/// `p` is NULL or a NULL-terminated array of NUL-terminated strings.
+#[cfg(feature = "remote")]
+unsafe fn storage_pairs(
+    p: *const *const c_char,
+    what: &str,
+) -> Result<Vec<(String, String)>, FfiError> {
+    let mut pairs = Vec::new();
+    if p.is_null() {
+        return Ok(pairs);
+    }
+    let text = |c: *const c_char| {
+        // SAFETY: a NUL-terminated string of the array (contract).
+        let s = unsafe { std::ffi::CStr::from_ptr(c) };
+        s.to_str()
+            .map(str::to_owned)
+            .map_err(|_| FfiError::invalid(format!("{what}.storage_options: {s:?} is not UTF-8")))
+    };
+    for i in (0..).step_by(2) {
+        // SAFETY: the array is read up to its NULL key (contract).
+        let key = unsafe { *p.add(i) };
+        if key.is_null() {
+            break;
+        }
+        if pairs.len() == 512 {
+            return Err(FfiError::invalid(format!(
+                "{what}.storage_options has more than 512 pairs (is it NULL-terminated?)"
+            )));
+        }
+        let key = text(key)?;
+        // SAFETY: as above; a key is followed by its value.
+        let value = unsafe { *p.add(i + 1) };
+        if value.is_null() {
+            return Err(FfiError::invalid(format!(
+                "{what}.storage_options: {key:?} has no value"
+            )));
+        }
+        pairs.push((key, text(value)?));
+    }
+    Ok(pairs)
 }
 
 /// Checks `struct_size` against the published sizes and copies the caller's struct over
@@ -384,8 +448,8 @@ mod tests {
 
     #[test]
     fn layout_has_no_tail_padding() {
-        assert_eq!(size_of::<OnnxlParseOptions>(), 80);
-        assert_eq!(size_of::<OnnxlSerializeOptions>(), 56);
+        assert_eq!(size_of::<OnnxlParseOptions>(), 88);
+        assert_eq!(size_of::<OnnxlSerializeOptions>(), 64);
     }
 
     #[test]
@@ -400,6 +464,53 @@ mod tests {
             );
             let s = onnxl_serialize_options_default();
             assert_eq!(serialize_options(&s).unwrap(), SerializeOptions::default());
+        }
+    }
+
+    #[cfg(feature = "remote")]
+    #[test]
+    fn storage_options_are_read_as_pairs_up_to_their_null() {
+        let c = |s: &str| std::ffi::CString::new(s).unwrap();
+        let (k, v, k2, v2) = (c("aws_region"), c("eu-west-1"), c("concurrency"), c("4"));
+        let list = [
+            k.as_ptr(),
+            v.as_ptr(),
+            k2.as_ptr(),
+            v2.as_ptr(),
+            std::ptr::null(),
+        ];
+        let mut p = onnxl_parse_options_default();
+        p.storage_options = list.as_ptr();
+        let mut s = onnxl_serialize_options_default();
+        s.storage_options = list.as_ptr();
+        let want = vec![
+            ("aws_region".to_string(), "eu-west-1".to_string()),
+            ("concurrency".to_string(), "4".to_string()),
+        ];
+        // SAFETY: valid structs and a NULL-terminated list of C strings.
+        unsafe {
+            assert_eq!(parse_options(&p).unwrap().storage_options, want);
+            assert_eq!(serialize_options(&s).unwrap().storage_options, want);
+            // An older caller's struct has no such field: none.
+            p.struct_size = 80;
+            assert!(parse_options(&p).unwrap().storage_options.is_empty());
+            // A key without a value, or text that is not UTF-8: invalid.
+            let odd = [k.as_ptr(), std::ptr::null()];
+            p = onnxl_parse_options_default();
+            p.storage_options = odd.as_ptr();
+            let e = parse_options(&p).unwrap_err();
+            assert!(
+                e.message.contains("\"aws_region\" has no value"),
+                "{}",
+                e.message
+            );
+            let bad = std::ffi::CString::from_vec_unchecked(vec![0xff, 0xfe]);
+            let list = [bad.as_ptr(), v.as_ptr(), std::ptr::null()];
+            p.storage_options = list.as_ptr();
+            assert_eq!(
+                parse_options(&p).unwrap_err().status,
+                OnnxlStatus::InvalidArgument
+            );
         }
     }
 

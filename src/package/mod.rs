@@ -47,12 +47,14 @@ fn remote_url(path: &Path) -> Option<&str> {
     crate::remote::is_url(path).then(|| path.to_str()).flatten()
 }
 
-/// The remote options of a load: from the environment, reporting to `opts.progress`.
+/// The remote options of a load: from the environment and `opts.storage_options`, reporting
+/// to `opts.progress`.
 #[cfg(feature = "remote")]
 fn remote_options(opts: &ParseOptions) -> Result<crate::remote::RemoteOptions> {
     Ok(crate::remote::RemoteOptions {
         progress: opts.progress.as_ref().map(|p| p.0.clone()),
         ..crate::remote::RemoteOptions::from_env()?
+            .with_options(opts.storage_options.iter().cloned())?
     })
 }
 
@@ -116,7 +118,8 @@ pub fn save_model(
 ) -> Result<()> {
     #[cfg(feature = "remote")]
     if let Some(url) = remote_url(path.as_ref()) {
-        let ro = crate::remote::RemoteOptions::from_env()?;
+        let ro = crate::remote::RemoteOptions::from_env()?
+            .with_options(opts.storage_options.iter().cloned())?;
         return crate::remote::save_model(model, url, opts, None, &ro);
     }
     save_to_file(model, path, opts)

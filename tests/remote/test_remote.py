@@ -398,7 +398,7 @@ PROGRESS = ctypes.CFUNCTYPE(None, ctypes.c_uint64, ctypes.c_void_p)
 
 
 class ParseOptions(ctypes.Structure):
-    """`OnnxlParseOptions` (include/onnx_light.h), struct size 80."""
+    """`OnnxlParseOptions` (include/onnx_light.h), struct size 88."""
     _fields_ = [("struct_size", ctypes.c_size_t), ("raw_data_threshold", ctypes.c_uint64),
                 ("alignment", ctypes.c_uint64), ("min_parallel_block_size", ctypes.c_uint64),
                 ("max_tensor_size_bytes", ctypes.c_uint64), ("num_threads", ctypes.c_int32),
@@ -406,7 +406,24 @@ class ParseOptions(ctypes.Structure):
                 ("no_copy", ctypes.c_uint8), ("skip_raw_data", ctypes.c_uint8),
                 ("reject_unauthenticated", ctypes.c_uint8), ("reserved", ctypes.c_uint8),
                 ("max_metadata_bytes", ctypes.c_uint64), ("progress", PROGRESS),
-                ("progress_user_data", ctypes.c_void_p)]
+                ("progress_user_data", ctypes.c_void_p),
+                ("storage_options", ctypes.POINTER(ctypes.c_char_p))]
+
+
+class SerializeOptions(ctypes.Structure):
+    """`OnnxlSerializeOptions` (include/onnx_light.h), struct size 64."""
+    _fields_ = [("struct_size", ctypes.c_size_t), ("raw_data_threshold", ctypes.c_uint64),
+                ("alignment", ctypes.c_uint64), ("max_serialized_size_bytes", ctypes.c_uint64),
+                ("num_threads", ctypes.c_int32), ("skip_raw_data", ctypes.c_uint8),
+                ("use_external_data_location", ctypes.c_uint8), ("reserved", ctypes.c_uint16),
+                ("max_external_file_size", ctypes.c_uint64), ("inline_alignment", ctypes.c_uint64),
+                ("storage_options", ctypes.POINTER(ctypes.c_char_p))]
+
+
+def _c_pairs(options):
+    """A NULL-terminated C array of key and value strings."""
+    flat = [str(x).encode() for kv in options.items() for x in kv] + [None]
+    return (ctypes.c_char_p * len(flat))(*flat)
 
 
 def test_c_abi(env):
@@ -438,7 +455,7 @@ def test_c_abi(env):
     # few bytes read to tell an encrypted weight file from a plain one.
     lib.onnxl_parse_options_default.restype = ParseOptions
     opts = lib.onnxl_parse_options_default()
-    assert opts.struct_size == ctypes.sizeof(ParseOptions) == 80
+    assert opts.struct_size == ctypes.sizeof(ParseOptions) == 88
     got = []
     opts.progress = PROGRESS(lambda n, _user: got.append(n))
     url = f"s3://{BUCKET}/ext-one_file/model.onnx"
@@ -447,3 +464,44 @@ def test_c_abi(env):
     d = os.path.join(env["www"], "ext-one_file")
     files = sum(os.path.getsize(os.path.join(d, f)) for f in os.listdir(d))
     assert files <= sum(got) <= files + 64, (files, got)
+    # Per-call storage options, while the environment names no endpoint or credentials: a
+    # load through OnnxlParseOptions.storage_options, a save through OnnxlSerializeOptions'.
+    lib.onnxl_serialize_options_default.restype = SerializeOptions
+    lib.onnxl_save_model.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p]
+    lib.onnxl_model_proto_free.argtypes = [ctypes.c_void_p]
+
+    def serialized(model):
+        buf = ctypes.c_void_p()
+        assert lib.onnxl_serialize_model(model, None, ctypes.byref(buf)) == 0
+        return ctypes.string_at(lib.onnxl_buffer_data(buf), lib.onnxl_buffer_size(buf))
+
+    store = _c_pairs({"aws_endpoint": env["moto"].endpoint, "allow_http": "true",
+                      "aws_access_key_id": "testing", "aws_secret_access_key": "testing",
+                      "aws_region": "us-east-1", "concurrency": "2"})
+    saved = dict(os.environ)
+    for k in ("AWS_ENDPOINT_URL", "AWS_ALLOW_HTTP", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY",
+              "AWS_REGION"):
+        del os.environ[k]
+    try:
+        opts = lib.onnxl_parse_options_default()
+        assert lib.onnxl_load_model(url.encode(), ctypes.byref(opts), ctypes.byref(m)) != 0
+        opts.storage_options = store
+        assert lib.onnxl_load_model(url.encode(), ctypes.byref(opts), ctypes.byref(m)) == 0, \
+            lib.onnxl_last_error_message()
+        so = lib.onnxl_serialize_options_default()
+        assert so.struct_size == ctypes.sizeof(SerializeOptions) == 64
+        so.storage_options = store
+        out = f"s3://{BUCKET}/c-storage-options/model.onnx"
+        assert lib.onnxl_save_model(m, out.encode(), ctypes.byref(so)) == 0, \
+            lib.onnxl_last_error_message()
+        back = ctypes.c_void_p()
+        assert lib.onnxl_load_model(out.encode(), ctypes.byref(opts), ctypes.byref(back)) == 0, \
+            lib.onnxl_last_error_message()
+        assert serialized(back) == serialized(m)
+        lib.onnxl_model_proto_free(back)
+        opts.storage_options = _c_pairs({"no_such_key": "1"})
+        assert lib.onnxl_load_model(url.encode(), ctypes.byref(opts), ctypes.byref(back)) != 0
+        assert b"no_such_key" in lib.onnxl_last_error_message()
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
