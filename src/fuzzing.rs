@@ -54,8 +54,9 @@ fn fuzz_opts() -> ParseOptions {
     }
 }
 
-/// Parses `data` as `M` in copy mode, no-copy mode and (for models) in parallel with a tiny
-/// `min_parallel_block_size`; all three must agree (accepted or refused alike, same message);
+/// Parses `data` as `M` in copy mode, no-copy mode, (for models) in parallel with a tiny
+/// `min_parallel_block_size`, and through a sparse image whose payloads are read back from the
+/// input (`ParseFromIstream`'s path); all must agree (accepted or refused alike, same message);
 /// an accepted message must re-serialize to bytes that parse back to the same bytes.
 fn parse_all_modes<M: Message + PartialEq + std::fmt::Debug>(data: &[u8]) {
     let base = fuzz_opts();
@@ -76,6 +77,22 @@ fn parse_all_modes<M: Message + PartialEq + std::fmt::Debug>(data: &[u8]) {
             ..base.clone()
         },
     );
+    // The path of the C++ classes' ParseFromIstream: the structure read into a sparse image,
+    // every payload read back from the input.
+    let sparse = crate::codec::parse_through_sparse_image::<M>(data, &base, 1);
+    match (&copy, &sparse) {
+        (Ok(a), Ok(b)) => assert_eq!(
+            a.serialize_to_vec(),
+            b.serialize_to_vec(),
+            "copy and sparse-image parses differ"
+        ),
+        (Err(a), Err(b)) => assert_eq!(a.to_string(), b.to_string(), "sparse-image error differs"),
+        _ => panic!(
+            "copy {:?} and sparse-image {:?} parses disagree",
+            copy.as_ref().err().map(ToString::to_string),
+            sparse.as_ref().err().map(ToString::to_string)
+        ),
+    }
     match (&copy, &no_copy, &parallel) {
         (Ok(a), Ok(b), Ok(c)) => {
             let s1 = a.serialize_to_vec();

@@ -136,6 +136,37 @@ pub(crate) fn parse_bytes<M: Message>(
     decode(Reader::new(bytes, &cfg), opts)
 }
 
+/// [`parse_bytes`] through a sparse image of `bytes` (`sparse.rs`) without its payloads of at
+/// least `min` bytes, which the parse reads back from `bytes`: the fuzz targets' oracle of the
+/// path the C++ classes' `ParseFromIstream` takes.
+#[cfg(feature = "test-hooks")]
+pub(crate) fn parse_through_sparse_image<M: Message>(
+    bytes: &[u8],
+    opts: &ParseOptions,
+    min: usize,
+) -> Result<M> {
+    let image = sparse::sparse_image(
+        M::NAME,
+        bytes.len() as u64,
+        min as u64,
+        opts.max_recursion_depth,
+        &mut |at, dst| {
+            dst.copy_from_slice(&bytes[at as usize..][..dst.len()]);
+            Ok(())
+        },
+        "bytes",
+    )?;
+    let mut cfg = decode_config(opts, PayloadMode::Copy)?;
+    let source = Arc::new(bytes.to_vec());
+    cfg.read_source = Some(Arc::new(move |at, dst: &mut [u8]| {
+        dst.copy_from_slice(&source[at..][..dst.len()]);
+        true
+    }));
+    let mut r = Reader::new(image.as_ref(), &cfg);
+    r.sparse_input(min);
+    decode(r, opts)
+}
+
 /// Parses bytes held by `data`. With `no_copy`, tensor payloads borrow from `data` and keep it
 /// alive through their owner tokens — those whose address is aligned to
 /// `ParseOptions::alignment`; the others are copied to an aligned address
