@@ -7,12 +7,17 @@ ONNX Runtime as an ``OrtValue`` over onnx_light's memory (``SessionOptions.add_i
 the memory map of the model's files for a path, the model's own buffers for a model object — and
 kept alive with the session, so ONNX Runtime allocates no memory of its own for them.
 
+A path whose large payloads are all in external files is handed to ONNX Runtime as it is, with
+no shared values: ONNX Runtime maps those files itself (no copy; processes share the pages) and
+uses the pre-packed blobs an optimized model saved with them
+(``session.save_external_prepacked_constant_initializers``), which shared values would make it
+pre-pack again while a second map stays alive.
+
 ONNX Runtime still needs the bytes in the model it parses: its graph transformers (constant
 folding, operator fusions, layout changes) read initializers from there, not from the shared
-values. A path whose large payloads are all in external files is handed over as it is (ONNX
-Runtime maps those files itself); otherwise ONNX Runtime parses a copy of the model whose large
-payloads are in a temporary data file (written once: page cache, not the process's memory;
-removed once the session exists). Where copies remain: the temporary data file; ONNX Runtime's
+values. So for a single file or a model object, ONNX Runtime parses a copy of the model whose
+large payloads are in a temporary data file (written once: page cache, not the process's
+memory; removed once the session exists). Where copies remain: the temporary data file; ONNX Runtime's
 pre-packing (its own packed copy of the weights of MatMul, Gemm, Conv, ... on CPU) and whatever a
 transformer rewrites; initializers that are also graph inputs, of element types other than
 numbers and bool, under 1 KiB, in subgraphs, attribute and sparse tensors (ONNX Runtime's own
@@ -134,8 +139,15 @@ class InferenceSession(_ort.InferenceSession):
                  sess_options: Optional[_ort.SessionOptions] = None,
                  providers: Optional[Sequence[Any]] = None,
                  provider_options: Optional[Sequence[dict]] = None, **kwargs: Any) -> None:
-        model = _as_model(path_or_model)
         options = sess_options if sess_options is not None else _ort.SessionOptions()
+        self._onnx_light_values: dict = {}
+        if isinstance(path_or_model, (str, os.PathLike)) and _all_large_payloads_external(
+                os.fspath(path_or_model)):
+            # ONNX Runtime maps the weight files itself (and reads their pre-packed blobs).
+            super().__init__(os.fspath(path_or_model), options, providers, provider_options,
+                             **kwargs)
+            return
+        model = _as_model(path_or_model)
         values = {name: _ort.OrtValue.ortvalue_from_numpy(a)
                   for name, a in _arrays(model, _shareable(model.graph)).items()}
         for name, value in values.items():
@@ -144,12 +156,6 @@ class InferenceSession(_ort.InferenceSession):
         # as long as the session.
         self._onnx_light_values = values
         self._onnx_light_model = model
-        if isinstance(path_or_model, (str, os.PathLike)) and _all_large_payloads_external(
-                os.fspath(path_or_model)):
-            # ONNX Runtime maps the same weight files itself.
-            super().__init__(os.fspath(path_or_model), options, providers, provider_options,
-                             **kwargs)
-            return
         directory = tempfile.mkdtemp(prefix="onnx_light_ort_")
         try:
             super().__init__(_stub(model, directory), options, providers, provider_options,
