@@ -367,8 +367,8 @@ class TestBuf : public std::streambuf {
 /// ParseFromIstream on the streams a program meets: a file from a position past its start, a
 /// string stream, a stream that cannot seek, one that grew after its size was taken, one whose
 /// reads fail (before the end, in a large payload, in the structure), a file cut short; the
-/// parsed bytes, the return value and the stream's state afterwards.
-void istream_parses() {
+/// parsed bytes, the return value and the stream's state afterwards. Files go to `dir`.
+void istream_parses(const std::string& dir) {
   const std::string bytes = payload_model().SerializeAsString();
   auto report = [&](const char* what, std::istream& in) {
     onnx::ModelProto m = small_model();
@@ -377,7 +377,7 @@ void istream_parses() {
         static_cast<int>(ok && m.SerializeAsString() == bytes), static_cast<int>(in.eof()),
         static_cast<int>(in.fail()), static_cast<int>(in.bad()));
   };
-  const std::string path = "cpp_compat_istream.bin";
+  const std::string path = dir + "/cpp_compat_istream.bin";
   {
     std::ofstream f(path, std::ios::binary);
     f << "PREFIX" << bytes;
@@ -843,7 +843,8 @@ int main(int argc, char** argv) {
   out("== parse and serialize");
   parse_and_serialize();
   out("== ParseFromIstream on streams");
-  istream_parses();
+  const std::string list = argv[1];
+  istream_parses(list.find('/') == std::string::npos ? "." : list.substr(0, list.find_last_of('/')));
   out("== unknown fields");
   unknown_fields();
   out("== empty doc strings");
