@@ -8,10 +8,12 @@
  *   ort_session model.onnx
  *
  * ONNX Runtime still parses the model file for its graph transformers (constant folding, fusions),
- * which read initializers from there: a model whose weights are in external data files is handed
- * over as it is (ONNX Runtime maps those files); for a model with embedded weights, which ONNX
- * Runtime would parse into a copy of its own, onnx_light first writes a stub model beside a
- * temporary weight file (page cache, not process memory), removed once the session exists.
+ * which read initializers from there: for a model with embedded weights, which ONNX Runtime would
+ * parse into a copy of its own, onnx_light first writes a stub model beside a temporary weight
+ * file (page cache, not process memory), removed once the session exists. A model whose weights
+ * are all in external data files is handed over as it is, with nothing shared: ONNX Runtime maps
+ * those files itself without a copy and reads the pre-packed weights an optimized model saved
+ * beside them, which shared values would make it pre-pack again.
  * Inputs are filled with a fixed pattern from the graph's input shapes (dynamic dimensions: 1).
  * On Linux the anonymous memory each session creation added is printed.
  *
@@ -248,10 +250,11 @@ int main(int argc, char **argv) {
   size_t n_init = onnxl_graph_proto_initializer_size(onnxl_model_proto_graph(model));
   OrtValue **values = calloc(n_init + 1, sizeof *values);
   uint64_t shared_bytes = 0;
-  long shared = share_initializers(model, options, cpu, values, &shared_bytes);
+  const int embeds = embeds_weights(argv[1]);
+  long shared = embeds ? share_initializers(model, options, cpu, values, &shared_bytes) : 0;
   if (shared < 0) return 1;
   OrtSession *light;
-  if (embeds_weights(argv[1])) {
+  if (embeds) {
     char dir[] = "/tmp/ort_session_XXXXXX", stub[64], data[64];
     if (mkdtemp(dir) == NULL) return perror("mkdtemp"), 1;
     snprintf(stub, sizeof stub, "%s/model.onnx", dir);
