@@ -240,17 +240,17 @@ int main(int argc, char **argv) {
    *    (embedded weights at odd offsets; `onnx-light convert --inline --align 64` saves them
    *    aligned): ONNX Runtime reads those from the stub's weight file (page cache). */
   uint64_t before = rss_anon();
+  const int embeds = embeds_weights(argv[1]);
   OnnxlParseOptions popts = onnxl_parse_options_default();
   popts.no_copy = 1;
   popts.alignment = 1;
-  OnnxlModelProto *model = NULL;
-  if (onnxl_failed("onnxl_load_model", onnxl_load_model(argv[1], &popts, &model))) return 1;
+  OnnxlModelProto *model = NULL; /* (only for embedded weights: the others go as they are) */
+  if (embeds && onnxl_failed("onnxl_load_model", onnxl_load_model(argv[1], &popts, &model))) return 1;
   OrtSessionOptions *options;
   if (ort_failed("CreateSessionOptions", ort->CreateSessionOptions(&options))) return 1;
-  size_t n_init = onnxl_graph_proto_initializer_size(onnxl_model_proto_graph(model));
+  size_t n_init = embeds ? onnxl_graph_proto_initializer_size(onnxl_model_proto_graph(model)) : 0;
   OrtValue **values = calloc(n_init + 1, sizeof *values);
   uint64_t shared_bytes = 0;
-  const int embeds = embeds_weights(argv[1]);
   long shared = embeds ? share_initializers(model, options, cpu, values, &shared_bytes) : 0;
   if (shared < 0) return 1;
   OrtSession *light;
