@@ -54,7 +54,6 @@ def _as_model(path_or_model: Any) -> ModelProto:
     if isinstance(path_or_model, (bytes, bytearray, memoryview)):
         return load_from_string(bytes(path_or_model), no_copy=True)
     if isinstance(path_or_model, (str, os.PathLike)):
-        # Every payload borrowed from the file's map where it is (no aligned copies).
         return load(path_or_model, no_copy=True, alignment=1)
     if getattr(getattr(path_or_model, "DESCRIPTOR", None), "full_name", None) == "onnx.ModelProto":
         from . import from_onnx
@@ -107,13 +106,18 @@ def _stub(model: ModelProto, directory: str) -> str:
     return path
 
 
-def _all_large_payloads_external(path: str) -> bool:
-    """Whether the model file at ``path`` keeps every payload of ``_MIN_SHARED`` bytes or more
-    in external files (which ONNX Runtime maps itself, without a copy)."""
+def _all_large_payloads_external(lazy: ModelProto) -> bool:
+    """Whether a model loaded without its external data keeps every payload of ``_MIN_SHARED``
+    bytes or more in external files (which ONNX Runtime maps itself, without a copy)."""
     from . import _iter_tensors
 
-    lazy = load(path, load_external_data=False, no_copy=True, alignment=1)
     return all(len(_native.tensor_raw_buffer(t) or ()) < _MIN_SHARED for t in _iter_tensors(lazy))
+
+
+def _has_external_data(lazy: ModelProto) -> bool:
+    from . import _iter_tensors
+
+    return any(len(t.external_data) for t in _iter_tensors(lazy))
 
 
 def _marked(stub: ModelProto):
@@ -141,13 +145,18 @@ class InferenceSession(_ort.InferenceSession):
                  provider_options: Optional[Sequence[dict]] = None, **kwargs: Any) -> None:
         options = sess_options if sess_options is not None else _ort.SessionOptions()
         self._onnx_light_values: dict = {}
-        if isinstance(path_or_model, (str, os.PathLike)) and _all_large_payloads_external(
-                os.fspath(path_or_model)):
-            # ONNX Runtime maps the weight files itself (and reads their pre-packed blobs).
-            super().__init__(os.fspath(path_or_model), options, providers, provider_options,
-                             **kwargs)
-            return
-        model = _as_model(path_or_model)
+        if isinstance(path_or_model, (str, os.PathLike)):
+            # Every payload borrowed from the file's map where it is (no aligned copies).
+            lazy = load(path_or_model, load_external_data=False, no_copy=True, alignment=1)
+            if _all_large_payloads_external(lazy):
+                # ONNX Runtime maps the weight files itself (and reads their pre-packed blobs).
+                super().__init__(os.fspath(path_or_model), options, providers, provider_options,
+                                 **kwargs)
+                return
+            # (a single file is already whole: no second parse)
+            model = _as_model(path_or_model) if _has_external_data(lazy) else lazy
+        else:
+            model = _as_model(path_or_model)
         values = {name: _ort.OrtValue.ortvalue_from_numpy(a)
                   for name, a in _arrays(model, _shareable(model.graph)).items()}
         for name, value in values.items():
