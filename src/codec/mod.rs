@@ -145,23 +145,21 @@ pub(crate) fn parse_through_sparse_image<M: Message>(
     opts: &ParseOptions,
     min: usize,
 ) -> Result<M> {
-    let image = sparse::sparse_image(
+    let source = bytes.to_vec();
+    let read: crate::wire::ReadSource = Arc::new(move |at, dst: &mut [u8]| {
+        dst.copy_from_slice(&source[at..][..dst.len()]);
+        true
+    });
+    let image = sparse::sparse_input(
         M::NAME,
         bytes.len() as u64,
-        min as u64,
+        min,
         opts.max_recursion_depth,
-        &mut |at, dst| {
-            dst.copy_from_slice(&bytes[at as usize..][..dst.len()]);
-            Ok(())
-        },
+        &read,
         "bytes",
     )?;
     let mut cfg = decode_config(opts, PayloadMode::Copy)?;
-    let source = Arc::new(bytes.to_vec());
-    cfg.read_source = Some(Arc::new(move |at, dst: &mut [u8]| {
-        dst.copy_from_slice(&source[at..][..dst.len()]);
-        true
-    }));
+    cfg.read_source = Some(read);
     let mut r = Reader::new(image.as_ref(), &cfg);
     r.sparse_input(min);
     decode(r, opts)

@@ -8,6 +8,7 @@
 
 use crate::error::{Error, Result};
 use crate::proto::{PAYLOAD_FIELD, PAYLOAD_PATHS, payload_walk_index};
+use crate::wire::ReadSource;
 
 /// Granule of the read-bytes map, and the first read after a skip.
 const BLOCK: u64 = 16 << 10;
@@ -200,13 +201,42 @@ pub(crate) fn sparse_image(
     Ok(w.image)
 }
 
+/// The sparse image of a `message` of `size` bytes read from `read` (which fills the buffer
+/// from an offset, all of it, or says false), without its payloads of at least `min` (> 0)
+/// bytes: the parse of the image takes `read` as its `DecodeConfig::read_source` and
+/// `Reader::sparse_input(min)` reads those payloads from it. A failed read of the structure is
+/// an I/O error naming `what` and the offset.
+pub(crate) fn sparse_input(
+    message: &str,
+    size: u64,
+    min: usize,
+    max_depth: u32,
+    read: &ReadSource,
+    what: &str,
+) -> Result<Image> {
+    sparse_image(
+        message,
+        size,
+        min as u64,
+        max_depth,
+        &mut |offset, dst| match read(offset as usize, dst) {
+            true => Ok(()),
+            false => Err(Error::io(
+                format!("{what} at offset {offset}"),
+                std::io::ErrorKind::UnexpectedEof.into(),
+            )),
+        },
+        what,
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use std::sync::{Arc, Mutex};
 
     use super::*;
     use crate::proto::ModelProto;
-    use crate::wire::{DecodeConfig, Message, Reader};
+    use crate::wire::{DecodeConfig, Message, ReadSource, Reader};
 
     /// A model with payloads of 1 KiB to 200 KiB in the graph, an attribute and a subgraph.
     fn model() -> ModelProto {
@@ -265,12 +295,16 @@ mod tests {
         // A parse of the image that reads those payloads from the source is the model.
         let reads = Arc::new(Mutex::new(Vec::new()));
         let (src, log) = (bytes.clone(), reads.clone());
+        let read: ReadSource = Arc::new(move |at, dst: &mut [u8]| {
+            log.lock().unwrap().push(dst.len());
+            dst.copy_from_slice(&src[at..][..dst.len()]);
+            true
+        });
+        let image =
+            sparse_input("ModelProto", bytes.len() as u64, min, 100, &read, "test").unwrap();
+        reads.lock().unwrap().clear(); // (the structure's reads)
         let cfg = DecodeConfig {
-            read_source: Some(Arc::new(move |at, dst: &mut [u8]| {
-                log.lock().unwrap().push(dst.len());
-                dst.copy_from_slice(&src[at..at + dst.len()]);
-                true
-            })),
+            read_source: Some(read),
             ..DecodeConfig::default()
         };
         let mut parsed = ModelProto::new();

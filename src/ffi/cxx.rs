@@ -20,16 +20,16 @@
 //! stay valid.
 
 use std::ffi::c_void;
+use std::sync::Arc;
 
 use super::panic::ffi_value;
 use super::status::FfiError;
 use crate::bytes::{CxxString, CxxStringPool};
-use crate::codec::sparse::{Image, sparse_image};
-use crate::error::Error;
+use crate::codec::sparse::{Image, sparse_input};
 use crate::error::TryClone;
 use crate::proto::{Message, MsgBox, Recycle, Recycler, RepeatedField};
 use crate::wire::{
-    DecodeConfig, DynMessage, InlineVec, Reader, SizeCursor, SizeTable, SliceWriter,
+    DecodeConfig, DynMessage, InlineVec, ReadSource, Reader, SizeCursor, SizeTable, SliceWriter,
 };
 use crate::{ByteSpan, ProtoString};
 
@@ -544,23 +544,16 @@ fn stream_image(
     let stream = StreamReader(source);
     // SAFETY: `parse`'s contract: the source is live.
     let size = unsafe { (*source).size };
-    let image = sparse_image(
+    let read: ReadSource = Arc::new(move |offset, dst| stream.read(offset as u64, dst));
+    let image = sparse_input(
         name,
         size,
-        STREAM_PAYLOAD_MIN as u64,
+        STREAM_PAYLOAD_MIN,
         config.max_depth,
-        &mut |offset, dst| match stream.read(offset, dst) {
-            true => Ok(()),
-            false => Err(Error::io(
-                format!("<stream> at offset {offset}"),
-                std::io::ErrorKind::UnexpectedEof.into(),
-            )),
-        },
-        "the stream",
+        &read,
+        "<stream>",
     )?;
-    config.read_source = Some(std::sync::Arc::new(move |offset, dst| {
-        stream.read(offset as u64, dst)
-    }));
+    config.read_source = Some(read);
     Ok(image)
 }
 

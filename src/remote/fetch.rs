@@ -10,7 +10,8 @@ use futures_util::StreamExt;
 use object_store::{GetOptions, GetRange, ObjectStoreExt};
 
 use super::{Location, RemoteOptions, block_on};
-use crate::codec::sparse::Image;
+use crate::codec::ParseOptions;
+use crate::codec::sparse::{Image, sparse_image};
 use crate::error::{Error, Result};
 
 static FETCHED: AtomicU64 = AtomicU64::new(0);
@@ -179,6 +180,26 @@ impl Object {
     /// Reads `range` into `dst` (one piece).
     pub(crate) fn read_range(&self, start: u64, dst: &mut [u8], ro: &RemoteOptions) -> Result<()> {
         read_many(vec![(self, start, dst)], ro)
+    }
+
+    /// The region of the object with every byte a `skip_raw_data` parse of a `message` (its
+    /// schema name) reads: a sparse image (`codec::sparse`) without the payloads that parse
+    /// drops (`TensorProto.raw_data` of at least `raw_data_threshold` bytes, the parser's own
+    /// rule), which are never fetched.
+    pub(crate) fn metadata_image(
+        &self,
+        message: &str,
+        opts: &ParseOptions,
+        ro: &RemoteOptions,
+    ) -> Result<Image> {
+        sparse_image(
+            message,
+            self.size,
+            opts.raw_data_threshold,
+            opts.max_recursion_depth,
+            &mut |start, dst| self.read_range(start, dst, ro),
+            &self.loc.url,
+        )
     }
 
     /// The whole object, read in parallel ranges.

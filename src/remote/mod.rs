@@ -16,7 +16,6 @@
 //! here blocks, and callers never see the runtime.
 
 mod fetch;
-mod sparse;
 #[cfg(test)]
 mod tests;
 mod upload;
@@ -379,7 +378,7 @@ pub fn parse<M: Message>(url: &str, opts: &ParseOptions, ro: &RemoteOptions) -> 
 fn parse_at<M: Message>(loc: &Location, opts: &ParseOptions, ro: &RemoteOptions) -> Result<M> {
     let obj = fetch::Object::head(loc)?;
     let image = if opts.skip_raw_data {
-        sparse::metadata_image(&obj, M::NAME, opts, ro)?
+        obj.metadata_image(M::NAME, opts, ro)?
     } else {
         obj.read_whole(ro)?
     };

@@ -35,7 +35,7 @@ pub use placement::REGION_OWNER_BYTES;
 pub use rare::{Rare, RareFields};
 pub use reader::{
     AUTO_METADATA_BASE_BYTES, AUTO_METADATA_BYTES_PER_INPUT_BYTE, DecodeConfig,
-    MAX_RECURSION_DEPTH_LIMIT, PayloadMode, Reader, ReleaseSource, metadata_budget,
+    MAX_RECURSION_DEPTH_LIMIT, PayloadMode, ReadSource, Reader, ReleaseSource, metadata_budget,
 };
 pub(crate) use recycle::ReusableMap;
 pub use recycle::{
