@@ -72,7 +72,8 @@ pub struct DecodeConfig {
     /// Copy mode: payloads of at least 2 MiB are read from here into their aligned home
     /// instead of copied from the input, so the input's pages of them are never touched (for a
     /// mapped file: no page faults, nothing to release); when it fails, they are copied. Also
-    /// the source of the payloads a sparse input lacks ([`Reader::sparse_input`]).
+    /// the source of the payloads a sparse input lacks (an image of the message with its
+    /// large payloads left out).
     pub read_source: Option<ReadSource>,
     /// A length prefix that runs past the end of its enclosing message does not stop the
     /// parse: the value is read to that end and the parse fails when it is done (with the
