@@ -84,6 +84,48 @@ mod ffi;
 pub mod fuzzing;
 pub mod thread_safety;
 
+/// The public API holds no memory layout: the message structs' members, their rare-field boxes,
+/// inline lists, sub-message boxes and oneof enums are private (each block below fails to
+/// compile), and the accessors reach everything (the last one compiles).
+///
+/// ```compile_fail
+/// let t = onnx_light::TensorProto::new();
+/// let _ = &t.rare;
+/// ```
+/// ```compile_fail
+/// let t = onnx_light::TensorProto::new();
+/// let _ = t.dims.len();
+/// ```
+/// ```compile_fail
+/// let _: Option<&onnx_light::proto::TensorProtoRare> = None;
+/// ```
+/// ```compile_fail
+/// let _: Option<&onnx_light::wire::Rare<()>> = None;
+/// ```
+/// ```compile_fail
+/// let _: onnx_light::InlineVec<i64, 4> = Default::default();
+/// ```
+/// ```compile_fail
+/// let _: Option<onnx_light::proto::MsgBox<onnx_light::GraphProto>> = None;
+/// ```
+/// ```compile_fail
+/// let _: Option<onnx_light::proto::TypeProtoValue> = None;
+/// ```
+/// ```
+/// use onnx_light::{Repeated, TensorProto};
+/// use onnx_light::proto::{TypeProto, TypeProtoValueCase};
+/// let mut t = TensorProto::new();
+/// t.set_dims([1, 2]);
+/// t.mutable_dims().push(3);
+/// t.set_doc_string("rare");
+/// assert_eq!((t.dims().len(), t.doc_string_opt().is_some()), (3, true));
+/// let mut ty = TypeProto::new();
+/// ty.mutable_sequence_type();
+/// assert_eq!(ty.value_case(), Some(TypeProtoValueCase::SequenceType));
+/// ```
+#[cfg(all(doctest, not(feature = "unstable-representation")))]
+pub struct PublicApiHasNoRepresentation;
+
 pub use bytes::{ByteSpan, Owner, ProtoString, UnknownFields};
 pub use codec::{
     FileLoadMode, LoadProgress, ParseOptions, SerializeOptions, TensorBufferOptions,
@@ -107,46 +149,28 @@ pub use package::{
 pub use proto::Message;
 pub use proto::{GraphProto, ModelProto, NodeProto, TensorProto};
 pub use storage::{max_threads, release_thread_pools};
-/// The list type of repeated scalar and string fields; the short ones (`NodeProto.input`/`output`,
-/// `TensorProto.dims`, `AttributeProto.ints`) keep their first elements inline.
+/// Repeated scalar and string fields, as `mutable_x()` hands them out (the short ones keep
+/// their first elements inside the message; that is not part of the type).
 ///
 /// ```
-/// use onnx_light::{NodeProto, TensorProto, inline_vec};
+/// use onnx_light::{NodeProto, Repeated, TensorProto};
 ///
 /// let mut t = TensorProto::new();
-/// t.dims = inline_vec![2, 3];
-/// t.dims.push(4);
-/// assert_eq!(t.dims[..], [2, 3, 4]);
-/// t.dims = vec![5].into();
-/// assert_eq!(t.dims.as_slice(), &[5]);
+/// t.set_dims([2, 3]);
+/// t.mutable_dims().push(4);
+/// assert_eq!(t.dims(), [2, 3, 4]);
 ///
 /// let mut n = NodeProto::new();
-/// n.input.extend(["x".into(), "w".into(), "b".into()]); // the third one moves to the heap
-/// assert_eq!(n.input.len(), 3);
-/// assert!(n.input.spilled());
+/// n.mutable_input().extend(["x".into(), "w".into(), "b".into()]);
+/// n.add_input("y");
+/// assert_eq!(n.input().len(), 4);
+/// n.mutable_input().retain(|s| s != "w");
+/// assert_eq!(n.input()[1], "b");
 /// ```
-pub use wire::InlineVec;
-/// The box of a sub-message field (`Option<MsgBox<M>>`), used as `Box` is; a parse cuts it from
-/// its metadata blocks instead of allocating it.
-///
-/// ```
-/// use onnx_light::{GraphProto, Message, ModelProto, MsgBox, ParseOptions};
-///
-/// let mut m = ModelProto::new();
-/// m.graph = Some(MsgBox::new(GraphProto::new()));
-/// m.graph.as_mut().unwrap().set_name("g");
-/// let bytes = m.serialize_to_vec();
-///
-/// let mut parsed: ModelProto = onnx_light::parse_from_bytes(&bytes, &ParseOptions::default())?;
-/// let graph = parsed.graph.take().unwrap();
-/// assert!(MsgBox::in_block(&graph)); // cut from the parse's blocks
-/// drop(parsed); // the graph keeps its block alive
-/// assert_eq!(graph.name(), "g");
-/// let owned: GraphProto = MsgBox::into_inner(graph);
-/// assert_eq!(owned.name(), "g");
-/// # Ok::<(), onnx_light::Error>(())
-/// ```
-pub use wire::MsgBox;
+pub use wire::Repeated;
+#[cfg(feature = "unstable-representation")]
+#[doc(hidden)]
+pub use wire::{InlineVec, MsgBox};
 pub use wire::{
     memory_held_for_reuse, memory_reuse_limit, release_memory_held_for_reuse,
     set_memory_reuse_limit,

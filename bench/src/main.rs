@@ -128,9 +128,9 @@ fn main() {
 fn print_sizes() {
     use onnx_light::proto as g;
     use onnx_light::wire::RepeatedField;
-    use onnx_light::{InlineVec, ProtoString, UnknownFields};
+    use onnx_light::{ProtoString, UnknownFields};
     use std::mem::size_of;
-    let rows: [(&str, usize); 20] = [
+    let rows: [(&str, usize); 12] = [
         ("NodeProto", size_of::<g::NodeProto>()),
         ("ValueInfoProto", size_of::<g::ValueInfoProto>()),
         ("TypeProto", size_of::<g::TypeProto>()),
@@ -142,25 +142,10 @@ fn print_sizes() {
         ),
         ("AttributeProto", size_of::<g::AttributeProto>()),
         ("TensorProto", size_of::<g::TensorProto>()),
-        // The rare boxes (allocated when a rare or an unknown field is set).
-        ("NodeProtoRare", size_of::<g::NodeProtoRare>()),
-        ("ValueInfoProtoRare", size_of::<g::ValueInfoProtoRare>()),
-        ("TypeProtoRare", size_of::<g::TypeProtoRare>()),
-        (
-            "TensorShapeProtoDimensionRare",
-            size_of::<g::TensorShapeProtoDimensionRare>(),
-        ),
-        ("AttributeProtoRare", size_of::<g::AttributeProtoRare>()),
-        ("TensorProtoRare", size_of::<g::TensorProtoRare>()),
         ("ProtoString", size_of::<ProtoString>()),
         ("Option<ProtoString>", size_of::<Option<ProtoString>>()),
         ("UnknownFields", size_of::<UnknownFields>()),
         ("RepeatedField<_>", size_of::<RepeatedField<g::NodeProto>>()),
-        (
-            "InlineVec<ProtoString, 2>",
-            size_of::<InlineVec<ProtoString, 2>>(),
-        ),
-        ("InlineVec<i64, 4>", size_of::<InlineVec<i64, 4>>()),
     ];
     println!("| type | bytes |\n|---|---|");
     for (name, n) in rows {

@@ -39,7 +39,7 @@ fn model() -> ModelProto {
         t.set_data_type(2);
         t.add_dims(n as i64);
         t.set_raw_data((0..n).map(|k| (k * 7 + i) as u8).collect::<Vec<u8>>());
-        g.initializer.push(t);
+        g.mutable_initializer().push(t);
     }
     m
 }
@@ -56,7 +56,7 @@ fn payload_spans(path: &Path) -> Vec<(u64, usize)> {
     // SAFETY: `bytes` outlives the model, dropped at the end of this function.
     let m: ModelProto = unsafe { onnx_light::parse_from_bytes_unowned(&bytes, &opts) }.unwrap();
     m.graph()
-        .initializer
+        .initializer()
         .iter()
         .map(|t| {
             let r = t.raw_data();
@@ -120,9 +120,9 @@ fn convert_inline_align_writes_an_aligned_single_file() {
         assert_eq!(onnx_light::codec::realigned_tensors(&back), 0);
         assert_eq!(
             back.graph()
-                .initializer
+                .initializer()
                 .iter()
-                .filter(|t| t.raw_data.as_ref().is_some_and(|r| r.is_borrowed()))
+                .filter(|t| t.raw_data_opt().is_some_and(|r| r.is_borrowed()))
                 .count(),
             4,
             "every payload of at least 1024 bytes is borrowed"

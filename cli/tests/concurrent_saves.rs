@@ -21,7 +21,7 @@ fn model(seed: u32) -> ModelProto {
     let g = m.mutable_graph();
     g.set_name("g");
     for i in 0..TENSORS {
-        g.initializer.push(uint8_tensor(
+        g.mutable_initializer().push(uint8_tensor(
             &format!("w{i}"),
             TENSOR_BYTES,
             (seed as u8) * 16 + i as u8,
@@ -32,7 +32,7 @@ fn model(seed: u32) -> ModelProto {
 
 /// Every tensor of `m` is the one `model(seed)` has.
 fn check_seed(m: &ModelProto, seed: u32) {
-    let init = &m.graph().initializer;
+    let init = &m.graph().initializer();
     assert_eq!(init.len(), TENSORS);
     for (i, t) in init.iter().enumerate() {
         let expected = pattern(TENSOR_BYTES, (seed as u8) * 16 + i as u8);

@@ -141,9 +141,9 @@ fn cli_convert_encrypt_writes_a_fully_encrypted_directory() {
         )
         .unwrap();
         assert_eq!(tensors_of(&m), tensors_of(&original));
-        assert_eq!(m.graph().node, original.graph().node);
-        assert_eq!(m.graph().input, original.graph().input);
-        assert_eq!(m.graph().output, original.graph().output);
+        assert_eq!(m.graph().node(), original.graph().node());
+        assert_eq!(m.graph().input(), original.graph().input());
+        assert_eq!(m.graph().output(), original.graph().output());
     }
     assert_eq!(
         crypto::detect_file_format(&out).unwrap(),

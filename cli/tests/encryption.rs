@@ -330,8 +330,8 @@ fn child_process_big_load() {
         ..Default::default()
     };
     let m = onnx_light::load_encrypted_model(&path, b"big model key", &opts).unwrap();
-    let t = &m.graph().initializer[0];
-    assert_eq!(t.dims[..], [BIG as i64]);
+    let t = &m.graph().initializer()[0];
+    assert_eq!(t.dims(), [BIG as i64]);
     let data = t.raw_data();
     assert_eq!(data.len() as u64, BIG);
     for i in (0..BIG).step_by(4093).chain(BIG - 4..BIG) {

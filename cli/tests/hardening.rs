@@ -88,13 +88,13 @@ fn hostile_model(dir: &TempDir) -> std::path::PathBuf {
     g.set_name(HOSTILE);
     let mut t = uint8_tensor(HOSTILE, 4, 1);
     t.set_data_location(1);
-    t.raw_data = None;
+    t.clear_raw_data();
     for (k, v) in [("location", HOSTILE), ("offset", "0"), ("length", "4")] {
         let e = t.add_external_data();
         e.set_key(k);
         e.set_value(v);
     }
-    g.initializer.push(t);
+    g.mutable_initializer().push(t);
     let n = g.add_node();
     n.set_name(HOSTILE);
     n.set_op_type(HOSTILE);
@@ -116,7 +116,7 @@ fn text_from_a_model_is_printed_escaped() {
         },
     )
     .unwrap();
-    names.mutable_graph().initializer.clear();
+    names.mutable_graph().mutable_initializer().clear();
     let names_path = dir.path("names.onnx");
     std::fs::write(&names_path, names.serialize_to_vec()).unwrap();
     let out = tool(&["info", s(&names_path)]);
@@ -245,7 +245,7 @@ fn info_opens_models_with_encrypted_weights() {
     m.set_ir_version(8);
     m.add_opset_import().set_version(17);
     m.mutable_graph()
-        .initializer
+        .mutable_initializer()
         .push(uint8_tensor("w", 4096, 3));
     let path = dir.path("m.onnx");
     let opts = SaveExternalOptions {

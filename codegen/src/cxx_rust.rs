@@ -195,12 +195,12 @@ fn gen_message(o: &mut String, m: &MessageDef) {
             o,
             &format!("{p}_rare_mut"),
             &format!("p: *mut {rt}"),
-            &format!(" -> *mut {rt}Rare"),
-            "(*p).rare.make_mut()",
+            " -> *mut c_void",
+            "(&raw mut *(*p).rare.make_mut()).cast::<c_void>()",
         );
         writeln!(
             o,
-            "/// The rare fields every unallocated `rare` box of a `{rt}` reads as.\n#[unsafe(no_mangle)]\npub extern \"C\" fn {p}_rare_empty() -> *const {rt}Rare {{\n    <{rt}Rare as RareFields>::empty()\n}}\n"
+            "/// The rare fields every unallocated `rare` box of a `{rt}` reads as.\n#[unsafe(no_mangle)]\npub extern \"C\" fn {p}_rare_empty() -> *const c_void {{\n    let empty: *const {rt}Rare = <{rt}Rare as RareFields>::empty();\n    empty.cast()\n}}\n"
         )
         .unwrap();
     }

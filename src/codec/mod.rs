@@ -585,6 +585,53 @@ mod tests {
         m.serialize_to_vec()
     }
 
+    /// A parse cuts sub-message boxes and lists past their inline slots from its blocks; a
+    /// mutation that grows a list or replaces a box uses the heap.
+    #[test]
+    fn parsed_boxes_and_spilled_lists_live_in_the_parse_blocks() {
+        use crate::proto::{AttributeProto, TypeProto, ValueInfoProto};
+        use crate::wire::MsgBox;
+        let mut m = ModelProto::new();
+        let g = m.mutable_graph();
+        for i in 0..20i64 {
+            let n = g.add_node();
+            n.add_input(format!("in{i}"));
+            if i % 2 == 0 {
+                n.add_input("scale");
+                n.add_input("bias");
+            }
+            let a: &mut AttributeProto = n.add_attribute();
+            a.set_name("perm");
+            a.set_ints([i, 1, 2]);
+            a.mutable_t().set_dims([1]);
+            let v: &mut ValueInfoProto = g.add_value_info();
+            let d = v
+                .mutable_type()
+                .mutable_tensor_type()
+                .mutable_shape()
+                .add_dim();
+            d.set_dim_value(i);
+        }
+        let mut m: ModelProto =
+            parse_from_bytes(&m.serialize_to_vec(), &ParseOptions::default()).unwrap();
+        let g = m.graph.as_deref_mut().unwrap();
+        let ty: &MsgBox<TypeProto> = g.value_info[3].r#type.as_ref().unwrap();
+        assert!(MsgBox::in_block(ty));
+        let Some(crate::proto::TypeProtoValue::TensorType(tensor)) = &ty.value else {
+            panic!("tensor type")
+        };
+        assert!(MsgBox::in_block(tensor.shape.as_ref().unwrap()));
+        assert!(MsgBox::in_block(g.node[5].attribute[0].t.as_ref().unwrap()));
+        assert!(g.node[4].input.in_block() && !g.node[5].input.spilled());
+        let ints = &mut g.node[5].attribute[0].ints;
+        assert!(ints.in_block() && ints.capacity() == 3);
+        ints.push(9);
+        assert!(ints.spilled() && !ints.in_block());
+        assert_eq!(ints[..], [5, 1, 2, 9]);
+        g.value_info[4].set_type(TypeProto::new());
+        assert!(!MsgBox::in_block(g.value_info[4].r#type.as_ref().unwrap()));
+    }
+
     #[test]
     fn reading_through_overruns_fails_at_the_end_wherever_the_cut_falls() {
         let bytes = model_bytes(300);

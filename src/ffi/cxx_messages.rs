@@ -124,15 +124,16 @@ pub unsafe extern "C" fn onnxl_cxx_AttributeProto_list_reserve(f: *mut RepeatedF
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn onnxl_cxx_AttributeProto_rare_mut(p: *mut AttributeProto) -> *mut AttributeProtoRare {
+pub unsafe extern "C" fn onnxl_cxx_AttributeProto_rare_mut(p: *mut AttributeProto) -> *mut c_void {
     // SAFETY: module contract.
-    unsafe { (*p).rare.make_mut() }
+    unsafe { (&raw mut *(*p).rare.make_mut()).cast::<c_void>() }
 }
 
 /// The rare fields every unallocated `rare` box of a `AttributeProto` reads as.
 #[unsafe(no_mangle)]
-pub extern "C" fn onnxl_cxx_AttributeProto_rare_empty() -> *const AttributeProtoRare {
-    <AttributeProtoRare as RareFields>::empty()
+pub extern "C" fn onnxl_cxx_AttributeProto_rare_empty() -> *const c_void {
+    let empty: *const AttributeProtoRare = <AttributeProtoRare as RareFields>::empty();
+    empty.cast()
 }
 
 // ---- ValueInfoProto
@@ -240,15 +241,16 @@ pub unsafe extern "C" fn onnxl_cxx_ValueInfoProto_list_reserve(f: *mut RepeatedF
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn onnxl_cxx_ValueInfoProto_rare_mut(p: *mut ValueInfoProto) -> *mut ValueInfoProtoRare {
+pub unsafe extern "C" fn onnxl_cxx_ValueInfoProto_rare_mut(p: *mut ValueInfoProto) -> *mut c_void {
     // SAFETY: module contract.
-    unsafe { (*p).rare.make_mut() }
+    unsafe { (&raw mut *(*p).rare.make_mut()).cast::<c_void>() }
 }
 
 /// The rare fields every unallocated `rare` box of a `ValueInfoProto` reads as.
 #[unsafe(no_mangle)]
-pub extern "C" fn onnxl_cxx_ValueInfoProto_rare_empty() -> *const ValueInfoProtoRare {
-    <ValueInfoProtoRare as RareFields>::empty()
+pub extern "C" fn onnxl_cxx_ValueInfoProto_rare_empty() -> *const c_void {
+    let empty: *const ValueInfoProtoRare = <ValueInfoProtoRare as RareFields>::empty();
+    empty.cast()
 }
 
 // ---- NodeProto
@@ -356,15 +358,16 @@ pub unsafe extern "C" fn onnxl_cxx_NodeProto_list_reserve(f: *mut RepeatedField<
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn onnxl_cxx_NodeProto_rare_mut(p: *mut NodeProto) -> *mut NodeProtoRare {
+pub unsafe extern "C" fn onnxl_cxx_NodeProto_rare_mut(p: *mut NodeProto) -> *mut c_void {
     // SAFETY: module contract.
-    unsafe { (*p).rare.make_mut() }
+    unsafe { (&raw mut *(*p).rare.make_mut()).cast::<c_void>() }
 }
 
 /// The rare fields every unallocated `rare` box of a `NodeProto` reads as.
 #[unsafe(no_mangle)]
-pub extern "C" fn onnxl_cxx_NodeProto_rare_empty() -> *const NodeProtoRare {
-    <NodeProtoRare as RareFields>::empty()
+pub extern "C" fn onnxl_cxx_NodeProto_rare_empty() -> *const c_void {
+    let empty: *const NodeProtoRare = <NodeProtoRare as RareFields>::empty();
+    empty.cast()
 }
 
 // ---- IntIntListEntryProto
@@ -1665,15 +1668,16 @@ pub unsafe extern "C" fn onnxl_cxx_TensorProto_list_reserve(f: *mut RepeatedFiel
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn onnxl_cxx_TensorProto_rare_mut(p: *mut TensorProto) -> *mut TensorProtoRare {
+pub unsafe extern "C" fn onnxl_cxx_TensorProto_rare_mut(p: *mut TensorProto) -> *mut c_void {
     // SAFETY: module contract.
-    unsafe { (*p).rare.make_mut() }
+    unsafe { (&raw mut *(*p).rare.make_mut()).cast::<c_void>() }
 }
 
 /// The rare fields every unallocated `rare` box of a `TensorProto` reads as.
 #[unsafe(no_mangle)]
-pub extern "C" fn onnxl_cxx_TensorProto_rare_empty() -> *const TensorProtoRare {
-    <TensorProtoRare as RareFields>::empty()
+pub extern "C" fn onnxl_cxx_TensorProto_rare_empty() -> *const c_void {
+    let empty: *const TensorProtoRare = <TensorProtoRare as RareFields>::empty();
+    empty.cast()
 }
 
 // ---- TensorProto.Segment
@@ -2093,15 +2097,16 @@ pub unsafe extern "C" fn onnxl_cxx_TensorShapeProto_Dimension_list_reserve(f: *m
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn onnxl_cxx_TensorShapeProto_Dimension_rare_mut(p: *mut TensorShapeProtoDimension) -> *mut TensorShapeProtoDimensionRare {
+pub unsafe extern "C" fn onnxl_cxx_TensorShapeProto_Dimension_rare_mut(p: *mut TensorShapeProtoDimension) -> *mut c_void {
     // SAFETY: module contract.
-    unsafe { (*p).rare.make_mut() }
+    unsafe { (&raw mut *(*p).rare.make_mut()).cast::<c_void>() }
 }
 
 /// The rare fields every unallocated `rare` box of a `TensorShapeProtoDimension` reads as.
 #[unsafe(no_mangle)]
-pub extern "C" fn onnxl_cxx_TensorShapeProto_Dimension_rare_empty() -> *const TensorShapeProtoDimensionRare {
-    <TensorShapeProtoDimensionRare as RareFields>::empty()
+pub extern "C" fn onnxl_cxx_TensorShapeProto_Dimension_rare_empty() -> *const c_void {
+    let empty: *const TensorShapeProtoDimensionRare = <TensorShapeProtoDimensionRare as RareFields>::empty();
+    empty.cast()
 }
 
 #[unsafe(no_mangle)]
@@ -2258,15 +2263,16 @@ pub unsafe extern "C" fn onnxl_cxx_TypeProto_list_reserve(f: *mut RepeatedField<
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn onnxl_cxx_TypeProto_rare_mut(p: *mut TypeProto) -> *mut TypeProtoRare {
+pub unsafe extern "C" fn onnxl_cxx_TypeProto_rare_mut(p: *mut TypeProto) -> *mut c_void {
     // SAFETY: module contract.
-    unsafe { (*p).rare.make_mut() }
+    unsafe { (&raw mut *(*p).rare.make_mut()).cast::<c_void>() }
 }
 
 /// The rare fields every unallocated `rare` box of a `TypeProto` reads as.
 #[unsafe(no_mangle)]
-pub extern "C" fn onnxl_cxx_TypeProto_rare_empty() -> *const TypeProtoRare {
-    <TypeProtoRare as RareFields>::empty()
+pub extern "C" fn onnxl_cxx_TypeProto_rare_empty() -> *const c_void {
+    let empty: *const TypeProtoRare = <TypeProtoRare as RareFields>::empty();
+    empty.cast()
 }
 
 #[unsafe(no_mangle)]

@@ -3,9 +3,20 @@
 
 use std::alloc::Layout;
 
+/// An item of the representation: public only for the Python binding (see the
+/// `unstable-representation` feature in Cargo.toml).
+#[cfg(feature = "unstable-representation")]
+macro_rules! representation_item {
+    ($(#[$a:meta])* $kind:ident $name:ident $($body:tt)*) => { $(#[$a])* pub $kind $name $($body)* };
+}
+#[cfg(not(feature = "unstable-representation"))]
+macro_rules! representation_item {
+    ($(#[$a:meta])* $kind:ident $name:ident $($body:tt)*) => { $(#[$a])* pub(crate) $kind $name $($body)* };
+}
+
 use crate::bytes::{ByteSpan, CxxStringPool, ProtoString, UnknownFields};
 use crate::error::{DecodeError, TryClone, clone_or_abort};
-use crate::proto::{InlineVec, Message, MsgBox, Rare, RareFields, RepeatedField};
+use crate::proto::{InlineVec, Message, MsgBox, Rare, RareFields, Repeated, RepeatedField};
 use crate::wire::{Reader, SizeCursor, SizeTable, Sink, len_delimited_size, put_varint, varint_len};
 
 /// `onnx.AttributeProto`.
@@ -13,19 +24,40 @@ use crate::wire::{Reader, SizeCursor, SizeTable, Sink, len_delimited_size, put_v
 #[repr(C)]
 pub struct AttributeProto {
     /// `optional string name = 1;`
+    #[cfg(feature = "unstable-representation")]
     pub name: Option<ProtoString>,
+    #[cfg(not(feature = "unstable-representation"))]
+    pub(crate) name: Option<ProtoString>,
     /// `optional int64 i = 3;`
+    #[cfg(feature = "unstable-representation")]
     pub i: Option<i64>,
+    #[cfg(not(feature = "unstable-representation"))]
+    pub(crate) i: Option<i64>,
     /// `optional TensorProto t = 5;`
+    #[cfg(feature = "unstable-representation")]
     pub t: Option<MsgBox<TensorProto>>,
+    #[cfg(not(feature = "unstable-representation"))]
+    pub(crate) t: Option<MsgBox<TensorProto>>,
     /// `repeated int64 ints = 8;`
+    #[cfg(feature = "unstable-representation")]
     pub ints: InlineVec<i64, 1>,
+    #[cfg(not(feature = "unstable-representation"))]
+    pub(crate) ints: InlineVec<i64, 1>,
     /// The fields few models set (`AttributeProtoRare`), in a box allocated on first write.
+    #[cfg(feature = "unstable-representation")]
     pub rare: Rare<AttributeProtoRare>,
+    #[cfg(not(feature = "unstable-representation"))]
+    pub(crate) rare: Rare<AttributeProtoRare>,
     /// `optional AttributeProto.AttributeType type = 20;`
+    #[cfg(feature = "unstable-representation")]
     pub r#type: Option<i32>,
+    #[cfg(not(feature = "unstable-representation"))]
+    pub(crate) r#type: Option<i32>,
     /// `optional float f = 2;`
+    #[cfg(feature = "unstable-representation")]
     pub f: Option<f32>,
+    #[cfg(not(feature = "unstable-representation"))]
+    pub(crate) f: Option<f32>,
 }
 
 const _: () = {
@@ -54,37 +86,78 @@ impl AttributeProto {
     }
 }
 
+representation_item! {
 /// The rare fields of `onnx.AttributeProto` (its `rare` member).
 #[derive(Debug, Default, PartialEq)]
 #[repr(C)]
-pub struct AttributeProtoRare {
+struct AttributeProtoRare {
     /// `optional string ref_attr_name = 21;`
+    #[cfg(feature = "unstable-representation")]
     pub ref_attr_name: Option<ProtoString>,
+    #[cfg(not(feature = "unstable-representation"))]
+    pub(crate) ref_attr_name: Option<ProtoString>,
     /// `optional string doc_string = 13;`
+    #[cfg(feature = "unstable-representation")]
     pub doc_string: Option<ProtoString>,
+    #[cfg(not(feature = "unstable-representation"))]
+    pub(crate) doc_string: Option<ProtoString>,
     /// `optional bytes s = 4;`
+    #[cfg(feature = "unstable-representation")]
     pub s: Option<ProtoString>,
+    #[cfg(not(feature = "unstable-representation"))]
+    pub(crate) s: Option<ProtoString>,
     /// `optional GraphProto g = 6;`
+    #[cfg(feature = "unstable-representation")]
     pub g: Option<MsgBox<GraphProto>>,
+    #[cfg(not(feature = "unstable-representation"))]
+    pub(crate) g: Option<MsgBox<GraphProto>>,
     /// `optional SparseTensorProto sparse_tensor = 22;`
+    #[cfg(feature = "unstable-representation")]
     pub sparse_tensor: Option<MsgBox<SparseTensorProto>>,
+    #[cfg(not(feature = "unstable-representation"))]
+    pub(crate) sparse_tensor: Option<MsgBox<SparseTensorProto>>,
     /// `optional TypeProto tp = 14;`
+    #[cfg(feature = "unstable-representation")]
     pub tp: Option<MsgBox<TypeProto>>,
+    #[cfg(not(feature = "unstable-representation"))]
+    pub(crate) tp: Option<MsgBox<TypeProto>>,
     /// `repeated float floats = 7;`
+    #[cfg(feature = "unstable-representation")]
     pub floats: InlineVec<f32, 2>,
+    #[cfg(not(feature = "unstable-representation"))]
+    pub(crate) floats: InlineVec<f32, 2>,
     /// `repeated bytes strings = 9;`
+    #[cfg(feature = "unstable-representation")]
     pub strings: InlineVec<ProtoString>,
+    #[cfg(not(feature = "unstable-representation"))]
+    pub(crate) strings: InlineVec<ProtoString>,
     /// `repeated TensorProto tensors = 10;`
+    #[cfg(feature = "unstable-representation")]
     pub tensors: RepeatedField<TensorProto>,
+    #[cfg(not(feature = "unstable-representation"))]
+    pub(crate) tensors: RepeatedField<TensorProto>,
     /// `repeated GraphProto graphs = 11;`
+    #[cfg(feature = "unstable-representation")]
     pub graphs: RepeatedField<GraphProto>,
+    #[cfg(not(feature = "unstable-representation"))]
+    pub(crate) graphs: RepeatedField<GraphProto>,
     /// `repeated SparseTensorProto sparse_tensors = 23;`
+    #[cfg(feature = "unstable-representation")]
     pub sparse_tensors: RepeatedField<SparseTensorProto>,
+    #[cfg(not(feature = "unstable-representation"))]
+    pub(crate) sparse_tensors: RepeatedField<SparseTensorProto>,
     /// `repeated TypeProto type_protos = 15;`
+    #[cfg(feature = "unstable-representation")]
     pub type_protos: RepeatedField<TypeProto>,
+    #[cfg(not(feature = "unstable-representation"))]
+    pub(crate) type_protos: RepeatedField<TypeProto>,
     /// Fields not in the schema, as read (written back after the known ones); read and write them
     /// through `Message::unknown_fields` / `Message::unknown_fields_mut`.
+    #[cfg(feature = "unstable-representation")]
     pub unknown_fields: UnknownFields,
+    #[cfg(not(feature = "unstable-representation"))]
+    pub(crate) unknown_fields: UnknownFields,
+}
 }
 
 const _: () = {
@@ -522,6 +595,18 @@ impl Message for AttributeProto {
 }
 
 impl AttributeProto {
+    /// Test hook: where the rare fields are read from (a box of this message's own, a shared preset, or the shared empty value).
+    #[cfg(feature = "test-hooks")]
+    #[doc(hidden)]
+    pub fn rare_address(&self) -> *const u8 {
+        &*self.rare as *const AttributeProtoRare as *const u8
+    }
+    /// Test hook: whether the message has a box of rare fields of its own.
+    #[cfg(feature = "test-hooks")]
+    #[doc(hidden)]
+    pub fn rare_is_allocated(&self) -> bool {
+        self.rare.is_allocated()
+    }
     /// True when `name` is set.
     pub fn has_name(&self) -> bool {
         self.name.is_some()
@@ -538,6 +623,14 @@ impl AttributeProto {
     /// Sets `name`.
     pub fn set_name(&mut self, v: impl Into<ProtoString>) {
         self.name = Some(v.into());
+    }
+    /// `name`, or `None` when unset.
+    pub fn name_opt(&self) -> Option<&ProtoString> {
+        self.name.as_ref()
+    }
+    /// `name` for writing (set to empty first if unset).
+    pub fn mutable_name(&mut self) -> &mut ProtoString {
+        self.name.get_or_insert_with(ProtoString::new)
     }
     /// True when `ref_attr_name` is set.
     pub fn has_ref_attr_name(&self) -> bool {
@@ -558,6 +651,14 @@ impl AttributeProto {
     pub fn set_ref_attr_name(&mut self, v: impl Into<ProtoString>) {
         self.rare.ref_attr_name = Some(v.into());
     }
+    /// `ref_attr_name`, or `None` when unset.
+    pub fn ref_attr_name_opt(&self) -> Option<&ProtoString> {
+        self.rare.ref_attr_name.as_ref()
+    }
+    /// `ref_attr_name` for writing (set to empty first if unset).
+    pub fn mutable_ref_attr_name(&mut self) -> &mut ProtoString {
+        self.rare.ref_attr_name.get_or_insert_with(ProtoString::new)
+    }
     /// True when `doc_string` is set.
     pub fn has_doc_string(&self) -> bool {
         self.rare.doc_string.is_some()
@@ -577,6 +678,14 @@ impl AttributeProto {
     pub fn set_doc_string(&mut self, v: impl Into<ProtoString>) {
         self.rare.doc_string = Some(v.into());
     }
+    /// `doc_string`, or `None` when unset.
+    pub fn doc_string_opt(&self) -> Option<&ProtoString> {
+        self.rare.doc_string.as_ref()
+    }
+    /// `doc_string` for writing (set to empty first if unset).
+    pub fn mutable_doc_string(&mut self) -> &mut ProtoString {
+        self.rare.doc_string.get_or_insert_with(ProtoString::new)
+    }
     /// True when `type` is set.
     pub fn has_type(&self) -> bool {
         self.r#type.is_some()
@@ -592,6 +701,10 @@ impl AttributeProto {
     /// Sets `type`.
     pub fn set_type(&mut self, v: i32) {
         self.r#type = Some(v);
+    }
+    /// `type`, or `None` when unset.
+    pub fn type_opt(&self) -> Option<i32> {
+        self.r#type
     }
     /// True when `f` is set.
     pub fn has_f(&self) -> bool {
@@ -609,6 +722,10 @@ impl AttributeProto {
     pub fn set_f(&mut self, v: f32) {
         self.f = Some(v);
     }
+    /// `f`, or `None` when unset.
+    pub fn f_opt(&self) -> Option<f32> {
+        self.f
+    }
     /// True when `i` is set.
     pub fn has_i(&self) -> bool {
         self.i.is_some()
@@ -624,6 +741,10 @@ impl AttributeProto {
     /// Sets `i`.
     pub fn set_i(&mut self, v: i64) {
         self.i = Some(v);
+    }
+    /// `i`, or `None` when unset.
+    pub fn i_opt(&self) -> Option<i64> {
+        self.i
     }
     /// True when `s` is set.
     pub fn has_s(&self) -> bool {
@@ -643,6 +764,14 @@ impl AttributeProto {
     /// Sets `s`.
     pub fn set_s(&mut self, v: impl Into<ProtoString>) {
         self.rare.s = Some(v.into());
+    }
+    /// `s`, or `None` when unset.
+    pub fn s_opt(&self) -> Option<&ProtoString> {
+        self.rare.s.as_ref()
+    }
+    /// `s` for writing (set to empty first if unset).
+    pub fn mutable_s(&mut self) -> &mut ProtoString {
+        self.rare.s.get_or_insert_with(ProtoString::new)
     }
     /// True when `t` is set.
     pub fn has_t(&self) -> bool {
@@ -664,6 +793,14 @@ impl AttributeProto {
     /// Sets `t`.
     pub fn set_t(&mut self, v: TensorProto) {
         self.t = Some(MsgBox::new(v));
+    }
+    /// `t`, or `None` when unset.
+    pub fn t_opt(&self) -> Option<&TensorProto> {
+        self.t.as_deref()
+    }
+    /// Removes `t` and returns it.
+    pub fn take_t(&mut self) -> Option<TensorProto> {
+        self.t.take().map(MsgBox::into_inner)
     }
     /// True when `g` is set.
     pub fn has_g(&self) -> bool {
@@ -688,6 +825,14 @@ impl AttributeProto {
     pub fn set_g(&mut self, v: GraphProto) {
         self.rare.g = Some(MsgBox::new(v));
     }
+    /// `g`, or `None` when unset.
+    pub fn g_opt(&self) -> Option<&GraphProto> {
+        self.rare.g.as_deref()
+    }
+    /// Removes `g` and returns it.
+    pub fn take_g(&mut self) -> Option<GraphProto> {
+        self.rare.get_mut()?.g.take().map(MsgBox::into_inner)
+    }
     /// True when `sparse_tensor` is set.
     pub fn has_sparse_tensor(&self) -> bool {
         self.rare.sparse_tensor.is_some()
@@ -710,6 +855,14 @@ impl AttributeProto {
     /// Sets `sparse_tensor`.
     pub fn set_sparse_tensor(&mut self, v: SparseTensorProto) {
         self.rare.sparse_tensor = Some(MsgBox::new(v));
+    }
+    /// `sparse_tensor`, or `None` when unset.
+    pub fn sparse_tensor_opt(&self) -> Option<&SparseTensorProto> {
+        self.rare.sparse_tensor.as_deref()
+    }
+    /// Removes `sparse_tensor` and returns it.
+    pub fn take_sparse_tensor(&mut self) -> Option<SparseTensorProto> {
+        self.rare.get_mut()?.sparse_tensor.take().map(MsgBox::into_inner)
     }
     /// True when `tp` is set.
     pub fn has_tp(&self) -> bool {
@@ -734,6 +887,14 @@ impl AttributeProto {
     pub fn set_tp(&mut self, v: TypeProto) {
         self.rare.tp = Some(MsgBox::new(v));
     }
+    /// `tp`, or `None` when unset.
+    pub fn tp_opt(&self) -> Option<&TypeProto> {
+        self.rare.tp.as_deref()
+    }
+    /// Removes `tp` and returns it.
+    pub fn take_tp(&mut self) -> Option<TypeProto> {
+        self.rare.get_mut()?.tp.take().map(MsgBox::into_inner)
+    }
     /// Number of `floats` elements.
     pub fn floats_size(&self) -> usize {
         self.rare.floats.len()
@@ -743,6 +904,20 @@ impl AttributeProto {
         if let Some(rare) = self.rare.get_mut() {
             rare.floats.clear();
         }
+    }
+    /// The `floats` elements.
+    pub fn floats(&self) -> &[f32] {
+        &self.rare.floats
+    }
+    /// The `floats` elements for writing.
+    pub fn mutable_floats(&mut self) -> &mut impl Repeated<f32> {
+        &mut self.rare.floats
+    }
+    /// Replaces the `floats` elements.
+    pub fn set_floats(&mut self, v: impl IntoIterator<Item = impl std::borrow::Borrow<f32>>) {
+        let list = &mut self.rare.floats;
+        list.clear();
+        list.extend(v.into_iter().map(|x| *x.borrow()));
     }
     /// Appends a `floats` element.
     pub fn add_floats(&mut self, v: f32) {
@@ -755,6 +930,20 @@ impl AttributeProto {
     /// Removes every `ints` element.
     pub fn clear_ints(&mut self) {
         self.ints.clear();
+    }
+    /// The `ints` elements.
+    pub fn ints(&self) -> &[i64] {
+        &self.ints
+    }
+    /// The `ints` elements for writing.
+    pub fn mutable_ints(&mut self) -> &mut impl Repeated<i64> {
+        &mut self.ints
+    }
+    /// Replaces the `ints` elements.
+    pub fn set_ints(&mut self, v: impl IntoIterator<Item = impl std::borrow::Borrow<i64>>) {
+        let list = &mut self.ints;
+        list.clear();
+        list.extend(v.into_iter().map(|x| *x.borrow()));
     }
     /// Appends a `ints` element.
     pub fn add_ints(&mut self, v: i64) {
@@ -770,6 +959,20 @@ impl AttributeProto {
             rare.strings.clear();
         }
     }
+    /// The `strings` elements.
+    pub fn strings(&self) -> &[ProtoString] {
+        &self.rare.strings
+    }
+    /// The `strings` elements for writing.
+    pub fn mutable_strings(&mut self) -> &mut impl Repeated<ProtoString> {
+        &mut self.rare.strings
+    }
+    /// Replaces the `strings` elements.
+    pub fn set_strings(&mut self, v: impl IntoIterator<Item = impl Into<ProtoString>>) {
+        let list = &mut self.rare.strings;
+        list.clear();
+        list.extend(v.into_iter().map(Into::into));
+    }
     /// Appends a `strings` element.
     pub fn add_strings(&mut self, v: impl Into<ProtoString>) {
         self.rare.strings.push(v.into());
@@ -783,6 +986,14 @@ impl AttributeProto {
         if let Some(rare) = self.rare.get_mut() {
             rare.tensors.clear();
         }
+    }
+    /// The `tensors` elements.
+    pub fn tensors(&self) -> &RepeatedField<TensorProto> {
+        &self.rare.tensors
+    }
+    /// The `tensors` elements for writing.
+    pub fn mutable_tensors(&mut self) -> &mut RepeatedField<TensorProto> {
+        &mut self.rare.tensors
     }
     /// Appends an empty `tensors` element and returns it.
     pub fn add_tensors(&mut self) -> &mut TensorProto {
@@ -798,6 +1009,14 @@ impl AttributeProto {
             rare.graphs.clear();
         }
     }
+    /// The `graphs` elements.
+    pub fn graphs(&self) -> &RepeatedField<GraphProto> {
+        &self.rare.graphs
+    }
+    /// The `graphs` elements for writing.
+    pub fn mutable_graphs(&mut self) -> &mut RepeatedField<GraphProto> {
+        &mut self.rare.graphs
+    }
     /// Appends an empty `graphs` element and returns it.
     pub fn add_graphs(&mut self) -> &mut GraphProto {
         self.rare.graphs.push_default()
@@ -812,6 +1031,14 @@ impl AttributeProto {
             rare.sparse_tensors.clear();
         }
     }
+    /// The `sparse_tensors` elements.
+    pub fn sparse_tensors(&self) -> &RepeatedField<SparseTensorProto> {
+        &self.rare.sparse_tensors
+    }
+    /// The `sparse_tensors` elements for writing.
+    pub fn mutable_sparse_tensors(&mut self) -> &mut RepeatedField<SparseTensorProto> {
+        &mut self.rare.sparse_tensors
+    }
     /// Appends an empty `sparse_tensors` element and returns it.
     pub fn add_sparse_tensors(&mut self) -> &mut SparseTensorProto {
         self.rare.sparse_tensors.push_default()
@@ -825,6 +1052,14 @@ impl AttributeProto {
         if let Some(rare) = self.rare.get_mut() {
             rare.type_protos.clear();
         }
+    }
+    /// The `type_protos` elements.
+    pub fn type_protos(&self) -> &RepeatedField<TypeProto> {
+        &self.rare.type_protos
+    }
+    /// The `type_protos` elements for writing.
+    pub fn mutable_type_protos(&mut self) -> &mut RepeatedField<TypeProto> {
+        &mut self.rare.type_protos
     }
     /// Appends an empty `type_protos` element and returns it.
     pub fn add_type_protos(&mut self) -> &mut TypeProto {
@@ -912,11 +1147,20 @@ impl Recycle for AttributeProto {
 #[repr(C)]
 pub struct ValueInfoProto {
     /// `optional string name = 1;`
+    #[cfg(feature = "unstable-representation")]
     pub name: Option<ProtoString>,
+    #[cfg(not(feature = "unstable-representation"))]
+    pub(crate) name: Option<ProtoString>,
     /// `optional TypeProto type = 2;`
+    #[cfg(feature = "unstable-representation")]
     pub r#type: Option<MsgBox<TypeProto>>,
+    #[cfg(not(feature = "unstable-representation"))]
+    pub(crate) r#type: Option<MsgBox<TypeProto>>,
     /// The fields few models set (`ValueInfoProtoRare`), in a box allocated on first write.
+    #[cfg(feature = "unstable-representation")]
     pub rare: Rare<ValueInfoProtoRare>,
+    #[cfg(not(feature = "unstable-representation"))]
+    pub(crate) rare: Rare<ValueInfoProtoRare>,
 }
 
 const _: () = {
@@ -956,17 +1200,28 @@ impl ValueInfoProto {
     }
 }
 
+representation_item! {
 /// The rare fields of `onnx.ValueInfoProto` (its `rare` member).
 #[derive(Debug, Default, PartialEq)]
 #[repr(C)]
-pub struct ValueInfoProtoRare {
+struct ValueInfoProtoRare {
     /// `optional string doc_string = 3;`
+    #[cfg(feature = "unstable-representation")]
     pub doc_string: Option<ProtoString>,
+    #[cfg(not(feature = "unstable-representation"))]
+    pub(crate) doc_string: Option<ProtoString>,
     /// `repeated StringStringEntryProto metadata_props = 4;`
+    #[cfg(feature = "unstable-representation")]
     pub metadata_props: RepeatedField<StringStringEntryProto>,
+    #[cfg(not(feature = "unstable-representation"))]
+    pub(crate) metadata_props: RepeatedField<StringStringEntryProto>,
     /// Fields not in the schema, as read (written back after the known ones); read and write them
     /// through `Message::unknown_fields` / `Message::unknown_fields_mut`.
+    #[cfg(feature = "unstable-representation")]
     pub unknown_fields: UnknownFields,
+    #[cfg(not(feature = "unstable-representation"))]
+    pub(crate) unknown_fields: UnknownFields,
+}
 }
 
 const _: () = {
@@ -1103,6 +1358,18 @@ impl Message for ValueInfoProto {
 }
 
 impl ValueInfoProto {
+    /// Test hook: where the rare fields are read from (a box of this message's own, a shared preset, or the shared empty value).
+    #[cfg(feature = "test-hooks")]
+    #[doc(hidden)]
+    pub fn rare_address(&self) -> *const u8 {
+        &*self.rare as *const ValueInfoProtoRare as *const u8
+    }
+    /// Test hook: whether the message has a box of rare fields of its own.
+    #[cfg(feature = "test-hooks")]
+    #[doc(hidden)]
+    pub fn rare_is_allocated(&self) -> bool {
+        self.rare.is_allocated()
+    }
     /// True when `name` is set.
     pub fn has_name(&self) -> bool {
         self.name.is_some()
@@ -1119,6 +1386,14 @@ impl ValueInfoProto {
     /// Sets `name`.
     pub fn set_name(&mut self, v: impl Into<ProtoString>) {
         self.name = Some(v.into());
+    }
+    /// `name`, or `None` when unset.
+    pub fn name_opt(&self) -> Option<&ProtoString> {
+        self.name.as_ref()
+    }
+    /// `name` for writing (set to empty first if unset).
+    pub fn mutable_name(&mut self) -> &mut ProtoString {
+        self.name.get_or_insert_with(ProtoString::new)
     }
     /// True when `type` is set.
     pub fn has_type(&self) -> bool {
@@ -1141,6 +1416,14 @@ impl ValueInfoProto {
     pub fn set_type(&mut self, v: TypeProto) {
         self.r#type = Some(MsgBox::new(v));
     }
+    /// `type`, or `None` when unset.
+    pub fn type_opt(&self) -> Option<&TypeProto> {
+        self.r#type.as_deref()
+    }
+    /// Removes `type` and returns it.
+    pub fn take_type(&mut self) -> Option<TypeProto> {
+        self.r#type.take().map(MsgBox::into_inner)
+    }
     /// True when `doc_string` is set.
     pub fn has_doc_string(&self) -> bool {
         self.rare.doc_string.is_some()
@@ -1160,6 +1443,14 @@ impl ValueInfoProto {
     pub fn set_doc_string(&mut self, v: impl Into<ProtoString>) {
         self.rare.doc_string = Some(v.into());
     }
+    /// `doc_string`, or `None` when unset.
+    pub fn doc_string_opt(&self) -> Option<&ProtoString> {
+        self.rare.doc_string.as_ref()
+    }
+    /// `doc_string` for writing (set to empty first if unset).
+    pub fn mutable_doc_string(&mut self) -> &mut ProtoString {
+        self.rare.doc_string.get_or_insert_with(ProtoString::new)
+    }
     /// Number of `metadata_props` elements.
     pub fn metadata_props_size(&self) -> usize {
         self.rare.metadata_props.len()
@@ -1169,6 +1460,14 @@ impl ValueInfoProto {
         if let Some(rare) = self.rare.get_mut() {
             rare.metadata_props.clear();
         }
+    }
+    /// The `metadata_props` elements.
+    pub fn metadata_props(&self) -> &RepeatedField<StringStringEntryProto> {
+        &self.rare.metadata_props
+    }
+    /// The `metadata_props` elements for writing.
+    pub fn mutable_metadata_props(&mut self) -> &mut RepeatedField<StringStringEntryProto> {
+        &mut self.rare.metadata_props
     }
     /// Appends an empty `metadata_props` element and returns it.
     pub fn add_metadata_props(&mut self) -> &mut StringStringEntryProto {
@@ -1206,17 +1505,35 @@ impl Recycle for ValueInfoProto {
 #[repr(C)]
 pub struct NodeProto {
     /// `repeated string input = 1;`
+    #[cfg(feature = "unstable-representation")]
     pub input: InlineVec<ProtoString, 2>,
+    #[cfg(not(feature = "unstable-representation"))]
+    pub(crate) input: InlineVec<ProtoString, 2>,
     /// `repeated string output = 2;`
+    #[cfg(feature = "unstable-representation")]
     pub output: InlineVec<ProtoString, 1>,
+    #[cfg(not(feature = "unstable-representation"))]
+    pub(crate) output: InlineVec<ProtoString, 1>,
     /// `optional string name = 3;`
+    #[cfg(feature = "unstable-representation")]
     pub name: Option<ProtoString>,
+    #[cfg(not(feature = "unstable-representation"))]
+    pub(crate) name: Option<ProtoString>,
     /// `optional string op_type = 4;`
+    #[cfg(feature = "unstable-representation")]
     pub op_type: Option<ProtoString>,
+    #[cfg(not(feature = "unstable-representation"))]
+    pub(crate) op_type: Option<ProtoString>,
     /// `repeated AttributeProto attribute = 5;`
+    #[cfg(feature = "unstable-representation")]
     pub attribute: RepeatedField<AttributeProto>,
+    #[cfg(not(feature = "unstable-representation"))]
+    pub(crate) attribute: RepeatedField<AttributeProto>,
     /// The fields few models set (`NodeProtoRare`), in a box allocated on first write.
+    #[cfg(feature = "unstable-representation")]
     pub rare: Rare<NodeProtoRare>,
+    #[cfg(not(feature = "unstable-representation"))]
+    pub(crate) rare: Rare<NodeProtoRare>,
 }
 
 const _: () = {
@@ -1265,23 +1582,43 @@ impl NodeProto {
     }
 }
 
+representation_item! {
 /// The rare fields of `onnx.NodeProto` (its `rare` member).
 #[derive(Debug, Default, PartialEq)]
 #[repr(C)]
-pub struct NodeProtoRare {
+struct NodeProtoRare {
     /// `optional string domain = 7;`
+    #[cfg(feature = "unstable-representation")]
     pub domain: Option<ProtoString>,
+    #[cfg(not(feature = "unstable-representation"))]
+    pub(crate) domain: Option<ProtoString>,
     /// `optional string overload = 8;`
+    #[cfg(feature = "unstable-representation")]
     pub overload: Option<ProtoString>,
+    #[cfg(not(feature = "unstable-representation"))]
+    pub(crate) overload: Option<ProtoString>,
     /// `optional string doc_string = 6;`
+    #[cfg(feature = "unstable-representation")]
     pub doc_string: Option<ProtoString>,
+    #[cfg(not(feature = "unstable-representation"))]
+    pub(crate) doc_string: Option<ProtoString>,
     /// `repeated StringStringEntryProto metadata_props = 9;`
+    #[cfg(feature = "unstable-representation")]
     pub metadata_props: RepeatedField<StringStringEntryProto>,
+    #[cfg(not(feature = "unstable-representation"))]
+    pub(crate) metadata_props: RepeatedField<StringStringEntryProto>,
     /// `repeated NodeDeviceConfigurationProto device_configurations = 10;`
+    #[cfg(feature = "unstable-representation")]
     pub device_configurations: RepeatedField<NodeDeviceConfigurationProto>,
+    #[cfg(not(feature = "unstable-representation"))]
+    pub(crate) device_configurations: RepeatedField<NodeDeviceConfigurationProto>,
     /// Fields not in the schema, as read (written back after the known ones); read and write them
     /// through `Message::unknown_fields` / `Message::unknown_fields_mut`.
+    #[cfg(feature = "unstable-representation")]
     pub unknown_fields: UnknownFields,
+    #[cfg(not(feature = "unstable-representation"))]
+    pub(crate) unknown_fields: UnknownFields,
+}
 }
 
 const _: () = {
@@ -1640,6 +1977,18 @@ impl Message for NodeProto {
 }
 
 impl NodeProto {
+    /// Test hook: where the rare fields are read from (a box of this message's own, a shared preset, or the shared empty value).
+    #[cfg(feature = "test-hooks")]
+    #[doc(hidden)]
+    pub fn rare_address(&self) -> *const u8 {
+        &*self.rare as *const NodeProtoRare as *const u8
+    }
+    /// Test hook: whether the message has a box of rare fields of its own.
+    #[cfg(feature = "test-hooks")]
+    #[doc(hidden)]
+    pub fn rare_is_allocated(&self) -> bool {
+        self.rare.is_allocated()
+    }
     /// Number of `input` elements.
     pub fn input_size(&self) -> usize {
         self.input.len()
@@ -1647,6 +1996,20 @@ impl NodeProto {
     /// Removes every `input` element.
     pub fn clear_input(&mut self) {
         self.input.clear();
+    }
+    /// The `input` elements.
+    pub fn input(&self) -> &[ProtoString] {
+        &self.input
+    }
+    /// The `input` elements for writing.
+    pub fn mutable_input(&mut self) -> &mut impl Repeated<ProtoString> {
+        &mut self.input
+    }
+    /// Replaces the `input` elements.
+    pub fn set_input(&mut self, v: impl IntoIterator<Item = impl Into<ProtoString>>) {
+        let list = &mut self.input;
+        list.clear();
+        list.extend(v.into_iter().map(Into::into));
     }
     /// Appends a `input` element.
     pub fn add_input(&mut self, v: impl Into<ProtoString>) {
@@ -1659,6 +2022,20 @@ impl NodeProto {
     /// Removes every `output` element.
     pub fn clear_output(&mut self) {
         self.output.clear();
+    }
+    /// The `output` elements.
+    pub fn output(&self) -> &[ProtoString] {
+        &self.output
+    }
+    /// The `output` elements for writing.
+    pub fn mutable_output(&mut self) -> &mut impl Repeated<ProtoString> {
+        &mut self.output
+    }
+    /// Replaces the `output` elements.
+    pub fn set_output(&mut self, v: impl IntoIterator<Item = impl Into<ProtoString>>) {
+        let list = &mut self.output;
+        list.clear();
+        list.extend(v.into_iter().map(Into::into));
     }
     /// Appends a `output` element.
     pub fn add_output(&mut self, v: impl Into<ProtoString>) {
@@ -1681,6 +2058,14 @@ impl NodeProto {
     pub fn set_name(&mut self, v: impl Into<ProtoString>) {
         self.name = Some(v.into());
     }
+    /// `name`, or `None` when unset.
+    pub fn name_opt(&self) -> Option<&ProtoString> {
+        self.name.as_ref()
+    }
+    /// `name` for writing (set to empty first if unset).
+    pub fn mutable_name(&mut self) -> &mut ProtoString {
+        self.name.get_or_insert_with(ProtoString::new)
+    }
     /// True when `op_type` is set.
     pub fn has_op_type(&self) -> bool {
         self.op_type.is_some()
@@ -1697,6 +2082,14 @@ impl NodeProto {
     /// Sets `op_type`.
     pub fn set_op_type(&mut self, v: impl Into<ProtoString>) {
         self.op_type = Some(v.into());
+    }
+    /// `op_type`, or `None` when unset.
+    pub fn op_type_opt(&self) -> Option<&ProtoString> {
+        self.op_type.as_ref()
+    }
+    /// `op_type` for writing (set to empty first if unset).
+    pub fn mutable_op_type(&mut self) -> &mut ProtoString {
+        self.op_type.get_or_insert_with(ProtoString::new)
     }
     /// True when `domain` is set.
     pub fn has_domain(&self) -> bool {
@@ -1717,6 +2110,14 @@ impl NodeProto {
     pub fn set_domain(&mut self, v: impl Into<ProtoString>) {
         self.rare.domain = Some(v.into());
     }
+    /// `domain`, or `None` when unset.
+    pub fn domain_opt(&self) -> Option<&ProtoString> {
+        self.rare.domain.as_ref()
+    }
+    /// `domain` for writing (set to empty first if unset).
+    pub fn mutable_domain(&mut self) -> &mut ProtoString {
+        self.rare.domain.get_or_insert_with(ProtoString::new)
+    }
     /// True when `overload` is set.
     pub fn has_overload(&self) -> bool {
         self.rare.overload.is_some()
@@ -1736,6 +2137,14 @@ impl NodeProto {
     pub fn set_overload(&mut self, v: impl Into<ProtoString>) {
         self.rare.overload = Some(v.into());
     }
+    /// `overload`, or `None` when unset.
+    pub fn overload_opt(&self) -> Option<&ProtoString> {
+        self.rare.overload.as_ref()
+    }
+    /// `overload` for writing (set to empty first if unset).
+    pub fn mutable_overload(&mut self) -> &mut ProtoString {
+        self.rare.overload.get_or_insert_with(ProtoString::new)
+    }
     /// Number of `attribute` elements.
     pub fn attribute_size(&self) -> usize {
         self.attribute.len()
@@ -1743,6 +2152,14 @@ impl NodeProto {
     /// Removes every `attribute` element.
     pub fn clear_attribute(&mut self) {
         self.attribute.clear();
+    }
+    /// The `attribute` elements.
+    pub fn attribute(&self) -> &RepeatedField<AttributeProto> {
+        &self.attribute
+    }
+    /// The `attribute` elements for writing.
+    pub fn mutable_attribute(&mut self) -> &mut RepeatedField<AttributeProto> {
+        &mut self.attribute
     }
     /// Appends an empty `attribute` element and returns it.
     pub fn add_attribute(&mut self) -> &mut AttributeProto {
@@ -1767,6 +2184,14 @@ impl NodeProto {
     pub fn set_doc_string(&mut self, v: impl Into<ProtoString>) {
         self.rare.doc_string = Some(v.into());
     }
+    /// `doc_string`, or `None` when unset.
+    pub fn doc_string_opt(&self) -> Option<&ProtoString> {
+        self.rare.doc_string.as_ref()
+    }
+    /// `doc_string` for writing (set to empty first if unset).
+    pub fn mutable_doc_string(&mut self) -> &mut ProtoString {
+        self.rare.doc_string.get_or_insert_with(ProtoString::new)
+    }
     /// Number of `metadata_props` elements.
     pub fn metadata_props_size(&self) -> usize {
         self.rare.metadata_props.len()
@@ -1776,6 +2201,14 @@ impl NodeProto {
         if let Some(rare) = self.rare.get_mut() {
             rare.metadata_props.clear();
         }
+    }
+    /// The `metadata_props` elements.
+    pub fn metadata_props(&self) -> &RepeatedField<StringStringEntryProto> {
+        &self.rare.metadata_props
+    }
+    /// The `metadata_props` elements for writing.
+    pub fn mutable_metadata_props(&mut self) -> &mut RepeatedField<StringStringEntryProto> {
+        &mut self.rare.metadata_props
     }
     /// Appends an empty `metadata_props` element and returns it.
     pub fn add_metadata_props(&mut self) -> &mut StringStringEntryProto {
@@ -1790,6 +2223,14 @@ impl NodeProto {
         if let Some(rare) = self.rare.get_mut() {
             rare.device_configurations.clear();
         }
+    }
+    /// The `device_configurations` elements.
+    pub fn device_configurations(&self) -> &RepeatedField<NodeDeviceConfigurationProto> {
+        &self.rare.device_configurations
+    }
+    /// The `device_configurations` elements for writing.
+    pub fn mutable_device_configurations(&mut self) -> &mut RepeatedField<NodeDeviceConfigurationProto> {
+        &mut self.rare.device_configurations
     }
     /// Appends an empty `device_configurations` element and returns it.
     pub fn add_device_configurations(&mut self) -> &mut NodeDeviceConfigurationProto {
@@ -1851,12 +2292,21 @@ impl Recycle for NodeProto {
 #[repr(C)]
 pub struct IntIntListEntryProto {
     /// `optional int64 key = 1;`
+    #[cfg(feature = "unstable-representation")]
     pub key: Option<i64>,
+    #[cfg(not(feature = "unstable-representation"))]
+    pub(crate) key: Option<i64>,
     /// `repeated int64 value = 2;`
+    #[cfg(feature = "unstable-representation")]
     pub value: InlineVec<i64, 1>,
+    #[cfg(not(feature = "unstable-representation"))]
+    pub(crate) value: InlineVec<i64, 1>,
     /// Fields not in the schema, as read (written back after the known ones); read and write them
     /// through `Message::unknown_fields` / `Message::unknown_fields_mut`.
+    #[cfg(feature = "unstable-representation")]
     pub unknown_fields: UnknownFields,
+    #[cfg(not(feature = "unstable-representation"))]
+    pub(crate) unknown_fields: UnknownFields,
 }
 
 const _: () = {
@@ -1965,6 +2415,10 @@ impl IntIntListEntryProto {
     pub fn set_key(&mut self, v: i64) {
         self.key = Some(v);
     }
+    /// `key`, or `None` when unset.
+    pub fn key_opt(&self) -> Option<i64> {
+        self.key
+    }
     /// Number of `value` elements.
     pub fn value_size(&self) -> usize {
         self.value.len()
@@ -1972,6 +2426,20 @@ impl IntIntListEntryProto {
     /// Removes every `value` element.
     pub fn clear_value(&mut self) {
         self.value.clear();
+    }
+    /// The `value` elements.
+    pub fn value(&self) -> &[i64] {
+        &self.value
+    }
+    /// The `value` elements for writing.
+    pub fn mutable_value(&mut self) -> &mut impl Repeated<i64> {
+        &mut self.value
+    }
+    /// Replaces the `value` elements.
+    pub fn set_value(&mut self, v: impl IntoIterator<Item = impl std::borrow::Borrow<i64>>) {
+        let list = &mut self.value;
+        list.clear();
+        list.extend(v.into_iter().map(|x| *x.borrow()));
     }
     /// Appends a `value` element.
     pub fn add_value(&mut self, v: i64) {
@@ -1996,14 +2464,26 @@ impl Recycle for IntIntListEntryProto {
 #[repr(C)]
 pub struct NodeDeviceConfigurationProto {
     /// `optional string configuration_id = 1;`
+    #[cfg(feature = "unstable-representation")]
     pub configuration_id: Option<ProtoString>,
+    #[cfg(not(feature = "unstable-representation"))]
+    pub(crate) configuration_id: Option<ProtoString>,
     /// `repeated ShardingSpecProto sharding_spec = 2;`
+    #[cfg(feature = "unstable-representation")]
     pub sharding_spec: RepeatedField<ShardingSpecProto>,
+    #[cfg(not(feature = "unstable-representation"))]
+    pub(crate) sharding_spec: RepeatedField<ShardingSpecProto>,
     /// Fields not in the schema, as read (written back after the known ones); read and write them
     /// through `Message::unknown_fields` / `Message::unknown_fields_mut`.
+    #[cfg(feature = "unstable-representation")]
     pub unknown_fields: UnknownFields,
+    #[cfg(not(feature = "unstable-representation"))]
+    pub(crate) unknown_fields: UnknownFields,
     /// `optional int32 pipeline_stage = 3;`
+    #[cfg(feature = "unstable-representation")]
     pub pipeline_stage: Option<i32>,
+    #[cfg(not(feature = "unstable-representation"))]
+    pub(crate) pipeline_stage: Option<i32>,
 }
 
 const _: () = {
@@ -2133,6 +2613,14 @@ impl NodeDeviceConfigurationProto {
     pub fn set_configuration_id(&mut self, v: impl Into<ProtoString>) {
         self.configuration_id = Some(v.into());
     }
+    /// `configuration_id`, or `None` when unset.
+    pub fn configuration_id_opt(&self) -> Option<&ProtoString> {
+        self.configuration_id.as_ref()
+    }
+    /// `configuration_id` for writing (set to empty first if unset).
+    pub fn mutable_configuration_id(&mut self) -> &mut ProtoString {
+        self.configuration_id.get_or_insert_with(ProtoString::new)
+    }
     /// Number of `sharding_spec` elements.
     pub fn sharding_spec_size(&self) -> usize {
         self.sharding_spec.len()
@@ -2140,6 +2628,14 @@ impl NodeDeviceConfigurationProto {
     /// Removes every `sharding_spec` element.
     pub fn clear_sharding_spec(&mut self) {
         self.sharding_spec.clear();
+    }
+    /// The `sharding_spec` elements.
+    pub fn sharding_spec(&self) -> &RepeatedField<ShardingSpecProto> {
+        &self.sharding_spec
+    }
+    /// The `sharding_spec` elements for writing.
+    pub fn mutable_sharding_spec(&mut self) -> &mut RepeatedField<ShardingSpecProto> {
+        &mut self.sharding_spec
     }
     /// Appends an empty `sharding_spec` element and returns it.
     pub fn add_sharding_spec(&mut self) -> &mut ShardingSpecProto {
@@ -2160,6 +2656,10 @@ impl NodeDeviceConfigurationProto {
     /// Sets `pipeline_stage`.
     pub fn set_pipeline_stage(&mut self, v: i32) {
         self.pipeline_stage = Some(v);
+    }
+    /// `pipeline_stage`, or `None` when unset.
+    pub fn pipeline_stage_opt(&self) -> Option<i32> {
+        self.pipeline_stage
     }
 }
 
@@ -2183,16 +2683,31 @@ impl Recycle for NodeDeviceConfigurationProto {
 #[repr(C)]
 pub struct ShardingSpecProto {
     /// `optional string tensor_name = 1;`
+    #[cfg(feature = "unstable-representation")]
     pub tensor_name: Option<ProtoString>,
+    #[cfg(not(feature = "unstable-representation"))]
+    pub(crate) tensor_name: Option<ProtoString>,
     /// `repeated int64 device = 2;`
+    #[cfg(feature = "unstable-representation")]
     pub device: InlineVec<i64, 1>,
+    #[cfg(not(feature = "unstable-representation"))]
+    pub(crate) device: InlineVec<i64, 1>,
     /// `repeated IntIntListEntryProto index_to_device_group_map = 3;`
+    #[cfg(feature = "unstable-representation")]
     pub index_to_device_group_map: RepeatedField<IntIntListEntryProto>,
+    #[cfg(not(feature = "unstable-representation"))]
+    pub(crate) index_to_device_group_map: RepeatedField<IntIntListEntryProto>,
     /// `repeated ShardedDimProto sharded_dim = 4;`
+    #[cfg(feature = "unstable-representation")]
     pub sharded_dim: RepeatedField<ShardedDimProto>,
+    #[cfg(not(feature = "unstable-representation"))]
+    pub(crate) sharded_dim: RepeatedField<ShardedDimProto>,
     /// Fields not in the schema, as read (written back after the known ones); read and write them
     /// through `Message::unknown_fields` / `Message::unknown_fields_mut`.
+    #[cfg(feature = "unstable-representation")]
     pub unknown_fields: UnknownFields,
+    #[cfg(not(feature = "unstable-representation"))]
+    pub(crate) unknown_fields: UnknownFields,
 }
 
 const _: () = {
@@ -2341,6 +2856,14 @@ impl ShardingSpecProto {
     pub fn set_tensor_name(&mut self, v: impl Into<ProtoString>) {
         self.tensor_name = Some(v.into());
     }
+    /// `tensor_name`, or `None` when unset.
+    pub fn tensor_name_opt(&self) -> Option<&ProtoString> {
+        self.tensor_name.as_ref()
+    }
+    /// `tensor_name` for writing (set to empty first if unset).
+    pub fn mutable_tensor_name(&mut self) -> &mut ProtoString {
+        self.tensor_name.get_or_insert_with(ProtoString::new)
+    }
     /// Number of `device` elements.
     pub fn device_size(&self) -> usize {
         self.device.len()
@@ -2348,6 +2871,20 @@ impl ShardingSpecProto {
     /// Removes every `device` element.
     pub fn clear_device(&mut self) {
         self.device.clear();
+    }
+    /// The `device` elements.
+    pub fn device(&self) -> &[i64] {
+        &self.device
+    }
+    /// The `device` elements for writing.
+    pub fn mutable_device(&mut self) -> &mut impl Repeated<i64> {
+        &mut self.device
+    }
+    /// Replaces the `device` elements.
+    pub fn set_device(&mut self, v: impl IntoIterator<Item = impl std::borrow::Borrow<i64>>) {
+        let list = &mut self.device;
+        list.clear();
+        list.extend(v.into_iter().map(|x| *x.borrow()));
     }
     /// Appends a `device` element.
     pub fn add_device(&mut self, v: i64) {
@@ -2361,6 +2898,14 @@ impl ShardingSpecProto {
     pub fn clear_index_to_device_group_map(&mut self) {
         self.index_to_device_group_map.clear();
     }
+    /// The `index_to_device_group_map` elements.
+    pub fn index_to_device_group_map(&self) -> &RepeatedField<IntIntListEntryProto> {
+        &self.index_to_device_group_map
+    }
+    /// The `index_to_device_group_map` elements for writing.
+    pub fn mutable_index_to_device_group_map(&mut self) -> &mut RepeatedField<IntIntListEntryProto> {
+        &mut self.index_to_device_group_map
+    }
     /// Appends an empty `index_to_device_group_map` element and returns it.
     pub fn add_index_to_device_group_map(&mut self) -> &mut IntIntListEntryProto {
         self.index_to_device_group_map.push_default()
@@ -2372,6 +2917,14 @@ impl ShardingSpecProto {
     /// Removes every `sharded_dim` element.
     pub fn clear_sharded_dim(&mut self) {
         self.sharded_dim.clear();
+    }
+    /// The `sharded_dim` elements.
+    pub fn sharded_dim(&self) -> &RepeatedField<ShardedDimProto> {
+        &self.sharded_dim
+    }
+    /// The `sharded_dim` elements for writing.
+    pub fn mutable_sharded_dim(&mut self) -> &mut RepeatedField<ShardedDimProto> {
+        &mut self.sharded_dim
     }
     /// Appends an empty `sharded_dim` element and returns it.
     pub fn add_sharded_dim(&mut self) -> &mut ShardedDimProto {
@@ -2400,12 +2953,21 @@ impl Recycle for ShardingSpecProto {
 #[repr(C)]
 pub struct ShardedDimProto {
     /// `optional int64 axis = 1;`
+    #[cfg(feature = "unstable-representation")]
     pub axis: Option<i64>,
+    #[cfg(not(feature = "unstable-representation"))]
+    pub(crate) axis: Option<i64>,
     /// `repeated SimpleShardedDimProto simple_sharding = 2;`
+    #[cfg(feature = "unstable-representation")]
     pub simple_sharding: RepeatedField<SimpleShardedDimProto>,
+    #[cfg(not(feature = "unstable-representation"))]
+    pub(crate) simple_sharding: RepeatedField<SimpleShardedDimProto>,
     /// Fields not in the schema, as read (written back after the known ones); read and write them
     /// through `Message::unknown_fields` / `Message::unknown_fields_mut`.
+    #[cfg(feature = "unstable-representation")]
     pub unknown_fields: UnknownFields,
+    #[cfg(not(feature = "unstable-representation"))]
+    pub(crate) unknown_fields: UnknownFields,
 }
 
 const _: () = {
@@ -2522,6 +3084,10 @@ impl ShardedDimProto {
     pub fn set_axis(&mut self, v: i64) {
         self.axis = Some(v);
     }
+    /// `axis`, or `None` when unset.
+    pub fn axis_opt(&self) -> Option<i64> {
+        self.axis
+    }
     /// Number of `simple_sharding` elements.
     pub fn simple_sharding_size(&self) -> usize {
         self.simple_sharding.len()
@@ -2529,6 +3095,14 @@ impl ShardedDimProto {
     /// Removes every `simple_sharding` element.
     pub fn clear_simple_sharding(&mut self) {
         self.simple_sharding.clear();
+    }
+    /// The `simple_sharding` elements.
+    pub fn simple_sharding(&self) -> &RepeatedField<SimpleShardedDimProto> {
+        &self.simple_sharding
+    }
+    /// The `simple_sharding` elements for writing.
+    pub fn mutable_simple_sharding(&mut self) -> &mut RepeatedField<SimpleShardedDimProto> {
+        &mut self.simple_sharding
     }
     /// Appends an empty `simple_sharding` element and returns it.
     pub fn add_simple_sharding(&mut self) -> &mut SimpleShardedDimProto {
@@ -2553,12 +3127,21 @@ impl Recycle for ShardedDimProto {
 #[repr(C)]
 pub struct SimpleShardedDimProto {
     /// `oneof dim`.
+    #[cfg(feature = "unstable-representation")]
     pub dim: Option<SimpleShardedDimProtoDim>,
+    #[cfg(not(feature = "unstable-representation"))]
+    pub(crate) dim: Option<SimpleShardedDimProtoDim>,
     /// `optional int64 num_shards = 3;`
+    #[cfg(feature = "unstable-representation")]
     pub num_shards: Option<i64>,
+    #[cfg(not(feature = "unstable-representation"))]
+    pub(crate) num_shards: Option<i64>,
     /// Fields not in the schema, as read (written back after the known ones); read and write them
     /// through `Message::unknown_fields` / `Message::unknown_fields_mut`.
+    #[cfg(feature = "unstable-representation")]
     pub unknown_fields: UnknownFields,
+    #[cfg(not(feature = "unstable-representation"))]
+    pub(crate) unknown_fields: UnknownFields,
 }
 
 const _: () = {
@@ -2598,14 +3181,16 @@ impl SimpleShardedDimProto {
     }
 }
 
+representation_item! {
 /// `oneof dim` of `onnx.SimpleShardedDimProto`.
 #[derive(Debug, PartialEq)]
 #[repr(u32)]
-pub enum SimpleShardedDimProtoDim {
+enum SimpleShardedDimProtoDim {
     /// `int64 dim_value = 1;`
     DimValue(i64),
     /// `string dim_param = 2;`
     DimParam(ProtoString),
+}
 }
 
 impl TryClone for SimpleShardedDimProtoDim {
@@ -2621,6 +3206,15 @@ impl Clone for SimpleShardedDimProtoDim {
     fn clone(&self) -> Self {
         clone_or_abort(self)
     }
+}
+
+/// Which field of `oneof dim` of `onnx.SimpleShardedDimProto` is set.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum SimpleShardedDimProtoDimCase {
+    /// `int64 dim_value = 1;`
+    DimValue,
+    /// `string dim_param = 2;`
+    DimParam,
 }
 
 impl Message for SimpleShardedDimProto {
@@ -2691,6 +3285,13 @@ impl Message for SimpleShardedDimProto {
 }
 
 impl SimpleShardedDimProto {
+    /// Which field of `oneof dim` is set, or `None`.
+    pub fn dim_case(&self) -> Option<SimpleShardedDimProtoDimCase> {
+        Some(match self.dim.as_ref()? {
+            SimpleShardedDimProtoDim::DimValue(_) => SimpleShardedDimProtoDimCase::DimValue,
+            SimpleShardedDimProtoDim::DimParam(_) => SimpleShardedDimProtoDimCase::DimParam,
+        })
+    }
     /// True when the oneof `dim` holds `dim_value`.
     pub fn has_dim_value(&self) -> bool {
         matches!(self.dim, Some(SimpleShardedDimProtoDim::DimValue(_)))
@@ -2750,6 +3351,10 @@ impl SimpleShardedDimProto {
     pub fn set_num_shards(&mut self, v: i64) {
         self.num_shards = Some(v);
     }
+    /// `num_shards`, or `None` when unset.
+    pub fn num_shards_opt(&self) -> Option<i64> {
+        self.num_shards
+    }
 }
 
 impl Recycle for SimpleShardedDimProto {
@@ -2772,16 +3377,31 @@ impl Recycle for SimpleShardedDimProto {
 #[repr(C)]
 pub struct TrainingInfoProto {
     /// `optional GraphProto initialization = 1;`
+    #[cfg(feature = "unstable-representation")]
     pub initialization: Option<MsgBox<GraphProto>>,
+    #[cfg(not(feature = "unstable-representation"))]
+    pub(crate) initialization: Option<MsgBox<GraphProto>>,
     /// `optional GraphProto algorithm = 2;`
+    #[cfg(feature = "unstable-representation")]
     pub algorithm: Option<MsgBox<GraphProto>>,
+    #[cfg(not(feature = "unstable-representation"))]
+    pub(crate) algorithm: Option<MsgBox<GraphProto>>,
     /// `repeated StringStringEntryProto initialization_binding = 3;`
+    #[cfg(feature = "unstable-representation")]
     pub initialization_binding: RepeatedField<StringStringEntryProto>,
+    #[cfg(not(feature = "unstable-representation"))]
+    pub(crate) initialization_binding: RepeatedField<StringStringEntryProto>,
     /// `repeated StringStringEntryProto update_binding = 4;`
+    #[cfg(feature = "unstable-representation")]
     pub update_binding: RepeatedField<StringStringEntryProto>,
+    #[cfg(not(feature = "unstable-representation"))]
+    pub(crate) update_binding: RepeatedField<StringStringEntryProto>,
     /// Fields not in the schema, as read (written back after the known ones); read and write them
     /// through `Message::unknown_fields` / `Message::unknown_fields_mut`.
+    #[cfg(feature = "unstable-representation")]
     pub unknown_fields: UnknownFields,
+    #[cfg(not(feature = "unstable-representation"))]
+    pub(crate) unknown_fields: UnknownFields,
 }
 
 const _: () = {
@@ -2943,6 +3563,14 @@ impl TrainingInfoProto {
     pub fn set_initialization(&mut self, v: GraphProto) {
         self.initialization = Some(MsgBox::new(v));
     }
+    /// `initialization`, or `None` when unset.
+    pub fn initialization_opt(&self) -> Option<&GraphProto> {
+        self.initialization.as_deref()
+    }
+    /// Removes `initialization` and returns it.
+    pub fn take_initialization(&mut self) -> Option<GraphProto> {
+        self.initialization.take().map(MsgBox::into_inner)
+    }
     /// True when `algorithm` is set.
     pub fn has_algorithm(&self) -> bool {
         self.algorithm.is_some()
@@ -2964,6 +3592,14 @@ impl TrainingInfoProto {
     pub fn set_algorithm(&mut self, v: GraphProto) {
         self.algorithm = Some(MsgBox::new(v));
     }
+    /// `algorithm`, or `None` when unset.
+    pub fn algorithm_opt(&self) -> Option<&GraphProto> {
+        self.algorithm.as_deref()
+    }
+    /// Removes `algorithm` and returns it.
+    pub fn take_algorithm(&mut self) -> Option<GraphProto> {
+        self.algorithm.take().map(MsgBox::into_inner)
+    }
     /// Number of `initialization_binding` elements.
     pub fn initialization_binding_size(&self) -> usize {
         self.initialization_binding.len()
@@ -2971,6 +3607,14 @@ impl TrainingInfoProto {
     /// Removes every `initialization_binding` element.
     pub fn clear_initialization_binding(&mut self) {
         self.initialization_binding.clear();
+    }
+    /// The `initialization_binding` elements.
+    pub fn initialization_binding(&self) -> &RepeatedField<StringStringEntryProto> {
+        &self.initialization_binding
+    }
+    /// The `initialization_binding` elements for writing.
+    pub fn mutable_initialization_binding(&mut self) -> &mut RepeatedField<StringStringEntryProto> {
+        &mut self.initialization_binding
     }
     /// Appends an empty `initialization_binding` element and returns it.
     pub fn add_initialization_binding(&mut self) -> &mut StringStringEntryProto {
@@ -2983,6 +3627,14 @@ impl TrainingInfoProto {
     /// Removes every `update_binding` element.
     pub fn clear_update_binding(&mut self) {
         self.update_binding.clear();
+    }
+    /// The `update_binding` elements.
+    pub fn update_binding(&self) -> &RepeatedField<StringStringEntryProto> {
+        &self.update_binding
+    }
+    /// The `update_binding` elements for writing.
+    pub fn mutable_update_binding(&mut self) -> &mut RepeatedField<StringStringEntryProto> {
+        &mut self.update_binding
     }
     /// Appends an empty `update_binding` element and returns it.
     pub fn add_update_binding(&mut self) -> &mut StringStringEntryProto {
@@ -3015,32 +3667,71 @@ impl Recycle for TrainingInfoProto {
 #[repr(C)]
 pub struct ModelProto {
     /// `optional int64 ir_version = 1;`
+    #[cfg(feature = "unstable-representation")]
     pub ir_version: Option<i64>,
+    #[cfg(not(feature = "unstable-representation"))]
+    pub(crate) ir_version: Option<i64>,
     /// `repeated OperatorSetIdProto opset_import = 8;`
+    #[cfg(feature = "unstable-representation")]
     pub opset_import: RepeatedField<OperatorSetIdProto>,
+    #[cfg(not(feature = "unstable-representation"))]
+    pub(crate) opset_import: RepeatedField<OperatorSetIdProto>,
     /// `optional string producer_name = 2;`
+    #[cfg(feature = "unstable-representation")]
     pub producer_name: Option<ProtoString>,
+    #[cfg(not(feature = "unstable-representation"))]
+    pub(crate) producer_name: Option<ProtoString>,
     /// `optional string producer_version = 3;`
+    #[cfg(feature = "unstable-representation")]
     pub producer_version: Option<ProtoString>,
+    #[cfg(not(feature = "unstable-representation"))]
+    pub(crate) producer_version: Option<ProtoString>,
     /// `optional string domain = 4;`
+    #[cfg(feature = "unstable-representation")]
     pub domain: Option<ProtoString>,
+    #[cfg(not(feature = "unstable-representation"))]
+    pub(crate) domain: Option<ProtoString>,
     /// `optional int64 model_version = 5;`
+    #[cfg(feature = "unstable-representation")]
     pub model_version: Option<i64>,
+    #[cfg(not(feature = "unstable-representation"))]
+    pub(crate) model_version: Option<i64>,
     /// `optional string doc_string = 6;`
+    #[cfg(feature = "unstable-representation")]
     pub doc_string: Option<ProtoString>,
+    #[cfg(not(feature = "unstable-representation"))]
+    pub(crate) doc_string: Option<ProtoString>,
     /// `optional GraphProto graph = 7;`
+    #[cfg(feature = "unstable-representation")]
     pub graph: Option<MsgBox<GraphProto>>,
+    #[cfg(not(feature = "unstable-representation"))]
+    pub(crate) graph: Option<MsgBox<GraphProto>>,
     /// `repeated StringStringEntryProto metadata_props = 14;`
+    #[cfg(feature = "unstable-representation")]
     pub metadata_props: RepeatedField<StringStringEntryProto>,
+    #[cfg(not(feature = "unstable-representation"))]
+    pub(crate) metadata_props: RepeatedField<StringStringEntryProto>,
     /// `repeated TrainingInfoProto training_info = 20;`
+    #[cfg(feature = "unstable-representation")]
     pub training_info: RepeatedField<TrainingInfoProto>,
+    #[cfg(not(feature = "unstable-representation"))]
+    pub(crate) training_info: RepeatedField<TrainingInfoProto>,
     /// `repeated FunctionProto functions = 25;`
+    #[cfg(feature = "unstable-representation")]
     pub functions: RepeatedField<FunctionProto>,
+    #[cfg(not(feature = "unstable-representation"))]
+    pub(crate) functions: RepeatedField<FunctionProto>,
     /// `repeated DeviceConfigurationProto configuration = 26;`
+    #[cfg(feature = "unstable-representation")]
     pub configuration: RepeatedField<DeviceConfigurationProto>,
+    #[cfg(not(feature = "unstable-representation"))]
+    pub(crate) configuration: RepeatedField<DeviceConfigurationProto>,
     /// Fields not in the schema, as read (written back after the known ones); read and write them
     /// through `Message::unknown_fields` / `Message::unknown_fields_mut`.
+    #[cfg(feature = "unstable-representation")]
     pub unknown_fields: UnknownFields,
+    #[cfg(not(feature = "unstable-representation"))]
+    pub(crate) unknown_fields: UnknownFields,
 }
 
 const _: () = {
@@ -3303,6 +3994,10 @@ impl ModelProto {
     pub fn set_ir_version(&mut self, v: i64) {
         self.ir_version = Some(v);
     }
+    /// `ir_version`, or `None` when unset.
+    pub fn ir_version_opt(&self) -> Option<i64> {
+        self.ir_version
+    }
     /// Number of `opset_import` elements.
     pub fn opset_import_size(&self) -> usize {
         self.opset_import.len()
@@ -3310,6 +4005,14 @@ impl ModelProto {
     /// Removes every `opset_import` element.
     pub fn clear_opset_import(&mut self) {
         self.opset_import.clear();
+    }
+    /// The `opset_import` elements.
+    pub fn opset_import(&self) -> &RepeatedField<OperatorSetIdProto> {
+        &self.opset_import
+    }
+    /// The `opset_import` elements for writing.
+    pub fn mutable_opset_import(&mut self) -> &mut RepeatedField<OperatorSetIdProto> {
+        &mut self.opset_import
     }
     /// Appends an empty `opset_import` element and returns it.
     pub fn add_opset_import(&mut self) -> &mut OperatorSetIdProto {
@@ -3332,6 +4035,14 @@ impl ModelProto {
     pub fn set_producer_name(&mut self, v: impl Into<ProtoString>) {
         self.producer_name = Some(v.into());
     }
+    /// `producer_name`, or `None` when unset.
+    pub fn producer_name_opt(&self) -> Option<&ProtoString> {
+        self.producer_name.as_ref()
+    }
+    /// `producer_name` for writing (set to empty first if unset).
+    pub fn mutable_producer_name(&mut self) -> &mut ProtoString {
+        self.producer_name.get_or_insert_with(ProtoString::new)
+    }
     /// True when `producer_version` is set.
     pub fn has_producer_version(&self) -> bool {
         self.producer_version.is_some()
@@ -3348,6 +4059,14 @@ impl ModelProto {
     /// Sets `producer_version`.
     pub fn set_producer_version(&mut self, v: impl Into<ProtoString>) {
         self.producer_version = Some(v.into());
+    }
+    /// `producer_version`, or `None` when unset.
+    pub fn producer_version_opt(&self) -> Option<&ProtoString> {
+        self.producer_version.as_ref()
+    }
+    /// `producer_version` for writing (set to empty first if unset).
+    pub fn mutable_producer_version(&mut self) -> &mut ProtoString {
+        self.producer_version.get_or_insert_with(ProtoString::new)
     }
     /// True when `domain` is set.
     pub fn has_domain(&self) -> bool {
@@ -3366,6 +4085,14 @@ impl ModelProto {
     pub fn set_domain(&mut self, v: impl Into<ProtoString>) {
         self.domain = Some(v.into());
     }
+    /// `domain`, or `None` when unset.
+    pub fn domain_opt(&self) -> Option<&ProtoString> {
+        self.domain.as_ref()
+    }
+    /// `domain` for writing (set to empty first if unset).
+    pub fn mutable_domain(&mut self) -> &mut ProtoString {
+        self.domain.get_or_insert_with(ProtoString::new)
+    }
     /// True when `model_version` is set.
     pub fn has_model_version(&self) -> bool {
         self.model_version.is_some()
@@ -3381,6 +4108,10 @@ impl ModelProto {
     /// Sets `model_version`.
     pub fn set_model_version(&mut self, v: i64) {
         self.model_version = Some(v);
+    }
+    /// `model_version`, or `None` when unset.
+    pub fn model_version_opt(&self) -> Option<i64> {
+        self.model_version
     }
     /// True when `doc_string` is set.
     pub fn has_doc_string(&self) -> bool {
@@ -3398,6 +4129,14 @@ impl ModelProto {
     /// Sets `doc_string`.
     pub fn set_doc_string(&mut self, v: impl Into<ProtoString>) {
         self.doc_string = Some(v.into());
+    }
+    /// `doc_string`, or `None` when unset.
+    pub fn doc_string_opt(&self) -> Option<&ProtoString> {
+        self.doc_string.as_ref()
+    }
+    /// `doc_string` for writing (set to empty first if unset).
+    pub fn mutable_doc_string(&mut self) -> &mut ProtoString {
+        self.doc_string.get_or_insert_with(ProtoString::new)
     }
     /// True when `graph` is set.
     pub fn has_graph(&self) -> bool {
@@ -3420,6 +4159,14 @@ impl ModelProto {
     pub fn set_graph(&mut self, v: GraphProto) {
         self.graph = Some(MsgBox::new(v));
     }
+    /// `graph`, or `None` when unset.
+    pub fn graph_opt(&self) -> Option<&GraphProto> {
+        self.graph.as_deref()
+    }
+    /// Removes `graph` and returns it.
+    pub fn take_graph(&mut self) -> Option<GraphProto> {
+        self.graph.take().map(MsgBox::into_inner)
+    }
     /// Number of `metadata_props` elements.
     pub fn metadata_props_size(&self) -> usize {
         self.metadata_props.len()
@@ -3427,6 +4174,14 @@ impl ModelProto {
     /// Removes every `metadata_props` element.
     pub fn clear_metadata_props(&mut self) {
         self.metadata_props.clear();
+    }
+    /// The `metadata_props` elements.
+    pub fn metadata_props(&self) -> &RepeatedField<StringStringEntryProto> {
+        &self.metadata_props
+    }
+    /// The `metadata_props` elements for writing.
+    pub fn mutable_metadata_props(&mut self) -> &mut RepeatedField<StringStringEntryProto> {
+        &mut self.metadata_props
     }
     /// Appends an empty `metadata_props` element and returns it.
     pub fn add_metadata_props(&mut self) -> &mut StringStringEntryProto {
@@ -3440,6 +4195,14 @@ impl ModelProto {
     pub fn clear_training_info(&mut self) {
         self.training_info.clear();
     }
+    /// The `training_info` elements.
+    pub fn training_info(&self) -> &RepeatedField<TrainingInfoProto> {
+        &self.training_info
+    }
+    /// The `training_info` elements for writing.
+    pub fn mutable_training_info(&mut self) -> &mut RepeatedField<TrainingInfoProto> {
+        &mut self.training_info
+    }
     /// Appends an empty `training_info` element and returns it.
     pub fn add_training_info(&mut self) -> &mut TrainingInfoProto {
         self.training_info.push_default()
@@ -3452,6 +4215,14 @@ impl ModelProto {
     pub fn clear_functions(&mut self) {
         self.functions.clear();
     }
+    /// The `functions` elements.
+    pub fn functions(&self) -> &RepeatedField<FunctionProto> {
+        &self.functions
+    }
+    /// The `functions` elements for writing.
+    pub fn mutable_functions(&mut self) -> &mut RepeatedField<FunctionProto> {
+        &mut self.functions
+    }
     /// Appends an empty `functions` element and returns it.
     pub fn add_functions(&mut self) -> &mut FunctionProto {
         self.functions.push_default()
@@ -3463,6 +4234,14 @@ impl ModelProto {
     /// Removes every `configuration` element.
     pub fn clear_configuration(&mut self) {
         self.configuration.clear();
+    }
+    /// The `configuration` elements.
+    pub fn configuration(&self) -> &RepeatedField<DeviceConfigurationProto> {
+        &self.configuration
+    }
+    /// The `configuration` elements for writing.
+    pub fn mutable_configuration(&mut self) -> &mut RepeatedField<DeviceConfigurationProto> {
+        &mut self.configuration
     }
     /// Appends an empty `configuration` element and returns it.
     pub fn add_configuration(&mut self) -> &mut DeviceConfigurationProto {
@@ -3508,14 +4287,26 @@ impl Recycle for ModelProto {
 #[repr(C)]
 pub struct DeviceConfigurationProto {
     /// `optional string name = 1;`
+    #[cfg(feature = "unstable-representation")]
     pub name: Option<ProtoString>,
+    #[cfg(not(feature = "unstable-representation"))]
+    pub(crate) name: Option<ProtoString>,
     /// `repeated string device = 3;`
+    #[cfg(feature = "unstable-representation")]
     pub device: InlineVec<ProtoString>,
+    #[cfg(not(feature = "unstable-representation"))]
+    pub(crate) device: InlineVec<ProtoString>,
     /// Fields not in the schema, as read (written back after the known ones); read and write them
     /// through `Message::unknown_fields` / `Message::unknown_fields_mut`.
+    #[cfg(feature = "unstable-representation")]
     pub unknown_fields: UnknownFields,
+    #[cfg(not(feature = "unstable-representation"))]
+    pub(crate) unknown_fields: UnknownFields,
     /// `optional int32 num_devices = 2;`
+    #[cfg(feature = "unstable-representation")]
     pub num_devices: Option<i32>,
+    #[cfg(not(feature = "unstable-representation"))]
+    pub(crate) num_devices: Option<i32>,
 }
 
 const _: () = {
@@ -3637,6 +4428,14 @@ impl DeviceConfigurationProto {
     pub fn set_name(&mut self, v: impl Into<ProtoString>) {
         self.name = Some(v.into());
     }
+    /// `name`, or `None` when unset.
+    pub fn name_opt(&self) -> Option<&ProtoString> {
+        self.name.as_ref()
+    }
+    /// `name` for writing (set to empty first if unset).
+    pub fn mutable_name(&mut self) -> &mut ProtoString {
+        self.name.get_or_insert_with(ProtoString::new)
+    }
     /// True when `num_devices` is set.
     pub fn has_num_devices(&self) -> bool {
         self.num_devices.is_some()
@@ -3653,6 +4452,10 @@ impl DeviceConfigurationProto {
     pub fn set_num_devices(&mut self, v: i32) {
         self.num_devices = Some(v);
     }
+    /// `num_devices`, or `None` when unset.
+    pub fn num_devices_opt(&self) -> Option<i32> {
+        self.num_devices
+    }
     /// Number of `device` elements.
     pub fn device_size(&self) -> usize {
         self.device.len()
@@ -3660,6 +4463,20 @@ impl DeviceConfigurationProto {
     /// Removes every `device` element.
     pub fn clear_device(&mut self) {
         self.device.clear();
+    }
+    /// The `device` elements.
+    pub fn device(&self) -> &[ProtoString] {
+        &self.device
+    }
+    /// The `device` elements for writing.
+    pub fn mutable_device(&mut self) -> &mut impl Repeated<ProtoString> {
+        &mut self.device
+    }
+    /// Replaces the `device` elements.
+    pub fn set_device(&mut self, v: impl IntoIterator<Item = impl Into<ProtoString>>) {
+        let list = &mut self.device;
+        list.clear();
+        list.extend(v.into_iter().map(Into::into));
     }
     /// Appends a `device` element.
     pub fn add_device(&mut self, v: impl Into<ProtoString>) {
@@ -3690,12 +4507,21 @@ impl Recycle for DeviceConfigurationProto {
 #[repr(C)]
 pub struct StringStringEntryProto {
     /// `optional string key = 1;`
+    #[cfg(feature = "unstable-representation")]
     pub key: Option<ProtoString>,
+    #[cfg(not(feature = "unstable-representation"))]
+    pub(crate) key: Option<ProtoString>,
     /// `optional string value = 2;`
+    #[cfg(feature = "unstable-representation")]
     pub value: Option<ProtoString>,
+    #[cfg(not(feature = "unstable-representation"))]
+    pub(crate) value: Option<ProtoString>,
     /// Fields not in the schema, as read (written back after the known ones); read and write them
     /// through `Message::unknown_fields` / `Message::unknown_fields_mut`.
+    #[cfg(feature = "unstable-representation")]
     pub unknown_fields: UnknownFields,
+    #[cfg(not(feature = "unstable-representation"))]
+    pub(crate) unknown_fields: UnknownFields,
 }
 
 const _: () = {
@@ -3805,6 +4631,14 @@ impl StringStringEntryProto {
     pub fn set_key(&mut self, v: impl Into<ProtoString>) {
         self.key = Some(v.into());
     }
+    /// `key`, or `None` when unset.
+    pub fn key_opt(&self) -> Option<&ProtoString> {
+        self.key.as_ref()
+    }
+    /// `key` for writing (set to empty first if unset).
+    pub fn mutable_key(&mut self) -> &mut ProtoString {
+        self.key.get_or_insert_with(ProtoString::new)
+    }
     /// True when `value` is set.
     pub fn has_value(&self) -> bool {
         self.value.is_some()
@@ -3821,6 +4655,14 @@ impl StringStringEntryProto {
     /// Sets `value`.
     pub fn set_value(&mut self, v: impl Into<ProtoString>) {
         self.value = Some(v.into());
+    }
+    /// `value`, or `None` when unset.
+    pub fn value_opt(&self) -> Option<&ProtoString> {
+        self.value.as_ref()
+    }
+    /// `value` for writing (set to empty first if unset).
+    pub fn mutable_value(&mut self) -> &mut ProtoString {
+        self.value.get_or_insert_with(ProtoString::new)
     }
 }
 
@@ -3845,12 +4687,21 @@ impl Recycle for StringStringEntryProto {
 #[repr(C)]
 pub struct TensorAnnotation {
     /// `optional string tensor_name = 1;`
+    #[cfg(feature = "unstable-representation")]
     pub tensor_name: Option<ProtoString>,
+    #[cfg(not(feature = "unstable-representation"))]
+    pub(crate) tensor_name: Option<ProtoString>,
     /// `repeated StringStringEntryProto quant_parameter_tensor_names = 2;`
+    #[cfg(feature = "unstable-representation")]
     pub quant_parameter_tensor_names: RepeatedField<StringStringEntryProto>,
+    #[cfg(not(feature = "unstable-representation"))]
+    pub(crate) quant_parameter_tensor_names: RepeatedField<StringStringEntryProto>,
     /// Fields not in the schema, as read (written back after the known ones); read and write them
     /// through `Message::unknown_fields` / `Message::unknown_fields_mut`.
+    #[cfg(feature = "unstable-representation")]
     pub unknown_fields: UnknownFields,
+    #[cfg(not(feature = "unstable-representation"))]
+    pub(crate) unknown_fields: UnknownFields,
 }
 
 const _: () = {
@@ -3969,6 +4820,14 @@ impl TensorAnnotation {
     pub fn set_tensor_name(&mut self, v: impl Into<ProtoString>) {
         self.tensor_name = Some(v.into());
     }
+    /// `tensor_name`, or `None` when unset.
+    pub fn tensor_name_opt(&self) -> Option<&ProtoString> {
+        self.tensor_name.as_ref()
+    }
+    /// `tensor_name` for writing (set to empty first if unset).
+    pub fn mutable_tensor_name(&mut self) -> &mut ProtoString {
+        self.tensor_name.get_or_insert_with(ProtoString::new)
+    }
     /// Number of `quant_parameter_tensor_names` elements.
     pub fn quant_parameter_tensor_names_size(&self) -> usize {
         self.quant_parameter_tensor_names.len()
@@ -3976,6 +4835,14 @@ impl TensorAnnotation {
     /// Removes every `quant_parameter_tensor_names` element.
     pub fn clear_quant_parameter_tensor_names(&mut self) {
         self.quant_parameter_tensor_names.clear();
+    }
+    /// The `quant_parameter_tensor_names` elements.
+    pub fn quant_parameter_tensor_names(&self) -> &RepeatedField<StringStringEntryProto> {
+        &self.quant_parameter_tensor_names
+    }
+    /// The `quant_parameter_tensor_names` elements for writing.
+    pub fn mutable_quant_parameter_tensor_names(&mut self) -> &mut RepeatedField<StringStringEntryProto> {
+        &mut self.quant_parameter_tensor_names
     }
     /// Appends an empty `quant_parameter_tensor_names` element and returns it.
     pub fn add_quant_parameter_tensor_names(&mut self) -> &mut StringStringEntryProto {
@@ -4002,28 +4869,61 @@ impl Recycle for TensorAnnotation {
 #[repr(C)]
 pub struct GraphProto {
     /// `repeated NodeProto node = 1;`
+    #[cfg(feature = "unstable-representation")]
     pub node: RepeatedField<NodeProto>,
+    #[cfg(not(feature = "unstable-representation"))]
+    pub(crate) node: RepeatedField<NodeProto>,
     /// `optional string name = 2;`
+    #[cfg(feature = "unstable-representation")]
     pub name: Option<ProtoString>,
+    #[cfg(not(feature = "unstable-representation"))]
+    pub(crate) name: Option<ProtoString>,
     /// `repeated TensorProto initializer = 5;`
+    #[cfg(feature = "unstable-representation")]
     pub initializer: RepeatedField<TensorProto>,
+    #[cfg(not(feature = "unstable-representation"))]
+    pub(crate) initializer: RepeatedField<TensorProto>,
     /// `repeated SparseTensorProto sparse_initializer = 15;`
+    #[cfg(feature = "unstable-representation")]
     pub sparse_initializer: RepeatedField<SparseTensorProto>,
+    #[cfg(not(feature = "unstable-representation"))]
+    pub(crate) sparse_initializer: RepeatedField<SparseTensorProto>,
     /// `optional string doc_string = 10;`
+    #[cfg(feature = "unstable-representation")]
     pub doc_string: Option<ProtoString>,
+    #[cfg(not(feature = "unstable-representation"))]
+    pub(crate) doc_string: Option<ProtoString>,
     /// `repeated ValueInfoProto input = 11;`
+    #[cfg(feature = "unstable-representation")]
     pub input: RepeatedField<ValueInfoProto>,
+    #[cfg(not(feature = "unstable-representation"))]
+    pub(crate) input: RepeatedField<ValueInfoProto>,
     /// `repeated ValueInfoProto output = 12;`
+    #[cfg(feature = "unstable-representation")]
     pub output: RepeatedField<ValueInfoProto>,
+    #[cfg(not(feature = "unstable-representation"))]
+    pub(crate) output: RepeatedField<ValueInfoProto>,
     /// `repeated ValueInfoProto value_info = 13;`
+    #[cfg(feature = "unstable-representation")]
     pub value_info: RepeatedField<ValueInfoProto>,
+    #[cfg(not(feature = "unstable-representation"))]
+    pub(crate) value_info: RepeatedField<ValueInfoProto>,
     /// `repeated TensorAnnotation quantization_annotation = 14;`
+    #[cfg(feature = "unstable-representation")]
     pub quantization_annotation: RepeatedField<TensorAnnotation>,
+    #[cfg(not(feature = "unstable-representation"))]
+    pub(crate) quantization_annotation: RepeatedField<TensorAnnotation>,
     /// `repeated StringStringEntryProto metadata_props = 16;`
+    #[cfg(feature = "unstable-representation")]
     pub metadata_props: RepeatedField<StringStringEntryProto>,
+    #[cfg(not(feature = "unstable-representation"))]
+    pub(crate) metadata_props: RepeatedField<StringStringEntryProto>,
     /// Fields not in the schema, as read (written back after the known ones); read and write them
     /// through `Message::unknown_fields` / `Message::unknown_fields_mut`.
+    #[cfg(feature = "unstable-representation")]
     pub unknown_fields: UnknownFields,
+    #[cfg(not(feature = "unstable-representation"))]
+    pub(crate) unknown_fields: UnknownFields,
 }
 
 const _: () = {
@@ -4273,6 +5173,14 @@ impl GraphProto {
     pub fn clear_node(&mut self) {
         self.node.clear();
     }
+    /// The `node` elements.
+    pub fn node(&self) -> &RepeatedField<NodeProto> {
+        &self.node
+    }
+    /// The `node` elements for writing.
+    pub fn mutable_node(&mut self) -> &mut RepeatedField<NodeProto> {
+        &mut self.node
+    }
     /// Appends an empty `node` element and returns it.
     pub fn add_node(&mut self) -> &mut NodeProto {
         self.node.push_default()
@@ -4294,6 +5202,14 @@ impl GraphProto {
     pub fn set_name(&mut self, v: impl Into<ProtoString>) {
         self.name = Some(v.into());
     }
+    /// `name`, or `None` when unset.
+    pub fn name_opt(&self) -> Option<&ProtoString> {
+        self.name.as_ref()
+    }
+    /// `name` for writing (set to empty first if unset).
+    pub fn mutable_name(&mut self) -> &mut ProtoString {
+        self.name.get_or_insert_with(ProtoString::new)
+    }
     /// Number of `initializer` elements.
     pub fn initializer_size(&self) -> usize {
         self.initializer.len()
@@ -4301,6 +5217,14 @@ impl GraphProto {
     /// Removes every `initializer` element.
     pub fn clear_initializer(&mut self) {
         self.initializer.clear();
+    }
+    /// The `initializer` elements.
+    pub fn initializer(&self) -> &RepeatedField<TensorProto> {
+        &self.initializer
+    }
+    /// The `initializer` elements for writing.
+    pub fn mutable_initializer(&mut self) -> &mut RepeatedField<TensorProto> {
+        &mut self.initializer
     }
     /// Appends an empty `initializer` element and returns it.
     pub fn add_initializer(&mut self) -> &mut TensorProto {
@@ -4313,6 +5237,14 @@ impl GraphProto {
     /// Removes every `sparse_initializer` element.
     pub fn clear_sparse_initializer(&mut self) {
         self.sparse_initializer.clear();
+    }
+    /// The `sparse_initializer` elements.
+    pub fn sparse_initializer(&self) -> &RepeatedField<SparseTensorProto> {
+        &self.sparse_initializer
+    }
+    /// The `sparse_initializer` elements for writing.
+    pub fn mutable_sparse_initializer(&mut self) -> &mut RepeatedField<SparseTensorProto> {
+        &mut self.sparse_initializer
     }
     /// Appends an empty `sparse_initializer` element and returns it.
     pub fn add_sparse_initializer(&mut self) -> &mut SparseTensorProto {
@@ -4335,6 +5267,14 @@ impl GraphProto {
     pub fn set_doc_string(&mut self, v: impl Into<ProtoString>) {
         self.doc_string = Some(v.into());
     }
+    /// `doc_string`, or `None` when unset.
+    pub fn doc_string_opt(&self) -> Option<&ProtoString> {
+        self.doc_string.as_ref()
+    }
+    /// `doc_string` for writing (set to empty first if unset).
+    pub fn mutable_doc_string(&mut self) -> &mut ProtoString {
+        self.doc_string.get_or_insert_with(ProtoString::new)
+    }
     /// Number of `input` elements.
     pub fn input_size(&self) -> usize {
         self.input.len()
@@ -4342,6 +5282,14 @@ impl GraphProto {
     /// Removes every `input` element.
     pub fn clear_input(&mut self) {
         self.input.clear();
+    }
+    /// The `input` elements.
+    pub fn input(&self) -> &RepeatedField<ValueInfoProto> {
+        &self.input
+    }
+    /// The `input` elements for writing.
+    pub fn mutable_input(&mut self) -> &mut RepeatedField<ValueInfoProto> {
+        &mut self.input
     }
     /// Appends an empty `input` element and returns it.
     pub fn add_input(&mut self) -> &mut ValueInfoProto {
@@ -4355,6 +5303,14 @@ impl GraphProto {
     pub fn clear_output(&mut self) {
         self.output.clear();
     }
+    /// The `output` elements.
+    pub fn output(&self) -> &RepeatedField<ValueInfoProto> {
+        &self.output
+    }
+    /// The `output` elements for writing.
+    pub fn mutable_output(&mut self) -> &mut RepeatedField<ValueInfoProto> {
+        &mut self.output
+    }
     /// Appends an empty `output` element and returns it.
     pub fn add_output(&mut self) -> &mut ValueInfoProto {
         self.output.push_default()
@@ -4366,6 +5322,14 @@ impl GraphProto {
     /// Removes every `value_info` element.
     pub fn clear_value_info(&mut self) {
         self.value_info.clear();
+    }
+    /// The `value_info` elements.
+    pub fn value_info(&self) -> &RepeatedField<ValueInfoProto> {
+        &self.value_info
+    }
+    /// The `value_info` elements for writing.
+    pub fn mutable_value_info(&mut self) -> &mut RepeatedField<ValueInfoProto> {
+        &mut self.value_info
     }
     /// Appends an empty `value_info` element and returns it.
     pub fn add_value_info(&mut self) -> &mut ValueInfoProto {
@@ -4379,6 +5343,14 @@ impl GraphProto {
     pub fn clear_quantization_annotation(&mut self) {
         self.quantization_annotation.clear();
     }
+    /// The `quantization_annotation` elements.
+    pub fn quantization_annotation(&self) -> &RepeatedField<TensorAnnotation> {
+        &self.quantization_annotation
+    }
+    /// The `quantization_annotation` elements for writing.
+    pub fn mutable_quantization_annotation(&mut self) -> &mut RepeatedField<TensorAnnotation> {
+        &mut self.quantization_annotation
+    }
     /// Appends an empty `quantization_annotation` element and returns it.
     pub fn add_quantization_annotation(&mut self) -> &mut TensorAnnotation {
         self.quantization_annotation.push_default()
@@ -4390,6 +5362,14 @@ impl GraphProto {
     /// Removes every `metadata_props` element.
     pub fn clear_metadata_props(&mut self) {
         self.metadata_props.clear();
+    }
+    /// The `metadata_props` elements.
+    pub fn metadata_props(&self) -> &RepeatedField<StringStringEntryProto> {
+        &self.metadata_props
+    }
+    /// The `metadata_props` elements for writing.
+    pub fn mutable_metadata_props(&mut self) -> &mut RepeatedField<StringStringEntryProto> {
+        &mut self.metadata_props
     }
     /// Appends an empty `metadata_props` element and returns it.
     pub fn add_metadata_props(&mut self) -> &mut StringStringEntryProto {
@@ -4426,19 +5406,40 @@ impl Recycle for GraphProto {
 #[repr(C)]
 pub struct TensorProto {
     /// `repeated int64 dims = 1;`
+    #[cfg(feature = "unstable-representation")]
     pub dims: InlineVec<i64, 4>,
+    #[cfg(not(feature = "unstable-representation"))]
+    pub(crate) dims: InlineVec<i64, 4>,
     /// `repeated float float_data = 4 [packed = true];`
+    #[cfg(feature = "unstable-representation")]
     pub float_data: InlineVec<f32, 2>,
+    #[cfg(not(feature = "unstable-representation"))]
+    pub(crate) float_data: InlineVec<f32, 2>,
     /// `repeated int64 int64_data = 7 [packed = true];`
+    #[cfg(feature = "unstable-representation")]
     pub int64_data: InlineVec<i64, 1>,
+    #[cfg(not(feature = "unstable-representation"))]
+    pub(crate) int64_data: InlineVec<i64, 1>,
     /// `optional string name = 8;`
+    #[cfg(feature = "unstable-representation")]
     pub name: Option<ProtoString>,
+    #[cfg(not(feature = "unstable-representation"))]
+    pub(crate) name: Option<ProtoString>,
     /// `optional bytes raw_data = 9;`
+    #[cfg(feature = "unstable-representation")]
     pub raw_data: Option<ByteSpan>,
+    #[cfg(not(feature = "unstable-representation"))]
+    pub(crate) raw_data: Option<ByteSpan>,
     /// The fields few models set (`TensorProtoRare`), in a box allocated on first write.
+    #[cfg(feature = "unstable-representation")]
     pub rare: Rare<TensorProtoRare>,
+    #[cfg(not(feature = "unstable-representation"))]
+    pub(crate) rare: Rare<TensorProtoRare>,
     /// `optional int32 data_type = 2;`
+    #[cfg(feature = "unstable-representation")]
     pub data_type: Option<i32>,
+    #[cfg(not(feature = "unstable-representation"))]
+    pub(crate) data_type: Option<i32>,
 }
 
 const _: () = {
@@ -4490,31 +5491,63 @@ impl TensorProto {
     }
 }
 
+representation_item! {
 /// The rare fields of `onnx.TensorProto` (its `rare` member).
 #[derive(Debug, Default, PartialEq)]
 #[repr(C)]
-pub struct TensorProtoRare {
+struct TensorProtoRare {
     /// `optional TensorProto.Segment segment = 3;`
+    #[cfg(feature = "unstable-representation")]
     pub segment: Option<MsgBox<TensorProtoSegment>>,
+    #[cfg(not(feature = "unstable-representation"))]
+    pub(crate) segment: Option<MsgBox<TensorProtoSegment>>,
     /// `repeated int32 int32_data = 5 [packed = true];`
+    #[cfg(feature = "unstable-representation")]
     pub int32_data: InlineVec<i32, 2>,
+    #[cfg(not(feature = "unstable-representation"))]
+    pub(crate) int32_data: InlineVec<i32, 2>,
     /// `repeated bytes string_data = 6;`
+    #[cfg(feature = "unstable-representation")]
     pub string_data: InlineVec<ProtoString>,
+    #[cfg(not(feature = "unstable-representation"))]
+    pub(crate) string_data: InlineVec<ProtoString>,
     /// `optional string doc_string = 12;`
+    #[cfg(feature = "unstable-representation")]
     pub doc_string: Option<ProtoString>,
+    #[cfg(not(feature = "unstable-representation"))]
+    pub(crate) doc_string: Option<ProtoString>,
     /// `repeated StringStringEntryProto external_data = 13;`
+    #[cfg(feature = "unstable-representation")]
     pub external_data: RepeatedField<StringStringEntryProto>,
+    #[cfg(not(feature = "unstable-representation"))]
+    pub(crate) external_data: RepeatedField<StringStringEntryProto>,
     /// `repeated double double_data = 10 [packed = true];`
+    #[cfg(feature = "unstable-representation")]
     pub double_data: InlineVec<f64, 1>,
+    #[cfg(not(feature = "unstable-representation"))]
+    pub(crate) double_data: InlineVec<f64, 1>,
     /// `repeated uint64 uint64_data = 11 [packed = true];`
+    #[cfg(feature = "unstable-representation")]
     pub uint64_data: InlineVec<u64, 1>,
+    #[cfg(not(feature = "unstable-representation"))]
+    pub(crate) uint64_data: InlineVec<u64, 1>,
     /// `repeated StringStringEntryProto metadata_props = 16;`
+    #[cfg(feature = "unstable-representation")]
     pub metadata_props: RepeatedField<StringStringEntryProto>,
+    #[cfg(not(feature = "unstable-representation"))]
+    pub(crate) metadata_props: RepeatedField<StringStringEntryProto>,
     /// Fields not in the schema, as read (written back after the known ones); read and write them
     /// through `Message::unknown_fields` / `Message::unknown_fields_mut`.
+    #[cfg(feature = "unstable-representation")]
     pub unknown_fields: UnknownFields,
+    #[cfg(not(feature = "unstable-representation"))]
+    pub(crate) unknown_fields: UnknownFields,
     /// `optional TensorProto.DataLocation data_location = 14;`
+    #[cfg(feature = "unstable-representation")]
     pub data_location: Option<i32>,
+    #[cfg(not(feature = "unstable-representation"))]
+    pub(crate) data_location: Option<i32>,
+}
 }
 
 const _: () = {
@@ -4859,6 +5892,18 @@ impl Message for TensorProto {
 }
 
 impl TensorProto {
+    /// Test hook: where the rare fields are read from (a box of this message's own, a shared preset, or the shared empty value).
+    #[cfg(feature = "test-hooks")]
+    #[doc(hidden)]
+    pub fn rare_address(&self) -> *const u8 {
+        &*self.rare as *const TensorProtoRare as *const u8
+    }
+    /// Test hook: whether the message has a box of rare fields of its own.
+    #[cfg(feature = "test-hooks")]
+    #[doc(hidden)]
+    pub fn rare_is_allocated(&self) -> bool {
+        self.rare.is_allocated()
+    }
     /// Number of `dims` elements.
     pub fn dims_size(&self) -> usize {
         self.dims.len()
@@ -4866,6 +5911,20 @@ impl TensorProto {
     /// Removes every `dims` element.
     pub fn clear_dims(&mut self) {
         self.dims.clear();
+    }
+    /// The `dims` elements.
+    pub fn dims(&self) -> &[i64] {
+        &self.dims
+    }
+    /// The `dims` elements for writing.
+    pub fn mutable_dims(&mut self) -> &mut impl Repeated<i64> {
+        &mut self.dims
+    }
+    /// Replaces the `dims` elements.
+    pub fn set_dims(&mut self, v: impl IntoIterator<Item = impl std::borrow::Borrow<i64>>) {
+        let list = &mut self.dims;
+        list.clear();
+        list.extend(v.into_iter().map(|x| *x.borrow()));
     }
     /// Appends a `dims` element.
     pub fn add_dims(&mut self, v: i64) {
@@ -4886,6 +5945,10 @@ impl TensorProto {
     /// Sets `data_type`.
     pub fn set_data_type(&mut self, v: i32) {
         self.data_type = Some(v);
+    }
+    /// `data_type`, or `None` when unset.
+    pub fn data_type_opt(&self) -> Option<i32> {
+        self.data_type
     }
     /// True when `segment` is set.
     pub fn has_segment(&self) -> bool {
@@ -4910,6 +5973,14 @@ impl TensorProto {
     pub fn set_segment(&mut self, v: TensorProtoSegment) {
         self.rare.segment = Some(MsgBox::new(v));
     }
+    /// `segment`, or `None` when unset.
+    pub fn segment_opt(&self) -> Option<&TensorProtoSegment> {
+        self.rare.segment.as_deref()
+    }
+    /// Removes `segment` and returns it.
+    pub fn take_segment(&mut self) -> Option<TensorProtoSegment> {
+        self.rare.get_mut()?.segment.take().map(MsgBox::into_inner)
+    }
     /// Number of `float_data` elements.
     pub fn float_data_size(&self) -> usize {
         self.float_data.len()
@@ -4917,6 +5988,20 @@ impl TensorProto {
     /// Removes every `float_data` element.
     pub fn clear_float_data(&mut self) {
         self.float_data.clear();
+    }
+    /// The `float_data` elements.
+    pub fn float_data(&self) -> &[f32] {
+        &self.float_data
+    }
+    /// The `float_data` elements for writing.
+    pub fn mutable_float_data(&mut self) -> &mut impl Repeated<f32> {
+        &mut self.float_data
+    }
+    /// Replaces the `float_data` elements.
+    pub fn set_float_data(&mut self, v: impl IntoIterator<Item = impl std::borrow::Borrow<f32>>) {
+        let list = &mut self.float_data;
+        list.clear();
+        list.extend(v.into_iter().map(|x| *x.borrow()));
     }
     /// Appends a `float_data` element.
     pub fn add_float_data(&mut self, v: f32) {
@@ -4932,6 +6017,20 @@ impl TensorProto {
             rare.int32_data.clear();
         }
     }
+    /// The `int32_data` elements.
+    pub fn int32_data(&self) -> &[i32] {
+        &self.rare.int32_data
+    }
+    /// The `int32_data` elements for writing.
+    pub fn mutable_int32_data(&mut self) -> &mut impl Repeated<i32> {
+        &mut self.rare.int32_data
+    }
+    /// Replaces the `int32_data` elements.
+    pub fn set_int32_data(&mut self, v: impl IntoIterator<Item = impl std::borrow::Borrow<i32>>) {
+        let list = &mut self.rare.int32_data;
+        list.clear();
+        list.extend(v.into_iter().map(|x| *x.borrow()));
+    }
     /// Appends a `int32_data` element.
     pub fn add_int32_data(&mut self, v: i32) {
         self.rare.int32_data.push(v);
@@ -4946,6 +6045,20 @@ impl TensorProto {
             rare.string_data.clear();
         }
     }
+    /// The `string_data` elements.
+    pub fn string_data(&self) -> &[ProtoString] {
+        &self.rare.string_data
+    }
+    /// The `string_data` elements for writing.
+    pub fn mutable_string_data(&mut self) -> &mut impl Repeated<ProtoString> {
+        &mut self.rare.string_data
+    }
+    /// Replaces the `string_data` elements.
+    pub fn set_string_data(&mut self, v: impl IntoIterator<Item = impl Into<ProtoString>>) {
+        let list = &mut self.rare.string_data;
+        list.clear();
+        list.extend(v.into_iter().map(Into::into));
+    }
     /// Appends a `string_data` element.
     pub fn add_string_data(&mut self, v: impl Into<ProtoString>) {
         self.rare.string_data.push(v.into());
@@ -4957,6 +6070,20 @@ impl TensorProto {
     /// Removes every `int64_data` element.
     pub fn clear_int64_data(&mut self) {
         self.int64_data.clear();
+    }
+    /// The `int64_data` elements.
+    pub fn int64_data(&self) -> &[i64] {
+        &self.int64_data
+    }
+    /// The `int64_data` elements for writing.
+    pub fn mutable_int64_data(&mut self) -> &mut impl Repeated<i64> {
+        &mut self.int64_data
+    }
+    /// Replaces the `int64_data` elements.
+    pub fn set_int64_data(&mut self, v: impl IntoIterator<Item = impl std::borrow::Borrow<i64>>) {
+        let list = &mut self.int64_data;
+        list.clear();
+        list.extend(v.into_iter().map(|x| *x.borrow()));
     }
     /// Appends a `int64_data` element.
     pub fn add_int64_data(&mut self, v: i64) {
@@ -4979,6 +6106,14 @@ impl TensorProto {
     pub fn set_name(&mut self, v: impl Into<ProtoString>) {
         self.name = Some(v.into());
     }
+    /// `name`, or `None` when unset.
+    pub fn name_opt(&self) -> Option<&ProtoString> {
+        self.name.as_ref()
+    }
+    /// `name` for writing (set to empty first if unset).
+    pub fn mutable_name(&mut self) -> &mut ProtoString {
+        self.name.get_or_insert_with(ProtoString::new)
+    }
     /// True when `doc_string` is set.
     pub fn has_doc_string(&self) -> bool {
         self.rare.doc_string.is_some()
@@ -4998,6 +6133,14 @@ impl TensorProto {
     pub fn set_doc_string(&mut self, v: impl Into<ProtoString>) {
         self.rare.doc_string = Some(v.into());
     }
+    /// `doc_string`, or `None` when unset.
+    pub fn doc_string_opt(&self) -> Option<&ProtoString> {
+        self.rare.doc_string.as_ref()
+    }
+    /// `doc_string` for writing (set to empty first if unset).
+    pub fn mutable_doc_string(&mut self) -> &mut ProtoString {
+        self.rare.doc_string.get_or_insert_with(ProtoString::new)
+    }
     /// True when `raw_data` is set.
     pub fn has_raw_data(&self) -> bool {
         self.raw_data.is_some()
@@ -5014,6 +6157,18 @@ impl TensorProto {
     pub fn set_raw_data(&mut self, v: impl Into<ByteSpan>) {
         self.raw_data = Some(v.into());
     }
+    /// `raw_data` as the span that holds it (owned, or borrowed with its owner), or `None` when unset.
+    pub fn raw_data_opt(&self) -> Option<&ByteSpan> {
+        self.raw_data.as_ref()
+    }
+    /// `raw_data` for writing (set to empty first if unset).
+    pub fn mutable_raw_data(&mut self) -> &mut ByteSpan {
+        self.raw_data.get_or_insert_with(ByteSpan::default)
+    }
+    /// Removes `raw_data` and returns its span.
+    pub fn take_raw_data(&mut self) -> Option<ByteSpan> {
+        self.raw_data.take()
+    }
     /// Number of `external_data` elements.
     pub fn external_data_size(&self) -> usize {
         self.rare.external_data.len()
@@ -5023,6 +6178,14 @@ impl TensorProto {
         if let Some(rare) = self.rare.get_mut() {
             rare.external_data.clear();
         }
+    }
+    /// The `external_data` elements.
+    pub fn external_data(&self) -> &RepeatedField<StringStringEntryProto> {
+        &self.rare.external_data
+    }
+    /// The `external_data` elements for writing.
+    pub fn mutable_external_data(&mut self) -> &mut RepeatedField<StringStringEntryProto> {
+        &mut self.rare.external_data
     }
     /// Appends an empty `external_data` element and returns it.
     pub fn add_external_data(&mut self) -> &mut StringStringEntryProto {
@@ -5046,6 +6209,10 @@ impl TensorProto {
     pub fn set_data_location(&mut self, v: i32) {
         self.rare.data_location = Some(v);
     }
+    /// `data_location`, or `None` when unset.
+    pub fn data_location_opt(&self) -> Option<i32> {
+        self.rare.data_location
+    }
     /// Number of `double_data` elements.
     pub fn double_data_size(&self) -> usize {
         self.rare.double_data.len()
@@ -5055,6 +6222,20 @@ impl TensorProto {
         if let Some(rare) = self.rare.get_mut() {
             rare.double_data.clear();
         }
+    }
+    /// The `double_data` elements.
+    pub fn double_data(&self) -> &[f64] {
+        &self.rare.double_data
+    }
+    /// The `double_data` elements for writing.
+    pub fn mutable_double_data(&mut self) -> &mut impl Repeated<f64> {
+        &mut self.rare.double_data
+    }
+    /// Replaces the `double_data` elements.
+    pub fn set_double_data(&mut self, v: impl IntoIterator<Item = impl std::borrow::Borrow<f64>>) {
+        let list = &mut self.rare.double_data;
+        list.clear();
+        list.extend(v.into_iter().map(|x| *x.borrow()));
     }
     /// Appends a `double_data` element.
     pub fn add_double_data(&mut self, v: f64) {
@@ -5070,6 +6251,20 @@ impl TensorProto {
             rare.uint64_data.clear();
         }
     }
+    /// The `uint64_data` elements.
+    pub fn uint64_data(&self) -> &[u64] {
+        &self.rare.uint64_data
+    }
+    /// The `uint64_data` elements for writing.
+    pub fn mutable_uint64_data(&mut self) -> &mut impl Repeated<u64> {
+        &mut self.rare.uint64_data
+    }
+    /// Replaces the `uint64_data` elements.
+    pub fn set_uint64_data(&mut self, v: impl IntoIterator<Item = impl std::borrow::Borrow<u64>>) {
+        let list = &mut self.rare.uint64_data;
+        list.clear();
+        list.extend(v.into_iter().map(|x| *x.borrow()));
+    }
     /// Appends a `uint64_data` element.
     pub fn add_uint64_data(&mut self, v: u64) {
         self.rare.uint64_data.push(v);
@@ -5083,6 +6278,14 @@ impl TensorProto {
         if let Some(rare) = self.rare.get_mut() {
             rare.metadata_props.clear();
         }
+    }
+    /// The `metadata_props` elements.
+    pub fn metadata_props(&self) -> &RepeatedField<StringStringEntryProto> {
+        &self.rare.metadata_props
+    }
+    /// The `metadata_props` elements for writing.
+    pub fn mutable_metadata_props(&mut self) -> &mut RepeatedField<StringStringEntryProto> {
+        &mut self.rare.metadata_props
     }
     /// Appends an empty `metadata_props` element and returns it.
     pub fn add_metadata_props(&mut self) -> &mut StringStringEntryProto {
@@ -5150,12 +6353,21 @@ impl Recycle for TensorProto {
 #[repr(C)]
 pub struct TensorProtoSegment {
     /// `optional int64 begin = 1;`
+    #[cfg(feature = "unstable-representation")]
     pub begin: Option<i64>,
+    #[cfg(not(feature = "unstable-representation"))]
+    pub(crate) begin: Option<i64>,
     /// `optional int64 end = 2;`
+    #[cfg(feature = "unstable-representation")]
     pub end: Option<i64>,
+    #[cfg(not(feature = "unstable-representation"))]
+    pub(crate) end: Option<i64>,
     /// Fields not in the schema, as read (written back after the known ones); read and write them
     /// through `Message::unknown_fields` / `Message::unknown_fields_mut`.
+    #[cfg(feature = "unstable-representation")]
     pub unknown_fields: UnknownFields,
+    #[cfg(not(feature = "unstable-representation"))]
+    pub(crate) unknown_fields: UnknownFields,
 }
 
 const _: () = {
@@ -5262,6 +6474,10 @@ impl TensorProtoSegment {
     pub fn set_begin(&mut self, v: i64) {
         self.begin = Some(v);
     }
+    /// `begin`, or `None` when unset.
+    pub fn begin_opt(&self) -> Option<i64> {
+        self.begin
+    }
     /// True when `end` is set.
     pub fn has_end(&self) -> bool {
         self.end.is_some()
@@ -5277,6 +6493,10 @@ impl TensorProtoSegment {
     /// Sets `end`.
     pub fn set_end(&mut self, v: i64) {
         self.end = Some(v);
+    }
+    /// `end`, or `None` when unset.
+    pub fn end_opt(&self) -> Option<i64> {
+        self.end
     }
 }
 
@@ -5297,14 +6517,26 @@ impl Recycle for TensorProtoSegment {
 #[repr(C)]
 pub struct SparseTensorProto {
     /// `optional TensorProto values = 1;`
+    #[cfg(feature = "unstable-representation")]
     pub values: Option<MsgBox<TensorProto>>,
+    #[cfg(not(feature = "unstable-representation"))]
+    pub(crate) values: Option<MsgBox<TensorProto>>,
     /// `optional TensorProto indices = 2;`
+    #[cfg(feature = "unstable-representation")]
     pub indices: Option<MsgBox<TensorProto>>,
+    #[cfg(not(feature = "unstable-representation"))]
+    pub(crate) indices: Option<MsgBox<TensorProto>>,
     /// `repeated int64 dims = 3;`
+    #[cfg(feature = "unstable-representation")]
     pub dims: InlineVec<i64, 1>,
+    #[cfg(not(feature = "unstable-representation"))]
+    pub(crate) dims: InlineVec<i64, 1>,
     /// Fields not in the schema, as read (written back after the known ones); read and write them
     /// through `Message::unknown_fields` / `Message::unknown_fields_mut`.
+    #[cfg(feature = "unstable-representation")]
     pub unknown_fields: UnknownFields,
+    #[cfg(not(feature = "unstable-representation"))]
+    pub(crate) unknown_fields: UnknownFields,
 }
 
 const _: () = {
@@ -5445,6 +6677,14 @@ impl SparseTensorProto {
     pub fn set_values(&mut self, v: TensorProto) {
         self.values = Some(MsgBox::new(v));
     }
+    /// `values`, or `None` when unset.
+    pub fn values_opt(&self) -> Option<&TensorProto> {
+        self.values.as_deref()
+    }
+    /// Removes `values` and returns it.
+    pub fn take_values(&mut self) -> Option<TensorProto> {
+        self.values.take().map(MsgBox::into_inner)
+    }
     /// True when `indices` is set.
     pub fn has_indices(&self) -> bool {
         self.indices.is_some()
@@ -5466,6 +6706,14 @@ impl SparseTensorProto {
     pub fn set_indices(&mut self, v: TensorProto) {
         self.indices = Some(MsgBox::new(v));
     }
+    /// `indices`, or `None` when unset.
+    pub fn indices_opt(&self) -> Option<&TensorProto> {
+        self.indices.as_deref()
+    }
+    /// Removes `indices` and returns it.
+    pub fn take_indices(&mut self) -> Option<TensorProto> {
+        self.indices.take().map(MsgBox::into_inner)
+    }
     /// Number of `dims` elements.
     pub fn dims_size(&self) -> usize {
         self.dims.len()
@@ -5473,6 +6721,20 @@ impl SparseTensorProto {
     /// Removes every `dims` element.
     pub fn clear_dims(&mut self) {
         self.dims.clear();
+    }
+    /// The `dims` elements.
+    pub fn dims(&self) -> &[i64] {
+        &self.dims
+    }
+    /// The `dims` elements for writing.
+    pub fn mutable_dims(&mut self) -> &mut impl Repeated<i64> {
+        &mut self.dims
+    }
+    /// Replaces the `dims` elements.
+    pub fn set_dims(&mut self, v: impl IntoIterator<Item = impl std::borrow::Borrow<i64>>) {
+        let list = &mut self.dims;
+        list.clear();
+        list.extend(v.into_iter().map(|x| *x.borrow()));
     }
     /// Appends a `dims` element.
     pub fn add_dims(&mut self, v: i64) {
@@ -5504,10 +6766,16 @@ impl Recycle for SparseTensorProto {
 #[repr(C)]
 pub struct TensorShapeProto {
     /// `repeated TensorShapeProto.Dimension dim = 1;`
+    #[cfg(feature = "unstable-representation")]
     pub dim: RepeatedField<TensorShapeProtoDimension>,
+    #[cfg(not(feature = "unstable-representation"))]
+    pub(crate) dim: RepeatedField<TensorShapeProtoDimension>,
     /// Fields not in the schema, as read (written back after the known ones); read and write them
     /// through `Message::unknown_fields` / `Message::unknown_fields_mut`.
+    #[cfg(feature = "unstable-representation")]
     pub unknown_fields: UnknownFields,
+    #[cfg(not(feature = "unstable-representation"))]
+    pub(crate) unknown_fields: UnknownFields,
 }
 
 const _: () = {
@@ -5605,6 +6873,14 @@ impl TensorShapeProto {
     pub fn clear_dim(&mut self) {
         self.dim.clear();
     }
+    /// The `dim` elements.
+    pub fn dim(&self) -> &RepeatedField<TensorShapeProtoDimension> {
+        &self.dim
+    }
+    /// The `dim` elements for writing.
+    pub fn mutable_dim(&mut self) -> &mut RepeatedField<TensorShapeProtoDimension> {
+        &mut self.dim
+    }
     /// Appends an empty `dim` element and returns it.
     pub fn add_dim(&mut self) -> &mut TensorShapeProtoDimension {
         self.dim.push_default()
@@ -5627,9 +6903,15 @@ impl Recycle for TensorShapeProto {
 #[repr(C)]
 pub struct TensorShapeProtoDimension {
     /// `oneof value`.
+    #[cfg(feature = "unstable-representation")]
     pub value: Option<TensorShapeProtoDimensionValue>,
+    #[cfg(not(feature = "unstable-representation"))]
+    pub(crate) value: Option<TensorShapeProtoDimensionValue>,
     /// The fields few models set (`TensorShapeProtoDimensionRare`), in a box allocated on first write.
+    #[cfg(feature = "unstable-representation")]
     pub rare: Rare<TensorShapeProtoDimensionRare>,
+    #[cfg(not(feature = "unstable-representation"))]
+    pub(crate) rare: Rare<TensorShapeProtoDimensionRare>,
 }
 
 const _: () = {
@@ -5666,15 +6948,23 @@ impl TensorShapeProtoDimension {
     }
 }
 
+representation_item! {
 /// The rare fields of `onnx.TensorShapeProto.Dimension` (its `rare` member).
 #[derive(Debug, Default, PartialEq)]
 #[repr(C)]
-pub struct TensorShapeProtoDimensionRare {
+struct TensorShapeProtoDimensionRare {
     /// `optional string denotation = 3;`
+    #[cfg(feature = "unstable-representation")]
     pub denotation: Option<ProtoString>,
+    #[cfg(not(feature = "unstable-representation"))]
+    pub(crate) denotation: Option<ProtoString>,
     /// Fields not in the schema, as read (written back after the known ones); read and write them
     /// through `Message::unknown_fields` / `Message::unknown_fields_mut`.
+    #[cfg(feature = "unstable-representation")]
     pub unknown_fields: UnknownFields,
+    #[cfg(not(feature = "unstable-representation"))]
+    pub(crate) unknown_fields: UnknownFields,
+}
 }
 
 const _: () = {
@@ -5718,14 +7008,16 @@ impl RareFields for TensorShapeProtoDimensionRare {
     }
 }
 
+representation_item! {
 /// `oneof value` of `onnx.TensorShapeProto.Dimension`.
 #[derive(Debug, PartialEq)]
 #[repr(u32)]
-pub enum TensorShapeProtoDimensionValue {
+enum TensorShapeProtoDimensionValue {
     /// `int64 dim_value = 1;`
     DimValue(i64),
     /// `string dim_param = 2;`
     DimParam(ProtoString),
+}
 }
 
 impl TryClone for TensorShapeProtoDimensionValue {
@@ -5741,6 +7033,15 @@ impl Clone for TensorShapeProtoDimensionValue {
     fn clone(&self) -> Self {
         clone_or_abort(self)
     }
+}
+
+/// Which field of `oneof value` of `onnx.TensorShapeProto.Dimension` is set.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum TensorShapeProtoDimensionValueCase {
+    /// `int64 dim_value = 1;`
+    DimValue,
+    /// `string dim_param = 2;`
+    DimParam,
 }
 
 impl Message for TensorShapeProtoDimension {
@@ -5817,6 +7118,25 @@ impl Message for TensorShapeProtoDimension {
 }
 
 impl TensorShapeProtoDimension {
+    /// Which field of `oneof value` is set, or `None`.
+    pub fn value_case(&self) -> Option<TensorShapeProtoDimensionValueCase> {
+        Some(match self.value.as_ref()? {
+            TensorShapeProtoDimensionValue::DimValue(_) => TensorShapeProtoDimensionValueCase::DimValue,
+            TensorShapeProtoDimensionValue::DimParam(_) => TensorShapeProtoDimensionValueCase::DimParam,
+        })
+    }
+    /// Test hook: where the rare fields are read from (a box of this message's own, a shared preset, or the shared empty value).
+    #[cfg(feature = "test-hooks")]
+    #[doc(hidden)]
+    pub fn rare_address(&self) -> *const u8 {
+        &*self.rare as *const TensorShapeProtoDimensionRare as *const u8
+    }
+    /// Test hook: whether the message has a box of rare fields of its own.
+    #[cfg(feature = "test-hooks")]
+    #[doc(hidden)]
+    pub fn rare_is_allocated(&self) -> bool {
+        self.rare.is_allocated()
+    }
     /// True when the oneof `value` holds `dim_value`.
     pub fn has_dim_value(&self) -> bool {
         matches!(self.value, Some(TensorShapeProtoDimensionValue::DimValue(_)))
@@ -5879,6 +7199,14 @@ impl TensorShapeProtoDimension {
     pub fn set_denotation(&mut self, v: impl Into<ProtoString>) {
         self.rare.denotation = Some(v.into());
     }
+    /// `denotation`, or `None` when unset.
+    pub fn denotation_opt(&self) -> Option<&ProtoString> {
+        self.rare.denotation.as_ref()
+    }
+    /// `denotation` for writing (set to empty first if unset).
+    pub fn mutable_denotation(&mut self) -> &mut ProtoString {
+        self.rare.denotation.get_or_insert_with(ProtoString::new)
+    }
 }
 
 impl Recycle for TensorShapeProtoDimension {
@@ -5905,9 +7233,15 @@ impl Recycle for TensorShapeProtoDimension {
 #[repr(C)]
 pub struct TypeProto {
     /// `oneof value`.
+    #[cfg(feature = "unstable-representation")]
     pub value: Option<TypeProtoValue>,
+    #[cfg(not(feature = "unstable-representation"))]
+    pub(crate) value: Option<TypeProtoValue>,
     /// The fields few models set (`TypeProtoRare`), in a box allocated on first write.
+    #[cfg(feature = "unstable-representation")]
     pub rare: Rare<TypeProtoRare>,
+    #[cfg(not(feature = "unstable-representation"))]
+    pub(crate) rare: Rare<TypeProtoRare>,
 }
 
 const _: () = {
@@ -5944,15 +7278,23 @@ impl TypeProto {
     }
 }
 
+representation_item! {
 /// The rare fields of `onnx.TypeProto` (its `rare` member).
 #[derive(Debug, Default, PartialEq)]
 #[repr(C)]
-pub struct TypeProtoRare {
+struct TypeProtoRare {
     /// `optional string denotation = 6;`
+    #[cfg(feature = "unstable-representation")]
     pub denotation: Option<ProtoString>,
+    #[cfg(not(feature = "unstable-representation"))]
+    pub(crate) denotation: Option<ProtoString>,
     /// Fields not in the schema, as read (written back after the known ones); read and write them
     /// through `Message::unknown_fields` / `Message::unknown_fields_mut`.
+    #[cfg(feature = "unstable-representation")]
     pub unknown_fields: UnknownFields,
+    #[cfg(not(feature = "unstable-representation"))]
+    pub(crate) unknown_fields: UnknownFields,
+}
 }
 
 const _: () = {
@@ -5996,10 +7338,11 @@ impl RareFields for TypeProtoRare {
     }
 }
 
+representation_item! {
 /// `oneof value` of `onnx.TypeProto`.
 #[derive(Debug, PartialEq)]
 #[repr(u32)]
-pub enum TypeProtoValue {
+enum TypeProtoValue {
     /// `TypeProto.Tensor tensor_type = 1;`
     TensorType(MsgBox<TypeProtoTensor>),
     /// `TypeProto.Sequence sequence_type = 4;`
@@ -6012,6 +7355,7 @@ pub enum TypeProtoValue {
     SparseTensorType(MsgBox<TypeProtoSparseTensor>),
     /// `TypeProto.Opaque opaque_type = 7;`
     OpaqueType(MsgBox<TypeProtoOpaque>),
+}
 }
 
 impl TryClone for TypeProtoValue {
@@ -6031,6 +7375,23 @@ impl Clone for TypeProtoValue {
     fn clone(&self) -> Self {
         clone_or_abort(self)
     }
+}
+
+/// Which field of `oneof value` of `onnx.TypeProto` is set.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum TypeProtoValueCase {
+    /// `TypeProto.Tensor tensor_type = 1;`
+    TensorType,
+    /// `TypeProto.Sequence sequence_type = 4;`
+    SequenceType,
+    /// `TypeProto.Map map_type = 5;`
+    MapType,
+    /// `TypeProto.Optional optional_type = 9;`
+    OptionalType,
+    /// `TypeProto.SparseTensor sparse_tensor_type = 8;`
+    SparseTensorType,
+    /// `TypeProto.Opaque opaque_type = 7;`
+    OpaqueType,
 }
 
 impl Message for TypeProto {
@@ -6178,6 +7539,29 @@ impl Message for TypeProto {
 }
 
 impl TypeProto {
+    /// Which field of `oneof value` is set, or `None`.
+    pub fn value_case(&self) -> Option<TypeProtoValueCase> {
+        Some(match self.value.as_ref()? {
+            TypeProtoValue::TensorType(_) => TypeProtoValueCase::TensorType,
+            TypeProtoValue::SequenceType(_) => TypeProtoValueCase::SequenceType,
+            TypeProtoValue::MapType(_) => TypeProtoValueCase::MapType,
+            TypeProtoValue::OptionalType(_) => TypeProtoValueCase::OptionalType,
+            TypeProtoValue::SparseTensorType(_) => TypeProtoValueCase::SparseTensorType,
+            TypeProtoValue::OpaqueType(_) => TypeProtoValueCase::OpaqueType,
+        })
+    }
+    /// Test hook: where the rare fields are read from (a box of this message's own, a shared preset, or the shared empty value).
+    #[cfg(feature = "test-hooks")]
+    #[doc(hidden)]
+    pub fn rare_address(&self) -> *const u8 {
+        &*self.rare as *const TypeProtoRare as *const u8
+    }
+    /// Test hook: whether the message has a box of rare fields of its own.
+    #[cfg(feature = "test-hooks")]
+    #[doc(hidden)]
+    pub fn rare_is_allocated(&self) -> bool {
+        self.rare.is_allocated()
+    }
     /// True when the oneof `value` holds `tensor_type`.
     pub fn has_tensor_type(&self) -> bool {
         matches!(self.value, Some(TypeProtoValue::TensorType(_)))
@@ -6197,6 +7581,16 @@ impl TypeProto {
         }
         match &mut self.value {
             Some(TypeProtoValue::TensorType(v)) => v,
+            _ => unreachable!(),
+        }
+    }
+    /// Removes `tensor_type` and returns it (`None`, the oneof unchanged, when another case or none is set).
+    pub fn take_tensor_type(&mut self) -> Option<TypeProtoTensor> {
+        if !self.has_tensor_type() {
+            return None;
+        }
+        match self.value.take() {
+            Some(TypeProtoValue::TensorType(v)) => Some(MsgBox::into_inner(v)),
             _ => unreachable!(),
         }
     }
@@ -6228,6 +7622,16 @@ impl TypeProto {
             _ => unreachable!(),
         }
     }
+    /// Removes `sequence_type` and returns it (`None`, the oneof unchanged, when another case or none is set).
+    pub fn take_sequence_type(&mut self) -> Option<TypeProtoSequence> {
+        if !self.has_sequence_type() {
+            return None;
+        }
+        match self.value.take() {
+            Some(TypeProtoValue::SequenceType(v)) => Some(MsgBox::into_inner(v)),
+            _ => unreachable!(),
+        }
+    }
     /// Clears the oneof if it holds `sequence_type`.
     pub fn clear_sequence_type(&mut self) {
         if self.has_sequence_type() {
@@ -6253,6 +7657,16 @@ impl TypeProto {
         }
         match &mut self.value {
             Some(TypeProtoValue::MapType(v)) => v,
+            _ => unreachable!(),
+        }
+    }
+    /// Removes `map_type` and returns it (`None`, the oneof unchanged, when another case or none is set).
+    pub fn take_map_type(&mut self) -> Option<TypeProtoMap> {
+        if !self.has_map_type() {
+            return None;
+        }
+        match self.value.take() {
+            Some(TypeProtoValue::MapType(v)) => Some(MsgBox::into_inner(v)),
             _ => unreachable!(),
         }
     }
@@ -6284,6 +7698,16 @@ impl TypeProto {
             _ => unreachable!(),
         }
     }
+    /// Removes `optional_type` and returns it (`None`, the oneof unchanged, when another case or none is set).
+    pub fn take_optional_type(&mut self) -> Option<TypeProtoOptional> {
+        if !self.has_optional_type() {
+            return None;
+        }
+        match self.value.take() {
+            Some(TypeProtoValue::OptionalType(v)) => Some(MsgBox::into_inner(v)),
+            _ => unreachable!(),
+        }
+    }
     /// Clears the oneof if it holds `optional_type`.
     pub fn clear_optional_type(&mut self) {
         if self.has_optional_type() {
@@ -6309,6 +7733,16 @@ impl TypeProto {
         }
         match &mut self.value {
             Some(TypeProtoValue::SparseTensorType(v)) => v,
+            _ => unreachable!(),
+        }
+    }
+    /// Removes `sparse_tensor_type` and returns it (`None`, the oneof unchanged, when another case or none is set).
+    pub fn take_sparse_tensor_type(&mut self) -> Option<TypeProtoSparseTensor> {
+        if !self.has_sparse_tensor_type() {
+            return None;
+        }
+        match self.value.take() {
+            Some(TypeProtoValue::SparseTensorType(v)) => Some(MsgBox::into_inner(v)),
             _ => unreachable!(),
         }
     }
@@ -6340,6 +7774,16 @@ impl TypeProto {
             _ => unreachable!(),
         }
     }
+    /// Removes `opaque_type` and returns it (`None`, the oneof unchanged, when another case or none is set).
+    pub fn take_opaque_type(&mut self) -> Option<TypeProtoOpaque> {
+        if !self.has_opaque_type() {
+            return None;
+        }
+        match self.value.take() {
+            Some(TypeProtoValue::OpaqueType(v)) => Some(MsgBox::into_inner(v)),
+            _ => unreachable!(),
+        }
+    }
     /// Clears the oneof if it holds `opaque_type`.
     pub fn clear_opaque_type(&mut self) {
         if self.has_opaque_type() {
@@ -6364,6 +7808,14 @@ impl TypeProto {
     /// Sets `denotation`.
     pub fn set_denotation(&mut self, v: impl Into<ProtoString>) {
         self.rare.denotation = Some(v.into());
+    }
+    /// `denotation`, or `None` when unset.
+    pub fn denotation_opt(&self) -> Option<&ProtoString> {
+        self.rare.denotation.as_ref()
+    }
+    /// `denotation` for writing (set to empty first if unset).
+    pub fn mutable_denotation(&mut self) -> &mut ProtoString {
+        self.rare.denotation.get_or_insert_with(ProtoString::new)
     }
 }
 
@@ -6414,12 +7866,21 @@ impl Recycle for TypeProto {
 #[repr(C)]
 pub struct TypeProtoTensor {
     /// `optional TensorShapeProto shape = 2;`
+    #[cfg(feature = "unstable-representation")]
     pub shape: Option<MsgBox<TensorShapeProto>>,
+    #[cfg(not(feature = "unstable-representation"))]
+    pub(crate) shape: Option<MsgBox<TensorShapeProto>>,
     /// Fields not in the schema, as read (written back after the known ones); read and write them
     /// through `Message::unknown_fields` / `Message::unknown_fields_mut`.
+    #[cfg(feature = "unstable-representation")]
     pub unknown_fields: UnknownFields,
+    #[cfg(not(feature = "unstable-representation"))]
+    pub(crate) unknown_fields: UnknownFields,
     /// `optional int32 elem_type = 1;`
+    #[cfg(feature = "unstable-representation")]
     pub elem_type: Option<i32>,
+    #[cfg(not(feature = "unstable-representation"))]
+    pub(crate) elem_type: Option<i32>,
 }
 
 const _: () = {
@@ -6534,6 +7995,10 @@ impl TypeProtoTensor {
     pub fn set_elem_type(&mut self, v: i32) {
         self.elem_type = Some(v);
     }
+    /// `elem_type`, or `None` when unset.
+    pub fn elem_type_opt(&self) -> Option<i32> {
+        self.elem_type
+    }
     /// True when `shape` is set.
     pub fn has_shape(&self) -> bool {
         self.shape.is_some()
@@ -6554,6 +8019,14 @@ impl TypeProtoTensor {
     /// Sets `shape`.
     pub fn set_shape(&mut self, v: TensorShapeProto) {
         self.shape = Some(MsgBox::new(v));
+    }
+    /// `shape`, or `None` when unset.
+    pub fn shape_opt(&self) -> Option<&TensorShapeProto> {
+        self.shape.as_deref()
+    }
+    /// Removes `shape` and returns it.
+    pub fn take_shape(&mut self) -> Option<TensorShapeProto> {
+        self.shape.take().map(MsgBox::into_inner)
     }
 }
 
@@ -6577,10 +8050,16 @@ impl Recycle for TypeProtoTensor {
 #[repr(C)]
 pub struct TypeProtoSequence {
     /// `optional TypeProto elem_type = 1;`
+    #[cfg(feature = "unstable-representation")]
     pub elem_type: Option<MsgBox<TypeProto>>,
+    #[cfg(not(feature = "unstable-representation"))]
+    pub(crate) elem_type: Option<MsgBox<TypeProto>>,
     /// Fields not in the schema, as read (written back after the known ones); read and write them
     /// through `Message::unknown_fields` / `Message::unknown_fields_mut`.
+    #[cfg(feature = "unstable-representation")]
     pub unknown_fields: UnknownFields,
+    #[cfg(not(feature = "unstable-representation"))]
+    pub(crate) unknown_fields: UnknownFields,
 }
 
 const _: () = {
@@ -6735,6 +8214,14 @@ impl TypeProtoSequence {
     pub fn set_elem_type(&mut self, v: TypeProto) {
         self.elem_type = Some(MsgBox::new(v));
     }
+    /// `elem_type`, or `None` when unset.
+    pub fn elem_type_opt(&self) -> Option<&TypeProto> {
+        self.elem_type.as_deref()
+    }
+    /// Removes `elem_type` and returns it.
+    pub fn take_elem_type(&mut self) -> Option<TypeProto> {
+        self.elem_type.take().map(MsgBox::into_inner)
+    }
 }
 
 impl Recycle for TypeProtoSequence {
@@ -6756,12 +8243,21 @@ impl Recycle for TypeProtoSequence {
 #[repr(C)]
 pub struct TypeProtoMap {
     /// `optional TypeProto value_type = 2;`
+    #[cfg(feature = "unstable-representation")]
     pub value_type: Option<MsgBox<TypeProto>>,
+    #[cfg(not(feature = "unstable-representation"))]
+    pub(crate) value_type: Option<MsgBox<TypeProto>>,
     /// Fields not in the schema, as read (written back after the known ones); read and write them
     /// through `Message::unknown_fields` / `Message::unknown_fields_mut`.
+    #[cfg(feature = "unstable-representation")]
     pub unknown_fields: UnknownFields,
+    #[cfg(not(feature = "unstable-representation"))]
+    pub(crate) unknown_fields: UnknownFields,
     /// `optional int32 key_type = 1;`
+    #[cfg(feature = "unstable-representation")]
     pub key_type: Option<i32>,
+    #[cfg(not(feature = "unstable-representation"))]
+    pub(crate) key_type: Option<i32>,
 }
 
 const _: () = {
@@ -6924,6 +8420,10 @@ impl TypeProtoMap {
     pub fn set_key_type(&mut self, v: i32) {
         self.key_type = Some(v);
     }
+    /// `key_type`, or `None` when unset.
+    pub fn key_type_opt(&self) -> Option<i32> {
+        self.key_type
+    }
     /// True when `value_type` is set.
     pub fn has_value_type(&self) -> bool {
         self.value_type.is_some()
@@ -6944,6 +8444,14 @@ impl TypeProtoMap {
     /// Sets `value_type`.
     pub fn set_value_type(&mut self, v: TypeProto) {
         self.value_type = Some(MsgBox::new(v));
+    }
+    /// `value_type`, or `None` when unset.
+    pub fn value_type_opt(&self) -> Option<&TypeProto> {
+        self.value_type.as_deref()
+    }
+    /// Removes `value_type` and returns it.
+    pub fn take_value_type(&mut self) -> Option<TypeProto> {
+        self.value_type.take().map(MsgBox::into_inner)
     }
 }
 
@@ -6967,10 +8475,16 @@ impl Recycle for TypeProtoMap {
 #[repr(C)]
 pub struct TypeProtoOptional {
     /// `optional TypeProto elem_type = 1;`
+    #[cfg(feature = "unstable-representation")]
     pub elem_type: Option<MsgBox<TypeProto>>,
+    #[cfg(not(feature = "unstable-representation"))]
+    pub(crate) elem_type: Option<MsgBox<TypeProto>>,
     /// Fields not in the schema, as read (written back after the known ones); read and write them
     /// through `Message::unknown_fields` / `Message::unknown_fields_mut`.
+    #[cfg(feature = "unstable-representation")]
     pub unknown_fields: UnknownFields,
+    #[cfg(not(feature = "unstable-representation"))]
+    pub(crate) unknown_fields: UnknownFields,
 }
 
 const _: () = {
@@ -7125,6 +8639,14 @@ impl TypeProtoOptional {
     pub fn set_elem_type(&mut self, v: TypeProto) {
         self.elem_type = Some(MsgBox::new(v));
     }
+    /// `elem_type`, or `None` when unset.
+    pub fn elem_type_opt(&self) -> Option<&TypeProto> {
+        self.elem_type.as_deref()
+    }
+    /// Removes `elem_type` and returns it.
+    pub fn take_elem_type(&mut self) -> Option<TypeProto> {
+        self.elem_type.take().map(MsgBox::into_inner)
+    }
 }
 
 impl Recycle for TypeProtoOptional {
@@ -7146,12 +8668,21 @@ impl Recycle for TypeProtoOptional {
 #[repr(C)]
 pub struct TypeProtoSparseTensor {
     /// `optional TensorShapeProto shape = 2;`
+    #[cfg(feature = "unstable-representation")]
     pub shape: Option<MsgBox<TensorShapeProto>>,
+    #[cfg(not(feature = "unstable-representation"))]
+    pub(crate) shape: Option<MsgBox<TensorShapeProto>>,
     /// Fields not in the schema, as read (written back after the known ones); read and write them
     /// through `Message::unknown_fields` / `Message::unknown_fields_mut`.
+    #[cfg(feature = "unstable-representation")]
     pub unknown_fields: UnknownFields,
+    #[cfg(not(feature = "unstable-representation"))]
+    pub(crate) unknown_fields: UnknownFields,
     /// `optional int32 elem_type = 1;`
+    #[cfg(feature = "unstable-representation")]
     pub elem_type: Option<i32>,
+    #[cfg(not(feature = "unstable-representation"))]
+    pub(crate) elem_type: Option<i32>,
 }
 
 const _: () = {
@@ -7266,6 +8797,10 @@ impl TypeProtoSparseTensor {
     pub fn set_elem_type(&mut self, v: i32) {
         self.elem_type = Some(v);
     }
+    /// `elem_type`, or `None` when unset.
+    pub fn elem_type_opt(&self) -> Option<i32> {
+        self.elem_type
+    }
     /// True when `shape` is set.
     pub fn has_shape(&self) -> bool {
         self.shape.is_some()
@@ -7286,6 +8821,14 @@ impl TypeProtoSparseTensor {
     /// Sets `shape`.
     pub fn set_shape(&mut self, v: TensorShapeProto) {
         self.shape = Some(MsgBox::new(v));
+    }
+    /// `shape`, or `None` when unset.
+    pub fn shape_opt(&self) -> Option<&TensorShapeProto> {
+        self.shape.as_deref()
+    }
+    /// Removes `shape` and returns it.
+    pub fn take_shape(&mut self) -> Option<TensorShapeProto> {
+        self.shape.take().map(MsgBox::into_inner)
     }
 }
 
@@ -7309,12 +8852,21 @@ impl Recycle for TypeProtoSparseTensor {
 #[repr(C)]
 pub struct TypeProtoOpaque {
     /// `optional string domain = 1;`
+    #[cfg(feature = "unstable-representation")]
     pub domain: Option<ProtoString>,
+    #[cfg(not(feature = "unstable-representation"))]
+    pub(crate) domain: Option<ProtoString>,
     /// `optional string name = 2;`
+    #[cfg(feature = "unstable-representation")]
     pub name: Option<ProtoString>,
+    #[cfg(not(feature = "unstable-representation"))]
+    pub(crate) name: Option<ProtoString>,
     /// Fields not in the schema, as read (written back after the known ones); read and write them
     /// through `Message::unknown_fields` / `Message::unknown_fields_mut`.
+    #[cfg(feature = "unstable-representation")]
     pub unknown_fields: UnknownFields,
+    #[cfg(not(feature = "unstable-representation"))]
+    pub(crate) unknown_fields: UnknownFields,
 }
 
 const _: () = {
@@ -7424,6 +8976,14 @@ impl TypeProtoOpaque {
     pub fn set_domain(&mut self, v: impl Into<ProtoString>) {
         self.domain = Some(v.into());
     }
+    /// `domain`, or `None` when unset.
+    pub fn domain_opt(&self) -> Option<&ProtoString> {
+        self.domain.as_ref()
+    }
+    /// `domain` for writing (set to empty first if unset).
+    pub fn mutable_domain(&mut self) -> &mut ProtoString {
+        self.domain.get_or_insert_with(ProtoString::new)
+    }
     /// True when `name` is set.
     pub fn has_name(&self) -> bool {
         self.name.is_some()
@@ -7440,6 +9000,14 @@ impl TypeProtoOpaque {
     /// Sets `name`.
     pub fn set_name(&mut self, v: impl Into<ProtoString>) {
         self.name = Some(v.into());
+    }
+    /// `name`, or `None` when unset.
+    pub fn name_opt(&self) -> Option<&ProtoString> {
+        self.name.as_ref()
+    }
+    /// `name` for writing (set to empty first if unset).
+    pub fn mutable_name(&mut self) -> &mut ProtoString {
+        self.name.get_or_insert_with(ProtoString::new)
     }
 }
 
@@ -7464,12 +9032,21 @@ impl Recycle for TypeProtoOpaque {
 #[repr(C)]
 pub struct OperatorSetIdProto {
     /// `optional string domain = 1;`
+    #[cfg(feature = "unstable-representation")]
     pub domain: Option<ProtoString>,
+    #[cfg(not(feature = "unstable-representation"))]
+    pub(crate) domain: Option<ProtoString>,
     /// `optional int64 version = 2;`
+    #[cfg(feature = "unstable-representation")]
     pub version: Option<i64>,
+    #[cfg(not(feature = "unstable-representation"))]
+    pub(crate) version: Option<i64>,
     /// Fields not in the schema, as read (written back after the known ones); read and write them
     /// through `Message::unknown_fields` / `Message::unknown_fields_mut`.
+    #[cfg(feature = "unstable-representation")]
     pub unknown_fields: UnknownFields,
+    #[cfg(not(feature = "unstable-representation"))]
+    pub(crate) unknown_fields: UnknownFields,
 }
 
 const _: () = {
@@ -7578,6 +9155,14 @@ impl OperatorSetIdProto {
     pub fn set_domain(&mut self, v: impl Into<ProtoString>) {
         self.domain = Some(v.into());
     }
+    /// `domain`, or `None` when unset.
+    pub fn domain_opt(&self) -> Option<&ProtoString> {
+        self.domain.as_ref()
+    }
+    /// `domain` for writing (set to empty first if unset).
+    pub fn mutable_domain(&mut self) -> &mut ProtoString {
+        self.domain.get_or_insert_with(ProtoString::new)
+    }
     /// True when `version` is set.
     pub fn has_version(&self) -> bool {
         self.version.is_some()
@@ -7593,6 +9178,10 @@ impl OperatorSetIdProto {
     /// Sets `version`.
     pub fn set_version(&mut self, v: i64) {
         self.version = Some(v);
+    }
+    /// `version`, or `None` when unset.
+    pub fn version_opt(&self) -> Option<i64> {
+        self.version
     }
 }
 
@@ -7615,32 +9204,71 @@ impl Recycle for OperatorSetIdProto {
 #[repr(C)]
 pub struct FunctionProto {
     /// `optional string name = 1;`
+    #[cfg(feature = "unstable-representation")]
     pub name: Option<ProtoString>,
+    #[cfg(not(feature = "unstable-representation"))]
+    pub(crate) name: Option<ProtoString>,
     /// `repeated string input = 4;`
+    #[cfg(feature = "unstable-representation")]
     pub input: InlineVec<ProtoString>,
+    #[cfg(not(feature = "unstable-representation"))]
+    pub(crate) input: InlineVec<ProtoString>,
     /// `repeated string output = 5;`
+    #[cfg(feature = "unstable-representation")]
     pub output: InlineVec<ProtoString>,
+    #[cfg(not(feature = "unstable-representation"))]
+    pub(crate) output: InlineVec<ProtoString>,
     /// `repeated string attribute = 6;`
+    #[cfg(feature = "unstable-representation")]
     pub attribute: InlineVec<ProtoString>,
+    #[cfg(not(feature = "unstable-representation"))]
+    pub(crate) attribute: InlineVec<ProtoString>,
     /// `repeated AttributeProto attribute_proto = 11;`
+    #[cfg(feature = "unstable-representation")]
     pub attribute_proto: RepeatedField<AttributeProto>,
+    #[cfg(not(feature = "unstable-representation"))]
+    pub(crate) attribute_proto: RepeatedField<AttributeProto>,
     /// `repeated NodeProto node = 7;`
+    #[cfg(feature = "unstable-representation")]
     pub node: RepeatedField<NodeProto>,
+    #[cfg(not(feature = "unstable-representation"))]
+    pub(crate) node: RepeatedField<NodeProto>,
     /// `optional string doc_string = 8;`
+    #[cfg(feature = "unstable-representation")]
     pub doc_string: Option<ProtoString>,
+    #[cfg(not(feature = "unstable-representation"))]
+    pub(crate) doc_string: Option<ProtoString>,
     /// `repeated OperatorSetIdProto opset_import = 9;`
+    #[cfg(feature = "unstable-representation")]
     pub opset_import: RepeatedField<OperatorSetIdProto>,
+    #[cfg(not(feature = "unstable-representation"))]
+    pub(crate) opset_import: RepeatedField<OperatorSetIdProto>,
     /// `optional string domain = 10;`
+    #[cfg(feature = "unstable-representation")]
     pub domain: Option<ProtoString>,
+    #[cfg(not(feature = "unstable-representation"))]
+    pub(crate) domain: Option<ProtoString>,
     /// `optional string overload = 13;`
+    #[cfg(feature = "unstable-representation")]
     pub overload: Option<ProtoString>,
+    #[cfg(not(feature = "unstable-representation"))]
+    pub(crate) overload: Option<ProtoString>,
     /// `repeated ValueInfoProto value_info = 12;`
+    #[cfg(feature = "unstable-representation")]
     pub value_info: RepeatedField<ValueInfoProto>,
+    #[cfg(not(feature = "unstable-representation"))]
+    pub(crate) value_info: RepeatedField<ValueInfoProto>,
     /// `repeated StringStringEntryProto metadata_props = 14;`
+    #[cfg(feature = "unstable-representation")]
     pub metadata_props: RepeatedField<StringStringEntryProto>,
+    #[cfg(not(feature = "unstable-representation"))]
+    pub(crate) metadata_props: RepeatedField<StringStringEntryProto>,
     /// Fields not in the schema, as read (written back after the known ones); read and write them
     /// through `Message::unknown_fields` / `Message::unknown_fields_mut`.
+    #[cfg(feature = "unstable-representation")]
     pub unknown_fields: UnknownFields,
+    #[cfg(not(feature = "unstable-representation"))]
+    pub(crate) unknown_fields: UnknownFields,
 }
 
 const _: () = {
@@ -7906,6 +9534,14 @@ impl FunctionProto {
     pub fn set_name(&mut self, v: impl Into<ProtoString>) {
         self.name = Some(v.into());
     }
+    /// `name`, or `None` when unset.
+    pub fn name_opt(&self) -> Option<&ProtoString> {
+        self.name.as_ref()
+    }
+    /// `name` for writing (set to empty first if unset).
+    pub fn mutable_name(&mut self) -> &mut ProtoString {
+        self.name.get_or_insert_with(ProtoString::new)
+    }
     /// Number of `input` elements.
     pub fn input_size(&self) -> usize {
         self.input.len()
@@ -7913,6 +9549,20 @@ impl FunctionProto {
     /// Removes every `input` element.
     pub fn clear_input(&mut self) {
         self.input.clear();
+    }
+    /// The `input` elements.
+    pub fn input(&self) -> &[ProtoString] {
+        &self.input
+    }
+    /// The `input` elements for writing.
+    pub fn mutable_input(&mut self) -> &mut impl Repeated<ProtoString> {
+        &mut self.input
+    }
+    /// Replaces the `input` elements.
+    pub fn set_input(&mut self, v: impl IntoIterator<Item = impl Into<ProtoString>>) {
+        let list = &mut self.input;
+        list.clear();
+        list.extend(v.into_iter().map(Into::into));
     }
     /// Appends a `input` element.
     pub fn add_input(&mut self, v: impl Into<ProtoString>) {
@@ -7926,6 +9576,20 @@ impl FunctionProto {
     pub fn clear_output(&mut self) {
         self.output.clear();
     }
+    /// The `output` elements.
+    pub fn output(&self) -> &[ProtoString] {
+        &self.output
+    }
+    /// The `output` elements for writing.
+    pub fn mutable_output(&mut self) -> &mut impl Repeated<ProtoString> {
+        &mut self.output
+    }
+    /// Replaces the `output` elements.
+    pub fn set_output(&mut self, v: impl IntoIterator<Item = impl Into<ProtoString>>) {
+        let list = &mut self.output;
+        list.clear();
+        list.extend(v.into_iter().map(Into::into));
+    }
     /// Appends a `output` element.
     pub fn add_output(&mut self, v: impl Into<ProtoString>) {
         self.output.push(v.into());
@@ -7937,6 +9601,20 @@ impl FunctionProto {
     /// Removes every `attribute` element.
     pub fn clear_attribute(&mut self) {
         self.attribute.clear();
+    }
+    /// The `attribute` elements.
+    pub fn attribute(&self) -> &[ProtoString] {
+        &self.attribute
+    }
+    /// The `attribute` elements for writing.
+    pub fn mutable_attribute(&mut self) -> &mut impl Repeated<ProtoString> {
+        &mut self.attribute
+    }
+    /// Replaces the `attribute` elements.
+    pub fn set_attribute(&mut self, v: impl IntoIterator<Item = impl Into<ProtoString>>) {
+        let list = &mut self.attribute;
+        list.clear();
+        list.extend(v.into_iter().map(Into::into));
     }
     /// Appends a `attribute` element.
     pub fn add_attribute(&mut self, v: impl Into<ProtoString>) {
@@ -7950,6 +9628,14 @@ impl FunctionProto {
     pub fn clear_attribute_proto(&mut self) {
         self.attribute_proto.clear();
     }
+    /// The `attribute_proto` elements.
+    pub fn attribute_proto(&self) -> &RepeatedField<AttributeProto> {
+        &self.attribute_proto
+    }
+    /// The `attribute_proto` elements for writing.
+    pub fn mutable_attribute_proto(&mut self) -> &mut RepeatedField<AttributeProto> {
+        &mut self.attribute_proto
+    }
     /// Appends an empty `attribute_proto` element and returns it.
     pub fn add_attribute_proto(&mut self) -> &mut AttributeProto {
         self.attribute_proto.push_default()
@@ -7961,6 +9647,14 @@ impl FunctionProto {
     /// Removes every `node` element.
     pub fn clear_node(&mut self) {
         self.node.clear();
+    }
+    /// The `node` elements.
+    pub fn node(&self) -> &RepeatedField<NodeProto> {
+        &self.node
+    }
+    /// The `node` elements for writing.
+    pub fn mutable_node(&mut self) -> &mut RepeatedField<NodeProto> {
+        &mut self.node
     }
     /// Appends an empty `node` element and returns it.
     pub fn add_node(&mut self) -> &mut NodeProto {
@@ -7983,6 +9677,14 @@ impl FunctionProto {
     pub fn set_doc_string(&mut self, v: impl Into<ProtoString>) {
         self.doc_string = Some(v.into());
     }
+    /// `doc_string`, or `None` when unset.
+    pub fn doc_string_opt(&self) -> Option<&ProtoString> {
+        self.doc_string.as_ref()
+    }
+    /// `doc_string` for writing (set to empty first if unset).
+    pub fn mutable_doc_string(&mut self) -> &mut ProtoString {
+        self.doc_string.get_or_insert_with(ProtoString::new)
+    }
     /// Number of `opset_import` elements.
     pub fn opset_import_size(&self) -> usize {
         self.opset_import.len()
@@ -7990,6 +9692,14 @@ impl FunctionProto {
     /// Removes every `opset_import` element.
     pub fn clear_opset_import(&mut self) {
         self.opset_import.clear();
+    }
+    /// The `opset_import` elements.
+    pub fn opset_import(&self) -> &RepeatedField<OperatorSetIdProto> {
+        &self.opset_import
+    }
+    /// The `opset_import` elements for writing.
+    pub fn mutable_opset_import(&mut self) -> &mut RepeatedField<OperatorSetIdProto> {
+        &mut self.opset_import
     }
     /// Appends an empty `opset_import` element and returns it.
     pub fn add_opset_import(&mut self) -> &mut OperatorSetIdProto {
@@ -8012,6 +9722,14 @@ impl FunctionProto {
     pub fn set_domain(&mut self, v: impl Into<ProtoString>) {
         self.domain = Some(v.into());
     }
+    /// `domain`, or `None` when unset.
+    pub fn domain_opt(&self) -> Option<&ProtoString> {
+        self.domain.as_ref()
+    }
+    /// `domain` for writing (set to empty first if unset).
+    pub fn mutable_domain(&mut self) -> &mut ProtoString {
+        self.domain.get_or_insert_with(ProtoString::new)
+    }
     /// True when `overload` is set.
     pub fn has_overload(&self) -> bool {
         self.overload.is_some()
@@ -8029,6 +9747,14 @@ impl FunctionProto {
     pub fn set_overload(&mut self, v: impl Into<ProtoString>) {
         self.overload = Some(v.into());
     }
+    /// `overload`, or `None` when unset.
+    pub fn overload_opt(&self) -> Option<&ProtoString> {
+        self.overload.as_ref()
+    }
+    /// `overload` for writing (set to empty first if unset).
+    pub fn mutable_overload(&mut self) -> &mut ProtoString {
+        self.overload.get_or_insert_with(ProtoString::new)
+    }
     /// Number of `value_info` elements.
     pub fn value_info_size(&self) -> usize {
         self.value_info.len()
@@ -8036,6 +9762,14 @@ impl FunctionProto {
     /// Removes every `value_info` element.
     pub fn clear_value_info(&mut self) {
         self.value_info.clear();
+    }
+    /// The `value_info` elements.
+    pub fn value_info(&self) -> &RepeatedField<ValueInfoProto> {
+        &self.value_info
+    }
+    /// The `value_info` elements for writing.
+    pub fn mutable_value_info(&mut self) -> &mut RepeatedField<ValueInfoProto> {
+        &mut self.value_info
     }
     /// Appends an empty `value_info` element and returns it.
     pub fn add_value_info(&mut self) -> &mut ValueInfoProto {
@@ -8048,6 +9782,14 @@ impl FunctionProto {
     /// Removes every `metadata_props` element.
     pub fn clear_metadata_props(&mut self) {
         self.metadata_props.clear();
+    }
+    /// The `metadata_props` elements.
+    pub fn metadata_props(&self) -> &RepeatedField<StringStringEntryProto> {
+        &self.metadata_props
+    }
+    /// The `metadata_props` elements for writing.
+    pub fn mutable_metadata_props(&mut self) -> &mut RepeatedField<StringStringEntryProto> {
+        &mut self.metadata_props
     }
     /// Appends an empty `metadata_props` element and returns it.
     pub fn add_metadata_props(&mut self) -> &mut StringStringEntryProto {
@@ -8099,22 +9841,46 @@ impl Recycle for FunctionProto {
 #[repr(C)]
 pub struct SequenceProto {
     /// `optional string name = 1;`
+    #[cfg(feature = "unstable-representation")]
     pub name: Option<ProtoString>,
+    #[cfg(not(feature = "unstable-representation"))]
+    pub(crate) name: Option<ProtoString>,
     /// `repeated TensorProto tensor_values = 3;`
+    #[cfg(feature = "unstable-representation")]
     pub tensor_values: RepeatedField<TensorProto>,
+    #[cfg(not(feature = "unstable-representation"))]
+    pub(crate) tensor_values: RepeatedField<TensorProto>,
     /// `repeated SparseTensorProto sparse_tensor_values = 4;`
+    #[cfg(feature = "unstable-representation")]
     pub sparse_tensor_values: RepeatedField<SparseTensorProto>,
+    #[cfg(not(feature = "unstable-representation"))]
+    pub(crate) sparse_tensor_values: RepeatedField<SparseTensorProto>,
     /// `repeated SequenceProto sequence_values = 5;`
+    #[cfg(feature = "unstable-representation")]
     pub sequence_values: RepeatedField<SequenceProto>,
+    #[cfg(not(feature = "unstable-representation"))]
+    pub(crate) sequence_values: RepeatedField<SequenceProto>,
     /// `repeated MapProto map_values = 6;`
+    #[cfg(feature = "unstable-representation")]
     pub map_values: RepeatedField<MapProto>,
+    #[cfg(not(feature = "unstable-representation"))]
+    pub(crate) map_values: RepeatedField<MapProto>,
     /// `repeated OptionalProto optional_values = 7;`
+    #[cfg(feature = "unstable-representation")]
     pub optional_values: RepeatedField<OptionalProto>,
+    #[cfg(not(feature = "unstable-representation"))]
+    pub(crate) optional_values: RepeatedField<OptionalProto>,
     /// Fields not in the schema, as read (written back after the known ones); read and write them
     /// through `Message::unknown_fields` / `Message::unknown_fields_mut`.
+    #[cfg(feature = "unstable-representation")]
     pub unknown_fields: UnknownFields,
+    #[cfg(not(feature = "unstable-representation"))]
+    pub(crate) unknown_fields: UnknownFields,
     /// `optional int32 elem_type = 2;`
+    #[cfg(feature = "unstable-representation")]
     pub elem_type: Option<i32>,
+    #[cfg(not(feature = "unstable-representation"))]
+    pub(crate) elem_type: Option<i32>,
 }
 
 const _: () = {
@@ -8374,6 +10140,14 @@ impl SequenceProto {
     pub fn set_name(&mut self, v: impl Into<ProtoString>) {
         self.name = Some(v.into());
     }
+    /// `name`, or `None` when unset.
+    pub fn name_opt(&self) -> Option<&ProtoString> {
+        self.name.as_ref()
+    }
+    /// `name` for writing (set to empty first if unset).
+    pub fn mutable_name(&mut self) -> &mut ProtoString {
+        self.name.get_or_insert_with(ProtoString::new)
+    }
     /// True when `elem_type` is set.
     pub fn has_elem_type(&self) -> bool {
         self.elem_type.is_some()
@@ -8390,6 +10164,10 @@ impl SequenceProto {
     pub fn set_elem_type(&mut self, v: i32) {
         self.elem_type = Some(v);
     }
+    /// `elem_type`, or `None` when unset.
+    pub fn elem_type_opt(&self) -> Option<i32> {
+        self.elem_type
+    }
     /// Number of `tensor_values` elements.
     pub fn tensor_values_size(&self) -> usize {
         self.tensor_values.len()
@@ -8397,6 +10175,14 @@ impl SequenceProto {
     /// Removes every `tensor_values` element.
     pub fn clear_tensor_values(&mut self) {
         self.tensor_values.clear();
+    }
+    /// The `tensor_values` elements.
+    pub fn tensor_values(&self) -> &RepeatedField<TensorProto> {
+        &self.tensor_values
+    }
+    /// The `tensor_values` elements for writing.
+    pub fn mutable_tensor_values(&mut self) -> &mut RepeatedField<TensorProto> {
+        &mut self.tensor_values
     }
     /// Appends an empty `tensor_values` element and returns it.
     pub fn add_tensor_values(&mut self) -> &mut TensorProto {
@@ -8410,6 +10196,14 @@ impl SequenceProto {
     pub fn clear_sparse_tensor_values(&mut self) {
         self.sparse_tensor_values.clear();
     }
+    /// The `sparse_tensor_values` elements.
+    pub fn sparse_tensor_values(&self) -> &RepeatedField<SparseTensorProto> {
+        &self.sparse_tensor_values
+    }
+    /// The `sparse_tensor_values` elements for writing.
+    pub fn mutable_sparse_tensor_values(&mut self) -> &mut RepeatedField<SparseTensorProto> {
+        &mut self.sparse_tensor_values
+    }
     /// Appends an empty `sparse_tensor_values` element and returns it.
     pub fn add_sparse_tensor_values(&mut self) -> &mut SparseTensorProto {
         self.sparse_tensor_values.push_default()
@@ -8421,6 +10215,14 @@ impl SequenceProto {
     /// Removes every `sequence_values` element.
     pub fn clear_sequence_values(&mut self) {
         self.sequence_values.clear();
+    }
+    /// The `sequence_values` elements.
+    pub fn sequence_values(&self) -> &RepeatedField<SequenceProto> {
+        &self.sequence_values
+    }
+    /// The `sequence_values` elements for writing.
+    pub fn mutable_sequence_values(&mut self) -> &mut RepeatedField<SequenceProto> {
+        &mut self.sequence_values
     }
     /// Appends an empty `sequence_values` element and returns it.
     pub fn add_sequence_values(&mut self) -> &mut SequenceProto {
@@ -8434,6 +10236,14 @@ impl SequenceProto {
     pub fn clear_map_values(&mut self) {
         self.map_values.clear();
     }
+    /// The `map_values` elements.
+    pub fn map_values(&self) -> &RepeatedField<MapProto> {
+        &self.map_values
+    }
+    /// The `map_values` elements for writing.
+    pub fn mutable_map_values(&mut self) -> &mut RepeatedField<MapProto> {
+        &mut self.map_values
+    }
     /// Appends an empty `map_values` element and returns it.
     pub fn add_map_values(&mut self) -> &mut MapProto {
         self.map_values.push_default()
@@ -8445,6 +10255,14 @@ impl SequenceProto {
     /// Removes every `optional_values` element.
     pub fn clear_optional_values(&mut self) {
         self.optional_values.clear();
+    }
+    /// The `optional_values` elements.
+    pub fn optional_values(&self) -> &RepeatedField<OptionalProto> {
+        &self.optional_values
+    }
+    /// The `optional_values` elements for writing.
+    pub fn mutable_optional_values(&mut self) -> &mut RepeatedField<OptionalProto> {
+        &mut self.optional_values
     }
     /// Appends an empty `optional_values` element and returns it.
     pub fn add_optional_values(&mut self) -> &mut OptionalProto {
@@ -8476,18 +10294,36 @@ impl Recycle for SequenceProto {
 #[repr(C)]
 pub struct MapProto {
     /// `optional string name = 1;`
+    #[cfg(feature = "unstable-representation")]
     pub name: Option<ProtoString>,
+    #[cfg(not(feature = "unstable-representation"))]
+    pub(crate) name: Option<ProtoString>,
     /// `repeated int64 keys = 3;`
+    #[cfg(feature = "unstable-representation")]
     pub keys: InlineVec<i64, 1>,
+    #[cfg(not(feature = "unstable-representation"))]
+    pub(crate) keys: InlineVec<i64, 1>,
     /// `repeated bytes string_keys = 4;`
+    #[cfg(feature = "unstable-representation")]
     pub string_keys: InlineVec<ProtoString>,
+    #[cfg(not(feature = "unstable-representation"))]
+    pub(crate) string_keys: InlineVec<ProtoString>,
     /// `optional SequenceProto values = 5;`
+    #[cfg(feature = "unstable-representation")]
     pub values: Option<MsgBox<SequenceProto>>,
+    #[cfg(not(feature = "unstable-representation"))]
+    pub(crate) values: Option<MsgBox<SequenceProto>>,
     /// Fields not in the schema, as read (written back after the known ones); read and write them
     /// through `Message::unknown_fields` / `Message::unknown_fields_mut`.
+    #[cfg(feature = "unstable-representation")]
     pub unknown_fields: UnknownFields,
+    #[cfg(not(feature = "unstable-representation"))]
+    pub(crate) unknown_fields: UnknownFields,
     /// `optional int32 key_type = 2;`
+    #[cfg(feature = "unstable-representation")]
     pub key_type: Option<i32>,
+    #[cfg(not(feature = "unstable-representation"))]
+    pub(crate) key_type: Option<i32>,
 }
 
 const _: () = {
@@ -8699,6 +10535,14 @@ impl MapProto {
     pub fn set_name(&mut self, v: impl Into<ProtoString>) {
         self.name = Some(v.into());
     }
+    /// `name`, or `None` when unset.
+    pub fn name_opt(&self) -> Option<&ProtoString> {
+        self.name.as_ref()
+    }
+    /// `name` for writing (set to empty first if unset).
+    pub fn mutable_name(&mut self) -> &mut ProtoString {
+        self.name.get_or_insert_with(ProtoString::new)
+    }
     /// True when `key_type` is set.
     pub fn has_key_type(&self) -> bool {
         self.key_type.is_some()
@@ -8715,6 +10559,10 @@ impl MapProto {
     pub fn set_key_type(&mut self, v: i32) {
         self.key_type = Some(v);
     }
+    /// `key_type`, or `None` when unset.
+    pub fn key_type_opt(&self) -> Option<i32> {
+        self.key_type
+    }
     /// Number of `keys` elements.
     pub fn keys_size(&self) -> usize {
         self.keys.len()
@@ -8722,6 +10570,20 @@ impl MapProto {
     /// Removes every `keys` element.
     pub fn clear_keys(&mut self) {
         self.keys.clear();
+    }
+    /// The `keys` elements.
+    pub fn keys(&self) -> &[i64] {
+        &self.keys
+    }
+    /// The `keys` elements for writing.
+    pub fn mutable_keys(&mut self) -> &mut impl Repeated<i64> {
+        &mut self.keys
+    }
+    /// Replaces the `keys` elements.
+    pub fn set_keys(&mut self, v: impl IntoIterator<Item = impl std::borrow::Borrow<i64>>) {
+        let list = &mut self.keys;
+        list.clear();
+        list.extend(v.into_iter().map(|x| *x.borrow()));
     }
     /// Appends a `keys` element.
     pub fn add_keys(&mut self, v: i64) {
@@ -8734,6 +10596,20 @@ impl MapProto {
     /// Removes every `string_keys` element.
     pub fn clear_string_keys(&mut self) {
         self.string_keys.clear();
+    }
+    /// The `string_keys` elements.
+    pub fn string_keys(&self) -> &[ProtoString] {
+        &self.string_keys
+    }
+    /// The `string_keys` elements for writing.
+    pub fn mutable_string_keys(&mut self) -> &mut impl Repeated<ProtoString> {
+        &mut self.string_keys
+    }
+    /// Replaces the `string_keys` elements.
+    pub fn set_string_keys(&mut self, v: impl IntoIterator<Item = impl Into<ProtoString>>) {
+        let list = &mut self.string_keys;
+        list.clear();
+        list.extend(v.into_iter().map(Into::into));
     }
     /// Appends a `string_keys` element.
     pub fn add_string_keys(&mut self, v: impl Into<ProtoString>) {
@@ -8759,6 +10635,14 @@ impl MapProto {
     /// Sets `values`.
     pub fn set_values(&mut self, v: SequenceProto) {
         self.values = Some(MsgBox::new(v));
+    }
+    /// `values`, or `None` when unset.
+    pub fn values_opt(&self) -> Option<&SequenceProto> {
+        self.values.as_deref()
+    }
+    /// Removes `values` and returns it.
+    pub fn take_values(&mut self) -> Option<SequenceProto> {
+        self.values.take().map(MsgBox::into_inner)
     }
 }
 
@@ -8790,22 +10674,46 @@ impl Recycle for MapProto {
 #[repr(C)]
 pub struct OptionalProto {
     /// `optional string name = 1;`
+    #[cfg(feature = "unstable-representation")]
     pub name: Option<ProtoString>,
+    #[cfg(not(feature = "unstable-representation"))]
+    pub(crate) name: Option<ProtoString>,
     /// `optional TensorProto tensor_value = 3;`
+    #[cfg(feature = "unstable-representation")]
     pub tensor_value: Option<MsgBox<TensorProto>>,
+    #[cfg(not(feature = "unstable-representation"))]
+    pub(crate) tensor_value: Option<MsgBox<TensorProto>>,
     /// `optional SparseTensorProto sparse_tensor_value = 4;`
+    #[cfg(feature = "unstable-representation")]
     pub sparse_tensor_value: Option<MsgBox<SparseTensorProto>>,
+    #[cfg(not(feature = "unstable-representation"))]
+    pub(crate) sparse_tensor_value: Option<MsgBox<SparseTensorProto>>,
     /// `optional SequenceProto sequence_value = 5;`
+    #[cfg(feature = "unstable-representation")]
     pub sequence_value: Option<MsgBox<SequenceProto>>,
+    #[cfg(not(feature = "unstable-representation"))]
+    pub(crate) sequence_value: Option<MsgBox<SequenceProto>>,
     /// `optional MapProto map_value = 6;`
+    #[cfg(feature = "unstable-representation")]
     pub map_value: Option<MsgBox<MapProto>>,
+    #[cfg(not(feature = "unstable-representation"))]
+    pub(crate) map_value: Option<MsgBox<MapProto>>,
     /// `optional OptionalProto optional_value = 7;`
+    #[cfg(feature = "unstable-representation")]
     pub optional_value: Option<MsgBox<OptionalProto>>,
+    #[cfg(not(feature = "unstable-representation"))]
+    pub(crate) optional_value: Option<MsgBox<OptionalProto>>,
     /// Fields not in the schema, as read (written back after the known ones); read and write them
     /// through `Message::unknown_fields` / `Message::unknown_fields_mut`.
+    #[cfg(feature = "unstable-representation")]
     pub unknown_fields: UnknownFields,
+    #[cfg(not(feature = "unstable-representation"))]
+    pub(crate) unknown_fields: UnknownFields,
     /// `optional int32 elem_type = 2;`
+    #[cfg(feature = "unstable-representation")]
     pub elem_type: Option<i32>,
+    #[cfg(not(feature = "unstable-representation"))]
+    pub(crate) elem_type: Option<i32>,
 }
 
 const _: () = {
@@ -9056,6 +10964,14 @@ impl OptionalProto {
     pub fn set_name(&mut self, v: impl Into<ProtoString>) {
         self.name = Some(v.into());
     }
+    /// `name`, or `None` when unset.
+    pub fn name_opt(&self) -> Option<&ProtoString> {
+        self.name.as_ref()
+    }
+    /// `name` for writing (set to empty first if unset).
+    pub fn mutable_name(&mut self) -> &mut ProtoString {
+        self.name.get_or_insert_with(ProtoString::new)
+    }
     /// True when `elem_type` is set.
     pub fn has_elem_type(&self) -> bool {
         self.elem_type.is_some()
@@ -9071,6 +10987,10 @@ impl OptionalProto {
     /// Sets `elem_type`.
     pub fn set_elem_type(&mut self, v: i32) {
         self.elem_type = Some(v);
+    }
+    /// `elem_type`, or `None` when unset.
+    pub fn elem_type_opt(&self) -> Option<i32> {
+        self.elem_type
     }
     /// True when `tensor_value` is set.
     pub fn has_tensor_value(&self) -> bool {
@@ -9093,6 +11013,14 @@ impl OptionalProto {
     pub fn set_tensor_value(&mut self, v: TensorProto) {
         self.tensor_value = Some(MsgBox::new(v));
     }
+    /// `tensor_value`, or `None` when unset.
+    pub fn tensor_value_opt(&self) -> Option<&TensorProto> {
+        self.tensor_value.as_deref()
+    }
+    /// Removes `tensor_value` and returns it.
+    pub fn take_tensor_value(&mut self) -> Option<TensorProto> {
+        self.tensor_value.take().map(MsgBox::into_inner)
+    }
     /// True when `sparse_tensor_value` is set.
     pub fn has_sparse_tensor_value(&self) -> bool {
         self.sparse_tensor_value.is_some()
@@ -9113,6 +11041,14 @@ impl OptionalProto {
     /// Sets `sparse_tensor_value`.
     pub fn set_sparse_tensor_value(&mut self, v: SparseTensorProto) {
         self.sparse_tensor_value = Some(MsgBox::new(v));
+    }
+    /// `sparse_tensor_value`, or `None` when unset.
+    pub fn sparse_tensor_value_opt(&self) -> Option<&SparseTensorProto> {
+        self.sparse_tensor_value.as_deref()
+    }
+    /// Removes `sparse_tensor_value` and returns it.
+    pub fn take_sparse_tensor_value(&mut self) -> Option<SparseTensorProto> {
+        self.sparse_tensor_value.take().map(MsgBox::into_inner)
     }
     /// True when `sequence_value` is set.
     pub fn has_sequence_value(&self) -> bool {
@@ -9135,6 +11071,14 @@ impl OptionalProto {
     pub fn set_sequence_value(&mut self, v: SequenceProto) {
         self.sequence_value = Some(MsgBox::new(v));
     }
+    /// `sequence_value`, or `None` when unset.
+    pub fn sequence_value_opt(&self) -> Option<&SequenceProto> {
+        self.sequence_value.as_deref()
+    }
+    /// Removes `sequence_value` and returns it.
+    pub fn take_sequence_value(&mut self) -> Option<SequenceProto> {
+        self.sequence_value.take().map(MsgBox::into_inner)
+    }
     /// True when `map_value` is set.
     pub fn has_map_value(&self) -> bool {
         self.map_value.is_some()
@@ -9156,6 +11100,14 @@ impl OptionalProto {
     pub fn set_map_value(&mut self, v: MapProto) {
         self.map_value = Some(MsgBox::new(v));
     }
+    /// `map_value`, or `None` when unset.
+    pub fn map_value_opt(&self) -> Option<&MapProto> {
+        self.map_value.as_deref()
+    }
+    /// Removes `map_value` and returns it.
+    pub fn take_map_value(&mut self) -> Option<MapProto> {
+        self.map_value.take().map(MsgBox::into_inner)
+    }
     /// True when `optional_value` is set.
     pub fn has_optional_value(&self) -> bool {
         self.optional_value.is_some()
@@ -9176,6 +11128,14 @@ impl OptionalProto {
     /// Sets `optional_value`.
     pub fn set_optional_value(&mut self, v: OptionalProto) {
         self.optional_value = Some(MsgBox::new(v));
+    }
+    /// `optional_value`, or `None` when unset.
+    pub fn optional_value_opt(&self) -> Option<&OptionalProto> {
+        self.optional_value.as_deref()
+    }
+    /// Removes `optional_value` and returns it.
+    pub fn take_optional_value(&mut self) -> Option<OptionalProto> {
+        self.optional_value.take().map(MsgBox::into_inner)
     }
 }
 

@@ -381,6 +381,102 @@ impl<T, const N: usize> InlineVec<T, N> {
     }
 }
 
+/// A repeated scalar or string field, as its `mutable_x()` accessor hands it out: a slice that
+/// grows and shrinks (`Vec`'s methods of the same names). How many elements the message keeps
+/// inline is not part of the type.
+///
+/// ```
+/// use onnx_light::{Repeated, TensorProto};
+///
+/// let mut t = TensorProto::new();
+/// t.set_dims([2, 3]);
+/// t.mutable_dims().push(4);
+/// t.mutable_dims()[0] = 5;
+/// assert_eq!(t.dims(), [5, 3, 4]);
+/// ```
+pub trait Repeated<T>: DerefMut<Target = [T]> + Extend<T> {
+    /// Appends `value` (panics past [`MAX_LEN`] elements, as `Vec` past its capacity).
+    fn push(&mut self, value: T);
+    /// Removes and returns the last element.
+    fn pop(&mut self) -> Option<T>;
+    /// Inserts `value` at `index`, shifting the later elements (panics when `index > len`).
+    fn insert(&mut self, index: usize, value: T);
+    /// Removes and returns the element at `index`, shifting the later ones.
+    fn remove(&mut self, index: usize) -> T;
+    /// Removes the element at `index`, moving the last one into its place.
+    fn swap_remove(&mut self, index: usize) -> T;
+    /// Keeps the first `len` elements.
+    fn truncate(&mut self, len: usize);
+    /// Removes every element.
+    fn clear(&mut self);
+    /// Keeps the elements for which `keep` returns true, in order.
+    fn retain(&mut self, keep: impl FnMut(&T) -> bool);
+    /// Room for at least `additional` more elements.
+    fn reserve(&mut self, additional: usize);
+    /// Room for at least `additional` more elements, or an error instead of a panic or abort.
+    fn try_reserve(&mut self, additional: usize) -> Result<(), std::collections::TryReserveError>;
+    /// Appends clones of `items`.
+    fn extend_from_slice(&mut self, items: &[T])
+    where
+        T: Clone;
+    /// Resizes to `len`, filling new places with clones of `value`.
+    fn resize(&mut self, len: usize, value: T)
+    where
+        T: Clone;
+    /// The elements, copied into a `Vec`.
+    fn to_vec(&self) -> Vec<T>
+    where
+        T: Clone,
+    {
+        self.deref().to_vec()
+    }
+}
+
+impl<T, const N: usize> Repeated<T> for InlineVec<T, N> {
+    fn push(&mut self, value: T) {
+        InlineVec::push(self, value)
+    }
+    fn pop(&mut self) -> Option<T> {
+        InlineVec::pop(self)
+    }
+    fn insert(&mut self, index: usize, value: T) {
+        InlineVec::insert(self, index, value)
+    }
+    fn remove(&mut self, index: usize) -> T {
+        InlineVec::remove(self, index)
+    }
+    fn swap_remove(&mut self, index: usize) -> T {
+        InlineVec::swap_remove(self, index)
+    }
+    fn truncate(&mut self, len: usize) {
+        InlineVec::truncate(self, len)
+    }
+    fn clear(&mut self) {
+        InlineVec::clear(self)
+    }
+    fn retain(&mut self, keep: impl FnMut(&T) -> bool) {
+        InlineVec::retain(self, keep)
+    }
+    fn reserve(&mut self, additional: usize) {
+        InlineVec::reserve(self, additional)
+    }
+    fn try_reserve(&mut self, additional: usize) -> Result<(), std::collections::TryReserveError> {
+        InlineVec::try_reserve(self, additional)
+    }
+    fn extend_from_slice(&mut self, items: &[T])
+    where
+        T: Clone,
+    {
+        InlineVec::extend_from_slice(self, items)
+    }
+    fn resize(&mut self, len: usize, value: T)
+    where
+        T: Clone,
+    {
+        InlineVec::resize(self, len, value)
+    }
+}
+
 /// The error of a refused `try_reserve`: `Vec` produces it (the only public way to build one),
 /// asked for more bytes than any allocation may have.
 #[cold]
@@ -554,10 +650,10 @@ impl<T, const N: usize> IntoIterator for InlineVec<T, N> {
 }
 
 /// `InlineVec` literal: `inline_vec![2, 3]` (the type, and so `N`, comes from the context).
-#[macro_export]
+#[cfg(test)]
 macro_rules! inline_vec {
-    () => { $crate::InlineVec::new() };
-    ($($x:expr),+ $(,)?) => { $crate::InlineVec::from([$($x),+]) };
+    () => { InlineVec::new() };
+    ($($x:expr),+ $(,)?) => { InlineVec::from([$($x),+]) };
 }
 
 /// Operations on a list through its header alone, whatever its inline capacity: what

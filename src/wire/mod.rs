@@ -1,9 +1,9 @@
 //! The protobuf wire format, nothing ONNX-specific: varints, tags, length-delimited fields, a
 //! bounded [`Reader`] over a byte slice, the [`Sink`] trait the encoder writes to, the
 //! [`Message`] trait every message implements, [`RepeatedField`] (the list of a repeated
-//! message field) and [`InlineVec`] (the list of a repeated scalar or string field).
+//! message field) and [`Repeated`] (what the list of a repeated scalar or string field offers).
 
-pub mod inline_vec;
+pub(crate) mod inline_vec;
 pub(crate) mod message;
 mod msg_box;
 mod origin;
@@ -13,7 +13,7 @@ mod padding;
 mod padding_field;
 mod placement;
 pub(crate) mod prefetch;
-pub mod rare;
+pub(crate) mod rare;
 mod reader;
 mod recycle;
 mod region;
@@ -21,8 +21,16 @@ mod repeated;
 pub mod stack;
 mod writer;
 
+pub use inline_vec::{MAX_LEN, Repeated};
+// (the representation: public only for the Python binding, see `unstable-representation`)
+#[cfg(not(feature = "unstable-representation"))]
+pub(crate) use inline_vec::InlineVec;
+#[cfg(feature = "unstable-representation")]
 pub use inline_vec::InlineVec;
 pub use message::{Message, MessageVisitor, SizeTable};
+#[cfg(not(feature = "unstable-representation"))]
+pub(crate) use msg_box::MsgBox;
+#[cfg(feature = "unstable-representation")]
 pub use msg_box::MsgBox;
 
 pub(crate) use message::{DynMessage, encode_streaming};
@@ -32,6 +40,9 @@ pub(crate) use padding::align_payloads;
 pub(crate) use placement::PayloadPool;
 #[doc(hidden)]
 pub use placement::REGION_OWNER_BYTES;
+#[cfg(not(feature = "unstable-representation"))]
+pub(crate) use rare::{Rare, RareFields};
+#[cfg(feature = "unstable-representation")]
 pub use rare::{Rare, RareFields};
 pub use reader::{
     AUTO_METADATA_BASE_BYTES, AUTO_METADATA_BYTES_PER_INPUT_BYTE, DecodeConfig,

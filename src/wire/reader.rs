@@ -910,7 +910,7 @@ impl<'a> Reader<'a> {
         Ok(())
     }
 
-    /// Reads preset string `index` (of [`super::RareFields::PRESET_VALUES`]), the rare string
+    /// Reads preset string `index` (of `RareFields::PRESET_VALUES`), the rare string
     /// `field`, of a message with presets: a value that a preset holds, while the fields are
     /// unallocated or a preset, points them to that preset, allocating nothing; any other value
     /// goes into the box, allocated as by [`Reader::alloc_rare`]. Out of line: inlined, it

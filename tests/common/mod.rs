@@ -166,10 +166,7 @@ pub fn tensors_of(
 ) -> std::collections::BTreeMap<String, Option<Vec<u8>>> {
     let mut out = std::collections::BTreeMap::new();
     m.visit_tensors(&mut |t| {
-        out.insert(
-            t.name().to_string(),
-            t.raw_data.as_ref().map(|r| r.to_vec()),
-        );
+        out.insert(t.name().to_string(), t.raw_data_opt().map(|r| r.to_vec()));
     });
     out
 }

@@ -13,7 +13,6 @@ use crate::common;
 // Aligned single-file saves: their payloads are aligned in the file (docs/aligned-models.md).
 mod saves;
 
-use onnx_light::proto::MsgBox;
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -29,7 +28,7 @@ fn payloads(m: &ModelProto) -> Vec<(String, Vec<u8>)> {
     m.visit_tensors(&mut |t| {
         out.push((
             t.name().to_string(),
-            t.raw_data.as_ref().map(|r| r.to_vec()).unwrap_or_default(),
+            t.raw_data_opt().map(|r| r.to_vec()).unwrap_or_default(),
         ))
     });
     out
@@ -40,7 +39,7 @@ fn check(m: &ModelProto, expected: &[(String, Vec<u8>)], align: u64, what: &str)
     let mut i = 0;
     m.visit_tensors(&mut |t| {
         let bytes = t
-            .raw_data
+            .raw_data_opt()
             .as_ref()
             .map(|r| r.as_slice())
             .unwrap_or_default();
@@ -83,7 +82,7 @@ fn every_offset_model() -> ModelProto {
         };
         t.add_dims(n as i64);
         t.set_raw_data(pattern(n, i as u8));
-        m.mutable_graph().initializer.push(t);
+        m.mutable_graph().mutable_initializer().push(t);
         if i % 16 == 15 && payload_offsets(&m.serialize_to_vec(), 1024).len() == 64 {
             return m;
         }
@@ -111,11 +110,12 @@ fn base_model() -> ModelProto {
             .flat_map(|i| (i * 3).to_le_bytes())
             .collect::<Vec<u8>>(),
     );
-    g.sparse_initializer.push(SparseTensorProto {
-        values: Some(MsgBox::new(values)),
-        indices: Some(MsgBox::new(indices)),
-        dims: vec![1500].into(),
-        ..Default::default()
+    g.mutable_sparse_initializer().push({
+        let mut s = SparseTensorProto::new();
+        s.set_values(values);
+        s.set_indices(indices);
+        s.set_dims([1500]);
+        s
     });
     let mut sub = onnx_light::proto::GraphProto::new();
     sub.set_name("body");
@@ -123,14 +123,14 @@ fn base_model() -> ModelProto {
     t.set_name("body_w");
     t.set_data_type(2);
     t.set_raw_data(pattern(3001, 9));
-    sub.initializer.push(t);
+    sub.mutable_initializer().push(t);
     let n = g.add_node();
     n.set_op_type("If");
     let mut a = AttributeProto::new();
     a.set_name("then_branch");
     a.set_type(5);
-    a.rare.g = Some(MsgBox::new(sub));
-    n.attribute.push(a);
+    a.set_g(sub);
+    n.mutable_attribute().push(a);
     let mut c = TensorProto::new();
     c.set_name("const");
     c.set_data_type(2);
@@ -138,8 +138,8 @@ fn base_model() -> ModelProto {
     let mut a = AttributeProto::new();
     a.set_name("value");
     a.set_type(4);
-    a.t = Some(MsgBox::new(c));
-    n.attribute.push(a);
+    a.set_t(c);
+    n.mutable_attribute().push(a);
     m
 }
 
@@ -156,7 +156,7 @@ fn payload_offsets(bytes: &[u8], min: usize) -> BTreeSet<u64> {
     let base = bytes.as_ptr() as u64;
     let mut out = BTreeSet::new();
     m.visit_tensors(&mut |t| {
-        if let Some(r) = &t.raw_data
+        if let Some(r) = t.raw_data_opt()
             && !r.is_empty()
             && r.len() >= min
         {
@@ -316,7 +316,7 @@ fn no_copy_borrows_aligned_payloads_and_copies_the_others() {
         // SAFETY: `input` outlives the model.
         let m: ModelProto = unsafe { onnx_light::parse_from_bytes_unowned(input, &opts) }.unwrap();
         m.visit_tensors(&mut |t| {
-            if let Some(r) = &t.raw_data
+            if let Some(r) = t.raw_data_opt()
                 && r.len() >= 1024
             {
                 v.push(r.as_ptr() as u64 - input.as_ptr() as u64);
@@ -335,7 +335,7 @@ fn no_copy_borrows_aligned_payloads_and_copies_the_others() {
     check(&m, &expected, 64, "shared");
     let mut borrowed = 0;
     m.visit_tensors(&mut |t| {
-        if let Some(r) = &t.raw_data
+        if let Some(r) = t.raw_data_opt()
             && r.len() >= 1024
         {
             borrowed += usize::from(r.is_borrowed());
@@ -548,9 +548,9 @@ fn dlpack_exports_are_aligned() {
         )
         .unwrap();
         let mut exported = 0;
-        for t in m.mutable_graph().initializer.iter_mut() {
+        for t in m.mutable_graph().mutable_initializer().iter_mut() {
             let raw = t
-                .raw_data
+                .raw_data_opt()
                 .as_ref()
                 .map(|r| r.as_ptr() as usize)
                 .unwrap_or(0);
@@ -569,8 +569,8 @@ fn dlpack_exports_are_aligned() {
 fn take_realigned(m: &mut ModelProto) -> Vec<onnx_light::ByteSpan> {
     let mut out = Vec::new();
     m.visit_tensors_mut(&mut |t| {
-        if t.raw_data.as_ref().is_some_and(|r| r.is_realigned()) {
-            out.push(t.raw_data.take().unwrap());
+        if t.raw_data_opt().is_some_and(|r| r.is_realigned()) {
+            out.push(t.take_raw_data().unwrap());
         }
     });
     assert!(!out.is_empty(), "the load copied payloads for alignment");
@@ -614,8 +614,8 @@ fn realigned_payloads_do_not_keep_the_file_mapped() {
             assert!(common::is_mapped(mapped), "{what}: mapped while loaded");
             let mut borrowed = None;
             m.visit_tensors_mut(&mut |t| {
-                if borrowed.is_none() && t.raw_data.as_ref().is_some_and(|r| r.is_borrowed()) {
-                    borrowed = t.raw_data.take();
+                if borrowed.is_none() && t.raw_data_opt().is_some_and(|r| r.is_borrowed()) {
+                    borrowed = t.take_raw_data();
                 }
             });
             let borrowed = borrowed.expect("an aligned payload is borrowed");

@@ -2,16 +2,15 @@
 //! offsets and field paths, ownership of tensor bytes (the README's table), parallel == sequential,
 //! option validation and atomic saves.
 
-use onnx_light::proto::MsgBox;
 use std::sync::Arc;
 
 use onnx_light::proto::{
     AttributeProto, GraphProto, Message, ModelProto, NodeProto, TensorProto, TypeProto,
-    TypeProtoSequence, TypeProtoValue,
+    TypeProtoSequence,
 };
 use onnx_light::{
-    DecodeErrorKind, Error, FileLoadMode, ParseOptions, SerializeOptions, parse_from_bytes,
-    parse_from_shared,
+    DecodeErrorKind, Error, FileLoadMode, ParseOptions, Repeated, SerializeOptions,
+    parse_from_bytes, parse_from_shared,
 };
 
 const SAMPLE: &[u8] = include_bytes!("../../samples/mlp.onnx");
@@ -37,7 +36,7 @@ fn model(n: usize, size: usize) -> ModelProto {
     let g = m.mutable_graph();
     g.set_name("g");
     for i in 0..n {
-        g.initializer
+        g.mutable_initializer()
             .push(tensor(&format!("w{i}"), size, i as u8 + 1));
         let node = g.add_node();
         node.set_op_type("Relu");
@@ -57,15 +56,15 @@ fn decode_err(e: Error) -> onnx_light::DecodeError {
 #[test]
 fn sample_model_parses_and_reserializes_identically() {
     let m: ModelProto = parse_from_bytes(SAMPLE, &ParseOptions::default()).unwrap();
-    assert_eq!(m.graph().node.len(), 6);
-    assert_eq!(m.graph().initializer.len(), 4);
+    assert_eq!(m.graph().node().len(), 6);
+    assert_eq!(m.graph().initializer().len(), 4);
     assert_eq!(m.serialize_to_vec(), SAMPLE);
 }
 
 #[test]
 fn errors_name_offset_and_field_path() {
     let mut m = model(14, 8);
-    m.mutable_graph().initializer[12].float_data = vec![1.0, 2.0].into();
+    m.mutable_graph().mutable_initializer()[12].set_float_data([1.0, 2.0]);
     let mut bytes = m.serialize_to_vec();
     // float_data of initializer 12 is packed: tag 0x22, length 8, then 1.0f32. Make the length
     // 7, which is not a multiple of 4.
@@ -161,7 +160,7 @@ fn recursion_limit_is_enforced_and_configurable() {
         let mut outer = TypeProto::new();
         let mut seq = TypeProtoSequence::new();
         seq.set_elem_type(t);
-        outer.value = Some(TypeProtoValue::SequenceType(MsgBox::new(seq)));
+        *outer.mutable_sequence_type() = seq;
         t = outer;
     }
     let bytes = t.serialize_to_vec();
@@ -240,7 +239,7 @@ fn parallel_parse_equals_sequential() {
         },
     )
     .unwrap();
-    assert_eq!(seq2.graph().initializer.len(), 128);
+    assert_eq!(seq2.graph().initializer().len(), 128);
     assert_eq!(par2, seq2);
 }
 
@@ -255,8 +254,8 @@ fn ownership_table_of_seed_000() {
 
     // load(bytes, no_copy=False): owned copy.
     let owned: ModelProto = parse_from_bytes(&bytes, &ParseOptions::default()).unwrap();
-    let t = &owned.graph().initializer[0];
-    assert!(!t.raw_data.as_ref().unwrap().is_borrowed());
+    let t = &owned.graph().initializer()[0];
+    assert!(!t.raw_data_opt().unwrap().is_borrowed());
 
     // load(bytes, no_copy=True): borrowed pointer into the caller's bytes.
     let shared = Arc::new(bytes.clone());
@@ -268,7 +267,7 @@ fn ownership_table_of_seed_000() {
         ..Default::default()
     };
     let borrowed: ModelProto = parse_from_shared(shared.clone(), &opts).unwrap();
-    let span = borrowed.graph().initializer[0].raw_data.as_ref().unwrap();
+    let span = borrowed.graph().initializer()[0].raw_data_opt().unwrap();
     assert!(span.is_borrowed());
     let range = shared.as_ptr_range();
     assert!(
@@ -278,7 +277,7 @@ fn ownership_table_of_seed_000() {
     // The owner token keeps the bytes alive after the model and the caller's handle are gone.
     let owner = span.owner().unwrap();
     let (ptr, len) = (span.as_ptr(), span.len());
-    let expected = owned.graph().initializer[0].raw_data().to_vec();
+    let expected = owned.graph().initializer()[0].raw_data().to_vec();
     drop(borrowed);
     drop(shared);
     // SAFETY (test): `owner` keeps the input buffer alive.
@@ -294,8 +293,8 @@ fn ownership_table_of_seed_000() {
         };
         let f: ModelProto = onnx_light::load_model(&path, &opts).unwrap();
         assert!(
-            !f.graph().initializer[0]
-                .raw_data
+            !f.graph().initializer()[0]
+                .raw_data_opt()
                 .as_ref()
                 .unwrap()
                 .is_borrowed()
@@ -314,14 +313,14 @@ fn ownership_table_of_seed_000() {
             ..Default::default()
         };
         let f: ModelProto = onnx_light::load_model(&path, &opts).unwrap();
-        let span = f.graph().initializer[2].raw_data.as_ref().unwrap();
+        let span = f.graph().initializer()[2].raw_data_opt().unwrap();
         assert!(span.is_borrowed() && !span.is_unowned_borrow());
         let owner = span.owner().unwrap();
         let (ptr, len) = (span.as_ptr(), span.len());
         let clone = f.clone();
         assert!(
-            clone.graph().initializer[2]
-                .raw_data
+            clone.graph().initializer()[2]
+                .raw_data_opt()
                 .as_ref()
                 .unwrap()
                 .is_borrowed(),
@@ -331,7 +330,7 @@ fn ownership_table_of_seed_000() {
         drop(clone);
         // SAFETY (test): the owner token keeps the mapping / buffer alive.
         let still = unsafe { std::slice::from_raw_parts(ptr, len) };
-        assert_eq!(still, owned.graph().initializer[2].raw_data());
+        assert_eq!(still, owned.graph().initializer()[2].raw_data());
         drop(owner);
     }
     // Small payloads (below raw_data_threshold) are copied even with no_copy.
@@ -345,8 +344,8 @@ fn ownership_table_of_seed_000() {
     )
     .unwrap();
     assert!(
-        !f.graph().initializer[0]
-            .raw_data
+        !f.graph().initializer()[0]
+            .raw_data_opt()
             .as_ref()
             .unwrap()
             .is_borrowed()
@@ -362,7 +361,7 @@ fn unowned_no_copy_borrows_caller_bytes() {
     };
     // SAFETY (test): `bytes` outlives `m`.
     let m: ModelProto = unsafe { onnx_light::parse_from_bytes_unowned(&bytes, &opts) }.unwrap();
-    let span = m.graph().initializer[1].raw_data.as_ref().unwrap();
+    let span = m.graph().initializer()[1].raw_data_opt().unwrap();
     assert!(span.is_unowned_borrow());
     assert!(bytes.as_ptr_range().contains(&span.as_ptr()));
     assert_eq!(m.serialize_to_vec(), bytes);
@@ -376,14 +375,14 @@ fn skip_raw_data_keeps_structure() {
         ..Default::default()
     };
     let m: ModelProto = parse_from_bytes(&bytes, &opts).unwrap();
-    assert_eq!(m.graph().initializer.len(), 3);
+    assert_eq!(m.graph().initializer().len(), 3);
     assert!(
         m.graph()
-            .initializer
+            .initializer()
             .iter()
-            .all(|t| !t.has_raw_data() && t.dims[..] == [5000])
+            .all(|t| !t.has_raw_data() && t.dims()[..] == [5000])
     );
-    assert_eq!(m.graph().node.len(), 3);
+    assert_eq!(m.graph().node().len(), 3);
 }
 
 /// A message with a rare box keeps its unknown fields in it (no inline bytes for them): the box
@@ -408,7 +407,7 @@ fn unknown_fields_of_messages_with_a_rare_box_live_in_it() {
     let plain = node.serialize_to_vec();
     let back = NodeProto::parse_from_bytes(&plain).unwrap();
     assert!(
-        !back.rare.is_allocated(),
+        !back.rare_is_allocated(),
         "no rare or unknown field: no box"
     );
     assert!(back.unknown_fields().is_empty());
@@ -417,13 +416,13 @@ fn unknown_fields_of_messages_with_a_rare_box_live_in_it() {
     let mut with_unknown = plain.clone();
     with_unknown.extend_from_slice(&unknown);
     let back = NodeProto::parse_from_bytes(&with_unknown).unwrap();
-    assert!(back.rare.is_allocated());
+    assert!(back.rare_is_allocated());
     assert_eq!(back.unknown_fields().as_bytes(), &unknown);
     assert_eq!(back.serialize_to_vec(), with_unknown);
     assert_ne!(back, node, "unknown fields take part in equality");
     assert_eq!(back.clone(), back);
     let mut edited = back.clone();
-    edited.rare.overload = Some("o".into());
+    edited.set_overload("o");
     let out = edited.serialize_to_vec();
     assert!(out.ends_with(&unknown), "unknown fields are written last");
     assert_eq!(out.len(), with_unknown.len() + 3, "overload written once");
@@ -452,38 +451,40 @@ fn unknown_fields_of_messages_with_a_rare_box_live_in_it() {
     vi.mutable_type()
         .mutable_tensor_type()
         .mutable_shape()
-        .dim
+        .mutable_dim()
         .push(dim);
     let mut t = tensor("w", 4, 1);
     vi.unknown_fields_mut().push_raw(&unknown);
     vi.mutable_type().unknown_fields_mut().push_raw(&unknown);
     let shape = vi.mutable_type().mutable_tensor_type().mutable_shape();
-    shape.dim[0].unknown_fields_mut().push_raw(&unknown);
+    shape.mutable_dim()[0]
+        .unknown_fields_mut()
+        .push_raw(&unknown);
     t.unknown_fields_mut().push_raw(&unknown);
     let mut model = ModelProto::new();
     let g = model.mutable_graph();
-    g.value_info.push(vi);
-    g.initializer.push(t);
+    g.mutable_value_info().push(vi);
+    g.mutable_initializer().push(t);
     let mut node = back;
-    node.attribute.push(attr);
-    g.node.push(node);
+    node.mutable_attribute().push(attr);
+    g.mutable_node().push(node);
     let bytes = model.serialize_to_vec();
     let parsed = ModelProto::parse_from_bytes(&bytes).unwrap();
     assert_eq!(parsed, model);
     assert_eq!(parsed.serialize_to_vec(), bytes);
     let g = parsed.graph();
-    assert_eq!(g.initializer[0].unknown_fields().as_bytes(), &unknown);
+    assert_eq!(g.initializer()[0].unknown_fields().as_bytes(), &unknown);
     assert_eq!(
-        g.initializer[0]
+        g.initializer()[0]
             .clone_without_payload()
             .unknown_fields()
             .as_bytes(),
         &unknown
     );
-    let d = &g.value_info[0].r#type().tensor_type().shape().dim[0];
+    let d = &g.value_info()[0].r#type().tensor_type().shape().dim()[0];
     assert_eq!(d.unknown_fields().as_bytes(), &unknown);
     assert_eq!(
-        g.value_info[0].r#type().unknown_fields().as_bytes(),
+        g.value_info()[0].r#type().unknown_fields().as_bytes(),
         &unknown
     );
 }
@@ -518,7 +519,7 @@ fn unknown_fields_survive_edits_and_messages_merge() {
         )
         .unwrap();
     assert_eq!(merged.name(), "y");
-    assert_eq!(merged.ints[..], [1, 2]);
+    assert_eq!(merged.ints()[..], [1, 2]);
 }
 
 #[test]
@@ -618,10 +619,12 @@ fn parallel_serialize_equals_sequential() {
     let mut m = model(3, 100);
     for (i, size) in [(3usize, 1 << 20), (4, 3 << 20), (5, (17 << 20) + 3)] {
         m.mutable_graph()
-            .initializer
+            .mutable_initializer()
             .push(tensor(&format!("big{i}"), size, i as u8));
     }
-    m.mutable_graph().initializer.push(tensor("tail", 10, 9));
+    m.mutable_graph()
+        .mutable_initializer()
+        .push(tensor("tail", 10, 9));
     let sequential = m.serialize_to_vec();
     let dir = tempdir();
     for threads in [2, -1] {
@@ -671,30 +674,31 @@ fn parallel_serialize_equals_sequential() {
 /// subgraph, a sparse initializer, a function body.
 fn model_with_tensors_everywhere() -> ModelProto {
     let mut m = model(4, 300);
-    m.mutable_graph().initializer.push(tensor("small", 10, 3));
+    m.mutable_graph()
+        .mutable_initializer()
+        .push(tensor("small", 10, 3));
     let mut sub = GraphProto::new();
     sub.set_name("body");
-    sub.initializer.push(tensor("body_w", 500, 5));
+    sub.mutable_initializer().push(tensor("body_w", 500, 5));
     let n = m.mutable_graph().add_node();
     n.set_op_type("If");
     let mut a = AttributeProto::new();
     a.set_name("then_branch");
     a.set_type(5);
-    a.rare.g = Some(MsgBox::new(sub));
-    n.attribute.push(a);
+    a.set_g(sub);
+    n.mutable_attribute().push(a);
     let mut a = AttributeProto::new();
     a.set_name("value");
     a.set_type(4);
-    a.t = Some(MsgBox::new(tensor("const", 200, 7)));
-    n.attribute.push(a);
-    m.mutable_graph()
-        .sparse_initializer
-        .push(onnx_light::proto::SparseTensorProto {
-            values: Some(MsgBox::new(tensor("sparse_values", 100, 9))),
-            indices: Some(MsgBox::new(tensor("sparse_indices", 800, 11))),
-            dims: vec![1000].into(),
-            ..Default::default()
-        });
+    a.set_t(tensor("const", 200, 7));
+    n.mutable_attribute().push(a);
+    m.mutable_graph().mutable_sparse_initializer().push({
+        let mut s = onnx_light::proto::SparseTensorProto::new();
+        s.set_values(tensor("sparse_values", 100, 9));
+        s.set_indices(tensor("sparse_indices", 800, 11));
+        s.set_dims([1000]);
+        s
+    });
     let mut f = onnx_light::proto::FunctionProto::new();
     f.set_name("fn");
     let mut fnode = NodeProto::new();
@@ -702,10 +706,10 @@ fn model_with_tensors_everywhere() -> ModelProto {
     let mut a = AttributeProto::new();
     a.set_name("value");
     a.set_type(4);
-    a.t = Some(MsgBox::new(tensor("fn_const", 700, 13)));
-    fnode.attribute.push(a);
-    f.node.push(fnode);
-    m.functions.push(f);
+    a.set_t(tensor("fn_const", 700, 13));
+    fnode.mutable_attribute().push(a);
+    f.mutable_node().push(fnode);
+    m.mutable_functions().push(f);
     m
 }
 
@@ -730,14 +734,14 @@ fn clone_with_tensors_follows_the_visitor() {
     });
     let mut names = Vec::new();
     renamed.visit_tensors(&mut |t| {
-        assert!(t.raw_data.is_none());
+        assert!(t.raw_data_opt().is_none());
         names.push(t.name().to_string());
     });
     assert_eq!(
         names,
         visited.iter().map(|n| format!("{n}!")).collect::<Vec<_>>()
     );
-    assert!(renamed.graph().node.iter().any(|n| n.op_type() == "If"));
+    assert!(renamed.graph().node().iter().any(|n| n.op_type() == "If"));
 }
 
 /// `SerializeOptions::skip_raw_data` writes, byte for byte, what a parse with
@@ -761,7 +765,7 @@ fn serialize_skip_raw_data_writes_what_a_skipping_parse_reads() {
         .unwrap();
         let expected = parsed.serialize_to_vec();
         let mut kept = 0;
-        parsed.visit_tensors(&mut |t| kept += usize::from(t.raw_data.is_some()));
+        parsed.visit_tensors(&mut |t| kept += usize::from(t.has_raw_data()));
         match threshold {
             0 => assert_eq!(kept, 0),
             t if t >= 1 << 20 => assert_eq!(kept, 10),
@@ -803,10 +807,10 @@ fn serialize_skip_raw_data_writes_what_a_skipping_parse_reads() {
                     .unwrap();
             assert_eq!(back.serialize_to_vec(), expected, "{what}: encrypted");
             // A standalone tensor too.
-            let t = &m.graph().initializer[0];
+            let t = &m.graph().initializer()[0];
             let tb = onnx_light::serialize_to_vec(t, &opts).unwrap();
             let tp: TensorProto = parse_from_bytes(&tb, &ParseOptions::default()).unwrap();
-            assert_eq!(tp.raw_data.is_some(), 300 < threshold, "{what}: tensor");
+            assert_eq!(tp.has_raw_data(), 300 < threshold, "{what}: tensor");
         }
     }
     assert_eq!(m, before, "the model is not changed");
@@ -828,47 +832,45 @@ fn tensors_box_their_rare_fields_and_keep_short_scalar_lists_inline() {
     let mut t = TensorProto::new();
     t.set_name("value");
     t.set_data_type(1);
-    t.dims.push(1);
-    t.float_data.push(0.5);
-    t.int64_data.push(7);
+    t.mutable_dims().push(1);
+    t.mutable_float_data().push(0.5);
+    t.mutable_int64_data().push(7);
     let parsed: TensorProto =
         onnx_light::parse_from_bytes(&t.serialize_to_vec(), &ParseOptions::default()).unwrap();
     assert_eq!(parsed, t);
-    assert!(!parsed.rare.is_allocated(), "no rare field: no box");
-    assert_eq!(parsed.float_data.capacity(), 2, "one float stays inline");
-    assert_eq!(parsed.int64_data.capacity(), 1, "one int64 stays inline");
+    assert!(!parsed.rare_is_allocated(), "no rare field: no box");
 
     // Rare fields round trip, in field-number order with the common ones.
     let mut r = t.clone();
     r.set_doc_string("a tensor");
-    r.rare.double_data.push(2.5);
-    r.rare.uint64_data.extend([1, 2, 3]);
+    r.mutable_double_data().push(2.5);
+    r.mutable_uint64_data().extend([1, 2, 3]);
     let bytes = r.serialize_to_vec();
     let parsed: TensorProto =
         onnx_light::parse_from_bytes(&bytes, &ParseOptions::default()).unwrap();
-    assert!(parsed.rare.is_allocated());
+    assert!(parsed.rare_is_allocated());
     assert_eq!(parsed, r);
     assert_eq!(parsed.doc_string(), "a tensor");
-    assert_eq!(parsed.rare.uint64_data.as_slice(), &[1, 2, 3]);
+    assert_eq!(parsed.uint64_data(), [1, 2, 3]);
     assert_eq!(parsed.serialize_to_vec(), bytes);
 
     // A tensor whose bytes are in a file: its references and location are in the box.
     let mut e = TensorProto::new();
     e.set_name("w");
     e.set_data_type(1);
-    e.dims.push(1024);
+    e.mutable_dims().push(1024);
     e.set_data_location(1);
     let entry = e.add_external_data();
     entry.set_key("location");
     entry.set_value("w.bin");
-    e.rare.int32_data.push(5);
+    e.mutable_int32_data().push(5);
     let bytes = e.serialize_to_vec();
     let parsed: TensorProto =
         onnx_light::parse_from_bytes(&bytes, &ParseOptions::default()).unwrap();
-    assert!(parsed.rare.is_allocated());
+    assert!(parsed.rare_is_allocated());
     assert_eq!(parsed, e);
     assert_eq!(parsed.data_location(), 1);
-    assert_eq!(parsed.rare.external_data[0].value(), "w.bin");
+    assert_eq!(parsed.external_data()[0].value(), "w.bin");
     assert_eq!(parsed.serialize_to_vec(), bytes);
 }
 
@@ -898,38 +900,38 @@ fn empty_node_doc_strings_share_a_preset() {
         n
     };
     let mut g = GraphProto::new();
-    g.node.push(node(Some(""), None));
-    g.node.push(node(Some(""), None));
-    g.node.push(node(Some("doc"), None));
-    g.node.push(node(Some(""), Some("o")));
-    g.node.push(node(None, None));
+    g.mutable_node().push(node(Some(""), None));
+    g.mutable_node().push(node(Some(""), None));
+    g.mutable_node().push(node(Some("doc"), None));
+    g.mutable_node().push(node(Some(""), Some("o")));
+    g.mutable_node().push(node(None, None));
     let bytes = g.serialize_to_vec();
     let m: GraphProto = parse_from_bytes(&bytes, &ParseOptions::default()).unwrap();
     assert_eq!(m.serialize_to_vec(), bytes);
     assert_eq!(m, g);
-    let (a, b) = (&m.node[0], &m.node[1]);
+    let (a, b) = (&m.node()[0], &m.node()[1]);
     // No box: both point at the one preset, which reads as a set, empty doc string.
-    assert!(!a.rare.is_allocated() && !b.rare.is_allocated());
-    assert!(std::ptr::eq(&*a.rare, &*b.rare));
+    assert!(!a.rare_is_allocated() && !b.rare_is_allocated());
+    assert!(std::ptr::eq(a.rare_address(), b.rare_address()));
     assert!(a.has_doc_string() && a.doc_string().is_empty());
-    assert_eq!(a.rare.doc_string.as_deref(), Some(&b""[..]));
+    assert_eq!(a.doc_string_opt().map(|s| s.as_bytes()), Some(&b""[..]));
     // Other values, and an empty one beside another rare field, have boxes of their own.
-    assert!(m.node[2].rare.is_allocated() && m.node[3].rare.is_allocated());
-    assert_eq!(m.node[2].doc_string().as_bytes(), b"doc");
-    assert!(m.node[3].has_doc_string() && m.node[3].overload().as_bytes() == b"o");
-    assert!(!m.node[4].rare.is_allocated() && !m.node[4].has_doc_string());
+    assert!(m.node()[2].rare_is_allocated() && m.node()[3].rare_is_allocated());
+    assert_eq!(m.node()[2].doc_string().as_bytes(), b"doc");
+    assert!(m.node()[3].has_doc_string() && m.node()[3].overload().as_bytes() == b"o");
+    assert!(!m.node()[4].rare_is_allocated() && !m.node()[4].has_doc_string());
 
     // Writes copy the preset into a box; the other nodes keep reading it.
     let mut w = m.clone();
-    assert!(std::ptr::eq(&*w.node[0].rare, &*a.rare));
-    w.node[0].set_doc_string("written");
-    w.node[1].clear_doc_string();
-    assert!(w.node[0].rare.is_allocated());
-    assert_eq!(w.node[0].doc_string().as_bytes(), b"written");
-    assert!(!w.node[1].has_doc_string());
+    assert!(std::ptr::eq(w.node()[0].rare_address(), a.rare_address()));
+    w.mutable_node()[0].set_doc_string("written");
+    w.mutable_node()[1].clear_doc_string();
+    assert!(w.node()[0].rare_is_allocated());
+    assert_eq!(w.node()[0].doc_string().as_bytes(), b"written");
+    assert!(!w.node()[1].has_doc_string());
     assert!(a.has_doc_string() && a.doc_string().is_empty());
-    let mut o = m.node[0].clone();
-    o.rare.overload = Some("x".into());
+    let mut o = m.node()[0].clone();
+    o.set_overload("x");
     assert!(o.has_doc_string() && o.doc_string().is_empty());
     let mut e = NodeProto::new();
     e.set_op_type("Relu");
@@ -978,8 +980,8 @@ fn node_domains_share_presets() {
     ];
     let mut g = GraphProto::new();
     for (domain, doc) in cases {
-        g.node.push(node(domain, doc));
-        g.node.push(node(domain, doc));
+        g.mutable_node().push(node(domain, doc));
+        g.mutable_node().push(node(domain, doc));
     }
     let bytes = g.serialize_to_vec();
     for threads in [1, 2] {
@@ -992,33 +994,42 @@ fn node_domains_share_presets() {
         assert_eq!(m, g);
         assert_eq!(m.serialize_to_vec(), bytes);
         for (i, &(domain, doc)) in cases.iter().enumerate() {
-            let (a, b) = (&m.node[2 * i], &m.node[2 * i + 1]);
+            let (a, b) = (&m.node()[2 * i], &m.node()[2 * i + 1]);
             assert_eq!(a.has_domain(), domain.is_some(), "{domain:?} {doc:?}");
             assert_eq!(a.domain().as_bytes(), domain.unwrap_or("").as_bytes());
             assert_eq!(a.has_doc_string(), doc.is_some());
             assert_eq!(a.doc_string().as_bytes(), doc.unwrap_or("").as_bytes());
             let boxed = domain == Some("my.domain") || doc == Some("doc");
-            assert_eq!(a.rare.is_allocated(), boxed, "{domain:?} {doc:?}");
+            assert_eq!(a.rare_is_allocated(), boxed, "{domain:?} {doc:?}");
             // Equal nodes without a box share one preset (none at all when both are unset).
             if !boxed {
-                assert!(std::ptr::eq(&*a.rare, &*b.rare), "{domain:?} {doc:?}");
+                assert!(
+                    std::ptr::eq(a.rare_address(), b.rare_address()),
+                    "{domain:?} {doc:?}"
+                );
             }
         }
         // Presets differ by what they hold.
-        assert!(!std::ptr::eq(&*m.node[0].rare, &*m.node[2].rare));
-        assert!(!std::ptr::eq(&*m.node[2].rare, &*m.node[4].rare));
+        assert!(!std::ptr::eq(
+            m.node()[0].rare_address(),
+            m.node()[2].rare_address()
+        ));
+        assert!(!std::ptr::eq(
+            m.node()[2].rare_address(),
+            m.node()[4].rare_address()
+        ));
 
         // A write copies the preset into a box; the node sharing it keeps reading it.
         let mut w = m.clone();
-        w.node[2].set_domain("ai.onnx");
-        assert!(w.node[2].rare.is_allocated());
-        assert_eq!(w.node[2].domain().as_bytes(), b"ai.onnx");
-        assert!(w.node[2].has_doc_string());
-        assert_eq!(w.node[3].domain().as_bytes(), b"com.microsoft");
-        w.node[0].clear_domain();
-        assert!(!w.node[0].has_domain() && w.node[0].has_doc_string());
-        assert_eq!(m.node[0].domain().as_bytes(), b"");
-        assert!(m.node[0].has_domain());
+        w.mutable_node()[2].set_domain("ai.onnx");
+        assert!(w.node()[2].rare_is_allocated());
+        assert_eq!(w.node()[2].domain().as_bytes(), b"ai.onnx");
+        assert!(w.node()[2].has_doc_string());
+        assert_eq!(w.node()[3].domain().as_bytes(), b"com.microsoft");
+        w.mutable_node()[0].clear_domain();
+        assert!(!w.node()[0].has_domain() && w.node()[0].has_doc_string());
+        assert_eq!(m.node()[0].domain().as_bytes(), b"");
+        assert!(m.node()[0].has_domain());
     }
 
     // A later value replaces an earlier one, preset or not, in either order.
@@ -1030,7 +1041,7 @@ fn node_domains_share_presets() {
     let mut back = node(Some("com.microsoft"), None).serialize_to_vec();
     back.extend(node(Some("ai.onnx"), None).serialize_to_vec());
     let q: NodeProto = parse_from_bytes(&back, &ParseOptions::default()).unwrap();
-    assert!(!q.rare.is_allocated());
+    assert!(!q.rare_is_allocated());
     assert_eq!(q.domain().as_bytes(), b"ai.onnx");
 
     // A domain whose length runs past the node is an error, not a preset.

@@ -42,7 +42,7 @@ fn model(seed: u32) -> ModelProto {
         t.set_data_type(2);
         t.add_dims(TENSOR_BYTES as i64);
         t.set_raw_data(pattern(i, seed));
-        g.initializer.push(t);
+        g.mutable_initializer().push(t);
         let n = g.add_node();
         n.set_op_type("Identity");
         n.add_input(format!("w{i}"));
@@ -59,7 +59,7 @@ fn sandbox(tag: &str) -> PathBuf {
 
 fn check_seed(m: &ModelProto, seed: u32) {
     assert_eq!(m.producer_name().to_string(), format!("seed-{seed}"));
-    let init = &m.graph().initializer;
+    let init = &m.graph().initializer();
     assert_eq!(init.len(), TENSORS);
     for (i, t) in init.iter().enumerate() {
         assert!(t.raw_data() == pattern(i, seed).as_slice(), "tensor w{i}");
@@ -86,9 +86,9 @@ fn one_mapped_model_shared_by_many_threads() {
     assert!(
         shared
             .graph()
-            .initializer
+            .initializer()
             .iter()
-            .all(|t| t.raw_data.as_ref().unwrap().is_borrowed()),
+            .all(|t| t.raw_data_opt().unwrap().is_borrowed()),
         "no_copy borrows from the mapping"
     );
     let reference = Arc::new(shared.serialize_to_vec());
@@ -110,9 +110,9 @@ fn one_mapped_model_shared_by_many_threads() {
                     // Walk and read.
                     let g = shared.graph();
                     assert_eq!(g.node_size(), TENSORS);
-                    for (i, t) in g.initializer.iter().enumerate() {
+                    for (i, t) in g.initializer().iter().enumerate() {
                         assert!(t.raw_data() == expected[i].as_slice());
-                        let owner = t.raw_data.as_ref().unwrap().owner().expect("token");
+                        let owner = t.raw_data_opt().unwrap().owner().expect("token");
                         if (i + round + k) % 3 == 0 {
                             kept.push(owner); // dropped later, on another thread
                         }
@@ -157,7 +157,7 @@ fn one_mapped_model_shared_by_many_threads() {
     let shared = Arc::try_unwrap(shared).expect("last reference");
     let raw: Vec<(usize, usize)> = shared
         .graph()
-        .initializer
+        .initializer()
         .iter()
         .map(|t| (t.raw_data().as_ptr() as usize, t.raw_data().len()))
         .collect();
@@ -232,14 +232,14 @@ fn owner_tokens_cloned_and_dropped_from_many_threads() {
     let path = dir.join("m.onnx");
     onnx_light::save_model(&model(3), &path, &SerializeOptions::default()).unwrap();
     let m = mapped(&path);
-    let token = m.graph().initializer[0]
-        .raw_data
+    let token = m.graph().initializer()[0]
+        .raw_data_opt()
         .as_ref()
         .unwrap()
         .owner()
         .unwrap();
     let (ptr, len) = {
-        let r = m.graph().initializer[0].raw_data();
+        let r = m.graph().initializer()[0].raw_data();
         (r.as_ptr() as usize, r.len())
     };
     drop(m);

@@ -97,7 +97,7 @@ fn model(g: u32, s: Scenario) -> ModelProto {
         t.set_data_type(2); // UINT8
         t.add_dims(n as i64);
         t.set_raw_data(pattern(g, i, n));
-        m.mutable_graph().initializer.push(t);
+        m.mutable_graph().mutable_initializer().push(t);
     }
     m
 }
@@ -293,7 +293,7 @@ fn check_model(path: &Path) -> Result<State, String> {
         .to_string()
         .parse()
         .map_err(|_| "no generation".to_string())?;
-    let init = &m.graph().initializer;
+    let init = &m.graph().initializer();
     if init.len().to_string() != m.doc_string().to_string() {
         return Err(format!("{} tensors", init.len()));
     }

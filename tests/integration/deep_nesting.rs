@@ -5,7 +5,6 @@
 //! by every fallible serializer with a clear error (and still clones and drops safely).
 
 use onnx_light::codec::MAX_RECURSION_DEPTH_LIMIT;
-use onnx_light::proto::MsgBox;
 use onnx_light::proto::{AttributeProto, GraphProto, Message, ModelProto, NodeProto, TypeProto};
 use onnx_light::wire::{put_varint, tag};
 use onnx_light::{DecodeErrorKind, Error, ParseOptions, SerializeOptions};
@@ -148,14 +147,14 @@ fn api_nested_graphs(levels: usize) -> ModelProto {
     for _ in 0..levels {
         let mut a = AttributeProto::new();
         a.set_name("body");
-        a.rare.g = Some(MsgBox::new(g));
+        a.set_g(g);
         let mut n = NodeProto::new();
-        n.attribute.push(a);
+        n.mutable_attribute().push(a);
         g = GraphProto::new();
-        g.node.push(n);
+        g.mutable_node().push(n);
     }
     let mut m = ModelProto::new();
-    m.graph = Some(MsgBox::new(g));
+    m.set_graph(g);
     m
 }
 
@@ -164,7 +163,7 @@ fn api_nested_types(levels: usize) -> TypeProto {
     let mut t = TypeProto::new();
     for _ in 0..levels {
         let mut outer = TypeProto::new();
-        outer.mutable_sequence_type().elem_type = Some(MsgBox::new(t));
+        outer.mutable_sequence_type().set_elem_type(t);
         t = outer;
     }
     t

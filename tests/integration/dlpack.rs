@@ -14,7 +14,7 @@ use onnx_light::dlpack::{
     dl_data_type, onnx_data_type, tensor_from_dlpack, to_dlpack, to_dlpack_versioned,
 };
 use onnx_light::proto::{DataType, Message, ModelProto, TensorProto};
-use onnx_light::{ByteSpan, Error, FileLoadMode, ParseOptions, SerializeOptions};
+use onnx_light::{ByteSpan, Error, FileLoadMode, ParseOptions, Repeated, SerializeOptions};
 
 const NEVER: ExportOptions = ExportOptions {
     copy: CopyMode::Never,
@@ -66,7 +66,7 @@ fn raw_tensor(name: &str, ty: i32, dims: &[i64]) -> TensorProto {
     let mut t = TensorProto::new();
     t.set_name(name);
     t.set_data_type(ty);
-    t.dims = dims.into();
+    t.set_dims(dims);
     t.set_raw_data(
         (0..bytes)
             .map(|i| (i as u8).wrapping_mul(37).wrapping_add(ty as u8))
@@ -239,8 +239,8 @@ fn model_with_counted_owner() -> (ModelProto, Arc<AtomicUsize>, Weak<Counted>, *
     let t = m.mutable_graph().add_initializer();
     t.set_name("w");
     t.set_data_type(1);
-    t.dims = vec![4, 4].into();
-    t.raw_data = Some(span);
+    t.set_dims(vec![4, 4]);
+    t.set_raw_data(span);
     (m, drops, weak, ptr)
 }
 
@@ -248,7 +248,7 @@ fn model_with_counted_owner() -> (ModelProto, Arc<AtomicUsize>, Weak<Counted>, *
 fn owner_is_released_exactly_once_by_the_deleter() {
     for legacy in [false, true] {
         let (mut m, drops, weak, ptr) = model_with_counted_owner();
-        let t = &mut m.mutable_graph().initializer[0];
+        let t = &mut m.mutable_graph().mutable_initializer()[0];
         let raw: *mut c_void = if legacy {
             to_dlpack(t, &NEVER).unwrap().into_raw().cast()
         } else {
@@ -299,27 +299,25 @@ fn owner_is_released_exactly_once_by_the_deleter() {
 fn owned_bytes_are_shared_not_copied_and_outlive_the_model() {
     let mut m = ModelProto::new();
     m.mutable_graph()
-        .initializer
+        .mutable_initializer()
         .push(raw_tensor("w", 1, &[256]));
-    let t = &mut m.mutable_graph().initializer[0];
-    assert!(!t.raw_data.as_ref().unwrap().is_borrowed());
+    let t = &mut m.mutable_graph().mutable_initializer()[0];
+    assert!(!t.raw_data_opt().unwrap().is_borrowed());
     let before = t.raw_data().as_ptr();
     let expected = t.raw_data().to_vec();
     let e = to_dlpack_versioned(t, &NEVER).unwrap();
     // The model's bytes moved into shared storage: same pointer, now shared with the export.
-    let t = &m.graph().initializer[0];
+    let t = &m.graph().initializer()[0];
     assert_eq!(t.raw_data().as_ptr(), before);
-    assert!(t.raw_data.as_ref().unwrap().is_borrowed());
+    assert!(t.raw_data_opt().unwrap().is_borrowed());
     assert_eq!(
         e.flags(),
         DLPACK_FLAG_BITMASK_READ_ONLY,
         "shared bytes are read-only"
     );
     // Writing the model's tensor copies; the export keeps the old bytes.
-    m.mutable_graph().initializer[0]
-        .raw_data
-        .as_mut()
-        .unwrap()
+    m.mutable_graph().mutable_initializer()[0]
+        .mutable_raw_data()
         .as_mut_slice()[0] ^= 0xFF;
     drop(m);
     assert_eq!(e.bytes().unwrap(), &expected[..]);
@@ -333,7 +331,7 @@ fn memory_mapped_and_shared_bytes_are_read_only() {
     let path = dir.join("m.onnx");
     let mut m = ModelProto::new();
     m.mutable_graph()
-        .initializer
+        .mutable_initializer()
         .push(raw_tensor("big", 1, &[4096]));
     onnx_light::save_model(&m, &path, &SerializeOptions::default()).unwrap();
     let opts = ParseOptions {
@@ -344,8 +342,8 @@ fn memory_mapped_and_shared_bytes_are_read_only() {
         ..Default::default()
     };
     let mut mapped = onnx_light::load_model(&path, &opts).unwrap();
-    let t = &mut mapped.mutable_graph().initializer[0];
-    assert!(t.raw_data.as_ref().unwrap().is_borrowed());
+    let t = &mut mapped.mutable_graph().mutable_initializer()[0];
+    assert!(t.raw_data_opt().unwrap().is_borrowed());
     let ptr = t.raw_data().as_ptr();
     let e = to_dlpack_versioned(t, &NEVER).unwrap();
     assert_eq!(
@@ -363,7 +361,7 @@ fn memory_mapped_and_shared_bytes_are_read_only() {
     // gone (Windows refuses to remove a mapped file: the directory goes once the export does).
     #[cfg(unix)]
     std::fs::remove_dir_all(&dir).unwrap();
-    assert_eq!(e.bytes().unwrap(), m.graph().initializer[0].raw_data());
+    assert_eq!(e.bytes().unwrap(), m.graph().initializer()[0].raw_data());
     #[cfg(windows)]
     {
         drop(e);
@@ -378,7 +376,7 @@ fn memory_mapped_and_shared_bytes_are_read_only() {
         ..Default::default()
     };
     let mut shared: ModelProto = onnx_light::parse_from_shared(bytes.clone(), &opts).unwrap();
-    let t = &mut shared.mutable_graph().initializer[0];
+    let t = &mut shared.mutable_graph().mutable_initializer()[0];
     let e = to_dlpack_versioned(t, &NEVER).unwrap();
     assert_eq!(e.flags(), DLPACK_FLAG_BITMASK_READ_ONLY);
     let base = bytes.as_ptr() as usize;
@@ -394,79 +392,75 @@ fn typed_fields_are_refused_or_copied_when_asked() {
     let mut t = TensorProto::new();
     t.set_name("f");
     t.set_data_type(1);
-    t.dims = vec![2, 2].into();
-    t.float_data = vec![1.0, -2.5, 3.25, 1e-3].into();
+    t.set_dims(vec![2, 2]);
+    t.set_float_data(vec![1.0, -2.5, 3.25, 1e-3]);
     let msg = unsupported(to_dlpack_versioned(&mut t, &NEVER).unwrap_err());
     assert!(msg.contains("float_data") && msg.contains("'f'"), "{msg}");
     unsupported(to_dlpack(&mut t, &NEVER).unwrap_err());
     let e = to_dlpack_versioned(&mut t, &IF_NEEDED).unwrap();
     assert_eq!(e.flags(), DLPACK_FLAG_BITMASK_IS_COPIED, "a writable copy");
-    let want: Vec<u8> = t.float_data.iter().flat_map(|v| v.to_le_bytes()).collect();
+    let want: Vec<u8> = t
+        .float_data()
+        .iter()
+        .flat_map(|v| v.to_le_bytes())
+        .collect();
     assert_eq!(e.bytes().unwrap(), &want[..]);
-    assert_eq!(t.raw_data, None, "the tensor is unchanged");
+    assert_eq!(t.raw_data_opt(), None, "the tensor is unchanged");
 
     // Each typed field, converted as onnx.numpy_helper.to_array reads it.
     type Fill = Box<dyn Fn(&mut TensorProto)>;
     let cases: Vec<(i32, Fill, Vec<u8>)> = vec![
         (
             10,
-            Box::new(|t| t.rare.int32_data = vec![0x3C00, 0xC000].into()),
+            Box::new(|t| t.set_int32_data(vec![0x3C00, 0xC000])),
             vec![0x00, 0x3C, 0x00, 0xC0],
         ),
         (
             3,
-            Box::new(|t| t.rare.int32_data = vec![-1, 127].into()),
+            Box::new(|t| t.set_int32_data(vec![-1, 127])),
             vec![0xFF, 0x7F],
         ),
-        (
-            9,
-            Box::new(|t| t.rare.int32_data = vec![1, 0].into()),
-            vec![1, 0],
-        ),
+        (9, Box::new(|t| t.set_int32_data(vec![1, 0])), vec![1, 0]),
         (
             6,
-            Box::new(|t| t.rare.int32_data = vec![-2, 7].into()),
+            Box::new(|t| t.set_int32_data(vec![-2, 7])),
             [(-2i32).to_le_bytes(), 7i32.to_le_bytes()].concat(),
         ),
         (
             7,
-            Box::new(|t| t.int64_data = vec![-3, 1 << 40].into()),
+            Box::new(|t| t.set_int64_data(vec![-3, 1 << 40])),
             [(-3i64).to_le_bytes(), (1i64 << 40).to_le_bytes()].concat(),
         ),
         (
             12,
-            Box::new(|t| t.rare.uint64_data = vec![5, 0xFFFF_FFFF].into()),
+            Box::new(|t| t.set_uint64_data(vec![5, 0xFFFF_FFFF])),
             [5u32.to_le_bytes(), 0xFFFF_FFFFu32.to_le_bytes()].concat(),
         ),
         (
             13,
-            Box::new(|t| t.rare.uint64_data = vec![u64::MAX, 9].into()),
+            Box::new(|t| t.set_uint64_data(vec![u64::MAX, 9])),
             [u64::MAX.to_le_bytes(), 9u64.to_le_bytes()].concat(),
         ),
         (
             11,
-            Box::new(|t| t.rare.double_data = vec![0.5, -1.0].into()),
+            Box::new(|t| t.set_double_data(vec![0.5, -1.0])),
             [0.5f64.to_le_bytes(), (-1.0f64).to_le_bytes()].concat(),
         ),
         (
             14,
-            Box::new(|t| t.float_data = vec![1.0, 2.0, 3.0, 4.0].into()),
+            Box::new(|t| t.set_float_data(vec![1.0, 2.0, 3.0, 4.0])),
             [1.0f32, 2.0, 3.0, 4.0]
                 .iter()
                 .flat_map(|v| v.to_le_bytes())
                 .collect(),
         ),
         // INT4: one packed byte per int32 value (2 elements, 1 byte).
-        (
-            22,
-            Box::new(|t| t.rare.int32_data = vec![0x7F].into()),
-            vec![0x7F],
-        ),
+        (22, Box::new(|t| t.set_int32_data(vec![0x7F])), vec![0x7F]),
     ];
     for (ty, fill, want) in cases {
         let mut t = TensorProto::new();
         t.set_data_type(ty);
-        t.dims = vec![2].into();
+        t.set_dims(vec![2]);
         fill(&mut t);
         let e = to_dlpack_versioned(&mut t, &IF_NEEDED).unwrap();
         assert_eq!(e.bytes().unwrap(), &want[..], "type {ty}");
@@ -476,11 +470,11 @@ fn typed_fields_are_refused_or_copied_when_asked() {
     // Wrong number of typed values: refused even with a copy.
     let mut t = TensorProto::new();
     t.set_data_type(1);
-    t.dims = vec![3].into();
-    t.float_data = vec![1.0].into();
+    t.set_dims(vec![3]);
+    t.set_float_data(vec![1.0]);
     assert!(invalid(to_dlpack_versioned(&mut t, &IF_NEEDED).unwrap_err()).contains("float_data"));
     // No data at all.
-    t.float_data.clear();
+    t.mutable_float_data().clear();
     assert!(invalid(to_dlpack_versioned(&mut t, &IF_NEEDED).unwrap_err()).contains("no data"));
 }
 
@@ -492,7 +486,7 @@ fn explicit_copy_of_raw_data_is_private_and_writable() {
     assert_eq!(e.flags(), DLPACK_FLAG_BITMASK_IS_COPIED);
     assert_ne!(e.dl_tensor().data.cast::<u8>().cast_const(), before);
     assert_eq!(e.bytes().unwrap(), t.raw_data());
-    assert!(!t.raw_data.as_ref().unwrap().is_borrowed(), "not shared");
+    assert!(!t.raw_data_opt().unwrap().is_borrowed(), "not shared");
     // SAFETY: the copy belongs to this consumer alone (IS_COPIED, not READ_ONLY).
     unsafe { *e.dl_tensor().data.cast::<u8>() ^= 0xFF };
     assert_ne!(e.bytes().unwrap()[0], t.raw_data()[0]);
@@ -502,7 +496,7 @@ fn explicit_copy_of_raw_data_is_private_and_writable() {
 fn unowned_caller_bytes_are_refused_unless_copied() {
     let mut m = ModelProto::new();
     m.mutable_graph()
-        .initializer
+        .mutable_initializer()
         .push(raw_tensor("w", 1, &[1024]));
     let bytes = m.serialize_to_vec();
     let opts = ParseOptions {
@@ -512,8 +506,8 @@ fn unowned_caller_bytes_are_refused_unless_copied() {
     // SAFETY: `bytes` outlives `parsed` and every export taken from it below.
     let mut parsed: ModelProto =
         unsafe { onnx_light::parse_from_bytes_unowned(&bytes, &opts) }.unwrap();
-    let t = &mut parsed.mutable_graph().initializer[0];
-    assert!(t.raw_data.as_ref().unwrap().is_unowned_borrow());
+    let t = &mut parsed.mutable_graph().mutable_initializer()[0];
+    assert!(t.raw_data_opt().unwrap().is_unowned_borrow());
     let msg = unsupported(to_dlpack_versioned(t, &NEVER).unwrap_err());
     assert!(msg.contains("without an owner"), "{msg}");
     unsupported(to_dlpack(t, &NEVER).unwrap_err());
@@ -530,20 +524,20 @@ fn export_refusals() {
     for ty in [8, 0, 27, 28, 99] {
         let mut t = TensorProto::new();
         t.set_data_type(ty);
-        t.dims = vec![1].into();
+        t.set_dims(vec![1]);
         t.set_raw_data(vec![0u8]);
         unsupported(to_dlpack_versioned(&mut t, &ALWAYS).unwrap_err());
     }
     // raw_data of the wrong length.
     let mut t = raw_tensor("w", 1, &[4]);
-    t.dims = vec![5].into();
+    t.set_dims(vec![5]);
     assert!(invalid(to_dlpack_versioned(&mut t, &NEVER).unwrap_err()).contains("raw_data has 16"));
     // Negative dims.
-    t.dims = vec![-4].into();
+    t.set_dims(vec![-4]);
     assert!(invalid(to_dlpack_versioned(&mut t, &NEVER).unwrap_err()).contains("negative"));
     // External data not loaded.
     let mut t = raw_tensor("w", 1, &[4]);
-    t.raw_data = None;
+    t.clear_raw_data();
     t.set_data_location(1);
     assert!(unsupported(to_dlpack_versioned(&mut t, &ALWAYS).unwrap_err()).contains("external"));
     // A segment.
@@ -560,7 +554,7 @@ fn empty_tensor_has_null_data() {
     assert_eq!(e.shape(), &[0, 3]);
     assert_eq!(e.bytes().unwrap(), &[] as &[u8]);
     let back = tensor_from_dlpack(e, ImportMode::Borrow).unwrap();
-    assert_eq!(back.dims[..], [0, 3]);
+    assert_eq!(back.dims()[..], [0, 3]);
     assert_eq!(back.raw_data(), &[] as &[u8]);
 }
 
@@ -661,7 +655,7 @@ fn import_borrow_keeps_the_producer_until_the_last_user() {
     let (m, id) = producer(F32, &[2, 3], None, data.clone(), |_| {});
     let ptr = m.dl_tensor().data.cast::<u8>().cast_const();
     let t = tensor_from_dlpack(m, ImportMode::Borrow).unwrap();
-    assert_eq!(t.dims[..], [2, 3]);
+    assert_eq!(t.dims()[..], [2, 3]);
     assert_eq!(t.data_type(), 1);
     assert!(!t.has_name());
     assert_eq!(t.raw_data().as_ptr(), ptr, "borrowed, not copied");
@@ -671,10 +665,10 @@ fn import_borrow_keeps_the_producer_until_the_last_user() {
     assert_eq!(deletions(id), 0, "the clone still uses the bytes");
     // A model holding it serializes the producer's bytes.
     let mut model = ModelProto::new();
-    model.mutable_graph().initializer.push(copy);
+    model.mutable_graph().mutable_initializer().push(copy);
     let bytes = model.serialize_to_vec();
     let back = ModelProto::parse_from_bytes(&bytes).unwrap();
-    assert_eq!(back.graph().initializer[0].raw_data(), &data[..]);
+    assert_eq!(back.graph().initializer()[0].raw_data(), &data[..]);
     drop(model);
     assert_eq!(
         deletions(id),
@@ -692,7 +686,7 @@ fn import_copy_calls_the_deleter_at_once() {
     assert_eq!(deletions(id), 1);
     assert_ne!(t.raw_data().as_ptr() as usize, ptr);
     assert_eq!(t.raw_data(), &data[..]);
-    assert!(!t.raw_data.as_ref().unwrap().is_borrowed());
+    assert!(!t.raw_data_opt().unwrap().is_borrowed());
 }
 
 #[test]
@@ -816,7 +810,7 @@ fn import_accepts_row_major_strides_and_any_stride_on_unit_extents() {
     // Minor version 7 of major 1 is fine.
     let (m, _) = producer(F32, &[6], None, data.clone(), |m| m.version.minor = 7);
     assert_eq!(
-        tensor_from_dlpack(m, ImportMode::Copy).unwrap().dims[..],
+        tensor_from_dlpack(m, ImportMode::Copy).unwrap().dims()[..],
         [6]
     );
 }
@@ -825,16 +819,16 @@ fn import_accepts_row_major_strides_and_any_stride_on_unit_extents() {
 fn export_then_borrowing_import_round_trips_every_type() {
     for (v, _, _) in EXPECTED_MAP {
         let (mut m, drops, weak, _) = model_with_counted_owner();
-        let t = &mut m.mutable_graph().initializer[0];
+        let t = &mut m.mutable_graph().mutable_initializer()[0];
         // Reinterpret the 64 counted bytes as type v with a fitting shape.
         let bits = data_type(v).bits() as i64;
         t.set_data_type(v);
-        t.dims = vec![64 * 8 / bits].into();
+        t.set_dims(vec![64 * 8 / bits]);
         let e = to_dlpack_versioned(t, &NEVER).unwrap();
         let back = tensor_from_dlpack(e, ImportMode::Borrow).unwrap();
         drop(m);
         assert_eq!(back.data_type(), v);
-        assert_eq!(back.dims[..], [64 * 8 / bits]);
+        assert_eq!(back.dims()[..], [64 * 8 / bits]);
         assert_eq!(back.raw_data(), &(0..64u8).collect::<Vec<_>>()[..]);
         assert_eq!(drops.load(Ordering::SeqCst), 0);
         drop(back);

@@ -9,7 +9,6 @@ use crate::common;
 use common::{
     TempDir, is_encrypted, starts_with_chunked_magic, tensors_of, uint8_tensor as tensor, with_key,
 };
-use onnx_light::proto::MsgBox;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -33,25 +32,25 @@ fn model() -> ModelProto {
     m.set_ir_version(10);
     m.set_producer_name("encrypted-external-test");
     let mut sub = GraphProto::new();
-    sub.initializer.push(tensor("sub.init", 5000, 1));
+    sub.mutable_initializer().push(tensor("sub.init", 5000, 1));
     let g = m.mutable_graph();
     g.set_name("main");
     for (i, n) in [1500usize, 4097, 70_000, 3 * (1 << 20) + 12_345, 2048]
         .into_iter()
         .enumerate()
     {
-        g.initializer
+        g.mutable_initializer()
             .push(tensor(&format!("w{i}"), n, 10 + i as u8));
     }
-    g.initializer.push(tensor("small", 100, 3));
+    g.mutable_initializer().push(tensor("small", 100, 3));
     let mut node = NodeProto::new();
     node.set_op_type("If");
     let mut a = onnx_light::proto::AttributeProto::new();
     a.set_name("then_branch");
     a.set_type(5);
-    a.rare.g = Some(MsgBox::new(sub));
-    node.attribute.push(a);
-    g.node.push(node);
+    a.set_g(sub);
+    node.mutable_attribute().push(a);
+    g.mutable_node().push(node);
     m
 }
 
@@ -190,7 +189,7 @@ fn round_trips_in_every_layout_and_decrypts_to_the_plaintext_layout() {
                 loaded.visit_tensors(&mut |t| {
                     assert!(!uses_external_data(t));
                     // Decrypted tensors are owned, never borrowed from a map of ciphertext.
-                    if let Some(r) = &t.raw_data {
+                    if let Some(r) = t.raw_data_opt() {
                         assert!(!r.is_borrowed());
                     }
                 });
@@ -240,7 +239,7 @@ fn real_sample_model_round_trips() {
     )
     .unwrap();
     assert_eq!(tensors_of(&loaded), tensors_of(&m));
-    assert_eq!(loaded.graph().node.len(), m.graph().node.len());
+    assert_eq!(loaded.graph().node().len(), m.graph().node().len());
 }
 
 #[test]
@@ -249,9 +248,11 @@ fn more_files_than_kept_open_share_one_key_derivation() {
     // when read; all share the save's salt, so the key is derived once per load.
     let mut m = ModelProto::new();
     for i in 0..100 {
-        m.mutable_graph()
-            .initializer
-            .push(tensor(&format!("t{i}"), 1024 + i * 7, i as u8));
+        m.mutable_graph().mutable_initializer().push(tensor(
+            &format!("t{i}"),
+            1024 + i * 7,
+            i as u8,
+        ));
     }
     let dir = TempDir::new("many");
     let report = save_model_with_external_data(

@@ -868,13 +868,12 @@ fn external_data_plaintext_or_encrypted_weights() {
     let f = EncryptedFile::open(&weights_enc, b"w").unwrap();
     let big = refs
         .graph()
-        .initializer
+        .initializer()
         .iter()
         .find(|t| t.name() == "big")
         .unwrap();
     let entry = |k: &str| -> u64 {
-        big.rare
-            .external_data
+        big.external_data()
             .iter()
             .find(|e| e.key().as_bytes() == k.as_bytes())
             .map(|e| e.value().to_string_lossy().parse().unwrap())
@@ -885,7 +884,7 @@ fn external_data_plaintext_or_encrypted_weights() {
     f.read_exact_at(offset, &mut tensor).unwrap();
     let inline = model
         .graph()
-        .initializer
+        .initializer()
         .iter()
         .find(|t| t.name() == "big")
         .unwrap();

@@ -5,7 +5,6 @@
 
 use crate::common;
 use common::{pattern, uint8_tensor as tensor};
-use onnx_light::proto::MsgBox;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -83,11 +82,11 @@ impl Drop for Sandbox {
 
 fn sparse(prefix: &str, n: usize, seed: u8) -> SparseTensorProto {
     let mut s = SparseTensorProto::new();
-    s.values = Some(MsgBox::new(tensor(&format!("{prefix}.values"), n, seed)));
+    s.set_values(tensor(&format!("{prefix}.values"), n, seed));
     let mut idx = tensor(&format!("{prefix}.indices"), n, seed ^ 0x40);
     idx.set_data_type(2);
-    s.indices = Some(MsgBox::new(idx));
-    s.dims = vec![n as i64 * 2].into();
+    s.set_indices(idx);
+    s.set_dims(vec![n as i64 * 2]);
     s
 }
 
@@ -95,7 +94,7 @@ fn attr_t(name: &str, t: TensorProto) -> AttributeProto {
     let mut a = AttributeProto::new();
     a.set_name(name);
     a.set_type(4);
-    a.t = Some(MsgBox::new(t));
+    a.set_t(t);
     a
 }
 
@@ -108,67 +107,73 @@ fn every_place_model() -> ModelProto {
     m.set_producer_name("external-data-test");
     let mut sub = GraphProto::new();
     sub.set_name("sub");
-    sub.initializer.push(tensor("sub.init", BIG, 1));
+    sub.mutable_initializer().push(tensor("sub.init", BIG, 1));
     let mut sub_node = NodeProto::new();
     sub_node.set_op_type("Constant");
     sub_node
-        .attribute
+        .mutable_attribute()
         .push(attr_t("value", tensor("sub.attr", BIG, 2)));
-    sub.node.push(sub_node);
+    sub.mutable_node().push(sub_node);
     let mut sub2 = GraphProto::new();
     sub2.set_name("sub2");
-    sub2.initializer.push(tensor("graphs.init", BIG, 3));
-    sub2.sparse_initializer
+    sub2.mutable_initializer()
+        .push(tensor("graphs.init", BIG, 3));
+    sub2.mutable_sparse_initializer()
         .push(sparse("graphs.sparse", BIG, 4));
 
     let g = m.mutable_graph();
     g.set_name("main");
-    g.initializer.push(tensor("init.big", BIG, 5));
-    g.initializer.push(tensor("init.small", 16, 6));
-    g.initializer.push(tensor("init.empty", 0, 7));
-    g.sparse_initializer.push(sparse("init.sparse", BIG, 8));
+    g.mutable_initializer().push(tensor("init.big", BIG, 5));
+    g.mutable_initializer().push(tensor("init.small", 16, 6));
+    g.mutable_initializer().push(tensor("init.empty", 0, 7));
+    g.mutable_sparse_initializer()
+        .push(sparse("init.sparse", BIG, 8));
     let mut node = NodeProto::new();
     node.set_op_type("Custom");
-    node.attribute.push(attr_t("t", tensor("attr.t", BIG, 9)));
+    node.mutable_attribute()
+        .push(attr_t("t", tensor("attr.t", BIG, 9)));
     let mut a = AttributeProto::new();
     a.set_name("tensors");
-    a.rare.tensors.push(tensor("attr.tensors0", BIG, 10));
-    a.rare.tensors.push(tensor("attr.tensors1", BIG, 11));
-    node.attribute.push(a);
+    a.mutable_tensors().push(tensor("attr.tensors0", BIG, 10));
+    a.mutable_tensors().push(tensor("attr.tensors1", BIG, 11));
+    node.mutable_attribute().push(a);
     let mut a = AttributeProto::new();
     a.set_name("sparse");
-    a.rare.sparse_tensor = Some(MsgBox::new(sparse("attr.sparse", BIG, 12)));
-    a.rare.sparse_tensors.push(sparse("attr.sparses", BIG, 13));
-    node.attribute.push(a);
+    a.set_sparse_tensor(sparse("attr.sparse", BIG, 12));
+    a.mutable_sparse_tensors()
+        .push(sparse("attr.sparses", BIG, 13));
+    node.mutable_attribute().push(a);
     let mut a = AttributeProto::new();
     a.set_name("body");
-    a.rare.g = Some(MsgBox::new(sub));
-    node.attribute.push(a);
+    a.set_g(sub);
+    node.mutable_attribute().push(a);
     let mut a = AttributeProto::new();
     a.set_name("branches");
-    a.rare.graphs.push(sub2);
-    node.attribute.push(a);
-    g.node.push(node);
+    a.mutable_graphs().push(sub2);
+    node.mutable_attribute().push(a);
+    g.mutable_node().push(node);
 
     let mut f = FunctionProto::new();
     f.set_name("fn");
-    f.attribute_proto
+    f.mutable_attribute_proto()
         .push(attr_t("default", tensor("fn.default", BIG, 14)));
     let mut fnode = NodeProto::new();
     fnode
-        .attribute
+        .mutable_attribute()
         .push(attr_t("value", tensor("fn.node", BIG, 15)));
-    f.node.push(fnode);
-    m.functions.push(f);
+    f.mutable_node().push(fnode);
+    m.mutable_functions().push(f);
 
     let mut ti = TrainingInfoProto::new();
     let mut init = GraphProto::new();
-    init.initializer.push(tensor("train.init", BIG, 16));
+    init.mutable_initializer()
+        .push(tensor("train.init", BIG, 16));
     let mut algo = GraphProto::new();
-    algo.initializer.push(tensor("train.algo", BIG, 17));
-    ti.initialization = Some(MsgBox::new(init));
-    ti.algorithm = Some(MsgBox::new(algo));
-    m.training_info.push(ti);
+    algo.mutable_initializer()
+        .push(tensor("train.algo", BIG, 17));
+    ti.set_initialization(init);
+    ti.set_algorithm(algo);
+    m.mutable_training_info().push(ti);
     m
 }
 
@@ -178,10 +183,7 @@ fn tensors_of(m: &ModelProto) -> BTreeMap<String, (Option<Vec<u8>>, Option<i32>)
     m.visit_tensors(&mut |t| {
         out.insert(
             t.name().to_string(),
-            (
-                t.raw_data.as_ref().map(|r| r.to_vec()),
-                t.rare.data_location,
-            ),
+            (t.raw_data_opt().map(|r| r.to_vec()), t.data_location_opt()),
         );
     });
     out
@@ -195,10 +197,11 @@ fn no_load() -> ParseOptions {
 }
 
 fn entry(k: &str, v: &str) -> StringStringEntryProto {
-    StringStringEntryProto {
-        key: Some(k.into()),
-        value: Some(v.into()),
-        ..Default::default()
+    {
+        let mut s = StringStringEntryProto::new();
+        s.set_key(k);
+        s.set_value(v);
+        s
     }
 }
 
@@ -210,11 +213,11 @@ fn external_model(entries: &[(&str, &str)], data_type: i32, n: i64) -> ModelProt
     t.set_name("w");
     t.set_data_type(data_type);
     t.add_dims(n);
-    t.rare.data_location = Some(DATA_LOCATION_EXTERNAL);
+    t.set_data_location(DATA_LOCATION_EXTERNAL);
     for (k, v) in entries {
-        t.rare.external_data.push(entry(k, v));
+        t.mutable_external_data().push(entry(k, v));
     }
-    m.mutable_graph().initializer.push(t);
+    m.mutable_graph().mutable_initializer().push(t);
     m
 }
 
@@ -274,7 +277,7 @@ fn every_place_round_trips_in_one_file() {
     let mut expected = m.clone();
     expected.visit_tensors_mut(&mut |t| {
         if ext.contains_key(t.name().to_string().as_str()) {
-            t.rare.data_location = Some(0);
+            t.set_data_location(0);
         }
     });
     assert_eq!(loaded, expected);
@@ -307,7 +310,7 @@ fn saving_does_not_mutate_the_model() {
     let m = every_place_model();
     let copy = m.clone();
     let mut ptrs = Vec::new();
-    m.visit_tensors(&mut |t| ptrs.push(t.raw_data.as_ref().map(|r| (r.as_ptr(), r.is_borrowed()))));
+    m.visit_tensors(&mut |t| ptrs.push(t.raw_data_opt().map(|r| (r.as_ptr(), r.is_borrowed()))));
     for opts in [
         SaveExternalOptions::default(),
         SaveExternalOptions {
@@ -326,9 +329,9 @@ fn saving_does_not_mutate_the_model() {
         assert_eq!(m, copy);
         let mut now = Vec::new();
         m.visit_tensors(&mut |t| {
-            now.push(t.raw_data.as_ref().map(|r| (r.as_ptr(), r.is_borrowed())));
-            assert_ne!(t.rare.data_location, Some(DATA_LOCATION_EXTERNAL));
-            assert!(t.rare.external_data.is_empty());
+            now.push(t.raw_data_opt().map(|r| (r.as_ptr(), r.is_borrowed())));
+            assert_ne!(t.data_location_opt(), Some(DATA_LOCATION_EXTERNAL));
+            assert!(t.external_data().is_empty());
         });
         assert_eq!(now, ptrs, "payloads neither moved nor changed mode");
     }
@@ -352,13 +355,14 @@ fn per_tensor_files_have_safe_unique_names() {
     let sb = Sandbox::new("pertensor");
     let mut m = ModelProto::new();
     let g = m.mutable_graph();
-    g.initializer.push(tensor("../../outside/evil", 2000, 1));
-    g.initializer.push(tensor("/etc/passwd", 2000, 2));
-    g.initializer.push(tensor("w", 2000, 3));
-    g.initializer.push(tensor("W", 2000, 4));
-    g.initializer.push(tensor("m.onnx", 2000, 5));
-    g.initializer.push(tensor("", 2000, 6));
-    g.initializer.push(tensor("small", 10, 7));
+    g.mutable_initializer()
+        .push(tensor("../../outside/evil", 2000, 1));
+    g.mutable_initializer().push(tensor("/etc/passwd", 2000, 2));
+    g.mutable_initializer().push(tensor("w", 2000, 3));
+    g.mutable_initializer().push(tensor("W", 2000, 4));
+    g.mutable_initializer().push(tensor("m.onnx", 2000, 5));
+    g.mutable_initializer().push(tensor("", 2000, 6));
+    g.mutable_initializer().push(tensor("small", 10, 7));
     let outside = sb.outside_snapshot();
     let opts = SaveExternalOptions {
         all_tensors_to_one_file: false,
@@ -386,9 +390,9 @@ fn per_tensor_files_have_safe_unique_names() {
     assert_eq!(tensors_of(&loaded).len(), 7);
     for (t, l) in m
         .graph()
-        .initializer
+        .initializer()
         .iter()
-        .zip(&loaded.graph().initializer)
+        .zip(loaded.graph().initializer().iter())
     {
         assert_eq!(t.raw_data(), l.raw_data());
     }
@@ -408,7 +412,7 @@ fn alignment_of_offsets() {
     ];
     for (i, n) in sizes.iter().enumerate() {
         m.mutable_graph()
-            .initializer
+            .mutable_initializer()
             .push(tensor(&format!("t{i}"), *n, i as u8));
     }
     let check = |opts: SaveExternalOptions, f: &dyn Fn(&str, u64, u64)| {
@@ -421,9 +425,9 @@ fn alignment_of_offsets() {
         assert_eq!(tensors_of(&loaded).len(), sizes.len());
         for (t, l) in m
             .graph()
-            .initializer
+            .initializer()
             .iter()
-            .zip(&loaded.graph().initializer)
+            .zip(loaded.graph().initializer().iter())
         {
             assert_eq!(t.raw_data(), l.raw_data());
         }
@@ -490,12 +494,14 @@ fn split_files() {
     let sb = Sandbox::new("split");
     let mut m = ModelProto::new();
     for i in 0..10 {
-        m.mutable_graph()
-            .initializer
-            .push(tensor(&format!("t{i}"), 30_000 + i * 1000, i as u8));
+        m.mutable_graph().mutable_initializer().push(tensor(
+            &format!("t{i}"),
+            30_000 + i * 1000,
+            i as u8,
+        ));
     }
     m.mutable_graph()
-        .initializer
+        .mutable_initializer()
         .push(tensor("huge", 250_000, 99));
     let opts = SaveExternalOptions {
         location: Some("w.bin".into()),
@@ -614,7 +620,7 @@ fn no_copy_maps_each_file_once_and_shares_one_owner() {
     loaded.visit_tensors(&mut |t| {
         let name = t.name().to_string();
         if let Some(i) = saved_infos.get(&name) {
-            let r = t.raw_data.as_ref().unwrap();
+            let r = t.raw_data_opt().unwrap();
             assert!(r.is_borrowed(), "{name}");
             by_file.entry(i.location.clone()).or_default().push((
                 name,
@@ -639,15 +645,15 @@ fn no_copy_maps_each_file_once_and_shares_one_owner() {
     }
     drop(by_file);
     // The bytes stay valid after the model is dropped while a token is held.
-    let t = loaded.graph().initializer[0].clone();
+    let t = loaded.graph().initializer()[0].clone();
     let file = sb.dir().join(&saved_infos[&t.name().to_string()].location);
-    let keep: onnx_light::Owner = t.raw_data.as_ref().unwrap().owner().unwrap();
+    let keep: onnx_light::Owner = t.raw_data_opt().unwrap().owner().unwrap();
     let (ptr, len) = (t.raw_data().as_ptr(), t.raw_data().len());
     drop(t);
     drop(loaded);
     // SAFETY: `keep` owns the mapping these bytes are in.
     let bytes = unsafe { std::slice::from_raw_parts(ptr, len) };
-    assert_eq!(bytes, m.graph().initializer[0].raw_data());
+    assert_eq!(bytes, m.graph().initializer()[0].raw_data());
     assert!(!common::mappings_of(&file).is_empty());
     drop(keep);
     assert!(
@@ -674,7 +680,7 @@ fn no_copy_copies_misaligned_and_small_tensors() {
         ..Default::default()
     };
     let l = onnx_light::load_model(sb.model(), &opts).unwrap();
-    let r = l.graph().initializer[0].raw_data.as_ref().unwrap();
+    let r = l.graph().initializer()[0].raw_data_opt().unwrap();
     assert!(!r.is_borrowed(), "misaligned: copied");
     assert_eq!(&r[..], &data[2..]);
     assert_eq!(r.as_ptr() as usize % 4, 0);
@@ -690,8 +696,8 @@ fn no_copy_copies_misaligned_and_small_tensors() {
     onnx_light::save_model(&m, sb.model(), &Default::default()).unwrap();
     let l = onnx_light::load_model(sb.model(), &opts).unwrap();
     assert!(
-        l.graph().initializer[0]
-            .raw_data
+        l.graph().initializer()[0]
+            .raw_data_opt()
             .as_ref()
             .unwrap()
             .is_realigned()
@@ -703,8 +709,8 @@ fn no_copy_copies_misaligned_and_small_tensors() {
     };
     let l = onnx_light::load_model(sb.model(), &any).unwrap();
     assert!(
-        l.graph().initializer[0]
-            .raw_data
+        l.graph().initializer()[0]
+            .raw_data_opt()
             .as_ref()
             .unwrap()
             .is_borrowed()
@@ -713,7 +719,7 @@ fn no_copy_copies_misaligned_and_small_tensors() {
     let m = external_model(&[("location", "w.bin"), ("length", "100")], 2, 100);
     onnx_light::save_model(&m, sb.model(), &Default::default()).unwrap();
     let l = onnx_light::load_model(sb.model(), &opts).unwrap();
-    let r = l.graph().initializer[0].raw_data.as_ref().unwrap();
+    let r = l.graph().initializer()[0].raw_data_opt().unwrap();
     assert!(!r.is_borrowed());
     assert_eq!(&r[..], &data[..100]);
 }
@@ -808,8 +814,7 @@ fn dir_names(dir: &Path) -> Vec<String> {
 fn relocated(m: &ModelProto, f: impl Fn(&str) -> String) -> ModelProto {
     let mut m = m.clone();
     m.visit_tensors_mut(&mut |t| {
-        let Some(rare) = t.rare.get_mut() else { return };
-        for e in rare.external_data.iter_mut() {
+        for e in t.mutable_external_data().iter_mut() {
             if e.key() == "location" {
                 let new = f(&e.value().to_string());
                 e.set_value(new);
@@ -904,9 +909,15 @@ fn the_next_save_removes_what_a_killed_save_left() {
 fn zero_length_tensors() {
     let sb = Sandbox::new("zero");
     let mut m = ModelProto::new();
-    m.mutable_graph().initializer.push(tensor("a", 100, 1));
-    m.mutable_graph().initializer.push(tensor("empty", 0, 2));
-    m.mutable_graph().initializer.push(tensor("b", 100, 3));
+    m.mutable_graph()
+        .mutable_initializer()
+        .push(tensor("a", 100, 1));
+    m.mutable_graph()
+        .mutable_initializer()
+        .push(tensor("empty", 0, 2));
+    m.mutable_graph()
+        .mutable_initializer()
+        .push(tensor("b", 100, 3));
     let opts = SaveExternalOptions {
         size_threshold: 0,
         ..Default::default()
@@ -923,11 +934,11 @@ fn zero_length_tensors() {
             },
         )
         .unwrap();
-        let e = &l.graph().initializer[1];
-        assert_eq!(e.raw_data.as_ref().map(|r| r.len()), Some(0));
+        let e = &l.graph().initializer()[1];
+        assert_eq!(e.raw_data_opt().map(|r| r.len()), Some(0));
         assert_eq!(
-            l.graph().initializer[2].raw_data(),
-            m.graph().initializer[2].raw_data()
+            l.graph().initializer()[2].raw_data(),
+            m.graph().initializer()[2].raw_data()
         );
     }
     // A zero-length range at the very end of a file, and an empty file.
@@ -937,10 +948,7 @@ fn zero_length_tensors() {
         let m = external_model(&[("location", loc), ("offset", off)], 2, 0);
         let mut m2 = m.clone();
         load_external_data_for_model(&mut m2, sb.dir(), &ParseOptions::default()).unwrap();
-        assert_eq!(
-            m2.graph().initializer[0].raw_data.as_ref().unwrap().len(),
-            0
-        );
+        assert_eq!(m2.graph().initializer()[0].raw_data_opt().unwrap().len(), 0);
     }
 }
 
@@ -967,14 +975,14 @@ fn keys_in_any_order_unknown_keys_basepath_and_length_to_end() {
     let mut l = m.clone();
     let report = load_external_data_for_model(&mut l, sb.dir(), &ParseOptions::default()).unwrap();
     assert_eq!(report.tensors, 1);
-    let t = &l.graph().initializer[0];
+    let t = &l.graph().initializer()[0];
     assert_eq!(
         t.raw_data(),
         &data[1000..],
         "length absent: to the end of the file"
     );
-    assert!(t.rare.external_data.is_empty());
-    assert_eq!(t.rare.data_location, Some(0));
+    assert!(t.external_data().is_empty());
+    assert_eq!(t.data_location_opt(), Some(0));
     // prepacked entries are kept in the report.
     let m = external_model(
         &[("location", "w.bin"), ("prepacked_0", "key|0;16;0|16;16;0")],
@@ -1128,7 +1136,7 @@ fn every_path_rule_on_load() {
     std::fs::remove_file(sb.outside().join("secret.bin")).unwrap();
     let mut m = external_model(&[("location", "hard.bin")], 2, 8192);
     load_external_data_for_model(&mut m, sb.dir(), &ParseOptions::default()).unwrap();
-    assert_eq!(m.graph().initializer[0].raw_data(), &[0x5a; 8192][..]);
+    assert_eq!(m.graph().initializer()[0].raw_data(), &[0x5a; 8192][..]);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1218,8 +1226,8 @@ fn every_path_rule_on_save() {
     assert!(dir.join("weights/sub/w.bin").is_file());
     let l = onnx_light::load_model(sb.model(), &ParseOptions::default()).unwrap();
     assert_eq!(
-        l.graph().initializer[0].raw_data(),
-        m.graph().initializer[0].raw_data()
+        l.graph().initializer()[0].raw_data(),
+        m.graph().initializer()[0].raw_data()
     );
     assert_eq!(sb.outside_snapshot(), outside);
 }
@@ -1340,7 +1348,7 @@ fn parallel_copy_load_equals_sequential() {
     let mut m = ModelProto::new();
     for i in 0..6 {
         m.mutable_graph()
-            .initializer
+            .mutable_initializer()
             .push(tensor(&format!("t{i}"), 3 << 20, i as u8));
     }
     let o = SaveExternalOptions {
@@ -1358,10 +1366,15 @@ fn parallel_copy_load_equals_sequential() {
     )
     .unwrap();
     assert_eq!(tensors_of(&seq), tensors_of(&par));
-    for (a, b) in m.graph().initializer.iter().zip(&par.graph().initializer) {
+    for (a, b) in m
+        .graph()
+        .initializer()
+        .iter()
+        .zip(par.graph().initializer().iter())
+    {
         assert_eq!(a.raw_data(), b.raw_data());
         // Copy mode: owned (a range of the load arena), aligned to 64 bytes.
-        let r = b.raw_data.as_ref().unwrap();
+        let r = b.raw_data_opt().unwrap();
         assert!(!r.is_borrowed());
         assert_eq!(r.as_ptr() as usize % 64, 0);
     }
@@ -1387,7 +1400,7 @@ fn consolidate_tensors_to_buffer_semantics() {
     let owner: onnx_light::Owner = buf.clone();
     let mut seen = 0;
     m.visit_tensors(&mut |t| {
-        let r = t.raw_data.as_ref().unwrap();
+        let r = t.raw_data_opt().unwrap();
         if r.len() >= 1000 {
             seen += 1;
             assert!(r.is_borrowed());
@@ -1439,9 +1452,9 @@ fn check_reports_every_problem() {
     std::fs::write(sb.dir().join("w.bin"), pattern(1000, 0)).unwrap();
     let mut m = ModelProto::new();
     let mut add = |name: &str, entries: &[(&str, &str)], dims: i64| {
-        let mut t = external_model(entries, 2, dims).graph().initializer[0].clone();
+        let mut t = external_model(entries, 2, dims).graph().initializer()[0].clone();
         t.set_name(name);
-        m.mutable_graph().initializer.push(t);
+        m.mutable_graph().mutable_initializer().push(t);
     };
     add("ok", &[("location", "w.bin"), ("length", "100")], 100);
     add("size", &[("location", "w.bin"), ("length", "100")], 99);
@@ -1463,7 +1476,7 @@ fn check_reports_every_problem() {
         );
     }
     assert_eq!(r.files.len(), 1);
-    assert!(!m.graph().initializer[0].rare.external_data.is_empty());
+    assert!(!m.graph().initializer()[0].external_data().is_empty());
     let _ = Message::encoded_len(&m);
 }
 
@@ -1515,7 +1528,7 @@ fn thousands_of_files_with_few_descriptors() {
     let mut m = ModelProto::new();
     for i in 0..600 {
         m.mutable_graph()
-            .initializer
+            .mutable_initializer()
             .push(tensor(&format!("t{i}"), 2000, i as u8));
     }
     let opts = SaveExternalOptions {
@@ -1538,7 +1551,12 @@ fn thousands_of_files_with_few_descriptors() {
             },
         )
         .unwrap();
-        for (a, b) in m.graph().initializer.iter().zip(&l.graph().initializer) {
+        for (a, b) in m
+            .graph()
+            .initializer()
+            .iter()
+            .zip(l.graph().initializer().iter())
+        {
             assert_eq!(a.raw_data(), b.raw_data());
         }
     }
@@ -1654,12 +1672,14 @@ fn progress_reports_every_byte_loaded_once() {
     let sb = Sandbox::new("progress");
     let mut m = ModelProto::new();
     for i in 0..6 {
-        m.mutable_graph()
-            .initializer
-            .push(tensor(&format!("t{i}"), 30_000 + i * 1000, i as u8));
+        m.mutable_graph().mutable_initializer().push(tensor(
+            &format!("t{i}"),
+            30_000 + i * 1000,
+            i as u8,
+        ));
     }
     m.mutable_graph()
-        .initializer
+        .mutable_initializer()
         .push(tensor("big", 20 << 20, 7));
     let opts = SaveExternalOptions {
         location: Some("w.bin".into()),
@@ -1669,9 +1689,9 @@ fn progress_reports_every_byte_loaded_once() {
     save_model_with_external_data(&m, sb.model(), &opts).unwrap();
     // A second tensor naming t0's range.
     let mut refs = onnx_light::load_model(sb.model(), &no_load()).unwrap();
-    let mut alias = refs.graph().initializer[0].clone();
+    let mut alias = refs.graph().initializer()[0].clone();
     alias.set_name("alias");
-    refs.mutable_graph().initializer.push(alias);
+    refs.mutable_graph().mutable_initializer().push(alias);
     onnx_light::save_model(&refs, sb.model(), &Default::default()).unwrap();
     let ranges: u64 = infos(&refs)
         .iter()
@@ -1694,7 +1714,7 @@ fn progress_reports_every_byte_loaded_once() {
                 ..Default::default()
             };
             let loaded = onnx_light::load_model(sb.model(), &opts).unwrap();
-            assert_eq!(loaded.graph().initializer.len(), 8);
+            assert_eq!(loaded.graph().initializer().len(), 8);
             let calls = calls.lock().unwrap();
             let case = format!("threads {threads}, no_copy {no_copy}: {calls:?}");
             assert_eq!(calls.iter().sum::<u64>(), model_size + ranges, "{case}");

@@ -54,7 +54,7 @@ fn model(tensor_bytes: usize) -> ModelProto {
         let mut v = vec![0u8; tensor_bytes];
         fill(t, &mut v);
         x.set_raw_data(v);
-        m.mutable_graph().initializer.push(x);
+        m.mutable_graph().mutable_initializer().push(x);
     }
     m
 }
@@ -63,7 +63,7 @@ fn model(tensor_bytes: usize) -> ModelProto {
 /// all tensors concatenated.
 fn check_and_hash(m: &ModelProto, step: usize) -> String {
     let mut h = Sha1Hasher::new();
-    for (t, x) in m.graph().initializer.iter().enumerate() {
+    for (t, x) in m.graph().initializer().iter().enumerate() {
         let d = x.raw_data();
         assert_eq!(d.len(), TENSOR, "w{t}");
         for i in (0..TENSOR).step_by(step).chain([1, TENSOR - 1]) {
@@ -162,9 +162,9 @@ fn child_process_probe() {
     }
     let m = m.unwrap();
     let hwm_loaded = vm_hwm_kb();
-    let tensor_bytes = m.graph().initializer[0].raw_data().len();
-    for (t, x) in m.graph().initializer.iter().enumerate() {
-        let d = x.raw_data.as_ref().unwrap();
+    let tensor_bytes = m.graph().initializer()[0].raw_data().len();
+    for (t, x) in m.graph().initializer().iter().enumerate() {
+        let d = x.raw_data_opt().unwrap();
         assert_eq!(d.is_borrowed(), opts.no_copy);
         // Sparse samples: a few pages per tensor, so a no-copy load stays small.
         for i in (0..tensor_bytes)
@@ -316,7 +316,7 @@ fn three_gb_model_with_external_data() {
         assert!(size <= GIB, "{} is {size} bytes", f.location);
     }
     // The mapped model still reads the old bytes (sampled).
-    for (t, x) in mapped.graph().initializer.iter().enumerate().step_by(5) {
+    for (t, x) in mapped.graph().initializer().iter().enumerate().step_by(5) {
         assert_eq!(x.raw_data()[TENSOR / 2], byte(t, TENSOR / 2));
     }
     drop(mapped);

@@ -46,13 +46,13 @@ fn model_over_2gb_saves_and_loads() {
         let mut small = TensorProto::new();
         small.set_name("small");
         small.set_raw_data(vec![1u8, 2, 3, 4]);
-        g.initializer.push(small);
+        g.mutable_initializer().push(small);
         let mut t = TensorProto::new();
         t.set_name("big");
         t.set_data_type(2);
         t.add_dims(BIG as i64);
         t.set_raw_data((0..BIG).map(pattern).collect::<Vec<u8>>());
-        g.initializer.push(t);
+        g.mutable_initializer().push(t);
         assert!(m.encoded_len() > 1 << 31);
         onnx_light::save_model(&m, &path, &SerializeOptions::default()).unwrap();
     }
@@ -75,12 +75,12 @@ fn model_over_2gb_saves_and_loads() {
         };
         let m = onnx_light::load_model(&path, &opts).unwrap();
         let g = m.graph();
-        assert_eq!(g.initializer.len(), 2);
-        assert_eq!(g.initializer[0].raw_data(), &[1, 2, 3, 4]);
-        let big = &g.initializer[1];
+        assert_eq!(g.initializer().len(), 2);
+        assert_eq!(g.initializer()[0].raw_data(), &[1, 2, 3, 4]);
+        let big = &g.initializer()[1];
         assert_eq!(big.name(), "big");
-        assert_eq!(big.dims[..], [BIG as i64]);
-        assert_eq!(big.raw_data.as_ref().unwrap().is_borrowed(), no_copy);
+        assert_eq!(big.dims()[..], [BIG as i64]);
+        assert_eq!(big.raw_data_opt().unwrap().is_borrowed(), no_copy);
         check(big.raw_data());
         assert_eq!(m.encoded_len(), size);
     }

@@ -19,7 +19,7 @@ use onnx_light::ffi::accessors::{
 };
 use onnx_light::ffi::model::onnxl_load_model;
 use onnx_light::ffi::status::{OnnxlStatus, onnxl_last_error_message};
-use onnx_light::wire::inline_vec::MAX_LEN;
+use onnx_light::wire::MAX_LEN;
 use onnx_light::wire::put_varint;
 use onnx_light::{DecodeErrorKind, Error, FileLoadMode, ParseOptions};
 

@@ -182,8 +182,8 @@ fn child_process_oom() {
             for i in 0..3 {
                 let mut t = onnx_light::TensorProto::new();
                 t.set_name(format!("w{i}"));
-                t.raw_data = Some(span.clone());
-                m.mutable_graph().initializer.push(t);
+                t.set_raw_data(span.clone());
+                m.mutable_graph().mutable_initializer().push(t);
             }
             limit_address_space_of(&case);
             outcome(onnx_light::serialize_to_vec(

@@ -54,7 +54,7 @@ fn tensor(name: &str, ty: i32, dims: &[i64], seed: u8) -> TensorProto {
     let mut t = TensorProto::new();
     t.set_name(name);
     t.set_data_type(ty);
-    t.dims = dims.into();
+    t.set_dims(dims);
     t.set_raw_data(bytes);
     t
 }
@@ -165,7 +165,7 @@ fn writer_output_is_exactly_the_format() {
     assert_eq!(params::save_tensors(&refs).unwrap(), want, "byte-identical");
     assert_eq!(loaded[0].name(), "a");
     assert_eq!(loaded[0].data_type(), 1);
-    assert_eq!(loaded[0].dims[..], [2, 2]);
+    assert_eq!(loaded[0].dims()[..], [2, 2]);
     assert_eq!(loaded[1].name(), "bb");
     assert_eq!(loaded[1].data_type(), 3);
     assert_eq!(loaded[1].raw_data(), &[0xFF, 1, 2]);
@@ -189,7 +189,7 @@ fn every_numeric_type_round_trips() {
     for (a, b) in tensors.iter().zip(&back) {
         assert_eq!(a.name(), b.name());
         assert_eq!(a.data_type(), b.data_type(), "{}", a.name());
-        assert_eq!(a.dims, b.dims, "{}", a.name());
+        assert_eq!(a.dims(), b.dims(), "{}", a.name());
         assert_eq!(a.raw_data(), b.raw_data(), "{}", a.name());
     }
     // The DLPack types written, and the size rule ((bits + 7) / 8 per element): parse the file
@@ -214,7 +214,7 @@ fn every_numeric_type_round_trips() {
         assert_eq!(&bytes[pos + 30..pos + 32], &[1, 0], "lanes 1");
         pos += 32 + 8 * ndim;
         let size = u64_at(pos) as usize;
-        let elements: i64 = t.dims.iter().product();
+        let elements: i64 = t.dims().iter().product();
         assert_eq!(
             size,
             elements as usize * (*bits as usize).div_ceil(8),
@@ -232,12 +232,12 @@ fn sub_byte_types_are_one_element_per_byte_sign_extended() {
     let mut i4 = TensorProto::new();
     i4.set_name("i4");
     i4.set_data_type(22);
-    i4.dims = vec![3].into();
+    i4.set_dims(vec![3]);
     i4.set_raw_data(vec![0x78u8, 0x0F]);
     let mut u2 = TensorProto::new();
     u2.set_name("u2");
     u2.set_data_type(25);
-    u2.dims = vec![5].into();
+    u2.set_dims(vec![5]);
     u2.set_raw_data(vec![0b0011_1001u8, 0b01]);
     let bytes = params::save_tensors(&[&i4, &u2]).unwrap();
     let mut l = good();
@@ -265,14 +265,14 @@ fn model() -> ModelProto {
     let mut m = ModelProto::new();
     m.set_ir_version(10);
     let g = m.mutable_graph();
-    g.initializer.push(tensor("w", 1, &[4, 2], 1));
-    g.initializer.push(tensor("b", 7, &[2], 2));
+    g.mutable_initializer().push(tensor("w", 1, &[4, 2], 1));
+    g.mutable_initializer().push(tensor("b", 7, &[2], 2));
     let mut typed = TensorProto::new();
     typed.set_name("typed");
     typed.set_data_type(6);
-    typed.dims = vec![3].into();
-    typed.rare.int32_data = vec![-1, 0, 7].into();
-    g.initializer.push(typed);
+    typed.set_dims(vec![3]);
+    typed.set_int32_data(vec![-1, 0, 7]);
+    g.mutable_initializer().push(typed);
     m
 }
 
@@ -282,7 +282,7 @@ fn save_all_or_chosen_initializers() {
     let all = params::load_params(&params::save_params(&m, None).unwrap()).unwrap();
     let names: Vec<String> = all.iter().map(|t| t.name().to_string()).collect();
     assert_eq!(names, ["w", "b", "typed"]);
-    assert_eq!(all[0].raw_data(), m.graph().initializer[0].raw_data());
+    assert_eq!(all[0].raw_data(), m.graph().initializer()[0].raw_data());
     // Typed fields are written as raw little-endian bytes.
     let want: Vec<u8> = [-1i32, 0, 7].iter().flat_map(|v| v.to_le_bytes()).collect();
     assert_eq!(all[2].raw_data(), &want[..]);
@@ -305,7 +305,7 @@ fn save_all_or_chosen_initializers() {
     let t = s.mutable_graph().add_initializer();
     t.set_name("s");
     t.set_data_type(8);
-    t.dims = vec![1].into();
+    t.set_dims(vec![1]);
     t.add_string_data("x");
     match params::save_params(&s, None).unwrap_err() {
         Error::Unsupported(msg) => assert!(msg.contains("'s'") && msg.contains("STRING"), "{msg}"),
@@ -327,14 +327,14 @@ fn save_to_file_and_load_into_a_model() {
     let g = dst.mutable_graph();
     let mut w = tensor("w", 1, &[8], 99);
     w.set_doc_string("kept");
-    g.initializer.push(w);
+    g.mutable_initializer().push(w);
     let mut typed = TensorProto::new();
     typed.set_name("typed");
     typed.set_data_type(1);
-    typed.float_data = vec![1.0].into();
-    typed.dims = vec![1].into();
-    g.initializer.push(typed);
-    g.initializer.push(tensor("extra", 2, &[2], 5));
+    typed.set_float_data(vec![1.0]);
+    typed.set_dims(vec![1]);
+    g.mutable_initializer().push(typed);
+    g.mutable_initializer().push(tensor("extra", 2, &[2], 5));
     let before = dst.clone();
     let report =
         params::load_params_file_into_model(&mut dst, &path, &ParamsLoadOptions::default())
@@ -347,23 +347,27 @@ fn save_to_file_and_load_into_a_model() {
         }
     );
     let g = dst.graph();
-    let names: Vec<String> = g.initializer.iter().map(|t| t.name().to_string()).collect();
+    let names: Vec<String> = g
+        .initializer()
+        .iter()
+        .map(|t| t.name().to_string())
+        .collect();
     assert_eq!(names, ["w", "typed", "extra", "b"]);
-    assert_eq!(g.initializer[0].dims[..], [4, 2]);
+    assert_eq!(g.initializer()[0].dims()[..], [4, 2]);
     assert_eq!(
-        g.initializer[0].raw_data(),
-        src.graph().initializer[0].raw_data()
+        g.initializer()[0].raw_data(),
+        src.graph().initializer()[0].raw_data()
     );
-    assert_eq!(g.initializer[0].doc_string(), "kept");
-    assert_eq!(g.initializer[1].data_type(), 6);
+    assert_eq!(g.initializer()[0].doc_string(), "kept");
+    assert_eq!(g.initializer()[1].data_type(), 6);
     assert!(
-        g.initializer[1].float_data.is_empty(),
+        g.initializer()[1].float_data().is_empty(),
         "typed fields cleared"
     );
-    assert_eq!(g.initializer[2], before.graph().initializer[2]);
+    assert_eq!(g.initializer()[2], before.graph().initializer()[2]);
     assert_eq!(
-        g.initializer[3].raw_data(),
-        src.graph().initializer[1].raw_data()
+        g.initializer()[3].raw_data(),
+        src.graph().initializer()[1].raw_data()
     );
 
     // add_missing = false: refused, the model unchanged.
@@ -377,7 +381,7 @@ fn save_to_file_and_load_into_a_model() {
     assert_eq!(strict, before);
     let mut empty = ModelProto::new();
     params::load_params_file_into_model(&mut empty, &path, &opts).unwrap_err();
-    assert!(empty.graph.is_none(), "not even a graph was added");
+    assert!(!empty.has_graph(), "not even a graph was added");
 
     // no_copy: the bytes borrow from the file's mapping.
     let opts = ParamsLoadOptions {
@@ -385,12 +389,15 @@ fn save_to_file_and_load_into_a_model() {
         ..Default::default()
     };
     let mapped = params::load_params_file(&path, &opts).unwrap();
-    assert!(mapped[0].raw_data.as_ref().unwrap().is_borrowed());
-    assert!(mapped[0].raw_data.as_ref().unwrap().owner().is_some());
+    assert!(mapped[0].raw_data_opt().unwrap().is_borrowed());
+    assert!(mapped[0].raw_data_opt().unwrap().owner().is_some());
     // On Unix the bytes outlive the file (Windows refuses to remove a mapped file).
     #[cfg(unix)]
     std::fs::remove_dir_all(&dir).unwrap();
-    assert_eq!(mapped[0].raw_data(), src.graph().initializer[0].raw_data());
+    assert_eq!(
+        mapped[0].raw_data(),
+        src.graph().initializer()[0].raw_data()
+    );
     #[cfg(windows)]
     {
         drop(mapped);

@@ -22,9 +22,9 @@ fn model() -> ModelProto {
     m.set_ir_version(10);
     let g = m.mutable_graph();
     g.set_name("g");
-    g.initializer.push(tensor("X", 5000, 1));
-    g.initializer.push(tensor("W", 3000, 2));
-    g.initializer.push(tensor("B", 100, 3));
+    g.mutable_initializer().push(tensor("X", 5000, 1));
+    g.mutable_initializer().push(tensor("W", 3000, 2));
+    g.mutable_initializer().push(tensor("B", 100, 3));
     m
 }
 
@@ -46,9 +46,9 @@ fn no_load() -> ParseOptions {
 
 fn infos(m: &ModelProto) -> BTreeMap<String, ExternalDataInfo> {
     m.graph()
-        .initializer
+        .initializer()
         .iter()
-        .filter(|t| t.rare.data_location == Some(DATA_LOCATION_EXTERNAL))
+        .filter(|t| t.data_location_opt() == Some(DATA_LOCATION_EXTERNAL))
         .map(|t| (t.name().to_string(), ExternalDataInfo::parse(t).unwrap()))
         .collect()
 }
@@ -117,9 +117,9 @@ fn saved_as_onnxruntime_records_them_aligned_after_the_initializer() {
     // The next tensor (B) starts after W's blobs.
     assert!(i["B"].offset >= r1[0].offset as u64 + 5000);
     // Only the keys ONNX Runtime accepts are written.
-    for t in &saved.graph().initializer {
-        for e in &t.rare.external_data {
-            let k = e.key.as_ref().unwrap().to_string();
+    for t in saved.graph().initializer() {
+        for e in t.external_data() {
+            let k = e.key().to_string();
             assert!(
                 ["location", "offset", "length"].contains(&k.as_str())
                     || k.starts_with("prepacked_"),
@@ -147,11 +147,11 @@ fn no_copy_load_borrows_from_the_one_mapping_with_the_initializers_owner() {
     let (lo, hi) = maps[0];
     let w = loaded
         .graph()
-        .initializer
+        .initializer()
         .iter()
         .find(|t| t.name() == "W")
         .unwrap();
-    let w_owner = w.raw_data.as_ref().unwrap().owner().unwrap();
+    let w_owner = w.raw_data_opt().unwrap().owner().unwrap();
     for (i, k, blob) in got.iter() {
         for (n, buf) in blob.buffers.iter().enumerate() {
             assert!(buf.is_borrowed(), "{i}/{k}[{n}]");
@@ -209,9 +209,9 @@ fn copy_load_gives_equal_bytes_and_round_trips_again() {
     assert!(
         loaded
             .graph()
-            .initializer
+            .initializer()
             .iter()
-            .all(|t| t.rare.external_data.is_empty())
+            .all(|t| t.external_data().is_empty())
     );
     // Save again (per-tensor files this time): same keys, same bytes.
     let d2 = Dir::new("copy2");
@@ -253,10 +253,9 @@ fn checksums_are_written_and_verified() {
     // Drop the whole-file checksums (so only the blobs' are left), corrupt one blob byte.
     let mut saved = onnx_light::load_model(d.path("m.onnx"), &no_load()).unwrap();
     let mut k1 = None;
-    for t in saved.mutable_graph().initializer.iter_mut() {
-        t.rare
-            .external_data
-            .retain(|e| e.key.as_ref().unwrap().as_bytes() != b"checksum");
+    for t in saved.mutable_graph().mutable_initializer().iter_mut() {
+        t.mutable_external_data()
+            .retain(|e| e.key().as_bytes() != b"checksum");
         if t.name() == "W" {
             let i = ExternalDataInfo::parse(t).unwrap();
             let (_, r) = parse_prepacked(&i.prepacked[1].1).unwrap().unwrap();
@@ -287,10 +286,11 @@ fn checksums_are_written_and_verified() {
 }
 
 fn entry(k: &str, v: &str) -> StringStringEntryProto {
-    StringStringEntryProto {
-        key: Some(k.into()),
-        value: Some(v.into()),
-        ..Default::default()
+    {
+        let mut s = StringStringEntryProto::new();
+        s.set_key(k);
+        s.set_value(v);
+        s
     }
 }
 
@@ -302,14 +302,14 @@ fn external_model(location: &str, extra: &[(&str, &str)]) -> ModelProto {
     t.set_name("w");
     t.set_data_type(2);
     t.add_dims(64);
-    t.rare.data_location = Some(DATA_LOCATION_EXTERNAL);
-    t.rare.external_data.push(entry("location", location));
-    t.rare.external_data.push(entry("offset", "0"));
-    t.rare.external_data.push(entry("length", "64"));
+    t.set_data_location(DATA_LOCATION_EXTERNAL);
+    t.mutable_external_data().push(entry("location", location));
+    t.mutable_external_data().push(entry("offset", "0"));
+    t.mutable_external_data().push(entry("length", "64"));
     for (k, v) in extra {
-        t.rare.external_data.push(entry(k, v));
+        t.mutable_external_data().push(entry(k, v));
     }
-    m.mutable_graph().initializer.push(t);
+    m.mutable_graph().mutable_initializer().push(t);
     m
 }
 
@@ -438,10 +438,10 @@ fn save_refuses_blobs_without_a_carrier() {
     assert!(matches!(err, Error::InvalidArgument(_)), "{err}");
     assert!(!d.path("m.onnx").exists(), "nothing written");
     let mut m = model();
-    let t = &mut m.mutable_graph().initializer[2];
-    t.raw_data = None;
+    let t = &mut m.mutable_graph().mutable_initializer()[2];
+    t.clear_raw_data();
     t.set_data_type(1);
-    t.float_data = vec![1.0; 25].into();
+    t.set_float_data(vec![1.0; 25]);
     let mut b = PrepackedBlobs::new();
     b.attach("B", "k", vec![1u8]).unwrap();
     let err = save_model_with_prepacked(&m, &b, d.path("m.onnx"), &SaveExternalOptions::default())

@@ -67,20 +67,21 @@ fn model_with_prepacked(dir: &TempDir, n: usize) -> std::path::PathBuf {
     t.set_data_type(2);
     t.add_dims(4);
     t.set_data_location(1);
-    let entry = |k: &str, v: &str| StringStringEntryProto {
-        key: Some(k.into()),
-        value: Some(v.into()),
-        ..Default::default()
+    let entry = |k: &str, v: &str| {
+        let mut s = StringStringEntryProto::new();
+        s.set_key(k);
+        s.set_value(v);
+        s
     };
-    t.rare.external_data.push(entry("location", "w.bin"));
-    t.rare.external_data.push(entry("offset", "0"));
-    t.rare.external_data.push(entry("length", "4"));
+    t.mutable_external_data().push(entry("location", "w.bin"));
+    t.mutable_external_data().push(entry("offset", "0"));
+    t.mutable_external_data().push(entry("length", "4"));
     for (k, v) in prepacked_entries(n) {
-        t.rare.external_data.push(entry(&k, &v));
+        t.mutable_external_data().push(entry(&k, &v));
     }
     let mut m = ModelProto::new();
     m.set_ir_version(8);
-    m.mutable_graph().initializer.push(t);
+    m.mutable_graph().mutable_initializer().push(t);
     std::fs::write(dir.path("w.bin"), [1u8, 2, 3, 4]).unwrap();
     let path = dir.path(&format!("m{n}.onnx"));
     std::fs::write(&path, m.serialize_to_vec()).unwrap();

@@ -44,8 +44,8 @@ fn write(dir: &std::path::Path, offset: usize) -> std::path::PathBuf {
 /// The distinct payload addresses of a loaded model, after checking every payload's bytes.
 fn distinct_payloads(m: &ModelProto, offset: usize) -> usize {
     let mut seen = std::collections::HashSet::new();
-    for (i, t) in m.graph().initializer.iter().enumerate() {
-        let bytes = t.raw_data.as_ref().expect("loaded").as_slice();
+    for (i, t) in m.graph().initializer().iter().enumerate() {
+        let bytes = t.raw_data_opt().expect("loaded").as_slice();
         let at = if i == TENSORS { offset + RANGE } else { offset };
         assert_eq!(bytes.len(), RANGE);
         assert!(
@@ -80,14 +80,11 @@ fn a_range_named_many_times_is_copied_once() {
                 "offset {offset}, no_copy {no_copy}"
             );
             // A write to one of them copies first: the others keep their bytes.
-            m.mutable_graph().initializer[0]
-                .raw_data
-                .as_mut()
-                .unwrap()
+            m.mutable_graph().mutable_initializer()[0]
+                .mutable_raw_data()
                 .as_mut_slice()[0] ^= 0xff;
-            let first = m.graph().initializer[1]
-                .raw_data
-                .as_ref()
+            let first = m.graph().initializer()[1]
+                .raw_data_opt()
                 .unwrap()
                 .as_slice()[0];
             assert_eq!(first, (offset % 251) as u8);
@@ -100,9 +97,9 @@ fn a_range_named_many_times_is_copied_once() {
 fn distinct_payloads_after_write(m: &ModelProto) -> usize {
     let set: std::collections::HashSet<_> = m
         .graph()
-        .initializer
+        .initializer()
         .iter()
-        .map(|t| t.raw_data.as_ref().unwrap().as_slice().as_ptr())
+        .map(|t| t.raw_data_opt().unwrap().as_slice().as_ptr())
         .collect();
     set.len()
 }
@@ -135,7 +132,7 @@ fn blobs_naming_one_range_are_read_and_written_once() {
     let mut m = model(0);
     // Every initializer gets two blobs over the second range, one of them with two buffers.
     let range = format!("{RANGE};{RANGE};0");
-    for t in &mut m.mutable_graph().initializer {
+    for t in m.mutable_graph().mutable_initializer() {
         for (k, v) in [
             ("prepacked_0", format!("a|{range}")),
             ("prepacked_1", format!("b|{range}|{range}")),

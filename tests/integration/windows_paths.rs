@@ -27,15 +27,16 @@ fn model_at(location: &str) -> ModelProto {
     t.set_name("w");
     t.set_data_type(2);
     t.add_dims(LEN as i64);
-    t.rare.data_location = Some(DATA_LOCATION_EXTERNAL);
-    t.rare.external_data.push(StringStringEntryProto {
-        key: Some("location".into()),
-        value: Some(location.into()),
-        ..Default::default()
+    t.set_data_location(DATA_LOCATION_EXTERNAL);
+    t.mutable_external_data().push({
+        let mut s = StringStringEntryProto::new();
+        s.set_key("location");
+        s.set_value(location);
+        s
     });
     let mut m = ModelProto::new();
     m.set_ir_version(10);
-    m.mutable_graph().initializer.push(t);
+    m.mutable_graph().mutable_initializer().push(t);
     m
 }
 
@@ -45,7 +46,7 @@ fn model_with(names: &[&str]) -> ModelProto {
     m.set_ir_version(10);
     for (i, name) in names.iter().enumerate() {
         m.mutable_graph()
-            .initializer
+            .mutable_initializer()
             .push(common::uint8_tensor(name, LEN, i as u8 + 1));
     }
     m
@@ -146,7 +147,10 @@ fn assert_loads(dir: &Path, location: &str) {
     let path = dir.join("m.onnx");
     onnx_light::save_model(&model_at(location), &path, &Default::default()).unwrap();
     let m = onnx_light::load_model(&path, &ParseOptions::default()).unwrap();
-    assert_eq!(m.graph().initializer[0].raw_data(), common::pattern(LEN, 9));
+    assert_eq!(
+        m.graph().initializer()[0].raw_data(),
+        common::pattern(LEN, 9)
+    );
 }
 
 #[test]
@@ -288,9 +292,9 @@ fn case_insensitive_names() {
     let loaded = onnx_light::load_model(dir.path("m.onnx"), &ParseOptions::default()).unwrap();
     for (a, b) in loaded
         .graph()
-        .initializer
+        .initializer()
         .iter()
-        .zip(&m.graph().initializer)
+        .zip(m.graph().initializer().iter())
     {
         assert_eq!((a.name(), a.raw_data()), (b.name(), b.raw_data()));
     }
@@ -308,6 +312,9 @@ fn case_insensitive_names() {
         )
         .unwrap();
         let m = onnx_light::load_model(dir.path("m2.onnx"), &ParseOptions::default()).unwrap();
-        assert_eq!(m.graph().initializer[0].raw_data(), common::pattern(LEN, 9));
+        assert_eq!(
+            m.graph().initializer()[0].raw_data(),
+            common::pattern(LEN, 9)
+        );
     }
 }

@@ -77,8 +77,8 @@ fn rich_model() -> Vec<u8> {
         *a.mutable_g() = sub.clone();
         let b = n.add_attribute();
         b.set_name("branches");
-        b.rare.graphs.push(sub.clone());
-        b.rare.graphs.push(sub);
+        b.mutable_graphs().push(sub.clone());
+        b.mutable_graphs().push(sub);
         sub = outer;
     }
     let n = g.add_node();
@@ -109,8 +109,8 @@ fn rich_model() -> Vec<u8> {
     attr.add_ints(300);
     attr.add_floats(0.5);
     attr.add_strings("s");
-    attr.rare.tensors.push(t);
-    n.attribute.push(attr);
+    attr.mutable_tensors().push(t);
+    n.mutable_attribute().push(attr);
     let mut bytes = m.serialize_to_vec();
     // An unknown field (number 100, LEN) at the top level.
     bytes.extend_from_slice(&common::wrap(100, b"unknown"));

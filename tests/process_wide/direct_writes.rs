@@ -36,12 +36,12 @@ fn model() -> ModelProto {
         let mut v = pattern(n + i, i as u8);
         v.drain(..i);
         t.set_raw_data(v);
-        m.mutable_graph().initializer.push(t);
+        m.mutable_graph().mutable_initializer().push(t);
         let mut node = onnx_light::NodeProto::new();
         node.set_op_type("Identity");
         node.add_input(format!("w{i}"));
         node.add_output(format!("y{i}"));
-        m.mutable_graph().node.push(node);
+        m.mutable_graph().mutable_node().push(node);
     }
     m
 }
@@ -118,7 +118,7 @@ fn one_file_saves_write_the_serialized_bytes() {
     }
     // A model below the size for direct writes goes through the page cache.
     let mut small = model();
-    small.mutable_graph().initializer.truncate(3);
+    small.mutable_graph().mutable_initializer().truncate(3);
     let (bytes, written) = save_one_file(&small, &dir, 2, 0);
     assert!(bytes == onnx_light::serialize_to_vec(&small, &ser(1)).unwrap());
     assert_eq!(written, 0);

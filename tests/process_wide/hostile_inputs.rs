@@ -492,7 +492,7 @@ fn huge_claims(s: &mut Suite) {
         s.case("huge tensor claims", &|| format!("{what}: parse"), || {
             let t = onnx_light::parse_from_bytes::<TensorProto>(&input, &ParseOptions::default())
                 .unwrap();
-            assert_eq!(t.dims[..], dims[..]);
+            assert_eq!(t.dims()[..], dims[..]);
         });
         s.case(
             "huge tensor claims",
@@ -1105,7 +1105,7 @@ fn adversarial_pass(s: &mut Suite) {
         // A valid (empty) protobuf message, as protobuf says; `onnx-light check` reports the
         // missing IR version, graph and opsets (cli/tests).
         let m: ModelProto = onnx_light::load_model(&empty, &ParseOptions::default()).unwrap();
-        assert!(!m.has_ir_version() && !m.has_graph() && m.opset_import.is_empty());
+        assert!(!m.has_ir_version() && !m.has_graph() && m.opset_import().is_empty());
     });
     // Option values out of range.
     let model = {
@@ -1184,7 +1184,7 @@ fn adversarial_pass(s: &mut Suite) {
         let mut m = model.clone();
         m.set_producer_name(hostile);
         m.mutable_graph().set_name(hostile);
-        m.mutable_graph().initializer[0].set_name(hostile);
+        m.mutable_graph().mutable_initializer()[0].set_name(hostile);
         let bytes = m.serialize_to_vec();
         let back = parse_model(&bytes).unwrap();
         assert_eq!(back.graph().name().as_bytes(), hostile.as_bytes());

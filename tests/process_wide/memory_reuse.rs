@@ -4,7 +4,6 @@
 //! else may load at the same time (the test has the process to itself).
 
 use crate::common::{TempDir, pattern, uint8_tensor};
-use onnx_light::proto::MsgBox;
 use onnx_light::proto::{GraphProto, ModelProto};
 use onnx_light::{
     Message, ParseOptions, SaveExternalOptions, memory_held_for_reuse, memory_reuse_limit,
@@ -27,24 +26,24 @@ const SMALL: usize = 64 << 10;
 fn model(seed: u8) -> ModelProto {
     let mut g = GraphProto::new();
     g.set_name("g");
-    g.initializer.push(uint8_tensor("big", BIG, seed));
-    g.initializer.push(uint8_tensor("mid", MID, seed ^ 0x55));
-    g.initializer.push(uint8_tensor("small", 100, seed));
+    g.mutable_initializer().push(uint8_tensor("big", BIG, seed));
+    g.mutable_initializer()
+        .push(uint8_tensor("mid", MID, seed ^ 0x55));
+    g.mutable_initializer()
+        .push(uint8_tensor("small", 100, seed));
     let mut m = ModelProto::new();
     m.set_ir_version(10);
-    m.graph = Some(MsgBox::new(g));
+    m.set_graph(g);
     m
 }
 
 /// (name, payload address, payload bytes) of every initializer.
 fn payloads(m: &ModelProto) -> Vec<(String, usize, Vec<u8>)> {
-    m.graph
-        .as_ref()
-        .unwrap()
-        .initializer
+    m.graph()
+        .initializer()
         .iter()
         .map(|t| {
-            let raw = t.raw_data.as_ref().unwrap();
+            let raw = t.raw_data_opt().unwrap();
             (
                 t.name().to_string(),
                 raw.as_slice().as_ptr() as usize,

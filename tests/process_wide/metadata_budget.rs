@@ -44,7 +44,7 @@ fn metadata_budget_bounds_memory() {
             max_metadata_bytes: u64::MAX,
             ..Default::default()
         };
-        onnx_light::parse_from_bytes::<ModelProto>(&small, &opts).map(|m| m.graph().node.len())
+        onnx_light::parse_from_bytes::<ModelProto>(&small, &opts).map(|m| m.graph().node().len())
     });
     assert_eq!(r.unwrap(), 1_000_000);
     println!(

@@ -4,11 +4,9 @@
 //! growing the process. The test has the process to itself (and a step of it runs in a child
 //! process): the memory-reuse store is process-wide (and the allocation counter is too).
 
-use onnx_light::proto::MsgBox;
-
 use onnx_light::proto::{GraphProto, ModelProto, NodeProto, ValueInfoProto};
 use onnx_light::{
-    Message, ParseOptions, memory_held_for_reuse, release_memory_held_for_reuse,
+    Message, ParseOptions, Repeated, memory_held_for_reuse, release_memory_held_for_reuse,
     set_memory_reuse_limit,
 };
 
@@ -24,7 +22,7 @@ fn node(i: usize) -> NodeProto {
     let mut n = NodeProto::new();
     n.set_name(format!("/model/layers.{}/Op_{i}", i / 1000));
     n.set_op_type("LeakyRelu");
-    n.input.push(
+    n.mutable_input().push(
         format!(
             "/model/layers.{}/self_attn/act_{}",
             i / 1000,
@@ -34,22 +32,22 @@ fn node(i: usize) -> NodeProto {
     );
     if i % 7 == 0 {
         // Past the two inputs a node holds inline.
-        n.input.extend(["scale".into(), "bias".into()]);
+        n.mutable_input().extend(["scale".into(), "bias".into()]);
     }
-    n.output
+    n.mutable_output()
         .push(format!("/model/layers.{}/self_attn/act_{i}", i / 1000).into());
     let a = n.add_attribute();
     a.set_name("alpha");
     a.set_f(i as f32);
     let b = n.add_attribute();
     b.set_name("perm");
-    b.ints.extend([i as i64, 1, 2]);
+    b.mutable_ints().extend([i as i64, 1, 2]);
     if i % 10 == 0 {
         // A boxed sub-message of its own: `ConstantOfShape`'s value.
         let t = n.add_attribute();
         t.set_name("value");
-        t.mutable_t().dims.push(1);
-        t.mutable_t().float_data.push(i as f32);
+        t.mutable_t().mutable_dims().push(1);
+        t.mutable_t().mutable_float_data().push(i as f32);
     }
     n
 }
@@ -71,12 +69,12 @@ fn model_bytes() -> Vec<u8> {
     let mut g = GraphProto::new();
     g.set_name("g");
     for i in 0..NODES {
-        g.node.push(node(i));
-        g.value_info.push(value_info(i));
+        g.mutable_node().push(node(i));
+        g.mutable_value_info().push(value_info(i));
     }
     let mut m = ModelProto::new();
     m.set_ir_version(10);
-    m.graph = Some(MsgBox::new(g));
+    m.set_graph(g);
     m.serialize_to_vec()
 }
 
@@ -89,7 +87,7 @@ fn parse(bytes: &[u8], threads: i32) -> ModelProto {
 }
 
 fn graph(m: &mut ModelProto) -> &mut GraphProto {
-    m.graph.as_mut().expect("graph")
+    m.mutable_graph()
 }
 
 #[test]
@@ -109,30 +107,20 @@ fn parsed_chunks_keep_their_address_outlive_their_model_and_are_reused() {
             "{threads} threads: {allocations} allocations for {NODES} nodes"
         );
         let g = graph(&mut m);
-        assert_eq!(g.node.len(), NODES);
-        assert!(g.node.iter().enumerate().all(|(i, n)| *n == node(i)));
+        assert_eq!(g.node().len(), NODES);
+        assert!(g.node().iter().enumerate().all(|(i, n)| *n == node(i)));
         assert!(
-            g.value_info
+            g.value_info()
                 .iter()
                 .enumerate()
                 .all(|(i, v)| *v == value_info(i))
         );
-        let ty = g.value_info[9].r#type.as_ref().unwrap();
-        let tensor = ty.tensor_type();
-        assert!(
-            MsgBox::in_block(ty) && MsgBox::in_block(g.node[20].attribute[2].t.as_ref().unwrap())
-        );
-        assert!(MsgBox::in_block(tensor.shape.as_ref().unwrap()));
-        // Lists past their inline slots (an attribute's ints, a node's third input) are cut
-        // from the blocks too.
-        assert!(g.node[9].attribute[1].ints.in_block() && g.node[14].input.in_block());
-        assert!(!g.node[15].input.spilled());
-        assert!(g.node[9].output[0].len() > 30);
+        assert!(g.node()[9].output()[0].len() > 30);
         // A node's input shares the copy of the previous node's output (equal strings read
         // shortly after one another), except across the blocks of the parse.
         let shared = (1..NODES)
             .filter(|&i| {
-                let (out, input) = (&g.node[i - 1].output[0], &g.node[i].input[0]);
+                let (out, input) = (&g.node()[i - 1].output()[0], &g.node()[i].input()[0]);
                 std::ptr::eq(out.as_bytes().as_ptr(), input.as_bytes().as_ptr())
             })
             .count();
@@ -142,65 +130,59 @@ fn parsed_chunks_keep_their_address_outlive_their_model_and_are_reused() {
         );
 
         // Addresses survive growth, removal and reordering of parsed fields.
-        let kept: *const NodeProto = &g.node[7];
-        let attr: *const _ = &g.node[7].attribute[1];
+        let kept: *const NodeProto = &g.node()[7];
+        let attr: *const _ = &g.node()[7].attribute()[1];
         for i in NODES..NODES + 5000 {
-            g.node.push(node(i));
+            g.mutable_node().push(node(i));
         }
-        g.node[7].add_attribute().set_name("added");
-        let removed = g.node.remove(3);
-        g.node.swap(0, 100);
-        assert!(std::ptr::eq(kept, &g.node[6]));
-        assert!(std::ptr::eq(attr, &g.node[6].attribute[1]));
+        g.mutable_node()[7].add_attribute().set_name("added");
+        let removed = g.mutable_node().remove(3);
+        g.mutable_node().swap(0, 100);
+        assert!(std::ptr::eq(kept, &g.node()[6]));
+        assert!(std::ptr::eq(attr, &g.node()[6].attribute()[1]));
         assert_eq!(removed, node(3));
 
         // Parts taken out of the model outlive it (its blocks are not given back to the next
         // parse while they live), and stay mutable.
-        let mut taken = std::mem::take(&mut g.node[500]);
-        let moved_attrs = std::mem::take(&mut g.node[501].attribute);
-        let long_name = std::mem::take(&mut g.node[502].output[0]);
-        let taken_type = g.value_info[700].r#type.take().unwrap();
-        let taken_shape = g.value_info[701]
+        let mut taken = std::mem::take(&mut g.mutable_node()[500]);
+        let moved_attrs = std::mem::take(g.mutable_node()[501].mutable_attribute());
+        let long_name = std::mem::take(&mut g.mutable_node()[502].mutable_output()[0]);
+        let taken_type = g.mutable_value_info()[700].take_type().unwrap();
+        let taken_shape = g.mutable_value_info()[701]
             .mutable_type()
             .mutable_tensor_type()
-            .shape
-            .take()
+            .take_shape()
             .unwrap();
-        // A box made by a mutation comes from the heap, and replaces a parsed one.
-        g.value_info[702].set_type(value_info(7).r#type.as_deref().unwrap().clone());
-        assert!(!MsgBox::in_block(
-            g.value_info[702].r#type.as_ref().unwrap()
-        ));
-        let mut unboxed = MsgBox::into_inner(g.value_info[703].r#type.take().unwrap());
-        let cloned_name = g.node[503].input[0].clone();
-        // A parsed list holds exactly its values; grown by a mutation, it moves to the heap.
-        let ints = &mut g.node[505].attribute[1].ints;
-        assert_eq!(ints.capacity(), 3);
+        // A box made by a mutation replaces a parsed one.
+        g.mutable_value_info()[702].set_type(value_info(7).type_opt().unwrap().clone());
+        let mut unboxed = g.mutable_value_info()[703].take_type().unwrap();
+        let cloned_name = g.node()[503].input()[0].clone();
+        // A parsed list grown by a mutation.
+        let ints = g.mutable_node()[505].mutable_attribute()[1].mutable_ints();
         ints.push(9);
-        assert!(ints.spilled() && !ints.in_block());
         assert_eq!(ints[..], [506, 1, 2, 9]);
-        g.node[504].input[0].push_bytes(b"/more");
+        g.mutable_node()[504].mutable_input()[0].push_bytes(b"/more");
         // (Node 3 was removed above: `g.node[k]` is `node(k + 1)` from there on.)
         assert_eq!(
-            g.node[504].input[0],
-            *format!("{}/more", node(505).input[0])
+            g.node()[504].input()[0],
+            *format!("{}/more", node(505).input()[0])
         );
         // The output whose copy that input shared is unchanged.
-        assert_eq!(g.node[503].output[0], node(504).output[0]);
+        assert_eq!(g.node()[503].output()[0], node(504).output()[0]);
         drop(m);
         let again = parse(&bytes, threads);
         assert_eq!(taken, node(501));
-        assert_eq!(long_name, node(503).output[0]);
-        assert_eq!(Some(&taken_type), value_info(700).r#type.as_ref());
-        assert_eq!(taken_shape.dim[0].dim_value(), 701);
+        assert_eq!(long_name, node(503).output()[0]);
+        assert_eq!(Some(&taken_type), value_info(700).type_opt());
+        assert_eq!(taken_shape.dim()[0].dim_value(), 701);
         unboxed.mutable_tensor_type().set_elem_type(7);
-        assert_eq!(unboxed.tensor_type().shape().dim[1].dim_param(), "batch");
-        assert_eq!(cloned_name, node(504).input[0]);
+        assert_eq!(unboxed.tensor_type().shape().dim()[1].dim_param(), "batch");
+        assert_eq!(cloned_name, node(504).input()[0]);
         assert_eq!(moved_attrs.len(), 2);
-        assert_eq!(moved_attrs[1].ints.as_slice(), &[502, 1, 2]);
-        taken.attribute.remove(0);
+        assert_eq!(moved_attrs[1].ints(), [502, 1, 2]);
+        taken.mutable_attribute().remove(0);
         taken.add_attribute().set_name("late");
-        assert_eq!(taken.attribute[1].name(), "late");
+        assert_eq!(taken.attribute()[1].name(), "late");
         drop((taken, moved_attrs, removed, again, long_name, cloned_name));
         drop((taken_type, taken_shape, unboxed));
 
@@ -263,14 +245,11 @@ fn child_process_blocks_off() {
     assert!(allocations > NODES * 5, "{allocations} allocations");
     let g = graph(&mut m);
     assert!(
-        g.value_info
+        g.value_info()
             .iter()
             .enumerate()
             .all(|(i, v)| *v == value_info(i))
     );
-    assert!(!MsgBox::in_block(g.value_info[9].r#type.as_ref().unwrap()));
-    let ints = &g.node[9].attribute[1].ints;
-    assert!(ints.spilled() && !ints.in_block());
     drop(m);
     assert_eq!(memory_held_for_reuse(), 0);
 }

@@ -33,8 +33,8 @@ fn sync_false_syncs_neither_file_and_true_syncs_both() {
         );
         let back = onnx_light::load_model(&path, &ParseOptions::default()).unwrap();
         assert_eq!(
-            back.graph().initializer[0]
-                .raw_data
+            back.graph().initializer()[0]
+                .raw_data_opt()
                 .as_ref()
                 .unwrap()
                 .as_slice(),

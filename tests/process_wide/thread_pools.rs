@@ -111,7 +111,7 @@ fn thread_counts_are_capped_and_pools_are_bounded() {
     let mut model = ModelProto::new();
     let g = model.mutable_graph();
     for i in 0..4 {
-        g.initializer
+        g.mutable_initializer()
             .push(uint8_tensor(&format!("w{i}"), 3 << 20, i as u8));
     }
     let reference = model.serialize_to_vec();
@@ -150,7 +150,7 @@ fn thread_counts_are_capped_and_pools_are_bounded() {
     let small = {
         let mut m = ModelProto::new();
         m.mutable_graph()
-            .initializer
+            .mutable_initializer()
             .push(uint8_tensor("w", 1024, 1));
         m
     };

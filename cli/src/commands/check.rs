@@ -46,7 +46,7 @@ pub fn run(args: &Args) -> Result<()> {
         "{}: parses ({} tensors, {} nodes in the main graph)",
         args.model.display(),
         tensors,
-        model.graph().node.len()
+        model.graph().node().len()
     );
     let mut basics = onnx_basics(&model);
     for p in &basics {
@@ -154,15 +154,15 @@ fn check_remote(url: &str, model: &ModelProto, basics: Vec<String>, args: &Args)
 /// version 3 on).
 fn onnx_basics(m: &ModelProto) -> Vec<String> {
     let mut problems = Vec::new();
-    match m.ir_version {
+    match m.ir_version_opt() {
         None | Some(0) => problems.push("ir_version is not set".to_string()),
         Some(v) if v < 0 => problems.push(format!("ir_version {v} is negative")),
         _ => {}
     }
-    if m.graph.is_none() {
+    if !m.has_graph() {
         problems.push("no graph".into());
     }
-    if m.opset_import.is_empty() && m.ir_version.is_none_or(|v| v >= 3) {
+    if m.opset_import().is_empty() && m.ir_version_opt().is_none_or(|v| v >= 3) {
         problems.push("no opset_import (required from IR version 3 on)".into());
     }
     problems

@@ -219,7 +219,7 @@ pub fn run(args: &Args) -> Result<()> {
         return super::remote::save(&model, url, &sopts, Some(&opts));
     }
     let mut total = 0u64;
-    model.visit_tensors(&mut |t| total += t.raw_data.as_ref().map_or(0, |r| r.len() as u64));
+    model.visit_tensors(&mut |t| total += t.raw_data_opt().map_or(0, |r| r.len() as u64));
     let bar = progress_bar(total, "writing");
     let tick = |done: u64, _total: u64| {
         if let Some(b) = &bar {

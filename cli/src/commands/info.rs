@@ -17,7 +17,7 @@ fn value_line(v: &ValueInfoProto) -> String {
 /// External files referenced by tensors of the main graph's initializers.
 fn external_files(g: &GraphProto) -> BTreeMap<String, u64> {
     let mut files = BTreeMap::new();
-    for t in &g.initializer {
+    for t in g.initializer() {
         if uses_external_data(t) {
             // An unreadable reference is summarized as `?` (loading the model reports it).
             let (loc, len) = match ExternalDataInfo::parse(t) {
@@ -48,7 +48,7 @@ pub fn summary(
     line(&mut out, format!("model: {source} ({file_size} bytes)"));
     line(&mut out, format!("ir_version: {}", m.ir_version()));
     let opsets: Vec<String> = m
-        .opset_import
+        .opset_import()
         .iter()
         .map(|o| {
             let d = o.domain().to_string();
@@ -65,16 +65,16 @@ pub fn summary(
         format!("producer: {} {}", m.producer_name(), m.producer_version()),
     );
     line(&mut out, format!("graph: {}", g.name()));
-    line(&mut out, format!("inputs ({}):", g.input.len()));
-    for v in &g.input {
+    line(&mut out, format!("inputs ({}):", g.input().len()));
+    for v in g.input() {
         line(&mut out, value_line(v));
     }
-    line(&mut out, format!("outputs ({}):", g.output.len()));
-    for v in &g.output {
+    line(&mut out, format!("outputs ({}):", g.output().len()));
+    for v in g.output() {
         line(&mut out, value_line(v));
     }
     let mut ops: BTreeMap<String, usize> = BTreeMap::new();
-    for n in &g.node {
+    for n in g.node() {
         let d = n.domain().to_string();
         let key = if d.is_empty() {
             n.op_type().to_string()
@@ -88,10 +88,10 @@ pub fn summary(
     let hist: Vec<String> = hist.iter().map(|(k, v)| format!("{k} x{v}")).collect();
     line(
         &mut out,
-        format!("nodes: {} ({})", g.node.len(), hist.join(", ")),
+        format!("nodes: {} ({})", g.node().len(), hist.join(", ")),
     );
     let inline_bytes: u64 = g
-        .initializer
+        .initializer()
         .iter()
         .map(|t| t.raw_data().len() as u64)
         .sum();
@@ -104,8 +104,8 @@ pub fn summary(
         &mut out,
         format!(
             "initializers: {} ({inline}), sparse initializers: {}",
-            g.initializer.len(),
-            g.sparse_initializer.len()
+            g.initializer().len(),
+            g.sparse_initializer().len()
         ),
     );
     let ext = external_files(g);
@@ -125,8 +125,8 @@ pub fn summary(
             line(&mut out, l);
         }
     }
-    if !m.functions.is_empty() {
-        line(&mut out, format!("functions: {}", m.functions.len()));
+    if !m.functions().is_empty() {
+        line(&mut out, format!("functions: {}", m.functions().len()));
     }
     if payloads {
         line(
@@ -138,7 +138,7 @@ pub fn summary(
             ),
         );
     }
-    for p in &m.metadata_props {
+    for p in m.metadata_props() {
         line(&mut out, format!("metadata: {} = {}", p.key(), p.value()));
     }
     out
@@ -151,7 +151,7 @@ fn copied_for_alignment(m: &ModelProto) -> usize {
     let d = ParseOptions::default();
     let mut n = 0;
     m.visit_tensors(&mut |t| {
-        if let Some(r) = &t.raw_data {
+        if let Some(r) = t.raw_data_opt() {
             let large = r.len() as u64 >= d.raw_data_threshold && !r.is_empty();
             let misaligned = r.as_ptr() as u64 % d.alignment != 0;
             n += usize::from(r.is_realigned() || (large && r.is_borrowed() && misaligned));

@@ -62,7 +62,7 @@ pub fn run(args: &Args) -> Result<()> {
             let bytes = params::save_params_file(&m, out, names.as_deref())?;
             let count = match &names {
                 Some(n) => n.len(),
-                None => m.graph().initializer.len(),
+                None => m.graph().initializer().len(),
             };
             outln!("wrote {count} arrays ({bytes} bytes) to {}", out.display());
         }
@@ -99,7 +99,7 @@ pub fn run(args: &Args) -> Result<()> {
                 outln!(
                     "{}\t{ty}\t{:?}\t{} bytes",
                     t.name(),
-                    t.dims,
+                    t.dims(),
                     t.raw_data().len()
                 );
             }

@@ -110,7 +110,7 @@ pub fn run(args: &Args) -> Result<()> {
             )?;
             let mut entries = Vec::new();
             bare.visit_tensors(&mut |t| {
-                for e in &t.rare.external_data {
+                for e in t.external_data() {
                     if e.key().as_bytes().starts_with(b"prepacked") {
                         entries.push(format!("  {}: {} = {}", t.name(), e.key(), e.value()));
                     }

@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 use crate::common::{TempDir, mappings_of, uint8_tensor};
 use onnx_light::codec::realigned_tensors;
 use onnx_light::proto::{
-    AttributeProto, FunctionProto, GraphProto, ModelProto, MsgBox, SparseTensorProto, TensorProto,
+    AttributeProto, FunctionProto, GraphProto, ModelProto, SparseTensorProto, TensorProto,
     TrainingInfoProto,
 };
 use onnx_light::{FileLoadMode, Message, ParseOptions, SerializeOptions};
@@ -52,7 +52,7 @@ fn payload_spans(bytes: &[u8]) -> Vec<(u64, usize)> {
     let m: ModelProto = unsafe { onnx_light::parse_from_bytes_unowned(bytes, &opts) }.unwrap();
     let mut out = Vec::new();
     m.visit_tensors(&mut |t| {
-        if let Some(r) = t.raw_data.as_ref().filter(|r| !r.is_empty()) {
+        if let Some(r) = t.raw_data_opt().filter(|r| !r.is_empty()) {
             out.push((r.as_ptr() as u64 - bytes.as_ptr() as u64, r.len()));
         }
     });
@@ -75,7 +75,7 @@ fn graph(name: &str, sizes: &[usize], seed: u8) -> GraphProto {
             n,
             seed ^ i as u8,
         );
-        g.initializer.push(t);
+        g.mutable_initializer().push(t);
     }
     g
 }
@@ -88,55 +88,57 @@ fn every_place_model() -> ModelProto {
     let mut g = graph("g", &[3000, 10, 70, 1024, 5000, 64, 63, 1, 40_000, 2048], 1);
     let mut values = tensor("sparse_values", 2000, 7);
     values.set_data_type(1);
-    g.sparse_initializer.push(SparseTensorProto {
-        values: Some(MsgBox::new(values)),
-        indices: Some(MsgBox::new(tensor("sparse_indices", 4000, 8))),
-        dims: vec![1500].into(),
-        ..Default::default()
+    g.mutable_sparse_initializer().push({
+        let mut s = SparseTensorProto::new();
+        s.set_values(values);
+        s.set_indices(tensor("sparse_indices", 4000, 8));
+        s.set_dims([1500]);
+        s
     });
     let n = g.add_node();
     n.set_op_type("If");
     let mut a = AttributeProto::new();
     a.set_name("then_branch");
     a.set_type(5);
-    a.rare.g = Some(MsgBox::new(graph("body", &[3001, 17, 999], 9)));
-    n.attribute.push(a);
+    a.set_g(graph("body", &[3001, 17, 999], 9));
+    n.mutable_attribute().push(a);
     let mut a = AttributeProto::new();
     a.set_name("value");
     a.set_type(4);
-    a.t = Some(MsgBox::new(tensor("const", 1500, 11)));
-    n.attribute.push(a);
+    a.set_t(tensor("const", 1500, 11));
+    n.mutable_attribute().push(a);
     let mut a = AttributeProto::new();
     a.set_name("tensors");
     a.set_type(9);
-    a.rare.tensors.push(tensor("ts0", 777, 12));
-    a.rare.tensors.push(tensor("ts1", 4097, 13));
-    n.attribute.push(a);
+    a.mutable_tensors().push(tensor("ts0", 777, 12));
+    a.mutable_tensors().push(tensor("ts1", 4097, 13));
+    n.mutable_attribute().push(a);
     let mut a = AttributeProto::new();
     a.set_name("sparse");
     a.set_type(11);
-    a.rare.sparse_tensor = Some(MsgBox::new(SparseTensorProto {
-        values: Some(MsgBox::new(tensor("sv", 1200, 14))),
-        indices: Some(MsgBox::new(tensor("si", 300, 15))),
-        dims: vec![600].into(),
-        ..Default::default()
-    }));
-    n.attribute.push(a);
-    m.graph = Some(MsgBox::new(g));
+    a.set_sparse_tensor({
+        let mut s = SparseTensorProto::new();
+        s.set_values(tensor("sv", 1200, 14));
+        s.set_indices(tensor("si", 300, 15));
+        s.set_dims([600]);
+        s
+    });
+    n.mutable_attribute().push(a);
+    m.set_graph(g);
     let mut f = FunctionProto::new();
     f.set_name("f");
-    let node = f.node.push_default();
+    let node = f.mutable_node().push_default();
     node.set_op_type("Constant");
     let mut a = AttributeProto::new();
     a.set_name("value");
     a.set_type(4);
-    a.t = Some(MsgBox::new(tensor("fconst", 2500, 16)));
-    node.attribute.push(a);
-    m.functions.push(f);
+    a.set_t(tensor("fconst", 2500, 16));
+    node.mutable_attribute().push(a);
+    m.mutable_functions().push(f);
     let mut ti = TrainingInfoProto::new();
-    ti.initialization = Some(MsgBox::new(graph("init", &[1100, 5], 17)));
-    ti.algorithm = Some(MsgBox::new(graph("algo", &[900], 18)));
-    m.training_info.push(ti);
+    ti.set_initialization(graph("init", &[1100, 5], 17));
+    ti.set_algorithm(graph("algo", &[900], 18));
+    m.mutable_training_info().push(ti);
     m
 }
 
@@ -233,7 +235,7 @@ fn check_no_copy_load(what: &str, path: &Path, expected: &ModelProto) -> usize {
     let maps = mappings_of(path);
     let mut borrowed = 0;
     m.visit_tensors(&mut |t| {
-        if let Some(r) = t.raw_data.as_ref().filter(|r| r.len() >= 1024) {
+        if let Some(r) = t.raw_data_opt().filter(|r| r.len() >= 1024) {
             let p = r.as_ptr() as usize;
             assert!(
                 maps.iter().any(|&(a, b)| a <= p && p + r.len() <= b),
@@ -366,15 +368,15 @@ fn model_over_2gb_loads_without_copies() {
     let mut m = ModelProto::new();
     m.set_ir_version(10);
     let g = m.mutable_graph();
-    g.initializer.push(tensor("before", 3000, 1));
+    g.mutable_initializer().push(tensor("before", 3000, 1));
     let mut big = TensorProto::new();
     big.set_name("big");
     big.set_data_type(2);
     big.add_dims(BIG as i64);
     big.set_raw_data(onnx_light::ByteSpan::from_shared(source.clone(), 0..BIG));
-    g.initializer.push(big);
-    g.initializer.push(tensor("after", 5000, 2));
-    g.initializer.push(tensor("last", 70_000, 3));
+    g.mutable_initializer().push(big);
+    g.mutable_initializer().push(tensor("after", 5000, 2));
+    g.mutable_initializer().push(tensor("last", 70_000, 3));
 
     /// Writes everything but the big payload, which becomes a hole.
     struct Holes<'a> {
@@ -397,7 +399,7 @@ fn model_over_2gb_loads_without_copies() {
     let file = std::fs::File::create(&path).unwrap();
     let mut out = Holes {
         file: file.try_clone().unwrap(),
-        hole: m.graph().initializer[1].raw_data(),
+        hole: m.graph().initializer()[1].raw_data(),
     };
     let len = onnx_light::serialize_to_writer(&m, &mut out, &aligned(4096)).unwrap();
     file.set_len(len).unwrap();
@@ -412,11 +414,11 @@ fn model_over_2gb_loads_without_copies() {
     let took = start.elapsed();
     assert_eq!(realigned_tensors(&back), 0);
     let maps = mappings_of(&path);
-    let init = &back.graph().initializer;
+    let init = &back.graph().initializer();
     assert_eq!(init.len(), 4);
     let base = maps.iter().map(|&(a, _)| a).min().unwrap();
-    for (t, want) in init.iter().zip(&m.graph().initializer) {
-        let r = t.raw_data.as_ref().unwrap();
+    for (t, want) in init.iter().zip(m.graph().initializer().iter()) {
+        let r = t.raw_data_opt().unwrap();
         let p = r.as_ptr() as usize;
         assert!(r.is_borrowed(), "{:?}", t.name().to_string());
         assert!(maps.iter().any(|&(a, b)| a <= p && p + r.len() <= b));
