@@ -124,12 +124,12 @@ def _key_bytes(key: Any) -> Optional[bytes]:
 
 def _is_url(path: str) -> bool:
     """Whether ``path`` is the URL of a remote model (docs/remote.md)."""
-    return path.lower().startswith(("s3://", "s3a://", "http://", "https://"))
+    return path.lower().startswith(("s3://", "s3a://", "az://", "azure://", "http://", "https://"))
 
 
 def _file_path(f: Any) -> Optional[str]:
     """The absolute path of ``f``: a path, or the ``name`` of a file object (as onnx finds it);
-    a URL of a remote model (``s3://``, ``http://``, ``https://``) as it is."""
+    a URL of a remote model (``s3://``, ``az://``, ``http://``, ``https://``) as it is."""
     if isinstance(f, str) and _is_url(f):
         return f
     if isinstance(f, (str, os.PathLike)):
@@ -169,7 +169,7 @@ def load(
 
     Args:
         f: a path, the model's bytes, or a file object opened for binary reading; a path may be
-            an ``s3://``, ``http://`` or ``https://`` URL (docs/remote.md: credentials from the
+            an ``s3://``, ``az://``, ``http://`` or ``https://`` URL (docs/remote.md: credentials from the
             ``AWS_*`` environment, options from ``ONNXL_REMOTE_*``).
         format: ``"protobuf"``, ``"textproto"``, ``"json"`` or ``"onnxtxt"``
             (:mod:`onnx_light.serialization`); default: from the file's extension, else protobuf.
@@ -235,7 +235,7 @@ def _storage_pairs(f: Any, storage_options: Optional[Dict[str, Any]]) -> Optiona
     if storage_options is None:
         return None
     if not (isinstance(f, str) and _is_url(f)):
-        raise ValueError("storage_options apply to s3://, http:// and https:// URLs only")
+        raise ValueError("storage_options apply to s3://, az://, http:// and https:// URLs only")
     return [(str(k), str(v).lower() if isinstance(v, bool) else str(v))
             for k, v in storage_options.items()]
 

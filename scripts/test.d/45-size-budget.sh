@@ -34,9 +34,10 @@ source scripts/lib/library-sizes.sh
 # looked at; the minimal one is capped at its target, 1 500 000 (met; the full target, 3 000 000,
 # too). The library with the opt-in `remote` feature has its own budget: 8 112 600 measured when
 # the feature came (its `object_store`, `reqwest`, `hyper`, `h2`, `rustls`, `tokio` and `url`
-# stack: +5.56 MB) plus ~2.5%.
+# stack: +5.56 MB) plus ~2.5%, raised by the Azure Blob Storage client (`az://`, 520 kB: 8 689 400
+# measured).
 FULL_BUDGET=2591000
-REMOTE_BUDGET=8315000
+REMOTE_BUDGET=8720000
 MINIMAL_BUDGET=1500000
 
 cargo clippy --release -p onnx_light --lib --no-default-features -- -D warnings

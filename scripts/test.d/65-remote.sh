@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Remote models (run by scripts/test-all.sh, after 50-python.sh has installed the wheel into the
 # venv): tests/remote/test_remote.py against real servers it starts — moto's S3 server (PyPI,
-# pinned in scripts/requirements-test.txt), nginx from Debian over HTTP and HTTPS (a test CA made
-# by the test), and a fault-injecting proxy — through the Python package, the CLI
+# pinned in scripts/requirements-test.txt), Azurite (Microsoft's Azure Storage emulator, pinned,
+# from the npm registry), nginx from Debian over HTTP and HTTPS (a test CA made by the test), and
+# a fault-injecting proxy — through the Python package, the CLI
 # (target/release/onnx-light) and the C ABI (target/release/libonnx_light.so).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -17,6 +18,21 @@ if ! command -v nginx >/dev/null 2>&1 && [ ! -x /usr/sbin/nginx ]; then
   apt-get update -qq
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nginx-light >/dev/null
 fi
+
+# Azurite into target/azurite (Node.js and npm from Debian when the machine has none).
+AZURITE_VERSION=3.35.0
+AZURITE="$ROOT/target/azurite"
+if [ ! -x "$AZURITE/node_modules/.bin/azurite-blob" ] \
+  || [ "$("$AZURITE/node_modules/.bin/azurite-blob" --version)" != "$AZURITE_VERSION" ]; then
+  if ! command -v npm >/dev/null 2>&1; then
+    [ "$(id -u)" = 0 ] || die "npm is missing and installing it needs root (apt-get install nodejs npm)"
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nodejs npm >/dev/null
+  fi
+  mkdir -p "$AZURITE"
+  (cd "$AZURITE" && npm install --silent --no-audit --no-fund --no-save "azurite@$AZURITE_VERSION")
+fi
+export ONNXL_AZURITE_BIN="$AZURITE/node_modules/.bin/azurite-blob"
 
 # The CLI (remote is on in the tool) and the C library with the opt-in remote feature (the other
 # C-level steps build it without: `-p onnx_light` keeps the tool's features out of it).

@@ -164,9 +164,12 @@ impl RemoteOptions {
 }
 
 /// The URL schemes read and written here.
-const SCHEMES: [&str; 4] = ["s3://", "s3a://", "http://", "https://"];
+const SCHEMES: [&str; 6] = [
+    "s3://", "s3a://", "az://", "azure://", "http://", "https://",
+];
 
-/// Whether `path` is a URL of a remote model (`s3://`, `s3a://`, `http://`, `https://`).
+/// Whether `path` is a URL of a remote model (`s3://`, `s3a://`, `az://`, `azure://`,
+/// `http://`, `https://`).
 pub fn is_url(path: &Path) -> bool {
     path.to_str().is_some_and(|s| {
         SCHEMES
@@ -221,9 +224,43 @@ fn config_err(url: &str, e: impl std::fmt::Display) -> Error {
     Error::InvalidArgument(format!("{url}: {e}"))
 }
 
+/// The store of a cloud service from its builder `b` (already given the bucket or container
+/// and the retry policy): `ro.config` keys go to the builder (`$Key` parses them, the store's
+/// own keys starting with `$own`), client keys the environment set are carried into `client`,
+/// which replaces the builder's client options.
+macro_rules! cloud_store {
+    ($b:expr, $Key:ident, $own:literal, $ro:expr, $client:expr, $url:expr) => {{
+        let mut b = $b;
+        let mut client = $client;
+        for (k, v) in &$ro.config {
+            match k.to_ascii_lowercase().parse::<$Key>() {
+                Ok(key) => b = b.with_config(key, v),
+                Err(e) => return Err(config_err($url, e)),
+            }
+        }
+        // (the client options given below replace those the environment set: carry these)
+        for key in [
+            ClientConfigKey::AllowHttp,
+            ClientConfigKey::AllowInvalidCertificates,
+            ClientConfigKey::ProxyUrl,
+            ClientConfigKey::ProxyCaCertificate,
+            ClientConfigKey::ProxyExcludes,
+        ] {
+            if let Some(v) = b.get_config_value(&$Key::Client(key)) {
+                client = client.with_config(key, v);
+            }
+        }
+        let client = apply_client_config(client, &$ro.config, $own, $url)?;
+        b.with_client_options(client)
+            .build()
+            .map_err(|e| config_err($url, e))?
+    }};
+}
+
 /// The store and key of `url`.
 pub(crate) fn open(url: &str, ro: &RemoteOptions) -> Result<Location> {
     use object_store::aws::AmazonS3ConfigKey;
+    use object_store::azure::AzureConfigKey;
     use object_store::{BackoffConfig, ClientConfigKey, ClientOptions, RetryConfig};
     ro.validate()?;
     install_crypto_provider();
@@ -252,33 +289,19 @@ pub(crate) fn open(url: &str, ro: &RemoteOptions) -> Result<Location> {
     let (store, root): (Arc<dyn ObjectStore>, String) = match parsed.scheme() {
         "s3" | "s3a" => {
             let bucket = parsed.host_str().unwrap_or_default().to_string();
-            let mut b = object_store::aws::AmazonS3Builder::from_env()
+            let b = object_store::aws::AmazonS3Builder::from_env()
                 .with_bucket_name(&bucket)
                 .with_retry(retry);
-            for (k, v) in &ro.config {
-                match k.to_ascii_lowercase().parse() {
-                    Ok(key) => b = b.with_config(key, v),
-                    Err(e) => return Err(config_err(url, e)),
-                }
-            }
-            // (the client options given below replace those the environment set: carry these)
-            for key in [
-                ClientConfigKey::AllowHttp,
-                ClientConfigKey::AllowInvalidCertificates,
-                ClientConfigKey::ProxyUrl,
-                ClientConfigKey::ProxyCaCertificate,
-                ClientConfigKey::ProxyExcludes,
-            ] {
-                if let Some(v) = b.get_config_value(&AmazonS3ConfigKey::Client(key)) {
-                    client = client.with_config(key, v);
-                }
-            }
-            let client = apply_client_config(client, &ro.config, "aws_", url)?;
-            let store = b
-                .with_client_options(client)
-                .build()
-                .map_err(|e| config_err(url, e))?;
+            let store = cloud_store!(b, AmazonS3ConfigKey, "aws_", ro, client, url);
             (Arc::new(store), format!("s3://{bucket}"))
+        }
+        "az" | "azure" => {
+            let container = parsed.host_str().unwrap_or_default().to_string();
+            let b = object_store::azure::MicrosoftAzureBuilder::from_env()
+                .with_container_name(&container)
+                .with_retry(retry);
+            let store = cloud_store!(b, AzureConfigKey, "azure_", ro, client, url);
+            (Arc::new(store), format!("az://{container}"))
         }
         scheme => {
             let origin = parsed.origin().ascii_serialization();

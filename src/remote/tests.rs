@@ -44,6 +44,8 @@ fn urls_are_recognized() {
         "s3://b/k.onnx",
         "S3://b/k",
         "s3a://b/k",
+        "az://c/k.onnx",
+        "Azure://c/k",
         "http://h/m.onnx",
         "https://h:1/m",
     ] {
@@ -53,6 +55,8 @@ fn urls_are_recognized() {
         "model.onnx",
         "/tmp/s3/m.onnx",
         "s3:/b/k",
+        "az://",
+        "gs://b/k.onnx",
         "https://",
         "file:///m.onnx",
     ] {

@@ -1,5 +1,6 @@
-"""Real servers for the remote-model tests: moto's S3 server, nginx (HTTP and HTTPS with a test
-CA made here), and a small fault-injecting HTTP proxy. Each runs as its own process (the proxy
+"""Real servers for the remote-model tests: moto's S3 server, Azurite (Microsoft's Azure Storage
+emulator, from the npm registry), nginx (HTTP and HTTPS with a test CA made here), and a small
+fault-injecting HTTP proxy. Each runs as its own process (the proxy
 as a thread of the test process) on a free loopback port, and is stopped at the end."""
 
 import datetime
@@ -42,6 +43,35 @@ class Moto:
             stdout=self.log, stderr=subprocess.STDOUT)
         wait_port(self.port, self.proc, "moto server")
         self.endpoint = f"http://127.0.0.1:{self.port}"
+
+    def stop(self) -> None:
+        self.proc.terminate()
+        self.proc.wait(10)
+        self.log.close()
+
+
+class Azurite:
+    """Azurite's blob service (``azurite-blob``, its path in ``ONNXL_AZURITE_BIN``), in memory."""
+
+    # The emulator's well-known development account (public, documented by Microsoft).
+    ACCOUNT = "devstoreaccount1"
+    KEY = ("Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/"
+           "KBHBeksoGMGw==")
+
+    def __init__(self, workdir: str):
+        exe = os.environ.get("ONNXL_AZURITE_BIN", "azurite-blob")
+        self.port = free_port()
+        self.log = open(os.path.join(workdir, "azurite.log"), "wb")
+        self.proc = subprocess.Popen(
+            [exe, "--blobHost", "127.0.0.1", "--blobPort", str(self.port), "--inMemoryPersistence",
+             "--silent", "--skipApiVersionCheck"],
+            cwd=workdir,
+            stdout=self.log, stderr=subprocess.STDOUT)
+        wait_port(self.port, self.proc, "azurite")
+        self.endpoint = f"http://127.0.0.1:{self.port}"
+        self.connection_string = (
+            f"DefaultEndpointsProtocol=http;AccountName={self.ACCOUNT};AccountKey={self.KEY};"
+            f"BlobEndpoint={self.endpoint}/{self.ACCOUNT};")
 
     def stop(self) -> None:
         self.proc.terminate()

@@ -48,7 +48,7 @@ struct Cli {
 enum Command {
     /// Summarize a model (the bundled sample model when MODEL is omitted).
     Info {
-        /// Path or URL (s3://, http://, https://) of an .onnx file; a URL is read
+        /// Path or URL (s3://, az://, http://, https://) of an .onnx file; a URL is read
         /// metadata-only (tensor payloads are not fetched).
         model: Option<PathBuf>,
         /// Parse with this many threads (negative: all cores).

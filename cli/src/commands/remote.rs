@@ -1,4 +1,4 @@
-//! Models given as `s3://`, `http://` or `https://` URLs: loads and saves through the library's
+//! Models given as `s3://`, `az://`, `http://` or `https://` URLs: loads and saves through the library's
 //! remote client, with a progress line (bytes, rate) on a terminal and a summary on stderr.
 
 use std::path::Path;
