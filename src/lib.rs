@@ -123,7 +123,7 @@ pub mod thread_safety;
 /// ty.mutable_sequence_type();
 /// assert_eq!(ty.value_case(), Some(TypeProtoValueCase::SequenceType));
 /// ```
-#[cfg(all(doctest, not(feature = "unstable-representation")))]
+#[cfg(doctest)]
 pub struct PublicApiHasNoRepresentation;
 
 pub use bytes::{ByteSpan, Owner, ProtoString, UnknownFields};
@@ -168,9 +168,6 @@ pub use storage::{max_threads, release_thread_pools};
 /// assert_eq!(n.input()[1], "b");
 /// ```
 pub use wire::Repeated;
-#[cfg(feature = "unstable-representation")]
-#[doc(hidden)]
-pub use wire::{InlineVec, MsgBox};
 pub use wire::{
     memory_held_for_reuse, memory_reuse_limit, release_memory_held_for_reuse,
     set_memory_reuse_limit,

@@ -2,11 +2,10 @@
 //! (one PyO3 class per message, views into the Rust messages) and `python/onnx_light/_proto.pyi`,
 //! their type stubs.
 //!
-//! The generated code reaches the Rust messages through their generated accessors (`x()`,
-//! `has_x()`, `set_x()`, `mutable_x()`) and, for repeated fields and the values it must move
-//! out (sub-messages, oneofs), through the field itself with methods every list type has
-//! (`len`, `get`, `insert`, `remove`, `extend`, `push_default`), so it does not depend on which
-//! container a field uses.
+//! The generated code reaches the Rust messages through their public accessors only (`x()`,
+//! `x_opt()`, `has_x()`, `set_x()`, `mutable_x()`, `take_x()`, `{oneof}_case()`), as any Rust
+//! user does, so it does not depend on how a message is laid out. Views are found by address: a
+//! sub-message taken out of its message (`take_x()`) is detached with the address it had there.
 
 use std::fmt::Write;
 
@@ -119,7 +118,7 @@ pub fn generate() -> String {
          use pyo3::prelude::*;\n\
          use pyo3::exceptions::PyAttributeError;\n\
          use onnx_light::proto::*;\n\
-         use onnx_light::{ByteSpan, ProtoString};\n\n\
+         use onnx_light::{ByteSpan, Message as Proto, ProtoString};\n\n\
          use crate::containers::{RepeatedCompositeContainer, RepeatedScalarContainer};\n\
          use crate::ops::{self, Msg};\n\
          use crate::schema::{Ctx, FieldInfo, FieldKind, Message, MsgInfo, MsgListOps, MsgOps, ScalarListOps, SubField};\n\
@@ -149,28 +148,27 @@ fn gen_message(o: &mut String, m: &MessageDef, tag: usize) {
     writeln!(o, "    fn walk(&self, f: &mut dyn FnMut(usize, u16)) {{").unwrap();
     writeln!(o, "        f(ops::addr(self), {tag});").unwrap();
     for f in m.fields {
-        if matches!(f.kind, Kind::Message(_)) && f.oneof.is_none() {
-            writeln!(o, "        self.{}.walk(f);", crate::field_path(f)).unwrap();
-        }
-    }
-    for oneof in oneofs(m) {
-        if is_message_oneof(m, oneof) {
-            writeln!(o, "        self.{oneof}.walk(f);").unwrap();
+        match (f.kind, f.label, f.oneof) {
+            (Kind::Message(_), Label::Repeated, _) => {
+                writeln!(o, "        self.{}().walk(f);", rust_member(f)).unwrap()
+            }
+            (Kind::Message(_), _, None) => {
+                writeln!(o, "        self.{}_opt().walk(f);", f.name).unwrap()
+            }
+            (Kind::Message(_), _, Some(_)) => writeln!(
+                o,
+                "        if self.has_{n}() {{ self.{n}().walk(f); }}",
+                n = f.name
+            )
+            .unwrap(),
+            _ => {}
         }
     }
     writeln!(o, "    }}\n}}\n").unwrap();
     for oneof in oneofs(m) {
-        if !is_message_oneof(m, oneof) {
-            continue;
+        if is_message_oneof(m, oneof) {
+            gen_oneof_detach(o, m, &ty, oneof);
         }
-        let en = format!("{ty}{}", camel(oneof));
-        writeln!(o, "impl Walk for {en} {{").unwrap();
-        writeln!(o, "    fn walk(&self, f: &mut dyn FnMut(usize, u16)) {{").unwrap();
-        writeln!(o, "        match self {{").unwrap();
-        for f in m.fields.iter().filter(|f| f.oneof == Some(oneof)) {
-            writeln!(o, "            Self::{}(v) => v.walk(f),", camel(f.name)).unwrap();
-        }
-        writeln!(o, "        }}\n    }}\n}}\n").unwrap();
     }
 
     // Msg: default, merge, text.
@@ -295,35 +293,32 @@ fn gen_merge(o: &mut String, m: &MessageDef, ty: &str) {
     // Guarded: an empty push would allocate the rare box that holds them.
     writeln!(
         o,
-        "        if !src.{u}.is_empty() {{ dst.{u}.push_raw(src.{u}.as_bytes()); }}",
-        u = crate::unknown_fields_path(m)
+        "        if !Proto::unknown_fields(&src).is_empty() {{ Proto::unknown_fields_mut(dst).push_raw(Proto::unknown_fields(&src).as_bytes()); }}"
     )
     .unwrap();
     for f in m.fields {
-        let r = crate::field_path(f);
+        let (n, r) = (f.name, rust_member(f));
         match (f.label, f.kind, f.oneof) {
             (Label::Optional, Kind::Payload, None) => writeln!(
                 o,
-                "        if let Some(v) = src.{r}.take() {{ dst.set_{}(v); }}",
-                f.name
+                "        if let Some(v) = src.take_{n}() {{ dst.set_{n}(v); }}"
             )
             .unwrap(),
             (Label::Optional, Kind::Message(c), None) => {
                 let call = format!(
-                    "<{} as Msg>::merge(ctx, dst.mutable_{}(), ops::Unbox::unbox(v))",
-                    rust_type_name(c),
-                    f.name
+                    "<{} as Msg>::merge(ctx, dst.mutable_{n}(), v)",
+                    rust_type_name(c)
                 );
                 writeln!(
                     o,
-                    "        if let Some(v) = src.{r}.take() {{ {}; }}",
+                    "        if let Some(v) = src.take_{n}() {{ {}; }}",
                     guarded(m, f, &call)
                 )
                 .unwrap()
             }
             (Label::Repeated, _, _) => writeln!(
                 o,
-                "        if !src.{r}.is_empty() {{ dst.{r}.extend(std::mem::take(&mut src.{r})); }}"
+                "        if !src.{r}().is_empty() {{ dst.mutable_{n}().extend(std::mem::take(src.mutable_{n}())); }}"
             )
             .unwrap(),
             _ => {}
@@ -331,23 +326,28 @@ fn gen_merge(o: &mut String, m: &MessageDef, ty: &str) {
     }
     for oneof in oneofs(m) {
         let en = format!("{ty}{}", camel(oneof));
-        writeln!(o, "        match src.{oneof}.take() {{").unwrap();
+        writeln!(o, "        match src.{oneof}_case() {{").unwrap();
         for f in m.fields.iter().filter(|f| f.oneof == Some(oneof)) {
+            let n = f.name;
             if let Kind::Message(c) = f.kind {
                 writeln!(
                     o,
-                    "            Some({en}::{}(v)) => {{ if !dst.has_{n}() {{ ops::take_detach(ctx, &mut dst.{oneof}); }} <{} as Msg>::merge(ctx, dst.mutable_{n}(), ops::Unbox::unbox(v)); }}",
-                    camel(f.name),
+                    "            Some({en}Case::{}) => {{ if !dst.has_{n}() {{ {}(ctx, dst); }} <{} as Msg>::merge(ctx, dst.mutable_{n}(), src.take_{n}().expect(\"set\")); }}",
+                    camel(n),
+                    oneof_detach_fn(m, oneof),
                     rust_type_name(c),
-                    n = f.name
                 )
                 .unwrap();
             } else {
+                let v = if by_ref(f.kind) {
+                    format!("src.{}().clone()", rust_member(f))
+                } else {
+                    format!("src.{}()", rust_member(f))
+                };
                 writeln!(
                     o,
-                    "            Some({en}::{}(v)) => dst.set_{}(v),",
-                    camel(f.name),
-                    f.name
+                    "            Some({en}Case::{}) => dst.set_{n}({v}),",
+                    camel(n)
                 )
                 .unwrap();
             }
@@ -373,7 +373,6 @@ fn gen_text(o: &mut String, m: &MessageDef) {
     fields.sort_by_key(|f| f.number);
     for f in fields {
         let r = rust_member(f);
-        let path = crate::field_path(f);
         let n = f.name;
         let emit = |v: &str| -> String {
             match f.kind {
@@ -413,7 +412,7 @@ fn gen_text(o: &mut String, m: &MessageDef) {
                 } else {
                     "*v"
                 };
-                writeln!(o, "        for v in self.{path}.iter() {{ {}; }}", emit(v)).unwrap()
+                writeln!(o, "        for v in self.{r}().iter() {{ {}; }}", emit(v)).unwrap()
             }
         }
     }
@@ -423,7 +422,6 @@ fn gen_text(o: &mut String, m: &MessageDef) {
 fn gen_field(o: &mut String, m: &MessageDef, f: &FieldDef, ty: &str, it: &str) {
     let fi = format!("{it}_{}", f.name);
     let fs = fi.to_uppercase();
-    let r = crate::field_path(f);
     let acc = rust_member(f);
     let n = f.name;
     let qual = format!("{}.{}", m.name, f.name);
@@ -431,9 +429,10 @@ fn gen_field(o: &mut String, m: &MessageDef, f: &FieldDef, ty: &str, it: &str) {
         (Label::Optional, Kind::Message(c)) => {
             let ct = rust_type_name(c);
             let make_detach = match f.oneof {
-                Some(oneof) => {
-                    format!("if !m.has_{n}() {{ ops::take_detach(ctx, &mut m.{oneof}); }} ")
-                }
+                Some(oneof) => format!(
+                    "if !m.has_{n}() {{ {}(ctx, m); }} ",
+                    oneof_detach_fn(m, oneof)
+                ),
                 None => String::new(),
             };
             writeln!(o, "static {fs}_SUB: SubField = SubField {{").unwrap();
@@ -455,10 +454,13 @@ fn gen_field(o: &mut String, m: &MessageDef, f: &FieldDef, ty: &str, it: &str) {
             )
             .unwrap();
             let clear = match f.oneof {
-                Some(oneof) => {
-                    format!("if m.has_{n}() {{ ops::take_detach(ctx, &mut m.{oneof}); }}")
-                }
-                None => format!("ops::take_detach(ctx, &mut m.{r});"),
+                Some(oneof) => format!(
+                    "if m.has_{n}() {{ {}(ctx, m); }}",
+                    oneof_detach_fn(m, oneof)
+                ),
+                None => format!(
+                    "let at = m.{n}_opt().map(ops::addr); ops::detach_taken(ctx, at, m.take_{n}());"
+                ),
             };
             writeln!(
                 o,
@@ -488,7 +490,7 @@ fn gen_field(o: &mut String, m: &MessageDef, f: &FieldDef, ty: &str, it: &str) {
         (Label::Repeated, Kind::Message(c)) => {
             writeln!(
                 o,
-                "static {fs}_LIST: MsgListOps = crate::msg_list!(\"{qual}\", {ty}, {r}, {}, &{}_INFO);",
+                "static {fs}_LIST: MsgListOps = crate::msg_list!(\"{qual}\", {ty}, {acc}, mutable_{n}, {}, &{}_INFO);",
                 rust_type_name(c),
                 stat(message_def(c))
             )
@@ -500,7 +502,7 @@ fn gen_field(o: &mut String, m: &MessageDef, f: &FieldDef, ty: &str, it: &str) {
             .unwrap();
             writeln!(
                 o,
-                "unsafe fn {fi}_clear(ctx: &Ctx<'_>, p: *mut ()) {{ ops::take_detach(ctx, &mut unsafe {{ &mut *(p as *mut {ty}) }}.{r}); }}\n"
+                "unsafe fn {fi}_clear(ctx: &Ctx<'_>, p: *mut ()) {{ ops::take_detach(ctx, unsafe {{ &mut *(p as *mut {ty}) }}.mutable_{n}()); }}\n"
             )
             .unwrap();
         }
@@ -509,7 +511,7 @@ fn gen_field(o: &mut String, m: &MessageDef, f: &FieldDef, ty: &str, it: &str) {
             let elem = if by_ref(k) { "v" } else { "*v" };
             writeln!(
                 o,
-                "static {fs}_LIST: ScalarListOps = crate::scalar_list!(\"{qual}\", {ty}, {r}, |py: Python<'_>, v: &{}| {{ let v = {elem}; {to_py} }}, {from_py});",
+                "static {fs}_LIST: ScalarListOps = crate::scalar_list!(\"{qual}\", {ty}, {acc}, mutable_{n}, |py: Python<'_>, v: &{}| {{ let v = {elem}; {to_py} }}, {from_py});",
                 crate::rust_messages::value_type(k)
             )
             .unwrap();
@@ -520,11 +522,44 @@ fn gen_field(o: &mut String, m: &MessageDef, f: &FieldDef, ty: &str, it: &str) {
             .unwrap();
             writeln!(
                 o,
-                "unsafe fn {fi}_clear(_ctx: &Ctx<'_>, p: *mut ()) {{ unsafe {{ &mut *(p as *mut {ty}) }}.{r}.clear(); }}\n"
+                "unsafe fn {fi}_clear(_ctx: &Ctx<'_>, p: *mut ()) {{ unsafe {{ &mut *(p as *mut {ty}) }}.clear_{n}(); }}\n"
             )
             .unwrap();
         }
     }
+}
+
+/// The name of the function that detaches the message member set in oneof `oneof` of `m`.
+fn oneof_detach_fn(m: &MessageDef, oneof: &str) -> String {
+    format!("{}_{oneof}_detach", item(m))
+}
+
+/// That function: the message member of the oneof that is set (if any) is taken out of the
+/// message and its views detached (scalar members need nothing: setting another case drops them).
+fn gen_oneof_detach(o: &mut String, m: &MessageDef, ty: &str, oneof: &str) {
+    writeln!(
+        o,
+        "/// Detaches the message set in `oneof {oneof}` of `{}`, if any.",
+        m.name
+    )
+    .unwrap();
+    writeln!(
+        o,
+        "fn {}(ctx: &Ctx<'_>, m: &mut {ty}) {{",
+        oneof_detach_fn(m, oneof)
+    )
+    .unwrap();
+    for f in m.fields.iter().filter(|f| f.oneof == Some(oneof)) {
+        if matches!(f.kind, Kind::Message(_)) {
+            writeln!(
+                o,
+                "    if m.has_{n}() {{ let at = ops::addr(m.{n}()); ops::detach_taken(ctx, Some(at), m.take_{n}()); }}",
+                n = f.name
+            )
+            .unwrap();
+        }
+    }
+    writeln!(o, "}}\n").unwrap();
 }
 
 fn gen_class(o: &mut String, m: &MessageDef, ty: &str, it: &str) {

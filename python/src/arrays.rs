@@ -91,9 +91,10 @@ pub fn share(span: &mut onnx_light::ByteSpan) -> Owner {
 pub fn tensor_raw_buffer(t: &Bound<'_, PyAny>) -> PyResult<Option<RawBuffer>> {
     let v = tensor_view(t)?;
     let (m, _root) = ops::write::<TensorProto>(&v)?;
-    let Some(span) = m.raw_data.as_mut() else {
+    if !m.has_raw_data() {
         return Ok(None);
-    };
+    }
+    let span = m.mutable_raw_data();
     let owner = share(span);
     Ok(Some(RawBuffer {
         _owner: owner,
@@ -109,11 +110,11 @@ pub fn tensor_field_buffer(t: &Bound<'_, PyAny>, field: &str) -> PyResult<RawBuf
     let v = tensor_view(t)?;
     let m = ops::read::<TensorProto>(&v)?;
     Ok(match field {
-        "float_data" => RawBuffer::copied(m.float_data.to_vec()),
-        "int32_data" => RawBuffer::copied(m.rare.int32_data.to_vec()),
-        "int64_data" => RawBuffer::copied(m.int64_data.to_vec()),
-        "double_data" => RawBuffer::copied(m.rare.double_data.to_vec()),
-        "uint64_data" => RawBuffer::copied(m.rare.uint64_data.to_vec()),
+        "float_data" => RawBuffer::copied(m.float_data().to_vec()),
+        "int32_data" => RawBuffer::copied(m.int32_data().to_vec()),
+        "int64_data" => RawBuffer::copied(m.int64_data().to_vec()),
+        "double_data" => RawBuffer::copied(m.double_data().to_vec()),
+        "uint64_data" => RawBuffer::copied(m.uint64_data().to_vec()),
         other => return Err(PyValueError::new_err(format!("not a typed field: {other}"))),
     })
 }
@@ -129,20 +130,20 @@ pub fn tensor_external_buffer(
     let v = tensor_view(t)?;
     let m = ops::read::<TensorProto>(&v)?;
     let mut copy = m.clone();
-    copy.raw_data = None;
+    copy.clear_raw_data();
     let mut model = ModelProto::new();
-    model.mutable_graph().initializer.push(copy);
+    model.mutable_graph().mutable_initializer().push(copy);
     let opts = ParseOptions {
         no_copy: true,
         ..Default::default()
     };
     py.detach(|| onnx_light::load_external_data_for_model(&mut model, &base_dir, &opts))
         .py()?;
-    let t = &mut model.mutable_graph().initializer[0];
-    let span = t
-        .raw_data
-        .as_mut()
-        .ok_or_else(|| PyValueError::new_err("the tensor has no external data"))?;
+    let t = &mut model.mutable_graph().mutable_initializer()[0];
+    if !t.has_raw_data() {
+        return Err(PyValueError::new_err("the tensor has no external data"));
+    }
+    let span = t.mutable_raw_data();
     let owner = span.share().expect("loaded bytes have an owner");
     Ok(RawBuffer {
         _owner: owner,

@@ -15,47 +15,46 @@ use pyo3::types::{PyDict, PyList, PySlice, PyTuple};
 use crate::schema::{MsgListOps, ScalarListOps};
 use crate::view::{Ctx, Message, view_of};
 
-/// The operations of repeated scalar field `$field` of `$M`, converting elements with
+/// The operations of repeated scalar field of `$M` read by its accessor `$get` (a slice) and
+/// written through `$mutable` (the field's `Repeated` list), converting elements with
 /// `$to_py(py, &elem)` and `$from_py(&obj)`.
 #[macro_export]
 macro_rules! scalar_list {
-    ($name:expr, $M:ty, $($field:ident).+, $to_py:expr, $from_py:expr) => {
+    ($name:expr, $M:ty, $get:ident, $mutable:ident, $to_py:expr, $from_py:expr) => {
         $crate::schema::ScalarListOps {
             name: $name,
-            len: |s| Ok($crate::ops::read::<$M>(s)?.$($field).+.len()),
+            len: |s| Ok($crate::ops::read::<$M>(s)?.$get().len()),
             get: |s, i| {
                 let m = $crate::ops::read::<$M>(s)?;
-                match m.$($field).+.get(i) {
+                match m.$get().get(i) {
                     Some(v) => ($to_py)(s.py(), v),
                     None => Err($crate::containers::index_error()),
                 }
             },
             get_all: |s| {
                 let m = $crate::ops::read::<$M>(s)?;
-                m.$($field).+.iter().map(|v| ($to_py)(s.py(), v)).collect()
+                m.$get().iter().map(|v| ($to_py)(s.py(), v)).collect()
             },
             set: |s, i, v| {
                 let v = ($from_py)(v)?;
                 let (m, _) = $crate::ops::write::<$M>(s)?;
-                match m.$($field).+.get_mut(i) {
-                    Some(x) => {
-                        *x = v;
-                        Ok(())
-                    }
-                    None => Err($crate::containers::index_error()),
+                if i >= m.$get().len() {
+                    return Err($crate::containers::index_error());
                 }
+                m.$mutable()[i] = v;
+                Ok(())
             },
             insert: |s, i, v| {
                 let v = ($from_py)(v)?;
                 let (m, _) = $crate::ops::write::<$M>(s)?;
-                let i = i.min(m.$($field).+.len());
-                m.$($field).+.insert(i, v);
+                let i = i.min(m.$get().len());
+                m.$mutable().insert(i, v);
                 Ok(())
             },
             remove: |s, i| {
                 let (m, _) = $crate::ops::write::<$M>(s)?;
-                if i < m.$($field).+.len() {
-                    m.$($field).+.remove(i);
+                if i < m.$get().len() {
+                    m.$mutable().remove(i);
                     Ok(())
                 } else {
                     Err($crate::containers::index_error())
@@ -67,7 +66,7 @@ macro_rules! scalar_list {
                     .map(|v| ($from_py)(v))
                     .collect::<PyResult<Vec<_>>>()?;
                 let (m, _) = $crate::ops::write::<$M>(s)?;
-                m.$($field).+.extend(vs);
+                m.$mutable().extend(vs);
                 Ok(())
             },
             assign: |s, vs| {
@@ -76,48 +75,52 @@ macro_rules! scalar_list {
                     .map(|v| ($from_py)(v))
                     .collect::<PyResult<Vec<_>>>()?;
                 let (m, _) = $crate::ops::write::<$M>(s)?;
-                m.$($field).+.clear();
-                m.$($field).+.extend(vs);
+                let list = m.$mutable();
+                list.clear();
+                list.extend(vs);
                 Ok(())
             },
             // SAFETY: the caller passes a live `$M`.
-            raw_len: |p| unsafe { &*(p as *const $M) }.$($field).+.len(),
+            raw_len: |p| unsafe { &*(p as *const $M) }.$get().len(),
         }
     };
 }
 
-/// The operations of repeated message field `$field` (elements `$C`) of `$M`.
+/// The operations of repeated message field of `$M` (elements `$C`) read by its accessor `$get`
+/// and written through `$mutable` (its `RepeatedField`).
 #[macro_export]
 macro_rules! msg_list {
-    ($name:expr, $M:ty, $($field:ident).+, $C:ty, $info:expr) => {
+    ($name:expr, $M:ty, $get:ident, $mutable:ident, $C:ty, $info:expr) => {
         $crate::schema::MsgListOps {
             name: $name,
             elem: $info,
             // SAFETY (all below): the caller passes a live `$M`, writable for the mutating ones.
-            len: |p| unsafe { &*(p as *const $M) }.$($field).+.len(),
+            len: |p| unsafe { &*(p as *const $M) }.$get().len(),
             ptr: |p, i| {
                 unsafe { &*(p as *const $M) }
-                    .$($field).+
+                    .$get()
                     .get(i)
                     .map_or(std::ptr::null_mut(), |e| e as *const $C as *mut ())
             },
-            add: |p| unsafe { &mut *(p as *mut $M) }.$($field).+.push_default() as *mut $C as *mut (),
+            add: |p| {
+                unsafe { &mut *(p as *mut $M) }.$mutable().push_default() as *mut $C as *mut ()
+            },
             remove: |ctx, p, i| {
-                let m = unsafe { &mut *(p as *mut $M) };
-                let at = $crate::ops::addr(&m.$($field).+[i]);
-                let old = m.$($field).+.remove(i);
+                let list = unsafe { &mut *(p as *mut $M) }.$mutable();
+                let at = $crate::ops::addr(&list[i]);
+                let old = list.remove(i);
                 ctx.detach(old, at);
             },
             clear: |ctx, p| {
-                $crate::ops::take_detach(ctx, &mut unsafe { &mut *(p as *mut $M) }.$($field).+)
+                $crate::ops::take_detach(ctx, unsafe { &mut *(p as *mut $M) }.$mutable())
             },
             insert: |p, i, v| {
                 let v = *v.downcast::<$C>().expect("element type");
-                let m = unsafe { &mut *(p as *mut $M) };
-                let i = i.min(m.$($field).+.len());
-                m.$($field).+.insert(i, v);
+                let list = unsafe { &mut *(p as *mut $M) }.$mutable();
+                let i = i.min(list.len());
+                list.insert(i, v);
             },
-            swap: |p, a, b| unsafe { &mut *(p as *mut $M) }.$($field).+.swap(a, b),
+            swap: |p, a, b| unsafe { &mut *(p as *mut $M) }.$mutable().swap(a, b),
         }
     };
 }

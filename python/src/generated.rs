@@ -4,7 +4,7 @@
 use pyo3::prelude::*;
 use pyo3::exceptions::PyAttributeError;
 use onnx_light::proto::*;
-use onnx_light::{ByteSpan, ProtoString};
+use onnx_light::{ByteSpan, Message as Proto, ProtoString};
 
 use crate::containers::{RepeatedCompositeContainer, RepeatedScalarContainer};
 use crate::ops::{self, Msg};
@@ -52,14 +52,14 @@ pub static MESSAGE_INFOS: &[&MsgInfo] = &[
 impl Walk for AttributeProto {
     fn walk(&self, f: &mut dyn FnMut(usize, u16)) {
         f(ops::addr(self), 0);
-        self.t.walk(f);
-        self.rare.g.walk(f);
-        self.rare.sparse_tensor.walk(f);
-        self.rare.tp.walk(f);
-        self.rare.tensors.walk(f);
-        self.rare.graphs.walk(f);
-        self.rare.sparse_tensors.walk(f);
-        self.rare.type_protos.walk(f);
+        self.t_opt().walk(f);
+        self.g_opt().walk(f);
+        self.sparse_tensor_opt().walk(f);
+        self.tp_opt().walk(f);
+        self.tensors().walk(f);
+        self.graphs().walk(f);
+        self.sparse_tensors().walk(f);
+        self.type_protos().walk(f);
     }
 }
 
@@ -79,18 +79,18 @@ impl Msg for AttributeProto {
         if src.has_f() { dst.set_f(src.f()); }
         if src.has_i() { dst.set_i(src.i()); }
         if src.has_s() { dst.set_s(src.s().clone()); }
-        if !src.rare.unknown_fields.is_empty() { dst.rare.unknown_fields.push_raw(src.rare.unknown_fields.as_bytes()); }
-        if let Some(v) = src.t.take() { <TensorProto as Msg>::merge(ctx, dst.mutable_t(), ops::Unbox::unbox(v)); }
-        if let Some(v) = src.rare.g.take() { onnx_light::wire::guard_stack(|| <GraphProto as Msg>::merge(ctx, dst.mutable_g(), ops::Unbox::unbox(v))); }
-        if let Some(v) = src.rare.sparse_tensor.take() { <SparseTensorProto as Msg>::merge(ctx, dst.mutable_sparse_tensor(), ops::Unbox::unbox(v)); }
-        if let Some(v) = src.rare.tp.take() { <TypeProto as Msg>::merge(ctx, dst.mutable_tp(), ops::Unbox::unbox(v)); }
-        if !src.rare.floats.is_empty() { dst.rare.floats.extend(std::mem::take(&mut src.rare.floats)); }
-        if !src.ints.is_empty() { dst.ints.extend(std::mem::take(&mut src.ints)); }
-        if !src.rare.strings.is_empty() { dst.rare.strings.extend(std::mem::take(&mut src.rare.strings)); }
-        if !src.rare.tensors.is_empty() { dst.rare.tensors.extend(std::mem::take(&mut src.rare.tensors)); }
-        if !src.rare.graphs.is_empty() { dst.rare.graphs.extend(std::mem::take(&mut src.rare.graphs)); }
-        if !src.rare.sparse_tensors.is_empty() { dst.rare.sparse_tensors.extend(std::mem::take(&mut src.rare.sparse_tensors)); }
-        if !src.rare.type_protos.is_empty() { dst.rare.type_protos.extend(std::mem::take(&mut src.rare.type_protos)); }
+        if !Proto::unknown_fields(&src).is_empty() { Proto::unknown_fields_mut(dst).push_raw(Proto::unknown_fields(&src).as_bytes()); }
+        if let Some(v) = src.take_t() { <TensorProto as Msg>::merge(ctx, dst.mutable_t(), v); }
+        if let Some(v) = src.take_g() { onnx_light::wire::guard_stack(|| <GraphProto as Msg>::merge(ctx, dst.mutable_g(), v)); }
+        if let Some(v) = src.take_sparse_tensor() { <SparseTensorProto as Msg>::merge(ctx, dst.mutable_sparse_tensor(), v); }
+        if let Some(v) = src.take_tp() { <TypeProto as Msg>::merge(ctx, dst.mutable_tp(), v); }
+        if !src.floats().is_empty() { dst.mutable_floats().extend(std::mem::take(src.mutable_floats())); }
+        if !src.ints().is_empty() { dst.mutable_ints().extend(std::mem::take(src.mutable_ints())); }
+        if !src.strings().is_empty() { dst.mutable_strings().extend(std::mem::take(src.mutable_strings())); }
+        if !src.tensors().is_empty() { dst.mutable_tensors().extend(std::mem::take(src.mutable_tensors())); }
+        if !src.graphs().is_empty() { dst.mutable_graphs().extend(std::mem::take(src.mutable_graphs())); }
+        if !src.sparse_tensors().is_empty() { dst.mutable_sparse_tensors().extend(std::mem::take(src.mutable_sparse_tensors())); }
+        if !src.type_protos().is_empty() { dst.mutable_type_protos().extend(std::mem::take(src.mutable_type_protos())); }
     }
     fn text(&self, out: &mut TextOut) {
         if self.has_name() { out.string("name", self.name().as_bytes()); }
@@ -99,18 +99,18 @@ impl Msg for AttributeProto {
         if self.has_s() { out.bytes("s", self.s().as_bytes()); }
         if self.has_t() { { out.begin("t"); self.t().text(out); out.end(); }; }
         if self.has_g() { { out.begin("g"); onnx_light::wire::guard_stack(|| self.g().text(out)); out.end(); }; }
-        for v in self.rare.floats.iter() { out.float32("floats", *v); }
-        for v in self.ints.iter() { out.num("ints", *v); }
-        for v in self.rare.strings.iter() { out.bytes("strings", v.as_bytes()); }
-        for v in self.rare.tensors.iter() { { out.begin("tensors"); v.text(out); out.end(); }; }
-        for v in self.rare.graphs.iter() { { out.begin("graphs"); onnx_light::wire::guard_stack(|| v.text(out)); out.end(); }; }
+        for v in self.floats().iter() { out.float32("floats", *v); }
+        for v in self.ints().iter() { out.num("ints", *v); }
+        for v in self.strings().iter() { out.bytes("strings", v.as_bytes()); }
+        for v in self.tensors().iter() { { out.begin("tensors"); v.text(out); out.end(); }; }
+        for v in self.graphs().iter() { { out.begin("graphs"); onnx_light::wire::guard_stack(|| v.text(out)); out.end(); }; }
         if self.has_doc_string() { out.string("doc_string", self.doc_string().as_bytes()); }
         if self.has_tp() { { out.begin("tp"); self.tp().text(out); out.end(); }; }
-        for v in self.rare.type_protos.iter() { { out.begin("type_protos"); v.text(out); out.end(); }; }
+        for v in self.type_protos().iter() { { out.begin("type_protos"); v.text(out); out.end(); }; }
         if self.has_type() { out.enumeration("type", self.r#type(), &[("UNDEFINED", 0), ("FLOAT", 1), ("INT", 2), ("STRING", 3), ("TENSOR", 4), ("GRAPH", 5), ("SPARSE_TENSOR", 11), ("TYPE_PROTO", 13), ("FLOATS", 6), ("INTS", 7), ("STRINGS", 8), ("TENSORS", 9), ("GRAPHS", 10), ("SPARSE_TENSORS", 12), ("TYPE_PROTOS", 14)]); }
         if self.has_ref_attr_name() { out.string("ref_attr_name", self.ref_attr_name().as_bytes()); }
         if self.has_sparse_tensor() { { out.begin("sparse_tensor"); self.sparse_tensor().text(out); out.end(); }; }
-        for v in self.rare.sparse_tensors.iter() { { out.begin("sparse_tensors"); v.text(out); out.end(); }; }
+        for v in self.sparse_tensors().iter() { { out.begin("sparse_tensors"); v.text(out); out.end(); }; }
     }
 }
 
@@ -147,56 +147,56 @@ static ATTRIBUTE_PROTO_T_SUB: SubField = SubField {
     make: |ctx, p| { let m = unsafe { &mut *(p as *mut AttributeProto) }; m.mutable_t() as *mut TensorProto as *mut () },
 };
 fn attribute_proto_t_get(s: &Bound<'_, Message>) -> PyResult<Py<PyAny>> { ops::get_message::<AttributeProto>(s, &ATTRIBUTE_PROTO_T_SUB, &TENSOR_PROTO_INFO) }
-unsafe fn attribute_proto_t_clear(ctx: &Ctx<'_>, p: *mut ()) { let m = unsafe { &mut *(p as *mut AttributeProto) }; ops::take_detach(ctx, &mut m.t); }
+unsafe fn attribute_proto_t_clear(ctx: &Ctx<'_>, p: *mut ()) { let m = unsafe { &mut *(p as *mut AttributeProto) }; let at = m.t_opt().map(ops::addr); ops::detach_taken(ctx, at, m.take_t()); }
 
 static ATTRIBUTE_PROTO_G_SUB: SubField = SubField {
     get: |p| { let m = unsafe { &*(p as *const AttributeProto) }; if m.has_g() { m.g() as *const GraphProto as *const () } else { std::ptr::null() } },
     make: |ctx, p| { let m = unsafe { &mut *(p as *mut AttributeProto) }; m.mutable_g() as *mut GraphProto as *mut () },
 };
 fn attribute_proto_g_get(s: &Bound<'_, Message>) -> PyResult<Py<PyAny>> { ops::get_message::<AttributeProto>(s, &ATTRIBUTE_PROTO_G_SUB, &GRAPH_PROTO_INFO) }
-unsafe fn attribute_proto_g_clear(ctx: &Ctx<'_>, p: *mut ()) { let m = unsafe { &mut *(p as *mut AttributeProto) }; ops::take_detach(ctx, &mut m.rare.g); }
+unsafe fn attribute_proto_g_clear(ctx: &Ctx<'_>, p: *mut ()) { let m = unsafe { &mut *(p as *mut AttributeProto) }; let at = m.g_opt().map(ops::addr); ops::detach_taken(ctx, at, m.take_g()); }
 
 static ATTRIBUTE_PROTO_SPARSE_TENSOR_SUB: SubField = SubField {
     get: |p| { let m = unsafe { &*(p as *const AttributeProto) }; if m.has_sparse_tensor() { m.sparse_tensor() as *const SparseTensorProto as *const () } else { std::ptr::null() } },
     make: |ctx, p| { let m = unsafe { &mut *(p as *mut AttributeProto) }; m.mutable_sparse_tensor() as *mut SparseTensorProto as *mut () },
 };
 fn attribute_proto_sparse_tensor_get(s: &Bound<'_, Message>) -> PyResult<Py<PyAny>> { ops::get_message::<AttributeProto>(s, &ATTRIBUTE_PROTO_SPARSE_TENSOR_SUB, &SPARSE_TENSOR_PROTO_INFO) }
-unsafe fn attribute_proto_sparse_tensor_clear(ctx: &Ctx<'_>, p: *mut ()) { let m = unsafe { &mut *(p as *mut AttributeProto) }; ops::take_detach(ctx, &mut m.rare.sparse_tensor); }
+unsafe fn attribute_proto_sparse_tensor_clear(ctx: &Ctx<'_>, p: *mut ()) { let m = unsafe { &mut *(p as *mut AttributeProto) }; let at = m.sparse_tensor_opt().map(ops::addr); ops::detach_taken(ctx, at, m.take_sparse_tensor()); }
 
 static ATTRIBUTE_PROTO_TP_SUB: SubField = SubField {
     get: |p| { let m = unsafe { &*(p as *const AttributeProto) }; if m.has_tp() { m.tp() as *const TypeProto as *const () } else { std::ptr::null() } },
     make: |ctx, p| { let m = unsafe { &mut *(p as *mut AttributeProto) }; m.mutable_tp() as *mut TypeProto as *mut () },
 };
 fn attribute_proto_tp_get(s: &Bound<'_, Message>) -> PyResult<Py<PyAny>> { ops::get_message::<AttributeProto>(s, &ATTRIBUTE_PROTO_TP_SUB, &TYPE_PROTO_INFO) }
-unsafe fn attribute_proto_tp_clear(ctx: &Ctx<'_>, p: *mut ()) { let m = unsafe { &mut *(p as *mut AttributeProto) }; ops::take_detach(ctx, &mut m.rare.tp); }
+unsafe fn attribute_proto_tp_clear(ctx: &Ctx<'_>, p: *mut ()) { let m = unsafe { &mut *(p as *mut AttributeProto) }; let at = m.tp_opt().map(ops::addr); ops::detach_taken(ctx, at, m.take_tp()); }
 
-static ATTRIBUTE_PROTO_FLOATS_LIST: ScalarListOps = crate::scalar_list!("AttributeProto.floats", AttributeProto, rare.floats, |py: Python<'_>, v: &f32| { let v = *v; ops::py_f32(py, v) }, ops::to_f32);
+static ATTRIBUTE_PROTO_FLOATS_LIST: ScalarListOps = crate::scalar_list!("AttributeProto.floats", AttributeProto, floats, mutable_floats, |py: Python<'_>, v: &f32| { let v = *v; ops::py_f32(py, v) }, ops::to_f32);
 fn attribute_proto_floats_get(s: &Bound<'_, Message>) -> PyResult<Py<PyAny>> { Ok(Py::new(s.py(), RepeatedScalarContainer { parent: s.clone().unbind(), ops: &ATTRIBUTE_PROTO_FLOATS_LIST })?.into_any()) }
-unsafe fn attribute_proto_floats_clear(_ctx: &Ctx<'_>, p: *mut ()) { unsafe { &mut *(p as *mut AttributeProto) }.rare.floats.clear(); }
+unsafe fn attribute_proto_floats_clear(_ctx: &Ctx<'_>, p: *mut ()) { unsafe { &mut *(p as *mut AttributeProto) }.clear_floats(); }
 
-static ATTRIBUTE_PROTO_INTS_LIST: ScalarListOps = crate::scalar_list!("AttributeProto.ints", AttributeProto, ints, |py: Python<'_>, v: &i64| { let v = *v; ops::py_val(py, v) }, ops::to_i64);
+static ATTRIBUTE_PROTO_INTS_LIST: ScalarListOps = crate::scalar_list!("AttributeProto.ints", AttributeProto, ints, mutable_ints, |py: Python<'_>, v: &i64| { let v = *v; ops::py_val(py, v) }, ops::to_i64);
 fn attribute_proto_ints_get(s: &Bound<'_, Message>) -> PyResult<Py<PyAny>> { Ok(Py::new(s.py(), RepeatedScalarContainer { parent: s.clone().unbind(), ops: &ATTRIBUTE_PROTO_INTS_LIST })?.into_any()) }
-unsafe fn attribute_proto_ints_clear(_ctx: &Ctx<'_>, p: *mut ()) { unsafe { &mut *(p as *mut AttributeProto) }.ints.clear(); }
+unsafe fn attribute_proto_ints_clear(_ctx: &Ctx<'_>, p: *mut ()) { unsafe { &mut *(p as *mut AttributeProto) }.clear_ints(); }
 
-static ATTRIBUTE_PROTO_STRINGS_LIST: ScalarListOps = crate::scalar_list!("AttributeProto.strings", AttributeProto, rare.strings, |py: Python<'_>, v: &ProtoString| { let v = v; Ok(ops::py_bytes(py, v.as_bytes())) }, |v: &Bound<'_, PyAny>| ops::to_bytes(v).map(ProtoString::from));
+static ATTRIBUTE_PROTO_STRINGS_LIST: ScalarListOps = crate::scalar_list!("AttributeProto.strings", AttributeProto, strings, mutable_strings, |py: Python<'_>, v: &ProtoString| { let v = v; Ok(ops::py_bytes(py, v.as_bytes())) }, |v: &Bound<'_, PyAny>| ops::to_bytes(v).map(ProtoString::from));
 fn attribute_proto_strings_get(s: &Bound<'_, Message>) -> PyResult<Py<PyAny>> { Ok(Py::new(s.py(), RepeatedScalarContainer { parent: s.clone().unbind(), ops: &ATTRIBUTE_PROTO_STRINGS_LIST })?.into_any()) }
-unsafe fn attribute_proto_strings_clear(_ctx: &Ctx<'_>, p: *mut ()) { unsafe { &mut *(p as *mut AttributeProto) }.rare.strings.clear(); }
+unsafe fn attribute_proto_strings_clear(_ctx: &Ctx<'_>, p: *mut ()) { unsafe { &mut *(p as *mut AttributeProto) }.clear_strings(); }
 
-static ATTRIBUTE_PROTO_TENSORS_LIST: MsgListOps = crate::msg_list!("AttributeProto.tensors", AttributeProto, rare.tensors, TensorProto, &TENSOR_PROTO_INFO);
+static ATTRIBUTE_PROTO_TENSORS_LIST: MsgListOps = crate::msg_list!("AttributeProto.tensors", AttributeProto, tensors, mutable_tensors, TensorProto, &TENSOR_PROTO_INFO);
 fn attribute_proto_tensors_get(s: &Bound<'_, Message>) -> PyResult<Py<PyAny>> { Ok(Py::new(s.py(), RepeatedCompositeContainer { parent: s.clone().unbind(), ops: &ATTRIBUTE_PROTO_TENSORS_LIST })?.into_any()) }
-unsafe fn attribute_proto_tensors_clear(ctx: &Ctx<'_>, p: *mut ()) { ops::take_detach(ctx, &mut unsafe { &mut *(p as *mut AttributeProto) }.rare.tensors); }
+unsafe fn attribute_proto_tensors_clear(ctx: &Ctx<'_>, p: *mut ()) { ops::take_detach(ctx, unsafe { &mut *(p as *mut AttributeProto) }.mutable_tensors()); }
 
-static ATTRIBUTE_PROTO_GRAPHS_LIST: MsgListOps = crate::msg_list!("AttributeProto.graphs", AttributeProto, rare.graphs, GraphProto, &GRAPH_PROTO_INFO);
+static ATTRIBUTE_PROTO_GRAPHS_LIST: MsgListOps = crate::msg_list!("AttributeProto.graphs", AttributeProto, graphs, mutable_graphs, GraphProto, &GRAPH_PROTO_INFO);
 fn attribute_proto_graphs_get(s: &Bound<'_, Message>) -> PyResult<Py<PyAny>> { Ok(Py::new(s.py(), RepeatedCompositeContainer { parent: s.clone().unbind(), ops: &ATTRIBUTE_PROTO_GRAPHS_LIST })?.into_any()) }
-unsafe fn attribute_proto_graphs_clear(ctx: &Ctx<'_>, p: *mut ()) { ops::take_detach(ctx, &mut unsafe { &mut *(p as *mut AttributeProto) }.rare.graphs); }
+unsafe fn attribute_proto_graphs_clear(ctx: &Ctx<'_>, p: *mut ()) { ops::take_detach(ctx, unsafe { &mut *(p as *mut AttributeProto) }.mutable_graphs()); }
 
-static ATTRIBUTE_PROTO_SPARSE_TENSORS_LIST: MsgListOps = crate::msg_list!("AttributeProto.sparse_tensors", AttributeProto, rare.sparse_tensors, SparseTensorProto, &SPARSE_TENSOR_PROTO_INFO);
+static ATTRIBUTE_PROTO_SPARSE_TENSORS_LIST: MsgListOps = crate::msg_list!("AttributeProto.sparse_tensors", AttributeProto, sparse_tensors, mutable_sparse_tensors, SparseTensorProto, &SPARSE_TENSOR_PROTO_INFO);
 fn attribute_proto_sparse_tensors_get(s: &Bound<'_, Message>) -> PyResult<Py<PyAny>> { Ok(Py::new(s.py(), RepeatedCompositeContainer { parent: s.clone().unbind(), ops: &ATTRIBUTE_PROTO_SPARSE_TENSORS_LIST })?.into_any()) }
-unsafe fn attribute_proto_sparse_tensors_clear(ctx: &Ctx<'_>, p: *mut ()) { ops::take_detach(ctx, &mut unsafe { &mut *(p as *mut AttributeProto) }.rare.sparse_tensors); }
+unsafe fn attribute_proto_sparse_tensors_clear(ctx: &Ctx<'_>, p: *mut ()) { ops::take_detach(ctx, unsafe { &mut *(p as *mut AttributeProto) }.mutable_sparse_tensors()); }
 
-static ATTRIBUTE_PROTO_TYPE_PROTOS_LIST: MsgListOps = crate::msg_list!("AttributeProto.type_protos", AttributeProto, rare.type_protos, TypeProto, &TYPE_PROTO_INFO);
+static ATTRIBUTE_PROTO_TYPE_PROTOS_LIST: MsgListOps = crate::msg_list!("AttributeProto.type_protos", AttributeProto, type_protos, mutable_type_protos, TypeProto, &TYPE_PROTO_INFO);
 fn attribute_proto_type_protos_get(s: &Bound<'_, Message>) -> PyResult<Py<PyAny>> { Ok(Py::new(s.py(), RepeatedCompositeContainer { parent: s.clone().unbind(), ops: &ATTRIBUTE_PROTO_TYPE_PROTOS_LIST })?.into_any()) }
-unsafe fn attribute_proto_type_protos_clear(ctx: &Ctx<'_>, p: *mut ()) { ops::take_detach(ctx, &mut unsafe { &mut *(p as *mut AttributeProto) }.rare.type_protos); }
+unsafe fn attribute_proto_type_protos_clear(ctx: &Ctx<'_>, p: *mut ()) { ops::take_detach(ctx, unsafe { &mut *(p as *mut AttributeProto) }.mutable_type_protos()); }
 
 static ATTRIBUTE_PROTO_OPS: MsgOps = ops::ops_of::<AttributeProto>();
 
@@ -389,8 +389,8 @@ impl PyAttributeProto {
 impl Walk for ValueInfoProto {
     fn walk(&self, f: &mut dyn FnMut(usize, u16)) {
         f(ops::addr(self), 1);
-        self.r#type.walk(f);
-        self.rare.metadata_props.walk(f);
+        self.type_opt().walk(f);
+        self.metadata_props().walk(f);
     }
 }
 
@@ -405,15 +405,15 @@ impl Msg for ValueInfoProto {
     fn merge(ctx: &Ctx<'_>, dst: &mut Self, mut src: Self) {
         if src.has_name() { dst.set_name(src.name().clone()); }
         if src.has_doc_string() { dst.set_doc_string(src.doc_string().clone()); }
-        if !src.rare.unknown_fields.is_empty() { dst.rare.unknown_fields.push_raw(src.rare.unknown_fields.as_bytes()); }
-        if let Some(v) = src.r#type.take() { <TypeProto as Msg>::merge(ctx, dst.mutable_type(), ops::Unbox::unbox(v)); }
-        if !src.rare.metadata_props.is_empty() { dst.rare.metadata_props.extend(std::mem::take(&mut src.rare.metadata_props)); }
+        if !Proto::unknown_fields(&src).is_empty() { Proto::unknown_fields_mut(dst).push_raw(Proto::unknown_fields(&src).as_bytes()); }
+        if let Some(v) = src.take_type() { <TypeProto as Msg>::merge(ctx, dst.mutable_type(), v); }
+        if !src.metadata_props().is_empty() { dst.mutable_metadata_props().extend(std::mem::take(src.mutable_metadata_props())); }
     }
     fn text(&self, out: &mut TextOut) {
         if self.has_name() { out.string("name", self.name().as_bytes()); }
         if self.has_type() { { out.begin("type"); self.r#type().text(out); out.end(); }; }
         if self.has_doc_string() { out.string("doc_string", self.doc_string().as_bytes()); }
-        for v in self.rare.metadata_props.iter() { { out.begin("metadata_props"); v.text(out); out.end(); }; }
+        for v in self.metadata_props().iter() { { out.begin("metadata_props"); v.text(out); out.end(); }; }
     }
 }
 
@@ -426,15 +426,15 @@ static VALUE_INFO_PROTO_TYPE_SUB: SubField = SubField {
     make: |ctx, p| { let m = unsafe { &mut *(p as *mut ValueInfoProto) }; m.mutable_type() as *mut TypeProto as *mut () },
 };
 fn value_info_proto_type_get(s: &Bound<'_, Message>) -> PyResult<Py<PyAny>> { ops::get_message::<ValueInfoProto>(s, &VALUE_INFO_PROTO_TYPE_SUB, &TYPE_PROTO_INFO) }
-unsafe fn value_info_proto_type_clear(ctx: &Ctx<'_>, p: *mut ()) { let m = unsafe { &mut *(p as *mut ValueInfoProto) }; ops::take_detach(ctx, &mut m.r#type); }
+unsafe fn value_info_proto_type_clear(ctx: &Ctx<'_>, p: *mut ()) { let m = unsafe { &mut *(p as *mut ValueInfoProto) }; let at = m.type_opt().map(ops::addr); ops::detach_taken(ctx, at, m.take_type()); }
 
 fn value_info_proto_doc_string_get(s: &Bound<'_, Message>) -> PyResult<Py<PyAny>> { ops::get_with::<ValueInfoProto>(s, |py, m| { let v = m.doc_string(); ops::py_str(py, v.as_bytes()) }) }
 fn value_info_proto_doc_string_set(s: &Bound<'_, Message>, v: &Bound<'_, PyAny>) -> PyResult<()> { ops::set_with::<ValueInfoProto, _>(s, v, |v: &Bound<'_, PyAny>| ops::to_str_bytes(v).map(ProtoString::from), |_, m, v| m.set_doc_string(v)) }
 unsafe fn value_info_proto_doc_string_clear(_ctx: &Ctx<'_>, p: *mut ()) { unsafe { &mut *(p as *mut ValueInfoProto) }.clear_doc_string(); }
 
-static VALUE_INFO_PROTO_METADATA_PROPS_LIST: MsgListOps = crate::msg_list!("ValueInfoProto.metadata_props", ValueInfoProto, rare.metadata_props, StringStringEntryProto, &STRING_STRING_ENTRY_PROTO_INFO);
+static VALUE_INFO_PROTO_METADATA_PROPS_LIST: MsgListOps = crate::msg_list!("ValueInfoProto.metadata_props", ValueInfoProto, metadata_props, mutable_metadata_props, StringStringEntryProto, &STRING_STRING_ENTRY_PROTO_INFO);
 fn value_info_proto_metadata_props_get(s: &Bound<'_, Message>) -> PyResult<Py<PyAny>> { Ok(Py::new(s.py(), RepeatedCompositeContainer { parent: s.clone().unbind(), ops: &VALUE_INFO_PROTO_METADATA_PROPS_LIST })?.into_any()) }
-unsafe fn value_info_proto_metadata_props_clear(ctx: &Ctx<'_>, p: *mut ()) { ops::take_detach(ctx, &mut unsafe { &mut *(p as *mut ValueInfoProto) }.rare.metadata_props); }
+unsafe fn value_info_proto_metadata_props_clear(ctx: &Ctx<'_>, p: *mut ()) { ops::take_detach(ctx, unsafe { &mut *(p as *mut ValueInfoProto) }.mutable_metadata_props()); }
 
 static VALUE_INFO_PROTO_OPS: MsgOps = ops::ops_of::<ValueInfoProto>();
 
@@ -495,9 +495,9 @@ impl PyValueInfoProto {
 impl Walk for NodeProto {
     fn walk(&self, f: &mut dyn FnMut(usize, u16)) {
         f(ops::addr(self), 2);
-        self.attribute.walk(f);
-        self.rare.metadata_props.walk(f);
-        self.rare.device_configurations.walk(f);
+        self.attribute().walk(f);
+        self.metadata_props().walk(f);
+        self.device_configurations().walk(f);
     }
 }
 
@@ -515,34 +515,34 @@ impl Msg for NodeProto {
         if src.has_domain() { dst.set_domain(src.domain().clone()); }
         if src.has_overload() { dst.set_overload(src.overload().clone()); }
         if src.has_doc_string() { dst.set_doc_string(src.doc_string().clone()); }
-        if !src.rare.unknown_fields.is_empty() { dst.rare.unknown_fields.push_raw(src.rare.unknown_fields.as_bytes()); }
-        if !src.input.is_empty() { dst.input.extend(std::mem::take(&mut src.input)); }
-        if !src.output.is_empty() { dst.output.extend(std::mem::take(&mut src.output)); }
-        if !src.attribute.is_empty() { dst.attribute.extend(std::mem::take(&mut src.attribute)); }
-        if !src.rare.metadata_props.is_empty() { dst.rare.metadata_props.extend(std::mem::take(&mut src.rare.metadata_props)); }
-        if !src.rare.device_configurations.is_empty() { dst.rare.device_configurations.extend(std::mem::take(&mut src.rare.device_configurations)); }
+        if !Proto::unknown_fields(&src).is_empty() { Proto::unknown_fields_mut(dst).push_raw(Proto::unknown_fields(&src).as_bytes()); }
+        if !src.input().is_empty() { dst.mutable_input().extend(std::mem::take(src.mutable_input())); }
+        if !src.output().is_empty() { dst.mutable_output().extend(std::mem::take(src.mutable_output())); }
+        if !src.attribute().is_empty() { dst.mutable_attribute().extend(std::mem::take(src.mutable_attribute())); }
+        if !src.metadata_props().is_empty() { dst.mutable_metadata_props().extend(std::mem::take(src.mutable_metadata_props())); }
+        if !src.device_configurations().is_empty() { dst.mutable_device_configurations().extend(std::mem::take(src.mutable_device_configurations())); }
     }
     fn text(&self, out: &mut TextOut) {
-        for v in self.input.iter() { out.string("input", v.as_bytes()); }
-        for v in self.output.iter() { out.string("output", v.as_bytes()); }
+        for v in self.input().iter() { out.string("input", v.as_bytes()); }
+        for v in self.output().iter() { out.string("output", v.as_bytes()); }
         if self.has_name() { out.string("name", self.name().as_bytes()); }
         if self.has_op_type() { out.string("op_type", self.op_type().as_bytes()); }
-        for v in self.attribute.iter() { { out.begin("attribute"); v.text(out); out.end(); }; }
+        for v in self.attribute().iter() { { out.begin("attribute"); v.text(out); out.end(); }; }
         if self.has_doc_string() { out.string("doc_string", self.doc_string().as_bytes()); }
         if self.has_domain() { out.string("domain", self.domain().as_bytes()); }
         if self.has_overload() { out.string("overload", self.overload().as_bytes()); }
-        for v in self.rare.metadata_props.iter() { { out.begin("metadata_props"); v.text(out); out.end(); }; }
-        for v in self.rare.device_configurations.iter() { { out.begin("device_configurations"); v.text(out); out.end(); }; }
+        for v in self.metadata_props().iter() { { out.begin("metadata_props"); v.text(out); out.end(); }; }
+        for v in self.device_configurations().iter() { { out.begin("device_configurations"); v.text(out); out.end(); }; }
     }
 }
 
-static NODE_PROTO_INPUT_LIST: ScalarListOps = crate::scalar_list!("NodeProto.input", NodeProto, input, |py: Python<'_>, v: &ProtoString| { let v = v; ops::py_str(py, v.as_bytes()) }, |v: &Bound<'_, PyAny>| ops::to_str_bytes(v).map(ProtoString::from));
+static NODE_PROTO_INPUT_LIST: ScalarListOps = crate::scalar_list!("NodeProto.input", NodeProto, input, mutable_input, |py: Python<'_>, v: &ProtoString| { let v = v; ops::py_str(py, v.as_bytes()) }, |v: &Bound<'_, PyAny>| ops::to_str_bytes(v).map(ProtoString::from));
 fn node_proto_input_get(s: &Bound<'_, Message>) -> PyResult<Py<PyAny>> { Ok(Py::new(s.py(), RepeatedScalarContainer { parent: s.clone().unbind(), ops: &NODE_PROTO_INPUT_LIST })?.into_any()) }
-unsafe fn node_proto_input_clear(_ctx: &Ctx<'_>, p: *mut ()) { unsafe { &mut *(p as *mut NodeProto) }.input.clear(); }
+unsafe fn node_proto_input_clear(_ctx: &Ctx<'_>, p: *mut ()) { unsafe { &mut *(p as *mut NodeProto) }.clear_input(); }
 
-static NODE_PROTO_OUTPUT_LIST: ScalarListOps = crate::scalar_list!("NodeProto.output", NodeProto, output, |py: Python<'_>, v: &ProtoString| { let v = v; ops::py_str(py, v.as_bytes()) }, |v: &Bound<'_, PyAny>| ops::to_str_bytes(v).map(ProtoString::from));
+static NODE_PROTO_OUTPUT_LIST: ScalarListOps = crate::scalar_list!("NodeProto.output", NodeProto, output, mutable_output, |py: Python<'_>, v: &ProtoString| { let v = v; ops::py_str(py, v.as_bytes()) }, |v: &Bound<'_, PyAny>| ops::to_str_bytes(v).map(ProtoString::from));
 fn node_proto_output_get(s: &Bound<'_, Message>) -> PyResult<Py<PyAny>> { Ok(Py::new(s.py(), RepeatedScalarContainer { parent: s.clone().unbind(), ops: &NODE_PROTO_OUTPUT_LIST })?.into_any()) }
-unsafe fn node_proto_output_clear(_ctx: &Ctx<'_>, p: *mut ()) { unsafe { &mut *(p as *mut NodeProto) }.output.clear(); }
+unsafe fn node_proto_output_clear(_ctx: &Ctx<'_>, p: *mut ()) { unsafe { &mut *(p as *mut NodeProto) }.clear_output(); }
 
 fn node_proto_name_get(s: &Bound<'_, Message>) -> PyResult<Py<PyAny>> { ops::get_with::<NodeProto>(s, |py, m| { let v = m.name(); ops::py_str(py, v.as_bytes()) }) }
 fn node_proto_name_set(s: &Bound<'_, Message>, v: &Bound<'_, PyAny>) -> PyResult<()> { ops::set_with::<NodeProto, _>(s, v, |v: &Bound<'_, PyAny>| ops::to_str_bytes(v).map(ProtoString::from), |_, m, v| m.set_name(v)) }
@@ -560,21 +560,21 @@ fn node_proto_overload_get(s: &Bound<'_, Message>) -> PyResult<Py<PyAny>> { ops:
 fn node_proto_overload_set(s: &Bound<'_, Message>, v: &Bound<'_, PyAny>) -> PyResult<()> { ops::set_with::<NodeProto, _>(s, v, |v: &Bound<'_, PyAny>| ops::to_str_bytes(v).map(ProtoString::from), |_, m, v| m.set_overload(v)) }
 unsafe fn node_proto_overload_clear(_ctx: &Ctx<'_>, p: *mut ()) { unsafe { &mut *(p as *mut NodeProto) }.clear_overload(); }
 
-static NODE_PROTO_ATTRIBUTE_LIST: MsgListOps = crate::msg_list!("NodeProto.attribute", NodeProto, attribute, AttributeProto, &ATTRIBUTE_PROTO_INFO);
+static NODE_PROTO_ATTRIBUTE_LIST: MsgListOps = crate::msg_list!("NodeProto.attribute", NodeProto, attribute, mutable_attribute, AttributeProto, &ATTRIBUTE_PROTO_INFO);
 fn node_proto_attribute_get(s: &Bound<'_, Message>) -> PyResult<Py<PyAny>> { Ok(Py::new(s.py(), RepeatedCompositeContainer { parent: s.clone().unbind(), ops: &NODE_PROTO_ATTRIBUTE_LIST })?.into_any()) }
-unsafe fn node_proto_attribute_clear(ctx: &Ctx<'_>, p: *mut ()) { ops::take_detach(ctx, &mut unsafe { &mut *(p as *mut NodeProto) }.attribute); }
+unsafe fn node_proto_attribute_clear(ctx: &Ctx<'_>, p: *mut ()) { ops::take_detach(ctx, unsafe { &mut *(p as *mut NodeProto) }.mutable_attribute()); }
 
 fn node_proto_doc_string_get(s: &Bound<'_, Message>) -> PyResult<Py<PyAny>> { ops::get_with::<NodeProto>(s, |py, m| { let v = m.doc_string(); ops::py_str(py, v.as_bytes()) }) }
 fn node_proto_doc_string_set(s: &Bound<'_, Message>, v: &Bound<'_, PyAny>) -> PyResult<()> { ops::set_with::<NodeProto, _>(s, v, |v: &Bound<'_, PyAny>| ops::to_str_bytes(v).map(ProtoString::from), |_, m, v| m.set_doc_string(v)) }
 unsafe fn node_proto_doc_string_clear(_ctx: &Ctx<'_>, p: *mut ()) { unsafe { &mut *(p as *mut NodeProto) }.clear_doc_string(); }
 
-static NODE_PROTO_METADATA_PROPS_LIST: MsgListOps = crate::msg_list!("NodeProto.metadata_props", NodeProto, rare.metadata_props, StringStringEntryProto, &STRING_STRING_ENTRY_PROTO_INFO);
+static NODE_PROTO_METADATA_PROPS_LIST: MsgListOps = crate::msg_list!("NodeProto.metadata_props", NodeProto, metadata_props, mutable_metadata_props, StringStringEntryProto, &STRING_STRING_ENTRY_PROTO_INFO);
 fn node_proto_metadata_props_get(s: &Bound<'_, Message>) -> PyResult<Py<PyAny>> { Ok(Py::new(s.py(), RepeatedCompositeContainer { parent: s.clone().unbind(), ops: &NODE_PROTO_METADATA_PROPS_LIST })?.into_any()) }
-unsafe fn node_proto_metadata_props_clear(ctx: &Ctx<'_>, p: *mut ()) { ops::take_detach(ctx, &mut unsafe { &mut *(p as *mut NodeProto) }.rare.metadata_props); }
+unsafe fn node_proto_metadata_props_clear(ctx: &Ctx<'_>, p: *mut ()) { ops::take_detach(ctx, unsafe { &mut *(p as *mut NodeProto) }.mutable_metadata_props()); }
 
-static NODE_PROTO_DEVICE_CONFIGURATIONS_LIST: MsgListOps = crate::msg_list!("NodeProto.device_configurations", NodeProto, rare.device_configurations, NodeDeviceConfigurationProto, &NODE_DEVICE_CONFIGURATION_PROTO_INFO);
+static NODE_PROTO_DEVICE_CONFIGURATIONS_LIST: MsgListOps = crate::msg_list!("NodeProto.device_configurations", NodeProto, device_configurations, mutable_device_configurations, NodeDeviceConfigurationProto, &NODE_DEVICE_CONFIGURATION_PROTO_INFO);
 fn node_proto_device_configurations_get(s: &Bound<'_, Message>) -> PyResult<Py<PyAny>> { Ok(Py::new(s.py(), RepeatedCompositeContainer { parent: s.clone().unbind(), ops: &NODE_PROTO_DEVICE_CONFIGURATIONS_LIST })?.into_any()) }
-unsafe fn node_proto_device_configurations_clear(ctx: &Ctx<'_>, p: *mut ()) { ops::take_detach(ctx, &mut unsafe { &mut *(p as *mut NodeProto) }.rare.device_configurations); }
+unsafe fn node_proto_device_configurations_clear(ctx: &Ctx<'_>, p: *mut ()) { ops::take_detach(ctx, unsafe { &mut *(p as *mut NodeProto) }.mutable_device_configurations()); }
 
 static NODE_PROTO_OPS: MsgOps = ops::ops_of::<NodeProto>();
 
@@ -684,12 +684,12 @@ impl Msg for IntIntListEntryProto {
     #[allow(unused_variables, unused_mut)]
     fn merge(ctx: &Ctx<'_>, dst: &mut Self, mut src: Self) {
         if src.has_key() { dst.set_key(src.key()); }
-        if !src.unknown_fields.is_empty() { dst.unknown_fields.push_raw(src.unknown_fields.as_bytes()); }
-        if !src.value.is_empty() { dst.value.extend(std::mem::take(&mut src.value)); }
+        if !Proto::unknown_fields(&src).is_empty() { Proto::unknown_fields_mut(dst).push_raw(Proto::unknown_fields(&src).as_bytes()); }
+        if !src.value().is_empty() { dst.mutable_value().extend(std::mem::take(src.mutable_value())); }
     }
     fn text(&self, out: &mut TextOut) {
         if self.has_key() { out.num("key", self.key()); }
-        for v in self.value.iter() { out.num("value", *v); }
+        for v in self.value().iter() { out.num("value", *v); }
     }
 }
 
@@ -697,9 +697,9 @@ fn int_int_list_entry_proto_key_get(s: &Bound<'_, Message>) -> PyResult<Py<PyAny
 fn int_int_list_entry_proto_key_set(s: &Bound<'_, Message>, v: &Bound<'_, PyAny>) -> PyResult<()> { ops::set_with::<IntIntListEntryProto, _>(s, v, ops::to_i64, |_, m, v| m.set_key(v)) }
 unsafe fn int_int_list_entry_proto_key_clear(_ctx: &Ctx<'_>, p: *mut ()) { unsafe { &mut *(p as *mut IntIntListEntryProto) }.clear_key(); }
 
-static INT_INT_LIST_ENTRY_PROTO_VALUE_LIST: ScalarListOps = crate::scalar_list!("IntIntListEntryProto.value", IntIntListEntryProto, value, |py: Python<'_>, v: &i64| { let v = *v; ops::py_val(py, v) }, ops::to_i64);
+static INT_INT_LIST_ENTRY_PROTO_VALUE_LIST: ScalarListOps = crate::scalar_list!("IntIntListEntryProto.value", IntIntListEntryProto, value, mutable_value, |py: Python<'_>, v: &i64| { let v = *v; ops::py_val(py, v) }, ops::to_i64);
 fn int_int_list_entry_proto_value_get(s: &Bound<'_, Message>) -> PyResult<Py<PyAny>> { Ok(Py::new(s.py(), RepeatedScalarContainer { parent: s.clone().unbind(), ops: &INT_INT_LIST_ENTRY_PROTO_VALUE_LIST })?.into_any()) }
-unsafe fn int_int_list_entry_proto_value_clear(_ctx: &Ctx<'_>, p: *mut ()) { unsafe { &mut *(p as *mut IntIntListEntryProto) }.value.clear(); }
+unsafe fn int_int_list_entry_proto_value_clear(_ctx: &Ctx<'_>, p: *mut ()) { unsafe { &mut *(p as *mut IntIntListEntryProto) }.clear_value(); }
 
 static INT_INT_LIST_ENTRY_PROTO_OPS: MsgOps = ops::ops_of::<IntIntListEntryProto>();
 
@@ -748,7 +748,7 @@ impl PyIntIntListEntryProto {
 impl Walk for NodeDeviceConfigurationProto {
     fn walk(&self, f: &mut dyn FnMut(usize, u16)) {
         f(ops::addr(self), 4);
-        self.sharding_spec.walk(f);
+        self.sharding_spec().walk(f);
     }
 }
 
@@ -763,12 +763,12 @@ impl Msg for NodeDeviceConfigurationProto {
     fn merge(ctx: &Ctx<'_>, dst: &mut Self, mut src: Self) {
         if src.has_configuration_id() { dst.set_configuration_id(src.configuration_id().clone()); }
         if src.has_pipeline_stage() { dst.set_pipeline_stage(src.pipeline_stage()); }
-        if !src.unknown_fields.is_empty() { dst.unknown_fields.push_raw(src.unknown_fields.as_bytes()); }
-        if !src.sharding_spec.is_empty() { dst.sharding_spec.extend(std::mem::take(&mut src.sharding_spec)); }
+        if !Proto::unknown_fields(&src).is_empty() { Proto::unknown_fields_mut(dst).push_raw(Proto::unknown_fields(&src).as_bytes()); }
+        if !src.sharding_spec().is_empty() { dst.mutable_sharding_spec().extend(std::mem::take(src.mutable_sharding_spec())); }
     }
     fn text(&self, out: &mut TextOut) {
         if self.has_configuration_id() { out.string("configuration_id", self.configuration_id().as_bytes()); }
-        for v in self.sharding_spec.iter() { { out.begin("sharding_spec"); v.text(out); out.end(); }; }
+        for v in self.sharding_spec().iter() { { out.begin("sharding_spec"); v.text(out); out.end(); }; }
         if self.has_pipeline_stage() { out.num("pipeline_stage", self.pipeline_stage()); }
     }
 }
@@ -777,9 +777,9 @@ fn node_device_configuration_proto_configuration_id_get(s: &Bound<'_, Message>) 
 fn node_device_configuration_proto_configuration_id_set(s: &Bound<'_, Message>, v: &Bound<'_, PyAny>) -> PyResult<()> { ops::set_with::<NodeDeviceConfigurationProto, _>(s, v, |v: &Bound<'_, PyAny>| ops::to_str_bytes(v).map(ProtoString::from), |_, m, v| m.set_configuration_id(v)) }
 unsafe fn node_device_configuration_proto_configuration_id_clear(_ctx: &Ctx<'_>, p: *mut ()) { unsafe { &mut *(p as *mut NodeDeviceConfigurationProto) }.clear_configuration_id(); }
 
-static NODE_DEVICE_CONFIGURATION_PROTO_SHARDING_SPEC_LIST: MsgListOps = crate::msg_list!("NodeDeviceConfigurationProto.sharding_spec", NodeDeviceConfigurationProto, sharding_spec, ShardingSpecProto, &SHARDING_SPEC_PROTO_INFO);
+static NODE_DEVICE_CONFIGURATION_PROTO_SHARDING_SPEC_LIST: MsgListOps = crate::msg_list!("NodeDeviceConfigurationProto.sharding_spec", NodeDeviceConfigurationProto, sharding_spec, mutable_sharding_spec, ShardingSpecProto, &SHARDING_SPEC_PROTO_INFO);
 fn node_device_configuration_proto_sharding_spec_get(s: &Bound<'_, Message>) -> PyResult<Py<PyAny>> { Ok(Py::new(s.py(), RepeatedCompositeContainer { parent: s.clone().unbind(), ops: &NODE_DEVICE_CONFIGURATION_PROTO_SHARDING_SPEC_LIST })?.into_any()) }
-unsafe fn node_device_configuration_proto_sharding_spec_clear(ctx: &Ctx<'_>, p: *mut ()) { ops::take_detach(ctx, &mut unsafe { &mut *(p as *mut NodeDeviceConfigurationProto) }.sharding_spec); }
+unsafe fn node_device_configuration_proto_sharding_spec_clear(ctx: &Ctx<'_>, p: *mut ()) { ops::take_detach(ctx, unsafe { &mut *(p as *mut NodeDeviceConfigurationProto) }.mutable_sharding_spec()); }
 
 fn node_device_configuration_proto_pipeline_stage_get(s: &Bound<'_, Message>) -> PyResult<Py<PyAny>> { ops::get_with::<NodeDeviceConfigurationProto>(s, |py, m| { let v = m.pipeline_stage(); ops::py_val(py, v) }) }
 fn node_device_configuration_proto_pipeline_stage_set(s: &Bound<'_, Message>, v: &Bound<'_, PyAny>) -> PyResult<()> { ops::set_with::<NodeDeviceConfigurationProto, _>(s, v, ops::to_i32, |_, m, v| m.set_pipeline_stage(v)) }
@@ -838,8 +838,8 @@ impl PyNodeDeviceConfigurationProto {
 impl Walk for ShardingSpecProto {
     fn walk(&self, f: &mut dyn FnMut(usize, u16)) {
         f(ops::addr(self), 5);
-        self.index_to_device_group_map.walk(f);
-        self.sharded_dim.walk(f);
+        self.index_to_device_group_map().walk(f);
+        self.sharded_dim().walk(f);
     }
 }
 
@@ -853,16 +853,16 @@ impl Msg for ShardingSpecProto {
     #[allow(unused_variables, unused_mut)]
     fn merge(ctx: &Ctx<'_>, dst: &mut Self, mut src: Self) {
         if src.has_tensor_name() { dst.set_tensor_name(src.tensor_name().clone()); }
-        if !src.unknown_fields.is_empty() { dst.unknown_fields.push_raw(src.unknown_fields.as_bytes()); }
-        if !src.device.is_empty() { dst.device.extend(std::mem::take(&mut src.device)); }
-        if !src.index_to_device_group_map.is_empty() { dst.index_to_device_group_map.extend(std::mem::take(&mut src.index_to_device_group_map)); }
-        if !src.sharded_dim.is_empty() { dst.sharded_dim.extend(std::mem::take(&mut src.sharded_dim)); }
+        if !Proto::unknown_fields(&src).is_empty() { Proto::unknown_fields_mut(dst).push_raw(Proto::unknown_fields(&src).as_bytes()); }
+        if !src.device().is_empty() { dst.mutable_device().extend(std::mem::take(src.mutable_device())); }
+        if !src.index_to_device_group_map().is_empty() { dst.mutable_index_to_device_group_map().extend(std::mem::take(src.mutable_index_to_device_group_map())); }
+        if !src.sharded_dim().is_empty() { dst.mutable_sharded_dim().extend(std::mem::take(src.mutable_sharded_dim())); }
     }
     fn text(&self, out: &mut TextOut) {
         if self.has_tensor_name() { out.string("tensor_name", self.tensor_name().as_bytes()); }
-        for v in self.device.iter() { out.num("device", *v); }
-        for v in self.index_to_device_group_map.iter() { { out.begin("index_to_device_group_map"); v.text(out); out.end(); }; }
-        for v in self.sharded_dim.iter() { { out.begin("sharded_dim"); v.text(out); out.end(); }; }
+        for v in self.device().iter() { out.num("device", *v); }
+        for v in self.index_to_device_group_map().iter() { { out.begin("index_to_device_group_map"); v.text(out); out.end(); }; }
+        for v in self.sharded_dim().iter() { { out.begin("sharded_dim"); v.text(out); out.end(); }; }
     }
 }
 
@@ -870,17 +870,17 @@ fn sharding_spec_proto_tensor_name_get(s: &Bound<'_, Message>) -> PyResult<Py<Py
 fn sharding_spec_proto_tensor_name_set(s: &Bound<'_, Message>, v: &Bound<'_, PyAny>) -> PyResult<()> { ops::set_with::<ShardingSpecProto, _>(s, v, |v: &Bound<'_, PyAny>| ops::to_str_bytes(v).map(ProtoString::from), |_, m, v| m.set_tensor_name(v)) }
 unsafe fn sharding_spec_proto_tensor_name_clear(_ctx: &Ctx<'_>, p: *mut ()) { unsafe { &mut *(p as *mut ShardingSpecProto) }.clear_tensor_name(); }
 
-static SHARDING_SPEC_PROTO_DEVICE_LIST: ScalarListOps = crate::scalar_list!("ShardingSpecProto.device", ShardingSpecProto, device, |py: Python<'_>, v: &i64| { let v = *v; ops::py_val(py, v) }, ops::to_i64);
+static SHARDING_SPEC_PROTO_DEVICE_LIST: ScalarListOps = crate::scalar_list!("ShardingSpecProto.device", ShardingSpecProto, device, mutable_device, |py: Python<'_>, v: &i64| { let v = *v; ops::py_val(py, v) }, ops::to_i64);
 fn sharding_spec_proto_device_get(s: &Bound<'_, Message>) -> PyResult<Py<PyAny>> { Ok(Py::new(s.py(), RepeatedScalarContainer { parent: s.clone().unbind(), ops: &SHARDING_SPEC_PROTO_DEVICE_LIST })?.into_any()) }
-unsafe fn sharding_spec_proto_device_clear(_ctx: &Ctx<'_>, p: *mut ()) { unsafe { &mut *(p as *mut ShardingSpecProto) }.device.clear(); }
+unsafe fn sharding_spec_proto_device_clear(_ctx: &Ctx<'_>, p: *mut ()) { unsafe { &mut *(p as *mut ShardingSpecProto) }.clear_device(); }
 
-static SHARDING_SPEC_PROTO_INDEX_TO_DEVICE_GROUP_MAP_LIST: MsgListOps = crate::msg_list!("ShardingSpecProto.index_to_device_group_map", ShardingSpecProto, index_to_device_group_map, IntIntListEntryProto, &INT_INT_LIST_ENTRY_PROTO_INFO);
+static SHARDING_SPEC_PROTO_INDEX_TO_DEVICE_GROUP_MAP_LIST: MsgListOps = crate::msg_list!("ShardingSpecProto.index_to_device_group_map", ShardingSpecProto, index_to_device_group_map, mutable_index_to_device_group_map, IntIntListEntryProto, &INT_INT_LIST_ENTRY_PROTO_INFO);
 fn sharding_spec_proto_index_to_device_group_map_get(s: &Bound<'_, Message>) -> PyResult<Py<PyAny>> { Ok(Py::new(s.py(), RepeatedCompositeContainer { parent: s.clone().unbind(), ops: &SHARDING_SPEC_PROTO_INDEX_TO_DEVICE_GROUP_MAP_LIST })?.into_any()) }
-unsafe fn sharding_spec_proto_index_to_device_group_map_clear(ctx: &Ctx<'_>, p: *mut ()) { ops::take_detach(ctx, &mut unsafe { &mut *(p as *mut ShardingSpecProto) }.index_to_device_group_map); }
+unsafe fn sharding_spec_proto_index_to_device_group_map_clear(ctx: &Ctx<'_>, p: *mut ()) { ops::take_detach(ctx, unsafe { &mut *(p as *mut ShardingSpecProto) }.mutable_index_to_device_group_map()); }
 
-static SHARDING_SPEC_PROTO_SHARDED_DIM_LIST: MsgListOps = crate::msg_list!("ShardingSpecProto.sharded_dim", ShardingSpecProto, sharded_dim, ShardedDimProto, &SHARDED_DIM_PROTO_INFO);
+static SHARDING_SPEC_PROTO_SHARDED_DIM_LIST: MsgListOps = crate::msg_list!("ShardingSpecProto.sharded_dim", ShardingSpecProto, sharded_dim, mutable_sharded_dim, ShardedDimProto, &SHARDED_DIM_PROTO_INFO);
 fn sharding_spec_proto_sharded_dim_get(s: &Bound<'_, Message>) -> PyResult<Py<PyAny>> { Ok(Py::new(s.py(), RepeatedCompositeContainer { parent: s.clone().unbind(), ops: &SHARDING_SPEC_PROTO_SHARDED_DIM_LIST })?.into_any()) }
-unsafe fn sharding_spec_proto_sharded_dim_clear(ctx: &Ctx<'_>, p: *mut ()) { ops::take_detach(ctx, &mut unsafe { &mut *(p as *mut ShardingSpecProto) }.sharded_dim); }
+unsafe fn sharding_spec_proto_sharded_dim_clear(ctx: &Ctx<'_>, p: *mut ()) { ops::take_detach(ctx, unsafe { &mut *(p as *mut ShardingSpecProto) }.mutable_sharded_dim()); }
 
 static SHARDING_SPEC_PROTO_OPS: MsgOps = ops::ops_of::<ShardingSpecProto>();
 
@@ -941,7 +941,7 @@ impl PyShardingSpecProto {
 impl Walk for ShardedDimProto {
     fn walk(&self, f: &mut dyn FnMut(usize, u16)) {
         f(ops::addr(self), 6);
-        self.simple_sharding.walk(f);
+        self.simple_sharding().walk(f);
     }
 }
 
@@ -955,12 +955,12 @@ impl Msg for ShardedDimProto {
     #[allow(unused_variables, unused_mut)]
     fn merge(ctx: &Ctx<'_>, dst: &mut Self, mut src: Self) {
         if src.has_axis() { dst.set_axis(src.axis()); }
-        if !src.unknown_fields.is_empty() { dst.unknown_fields.push_raw(src.unknown_fields.as_bytes()); }
-        if !src.simple_sharding.is_empty() { dst.simple_sharding.extend(std::mem::take(&mut src.simple_sharding)); }
+        if !Proto::unknown_fields(&src).is_empty() { Proto::unknown_fields_mut(dst).push_raw(Proto::unknown_fields(&src).as_bytes()); }
+        if !src.simple_sharding().is_empty() { dst.mutable_simple_sharding().extend(std::mem::take(src.mutable_simple_sharding())); }
     }
     fn text(&self, out: &mut TextOut) {
         if self.has_axis() { out.num("axis", self.axis()); }
-        for v in self.simple_sharding.iter() { { out.begin("simple_sharding"); v.text(out); out.end(); }; }
+        for v in self.simple_sharding().iter() { { out.begin("simple_sharding"); v.text(out); out.end(); }; }
     }
 }
 
@@ -968,9 +968,9 @@ fn sharded_dim_proto_axis_get(s: &Bound<'_, Message>) -> PyResult<Py<PyAny>> { o
 fn sharded_dim_proto_axis_set(s: &Bound<'_, Message>, v: &Bound<'_, PyAny>) -> PyResult<()> { ops::set_with::<ShardedDimProto, _>(s, v, ops::to_i64, |_, m, v| m.set_axis(v)) }
 unsafe fn sharded_dim_proto_axis_clear(_ctx: &Ctx<'_>, p: *mut ()) { unsafe { &mut *(p as *mut ShardedDimProto) }.clear_axis(); }
 
-static SHARDED_DIM_PROTO_SIMPLE_SHARDING_LIST: MsgListOps = crate::msg_list!("ShardedDimProto.simple_sharding", ShardedDimProto, simple_sharding, SimpleShardedDimProto, &SIMPLE_SHARDED_DIM_PROTO_INFO);
+static SHARDED_DIM_PROTO_SIMPLE_SHARDING_LIST: MsgListOps = crate::msg_list!("ShardedDimProto.simple_sharding", ShardedDimProto, simple_sharding, mutable_simple_sharding, SimpleShardedDimProto, &SIMPLE_SHARDED_DIM_PROTO_INFO);
 fn sharded_dim_proto_simple_sharding_get(s: &Bound<'_, Message>) -> PyResult<Py<PyAny>> { Ok(Py::new(s.py(), RepeatedCompositeContainer { parent: s.clone().unbind(), ops: &SHARDED_DIM_PROTO_SIMPLE_SHARDING_LIST })?.into_any()) }
-unsafe fn sharded_dim_proto_simple_sharding_clear(ctx: &Ctx<'_>, p: *mut ()) { ops::take_detach(ctx, &mut unsafe { &mut *(p as *mut ShardedDimProto) }.simple_sharding); }
+unsafe fn sharded_dim_proto_simple_sharding_clear(ctx: &Ctx<'_>, p: *mut ()) { ops::take_detach(ctx, unsafe { &mut *(p as *mut ShardedDimProto) }.mutable_simple_sharding()); }
 
 static SHARDED_DIM_PROTO_OPS: MsgOps = ops::ops_of::<ShardedDimProto>();
 
@@ -1032,10 +1032,10 @@ impl Msg for SimpleShardedDimProto {
     #[allow(unused_variables, unused_mut)]
     fn merge(ctx: &Ctx<'_>, dst: &mut Self, mut src: Self) {
         if src.has_num_shards() { dst.set_num_shards(src.num_shards()); }
-        if !src.unknown_fields.is_empty() { dst.unknown_fields.push_raw(src.unknown_fields.as_bytes()); }
-        match src.dim.take() {
-            Some(SimpleShardedDimProtoDim::DimValue(v)) => dst.set_dim_value(v),
-            Some(SimpleShardedDimProtoDim::DimParam(v)) => dst.set_dim_param(v),
+        if !Proto::unknown_fields(&src).is_empty() { Proto::unknown_fields_mut(dst).push_raw(Proto::unknown_fields(&src).as_bytes()); }
+        match src.dim_case() {
+            Some(SimpleShardedDimProtoDimCase::DimValue) => dst.set_dim_value(src.dim_value()),
+            Some(SimpleShardedDimProtoDimCase::DimParam) => dst.set_dim_param(src.dim_param().clone()),
             None => {}
         }
     }
@@ -1111,10 +1111,10 @@ impl PySimpleShardedDimProto {
 impl Walk for TrainingInfoProto {
     fn walk(&self, f: &mut dyn FnMut(usize, u16)) {
         f(ops::addr(self), 8);
-        self.initialization.walk(f);
-        self.algorithm.walk(f);
-        self.initialization_binding.walk(f);
-        self.update_binding.walk(f);
+        self.initialization_opt().walk(f);
+        self.algorithm_opt().walk(f);
+        self.initialization_binding().walk(f);
+        self.update_binding().walk(f);
     }
 }
 
@@ -1127,17 +1127,17 @@ impl Msg for TrainingInfoProto {
     }
     #[allow(unused_variables, unused_mut)]
     fn merge(ctx: &Ctx<'_>, dst: &mut Self, mut src: Self) {
-        if !src.unknown_fields.is_empty() { dst.unknown_fields.push_raw(src.unknown_fields.as_bytes()); }
-        if let Some(v) = src.initialization.take() { <GraphProto as Msg>::merge(ctx, dst.mutable_initialization(), ops::Unbox::unbox(v)); }
-        if let Some(v) = src.algorithm.take() { <GraphProto as Msg>::merge(ctx, dst.mutable_algorithm(), ops::Unbox::unbox(v)); }
-        if !src.initialization_binding.is_empty() { dst.initialization_binding.extend(std::mem::take(&mut src.initialization_binding)); }
-        if !src.update_binding.is_empty() { dst.update_binding.extend(std::mem::take(&mut src.update_binding)); }
+        if !Proto::unknown_fields(&src).is_empty() { Proto::unknown_fields_mut(dst).push_raw(Proto::unknown_fields(&src).as_bytes()); }
+        if let Some(v) = src.take_initialization() { <GraphProto as Msg>::merge(ctx, dst.mutable_initialization(), v); }
+        if let Some(v) = src.take_algorithm() { <GraphProto as Msg>::merge(ctx, dst.mutable_algorithm(), v); }
+        if !src.initialization_binding().is_empty() { dst.mutable_initialization_binding().extend(std::mem::take(src.mutable_initialization_binding())); }
+        if !src.update_binding().is_empty() { dst.mutable_update_binding().extend(std::mem::take(src.mutable_update_binding())); }
     }
     fn text(&self, out: &mut TextOut) {
         if self.has_initialization() { { out.begin("initialization"); self.initialization().text(out); out.end(); }; }
         if self.has_algorithm() { { out.begin("algorithm"); self.algorithm().text(out); out.end(); }; }
-        for v in self.initialization_binding.iter() { { out.begin("initialization_binding"); v.text(out); out.end(); }; }
-        for v in self.update_binding.iter() { { out.begin("update_binding"); v.text(out); out.end(); }; }
+        for v in self.initialization_binding().iter() { { out.begin("initialization_binding"); v.text(out); out.end(); }; }
+        for v in self.update_binding().iter() { { out.begin("update_binding"); v.text(out); out.end(); }; }
     }
 }
 
@@ -1146,22 +1146,22 @@ static TRAINING_INFO_PROTO_INITIALIZATION_SUB: SubField = SubField {
     make: |ctx, p| { let m = unsafe { &mut *(p as *mut TrainingInfoProto) }; m.mutable_initialization() as *mut GraphProto as *mut () },
 };
 fn training_info_proto_initialization_get(s: &Bound<'_, Message>) -> PyResult<Py<PyAny>> { ops::get_message::<TrainingInfoProto>(s, &TRAINING_INFO_PROTO_INITIALIZATION_SUB, &GRAPH_PROTO_INFO) }
-unsafe fn training_info_proto_initialization_clear(ctx: &Ctx<'_>, p: *mut ()) { let m = unsafe { &mut *(p as *mut TrainingInfoProto) }; ops::take_detach(ctx, &mut m.initialization); }
+unsafe fn training_info_proto_initialization_clear(ctx: &Ctx<'_>, p: *mut ()) { let m = unsafe { &mut *(p as *mut TrainingInfoProto) }; let at = m.initialization_opt().map(ops::addr); ops::detach_taken(ctx, at, m.take_initialization()); }
 
 static TRAINING_INFO_PROTO_ALGORITHM_SUB: SubField = SubField {
     get: |p| { let m = unsafe { &*(p as *const TrainingInfoProto) }; if m.has_algorithm() { m.algorithm() as *const GraphProto as *const () } else { std::ptr::null() } },
     make: |ctx, p| { let m = unsafe { &mut *(p as *mut TrainingInfoProto) }; m.mutable_algorithm() as *mut GraphProto as *mut () },
 };
 fn training_info_proto_algorithm_get(s: &Bound<'_, Message>) -> PyResult<Py<PyAny>> { ops::get_message::<TrainingInfoProto>(s, &TRAINING_INFO_PROTO_ALGORITHM_SUB, &GRAPH_PROTO_INFO) }
-unsafe fn training_info_proto_algorithm_clear(ctx: &Ctx<'_>, p: *mut ()) { let m = unsafe { &mut *(p as *mut TrainingInfoProto) }; ops::take_detach(ctx, &mut m.algorithm); }
+unsafe fn training_info_proto_algorithm_clear(ctx: &Ctx<'_>, p: *mut ()) { let m = unsafe { &mut *(p as *mut TrainingInfoProto) }; let at = m.algorithm_opt().map(ops::addr); ops::detach_taken(ctx, at, m.take_algorithm()); }
 
-static TRAINING_INFO_PROTO_INITIALIZATION_BINDING_LIST: MsgListOps = crate::msg_list!("TrainingInfoProto.initialization_binding", TrainingInfoProto, initialization_binding, StringStringEntryProto, &STRING_STRING_ENTRY_PROTO_INFO);
+static TRAINING_INFO_PROTO_INITIALIZATION_BINDING_LIST: MsgListOps = crate::msg_list!("TrainingInfoProto.initialization_binding", TrainingInfoProto, initialization_binding, mutable_initialization_binding, StringStringEntryProto, &STRING_STRING_ENTRY_PROTO_INFO);
 fn training_info_proto_initialization_binding_get(s: &Bound<'_, Message>) -> PyResult<Py<PyAny>> { Ok(Py::new(s.py(), RepeatedCompositeContainer { parent: s.clone().unbind(), ops: &TRAINING_INFO_PROTO_INITIALIZATION_BINDING_LIST })?.into_any()) }
-unsafe fn training_info_proto_initialization_binding_clear(ctx: &Ctx<'_>, p: *mut ()) { ops::take_detach(ctx, &mut unsafe { &mut *(p as *mut TrainingInfoProto) }.initialization_binding); }
+unsafe fn training_info_proto_initialization_binding_clear(ctx: &Ctx<'_>, p: *mut ()) { ops::take_detach(ctx, unsafe { &mut *(p as *mut TrainingInfoProto) }.mutable_initialization_binding()); }
 
-static TRAINING_INFO_PROTO_UPDATE_BINDING_LIST: MsgListOps = crate::msg_list!("TrainingInfoProto.update_binding", TrainingInfoProto, update_binding, StringStringEntryProto, &STRING_STRING_ENTRY_PROTO_INFO);
+static TRAINING_INFO_PROTO_UPDATE_BINDING_LIST: MsgListOps = crate::msg_list!("TrainingInfoProto.update_binding", TrainingInfoProto, update_binding, mutable_update_binding, StringStringEntryProto, &STRING_STRING_ENTRY_PROTO_INFO);
 fn training_info_proto_update_binding_get(s: &Bound<'_, Message>) -> PyResult<Py<PyAny>> { Ok(Py::new(s.py(), RepeatedCompositeContainer { parent: s.clone().unbind(), ops: &TRAINING_INFO_PROTO_UPDATE_BINDING_LIST })?.into_any()) }
-unsafe fn training_info_proto_update_binding_clear(ctx: &Ctx<'_>, p: *mut ()) { ops::take_detach(ctx, &mut unsafe { &mut *(p as *mut TrainingInfoProto) }.update_binding); }
+unsafe fn training_info_proto_update_binding_clear(ctx: &Ctx<'_>, p: *mut ()) { ops::take_detach(ctx, unsafe { &mut *(p as *mut TrainingInfoProto) }.mutable_update_binding()); }
 
 static TRAINING_INFO_PROTO_OPS: MsgOps = ops::ops_of::<TrainingInfoProto>();
 
@@ -1222,12 +1222,12 @@ impl PyTrainingInfoProto {
 impl Walk for ModelProto {
     fn walk(&self, f: &mut dyn FnMut(usize, u16)) {
         f(ops::addr(self), 9);
-        self.opset_import.walk(f);
-        self.graph.walk(f);
-        self.metadata_props.walk(f);
-        self.training_info.walk(f);
-        self.functions.walk(f);
-        self.configuration.walk(f);
+        self.opset_import().walk(f);
+        self.graph_opt().walk(f);
+        self.metadata_props().walk(f);
+        self.training_info().walk(f);
+        self.functions().walk(f);
+        self.configuration().walk(f);
     }
 }
 
@@ -1246,13 +1246,13 @@ impl Msg for ModelProto {
         if src.has_domain() { dst.set_domain(src.domain().clone()); }
         if src.has_model_version() { dst.set_model_version(src.model_version()); }
         if src.has_doc_string() { dst.set_doc_string(src.doc_string().clone()); }
-        if !src.unknown_fields.is_empty() { dst.unknown_fields.push_raw(src.unknown_fields.as_bytes()); }
-        if !src.opset_import.is_empty() { dst.opset_import.extend(std::mem::take(&mut src.opset_import)); }
-        if let Some(v) = src.graph.take() { <GraphProto as Msg>::merge(ctx, dst.mutable_graph(), ops::Unbox::unbox(v)); }
-        if !src.metadata_props.is_empty() { dst.metadata_props.extend(std::mem::take(&mut src.metadata_props)); }
-        if !src.training_info.is_empty() { dst.training_info.extend(std::mem::take(&mut src.training_info)); }
-        if !src.functions.is_empty() { dst.functions.extend(std::mem::take(&mut src.functions)); }
-        if !src.configuration.is_empty() { dst.configuration.extend(std::mem::take(&mut src.configuration)); }
+        if !Proto::unknown_fields(&src).is_empty() { Proto::unknown_fields_mut(dst).push_raw(Proto::unknown_fields(&src).as_bytes()); }
+        if !src.opset_import().is_empty() { dst.mutable_opset_import().extend(std::mem::take(src.mutable_opset_import())); }
+        if let Some(v) = src.take_graph() { <GraphProto as Msg>::merge(ctx, dst.mutable_graph(), v); }
+        if !src.metadata_props().is_empty() { dst.mutable_metadata_props().extend(std::mem::take(src.mutable_metadata_props())); }
+        if !src.training_info().is_empty() { dst.mutable_training_info().extend(std::mem::take(src.mutable_training_info())); }
+        if !src.functions().is_empty() { dst.mutable_functions().extend(std::mem::take(src.mutable_functions())); }
+        if !src.configuration().is_empty() { dst.mutable_configuration().extend(std::mem::take(src.mutable_configuration())); }
     }
     fn text(&self, out: &mut TextOut) {
         if self.has_ir_version() { out.num("ir_version", self.ir_version()); }
@@ -1262,11 +1262,11 @@ impl Msg for ModelProto {
         if self.has_model_version() { out.num("model_version", self.model_version()); }
         if self.has_doc_string() { out.string("doc_string", self.doc_string().as_bytes()); }
         if self.has_graph() { { out.begin("graph"); self.graph().text(out); out.end(); }; }
-        for v in self.opset_import.iter() { { out.begin("opset_import"); v.text(out); out.end(); }; }
-        for v in self.metadata_props.iter() { { out.begin("metadata_props"); v.text(out); out.end(); }; }
-        for v in self.training_info.iter() { { out.begin("training_info"); v.text(out); out.end(); }; }
-        for v in self.functions.iter() { { out.begin("functions"); v.text(out); out.end(); }; }
-        for v in self.configuration.iter() { { out.begin("configuration"); v.text(out); out.end(); }; }
+        for v in self.opset_import().iter() { { out.begin("opset_import"); v.text(out); out.end(); }; }
+        for v in self.metadata_props().iter() { { out.begin("metadata_props"); v.text(out); out.end(); }; }
+        for v in self.training_info().iter() { { out.begin("training_info"); v.text(out); out.end(); }; }
+        for v in self.functions().iter() { { out.begin("functions"); v.text(out); out.end(); }; }
+        for v in self.configuration().iter() { { out.begin("configuration"); v.text(out); out.end(); }; }
     }
 }
 
@@ -1274,9 +1274,9 @@ fn model_proto_ir_version_get(s: &Bound<'_, Message>) -> PyResult<Py<PyAny>> { o
 fn model_proto_ir_version_set(s: &Bound<'_, Message>, v: &Bound<'_, PyAny>) -> PyResult<()> { ops::set_with::<ModelProto, _>(s, v, ops::to_i64, |_, m, v| m.set_ir_version(v)) }
 unsafe fn model_proto_ir_version_clear(_ctx: &Ctx<'_>, p: *mut ()) { unsafe { &mut *(p as *mut ModelProto) }.clear_ir_version(); }
 
-static MODEL_PROTO_OPSET_IMPORT_LIST: MsgListOps = crate::msg_list!("ModelProto.opset_import", ModelProto, opset_import, OperatorSetIdProto, &OPERATOR_SET_ID_PROTO_INFO);
+static MODEL_PROTO_OPSET_IMPORT_LIST: MsgListOps = crate::msg_list!("ModelProto.opset_import", ModelProto, opset_import, mutable_opset_import, OperatorSetIdProto, &OPERATOR_SET_ID_PROTO_INFO);
 fn model_proto_opset_import_get(s: &Bound<'_, Message>) -> PyResult<Py<PyAny>> { Ok(Py::new(s.py(), RepeatedCompositeContainer { parent: s.clone().unbind(), ops: &MODEL_PROTO_OPSET_IMPORT_LIST })?.into_any()) }
-unsafe fn model_proto_opset_import_clear(ctx: &Ctx<'_>, p: *mut ()) { ops::take_detach(ctx, &mut unsafe { &mut *(p as *mut ModelProto) }.opset_import); }
+unsafe fn model_proto_opset_import_clear(ctx: &Ctx<'_>, p: *mut ()) { ops::take_detach(ctx, unsafe { &mut *(p as *mut ModelProto) }.mutable_opset_import()); }
 
 fn model_proto_producer_name_get(s: &Bound<'_, Message>) -> PyResult<Py<PyAny>> { ops::get_with::<ModelProto>(s, |py, m| { let v = m.producer_name(); ops::py_str(py, v.as_bytes()) }) }
 fn model_proto_producer_name_set(s: &Bound<'_, Message>, v: &Bound<'_, PyAny>) -> PyResult<()> { ops::set_with::<ModelProto, _>(s, v, |v: &Bound<'_, PyAny>| ops::to_str_bytes(v).map(ProtoString::from), |_, m, v| m.set_producer_name(v)) }
@@ -1303,23 +1303,23 @@ static MODEL_PROTO_GRAPH_SUB: SubField = SubField {
     make: |ctx, p| { let m = unsafe { &mut *(p as *mut ModelProto) }; m.mutable_graph() as *mut GraphProto as *mut () },
 };
 fn model_proto_graph_get(s: &Bound<'_, Message>) -> PyResult<Py<PyAny>> { ops::get_message::<ModelProto>(s, &MODEL_PROTO_GRAPH_SUB, &GRAPH_PROTO_INFO) }
-unsafe fn model_proto_graph_clear(ctx: &Ctx<'_>, p: *mut ()) { let m = unsafe { &mut *(p as *mut ModelProto) }; ops::take_detach(ctx, &mut m.graph); }
+unsafe fn model_proto_graph_clear(ctx: &Ctx<'_>, p: *mut ()) { let m = unsafe { &mut *(p as *mut ModelProto) }; let at = m.graph_opt().map(ops::addr); ops::detach_taken(ctx, at, m.take_graph()); }
 
-static MODEL_PROTO_METADATA_PROPS_LIST: MsgListOps = crate::msg_list!("ModelProto.metadata_props", ModelProto, metadata_props, StringStringEntryProto, &STRING_STRING_ENTRY_PROTO_INFO);
+static MODEL_PROTO_METADATA_PROPS_LIST: MsgListOps = crate::msg_list!("ModelProto.metadata_props", ModelProto, metadata_props, mutable_metadata_props, StringStringEntryProto, &STRING_STRING_ENTRY_PROTO_INFO);
 fn model_proto_metadata_props_get(s: &Bound<'_, Message>) -> PyResult<Py<PyAny>> { Ok(Py::new(s.py(), RepeatedCompositeContainer { parent: s.clone().unbind(), ops: &MODEL_PROTO_METADATA_PROPS_LIST })?.into_any()) }
-unsafe fn model_proto_metadata_props_clear(ctx: &Ctx<'_>, p: *mut ()) { ops::take_detach(ctx, &mut unsafe { &mut *(p as *mut ModelProto) }.metadata_props); }
+unsafe fn model_proto_metadata_props_clear(ctx: &Ctx<'_>, p: *mut ()) { ops::take_detach(ctx, unsafe { &mut *(p as *mut ModelProto) }.mutable_metadata_props()); }
 
-static MODEL_PROTO_TRAINING_INFO_LIST: MsgListOps = crate::msg_list!("ModelProto.training_info", ModelProto, training_info, TrainingInfoProto, &TRAINING_INFO_PROTO_INFO);
+static MODEL_PROTO_TRAINING_INFO_LIST: MsgListOps = crate::msg_list!("ModelProto.training_info", ModelProto, training_info, mutable_training_info, TrainingInfoProto, &TRAINING_INFO_PROTO_INFO);
 fn model_proto_training_info_get(s: &Bound<'_, Message>) -> PyResult<Py<PyAny>> { Ok(Py::new(s.py(), RepeatedCompositeContainer { parent: s.clone().unbind(), ops: &MODEL_PROTO_TRAINING_INFO_LIST })?.into_any()) }
-unsafe fn model_proto_training_info_clear(ctx: &Ctx<'_>, p: *mut ()) { ops::take_detach(ctx, &mut unsafe { &mut *(p as *mut ModelProto) }.training_info); }
+unsafe fn model_proto_training_info_clear(ctx: &Ctx<'_>, p: *mut ()) { ops::take_detach(ctx, unsafe { &mut *(p as *mut ModelProto) }.mutable_training_info()); }
 
-static MODEL_PROTO_FUNCTIONS_LIST: MsgListOps = crate::msg_list!("ModelProto.functions", ModelProto, functions, FunctionProto, &FUNCTION_PROTO_INFO);
+static MODEL_PROTO_FUNCTIONS_LIST: MsgListOps = crate::msg_list!("ModelProto.functions", ModelProto, functions, mutable_functions, FunctionProto, &FUNCTION_PROTO_INFO);
 fn model_proto_functions_get(s: &Bound<'_, Message>) -> PyResult<Py<PyAny>> { Ok(Py::new(s.py(), RepeatedCompositeContainer { parent: s.clone().unbind(), ops: &MODEL_PROTO_FUNCTIONS_LIST })?.into_any()) }
-unsafe fn model_proto_functions_clear(ctx: &Ctx<'_>, p: *mut ()) { ops::take_detach(ctx, &mut unsafe { &mut *(p as *mut ModelProto) }.functions); }
+unsafe fn model_proto_functions_clear(ctx: &Ctx<'_>, p: *mut ()) { ops::take_detach(ctx, unsafe { &mut *(p as *mut ModelProto) }.mutable_functions()); }
 
-static MODEL_PROTO_CONFIGURATION_LIST: MsgListOps = crate::msg_list!("ModelProto.configuration", ModelProto, configuration, DeviceConfigurationProto, &DEVICE_CONFIGURATION_PROTO_INFO);
+static MODEL_PROTO_CONFIGURATION_LIST: MsgListOps = crate::msg_list!("ModelProto.configuration", ModelProto, configuration, mutable_configuration, DeviceConfigurationProto, &DEVICE_CONFIGURATION_PROTO_INFO);
 fn model_proto_configuration_get(s: &Bound<'_, Message>) -> PyResult<Py<PyAny>> { Ok(Py::new(s.py(), RepeatedCompositeContainer { parent: s.clone().unbind(), ops: &MODEL_PROTO_CONFIGURATION_LIST })?.into_any()) }
-unsafe fn model_proto_configuration_clear(ctx: &Ctx<'_>, p: *mut ()) { ops::take_detach(ctx, &mut unsafe { &mut *(p as *mut ModelProto) }.configuration); }
+unsafe fn model_proto_configuration_clear(ctx: &Ctx<'_>, p: *mut ()) { ops::take_detach(ctx, unsafe { &mut *(p as *mut ModelProto) }.mutable_configuration()); }
 
 static MODEL_PROTO_OPS: MsgOps = ops::ops_of::<ModelProto>();
 
@@ -1442,13 +1442,13 @@ impl Msg for DeviceConfigurationProto {
     fn merge(ctx: &Ctx<'_>, dst: &mut Self, mut src: Self) {
         if src.has_name() { dst.set_name(src.name().clone()); }
         if src.has_num_devices() { dst.set_num_devices(src.num_devices()); }
-        if !src.unknown_fields.is_empty() { dst.unknown_fields.push_raw(src.unknown_fields.as_bytes()); }
-        if !src.device.is_empty() { dst.device.extend(std::mem::take(&mut src.device)); }
+        if !Proto::unknown_fields(&src).is_empty() { Proto::unknown_fields_mut(dst).push_raw(Proto::unknown_fields(&src).as_bytes()); }
+        if !src.device().is_empty() { dst.mutable_device().extend(std::mem::take(src.mutable_device())); }
     }
     fn text(&self, out: &mut TextOut) {
         if self.has_name() { out.string("name", self.name().as_bytes()); }
         if self.has_num_devices() { out.num("num_devices", self.num_devices()); }
-        for v in self.device.iter() { out.string("device", v.as_bytes()); }
+        for v in self.device().iter() { out.string("device", v.as_bytes()); }
     }
 }
 
@@ -1460,9 +1460,9 @@ fn device_configuration_proto_num_devices_get(s: &Bound<'_, Message>) -> PyResul
 fn device_configuration_proto_num_devices_set(s: &Bound<'_, Message>, v: &Bound<'_, PyAny>) -> PyResult<()> { ops::set_with::<DeviceConfigurationProto, _>(s, v, ops::to_i32, |_, m, v| m.set_num_devices(v)) }
 unsafe fn device_configuration_proto_num_devices_clear(_ctx: &Ctx<'_>, p: *mut ()) { unsafe { &mut *(p as *mut DeviceConfigurationProto) }.clear_num_devices(); }
 
-static DEVICE_CONFIGURATION_PROTO_DEVICE_LIST: ScalarListOps = crate::scalar_list!("DeviceConfigurationProto.device", DeviceConfigurationProto, device, |py: Python<'_>, v: &ProtoString| { let v = v; ops::py_str(py, v.as_bytes()) }, |v: &Bound<'_, PyAny>| ops::to_str_bytes(v).map(ProtoString::from));
+static DEVICE_CONFIGURATION_PROTO_DEVICE_LIST: ScalarListOps = crate::scalar_list!("DeviceConfigurationProto.device", DeviceConfigurationProto, device, mutable_device, |py: Python<'_>, v: &ProtoString| { let v = v; ops::py_str(py, v.as_bytes()) }, |v: &Bound<'_, PyAny>| ops::to_str_bytes(v).map(ProtoString::from));
 fn device_configuration_proto_device_get(s: &Bound<'_, Message>) -> PyResult<Py<PyAny>> { Ok(Py::new(s.py(), RepeatedScalarContainer { parent: s.clone().unbind(), ops: &DEVICE_CONFIGURATION_PROTO_DEVICE_LIST })?.into_any()) }
-unsafe fn device_configuration_proto_device_clear(_ctx: &Ctx<'_>, p: *mut ()) { unsafe { &mut *(p as *mut DeviceConfigurationProto) }.device.clear(); }
+unsafe fn device_configuration_proto_device_clear(_ctx: &Ctx<'_>, p: *mut ()) { unsafe { &mut *(p as *mut DeviceConfigurationProto) }.clear_device(); }
 
 static DEVICE_CONFIGURATION_PROTO_OPS: MsgOps = ops::ops_of::<DeviceConfigurationProto>();
 
@@ -1531,7 +1531,7 @@ impl Msg for StringStringEntryProto {
     fn merge(ctx: &Ctx<'_>, dst: &mut Self, mut src: Self) {
         if src.has_key() { dst.set_key(src.key().clone()); }
         if src.has_value() { dst.set_value(src.value().clone()); }
-        if !src.unknown_fields.is_empty() { dst.unknown_fields.push_raw(src.unknown_fields.as_bytes()); }
+        if !Proto::unknown_fields(&src).is_empty() { Proto::unknown_fields_mut(dst).push_raw(Proto::unknown_fields(&src).as_bytes()); }
     }
     fn text(&self, out: &mut TextOut) {
         if self.has_key() { out.string("key", self.key().as_bytes()); }
@@ -1594,7 +1594,7 @@ impl PyStringStringEntryProto {
 impl Walk for TensorAnnotation {
     fn walk(&self, f: &mut dyn FnMut(usize, u16)) {
         f(ops::addr(self), 12);
-        self.quant_parameter_tensor_names.walk(f);
+        self.quant_parameter_tensor_names().walk(f);
     }
 }
 
@@ -1608,12 +1608,12 @@ impl Msg for TensorAnnotation {
     #[allow(unused_variables, unused_mut)]
     fn merge(ctx: &Ctx<'_>, dst: &mut Self, mut src: Self) {
         if src.has_tensor_name() { dst.set_tensor_name(src.tensor_name().clone()); }
-        if !src.unknown_fields.is_empty() { dst.unknown_fields.push_raw(src.unknown_fields.as_bytes()); }
-        if !src.quant_parameter_tensor_names.is_empty() { dst.quant_parameter_tensor_names.extend(std::mem::take(&mut src.quant_parameter_tensor_names)); }
+        if !Proto::unknown_fields(&src).is_empty() { Proto::unknown_fields_mut(dst).push_raw(Proto::unknown_fields(&src).as_bytes()); }
+        if !src.quant_parameter_tensor_names().is_empty() { dst.mutable_quant_parameter_tensor_names().extend(std::mem::take(src.mutable_quant_parameter_tensor_names())); }
     }
     fn text(&self, out: &mut TextOut) {
         if self.has_tensor_name() { out.string("tensor_name", self.tensor_name().as_bytes()); }
-        for v in self.quant_parameter_tensor_names.iter() { { out.begin("quant_parameter_tensor_names"); v.text(out); out.end(); }; }
+        for v in self.quant_parameter_tensor_names().iter() { { out.begin("quant_parameter_tensor_names"); v.text(out); out.end(); }; }
     }
 }
 
@@ -1621,9 +1621,9 @@ fn tensor_annotation_tensor_name_get(s: &Bound<'_, Message>) -> PyResult<Py<PyAn
 fn tensor_annotation_tensor_name_set(s: &Bound<'_, Message>, v: &Bound<'_, PyAny>) -> PyResult<()> { ops::set_with::<TensorAnnotation, _>(s, v, |v: &Bound<'_, PyAny>| ops::to_str_bytes(v).map(ProtoString::from), |_, m, v| m.set_tensor_name(v)) }
 unsafe fn tensor_annotation_tensor_name_clear(_ctx: &Ctx<'_>, p: *mut ()) { unsafe { &mut *(p as *mut TensorAnnotation) }.clear_tensor_name(); }
 
-static TENSOR_ANNOTATION_QUANT_PARAMETER_TENSOR_NAMES_LIST: MsgListOps = crate::msg_list!("TensorAnnotation.quant_parameter_tensor_names", TensorAnnotation, quant_parameter_tensor_names, StringStringEntryProto, &STRING_STRING_ENTRY_PROTO_INFO);
+static TENSOR_ANNOTATION_QUANT_PARAMETER_TENSOR_NAMES_LIST: MsgListOps = crate::msg_list!("TensorAnnotation.quant_parameter_tensor_names", TensorAnnotation, quant_parameter_tensor_names, mutable_quant_parameter_tensor_names, StringStringEntryProto, &STRING_STRING_ENTRY_PROTO_INFO);
 fn tensor_annotation_quant_parameter_tensor_names_get(s: &Bound<'_, Message>) -> PyResult<Py<PyAny>> { Ok(Py::new(s.py(), RepeatedCompositeContainer { parent: s.clone().unbind(), ops: &TENSOR_ANNOTATION_QUANT_PARAMETER_TENSOR_NAMES_LIST })?.into_any()) }
-unsafe fn tensor_annotation_quant_parameter_tensor_names_clear(ctx: &Ctx<'_>, p: *mut ()) { ops::take_detach(ctx, &mut unsafe { &mut *(p as *mut TensorAnnotation) }.quant_parameter_tensor_names); }
+unsafe fn tensor_annotation_quant_parameter_tensor_names_clear(ctx: &Ctx<'_>, p: *mut ()) { ops::take_detach(ctx, unsafe { &mut *(p as *mut TensorAnnotation) }.mutable_quant_parameter_tensor_names()); }
 
 static TENSOR_ANNOTATION_OPS: MsgOps = ops::ops_of::<TensorAnnotation>();
 
@@ -1672,14 +1672,14 @@ impl PyTensorAnnotation {
 impl Walk for GraphProto {
     fn walk(&self, f: &mut dyn FnMut(usize, u16)) {
         f(ops::addr(self), 13);
-        self.node.walk(f);
-        self.initializer.walk(f);
-        self.sparse_initializer.walk(f);
-        self.input.walk(f);
-        self.output.walk(f);
-        self.value_info.walk(f);
-        self.quantization_annotation.walk(f);
-        self.metadata_props.walk(f);
+        self.node().walk(f);
+        self.initializer().walk(f);
+        self.sparse_initializer().walk(f);
+        self.input().walk(f);
+        self.output().walk(f);
+        self.value_info().walk(f);
+        self.quantization_annotation().walk(f);
+        self.metadata_props().walk(f);
     }
 }
 
@@ -1694,69 +1694,69 @@ impl Msg for GraphProto {
     fn merge(ctx: &Ctx<'_>, dst: &mut Self, mut src: Self) {
         if src.has_name() { dst.set_name(src.name().clone()); }
         if src.has_doc_string() { dst.set_doc_string(src.doc_string().clone()); }
-        if !src.unknown_fields.is_empty() { dst.unknown_fields.push_raw(src.unknown_fields.as_bytes()); }
-        if !src.node.is_empty() { dst.node.extend(std::mem::take(&mut src.node)); }
-        if !src.initializer.is_empty() { dst.initializer.extend(std::mem::take(&mut src.initializer)); }
-        if !src.sparse_initializer.is_empty() { dst.sparse_initializer.extend(std::mem::take(&mut src.sparse_initializer)); }
-        if !src.input.is_empty() { dst.input.extend(std::mem::take(&mut src.input)); }
-        if !src.output.is_empty() { dst.output.extend(std::mem::take(&mut src.output)); }
-        if !src.value_info.is_empty() { dst.value_info.extend(std::mem::take(&mut src.value_info)); }
-        if !src.quantization_annotation.is_empty() { dst.quantization_annotation.extend(std::mem::take(&mut src.quantization_annotation)); }
-        if !src.metadata_props.is_empty() { dst.metadata_props.extend(std::mem::take(&mut src.metadata_props)); }
+        if !Proto::unknown_fields(&src).is_empty() { Proto::unknown_fields_mut(dst).push_raw(Proto::unknown_fields(&src).as_bytes()); }
+        if !src.node().is_empty() { dst.mutable_node().extend(std::mem::take(src.mutable_node())); }
+        if !src.initializer().is_empty() { dst.mutable_initializer().extend(std::mem::take(src.mutable_initializer())); }
+        if !src.sparse_initializer().is_empty() { dst.mutable_sparse_initializer().extend(std::mem::take(src.mutable_sparse_initializer())); }
+        if !src.input().is_empty() { dst.mutable_input().extend(std::mem::take(src.mutable_input())); }
+        if !src.output().is_empty() { dst.mutable_output().extend(std::mem::take(src.mutable_output())); }
+        if !src.value_info().is_empty() { dst.mutable_value_info().extend(std::mem::take(src.mutable_value_info())); }
+        if !src.quantization_annotation().is_empty() { dst.mutable_quantization_annotation().extend(std::mem::take(src.mutable_quantization_annotation())); }
+        if !src.metadata_props().is_empty() { dst.mutable_metadata_props().extend(std::mem::take(src.mutable_metadata_props())); }
     }
     fn text(&self, out: &mut TextOut) {
-        for v in self.node.iter() { { out.begin("node"); v.text(out); out.end(); }; }
+        for v in self.node().iter() { { out.begin("node"); v.text(out); out.end(); }; }
         if self.has_name() { out.string("name", self.name().as_bytes()); }
-        for v in self.initializer.iter() { { out.begin("initializer"); v.text(out); out.end(); }; }
+        for v in self.initializer().iter() { { out.begin("initializer"); v.text(out); out.end(); }; }
         if self.has_doc_string() { out.string("doc_string", self.doc_string().as_bytes()); }
-        for v in self.input.iter() { { out.begin("input"); v.text(out); out.end(); }; }
-        for v in self.output.iter() { { out.begin("output"); v.text(out); out.end(); }; }
-        for v in self.value_info.iter() { { out.begin("value_info"); v.text(out); out.end(); }; }
-        for v in self.quantization_annotation.iter() { { out.begin("quantization_annotation"); v.text(out); out.end(); }; }
-        for v in self.sparse_initializer.iter() { { out.begin("sparse_initializer"); v.text(out); out.end(); }; }
-        for v in self.metadata_props.iter() { { out.begin("metadata_props"); v.text(out); out.end(); }; }
+        for v in self.input().iter() { { out.begin("input"); v.text(out); out.end(); }; }
+        for v in self.output().iter() { { out.begin("output"); v.text(out); out.end(); }; }
+        for v in self.value_info().iter() { { out.begin("value_info"); v.text(out); out.end(); }; }
+        for v in self.quantization_annotation().iter() { { out.begin("quantization_annotation"); v.text(out); out.end(); }; }
+        for v in self.sparse_initializer().iter() { { out.begin("sparse_initializer"); v.text(out); out.end(); }; }
+        for v in self.metadata_props().iter() { { out.begin("metadata_props"); v.text(out); out.end(); }; }
     }
 }
 
-static GRAPH_PROTO_NODE_LIST: MsgListOps = crate::msg_list!("GraphProto.node", GraphProto, node, NodeProto, &NODE_PROTO_INFO);
+static GRAPH_PROTO_NODE_LIST: MsgListOps = crate::msg_list!("GraphProto.node", GraphProto, node, mutable_node, NodeProto, &NODE_PROTO_INFO);
 fn graph_proto_node_get(s: &Bound<'_, Message>) -> PyResult<Py<PyAny>> { Ok(Py::new(s.py(), RepeatedCompositeContainer { parent: s.clone().unbind(), ops: &GRAPH_PROTO_NODE_LIST })?.into_any()) }
-unsafe fn graph_proto_node_clear(ctx: &Ctx<'_>, p: *mut ()) { ops::take_detach(ctx, &mut unsafe { &mut *(p as *mut GraphProto) }.node); }
+unsafe fn graph_proto_node_clear(ctx: &Ctx<'_>, p: *mut ()) { ops::take_detach(ctx, unsafe { &mut *(p as *mut GraphProto) }.mutable_node()); }
 
 fn graph_proto_name_get(s: &Bound<'_, Message>) -> PyResult<Py<PyAny>> { ops::get_with::<GraphProto>(s, |py, m| { let v = m.name(); ops::py_str(py, v.as_bytes()) }) }
 fn graph_proto_name_set(s: &Bound<'_, Message>, v: &Bound<'_, PyAny>) -> PyResult<()> { ops::set_with::<GraphProto, _>(s, v, |v: &Bound<'_, PyAny>| ops::to_str_bytes(v).map(ProtoString::from), |_, m, v| m.set_name(v)) }
 unsafe fn graph_proto_name_clear(_ctx: &Ctx<'_>, p: *mut ()) { unsafe { &mut *(p as *mut GraphProto) }.clear_name(); }
 
-static GRAPH_PROTO_INITIALIZER_LIST: MsgListOps = crate::msg_list!("GraphProto.initializer", GraphProto, initializer, TensorProto, &TENSOR_PROTO_INFO);
+static GRAPH_PROTO_INITIALIZER_LIST: MsgListOps = crate::msg_list!("GraphProto.initializer", GraphProto, initializer, mutable_initializer, TensorProto, &TENSOR_PROTO_INFO);
 fn graph_proto_initializer_get(s: &Bound<'_, Message>) -> PyResult<Py<PyAny>> { Ok(Py::new(s.py(), RepeatedCompositeContainer { parent: s.clone().unbind(), ops: &GRAPH_PROTO_INITIALIZER_LIST })?.into_any()) }
-unsafe fn graph_proto_initializer_clear(ctx: &Ctx<'_>, p: *mut ()) { ops::take_detach(ctx, &mut unsafe { &mut *(p as *mut GraphProto) }.initializer); }
+unsafe fn graph_proto_initializer_clear(ctx: &Ctx<'_>, p: *mut ()) { ops::take_detach(ctx, unsafe { &mut *(p as *mut GraphProto) }.mutable_initializer()); }
 
-static GRAPH_PROTO_SPARSE_INITIALIZER_LIST: MsgListOps = crate::msg_list!("GraphProto.sparse_initializer", GraphProto, sparse_initializer, SparseTensorProto, &SPARSE_TENSOR_PROTO_INFO);
+static GRAPH_PROTO_SPARSE_INITIALIZER_LIST: MsgListOps = crate::msg_list!("GraphProto.sparse_initializer", GraphProto, sparse_initializer, mutable_sparse_initializer, SparseTensorProto, &SPARSE_TENSOR_PROTO_INFO);
 fn graph_proto_sparse_initializer_get(s: &Bound<'_, Message>) -> PyResult<Py<PyAny>> { Ok(Py::new(s.py(), RepeatedCompositeContainer { parent: s.clone().unbind(), ops: &GRAPH_PROTO_SPARSE_INITIALIZER_LIST })?.into_any()) }
-unsafe fn graph_proto_sparse_initializer_clear(ctx: &Ctx<'_>, p: *mut ()) { ops::take_detach(ctx, &mut unsafe { &mut *(p as *mut GraphProto) }.sparse_initializer); }
+unsafe fn graph_proto_sparse_initializer_clear(ctx: &Ctx<'_>, p: *mut ()) { ops::take_detach(ctx, unsafe { &mut *(p as *mut GraphProto) }.mutable_sparse_initializer()); }
 
 fn graph_proto_doc_string_get(s: &Bound<'_, Message>) -> PyResult<Py<PyAny>> { ops::get_with::<GraphProto>(s, |py, m| { let v = m.doc_string(); ops::py_str(py, v.as_bytes()) }) }
 fn graph_proto_doc_string_set(s: &Bound<'_, Message>, v: &Bound<'_, PyAny>) -> PyResult<()> { ops::set_with::<GraphProto, _>(s, v, |v: &Bound<'_, PyAny>| ops::to_str_bytes(v).map(ProtoString::from), |_, m, v| m.set_doc_string(v)) }
 unsafe fn graph_proto_doc_string_clear(_ctx: &Ctx<'_>, p: *mut ()) { unsafe { &mut *(p as *mut GraphProto) }.clear_doc_string(); }
 
-static GRAPH_PROTO_INPUT_LIST: MsgListOps = crate::msg_list!("GraphProto.input", GraphProto, input, ValueInfoProto, &VALUE_INFO_PROTO_INFO);
+static GRAPH_PROTO_INPUT_LIST: MsgListOps = crate::msg_list!("GraphProto.input", GraphProto, input, mutable_input, ValueInfoProto, &VALUE_INFO_PROTO_INFO);
 fn graph_proto_input_get(s: &Bound<'_, Message>) -> PyResult<Py<PyAny>> { Ok(Py::new(s.py(), RepeatedCompositeContainer { parent: s.clone().unbind(), ops: &GRAPH_PROTO_INPUT_LIST })?.into_any()) }
-unsafe fn graph_proto_input_clear(ctx: &Ctx<'_>, p: *mut ()) { ops::take_detach(ctx, &mut unsafe { &mut *(p as *mut GraphProto) }.input); }
+unsafe fn graph_proto_input_clear(ctx: &Ctx<'_>, p: *mut ()) { ops::take_detach(ctx, unsafe { &mut *(p as *mut GraphProto) }.mutable_input()); }
 
-static GRAPH_PROTO_OUTPUT_LIST: MsgListOps = crate::msg_list!("GraphProto.output", GraphProto, output, ValueInfoProto, &VALUE_INFO_PROTO_INFO);
+static GRAPH_PROTO_OUTPUT_LIST: MsgListOps = crate::msg_list!("GraphProto.output", GraphProto, output, mutable_output, ValueInfoProto, &VALUE_INFO_PROTO_INFO);
 fn graph_proto_output_get(s: &Bound<'_, Message>) -> PyResult<Py<PyAny>> { Ok(Py::new(s.py(), RepeatedCompositeContainer { parent: s.clone().unbind(), ops: &GRAPH_PROTO_OUTPUT_LIST })?.into_any()) }
-unsafe fn graph_proto_output_clear(ctx: &Ctx<'_>, p: *mut ()) { ops::take_detach(ctx, &mut unsafe { &mut *(p as *mut GraphProto) }.output); }
+unsafe fn graph_proto_output_clear(ctx: &Ctx<'_>, p: *mut ()) { ops::take_detach(ctx, unsafe { &mut *(p as *mut GraphProto) }.mutable_output()); }
 
-static GRAPH_PROTO_VALUE_INFO_LIST: MsgListOps = crate::msg_list!("GraphProto.value_info", GraphProto, value_info, ValueInfoProto, &VALUE_INFO_PROTO_INFO);
+static GRAPH_PROTO_VALUE_INFO_LIST: MsgListOps = crate::msg_list!("GraphProto.value_info", GraphProto, value_info, mutable_value_info, ValueInfoProto, &VALUE_INFO_PROTO_INFO);
 fn graph_proto_value_info_get(s: &Bound<'_, Message>) -> PyResult<Py<PyAny>> { Ok(Py::new(s.py(), RepeatedCompositeContainer { parent: s.clone().unbind(), ops: &GRAPH_PROTO_VALUE_INFO_LIST })?.into_any()) }
-unsafe fn graph_proto_value_info_clear(ctx: &Ctx<'_>, p: *mut ()) { ops::take_detach(ctx, &mut unsafe { &mut *(p as *mut GraphProto) }.value_info); }
+unsafe fn graph_proto_value_info_clear(ctx: &Ctx<'_>, p: *mut ()) { ops::take_detach(ctx, unsafe { &mut *(p as *mut GraphProto) }.mutable_value_info()); }
 
-static GRAPH_PROTO_QUANTIZATION_ANNOTATION_LIST: MsgListOps = crate::msg_list!("GraphProto.quantization_annotation", GraphProto, quantization_annotation, TensorAnnotation, &TENSOR_ANNOTATION_INFO);
+static GRAPH_PROTO_QUANTIZATION_ANNOTATION_LIST: MsgListOps = crate::msg_list!("GraphProto.quantization_annotation", GraphProto, quantization_annotation, mutable_quantization_annotation, TensorAnnotation, &TENSOR_ANNOTATION_INFO);
 fn graph_proto_quantization_annotation_get(s: &Bound<'_, Message>) -> PyResult<Py<PyAny>> { Ok(Py::new(s.py(), RepeatedCompositeContainer { parent: s.clone().unbind(), ops: &GRAPH_PROTO_QUANTIZATION_ANNOTATION_LIST })?.into_any()) }
-unsafe fn graph_proto_quantization_annotation_clear(ctx: &Ctx<'_>, p: *mut ()) { ops::take_detach(ctx, &mut unsafe { &mut *(p as *mut GraphProto) }.quantization_annotation); }
+unsafe fn graph_proto_quantization_annotation_clear(ctx: &Ctx<'_>, p: *mut ()) { ops::take_detach(ctx, unsafe { &mut *(p as *mut GraphProto) }.mutable_quantization_annotation()); }
 
-static GRAPH_PROTO_METADATA_PROPS_LIST: MsgListOps = crate::msg_list!("GraphProto.metadata_props", GraphProto, metadata_props, StringStringEntryProto, &STRING_STRING_ENTRY_PROTO_INFO);
+static GRAPH_PROTO_METADATA_PROPS_LIST: MsgListOps = crate::msg_list!("GraphProto.metadata_props", GraphProto, metadata_props, mutable_metadata_props, StringStringEntryProto, &STRING_STRING_ENTRY_PROTO_INFO);
 fn graph_proto_metadata_props_get(s: &Bound<'_, Message>) -> PyResult<Py<PyAny>> { Ok(Py::new(s.py(), RepeatedCompositeContainer { parent: s.clone().unbind(), ops: &GRAPH_PROTO_METADATA_PROPS_LIST })?.into_any()) }
-unsafe fn graph_proto_metadata_props_clear(ctx: &Ctx<'_>, p: *mut ()) { ops::take_detach(ctx, &mut unsafe { &mut *(p as *mut GraphProto) }.metadata_props); }
+unsafe fn graph_proto_metadata_props_clear(ctx: &Ctx<'_>, p: *mut ()) { ops::take_detach(ctx, unsafe { &mut *(p as *mut GraphProto) }.mutable_metadata_props()); }
 
 static GRAPH_PROTO_OPS: MsgOps = ops::ops_of::<GraphProto>();
 
@@ -1853,9 +1853,9 @@ impl PyGraphProto {
 impl Walk for TensorProto {
     fn walk(&self, f: &mut dyn FnMut(usize, u16)) {
         f(ops::addr(self), 14);
-        self.rare.segment.walk(f);
-        self.rare.external_data.walk(f);
-        self.rare.metadata_props.walk(f);
+        self.segment_opt().walk(f);
+        self.external_data().walk(f);
+        self.metadata_props().walk(f);
     }
 }
 
@@ -1872,41 +1872,41 @@ impl Msg for TensorProto {
         if src.has_name() { dst.set_name(src.name().clone()); }
         if src.has_doc_string() { dst.set_doc_string(src.doc_string().clone()); }
         if src.has_data_location() { dst.set_data_location(src.data_location()); }
-        if !src.rare.unknown_fields.is_empty() { dst.rare.unknown_fields.push_raw(src.rare.unknown_fields.as_bytes()); }
-        if !src.dims.is_empty() { dst.dims.extend(std::mem::take(&mut src.dims)); }
-        if let Some(v) = src.rare.segment.take() { <TensorProtoSegment as Msg>::merge(ctx, dst.mutable_segment(), ops::Unbox::unbox(v)); }
-        if !src.float_data.is_empty() { dst.float_data.extend(std::mem::take(&mut src.float_data)); }
-        if !src.rare.int32_data.is_empty() { dst.rare.int32_data.extend(std::mem::take(&mut src.rare.int32_data)); }
-        if !src.rare.string_data.is_empty() { dst.rare.string_data.extend(std::mem::take(&mut src.rare.string_data)); }
-        if !src.int64_data.is_empty() { dst.int64_data.extend(std::mem::take(&mut src.int64_data)); }
-        if let Some(v) = src.raw_data.take() { dst.set_raw_data(v); }
-        if !src.rare.external_data.is_empty() { dst.rare.external_data.extend(std::mem::take(&mut src.rare.external_data)); }
-        if !src.rare.double_data.is_empty() { dst.rare.double_data.extend(std::mem::take(&mut src.rare.double_data)); }
-        if !src.rare.uint64_data.is_empty() { dst.rare.uint64_data.extend(std::mem::take(&mut src.rare.uint64_data)); }
-        if !src.rare.metadata_props.is_empty() { dst.rare.metadata_props.extend(std::mem::take(&mut src.rare.metadata_props)); }
+        if !Proto::unknown_fields(&src).is_empty() { Proto::unknown_fields_mut(dst).push_raw(Proto::unknown_fields(&src).as_bytes()); }
+        if !src.dims().is_empty() { dst.mutable_dims().extend(std::mem::take(src.mutable_dims())); }
+        if let Some(v) = src.take_segment() { <TensorProtoSegment as Msg>::merge(ctx, dst.mutable_segment(), v); }
+        if !src.float_data().is_empty() { dst.mutable_float_data().extend(std::mem::take(src.mutable_float_data())); }
+        if !src.int32_data().is_empty() { dst.mutable_int32_data().extend(std::mem::take(src.mutable_int32_data())); }
+        if !src.string_data().is_empty() { dst.mutable_string_data().extend(std::mem::take(src.mutable_string_data())); }
+        if !src.int64_data().is_empty() { dst.mutable_int64_data().extend(std::mem::take(src.mutable_int64_data())); }
+        if let Some(v) = src.take_raw_data() { dst.set_raw_data(v); }
+        if !src.external_data().is_empty() { dst.mutable_external_data().extend(std::mem::take(src.mutable_external_data())); }
+        if !src.double_data().is_empty() { dst.mutable_double_data().extend(std::mem::take(src.mutable_double_data())); }
+        if !src.uint64_data().is_empty() { dst.mutable_uint64_data().extend(std::mem::take(src.mutable_uint64_data())); }
+        if !src.metadata_props().is_empty() { dst.mutable_metadata_props().extend(std::mem::take(src.mutable_metadata_props())); }
     }
     fn text(&self, out: &mut TextOut) {
-        for v in self.dims.iter() { out.num("dims", *v); }
+        for v in self.dims().iter() { out.num("dims", *v); }
         if self.has_data_type() { out.num("data_type", self.data_type()); }
         if self.has_segment() { { out.begin("segment"); self.segment().text(out); out.end(); }; }
-        for v in self.float_data.iter() { out.float32("float_data", *v); }
-        for v in self.rare.int32_data.iter() { out.num("int32_data", *v); }
-        for v in self.rare.string_data.iter() { out.bytes("string_data", v.as_bytes()); }
-        for v in self.int64_data.iter() { out.num("int64_data", *v); }
+        for v in self.float_data().iter() { out.float32("float_data", *v); }
+        for v in self.int32_data().iter() { out.num("int32_data", *v); }
+        for v in self.string_data().iter() { out.bytes("string_data", v.as_bytes()); }
+        for v in self.int64_data().iter() { out.num("int64_data", *v); }
         if self.has_name() { out.string("name", self.name().as_bytes()); }
         if self.has_raw_data() { out.bytes("raw_data", self.raw_data()); }
-        for v in self.rare.double_data.iter() { out.double("double_data", *v); }
-        for v in self.rare.uint64_data.iter() { out.num("uint64_data", *v); }
+        for v in self.double_data().iter() { out.double("double_data", *v); }
+        for v in self.uint64_data().iter() { out.num("uint64_data", *v); }
         if self.has_doc_string() { out.string("doc_string", self.doc_string().as_bytes()); }
-        for v in self.rare.external_data.iter() { { out.begin("external_data"); v.text(out); out.end(); }; }
+        for v in self.external_data().iter() { { out.begin("external_data"); v.text(out); out.end(); }; }
         if self.has_data_location() { out.enumeration("data_location", self.data_location(), &[("DEFAULT", 0), ("EXTERNAL", 1)]); }
-        for v in self.rare.metadata_props.iter() { { out.begin("metadata_props"); v.text(out); out.end(); }; }
+        for v in self.metadata_props().iter() { { out.begin("metadata_props"); v.text(out); out.end(); }; }
     }
 }
 
-static TENSOR_PROTO_DIMS_LIST: ScalarListOps = crate::scalar_list!("TensorProto.dims", TensorProto, dims, |py: Python<'_>, v: &i64| { let v = *v; ops::py_val(py, v) }, ops::to_i64);
+static TENSOR_PROTO_DIMS_LIST: ScalarListOps = crate::scalar_list!("TensorProto.dims", TensorProto, dims, mutable_dims, |py: Python<'_>, v: &i64| { let v = *v; ops::py_val(py, v) }, ops::to_i64);
 fn tensor_proto_dims_get(s: &Bound<'_, Message>) -> PyResult<Py<PyAny>> { Ok(Py::new(s.py(), RepeatedScalarContainer { parent: s.clone().unbind(), ops: &TENSOR_PROTO_DIMS_LIST })?.into_any()) }
-unsafe fn tensor_proto_dims_clear(_ctx: &Ctx<'_>, p: *mut ()) { unsafe { &mut *(p as *mut TensorProto) }.dims.clear(); }
+unsafe fn tensor_proto_dims_clear(_ctx: &Ctx<'_>, p: *mut ()) { unsafe { &mut *(p as *mut TensorProto) }.clear_dims(); }
 
 fn tensor_proto_data_type_get(s: &Bound<'_, Message>) -> PyResult<Py<PyAny>> { ops::get_with::<TensorProto>(s, |py, m| { let v = m.data_type(); ops::py_val(py, v) }) }
 fn tensor_proto_data_type_set(s: &Bound<'_, Message>, v: &Bound<'_, PyAny>) -> PyResult<()> { ops::set_with::<TensorProto, _>(s, v, ops::to_i32, |_, m, v| m.set_data_type(v)) }
@@ -1917,23 +1917,23 @@ static TENSOR_PROTO_SEGMENT_SUB: SubField = SubField {
     make: |ctx, p| { let m = unsafe { &mut *(p as *mut TensorProto) }; m.mutable_segment() as *mut TensorProtoSegment as *mut () },
 };
 fn tensor_proto_segment_get(s: &Bound<'_, Message>) -> PyResult<Py<PyAny>> { ops::get_message::<TensorProto>(s, &TENSOR_PROTO_SEGMENT_SUB, &TENSOR_PROTO_SEGMENT_INFO) }
-unsafe fn tensor_proto_segment_clear(ctx: &Ctx<'_>, p: *mut ()) { let m = unsafe { &mut *(p as *mut TensorProto) }; ops::take_detach(ctx, &mut m.rare.segment); }
+unsafe fn tensor_proto_segment_clear(ctx: &Ctx<'_>, p: *mut ()) { let m = unsafe { &mut *(p as *mut TensorProto) }; let at = m.segment_opt().map(ops::addr); ops::detach_taken(ctx, at, m.take_segment()); }
 
-static TENSOR_PROTO_FLOAT_DATA_LIST: ScalarListOps = crate::scalar_list!("TensorProto.float_data", TensorProto, float_data, |py: Python<'_>, v: &f32| { let v = *v; ops::py_f32(py, v) }, ops::to_f32);
+static TENSOR_PROTO_FLOAT_DATA_LIST: ScalarListOps = crate::scalar_list!("TensorProto.float_data", TensorProto, float_data, mutable_float_data, |py: Python<'_>, v: &f32| { let v = *v; ops::py_f32(py, v) }, ops::to_f32);
 fn tensor_proto_float_data_get(s: &Bound<'_, Message>) -> PyResult<Py<PyAny>> { Ok(Py::new(s.py(), RepeatedScalarContainer { parent: s.clone().unbind(), ops: &TENSOR_PROTO_FLOAT_DATA_LIST })?.into_any()) }
-unsafe fn tensor_proto_float_data_clear(_ctx: &Ctx<'_>, p: *mut ()) { unsafe { &mut *(p as *mut TensorProto) }.float_data.clear(); }
+unsafe fn tensor_proto_float_data_clear(_ctx: &Ctx<'_>, p: *mut ()) { unsafe { &mut *(p as *mut TensorProto) }.clear_float_data(); }
 
-static TENSOR_PROTO_INT32_DATA_LIST: ScalarListOps = crate::scalar_list!("TensorProto.int32_data", TensorProto, rare.int32_data, |py: Python<'_>, v: &i32| { let v = *v; ops::py_val(py, v) }, ops::to_i32);
+static TENSOR_PROTO_INT32_DATA_LIST: ScalarListOps = crate::scalar_list!("TensorProto.int32_data", TensorProto, int32_data, mutable_int32_data, |py: Python<'_>, v: &i32| { let v = *v; ops::py_val(py, v) }, ops::to_i32);
 fn tensor_proto_int32_data_get(s: &Bound<'_, Message>) -> PyResult<Py<PyAny>> { Ok(Py::new(s.py(), RepeatedScalarContainer { parent: s.clone().unbind(), ops: &TENSOR_PROTO_INT32_DATA_LIST })?.into_any()) }
-unsafe fn tensor_proto_int32_data_clear(_ctx: &Ctx<'_>, p: *mut ()) { unsafe { &mut *(p as *mut TensorProto) }.rare.int32_data.clear(); }
+unsafe fn tensor_proto_int32_data_clear(_ctx: &Ctx<'_>, p: *mut ()) { unsafe { &mut *(p as *mut TensorProto) }.clear_int32_data(); }
 
-static TENSOR_PROTO_STRING_DATA_LIST: ScalarListOps = crate::scalar_list!("TensorProto.string_data", TensorProto, rare.string_data, |py: Python<'_>, v: &ProtoString| { let v = v; Ok(ops::py_bytes(py, v.as_bytes())) }, |v: &Bound<'_, PyAny>| ops::to_bytes(v).map(ProtoString::from));
+static TENSOR_PROTO_STRING_DATA_LIST: ScalarListOps = crate::scalar_list!("TensorProto.string_data", TensorProto, string_data, mutable_string_data, |py: Python<'_>, v: &ProtoString| { let v = v; Ok(ops::py_bytes(py, v.as_bytes())) }, |v: &Bound<'_, PyAny>| ops::to_bytes(v).map(ProtoString::from));
 fn tensor_proto_string_data_get(s: &Bound<'_, Message>) -> PyResult<Py<PyAny>> { Ok(Py::new(s.py(), RepeatedScalarContainer { parent: s.clone().unbind(), ops: &TENSOR_PROTO_STRING_DATA_LIST })?.into_any()) }
-unsafe fn tensor_proto_string_data_clear(_ctx: &Ctx<'_>, p: *mut ()) { unsafe { &mut *(p as *mut TensorProto) }.rare.string_data.clear(); }
+unsafe fn tensor_proto_string_data_clear(_ctx: &Ctx<'_>, p: *mut ()) { unsafe { &mut *(p as *mut TensorProto) }.clear_string_data(); }
 
-static TENSOR_PROTO_INT64_DATA_LIST: ScalarListOps = crate::scalar_list!("TensorProto.int64_data", TensorProto, int64_data, |py: Python<'_>, v: &i64| { let v = *v; ops::py_val(py, v) }, ops::to_i64);
+static TENSOR_PROTO_INT64_DATA_LIST: ScalarListOps = crate::scalar_list!("TensorProto.int64_data", TensorProto, int64_data, mutable_int64_data, |py: Python<'_>, v: &i64| { let v = *v; ops::py_val(py, v) }, ops::to_i64);
 fn tensor_proto_int64_data_get(s: &Bound<'_, Message>) -> PyResult<Py<PyAny>> { Ok(Py::new(s.py(), RepeatedScalarContainer { parent: s.clone().unbind(), ops: &TENSOR_PROTO_INT64_DATA_LIST })?.into_any()) }
-unsafe fn tensor_proto_int64_data_clear(_ctx: &Ctx<'_>, p: *mut ()) { unsafe { &mut *(p as *mut TensorProto) }.int64_data.clear(); }
+unsafe fn tensor_proto_int64_data_clear(_ctx: &Ctx<'_>, p: *mut ()) { unsafe { &mut *(p as *mut TensorProto) }.clear_int64_data(); }
 
 fn tensor_proto_name_get(s: &Bound<'_, Message>) -> PyResult<Py<PyAny>> { ops::get_with::<TensorProto>(s, |py, m| { let v = m.name(); ops::py_str(py, v.as_bytes()) }) }
 fn tensor_proto_name_set(s: &Bound<'_, Message>, v: &Bound<'_, PyAny>) -> PyResult<()> { ops::set_with::<TensorProto, _>(s, v, |v: &Bound<'_, PyAny>| ops::to_str_bytes(v).map(ProtoString::from), |_, m, v| m.set_name(v)) }
@@ -1947,25 +1947,25 @@ fn tensor_proto_raw_data_get(s: &Bound<'_, Message>) -> PyResult<Py<PyAny>> { op
 fn tensor_proto_raw_data_set(s: &Bound<'_, Message>, v: &Bound<'_, PyAny>) -> PyResult<()> { ops::set_with::<TensorProto, _>(s, v, |v: &Bound<'_, PyAny>| ops::to_bytes(v).map(ByteSpan::from_vec), |_, m, v| m.set_raw_data(v)) }
 unsafe fn tensor_proto_raw_data_clear(_ctx: &Ctx<'_>, p: *mut ()) { unsafe { &mut *(p as *mut TensorProto) }.clear_raw_data(); }
 
-static TENSOR_PROTO_EXTERNAL_DATA_LIST: MsgListOps = crate::msg_list!("TensorProto.external_data", TensorProto, rare.external_data, StringStringEntryProto, &STRING_STRING_ENTRY_PROTO_INFO);
+static TENSOR_PROTO_EXTERNAL_DATA_LIST: MsgListOps = crate::msg_list!("TensorProto.external_data", TensorProto, external_data, mutable_external_data, StringStringEntryProto, &STRING_STRING_ENTRY_PROTO_INFO);
 fn tensor_proto_external_data_get(s: &Bound<'_, Message>) -> PyResult<Py<PyAny>> { Ok(Py::new(s.py(), RepeatedCompositeContainer { parent: s.clone().unbind(), ops: &TENSOR_PROTO_EXTERNAL_DATA_LIST })?.into_any()) }
-unsafe fn tensor_proto_external_data_clear(ctx: &Ctx<'_>, p: *mut ()) { ops::take_detach(ctx, &mut unsafe { &mut *(p as *mut TensorProto) }.rare.external_data); }
+unsafe fn tensor_proto_external_data_clear(ctx: &Ctx<'_>, p: *mut ()) { ops::take_detach(ctx, unsafe { &mut *(p as *mut TensorProto) }.mutable_external_data()); }
 
 fn tensor_proto_data_location_get(s: &Bound<'_, Message>) -> PyResult<Py<PyAny>> { ops::get_with::<TensorProto>(s, |py, m| { let v = m.data_location(); ops::py_val(py, v) }) }
 fn tensor_proto_data_location_set(s: &Bound<'_, Message>, v: &Bound<'_, PyAny>) -> PyResult<()> { ops::set_with::<TensorProto, _>(s, v, |v: &Bound<'_, PyAny>| ops::to_enum(v, &[0, 1]), |_, m, v| m.set_data_location(v)) }
 unsafe fn tensor_proto_data_location_clear(_ctx: &Ctx<'_>, p: *mut ()) { unsafe { &mut *(p as *mut TensorProto) }.clear_data_location(); }
 
-static TENSOR_PROTO_DOUBLE_DATA_LIST: ScalarListOps = crate::scalar_list!("TensorProto.double_data", TensorProto, rare.double_data, |py: Python<'_>, v: &f64| { let v = *v; ops::py_val(py, v) }, ops::to_f64);
+static TENSOR_PROTO_DOUBLE_DATA_LIST: ScalarListOps = crate::scalar_list!("TensorProto.double_data", TensorProto, double_data, mutable_double_data, |py: Python<'_>, v: &f64| { let v = *v; ops::py_val(py, v) }, ops::to_f64);
 fn tensor_proto_double_data_get(s: &Bound<'_, Message>) -> PyResult<Py<PyAny>> { Ok(Py::new(s.py(), RepeatedScalarContainer { parent: s.clone().unbind(), ops: &TENSOR_PROTO_DOUBLE_DATA_LIST })?.into_any()) }
-unsafe fn tensor_proto_double_data_clear(_ctx: &Ctx<'_>, p: *mut ()) { unsafe { &mut *(p as *mut TensorProto) }.rare.double_data.clear(); }
+unsafe fn tensor_proto_double_data_clear(_ctx: &Ctx<'_>, p: *mut ()) { unsafe { &mut *(p as *mut TensorProto) }.clear_double_data(); }
 
-static TENSOR_PROTO_UINT64_DATA_LIST: ScalarListOps = crate::scalar_list!("TensorProto.uint64_data", TensorProto, rare.uint64_data, |py: Python<'_>, v: &u64| { let v = *v; ops::py_val(py, v) }, ops::to_u64);
+static TENSOR_PROTO_UINT64_DATA_LIST: ScalarListOps = crate::scalar_list!("TensorProto.uint64_data", TensorProto, uint64_data, mutable_uint64_data, |py: Python<'_>, v: &u64| { let v = *v; ops::py_val(py, v) }, ops::to_u64);
 fn tensor_proto_uint64_data_get(s: &Bound<'_, Message>) -> PyResult<Py<PyAny>> { Ok(Py::new(s.py(), RepeatedScalarContainer { parent: s.clone().unbind(), ops: &TENSOR_PROTO_UINT64_DATA_LIST })?.into_any()) }
-unsafe fn tensor_proto_uint64_data_clear(_ctx: &Ctx<'_>, p: *mut ()) { unsafe { &mut *(p as *mut TensorProto) }.rare.uint64_data.clear(); }
+unsafe fn tensor_proto_uint64_data_clear(_ctx: &Ctx<'_>, p: *mut ()) { unsafe { &mut *(p as *mut TensorProto) }.clear_uint64_data(); }
 
-static TENSOR_PROTO_METADATA_PROPS_LIST: MsgListOps = crate::msg_list!("TensorProto.metadata_props", TensorProto, rare.metadata_props, StringStringEntryProto, &STRING_STRING_ENTRY_PROTO_INFO);
+static TENSOR_PROTO_METADATA_PROPS_LIST: MsgListOps = crate::msg_list!("TensorProto.metadata_props", TensorProto, metadata_props, mutable_metadata_props, StringStringEntryProto, &STRING_STRING_ENTRY_PROTO_INFO);
 fn tensor_proto_metadata_props_get(s: &Bound<'_, Message>) -> PyResult<Py<PyAny>> { Ok(Py::new(s.py(), RepeatedCompositeContainer { parent: s.clone().unbind(), ops: &TENSOR_PROTO_METADATA_PROPS_LIST })?.into_any()) }
-unsafe fn tensor_proto_metadata_props_clear(ctx: &Ctx<'_>, p: *mut ()) { ops::take_detach(ctx, &mut unsafe { &mut *(p as *mut TensorProto) }.rare.metadata_props); }
+unsafe fn tensor_proto_metadata_props_clear(ctx: &Ctx<'_>, p: *mut ()) { ops::take_detach(ctx, unsafe { &mut *(p as *mut TensorProto) }.mutable_metadata_props()); }
 
 static TENSOR_PROTO_OPS: MsgOps = ops::ops_of::<TensorProto>();
 
@@ -2118,7 +2118,7 @@ impl Msg for TensorProtoSegment {
     fn merge(ctx: &Ctx<'_>, dst: &mut Self, mut src: Self) {
         if src.has_begin() { dst.set_begin(src.begin()); }
         if src.has_end() { dst.set_end(src.end()); }
-        if !src.unknown_fields.is_empty() { dst.unknown_fields.push_raw(src.unknown_fields.as_bytes()); }
+        if !Proto::unknown_fields(&src).is_empty() { Proto::unknown_fields_mut(dst).push_raw(Proto::unknown_fields(&src).as_bytes()); }
     }
     fn text(&self, out: &mut TextOut) {
         if self.has_begin() { out.num("begin", self.begin()); }
@@ -2181,8 +2181,8 @@ impl PyTensorProtoSegment {
 impl Walk for SparseTensorProto {
     fn walk(&self, f: &mut dyn FnMut(usize, u16)) {
         f(ops::addr(self), 16);
-        self.values.walk(f);
-        self.indices.walk(f);
+        self.values_opt().walk(f);
+        self.indices_opt().walk(f);
     }
 }
 
@@ -2195,15 +2195,15 @@ impl Msg for SparseTensorProto {
     }
     #[allow(unused_variables, unused_mut)]
     fn merge(ctx: &Ctx<'_>, dst: &mut Self, mut src: Self) {
-        if !src.unknown_fields.is_empty() { dst.unknown_fields.push_raw(src.unknown_fields.as_bytes()); }
-        if let Some(v) = src.values.take() { <TensorProto as Msg>::merge(ctx, dst.mutable_values(), ops::Unbox::unbox(v)); }
-        if let Some(v) = src.indices.take() { <TensorProto as Msg>::merge(ctx, dst.mutable_indices(), ops::Unbox::unbox(v)); }
-        if !src.dims.is_empty() { dst.dims.extend(std::mem::take(&mut src.dims)); }
+        if !Proto::unknown_fields(&src).is_empty() { Proto::unknown_fields_mut(dst).push_raw(Proto::unknown_fields(&src).as_bytes()); }
+        if let Some(v) = src.take_values() { <TensorProto as Msg>::merge(ctx, dst.mutable_values(), v); }
+        if let Some(v) = src.take_indices() { <TensorProto as Msg>::merge(ctx, dst.mutable_indices(), v); }
+        if !src.dims().is_empty() { dst.mutable_dims().extend(std::mem::take(src.mutable_dims())); }
     }
     fn text(&self, out: &mut TextOut) {
         if self.has_values() { { out.begin("values"); self.values().text(out); out.end(); }; }
         if self.has_indices() { { out.begin("indices"); self.indices().text(out); out.end(); }; }
-        for v in self.dims.iter() { out.num("dims", *v); }
+        for v in self.dims().iter() { out.num("dims", *v); }
     }
 }
 
@@ -2212,18 +2212,18 @@ static SPARSE_TENSOR_PROTO_VALUES_SUB: SubField = SubField {
     make: |ctx, p| { let m = unsafe { &mut *(p as *mut SparseTensorProto) }; m.mutable_values() as *mut TensorProto as *mut () },
 };
 fn sparse_tensor_proto_values_get(s: &Bound<'_, Message>) -> PyResult<Py<PyAny>> { ops::get_message::<SparseTensorProto>(s, &SPARSE_TENSOR_PROTO_VALUES_SUB, &TENSOR_PROTO_INFO) }
-unsafe fn sparse_tensor_proto_values_clear(ctx: &Ctx<'_>, p: *mut ()) { let m = unsafe { &mut *(p as *mut SparseTensorProto) }; ops::take_detach(ctx, &mut m.values); }
+unsafe fn sparse_tensor_proto_values_clear(ctx: &Ctx<'_>, p: *mut ()) { let m = unsafe { &mut *(p as *mut SparseTensorProto) }; let at = m.values_opt().map(ops::addr); ops::detach_taken(ctx, at, m.take_values()); }
 
 static SPARSE_TENSOR_PROTO_INDICES_SUB: SubField = SubField {
     get: |p| { let m = unsafe { &*(p as *const SparseTensorProto) }; if m.has_indices() { m.indices() as *const TensorProto as *const () } else { std::ptr::null() } },
     make: |ctx, p| { let m = unsafe { &mut *(p as *mut SparseTensorProto) }; m.mutable_indices() as *mut TensorProto as *mut () },
 };
 fn sparse_tensor_proto_indices_get(s: &Bound<'_, Message>) -> PyResult<Py<PyAny>> { ops::get_message::<SparseTensorProto>(s, &SPARSE_TENSOR_PROTO_INDICES_SUB, &TENSOR_PROTO_INFO) }
-unsafe fn sparse_tensor_proto_indices_clear(ctx: &Ctx<'_>, p: *mut ()) { let m = unsafe { &mut *(p as *mut SparseTensorProto) }; ops::take_detach(ctx, &mut m.indices); }
+unsafe fn sparse_tensor_proto_indices_clear(ctx: &Ctx<'_>, p: *mut ()) { let m = unsafe { &mut *(p as *mut SparseTensorProto) }; let at = m.indices_opt().map(ops::addr); ops::detach_taken(ctx, at, m.take_indices()); }
 
-static SPARSE_TENSOR_PROTO_DIMS_LIST: ScalarListOps = crate::scalar_list!("SparseTensorProto.dims", SparseTensorProto, dims, |py: Python<'_>, v: &i64| { let v = *v; ops::py_val(py, v) }, ops::to_i64);
+static SPARSE_TENSOR_PROTO_DIMS_LIST: ScalarListOps = crate::scalar_list!("SparseTensorProto.dims", SparseTensorProto, dims, mutable_dims, |py: Python<'_>, v: &i64| { let v = *v; ops::py_val(py, v) }, ops::to_i64);
 fn sparse_tensor_proto_dims_get(s: &Bound<'_, Message>) -> PyResult<Py<PyAny>> { Ok(Py::new(s.py(), RepeatedScalarContainer { parent: s.clone().unbind(), ops: &SPARSE_TENSOR_PROTO_DIMS_LIST })?.into_any()) }
-unsafe fn sparse_tensor_proto_dims_clear(_ctx: &Ctx<'_>, p: *mut ()) { unsafe { &mut *(p as *mut SparseTensorProto) }.dims.clear(); }
+unsafe fn sparse_tensor_proto_dims_clear(_ctx: &Ctx<'_>, p: *mut ()) { unsafe { &mut *(p as *mut SparseTensorProto) }.clear_dims(); }
 
 static SPARSE_TENSOR_PROTO_OPS: MsgOps = ops::ops_of::<SparseTensorProto>();
 
@@ -2278,7 +2278,7 @@ impl PySparseTensorProto {
 impl Walk for TensorShapeProto {
     fn walk(&self, f: &mut dyn FnMut(usize, u16)) {
         f(ops::addr(self), 17);
-        self.dim.walk(f);
+        self.dim().walk(f);
     }
 }
 
@@ -2291,17 +2291,17 @@ impl Msg for TensorShapeProto {
     }
     #[allow(unused_variables, unused_mut)]
     fn merge(ctx: &Ctx<'_>, dst: &mut Self, mut src: Self) {
-        if !src.unknown_fields.is_empty() { dst.unknown_fields.push_raw(src.unknown_fields.as_bytes()); }
-        if !src.dim.is_empty() { dst.dim.extend(std::mem::take(&mut src.dim)); }
+        if !Proto::unknown_fields(&src).is_empty() { Proto::unknown_fields_mut(dst).push_raw(Proto::unknown_fields(&src).as_bytes()); }
+        if !src.dim().is_empty() { dst.mutable_dim().extend(std::mem::take(src.mutable_dim())); }
     }
     fn text(&self, out: &mut TextOut) {
-        for v in self.dim.iter() { { out.begin("dim"); v.text(out); out.end(); }; }
+        for v in self.dim().iter() { { out.begin("dim"); v.text(out); out.end(); }; }
     }
 }
 
-static TENSOR_SHAPE_PROTO_DIM_LIST: MsgListOps = crate::msg_list!("TensorShapeProto.dim", TensorShapeProto, dim, TensorShapeProtoDimension, &TENSOR_SHAPE_PROTO_DIMENSION_INFO);
+static TENSOR_SHAPE_PROTO_DIM_LIST: MsgListOps = crate::msg_list!("TensorShapeProto.dim", TensorShapeProto, dim, mutable_dim, TensorShapeProtoDimension, &TENSOR_SHAPE_PROTO_DIMENSION_INFO);
 fn tensor_shape_proto_dim_get(s: &Bound<'_, Message>) -> PyResult<Py<PyAny>> { Ok(Py::new(s.py(), RepeatedCompositeContainer { parent: s.clone().unbind(), ops: &TENSOR_SHAPE_PROTO_DIM_LIST })?.into_any()) }
-unsafe fn tensor_shape_proto_dim_clear(ctx: &Ctx<'_>, p: *mut ()) { ops::take_detach(ctx, &mut unsafe { &mut *(p as *mut TensorShapeProto) }.dim); }
+unsafe fn tensor_shape_proto_dim_clear(ctx: &Ctx<'_>, p: *mut ()) { ops::take_detach(ctx, unsafe { &mut *(p as *mut TensorShapeProto) }.mutable_dim()); }
 
 static TENSOR_SHAPE_PROTO_OPS: MsgOps = ops::ops_of::<TensorShapeProto>();
 
@@ -2360,10 +2360,10 @@ impl Msg for TensorShapeProtoDimension {
     #[allow(unused_variables, unused_mut)]
     fn merge(ctx: &Ctx<'_>, dst: &mut Self, mut src: Self) {
         if src.has_denotation() { dst.set_denotation(src.denotation().clone()); }
-        if !src.rare.unknown_fields.is_empty() { dst.rare.unknown_fields.push_raw(src.rare.unknown_fields.as_bytes()); }
-        match src.value.take() {
-            Some(TensorShapeProtoDimensionValue::DimValue(v)) => dst.set_dim_value(v),
-            Some(TensorShapeProtoDimensionValue::DimParam(v)) => dst.set_dim_param(v),
+        if !Proto::unknown_fields(&src).is_empty() { Proto::unknown_fields_mut(dst).push_raw(Proto::unknown_fields(&src).as_bytes()); }
+        match src.value_case() {
+            Some(TensorShapeProtoDimensionValueCase::DimValue) => dst.set_dim_value(src.dim_value()),
+            Some(TensorShapeProtoDimensionValueCase::DimParam) => dst.set_dim_param(src.dim_param().clone()),
             None => {}
         }
     }
@@ -2439,21 +2439,23 @@ impl PyTensorShapeProtoDimension {
 impl Walk for TypeProto {
     fn walk(&self, f: &mut dyn FnMut(usize, u16)) {
         f(ops::addr(self), 19);
-        self.value.walk(f);
+        if self.has_tensor_type() { self.tensor_type().walk(f); }
+        if self.has_sequence_type() { self.sequence_type().walk(f); }
+        if self.has_map_type() { self.map_type().walk(f); }
+        if self.has_optional_type() { self.optional_type().walk(f); }
+        if self.has_sparse_tensor_type() { self.sparse_tensor_type().walk(f); }
+        if self.has_opaque_type() { self.opaque_type().walk(f); }
     }
 }
 
-impl Walk for TypeProtoValue {
-    fn walk(&self, f: &mut dyn FnMut(usize, u16)) {
-        match self {
-            Self::TensorType(v) => v.walk(f),
-            Self::SequenceType(v) => v.walk(f),
-            Self::MapType(v) => v.walk(f),
-            Self::OptionalType(v) => v.walk(f),
-            Self::SparseTensorType(v) => v.walk(f),
-            Self::OpaqueType(v) => v.walk(f),
-        }
-    }
+/// Detaches the message set in `oneof value` of `TypeProto`, if any.
+fn type_proto_value_detach(ctx: &Ctx<'_>, m: &mut TypeProto) {
+    if m.has_tensor_type() { let at = ops::addr(m.tensor_type()); ops::detach_taken(ctx, Some(at), m.take_tensor_type()); }
+    if m.has_sequence_type() { let at = ops::addr(m.sequence_type()); ops::detach_taken(ctx, Some(at), m.take_sequence_type()); }
+    if m.has_map_type() { let at = ops::addr(m.map_type()); ops::detach_taken(ctx, Some(at), m.take_map_type()); }
+    if m.has_optional_type() { let at = ops::addr(m.optional_type()); ops::detach_taken(ctx, Some(at), m.take_optional_type()); }
+    if m.has_sparse_tensor_type() { let at = ops::addr(m.sparse_tensor_type()); ops::detach_taken(ctx, Some(at), m.take_sparse_tensor_type()); }
+    if m.has_opaque_type() { let at = ops::addr(m.opaque_type()); ops::detach_taken(ctx, Some(at), m.take_opaque_type()); }
 }
 
 impl Msg for TypeProto {
@@ -2466,14 +2468,14 @@ impl Msg for TypeProto {
     #[allow(unused_variables, unused_mut)]
     fn merge(ctx: &Ctx<'_>, dst: &mut Self, mut src: Self) {
         if src.has_denotation() { dst.set_denotation(src.denotation().clone()); }
-        if !src.rare.unknown_fields.is_empty() { dst.rare.unknown_fields.push_raw(src.rare.unknown_fields.as_bytes()); }
-        match src.value.take() {
-            Some(TypeProtoValue::TensorType(v)) => { if !dst.has_tensor_type() { ops::take_detach(ctx, &mut dst.value); } <TypeProtoTensor as Msg>::merge(ctx, dst.mutable_tensor_type(), ops::Unbox::unbox(v)); }
-            Some(TypeProtoValue::SequenceType(v)) => { if !dst.has_sequence_type() { ops::take_detach(ctx, &mut dst.value); } <TypeProtoSequence as Msg>::merge(ctx, dst.mutable_sequence_type(), ops::Unbox::unbox(v)); }
-            Some(TypeProtoValue::MapType(v)) => { if !dst.has_map_type() { ops::take_detach(ctx, &mut dst.value); } <TypeProtoMap as Msg>::merge(ctx, dst.mutable_map_type(), ops::Unbox::unbox(v)); }
-            Some(TypeProtoValue::OptionalType(v)) => { if !dst.has_optional_type() { ops::take_detach(ctx, &mut dst.value); } <TypeProtoOptional as Msg>::merge(ctx, dst.mutable_optional_type(), ops::Unbox::unbox(v)); }
-            Some(TypeProtoValue::SparseTensorType(v)) => { if !dst.has_sparse_tensor_type() { ops::take_detach(ctx, &mut dst.value); } <TypeProtoSparseTensor as Msg>::merge(ctx, dst.mutable_sparse_tensor_type(), ops::Unbox::unbox(v)); }
-            Some(TypeProtoValue::OpaqueType(v)) => { if !dst.has_opaque_type() { ops::take_detach(ctx, &mut dst.value); } <TypeProtoOpaque as Msg>::merge(ctx, dst.mutable_opaque_type(), ops::Unbox::unbox(v)); }
+        if !Proto::unknown_fields(&src).is_empty() { Proto::unknown_fields_mut(dst).push_raw(Proto::unknown_fields(&src).as_bytes()); }
+        match src.value_case() {
+            Some(TypeProtoValueCase::TensorType) => { if !dst.has_tensor_type() { type_proto_value_detach(ctx, dst); } <TypeProtoTensor as Msg>::merge(ctx, dst.mutable_tensor_type(), src.take_tensor_type().expect("set")); }
+            Some(TypeProtoValueCase::SequenceType) => { if !dst.has_sequence_type() { type_proto_value_detach(ctx, dst); } <TypeProtoSequence as Msg>::merge(ctx, dst.mutable_sequence_type(), src.take_sequence_type().expect("set")); }
+            Some(TypeProtoValueCase::MapType) => { if !dst.has_map_type() { type_proto_value_detach(ctx, dst); } <TypeProtoMap as Msg>::merge(ctx, dst.mutable_map_type(), src.take_map_type().expect("set")); }
+            Some(TypeProtoValueCase::OptionalType) => { if !dst.has_optional_type() { type_proto_value_detach(ctx, dst); } <TypeProtoOptional as Msg>::merge(ctx, dst.mutable_optional_type(), src.take_optional_type().expect("set")); }
+            Some(TypeProtoValueCase::SparseTensorType) => { if !dst.has_sparse_tensor_type() { type_proto_value_detach(ctx, dst); } <TypeProtoSparseTensor as Msg>::merge(ctx, dst.mutable_sparse_tensor_type(), src.take_sparse_tensor_type().expect("set")); }
+            Some(TypeProtoValueCase::OpaqueType) => { if !dst.has_opaque_type() { type_proto_value_detach(ctx, dst); } <TypeProtoOpaque as Msg>::merge(ctx, dst.mutable_opaque_type(), src.take_opaque_type().expect("set")); }
             None => {}
         }
     }
@@ -2490,45 +2492,45 @@ impl Msg for TypeProto {
 
 static TYPE_PROTO_TENSOR_TYPE_SUB: SubField = SubField {
     get: |p| { let m = unsafe { &*(p as *const TypeProto) }; if m.has_tensor_type() { m.tensor_type() as *const TypeProtoTensor as *const () } else { std::ptr::null() } },
-    make: |ctx, p| { let m = unsafe { &mut *(p as *mut TypeProto) }; if !m.has_tensor_type() { ops::take_detach(ctx, &mut m.value); } m.mutable_tensor_type() as *mut TypeProtoTensor as *mut () },
+    make: |ctx, p| { let m = unsafe { &mut *(p as *mut TypeProto) }; if !m.has_tensor_type() { type_proto_value_detach(ctx, m); } m.mutable_tensor_type() as *mut TypeProtoTensor as *mut () },
 };
 fn type_proto_tensor_type_get(s: &Bound<'_, Message>) -> PyResult<Py<PyAny>> { ops::get_message::<TypeProto>(s, &TYPE_PROTO_TENSOR_TYPE_SUB, &TYPE_PROTO_TENSOR_INFO) }
-unsafe fn type_proto_tensor_type_clear(ctx: &Ctx<'_>, p: *mut ()) { let m = unsafe { &mut *(p as *mut TypeProto) }; if m.has_tensor_type() { ops::take_detach(ctx, &mut m.value); } }
+unsafe fn type_proto_tensor_type_clear(ctx: &Ctx<'_>, p: *mut ()) { let m = unsafe { &mut *(p as *mut TypeProto) }; if m.has_tensor_type() { type_proto_value_detach(ctx, m); } }
 
 static TYPE_PROTO_SEQUENCE_TYPE_SUB: SubField = SubField {
     get: |p| { let m = unsafe { &*(p as *const TypeProto) }; if m.has_sequence_type() { m.sequence_type() as *const TypeProtoSequence as *const () } else { std::ptr::null() } },
-    make: |ctx, p| { let m = unsafe { &mut *(p as *mut TypeProto) }; if !m.has_sequence_type() { ops::take_detach(ctx, &mut m.value); } m.mutable_sequence_type() as *mut TypeProtoSequence as *mut () },
+    make: |ctx, p| { let m = unsafe { &mut *(p as *mut TypeProto) }; if !m.has_sequence_type() { type_proto_value_detach(ctx, m); } m.mutable_sequence_type() as *mut TypeProtoSequence as *mut () },
 };
 fn type_proto_sequence_type_get(s: &Bound<'_, Message>) -> PyResult<Py<PyAny>> { ops::get_message::<TypeProto>(s, &TYPE_PROTO_SEQUENCE_TYPE_SUB, &TYPE_PROTO_SEQUENCE_INFO) }
-unsafe fn type_proto_sequence_type_clear(ctx: &Ctx<'_>, p: *mut ()) { let m = unsafe { &mut *(p as *mut TypeProto) }; if m.has_sequence_type() { ops::take_detach(ctx, &mut m.value); } }
+unsafe fn type_proto_sequence_type_clear(ctx: &Ctx<'_>, p: *mut ()) { let m = unsafe { &mut *(p as *mut TypeProto) }; if m.has_sequence_type() { type_proto_value_detach(ctx, m); } }
 
 static TYPE_PROTO_MAP_TYPE_SUB: SubField = SubField {
     get: |p| { let m = unsafe { &*(p as *const TypeProto) }; if m.has_map_type() { m.map_type() as *const TypeProtoMap as *const () } else { std::ptr::null() } },
-    make: |ctx, p| { let m = unsafe { &mut *(p as *mut TypeProto) }; if !m.has_map_type() { ops::take_detach(ctx, &mut m.value); } m.mutable_map_type() as *mut TypeProtoMap as *mut () },
+    make: |ctx, p| { let m = unsafe { &mut *(p as *mut TypeProto) }; if !m.has_map_type() { type_proto_value_detach(ctx, m); } m.mutable_map_type() as *mut TypeProtoMap as *mut () },
 };
 fn type_proto_map_type_get(s: &Bound<'_, Message>) -> PyResult<Py<PyAny>> { ops::get_message::<TypeProto>(s, &TYPE_PROTO_MAP_TYPE_SUB, &TYPE_PROTO_MAP_INFO) }
-unsafe fn type_proto_map_type_clear(ctx: &Ctx<'_>, p: *mut ()) { let m = unsafe { &mut *(p as *mut TypeProto) }; if m.has_map_type() { ops::take_detach(ctx, &mut m.value); } }
+unsafe fn type_proto_map_type_clear(ctx: &Ctx<'_>, p: *mut ()) { let m = unsafe { &mut *(p as *mut TypeProto) }; if m.has_map_type() { type_proto_value_detach(ctx, m); } }
 
 static TYPE_PROTO_OPTIONAL_TYPE_SUB: SubField = SubField {
     get: |p| { let m = unsafe { &*(p as *const TypeProto) }; if m.has_optional_type() { m.optional_type() as *const TypeProtoOptional as *const () } else { std::ptr::null() } },
-    make: |ctx, p| { let m = unsafe { &mut *(p as *mut TypeProto) }; if !m.has_optional_type() { ops::take_detach(ctx, &mut m.value); } m.mutable_optional_type() as *mut TypeProtoOptional as *mut () },
+    make: |ctx, p| { let m = unsafe { &mut *(p as *mut TypeProto) }; if !m.has_optional_type() { type_proto_value_detach(ctx, m); } m.mutable_optional_type() as *mut TypeProtoOptional as *mut () },
 };
 fn type_proto_optional_type_get(s: &Bound<'_, Message>) -> PyResult<Py<PyAny>> { ops::get_message::<TypeProto>(s, &TYPE_PROTO_OPTIONAL_TYPE_SUB, &TYPE_PROTO_OPTIONAL_INFO) }
-unsafe fn type_proto_optional_type_clear(ctx: &Ctx<'_>, p: *mut ()) { let m = unsafe { &mut *(p as *mut TypeProto) }; if m.has_optional_type() { ops::take_detach(ctx, &mut m.value); } }
+unsafe fn type_proto_optional_type_clear(ctx: &Ctx<'_>, p: *mut ()) { let m = unsafe { &mut *(p as *mut TypeProto) }; if m.has_optional_type() { type_proto_value_detach(ctx, m); } }
 
 static TYPE_PROTO_SPARSE_TENSOR_TYPE_SUB: SubField = SubField {
     get: |p| { let m = unsafe { &*(p as *const TypeProto) }; if m.has_sparse_tensor_type() { m.sparse_tensor_type() as *const TypeProtoSparseTensor as *const () } else { std::ptr::null() } },
-    make: |ctx, p| { let m = unsafe { &mut *(p as *mut TypeProto) }; if !m.has_sparse_tensor_type() { ops::take_detach(ctx, &mut m.value); } m.mutable_sparse_tensor_type() as *mut TypeProtoSparseTensor as *mut () },
+    make: |ctx, p| { let m = unsafe { &mut *(p as *mut TypeProto) }; if !m.has_sparse_tensor_type() { type_proto_value_detach(ctx, m); } m.mutable_sparse_tensor_type() as *mut TypeProtoSparseTensor as *mut () },
 };
 fn type_proto_sparse_tensor_type_get(s: &Bound<'_, Message>) -> PyResult<Py<PyAny>> { ops::get_message::<TypeProto>(s, &TYPE_PROTO_SPARSE_TENSOR_TYPE_SUB, &TYPE_PROTO_SPARSE_TENSOR_INFO) }
-unsafe fn type_proto_sparse_tensor_type_clear(ctx: &Ctx<'_>, p: *mut ()) { let m = unsafe { &mut *(p as *mut TypeProto) }; if m.has_sparse_tensor_type() { ops::take_detach(ctx, &mut m.value); } }
+unsafe fn type_proto_sparse_tensor_type_clear(ctx: &Ctx<'_>, p: *mut ()) { let m = unsafe { &mut *(p as *mut TypeProto) }; if m.has_sparse_tensor_type() { type_proto_value_detach(ctx, m); } }
 
 static TYPE_PROTO_OPAQUE_TYPE_SUB: SubField = SubField {
     get: |p| { let m = unsafe { &*(p as *const TypeProto) }; if m.has_opaque_type() { m.opaque_type() as *const TypeProtoOpaque as *const () } else { std::ptr::null() } },
-    make: |ctx, p| { let m = unsafe { &mut *(p as *mut TypeProto) }; if !m.has_opaque_type() { ops::take_detach(ctx, &mut m.value); } m.mutable_opaque_type() as *mut TypeProtoOpaque as *mut () },
+    make: |ctx, p| { let m = unsafe { &mut *(p as *mut TypeProto) }; if !m.has_opaque_type() { type_proto_value_detach(ctx, m); } m.mutable_opaque_type() as *mut TypeProtoOpaque as *mut () },
 };
 fn type_proto_opaque_type_get(s: &Bound<'_, Message>) -> PyResult<Py<PyAny>> { ops::get_message::<TypeProto>(s, &TYPE_PROTO_OPAQUE_TYPE_SUB, &TYPE_PROTO_OPAQUE_INFO) }
-unsafe fn type_proto_opaque_type_clear(ctx: &Ctx<'_>, p: *mut ()) { let m = unsafe { &mut *(p as *mut TypeProto) }; if m.has_opaque_type() { ops::take_detach(ctx, &mut m.value); } }
+unsafe fn type_proto_opaque_type_clear(ctx: &Ctx<'_>, p: *mut ()) { let m = unsafe { &mut *(p as *mut TypeProto) }; if m.has_opaque_type() { type_proto_value_detach(ctx, m); } }
 
 fn type_proto_denotation_get(s: &Bound<'_, Message>) -> PyResult<Py<PyAny>> { ops::get_with::<TypeProto>(s, |py, m| { let v = m.denotation(); ops::py_str(py, v.as_bytes()) }) }
 fn type_proto_denotation_set(s: &Bound<'_, Message>, v: &Bound<'_, PyAny>) -> PyResult<()> { ops::set_with::<TypeProto, _>(s, v, |v: &Bound<'_, PyAny>| ops::to_str_bytes(v).map(ProtoString::from), |_, m, v| m.set_denotation(v)) }
@@ -2629,7 +2631,7 @@ impl PyTypeProto {
 impl Walk for TypeProtoTensor {
     fn walk(&self, f: &mut dyn FnMut(usize, u16)) {
         f(ops::addr(self), 20);
-        self.shape.walk(f);
+        self.shape_opt().walk(f);
     }
 }
 
@@ -2643,8 +2645,8 @@ impl Msg for TypeProtoTensor {
     #[allow(unused_variables, unused_mut)]
     fn merge(ctx: &Ctx<'_>, dst: &mut Self, mut src: Self) {
         if src.has_elem_type() { dst.set_elem_type(src.elem_type()); }
-        if !src.unknown_fields.is_empty() { dst.unknown_fields.push_raw(src.unknown_fields.as_bytes()); }
-        if let Some(v) = src.shape.take() { <TensorShapeProto as Msg>::merge(ctx, dst.mutable_shape(), ops::Unbox::unbox(v)); }
+        if !Proto::unknown_fields(&src).is_empty() { Proto::unknown_fields_mut(dst).push_raw(Proto::unknown_fields(&src).as_bytes()); }
+        if let Some(v) = src.take_shape() { <TensorShapeProto as Msg>::merge(ctx, dst.mutable_shape(), v); }
     }
     fn text(&self, out: &mut TextOut) {
         if self.has_elem_type() { out.num("elem_type", self.elem_type()); }
@@ -2661,7 +2663,7 @@ static TYPE_PROTO_TENSOR_SHAPE_SUB: SubField = SubField {
     make: |ctx, p| { let m = unsafe { &mut *(p as *mut TypeProtoTensor) }; m.mutable_shape() as *mut TensorShapeProto as *mut () },
 };
 fn type_proto_tensor_shape_get(s: &Bound<'_, Message>) -> PyResult<Py<PyAny>> { ops::get_message::<TypeProtoTensor>(s, &TYPE_PROTO_TENSOR_SHAPE_SUB, &TENSOR_SHAPE_PROTO_INFO) }
-unsafe fn type_proto_tensor_shape_clear(ctx: &Ctx<'_>, p: *mut ()) { let m = unsafe { &mut *(p as *mut TypeProtoTensor) }; ops::take_detach(ctx, &mut m.shape); }
+unsafe fn type_proto_tensor_shape_clear(ctx: &Ctx<'_>, p: *mut ()) { let m = unsafe { &mut *(p as *mut TypeProtoTensor) }; let at = m.shape_opt().map(ops::addr); ops::detach_taken(ctx, at, m.take_shape()); }
 
 static TYPE_PROTO_TENSOR_OPS: MsgOps = ops::ops_of::<TypeProtoTensor>();
 
@@ -2710,7 +2712,7 @@ impl PyTypeProtoTensor {
 impl Walk for TypeProtoSequence {
     fn walk(&self, f: &mut dyn FnMut(usize, u16)) {
         f(ops::addr(self), 21);
-        self.elem_type.walk(f);
+        self.elem_type_opt().walk(f);
     }
 }
 
@@ -2723,8 +2725,8 @@ impl Msg for TypeProtoSequence {
     }
     #[allow(unused_variables, unused_mut)]
     fn merge(ctx: &Ctx<'_>, dst: &mut Self, mut src: Self) {
-        if !src.unknown_fields.is_empty() { dst.unknown_fields.push_raw(src.unknown_fields.as_bytes()); }
-        if let Some(v) = src.elem_type.take() { onnx_light::wire::guard_stack(|| <TypeProto as Msg>::merge(ctx, dst.mutable_elem_type(), ops::Unbox::unbox(v))); }
+        if !Proto::unknown_fields(&src).is_empty() { Proto::unknown_fields_mut(dst).push_raw(Proto::unknown_fields(&src).as_bytes()); }
+        if let Some(v) = src.take_elem_type() { onnx_light::wire::guard_stack(|| <TypeProto as Msg>::merge(ctx, dst.mutable_elem_type(), v)); }
     }
     fn text(&self, out: &mut TextOut) {
         if self.has_elem_type() { { out.begin("elem_type"); onnx_light::wire::guard_stack(|| self.elem_type().text(out)); out.end(); }; }
@@ -2736,7 +2738,7 @@ static TYPE_PROTO_SEQUENCE_ELEM_TYPE_SUB: SubField = SubField {
     make: |ctx, p| { let m = unsafe { &mut *(p as *mut TypeProtoSequence) }; m.mutable_elem_type() as *mut TypeProto as *mut () },
 };
 fn type_proto_sequence_elem_type_get(s: &Bound<'_, Message>) -> PyResult<Py<PyAny>> { ops::get_message::<TypeProtoSequence>(s, &TYPE_PROTO_SEQUENCE_ELEM_TYPE_SUB, &TYPE_PROTO_INFO) }
-unsafe fn type_proto_sequence_elem_type_clear(ctx: &Ctx<'_>, p: *mut ()) { let m = unsafe { &mut *(p as *mut TypeProtoSequence) }; ops::take_detach(ctx, &mut m.elem_type); }
+unsafe fn type_proto_sequence_elem_type_clear(ctx: &Ctx<'_>, p: *mut ()) { let m = unsafe { &mut *(p as *mut TypeProtoSequence) }; let at = m.elem_type_opt().map(ops::addr); ops::detach_taken(ctx, at, m.take_elem_type()); }
 
 static TYPE_PROTO_SEQUENCE_OPS: MsgOps = ops::ops_of::<TypeProtoSequence>();
 
@@ -2779,7 +2781,7 @@ impl PyTypeProtoSequence {
 impl Walk for TypeProtoMap {
     fn walk(&self, f: &mut dyn FnMut(usize, u16)) {
         f(ops::addr(self), 22);
-        self.value_type.walk(f);
+        self.value_type_opt().walk(f);
     }
 }
 
@@ -2793,8 +2795,8 @@ impl Msg for TypeProtoMap {
     #[allow(unused_variables, unused_mut)]
     fn merge(ctx: &Ctx<'_>, dst: &mut Self, mut src: Self) {
         if src.has_key_type() { dst.set_key_type(src.key_type()); }
-        if !src.unknown_fields.is_empty() { dst.unknown_fields.push_raw(src.unknown_fields.as_bytes()); }
-        if let Some(v) = src.value_type.take() { onnx_light::wire::guard_stack(|| <TypeProto as Msg>::merge(ctx, dst.mutable_value_type(), ops::Unbox::unbox(v))); }
+        if !Proto::unknown_fields(&src).is_empty() { Proto::unknown_fields_mut(dst).push_raw(Proto::unknown_fields(&src).as_bytes()); }
+        if let Some(v) = src.take_value_type() { onnx_light::wire::guard_stack(|| <TypeProto as Msg>::merge(ctx, dst.mutable_value_type(), v)); }
     }
     fn text(&self, out: &mut TextOut) {
         if self.has_key_type() { out.num("key_type", self.key_type()); }
@@ -2811,7 +2813,7 @@ static TYPE_PROTO_MAP_VALUE_TYPE_SUB: SubField = SubField {
     make: |ctx, p| { let m = unsafe { &mut *(p as *mut TypeProtoMap) }; m.mutable_value_type() as *mut TypeProto as *mut () },
 };
 fn type_proto_map_value_type_get(s: &Bound<'_, Message>) -> PyResult<Py<PyAny>> { ops::get_message::<TypeProtoMap>(s, &TYPE_PROTO_MAP_VALUE_TYPE_SUB, &TYPE_PROTO_INFO) }
-unsafe fn type_proto_map_value_type_clear(ctx: &Ctx<'_>, p: *mut ()) { let m = unsafe { &mut *(p as *mut TypeProtoMap) }; ops::take_detach(ctx, &mut m.value_type); }
+unsafe fn type_proto_map_value_type_clear(ctx: &Ctx<'_>, p: *mut ()) { let m = unsafe { &mut *(p as *mut TypeProtoMap) }; let at = m.value_type_opt().map(ops::addr); ops::detach_taken(ctx, at, m.take_value_type()); }
 
 static TYPE_PROTO_MAP_OPS: MsgOps = ops::ops_of::<TypeProtoMap>();
 
@@ -2860,7 +2862,7 @@ impl PyTypeProtoMap {
 impl Walk for TypeProtoOptional {
     fn walk(&self, f: &mut dyn FnMut(usize, u16)) {
         f(ops::addr(self), 23);
-        self.elem_type.walk(f);
+        self.elem_type_opt().walk(f);
     }
 }
 
@@ -2873,8 +2875,8 @@ impl Msg for TypeProtoOptional {
     }
     #[allow(unused_variables, unused_mut)]
     fn merge(ctx: &Ctx<'_>, dst: &mut Self, mut src: Self) {
-        if !src.unknown_fields.is_empty() { dst.unknown_fields.push_raw(src.unknown_fields.as_bytes()); }
-        if let Some(v) = src.elem_type.take() { onnx_light::wire::guard_stack(|| <TypeProto as Msg>::merge(ctx, dst.mutable_elem_type(), ops::Unbox::unbox(v))); }
+        if !Proto::unknown_fields(&src).is_empty() { Proto::unknown_fields_mut(dst).push_raw(Proto::unknown_fields(&src).as_bytes()); }
+        if let Some(v) = src.take_elem_type() { onnx_light::wire::guard_stack(|| <TypeProto as Msg>::merge(ctx, dst.mutable_elem_type(), v)); }
     }
     fn text(&self, out: &mut TextOut) {
         if self.has_elem_type() { { out.begin("elem_type"); onnx_light::wire::guard_stack(|| self.elem_type().text(out)); out.end(); }; }
@@ -2886,7 +2888,7 @@ static TYPE_PROTO_OPTIONAL_ELEM_TYPE_SUB: SubField = SubField {
     make: |ctx, p| { let m = unsafe { &mut *(p as *mut TypeProtoOptional) }; m.mutable_elem_type() as *mut TypeProto as *mut () },
 };
 fn type_proto_optional_elem_type_get(s: &Bound<'_, Message>) -> PyResult<Py<PyAny>> { ops::get_message::<TypeProtoOptional>(s, &TYPE_PROTO_OPTIONAL_ELEM_TYPE_SUB, &TYPE_PROTO_INFO) }
-unsafe fn type_proto_optional_elem_type_clear(ctx: &Ctx<'_>, p: *mut ()) { let m = unsafe { &mut *(p as *mut TypeProtoOptional) }; ops::take_detach(ctx, &mut m.elem_type); }
+unsafe fn type_proto_optional_elem_type_clear(ctx: &Ctx<'_>, p: *mut ()) { let m = unsafe { &mut *(p as *mut TypeProtoOptional) }; let at = m.elem_type_opt().map(ops::addr); ops::detach_taken(ctx, at, m.take_elem_type()); }
 
 static TYPE_PROTO_OPTIONAL_OPS: MsgOps = ops::ops_of::<TypeProtoOptional>();
 
@@ -2929,7 +2931,7 @@ impl PyTypeProtoOptional {
 impl Walk for TypeProtoSparseTensor {
     fn walk(&self, f: &mut dyn FnMut(usize, u16)) {
         f(ops::addr(self), 24);
-        self.shape.walk(f);
+        self.shape_opt().walk(f);
     }
 }
 
@@ -2943,8 +2945,8 @@ impl Msg for TypeProtoSparseTensor {
     #[allow(unused_variables, unused_mut)]
     fn merge(ctx: &Ctx<'_>, dst: &mut Self, mut src: Self) {
         if src.has_elem_type() { dst.set_elem_type(src.elem_type()); }
-        if !src.unknown_fields.is_empty() { dst.unknown_fields.push_raw(src.unknown_fields.as_bytes()); }
-        if let Some(v) = src.shape.take() { <TensorShapeProto as Msg>::merge(ctx, dst.mutable_shape(), ops::Unbox::unbox(v)); }
+        if !Proto::unknown_fields(&src).is_empty() { Proto::unknown_fields_mut(dst).push_raw(Proto::unknown_fields(&src).as_bytes()); }
+        if let Some(v) = src.take_shape() { <TensorShapeProto as Msg>::merge(ctx, dst.mutable_shape(), v); }
     }
     fn text(&self, out: &mut TextOut) {
         if self.has_elem_type() { out.num("elem_type", self.elem_type()); }
@@ -2961,7 +2963,7 @@ static TYPE_PROTO_SPARSE_TENSOR_SHAPE_SUB: SubField = SubField {
     make: |ctx, p| { let m = unsafe { &mut *(p as *mut TypeProtoSparseTensor) }; m.mutable_shape() as *mut TensorShapeProto as *mut () },
 };
 fn type_proto_sparse_tensor_shape_get(s: &Bound<'_, Message>) -> PyResult<Py<PyAny>> { ops::get_message::<TypeProtoSparseTensor>(s, &TYPE_PROTO_SPARSE_TENSOR_SHAPE_SUB, &TENSOR_SHAPE_PROTO_INFO) }
-unsafe fn type_proto_sparse_tensor_shape_clear(ctx: &Ctx<'_>, p: *mut ()) { let m = unsafe { &mut *(p as *mut TypeProtoSparseTensor) }; ops::take_detach(ctx, &mut m.shape); }
+unsafe fn type_proto_sparse_tensor_shape_clear(ctx: &Ctx<'_>, p: *mut ()) { let m = unsafe { &mut *(p as *mut TypeProtoSparseTensor) }; let at = m.shape_opt().map(ops::addr); ops::detach_taken(ctx, at, m.take_shape()); }
 
 static TYPE_PROTO_SPARSE_TENSOR_OPS: MsgOps = ops::ops_of::<TypeProtoSparseTensor>();
 
@@ -3024,7 +3026,7 @@ impl Msg for TypeProtoOpaque {
     fn merge(ctx: &Ctx<'_>, dst: &mut Self, mut src: Self) {
         if src.has_domain() { dst.set_domain(src.domain().clone()); }
         if src.has_name() { dst.set_name(src.name().clone()); }
-        if !src.unknown_fields.is_empty() { dst.unknown_fields.push_raw(src.unknown_fields.as_bytes()); }
+        if !Proto::unknown_fields(&src).is_empty() { Proto::unknown_fields_mut(dst).push_raw(Proto::unknown_fields(&src).as_bytes()); }
     }
     fn text(&self, out: &mut TextOut) {
         if self.has_domain() { out.string("domain", self.domain().as_bytes()); }
@@ -3101,7 +3103,7 @@ impl Msg for OperatorSetIdProto {
     fn merge(ctx: &Ctx<'_>, dst: &mut Self, mut src: Self) {
         if src.has_domain() { dst.set_domain(src.domain().clone()); }
         if src.has_version() { dst.set_version(src.version()); }
-        if !src.unknown_fields.is_empty() { dst.unknown_fields.push_raw(src.unknown_fields.as_bytes()); }
+        if !Proto::unknown_fields(&src).is_empty() { Proto::unknown_fields_mut(dst).push_raw(Proto::unknown_fields(&src).as_bytes()); }
     }
     fn text(&self, out: &mut TextOut) {
         if self.has_domain() { out.string("domain", self.domain().as_bytes()); }
@@ -3164,11 +3166,11 @@ impl PyOperatorSetIdProto {
 impl Walk for FunctionProto {
     fn walk(&self, f: &mut dyn FnMut(usize, u16)) {
         f(ops::addr(self), 27);
-        self.attribute_proto.walk(f);
-        self.node.walk(f);
-        self.opset_import.walk(f);
-        self.value_info.walk(f);
-        self.metadata_props.walk(f);
+        self.attribute_proto().walk(f);
+        self.node().walk(f);
+        self.opset_import().walk(f);
+        self.value_info().walk(f);
+        self.metadata_props().walk(f);
     }
 }
 
@@ -3185,29 +3187,29 @@ impl Msg for FunctionProto {
         if src.has_doc_string() { dst.set_doc_string(src.doc_string().clone()); }
         if src.has_domain() { dst.set_domain(src.domain().clone()); }
         if src.has_overload() { dst.set_overload(src.overload().clone()); }
-        if !src.unknown_fields.is_empty() { dst.unknown_fields.push_raw(src.unknown_fields.as_bytes()); }
-        if !src.input.is_empty() { dst.input.extend(std::mem::take(&mut src.input)); }
-        if !src.output.is_empty() { dst.output.extend(std::mem::take(&mut src.output)); }
-        if !src.attribute.is_empty() { dst.attribute.extend(std::mem::take(&mut src.attribute)); }
-        if !src.attribute_proto.is_empty() { dst.attribute_proto.extend(std::mem::take(&mut src.attribute_proto)); }
-        if !src.node.is_empty() { dst.node.extend(std::mem::take(&mut src.node)); }
-        if !src.opset_import.is_empty() { dst.opset_import.extend(std::mem::take(&mut src.opset_import)); }
-        if !src.value_info.is_empty() { dst.value_info.extend(std::mem::take(&mut src.value_info)); }
-        if !src.metadata_props.is_empty() { dst.metadata_props.extend(std::mem::take(&mut src.metadata_props)); }
+        if !Proto::unknown_fields(&src).is_empty() { Proto::unknown_fields_mut(dst).push_raw(Proto::unknown_fields(&src).as_bytes()); }
+        if !src.input().is_empty() { dst.mutable_input().extend(std::mem::take(src.mutable_input())); }
+        if !src.output().is_empty() { dst.mutable_output().extend(std::mem::take(src.mutable_output())); }
+        if !src.attribute().is_empty() { dst.mutable_attribute().extend(std::mem::take(src.mutable_attribute())); }
+        if !src.attribute_proto().is_empty() { dst.mutable_attribute_proto().extend(std::mem::take(src.mutable_attribute_proto())); }
+        if !src.node().is_empty() { dst.mutable_node().extend(std::mem::take(src.mutable_node())); }
+        if !src.opset_import().is_empty() { dst.mutable_opset_import().extend(std::mem::take(src.mutable_opset_import())); }
+        if !src.value_info().is_empty() { dst.mutable_value_info().extend(std::mem::take(src.mutable_value_info())); }
+        if !src.metadata_props().is_empty() { dst.mutable_metadata_props().extend(std::mem::take(src.mutable_metadata_props())); }
     }
     fn text(&self, out: &mut TextOut) {
         if self.has_name() { out.string("name", self.name().as_bytes()); }
-        for v in self.input.iter() { out.string("input", v.as_bytes()); }
-        for v in self.output.iter() { out.string("output", v.as_bytes()); }
-        for v in self.attribute.iter() { out.string("attribute", v.as_bytes()); }
-        for v in self.node.iter() { { out.begin("node"); v.text(out); out.end(); }; }
+        for v in self.input().iter() { out.string("input", v.as_bytes()); }
+        for v in self.output().iter() { out.string("output", v.as_bytes()); }
+        for v in self.attribute().iter() { out.string("attribute", v.as_bytes()); }
+        for v in self.node().iter() { { out.begin("node"); v.text(out); out.end(); }; }
         if self.has_doc_string() { out.string("doc_string", self.doc_string().as_bytes()); }
-        for v in self.opset_import.iter() { { out.begin("opset_import"); v.text(out); out.end(); }; }
+        for v in self.opset_import().iter() { { out.begin("opset_import"); v.text(out); out.end(); }; }
         if self.has_domain() { out.string("domain", self.domain().as_bytes()); }
-        for v in self.attribute_proto.iter() { { out.begin("attribute_proto"); v.text(out); out.end(); }; }
-        for v in self.value_info.iter() { { out.begin("value_info"); v.text(out); out.end(); }; }
+        for v in self.attribute_proto().iter() { { out.begin("attribute_proto"); v.text(out); out.end(); }; }
+        for v in self.value_info().iter() { { out.begin("value_info"); v.text(out); out.end(); }; }
         if self.has_overload() { out.string("overload", self.overload().as_bytes()); }
-        for v in self.metadata_props.iter() { { out.begin("metadata_props"); v.text(out); out.end(); }; }
+        for v in self.metadata_props().iter() { { out.begin("metadata_props"); v.text(out); out.end(); }; }
     }
 }
 
@@ -3215,33 +3217,33 @@ fn function_proto_name_get(s: &Bound<'_, Message>) -> PyResult<Py<PyAny>> { ops:
 fn function_proto_name_set(s: &Bound<'_, Message>, v: &Bound<'_, PyAny>) -> PyResult<()> { ops::set_with::<FunctionProto, _>(s, v, |v: &Bound<'_, PyAny>| ops::to_str_bytes(v).map(ProtoString::from), |_, m, v| m.set_name(v)) }
 unsafe fn function_proto_name_clear(_ctx: &Ctx<'_>, p: *mut ()) { unsafe { &mut *(p as *mut FunctionProto) }.clear_name(); }
 
-static FUNCTION_PROTO_INPUT_LIST: ScalarListOps = crate::scalar_list!("FunctionProto.input", FunctionProto, input, |py: Python<'_>, v: &ProtoString| { let v = v; ops::py_str(py, v.as_bytes()) }, |v: &Bound<'_, PyAny>| ops::to_str_bytes(v).map(ProtoString::from));
+static FUNCTION_PROTO_INPUT_LIST: ScalarListOps = crate::scalar_list!("FunctionProto.input", FunctionProto, input, mutable_input, |py: Python<'_>, v: &ProtoString| { let v = v; ops::py_str(py, v.as_bytes()) }, |v: &Bound<'_, PyAny>| ops::to_str_bytes(v).map(ProtoString::from));
 fn function_proto_input_get(s: &Bound<'_, Message>) -> PyResult<Py<PyAny>> { Ok(Py::new(s.py(), RepeatedScalarContainer { parent: s.clone().unbind(), ops: &FUNCTION_PROTO_INPUT_LIST })?.into_any()) }
-unsafe fn function_proto_input_clear(_ctx: &Ctx<'_>, p: *mut ()) { unsafe { &mut *(p as *mut FunctionProto) }.input.clear(); }
+unsafe fn function_proto_input_clear(_ctx: &Ctx<'_>, p: *mut ()) { unsafe { &mut *(p as *mut FunctionProto) }.clear_input(); }
 
-static FUNCTION_PROTO_OUTPUT_LIST: ScalarListOps = crate::scalar_list!("FunctionProto.output", FunctionProto, output, |py: Python<'_>, v: &ProtoString| { let v = v; ops::py_str(py, v.as_bytes()) }, |v: &Bound<'_, PyAny>| ops::to_str_bytes(v).map(ProtoString::from));
+static FUNCTION_PROTO_OUTPUT_LIST: ScalarListOps = crate::scalar_list!("FunctionProto.output", FunctionProto, output, mutable_output, |py: Python<'_>, v: &ProtoString| { let v = v; ops::py_str(py, v.as_bytes()) }, |v: &Bound<'_, PyAny>| ops::to_str_bytes(v).map(ProtoString::from));
 fn function_proto_output_get(s: &Bound<'_, Message>) -> PyResult<Py<PyAny>> { Ok(Py::new(s.py(), RepeatedScalarContainer { parent: s.clone().unbind(), ops: &FUNCTION_PROTO_OUTPUT_LIST })?.into_any()) }
-unsafe fn function_proto_output_clear(_ctx: &Ctx<'_>, p: *mut ()) { unsafe { &mut *(p as *mut FunctionProto) }.output.clear(); }
+unsafe fn function_proto_output_clear(_ctx: &Ctx<'_>, p: *mut ()) { unsafe { &mut *(p as *mut FunctionProto) }.clear_output(); }
 
-static FUNCTION_PROTO_ATTRIBUTE_LIST: ScalarListOps = crate::scalar_list!("FunctionProto.attribute", FunctionProto, attribute, |py: Python<'_>, v: &ProtoString| { let v = v; ops::py_str(py, v.as_bytes()) }, |v: &Bound<'_, PyAny>| ops::to_str_bytes(v).map(ProtoString::from));
+static FUNCTION_PROTO_ATTRIBUTE_LIST: ScalarListOps = crate::scalar_list!("FunctionProto.attribute", FunctionProto, attribute, mutable_attribute, |py: Python<'_>, v: &ProtoString| { let v = v; ops::py_str(py, v.as_bytes()) }, |v: &Bound<'_, PyAny>| ops::to_str_bytes(v).map(ProtoString::from));
 fn function_proto_attribute_get(s: &Bound<'_, Message>) -> PyResult<Py<PyAny>> { Ok(Py::new(s.py(), RepeatedScalarContainer { parent: s.clone().unbind(), ops: &FUNCTION_PROTO_ATTRIBUTE_LIST })?.into_any()) }
-unsafe fn function_proto_attribute_clear(_ctx: &Ctx<'_>, p: *mut ()) { unsafe { &mut *(p as *mut FunctionProto) }.attribute.clear(); }
+unsafe fn function_proto_attribute_clear(_ctx: &Ctx<'_>, p: *mut ()) { unsafe { &mut *(p as *mut FunctionProto) }.clear_attribute(); }
 
-static FUNCTION_PROTO_ATTRIBUTE_PROTO_LIST: MsgListOps = crate::msg_list!("FunctionProto.attribute_proto", FunctionProto, attribute_proto, AttributeProto, &ATTRIBUTE_PROTO_INFO);
+static FUNCTION_PROTO_ATTRIBUTE_PROTO_LIST: MsgListOps = crate::msg_list!("FunctionProto.attribute_proto", FunctionProto, attribute_proto, mutable_attribute_proto, AttributeProto, &ATTRIBUTE_PROTO_INFO);
 fn function_proto_attribute_proto_get(s: &Bound<'_, Message>) -> PyResult<Py<PyAny>> { Ok(Py::new(s.py(), RepeatedCompositeContainer { parent: s.clone().unbind(), ops: &FUNCTION_PROTO_ATTRIBUTE_PROTO_LIST })?.into_any()) }
-unsafe fn function_proto_attribute_proto_clear(ctx: &Ctx<'_>, p: *mut ()) { ops::take_detach(ctx, &mut unsafe { &mut *(p as *mut FunctionProto) }.attribute_proto); }
+unsafe fn function_proto_attribute_proto_clear(ctx: &Ctx<'_>, p: *mut ()) { ops::take_detach(ctx, unsafe { &mut *(p as *mut FunctionProto) }.mutable_attribute_proto()); }
 
-static FUNCTION_PROTO_NODE_LIST: MsgListOps = crate::msg_list!("FunctionProto.node", FunctionProto, node, NodeProto, &NODE_PROTO_INFO);
+static FUNCTION_PROTO_NODE_LIST: MsgListOps = crate::msg_list!("FunctionProto.node", FunctionProto, node, mutable_node, NodeProto, &NODE_PROTO_INFO);
 fn function_proto_node_get(s: &Bound<'_, Message>) -> PyResult<Py<PyAny>> { Ok(Py::new(s.py(), RepeatedCompositeContainer { parent: s.clone().unbind(), ops: &FUNCTION_PROTO_NODE_LIST })?.into_any()) }
-unsafe fn function_proto_node_clear(ctx: &Ctx<'_>, p: *mut ()) { ops::take_detach(ctx, &mut unsafe { &mut *(p as *mut FunctionProto) }.node); }
+unsafe fn function_proto_node_clear(ctx: &Ctx<'_>, p: *mut ()) { ops::take_detach(ctx, unsafe { &mut *(p as *mut FunctionProto) }.mutable_node()); }
 
 fn function_proto_doc_string_get(s: &Bound<'_, Message>) -> PyResult<Py<PyAny>> { ops::get_with::<FunctionProto>(s, |py, m| { let v = m.doc_string(); ops::py_str(py, v.as_bytes()) }) }
 fn function_proto_doc_string_set(s: &Bound<'_, Message>, v: &Bound<'_, PyAny>) -> PyResult<()> { ops::set_with::<FunctionProto, _>(s, v, |v: &Bound<'_, PyAny>| ops::to_str_bytes(v).map(ProtoString::from), |_, m, v| m.set_doc_string(v)) }
 unsafe fn function_proto_doc_string_clear(_ctx: &Ctx<'_>, p: *mut ()) { unsafe { &mut *(p as *mut FunctionProto) }.clear_doc_string(); }
 
-static FUNCTION_PROTO_OPSET_IMPORT_LIST: MsgListOps = crate::msg_list!("FunctionProto.opset_import", FunctionProto, opset_import, OperatorSetIdProto, &OPERATOR_SET_ID_PROTO_INFO);
+static FUNCTION_PROTO_OPSET_IMPORT_LIST: MsgListOps = crate::msg_list!("FunctionProto.opset_import", FunctionProto, opset_import, mutable_opset_import, OperatorSetIdProto, &OPERATOR_SET_ID_PROTO_INFO);
 fn function_proto_opset_import_get(s: &Bound<'_, Message>) -> PyResult<Py<PyAny>> { Ok(Py::new(s.py(), RepeatedCompositeContainer { parent: s.clone().unbind(), ops: &FUNCTION_PROTO_OPSET_IMPORT_LIST })?.into_any()) }
-unsafe fn function_proto_opset_import_clear(ctx: &Ctx<'_>, p: *mut ()) { ops::take_detach(ctx, &mut unsafe { &mut *(p as *mut FunctionProto) }.opset_import); }
+unsafe fn function_proto_opset_import_clear(ctx: &Ctx<'_>, p: *mut ()) { ops::take_detach(ctx, unsafe { &mut *(p as *mut FunctionProto) }.mutable_opset_import()); }
 
 fn function_proto_domain_get(s: &Bound<'_, Message>) -> PyResult<Py<PyAny>> { ops::get_with::<FunctionProto>(s, |py, m| { let v = m.domain(); ops::py_str(py, v.as_bytes()) }) }
 fn function_proto_domain_set(s: &Bound<'_, Message>, v: &Bound<'_, PyAny>) -> PyResult<()> { ops::set_with::<FunctionProto, _>(s, v, |v: &Bound<'_, PyAny>| ops::to_str_bytes(v).map(ProtoString::from), |_, m, v| m.set_domain(v)) }
@@ -3251,13 +3253,13 @@ fn function_proto_overload_get(s: &Bound<'_, Message>) -> PyResult<Py<PyAny>> { 
 fn function_proto_overload_set(s: &Bound<'_, Message>, v: &Bound<'_, PyAny>) -> PyResult<()> { ops::set_with::<FunctionProto, _>(s, v, |v: &Bound<'_, PyAny>| ops::to_str_bytes(v).map(ProtoString::from), |_, m, v| m.set_overload(v)) }
 unsafe fn function_proto_overload_clear(_ctx: &Ctx<'_>, p: *mut ()) { unsafe { &mut *(p as *mut FunctionProto) }.clear_overload(); }
 
-static FUNCTION_PROTO_VALUE_INFO_LIST: MsgListOps = crate::msg_list!("FunctionProto.value_info", FunctionProto, value_info, ValueInfoProto, &VALUE_INFO_PROTO_INFO);
+static FUNCTION_PROTO_VALUE_INFO_LIST: MsgListOps = crate::msg_list!("FunctionProto.value_info", FunctionProto, value_info, mutable_value_info, ValueInfoProto, &VALUE_INFO_PROTO_INFO);
 fn function_proto_value_info_get(s: &Bound<'_, Message>) -> PyResult<Py<PyAny>> { Ok(Py::new(s.py(), RepeatedCompositeContainer { parent: s.clone().unbind(), ops: &FUNCTION_PROTO_VALUE_INFO_LIST })?.into_any()) }
-unsafe fn function_proto_value_info_clear(ctx: &Ctx<'_>, p: *mut ()) { ops::take_detach(ctx, &mut unsafe { &mut *(p as *mut FunctionProto) }.value_info); }
+unsafe fn function_proto_value_info_clear(ctx: &Ctx<'_>, p: *mut ()) { ops::take_detach(ctx, unsafe { &mut *(p as *mut FunctionProto) }.mutable_value_info()); }
 
-static FUNCTION_PROTO_METADATA_PROPS_LIST: MsgListOps = crate::msg_list!("FunctionProto.metadata_props", FunctionProto, metadata_props, StringStringEntryProto, &STRING_STRING_ENTRY_PROTO_INFO);
+static FUNCTION_PROTO_METADATA_PROPS_LIST: MsgListOps = crate::msg_list!("FunctionProto.metadata_props", FunctionProto, metadata_props, mutable_metadata_props, StringStringEntryProto, &STRING_STRING_ENTRY_PROTO_INFO);
 fn function_proto_metadata_props_get(s: &Bound<'_, Message>) -> PyResult<Py<PyAny>> { Ok(Py::new(s.py(), RepeatedCompositeContainer { parent: s.clone().unbind(), ops: &FUNCTION_PROTO_METADATA_PROPS_LIST })?.into_any()) }
-unsafe fn function_proto_metadata_props_clear(ctx: &Ctx<'_>, p: *mut ()) { ops::take_detach(ctx, &mut unsafe { &mut *(p as *mut FunctionProto) }.metadata_props); }
+unsafe fn function_proto_metadata_props_clear(ctx: &Ctx<'_>, p: *mut ()) { ops::take_detach(ctx, unsafe { &mut *(p as *mut FunctionProto) }.mutable_metadata_props()); }
 
 static FUNCTION_PROTO_OPS: MsgOps = ops::ops_of::<FunctionProto>();
 
@@ -3366,11 +3368,11 @@ impl PyFunctionProto {
 impl Walk for SequenceProto {
     fn walk(&self, f: &mut dyn FnMut(usize, u16)) {
         f(ops::addr(self), 28);
-        self.tensor_values.walk(f);
-        self.sparse_tensor_values.walk(f);
-        self.sequence_values.walk(f);
-        self.map_values.walk(f);
-        self.optional_values.walk(f);
+        self.tensor_values().walk(f);
+        self.sparse_tensor_values().walk(f);
+        self.sequence_values().walk(f);
+        self.map_values().walk(f);
+        self.optional_values().walk(f);
     }
 }
 
@@ -3385,21 +3387,21 @@ impl Msg for SequenceProto {
     fn merge(ctx: &Ctx<'_>, dst: &mut Self, mut src: Self) {
         if src.has_name() { dst.set_name(src.name().clone()); }
         if src.has_elem_type() { dst.set_elem_type(src.elem_type()); }
-        if !src.unknown_fields.is_empty() { dst.unknown_fields.push_raw(src.unknown_fields.as_bytes()); }
-        if !src.tensor_values.is_empty() { dst.tensor_values.extend(std::mem::take(&mut src.tensor_values)); }
-        if !src.sparse_tensor_values.is_empty() { dst.sparse_tensor_values.extend(std::mem::take(&mut src.sparse_tensor_values)); }
-        if !src.sequence_values.is_empty() { dst.sequence_values.extend(std::mem::take(&mut src.sequence_values)); }
-        if !src.map_values.is_empty() { dst.map_values.extend(std::mem::take(&mut src.map_values)); }
-        if !src.optional_values.is_empty() { dst.optional_values.extend(std::mem::take(&mut src.optional_values)); }
+        if !Proto::unknown_fields(&src).is_empty() { Proto::unknown_fields_mut(dst).push_raw(Proto::unknown_fields(&src).as_bytes()); }
+        if !src.tensor_values().is_empty() { dst.mutable_tensor_values().extend(std::mem::take(src.mutable_tensor_values())); }
+        if !src.sparse_tensor_values().is_empty() { dst.mutable_sparse_tensor_values().extend(std::mem::take(src.mutable_sparse_tensor_values())); }
+        if !src.sequence_values().is_empty() { dst.mutable_sequence_values().extend(std::mem::take(src.mutable_sequence_values())); }
+        if !src.map_values().is_empty() { dst.mutable_map_values().extend(std::mem::take(src.mutable_map_values())); }
+        if !src.optional_values().is_empty() { dst.mutable_optional_values().extend(std::mem::take(src.mutable_optional_values())); }
     }
     fn text(&self, out: &mut TextOut) {
         if self.has_name() { out.string("name", self.name().as_bytes()); }
         if self.has_elem_type() { out.num("elem_type", self.elem_type()); }
-        for v in self.tensor_values.iter() { { out.begin("tensor_values"); v.text(out); out.end(); }; }
-        for v in self.sparse_tensor_values.iter() { { out.begin("sparse_tensor_values"); v.text(out); out.end(); }; }
-        for v in self.sequence_values.iter() { { out.begin("sequence_values"); onnx_light::wire::guard_stack(|| v.text(out)); out.end(); }; }
-        for v in self.map_values.iter() { { out.begin("map_values"); v.text(out); out.end(); }; }
-        for v in self.optional_values.iter() { { out.begin("optional_values"); v.text(out); out.end(); }; }
+        for v in self.tensor_values().iter() { { out.begin("tensor_values"); v.text(out); out.end(); }; }
+        for v in self.sparse_tensor_values().iter() { { out.begin("sparse_tensor_values"); v.text(out); out.end(); }; }
+        for v in self.sequence_values().iter() { { out.begin("sequence_values"); onnx_light::wire::guard_stack(|| v.text(out)); out.end(); }; }
+        for v in self.map_values().iter() { { out.begin("map_values"); v.text(out); out.end(); }; }
+        for v in self.optional_values().iter() { { out.begin("optional_values"); v.text(out); out.end(); }; }
     }
 }
 
@@ -3411,25 +3413,25 @@ fn sequence_proto_elem_type_get(s: &Bound<'_, Message>) -> PyResult<Py<PyAny>> {
 fn sequence_proto_elem_type_set(s: &Bound<'_, Message>, v: &Bound<'_, PyAny>) -> PyResult<()> { ops::set_with::<SequenceProto, _>(s, v, ops::to_i32, |_, m, v| m.set_elem_type(v)) }
 unsafe fn sequence_proto_elem_type_clear(_ctx: &Ctx<'_>, p: *mut ()) { unsafe { &mut *(p as *mut SequenceProto) }.clear_elem_type(); }
 
-static SEQUENCE_PROTO_TENSOR_VALUES_LIST: MsgListOps = crate::msg_list!("SequenceProto.tensor_values", SequenceProto, tensor_values, TensorProto, &TENSOR_PROTO_INFO);
+static SEQUENCE_PROTO_TENSOR_VALUES_LIST: MsgListOps = crate::msg_list!("SequenceProto.tensor_values", SequenceProto, tensor_values, mutable_tensor_values, TensorProto, &TENSOR_PROTO_INFO);
 fn sequence_proto_tensor_values_get(s: &Bound<'_, Message>) -> PyResult<Py<PyAny>> { Ok(Py::new(s.py(), RepeatedCompositeContainer { parent: s.clone().unbind(), ops: &SEQUENCE_PROTO_TENSOR_VALUES_LIST })?.into_any()) }
-unsafe fn sequence_proto_tensor_values_clear(ctx: &Ctx<'_>, p: *mut ()) { ops::take_detach(ctx, &mut unsafe { &mut *(p as *mut SequenceProto) }.tensor_values); }
+unsafe fn sequence_proto_tensor_values_clear(ctx: &Ctx<'_>, p: *mut ()) { ops::take_detach(ctx, unsafe { &mut *(p as *mut SequenceProto) }.mutable_tensor_values()); }
 
-static SEQUENCE_PROTO_SPARSE_TENSOR_VALUES_LIST: MsgListOps = crate::msg_list!("SequenceProto.sparse_tensor_values", SequenceProto, sparse_tensor_values, SparseTensorProto, &SPARSE_TENSOR_PROTO_INFO);
+static SEQUENCE_PROTO_SPARSE_TENSOR_VALUES_LIST: MsgListOps = crate::msg_list!("SequenceProto.sparse_tensor_values", SequenceProto, sparse_tensor_values, mutable_sparse_tensor_values, SparseTensorProto, &SPARSE_TENSOR_PROTO_INFO);
 fn sequence_proto_sparse_tensor_values_get(s: &Bound<'_, Message>) -> PyResult<Py<PyAny>> { Ok(Py::new(s.py(), RepeatedCompositeContainer { parent: s.clone().unbind(), ops: &SEQUENCE_PROTO_SPARSE_TENSOR_VALUES_LIST })?.into_any()) }
-unsafe fn sequence_proto_sparse_tensor_values_clear(ctx: &Ctx<'_>, p: *mut ()) { ops::take_detach(ctx, &mut unsafe { &mut *(p as *mut SequenceProto) }.sparse_tensor_values); }
+unsafe fn sequence_proto_sparse_tensor_values_clear(ctx: &Ctx<'_>, p: *mut ()) { ops::take_detach(ctx, unsafe { &mut *(p as *mut SequenceProto) }.mutable_sparse_tensor_values()); }
 
-static SEQUENCE_PROTO_SEQUENCE_VALUES_LIST: MsgListOps = crate::msg_list!("SequenceProto.sequence_values", SequenceProto, sequence_values, SequenceProto, &SEQUENCE_PROTO_INFO);
+static SEQUENCE_PROTO_SEQUENCE_VALUES_LIST: MsgListOps = crate::msg_list!("SequenceProto.sequence_values", SequenceProto, sequence_values, mutable_sequence_values, SequenceProto, &SEQUENCE_PROTO_INFO);
 fn sequence_proto_sequence_values_get(s: &Bound<'_, Message>) -> PyResult<Py<PyAny>> { Ok(Py::new(s.py(), RepeatedCompositeContainer { parent: s.clone().unbind(), ops: &SEQUENCE_PROTO_SEQUENCE_VALUES_LIST })?.into_any()) }
-unsafe fn sequence_proto_sequence_values_clear(ctx: &Ctx<'_>, p: *mut ()) { ops::take_detach(ctx, &mut unsafe { &mut *(p as *mut SequenceProto) }.sequence_values); }
+unsafe fn sequence_proto_sequence_values_clear(ctx: &Ctx<'_>, p: *mut ()) { ops::take_detach(ctx, unsafe { &mut *(p as *mut SequenceProto) }.mutable_sequence_values()); }
 
-static SEQUENCE_PROTO_MAP_VALUES_LIST: MsgListOps = crate::msg_list!("SequenceProto.map_values", SequenceProto, map_values, MapProto, &MAP_PROTO_INFO);
+static SEQUENCE_PROTO_MAP_VALUES_LIST: MsgListOps = crate::msg_list!("SequenceProto.map_values", SequenceProto, map_values, mutable_map_values, MapProto, &MAP_PROTO_INFO);
 fn sequence_proto_map_values_get(s: &Bound<'_, Message>) -> PyResult<Py<PyAny>> { Ok(Py::new(s.py(), RepeatedCompositeContainer { parent: s.clone().unbind(), ops: &SEQUENCE_PROTO_MAP_VALUES_LIST })?.into_any()) }
-unsafe fn sequence_proto_map_values_clear(ctx: &Ctx<'_>, p: *mut ()) { ops::take_detach(ctx, &mut unsafe { &mut *(p as *mut SequenceProto) }.map_values); }
+unsafe fn sequence_proto_map_values_clear(ctx: &Ctx<'_>, p: *mut ()) { ops::take_detach(ctx, unsafe { &mut *(p as *mut SequenceProto) }.mutable_map_values()); }
 
-static SEQUENCE_PROTO_OPTIONAL_VALUES_LIST: MsgListOps = crate::msg_list!("SequenceProto.optional_values", SequenceProto, optional_values, OptionalProto, &OPTIONAL_PROTO_INFO);
+static SEQUENCE_PROTO_OPTIONAL_VALUES_LIST: MsgListOps = crate::msg_list!("SequenceProto.optional_values", SequenceProto, optional_values, mutable_optional_values, OptionalProto, &OPTIONAL_PROTO_INFO);
 fn sequence_proto_optional_values_get(s: &Bound<'_, Message>) -> PyResult<Py<PyAny>> { Ok(Py::new(s.py(), RepeatedCompositeContainer { parent: s.clone().unbind(), ops: &SEQUENCE_PROTO_OPTIONAL_VALUES_LIST })?.into_any()) }
-unsafe fn sequence_proto_optional_values_clear(ctx: &Ctx<'_>, p: *mut ()) { ops::take_detach(ctx, &mut unsafe { &mut *(p as *mut SequenceProto) }.optional_values); }
+unsafe fn sequence_proto_optional_values_clear(ctx: &Ctx<'_>, p: *mut ()) { ops::take_detach(ctx, unsafe { &mut *(p as *mut SequenceProto) }.mutable_optional_values()); }
 
 static SEQUENCE_PROTO_OPS: MsgOps = ops::ops_of::<SequenceProto>();
 
@@ -3508,7 +3510,7 @@ impl PySequenceProto {
 impl Walk for MapProto {
     fn walk(&self, f: &mut dyn FnMut(usize, u16)) {
         f(ops::addr(self), 29);
-        self.values.walk(f);
+        self.values_opt().walk(f);
     }
 }
 
@@ -3523,16 +3525,16 @@ impl Msg for MapProto {
     fn merge(ctx: &Ctx<'_>, dst: &mut Self, mut src: Self) {
         if src.has_name() { dst.set_name(src.name().clone()); }
         if src.has_key_type() { dst.set_key_type(src.key_type()); }
-        if !src.unknown_fields.is_empty() { dst.unknown_fields.push_raw(src.unknown_fields.as_bytes()); }
-        if !src.keys.is_empty() { dst.keys.extend(std::mem::take(&mut src.keys)); }
-        if !src.string_keys.is_empty() { dst.string_keys.extend(std::mem::take(&mut src.string_keys)); }
-        if let Some(v) = src.values.take() { onnx_light::wire::guard_stack(|| <SequenceProto as Msg>::merge(ctx, dst.mutable_values(), ops::Unbox::unbox(v))); }
+        if !Proto::unknown_fields(&src).is_empty() { Proto::unknown_fields_mut(dst).push_raw(Proto::unknown_fields(&src).as_bytes()); }
+        if !src.keys().is_empty() { dst.mutable_keys().extend(std::mem::take(src.mutable_keys())); }
+        if !src.string_keys().is_empty() { dst.mutable_string_keys().extend(std::mem::take(src.mutable_string_keys())); }
+        if let Some(v) = src.take_values() { onnx_light::wire::guard_stack(|| <SequenceProto as Msg>::merge(ctx, dst.mutable_values(), v)); }
     }
     fn text(&self, out: &mut TextOut) {
         if self.has_name() { out.string("name", self.name().as_bytes()); }
         if self.has_key_type() { out.num("key_type", self.key_type()); }
-        for v in self.keys.iter() { out.num("keys", *v); }
-        for v in self.string_keys.iter() { out.bytes("string_keys", v.as_bytes()); }
+        for v in self.keys().iter() { out.num("keys", *v); }
+        for v in self.string_keys().iter() { out.bytes("string_keys", v.as_bytes()); }
         if self.has_values() { { out.begin("values"); onnx_light::wire::guard_stack(|| self.values().text(out)); out.end(); }; }
     }
 }
@@ -3545,20 +3547,20 @@ fn map_proto_key_type_get(s: &Bound<'_, Message>) -> PyResult<Py<PyAny>> { ops::
 fn map_proto_key_type_set(s: &Bound<'_, Message>, v: &Bound<'_, PyAny>) -> PyResult<()> { ops::set_with::<MapProto, _>(s, v, ops::to_i32, |_, m, v| m.set_key_type(v)) }
 unsafe fn map_proto_key_type_clear(_ctx: &Ctx<'_>, p: *mut ()) { unsafe { &mut *(p as *mut MapProto) }.clear_key_type(); }
 
-static MAP_PROTO_KEYS_LIST: ScalarListOps = crate::scalar_list!("MapProto.keys", MapProto, keys, |py: Python<'_>, v: &i64| { let v = *v; ops::py_val(py, v) }, ops::to_i64);
+static MAP_PROTO_KEYS_LIST: ScalarListOps = crate::scalar_list!("MapProto.keys", MapProto, keys, mutable_keys, |py: Python<'_>, v: &i64| { let v = *v; ops::py_val(py, v) }, ops::to_i64);
 fn map_proto_keys_get(s: &Bound<'_, Message>) -> PyResult<Py<PyAny>> { Ok(Py::new(s.py(), RepeatedScalarContainer { parent: s.clone().unbind(), ops: &MAP_PROTO_KEYS_LIST })?.into_any()) }
-unsafe fn map_proto_keys_clear(_ctx: &Ctx<'_>, p: *mut ()) { unsafe { &mut *(p as *mut MapProto) }.keys.clear(); }
+unsafe fn map_proto_keys_clear(_ctx: &Ctx<'_>, p: *mut ()) { unsafe { &mut *(p as *mut MapProto) }.clear_keys(); }
 
-static MAP_PROTO_STRING_KEYS_LIST: ScalarListOps = crate::scalar_list!("MapProto.string_keys", MapProto, string_keys, |py: Python<'_>, v: &ProtoString| { let v = v; Ok(ops::py_bytes(py, v.as_bytes())) }, |v: &Bound<'_, PyAny>| ops::to_bytes(v).map(ProtoString::from));
+static MAP_PROTO_STRING_KEYS_LIST: ScalarListOps = crate::scalar_list!("MapProto.string_keys", MapProto, string_keys, mutable_string_keys, |py: Python<'_>, v: &ProtoString| { let v = v; Ok(ops::py_bytes(py, v.as_bytes())) }, |v: &Bound<'_, PyAny>| ops::to_bytes(v).map(ProtoString::from));
 fn map_proto_string_keys_get(s: &Bound<'_, Message>) -> PyResult<Py<PyAny>> { Ok(Py::new(s.py(), RepeatedScalarContainer { parent: s.clone().unbind(), ops: &MAP_PROTO_STRING_KEYS_LIST })?.into_any()) }
-unsafe fn map_proto_string_keys_clear(_ctx: &Ctx<'_>, p: *mut ()) { unsafe { &mut *(p as *mut MapProto) }.string_keys.clear(); }
+unsafe fn map_proto_string_keys_clear(_ctx: &Ctx<'_>, p: *mut ()) { unsafe { &mut *(p as *mut MapProto) }.clear_string_keys(); }
 
 static MAP_PROTO_VALUES_SUB: SubField = SubField {
     get: |p| { let m = unsafe { &*(p as *const MapProto) }; if m.has_values() { m.values() as *const SequenceProto as *const () } else { std::ptr::null() } },
     make: |ctx, p| { let m = unsafe { &mut *(p as *mut MapProto) }; m.mutable_values() as *mut SequenceProto as *mut () },
 };
 fn map_proto_values_get(s: &Bound<'_, Message>) -> PyResult<Py<PyAny>> { ops::get_message::<MapProto>(s, &MAP_PROTO_VALUES_SUB, &SEQUENCE_PROTO_INFO) }
-unsafe fn map_proto_values_clear(ctx: &Ctx<'_>, p: *mut ()) { let m = unsafe { &mut *(p as *mut MapProto) }; ops::take_detach(ctx, &mut m.values); }
+unsafe fn map_proto_values_clear(ctx: &Ctx<'_>, p: *mut ()) { let m = unsafe { &mut *(p as *mut MapProto) }; let at = m.values_opt().map(ops::addr); ops::detach_taken(ctx, at, m.take_values()); }
 
 static MAP_PROTO_OPS: MsgOps = ops::ops_of::<MapProto>();
 
@@ -3625,11 +3627,11 @@ impl PyMapProto {
 impl Walk for OptionalProto {
     fn walk(&self, f: &mut dyn FnMut(usize, u16)) {
         f(ops::addr(self), 30);
-        self.tensor_value.walk(f);
-        self.sparse_tensor_value.walk(f);
-        self.sequence_value.walk(f);
-        self.map_value.walk(f);
-        self.optional_value.walk(f);
+        self.tensor_value_opt().walk(f);
+        self.sparse_tensor_value_opt().walk(f);
+        self.sequence_value_opt().walk(f);
+        self.map_value_opt().walk(f);
+        self.optional_value_opt().walk(f);
     }
 }
 
@@ -3644,12 +3646,12 @@ impl Msg for OptionalProto {
     fn merge(ctx: &Ctx<'_>, dst: &mut Self, mut src: Self) {
         if src.has_name() { dst.set_name(src.name().clone()); }
         if src.has_elem_type() { dst.set_elem_type(src.elem_type()); }
-        if !src.unknown_fields.is_empty() { dst.unknown_fields.push_raw(src.unknown_fields.as_bytes()); }
-        if let Some(v) = src.tensor_value.take() { <TensorProto as Msg>::merge(ctx, dst.mutable_tensor_value(), ops::Unbox::unbox(v)); }
-        if let Some(v) = src.sparse_tensor_value.take() { <SparseTensorProto as Msg>::merge(ctx, dst.mutable_sparse_tensor_value(), ops::Unbox::unbox(v)); }
-        if let Some(v) = src.sequence_value.take() { onnx_light::wire::guard_stack(|| <SequenceProto as Msg>::merge(ctx, dst.mutable_sequence_value(), ops::Unbox::unbox(v))); }
-        if let Some(v) = src.map_value.take() { <MapProto as Msg>::merge(ctx, dst.mutable_map_value(), ops::Unbox::unbox(v)); }
-        if let Some(v) = src.optional_value.take() { onnx_light::wire::guard_stack(|| <OptionalProto as Msg>::merge(ctx, dst.mutable_optional_value(), ops::Unbox::unbox(v))); }
+        if !Proto::unknown_fields(&src).is_empty() { Proto::unknown_fields_mut(dst).push_raw(Proto::unknown_fields(&src).as_bytes()); }
+        if let Some(v) = src.take_tensor_value() { <TensorProto as Msg>::merge(ctx, dst.mutable_tensor_value(), v); }
+        if let Some(v) = src.take_sparse_tensor_value() { <SparseTensorProto as Msg>::merge(ctx, dst.mutable_sparse_tensor_value(), v); }
+        if let Some(v) = src.take_sequence_value() { onnx_light::wire::guard_stack(|| <SequenceProto as Msg>::merge(ctx, dst.mutable_sequence_value(), v)); }
+        if let Some(v) = src.take_map_value() { <MapProto as Msg>::merge(ctx, dst.mutable_map_value(), v); }
+        if let Some(v) = src.take_optional_value() { onnx_light::wire::guard_stack(|| <OptionalProto as Msg>::merge(ctx, dst.mutable_optional_value(), v)); }
     }
     fn text(&self, out: &mut TextOut) {
         if self.has_name() { out.string("name", self.name().as_bytes()); }
@@ -3675,35 +3677,35 @@ static OPTIONAL_PROTO_TENSOR_VALUE_SUB: SubField = SubField {
     make: |ctx, p| { let m = unsafe { &mut *(p as *mut OptionalProto) }; m.mutable_tensor_value() as *mut TensorProto as *mut () },
 };
 fn optional_proto_tensor_value_get(s: &Bound<'_, Message>) -> PyResult<Py<PyAny>> { ops::get_message::<OptionalProto>(s, &OPTIONAL_PROTO_TENSOR_VALUE_SUB, &TENSOR_PROTO_INFO) }
-unsafe fn optional_proto_tensor_value_clear(ctx: &Ctx<'_>, p: *mut ()) { let m = unsafe { &mut *(p as *mut OptionalProto) }; ops::take_detach(ctx, &mut m.tensor_value); }
+unsafe fn optional_proto_tensor_value_clear(ctx: &Ctx<'_>, p: *mut ()) { let m = unsafe { &mut *(p as *mut OptionalProto) }; let at = m.tensor_value_opt().map(ops::addr); ops::detach_taken(ctx, at, m.take_tensor_value()); }
 
 static OPTIONAL_PROTO_SPARSE_TENSOR_VALUE_SUB: SubField = SubField {
     get: |p| { let m = unsafe { &*(p as *const OptionalProto) }; if m.has_sparse_tensor_value() { m.sparse_tensor_value() as *const SparseTensorProto as *const () } else { std::ptr::null() } },
     make: |ctx, p| { let m = unsafe { &mut *(p as *mut OptionalProto) }; m.mutable_sparse_tensor_value() as *mut SparseTensorProto as *mut () },
 };
 fn optional_proto_sparse_tensor_value_get(s: &Bound<'_, Message>) -> PyResult<Py<PyAny>> { ops::get_message::<OptionalProto>(s, &OPTIONAL_PROTO_SPARSE_TENSOR_VALUE_SUB, &SPARSE_TENSOR_PROTO_INFO) }
-unsafe fn optional_proto_sparse_tensor_value_clear(ctx: &Ctx<'_>, p: *mut ()) { let m = unsafe { &mut *(p as *mut OptionalProto) }; ops::take_detach(ctx, &mut m.sparse_tensor_value); }
+unsafe fn optional_proto_sparse_tensor_value_clear(ctx: &Ctx<'_>, p: *mut ()) { let m = unsafe { &mut *(p as *mut OptionalProto) }; let at = m.sparse_tensor_value_opt().map(ops::addr); ops::detach_taken(ctx, at, m.take_sparse_tensor_value()); }
 
 static OPTIONAL_PROTO_SEQUENCE_VALUE_SUB: SubField = SubField {
     get: |p| { let m = unsafe { &*(p as *const OptionalProto) }; if m.has_sequence_value() { m.sequence_value() as *const SequenceProto as *const () } else { std::ptr::null() } },
     make: |ctx, p| { let m = unsafe { &mut *(p as *mut OptionalProto) }; m.mutable_sequence_value() as *mut SequenceProto as *mut () },
 };
 fn optional_proto_sequence_value_get(s: &Bound<'_, Message>) -> PyResult<Py<PyAny>> { ops::get_message::<OptionalProto>(s, &OPTIONAL_PROTO_SEQUENCE_VALUE_SUB, &SEQUENCE_PROTO_INFO) }
-unsafe fn optional_proto_sequence_value_clear(ctx: &Ctx<'_>, p: *mut ()) { let m = unsafe { &mut *(p as *mut OptionalProto) }; ops::take_detach(ctx, &mut m.sequence_value); }
+unsafe fn optional_proto_sequence_value_clear(ctx: &Ctx<'_>, p: *mut ()) { let m = unsafe { &mut *(p as *mut OptionalProto) }; let at = m.sequence_value_opt().map(ops::addr); ops::detach_taken(ctx, at, m.take_sequence_value()); }
 
 static OPTIONAL_PROTO_MAP_VALUE_SUB: SubField = SubField {
     get: |p| { let m = unsafe { &*(p as *const OptionalProto) }; if m.has_map_value() { m.map_value() as *const MapProto as *const () } else { std::ptr::null() } },
     make: |ctx, p| { let m = unsafe { &mut *(p as *mut OptionalProto) }; m.mutable_map_value() as *mut MapProto as *mut () },
 };
 fn optional_proto_map_value_get(s: &Bound<'_, Message>) -> PyResult<Py<PyAny>> { ops::get_message::<OptionalProto>(s, &OPTIONAL_PROTO_MAP_VALUE_SUB, &MAP_PROTO_INFO) }
-unsafe fn optional_proto_map_value_clear(ctx: &Ctx<'_>, p: *mut ()) { let m = unsafe { &mut *(p as *mut OptionalProto) }; ops::take_detach(ctx, &mut m.map_value); }
+unsafe fn optional_proto_map_value_clear(ctx: &Ctx<'_>, p: *mut ()) { let m = unsafe { &mut *(p as *mut OptionalProto) }; let at = m.map_value_opt().map(ops::addr); ops::detach_taken(ctx, at, m.take_map_value()); }
 
 static OPTIONAL_PROTO_OPTIONAL_VALUE_SUB: SubField = SubField {
     get: |p| { let m = unsafe { &*(p as *const OptionalProto) }; if m.has_optional_value() { m.optional_value() as *const OptionalProto as *const () } else { std::ptr::null() } },
     make: |ctx, p| { let m = unsafe { &mut *(p as *mut OptionalProto) }; m.mutable_optional_value() as *mut OptionalProto as *mut () },
 };
 fn optional_proto_optional_value_get(s: &Bound<'_, Message>) -> PyResult<Py<PyAny>> { ops::get_message::<OptionalProto>(s, &OPTIONAL_PROTO_OPTIONAL_VALUE_SUB, &OPTIONAL_PROTO_INFO) }
-unsafe fn optional_proto_optional_value_clear(ctx: &Ctx<'_>, p: *mut ()) { let m = unsafe { &mut *(p as *mut OptionalProto) }; ops::take_detach(ctx, &mut m.optional_value); }
+unsafe fn optional_proto_optional_value_clear(ctx: &Ctx<'_>, p: *mut ()) { let m = unsafe { &mut *(p as *mut OptionalProto) }; let at = m.optional_value_opt().map(ops::addr); ops::detach_taken(ctx, at, m.take_optional_value()); }
 
 static OPTIONAL_PROTO_OPS: MsgOps = ops::ops_of::<OptionalProto>();
 

@@ -392,15 +392,15 @@ fn print_in_place<M: Printable>(view: &Bound<'_, Message>) -> PyResult<Vec<u8>> 
             // the static default instance of an unset sub-message, which nothing writes).
             let m = unsafe { &*p.0 };
             let mut has_payloads = false;
-            m.tensors(&mut |t| has_payloads |= t.raw_data.is_some());
+            m.tensors(&mut |t| has_payloads |= t.has_raw_data());
             (onnx::to_text_bytes(m), has_payloads)
         })
     };
     if has_payloads {
         let (m, _root) = ops::write::<M>(view)?;
         m.tensors_mut(&mut |t| {
-            if let Some(d) = t.raw_data.as_mut() {
-                d.release_cxx_copy();
+            if t.has_raw_data() {
+                t.mutable_raw_data().release_cxx_copy();
             }
         });
     }

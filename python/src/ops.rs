@@ -328,18 +328,15 @@ pub fn take_detach<V: Walk + Default + Send + Sync + 'static>(ctx: &Ctx<'_>, slo
     ctx.detach(old, at);
 }
 
-/// A sub-message as stored (boxed or inline) → the message.
-pub trait Unbox<T> {
-    /// The message by value.
-    fn unbox(self) -> T;
-}
-impl<T> Unbox<T> for T {
-    fn unbox(self) -> T {
-        self
-    }
-}
-impl<T> Unbox<T> for onnx_light::proto::MsgBox<T> {
-    fn unbox(self) -> T {
-        onnx_light::proto::MsgBox::into_inner(self)
+/// Detaches `taken`, a sub-message just taken out of its message (`take_x()`), whose address
+/// there was `at` (read before the take).
+#[inline]
+pub fn detach_taken<M: Walk + Send + Sync + 'static>(
+    ctx: &Ctx<'_>,
+    at: Option<usize>,
+    taken: Option<M>,
+) {
+    if let (Some(at), Some(old)) = (at, taken) {
+        ctx.detach(old, at);
     }
 }

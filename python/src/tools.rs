@@ -43,10 +43,10 @@ pub(crate) fn with_model_mut_plain<R: Send>(
     if !root.registry(py).is_empty() {
         let ctx = Ctx { py, root: &root };
         m.visit_tensors_mut(&mut |t: &mut TensorProto| {
-            if !t.rare.external_data.is_empty() {
-                let copy = t.rare.external_data.clone();
-                ops::take_detach(&ctx, &mut t.rare.external_data);
-                t.rare.external_data = copy;
+            if !t.external_data().is_empty() {
+                let copy = t.external_data().clone();
+                ops::take_detach(&ctx, t.mutable_external_data());
+                *t.mutable_external_data() = copy;
             }
         });
     }
@@ -138,7 +138,7 @@ pub fn has_marked_external_bytes(model: &Bound<'_, PyAny>) -> PyResult<bool> {
     with_model(model, |m| {
         let mut found = false;
         m.visit_tensors(&mut |t| {
-            found |= onnx_light::external::uses_external_data(t) && t.raw_data.is_some();
+            found |= onnx_light::external::uses_external_data(t) && t.has_raw_data();
         });
         found
     })
@@ -157,7 +157,7 @@ pub fn adopt_external_references(
         m.visit_tensors(&mut |t| {
             refs.push(
                 onnx_light::external::uses_external_data(t)
-                    .then(|| (t.rare.external_data.clone(), t.rare.data_location)),
+                    .then(|| (t.external_data().clone(), t.data_location_opt())),
             );
         });
         refs
@@ -166,9 +166,12 @@ pub fn adopt_external_references(
         let (mut i, mut changed) = (0, 0);
         m.visit_tensors_mut(&mut |t| {
             if let Some(Some((entries, location))) = refs.get(i) {
-                t.rare.external_data = entries.clone();
-                t.rare.data_location = *location;
-                t.raw_data = None;
+                *t.mutable_external_data() = entries.clone();
+                match location {
+                    Some(v) => t.set_data_location(*v),
+                    None => t.clear_data_location(),
+                }
+                t.clear_raw_data();
                 changed += 1;
             }
             i += 1;
@@ -195,7 +198,7 @@ pub fn convert_model_from_external_data(model: &Bound<'_, PyAny>) -> PyResult<us
         m.visit_tensors(&mut |t| {
             if missing.is_none()
                 && onnx_light::external::uses_external_data(t)
-                && t.raw_data.is_none()
+                && t.raw_data_opt().is_none()
             {
                 missing = Some(t.name().to_string_lossy().into_owned());
             }
@@ -210,8 +213,8 @@ pub fn convert_model_from_external_data(model: &Bound<'_, PyAny>) -> PyResult<us
         let mut n = 0;
         m.visit_tensors_mut(&mut |t| {
             if onnx_light::external::uses_external_data(t) {
-                t.rare.external_data.clear();
-                t.rare.data_location = Some(0);
+                t.mutable_external_data().clear();
+                t.set_data_location(0);
                 n += 1;
             }
         });
@@ -384,9 +387,8 @@ pub fn split_large_payloads<'py>(
     let (m, _root) = ops::write::<ModelProto>(&view)?;
     let mut owners = Vec::new();
     m.visit_tensors_mut(&mut |t: &mut TensorProto| {
-        if let Some(span) = t.raw_data.as_mut()
-            && span.len() >= threshold
-        {
+        if t.has_raw_data() && t.raw_data().len() >= threshold {
+            let span = t.mutable_raw_data();
             let owner = share(span);
             owners.push((owner, SendPtr(span.as_slice().as_ptr()), span.len()));
         }
@@ -395,14 +397,14 @@ pub fn split_large_payloads<'py>(
     let mut copy = m.clone();
     let mut index = 0usize;
     copy.visit_tensors_mut(&mut |t: &mut TensorProto| {
-        if t.raw_data.as_ref().is_some_and(|s| s.len() >= threshold) {
-            t.raw_data = None;
-            t.rare.data_location = Some(1);
+        if t.raw_data_opt().is_some_and(|s| s.len() >= threshold) {
+            t.clear_raw_data();
+            t.set_data_location(1);
             let mut e = onnx_light::proto::StringStringEntryProto::new();
             e.set_key("location");
             e.set_value(format!("onnx_light:{index}"));
-            t.rare.external_data.clear();
-            t.rare.external_data.push(e);
+            t.mutable_external_data().clear();
+            t.mutable_external_data().push(e);
             index += 1;
         }
     });

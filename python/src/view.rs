@@ -41,12 +41,12 @@ impl<T: Walk> Walk for Option<T> {
         }
     }
 }
-impl<T: Walk> Walk for Box<T> {
+impl<T: Walk> Walk for &T {
     fn walk(&self, f: &mut dyn FnMut(usize, Tag)) {
         (**self).walk(f)
     }
 }
-impl<T: Walk> Walk for onnx_light::proto::MsgBox<T> {
+impl<T: Walk> Walk for Box<T> {
     fn walk(&self, f: &mut dyn FnMut(usize, Tag)) {
         (**self).walk(f)
     }

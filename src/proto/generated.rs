@@ -3,17 +3,6 @@
 
 use std::alloc::Layout;
 
-/// An item of the representation: public only for the Python binding (see the
-/// `unstable-representation` feature in Cargo.toml).
-#[cfg(feature = "unstable-representation")]
-macro_rules! representation_item {
-    ($(#[$a:meta])* $kind:ident $name:ident $($body:tt)*) => { $(#[$a])* pub $kind $name $($body)* };
-}
-#[cfg(not(feature = "unstable-representation"))]
-macro_rules! representation_item {
-    ($(#[$a:meta])* $kind:ident $name:ident $($body:tt)*) => { $(#[$a])* pub(crate) $kind $name $($body)* };
-}
-
 use crate::bytes::{ByteSpan, CxxStringPool, ProtoString, UnknownFields};
 use crate::error::{DecodeError, TryClone, clone_or_abort};
 use crate::proto::{InlineVec, Message, MsgBox, Rare, RareFields, Repeated, RepeatedField};
@@ -24,39 +13,18 @@ use crate::wire::{Reader, SizeCursor, SizeTable, Sink, len_delimited_size, put_v
 #[repr(C)]
 pub struct AttributeProto {
     /// `optional string name = 1;`
-    #[cfg(feature = "unstable-representation")]
-    pub name: Option<ProtoString>,
-    #[cfg(not(feature = "unstable-representation"))]
     pub(crate) name: Option<ProtoString>,
     /// `optional int64 i = 3;`
-    #[cfg(feature = "unstable-representation")]
-    pub i: Option<i64>,
-    #[cfg(not(feature = "unstable-representation"))]
     pub(crate) i: Option<i64>,
     /// `optional TensorProto t = 5;`
-    #[cfg(feature = "unstable-representation")]
-    pub t: Option<MsgBox<TensorProto>>,
-    #[cfg(not(feature = "unstable-representation"))]
     pub(crate) t: Option<MsgBox<TensorProto>>,
     /// `repeated int64 ints = 8;`
-    #[cfg(feature = "unstable-representation")]
-    pub ints: InlineVec<i64, 1>,
-    #[cfg(not(feature = "unstable-representation"))]
     pub(crate) ints: InlineVec<i64, 1>,
     /// The fields few models set (`AttributeProtoRare`), in a box allocated on first write.
-    #[cfg(feature = "unstable-representation")]
-    pub rare: Rare<AttributeProtoRare>,
-    #[cfg(not(feature = "unstable-representation"))]
     pub(crate) rare: Rare<AttributeProtoRare>,
     /// `optional AttributeProto.AttributeType type = 20;`
-    #[cfg(feature = "unstable-representation")]
-    pub r#type: Option<i32>,
-    #[cfg(not(feature = "unstable-representation"))]
     pub(crate) r#type: Option<i32>,
     /// `optional float f = 2;`
-    #[cfg(feature = "unstable-representation")]
-    pub f: Option<f32>,
-    #[cfg(not(feature = "unstable-representation"))]
     pub(crate) f: Option<f32>,
 }
 
@@ -86,78 +54,37 @@ impl AttributeProto {
     }
 }
 
-representation_item! {
 /// The rare fields of `onnx.AttributeProto` (its `rare` member).
 #[derive(Debug, Default, PartialEq)]
 #[repr(C)]
-struct AttributeProtoRare {
+pub(crate) struct AttributeProtoRare {
     /// `optional string ref_attr_name = 21;`
-    #[cfg(feature = "unstable-representation")]
-    pub ref_attr_name: Option<ProtoString>,
-    #[cfg(not(feature = "unstable-representation"))]
     pub(crate) ref_attr_name: Option<ProtoString>,
     /// `optional string doc_string = 13;`
-    #[cfg(feature = "unstable-representation")]
-    pub doc_string: Option<ProtoString>,
-    #[cfg(not(feature = "unstable-representation"))]
     pub(crate) doc_string: Option<ProtoString>,
     /// `optional bytes s = 4;`
-    #[cfg(feature = "unstable-representation")]
-    pub s: Option<ProtoString>,
-    #[cfg(not(feature = "unstable-representation"))]
     pub(crate) s: Option<ProtoString>,
     /// `optional GraphProto g = 6;`
-    #[cfg(feature = "unstable-representation")]
-    pub g: Option<MsgBox<GraphProto>>,
-    #[cfg(not(feature = "unstable-representation"))]
     pub(crate) g: Option<MsgBox<GraphProto>>,
     /// `optional SparseTensorProto sparse_tensor = 22;`
-    #[cfg(feature = "unstable-representation")]
-    pub sparse_tensor: Option<MsgBox<SparseTensorProto>>,
-    #[cfg(not(feature = "unstable-representation"))]
     pub(crate) sparse_tensor: Option<MsgBox<SparseTensorProto>>,
     /// `optional TypeProto tp = 14;`
-    #[cfg(feature = "unstable-representation")]
-    pub tp: Option<MsgBox<TypeProto>>,
-    #[cfg(not(feature = "unstable-representation"))]
     pub(crate) tp: Option<MsgBox<TypeProto>>,
     /// `repeated float floats = 7;`
-    #[cfg(feature = "unstable-representation")]
-    pub floats: InlineVec<f32, 2>,
-    #[cfg(not(feature = "unstable-representation"))]
     pub(crate) floats: InlineVec<f32, 2>,
     /// `repeated bytes strings = 9;`
-    #[cfg(feature = "unstable-representation")]
-    pub strings: InlineVec<ProtoString>,
-    #[cfg(not(feature = "unstable-representation"))]
     pub(crate) strings: InlineVec<ProtoString>,
     /// `repeated TensorProto tensors = 10;`
-    #[cfg(feature = "unstable-representation")]
-    pub tensors: RepeatedField<TensorProto>,
-    #[cfg(not(feature = "unstable-representation"))]
     pub(crate) tensors: RepeatedField<TensorProto>,
     /// `repeated GraphProto graphs = 11;`
-    #[cfg(feature = "unstable-representation")]
-    pub graphs: RepeatedField<GraphProto>,
-    #[cfg(not(feature = "unstable-representation"))]
     pub(crate) graphs: RepeatedField<GraphProto>,
     /// `repeated SparseTensorProto sparse_tensors = 23;`
-    #[cfg(feature = "unstable-representation")]
-    pub sparse_tensors: RepeatedField<SparseTensorProto>,
-    #[cfg(not(feature = "unstable-representation"))]
     pub(crate) sparse_tensors: RepeatedField<SparseTensorProto>,
     /// `repeated TypeProto type_protos = 15;`
-    #[cfg(feature = "unstable-representation")]
-    pub type_protos: RepeatedField<TypeProto>,
-    #[cfg(not(feature = "unstable-representation"))]
     pub(crate) type_protos: RepeatedField<TypeProto>,
     /// Fields not in the schema, as read (written back after the known ones); read and write them
     /// through `Message::unknown_fields` / `Message::unknown_fields_mut`.
-    #[cfg(feature = "unstable-representation")]
-    pub unknown_fields: UnknownFields,
-    #[cfg(not(feature = "unstable-representation"))]
     pub(crate) unknown_fields: UnknownFields,
-}
 }
 
 const _: () = {
@@ -1147,19 +1074,10 @@ impl Recycle for AttributeProto {
 #[repr(C)]
 pub struct ValueInfoProto {
     /// `optional string name = 1;`
-    #[cfg(feature = "unstable-representation")]
-    pub name: Option<ProtoString>,
-    #[cfg(not(feature = "unstable-representation"))]
     pub(crate) name: Option<ProtoString>,
     /// `optional TypeProto type = 2;`
-    #[cfg(feature = "unstable-representation")]
-    pub r#type: Option<MsgBox<TypeProto>>,
-    #[cfg(not(feature = "unstable-representation"))]
     pub(crate) r#type: Option<MsgBox<TypeProto>>,
     /// The fields few models set (`ValueInfoProtoRare`), in a box allocated on first write.
-    #[cfg(feature = "unstable-representation")]
-    pub rare: Rare<ValueInfoProtoRare>,
-    #[cfg(not(feature = "unstable-representation"))]
     pub(crate) rare: Rare<ValueInfoProtoRare>,
 }
 
@@ -1200,28 +1118,17 @@ impl ValueInfoProto {
     }
 }
 
-representation_item! {
 /// The rare fields of `onnx.ValueInfoProto` (its `rare` member).
 #[derive(Debug, Default, PartialEq)]
 #[repr(C)]
-struct ValueInfoProtoRare {
+pub(crate) struct ValueInfoProtoRare {
     /// `optional string doc_string = 3;`
-    #[cfg(feature = "unstable-representation")]
-    pub doc_string: Option<ProtoString>,
-    #[cfg(not(feature = "unstable-representation"))]
     pub(crate) doc_string: Option<ProtoString>,
     /// `repeated StringStringEntryProto metadata_props = 4;`
-    #[cfg(feature = "unstable-representation")]
-    pub metadata_props: RepeatedField<StringStringEntryProto>,
-    #[cfg(not(feature = "unstable-representation"))]
     pub(crate) metadata_props: RepeatedField<StringStringEntryProto>,
     /// Fields not in the schema, as read (written back after the known ones); read and write them
     /// through `Message::unknown_fields` / `Message::unknown_fields_mut`.
-    #[cfg(feature = "unstable-representation")]
-    pub unknown_fields: UnknownFields,
-    #[cfg(not(feature = "unstable-representation"))]
     pub(crate) unknown_fields: UnknownFields,
-}
 }
 
 const _: () = {
@@ -1505,34 +1412,16 @@ impl Recycle for ValueInfoProto {
 #[repr(C)]
 pub struct NodeProto {
     /// `repeated string input = 1;`
-    #[cfg(feature = "unstable-representation")]
-    pub input: InlineVec<ProtoString, 2>,
-    #[cfg(not(feature = "unstable-representation"))]
     pub(crate) input: InlineVec<ProtoString, 2>,
     /// `repeated string output = 2;`
-    #[cfg(feature = "unstable-representation")]
-    pub output: InlineVec<ProtoString, 1>,
-    #[cfg(not(feature = "unstable-representation"))]
     pub(crate) output: InlineVec<ProtoString, 1>,
     /// `optional string name = 3;`
-    #[cfg(feature = "unstable-representation")]
-    pub name: Option<ProtoString>,
-    #[cfg(not(feature = "unstable-representation"))]
     pub(crate) name: Option<ProtoString>,
     /// `optional string op_type = 4;`
-    #[cfg(feature = "unstable-representation")]
-    pub op_type: Option<ProtoString>,
-    #[cfg(not(feature = "unstable-representation"))]
     pub(crate) op_type: Option<ProtoString>,
     /// `repeated AttributeProto attribute = 5;`
-    #[cfg(feature = "unstable-representation")]
-    pub attribute: RepeatedField<AttributeProto>,
-    #[cfg(not(feature = "unstable-representation"))]
     pub(crate) attribute: RepeatedField<AttributeProto>,
     /// The fields few models set (`NodeProtoRare`), in a box allocated on first write.
-    #[cfg(feature = "unstable-representation")]
-    pub rare: Rare<NodeProtoRare>,
-    #[cfg(not(feature = "unstable-representation"))]
     pub(crate) rare: Rare<NodeProtoRare>,
 }
 
@@ -1582,43 +1471,23 @@ impl NodeProto {
     }
 }
 
-representation_item! {
 /// The rare fields of `onnx.NodeProto` (its `rare` member).
 #[derive(Debug, Default, PartialEq)]
 #[repr(C)]
-struct NodeProtoRare {
+pub(crate) struct NodeProtoRare {
     /// `optional string domain = 7;`
-    #[cfg(feature = "unstable-representation")]
-    pub domain: Option<ProtoString>,
-    #[cfg(not(feature = "unstable-representation"))]
     pub(crate) domain: Option<ProtoString>,
     /// `optional string overload = 8;`
-    #[cfg(feature = "unstable-representation")]
-    pub overload: Option<ProtoString>,
-    #[cfg(not(feature = "unstable-representation"))]
     pub(crate) overload: Option<ProtoString>,
     /// `optional string doc_string = 6;`
-    #[cfg(feature = "unstable-representation")]
-    pub doc_string: Option<ProtoString>,
-    #[cfg(not(feature = "unstable-representation"))]
     pub(crate) doc_string: Option<ProtoString>,
     /// `repeated StringStringEntryProto metadata_props = 9;`
-    #[cfg(feature = "unstable-representation")]
-    pub metadata_props: RepeatedField<StringStringEntryProto>,
-    #[cfg(not(feature = "unstable-representation"))]
     pub(crate) metadata_props: RepeatedField<StringStringEntryProto>,
     /// `repeated NodeDeviceConfigurationProto device_configurations = 10;`
-    #[cfg(feature = "unstable-representation")]
-    pub device_configurations: RepeatedField<NodeDeviceConfigurationProto>,
-    #[cfg(not(feature = "unstable-representation"))]
     pub(crate) device_configurations: RepeatedField<NodeDeviceConfigurationProto>,
     /// Fields not in the schema, as read (written back after the known ones); read and write them
     /// through `Message::unknown_fields` / `Message::unknown_fields_mut`.
-    #[cfg(feature = "unstable-representation")]
-    pub unknown_fields: UnknownFields,
-    #[cfg(not(feature = "unstable-representation"))]
     pub(crate) unknown_fields: UnknownFields,
-}
 }
 
 const _: () = {
@@ -2292,20 +2161,11 @@ impl Recycle for NodeProto {
 #[repr(C)]
 pub struct IntIntListEntryProto {
     /// `optional int64 key = 1;`
-    #[cfg(feature = "unstable-representation")]
-    pub key: Option<i64>,
-    #[cfg(not(feature = "unstable-representation"))]
     pub(crate) key: Option<i64>,
     /// `repeated int64 value = 2;`
-    #[cfg(feature = "unstable-representation")]
-    pub value: InlineVec<i64, 1>,
-    #[cfg(not(feature = "unstable-representation"))]
     pub(crate) value: InlineVec<i64, 1>,
     /// Fields not in the schema, as read (written back after the known ones); read and write them
     /// through `Message::unknown_fields` / `Message::unknown_fields_mut`.
-    #[cfg(feature = "unstable-representation")]
-    pub unknown_fields: UnknownFields,
-    #[cfg(not(feature = "unstable-representation"))]
     pub(crate) unknown_fields: UnknownFields,
 }
 
@@ -2464,25 +2324,13 @@ impl Recycle for IntIntListEntryProto {
 #[repr(C)]
 pub struct NodeDeviceConfigurationProto {
     /// `optional string configuration_id = 1;`
-    #[cfg(feature = "unstable-representation")]
-    pub configuration_id: Option<ProtoString>,
-    #[cfg(not(feature = "unstable-representation"))]
     pub(crate) configuration_id: Option<ProtoString>,
     /// `repeated ShardingSpecProto sharding_spec = 2;`
-    #[cfg(feature = "unstable-representation")]
-    pub sharding_spec: RepeatedField<ShardingSpecProto>,
-    #[cfg(not(feature = "unstable-representation"))]
     pub(crate) sharding_spec: RepeatedField<ShardingSpecProto>,
     /// Fields not in the schema, as read (written back after the known ones); read and write them
     /// through `Message::unknown_fields` / `Message::unknown_fields_mut`.
-    #[cfg(feature = "unstable-representation")]
-    pub unknown_fields: UnknownFields,
-    #[cfg(not(feature = "unstable-representation"))]
     pub(crate) unknown_fields: UnknownFields,
     /// `optional int32 pipeline_stage = 3;`
-    #[cfg(feature = "unstable-representation")]
-    pub pipeline_stage: Option<i32>,
-    #[cfg(not(feature = "unstable-representation"))]
     pub(crate) pipeline_stage: Option<i32>,
 }
 
@@ -2683,30 +2531,15 @@ impl Recycle for NodeDeviceConfigurationProto {
 #[repr(C)]
 pub struct ShardingSpecProto {
     /// `optional string tensor_name = 1;`
-    #[cfg(feature = "unstable-representation")]
-    pub tensor_name: Option<ProtoString>,
-    #[cfg(not(feature = "unstable-representation"))]
     pub(crate) tensor_name: Option<ProtoString>,
     /// `repeated int64 device = 2;`
-    #[cfg(feature = "unstable-representation")]
-    pub device: InlineVec<i64, 1>,
-    #[cfg(not(feature = "unstable-representation"))]
     pub(crate) device: InlineVec<i64, 1>,
     /// `repeated IntIntListEntryProto index_to_device_group_map = 3;`
-    #[cfg(feature = "unstable-representation")]
-    pub index_to_device_group_map: RepeatedField<IntIntListEntryProto>,
-    #[cfg(not(feature = "unstable-representation"))]
     pub(crate) index_to_device_group_map: RepeatedField<IntIntListEntryProto>,
     /// `repeated ShardedDimProto sharded_dim = 4;`
-    #[cfg(feature = "unstable-representation")]
-    pub sharded_dim: RepeatedField<ShardedDimProto>,
-    #[cfg(not(feature = "unstable-representation"))]
     pub(crate) sharded_dim: RepeatedField<ShardedDimProto>,
     /// Fields not in the schema, as read (written back after the known ones); read and write them
     /// through `Message::unknown_fields` / `Message::unknown_fields_mut`.
-    #[cfg(feature = "unstable-representation")]
-    pub unknown_fields: UnknownFields,
-    #[cfg(not(feature = "unstable-representation"))]
     pub(crate) unknown_fields: UnknownFields,
 }
 
@@ -2953,20 +2786,11 @@ impl Recycle for ShardingSpecProto {
 #[repr(C)]
 pub struct ShardedDimProto {
     /// `optional int64 axis = 1;`
-    #[cfg(feature = "unstable-representation")]
-    pub axis: Option<i64>,
-    #[cfg(not(feature = "unstable-representation"))]
     pub(crate) axis: Option<i64>,
     /// `repeated SimpleShardedDimProto simple_sharding = 2;`
-    #[cfg(feature = "unstable-representation")]
-    pub simple_sharding: RepeatedField<SimpleShardedDimProto>,
-    #[cfg(not(feature = "unstable-representation"))]
     pub(crate) simple_sharding: RepeatedField<SimpleShardedDimProto>,
     /// Fields not in the schema, as read (written back after the known ones); read and write them
     /// through `Message::unknown_fields` / `Message::unknown_fields_mut`.
-    #[cfg(feature = "unstable-representation")]
-    pub unknown_fields: UnknownFields,
-    #[cfg(not(feature = "unstable-representation"))]
     pub(crate) unknown_fields: UnknownFields,
 }
 
@@ -3127,20 +2951,11 @@ impl Recycle for ShardedDimProto {
 #[repr(C)]
 pub struct SimpleShardedDimProto {
     /// `oneof dim`.
-    #[cfg(feature = "unstable-representation")]
-    pub dim: Option<SimpleShardedDimProtoDim>,
-    #[cfg(not(feature = "unstable-representation"))]
     pub(crate) dim: Option<SimpleShardedDimProtoDim>,
     /// `optional int64 num_shards = 3;`
-    #[cfg(feature = "unstable-representation")]
-    pub num_shards: Option<i64>,
-    #[cfg(not(feature = "unstable-representation"))]
     pub(crate) num_shards: Option<i64>,
     /// Fields not in the schema, as read (written back after the known ones); read and write them
     /// through `Message::unknown_fields` / `Message::unknown_fields_mut`.
-    #[cfg(feature = "unstable-representation")]
-    pub unknown_fields: UnknownFields,
-    #[cfg(not(feature = "unstable-representation"))]
     pub(crate) unknown_fields: UnknownFields,
 }
 
@@ -3181,16 +2996,14 @@ impl SimpleShardedDimProto {
     }
 }
 
-representation_item! {
 /// `oneof dim` of `onnx.SimpleShardedDimProto`.
 #[derive(Debug, PartialEq)]
 #[repr(u32)]
-enum SimpleShardedDimProtoDim {
+pub(crate) enum SimpleShardedDimProtoDim {
     /// `int64 dim_value = 1;`
     DimValue(i64),
     /// `string dim_param = 2;`
     DimParam(ProtoString),
-}
 }
 
 impl TryClone for SimpleShardedDimProtoDim {
@@ -3377,30 +3190,15 @@ impl Recycle for SimpleShardedDimProto {
 #[repr(C)]
 pub struct TrainingInfoProto {
     /// `optional GraphProto initialization = 1;`
-    #[cfg(feature = "unstable-representation")]
-    pub initialization: Option<MsgBox<GraphProto>>,
-    #[cfg(not(feature = "unstable-representation"))]
     pub(crate) initialization: Option<MsgBox<GraphProto>>,
     /// `optional GraphProto algorithm = 2;`
-    #[cfg(feature = "unstable-representation")]
-    pub algorithm: Option<MsgBox<GraphProto>>,
-    #[cfg(not(feature = "unstable-representation"))]
     pub(crate) algorithm: Option<MsgBox<GraphProto>>,
     /// `repeated StringStringEntryProto initialization_binding = 3;`
-    #[cfg(feature = "unstable-representation")]
-    pub initialization_binding: RepeatedField<StringStringEntryProto>,
-    #[cfg(not(feature = "unstable-representation"))]
     pub(crate) initialization_binding: RepeatedField<StringStringEntryProto>,
     /// `repeated StringStringEntryProto update_binding = 4;`
-    #[cfg(feature = "unstable-representation")]
-    pub update_binding: RepeatedField<StringStringEntryProto>,
-    #[cfg(not(feature = "unstable-representation"))]
     pub(crate) update_binding: RepeatedField<StringStringEntryProto>,
     /// Fields not in the schema, as read (written back after the known ones); read and write them
     /// through `Message::unknown_fields` / `Message::unknown_fields_mut`.
-    #[cfg(feature = "unstable-representation")]
-    pub unknown_fields: UnknownFields,
-    #[cfg(not(feature = "unstable-representation"))]
     pub(crate) unknown_fields: UnknownFields,
 }
 
@@ -3667,70 +3465,31 @@ impl Recycle for TrainingInfoProto {
 #[repr(C)]
 pub struct ModelProto {
     /// `optional int64 ir_version = 1;`
-    #[cfg(feature = "unstable-representation")]
-    pub ir_version: Option<i64>,
-    #[cfg(not(feature = "unstable-representation"))]
     pub(crate) ir_version: Option<i64>,
     /// `repeated OperatorSetIdProto opset_import = 8;`
-    #[cfg(feature = "unstable-representation")]
-    pub opset_import: RepeatedField<OperatorSetIdProto>,
-    #[cfg(not(feature = "unstable-representation"))]
     pub(crate) opset_import: RepeatedField<OperatorSetIdProto>,
     /// `optional string producer_name = 2;`
-    #[cfg(feature = "unstable-representation")]
-    pub producer_name: Option<ProtoString>,
-    #[cfg(not(feature = "unstable-representation"))]
     pub(crate) producer_name: Option<ProtoString>,
     /// `optional string producer_version = 3;`
-    #[cfg(feature = "unstable-representation")]
-    pub producer_version: Option<ProtoString>,
-    #[cfg(not(feature = "unstable-representation"))]
     pub(crate) producer_version: Option<ProtoString>,
     /// `optional string domain = 4;`
-    #[cfg(feature = "unstable-representation")]
-    pub domain: Option<ProtoString>,
-    #[cfg(not(feature = "unstable-representation"))]
     pub(crate) domain: Option<ProtoString>,
     /// `optional int64 model_version = 5;`
-    #[cfg(feature = "unstable-representation")]
-    pub model_version: Option<i64>,
-    #[cfg(not(feature = "unstable-representation"))]
     pub(crate) model_version: Option<i64>,
     /// `optional string doc_string = 6;`
-    #[cfg(feature = "unstable-representation")]
-    pub doc_string: Option<ProtoString>,
-    #[cfg(not(feature = "unstable-representation"))]
     pub(crate) doc_string: Option<ProtoString>,
     /// `optional GraphProto graph = 7;`
-    #[cfg(feature = "unstable-representation")]
-    pub graph: Option<MsgBox<GraphProto>>,
-    #[cfg(not(feature = "unstable-representation"))]
     pub(crate) graph: Option<MsgBox<GraphProto>>,
     /// `repeated StringStringEntryProto metadata_props = 14;`
-    #[cfg(feature = "unstable-representation")]
-    pub metadata_props: RepeatedField<StringStringEntryProto>,
-    #[cfg(not(feature = "unstable-representation"))]
     pub(crate) metadata_props: RepeatedField<StringStringEntryProto>,
     /// `repeated TrainingInfoProto training_info = 20;`
-    #[cfg(feature = "unstable-representation")]
-    pub training_info: RepeatedField<TrainingInfoProto>,
-    #[cfg(not(feature = "unstable-representation"))]
     pub(crate) training_info: RepeatedField<TrainingInfoProto>,
     /// `repeated FunctionProto functions = 25;`
-    #[cfg(feature = "unstable-representation")]
-    pub functions: RepeatedField<FunctionProto>,
-    #[cfg(not(feature = "unstable-representation"))]
     pub(crate) functions: RepeatedField<FunctionProto>,
     /// `repeated DeviceConfigurationProto configuration = 26;`
-    #[cfg(feature = "unstable-representation")]
-    pub configuration: RepeatedField<DeviceConfigurationProto>,
-    #[cfg(not(feature = "unstable-representation"))]
     pub(crate) configuration: RepeatedField<DeviceConfigurationProto>,
     /// Fields not in the schema, as read (written back after the known ones); read and write them
     /// through `Message::unknown_fields` / `Message::unknown_fields_mut`.
-    #[cfg(feature = "unstable-representation")]
-    pub unknown_fields: UnknownFields,
-    #[cfg(not(feature = "unstable-representation"))]
     pub(crate) unknown_fields: UnknownFields,
 }
 
@@ -4287,25 +4046,13 @@ impl Recycle for ModelProto {
 #[repr(C)]
 pub struct DeviceConfigurationProto {
     /// `optional string name = 1;`
-    #[cfg(feature = "unstable-representation")]
-    pub name: Option<ProtoString>,
-    #[cfg(not(feature = "unstable-representation"))]
     pub(crate) name: Option<ProtoString>,
     /// `repeated string device = 3;`
-    #[cfg(feature = "unstable-representation")]
-    pub device: InlineVec<ProtoString>,
-    #[cfg(not(feature = "unstable-representation"))]
     pub(crate) device: InlineVec<ProtoString>,
     /// Fields not in the schema, as read (written back after the known ones); read and write them
     /// through `Message::unknown_fields` / `Message::unknown_fields_mut`.
-    #[cfg(feature = "unstable-representation")]
-    pub unknown_fields: UnknownFields,
-    #[cfg(not(feature = "unstable-representation"))]
     pub(crate) unknown_fields: UnknownFields,
     /// `optional int32 num_devices = 2;`
-    #[cfg(feature = "unstable-representation")]
-    pub num_devices: Option<i32>,
-    #[cfg(not(feature = "unstable-representation"))]
     pub(crate) num_devices: Option<i32>,
 }
 
@@ -4507,20 +4254,11 @@ impl Recycle for DeviceConfigurationProto {
 #[repr(C)]
 pub struct StringStringEntryProto {
     /// `optional string key = 1;`
-    #[cfg(feature = "unstable-representation")]
-    pub key: Option<ProtoString>,
-    #[cfg(not(feature = "unstable-representation"))]
     pub(crate) key: Option<ProtoString>,
     /// `optional string value = 2;`
-    #[cfg(feature = "unstable-representation")]
-    pub value: Option<ProtoString>,
-    #[cfg(not(feature = "unstable-representation"))]
     pub(crate) value: Option<ProtoString>,
     /// Fields not in the schema, as read (written back after the known ones); read and write them
     /// through `Message::unknown_fields` / `Message::unknown_fields_mut`.
-    #[cfg(feature = "unstable-representation")]
-    pub unknown_fields: UnknownFields,
-    #[cfg(not(feature = "unstable-representation"))]
     pub(crate) unknown_fields: UnknownFields,
 }
 
@@ -4687,20 +4425,11 @@ impl Recycle for StringStringEntryProto {
 #[repr(C)]
 pub struct TensorAnnotation {
     /// `optional string tensor_name = 1;`
-    #[cfg(feature = "unstable-representation")]
-    pub tensor_name: Option<ProtoString>,
-    #[cfg(not(feature = "unstable-representation"))]
     pub(crate) tensor_name: Option<ProtoString>,
     /// `repeated StringStringEntryProto quant_parameter_tensor_names = 2;`
-    #[cfg(feature = "unstable-representation")]
-    pub quant_parameter_tensor_names: RepeatedField<StringStringEntryProto>,
-    #[cfg(not(feature = "unstable-representation"))]
     pub(crate) quant_parameter_tensor_names: RepeatedField<StringStringEntryProto>,
     /// Fields not in the schema, as read (written back after the known ones); read and write them
     /// through `Message::unknown_fields` / `Message::unknown_fields_mut`.
-    #[cfg(feature = "unstable-representation")]
-    pub unknown_fields: UnknownFields,
-    #[cfg(not(feature = "unstable-representation"))]
     pub(crate) unknown_fields: UnknownFields,
 }
 
@@ -4869,60 +4598,27 @@ impl Recycle for TensorAnnotation {
 #[repr(C)]
 pub struct GraphProto {
     /// `repeated NodeProto node = 1;`
-    #[cfg(feature = "unstable-representation")]
-    pub node: RepeatedField<NodeProto>,
-    #[cfg(not(feature = "unstable-representation"))]
     pub(crate) node: RepeatedField<NodeProto>,
     /// `optional string name = 2;`
-    #[cfg(feature = "unstable-representation")]
-    pub name: Option<ProtoString>,
-    #[cfg(not(feature = "unstable-representation"))]
     pub(crate) name: Option<ProtoString>,
     /// `repeated TensorProto initializer = 5;`
-    #[cfg(feature = "unstable-representation")]
-    pub initializer: RepeatedField<TensorProto>,
-    #[cfg(not(feature = "unstable-representation"))]
     pub(crate) initializer: RepeatedField<TensorProto>,
     /// `repeated SparseTensorProto sparse_initializer = 15;`
-    #[cfg(feature = "unstable-representation")]
-    pub sparse_initializer: RepeatedField<SparseTensorProto>,
-    #[cfg(not(feature = "unstable-representation"))]
     pub(crate) sparse_initializer: RepeatedField<SparseTensorProto>,
     /// `optional string doc_string = 10;`
-    #[cfg(feature = "unstable-representation")]
-    pub doc_string: Option<ProtoString>,
-    #[cfg(not(feature = "unstable-representation"))]
     pub(crate) doc_string: Option<ProtoString>,
     /// `repeated ValueInfoProto input = 11;`
-    #[cfg(feature = "unstable-representation")]
-    pub input: RepeatedField<ValueInfoProto>,
-    #[cfg(not(feature = "unstable-representation"))]
     pub(crate) input: RepeatedField<ValueInfoProto>,
     /// `repeated ValueInfoProto output = 12;`
-    #[cfg(feature = "unstable-representation")]
-    pub output: RepeatedField<ValueInfoProto>,
-    #[cfg(not(feature = "unstable-representation"))]
     pub(crate) output: RepeatedField<ValueInfoProto>,
     /// `repeated ValueInfoProto value_info = 13;`
-    #[cfg(feature = "unstable-representation")]
-    pub value_info: RepeatedField<ValueInfoProto>,
-    #[cfg(not(feature = "unstable-representation"))]
     pub(crate) value_info: RepeatedField<ValueInfoProto>,
     /// `repeated TensorAnnotation quantization_annotation = 14;`
-    #[cfg(feature = "unstable-representation")]
-    pub quantization_annotation: RepeatedField<TensorAnnotation>,
-    #[cfg(not(feature = "unstable-representation"))]
     pub(crate) quantization_annotation: RepeatedField<TensorAnnotation>,
     /// `repeated StringStringEntryProto metadata_props = 16;`
-    #[cfg(feature = "unstable-representation")]
-    pub metadata_props: RepeatedField<StringStringEntryProto>,
-    #[cfg(not(feature = "unstable-representation"))]
     pub(crate) metadata_props: RepeatedField<StringStringEntryProto>,
     /// Fields not in the schema, as read (written back after the known ones); read and write them
     /// through `Message::unknown_fields` / `Message::unknown_fields_mut`.
-    #[cfg(feature = "unstable-representation")]
-    pub unknown_fields: UnknownFields,
-    #[cfg(not(feature = "unstable-representation"))]
     pub(crate) unknown_fields: UnknownFields,
 }
 
@@ -5406,39 +5102,18 @@ impl Recycle for GraphProto {
 #[repr(C)]
 pub struct TensorProto {
     /// `repeated int64 dims = 1;`
-    #[cfg(feature = "unstable-representation")]
-    pub dims: InlineVec<i64, 4>,
-    #[cfg(not(feature = "unstable-representation"))]
     pub(crate) dims: InlineVec<i64, 4>,
     /// `repeated float float_data = 4 [packed = true];`
-    #[cfg(feature = "unstable-representation")]
-    pub float_data: InlineVec<f32, 2>,
-    #[cfg(not(feature = "unstable-representation"))]
     pub(crate) float_data: InlineVec<f32, 2>,
     /// `repeated int64 int64_data = 7 [packed = true];`
-    #[cfg(feature = "unstable-representation")]
-    pub int64_data: InlineVec<i64, 1>,
-    #[cfg(not(feature = "unstable-representation"))]
     pub(crate) int64_data: InlineVec<i64, 1>,
     /// `optional string name = 8;`
-    #[cfg(feature = "unstable-representation")]
-    pub name: Option<ProtoString>,
-    #[cfg(not(feature = "unstable-representation"))]
     pub(crate) name: Option<ProtoString>,
     /// `optional bytes raw_data = 9;`
-    #[cfg(feature = "unstable-representation")]
-    pub raw_data: Option<ByteSpan>,
-    #[cfg(not(feature = "unstable-representation"))]
     pub(crate) raw_data: Option<ByteSpan>,
     /// The fields few models set (`TensorProtoRare`), in a box allocated on first write.
-    #[cfg(feature = "unstable-representation")]
-    pub rare: Rare<TensorProtoRare>,
-    #[cfg(not(feature = "unstable-representation"))]
     pub(crate) rare: Rare<TensorProtoRare>,
     /// `optional int32 data_type = 2;`
-    #[cfg(feature = "unstable-representation")]
-    pub data_type: Option<i32>,
-    #[cfg(not(feature = "unstable-representation"))]
     pub(crate) data_type: Option<i32>,
 }
 
@@ -5491,63 +5166,31 @@ impl TensorProto {
     }
 }
 
-representation_item! {
 /// The rare fields of `onnx.TensorProto` (its `rare` member).
 #[derive(Debug, Default, PartialEq)]
 #[repr(C)]
-struct TensorProtoRare {
+pub(crate) struct TensorProtoRare {
     /// `optional TensorProto.Segment segment = 3;`
-    #[cfg(feature = "unstable-representation")]
-    pub segment: Option<MsgBox<TensorProtoSegment>>,
-    #[cfg(not(feature = "unstable-representation"))]
     pub(crate) segment: Option<MsgBox<TensorProtoSegment>>,
     /// `repeated int32 int32_data = 5 [packed = true];`
-    #[cfg(feature = "unstable-representation")]
-    pub int32_data: InlineVec<i32, 2>,
-    #[cfg(not(feature = "unstable-representation"))]
     pub(crate) int32_data: InlineVec<i32, 2>,
     /// `repeated bytes string_data = 6;`
-    #[cfg(feature = "unstable-representation")]
-    pub string_data: InlineVec<ProtoString>,
-    #[cfg(not(feature = "unstable-representation"))]
     pub(crate) string_data: InlineVec<ProtoString>,
     /// `optional string doc_string = 12;`
-    #[cfg(feature = "unstable-representation")]
-    pub doc_string: Option<ProtoString>,
-    #[cfg(not(feature = "unstable-representation"))]
     pub(crate) doc_string: Option<ProtoString>,
     /// `repeated StringStringEntryProto external_data = 13;`
-    #[cfg(feature = "unstable-representation")]
-    pub external_data: RepeatedField<StringStringEntryProto>,
-    #[cfg(not(feature = "unstable-representation"))]
     pub(crate) external_data: RepeatedField<StringStringEntryProto>,
     /// `repeated double double_data = 10 [packed = true];`
-    #[cfg(feature = "unstable-representation")]
-    pub double_data: InlineVec<f64, 1>,
-    #[cfg(not(feature = "unstable-representation"))]
     pub(crate) double_data: InlineVec<f64, 1>,
     /// `repeated uint64 uint64_data = 11 [packed = true];`
-    #[cfg(feature = "unstable-representation")]
-    pub uint64_data: InlineVec<u64, 1>,
-    #[cfg(not(feature = "unstable-representation"))]
     pub(crate) uint64_data: InlineVec<u64, 1>,
     /// `repeated StringStringEntryProto metadata_props = 16;`
-    #[cfg(feature = "unstable-representation")]
-    pub metadata_props: RepeatedField<StringStringEntryProto>,
-    #[cfg(not(feature = "unstable-representation"))]
     pub(crate) metadata_props: RepeatedField<StringStringEntryProto>,
     /// Fields not in the schema, as read (written back after the known ones); read and write them
     /// through `Message::unknown_fields` / `Message::unknown_fields_mut`.
-    #[cfg(feature = "unstable-representation")]
-    pub unknown_fields: UnknownFields,
-    #[cfg(not(feature = "unstable-representation"))]
     pub(crate) unknown_fields: UnknownFields,
     /// `optional TensorProto.DataLocation data_location = 14;`
-    #[cfg(feature = "unstable-representation")]
-    pub data_location: Option<i32>,
-    #[cfg(not(feature = "unstable-representation"))]
     pub(crate) data_location: Option<i32>,
-}
 }
 
 const _: () = {
@@ -6353,20 +5996,11 @@ impl Recycle for TensorProto {
 #[repr(C)]
 pub struct TensorProtoSegment {
     /// `optional int64 begin = 1;`
-    #[cfg(feature = "unstable-representation")]
-    pub begin: Option<i64>,
-    #[cfg(not(feature = "unstable-representation"))]
     pub(crate) begin: Option<i64>,
     /// `optional int64 end = 2;`
-    #[cfg(feature = "unstable-representation")]
-    pub end: Option<i64>,
-    #[cfg(not(feature = "unstable-representation"))]
     pub(crate) end: Option<i64>,
     /// Fields not in the schema, as read (written back after the known ones); read and write them
     /// through `Message::unknown_fields` / `Message::unknown_fields_mut`.
-    #[cfg(feature = "unstable-representation")]
-    pub unknown_fields: UnknownFields,
-    #[cfg(not(feature = "unstable-representation"))]
     pub(crate) unknown_fields: UnknownFields,
 }
 
@@ -6517,25 +6151,13 @@ impl Recycle for TensorProtoSegment {
 #[repr(C)]
 pub struct SparseTensorProto {
     /// `optional TensorProto values = 1;`
-    #[cfg(feature = "unstable-representation")]
-    pub values: Option<MsgBox<TensorProto>>,
-    #[cfg(not(feature = "unstable-representation"))]
     pub(crate) values: Option<MsgBox<TensorProto>>,
     /// `optional TensorProto indices = 2;`
-    #[cfg(feature = "unstable-representation")]
-    pub indices: Option<MsgBox<TensorProto>>,
-    #[cfg(not(feature = "unstable-representation"))]
     pub(crate) indices: Option<MsgBox<TensorProto>>,
     /// `repeated int64 dims = 3;`
-    #[cfg(feature = "unstable-representation")]
-    pub dims: InlineVec<i64, 1>,
-    #[cfg(not(feature = "unstable-representation"))]
     pub(crate) dims: InlineVec<i64, 1>,
     /// Fields not in the schema, as read (written back after the known ones); read and write them
     /// through `Message::unknown_fields` / `Message::unknown_fields_mut`.
-    #[cfg(feature = "unstable-representation")]
-    pub unknown_fields: UnknownFields,
-    #[cfg(not(feature = "unstable-representation"))]
     pub(crate) unknown_fields: UnknownFields,
 }
 
@@ -6766,15 +6388,9 @@ impl Recycle for SparseTensorProto {
 #[repr(C)]
 pub struct TensorShapeProto {
     /// `repeated TensorShapeProto.Dimension dim = 1;`
-    #[cfg(feature = "unstable-representation")]
-    pub dim: RepeatedField<TensorShapeProtoDimension>,
-    #[cfg(not(feature = "unstable-representation"))]
     pub(crate) dim: RepeatedField<TensorShapeProtoDimension>,
     /// Fields not in the schema, as read (written back after the known ones); read and write them
     /// through `Message::unknown_fields` / `Message::unknown_fields_mut`.
-    #[cfg(feature = "unstable-representation")]
-    pub unknown_fields: UnknownFields,
-    #[cfg(not(feature = "unstable-representation"))]
     pub(crate) unknown_fields: UnknownFields,
 }
 
@@ -6903,14 +6519,8 @@ impl Recycle for TensorShapeProto {
 #[repr(C)]
 pub struct TensorShapeProtoDimension {
     /// `oneof value`.
-    #[cfg(feature = "unstable-representation")]
-    pub value: Option<TensorShapeProtoDimensionValue>,
-    #[cfg(not(feature = "unstable-representation"))]
     pub(crate) value: Option<TensorShapeProtoDimensionValue>,
     /// The fields few models set (`TensorShapeProtoDimensionRare`), in a box allocated on first write.
-    #[cfg(feature = "unstable-representation")]
-    pub rare: Rare<TensorShapeProtoDimensionRare>,
-    #[cfg(not(feature = "unstable-representation"))]
     pub(crate) rare: Rare<TensorShapeProtoDimensionRare>,
 }
 
@@ -6948,23 +6558,15 @@ impl TensorShapeProtoDimension {
     }
 }
 
-representation_item! {
 /// The rare fields of `onnx.TensorShapeProto.Dimension` (its `rare` member).
 #[derive(Debug, Default, PartialEq)]
 #[repr(C)]
-struct TensorShapeProtoDimensionRare {
+pub(crate) struct TensorShapeProtoDimensionRare {
     /// `optional string denotation = 3;`
-    #[cfg(feature = "unstable-representation")]
-    pub denotation: Option<ProtoString>,
-    #[cfg(not(feature = "unstable-representation"))]
     pub(crate) denotation: Option<ProtoString>,
     /// Fields not in the schema, as read (written back after the known ones); read and write them
     /// through `Message::unknown_fields` / `Message::unknown_fields_mut`.
-    #[cfg(feature = "unstable-representation")]
-    pub unknown_fields: UnknownFields,
-    #[cfg(not(feature = "unstable-representation"))]
     pub(crate) unknown_fields: UnknownFields,
-}
 }
 
 const _: () = {
@@ -7008,16 +6610,14 @@ impl RareFields for TensorShapeProtoDimensionRare {
     }
 }
 
-representation_item! {
 /// `oneof value` of `onnx.TensorShapeProto.Dimension`.
 #[derive(Debug, PartialEq)]
 #[repr(u32)]
-enum TensorShapeProtoDimensionValue {
+pub(crate) enum TensorShapeProtoDimensionValue {
     /// `int64 dim_value = 1;`
     DimValue(i64),
     /// `string dim_param = 2;`
     DimParam(ProtoString),
-}
 }
 
 impl TryClone for TensorShapeProtoDimensionValue {
@@ -7233,14 +6833,8 @@ impl Recycle for TensorShapeProtoDimension {
 #[repr(C)]
 pub struct TypeProto {
     /// `oneof value`.
-    #[cfg(feature = "unstable-representation")]
-    pub value: Option<TypeProtoValue>,
-    #[cfg(not(feature = "unstable-representation"))]
     pub(crate) value: Option<TypeProtoValue>,
     /// The fields few models set (`TypeProtoRare`), in a box allocated on first write.
-    #[cfg(feature = "unstable-representation")]
-    pub rare: Rare<TypeProtoRare>,
-    #[cfg(not(feature = "unstable-representation"))]
     pub(crate) rare: Rare<TypeProtoRare>,
 }
 
@@ -7278,23 +6872,15 @@ impl TypeProto {
     }
 }
 
-representation_item! {
 /// The rare fields of `onnx.TypeProto` (its `rare` member).
 #[derive(Debug, Default, PartialEq)]
 #[repr(C)]
-struct TypeProtoRare {
+pub(crate) struct TypeProtoRare {
     /// `optional string denotation = 6;`
-    #[cfg(feature = "unstable-representation")]
-    pub denotation: Option<ProtoString>,
-    #[cfg(not(feature = "unstable-representation"))]
     pub(crate) denotation: Option<ProtoString>,
     /// Fields not in the schema, as read (written back after the known ones); read and write them
     /// through `Message::unknown_fields` / `Message::unknown_fields_mut`.
-    #[cfg(feature = "unstable-representation")]
-    pub unknown_fields: UnknownFields,
-    #[cfg(not(feature = "unstable-representation"))]
     pub(crate) unknown_fields: UnknownFields,
-}
 }
 
 const _: () = {
@@ -7338,11 +6924,10 @@ impl RareFields for TypeProtoRare {
     }
 }
 
-representation_item! {
 /// `oneof value` of `onnx.TypeProto`.
 #[derive(Debug, PartialEq)]
 #[repr(u32)]
-enum TypeProtoValue {
+pub(crate) enum TypeProtoValue {
     /// `TypeProto.Tensor tensor_type = 1;`
     TensorType(MsgBox<TypeProtoTensor>),
     /// `TypeProto.Sequence sequence_type = 4;`
@@ -7355,7 +6940,6 @@ enum TypeProtoValue {
     SparseTensorType(MsgBox<TypeProtoSparseTensor>),
     /// `TypeProto.Opaque opaque_type = 7;`
     OpaqueType(MsgBox<TypeProtoOpaque>),
-}
 }
 
 impl TryClone for TypeProtoValue {
@@ -7866,20 +7450,11 @@ impl Recycle for TypeProto {
 #[repr(C)]
 pub struct TypeProtoTensor {
     /// `optional TensorShapeProto shape = 2;`
-    #[cfg(feature = "unstable-representation")]
-    pub shape: Option<MsgBox<TensorShapeProto>>,
-    #[cfg(not(feature = "unstable-representation"))]
     pub(crate) shape: Option<MsgBox<TensorShapeProto>>,
     /// Fields not in the schema, as read (written back after the known ones); read and write them
     /// through `Message::unknown_fields` / `Message::unknown_fields_mut`.
-    #[cfg(feature = "unstable-representation")]
-    pub unknown_fields: UnknownFields,
-    #[cfg(not(feature = "unstable-representation"))]
     pub(crate) unknown_fields: UnknownFields,
     /// `optional int32 elem_type = 1;`
-    #[cfg(feature = "unstable-representation")]
-    pub elem_type: Option<i32>,
-    #[cfg(not(feature = "unstable-representation"))]
     pub(crate) elem_type: Option<i32>,
 }
 
@@ -8050,15 +7625,9 @@ impl Recycle for TypeProtoTensor {
 #[repr(C)]
 pub struct TypeProtoSequence {
     /// `optional TypeProto elem_type = 1;`
-    #[cfg(feature = "unstable-representation")]
-    pub elem_type: Option<MsgBox<TypeProto>>,
-    #[cfg(not(feature = "unstable-representation"))]
     pub(crate) elem_type: Option<MsgBox<TypeProto>>,
     /// Fields not in the schema, as read (written back after the known ones); read and write them
     /// through `Message::unknown_fields` / `Message::unknown_fields_mut`.
-    #[cfg(feature = "unstable-representation")]
-    pub unknown_fields: UnknownFields,
-    #[cfg(not(feature = "unstable-representation"))]
     pub(crate) unknown_fields: UnknownFields,
 }
 
@@ -8243,20 +7812,11 @@ impl Recycle for TypeProtoSequence {
 #[repr(C)]
 pub struct TypeProtoMap {
     /// `optional TypeProto value_type = 2;`
-    #[cfg(feature = "unstable-representation")]
-    pub value_type: Option<MsgBox<TypeProto>>,
-    #[cfg(not(feature = "unstable-representation"))]
     pub(crate) value_type: Option<MsgBox<TypeProto>>,
     /// Fields not in the schema, as read (written back after the known ones); read and write them
     /// through `Message::unknown_fields` / `Message::unknown_fields_mut`.
-    #[cfg(feature = "unstable-representation")]
-    pub unknown_fields: UnknownFields,
-    #[cfg(not(feature = "unstable-representation"))]
     pub(crate) unknown_fields: UnknownFields,
     /// `optional int32 key_type = 1;`
-    #[cfg(feature = "unstable-representation")]
-    pub key_type: Option<i32>,
-    #[cfg(not(feature = "unstable-representation"))]
     pub(crate) key_type: Option<i32>,
 }
 
@@ -8475,15 +8035,9 @@ impl Recycle for TypeProtoMap {
 #[repr(C)]
 pub struct TypeProtoOptional {
     /// `optional TypeProto elem_type = 1;`
-    #[cfg(feature = "unstable-representation")]
-    pub elem_type: Option<MsgBox<TypeProto>>,
-    #[cfg(not(feature = "unstable-representation"))]
     pub(crate) elem_type: Option<MsgBox<TypeProto>>,
     /// Fields not in the schema, as read (written back after the known ones); read and write them
     /// through `Message::unknown_fields` / `Message::unknown_fields_mut`.
-    #[cfg(feature = "unstable-representation")]
-    pub unknown_fields: UnknownFields,
-    #[cfg(not(feature = "unstable-representation"))]
     pub(crate) unknown_fields: UnknownFields,
 }
 
@@ -8668,20 +8222,11 @@ impl Recycle for TypeProtoOptional {
 #[repr(C)]
 pub struct TypeProtoSparseTensor {
     /// `optional TensorShapeProto shape = 2;`
-    #[cfg(feature = "unstable-representation")]
-    pub shape: Option<MsgBox<TensorShapeProto>>,
-    #[cfg(not(feature = "unstable-representation"))]
     pub(crate) shape: Option<MsgBox<TensorShapeProto>>,
     /// Fields not in the schema, as read (written back after the known ones); read and write them
     /// through `Message::unknown_fields` / `Message::unknown_fields_mut`.
-    #[cfg(feature = "unstable-representation")]
-    pub unknown_fields: UnknownFields,
-    #[cfg(not(feature = "unstable-representation"))]
     pub(crate) unknown_fields: UnknownFields,
     /// `optional int32 elem_type = 1;`
-    #[cfg(feature = "unstable-representation")]
-    pub elem_type: Option<i32>,
-    #[cfg(not(feature = "unstable-representation"))]
     pub(crate) elem_type: Option<i32>,
 }
 
@@ -8852,20 +8397,11 @@ impl Recycle for TypeProtoSparseTensor {
 #[repr(C)]
 pub struct TypeProtoOpaque {
     /// `optional string domain = 1;`
-    #[cfg(feature = "unstable-representation")]
-    pub domain: Option<ProtoString>,
-    #[cfg(not(feature = "unstable-representation"))]
     pub(crate) domain: Option<ProtoString>,
     /// `optional string name = 2;`
-    #[cfg(feature = "unstable-representation")]
-    pub name: Option<ProtoString>,
-    #[cfg(not(feature = "unstable-representation"))]
     pub(crate) name: Option<ProtoString>,
     /// Fields not in the schema, as read (written back after the known ones); read and write them
     /// through `Message::unknown_fields` / `Message::unknown_fields_mut`.
-    #[cfg(feature = "unstable-representation")]
-    pub unknown_fields: UnknownFields,
-    #[cfg(not(feature = "unstable-representation"))]
     pub(crate) unknown_fields: UnknownFields,
 }
 
@@ -9032,20 +8568,11 @@ impl Recycle for TypeProtoOpaque {
 #[repr(C)]
 pub struct OperatorSetIdProto {
     /// `optional string domain = 1;`
-    #[cfg(feature = "unstable-representation")]
-    pub domain: Option<ProtoString>,
-    #[cfg(not(feature = "unstable-representation"))]
     pub(crate) domain: Option<ProtoString>,
     /// `optional int64 version = 2;`
-    #[cfg(feature = "unstable-representation")]
-    pub version: Option<i64>,
-    #[cfg(not(feature = "unstable-representation"))]
     pub(crate) version: Option<i64>,
     /// Fields not in the schema, as read (written back after the known ones); read and write them
     /// through `Message::unknown_fields` / `Message::unknown_fields_mut`.
-    #[cfg(feature = "unstable-representation")]
-    pub unknown_fields: UnknownFields,
-    #[cfg(not(feature = "unstable-representation"))]
     pub(crate) unknown_fields: UnknownFields,
 }
 
@@ -9204,70 +8731,31 @@ impl Recycle for OperatorSetIdProto {
 #[repr(C)]
 pub struct FunctionProto {
     /// `optional string name = 1;`
-    #[cfg(feature = "unstable-representation")]
-    pub name: Option<ProtoString>,
-    #[cfg(not(feature = "unstable-representation"))]
     pub(crate) name: Option<ProtoString>,
     /// `repeated string input = 4;`
-    #[cfg(feature = "unstable-representation")]
-    pub input: InlineVec<ProtoString>,
-    #[cfg(not(feature = "unstable-representation"))]
     pub(crate) input: InlineVec<ProtoString>,
     /// `repeated string output = 5;`
-    #[cfg(feature = "unstable-representation")]
-    pub output: InlineVec<ProtoString>,
-    #[cfg(not(feature = "unstable-representation"))]
     pub(crate) output: InlineVec<ProtoString>,
     /// `repeated string attribute = 6;`
-    #[cfg(feature = "unstable-representation")]
-    pub attribute: InlineVec<ProtoString>,
-    #[cfg(not(feature = "unstable-representation"))]
     pub(crate) attribute: InlineVec<ProtoString>,
     /// `repeated AttributeProto attribute_proto = 11;`
-    #[cfg(feature = "unstable-representation")]
-    pub attribute_proto: RepeatedField<AttributeProto>,
-    #[cfg(not(feature = "unstable-representation"))]
     pub(crate) attribute_proto: RepeatedField<AttributeProto>,
     /// `repeated NodeProto node = 7;`
-    #[cfg(feature = "unstable-representation")]
-    pub node: RepeatedField<NodeProto>,
-    #[cfg(not(feature = "unstable-representation"))]
     pub(crate) node: RepeatedField<NodeProto>,
     /// `optional string doc_string = 8;`
-    #[cfg(feature = "unstable-representation")]
-    pub doc_string: Option<ProtoString>,
-    #[cfg(not(feature = "unstable-representation"))]
     pub(crate) doc_string: Option<ProtoString>,
     /// `repeated OperatorSetIdProto opset_import = 9;`
-    #[cfg(feature = "unstable-representation")]
-    pub opset_import: RepeatedField<OperatorSetIdProto>,
-    #[cfg(not(feature = "unstable-representation"))]
     pub(crate) opset_import: RepeatedField<OperatorSetIdProto>,
     /// `optional string domain = 10;`
-    #[cfg(feature = "unstable-representation")]
-    pub domain: Option<ProtoString>,
-    #[cfg(not(feature = "unstable-representation"))]
     pub(crate) domain: Option<ProtoString>,
     /// `optional string overload = 13;`
-    #[cfg(feature = "unstable-representation")]
-    pub overload: Option<ProtoString>,
-    #[cfg(not(feature = "unstable-representation"))]
     pub(crate) overload: Option<ProtoString>,
     /// `repeated ValueInfoProto value_info = 12;`
-    #[cfg(feature = "unstable-representation")]
-    pub value_info: RepeatedField<ValueInfoProto>,
-    #[cfg(not(feature = "unstable-representation"))]
     pub(crate) value_info: RepeatedField<ValueInfoProto>,
     /// `repeated StringStringEntryProto metadata_props = 14;`
-    #[cfg(feature = "unstable-representation")]
-    pub metadata_props: RepeatedField<StringStringEntryProto>,
-    #[cfg(not(feature = "unstable-representation"))]
     pub(crate) metadata_props: RepeatedField<StringStringEntryProto>,
     /// Fields not in the schema, as read (written back after the known ones); read and write them
     /// through `Message::unknown_fields` / `Message::unknown_fields_mut`.
-    #[cfg(feature = "unstable-representation")]
-    pub unknown_fields: UnknownFields,
-    #[cfg(not(feature = "unstable-representation"))]
     pub(crate) unknown_fields: UnknownFields,
 }
 
@@ -9841,45 +9329,21 @@ impl Recycle for FunctionProto {
 #[repr(C)]
 pub struct SequenceProto {
     /// `optional string name = 1;`
-    #[cfg(feature = "unstable-representation")]
-    pub name: Option<ProtoString>,
-    #[cfg(not(feature = "unstable-representation"))]
     pub(crate) name: Option<ProtoString>,
     /// `repeated TensorProto tensor_values = 3;`
-    #[cfg(feature = "unstable-representation")]
-    pub tensor_values: RepeatedField<TensorProto>,
-    #[cfg(not(feature = "unstable-representation"))]
     pub(crate) tensor_values: RepeatedField<TensorProto>,
     /// `repeated SparseTensorProto sparse_tensor_values = 4;`
-    #[cfg(feature = "unstable-representation")]
-    pub sparse_tensor_values: RepeatedField<SparseTensorProto>,
-    #[cfg(not(feature = "unstable-representation"))]
     pub(crate) sparse_tensor_values: RepeatedField<SparseTensorProto>,
     /// `repeated SequenceProto sequence_values = 5;`
-    #[cfg(feature = "unstable-representation")]
-    pub sequence_values: RepeatedField<SequenceProto>,
-    #[cfg(not(feature = "unstable-representation"))]
     pub(crate) sequence_values: RepeatedField<SequenceProto>,
     /// `repeated MapProto map_values = 6;`
-    #[cfg(feature = "unstable-representation")]
-    pub map_values: RepeatedField<MapProto>,
-    #[cfg(not(feature = "unstable-representation"))]
     pub(crate) map_values: RepeatedField<MapProto>,
     /// `repeated OptionalProto optional_values = 7;`
-    #[cfg(feature = "unstable-representation")]
-    pub optional_values: RepeatedField<OptionalProto>,
-    #[cfg(not(feature = "unstable-representation"))]
     pub(crate) optional_values: RepeatedField<OptionalProto>,
     /// Fields not in the schema, as read (written back after the known ones); read and write them
     /// through `Message::unknown_fields` / `Message::unknown_fields_mut`.
-    #[cfg(feature = "unstable-representation")]
-    pub unknown_fields: UnknownFields,
-    #[cfg(not(feature = "unstable-representation"))]
     pub(crate) unknown_fields: UnknownFields,
     /// `optional int32 elem_type = 2;`
-    #[cfg(feature = "unstable-representation")]
-    pub elem_type: Option<i32>,
-    #[cfg(not(feature = "unstable-representation"))]
     pub(crate) elem_type: Option<i32>,
 }
 
@@ -10294,35 +9758,17 @@ impl Recycle for SequenceProto {
 #[repr(C)]
 pub struct MapProto {
     /// `optional string name = 1;`
-    #[cfg(feature = "unstable-representation")]
-    pub name: Option<ProtoString>,
-    #[cfg(not(feature = "unstable-representation"))]
     pub(crate) name: Option<ProtoString>,
     /// `repeated int64 keys = 3;`
-    #[cfg(feature = "unstable-representation")]
-    pub keys: InlineVec<i64, 1>,
-    #[cfg(not(feature = "unstable-representation"))]
     pub(crate) keys: InlineVec<i64, 1>,
     /// `repeated bytes string_keys = 4;`
-    #[cfg(feature = "unstable-representation")]
-    pub string_keys: InlineVec<ProtoString>,
-    #[cfg(not(feature = "unstable-representation"))]
     pub(crate) string_keys: InlineVec<ProtoString>,
     /// `optional SequenceProto values = 5;`
-    #[cfg(feature = "unstable-representation")]
-    pub values: Option<MsgBox<SequenceProto>>,
-    #[cfg(not(feature = "unstable-representation"))]
     pub(crate) values: Option<MsgBox<SequenceProto>>,
     /// Fields not in the schema, as read (written back after the known ones); read and write them
     /// through `Message::unknown_fields` / `Message::unknown_fields_mut`.
-    #[cfg(feature = "unstable-representation")]
-    pub unknown_fields: UnknownFields,
-    #[cfg(not(feature = "unstable-representation"))]
     pub(crate) unknown_fields: UnknownFields,
     /// `optional int32 key_type = 2;`
-    #[cfg(feature = "unstable-representation")]
-    pub key_type: Option<i32>,
-    #[cfg(not(feature = "unstable-representation"))]
     pub(crate) key_type: Option<i32>,
 }
 
@@ -10674,45 +10120,21 @@ impl Recycle for MapProto {
 #[repr(C)]
 pub struct OptionalProto {
     /// `optional string name = 1;`
-    #[cfg(feature = "unstable-representation")]
-    pub name: Option<ProtoString>,
-    #[cfg(not(feature = "unstable-representation"))]
     pub(crate) name: Option<ProtoString>,
     /// `optional TensorProto tensor_value = 3;`
-    #[cfg(feature = "unstable-representation")]
-    pub tensor_value: Option<MsgBox<TensorProto>>,
-    #[cfg(not(feature = "unstable-representation"))]
     pub(crate) tensor_value: Option<MsgBox<TensorProto>>,
     /// `optional SparseTensorProto sparse_tensor_value = 4;`
-    #[cfg(feature = "unstable-representation")]
-    pub sparse_tensor_value: Option<MsgBox<SparseTensorProto>>,
-    #[cfg(not(feature = "unstable-representation"))]
     pub(crate) sparse_tensor_value: Option<MsgBox<SparseTensorProto>>,
     /// `optional SequenceProto sequence_value = 5;`
-    #[cfg(feature = "unstable-representation")]
-    pub sequence_value: Option<MsgBox<SequenceProto>>,
-    #[cfg(not(feature = "unstable-representation"))]
     pub(crate) sequence_value: Option<MsgBox<SequenceProto>>,
     /// `optional MapProto map_value = 6;`
-    #[cfg(feature = "unstable-representation")]
-    pub map_value: Option<MsgBox<MapProto>>,
-    #[cfg(not(feature = "unstable-representation"))]
     pub(crate) map_value: Option<MsgBox<MapProto>>,
     /// `optional OptionalProto optional_value = 7;`
-    #[cfg(feature = "unstable-representation")]
-    pub optional_value: Option<MsgBox<OptionalProto>>,
-    #[cfg(not(feature = "unstable-representation"))]
     pub(crate) optional_value: Option<MsgBox<OptionalProto>>,
     /// Fields not in the schema, as read (written back after the known ones); read and write them
     /// through `Message::unknown_fields` / `Message::unknown_fields_mut`.
-    #[cfg(feature = "unstable-representation")]
-    pub unknown_fields: UnknownFields,
-    #[cfg(not(feature = "unstable-representation"))]
     pub(crate) unknown_fields: UnknownFields,
     /// `optional int32 elem_type = 2;`
-    #[cfg(feature = "unstable-representation")]
-    pub elem_type: Option<i32>,
-    #[cfg(not(feature = "unstable-representation"))]
     pub(crate) elem_type: Option<i32>,
 }
 

@@ -10,13 +10,8 @@ mod payload;
 pub mod schema;
 pub mod text_format;
 
-pub use crate::wire::{Message, MessageVisitor, Repeated, RepeatedField};
-// (the representation: public only for the Python binding, see `unstable-representation`)
-#[cfg(not(feature = "unstable-representation"))]
 pub(crate) use crate::wire::{InlineVec, MsgBox, Rare, RareFields};
-#[cfg(feature = "unstable-representation")]
-#[doc(hidden)]
-pub use crate::wire::{InlineVec, MsgBox, Rare, RareFields};
+pub use crate::wire::{Message, MessageVisitor, Repeated, RepeatedField};
 pub use data_type::DataType;
 pub use generated::*;
 

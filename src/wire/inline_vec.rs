@@ -394,7 +394,9 @@ impl<T, const N: usize> InlineVec<T, N> {
 /// t.mutable_dims()[0] = 5;
 /// assert_eq!(t.dims(), [5, 3, 4]);
 /// ```
-pub trait Repeated<T>: DerefMut<Target = [T]> + Extend<T> {
+pub trait Repeated<T>:
+    DerefMut<Target = [T]> + Extend<T> + IntoIterator<Item = T> + Default
+{
     /// Appends `value` (panics past [`MAX_LEN`] elements, as `Vec` past its capacity).
     fn push(&mut self, value: T);
     /// Removes and returns the last element.

@@ -21,17 +21,10 @@ mod repeated;
 pub mod stack;
 mod writer;
 
-pub use inline_vec::{MAX_LEN, Repeated};
-// (the representation: public only for the Python binding, see `unstable-representation`)
-#[cfg(not(feature = "unstable-representation"))]
 pub(crate) use inline_vec::InlineVec;
-#[cfg(feature = "unstable-representation")]
-pub use inline_vec::InlineVec;
+pub use inline_vec::{MAX_LEN, Repeated};
 pub use message::{Message, MessageVisitor, SizeTable};
-#[cfg(not(feature = "unstable-representation"))]
 pub(crate) use msg_box::MsgBox;
-#[cfg(feature = "unstable-representation")]
-pub use msg_box::MsgBox;
 
 pub(crate) use message::{DynMessage, encode_streaming};
 pub(crate) use origin::{ORIGIN_WORD_BEFORE, alloc_raw, free_raw};
@@ -40,10 +33,7 @@ pub(crate) use padding::align_payloads;
 pub(crate) use placement::PayloadPool;
 #[doc(hidden)]
 pub use placement::REGION_OWNER_BYTES;
-#[cfg(not(feature = "unstable-representation"))]
 pub(crate) use rare::{Rare, RareFields};
-#[cfg(feature = "unstable-representation")]
-pub use rare::{Rare, RareFields};
 pub use reader::{
     AUTO_METADATA_BASE_BYTES, AUTO_METADATA_BYTES_PER_INPUT_BYTE, DecodeConfig,
     MAX_RECURSION_DEPTH_LIMIT, PayloadMode, ReadSource, Reader, ReleaseSource, metadata_budget,
