@@ -1,13 +1,14 @@
 """Remote loads against download-then-load, on loopback (docs/remote.md, "Measured").
 
 Starts nginx and moto's S3 server (tests/remote/servers.py), serves single-file models of
-BENCH_SIZES gigabytes (default "0.5 3"; random float payloads), and times, best of BENCH_RUNS
-(default 2) runs, each in a fresh process:
+BENCH_SIZES gigabytes (default "0.5 3"; random float payloads) from the stores of BENCH_STORES
+(default "HTTP S3"; moto serves about 14 MB/s, so S3 at 3 GB takes most of an hour), and times,
+best of BENCH_RUNS (default 2) runs, each in a fresh process:
 - `ol.load(URL)` (HTTP and S3);
 - the standard tool's plain download (curl for HTTP, boto3's transfer manager — what `aws s3 cp`
   runs — for S3), then the same download followed by `ol.load` of the file;
 - the bytes the server sent for `onnx-light info URL` (metadata only).
-Prints a Markdown table. Needs the installed wheel, the release tool, curl, nginx and moto.
+Prints a Markdown table, a row as soon as it is measured. Needs the installed wheel, the release tool, curl, nginx and moto.
 """
 
 import os
@@ -27,12 +28,14 @@ import servers  # noqa: E402
 BIN = os.environ.get("ONNX_LIGHT_BIN", os.path.join(ROOT, "target", "release", "onnx-light"))
 RUNS = int(os.environ.get("BENCH_RUNS", "2"))
 SIZES = [float(s) for s in os.environ.get("BENCH_SIZES", "0.5 3").split()]
+STORES = os.environ.get("BENCH_STORES", "HTTP S3").split()
 
 
 def make_model(path: str, gb: float) -> None:
-    """A MatMul chain whose 64 MiB float initializers add up to about ``gb`` GB."""
-    import onnx
-    from onnx import helper, numpy_helper
+    """A MatMul chain whose 64 MiB float initializers add up to about ``gb`` GB (built and written
+    with onnx_light's onnx-compatible helpers: protobuf cannot serialize a model over 2 GB)."""
+    import onnx_light as onnx
+    from onnx_light import helper, numpy_helper
     n = max(1, int(gb * 1e9 / (64 << 20)))
     rng = np.random.default_rng(1)
     inits = [numpy_helper.from_array(rng.standard_normal((4096, 4096), dtype=np.float32), f"w{i}")
@@ -44,8 +47,7 @@ def make_model(path: str, gb: float) -> None:
                           [helper.make_tensor_value_info(f"y{n - 1}", onnx.TensorProto.FLOAT,
                                                          [1, 4096])], inits)
     m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
-    with open(path, "wb") as f:
-        f.write(m.SerializeToString())
+    onnx.save(m, path)
 
 
 def timed(code: str, env=None) -> float:
@@ -70,14 +72,24 @@ def main() -> None:
     s3 = boto3.client("s3", endpoint_url=moto.endpoint, region_name="us-east-1",
                       aws_access_key_id="bench", aws_secret_access_key="bench")
     s3.create_bucket(Bucket="bench")
-    rows = []
+    print("| model | store | what | best time | rate |")
+    print("|---|---|---|---|---|", flush=True)
+
+    def row(model, store, what, secs=None):
+        if secs is None:
+            print(f"| {model} | {store} | {what} | | |", flush=True)
+        else:
+            print(f"| {model} | {store} | {what} | {secs:.2f} s | {size / secs / 1e6:.0f} MB/s |",
+                  flush=True)
+
     try:
         for gb in SIZES:
             name = f"m{gb}.onnx"
             path = os.path.join(www, name)
             make_model(path, gb)
             size = os.path.getsize(path)
-            s3.upload_file(path, "bench", name)
+            if "S3" in STORES:
+                s3.upload_file(path, "bench", name)
             url = f"{nginx.url}/{name}"
             dl = os.path.join(work, "dl.onnx")
             load = "import onnx_light as ol; ol.load({!r})"
@@ -85,37 +97,31 @@ def main() -> None:
             boto = ("import boto3; boto3.client('s3').download_file('bench', {!r}, {!r})"
                     .format(name, dl))
             cases = [
-                ("HTTP", "onnx_light: ol.load(URL)", timed(load.format(url), env)),
-                ("HTTP", "curl download", timed(curl, env)),
-                ("HTTP", "curl download, then ol.load(file)",
-                 timed(curl + "; " + load.format(dl), env)),
-                ("S3", "onnx_light: ol.load(URL)", timed(load.format(f"s3://bench/{name}"), env)),
-                ("S3", "boto3 download (aws s3 cp's transfer manager)", timed(boto, env)),
-                ("S3", "boto3 download, then ol.load(file)",
-                 timed(boto + "; " + load.format(dl), env)),
+                ("HTTP", "onnx_light: ol.load(URL)", load.format(url)),
+                ("HTTP", "curl download", curl),
+                ("HTTP", "curl download, then ol.load(file)", curl + "; " + load.format(dl)),
+                ("S3", "onnx_light: ol.load(URL)", load.format(f"s3://bench/{name}")),
+                ("S3", "boto3 download (aws s3 cp's transfer manager)", boto),
+                ("S3", "boto3 download, then ol.load(file)", boto + "; " + load.format(dl)),
             ]
-            for store, what, secs in cases:
-                rows.append((f"{size / 1e9:.2f} GB", store, what, secs, size / secs / 1e6))
+            model = f"{size / 1e9:.2f} GB"
+            for store, what, code in cases:
+                if store in STORES:
+                    row(model, store, what, timed(code, env))
             nginx.clear_log()
             subprocess.run([BIN, "info", url], check=True, capture_output=True, env=env)
             info_bytes = nginx.bytes_sent()
-            rows.append((f"{size / 1e9:.2f} GB", "HTTP", f"`onnx-light info URL`: {info_bytes} bytes "
-                         f"sent ({100 * info_bytes / size:.4f}% of the file)", None, None))
+            row(model, "HTTP", f"`onnx-light info URL`: {info_bytes} bytes sent "
+                f"({100 * info_bytes / size:.4f}% of the file)")
             os.remove(path)
-            s3.delete_object(Bucket="bench", Key=name)
+            if "S3" in STORES:
+                s3.delete_object(Bucket="bench", Key=name)
             if os.path.exists(dl):
                 os.remove(dl)
     finally:
         nginx.stop()
         moto.stop()
         shutil.rmtree(work, ignore_errors=True)
-    print("| model | store | what | best time | rate |")
-    print("|---|---|---|---|---|")
-    for model, store, what, secs, rate in rows:
-        if secs is None:
-            print(f"| {model} | {store} | {what} | | |")
-        else:
-            print(f"| {model} | {store} | {what} | {secs:.2f} s | {rate:.0f} MB/s |")
 
 
 if __name__ == "__main__":
