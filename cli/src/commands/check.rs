@@ -202,7 +202,7 @@ fn onnx_checker(model: &mut ModelProto, infer_to: Option<&std::path::Path>) -> R
         onnx_light::save_model(model, out, &onnx_light::SerializeOptions::default())?;
         outln!(
             "inferred shapes: {} value_info entries, written to {}",
-            model.graph().value_info.len(),
+            model.graph().value_info().len(),
             out.display()
         );
     }
