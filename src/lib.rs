@@ -100,7 +100,7 @@ pub mod thread_safety;
 /// let _: Option<&onnx_light::proto::TensorProtoRare> = None;
 /// ```
 /// ```compile_fail
-/// let _: Option<&onnx_light::wire::Rare<()>> = None;
+/// use onnx_light::wire::Rare;
 /// ```
 /// ```compile_fail
 /// let _: onnx_light::InlineVec<i64, 4> = Default::default();

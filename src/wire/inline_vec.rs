@@ -425,13 +425,6 @@ pub trait Repeated<T>:
     fn resize(&mut self, len: usize, value: T)
     where
         T: Clone;
-    /// The elements, copied into a `Vec`.
-    fn to_vec(&self) -> Vec<T>
-    where
-        T: Clone,
-    {
-        self.deref().to_vec()
-    }
 }
 
 impl<T, const N: usize> Repeated<T> for InlineVec<T, N> {
