@@ -208,7 +208,8 @@ fn run_measured(mut cmd: Command) -> (std::process::Output, u64) {
 #[ignore = "slow (a model over 2 GB): the test command runs it (cargo test -- --include-ignored)"]
 fn model_over_2gb_streams_through_the_cli_with_bounded_memory() {
     use std::io::{Read, Write};
-    let dir = TempDir::new("big");
+    // At most two copies of the model at a time.
+    let dir = TempDir::with_room("big", 5 << 30);
     let model = dir.path("big.onnx");
     let enc = dir.path("big.onnxc");
     let out = dir.path("big.out.onnx");

@@ -12,7 +12,11 @@ pub struct TempDir(pub PathBuf);
 
 impl TempDir {
     pub fn new(tag: &str) -> Self {
-        let d = std::env::temp_dir().join(format!(
+        Self::new_in(&std::env::temp_dir(), tag)
+    }
+    /// Like [`TempDir::new`], under `base`.
+    pub fn new_in(base: &std::path::Path, tag: &str) -> Self {
+        let d = base.join(format!(
             "onnxl-test-{tag}-{}-{:?}",
             std::process::id(),
             std::thread::current().id()
@@ -20,6 +24,34 @@ impl TempDir {
         let _ = std::fs::remove_dir_all(&d);
         std::fs::create_dir_all(&d).unwrap();
         Self(d)
+    }
+    /// The temp dir off Linux (see the Linux twin).
+    #[cfg(not(target_os = "linux"))]
+    pub fn with_room(tag: &str, _need: u64) -> Self {
+        Self::new(tag)
+    }
+    /// A fresh directory for a test that writes `need` bytes of files: under the system temp
+    /// dir when its file system has the room, else under `/dev/shm` (a file system in memory)
+    /// when that and the free memory have it. Machines differ in free disk, not in what such a
+    /// test checks; when neither place has the room the test fails saying so.
+    #[cfg(target_os = "linux")]
+    pub fn with_room(tag: &str, need: u64) -> Self {
+        let temp = std::env::temp_dir();
+        let shm = std::path::Path::new("/dev/shm");
+        let on_disk = bytes_free(&temp);
+        if on_disk > need {
+            return Self::new_in(&temp, tag);
+        }
+        // The files take memory there, beside the test's own (at most about the same again).
+        let (in_shm, memory) = (bytes_free(shm), memory_available());
+        assert!(
+            in_shm > need && memory > 2 * need,
+            "this test writes {need} bytes of files: {} has {on_disk} bytes free, {} has \
+             {in_shm} and the machine {memory} bytes of available memory",
+            temp.display(),
+            shm.display()
+        );
+        Self::new_in(shm, tag)
     }
     /// `name` inside the directory.
     pub fn path(&self, name: &str) -> PathBuf {
@@ -31,6 +63,34 @@ impl Drop for TempDir {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.0);
     }
+}
+
+/// Bytes an unprivileged process may still write to the file system holding `dir`.
+#[cfg(target_os = "linux")]
+pub fn bytes_free(dir: &std::path::Path) -> u64 {
+    use std::os::unix::ffi::OsStrExt;
+    let c = std::ffi::CString::new(dir.as_os_str().as_bytes()).unwrap();
+    // SAFETY: `st` is plain data written by statvfs on success; `c` is NUL-terminated.
+    unsafe {
+        let mut st: libc::statvfs = std::mem::zeroed();
+        if libc::statvfs(c.as_ptr(), &mut st) != 0 {
+            return 0;
+        }
+        st.f_bavail as u64 * st.f_frsize as u64
+    }
+}
+
+/// The kernel's estimate of memory available to new allocations (`MemAvailable`), in bytes.
+#[cfg(target_os = "linux")]
+pub fn memory_available() -> u64 {
+    std::fs::read_to_string("/proc/meminfo")
+        .unwrap()
+        .lines()
+        .find_map(|l| l.strip_prefix("MemAvailable:"))
+        .and_then(|v| v.split_whitespace().next())
+        .and_then(|kb| kb.parse::<u64>().ok())
+        .unwrap()
+        * 1024
 }
 
 /// `n` bytes of a pattern that differs per `seed` and does not repeat within 16 MiB.

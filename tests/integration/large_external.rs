@@ -11,7 +11,7 @@
 
 use crate::common;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use onnx_light::external::{Sha1Hasher, check_external_data, save_model_with_external_data};
@@ -81,23 +81,6 @@ fn vm_hwm_kb() -> u64 {
         .and_then(|v| v.split_whitespace().next())
         .and_then(|v| v.parse().ok())
         .unwrap()
-}
-
-fn disk_free(dir: &Path) -> u64 {
-    let c = std::ffi::CString::new(dir.to_str().unwrap()).unwrap();
-    // SAFETY: `st` is plain data written by statvfs on success; `c` is NUL-terminated.
-    unsafe {
-        let mut st: libc::statvfs = std::mem::zeroed();
-        assert_eq!(libc::statvfs(c.as_ptr(), &mut st), 0);
-        st.f_bavail as u64 * st.f_frsize as u64
-    }
-}
-
-struct Cleanup(PathBuf);
-impl Drop for Cleanup {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
 }
 
 /// Result of one load in a child process.
@@ -184,17 +167,9 @@ fn child_process_probe() {
 #[ignore = "slow (a 3 GB model): the test command runs it (cargo test -- --include-ignored)"]
 fn three_gb_model_with_external_data() {
     let _turn = common::one_large_test_at_a_time();
-    let dir = std::env::temp_dir().join(format!("onnxl-large-ext-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    let _cleanup = Cleanup(dir.clone());
-    let free = disk_free(&dir);
-    assert!(
-        free > 7 * GIB,
-        "this test needs 7 GB of free disk in {} ({} bytes free)",
-        dir.display(),
-        free
-    );
+    // The 3 GB weight file and its 3 GB replacement, written while the first is mapped.
+    let scratch = crate::common::TempDir::with_room("large-ext", 7 * GIB);
+    let dir = scratch.0.clone();
     let path = dir.join("big.onnx");
     let total = (TENSOR * COUNT) as u64;
 

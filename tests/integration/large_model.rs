@@ -23,20 +23,12 @@ fn check(data: &[u8]) {
     }
 }
 
-struct Cleanup(std::path::PathBuf);
-impl Drop for Cleanup {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
 #[test]
 #[ignore = "slow (a model over 2 GB): the test command runs it (cargo test -- --include-ignored)"]
 fn model_over_2gb_saves_and_loads() {
     let _turn = crate::common::one_large_test_at_a_time();
-    let dir = std::env::temp_dir().join(format!("onnxl-large-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let _cleanup = Cleanup(dir.clone());
+    let scratch = crate::common::TempDir::with_room("large", 3 << 30);
+    let dir = scratch.0.clone();
     let path = dir.join("big.onnx");
 
     {
