@@ -46,6 +46,8 @@ pub mod error;
 
 pub mod bytes;
 
+pub mod mem;
+
 pub mod wire;
 
 pub mod proto;
@@ -142,6 +144,10 @@ pub use external::{
     consolidate_tensors_to_buffer, load_external_data_for_model, save_model_with_external_data,
     save_model_with_prepacked,
 };
+pub use mem::{
+    memory_held_for_reuse, memory_reuse_limit, release_memory_held_for_reuse,
+    set_memory_reuse_limit,
+};
 pub use package::{
     load_encrypted_model, load_encrypted_model_from_bytes, load_model, load_model_from_bytes,
     load_model_with_prepacked, parse_from_file, save_model,
@@ -168,7 +174,3 @@ pub use storage::{max_threads, release_thread_pools};
 /// assert_eq!(n.input()[1], "b");
 /// ```
 pub use wire::Repeated;
-pub use wire::{
-    memory_held_for_reuse, memory_reuse_limit, release_memory_held_for_reuse,
-    set_memory_reuse_limit,
-};

@@ -20,7 +20,7 @@ pub(crate) use options::{resolve_threads, validate_alignment, validate_threads};
 #[cfg(feature = "test-hooks")]
 #[doc(hidden)]
 pub fn set_metadata_regions_off(off: bool) {
-    crate::wire::set_regions_off(off);
+    crate::mem::set_regions_off(off);
 }
 
 /// Test hook: files the atomic writer synced so far (see `storage::atomic::FILE_SYNCS`).

@@ -21,9 +21,9 @@ use crate::bytes::{ByteSpan, Owner};
 use crate::codec::ParseOptions;
 use crate::crypto::{EncryptedFile, EncryptionFormat, KeyCache};
 use crate::error::{Error, Result};
+use crate::mem::ReusableMap;
 use crate::proto::{DataType, ModelProto, TensorProto};
 use crate::storage::read_exact_at;
-use crate::wire::ReusableMap;
 
 /// One external data file that a load or check opened.
 #[derive(Clone)]
@@ -984,7 +984,7 @@ fn fill_no_copy(
 ) -> Result<(Vec<ByteSpan>, usize, Maps)> {
     let (threshold, align) = (opts.raw_data_threshold, opts.payload_alignment());
     let mut pool =
-        crate::wire::PayloadPool::new(usize::try_from(align.max(16)).unwrap_or(64), 64 << 10);
+        crate::mem::PayloadPool::new(usize::try_from(align.max(16)).unwrap_or(64), 64 << 10);
     let mut maps: Maps = vec![None; plan.files.len()];
     let mut out = Vec::with_capacity(which.len());
     let mut borrowed = 0;

@@ -30,6 +30,7 @@ use crate::error::TryClone;
 use crate::proto::{Message, MsgBox, Recycle, Recycler, RepeatedField};
 use crate::wire::{
     DecodeConfig, DynMessage, InlineVec, ReadSource, Reader, SizeCursor, SizeTable, SliceWriter,
+    StringHook,
 };
 use crate::{ByteSpan, ProtoString};
 
@@ -38,7 +39,7 @@ use crate::{ByteSpan, ProtoString};
 /// boxes, heap or cut from a parse's blocks, deleted by C++ (`release_x`). NULL on failure.
 #[unsafe(no_mangle)]
 pub extern "C" fn onnxl_cxx_alloc(size: usize, align: usize) -> *mut c_void {
-    crate::wire::alloc_raw(size, align).cast()
+    crate::mem::alloc_raw(size, align).cast()
 }
 
 /// Frees the memory of a C++ message object whose value is dropped (`operator delete`): a heap
@@ -51,7 +52,7 @@ pub extern "C" fn onnxl_cxx_alloc(size: usize, align: usize) -> *mut c_void {
 pub unsafe extern "C" fn onnxl_cxx_free(p: *mut c_void, size: usize, align: usize) {
     if !p.is_null() && align.is_power_of_two() {
         // SAFETY: the caller's contract.
-        unsafe { crate::wire::free_raw(p.cast(), size, align) }
+        unsafe { crate::mem::free_raw(p.cast(), size, align) }
     }
 }
 
@@ -185,6 +186,20 @@ pub unsafe extern "C" fn onnxl_cxx_ostr_has(f: *const Option<ProtoString>) -> bo
 
 // ---------------------------------------------------------------------------------------------
 // Tensor payloads (`optional bytes raw_data`).
+
+/// The C++ classes' parse takes its strings and payloads from the `std::string`s of the
+/// content it replaces.
+impl StringHook for CxxStringPool {
+    fn string(&mut self, bytes: &[u8]) -> ProtoString {
+        CxxStringPool::string(self, bytes)
+    }
+    fn payload(&mut self, bytes: &[u8]) -> ByteSpan {
+        CxxStringPool::payload(self, bytes)
+    }
+    fn payload_filled(&mut self, len: usize, fill: &mut dyn FnMut(&mut [u8])) -> Option<ByteSpan> {
+        CxxStringPool::payload_filled(self, len, fill)
+    }
+}
 
 /// The `std::string` slot of a payload field (see `bytes::CxxSlot`; the C++ header's `payload`
 /// reads it and publishes a copy of the bytes there the first time), NULL when unset.
@@ -852,7 +867,7 @@ pub(crate) fn layout_facts<S: LayoutSink>(o: S) -> S {
         // The box's origin word (`wire::MsgBox`), right before every message object: written
         // by `onnxl_cxx_alloc`, read by `onnxl_cxx_free`.
         .text(" origin_word_before=")
-        .decimal(crate::wire::ORIGIN_WORD_BEFORE)
+        .decimal(crate::mem::ORIGIN_WORD_BEFORE)
         .text("\n");
     let list: InlineVec<u64, 2> = [7].into();
     // SAFETY: the header is two u32 (repr(C): len, cap), then the inline elements.

@@ -16,8 +16,8 @@ use crate::external::{
     DATA_LOCATION_DEFAULT, ExternalDataInfo, checksum_matches as matches, normalize_location,
     sha1_hex, uses_external_data,
 };
+use crate::mem::ReusableMap;
 use crate::proto::ModelProto;
-use crate::wire::ReusableMap;
 
 fn ext_err(tensor: &str, url: &str, reason: impl Into<String>) -> Error {
     Error::ExternalData {

@@ -31,8 +31,7 @@ use std::mem::{ManuallyDrop, MaybeUninit};
 use std::ops::{Deref, DerefMut};
 use std::ptr;
 
-use super::origin;
-use super::region::ChunkRegion;
+use crate::mem::{self, ChunkRegion};
 
 /// Set in `cap` when the elements live outside the list (on the heap or in a parse's block).
 const SPILLED: u32 = 1 << 31;
@@ -54,7 +53,7 @@ pub(crate) const fn vec_max_len<T>() -> usize {
 /// The `N` inline slots hold the elements until the list grows past them; then all elements move
 /// to one allocation (and never move back): cut from the parse's metadata blocks when a parse
 /// grows the list, from the global allocator otherwise. The word before the elements records
-/// which (see `origin.rs`), so the list frees either kind, and one that grows again after its
+/// which (see `mem/origin.rs`), so the list frees either kind, and one that grows again after its
 /// parse moves to the heap. With `N = 0` it is a plain vector of 16 bytes
 /// (the header and the pointer).
 #[repr(C)]
@@ -138,7 +137,7 @@ impl<T, const N: usize> InlineVec<T, N> {
         // SAFETY: spilled elements of a non-zero-sized type are memory with an origin word.
         self.spilled()
             && size_of::<T>() != 0
-            && unsafe { origin::in_block(self.as_ptr().cast_mut().cast()) }
+            && unsafe { mem::in_block(self.as_ptr().cast_mut().cast()) }
     }
 
     /// Pointer to the first element.
@@ -763,7 +762,7 @@ pub mod raw {
 
     /// Moves the elements to spilled memory of `new_cap` (> the capacity, <= [`MAX_LEN`])
     /// elements: cut from `region` when the list is inline and a region with room is given,
-    /// else from the global allocator (see `origin.rs`: the word before the elements says which).
+    /// else from the global allocator (see `mem/origin.rs`: the word before the elements says which).
     ///
     /// # Safety
     /// As [`reserve`].
@@ -784,11 +783,11 @@ pub mod raw {
             } else if (*h).cap & SPILLED != 0 {
                 let old_bytes = ((*h).cap & !SPILLED) as usize * size_of::<T>();
                 let live = len * size_of::<T>();
-                origin::realloc_raw(old.cast(), old_bytes, layout.size(), live, align).cast::<T>()
+                mem::realloc_raw(old.cast(), old_bytes, layout.size(), live, align).cast::<T>()
             } else {
                 let p = match region {
-                    Some(region) => origin::alloc_raw_in(layout.size(), align, region),
-                    None => origin::alloc_raw(layout.size(), align),
+                    Some(region) => mem::alloc_raw_in(layout.size(), align, region),
+                    None => mem::alloc_raw(layout.size(), align),
                 }
                 .cast::<T>();
                 if !p.is_null() {
@@ -797,7 +796,7 @@ pub mod raw {
                 p
             };
             if new.is_null() {
-                let refused = origin::heap_layout(layout.size(), align).unwrap_or(layout);
+                let refused = mem::heap_layout(layout.size(), align).unwrap_or(layout);
                 return Err(GrowError::Alloc(refused));
             }
             ptr::addr_of_mut!((*h).data).cast::<*mut T>().write(new);
@@ -850,7 +849,7 @@ pub mod raw {
             truncate(h, 0);
             if (*h).cap & SPILLED != 0 && size_of::<T>() != 0 {
                 let bytes = ((*h).cap & !SPILLED) as usize * size_of::<T>();
-                origin::free_raw(data(h).cast(), bytes, align_of::<T>());
+                mem::free_raw(data(h).cast(), bytes, align_of::<T>());
             }
         }
     }

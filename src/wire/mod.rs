@@ -3,20 +3,17 @@
 //! [`Message`] trait every message implements, [`RepeatedField`] (the list of a repeated
 //! message field) and [`Repeated`] (what the list of a repeated scalar or string field offers).
 
+mod cursor;
 pub(crate) mod inline_vec;
 pub(crate) mod message;
 mod msg_box;
-mod origin;
 #[cfg(feature = "inline-alignment")]
 mod padding;
 #[cfg(feature = "inline-alignment")]
 mod padding_field;
-mod placement;
 pub(crate) mod prefetch;
 pub(crate) mod rare;
 mod reader;
-mod recycle;
-mod region;
 mod repeated;
 pub mod stack;
 mod writer;
@@ -26,33 +23,20 @@ pub use inline_vec::{MAX_LEN, Repeated};
 pub use message::{Message, MessageVisitor, SizeTable};
 pub(crate) use msg_box::MsgBox;
 
+pub use cursor::Cursor;
 pub(crate) use message::{DynMessage, encode_streaming};
-pub(crate) use origin::{ORIGIN_WORD_BEFORE, alloc_raw, free_raw};
 #[cfg(feature = "inline-alignment")]
 pub(crate) use padding::align_payloads;
-pub(crate) use placement::PayloadPool;
-#[doc(hidden)]
-pub use placement::REGION_OWNER_BYTES;
 pub(crate) use rare::{Rare, RareFields};
+pub(crate) use reader::StringHook;
 pub use reader::{
     AUTO_METADATA_BASE_BYTES, AUTO_METADATA_BYTES_PER_INPUT_BYTE, DecodeConfig,
     MAX_RECURSION_DEPTH_LIMIT, PayloadMode, ReadSource, Reader, ReleaseSource, metadata_budget,
-};
-pub(crate) use recycle::ReusableMap;
-pub use recycle::{
-    memory_held_for_reuse, memory_reuse_limit, release_memory_held_for_reuse,
-    set_memory_reuse_limit,
 };
 pub use repeated::RepeatedField;
 pub use stack::{guard_stack, try_guard_stack};
 pub(crate) use writer::Spill;
 pub use writer::{Sink, SizeCursor, SliceWriter, put_tag, put_varint};
-
-/// Test hook: see `codec::set_metadata_regions_off`.
-#[cfg(feature = "test-hooks")]
-pub(crate) fn set_regions_off(off: bool) {
-    region::REGIONS_OFF.store(off, std::sync::atomic::Ordering::Relaxed);
-}
 
 /// Wire type 0: varint.
 pub const VARINT: u32 = 0;

@@ -3,7 +3,7 @@
 //!
 //! A `std` box must come from the global allocator, so a parse that boxed every `TypeProto`,
 //! `TensorShapeProto` and `TensorProto` value took one `malloc` each. A `MsgBox` records where its
-//! memory came from in an **origin word** right before the message (`origin.rs`): `0` for the
+//! memory came from in an **origin word** right before the message (`mem/origin.rs`): `0` for the
 //! global allocator, otherwise the address of the region block the box holds one share of.
 //! Dropping the box reads the word: a heap box frees its allocation, a block box gives back its
 //! share (the block is freed with its last).
@@ -22,8 +22,7 @@ use std::marker::PhantomData;
 use std::ops::{Deref, DerefMut};
 use std::ptr::NonNull;
 
-use super::origin::{alloc_raw, alloc_raw_in, free_raw, heap_layout};
-use super::region::ChunkRegion;
+use crate::mem::{ChunkRegion, alloc_raw, alloc_raw_in, free_raw, heap_layout};
 
 /// An owned sub-message, on the heap or in a parse's metadata block (see the module docs):
 /// used as `Box<T>` is (`Deref`, `DerefMut`, `Clone`, `Debug`, `PartialEq`); make one with
@@ -108,7 +107,7 @@ impl<T> MsgBox<T> {
     /// Whether the box was cut from a parse's metadata block (not from the global allocator).
     pub fn in_block(b: &Self) -> bool {
         // SAFETY: a live box's origin word precedes its value.
-        unsafe { super::origin::in_block(b.0.as_ptr().cast()) }
+        unsafe { crate::mem::in_block(b.0.as_ptr().cast()) }
     }
 }
 

@@ -1,16 +1,16 @@
-//! Decoding side of the wire format: a bounded reader over one byte slice.
+//! A parse in progress: [`Reader`], a wire [`Cursor`] and what the parse does with the values it
+//! reads (budget, payload placement, string sharing, metadata blocks, C++ hooks).
 
 use std::any::Any;
 use std::collections::HashMap;
+use std::ptr::NonNull;
 
-use super::placement::{MAP_MIN_BYTES, PayloadPool};
-use super::region::ChunkRegion;
+use super::VARINT;
+use super::cursor::Cursor;
 use super::repeated::RepeatedField;
-use super::{END_GROUP, FIXED32, FIXED64, LEN, MAX_FIELD_NUMBER, START_GROUP, VARINT};
-use crate::bytes::{
-    ByteSpan, CxxStringPool, INLINE_CAPACITY, Owner, ProtoString, ThinOwner, UnknownFields,
-};
+use crate::bytes::{ByteSpan, INLINE_CAPACITY, Owner, ProtoString, ThinOwner, UnknownFields};
 use crate::error::{DecodeError, DecodeErrorKind};
+use crate::mem::{ChunkRegion, MAP_MIN_BYTES, PayloadPool};
 
 /// Copied payloads of at least this size are released from a mapped source.
 const RELEASE_MIN_BYTES: usize = 1 << 20;
@@ -148,15 +148,24 @@ impl Default for DecodeConfig {
     }
 }
 
-/// A bounded reader over one input slice. All reads are checked against the end of the current
-/// message; offsets in errors are absolute (`base` + position).
+/// Where a parse takes its strings and payloads from instead of making them: the C++ classes'
+/// parse, whose strings and bytes live in `std::string`s (those of the content it replaces,
+/// reused).
+pub(crate) trait StringHook {
+    /// A string holding a copy of `bytes`.
+    fn string(&mut self, bytes: &[u8]) -> ProtoString;
+    /// Tensor bytes holding a copy of `bytes`.
+    fn payload(&mut self, bytes: &[u8]) -> ByteSpan;
+    /// Tensor bytes of `len` (> 0) bytes that `fill` writes; `None` when memory runs out.
+    fn payload_filled(&mut self, len: usize, fill: &mut dyn FnMut(&mut [u8])) -> Option<ByteSpan>;
+}
+
+/// A parse in progress: a wire [`Cursor`] over the input, and what the parse does with the
+/// values it reads — the metadata budget it charges, the aligned homes of the payloads it copies
+/// or borrows, the metadata blocks its lists, boxes and strings are cut from, the messages
+/// parsed ahead of time in parallel, and the hooks of the C++ classes' parse.
 pub struct Reader<'a> {
-    buf: &'a [u8],
-    pos: usize,
-    limit: usize,
-    base: u64,
-    depth_left: u32,
-    tag_start: usize,
+    cur: Cursor<'a>,
     config: &'a DecodeConfig,
     /// What is left of the metadata budget.
     meta_left: u64,
@@ -170,21 +179,18 @@ pub struct Reader<'a> {
     pool: PayloadPool,
     /// Where the chunks of the repeated message fields this reader fills come from.
     chunks: ChunkRegion,
-    /// When not null, strings are decoded as `std::string`s taken from this pool (the C++
-    /// classes' parse; see [`Reader::recycle_from`]).
-    cxx_strings: *mut CxxStringPool,
+    /// When set, strings and payloads come from this hook (the C++ classes' parse; see
+    /// [`Reader::recycle_from`]).
+    strings: Option<NonNull<dyn StringHook>>,
     /// When not null, the memory of a message's old content that sub-messages reuse (the
     /// generated `Recycler` of `crate::proto`, read by its code only).
     recycler: *mut (),
-    /// The first length prefix that ran past its end, read through (see
-    /// [`DecodeConfig::read_through_overruns`]).
-    overrun: Option<Box<DecodeError>>,
     /// When not 0, see [`Reader::sparse_input`].
     sparse_min: usize,
 }
 
-// SAFETY: the reader's own fields are `Send`; its two pool pointers are null except in a reader
-// made by `recycle_from`, whose caller keeps it on its thread (its contract).
+// SAFETY: the reader's own fields are `Send`; its hook and recycler pointers are unset except
+// in a reader made by `recycle_from`, whose caller keeps it on its thread (its contract).
 unsafe impl Send for Reader<'_> {}
 
 impl<'a> Reader<'a> {
@@ -210,21 +216,15 @@ impl<'a> Reader<'a> {
     fn make(buf: &'a [u8], config: &'a DecodeConfig) -> Self {
         let budget = metadata_budget(config.max_metadata_bytes, buf.len());
         Self {
-            buf,
-            pos: 0,
-            limit: buf.len(),
-            base: 0,
-            depth_left: config.max_depth,
-            tag_start: 0,
+            cur: Cursor::new(buf, config.max_depth, config.read_through_overruns),
             config,
             meta_left: budget,
             meta_budget: budget,
             preparsed: None,
             pool: PayloadPool::new(config.alignment.max(16), buf.len()),
             chunks: ChunkRegion::new(),
-            cxx_strings: std::ptr::null_mut(),
+            strings: None,
             recycler: std::ptr::null_mut(),
-            overrun: None,
             sparse_min: 0,
         }
     }
@@ -238,23 +238,27 @@ impl<'a> Reader<'a> {
         depth: u32,
         budget: u64,
     ) -> Reader<'a> {
+        let config = self.config;
+        let mut cur = Cursor::part(
+            self.cur.buf,
+            start,
+            end,
+            config.max_depth.saturating_sub(depth),
+            config.max_depth,
+            config.read_through_overruns,
+        );
+        cur.base = self.cur.base;
         Reader {
-            buf: self.buf,
-            pos: start,
-            limit: end,
-            base: self.base,
-            depth_left: self.config.max_depth.saturating_sub(depth),
-            tag_start: start,
-            config: self.config,
+            cur,
+            config,
             meta_left: budget,
             meta_budget: budget,
             preparsed: None,
-            pool: PayloadPool::new(self.config.alignment.max(16), end.saturating_sub(start)),
+            pool: PayloadPool::new(config.alignment.max(16), end.saturating_sub(start)),
             chunks: ChunkRegion::new(),
             // Parts parsed in parallel (on other threads) make their own strings and messages.
-            cxx_strings: std::ptr::null_mut(),
+            strings: None,
             recycler: std::ptr::null_mut(),
-            overrun: None,
             sparse_min: self.sparse_min,
         }
     }
@@ -266,9 +270,22 @@ impl<'a> Reader<'a> {
     /// # Safety
     /// Both outlive the reader and are not accessed otherwise while it is used; `recycler` is
     /// a live `crate::proto::Recycler`; the reader stays on this thread.
-    pub(crate) unsafe fn recycle_from(&mut self, strings: *mut CxxStringPool, recycler: *mut ()) {
-        self.cxx_strings = strings;
+    pub(crate) unsafe fn recycle_from(
+        &mut self,
+        strings: &mut (dyn StringHook + 'static),
+        recycler: *mut (),
+    ) {
+        self.strings = Some(NonNull::from(strings));
         self.recycler = recycler;
+    }
+
+    /// The hook of [`Reader::recycle_from`], when set.
+    #[inline]
+    fn hook(&mut self) -> Option<&mut dyn StringHook> {
+        // SAFETY: `recycle_from`'s contract: the hook outlives the reader, is used through it
+        // only, and on this thread; the reference borrows the reader mutably, so it is the only
+        // one.
+        self.strings.map(|mut h| unsafe { h.as_mut() })
     }
 
     /// Makes this reader take its input for a sparse image of [`DecodeConfig::read_source`]
@@ -282,13 +299,6 @@ impl<'a> Reader<'a> {
     #[inline]
     pub(crate) fn recycler(&self) -> *mut () {
         self.recycler
-    }
-
-    /// A string for the C++ classes (see [`Reader::recycle_from`]).
-    #[inline(never)]
-    fn cxx_string(&self, bytes: &[u8]) -> ProtoString {
-        // SAFETY: `recycle_from`'s contract: the pool is live and used by this reader only.
-        unsafe { (*self.cxx_strings).string(bytes) }
     }
 
     /// The whole metadata budget of this reader.
@@ -323,219 +333,14 @@ impl<'a> Reader<'a> {
         )
     }
 
-    /// Sets the absolute offset of `buf[0]` in the whole input (for error messages).
-    pub fn set_base_offset(&mut self, base: u64) {
-        self.base = base;
-    }
-
     /// Installs messages parsed ahead of time, keyed by the position of their length prefix.
     pub(crate) fn set_preparsed(&mut self, map: HashMap<usize, Box<dyn Any + Send>>) {
         self.preparsed = Some(map);
     }
 
-    /// The whole input slice.
-    pub(crate) fn input(&self) -> &'a [u8] {
-        self.buf
-    }
-
-    /// Current position in the input slice.
-    #[inline]
-    pub fn position(&self) -> usize {
-        self.pos
-    }
-
     /// The decode settings.
     pub fn config(&self) -> &DecodeConfig {
         self.config
-    }
-
-    #[cold]
-    fn err(&self, kind: DecodeErrorKind, at: usize) -> Box<DecodeError> {
-        DecodeError::new(kind, self.base + at as u64)
-    }
-
-    /// The error of a refused allocation of `bytes` bytes for the item at `at`.
-    #[cold]
-    fn alloc_error(&self, bytes: usize, at: usize) -> Box<DecodeError> {
-        self.err(
-            DecodeErrorKind::OutOfMemory {
-                bytes: bytes as u64,
-            },
-            at,
-        )
-    }
-
-    /// True when the current message has no more bytes.
-    #[inline]
-    pub fn at_end(&self) -> bool {
-        self.pos >= self.limit
-    }
-
-    /// Reads the next tag, or `None` at the end of the current message. Refuses field number 0,
-    /// field numbers above 2^29-1, wire types 6 and 7, and an end-group tag (which is only valid
-    /// inside a group).
-    #[inline(always)]
-    pub fn read_tag(&mut self) -> DResult<Option<u32>> {
-        if self.pos >= self.limit {
-            return Ok(None);
-        }
-        self.tag_start = self.pos;
-        let b = self.buf[self.pos];
-        // The common case: a one-byte tag (fields 1..=15) of wire type 0, 1, 2, 3 or 5.
-        const ONE_BYTE_OK: u8 = 0b10_1111;
-        if (8..0x80).contains(&b) && (ONE_BYTE_OK >> (b & 7)) & 1 != 0 {
-            self.pos += 1;
-            return Ok(Some(b as u32));
-        }
-        self.read_tag_slow()
-    }
-
-    /// [`Reader::read_tag`] for multi-byte and invalid tags.
-    #[inline(never)]
-    fn read_tag_slow(&mut self) -> DResult<Option<u32>> {
-        let tag = self.read_tag_value(false)?;
-        if tag & 7 == END_GROUP {
-            return Err(self.err(DecodeErrorKind::UnmatchedGroup(tag >> 3), self.tag_start));
-        }
-        Ok(Some(tag))
-    }
-
-    /// Reads and validates a tag value (any wire type 0..=5). Field number 0 is refused except
-    /// inside unknown groups, where protobuf (upb) skips it like any other field.
-    #[inline]
-    fn read_tag_value(&mut self, in_group: bool) -> DResult<u32> {
-        let start = self.pos;
-        let b = self.buf[self.pos];
-        let v = if b < 0x80 {
-            self.pos += 1;
-            b as u64
-        } else {
-            self.read_varint()?
-        };
-        if self.pos - start > 5 || v > u32::MAX as u64 {
-            // protobuf reads tags as 32-bit varints of at most 5 bytes.
-            return Err(self.err(DecodeErrorKind::InvalidFieldNumber(v >> 3), start));
-        }
-        let tag = v as u32;
-        let field = tag >> 3;
-        if (field == 0 && !in_group) || field > MAX_FIELD_NUMBER {
-            return Err(self.err(DecodeErrorKind::InvalidFieldNumber(field as u64), start));
-        }
-        let wt = tag & 7;
-        if wt > 5 {
-            return Err(self.err(DecodeErrorKind::InvalidWireType(wt as u8), start));
-        }
-        Ok(tag)
-    }
-
-    /// Reads a varint (up to 10 bytes; bits past 64 are dropped, as protobuf does).
-    #[inline]
-    pub fn read_varint(&mut self) -> DResult<u64> {
-        let start = self.pos;
-        let avail = &self.buf[start..self.limit];
-        if let Some(&b) = avail.first()
-            && b < 0x80
-        {
-            self.pos += 1;
-            return Ok(b as u64);
-        }
-        let mut v: u64 = 0;
-        for (i, &b) in avail.iter().take(10).enumerate() {
-            v |= ((b & 0x7f) as u64).wrapping_shl(7 * i as u32);
-            if b < 0x80 {
-                self.pos = start + i + 1;
-                return Ok(v);
-            }
-        }
-        if avail.len() >= 10 {
-            Err(self.err(DecodeErrorKind::VarintOverflow, start))
-        } else {
-            Err(self.err(DecodeErrorKind::Truncated, start))
-        }
-    }
-
-    /// Reads 4 little-endian bytes.
-    #[inline]
-    pub fn read_fixed32(&mut self) -> DResult<u32> {
-        let b = self.take(4)?;
-        Ok(u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-    }
-
-    /// Reads 8 little-endian bytes.
-    #[inline]
-    pub fn read_fixed64(&mut self) -> DResult<u64> {
-        let b = self.take(8)?;
-        let mut a = [0u8; 8];
-        a.copy_from_slice(b);
-        Ok(u64::from_le_bytes(a))
-    }
-
-    #[inline]
-    fn take(&mut self, n: usize) -> DResult<&'a [u8]> {
-        if self.limit - self.pos < n {
-            return Err(self.err(DecodeErrorKind::Truncated, self.pos));
-        }
-        let s = &self.buf[self.pos..self.pos + n];
-        self.pos += n;
-        Ok(s)
-    }
-
-    /// Reads a length prefix and checks it against the bytes left in the current message.
-    #[inline(always)]
-    pub fn read_len(&mut self) -> DResult<usize> {
-        // The common case: a one-byte length that fits in the current message.
-        if self.pos < self.limit {
-            let b = self.buf[self.pos];
-            if b < 0x80 && (b as usize) < self.limit - self.pos {
-                self.pos += 1;
-                return Ok(b as usize);
-            }
-        }
-        self.read_len_slow()
-    }
-
-    /// [`Reader::read_len`] for multi-byte and invalid lengths.
-    #[inline(never)]
-    fn read_len_slow(&mut self) -> DResult<usize> {
-        let start = self.pos;
-        let len = self.read_varint()?;
-        // protobuf reads lengths as varints of at most 5 bytes; longer encodings are accepted
-        // only when needed (lengths of 2^35 and more, beyond protobuf's own 2 GB limit).
-        let used = (self.pos - start) as u64;
-        if used > 5 && used > super::varint_len(len) {
-            return Err(self.err(DecodeErrorKind::OverlongLength, start));
-        }
-        let available = (self.limit - self.pos) as u64;
-        if len > available {
-            let e = self.err(
-                DecodeErrorKind::LengthPastEnd {
-                    length: len,
-                    available,
-                },
-                start,
-            );
-            if !self.config.read_through_overruns {
-                return Err(e);
-            }
-            self.overrun.get_or_insert(e);
-            return Ok(available as usize);
-        }
-        Ok(len as usize)
-    }
-
-    /// The first length prefix that ran past its end when the decode settings read through
-    /// them ([`DecodeConfig::read_through_overruns`]); the parse's error.
-    pub(crate) fn take_overrun(&mut self) -> Option<Box<DecodeError>> {
-        self.overrun.take()
-    }
-
-    /// Reads a length-delimited field body.
-    #[inline]
-    pub fn read_bytes(&mut self) -> DResult<&'a [u8]> {
-        let len = self.read_len()?;
-        let s = &self.buf[self.pos..self.pos + len];
-        self.pos += len;
-        Ok(s)
     }
 
     /// Reads a `string` / `bytes` field (charged to the metadata budget). Inlined into every
@@ -594,12 +399,12 @@ impl<'a> Reader<'a> {
     #[cfg_attr(not(onnxl_small), inline(always))]
     #[cfg_attr(onnxl_small, inline(never))]
     fn string_source(&mut self) -> DResult<StringSource<'a>> {
-        let at = self.pos;
+        let at = self.cur.pos;
         let bytes = self.read_bytes()?;
         self.charge(string_charge(bytes.len()), at)?;
-        if bytes.len() <= INLINE_CAPACITY && self.cxx_strings.is_null() {
-            let start = self.pos - bytes.len();
-            if let Some(window) = self.buf.get(start..start + INLINE_CAPACITY) {
+        if bytes.len() <= INLINE_CAPACITY && self.strings.is_none() {
+            let start = self.cur.pos - bytes.len();
+            if let Some(window) = self.cur.buf.get(start..start + INLINE_CAPACITY) {
                 let window = window.try_into().expect("window of INLINE_CAPACITY bytes");
                 return Ok(StringSource::Short(window, bytes.len()));
             }
@@ -612,9 +417,14 @@ impl<'a> Reader<'a> {
     /// and the loads of the move do not line up, which stalls the CPU on every long name). On
     /// an error `dest` is left as it was.
     #[inline]
-    fn string_value_into(&self, bytes: &[u8], at: usize, dest: &mut ProtoString) -> DResult<()> {
-        if !self.cxx_strings.is_null() {
-            *dest = self.cxx_string(bytes);
+    fn string_value_into(
+        &mut self,
+        bytes: &[u8],
+        at: usize,
+        dest: &mut ProtoString,
+    ) -> DResult<()> {
+        if let Some(hook) = self.hook() {
+            *dest = hook.string(bytes);
             return Ok(());
         }
         self.long_string_into(bytes, at, dest)
@@ -646,7 +456,7 @@ impl<'a> Reader<'a> {
     /// Reads a tensor payload, copied or borrowed per the decode settings. Returns `None` when
     /// `skip_raw_data` drops it.
     pub fn read_payload(&mut self) -> DResult<Option<ByteSpan>> {
-        let start = self.pos;
+        let start = self.cur.pos;
         let bytes = self.read_bytes()?;
         let cfg = self.config;
         let len = bytes.len();
@@ -684,10 +494,7 @@ impl<'a> Reader<'a> {
                 ByteSpan::from_raw_parts(bytes.as_ptr(), len)
             })),
             // The C++ classes' parse: the bytes go straight into a `std::string`.
-            _ if !self.cxx_strings.is_null() => {
-                // SAFETY: `recycle_from`'s contract: the pool is live and used by this reader only.
-                Ok(Some(unsafe { (*self.cxx_strings).payload(bytes) }))
-            }
+            _ if let Some(hook) = self.hook() => Ok(Some(hook.payload(bytes))),
             _ => {
                 let span = self.copy_payload(bytes, false, start)?;
                 self.release(bytes);
@@ -700,17 +507,17 @@ impl<'a> Reader<'a> {
     /// the C++ classes, else into an aligned home; the error points at `at`.
     #[inline(never)]
     fn read_sparse(&mut self, bytes: &[u8], at: usize) -> DResult<ByteSpan> {
-        let offset = bytes.as_ptr() as usize - self.buf.as_ptr() as usize;
+        let offset = bytes.as_ptr() as usize - self.cur.buf.as_ptr() as usize;
         let mut ok = false;
-        let Some(read) = &self.config.read_source else {
+        let config = self.config;
+        let Some(read) = &config.read_source else {
             return Err(self.err(DecodeErrorKind::Truncated, at));
         };
-        let span = if self.cxx_strings.is_null() {
-            self.pool
-                .fill(bytes.len(), false, |dst| ok = read(offset, dst))
-        } else {
-            // SAFETY: `recycle_from`'s contract: the pool is live and used by this reader only.
-            unsafe { (*self.cxx_strings).payload_filled(bytes.len(), |dst| ok = read(offset, dst)) }
+        let span = match self.hook() {
+            None => self
+                .pool
+                .fill(bytes.len(), false, |dst| ok = read(offset, dst)),
+            Some(hook) => hook.payload_filled(bytes.len(), &mut |dst| ok = read(offset, dst)),
         };
         let span = span.ok_or_else(|| self.alloc_error(bytes.len(), at))?;
         if ok {
@@ -727,7 +534,7 @@ impl<'a> Reader<'a> {
             && bytes.len() >= RELEASE_MIN_BYTES
         {
             release(
-                bytes.as_ptr() as usize - self.buf.as_ptr() as usize,
+                bytes.as_ptr() as usize - self.cur.buf.as_ptr() as usize,
                 bytes.len(),
             );
         }
@@ -740,7 +547,7 @@ impl<'a> Reader<'a> {
         if let Some(read) = &self.config.read_source
             && bytes.len() >= MAP_MIN_BYTES
         {
-            let offset = bytes.as_ptr() as usize - self.buf.as_ptr() as usize;
+            let offset = bytes.as_ptr() as usize - self.cur.buf.as_ptr() as usize;
             let span = self.pool.fill(bytes.len(), realigned, |dst| {
                 if !read(offset, dst) {
                     dst.copy_from_slice(bytes);
@@ -757,21 +564,21 @@ impl<'a> Reader<'a> {
     /// Reads an embedded message (length-delimited) and merges it into `m`.
     #[inline]
     pub fn read_message<M: super::Message>(&mut self, m: &mut M) -> DResult<()> {
-        let len_at = self.pos;
+        let len_at = self.cur.pos;
         let len = self.read_len()?;
-        if self.depth_left == 0 {
+        if self.cur.depth_left == 0 {
             return Err(self.err(
                 DecodeErrorKind::RecursionLimit(self.config.max_depth),
                 len_at,
             ));
         }
         self.charge(message_charge::<M>(), len_at)?;
-        let saved_limit = self.limit;
-        self.limit = self.pos + len;
-        self.depth_left -= 1;
+        let saved_limit = self.cur.limit;
+        self.cur.limit = self.cur.pos + len;
+        self.cur.depth_left -= 1;
         let r = m.merge_from(self);
-        self.depth_left += 1;
-        self.limit = saved_limit;
+        self.cur.depth_left += 1;
+        self.cur.limit = saved_limit;
         r
     }
 
@@ -782,7 +589,7 @@ impl<'a> Reader<'a> {
     #[inline]
     pub fn take_preparsed<M: 'static>(&mut self) -> Option<DResult<M>> {
         let map = self.preparsed.as_mut()?;
-        let boxed = map.remove(&self.pos)?;
+        let boxed = map.remove(&self.cur.pos)?;
         let (result, used) = *boxed.downcast::<(DResult<M>, u64)>().ok()?;
         if let Err(e) = &result
             && matches!(e.kind, DecodeErrorKind::MetadataLimit { .. })
@@ -799,71 +606,6 @@ impl<'a> Reader<'a> {
             return Some(Err(e));
         }
         Some(result)
-    }
-
-    /// How many values of field `tag` stand in a row from the reader's position: the value
-    /// right after `tag` (just read), then each value whose `tag` directly follows the previous
-    /// one, counting at most `max`. A capacity hint for repeated fields (one allocation of the
-    /// right size instead of several growing ones); it never fails: a malformed value ends the
-    /// count, and the parse itself then reports it. Returns at least 1.
-    #[inline]
-    pub fn run_length(&self, tag: u32, max: usize) -> usize {
-        let buf = &self.buf[..self.limit];
-        let (mut p, mut n) = (self.pos, 0);
-        if tag < 0x80 && tag & 7 == LEN {
-            // The common case, with one-byte tags and lengths.
-            while let Some(&len) = buf.get(p) {
-                if len >= 0x80 {
-                    return (n + self.run_length_slow(p, tag, max - n)).max(1);
-                }
-                p += 1 + len as usize;
-                if p > buf.len() {
-                    break;
-                }
-                n += 1;
-                if n >= max || buf.get(p) != Some(&(tag as u8)) {
-                    break;
-                }
-                p += 1;
-            }
-            return n.max(1);
-        }
-        self.run_length_slow(p, tag, max).max(1)
-    }
-
-    /// [`Reader::run_length`] from position `p` for any tag and length (may return 0).
-    #[inline(never)]
-    fn run_length_slow(&self, mut p: usize, tag: u32, max: usize) -> usize {
-        let mut enc = [0u8; 5];
-        let mut tag_len = 0;
-        let mut v = tag;
-        loop {
-            enc[tag_len] = (v as u8 & 0x7f) | if v >= 0x80 { 0x80 } else { 0 };
-            tag_len += 1;
-            v >>= 7;
-            if v == 0 {
-                break;
-            }
-        }
-        let buf = &self.buf[..self.limit];
-        let mut n = 0;
-        while n < max {
-            let Some(next) = value_end(buf, p, tag & 7) else {
-                break;
-            };
-            n += 1;
-            p = next;
-            // Byte by byte (at most 5): a slice comparison calls `memcmp`, whose call costs more
-            // than the comparison.
-            let Some(next_tag) = buf.get(p..p + tag_len) else {
-                break;
-            };
-            if next_tag.iter().zip(&enc).any(|(a, b)| a != b) {
-                break;
-            }
-            p += tag_len;
-        }
-        n
     }
 
     /// The sub-message of an optional field, made first (fallibly: `OutOfMemory`) when absent.
@@ -905,7 +647,7 @@ impl<'a> Reader<'a> {
     #[inline(never)]
     fn alloc_rare_box<T: super::RareFields>(&self, rare: &mut super::Rare<T>) -> DResult<()> {
         let b = crate::error::try_box(rare.unallocated_value())
-            .map_err(|l| self.alloc_error(l.size(), self.tag_start))?;
+            .map_err(|l| self.alloc_error(l.size(), self.cur.tag_start))?;
         rare.put(b);
         Ok(())
     }
@@ -951,7 +693,7 @@ impl<'a> Reader<'a> {
             return Ok(b);
         }
         super::MsgBox::try_new_in(M::default(), &self.chunks)
-            .map_err(|l| self.alloc_error(l.size(), self.tag_start))
+            .map_err(|l| self.alloc_error(l.size(), self.cur.tag_start))
     }
 
     /// Appends an empty element to a repeated message field for the value whose tag was just
@@ -964,7 +706,7 @@ impl<'a> Reader<'a> {
         field: &'f mut RepeatedField<M>,
         tag: u32,
     ) -> DResult<&'f mut M> {
-        let at = self.tag_start;
+        let at = self.cur.tag_start;
         field
             .try_push_default_sized_in(|max| self.run_length(tag, max), Some(&self.chunks))
             .map_err(|l| self.alloc_error(l.size(), at))
@@ -975,7 +717,7 @@ impl<'a> Reader<'a> {
     pub fn push_parsed<M: Default>(&self, field: &mut RepeatedField<M>, m: M) -> DResult<()> {
         field
             .try_push(m, Some(&self.chunks))
-            .map_err(|l| self.alloc_error(l.size(), self.tag_start))
+            .map_err(|l| self.alloc_error(l.size(), self.cur.tag_start))
     }
 
     /// Records a closed-enum value the schema does not know as an unknown varint field, the way
@@ -1001,7 +743,7 @@ impl<'a> Reader<'a> {
         }
         unknown
             .try_push_raw(&buf[..n])
-            .map_err(|()| self.alloc_error(n, self.tag_start))
+            .map_err(|()| self.alloc_error(n, self.cur.tag_start))
     }
 
     /// Runs `f` (the parse of a sub-message of a field that closes a cycle of the schema) on a
@@ -1012,7 +754,7 @@ impl<'a> Reader<'a> {
     pub fn guarded<R>(&mut self, f: impl FnOnce(&mut Self) -> DResult<R>) -> DResult<R> {
         match super::try_guard_stack(|| f(self)) {
             Ok(r) => r,
-            Err(bytes) => Err(self.alloc_error(bytes, self.tag_start)),
+            Err(bytes) => Err(self.alloc_error(bytes, self.cur.tag_start)),
         }
     }
 
@@ -1038,7 +780,7 @@ impl<'a> Reader<'a> {
         let n = self.run_length(tag, max);
         self.check_room(v, n)?;
         v.try_reserve_for(n, !v.spilled(), self)
-            .map_err(|_| self.alloc_error(n.saturating_mul(V::ELEMENT_BYTES), self.tag_start))
+            .map_err(|_| self.alloc_error(n.saturating_mul(V::ELEMENT_BYTES), self.cur.tag_start))
     }
 
     /// Makes room in `v` for `n` more elements (the elements of a packed field just read), or
@@ -1047,7 +789,7 @@ impl<'a> Reader<'a> {
     pub fn reserve_elements<V: GrowableList>(&self, v: &mut V, n: usize) -> DResult<()> {
         self.check_room(v, n)?;
         v.try_reserve_for(n, !v.spilled(), self)
-            .map_err(|_| self.alloc_error(n.saturating_mul(V::ELEMENT_BYTES), self.tag_start))
+            .map_err(|_| self.alloc_error(n.saturating_mul(V::ELEMENT_BYTES), self.cur.tag_start))
     }
 
     /// `TooManyElements` (at the field's tag) when `n` more elements would not fit in `v`, before
@@ -1067,7 +809,7 @@ impl<'a> Reader<'a> {
             DecodeErrorKind::TooManyElements {
                 limit: V::MAX_LEN as u64,
             },
-            self.tag_start,
+            self.cur.tag_start,
         )
     }
 
@@ -1080,59 +822,35 @@ impl<'a> Reader<'a> {
         conv: impl Fn(u64) -> V::Item,
     ) -> DResult<()> {
         let len = self.packed_varints_start()?;
-        let body = &self.buf[self.pos..self.pos + len];
+        let body = &self.cur.buf[self.cur.pos..self.cur.pos + len];
         // One element per byte below 0x80 (the last byte of each varint).
         let count = body.iter().filter(|&&b| b < 0x80).count();
         self.reserve_elements(v, count)?;
-        self.packed_varints_body(len, |x| v.push(conv(x)))
+        self.cur.packed_varints_body(len, |x| v.push(conv(x)))
     }
 
     /// Reads a packed run of varints, calling `f` for each.
     #[inline]
     pub fn read_packed_varints(&mut self, f: impl FnMut(u64)) -> DResult<()> {
         let len = self.packed_varints_start()?;
-        self.packed_varints_body(len, f)
+        self.cur.packed_varints_body(len, f)
     }
 
     /// Reads the length of a packed varint run and charges it; returns the length.
     #[inline]
     fn packed_varints_start(&mut self) -> DResult<usize> {
-        let at = self.pos;
+        let at = self.cur.pos;
         let len = self.read_len()?;
         // At most one element per byte, each up to 8 bytes in memory.
         self.charge(8 * len as u64, at)?;
         Ok(len)
     }
 
-    /// Reads the `len` bytes of a packed varint run, calling `f` for each value.
-    #[inline]
-    fn packed_varints_body(&mut self, len: usize, mut f: impl FnMut(u64)) -> DResult<()> {
-        let end = self.pos + len;
-        let saved_limit = self.limit;
-        self.limit = end;
-        while self.pos < end {
-            let at = self.pos;
-            match self.read_varint() {
-                Ok(v) => f(v),
-                Err(e) => {
-                    self.limit = saved_limit;
-                    return Err(if e.kind == DecodeErrorKind::Truncated {
-                        self.err(DecodeErrorKind::BadPackedLength, at)
-                    } else {
-                        e
-                    });
-                }
-            }
-        }
-        self.limit = saved_limit;
-        Ok(())
-    }
-
     /// Reads a packed run of fixed-size elements of `n` bytes; returns its bytes after checking
     /// that the length is a multiple of `n`.
     #[inline]
     pub fn read_packed_fixed(&mut self, n: usize) -> DResult<&'a [u8]> {
-        let at = self.pos;
+        let at = self.cur.pos;
         let bytes = self.read_bytes()?;
         if bytes.len() % n != 0 {
             return Err(self.err(DecodeErrorKind::BadPackedLength, at));
@@ -1144,12 +862,12 @@ impl<'a> Reader<'a> {
     /// Skips the field whose tag was just read, appending its exact bytes (tag included) to
     /// `unknown` (fallibly: a refused allocation is `OutOfMemory`).
     pub fn skip_unknown(&mut self, tag: u32, unknown: &mut UnknownFields) -> DResult<()> {
-        let start = self.tag_start;
+        let start = self.cur.tag_start;
         self.skip_value(tag)?;
-        self.charge((self.pos - start) as u64, start)?;
+        self.charge((self.cur.pos - start) as u64, start)?;
         unknown
-            .try_push_raw(&self.buf[start..self.pos])
-            .map_err(|_| self.alloc_error(self.pos - start, start))
+            .try_push_raw(&self.cur.buf[start..self.cur.pos])
+            .map_err(|_| self.alloc_error(self.cur.pos - start, start))
     }
 
     /// [`Reader::skip_unknown`] into the unknown fields that a message keeps in its rare box
@@ -1172,58 +890,89 @@ impl<'a> Reader<'a> {
         self.skip_unknown(tag, unknown(fields))
     }
 
-    /// Skips the value of a field whose tag was just read (groups recursively).
-    pub fn skip_value(&mut self, tag: u32) -> DResult<()> {
-        match tag & 7 {
-            VARINT => {
-                self.read_varint()?;
-            }
-            FIXED64 => {
-                self.take(8)?;
-            }
-            LEN => {
-                self.read_bytes()?;
-            }
-            FIXED32 => {
-                self.take(4)?;
-            }
-            START_GROUP => self.guarded(|r| r.skip_group(tag >> 3))?,
-            _ => return Err(self.err(DecodeErrorKind::UnmatchedGroup(tag >> 3), self.tag_start)),
-        }
-        Ok(())
+    /// Sets the absolute offset of the input's first byte in the whole input (for errors).
+    pub fn set_base_offset(&mut self, base: u64) {
+        self.cur.set_base_offset(base);
     }
 
-    fn skip_group(&mut self, field: u32) -> DResult<()> {
-        let group_start = self.tag_start;
-        if self.depth_left == 0 {
-            return Err(self.err(
-                DecodeErrorKind::RecursionLimit(self.config.max_depth),
-                group_start,
-            ));
-        }
-        self.depth_left -= 1;
-        let result = loop {
-            if self.pos >= self.limit {
-                break Err(self.err(DecodeErrorKind::UnmatchedGroup(field), group_start));
-            }
-            let at = self.pos;
-            let tag = match self.read_tag_value(true) {
-                Ok(t) => t,
-                Err(e) => break Err(e),
-            };
-            if tag & 7 == END_GROUP {
-                if tag >> 3 == field {
-                    break Ok(());
-                }
-                break Err(self.err(DecodeErrorKind::UnmatchedGroup(tag >> 3), at));
-            }
-            self.tag_start = at;
-            if let Err(e) = self.skip_value(tag) {
-                break Err(e);
-            }
-        };
-        self.depth_left += 1;
-        result
+    /// The whole input slice.
+    pub(crate) fn input(&self) -> &'a [u8] {
+        self.cur.input()
+    }
+
+    /// Current position in the input slice.
+    #[inline(always)]
+    pub fn position(&self) -> usize {
+        self.cur.position()
+    }
+
+    /// True when the current message has no more bytes.
+    #[inline(always)]
+    pub fn at_end(&self) -> bool {
+        self.cur.at_end()
+    }
+
+    /// See [`Cursor::read_tag`].
+    #[inline(always)]
+    pub fn read_tag(&mut self) -> DResult<Option<u32>> {
+        self.cur.read_tag()
+    }
+
+    /// See [`Cursor::read_varint`].
+    #[inline(always)]
+    pub fn read_varint(&mut self) -> DResult<u64> {
+        self.cur.read_varint()
+    }
+
+    /// See [`Cursor::read_fixed32`].
+    #[inline(always)]
+    pub fn read_fixed32(&mut self) -> DResult<u32> {
+        self.cur.read_fixed32()
+    }
+
+    /// See [`Cursor::read_fixed64`].
+    #[inline(always)]
+    pub fn read_fixed64(&mut self) -> DResult<u64> {
+        self.cur.read_fixed64()
+    }
+
+    /// See [`Cursor::read_len`].
+    #[inline(always)]
+    pub fn read_len(&mut self) -> DResult<usize> {
+        self.cur.read_len()
+    }
+
+    /// See [`Cursor::read_bytes`].
+    #[inline(always)]
+    pub fn read_bytes(&mut self) -> DResult<&'a [u8]> {
+        self.cur.read_bytes()
+    }
+
+    /// See [`Cursor::skip_value`].
+    pub fn skip_value(&mut self, tag: u32) -> DResult<()> {
+        self.cur.skip_value(tag)
+    }
+
+    /// See [`Cursor::run_length`].
+    #[inline(always)]
+    pub fn run_length(&self, tag: u32, max: usize) -> usize {
+        self.cur.run_length(tag, max)
+    }
+
+    /// See [`Cursor::take_overrun`].
+    pub(crate) fn take_overrun(&mut self) -> Option<Box<DecodeError>> {
+        self.cur.take_overrun()
+    }
+
+    #[cold]
+    fn err(&self, kind: DecodeErrorKind, at: usize) -> Box<DecodeError> {
+        self.cur.err(kind, at)
+    }
+
+    /// The error of a refused allocation of `bytes` bytes for the item at `at`.
+    #[cold]
+    fn alloc_error(&self, bytes: usize, at: usize) -> Box<DecodeError> {
+        self.cur.alloc_error(bytes, at)
     }
 }
 
@@ -1340,32 +1089,6 @@ fn vec_push_with<T>(v: &mut Vec<T>, make: impl FnOnce() -> T) -> &mut T {
     v.last_mut().expect("just pushed")
 }
 
-/// End of the value of wire type `wire_type` that starts at `buf[at]`, or `None` when it is
-/// malformed, runs past `buf` or is a group.
-fn value_end(buf: &[u8], at: usize, wire_type: u32) -> Option<usize> {
-    let varint_end = |at: usize| -> Option<(u64, usize)> {
-        let mut v = 0u64;
-        for (i, &b) in buf.get(at..)?.iter().take(10).enumerate() {
-            v |= ((b & 0x7f) as u64).wrapping_shl(7 * i as u32);
-            if b < 0x80 {
-                return Some((v, at + i + 1));
-            }
-        }
-        None
-    };
-    let end = match wire_type {
-        VARINT => varint_end(at)?.1,
-        FIXED64 => at.checked_add(8)?,
-        FIXED32 => at.checked_add(4)?,
-        LEN => {
-            let (len, body) = varint_end(at)?;
-            body.checked_add(usize::try_from(len).ok()?)?
-        }
-        _ => return None,
-    };
-    (end <= buf.len()).then_some(end)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1436,7 +1159,7 @@ mod tests {
         // The count never reads past the reader's limit (a sub-message's end).
         let buf = b"\x0a\x01a\x0a\x01b";
         let mut r = Reader::new(buf, &config);
-        r.limit = 3;
+        r.cur.limit = 3;
         let tag = r.read_tag().unwrap().unwrap();
         assert_eq!(r.run_length(tag, usize::MAX), 1);
     }

@@ -15,7 +15,7 @@ use std::marker::PhantomData;
 use std::ops::{Index, IndexMut};
 use std::ptr::{self, NonNull};
 
-use super::region::{BlockHeader, ChunkRegion, free_chunk};
+use crate::mem::{BlockHeader, ChunkRegion, free_chunk};
 
 /// Largest chunk, in bytes of element slots (a chunk holds at least one element).
 const MAX_CHUNK_BYTES: usize = 64 * 1024;
@@ -52,7 +52,7 @@ struct ChunkHeader {
     /// ones in the order array, `order[len..len + spare]` (see
     /// [`RepeatedField::recycle_elements`]).
     spare: u32,
-    /// The region block the chunk was cut from (see `region.rs`), or `None`: the global
+    /// The region block the chunk was cut from (see `mem/region.rs`), or `None`: the global
     /// allocator's. Last, right before the order array (see the type's documentation).
     block: Option<NonNull<BlockHeader>>,
 }

@@ -32,11 +32,11 @@ fn grew(n: usize) {
 /// True when this allocation of `size` bytes is the one to refuse on an armed thread (and
 /// counts it). Not counted: the reference-count block of a payload region, made right after the
 /// region (at least 512 bytes) and the one allocation of a parse that cannot fail cleanly (see
-/// `onnx_light::wire::REGION_OWNER_BYTES`).
+/// `onnx_light::mem::REGION_OWNER_BYTES`).
 fn refuse(size: usize) -> bool {
     // `try_with`: thread-locals may be gone while a thread exits.
     let last = LAST_SIZE.try_with(|l| l.replace(size)).unwrap_or(0);
-    if size == onnx_light::wire::REGION_OWNER_BYTES && last >= 512 {
+    if size == onnx_light::mem::REGION_OWNER_BYTES && last >= 512 {
         return false;
     }
     COUNT

@@ -2,8 +2,8 @@
 //! object or array that say where its memory came from — `0` for the global allocator, otherwise
 //! the address of the region block (`region.rs`) it holds one share of.
 //!
-//! A parse cuts boxed sub-messages ([`MsgBox`](super::MsgBox)) and the spilled elements of short
-//! lists ([`InlineVec`](super::InlineVec)) from its metadata blocks; mutation, clones and the C++
+//! A parse cuts boxed sub-messages (`wire::MsgBox`) and the spilled elements of short
+//! lists (`wire::InlineVec`) from its metadata blocks; mutation, clones and the C++
 //! classes' `new` take heap memory. Freeing reads the word: heap memory goes back to the
 //! allocator, a block's share to its block (freed with its last share), so the owner of the
 //! memory needs no other record of where it lives, and either kind can replace the other.

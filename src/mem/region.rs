@@ -3,7 +3,7 @@
 //! A parsed model's metadata is mostly `RepeatedField` chunks (the nodes, their attributes, the
 //! `value_info`s, the dimensions of each shape): hundreds of thousands of small allocations that
 //! a fresh process pays for page by page, each first touch of a 4 KiB page a fault. A parse
-//! (each [`Reader`](super::Reader), so each part of a parallel parse) instead cuts its chunks
+//! (each `wire::Reader`, so each part of a parallel parse) instead cuts its chunks
 //! one after the other out of a few large blocks of anonymous memory (256 KiB, doubling up to
 //! 4 MiB): mappings of `recycle.rs`, kept resident for the next parse when freed, within the
 //! memory-reuse limit. A parse in a fresh process still faults each page in once; later parses
