@@ -23,6 +23,62 @@ pub fn set_metadata_regions_off(off: bool) {
     crate::mem::set_regions_off(off);
 }
 
+/// Test hook: where a parsed graph's metadata lives, counted over its `value_info` type boxes
+/// (`type` and the tensor type's `shape`), its attributes' tensor boxes (`t`), and its nodes'
+/// input lists and attributes' ints lists that outgrew their inline slots.
+#[cfg(feature = "test-hooks")]
+#[doc(hidden)]
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct BlockProbe {
+    /// Boxes counted, and of them the ones cut from a parse's blocks.
+    pub boxes: usize,
+    pub boxes_in_block: usize,
+    /// Lists past their inline slots counted, and of them the ones cut from the blocks.
+    pub spilled_lists: usize,
+    pub lists_in_block: usize,
+}
+
+/// Test hook: see [`BlockProbe`].
+#[cfg(feature = "test-hooks")]
+#[doc(hidden)]
+pub fn block_probe(g: &crate::proto::GraphProto) -> BlockProbe {
+    use crate::wire::MsgBox;
+    let mut p = BlockProbe::default();
+    let mut count_box = |in_block: bool| {
+        p.boxes += 1;
+        p.boxes_in_block += usize::from(in_block);
+    };
+    for v in g.value_info.iter() {
+        if let Some(ty) = &v.r#type {
+            count_box(MsgBox::in_block(ty));
+            if let Some(crate::proto::TypeProtoValue::TensorType(t)) = &ty.value
+                && let Some(shape) = &t.shape
+            {
+                count_box(MsgBox::in_block(shape));
+            }
+        }
+    }
+    for n in g.node.iter() {
+        for a in n.attribute.iter() {
+            if let Some(t) = &a.t {
+                count_box(MsgBox::in_block(t));
+            }
+        }
+    }
+    for n in g.node.iter() {
+        let lists = [(n.input.spilled(), n.input.in_block())].into_iter().chain(
+            n.attribute
+                .iter()
+                .map(|a| (a.ints.spilled(), a.ints.in_block())),
+        );
+        for (spilled, in_block) in lists {
+            p.spilled_lists += usize::from(spilled);
+            p.lists_in_block += usize::from(spilled && in_block);
+        }
+    }
+    p
+}
+
 /// Test hook: files the atomic writer synced so far (see `storage::atomic::FILE_SYNCS`).
 #[cfg(feature = "test-hooks")]
 #[doc(hidden)]

@@ -115,6 +115,18 @@ fn parsed_chunks_keep_their_address_outlive_their_model_and_are_reused() {
                 .enumerate()
                 .all(|(i, v)| *v == value_info(i))
         );
+        // Every sub-message box, and every list past its inline slots (a node's third input,
+        // an attribute's ints), is cut from the blocks.
+        let probe = onnx_light::codec::block_probe(g);
+        assert!(
+            probe.boxes > NODES && probe.spilled_lists > NODES,
+            "{probe:?}"
+        );
+        assert_eq!(
+            (probe.boxes_in_block, probe.lists_in_block),
+            (probe.boxes, probe.spilled_lists),
+            "{threads} threads"
+        );
         assert!(g.node()[9].output()[0].len() > 30);
         // A node's input shares the copy of the previous node's output (equal strings read
         // shortly after one another), except across the blocks of the parse.
@@ -244,6 +256,13 @@ fn child_process_blocks_off() {
     // Three boxes per value_info, a chunk per attribute list, two long names per node.
     assert!(allocations > NODES * 5, "{allocations} allocations");
     let g = graph(&mut m);
+    // Nothing is in a block: the boxes and the spilled lists are on the heap.
+    let probe = onnx_light::codec::block_probe(g);
+    assert!(
+        probe.boxes > NODES && probe.spilled_lists > NODES,
+        "{probe:?}"
+    );
+    assert_eq!((probe.boxes_in_block, probe.lists_in_block), (0, 0));
     assert!(
         g.value_info()
             .iter()
