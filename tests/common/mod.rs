@@ -31,24 +31,35 @@ impl TempDir {
         Self::new(tag)
     }
     /// A fresh directory for a test that writes `need` bytes of files: under the system temp
-    /// dir when its file system has the room, else under `/dev/shm` (a file system in memory)
-    /// when that and the free memory have it. Machines differ in free disk, not in what such a
+    /// dir when its file system has the room, else under the build's scratch dir
+    /// (`CARGO_TARGET_TMPDIR`), else under `/dev/shm` (a file system in memory) when that and
+    /// the free memory have it. Machines differ in free disk, not in what such a
     /// test checks; when neither place has the room the test fails saying so.
     #[cfg(target_os = "linux")]
     pub fn with_room(tag: &str, need: u64) -> Self {
-        let temp = std::env::temp_dir();
-        let shm = std::path::Path::new("/dev/shm");
-        let on_disk = bytes_free(&temp);
-        if on_disk > need {
-            return Self::new_in(&temp, tag);
+        // The temp dir, then the build's own scratch dir (on the disk that holds the build, where
+        // the temp dir is a small file system of its own), then memory.
+        let mut tried = Vec::new();
+        let disks = [
+            Some(std::env::temp_dir()),
+            option_env!("CARGO_TARGET_TMPDIR").map(PathBuf::from),
+        ];
+        for dir in disks.into_iter().flatten() {
+            std::fs::create_dir_all(&dir).ok();
+            let free = bytes_free(&dir);
+            if free > need {
+                return Self::new_in(&dir, tag);
+            }
+            tried.push(format!("{} has {free} bytes free", dir.display()));
         }
         // The files take memory there, beside the test's own (at most about the same again).
+        let shm = std::path::Path::new("/dev/shm");
         let (in_shm, memory) = (bytes_free(shm), memory_available());
         assert!(
             in_shm > need && memory > 2 * need,
-            "this test writes {need} bytes of files: {} has {on_disk} bytes free, {} has \
-             {in_shm} and the machine {memory} bytes of available memory",
-            temp.display(),
+            "this test writes {need} bytes of files: {}, {} has {in_shm} and the machine {memory} \
+             bytes of available memory",
+            tried.join(", "),
             shm.display()
         );
         Self::new_in(shm, tag)
