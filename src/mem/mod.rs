@@ -9,7 +9,6 @@
 //! | origin words | `origin.rs` | one `free` for memory from the heap and from a block (mutation and the C++ classes' `new` mix both) | a word before each object, not a type: it lets a block box and a heap box be the same type |
 //! | `PayloadPool` | `placement.rs` | aligned homes of the tensor payloads a load copies: small ones share 64 KiB chunks, large ones get a mapping of their own | payloads need an alignment and an owner token each (a `ByteSpan` can outlive its model), metadata needs neither |
 //!
-//! `storage::Arena` (a whole file read into memory) takes its mapping from `ReusableMap` too.
 //! The share count of a block (`bytes::SharedBlock`) lives with the byte containers, whose
 //! strings hold shares of blocks too.
 

@@ -29,7 +29,6 @@ use std::sync::Arc;
 use memmap2::Mmap;
 
 use crate::error::{Error, Result};
-use crate::mem::ReusableMap;
 use crate::wire::Sink;
 
 /// Files at least this large are memory-mapped in `FileLoadMode::Auto`.
@@ -282,8 +281,8 @@ const ARENA_PARALLEL_MIN_BYTES: usize = 8 << 20;
 /// Piece size of parallel reads and copies.
 const ARENA_CHUNK_BYTES: usize = 8 << 20;
 
-/// One memory region holding a whole file, from 8 MiB an anonymous mapping of `mem` (transparent
-/// huge pages where the kernel allows; kept for the next load when freed): the read buffer of `FileLoadMode::Buffered` no-copy loads (read in parallel), whose
+/// One memory region holding a whole file, backed by transparent huge pages where the kernel
+/// allows: the read buffer of `FileLoadMode::Buffered` no-copy loads (read in parallel), whose
 /// payloads borrow from it. Freed when the last payload is gone.
 pub struct Arena {
     storage: ArenaStorage,
@@ -295,7 +294,7 @@ pub struct Arena {
 enum ArenaStorage {
     Empty,
     Heap(Box<[u8]>),
-    Map(ReusableMap),
+    Map(memmap2::MmapMut),
 }
 
 // SAFETY: the arena owns its mapping; `base` points into it. Shared access through `&Arena`
@@ -305,8 +304,7 @@ unsafe impl Send for Arena {}
 unsafe impl Sync for Arena {}
 
 impl Arena {
-    /// A region of `len` bytes for [`Arena::fill`] to write every one of (a mapping taken back
-    /// holds an earlier load's bytes until then).
+    /// A zeroed region of `len` bytes.
     fn new(len: usize) -> io::Result<Self> {
         if len == 0 {
             return Ok(Self {
@@ -324,7 +322,12 @@ impl Arena {
                 len,
             });
         }
-        let mut map = ReusableMap::new(len)?;
+        let mut map = memmap2::MmapMut::map_anon(len)?;
+        if len >= ARENA_PARALLEL_MIN_BYTES {
+            // Fewer, larger page faults; refused silently where THP is off.
+            #[cfg(any(target_os = "linux", target_os = "android"))]
+            let _ = map.advise(memmap2::Advice::HugePage);
+        }
         let base = map.as_mut_ptr();
         Ok(Self {
             storage: ArenaStorage::Map(map),
@@ -345,25 +348,20 @@ impl Arena {
             ArenaStorage::Map(map) => map,
         };
         if threads <= 1 || bytes.len() < ARENA_PARALLEL_MIN_BYTES {
-            bytes
+            return bytes
                 .chunks_mut(ARENA_CHUNK_BYTES)
                 .enumerate()
-                .try_for_each(|(i, piece)| fill((i * ARENA_CHUNK_BYTES) as u64, piece))?;
-        } else {
-            use par::prelude::*;
-            let pool = thread_pool(threads)
-                .ok_or_else(|| io::Error::other("cannot start worker threads"))?;
-            pool.install(|| {
-                bytes
-                    .par_chunks_mut(ARENA_CHUNK_BYTES)
-                    .enumerate()
-                    .try_for_each(|(i, piece)| fill((i * ARENA_CHUNK_BYTES) as u64, piece))
-            })?;
+                .try_for_each(|(i, piece)| fill((i * ARENA_CHUNK_BYTES) as u64, piece));
         }
-        if let ArenaStorage::Map(map) = &mut self.storage {
-            map.note_written(self.len);
-        }
-        Ok(())
+        use par::prelude::*;
+        let pool =
+            thread_pool(threads).ok_or_else(|| io::Error::other("cannot start worker threads"))?;
+        pool.install(|| {
+            bytes
+                .par_chunks_mut(ARENA_CHUNK_BYTES)
+                .enumerate()
+                .try_for_each(|(i, piece)| fill((i * ARENA_CHUNK_BYTES) as u64, piece))
+        })
     }
 
     /// Reads the whole file at `path` into a new arena, with `threads` parallel copies.
