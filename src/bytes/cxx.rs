@@ -9,7 +9,7 @@ use std::ptr::NonNull;
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicPtr, Ordering};
 
-use super::{ByteSpan, ProtoString, Repr, StrRepr, slice_or_empty};
+use super::{ByteSpan, ProtoString, Repr, StrRepr, StringHook, slice_or_empty};
 
 /// The C++ layer's functions on its `std::string` (registered once, at start-up, by
 /// `include/onnx_light.hpp` through `onnxl_cxx_init`).
@@ -248,25 +248,27 @@ impl CxxStringPool {
             None => CxxString::new(bytes),
         }
     }
+}
 
-    /// A string held in a `std::string` from the start (the C++ classes' parse, whose getters
-    /// then find it in place).
-    pub(crate) fn string(&mut self, bytes: &[u8]) -> ProtoString {
+/// The C++ classes' parse takes its strings and payloads from the `std::string`s of the
+/// content it replaces: each is held in a `std::string` from the start, where the getters find
+/// it in place.
+impl StringHook for CxxStringPool {
+    fn string(&mut self, bytes: &[u8]) -> ProtoString {
         ProtoString::from_cxx(self.take(bytes))
     }
 
-    /// Tensor bytes held in a `std::string` from the start (as [`CxxStringPool::string`]).
-    pub(crate) fn payload(&mut self, bytes: &[u8]) -> ByteSpan {
+    fn payload(&mut self, bytes: &[u8]) -> ByteSpan {
         ByteSpan::from_cxx(self.take(bytes))
     }
 
-    /// Tensor bytes of `len` (> 0) bytes that `fill` writes into their `std::string` (a payload
-    /// read from a stream: no other copy of it is made); `None` when the string cannot grow.
-    pub(crate) fn payload_filled(
+    /// A payload read from a stream: written into its `std::string`, no other copy made.
+    fn payload_read(
         &mut self,
         len: usize,
-        fill: impl FnOnce(&mut [u8]),
-    ) -> Option<ByteSpan> {
+        offset: usize,
+        read: &dyn Fn(usize, &mut [u8]) -> bool,
+    ) -> Option<(ByteSpan, bool)> {
         let s = self.0.pop_front().unwrap_or_else(|| CxxString::new(&[]));
         // SAFETY: a live string owned by `s`.
         let data = unsafe { (cxx_ops().resize)(s.0.as_ptr(), len) };
@@ -274,9 +276,9 @@ impl CxxStringPool {
             return None;
         }
         // SAFETY: after `resize(len)`, `data()` is writable for `len` bytes until the string
-        // changes, which it does not before `fill` returns.
-        fill(unsafe { std::slice::from_raw_parts_mut(data, len) });
-        Some(ByteSpan::from_cxx(s))
+        // changes, which it does not before `read` returns.
+        let ok = read(offset, unsafe { std::slice::from_raw_parts_mut(data, len) });
+        Some((ByteSpan::from_cxx(s), ok))
     }
 }
 

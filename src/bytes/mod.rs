@@ -963,6 +963,24 @@ impl fmt::Debug for UnknownFields {
     }
 }
 
+/// Where a parse takes its strings and payloads from instead of making them (the hook of
+/// `wire::Reader`): the C++ classes' parse, whose strings and bytes live in `std::string`s
+/// (those of the content it replaces, reused; see `cxx.rs`).
+pub(crate) trait StringHook {
+    /// A string holding a copy of `bytes`.
+    fn string(&mut self, bytes: &[u8]) -> ProtoString;
+    /// Tensor bytes holding a copy of `bytes`.
+    fn payload(&mut self, bytes: &[u8]) -> ByteSpan;
+    /// Tensor bytes of `len` (> 0) bytes that `read(offset, bytes)` fills, and whether it
+    /// did; `None` when memory runs out.
+    fn payload_read(
+        &mut self,
+        len: usize,
+        offset: usize,
+        read: &dyn Fn(usize, &mut [u8]) -> bool,
+    ) -> Option<(ByteSpan, bool)>;
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -30,7 +30,6 @@ use crate::error::TryClone;
 use crate::proto::{Message, MsgBox, Recycle, Recycler, RepeatedField};
 use crate::wire::{
     DecodeConfig, DynMessage, InlineVec, ReadSource, Reader, SizeCursor, SizeTable, SliceWriter,
-    StringHook,
 };
 use crate::{ByteSpan, ProtoString};
 
@@ -186,20 +185,6 @@ pub unsafe extern "C" fn onnxl_cxx_ostr_has(f: *const Option<ProtoString>) -> bo
 
 // ---------------------------------------------------------------------------------------------
 // Tensor payloads (`optional bytes raw_data`).
-
-/// The C++ classes' parse takes its strings and payloads from the `std::string`s of the
-/// content it replaces.
-impl StringHook for CxxStringPool {
-    fn string(&mut self, bytes: &[u8]) -> ProtoString {
-        CxxStringPool::string(self, bytes)
-    }
-    fn payload(&mut self, bytes: &[u8]) -> ByteSpan {
-        CxxStringPool::payload(self, bytes)
-    }
-    fn payload_filled(&mut self, len: usize, fill: &mut dyn FnMut(&mut [u8])) -> Option<ByteSpan> {
-        CxxStringPool::payload_filled(self, len, fill)
-    }
-}
 
 /// The `std::string` slot of a payload field (see `bytes::CxxSlot`; the C++ header's `payload`
 /// reads it and publishes a copy of the bytes there the first time), NULL when unset.

@@ -28,7 +28,6 @@ pub(crate) use message::{DynMessage, encode_streaming};
 #[cfg(feature = "inline-alignment")]
 pub(crate) use padding::align_payloads;
 pub(crate) use rare::{Rare, RareFields};
-pub(crate) use reader::StringHook;
 pub use reader::{
     AUTO_METADATA_BASE_BYTES, AUTO_METADATA_BYTES_PER_INPUT_BYTE, DecodeConfig,
     MAX_RECURSION_DEPTH_LIMIT, PayloadMode, ReadSource, Reader, ReleaseSource, metadata_budget,

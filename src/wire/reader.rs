@@ -8,7 +8,9 @@ use std::ptr::NonNull;
 use super::VARINT;
 use super::cursor::Cursor;
 use super::repeated::RepeatedField;
-use crate::bytes::{ByteSpan, INLINE_CAPACITY, Owner, ProtoString, ThinOwner, UnknownFields};
+use crate::bytes::{
+    ByteSpan, INLINE_CAPACITY, Owner, ProtoString, StringHook, ThinOwner, UnknownFields,
+};
 use crate::error::{DecodeError, DecodeErrorKind};
 use crate::mem::{ChunkRegion, MAP_MIN_BYTES, PayloadPool};
 
@@ -148,37 +150,20 @@ impl Default for DecodeConfig {
     }
 }
 
-/// Where a parse takes its strings and payloads from instead of making them: the C++ classes'
-/// parse, whose strings and bytes live in `std::string`s (those of the content it replaces,
-/// reused).
-pub(crate) trait StringHook {
-    /// A string holding a copy of `bytes`.
-    fn string(&mut self, bytes: &[u8]) -> ProtoString;
-    /// Tensor bytes holding a copy of `bytes`.
-    fn payload(&mut self, bytes: &[u8]) -> ByteSpan;
-    /// Tensor bytes of `len` (> 0) bytes that `fill` writes; `None` when memory runs out.
-    fn payload_filled(&mut self, len: usize, fill: &mut dyn FnMut(&mut [u8])) -> Option<ByteSpan>;
-}
-
 /// A parse in progress: a wire [`Cursor`] over the input, and what the parse does with the
 /// values it reads — the metadata budget it charges, the aligned homes of the payloads it copies
 /// or borrows, the metadata blocks its lists, boxes and strings are cut from, the messages
 /// parsed ahead of time in parallel, and the hooks of the C++ classes' parse.
+// `repr(C)`, the cursor and the budget first: the fields every read touches sit at small
+// offsets, which x86-64 addresses with one displacement byte instead of four (the generated
+// parse code reads them everywhere: 3.9 KB of the minimal library when Rust's order put them
+// last).
+#[repr(C)]
 pub struct Reader<'a> {
     cur: Cursor<'a>,
-    config: &'a DecodeConfig,
     /// What is left of the metadata budget.
     meta_left: u64,
-    /// The whole metadata budget (for error messages and parallel shares).
-    meta_budget: u64,
-    /// Messages parsed ahead of time (in parallel), keyed by the position of their length
-    /// prefix; each value is a `(Result<M, Box<DecodeError>>, u64)`: the message and the
-    /// metadata bytes its parse was charged.
-    preparsed: Option<HashMap<usize, Box<dyn Any + Send>>>,
-    /// Aligned homes of the payloads this reader copies.
-    pool: PayloadPool,
-    /// Where the chunks of the repeated message fields this reader fills come from.
-    chunks: ChunkRegion,
+    config: &'a DecodeConfig,
     /// When set, strings and payloads come from this hook (the C++ classes' parse; see
     /// [`Reader::recycle_from`]).
     strings: Option<NonNull<dyn StringHook>>,
@@ -187,6 +172,16 @@ pub struct Reader<'a> {
     recycler: *mut (),
     /// When not 0, see [`Reader::sparse_input`].
     sparse_min: usize,
+    /// Where the chunks of the repeated message fields this reader fills come from.
+    chunks: ChunkRegion,
+    /// Aligned homes of the payloads this reader copies.
+    pool: PayloadPool,
+    /// The whole metadata budget (for error messages and parallel shares).
+    meta_budget: u64,
+    /// Messages parsed ahead of time (in parallel), keyed by the position of their length
+    /// prefix; each value is a `(Result<M, Box<DecodeError>>, u64)`: the message and the
+    /// metadata bytes its parse was charged.
+    preparsed: Option<HashMap<usize, Box<dyn Any + Send>>>,
 }
 
 // SAFETY: the reader's own fields are `Send`; its hook and recycler pointers are unset except
@@ -517,7 +512,12 @@ impl<'a> Reader<'a> {
             None => self
                 .pool
                 .fill(bytes.len(), false, |dst| ok = read(offset, dst)),
-            Some(hook) => hook.payload_filled(bytes.len(), &mut |dst| ok = read(offset, dst)),
+            Some(hook) => hook
+                .payload_read(bytes.len(), offset, &**read)
+                .map(|(span, read_ok)| {
+                    ok = read_ok;
+                    span
+                }),
         };
         let span = span.ok_or_else(|| self.alloc_error(bytes.len(), at))?;
         if ok {
@@ -901,13 +901,13 @@ impl<'a> Reader<'a> {
     }
 
     /// Current position in the input slice.
-    #[inline(always)]
+    #[inline]
     pub fn position(&self) -> usize {
         self.cur.position()
     }
 
     /// True when the current message has no more bytes.
-    #[inline(always)]
+    #[inline]
     pub fn at_end(&self) -> bool {
         self.cur.at_end()
     }
@@ -919,19 +919,19 @@ impl<'a> Reader<'a> {
     }
 
     /// See [`Cursor::read_varint`].
-    #[inline(always)]
+    #[inline]
     pub fn read_varint(&mut self) -> DResult<u64> {
         self.cur.read_varint()
     }
 
     /// See [`Cursor::read_fixed32`].
-    #[inline(always)]
+    #[inline]
     pub fn read_fixed32(&mut self) -> DResult<u32> {
         self.cur.read_fixed32()
     }
 
     /// See [`Cursor::read_fixed64`].
-    #[inline(always)]
+    #[inline]
     pub fn read_fixed64(&mut self) -> DResult<u64> {
         self.cur.read_fixed64()
     }
@@ -943,7 +943,7 @@ impl<'a> Reader<'a> {
     }
 
     /// See [`Cursor::read_bytes`].
-    #[inline(always)]
+    #[inline]
     pub fn read_bytes(&mut self) -> DResult<&'a [u8]> {
         self.cur.read_bytes()
     }
@@ -954,7 +954,7 @@ impl<'a> Reader<'a> {
     }
 
     /// See [`Cursor::run_length`].
-    #[inline(always)]
+    #[inline]
     pub fn run_length(&self, tag: u32, max: usize) -> usize {
         self.cur.run_length(tag, max)
     }
