@@ -11,6 +11,9 @@
 //!
 //! The share count of a block (`bytes::SharedBlock`) lives with the byte containers, whose
 //! strings hold shares of blocks too.
+//! One mapping of a load is not from here yet: `storage::Arena`, the file buffer of a `Buffered`
+//! no-copy load, maps its own (taking it from `ReusableMap` costs 208 bytes that the minimal
+//! library's size target does not have).
 
 mod origin;
 mod placement;
