@@ -45,11 +45,13 @@ AFTER="$ROOT/bench/target/release/onnx-bench"
 "$AFTER" gen value-info "$WORK/e.onnx" 2>/dev/null
 "$AFTER" gen transformer "$WORK/a.onnx" --scale "$SCALE" 2>/dev/null
 
-# One case in one process: "<warm ns> <first ns>".
+# One case in one process: "<warm ns> <first ns>"; a case without its result line stops the run.
 one() {
-  local bin=$1 op=$2 model=$3
-  "$bin" case onnx_light "$op" "$model" --out "$WORK/out.onnx" --threads 1 --iters "$ITERS" |
-    sed -n 's/^RESULT time_ns=\([0-9]*\) first_ns=\([0-9]*\).*/\1 \2/p'
+  local bin=$1 op=$2 model=$3 out
+  out=$("$bin" case onnx_light "$op" "$model" --out "$WORK/out.onnx" --threads 1 --iters "$ITERS" |
+    sed -n 's/^RESULT time_ns=\([0-9]*\) first_ns=\([0-9]*\).*/\1 \2/p') || true
+  [ -n "$out" ] || { echo "bench-ab: $bin gave no result for $op on $model" >&2; exit 1; }
+  echo "$out"
 }
 
 ms() { awk -v ns="$1" 'BEGIN { printf "%.3f", ns / 1e6 }'; }
@@ -65,7 +67,6 @@ for model in c e a; do
       one "$BEFORE" "$op" "$WORK/$model.onnx" >>"$WORK/before"
       one "$AFTER" "$op" "$WORK/$model.onnx" >>"$WORK/after"
     done
-    [ -s "$WORK/before" ] && [ -s "$WORK/after" ] || { echo "bench-ab: $model $op produced no result" >&2; exit 1; }
     bw=$(cut -d' ' -f1 "$WORK/before" | best)
     aw=$(cut -d' ' -f1 "$WORK/after" | best)
     bf=$(cut -d' ' -f2 "$WORK/before" | median)

@@ -143,15 +143,7 @@ impl ByteSpan {
     /// `ptr..ptr+len` must lie in memory kept alive by `arena`, writable, and not be reachable
     /// through any other span or reference.
     pub(crate) unsafe fn from_arena_range(ptr: *mut u8, len: usize, arena: Owner) -> Self {
-        Self {
-            cxx: CxxSlot::empty(),
-            repr: Repr::OwnedRange {
-                ptr,
-                len,
-                arena,
-                realigned: false,
-            },
-        }
+        Self::owned_range(ptr, len, arena, false)
     }
 
     /// As [`ByteSpan::from_arena_range`], for bytes that a no-copy load copied only because
@@ -160,13 +152,19 @@ impl ByteSpan {
     /// # Safety
     /// As [`ByteSpan::from_arena_range`].
     pub(crate) unsafe fn from_realigned_range(ptr: *mut u8, len: usize, arena: Owner) -> Self {
+        Self::owned_range(ptr, len, arena, true)
+    }
+
+    /// The span of an exclusive range of an arena (the contract of
+    /// [`ByteSpan::from_arena_range`], which the callers carry).
+    fn owned_range(ptr: *mut u8, len: usize, arena: Owner, realigned: bool) -> Self {
         Self {
             cxx: CxxSlot::empty(),
             repr: Repr::OwnedRange {
                 ptr,
                 len,
                 arena,
-                realigned: true,
+                realigned,
             },
         }
     }
