@@ -429,7 +429,7 @@ pub fn generate() -> String {
 fn extern_declarations() -> String {
     let mut o = String::from(
         "// Entry points of the C++ layer (src/ffi/cxx*.rs; not part of the C API).\nextern \"C\" {\n\
-         typedef struct OnnxlCxxStringOps {\n  void* (*create)(const uint8_t* data, size_t len);\n  void (*destroy)(void* s);\n  void (*assign)(void* s, const uint8_t* data, size_t len);\n  uint8_t* (*data)(const void* s);\n  size_t (*size)(const void* s);\n  uint8_t* (*resize)(void* s, size_t len);\n} OnnxlCxxStringOps;\n\
+         typedef struct OnnxlCxxStringOps {\n  void* (*create)(const uint8_t* data, size_t len);\n  void (*destroy)(void* s);\n  void (*assign)(void* s, const uint8_t* data, size_t len);\n  uint8_t* (*data)(const void* s);\n  size_t (*size)(const void* s);\n  bool (*fill)(void* s, size_t len, bool (*read)(void* ctx, uint8_t* dst, size_t n), void* ctx);\n} OnnxlCxxStringOps;\n\
          typedef struct OnnxlCxxSource {\n  bool (*read)(void* ctx, uint64_t offset, uint8_t* dst, size_t len);\n  void* ctx;\n  uint64_t size;\n} OnnxlCxxSource;\n\
          bool onnxl_cxx_init(const OnnxlCxxStringOps* ops, uint64_t fingerprint);\n\
          uint64_t onnxl_cxx_layout_fingerprint(void);\n\

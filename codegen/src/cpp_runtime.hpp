@@ -64,14 +64,34 @@ extern "C" inline uint8_t* string_data(const void* s) {
   return reinterpret_cast<uint8_t*>(const_cast<char*>(static_cast<const std::string*>(s)->data()));
 }
 extern "C" inline std::size_t string_size(const void* s) { return static_cast<const std::string*>(s)->size(); }
-/// NULL when the string could not grow.
-extern "C" inline uint8_t* string_resize(void* s, std::size_t len) {
+/// `s` made `len` bytes long, its bytes written in order by `read(ctx, dst, n)` (a payload read
+/// from a stream): no zero fill first (C++23's `resize_and_overwrite`; before C++23, appended
+/// from a buffer that stays in cache). False when the string could not grow or a read failed.
+extern "C" inline bool string_fill(void* s, std::size_t len, bool (*read)(void* ctx, uint8_t* dst, std::size_t n),
+                                   void* ctx) {
   try {
     std::string* str = static_cast<std::string*>(s);
-    str->resize(len);
-    return reinterpret_cast<uint8_t*>(&(*str)[0]);
+#if defined(__cpp_lib_string_resize_and_overwrite)
+    bool ok = true;
+    str->resize_and_overwrite(len, [&](char* p, std::size_t n) {
+      ok = read(ctx, reinterpret_cast<uint8_t*>(p), n);
+      return ok ? n : 0;
+    });
+    return ok;
+#else
+    str->clear();
+    str->reserve(len);
+    const std::size_t piece = std::min<std::size_t>(len, std::size_t(64) << 10);
+    std::unique_ptr<uint8_t[]> buf(new uint8_t[piece]);
+    while (str->size() < len) {
+      const std::size_t n = std::min(piece, len - str->size());
+      if (!read(ctx, buf.get(), n)) return false;
+      str->append(reinterpret_cast<const char*>(buf.get()), n);
+    }
+    return true;
+#endif
   } catch (...) {
-    return nullptr;
+    return false;
   }
 }
 
@@ -79,7 +99,7 @@ extern "C" inline uint8_t* string_resize(void* s, std::size_t len) {
 /// for the library it runs with (same message layouts); aborts otherwise.
 inline bool init() noexcept {
   static const OnnxlCxxStringOps ops = {string_create, string_destroy, string_assign, string_data, string_size,
-                                        string_resize};
+                                        string_fill};
   static const bool ok = onnxl_cxx_init(&ops, kLayoutFingerprint);
   if (!ok) {
     std::fprintf(stderr,

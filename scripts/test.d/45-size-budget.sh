@@ -31,14 +31,16 @@ source scripts/lib/library-sizes.sh
 
 # Budgets in bytes of the stripped x86-64 Linux library: the sizes measured when they were set
 # (full 2 520 480, minimal 1 482 992) plus ~2.5%, so that growth beyond that fails here and must be
-# looked at; the minimal one is capped at its target, 1 500 000 (met; the full target, 3 000 000,
-# too). The library with the opt-in `remote` feature has its own budget: 8 112 600 measured when
+# looked at; the minimal one was capped at its target, 1 500 000 (the full target, 3 000 000, is
+# met). The library with the opt-in `remote` feature has its own budget: 8 112 600 measured when
 # the feature came (its `object_store`, `reqwest`, `hyper`, `h2`, `rustls`, `tokio` and `url`
 # stack: +5.56 MB) plus ~2.5%, raised by the Azure Blob Storage client (`az://`, 520 kB: 8 689 400
-# measured).
-FULL_BUDGET=2591000
+# measured). Both others were raised by 2 000 for the C++ parse of a stream (ParseFromIstream)
+# into memory kept from earlier parses and strings filled without a zero fill first (+1.6 kB; real
+# models' stream parses 5-25% faster), which put the minimal library ~1.6 kB past its target.
+FULL_BUDGET=2593000
 REMOTE_BUDGET=8720000
-MINIMAL_BUDGET=1500000
+MINIMAL_BUDGET=1502000
 
 cargo clippy --release -p onnx_light --lib --no-default-features -- -D warnings
 

@@ -25,8 +25,14 @@ pub struct CxxStringOps {
     pub data: unsafe extern "C" fn(s: *const c_void) -> *mut u8,
     /// `s->size()`.
     pub size: unsafe extern "C" fn(s: *const c_void) -> usize,
-    /// `s->resize(len)`, then `s->data()`; NULL when it could not grow.
-    pub resize: unsafe extern "C" fn(s: *mut c_void, len: usize) -> *mut u8,
+    /// `s` made `len` bytes long, written in order by `read(ctx, dst, n)` without a zero fill
+    /// first; false when it could not grow or a read said false.
+    pub fill: unsafe extern "C" fn(
+        s: *mut c_void,
+        len: usize,
+        read: unsafe extern "C" fn(ctx: *mut c_void, dst: *mut u8, n: usize) -> bool,
+        ctx: *mut c_void,
+    ) -> bool,
 }
 
 static CXX_STRING_OPS: OnceLock<&'static CxxStringOps> = OnceLock::new();
@@ -270,15 +276,52 @@ impl StringHook for CxxStringPool {
         read: &dyn Fn(usize, &mut [u8]) -> bool,
     ) -> Option<(ByteSpan, bool)> {
         let s = self.0.pop_front().unwrap_or_else(|| CxxString::new(&[]));
-        // SAFETY: a live string owned by `s`.
-        let data = unsafe { (cxx_ops().resize)(s.0.as_ptr(), len) };
-        if data.is_null() || len == 0 {
-            return None;
+        let mut fill = StreamFill {
+            read,
+            offset,
+            failed: false,
+        };
+        // SAFETY: a live string owned by `s`; `fill` outlives the call, which is the only user
+        // of the pointer.
+        let filled = unsafe {
+            (cxx_ops().fill)(s.0.as_ptr(), len, StreamFill::piece, (&raw mut fill).cast())
+        };
+        match (filled, fill.failed) {
+            (false, false) => None,
+            _ => Some((ByteSpan::from_cxx(s), filled)),
         }
-        // SAFETY: after `resize(len)`, `data()` is writable for `len` bytes until the string
-        // changes, which it does not before `read` returns.
-        let ok = read(offset, unsafe { std::slice::from_raw_parts_mut(data, len) });
-        Some((ByteSpan::from_cxx(s), ok))
+    }
+}
+
+/// The reads of one [`CxxStringPool::payload_read`]: the pieces the C++ layer asks for, in
+/// order from `offset`.
+struct StreamFill<'a> {
+    read: &'a dyn Fn(usize, &mut [u8]) -> bool,
+    offset: usize,
+    /// A read said false (else a failed fill ran out of memory).
+    failed: bool,
+}
+
+impl StreamFill<'_> {
+    /// `CxxStringOps::fill`'s `read`: the next `n` bytes into `dst`.
+    ///
+    /// # Safety
+    /// `ctx` is the `StreamFill` of the running fill; `dst` is writable for `n` bytes.
+    unsafe extern "C" fn piece(ctx: *mut c_void, dst: *mut u8, n: usize) -> bool {
+        if n == 0 {
+            return true;
+        }
+        // SAFETY: contract (`n` > 0, so `dst` is a real pointer).
+        let (f, dst) = unsafe {
+            (
+                &mut *ctx.cast::<Self>(),
+                std::slice::from_raw_parts_mut(dst, n),
+            )
+        };
+        let ok = (f.read)(f.offset, dst);
+        f.offset += n;
+        f.failed |= !ok;
+        ok
     }
 }
 

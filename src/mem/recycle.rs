@@ -183,14 +183,23 @@ impl Store {
     /// equal ones the one with the most bytes written (so a parse takes back its fully written
     /// blocks first, and the partly written last one last: it does not fault in new pages while
     /// written ones stay idle), then the newest; removed, with its written size.
-    fn take(&mut self, len: usize) -> Option<Kept> {
-        let fits = |k: &Kept| k.map.len() >= len && k.map.len() - len <= len / 8;
+    ///
+    /// `scratch` (memory used briefly): any larger one will do, and one whose first `len` bytes
+    /// were all written (no page of it faults) comes before the smallest.
+    fn take(&mut self, len: usize, scratch: bool) -> Option<Kept> {
+        let fits = |k: &Kept| k.map.len() >= len && (scratch || k.map.len() - len <= len / 8);
         let (i, _) = self
             .kept
             .iter()
             .enumerate()
             .filter(|(_, k)| fits(k))
-            .min_by_key(|&(i, k)| (k.map.len(), std::cmp::Reverse((k.written, i))))?;
+            .min_by_key(|&(i, k)| {
+                (
+                    scratch && k.written < len,
+                    k.map.len(),
+                    std::cmp::Reverse((k.written, i)),
+                )
+            })?;
         let k = self.kept.remove(i);
         self.bytes -= k.map.len();
         Some(k)
@@ -267,7 +276,7 @@ pub(crate) struct ReusableMap {
 impl ReusableMap {
     /// `len` (> 0) writable bytes, page-aligned; an error when the memory cannot be had.
     pub(crate) fn new(len: usize) -> std::io::Result<Self> {
-        Self::make(len, false)
+        Self::make(len, false, false)
     }
 
     /// [`ReusableMap::new`] for many small writes whose memory is reused soon (the blocks of
@@ -279,11 +288,19 @@ impl ReusableMap {
     /// time of 4 KiB pages (the host backs them lazily: free-page reporting returns the
     /// guest's free 8 MiB blocks to it, and huge pages are cut from those).
     pub(crate) fn resident(len: usize) -> std::io::Result<Self> {
-        Self::make(len, true)
+        Self::make(len, true, false)
     }
 
-    fn make(len: usize, resident: bool) -> std::io::Result<Self> {
-        if let Some(k) = take(len) {
+    /// [`ReusableMap::resident`] for memory given back soon after (the image a parse of a
+    /// stream reads): any kept mapping that holds `len` bytes will do, preferably one whose
+    /// pages are all there (the parse of a small file after larger ones faults in no page).
+    pub(crate) fn scratch(len: usize) -> std::io::Result<Self> {
+        Self::make(len, true, true)
+    }
+
+    fn make(len: usize, resident: bool, scratch: bool) -> std::io::Result<Self> {
+        let kept = store().take(len, scratch);
+        if let Some(k) = kept {
             return Ok(Self {
                 map: Some(k.map),
                 len,
@@ -332,13 +349,9 @@ impl Drop for ReusableMap {
     }
 }
 
-/// A kept mapping for `len` bytes, taken out of the store.
-fn take(len: usize) -> Option<Kept> {
-    store().take(len)
-}
-
 /// Keeps `map` for reuse when the limit allows (unmapping the oldest kept ones to make room),
 /// or unmaps it; advised `MADV_FREE` unless `resident`.
+#[inline(never)]
 fn give_back(map: MmapMut, resident: bool, written: usize) {
     if map.len() > memory_reuse_limit() {
         return;
@@ -384,16 +397,19 @@ mod tests {
         assert!(s.keep(m, 0).is_empty());
         assert_eq!(s.bytes, 8 << 20);
         // More than an eighth would be wasted, or too small: not taken.
-        assert!(s.take(4 << 20).is_none());
-        assert!(s.take((8 << 20) + 1).is_none());
-        let m = s.take((8 << 20) - 4096).expect("within an eighth").map;
+        assert!(s.take(4 << 20, false).is_none());
+        assert!(s.take((8 << 20) + 1, false).is_none());
+        let m = s
+            .take((8 << 20) - 4096, false)
+            .expect("within an eighth")
+            .map;
         assert_eq!(m.as_ptr() as usize, addr);
         assert_eq!(s.bytes, 0);
         // The smallest fitting one is chosen.
         assert!(s.keep(map(9 << 20), 0).is_empty());
         assert!(s.keep(m, 0).is_empty());
-        assert_eq!(s.take(8 << 20).unwrap().map.as_ptr() as usize, addr);
-        assert_eq!(s.take(8 << 20).unwrap().map.len(), 9 << 20);
+        assert_eq!(s.take(8 << 20, false).unwrap().map.as_ptr() as usize, addr);
+        assert_eq!(s.take(8 << 20, false).unwrap().map.len(), 9 << 20);
         assert_eq!(s.bytes, 0);
     }
 
@@ -427,7 +443,7 @@ mod tests {
         assert!(s.keep(fresh, 0).is_empty());
         let taken: Vec<(usize, usize)> = (0..3)
             .map(|_| {
-                let k = s.take(4 << 20).unwrap();
+                let k = s.take(4 << 20, false).unwrap();
                 (k.map.as_ptr() as usize, k.written)
             })
             .collect();
@@ -440,7 +456,33 @@ mod tests {
         let b_addr = b.as_ptr() as usize;
         assert!(s.keep(a, 0).is_empty());
         assert!(s.keep(b, 0).is_empty());
-        assert_eq!(s.take(1 << 20).unwrap().map.as_ptr() as usize, b_addr);
+        assert_eq!(
+            s.take(1 << 20, false).unwrap().map.as_ptr() as usize,
+            b_addr
+        );
+    }
+
+    #[test]
+    fn scratch_memory_takes_any_larger_mapping_whose_pages_are_there_first() {
+        let mut s = store_with_limit(64 << 20);
+        let (small, big_written, big_fresh) = (map(1 << 20), map(16 << 20), map(8 << 20));
+        let addrs = [&small, &big_written, &big_fresh].map(|m| m.as_ptr() as usize);
+        assert!(s.keep(small, 1 << 20).is_empty());
+        assert!(s.keep(big_written, 2 << 20).is_empty());
+        assert!(s.keep(big_fresh, 0).is_empty());
+        // 2 MiB: the 1 MiB one is too small; of the others, the one with 2 MiB written, though
+        // larger (a regular take refuses both: more than an eighth larger).
+        assert!(s.take(2 << 20, false).is_none());
+        let k = s.take(2 << 20, true).unwrap();
+        assert_eq!((k.map.as_ptr() as usize, k.written), (addrs[1], 2 << 20));
+        // Then the smallest that holds it; none when none does.
+        assert_eq!(
+            s.take(4 << 20, true).unwrap().map.as_ptr() as usize,
+            addrs[2]
+        );
+        assert!(s.take(4 << 20, true).is_none());
+        assert_eq!(s.take(1, true).unwrap().map.as_ptr() as usize, addrs[0]);
+        assert_eq!(s.bytes, 0);
     }
 
     #[test]

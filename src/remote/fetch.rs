@@ -194,11 +194,10 @@ impl Object {
     ) -> Result<Image> {
         sparse_image(
             message,
-            self.size,
+            Image::new(self.size, &self.loc.url)?,
             opts.raw_data_threshold,
             opts.max_recursion_depth,
             &mut |start, dst| self.read_range(start, dst, ro),
-            &self.loc.url,
         )
     }
 
