@@ -18,6 +18,7 @@ use std::sync::{Arc, OnceLock};
 use crate::codec::ParseOptions;
 use crate::crypto::{ChunkCipher, EncryptionFormat, EncryptionOptions, StreamDecryptor};
 use crate::error::Error;
+use crate::external::LoadOptions;
 use crate::external::{ExternalDataInfo, parse_prepacked};
 use crate::proto::{Message, ModelProto, TensorProto};
 
@@ -280,17 +281,17 @@ pub fn external_data(data: &[u8]) {
         expected.push((location, offset, length));
     }
     let copy =
-        crate::load_external_data_for_model(&mut model.clone(), dir, &ParseOptions::default());
+        crate::load_external_data_for_model(&mut model.clone(), dir, &LoadOptions::default());
     let mut borrowed = model.clone();
     let no_copy = crate::load_external_data_for_model(
         &mut borrowed,
         dir,
-        &ParseOptions {
+        &LoadOptions::from(ParseOptions {
             no_copy: true,
             ..Default::default()
-        },
+        }),
     );
-    let _ = crate::check_external_data(&model, dir, &ParseOptions::default(), true, None);
+    let _ = crate::check_external_data(&model, dir, &LoadOptions::default(), true, None);
     assert_eq!(
         copy.is_ok(),
         no_copy.is_ok(),
@@ -337,7 +338,7 @@ pub fn decrypt(data: &[u8]) {
         if let Ok(d) = StreamDecryptor::new(rest, KEY) {
             let _ = d.decrypt_to(&mut std::io::sink(), Path::new("<fuzz>"));
         }
-        let _ = crate::load_encrypted_model_from_bytes(rest, KEY, &fuzz_opts());
+        let _ = crate::load_encrypted_model_from_bytes(rest, KEY, &fuzz_opts().into());
         return;
     }
     let mut b = Bytes(rest);

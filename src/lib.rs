@@ -130,9 +130,9 @@ pub struct PublicApiHasNoRepresentation;
 
 pub use bytes::{ByteSpan, Owner, ProtoString, UnknownFields};
 pub use codec::{
-    FileLoadMode, LoadProgress, ParseOptions, SerializeOptions, TensorBufferOptions,
-    parse_from_bytes, parse_from_bytes_unowned, parse_from_reader, parse_from_shared, save_to_file,
-    serialize_into, serialize_to_vec, serialize_to_writer,
+    FileLoadMode, ParseOptions, SerializeOptions, TensorBufferOptions, parse_from_bytes,
+    parse_from_bytes_unowned, parse_from_reader, parse_from_shared, save_to_file, serialize_into,
+    serialize_to_vec, serialize_to_writer,
 };
 pub use crypto::{
     EncryptionFormat, EncryptionOptions, Passphrase, save_encrypted_model,
@@ -140,9 +140,9 @@ pub use crypto::{
 };
 pub use error::{DecodeError, DecodeErrorKind, Error, Result, has_feature};
 pub use external::{
-    ExternalEncryption, PrepackedBlob, PrepackedBlobs, SaveExternalOptions, check_external_data,
-    consolidate_tensors_to_buffer, load_external_data_for_model, save_model_with_external_data,
-    save_model_with_prepacked,
+    ExternalEncryption, LoadOptions, LoadProgress, PrepackedBlob, PrepackedBlobs,
+    SaveExternalOptions, check_external_data, consolidate_tensors_to_buffer,
+    load_external_data_for_model, save_model_with_external_data, save_model_with_prepacked,
 };
 pub use mem::{
     memory_held_for_reuse, memory_reuse_limit, release_memory_held_for_reuse,

@@ -117,6 +117,7 @@ fn checks() {
     // Options, reports, errors, secrets, streams.
     send_sync!(
         crate::ParseOptions,
+        crate::LoadOptions,
         crate::SerializeOptions,
         crate::SaveExternalOptions,
         crate::TensorBufferOptions,

@@ -942,7 +942,7 @@ fn run(opts: &HashMap<String, String>) {
         let size = synth::write_transformer_inline(&path, &shape).expect("generate (a)");
         eprintln!("generated (a) in {:.1?}", t.elapsed());
         let aligned = aligned_copy(&path);
-        let model = onnx_light::load_model(&path, &light_no_copy()).expect("load (a)");
+        let model = onnx_light::load_model(&path, &light_no_copy().into()).expect("load (a)");
         let opts = onnx_light::SerializeOptions {
             inline_alignment: ALIGNED_SAVE,
             ..Default::default()

@@ -115,7 +115,7 @@ fn convert_inline_align_writes_an_aligned_single_file() {
             file_load_mode: FileLoadMode::Mmap,
             ..Default::default()
         };
-        let back = onnx_light::load_model(&out, &opts).unwrap();
+        let back = onnx_light::load_model(&out, &opts.into()).unwrap();
         assert_eq!(back, m);
         assert_eq!(onnx_light::codec::realigned_tensors(&back), 0);
         assert_eq!(

@@ -8,7 +8,7 @@ use std::path::PathBuf;
 
 use common::{TempDir, pattern, uint8_tensor};
 use onnx_light::proto::ModelProto;
-use onnx_light::{ParseOptions, SerializeOptions};
+use onnx_light::{LoadOptions, SerializeOptions};
 
 const TENSORS: usize = 8;
 const TENSOR_BYTES: usize = 256 << 10;
@@ -77,7 +77,7 @@ fn two_processes_saving_to_one_path_never_mix_generations() {
         for mut c in children {
             assert!(c.wait().unwrap().success(), "round {round}: a save failed");
         }
-        let m = onnx_light::load_model(&out, &ParseOptions::default()).unwrap();
+        let m = onnx_light::load_model(&out, &LoadOptions::default()).unwrap();
         let seed: u32 = m.producer_name().to_string()["seed-".len()..]
             .parse()
             .unwrap();
@@ -127,6 +127,6 @@ fn roundtrip_waits_for_the_save_lock() {
     assert!(!out_dir.join("0.pb").exists());
     drop(lock);
     assert!(child.wait().unwrap().success());
-    let saved = onnx_light::load_model(out_dir.join("0.pb"), &ParseOptions::default()).unwrap();
+    let saved = onnx_light::load_model(out_dir.join("0.pb"), &LoadOptions::default()).unwrap();
     check_seed(&saved, 3);
 }

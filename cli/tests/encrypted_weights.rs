@@ -10,7 +10,7 @@ use std::process::Command;
 
 use common::{TempDir, is_encrypted, starts_with_chunked_magic, tensors_of, with_key};
 use onnx_light::crypto::{self, EncryptionFormat};
-use onnx_light::{Error, ParseOptions};
+use onnx_light::{Error, LoadOptions};
 
 const KEY: &[u8] = b"weights passphrase";
 
@@ -75,9 +75,8 @@ fn cli_convert_encrypt_weights_and_check() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let a = onnx_light::load_model(dir.path("inline.onnx"), &ParseOptions::default()).unwrap();
-    let b =
-        onnx_light::load_model(root.join("samples/mlp.onnx"), &ParseOptions::default()).unwrap();
+    let a = onnx_light::load_model(dir.path("inline.onnx"), &LoadOptions::default()).unwrap();
+    let b = onnx_light::load_model(root.join("samples/mlp.onnx"), &LoadOptions::default()).unwrap();
     assert_eq!(tensors_of(&a), tensors_of(&b));
 }
 
@@ -107,7 +106,7 @@ fn cli_convert_encrypt_writes_a_fully_encrypted_directory() {
         assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
         String::from_utf8_lossy(&o.stderr).into_owned()
     };
-    let original = onnx_light::load_model(&sample, &ParseOptions::default()).unwrap();
+    let original = onnx_light::load_model(&sample, &LoadOptions::default()).unwrap();
     let files = || -> Vec<PathBuf> {
         let mut v: Vec<PathBuf> = std::fs::read_dir(&out_dir)
             .unwrap()
@@ -133,7 +132,7 @@ fn cli_convert_encrypt_writes_a_fully_encrypted_directory() {
             KEY,
             &with_key(
                 KEY,
-                ParseOptions {
+                LoadOptions {
                     verify_external_checksums: true,
                     ..Default::default()
                 },
@@ -202,8 +201,7 @@ fn cli_convert_encrypt_writes_a_fully_encrypted_directory() {
         .unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     assert!(is_encrypted(&dir.path("inline.onnx")));
-    let m =
-        onnx_light::load_encrypted_model(dir.path("inline.onnx"), KEY, &ParseOptions::default())
-            .unwrap();
+    let m = onnx_light::load_encrypted_model(dir.path("inline.onnx"), KEY, &LoadOptions::default())
+        .unwrap();
     assert_eq!(tensors_of(&m), tensors_of(&original));
 }

@@ -10,7 +10,7 @@ use std::process::Command;
 use common::TempDir;
 use onnx_light::crypto::{self, StreamEncryptor};
 use onnx_light::proto::ModelProto;
-use onnx_light::{ParseOptions, SerializeOptions};
+use onnx_light::{LoadOptions, ParseOptions, SerializeOptions};
 
 fn root() -> PathBuf {
     PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/.."))
@@ -330,7 +330,9 @@ fn child_process_big_load() {
         alignment: 1,
         ..Default::default()
     };
-    let m = onnx_light::load_encrypted_model(&path, b"big model key", &opts).unwrap();
+    let m =
+        onnx_light::load_encrypted_model(&path, b"big model key", &LoadOptions::from(opts.clone()))
+            .unwrap();
     let t = &m.graph().initializer()[0];
     assert_eq!(t.dims(), [BIG as i64]);
     let data = t.raw_data();

@@ -110,7 +110,7 @@ fn text_from_a_model_is_printed_escaped() {
     // Names in the summary (a copy of the model without its external tensor).
     let mut names = onnx_light::load_model(
         &model,
-        &onnx_light::ParseOptions {
+        &onnx_light::LoadOptions {
             load_external_data: false,
             ..Default::default()
         },

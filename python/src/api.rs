@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use onnx_light::proto::ModelProto;
-use onnx_light::{ParseOptions, SaveExternalOptions, SerializeOptions};
+use onnx_light::{LoadOptions, ParseOptions, SaveExternalOptions, SerializeOptions};
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict};
@@ -38,21 +38,23 @@ impl AsRef<[u8]> for PyBytesOwner {
 unsafe impl Sync for PyBytesOwner {}
 
 /// Options of the load functions.
-fn parse_options(
+fn load_options(
     no_copy: bool,
     num_threads: Option<i32>,
     load_external_data: bool,
     base_dir: Option<PathBuf>,
     alignment: Option<u64>,
-) -> ParseOptions {
+) -> LoadOptions {
     let defaults = ParseOptions::default();
-    ParseOptions {
-        no_copy,
-        num_threads: num_threads.unwrap_or(-1),
+    LoadOptions {
         load_external_data,
         external_data_dir: base_dir,
-        alignment: alignment.unwrap_or(defaults.alignment),
-        ..defaults
+        ..LoadOptions::from(ParseOptions {
+            no_copy,
+            num_threads: num_threads.unwrap_or(-1),
+            alignment: alignment.unwrap_or(defaults.alignment),
+            ..defaults
+        })
     }
 }
 
@@ -95,15 +97,14 @@ pub fn load_path(
     storage_options: Option<Vec<(String, String)>>,
 ) -> PyResult<Py<PyAny>> {
     let failure: Arc<std::sync::Mutex<Option<PyErr>>> = Arc::default();
-    let opts = ParseOptions {
-        skip_raw_data,
+    let mut opts = LoadOptions {
         progress: progress.map(|cb| {
             let failure = failure.clone();
             onnx_light::LoadProgress::new(move |n: u64| {
                 Python::attach(|py| keep_first_error(&failure, cb.call1(py, (n,))))
             })
         }),
-        ..parse_options(
+        ..load_options(
             no_copy,
             num_threads,
             load_external_data,
@@ -111,6 +112,7 @@ pub fn load_path(
             alignment,
         )
     };
+    opts.parse.skip_raw_data = skip_raw_data;
     let remote = remote_for(&path, storage_options)?.map(|ro| onnx_light::remote::RemoteOptions {
         progress: opts.progress.as_ref().map(|p| p.0.clone()),
         ..ro
@@ -179,7 +181,7 @@ pub fn load_bytes(
             .find(|i| (i.class)(py).is(c))
             .ok_or_else(|| PyTypeError::new_err("cls must be a message class of onnx_light"))?,
     };
-    let opts = parse_options(
+    let opts = load_options(
         no_copy,
         num_threads,
         load_external_data,
@@ -197,7 +199,10 @@ pub fn load_bytes(
         let parsed = crate::gil::detach_if_large(py, len, move || {
             let ptr = ptr;
             // SAFETY: `bytes` (immutable `bytes` or a private copy) outlives this call.
-            parse(unsafe { std::slice::from_raw_parts(ptr.0, len) }, &opts)
+            parse(
+                unsafe { std::slice::from_raw_parts(ptr.0, len) },
+                &opts.parse,
+            )
         })
         .py()?;
         let (root, p) = Root::from_any(parsed);
@@ -213,7 +218,7 @@ pub fn load_bytes(
             });
             py.detach(move || {
                 let dir = opts.external_data_dir.clone();
-                let mut m: ModelProto = onnx_light::parse_from_shared(owner, &opts)?;
+                let mut m: ModelProto = onnx_light::parse_from_shared(owner, &opts.parse)?;
                 if let (Some(d), true) = (dir, opts.load_external_data) {
                     onnx_light::load_external_data_for_model(&mut m, d, &opts)?;
                 }

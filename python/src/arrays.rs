@@ -7,7 +7,7 @@ use std::ffi::{CStr, c_void};
 use std::sync::Arc;
 
 use onnx_light::proto::{ModelProto, TensorProto};
-use onnx_light::{Owner, ParseOptions};
+use onnx_light::{LoadOptions, Owner, ParseOptions};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
@@ -133,10 +133,10 @@ pub fn tensor_external_buffer(
     copy.clear_raw_data();
     let mut model = ModelProto::new();
     model.mutable_graph().mutable_initializer().push(copy);
-    let opts = ParseOptions {
+    let opts = LoadOptions::from(ParseOptions {
         no_copy: true,
         ..Default::default()
-    };
+    });
     py.detach(|| onnx_light::load_external_data_for_model(&mut model, &base_dir, &opts))
         .py()?;
     let t = &mut model.mutable_graph().mutable_initializer()[0];

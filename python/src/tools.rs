@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 use onnx_light::Message as _;
 use onnx_light::proto::{ModelProto, TensorProto};
-use onnx_light::{ParseOptions, TensorBufferOptions};
+use onnx_light::{LoadOptions, ParseOptions, TensorBufferOptions};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList};
 
@@ -96,10 +96,12 @@ pub fn load_external_data_for_model(
     no_copy: bool,
     verify_checksums: bool,
 ) -> PyResult<usize> {
-    let opts = ParseOptions {
-        no_copy,
+    let opts = LoadOptions {
         verify_external_checksums: verify_checksums,
-        ..Default::default()
+        ..LoadOptions::from(ParseOptions {
+            no_copy,
+            ..Default::default()
+        })
     };
     with_model_mut(model, move |m| {
         onnx_light::load_external_data_for_model(m, &base_dir, &opts).map(|r| r.tensors)
@@ -115,10 +117,10 @@ pub fn populate_external_data(
     base_dir: PathBuf,
     no_copy: bool,
 ) -> PyResult<usize> {
-    let opts = ParseOptions {
+    let opts = LoadOptions::from(ParseOptions {
         no_copy,
         ..Default::default()
-    };
+    });
     with_model_mut(model, move |m| {
         onnx_light::external::populate_external_data(m, &base_dir, &opts)
     })
@@ -236,7 +238,7 @@ pub fn check_external_data<'py>(
         onnx_light::check_external_data(
             m,
             &base_dir,
-            &ParseOptions::default(),
+            &LoadOptions::default(),
             verify_checksums,
             None,
         )
@@ -348,10 +350,10 @@ pub fn load_with_prepacked<'py>(
     path: PathBuf,
     no_copy: bool,
 ) -> PyResult<(Py<PyAny>, Bound<'py, PyList>)> {
-    let opts = ParseOptions {
+    let opts = LoadOptions::from(ParseOptions {
         no_copy,
         ..Default::default()
-    };
+    });
     let (model, mut blobs) = py
         .detach(|| onnx_light::load_model_with_prepacked(&path, &opts))
         .py()?;

@@ -10,7 +10,7 @@ pub(crate) mod sparse;
 
 pub use options::TensorBufferOptions;
 pub use options::{
-    FileLoadMode, LoadProgress, MAX_ALIGNMENT, MAX_INLINE_ALIGNMENT, MAX_PARSE_ALIGNMENT,
+    FileLoadMode, MAX_ALIGNMENT, MAX_INLINE_ALIGNMENT, MAX_PARSE_ALIGNMENT,
     MAX_RECURSION_DEPTH_LIMIT, MIN_INLINE_ALIGNMENT, ParseOptions, SerializeOptions,
 };
 pub(crate) use options::{resolve_threads, validate_alignment, validate_threads};

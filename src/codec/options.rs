@@ -2,8 +2,6 @@
 //! `ParseOptions` and `SerializeOptions` (same names, same defaults), and the checks of the
 //! values they share with other options (alignment, thread counts).
 
-use std::sync::Arc;
-
 use crate::error::{Error, Result};
 use crate::storage::{MIN_THREAD_CAP, max_threads};
 
@@ -92,71 +90,7 @@ pub struct ParseOptions {
     pub max_metadata_bytes: u64,
     /// How files are read.
     pub file_load_mode: FileLoadMode,
-    /// Read the external data of `ModelProto` loads (default true, like `onnx.load`): the
-    /// tensors become inline (`raw_data`, `data_location` DEFAULT). Files resolve relative to
-    /// `external_data_dir`, else to the model file's directory; loads from bytes read external
-    /// data only when `external_data_dir` is set. See `docs/external-data.md`.
-    pub load_external_data: bool,
-    /// Base directory of external data (default: the model file's directory).
-    pub external_data_dir: Option<std::path::PathBuf>,
-    /// Read the model's primary weight file from this path instead (a trusted, caller-given
-    /// path; split parts `NAME.1`, `NAME.2`, ... become `THIS.1`, `THIS.2`, ...).
-    pub external_data_location: Option<std::path::PathBuf>,
-    /// Verify the SHA-1 `checksum` entries of external data files (default false: it reads
-    /// every byte, which a no-copy load otherwise never does).
-    pub verify_external_checksums: bool,
-    /// Passphrase of encrypted external-data files (`ONNXCRYS`, recognized by their magic;
-    /// default None: such a file is an error). Their tensors are decrypted into memory (also
-    /// with `no_copy`); ranges are plaintext offsets. See `docs/encryption.md`.
-    pub external_data_key: Option<crate::secret::Passphrase>,
-    /// Refuse encrypted models in a format without authentication (ONNXCRY1, whose tampering
-    /// cannot be detected) when loading them (default false: read, as the C++ library does).
-    pub reject_unauthenticated: bool,
-    /// Called as a load goes (default None); see [`LoadProgress`].
-    pub progress: Option<LoadProgress>,
-    /// Options of a load from a URL given where a path is taken (`load_model`, the C ABI):
-    /// `(key, value)` pairs applied over the environment's, as
-    /// `remote::RemoteOptions::with_options` reads them (`aws_endpoint`, `aws_region`,
-    /// `concurrency`, `part_size`, ...). Ignored for local paths. Feature `remote`.
-    #[cfg(feature = "remote")]
-    pub storage_options: Vec<(String, String)>,
 }
-
-/// The progress callback of a load: called with the number of bytes of each piece done, from
-/// the threads doing the work (possibly several at once). The calls of a file load sum to the
-/// bytes it brought in: the model file's size once it is parsed, then every range of external
-/// data as it is read (copy mode, in pieces of at most 8 MiB) or mapped (no-copy mode, one
-/// call per range); a URL load reports each piece received instead. Ranges named by several
-/// tensors count once. Loads from bytes or streams report their external data only.
-#[derive(Clone)]
-pub struct LoadProgress(pub Arc<dyn Fn(u64) + Send + Sync>);
-
-impl LoadProgress {
-    /// A callback from a closure.
-    pub fn new(f: impl Fn(u64) + Send + Sync + 'static) -> Self {
-        Self(Arc::new(f))
-    }
-
-    /// Reports `bytes` done.
-    pub(crate) fn report(&self, bytes: u64) {
-        (self.0)(bytes)
-    }
-}
-
-impl std::fmt::Debug for LoadProgress {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("LoadProgress(..)")
-    }
-}
-
-/// Two callbacks are equal when they are the same one.
-impl PartialEq for LoadProgress {
-    fn eq(&self, other: &Self) -> bool {
-        Arc::ptr_eq(&self.0, &other.0)
-    }
-}
-
-impl Eq for LoadProgress {}
 
 impl Default for ParseOptions {
     fn default() -> Self {
@@ -171,15 +105,6 @@ impl Default for ParseOptions {
             max_tensor_size_bytes: 0,
             max_metadata_bytes: 0,
             file_load_mode: FileLoadMode::Auto,
-            load_external_data: true,
-            external_data_dir: None,
-            external_data_location: None,
-            verify_external_checksums: false,
-            external_data_key: None,
-            reject_unauthenticated: false,
-            progress: None,
-            #[cfg(feature = "remote")]
-            storage_options: Vec::new(),
         }
     }
 }
@@ -262,7 +187,7 @@ pub struct SerializeOptions {
     /// (docs/aligned-models.md). Feature `inline-alignment`.
     pub inline_alignment: u64,
     /// Options of a save to a URL given where a path is taken (`save_model`, the C ABI), as
-    /// [`ParseOptions::storage_options`]. Feature `remote`.
+    /// `LoadOptions::storage_options`. Feature `remote`.
     #[cfg(feature = "remote")]
     pub storage_options: Vec<(String, String)>,
 }

@@ -257,7 +257,6 @@ pub(crate) fn onnxcry1_plausible(m: &ModelProto) -> bool {
 fn onnxcry1_plaintext_ok(plaintext: &[u8]) -> bool {
     let opts = ParseOptions {
         skip_raw_data: true,
-        load_external_data: false,
         ..ParseOptions::default()
     };
     parse_bytes::<ModelProto>(plaintext, &opts, true).is_ok_and(|m| onnxcry1_plausible(&m))
@@ -277,7 +276,6 @@ fn check_model_file(path: &Path) -> Result<()> {
     let opts = ParseOptions {
         no_copy: true,
         file_load_mode: FileLoadMode::Mmap,
-        load_external_data: false,
         ..ParseOptions::default()
     };
     match parse_file::<ModelProto>(path, &opts) {

@@ -159,10 +159,11 @@ pub(crate) fn decrypt_model_from_bytes(
     data: &[u8],
     key: &[u8],
     opts: &ParseOptions,
+    reject_unauthenticated: bool,
 ) -> Result<ModelProto> {
     require_encryption()?;
     opts.validate()?;
-    refuse_unauthenticated(EncryptionFormat::detect(data)?, opts)?;
+    refuse_unauthenticated(EncryptionFormat::detect(data)?, reject_unauthenticated)?;
     let (plain, format, padding_ok) = decrypt_any(data, key)?;
     parse_plaintext(plain, format, padding_ok, opts)
 }
@@ -171,11 +172,16 @@ pub(crate) fn decrypt_model_from_bytes(
 /// external data ([`crate::load_encrypted_model`] adds that). ONNXCRYS files are decrypted
 /// chunk by chunk straight into one buffer of the plaintext's size (the ciphertext is never held
 /// whole).
-pub(crate) fn decrypt_model(path: &Path, key: &[u8], opts: &ParseOptions) -> Result<ModelProto> {
+pub(crate) fn decrypt_model(
+    path: &Path,
+    key: &[u8],
+    opts: &ParseOptions,
+    reject_unauthenticated: bool,
+) -> Result<ModelProto> {
     require_encryption()?;
     opts.validate()?;
     let format = detect_file_format(path)?;
-    refuse_unauthenticated(format, opts)?;
+    refuse_unauthenticated(format, reject_unauthenticated)?;
     let (plain, padding_ok) = if format == EncryptionFormat::Chunked {
         (EncryptedFile::open(path, key)?.read_all()?, true)
     } else {
@@ -184,9 +190,9 @@ pub(crate) fn decrypt_model(path: &Path, key: &[u8], opts: &ParseOptions) -> Res
     parse_plaintext(plain, format, padding_ok, opts)
 }
 
-/// `ParseOptions::reject_unauthenticated`: ONNXCRY1 is refused before anything is decrypted.
-fn refuse_unauthenticated(format: EncryptionFormat, opts: &ParseOptions) -> Result<()> {
-    if opts.reject_unauthenticated && !format.is_authenticated() {
+/// `LoadOptions::reject_unauthenticated`: ONNXCRY1 is refused before anything is decrypted.
+fn refuse_unauthenticated(format: EncryptionFormat, reject: bool) -> Result<()> {
+    if reject && !format.is_authenticated() {
         return Err(Error::Authentication(format!(
             "{format} cannot be authenticated and the options set reject_unauthenticated"
         )));

@@ -15,10 +15,10 @@ use super::info::{
     DATA_LOCATION_DEFAULT, ExternalDataInfo, PrepackedRange, prepacked_blobs_of, split_part_of,
     uses_external_data,
 };
+use super::options::LoadOptions;
 use super::paths::{OpenError, SafeFile, model_dir, normalize_location, open_beneath};
 use super::prepacked::{PrepackedBlob, PrepackedBlobs};
 use crate::bytes::{ByteSpan, Owner};
-use crate::codec::ParseOptions;
 use crate::crypto::{EncryptedFile, EncryptionFormat, KeyCache};
 use crate::error::{Error, Result};
 use crate::mem::ReusableMap;
@@ -197,7 +197,7 @@ fn open_encrypted(
             tensor,
             path,
             "the file is encrypted (ONNXCRYS) and no passphrase was given \
-             (ParseOptions::external_data_key)",
+             (LoadOptions::external_data_key)",
         )),
         (Some(EncryptionFormat::Chunked), Some(keys)) => {
             let dup = file
@@ -453,7 +453,7 @@ fn open_trusted(path: &Path) -> Result<SafeFile, OpenError> {
 fn plan(
     model: &ModelProto,
     dir: &Path,
-    opts: &ParseOptions,
+    opts: &LoadOptions,
     only_unloaded: bool,
     sink: Sink<'_>,
 ) -> Result<Plan> {
@@ -525,12 +525,12 @@ fn plan(
             ))?;
             continue;
         }
-        if opts.max_tensor_size_bytes > 0 && len > opts.max_tensor_size_bytes {
+        if opts.parse.max_tensor_size_bytes > 0 && len > opts.parse.max_tensor_size_bytes {
             sink(Error::LimitExceeded(format!(
                 "external data of tensor '{name}' ({len} bytes in {}) exceeds \
                  max_tensor_size_bytes {}",
                 f.path.display(),
-                opts.max_tensor_size_bytes
+                opts.parse.max_tensor_size_bytes
             )))?;
             continue;
         }
@@ -544,7 +544,7 @@ fn plan(
         if let Some(reason) = blobs
             .iter()
             .flat_map(|(key, ranges)| ranges.iter().map(move |r| (key, r)))
-            .find_map(|(key, r)| blob_range_problem(r, size, opts.max_tensor_size_bytes, key))
+            .find_map(|(key, r)| blob_range_problem(r, size, opts.parse.max_tensor_size_bytes, key))
         {
             sink(ext_err(name, &f.path, reason))?;
             continue;
@@ -812,10 +812,10 @@ fn piece_end(off: u64, end: u64, chunk: Option<u64>) -> u64 {
 }
 
 /// Copy mode: every tensor gets an exclusive range of one arena, filled by positional reads
-/// (in parallel on `opts.num_threads` threads).
-fn fill_copy(plan: &Plan, which: &[usize], opts: &ParseOptions) -> Result<Vec<ByteSpan>> {
+/// (in parallel on `opts.parse.num_threads` threads).
+fn fill_copy(plan: &Plan, which: &[usize], opts: &LoadOptions) -> Result<Vec<ByteSpan>> {
     // (each tensor at the payload alignment, at least a cache line)
-    let (threads, align) = (opts.threads(), opts.payload_alignment().max(64));
+    let (threads, align) = (opts.parse.threads(), opts.parse.payload_alignment().max(64));
     let refs: Vec<&Ref> = which.iter().map(|&i| &plan.refs[i]).collect();
     let mut starts = Vec::with_capacity(refs.len());
     let mut total = 0u64;
@@ -980,9 +980,12 @@ type Maps = Vec<Option<Arc<WeightMap>>>;
 fn fill_no_copy(
     plan: &mut Plan,
     which: &[usize],
-    opts: &ParseOptions,
+    opts: &LoadOptions,
 ) -> Result<(Vec<ByteSpan>, usize, Maps)> {
-    let (threshold, align) = (opts.raw_data_threshold, opts.payload_alignment());
+    let (threshold, align) = (
+        opts.parse.raw_data_threshold,
+        opts.parse.payload_alignment(),
+    );
     let mut pool =
         crate::mem::PayloadPool::new(usize::try_from(align.max(16)).unwrap_or(64), 64 << 10);
     let mut maps: Maps = vec![None; plan.files.len()];
@@ -1045,11 +1048,11 @@ fn fill_no_copy(
 /// encrypted file would be ciphertext).
 ///
 /// Also returns, in no-copy mode, the map of each plaintext file that has one.
-fn fill(plan: &mut Plan, opts: &ParseOptions) -> Result<(Vec<ByteSpan>, usize, Option<Maps>)> {
+fn fill(plan: &mut Plan, opts: &LoadOptions) -> Result<(Vec<ByteSpan>, usize, Option<Maps>)> {
     // Tensors that name the same range of the same file share one copy (or view) of it, so a
     // small model cannot make a load copy or decrypt one range many times over.
     let (firsts, dup_of) = first_of_each_range(&plan.refs);
-    if !opts.no_copy {
+    if !opts.parse.no_copy {
         let unique = fill_copy(plan, &firsts, opts)?;
         return Ok((spread(unique, &dup_of), 0, None));
     }
@@ -1090,9 +1093,9 @@ fn fill(plan: &mut Plan, opts: &ParseOptions) -> Result<(Vec<ByteSpan>, usize, O
 /// `load_external_data_for_model`: each loaded tensor gets its bytes in `raw_data`, its
 /// `external_data` entries are removed and `data_location` becomes DEFAULT.
 ///
-/// - copy mode: one arena for all tensors, filled by positional reads on `opts.num_threads`
+/// - copy mode: one arena for all tensors, filled by positional reads on `opts.parse.num_threads`
 ///   threads; each tensor owns its range;
-/// - `opts.no_copy`: each file is mapped ONCE and tensors of at least `raw_data_threshold` bytes
+/// - `opts.parse.no_copy`: each file is mapped ONCE and tensors of at least `raw_data_threshold` bytes
 ///   borrow from the map under one shared owner token per file (the data stays valid after the
 ///   model is dropped while a token is held). A tensor whose offset is not a multiple of its
 ///   element size is copied instead (a borrowed pointer would be misaligned for its type).
@@ -1103,7 +1106,7 @@ fn fill(plan: &mut Plan, opts: &ParseOptions) -> Result<(Vec<ByteSpan>, usize, O
 pub fn load_external_data_for_model(
     model: &mut ModelProto,
     base_dir: impl AsRef<Path>,
-    opts: &ParseOptions,
+    opts: &LoadOptions,
 ) -> Result<ExternalLoadReport> {
     load_external_data_in(model, base_dir.as_ref(), opts)
 }
@@ -1112,7 +1115,7 @@ pub fn load_external_data_for_model(
 fn load_external_data_in(
     model: &mut ModelProto,
     dir: &Path,
-    opts: &ParseOptions,
+    opts: &LoadOptions,
 ) -> Result<ExternalLoadReport> {
     opts.validate()?;
     let mut stop = |e: Error| Err(e);
@@ -1167,7 +1170,7 @@ fn load_external_data_in(
 pub fn check_external_data(
     model: &ModelProto,
     base_dir: impl AsRef<Path>,
-    opts: &ParseOptions,
+    opts: &LoadOptions,
     verify: bool,
     progress: Option<&(dyn Fn(u64) + Sync)>,
 ) -> ExternalCheckReport {
@@ -1240,11 +1243,13 @@ pub(crate) fn map_external_tensors(
     dir: &Path,
     key: Option<&crate::secret::Passphrase>,
 ) -> Result<HashMap<*const TensorProto, ByteSpan>> {
-    let opts = ParseOptions {
-        no_copy: true,
-        raw_data_threshold: 0,
+    let opts = LoadOptions {
         external_data_key: key.cloned(),
-        ..ParseOptions::default()
+        ..LoadOptions::from(crate::codec::ParseOptions {
+            no_copy: true,
+            raw_data_threshold: 0,
+            ..Default::default()
+        })
     };
     let mut stop = |e: Error| Err(e);
     let mut plan = plan(model, dir, &opts, true, &mut stop)?;
@@ -1274,9 +1279,9 @@ pub fn has_external_data(model: &ModelProto) -> bool {
 pub(crate) fn load_after_parse(
     model: &mut ModelProto,
     model_path: Option<&Path>,
-    opts: &ParseOptions,
+    opts: &LoadOptions,
 ) -> Result<Option<ExternalLoadReport>> {
-    if !opts.load_external_data || opts.skip_raw_data {
+    if !opts.load_external_data || opts.parse.skip_raw_data {
         return Ok(None);
     }
     // Without a directory nothing is loaded: the model's tensors are not even walked (a fixed

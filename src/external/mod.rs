@@ -2,7 +2,7 @@
 //! in files beside the `.onnx`.
 //!
 //! - [`load_external_data_for_model`]: read them (copy, or no-copy: one map per file, one shared
-//!   owner token per file); file loads call it automatically (`ParseOptions::load_external_data`);
+//!   owner token per file); file loads call it automatically (`LoadOptions::load_external_data`);
 //! - [`save_model_with_external_data`]: write a model with its large tensors in one file, split
 //!   files or one file per tensor, aligned, with checksums, without changing the model;
 //! - [`PrepackedBlobs`]: ONNX Runtime pre-packed blobs attached to initializers, saved after
@@ -39,7 +39,7 @@ pub use load::{
     ExternalCheckReport, ExternalFileInfo, ExternalLoadReport, PrepackedEntries,
     check_external_data, has_external_data, load_external_data_for_model,
 };
-pub use options::{ExternalEncryption, SaveExternalOptions};
+pub use options::{ExternalEncryption, LoadOptions, LoadProgress, SaveExternalOptions};
 pub use paths::{ORT_MEM_ADDR_TAG, model_dir, normalize_location};
 pub use prepacked::{PrepackedBlob, PrepackedBlobs};
 pub use save::{

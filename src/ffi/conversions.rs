@@ -7,7 +7,7 @@ use std::ffi::c_char;
 
 use super::accessors::OnnxlModelProto;
 use super::handle::{c_path, try_mut, write_out};
-use super::options::{OnnxlParseOptions, flag, opt_path, parse_options, read_versioned};
+use super::options::{OnnxlParseOptions, flag, load_options, opt_path, read_versioned};
 use super::owner::{OnnxlOwner, new_token};
 use super::panic::ffi_status;
 use super::status::{FfiError, OnnxlStatus};
@@ -268,7 +268,7 @@ pub unsafe extern "C" fn onnxl_populate_external_data(
         // SAFETY: forwarded contract.
         let dir = unsafe { c_path(base_dir, "base_dir") }?;
         // SAFETY: forwarded contract.
-        let opts = unsafe { parse_options(opts) }?;
+        let opts = unsafe { load_options(opts) }?;
         let n = external::populate_external_data(m, &dir, &opts)?;
         if !populated_out.is_null() {
             // SAFETY: non-NULL and writable (contract).
@@ -345,7 +345,7 @@ mod tests {
             let m = super::super::handle::try_ref(handle, "m").unwrap();
             let saved: ModelProto = crate::package::load_model(
                 &path,
-                &crate::codec::ParseOptions {
+                &crate::external::LoadOptions {
                     load_external_data: false,
                     ..Default::default()
                 },

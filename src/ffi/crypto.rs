@@ -17,7 +17,7 @@ use super::accessors::OnnxlModelProto;
 use super::buffer::{OnnxlBuffer, new_buffer};
 use super::handle::{c_bytes, c_path, check_out, into_raw, try_ref, write_out};
 use super::options::{
-    OnnxlParseOptions, OnnxlSerializeOptions, parse_options, read_versioned, serialize_options,
+    OnnxlParseOptions, OnnxlSerializeOptions, load_options, read_versioned, serialize_options,
 };
 use super::panic::ffi_status;
 use super::status::{FfiError, OnnxlStatus};
@@ -202,7 +202,7 @@ pub unsafe extern "C" fn onnxl_load_encrypted_model(
         // SAFETY: forwarded contract.
         let key = unsafe { c_key(key, key_len) }?;
         // SAFETY: forwarded contract.
-        let opts = unsafe { parse_options(opts) }?;
+        let opts = unsafe { load_options(opts) }?;
         let m = crate::package::load_encrypted_model(&path, key, &opts)?;
         // SAFETY: `out` checked above.
         unsafe { write_out(out, into_raw::<OnnxlModelProto>(m)) };
@@ -268,7 +268,7 @@ pub unsafe extern "C" fn onnxl_load_encrypted_model_from_string(
         // SAFETY: forwarded contract.
         let key = unsafe { c_key(key, key_len) }?;
         // SAFETY: forwarded contract.
-        let opts = unsafe { parse_options(opts) }?;
+        let opts = unsafe { load_options(opts) }?;
         let m = crate::package::load_encrypted_model_from_bytes(data, key, &opts)?;
         // SAFETY: `out` checked above.
         unsafe { write_out(out, into_raw::<OnnxlModelProto>(m)) };

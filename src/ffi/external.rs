@@ -16,13 +16,12 @@ use std::ffi::c_char;
 
 use super::accessors::OnnxlModelProto;
 use super::handle::{c_bytes, c_path, check_out, into_raw, try_mut, try_ref, write_out};
-use super::options::{OnnxlParseOptions, flag, opt_path, parse_options, read_versioned};
+use super::options::{OnnxlParseOptions, flag, load_options, opt_path, read_versioned};
 use super::panic::ffi_status;
 use super::status::{FfiError, OnnxlStatus};
-use crate::codec::ParseOptions;
 use crate::error::Error;
 use crate::external;
-use crate::external::SaveExternalOptions;
+use crate::external::{LoadOptions, SaveExternalOptions};
 
 /// Options of saving with external data (`SaveExternalOptions`; the onnx package's
 /// `save_model(..., save_as_external_data=True, ...)`). Get the defaults with
@@ -159,7 +158,7 @@ pub extern "C" fn onnxl_external_data_options_default() -> OnnxlExternalDataOpti
 /// The default external-data load options, with `struct_size` set.
 #[unsafe(no_mangle)]
 pub extern "C" fn onnxl_external_load_options_default() -> OnnxlExternalLoadOptions {
-    let d = ParseOptions::default();
+    let d = LoadOptions::default();
     OnnxlExternalLoadOptions {
         struct_size: size_of::<OnnxlExternalLoadOptions>(),
         base_dir: std::ptr::null(),
@@ -262,16 +261,16 @@ pub(crate) unsafe fn save_options(
     Ok(opts)
 }
 
-/// Parse options with the external-data load options applied.
+/// Load options with the external-data load options applied.
 ///
 /// # Safety
-/// `popts` as for `parse_options`; `eopts` NULL or valid with valid strings.
-pub(crate) unsafe fn load_options(
+/// `popts` as for `load_options`; `eopts` NULL or valid with valid strings.
+pub(crate) unsafe fn with_external_options(
     popts: *const OnnxlParseOptions,
     eopts: *const OnnxlExternalLoadOptions,
-) -> Result<ParseOptions, FfiError> {
+) -> Result<LoadOptions, FfiError> {
     // SAFETY: forwarded contract.
-    let mut opts = unsafe { parse_options(popts) }?;
+    let mut opts = unsafe { load_options(popts) }?;
     if eopts.is_null() {
         return Ok(opts);
     }
@@ -339,7 +338,7 @@ pub unsafe extern "C" fn onnxl_load_model_with_external_data(
         // SAFETY: forwarded contract.
         let path = unsafe { c_path(path, "path") }?;
         // SAFETY: forwarded contract.
-        let opts = unsafe { load_options(popts, eopts) }?;
+        let opts = unsafe { with_external_options(popts, eopts) }?;
         let m = crate::package::load_model(&path, &opts)?;
         // SAFETY: `out` checked above.
         unsafe { write_out(out, into_raw::<OnnxlModelProto>(m)) };
@@ -371,7 +370,7 @@ pub unsafe extern "C" fn onnxl_load_external_data_for_model(
         // SAFETY: forwarded contract.
         let dir = unsafe { c_path(dir, "dir") }?;
         // SAFETY: forwarded contract.
-        let opts = unsafe { load_options(popts, eopts) }?;
+        let opts = unsafe { with_external_options(popts, eopts) }?;
         external::load_external_data_for_model(m, &dir, &opts)?;
         Ok(())
     })
@@ -430,7 +429,7 @@ pub unsafe extern "C" fn onnxl_check_external_data(
         let m = unsafe { try_ref(model, "model") }?;
         // SAFETY: forwarded contract.
         let dir = unsafe { c_path(dir, "dir") }?;
-        check(m, &dir, &ParseOptions::default(), verify_checksums)
+        check(m, &dir, &LoadOptions::default(), verify_checksums)
     })
 }
 
@@ -454,7 +453,7 @@ pub unsafe extern "C" fn onnxl_check_external_data_with_options(
         // SAFETY: forwarded contract.
         let dir = unsafe { c_path(dir, "dir") }?;
         // SAFETY: forwarded contract (no parse options).
-        let popts = unsafe { load_options(std::ptr::null(), opts) }?;
+        let popts = unsafe { with_external_options(std::ptr::null(), opts) }?;
         let verify = popts.verify_external_checksums;
         check(m, &dir, &popts, verify)
     })
@@ -464,7 +463,7 @@ pub unsafe extern "C" fn onnxl_check_external_data_with_options(
 fn check(
     m: &crate::proto::ModelProto,
     dir: &std::path::Path,
-    opts: &ParseOptions,
+    opts: &LoadOptions,
     verify: bool,
 ) -> Result<(), FfiError> {
     let report = external::check_external_data(m, dir, opts, verify, None);
@@ -646,7 +645,7 @@ mod tests {
         let mut e = onnxl_external_load_options_default();
         e.reserved[0] = 1;
         // SAFETY: valid struct on the stack.
-        assert!(unsafe { load_options(null(), &e) }.is_err());
+        assert!(unsafe { with_external_options(null(), &e) }.is_err());
         assert_eq!(size_of::<OnnxlExternalDataOptions>(), 96);
         assert_eq!(size_of::<OnnxlExternalLoadOptions>(), 48);
         assert_eq!(EXTERNAL_DATA_OPTIONS_SIZES, &[64, 96]);
@@ -663,11 +662,11 @@ mod tests {
         e.struct_size = 32;
         e.verify_checksums = 1;
         // SAFETY: as above.
-        let v1 = unsafe { load_options(null(), &e) }.unwrap();
+        let v1 = unsafe { with_external_options(null(), &e) }.unwrap();
         assert!(v1.verify_external_checksums && v1.external_data_key.is_none());
         e.has_key = 1;
         // SAFETY: as above.
-        assert!(unsafe { load_options(null(), &e) }.is_err());
+        assert!(unsafe { with_external_options(null(), &e) }.is_err());
         // Version 2: the key and the encryption.
         let key = b"k3y";
         let mut o = onnxl_external_data_options_default();
@@ -702,7 +701,7 @@ mod tests {
         e.key = key.as_ptr();
         e.key_len = key.len();
         // SAFETY: as above.
-        let v2 = unsafe { load_options(null(), &e) }.unwrap();
+        let v2 = unsafe { with_external_options(null(), &e) }.unwrap();
         assert_eq!(v2.external_data_key.unwrap().as_bytes(), key);
         // SAFETY: valid struct on the stack; NULL allowed.
         unsafe {

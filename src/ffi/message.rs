@@ -11,7 +11,7 @@ use super::fields::{Field, erase, erase_mut};
 use super::handle::{
     Castable, OnnxlBytes, c_bytes, check_out, free_box, into_raw, read, try_mut, try_ref, write_out,
 };
-use super::options::{OnnxlParseOptions, OnnxlSerializeOptions, parse_options, serialize_options};
+use super::options::{OnnxlParseOptions, OnnxlSerializeOptions, load_options, serialize_options};
 use super::panic::{ffi_status, ffi_status_on, ffi_value, ffi_value_on};
 use super::status::{FfiError, OnnxlStatus};
 use crate::bytes::UnknownFields;
@@ -105,11 +105,11 @@ pub(super) unsafe fn parse_bytes<M: Message>(
     opts: *const OnnxlParseOptions,
 ) -> Result<M, FfiError> {
     // SAFETY: forwarded contract.
-    let opts = unsafe { parse_options(opts) }?;
+    let opts = unsafe { load_options(opts) }?;
     // SAFETY: forwarded contract.
     let bytes = unsafe { c_bytes(data, len, "data") }?;
     // SAFETY: with no_copy the caller keeps `bytes` alive while the message is used (contract).
-    Ok(unsafe { codec::parse_from_bytes_unowned::<M>(bytes, &opts) }?)
+    Ok(unsafe { codec::parse_from_bytes_unowned::<M>(bytes, &opts.parse) }?)
 }
 
 /// `onnxl_<message>_parse_from_bytes`: replaces `m` with the parsed message; `m` is unchanged on
@@ -144,11 +144,11 @@ unsafe fn parse_replacing(
         // SAFETY: NULL or a live handle used by no one else during the call (contract).
         let m = unsafe { m.as_mut() }.ok_or_else(|| FfiError::null("message"))?;
         // SAFETY: forwarded contract.
-        let opts = unsafe { parse_options(opts) }?;
+        let opts = unsafe { load_options(opts) }?;
         // SAFETY: forwarded contract.
         let bytes = unsafe { c_bytes(data, len, "data") }?;
         // SAFETY: with no_copy the caller keeps `bytes` alive while the message is used (contract).
-        Ok(unsafe { codec::parse_unowned_replacing(m, bytes, &opts) }?)
+        Ok(unsafe { codec::parse_unowned_replacing(m, bytes, &opts.parse) }?)
     })
 }
 

@@ -7,7 +7,7 @@ use super::accessors::{OnnxlModelProto, OnnxlTensorProto};
 use super::buffer::OnnxlBuffer;
 use super::handle::{Castable, c_path, check_out, into_raw, try_ref, write_out};
 use super::message::{msg_serialize, parse_bytes};
-use super::options::{OnnxlParseOptions, OnnxlSerializeOptions, parse_options, serialize_options};
+use super::options::{OnnxlParseOptions, OnnxlSerializeOptions, load_options, serialize_options};
 use super::panic::{ffi_status, ffi_value};
 use super::status::OnnxlStatus;
 use crate::proto::{Message, ModelProto, TensorProto};
@@ -25,7 +25,7 @@ unsafe fn load_file<M: Message, C: Castable<Rust = M>>(
         // SAFETY: `path` is NULL or NUL-terminated (contract).
         let path = unsafe { c_path(path, "path") }?;
         // SAFETY: `opts` is NULL or valid (contract).
-        let opts = unsafe { parse_options(opts) }?;
+        let opts = unsafe { load_options(opts) }?;
         let m: M = package::parse_from_file(&path, &opts)?;
         // SAFETY: `out` checked above.
         unsafe { write_out(out, into_raw::<C>(m)) };

@@ -14,7 +14,8 @@ use std::path::PathBuf;
 
 use super::handle::{c_path, check_enum};
 use super::status::FfiError;
-use crate::codec::{FileLoadMode, LoadProgress, ParseOptions, SerializeOptions};
+use crate::codec::{FileLoadMode, ParseOptions, SerializeOptions};
+use crate::external::{LoadOptions, LoadProgress};
 
 /// How `onnxl_load_model` reads a file (the `file_load_mode` field of `OnnxlParseOptions`).
 #[repr(u32)]
@@ -153,6 +154,7 @@ const SERIALIZE_OPTIONS_SIZES: &[usize] = &[40, 48, 56, size_of::<OnnxlSerialize
 #[unsafe(no_mangle)]
 pub extern "C" fn onnxl_parse_options_default() -> OnnxlParseOptions {
     let d = ParseOptions::default();
+    let load = LoadOptions::default();
     OnnxlParseOptions {
         struct_size: size_of::<OnnxlParseOptions>(),
         raw_data_threshold: d.raw_data_threshold,
@@ -164,7 +166,7 @@ pub extern "C" fn onnxl_parse_options_default() -> OnnxlParseOptions {
         file_load_mode: OnnxlFileLoadMode::Auto as u32,
         no_copy: d.no_copy.into(),
         skip_raw_data: d.skip_raw_data.into(),
-        reject_unauthenticated: d.reject_unauthenticated.into(),
+        reject_unauthenticated: load.reject_unauthenticated.into(),
         reserved: 0,
         max_metadata_bytes: d.max_metadata_bytes,
         progress: None,
@@ -221,13 +223,14 @@ pub(crate) fn flag(v: u8, field: &str) -> Result<bool, FfiError> {
     }
 }
 
-/// The parse options behind a C pointer (NULL = defaults), validated.
+/// The load options (and in them the parse options) behind a C pointer (NULL = defaults),
+/// validated.
 ///
 /// # Safety
 /// `p` is NULL or points at options whose `struct_size` bytes are readable.
-pub(crate) unsafe fn parse_options(p: *const OnnxlParseOptions) -> Result<ParseOptions, FfiError> {
+pub(crate) unsafe fn load_options(p: *const OnnxlParseOptions) -> Result<LoadOptions, FfiError> {
     if p.is_null() {
-        return Ok(ParseOptions::default());
+        return Ok(LoadOptions::default());
     }
     // SAFETY: non-NULL with `struct_size` readable bytes (contract); an older caller's struct
     // is a prefix of the current one, the fields it lacks keep their defaults.
@@ -254,17 +257,13 @@ pub(crate) unsafe fn parse_options(p: *const OnnxlParseOptions) -> Result<ParseO
             o.file_load_mode
         ))
     })?;
-    let opts = ParseOptions {
+    let parse = ParseOptions {
         raw_data_threshold: o.raw_data_threshold,
         alignment: o.alignment,
         no_copy: flag(o.no_copy, "OnnxlParseOptions.no_copy")?,
         num_threads: o.num_threads,
         min_parallel_block_size: o.min_parallel_block_size,
         skip_raw_data: flag(o.skip_raw_data, "OnnxlParseOptions.skip_raw_data")?,
-        reject_unauthenticated: flag(
-            o.reject_unauthenticated,
-            "OnnxlParseOptions.reject_unauthenticated",
-        )?,
         max_recursion_depth: o.max_recursion_depth,
         max_tensor_size_bytes: o.max_tensor_size_bytes,
         max_metadata_bytes: o.max_metadata_bytes,
@@ -273,6 +272,13 @@ pub(crate) unsafe fn parse_options(p: *const OnnxlParseOptions) -> Result<ParseO
             1 => FileLoadMode::Mmap,
             _ => FileLoadMode::Buffered,
         },
+    };
+    let opts = LoadOptions {
+        parse,
+        reject_unauthenticated: flag(
+            o.reject_unauthenticated,
+            "OnnxlParseOptions.reject_unauthenticated",
+        )?,
         progress: o.progress.map(|f| {
             let c = CProgress {
                 f,
@@ -284,7 +290,7 @@ pub(crate) unsafe fn parse_options(p: *const OnnxlParseOptions) -> Result<ParseO
         // SAFETY: NULL or a NULL-terminated array of C strings (contract).
         storage_options: unsafe { storage_pairs(o.storage_options, "OnnxlParseOptions") }?,
         // External data: defaults (loaded for file loads); see `ffi::external` for control.
-        ..ParseOptions::default()
+        ..LoadOptions::default()
     };
     opts.validate()?;
     Ok(opts)
@@ -457,10 +463,10 @@ mod tests {
         let p = onnxl_parse_options_default();
         // SAFETY: a valid struct on the stack; NULL allowed.
         unsafe {
-            assert_eq!(parse_options(&p).unwrap(), ParseOptions::default());
+            assert_eq!(load_options(&p).unwrap(), LoadOptions::default());
             assert_eq!(
-                parse_options(std::ptr::null()).unwrap(),
-                ParseOptions::default()
+                load_options(std::ptr::null()).unwrap(),
+                LoadOptions::default()
             );
             let s = onnxl_serialize_options_default();
             assert_eq!(serialize_options(&s).unwrap(), SerializeOptions::default());
@@ -489,16 +495,16 @@ mod tests {
         ];
         // SAFETY: valid structs and a NULL-terminated list of C strings.
         unsafe {
-            assert_eq!(parse_options(&p).unwrap().storage_options, want);
+            assert_eq!(load_options(&p).unwrap().storage_options, want);
             assert_eq!(serialize_options(&s).unwrap().storage_options, want);
             // An older caller's struct has no such field: none.
             p.struct_size = 80;
-            assert!(parse_options(&p).unwrap().storage_options.is_empty());
+            assert!(load_options(&p).unwrap().storage_options.is_empty());
             // A key without a value, or text that is not UTF-8: invalid.
             let odd = [k.as_ptr(), std::ptr::null()];
             p = onnxl_parse_options_default();
             p.storage_options = odd.as_ptr();
-            let e = parse_options(&p).unwrap_err();
+            let e = load_options(&p).unwrap_err();
             assert!(
                 e.message.contains("\"aws_region\" has no value"),
                 "{}",
@@ -508,7 +514,7 @@ mod tests {
             let list = [bad.as_ptr(), v.as_ptr(), std::ptr::null()];
             p.storage_options = list.as_ptr();
             assert_eq!(
-                parse_options(&p).unwrap_err().status,
+                load_options(&p).unwrap_err().status,
                 OnnxlStatus::InvalidArgument
             );
         }
@@ -520,7 +526,7 @@ mod tests {
         p.file_load_mode = 7;
         // SAFETY: valid structs on the stack.
         unsafe {
-            let e = parse_options(&p).unwrap_err();
+            let e = load_options(&p).unwrap_err();
             assert_eq!(e.status, OnnxlStatus::InvalidArgument);
             assert!(e.message.contains("file_load_mode 7"), "{}", e.message);
             // The first published size (56, before `max_metadata_bytes`) still works, with the
@@ -528,25 +534,25 @@ mod tests {
             p = onnxl_parse_options_default();
             p.max_metadata_bytes = 12345;
             p.struct_size = 56;
-            assert_eq!(parse_options(&p).unwrap().max_metadata_bytes, 0);
+            assert_eq!(load_options(&p).unwrap().parse.max_metadata_bytes, 0);
             p.struct_size = 64;
-            assert_eq!(parse_options(&p).unwrap().max_metadata_bytes, 12345);
+            assert_eq!(load_options(&p).unwrap().parse.max_metadata_bytes, 12345);
             p = onnxl_parse_options_default();
             p.struct_size = 48;
             assert_eq!(
-                parse_options(&p).unwrap_err().status,
+                load_options(&p).unwrap_err().status,
                 OnnxlStatus::InvalidArgument
             );
             p = onnxl_parse_options_default();
             p.num_threads = 0;
             assert_eq!(
-                parse_options(&p).unwrap_err().status,
+                load_options(&p).unwrap_err().status,
                 OnnxlStatus::InvalidArgument
             );
             p = onnxl_parse_options_default();
             p.reserved = 1;
             assert_eq!(
-                parse_options(&p).unwrap_err().status,
+                load_options(&p).unwrap_err().status,
                 OnnxlStatus::InvalidArgument
             );
             let mut s = onnxl_serialize_options_default();
@@ -584,8 +590,11 @@ mod tests {
             p = onnxl_parse_options_default();
             p.file_load_mode = OnnxlFileLoadMode::Mmap as u32;
             p.no_copy = 1;
-            let o = parse_options(&p).unwrap();
-            assert_eq!((o.file_load_mode, o.no_copy), (FileLoadMode::Mmap, true));
+            let o = load_options(&p).unwrap();
+            assert_eq!(
+                (o.parse.file_load_mode, o.parse.no_copy),
+                (FileLoadMode::Mmap, true)
+            );
         }
     }
 }

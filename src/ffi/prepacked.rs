@@ -10,7 +10,7 @@ use std::ffi::{CStr, c_char, c_void};
 
 use super::accessors::OnnxlModelProto;
 use super::external::{
-    OnnxlExternalDataOptions, OnnxlExternalLoadOptions, load_options, save_options,
+    OnnxlExternalDataOptions, OnnxlExternalLoadOptions, save_options, with_external_options,
 };
 use super::handle::{
     Castable, OnnxlStr, c_bytes, c_path, check_out, free_box, into_raw, try_mut, try_ref, write_out,
@@ -327,7 +327,7 @@ pub unsafe extern "C" fn onnxl_load_model_with_prepacked(
         // SAFETY: forwarded contract.
         let path = unsafe { c_path(path, "path") }?;
         // SAFETY: forwarded contract.
-        let opts = unsafe { load_options(popts, eopts) }?;
+        let opts = unsafe { with_external_options(popts, eopts) }?;
         let (m, blobs) = crate::package::load_model_with_prepacked(&path, &opts)?;
         // SAFETY: both out-pointers checked above.
         unsafe {
@@ -375,7 +375,7 @@ pub unsafe extern "C" fn onnxl_load_external_data_for_model_with_prepacked(
         // SAFETY: forwarded contract.
         let dir = unsafe { c_path(dir, "dir") }?;
         // SAFETY: forwarded contract.
-        let opts = unsafe { load_options(popts, eopts) }?;
+        let opts = unsafe { with_external_options(popts, eopts) }?;
         let report = external::load_external_data_for_model(m, &dir, &opts)?;
         // SAFETY: `blobs_out` checked above.
         unsafe { write_out(blobs_out, into_raw::<OnnxlPrepackedBlobs>(report.blobs)) };

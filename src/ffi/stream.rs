@@ -11,10 +11,11 @@ use super::accessors::{OnnxlModelProto, OnnxlTensorProto};
 use super::handle::{
     Castable, c_bytes, c_path, check_out, free_box, into_raw, try_mut, try_ref, write_out,
 };
-use super::options::{OnnxlParseOptions, OnnxlSerializeOptions, parse_options, serialize_options};
+use super::options::{OnnxlParseOptions, OnnxlSerializeOptions, load_options, serialize_options};
 use super::panic::ffi_status;
 use super::status::{FfiError, OnnxlStatus};
-use crate::codec::{self, FileLoadMode, ParseOptions, SerializeOptions};
+use crate::codec::{self, FileLoadMode, SerializeOptions};
+use crate::external::LoadOptions;
 use crate::external::SaveExternalOptions;
 use crate::package;
 use crate::proto::{Message, ModelProto};
@@ -175,14 +176,13 @@ fn read_only(kind: &str) -> FfiError {
 }
 
 impl Stream {
-    fn parse<M: Message>(&mut self, opts: &ParseOptions) -> Result<M, FfiError> {
+    fn parse<M: Message>(&mut self, load: &LoadOptions) -> Result<M, FfiError> {
+        let opts = &load.parse;
         Ok(match self {
             Stream::File(path) => {
-                let opts = ParseOptions {
-                    file_load_mode: FileLoadMode::Buffered,
-                    ..opts.clone()
-                };
-                package::parse_from_file(path, &opts)?
+                let mut load = load.clone();
+                load.parse.file_load_mode = FileLoadMode::Buffered;
+                package::parse_from_file(path, &load)?
             }
             Stream::Mapped(map) => codec::parse_from_shared(map.clone(), opts)?,
             Stream::Bytes { data, len } => {
@@ -199,12 +199,12 @@ impl Stream {
                 model: path,
                 weights,
             } => {
-                let opts = ParseOptions {
+                let load = LoadOptions {
                     load_external_data: true,
                     external_data_location: Some(weights.clone()),
-                    ..opts.clone()
+                    ..load.clone()
                 };
-                package::parse_from_file(path, &opts)?
+                package::parse_from_file(path, &load)?
             }
         })
     }
@@ -474,7 +474,7 @@ where
             return Err(FfiError::null("message"));
         }
         // SAFETY: forwarded contract.
-        let opts = unsafe { parse_options(opts) }?;
+        let opts = unsafe { load_options(opts) }?;
         // SAFETY: forwarded contract.
         let parsed = unsafe { try_mut(stream, "stream") }?.parse::<C::Rust>(&opts)?;
         // SAFETY: forwarded contract.
@@ -570,7 +570,7 @@ pub unsafe extern "C" fn onnxl_serialize_tensor_proto_to_stream(
 /// Parses into a fresh `M` (used by tests of the stream kinds).
 #[cfg(test)]
 fn parse_new<M: Message>(s: &mut Stream) -> Result<M, FfiError> {
-    s.parse(&ParseOptions::default())
+    s.parse(&LoadOptions::default())
 }
 
 #[cfg(test)]

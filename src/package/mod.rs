@@ -4,10 +4,10 @@
 
 use std::path::Path;
 
-use crate::codec::{ParseOptions, SerializeOptions, parse_file, parse_from_bytes, save_to_file};
+use crate::codec::{SerializeOptions, parse_file, parse_from_bytes, save_to_file};
 use crate::crypto::{decrypt_model, decrypt_model_from_bytes};
 use crate::error::Result;
-use crate::external::{PrepackedBlobs, load_after_parse};
+use crate::external::{LoadOptions, PrepackedBlobs, load_after_parse};
 use crate::proto::{Message, ModelProto};
 
 /// Parses a file.
@@ -18,26 +18,26 @@ use crate::proto::{Message, ModelProto};
 /// - `no_copy`: payloads borrow from the file's bytes under a shared owner token (the memory
 ///   map, or the read buffer in `Buffered` mode), so they stay valid after the loader is gone.
 ///
-/// A `ModelProto`'s external data is then loaded (`ParseOptions::load_external_data`, see
+/// A `ModelProto`'s external data is then loaded (`LoadOptions::load_external_data`, see
 /// [`crate::external`]).
 ///
 /// With the `remote` feature, `path` may be an `s3://`, `http://` or `https://` URL (see the
 /// `remote` module).
-pub fn parse_from_file<M: Message>(path: impl AsRef<Path>, opts: &ParseOptions) -> Result<M> {
+pub fn parse_from_file<M: Message>(path: impl AsRef<Path>, opts: &LoadOptions) -> Result<M> {
     let path = path.as_ref();
     #[cfg(feature = "remote")]
     if let Some(url) = remote_url(path) {
         return crate::remote::parse(url, opts, &remote_options(opts)?);
     }
-    let m = parse_file(path, opts)?;
+    let m = parse_file(path, &opts.parse)?;
     report_file(path, opts);
     with_external_data(m, Some(path), opts)
 }
 
 /// Reports a parsed model file's size to the progress callback, if any.
-fn report_file(path: &Path, opts: &ParseOptions) {
-    if let Some(p) = &opts.progress {
-        p.report(std::fs::metadata(path).map_or(0, |m| m.len()));
+fn report_file(path: &Path, opts: &LoadOptions) {
+    if opts.progress.is_some() {
+        opts.report(std::fs::metadata(path).map_or(0, |m| m.len()));
     }
 }
 
@@ -50,7 +50,7 @@ fn remote_url(path: &Path) -> Option<&str> {
 /// The remote options of a load: from the environment and `opts.storage_options`, reporting
 /// to `opts.progress`.
 #[cfg(feature = "remote")]
-fn remote_options(opts: &ParseOptions) -> Result<crate::remote::RemoteOptions> {
+fn remote_options(opts: &LoadOptions) -> Result<crate::remote::RemoteOptions> {
     Ok(crate::remote::RemoteOptions {
         progress: opts.progress.as_ref().map(|p| p.0.clone()),
         ..crate::remote::RemoteOptions::from_env()?
@@ -64,7 +64,7 @@ fn remote_options(opts: &ParseOptions) -> Result<crate::remote::RemoteOptions> {
 fn with_external_data<M: Message>(
     mut m: M,
     model_path: Option<&Path>,
-    opts: &ParseOptions,
+    opts: &LoadOptions,
 ) -> Result<M> {
     if let Some(model) = (&mut m as &mut dyn std::any::Any).downcast_mut::<ModelProto>() {
         load_after_parse(model, model_path, opts)?;
@@ -73,18 +73,18 @@ fn with_external_data<M: Message>(
 }
 
 /// Loads a model file (see [`parse_from_file`]).
-pub fn load_model(path: impl AsRef<Path>, opts: &ParseOptions) -> Result<ModelProto> {
+pub fn load_model(path: impl AsRef<Path>, opts: &LoadOptions) -> Result<ModelProto> {
     parse_from_file(path, opts)
 }
 
 /// Loads a model file and its external data, and returns the pre-packed blobs recorded in the
 /// weight files (`prepacked_N` entries, see [`PrepackedBlobs`]) beside it.
-/// With `opts.no_copy` the blobs borrow from the same memory map as the tensors of their file
+/// With `opts.parse.no_copy` the blobs borrow from the same memory map as the tensors of their file
 /// (one map, one owner token per file); otherwise they are copies. A model without external
 /// data (or loaded with `load_external_data: false`) has no blobs.
 pub fn load_model_with_prepacked(
     path: impl AsRef<Path>,
-    opts: &ParseOptions,
+    opts: &LoadOptions,
 ) -> Result<(ModelProto, PrepackedBlobs)> {
     crate::error::require_feature(cfg!(feature = "prepacked"), "prepacked")?;
     let path = path.as_ref();
@@ -93,7 +93,7 @@ pub fn load_model_with_prepacked(
     if remote_url(path).is_some() {
         return Ok((parse_from_file(path, opts)?, PrepackedBlobs::default()));
     }
-    let mut model: ModelProto = parse_file(path, opts)?;
+    let mut model: ModelProto = parse_file(path, &opts.parse)?;
     report_file(path, opts);
     let blobs = load_after_parse(&mut model, Some(path), opts)?
         .map(|r| r.blobs)
@@ -103,8 +103,8 @@ pub fn load_model_with_prepacked(
 
 /// Loads a model from bytes, copying payloads (see [`crate::parse_from_shared`] for no-copy); external
 /// data is loaded only when `opts.external_data_dir` (or `external_data_location`) is set.
-pub fn load_model_from_bytes(bytes: &[u8], opts: &ParseOptions) -> Result<ModelProto> {
-    let mut model = parse_from_bytes(bytes, opts)?;
+pub fn load_model_from_bytes(bytes: &[u8], opts: &LoadOptions) -> Result<ModelProto> {
+    let mut model = parse_from_bytes(bytes, &opts.parse)?;
     load_after_parse(&mut model, None, opts)?;
     Ok(model)
 }
@@ -137,9 +137,9 @@ pub fn save_model(
 pub fn load_encrypted_model_from_bytes(
     data: &[u8],
     key: &[u8],
-    opts: &ParseOptions,
+    opts: &LoadOptions,
 ) -> Result<ModelProto> {
-    let mut model = decrypt_model_from_bytes(data, key, opts)?;
+    let mut model = decrypt_model_from_bytes(data, key, &opts.parse, opts.reject_unauthenticated)?;
     load_after_parse(&mut model, None, opts)?;
     Ok(model)
 }
@@ -152,14 +152,14 @@ pub fn load_encrypted_model_from_bytes(
 pub fn load_encrypted_model(
     path: impl AsRef<Path>,
     key: &[u8],
-    opts: &ParseOptions,
+    opts: &LoadOptions,
 ) -> Result<ModelProto> {
     let path = path.as_ref();
     #[cfg(feature = "remote")]
     if let Some(url) = remote_url(path) {
         return crate::remote::load_encrypted_model(url, key, opts, &remote_options(opts)?);
     }
-    let mut model = decrypt_model(path, key, opts)?;
+    let mut model = decrypt_model(path, key, &opts.parse, opts.reject_unauthenticated)?;
     report_file(path, opts);
     load_after_parse(&mut model, Some(path), opts)?;
     Ok(model)

@@ -28,8 +28,9 @@ use std::time::Duration;
 use object_store::ObjectStore;
 use object_store::path::Path as ObjectPath;
 
-use crate::codec::{ParseOptions, SerializeOptions, parse_from_shared};
+use crate::codec::{SerializeOptions, parse_from_shared};
 use crate::error::{Error, Result};
+use crate::external::LoadOptions;
 use crate::external::SaveExternalOptions;
 use crate::proto::{Message, ModelProto};
 
@@ -392,20 +393,20 @@ where
 /// Parses the object at `url` as an `M` (see the module doc). A `ModelProto`'s external data is
 /// then loaded from the same store, relative to the model's prefix, unless
 /// `opts.external_data_dir` or `opts.external_data_location` names local files.
-pub fn parse<M: Message>(url: &str, opts: &ParseOptions, ro: &RemoteOptions) -> Result<M> {
+pub fn parse<M: Message>(url: &str, opts: &LoadOptions, ro: &RemoteOptions) -> Result<M> {
     opts.validate()?;
     parse_at(&open(url, ro)?, opts, ro)
 }
 
 /// [`parse`] of the object at `loc`.
-fn parse_at<M: Message>(loc: &Location, opts: &ParseOptions, ro: &RemoteOptions) -> Result<M> {
+fn parse_at<M: Message>(loc: &Location, opts: &LoadOptions, ro: &RemoteOptions) -> Result<M> {
     let obj = fetch::Object::head(loc)?;
-    let image = if opts.skip_raw_data {
-        obj.metadata_image(M::NAME, opts, ro)?
+    let image = if opts.parse.skip_raw_data {
+        obj.metadata_image(M::NAME, &opts.parse, ro)?
     } else {
         obj.read_whole(ro)?
     };
-    let mut m: M = parse_from_shared(Arc::new(image), opts)?;
+    let mut m: M = parse_from_shared(Arc::new(image), &opts.parse)?;
     if let Some(model) = (&mut m as &mut dyn std::any::Any).downcast_mut::<ModelProto>() {
         weights_after_parse(model, loc, opts, ro)?;
     }
@@ -416,10 +417,10 @@ fn parse_at<M: Message>(loc: &Location, opts: &ParseOptions, ro: &RemoteOptions)
 fn weights_after_parse(
     model: &mut ModelProto,
     loc: &Location,
-    opts: &ParseOptions,
+    opts: &LoadOptions,
     ro: &RemoteOptions,
 ) -> Result<()> {
-    if !opts.load_external_data || opts.skip_raw_data {
+    if !opts.load_external_data || opts.parse.skip_raw_data {
         return Ok(());
     }
     if opts.external_data_dir.is_some() || opts.external_data_location.is_some() {
@@ -434,14 +435,14 @@ fn weights_after_parse(
 pub fn load_weights(
     model: &mut ModelProto,
     url: &str,
-    opts: &ParseOptions,
+    opts: &LoadOptions,
     ro: &RemoteOptions,
 ) -> Result<()> {
     weights_after_parse(model, &open(url, ro)?, opts, ro)
 }
 
 /// Loads a model from `url` (see [`parse`]).
-pub fn load_model(url: &str, opts: &ParseOptions, ro: &RemoteOptions) -> Result<ModelProto> {
+pub fn load_model(url: &str, opts: &LoadOptions, ro: &RemoteOptions) -> Result<ModelProto> {
     parse(url, opts, ro)
 }
 
@@ -451,11 +452,16 @@ pub fn load_model(url: &str, opts: &ParseOptions, ro: &RemoteOptions) -> Result<
 pub fn load_encrypted_model(
     url: &str,
     key: &[u8],
-    opts: &ParseOptions,
+    opts: &LoadOptions,
     ro: &RemoteOptions,
 ) -> Result<ModelProto> {
     let data = zeroize::Zeroizing::new(read_object(url, ro)?);
-    let mut model = crate::crypto::decrypt_model_from_bytes(&data, key, opts)?;
+    let mut model = crate::crypto::decrypt_model_from_bytes(
+        &data,
+        key,
+        &opts.parse,
+        opts.reject_unauthenticated,
+    )?;
     load_weights(&mut model, url, opts, ro)?;
     Ok(model)
 }

@@ -11,7 +11,7 @@ use object_store::path::Path as ObjectPath;
 use object_store::{ObjectStore, ObjectStoreExt, PutPayload};
 
 use super::*;
-use crate::codec::parse_from_bytes;
+use crate::codec::{ParseOptions, parse_from_bytes};
 use crate::external::{SaveExternalOptions, save_model_with_external_data};
 use crate::proto::{ModelProto, TensorProto};
 
@@ -79,7 +79,7 @@ fn loads_equal_local_loads_and_skip_payloads() {
             raw_data_threshold: 16,
             ..Default::default()
         };
-        let remote: ModelProto = parse_at(&loc, &opts, &ro).unwrap();
+        let remote: ModelProto = parse_at(&loc, &opts.clone().into(), &ro).unwrap();
         let local: ModelProto = parse_from_bytes(&sample(), &opts).unwrap();
         assert_eq!(
             bytes_of(&remote),
@@ -105,7 +105,7 @@ fn loads_equal_local_loads_and_skip_payloads() {
         ..Default::default()
     };
     let before = bytes_fetched();
-    let remote: ModelProto = parse_at(&loc, &opts, &ro).unwrap();
+    let remote: ModelProto = parse_at(&loc, &opts.clone().into(), &ro).unwrap();
     let read = bytes_fetched() - before;
     assert!(
         read * 100 < file.len() as u64,
@@ -116,7 +116,7 @@ fn loads_equal_local_loads_and_skip_payloads() {
     assert_eq!(bytes_of(&remote), bytes_of(&local));
     assert!(remote.graph().initializer[7].raw_data.is_none());
     // The full load has every byte.
-    let remote: ModelProto = parse_at(&loc, &ParseOptions::default(), &ro).unwrap();
+    let remote: ModelProto = parse_at(&loc, &LoadOptions::default(), &ro).unwrap();
     assert_eq!(bytes_of(&remote), file);
 }
 

@@ -10,8 +10,8 @@ use std::sync::Arc;
 use super::fetch::{Object, read_many};
 use super::{Location, RemoteOptions, block_on};
 use crate::bytes::{ByteSpan, Owner};
-use crate::codec::ParseOptions;
 use crate::error::{Error, Result};
+use crate::external::LoadOptions;
 use crate::external::{
     DATA_LOCATION_DEFAULT, ExternalDataInfo, checksum_matches as matches, normalize_location,
     sha1_hex, uses_external_data,
@@ -45,7 +45,7 @@ struct Region(#[allow(dead_code)] ReusableMap);
 pub(crate) fn load(
     model: &mut ModelProto,
     model_loc: &Location,
-    opts: &ParseOptions,
+    opts: &LoadOptions,
     ro: &RemoteOptions,
 ) -> Result<()> {
     let mut pending = Vec::new();
@@ -104,11 +104,11 @@ pub(crate) fn load(
                     ),
                 ));
             }
-            if opts.max_tensor_size_bytes > 0 && len > opts.max_tensor_size_bytes {
+            if opts.parse.max_tensor_size_bytes > 0 && len > opts.parse.max_tensor_size_bytes {
                 return Err(Error::LimitExceeded(format!(
                     "external data of tensor '{tensor}' ({len} bytes in {}) exceeds \
                      max_tensor_size_bytes {}",
-                    f.loc.url, opts.max_tensor_size_bytes
+                    f.loc.url, opts.parse.max_tensor_size_bytes
                 )));
             }
             Ok(Ref {
@@ -126,7 +126,7 @@ pub(crate) fn load(
     }
     // One home per distinct range (tensors naming one range share it: a small model cannot make
     // a load fetch one range many times over).
-    let align = opts.payload_alignment().max(64);
+    let align = opts.parse.payload_alignment().max(64);
     let mut first: HashMap<(usize, u64, u64), usize> = HashMap::new();
     let mut unique: Vec<(usize, u64)> = Vec::new(); // (ref, start in the region)
     let mut home_of = Vec::with_capacity(refs.len());

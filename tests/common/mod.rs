@@ -243,8 +243,8 @@ pub fn tensors_of(
 }
 
 /// `opts` with `key` as the passphrase of encrypted weight files.
-pub fn with_key(key: &[u8], opts: onnx_light::ParseOptions) -> onnx_light::ParseOptions {
-    onnx_light::ParseOptions {
+pub fn with_key(key: &[u8], opts: onnx_light::LoadOptions) -> onnx_light::LoadOptions {
+    onnx_light::LoadOptions {
         external_data_key: Some(key.into()),
         ..opts
     }

@@ -20,7 +20,7 @@ use std::sync::Arc;
 use common::{TempDir, pattern};
 use onnx_light::codec::{misaligned_tensors, realigned_tensors};
 use onnx_light::proto::{AttributeProto, ModelProto, SparseTensorProto, TensorProto};
-use onnx_light::{FileLoadMode, Message, ParseOptions, SaveExternalOptions};
+use onnx_light::{FileLoadMode, LoadOptions, Message, ParseOptions, SaveExternalOptions};
 
 /// Every tensor's (name, raw bytes) in visitor order.
 fn payloads(m: &ModelProto) -> Vec<(String, Vec<u8>)> {
@@ -219,16 +219,18 @@ fn emulated() -> bool {
     onnx_light::crypto::testing::emulated()
 }
 
-fn option_sets() -> Vec<ParseOptions> {
+fn option_sets() -> Vec<LoadOptions> {
     let mut out = Vec::new();
     for threads in [1, 2, 3] {
         for alignment in [16u64, 64, 4096] {
-            out.push(ParseOptions {
-                num_threads: threads,
-                min_parallel_block_size: 0,
-                alignment,
+            out.push(LoadOptions {
                 load_external_data: false,
-                ..Default::default()
+                ..LoadOptions::from(ParseOptions {
+                    num_threads: threads,
+                    min_parallel_block_size: 0,
+                    alignment,
+                    ..Default::default()
+                })
             });
         }
     }
@@ -245,10 +247,11 @@ fn every_pointer_is_aligned_in_every_load_mode() {
         let expected = {
             let m: ModelProto = onnx_light::parse_from_bytes(
                 &bytes,
-                &ParseOptions {
+                &(LoadOptions {
                     load_external_data: false,
                     ..Default::default()
-                },
+                })
+                .parse,
             )
             .unwrap();
             payloads(&m)
@@ -258,27 +261,28 @@ fn every_pointer_is_aligned_in_every_load_mode() {
         std::fs::write(&path, &bytes).unwrap();
         let shared = Arc::new(bytes.clone());
         for o in option_sets() {
-            let a = o.alignment;
-            let what = |mode: &str| format!("{name}: {mode}, {} threads, align {a}", o.num_threads);
-            let m: ModelProto = onnx_light::parse_from_bytes(&bytes, &o).unwrap();
+            let a = o.parse.alignment;
+            let what =
+                |mode: &str| format!("{name}: {mode}, {} threads, align {a}", o.parse.num_threads);
+            let m: ModelProto = onnx_light::parse_from_bytes(&bytes, &o.parse).unwrap();
             check(&m, &expected, a, &what("copy bytes"));
             assert_eq!(realigned_tensors(&m), 0);
             let m = onnx_light::load_model(&path, &o).unwrap();
             check(&m, &expected, a, &what("copy file"));
             let m: ModelProto =
-                onnx_light::parse_from_reader(std::io::Cursor::new(&bytes), &o).unwrap();
+                onnx_light::parse_from_reader(std::io::Cursor::new(&bytes), &o.parse).unwrap();
             check(&m, &expected, a, &what("copy stream"));
             let nc = ParseOptions {
                 no_copy: true,
-                ..o.clone()
+                ..o.clone().parse
             };
             for mode in [FileLoadMode::Mmap, FileLoadMode::Buffered] {
                 let m = onnx_light::load_model(
                     &path,
-                    &ParseOptions {
+                    &LoadOptions::from(ParseOptions {
                         file_load_mode: mode,
                         ..nc.clone()
-                    },
+                    }),
                 )
                 .unwrap();
                 check(&m, &expected, a, &what(&format!("no-copy file {mode:?}")));
@@ -414,19 +418,21 @@ fn external_data_and_encrypted_models_are_aligned() {
                 continue; // (threads, alignment) = (1, 16), (2, 64), (3, 4096) only
             }
             for no_copy in [false, true] {
-                let opts = ParseOptions {
-                    no_copy,
+                let opts = LoadOptions {
                     load_external_data: true,
                     external_data_key: encrypted.then(|| weights_key[..].into()),
-                    ..o.clone()
+                    ..LoadOptions::from(ParseOptions {
+                        no_copy,
+                        ..o.clone().parse
+                    })
                 };
                 let m = onnx_light::load_model(&path, &opts).unwrap();
                 let what = format!(
                     "external {tag}, no_copy {no_copy}, {} threads, align {}",
-                    o.num_threads, o.alignment
+                    o.parse.num_threads, o.parse.alignment
                 );
-                check(&m, &expected, o.alignment, &what);
-                if no_copy && alignment == 4096 && o.alignment <= 4096 {
+                check(&m, &expected, o.parse.alignment, &what);
+                if no_copy && alignment == 4096 && o.parse.alignment <= 4096 {
                     assert_eq!(
                         realigned_tensors(&m),
                         0,
@@ -450,9 +456,16 @@ fn external_data_and_encrypted_models_are_aligned() {
                 ..Default::default()
             };
             let what = format!("encrypted, no_copy {no_copy}, {threads} threads");
-            let m = onnx_light::load_encrypted_model_from_bytes(&enc, key, &opts).unwrap();
+            let m = onnx_light::load_encrypted_model_from_bytes(
+                &enc,
+                key,
+                &LoadOptions::from(opts.clone()),
+            )
+            .unwrap();
             check(&m, &expected, 256, &format!("{what}, bytes"));
-            let m = onnx_light::load_encrypted_model(&enc_path, key, &opts).unwrap();
+            let m =
+                onnx_light::load_encrypted_model(&enc_path, key, &LoadOptions::from(opts.clone()))
+                    .unwrap();
             check(&m, &expected, 256, &format!("{what}, file"));
         }
     }
@@ -466,11 +479,12 @@ fn external_data_and_encrypted_wheel_models_are_aligned() {
     let dir = TempDir::new("align-ext-wheel");
     let mut externalized = 0usize;
     for (i, (name, bytes)) in models().into_iter().enumerate() {
-        let no_load = ParseOptions {
+        let no_load = LoadOptions {
             load_external_data: false,
             ..Default::default()
         };
-        let model: ModelProto = onnx_light::parse_from_bytes(&bytes, &no_load).unwrap();
+        let model: ModelProto =
+            onnx_light::parse_from_bytes(&bytes, &no_load.clone().parse).unwrap();
         if onnx_light::external::has_external_data(&model) {
             continue;
         }
@@ -500,7 +514,7 @@ fn external_data_and_encrypted_wheel_models_are_aligned() {
                     ..Default::default()
                 };
                 let what = format!("{name}: external packed, no_copy {no_copy}, {threads} threads");
-                let m = onnx_light::load_model(&path, &opts).unwrap();
+                let m = onnx_light::load_model(&path, &LoadOptions::from(opts.clone())).unwrap();
                 check(&m, &expected, 64, &what);
             }
         }
@@ -509,11 +523,13 @@ fn external_data_and_encrypted_wheel_models_are_aligned() {
             let enc = onnx_light::save_encrypted_model_to_bytes(&model, key, &Default::default())
                 .unwrap();
             for no_copy in [false, true] {
-                let opts = ParseOptions {
-                    no_copy,
-                    raw_data_threshold: 0,
+                let opts = LoadOptions {
                     load_external_data: false,
-                    ..Default::default()
+                    ..LoadOptions::from(ParseOptions {
+                        no_copy,
+                        raw_data_threshold: 0,
+                        ..Default::default()
+                    })
                 };
                 let m = onnx_light::load_encrypted_model_from_bytes(&enc, key, &opts).unwrap();
                 check(
@@ -539,12 +555,12 @@ fn dlpack_exports_are_aligned() {
     for alignment in [64u64, 4096] {
         let mut m = onnx_light::load_model(
             &path,
-            &ParseOptions {
+            &LoadOptions::from(ParseOptions {
                 no_copy: true,
                 file_load_mode: FileLoadMode::Mmap,
                 alignment,
                 ..Default::default()
-            },
+            }),
         )
         .unwrap();
         let mut exported = 0;
@@ -610,7 +626,7 @@ fn realigned_payloads_do_not_keep_the_file_mapped() {
             };
             let what = format!("{}, {threads} threads", file.display());
             // Control: a borrowed payload keeps the file mapped after the model is gone.
-            let mut m = onnx_light::load_model(file, &opts).unwrap();
+            let mut m = onnx_light::load_model(file, &LoadOptions::from(opts.clone())).unwrap();
             assert!(common::is_mapped(mapped), "{what}: mapped while loaded");
             let mut borrowed = None;
             m.visit_tensors_mut(&mut |t| {
@@ -627,7 +643,7 @@ fn realigned_payloads_do_not_keep_the_file_mapped() {
                 "{what}: unmapped after the borrow"
             );
             // The copies made for alignment: kept, while the model and the map are gone.
-            let mut m = onnx_light::load_model(file, &opts).unwrap();
+            let mut m = onnx_light::load_model(file, &LoadOptions::from(opts.clone())).unwrap();
             let kept = take_realigned(&mut m);
             drop(m);
             assert!(

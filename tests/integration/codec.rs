@@ -9,7 +9,7 @@ use onnx_light::proto::{
     TypeProtoSequence,
 };
 use onnx_light::{
-    DecodeErrorKind, Error, FileLoadMode, ParseOptions, Repeated, SerializeOptions,
+    DecodeErrorKind, Error, FileLoadMode, LoadOptions, ParseOptions, Repeated, SerializeOptions,
     parse_from_bytes, parse_from_shared,
 };
 
@@ -291,7 +291,8 @@ fn ownership_table_of_seed_000() {
             file_load_mode: mode,
             ..Default::default()
         };
-        let f: ModelProto = onnx_light::load_model(&path, &opts).unwrap();
+        let f: ModelProto =
+            onnx_light::load_model(&path, &LoadOptions::from(opts.clone())).unwrap();
         assert!(
             !f.graph().initializer()[0]
                 .raw_data_opt()
@@ -312,7 +313,8 @@ fn ownership_table_of_seed_000() {
             alignment: 1,
             ..Default::default()
         };
-        let f: ModelProto = onnx_light::load_model(&path, &opts).unwrap();
+        let f: ModelProto =
+            onnx_light::load_model(&path, &LoadOptions::from(opts.clone())).unwrap();
         let span = f.graph().initializer()[2].raw_data_opt().unwrap();
         assert!(span.is_borrowed() && !span.is_unowned_borrow());
         let owner = span.owner().unwrap();
@@ -591,7 +593,7 @@ fn save_is_atomic_and_reports_io_errors() {
     }
     // Loading a missing file is an I/O error too.
     assert!(matches!(
-        onnx_light::load_model(dir.join("nope.onnx"), &ParseOptions::default()),
+        onnx_light::load_model(dir.join("nope.onnx"), &LoadOptions::default()),
         Err(Error::Io { .. })
     ));
     // Round trip through a writer and a reader.

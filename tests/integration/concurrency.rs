@@ -13,7 +13,7 @@ use std::thread;
 use onnx_light::external::save_model_with_external_data;
 use onnx_light::proto::{ModelProto, TensorProto};
 use onnx_light::{
-    FileLoadMode, Message, Owner, ParseOptions, SaveExternalOptions, SerializeOptions,
+    FileLoadMode, LoadOptions, Message, Owner, ParseOptions, SaveExternalOptions, SerializeOptions,
 };
 
 const TENSORS: usize = 8;
@@ -74,7 +74,7 @@ fn mapped(path: &Path) -> ModelProto {
         alignment: 1,
         ..Default::default()
     };
-    onnx_light::load_model(path, &opts).unwrap()
+    onnx_light::load_model(path, &LoadOptions::from(opts.clone())).unwrap()
 }
 
 #[test]

@@ -43,7 +43,7 @@ use onnx_light::external::{
 };
 use onnx_light::proto::{ModelProto, TensorProto};
 use onnx_light::{
-    EncryptionOptions, Error, ExternalEncryption, ParseOptions, SaveExternalOptions,
+    EncryptionOptions, Error, ExternalEncryption, LoadOptions, SaveExternalOptions,
     SerializeOptions,
 };
 
@@ -175,8 +175,8 @@ impl Scenario {
 }
 
 /// Loads `path`, decrypting it (with [`KEY`]) when it is an encrypted model.
-fn load(path: &Path, opts: ParseOptions) -> onnx_light::Result<ModelProto> {
-    let opts = ParseOptions {
+fn load(path: &Path, opts: LoadOptions) -> onnx_light::Result<ModelProto> {
+    let opts = LoadOptions {
         external_data_key: Some(KEY.into()),
         ..opts
     };
@@ -283,7 +283,7 @@ struct State {
 /// generation g's, and every file it references is returned.
 fn check_model(path: &Path) -> Result<State, String> {
     let dir = path.parent().unwrap();
-    let opts = ParseOptions {
+    let opts = LoadOptions {
         verify_external_checksums: true,
         ..Default::default()
     };
@@ -308,7 +308,7 @@ fn check_model(path: &Path) -> Result<State, String> {
     // The references, from the file itself.
     let raw = load(
         path,
-        ParseOptions {
+        LoadOptions {
             load_external_data: false,
             ..Default::default()
         },
@@ -348,7 +348,7 @@ fn linked_files(dir: &Path) -> usize {
 fn uses_alternate(path: &Path) -> bool {
     let Ok(raw) = load(
         path,
-        ParseOptions {
+        LoadOptions {
             load_external_data: false,
             ..Default::default()
         },

@@ -14,7 +14,9 @@ use onnx_light::dlpack::{
     dl_data_type, onnx_data_type, tensor_from_dlpack, to_dlpack, to_dlpack_versioned,
 };
 use onnx_light::proto::{DataType, Message, ModelProto, TensorProto};
-use onnx_light::{ByteSpan, Error, FileLoadMode, ParseOptions, Repeated, SerializeOptions};
+use onnx_light::{
+    ByteSpan, Error, FileLoadMode, LoadOptions, ParseOptions, Repeated, SerializeOptions,
+};
 
 const NEVER: ExportOptions = ExportOptions {
     copy: CopyMode::Never,
@@ -341,7 +343,7 @@ fn memory_mapped_and_shared_bytes_are_read_only() {
         alignment: 1,
         ..Default::default()
     };
-    let mut mapped = onnx_light::load_model(&path, &opts).unwrap();
+    let mut mapped = onnx_light::load_model(&path, &LoadOptions::from(opts.clone())).unwrap();
     let t = &mut mapped.mutable_graph().mutable_initializer()[0];
     assert!(t.raw_data_opt().unwrap().is_borrowed());
     let ptr = t.raw_data().as_ptr();

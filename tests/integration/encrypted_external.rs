@@ -1,6 +1,6 @@
 //! Encrypted external data: weight files written through the ONNXCRYS encryptor
 //! (`SaveExternalOptions::encryption`) and read back by plaintext range
-//! (`ParseOptions::external_data_key`): round trips in every layout (one file, split files, one
+//! (`LoadOptions::external_data_key`): round trips in every layout (one file, split files, one
 //! file per tensor, more files than are kept open), copy and no-copy loads, plaintext offsets
 //! and checksums, and the errors — missing passphrase, wrong passphrase, a modified byte,
 //! truncation, extension, a one-shot format — each distinct and naming the file.
@@ -21,7 +21,9 @@ use onnx_light::external::{
     save_model_with_external_data, sha1_hex, uses_external_data,
 };
 use onnx_light::proto::{GraphProto, ModelProto, NodeProto};
-use onnx_light::{Error, ExternalEncryption, Message, ParseOptions, SaveExternalOptions};
+use onnx_light::{
+    Error, ExternalEncryption, LoadOptions, Message, ParseOptions, SaveExternalOptions,
+};
 
 const KEY: &[u8] = b"weights passphrase";
 
@@ -151,7 +153,7 @@ fn round_trips_in_every_layout_and_decrypts_to_the_plaintext_layout() {
             // Every tensor reads back by plaintext range through EncryptedFile.
             let refs = onnx_light::load_model(
                 dir.path("m.onnx"),
-                &ParseOptions {
+                &LoadOptions {
                     load_external_data: false,
                     ..Default::default()
                 },
@@ -165,21 +167,25 @@ fn round_trips_in_every_layout_and_decrypts_to_the_plaintext_layout() {
             }
             // Loads: copy (1 and 2 threads), no-copy, with checksum verification.
             for popts in [
-                ParseOptions::default(),
-                ParseOptions {
-                    num_threads: 2,
+                LoadOptions::default(),
+                LoadOptions {
                     verify_external_checksums: true,
-                    ..Default::default()
+                    ..LoadOptions::from(ParseOptions {
+                        num_threads: 2,
+                        ..Default::default()
+                    })
                 },
-                ParseOptions {
+                LoadOptions::from(ParseOptions {
                     no_copy: true,
                     ..Default::default()
-                },
-                ParseOptions {
-                    no_copy: true,
-                    alignment: 4096,
+                }),
+                LoadOptions {
                     verify_external_checksums: true,
-                    ..Default::default()
+                    ..LoadOptions::from(ParseOptions {
+                        no_copy: true,
+                        alignment: 4096,
+                        ..Default::default()
+                    })
                 },
             ] {
                 let loaded =
@@ -212,8 +218,7 @@ fn round_trips_in_every_layout_and_decrypts_to_the_plaintext_layout() {
 #[test]
 fn real_sample_model_round_trips() {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
-    let m =
-        onnx_light::load_model(root.join("samples/mlp.onnx"), &ParseOptions::default()).unwrap();
+    let m = onnx_light::load_model(root.join("samples/mlp.onnx"), &LoadOptions::default()).unwrap();
     let dir = TempDir::new("sample");
     let report = save_model_with_external_data(
         &m,
@@ -231,7 +236,7 @@ fn real_sample_model_round_trips() {
         dir.path("mlp.onnx"),
         &with_key(
             KEY,
-            ParseOptions {
+            LoadOptions {
                 verify_external_checksums: true,
                 ..Default::default()
             },
@@ -279,15 +284,17 @@ fn more_files_than_kept_open_share_one_key_derivation() {
     assert_eq!((salts.len(), prefixes.len()), (1, 100));
     let start = std::time::Instant::now();
     for popts in [
-        ParseOptions {
+        LoadOptions {
             verify_external_checksums: true,
-            num_threads: 2,
-            ..Default::default()
+            ..LoadOptions::from(ParseOptions {
+                num_threads: 2,
+                ..Default::default()
+            })
         },
-        ParseOptions {
+        LoadOptions::from(ParseOptions {
             no_copy: true,
             ..Default::default()
-        },
+        }),
     ] {
         let loaded = onnx_light::load_model(dir.path("m.onnx"), &with_key(KEY, popts)).unwrap();
         assert_eq!(tensors_of(&loaded), tensors_of(&m));
@@ -325,15 +332,16 @@ fn missing_and_wrong_passphrase_are_distinct_errors_naming_the_file() {
             no_copy,
             ..Default::default()
         };
-        let e = onnx_light::load_model(dir.path("m.onnx"), &base).unwrap_err();
+        let e = onnx_light::load_model(dir.path("m.onnx"), &LoadOptions::from(base.clone()))
+            .unwrap_err();
         assert!(matches!(e, Error::ExternalData { .. }), "{e}");
         assert!(e.to_string().contains("no passphrase"), "{e}");
         assert!(names_file(&e, &w), "{e}");
         let e = onnx_light::load_model(
             dir.path("m.onnx"),
-            &ParseOptions {
+            &LoadOptions {
                 external_data_key: Some(b"not the key".into()),
-                ..base.clone()
+                ..LoadOptions::from(ParseOptions { ..base.clone() })
             },
         )
         .unwrap_err();
@@ -344,14 +352,14 @@ fn missing_and_wrong_passphrase_are_distinct_errors_naming_the_file() {
     // The model is unchanged by a failed load_external_data_for_model.
     let mut refs = onnx_light::load_model(
         dir.path("m.onnx"),
-        &ParseOptions {
+        &LoadOptions {
             load_external_data: false,
             ..Default::default()
         },
     )
     .unwrap();
     let before = refs.serialize_to_vec();
-    assert!(load_external_data_for_model(&mut refs, &dir.0, &ParseOptions::default()).is_err());
+    assert!(load_external_data_for_model(&mut refs, &dir.0, &LoadOptions::default()).is_err());
     assert_eq!(refs.serialize_to_vec(), before);
     // The key of the model file's loader does not matter for plaintext weights.
     let plain = TempDir::new("plain-with-key");
@@ -369,11 +377,11 @@ fn modified_truncated_and_extended_files_are_refused() {
             dir.path("m.onnx"),
             &with_key(
                 KEY,
-                ParseOptions {
+                LoadOptions::from(ParseOptions {
                     no_copy,
                     num_threads: 2,
                     ..Default::default()
-                },
+                }),
             ),
         )
     };
@@ -445,7 +453,10 @@ fn one_shot_formats_and_unreadable_ranges_are_errors() {
     crypto::decrypt_file(&w, &plain, KEY).unwrap();
     // ONNXCRY3 weights cannot be read by range: a clear error, with or without a key.
     crypto::encrypt_file(&plain, &w, KEY, &EncryptionOptions::default()).unwrap();
-    for popts in [ParseOptions::default(), with_key(KEY, Default::default())] {
+    for popts in [
+        LoadOptions::default(),
+        with_key(KEY, LoadOptions::default()),
+    ] {
         let e = onnx_light::load_model(dir.path("m.onnx"), &popts).unwrap_err();
         assert!(e.to_string().contains("ONNXCRY3"), "{e}");
         assert!(e.to_string().contains("chunked"), "{e}");
@@ -501,7 +512,7 @@ fn fully_encrypted_model_directory_and_resave_from_unloaded_weights() {
         onnx_light::load_encrypted_model(&enc_model, model_key, &with_key(KEY, Default::default()))
             .unwrap();
     assert_eq!(tensors_of(&m), tensors_of(&model()));
-    let e = onnx_light::load_encrypted_model(&enc_model, model_key, &ParseOptions::default())
+    let e = onnx_light::load_encrypted_model(&enc_model, model_key, &LoadOptions::default())
         .unwrap_err();
     assert!(e.to_string().contains("no passphrase"), "{e}");
 
@@ -510,7 +521,7 @@ fn fully_encrypted_model_directory_and_resave_from_unloaded_weights() {
     let refs = onnx_light::load_encrypted_model(
         &enc_model,
         model_key,
-        &ParseOptions {
+        &LoadOptions {
             load_external_data: false,
             ..Default::default()
         },
@@ -600,7 +611,7 @@ fn fully_encrypted_directory_in_one_save() {
             let mut m = onnx_light::load_encrypted_model(
                 &path,
                 KEY,
-                &ParseOptions {
+                &LoadOptions {
                     load_external_data: false,
                     ..Default::default()
                 },
@@ -651,6 +662,6 @@ fn plaintext_save_over_an_unreadable_encrypted_model_keeps_its_files() {
     assert_eq!(report.files[0].location, "m.onnx.data");
     assert_ne!(std::fs::read(dir.path("m.onnx.data")).unwrap(), old_weights);
     assert!(!dir.path("m.onnx_1.data").exists());
-    let m = onnx_light::load_model(&path, &ParseOptions::default()).unwrap();
+    let m = onnx_light::load_model(&path, &LoadOptions::default()).unwrap();
     assert_eq!(tensors_of(&m), tensors_of(&model()));
 }

@@ -21,7 +21,7 @@ use onnx_light::crypto::{
     StreamEncryptor, testing,
 };
 use onnx_light::proto::{Message, ModelProto};
-use onnx_light::{Error, ParseOptions, SerializeOptions};
+use onnx_light::{Error, LoadOptions, ParseOptions, SerializeOptions};
 
 // ---------------------------------------------------------------------------------------------
 // Known-answer vectors. Plaintext: `kat_model()` serialized. Key: PBKDF2-HMAC-SHA256 of
@@ -122,7 +122,7 @@ fn kat_model() -> ModelProto {
 
 /// The bundled sample model.
 fn mlp() -> ModelProto {
-    onnx_light::load_model(root().join("samples/mlp.onnx"), &ParseOptions::default()).unwrap()
+    onnx_light::load_model(root().join("samples/mlp.onnx"), &LoadOptions::default()).unwrap()
 }
 
 /// A generated model: nodes with attributes and a 2.5 MiB initializer (several 1 MiB chunks,
@@ -217,7 +217,7 @@ fn round_trip_real_models_in_every_format_file_and_bytes() {
                 "{what}: plaintext visible in the ciphertext"
             );
             let back =
-                onnx_light::load_encrypted_model_from_bytes(&enc, key, &ParseOptions::default())
+                onnx_light::load_encrypted_model_from_bytes(&enc, key, &LoadOptions::default())
                     .unwrap();
             assert_eq!(bytes_of(&back), plain, "{what}");
             // Random salt and IV: two encryptions differ.
@@ -235,21 +235,23 @@ fn round_trip_real_models_in_every_format_file_and_bytes() {
                     num_threads: 2,
                     ..Default::default()
                 };
-                let back = onnx_light::load_encrypted_model(&path, key, &po).unwrap();
+                let back =
+                    onnx_light::load_encrypted_model(&path, key, &LoadOptions::from(po.clone()))
+                        .unwrap();
                 assert_eq!(bytes_of(&back), plain, "{what} no_copy={no_copy}");
             }
             // interchangeable: the file's bytes load from memory, the buffer loads as a file
             let back = onnx_light::load_encrypted_model_from_bytes(
                 &file_bytes,
                 key,
-                &ParseOptions::default(),
+                &LoadOptions::default(),
             )
             .unwrap();
             assert_eq!(bytes_of(&back), plain, "{what}: file -> bytes");
             let path2 = dir.path(&format!("{name}-{i}-from-bytes.onnxc"));
             std::fs::write(&path2, &enc).unwrap();
             let back =
-                onnx_light::load_encrypted_model(&path2, key, &ParseOptions::default()).unwrap();
+                onnx_light::load_encrypted_model(&path2, key, &LoadOptions::default()).unwrap();
             assert_eq!(bytes_of(&back), plain, "{what}: bytes -> file");
             // and the raw-bytes helpers agree
             assert_eq!(
@@ -289,7 +291,7 @@ fn empty_key_and_any_bytes_are_keys() {
         for key in [&b""[..], b"\0", b"\xff\xfe\0binary\x80", &[7u8; 1000][..]] {
             let enc = crypto::save_encrypted_model_to_bytes(&model, key, &opts).unwrap();
             let back =
-                onnx_light::load_encrypted_model_from_bytes(&enc, key, &ParseOptions::default())
+                onnx_light::load_encrypted_model_from_bytes(&enc, key, &LoadOptions::default())
                     .unwrap();
             assert_eq!(bytes_of(&back), plain);
         }
@@ -298,12 +300,11 @@ fn empty_key_and_any_bytes_are_keys() {
         // format, the C++ library's included -- "" and "\0" are the same key;
         // docs/encryption.md says so.)
         let enc = crypto::save_encrypted_model_to_bytes(&model, b"", &opts).unwrap();
-        let e =
-            onnx_light::load_encrypted_model_from_bytes(&enc, b"\x01", &ParseOptions::default())
-                .unwrap_err();
+        let e = onnx_light::load_encrypted_model_from_bytes(&enc, b"\x01", &LoadOptions::default())
+            .unwrap_err();
         assert!(is_auth(&e), "{:?}: {e}", opts.format);
         let same =
-            onnx_light::load_encrypted_model_from_bytes(&enc, b"\0\0", &ParseOptions::default())
+            onnx_light::load_encrypted_model_from_bytes(&enc, b"\0\0", &LoadOptions::default())
                 .unwrap();
         assert_eq!(bytes_of(&same), plain);
     }
@@ -400,7 +401,7 @@ fn known_answer_vectors() {
             &plain[..],
             "{name}"
         );
-        let m = onnx_light::load_encrypted_model_from_bytes(&got, key, &ParseOptions::default())
+        let m = onnx_light::load_encrypted_model_from_bytes(&got, key, &LoadOptions::default())
             .unwrap();
         assert_eq!(m.producer_name(), "onnx_light-kat");
     }
@@ -432,15 +433,12 @@ fn every_single_byte_modification_is_detected() {
             par_for(enc.len(), |i| {
                 let mut bad = enc.clone();
                 bad[i] ^= masks[i];
-                let e = onnx_light::load_encrypted_model_from_bytes(
-                    &bad,
-                    key,
-                    &ParseOptions::default(),
-                )
-                .expect_err(&format!(
-                    "{:?}: flip of byte {i} (xor {:#04x}) undetected",
-                    opts.format, masks[i]
-                ));
+                let e =
+                    onnx_light::load_encrypted_model_from_bytes(&bad, key, &LoadOptions::default())
+                        .expect_err(&format!(
+                            "{:?}: flip of byte {i} (xor {:#04x}) undetected",
+                            opts.format, masks[i]
+                        ));
                 // A flip in the magic may turn ONNXCRY3 into ONNXCRY2 (an authentication
                 // error) or into no format (bad magic).
                 if i >= header {
@@ -533,7 +531,7 @@ fn wrong_keys_are_always_refused_in_every_format() {
                 let r = onnx_light::load_encrypted_model_from_bytes(
                     &enc,
                     &keys[i],
-                    &ParseOptions::default(),
+                    &LoadOptions::default(),
                 );
                 match r {
                     Err(e) => assert!(is_auth(&e), "{:?}: {e}", opts.format),
@@ -559,7 +557,7 @@ fn truncation_at_every_length_is_an_error() {
             par_for(enc.len(), |len| {
                 let cut = &enc[..len];
                 let e =
-                    onnx_light::load_encrypted_model_from_bytes(cut, key, &ParseOptions::default())
+                    onnx_light::load_encrypted_model_from_bytes(cut, key, &LoadOptions::default())
                         .expect_err(&format!("{:?}: truncation to {len} accepted", o.format));
                 let msg = e.to_string();
                 if len == 0 {
@@ -581,7 +579,7 @@ fn truncation_at_every_length_is_an_error() {
 fn bad_magic_empty_input_and_missing_files() {
     let key = b"k";
     let msg = |d: &[u8]| {
-        let e = onnx_light::load_encrypted_model_from_bytes(d, key, &ParseOptions::default())
+        let e = onnx_light::load_encrypted_model_from_bytes(d, key, &LoadOptions::default())
             .unwrap_err();
         assert!(is_crypto(&e), "{e}");
         e.to_string()
@@ -613,12 +611,12 @@ fn bad_magic_empty_input_and_missing_files() {
     let dir = TempDir::new("bad");
     let empty = dir.path("empty.onnxc");
     std::fs::write(&empty, b"").unwrap();
-    let e = onnx_light::load_encrypted_model(&empty, key, &ParseOptions::default()).unwrap_err();
+    let e = onnx_light::load_encrypted_model(&empty, key, &LoadOptions::default()).unwrap_err();
     assert!(is_crypto(&e) && e.to_string().contains("empty"), "{e}");
     let e = crypto::decrypt_file(&empty, dir.path("out"), key).unwrap_err();
     assert!(is_crypto(&e), "{e}");
     assert!(!dir.path("out").exists(), "no output on failure");
-    let e = onnx_light::load_encrypted_model(dir.path("missing"), key, &ParseOptions::default())
+    let e = onnx_light::load_encrypted_model(dir.path("missing"), key, &LoadOptions::default())
         .unwrap_err();
     assert!(matches!(e, Error::Io { .. }), "{e}");
 }
@@ -645,7 +643,7 @@ fn random_inputs_are_errors_never_panics() {
     }
     par_for(cases.len(), |i| {
         let r =
-            onnx_light::load_encrypted_model_from_bytes(&cases[i], b"k", &ParseOptions::default());
+            onnx_light::load_encrypted_model_from_bytes(&cases[i], b"k", &LoadOptions::default());
         let e = r.expect_err("random bytes decrypted");
         assert!(is_crypto(&e) || is_auth(&e), "{e}");
     });
@@ -665,7 +663,7 @@ fn onnxcry1_refuses_non_models_and_reports_bad_plaintext_as_authentication() {
     assert!(crypto::encrypt_bytes(&bytes_of(&odd), b"k", &opts).is_err());
     let enc = crypto::save_encrypted_model_to_bytes(&odd, b"k", &Default::default()).unwrap();
     let back =
-        onnx_light::load_encrypted_model_from_bytes(&enc, b"k", &ParseOptions::default()).unwrap();
+        onnx_light::load_encrypted_model_from_bytes(&enc, b"k", &LoadOptions::default()).unwrap();
     assert_eq!(bytes_of(&back), bytes_of(&odd));
     // A decryption whose padding is right but whose plaintext is not a model is an
     // authentication error (not a parse error, not a model).
@@ -679,7 +677,7 @@ fn onnxcry1_refuses_non_models_and_reports_bad_plaintext_as_authentication() {
         // (e.g. inside a string): that is ONNXCRY1's documented weakness. When it does not, the
         // error is an authentication error.
         if let Err(e) =
-            onnx_light::load_encrypted_model_from_bytes(&enc, b"k", &ParseOptions::default())
+            onnx_light::load_encrypted_model_from_bytes(&enc, b"k", &LoadOptions::default())
         {
             assert!(is_auth(&e), "{e}");
             refused += 1;
@@ -696,12 +694,12 @@ fn error_messages_carry_no_key_material() {
     for opts in all_options() {
         let enc = crypto::save_encrypted_model_to_bytes(&kat_model(), secret, &opts).unwrap();
         let mut errors = vec![
-            onnx_light::load_encrypted_model_from_bytes(&enc, wrong, &ParseOptions::default())
+            onnx_light::load_encrypted_model_from_bytes(&enc, wrong, &LoadOptions::default())
                 .unwrap_err(),
             onnx_light::load_encrypted_model_from_bytes(
                 &enc[..60],
                 secret,
-                &ParseOptions::default(),
+                &LoadOptions::default(),
             )
             .unwrap_err(),
         ];
@@ -709,7 +707,7 @@ fn error_messages_carry_no_key_material() {
         let last = bad.len() - 1;
         bad[last] ^= 1;
         errors.push(
-            onnx_light::load_encrypted_model_from_bytes(&bad, secret, &ParseOptions::default())
+            onnx_light::load_encrypted_model_from_bytes(&bad, secret, &LoadOptions::default())
                 .unwrap_err(),
         );
         for e in errors {
@@ -828,7 +826,7 @@ fn external_data_plaintext_or_encrypted_weights() {
     onnx_light::save_model_with_external_data(&model, &onnx_path, &Default::default()).unwrap();
     let refs = onnx_light::load_model(
         &onnx_path,
-        &ParseOptions {
+        &LoadOptions {
             load_external_data: false,
             ..Default::default()
         },
@@ -839,18 +837,18 @@ fn external_data_plaintext_or_encrypted_weights() {
         "the big tensor is external"
     );
     // What load_model makes of the pair (tensors inline again).
-    let loaded = bytes_of(&onnx_light::load_model(&onnx_path, &ParseOptions::default()).unwrap());
+    let loaded = bytes_of(&onnx_light::load_model(&onnx_path, &LoadOptions::default()).unwrap());
     // An encrypted model with plaintext weights beside it loads them like load_model does.
     let enc = dir.path("m.onnxc");
     crypto::save_encrypted_model(&refs, &enc, b"k", &Default::default()).unwrap();
-    let back = onnx_light::load_encrypted_model(&enc, b"k", &ParseOptions::default()).unwrap();
+    let back = onnx_light::load_encrypted_model(&enc, b"k", &LoadOptions::default()).unwrap();
     assert!(bytes_of(&back) == loaded);
     // From bytes: only with an explicit directory.
     let data = std::fs::read(&enc).unwrap();
     let back =
-        onnx_light::load_encrypted_model_from_bytes(&data, b"k", &ParseOptions::default()).unwrap();
+        onnx_light::load_encrypted_model_from_bytes(&data, b"k", &LoadOptions::default()).unwrap();
     assert!(bytes_of(&back) == bytes_of(&refs));
-    let with_dir = ParseOptions {
+    let with_dir = LoadOptions {
         external_data_dir: Some(dir.0.clone()),
         ..Default::default()
     };
@@ -864,7 +862,7 @@ fn external_data_plaintext_or_encrypted_weights() {
     crypto::encrypt_file(&weights, &weights_enc, b"w", &opts).unwrap();
     let original_weights = std::fs::read(&weights).unwrap();
     std::fs::remove_file(&weights).unwrap();
-    assert!(onnx_light::load_encrypted_model(&enc, b"k", &ParseOptions::default()).is_err());
+    assert!(onnx_light::load_encrypted_model(&enc, b"k", &LoadOptions::default()).is_err());
     let f = EncryptedFile::open(&weights_enc, b"w").unwrap();
     let big = refs
         .graph()
@@ -891,6 +889,6 @@ fn external_data_plaintext_or_encrypted_weights() {
     assert_eq!(&tensor[..], inline.raw_data());
     crypto::decrypt_file(&weights_enc, &weights, b"w").unwrap();
     assert_eq!(std::fs::read(&weights).unwrap(), original_weights);
-    let back = onnx_light::load_encrypted_model(&enc, b"k", &ParseOptions::default()).unwrap();
+    let back = onnx_light::load_encrypted_model(&enc, b"k", &LoadOptions::default()).unwrap();
     assert!(bytes_of(&back) == loaded);
 }

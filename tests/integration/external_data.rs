@@ -19,7 +19,9 @@ use onnx_light::proto::{
     AttributeProto, FunctionProto, GraphProto, ModelProto, NodeProto, SparseTensorProto,
     StringStringEntryProto, TensorProto, TrainingInfoProto,
 };
-use onnx_light::{Error, Message, ParseOptions, SaveExternalOptions, TensorBufferOptions};
+use onnx_light::{
+    Error, LoadOptions, Message, ParseOptions, SaveExternalOptions, TensorBufferOptions,
+};
 
 // ---------------------------------------------------------------------------------------------
 // Fixtures
@@ -189,8 +191,8 @@ fn tensors_of(m: &ModelProto) -> BTreeMap<String, (Option<Vec<u8>>, Option<i32>)
     out
 }
 
-fn no_load() -> ParseOptions {
-    ParseOptions {
+fn no_load() -> LoadOptions {
+    LoadOptions {
         load_external_data: false,
         ..Default::default()
     }
@@ -263,7 +265,7 @@ fn every_place_round_trips_in_one_file() {
     assert!(ext.values().all(|i| i.location == "weights.bin"));
     assert!(!ext.contains_key("init.small") && !ext.contains_key("init.empty"));
     // Loading (default options) gives every tensor back, inline.
-    let loaded = onnx_light::load_model(sb.model(), &ParseOptions::default()).unwrap();
+    let loaded = onnx_light::load_model(sb.model(), &LoadOptions::default()).unwrap();
     let after = tensors_of(&loaded);
     for (name, (bytes, loc)) in &before {
         assert_eq!(&after[name].0, bytes, "{name}");
@@ -338,10 +340,10 @@ fn saving_does_not_mutate_the_model() {
     // Also a model loaded with no_copy (borrowed payloads).
     let mapped = onnx_light::load_model(
         sb.model(),
-        &ParseOptions {
+        &LoadOptions::from(ParseOptions {
             no_copy: true,
             ..Default::default()
-        },
+        }),
     )
     .unwrap();
     let before = mapped.clone();
@@ -386,7 +388,7 @@ fn per_tensor_files_have_safe_unique_names() {
         assert!(sb.dir().join(n).is_file(), "{n}");
     }
     assert_eq!(sb.outside_snapshot(), outside, "nothing written outside");
-    let loaded = onnx_light::load_model(sb.model(), &ParseOptions::default()).unwrap();
+    let loaded = onnx_light::load_model(sb.model(), &LoadOptions::default()).unwrap();
     assert_eq!(tensors_of(&loaded).len(), 7);
     for (t, l) in m
         .graph()
@@ -421,7 +423,7 @@ fn alignment_of_offsets() {
         for (name, i) in infos(&saved) {
             f(&name, i.offset, i.length.unwrap());
         }
-        let loaded = onnx_light::load_model(sb.model(), &ParseOptions::default()).unwrap();
+        let loaded = onnx_light::load_model(sb.model(), &LoadOptions::default()).unwrap();
         assert_eq!(tensors_of(&loaded).len(), sizes.len());
         for (t, l) in m
             .graph()
@@ -528,10 +530,12 @@ fn split_files() {
     assert!(report.files.len() >= 5);
     let loaded = onnx_light::load_model(
         sb.model(),
-        &ParseOptions {
+        &LoadOptions {
             verify_external_checksums: true,
-            num_threads: 2,
-            ..Default::default()
+            ..LoadOptions::from(ParseOptions {
+                num_threads: 2,
+                ..Default::default()
+            })
         },
     )
     .unwrap();
@@ -546,7 +550,7 @@ fn split_files() {
     save_model_with_external_data(&loaded, sb.model(), &Default::default()).unwrap();
     let one = onnx_light::load_model(sb.model(), &no_load()).unwrap();
     assert!(infos(&one).values().all(|i| i.location == "m.onnx.data"));
-    let again = onnx_light::load_model(sb.model(), &ParseOptions::default()).unwrap();
+    let again = onnx_light::load_model(sb.model(), &LoadOptions::default()).unwrap();
     assert_eq!(tensors_of(&again), tensors_of(&loaded));
 }
 
@@ -570,12 +574,12 @@ fn checksums_are_written_verified_and_corruption_refused() {
             .values()
             .all(|i| i.checksum.as_deref() == Some(digest.as_str()))
     );
-    let verify = ParseOptions {
+    let verify = LoadOptions {
         verify_external_checksums: true,
         ..Default::default()
     };
     onnx_light::load_model(sb.model(), &verify).unwrap();
-    let check = check_external_data(&saved, sb.dir(), &ParseOptions::default(), true, None);
+    let check = check_external_data(&saved, sb.dir(), &LoadOptions::default(), true, None);
     assert!(check.problems.is_empty(), "{:?}", check.problems);
     assert_eq!(check.checksums_verified, 9);
     // Flip one byte of padding-free data.
@@ -586,10 +590,10 @@ fn checksums_are_written_verified_and_corruption_refused() {
     assert!(matches!(e, Error::ExternalData { .. }), "{e}");
     assert!(e.to_string().contains("checksum mismatch"), "{e}");
     assert!(e.to_string().contains("w.bin"), "{e}");
-    let check = check_external_data(&saved, sb.dir(), &ParseOptions::default(), true, None);
+    let check = check_external_data(&saved, sb.dir(), &LoadOptions::default(), true, None);
     assert_eq!(check.problems.len(), 9);
     // Without verification the load goes through (onnx and ONNX Runtime never verify).
-    onnx_light::load_model(sb.model(), &ParseOptions::default()).unwrap();
+    onnx_light::load_model(sb.model(), &LoadOptions::default()).unwrap();
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -614,7 +618,7 @@ fn no_copy_maps_each_file_once_and_shares_one_owner() {
         ..Default::default()
     };
     nc.raw_data_threshold = 1024;
-    let loaded = onnx_light::load_model(sb.model(), &nc).unwrap();
+    let loaded = onnx_light::load_model(sb.model(), &LoadOptions::from(nc.clone())).unwrap();
     let mut by_file: BTreeMap<String, Vec<(String, *const u8, u64, onnx_light::Owner)>> =
         BTreeMap::new();
     loaded.visit_tensors(&mut |t| {
@@ -679,7 +683,7 @@ fn no_copy_copies_misaligned_and_small_tensors() {
         no_copy: true,
         ..Default::default()
     };
-    let l = onnx_light::load_model(sb.model(), &opts).unwrap();
+    let l = onnx_light::load_model(sb.model(), &LoadOptions::from(opts.clone())).unwrap();
     let r = l.graph().initializer()[0].raw_data_opt().unwrap();
     assert!(!r.is_borrowed(), "misaligned: copied");
     assert_eq!(&r[..], &data[2..]);
@@ -694,7 +698,7 @@ fn no_copy_copies_misaligned_and_small_tensors() {
     // The same bytes as UINT8 are copied as well (every pointer is 64-aligned by default)...
     let m = external_model(&[("location", "w.bin"), ("offset", "2")], 2, 16000);
     onnx_light::save_model(&m, sb.model(), &Default::default()).unwrap();
-    let l = onnx_light::load_model(sb.model(), &opts).unwrap();
+    let l = onnx_light::load_model(sb.model(), &LoadOptions::from(opts.clone())).unwrap();
     assert!(
         l.graph().initializer()[0]
             .raw_data_opt()
@@ -707,7 +711,7 @@ fn no_copy_copies_misaligned_and_small_tensors() {
         alignment: 1,
         ..opts.clone()
     };
-    let l = onnx_light::load_model(sb.model(), &any).unwrap();
+    let l = onnx_light::load_model(sb.model(), &LoadOptions::from(any.clone())).unwrap();
     assert!(
         l.graph().initializer()[0]
             .raw_data_opt()
@@ -718,7 +722,7 @@ fn no_copy_copies_misaligned_and_small_tensors() {
     // Below raw_data_threshold: copied.
     let m = external_model(&[("location", "w.bin"), ("length", "100")], 2, 100);
     onnx_light::save_model(&m, sb.model(), &Default::default()).unwrap();
-    let l = onnx_light::load_model(sb.model(), &opts).unwrap();
+    let l = onnx_light::load_model(sb.model(), &LoadOptions::from(opts.clone())).unwrap();
     let r = l.graph().initializer()[0].raw_data_opt().unwrap();
     assert!(!r.is_borrowed());
     assert_eq!(&r[..], &data[..100]);
@@ -738,7 +742,7 @@ fn resave_over_own_mapped_files() {
         no_copy: true,
         ..Default::default()
     };
-    let mapped = onnx_light::load_model(sb.model(), &opts).unwrap();
+    let mapped = onnx_light::load_model(sb.model(), &LoadOptions::from(opts.clone())).unwrap();
     let expected = tensors_of(&mapped);
     // Same path, same location, different layout (packed, split, checksums): the new file
     // replaces the mapped one by rename; the mapping keeps the old bytes.
@@ -761,7 +765,7 @@ fn resave_over_own_mapped_files() {
             expected,
             "the borrowed bytes did not change"
         );
-        let again = onnx_light::load_model(sb.model(), &ParseOptions::default()).unwrap();
+        let again = onnx_light::load_model(sb.model(), &LoadOptions::default()).unwrap();
         assert_eq!(tensors_of(&again), expected);
         // The name asked for is kept (the alternate of the first commit is gone), and the
         // directory holds exactly the model and its weight files: no temporary, alternate,
@@ -836,10 +840,10 @@ fn per_tensor_resave_keeps_names() {
     let before = dir_names(&sb.dir());
     let mapped = onnx_light::load_model(
         sb.model(),
-        &ParseOptions {
+        &LoadOptions::from(ParseOptions {
             no_copy: true,
             ..Default::default()
-        },
+        }),
     )
     .unwrap();
     let again = save_model_with_external_data(&mapped, sb.model(), &opts).unwrap();
@@ -859,7 +863,7 @@ fn per_tensor_resave_keeps_names() {
         assert_eq!(again.files, first.files);
         assert_eq!(dir_names(&sb.dir()), before);
     }
-    let loaded = onnx_light::load_model(sb.model(), &ParseOptions::default()).unwrap();
+    let loaded = onnx_light::load_model(sb.model(), &LoadOptions::default()).unwrap();
     assert_eq!(tensors_of(&loaded), tensors_of(&mapped));
 }
 
@@ -881,12 +885,12 @@ fn the_next_save_removes_what_a_killed_save_left() {
     let first = relocated(&raw, |_| "m.onnx_1.data".into());
     onnx_light::save_model(&first, sb.model(), &Default::default()).unwrap();
     let expected =
-        tensors_of(&onnx_light::load_model(sb.model(), &ParseOptions::default()).unwrap());
+        tensors_of(&onnx_light::load_model(sb.model(), &LoadOptions::default()).unwrap());
     let no_copy = ParseOptions {
         no_copy: true,
         ..Default::default()
     };
-    let mapped = onnx_light::load_model(sb.model(), &no_copy).unwrap();
+    let mapped = onnx_light::load_model(sb.model(), &LoadOptions::from(no_copy.clone())).unwrap();
     assert_eq!(tensors_of(&mapped), expected);
     drop(mapped);
     // A stray alternate of an older killed save, and a file of someone else.
@@ -895,13 +899,13 @@ fn the_next_save_removes_what_a_killed_save_left() {
     let report = save_model_with_external_data(&m, sb.model(), &opts).unwrap();
     assert_eq!(report.files[0].location, "m.onnx.data");
     assert_eq!(dir_names(&sb.dir()), ["m.onnx", "m.onnx.data", "notes.txt"]);
-    let loaded = onnx_light::load_model(sb.model(), &ParseOptions::default()).unwrap();
+    let loaded = onnx_light::load_model(sb.model(), &LoadOptions::default()).unwrap();
     assert_eq!(tensors_of(&loaded), expected);
     // A third link (one of them outside the directory) is still refused on load.
     let outside = sb.outside().join("third");
     std::fs::hard_link(&data, sb.dir().join("m.onnx_2.data")).unwrap();
     std::fs::hard_link(&data, &outside).unwrap();
-    let e = onnx_light::load_model(sb.model(), &ParseOptions::default()).unwrap_err();
+    let e = onnx_light::load_model(sb.model(), &LoadOptions::default()).unwrap_err();
     assert!(is_refused(&e), "{e}");
 }
 
@@ -927,11 +931,11 @@ fn zero_length_tensors() {
     for no_copy in [false, true] {
         let l = onnx_light::load_model(
             sb.model(),
-            &ParseOptions {
+            &LoadOptions::from(ParseOptions {
                 no_copy,
                 raw_data_threshold: 0,
                 ..Default::default()
-            },
+            }),
         )
         .unwrap();
         let e = &l.graph().initializer()[1];
@@ -947,7 +951,7 @@ fn zero_length_tensors() {
     for (loc, off) in [("end.bin", "3"), ("none.bin", "0")] {
         let m = external_model(&[("location", loc), ("offset", off)], 2, 0);
         let mut m2 = m.clone();
-        load_external_data_for_model(&mut m2, sb.dir(), &ParseOptions::default()).unwrap();
+        load_external_data_for_model(&mut m2, sb.dir(), &LoadOptions::default()).unwrap();
         assert_eq!(m2.graph().initializer()[0].raw_data_opt().unwrap().len(), 0);
     }
 }
@@ -973,7 +977,7 @@ fn keys_in_any_order_unknown_keys_basepath_and_length_to_end() {
         4000,
     );
     let mut l = m.clone();
-    let report = load_external_data_for_model(&mut l, sb.dir(), &ParseOptions::default()).unwrap();
+    let report = load_external_data_for_model(&mut l, sb.dir(), &LoadOptions::default()).unwrap();
     assert_eq!(report.tensors, 1);
     let t = &l.graph().initializer()[0];
     assert_eq!(
@@ -990,7 +994,7 @@ fn keys_in_any_order_unknown_keys_basepath_and_length_to_end() {
         5000,
     );
     let mut l = m.clone();
-    let report = load_external_data_for_model(&mut l, sb.dir(), &ParseOptions::default()).unwrap();
+    let report = load_external_data_for_model(&mut l, sb.dir(), &LoadOptions::default()).unwrap();
     assert_eq!(report.prepacked.len(), 1);
     assert_eq!(report.prepacked[0].entries[0].0, "prepacked_0");
 }
@@ -1021,7 +1025,7 @@ fn bad_entries_and_bounds_are_errors_before_allocation() {
         let mut m = external_model(entries, 2, 1);
         let before = m.clone();
         let e =
-            load_external_data_for_model(&mut m, sb.dir(), &ParseOptions::default()).unwrap_err();
+            load_external_data_for_model(&mut m, sb.dir(), &LoadOptions::default()).unwrap_err();
         assert!(matches!(e, Error::ExternalData { .. }), "{entries:?}: {e}");
         assert!(e.to_string().contains("'w'"), "names the tensor: {e}");
         assert_eq!(m, before, "the model is unchanged on error");
@@ -1031,10 +1035,10 @@ fn bad_entries_and_bounds_are_errors_before_allocation() {
     let e = load_external_data_for_model(
         &mut m,
         sb.dir(),
-        &ParseOptions {
+        &LoadOptions::from(ParseOptions {
             max_tensor_size_bytes: 100,
             ..Default::default()
-        },
+        }),
     )
     .unwrap_err();
     assert!(matches!(e, Error::LimitExceeded(_)), "{e}");
@@ -1108,7 +1112,8 @@ fn every_path_rule_on_load() {
                 no_copy,
                 ..Default::default()
             };
-            let e = onnx_light::load_model(sb.model(), &opts).unwrap_err();
+            let e =
+                onnx_light::load_model(sb.model(), &LoadOptions::from(opts.clone())).unwrap_err();
             assert!(is_refused(&e), "{what} ({loc:?}): {e}");
             assert!(
                 e.to_string().contains(loc.as_str()),
@@ -1120,13 +1125,15 @@ fn every_path_rule_on_load() {
             );
             // ... and after the fact.
             let mut m2 = m.clone();
-            let e = load_external_data_for_model(&mut m2, sb.dir(), &opts).unwrap_err();
+            let e =
+                load_external_data_for_model(&mut m2, sb.dir(), &LoadOptions::from(opts.clone()))
+                    .unwrap_err();
             assert!(is_refused(&e), "{what}: {e}");
             assert_eq!(m2, m);
         }
         // The checker reports the same refusal.
         let m = external_model(&[("location", loc)], 2, 8192);
-        let r = check_external_data(&m, sb.dir(), &ParseOptions::default(), true, None);
+        let r = check_external_data(&m, sb.dir(), &LoadOptions::default(), true, None);
         assert_eq!(r.problems.len(), 1, "{what}");
         assert!(is_refused(&r.problems[0]), "{what}");
         assert!(r.files.is_empty(), "{what}: no file opened");
@@ -1135,7 +1142,7 @@ fn every_path_rule_on_load() {
     // The file named in the refused hard-link case is readable when it is not linked twice.
     std::fs::remove_file(sb.outside().join("secret.bin")).unwrap();
     let mut m = external_model(&[("location", "hard.bin")], 2, 8192);
-    load_external_data_for_model(&mut m, sb.dir(), &ParseOptions::default()).unwrap();
+    load_external_data_for_model(&mut m, sb.dir(), &LoadOptions::default()).unwrap();
     assert_eq!(m.graph().initializer()[0].raw_data(), &[0x5a; 8192][..]);
 }
 
@@ -1224,7 +1231,7 @@ fn every_path_rule_on_save() {
     };
     save_model_with_external_data(&m, sb.model(), &opts).unwrap();
     assert!(dir.join("weights/sub/w.bin").is_file());
-    let l = onnx_light::load_model(sb.model(), &ParseOptions::default()).unwrap();
+    let l = onnx_light::load_model(sb.model(), &LoadOptions::default()).unwrap();
     assert_eq!(
         l.graph().initializer()[0].raw_data(),
         m.graph().initializer()[0].raw_data()
@@ -1247,15 +1254,15 @@ fn base_directory_override_and_bytes_loads() {
     };
     save_model_with_external_data(&m, sb.model(), &opts).unwrap();
     let expected =
-        tensors_of(&onnx_light::load_model(sb.model(), &ParseOptions::default()).unwrap());
+        tensors_of(&onnx_light::load_model(sb.model(), &LoadOptions::default()).unwrap());
 
     // Bytes loads read external data only with a base directory.
     let bytes = std::fs::read(sb.model()).unwrap();
-    let plain = onnx_light::load_model_from_bytes(&bytes, &ParseOptions::default()).unwrap();
+    let plain = onnx_light::load_model_from_bytes(&bytes, &LoadOptions::default()).unwrap();
     assert!(external::has_external_data(&plain));
     let with_dir = onnx_light::load_model_from_bytes(
         &bytes,
-        &ParseOptions {
+        &LoadOptions {
             external_data_dir: Some(sb.dir()),
             ..Default::default()
         },
@@ -1276,8 +1283,8 @@ fn base_directory_override_and_bytes_loads() {
         }
     }
     assert!(parts >= 2);
-    assert!(onnx_light::load_model(sb.model(), &ParseOptions::default()).is_err());
-    let over = ParseOptions {
+    assert!(onnx_light::load_model(sb.model(), &LoadOptions::default()).is_err());
+    let over = LoadOptions {
         external_data_location: Some(elsewhere.join("moved.bin")),
         ..Default::default()
     };
@@ -1292,9 +1299,9 @@ fn base_directory_override_and_bytes_loads() {
         std::fs::rename(e.path(), elsewhere.join(n.replace("moved.bin", "w.bin"))).unwrap();
     }
     let mut lazy = onnx_light::load_model(sb.model(), &no_load()).unwrap();
-    load_external_data_for_model(&mut lazy, &elsewhere, &ParseOptions::default()).unwrap();
+    load_external_data_for_model(&mut lazy, &elsewhere, &LoadOptions::default()).unwrap();
     assert_eq!(tensors_of(&lazy), expected);
-    let dir_opts = ParseOptions {
+    let dir_opts = LoadOptions {
         external_data_dir: Some(elsewhere.clone()),
         ..Default::default()
     };
@@ -1327,9 +1334,9 @@ fn unloaded_tensors_are_read_from_source_dir_when_saving() {
     };
     save_model_with_external_data(&lazy, out.join("n.onnx"), &opts).unwrap();
     assert_eq!(lazy, before);
-    let l = onnx_light::load_model(out.join("n.onnx"), &ParseOptions::default()).unwrap();
+    let l = onnx_light::load_model(out.join("n.onnx"), &LoadOptions::default()).unwrap();
     let expected =
-        tensors_of(&onnx_light::load_model(sb.model(), &ParseOptions::default()).unwrap());
+        tensors_of(&onnx_light::load_model(sb.model(), &LoadOptions::default()).unwrap());
     assert_eq!(tensors_of(&l), expected);
     // Re-saving the lazy model over its own files (same directory) also works.
     let opts = SaveExternalOptions {
@@ -1338,7 +1345,7 @@ fn unloaded_tensors_are_read_from_source_dir_when_saving() {
         ..Default::default()
     };
     save_model_with_external_data(&lazy, sb.model(), &opts).unwrap();
-    let l = onnx_light::load_model(sb.model(), &ParseOptions::default()).unwrap();
+    let l = onnx_light::load_model(sb.model(), &LoadOptions::default()).unwrap();
     assert_eq!(tensors_of(&l), expected);
 }
 
@@ -1356,13 +1363,13 @@ fn parallel_copy_load_equals_sequential() {
         ..Default::default()
     };
     save_model_with_external_data(&m, sb.model(), &o).unwrap();
-    let seq = onnx_light::load_model(sb.model(), &ParseOptions::default()).unwrap();
+    let seq = onnx_light::load_model(sb.model(), &LoadOptions::default()).unwrap();
     let par = onnx_light::load_model(
         sb.model(),
-        &ParseOptions {
+        &LoadOptions::from(ParseOptions {
             num_threads: 2,
             ..Default::default()
-        },
+        }),
     )
     .unwrap();
     assert_eq!(tensors_of(&seq), tensors_of(&par));
@@ -1466,7 +1473,7 @@ fn check_reports_every_problem() {
     add("missing", &[("location", "nope.bin")], 1);
     add("refused", &[("location", "../x")], 1);
     add("sum", &[("location", "w.bin"), ("checksum", "00")], 1000);
-    let r = check_external_data(&m, sb.dir(), &ParseOptions::default(), true, None);
+    let r = check_external_data(&m, sb.dir(), &LoadOptions::default(), true, None);
     assert_eq!(r.problems.len(), 5, "{:#?}", r.problems);
     let text: Vec<String> = r.problems.iter().map(|e| e.to_string()).collect();
     for name in ["size", "bounds", "missing", "refused", "sum"] {
@@ -1543,11 +1550,13 @@ fn thousands_of_files_with_few_descriptors() {
     for no_copy in [false, true] {
         let l = onnx_light::load_model(
             &path,
-            &ParseOptions {
-                no_copy,
-                num_threads: 2,
+            &LoadOptions {
                 verify_external_checksums: true,
-                ..Default::default()
+                ..LoadOptions::from(ParseOptions {
+                    no_copy,
+                    num_threads: 2,
+                    ..Default::default()
+                })
             },
         )
         .unwrap();
@@ -1561,7 +1570,7 @@ fn thousands_of_files_with_few_descriptors() {
         }
     }
     let lazy = onnx_light::load_model(&path, &no_load()).unwrap();
-    let c = check_external_data(&lazy, &dir, &ParseOptions::default(), true, None);
+    let c = check_external_data(&lazy, &dir, &LoadOptions::default(), true, None);
     assert!(
         c.problems.is_empty(),
         "{:?}",
@@ -1581,7 +1590,7 @@ fn use_external_data_location_keeps_the_references_of_unloaded_tensors() {
     };
     save_model_with_external_data(&m, sb.model(), &weights).unwrap();
     let expected =
-        tensors_of(&onnx_light::load_model(sb.model(), &ParseOptions::default()).unwrap());
+        tensors_of(&onnx_light::load_model(sb.model(), &LoadOptions::default()).unwrap());
     let lazy = onnx_light::load_model(sb.model(), &no_load()).unwrap();
     let kept_refs = infos(&lazy);
     assert!(!kept_refs.is_empty());
@@ -1622,7 +1631,7 @@ fn use_external_data_location_keeps_the_references_of_unloaded_tensors() {
     };
     assert_eq!(
         bytes(tensors_of(
-            &onnx_light::load_model(&second, &ParseOptions::default()).unwrap()
+            &onnx_light::load_model(&second, &LoadOptions::default()).unwrap()
         )),
         bytes(expected)
     );
@@ -1663,7 +1672,7 @@ fn use_external_data_location_keeps_the_references_of_unloaded_tensors() {
     }
 }
 
-/// `ParseOptions::progress`: the calls of a file load sum to the model file's size plus every
+/// `LoadOptions::progress`: the calls of a file load sum to the model file's size plus every
 /// external range read once (two tensors naming one range count it once), in pieces of at most
 /// 8 MiB when copying and one call per range when mapping, with 1 or 2 threads; a load from
 /// bytes reports its external data only.
@@ -1705,13 +1714,15 @@ fn progress_reports_every_byte_loaded_once() {
         for no_copy in [false, true] {
             let calls = Arc::new(std::sync::Mutex::new(Vec::new()));
             let sink = calls.clone();
-            let opts = ParseOptions {
-                num_threads: threads,
-                no_copy,
+            let opts = LoadOptions {
                 progress: Some(onnx_light::LoadProgress::new(move |n| {
                     sink.lock().unwrap().push(n)
                 })),
-                ..Default::default()
+                ..LoadOptions::from(ParseOptions {
+                    num_threads: threads,
+                    no_copy,
+                    ..Default::default()
+                })
             };
             let loaded = onnx_light::load_model(sb.model(), &opts).unwrap();
             assert_eq!(loaded.graph().initializer().len(), 8);
@@ -1730,7 +1741,7 @@ fn progress_reports_every_byte_loaded_once() {
 
     let total = Arc::new(std::sync::atomic::AtomicU64::new(0));
     let sink = total.clone();
-    let opts = ParseOptions {
+    let opts = LoadOptions {
         external_data_dir: Some(sb.dir()),
         progress: Some(onnx_light::LoadProgress::new(move |n| {
             sink.fetch_add(n, std::sync::atomic::Ordering::Relaxed);

@@ -9,7 +9,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use common::TempDir;
-use onnx_light::{FileLoadMode, ModelProto, ParseOptions};
+use onnx_light::{FileLoadMode, LoadOptions, ModelProto, ParseOptions};
 
 /// `load_model(path)` fails within 10 s (run on a thread, so a blocking open cannot hang the
 /// test) with a message containing the path and `kind`.
@@ -28,7 +28,10 @@ fn refused(path: &Path, kind: &str) {
             let p = path.to_path_buf();
             let (tx, rx) = std::sync::mpsc::channel();
             std::thread::spawn(move || {
-                let _ = tx.send(onnx_light::load_model(&p, &opts).map(|_: ModelProto| ()));
+                let _ = tx.send(
+                    onnx_light::load_model(&p, &LoadOptions::from(opts.clone()))
+                        .map(|_: ModelProto| ()),
+                );
             });
             let start = Instant::now();
             let r = rx
@@ -72,7 +75,7 @@ fn devices_fifos_sockets_directories_and_procfs_files_are_refused() {
     let sample = Path::new(env!("CARGO_MANIFEST_DIR")).join("samples/mlp.onnx");
     let good = dir.path("good.onnx");
     std::os::unix::fs::symlink(&sample, &good).unwrap();
-    onnx_light::load_model(&good, &ParseOptions::default()).unwrap();
+    onnx_light::load_model(&good, &LoadOptions::default()).unwrap();
 }
 
 /// Windows: a directory and the NUL device (by its plain and its device-namespace name) are
@@ -85,5 +88,5 @@ fn devices_and_directories_are_refused() {
     refused(Path::new(r"\\.\NUL"), "");
     refused(Path::new("NUL"), "");
     let sample = Path::new(env!("CARGO_MANIFEST_DIR")).join("samples/mlp.onnx");
-    onnx_light::load_model(&sample, &ParseOptions::default()).unwrap();
+    onnx_light::load_model(&sample, &LoadOptions::default()).unwrap();
 }

@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 
 use onnx_light::external::{Sha1Hasher, check_external_data, save_model_with_external_data};
 use onnx_light::proto::{ModelProto, TensorProto};
-use onnx_light::{ParseOptions, SaveExternalOptions};
+use onnx_light::{LoadOptions, ParseOptions, SaveExternalOptions};
 use rayon::prelude::*;
 
 const TENSOR: usize = 128 << 20;
@@ -140,7 +140,7 @@ fn child_process_probe() {
     for _ in 0..3 {
         drop(m.take());
         let t = Instant::now();
-        m = Some(onnx_light::load_model(path, &opts).unwrap());
+        m = Some(onnx_light::load_model(path, &LoadOptions::from(opts.clone())).unwrap());
         best = best.min(t.elapsed());
     }
     let m = m.unwrap();
@@ -202,7 +202,7 @@ fn three_gb_model_with_external_data() {
         num_threads: 2,
         ..Default::default()
     };
-    let loaded = onnx_light::load_model(&path, &copy_opts).unwrap();
+    let loaded = onnx_light::load_model(&path, &LoadOptions::from(copy_opts.clone())).unwrap();
     let copy_time = t.elapsed();
     assert_eq!(check_and_hash(&loaded, 4093), expected);
     drop(loaded);
@@ -259,10 +259,10 @@ fn three_gb_model_with_external_data() {
     // Split into ≤ 1 GiB files, re-saving a no-copy model over the very file it maps.
     let mapped = onnx_light::load_model(
         &path,
-        &ParseOptions {
+        &LoadOptions::from(ParseOptions {
             no_copy: true,
             ..Default::default()
-        },
+        }),
     )
     .unwrap();
     let split = SaveExternalOptions {
@@ -295,10 +295,12 @@ fn three_gb_model_with_external_data() {
         assert_eq!(x.raw_data()[TENSOR / 2], byte(t, TENSOR / 2));
     }
     drop(mapped);
-    let verify = ParseOptions {
-        num_threads: 2,
+    let verify = LoadOptions {
         verify_external_checksums: true,
-        ..Default::default()
+        ..LoadOptions::from(ParseOptions {
+            num_threads: 2,
+            ..Default::default()
+        })
     };
     let loaded = onnx_light::load_model(&path, &verify).unwrap();
     assert_eq!(check_and_hash(&loaded, 4093), expected);
@@ -307,10 +309,10 @@ fn three_gb_model_with_external_data() {
     // And back into one file: the same bytes as the first save, checked on disk.
     let mapped = onnx_light::load_model(
         &path,
-        &ParseOptions {
+        &LoadOptions::from(ParseOptions {
             no_copy: true,
             ..Default::default()
-        },
+        }),
     )
     .unwrap();
     let back = dir.join("back.onnx");
@@ -322,14 +324,14 @@ fn three_gb_model_with_external_data() {
     }
     let lazy = onnx_light::load_model(
         &back,
-        &ParseOptions {
+        &LoadOptions {
             load_external_data: false,
             ..Default::default()
         },
     )
     .unwrap();
     let t = Instant::now();
-    let check = check_external_data(&lazy, &dir, &ParseOptions::default(), true, None);
+    let check = check_external_data(&lazy, &dir, &LoadOptions::default(), true, None);
     let check_time = t.elapsed();
     assert!(check.problems.is_empty(), "{:?}", check.problems);
     assert_eq!(check.checksums_verified, COUNT);

@@ -3,7 +3,7 @@
 //! at the end.
 
 use onnx_light::proto::{Message, ModelProto, TensorProto};
-use onnx_light::{FileLoadMode, ParseOptions, SerializeOptions};
+use onnx_light::{FileLoadMode, LoadOptions, ParseOptions, SerializeOptions};
 
 const BIG: usize = (1 << 31) + 12_345;
 
@@ -65,7 +65,7 @@ fn model_over_2gb_saves_and_loads() {
             alignment: 1,
             ..Default::default()
         };
-        let m = onnx_light::load_model(&path, &opts).unwrap();
+        let m = onnx_light::load_model(&path, &LoadOptions::from(opts.clone())).unwrap();
         let g = m.graph();
         assert_eq!(g.initializer().len(), 2);
         assert_eq!(g.initializer()[0].raw_data(), &[1, 2, 3, 4]);

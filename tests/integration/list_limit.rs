@@ -21,7 +21,7 @@ use onnx_light::ffi::model::onnxl_load_model;
 use onnx_light::ffi::status::{OnnxlStatus, onnxl_last_error_message};
 use onnx_light::wire::MAX_LEN;
 use onnx_light::wire::put_varint;
-use onnx_light::{DecodeErrorKind, Error, FileLoadMode, ParseOptions};
+use onnx_light::{DecodeErrorKind, Error, FileLoadMode, LoadOptions, ParseOptions};
 
 struct Cleanup(PathBuf);
 impl Drop for Cleanup {
@@ -72,7 +72,7 @@ fn a_packed_field_of_more_than_max_len_elements_is_refused_before_it_is_read() {
         num_threads: 1,
         ..Default::default()
     };
-    let e = onnx_light::load_model(&path, &opts).unwrap_err();
+    let e = onnx_light::load_model(&path, &LoadOptions::from(opts.clone())).unwrap_err();
     let Error::Decode(d) = &e else {
         panic!("not a decode error: {e}")
     };

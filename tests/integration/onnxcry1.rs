@@ -7,7 +7,7 @@ use crate::common;
 use common::best_cpu_of;
 use onnx_light::crypto::{EncryptionFormat, EncryptionOptions};
 use onnx_light::proto::{Message, ModelProto};
-use onnx_light::{Error, ParseOptions};
+use onnx_light::{Error, LoadOptions, ParseOptions};
 
 const KEY: &[u8] = b"passphrase";
 
@@ -61,8 +61,10 @@ fn bad_padding_and_corrupted_blocks_take_the_same_path() {
         *b ^= 0xa5;
     }
     let popts = ParseOptions::default();
-    let fail =
-        |data: &[u8]| onnx_light::load_encrypted_model_from_bytes(data, KEY, &popts).unwrap_err();
+    let fail = |data: &[u8]| {
+        onnx_light::load_encrypted_model_from_bytes(data, KEY, &LoadOptions::from(popts.clone()))
+            .unwrap_err()
+    };
     let (e1, e2) = (fail(&bad_padding), fail(&bad_block));
     assert!(matches!(e1, Error::Authentication(_)), "{e1}");
     assert_eq!(e1.to_string(), e2.to_string());
@@ -100,7 +102,7 @@ fn bad_padding_and_corrupted_blocks_take_the_same_path() {
 #[test]
 fn reject_unauthenticated_refuses_onnxcry1() {
     let bytes = model().serialize_to_vec();
-    let strict = ParseOptions {
+    let strict = LoadOptions {
         reject_unauthenticated: true,
         ..Default::default()
     };
@@ -114,7 +116,7 @@ fn reject_unauthenticated_refuses_onnxcry1() {
     assert!(matches!(e, Error::Authentication(_)), "{e:?}");
     assert!(e.to_string().contains("reject_unauthenticated"), "{e}");
     // Accepted without the option, and authenticated formats are accepted with it.
-    onnx_light::load_encrypted_model_from_bytes(&cry1, KEY, &ParseOptions::default()).unwrap();
+    onnx_light::load_encrypted_model_from_bytes(&cry1, KEY, &LoadOptions::default()).unwrap();
     for format in [
         EncryptionFormat::ChaCha20Poly1305,
         EncryptionFormat::AesGcm,

@@ -29,7 +29,7 @@ use crate::common;
 use common::{nested_graphs, wrap};
 
 use onnx_light::proto::Message;
-use onnx_light::{DecodeErrorKind, Error, FileLoadMode, ModelProto, ParseOptions};
+use onnx_light::{DecodeErrorKind, Error, FileLoadMode, LoadOptions, ModelProto, ParseOptions};
 
 const CHILD_ENV: &str = "ONNXL_OOM_CHILD";
 
@@ -159,7 +159,7 @@ fn child_process_oom() {
         }
         "empty_dims_file" => {
             limit_address_space_of(&case);
-            outcome(onnx_light::load_model(&path, &ParseOptions::default()))
+            outcome(onnx_light::load_model(&path, &LoadOptions::default()))
         }
         "huge_file_copy" | "huge_file_buffered" => {
             limit_address_space_of(&case);
@@ -171,7 +171,10 @@ fn child_process_oom() {
                 },
                 ..Default::default()
             };
-            outcome(onnx_light::load_model(&path, &opts))
+            outcome(onnx_light::load_model(
+                &path,
+                &LoadOptions::from(opts.clone()),
+            ))
         }
         "huge_serialize" => {
             // A model of 3 tensors sharing one 700 MiB buffer: 2.1 GB serialized.
@@ -197,7 +200,10 @@ fn child_process_oom() {
                 ..Default::default()
             };
             limit_address_space_of(&case);
-            outcome(onnx_light::load_model(&path, &opts))
+            outcome(onnx_light::load_model(
+                &path,
+                &LoadOptions::from(opts.clone()),
+            ))
         }
         "empty_nodes_no_budget" | "unpacked_dims" => {
             // No metadata budget: nothing but the address space stops the parse.
@@ -282,7 +288,10 @@ fn sweep_load(path: &std::path::Path, room: usize, threads: i32) -> String {
     }
     if threads == 1 {
         let opts = ParseOptions::default();
-        return outcome(onnx_light::load_model(path, &opts));
+        return outcome(onnx_light::load_model(
+            path,
+            &LoadOptions::from(opts.clone()),
+        ));
     }
     use onnx_light::ffi::{accessors, model, options, status};
     let c_path = std::ffi::CString::new(path.to_str().unwrap()).unwrap();

@@ -14,7 +14,7 @@ use onnx_light::external::{
     parse_prepacked, save_model_with_prepacked,
 };
 use onnx_light::proto::{ModelProto, StringStringEntryProto, TensorProto};
-use onnx_light::{Error, ParseOptions, PrepackedBlobs, SaveExternalOptions};
+use onnx_light::{Error, LoadOptions, ParseOptions, PrepackedBlobs, SaveExternalOptions};
 
 /// W (3000 bytes), B (100 bytes: below the size threshold), X (5000 bytes, no blobs).
 fn model() -> ModelProto {
@@ -37,8 +37,8 @@ fn blobs() -> PrepackedBlobs {
     b
 }
 
-fn no_load() -> ParseOptions {
-    ParseOptions {
+fn no_load() -> LoadOptions {
+    LoadOptions {
         load_external_data: false,
         ..Default::default()
     }
@@ -139,7 +139,9 @@ fn no_copy_load_borrows_from_the_one_mapping_with_the_initializers_owner() {
         no_copy: true,
         ..Default::default()
     };
-    let (loaded, got) = onnx_light::load_model_with_prepacked(d.path("m.onnx"), &nc).unwrap();
+    let (loaded, got) =
+        onnx_light::load_model_with_prepacked(d.path("m.onnx"), &LoadOptions::from(nc.clone()))
+            .unwrap();
     same_blobs(&got, &b);
     let file = d.0.join("m.onnx.data");
     let maps = common::mappings_of(&file);
@@ -168,7 +170,8 @@ fn no_copy_load_borrows_from_the_one_mapping_with_the_initializers_owner() {
     }
     // The same through load_external_data_for_model: the report's file owner is that token.
     let mut m2 = onnx_light::load_model(d.path("m.onnx"), &no_load()).unwrap();
-    let report = load_external_data_for_model(&mut m2, &d.0, &nc).unwrap();
+    let report =
+        load_external_data_for_model(&mut m2, &d.0, &LoadOptions::from(nc.clone())).unwrap();
     assert_eq!(report.prepacked.len(), 2);
     let file_owner = report.files[0].owner.clone().unwrap();
     let blob = report.blobs.get("W", "k0").unwrap();
@@ -199,7 +202,7 @@ fn copy_load_gives_equal_bytes_and_round_trips_again() {
     let b = blobs();
     save_model_with_prepacked(&m, &b, d.path("m.onnx"), &SaveExternalOptions::default()).unwrap();
     let (loaded, got) =
-        onnx_light::load_model_with_prepacked(d.path("m.onnx"), &ParseOptions::default()).unwrap();
+        onnx_light::load_model_with_prepacked(d.path("m.onnx"), &LoadOptions::default()).unwrap();
     same_blobs(&got, &b);
     assert!(
         common::mappings_of(&d.0.join("m.onnx.data")).is_empty(),
@@ -230,7 +233,7 @@ fn copy_load_gives_equal_bytes_and_round_trips_again() {
         "packed: the blob follows the tensor in its own file"
     );
     let (_, again) =
-        onnx_light::load_model_with_prepacked(d2.path("m.onnx"), &ParseOptions::default()).unwrap();
+        onnx_light::load_model_with_prepacked(d2.path("m.onnx"), &LoadOptions::default()).unwrap();
     same_blobs(&again, &b);
 }
 
@@ -244,7 +247,7 @@ fn checksums_are_written_and_verified() {
         ..Default::default()
     };
     save_model_with_prepacked(&m, &b, d.path("m.onnx"), &opts).unwrap();
-    let verify = ParseOptions {
+    let verify = LoadOptions {
         verify_external_checksums: true,
         ..Default::default()
     };
@@ -278,7 +281,7 @@ fn checksums_are_written_and_verified() {
     );
     // Not verified by default (as ONNX Runtime): loads, with the corrupted bytes.
     let (_, got) =
-        onnx_light::load_model_with_prepacked(d.path("m.onnx"), &ParseOptions::default()).unwrap();
+        onnx_light::load_model_with_prepacked(d.path("m.onnx"), &LoadOptions::default()).unwrap();
     assert_ne!(
         got.get("W", "k1").unwrap().buffer(0).unwrap(),
         pattern(5000, 9)
@@ -319,7 +322,7 @@ fn load(d: &Dir, extra: &[(&str, &str)], no_copy: bool) -> onnx_light::Result<Pr
         no_copy,
         ..Default::default()
     };
-    load_external_data_for_model(&mut m, &d.0, &opts).map(|r| r.blobs)
+    load_external_data_for_model(&mut m, &d.0, &LoadOptions::from(opts.clone())).map(|r| r.blobs)
 }
 
 #[test]
@@ -393,7 +396,7 @@ fn malformed_entries_are_handled_as_onnxruntime_does() {
             assert!(matches!(err, Error::ExternalData { .. }), "{v:?}: {err}");
             // check_external_data reports it too, without loading.
             let m = external_model("w.bin", &[("prepacked_0", v)]);
-            let r = check_external_data(&m, &d.0, &ParseOptions::default(), false, None);
+            let r = check_external_data(&m, &d.0, &LoadOptions::default(), false, None);
             assert_eq!(r.problems.len(), 1, "{v:?}");
         }
     }
@@ -407,7 +410,7 @@ fn blobs_follow_the_tensors_path_rules() {
     std::fs::write(d.0.join("other.bin"), pattern(256, 2)).unwrap();
     // The blob's offsets are in the TENSOR's file (no location of their own).
     let mut m = external_model("sub/w.bin", &[("prepacked_0", "k|100;10;0")]);
-    let r = load_external_data_for_model(&mut m, &d.0, &ParseOptions::default()).unwrap();
+    let r = load_external_data_for_model(&mut m, &d.0, &LoadOptions::default()).unwrap();
     assert_eq!(
         r.blobs.get("w", "k").unwrap().buffer(0).unwrap(),
         &pattern(256, 1)[100..110]
@@ -415,14 +418,14 @@ fn blobs_follow_the_tensors_path_rules() {
     // A refused location refuses its blobs with it: nothing is read.
     for loc in ["../x/w.bin", "/etc/passwd", "sub/../../w.bin"] {
         let mut m = external_model(loc, &[("prepacked_0", "k|0;1;0")]);
-        let err = load_external_data_for_model(&mut m, &d.0, &ParseOptions::default()).unwrap_err();
+        let err = load_external_data_for_model(&mut m, &d.0, &LoadOptions::default()).unwrap_err();
         assert!(matches!(err, Error::PathRefused { .. }), "{loc}: {err}");
     }
     #[cfg(unix)]
     {
         std::os::unix::fs::symlink(d.0.join("other.bin"), d.0.join("link.bin")).unwrap();
         let mut m = external_model("link.bin", &[("prepacked_0", "k|0;1;0")]);
-        let err = load_external_data_for_model(&mut m, &d.0, &ParseOptions::default()).unwrap_err();
+        let err = load_external_data_for_model(&mut m, &d.0, &LoadOptions::default()).unwrap_err();
         assert!(matches!(err, Error::PathRefused { .. }), "{err}");
     }
 }
@@ -475,7 +478,7 @@ fn split_files_keep_a_tensor_with_its_blobs() {
     let w = &infos(&saved)["W"];
     assert_eq!(w.location, "w.bin.1", "W + its blob did not fit after X");
     let (_, got) =
-        onnx_light::load_model_with_prepacked(d.path("m.onnx"), &ParseOptions::default()).unwrap();
+        onnx_light::load_model_with_prepacked(d.path("m.onnx"), &LoadOptions::default()).unwrap();
     same_blobs(&got, &b);
 }
 
@@ -494,7 +497,9 @@ fn resave_over_the_mapped_files_keeps_blobs() {
         no_copy: true,
         ..Default::default()
     };
-    let (loaded, got) = onnx_light::load_model_with_prepacked(d.path("m.onnx"), &nc).unwrap();
+    let (loaded, got) =
+        onnx_light::load_model_with_prepacked(d.path("m.onnx"), &LoadOptions::from(nc.clone()))
+            .unwrap();
     // Over the very files the tensors and blobs borrow from, with another alignment.
     let opts = SaveExternalOptions {
         alignment: 65536,
@@ -503,7 +508,9 @@ fn resave_over_the_mapped_files_keeps_blobs() {
     };
     save_model_with_prepacked(&loaded, &got, d.path("m.onnx"), &opts).unwrap();
     same_blobs(&got, &b);
-    let (_, again) = onnx_light::load_model_with_prepacked(d.path("m.onnx"), &nc).unwrap();
+    let (_, again) =
+        onnx_light::load_model_with_prepacked(d.path("m.onnx"), &LoadOptions::from(nc.clone()))
+            .unwrap();
     same_blobs(&again, &b);
     let saved = onnx_light::load_model(d.path("m.onnx"), &no_load()).unwrap();
     for (_, v) in &infos(&saved)["W"].prepacked {
@@ -536,16 +543,18 @@ fn blobs_in_encrypted_weight_files_round_trip_in_both_modes() {
         "blob bytes in the clear"
     );
     for no_copy in [false, true] {
-        let popts = ParseOptions {
-            no_copy,
+        let popts = LoadOptions {
             verify_external_checksums: true,
             external_data_key: Some(b"blob key".as_slice().into()),
-            ..Default::default()
+            ..LoadOptions::from(ParseOptions {
+                no_copy,
+                ..Default::default()
+            })
         };
         let (_, got) = onnx_light::load_model_with_prepacked(d.path("m.onnx"), &popts).unwrap();
         same_blobs(&got, &b);
     }
-    let e = onnx_light::load_model_with_prepacked(d.path("m.onnx"), &ParseOptions::default())
+    let e = onnx_light::load_model_with_prepacked(d.path("m.onnx"), &LoadOptions::default())
         .unwrap_err();
     assert!(e.to_string().contains("passphrase"), "{e}");
 }

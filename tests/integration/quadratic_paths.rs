@@ -11,7 +11,7 @@ use crate::common;
 use common::{TempDir, best_cpu_of};
 use onnx_light::external::prepacked_blobs_of;
 use onnx_light::proto::{Message, ModelProto, StringStringEntryProto, TensorProto};
-use onnx_light::{ParseOptions, check_external_data, load_model_with_prepacked};
+use onnx_light::{LoadOptions, check_external_data, load_model_with_prepacked};
 
 /// How much larger the second input of each case is.
 const FACTOR: usize = 16;
@@ -96,16 +96,16 @@ fn models_with_many_prepacked_blobs_load_and_check_in_linear_time() {
     let large = model_with_prepacked(&dir, FACTOR * n);
     let path_of = |k: usize| if k == n { &small } else { &large };
     assert_linear("load_model_with_prepacked", n, |k| {
-        let (_, blobs) = load_model_with_prepacked(path_of(k), &ParseOptions::default()).unwrap();
+        let (_, blobs) = load_model_with_prepacked(path_of(k), &LoadOptions::default()).unwrap();
         assert_eq!(blobs.len(), k);
     });
     assert_linear("check_external_data", n, |k| {
-        let opts = ParseOptions {
+        let opts = LoadOptions {
             load_external_data: false,
             ..Default::default()
         };
         let m = onnx_light::load_model(path_of(k), &opts).unwrap();
-        let report = check_external_data(&m, &dir.0, &ParseOptions::default(), false, None);
+        let report = check_external_data(&m, &dir.0, &LoadOptions::default(), false, None);
         assert!(report.problems.is_empty(), "{:?}", report.problems);
     });
 }

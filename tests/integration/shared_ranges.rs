@@ -2,7 +2,7 @@
 //! make a load copy (or decrypt) a range many times over.
 
 use onnx_light::proto::ModelProto;
-use onnx_light::{Message, ParseOptions};
+use onnx_light::{LoadOptions, Message, ParseOptions};
 
 const RANGE: usize = 1 << 20;
 const TENSORS: usize = 100;
@@ -73,7 +73,7 @@ fn a_range_named_many_times_is_copied_once() {
                 num_threads: threads,
                 ..Default::default()
             };
-            let mut m = onnx_light::load_model(&path, &opts).unwrap();
+            let mut m = onnx_light::load_model(&path, &LoadOptions::from(opts.clone())).unwrap();
             assert_eq!(
                 distinct_payloads(&m, offset),
                 2,
@@ -108,7 +108,7 @@ fn distinct_payloads_after_write(m: &ModelProto) -> usize {
 fn a_save_writes_a_shared_range_once() {
     let root = std::env::temp_dir().join(format!("onnx_light_shared_saves_{}", std::process::id()));
     let path = write(&root.join("in"), 0);
-    let m = onnx_light::load_model(&path, &ParseOptions::default()).unwrap();
+    let m = onnx_light::load_model(&path, &LoadOptions::default()).unwrap();
     let out = root.join("out").join("model.onnx");
     std::fs::create_dir_all(out.parent().unwrap()).unwrap();
     let report = onnx_light::save_model_with_external_data(&m, &out, &Default::default()).unwrap();
@@ -116,7 +116,7 @@ fn a_save_writes_a_shared_range_once() {
     // Two distinct ranges of RANGE bytes, the second aligned to 4096.
     assert_eq!(report.files.len(), 1);
     assert_eq!(report.files[0].size, 2 * RANGE as u64);
-    let back = onnx_light::load_model(&out, &ParseOptions::default()).unwrap();
+    let back = onnx_light::load_model(&out, &LoadOptions::default()).unwrap();
     assert_eq!(distinct_payloads(&back, 0), 2);
     std::fs::remove_dir_all(&root).unwrap();
 }
@@ -149,7 +149,8 @@ fn blobs_naming_one_range_are_read_and_written_once() {
             num_threads: threads,
             ..Default::default()
         };
-        let (m, blobs) = onnx_light::load_model_with_prepacked(&path, &opts).unwrap();
+        let (m, blobs) =
+            onnx_light::load_model_with_prepacked(&path, &LoadOptions::from(opts.clone())).unwrap();
         let mut seen = std::collections::HashSet::new();
         let mut buffers = 0;
         for (_, _, blob) in blobs.iter() {
@@ -169,7 +170,8 @@ fn blobs_naming_one_range_are_read_and_written_once() {
         assert_eq!(report.prepacked_blobs, 2 * (TENSORS + 1));
         // The two tensor ranges and the blobs' one.
         assert_eq!(report.files[0].size, 3 * RANGE as u64);
-        let (back, again) = onnx_light::load_model_with_prepacked(&out, &opts).unwrap();
+        let (back, again) =
+            onnx_light::load_model_with_prepacked(&out, &LoadOptions::from(opts.clone())).unwrap();
         assert_eq!(distinct_payloads(&back, 0), 2);
         let blob = again.get("w7", "b").unwrap();
         assert_eq!(blob.buffers.len(), 2);

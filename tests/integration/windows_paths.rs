@@ -17,7 +17,7 @@ use onnx_light::external::{
     save_model_with_external_data,
 };
 use onnx_light::proto::{ModelProto, StringStringEntryProto, TensorProto};
-use onnx_light::{Error, ParseOptions, SaveExternalOptions};
+use onnx_light::{Error, LoadOptions, ParseOptions, SaveExternalOptions};
 
 const LEN: usize = 4096;
 
@@ -63,7 +63,7 @@ fn assert_load_refused(dir: &Path, location: &str, what: &str) {
             no_copy,
             ..Default::default()
         };
-        let e = onnx_light::load_model(&path, &opts).unwrap_err();
+        let e = onnx_light::load_model(&path, &LoadOptions::from(opts.clone())).unwrap_err();
         assert!(
             matches!(e, Error::PathRefused { .. }),
             "{what} ({location:?}): {e}"
@@ -74,10 +74,11 @@ fn assert_load_refused(dir: &Path, location: &str, what: &str) {
             "{what}: names the tensor: {e}"
         );
         let mut again = m.clone();
-        let e = load_external_data_for_model(&mut again, dir, &opts).unwrap_err();
+        let e = load_external_data_for_model(&mut again, dir, &LoadOptions::from(opts.clone()))
+            .unwrap_err();
         assert!(matches!(e, Error::PathRefused { .. }), "{what}: {e}");
     }
-    let r = check_external_data(&m, dir, &ParseOptions::default(), true, None);
+    let r = check_external_data(&m, dir, &LoadOptions::default(), true, None);
     assert_eq!(r.problems.len(), 1, "{what}");
     assert!(matches!(r.problems[0], Error::PathRefused { .. }), "{what}");
     assert!(r.files.is_empty(), "{what}: no file opened");
@@ -146,7 +147,7 @@ fn assert_loads(dir: &Path, location: &str) {
     std::fs::write(dir.join(location), common::pattern(LEN, 9)).unwrap();
     let path = dir.join("m.onnx");
     onnx_light::save_model(&model_at(location), &path, &Default::default()).unwrap();
-    let m = onnx_light::load_model(&path, &ParseOptions::default()).unwrap();
+    let m = onnx_light::load_model(&path, &LoadOptions::default()).unwrap();
     assert_eq!(
         m.graph().initializer()[0].raw_data(),
         common::pattern(LEN, 9)
@@ -289,7 +290,7 @@ fn case_insensitive_names() {
     lower.sort();
     lower.dedup();
     assert_eq!(lower.len(), 3, "{:?}", r.files);
-    let loaded = onnx_light::load_model(dir.path("m.onnx"), &ParseOptions::default()).unwrap();
+    let loaded = onnx_light::load_model(dir.path("m.onnx"), &LoadOptions::default()).unwrap();
     for (a, b) in loaded
         .graph()
         .initializer()
@@ -311,7 +312,7 @@ fn case_insensitive_names() {
             &Default::default(),
         )
         .unwrap();
-        let m = onnx_light::load_model(dir.path("m2.onnx"), &ParseOptions::default()).unwrap();
+        let m = onnx_light::load_model(dir.path("m2.onnx"), &LoadOptions::default()).unwrap();
         assert_eq!(
             m.graph().initializer()[0].raw_data(),
             common::pattern(LEN, 9)

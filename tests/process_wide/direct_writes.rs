@@ -10,7 +10,7 @@ use crate::common::{TempDir, pattern};
 use onnx_light::external::save_model_with_external_data;
 use onnx_light::proto::{ModelProto, TensorProto};
 use onnx_light::storage::{direct_written_bytes, fail_next_direct_writes};
-use onnx_light::{ParseOptions, SaveExternalOptions, SerializeOptions};
+use onnx_light::{LoadOptions, ParseOptions, SaveExternalOptions, SerializeOptions};
 
 /// Payload sizes: unaligned ones, one spanning several 8 MiB pieces, small ones; 41 MiB total.
 const SIZES: [usize; 7] = [
@@ -183,10 +183,12 @@ fn external_data_saves_write_the_same_files_from_every_source() {
     // payloads, written straight from the mapping).
     let mapped = onnx_light::load_model(
         reference.path("m.onnx"),
-        &ParseOptions {
-            no_copy: true,
+        &LoadOptions {
             load_external_data: true,
-            ..Default::default()
+            ..LoadOptions::from(ParseOptions {
+                no_copy: true,
+                ..Default::default()
+            })
         },
     )
     .unwrap();

@@ -13,7 +13,7 @@ use crate::heap::peak_of;
 use onnx_light::proto::schema::{self, Kind, Label};
 use onnx_light::proto::{Message, MessageVisitor, ModelProto, TensorProto, visit_message_type};
 use onnx_light::wire::{put_varint, tag};
-use onnx_light::{DecodeErrorKind, Error, ParseOptions, SaveExternalOptions};
+use onnx_light::{DecodeErrorKind, Error, LoadOptions, ParseOptions, SaveExternalOptions};
 
 /// Largest peak allocation a single hostile case may reach (inputs are at most a few MB).
 const CASE_ALLOC_LIMIT: usize = 64 << 20;
@@ -790,9 +790,19 @@ fn external_attacks(s: &mut Suite) {
                 if kind == "check" {
                     // Loads (as onnx.load does: the range is what counts); the check reports
                     // the mismatch between the range and dims x type.
-                    let r = onnx_light::load_external_data_for_model(&mut m, &dir, &opts);
+                    let r = onnx_light::load_external_data_for_model(
+                        &mut m,
+                        &dir,
+                        &LoadOptions::from(opts.clone()),
+                    );
                     let _ = r;
-                    let report = onnx_light::check_external_data(&model, &dir, &opts, false, None);
+                    let report = onnx_light::check_external_data(
+                        &model,
+                        &dir,
+                        &LoadOptions::from(opts.clone()),
+                        false,
+                        None,
+                    );
                     assert!(
                         !report.problems.is_empty(),
                         "{}: no problem reported",
@@ -809,9 +819,13 @@ fn external_attacks(s: &mut Suite) {
                     );
                     return;
                 }
-                let e = onnx_light::load_external_data_for_model(&mut m, &dir, &opts)
-                    .err()
-                    .unwrap_or_else(|| panic!("{}: loaded", what()));
+                let e = onnx_light::load_external_data_for_model(
+                    &mut m,
+                    &dir,
+                    &LoadOptions::from(opts.clone()),
+                )
+                .err()
+                .unwrap_or_else(|| panic!("{}: loaded", what()));
                 let ok = match kind {
                     "path" => matches!(e, Error::PathRefused { .. }),
                     "external" => matches!(e, Error::ExternalData { .. }),
@@ -827,7 +841,11 @@ fn external_attacks(s: &mut Suite) {
                 let bytes = model.serialize_to_vec();
                 let path = dir.join("m.onnx");
                 std::fs::write(&path, &bytes).unwrap();
-                assert!(onnx_light::load_model(&path, &opts).is_err(), "{}", what());
+                assert!(
+                    onnx_light::load_model(&path, &LoadOptions::from(opts.clone())).is_err(),
+                    "{}",
+                    what()
+                );
             });
         }
     }
@@ -1094,7 +1112,7 @@ fn adversarial_pass(s: &mut Suite) {
     ];
     for (path, kind) in paths {
         s.case(cat, &|| format!("model path {}", path.display()), || {
-            let e = onnx_light::load_model(&path, &ParseOptions::default()).unwrap_err();
+            let e = onnx_light::load_model(&path, &LoadOptions::default()).unwrap_err();
             assert!(matches!(e, Error::Io { .. }), "{}: {e:?}", path.display());
             assert_message("path", &e, &[&path.display().to_string(), kind]);
         });
@@ -1104,7 +1122,7 @@ fn adversarial_pass(s: &mut Suite) {
     s.case(cat, &|| "0-byte model file".into(), || {
         // A valid (empty) protobuf message, as protobuf says; `onnx-light check` reports the
         // missing IR version, graph and opsets (cli/tests).
-        let m: ModelProto = onnx_light::load_model(&empty, &ParseOptions::default()).unwrap();
+        let m: ModelProto = onnx_light::load_model(&empty, &LoadOptions::default()).unwrap();
         assert!(!m.has_ir_version() && !m.has_graph() && m.opset_import().is_empty());
     });
     // Option values out of range.
@@ -1190,7 +1208,7 @@ fn adversarial_pass(s: &mut Suite) {
         assert_eq!(back.graph().name().as_bytes(), hostile.as_bytes());
         assert_eq!(back.serialize_to_vec(), bytes);
         let mut ext = external_model(&[4], &[("location", hostile)]);
-        let e = onnx_light::load_external_data_for_model(&mut ext, &dir, &ParseOptions::default())
+        let e = onnx_light::load_external_data_for_model(&mut ext, &dir, &LoadOptions::default())
             .unwrap_err();
         if cfg!(windows) {
             // Control characters are not allowed in Windows file names: refused before opening.
@@ -1225,14 +1243,11 @@ fn adversarial_pass(s: &mut Suite) {
         bad_padding[n - 17] ^= 0x5a; // last byte of the next-to-last block: the padding byte
         let mut bad_block = ct.clone();
         bad_block[n / 2] ^= 0x5a;
-        let e1 = onnx_light::load_encrypted_model_from_bytes(
-            &bad_padding,
-            key,
-            &ParseOptions::default(),
-        )
-        .unwrap_err();
+        let e1 =
+            onnx_light::load_encrypted_model_from_bytes(&bad_padding, key, &LoadOptions::default())
+                .unwrap_err();
         let e2 =
-            onnx_light::load_encrypted_model_from_bytes(&bad_block, key, &ParseOptions::default())
+            onnx_light::load_encrypted_model_from_bytes(&bad_block, key, &LoadOptions::default())
                 .err();
         assert!(matches!(e1, Error::Authentication(_)), "{e1:?}");
         assert_message("bad padding", &e1, &["ONNXCRY1", "not a valid model"]);
@@ -1241,7 +1256,7 @@ fn adversarial_pass(s: &mut Suite) {
             // it fails the same way.
             assert_eq!(e1.to_string(), e2.to_string());
         }
-        let opts = ParseOptions {
+        let opts = LoadOptions {
             reject_unauthenticated: true,
             ..Default::default()
         };

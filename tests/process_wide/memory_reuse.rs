@@ -6,8 +6,8 @@
 use crate::common::{TempDir, pattern, uint8_tensor};
 use onnx_light::proto::{GraphProto, ModelProto};
 use onnx_light::{
-    Message, ParseOptions, SaveExternalOptions, memory_held_for_reuse, memory_reuse_limit,
-    release_memory_held_for_reuse, save_model, save_model_with_external_data,
+    LoadOptions, Message, ParseOptions, SaveExternalOptions, memory_held_for_reuse,
+    memory_reuse_limit, release_memory_held_for_reuse, save_model, save_model_with_external_data,
     set_memory_reuse_limit,
 };
 
@@ -70,7 +70,7 @@ fn loads_take_back_the_memory_of_dropped_models_and_write_their_own_bytes() {
         };
         // A copy load from a file: the large payloads are read into mappings of their own.
         let small = if threads == 1 { SMALL } else { 0 };
-        let first = onnx_light::load_model(&p1, &opts).unwrap();
+        let first = onnx_light::load_model(&p1, &LoadOptions::from(opts.clone())).unwrap();
         let a = payloads(&first);
         assert_eq!(a[0].2, pattern(BIG, 1));
         assert_eq!(a[1].2, pattern(MID, 1 ^ 0x55));
@@ -83,7 +83,7 @@ fn loads_take_back_the_memory_of_dropped_models_and_write_their_own_bytes() {
             "{threads} threads"
         );
         // Another model of the same shapes takes both regions back and holds its own bytes.
-        let second = onnx_light::load_model(&p2, &opts).unwrap();
+        let second = onnx_light::load_model(&p2, &LoadOptions::from(opts.clone())).unwrap();
         let b = payloads(&second);
         assert_eq!(memory_held_for_reuse(), 0);
         assert_eq!((b[0].1, b[1].1), (a[0].1, a[1].1), "the same regions");
@@ -106,12 +106,12 @@ fn loads_take_back_the_memory_of_dropped_models_and_write_their_own_bytes() {
     let ext = dir.path("ext.onnx");
     let opts = SaveExternalOptions::default();
     save_model_with_external_data(&model(4), &ext, &opts).unwrap();
-    let loaded = onnx_light::load_model(&ext, &ParseOptions::default()).unwrap();
+    let loaded = onnx_light::load_model(&ext, &LoadOptions::default()).unwrap();
     assert_eq!(payloads(&loaded)[0].2, pattern(BIG, 4));
     drop(loaded);
     let held = memory_held_for_reuse();
     assert!(held >= BIG + MID, "the arena is kept: {held}");
-    let again = onnx_light::load_model(&ext, &ParseOptions::default()).unwrap();
+    let again = onnx_light::load_model(&ext, &LoadOptions::default()).unwrap();
     assert_eq!(memory_held_for_reuse(), 0);
     assert_eq!(payloads(&again)[1].2, pattern(MID, 4 ^ 0x55));
 
@@ -119,12 +119,12 @@ fn loads_take_back_the_memory_of_dropped_models_and_write_their_own_bytes() {
     set_memory_reuse_limit(0);
     drop(again);
     assert_eq!(memory_held_for_reuse(), 0);
-    let m = onnx_light::load_model(&p1, &ParseOptions::default()).unwrap();
+    let m = onnx_light::load_model(&p1, &LoadOptions::default()).unwrap();
     drop(m);
     assert_eq!(memory_held_for_reuse(), 0);
     // A smaller limit keeps only what fits (the newest).
     set_memory_reuse_limit(BIG);
-    let m = onnx_light::load_model(&p1, &ParseOptions::default()).unwrap();
+    let m = onnx_light::load_model(&p1, &LoadOptions::default()).unwrap();
     drop(m);
     assert!(memory_held_for_reuse() <= BIG);
 }

@@ -3,7 +3,7 @@
 //! process to itself: the sync counter is process-wide.)
 
 use onnx_light::proto::ModelProto;
-use onnx_light::{ParseOptions, SaveExternalOptions};
+use onnx_light::{LoadOptions, SaveExternalOptions};
 
 #[test]
 fn sync_false_syncs_neither_file_and_true_syncs_both() {
@@ -31,7 +31,7 @@ fn sync_false_syncs_neither_file_and_true_syncs_both() {
             expected,
             "sync {sync}"
         );
-        let back = onnx_light::load_model(&path, &ParseOptions::default()).unwrap();
+        let back = onnx_light::load_model(&path, &LoadOptions::default()).unwrap();
         assert_eq!(
             back.graph().initializer()[0]
                 .raw_data_opt()

@@ -8,8 +8,8 @@ use std::time::{Duration, Instant};
 use crate::common::{TempDir, uint8_tensor};
 use onnx_light::proto::Message;
 use onnx_light::{
-    Error, ModelProto, ParseOptions, SaveExternalOptions, SerializeOptions, max_threads,
-    release_thread_pools,
+    Error, LoadOptions, ModelProto, ParseOptions, SaveExternalOptions, SerializeOptions,
+    max_threads, release_thread_pools,
 };
 
 /// Threads of this process (Linux: entries of /proc/self/task).
@@ -133,7 +133,7 @@ fn thread_counts_are_capped_and_pools_are_bounded() {
             min_parallel_block_size: 0,
             ..Default::default()
         };
-        let back = onnx_light::load_model(&path, &popts).unwrap();
+        let back = onnx_light::load_model(&path, &LoadOptions::from(popts.clone())).unwrap();
         assert_eq!(back.serialize_to_vec(), reference);
         peak = peak.max(live_threads());
     }

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 
 use onnx_light::external::{check_external_data, model_dir};
 use onnx_light::proto::ModelProto;
-use onnx_light::{Error, ParseOptions, Result};
+use onnx_light::{Error, LoadOptions, Result};
 
 /// Arguments of `check`.
 #[derive(clap::Args)]
@@ -30,7 +30,7 @@ pub struct Args {
 
 /// Runs the subcommand.
 pub fn run(args: &Args) -> Result<()> {
-    let opts = ParseOptions {
+    let opts = LoadOptions {
         load_external_data: false,
         external_data_key: args.key.read()?,
         ..Default::default()
@@ -124,7 +124,7 @@ fn check_remote(url: &str, model: &ModelProto, basics: Vec<String>, args: &Args)
         }
     });
     if tensors > 0 {
-        let opts = ParseOptions {
+        let opts = LoadOptions {
             verify_external_checksums: !args.no_checksum,
             external_data_dir: args.data_dir.clone(),
             ..Default::default()

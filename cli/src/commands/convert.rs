@@ -10,7 +10,7 @@ use std::io::IsTerminal;
 use std::path::PathBuf;
 
 use indicatif::{ProgressBar, ProgressStyle};
-use onnx_light::{ParseOptions, Result, SaveExternalOptions, SerializeOptions};
+use onnx_light::{LoadOptions, ParseOptions, Result, SaveExternalOptions, SerializeOptions};
 
 /// Arguments of `convert`.
 #[derive(clap::Args)]
@@ -114,12 +114,14 @@ fn model_encryption_asked(args: &Args) -> bool {
 /// Runs the subcommand.
 pub fn run(args: &Args) -> Result<()> {
     let key = args.key.read()?;
-    let popts = ParseOptions {
-        no_copy: true,
-        num_threads: args.threads,
+    let popts = LoadOptions {
         verify_external_checksums: args.verify,
         external_data_key: key.clone(),
-        ..Default::default()
+        ..LoadOptions::from(ParseOptions {
+            no_copy: true,
+            num_threads: args.threads,
+            ..Default::default()
+        })
     };
     let (model, blobs) = match super::remote::url(&args.input) {
         Some(url) => (super::remote::load(url, &popts)?, Default::default()),

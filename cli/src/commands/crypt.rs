@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use clap::ArgGroup;
 use onnx_light::crypto::{self, ChunkCipher, EncryptionFormat, EncryptionOptions};
-use onnx_light::{Error, ParseOptions, Result};
+use onnx_light::{Error, LoadOptions, ParseOptions, Result};
 use zeroize::Zeroizing;
 
 /// Where the passphrase comes from.
@@ -163,13 +163,15 @@ pub(crate) fn parse_cipher(s: &str) -> std::result::Result<ChunkCipher, String> 
 /// Checks that `path` is a model: mapped, structure only, external data not read (cheap at any
 /// size).
 fn check_model(path: &Path) -> Result<()> {
-    let opts = ParseOptions {
-        no_copy: true,
-        file_load_mode: onnx_light::FileLoadMode::Mmap,
+    let opts = LoadOptions {
         load_external_data: false,
-        // A check: borrow every payload wherever it is (no aligned copies).
-        alignment: 1,
-        ..Default::default()
+        ..LoadOptions::from(ParseOptions {
+            no_copy: true,
+            file_load_mode: onnx_light::FileLoadMode::Mmap,
+            // A check: borrow every payload wherever it is (no aligned copies).
+            alignment: 1,
+            ..Default::default()
+        })
     };
     onnx_light::parse_from_file::<onnx_light::ModelProto>(path, &opts)
         .map(drop)

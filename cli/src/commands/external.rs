@@ -9,7 +9,7 @@ use onnx_light::external::{
     ConvertExternalOptions, clear_external_data, convert_model_to_external_data,
     populate_external_data,
 };
-use onnx_light::{ParseOptions, Result, SerializeOptions};
+use onnx_light::{LoadOptions, Result, SerializeOptions};
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -54,7 +54,7 @@ enum Action {
 
 /// Runs the subcommand.
 pub fn run(args: &Args) -> Result<()> {
-    let lazy = ParseOptions {
+    let lazy = LoadOptions {
         load_external_data: false,
         ..Default::default()
     };
@@ -96,7 +96,7 @@ pub fn run(args: &Args) -> Result<()> {
                 Some(d) => d.clone(),
                 None => onnx_light::external::model_dir(input),
             };
-            let n = populate_external_data(&mut m, &dir, &ParseOptions::default())?;
+            let n = populate_external_data(&mut m, &dir, &LoadOptions::default())?;
             (output, m, format!("{n} tensors populated"))
         }
         Action::Clear { input, output } => {

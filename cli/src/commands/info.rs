@@ -5,7 +5,7 @@ use std::path::Path;
 
 use onnx_light::external::{ExternalDataInfo, uses_external_data};
 use onnx_light::proto::{GraphProto, ModelProto, ValueInfoProto};
-use onnx_light::{Error, ParseOptions, Result};
+use onnx_light::{Error, LoadOptions, ParseOptions, Result};
 
 /// The sample model bundled in the binary (`samples/mlp.onnx`).
 const SAMPLE_MODEL: &[u8] = include_bytes!("../../../samples/mlp.onnx");
@@ -164,12 +164,14 @@ fn copied_for_alignment(m: &ModelProto) -> usize {
 pub fn run(path: Option<&Path>, threads: i32, key: &super::crypt::OptionalKeySource) -> Result<()> {
     // No-copy: the summary needs no tensor bytes, and it reports how many tensors a no-copy
     // load has to copy because they are not aligned in the file.
-    let opts = ParseOptions {
-        num_threads: threads,
-        no_copy: true,
-        alignment: 1,
+    let opts = LoadOptions {
         external_data_key: key.read()?,
-        ..Default::default()
+        ..LoadOptions::from(ParseOptions {
+            num_threads: threads,
+            no_copy: true,
+            alignment: 1,
+            ..Default::default()
+        })
     };
     let (model, blobs, source, size) = match path {
         Some(p) if super::remote::url(p).is_some() => {
@@ -178,11 +180,11 @@ pub fn run(path: Option<&Path>, threads: i32, key: &super::crypt::OptionalKeySou
                 url,
                 &onnx_light::remote::RemoteOptions::from_env()?,
             )?;
-            let opts = ParseOptions {
-                skip_raw_data: true,
+            let mut opts = LoadOptions {
                 load_external_data: false,
                 ..opts
             };
+            opts.parse.skip_raw_data = true;
             let m = super::remote::load(url, &opts)?;
             out!("{}", summary(&m, &Default::default(), url, size, false));
             return Ok(());

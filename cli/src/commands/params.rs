@@ -11,7 +11,7 @@
 use std::path::PathBuf;
 
 use onnx_light::params::{self, ParamsLoadOptions};
-use onnx_light::{ParseOptions, Result, SerializeOptions};
+use onnx_light::{LoadOptions, Result, SerializeOptions};
 
 /// Arguments of `params`.
 #[derive(clap::Args)]
@@ -55,7 +55,7 @@ enum Command {
 pub fn run(args: &Args) -> Result<()> {
     match &args.command {
         Command::Export { model, out, names } => {
-            let m = onnx_light::load_model(model, &ParseOptions::default())?;
+            let m = onnx_light::load_model(model, &LoadOptions::default())?;
             let names: Option<Vec<&str>> = names
                 .as_ref()
                 .map(|v| v.iter().map(String::as_str).collect());
@@ -72,7 +72,7 @@ pub fn run(args: &Args) -> Result<()> {
             out,
             no_add,
         } => {
-            let mut m = onnx_light::load_model(model, &ParseOptions::default())?;
+            let mut m = onnx_light::load_model(model, &LoadOptions::default())?;
             let opts = ParamsLoadOptions {
                 no_copy: false,
                 add_missing: !no_add,

@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 
 use clap::Subcommand;
-use onnx_light::{Error, ParseOptions, PrepackedBlobs, Result, SaveExternalOptions};
+use onnx_light::{Error, LoadOptions, ParseOptions, PrepackedBlobs, Result, SaveExternalOptions};
 
 /// Arguments of `prepack`.
 #[derive(clap::Args)]
@@ -96,14 +96,14 @@ pub(crate) fn listing(blobs: &PrepackedBlobs) -> Vec<String> {
 pub fn run(args: &Args) -> Result<()> {
     match &args.command {
         Cmd::List { model } => {
-            let opts = ParseOptions {
+            let opts = LoadOptions::from(ParseOptions {
                 no_copy: true,
                 ..Default::default()
-            };
+            });
             // The recorded entries (offsets, checksum fields) first, then the loaded blobs.
             let bare = onnx_light::load_model(
                 model,
-                &ParseOptions {
+                &LoadOptions {
                     load_external_data: false,
                     ..Default::default()
                 },
@@ -139,10 +139,10 @@ pub fn run(args: &Args) -> Result<()> {
             size_threshold,
             checksum,
         } => {
-            let opts = ParseOptions {
+            let opts = LoadOptions::from(ParseOptions {
                 no_copy: true,
                 ..Default::default()
-            };
+            });
             let (model, mut blobs) = onnx_light::load_model_with_prepacked(input, &opts)?;
             // Blobs named on the command line replace blobs of the same key in the input.
             let triples: Vec<&[String]> = blob.chunks(3).collect();
@@ -182,10 +182,12 @@ pub fn run(args: &Args) -> Result<()> {
             buffer,
             verify,
         } => {
-            let opts = ParseOptions {
-                no_copy: true,
+            let opts = LoadOptions {
                 verify_external_checksums: *verify,
-                ..Default::default()
+                ..LoadOptions::from(ParseOptions {
+                    no_copy: true,
+                    ..Default::default()
+                })
             };
             let (_, blobs) = onnx_light::load_model_with_prepacked(model, &opts)?;
             let bytes = blobs

@@ -8,7 +8,7 @@ use std::time::Instant;
 
 use onnx_light::proto::ModelProto;
 use onnx_light::remote::{self, RemoteOptions};
-use onnx_light::{ParseOptions, Result, SaveExternalOptions, SerializeOptions};
+use onnx_light::{LoadOptions, Result, SaveExternalOptions, SerializeOptions};
 
 /// `path` as a URL, when it is one.
 pub fn url(path: &Path) -> Option<&str> {
@@ -64,7 +64,7 @@ fn with_progress<T>(
 }
 
 /// Loads the model at `url`.
-pub fn load(url: &str, opts: &ParseOptions) -> Result<ModelProto> {
+pub fn load(url: &str, opts: &LoadOptions) -> Result<ModelProto> {
     with_progress("fetched", url, |ro| remote::load_model(url, opts, ro))
 }
 

@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 
 use onnx_light::proto::{Message, MessageVisitor, visit_message_type};
-use onnx_light::{Error, FileLoadMode, ParseOptions, Result, SerializeOptions};
+use onnx_light::{Error, FileLoadMode, LoadOptions, ParseOptions, Result, SerializeOptions};
 
 /// Arguments of `roundtrip`.
 #[derive(clap::Args)]
@@ -30,7 +30,7 @@ pub struct Args {
     inputs: Vec<PathBuf>,
 }
 
-fn one<M: Message>(args: &Args, opts: &ParseOptions) -> Result<()> {
+fn one<M: Message>(args: &Args, opts: &LoadOptions) -> Result<()> {
     for (i, input) in args.inputs.iter().enumerate() {
         let out = args.out_dir.join(format!("{i}.pb"));
         let result = onnx_light::parse_from_file::<M>(input, opts)
@@ -59,7 +59,7 @@ pub fn run(args: &Args) -> Result<()> {
             )));
         }
     };
-    let opts = ParseOptions {
+    let parse = ParseOptions {
         num_threads: args.threads,
         // exercise the parallel path whenever threads are asked for
         min_parallel_block_size: 0,
@@ -67,11 +67,14 @@ pub fn run(args: &Args) -> Result<()> {
         file_load_mode,
         // borrow every payload, however small, so no_copy is exercised fully
         raw_data_threshold: if args.no_copy { 1 } else { 1024 },
-        // byte-exact round trips: external references stay as they are
-        load_external_data: false,
         ..Default::default()
     };
-    struct Visit<'a>(&'a Args, &'a ParseOptions);
+    let opts = LoadOptions {
+        // byte-exact round trips: external references stay as they are
+        load_external_data: false,
+        ..parse.into()
+    };
+    struct Visit<'a>(&'a Args, &'a LoadOptions);
     impl MessageVisitor for Visit<'_> {
         type Output = Result<()>;
         fn visit<M: Message>(self) -> Result<()> {

@@ -17,8 +17,8 @@ use std::path::Path;
 
 use super::SaveReport;
 use super::plan::{self, Previous, Unloaded};
-use crate::codec::ParseOptions;
 use crate::error::Result;
+use crate::external::LoadOptions;
 use crate::external::info::{ExternalDataInfo, uses_external_data};
 use crate::external::load::load_external_data_for_model;
 use crate::external::options::SaveExternalOptions;
@@ -132,13 +132,13 @@ pub fn convert_model_to_external_data(
 
 /// Reads the bytes of every external tensor of `model` into `raw_data` (from files relative to
 /// `base_dir`, under every path rule, as [`load_external_data_for_model`] reads them: copied,
-/// or borrowed from one map per file with `opts.no_copy`, aligned to `opts.alignment`), and
+/// or borrowed from one map per file with `opts.parse.no_copy`, aligned to `opts.parse.alignment`), and
 /// keeps the tensors' references (`external_data`, `data_location` EXTERNAL). Returns the
 /// number of tensors read. On error the model is unchanged.
 pub fn populate_external_data(
     model: &mut ModelProto,
     base_dir: impl AsRef<Path>,
-    opts: &ParseOptions,
+    opts: &LoadOptions,
 ) -> Result<usize> {
     let mut references: HashMap<*const TensorProto, RepeatedField<StringStringEntryProto>> =
         HashMap::new();

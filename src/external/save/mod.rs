@@ -153,7 +153,7 @@ impl<'a> SaveRequest<'a> {
     /// `.onnx` produce, without the plaintext `.onnx` ever being written; crash-safe the same
     /// way. An encrypted model being replaced is read with the passphrase to learn the weight
     /// files it references. Load the result with [`crate::load_encrypted_model`] and
-    /// `ParseOptions::external_data_key` set to the same passphrase.
+    /// `LoadOptions::external_data_key` set to the same passphrase.
     pub fn encrypt_model(self, encryption: &'a crate::crypto::EncryptionOptions) -> Self {
         Self {
             model_encryption: Some(encryption),

@@ -269,13 +269,12 @@ pub(crate) fn previous_references(
     let opts = crate::codec::ParseOptions {
         no_copy: true,
         skip_raw_data: true,
-        load_external_data: false,
         ..Default::default()
     };
     let old = match crate::codec::parse_file::<ModelProto>(path, &opts) {
         Ok(old) => old,
         Err(_) if crate::crypto::detect_file_format(path).is_ok() => {
-            match key.map(|k| crate::crypto::decrypt_model(path, k.as_bytes(), &opts)) {
+            match key.map(|k| crate::crypto::decrypt_model(path, k.as_bytes(), &opts, false)) {
                 Some(Ok(old)) => old,
                 _ => {
                     out.unknown = true;

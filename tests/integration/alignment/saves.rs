@@ -20,7 +20,7 @@ use onnx_light::proto::{
     AttributeProto, FunctionProto, GraphProto, ModelProto, SparseTensorProto, TensorProto,
     TrainingInfoProto,
 };
-use onnx_light::{FileLoadMode, Message, ParseOptions, SerializeOptions};
+use onnx_light::{FileLoadMode, LoadOptions, Message, ParseOptions, SerializeOptions};
 
 /// The padding field's tag bytes (field 536870911, wire type 2).
 const PADDING_TAG: [u8; 5] = [0xfa, 0xff, 0xff, 0xff, 0x0f];
@@ -33,8 +33,8 @@ fn aligned(align: u64) -> SerializeOptions {
 }
 
 /// Parse options of the reference loads (the model as it is, no external data).
-fn plain() -> ParseOptions {
-    ParseOptions {
+fn plain() -> LoadOptions {
+    LoadOptions {
         load_external_data: false,
         ..Default::default()
     }
@@ -46,7 +46,7 @@ fn payload_spans(bytes: &[u8]) -> Vec<(u64, usize)> {
         no_copy: true,
         raw_data_threshold: 0,
         alignment: 1,
-        ..plain()
+        ..plain().parse
     };
     // SAFETY: `bytes` outlives the model, dropped at the end of this function.
     let m: ModelProto = unsafe { onnx_light::parse_from_bytes_unowned(bytes, &opts) }.unwrap();
@@ -171,7 +171,7 @@ fn check_aligned_save(what: &str, m: &ModelProto, align: u64) -> Vec<u8> {
             "{what}: nothing to align, nothing added"
         );
     }
-    let back: ModelProto = onnx_light::parse_from_bytes(&bytes, &plain()).unwrap();
+    let back: ModelProto = onnx_light::parse_from_bytes(&bytes, &plain().parse).unwrap();
     assert_eq!(&back, m, "{what}: reloads to the same message");
     let mut unknown = 0;
     back.visit_tensors(&mut |t| unknown += t.unknown_fields().len());
@@ -227,9 +227,9 @@ fn check_no_copy_load(what: &str, path: &Path, expected: &ModelProto) -> usize {
     let opts = ParseOptions {
         no_copy: true,
         file_load_mode: FileLoadMode::Mmap,
-        ..plain()
+        ..plain().parse
     };
-    let m = onnx_light::load_model(path, &opts).unwrap();
+    let m = onnx_light::load_model(path, &LoadOptions::from(opts.clone())).unwrap();
     assert_eq!(&m, expected, "{what}: no-copy load");
     assert_eq!(realigned_tensors(&m), 0, "{what}: payloads copied");
     let maps = mappings_of(path);
@@ -407,10 +407,10 @@ fn model_over_2gb_loads_without_copies() {
 
     let opts = ParseOptions {
         no_copy: true,
-        ..plain()
+        ..plain().parse
     };
     let start = std::time::Instant::now();
-    let back = onnx_light::load_model(&path, &opts).unwrap();
+    let back = onnx_light::load_model(&path, &LoadOptions::from(opts.clone())).unwrap();
     let took = start.elapsed();
     assert_eq!(realigned_tensors(&back), 0);
     let maps = mappings_of(&path);
@@ -481,13 +481,13 @@ fn padding_is_skipped_on_parsing() {
     after.extend(pad(0));
     after.extend(pad(120));
     for bytes in [before, after] {
-        let back: TensorProto = onnx_light::parse_from_bytes(&bytes, &plain()).unwrap();
+        let back: TensorProto = onnx_light::parse_from_bytes(&bytes, &plain().parse).unwrap();
         assert_eq!(back, t);
         assert_eq!(back.serialize_to_vec(), plain_bytes);
     }
     // Another unknown field is kept.
     let mut other = plain_bytes.clone();
     other.extend_from_slice(&[0xf2, 0xff, 0xff, 0xff, 0x0f, 0x01, 0x07]);
-    let back: TensorProto = onnx_light::parse_from_bytes(&other, &plain()).unwrap();
+    let back: TensorProto = onnx_light::parse_from_bytes(&other, &plain().parse).unwrap();
     assert_eq!(back.serialize_to_vec(), other);
 }
