@@ -9,11 +9,10 @@
 //! | origin words | `origin.rs` | one `free` for memory from the heap and from a block (mutation and the C++ classes' `new` mix both) | a word before each object, not a type: it lets a block box and a heap box be the same type |
 //! | `PayloadPool` | `placement.rs` | aligned homes of the tensor payloads a load copies: small ones share 64 KiB chunks, large ones get a mapping of their own | payloads need an alignment and an owner token each (a `ByteSpan` can outlive its model), metadata needs neither |
 //!
-//! The share count of a block (`bytes::SharedBlock`) lives with the byte containers, whose
-//! strings hold shares of blocks too.
-//! One mapping of a load is not from here yet: `storage::Arena`, the file buffer of a `Buffered`
-//! no-copy load, maps its own (taking it from `ReusableMap` costs 208 bytes that the minimal
-//! library's size target does not have).
+//! `storage::Arena` (a whole file read into memory) and the image of a stream the C++ classes
+//! parse (`codec::sparse`) take their mappings from `ReusableMap` too. The share count of a
+//! block (`bytes::SharedBlock`) lives with the byte containers, whose strings hold shares of
+//! blocks too.
 
 mod origin;
 mod placement;

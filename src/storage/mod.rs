@@ -29,6 +29,7 @@ use std::sync::Arc;
 use memmap2::Mmap;
 
 use crate::error::{Error, Result};
+use crate::mem::ReusableMap;
 use crate::wire::Sink;
 
 /// Files at least this large are memory-mapped in `FileLoadMode::Auto`.
@@ -281,8 +282,8 @@ const ARENA_PARALLEL_MIN_BYTES: usize = 8 << 20;
 /// Piece size of parallel reads and copies.
 const ARENA_CHUNK_BYTES: usize = 8 << 20;
 
-/// One memory region holding a whole file, backed by transparent huge pages where the kernel
-/// allows: the read buffer of `FileLoadMode::Buffered` no-copy loads (read in parallel), whose
+/// One memory region holding a whole file, from 8 MiB an anonymous mapping of `mem` (transparent
+/// huge pages where the kernel allows; kept for the next load when freed): the read buffer of `FileLoadMode::Buffered` no-copy loads (read in parallel), whose
 /// payloads borrow from it. Freed when the last payload is gone.
 pub struct Arena {
     storage: ArenaStorage,
@@ -294,7 +295,7 @@ pub struct Arena {
 enum ArenaStorage {
     Empty,
     Heap(Box<[u8]>),
-    Map(memmap2::MmapMut),
+    Map(ReusableMap),
 }
 
 // SAFETY: the arena owns its mapping; `base` points into it. Shared access through `&Arena`
@@ -304,7 +305,8 @@ unsafe impl Send for Arena {}
 unsafe impl Sync for Arena {}
 
 impl Arena {
-    /// A zeroed region of `len` bytes.
+    /// A region of `len` bytes for [`Arena::fill`] to write every one of (a mapping taken back
+    /// holds an earlier load's bytes until then).
     fn new(len: usize) -> io::Result<Self> {
         if len == 0 {
             return Ok(Self {
@@ -322,12 +324,7 @@ impl Arena {
                 len,
             });
         }
-        let mut map = memmap2::MmapMut::map_anon(len)?;
-        if len >= ARENA_PARALLEL_MIN_BYTES {
-            // Fewer, larger page faults; refused silently where THP is off.
-            #[cfg(any(target_os = "linux", target_os = "android"))]
-            let _ = map.advise(memmap2::Advice::HugePage);
-        }
+        let mut map = ReusableMap::new(len)?;
         let base = map.as_mut_ptr();
         Ok(Self {
             storage: ArenaStorage::Map(map),
@@ -348,20 +345,25 @@ impl Arena {
             ArenaStorage::Map(map) => map,
         };
         if threads <= 1 || bytes.len() < ARENA_PARALLEL_MIN_BYTES {
-            return bytes
+            bytes
                 .chunks_mut(ARENA_CHUNK_BYTES)
                 .enumerate()
-                .try_for_each(|(i, piece)| fill((i * ARENA_CHUNK_BYTES) as u64, piece));
+                .try_for_each(|(i, piece)| fill((i * ARENA_CHUNK_BYTES) as u64, piece))?;
+        } else {
+            use par::prelude::*;
+            let pool = thread_pool(threads)
+                .ok_or_else(|| io::Error::other("cannot start worker threads"))?;
+            pool.install(|| {
+                bytes
+                    .par_chunks_mut(ARENA_CHUNK_BYTES)
+                    .enumerate()
+                    .try_for_each(|(i, piece)| fill((i * ARENA_CHUNK_BYTES) as u64, piece))
+            })?;
         }
-        use par::prelude::*;
-        let pool =
-            thread_pool(threads).ok_or_else(|| io::Error::other("cannot start worker threads"))?;
-        pool.install(|| {
-            bytes
-                .par_chunks_mut(ARENA_CHUNK_BYTES)
-                .enumerate()
-                .try_for_each(|(i, piece)| fill((i * ARENA_CHUNK_BYTES) as u64, piece))
-        })
+        if let ArenaStorage::Map(map) = &mut self.storage {
+            map.note_written(self.len);
+        }
+        Ok(())
     }
 
     /// Reads the whole file at `path` into a new arena, with `threads` parallel copies.
