@@ -682,7 +682,7 @@ constexpr std::size_t kStringSize = 32;
 constexpr std::size_t kRepeatedOrderAt = 0;
 constexpr std::size_t kRepeatedLenAt = 8;
 constexpr std::size_t kRepeatedFieldSize = 16;
-constexpr uint64_t kLayoutFingerprint = 0x91d9db506a73f0fdull;
+constexpr uint64_t kLayoutFingerprint = 0x5eb03464da7e3e43ull;
 }  // namespace detail
 
 /// An error of the library: the C status and the message of onnxl_last_error_message().

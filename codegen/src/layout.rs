@@ -243,7 +243,7 @@ option_f64 size=16 value=8 none=0000000000000000 some=0100000000000000
 option_box size=8 null_is_none=true origin_word_before=8
 inline_vec size_n0=16 size_u64_n2=24 len_u32_at0=1 cap_u32_at4=2 data_at8=7 max_len=2147483647
 repeated_field size=16 order=0 len=8
-string_ops size=48
+string_ops size=48 payload=fill
 ";
 
 /// The layout table of the C++ classes: each message's size and alignment, the offset of its

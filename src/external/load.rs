@@ -870,9 +870,7 @@ fn fill_copy(plan: &Plan, which: &[usize], opts: &LoadOptions) -> Result<Vec<Byt
         let read = |reader: &Reader<'_>, (i, off, piece): &mut Task<'_>| -> Result<()> {
             let r = refs[*i];
             reader.read_at(piece, *off, &r.tensor, &plan.files[r.file].info.path)?;
-            if let Some(p) = &opts.progress {
-                p.report(piece.len() as u64);
-            }
+            opts.report(piece.len() as u64);
             Ok(())
         };
         let read_open = |t: &mut Task<'_>| -> Result<()> {
@@ -1036,9 +1034,7 @@ fn fill_no_copy(
                 .ok_or_else(|| Error::alloc_failed(r.len, "a tensor payload"))?;
             out.push(copy);
         }
-        if let Some(p) = &opts.progress {
-            p.report(r.len);
-        }
+        opts.report(r.len);
     }
     Ok((out, borrowed, maps))
 }

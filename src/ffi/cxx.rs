@@ -879,10 +879,12 @@ pub(crate) fn layout_facts<S: LayoutSink>(o: S) -> S {
         .decimal(order)
         .text(" len=")
         .decimal(rlen)
-        // The functions the header registers (`OnnxlCxxStringOps`, in this order).
+        // The functions the header registers (`OnnxlCxxStringOps`, in this order), and which
+        // contract they follow: `fill` (a stream payload written in place), which replaced a
+        // `resize` of the same size, so that a header of the other contract is refused.
         .text("\nstring_ops size=")
         .decimal(size_of::<crate::bytes::CxxStringOps>())
-        .text("\n")
+        .text(" payload=fill\n")
 }
 
 /// The tag word of `None` of a oneof enum (`repr(u32)`, the tag first): the niche value the
