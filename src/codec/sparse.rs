@@ -371,6 +371,49 @@ mod tests {
     }
 
     #[test]
+    fn the_bytes_of_an_earlier_image_in_the_holes_are_never_read() {
+        // An image in a mapping whose every byte is left over from an earlier use (never
+        // cleared): the skipped payloads' ranges keep that garbage, and the parse, which reads
+        // them from the source, still gives the model.
+        let m = model();
+        let bytes = Arc::new(m.serialize_to_vec());
+        let min = 32usize << 10;
+        let mut map = ReusableMap::resident(bytes.len()).unwrap();
+        map.fill(0xA5);
+        let src = bytes.clone();
+        let image = sparse_image(
+            "ModelProto",
+            Image(ImageMemory::Map(map)),
+            min as u64,
+            100,
+            &mut |at, dst| {
+                dst.copy_from_slice(&src[at as usize..at as usize + dst.len()]);
+                Ok(())
+            },
+        )
+        .unwrap();
+        assert!(
+            image
+                .as_ref()
+                .windows(4096)
+                .any(|w| w.iter().all(|&b| b == 0xA5))
+        );
+        let src = bytes.clone();
+        let cfg = DecodeConfig {
+            read_source: Some(Arc::new(move |at, dst: &mut [u8]| {
+                dst.copy_from_slice(&src[at..][..dst.len()]);
+                true
+            })),
+            ..DecodeConfig::default()
+        };
+        let mut parsed = ModelProto::new();
+        let mut r = Reader::new(image.as_ref(), &cfg);
+        r.sparse_input(min);
+        parsed.merge_from(&mut r).unwrap();
+        assert_eq!(parsed, m);
+    }
+
+    #[test]
     fn a_failed_read_of_the_structure_is_the_error() {
         let bytes = model().serialize_to_vec();
         let r = sparse_image(
