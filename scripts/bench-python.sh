@@ -13,7 +13,7 @@
 #   BENCH_ONLY=a,b,c,d  the models to run
 #   BENCH_PROCESSES=4 processes sharing one model for the PSS column
 #   BENCH_WORK_DIR    where the models are generated (default: $TMPDIR or /tmp); needs ~4 GB
-#   BENCH_OUT         where the report is also written (default: python/target/bench-python.md)
+#   BENCH_OUT         where the report is also written (default: target/bench-python.md)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -46,7 +46,7 @@ SCALE=${BENCH_SCALE:-1}
 "$BIN" gen external "$WORK/b.onnx" --scale "$SCALE"
 "$BIN" gen metadata "$WORK/c.onnx" --scale "$SCALE"
 
-OUT=${BENCH_OUT:-$ROOT/python/target/bench-python.md}
+OUT=${BENCH_OUT:-$ROOT/target/bench-python.md}
 mkdir -p "$(dirname "$OUT")"
 cd "$WORK"
 "$PY" "$ROOT/python/bench/bench.py" --models "$WORK" --runs "${BENCH_RUNS:-3}" --only "${BENCH_ONLY:-a,b,c,d}" --out "$OUT"

@@ -131,10 +131,7 @@ valid=$(grep -c ": valid, inferred" "$BUILD/onnx_api.txt" || true)
 "$BUILD/consumer/onnx_large"
 # ---- 3. the Rust binding (components/onnx/rust) and the tool's `check` with onnx's checker ----
 export ONNX_LIGHT_ONNX_LIB_DIR="$PREFIX/lib"
-cargo fmt --manifest-path components/onnx/rust/Cargo.toml -- --check
-CARGO_TARGET_DIR="$ROOT/target/onnx-rust" cargo clippy -q --manifest-path components/onnx/rust/Cargo.toml \
-  --release --all-targets -- -D warnings
-cargo fmt --manifest-path cli/Cargo.toml -- --check
+cargo clippy -q --release -p onnx_light_onnx --all-targets -- -D warnings
 cargo clippy -q --release -p onnx-light-cli --features onnx -- -D warnings
 # The tool with onnx's checker replaces the plain build: the later steps use it.
 cargo build -q --release -p onnx-light-cli --features onnx
