@@ -14,13 +14,17 @@ step() {
   last=$SECONDS
 }
 
-# ---- Python venv with pinned tools (cmake, onnx, onnxruntime, numpy, pytest)
-step "python venv"
+# ---- Python venv with pinned tools (cmake, onnx, onnxruntime, numpy, pytest), installed while
+# the Rust lints run (a download, mostly waiting on the network); the tests wait for it.
+step "python venv (installing in the background)"
 PY=${PYTHON:-python3}
 if [ ! -x .venv/bin/python ]; then
   "$PY" -m venv .venv
 fi
-.venv/bin/python -m pip install --quiet --disable-pip-version-check -r scripts/requirements-test.txt
+mkdir -p target
+.venv/bin/python -m pip install --quiet --disable-pip-version-check -r scripts/requirements-test.txt \
+  >target/venv-install.log 2>&1 &
+venv_pid=$!
 export PATH="$ROOT/.venv/bin:$PATH"
 
 step "cargo fmt --check"
@@ -41,6 +45,9 @@ RUSTDOCFLAGS="-D warnings" cargo doc --no-deps -q -p onnx_light
 
 step "generated files are up to date"
 cargo run --release -q -p codegen -- --check
+
+step "python venv ready"
+wait "$venv_pid" || { cat target/venv-install.log >&2; echo "installing the Python packages failed" >&2; exit 1; }
 
 step "cargo test"
 # tests/integration/alignment.rs also runs over every model of the onnx wheel's backend test data.
