@@ -7,34 +7,47 @@
 # libonnx_light.so (plus the SONAME name, so that programs linked against them run with an
 # rpath). `remote` is the full library with the opt-in `remote` feature (its client stack more
 # than triples the size, so it has a budget of its own). The full one is
-# target/dist/libonnx_light.so (what CMake's `-DONNXL_CARGO_PROFILE=dist` stages), the minimal
-# one target/dist-min/libonnx_light.so (profile `dist-min`: `dist` optimized for size; CMake
-# `-DONNXL_MINIMAL=ON -DONNXL_CARGO_PROFILE=dist-min`). Their profiles differ, so they do not
-# overwrite each other's library; the remote one, of the same profile as the full one, is built
-# in a target directory of its own (target/remote-variant): a cdylib's file name does not depend
-# on the features, so in one directory each of the two builds replaced the other's library and
-# the test command's second call (bench.sh, then 45-size-budget.sh) rebuilt both with LTO.
+# target/dist/libonnx_light.so (what CMake's `-DONNXL_CARGO_PROFILE=dist` stages); the minimal one
+# (profile `dist-min`: `dist` optimized for size; CMake `-DONNXL_MINIMAL=ON
+# -DONNXL_CARGO_PROFILE=dist-min`) and the remote one are built in target directories of their
+# own (target/minimal-variant, target/remote-variant), so that the three builds run at once: a
+# fat-LTO link in one codegen unit keeps one core busy for a minute or more, and cargo locks a
+# target directory for the whole of a build. (One directory would not do for the remote variant
+# anyway: a cdylib's file name does not depend on the features, so each of the two builds of the
+# `dist` profile would replace the other's library and the next call rebuild both with LTO.)
 build_library_variants() {
-  local out=$1 variant soname lib
+  local out=$1 variant soname lib pid
+  local -A pids=()
   soname=$(awk -F'"' '/^version = / { split($2, v, "."); print (v[1] == "0") ? "0." v[2] : v[1]; exit }' Cargo.toml)
+  mkdir -p "$out"
   for variant in full remote minimal; do
-    if [ "$variant" = minimal ]; then
-      cargo build --profile dist-min -p onnx_light --lib --no-default-features
-      lib=target/dist-min/libonnx_light.so
-    elif [ "$variant" = remote ]; then
-      cargo build --profile dist -p onnx_light --lib --features remote --target-dir target/remote-variant
-      lib=target/remote-variant/dist/libonnx_light.so
-    else
-      cargo build --profile dist -p onnx_light --lib
-      lib=target/dist/libonnx_light.so
+    case $variant in
+      minimal) set -- --profile dist-min --no-default-features --target-dir target/minimal-variant ;;
+      remote) set -- --profile dist --features remote --target-dir target/remote-variant ;;
+      *) set -- --profile dist ;;
+    esac
+    cargo build -p onnx_light --lib "$@" >"$out/build-$variant.log" 2>&1 &
+    pids[$variant]=$!
+  done
+  for variant in full remote minimal; do
+    pid=${pids[$variant]}
+    if ! wait "$pid"; then
+      cat "$out/build-$variant.log" >&2
+      die "the $variant library did not build"
     fi
+  done
+  for variant in full remote minimal; do
+    case $variant in
+      minimal) lib=target/minimal-variant/dist-min/libonnx_light.so ;;
+      remote) lib=target/remote-variant/dist/libonnx_light.so ;;
+      *) lib=target/dist/libonnx_light.so ;;
+    esac
     mkdir -p "$out/$variant"
     cp "$lib" "$out/$variant/libonnx_light.so"
     cp "$lib" "$out/$variant/libonnx_light.so.$soname"
   done
 }
 
-# Size in bytes of FILE once stripped (a stripped copy; FILE is not changed).
 stripped_size() {
   local tmp
   tmp=$(mktemp)
