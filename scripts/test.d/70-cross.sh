@@ -92,14 +92,14 @@ phase "aarch64: unit tests and the fast integration tests (qemu-user)"
 #   test_encryption decrypts one through the shipped libonnx_light.so, which shows that it
 #   derives with 100 000. tests/integration/alignment.rs still thins its encrypted cases
 #   (emulated decryption is slow).
-# - out_of_memory's sweep of the room left runs its two ends only (once a guest's address space
-#   is full every failed allocation is slow under qemu: the step took 579 s with the sweep's
-#   middle, 190 s without).
+# - out_of_memory's sweep of the room left does not run (once a guest's address space is full
+#   every failed allocation is slow under qemu: its two ends alone took 84 s; the sweep is the same
+#   code on every target); the file's other tests, which run out mid-parse too, do.
 # - ONNXL_TEST_RUNNER: tests that re-run their own binary in a child process run it under qemu.
 ONNXL_TEST_EMULATED=1 ONNXL_TEST_RUNNER="$CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_RUNNER" \
   ONNXL_TEST_RUNNER_AS_OPTION=-R \
   cargo test "${TESTS[@]}" --target "$AARCH64" -- --skip child_process_ "${SKIP_LARGE[@]}" \
-  --skip kill_during_save_never_breaks_the_model
+  --skip kill_during_save_never_breaks_the_model --skip loads_under_a_sweep_of_address_space_limits_never_abort
 
 # ---- Windows (MinGW) under Wine
 export WINEPREFIX="$work/wine" WINEDEBUG=-all
