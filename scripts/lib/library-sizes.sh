@@ -48,6 +48,7 @@ build_library_variants() {
   done
 }
 
+# Size in bytes of FILE once stripped (a stripped copy; FILE is not changed).
 stripped_size() {
   local tmp
   tmp=$(mktemp)

@@ -91,7 +91,8 @@ phase "aarch64: unit tests and the fast integration tests (qemu-user)"
 #   vectors, written and decrypted with 100 000 (crypto::testing::with_real_pbkdf2); the C test
 #   test_encryption decrypts one through the shipped libonnx_light.so, which shows that it
 #   derives with 100 000. tests/integration/alignment.rs still thins its encrypted cases
-#   (emulated decryption is slow).
+#   and its external-data loads, and encrypted_external.rs encrypts a smaller large tensor
+#   (emulated loads and decryption are slow).
 # - out_of_memory's sweep of the room left does not run (once a guest's address space is full
 #   every failed allocation is slow under qemu: its two ends alone took 84 s; the sweep is the same
 #   code on every target); the file's other tests, which run out mid-parse too, do.
