@@ -348,26 +348,26 @@ mod tests {
         let image =
             sparse_input("ModelProto", bytes.len() as u64, min, 100, &read, "test").unwrap();
         reads.lock().unwrap().clear(); // (the structure's reads)
+        assert_eq!(parse_image(image.as_ref(), read, min).unwrap(), m);
+        let mut sizes = reads.lock().unwrap().clone();
+        sizes.sort_unstable();
+        assert_eq!(sizes, [32 << 10, 40 << 10, 50 << 10, 64 << 10, 200 << 10]);
+        // A failed read of the source fails the parse.
+        let fail: ReadSource = Arc::new(|_, _: &mut [u8]| false);
+        assert!(parse_image(image.as_ref(), fail, min).is_err());
+    }
+
+    /// A parse of a sparse image whose payloads of at least `min` bytes come from `read`.
+    fn parse_image(image: &[u8], read: ReadSource, min: usize) -> crate::Result<ModelProto> {
         let cfg = DecodeConfig {
             read_source: Some(read),
             ..DecodeConfig::default()
         };
         let mut parsed = ModelProto::new();
-        let mut r = Reader::new(image.as_ref(), &cfg);
+        let mut r = Reader::new(image, &cfg);
         r.sparse_input(min);
-        parsed.merge_from(&mut r).unwrap();
-        assert_eq!(parsed, m);
-        let mut sizes = reads.lock().unwrap().clone();
-        sizes.sort_unstable();
-        assert_eq!(sizes, [32 << 10, 40 << 10, 50 << 10, 64 << 10, 200 << 10]);
-        // A failed read of the source fails the parse.
-        let cfg = DecodeConfig {
-            read_source: Some(Arc::new(|_, _: &mut [u8]| false)),
-            ..DecodeConfig::default()
-        };
-        let mut r = Reader::new(image.as_ref(), &cfg);
-        r.sparse_input(min);
-        assert!(ModelProto::new().merge_from(&mut r).is_err());
+        parsed.merge_from(&mut r)?;
+        Ok(parsed)
     }
 
     #[test]
@@ -399,18 +399,11 @@ mod tests {
                 .any(|w| w.iter().all(|&b| b == 0xA5))
         );
         let src = bytes.clone();
-        let cfg = DecodeConfig {
-            read_source: Some(Arc::new(move |at, dst: &mut [u8]| {
-                dst.copy_from_slice(&src[at..][..dst.len()]);
-                true
-            })),
-            ..DecodeConfig::default()
-        };
-        let mut parsed = ModelProto::new();
-        let mut r = Reader::new(image.as_ref(), &cfg);
-        r.sparse_input(min);
-        parsed.merge_from(&mut r).unwrap();
-        assert_eq!(parsed, m);
+        let read: ReadSource = Arc::new(move |at, dst: &mut [u8]| {
+            dst.copy_from_slice(&src[at..][..dst.len()]);
+            true
+        });
+        assert_eq!(parse_image(image.as_ref(), read, min).unwrap(), m);
     }
 
     #[test]
