@@ -10,41 +10,36 @@
 # target/dist/libonnx_light.so (what CMake's `-DONNXL_CARGO_PROFILE=dist` stages); the minimal one
 # (profile `dist-min`: `dist` optimized for size; CMake `-DONNXL_MINIMAL=ON
 # -DONNXL_CARGO_PROFILE=dist-min`) and the remote one are built in target directories of their
-# own (target/minimal-variant, target/remote-variant), so that the three builds run at once: a
-# fat-LTO link in one codegen unit keeps one core busy for a minute or more, and cargo locks a
-# target directory for the whole of a build. (One directory would not do for the remote variant
+# own (target/minimal-variant, target/remote-variant), so that the three builds run at once
+# (cargo locks a target directory for the whole of a build; each ends in a fat-LTO link in one
+# codegen unit, on one core). (One directory would not do for the remote variant
 # anyway: a cdylib's file name does not depend on the features, so each of the two builds of the
 # `dist` profile would replace the other's library and the next call rebuild both with LTO.)
 build_library_variants() {
-  local out=$1 variant soname lib pid
-  local -A pids=()
+  local out=$1 variant soname
+  local -A pids=() libs=()
   soname=$(awk -F'"' '/^version = / { split($2, v, "."); print (v[1] == "0") ? "0." v[2] : v[1]; exit }' Cargo.toml)
   mkdir -p "$out"
   for variant in full remote minimal; do
     case $variant in
-      minimal) set -- --profile dist-min --no-default-features --target-dir target/minimal-variant ;;
-      remote) set -- --profile dist --features remote --target-dir target/remote-variant ;;
-      *) set -- --profile dist ;;
+      minimal) set -- --profile dist-min --no-default-features --target-dir target/minimal-variant
+        libs[$variant]=target/minimal-variant/dist-min/libonnx_light.so ;;
+      remote) set -- --profile dist --features remote --target-dir target/remote-variant
+        libs[$variant]=target/remote-variant/dist/libonnx_light.so ;;
+      *) set -- --profile dist
+        libs[$variant]=target/dist/libonnx_light.so ;;
     esac
     cargo build -p onnx_light --lib "$@" >"$out/build-$variant.log" 2>&1 &
     pids[$variant]=$!
   done
   for variant in full remote minimal; do
-    pid=${pids[$variant]}
-    if ! wait "$pid"; then
+    if ! wait "${pids[$variant]}"; then
       cat "$out/build-$variant.log" >&2
       die "the $variant library did not build"
     fi
-  done
-  for variant in full remote minimal; do
-    case $variant in
-      minimal) lib=target/minimal-variant/dist-min/libonnx_light.so ;;
-      remote) lib=target/remote-variant/dist/libonnx_light.so ;;
-      *) lib=target/dist/libonnx_light.so ;;
-    esac
     mkdir -p "$out/$variant"
-    cp "$lib" "$out/$variant/libonnx_light.so"
-    cp "$lib" "$out/$variant/libonnx_light.so.$soname"
+    cp "${libs[$variant]}" "$out/$variant/libonnx_light.so"
+    cp "${libs[$variant]}" "$out/$variant/libonnx_light.so.$soname"
   done
 }
 
