@@ -30,16 +30,14 @@ trap cleanup EXIT
 
 base_sha=$(git rev-parse --verify "$BASE_REV^{commit}")
 git worktree add --quiet --detach "$WORK/base" "$base_sha"
-# Both benchmarks build in their own target dirs: bench/target of each tree (the base tree's
-# is reused from an earlier run of the same revision when BENCH_BASE_TARGET names it).
-if [ -n "${BENCH_BASE_TARGET:-}" ]; then
-  mkdir -p "$BENCH_BASE_TARGET"
-  ln -s "$BENCH_BASE_TARGET" "$WORK/base/bench/target"
-fi
-cargo build --release --quiet --manifest-path "$WORK/base/bench/Cargo.toml"
-cargo build --release --quiet --manifest-path bench/Cargo.toml
-BEFORE="$WORK/base/bench/target/release/onnx-bench"
-AFTER="$ROOT/bench/target/release/onnx-bench"
+# The base tree's benchmark builds in a target dir of its own, BENCH_BASE_TARGET (default: in the
+# scratch directory; name one to reuse an earlier run's build of the same revision), whether that
+# revision's bench/ is a workspace member or a project of its own; this tree's in target/.
+BASE_TARGET=${BENCH_BASE_TARGET:-$WORK/base-target}
+CARGO_TARGET_DIR="$BASE_TARGET" cargo build --release --quiet --manifest-path "$WORK/base/bench/Cargo.toml"
+cargo build --release --quiet -p onnx_light_bench
+BEFORE="$BASE_TARGET/release/onnx-bench"
+AFTER="$ROOT/target/release/onnx-bench"
 
 "$AFTER" gen metadata "$WORK/c.onnx" 2>/dev/null
 "$AFTER" gen value-info "$WORK/e.onnx" 2>/dev/null

@@ -10,7 +10,7 @@
 # libraries, each the best over BENCH_RUNS processes, and the ratio onnx_light / protobuf.
 #
 # environment: BENCH_RUNS=5 processes per side, BENCH_PARSES=20 parses per process,
-#              BENCH_OUT (default bench/target/bench-cpp.md)
+#              BENCH_OUT (default target/bench-cpp.md)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -41,8 +41,8 @@ for n in z.namelist():
     if n.endswith(".onnx"):
         open(os.path.join(sys.argv[2], os.path.basename(n)), "wb").write(z.read(n))
 PYEOF
-cargo build --release --quiet --manifest-path bench/Cargo.toml
-[ -f "$W/models/c_200k_nodes.onnx" ] || bench/target/release/onnx-bench gen metadata "$W/models/c_200k_nodes.onnx" --scale 1 >/dev/null
+cargo build --release --quiet -p onnx_light_bench
+[ -f "$W/models/c_200k_nodes.onnx" ] || target/release/onnx-bench gen metadata "$W/models/c_200k_nodes.onnx" --scale 1 >/dev/null
 cp "$ONNX_DIR/backend/test/data/light/light_densenet121.onnx" "$W/models/"
 MODELS=("$W"/models/ch_PP-OCRv4_det_infer.onnx "$W"/models/ch_PP-OCRv4_rec_infer.onnx
         "$W"/models/ch_ppocr_mobile_v2.0_cls_infer.onnx "$W"/models/light_densenet121.onnx "$W"/models/c_200k_nodes.onnx)
@@ -67,7 +67,7 @@ for r in $(seq "$RUNS"); do
     "$W/parse_bench-$side" "$PARSES" "${MODELS[@]}" >"$W/run-$side-$r.txt"
   done
 done
-OUT=${BENCH_OUT:-$ROOT/bench/target/bench-cpp.md}
+OUT=${BENCH_OUT:-$ROOT/target/bench-cpp.md}
 mkdir -p "$(dirname "$OUT")"
 "$PY" - "$W" "$RUNS" "$PARSES" "$(protoc --version)" >"$OUT" <<'PYEOF'
 import collections, glob, os, platform, sys, datetime

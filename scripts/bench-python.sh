@@ -38,9 +38,9 @@ export ONNX_LIGHT_ONNX_LIB_DIR=${ONNX_LIGHT_ONNX_LIB_DIR:-$ROOT/build/onnx-compo
 "$PY" -m maturin build --release --quiet -m python/Cargo.toml --features onnx --out "$WORK/dist"
 "$PY" -m pip install --quiet --disable-pip-version-check --force-reinstall --no-deps "$WORK"/dist/onnx_light-*-abi3-*.whl
 
-cargo build --release --quiet --manifest-path bench/Cargo.toml
+cargo build --release --quiet -p onnx_light_bench
 cargo build --release --quiet --bin onnx-light
-BIN="$ROOT/bench/target/release/onnx-bench"
+BIN="$ROOT/target/release/onnx-bench"
 SCALE=${BENCH_SCALE:-1}
 "$BIN" gen transformer "$WORK/a.onnx" --scale "$SCALE"
 "$BIN" gen external "$WORK/b.onnx" --scale "$SCALE"

@@ -12,10 +12,10 @@
 #   BENCH_RUNS=3       runs per case (best time kept; each run is a fresh process)
 #   BENCH_SCALE=1      < 1 shrinks the synthetic models (quick check of the script)
 #   BENCH_WORK_DIR     where the models are generated (default: $TMPDIR or /tmp); needs ~7 GB
-#   BENCH_OUT          where the report is also written (default: bench/target/bench-results.md)
+#   BENCH_OUT          where the report is also written (default: target/bench-results.md)
 #
-# bench/ is a cargo project of its own (own workspace, target dir and lock file): building it
-# never touches the main crate's target dir. A full run takes ~10 minutes on 2 cores.
+# bench/ is a member of the workspace (not a default one): it reuses the release build of the
+# library. A full run takes ~10 minutes on 2 cores.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -33,9 +33,9 @@ if ! "$PY" -c 'import onnx_ir' 2>/dev/null; then
 fi
 TESTDATA=$("$PY" -c 'import onnx, os; print(os.path.join(os.path.dirname(onnx.__file__), "backend", "test", "data"))')
 
-# ---- build (release) in bench/target
-cargo build --release --quiet --manifest-path bench/Cargo.toml
-BIN="$ROOT/bench/target/release/onnx-bench"
+# ---- build (release)
+cargo build --release --quiet -p onnx_light_bench
+BIN="$ROOT/target/release/onnx-bench"
 
 # ---- work dir, removed on exit whatever happens
 BASE=${BENCH_WORK_DIR:-${TMPDIR:-/tmp}}
@@ -49,7 +49,7 @@ fi
 WORK=$(mktemp -d "$BASE/onnx-bench.XXXXXX")
 trap 'rm -rf "$WORK"' EXIT
 
-OUT=${BENCH_OUT:-$ROOT/bench/target/bench-results.md}
+OUT=${BENCH_OUT:-$ROOT/target/bench-results.md}
 "$BIN" run --work "$WORK" --python "$PY" --pyscript "$ROOT/bench/py/onnx_case.py" \
   --testdata "$TESTDATA" --runs "${BENCH_RUNS:-3}" --scale "${BENCH_SCALE:-1}" --out "$OUT" "$@"
 

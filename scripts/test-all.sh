@@ -29,8 +29,6 @@ export PATH="$ROOT/.venv/bin:$PATH"
 
 step "cargo fmt --check"
 cargo fmt --all -- --check
-# The benchmark is a project of its own (not a workspace member).
-cargo fmt --manifest-path bench/Cargo.toml -- --check
 
 step "cargo clippy -D warnings"
 # The Python package and the onnx component's Rust binding are linted by
@@ -56,7 +54,8 @@ export ONNXL_BACKEND_DATA
 # Everything, the slow tests included (models over 2 GB, exhaustive tamper and key checks: marked
 # #[ignore], so that a plain `cargo test` takes a couple of minutes); child_process_* tests are
 # steps that other tests start, not tests on their own.
-cargo test --workspace "${EXCLUDE[@]}" --release -- --include-ignored --skip child_process_
+# (The benchmark has no tests: 40-bench-smoke.sh runs it.)
+cargo test --workspace "${EXCLUDE[@]}" --exclude onnx_light_bench --release -- --include-ignored --skip child_process_
 
 step "release binary"
 # The tool (its remote feature on) and the C library as users build it (`-p onnx_light`: at the
