@@ -32,9 +32,8 @@ cargo fmt --all -- --check
 
 step "cargo clippy -D warnings"
 # The Python package and the onnx component's Rust binding are linted by
-# scripts/test.d/50-python.sh and 15-onnx-component.sh: both link the onnx component, which
-# 15-onnx-component.sh builds; the Python package selected here would also turn on the library's
-# global-mimalloc feature in the tests, which have allocators of their own.
+# scripts/test.d/15-onnx-component.sh: both link the onnx component, which that step builds (the
+# binding's build script needs it even for a lint), and an extension module has no Rust tests.
 EXCLUDE=(--exclude onnx_light_python --exclude onnx_light_onnx)
 cargo clippy --workspace "${EXCLUDE[@]}" --all-targets --release -- -D warnings
 

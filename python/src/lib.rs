@@ -25,6 +25,11 @@ mod view;
 
 use pyo3::prelude::*;
 
+/// Parsing makes many small allocations: mimalloc is faster at them than glibc's malloc (Python
+/// objects still come from Python's allocator).
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<view::Message>()?;

@@ -131,8 +131,10 @@ valid=$(grep -c ": valid, inferred" "$BUILD/onnx_api.txt" || true)
 "$BUILD/consumer/onnx_large"
 # ---- 3. the Rust binding (components/onnx/rust) and the tool's `check` with onnx's checker ----
 export ONNX_LIGHT_ONNX_LIB_DIR="$PREFIX/lib"
-cargo clippy -q --release -p onnx_light_onnx --all-targets -- -D warnings
-cargo clippy -q --release -p onnx-light-cli --features onnx -- -D warnings
+# Lints of the three crates that link the component, in one run (one check of the library, whose
+# features they share): the binding, the tool and the Python package with their `onnx` features.
+cargo clippy -q --release -p onnx_light_onnx -p onnx-light-cli -p onnx_light_python --all-targets \
+  --features onnx-light-cli/onnx,onnx_light_python/onnx -- -D warnings
 # The tool with onnx's checker replaces the plain build: the later steps use it.
 cargo build -q --release -p onnx-light-cli --features onnx
 BIN="$ROOT/target/release/onnx-light"

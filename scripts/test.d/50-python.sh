@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# The Python package (python/, run by scripts/test-all.sh): clippy of its crate (its formatting is
-# checked with the workspace's), the abi3 wheel built with maturin, installed into the project venv
-# (.venv), and its pytest suite (python/tests), which checks it against the onnx wheel and
-# onnxruntime (onnx's checker, shape inference, version converter and schemas too:
-# python/tests/test_onnx_cxx.py; its text parser and printer: python/tests/test_parser_printer.py).
+# The Python package (python/, run by scripts/test-all.sh; its crate is linted by
+# 15-onnx-component.sh, formatted with the workspace): the abi3 wheel built with maturin,
+# installed into the project venv (.venv), and its pytest suite (python/tests), which checks it
+# against the onnx wheel and onnxruntime (onnx's checker, shape inference, version converter and
+# schemas too: python/tests/test_onnx_cxx.py; its text parser and printer:
+# python/tests/test_parser_printer.py).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 ROOT=$PWD
@@ -18,8 +19,6 @@ fi
 export ONNX_LIGHT_ONNX_LIB_DIR="$ROOT/build/onnx-component/prefix/lib"
 [ -f "$ONNX_LIGHT_ONNX_LIB_DIR/libonnx_light_onnx.a" ] ||
   { echo "50-python: no onnx component in $ONNX_LIGHT_ONNX_LIB_DIR (scripts/test.d/15-onnx-component.sh)" >&2; exit 1; }
-
-cargo clippy -p onnx_light_python --release --all-targets --features onnx -- -D warnings
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
