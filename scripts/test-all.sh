@@ -41,7 +41,11 @@ step "rustdoc -D warnings (no broken intra-doc links)"
 RUSTDOCFLAGS="-D warnings" cargo doc --no-deps -q -p onnx_light
 
 step "generated files are up to date"
+# The code generator's outputs and the C header (cbindgen), and the generator's own tests (left
+# out of `cargo test` below: cbindgen's dependencies there would change the features of the
+# ones the tool shares, and its release build below would compile them again).
 cargo run --release -q -p codegen -- --check
+cargo test --release -q -p codegen
 
 step "python venv ready"
 wait "$venv_pid" || { cat target/venv-install.log >&2; echo "installing the Python packages failed" >&2; exit 1; }
@@ -53,8 +57,9 @@ export ONNXL_BACKEND_DATA
 # Everything, the slow tests included (models over 2 GB, exhaustive tamper and key checks: marked
 # #[ignore], so that a plain `cargo test` takes a couple of minutes); child_process_* tests are
 # steps that other tests start, not tests on their own.
-# (The benchmark has no tests: 40-bench-smoke.sh runs it.)
-cargo test --workspace "${EXCLUDE[@]}" --exclude onnx_light_bench --release -- --include-ignored --skip child_process_
+# (The benchmark has no tests: 40-bench-smoke.sh runs it; the code generator's ran above.)
+cargo test --workspace "${EXCLUDE[@]}" --exclude onnx_light_bench --exclude codegen --release -- \
+  --include-ignored --skip child_process_
 
 step "release binary"
 # The tool (its remote feature on) and the C library as users build it (`-p onnx_light`: at the
