@@ -13,6 +13,8 @@
 #   BENCH_SCALE=1      < 1 shrinks the synthetic models (quick check of the script)
 #   BENCH_WORK_DIR     where the models are generated (default: $TMPDIR or /tmp); needs ~7 GB
 #   BENCH_OUT          where the report is also written (default: target/bench-results.md)
+#   BENCH_LIBRARY_VARIANTS  the library builds whose sizes are reported (default: full remote
+#                      minimal; scripts/lib/library-sizes.sh)
 #
 # bench/ is a member of the workspace (not a default one): it reuses the release build of the
 # library. A full run takes ~10 minutes on 2 cores.
@@ -58,7 +60,8 @@ OUT=${BENCH_OUT:-$ROOT/target/bench-results.md}
 die() { echo "bench.sh: $*" >&2; exit 1; }
 # shellcheck source=scripts/lib/library-sizes.sh
 source scripts/lib/library-sizes.sh
-build_library_variants "$WORK/lib" >&2
+# shellcheck disable=SC2086
+build_library_variants "$WORK/lib" ${BENCH_LIBRARY_VARIANTS:-full remote minimal} >&2
 size_row() { # label, file, target
   local bytes
   bytes=$(stripped_size "$2")
@@ -74,7 +77,9 @@ size_row() { # label, file, target
   echo "| library | bytes | size | target |"
   echo "|---|---|---|---|"
   size_row "onnx_light, full (default features)" "$WORK/lib/full/libonnx_light.so" "≤ 2.6 MB"
-  size_row "onnx_light with the opt-in \`remote\` feature" "$WORK/lib/remote/libonnx_light.so" "≤ 8.3 MB"
+  if [ -f "$WORK/lib/remote/libonnx_light.so" ]; then
+    size_row "onnx_light with the opt-in \`remote\` feature" "$WORK/lib/remote/libonnx_light.so" "≤ 8.3 MB"
+  fi
   size_row "onnx_light, minimal (\`--no-default-features\`: codec, external data, C ABI)" "$WORK/lib/minimal/libonnx_light.so" "≤ 1.5 MB"
   for name in libprotobuf libprotobuf-lite; do
     lib=$(debian_protobuf_library "$name")

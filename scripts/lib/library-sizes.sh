@@ -3,9 +3,9 @@
 # minimal (`--no-default-features`) variants and measures them stripped. Sourced, not run; the
 # caller defines die() and runs from the repository root.
 
-# Builds the variants and copies them to OUT/full/, OUT/remote/ and OUT/minimal/ as
-# libonnx_light.so (plus the SONAME name, so that programs linked against them run with an
-# rpath). `remote` is the full library with the opt-in `remote` feature (its client stack more
+# build_library_variants OUT [VARIANT...]: builds the variants (default: full remote minimal) and
+# copies each to OUT/VARIANT/ as libonnx_light.so (plus the SONAME name, so that programs linked
+# against them run with an rpath). `remote` is the full library with the opt-in `remote` feature (its client stack more
 # than triples the size, so it has a budget of its own). The full one is
 # target/dist/libonnx_light.so (what CMake's `-DONNXL_CARGO_PROFILE=dist` stages); the minimal one
 # (profile `dist-min`: `dist` optimized for size; CMake `-DONNXL_MINIMAL=ON
@@ -18,9 +18,12 @@
 build_library_variants() {
   local out=$1 variant soname
   local -A pids=() libs=()
+  shift
+  local variants=(full remote minimal)
+  [ $# -eq 0 ] || variants=("$@")
   soname=$(awk -F'"' '/^version = / { split($2, v, "."); print (v[1] == "0") ? "0." v[2] : v[1]; exit }' Cargo.toml)
   mkdir -p "$out"
-  for variant in full remote minimal; do
+  for variant in "${variants[@]}"; do
     case $variant in
       minimal) set -- --profile dist-min --no-default-features --target-dir target/minimal-variant
         libs[$variant]=target/minimal-variant/dist-min/libonnx_light.so ;;
@@ -32,7 +35,7 @@ build_library_variants() {
     cargo build -p onnx_light --lib "$@" >"$out/build-$variant.log" 2>&1 &
     pids[$variant]=$!
   done
-  for variant in full remote minimal; do
+  for variant in "${variants[@]}"; do
     if ! wait "${pids[$variant]}"; then
       cat "$out/build-$variant.log" >&2
       die "the $variant library did not build"
