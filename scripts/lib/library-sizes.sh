@@ -2,6 +2,7 @@
 # (cargo profile `dist`: LTO, one codegen unit; `dist-min` for the minimal one) in its full and
 # minimal (`--no-default-features`) variants and measures them stripped. Sourced, not run; the
 # caller defines die() and runs from the repository root.
+. scripts/lib/apt.sh
 
 # build_library_variants OUT [VARIANT...]: builds the variants (default: full remote minimal) and
 # copies each to OUT/VARIANT/ as libonnx_light.so (plus the SONAME name, so that programs linked
@@ -62,8 +63,7 @@ debian_protobuf_library() {
   f=$(ls /usr/lib/*/"$name".so 2>/dev/null | head -1 || true)
   if [ -z "$f" ] && command -v apt-get >/dev/null 2>&1; then
     echo "installing libprotobuf-dev (for the size of $name.so)" >&2
-    apt-get update -qq >&2
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libprotobuf-dev >/dev/null
+    apt_install libprotobuf-dev >&2
     f=$(ls /usr/lib/*/"$name".so 2>/dev/null | head -1 || true)
   fi
   [ -n "$f" ] && readlink -f "$f"

@@ -1,5 +1,7 @@
 # Shared by the test steps that check onnx_light against protobuf's C++ (55-text-format.sh,
-# 50-cpp-compat.sh); sourced, not run. The caller defines die().
+# 50-cpp-compat.sh); sourced, not run. The caller defines die() and runs from the repository
+# root.
+. scripts/lib/apt.sh
 
 # Installs Debian's libprotobuf-dev and protobuf-compiler when protoc or the headers are missing
 # (the test command runs as root); a machine without apt-get fails.
@@ -7,8 +9,7 @@ require_protobuf() {
   if ! command -v protoc >/dev/null 2>&1 || [ ! -f /usr/include/google/protobuf/text_format.h ]; then
     command -v apt-get >/dev/null 2>&1 || die "protoc and libprotobuf-dev are required (Debian: apt-get install libprotobuf-dev protobuf-compiler)"
     echo "installing libprotobuf-dev and protobuf-compiler"
-    apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libprotobuf-dev protobuf-compiler >/dev/null
+    apt_install libprotobuf-dev protobuf-compiler
   fi
 }
 

@@ -10,14 +10,14 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 ROOT=$PWD
 die() { echo "65-remote: $*" >&2; exit 1; }
+. scripts/lib/apt.sh
 PY="$ROOT/.venv/bin/python"
 [ -x "$PY" ] || die "$PY is missing (scripts/test-all.sh creates the venv)"
 "$PY" -m pip install --quiet --disable-pip-version-check -r scripts/requirements-test.txt
 
 if ! command -v nginx >/dev/null 2>&1 && [ ! -x /usr/sbin/nginx ]; then
   [ "$(id -u)" = 0 ] || die "nginx is missing and installing it needs root (apt-get install nginx-light)"
-  apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nginx-light >/dev/null
+  apt_install nginx-light
 fi
 
 # Azurite into target/azurite (Node.js and npm from Debian when the machine has none).
@@ -27,8 +27,7 @@ if [ ! -x "$AZURITE/node_modules/.bin/azurite-blob" ] \
   || [ "$("$AZURITE/node_modules/.bin/azurite-blob" --version)" != "$AZURITE_VERSION" ]; then
   if ! command -v npm >/dev/null 2>&1; then
     [ "$(id -u)" = 0 ] || die "npm is missing and installing it needs root (apt-get install nodejs npm)"
-    apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nodejs npm >/dev/null
+    apt_install nodejs npm
   fi
   mkdir -p "$AZURITE"
   (cd "$AZURITE" && npm install --silent --no-audit --no-fund --no-save "azurite@$AZURITE_VERSION")

@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
-# Beyond Linux x86-64 (run by scripts/test-all.sh): cross-builds for Linux aarch64, Windows
-# (x86_64-pc-windows-gnu, MinGW), macOS and Windows MSVC (checks only) and runs the fast part of
-# the test suite:
-# - aarch64 under qemu-user: the library's unit tests and the fast integration tests
-#   (all but the ones over 2 GB, see below; fewer PBKDF2 iterations in the test processes:
-#   ONNXL_TEST_EMULATED),
-#   then the C tests (c_tests/test_*.c) built with aarch64-linux-gnu-gcc against the
-#   cross-built libonnx_light.so, whose exports are checked (onnxl_* only);
+# Beyond Linux x86-64 (run by scripts/test-all.sh): cross-builds for Linux aarch64 and Windows
+# (x86_64-pc-windows-gnu, MinGW) and runs the tests there:
+# - aarch64 under qemu-user: the library's unit tests and the process-wide tests (fewer PBKDF2
+#   iterations in the test processes: ONNXL_TEST_EMULATED), then, built with
+#   aarch64-linux-gnu-gcc against the cross-built libonnx_light.so (exports checked: onnxl_*
+#   only), the C tests (c_tests/test_*.c) and the walker (every field of every model of the onnx
+#   wheel's backend test data, and of inputs that set every field, read, the model rebuilt and
+#   serialized byte-identical); the integration tests (tests/integration: files, maps,
+#   processes and saves, the same Linux calls on both architectures) run on x86-64 and under
+#   Wine, not under emulation;
 # - Windows under Wine: the library's unit tests (the Windows path rules, open / atomic-replace
 #   code and save lock included), the fast integration tests (see below; the disk-full
 #   test of crash_safe_save on a 12 MiB tmpfs mounted here, which needs root), the C tests
@@ -14,11 +16,10 @@
 #   checked), and the CMake package built with a MinGW toolchain file, installed (DLL, import
 #   library, static library) and used by c_tests/consumer through find_package: the consumer
 #   loads, walks, saves and reloads a model under Wine, from the DLL and statically;
-# - macOS: `cargo check` of the minimal library for x86_64-apple-darwin;
-# - Windows MSVC: `cargo check` of the library (default and minimal) for x86_64-pc-windows-msvc.
+# (macOS and Windows MSVC are compile-checked by 17-target-checks.sh.)
 # Installs what it needs: the Rust targets (rustup) and Debian's gcc-aarch64-linux-gnu,
-# gcc-mingw-w64-x86-64, g++-mingw-w64-x86-64, qemu-user, wine64, clang and llvm (llvm-lib); cmake
-# comes from the test command's venv. Wine 8 has no bcryptprimitives.dll (ProcessPrng, which Rust's standard
+# gcc-mingw-w64-x86-64, g++-mingw-w64-x86-64, qemu-user and wine64; cmake comes from the test
+# command's venv. Wine 8 has no bcryptprimitives.dll (ProcessPrng, which Rust's standard
 # library imports): a small stand-in built here with MinGW, on top of
 # advapi32!SystemFunction036, is put beside the test executables.
 set -euo pipefail
@@ -26,8 +27,7 @@ cd "$(dirname "$0")/../.."
 ROOT=$PWD
 AARCH64=aarch64-unknown-linux-gnu
 WINDOWS=x86_64-pc-windows-gnu
-MACOS=x86_64-apple-darwin
-MSVC=x86_64-pc-windows-msvc
+. scripts/lib/apt.sh
 
 need=()
 command -v aarch64-linux-gnu-gcc >/dev/null 2>&1 || need+=(gcc-aarch64-linux-gnu libc6-dev-arm64-cross)
@@ -35,14 +35,11 @@ command -v x86_64-w64-mingw32-gcc >/dev/null 2>&1 || need+=(gcc-mingw-w64-x86-64
 command -v x86_64-w64-mingw32-g++ >/dev/null 2>&1 || need+=(g++-mingw-w64-x86-64)
 command -v qemu-aarch64 >/dev/null 2>&1 || need+=(qemu-user)
 [ -x /usr/lib/wine/wine64 ] || need+=(wine64)
-command -v clang >/dev/null 2>&1 || need+=(clang)
-command -v llvm-lib >/dev/null 2>&1 || need+=(llvm)
 if [ ${#need[@]} -gt 0 ]; then
   echo "installing ${need[*]}"
-  apt-get update -q
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${need[@]}"
+  apt_install "${need[@]}"
 fi
-rustup target add "$AARCH64" "$WINDOWS" "$MACOS" "$MSVC"
+rustup target add "$AARCH64" "$WINDOWS"
 command -v cmake >/dev/null 2>&1 || { echo "70-cross: cmake is required (scripts/test-all.sh puts the venv's on PATH)" >&2; exit 1; }
 
 # phase TEXT: the start of a part of the step, with the seconds the step has run so far.
@@ -54,10 +51,11 @@ trap 'WINEPREFIX="$work/wine" /usr/lib/wine/wineserver -k 2>/dev/null || true
       umount "$work/full" 2>/dev/null || true; rm -rf "$work"' EXIT
 
 # ---- The tests of both targets, built at once (the two targets' compilations share the
-# cores): the library's unit tests and the two integration-test binaries (tests/integration,
-# tests/process_wide; the source checks are not built for these targets: the same on every
-# target), with the test-hooks feature. The library as shipped (without it; `-p onnx_light`: the
-# tool's remote feature stays out) is built after the test runs, for the C tests.
+# cores): the library's unit tests and the process-wide tests (tests/process_wide), then, for
+# Windows, the integration tests (tests/integration; the source checks are not built for these
+# targets: the same on every target), with the test-hooks feature. The library as shipped
+# (without it; `-p onnx_light`: the tool's remote feature stays out) is built after the test
+# runs, for the C tests.
 export CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_LINKER=aarch64-linux-gnu-gcc
 export CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_RUNNER="qemu-aarch64 -L /usr/aarch64-linux-gnu"
 # The compiler's full path, as the CMake build below passes it (the same linker setting: cargo
@@ -65,42 +63,30 @@ export CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_RUNNER="qemu-aarch64 -L /usr/aarch
 CARGO_TARGET_X86_64_PC_WINDOWS_GNU_LINKER=$(command -v x86_64-w64-mingw32-gcc)
 export CARGO_TARGET_X86_64_PC_WINDOWS_GNU_LINKER
 export CARGO_TARGET_X86_64_PC_WINDOWS_GNU_RUNNER=/usr/lib/wine/wine64
-TESTS=(-p onnx_light --release --lib --test integration --test process_wide)
-# The tests over 2 GB (large_*; list_limit's 8 GiB sparse model; the aligned 2 GB model) run on
-# neither target.
+TESTS=(-p onnx_light --release --lib --test process_wide)
+WINDOWS_TESTS=("${TESTS[@]}" --test integration)
+# The tests over 2 GB (large_*; list_limit's 8 GiB sparse model; the aligned 2 GB model) do not
+# run under Wine.
 SKIP_LARGE=(--skip large_external:: --skip large_model:: --skip list_limit::
   --skip model_over_2gb_loads_without_copies)
 phase "aarch64 and Windows: build the tests"
 cargo test "${TESTS[@]}" --target "$AARCH64" --target "$WINDOWS" --no-run
+cargo test "${WINDOWS_TESTS[@]}" --target "$WINDOWS" --no-run
 
 # ---- Linux aarch64 under qemu-user
-phase "aarch64: unit tests and the fast integration tests (qemu-user)"
-# The integration tests run there: all but the ones over 2 GB; crash_safe_save without its kill
-# test.
-# - out_of_memory: qemu-user does not apply RLIMIT_AS to the guest (allocations that must fail
-#   succeed), so its children run with qemu's -R (the size of the guest's address space) set to
-#   the case's limit (ONNXL_TEST_RUNNER_AS_OPTION).
+phase "aarch64: unit tests and process-wide tests (qemu-user)"
+# - ONNXL_TEST_EMULATED=1: a PBKDF2 derivation with the formats' 100 000 iterations takes about
+#   a second under qemu and the encryption tests make hundreds, so in these test processes (built
+#   with the test-hooks feature, never the shipped library) derivations use 1 000 iterations,
+#   except for the known-answer vectors, written and decrypted with 100 000
+#   (crypto::testing::with_real_pbkdf2); the C test test_encryption decrypts one through the
+#   shipped libonnx_light.so, which shows that it derives with 100 000.
+# - ONNXL_TEST_RUNNER: tests that re-run their own binary in a child process run it under qemu.
 # - direct_writes takes its buffered path only: qemu 7.2 passes statx through without the
 #   direct-I/O alignment (STATX_DIOALIGN reads 0), so the library, like the test, sees a file
 #   system that does not take direct writes.
-# - quadratic_paths compares thread CPU times, which emulation slows alike.
-# - ONNXL_TEST_EMULATED=1: a PBKDF2 derivation with the formats' 100 000 iterations takes about
-#   a second under qemu and the encryption tests make hundreds (encryption took over 400 s,
-#   encrypted_external 115 s), so in these test processes (built with the test-hooks feature,
-#   never the shipped library) derivations use 1 000 iterations, except for the known-answer
-#   vectors, written and decrypted with 100 000 (crypto::testing::with_real_pbkdf2); the C test
-#   test_encryption decrypts one through the shipped libonnx_light.so, which shows that it
-#   derives with 100 000. tests/integration/alignment.rs still thins its encrypted cases
-#   and its external-data loads, and encrypted_external.rs encrypts a smaller large tensor
-#   (emulated loads and decryption are slow).
-# - out_of_memory's sweep of the room left does not run (once a guest's address space is full
-#   every failed allocation is slow under qemu: its two ends alone took 84 s; the sweep is the same
-#   code on every target); the file's other tests, which run out mid-parse too, do.
-# - ONNXL_TEST_RUNNER: tests that re-run their own binary in a child process run it under qemu.
 ONNXL_TEST_EMULATED=1 ONNXL_TEST_RUNNER="$CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_RUNNER" \
-  ONNXL_TEST_RUNNER_AS_OPTION=-R \
-  cargo test "${TESTS[@]}" --target "$AARCH64" -- --skip child_process_ "${SKIP_LARGE[@]}" \
-  --skip kill_during_save_never_breaks_the_model --skip loads_under_a_sweep_of_address_space_limits_never_abort
+  cargo test "${TESTS[@]}" --target "$AARCH64" -- --skip child_process_
 
 # ---- Windows (MinGW) under Wine
 export WINEPREFIX="$work/wine" WINEDEBUG=-all
@@ -145,7 +131,7 @@ mkdir -p "$work/full"
 mount -t tmpfs -o size=12m tmpfs "$work/full" \
   || { echo "70-cross: cannot mount a tmpfs for the disk-full test (needs root)" >&2; exit 1; }
 ONNXL_TEST_FULL_DIR="Z:${work//\//\\}\\full" \
-cargo test "${TESTS[@]}" --target "$WINDOWS" -- --skip child_process_ "${SKIP_LARGE[@]}"
+cargo test "${WINDOWS_TESTS[@]}" --target "$WINDOWS" -- --skip child_process_ "${SKIP_LARGE[@]}"
 
 # ---- The libraries as shipped, both targets at once (after the tests: a build of the library
 # with other features replaces its cdylib, and cargo would then rebuild the test-hooks library
@@ -186,6 +172,16 @@ run_c_tests() {
 }
 C_LIBS="-L$ROOT/target/$AARCH64/release -lonnx_light -lpthread" \
   run_c_tests "$work" aarch64-linux-gnu-gcc "" qemu-aarch64 -L /usr/aarch64-linux-gnu -E LD_LIBRARY_PATH="$work"
+phase "aarch64: the walker over the onnx wheel's backend test models and every field (qemu-user)"
+BACKEND_DATA=$("$ROOT/.venv/bin/python" -c 'import onnx, os; print(os.path.join(os.path.dirname(onnx.__file__), "backend", "test", "data"))')
+aarch64-linux-gnu-gcc -std=c11 -O1 -Wall -Werror -Iinclude -Ic_tests c_tests/walk_main.c c_tests/generated/walk_copy.c \
+  -L"$ROOT/target/$AARCH64/release" -lonnx_light -o "$work/walk_copy"
+qemu-aarch64 -L /usr/aarch64-linux-gnu -E LD_LIBRARY_PATH="$work" "$work/walk_copy" --require-canonical --min-files 100 \
+  "$BACKEND_DATA" "$ROOT/samples/mlp.onnx"
+# ... and over inputs that set every field of every message, and unknown fields in every message.
+"$ROOT/.venv/bin/python" c_tests/make_walk_inputs.py "$work/walk_inputs" >/dev/null
+qemu-aarch64 -L /usr/aarch64-linux-gnu -E LD_LIBRARY_PATH="$work" "$work/walk_copy" --require-full-coverage --min-files 30 \
+  "$work/walk_inputs/all_fields.onnx" "$work/walk_inputs/all_unknown.onnx" --typed-dir "$work/walk_inputs/typed"
 
 phase "Windows: onnx_light.dll exports and C tests (Wine)"
 WIN_OUT="$ROOT/target/$WINDOWS/release"
@@ -255,27 +251,4 @@ out=$(cd "$consumer" && /usr/lib/wine/wine64 ./consumer_static_cpp.exe "$ROOT/sa
 echo "  $out"
 grep -q "6 nodes: MatMul Add Relu MatMul Add Softmax; round trip identical" <<<"$out" \
   || { echo "unexpected consumer_static_cpp output" >&2; exit 1; }
-# ---- macOS: compile check only
-# Without an Apple SDK nothing can be linked, and ring's C code needs the SDK's headers: the check
-# is of the minimal library (--no-default-features: no ring), with Debian's clang assembling
-# psm's (stacker's) assembly for the Apple target. Its own target directory: the RUSTFLAGS
-# (-D warnings) do not touch the other builds' fingerprints.
-phase "macOS: cargo check of the minimal library (x86_64-apple-darwin, clang for the target)"
-CC_x86_64_apple_darwin=clang RUSTFLAGS="-D warnings" CARGO_TARGET_DIR="$ROOT/target/macos-check" \
-  cargo check -q -p onnx_light --lib --no-default-features --target "$MACOS"
-echo "  compiles"
-# ---- Windows MSVC: compile check only
-# No MSVC tools here (cl.exe, lib.exe, the Windows SDK): the C and assembly parts of the
-# dependencies (ring, psm, stacker) are compiled by MinGW's gcc into COFF objects and archived by
-# llvm-lib, which is enough for `cargo check` (nothing is linked); what is checked is that this
-# crate's Rust code compiles for the MSVC target (target_env = "msvc"), warnings denied, in the
-# default and the minimal build.
-phase "Windows MSVC: cargo check of the library, default and minimal (x86_64-pc-windows-msvc)"
-for features in "" --no-default-features; do
-  # shellcheck disable=SC2086
-  CC_x86_64_pc_windows_msvc=x86_64-w64-mingw32-gcc AR_x86_64_pc_windows_msvc=llvm-lib \
-    RUSTFLAGS="-D warnings" CARGO_TARGET_DIR="$ROOT/target/msvc-check" \
-    cargo check -q -p onnx_light --lib $features --target "$MSVC"
-done
-echo "  compiles"
 phase "70-cross: all passed"

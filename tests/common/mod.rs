@@ -281,23 +281,11 @@ pub fn child_process(
     var: &str,
     spec: impl AsRef<std::ffi::OsStr>,
 ) -> std::process::Command {
-    child_process_with_runner_args(module, function, var, spec, &[])
-}
-
-/// [`child_process`], with `runner_args` given to the emulator of `ONNXL_TEST_RUNNER`, if any,
-/// before the binary.
-pub fn child_process_with_runner_args(
-    module: &str,
-    function: &str,
-    var: &str,
-    spec: impl AsRef<std::ffi::OsStr>,
-    runner_args: &[String],
-) -> std::process::Command {
     assert!(
         function.starts_with("child_process_"),
         "{function}: child-process tests are named child_process_*"
     );
-    let mut cmd = this_test_binary_with_runner_args(runner_args);
+    let mut cmd = this_test_binary();
     cmd.args([
         "--ignored",
         "--exact",
@@ -314,18 +302,13 @@ pub fn child_process_with_runner_args(
 /// `qemu-aarch64 -L /usr/aarch64-linux-gnu` for the aarch64 tests under qemu-user, where the
 /// binary cannot be executed by itself).
 pub fn this_test_binary() -> std::process::Command {
-    this_test_binary_with_runner_args(&[])
-}
-
-/// [`this_test_binary`], with `runner_args` given to the emulator, if any, before the binary.
-pub fn this_test_binary_with_runner_args(runner_args: &[String]) -> std::process::Command {
     let exe = std::env::current_exe().unwrap();
     let runner = std::env::var("ONNXL_TEST_RUNNER").unwrap_or_default();
     let mut words = runner.split_whitespace();
     match words.next() {
         Some(program) => {
             let mut cmd = std::process::Command::new(program);
-            cmd.args(words).args(runner_args).arg(exe);
+            cmd.args(words).arg(exe);
             cmd
         }
         None => std::process::Command::new(exe),

@@ -209,16 +209,6 @@ fn collect(dir: &Path, out: &mut Vec<PathBuf>) {
 }
 
 /// The option sets of every in-memory and file load: threads x alignment.
-/// Under an emulator (the cross step sets ONNXL_TEST_EMULATED=1 for its qemu-user runs) the
-/// cases are thinned: encrypted ones to every 64th wheel model instead of every 8th, and the
-/// external-data loads of [`every_offset_model`] to 3 of the 9 option sets (one per thread count
-/// and alignment). The derivations are cheap there (the test hook lowers their count), but
-/// loading is not: that test took 99 s under qemu-user with every set for its unencrypted
-/// loads, 1.3 s natively.
-fn emulated() -> bool {
-    onnx_light::crypto::testing::emulated()
-}
-
 fn option_sets() -> Vec<LoadOptions> {
     let mut out = Vec::new();
     for threads in [1, 2, 3] {
@@ -413,10 +403,7 @@ fn external_data_and_encrypted_models_are_aligned() {
             },
         )
         .unwrap();
-        for (k, o) in option_sets().into_iter().enumerate() {
-            if emulated() && k % 4 != 0 {
-                continue; // (threads, alignment) = (1, 16), (2, 64), (3, 4096) only
-            }
+        for o in option_sets() {
             for no_copy in [false, true] {
                 let opts = LoadOptions {
                     load_external_data: true,
@@ -518,7 +505,7 @@ fn external_data_and_encrypted_wheel_models_are_aligned() {
                 check(&m, &expected, 64, &what);
             }
         }
-        if i % (if emulated() { 64 } else { 8 }) == 0 {
+        if i % 8 == 0 {
             let key = b"k";
             let enc = onnx_light::save_encrypted_model_to_bytes(&model, key, &Default::default())
                 .unwrap();

@@ -28,14 +28,10 @@ use onnx_light::{
 const KEY: &[u8] = b"weights passphrase";
 
 /// Tensors over the threshold of several sizes (across chunk boundaries for small chunks, and
-/// one over more than one default 1 MiB chunk: 3 MiB, or 1 MiB + 12 345 bytes under an emulator,
-/// where this file took 47 s with 3 MiB), an attribute tensor, a subgraph and small ones.
+/// one over more than one default 1 MiB chunk: 3 MiB), an attribute tensor, a subgraph and
+/// small ones.
 fn model() -> ModelProto {
-    let large = if onnx_light::crypto::testing::emulated() {
-        (1 << 20) + 12_345
-    } else {
-        3 * (1 << 20) + 12_345
-    };
+    let large = 3 * (1 << 20) + 12_345;
     let mut m = ModelProto::new();
     m.set_ir_version(10);
     m.set_producer_name("encrypted-external-test");

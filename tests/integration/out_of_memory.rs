@@ -1,8 +1,6 @@
 //! Memory exhaustion is an error, never an abort of the host process. Each case runs in a child
 //! process (this test binary re-run on `child_process_oom`) under `setrlimit(RLIMIT_AS)`: the child
-//! must print its outcome and exit normally. Under qemu-user, which does not apply `RLIMIT_AS` to
-//! the guest, the child's whole address space is the limit instead: the cross step names the
-//! emulator's option for it (`ONNXL_TEST_RUNNER_AS_OPTION=-R`), given the case's limit.
+//! must print its outcome and exit normally.
 //!
 //! - a 30 MB file of empty `TensorShapeProto.dim` entries with the default options: refused by
 //!   the metadata budget (`MetadataLimit`) well within 1.5 GiB of address space;
@@ -41,15 +39,8 @@ fn empty_dims(n: usize) -> Vec<u8> {
     wrap(7, &wrap(11, &wrap(2, &wrap(1, &wrap(2, &shape)))))
 }
 
-/// The emulator option that sets the size of the guest's address space (qemu-user's `-R`), when
-/// the tests run under one (it does not apply `RLIMIT_AS` to the guest).
-fn runner_as_option() -> Option<String> {
-    std::env::var("ONNXL_TEST_RUNNER_AS_OPTION").ok()
-}
-
 /// The address-space limit of each case (`None`: the stack-segment case, whose limit is what
-/// the child holds then plus 1 MiB; under an emulator its guest gets 1 GiB, see
-/// [`leave_free`]).
+/// the child holds then plus 1 MiB).
 fn limit_of(case: &str) -> Option<u64> {
     match case {
         "empty_dims" | "empty_dims_file" => Some(1536 << 20),
@@ -67,57 +58,9 @@ fn limit_of(case: &str) -> Option<u64> {
 /// address space.
 const SHARED_PAYLOAD: usize = 700 << 20;
 
-/// The size of the guest's address space for `case` under an emulator: its limit, plus what
-/// the case holds before limiting (so that the room left is the same as under `RLIMIT_AS`).
-fn guest_size(case: &str) -> u64 {
-    let held = if case == "huge_serialize" {
-        SHARED_PAYLOAD as u64
-    } else {
-        0
-    };
-    limit_of(case).unwrap_or(1 << 30) + held
-}
-
-/// Limits the address space of this process to the limit of `case` (under an emulator, where
-/// the call has no effect, its guest was started with [`guest_size`]).
+/// Limits the address space of this process to the limit of `case`.
 fn limit_address_space_of(case: &str) {
     limit_address_space(limit_of(case).expect("a case with a fixed limit"));
-}
-
-/// Leaves only `room` bytes of the guest's address space free (under an emulator that bounds
-/// it): the free space is filled with inaccessible reservations (`PROT_NONE`, nothing
-/// committed), largest first, around one reservation of `room` bytes made first and released
-/// last.
-fn leave_free(room: usize) {
-    let reserve = |size: usize| {
-        // SAFETY: a fresh anonymous mapping, no address asked for; nothing else is touched.
-        let p = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                size,
-                libc::PROT_NONE,
-                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
-                -1,
-                0,
-            )
-        };
-        (p != libc::MAP_FAILED).then_some(p)
-    };
-    let hole = reserve(room).expect("room for the hole");
-    let mut size = 1usize << 40;
-    let mut filled = 0usize;
-    while size >= 4096 {
-        match reserve(size) {
-            Some(_) => filled += size,
-            None => size /= 2,
-        }
-    }
-    assert!(
-        filled > 0,
-        "nothing was free: the address space is not bounded"
-    );
-    // SAFETY: `hole` is the mapping of `room` bytes made above, unused.
-    assert_eq!(unsafe { libc::munmap(hole, room) }, 0);
 }
 
 fn limit_address_space(bytes: u64) {
@@ -242,8 +185,7 @@ fn address_space_now() -> u64 {
 
 /// Parses `bytes` (a model nested as deep as the maximum `max_recursion_depth` allows) on a
 /// thread with a 256 KiB stack, so that the parse needs stack segments, after limiting the
-/// address space to what the process holds plus 1 MiB (under an emulator: filling all but 1 MiB
-/// of it): room for the parse's small allocations (the thread's heap is already reserved), none
+/// address space to what the process holds plus 1 MiB: room for the parse's small allocations (the thread's heap is already reserved), none
 /// for a 2 MiB segment.
 fn stack_segment_refused(bytes: &[u8]) -> String {
     let opts = ParseOptions {
@@ -258,11 +200,7 @@ fn stack_segment_refused(bytes: &[u8]) -> String {
                 let m = onnx_light::parse_from_bytes::<ModelProto>(bytes, &opts);
                 assert!(m.is_ok(), "{:?}", m.err());
                 drop(m);
-                if runner_as_option().is_some() {
-                    leave_free(1 << 20);
-                } else {
-                    limit_address_space(address_space_now() + (1 << 20));
-                }
+                limit_address_space(address_space_now() + (1 << 20));
                 outcome(onnx_light::parse_from_bytes::<ModelProto>(bytes, &opts))
             })
             .unwrap()
@@ -281,11 +219,7 @@ fn sweep_case(case: &str) -> (usize, i32) {
 /// Loads the model at `path` with `threads` threads once only `room` bytes of address space are
 /// left: through the Rust API with one thread, through the C ABI (status and message) with more.
 fn sweep_load(path: &std::path::Path, room: usize, threads: i32) -> String {
-    if runner_as_option().is_some() {
-        leave_free(room);
-    } else {
-        limit_address_space(address_space_now() + room as u64);
-    }
+    limit_address_space(address_space_now() + room as u64);
     if threads == 1 {
         let opts = ParseOptions::default();
         return outcome(onnx_light::load_model(
@@ -312,20 +246,10 @@ fn sweep_load(path: &std::path::Path, room: usize, threads: i32) -> String {
 
 /// Runs `case` in a child process; returns its RESULT line (the child must exit normally).
 fn run_child(case: &str, dir: &std::path::Path) -> String {
-    let runner_args: Vec<String> = match runner_as_option() {
-        Some(option) => vec![option, guest_size(case).to_string()],
-        None => Vec::new(),
-    };
-    let out = common::child_process_with_runner_args(
-        module_path!(),
-        "child_process_oom",
-        CHILD_ENV,
-        case,
-        &runner_args,
-    )
-    .env("ONNXL_OOM_DIR", dir)
-    .output()
-    .unwrap();
+    let out = common::child_process(module_path!(), "child_process_oom", CHILD_ENV, case)
+        .env("ONNXL_OOM_DIR", dir)
+        .output()
+        .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
