@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the cargo-fuzz targets (fuzz/) and runs each for N seconds on one core, as many at once
 # as there are cores (FUZZ_JOBS to choose). The test command runs it for 10 s per target
-# (scripts/test.d/35-fuzz.sh); longer runs are for finding new bugs.
+# (scripts/test.d/18-fuzz.sh); longer runs are for finding new bugs.
 #
 #   bash scripts/fuzz.sh [SECONDS_PER_TARGET=60] [TARGET...]
 #

@@ -71,10 +71,39 @@ export ONNX_LIGHT_BIN="$ROOT/target/release/onnx-light"
 step "compatibility with the onnx package (pytest)"
 .venv/bin/python -m pytest -q tests/compat
 
+# The steps of scripts/test.d in the order of their names. The ones named in BACKGROUND start at
+# their turn and run beside the later ones at the lowest priority (nice 19): they take the cores
+# only when the steps in front leave them idle (single-threaded tests, links, downloads, servers
+# starting); their output is printed once they end, after the last step. 16-onnx-cxx.sh compiles
+# onnx twice and reads only what 15-onnx-component.sh installed and the venv; 17-target-checks.sh
+# and 18-fuzz.sh build in target directories of their own (the fuzz targets run for a fixed time,
+# fewer inputs then). (Their Debian packages are installed one step at a time: scripts/lib/apt.sh.)
+BACKGROUND=(scripts/test.d/16-onnx-cxx.sh scripts/test.d/17-target-checks.sh scripts/test.d/18-fuzz.sh)
+mkdir -p target/step-logs
+declare -A background=() started=()
+# (A failing step ends the command: the background ones end with it.)
+trap 'for p in "${background[@]}"; do kill -- -"$p" 2>/dev/null || true; done' EXIT
 for extra in scripts/test.d/*.sh; do
   [ -e "$extra" ] || continue
+  if [[ " ${BACKGROUND[*]} " == *" $extra "* ]]; then
+    step "$extra (starts in the background; its output comes at the end)"
+    log="target/step-logs/$(basename "$extra" .sh).log"
+    setsid nice -n 19 bash "$extra" >"$log" 2>&1 &
+    background[$extra]=$!
+    started[$extra]=$SECONDS
+    continue
+  fi
   step "$extra"
   bash "$extra"
+done
+for extra in "${!background[@]}"; do
+  step "$extra (in the background: waiting for it to end)"
+  status=0
+  wait "${background[$extra]}" || status=$?
+  unset "background[$extra]"
+  cat "target/step-logs/$(basename "$extra" .sh).log"
+  echo "($extra ran $((SECONDS - started[$extra])) s in the background)"
+  [ "$status" -eq 0 ] || { echo "$extra failed (status $status)" >&2; exit 1; }
 done
 
 step "all tests passed"

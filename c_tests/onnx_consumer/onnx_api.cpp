@@ -5,7 +5,7 @@
 //                            size and FNV-1a hash of the serialized model after shape
 //                            inference, then those of the model converted to opset 18 (or
 //                            the first line of each error). The output is compared with the same
-//                            program built against protobuf (scripts/test.d/60-onnx-cxx.sh).
+//                            program built against protobuf (scripts/test.d/16-onnx-cxx.sh).
 //   onnx_api --schema OP     a schema of the default domain: since_version, inputs, attributes
 #include <onnx/checker.h>
 #include <onnx/defs/schema.h>

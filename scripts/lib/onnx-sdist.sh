@@ -1,5 +1,5 @@
 # onnx's source distribution from PyPI, for the steps that build onnx's C++ library
-# (15-onnx-component.sh, 60-onnx-cxx.sh); sourced, not run. The caller defines die() and ROOT.
+# (15-onnx-component.sh, 16-onnx-cxx.sh); sourced, not run. The caller defines die() and ROOT.
 # The version is the one components/onnx/CMakeLists.txt pins, with its SHA-256.
 ONNX_VERSION=$(sed -n 's/^set(ONNXL_ONNX_VERSION \(.*\))$/\1/p' "$ROOT/components/onnx/CMakeLists.txt")
 ONNX_SHA256=$(sed -n 's/^set(ONNXL_ONNX_SHA256 \(.*\))$/\1/p' "$ROOT/components/onnx/CMakeLists.txt")

@@ -17,7 +17,7 @@
 #    messages, `check --infer-shapes` writes onnx's strict inference result byte for byte.
 # The install prefix (build/onnx-component/prefix) is reused by the later steps: the Python
 # package links its libonnx_light_onnx.a (50-python.sh) and onnx's C++ tests run on it and the
-# consumer's output is compared with the protobuf build's (60-onnx-cxx.sh); the tool built here
+# consumer's output is compared with the protobuf build's (16-onnx-cxx.sh); the tool built here
 # (target/release/onnx-light, with onnx's checker) is the one the later steps run.
 set -euo pipefail
 cd "$(dirname "$0")/../.."

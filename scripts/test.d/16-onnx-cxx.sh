@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# onnx's own C++ library on onnx_light (run by scripts/test-all.sh): the C++ sources of the
-# pinned onnx release (checker, shape inference, version converter, operator schemas, inliner,
-# parser, printer) and onnx's C++ unit tests (tests/cpp, gtest), compared two ways:
+# onnx's own C++ library on onnx_light (run by scripts/test-all.sh, in the background): the C++
+# sources of the pinned onnx release (checker, shape inference, version converter, operator
+# schemas, inliner, parser, printer) and onnx's C++ unit tests (tests/cpp, gtest), compared two
+# ways:
 #   (a) against protobuf (protoc 3.21 on the sdist's .proto files, libprotobuf-lite), the
 #       reference: the library and tests compiled here;
 #   (b) against onnx_light: the onnx component as 15-onnx-component.sh built and installed it
@@ -19,7 +20,7 @@ cd "$(dirname "$0")/../.."
 ROOT=$PWD
 CXX=${CXX:-g++}
 PY="$ROOT/.venv/bin/python"
-die() { echo "60-onnx-cxx: $*" >&2; exit 1; }
+die() { echo "16-onnx-cxx: $*" >&2; exit 1; }
 [ -x "$PY" ] || die "$PY is missing (scripts/test-all.sh creates the venv)"
 . scripts/lib/onnx-sdist.sh
 fetch_onnx_sdist
@@ -33,7 +34,7 @@ rm -rf "$SRC" && tar xzf "$ONNX_SDIST" -C "$W"
 . scripts/lib/protobuf-onnx.sh
 require_protobuf
 if [ ! -f /usr/include/gtest/gtest.h ] || [ ! -f /usr/lib/x86_64-linux-gnu/libgtest.a ]; then
-  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libgtest-dev >/dev/null
+  apt_install libgtest-dev
 fi
 # onnx/common/version.h, as onnx's CMake writes it from version.h.in.
 GEN="$W/gen"
