@@ -45,7 +45,7 @@ step "generated files are up to date"
 # out of `cargo test` below: cbindgen's dependencies there would change the features of the
 # ones the tool shares, and its release build below would compile them again).
 cargo run --release -q -p codegen -- --check
-cargo test --release -q -p codegen
+cargo test --release -q -p codegen --lib
 
 step "python venv ready"
 wait "$venv_pid" || { cat target/venv-install.log >&2; echo "installing the Python packages failed" >&2; exit 1; }
