@@ -80,7 +80,7 @@ step "compatibility with the onnx package (pytest)"
 # fewer inputs then). (Their Debian packages are installed one step at a time: scripts/lib/apt.sh.)
 BACKGROUND=(scripts/test.d/16-onnx-cxx.sh scripts/test.d/17-target-checks.sh scripts/test.d/18-fuzz.sh)
 mkdir -p target/step-logs
-declare -A background=() started=()
+declare -A background=()
 # (A failing step ends the command: the background ones end with it.)
 trap 'for p in "${background[@]}"; do kill -- -"$p" 2>/dev/null || true; done' EXIT
 for extra in scripts/test.d/*.sh; do
@@ -92,10 +92,9 @@ for extra in scripts/test.d/*.sh; do
     # session shares the cores as an equal, whatever its processes' nice values, so the session's
     # group is given nice 19 too (measured: two busy loops at nice 19 in a session of their own
     # took half the cores from two in the foreground; with the group at 19, a sixteenth).
-    setsid bash -c 'echo 19 >/proc/self/autogroup 2>/dev/null || true; exec nice -n 19 bash "$0"' "$extra" \
-      >"$log" 2>&1 &
+    setsid bash -c 'echo 19 >/proc/self/autogroup 2>/dev/null || true; nice -n 19 bash "$0"; rc=$?
+      echo "($0 ran $SECONDS s in the background)"; exit $rc' "$extra" >"$log" 2>&1 &
     background[$extra]=$!
-    started[$extra]=$SECONDS
     continue
   fi
   step "$extra"
@@ -107,7 +106,6 @@ for extra in "${!background[@]}"; do
   wait "${background[$extra]}" || status=$?
   unset "background[$extra]"
   cat "target/step-logs/$(basename "$extra" .sh).log"
-  echo "($extra ran $((SECONDS - started[$extra])) s in the background)"
   [ "$status" -eq 0 ] || { echo "$extra failed (status $status)" >&2; exit 1; }
 done
 
