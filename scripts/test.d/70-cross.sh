@@ -170,17 +170,19 @@ run_c_tests() {
     tail -n 1 "$dir/$name.log"
   done
 }
+# The emulator, with the shipped library (its SONAME link in $work) on the guest's library path.
+QEMU=(qemu-aarch64 -L /usr/aarch64-linux-gnu -E LD_LIBRARY_PATH="$work")
 C_LIBS="-L$ROOT/target/$AARCH64/release -lonnx_light -lpthread" \
-  run_c_tests "$work" aarch64-linux-gnu-gcc "" qemu-aarch64 -L /usr/aarch64-linux-gnu -E LD_LIBRARY_PATH="$work"
+  run_c_tests "$work" aarch64-linux-gnu-gcc "" "${QEMU[@]}"
 phase "aarch64: the walker over the onnx wheel's backend test models and every field (qemu-user)"
 BACKEND_DATA=$("$ROOT/.venv/bin/python" -c 'import onnx, os; print(os.path.join(os.path.dirname(onnx.__file__), "backend", "test", "data"))')
 aarch64-linux-gnu-gcc -std=c11 -O1 -Wall -Werror -Iinclude -Ic_tests c_tests/walk_main.c c_tests/generated/walk_copy.c \
   -L"$ROOT/target/$AARCH64/release" -lonnx_light -o "$work/walk_copy"
-qemu-aarch64 -L /usr/aarch64-linux-gnu -E LD_LIBRARY_PATH="$work" "$work/walk_copy" --require-canonical --min-files 100 \
+"${QEMU[@]}" "$work/walk_copy" --require-canonical --min-files 100 \
   "$BACKEND_DATA" "$ROOT/samples/mlp.onnx"
 # ... and over inputs that set every field of every message, and unknown fields in every message.
 "$ROOT/.venv/bin/python" c_tests/make_walk_inputs.py "$work/walk_inputs" >/dev/null
-qemu-aarch64 -L /usr/aarch64-linux-gnu -E LD_LIBRARY_PATH="$work" "$work/walk_copy" --require-full-coverage --min-files 30 \
+"${QEMU[@]}" "$work/walk_copy" --require-full-coverage --min-files 30 \
   "$work/walk_inputs/all_fields.onnx" "$work/walk_inputs/all_unknown.onnx" --typed-dir "$work/walk_inputs/typed"
 
 phase "Windows: onnx_light.dll exports and C tests (Wine)"
