@@ -35,11 +35,13 @@ export ONNX_LIGHT_ONNX_LIB_DIR=${ONNX_LIGHT_ONNX_LIB_DIR:-$ROOT/build/onnx-compo
   echo "bench-python: no libonnx_light_onnx.a in $ONNX_LIGHT_ONNX_LIB_DIR: run scripts/test.d/15-onnx-component.sh" >&2
   exit 1
 }
-"$PY" -m maturin build --release --quiet -m python/Cargo.toml --features onnx --out "$WORK/dist"
+. scripts/lib/tool-target.sh
+CARGO_TARGET_DIR="$TOOL_TARGET_DIR" \
+  "$PY" -m maturin build --release --quiet -m python/Cargo.toml --features onnx --out "$WORK/dist"
 "$PY" -m pip install --quiet --disable-pip-version-check --force-reinstall --no-deps "$WORK"/dist/onnx_light-*-abi3-*.whl
 
 cargo build --release --quiet -p onnx_light_bench
-cargo build --release --quiet --bin onnx-light
+CARGO_TARGET_DIR="$TOOL_TARGET_DIR" cargo build --release --quiet -p onnx-light-cli
 BIN="$ROOT/target/release/onnx-bench"
 SCALE=${BENCH_SCALE:-1}
 "$BIN" gen transformer "$WORK/a.onnx" --scale "$SCALE"
@@ -55,8 +57,8 @@ cd "$WORK"
 # whose every weight is used at run time (e), and (a) and (e) saved aligned (`--align 4096`).
 BYTES=$("$PY" -c "import sys; print(int(512 * 2**20 * float(sys.argv[1])))" "$SCALE")
 "$PY" "$ROOT/python/bench/ort_sessions.py" --gen-adds "$WORK/e.onnx" --bytes "$BYTES"
-"$ROOT/target/release/onnx-light" convert --inline --align 4096 "$WORK/a.onnx" "$WORK/a_aligned.onnx" >/dev/null 2>&1
-"$ROOT/target/release/onnx-light" convert --inline --align 4096 "$WORK/e.onnx" "$WORK/e_aligned.onnx" >/dev/null 2>&1
+"$TOOL_TARGET_DIR/release/onnx-light" convert --inline --align 4096 "$WORK/a.onnx" "$WORK/a_aligned.onnx" >/dev/null 2>&1
+"$TOOL_TARGET_DIR/release/onnx-light" convert --inline --align 4096 "$WORK/e.onnx" "$WORK/e_aligned.onnx" >/dev/null 2>&1
 "$PY" "$ROOT/python/bench/ort_sessions.py" --runs "${BENCH_RUNS:-3}" --processes "${BENCH_PROCESSES:-4}" --out "$OUT" \
   --model "(a) 0.5 GB=$WORK/a.onnx" --model "(a) aligned=$WORK/a_aligned.onnx" \
   --model "(b) 3 GB external=$WORK/b.onnx" --model "(e) 0.5 GB, every weight used=$WORK/e.onnx" \

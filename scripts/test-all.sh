@@ -62,11 +62,13 @@ cargo test --workspace "${EXCLUDE[@]}" --exclude onnx_light_bench --exclude code
   --include-ignored --skip child_process_
 
 step "release binary"
-# The tool (its remote feature on) and the C library as users build it (`-p onnx_light`: at the
-# top level cargo would unify the tool's features into the library).
-cargo build --release -p onnx-light-cli
+# The tool (its remote feature on; in target/tool: scripts/lib/tool-target.sh) and the C library
+# as users build it (`-p onnx_light`: at the top level cargo would unify the tool's features into
+# the library).
+. scripts/lib/tool-target.sh
+CARGO_TARGET_DIR="$TOOL_TARGET_DIR" cargo build --release -p onnx-light-cli
 cargo build --release -p onnx_light --lib
-export ONNX_LIGHT_BIN="$ROOT/target/release/onnx-light"
+export ONNX_LIGHT_BIN="$TOOL_TARGET_DIR/release/onnx-light"
 
 step "compatibility with the onnx package (pytest)"
 .venv/bin/python -m pytest -q tests/compat

@@ -18,7 +18,7 @@
 # The install prefix (build/onnx-component/prefix) is reused by the later steps: the Python
 # package links its libonnx_light_onnx.a (50-python.sh) and onnx's C++ tests run on it and the
 # consumer's output is compared with the protobuf build's (16-onnx-cxx.sh); the tool built here
-# (target/release/onnx-light, with onnx's checker) is the one the later steps run.
+# (target/tool/release/onnx-light, with onnx's checker) is the one the later steps run.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 ROOT=$PWD
@@ -136,8 +136,9 @@ export ONNX_LIGHT_ONNX_LIB_DIR="$PREFIX/lib"
 cargo clippy -q --release -p onnx_light_onnx -p onnx-light-cli -p onnx_light_python --all-targets \
   --features onnx-light-cli/onnx,onnx_light_python/onnx -- -D warnings
 # The tool with onnx's checker replaces the plain build: the later steps use it.
-cargo build -q --release -p onnx-light-cli --features onnx
-BIN="$ROOT/target/release/onnx-light"
+. scripts/lib/tool-target.sh
+CARGO_TARGET_DIR="$TOOL_TARGET_DIR" cargo build -q --release -p onnx-light-cli --features onnx
+BIN="$TOOL_TARGET_DIR/release/onnx-light"
 "$PY" - "$BIN" "$BUILD" "$BACKEND_DATA/light/light_resnet50.onnx" <<'PYEOF'
 import subprocess, sys
 import onnx

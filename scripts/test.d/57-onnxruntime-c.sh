@@ -26,8 +26,9 @@ ORT_LIB=$(ls "$ORT_LIB_DIR"/libonnxruntime.so.* 2>/dev/null | head -n 1)
 [ -n "$ORT_LIB" ] || die "no libonnxruntime.so.* in $ORT_LIB_DIR"
 
 cargo build --release -p onnx_light --lib
-ONNX_LIGHT_BIN="$ROOT/target/release/onnx-light"
-[ -x "$ONNX_LIGHT_BIN" ] || cargo build --release --bin onnx-light
+. scripts/lib/tool-target.sh
+ONNX_LIGHT_BIN="$TOOL_TARGET_DIR/release/onnx-light"
+[ -x "$ONNX_LIGHT_BIN" ] || CARGO_TARGET_DIR="$TOOL_TARGET_DIR" cargo build --release -p onnx-light-cli
 LIB="$ROOT/target/release/libonnx_light.so"
 
 work=$(mktemp -d)

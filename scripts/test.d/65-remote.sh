@@ -4,8 +4,8 @@
 # pinned in scripts/requirements-test.txt), Azurite (Microsoft's Azure Storage emulator, pinned,
 # from the npm registry), nginx from Debian over HTTP and HTTPS (a test CA made by the test), and
 # a fault-injecting proxy — through the Python package, the CLI
-# (target/release/onnx-light) and the C ABI (target/release/libonnx_light.so, whose size budget,
-# RELRO and optional parts are checked here too).
+# (target/tool/release/onnx-light) and the C ABI (target/tool/release/libonnx_light.so, whose
+# size budget, RELRO and optional parts are checked here too).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 ROOT=$PWD
@@ -36,10 +36,13 @@ export ONNXL_AZURITE_BIN="$AZURITE/node_modules/.bin/azurite-blob"
 
 # The CLI (remote is on in the tool) and the C library with the opt-in remote feature (the other
 # C-level steps build it without: `-p onnx_light` keeps the tool's features out of it).
-cargo build --release -q -p onnx-light-cli
-cargo build --release -q -p onnx_light --lib --features remote
-export ONNX_LIGHT_BIN="$ROOT/target/release/onnx-light"
-export ONNX_LIGHT_CLIB="$ROOT/target/release/libonnx_light.so"
+# (In the tool's target directory: scripts/lib/tool-target.sh. The tool is the one the test
+# command built, with onnx's checker, when there is one.)
+. scripts/lib/tool-target.sh
+export ONNX_LIGHT_BIN="$TOOL_TARGET_DIR/release/onnx-light"
+[ -x "$ONNX_LIGHT_BIN" ] || CARGO_TARGET_DIR="$TOOL_TARGET_DIR" cargo build --release -q -p onnx-light-cli
+CARGO_TARGET_DIR="$TOOL_TARGET_DIR" cargo build --release -q -p onnx_light --lib --features remote
+export ONNX_LIGHT_CLIB="$TOOL_TARGET_DIR/release/libonnx_light.so"
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
@@ -63,7 +66,7 @@ grep -q GNU_RELRO <<<"$segments" || die "the library with remote has no RELRO se
 # (The program asks the loader for the library's SONAME: a link of that name beside it.)
 ln -s "$ONNX_LIGHT_CLIB" "$work/$(sed -n 's/.*(SONAME).*\[\(.*\)\]/\1/p' <<<"$dynamic")"
 "${CC:-cc}" -std=c11 -Wall -Wextra -Werror -Iinclude -Ic_tests c_tests/test_optional_features.c \
-  -o "$work/test_optional_features" -L"$ROOT/target/release" -lonnx_light -Wl,-rpath,"$work"
+  -o "$work/test_optional_features" -L"$TOOL_TARGET_DIR/release" -lonnx_light -Wl,-rpath,"$work"
 "$work/test_optional_features" remote "$ROOT/samples/mlp.onnx"
 
 cd "$work"
