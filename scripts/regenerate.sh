@@ -7,5 +7,5 @@
 # layout against the generator's.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-cargo run --release -q -p codegen
+cargo run -q -p codegen
 cargo test --release -q --test integration generated_files::

@@ -43,9 +43,10 @@ RUSTDOCFLAGS="-D warnings" cargo doc --no-deps -q -p onnx_light
 step "generated files are up to date"
 # The code generator's outputs and the C header (cbindgen), and the generator's own tests (left
 # out of `cargo test` below: cbindgen's dependencies there would change the features of the
-# ones the tool shares, and its release build below would compile them again).
-cargo run --release -q -p codegen -- --check
-cargo test --release -q -p codegen --lib
+# ones the tool shares). In the debug profile: nothing else builds cbindgen's dependencies, and
+# unoptimised they compile in a third of the time (measured: 27 s against 75 s).
+cargo run -q -p codegen -- --check
+cargo test -q -p codegen --lib
 
 step "python venv ready"
 wait "$venv_pid" || { cat target/venv-install.log >&2; echo "installing the Python packages failed" >&2; exit 1; }
