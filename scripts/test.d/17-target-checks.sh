@@ -22,7 +22,7 @@ if [ ${#need[@]} -gt 0 ]; then
   echo "installing ${need[*]}"
   apt_install "${need[@]}"
 fi
-rustup target add "$MACOS" "$MSVC"
+rustup_target_add "$MACOS" "$MSVC"
 
 # ---- macOS
 # Without an Apple SDK nothing can be linked, and ring's C code needs the SDK's headers: the check

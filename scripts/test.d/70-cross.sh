@@ -39,7 +39,7 @@ if [ ${#need[@]} -gt 0 ]; then
   echo "installing ${need[*]}"
   apt_install "${need[@]}"
 fi
-rustup target add "$AARCH64" "$WINDOWS"
+rustup_target_add "$AARCH64" "$WINDOWS"
 command -v cmake >/dev/null 2>&1 || { echo "70-cross: cmake is required (scripts/test-all.sh puts the venv's on PATH)" >&2; exit 1; }
 
 # phase TEXT: the start of a part of the step, with the seconds the step has run so far.
@@ -56,10 +56,11 @@ trap 'WINEPREFIX="$work/wine" /usr/lib/wine/wineserver -k 2>/dev/null || true
 # targets: the same on every target), with the test-hooks feature. The library as shipped
 # (without it; `-p onnx_light`: the tool's remote feature stays out) is built after the test
 # runs, for the C tests.
-export CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_LINKER=aarch64-linux-gnu-gcc
+# (Full paths, as CMake passes them with the toolchain files of cmake/toolchains: the same linker
+# setting, so that cargo reuses what this step compiled.)
+CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_LINKER=$(command -v aarch64-linux-gnu-gcc)
+export CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_LINKER
 export CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_RUNNER="qemu-aarch64 -L /usr/aarch64-linux-gnu"
-# The compiler's full path, as the CMake build below passes it (the same linker setting: cargo
-# reuses what this step compiled).
 CARGO_TARGET_X86_64_PC_WINDOWS_GNU_LINKER=$(command -v x86_64-w64-mingw32-gcc)
 export CARGO_TARGET_X86_64_PC_WINDOWS_GNU_LINKER
 export CARGO_TARGET_X86_64_PC_WINDOWS_GNU_RUNNER=/usr/lib/wine/wine64
@@ -202,24 +203,10 @@ C_LIBS="-L$WIN_OUT -lonnx_light -lpsapi -Wl,-Bstatic -lpthread -Wl,-Bdynamic" \
   run_c_tests "$win" x86_64-w64-mingw32-gcc .exe /usr/lib/wine/wine64
 
 phase "Windows: the CMake package built with MinGW, and a find_package consumer (Wine)"
-cat > "$work/mingw.cmake" <<'CMAKE'
-# Cross-compiling for Windows x86-64 with Debian's MinGW-w64.
-set(CMAKE_SYSTEM_NAME Windows)
-set(CMAKE_SYSTEM_PROCESSOR x86_64)
-set(CMAKE_C_COMPILER x86_64-w64-mingw32-gcc)
-set(CMAKE_CXX_COMPILER x86_64-w64-mingw32-g++)
-set(CMAKE_RC_COMPILER x86_64-w64-mingw32-windres)
-set(CMAKE_FIND_ROOT_PATH /usr/x86_64-w64-mingw32)
-set(CMAKE_FIND_ROOT_PATH_MODE_PROGRAM NEVER)
-set(CMAKE_FIND_ROOT_PATH_MODE_LIBRARY ONLY)
-set(CMAKE_FIND_ROOT_PATH_MODE_INCLUDE ONLY)
-set(CMAKE_FIND_ROOT_PATH_MODE_PACKAGE BOTH)
-# The programs carry their GCC runtime (no libgcc / libstdc++ DLLs to ship beside them).
-set(CMAKE_EXE_LINKER_FLAGS_INIT "-static-libgcc -static-libstdc++")
-CMAKE
+MINGW_TOOLCHAIN="$ROOT/cmake/toolchains/mingw-w64-x86_64.cmake"
 mingw_build="$work/cmake-mingw"
 mingw_prefix="$work/mingw-prefix"
-cmake -S . -B "$mingw_build" -DCMAKE_TOOLCHAIN_FILE="$work/mingw.cmake" -DCMAKE_BUILD_TYPE=Release \
+cmake -S . -B "$mingw_build" -DCMAKE_TOOLCHAIN_FILE="$MINGW_TOOLCHAIN" -DCMAKE_BUILD_TYPE=Release \
   > "$work/cmake-mingw.log" 2>&1 || { cat "$work/cmake-mingw.log" >&2; exit 1; }
 grep -q "onnx_light .*: onnx_light.dll with import library libonnx_light.dll.a" "$work/cmake-mingw.log" \
   || { cat "$work/cmake-mingw.log" >&2; echo "the MinGW configuration did not choose the DLL layout" >&2; exit 1; }
@@ -232,7 +219,7 @@ for f in bin/onnx_light.dll lib/libonnx_light.dll.a lib/libonnx_light.a include/
 done
 echo "  installed bin/onnx_light.dll, lib/libonnx_light.dll.a, lib/libonnx_light.a, headers, CMake and pkg-config files"
 consumer="$work/consumer-mingw"
-cmake -S c_tests/consumer -B "$consumer" -DCMAKE_TOOLCHAIN_FILE="$work/mingw.cmake" \
+cmake -S c_tests/consumer -B "$consumer" -DCMAKE_TOOLCHAIN_FILE="$MINGW_TOOLCHAIN" \
   -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$mingw_prefix" >/dev/null
 cmake --build "$consumer"
 dlls() { x86_64-w64-mingw32-objdump -p "$1" | sed -n 's/^\s*DLL Name: //p'; }
