@@ -1,12 +1,13 @@
 # Helpers of the top-level CMakeLists.txt: the version from Cargo.toml, the cargo and rustc
 # programs, and the native libraries a Rust static library needs.
 
-# Sets ${out_var} to the [package] version of the Cargo.toml at ${manifest} ("0.2.0").
+# Sets ${out_var} to the project's version, [workspace.package] of the Cargo.toml at ${manifest}
+# ("0.2.0").
 function(onnxl_cargo_version manifest out_var)
   file(STRINGS "${manifest}" lines)
   set(in_package FALSE)
   foreach(line IN LISTS lines)
-    if(line MATCHES "^\\[package\\]")
+    if(line MATCHES "^\\[workspace\\.package\\]")
       set(in_package TRUE)
     elseif(line MATCHES "^\\[")
       set(in_package FALSE)
@@ -15,7 +16,7 @@ function(onnxl_cargo_version manifest out_var)
       return()
     endif()
   endforeach()
-  message(FATAL_ERROR "no [package] version in ${manifest}")
+  message(FATAL_ERROR "no [workspace.package] version in ${manifest}")
 endfunction()
 
 # Sets ${out_var} to the SONAME version of ${version}, following cargo-c: the major version, or

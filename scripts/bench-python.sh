@@ -31,17 +31,15 @@ trap 'rm -rf "$WORK"' EXIT
 # The package, as users get it: the release wheel, with onnx's C++ library (the onnx component's
 # static library; scripts/test.d/15-onnx-component.sh builds it into build/onnx-component).
 export ONNX_LIGHT_ONNX_LIB_DIR=${ONNX_LIGHT_ONNX_LIB_DIR:-$ROOT/build/onnx-component/prefix/lib}
-[ -f "$ONNX_LIGHT_ONNX_LIB_DIR/libonnx_light_onnx.a" ] || {
-  echo "bench-python: no libonnx_light_onnx.a in $ONNX_LIGHT_ONNX_LIB_DIR: run scripts/test.d/15-onnx-component.sh" >&2
-  exit 1
-}
-. scripts/lib/tool-target.sh
-CARGO_TARGET_DIR="$TOOL_TARGET_DIR" \
-  "$PY" -m maturin build --release --quiet -m python/Cargo.toml --features onnx --out "$WORK/dist"
+die() { echo "bench-python: $*" >&2; exit 1; }
+. scripts/lib/artifacts.sh
+build_wheel "$WORK/dist"
 "$PY" -m pip install --quiet --disable-pip-version-check --force-reinstall --no-deps "$WORK"/dist/onnx_light-*-abi3-*.whl
 
 cargo build --release --quiet -p onnx_light_bench
-CARGO_TARGET_DIR="$TOOL_TARGET_DIR" cargo build --release --quiet -p onnx-light-cli
+# (The tool the test command built, when there is one: scripts/lib/tool-target.sh.)
+[ -x "$TOOL_TARGET_DIR/release/onnx-light" ] ||
+  CARGO_TARGET_DIR="$TOOL_TARGET_DIR" cargo build --release --quiet -p onnx-light-cli
 BIN="$ROOT/target/release/onnx-bench"
 SCALE=${BENCH_SCALE:-1}
 "$BIN" gen transformer "$WORK/a.onnx" --scale "$SCALE"

@@ -80,8 +80,11 @@ step "compatibility with the onnx package (pytest)"
 # starting); their output is printed once they end, after the last step. 16-onnx-cxx.sh compiles
 # onnx twice and reads only what 15-onnx-component.sh installed and the venv; 17-target-checks.sh
 # and 18-fuzz.sh build in target directories of their own (the fuzz targets run for a fixed time,
-# fewer inputs then). (Their Debian packages are installed one step at a time: scripts/lib/apt.sh.)
-BACKGROUND=(scripts/test.d/16-onnx-cxx.sh scripts/test.d/17-target-checks.sh scripts/test.d/18-fuzz.sh)
+# fewer inputs then); 56-dist.sh packages what 15 and 50-python built (scripts/dist.sh) and tries
+# the artifacts out, mostly waiting on pip, CMake and emulators. (Their Debian packages and Rust
+# targets are installed one step at a time: scripts/lib/apt.sh.)
+BACKGROUND=(scripts/test.d/16-onnx-cxx.sh scripts/test.d/17-target-checks.sh scripts/test.d/18-fuzz.sh
+            scripts/test.d/56-dist.sh)
 mkdir -p target/step-logs
 declare -A background=()
 # (A failing step ends the command: the background ones end with it.)

@@ -55,7 +55,7 @@ from ._native import (  # noqa: F401
     set_memory_reuse_limit,
 )
 
-__version__ = "0.1.0"
+__version__: str = _native.__version__
 
 #: onnx's operator sets of the ai.onnx.ml domain are there (the onnx component is built with them).
 ONNX_ML = True

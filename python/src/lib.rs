@@ -32,6 +32,8 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    // The project's one version (the top-level Cargo.toml's [workspace.package]).
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add_class::<view::Message>()?;
     m.add_class::<containers::RepeatedScalarContainer>()?;
     m.add_class::<containers::RepeatedCompositeContainer>()?;

@@ -21,3 +21,11 @@ fetch_onnx_sdist() {
     --no-binary :all: --no-deps --no-build-isolation "onnx==$ONNX_VERSION" -d "$dir"
   echo "$ONNX_SHA256  $ONNX_SDIST" | sha256sum -c - || die "checksum of $ONNX_SDIST"
 }
+
+# Writes onnx's LICENSE from the source distribution (fetched first) to $ONNX_LICENSE, for the
+# licence files of artifacts that carry onnx's C++ library.
+ONNX_LICENSE="$ROOT/target/onnx-sdist/LICENSE"
+extract_onnx_license() {
+  fetch_onnx_sdist
+  tar -xzf "$ONNX_SDIST" -O "onnx-$ONNX_VERSION/LICENSE" >"$ONNX_LICENSE" || die "no LICENSE in $ONNX_SDIST"
+}

@@ -29,8 +29,9 @@ die() { echo "15-onnx-component: $*" >&2; exit 1; }
 export PATH="$ROOT/.venv/bin:$PATH"   # the pinned cmake
 . scripts/lib/onnx-sdist.sh
 fetch_onnx_sdist
+. scripts/lib/onnx-component.sh
 BUILD="$ROOT/build/onnx-component"
-PREFIX="$BUILD/prefix"
+PREFIX="$ONNX_COMPONENT_PREFIX"
 BACKEND_DATA=$("$PY" -c "import onnx, os; print(os.path.join(os.path.dirname(onnx.__file__), 'backend', 'test', 'data'))")
 mkdir -p "$BUILD"
 # A model whose strict shape inference fails (Add of [2] and [3]), for the C ABI test.
@@ -80,9 +81,8 @@ fi
 if command -v protoc >/dev/null && protoc --version >/dev/null 2>&1; then die "protoc still runs"; fi
 
 cd "$ROOT"
-cmake -S . -B "$BUILD/tree" -DCMAKE_BUILD_TYPE=Release -DONNXL_WITH_ONNX=ON -DONNXL_ONNX_SDIST="$ONNX_SDIST" \
-  -DCMAKE_EXPORT_COMPILE_COMMANDS=ON >/dev/null
-cmake --build "$BUILD/tree" -j "$JOBS"
+. scripts/lib/onnx-component.sh
+build_onnx_component
 "$PY" scripts/lib/onnx_namespace_check.py "$BUILD/tree/compile_commands.json" "$JOBS"
 rm -rf "$PREFIX"
 cmake --install "$BUILD/tree" --prefix "$PREFIX" >/dev/null

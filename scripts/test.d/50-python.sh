@@ -22,10 +22,9 @@ export ONNX_LIGHT_ONNX_LIB_DIR="$ROOT/build/onnx-component/prefix/lib"
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-# (In the tool's target directory: the package has the tool's features, scripts/lib/tool-target.sh.)
-. scripts/lib/tool-target.sh
-CARGO_TARGET_DIR="$TOOL_TARGET_DIR" \
-  "$PY" -m maturin build --release --quiet -m python/Cargo.toml --features onnx --out "$work/dist"
+die() { echo "50-python: $*" >&2; exit 1; }
+. scripts/lib/artifacts.sh
+build_wheel "$work/dist"
 "$PY" -m pip install --quiet --disable-pip-version-check --force-reinstall --no-deps "$work"/dist/onnx_light-*-abi3-*.whl
 # Run from outside the source tree, so that the installed wheel is what is imported.
 cd "$work"

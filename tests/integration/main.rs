@@ -38,3 +38,5 @@ mod windows_paths;
 mod layers;
 #[cfg(not(any(windows, target_arch = "aarch64")))]
 mod stands_alone;
+#[cfg(not(any(windows, target_arch = "aarch64")))]
+mod versioning;
