@@ -136,9 +136,8 @@ export ONNX_LIGHT_ONNX_LIB_DIR="$PREFIX/lib"
 cargo clippy -q --release -p onnx_light_onnx -p onnx-light-cli -p onnx_light_python --all-targets \
   --features onnx-light-cli/onnx,onnx_light_python/onnx -- -D warnings
 # The tool with onnx's checker replaces the plain build: the later steps use it.
-. scripts/lib/tool-target.sh
-CARGO_TARGET_DIR="$TOOL_TARGET_DIR" cargo build -q --release -p onnx-light-cli --features onnx
-BIN="$TOOL_TARGET_DIR/release/onnx-light"
+. scripts/lib/artifacts.sh
+BIN=$(build_tool)
 "$PY" - "$BIN" "$BUILD" "$BACKEND_DATA/light/light_resnet50.onnx" <<'PYEOF'
 import subprocess, sys
 import onnx
@@ -162,7 +161,15 @@ r = run(bad)
 assert r.returncode != 0 and message.splitlines()[0] in r.stdout, (message, r)
 r = run(bad, "--infer-shapes", f"{work}/never.onnx")
 assert r.returncode != 0, r
-print("onnx-light check: onnx's verdicts and strict inference, as the onnx wheel")
+# A model with external data, checked from another directory: onnx's checker sees it with its
+# external data read in, as onnx checks a loaded model (not against the working directory).
+import os
+os.makedirs(f"{work}/external", exist_ok=True)
+onnx.save(onnx.load(good), f"{work}/external/model.onnx", save_as_external_data=True,
+          location="weights.bin", size_threshold=0)
+r = subprocess.run([bin, "check", f"{work}/external/model.onnx"], capture_output=True, text=True, cwd="/")
+assert r.returncode == 0 and "checker (full check): valid" in r.stdout, r
+print("onnx-light check: onnx's verdicts and strict inference, as the onnx wheel; external data")
 PYEOF
 
 echo "15-onnx-component: ok: built and installed without protobuf; onnx's API over ${#MODELS[@]} backend models ($valid pass the full check), the C ABI test"

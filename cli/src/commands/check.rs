@@ -53,7 +53,7 @@ pub fn run(args: &Args) -> Result<()> {
         outln!("problem: {p}");
     }
     if basics.is_empty() {
-        basics.extend(onnx_checker(&mut model, args.infer_shapes.as_deref())?);
+        basics.extend(onnx_checker(&mut model, args)?);
     } else if args.infer_shapes.is_some() {
         return Err(Error::InvalidArgument(format!(
             "{}: not a usable ONNX model: {}",
@@ -168,20 +168,46 @@ fn onnx_basics(m: &ModelProto) -> Vec<String> {
     problems
 }
 
-/// onnx's own checker (full check, which includes strict shape inference), and with `infer_to`
-/// the model with the inferred shapes written there (inferred into `model` itself: the checks
-/// after this one read nothing inference adds). Returns the checker's problem, if any.
+/// onnx's own checker (full check, which includes strict shape inference), and with
+/// `--infer-shapes` the model with the inferred shapes written there (inferred into `model`
+/// itself: the checks after this one read nothing inference adds). Returns the checker's
+/// problem, if any.
+///
+/// onnx's checker looks for the file of every tensor stored externally relative to the
+/// directory it is given, which for a model in memory is the working directory: a model with
+/// external data is checked as onnx checks a loaded one, with its external data read in (from
+/// `--data-dir`, the model's directory or the model's URL). When that read fails the checker is
+/// not run; the external-data checks below report why.
 #[cfg(feature = "onnx")]
-fn onnx_checker(model: &mut ModelProto, infer_to: Option<&std::path::Path>) -> Result<Vec<String>> {
+fn onnx_checker(model: &mut ModelProto, args: &Args) -> Result<Vec<String>> {
     use onnx_light_onnx::{CheckOptions, ShapeInferenceOptions};
     let full = CheckOptions {
         full_check: true,
         ..Default::default()
     };
     let version = onnx_light_onnx::onnx_version();
-    let checked = onnx_light_onnx::check_model(model, &full);
+    let mut external = false;
+    model.visit_tensors(&mut |t| external |= onnx_light::external::uses_external_data(t));
+    let mut with_data = None;
+    if external {
+        let opts = LoadOptions {
+            external_data_dir: args.data_dir.clone(),
+            external_data_key: args.key.read()?,
+            ..Default::default()
+        };
+        match onnx_light::load_model(&args.model, &opts) {
+            Ok(m) => with_data = Some(m),
+            Err(e) => {
+                outln!("onnx {version} checker: not run (reading the external data: {e})");
+                return Ok(Vec::new());
+            }
+        }
+    }
+    let target = with_data.as_mut().unwrap_or(model);
+    let checked = onnx_light_onnx::check_model(target, &full);
     // The payload copies onnx's reads made go back before the external-data checks run.
-    onnx_light_onnx::release_cxx_copies(model);
+    onnx_light_onnx::release_cxx_copies(target);
+    drop(with_data);
     let problems = match checked {
         Ok(()) => {
             outln!("onnx {version} checker (full check): valid");
@@ -192,7 +218,7 @@ fn onnx_checker(model: &mut ModelProto, infer_to: Option<&std::path::Path>) -> R
             vec![format!("onnx's checker: {e}")]
         }
     };
-    if let Some(out) = infer_to {
+    if let Some(out) = args.infer_shapes.as_deref() {
         let strict = ShapeInferenceOptions {
             strict_mode: true,
             ..Default::default()
@@ -211,11 +237,8 @@ fn onnx_checker(model: &mut ModelProto, infer_to: Option<&std::path::Path>) -> R
 
 /// Without onnx's C++ library only the checks above run; `--infer-shapes` needs it.
 #[cfg(not(feature = "onnx"))]
-fn onnx_checker(
-    _model: &mut ModelProto,
-    infer_to: Option<&std::path::Path>,
-) -> Result<Vec<String>> {
-    if infer_to.is_some() {
+fn onnx_checker(_model: &mut ModelProto, args: &Args) -> Result<Vec<String>> {
+    if args.infer_shapes.is_some() {
         return Err(Error::Unsupported(
             "--infer-shapes needs onnx's C++ library: build onnx-light with `--features onnx` \
              (docs/cpp.md)"
