@@ -31,6 +31,8 @@ die() { echo "dist: $*" >&2; exit 1; }
 export PATH="$ROOT/.venv/bin:$PATH"
 VERSION=$(sed -n '/^\[workspace\.package\]/,/^\[/s/^version = "\(.*\)"/\1/p' Cargo.toml)
 [ -n "$VERSION" ] || die "no [workspace.package] version in Cargo.toml"
+# (The same default as scripts/test-all.sh's: the `cc` crate's build scripts rebuild when it
+# changes, so this reuses the test command's builds.)
 SOURCE_DATE_EPOCH=${SOURCE_DATE_EPOCH:-$(git log -1 --format=%ct 2>/dev/null || echo 315532800)}
 export SOURCE_DATE_EPOCH
 . scripts/lib/artifacts.sh

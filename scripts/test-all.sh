@@ -7,6 +7,12 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
 
+# Archive and wheel times (scripts/dist.sh, reproducible artifacts) are the last commit's. Set
+# for every step: C compilers' build scripts (the `cc` crate: ring, mimalloc, ...) rebuild when
+# it changes, so all of the command's cargo builds see the same value as dist.sh's.
+SOURCE_DATE_EPOCH=${SOURCE_DATE_EPOCH:-$(git log -1 --format=%ct 2>/dev/null || echo 315532800)}
+export SOURCE_DATE_EPOCH
+
 # Each step's header also says how long the previous one took and the time so far (CI has a limit).
 last=$SECONDS
 step() {
