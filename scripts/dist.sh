@@ -13,8 +13,9 @@
 #
 # Usage: scripts/dist.sh [PART...], PART one of sdist, crate, linux-x86_64, linux-aarch64,
 # windows-x86_64 (a platform part makes its wheel and its SDK); all of them by default.
-# Needs the test command's venv (.venv: maturin, cmake) and, for the cross-compiled parts, what
-# scripts/test.d/70-cross.sh installs (Debian's cross compilers, the Rust targets). The builds
+# Needs the test command's venv (.venv: maturin, cmake) and, for the cross-compiled parts, the
+# Rust targets and Debian's cross compilers (gcc and g++ for aarch64 and MinGW; 56-dist.sh
+# installs them). The builds
 # are the test command's own (same target directories, features and build trees), so after a run
 # of it only the packaging is left. The archives are reproducible: entries sorted, owners and
 # modes normalised, every time the last commit's (SOURCE_DATE_EPOCH); the binaries in them are
@@ -102,7 +103,8 @@ for part in "${PARTS[@]}"; do
       # every platform.)
       rm -f "$DIST"/onnx_light-"$VERSION".tar.gz
       package_licences --target all
-      "$PY" -m maturin sdist -m python/Cargo.toml --out "$DIST" >/dev/null 2>&1 || "$PY" -m maturin sdist -m python/Cargo.toml --out "$DIST"
+      "$PY" -m maturin sdist -m python/Cargo.toml --out "$DIST" >"$stage/sdist.log" 2>&1 ||
+        { cat "$stage/sdist.log" >&2; die "maturin sdist failed"; }
       ;;
     crate)
       cargo package -q -p onnx_light --locked --allow-dirty --no-verify
