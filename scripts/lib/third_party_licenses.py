@@ -57,10 +57,12 @@ def main() -> int:
         tree += ["--target", args.target]
     crates = {}
     for line in cargo(*tree).splitlines():
-        spec, licence, repository = (line.split("|") + ["", ""])[:3]
-        if "(proc-macro)" in spec or "(*)" in spec and spec.replace(" (*)", "") in crates:
+        # A crate met again ends in " (*)" (cargo listed it the first time); proc-macros run at
+        # build time only.
+        if line.endswith(" (*)") or "(proc-macro)" in line:
             continue
-        parts = spec.replace(" (*)", "").split()
+        spec, licence, repository = (line.split("|") + ["", ""])[:3]
+        parts = spec.split()
         name, version = parts[0], parts[1].lstrip("v")
         if len(parts) > 2 and parts[2].startswith("("):  # a path dependency: this project's own
             continue
